@@ -1,0 +1,215 @@
+"""The application: wires store, indexer, watcher, model, embed worker, search and memories.
+
+Plain Python, no sockets and no signals: tests build an App on a tmp dir and call it directly;
+the daemon wraps one in the socket server and the process lifecycle.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memoryd import __version__
+from memoryd.config import Config
+from memoryd.embed import ModelHolder, load_embedder, resolve_model
+from memoryd.embedworker import EmbedWorker
+from memoryd.fuzzy import FuzzyMatcher
+from memoryd.indexer import Indexer
+from memoryd.logsetup import get_logger
+from memoryd.memories import Memories
+from memoryd.search import Searcher
+from memoryd.store import Store, entries
+from memoryd.timeutil import iso
+from memoryd.watcher import Watcher
+
+log = get_logger("memoryd.app")
+
+
+def default_model_holder(cfg: Config) -> ModelHolder:
+    """The model the configuration resolves to, loaded lazily (or none, with the reason)."""
+    resolved, reason = resolve_model(cfg.embedding, cfg.data_dir)
+    if resolved is None:
+        return ModelHolder(None, description=reason, query_cache_size=cfg.embedding.query_cache_size)
+    cache_dir = cfg.data_dir / "models"
+
+    def loader() -> Any:
+        return load_embedder(
+            resolved,
+            cache_dir=cache_dir,
+            threads=cfg.embedding.threads,
+            batch_size=cfg.embedding.batch_size,
+        )
+
+    return ModelHolder(
+        loader, description=resolved.description, query_cache_size=cfg.embedding.query_cache_size
+    )
+
+
+class App:
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        model: ModelHolder | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.cfg = cfg
+        self.clock = clock
+        self.started_at = clock()
+        prepare_dirs(cfg)
+        self.store = Store(cfg.db_path)
+        self.model = model if model is not None else default_model_holder(cfg)
+        self.fuzzy = FuzzyMatcher(cfg.search.fuzzy_min_similarity)
+        self.searcher = Searcher(self.store, cfg.search, model=self.model, fuzzy=self.fuzzy)
+        self.embedder = EmbedWorker(
+            self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
+        )
+        self.indexer = Indexer(
+            self.store, cfg.workspace, cfg.indexer, on_change=self._index_changed, clock=clock
+        )
+        self.memories = Memories(
+            self.store, cfg.memories, clock=clock, on_changed=[self.embedder.wake]
+        )
+        self.watcher: Watcher | None = None
+        self.watcher_error: str | None = None
+        self.ready = threading.Event()  # the first reconcile is done
+        self._bg: threading.Thread | None = None
+        self.model.on_ready.append(self.embedder.wake)
+
+    def _index_changed(self) -> None:
+        self.fuzzy.invalidate()
+        self.embedder.wake()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self, *, progress: Callable[[str], None] | None = None) -> None:
+        """Start background work: model loading, watcher, initial reconcile, embedding.
+
+        Returns at once; keyword search over what is already indexed works meanwhile.
+        """
+        self.model.start()
+        self.embedder.start()
+        self._bg = threading.Thread(
+            target=self._startup, args=(progress,), name="memoryd-startup", daemon=True
+        )
+        self._bg.start()
+
+    def _startup(self, progress: Callable[[str], None] | None) -> None:
+        try:
+            self.start_watcher()
+
+            def report(done: int, total: int) -> None:
+                if progress is not None:
+                    progress(f"indexing workspace: {done}/{total} files")
+
+            rep = self.indexer.reconcile(progress=report)
+            if progress is not None:
+                progress(
+                    f"ready: {rep.indexed} indexed, {rep.unchanged} unchanged, "
+                    f"{rep.deleted} deleted, {rep.moved} moved"
+                )
+        except Exception:
+            log.exception("startup reconcile failed")
+        finally:
+            self.ready.set()
+            self.embedder.wake()
+
+    def start_watcher(self) -> None:
+        w = Watcher(
+            self.cfg.workspace,
+            self.indexer.sync_paths,
+            debounce=self.cfg.indexer.debounce_ms / 1000,
+            accept=self.indexer.accepts,
+        )
+        try:
+            w.start()
+        except Exception as exc:
+            self.watcher_error = str(exc)
+            log.error(
+                "file watcher failed to start; changes are picked up by the reconcile job",
+                error=str(exc),
+            )
+            return
+        self.watcher = w
+
+    def apply_config(self, cfg: Config) -> None:
+        """Take reloadable settings from a new configuration (SIGHUP)."""
+        self.cfg = cfg
+        self.searcher.settings = cfg.search
+        self.indexer.settings = cfg.indexer
+        self.memories.settings = cfg.memories
+        if self.watcher is not None:
+            self.watcher.set_debounce(cfg.indexer.debounce_ms / 1000)
+
+    def close(self) -> None:
+        """Stop the watcher and workers, finish the write in progress, close the database."""
+        if self.watcher is not None:
+            self.watcher.stop()
+        if self._bg is not None:
+            self._bg.join(timeout=30)
+        self.embedder.stop()
+        self.store.close()
+
+    # -- reporting ----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        def q(con: Any) -> dict[str, Any]:
+            return {**entries.counts(con), "by_type": entries.by_type(con)}
+
+        out = self.store.read(q)
+        vec = self.embedder.counts()
+        out.update(
+            vectors=vec["done"], pending_vectors=vec["pending"], db_bytes=self.store.size_bytes()
+        )
+        return out
+
+    def status(self, *, check: bool = False) -> dict[str, Any]:
+        counts = self.store.read(entries.counts)
+        vec = self.embedder.counts()
+        watcher_alive = self.watcher is not None and self.watcher.alive
+        out: dict[str, Any] = {
+            "version": __version__,
+            "pid": os.getpid(),
+            "started_at": iso(self.started_at),
+            "uptime_s": round(self.clock() - self.started_at, 1),
+            "workspace": str(self.cfg.workspace),
+            "data_dir": str(self.cfg.data_dir),
+            "socket": str(self.cfg.socket),
+            "db_path": str(self.cfg.db_path),
+            "db_bytes": self.store.size_bytes(),
+            "counts": counts,
+            "vectors": {"done": vec["done"], "pending": vec["pending"],
+                        "embedding": self.embedder.running,
+                        "last_error": self.embedder.last_error},
+            "model": self.model.status(),
+            "watcher": {"alive": watcher_alive, "error": self.watcher_error},
+            "index": {
+                "initial_reconcile_done": self.ready.is_set(),
+                "last_reconcile": _iso_at(self.indexer.last_reconcile),
+                "files_indexed": self.indexer.totals.indexed,
+                "files_unchanged": self.indexer.totals.unchanged,
+                "files_moved": self.indexer.totals.moved,
+                "files_deleted": self.indexer.totals.deleted,
+                "files_skipped": self.indexer.totals.skipped,
+            },
+        }
+        if check:
+            out["drift"] = self.indexer.drift()
+        return out
+
+
+def _iso_at(rep: dict[str, Any] | None) -> dict[str, Any] | None:
+    if rep is None:
+        return None
+    return {**rep, "at": iso(rep["at"])}
+
+
+def prepare_dirs(cfg: Config) -> None:
+    """data_dir private (0700); the workspace created if missing."""
+    cfg.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(cfg.data_dir, 0o700)
+    Path(cfg.workspace).mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,105 @@
+"""`memoryd`: run the daemon, check or show its configuration, install it as a service."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from memoryd import __version__
+from memoryd.errors import ConfigError, MemorydError
+
+EPILOG = """\
+examples:
+  memoryd run                         start in the foreground (Ctrl-C stops it)
+  memoryd run --config ~/notes.toml   use another configuration file
+  memoryd config show                 print the effective configuration as TOML
+  memoryd service install             run at login as a user service (systemd/launchd)
+
+Configuration is read from --config, $MEMORYD_CONFIG, or $XDG_CONFIG_HOME/memoryd/config.toml;
+without a file the defaults work. Query the daemon with `memoryctl`.
+
+exit status: 0 ok, 1 failed to start (e.g. already running), 2 usage or configuration error.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="memoryd",
+        description="memoryd: a local memory daemon. Watches a workspace of markdown notes, keeps "
+        "memories agents add, and answers keyword and semantic queries over a Unix socket.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"memoryd {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run the daemon in the foreground until SIGINT/SIGTERM")
+    run.add_argument("--config", type=Path, help="configuration file (TOML)")
+    run.set_defaults(func=cmd_run)
+
+    cfg = sub.add_parser("config", help="check or show the configuration")
+    cfg_sub = cfg.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    for name, helptext in (
+        ("show", "print the effective configuration (file + environment + defaults) as TOML"),
+        ("check", "validate the configuration and say where it came from"),
+        ("path", "print the configuration file memoryd would read"),
+    ):
+        c = cfg_sub.add_parser(name, help=helptext)
+        c.add_argument("--config", type=Path, help="configuration file (TOML)")
+        c.add_argument("--json", action="store_true", help="JSON instead of TOML (show)")
+        c.set_defaults(func=cmd_config)
+
+    try:
+        from memoryd import service
+    except ImportError:  # pragma: no cover - service support is optional at import time
+        pass
+    else:
+        service.add_parser(sub)
+    return p
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from memoryd.daemon import run
+
+    return run(args.config)
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from memoryd.config import find_config_file, load_config, to_toml
+
+    if args.config_command == "path":
+        found = find_config_file(args.config)
+        print(found if found else "(no configuration file; defaults in use)")
+        return 0
+    cfg = load_config(args.config)
+    if args.config_command == "check":
+        print(f"configuration ok ({cfg.source or 'defaults, no file'})")
+    elif args.json:
+        print(json.dumps(cfg.as_dict(), indent=2))
+    else:
+        print(to_toml(cfg), end="")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as exc:
+        print(f"memoryd: configuration error: {exc.message}", file=sys.stderr)
+        return 2
+    except MemorydError as exc:
+        print(f"memoryd: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

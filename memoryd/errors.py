@@ -1,0 +1,62 @@
+"""Library exceptions, defined once. Each carries the JSON-RPC error code it maps to."""
+
+from __future__ import annotations
+
+
+class MemorydError(Exception):
+    """Base class for errors memoryd reports to users."""
+
+    code: int = -32000
+
+    def __init__(self, message: str, *, data: dict | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class ConfigError(MemorydError):
+    """The configuration is invalid (names the key and what is wrong)."""
+
+    code = -32010
+
+
+class InvalidInput(MemorydError):
+    """A request's parameters are invalid (empty content, bad importance, ...)."""
+
+    code = -32602
+
+
+class NotFound(MemorydError):
+    """No entry, job or checkpoint with that id or name."""
+
+    code = -32004
+
+
+class TooLarge(MemorydError):
+    """Content or a request is over its size limit."""
+
+    code = -32005
+
+
+class Refused(MemorydError):
+    """The request is understood but refused (for instance content that looks like a secret)."""
+
+    code = -32006
+
+
+class Unavailable(MemorydError):
+    """A component the request needs is not ready (the embedding model, the store)."""
+
+    code = -32003
+
+
+class AlreadyRunning(MemorydError):
+    """Another daemon already owns this database or socket."""
+
+    code = -32011
+
+
+class StoreError(MemorydError):
+    """The database failed in a way the caller cannot fix (corruption, disk full)."""
+
+    code = -32012

@@ -1,0 +1,464 @@
+"""Workspace indexer: reconcile the workspace with the index, and apply changes file by file.
+
+A file is re-indexed only when its SHA-256 differs from the stored one; a stat change alone
+(touch, save without change) only refreshes the stored stat. A file that vanished while another
+with the same hash appeared is a move: its chunks keep their rows (and, through their text
+hashes, their vectors) under the new path. Odd files (too large, unreadable, not UTF-8, symlinks
+leading out of the workspace, vanishing mid-read) are skipped or decoded safely with one log line
+each; nothing here raises for a bad file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from memoryd import markdown
+from memoryd.logsetup import get_logger
+from memoryd.store import Store, entries
+from memoryd.store.entries import DocumentInfo, NewChunk
+
+log = get_logger("memoryd.indexer")
+
+
+class IndexerSettings(Protocol):
+    include: list[str] | tuple[str, ...]
+    exclude: list[str] | tuple[str, ...]
+    skip_hidden: bool
+    max_file_bytes: int
+    chunk_max_tokens: int
+    chunk_overlap_tokens: int
+    follow_symlinks: bool
+
+
+class Skip(Exception):
+    """This file is not indexed; the message says why."""
+
+
+@dataclass
+class Report:
+    indexed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    moved: int = 0
+    skipped: int = 0
+    chunks: int = 0
+    took_ms: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.indexed or self.deleted or self.moved)
+
+
+@dataclass(frozen=True)
+class FileState:
+    path: str  # workspace-relative, '/' separated
+    real: Path
+    size: int
+    mtime: float
+
+
+# --- globs -----------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """A gitignore-like glob over '/'-separated relative paths: ** spans folders, * and ? don't.
+
+    A pattern without '/' matches the file name in any folder ("*.md" == "**/*.md").
+    """
+    pat = pattern.strip().lstrip("/")
+    if "/" not in pat:
+        pat = "**/" + pat
+    out, i = [], 0
+    while i < len(pat):
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pat[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pat[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pat[i]))
+            i += 1
+    body = "".join(out)
+    # A pattern naming a folder ("drafts/**" or "drafts") also covers everything under it.
+    return re.compile(rf"^{body}(?:/.*)?$")
+
+
+def path_accepted(rel: str, s: IndexerSettings) -> bool:
+    parts = rel.split("/")
+    if s.skip_hidden and any(p.startswith(".") for p in parts):
+        return False
+    if any(compile_glob(g).match(rel) for g in s.exclude):
+        return False
+    return any(compile_glob(g).match(rel) for g in s.include)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --- the indexer -------------------------------------------------------------------------------
+
+
+class Indexer:
+    """Keeps the store's documents and chunks equal to the workspace's markdown files."""
+
+    def __init__(
+        self,
+        store: Store,
+        workspace: Path,
+        settings: IndexerSettings,
+        *,
+        preprocess: Callable[[str, str], str] | None = None,
+        on_change: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.root = Path(workspace)
+        self.root_real = Path(os.path.realpath(self.root))
+        self.settings = settings
+        # preprocess(relpath, text) -> text: the daily log strips the daemon's own lines here.
+        self.preprocess = preprocess
+        self.on_change = on_change
+        self.clock = clock
+        self._lock = threading.RLock()
+        self.totals = Report()
+        self.last_reconcile: dict[str, Any] | None = None
+
+    # -- paths --------------------------------------------------------------------------------
+
+    def relpath(self, path: Path) -> str | None:
+        """Workspace-relative '/' path, or None for a path outside the workspace."""
+        p = Path(os.path.abspath(path))
+        for root in (self.root, self.root_real):
+            try:
+                return p.relative_to(root).as_posix()
+            except ValueError:
+                continue
+        return None
+
+    def accepts(self, path: Path) -> bool:
+        rel = self.relpath(path)
+        return rel is not None and rel != "." and path_accepted(rel, self.settings)
+
+    def _inside(self, real: str) -> bool:
+        root = str(self.root_real)
+        return real == root or real.startswith(root + os.sep)
+
+    def scan(self) -> dict[str, FileState]:
+        """Every accepted regular file under the workspace, following only inner symlinks."""
+        found: dict[str, FileState] = {}
+        seen_dirs: set[str] = set()
+        follow = self.settings.follow_symlinks
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=follow):
+            real_dir = os.path.realpath(dirpath)
+            if real_dir in seen_dirs or not self._inside(real_dir):
+                dirnames[:] = []
+                if not self._inside(real_dir):
+                    log.warning("skipped folder: symlink leads outside the workspace", path=dirpath)
+                continue
+            seen_dirs.add(real_dir)
+            rel_dir = Path(dirpath).relative_to(self.root).as_posix()
+            if self.settings.skip_hidden:
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            for name in filenames:
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+                if not path_accepted(rel, self.settings):
+                    continue
+                try:
+                    state = self._stat(rel)
+                except Skip as exc:
+                    log.warning("skipped file", path=rel, reason=str(exc))
+                    self.totals.skipped += 1
+                    continue
+                except FileNotFoundError:
+                    continue
+                found[rel] = state
+        return found
+
+    def _stat(self, rel: str) -> FileState:
+        full = self.root / rel
+        st = os.lstat(full)
+        real = full
+        if stat.S_ISLNK(st.st_mode):
+            if not self.settings.follow_symlinks:
+                raise Skip("symlink (indexer.follow_symlinks is false)")
+            target = os.path.realpath(full)
+            if not self._inside(target):
+                raise Skip("symlink leads outside the workspace")
+            real = Path(target)
+            st = os.stat(real)
+        if not stat.S_ISREG(st.st_mode):
+            raise Skip("not a regular file")
+        if st.st_size > self.settings.max_file_bytes:
+            raise Skip(f"larger than indexer.max_file_bytes ({self.settings.max_file_bytes})")
+        return FileState(rel, real, st.st_size, st.st_mtime)
+
+    def _read(self, state: FileState) -> bytes:
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(state.real, flags)
+        except PermissionError as exc:
+            raise Skip("unreadable (permission denied)") from exc
+        except OSError as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise
+            raise Skip(f"unreadable ({exc.strerror})") from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise Skip("not a regular file")
+            limit = self.settings.max_file_bytes
+            chunks, total = [], 0
+            while True:
+                block = os.read(fd, 1 << 20)
+                if not block:
+                    break
+                chunks.append(block)
+                total += len(block)
+                if total > limit:
+                    raise Skip(f"larger than indexer.max_file_bytes ({limit})")
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    # -- applying changes ---------------------------------------------------------------------
+
+    def reconcile(self, progress: Callable[[int, int], None] | None = None) -> Report:
+        """Compare the whole workspace with the index and repair every difference."""
+        with self._lock:
+            started = time.perf_counter()
+            report = Report()
+            on_disk = self.scan()
+            indexed = self.store.read(entries.documents)
+            vanished = {p: d for p, d in indexed.items() if p not in on_disk}
+            todo = [
+                s for p, s in on_disk.items()
+                if p not in indexed
+                or indexed[p].size != s.size
+                or indexed[p].mtime != s.mtime
+            ]
+            report.unchanged += len(on_disk) - len(todo)
+            self._apply(todo, vanished, report, progress)
+            report.took_ms = round((time.perf_counter() - started) * 1000, 1)
+            self.last_reconcile = {"at": self.clock(), **report.as_dict()}
+            log.info("reconciled", files=len(on_disk), **_brief(report))
+            return report
+
+    def sync_paths(self, paths: Iterable[Path]) -> Report:
+        """Bring the given paths (files or folders, existing or not) up to date: the watcher's
+        entry point. Moves are recognised when the old and new path come in one call."""
+        with self._lock:
+            started = time.perf_counter()
+            report = Report()
+            indexed = self.store.read(entries.documents)
+            todo: dict[str, FileState] = {}
+            vanished: dict[str, DocumentInfo] = {}
+            for path in paths:
+                rel = self.relpath(Path(path))
+                if rel is None:
+                    continue
+                full = self.root / rel if rel != "." else self.root
+                if full.is_dir():
+                    for p, s in self._scan_under(rel).items():
+                        todo[p] = s
+                    prefix = "" if rel == "." else rel + "/"
+                    for p, d in indexed.items():
+                        if p.startswith(prefix) and not (self.root / p).exists():
+                            vanished[p] = d
+                    continue
+                prefix = rel + "/"
+                gone_under = [p for p in indexed if p.startswith(prefix)]
+                for p in gone_under:  # a folder that vanished
+                    if not (self.root / p).exists():
+                        vanished[p] = indexed[p]
+                if not path_accepted(rel, self.settings):
+                    if rel in indexed:  # excluded since it was indexed
+                        vanished[rel] = indexed[rel]
+                    continue
+                try:
+                    todo[rel] = self._stat(rel)
+                except FileNotFoundError:
+                    if rel in indexed:
+                        vanished[rel] = indexed[rel]
+                except Skip as exc:
+                    log.warning("skipped file", path=rel, reason=str(exc))
+                    report.skipped += 1
+                    if rel in indexed:
+                        vanished[rel] = indexed[rel]
+            self._apply(list(todo.values()), vanished, report, None)
+            report.took_ms = round((time.perf_counter() - started) * 1000, 1)
+            if report.changed or report.skipped:
+                log.info("synced", **_brief(report))
+            return report
+
+    def _scan_under(self, rel: str) -> dict[str, FileState]:
+        if rel in (".", ""):
+            return self.scan()
+        prefix = rel + "/"
+        return {p: s for p, s in self.scan().items() if p.startswith(prefix)}
+
+    def _apply(
+        self,
+        todo: list[FileState],
+        vanished: dict[str, DocumentInfo],
+        report: Report,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        by_sha: dict[str, list[str]] = {}
+        for p, d in vanished.items():
+            by_sha.setdefault(d.sha256, []).append(p)
+        total = len(todo)
+        moved_from: set[str] = set()
+        for n, state in enumerate(sorted(todo, key=lambda s: s.path), start=1):
+            try:
+                old = self._index_one(state, by_sha, report)
+                if old is not None:
+                    moved_from.add(old)
+            except FileNotFoundError:
+                log.info("file vanished while reading", path=state.path)
+            except Skip as exc:
+                log.warning("skipped file", path=state.path, reason=str(exc))
+                report.skipped += 1
+            except Exception as exc:  # one bad file never stops the rest
+                log.exception("indexing failed", path=state.path)
+                report.errors.append(f"{state.path}: {exc}")
+            if progress is not None and (n % 200 == 0 or n == total):
+                progress(n, total)
+        for p in vanished:
+            if p in moved_from:
+                continue
+            chunks = self.store.run_write(lambda con, p=p: entries.delete_document(con, p))
+            report.deleted += 1
+            log.info("deleted", path=p, chunks=chunks)
+        for key in ("indexed", "unchanged", "deleted", "moved", "skipped", "chunks"):
+            setattr(self.totals, key, getattr(self.totals, key) + getattr(report, key))
+        if report.changed and self.on_change is not None:
+            self.on_change()
+
+    def _index_one(
+        self, state: FileState, by_sha: dict[str, list[str]], report: Report
+    ) -> str | None:
+        """Index one file; returns the old path when it turned out to be a move."""
+        started = time.perf_counter()
+        data = self._read(state)
+        sha = sha256_bytes(data)
+        current = self.store.read(lambda con: entries.document(con, state.path))
+        if current is not None and current.sha256 == sha:
+            self.store.run_write(
+                lambda con: entries.touch_document(con, state.path, state.size, state.mtime)
+            )
+            report.unchanged += 1
+            return None
+        if current is None and by_sha.get(sha):
+            old = by_sha[sha].pop(0)
+            self.store.run_write(
+                lambda con: entries.move_document(con, old, state.path, state.mtime)
+            )
+            report.moved += 1
+            log.info("moved", path=state.path, old_path=old)
+            return old
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = data.decode("utf-8", errors="replace")
+            log.warning("invalid UTF-8, indexed with replacement characters", path=state.path)
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        if self.preprocess is not None:
+            text = self.preprocess(state.path, text)
+        fm, chunks = markdown.parse_document(
+            text,
+            max_tokens=self.settings.chunk_max_tokens,
+            overlap_tokens=self.settings.chunk_overlap_tokens,
+        )
+        if fm.error:
+            log.warning("front matter ignored", path=state.path, reason=fm.error)
+        doc = DocumentInfo(state.path, sha, state.size, state.mtime, fm.raw)
+        new_chunks = [
+            NewChunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
+            for c in chunks
+        ]
+        now = self.clock()
+        n = self.store.run_write(
+            lambda con: entries.replace_document(
+                con,
+                doc,
+                new_chunks,
+                type_=fm.type or "note",
+                tags=fm.tags,
+                importance=fm.importance or 5,
+                expires_at=fm.expires_at,
+                now=now,
+            )
+        )
+        report.indexed += 1
+        report.chunks += n
+        log.info(
+            "indexed",
+            path=state.path,
+            chunks=n,
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        return None
+
+    # -- drift --------------------------------------------------------------------------------
+
+    def drift(self) -> dict[str, Any]:
+        """Compare the index with the workspace on disk without changing anything."""
+        on_disk = self.scan()
+        indexed = self.store.read(entries.documents)
+        missing = sorted(p for p in on_disk if p not in indexed)
+        gone = sorted(p for p in indexed if p not in on_disk)
+        stale = []
+        for p, s in on_disk.items():
+            d = indexed.get(p)
+            if d is None:
+                continue
+            if d.size == s.size and d.mtime == s.mtime:
+                continue
+            try:
+                if sha256_bytes(self._read(s)) != d.sha256:
+                    stale.append(p)
+            except (Skip, OSError):
+                stale.append(p)
+        orphans = self.store.read(
+            lambda con: con.execute(
+                "SELECT count(*) FROM entries e WHERE e.kind = 'chunk' AND NOT EXISTS"
+                " (SELECT 1 FROM documents d WHERE d.id = e.document_id)"
+            ).fetchall()[0][0]
+        )
+        return {
+            "files_missing_from_index": missing,
+            "missing_on_disk": gone,
+            "stale": sorted(stale),
+            "orphan_chunks": int(orphans),
+            "total": len(missing) + len(gone) + len(stale) + int(orphans),
+        }
+
+
+def _brief(r: Report) -> dict[str, Any]:
+    return {k: v for k, v in r.as_dict().items() if v and k != "errors"} | (
+        {"errors": len(r.errors)} if r.errors else {}
+    )

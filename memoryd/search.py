@@ -1,0 +1,354 @@
+"""Search: candidate pools (keyword, vector), fusion, ranking signals, fallback tiers.
+
+Tiers, in order (mode "auto"):
+  hybrid   keyword pool + vector pool, fused (RRF k=60 by default, or weighted scores);
+  keyword  when there is no model (or no vectors yet);
+  vector   when the keyword index finds nothing but vectors do;
+  fuzzy    when the keyword index finds nothing: query terms are corrected against the index's
+           vocabulary ("dokcer netwrking" -> docker network) and searched again (fused with the
+           vector pool when there is one).
+Every response names the mode that answered it. The pure parts (SQL building, fusion, ranking)
+are functions tested without a database.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import apsw
+import numpy as np
+
+from memoryd.errors import InvalidInput, Unavailable
+from memoryd.ftsquery import parse_query
+from memoryd.store import Store, entries, vectors
+from memoryd.store.entries import Filters
+
+MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
+
+
+class SearchSettings(Protocol):
+    default_limit: int
+    max_limit: int
+    fusion: str
+    rrf_k: int
+    candidate_multiplier: int
+    keyword_weight: float
+    vector_weight: float
+    importance_weight: float
+    recency_weight: float
+    recency_half_life_days: float
+    frequency_weight: float
+    fuzzy: bool
+
+
+class QueryEmbedder(Protocol):
+    state: str
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+class Rewriter(Protocol):
+    def rewrite(self, con: apsw.Connection, terms: Sequence[str]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    limit: int | None = None
+    mode: str = "auto"
+    filters: Filters = field(default_factory=Filters)
+    explain: bool = False
+    record_access: bool = True
+
+
+@dataclass
+class Candidate:
+    id: int
+    keyword_rank: int | None = None
+    bm25: float | None = None
+    snippet: str | None = None
+    vector_rank: int | None = None
+    similarity: float | None = None
+    fused: float = 0.0
+    components: dict[str, float] = field(default_factory=dict)
+    final: float = 0.0
+
+
+# --- pure parts -------------------------------------------------------------------------------
+
+
+def keyword_sql(where: str) -> str:
+    """SQL for the keyword pool: FTS5 BM25 (content weighs most, then headings, then tags)."""
+    return (
+        "SELECT e.id, bm25(entries_fts, 1.0, 0.6, 0.4) AS score,"
+        " snippet(entries_fts, 0, '**', '**', '…', 24)"
+        " FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid"
+        " LEFT JOIN documents d ON d.id = e.document_id"
+        f" WHERE entries_fts MATCH ? AND {where} ORDER BY score LIMIT ?"
+    )
+
+
+def rrf(pools: Sequence[Sequence[int]], k: int) -> dict[int, float]:
+    """Reciprocal Rank Fusion: sum over pools of 1 / (k + rank), rank from 1."""
+    scores: dict[int, float] = {}
+    for pool in pools:
+        for rank, entry_id in enumerate(pool, start=1):
+            scores[entry_id] = scores.get(entry_id, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+def normalise(values: dict[int, float], *, higher_is_better: bool) -> dict[int, float]:
+    """Min-max to [0, 1] (1 = best). A pool of one, or all equal, scores 1."""
+    if not values:
+        return {}
+    lo, hi = min(values.values()), max(values.values())
+    if hi == lo:
+        return dict.fromkeys(values, 1.0)
+    if higher_is_better:
+        return {i: (v - lo) / (hi - lo) for i, v in values.items()}
+    return {i: (hi - v) / (hi - lo) for i, v in values.items()}
+
+
+def weighted(
+    bm25: dict[int, float], similarity: dict[int, float], w_keyword: float, w_vector: float
+) -> dict[int, float]:
+    """Weighted fusion of normalised scores; a pool an entry is missing from contributes 0."""
+    kw = normalise(bm25, higher_is_better=False)  # bm25() is lower-is-better in FTS5
+    vec = normalise(similarity, higher_is_better=True)
+    return {i: w_keyword * kw.get(i, 0.0) + w_vector * vec.get(i, 0.0) for i in {*kw, *vec}}
+
+
+def signals(
+    record: dict[str, Any], raw: dict[str, Any], s: SearchSettings, now: float
+) -> dict[str, float]:
+    """Ranking boosts beside relevance: importance, recency decay, access frequency."""
+    importance = (max(1, min(10, int(record["importance"]))) - 1) / 9
+    age_days = max(0.0, (now - raw["updated_at"]) / 86400)
+    recency = 0.5 ** (age_days / s.recency_half_life_days)
+    frequency = min(1.0, math.log1p(record["access_count"]) / math.log1p(100))
+    return {
+        "importance": s.importance_weight * importance,
+        "recency": s.recency_weight * recency,
+        "frequency": s.frequency_weight * frequency,
+    }
+
+
+# --- the searcher ------------------------------------------------------------------------------
+
+
+class Searcher:
+    """Answers SearchRequests against the store; keyword search never waits for the model."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: SearchSettings,
+        *,
+        model: QueryEmbedder | None = None,
+        fuzzy: Rewriter | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.model = model
+        self.fuzzy = fuzzy
+        self.clock = clock
+
+    def search(self, req: SearchRequest) -> dict[str, Any]:
+        started = time.perf_counter()
+        s = self.settings
+        if req.mode not in MODES:
+            raise InvalidInput(f"mode: expected one of {', '.join(MODES)}, got {req.mode!r}")
+        limit = req.limit if req.limit is not None else s.default_limit
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= s.max_limit:
+            raise InvalidInput(f"limit: expected an integer from 1 to {s.max_limit}, got {limit!r}")
+        if not isinstance(req.query, str) or not req.query.strip():
+            raise InvalidInput("query: must be a non-empty string")
+        query_vec = self._query_vector(req)
+        result = self.store.read(lambda con: self._run(con, req, limit, query_vec))
+        hits = result["hits"]
+        if req.record_access and hits:
+            ids = [h["id"] for h in hits]
+            now = self.clock()
+            self.store.run_write(lambda con: entries.record_access(con, req.query, ids, now))
+        result["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        return result
+
+    def _query_vector(self, req: SearchRequest) -> np.ndarray | None:
+        if req.mode in ("keyword", "fuzzy") or self.model is None:
+            if req.mode == "vector" and self.model is None:
+                raise Unavailable("vector search needs an embedding model; none is configured")
+            return None
+        if self.model.state != "ready":
+            if req.mode == "vector":
+                raise Unavailable(f"the embedding model is {self.model.state}; try mode keyword")
+            return None
+        return self.model.embed_query(req.query)
+
+    def _run(
+        self, con: apsw.Connection, req: SearchRequest, limit: int, qvec: np.ndarray | None
+    ) -> dict[str, Any]:
+        s = self.settings
+        now = self.clock()
+        pool_size = limit * s.candidate_multiplier
+        parsed = parse_query(req.query)
+        where, params = entries.filter_sql(req.filters, now)
+        out: dict[str, Any] = {"query": req.query}
+
+        keyword: list[Candidate] = []
+        if req.mode in ("auto", "keyword", "hybrid") and parsed.match:
+            keyword = self._keyword_pool(con, parsed.match, where, params, pool_size)
+        fuzzy_used = False
+        want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and not keyword and s.fuzzy)
+        if want_fuzzy and self.fuzzy is not None and parsed.terms:
+            rewritten = self.fuzzy.rewrite(con, parsed.terms)
+            if rewritten is not None:
+                keyword = self._keyword_pool(con, rewritten.match, where, params, pool_size)
+                fuzzy_used = bool(keyword)
+                if fuzzy_used:
+                    out["corrected_query"] = rewritten.corrected_query
+
+        vector: list[Candidate] = []
+        if qvec is not None and req.mode in ("auto", "vector", "hybrid"):
+            vector = self._vector_pool(con, qvec, where, params, pool_size)
+
+        if fuzzy_used:
+            mode = "fuzzy"
+        elif keyword and vector:
+            mode = "hybrid"
+        elif vector:
+            mode = "vector"
+        elif req.mode in ("auto", "hybrid"):
+            mode = "keyword"
+        else:
+            mode = req.mode
+        out["mode"] = mode
+        ranked = self._fuse(keyword, vector)
+        out["hits"] = self._finish(con, ranked, limit, now, req.explain, mode)
+        return out
+
+    def _keyword_pool(
+        self, con: apsw.Connection, match: str, where: str, params: list[Any], size: int
+    ) -> list[Candidate]:
+        rows = con.execute(keyword_sql(where), [match, *params, size]).fetchall()
+        return [
+            Candidate(id=int(i), keyword_rank=rank, bm25=float(score), snippet=snip)
+            for rank, (i, score, snip) in enumerate(rows, start=1)
+        ]
+
+    def _vector_pool(
+        self, con: apsw.Connection, qvec: np.ndarray, where: str, params: list[Any], size: int
+    ) -> list[Candidate]:
+        active = vectors.active_model(con)
+        if active is None or active[2] != int(qvec.shape[-1]):
+            return []
+        model_id = active[0]
+        k = size
+        # Filters apply after the nearest-neighbour search; widen k until enough survive.
+        while True:
+            nearest = vectors.knn(con, model_id, qvec, k)
+            if not nearest:
+                return []
+            dist = {h: d for h, d in nearest}
+            hashes = list(dist)
+            found: list[tuple[int, str]] = []
+            for start in range(0, len(hashes), 500):
+                part = hashes[start : start + 500]
+                found += con.execute(
+                    "SELECT e.id, e.content_hash FROM entries e"
+                    " LEFT JOIN documents d ON d.id = e.document_id"
+                    f" WHERE e.content_hash IN ({','.join('?' * len(part))}) AND {where}",
+                    [*part, *params],
+                ).fetchall()
+            if len(found) >= size or len(nearest) < k or k >= size * 64:
+                break
+            k *= 4
+        found.sort(key=lambda row: (dist[row[1]], row[0]))
+        return [
+            Candidate(id=int(i), vector_rank=rank, similarity=1.0 - dist[h])
+            for rank, (i, h) in enumerate(found[:size], start=1)
+        ]
+
+    def _fuse(self, keyword: list[Candidate], vector: list[Candidate]) -> list[Candidate]:
+        s = self.settings
+        by_id: dict[int, Candidate] = {c.id: c for c in keyword}
+        for c in vector:
+            if c.id in by_id:
+                by_id[c.id].vector_rank = c.vector_rank
+                by_id[c.id].similarity = c.similarity
+            else:
+                by_id[c.id] = c
+        if s.fusion == "weighted":
+            fused = weighted(
+                {c.id: c.bm25 for c in keyword if c.bm25 is not None},
+                {c.id: c.similarity for c in vector if c.similarity is not None},
+                s.keyword_weight,
+                s.vector_weight,
+            )
+        else:
+            fused = rrf([[c.id for c in keyword], [c.id for c in vector]], s.rrf_k)
+        top = max(fused.values(), default=1.0) or 1.0
+        for c in by_id.values():
+            c.fused = fused.get(c.id, 0.0)
+            c.components["relevance"] = c.fused / top
+        return list(by_id.values())
+
+    def _finish(
+        self,
+        con: apsw.Connection,
+        candidates: list[Candidate],
+        limit: int,
+        now: float,
+        explain: bool,
+        mode: str,
+    ) -> list[dict[str, Any]]:
+        if not candidates:
+            return []
+        records = entries.get_many(con, [c.id for c in candidates])
+        updated = dict(
+            con.execute(
+                f"SELECT id, updated_at FROM entries WHERE id IN ({','.join('?' * len(records))})",
+                list(records),
+            ).fetchall()
+        )
+        for c in candidates:
+            rec = records.get(c.id)
+            if rec is None:
+                c.final = -1.0
+                continue
+            c.components.update(signals(rec, {"updated_at": updated[c.id]}, self.settings, now))
+            c.final = sum(c.components.values())
+        candidates.sort(key=lambda c: (-c.final, c.id))
+        hits = []
+        for c in candidates[:limit]:
+            rec = records.get(c.id)
+            if rec is None:
+                continue
+            hit = {**rec, "score": round(c.final, 6), "snippet": c.snippet or _snippet(rec)}
+            if explain:
+                hit["explain"] = {
+                    "mode": mode,
+                    "keyword_rank": c.keyword_rank,
+                    "bm25": c.bm25,
+                    "vector_rank": c.vector_rank,
+                    "similarity": c.similarity,
+                    "fusion": self.settings.fusion,
+                    "fused": c.fused,
+                    **{k: round(v, 6) for k, v in c.components.items()},
+                    "final": round(c.final, 6),
+                }
+            hits.append(hit)
+        return hits
+
+
+def _snippet(record: dict[str, Any], width: int = 160) -> str:
+    text = " ".join(record["content"].split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def with_limit(req: SearchRequest, limit: int) -> SearchRequest:
+    return replace(req, limit=limit)

@@ -1,0 +1,288 @@
+"""The Unix-socket server: newline-delimited JSON-RPC 2.0, owner-only, bounded.
+
+Security: the socket is created 0600 in a 0700 directory we own, and each peer's uid is checked.
+Robustness: every malformed, oversized or invalid request gets a JSON-RPC error with a readable
+message and the connection (or at worst only that connection) carries on; the daemon never dies
+of a request. Work runs in a thread pool so the event loop never blocks on SQLite or the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import json
+import os
+import socket
+import stat
+import struct
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol
+
+from memoryd import api
+from memoryd.app import App
+from memoryd.errors import AlreadyRunning, MemorydError
+from memoryd.logsetup import get_logger
+
+log = get_logger("memoryd.server")
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
+    -32700, -32600, -32601, -32602, -32603,
+)
+
+
+class ServerSettings(Protocol):
+    max_request_bytes: int
+    max_connections: int
+    idle_timeout_s: float
+    request_timeout_s: float
+    shutdown_timeout_s: float
+
+
+def error_response(req_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": "2.0", "id": req_id, "error": err}
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The connecting process's uid (SO_PEERCRED on Linux, LOCAL_PEERCRED on macOS)."""
+    try:
+        if hasattr(socket, "SO_PEERCRED"):
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            return int(struct.unpack("3i", creds)[1])
+        if sys.platform == "darwin":
+            sol_local, local_peercred = 0, 0x001
+            creds = sock.getsockopt(sol_local, local_peercred, 76)
+            return int(struct.unpack_from("=Ii", creds)[1])
+    except OSError:
+        return None
+    return None
+
+
+def prepare_socket_path(path: Path) -> None:
+    """Make the socket's directory private and clear a stale socket; refuse a live one."""
+    parent = path.parent
+    parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = os.lstat(parent)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise AlreadyRunning(f"socket folder {parent} is not a folder owned by you")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(parent, 0o700)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise AlreadyRunning(f"{path} exists and is not a socket; remove it or set `socket`")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+    except OSError as exc:
+        if exc.errno in (errno.ECONNREFUSED, errno.ENOENT):
+            log.info("removed stale socket", path=str(path))
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            return
+        raise AlreadyRunning(f"cannot check socket {path}: {exc}") from exc
+    finally:
+        probe.close()
+    raise AlreadyRunning(f"memoryd is already running on {path}")
+
+
+def bind_socket(path: Path) -> socket.socket:
+    prepare_socket_path(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # born 0600: no window in which others could connect
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return sock
+
+
+class Server:
+    def __init__(
+        self,
+        app: App,
+        settings: ServerSettings,
+        path: Path,
+        *,
+        sock: socket.socket | None = None,
+        workers: int = 4,
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self.path = path
+        self._inherited = sock
+        self._owns_path = sock is None
+        self._server: asyncio.base_events.Server | None = None
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memoryd-rpc")
+        self._connections: set[asyncio.Task[Any]] = set()
+        self._inflight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.requests_total = 0
+        self.errors_total = 0
+
+    async def start(self) -> None:
+        sock = self._inherited if self._inherited is not None else bind_socket(self.path)
+        sock.setblocking(False)
+        self._server = await asyncio.start_unix_server(
+            self._handle, sock=sock, limit=self.settings.max_request_bytes + 1
+        )
+        log.info("listening", socket=str(self.path), inherited=not self._owns_path)
+
+    async def close(self) -> None:
+        """Stop accepting, let requests in flight finish (bounded), close connections."""
+        if self._server is not None:
+            self._server.close()
+        try:
+            await asyncio.wait_for(self._idle.wait(), self.settings.shutdown_timeout_s)
+        except TimeoutError:
+            log.warning("requests still running at shutdown", inflight=self._inflight)
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._owns_path:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+
+    # -- connections --------------------------------------------------------------------------
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            sock = writer.get_extra_info("socket")
+            uid = peer_uid(sock) if sock is not None else None
+            if uid is not None and uid != os.getuid():
+                log.warning("refused connection from another user", uid=uid)
+                await self._send(writer, error_response(None, INVALID_REQUEST, "permission denied"))
+                return
+            if len(self._connections) > self.settings.max_connections:
+                await self._send(
+                    writer, error_response(None, INTERNAL_ERROR, "too many connections; retry")
+                )
+                return
+            await self._serve(reader, writer)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception:
+            log.exception("connection failed")
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        limit = self.settings.max_request_bytes
+        while True:
+            try:
+                line = await asyncio.wait_for(reader.readline(), self.settings.idle_timeout_s)
+            except TimeoutError:
+                return
+            except (ValueError, asyncio.LimitOverrunError):
+                # The line is over the limit: say so, then drop the connection (the rest of the
+                # oversized line cannot be told apart from the next request).
+                await self._send(
+                    writer,
+                    error_response(
+                        None, INVALID_REQUEST, f"request larger than {limit} bytes (server limit)"
+                    ),
+                )
+                return
+            if not line:
+                return
+            if not line.strip():
+                continue
+            response = await self._dispatch_line(line)
+            if response is not None:
+                await self._send(writer, response)
+
+    async def _send(self, writer: asyncio.StreamWriter, payload: Any) -> None:
+        data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+        writer.write(data)
+        await writer.drain()
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def _dispatch_line(self, line: bytes) -> Any:
+        try:
+            msg = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            self.errors_total += 1
+            return error_response(None, PARSE_ERROR, f"parse error: {exc}")
+        if isinstance(msg, list):
+            if not msg:
+                return error_response(None, INVALID_REQUEST, "empty batch")
+            replies = [r for r in [await self._dispatch(m) for m in msg[:100]] if r is not None]
+            return replies or None
+        return await self._dispatch(msg)
+
+    async def _dispatch(self, msg: Any) -> dict[str, Any] | None:
+        self.requests_total += 1
+        if not isinstance(msg, dict):
+            return error_response(None, INVALID_REQUEST, "a request must be a JSON object")
+        req_id = msg.get("id")
+        notification = "id" not in msg
+        if not (req_id is None or isinstance(req_id, str | int)) or isinstance(req_id, bool):
+            return error_response(None, INVALID_REQUEST, "id must be a string or a number")
+        if msg.get("jsonrpc") != "2.0":
+            return error_response(req_id, INVALID_REQUEST, 'jsonrpc must be "2.0"')
+        name = msg.get("method")
+        if not isinstance(name, str):
+            return error_response(req_id, INVALID_REQUEST, "method must be a string")
+        params = msg.get("params", {})
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return error_response(req_id, INVALID_PARAMS, "params must be an object")
+        try:
+            method = api.lookup(name, params)
+        except KeyError:
+            names = ", ".join(sorted(api.METHODS))
+            return error_response(req_id, METHOD_NOT_FOUND, f"unknown method {name!r} ({names})")
+        except MemorydError as exc:
+            return error_response(req_id, exc.code, exc.message, exc.data)
+        started = time.perf_counter()
+        self._inflight += 1
+        self._idle.clear()
+        try:
+            fut = asyncio.get_running_loop().run_in_executor(
+                self._pool, method.fn, self.app, params
+            )
+            timeout = None if method.slow else self.settings.request_timeout_s
+            result = await asyncio.wait_for(fut, timeout)
+        except MemorydError as exc:
+            self.errors_total += 1
+            return None if notification else error_response(req_id, exc.code, exc.message, exc.data)
+        except TimeoutError:
+            self.errors_total += 1
+            return error_response(req_id, INTERNAL_ERROR, f"{name} timed out")
+        except Exception as exc:
+            self.errors_total += 1
+            log.exception("request failed", method=name)
+            return error_response(req_id, INTERNAL_ERROR, f"internal error: {exc}")
+        finally:
+            self._inflight -= 1
+            if self._inflight == 0:
+                self._idle.set()
+        log.debug("request", method=name, ms=round((time.perf_counter() - started) * 1000, 2))
+        if notification:
+            return None
+        return {"jsonrpc": "2.0", "id": req_id, "result": result}

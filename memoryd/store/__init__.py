@@ -1,0 +1,147 @@
+"""The SQLite store: one writer connection behind a lock, one read connection per thread.
+
+WAL mode: readers never block the writer and see the last committed state. Writes that carry
+data found nowhere else (memories added through the API) commit with synchronous=FULL; derived
+index data (chunks of workspace files, vectors) commits with NORMAL.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import apsw
+
+from memoryd.errors import StoreError
+from memoryd.store import db
+from memoryd.store.migrations import migrate
+
+T = TypeVar("T")
+
+__all__ = ["Store"]
+
+
+class Store:
+    """Owns the database file. Thread-safe: call `read()` / `write()` from any thread."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        db.ensure_private_file(self.path)
+        self._lock = threading.RLock()
+        self._writer, self.vec_enabled = db.connect(self.path, writer=True)
+        migrate(self._writer, self.path)
+        self._local = threading.local()
+        self._readers: list[apsw.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._closed = False
+
+    # -- connections --------------------------------------------------------------------------
+
+    def reader(self) -> apsw.Connection:
+        """This thread's read connection (opened on first use)."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con, _ = db.connect(self.path, writer=False)
+            self._local.con = con
+            with self._readers_lock:
+                self._readers.append(con)
+        return con
+
+    def read(self, fn: Callable[[apsw.Connection], T]) -> T:
+        """Run fn on this thread's reader inside one read transaction (a consistent snapshot)."""
+        con = self.reader()
+        con.execute("BEGIN")
+        try:
+            return fn(con)
+        finally:
+            con.execute("COMMIT")
+
+    @contextmanager
+    def write(self, *, durable: bool = False) -> Iterator[apsw.Connection]:
+        """One write transaction (BEGIN IMMEDIATE) on the writer connection, serialised by a lock.
+
+        durable=True commits with synchronous=FULL: for data that exists nowhere else.
+        """
+        with self._lock:
+            if self._closed:
+                raise StoreError("the store is closed")
+            con = self._writer
+            if durable:
+                con.execute("PRAGMA synchronous = FULL")
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            else:
+                con.execute("COMMIT")
+            finally:
+                if durable:
+                    con.execute("PRAGMA synchronous = NORMAL")
+
+    def run_write(self, fn: Callable[[apsw.Connection], T], *, durable: bool = False) -> T:
+        with self.write(durable=durable) as con:
+            return fn(con)
+
+    # -- maintenance --------------------------------------------------------------------------
+
+    def checkpoint(self, mode: str = "RESTART") -> tuple[int, int, int]:
+        if mode not in {"PASSIVE", "FULL", "RESTART", "TRUNCATE"}:
+            raise ValueError(mode)
+        with self._lock:
+            row = self._writer.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()[0]
+        return int(row[0]), int(row[1]), int(row[2])
+
+    def quick_check(self) -> list[str]:
+        """[] when the database is sound, else SQLite's complaints."""
+        with self._lock:
+            rows = [str(r[0]) for r in self._writer.execute("PRAGMA quick_check")]
+        return [] if rows == ["ok"] else rows
+
+    def optimize(self) -> None:
+        with self._lock:
+            self._writer.execute("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
+            self._writer.execute("PRAGMA optimize")
+
+    def backup_to(self, target: Path) -> None:
+        """Online backup (VACUUM INTO): a consistent copy while the daemon runs."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        if tmp.exists():
+            tmp.unlink()
+        con = self.reader()
+        con.execute("VACUUM INTO ?", (str(tmp),))
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, target)
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                total += p.stat().st_size
+        return total
+
+    def close(self) -> None:
+        """Checkpoint, optimize and close every connection. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            with self._readers_lock:
+                for con in self._readers:
+                    con.close()
+                self._readers.clear()
+            try:
+                self._writer.execute("PRAGMA optimize")
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except apsw.Error:
+                pass
+            self._writer.close()

@@ -1,0 +1,71 @@
+"""Opening SQLite connections: apsw (loads extensions on every platform), sqlite-vec, pragmas.
+
+The stdlib sqlite3 module cannot load extensions on many Python builds (macOS system Pythons,
+some pyenv builds); apsw bundles a current SQLite with FTS5 and loads sqlite-vec everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import apsw
+
+from memoryd.errors import StoreError
+
+BUSY_TIMEOUT_MS = 5000
+
+
+def vec_available() -> bool:
+    try:
+        import sqlite_vec  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _load_vec(con: apsw.Connection) -> bool:
+    try:
+        import sqlite_vec
+    except ImportError:
+        return False
+    con.enable_load_extension(True)
+    try:
+        con.load_extension(sqlite_vec.loadable_path())
+    except apsw.Error:
+        return False
+    finally:
+        con.enable_load_extension(False)
+    return True
+
+
+def ensure_private_file(path: Path) -> None:
+    """Create the database file 0600 before SQLite does (no SQLite handle is open yet)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+    else:
+        os.chmod(path, 0o600)
+
+
+def connect(path: Path | str, *, writer: bool) -> tuple[apsw.Connection, bool]:
+    """Open one connection; returns (connection, whether sqlite-vec loaded)."""
+    try:
+        con = apsw.Connection(str(path))
+    except apsw.Error as exc:
+        raise StoreError(f"cannot open database {path}: {exc}") from exc
+    con.set_busy_timeout(BUSY_TIMEOUT_MS)
+    vec = _load_vec(con)
+    con.execute("PRAGMA foreign_keys = ON")
+    con.execute("PRAGMA temp_store = MEMORY")
+    if writer:
+        mode = con.execute("PRAGMA journal_mode = WAL").fetchall()[0][0]
+        if str(mode).lower() != "wal" and str(path) != ":memory:":
+            raise StoreError(f"cannot switch {path} to WAL mode (got {mode})")
+        con.execute("PRAGMA synchronous = NORMAL")
+        con.execute("PRAGMA journal_size_limit = 67108864")
+        con.execute("PRAGMA wal_autocheckpoint = 1000")
+    else:
+        con.execute("PRAGMA query_only = ON")
+    return con, vec

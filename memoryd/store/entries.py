@@ -1,0 +1,386 @@
+"""Memories and file chunks (one `entries` table), documents, and the access log.
+
+Functions take an open apsw connection; the Store decides transactions and durability.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from memoryd.errors import InvalidInput, NotFound
+from memoryd.timeutil import iso
+
+RECORD_COLUMNS = (
+    "e.id, e.kind, e.namespace, e.content, e.content_hash, e.type, e.tags, e.source, e.context, "
+    "e.confidence, e.importance, e.created_at, e.updated_at, e.expires_at, e.access_count, "
+    "e.last_accessed_at, e.document_id, e.seq, e.start_line, e.end_line, e.heading_path, d.path"
+)
+RECORD_FROM = "entries e LEFT JOIN documents d ON d.id = e.document_id"
+_NAMES = [c.strip().split(".")[1] for c in RECORD_COLUMNS.split(",")]
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    content: str
+    content_hash: str
+    type: str
+    tags: tuple[str, ...] = ()
+    source: str | None = None
+    context: str | None = None
+    confidence: float = 1.0
+    importance: int = 5
+    expires_at: float | None = None
+    namespace: str = "default"
+
+
+@dataclass(frozen=True)
+class NewChunk:
+    seq: int
+    content: str
+    content_hash: str
+    heading_path: tuple[str, ...]
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class DocumentInfo:
+    path: str
+    sha256: str
+    size: int
+    mtime: float
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What search and list narrow by. Tags match entries that carry all of the given tags."""
+
+    kind: str | None = None  # 'memory' | 'chunk' | None for both
+    types: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    source: str | None = None
+    path_prefix: str | None = None
+    since: float | None = None
+    until: float | None = None
+    min_importance: int | None = None
+    include_expired: bool = False
+    namespace: str | None = None
+
+
+def filter_sql(f: Filters, now: float) -> tuple[str, list[Any]]:
+    """Filters -> (SQL boolean expression over aliases e/d, parameters). Pure."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if f.kind:
+        parts.append("e.kind = ?")
+        params.append(f.kind)
+    if f.types:
+        parts.append(f"e.type IN ({','.join('?' * len(f.types))})")
+        params.extend(f.types)
+    for tag in f.tags:
+        parts.append("EXISTS (SELECT 1 FROM json_each(e.tags) WHERE json_each.value = ?)")
+        params.append(tag)
+    if f.source:
+        parts.append("e.source = ?")
+        params.append(f.source)
+    if f.path_prefix:
+        prefix = f.path_prefix.strip("/")
+        parts.append("(d.path = ? OR substr(d.path, 1, ?) = ?)")
+        params.extend([prefix, len(prefix) + 1, prefix + "/"])
+    if f.since is not None:
+        parts.append("e.created_at >= ?")
+        params.append(f.since)
+    if f.until is not None:
+        parts.append("e.created_at < ?")
+        params.append(f.until)
+    if f.min_importance is not None:
+        parts.append("e.importance >= ?")
+        params.append(f.min_importance)
+    if not f.include_expired:
+        parts.append("(e.expires_at IS NULL OR e.expires_at > ?)")
+        params.append(now)
+    if f.namespace:
+        parts.append("e.namespace = ?")
+        params.append(f.namespace)
+    return (" AND ".join(parts) or "1"), params
+
+
+def row_to_record(row: Sequence[Any]) -> dict[str, Any]:
+    raw = dict(zip(_NAMES, row, strict=True))
+    rec: dict[str, Any] = {
+        "id": raw["id"],
+        "kind": raw["kind"],
+        "content": raw["content"],
+        "type": raw["type"],
+        "tags": json.loads(raw["tags"] or "[]"),
+        "importance": raw["importance"],
+        "confidence": raw["confidence"],
+        "source": raw["source"],
+        "context": raw["context"],
+        "namespace": raw["namespace"],
+        "content_hash": raw["content_hash"],
+        "created_at": iso(raw["created_at"]),
+        "updated_at": iso(raw["updated_at"]),
+        "expires_at": iso(raw["expires_at"]),
+        "access_count": raw["access_count"],
+        "last_accessed_at": iso(raw["last_accessed_at"]),
+    }
+    if raw["kind"] == "chunk":
+        rec["path"] = raw["path"]
+        rec["heading_path"] = json.loads(raw["heading_path"] or "[]")
+        rec["start_line"] = raw["start_line"]
+        rec["end_line"] = raw["end_line"]
+    return rec
+
+
+def get(con: apsw.Connection, entry_id: int) -> dict[str, Any] | None:
+    rows = con.execute(
+        f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE e.id = ?", (entry_id,)
+    ).fetchall()
+    return row_to_record(rows[0]) if rows else None
+
+
+def get_many(con: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(ids), 500):
+        part = list(ids[start : start + 500])
+        sql = f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE e.id IN ({','.join('?' * len(part))})"
+        for row in con.execute(sql, part):
+            rec = row_to_record(row)
+            out[rec["id"]] = rec
+    return out
+
+
+def list_entries(
+    con: apsw.Connection, f: Filters, *, now: float, limit: int, offset: int, newest_first: bool = True
+) -> tuple[list[dict[str, Any]], int]:
+    where, params = filter_sql(f, now)
+    total = con.execute(f"SELECT count(*) FROM {RECORD_FROM} WHERE {where}", params).fetchall()[0][0]
+    order = "DESC" if newest_first else "ASC"
+    rows = con.execute(
+        f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE {where} "
+        f"ORDER BY e.created_at {order}, e.id {order} LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    ).fetchall()
+    return [row_to_record(r) for r in rows], int(total)
+
+
+def find_memory_by_hash(con: apsw.Connection, namespace: str, content_hash: str) -> int | None:
+    rows = con.execute(
+        "SELECT id FROM entries WHERE kind = 'memory' AND namespace = ? AND content_hash = ?",
+        (namespace, content_hash),
+    ).fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+def insert_memory(con: apsw.Connection, m: NewMemory, now: float) -> tuple[int, bool]:
+    """Store a memory; identical content in the same namespace returns (existing id, True)."""
+    existing = find_memory_by_hash(con, m.namespace, m.content_hash)
+    if existing is not None:
+        return existing, True
+    rows = con.execute(
+        "INSERT INTO entries(kind, namespace, content, content_hash, type, tags, source, context,"
+        " confidence, importance, created_at, updated_at, expires_at)"
+        " VALUES ('memory', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        (
+            m.namespace, m.content, m.content_hash, m.type, json.dumps(list(m.tags)), m.source,
+            m.context, m.confidence, m.importance, now, now, m.expires_at,
+        ),
+    ).fetchall()
+    return int(rows[0][0]), False
+
+
+UPDATABLE = ("content", "content_hash", "type", "tags", "source", "context", "confidence",
+             "importance", "expires_at", "namespace")
+
+
+def update_memory(con: apsw.Connection, entry_id: int, changes: dict[str, Any], now: float) -> None:
+    kind = _kind(con, entry_id)
+    if kind != "memory":
+        raise InvalidInput(
+            f"entry {entry_id} is a chunk of a workspace file; edit the file instead"
+        )
+    unknown = set(changes) - set(UPDATABLE)
+    if unknown:
+        raise InvalidInput(f"cannot update {', '.join(sorted(unknown))}")
+    if not changes:
+        return
+    values = dict(changes)
+    if "tags" in values:
+        values["tags"] = json.dumps(list(values["tags"]))
+    if "content_hash" in values:
+        other = find_memory_by_hash(
+            con, values.get("namespace") or _namespace(con, entry_id), values["content_hash"]
+        )
+        if other is not None and other != entry_id:
+            raise InvalidInput(f"memory {other} already has this content")
+    cols = ", ".join(f"{name} = ?" for name in values)  # names come from UPDATABLE only
+    con.execute(
+        f"UPDATE entries SET {cols}, updated_at = ? WHERE id = ?",
+        [*values.values(), now, entry_id],
+    )
+
+
+def delete_memory(con: apsw.Connection, entry_id: int) -> None:
+    kind = _kind(con, entry_id)
+    if kind == "chunk":
+        raise InvalidInput(
+            f"entry {entry_id} is a chunk of a workspace file; delete or edit the file instead"
+        )
+    con.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
+
+
+def _kind(con: apsw.Connection, entry_id: int) -> str:
+    rows = con.execute("SELECT kind FROM entries WHERE id = ?", (entry_id,)).fetchall()
+    if not rows:
+        raise NotFound(f"no entry with id {entry_id}")
+    return str(rows[0][0])
+
+
+def _namespace(con: apsw.Connection, entry_id: int) -> str:
+    return str(con.execute("SELECT namespace FROM entries WHERE id = ?", (entry_id,)).fetchall()[0][0])
+
+
+def delete_expired(con: apsw.Connection, now: float) -> int:
+    """Delete expired memories and expired chunks (front matter `expires`); returns how many."""
+    rows = con.execute(
+        "DELETE FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ? RETURNING id", (now,)
+    ).fetchall()
+    return len(rows)
+
+
+def record_access(con: apsw.Connection, query: str, ids: Sequence[int], now: float) -> None:
+    for rank, entry_id in enumerate(ids, start=1):
+        con.execute(
+            "INSERT INTO access_log(ts, query, entry_id, rank) VALUES (?, ?, ?, ?)",
+            (now, query, entry_id, rank),
+        )
+    if ids:
+        con.execute(
+            f"UPDATE entries SET access_count = access_count + 1, last_accessed_at = ?"
+            f" WHERE id IN ({','.join('?' * len(ids))})",
+            [now, *ids],
+        )
+
+
+# --- documents -------------------------------------------------------------------------------
+
+
+def documents(con: apsw.Connection) -> dict[str, DocumentInfo]:
+    return {
+        path: DocumentInfo(path, sha, size, mtime)
+        for path, sha, size, mtime in con.execute("SELECT path, sha256, size, mtime FROM documents")
+    }
+
+
+def document(con: apsw.Connection, path: str) -> DocumentInfo | None:
+    rows = con.execute(
+        "SELECT path, sha256, size, mtime, meta FROM documents WHERE path = ?", (path,)
+    ).fetchall()
+    if not rows:
+        return None
+    p, sha, size, mtime, meta = rows[0]
+    return DocumentInfo(p, sha, size, mtime, json.loads(meta))
+
+
+def replace_document(
+    con: apsw.Connection,
+    doc: DocumentInfo,
+    chunks: Iterable[NewChunk],
+    *,
+    type_: str,
+    tags: Sequence[str],
+    importance: int,
+    expires_at: float | None,
+    now: float,
+) -> int:
+    """Insert or replace a document and all its chunks; returns the number of chunks."""
+    rows = con.execute("SELECT id FROM documents WHERE path = ?", (doc.path,)).fetchall()
+    meta = json.dumps(doc.meta, default=str)
+    if rows:
+        doc_id = int(rows[0][0])
+        con.execute("DELETE FROM entries WHERE document_id = ?", (doc_id,))
+        con.execute(
+            "UPDATE documents SET sha256 = ?, size = ?, mtime = ?, indexed_at = ?, meta = ?"
+            " WHERE id = ?",
+            (doc.sha256, doc.size, doc.mtime, now, meta, doc_id),
+        )
+    else:
+        doc_id = int(
+            con.execute(
+                "INSERT INTO documents(path, sha256, size, mtime, indexed_at, meta)"
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (doc.path, doc.sha256, doc.size, doc.mtime, now, meta),
+            ).fetchall()[0][0]
+        )
+    tags_json = json.dumps(list(tags))
+    count = 0
+    for c in chunks:
+        con.execute(
+            "INSERT INTO entries(kind, content, content_hash, type, tags, source, importance,"
+            " created_at, updated_at, expires_at, document_id, seq, start_line, end_line,"
+            " heading_path) VALUES ('chunk', ?, ?, ?, ?, 'workspace', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                c.content, c.content_hash, type_, tags_json, importance, doc.mtime, now,
+                expires_at, doc_id, c.seq, c.start_line, c.end_line,
+                json.dumps(list(c.heading_path)),
+            ),
+        )
+        count += 1
+    return count
+
+
+def touch_document(con: apsw.Connection, path: str, size: int, mtime: float) -> None:
+    """Same content, new stat (touch, save without change): remember the stat, index nothing."""
+    con.execute("UPDATE documents SET size = ?, mtime = ? WHERE path = ?", (size, mtime, path))
+
+
+def move_document(con: apsw.Connection, old: str, new: str, mtime: float) -> None:
+    """Content unchanged, new path: chunks (and through their hashes, vectors) stay."""
+    con.execute("DELETE FROM documents WHERE path = ?", (new,))
+    con.execute("UPDATE documents SET path = ?, mtime = ? WHERE path = ?", (new, mtime, old))
+
+
+def delete_document(con: apsw.Connection, path: str) -> int:
+    rows = con.execute(
+        "SELECT count(*) FROM entries e JOIN documents d ON d.id = e.document_id WHERE d.path = ?",
+        (path,),
+    ).fetchall()
+    con.execute("DELETE FROM documents WHERE path = ?", (path,))
+    return int(rows[0][0])
+
+
+def counts(con: apsw.Connection) -> dict[str, int]:
+    memories, chunks = con.execute(
+        "SELECT coalesce(sum(kind = 'memory'), 0), coalesce(sum(kind = 'chunk'), 0) FROM entries"
+    ).fetchall()[0]
+    docs = con.execute("SELECT count(*) FROM documents").fetchall()[0][0]
+    return {"memories": int(memories), "documents": int(docs), "chunks": int(chunks)}
+
+
+def by_type(con: apsw.Connection) -> dict[str, int]:
+    return {
+        t: int(n)
+        for t, n in con.execute(
+            "SELECT type, count(*) FROM entries WHERE kind = 'memory' GROUP BY type ORDER BY type"
+        )
+    }
+
+
+def get_meta(con: apsw.Connection, key: str) -> str | None:
+    rows = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
+    return str(rows[0][0]) if rows else None
+
+
+def set_meta(con: apsw.Connection, key: str, value: str) -> None:
+    con.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?)"
+        " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )

@@ -1,0 +1,177 @@
+"""Vectors: one per (text hash, model), in a sqlite-vec vec0 table per model.
+
+A text is embedded once per model, however many entries carry it (a moved file, a restored file,
+the same paragraph in two notes). Switching model creates a new table: dimensions never mix, and
+search answers by keyword until the new model's vectors exist. Vectors no entry uses any more are
+kept for a grace period and then collected (`gc`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import apsw
+import numpy as np
+
+from memoryd.errors import StoreError
+
+
+def table_name(model_id: int) -> str:
+    return f"vec_{int(model_id)}"
+
+
+def ensure_model(con: apsw.Connection, key: str, name: str, dim: int, now: float) -> int:
+    """Register the model, create its vec0 table, and make it the only active one."""
+    if dim <= 0 or dim > 8192:
+        raise StoreError(f"unreasonable embedding dimension {dim}")
+    rows = con.execute("SELECT id, dim FROM models WHERE key = ?", (key,)).fetchall()
+    if rows:
+        model_id = int(rows[0][0])
+        if int(rows[0][1]) != dim:
+            raise StoreError(f"model {key} is recorded with dimension {rows[0][1]}, not {dim}")
+    else:
+        model_id = int(
+            con.execute(
+                "INSERT INTO models(key, name, dim, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+                (key, name, dim, now),
+            ).fetchall()[0][0]
+        )
+    con.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table_name(model_id)} "
+        f"USING vec0(embedding float[{int(dim)}] distance_metric=cosine)"
+    )
+    con.execute("UPDATE models SET active = (id = ?)", (model_id,))
+    return model_id
+
+
+def drop_inactive(con: apsw.Connection) -> list[str]:
+    """Remove other models' tables and vectors (after a switch). Returns their keys."""
+    dropped = []
+    for model_id, key in con.execute("SELECT id, key FROM models WHERE active = 0").fetchall():
+        con.execute(f"DROP TABLE IF EXISTS {table_name(model_id)}")
+        con.execute("DELETE FROM models WHERE id = ?", (model_id,))
+        dropped.append(str(key))
+    return dropped
+
+
+def active_model(con: apsw.Connection) -> tuple[int, str, int] | None:
+    """(id, key, dim) of the model search may use: active, and backfilled once completely."""
+    rows = con.execute(
+        "SELECT id, key, dim FROM models WHERE active = 1 AND complete = 1"
+    ).fetchall()
+    return (int(rows[0][0]), str(rows[0][1]), int(rows[0][2])) if rows else None
+
+
+def mark_complete(con: apsw.Connection, model_id: int) -> list[str]:
+    """The model's first full backfill is done: search may use it, older models go."""
+    con.execute("UPDATE models SET complete = 1 WHERE id = ?", (model_id,))
+    return drop_inactive(con)
+
+
+def pending(con: apsw.Connection, model_id: int, limit: int) -> list[tuple[str, str]]:
+    """(content_hash, content) of texts that have no vector for this model yet."""
+    return [
+        (str(h), str(c))
+        for h, c in con.execute(
+            "SELECT e.content_hash, min(e.content) FROM entries e"
+            " WHERE NOT EXISTS (SELECT 1 FROM embeddings m"
+            "   WHERE m.model_id = ? AND m.content_hash = e.content_hash)"
+            " GROUP BY e.content_hash LIMIT ?",
+            (model_id, limit),
+        )
+    ]
+
+
+def counts(con: apsw.Connection, model_id: int | None) -> dict[str, int]:
+    texts = con.execute("SELECT count(DISTINCT content_hash) FROM entries").fetchall()[0][0]
+    if model_id is None:
+        return {"done": 0, "pending": int(texts), "stored": 0}
+    done = con.execute(
+        "SELECT count(DISTINCT e.content_hash) FROM entries e JOIN embeddings m"
+        " ON m.content_hash = e.content_hash AND m.model_id = ?",
+        (model_id,),
+    ).fetchall()[0][0]
+    stored = con.execute(
+        "SELECT count(*) FROM embeddings WHERE model_id = ?", (model_id,)
+    ).fetchall()[0][0]
+    return {"done": int(done), "pending": int(texts) - int(done), "stored": int(stored)}
+
+
+def store(
+    con: apsw.Connection,
+    model_id: int,
+    items: Sequence[tuple[str, np.ndarray]],
+    now: float,
+) -> int:
+    """Write vectors for text hashes (skipping ones already stored). Returns how many were new."""
+    table = table_name(model_id)
+    new = 0
+    for content_hash, vec in items:
+        rows = con.execute(
+            "INSERT INTO embeddings(model_id, content_hash, created_at) VALUES (?, ?, ?)"
+            " ON CONFLICT(model_id, content_hash) DO NOTHING RETURNING id",
+            (model_id, content_hash, now),
+        ).fetchall()
+        if not rows:
+            continue
+        blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+        con.execute(f"INSERT INTO {table}(rowid, embedding) VALUES (?, ?)", (rows[0][0], blob))
+        new += 1
+    return new
+
+
+def knn(
+    con: apsw.Connection, model_id: int, query: np.ndarray, k: int
+) -> list[tuple[str, float]]:
+    """The k nearest texts: (content_hash, cosine distance), nearest first."""
+    blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
+    return [
+        (str(h), float(dist))
+        for h, dist in con.execute(
+            f"SELECT m.content_hash, v.distance FROM {table_name(model_id)} v"
+            " JOIN embeddings m ON m.id = v.rowid"
+            " WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance",
+            (blob, int(k)),
+        )
+    ]
+
+
+def orphan_count(con: apsw.Connection, model_id: int) -> int:
+    return int(
+        con.execute(
+            "SELECT count(*) FROM embeddings m WHERE m.model_id = ?"
+            " AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.content_hash = m.content_hash)",
+            (model_id,),
+        ).fetchall()[0][0]
+    )
+
+
+def gc(con: apsw.Connection, model_id: int, now: float, grace: float) -> int:
+    """Collect vectors that no entry has used for `grace` seconds. Returns how many went.
+
+    A vector whose text disappears is first marked orphaned; it is deleted only when it is still
+    unused `grace` seconds later, so deleting and restoring a file re-embeds nothing.
+    """
+    unused = "NOT EXISTS (SELECT 1 FROM entries e WHERE e.content_hash = embeddings.content_hash)"
+    con.execute(
+        f"UPDATE embeddings SET orphaned_at = NULL WHERE model_id = ? AND orphaned_at IS NOT NULL"
+        f" AND NOT ({unused})",
+        (model_id,),
+    )
+    con.execute(
+        f"UPDATE embeddings SET orphaned_at = ? WHERE model_id = ? AND orphaned_at IS NULL"
+        f" AND {unused}",
+        (now, model_id),
+    )
+    ids = [
+        int(r[0])
+        for r in con.execute(
+            f"SELECT id FROM embeddings WHERE model_id = ? AND orphaned_at < ? AND {unused}",
+            (model_id, now - grace),
+        )
+    ]
+    table = table_name(model_id)
+    for vid in ids:
+        con.execute(f"DELETE FROM {table} WHERE rowid = ?", (vid,))
+        con.execute("DELETE FROM embeddings WHERE id = ?", (vid,))
+    return len(ids)

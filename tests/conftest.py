@@ -1,0 +1,235 @@
+"""Shared fixtures: everything points at tmp dirs; daemons are real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:
+    """Poll until predicate() is truthy; fail with a clear message at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s: {predicate}")
+        time.sleep(interval)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the developer's config, data or runtime dirs."""
+    for key in list(os.environ):
+        if key.startswith("MEMORYD_") or key in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID"):
+            monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A short path for sockets (AF_UNIX paths are limited to ~104 bytes)."""
+    d = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def config_dict(tmp_path: Path, short_dir: Path) -> dict[str, Any]:
+    return {
+        "workspace": str(tmp_path / "ws"),
+        "data_dir": str(tmp_path / "data"),
+        "socket": str(short_dir / "s.sock"),
+        "indexer": {"debounce_ms": 100},
+        "embedding": {"allow_download": False},
+        "logging": {"level": "debug"},
+    }
+
+
+@pytest.fixture
+def make_app(config_dict: dict[str, Any]) -> Iterator[Callable[..., Any]]:
+    """Build Apps on tmp dirs with the fake embedder (or a given model holder); closes them."""
+    from memoryd.app import App
+    from memoryd.config import Config
+    from memoryd.embed import FakeEmbedder, ModelHolder
+
+    apps: list[Any] = []
+
+    def make(model: Any = "fake", **sections: Any) -> Any:
+        data = json.loads(json.dumps(config_dict))
+        for key, value in sections.items():
+            if isinstance(value, dict):
+                data.setdefault(key, {}).update(value)
+            else:
+                data[key] = value
+        cfg = Config.from_dict(data)
+        if model == "fake":
+            fake = FakeEmbedder()
+            holder = ModelHolder(lambda: fake, description="fake embedder")
+            holder.fake = fake  # type: ignore[attr-defined]
+        elif model is None:
+            holder = ModelHolder(None, description="no model (test)")
+        else:
+            holder = model
+        app = App(cfg, model=holder)
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        app.close()
+
+
+def rpc(sock_path: Path | str, method: str, params: dict | None = None, timeout: float = 30) -> Any:
+    """One JSON-RPC call over the daemon's socket; returns the whole response object."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(sock_path))
+        req = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+        s.sendall(json.dumps(req).encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            part = s.recv(65536)
+            if not part:
+                break
+            buf += part
+    return json.loads(buf)
+
+
+class DaemonProcess:
+    def __init__(self, config_path: Path, cfg: dict[str, Any], env: dict[str, str]) -> None:
+        self.config_path = config_path
+        self.cfg = cfg
+        self.socket = Path(cfg["socket"])
+        self.workspace = Path(cfg["workspace"])
+        self.env = env
+        self.log_path = config_path.parent / "daemon.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, wait: bool = True) -> DaemonProcess:
+        self._log = open(self.log_path, "ab")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "memoryd", "run", "--config", str(self.config_path)],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd=str(ROOT),
+        )
+        if wait:
+            wait_for(self.answers, timeout=30)
+        return self
+
+    def answers(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"daemon exited with {self.proc.returncode}:\n{self.log()}")
+        try:
+            return rpc(self.socket, "ping", timeout=2).get("result", {}).get("pong") is True
+        except OSError:
+            return False
+
+    def call(self, method: str, params: dict | None = None) -> Any:
+        resp = rpc(self.socket, method, params)
+        if "error" in resp:
+            raise AssertionError(f"{method} failed: {resp['error']}")
+        return resp["result"]
+
+    def ctl(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memoryd.ctl", "--socket", str(self.socket), *args],
+            capture_output=True, text=True, input=input, env=self.env, timeout=60,
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def daemon_factory(
+    tmp_path: Path, config_dict: dict[str, Any]
+) -> Iterator[Callable[..., DaemonProcess]]:
+    """Start `memoryd run` as a real subprocess on tmp dirs (keyword mode unless model=True)."""
+    procs: list[DaemonProcess] = []
+
+    def start(model: bool = False, wait: bool = True, extra_env: dict | None = None,
+              **sections: Any) -> DaemonProcess:
+        cfg = json.loads(json.dumps(config_dict))
+        cfg["logging"] = {"level": "debug", "format": "json"}
+        cfg.setdefault("embedding", {})["enabled"] = model
+        for key, value in sections.items():
+            if isinstance(value, dict):
+                cfg.setdefault(key, {}).update(value)
+            else:
+                cfg[key] = value
+        path = tmp_path / f"config-{len(procs)}.toml"
+        path.write_text(to_toml(cfg))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+        env.update(extra_env or {})
+        d = DaemonProcess(path, cfg, env).start(wait=wait)
+        procs.append(d)
+        return d
+
+    yield start
+    for d in procs:
+        if d.proc is not None and d.proc.poll() is None:
+            d.stop(signal.SIGKILL)
+
+
+def to_toml(data: dict[str, Any]) -> str:
+    """Just enough TOML for test configs (strings, numbers, bools, lists, one level of tables)."""
+    def val(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int | float):
+            return repr(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(val(x) for x in v) + "]"
+        return json.dumps(str(v))
+
+    lines = [f"{k} = {val(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for k, v in data.items():
+        if isinstance(v, dict):
+            lines.append(f"\n[{k}]")
+            lines.extend(f"{kk} = {val(vv)}" for kk, vv in v.items())
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def no_leaked_threads() -> Iterator[None]:
+    before = set(threading.enumerate())
+    yield
+    def leaked() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    deadline = time.monotonic() + 5
+    while leaked() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not leaked(), f"threads left running: {leaked()}"

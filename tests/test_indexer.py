@@ -1,0 +1,166 @@
+"""The indexer against real files: reconcile, change detection, moves, odd files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd.indexer import compile_glob
+from memoryd.search import SearchRequest
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def search_paths(app: Any, query: str) -> list[str]:
+    res = app.searcher.search(SearchRequest(query=query, mode="keyword", record_access=False))
+    return [h.get("path") for h in res["hits"]]
+
+
+def chunk_rows(app: Any) -> list[tuple]:
+    return app.store.read(lambda con: con.execute(
+        "SELECT e.id, d.path, e.content_hash FROM chunks e JOIN documents d"
+        " ON d.id = e.document_id ORDER BY e.id").fetchall())
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("**/*.md", "a.md", True),
+        ("**/*.md", "x/y/a.md", True),
+        ("*.md", "x/a.md", True),
+        ("**/*.md", "a.txt", False),
+        ("drafts/**", "drafts/a.md", True),
+        ("drafts", "drafts/sub/a.md", True),
+        ("drafts/*.md", "drafts/sub/a.md", False),
+        ("a?.md", "ab.md", True),
+        ("a?.md", "a/b.md", False),
+    ],
+)
+def test_globs(pattern: str, path: str, expected: bool) -> None:
+    assert bool(compile_glob(pattern).match(path)) is expected
+
+
+def test_reconcile_new_edited_deleted_moved(make_app: Any) -> None:
+    app = make_app()
+    ws = app.cfg.workspace
+    write(ws / "a.md", "# Alpha\n\naardvark facts\n")
+    write(ws / "sub/b.md", "# Beta\n\nbison facts\n")
+    write(ws / "c.md", "# Gamma\n\ncapybara facts\n")
+    r = app.indexer.reconcile()
+    assert (r.indexed, r.deleted, r.moved) == (3, 0, 0)
+    assert search_paths(app, "bison") == ["sub/b.md"]
+
+    # while "the daemon was down": edit one, delete one, move one
+    write(ws / "a.md", "# Alpha\n\naardvark and anteater facts\n")
+    (ws / "c.md").unlink()
+    (ws / "sub/b.md").rename(ws / "moved-b.md")
+    before = {p: (i, h) for i, p, h in chunk_rows(app)}
+    r = app.indexer.reconcile()
+    assert (r.indexed, r.deleted, r.moved, r.unchanged) == (1, 1, 1, 0)
+    assert search_paths(app, "anteater") == ["a.md"]
+    assert search_paths(app, "capybara") == []
+    assert search_paths(app, "bison") == ["moved-b.md"]
+    after = {p: (i, h) for i, p, h in chunk_rows(app)}
+    assert after["moved-b.md"] == before["sub/b.md"]  # same rows: nothing re-chunked
+
+
+def test_touch_or_identical_save_reindexes_nothing(make_app: Any) -> None:
+    app = make_app()
+    f = write(app.cfg.workspace / "n.md", "# Note\n\nunchanging words\n")
+    app.indexer.reconcile()
+    ids = chunk_rows(app)
+    os.utime(f, (1, 1))
+    f.write_text(f.read_text())  # a save without change
+    r = app.indexer.reconcile()
+    assert (r.indexed, r.unchanged) == (0, 1)
+    assert chunk_rows(app) == ids
+    r = app.indexer.reconcile()  # stat now matches: not even read
+    assert (r.indexed, r.unchanged) == (0, 1)
+
+
+def test_front_matter_applies_to_chunks(make_app: Any) -> None:
+    app = make_app()
+    write(app.cfg.workspace / "fm.md",
+          "---\ntags: [infra, docker]\ntype: decision\nimportance: 9\n---\n# Net\n\nbridge mode\n")
+    app.indexer.reconcile()
+    hit = app.searcher.search(SearchRequest(query="bridge", record_access=False))["hits"][0]
+    assert hit["type"] == "decision" and hit["tags"] == ["infra", "docker"]
+    assert hit["importance"] == 9 and hit["start_line"] >= 6
+    assert hit["heading_path"] == ["Net"]
+
+
+def test_odd_files_are_skipped_or_decoded_never_fatal(make_app: Any, tmp_path: Path) -> None:
+    app = make_app(indexer={"max_file_bytes": 2048})
+    ws = app.cfg.workspace
+    write(ws / "big.md", "x" * 5000)
+    write(ws / "latin1.md", "caf\xe9 ol\xe9 ñandu".encode("latin-1"))
+    outside = write(tmp_path / "outside.md", "secret outside words")
+    (ws / "link-out.md").symlink_to(outside)
+    write(ws / "real.md", "inner linked words")
+    (ws / "link-in.md").symlink_to(ws / "real.md")
+    (ws / "dir.md").mkdir()
+    os.mkfifo(ws / "fifo.md")
+    write(ws / ".hidden/h.md", "hidden words")
+    write(ws / "notes.txt", "text file words")
+    r = app.indexer.reconcile()
+    assert r.errors == []
+    assert search_paths(app, "outside") == []
+    assert search_paths(app, "hidden") == []
+    assert search_paths(app, "text") == []
+    assert sorted(search_paths(app, "inner")) == ["link-in.md", "real.md"]
+    assert search_paths(app, "ñandu") == ["latin1.md"]  # decoded with replacement chars
+    assert r.skipped >= 3  # big, link-out, fifo
+
+
+def test_include_exclude_settings(make_app: Any) -> None:
+    app = make_app(indexer={"include": ["**/*.md", "**/*.txt"], "exclude": ["drafts/**"]})
+    ws = app.cfg.workspace
+    write(ws / "a.txt", "walrus")
+    write(ws / "drafts/d.md", "walrus draft")
+    app.indexer.reconcile()
+    assert search_paths(app, "walrus") == ["a.txt"]
+
+
+def test_sync_paths_handles_moves_deletes_and_folders(make_app: Any) -> None:
+    app = make_app()
+    ws = app.cfg.workspace
+    write(ws / "x/one.md", "# One\n\nplatypus\n")
+    write(ws / "x/two.md", "# Two\n\nnumbat\n")
+    app.indexer.reconcile()
+    (ws / "x/one.md").rename(ws / "uno.md")
+    r = app.indexer.sync_paths([ws / "x/one.md", ws / "uno.md"])
+    assert (r.moved, r.deleted, r.indexed) == (1, 0, 0)
+    import shutil
+
+    shutil.rmtree(ws / "x")
+    r = app.indexer.sync_paths([ws / "x"])
+    assert r.deleted == 1
+    assert search_paths(app, "numbat") == []
+    assert search_paths(app, "platypus") == ["uno.md"]
+
+
+def test_drift_report(make_app: Any) -> None:
+    app = make_app()
+    ws = app.cfg.workspace
+    write(ws / "a.md", "one")
+    write(ws / "b.md", "two")
+    app.indexer.reconcile()
+    assert app.indexer.drift()["total"] == 0
+    write(ws / "a.md", "one changed")
+    (ws / "b.md").unlink()
+    write(ws / "c.md", "three")
+    d = app.indexer.drift()
+    assert d["stale"] == ["a.md"]
+    assert d["missing_on_disk"] == ["b.md"]
+    assert d["files_missing_from_index"] == ["c.md"]
+    assert d["total"] == 3

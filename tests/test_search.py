@@ -1,0 +1,251 @@
+"""Search: fusion math, tiers, filters, explain, and the embedding pipeline behind it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import wait_for
+from memoryd.embed import FakeEmbedder, ModelHolder
+from memoryd.errors import InvalidInput
+from memoryd.search import SearchRequest, normalise, rrf, weighted
+from memoryd.store.entries import Filters
+
+
+def q(app: Any, query: str, **kw: Any) -> dict[str, Any]:
+    return app.searcher.search(SearchRequest(query=query, record_access=False, **kw))
+
+
+def settle(app: Any) -> None:
+    """Wait until every text has a vector (the embed worker runs in the background)."""
+    app.embedder.wake()
+    wait_for(lambda: app.embedder.counts()["pending"] == 0 and not app.embedder.running)
+    app.embedder.run()  # marks the model complete when nothing is pending
+
+
+def test_rrf_and_weighted_fusion() -> None:
+    scores = rrf([[1, 2, 3], [3, 1]], k=60)
+    assert scores[1] == pytest.approx(1 / 61 + 1 / 62)
+    assert scores[3] == pytest.approx(1 / 63 + 1 / 61)
+    assert max(scores, key=scores.get) == 1
+    assert normalise({1: -5.0, 2: -1.0}, higher_is_better=False) == {1: 1.0, 2: 0.0}
+    w = weighted({1: -5.0, 2: -1.0}, {2: 0.9, 3: 0.1}, 0.5, 0.5)
+    assert w == {1: 0.5, 2: 0.5, 3: 0.0}
+
+
+def test_keyword_search_filters_snippets_and_validation(make_app: Any) -> None:
+    app = make_app(model=None)
+    app.memories.add("Postgres replication lag alert fired twice", tags=["db"], importance=9)
+    app.memories.add("Replication of redis is async", tags=["cache"], type="decision")
+    res = q(app, "replication")
+    assert res["mode"] == "keyword" and len(res["hits"]) == 2
+    assert "**replication**" in res["hits"][0]["snippet"].lower()
+    assert [h["tags"] for h in q(app, "replication", filters=Filters(tags=("db",)))["hits"]] == [
+        ["db"]
+    ]
+    assert len(q(app, "replication", filters=Filters(types=("decision",)))["hits"]) == 1
+    assert len(q(app, "replication", filters=Filters(min_importance=8))["hits"]) == 1
+    with pytest.raises(InvalidInput):
+        q(app, "x", limit=0)
+    with pytest.raises(InvalidInput):
+        q(app, "x", mode="psychic")
+
+
+@pytest.mark.parametrize(
+    "nasty",
+    ['"unbalanced', "AND", "OR OR", "NOT", "*", "col:umn", "NEAR(a b)", "a^b", "(((", "-", "🙂",
+     "'; DROP TABLE entries; --", "\x00\x01", "a" * 5000],
+)
+def test_no_query_raises_a_syntax_error(make_app: Any, nasty: str) -> None:
+    app = make_app(model=None)
+    app.memories.add("something to find")
+    res = q(app, nasty)
+    assert isinstance(res["hits"], list)
+
+
+def test_query_syntax_phrases_prefix_or_not(make_app: Any) -> None:
+    app = make_app(model=None)
+    app.memories.add("deploy checklist for friday")
+    app.memories.add("checklist deploy order reversed")
+    app.memories.add("deployment of kubernetes")
+    assert len(q(app, '"deploy checklist"')["hits"]) == 1
+    assert len(q(app, "deploy*")["hits"]) == 3
+    assert len(q(app, "friday OR reversed")["hits"]) == 2
+    assert len(q(app, "checklist -friday")["hits"]) == 1
+    assert len(q(app, "checklist NOT friday")["hits"]) == 1
+
+
+def test_tiers_hybrid_vector_keyword_fuzzy(make_app: Any) -> None:
+    app = make_app()
+    app.memories.add("docker networking uses a bridge by default")
+    app.memories.add("the cat sat on the mat")
+    app.model.start()
+    assert app.model.wait_ready(10)
+    settle(app)
+    assert q(app, "docker bridge")["mode"] == "hybrid"
+    # the fake embedder hashes words: "cat mat" shares words with the note but "kitten" doesn't
+    res = q(app, "zzz cat mat", mode="vector")
+    assert res["mode"] == "vector" and "cat" in res["hits"][0]["content"]
+    res = q(app, "dokcer netwrking")
+    assert res["mode"] == "fuzzy"
+    assert "docker" in res["hits"][0]["content"]
+    assert res["corrected_query"]
+    assert q(app, "docker", mode="keyword")["mode"] == "keyword"
+
+
+def test_explain_returns_each_component(make_app: Any) -> None:
+    app = make_app()
+    app.memories.add("explainable ranking signals", importance=9)
+    app.model.start()
+    assert app.model.wait_ready(10)
+    settle(app)
+    hit = q(app, "ranking signals", explain=True)["hits"][0]
+    ex = hit["explain"]
+    for key in ("keyword_rank", "bm25", "vector_rank", "similarity", "relevance", "importance",
+                "recency", "frequency", "final", "mode"):
+        assert key in ex
+    assert ex["final"] == pytest.approx(hit["score"])
+    assert ex["final"] == pytest.approx(
+        ex["relevance"] + ex["importance"] + ex["recency"] + ex["frequency"], abs=1e-5)
+
+
+def test_importance_breaks_ties(make_app: Any) -> None:
+    app = make_app(model=None)
+    low = app.memories.add("identical ranking words here", importance=1).id
+    high = app.memories.add("identical ranking words there", importance=10).id
+    ids = [h["id"] for h in q(app, "identical ranking words")["hits"]]
+    assert ids.index(high) < ids.index(low)
+
+
+def test_access_is_recorded(make_app: Any) -> None:
+    app = make_app(model=None)
+    mid = app.memories.add("frequently wanted fact").id
+    app.searcher.search(SearchRequest(query="wanted"))
+    assert app.memories.get(mid)["access_count"] == 1
+    n = app.store.read(lambda con: con.execute("SELECT count(*) FROM access_log").fetchall())
+    assert n[0][0] == 1
+
+
+def test_edit_reembeds_only_the_changed_chunk_and_moves_reembed_nothing(make_app: Any) -> None:
+    app = make_app()
+    fake: FakeEmbedder = app.model.fake
+    app.model.start()
+    assert app.model.wait_ready(10)
+    ws = app.cfg.workspace
+    ws.mkdir(parents=True, exist_ok=True)
+    sections = [f"## Part {i}\n\nparagraph number {i} about topic{i}\n" for i in range(5)]
+    (ws / "long.md").write_text("# Long\n\n" + "\n".join(sections))
+    app.indexer.reconcile()
+    settle(app)
+    first = len(fake.seen)
+    assert first >= 5
+    sections[2] = "## Part 2\n\nparagraph number 2 rewritten entirely\n"
+    (ws / "long.md").write_text("# Long\n\n" + "\n".join(sections))
+    app.indexer.reconcile()
+    settle(app)
+    assert len(fake.seen) == first + 1
+    assert "rewritten" in fake.seen[-1]
+    (ws / "long.md").rename(ws / "renamed.md")
+    app.indexer.reconcile()
+    settle(app)
+    assert len(fake.seen) == first + 1
+    text = (ws / "renamed.md").read_text()
+    (ws / "renamed.md").unlink()
+    app.indexer.reconcile()
+    (ws / "restored.md").write_text(text)
+    app.indexer.reconcile()
+    settle(app)
+    assert len(fake.seen) == first + 1  # vectors kept through delete + restore
+
+
+def test_no_model_then_model_appears_catches_up(make_app: Any) -> None:
+    holder = ModelHolder(None, description="no model installed")
+    app = make_app(model=holder)
+    app.memories.add("keyword mode works without a model")
+    app.start()
+    assert q(app, "keyword mode")["mode"] == "keyword"
+    st = app.status()
+    assert st["model"]["state"] == "none" and st["vectors"]["pending"] == 1
+    assert "no model" in st["model"]["reason"]
+    holder.set_embedder(FakeEmbedder())
+    wait_for(lambda: app.embedder.counts()["pending"] == 0)
+    settle(app)
+    assert q(app, "keyword mode")["mode"] == "hybrid"
+
+
+def test_model_switch_reembeds_everything_and_never_mixes_dims(make_app: Any) -> None:
+    app = make_app()
+    app.memories.add("switching models keeps search up")
+    app.model.start()
+    assert app.model.wait_ready(10)
+    settle(app)
+    assert q(app, "switching")["mode"] == "hybrid"
+    app.close()
+    bigger = FakeEmbedder(dim=96, name="fake-big")
+    app2 = make_app(model=ModelHolder(lambda: bigger, description="bigger fake"))
+    assert q(app2, "switching")["mode"] == "keyword"  # old vectors are not used for a new model
+    app2.start()
+    settle(app2)
+    assert len(bigger.seen) == 1
+    assert q(app2, "switching")["mode"] == "hybrid"
+    dims = app2.store.read(lambda con: con.execute("SELECT key, dim FROM models").fetchall())
+    assert dims == [("fake-big/96", 96)]
+
+
+def test_model_failing_halfway_leaves_texts_pending(make_app: Any) -> None:
+    fake = FakeEmbedder()
+    fake.fail_after = 3
+    app = make_app(model=ModelHolder(lambda: fake, description="flaky"), embedding={"batch_size": 2})
+    for i in range(6):
+        app.memories.add(f"memory number {i}")
+    app.model.start()
+    assert app.model.wait_ready(10)
+    with pytest.raises(RuntimeError):
+        app.embedder.run()
+    counts = app.embedder.counts()
+    assert counts["done"] == 2 and counts["pending"] == 4  # whole batches only
+    fake.fail_after = None
+    app.embedder.run()
+    assert app.embedder.counts()["pending"] == 0
+
+
+@pytest.mark.model
+def test_real_model_finds_meaning_without_shared_words(make_app: Any) -> None:
+    from memoryd.app import default_model_holder
+
+    app = make_app(model=None)
+    holder = default_model_holder(app.cfg)
+    if holder.state == "none":
+        pytest.skip(f"offline model not installed: {holder.reason}")
+    app2 = make_app(model=holder)
+    for text in [
+        "the user prefers dark mode in the editor",
+        "we decided to use JWT tokens for API authentication",
+        "the quarterly budget review is on Tuesday",
+        "docker containers talk over a bridge network",
+    ]:
+        app2.memories.add(text)
+    app2.start()
+    assert holder.wait_ready(60), holder.reason
+    settle(app2)
+    res = q(app2, "dark theme preference")
+    assert res["hits"][0]["content"] == "the user prefers dark mode in the editor"
+    res = q(app2, "what did we decide about auth?")
+    assert "JWT" in res["hits"][0]["content"]
+    assert res["mode"] in ("vector", "hybrid")
+
+
+def test_paths_in_hits(make_app: Any, tmp_path: Path) -> None:
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "proj").mkdir(parents=True)
+    (ws / "proj" / "auth.md").write_text("# Auth\n\n## Decision\n\nUse sessions not JWT\n")
+    app.indexer.reconcile()
+    hit = q(app, "sessions")["hits"][0]
+    assert hit["path"] == "proj/auth.md"
+    assert hit["heading_path"] == ["Auth", "Decision"]
+    assert hit["start_line"] == 3 and hit["end_line"] >= 5
+    assert q(app, "sessions", filters=Filters(path_prefix="proj"))["hits"]
+    assert not q(app, "sessions", filters=Filters(path_prefix="pro"))["hits"]
