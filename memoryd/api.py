@@ -21,8 +21,18 @@ from memoryd.store.entries import Filters
 from memoryd.timeutil import parse_time
 
 FILTER_PARAMS = frozenset(
-    {"kind", "type", "tags", "source", "path", "since", "until", "min_importance",
-     "include_expired", "namespace"}
+    {
+        "kind",
+        "type",
+        "tags",
+        "source",
+        "path",
+        "since",
+        "until",
+        "min_importance",
+        "include_expired",
+        "namespace",
+    }
 )
 
 
@@ -98,8 +108,12 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         tags=check_tags(params["tags"]) if params.get("tags") is not None else (),
         source=source,
         path_prefix=path,
-        since=parse_time(params["since"], what="since") if params.get("since") is not None else None,
-        until=parse_time(params["until"], what="until") if params.get("until") is not None else None,
+        since=parse_time(params["since"], what="since")
+        if params.get("since") is not None
+        else None,
+        until=parse_time(params["until"], what="until")
+        if params.get("until") is not None
+        else None,
         min_importance=(
             check_importance(params["min_importance"])
             if params.get("min_importance") is not None
@@ -118,8 +132,18 @@ def ping(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"pong": True, "version": __version__}
 
 
-ADD_PARAMS = {"content", "type", "tags", "importance", "confidence", "source", "context", "ttl",
-              "expires_at", "namespace"}
+ADD_PARAMS = {
+    "content",
+    "type",
+    "tags",
+    "importance",
+    "confidence",
+    "source",
+    "context",
+    "ttl",
+    "expires_at",
+    "namespace",
+}
 
 
 @method("add", ADD_PARAMS)

@@ -33,7 +33,9 @@ def default_model_holder(cfg: Config) -> ModelHolder:
     """The model the configuration resolves to, loaded lazily (or none, with the reason)."""
     resolved, reason = resolve_model(cfg.embedding, cfg.data_dir)
     if resolved is None:
-        return ModelHolder(None, description=reason, query_cache_size=cfg.embedding.query_cache_size)
+        return ModelHolder(
+            None, description=reason, query_cache_size=cfg.embedding.query_cache_size
+        )
     cache_dir = cfg.data_dir / "models"
 
     def loader() -> Any:
@@ -182,9 +184,12 @@ class App:
             "db_path": str(self.cfg.db_path),
             "db_bytes": self.store.size_bytes(),
             "counts": counts,
-            "vectors": {"done": vec["done"], "pending": vec["pending"],
-                        "embedding": self.embedder.running,
-                        "last_error": self.embedder.last_error},
+            "vectors": {
+                "done": vec["done"],
+                "pending": vec["pending"],
+                "embedding": self.embedder.running,
+                "last_error": self.embedder.last_error,
+            },
             "model": self.model.status(),
             "watcher": {"alive": watcher_alive, "error": self.watcher_error},
             "index": {

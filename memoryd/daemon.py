@@ -91,8 +91,11 @@ class Daemon:
         self._install_signals(loop)
         cfg = self.cfg
         log.info(
-            "starting", workspace=str(cfg.workspace), data_dir=str(cfg.data_dir),
-            socket=str(cfg.socket), config=str(cfg.source) if cfg.source else None,
+            "starting",
+            workspace=str(cfg.workspace),
+            data_dir=str(cfg.data_dir),
+            socket=str(cfg.socket),
+            config=str(cfg.source) if cfg.source else None,
         )
         self.app = app = await loop.run_in_executor(None, App, cfg)
         inherited = listen_fds()

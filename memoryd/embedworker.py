@@ -126,7 +126,7 @@ class EmbedWorker:
                     now = self.clock()
                     items = [(h, vecs[i]) for i, (h, _) in enumerate(todo)]
                     embedded += self.store.run_write(
-                        lambda con, items=items: vectors.store(con, model_id, items, now)
+                        lambda con, items=items, now=now: vectors.store(con, model_id, items, now)
                     )
                     batches += 1
                     if self.on_progress is not None:

@@ -166,8 +166,9 @@ class Indexer:
         root = str(self.root_real)
         return real == root or real.startswith(root + os.sep)
 
-    def scan(self) -> dict[str, FileState]:
-        """Every accepted regular file under the workspace, following only inner symlinks."""
+    def scan(self, report: Report | None = None) -> dict[str, FileState]:
+        """Every accepted regular file under the workspace, following only inner symlinks.
+        Files skipped on the way are logged (and counted in `report`)."""
         found: dict[str, FileState] = {}
         seen_dirs: set[str] = set()
         follow = self.settings.follow_symlinks
@@ -190,7 +191,8 @@ class Indexer:
                     state = self._stat(rel)
                 except Skip as exc:
                     log.warning("skipped file", path=rel, reason=str(exc))
-                    self.totals.skipped += 1
+                    if report is not None:
+                        report.skipped += 1
                     continue
                 except FileNotFoundError:
                     continue
@@ -250,14 +252,13 @@ class Indexer:
         with self._lock:
             started = time.perf_counter()
             report = Report()
-            on_disk = self.scan()
+            on_disk = self.scan(report)
             indexed = self.store.read(entries.documents)
             vanished = {p: d for p, d in indexed.items() if p not in on_disk}
             todo = [
-                s for p, s in on_disk.items()
-                if p not in indexed
-                or indexed[p].size != s.size
-                or indexed[p].mtime != s.mtime
+                s
+                for p, s in on_disk.items()
+                if p not in indexed or indexed[p].size != s.size or indexed[p].mtime != s.mtime
             ]
             report.unchanged += len(on_disk) - len(todo)
             self._apply(todo, vanished, report, progress)

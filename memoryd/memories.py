@@ -170,9 +170,7 @@ class Memories:
             ),
             expires_at=expiry(ttl, expires_at, now),
             namespace=(
-                check_name(namespace, "namespace")
-                if namespace is not None
-                else s.default_namespace
+                check_name(namespace, "namespace") if namespace is not None else s.default_namespace
             ),
         )
         if mem.expires_at is not None and mem.expires_at <= now:

@@ -30,7 +30,11 @@ from memoryd.logsetup import get_logger
 log = get_logger("memoryd.server")
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
-    -32700, -32600, -32601, -32602, -32603,
+    -32700,
+    -32600,
+    -32601,
+    -32602,
+    -32603,
 )
 
 

@@ -154,7 +154,11 @@ class DaemonProcess:
     def ctl(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "memoryd.ctl", "--socket", str(self.socket), *args],
-            capture_output=True, text=True, input=input, env=self.env, timeout=60,
+            capture_output=True,
+            text=True,
+            input=input,
+            env=self.env,
+            timeout=60,
         )
 
     def log(self) -> str:
@@ -180,8 +184,9 @@ def daemon_factory(
     """Start `memoryd run` as a real subprocess on tmp dirs (keyword mode unless model=True)."""
     procs: list[DaemonProcess] = []
 
-    def start(model: bool = False, wait: bool = True, extra_env: dict | None = None,
-              **sections: Any) -> DaemonProcess:
+    def start(
+        model: bool = False, wait: bool = True, extra_env: dict | None = None, **sections: Any
+    ) -> DaemonProcess:
         cfg = json.loads(json.dumps(config_dict))
         cfg["logging"] = {"level": "debug", "format": "json"}
         cfg.setdefault("embedding", {})["enabled"] = model
@@ -206,6 +211,7 @@ def daemon_factory(
 
 def to_toml(data: dict[str, Any]) -> str:
     """Just enough TOML for test configs (strings, numbers, bools, lists, one level of tables)."""
+
     def val(v: Any) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
@@ -227,8 +233,10 @@ def to_toml(data: dict[str, Any]) -> str:
 def no_leaked_threads() -> Iterator[None]:
     before = set(threading.enumerate())
     yield
+
     def leaked() -> list[threading.Thread]:
         return [t for t in threading.enumerate() if t not in before and t.is_alive()]
+
     deadline = time.monotonic() + 5
     while leaked() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import rpc, wait_for
 
 
@@ -75,8 +74,16 @@ def test_edits_while_stopped_are_picked_up_and_unchanged_saves_index_nothing(
 
 def test_memories_through_memoryctl(daemon_factory: Any) -> None:
     d = daemon_factory()
-    out = d.ctl("add", "The deploy key lives in the team vault", "--tags", "ops,deploy",
-                "--type", "decision", "--importance", "8")
+    out = d.ctl(
+        "add",
+        "The deploy key lives in the team vault",
+        "--tags",
+        "ops,deploy",
+        "--type",
+        "decision",
+        "--importance",
+        "8",
+    )
     assert out.returncode == 0, out.stderr
     out = d.ctl("--json", "add", "The deploy key lives in the team vault")
     assert json.loads(out.stdout)["duplicate"] is True
@@ -91,13 +98,20 @@ def test_memories_through_memoryctl(daemon_factory: Any) -> None:
 
 def test_malformed_requests_never_kill_the_daemon(daemon_factory: Any) -> None:
     d = daemon_factory(server={"max_request_bytes": 4096})
-    bad = [b"{not json", b"[]", b"42", b'{"jsonrpc":"2.0"}', b'{"jsonrpc":"2.0","id":1}',
-           b'{"jsonrpc":"2.0","id":1,"method":"nope"}',
-           b'{"jsonrpc":"2.0","id":1,"method":"add","params":[1]}',
-           b'{"jsonrpc":"2.0","id":1,"method":"add","params":{"content":5}}',
-           b'{"jsonrpc":"2.0","id":1,"method":"search","params":{"query":"x","limit":"a"}}',
-           b'{"jsonrpc":"2.0","id":{},"method":"ping"}', b"\xff\xfe\x00garbage",
-           b'{"jsonrpc":"2.0","id":1,"method":"search","params":{"query":"\\"(","bogus":1}}']
+    bad = [
+        b"{not json",
+        b"[]",
+        b"42",
+        b'{"jsonrpc":"2.0"}',
+        b'{"jsonrpc":"2.0","id":1}',
+        b'{"jsonrpc":"2.0","id":1,"method":"nope"}',
+        b'{"jsonrpc":"2.0","id":1,"method":"add","params":[1]}',
+        b'{"jsonrpc":"2.0","id":1,"method":"add","params":{"content":5}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"search","params":{"query":"x","limit":"a"}}',
+        b'{"jsonrpc":"2.0","id":{},"method":"ping"}',
+        b"\xff\xfe\x00garbage",
+        b'{"jsonrpc":"2.0","id":1,"method":"search","params":{"query":"\\"(","bogus":1}}',
+    ]
     errors = 0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.connect(str(d.socket))
@@ -139,7 +153,10 @@ def test_second_daemon_refuses_and_stale_socket_is_replaced(daemon_factory: Any)
     d = daemon_factory()
     second = subprocess.run(
         [sys.executable, "-m", "memoryd", "run", "--config", str(d.config_path)],
-        capture_output=True, text=True, timeout=60, env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=d.env,
     )
     assert second.returncode == 1
     assert "already" in second.stderr
@@ -152,16 +169,23 @@ def test_second_daemon_refuses_and_stale_socket_is_replaced(daemon_factory: Any)
 def test_config_errors_exit_2_with_one_line(tmp_path: Path) -> None:
     cfg = tmp_path / "bad.toml"
     cfg.write_text('[search]\nrrf_k = "sixty"\n')
-    out = subprocess.run([sys.executable, "-m", "memoryd", "run", "--config", str(cfg)],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd", "run", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2
     assert "search.rrf_k" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
 def test_memoryctl_unreachable_exits_3(short_dir: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "memoryd.ctl", "--socket",
-                          str(short_dir / "none.sock"), "status"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd.ctl", "--socket", str(short_dir / "none.sock"), "status"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 3
     assert "memoryd run" in out.stderr
 
@@ -217,20 +241,26 @@ def test_socket_activation_serves_the_inherited_socket(
     launcher = (
         "import os, sys; os.environ['LISTEN_PID'] = str(os.getpid()); "
         "os.environ['LISTEN_FDS'] = '1'; "
-        "os.execv(sys.executable, [sys.executable, '-m', 'memoryd', 'run', '--config', sys.argv[1]])"
+        "os.execv(sys.executable,"
+        " [sys.executable, '-m', 'memoryd', 'run', '--config', sys.argv[1]])"
     )
     fd = listener.fileno()
     proc = subprocess.Popen(
         [sys.executable, "-c", launcher, str(d.config_path)],
-        pass_fds=(3,), preexec_fn=lambda: os.dup2(fd, 3),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=d.env,
+        pass_fds=(3,),
+        preexec_fn=lambda: os.dup2(fd, 3),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=d.env,
     )
     try:
+
         def pong() -> bool:
             try:
                 return rpc(path, "ping", timeout=2)["result"]["pong"] is True
             except OSError:
                 return False
+
         wait_for(pong, timeout=30)
         assert not d.socket.exists()  # it did not bind its own socket
     finally:
@@ -248,7 +278,9 @@ def test_offline_model_answers_by_meaning_end_to_end(daemon_factory: Any) -> Non
     d.call("add", {"content": "the user prefers dark mode in the editor"})
     d.call("add", {"content": "lunch is at noon on fridays"})
     wait_for(lambda: d.call("status")["vectors"]["pending"] == 0, timeout=60)
-    wait_for(lambda: d.call("search", {"query": "dark theme preference"})["mode"] != "keyword",
-             timeout=30)
+    wait_for(
+        lambda: d.call("search", {"query": "dark theme preference"})["mode"] != "keyword",
+        timeout=30,
+    )
     res = d.call("search", {"query": "which colour scheme do they like?"})
     assert res["hits"][0]["content"] == "the user prefers dark mode in the editor"

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import wait_for
+
 from memoryd.embed import FakeEmbedder, ModelHolder
 from memoryd.errors import InvalidInput
 from memoryd.search import SearchRequest, normalise, rrf, weighted
@@ -19,10 +19,10 @@ def q(app: Any, query: str, **kw: Any) -> dict[str, Any]:
 
 
 def settle(app: Any) -> None:
-    """Wait until every text has a vector (the embed worker runs in the background)."""
-    app.embedder.wake()
-    wait_for(lambda: app.embedder.counts()["pending"] == 0 and not app.embedder.running)
-    app.embedder.run()  # marks the model complete when nothing is pending
+    """Embed every pending text now (the same run the background worker does)."""
+    assert app.model.wait_ready(30), app.model.reason
+    app.embedder.run()
+    assert app.embedder.counts()["pending"] == 0
 
 
 def test_rrf_and_weighted_fusion() -> None:
@@ -55,8 +55,22 @@ def test_keyword_search_filters_snippets_and_validation(make_app: Any) -> None:
 
 @pytest.mark.parametrize(
     "nasty",
-    ['"unbalanced', "AND", "OR OR", "NOT", "*", "col:umn", "NEAR(a b)", "a^b", "(((", "-", "🙂",
-     "'; DROP TABLE entries; --", "\x00\x01", "a" * 5000],
+    [
+        '"unbalanced',
+        "AND",
+        "OR OR",
+        "NOT",
+        "*",
+        "col:umn",
+        "NEAR(a b)",
+        "a^b",
+        "(((",
+        "-",
+        "🙂",
+        "'; DROP TABLE entries; --",
+        "\x00\x01",
+        "a" * 5000,
+    ],
 )
 def test_no_query_raises_a_syntax_error(make_app: Any, nasty: str) -> None:
     app = make_app(model=None)
@@ -103,12 +117,23 @@ def test_explain_returns_each_component(make_app: Any) -> None:
     settle(app)
     hit = q(app, "ranking signals", explain=True)["hits"][0]
     ex = hit["explain"]
-    for key in ("keyword_rank", "bm25", "vector_rank", "similarity", "relevance", "importance",
-                "recency", "frequency", "final", "mode"):
+    for key in (
+        "keyword_rank",
+        "bm25",
+        "vector_rank",
+        "similarity",
+        "relevance",
+        "importance",
+        "recency",
+        "frequency",
+        "final",
+        "mode",
+    ):
         assert key in ex
     assert ex["final"] == pytest.approx(hit["score"])
     assert ex["final"] == pytest.approx(
-        ex["relevance"] + ex["importance"] + ex["recency"] + ex["frequency"], abs=1e-5)
+        ex["relevance"] + ex["importance"] + ex["recency"] + ex["frequency"], abs=1e-5
+    )
 
 
 def test_importance_breaks_ties(make_app: Any) -> None:
@@ -197,7 +222,9 @@ def test_model_switch_reembeds_everything_and_never_mixes_dims(make_app: Any) ->
 def test_model_failing_halfway_leaves_texts_pending(make_app: Any) -> None:
     fake = FakeEmbedder()
     fake.fail_after = 3
-    app = make_app(model=ModelHolder(lambda: fake, description="flaky"), embedding={"batch_size": 2})
+    app = make_app(
+        model=ModelHolder(lambda: fake, description="flaky"), embedding={"batch_size": 2}
+    )
     for i in range(6):
         app.memories.add(f"memory number {i}")
     app.model.start()

@@ -23,8 +23,12 @@ def mem(text: str, **kw: object) -> NewMemory:
 
 def fts_ids(store: Store, match: str) -> list[int]:
     return store.read(
-        lambda con: [r[0] for r in con.execute(
-            "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? ORDER BY rowid", (match,))]
+        lambda con: [
+            r[0]
+            for r in con.execute(
+                "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? ORDER BY rowid", (match,)
+            )
+        ]
     )
 
 
@@ -67,23 +71,34 @@ def test_identical_memory_returns_existing_id(store: Store) -> None:
 def test_fts_follows_inserts_updates_deletes_and_document_cascade(store: Store) -> None:
     mid, _ = store.run_write(lambda con: entries.insert_memory(con, mem("zebra crossing"), 1.0))
     assert fts_ids(store, "zebra") == [mid]
-    store.run_write(lambda con: entries.update_memory(
-        con, mid, {"content": "giraffe crossing", "content_hash": sha256_text("giraffe crossing")},
-        2.0))
+    store.run_write(
+        lambda con: entries.update_memory(
+            con,
+            mid,
+            {"content": "giraffe crossing", "content_hash": sha256_text("giraffe crossing")},
+            2.0,
+        )
+    )
     assert fts_ids(store, "zebra") == [] and fts_ids(store, "giraffe") == [mid]
 
     doc = DocumentInfo("notes/a.md", "h1", 10, 1.0)
     chunk = NewChunk(0, "okapi habitat", sha256_text("okapi habitat"), ("Animals",), 1, 3)
-    store.run_write(lambda con: entries.replace_document(
-        con, doc, [chunk], type_="note", tags=["zoo"], importance=5, expires_at=None, now=1.0))
+    store.run_write(
+        lambda con: entries.replace_document(
+            con, doc, [chunk], type_="note", tags=["zoo"], importance=5, expires_at=None, now=1.0
+        )
+    )
     assert len(fts_ids(store, "okapi")) == 1
     assert len(fts_ids(store, "animals")) == 1  # heading path is indexed
     store.run_write(lambda con: entries.delete_document(con, "notes/a.md"))
     assert fts_ids(store, "okapi") == []  # cascade fired the delete trigger
     store.run_write(lambda con: entries.delete_memory(con, mid))
     assert fts_ids(store, "giraffe") == []
-    integrity = store.read(lambda con: con.execute(
-        "INSERT INTO entries_fts(entries_fts, rank) VALUES ('integrity-check', 1)").fetchall())
+    integrity = store.run_write(
+        lambda con: con.execute(
+            "INSERT INTO entries_fts(entries_fts, rank) VALUES ('integrity-check', 1)"
+        ).fetchall()
+    )
     assert integrity == []
 
 
@@ -91,9 +106,18 @@ def test_chunks_cannot_be_deleted_or_updated_as_memories(store: Store) -> None:
     from memoryd.errors import InvalidInput
 
     doc = DocumentInfo("a.md", "h", 1, 1.0)
-    store.run_write(lambda con: entries.replace_document(
-        con, doc, [NewChunk(0, "x", sha256_text("x"), (), 1, 1)], type_="note", tags=[],
-        importance=5, expires_at=None, now=1.0))
+    store.run_write(
+        lambda con: entries.replace_document(
+            con,
+            doc,
+            [NewChunk(0, "x", sha256_text("x"), (), 1, 1)],
+            type_="note",
+            tags=[],
+            importance=5,
+            expires_at=None,
+            now=1.0,
+        )
+    )
     chunk_id = store.read(lambda con: con.execute("SELECT id FROM chunks").fetchall()[0][0])
     with pytest.raises(InvalidInput, match="edit the file"):
         store.run_write(lambda con: entries.delete_memory(con, chunk_id))
@@ -101,10 +125,14 @@ def test_chunks_cannot_be_deleted_or_updated_as_memories(store: Store) -> None:
 
 def test_filters_sql(store: Store) -> None:
     now = 1000.0
-    store.run_write(lambda con: entries.insert_memory(
-        con, mem("alpha", tags=("a", "b"), importance=8), now))
-    store.run_write(lambda con: entries.insert_memory(
-        con, mem("beta", tags=("a",), importance=3, expires_at=now - 1), now))
+    store.run_write(
+        lambda con: entries.insert_memory(con, mem("alpha", tags=("a", "b"), importance=8), now)
+    )
+    store.run_write(
+        lambda con: entries.insert_memory(
+            con, mem("beta", tags=("a",), importance=3, expires_at=now - 1), now
+        )
+    )
 
     def ids(f: Filters) -> list[str]:
         items, _ = store.read(lambda con: entries.list_entries(con, f, now=now, limit=10, offset=0))
@@ -159,8 +187,14 @@ def test_vectors_keyed_by_hash_and_model(store: Store) -> None:
     assert store.read(vectors.active_model) is None  # not complete yet: keyword mode
     store.run_write(lambda con: vectors.mark_complete(con, other))
     assert store.read(vectors.active_model) == (other, "n/4", 4)
-    tables = store.read(lambda con: [r[0] for r in con.execute(
-        "SELECT name FROM sqlite_master WHERE name LIKE 'vec_%' AND type = 'table'")])
+    tables = store.read(
+        lambda con: [
+            r[0]
+            for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE name LIKE 'vec_%' AND type = 'table'"
+            )
+        ]
+    )
     assert f"vec_{model_id}" not in tables
 
 

@@ -116,8 +116,16 @@ class Store:
         tmp = target.with_name(target.name + ".tmp")
         if tmp.exists():
             tmp.unlink()
-        con = self.reader()
-        con.execute("VACUUM INTO ?", (str(tmp),))
+        db.ensure_private_file(tmp)
+        os.unlink(tmp)  # VACUUM INTO wants a new file; its mode follows the umask below
+        con = apsw.Connection(str(self.path))  # its own connection: readers are query_only
+        old = os.umask(0o077)
+        try:
+            con.set_busy_timeout(db.BUSY_TIMEOUT_MS)
+            con.execute("VACUUM INTO ?", (str(tmp),))
+        finally:
+            os.umask(old)
+            con.close()
         os.chmod(tmp, 0o600)
         os.replace(tmp, target)
 

@@ -150,7 +150,8 @@ def get_many(con: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, An
     out: dict[int, dict[str, Any]] = {}
     for start in range(0, len(ids), 500):
         part = list(ids[start : start + 500])
-        sql = f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE e.id IN ({','.join('?' * len(part))})"
+        marks = ",".join("?" * len(part))
+        sql = f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE e.id IN ({marks})"
         for row in con.execute(sql, part):
             rec = row_to_record(row)
             out[rec["id"]] = rec
@@ -158,10 +159,18 @@ def get_many(con: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, An
 
 
 def list_entries(
-    con: apsw.Connection, f: Filters, *, now: float, limit: int, offset: int, newest_first: bool = True
+    con: apsw.Connection,
+    f: Filters,
+    *,
+    now: float,
+    limit: int,
+    offset: int,
+    newest_first: bool = True,
 ) -> tuple[list[dict[str, Any]], int]:
     where, params = filter_sql(f, now)
-    total = con.execute(f"SELECT count(*) FROM {RECORD_FROM} WHERE {where}", params).fetchall()[0][0]
+    total = con.execute(f"SELECT count(*) FROM {RECORD_FROM} WHERE {where}", params).fetchall()[0][
+        0
+    ]
     order = "DESC" if newest_first else "ASC"
     rows = con.execute(
         f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE {where} "
@@ -189,15 +198,35 @@ def insert_memory(con: apsw.Connection, m: NewMemory, now: float) -> tuple[int, 
         " confidence, importance, created_at, updated_at, expires_at)"
         " VALUES ('memory', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
-            m.namespace, m.content, m.content_hash, m.type, json.dumps(list(m.tags)), m.source,
-            m.context, m.confidence, m.importance, now, now, m.expires_at,
+            m.namespace,
+            m.content,
+            m.content_hash,
+            m.type,
+            json.dumps(list(m.tags)),
+            m.source,
+            m.context,
+            m.confidence,
+            m.importance,
+            now,
+            now,
+            m.expires_at,
         ),
     ).fetchall()
     return int(rows[0][0]), False
 
 
-UPDATABLE = ("content", "content_hash", "type", "tags", "source", "context", "confidence",
-             "importance", "expires_at", "namespace")
+UPDATABLE = (
+    "content",
+    "content_hash",
+    "type",
+    "tags",
+    "source",
+    "context",
+    "confidence",
+    "importance",
+    "expires_at",
+    "namespace",
+)
 
 
 def update_memory(con: apsw.Connection, entry_id: int, changes: dict[str, Any], now: float) -> None:
@@ -244,7 +273,9 @@ def _kind(con: apsw.Connection, entry_id: int) -> str:
 
 
 def _namespace(con: apsw.Connection, entry_id: int) -> str:
-    return str(con.execute("SELECT namespace FROM entries WHERE id = ?", (entry_id,)).fetchall()[0][0])
+    return str(
+        con.execute("SELECT namespace FROM entries WHERE id = ?", (entry_id,)).fetchall()[0][0]
+    )
 
 
 def delete_expired(con: apsw.Connection, now: float) -> int:
@@ -327,8 +358,18 @@ def replace_document(
             " created_at, updated_at, expires_at, document_id, seq, start_line, end_line,"
             " heading_path) VALUES ('chunk', ?, ?, ?, ?, 'workspace', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                c.content, c.content_hash, type_, tags_json, importance, doc.mtime, now,
-                expires_at, doc_id, c.seq, c.start_line, c.end_line,
+                c.content,
+                c.content_hash,
+                type_,
+                tags_json,
+                importance,
+                doc.mtime,
+                now,
+                expires_at,
+                doc_id,
+                c.seq,
+                c.start_line,
+                c.end_line,
                 json.dumps(list(c.heading_path)),
             ),
         )

@@ -64,6 +64,7 @@ def m001_initial(con: apsw.Connection) -> None:
             content = 'entries', content_rowid = 'id',
             tokenize = 'porter unicode61 remove_diacritics 2'
         );
+        CREATE VIRTUAL TABLE entries_vocab USING fts5vocab(entries_fts, 'row');
         CREATE TRIGGER entries_fts_ai AFTER INSERT ON entries BEGIN
             INSERT INTO entries_fts(rowid, content, heading_path, tags)
             VALUES (new.id, new.content, new.heading_path, new.tags);

@@ -120,9 +120,7 @@ def store(
     return new
 
 
-def knn(
-    con: apsw.Connection, model_id: int, query: np.ndarray, k: int
-) -> list[tuple[str, float]]:
+def knn(con: apsw.Connection, model_id: int, query: np.ndarray, k: int) -> list[tuple[str, float]]:
     """The k nearest texts: (content_hash, cosine distance), nearest first."""
     blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
     return [

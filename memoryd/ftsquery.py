@@ -1,0 +1,111 @@
+"""User query text -> a safe FTS5 MATCH expression. Pure.
+
+Supported syntax (as in web search boxes):
+  words            all must match (implicit AND)
+  "exact phrase"   the words in this order
+  prefix*          words starting with prefix (stemmed like every term; see parse_query)
+  a OR b           either (uppercase OR between two terms or phrases)
+  -term, NOT term  must not match (a query of negations only matches nothing)
+Everything else (unbalanced quotes, parentheses, column filters like `content:`, NEAR, ^, +,
+stray operators, control characters) is treated as plain text: every term is emitted as a quoted
+FTS5 string, so no input can raise an FTS5 syntax error.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_TERMS = 64
+_TOKEN = re.compile(r'-?"[^"]*"?\*?|[^\s"]+')
+_WORDISH = re.compile(r"\w", re.UNICODE)
+_SPLIT = re.compile(r"[^\w]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    match: str | None
+    terms: tuple[str, ...]
+    negated: tuple[str, ...]
+
+
+def quote_term(term: str) -> str:
+    """One FTS5 string literal."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _clean(text: str) -> str:
+    # control characters and the characters FTS5 treats as syntax inside barewords
+    return "".join(" " if (ord(c) < 32 or c in "()[]{}^:+") else c for c in text)
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in _SPLIT.split(text) if w and _WORDISH.search(w)]
+
+
+def parse_query(text: str) -> ParsedQuery:
+    text = _clean(text or "")
+    groups: list[list[str]] = []  # OR-groups of quoted expressions, ANDed together
+    terms: list[str] = []
+    negated: list[str] = []
+    negate_next = False
+    or_next = False
+    count = 0
+    for raw in _TOKEN.findall(text):
+        if count >= MAX_TERMS:
+            break
+        if raw == "OR":
+            or_next = bool(groups)
+            continue
+        if raw == "NOT":
+            negate_next = True
+            continue
+        if raw in ("AND", "NEAR"):
+            continue
+        negative = negate_next
+        negate_next = False
+        if raw.startswith("-") and len(raw) > 1:
+            negative, raw = True, raw[1:]
+        prefix = raw.endswith("*")
+        body = raw.rstrip("*")
+        if body.startswith('"'):
+            words = _words(body.strip('"'))
+            if not words:
+                continue
+            expr = quote_term(" ".join(words))
+            if prefix and len(words) == 1:
+                expr += "*"
+        else:
+            words = _words(body)
+            if not words:
+                continue
+            if len(words) == 1 and prefix and len(words[0]) >= 4:
+                # The porter stemmer rewrites the prefix too ("deploy" -> "deploi"), which would
+                # miss "deployment" (stem "deploy"): also accept the prefix less its last letter.
+                expr = f"({quote_term(words[0])}* OR {quote_term(words[0][:-1])}*)"
+            elif len(words) == 1:
+                expr = quote_term(words[0]) + ("*" if prefix else "")
+            else:  # "e-mail", "foo.bar": the tokenizer splits them; keep them adjacent
+                expr = quote_term(" ".join(words))
+        count += 1
+        lowered = [w.lower() for w in words]
+        if negative:
+            negated.extend(lowered)
+            groups.append(["NOT " + expr])
+            or_next = False
+            continue
+        terms.extend(lowered)
+        if or_next and groups and not groups[-1][0].startswith("NOT "):
+            groups[-1].append(expr)
+        else:
+            groups.append([expr])
+        or_next = False
+    positives = [g for g in groups if not g[0].startswith("NOT ")]
+    if not positives:
+        return ParsedQuery(None, tuple(dict.fromkeys(terms)), tuple(negated))
+    parts = [("(" + " OR ".join(g) + ")") if len(g) > 1 else g[0] for g in positives]
+    match = " AND ".join(parts)
+    for g in groups:
+        if g[0].startswith("NOT "):
+            match = f"({match}) {g[0]}"
+    return ParsedQuery(match, tuple(dict.fromkeys(terms)), tuple(negated))
