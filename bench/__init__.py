@@ -1,0 +1,1 @@
+"""memoryd benchmarks: see BENCHMARKS.md. Run with `python -m bench`."""
