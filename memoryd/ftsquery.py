@@ -24,9 +24,10 @@ _SPLIT = re.compile(r"[^\w]+", re.UNICODE)
 
 @dataclass(frozen=True)
 class ParsedQuery:
-    match: str | None
+    match: str | None  # every positive group must match (what the user typed)
     terms: tuple[str, ...]
     negated: tuple[str, ...]
+    match_any: str | None = None  # any positive group may match: recall for questions
 
 
 def quote_term(term: str) -> str:
@@ -104,8 +105,14 @@ def parse_query(text: str) -> ParsedQuery:
     if not positives:
         return ParsedQuery(None, tuple(dict.fromkeys(terms)), tuple(negated))
     parts = [("(" + " OR ".join(g) + ")") if len(g) > 1 else g[0] for g in positives]
-    match = " AND ".join(parts)
+    match, match_any = " AND ".join(parts), " OR ".join(parts)
     for g in groups:
         if g[0].startswith("NOT "):
             match = f"({match}) {g[0]}"
-    return ParsedQuery(match, tuple(dict.fromkeys(terms)), tuple(negated))
+            match_any = f"({match_any}) {g[0]}"
+    return ParsedQuery(
+        match,
+        tuple(dict.fromkeys(terms)),
+        tuple(negated),
+        match_any if len(parts) > 1 else None,
+    )

@@ -200,17 +200,26 @@ class Searcher:
         out: dict[str, Any] = {"query": req.query}
 
         keyword: list[Candidate] = []
-        if req.mode in ("auto", "keyword", "hybrid") and parsed.match:
-            keyword = self._keyword_pool(con, parsed.match, where, params, pool_size)
         fuzzy_used = False
-        want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and not keyword and s.fuzzy)
-        if want_fuzzy and self.fuzzy is not None and parsed.terms:
-            rewritten = self.fuzzy.rewrite(con, parsed.terms)
-            if rewritten is not None:
-                keyword = self._keyword_pool(con, rewritten.match, where, params, pool_size)
-                fuzzy_used = bool(keyword)
-                if fuzzy_used:
-                    out["corrected_query"] = rewritten.corrected_query
+        if req.mode in ("auto", "keyword", "hybrid", "fuzzy") and parsed.match:
+            if req.mode != "fuzzy":
+                keyword = self._keyword_pool(con, parsed.match, where, params, pool_size)
+            want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy)
+            if not keyword and want_fuzzy and self.fuzzy is not None and parsed.terms:
+                rewritten = self.fuzzy.rewrite(con, parsed.terms)
+                if rewritten is not None:
+                    keyword = self._keyword_pool(con, rewritten.match, where, params, pool_size)
+                    if keyword:
+                        fuzzy_used = True
+                        out["corrected_query"] = rewritten.corrected_query
+            if parsed.match_any and len(keyword) < pool_size and req.mode != "fuzzy":
+                # Entries with every term rank first; entries with some of them fill the pool,
+                # so a question ("what did we decide about auth?") still finds its note.
+                seen = {c.id for c in keyword}
+                extra = self._keyword_pool(con, parsed.match_any, where, params, pool_size)
+                keyword += [c for c in extra if c.id not in seen][: pool_size - len(keyword)]
+                for rank, c in enumerate(keyword, start=1):
+                    c.keyword_rank = rank
 
         vector: list[Candidate] = []
         if qvec is not None and req.mode in ("auto", "vector", "hybrid"):

@@ -276,3 +276,16 @@ def test_paths_in_hits(make_app: Any, tmp_path: Path) -> None:
     assert hit["start_line"] == 3 and hit["end_line"] >= 5
     assert q(app, "sessions", filters=Filters(path_prefix="proj"))["hits"]
     assert not q(app, "sessions", filters=Filters(path_prefix="pro"))["hits"]
+
+
+def test_questions_match_on_some_terms_and_single_typos_are_corrected(make_app: Any) -> None:
+    app = make_app(model=None)
+    app.memories.add("Auth decision: sessions in Redis, no JWT")
+    app.memories.add("docker networking uses a bridge by default")
+    res = q(app, "what did we decide about auth?")
+    assert res["mode"] == "keyword" and "Auth decision" in res["hits"][0]["content"]
+    # all terms present ranks above some terms present
+    app.memories.add("auth what did we decide about it")
+    assert q(app, "what did we decide about auth")["hits"][0]["content"].startswith("auth what")
+    res = q(app, "dokcer networking")
+    assert res["mode"] == "fuzzy" and "docker" in res["hits"][0]["content"]
