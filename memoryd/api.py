@@ -229,3 +229,16 @@ def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
         # keeps answering meanwhile; vectors are reused through their text hashes).
         app.store.run_write(lambda con: con.execute("UPDATE documents SET sha256 = '', size = -1"))
     return app.indexer.reconcile().as_dict()
+
+
+@method("jobs", slow=True)
+def jobs(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jobs": app.jobs.list()}
+
+
+@method("jobs.run", {"name"}, slow=True)
+def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidInput("name: expected a job name (see the jobs method)")
+    return app.jobs.run_now(name)

@@ -15,10 +15,12 @@ from typing import Any
 
 from memoryd import __version__
 from memoryd.config import Config
+from memoryd.dailylog import DailyLog
 from memoryd.embed import ModelHolder, load_embedder, resolve_model
 from memoryd.embedworker import EmbedWorker
 from memoryd.fuzzy import FuzzyMatcher
 from memoryd.indexer import Indexer
+from memoryd.jobs import Jobs
 from memoryd.logsetup import get_logger
 from memoryd.memories import Memories
 from memoryd.search import Searcher
@@ -70,12 +72,23 @@ class App:
         self.embedder = EmbedWorker(
             self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
         )
+        self.dailylog = DailyLog(cfg.workspace, cfg.dailylog, clock=clock)
         self.indexer = Indexer(
-            self.store, cfg.workspace, cfg.indexer, on_change=self._index_changed, clock=clock
+            self.store,
+            cfg.workspace,
+            cfg.indexer,
+            preprocess=self.dailylog.preprocess,
+            on_change=self._index_changed,
+            clock=clock,
         )
         self.memories = Memories(
-            self.store, cfg.memories, clock=clock, on_changed=[self.embedder.wake]
+            self.store,
+            cfg.memories,
+            clock=clock,
+            on_added=[self.dailylog.append],
+            on_changed=[self.embedder.wake],
         )
+        self.jobs = Jobs(self)
         self.watcher: Watcher | None = None
         self.watcher_error: str | None = None
         self.ready = threading.Event()  # the first reconcile is done
@@ -88,13 +101,15 @@ class App:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self, *, progress: Callable[[str], None] | None = None) -> None:
-        """Start background work: model loading, watcher, initial reconcile, embedding.
+    def start(self, *, progress: Callable[[str], None] | None = None, jobs: bool = True) -> None:
+        """Start background work: model loading, watcher, initial reconcile, embedding, jobs.
 
         Returns at once; keyword search over what is already indexed works meanwhile.
         """
         self.model.start()
         self.embedder.start()
+        if jobs:
+            self.jobs.start()
         self._bg = threading.Thread(
             target=self._startup, args=(progress,), name="memoryd-startup", daemon=True
         )
@@ -144,11 +159,14 @@ class App:
         self.searcher.settings = cfg.search
         self.indexer.settings = cfg.indexer
         self.memories.settings = cfg.memories
+        self.dailylog.settings = cfg.dailylog
+        self.jobs.reschedule()
         if self.watcher is not None:
             self.watcher.set_debounce(cfg.indexer.debounce_ms / 1000)
 
     def close(self) -> None:
         """Stop the watcher and workers, finish the write in progress, close the database."""
+        self.jobs.shutdown(wait=True)
         if self.watcher is not None:
             self.watcher.stop()
         if self._bg is not None:
@@ -202,6 +220,7 @@ class App:
                 "files_skipped": self.indexer.totals.skipped,
             },
         }
+        out["jobs"] = self.jobs.list()
         if check:
             out["drift"] = self.indexer.drift()
         return out

@@ -201,7 +201,7 @@ def test_no_model_then_model_appears_catches_up(make_app: Any) -> None:
 
 
 def test_model_switch_reembeds_everything_and_never_mixes_dims(make_app: Any) -> None:
-    app = make_app()
+    app = make_app(dailylog={"enabled": False})
     app.memories.add("switching models keeps search up")
     app.model.start()
     assert app.model.wait_ready(10)
@@ -209,7 +209,9 @@ def test_model_switch_reembeds_everything_and_never_mixes_dims(make_app: Any) ->
     assert q(app, "switching")["mode"] == "hybrid"
     app.close()
     bigger = FakeEmbedder(dim=96, name="fake-big")
-    app2 = make_app(model=ModelHolder(lambda: bigger, description="bigger fake"))
+    app2 = make_app(
+        model=ModelHolder(lambda: bigger, description="bigger fake"), dailylog={"enabled": False}
+    )
     assert q(app2, "switching")["mode"] == "keyword"  # old vectors are not used for a new model
     app2.start()
     settle(app2)

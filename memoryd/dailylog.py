@@ -1,0 +1,138 @@
+"""The daily log: every memory added through the API, one line in <workspace>/daily/YYYY-MM-DD.md.
+
+No feedback loop, by design:
+  The log files live in the workspace and are indexed like any other file, so what a person
+  writes or fixes in them is searchable. But each line the daemon writes ends with a marker,
+  `<!-- m:ID:HASH8 -->` (invisible when the markdown is rendered), where HASH8 is the first 8 hex
+  digits of the SHA-256 of the memory's content. `preprocess` (the indexer's hook) blanks every
+  line whose marker hash still matches the text on that line: those lines are memories already
+  in the index, and indexing them again would show each memory twice. A line a person edited no
+  longer matches its hash, and a line a person wrote has no marker: both are indexed as normal
+  text. The state lives in the file itself, so it survives restarts; appends never rewrite the
+  file (O_APPEND, one write per line), so they cannot clobber an edit made between two appends,
+  and whatever an editor that rewrites the file leaves behind is what the next index sees.
+  Blanked lines keep their place, so chunk line numbers stay true.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from memoryd.logsetup import get_logger
+
+log = get_logger("memoryd.dailylog")
+
+_MARKER = re.compile(r"^(?P<body>.*?)\s*<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
+
+
+class DailyLogSettings(Protocol):
+    enabled: bool
+    folder: str
+    line_format: str
+    header: str
+
+
+def _hash8(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+def one_line(text: str) -> str:
+    return " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+
+
+class DailyLog:
+    def __init__(
+        self,
+        workspace: Path,
+        settings: DailyLogSettings,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.workspace = Path(workspace)
+        self.settings = settings
+        self.clock = clock
+        self._lock = threading.Lock()
+
+    def folder(self) -> Path:
+        return self.workspace / self.settings.folder
+
+    def is_log_file(self, relpath: str) -> bool:
+        folder = self.settings.folder.strip("/")
+        return relpath.startswith(folder + "/") and relpath.endswith(".md")
+
+    def render(self, record: dict[str, Any], when: datetime) -> str:
+        """The line for a memory (without newline), ending with its marker."""
+        body = self.settings.line_format.format(
+            time=when.strftime("%H:%M"),
+            date=when.strftime("%Y-%m-%d"),
+            id=record["id"],
+            type=record.get("type") or "",
+            content=one_line(record["content"]),
+            tags="".join(f" #{t}" for t in record.get("tags") or []),
+            source=record.get("source") or "",
+            importance=record.get("importance") or "",
+            namespace=record.get("namespace") or "",
+        )
+        body = one_line(body)
+        return f"{body} <!-- m:{record['id']}:{_hash8(body)} -->"
+
+    def append(self, record: dict[str, Any]) -> Path | None:
+        """Append one memory to the log of its local creation date. Never raises."""
+        if not self.settings.enabled:
+            return None
+        created = record.get("created_at")
+        ts = (
+            datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
+            if isinstance(created, str)
+            else self.clock()
+        )
+        when = datetime.fromtimestamp(ts).astimezone()  # local date: the day the user lived
+        path = self.folder() / f"{when:%Y-%m-%d}.md"
+        line = self.render(record, when) + "\n"
+        try:
+            with self._lock:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    if os.fstat(fd).st_size == 0:
+                        header = self.settings.header.format(
+                            date=f"{when:%Y-%m-%d}",
+                            time="",
+                            id="",
+                            type="",
+                            content="",
+                            tags="",
+                            source="",
+                            importance="",
+                            namespace="",
+                        )
+                        line = f"{header}\n\n{line}"
+                    os.write(fd, line.encode("utf-8"))
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            log.error("daily log append failed", path=str(path), error=str(exc))
+            return None
+        return path
+
+    def preprocess(self, relpath: str, text: str) -> str:
+        """Blank the daemon's own, unedited lines (see the module docstring)."""
+        if not self.is_log_file(relpath) or "<!-- m:" not in text:
+            return text
+        out = []
+        for line in text.split("\n"):
+            m = _MARKER.match(line)
+            if m and _hash8(m.group("body").strip()) == m.group("hash"):
+                out.append("")
+            else:
+                out.append(line)
+        return "\n".join(out)

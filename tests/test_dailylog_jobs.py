@@ -1,0 +1,211 @@
+"""Issue 4: the daily log without a feedback loop, and the scheduled jobs."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import wait_for
+
+from memoryd.jobs import Jobs
+from memoryd.search import SearchRequest
+
+
+def today_log(app: Any) -> Path:
+    return app.cfg.workspace / "daily" / f"{datetime.now().astimezone():%Y-%m-%d}.md"
+
+
+def entry_lines(path: Path) -> list[str]:
+    return [ln for ln in path.read_text().splitlines() if ln.startswith("- ")]
+
+
+def count_hits(app: Any, query: str) -> int:
+    res = app.searcher.search(SearchRequest(query=query, limit=100, record_access=False))
+    return len(res["hits"])
+
+
+def test_hundred_adds_give_hundred_lines_and_hits_and_stay_steady(make_app: Any) -> None:
+    app = make_app(model=None)
+    app.start(jobs=False)
+    wait_for(app.ready.is_set)
+    for i in range(100):
+        app.memories.add(f"zeppelin fact number {i}", tags=["air"])
+    log = today_log(app)
+    assert len(entry_lines(log)) == 100
+    # the watcher sees the log change; the index must not pick the daemon's lines up again
+    wait_for(
+        lambda: (
+            app.store.read(
+                lambda con: con.execute("SELECT count(*) FROM documents").fetchall()[0][0]
+            )
+            == 1
+        )
+    )
+    deadline = time.monotonic() + 5 * app.cfg.indexer.debounce_ms / 1000
+    while time.monotonic() < deadline:  # several debounce periods: nothing may grow
+        assert count_hits(app, "zeppelin") == 100
+        assert app.stats()["memories"] == 100
+        time.sleep(0.05)
+    assert app.stats()["chunks"] <= 1  # the header only
+    assert len(entry_lines(log)) == 100
+
+
+def test_hand_edit_is_indexed_and_survives_the_next_append(make_app: Any) -> None:
+    app = make_app(model=None)
+    app.start(jobs=False)
+    wait_for(app.ready.is_set)
+    app.memories.add("the first memory of the day")
+    log = today_log(app)
+    text = log.read_text()
+    edited = text.replace("the first memory", "the FIRST memory (fixed by hand)")
+    log.write_text(edited + "\nA paragraph about a quokka, typed by a person.\n")
+    wait_for(lambda: count_hits(app, "quokka") == 1)
+    wait_for(lambda: count_hits(app, "fixed hand") == 1)  # the edited line is a chunk now
+    app.memories.add("the second memory of the day")
+    content = log.read_text()
+    assert "quokka" in content and "fixed by hand" in content
+    assert "the second memory of the day" in content
+    generation = app.indexer.totals.indexed
+    wait_for(lambda: app.indexer.totals.indexed > generation)  # the append was indexed
+    assert count_hits(app, "quokka") == 1
+    assert count_hits(app, '"second memory"') == 1  # the memory, not its log line too
+
+
+def test_day_boundary_goes_to_the_right_files(make_app: Any) -> None:
+    midnight = datetime.now().astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
+    t = [midnight.timestamp() - 1]
+    app = make_app(model=None)
+    app.memories.clock = lambda: t[0]
+    app.memories.add("just before midnight")
+    t[0] = midnight.timestamp() + 1
+    app.memories.add("just after midnight")
+    folder = app.cfg.workspace / "daily"
+    before = datetime.fromtimestamp(midnight.timestamp() - 1).astimezone()
+    files = sorted(p.name for p in folder.glob("*.md"))
+    assert files == [f"{before:%Y-%m-%d}.md", f"{midnight:%Y-%m-%d}.md"]
+    assert "before" in (folder / files[0]).read_text()
+    assert "after" in (folder / files[1]).read_text()
+
+
+def test_expired_memories_go_after_the_job_and_not_before(make_app: Any) -> None:
+    now = [1_000_000.0]
+    app = make_app(model=None, dailylog={"enabled": False})
+    app.memories.clock = lambda: now[0]
+    app.searcher.clock = lambda: now[0]
+    mid = app.memories.add("short lived memory", ttl="1h").id
+    app.memories.add("long lived memory")
+    assert app.jobs.run_now("expiry")["result"] == {"removed": 0}
+    assert app.memories.get(mid)
+    now[0] += 3601
+    assert count_hits(app, "lived") == 1  # hidden from search once expired ...
+    assert app.memories.get(mid)  # ... but still stored until the job runs
+    assert app.jobs.run_now("expiry")["result"] == {"removed": 1}
+    with pytest.raises(Exception, match="no entry"):
+        app.memories.get(mid)
+
+
+def test_failing_job_does_not_stop_others_and_never_runs_twice(make_app: Any) -> None:
+    app = make_app(model=None)
+    calls: list[str] = []
+    gate = threading.Event()
+
+    def boom(app: Any) -> dict:
+        calls.append("boom")
+        raise RuntimeError("job exploded")
+
+    def slow(app: Any) -> dict:
+        calls.append("slow")
+        gate.wait(5)
+        return {"ok": True}
+
+    jobs = Jobs(app, {"boom": (boom, "expiry_interval"), "slow": (slow, "backfill_interval")})
+    res = jobs.run_now("boom")
+    assert res["error"] == "RuntimeError: job exploded"
+    listed = {j["name"]: j for j in jobs.list()}
+    assert listed["boom"]["last_error"] == "RuntimeError: job exploded"
+    assert listed["boom"]["failures"] == 1
+    t = threading.Thread(target=jobs.run_now, args=("slow",))
+    t.start()
+    wait_for(lambda: jobs.states["slow"].running)
+    assert jobs._run("slow", blocking=False)["error"] == "already running"
+    gate.set()
+    t.join(5)
+    assert calls.count("slow") == 1
+    assert jobs.run_now("slow")["result"] == {"ok": True}
+
+
+def test_scheduled_jobs_run_and_report(make_app: Any) -> None:
+    app = make_app(model=None, jobs={"expiry_interval": "200ms", "checkpoint_interval": 0.2})
+    app.start()
+    wait_for(
+        lambda: all(
+            j["runs"] >= 1 for j in app.jobs.list() if j["name"] in ("expiry", "checkpoint")
+        )
+    )
+    listed = app.jobs.list()
+    assert {j["name"] for j in listed} == {
+        "expiry",
+        "backfill",
+        "optimize",
+        "checkpoint",
+        "quick_check",
+        "reconcile",
+        "snapshot",
+    }
+    assert all(j["next_run_at"] for j in listed)
+
+
+def test_reconcile_repairs_what_the_watcher_missed(make_app: Any) -> None:
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "a.md").write_text("# A\n\nold armadillo\n")
+    app.indexer.reconcile()
+    (ws / "a.md").write_text("# A\n\nnew axolotl\n")  # no watcher running: the index is stale
+    (ws / "b.md").write_text("# B\n\nbeaver\n")
+    res = app.jobs.run_now("reconcile")
+    assert res["result"]["indexed"] == 2
+    assert count_hits(app, "axolotl") == 1 and count_hits(app, "armadillo") == 0
+
+
+def test_quick_check_failure_is_loud(make_app: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    app = make_app(model=None)
+    app.store.quick_check = lambda: ["*** in database main *** Page 7: btreeInitPage() error"]
+    res = app.jobs.run_now("quick_check")
+    assert res["error"] and "btreeInitPage" in res["error"]
+    assert "INTEGRITY CHECK FAILED" in capsys.readouterr().out
+    assert {j["name"]: j for j in app.jobs.list()}["quick_check"]["failures"] == 1
+
+
+def test_snapshots_keep_the_newest(make_app: Any) -> None:
+    app = make_app(model=None, jobs={"snapshot_keep": 2})
+    t = [1_700_000_000.0]
+    app.clock = lambda: t[0]
+    for _ in range(4):
+        assert app.jobs.run_now("snapshot")["error"] is None
+        t[0] += 60
+    snaps = sorted((app.cfg.data_dir / "snapshots").glob("*.db"))
+    assert len(snaps) == 2
+
+
+def test_memoryctl_jobs_end_to_end(daemon_factory: Any) -> None:
+    d = daemon_factory()
+    out = d.ctl("add", "expiring soon", "--ttl", "1s")
+    assert out.returncode == 0, out.stderr
+    mid = int(out.stdout.split()[-1])
+    wait_for(lambda: d.call("search", {"query": "expiring", "include_expired": True})["hits"])
+    time.sleep(1.1)  # the ttl itself is the condition under test
+    out = d.ctl("jobs", "run", "expiry")
+    assert out.returncode == 0, out.stderr
+    assert d.ctl("get", str(mid)).returncode == 1
+    out = d.ctl("--json", "jobs")
+    jobs = json.loads(out.stdout)["jobs"]
+    assert {j["name"] for j in jobs} >= {"expiry", "reconcile", "snapshot"}
+    assert all(j["next_run_at"] for j in jobs)
+    assert next(j for j in jobs if j["name"] == "expiry")["last_run_at"]
+    log = Path(d.cfg["workspace"]) / "daily" / f"{datetime.now().astimezone():%Y-%m-%d}.md"
+    assert "expiring soon" in log.read_text()
