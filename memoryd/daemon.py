@@ -122,6 +122,7 @@ class Daemon:
             await loop.run_in_executor(None, app.close)
             self._restore_signals(loop)
             log.info("stopped")
+            self.notifier.close()
         return 0
 
     async def _watchdog(self, interval: float) -> None:
