@@ -294,6 +294,15 @@ def _overlap(
     for number, line in reversed([ln for part in piece for ln in part]):
         cost = estimate_tokens(line)
         if size + cost > budget:
+            if not tail:  # one long line: carry over its last words instead
+                words: list[str] = []
+                for word in reversed(line.split()):
+                    if estimate_tokens(" ".join([word, *words])) > budget:
+                        break
+                    words.insert(0, word)
+                if words:
+                    text = " ".join(words)
+                    tail, size = [(number, text)], estimate_tokens(text)
             break
         tail.insert(0, (number, line))
         size += cost

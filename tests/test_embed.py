@@ -1,0 +1,132 @@
+"""Embedders, model resolution and the lazy model holder."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from memoryd import embed
+from memoryd.embed import FakeEmbedder, ModelHolder, offline_files, resolve_model
+from memoryd.errors import Unavailable
+
+
+def cfg(**kw: object) -> SimpleNamespace:
+    base = dict(
+        enabled=True,
+        model_path="",
+        model="sentence-transformers/all-MiniLM-L6-v2",
+        allow_download=False,
+        batch_size=8,
+        threads=0,
+        query_cache_size=4,
+    )
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def test_importing_embed_loads_no_model_runtime() -> None:
+    code = (
+        "import sys, memoryd.embed; "
+        "print(any(m.split('.')[0] in ('fastembed', 'onnxruntime') for m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_fake_embedder_is_deterministic_and_word_sensitive() -> None:
+    f = FakeEmbedder()
+    a, b, c = f.embed_batch(["red apple pie", "red apple tart", "quantum physics"])
+    assert np.allclose(np.linalg.norm([a, b, c], axis=1), 1.0)
+    assert a @ b > a @ c
+    assert np.array_equal(FakeEmbedder().embed_batch(["red apple pie"])[0], a)
+    assert f.seen == ["red apple pie", "red apple tart", "quantum physics"]
+    f.fail_after = 3
+    with pytest.raises(RuntimeError):
+        f.embed_batch(["one more"])
+
+
+def test_resolution_tiers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model, reason = resolve_model(cfg(enabled=False), tmp_path)
+    assert model is None and "enabled is false" in reason
+    bad = tmp_path / "bad-model"
+    bad.mkdir()
+    model, _ = resolve_model(cfg(model_path=str(bad)), tmp_path)
+    assert model is None or model.tier != "model_path"
+    good = tmp_path / "good-model"
+    good.mkdir()
+    (good / "model.onnx").write_bytes(b"x")
+    (good / "tokenizer.json").write_text("{}")
+    model, _ = resolve_model(cfg(model_path=str(good)), tmp_path)
+    assert model is not None and model.tier == "model_path" and model.model_dir == good
+    monkeypatch.setattr(embed, "offline_files", lambda: None)
+    model, reason = resolve_model(cfg(), tmp_path)
+    assert model is None and "memoryd[offline]" in reason
+    model, _ = resolve_model(cfg(allow_download=True), tmp_path)
+    assert model is not None and model.tier == "download"
+
+
+def test_holder_states_and_query_cache() -> None:
+    h = ModelHolder(None, description="no model here")
+    assert h.state == "none" and h.status()["reason"] == "no model here"
+    with pytest.raises(Unavailable):
+        h.embed_query("x")
+    fired = threading.Event()
+    fake = FakeEmbedder()
+    h = ModelHolder(lambda: fake, description="fake", query_cache_size=2)
+    h.on_ready.append(fired.set)
+    h.start()
+    assert h.wait_ready(5) and fired.wait(5) and h.state == "ready"
+    v1 = h.embed_query("hello")
+    v2 = h.embed_query("hello")
+    assert v1 is v2 and h.cache_info()["hits"] == 1 and len(fake.seen) == 1
+    h.embed_query("a")
+    h.embed_query("b")
+    assert h.cache_info()["size"] == 2  # LRU bound
+    with pytest.raises(ValueError):
+        v1[0] = 1.0  # cached vectors are read-only
+
+
+def test_holder_failure_is_reported() -> None:
+    def broken() -> FakeEmbedder:
+        raise OSError("model.onnx is corrupt")
+
+    h = ModelHolder(broken, description="broken")
+    h.start()
+    h._thread.join(5)  # type: ignore[union-attr]
+    assert h.state == "failed" and "corrupt" in h.reason
+    with pytest.raises(Unavailable):
+        h.embed_batch(["x"])
+
+
+@pytest.mark.model
+def test_offline_model_loads_and_embeds(tmp_path: Path) -> None:
+    if offline_files() is None:
+        pytest.skip("memoryd[offline] not installed")
+    resolved, _ = resolve_model(cfg(), tmp_path)
+    assert resolved is not None and resolved.tier == "offline_package"
+    e = embed.load_embedder(resolved, cache_dir=tmp_path)
+    assert e.identity.dim == 384
+    assert e.identity.key == "sentence-transformers/all-MiniLM-L6-v2-int8/384"
+    notes = [
+        "the user prefers dark mode in the editor",
+        "lunch is at noon",
+        "the build uses make",
+        "invoices are due monthly",
+    ]
+    vecs = e.embed_batch(notes)
+    assert vecs.shape == (4, 384) and vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
+    q = e.embed_batch(["dark theme preference"])[0]
+    assert notes[int(np.argmax(vecs @ q))] == notes[0]
+    # assembling the folder again is idempotent
+    again, _ = resolve_model(cfg(), tmp_path)
+    assert again is not None and again.model_dir == resolved.model_dir

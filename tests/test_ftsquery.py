@@ -1,0 +1,80 @@
+"""User query syntax -> FTS5: supported forms work, nothing raises."""
+
+from __future__ import annotations
+
+import apsw
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memoryd.ftsquery import parse_query, quote_term
+
+
+@pytest.fixture(scope="module")
+def con() -> apsw.Connection:
+    c = apsw.Connection(":memory:")
+    c.execute(
+        "create virtual table t using fts5(content, heading_path, tags,"
+        " tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    for text in [
+        "deploy checklist friday",
+        "checklist deploy order",
+        "café au lait",
+        "docker networking guide",
+        "e-mail from bob",
+        "kubernetes deployment",
+    ]:
+        c.execute("insert into t(content) values (?)", (text,))
+    return c
+
+
+def rows(con: apsw.Connection, query: str) -> list[str]:
+    match = parse_query(query).match
+    if match is None:
+        return []
+    return sorted(r[0] for r in con.execute("select content from t where t match ?", (match,)))
+
+
+def test_forms(con: apsw.Connection) -> None:
+    assert rows(con, '"deploy checklist"') == ["deploy checklist friday"]
+    assert rows(con, "deploy checklist") == ["checklist deploy order", "deploy checklist friday"]
+    assert rows(con, "deploy*") == [
+        "checklist deploy order",
+        "deploy checklist friday",
+        "kubernetes deployment",
+    ]
+    assert rows(con, "friday OR order") == ["checklist deploy order", "deploy checklist friday"]
+    assert rows(con, "checklist -friday") == ["checklist deploy order"]
+    assert rows(con, "checklist NOT friday") == ["checklist deploy order"]
+    assert rows(con, "cafe") == ["café au lait"]
+    assert rows(con, "network") == ["docker networking guide"]
+    assert rows(con, "e-mail") == ["e-mail from bob"]
+    assert rows(con, "networking:guide") == ["docker networking guide"]  # no column filter
+    assert parse_query("-only -negations").match is None
+    assert parse_query("   ").match is None
+    assert quote_term('say "hi"') == '"say ""hi"""'
+
+
+def test_terms_and_any_match() -> None:
+    p = parse_query('What "did we" decide -about')
+    assert p.terms == ("what", "did", "we", "decide") and p.negated == ("about",)
+    assert p.match_any is not None and " OR " in p.match_any
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("ab \"*-()^:+.,OR ANDNOTNEAR\\'é🙂\x00\t")), max_size=80)
+    | st.text(max_size=80)
+)
+def test_no_input_raises(text: str) -> None:
+    c = apsw.Connection(":memory:")
+    c.execute(
+        "create virtual table t using fts5(content, heading_path, tags,"
+        " tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    c.execute("insert into t(content) values ('a b or and not near')")
+    p = parse_query(text)
+    for match in (p.match, p.match_any):
+        if match is not None:
+            c.execute("select rowid from t where t match ?", (match,)).fetchall()
