@@ -7,13 +7,14 @@ the daemon wraps one in the socket server and the process lifecycle.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryd import __version__
+from memoryd import __version__, lifecycle
 from memoryd.config import Config
 from memoryd.dailylog import DailyLog
 from memoryd.embed import ModelHolder, load_embedder, resolve_model
@@ -24,7 +25,7 @@ from memoryd.jobs import Jobs
 from memoryd.logsetup import get_logger
 from memoryd.memories import Memories
 from memoryd.search import Searcher
-from memoryd.store import Store, entries
+from memoryd.store import Store, entries, vectors
 from memoryd.timeutil import iso
 from memoryd.watcher import Watcher
 
@@ -68,7 +69,15 @@ class App:
         self.store = Store(cfg.db_path)
         self.model = model if model is not None else default_model_holder(cfg)
         self.fuzzy = FuzzyMatcher(cfg.search.fuzzy_min_similarity)
-        self.searcher = Searcher(self.store, cfg.search, model=self.model, fuzzy=self.fuzzy)
+        self.searcher = Searcher(
+            self.store,
+            cfg.search,
+            model=self.model,
+            fuzzy=self.fuzzy,
+            lifecycle_settings=cfg.lifecycle,
+            flag_secrets=cfg.secrets.flag_workspace_hits,
+        )
+        self.triggers = lifecycle.TriggerIndex()
         self.embedder = EmbedWorker(
             self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
         )
@@ -86,7 +95,10 @@ class App:
             cfg.memories,
             clock=clock,
             on_added=[self.dailylog.append],
-            on_changed=[self.embedder.wake],
+            on_changed=[self.embedder.wake, self.triggers.invalidate],
+            secrets_mode=cfg.secrets.mode,
+            temporary_ttl=cfg.lifecycle.temporary_ttl,
+            near_duplicates=self.near_duplicates,
         )
         self.jobs = Jobs(self)
         self.watcher: Watcher | None = None
@@ -94,6 +106,94 @@ class App:
         self.ready = threading.Event()  # the first reconcile is done
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
+
+    def near_duplicates(self, text: str, namespace: str) -> list[dict[str, Any]]:
+        """Memories in the namespace that say nearly the same thing: by vector similarity when
+        the model is ready (the text's vector is stored at once, so it is embedded only once),
+        else by word overlap among keyword matches."""
+        lc = self.cfg.lifecycle
+        from memoryd.markdown import sha256_text
+
+        if self.model.state == "ready" and self.embedder._ensure_model() is not None:
+            model_id = self.embedder.model_id
+            assert model_id is not None
+            vec = self.model.embed_batch([text])[0]
+            now = self.clock()
+            self.store.run_write(
+                lambda con: vectors.store(con, model_id, [(sha256_text(text), vec)], now)
+            )
+
+            def by_vector(con: Any) -> list[dict[str, Any]]:
+                out = []
+                for h, dist in vectors.knn(con, model_id, vec, 10):
+                    if 1 - dist < lc.near_duplicate_similarity:
+                        break
+                    for (i,) in con.execute(
+                        "SELECT id FROM entries WHERE content_hash = ? AND kind = 'memory'"
+                        " AND namespace = ?",
+                        (h, namespace),
+                    ):
+                        out.append({"id": int(i), "similarity": round(1 - dist, 4)})
+                return out
+
+            return self.store.read(by_vector)
+        from memoryd.ftsquery import parse_query
+
+        words = set(parse_query(text).terms)
+        any_match = parse_query(text).match_any or parse_query(text).match
+        if not words or not any_match:
+            return []
+
+        def by_words(con: Any) -> list[dict[str, Any]]:
+            out = []
+            for i, content in con.execute(
+                "SELECT e.id, e.content FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid"
+                " WHERE entries_fts MATCH ? AND e.kind = 'memory' AND e.namespace = ?"
+                " ORDER BY bm25(entries_fts) LIMIT 20",
+                (any_match, namespace),
+            ):
+                other = set(parse_query(content).terms)
+                overlap = len(words & other) / max(1, len(words | other))
+                if overlap >= lc.near_duplicate_overlap:
+                    out.append({"id": int(i), "similarity": round(overlap, 4)})
+            return out
+
+        return self.store.read(by_words)
+
+    def trash_path(self, path: object, *, dry_run: bool = False) -> dict[str, Any]:
+        """Delete by workspace path: the file (or folder) moves to <data_dir>/trash/<time>/ (so
+        nothing is lost) and its chunks leave the index."""
+        from memoryd.errors import InvalidInput, NotFound
+
+        if not isinstance(path, str) or not path.strip():
+            raise InvalidInput("path: expected a workspace-relative path")
+        full = (self.cfg.workspace / path).resolve()
+        rel = self.indexer.relpath(full)
+        if rel is None or rel in (".", ""):
+            raise InvalidInput(f"path: {path!r} is not inside the workspace")
+        docs = self.store.read(entries.documents)
+        paths = sorted(p for p in docs if p == rel or p.startswith(rel + "/"))
+        if not full.exists() and not paths:
+            raise NotFound(f"nothing at {rel} in the workspace or the index")
+        target = self.cfg.data_dir / "trash" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        if not dry_run:
+            if full.exists():
+                (target / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(full, target / rel)
+            self.indexer.sync_paths([full])
+        return {
+            "deleted": len(paths),
+            "paths": paths,
+            "trash": str(target / rel),
+            "dry_run": dry_run,
+        }
+
+    def after_restore(self) -> None:
+        """The database was replaced under us (checkpoint restore): forget cached state."""
+        self.embedder.model_id = None
+        self.fuzzy.invalidate()
+        self.triggers.invalidate()
+        self.embedder.wake()
 
     def _index_changed(self) -> None:
         self.fuzzy.invalidate()
@@ -157,6 +257,10 @@ class App:
         """Take reloadable settings from a new configuration (SIGHUP)."""
         self.cfg = cfg
         self.searcher.settings = cfg.search
+        self.searcher.lifecycle = cfg.lifecycle
+        self.searcher.flag_secrets = cfg.secrets.flag_workspace_hits
+        self.memories.secrets_mode = cfg.secrets.mode
+        self.memories.temporary_ttl = cfg.lifecycle.temporary_ttl
         self.indexer.settings = cfg.indexer
         self.memories.settings = cfg.memories
         self.dailylog.settings = cfg.dailylog
@@ -176,9 +280,26 @@ class App:
 
     # -- reporting ----------------------------------------------------------------------------
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self, namespace: str | None = None) -> dict[str, Any]:
         def q(con: Any) -> dict[str, Any]:
-            return {**entries.counts(con), "by_type": entries.by_type(con)}
+            return {
+                **entries.counts(con, namespace),
+                "by_type": entries.by_type(con, namespace),
+                "by_tier": dict(
+                    con.execute(
+                        "SELECT tier, count(*) FROM entries WHERE kind = 'memory'"
+                        + (" AND namespace = ?" if namespace and namespace != "*" else "")
+                        + " GROUP BY tier",
+                        [namespace] if namespace and namespace != "*" else [],
+                    ).fetchall()
+                ),
+                "namespaces": dict(
+                    con.execute(
+                        "SELECT namespace, count(*) FROM entries WHERE kind = 'memory'"
+                        " GROUP BY namespace"
+                    ).fetchall()
+                ),
+            }
 
         out = self.store.read(q)
         vec = self.embedder.counts()

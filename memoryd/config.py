@@ -119,6 +119,34 @@ class JobsConfig:
     snapshot_keep: int = _f(7, "int", 0, 10000)
 
 
+@dataclass(frozen=True)
+class LifecycleConfig:
+    boost_constitutional: float = _f(0.3, "float", -10.0, 10.0)
+    boost_critical: float = _f(0.2, "float", -10.0, 10.0)
+    boost_important: float = _f(0.1, "float", -10.0, 10.0)
+    boost_normal: float = _f(0.0, "float", -10.0, 10.0)
+    boost_temporary: float = _f(-0.05, "float", -10.0, 10.0)
+    boost_deprecated: float = _f(-0.2, "float", -10.0, 10.0)
+    half_life_days_critical: float = _f(365.0, "float", 0.001, 1e6)
+    half_life_days_important: float = _f(180.0, "float", 0.001, 1e6)
+    half_life_days_normal: float = _f(90.0, "float", 0.001, 1e6)
+    half_life_days_temporary: float = _f(7.0, "float", 0.001, 1e6)
+    half_life_days_deprecated: float = _f(30.0, "float", 0.001, 1e6)
+    decay_floor: float = _f(0.3, "float", 0.0, 1.0)
+    temporary_ttl: float = _f(604800.0, "duration")
+    session_max_tokens: int = _f(500, "int", 1, 1_000_000)
+    promotion_min_useful: int = _f(5, "int", 1, 1_000_000)
+    promotion_min_ratio: float = _f(0.9, "float", 0.0, 1.0)
+    near_duplicate_similarity: float = _f(0.92, "float", 0.0, 1.0)
+    near_duplicate_overlap: float = _f(0.8, "float", 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class SecretsConfig:
+    mode: str = _f("refuse", "choice", ("refuse", "warn", "redact", "off"))
+    flag_workspace_hits: bool = _f(True, "bool")
+
+
 SECTIONS: dict[str, type] = {
     "indexer": IndexerConfig,
     "memories": MemoriesConfig,
@@ -128,6 +156,8 @@ SECTIONS: dict[str, type] = {
     "logging": LoggingConfig,
     "dailylog": DailyLogConfig,
     "jobs": JobsConfig,
+    "lifecycle": LifecycleConfig,
+    "secrets": SecretsConfig,
 }
 TOP_LEVEL = ("workspace", "data_dir", "socket")
 FORMAT_FIELDS = frozenset(
@@ -148,6 +178,8 @@ class Config:
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     dailylog: DailyLogConfig = field(default_factory=DailyLogConfig)
     jobs: JobsConfig = field(default_factory=JobsConfig)
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    secrets: SecretsConfig = field(default_factory=SecretsConfig)
     source: Path | None = field(default=None, compare=False)
 
     @property
@@ -427,6 +459,8 @@ RELOADABLE: frozenset[str] = frozenset(
     | {f"search.{f.name}" for f in fields(SearchConfig)}
     | {f"jobs.{f.name}" for f in fields(JobsConfig)}
     | {f"memories.{f.name}" for f in fields(MemoriesConfig)}
+    | {f"lifecycle.{f.name}" for f in fields(LifecycleConfig)}
+    | {f"secrets.{f.name}" for f in fields(SecretsConfig)}
 )
 
 

@@ -207,6 +207,10 @@ def cmd_add(c: Client, a: argparse.Namespace) -> int:
     text = sys.stdin.read() if a.text == "-" else a.text
     params = _drop_none(
         {
+            "tier": a.tier,
+            "triggers": _tags(a.triggers),
+            "allow_secrets": a.allow_secrets,
+            "skip_near_duplicates": getattr(a, "skip_near_duplicates", False),
             "content": text,
             "type": a.type,
             "tags": _tags(a.tags),
@@ -223,18 +227,47 @@ def cmd_add(c: Client, a: argparse.Namespace) -> int:
     res = c.call("add", params)
     if a.json:
         return _json(res)
-    print(f"already stored as {res['id']}" if res["duplicate"] else f"added {res['id']}")
+    if not res.get("stored", True):
+        print(f"not stored: near duplicate of {res['id']}")
+    else:
+        print(f"already stored as {res['id']}" if res["duplicate"] else f"added {res['id']}")
+    for warning in res.get("warnings") or []:
+        print(f"warning: {warning}", file=sys.stderr)
     return EXIT_OK
 
 
 def cmd_search(c: Client, a: argparse.Namespace) -> int:
+    if not a.query and not a.concepts:
+        raise SystemExit("memoryctl: search needs a QUERY (or --concepts a,b)")
     params = {
-        "query": a.query,
+        **({"query": a.query} if a.query else {}),
         **_filters(a),
-        **_drop_none({"limit": a.limit, "mode": a.mode, "explain": a.explain}),
+        **_drop_none(
+            {
+                "limit": a.limit,
+                "mode": a.mode,
+                "explain": a.explain,
+                "include_constitutional": a.constitutional,
+                "max_tokens": a.max_tokens,
+                "concepts": _tags(a.concepts) if a.concepts else None,
+            }
+        ),
     }
+    if a.no_decay:
+        params["use_decay"] = False
     res = c.call("search", params)
-    return _json(res) if a.json else (print_search(res) or EXIT_OK)
+    if a.json:
+        return _json(res)
+    if "index" in res:
+        print(
+            f"{res['total']} match(es); full details for {len(res['hits'])} "
+            f"({res['tokens_used']} tokens){', more in the index' if res['has_more'] else ''}"
+        )
+    print_search(res)
+    if res.get("has_more"):
+        for item in res["index"][len(res["hits"]) :]:
+            print(f"    #{item['id']}  {item['summary']}")
+    return EXIT_OK
 
 
 def cmd_get(c: Client, a: argparse.Namespace) -> int:
@@ -266,6 +299,9 @@ def cmd_update(c: Client, a: argparse.Namespace) -> int:
             "context": a.context,
             "ttl": a.ttl,
             "expires_at": a.expires,
+            "tier": a.tier,
+            "triggers": _tags(a.triggers),
+            "allow_secrets": a.allow_secrets,
         }
     )
     if a.no_expiry:
@@ -275,6 +311,23 @@ def cmd_update(c: Client, a: argparse.Namespace) -> int:
 
 
 def cmd_delete(c: Client, a: argparse.Namespace) -> int:
+    selectors = _drop_none({"tag": a.tag, "namespace": a.namespace, "path": a.path})
+    if selectors and a.ids:
+        raise SystemExit("memoryctl: give IDs or one of --tag/--namespace/--path, not both")
+    if selectors or a.dry_run:
+        if len(selectors) != 1:
+            raise SystemExit(
+                "memoryctl: delete needs IDs, or exactly one of --tag/--namespace/--path"
+            )
+        res = c.call("delete", {**selectors, **({"dry_run": True} if a.dry_run else {})})
+        if a.json:
+            return _json(res)
+        verb = "would delete" if a.dry_run else "deleted"
+        listed = res.get("paths") or res.get("ids") or []
+        print(f"{verb} {res['deleted']}: {', '.join(map(str, listed)) or '-'}")
+        return EXIT_OK
+    if not a.ids:
+        raise SystemExit("memoryctl: delete needs IDs, or one of --tag/--namespace/--path")
     status = EXIT_OK
     for entry_id in a.ids:
         try:
@@ -343,6 +396,144 @@ def cmd_jobs(c: Client, a: argparse.Namespace) -> int:
         )
         if j.get("last_error"):
             print(f"{'':<14}  last error: {j['last_error']}")
+    return EXIT_OK
+
+
+def cmd_prune(c: Client, a: argparse.Namespace) -> int:
+    res = c.call("prune", {"dry_run": True} if a.dry_run else {})
+    if a.json:
+        return _json(res)
+    verb = "would prune" if a.dry_run else "pruned"
+    print(f"{verb} {res['pruned']} memories (expired or deprecated)")
+    for item in res["items"]:
+        print(f"  #{item['id']} [{item['tier']}] {item['summary']}")
+    return EXIT_OK
+
+
+def cmd_session(c: Client, a: argparse.Namespace) -> int:
+    res = c.call(
+        "session_start", _drop_none({"max_tokens": a.max_tokens, "namespace": a.namespace})
+    )
+    if a.json:
+        return _json(res)
+    for m in res["memories"]:
+        print(f"- {' '.join(m['content'].split())}  (#{m['id']})")
+    more = f", {res['total'] - len(res['memories'])} more over budget" if res["has_more"] else ""
+    print(f"({len(res['memories'])} constitutional memories, {res['tokens_used']} tokens{more})")
+    return EXIT_OK
+
+
+def cmd_triggers(c: Client, a: argparse.Namespace) -> int:
+    prompt = sys.stdin.read() if a.prompt == "-" else a.prompt
+    res = c.call("match_triggers", _drop_none({"prompt": prompt, "namespace": a.namespace}))
+    if a.json:
+        return _json(res)
+    for m in res["memories"]:
+        print(f"#{m['id']} ({', '.join(m['matched'])}): {' '.join(m['content'].split())}")
+    if not res["memories"]:
+        print("no trigger matched")
+    return EXIT_OK
+
+
+def cmd_validate(c: Client, a: argparse.Namespace) -> int:
+    res = c.call("validate", {"id": a.id, "useful": not a.not_useful})
+    if a.json:
+        return _json(res)
+    print(
+        f"#{res['id']}: {res['useful_count']}/{res['validation_count']} useful, "
+        f"confidence {res['confidence']}"
+    )
+    if res.get("promotion_candidate"):
+        print(f"promotion candidate: memoryctl promote {res['id']}")
+    return EXIT_OK
+
+
+def cmd_candidates(c: Client, a: argparse.Namespace) -> int:
+    res = c.call("promotion_candidates")
+    if a.json:
+        return _json(res)
+    for m in res["candidates"]:
+        print(
+            f"#{m['id']} [{m['tier']}] {m['useful_count']}/{m['validation_count']} useful: "
+            f"{' '.join(m['content'].split())[:80]}"
+        )
+    if not res["candidates"]:
+        print("no promotion candidates")
+    return EXIT_OK
+
+
+def cmd_history(c: Client, a: argparse.Namespace) -> int:
+    res = c.call("history", {"id": a.id})
+    if a.json:
+        return _json(res)
+    for h in res["history"]:
+        print(f"{h['at']}  {h['field']}: {json.dumps(h['old'])} -> {json.dumps(h['new'])}")
+    if not res["history"]:
+        print(f"no changes recorded for #{a.id}")
+    return EXIT_OK
+
+
+def cmd_checkpoint(c: Client, a: argparse.Namespace) -> int:
+    if a.action == "list":
+        res = c.call("checkpoint.list")
+        if a.json:
+            return _json(res)
+        for cp in res["checkpoints"]:
+            print(f"{cp['name']:<24}{cp['created_at']}  {cp['bytes']} bytes")
+        return EXIT_OK
+    if not a.name:
+        raise SystemExit(f"memoryctl: checkpoint {a.action} needs a NAME")
+    res = c.call(f"checkpoint.{a.action}", {"name": a.name})
+    return _json(res) if a.json else (print_mapping(res) or EXIT_OK)
+
+
+def cmd_export(c: Client, a: argparse.Namespace) -> int:
+    res = c.call("export", _drop_none({"namespace": a.namespace, "vectors": a.vectors}))
+    out = open(a.output, "w", encoding="utf-8") if a.output else sys.stdout  # noqa: SIM115
+    try:
+        for item in res["items"]:
+            out.write(json.dumps(item, ensure_ascii=False) + "\n")
+    finally:
+        if a.output:
+            out.close()
+            print(f"exported {res['count']} memories to {a.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_import(c: Client, a: argparse.Namespace) -> int:
+    text = sys.stdin.read() if a.file == "-" else Path(a.file).read_text(encoding="utf-8")
+    items = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                items.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise SystemExit(f"memoryctl: {a.file}:{n}: not JSON ({exc.msg})") from None
+    totals = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}
+    batch: list[Any] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal batch, size
+        if batch:
+            res = c.call("import", {"items": batch})
+            for k in totals:
+                totals[k] += res.get(k, 0)
+        batch, size = [], 0
+
+    for item in items:  # stay well under the daemon's request size limit
+        cost = len(json.dumps(item))
+        if batch and size + cost > 256 * 1024:
+            flush()
+        batch.append(item)
+        size += cost
+    flush()
+    if a.json:
+        return _json(totals)
+    print(
+        f"imported {totals['imported']}, skipped {totals['skipped_duplicates']} already "
+        f"stored, {totals['vectors']} vectors"
+    )
     return EXIT_OK
 
 
@@ -417,7 +608,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--until", help="created before (ISO date)")
         sp.add_argument("--min-importance", type=int, dest="min_importance")
         sp.add_argument("--include-expired", action="store_true", dest="include_expired")
-        sp.add_argument("--namespace", help="only this namespace")
+        sp.add_argument("--namespace", help="only this namespace ('*' for all)")
+        sp.add_argument("--tier", help="only these tiers (a,b)")
+        sp.add_argument("--include-deprecated", action="store_true", dest="include_deprecated")
 
     def memory_fields(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--type", help="fact, preference, decision, ... (default fact)")
@@ -428,14 +621,42 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--context", help="free text context")
         sp.add_argument("--ttl", help="expire after this long: 30m, 12h, 7d")
         sp.add_argument("--expires", help="expire at this time (ISO 8601)")
+        sp.add_argument(
+            "--tier",
+            choices=[
+                "constitutional",
+                "critical",
+                "important",
+                "normal",
+                "temporary",
+                "deprecated",
+            ],
+        )
+        sp.add_argument("--triggers", help="comma separated phrases that recall this memory")
+        sp.add_argument(
+            "--allow-secrets",
+            action="store_true",
+            help="store it even if it looks like a credential",
+        )
 
     sp = cmd("add", cmd_add, "store a memory (TEXT, or - to read stdin)")
     sp.add_argument("text", metavar="TEXT")
     memory_fields(sp)
     sp.add_argument("--namespace", help="agent or project namespace")
+    sp.add_argument(
+        "--skip-near-duplicates",
+        action="store_true",
+        help="do not store it when a nearly identical memory exists",
+    )
 
     sp = cmd("search", cmd_search, "search memories and notes by keyword and meaning")
-    sp.add_argument("query", metavar="QUERY")
+    sp.add_argument("query", metavar="QUERY", nargs="?")
+    sp.add_argument("--concepts", help="2-5 comma separated concepts that must all match")
+    sp.add_argument("--max-tokens", type=int, help="token budget: index of all + top details")
+    sp.add_argument(
+        "--constitutional", action="store_true", help="put the constitutional memories first"
+    )
+    sp.add_argument("--no-decay", action="store_true", help="rank without age decay")
     sp.add_argument("-n", "--limit", type=int)
     sp.add_argument("--mode", choices=["auto", "keyword", "vector", "hybrid", "fuzzy"])
     sp.add_argument("--explain", action="store_true", help="show each ranking component")
@@ -455,10 +676,54 @@ def build_parser() -> argparse.ArgumentParser:
     memory_fields(sp)
     sp.add_argument("--no-expiry", action="store_true", dest="no_expiry", help="never expire")
 
-    sp = cmd("delete", cmd_delete, "delete memories by id", aliases=["rm"])
-    sp.add_argument("ids", type=int, nargs="+", metavar="ID")
+    sp = cmd(
+        "delete",
+        cmd_delete,
+        "delete memories by id, tag, namespace, or a workspace path",
+        aliases=["rm"],
+    )
+    sp.add_argument("ids", type=int, nargs="*", metavar="ID")
+    sp.add_argument("--tag", help="every memory with this tag")
+    sp.add_argument("--namespace", help="every memory in this namespace")
+    sp.add_argument("--path", help="a workspace file or folder (moved to the trash)")
+    sp.add_argument("--dry-run", action="store_true", help="say what would go")
+    sp = cmd("prune", cmd_prune, "remove expired and deprecated memories")
+    sp.add_argument("--dry-run", action="store_true", help="say what would go")
+    sp = cmd("session", cmd_session, "the constitutional memories, within a token budget")
+    sp.add_argument("--max-tokens", type=int)
+    sp.add_argument("--namespace")
+    sp = cmd("triggers", cmd_triggers, "memories whose trigger phrases occur in PROMPT (- = stdin)")
+    sp.add_argument("prompt", metavar="PROMPT")
+    sp.add_argument("--namespace")
+    sp = cmd("validate", cmd_validate, "record that a memory was useful (or --not-useful)")
+    sp.add_argument("id", type=int)
+    sp.add_argument("--not-useful", action="store_true", dest="not_useful")
+    cmd("candidates", cmd_candidates, "memories validated useful often enough to promote")
+    sp = cmd(
+        "promote",
+        _simple("promote", lambda a: {"id": a.id, "tier": a.tier}),
+        "raise a memory's tier (default critical)",
+    )
+    sp.add_argument("id", type=int)
+    sp.add_argument("--tier", default="critical")
+    sp = cmd("history", cmd_history, "every change of a memory's content, tier, importance, tags")
+    sp.add_argument("id", type=int)
+    sp = cmd("checkpoint", cmd_checkpoint, "create, list or restore a snapshot of the whole store")
+    sp.add_argument("action", choices=["create", "list", "restore"])
+    sp.add_argument("name", nargs="?")
+    sp = cmd("export", cmd_export, "memories as JSON lines (stdout or -o FILE)")
+    sp.add_argument("-o", "--output")
+    sp.add_argument("--namespace")
+    sp.add_argument("--vectors", action="store_true", help="include the vectors")
+    sp = cmd("import", cmd_import, "import JSON lines from FILE (- = stdin); skips duplicates")
+    sp.add_argument("file", metavar="FILE")
 
-    cmd("stats", _simple("stats"), "counts: memories, files, chunks, vectors")
+    sp = cmd(
+        "stats",
+        _simple("stats", lambda a: _drop_none({"namespace": a.namespace})),
+        "counts: memories, files, chunks, vectors",
+    )
+    sp.add_argument("--namespace")
     sp = cmd("status", cmd_status, "daemon health; --check compares the index with the disk")
     sp.add_argument("--check", action="store_true", help="report drift; exit 1 when there is")
     sp = cmd(
@@ -484,7 +749,9 @@ def main(argv: list[str] | None = None) -> int:
     for key, default in (("socket", None), ("json", False), ("timeout", None)):
         if not hasattr(args, key):
             setattr(args, key, default)
-    slow = args.command in ("reindex", "jobs") or (args.command == "status" and args.check)
+    slow = args.command in ("reindex", "jobs", "checkpoint", "export", "import") or (
+        args.command == "status" and args.check
+    )
     timeout = args.timeout or (600.0 if slow else 30.0)
     client = Client(args.socket or default_socket(), timeout)
     try:

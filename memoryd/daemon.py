@@ -169,6 +169,8 @@ class Daemon:
         self.cfg = cfg
         if self.app is not None:
             self.app.apply_config(cfg)
+        if self.server is not None:
+            self.server.settings = cfg.server
         logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
         log.info("configuration reloaded", changed=applied or None)
         if restart:

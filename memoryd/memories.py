@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memoryd.errors import InvalidInput, NotFound, TooLarge
+from memoryd import lifecycle, secretguard
+from memoryd.errors import InvalidInput, NotFound, Refused, TooLarge
 from memoryd.logsetup import get_logger
 from memoryd.markdown import sha256_text
 from memoryd.store import Store, entries
@@ -35,7 +36,10 @@ class MemorySettings(Protocol):
 class Added:
     id: int
     duplicate: bool
-    record: dict[str, Any]
+    record: dict[str, Any] | None
+    warnings: tuple[str, ...] = ()
+    near_duplicates: tuple[dict[str, Any], ...] = ()
+    stored: bool = True
 
 
 # --- validation of single values (shared with the API layer) ----------------------------------
@@ -131,10 +135,17 @@ class Memories:
         clock: Callable[[], float] = time.time,
         on_added: Iterable[Callable[[dict[str, Any]], None]] = (),
         on_changed: Iterable[Callable[[], None]] = (),
+        secrets_mode: str = "refuse",
+        temporary_ttl: float = 7 * 86400,
+        near_duplicates: Callable[[str, str], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock
+        self.secrets_mode = secrets_mode
+        self.temporary_ttl = temporary_ttl
+        # near_duplicates(content, namespace) -> [{id, similarity}]: set by the App
+        self.near_duplicates = near_duplicates
         # on_added: the daily log appends each new memory; on_changed wakes the embed worker.
         self.on_added = list(on_added)
         self.on_changed = list(on_changed)
@@ -152,11 +163,20 @@ class Memories:
         ttl: object = None,
         expires_at: object = None,
         namespace: object = None,
+        tier: object = None,
+        triggers: object = None,
+        allow_secrets: bool = False,
+        skip_near_duplicates: bool = False,
     ) -> Added:
         started = time.perf_counter()
         s = self.settings
         now = self.clock()
         text = check_content(content, s.max_content_bytes)
+        text, warnings = self._guard(text, allow_secrets)
+        tier_name = lifecycle.check_tier(tier) if tier is not None else "normal"
+        phrases = lifecycle.check_triggers(triggers) if triggers is not None else []
+        if tier_name == "temporary" and ttl is None and expires_at is None:
+            ttl = self.temporary_ttl
         mem = NewMemory(
             content=text,
             content_hash=sha256_text(text),
@@ -172,12 +192,26 @@ class Memories:
             namespace=(
                 check_name(namespace, "namespace") if namespace is not None else s.default_namespace
             ),
+            tier=tier_name,
         )
         if mem.expires_at is not None and mem.expires_at <= now:
             raise InvalidInput("expires_at: is in the past")
+        near: list[dict[str, Any]] = []
+        existing = self.store.read(
+            lambda con: entries.find_memory_by_hash(con, mem.namespace, mem.content_hash)
+        )
+        if existing is None and self.near_duplicates is not None:
+            near = self.near_duplicates(text, mem.namespace)
+            if near:
+                ids = ", ".join(str(n["id"]) for n in near)
+                warnings.append(f"near duplicate of memory {ids}")
+                if skip_near_duplicates:
+                    return Added(near[0]["id"], False, None, tuple(warnings), tuple(near), False)
 
         def _insert(con: Any) -> tuple[int, bool, dict[str, Any] | None]:
             entry_id, dup = entries.insert_memory(con, mem, now)
+            if not dup and phrases:
+                lifecycle.set_triggers(con, entry_id, phrases)
             return entry_id, dup, entries.get(con, entry_id)
 
         entry_id, duplicate, record = self.store.run_write(_insert, durable=True)
@@ -195,7 +229,29 @@ class Memories:
                 except Exception:
                     log.exception("after-add hook failed", id=entry_id)
             self._changed()
-        return Added(entry_id, duplicate, record)
+        return Added(entry_id, duplicate, record, tuple(warnings), tuple(near))
+
+    def _guard(self, text: str, allow: object) -> tuple[str, list[str]]:
+        """The secret guard (secrets.mode): refuse, warn, redact or off."""
+        if not isinstance(allow, bool):
+            raise InvalidInput("allow_secrets: expected true or false")
+        if self.secrets_mode == "off":
+            return text, []
+        kinds = secretguard.kinds(text)
+        if not kinds:
+            return text, []
+        what = ", ".join(kinds)
+        if allow:
+            return text, [f"stored although it looks like a credential ({what})"]
+        if self.secrets_mode == "refuse":
+            raise Refused(
+                f"content looks like a credential ({what}); not stored. Remove it, or pass "
+                "allow_secrets (memoryctl --allow-secrets) if it is meant to be kept",
+                data={"secrets": kinds},
+            )
+        if self.secrets_mode == "redact":
+            return secretguard.redact(text), [f"redacted: {what}"]
+        return text, [f"looks like a credential ({what})"]
 
     def get(self, entry_id: object) -> dict[str, Any]:
         eid = check_id(entry_id)
@@ -221,10 +277,17 @@ class Memories:
         s = self.settings
         now = self.clock()
         values: dict[str, Any] = {}
+        phrases: list[str] | None = None
+        changes = dict(changes)
+        allow = changes.pop("allow_secrets", False)
         for key, value in changes.items():
             if key == "content":
-                text = check_content(value, s.max_content_bytes)
+                text, _ = self._guard(check_content(value, s.max_content_bytes), allow)
                 values["content"], values["content_hash"] = text, sha256_text(text)
+            elif key == "tier":
+                values["tier"] = lifecycle.check_tier(value)
+            elif key == "triggers":
+                phrases = lifecycle.check_triggers(value)
             elif key == "type":
                 values["type"] = check_name(value, "type")
             elif key == "tags":
@@ -246,14 +309,23 @@ class Memories:
                 raise InvalidInput(f"cannot update {key!r}")
 
         def _update(con: Any) -> dict[str, Any] | None:
+            before = entries.get(con, eid)
+            if before is None:
+                raise NotFound(f"no entry with id {eid}")
             entries.update_memory(con, eid, values, now)
-            return entries.get(con, eid)
+            if phrases is not None:
+                lifecycle.set_triggers(con, eid, phrases)
+            after = entries.get(con, eid)
+            assert after is not None
+            lifecycle.record_history(con, eid, before, after, now)
+            return after
 
+        if not values and phrases is None:
+            raise InvalidInput("update: nothing to change")
         rec = self.store.run_write(_update, durable=True)
         assert rec is not None
-        log.info("updated", id=eid, fields=sorted(values))
-        if "content" in values:
-            self._changed()
+        log.info("updated", id=eid, fields=sorted(values) + (["triggers"] if phrases else []))
+        self._changed()
         return rec
 
     def delete(self, entry_id: object) -> None:

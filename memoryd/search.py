@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import apsw
 import numpy as np
 
+from memoryd import lifecycle, secretguard
 from memoryd.errors import InvalidInput, Unavailable
 from memoryd.ftsquery import parse_query
 from memoryd.store import Store, entries, vectors
@@ -63,6 +64,10 @@ class SearchRequest:
     filters: Filters = field(default_factory=Filters)
     explain: bool = False
     record_access: bool = True
+    use_decay: bool = True
+    include_constitutional: bool = False
+    max_tokens: int | None = None
+    concepts: tuple[str, ...] = ()
 
 
 @dataclass
@@ -137,6 +142,16 @@ def signals(
     }
 
 
+def tier_decay(tier: str, last_used: float, now: float, lc: Any) -> float:
+    """How much of its relevance a memory keeps with age: halves every half-life of its tier,
+    never below decay_floor; constitutional memories never decay."""
+    if tier == "constitutional" or lc is None:
+        return 1.0
+    half_life = getattr(lc, f"half_life_days_{tier}", lc.half_life_days_normal)
+    age_days = max(0.0, (now - last_used) / 86400)
+    return max(lc.decay_floor, 0.5 ** (age_days / half_life))
+
+
 # --- the searcher ------------------------------------------------------------------------------
 
 
@@ -151,12 +166,16 @@ class Searcher:
         model: QueryEmbedder | None = None,
         fuzzy: Rewriter | None = None,
         clock: Callable[[], float] = time.time,
+        lifecycle_settings: Any = None,
+        flag_secrets: bool = True,
     ) -> None:
         self.store = store
         self.settings = settings
         self.model = model
         self.fuzzy = fuzzy
         self.clock = clock
+        self.lifecycle = lifecycle_settings
+        self.flag_secrets = flag_secrets
 
     def search(self, req: SearchRequest) -> dict[str, Any]:
         started = time.perf_counter()
@@ -166,17 +185,80 @@ class Searcher:
         limit = req.limit if req.limit is not None else s.default_limit
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= s.max_limit:
             raise InvalidInput(f"limit: expected an integer from 1 to {s.max_limit}, got {limit!r}")
-        if not isinstance(req.query, str) or not req.query.strip():
-            raise InvalidInput("query: must be a non-empty string")
-        query_vec = self._query_vector(req)
-        result = self.store.read(lambda con: self._run(con, req, limit, query_vec))
+        if req.concepts:
+            if not 2 <= len(req.concepts) <= 5 or not all(
+                isinstance(c, str) and c.strip() for c in req.concepts
+            ):
+                raise InvalidInput("concepts: expected 2 to 5 non-empty strings")
+            vecs = [self._query_vector(replace(req, query=c)) for c in req.concepts]
+            result = self.store.read(lambda con: self._concepts(con, req, limit, vecs))
+        else:
+            if not isinstance(req.query, str) or not req.query.strip():
+                raise InvalidInput("query: must be a non-empty string")
+            query_vec = self._query_vector(req)
+            result = self.store.read(lambda con: self._run(con, req, limit, query_vec))
+        if req.include_constitutional:
+            result["hits"] = self._pinned(req) + [
+                h for h in result["hits"] if h.get("tier") != "constitutional"
+            ]
         hits = result["hits"]
         if req.record_access and hits:
             ids = [h["id"] for h in hits]
             now = self.clock()
             self.store.run_write(lambda con: entries.record_access(con, req.query, ids, now))
+        if req.max_tokens is not None:
+            if (
+                isinstance(req.max_tokens, bool)
+                or not isinstance(req.max_tokens, int)
+                or (req.max_tokens < 1)
+            ):
+                raise InvalidInput("max_tokens: expected a positive integer")
+            result.update(lifecycle.budgeted(result["hits"], req.max_tokens))
         result["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return result
+
+    def _pinned(self, req: SearchRequest) -> list[dict[str, Any]]:
+        budget = self.lifecycle.session_max_tokens if self.lifecycle is not None else 500
+        now = self.clock()
+        found, _, _ = self.store.read(
+            lambda con: lifecycle.session_memories(con, req.filters.namespace, budget, now)
+        )
+        return [{**r, "score": None, "pinned": True, "snippet": r["content"]} for r in found]
+
+    def _concepts(
+        self, con: apsw.Connection, req: SearchRequest, limit: int, vecs: list[np.ndarray | None]
+    ) -> dict[str, Any]:
+        """Entries that match every concept (by keywords, or by meaning when there is a model),
+        ranked by their summed reciprocal ranks."""
+        now = self.clock()
+        where, params = entries.filter_sql(req.filters, now)
+        size = max(200, limit * self.settings.candidate_multiplier)
+        pools: list[list[int]] = []
+        used_vectors = False
+        for concept, vec in zip(req.concepts, vecs, strict=True):
+            parsed = parse_query(concept)
+            ids: list[int] = []
+            if parsed.match:
+                ids = [c.id for c in self._keyword_pool(con, parsed.match, where, params, size)]
+            if vec is not None:
+                near = self._vector_pool(con, vec, where, params, size)
+                close = [c.id for c in near if (c.similarity or 0) >= 0.3]
+                used_vectors = used_vectors or bool(close)
+                ids += [i for i in close if i not in set(ids)]
+            pools.append(ids)
+        common = set(pools[0]).intersection(*map(set, pools[1:])) if pools else set()
+        scores = rrf([[i for i in p if i in common] for p in pools], self.settings.rrf_k)
+        top = max(scores.values(), default=1.0) or 1.0
+        candidates = [
+            Candidate(id=i, fused=v, components={"relevance": v / top}) for i, v in scores.items()
+        ]
+        mode = "hybrid" if used_vectors else "keyword"
+        return {
+            "query": " + ".join(req.concepts),
+            "concepts": list(req.concepts),
+            "mode": mode,
+            "hits": self._finish(con, candidates, limit, now, req.explain, mode, req.use_decay),
+        }
 
     def _query_vector(self, req: SearchRequest) -> np.ndarray | None:
         if req.mode in ("keyword", "fuzzy") or self.model is None:
@@ -237,7 +319,7 @@ class Searcher:
             mode = req.mode
         out["mode"] = mode
         ranked = self._fuse(keyword, vector)
-        out["hits"] = self._finish(con, ranked, limit, now, req.explain, mode)
+        out["hits"] = self._finish(con, ranked, limit, now, req.explain, mode, req.use_decay)
         return out
 
     def _keyword_pool(
@@ -314,23 +396,34 @@ class Searcher:
         now: float,
         explain: bool,
         mode: str,
+        use_decay: bool = True,
     ) -> list[dict[str, Any]]:
         if not candidates:
             return []
         records = entries.get_many(con, [c.id for c in candidates])
-        updated = dict(
-            con.execute(
-                f"SELECT id, updated_at FROM entries WHERE id IN ({','.join('?' * len(records))})",
+        raw = {
+            int(i): (u, la)
+            for i, u, la in con.execute(
+                "SELECT id, updated_at, last_accessed_at FROM entries"
+                f" WHERE id IN ({','.join('?' * len(records))})",
                 list(records),
-            ).fetchall()
-        )
+            )
+        }
+        lc = self.lifecycle
         for c in candidates:
             rec = records.get(c.id)
             if rec is None:
                 c.final = -1.0
                 continue
-            c.components.update(signals(rec, {"updated_at": updated[c.id]}, self.settings, now))
-            c.final = sum(c.components.values())
+            updated_at, last_accessed = raw[c.id]
+            if use_decay and rec["kind"] == "memory" and lc is not None:
+                decay = tier_decay(rec["tier"], max(updated_at, last_accessed or 0), now, lc)
+                c.components["decay"] = decay
+                c.components["relevance"] *= decay
+            c.components.update(signals(rec, {"updated_at": updated_at}, self.settings, now))
+            if lc is not None and rec["kind"] == "memory":
+                c.components["tier"] = getattr(lc, f"boost_{rec['tier']}", 0.0)
+            c.final = sum(v for k, v in c.components.items() if k != "decay")
         candidates.sort(key=lambda c: (-c.final, c.id))
         hits = []
         for c in candidates[:limit]:
@@ -338,6 +431,10 @@ class Searcher:
             if rec is None:
                 continue
             hit = {**rec, "score": round(c.final, 6), "snippet": c.snippet or _snippet(rec)}
+            if self.flag_secrets and rec["kind"] == "chunk":
+                found = secretguard.kinds(rec["content"])
+                if found:
+                    hit["secrets"] = found
             if explain:
                 hit["explain"] = {
                     "mode": mode,
@@ -357,7 +454,3 @@ class Searcher:
 def _snippet(record: dict[str, Any], width: int = 160) -> str:
     text = " ".join(record["content"].split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def with_limit(req: SearchRequest, limit: int) -> SearchRequest:
-    return replace(req, limit=limit)

@@ -129,6 +129,17 @@ class Store:
         os.chmod(tmp, 0o600)
         os.replace(tmp, target)
 
+    def restore_from(self, source: Path) -> None:
+        """Replace the whole database with `source` through SQLite's backup API, under the
+        writer lock (readers finish on their snapshot; writes wait)."""
+        src = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            with self._lock, self._writer.backup("main", src, "main") as backup:
+                while not backup.done:
+                    backup.step(-1)
+        finally:
+            src.close()
+
     def size_bytes(self) -> int:
         total = 0
         for suffix in ("", "-wal"):

@@ -18,10 +18,12 @@ from memoryd.timeutil import iso
 RECORD_COLUMNS = (
     "e.id, e.kind, e.namespace, e.content, e.content_hash, e.type, e.tags, e.source, e.context, "
     "e.confidence, e.importance, e.created_at, e.updated_at, e.expires_at, e.access_count, "
-    "e.last_accessed_at, e.document_id, e.seq, e.start_line, e.end_line, e.heading_path, d.path"
+    "e.last_accessed_at, e.document_id, e.seq, e.start_line, e.end_line, e.heading_path, d.path, "
+    "e.tier, e.useful_count, e.validation_count, "
+    "(SELECT json_group_array(t.phrase) FROM triggers t WHERE t.entry_id = e.id) AS triggers"
 )
 RECORD_FROM = "entries e LEFT JOIN documents d ON d.id = e.document_id"
-_NAMES = [c.strip().split(".")[1] for c in RECORD_COLUMNS.split(",")]
+_NAMES = [*(c.strip().split(".")[1] for c in RECORD_COLUMNS.split(",")[:-1]), "triggers"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class NewMemory:
     importance: int = 5
     expires_at: float | None = None
     namespace: str = "default"
+    tier: str = "normal"
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,9 @@ class Filters:
     until: float | None = None
     min_importance: int | None = None
     include_expired: bool = False
-    namespace: str | None = None
+    namespace: str | None = None  # memories of this namespace ("*": all); chunks are shared
+    tiers: tuple[str, ...] = ()
+    include_deprecated: bool = False
 
 
 def filter_sql(f: Filters, now: float) -> tuple[str, list[Any]]:
@@ -105,9 +110,14 @@ def filter_sql(f: Filters, now: float) -> tuple[str, list[Any]]:
     if not f.include_expired:
         parts.append("(e.expires_at IS NULL OR e.expires_at > ?)")
         params.append(now)
-    if f.namespace:
-        parts.append("e.namespace = ?")
+    if f.namespace and f.namespace != "*":
+        parts.append("(e.kind = 'chunk' OR e.namespace = ?)")
         params.append(f.namespace)
+    if f.tiers:
+        parts.append(f"e.tier IN ({','.join('?' * len(f.tiers))})")
+        params.extend(f.tiers)
+    elif not f.include_deprecated:
+        parts.append("e.tier != 'deprecated'")
     return (" AND ".join(parts) or "1"), params
 
 
@@ -130,7 +140,12 @@ def row_to_record(row: Sequence[Any]) -> dict[str, Any]:
         "expires_at": iso(raw["expires_at"]),
         "access_count": raw["access_count"],
         "last_accessed_at": iso(raw["last_accessed_at"]),
+        "tier": raw["tier"],
     }
+    if raw["kind"] == "memory":
+        rec["triggers"] = json.loads(raw["triggers"] or "[]")
+        rec["useful_count"] = raw["useful_count"]
+        rec["validation_count"] = raw["validation_count"]
     if raw["kind"] == "chunk":
         rec["path"] = raw["path"]
         rec["heading_path"] = json.loads(raw["heading_path"] or "[]")
@@ -195,8 +210,8 @@ def insert_memory(con: apsw.Connection, m: NewMemory, now: float) -> tuple[int, 
         return existing, True
     rows = con.execute(
         "INSERT INTO entries(kind, namespace, content, content_hash, type, tags, source, context,"
-        " confidence, importance, created_at, updated_at, expires_at)"
-        " VALUES ('memory', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        " confidence, importance, created_at, updated_at, expires_at, tier)"
+        " VALUES ('memory', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             m.namespace,
             m.content,
@@ -210,12 +225,14 @@ def insert_memory(con: apsw.Connection, m: NewMemory, now: float) -> tuple[int, 
             now,
             now,
             m.expires_at,
+            m.tier,
         ),
     ).fetchall()
     return int(rows[0][0]), False
 
 
 UPDATABLE = (
+    "tier",
     "content",
     "content_hash",
     "type",
@@ -397,21 +414,27 @@ def delete_document(con: apsw.Connection, path: str) -> int:
     return int(rows[0][0])
 
 
-def counts(con: apsw.Connection) -> dict[str, int]:
-    memories, chunks = con.execute(
-        "SELECT coalesce(sum(kind = 'memory'), 0), coalesce(sum(kind = 'chunk'), 0) FROM entries"
-    ).fetchall()[0]
+def counts(con: apsw.Connection, namespace: str | None = None) -> dict[str, int]:
+    """Memories (of one namespace, or all), documents and chunks."""
+    if namespace and namespace != "*":
+        memories = con.execute(
+            "SELECT count(*) FROM entries WHERE kind = 'memory' AND namespace = ?", (namespace,)
+        ).fetchall()[0][0]
+    else:
+        memories = con.execute("SELECT count(*) FROM entries WHERE kind = 'memory'").fetchall()[0][
+            0
+        ]
+    chunks = con.execute("SELECT count(*) FROM entries WHERE kind = 'chunk'").fetchall()[0][0]
     docs = con.execute("SELECT count(*) FROM documents").fetchall()[0][0]
     return {"memories": int(memories), "documents": int(docs), "chunks": int(chunks)}
 
 
-def by_type(con: apsw.Connection) -> dict[str, int]:
-    return {
-        t: int(n)
-        for t, n in con.execute(
-            "SELECT type, count(*) FROM entries WHERE kind = 'memory' GROUP BY type ORDER BY type"
-        )
-    }
+def by_type(con: apsw.Connection, namespace: str | None = None) -> dict[str, int]:
+    sql, params = "SELECT type, count(*) FROM entries WHERE kind = 'memory'", []
+    if namespace and namespace != "*":
+        sql += " AND namespace = ?"
+        params.append(namespace)
+    return {t: int(n) for t, n in con.execute(sql + " GROUP BY type ORDER BY type", params)}
 
 
 def get_meta(con: apsw.Connection, key: str) -> str | None:

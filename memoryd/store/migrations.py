@@ -113,7 +113,34 @@ def m001_initial(con: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [m001_initial]
+def m002_lifecycle(con: apsw.Connection) -> None:
+    """Tiers, feedback counts, trigger phrases and the change history of memories."""
+    con.execute(
+        """
+        ALTER TABLE entries ADD COLUMN tier TEXT NOT NULL DEFAULT 'normal';
+        ALTER TABLE entries ADD COLUMN useful_count INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE entries ADD COLUMN validation_count INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX entries_tier ON entries(tier) WHERE kind = 'memory';
+        CREATE TABLE triggers(
+            entry_id INTEGER NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+            phrase TEXT NOT NULL,
+            norm TEXT NOT NULL,
+            PRIMARY KEY (entry_id, norm)
+        );
+        CREATE TABLE history(
+            id INTEGER PRIMARY KEY,
+            entry_id INTEGER NOT NULL,
+            ts REAL NOT NULL,
+            field TEXT NOT NULL,
+            old TEXT,
+            new TEXT
+        );
+        CREATE INDEX history_entry ON history(entry_id, ts);
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [m001_initial, m002_lifecycle]
 
 
 def schema_version(con: apsw.Connection) -> int:

@@ -1,0 +1,269 @@
+"""Memory lifecycle: tiers, trigger phrases, feedback, history, session start, pruning.
+
+Functions over an apsw connection (the caller picks the transaction), plus the in-memory
+TriggerIndex that answers match_triggers in microseconds with thousands of phrases.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import apsw
+
+from memoryd.errors import InvalidInput, NotFound
+from memoryd.markdown import estimate_tokens
+from memoryd.store import entries
+
+TIERS = ("constitutional", "critical", "important", "normal", "temporary", "deprecated")
+HISTORY_FIELDS = ("content", "tier", "importance", "tags", "type", "confidence", "triggers")
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def check_tier(value: object) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in TIERS:
+        raise InvalidInput(f"tier: expected one of {', '.join(TIERS)}, got {value!r}")
+    return value.strip().lower()
+
+
+def normalise_phrase(text: str) -> str:
+    """Case, accents and punctuation folded: "Save-Context!" -> "save context"."""
+    folded = unicodedata.normalize("NFKD", text.lower())
+    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    return " ".join(_NON_WORD.sub(" ", folded).split())
+
+
+def check_triggers(value: object) -> list[str]:
+    if isinstance(value, str):
+        value = [p for p in value.split(",")]
+    if not isinstance(value, list | tuple) or not all(isinstance(p, str) for p in value):
+        raise InvalidInput("triggers: expected a list of phrases or 'a,b'")
+    phrases = []
+    for p in value:
+        phrase = " ".join(p.split())
+        if not phrase:
+            continue
+        if len(phrase) > 200 or not normalise_phrase(phrase):
+            raise InvalidInput(f"triggers: {p!r} is not a usable phrase")
+        if phrase not in phrases:
+            phrases.append(phrase)
+    if len(phrases) > 50:
+        raise InvalidInput("triggers: at most 50 phrases per memory")
+    return phrases
+
+
+def set_triggers(con: apsw.Connection, entry_id: int, phrases: Sequence[str]) -> None:
+    con.execute("DELETE FROM triggers WHERE entry_id = ?", (entry_id,))
+    for phrase in phrases:
+        con.execute(
+            "INSERT OR IGNORE INTO triggers(entry_id, phrase, norm) VALUES (?, ?, ?)",
+            (entry_id, phrase, normalise_phrase(phrase)),
+        )
+
+
+class TriggerIndex:
+    """Phrases by their first word; a prompt is scanned once, word by word."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_first: dict[str, list[tuple[tuple[str, ...], int]]] = {}
+        self._stale = True
+
+    def invalidate(self) -> None:
+        self._stale = True
+
+    def _build(self, con: apsw.Connection) -> None:
+        by_first: dict[str, list[tuple[tuple[str, ...], int]]] = {}
+        for entry_id, norm in con.execute(
+            "SELECT t.entry_id, t.norm FROM triggers t JOIN entries e ON e.id = t.entry_id"
+        ):
+            words = tuple(str(norm).split())
+            if words:
+                by_first.setdefault(words[0], []).append((words, int(entry_id)))
+        self._by_first, self._stale = by_first, False
+
+    def match(self, con: apsw.Connection, prompt: str) -> dict[int, list[str]]:
+        """entry id -> the phrases (normalised) that occur in the prompt."""
+        if self._stale:
+            with self._lock:
+                if self._stale:
+                    self._build(con)
+        words = normalise_phrase(prompt).split()
+        found: dict[int, list[str]] = {}
+        for i, word in enumerate(words):
+            for phrase, entry_id in self._by_first.get(word, ()):
+                if tuple(words[i : i + len(phrase)]) == phrase:
+                    hits = found.setdefault(entry_id, [])
+                    text = " ".join(phrase)
+                    if text not in hits:
+                        hits.append(text)
+        return found
+
+
+def record_history(
+    con: apsw.Connection, entry_id: int, before: dict[str, Any], after: dict[str, Any], now: float
+) -> list[str]:
+    """Keep old and new values of every tracked field that changed; returns the fields."""
+    changed = []
+    for name in HISTORY_FIELDS:
+        if name in after and before.get(name) != after.get(name):
+            con.execute(
+                "INSERT INTO history(entry_id, ts, field, old, new) VALUES (?, ?, ?, ?, ?)",
+                (entry_id, now, name, json.dumps(before.get(name)), json.dumps(after.get(name))),
+            )
+            changed.append(name)
+    return changed
+
+
+def history(con: apsw.Connection, entry_id: int) -> list[dict[str, Any]]:
+    from memoryd.timeutil import iso
+
+    rows = con.execute(
+        "SELECT ts, field, old, new FROM history WHERE entry_id = ? ORDER BY ts, id", (entry_id,)
+    ).fetchall()
+    return [
+        {"at": iso(ts), "field": f, "old": json.loads(o), "new": json.loads(n)}
+        for ts, f, o, n in rows
+    ]
+
+
+def validate(con: apsw.Connection, entry_id: int, useful: bool, now: float) -> dict[str, Any]:
+    """Record one outcome; confidence follows the record: (useful + 1) / (validations + 2)."""
+    rows = con.execute(
+        "SELECT kind, useful_count, validation_count, confidence FROM entries WHERE id = ?",
+        (entry_id,),
+    ).fetchall()
+    if not rows:
+        raise NotFound(f"no entry with id {entry_id}")
+    kind, good, total, old_conf = rows[0]
+    if kind != "memory":
+        raise InvalidInput(f"entry {entry_id} is a chunk of a workspace file; validate memories")
+    good, total = int(good) + int(useful), int(total) + 1
+    confidence = round((good + 1) / (total + 2), 4)
+    con.execute(
+        "UPDATE entries SET useful_count = ?, validation_count = ?, confidence = ?,"
+        " updated_at = updated_at WHERE id = ?",
+        (good, total, confidence, entry_id),
+    )
+    record_history(con, entry_id, {"confidence": old_conf}, {"confidence": confidence}, now)
+    return {
+        "id": entry_id,
+        "useful_count": good,
+        "validation_count": total,
+        "confidence": confidence,
+    }
+
+
+def promotion_candidates(
+    con: apsw.Connection, min_useful: int, min_ratio: float
+) -> list[dict[str, Any]]:
+    ids = [
+        int(r[0])
+        for r in con.execute(
+            "SELECT id FROM entries WHERE kind = 'memory' AND tier NOT IN"
+            " ('constitutional', 'critical', 'deprecated') AND useful_count >= ?"
+            " AND useful_count >= ? * validation_count ORDER BY useful_count DESC, id",
+            (min_useful, min_ratio),
+        )
+    ]
+    records = entries.get_many(con, ids)
+    return [records[i] for i in ids if i in records]
+
+
+def session_memories(
+    con: apsw.Connection, namespace: str | None, max_tokens: int, now: float
+) -> tuple[list[dict[str, Any]], int, int]:
+    """Constitutional memories, most important first, within the token budget.
+    Returns (memories, tokens used, how many exist)."""
+    where = "kind = 'memory' AND tier = 'constitutional' AND (expires_at IS NULL OR expires_at > ?)"
+    params: list[Any] = [now]
+    if namespace and namespace != "*":
+        where += " AND namespace = ?"
+        params.append(namespace)
+    ids = [
+        int(r[0])
+        for r in con.execute(
+            f"SELECT id FROM entries WHERE {where} ORDER BY importance DESC, created_at, id",
+            params,
+        )
+    ]
+    records = entries.get_many(con, ids)
+    chosen, used = [], 0
+    for i in ids:
+        cost = estimate_tokens(records[i]["content"])
+        if used + cost > max_tokens:
+            continue  # a shorter one further down may still fit
+        chosen.append(records[i])
+        used += cost
+    return chosen, used, len(ids)
+
+
+def select_ids(
+    con: apsw.Connection,
+    *,
+    tag: str | None = None,
+    namespace: str | None = None,
+    expired_before: float | None = None,
+    deprecated: bool = False,
+) -> list[int]:
+    """Memory ids by tag, namespace, or (for prune) expired / deprecated."""
+    parts, params = ["kind = 'memory'"], []
+    if tag:
+        parts.append("EXISTS (SELECT 1 FROM json_each(entries.tags) WHERE json_each.value = ?)")
+        params.append(tag)
+    if namespace:
+        parts.append("namespace = ?")
+        params.append(namespace)
+    either = []
+    if expired_before is not None:
+        either.append("(expires_at IS NOT NULL AND expires_at <= ?)")
+        params.append(expired_before)
+    if deprecated:
+        either.append("tier = 'deprecated'")
+    if either:
+        parts.append("(" + " OR ".join(either) + ")")
+    sql = f"SELECT id FROM entries WHERE {' AND '.join(parts)} ORDER BY id"
+    return [int(r[0]) for r in con.execute(sql, params)]
+
+
+def delete_ids(con: apsw.Connection, ids: Iterable[int]) -> int:
+    n = 0
+    for i in ids:
+        con.execute("DELETE FROM entries WHERE id = ? AND kind = 'memory'", (i,))
+        n += con.changes()
+    return n
+
+
+def summary(text: str, width: int = 100) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def budgeted(
+    hits: list[dict[str, Any]], max_tokens: int, cost: Callable[[dict[str, Any]], int] | None = None
+) -> dict[str, Any]:
+    """An index of every hit (id + one-line summary) and full details for the top hits that fit.
+
+    The index itself counts against the budget; full hits are added in rank order while they fit.
+    """
+    measure = cost or (lambda h: estimate_tokens(json.dumps(h, ensure_ascii=False)))
+    index = [{"id": h["id"], "score": h["score"], "summary": summary(h["content"])} for h in hits]
+    used = sum(estimate_tokens(i["summary"]) + 4 for i in index)
+    details = []
+    for hit in hits:
+        c = measure(hit)
+        if used + c > max_tokens:
+            break
+        details.append(hit)
+        used += c
+    return {
+        "index": index,
+        "hits": details,
+        "tokens_used": used,
+        "total": len(hits),
+        "has_more": len(details) < len(hits),
+    }
