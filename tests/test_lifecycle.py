@@ -1,0 +1,367 @@
+"""Issue 7: tiers and decay, constitutional memories, triggers, feedback, history, namespaces,
+deletion, checkpoints, export/import, the secret guard, near-duplicates, budgets, concepts."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memoryd import api, lifecycle, transfer
+from memoryd.errors import InvalidInput, Refused
+from memoryd.search import SearchRequest
+from memoryd.secretguard import kinds, redact
+from memoryd.store.entries import Filters
+
+
+def call(app: Any, method: str, **params: Any) -> Any:
+    return api.lookup(method, params).fn(app, params)
+
+
+def texts(result: dict[str, Any]) -> list[str]:
+    return [h["content"] for h in result["hits"]]
+
+
+def test_tiers_boost_decay_and_deprecated(make_app: Any) -> None:
+    app = make_app(model=None, dailylog={"enabled": False})
+    now = [2_000_000_000.0]
+    app.memories.clock = app.searcher.clock = lambda: now[0]
+    old = app.memories.add("release notes are written by hand", tier="normal").id
+    crit = app.memories.add("release notes need legal review", tier="critical").id
+    dep = app.memories.add("release notes go to the wiki", tier="deprecated").id
+    temp = app.memories.add("release notes draft for today", tier="temporary")
+    assert temp.record["expires_at"] is not None  # temporary: 7 days by default
+    now[0] += 400 * 86400  # a long time later: normal decays, critical decays slower
+    res = app.searcher.search(
+        SearchRequest(query="release notes", explain=True, filters=Filters(include_expired=True))
+    )
+    ids = [h["id"] for h in res["hits"]]
+    assert dep not in ids  # deprecated drops out unless asked for
+    assert ids.index(crit) < ids.index(old)
+    by_id = {h["id"]: h["explain"] for h in res["hits"]}
+    assert by_id[crit]["tier"] == 0.2 and by_id[old]["decay"] < by_id[crit]["decay"]
+    nodecay = app.searcher.search(
+        SearchRequest(query="release notes", use_decay=False, explain=True)
+    )
+    assert all("decay" not in h["explain"] for h in nodecay["hits"])
+    asked = app.searcher.search(
+        SearchRequest(query="release notes", filters=Filters(tiers=("deprecated",)))
+    )
+    assert [h["id"] for h in asked["hits"]] == [dep]
+
+
+def test_constitutional_memories_are_surfaced_within_budget(make_app: Any) -> None:
+    app = make_app(model=None)
+    app.memories.add("Never push to main without review", tier="constitutional", importance=9)
+    app.memories.add("Always answer in British English", tier="constitutional")
+    app.memories.add("long rule " + "word " * 600, tier="constitutional", importance=1)
+    app.memories.add("an ordinary memory about lunch")
+    res = call(app, "session_start")
+    assert [m["content"] for m in res["memories"]] == [
+        "Never push to main without review",
+        "Always answer in British English",
+    ]
+    assert res["tokens_used"] <= 500 and res["has_more"] and res["total"] == 3
+    hits = app.searcher.search(SearchRequest(query="lunch", include_constitutional=True))["hits"]
+    assert hits[0]["pinned"] and hits[-1]["content"] == "an ordinary memory about lunch"
+
+
+def test_trigger_phrases_match_fast_and_loosely(make_app: Any) -> None:
+    app = make_app(model=None, dailylog={"enabled": False})
+    mid = app.memories.add("Deploy: run migrations first", triggers=["deploy checklist"]).id
+    res = call(app, "match_triggers", prompt="OK — what's on the Deploy-Checklist today?")
+    assert [m["id"] for m in res["memories"]] == [mid]
+    assert res["memories"][0]["matched"] == ["deploy checklist"]
+    assert call(app, "match_triggers", prompt="deploy the checklist")["memories"] == []
+    for i in range(3000):  # thousands of phrases
+        app.store.run_write(
+            lambda con, i=i: (
+                lifecycle.set_triggers(con, mid, [f"phrase number {i}", "deploy checklist"])
+                if i == 2999
+                else None
+            )
+        )
+    with app.store.write() as con:
+        for i in range(3000):
+            con.execute(
+                "INSERT INTO triggers(entry_id, phrase, norm) VALUES (?, ?, ?)",
+                (mid, f"Phrase {i} x", f"phrase {i} x"),
+            )
+    app.triggers.invalidate()
+    call(app, "match_triggers", prompt="warm up")
+    prompt = "please " * 200 + "phrase 2999 x and the deploy checklist"
+    started = time.perf_counter()
+    res = call(app, "match_triggers", prompt=prompt)
+    elapsed = time.perf_counter() - started
+    assert res["memories"][0]["matched"] == ["phrase 2999 x", "deploy checklist"]
+    assert elapsed < 0.05, f"match_triggers took {elapsed * 1000:.1f} ms"
+
+
+def test_feedback_confidence_and_promotion(make_app: Any) -> None:
+    app = make_app(model=None)
+    mid = app.memories.add("use uv for python installs").id
+    for _ in range(5):
+        out = call(app, "validate", id=mid, useful=True)
+    assert out["confidence"] == pytest.approx(6 / 7, abs=1e-3)
+    assert out["promotion_candidate"] is True
+    assert [m["id"] for m in call(app, "promotion_candidates")["candidates"]] == [mid]
+    call(app, "validate", id=mid, useful=False)  # 5/6 < 90%
+    assert call(app, "promotion_candidates")["candidates"] == []
+    for _ in range(5):
+        call(app, "validate", id=mid, useful=True)  # 10/11 >= 90%
+    assert call(app, "promote", id=mid)["tier"] == "critical"
+    assert call(app, "promotion_candidates")["candidates"] == []
+
+
+def test_update_keeps_history_and_reembeds(make_app: Any) -> None:
+    app = make_app()
+    app.model.start()
+    assert app.model.wait_ready(10)
+    mid = app.memories.add("the API listens on port 8080", tags=["net"]).id
+    app.embedder.run()
+    seen = len(app.model.fake.seen)
+    app.memories.update(
+        mid,
+        {
+            "content": "the API listens on port 9090",
+            "tier": "important",
+            "importance": 8,
+            "tags": ["net", "api"],
+        },
+    )
+    app.embedder.run()
+    assert len(app.model.fake.seen) == seen + 1 and "9090" in app.model.fake.seen[-1]
+    hist = call(app, "history", id=mid)["history"]
+    fields = {h["field"]: (h["old"], h["new"]) for h in hist}
+    assert fields["content"] == ("the API listens on port 8080", "the API listens on port 9090")
+    assert fields["tier"] == ("normal", "important")
+    assert fields["importance"] == (5, 8) and fields["tags"] == (["net"], ["net", "api"])
+
+
+def test_namespaces_do_not_mix_unless_asked(make_app: Any) -> None:
+    app = make_app(model=None)
+    app.memories.add("agent alpha likes tabs", namespace="alpha")
+    app.memories.add("agent beta likes spaces", namespace="beta")
+    alpha = call(app, "search", query="likes", namespace="alpha")
+    assert texts(alpha) == ["agent alpha likes tabs"]
+    assert len(call(app, "search", query="likes", namespace="*")["hits"]) == 2
+    assert call(app, "search", query="likes")["hits"] == []  # the default namespace
+    assert call(app, "stats", namespace="beta")["memories"] == 1
+    assert call(app, "list", namespace="alpha")["total"] == 1
+
+
+def test_deletion_by_tag_namespace_path_and_prune(make_app: Any) -> None:
+    app = make_app(model=None, dailylog={"enabled": False})
+    a = app.memories.add("tagged one", tags=["tmp"]).id
+    app.memories.add("tagged two", tags=["tmp"])
+    app.memories.add("in another namespace", namespace="scratch")
+    dep = app.memories.add("old approach", tier="deprecated").id
+    keep = app.memories.add("keep me").id
+    dry = call(app, "delete", tag="tmp", dry_run=True)
+    assert dry["deleted"] == 2 and app.memories.get(a)
+    assert call(app, "delete", tag="tmp")["deleted"] == 2
+    assert call(app, "delete", namespace="scratch")["deleted"] == 1
+    ws = app.cfg.workspace
+    (ws / "notes").mkdir(parents=True)
+    (ws / "notes" / "gone.md").write_text("# Gone\n\nwombat facts\n")
+    app.indexer.reconcile()
+    res = call(app, "delete", path="notes/gone.md")
+    assert res["paths"] == ["notes/gone.md"] and not (ws / "notes" / "gone.md").exists()
+    assert "wombat" in Path(res["trash"]).read_text()  # nothing is lost
+    assert app.searcher.search(SearchRequest(query="wombat"))["hits"] == []
+    pruned = call(app, "prune", dry_run=True)
+    assert [i["id"] for i in pruned["items"]] == [dep]
+    call(app, "prune")
+    assert app.memories.get(keep) and call(app, "stats")["memories"] == 1
+    with pytest.raises(InvalidInput):
+        call(app, "delete", tag="x", namespace="y")
+
+
+def test_checkpoint_restore_while_running(make_app: Any) -> None:
+    app = make_app()
+    app.start(jobs=False)
+    app.model.wait_ready(10)
+    app.memories.add("before the checkpoint")
+    ws = app.cfg.workspace
+    (ws / "a.md").write_text("# A\n\naardvark\n")
+    app.indexer.reconcile()
+    app.embedder.run()
+    call(app, "checkpoint.create", name="first")
+    assert [c["name"] for c in call(app, "checkpoint.list")["checkpoints"]] == ["first"]
+    app.memories.add("after the checkpoint")
+    (ws / "b.md").write_text("# B\n\nbadger\n")
+    app.indexer.reconcile()
+    res = call(app, "checkpoint.restore", name="first")
+    assert res["reconcile"]["indexed"] >= 1  # b.md came back through the reconcile
+    assert texts(call(app, "search", query="checkpoint", mode="keyword")) == [
+        "before the checkpoint"
+    ]
+    assert texts(call(app, "search", query="badger")) != []
+    app.embedder.run()
+    assert app.embedder.counts()["pending"] == 0
+    assert call(app, "search", query="aardvark")["mode"] == "hybrid"
+    with pytest.raises(Exception, match="no checkpoint"):
+        call(app, "checkpoint.restore", name="nope")
+
+
+memories_strategy = st.lists(
+    st.fixed_dictionaries(
+        {
+            "content": st.text(min_size=1, max_size=200).filter(
+                lambda t: t.strip() and "\x00" not in t
+            ),
+            "tags": st.lists(st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True), max_size=3),
+            "importance": st.integers(1, 10),
+            "tier": st.sampled_from(lifecycle.TIERS[:-1]),
+            "type": st.sampled_from(["fact", "preference", "decision"]),
+            "triggers": st.lists(
+                st.from_regex(r"[a-z]{2,8} [a-z]{2,8}", fullmatch=True), max_size=2
+            ),
+        }
+    ),
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(memories_strategy)
+def test_export_import_round_trip_loses_nothing(make_app: Any, mems: list[dict]) -> None:
+    src = make_app(model=None, dailylog={"enabled": False}, secrets={"mode": "off"})
+    dst = make_app(
+        model=None,
+        dailylog={"enabled": False},
+        secrets={"mode": "off"},
+        data_dir=str(src.cfg.data_dir) + f"-copy-{id(mems)}",
+    )
+    for m in mems:
+        src.memories.add(**m, ttl=None)
+    exported = src.store.read(lambda con: list(transfer.export(con)))
+    lines = "\n".join(json.dumps(x) for x in exported)
+    counts = dst.store.run_write(
+        lambda con: transfer.import_items(
+            con, transfer.parse_lines(lines), now=0.0, max_bytes=10240
+        )
+    )
+    assert counts["imported"] == len(exported)
+    again = dst.store.read(lambda con: list(transfer.export(con)))
+    assert again == exported
+    counts = dst.store.run_write(
+        lambda con: transfer.import_items(con, exported, now=0.0, max_bytes=10240)
+    )
+    assert counts == {"imported": 0, "skipped_duplicates": len(exported), "vectors": 0}
+
+
+def test_secret_guard_refuses_warns_redacts_and_flags(make_app: Any) -> None:
+    assert kinds("aws key AKIAIOSFODNN7EXAMPLE here") == ["aws_access_key"]
+    assert kinds("password = hunter2hunter2") == ["credential_assignment"]
+    assert kinds("-----BEGIN OPENSSH PRIVATE KEY-----") == ["private_key"]
+    assert kinds("We decided to rotate the password monthly.") == []
+    assert kinds("commit 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b") == []
+    assert redact("token: ghp_" + "a1" * 20) == "token: [REDACTED:github_token]"
+    app = make_app(model=None)
+    with pytest.raises(Refused, match="aws_access_key"):
+        app.memories.add("creds AKIAIOSFODNN7EXAMPLE")
+    assert app.stats()["memories"] == 0
+    added = app.memories.add("creds AKIAIOSFODNN7EXAMPLE", allow_secrets=True)
+    assert added.warnings
+    app.memories.secrets_mode = "redact"
+    red = app.memories.add("api_key=sk-abcdefghijklmnopqrstuvwxyz123")
+    assert "[REDACTED:" in red.record["content"]
+    ws = app.cfg.workspace
+    (ws / "env.md").write_text("# Env\n\nAWS key AKIAIOSFODNN7EXAMPLE for staging\n")
+    app.indexer.reconcile()
+    hit = app.searcher.search(SearchRequest(query="staging"))["hits"][0]
+    assert hit["secrets"] == ["aws_access_key"]
+
+
+def test_near_duplicates_warn_and_can_skip(make_app: Any) -> None:
+    app = make_app(model=None)
+    first = app.memories.add("the staging database runs on port 5433").id
+    again = app.memories.add("the staging database runs on port 5433 now")
+    assert [n["id"] for n in again.near_duplicates] == [first] and again.stored
+    skipped = app.memories.add("staging database runs on port 5433", skip_near_duplicates=True)
+    assert not skipped.stored and skipped.id == first
+    assert app.stats()["memories"] == 2
+    other = app.memories.add("lunch is at noon")
+    assert other.near_duplicates == ()
+
+
+def test_near_duplicates_by_vector_embed_once(make_app: Any) -> None:
+    app = make_app()
+    app.model.start()
+    assert app.model.wait_ready(10)
+    first = app.memories.add("cats sleep most of the day").id
+    app.embedder.run()
+    added = app.memories.add("cats sleep most of the day!")
+    assert [n["id"] for n in added.near_duplicates] == [first]
+    seen = len(app.model.fake.seen)
+    app.embedder.run()
+    assert len(app.model.fake.seen) == seen  # its vector was stored during the check
+
+
+def test_token_budget_and_concepts(make_app: Any) -> None:
+    app = make_app(model=None)
+    for i in range(30):
+        app.memories.add(f"kubernetes note {i}: " + "detail " * 40)
+    app.memories.add("kubernetes and postgres together on arm")
+    app.memories.add("postgres on arm only")
+    res = call(app, "search", query="kubernetes", limit=50, max_tokens=2000)
+    assert res["total"] == 31 and len(res["index"]) == 31
+    assert 0 < len(res["hits"]) < 31 and res["has_more"] is True
+    assert res["tokens_used"] <= 2000
+    assert [h["id"] for h in res["hits"]] == [i["id"] for i in res["index"][: len(res["hits"])]]
+    both = call(app, "search", concepts=["kubernetes", "postgres", "arm"])
+    assert texts(both) == ["kubernetes and postgres together on arm"]
+    with pytest.raises(InvalidInput):
+        call(app, "search", concepts=["only one"])
+
+
+def test_lifecycle_through_memoryctl(daemon_factory: Any, tmp_path: Path) -> None:
+    d = daemon_factory()
+
+    def ok(*args: str, input: str | None = None) -> str:
+        out = d.ctl(*args, input=input)
+        assert out.returncode == 0, (args, out.stdout, out.stderr)
+        return out.stdout + out.stderr
+
+    ok("add", "Always write tests first", "--tier", "constitutional")
+    out = ok("add", "Deploy needs the VPN", "--triggers", "deploy checklist,ship it")
+    mid = out.split()[1]
+    assert "Always write tests first" in ok("session")
+    assert f"#{mid}" in ok("triggers", "time for the deploy checklist!")
+    for _ in range(5):
+        out = ok("validate", mid)
+    assert "promotion candidate" in out
+    assert f"#{mid}" in ok("candidates")
+    ok("promote", mid)
+    assert "tier" in ok("history", mid)
+    out = d.ctl("add", "aws AKIAIOSFODNN7EXAMPLE")
+    assert out.returncode == 1 and "aws_access_key" in out.stderr
+    assert "warning" in ok("add", "aws AKIAIOSFODNN7EXAMPLE", "--allow-secrets")
+    assert "near duplicate" in ok("add", "Deploy needs the VPN!")
+    ok("add", "scratch one", "--tags", "scratch")
+    assert "would delete 1" in ok("delete", "--tag", "scratch", "--dry-run")
+    assert "deleted 1" in ok("delete", "--tag", "scratch")
+    ok("add", "old way", "--tier", "deprecated")
+    assert "would prune 1" in ok("prune", "--dry-run")
+    ok("checkpoint", "create", "one")
+    assert "one" in ok("checkpoint", "list")
+    ok("add", "added after the checkpoint")
+    ok("checkpoint", "restore", "one")
+    assert json.loads(ok("--json", "search", "after checkpoint", "--mode", "keyword"))["hits"] == []
+    export = tmp_path / "out.jsonl"
+    ok("export", "-o", str(export))
+    lines = export.read_text().splitlines()
+    assert len(lines) >= 4 and all(json.loads(ln)["content"] for ln in lines)
+    assert f"skipped {len(lines)}" in ok("import", str(export))
+    out = json.loads(ok("--json", "search", "--concepts", "deploy,vpn"))
+    assert out["hits"][0]["content"].startswith("Deploy needs the VPN")
+    out = json.loads(ok("--json", "search", "deploy", "--max-tokens", "300"))
+    assert {"index", "tokens_used", "has_more", "total"} <= set(out)
