@@ -191,6 +191,7 @@ class App:
     def after_restore(self) -> None:
         """The database was replaced under us (checkpoint restore): forget cached state."""
         self.embedder.model_id = None
+        self.searcher.vector_cache.invalidate()
         self.fuzzy.invalidate()
         self.triggers.invalidate()
         self.embedder.wake()

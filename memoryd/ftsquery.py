@@ -17,6 +17,130 @@ import re
 from dataclasses import dataclass
 
 MAX_TERMS = 64
+# Words that carry no topic: left out of the any-term query (never out of the all-terms one),
+# so "what did we decide about auth?" fills its pool with notes about deciding and auth.
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+    ]
+)
 _TOKEN = re.compile(r'-?"[^"]*"?\*?|[^\s"]+')
 _WORDISH = re.compile(r"\w", re.UNICODE)
 _SPLIT = re.compile(r"[^\w]+", re.UNICODE)
@@ -47,6 +171,7 @@ def _words(text: str) -> list[str]:
 def parse_query(text: str) -> ParsedQuery:
     text = _clean(text or "")
     groups: list[list[str]] = []  # OR-groups of quoted expressions, ANDed together
+    topical: list[bool] = []  # per group: has a word that is not a stop word
     terms: list[str] = []
     negated: list[str] = []
     negate_next = False
@@ -93,26 +218,30 @@ def parse_query(text: str) -> ParsedQuery:
         if negative:
             negated.extend(lowered)
             groups.append(["NOT " + expr])
+            topical.append(False)
             or_next = False
             continue
         terms.extend(lowered)
+        is_topical = any(w not in STOP_WORDS for w in lowered)
         if or_next and groups and not groups[-1][0].startswith("NOT "):
             groups[-1].append(expr)
+            topical[-1] = topical[-1] or is_topical
         else:
             groups.append([expr])
+            topical.append(is_topical)
         or_next = False
-    positives = [g for g in groups if not g[0].startswith("NOT ")]
+    positives = [
+        (g, t) for g, t in zip(groups, topical, strict=True) if not g[0].startswith("NOT ")
+    ]
     if not positives:
         return ParsedQuery(None, tuple(dict.fromkeys(terms)), tuple(negated))
-    parts = [("(" + " OR ".join(g) + ")") if len(g) > 1 else g[0] for g in positives]
-    match, match_any = " AND ".join(parts), " OR ".join(parts)
+    parts = [("(" + " OR ".join(g) + ")") if len(g) > 1 else g[0] for g, _ in positives]
+    loose = [p for p, (_, t) in zip(parts, positives, strict=True) if t]
+    match = " AND ".join(parts)
+    match_any = " OR ".join(loose) if loose and len(parts) > 1 else None
     for g in groups:
         if g[0].startswith("NOT "):
             match = f"({match}) {g[0]}"
-            match_any = f"({match_any}) {g[0]}"
-    return ParsedQuery(
-        match,
-        tuple(dict.fromkeys(terms)),
-        tuple(negated),
-        match_any if len(parts) > 1 else None,
-    )
+            if match_any is not None:
+                match_any = f"({match_any}) {g[0]}"
+    return ParsedQuery(match, tuple(dict.fromkeys(terms)), tuple(negated), match_any)

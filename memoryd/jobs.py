@@ -51,6 +51,8 @@ def optimize(app: App) -> dict[str, Any]:
                 (now - ACCESS_LOG_DAYS * 86400,),
             ).fetchall()
         )
+    if collected:
+        app.searcher.vector_cache.invalidate()
     return {"vectors_collected": collected, "access_log_pruned": pruned}
 
 

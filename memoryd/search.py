@@ -24,9 +24,10 @@ import numpy as np
 
 from memoryd import lifecycle, secretguard
 from memoryd.errors import InvalidInput, Unavailable
-from memoryd.ftsquery import parse_query
+from memoryd.ftsquery import STOP_WORDS, parse_query
 from memoryd.store import Store, entries, vectors
 from memoryd.store.entries import Filters
+from memoryd.vecindex import VectorCache
 
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
 
@@ -75,7 +76,7 @@ class Candidate:
     id: int
     keyword_rank: int | None = None
     bm25: float | None = None
-    snippet: str | None = None
+    match: str | None = None  # the FTS5 expression that found it (snippets come from it)
     vector_rank: int | None = None
     similarity: float | None = None
     fused: float = 0.0
@@ -89,8 +90,7 @@ class Candidate:
 def keyword_sql(where: str) -> str:
     """SQL for the keyword pool: FTS5 BM25 (content weighs most, then headings, then tags)."""
     return (
-        "SELECT e.id, bm25(entries_fts, 1.0, 0.6, 0.4) AS score,"
-        " snippet(entries_fts, 0, '**', '**', '…', 24)"
+        "SELECT e.id, bm25(entries_fts, 1.0, 0.6, 0.4) AS score"
         " FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid"
         " LEFT JOIN documents d ON d.id = e.document_id"
         f" WHERE entries_fts MATCH ? AND {where} ORDER BY score LIMIT ?"
@@ -127,14 +127,13 @@ def weighted(
     return {i: w_keyword * kw.get(i, 0.0) + w_vector * vec.get(i, 0.0) for i in {*kw, *vec}}
 
 
-def signals(
-    record: dict[str, Any], raw: dict[str, Any], s: SearchSettings, now: float
-) -> dict[str, float]:
-    """Ranking boosts beside relevance: importance, recency decay, access frequency."""
-    importance = (max(1, min(10, int(record["importance"]))) - 1) / 9
-    age_days = max(0.0, (now - raw["updated_at"]) / 86400)
+def signals(row: dict[str, Any], s: SearchSettings, now: float) -> dict[str, float]:
+    """Ranking boosts beside relevance: importance, recency decay, access frequency.
+    `row` has the entry's importance, access_count and updated_at (unix seconds)."""
+    importance = (max(1, min(10, int(row["importance"]))) - 1) / 9
+    age_days = max(0.0, (now - row["updated_at"]) / 86400)
     recency = 0.5 ** (age_days / s.recency_half_life_days)
-    frequency = min(1.0, math.log1p(record["access_count"]) / math.log1p(100))
+    frequency = min(1.0, math.log1p(row["access_count"]) / math.log1p(100))
     return {
         "importance": s.importance_weight * importance,
         "recency": s.recency_weight * recency,
@@ -176,6 +175,7 @@ class Searcher:
         self.clock = clock
         self.lifecycle = lifecycle_settings
         self.flag_secrets = flag_secrets
+        self.vector_cache = VectorCache()
 
     def search(self, req: SearchRequest) -> dict[str, Any]:
         started = time.perf_counter()
@@ -283,25 +283,25 @@ class Searcher:
 
         keyword: list[Candidate] = []
         fuzzy_used = False
-        if req.mode in ("auto", "keyword", "hybrid", "fuzzy") and parsed.match:
-            if req.mode != "fuzzy":
-                keyword = self._keyword_pool(con, parsed.match, where, params, pool_size)
-            want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy)
-            if not keyword and want_fuzzy and self.fuzzy is not None and parsed.terms:
-                rewritten = self.fuzzy.rewrite(con, parsed.terms)
-                if rewritten is not None:
-                    keyword = self._keyword_pool(con, rewritten.match, where, params, pool_size)
-                    if keyword:
-                        fuzzy_used = True
-                        out["corrected_query"] = rewritten.corrected_query
-            if parsed.match_any and len(keyword) < pool_size and req.mode != "fuzzy":
-                # Entries with every term rank first; entries with some of them fill the pool,
-                # so a question ("what did we decide about auth?") still finds its note.
+        if req.mode in ("auto", "keyword", "hybrid") and parsed.match:
+            keyword = self._keyword_pool(con, parsed.match, where, params, pool_size)
+            if parsed.match_any and len(keyword) < pool_size:
+                # Entries with every term rank first; entries with some of the topical terms
+                # fill the pool, so a question ("what did we decide about auth?") finds its note.
                 seen = {c.id for c in keyword}
                 extra = self._keyword_pool(con, parsed.match_any, where, params, pool_size)
                 keyword += [c for c in extra if c.id not in seen][: pool_size - len(keyword)]
                 for rank, c in enumerate(keyword, start=1):
                     c.keyword_rank = rank
+        want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
+        topical = [t for t in parsed.terms if t not in STOP_WORDS]
+        if want_fuzzy and self.fuzzy is not None and topical:
+            rewritten = self.fuzzy.rewrite(con, topical)
+            if rewritten is not None:
+                keyword = self._keyword_pool(con, rewritten.match, where, params, pool_size)
+                if keyword:
+                    fuzzy_used = True
+                    out["corrected_query"] = rewritten.corrected_query
 
         vector: list[Candidate] = []
         if qvec is not None and req.mode in ("auto", "vector", "hybrid"):
@@ -327,8 +327,8 @@ class Searcher:
     ) -> list[Candidate]:
         rows = con.execute(keyword_sql(where), [match, *params, size]).fetchall()
         return [
-            Candidate(id=int(i), keyword_rank=rank, bm25=float(score), snippet=snip)
-            for rank, (i, score, snip) in enumerate(rows, start=1)
+            Candidate(id=int(i), keyword_rank=rank, bm25=float(score), match=match)
+            for rank, (i, score) in enumerate(rows, start=1)
         ]
 
     def _vector_pool(
@@ -337,11 +337,11 @@ class Searcher:
         active = vectors.active_model(con)
         if active is None or active[2] != int(qvec.shape[-1]):
             return []
-        model_id = active[0]
+        model_id, dim = active[0], active[2]
         k = size
         # Filters apply after the nearest-neighbour search; widen k until enough survive.
         while True:
-            nearest = vectors.knn(con, model_id, qvec, k)
+            nearest = self.vector_cache.knn(con, model_id, dim, qvec, k)
             if not nearest:
                 return []
             dist = {h: d for h, d in nearest}
@@ -388,6 +388,23 @@ class Searcher:
             c.components["relevance"] = c.fused / top
         return list(by_id.values())
 
+    def _snippets(self, con: apsw.Connection, top: list[Candidate]) -> dict[int, str]:
+        """FTS5 snippets (matches wrapped in **) for the final hits only: computing them for
+        every candidate would cost a snippet per match at scale."""
+        by_match: dict[str, list[int]] = {}
+        for c in top:
+            if c.match:
+                by_match.setdefault(c.match, []).append(c.id)
+        out: dict[int, str] = {}
+        for match, ids in by_match.items():
+            for i, snip in con.execute(
+                "SELECT rowid, snippet(entries_fts, 0, '**', '**', '…', 24) FROM entries_fts"
+                f" WHERE entries_fts MATCH ? AND rowid IN ({','.join('?' * len(ids))})",
+                [match, *ids],
+            ):
+                out[int(i)] = str(snip)
+        return out
+
     def _finish(
         self,
         con: apsw.Connection,
@@ -400,37 +417,45 @@ class Searcher:
     ) -> list[dict[str, Any]]:
         if not candidates:
             return []
-        records = entries.get_many(con, [c.id for c in candidates])
+        # Score every candidate from a few columns; build full records only for the winners.
         raw = {
-            int(i): (u, la)
-            for i, u, la in con.execute(
-                "SELECT id, updated_at, last_accessed_at FROM entries"
-                f" WHERE id IN ({','.join('?' * len(records))})",
-                list(records),
+            int(row[0]): dict(zip(_SIGNAL_COLUMNS, row[1:], strict=True))
+            for start in range(0, len(candidates), 500)
+            for row in con.execute(
+                f"SELECT id, {', '.join(_SIGNAL_COLUMNS)} FROM entries WHERE id IN"
+                f" ({','.join('?' * len(candidates[start : start + 500]))})",
+                [c.id for c in candidates[start : start + 500]],
             )
         }
         lc = self.lifecycle
         for c in candidates:
-            rec = records.get(c.id)
-            if rec is None:
+            r = raw.get(c.id)
+            if r is None:
                 c.final = -1.0
                 continue
-            updated_at, last_accessed = raw[c.id]
-            if use_decay and rec["kind"] == "memory" and lc is not None:
-                decay = tier_decay(rec["tier"], max(updated_at, last_accessed or 0), now, lc)
+            if use_decay and r["kind"] == "memory" and lc is not None:
+                last_used = max(r["updated_at"], r["last_accessed_at"] or 0)
+                decay = tier_decay(r["tier"], last_used, now, lc)
                 c.components["decay"] = decay
                 c.components["relevance"] *= decay
-            c.components.update(signals(rec, {"updated_at": updated_at}, self.settings, now))
-            if lc is not None and rec["kind"] == "memory":
-                c.components["tier"] = getattr(lc, f"boost_{rec['tier']}", 0.0)
+            c.components.update(signals(r, self.settings, now))
+            if lc is not None and r["kind"] == "memory":
+                c.components["tier"] = getattr(lc, f"boost_{r['tier']}", 0.0)
             c.final = sum(v for k, v in c.components.items() if k != "decay")
-        candidates.sort(key=lambda c: (-c.final, c.id))
+        candidates = sorted((c for c in candidates if c.id in raw), key=lambda c: (-c.final, c.id))
+        top = candidates[:limit]
+        records = entries.get_many(con, [c.id for c in top])
+        snippets = self._snippets(con, top)
         hits = []
-        for c in candidates[:limit]:
+        for c in top:
             rec = records.get(c.id)
             if rec is None:
                 continue
-            hit = {**rec, "score": round(c.final, 6), "snippet": c.snippet or _snippet(rec)}
+            hit = {
+                **rec,
+                "score": round(c.final, 6),
+                "snippet": snippets.get(c.id) or _snippet(rec),
+            }
             if self.flag_secrets and rec["kind"] == "chunk":
                 found = secretguard.kinds(rec["content"])
                 if found:
@@ -449,6 +474,9 @@ class Searcher:
                 }
             hits.append(hit)
         return hits
+
+
+_SIGNAL_COLUMNS = ("kind", "importance", "access_count", "tier", "updated_at", "last_accessed_at")
 
 
 def _snippet(record: dict[str, Any], width: int = 160) -> str:

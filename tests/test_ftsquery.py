@@ -59,7 +59,9 @@ def test_forms(con: apsw.Connection) -> None:
 def test_terms_and_any_match() -> None:
     p = parse_query('What "did we" decide -about')
     assert p.terms == ("what", "did", "we", "decide") and p.negated == ("about",)
-    assert p.match_any is not None and " OR " in p.match_any
+    assert p.match_any is not None and "decide" in p.match_any and "what" not in p.match_any
+    assert parse_query("auth decision owner").match_any == '"auth" OR "decision" OR "owner"'
+    assert parse_query("what is it").match_any is None  # stop words only: strict query only
 
 
 @settings(max_examples=400, deadline=None)

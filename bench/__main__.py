@@ -1,0 +1,136 @@
+"""python -m bench [--size smoke|small|medium|large] [--no-model] [--skip-daemon]
+
+Prints a table and writes bench/results/<time>.json. See BENCHMARKS.md for the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import quality, run
+
+
+def machine() -> dict[str, Any]:
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    mem = next(
+        (
+            int(ln.split()[1]) // 1024
+            for ln in Path("/proc/meminfo").read_text().splitlines()
+            if ln.startswith("MemTotal")
+        ),
+        0,
+    )
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "memory_mb": mem,
+        "python": platform.python_version(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--size", choices=list(run.SIZES), default="small")
+    p.add_argument("--no-model", action="store_true", help="skip rows that need the real model")
+    p.add_argument("--skip-daemon", action="store_true", help="skip the end-to-end rows")
+    p.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = p.parse_args(argv)
+    from memoryd import logsetup
+
+    logsetup.configure("warning")
+    result = run_all(args.size, model=not args.no_model, daemon=not args.skip_daemon)
+    print_table(result)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"{time.strftime('%Y%m%dT%H%M%S')}-{args.size}.json"
+    path.write_text(json.dumps(result, indent=2))
+    print(f"\nwritten to {path}")
+    return 0
+
+
+def run_all(size: str, *, model: bool = True, daemon: bool = True) -> dict[str, Any]:
+    chunks = run.SIZES[size]
+    root = Path(tempfile.mkdtemp(prefix="memoryd-bench-"))
+    rows: list[dict[str, Any]] = []
+    try:
+        idx_rows, app = run.keyword_indexing(root / "kw", chunks)
+        rows += idx_rows
+        vecs = run.seed_vectors(app)
+        label = f"{chunks // 1000}K chunks" if chunks >= 1000 else f"{chunks} chunks"
+        rows += run.query_latency(app, vecs, label)
+        workspace = app.cfg.workspace
+        app.close()
+        if model:
+            rows += run.model_indexing(root / "model", min(chunks, 300))
+        if daemon:
+            rows += run.end_to_end(root / "e2e", workspace, model=model)
+        q = quality.evaluate(quality_app(root / "quality", model))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return {
+        "size": size,
+        "machine": machine(),
+        "rows": rows,
+        "quality": q,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def quality_app(root: Path, model: bool) -> Any:
+    from memoryd.app import App, default_model_holder
+    from memoryd.embed import FakeEmbedder, ModelHolder
+
+    cfg = run.make_config(root)
+    holder = (
+        default_model_holder(cfg)
+        if model
+        else ModelHolder(lambda: FakeEmbedder(), description="fake")
+    )
+    return App(cfg, model=holder)
+
+
+def print_table(result: dict[str, Any]) -> None:
+    m = result["machine"]
+    print(
+        f"memoryd benchmark, size {result['size']}: {m['cpus']} cpus, {m['cpu']}, "
+        f"{m['memory_mb']} MB, Python {m['python']}\n"
+    )
+    print(f"{'measurement':<78}{'value':>12}  {'baseline':>10}  {'ratio':>7}  target")
+    for r in result["rows"]:
+        base = "" if r["baseline"] is None else f"{r['baseline']:.3f}"
+        ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        met = {True: "met", False: "MISSED", None: ""}[r["met"]]
+        print(
+            f"{r['name'][:78]:<78}{r['value']:>10.3f} {r['unit'][:6]:<6}{base:>10}  "
+            f"{ratio:>7}  {r['target']} {met}"
+        )
+        if r["baseline_name"]:
+            print(f"{'':<4}baseline: {r['baseline_name']}")
+    print("\nretrieval quality (notes-qa):")
+    for mode, s in result["quality"].items():
+        print(
+            f"  {mode:<8} nDCG@10 {s['ndcg@10']:.3f}  Recall@10 {s['recall@10']:.3f}  "
+            f"MRR@10 {s['mrr@10']:.3f}"
+        )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,94 @@
+"""Fast nearest neighbours for large stores: sign-bit codes in memory, exact re-scoring.
+
+sqlite-vec's brute-force scan costs ~68 ms at 100K x 384 float32 on a small machine. Above
+`min_vectors`, queries go through this cache instead: every vector's 384 signs packed into 48
+bytes (4.8 MB at 100K), scanned with XOR + popcount for the `rerank * k` closest by Hamming
+distance, then re-scored exactly (cosine, float16 copy in memory) to return the true top k.
+Below `min_vectors` the exact sqlite-vec scan is fast enough and is used as is.
+
+The cache follows the store: new vectors (rowid above the highest seen) are appended on the
+next query; anything else (vectors collected, a model switch, a checkpoint restore) calls
+`invalidate()` and the next query reloads.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import apsw
+import numpy as np
+
+from memoryd.store import vectors
+
+
+class VectorCache:
+    def __init__(self, *, min_vectors: int = 20_000, rerank: int = 10) -> None:
+        self.min_vectors = min_vectors
+        self.rerank = rerank
+        self._lock = threading.Lock()
+        self._model_id: int | None = None
+        self._max_rowid = 0
+        self._codes = np.zeros((0, 0), dtype=np.uint64)
+        self._full = np.zeros((0, 0), dtype=np.float16)
+        self._hashes: list[str] = []
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._model_id = None
+
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+    @staticmethod
+    def _code(vecs: np.ndarray) -> np.ndarray:
+        bits = np.packbits(vecs > 0, axis=-1)
+        pad = (-bits.shape[-1]) % 8
+        if pad:
+            bits = np.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, pad)])
+        return np.ascontiguousarray(bits).view(np.uint64)
+
+    def _sync(self, con: apsw.Connection, model_id: int, dim: int) -> None:
+        if self._model_id != model_id:
+            self._model_id, self._max_rowid = model_id, 0
+            self._codes = np.zeros((0, (dim + 63) // 64), dtype=np.uint64)
+            self._full = np.zeros((0, dim), dtype=np.float16)
+            self._hashes = []
+        rows = con.execute(
+            f"SELECT v.rowid, m.content_hash, v.embedding FROM {vectors.table_name(model_id)} v"
+            " JOIN embeddings m ON m.id = v.rowid WHERE v.rowid > ? ORDER BY v.rowid",
+            (self._max_rowid,),
+        ).fetchall()
+        if not rows:
+            return
+        block = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(-1, dim)
+        self._codes = np.concatenate([self._codes, self._code(block)])
+        self._full = np.concatenate([self._full, block.astype(np.float16)])
+        self._hashes.extend(str(r[1]) for r in rows)
+        self._max_rowid = int(rows[-1][0])
+
+    def count(self, con: apsw.Connection, model_id: int) -> int:
+        return int(
+            con.execute(
+                "SELECT count(*) FROM embeddings WHERE model_id = ?", (model_id,)
+            ).fetchall()[0][0]
+        )
+
+    def knn(
+        self, con: apsw.Connection, model_id: int, dim: int, query: np.ndarray, k: int
+    ) -> list[tuple[str, float]]:
+        """The k nearest texts as (content_hash, cosine distance), nearest first."""
+        with self._lock:
+            if self._model_id != model_id and self.count(con, model_id) < self.min_vectors:
+                return vectors.knn(con, model_id, query, k)
+            self._sync(con, model_id, dim)
+            codes, full, hashes = self._codes, self._full, self._hashes
+        n = len(hashes)
+        if n == 0:
+            return []
+        q = np.asarray(query, dtype=np.float32)
+        m = min(n, max(k * self.rerank, 200))
+        ham = np.bitwise_count(codes ^ self._code(q[None, :])[0]).sum(axis=1, dtype=np.int32)
+        cand = np.argpartition(ham, m - 1)[:m] if m < n else np.arange(n)
+        sims = full[cand].astype(np.float32) @ q
+        top = np.argsort(-sims)[:k]
+        return [(hashes[int(cand[i])], float(1.0 - sims[i])) for i in top]

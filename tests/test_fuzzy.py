@@ -1,0 +1,320 @@
+"""Typo tolerance: misspelt queries are rewritten to terms the index has, fast, from any thread."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import string
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import apsw
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memoryd.fuzzy import FuzzyMatcher, Vocabulary, damerau
+from memoryd.store.db import connect
+from memoryd.store.migrations import migrate
+
+NOTES = [
+    "Docker networking: bridge vs host mode",
+    "Kubernetes pod scheduling",
+    "Postgres replication lag",
+    "Firewall rules for ipv6 on port 8443",
+]
+
+
+def add(con: apsw.Connection, *texts: str) -> None:
+    for text in texts:
+        con.execute(
+            "INSERT INTO entries(kind, content, content_hash, type, created_at, updated_at)"
+            " VALUES ('memory', ?, ?, 'note', 0, 0)",
+            (text, str(hash(text))),
+        )
+
+
+def make_db(texts: Iterable[str], path: Path | str = ":memory:") -> apsw.Connection:
+    con = apsw.Connection(str(path))
+    migrate(con)
+    add(con, *texts)
+    return con
+
+
+def found(con: apsw.Connection, match: str) -> list[str]:
+    sql = (
+        "SELECT e.content FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid"
+        " WHERE entries_fts MATCH ? ORDER BY e.id"
+    )
+    return [r[0] for r in con.execute(sql, (match,))]
+
+
+@pytest.fixture
+def con() -> apsw.Connection:
+    return make_db(NOTES)
+
+
+@pytest.mark.parametrize(
+    ("query", "note"),
+    [
+        ("dokcer netwrking", NOTES[0]),
+        ("Dokcer", NOTES[0]),
+        ("kuberntes", NOTES[1]),
+        ("kubernetse pod", NOTES[1]),
+        ("postgress replcation", NOTES[2]),
+        ("postgres replcation", NOTES[2]),
+        ("firewal", NOTES[3]),
+    ],
+)
+def test_typos_find_their_note(con: apsw.Connection, query: str, note: str) -> None:
+    assert found(con, " AND ".join(f'"{t}"' for t in query.split())) == []
+    result = FuzzyMatcher().rewrite(con, query.split())
+    assert result is not None
+    assert found(con, result.match) == [note]
+
+
+def test_rewrite_result(con: apsw.Connection) -> None:
+    result = FuzzyMatcher().rewrite(con, ["dokcer", "netwrking"])
+    assert result is not None
+    assert result.match == '("dokcer" OR "docker"*) AND ("netwrking" OR "network"*)'
+    assert result.corrections == {"dokcer": "docker", "netwrking": "network"}
+    assert result.corrected_query == "docker networking"
+
+    result = FuzzyMatcher().rewrite(con, ["postgress", "replcation"])
+    assert result is not None
+    assert result.corrections == {"postgress": "postgr", "replcation": "replic"}
+    assert result.corrected_query == "postgres replication"  # the edited words, not the stems
+
+
+def test_a_stemmed_typo_needs_no_rewrite(con: apsw.Connection) -> None:
+    # "kubernets" and "kubernetes" share the stem "kubernet": keyword search finds it already
+    assert found(con, '"kubernets"') == [NOTES[1]]
+    assert FuzzyMatcher().rewrite(con, ["kubernets"]) is None
+
+
+@pytest.mark.parametrize(
+    "terms",
+    [
+        ["docker", "networking"],
+        ["kubernetes", "pod"],
+        ["zzqxv"],
+        ["zzqxv", "qqqqqqq"],
+        ["docker", "zzqxv"],  # nothing to correct: an unknown term alone is not a rewrite
+        ["hst"],  # under 4 characters
+        ["ipv4"],  # has a digit: ipv4 is not a typo of ipv6
+        ["8444"],
+        [],
+    ],
+)
+def test_nothing_to_correct(con: apsw.Connection, terms: list[str]) -> None:
+    assert FuzzyMatcher().rewrite(con, terms) is None
+
+
+def test_empty_index() -> None:
+    assert FuzzyMatcher().rewrite(make_db([]), ["dokcer"]) is None
+
+
+def test_known_terms_stay_unknown_terms_go(con: apsw.Connection) -> None:
+    result = FuzzyMatcher().rewrite(con, ["postgres", "zzqxv", "replcation", "postgres"])
+    assert result is not None
+    assert result.match == '"postgres" AND ("replcation" OR "replic"*)'
+    assert result.corrected_query == "postgres replication"
+    assert found(con, result.match) == [NOTES[2]]
+
+
+def test_alternatives_ranked_by_document_frequency() -> None:
+    con = make_db(["replace the disk", "replace the fan", "replication lag"])
+    result = FuzzyMatcher().rewrite(con, ["replcation"])
+    assert result is not None
+    assert result.corrections == {"replcation": "replac"}  # same distance, more documents
+    assert result.match == '("replcation" OR "replac"* OR "replic"*)'
+    result = FuzzyMatcher().rewrite(con, ["replcation", "lag"])
+    assert result is not None and found(con, result.match) == ["replication lag"]
+
+
+def test_prefix_survives_the_stemmer() -> None:
+    # the stem "deploy" as a prefix query would be stemmed to "deploi" and miss "deployment"
+    con = make_db(["deployment pipeline"])
+    result = FuzzyMatcher().rewrite(con, ["deplyment"])
+    assert result is not None
+    assert result.corrections == {"deplyment": "deploy"}
+    assert '"deplo"*' in result.match
+    assert found(con, result.match) == ["deployment pipeline"]
+
+
+def test_min_similarity(con: apsw.Connection) -> None:
+    assert FuzzyMatcher(min_similarity=0.4).rewrite(con, ["netwrking"]) is not None
+    assert FuzzyMatcher(min_similarity=0.9).rewrite(con, ["netwrking"]) is None
+
+
+@pytest.mark.parametrize(
+    "terms",
+    [
+        [""],
+        ["🐳"],
+        ["🐳", "dokcer"],
+        ["dokcer🐳"],
+        ["\x00", "\ud800", "\uffff"],
+        ["a" * 10_000],
+        ["don't", "foo_bar", '"', "*", "(", "NEAR", "AND"],
+        ["ДОКЕР", "докер", "日本語", "naïve", "ﬁle"],
+        ["dokcer"] * 500,
+        [None, 3],  # not even strings
+    ],
+)
+def test_odd_input_never_raises(con: apsw.Connection, terms: list) -> None:
+    result = FuzzyMatcher().rewrite(con, terms)
+    if result is not None:
+        found(con, result.match)  # and the MATCH it builds is valid
+
+
+@pytest.fixture(scope="module")
+def shared_con() -> apsw.Connection:
+    return make_db(NOTES)
+
+
+@settings(max_examples=200, deadline=None)
+@given(terms=st.lists(st.text(max_size=30), max_size=6))
+def test_any_terms_give_none_or_a_valid_match(shared_con: apsw.Connection, terms: list) -> None:
+    result = FuzzyMatcher().rewrite(shared_con, terms)
+    if result is not None:
+        assert result.corrections
+        found(shared_con, result.match)
+
+
+def test_cache_refresh_and_invalidate(con: apsw.Connection) -> None:
+    matcher = FuzzyMatcher(refresh_interval=3600)
+    assert matcher.rewrite(con, ["terrafrom"]) is None
+    add(con, "Terraform state locking")
+    assert matcher.rewrite(con, ["terrafrom"]) is None  # the cached vocabulary
+    matcher.invalidate()
+    result = matcher.rewrite(con, ["terrafrom"])
+    assert result is not None and found(con, result.match) == ["Terraform state locking"]
+
+    eager = FuzzyMatcher(refresh_interval=0)
+    assert eager.rewrite(con, ["ansibel"]) is None
+    add(con, "Ansible inventory")
+    assert eager.rewrite(con, ["ansibel"]) is not None
+
+
+def test_reader_connections_and_threads(tmp_path: Path, no_leaked_threads: None) -> None:
+    path = tmp_path / "memoryd.db"
+    writer, _ = connect(path, writer=True)
+    migrate(writer)
+    add(writer, *NOTES)
+    matcher = FuzzyMatcher()
+    errors: list[BaseException] = []
+    results: list[str | None] = []
+    lock = threading.Lock()
+
+    def reader() -> None:
+        con, _ = connect(path, writer=False)  # query_only: no DDL, not even in temp
+        try:
+            for _ in range(30):
+                result = matcher.rewrite(con, ["postgress", "replcation"])
+                with lock:
+                    results.append(found(con, result.match)[0] if result else None)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            con.close()
+
+    threads = [threading.Thread(target=reader) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for _ in range(20):
+        matcher.invalidate()
+        time.sleep(0.002)
+    for t in threads:
+        t.join()
+    writer.close()
+    assert not errors
+    assert results == [NOTES[2]] * 180
+
+
+def test_without_the_vocab_table() -> None:
+    # a database whose schema lacks entries_vocab: a temp table stands in, where one may be made
+    con = make_db(NOTES)
+    con.execute("DROP TABLE entries_vocab")
+    result = FuzzyMatcher().rewrite(con, ["dokcer"])
+    assert result is not None and found(con, result.match) == [NOTES[0]]
+
+    ro = make_db(NOTES)
+    ro.execute("DROP TABLE entries_vocab")
+    ro.execute("PRAGMA query_only = ON")
+    assert FuzzyMatcher().rewrite(ro, ["dokcer"]) is None  # no vocabulary, no exception
+
+
+def test_damerau() -> None:
+    assert damerau("dokcer", "docker") == 1
+    assert damerau("netwrk", "network") == 1
+    assert damerau("docker", "docker") == 0
+    assert damerau("ca", "abc") == 3  # optimal string alignment: no edits inside a transposition
+    assert damerau("abcdef", "uvwxyz") == 3  # capped at limit + 1
+    assert damerau("", "abc", limit=5) == 3
+    rng = random.Random(3)
+    for _ in range(2000):  # the early exit never changes an answer within the limit
+        a, b = ("".join(rng.choices("abc", k=rng.randint(0, 7))) for _ in range(2))
+        assert damerau(a, b, 2) == min(damerau(a, b, 99), 3)
+
+
+def test_deletion_index_misses_nothing() -> None:
+    # brute force over a crowded vocabulary (5 letters, so many neighbours; lengths past PREFIX)
+    rng = random.Random(5)
+    words = {"".join(rng.choices("abcde", k=rng.randint(3, 12))) for _ in range(400)}
+    vocab = Vocabulary.build((w, 1) for w in words)
+    for _ in range(80):
+        word = rng.choice(sorted(words))
+        for _ in range(rng.randint(1, 2)):
+            i = rng.randrange(len(word))
+            word = rng.choice(
+                [
+                    word[:i] + word[i + 1 :],
+                    word[:i] + rng.choice("abcde") + word[i:],
+                    word[:i] + rng.choice("abcde") + word[i + 1 :],
+                    word[:i] + word[i + 1 : i + 2] + word[i] + word[i + 2 :],
+                ]
+            )
+        for limit in (1, 2):
+            expected = {w: d for w in words if (d := damerau(word, w, limit)) <= limit}
+            assert dict(vocab.near(word, limit)) == expected, (word, limit)
+
+
+def test_speed_at_100k_terms() -> None:
+    rng = random.Random(42)
+    words: set[str] = set()
+    while len(words) < 100_000:
+        words.add("".join(rng.choices(string.ascii_lowercase, k=rng.randint(4, 12))))
+    ordered = sorted(words)
+    con = make_db([])
+    with con:
+        for i in range(0, len(ordered), 200):
+            add(con, " ".join(ordered[i : i + 200]))
+    terms = [r[0] for r in con.execute("SELECT term FROM entries_vocab WHERE length(term) >= 7")]
+
+    matcher = FuzzyMatcher()
+    started = time.perf_counter()
+    vocab = matcher.vocabulary(con)
+    build = time.perf_counter() - started
+    assert vocab is not None and len(vocab.docs) > 95_000
+
+    def typo(word: str) -> str:
+        i = rng.randrange(len(word) - 1)
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+
+    timings = []
+    for _ in range(30):
+        query = [typo(rng.choice(terms)) for _ in range(3)]
+        started = time.perf_counter()
+        result = matcher.rewrite(con, query)
+        timings.append(time.perf_counter() - started)
+        assert result is not None
+    median, worst = statistics.median(timings), max(timings)
+    print(
+        f"\nfuzzy at {len(vocab.docs)} terms: build {build * 1000:.0f} ms,"
+        f" 3-term rewrite median {median * 1000:.1f} ms, max {worst * 1000:.1f} ms"
+    )
+    assert build < 10
+    assert median < 0.2
