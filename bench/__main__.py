@@ -52,12 +52,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", choices=list(run.SIZES), default="small")
     p.add_argument("--no-model", action="store_true", help="skip rows that need the real model")
     p.add_argument("--skip-daemon", action="store_true", help="skip the end-to-end rows")
+    p.add_argument(
+        "--daemon-keyword",
+        action="store_true",
+        help="run the end-to-end rows in keyword mode (embedding a large workspace "
+        "with the real model takes about 25 chunks/s)",
+    )
     p.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = p.parse_args(argv)
     from memoryd import logsetup
 
     logsetup.configure("warning")
-    result = run_all(args.size, model=not args.no_model, daemon=not args.skip_daemon)
+    result = run_all(
+        args.size,
+        model=not args.no_model,
+        daemon=not args.skip_daemon,
+        daemon_model=not (args.no_model or args.daemon_keyword),
+    )
     print_table(result)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{time.strftime('%Y%m%dT%H%M%S')}-{args.size}.json"
@@ -66,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run_all(size: str, *, model: bool = True, daemon: bool = True) -> dict[str, Any]:
+def run_all(
+    size: str, *, model: bool = True, daemon: bool = True, daemon_model: bool | None = None
+) -> dict[str, Any]:
     chunks = run.SIZES[size]
     root = Path(tempfile.mkdtemp(prefix="memoryd-bench-"))
     rows: list[dict[str, Any]] = []
@@ -76,12 +89,15 @@ def run_all(size: str, *, model: bool = True, daemon: bool = True) -> dict[str, 
         vecs = run.seed_vectors(app)
         label = f"{chunks // 1000}K chunks" if chunks >= 1000 else f"{chunks} chunks"
         rows += run.query_latency(app, vecs, label)
+        if model:
+            rows += run.rss_with_model(app, label)
         workspace = app.cfg.workspace
         app.close()
         if model:
             rows += run.model_indexing(root / "model", min(chunks, 300))
         if daemon:
-            rows += run.end_to_end(root / "e2e", workspace, model=model)
+            e2e_model = model if daemon_model is None else daemon_model
+            rows += run.end_to_end(root / "e2e", workspace, model=e2e_model)
         q = quality.evaluate(quality_app(root / "quality", model))
     finally:
         shutil.rmtree(root, ignore_errors=True)

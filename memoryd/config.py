@@ -63,6 +63,7 @@ class SearchConfig:
     candidate_multiplier: int = _f(4, "int", 1, 50)
     keyword_weight: float = _f(0.5, "float", 0.0, 100.0)
     vector_weight: float = _f(0.5, "float", 0.0, 100.0)
+    partial_match_weight: float = _f(0.25, "float", 0.0, 1.0)
     importance_weight: float = _f(0.1, "float", 0.0, 100.0)
     recency_weight: float = _f(0.1, "float", 0.0, 100.0)
     recency_half_life_days: float = _f(30.0, "float", 0.001, 1e6)

@@ -40,6 +40,7 @@ class SearchSettings(Protocol):
     candidate_multiplier: int
     keyword_weight: float
     vector_weight: float
+    partial_match_weight: float
     importance_weight: float
     recency_weight: float
     recency_half_life_days: float
@@ -77,6 +78,7 @@ class Candidate:
     keyword_rank: int | None = None
     bm25: float | None = None
     match: str | None = None  # the FTS5 expression that found it (snippets come from it)
+    partial: bool = False  # matched only some of the query's topical terms
     vector_rank: int | None = None
     similarity: float | None = None
     fused: float = 0.0
@@ -97,12 +99,20 @@ def keyword_sql(where: str) -> str:
     )
 
 
-def rrf(pools: Sequence[Sequence[int]], k: int) -> dict[int, float]:
-    """Reciprocal Rank Fusion: sum over pools of 1 / (k + rank), rank from 1."""
+def rrf(
+    pools: Sequence[Sequence[int | tuple[int, float]]],
+    k: int,
+    weights: Sequence[float] | None = None,
+) -> dict[int, float]:
+    """Reciprocal Rank Fusion: sum over pools of weight / (k + rank), rank from 1.
+
+    A pool item is an id, or (id, weight) to scale that item's contribution."""
     scores: dict[int, float] = {}
-    for pool in pools:
-        for rank, entry_id in enumerate(pool, start=1):
-            scores[entry_id] = scores.get(entry_id, 0.0) + 1.0 / (k + rank)
+    for n, pool in enumerate(pools):
+        w = 1.0 if weights is None else weights[n]
+        for rank, item in enumerate(pool, start=1):
+            entry_id, iw = item if isinstance(item, tuple) else (item, 1.0)
+            scores[entry_id] = scores.get(entry_id, 0.0) + w * iw / (k + rank)
     return scores
 
 
@@ -290,6 +300,8 @@ class Searcher:
                 # fill the pool, so a question ("what did we decide about auth?") finds its note.
                 seen = {c.id for c in keyword}
                 extra = self._keyword_pool(con, parsed.match_any, where, params, pool_size)
+                for c in extra:
+                    c.partial = True
                 keyword += [c for c in extra if c.id not in seen][: pool_size - len(keyword)]
                 for rank, c in enumerate(keyword, start=1):
                     c.keyword_rank = rank
@@ -381,7 +393,15 @@ class Searcher:
                 s.vector_weight,
             )
         else:
-            fused = rrf([[c.id for c in keyword], [c.id for c in vector]], s.rrf_k)
+            # A keyword match on only some of the query's words is weaker evidence than a match
+            # on all of them (on notes-qa: hybrid nDCG@10 0.970 at weight 1, 0.985 at 0.25).
+            partial = s.partial_match_weight
+            fused = rrf(
+                [[(c.id, partial if c.partial else 1.0) for c in keyword],
+                 [c.id for c in vector]],
+                s.rrf_k,
+                [2 * s.keyword_weight, 2 * s.vector_weight],
+            )
         top = max(fused.values(), default=1.0) or 1.0
         for c in by_id.values():
             c.fused = fused.get(c.id, 0.0)

@@ -322,3 +322,9 @@ def test_vector_cache_matches_exact_search(make_app: Any) -> None:
     app.store.run_write(lambda con: vectors.store(con, model_id, more, 2.0))
     app.store.read(lambda con: cache.knn(con, model_id, 32, data[0], 10))
     assert len(cache) == 3005  # new vectors are picked up on the next query
+
+
+def test_weighted_rrf_items() -> None:
+    scores = rrf([[(1, 0.25), 2], [2]], k=60, weights=[1.0, 2.0])
+    assert scores[1] == pytest.approx(0.25 / 61)
+    assert scores[2] == pytest.approx(1 / 62 + 2 / 61)
