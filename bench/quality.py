@@ -15,8 +15,12 @@ DATA = Path(__file__).parent / "data" / "notes-qa"
 
 
 def load(folder: Path) -> tuple[dict[str, dict], dict[str, str], dict[str, dict[str, int]]]:
-    corpus = {d["_id"]: d for d in map(json.loads, (folder / "corpus.jsonl").open())}
-    queries = {q["_id"]: q["text"] for q in map(json.loads, (folder / "queries.jsonl").open())}
+    def lines(name: str) -> list[dict[str, Any]]:
+        text = (folder / name).read_text(encoding="utf-8")
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    corpus = {d["_id"]: d for d in lines("corpus.jsonl")}
+    queries = {q["_id"]: q["text"] for q in lines("queries.jsonl")}
     qrels: dict[str, dict[str, int]] = {}
     lines = (folder / "qrels" / "test.tsv").read_text().splitlines()
     for line in lines[1:]:
