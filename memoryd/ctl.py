@@ -997,7 +997,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = cmd("promote", cmd_promote, "raise a memory's tier (default critical)")
     sp.add_argument("id", type=int, metavar="ID")
     sp.add_argument("--tier", choices=TIERS, default="critical")
-    sp = cmd("history", cmd_history, "every change of a memory's content, tier, importance, tags")
+    sp = cmd("history", cmd_history, "every recorded change of a memory, with old and new values")
     sp.add_argument("id", type=int, metavar="ID")
 
     sp = cmd(

@@ -179,22 +179,30 @@ def _sections(body: str, first_line: int) -> list[_Section]:
 
 
 def _split_words(number: int, line: str, max_tokens: int) -> list[tuple[int, str]]:
-    """A single line too long for a chunk: split between words (or characters)."""
+    """A single line too long for a chunk: split between words (or characters), in linear
+    time (the token estimate is kept as running word and character counts)."""
     pieces: list[tuple[int, str]] = []
-    words = line.split(" ")
     current: list[str] = []
-    for word in words:
-        while estimate_tokens(word) > max_tokens:  # one huge token: cut by characters
+    words = chars = 0
+
+    def fits(w: int, c: int) -> bool:
+        return math.ceil(max(w * 1.3, c / 4)) <= max_tokens
+
+    for word in line.split(" "):
+        while not fits(1, len(word)):  # one huge token: cut by characters
             cut = max_tokens * 4
             if current:
                 pieces.append((number, " ".join(current)))
-                current = []
+                current, words, chars = [], 0, 0
             pieces.append((number, word[:cut]))
             word = word[cut:]
-        if current and estimate_tokens(" ".join([*current, word])) > max_tokens:
+        added = 1 if word.strip() else 0
+        if current and not fits(words + added, chars + len(word) + 1):
             pieces.append((number, " ".join(current)))
-            current = []
+            current, words, chars = [], 0, 0
         current.append(word)
+        words += added
+        chars += len(word) + (1 if len(current) > 1 else 0)
     if current:
         pieces.append((number, " ".join(current)))
     return pieces

@@ -397,8 +397,7 @@ class Searcher:
             # on all of them (on notes-qa: hybrid nDCG@10 0.970 at weight 1, 0.985 at 0.25).
             partial = s.partial_match_weight
             fused = rrf(
-                [[(c.id, partial if c.partial else 1.0) for c in keyword],
-                 [c.id for c in vector]],
+                [[(c.id, partial if c.partial else 1.0) for c in keyword], [c.id for c in vector]],
                 s.rrf_k,
                 [2 * s.keyword_weight, 2 * s.vector_weight],
             )

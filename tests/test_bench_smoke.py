@@ -18,10 +18,18 @@ def test_metrics() -> None:
 def test_smoke_benchmark_produces_every_section() -> None:
     result = run_all("smoke", model=False, daemon=True)
     names = " | ".join(r["name"] for r in result["rows"])
-    for section in ("cold indexing, keyword mode", "reconcile of an unchanged workspace",
-                    "keyword search p50", "vector search p50", "hybrid search p50",
-                    "vector recall@10", "save to searchable", "memoryctl search end to end",
-                    "daemon RSS", "daemon CPU while idle"):
+    for section in (
+        "cold indexing, keyword mode",
+        "reconcile of an unchanged workspace",
+        "keyword search p50",
+        "vector search p50",
+        "hybrid search p50",
+        "vector recall@10",
+        "save to searchable",
+        "memoryctl search end to end",
+        "daemon RSS",
+        "daemon CPU while idle",
+    ):
         assert section in names, section
     for r in result["rows"]:
         assert not math.isnan(r["value"]), r

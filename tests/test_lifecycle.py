@@ -229,7 +229,9 @@ memories_strategy = st.lists(
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(memories_strategy)
 def test_export_import_round_trip_loses_nothing(make_app: Any, mems: list[dict]) -> None:
