@@ -114,7 +114,7 @@ class App:
         lc = self.cfg.lifecycle
         from memoryd.markdown import sha256_text
 
-        if self.model.state == "ready" and self.embedder._ensure_model() is not None:
+        if self.model.state == "ready" and self.embedder.ensure_model() is not None:
             model_id = self.embedder.model_id
             assert model_id is not None
             vec = self.model.embed_batch([text])[0]

@@ -88,7 +88,8 @@ class EmbedWorker:
                 backoff = min(backoff * 2, 300.0)
                 self._wake.set()
 
-    def _ensure_model(self) -> int | None:
+    def ensure_model(self) -> int | None:
+        """Register the loaded model in the store (once); its id, or None while not ready."""
         if self.model.state != "ready":
             return None
         ident = self.model.identity
@@ -102,7 +103,7 @@ class EmbedWorker:
     def run(self, *, max_batches: int | None = None, stop: threading.Event | None = None) -> dict:
         """Embed pending texts until none are left (or max_batches). Returns counts."""
         with self._run_lock:
-            model_id = self._ensure_model()
+            model_id = self.ensure_model()
             if model_id is None:
                 return {"embedded": 0, "pending": self.pending(), "model": self.model.state}
             embedded, batches = 0, 0
