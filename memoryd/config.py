@@ -78,7 +78,7 @@ class EmbeddingConfig:
     model_path: str = _f("", "str")
     model: str = _f("sentence-transformers/all-MiniLM-L6-v2", "str")
     allow_download: bool = _f(True, "bool")
-    batch_size: int = _f(32, "int", 1, 1024)
+    batch_size: int = _f(8, "int", 1, 1024)
     threads: int = _f(0, "int", 0, 256)
     query_cache_size: int = _f(512, "int", 0, 1_000_000)
     vector_gc_days: float = _f(7.0, "float", 0.0, 36500.0)

@@ -85,11 +85,17 @@ class FastEmbedEmbedder:
         model_dir: Path | None,
         cache_dir: Path,
         threads: int = 0,
-        batch_size: int = 32,
+        batch_size: int = 8,
     ) -> None:
         from fastembed import TextEmbedding
 
-        kwargs: dict[str, Any] = {"model_name": model_name, "cache_dir": str(cache_dir)}
+        # No onnxruntime memory arena: with it the daemon keeps the peak of every batch it ever
+        # embedded (measured: 1.5 GB RSS after 600 long chunks at batch 32, 0.5 GB without).
+        kwargs: dict[str, Any] = {
+            "model_name": model_name,
+            "cache_dir": str(cache_dir),
+            "enable_cpu_mem_arena": False,
+        }
         if model_dir is not None:
             kwargs["specific_model_path"] = str(model_dir)
         if threads:
@@ -220,7 +226,7 @@ def resolve_model(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
 
 
 def load_embedder(
-    resolved: ResolvedModel, *, cache_dir: Path, threads: int = 0, batch_size: int = 32
+    resolved: ResolvedModel, *, cache_dir: Path, threads: int = 0, batch_size: int = 8
 ) -> Embedder:
     return FastEmbedEmbedder(
         model_name=resolved.model_name,

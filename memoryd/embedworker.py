@@ -36,7 +36,7 @@ class EmbedWorker:
         store: Store,
         model: Model,
         *,
-        batch_size: int = 32,
+        batch_size: int = 8,
         clock: Callable[[], float] = time.time,
         on_progress: Callable[[dict[str, int]], None] | None = None,
     ) -> None:

@@ -143,7 +143,7 @@ def test_diff_and_reloadable_split() -> None:
             "workspace": "/b",
             "logging": {"level": "debug"},
             "search": {"rrf_k": 5},
-            "embedding": {"batch_size": 8},
+            "embedding": {"batch_size": 16},
         }
     )
     keys = {k for k, _, _ in diff(old, new)}
@@ -152,7 +152,7 @@ def test_diff_and_reloadable_split() -> None:
     applied_cfg, applied, restart = apply_reloadable(old, new)
     assert sorted(applied) == ["logging.level", "search.rrf_k"]
     assert applied_cfg.logging.level == "debug" and applied_cfg.search.rrf_k == 5
-    assert applied_cfg.workspace == Path("/a") and applied_cfg.embedding.batch_size == 32
+    assert applied_cfg.workspace == Path("/a") and applied_cfg.embedding.batch_size == 8
     assert sorted(restart) == ["embedding.batch_size", "workspace"]
 
 

@@ -4,6 +4,7 @@ deletion, checkpoints, export/import, the secret guard, near-duplicates, budgets
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -235,13 +236,15 @@ memories_strategy = st.lists(
 )
 @given(memories_strategy)
 def test_export_import_round_trip_loses_nothing(make_app: Any, mems: list[dict]) -> None:
-    src = make_app(model=None, dailylog={"enabled": False}, secrets={"mode": "off"})
-    dst = make_app(
-        model=None,
-        dailylog={"enabled": False},
-        secrets={"mode": "off"},
-        data_dir=str(src.cfg.data_dir) + f"-copy-{id(mems)}",
-    )
+    base = Path(tempfile.mkdtemp(prefix="roundtrip-"))  # fresh stores for every example
+    opts: dict[str, Any] = {
+        "model": None,
+        "dailylog": {"enabled": False},
+        "secrets": {"mode": "off"},
+        "workspace": str(base / "ws"),
+    }
+    src = make_app(**opts, data_dir=str(base / "src"))
+    dst = make_app(**opts, data_dir=str(base / "dst"))
     for m in mems:
         src.memories.add(**m, ttl=None)
     exported = src.store.read(lambda con: list(transfer.export(con)))
