@@ -89,6 +89,7 @@ def run_all(
         vecs = run.seed_vectors(app)
         label = f"{chunks // 1000}K chunks" if chunks >= 1000 else f"{chunks} chunks"
         rows += run.query_latency(app, vecs, label)
+        del vecs  # the baseline's float32 matrix is not part of what a daemon holds
         if model:
             rows += run.rss_with_model(app, label)
         workspace = app.cfg.workspace

@@ -104,8 +104,44 @@ WORDS = [
 TOPICS = ["Infra", "Decisions", "Meetings", "Incidents", "Runbooks", "People", "Ideas", "Docs"]
 
 
+def _vocabulary(size: int = 20_000, seed: int = 11) -> list[str]:
+    """The tech words first, then made-up words: ranked for a Zipf distribution, as in real
+    notes, where a few words are everywhere and most are rare."""
+    rng = random.Random(seed)
+    syllables = [
+        "ka",
+        "lo",
+        "mi",
+        "ter",
+        "on",
+        "ra",
+        "vi",
+        "sen",
+        "tu",
+        "pel",
+        "dor",
+        "an",
+        "que",
+        "bri",
+        "sto",
+        "nal",
+        "fe",
+        "gu",
+        "ix",
+        "mo",
+    ]
+    made = {
+        "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(size * 2)
+    }
+    return WORDS + sorted(made - set(WORDS))[: size - len(WORDS)]
+
+
+VOCAB = _vocabulary()
+_WEIGHTS = [1 / (rank + 10) for rank in range(len(VOCAB))]
+
+
 def sentence(rng: random.Random, n: int | None = None) -> str:
-    words = [rng.choice(WORDS) for _ in range(n or rng.randint(6, 18))]
+    words = rng.choices(VOCAB, weights=_WEIGHTS, k=n or rng.randint(6, 18))
     return " ".join(words).capitalize() + "."
 
 

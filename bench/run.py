@@ -284,6 +284,9 @@ def rss_with_model(app: Any, label: str) -> list[Row]:
     holder.start()
     holder.wait_ready(120)
     holder.embed_query("warm up the model")
+    import gc
+
+    gc.collect()
     rss = self_rss_mb()
     return [
         row(

@@ -303,24 +303,24 @@ def test_vector_cache_matches_exact_search(make_app: Any) -> None:
 
     app = make_app(model=None)
     rng = np.random.default_rng(7)
-    base = rng.normal(size=(50, 32)).astype(np.float32)
-    data = base[rng.integers(0, 50, 3000)] + 0.3 * rng.normal(size=(3000, 32)).astype(np.float32)
+    base = rng.normal(size=(50, 96)).astype(np.float32)
+    data = base[rng.integers(0, 50, 3000)] + 0.3 * rng.normal(size=(3000, 96)).astype(np.float32)
     data /= np.linalg.norm(data, axis=1, keepdims=True)
-    model_id = app.store.run_write(lambda con: vectors.ensure_model(con, "syn/32", "syn", 32, 1.0))
+    model_id = app.store.run_write(lambda con: vectors.ensure_model(con, "syn/96", "syn", 96, 1.0))
     items = [(f"h{i}", data[i]) for i in range(len(data))]
     app.store.run_write(lambda con: vectors.store(con, model_id, items, 1.0))
     cache = VectorCache(min_vectors=1000, rerank=10)
     recalls = []
-    for q in data[rng.integers(0, 3000, 20)] + 0.1 * rng.normal(size=(20, 32)).astype(np.float32):
+    for q in data[rng.integers(0, 3000, 20)] + 0.1 * rng.normal(size=(20, 96)).astype(np.float32):
         q = q / np.linalg.norm(q)
         exact = app.store.read(lambda con, q=q: vectors.knn(con, model_id, q, 10))
-        fast = app.store.read(lambda con, q=q: cache.knn(con, model_id, 32, q, 10))
+        fast = app.store.read(lambda con, q=q: cache.knn(con, model_id, 96, q, 10))
         recalls.append(len({h for h, _ in exact} & {h for h, _ in fast}) / 10)
         assert fast[0][1] == pytest.approx(exact[0][1], abs=1e-2)
     assert len(cache) == 3000 and np.mean(recalls) >= 0.95
     more = [(f"new{i}", data[i]) for i in range(5)]
     app.store.run_write(lambda con: vectors.store(con, model_id, more, 2.0))
-    app.store.read(lambda con: cache.knn(con, model_id, 32, data[0], 10))
+    app.store.read(lambda con: cache.knn(con, model_id, 96, data[0], 10))
     assert len(cache) == 3005  # new vectors are picked up on the next query
 
 
