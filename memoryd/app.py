@@ -225,6 +225,7 @@ class App:
                     progress(f"indexing workspace: {done}/{total} files")
 
             rep = self.indexer.reconcile(progress=report)
+            self.store.read(self.searcher.vector_cache.warm)
             if progress is not None:
                 progress(
                     f"ready: {rep.indexed} indexed, {rep.unchanged} unchanged, "
