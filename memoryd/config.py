@@ -483,17 +483,20 @@ def needs_restart(changes: list[tuple[str, Any, Any]]) -> list[str]:
     return [key for key, _, _ in changes if key not in RELOADABLE]
 
 
-def to_toml(cfg: Config) -> str:
-    def val(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, int | float):
-            return repr(v)
-        if isinstance(v, list):
-            return "[" + ", ".join(val(x) for x in v) + "]"
-        s = str(v).replace("\\", "\\\\").replace('"', '\\"')
-        return f'"{s}"'
+def toml_value(v: Any) -> str:
+    """One TOML value: booleans, numbers, lists, and everything else as a basic string."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{s}"'
 
+
+def to_toml(cfg: Config) -> str:
+    val = toml_value
     d = cfg.as_dict()
     lines = [f"{k} = {val(d[k])}" for k in TOP_LEVEL]
     for name in SECTIONS:

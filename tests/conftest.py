@@ -210,16 +210,8 @@ def daemon_factory(
 
 
 def to_toml(data: dict[str, Any]) -> str:
-    """Just enough TOML for test configs (strings, numbers, bools, lists, one level of tables)."""
-
-    def val(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, int | float):
-            return repr(v)
-        if isinstance(v, list):
-            return "[" + ", ".join(val(x) for x in v) + "]"
-        return json.dumps(str(v))
+    """Just enough TOML for test configs (values and one level of tables)."""
+    from memoryd.config import toml_value as val
 
     lines = [f"{k} = {val(v)}" for k, v in data.items() if not isinstance(v, dict)]
     for k, v in data.items():
