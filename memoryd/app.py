@@ -104,6 +104,8 @@ class App:
         self.watcher: Watcher | None = None
         self.watcher_error: str | None = None
         self.ready = threading.Event()  # the first reconcile is done
+        self._reconcile_lock = threading.Lock()
+        self._reconcile_wanted = False
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
 
@@ -243,6 +245,8 @@ class App:
             self.indexer.sync_paths,
             debounce=self.cfg.indexer.debounce_ms / 1000,
             accept=self.indexer.accepts,
+            on_error=self._watch_batch_failed,
+            on_overflow=lambda: self.reconcile_soon("inotify queue overflow"),
         )
         try:
             w.start()
@@ -254,6 +258,26 @@ class App:
             )
             return
         self.watcher = w
+
+    def _watch_batch_failed(self, exc: BaseException) -> None:
+        log.error("a batch of file changes was not applied", error=f"{type(exc).__name__}: {exc}")
+        self.reconcile_soon("a batch of file changes failed")
+
+    def reconcile_soon(self, reason: str) -> None:
+        """Compare the whole workspace with the index now, on a thread of its own: file events
+        were lost. A request while one is waiting to start adds nothing."""
+        with self._reconcile_lock:
+            if self._reconcile_wanted:
+                return
+            self._reconcile_wanted = True
+
+        def run() -> None:
+            with self._reconcile_lock:
+                self._reconcile_wanted = False
+            log.warning("reconciling the workspace now", reason=reason)
+            self.jobs.run_now("reconcile")
+
+        threading.Thread(target=run, name="memoryd-reconcile-now", daemon=True).start()
 
     def apply_config(self, cfg: Config) -> None:
         """Take reloadable settings from a new configuration (SIGHUP)."""

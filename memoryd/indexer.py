@@ -166,13 +166,13 @@ class Indexer:
         root = str(self.root_real)
         return real == root or real.startswith(root + os.sep)
 
-    def scan(self, report: Report | None = None) -> dict[str, FileState]:
-        """Every accepted regular file under the workspace, following only inner symlinks.
-        Files skipped on the way are logged (and counted in `report`)."""
+    def scan(self, report: Report | None = None, under: str = ".") -> dict[str, FileState]:
+        """Every accepted regular file under the workspace (or its folder `under`), following
+        only inner symlinks. Files skipped on the way are logged (and counted in `report`)."""
         found: dict[str, FileState] = {}
         seen_dirs: set[str] = set()
         follow = self.settings.follow_symlinks
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=follow):
+        for dirpath, dirnames, filenames in os.walk(self.root / under, followlinks=follow):
             real_dir = os.path.realpath(dirpath)
             if real_dir in seen_dirs or not self._inside(real_dir):
                 dirnames[:] = []
@@ -315,10 +315,7 @@ class Indexer:
             return report
 
     def _scan_under(self, rel: str) -> dict[str, FileState]:
-        if rel in (".", ""):
-            return self.scan()
-        prefix = rel + "/"
-        return {p: s for p, s in self.scan().items() if p.startswith(prefix)}
+        return self.scan(under=rel or ".")
 
     def _apply(
         self,
@@ -416,7 +413,7 @@ class Indexer:
         )
         report.indexed += 1
         report.chunks += n
-        log.info(
+        log.debug(
             "indexed",
             path=state.path,
             chunks=n,

@@ -1,9 +1,10 @@
 """File watching: the watchdog observer feeding a per-file debounce.
 
 Each pending path becomes due `debounce` seconds after its last event, so an editor's burst of
-write/rename/chmod yields one delivery (a path written without pause is still delivered every
-`max(5 s, 10 × debounce)`). Paths are kept in groups: the two ends of a move share one group, so
-they are always delivered in the same batch and the indexer can match the vanished path's hash
+write/rename/chmod yields one delivery; a path written without pause is still delivered
+`max_wait` (1 s) after its first event, so a file that is appended to all the time is searchable
+within about a second of any write. Paths are kept in groups: the two ends of a move share one
+group, so they are always delivered in the same batch and the indexer can match the vanished path's hash
 with the appeared one's; a later event on either end postpones both. Everything under a folder
 that is being moved joins that folder's group.
 
@@ -13,6 +14,13 @@ missing path as everything indexed under it); a created or moved-in folder is wa
 comes due and delivered, with the accepted files under it, only if it holds any (an empty folder,
 or one with nothing but `.git` objects, is nothing to index). A folder nested in another folder
 of the same batch is left out: the outer one covers it.
+
+Only events that can change content are subscribed to (create, write, close after writing,
+attributes, delete, move): opening and reading files in the workspace (an `rg`, an editor's
+preview) costs the daemon nothing, because the kernel does not report it.
+
+When the kernel's event queue overflows, events are lost: the watcher calls `on_overflow` so the
+owner can compare the whole workspace with the index at once.
 
 One dispatcher thread calls `on_change` with sorted, unique absolute paths, so deliveries never
 overlap; an exception there goes to `on_error` (or the log) and the watcher carries on.
@@ -29,7 +37,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from memoryd.logsetup import get_logger
@@ -45,9 +64,21 @@ _IGNORED_TYPES = frozenset({"opened", "closed_no_write"})
 _IGNORED_DIR_TYPES = frozenset({"modified", "attrib", "closed", "opened", "closed_no_write"})
 
 
-def max_delay(debounce: float) -> float:
-    """The longest a path waits for its events to pause before it is delivered anyway."""
-    return max(5.0, 10 * debounce)
+# The events that can change what is indexed. Left out: opened, closed without writing (reads)
+# and a folder's own "modified" (its mtime changes with every file event inside it); the inotify
+# mask is built from this list, so the kernel does not even queue those.
+CONTENT_EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+
+MAX_WAIT = 1.0  # seconds: the longest a path waits for its events to pause
 
 
 class _Group:
@@ -80,6 +111,8 @@ class Watcher:
         debounce: float = 0.5,
         accept: Callable[[Path], bool] = lambda p: True,
         on_error: Callable[[BaseException], None] | None = None,
+        on_overflow: Callable[[], None] | None = None,
+        max_wait: float = MAX_WAIT,
     ) -> None:
         self.root = Path(os.path.abspath(root))
         self._bases = {self.root, Path(os.path.realpath(self.root))}
@@ -87,6 +120,8 @@ class Watcher:
         self.debounce = _check_debounce(debounce)
         self.accept = accept
         self.on_error = on_error
+        self.on_overflow = on_overflow
+        self.max_wait = _check_debounce(max_wait)
         self._cond = threading.Condition()
         self._where: dict[Path, _Group] = {}  # pending path -> its group
         self._groups: set[_Group] = set()
@@ -100,6 +135,7 @@ class Watcher:
             "events_seen": 0,
             "batches_delivered": 0,
             "errors": 0,
+            "overflows": 0,
             "last_event_at": None,
         }
 
@@ -122,12 +158,12 @@ class Watcher:
             raise NotADirectoryError(errno.ENOTDIR, f"cannot watch {root}: not a folder", root)
         _check_watch_limit(root)
         try:
-            observer = Observer()  # the inotify observer opens its inotify instance here
+            observer = _make_observer(self._overflowed)  # opens its inotify instance here
         except Exception as exc:
             raise _start_error(root, exc) from exc
         observer.name = "memoryd-watch-observer"
         try:
-            observer.schedule(_Handler(self), root, recursive=True)
+            observer.schedule(_Handler(self), root, recursive=True, event_filter=CONTENT_EVENTS)
             observer.start()
         except Exception as exc:
             observer.stop()  # the inotify reader thread runs from the constructor on
@@ -238,6 +274,17 @@ class Watcher:
         if ends and any(self._accepts(p) for p in ends):
             self._touch([(p, 0) for p in ends])
 
+    def _overflowed(self) -> None:
+        """The kernel dropped events (watchdog has re-added its watches by now)."""
+        with self._cond:
+            self._counts["overflows"] += 1
+        log.warning("file events were lost (inotify queue overflow); the owner reconciles")
+        if self.on_overflow is not None:
+            try:
+                self.on_overflow()
+            except Exception:
+                log.exception("the watcher's overflow handler failed")
+
     def _inside(self, raw: str | bytes | None) -> Path | None:
         """The absolute path if it is strictly under the root, else None."""
         if not raw:
@@ -303,7 +350,7 @@ class Watcher:
     # -- delivery (dispatcher thread) ----------------------------------------------------------
 
     def _due_at(self, group: _Group) -> float:
-        return min(group.last + self.debounce, group.first + max_delay(self.debounce))
+        return min(group.last + self.debounce, group.first + self.max_wait)
 
     def _take(self, groups: Iterable[_Group]) -> dict[Path, int]:
         batch: dict[Path, int] = {}
@@ -376,6 +423,34 @@ class Watcher:
         else:
             with self._cond:
                 self._counts["batches_delivered"] += 1
+
+
+def _make_observer(on_overflow: Callable[[], None]) -> Any:
+    """watchdog's observer for this platform; on Linux, one that also reports an inotify queue
+    overflow (watchdog only re-adds its watches and logs it)."""
+    try:
+        from watchdog.observers.inotify import InotifyEmitter, InotifyObserver
+    except ImportError:  # not Linux
+        return Observer()
+
+    class _Emitter(InotifyEmitter):
+        def on_thread_start(self) -> None:
+            super().on_thread_start()
+            group = getattr(self, "_inotify", None)
+            rebuild = getattr(group, "on_queue_overflow", None)
+            if group is None or rebuild is None:
+                log.warning("this watchdog version hides inotify overflows from memoryd")
+                return
+
+            def overflowed() -> None:
+                rebuild()
+                on_overflow()
+
+            group.on_queue_overflow = overflowed
+
+    observer = InotifyObserver()
+    observer._emitter_class = _Emitter  # the only way in: its constructor fixes the class
+    return observer
 
 
 def _check_debounce(seconds: float) -> float:
