@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryd import __version__, lifecycle
+from memoryd import __version__, lifecycle, malloc
 from memoryd.config import Config
 from memoryd.dailylog import DailyLog
-from memoryd.embed import ModelHolder, load_embedder, resolve_model
+from memoryd.embed import ModelHolder, background_threads, load_embedder, resolve_model
 from memoryd.embedworker import EmbedWorker
 from memoryd.fuzzy import FuzzyMatcher
 from memoryd.indexer import Indexer
@@ -31,6 +31,8 @@ from memoryd.watcher import Watcher
 
 log = get_logger("memoryd.app")
 
+PROGRESS_EVERY_S = 10.0
+
 
 def default_model_holder(cfg: Config) -> ModelHolder:
     """The model the configuration resolves to, loaded lazily (or none, with the reason)."""
@@ -42,15 +44,16 @@ def default_model_holder(cfg: Config) -> ModelHolder:
     cache_dir = cfg.data_dir / "models"
 
     def loader() -> Any:
+        # one intra-op thread: queries run beside the backlog, which is parallel across texts
         return load_embedder(
-            resolved,
-            cache_dir=cache_dir,
-            threads=cfg.embedding.threads,
-            batch_size=cfg.embedding.batch_size,
+            resolved, cache_dir=cache_dir, threads=1, batch_size=cfg.embedding.batch_size
         )
 
     return ModelHolder(
-        loader, description=resolved.description, query_cache_size=cfg.embedding.query_cache_size
+        loader,
+        description=resolved.description,
+        query_cache_size=cfg.embedding.query_cache_size,
+        background_threads=background_threads(cfg.embedding.threads),
     )
 
 
@@ -65,6 +68,7 @@ class App:
         self.cfg = cfg
         self.clock = clock
         self.started_at = clock()
+        malloc.limit_arenas()  # before our threads exist: freed inference memory goes back
         prepare_dirs(cfg)
         self.store = Store(cfg.db_path)
         self.model = model if model is not None else default_model_holder(cfg)
@@ -106,6 +110,7 @@ class App:
         self.ready = threading.Event()  # the first reconcile is done
         self._reconcile_lock = threading.Lock()
         self._reconcile_wanted = False
+        self.index_progress: dict[str, int] | None = None  # while a reconcile runs
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
 
@@ -222,11 +227,11 @@ class App:
         try:
             self.start_watcher()
 
-            def report(done: int, total: int) -> None:
+            def report(line: str) -> None:
                 if progress is not None:
-                    progress(f"indexing workspace: {done}/{total} files")
+                    progress(f"indexing workspace: {line}")
 
-            rep = self.indexer.reconcile(progress=report)
+            rep = self.reconcile(report)
             self.store.read(self.searcher.vector_cache.warm)
             if progress is not None:
                 progress(
@@ -258,6 +263,30 @@ class App:
             )
             return
         self.watcher = w
+
+    def reconcile(self, report: Callable[[str], None] | None = None) -> Any:
+        """indexer.reconcile with progress: `index.progress` in status while it runs, and one
+        log line (and `report` call) every 10 s."""
+        last = [time.monotonic()]
+        started = time.monotonic()
+
+        def step(done: int, total: int) -> None:
+            self.index_progress = {"done": done, "total": total}
+            now = time.monotonic()
+            if now - last[0] < PROGRESS_EVERY_S:
+                return
+            last[0] = now
+            rate = done / max(now - started, 1e-6)
+            eta = round((total - done) / rate, 1) if rate else None
+            log.info("indexing", done=done, total=total, rate_per_s=round(rate, 1), eta_s=eta)
+            if report is not None:
+                report(f"{done}/{total} files")
+
+        self.index_progress = {"done": 0, "total": 0}
+        try:
+            return self.indexer.reconcile(progress=step)
+        finally:
+            self.index_progress = None
 
     def _watch_batch_failed(self, exc: BaseException) -> None:
         log.error("a batch of file changes was not applied", error=f"{type(exc).__name__}: {exc}")
@@ -302,6 +331,7 @@ class App:
         if self._bg is not None:
             self._bg.join(timeout=30)
         self.embedder.stop()
+        self.model.close()
         self.store.close()
 
     # -- reporting ----------------------------------------------------------------------------
@@ -351,9 +381,9 @@ class App:
             "counts": counts,
             "vectors": {
                 "done": vec["done"],
-                "pending": vec["pending"],
                 "embedding": self.embedder.running,
                 "last_error": self.embedder.last_error,
+                **self.embedder.progress(pending=vec["pending"]),
             },
             "model": self.model.status(),
             "watcher": {"alive": watcher_alive, "error": self.watcher_error},
@@ -365,6 +395,7 @@ class App:
                 "files_moved": self.indexer.totals.moved,
                 "files_deleted": self.indexer.totals.deleted,
                 "files_skipped": self.indexer.totals.skipped,
+                "progress": self.index_progress,
             },
         }
         out["jobs"] = self.jobs.list()

@@ -342,7 +342,7 @@ class Indexer:
             except Exception as exc:  # one bad file never stops the rest
                 log.exception("indexing failed", path=state.path)
                 report.errors.append(f"{state.path}: {exc}")
-            if progress is not None and (n % 200 == 0 or n == total):
+            if progress is not None:
                 progress(n, total)
         for p in vanished:
             if p in moved_from:

@@ -4,9 +4,9 @@ Each pending path becomes due `debounce` seconds after its last event, so an edi
 write/rename/chmod yields one delivery; a path written without pause is still delivered
 `max_wait` (1 s) after its first event, so a file that is appended to all the time is searchable
 within about a second of any write. Paths are kept in groups: the two ends of a move share one
-group, so they are always delivered in the same batch and the indexer can match the vanished path's hash
-with the appeared one's; a later event on either end postpones both. Everything under a folder
-that is being moved joins that folder's group.
+group, so they are always delivered in the same batch and the indexer can match the vanished
+path's hash with the appeared one's; a later event on either end postpones both. Everything
+under a folder that is being moved joins that folder's group.
 
 Files are filtered by `accept`. Folder events are not (a folder's name says nothing about the
 files in it): a deleted or moved-away folder is delivered as its path (the consumer treats a

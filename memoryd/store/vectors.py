@@ -82,6 +82,25 @@ def pending(con: apsw.Connection, model_id: int, limit: int) -> list[tuple[str, 
     ]
 
 
+def pending_newest(con: apsw.Connection, model_id: int, limit: int) -> list[tuple[str, str, str]]:
+    """(content_hash, content, source) of texts without a vector for this model, the most
+    recently written first (an edited note or a new memory before the old backlog). source is
+    the note's path or "memory N", for progress reports."""
+    return [
+        (str(h), str(c), str(src))
+        for h, c, src, _t, _i in con.execute(
+            "SELECT e.content_hash, min(e.content),"
+            " max(CASE WHEN e.kind = 'memory' THEN 'memory ' || e.id ELSE d.path END),"
+            " max(e.updated_at) AS t, max(e.id) AS i"
+            " FROM entries e LEFT JOIN documents d ON d.id = e.document_id"
+            " WHERE NOT EXISTS (SELECT 1 FROM embeddings m"
+            "   WHERE m.model_id = ? AND m.content_hash = e.content_hash)"
+            " GROUP BY e.content_hash ORDER BY t DESC, i DESC LIMIT ?",
+            (model_id, limit),
+        )
+    ]
+
+
 def counts(con: apsw.Connection, model_id: int | None) -> dict[str, int]:
     texts = con.execute("SELECT count(DISTINCT content_hash) FROM entries").fetchall()[0][0]
     if model_id is None:
