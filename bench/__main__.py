@@ -1,4 +1,5 @@
 """python -m bench [--size smoke|small|medium|large] [--no-model] [--skip-daemon]
+python -m bench embedding | reads | soak --minutes N (bench/embedding.py)
 
 Prints a table and writes bench/results/<time>.json. See BENCHMARKS.md for the figures.
 """
@@ -44,6 +45,13 @@ def machine() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("embedding", "soak", "reads"):
+        from bench import embedding
+
+        return embedding.main(argv)
     p = argparse.ArgumentParser(
         prog="python -m bench",
         description=__doc__,
