@@ -233,6 +233,7 @@ class App:
 
             rep = self.reconcile(report)
             self.store.read(self.searcher.vector_cache.warm)
+            malloc.trim()
             if progress is not None:
                 progress(
                     f"ready: {rep.indexed} indexed, {rep.unchanged} unchanged, "
@@ -287,6 +288,7 @@ class App:
             return self.indexer.reconcile(progress=step)
         finally:
             self.index_progress = None
+            malloc.trim()  # a reconcile reads every file: hand the freed memory back
 
     def _watch_batch_failed(self, exc: BaseException) -> None:
         log.error("a batch of file changes was not applied", error=f"{type(exc).__name__}: {exc}")
