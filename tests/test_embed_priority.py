@@ -152,3 +152,23 @@ def test_index_progress_while_a_reconcile_runs(make_app: Any) -> None:
     assert seen[0] == {"done": 0, "total": 0} and seen[-1] == {"done": 4, "total": 5}
     assert app.status()["index"]["progress"] is None
     assert len(app.store.read(entries.documents)) == 5
+
+
+def test_progress_lines_in_the_log_while_working(
+    make_app: Any, monkeypatch: Any, capsys: Any
+) -> None:
+    monkeypatch.setattr("memoryd.app.PROGRESS_EVERY_S", 0.0)
+    app = make_app(embedding={"batch_size": 2})
+    for i in range(6):
+        (app.cfg.workspace / f"l{i}.md").write_text(f"# L{i}\n\nlog line text {i}\n")
+    app.jobs.run_now("reconcile")
+    out = capsys.readouterr().out
+    assert "indexing" in out and "total=6" in out and "eta_s=" in out
+    assert "l3.md" not in "".join(ln for ln in out.splitlines() if "[info" in ln)
+    app.model.start()
+    assert app.model.wait_ready(5)
+    app.embedder.log_every = 0.0
+    app.embedder.run()
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if "embedding " in ln and "rate_per_s=" in ln]
+    assert len(lines) >= 2 and "pending=" in lines[0] and "current=" in lines[0]
