@@ -172,3 +172,21 @@ def test_progress_lines_in_the_log_while_working(
     out = capsys.readouterr().out
     lines = [ln for ln in out.splitlines() if "embedding " in ln and "rate_per_s=" in ln]
     assert len(lines) >= 2 and "pending=" in lines[0] and "current=" in lines[0]
+
+
+def test_pending_order_newest_rows_first_then_the_backlog(make_app: Any) -> None:
+    from memoryd.store import vectors
+
+    app = make_app(model=None)
+    for i in range(10):
+        (app.cfg.workspace / f"o{i}.md").write_text(f"# O{i}\n\nold text {i}\n")
+    app.indexer.reconcile()
+    (app.cfg.workspace / "o0.md").write_text("# O0\n\nrewritten\n")  # newest rows now
+    app.indexer.sync_paths([app.cfg.workspace / "o0.md"])
+    model_id = app.store.run_write(lambda con: vectors.ensure_model(con, "m/4", "m", 4, 1.0))
+    got = app.store.read(lambda con: vectors.pending_newest(con, model_id, 100, fresh_rows=3))
+    assert [src for _, _, src in got[:2]] == ["o0.md", "o9.md"]  # the fresh rows, newest first
+    assert len(got) == 10 and len({h for h, _, _ in got}) == 10  # then the rest, once each
+    assert "rewritten" in got[0][1]
+    first = app.store.read(lambda con: vectors.pending_newest(con, model_id, 1))
+    assert first[0][2] == "o0.md"
