@@ -32,6 +32,7 @@ from memoryd.store import Store, vectors
 log = get_logger("memoryd.embed")
 
 RATE_WINDOW_S = 60.0
+IDLE_TRIM_S = 30.0
 
 
 class Model(Protocol):
@@ -96,7 +97,9 @@ class EmbedWorker:
         malloc.lower_thread_priority()  # the backlog yields the CPU to queries
         backoff = 1.0
         while not self._stop.is_set():
-            self._wake.wait(timeout=60.0)
+            if not self._wake.wait(timeout=IDLE_TRIM_S):
+                malloc.trim()  # idle: hand back what searches and adds freed meanwhile
+                continue
             self._wake.clear()
             if self._stop.is_set():
                 return
