@@ -1,7 +1,7 @@
 """Which design keeps a query embedding from waiting behind the backlog? One process per design
 (so RSS is comparable), the same texts and queries, the offline model.
 
-    python -m bench.embed_options            all designs, about 4 minutes
+    python -m bench.embed_options [DESIGN ...]      all designs: about 5 minutes
 
 Designs:
   lock        main before issue 12: one lock around every model call, batch 8, default threads
@@ -10,7 +10,8 @@ Designs:
   shared      one session (default threads), queries run beside the batch without a lock
   second      a second session (1 thread) for queries, the backlog on the first
   chosen      one session with 1 intra-op thread; the backlog split across 2 threads at
-              niceness 19; queries at normal priority; malloc arenas 2 and malloc_trim per batch
+              niceness 10; queries at normal priority; malloc arenas 2 and malloc_trim per batch
+  chosen-nice19, chosen-nice0   the same with the backlog at niceness 19 or 0
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-DESIGNS = ["lock", "prio2", "prio1", "shared", "second", "chosen"]
+DESIGNS = ["lock", "prio2", "prio1", "shared", "second", "chosen", "chosen-nice19", "chosen-nice0"]
 
 
 def _texts() -> tuple[list[str], list[str], Any, Path]:
@@ -59,10 +60,12 @@ def run_design(design: str) -> dict[str, Any]:
     from memoryd import malloc
     from memoryd.embed import load_embedder
 
-    if design == "chosen":
+    chosen = design.startswith("chosen")
+    niceness = int(design.split("nice")[1]) if "nice" in design else 10
+    if chosen:
         malloc.limit_arenas()
     texts, queries, resolved, cache = _texts()
-    one_thread = design == "chosen"
+    one_thread = chosen
     model = load_embedder(resolved, cache_dir=cache, threads=1 if one_thread else 0)
     query_model = model
     if design == "second":
@@ -74,7 +77,7 @@ def run_design(design: str) -> dict[str, Any]:
     lock = threading.Lock()
     cond = threading.Condition(lock)
     waiting = [0]
-    pool = ThreadPoolExecutor(2, initializer=malloc.lower_thread_priority)
+    pool = ThreadPoolExecutor(2, initializer=lambda: malloc.lower_thread_priority(niceness))
 
     def background(batch: list[str]) -> None:
         if design == "lock":
@@ -85,7 +88,7 @@ def run_design(design: str) -> dict[str, Any]:
                 while waiting[0]:
                     cond.wait()
                 model.embed_batch(batch)
-        elif design == "chosen":
+        elif chosen:
             half = (len(batch) + 1) // 2
             list(pool.map(model.embed_batch, [batch[:half], batch[half:]]))
             malloc.trim()
@@ -151,13 +154,14 @@ def run_design(design: str) -> dict[str, Any]:
 
 
 def main() -> int:
-    if len(sys.argv) > 1:
-        print(json.dumps(run_design(sys.argv[1])))
+    if len(sys.argv) == 3 and sys.argv[1] == "--one":
+        print(json.dumps(run_design(sys.argv[2])))
         return 0
-    print(f"{'design':<8}{'idle p50/p95':>16}{'under backlog p50/p95':>24}{'texts/s':>9}{'RSS':>7}")
-    for design in DESIGNS:
+    head = f"{'idle p50/p95':>16}{'under backlog p50/p95':>24}{'texts/s':>9}{'RSS':>7}"
+    print(f"{'design':<14}{head}")
+    for design in sys.argv[1:] or DESIGNS:
         out = subprocess.run(
-            [sys.executable, "-m", "bench.embed_options", design],
+            [sys.executable, "-m", "bench.embed_options", "--one", design],
             capture_output=True,
             text=True,
             env={**os.environ, "PYTHONWARNINGS": "ignore"},
@@ -167,7 +171,7 @@ def main() -> int:
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(
-            f"{design:<8}{r['idle_p50_ms']:>8.1f} /{r['idle_p95_ms']:>6.1f}"
+            f"{design:<14}{r['idle_p50_ms']:>8.1f} /{r['idle_p95_ms']:>6.1f}"
             f"{r['busy_p50_ms']:>14.1f} /{r['busy_p95_ms']:>7.1f}"
             f"{r['backlog_texts_per_s']:>9.1f}{r['rss_mb']:>7}"
         )

@@ -8,7 +8,8 @@ Queries first. One onnxruntime session, with one intra-op thread, serves everyon
 sessions accept concurrent runs, so a query (or `add`'s near-duplicate check) runs at once on the
 calling thread and never waits for a lock. The backlog is embedded by `embed_background`, which
 splits a batch (sorted by length, so little padding) across one thread per core; those threads
-run at the lowest CPU priority, so while a query runs the kernel gives it the core. Measured
+run at a low CPU priority (niceness 10), so while a query runs the kernel gives it the core
+(at 19 the backlog starved whenever the machine was busy; at 0 queries waited). Measured
 against a priority lock with small batches and a second session for queries: BENCHMARKS.md.
 
 Model resolution, the first that works:
@@ -332,7 +333,7 @@ class ModelHolder:
         return self._ready_embedder().embed_batch(list(texts))
 
     def embed_background(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed backlog texts at the lowest CPU priority, split across the background threads
+        """Embed backlog texts at a low CPU priority, split across the background threads
         (similar lengths together: a run pads to its longest text). Frees the inference buffers'
         memory afterwards."""
         embedder = self._ready_embedder()

@@ -56,7 +56,7 @@ def trim() -> bool:
     return bool(libc is not None and libc.malloc_trim(0))
 
 
-def lower_thread_priority(niceness: int = 19) -> bool:
+def lower_thread_priority(niceness: int = 10) -> bool:
     """Make the calling thread yield the CPU to the daemon's other threads (Linux: niceness is
     per thread, and threads it creates inherit it). True when it worked."""
     if not sys.platform.startswith("linux"):  # elsewhere a thread id is not a process id

@@ -35,7 +35,7 @@ def test_lower_thread_priority_touches_only_the_calling_thread() -> None:
     t = threading.Thread(target=body)
     t.start()
     t.join()
-    assert out == [(True, 19)]
+    assert out == [(True, 10)]
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base
 
 
@@ -51,5 +51,5 @@ def test_backlog_threads_run_at_low_priority_queries_do_not(make_app: Any) -> No
     pool = [t for name, t in by_name.items() if name.startswith("memoryd-embed-bg")]
     assert pool
     for t in [worker, *pool]:
-        assert os.getpriority(os.PRIO_PROCESS, t.native_id) == 19, t.name
+        assert os.getpriority(os.PRIO_PROCESS, t.native_id) == 10, t.name
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base
