@@ -7,6 +7,7 @@ because the level is checked by a processor reading module state, not baked into
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -46,7 +47,9 @@ def configure(
         if file:
             if old is None or old.name != str(file):
                 Path(file).parent.mkdir(parents=True, exist_ok=True)
-                stream = open(file, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+                stream = open(  # noqa: SIM115
+                    file, "a", buffering=1, encoding="utf-8", opener=_private_opener
+                )
                 _state["file_stream"] = stream
             else:
                 stream = old
@@ -83,6 +86,11 @@ def configure(
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(max(logging.WARNING, LEVELS[name]))
+
+
+def _private_opener(path: str, flags: int) -> int:
+    """Log files are created 0600: they name files, queries and errors."""
+    return os.open(path, flags, 0o600)
 
 
 def get_logger(name: str) -> Any:
