@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import rpc
 
 from memoryd import protocol
 from memoryd.errors import AlreadyRunning
 from memoryd.server import bind_socket, prepare_socket_path
-from conftest import rpc
 
 ROOT = os.geteuid() == 0
 NOBODY = 65534
