@@ -1,0 +1,207 @@
+"""Talking to the daemon: where its socket is, whether it can be trusted, one request per call.
+
+Before sending anything, the client checks that the socket's folder is a folder the user owns
+that no one else can write to, and after connecting, that the process listening runs as the
+same uid (SO_PEERCRED on Linux, LOCAL_PEERCRED on macOS and the BSDs). Otherwise another user
+who made the folder first (with XDG_RUNTIME_DIR unset the default is under /tmp) would receive
+every request, memories included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` is not free to import; annotations are never evaluated at run time
+    from collections.abc import Mapping
+    from typing import Any
+
+DEFAULT_TIMEOUT, SLOW_TIMEOUT = 30.0, 600.0
+START_HINT = "Start it with 'memoryd run' or 'memoryd service install'."
+ELSEWHERE_HINT = "If it listens elsewhere, pass --socket PATH or set MEMORYD_SOCKET."
+
+
+def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """--socket, else $MEMORYD_SOCKET, else the daemon's default (memoryd.config's rule)."""
+    env = os.environ if env is None else env
+    chosen = explicit or env.get("MEMORYD_SOCKET")
+    if chosen:
+        return os.path.expanduser(chosen)
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return os.path.join(runtime, "memoryd", "memoryd.sock")
+    import tempfile  # only on this path: it pulls in random, shutil, ...
+
+    return os.path.join(tempfile.gettempdir(), f"memoryd-{os.getuid()}", "memoryd.sock")
+
+
+class ClientError(Exception):
+    """The daemon answered with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+class Unreachable(Exception):
+    """No daemon answered on the socket (or none we trust); the message says why and what to do."""
+
+
+class UsageError(Exception):
+    """The arguments are valid one by one but not together (or an input file is unusable)."""
+
+
+def untrusted_folder(path: str) -> str | None:
+    """Why the socket's folder cannot be trusted, or None. A missing folder is left to connect()."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    if st.st_uid != os.getuid():
+        return (
+            f"refusing the socket folder {folder}: it belongs to uid {st.st_uid}, not to you "
+            f"(uid {os.getuid()}), so another user may be listening there. Remove it (the daemon "
+            "makes its own) or pass --socket PATH"
+        )
+    if stat.S_IMODE(st.st_mode) & 0o022:
+        return (
+            f"refusing the socket folder {folder}: others can write to it (mode "
+            f"{stat.S_IMODE(st.st_mode):04o}), so anyone could put a socket there. Use a private "
+            "folder (chmod 700) or pass --socket PATH"
+        )
+    return None
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end, where the platform can tell."""
+    try:
+        if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            return int.from_bytes(creds[4:8], sys.byteorder)
+        if sys.platform == "darwin" or "bsd" in sys.platform:
+            # LOCAL_PEERCRED (getpeereid's source): struct xucred {u_int version; uid_t uid; ...}
+            creds = sock.getsockopt(0, 0x001, 76)
+            return int.from_bytes(creds[4:8], sys.byteorder)
+    except OSError:
+        return None
+    return None
+
+
+class Client:
+    """One request per connection: connect, check the peer, send one line, read one line."""
+
+    def __init__(self, path: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.path = path
+        self.timeout = timeout
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """The method's result; raises ClientError (the daemon said no) or Unreachable."""
+        request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+        data = json.dumps(request).encode("ascii") + b"\n"
+        with self.connect() as sock:
+            try:
+                try:  # noqa: SIM105 (contextlib costs an import)
+                    sock.sendall(data)
+                except OSError:
+                    pass  # the daemon may have answered (and hung up) already: read that answer
+                line = _read_line(sock)
+            except TimeoutError:
+                raise Unreachable(
+                    f"memoryd did not answer {method} within {self.timeout:g}s "
+                    "(raise it with --timeout)"
+                ) from None
+            except OSError:
+                line = b""
+        if not line.strip():
+            raise Unreachable(
+                f"memoryd closed the connection without answering {method} (it may be stopping, "
+                "or overloaded); try again, and see the daemon's log if it persists"
+            )
+        try:
+            response = json.loads(line)
+        except ValueError:
+            response = None
+        if not isinstance(response, dict) or not ("result" in response or "error" in response):
+            raise ClientError(-32700, f"memoryd sent an unreadable answer to {method}")
+        error = response.get("error")
+        if error is not None:
+            if not isinstance(error, dict):
+                error = {"message": str(error)}
+            code = error.get("code")
+            raise ClientError(
+                code if isinstance(code, int) else -32603,
+                str(error.get("message") or "unknown error"),
+                error.get("data"),
+            )
+        return response["result"]
+
+    def connect(self) -> socket.socket:
+        why = untrusted_folder(self.path)
+        if why:
+            raise Unreachable(why)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self.path)
+        except OSError as exc:
+            sock.close()
+            raise Unreachable(self._why(exc)) from None
+        uid = peer_uid(sock)
+        if uid is not None and uid != os.getuid():
+            sock.close()
+            raise Unreachable(
+                f"refusing to talk to {self.path}: the process listening there runs as uid {uid}, "
+                f"not as you (uid {os.getuid()}); another user may have taken the socket"
+            )
+        return sock
+
+    def _why(self, exc: OSError) -> str:
+        path = self.path
+        if isinstance(exc, FileNotFoundError | NotADirectoryError):
+            return f"memoryd is not running (no socket at {path}). {START_HINT} {ELSEWHERE_HINT}"
+        if isinstance(exc, ConnectionRefusedError):
+            if not _is_socket(path):
+                return f"{path} is not a socket. {ELSEWHERE_HINT}"
+            return (
+                f"memoryd is not running (stale socket at {path}: nothing accepts connections). "
+                f"{START_HINT}"
+            )
+        if isinstance(exc, PermissionError):
+            return (
+                f"permission denied connecting to {path} (memoryd accepts only the user it runs "
+                "as; its socket folder is private)"
+            )
+        if isinstance(exc, TimeoutError):
+            return (
+                f"memoryd did not accept the connection on {path} within {self.timeout:g}s "
+                "(busy or hung: see the daemon's log, or raise --timeout)"
+            )
+        if exc.errno is None and "too long" in str(exc):
+            return (
+                f"socket path too long ({len(path.encode())} bytes; Unix sockets allow about "
+                f"104): {path}"
+            )
+        return f"cannot connect to memoryd at {path}: {exc.strerror or exc}"
+
+
+def _read_line(sock: socket.socket) -> bytes:
+    buf = bytearray()
+    while True:
+        part = sock.recv(1 << 16)
+        if not part:
+            return bytes(buf)
+        buf += part
+        if b"\n" in part:
+            return bytes(buf[: buf.index(b"\n")])
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
