@@ -931,7 +931,7 @@ def test_imports_only_the_standard_library() -> None:
         for line in out.stderr.splitlines()
         if line.startswith("import time:") and "imported package" not in line
     }
-    assert "argparse" in imported and "json" in imported
+    assert "argparse" in imported  # --help is argparse's job
     # site hooks (editable installs, .pth files) run before memoryctl does: not its imports
     before = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", "pass"],
@@ -1203,3 +1203,77 @@ def test_a_hang_up_is_a_clear_message_never_broken_pipe(
     finally:
         t.join(5)
         server.close()
+
+
+def test_a_plain_search_imports_neither_argparse_nor_json_nor_re(stub: Stub) -> None:
+    """The fast path: these three cost more than the search itself at 10K chunks."""
+    code = (
+        "import sys\n"
+        "from memoryd import ctl\n"
+        f"assert ctl.main(['--socket', {str(stub.path)!r}, 'search', 'auth', '-n', '5']) == 0\n"
+        "print(' '.join(m for m in ('argparse', 'json', 're', 'socket') if m in sys.modules),"
+        " file=sys.stderr)\n"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-I",
+            "-c",
+            f"import sys; sys.path.insert(0, {str(ROOT)!r})\n" + code,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == "\n" and "mode hybrid, 2 hit(s)" in out.stdout
+    assert stub.params == {"query": "auth", "limit": 5}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [p[0] for p in PARAMS]
+    + [
+        ["add", "-", "--ttl", "7d", "--tier", "critical"],
+        ["update", "7", "--no-expiry", "--json"],
+        ["--json", "--timeout", "5", "search", "x", "--include-expired", "--min-importance", "3"],
+        ["rm", "1", "2", "3"],
+    ],
+    ids=lambda v: " ".join(v)[:40],
+)
+def test_the_fast_parser_agrees_with_argparse(argv: list[str]) -> None:
+    from memoryd.ctl.fastparse import fast_parse
+    from memoryd.ctl.table import BY_NAME
+
+    slow = vars(ctl.build_parser(ctl.command_name(argv)).parse_args(argv))
+    cmd = BY_NAME[ctl.command_name(argv) or ""]
+    fast = fast_parse(argv, cmd)
+    if cmd.actions:
+        assert fast is None  # left to argparse
+        return
+    assert fast is not None, argv
+    assert vars(fast) == {**slow, "command": cmd.name}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["search", "--help"],
+        ["search", "x", "--lim", "3"],
+        ["search", "--", "-draft"],
+        ["search", "x", "--mode", "nope"],
+        ["get", "seven"],
+        ["get"],
+        ["add", "a", "b"],
+        ["update", "7", "--ttl", "1d", "--no-expiry"],
+        ["search", "x", "--limit=3"],
+        ["list", "--min-importance", "-1"],
+    ],
+    ids=lambda v: " ".join(v)[:40],
+)
+def test_the_fast_parser_leaves_the_rest_to_argparse(argv: list[str]) -> None:
+    from memoryd.ctl.fastparse import fast_parse
+    from memoryd.ctl.table import BY_NAME
+
+    assert fast_parse(argv, BY_NAME[argv[0]]) is None

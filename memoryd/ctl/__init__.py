@@ -23,6 +23,10 @@ from memoryd.ctl.client import (
     socket_path,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 # global options that take a value: skipped when looking for the command's name
 _VALUE_OPTIONS = ("--socket", "--timeout")
@@ -84,14 +88,24 @@ def command_name(argv: list[str]) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    from memoryd.ctl.parser import build_parser
-    from memoryd.ctl.table import BY_NAME, resolve
+def parse(argv: list[str]) -> Any:
+    """Plain command lines straight from the table; argparse (built for the one command named)
+    for the rest: help, errors, subcommand actions."""
+    from memoryd.ctl.fastparse import fast_parse
+    from memoryd.ctl.table import BY_NAME
 
-    argv = sys.argv[1:] if argv is None else argv
     name = command_name(argv)
-    parser = build_parser(name if name in BY_NAME else None)
-    args = parser.parse_args(argv)
+    cmd = BY_NAME.get(name) if name else None
+    args = fast_parse(argv, cmd) if cmd is not None else None
+    if args is None:
+        args = build_parser(name if cmd is not None else None).parse_args(argv)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    from memoryd.ctl.table import resolve
+
+    args = parse(sys.argv[1:] if argv is None else argv)
     cmd = resolve(args)
     if cmd is None:
         build_parser().print_help(sys.stderr)

@@ -3,7 +3,6 @@ export/import, notes and links. Same conventions as handlers.py (p_ params, s_ s
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -63,6 +62,8 @@ def r_status(c: Client, a: Namespace) -> int:
 def watch(c: Client, interval: float, as_json: bool) -> int:
     """Poll `status` until indexing and embedding are done: a bar on a terminal, plain lines
     (or one JSON object per poll with --json) elsewhere."""
+    import json
+
     progress = Progress(sys.stdout, every=0.0)
     while True:
         res = c.call("status")
@@ -175,6 +176,8 @@ def write_private(path: str, data: str) -> None:
 
 
 def r_export(c: Client, a: Namespace) -> int:
+    import json
+
     res = c.call("export", given({"namespace": a.namespace, "vectors": a.vectors}))
     lines = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in res["items"])
     if not a.output:
@@ -189,6 +192,8 @@ IMPORT_BATCH_BYTES = 256 * 1024  # well under the daemon's request size limit (1
 
 
 def r_import(c: Client, a: Namespace) -> int:
+    import json
+
     items = []
     for n, line in enumerate(read_text(a.file).splitlines(), start=1):
         if line.strip():

@@ -9,9 +9,8 @@ every request, memories included.
 
 from __future__ import annotations
 
-import json
+import _socket  # the C module: `socket` costs its enums and `selectors` at every start
 import os
-import socket
 import stat
 import sys
 
@@ -23,6 +22,73 @@ if TYPE_CHECKING:  # `typing` is not free to import; annotations are never evalu
 DEFAULT_TIMEOUT, SLOW_TIMEOUT = 30.0, 600.0
 START_HINT = "Start it with 'memoryd run' or 'memoryd service install'."
 ELSEWHERE_HINT = "If it listens elsewhere, pass --socket PATH or set MEMORYD_SOCKET."
+
+
+# --- JSON without `import json` ---------------------------------------------------------------
+# The json package compiles regular expressions (and imports re, enum, ...) when imported: more
+# than the whole search at 10K chunks. Its C accelerator does the real work; call it directly
+# and fall back to json wherever that would differ (errors, a Python without _json).
+
+
+class _ScanContext:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {
+        "NaN": float("nan"),
+        "Infinity": float("inf"),
+        "-Infinity": float("-inf"),
+    }.__getitem__
+
+
+def dumps(obj: Any) -> str:
+    """json.dumps(obj) (compact separators, ASCII)."""
+    try:
+        import _json
+
+        encode = _json.make_encoder(
+            None,
+            _not_serializable,
+            _json.encode_basestring_ascii,
+            None,
+            ":",
+            ",",
+            False,
+            False,
+            True,
+        )
+        return "".join(encode(obj, 0))
+    except ImportError:
+        import json
+
+        return json.dumps(obj, separators=(",", ":"))
+
+
+def _not_serializable(obj: Any) -> Any:
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def loads(text: str) -> Any:
+    """json.loads(text); ValueError when it is not JSON."""
+    try:
+        import _json
+
+        value, end = _json.make_scanner(_ScanContext())(text, _skip_ws(text, 0))
+        if _skip_ws(text, end) == len(text):
+            return value
+    except (ImportError, StopIteration, ValueError, RecursionError):
+        pass
+    import json  # the slow path gives the real error (or handles what the scanner could not)
+
+    return json.loads(text)
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\n\r":
+        i += 1
+    return i
 
 
 def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -77,11 +143,11 @@ def untrusted_folder(path: str) -> str | None:
     return None
 
 
-def peer_uid(sock: socket.socket) -> int | None:
+def peer_uid(sock: _socket.socket) -> int | None:
     """The uid of the process at the other end, where the platform can tell."""
     try:
-        if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
-            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        if hasattr(_socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+            creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
             return int.from_bytes(creds[4:8], sys.byteorder)
         if sys.platform == "darwin" or "bsd" in sys.platform:
             # LOCAL_PEERCRED (getpeereid's source): struct xucred {u_int version; uid_t uid; ...}
@@ -102,29 +168,31 @@ class Client:
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """The method's result; raises ClientError (the daemon said no) or Unreachable."""
         request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
-        data = json.dumps(request).encode("ascii") + b"\n"
-        with self.connect() as sock:
-            try:
-                try:  # noqa: SIM105 (contextlib costs an import)
-                    sock.sendall(data)
-                except OSError:
-                    pass  # the daemon may have answered (and hung up) already: read that answer
-                line = _read_line(sock)
-            except TimeoutError:
-                raise Unreachable(
-                    f"memoryd did not answer {method} within {self.timeout:g}s "
-                    "(raise it with --timeout)"
-                ) from None
+        data = dumps(request).encode("ascii") + b"\n"
+        sock = self.connect()
+        try:
+            try:  # noqa: SIM105 (contextlib costs an import)
+                sock.sendall(data)
             except OSError:
-                line = b""
+                pass  # the daemon may have answered (and hung up) already: read that answer
+            line = _read_line(sock)
+        except TimeoutError:
+            raise Unreachable(
+                f"memoryd did not answer {method} within {self.timeout:g}s "
+                "(raise it with --timeout)"
+            ) from None
+        except OSError:
+            line = b""
+        finally:
+            sock.close()
         if not line.strip():
             raise Unreachable(
                 f"memoryd closed the connection without answering {method} (it may be stopping, "
                 "or overloaded); try again, and see the daemon's log if it persists"
             )
         try:
-            response = json.loads(line)
-        except ValueError:
+            response = loads(line.decode("utf-8"))
+        except (ValueError, RecursionError):
             response = None
         if not isinstance(response, dict) or not ("result" in response or "error" in response):
             raise ClientError(-32700, f"memoryd sent an unreadable answer to {method}")
@@ -140,11 +208,11 @@ class Client:
             )
         return response["result"]
 
-    def connect(self) -> socket.socket:
+    def connect(self) -> _socket.socket:
         why = untrusted_folder(self.path)
         if why:
             raise Unreachable(why)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
             sock.connect(self.path)
@@ -189,7 +257,7 @@ class Client:
         return f"cannot connect to memoryd at {path}: {exc.strerror or exc}"
 
 
-def _read_line(sock: socket.socket) -> bytes:
+def _read_line(sock: _socket.socket) -> bytes:
     buf = bytearray()
     while True:
         part = sock.recv(1 << 16)

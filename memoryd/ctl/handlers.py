@@ -6,7 +6,6 @@ a result; `r_NAME(client, args) -> exit` is for the few commands that are more t
 
 from __future__ import annotations
 
-import json
 import sys
 
 from memoryd.ctl.client import ClientError, UsageError
@@ -316,6 +315,8 @@ def s_promote(res: dict[str, Any], a: Namespace) -> int:
 
 
 def s_history(res: dict[str, Any], a: Namespace) -> int:
+    import json
+
     for h in res["history"]:
         print(f"{h['at']}  {h['field']}: {json.dumps(h['old'])} -> {json.dumps(h['new'])}")
     if not res["history"]:

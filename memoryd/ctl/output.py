@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 import time
 
@@ -16,6 +14,8 @@ EXIT_OK = 0
 
 
 def emit_json(result: Any) -> int:
+    import json  # only here: importing json costs more than a whole search
+
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return EXIT_OK
 
@@ -26,7 +26,11 @@ def use_color() -> bool:
 
 def highlight(text: str, color: bool) -> str:
     """Bold the **matched** terms on a terminal; elsewhere leave the markers as they are."""
-    return re.sub(r"\*\*(.+?)\*\*", "\033[1m\\1\033[0m", text) if color else text
+    if not color:
+        return text
+    import re
+
+    return re.sub(r"\*\*(.+?)\*\*", "\033[1m\\1\033[0m", text)
 
 
 def text(value: Any) -> str:
@@ -38,6 +42,8 @@ def text(value: Any) -> str:
     if isinstance(value, list) and all(not isinstance(v, dict | list) for v in value):
         return ", ".join(map(str, value)) or "-"
     if isinstance(value, dict | list):
+        import json
+
         return json.dumps(value, ensure_ascii=False)
     return str(value)
 

@@ -5,6 +5,8 @@ unknown commands build them all."""
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from memoryd.ctl.table import COMMANDS, Command
 
@@ -36,6 +38,28 @@ Run `memoryctl COMMAND --help` for a command's options.
 """
 
 
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter without `import shutil` (and its bz2/lzma imports) at every start:
+    argparse builds a formatter for each add_argument; the width is all it wants shutil for."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            try:
+                width = int(os.environ.get("COLUMNS", "")) - 2
+            except ValueError:
+                try:
+                    width = os.get_terminal_size(sys.__stdout__.fileno()).columns - 2
+                except (AttributeError, ValueError, OSError):
+                    width = 78
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 def _seconds(value: str) -> float:
     try:
         seconds = float(value)
@@ -49,7 +73,7 @@ def _seconds(value: str) -> float:
 def common_options() -> argparse.ArgumentParser:
     """--socket, --json, --timeout: accepted before or after the command (SUPPRESS keeps a
     value given before the command from being reset by the subcommand's default)."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, formatter_class=Formatter)
     common.add_argument(
         "--socket",
         default=argparse.SUPPRESS,
@@ -96,7 +120,7 @@ def _add_command(sub: Any, cmd: Command, common: argparse.ArgumentParser) -> Non
         description=cmd.help,
         aliases=list(cmd.aliases),
         epilog=examples,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=Formatter,
     )
     sp.set_defaults(command_row=cmd)
     _add_args(sp, cmd.args)
@@ -118,7 +142,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         parents=[common],
         description="Query and feed a running memoryd.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=Formatter,
     )
     p.add_argument("--version", action="version", version=f"memoryctl {version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", title="commands")
