@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, wait_for
 
 from memoryd import ctl
 from memoryd.ctl import main
@@ -1277,3 +1277,20 @@ def test_the_fast_parser_leaves_the_rest_to_argparse(argv: list[str]) -> None:
     from memoryd.ctl.table import BY_NAME
 
     assert fast_parse(argv, BY_NAME[argv[0]]) is None
+
+
+# --- against a real daemon (only methods that exist on main) -------------------------------------
+
+
+def test_watch_and_reindex_against_a_real_daemon(daemon_factory: Any) -> None:
+    d = daemon_factory()  # keyword only: pending vectors will never be made, so not "busy"
+    for i in range(30):
+        (d.workspace / f"n{i}.md").write_text(f"# Note {i}\n\nlighthouse {i}\n")
+    wait_for(lambda: d.call("status")["counts"]["documents"] == 30, timeout=30)
+    done = d.ctl("status", "--watch", "--interval", "0.05")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith("idle: vectors 0 done, 30 pending (model none")
+    done = d.ctl("reindex", "--full")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("indexed 30,")
+    assert "Traceback" not in done.stderr

@@ -201,23 +201,31 @@ def bar(done: int, total: int, width: int = 24) -> str:
     return "[" + "#" * filled + "-" * (width - filled) + f"] {frac * 100:5.1f}%"
 
 
+MODEL_WORKING = ("ready", "loading")  # other states (none, failed, ...) make no vectors
+
+
 def progress_parts(status: dict[str, Any]) -> tuple[list[str], bool]:
-    """The progress of a `status` answer as short parts, and whether work is still going on."""
+    """The progress of a `status` answer as short parts, and whether work is still going on
+    (that will end by itself: vectors pending without a model to make them are not work)."""
     parts, busy = [], False
     index = status.get("index") or {}
     prog = index.get("progress")
     if isinstance(prog, dict) and prog.get("total"):
         busy = True
-        parts.append(
-            f"index {bar(prog.get('done', 0), prog['total'])} {prog.get('done', 0)}/"
-            f"{prog['total']} files"
-        )
+        done = prog.get("done", 0)
+        parts.append(f"index {bar(done, prog['total'])} {done}/{prog['total']} files")
+    elif index.get("initial_reconcile_done") is False:
+        busy = True
+        parts.append("index: first scan of the workspace running")
     vectors = status.get("vectors") or {}
     if isinstance(vectors, dict) and "pending" in vectors:
-        done = vectors.get("done") or 0
-        waiting = (vectors.get("pending") or 0) + (vectors.get("embedding") or 0)
+        done = _count(vectors.get("done"))
+        waiting = _count(vectors.get("pending")) + _count(vectors.get("embedding"))
         total = done + waiting
-        if waiting:
+        model = (status.get("model") or {}).get("state")
+        if waiting and model not in MODEL_WORKING and model is not None:
+            parts.append(f"vectors {done} done, {waiting} pending (model {model}: keyword only)")
+        elif waiting:
             busy = True
             part = f"vectors {bar(done, total)} {done}/{total}"
             if vectors.get("rate_per_s"):
@@ -232,6 +240,11 @@ def progress_parts(status: dict[str, Any]) -> tuple[list[str], bool]:
         if vectors.get("last_error"):
             parts.append(f"last error: {one_line(vectors['last_error'], 60)}")
     return parts, busy
+
+
+def _count(value: Any) -> int:
+    """A count from status (`embedding` was a flag before it became a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class Progress:
