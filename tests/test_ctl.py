@@ -257,8 +257,9 @@ RESULTS: dict[str, Any] = {
             {
                 "kind": "memory",
                 "id": 7,
+                "change": "added",
                 "summary": "tokens rotate weekly",
-                "created_at": "2026-11-22T16:40:00Z",
+                "at": "2026-11-22T16:40:00Z",
             },
             {"kind": "note", "path": "proj/a.md", "title": "API", "mtime": "2026-11-22T16:00:00Z"},
         ]
@@ -977,7 +978,7 @@ def test_notes_links_recent_used_readable(ctl_run: Callable[..., tuple[int, str,
     assert ctl_run("backlinks", "b.md")[1] == "a.md:3  -> #Setup\n"
     assert ctl_run("used", "7")[1] == "recorded a use of #7 (3 in all)\n"
     out = ctl_run("recent")[1].splitlines()
-    assert out[0].endswith("memory  #7  tokens rotate weekly")
+    assert out[0] == "2026-11-22T16:40:00Z  memory  #7 added  tokens rotate weekly"
     assert "note    proj/a.md  API" in out[1]
 
 

@@ -337,12 +337,14 @@ def p_recent(a: Namespace) -> dict[str, Any]:
 def s_recent(res: dict[str, Any], a: Namespace) -> int:
     items = res.get("items") or []
     for item in items:
-        when = item.get("updated_at") or item.get("mtime") or item.get("created_at") or "-"
+        when = item.get("at") or item.get("updated_at") or item.get("mtime") or "-"
         if item.get("path") and item.get("kind") != "memory":
             what = f"note    {item['path']}"
             summary = item.get("title") or item.get("summary") or ""
         else:
             what = f"memory  #{item.get('id')}"
+            if item.get("change"):
+                what += f" {item['change']}"
             summary = item.get("summary") or item.get("content") or ""
         print(f"{when}  {what}  {one_line(summary, 80)}".rstrip())
     if not items:

@@ -348,10 +348,10 @@ COMMANDS: tuple[Command, ...] = (
         show=h.s_recent,
         args=(
             arg("-n", "--limit", type=int, metavar="N"),
-            arg("--since", metavar="DATE", help="ISO 8601 or unix time"),
+            arg("--since", metavar="WHEN", help="ISO 8601, unix time, or a duration back: 7d, 12h"),
             NS,
         ),
-        examples=("memoryctl recent -n 10", "memoryctl recent --since 2026-11-01"),
+        examples=("memoryctl recent -n 10", "memoryctl recent --since 2d"),
     ),
     Command(
         "checkpoint",
