@@ -60,3 +60,9 @@ class StoreError(MemorydError):
     """The database failed in a way the caller cannot fix (corruption, disk full)."""
 
     code = -32012
+
+
+class Conflict(MemorydError):
+    """An edit was based on a version that is no longer current (a stale expected_sha256)."""
+
+    code = -32009
