@@ -12,6 +12,8 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from memoryd.mcp import Bridge, call_tool, fmt_hits
+
 ROOT = Path(__file__).resolve().parent.parent
 EXPECTED_TOOLS = {
     "search",
@@ -149,18 +151,27 @@ def test_mcp_end_to_end(daemon_factory: Any, tmp_path: Path) -> None:
     with_session(tmp_path, ["--socket", str(d.socket), "--namespace", "agent-one"], body)
 
 
-def test_mcp_without_a_daemon_says_how_to_start_it(tmp_path: Path, short_dir: Path) -> None:
+def test_mcp_without_a_daemon_says_how_to_start_it_and_recovers(
+    daemon_factory: Any, config_dict: dict[str, Any], tmp_path: Path
+) -> None:
     async def body(s: ClientSession) -> list[Any]:
         assert len((await s.list_tools()).tools) == len(EXPECTED_TOOLS)  # tools are listed
-        return [
+        before = [
             await s.call_tool("search", {"query": "anything"}),
             await s.call_tool("read_note", {"path": "a.md"}),
         ]
+        # the daemon comes up while the agent's session goes on: no restart of the agent needed
+        await anyio.to_thread.run_sync(daemon_factory)
+        after = await s.call_tool("remember", {"content": "the daemon came up later"})
+        return [*before, after]
 
-    for result in with_session(tmp_path, ["--socket", str(short_dir / "none.sock")], body):
+    *failed, after = with_session(tmp_path, ["--socket", config_dict["socket"]], body)
+    for result in failed:
         assert result.is_error
         assert "not running" in text(result) and "memoryd run" in text(result)
         assert "memoryd service install" in text(result)
+        assert result.structured_content["error"]["code"] == "unreachable"
+    assert not after.is_error, text(after)
 
 
 def test_namespace_from_the_environment(daemon_factory: Any, tmp_path: Path) -> None:
@@ -174,3 +185,81 @@ def test_namespace_from_the_environment(daemon_factory: Any, tmp_path: Path) -> 
     )
     assert not added.is_error, text(added)
     assert d.call("get", {"id": added.structured_content["id"]})["namespace"] == "from-env"
+
+
+# --- the bridge without a subprocess (formatting, arguments, budgets) ---------------------------
+
+
+class FakeBridge(Bridge):
+    def __init__(self, answers: dict[str, Any], namespace: str | None = None) -> None:
+        self.answers, self.namespace, self.calls = answers, namespace, []
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        self.calls.append((method, params))
+        return self.answers[method]
+
+
+def test_arguments_are_checked_against_the_schema() -> None:
+    b = FakeBridge({})
+    for name, args, needle in [
+        ("search", {}, "'query' is a required property"),
+        ("search", {"query": "x", "limit": "ten"}, "limit"),
+        ("search", {"query": "x", "bogus": 1}, "bogus"),
+        ("feedback", {"id": 1, "verdict": "great"}, "verdict"),
+        ("nope", {}, "unknown tool"),
+    ]:
+        out, _, is_error = call_tool(b, name, args)
+        assert is_error and needle in out, (name, out)
+    assert b.calls == []
+
+
+def test_session_context_fits_the_budget_and_uses_the_agent_namespace() -> None:
+    items = [
+        {
+            "kind": "memory",
+            "id": i,
+            "at": "2026-11-23T10:00:00Z",
+            "change": "added",
+            "summary": "word " * 20,
+        }
+        for i in range(50)
+    ]
+    b = FakeBridge(
+        {
+            "session_start": {
+                "memories": [{"id": 1, "tier": "constitutional", "content": "rule one"}],
+                "tokens_used": 40,
+                "has_more": False,
+            },
+            "recent_activity": {"items": items},
+        },
+        namespace="agent",
+    )
+    out, structured, is_error = call_tool(b, "session_context", {"max_tokens": 200})
+    assert not is_error
+    assert structured["tokens_used"] <= 200
+    assert 0 < len(structured["recent"]) < 50
+    assert "rule one" in out and "Recent activity" in out
+    assert all(p.get("namespace") == "agent" for _, p in b.calls)
+
+
+def test_search_text_lists_hits_and_the_rest_of_a_budget() -> None:
+    res = {
+        "mode": "keyword",
+        "hits": [
+            {
+                "id": 7,
+                "kind": "chunk",
+                "path": "a.md",
+                "start_line": 3,
+                "heading_path": ["A", "B"],
+                "score": 0.9,
+                "snippet": "the **match**",
+            },
+        ],
+        "index": [{"id": 7, "summary": "x"}, {"id": 9, "summary": "a memory over budget"}],
+        "total": 2,
+    }
+    out = fmt_hits(res)
+    assert "[7] a.md:3 A > B · 0.90 — the **match**" in out
+    assert "[9] a memory over budget" in out
