@@ -84,6 +84,7 @@ async def measure(d: Daemon, queries: list[str]) -> dict[str, Any]:
                     "after the smoke tests pass",
                     "tags": ["deploy"],
                     "tier": "constitutional" if i == 0 else "normal",
+                    "triggers": ["deploy staging"] if i == 0 else [],
                 },
             )
         await size("search", "search, 10 hits", {"query": queries[0], "limit": 10})

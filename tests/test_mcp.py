@@ -263,3 +263,20 @@ def test_search_text_lists_hits_and_the_rest_of_a_budget() -> None:
     out = fmt_hits(res)
     assert "[7] a.md:3 A > B · 0.90 — the **match**" in out
     assert "[9] a memory over budget" in out
+
+
+def test_agents_doc_snippets_parse_and_name_every_tool() -> None:
+    import json
+    import re
+    import tomllib
+
+    doc = (ROOT / "docs" / "agents.md").read_text()
+    blocks = re.findall(r"```(json|toml)\n(.*?)```", doc, re.S)
+    assert len(blocks) >= 4
+    for lang, body in blocks:
+        data = json.loads(body) if lang == "json" else tomllib.loads(body)
+        assert data
+    for name in EXPECTED_TOOLS:
+        assert f"| `{name}` |" in doc, name
+    assert "claude mcp add" in doc and "[mcp_servers.memoryd]" in doc
+    assert "agents.md" in (ROOT / "README.md").read_text()
