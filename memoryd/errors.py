@@ -62,7 +62,9 @@ class StoreError(MemorydError):
     code = -32012
 
 
+
 class Conflict(MemorydError):
-    """An edit was based on a version that is no longer current (a stale expected_sha256)."""
+    """The target changed since the caller last saw it (a stale sha256), or the change would
+    collide with something already stored."""
 
     code = -32009
