@@ -62,7 +62,6 @@ class StoreError(MemorydError):
     code = -32012
 
 
-
 class Conflict(MemorydError):
     """The target changed since the caller last saw it (a stale sha256), or the change would
     collide with something already stored."""
