@@ -128,8 +128,15 @@ def fmt_hits(res: dict[str, Any]) -> str:
 
 
 def fmt_record(rec: dict[str, Any]) -> str:
-    if "content" in rec and "path" in rec and "sha256" in rec:  # a note
+    if "content" in rec and "path" in rec and "sha256" in rec:  # note.read
         return f"{rec['path']} (sha256 {rec['sha256']}, {rec['size']} bytes)\n\n{rec['content']}"
+    if rec.get("kind") == "note":  # get {path, section?}
+        head = str(rec.get("path"))
+        if rec.get("section"):
+            head += f" § {rec['section']}"
+        if rec.get("start_line"):
+            head += f" (lines {rec['start_line']}-{rec.get('end_line')})"
+        return f"{head}\n\n{rec.get('content', '')}"
     meta = {
         k: rec.get(k)
         for k in ("id", "kind", "type", "tier", "tags", "importance", "namespace", "path")

@@ -280,3 +280,21 @@ def test_agents_doc_snippets_parse_and_name_every_tool() -> None:
         assert f"| `{name}` |" in doc, name
     assert "claude mcp add" in doc and "[mcp_servers.memoryd]" in doc
     assert "agents.md" in (ROOT / "README.md").read_text()
+
+
+def test_note_records_are_shown_with_their_place() -> None:
+    from memoryd.mcp import fmt_record
+
+    out = fmt_record(
+        {
+            "kind": "note",
+            "path": "a.md",
+            "section": "Tokens",
+            "start_line": 8,
+            "end_line": 12,
+            "content": "## Tokens\nrotate",
+        }
+    )
+    assert out.startswith("a.md § Tokens (lines 8-12)\n\n## Tokens")
+    read = fmt_record({"path": "a.md", "content": "x", "sha256": "ab" * 32, "size": 1})
+    assert read.startswith(f"a.md (sha256 {'ab' * 32}, 1 bytes)")
