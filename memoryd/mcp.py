@@ -592,14 +592,17 @@ def resolve_socket(explicit: str | None, config: str | None) -> str:
     the config file, so a socket moved in config.toml is found)."""
     if explicit or os.environ.get("MEMORYD_SOCKET"):
         return socket_path(explicit)
+    from pathlib import Path
+
+    from memoryd.config import load_config
+    from memoryd.errors import MemorydError
+
     try:
-        from pathlib import Path
-
-        from memoryd.config import load_config
-
         return str(load_config(Path(config) if config else None).socket)
-    except Exception:
-        return socket_path(None)
+    except (MemorydError, OSError) as exc:
+        fallback = socket_path(None)
+        print(f"memoryd mcp: {exc}; using the default socket {fallback}", file=sys.stderr)
+        return fallback
 
 
 def add_parser(sub: Any) -> None:
@@ -625,18 +628,11 @@ def add_parser(sub: Any) -> None:
 def cmd_mcp(args: argparse.Namespace) -> int:
     try:
         import anyio
-    except ImportError:  # pragma: no cover - the extra is missing
-        anyio = None  # type: ignore[assignment]
-    try:
         import mcp  # noqa: F401
     except ImportError:
-        print(
-            "memoryd mcp needs the MCP SDK: pip install 'memoryd[mcp]'",
-            file=sys.stderr,
-        )
+        print("memoryd mcp needs the MCP SDK: pip install 'memoryd[mcp]'", file=sys.stderr)
         return 2
     namespace = args.namespace or os.environ.get("MEMORYD_NAMESPACE") or None
     bridge = Bridge(resolve_socket(args.socket, args.config), namespace, timeout=args.timeout)
-    assert anyio is not None
     anyio.run(serve, bridge)
     return 0

@@ -298,3 +298,14 @@ def test_note_records_are_shown_with_their_place() -> None:
     assert out.startswith("a.md § Tokens (lines 8-12)\n\n## Tokens")
     read = fmt_record({"path": "a.md", "content": "x", "sha256": "ab" * 32, "size": 1})
     assert read.startswith(f"a.md (sha256 {'ab' * 32}, 1 bytes)")
+
+
+def test_socket_comes_from_flag_env_or_config(tmp_path: Path, monkeypatch: Any) -> None:
+    from memoryd.mcp import resolve_socket
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('socket = "/tmp/md-from-config.sock"\n')
+    assert resolve_socket("/tmp/flag.sock", str(cfg)) == "/tmp/flag.sock"
+    assert resolve_socket(None, str(cfg)) == "/tmp/md-from-config.sock"
+    monkeypatch.setenv("MEMORYD_SOCKET", "/tmp/env.sock")
+    assert resolve_socket(None, str(cfg)) == "/tmp/env.sock"
