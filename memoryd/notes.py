@@ -28,6 +28,7 @@ import re
 import secrets
 import stat
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -71,6 +72,8 @@ def normalize(path: object, what: str = "path") -> str:
         raise InvalidInput(f"{what}: expected a workspace-relative path like 'notes/idea.md'")
     if "\x00" in path:
         raise InvalidInput(f"{what}: contains a NUL byte")
+    if any(ord(ch) < 0x20 or ch == "\x7f" for ch in path):
+        raise InvalidInput(f"{what}: contains a control character")
     if len(path) > MAX_PATH_CHARS:
         raise InvalidInput(f"{what}: longer than {MAX_PATH_CHARS} characters")
     if path.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:[\\/]", path):
@@ -162,7 +165,7 @@ class Notes:
         """The note's bytes before a change (None if it does not exist); refuses symlinks."""
         try:
             st = os.lstat(full)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # _ensure_parent says which is a file
             return None
         if stat.S_ISLNK(st.st_mode):
             raise Refused(f"{rel} is a symlink; write to the note it points to instead")
@@ -260,7 +263,7 @@ class Notes:
         data = self._encode(content)
         expected = check_sha(expected_sha256)
         self._check_size(rel, len(data))
-        with self._lock:
+        with self._lock, _os_errors(rel):
             current = self._current(full, rel)
             self._check_expected(rel, expected, current[0] if current else None)
             self._ensure_parent(full, rel)
@@ -277,7 +280,7 @@ class Notes:
         rel, full = self.resolve(path)
         added = self._encode(content)
         expected = check_sha(expected_sha256)
-        with self._lock:
+        with self._lock, _os_errors(rel):
             current = self._current(full, rel)
             self._check_expected(rel, expected, current[0] if current else None)
             old = current[0] if current else b""
@@ -304,7 +307,7 @@ class Notes:
             raise InvalidInput('expected_sha256: "" makes no sense for a move')
         if new_rel == rel:
             raise InvalidInput("new_path: same as path")
-        with self._lock:
+        with self._lock, _os_errors(rel):
             current = self._current(full, rel)
             if current is None:
                 raise NotFound(f"no note at {rel}")
@@ -390,6 +393,17 @@ def note_item(d: dict[str, Any]) -> dict[str, Any]:
         "title": title,
         "tags": d["tags"],
     }
+
+
+@contextlib.contextmanager
+def _os_errors(rel: str) -> Iterator[None]:
+    """A file system failure (disk full, name too long, permission) is the caller's answer, as
+    Refused with the system's reason, not an internal error; the old note is still in place."""
+    try:
+        yield
+    except OSError as exc:
+        log.warning("note change failed", path=rel, error=str(exc))
+        raise Refused(f"cannot change {rel}: {exc.strerror or exc}") from None
 
 
 def _fsync_dir(folder: Path) -> None:

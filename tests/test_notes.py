@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import rpc, wait_for
+from conftest import rpc
 
 from memoryd import api
 from memoryd.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge
@@ -45,6 +45,7 @@ def call(app: Any, name: str, **params: Any) -> Any:
         "   ",
         ".",
         "ok\x00.md",
+        "line\nbreak.md",
         None,
         42,
     ],
@@ -202,6 +203,15 @@ def test_size_limit_from_config(make_app: Any) -> None:
         app.notes.read("huge.md")
 
 
+def test_file_system_failures_are_refusals_not_internal_errors(make_app: Any) -> None:
+    app = make_app(model=None)
+    with pytest.raises(Refused, match="File name too long"):
+        app.notes.write("n" * 300 + ".md", "x")
+    app.notes.write("file.md", "x")
+    with pytest.raises(InvalidInput, match="is a file, not a folder"):
+        app.notes.write("file.md/inner.md", "x")
+
+
 def test_content_must_be_text(make_app: Any) -> None:
     app = make_app(model=None)
     for bad in (None, 3, ["a"], "nul\x00byte"):
@@ -222,7 +232,7 @@ def test_a_failed_write_leaves_the_old_note_and_no_temp_file(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", broken_fsync)
-    with pytest.raises(OSError):
+    with pytest.raises(Refused, match="No space left on device"):
         app.notes.write("keep.md", "the new text\n")
     monkeypatch.undo()
     assert (app.cfg.workspace / "keep.md").read_text() == "the old text\n"
@@ -347,15 +357,14 @@ def test_note_methods_over_the_socket(daemon_factory: Any) -> None:
 
 def test_daily_log_follows_folder_and_filename_format(make_app: Any) -> None:
     app = make_app(model=None, dailylog={"folder": "Journal", "filename": "%Y/%m/%Y-%m-%d (%a).md"})
-    app.start(jobs=False)
-    wait_for(app.ready.is_set)
+    # no watcher here: watchdog warns from its thread when nested folders appear at once
     app.memories.add("a memory about a pangolin")
     now = datetime.now().astimezone()
     path = app.cfg.workspace / "Journal" / now.strftime("%Y/%m/%Y-%m-%d (%a).md")
     assert "pangolin" in path.read_text()
     assert app.dailylog.is_log_file(path.relative_to(app.cfg.workspace).as_posix())
     # its own line is still not indexed twice (the marker rule follows the new layout)
-    wait_for(lambda: app.indexer.totals.indexed >= 1)
+    assert app.indexer.reconcile().indexed == 1
     assert hits(app, "pangolin") == [None]  # the memory only
 
 
