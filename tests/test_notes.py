@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import rpc
+from conftest import rpc, wait_for
 
 from memoryd import api
 from memoryd.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge
@@ -137,6 +137,18 @@ def test_write_then_read_round_trip_keeps_front_matter_and_is_searchable(make_ap
     before = app.indexer.totals.indexed
     app.indexer.sync_paths([app.cfg.workspace / "zoo" / "llama.md"])
     assert app.indexer.totals.indexed == before
+
+
+def test_the_watchers_later_event_finds_the_written_note_unchanged(make_app: Any) -> None:
+    app = make_app(model=None)
+    app.start(jobs=False)
+    wait_for(app.ready.is_set)
+    indexed, unchanged = app.indexer.totals.indexed, app.indexer.totals.unchanged
+    app.notes.write("flat.md", "# Flat\nan ibex on a ledge\n")
+    assert app.indexer.totals.indexed == indexed + 1  # indexed by the write itself
+    wait_for(lambda: app.indexer.totals.unchanged > unchanged)  # the watcher's turn
+    assert app.indexer.totals.indexed == indexed + 1
+    assert hits(app, "ibex") == ["flat.md"]
 
 
 def test_read_missing_is_not_found(make_app: Any) -> None:
