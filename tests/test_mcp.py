@@ -12,7 +12,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from memoryd.mcp import Bridge, call_tool, fmt_hits
+from memoryd.mcp_tools import Bridge, call_tool, fmt_hits
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPECTED_TOOLS = {
@@ -283,7 +283,7 @@ def test_agents_doc_snippets_parse_and_name_every_tool() -> None:
 
 
 def test_note_records_are_shown_with_their_place() -> None:
-    from memoryd.mcp import fmt_record
+    from memoryd.mcp_tools import fmt_record
 
     out = fmt_record(
         {
