@@ -174,6 +174,40 @@ def test_mcp_without_a_daemon_says_how_to_start_it_and_recovers(
     assert not after.is_error, text(after)
 
 
+def test_two_agents_share_notes_and_keep_their_own_memories(
+    daemon_factory: Any, tmp_path: Path
+) -> None:
+    d = daemon_factory()
+
+    def params(ns: str) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "memoryd", "mcp", "--socket", str(d.socket), "--namespace", ns],
+            cwd=str(ROOT),
+        )
+
+    async def main() -> None:
+        with open(tmp_path / "mcp-stderr.log", "a") as errlog:
+            async with (
+                stdio_client(params("alpha"), errlog=errlog) as (ra, wa),
+                ClientSession(ra, wa) as a,
+                stdio_client(params("beta"), errlog=errlog) as (rb, wb),
+                ClientSession(rb, wb) as b,
+            ):
+                await a.initialize()
+                await b.initialize()
+                await a.call_tool("remember", {"content": "alpha prefers tabs over spaces"})
+                await a.call_tool("write_note", {"path": "shared.md", "content": "# Shared\nyak\n"})
+                seen = await b.call_tool("search", {"query": "yak"})
+                assert [h.get("path") for h in seen.structured_content["hits"]] == ["shared.md"]
+                mine = await b.call_tool("search", {"query": "tabs spaces", "kind": "memory"})
+                assert mine.structured_content["hits"] == []  # alpha's memory is alpha's
+                theirs = await a.call_tool("search", {"query": "tabs spaces", "kind": "memory"})
+                assert len(theirs.structured_content["hits"]) == 1
+
+    anyio.run(main)
+
+
 def test_namespace_from_the_environment(daemon_factory: Any, tmp_path: Path) -> None:
     d = daemon_factory()
 
