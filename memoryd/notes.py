@@ -1,7 +1,7 @@
 """Whole notes through the daemon: read, write, append, list, move files in the workspace.
 
 Paths are workspace-relative, '/'-separated. Refused, with InvalidInput: absolute paths, `..`
-anywhere, NUL bytes, empty names, and any target the indexer would not index (not `*.md` under
+anywhere, NUL bytes and control characters, empty names, and any target the indexer would not index (not `*.md` under
 the default `indexer.include`, inside a hidden folder, excluded by `indexer.exclude`): a note
 written through the API is always a note the index knows. Symlinks: a folder or file reached
 through a symlink must really be inside the workspace (the real path is checked); writes,
@@ -12,9 +12,13 @@ Writes are atomic: the new text goes to a hidden temp file in the same folder, w
 and renamed over the note, and then the folder is fsynced. A crash leaves the old note or the
 new one, never half of one. An edit may carry the SHA-256 of the file it was based on
 (`expected_sha256`); when the file changed since, the edit is refused with Conflict and nothing
-is written (`""` means "the note must not exist yet"). Every change is indexed before the call
+is written (`""` means "the note must not exist yet"). The file is compared once more just
+before the rename, so a save that lands while the new text is being written is not lost either:
+a guarded write becomes a Conflict, and an append is made again on top of it (this is also how
+an append and the daily log's own appends to the same file both survive). Every change is indexed before the call
 returns (`Indexer.sync_paths`), so the note is searchable at once; the watcher's later event
-finds it unchanged. Notes are written exactly as given: front matter is the caller's to keep
+finds it unchanged. A file system failure (disk full, name too long) is a Refused with the
+system's reason, and the old note stays. Notes are written exactly as given: front matter is the caller's to keep
 (read, edit, write back), and `append` never touches it.
 """
 
@@ -215,8 +219,15 @@ class Notes:
             if not cur.is_dir():
                 raise InvalidInput(f"path: {cur.relative_to(self.root)} is a file, not a folder")
 
-    def _atomic_write(self, full: Path, data: bytes, mode: int | None) -> None:
-        """Temp file in the same folder, fsync, rename over `full`, fsync the folder."""
+    def _atomic_write(
+        self, full: Path, data: bytes, mode: int | None, *, based_on: bytes | bool | None = True
+    ) -> None:
+        """Temp file in the same folder, fsync, rename over `full`, fsync the folder.
+
+        `based_on`: the bytes (None: no file) the new text was made from; when the file no
+        longer holds them at the last moment before the rename (an editor saved, the daily log
+        appended a line), nothing is replaced and _Changed is raised. True: replace regardless.
+        """
         folder = full.parent
         tmp = folder / f".{full.name}.{secrets.token_hex(4)}.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
@@ -231,6 +242,8 @@ class Notes:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            if based_on is not True and _bytes_now(full) != based_on:
+                raise _Changed(full)
             os.replace(tmp, full)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -268,7 +281,14 @@ class Notes:
             self._check_expected(rel, expected, current[0] if current else None)
             self._ensure_parent(full, rel)
             mode = stat.S_IMODE(current[1].st_mode) if current else None
-            self._atomic_write(full, data, mode)
+            based_on = (current[0] if current else None) if expected is not None else True
+            try:
+                self._atomic_write(full, data, mode, based_on=based_on)
+            except _Changed:
+                raise Conflict(
+                    f"{rel} changed while it was being written; read it again and retry",
+                    data={"path": rel, "current_sha256": _sha_now(full)},
+                ) from None
             self._index(full)
         log.info("note written", path=rel, bytes=len(data), created=current is None)
         return {"path": rel, "sha256": sha256_bytes(data), "created": current is None}
@@ -281,17 +301,25 @@ class Notes:
         added = self._encode(content)
         expected = check_sha(expected_sha256)
         with self._lock, _os_errors(rel):
-            current = self._current(full, rel)
-            self._check_expected(rel, expected, current[0] if current else None)
-            old = current[0] if current else b""
-            sep = b"\n" if old and not old.endswith(b"\n") else b""
-            data = old + sep + added
-            if not data.endswith(b"\n"):
-                data += b"\n"
-            self._check_size(rel, len(data))
-            self._ensure_parent(full, rel)
-            mode = stat.S_IMODE(current[1].st_mode) if current else None
-            self._atomic_write(full, data, mode)
+            for attempt in range(5):  # appends commute: one that raced another is made again
+                current = self._current(full, rel)
+                if attempt == 0:
+                    self._check_expected(rel, expected, current[0] if current else None)
+                old = current[0] if current else b""
+                sep = b"\n" if old and not old.endswith(b"\n") else b""
+                data = old + sep + added
+                if not data.endswith(b"\n"):
+                    data += b"\n"
+                self._check_size(rel, len(data))
+                self._ensure_parent(full, rel)
+                mode = stat.S_IMODE(current[1].st_mode) if current else None
+                try:
+                    self._atomic_write(full, data, mode, based_on=current[0] if current else None)
+                    break
+                except _Changed:
+                    continue
+            else:
+                raise Conflict(f"{rel} kept changing while appending; retry", data={"path": rel})
             self._index(full)
         log.info("note appended", path=rel, bytes=len(added))
         return {"path": rel, "sha256": sha256_bytes(data), "created": current is None}
@@ -393,6 +421,23 @@ def note_item(d: dict[str, Any]) -> dict[str, Any]:
         "title": title,
         "tags": d["tags"],
     }
+
+
+class _Changed(Exception):
+    """The file changed between reading it and replacing it."""
+
+
+def _bytes_now(full: Path) -> bytes | None:
+    try:
+        with open(full, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _sha_now(full: Path) -> str | None:
+    data = _bytes_now(full)
+    return None if data is None else sha256_bytes(data)
 
 
 @contextlib.contextmanager

@@ -272,6 +272,45 @@ def test_writes_go_through_a_temp_file_and_a_rename(
     assert (app.cfg.workspace / "n.md").stat().st_mode & 0o777 == 0o640  # mode kept
 
 
+def _edit_during_first_fsync(monkeypatch: pytest.MonkeyPatch, path: Path, text: str) -> None:
+    """Simulate an editor (or the daily log) changing the note while a change is in flight."""
+    real_fsync = os.fsync
+    done: list[bool] = []
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        if not done:
+            done.append(True)
+            with open(path, "a") as f:
+                f.write(text)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_an_edit_racing_an_append_is_kept(make_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(model=None)
+    app.notes.write("day.md", "# Day\n")
+    _edit_during_first_fsync(monkeypatch, app.cfg.workspace / "day.md", "- the daemon's line\n")
+    app.notes.append("day.md", "- the agent's line")
+    monkeypatch.undo()
+    assert (app.cfg.workspace / "day.md").read_text() == (
+        "# Day\n- the daemon's line\n- the agent's line\n"
+    )
+
+
+def test_an_edit_racing_a_guarded_write_is_a_conflict(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = make_app(model=None)
+    sha = app.notes.write("n.md", "v1\n")["sha256"]
+    _edit_during_first_fsync(monkeypatch, app.cfg.workspace / "n.md", "typed by a person\n")
+    with pytest.raises(Conflict, match="changed while it was being written"):
+        app.notes.write("n.md", "v2 from the agent\n", expected_sha256=sha)
+    monkeypatch.undo()
+    assert (app.cfg.workspace / "n.md").read_text() == "v1\ntyped by a person\n"
+    assert sorted(p.name for p in app.cfg.workspace.iterdir()) == ["n.md"]  # no temp left
+
+
 # --- append / move / list / recent ------------------------------------------------------------
 
 
