@@ -1,12 +1,12 @@
 """Whole notes through the daemon: read, write, append, list, move files in the workspace.
 
 Paths are workspace-relative, '/'-separated. Refused, with InvalidInput: absolute paths, `..`
-anywhere, NUL bytes and control characters, empty names, and any target the indexer would not index (not `*.md` under
-the default `indexer.include`, inside a hidden folder, excluded by `indexer.exclude`): a note
-written through the API is always a note the index knows. Symlinks: a folder or file reached
-through a symlink must really be inside the workspace (the real path is checked); writes,
-appends and moves refuse a note that is itself a symlink (the rename would replace the link with
-a file), so write to its target instead.
+anywhere, NUL bytes and control characters, empty names, and any target the indexer would not
+index (not `*.md` under the default `indexer.include`, inside a hidden folder, excluded by
+`indexer.exclude`): a note written through the API is always a note the index knows. Symlinks:
+a folder or file reached through a symlink must really be inside the workspace (the real path
+is checked); writes, appends and moves refuse a note that is itself a symlink (the rename would
+replace the link with a file), so write to its target instead.
 
 Writes are atomic: the new text goes to a hidden temp file in the same folder, which is fsynced
 and renamed over the note, and then the folder is fsynced. A crash leaves the old note or the
@@ -15,11 +15,13 @@ new one, never half of one. An edit may carry the SHA-256 of the file it was bas
 is written (`""` means "the note must not exist yet"). The file is compared once more just
 before the rename, so a save that lands while the new text is being written is not lost either:
 a guarded write becomes a Conflict, and an append is made again on top of it (this is also how
-an append and the daily log's own appends to the same file both survive). Every change is indexed before the call
-returns (`Indexer.sync_paths`), so the note is searchable at once; the watcher's later event
-finds it unchanged. A file system failure (disk full, name too long) is a Refused with the
-system's reason, and the old note stays. Notes are written exactly as given: front matter is the caller's to keep
-(read, edit, write back), and `append` never touches it.
+an append and the daily log's own appends to the same file both survive).
+
+Every change is indexed before the call returns (`Indexer.sync_paths`), so the note is
+searchable at once; the watcher's later event finds it unchanged. A file system failure (disk
+full, name too long) is a Refused with the system's reason, and the old note stays. Notes are
+written exactly as given: front matter is the caller's to keep (read, edit, write back), and
+`append` never touches it.
 """
 
 from __future__ import annotations
