@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                 t = time.perf_counter()
                 subprocess.run(["rg", "-i", "-l", query.split()[0], str(ws)], capture_output=True)
                 times["rg -i -l WORD"].append((time.perf_counter() - t) * 1000)
-        print(f"workspace: {made['files']} files, {counts} chunks; {a.runs} runs each, keyword mode")
+        print(f"workspace: {made['files']} files, {counts} chunks; {a.runs} runs each (keyword)")
         print(f"{'command':<40}{'p50 ms':>9}{'p95 ms':>9}{'mean ms':>9}")
         for name, values in times.items():
             if values:
