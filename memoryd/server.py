@@ -366,6 +366,17 @@ class Server:
         except TimeoutError:
             self.errors_total += 1
             return error_response(req_id, INTERNAL_ERROR, f"{name} timed out")
+        except TypeError as exc:
+            self.errors_total += 1
+            if not str(exc).startswith("Bad binding argument type"):
+                log.exception("request failed", method=name)
+                return error_response(req_id, INTERNAL_ERROR, f"internal error: {exc}")
+            # a request value reached SQL with a type no check caught (a list for a name, ...):
+            # the caller's mistake, answered as such; the traceback shows the missing check
+            log.exception("request failed on an unchecked value type", method=name)
+            return error_response(
+                req_id, INVALID_PARAMS, f"invalid params: a value of {name} has the wrong type"
+            )
         except Exception as exc:
             self.errors_total += 1
             log.exception("request failed", method=name)

@@ -329,3 +329,18 @@ def test_log_file_is_created_private(tmp_path: Path) -> None:
     log = tmp_path / "logs" / "memoryd.log"
     assert stat.S_IMODE(os.stat(log).st_mode) == 0o600
     assert "hello" in log.read_text()
+
+
+def test_a_value_of_the_wrong_type_reaching_sql_is_invalid_params(daemon_factory: Any) -> None:
+    """Found by the fuzzer: a list or an object where a name is expected got -32603."""
+    d = daemon_factory()
+    answers = exchange(
+        d.socket,
+        [
+            req("stats", {"namespace": ["a"]}),
+            req("session_start", {"namespace": {"a": 1}}),
+            req("ping"),
+        ],
+    )
+    assert [a.get("error", {}).get("code") for a in answers[:2]] == [-32602, -32602]
+    assert answers[2]["result"]["pong"] is True
