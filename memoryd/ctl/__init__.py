@@ -25,6 +25,7 @@ from memoryd.ctl.client import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from argparse import ArgumentParser
     from typing import Any
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -67,7 +68,8 @@ def version() -> str:
         return "unknown"
 
 
-def build_parser(only: str | None = None):  # type: ignore[no-untyped-def]
+def build_parser(only: str | None = None) -> ArgumentParser:
+    """argparse for every command, or with `only` for that one (imports argparse)."""
     from memoryd.ctl.parser import build_parser as build
 
     return build(only)
