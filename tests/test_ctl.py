@@ -1295,3 +1295,16 @@ def test_watch_and_reindex_against_a_real_daemon(daemon_factory: Any) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("indexed 30,")
     assert "Traceback" not in done.stderr
+
+
+def test_the_fast_launcher_runs_without_site(stub: Stub) -> None:
+    python = os.path.realpath(sys.executable)
+    out = subprocess.run(
+        [python, "-S", "-I", str(ROOT / "bin" / "memoryctl"), "--socket", str(stub.path), "ping"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("memoryd 0.1.0 is answering on ")
