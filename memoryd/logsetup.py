@@ -42,8 +42,8 @@ def configure(
     if name not in LEVELS:
         raise ValueError(f"unknown log level {level!r}")
     _state["level"], _state["name"] = LEVELS[name], name
+    old = _state.get("file_stream")
     if stream is None:
-        old = _state.get("file_stream")
         if file:
             if old is None or old.name != str(file):
                 Path(file).parent.mkdir(parents=True, exist_ok=True)
@@ -86,11 +86,20 @@ def configure(
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(max(logging.WARNING, LEVELS[name]))
+    if old is not None and old is not stream:  # a SIGHUP moved the log elsewhere
+        if _state.get("file_stream") is old:
+            del _state["file_stream"]
+        old.close()
 
 
 def _private_opener(path: str, flags: int) -> int:
-    """Log files are created 0600: they name files, queries and errors."""
-    return os.open(path, flags, 0o600)
+    """Log files are 0600: they name files, queries and errors. One left 0644 by an older
+    version is narrowed too (when it is ours)."""
+    fd = os.open(path, flags, 0o600)
+    st = os.fstat(fd)
+    if st.st_uid == os.getuid() and st.st_mode & 0o077:
+        os.fchmod(fd, 0o600)
+    return fd
 
 
 def get_logger(name: str) -> Any:

@@ -317,7 +317,11 @@ def test_log_file_is_created_private(tmp_path: Path) -> None:
     from memoryd import logsetup
 
     old = os.umask(0o022)
+    older = tmp_path / "older.log"  # left world-readable by an older version
+    older.write_text("x\n")
+    os.chmod(older, 0o644)
     try:
+        logsetup.configure("info", "json", older)
         logsetup.configure("info", "json", tmp_path / "logs" / "memoryd.log")
         logsetup.get_logger("t").info("hello")
     finally:
@@ -328,6 +332,7 @@ def test_log_file_is_created_private(tmp_path: Path) -> None:
             stream.close()
     log = tmp_path / "logs" / "memoryd.log"
     assert stat.S_IMODE(os.stat(log).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(older).st_mode) == 0o600
     assert "hello" in log.read_text()
 
 
