@@ -1308,3 +1308,15 @@ def test_the_fast_launcher_runs_without_site(stub: Stub) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("memoryd 0.1.0 is answering on ")
+
+
+def test_a_lone_surrogate_in_an_answer_prints_escaped(stub: Stub) -> None:
+    stub.results["get"] = {**RECORD, "content": "bad \ud800 text"}
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd.ctl", "--socket", str(stub.path), "get", "7"],
+        capture_output=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    assert b"bad \\ud800 text" in out.stdout

@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         build_parser().print_help(sys.stderr)
         return EXIT_USAGE
     args.json = getattr(args, "json", False)
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:  # text the daemon escaped (a lone surrogate) prints, escaped
+        reconfigure(errors="backslashreplace")
     slow = cmd.slow or getattr(args, "check", False)
     timeout = getattr(args, "timeout", None) or (SLOW_TIMEOUT if slow else DEFAULT_TIMEOUT)
     client = Client(socket_path(getattr(args, "socket", None)), timeout)
