@@ -9,6 +9,13 @@ Supported syntax (as in web search boxes):
 Everything else (unbalanced quotes, parentheses, column filters like `content:`, NEAR, ^, +,
 stray operators, control characters) is treated as plain text: every term is emitted as a quoted
 FTS5 string, so no input can raise an FTS5 syntax error.
+
+Chinese, Japanese and Korean: the index's tokenizer (store/tokenizer.py) turns a quoted CJK run
+into a phrase of its overlapping bigrams, so "数据库" is matched inside any sentence that has it.
+A CJK query is often a whole sentence without spaces ("李明负责什么"), which no note contains
+verbatim: in the any-term query each CJK run of MIN_CJK_SPLIT or more characters (shorter ones
+are most often one word: 数据库, 勉強会) is also offered as its separate bigrams (李明 OR 明负 OR
+负责 ...), and bm25 ranks the notes that share most of them.
 """
 
 from __future__ import annotations
@@ -16,7 +23,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memoryd.store.tokenizer import cjk_runs
+
 MAX_TERMS = 64
+MIN_CJK_SPLIT = 4  # CJK runs this long are also searched bigram by bigram in match_any
 # Words that carry no topic: left out of the any-term query (never out of the all-terms one),
 # so "what did we decide about auth?" fills its pool with notes about deciding and auth.
 STOP_WORDS = frozenset(
@@ -168,10 +178,21 @@ def _words(text: str) -> list[str]:
     return [w for w in _SPLIT.split(text) if w and _WORDISH.search(w)]
 
 
+def cjk_bigrams(words: list[str]) -> list[str]:
+    """The bigrams of the CJK runs of MIN_CJK_SPLIT or more characters in words, each once."""
+    out: dict[str, None] = {}
+    for word in words:
+        for run in cjk_runs(word):
+            if len(run) >= MIN_CJK_SPLIT:
+                out.update(dict.fromkeys(run[i : i + 2] for i in range(len(run) - 1)))
+    return list(out)
+
+
 def parse_query(text: str) -> ParsedQuery:
     text = _clean(text or "")
     groups: list[list[str]] = []  # OR-groups of quoted expressions, ANDed together
     topical: list[bool] = []  # per group: has a word that is not a stop word
+    loosened: list[str | None] = []  # per group: its any-term form when it has one (CJK)
     terms: list[str] = []
     negated: list[str] = []
     negate_next = False
@@ -219,6 +240,7 @@ def parse_query(text: str) -> ParsedQuery:
             negated.extend(lowered)
             groups.append(["NOT " + expr])
             topical.append(False)
+            loosened.append(None)
             or_next = False
             continue
         terms.extend(lowered)
@@ -226,19 +248,25 @@ def parse_query(text: str) -> ParsedQuery:
         if or_next and groups and not groups[-1][0].startswith("NOT "):
             groups[-1].append(expr)
             topical[-1] = topical[-1] or is_topical
+            loosened[-1] = None
         else:
             groups.append([expr])
             topical.append(is_topical)
+            bigrams = [] if body.startswith('"') or prefix else cjk_bigrams(words)
+            loosened.append(" OR ".join([expr, *map(quote_term, bigrams)]) if bigrams else None)
         or_next = False
     positives = [
-        (g, t) for g, t in zip(groups, topical, strict=True) if not g[0].startswith("NOT ")
+        (g, t, lo)
+        for g, t, lo in zip(groups, topical, loosened, strict=True)
+        if not g[0].startswith("NOT ")
     ]
     if not positives:
         return ParsedQuery(None, tuple(dict.fromkeys(terms)), tuple(negated))
-    parts = [("(" + " OR ".join(g) + ")") if len(g) > 1 else g[0] for g, _ in positives]
-    loose = [p for p, (_, t) in zip(parts, positives, strict=True) if t]
+    parts = [("(" + " OR ".join(g) + ")") if len(g) > 1 else g[0] for g, _, _ in positives]
+    loose = [lo or p for p, (_, t, lo) in zip(parts, positives, strict=True) if t]
     match = " AND ".join(parts)
-    match_any = " OR ".join(loose) if loose and len(parts) > 1 else None
+    widened = any(lo for _, _, lo in positives)
+    match_any = " OR ".join(loose) if loose and (len(parts) > 1 or widened) else None
     for g in groups:
         if g[0].startswith("NOT "):
             match = f"({match}) {g[0]}"

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from memoryd.fuzzy import FuzzyMatcher, Vocabulary, damerau
 from memoryd.store.db import connect
 from memoryd.store.migrations import migrate
+from memoryd.store.tokenizer import register
 
 NOTES = [
     "Docker networking: bridge vs host mode",
@@ -38,6 +39,7 @@ def add(con: apsw.Connection, *texts: str) -> None:
 
 def make_db(texts: Iterable[str], path: Path | str = ":memory:") -> apsw.Connection:
     con = apsw.Connection(str(path))
+    register(con)  # as db.connect() does: entries_fts uses the cjk tokenizer
     migrate(con)
     add(con, *texts)
     return con
