@@ -117,12 +117,15 @@ class CJKTokenizer:
         if not has_cjk(text):
             return tokens
         query = bool(flags & apsw.FTS5_TOKENIZE_QUERY)
+        # the tokens to rebuild; the ones between them are copied a slice at a time
+        rebuild = [i for i, t in enumerate(tokens) if not t[2].isascii() and has_cjk(t[2])]
         out: list[Token] = []
-        for tok in tokens:
-            if tok[2].isascii() or not has_cjk(tok[2]):
-                out.append(tok)
-                continue
-            out.extend(self._split(utf8, tok[0], tok[1], flags, locale, query))
+        done = 0
+        for i in rebuild:
+            out.extend(tokens[done:i])
+            out.extend(self._split(utf8, tokens[i][0], tokens[i][1], flags, locale, query))
+            done = i + 1
+        out.extend(tokens[done:])
         return out
 
     def _split(
