@@ -15,7 +15,8 @@ into a phrase of its overlapping bigrams, so "数据库" is matched inside any s
 A CJK query is often a whole sentence without spaces ("李明负责什么"), which no note contains
 verbatim: in the any-term query each CJK run of MIN_CJK_SPLIT or more characters (shorter ones
 are most often one word: 数据库, 勉強会) is also offered as its separate bigrams (李明 OR 明负 OR
-负责 ...), and bm25 ranks the notes that share most of them.
+负责; not those with a grammatical character: 什么, の会, ルは), and bm25 ranks the notes that
+share most of them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ from memoryd.store.tokenizer import cjk_runs
 
 MAX_TERMS = 64
 MIN_CJK_SPLIT = 4  # CJK runs this long are also searched bigram by bigram in match_any
+# Characters that mostly carry grammar, not topic: a bigram with one of them is left out of the
+# bigram-by-bigram any-term query (like STOP_WORDS), never out of the phrase. Hiragana (Japanese
+# particles and inflections: の, は, まった) and common Chinese function characters.
+CJK_STOP_CHARS = frozenset(
+    [chr(c) for c in range(0x3041, 0x30A0)]
+    + list("的了是在吗呢吧啊么什哪谁怎这那个")  # not 都 (京都), 和 (和食), 里 (公里)...
+)
 # Words that carry no topic: left out of the any-term query (never out of the all-terms one),
 # so "what did we decide about auth?" fills its pool with notes about deciding and auth.
 STOP_WORDS = frozenset(
@@ -179,12 +187,14 @@ def _words(text: str) -> list[str]:
 
 
 def cjk_bigrams(words: list[str]) -> list[str]:
-    """The bigrams of the CJK runs of MIN_CJK_SPLIT or more characters in words, each once."""
+    """The bigrams of the CJK runs of MIN_CJK_SPLIT or more characters in words, each once,
+    without those with a CJK_STOP_CHARS character."""
     out: dict[str, None] = {}
     for word in words:
         for run in cjk_runs(word):
             if len(run) >= MIN_CJK_SPLIT:
-                out.update(dict.fromkeys(run[i : i + 2] for i in range(len(run) - 1)))
+                pairs = (run[i : i + 2] for i in range(len(run) - 1))
+                out.update(dict.fromkeys(p for p in pairs if not CJK_STOP_CHARS.intersection(p)))
     return list(out)
 
 

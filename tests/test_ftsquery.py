@@ -71,7 +71,12 @@ def test_cjk_words_and_questions(con: apsw.Connection) -> None:
     assert rows(con, "据数") == []
     p = parse_query("李明负责什么")  # a whole question, no spaces: no note has it verbatim
     assert p.match == '"李明负责什么"' and p.terms == ("李明负责什么",)
-    assert p.match_any == '"李明负责什么" OR "李明" OR "明负" OR "负责" OR "责什" OR "什么"'
+    # its bigrams, less those with a grammatical character (什么 "what")
+    assert p.match_any == '"李明负责什么" OR "李明" OR "明负" OR "负责"'
+    assert (
+        parse_query("大阪のホテルはどこ").match_any
+        == '"大阪のホテルはどこ" OR "大阪" OR "ホテ" OR "テル"'
+    )
     assert parse_query("数据库").match_any is None  # three characters: most often one word
     assert parse_query('"李明负责什么"').match_any is None  # quoted: the phrase only
 
