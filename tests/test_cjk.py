@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
+from conftest import wait_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -247,3 +249,27 @@ def test_migration_needs_the_tokenizer(tmp_path: Path) -> None:
     version = con.execute("PRAGMA user_version").fetchall()[0][0]
     assert version == MIGRATIONS.index(m004_cjk_tokenizer)
     con.close()
+
+
+# --- the daemon ---------------------------------------------------------------------------------
+
+
+def test_memoryctl_search_finds_cjk_words_through_the_daemon(daemon_factory: Any) -> None:
+    d = daemon_factory()
+    for name, text in NOTES.items():
+        (d.workspace / name).write_text(text, encoding="utf-8")
+
+    def found(query: str) -> list[str]:
+        out = d.ctl("--json", "search", query, "--mode", "keyword")
+        assert out.returncode == 0, out.stderr
+        return [h.get("path") for h in json.loads(out.stdout)["hits"]]
+
+    wait_for(lambda: found("数据库") == ["zh.md"], timeout=10)
+    for query, note in [
+        ("李明", "zh.md"),
+        ("停机", "zh.md"),
+        ("渋谷", "ja.md"),
+        ("勉強会", "ja.md"),
+    ]:
+        assert found(query) == [note]
+    assert d.stop() == 0
