@@ -23,6 +23,9 @@ Source syntax (one construct per line):
                                          contain `key` (case-insensitive). Several marks allowed.
     ? TYPE fact-id,fact-id | question    a query (not part of the note). TYPE is one of
                                          single, temporal, multi, para, ident, cjk, none.
+    ? TYPE * | word                      evidence = every body line (outside front matter) of
+                                         every note that contains `word` (for bare-word queries
+                                         whose word occurs in several notes).
 
 Checks: every mark's key is in its line; every query's facts exist; `multi` evidence spans at
 least two notes; `none` has no facts; `para` shares no content word (after crude stemming)
@@ -42,7 +45,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 TYPES = ("single", "temporal", "multi", "para", "ident", "cjk", "none")
 _MARK = re.compile(r"\s*@@([\w.-]+):([^@]+?)(?=\s*@@|\s*$)")
-_QUERY = re.compile(r"^\?\s+(\w+)\s*([\w.,-]*)\s*\|\s*(.+?)\s*$")
+_QUERY = re.compile(r"^\?\s+(\w+)\s*([\w.,*-]*)\s*\|\s*(.+?)\s*$")
 
 STOP = set(
     """a about above after again against all am an and any are as at be because been before
@@ -85,6 +88,15 @@ class Query:
     facts: list[str]
     text: str
     where: str
+
+
+def body_start(lines: list[str]) -> int:
+    """Index of the first line after the front matter (0 when there is none)."""
+    if lines and lines[0].strip() == "---":
+        for n in range(1, len(lines)):
+            if lines[n].strip() == "---":
+                return n + 1
+    return 0
 
 
 def chat_header(spec: str) -> tuple[str, list[str]]:
@@ -152,6 +164,17 @@ def parse(sources: list[Path]) -> tuple[list[Note], dict[str, tuple[str, int, st
     for note in notes:
         while note.lines and not note.lines[-1].strip():
             note.lines.pop()
+    for i, q in enumerate(queries):
+        if q.facts == ["*"]:
+            q.facts = []
+            for note in notes:
+                for n in range(body_start(note.lines), len(note.lines)):
+                    if q.text.lower() in note.lines[n].lower():
+                        fid = f"*{i}:{note.path}:{n + 1}"
+                        facts[fid] = (note.path, n + 1, q.text)
+                        q.facts.append(fid)
+            if not q.facts:
+                errors.append(f"{q.where}: {q.text!r} occurs in no note")
     if errors:
         raise SystemExit("\n".join(errors))
     return notes, facts, queries
