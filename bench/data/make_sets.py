@@ -56,7 +56,7 @@ STOP = set(
     they this those through to too under until up very was we were what when where which while
     who whom why will with would you your yours yourself yourselves ever also get got yet still
     s t don didn doesn isn wasn won let lets ok okay oh yeah yes hey hi like one really just
-    thing things""".split()
+    thing things""".split()  # noqa: SIM905 (a word list reads better as prose)
 )
 
 
