@@ -294,17 +294,17 @@ def _holder(cfg: Any, fake: bool) -> Any:
     return default_model_holder(cfg)
 
 
-def build_index(ds: Dataset, root: Path, fake: bool) -> float:
+def build_index(ds: Dataset, root: Path, holder: Any) -> float:
     """Write the notes into root/ws, index and embed them into root/data. Returns seconds."""
     from memoryd.app import App
 
     started = time.perf_counter()
-    cfg = _config(root, fake)
+    cfg = _config(root, False)
     for rel, text in ds.notes.items():
         p = cfg.workspace / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
-    app = App(cfg, model=_holder(cfg, fake))
+    app = App(cfg, model=holder)
     try:
         app.indexer.reconcile()
         if app.model.state in ("idle", "loading", "ready"):
@@ -317,9 +317,10 @@ def build_index(ds: Dataset, root: Path, fake: bool) -> float:
 
 
 def open_index(
-    ds: Dataset, fake: bool, cache: Path | None, log: Callable[[str], None]
+    ds: Dataset, fake: bool, cache: Path | None, log: Callable[[str], None], holder: Any
 ) -> tuple[Any, Path, float]:
-    """An App over a fresh copy of the set's cached index (built first when missing)."""
+    """An App over a fresh copy of the set's cached index (built first when missing); every
+    App shares the one model holder, so the model is loaded once per run."""
     from memoryd.app import App
 
     build_s = 0.0
@@ -327,17 +328,16 @@ def open_index(
     model = model_identity(fake)
     key = hashlib.sha256(f"{ds.fingerprint()}|{model}|{code_fingerprint()}".encode())
     if cache is None:
-        build_s = build_index(ds, work / "idx", fake)
+        build_s = build_index(ds, work / "idx", holder)
     else:
         cached = cache / f"{ds.name}-{'fake' if fake else 'model'}-{key.hexdigest()[:16]}"
         if not (cached / "ready").exists():
             log(f"{ds.name}: indexing {len(ds.notes)} notes ({model})")
             shutil.rmtree(cached, ignore_errors=True)
-            build_s = build_index(ds, cached, fake)
+            build_s = build_index(ds, cached, holder)
             (cached / "ready").write_text(json.dumps({"model": model, "seconds": build_s}))
         shutil.copytree(cached, work / "idx", symlinks=True)
-    cfg = _config(work / "idx", fake)
-    app = App(cfg, model=_holder(cfg, fake))
+    app = App(_config(work / "idx", fake), model=holder)
     app.indexer.reconcile()  # a no-op on an unchanged copy; picks up nothing new
     if app.model.state in ("idle", "loading", "ready"):
         app.model.start()
@@ -367,8 +367,12 @@ def run_set(
     cache: Path | None = None,
     group: str | None = None,
     log: Callable[[str], None] = lambda s: None,
+    holder: Any = None,
 ) -> dict[str, Any]:
-    app, work, build_s = open_index(ds, fake, cache, log)
+    own = Path(tempfile.mkdtemp(prefix="mdq-model-")) if holder is None else None
+    if own is not None:
+        holder = _holder(_config(own, fake), fake)
+    app, work, build_s = open_index(ds, fake, cache, log, holder)
     out: dict[str, Any] = {"notes": len(ds.notes), "queries": len(ds.queries), "modes": {}}
     try:
         ready = app.model.state == "ready"
@@ -387,6 +391,8 @@ def run_set(
     finally:
         app.close()
         shutil.rmtree(work, ignore_errors=True)
+        if own is not None:
+            shutil.rmtree(own, ignore_errors=True)
     out["index_seconds"] = round(build_s, 2)
     return out
 
@@ -484,6 +490,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     report: dict[str, Any] = {"sets": {}, "modes": modes, "group": args.group}
     progress = (lambda s: None) if args.json else (lambda s: print(f"  {s}", flush=True))
+    model_root = Path(tempfile.mkdtemp(prefix="mdq-model-"))
+    holder = _holder(_config(model_root, args.fake), args.fake)
     for name in args.set or SETS:
         ds = load_set(args.data / name)
         problems = check_labels(ds)
@@ -498,7 +506,9 @@ def main(argv: list[str] | None = None) -> int:
             cache=None if args.no_cache else args.cache,
             group=args.group,
             log=progress,
+            holder=holder,
         )
+    shutil.rmtree(model_root, ignore_errors=True)
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if args.json:
