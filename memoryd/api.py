@@ -450,3 +450,7 @@ def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(name, str):
         raise InvalidInput("name: expected a job name (see the jobs method)")
     return app.jobs.run_now(name)
+
+
+# --- whole notes and recent activity: registered by memoryd/api_notes.py -----------------------
+from memoryd import api_notes  # noqa: E402, F401

@@ -24,6 +24,7 @@ from memoryd.indexer import Indexer
 from memoryd.jobs import Jobs
 from memoryd.logsetup import get_logger
 from memoryd.memories import Memories
+from memoryd.notes import Notes
 from memoryd.search import Searcher
 from memoryd.store import Store, entries, vectors
 from memoryd.timeutil import iso
@@ -90,6 +91,7 @@ class App:
             on_change=self._index_changed,
             clock=clock,
         )
+        self.notes = Notes(self.store, self.indexer, cfg.notes)
         self.memories = Memories(
             self.store,
             cfg.memories,
@@ -266,6 +268,7 @@ class App:
         self.indexer.settings = cfg.indexer
         self.memories.settings = cfg.memories
         self.dailylog.settings = cfg.dailylog
+        self.notes.settings = cfg.notes
         self.jobs.reschedule()
         if self.watcher is not None:
             self.watcher.set_debounce(cfg.indexer.debounce_ms / 1000)

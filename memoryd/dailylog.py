@@ -1,4 +1,5 @@
-"""The daily log: every memory added through the API, one line in <workspace>/daily/YYYY-MM-DD.md.
+"""The daily log: every memory added through the API, one line in <workspace>/daily/YYYY-MM-DD.md
+(folder and file name from `[dailylog] folder` and `filename`, e.g. Obsidian's daily-note layout).
 
 No feedback loop, by design:
   The log files live in the workspace and are indexed like any other file, so what a person
@@ -36,6 +37,7 @@ _MARKER = re.compile(r"^(?P<body>.*?)\s*<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8})
 class DailyLogSettings(Protocol):
     enabled: bool
     folder: str
+    filename: str  # strftime pattern, e.g. "%Y-%m-%d.md" (Obsidian's daily-note default)
     line_format: str
     header: str
 
@@ -64,8 +66,15 @@ class DailyLog:
     def folder(self) -> Path:
         return self.workspace / self.settings.folder
 
+    def path_for(self, when: datetime) -> Path:
+        """The log file of a local date: <workspace>/<folder>/<strftime(filename)>."""
+        name = when.strftime(getattr(self.settings, "filename", "%Y-%m-%d.md"))
+        return self.folder() / name
+
     def is_log_file(self, relpath: str) -> bool:
         folder = self.settings.folder.strip("/")
+        if folder in ("", "."):  # logs at the top of the workspace (Obsidian's default)
+            return relpath.endswith(".md")
         return relpath.startswith(folder + "/") and relpath.endswith(".md")
 
     def render(self, record: dict[str, Any], when: datetime) -> str:
@@ -95,7 +104,7 @@ class DailyLog:
             else self.clock()
         )
         when = datetime.fromtimestamp(ts).astimezone()  # local date: the day the user lived
-        path = self.folder() / f"{when:%Y-%m-%d}.md"
+        path = self.path_for(when)
         line = self.render(record, when) + "\n"
         try:
             with self._lock:

@@ -60,3 +60,10 @@ class StoreError(MemorydError):
     """The database failed in a way the caller cannot fix (corruption, disk full)."""
 
     code = -32012
+
+
+class Conflict(MemorydError):
+    """The target changed since the caller last saw it (a stale sha256), or the change would
+    collide with something already stored."""
+
+    code = -32009
