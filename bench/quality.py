@@ -2,6 +2,8 @@
 
     python -m bench quality [--set NAME ...] [--modes keyword,vector,hybrid,auto] [--json]
 
+Prints a table (or the JSON report) and writes bench/results/quality-<time>.json.
+
 A set is a folder in the BEIR layout: `queries.jsonl`, `qrels/test.tsv` and either `corpus/`
 (markdown notes, written into the workspace as they are) or `corpus.jsonl` (each document
 becomes `<_id>.md` = "# title" + text). A qrels row may carry a fourth column, the evidence
@@ -478,6 +480,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", type=int, help="evaluate a deterministic subset of N queries")
     p.add_argument("--no-cache", action="store_true", help="index from scratch, keep nothing")
     p.add_argument("--cache", type=Path, default=ROOT / "results" / "cache")
+    p.add_argument(
+        "--out", type=Path, default=ROOT / "results", help="folder for quality-<time>.json"
+    )
     p.add_argument("--data", type=Path, default=ROOT / "data", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -511,9 +516,12 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(model_root, ignore_errors=True)
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    args.out.mkdir(parents=True, exist_ok=True)
+    saved = args.out / f"quality-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    saved.write_text(json.dumps(report, indent=2))
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         print(table(report))
-        print(f"\n{report['seconds']} s in all")
+        print(f"\n{report['seconds']} s in all; written to {saved}")
     return 0

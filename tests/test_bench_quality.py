@@ -129,11 +129,15 @@ def test_quality_command_on_a_subset_with_the_fake_embedder(tmp_path: Path) -> N
         out = io.StringIO()
         with redirect_stdout(out):
             args = ["--fake", "--json", "--queries", "12", "--set", "chat-logs", "--set", "cjk"]
-            code = quality.main([*args, "--cache", str(tmp_path / "cache")])
+            code = quality.main(
+                [*args, "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out")]
+            )
         assert code == 0
         return json.loads(out.getvalue())
 
     first = run()
+    saved = list((tmp_path / "out").glob("quality-*.json"))
+    assert saved and json.loads(saved[0].read_text())["sets"] == first["sets"]
     assert set(first["sets"]) == {"chat-logs", "cjk"}
     for res in first["sets"].values():
         assert set(res["modes"]) == {"keyword", "vector", "hybrid", "auto"}
