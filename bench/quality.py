@@ -368,6 +368,7 @@ def run_set(
     fake: bool = False,
     cache: Path | None = None,
     group: str | None = None,
+    per_query: bool = False,
     log: Callable[[str], None] = lambda s: None,
     holder: Any = None,
 ) -> dict[str, Any]:
@@ -388,6 +389,15 @@ def run_set(
                 results[qid] = list(res["hits"])
             summary = summarise(ds, results)
             summary["seconds"] = round(time.perf_counter() - started, 2)
+            if per_query:
+                summary["per_query"] = {
+                    qid: {
+                        "hits": len(hits),
+                        "top": [f"{h.get('path')}:{h.get('start_line')}" for h in hits[:3]],
+                        **(score_query(ds, qid, hits) or {}),
+                    }
+                    for qid, hits in results.items()
+                }
             out["modes"][mode] = summary
             log(f"{ds.name} {mode}: {summary['seconds']} s")
     finally:
@@ -476,6 +486,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated (default: all)")
     p.add_argument("--group", choices=("note", "none"), help="search grouping, when supported")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--per-query",
+        action="store_true",
+        help="keep each query's figures and top 3 hits in the report (for finding misses)",
+    )
     p.add_argument("--fake", action="store_true", help="fake embedder (tests; not semantic)")
     p.add_argument("--queries", type=int, help="evaluate a deterministic subset of N queries")
     p.add_argument("--no-cache", action="store_true", help="index from scratch, keep nothing")
@@ -512,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
             group=args.group,
             log=progress,
             holder=holder,
+            per_query=args.per_query,
         )
     shutil.rmtree(model_root, ignore_errors=True)
     report["seconds"] = round(time.perf_counter() - started, 1)
