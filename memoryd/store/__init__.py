@@ -16,13 +16,31 @@ from typing import TypeVar
 
 import apsw
 
-from memoryd.errors import StoreError
+from memoryd.errors import DiskFull, StoreError
 from memoryd.store import db
 from memoryd.store.migrations import migrate
 
 T = TypeVar("T")
 
 __all__ = ["Store"]
+
+
+def disk_full(exc: BaseException) -> DiskFull:
+    return DiskFull(
+        f"the disk holding the database is full ({exc}); nothing was written. "
+        "Free some space and retry"
+    )
+
+
+def _end(con: apsw.Connection, how: str) -> None:
+    """End the open transaction, if there still is one (a failed COMMIT may have ended it)."""
+    if not con.in_transaction:
+        return
+    try:
+        con.execute(how)
+    except apsw.Error:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
 
 
 class Store:
@@ -59,8 +77,10 @@ class Store:
         con.execute("BEGIN")
         try:
             return fn(con)
+        except apsw.FullError as exc:
+            raise disk_full(exc) from None
         finally:
-            con.execute("COMMIT")
+            _end(con, "COMMIT")
 
     @contextmanager
     def write(self, *, durable: bool = False) -> Iterator[apsw.Connection]:
@@ -74,17 +94,29 @@ class Store:
             con = self._writer
             if durable:
                 con.execute("PRAGMA synchronous = FULL")
-            con.execute("BEGIN IMMEDIATE")
             try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            else:
-                con.execute("COMMIT")
+                con.execute("BEGIN IMMEDIATE")
+                try:
+                    yield con
+                except BaseException:
+                    _end(con, "ROLLBACK")
+                    raise
+                try:
+                    self._commit(con)
+                except BaseException:
+                    # COMMIT can fail (disk full, I/O error) and leave the transaction open:
+                    # roll it back, or every later write fails until a restart.
+                    _end(con, "ROLLBACK")
+                    raise
+            except apsw.FullError as exc:
+                raise disk_full(exc) from None
             finally:
                 if durable:
                     con.execute("PRAGMA synchronous = NORMAL")
+
+    def _commit(self, con: apsw.Connection) -> None:
+        """COMMIT (a method so tests can inject a failing commit)."""
+        con.execute("COMMIT")
 
     def run_write(self, fn: Callable[[apsw.Connection], T], *, durable: bool = False) -> T:
         with self.write(durable=durable) as con:
