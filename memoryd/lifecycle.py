@@ -171,6 +171,28 @@ select_ids = lcstore.select_ids
 delete_ids = lcstore.delete_ids
 
 
+def matching(
+    con: apsw.Connection, index: TriggerIndex, prompt: str, namespace: str | None
+) -> list[dict[str, Any]]:
+    """Memories whose trigger phrases occur in the prompt (of one namespace, or all)."""
+    found = index.match(con, prompt)
+    records = entries.get_many(con, list(found))
+    return [
+        {**records[i], "matched": found[i]}
+        for i in found
+        if i in records
+        and (not namespace or namespace == "*" or records[i]["namespace"] == namespace)
+    ]
+
+
+def is_promotion_candidate(feedback: dict[str, Any], settings: Any) -> bool:
+    """Useful often enough, and in a large enough share of its validations."""
+    useful, total = feedback["useful_count"], feedback["validation_count"]
+    return bool(
+        useful >= settings.promotion_min_useful and useful >= settings.promotion_min_ratio * total
+    )
+
+
 def summary(text: str, width: int = 100) -> str:
     line = " ".join(text.split())
     return line if len(line) <= width else line[: width - 1] + "…"

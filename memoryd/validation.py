@@ -193,8 +193,10 @@ def guard(values: dict[str, Any], mode: str, allow: object) -> Guarded:
         raise Refused(
             f"looks like a credential ({what}); not stored. Remove it, or pass allow_secrets "
             "(memoryctl --allow-secrets) if it is meant to be kept",
-            data={"secrets": sorted({k for ks in out.secrets.values() for k in ks}),
-                  "fields": sorted(out.secrets)},
+            data={
+                "secrets": sorted({k for ks in out.secrets.values() for k in ks}),
+                "fields": sorted(out.secrets),
+            },
         )
     if mode == "redact":
         for name in out.secrets:
@@ -213,5 +215,3 @@ def guard(values: dict[str, Any], mode: str, allow: object) -> Guarded:
         return out
     out.warnings.append(f"looks like a credential ({what})")
     return out
-
-

@@ -7,6 +7,7 @@ index data (chunks of workspace files, vectors) commits with NORMAL.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -150,25 +151,37 @@ class Store:
             tmp.unlink()
         db.ensure_private_file(tmp)
         os.unlink(tmp)  # VACUUM INTO wants a new file; its mode follows the umask below
-        con = apsw.Connection(str(self.path))  # its own connection: readers are query_only
         old = os.umask(0o077)
         try:
-            con.set_busy_timeout(db.BUSY_TIMEOUT_MS)
-            con.execute("VACUUM INTO ?", (str(tmp),))
+            con = apsw.Connection(str(self.path))  # its own connection: readers are query_only
+            try:
+                con.set_busy_timeout(db.BUSY_TIMEOUT_MS)
+                con.execute("VACUUM INTO ?", (str(tmp),))
+            finally:
+                con.close()
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, target)
+        except BaseException as exc:
+            tmp.unlink(missing_ok=True)  # a failed or interrupted copy leaves nothing behind
+            if isinstance(exc, apsw.FullError) or (
+                isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+            ):
+                raise disk_full(exc) from None
+            raise
         finally:
             os.umask(old)
-            con.close()
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, target)
 
     def restore_from(self, source: Path) -> None:
         """Replace the whole database with `source` through SQLite's backup API, under the
-        writer lock (readers finish on their snapshot; writes wait)."""
+        writer lock (readers finish on their snapshot; writes wait). The caller checks that
+        `source` is a memoryd database of the current schema (memoryd.checkpoints)."""
         src = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
         try:
             with self._lock, self._writer.backup("main", src, "main") as backup:
                 while not backup.done:
                     backup.step(-1)
+        except apsw.FullError as exc:
+            raise disk_full(exc) from None
         finally:
             src.close()
 

@@ -13,9 +13,7 @@ from typing import Any
 import apsw
 
 
-def set_triggers(
-    con: apsw.Connection, entry_id: int, phrases: Sequence[tuple[str, str]]
-) -> None:
+def set_triggers(con: apsw.Connection, entry_id: int, phrases: Sequence[tuple[str, str]]) -> None:
     """Replace a memory's trigger phrases: (phrase, normalised phrase) pairs."""
     con.execute("DELETE FROM triggers WHERE entry_id = ?", (entry_id,))
     for phrase, norm in phrases:
