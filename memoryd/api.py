@@ -50,14 +50,21 @@ class Method:
     fn: Callable[[App, dict[str, Any]], Any]
     params: frozenset[str]
     slow: bool = False  # runs long (reindex, jobs): no request timeout
+    own_check: frozenset[str] = frozenset()  # params the library checks item by item
 
 
 METHODS: dict[str, Method] = {}
 
 
-def method(name: str, params: set[str] | frozenset[str] = frozenset(), *, slow: bool = False):
+def method(
+    name: str,
+    params: set[str] | frozenset[str] = frozenset(),
+    *,
+    slow: bool = False,
+    own_check: frozenset[str] = frozenset(),
+):
     def register(fn: Callable[[App, dict[str, Any]], Any]) -> Callable[[App, dict[str, Any]], Any]:
-        METHODS[name] = Method(fn, frozenset(params), slow)
+        METHODS[name] = Method(fn, frozenset(params), slow, own_check)
         return fn
 
     return register
@@ -69,10 +76,27 @@ def lookup(name: str, params: dict[str, Any]) -> Method:
     unknown = set(params) - m.params
     if unknown:
         allowed = ", ".join(sorted(m.params)) or "none"
-        raise InvalidInput(
-            f"{name}: unknown param {', '.join(sorted(unknown))} (accepted: {allowed})"
-        )
+        shown = ", ".join(sorted(repr(k) for k in unknown))
+        raise InvalidInput(f"{name}: unknown param {shown} (accepted: {allowed})")
+    check_strings({k: v for k, v in params.items() if k not in m.own_check})
     return m
+
+
+def check_strings(params: dict[str, Any]) -> None:
+    """No string anywhere in the params (keys included, at any depth) may carry a NUL or a lone
+    surrogate: SQLite, the file system and UTF-8 output cannot take them. Iterative, so deep
+    nesting cannot overflow the stack."""
+    stack: list[tuple[str, Any]] = [(k, v) for k, v in params.items()]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            check_str(value, where)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                check_str(k, where)
+                stack.append((where, v))
+        elif isinstance(value, list):
+            stack.extend((where, v) for v in value)
 
 
 def _bool(params: dict[str, Any], key: str) -> bool:
@@ -314,7 +338,10 @@ def export(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"items": items, "count": len(items)}
 
 
-@method("import", {"items", "first_line", "allow_secrets"}, slow=True)
+# items: checked one by one (errors name the line), exactly as add checks its params
+@method(
+    "import", {"items", "first_line", "allow_secrets"}, slow=True, own_check=frozenset({"items"})
+)
 def import_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.import_items(
         params.get("items"),

@@ -27,7 +27,7 @@ _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
 def check_tier(value: object) -> str:
     if not isinstance(value, str) or value.strip().lower() not in TIERS:
-        raise InvalidInput(f"tier: expected one of {', '.join(TIERS)}, got {value!r}")
+        raise InvalidInput(f"tier: expected one of {', '.join(TIERS)}")
     return value.strip().lower()
 
 
@@ -49,7 +49,7 @@ def check_triggers(value: object) -> list[str]:
         if not phrase:
             continue
         if len(phrase) > 200 or not normalise_phrase(phrase):
-            raise InvalidInput(f"triggers: {p!r} is not a usable phrase")
+            raise InvalidInput("triggers: a phrase is empty of words or over 200 characters")
         if phrase not in phrases:
             phrases.append(phrase)
     if len(phrases) > 50:

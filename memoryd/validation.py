@@ -61,8 +61,8 @@ def check_name(value: object, field: str) -> str:
     text = check_str(value, field, limit=200).strip()
     if not _NAME.match(text):
         raise InvalidInput(
-            f"{field}: expected a short name (letters, digits, '_', '-', '.', ':', '/'), "
-            f"got {text!r}"
+            f"{field}: expected a short name (letters, digits, '_', '-', '.', ':', '/'; "
+            "at most 64 characters)"
         )
     return text.lower() if field == "type" else text
 
@@ -108,13 +108,21 @@ def check_confidence(value: object) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
+def _quiet(parse: Any, value: object, field: str) -> float:
+    """timeutil's parsers, with messages that do not repeat the rejected value."""
+    try:
+        return float(parse(value, what=field))
+    except InvalidInput as exc:
+        raise InvalidInput(exc.message.split(", got ")[0]) from None
+
+
 def check_time(value: object, field: str) -> float:
     """ISO 8601 or unix seconds between 1970 and 9999 (what ISO output can represent)."""
     if isinstance(value, str):
         check_str(value, field, limit=100)
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidInput(f"{field}: expected a finite time")
-    ts = parse_time(value, what=field)
+    ts = _quiet(parse_time, value, field)
     if not 0 <= ts <= MAX_TIME:
         raise InvalidInput(f"{field}: out of range (1970-01-01 to 9999-12-31)")
     return ts
@@ -141,7 +149,7 @@ def expiry(ttl: object, expires_at: object, now: float) -> float | None:
             check_str(ttl, "ttl", limit=100)
         if isinstance(ttl, float) and not math.isfinite(ttl):
             raise InvalidInput("ttl: expected a finite duration")
-        seconds = parse_duration(ttl, what="ttl")
+        seconds = _quiet(parse_duration, ttl, "ttl")
         if now + seconds > MAX_TIME:
             raise InvalidInput("ttl: too long (the expiry would be after 9999-12-31)")
         return now + seconds

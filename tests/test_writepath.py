@@ -86,9 +86,15 @@ def test_bad_values_answer_32602_over_the_socket(daemon_factory: Any) -> None:
         ("list", {"path": "x\ud800"}),
         ("get", {"id": 2**64}),
         ("update", {"id": mid, "context": "c\ud800"}),
+        ("search", {"query": "lone \ud800"}),
+        ("search", {"query": "ok", "tags": ["a\x00"]}),
+        ("add", {"content": "ok", "\ud800": 1}),
+        ("import", {"items": [{"content": "ok", "history": [{"field": "x\ud800"}]}]}),
+        ("add", {"content": "ok", "ttl": AWS}),
     ]:
         resp = rpc(d.socket, method, params)
         assert resp["error"]["code"] == -32602, (method, params, resp)
+        assert AWS not in resp["error"]["message"]
     assert d.call("ping")["pong"] is True
 
 

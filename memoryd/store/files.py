@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,11 +37,17 @@ def describe(path: Path) -> FileInfo:
 
 def migrated_copy(source: Path, target: Path) -> None:
     """A copy of `source` at `target` (must not exist), migrated to the current schema."""
-    con = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
+    db.ensure_private_file(target)
+    os.unlink(target)  # VACUUM INTO wants a new file; owner-only through the umask
+    old = os.umask(0o077)
     try:
-        con.execute("VACUUM INTO ?", (str(target),))
+        con = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            con.execute("VACUUM INTO ?", (str(target),))
+        finally:
+            con.close()
     finally:
-        con.close()
+        os.umask(old)
     wcon, _ = db.connect(target, writer=True)
     try:
         migrate(wcon, None)
