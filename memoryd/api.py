@@ -340,14 +340,23 @@ def export(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 # items: checked one by one (errors name the line), exactly as add checks its params
 @method(
-    "import", {"items", "first_line", "allow_secrets"}, slow=True, own_check=frozenset({"items"})
+    "import",
+    {"items", "first_line", "allow_secrets", "dry_run"},
+    slow=True,
+    own_check=frozenset({"items"}),
 )
 def import_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.import_items(
         params.get("items"),
         first_line=params.get("first_line", 1),
         allow_secrets=params.get("allow_secrets", False),
+        dry_run=params.get("dry_run", False),
     )
+
+
+@method("checkpoint.delete", {"name", "kind"})
+def checkpoint_delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return checkpoints.delete(app, params.get("name"), params.get("kind", "checkpoint"))
 
 
 SEARCH_PARAMS = FILTER_PARAMS | {

@@ -124,7 +124,8 @@ class App:
         lc = self.cfg.lifecycle
         from memoryd.markdown import sha256_text
 
-        if self.model.state == "ready" and self.embedder.ensure_model() is not None:
+        vec_ok = self.store.vec_enabled  # without sqlite-vec there is no knn: use words
+        if vec_ok and self.model.state == "ready" and self.embedder.ensure_model() is not None:
             model_id = self.embedder.model_id
             assert model_id is not None
             vec = self.model.embed_batch([text])[0]

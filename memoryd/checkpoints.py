@@ -61,6 +61,21 @@ def create(app: App, name: object) -> dict[str, Any]:
     return {"name": name, "path": str(path), "bytes": path.stat().st_size}
 
 
+def delete(app: App, name: object, kind: object = "checkpoint") -> dict[str, Any]:
+    """Remove a checkpoint or a snapshot (to forget a deleted memory everywhere)."""
+    if kind == "checkpoint":
+        path = _path(app, name)
+    elif kind == "snapshot":
+        path = app.cfg.data_dir / "snapshots" / f"{check_name(name)}.db"
+    else:
+        raise InvalidInput("kind: expected checkpoint or snapshot")
+    if not path.is_file():
+        raise NotFound(f"no {kind} named {name!r}")
+    path.unlink()
+    log.info("copy deleted", kind=kind, name=name)
+    return {"deleted": name, "kind": kind}
+
+
 def list_all(app: App) -> list[dict[str, Any]]:
     out = []
     for p in sorted(folder(app).glob("*.db")):

@@ -237,7 +237,13 @@ class Memories:
             lambda con: entries.find_memory_by_hash(con, mem.namespace, mem.content_hash)
         )
         if existing is None and self.near_duplicates is not None:
-            near = self.near_duplicates(mem.content, mem.namespace)
+            try:
+                near = self.near_duplicates(mem.content, mem.namespace)
+            except StoreError:
+                raise
+            except Exception:  # a hint only: it never stops a memory from being stored
+                log.exception("near-duplicate check failed", namespace=mem.namespace)
+                near = []
             if near:
                 ids = ", ".join(str(n["id"]) for n in near)
                 warnings.append(f"near duplicate of memory {ids}")
@@ -402,11 +408,17 @@ class Memories:
     # -- import ---------------------------------------------------------------------------------
 
     def import_items(
-        self, items: object, *, first_line: object = 1, allow_secrets: object = False
+        self,
+        items: object,
+        *,
+        first_line: object = 1,
+        allow_secrets: object = False,
+        dry_run: object = False,
     ) -> dict[str, Any]:
         """Store exported memories, all or nothing. Each item is checked exactly as `add`
         checks (plus the fields only an export carries); an error names the item's line,
-        counted from `first_line` (the file's line of the first item)."""
+        counted from `first_line` (the file's line of the first item). dry_run: check and
+        count only (a client sending a large file in batches checks them all first)."""
         from memoryd import transfer
 
         if not isinstance(items, list):
@@ -423,6 +435,13 @@ class Memories:
                 data = dict(exc.data or {})
                 data["line"] = line
                 raise type(exc)(f"line {line}: {exc.message}", data=data) from None
+        if not isinstance(dry_run, bool):
+            raise InvalidInput("dry_run: expected true or false")
+        if dry_run:
+            return {
+                **self.store.read(lambda con: transfer.plan_items(con, checked)),
+                "dry_run": True,
+            }
         counts = self.store.run_write(
             lambda con: transfer.store_items(con, checked, now=now), durable=True
         )

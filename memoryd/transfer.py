@@ -138,6 +138,20 @@ def store_items(con: apsw.Connection, items: list[dict[str, Any]], *, now: float
     return counts
 
 
+def plan_items(con: apsw.Connection, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """What store_items would do, without writing: counts only."""
+    seen: set[tuple[str, str]] = set()
+    counts: dict[str, Any] = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}
+    for v in items:
+        key = (v["namespace"], v["content_hash"])
+        if key in seen or tstore.memory_by_hash(con, *key) is not None:
+            counts["skipped_duplicates"] += 1
+        else:
+            counts["imported"] += 1
+        seen.add(key)
+    return counts
+
+
 def parse_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, item) for each non-blank line of an export file."""
     for n, line in enumerate(text.splitlines(), start=1):

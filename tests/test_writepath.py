@@ -442,3 +442,48 @@ def test_migration_backup_is_private(tmp_path: Path) -> None:
     con.close()
     (backup,) = tmp_path.glob("*.bak")
     assert backup.stat().st_mode & 0o777 == 0o600
+
+
+def test_import_dry_run_checks_everything_and_stores_nothing(make_app: Any) -> None:
+    app = make_app(model=None)
+    call(app, "add", content="already here")
+    items = [_item("already here"), _item("new one"), _item("new one")]
+    res = call(app, "import", items=items, dry_run=True)
+    assert res == {"imported": 1, "skipped_duplicates": 2, "vectors": 0, "dry_run": True}
+    assert memory_count(app) == 1
+    with pytest.raises(InvalidInput, match="line 3:"):
+        call(app, "import", items=[*items[:2], _item("x", importance=99)], dry_run=True)
+
+
+def test_checkpoint_delete_forgets_the_copy(make_app: Any) -> None:
+    app = make_app(model=None)
+    mid = call(app, "add", content="the locker combination is 1234")["id"]
+    call(app, "checkpoint.create", name="c1")
+    app.jobs.run_now("snapshot")
+    res = call(app, "delete", id=mid)
+    kinds = {c["kind"]: c["name"] for c in res["still_in"]}
+    assert set(kinds) == {"checkpoint", "snapshot"}
+    for kind, name in kinds.items():
+        call(app, "checkpoint.delete", name=name, kind=kind)
+    assert call(app, "checkpoint.list")["checkpoints"] == []
+    assert list((app.cfg.data_dir / "snapshots").glob("*.db")) == []
+    with pytest.raises(NotFound):
+        call(app, "checkpoint.delete", name="c1")
+    with pytest.raises(InvalidInput):
+        call(app, "checkpoint.delete", name="../memoryd")
+
+
+def test_a_failing_near_duplicate_check_never_blocks_an_add(make_app: Any) -> None:
+    app = make_app()
+    app.model.start()
+    assert app.model.wait_ready(10)
+    app.store.vec_enabled = False  # as when sqlite-vec is missing: no knn, word overlap only
+    call(app, "add", content="the staging database runs on port 5433")
+    again = call(app, "add", content="the staging database runs on port 5433 now")
+    assert again["near_duplicates"]
+
+    def broken(text: str, ns: str) -> list:
+        raise RuntimeError("vector search exploded")
+
+    app.memories.near_duplicates = broken
+    assert call(app, "add", content="stored anyway")["stored"] is True
