@@ -119,9 +119,9 @@ def check_fields(raw: dict[str, Any], max_bytes: int, now: float) -> dict[str, A
         if key == "content":
             out["content"] = check_content(value, max_bytes)
             out["content_hash"] = sha256_text(out["content"])
-        elif value is None:
-            if key in ("source", "context", "expires_at", "ttl"):
-                out.setdefault(key if key != "ttl" else "expires_at", None)
+        elif value is None:  # ttl None: no change; these three None: cleared (update)
+            if key in ("source", "context", "expires_at"):
+                out.setdefault(key, None)
         elif key == "type":
             out["type"] = check_name(value, "type")
         elif key == "tags":

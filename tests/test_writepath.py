@@ -487,3 +487,11 @@ def test_a_failing_near_duplicate_check_never_blocks_an_add(make_app: Any) -> No
 
     app.memories.near_duplicates = broken
     assert call(app, "add", content="stored anyway")["stored"] is True
+
+
+def test_update_with_ttl_none_keeps_the_expiry(make_app: Any) -> None:
+    app = make_app(model=None)
+    mid = call(app, "add", content="expires later", ttl="7d")["id"]
+    before = call(app, "get", id=mid)["expires_at"]
+    assert call(app, "update", id=mid, ttl=None, importance=7)["expires_at"] == before
+    assert call(app, "update", id=mid, expires_at=None)["expires_at"] is None
