@@ -16,27 +16,27 @@ from typing import Any, Protocol
 from memoryd import lifecycle
 from memoryd.errors import InvalidInput, MemorydError, NotFound, StoreError
 from memoryd.logsetup import get_logger
-from memoryd.markdown import sha256_text
 from memoryd.store import Store, entries
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.entries import Filters, NewMemory
 from memoryd.validation import (
-    MAX_SOURCE,
+    ADD_FIELDS,
+    IMPORT_FIELDS,
     check_confidence,
     check_content,
-    check_count,
+    check_fields,
     check_id,
     check_importance,
     check_name,
     check_str,
     check_tags,
     check_text,
-    check_time,
     expiry,
     guard,
 )
 
 __all__ = [
+    "ADD_FIELDS",
     "Added",
     "Memories",
     "check_confidence",
@@ -50,40 +50,6 @@ __all__ = [
 ]
 
 log = get_logger("memoryd.memories")
-
-ADD_FIELDS = frozenset(
-    {
-        "content",
-        "type",
-        "tags",
-        "importance",
-        "confidence",
-        "source",
-        "context",
-        "ttl",
-        "expires_at",
-        "namespace",
-        "tier",
-        "triggers",
-    }
-)
-# What an exported item may carry beyond what add takes (ttl is not exported: expires_at is).
-IMPORT_FIELDS = (ADD_FIELDS - {"ttl"}) | {
-    "id",
-    "kind",
-    "content_hash",
-    "created_at",
-    "updated_at",
-    "last_accessed_at",
-    "access_count",
-    "useful_count",
-    "validation_count",
-    "history",
-    "access_log",
-    "vector",
-    "model",
-}
-MAX_IMPORT_HISTORY = 10000
 
 
 class MemorySettings(Protocol):
@@ -101,61 +67,6 @@ class Added:
     warnings: tuple[str, ...] = ()
     near_duplicates: tuple[dict[str, Any], ...] = ()
     stored: bool = True
-
-
-def check_fields(raw: dict[str, Any], max_bytes: int, now: float) -> dict[str, Any]:
-    """The one validator: every field of add, update and import -> column values.
-
-    A None value means "not given" for add and import, and "clear it" for update (source,
-    context, expires_at). Unknown fields are refused, by name.
-    """
-    if raw.get("ttl") is not None and raw.get("expires_at") is not None:
-        raise InvalidInput("give ttl or expires_at, not both")
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        if not isinstance(key, str):
-            raise InvalidInput("field names must be strings")
-        check_str(key, "field name", limit=64)
-        if key == "content":
-            out["content"] = check_content(value, max_bytes)
-            out["content_hash"] = sha256_text(out["content"])
-        elif value is None:  # ttl None: no change; these three None: cleared (update)
-            if key in ("source", "context", "expires_at"):
-                out.setdefault(key, None)
-        elif key == "type":
-            out["type"] = check_name(value, "type")
-        elif key == "tags":
-            out["tags"] = check_tags(value)
-        elif key == "importance":
-            out["importance"] = check_importance(value)
-        elif key == "confidence":
-            out["confidence"] = check_confidence(value)
-        elif key == "source":
-            out["source"] = check_text(value, "source", MAX_SOURCE)
-        elif key == "context":
-            out["context"] = check_text(value, "context")
-        elif key == "namespace":
-            out["namespace"] = check_name(value, "namespace")
-        elif key == "tier":
-            out["tier"] = lifecycle.check_tier(check_str(value, "tier", limit=64))
-        elif key == "triggers":
-            if isinstance(value, list | tuple):
-                for p in value:
-                    check_str(p, "triggers", limit=1000)
-            elif isinstance(value, str):
-                check_str(value, "triggers", limit=50000)
-            out["triggers"] = lifecycle.check_triggers(value)
-        elif key == "ttl":
-            out["expires_at"] = expiry(value, None, now)
-        elif key == "expires_at":
-            out["expires_at"] = check_time(value, "expires_at")
-        elif key in ("created_at", "updated_at", "last_accessed_at"):
-            out[key] = check_time(value, key)
-        elif key in ("access_count", "useful_count", "validation_count"):
-            out[key] = check_count(value, key)
-        else:
-            raise InvalidInput(f"unknown field {key!r}")
-    return out
 
 
 class Memories:

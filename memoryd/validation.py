@@ -1,5 +1,8 @@
 """The one validator every change to a memory goes through (add, update, import).
 
+`check_fields` is the validator; the `check_*` functions are its per-field checkers (also used by
+the API for filters).
+
 Each field has one checker; `check_fields` runs the checkers of the fields given, then the
 secret guard over every text field (content, context, source, tags, triggers). Messages name the
 field and what is wrong, never the rejected value itself (a rejected value may be a credential,
@@ -13,8 +16,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoryd import secretguard
+from memoryd import lifecycle, secretguard
 from memoryd.errors import InvalidInput, Refused, TooLarge
+from memoryd.markdown import sha256_text
 from memoryd.timeutil import parse_duration, parse_time
 
 MAX_INT = 2**63 - 1  # SQLite's INTEGER range
@@ -216,10 +220,100 @@ def guard(values: dict[str, Any], mode: str, allow: object) -> Guarded:
             else:
                 out.values[name] = secretguard.redact(value)
         if "content" in out.values:
-            from memoryd.markdown import sha256_text
-
             out.values["content_hash"] = sha256_text(out.values["content"])
         out.warnings.append(f"redacted: {what}")
         return out
     out.warnings.append(f"looks like a credential ({what})")
+    return out
+
+
+# --- every field of a memory -------------------------------------------------------------------
+
+ADD_FIELDS = frozenset(
+    {
+        "content",
+        "type",
+        "tags",
+        "importance",
+        "confidence",
+        "source",
+        "context",
+        "ttl",
+        "expires_at",
+        "namespace",
+        "tier",
+        "triggers",
+    }
+)
+# What an exported item may carry beyond what add takes (ttl is not exported: expires_at is).
+IMPORT_FIELDS = (ADD_FIELDS - {"ttl"}) | {
+    "id",
+    "kind",
+    "content_hash",
+    "created_at",
+    "updated_at",
+    "last_accessed_at",
+    "access_count",
+    "useful_count",
+    "validation_count",
+    "history",
+    "access_log",
+    "vector",
+    "model",
+}
+MAX_IMPORT_HISTORY = 10000
+
+
+def check_fields(raw: dict[str, Any], max_bytes: int, now: float) -> dict[str, Any]:
+    """The one validator: every field of add, update and import -> column values.
+
+    A None value means "not given" for add and import, and "clear it" for update (source,
+    context, expires_at). Unknown fields are refused, by name.
+    """
+    if raw.get("ttl") is not None and raw.get("expires_at") is not None:
+        raise InvalidInput("give ttl or expires_at, not both")
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            raise InvalidInput("field names must be strings")
+        check_str(key, "field name", limit=64)
+        if key == "content":
+            out["content"] = check_content(value, max_bytes)
+            out["content_hash"] = sha256_text(out["content"])
+        elif value is None:  # ttl None: no change; these three None: cleared (update)
+            if key in ("source", "context", "expires_at"):
+                out.setdefault(key, None)
+        elif key == "type":
+            out["type"] = check_name(value, "type")
+        elif key == "tags":
+            out["tags"] = check_tags(value)
+        elif key == "importance":
+            out["importance"] = check_importance(value)
+        elif key == "confidence":
+            out["confidence"] = check_confidence(value)
+        elif key == "source":
+            out["source"] = check_text(value, "source", MAX_SOURCE)
+        elif key == "context":
+            out["context"] = check_text(value, "context")
+        elif key == "namespace":
+            out["namespace"] = check_name(value, "namespace")
+        elif key == "tier":
+            out["tier"] = lifecycle.check_tier(check_str(value, "tier", limit=64))
+        elif key == "triggers":
+            if isinstance(value, list | tuple):
+                for p in value:
+                    check_str(p, "triggers", limit=1000)
+            elif isinstance(value, str):
+                check_str(value, "triggers", limit=50000)
+            out["triggers"] = lifecycle.check_triggers(value)
+        elif key == "ttl":
+            out["expires_at"] = expiry(value, None, now)
+        elif key == "expires_at":
+            out["expires_at"] = check_time(value, "expires_at")
+        elif key in ("created_at", "updated_at", "last_accessed_at"):
+            out[key] = check_time(value, key)
+        elif key in ("access_count", "useful_count", "validation_count"):
+            out[key] = check_count(value, key)
+        else:
+            raise InvalidInput(f"unknown field {key!r}")
     return out
