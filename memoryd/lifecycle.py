@@ -15,6 +15,7 @@ from typing import Any
 
 import apsw
 
+from memoryd import secretguard
 from memoryd.errors import InvalidInput, NotFound
 from memoryd.markdown import estimate_tokens
 from memoryd.store import entries
@@ -106,10 +107,24 @@ def record_history(
     for name in HISTORY_FIELDS:
         if name in after and before.get(name) != after.get(name):
             lcstore.add_history(
-                con, entry_id, now, name, json.dumps(before.get(name)), json.dumps(after.get(name))
+                con,
+                entry_id,
+                now,
+                name,
+                json.dumps(_redacted(before.get(name))),
+                json.dumps(_redacted(after.get(name))),
             )
             changed.append(name)
     return changed
+
+
+def _redacted(value: Any) -> Any:
+    """History keeps no credential: redacting a memory must not leave the secret behind."""
+    if isinstance(value, str):
+        return secretguard.redact(value)
+    if isinstance(value, list):
+        return [secretguard.redact(v) if isinstance(v, str) else v for v in value]
+    return value
 
 
 def history(con: apsw.Connection, entry_id: int) -> list[dict[str, Any]]:

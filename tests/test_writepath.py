@@ -495,3 +495,26 @@ def test_update_with_ttl_none_keeps_the_expiry(make_app: Any) -> None:
     before = call(app, "get", id=mid)["expires_at"]
     assert call(app, "update", id=mid, ttl=None, importance=7)["expires_at"] == before
     assert call(app, "update", id=mid, expires_at=None)["expires_at"] is None
+
+
+def test_a_deleted_memory_leaves_no_trace_in_the_database_file(make_app: Any) -> None:
+    app = make_app(model=None)
+    for i in range(30):
+        call(app, "add", content=f"filler memory number {i} about gardening")
+    word = "zqxjvorpalblade"
+    mid = call(app, "add", content=f"the {word} is in the shed", tags=["tools"])["id"]
+    call(app, "update", id=mid, content=f"the {word} moved to the attic")
+    call(app, "used", id=mid)
+    call(app, "delete", id=mid)
+    app.store.checkpoint("TRUNCATE")
+    data = b"".join(p.read_bytes() for p in app.cfg.data_dir.glob("memoryd.db*") if p.is_file())
+    assert word.encode() not in data
+    assert word not in _daily(app)
+
+
+def test_history_keeps_no_credential_after_a_redaction(make_app: Any) -> None:
+    app = make_app(model=None)
+    mid = call(app, "add", content=f"deploy key {GHP}", allow_secrets=True)["id"]
+    call(app, "update", id=mid, content="deploy key is in the vault")
+    hist = call(app, "history", id=mid)["history"]
+    assert GHP not in json.dumps(hist) and "[REDACTED:github_token]" in json.dumps(hist)

@@ -52,6 +52,8 @@ class Store:
         db.ensure_private_file(self.path)
         self._lock = threading.RLock()
         self._writer, self.vec_enabled = db.connect(self.path, writer=True)
+        # Deleted content is overwritten in the file, not left in free space: forget means forget.
+        self._writer.execute("PRAGMA secure_delete = ON")
         migrate(self._writer, self.path)
         self._local = threading.local()
         self._readers: list[apsw.Connection] = []

@@ -155,10 +155,15 @@ def select_ids(
 
 
 def delete_ids(con: apsw.Connection, ids: Iterable[int]) -> int:
+    """Delete memories with everything that holds their text or use: the change history (old
+    contents), the access log; triggers go by cascade."""
     n = 0
     for i in ids:
         con.execute("DELETE FROM entries WHERE id = ? AND kind = 'memory'", (i,))
-        n += con.changes()
+        if con.changes():
+            n += 1
+            con.execute("DELETE FROM history WHERE entry_id = ?", (i,))
+            con.execute("DELETE FROM access_log WHERE entry_id = ?", (i,))
     return n
 
 

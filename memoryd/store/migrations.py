@@ -220,6 +220,8 @@ def m003_stable_ids(con: apsw.Connection) -> None:
     )
     con.execute("DELETE FROM sqlite_sequence WHERE name = 'entries'")
     con.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('entries', ?)", (high,))
+    # FTS5 keeps deleted tokens in its segments until a merge unless secure-delete is on.
+    con.execute("INSERT INTO entries_fts(entries_fts, rank) VALUES ('secure-delete', 1)")
     bad = con.execute("PRAGMA foreign_key_check").fetchall()
     if bad:
         raise RuntimeError(f"m003: foreign key check failed: {bad[:5]}")
