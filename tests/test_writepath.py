@@ -518,3 +518,19 @@ def test_history_keeps_no_credential_after_a_redaction(make_app: Any) -> None:
     call(app, "update", id=mid, content="deploy key is in the vault")
     hist = call(app, "history", id=mid)["history"]
     assert GHP not in json.dumps(hist) and "[REDACTED:github_token]" in json.dumps(hist)
+
+
+def test_bad_restore_and_bad_checkpoint_name_over_the_socket(daemon_factory: Any) -> None:
+    from tests.conftest import rpc
+
+    d = daemon_factory()
+    d.call("add", {"content": "survives a bad restore"})
+    folder = Path(d.cfg["data_dir"]) / "checkpoints"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "empty.db").write_bytes(b"")
+    resp = rpc(d.socket, "checkpoint.restore", {"name": "empty"})
+    assert resp["error"]["code"] == -32006 and "not a memoryd database" in resp["error"]["message"]
+    resp = rpc(d.socket, "checkpoint.create", {"name": "abc\n"})
+    assert resp["error"]["code"] == -32602
+    assert d.call("list")["items"][0]["content"] == "survives a bad restore"
+    assert d.call("add", {"content": "and writes still work"})["stored"] is True
