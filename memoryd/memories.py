@@ -189,7 +189,7 @@ class Memories:
         if rec is None:
             raise NotFound(f"no entry with id {eid}")
         if record_access:
-            self._access(eid, "get")
+            self._access([eid], "get")
         return rec
 
     def get_note(self, path: object, section: object = None) -> dict[str, Any]:
@@ -212,8 +212,7 @@ class Memories:
                 raise NotFound(f"no section {sec!r} in {rel} (sections: {names or 'none'})")
         else:
             chosen = chunks
-        for c in chosen:
-            self._access(c["id"], "get")
+        self._access([c["id"] for c in chosen], "get")
         return {
             "kind": "note",
             "path": rel,
@@ -245,12 +244,13 @@ class Memories:
             "last_accessed_at": rec["last_accessed_at"],
         }
 
-    def _access(self, eid: int, what: str) -> None:
+    def _access(self, ids: list[int], what: str) -> None:
+        """Record reads as accesses; a full disk (or any store failure) never fails the read."""
         now = self.clock()
         try:
-            self.store.run_write(lambda con: entries.record_access(con, what, [eid], now))
+            self.store.run_write(lambda con: entries.record_access(con, what, ids, now))
         except StoreError as exc:
-            log.warning("access not recorded", id=eid, error=exc.message)
+            log.warning("access not recorded", ids=ids[:10], error=exc.message)
 
     def list(
         self, filters: Filters, *, limit: int = 20, offset: int = 0

@@ -534,3 +534,13 @@ def test_bad_restore_and_bad_checkpoint_name_over_the_socket(daemon_factory: Any
     assert resp["error"]["code"] == -32602
     assert d.call("list")["items"][0]["content"] == "survives a bad restore"
     assert d.call("add", {"content": "and writes still work"})["stored"] is True
+
+
+def test_a_time_stored_out_of_range_no_longer_breaks_list(make_app: Any) -> None:
+    app = make_app(model=None)
+    mid = call(app, "add", content="imported by an old memoryd")["id"]
+    app.store.run_write(
+        lambda con: con.execute("UPDATE entries SET created_at = 1e20 WHERE id = ?", (mid,))
+    )
+    assert call(app, "list")["items"][0]["created_at"] == "9999-12-31T23:59:59Z"
+    assert call(app, "get", id=mid)["id"] == mid

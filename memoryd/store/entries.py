@@ -6,6 +6,7 @@ Functions take an open apsw connection; the Store decides transactions and durab
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,6 +122,23 @@ def filter_sql(f: Filters, now: float) -> tuple[str, list[Any]]:
     return (" AND ".join(parts) or "1"), params
 
 
+_MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
+
+
+def _iso(ts: Any) -> str | None:
+    """ISO time of a stored timestamp; one stored out of range (an old import let 1e20 in)
+    shows as the nearest representable time instead of failing every list and search."""
+    if ts is None:
+        return None
+    try:
+        value = float(ts)
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(value):
+        return None
+    return iso(min(max(value, 0.0), _MAX_TIME))
+
+
 def row_to_record(row: Sequence[Any]) -> dict[str, Any]:
     raw = dict(zip(_NAMES, row, strict=True))
     rec: dict[str, Any] = {
@@ -135,11 +153,11 @@ def row_to_record(row: Sequence[Any]) -> dict[str, Any]:
         "context": raw["context"],
         "namespace": raw["namespace"],
         "content_hash": raw["content_hash"],
-        "created_at": iso(raw["created_at"]),
-        "updated_at": iso(raw["updated_at"]),
-        "expires_at": iso(raw["expires_at"]),
+        "created_at": _iso(raw["created_at"]),
+        "updated_at": _iso(raw["updated_at"]),
+        "expires_at": _iso(raw["expires_at"]),
         "access_count": raw["access_count"],
-        "last_accessed_at": iso(raw["last_accessed_at"]),
+        "last_accessed_at": _iso(raw["last_accessed_at"]),
         "tier": raw["tier"],
     }
     if raw["kind"] == "memory":

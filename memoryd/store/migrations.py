@@ -220,6 +220,12 @@ def m003_stable_ids(con: apsw.Connection) -> None:
     )
     con.execute("DELETE FROM sqlite_sequence WHERE name = 'entries'")
     con.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('entries', ?)", (high,))
+    # Times out of the range ISO 8601 can show (imports used to let 1e20 in) broke every list.
+    for col in ("created_at", "updated_at", "expires_at", "last_accessed_at"):
+        con.execute(
+            f"UPDATE entries SET {col} = max(0, min({col}, 253402300799.0))"
+            f" WHERE {col} > 253402300799.0 OR {col} < 0"
+        )
     # FTS5 keeps deleted tokens in its segments until a merge unless secure-delete is on.
     con.execute("INSERT INTO entries_fts(entries_fts, rank) VALUES ('secure-delete', 1)")
     bad = con.execute("PRAGMA foreign_key_check").fetchall()
