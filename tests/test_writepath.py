@@ -551,3 +551,19 @@ def test_a_time_stored_out_of_range_no_longer_breaks_list(make_app: Any) -> None
     )
     assert call(app, "list")["items"][0]["created_at"] == "9999-12-31T23:59:59Z"
     assert call(app, "get", id=mid)["id"] == mid
+
+
+def test_fts_secure_delete_survives_a_recreated_fts_table(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    store.run_write(lambda c: c.execute("DELETE FROM entries_fts_config WHERE k = 'secure-delete'"))
+    store.close()
+    store = Store(tmp_path / "s.db")
+    try:
+        rows = store.read(
+            lambda c: c.execute(
+                "SELECT v FROM entries_fts_config WHERE k = 'secure-delete'"
+            ).fetchall()
+        )
+        assert rows == [(1,)]
+    finally:
+        store.close()

@@ -44,6 +44,16 @@ def _end(con: apsw.Connection, how: str) -> None:
             con.execute("ROLLBACK")
 
 
+def _fts_secure_delete(con: apsw.Connection) -> None:
+    """FTS5 keeps deleted tokens in its segments until a merge unless 'secure-delete' is set.
+    The setting lives in the FTS table, so a migration that recreates the table drops it:
+    checked at every open, written only when missing."""
+    rows = con.execute("SELECT v FROM entries_fts_config WHERE k = 'secure-delete'").fetchall()
+    if not rows or not rows[0][0]:
+        with con:
+            con.execute("INSERT INTO entries_fts(entries_fts, rank) VALUES ('secure-delete', 1)")
+
+
 class Store:
     """Owns the database file. Thread-safe: call `read()` / `write()` from any thread."""
 
@@ -55,6 +65,7 @@ class Store:
         # Deleted content is overwritten in the file, not left in free space: forget means forget.
         self._writer.execute("PRAGMA secure_delete = ON")
         migrate(self._writer, self.path)
+        _fts_secure_delete(self._writer)
         self._local = threading.local()
         self._readers: list[apsw.Connection] = []
         self._readers_lock = threading.Lock()
