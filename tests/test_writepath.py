@@ -441,8 +441,10 @@ def test_restore_migrates_an_older_checkpoint_keeps_a_safety_copy_and_ids(
 
 
 def test_migration_backup_is_private(tmp_path: Path) -> None:
+    from memoryd.store import db
+
     path = tmp_path / "m.db"
-    con = apsw.Connection(str(path))
+    con, _ = db.connect(path, writer=True)  # registers what later steps need (tokenizers)
     MIGRATIONS[0](con)
     con.execute("PRAGMA user_version = 1")
     migrate(con, path)
