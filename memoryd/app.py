@@ -169,7 +169,10 @@ class App:
 
         if not isinstance(path, str) or not path.strip():
             raise InvalidInput("path: expected a workspace-relative path")
-        full = (self.cfg.workspace / path).resolve()
+        try:
+            full = (self.cfg.workspace / path).resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL, ...
+            raise InvalidInput(f"path: cannot resolve {path!r} ({exc})") from None
         rel = self.indexer.relpath(full)
         if rel is None or rel in (".", ""):
             raise InvalidInput(f"path: {path!r} is not inside the workspace")

@@ -569,3 +569,11 @@ def test_fts_secure_delete_survives_a_recreated_fts_table(tmp_path: Path) -> Non
         assert rows == [(1,)]
     finally:
         store.close()
+
+
+def test_delete_path_of_a_symlink_loop_is_invalid_input(make_app: Any) -> None:
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "self.md").symlink_to("self.md")
+    with pytest.raises(InvalidInput, match="cannot resolve"):
+        call(app, "delete", path="self.md")
