@@ -417,7 +417,10 @@ def status(app: App, params: dict[str, Any]) -> dict[str, Any]:
 def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("path") is not None:
         path = _path(params, "path")
-        full = (app.cfg.workspace / path).resolve()
+        try:
+            full = (app.cfg.workspace / path).resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop
+            raise InvalidInput(f"path: cannot resolve {path!r} ({exc})") from None
         if app.indexer.relpath(full) is None:
             raise InvalidInput(f"path: {path!r} is outside the workspace")
         return app.indexer.sync_paths([Path(full)]).as_dict()

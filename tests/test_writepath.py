@@ -577,3 +577,5 @@ def test_delete_path_of_a_symlink_loop_is_invalid_input(make_app: Any) -> None:
     (ws / "self.md").symlink_to("self.md")
     with pytest.raises(InvalidInput, match="cannot resolve"):
         call(app, "delete", path="self.md")
+    with pytest.raises(InvalidInput, match="cannot resolve"):
+        call(app, "reindex", path="self.md")
