@@ -50,6 +50,7 @@ __all__ = [
 ]
 
 log = get_logger("memoryd.memories")
+MAX_IMPORT_ID = 2**53 - 1  # exact in every JSON reader
 
 
 class MemorySettings(Protocol):
@@ -377,6 +378,9 @@ class Memories:
         values = check_fields(fields, self.settings.max_content_bytes, now)
         values = guard(values, self.secrets_mode, allow).values
         values["id"] = check_id(item["id"]) if item.get("id") is not None else None
+        if values["id"] is not None and values["id"] > MAX_IMPORT_ID:
+            # the id sequence would jump near its end and every later insert would fail
+            raise InvalidInput(f"id: at most {MAX_IMPORT_ID} (2^53 - 1)")
         values.update(transfer.check_extras(item))
         s = self.settings
         values.setdefault("type", s.default_type)

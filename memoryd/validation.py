@@ -261,7 +261,6 @@ IMPORT_FIELDS = (ADD_FIELDS - {"ttl"}) | {
     "vector",
     "model",
 }
-MAX_IMPORT_HISTORY = 10000
 
 
 def check_fields(raw: dict[str, Any], max_bytes: int, now: float) -> dict[str, Any]:

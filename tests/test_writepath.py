@@ -134,6 +134,7 @@ def _item(content: str, **kw: Any) -> dict[str, Any]:
         (_item("secret ctx", context=f"aws {AWS}"), Refused),
         (_item("secret tag", tags=[GHP]), Refused),
         (_item("unknown", colour="red"), InvalidInput),
+        (_item("id near the end", id=2**63 - 1), InvalidInput),
         ("not an object", InvalidInput),
     ],
 )
