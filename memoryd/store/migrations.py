@@ -234,6 +234,8 @@ def m003_stable_ids(con: apsw.Connection) -> None:
     bad = con.execute("PRAGMA foreign_key_check").fetchall()
     if bad:
         raise RuntimeError(f"m003: foreign key check failed: {bad[:5]}")
+
+
 _TOKENIZE_OPTION = re.compile(r"tokenize\s*=\s*'[^']*'", re.IGNORECASE)
 
 
