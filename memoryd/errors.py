@@ -67,3 +67,9 @@ class Conflict(MemorydError):
     collide with something already stored."""
 
     code = -32009
+
+
+class DiskFull(StoreError):
+    """The disk (or the file system holding data_dir) is full: nothing was written."""
+
+    code = -32013
