@@ -89,6 +89,7 @@ class ServerConfig:
     max_request_bytes: int = _f(1048576, "int", 1024, 67108864)
     max_connections: int = _f(64, "int", 1, 10000)
     idle_timeout_s: float = _f(300.0, "float", 0.1, 86400.0)
+    first_request_timeout_s: float = _f(10.0, "float", 0.1, 86400.0)
     request_timeout_s: float = _f(30.0, "float", 0.1, 86400.0)
     shutdown_timeout_s: float = _f(10.0, "float", 0.1, 3600.0)
 
@@ -479,6 +480,7 @@ RELOADABLE: frozenset[str] = frozenset(
         "dailylog.header",
         "notes.max_bytes",
         "server.idle_timeout_s",
+        "server.first_request_timeout_s",
         "server.request_timeout_s",
     }
     | {f"search.{f.name}" for f in fields(SearchConfig)}
