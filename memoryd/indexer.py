@@ -25,9 +25,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd import markdown
+from memoryd import markdown, obsidian
 from memoryd.logsetup import get_logger
-from memoryd.store import Store, entries
+from memoryd.store import Store, entries, links
 from memoryd.store.entries import DocumentInfo, NewChunk
 
 log = get_logger("memoryd.indexer")
@@ -42,6 +42,14 @@ class IndexerSettings(Protocol):
     chunk_overlap_tokens: int
     max_chunks_per_file: int
     follow_symlinks: bool
+
+
+@dataclass(frozen=True)
+class Note:
+    fm: markdown.FrontMatter
+    chunks: list[markdown.Chunk]
+    tags: tuple[str, ...]
+    links: list[obsidian.Link]
 
 
 class Skip(Exception):
@@ -422,42 +430,33 @@ class Indexer:
             )
         if self.preprocess is not None:
             text = self.preprocess(state.path, text)
-        fm, chunks = markdown.parse_document(
-            text,
-            max_tokens=self.settings.chunk_max_tokens,
-            overlap_tokens=self.settings.chunk_overlap_tokens,
-            max_chunks=self.settings.max_chunks_per_file,
-        )
-        if fm.error:
-            log.warning("front matter ignored", path=state.path, reason=fm.error)
-        cap = self.settings.max_chunks_per_file
-        if len(chunks) > cap:
-            log.warning(
-                "too many chunks: only the first ones are indexed",
-                path=state.path,
-                chunks=len(chunks),
-                kept=cap,
-                setting="indexer.max_chunks_per_file",
-            )
-            chunks = chunks[:cap]
-        doc = DocumentInfo(state.path, sha, state.size, state.mtime, fm.raw)
+        note = self._parse(state.path, text)
+        doc = DocumentInfo(state.path, sha, state.size, state.mtime, note.fm.raw)
         new_chunks = [
             NewChunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
-            for c in chunks
+            for c in note.chunks
         ]
         now = self.clock()
-        n = self.store.run_write(
-            lambda con: entries.replace_document(
+        fm = note.fm
+
+        def write(con: Any) -> int:
+            count = entries.replace_document(
                 con,
                 doc,
                 new_chunks,
                 type_=fm.type or "note",
-                tags=fm.tags,
+                tags=note.tags,
                 importance=fm.importance or 5,
                 expires_at=fm.expires_at,
                 now=now,
             )
-        )
+            links.replace_links(con, state.path, note.links)
+            if fm.created_at is not None or fm.updated_at is not None:
+                updated = fm.updated_at if fm.updated_at is not None else fm.created_at
+                links.set_dates(con, state.path, fm.created_at, updated)
+            return count
+
+        n = self.store.run_write(write)
         report.indexed += 1
         report.chunks += n
         log.info(
@@ -467,6 +466,43 @@ class Indexer:
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return None
+
+    def _parse(self, path: str, text: str) -> Note:
+        """Front matter, chunks, tags (front matter and inline) and links of one note."""
+        s = self.settings
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        fm, body, first = markdown.parse_front_matter(text)
+        if fm.error:
+            log.warning("front matter ignored", path=path, reason=fm.error)
+        chunks = markdown.chunk_markdown(
+            body,
+            first_line=first,
+            max_tokens=s.chunk_max_tokens,
+            overlap_tokens=s.chunk_overlap_tokens,
+            max_chunks=s.max_chunks_per_file,
+        )
+        if len(chunks) > s.max_chunks_per_file:
+            log.warning(
+                "too many chunks: only the first ones are indexed",
+                path=path,
+                kept=s.max_chunks_per_file,
+                setting="indexer.max_chunks_per_file",
+            )
+            chunks = chunks[: s.max_chunks_per_file]
+        masked = obsidian.mask_code(body)
+        tags = obsidian.expand_tags([*fm.tags, *obsidian.inline_tags(body, masked)])
+        if fm.aliases and chunks:  # aliases are other names of the note: make them searchable
+            c = chunks[0]
+            content = f"aliases: {', '.join(fm.aliases)}\n\n{c.content}"
+            chunks[0] = markdown.Chunk(
+                c.seq,
+                content,
+                c.heading_path,
+                c.start_line,
+                c.end_line,
+                markdown.sha256_text(content),
+            )
+        return Note(fm, chunks, tags, obsidian.links(body, first, masked))
 
     # -- drift --------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ class FrontMatter:
     aliases: tuple[str, ...] = ()
     title: str | None = None
     created_at: float | None = None  # `created` or `date`: the note's creation time
+    updated_at: float | None = None  # `updated` or `modified`
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def _tags(value: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _expires(value: Any) -> float | None:
+def _timestamp(value: Any) -> float | None:
     if isinstance(value, datetime):
         return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
     if isinstance(value, date):
@@ -197,15 +198,17 @@ def _front_matter(data: dict[Any, Any]) -> FrontMatter:
     kind = data.get("type")
     title = data.get("title")
     created = next((data[k] for k in ("created", "date") if data.get(k) is not None), None)
+    updated = next((data[k] for k in ("updated", "modified") if data.get(k) is not None), None)
     return FrontMatter(
         tags=_tags(data.get("tags", data.get("tag"))),
         type=str(kind).strip().lower() if isinstance(kind, str) and kind.strip() else None,
         importance=importance,
-        expires_at=_expires(data.get("expires")),
+        expires_at=_timestamp(data.get("expires")),
         raw=_jsonable(data),
         aliases=_aliases(data.get("aliases", data.get("alias"))),
         title=title.strip() if isinstance(title, str) and title.strip() else None,
-        created_at=_expires(created) if created is not None else None,
+        created_at=_timestamp(created) if created is not None else None,
+        updated_at=_timestamp(updated) if updated is not None else None,
     )
 
 
@@ -339,13 +342,14 @@ def _text(unit_lines: list[tuple[int, str]]) -> str:
 def chunk_markdown(
     text: str,
     *,
+    first_line: int = 1,
     max_tokens: int = 200,
     overlap_tokens: int = 30,
     max_chunks: int | None = None,
 ) -> list[Chunk]:
     """Chunks of a markdown body (front matter already removed), in order. With `max_chunks`,
     chunking stops after max_chunks + 1 chunks (so the caller can tell the file was cut)."""
-    return _chunk_body(text, 1, max_tokens, overlap_tokens, max_chunks)
+    return _chunk_body(text, first_line, max_tokens, overlap_tokens, max_chunks)
 
 
 class _Full(Exception):
