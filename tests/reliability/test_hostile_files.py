@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import wait_for
 
 from memoryd.search import SearchRequest
@@ -103,7 +102,6 @@ def test_zoo_in_process(make_app: Any) -> None:
     assert again.errors == [] and again.indexed == 0
 
 
-@pytest.mark.slow
 def test_zoo_through_the_daemon(daemon_factory: Any, config_dict: dict[str, Any]) -> None:
     ws = Path(config_dict["workspace"])
     build_zoo(ws)  # present at startup: the startup reconcile meets them first
