@@ -64,7 +64,7 @@ def keyword(app: Any, query: str) -> list[str]:
     return [h.get("path") for h in res["hits"]]
 
 
-def test_zoo_in_process(make_app: Any) -> None:
+def test_zoo_in_process(make_app: Any, capsys: Any) -> None:
     app = make_app(indexer={"max_chunks_per_file": 400})
     ws = app.cfg.workspace
     build_zoo(ws)
@@ -100,6 +100,16 @@ def test_zoo_in_process(make_app: Any) -> None:
     assert all(p.encode("utf-8") for p in paths)
     again = app.indexer.reconcile()
     assert again.errors == [] and again.indexed == 0
+    out = capsys.readouterr().out
+    for line in (
+        "symlink loop",
+        "YAML aliases",
+        "too many chunks",
+        "not a regular file",
+        "caf\\xe9-latin1.md",  # the undecodable byte shown, the file named
+        "file name is not valid UTF-8",
+    ):
+        assert line in out, line
 
 
 def test_zoo_through_the_daemon(daemon_factory: Any, config_dict: dict[str, Any]) -> None:
