@@ -5,6 +5,13 @@ Chunking: each section (a heading and the text up to the next heading) is one ch
 each piece after the first starting with about `overlap_tokens` of the previous piece's tail.
 Lines inside fenced code blocks are never headings. Text before the first heading is a section
 with an empty heading path. Line numbers are 1-based and refer to the original file.
+
+A heading is never a chunk by itself: it stays with the text under it (also when a long section
+is split), and headings with no text of their own join the next text. The daily log's own
+heading is blanked before chunking (DailyLog.preprocess).
+
+Hostile input is cheap: front matter over 64 KiB or with YAML aliases is refused (the body is
+still chunked), and `max_chunks` stops chunking early.
 """
 
 from __future__ import annotations
