@@ -22,10 +22,12 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
+_TICKS = re.compile(r"`+")
 _TAG = re.compile(r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")
 _WIKI = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
-_MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*(?:<([^>\n]+)>|([^)\s]+))(?:\s+\"[^\"\n]*\")?\s*\)")
+_MD_LINK = re.compile(
+    r"(!?)\[([^\[\]\n]*)\]\(\s*(?:<([^<>\n]+)>|([^()<>\[\]\s]+))(?:\s+\"[^\"\n]*\")?\s*\)"
+)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)[ \t]*#*[ \t]*$")
 
@@ -68,10 +70,31 @@ def mask_code(body: str) -> str:
             fence = m.group(1)
             out.append("")
             continue
-        if "`" in line:
-            line = _CODE_SPAN.sub(lambda s: " " * len(s.group(0)), line)
-        out.append(line)
+        out.append(_mask_spans(line) if "`" in line else line)
     return "\n".join(out)
+
+
+def _mask_spans(line: str) -> str:
+    """Blank `code spans` in one line: a run of N backticks up to the next run of exactly N.
+    Linear time (the next run of each length is found once), whatever the line holds."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
+    following: list[int | None] = [None] * len(runs)
+    last: dict[int, int] = {}
+    for i in range(len(runs) - 1, -1, -1):
+        n = runs[i][1] - runs[i][0]
+        following[i] = last.get(n)
+        last[n] = i
+    chars = list(line)
+    i = 0
+    while i < len(runs):
+        j = following[i]
+        if j is None:
+            i += 1
+            continue
+        start, end = runs[i][0], runs[j][1]
+        chars[start:end] = " " * (end - start)
+        i = j + 1
+    return "".join(chars)
 
 
 def _valid_tag(tag: str) -> bool:

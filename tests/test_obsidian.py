@@ -63,6 +63,17 @@ def test_links_all_forms_and_none_from_code() -> None:
     ]
 
 
+def test_extraction_is_linear_on_hostile_lines() -> None:
+    import time
+
+    for line in ("[[a " * 50_000, "[a](" * 50_000, "`a " * 60_000, "``a` " * 40_000):
+        started = time.perf_counter()
+        obsidian.links(line)
+        obsidian.inline_tags(line)
+        assert time.perf_counter() - started < 2, line[:10]
+    assert obsidian.mask_code("a `b` c ``d`e`` f ` g") == "a     c         f ` g"
+
+
 def test_title_from_front_matter_heading_or_name() -> None:
     assert obsidian.title("T", "# H\n", "a/b.md") == "T"
     assert obsidian.title(None, "```\n# not\n```\ntext\n# Real  \n", "a/b.md") == "Real"

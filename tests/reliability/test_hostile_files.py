@@ -32,6 +32,10 @@ BILLION_LAUGHS = (
 )
 HEADINGS_2MB = "".join(f"## Heading number {i}\n" for i in range(82_000))  # ~1.96 MB
 NON_UTF8_NAME = b"caf\xe9-latin1.md"
+# one line each of unclosed link and code syntax: quadratic regexes take minutes on these
+SYNTAX_BOMB = "\n".join(
+    ["[[a " * 50_000, "[a](" * 50_000, "`a " * 60_000, "``a` " * 40_000, "#a" * 90_000]
+)
 
 
 def build_zoo(ws: Path) -> None:
@@ -51,6 +55,7 @@ def build_zoo(ws: Path) -> None:
     (ws / "utf32.md").write_bytes("thirty-two bit axolotl\n".encode("utf-32"))
     (ws / "utf8bom.md").write_bytes(b"\xef\xbb\xbf# BOM\n\nbyte order mark pangolin\n")
     (ws / "empty.md").write_text("")
+    (ws / "syntax-bomb.md").write_text("a dugong first\n\n" + SYNTAX_BOMB + "\n")
     os.mkfifo(ws / "fifo.md")
     try:
         with open(os.path.join(os.fsencode(ws), NON_UTF8_NAME), "wb") as f:
@@ -83,6 +88,7 @@ def test_zoo_in_process(make_app: Any, capsys: Any) -> None:
         ("ocelot", "utf16be.md"),
         ("axolotl", "utf32.md"),
         ("pangolin", "utf8bom.md"),
+        ("dugong", "syntax-bomb.md"),
     ]:
         assert keyword(app, word) == [path], word
     chunks = app.store.read(
