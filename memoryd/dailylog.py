@@ -31,6 +31,9 @@ from memoryd.logsetup import get_logger
 log = get_logger("memoryd.dailylog")
 
 _MARKER = re.compile(r"^(?P<body>.*?)\s*<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
+# the marker alone, searched from its literal start: linear on any line (the pattern above
+# backtracks quadratically on a line of many spaces before a marker)
+_MARKER_TAIL = re.compile(r"<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
 
 
 class DailyLogSettings(Protocol):
@@ -132,8 +135,8 @@ class DailyLog:
         header = self._header_pattern()
         out = []
         for line in text.split("\n"):
-            m = _MARKER.match(line) if "<!-- m:" in line else None
-            own = m is not None and _hash8(m.group("body").strip()) == m.group("hash")
+            m = _MARKER_TAIL.search(line) if "<!-- m:" in line else None
+            own = m is not None and _hash8(line[: m.start()].strip()) == m.group("hash")
             is_header = header is not None and header.fullmatch(line.strip()) is not None
             out.append("" if own or is_header else line)
         return "\n".join(out)

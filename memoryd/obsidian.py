@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from memoryd.markdown import atx_heading
+
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _TICKS = re.compile(r"`+")
 _TAG = re.compile(r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")
@@ -29,7 +31,6 @@ _MD_LINK = re.compile(
     r"(!?)\[([^\[\]\n]*)\]\(\s*(?:<([^<>\n]+)>|([^()<>\[\]\s]+))(?:\s+\"[^\"\n]*\")?\s*\)"
 )
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)[ \t]*#*[ \t]*$")
 
 
 @dataclass(frozen=True)
@@ -186,9 +187,9 @@ def title(front_title: str | None, body: str, path: str) -> str:
         if m:
             fence = m.group(1)
             continue
-        h = _H1.match(line)
-        if h:
-            return h.group(1).strip()
+        h = atx_heading(line)
+        if h and h[0] == 1 and h[1]:
+            return h[1]
     name = path.rsplit("/", 1)[-1]
     return name[:-3] if name.lower().endswith(".md") else name
 

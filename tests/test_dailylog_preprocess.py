@@ -43,3 +43,13 @@ def test_a_daily_log_of_memories_makes_no_chunks(make_app: Any) -> None:
     app.indexer.reconcile()
     texts = chunk_texts(app)
     assert texts == ["- a line a person wrote about sqlite"]
+
+
+def test_preprocess_is_linear_on_long_lines(tmp_path: Any) -> None:
+    import time
+
+    log = DailyLog(tmp_path, Settings())
+    started = time.perf_counter()
+    line = "a" + " " * 200_000 + "<!-- m:1:abcdef12 --> x"
+    assert log.preprocess("daily/x.md", line) == line
+    assert time.perf_counter() - started < 1

@@ -178,3 +178,27 @@ def test_obsidian_front_matter_fields() -> None:
     assert fm.aliases == ("one",) and fm.created_at == 1709629200.0
     fm, _, _ = parse_front_matter("---\ndate: not a date\naliases: 5\n---\n")
     assert fm.created_at is None and fm.aliases == ()
+
+
+def test_heading_lines_parse_in_linear_time() -> None:
+    from memoryd.markdown import atx_heading
+
+    started = time.perf_counter()
+    for k in (4_000, 200_000):  # a regex took 160 s at 4,000 spaces
+        _, chunks = parse_document("# x" + " " * k + "y\n\ntext\n")
+        assert chunks[0].heading_path == ("x" + " " * k + "y",)
+        assert max(estimate_tokens(c.content) for c in chunks) <= 200  # a huge heading is cut
+    assert time.perf_counter() - started < 2
+    cases = {
+        "# A": (1, "A"),
+        "## A ##": (2, "A"),
+        "   ### C  #  ": (3, "C"),
+        "# A#": (1, "A#"),
+        "#": (1, ""),
+        "#\tT": (1, "T"),
+        "#A": None,
+        "####### x": None,
+        "    # code": None,
+    }
+    for line, expected in cases.items():
+        assert atx_heading(line) == expected, line
