@@ -106,6 +106,10 @@ def test_zoo_in_process(make_app: Any, capsys: Any) -> None:
     assert all(p.encode("utf-8") for p in paths)
     again = app.indexer.reconcile()
     assert again.errors == [] and again.indexed == 0
+    # the watcher's way in: each hostile path handed over on its own
+    for name in ("self.md", "ping.md", "sub/up", "sub/here", "fifo.md", os.fsdecode(NON_UTF8_NAME)):
+        synced = app.indexer.sync_paths([ws / name])
+        assert synced.errors == [] and synced.indexed == 0, name
     out = capsys.readouterr().out
     for line in (
         "symlink loop",
