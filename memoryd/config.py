@@ -43,6 +43,7 @@ class IndexerConfig:
     max_file_bytes: int = _f(2_000_000, "int", 1024, 1 << 31)
     chunk_max_tokens: int = _f(200, "int", 32, 2048)
     chunk_overlap_tokens: int = _f(30, "int", 0, 2047)
+    max_chunks_per_file: int = _f(5000, "int", 1, 1_000_000)
     follow_symlinks: bool = _f(True, "bool")
 
 

@@ -265,11 +265,36 @@ def m004_cjk_tokenizer(con: apsw.Connection) -> None:
     con.execute("INSERT INTO entries_fts(entries_fts) VALUES ('rebuild')")
 
 
+def m005_links(con: apsw.Connection) -> None:
+    """Links between notes ([[wikilinks]], markdown links to .md files), kept as written and
+    resolved when asked. Every file is indexed again at the next reconcile (sha256 cleared), so
+    that existing notes get their links, inline tags, front matter dates and the new chunking."""
+    con.execute(
+        """
+        CREATE TABLE links(
+            id INTEGER PRIMARY KEY,
+            document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            target TEXT NOT NULL,
+            target_key TEXT NOT NULL,
+            heading TEXT,
+            alias TEXT,
+            line INTEGER NOT NULL,
+            embed INTEGER NOT NULL DEFAULT 0,
+            kind TEXT NOT NULL CHECK (kind IN ('wiki', 'markdown'))
+        );
+        CREATE INDEX links_document ON links(document_id);
+        CREATE INDEX links_target_key ON links(target_key);
+        UPDATE documents SET sha256 = '', mtime = -1;
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
     m003_stable_ids,
     m004_cjk_tokenizer,
+    m005_links,
 ]
 
 
