@@ -1,4 +1,5 @@
 """python -m bench [--size smoke|small|medium|large] [--no-model] [--skip-daemon]
+python -m bench quality [--set NAME] [--modes keyword,vector,hybrid,auto] [--json]
 python -m bench embedding | reads | bursts | soak --minutes N (bench/embedding.py)
 
 Prints a table and writes bench/results/<time>.json. See BENCHMARKS.md for the figures.
@@ -11,6 +12,7 @@ import json
 import os
 import platform
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -45,10 +47,10 @@ def machine() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import sys
-
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in ("embedding", "soak", "reads", "bursts"):
+    if argv[:1] == ["quality"]:
+        return quality.main(argv[1:])
+    if argv[:1] in (["embedding"], ["soak"], ["reads"], ["bursts"]):
         from bench import embedding
 
         return embedding.main(argv)

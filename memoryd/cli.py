@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ examples:
   memoryd run --config ~/notes.toml   use another configuration file
   memoryd config show                 print the effective configuration as TOML
   memoryd service install             run at login as a user service (systemd/launchd)
+  memoryd mcp --namespace claude      MCP server on stdio for an AI agent (docs/agents.md)
 
 Configuration is read from --config, $MEMORYD_CONFIG, or $XDG_CONFIG_HOME/memoryd/config.toml;
 without a file the defaults work. Query the daemon with `memoryctl`.
@@ -57,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         service.add_parser(sub)
+    from memoryd import mcp  # the MCP SDK itself is imported only when `memoryd mcp` runs
+
+    mcp.add_parser(sub)
     return p
 
 
@@ -97,8 +102,28 @@ def main(argv: list[str] | None = None) -> int:
     except MemorydError as exc:
         print(f"memoryd: {exc.message}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a folder or file memoryd needs cannot be used: say which, no traceback
+        print(f"memoryd: cannot start: {describe_os_error(exc)}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if type(exc).__module__ != "apsw":  # a bug: keep the traceback
+            raise
+        print(f"memoryd: cannot open the database: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
+
+
+def describe_os_error(exc: OSError) -> str:
+    """`PATH is on a read-only file system; ...`: one line that names the path and the fix."""
+    where = exc.filename if exc.filename is not None else "a file"
+    if exc.errno == errno.EROFS:
+        return f"{where} is on a read-only file system; point data_dir (or the path) elsewhere"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"permission denied on {where}; it must be writable by you (uid check, chmod)"
+    if exc.errno == errno.ENOSPC:
+        return f"no space left on the device holding {where}"
+    return f"{where}: {exc.strerror or exc}"
 
 
 if __name__ == "__main__":

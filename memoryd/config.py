@@ -43,6 +43,7 @@ class IndexerConfig:
     max_file_bytes: int = _f(2_000_000, "int", 1024, 1 << 31)
     chunk_max_tokens: int = _f(200, "int", 32, 2048)
     chunk_overlap_tokens: int = _f(30, "int", 0, 2047)
+    max_chunks_per_file: int = _f(5000, "int", 1, 1_000_000)
     follow_symlinks: bool = _f(True, "bool")
 
 
@@ -89,6 +90,7 @@ class ServerConfig:
     max_request_bytes: int = _f(1048576, "int", 1024, 67108864)
     max_connections: int = _f(64, "int", 1, 10000)
     idle_timeout_s: float = _f(300.0, "float", 0.1, 86400.0)
+    first_request_timeout_s: float = _f(10.0, "float", 0.1, 86400.0)
     request_timeout_s: float = _f(30.0, "float", 0.1, 86400.0)
     shutdown_timeout_s: float = _f(10.0, "float", 0.1, 3600.0)
 
@@ -104,8 +106,14 @@ class LoggingConfig:
 class DailyLogConfig:
     enabled: bool = _f(True, "bool")
     folder: str = _f("daily", "relpath")
+    filename: str = _f("%Y-%m-%d.md", "logname")
     line_format: str = _f("- {time} [{type}] {content}{tags}", "format")
     header: str = _f("# Memories {date}", "format")
+
+
+@dataclass(frozen=True)
+class NotesConfig:
+    max_bytes: int = _f(1_048_576, "int", 1, 1 << 31)
 
 
 @dataclass(frozen=True)
@@ -156,6 +164,7 @@ SECTIONS: dict[str, type] = {
     "server": ServerConfig,
     "logging": LoggingConfig,
     "dailylog": DailyLogConfig,
+    "notes": NotesConfig,
     "jobs": JobsConfig,
     "lifecycle": LifecycleConfig,
     "secrets": SecretsConfig,
@@ -178,6 +187,7 @@ class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     dailylog: DailyLogConfig = field(default_factory=DailyLogConfig)
+    notes: NotesConfig = field(default_factory=NotesConfig)
     jobs: JobsConfig = field(default_factory=JobsConfig)
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     secrets: SecretsConfig = field(default_factory=SecretsConfig)
@@ -320,6 +330,21 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         ):
             raise ConfigError(f"{key}: expected a folder inside the workspace, got {value!r}")
         return value
+    if kind == "logname":
+        # A strftime pattern for the daily log's file name inside dailylog.folder (it may add
+        # sub-folders, as Obsidian's "YYYY/MM/YYYY-MM-DD" does).
+        if (
+            not isinstance(value, str)
+            or not value.endswith(".md")
+            or os.path.isabs(value)
+            or ".." in Path(value).parts
+            or "%" not in value
+        ):
+            raise ConfigError(
+                f"{key}: expected a strftime pattern for a .md file name like '%Y-%m-%d.md', "
+                f"got {value!r}"
+            )
+        return value
     if kind == "format":
         if not isinstance(value, str):
             raise ConfigError(f"{key}: expected a string, got {value!r}")
@@ -454,7 +479,9 @@ RELOADABLE: frozenset[str] = frozenset(
         "dailylog.enabled",
         "dailylog.line_format",
         "dailylog.header",
+        "notes.max_bytes",
         "server.idle_timeout_s",
+        "server.first_request_timeout_s",
         "server.request_timeout_s",
     }
     | {f"search.{f.name}" for f in fields(SearchConfig)}

@@ -1,4 +1,5 @@
-"""The daily log: every memory added through the API, one line in <workspace>/daily/YYYY-MM-DD.md.
+"""The daily log: every memory added through the API, one line in <workspace>/daily/YYYY-MM-DD.md
+(folder and file name from `[dailylog] folder` and `filename`, e.g. Obsidian's daily-note layout).
 
 No feedback loop, by design:
   The log files live in the workspace and are indexed like any other file, so what a person
@@ -12,6 +13,14 @@ No feedback loop, by design:
   file (O_APPEND, one write per line), so they cannot clobber an edit made between two appends,
   and whatever an editor that rewrites the file leaves behind is what the next index sees.
   Blanked lines keep their place, so chunk line numbers stay true.
+
+Forget means forget:
+  Deleting a memory removes its line (found by its marker id, edited or not), and changing its
+  text rewrites the line. Such a rewrite is atomic (a temp file in the same folder, fsync,
+  rename) under the same lock as appends; the caller then re-indexes the file at once, so the
+  watcher's later event finds the new hash already stored (our own write, nothing to do).
+  Lines go through the secret guard's redaction whatever the secrets mode: with allow_secrets a
+  credential is stored in the database, never in a plain-text file of the workspace.
 """
 
 from __future__ import annotations
@@ -26,18 +35,48 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from memoryd import secretguard
 from memoryd.logsetup import get_logger
 
 log = get_logger("memoryd.dailylog")
 
 _MARKER = re.compile(r"^(?P<body>.*?)\s*<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
+# the marker alone, searched from its literal start: linear on any line (the pattern above
+# backtracks quadratically on a line of many spaces before a marker)
+_MARKER_TAIL = re.compile(r"<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
 
 
 class DailyLogSettings(Protocol):
     enabled: bool
     folder: str
+    filename: str  # strftime pattern, e.g. "%Y-%m-%d.md" (Obsidian's daily-note default)
     line_format: str
     header: str
+
+
+_ANY_MARKER = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->\s*$")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """temp file in the same folder, fsync, rename, fsync the folder; keeps the file's mode."""
+    mode = path.stat().st_mode & 0o777
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8", errors="surrogateescape"))
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def _hash8(text: str) -> str:
@@ -64,8 +103,15 @@ class DailyLog:
     def folder(self) -> Path:
         return self.workspace / self.settings.folder
 
+    def path_for(self, when: datetime) -> Path:
+        """The log file of a local date: <workspace>/<folder>/<strftime(filename)>."""
+        name = when.strftime(getattr(self.settings, "filename", "%Y-%m-%d.md"))
+        return self.folder() / name
+
     def is_log_file(self, relpath: str) -> bool:
         folder = self.settings.folder.strip("/")
+        if folder in ("", "."):  # logs at the top of the workspace (Obsidian's default)
+            return relpath.endswith(".md")
         return relpath.startswith(folder + "/") and relpath.endswith(".md")
 
     def render(self, record: dict[str, Any], when: datetime) -> str:
@@ -75,9 +121,9 @@ class DailyLog:
             date=when.strftime("%Y-%m-%d"),
             id=record["id"],
             type=record.get("type") or "",
-            content=one_line(record["content"]),
-            tags="".join(f" #{t}" for t in record.get("tags") or []),
-            source=record.get("source") or "",
+            content=one_line(secretguard.redact(record["content"])),
+            tags="".join(f" #{secretguard.redact(t)}" for t in record.get("tags") or []),
+            source=secretguard.redact(record.get("source") or ""),
             importance=record.get("importance") or "",
             namespace=record.get("namespace") or "",
         )
@@ -95,7 +141,7 @@ class DailyLog:
             else self.clock()
         )
         when = datetime.fromtimestamp(ts).astimezone()  # local date: the day the user lived
-        path = self.folder() / f"{when:%Y-%m-%d}.md"
+        path = self.path_for(when)
         line = self.render(record, when) + "\n"
         try:
             with self._lock:
@@ -124,15 +170,89 @@ class DailyLog:
             return None
         return path
 
+    def _when(self, record: dict[str, Any]) -> datetime:
+        created = record.get("created_at")
+        ts = (
+            datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
+            if isinstance(created, str)
+            else self.clock()
+        )
+        return datetime.fromtimestamp(ts).astimezone()
+
+    def forget(self, records: list[dict[str, Any]]) -> list[Path]:
+        """Remove the lines of these memories from the log files; returns the files changed."""
+        return self._rewrite({int(r["id"]): None for r in records}, records)
+
+    def rewrite(self, record: dict[str, Any]) -> list[Path]:
+        """Replace a memory's line with its current text (after an update or a redaction)."""
+        return self._rewrite({int(record["id"]): record}, [record])
+
+    def _rewrite(
+        self, changes: dict[int, dict[str, Any] | None], records: list[dict[str, Any]]
+    ) -> list[Path]:
+        folder = self.folder()
+        if not folder.is_dir():
+            return []
+        likely = {folder / f"{self._when(r):%Y-%m-%d}.md" for r in records}
+        changed: list[Path] = []
+        pending = set(changes)
+        with self._lock:
+            others = sorted(p for p in folder.glob("*.md") if p not in likely)
+            for path in [*sorted(likely), *others]:
+                if not pending:
+                    break
+                try:
+                    if not path.is_file() or path.is_symlink():
+                        continue
+                    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+                except OSError:
+                    continue
+                if "<!-- m:" not in text:
+                    continue
+                lines, hit = [], False
+                for line in text.split("\n"):
+                    m = _ANY_MARKER.search(line)
+                    entry_id = int(m.group("id")) if m else None
+                    if entry_id is not None and entry_id in changes:
+                        hit = True
+                        pending.discard(entry_id)
+                        new = changes[entry_id]
+                        if new is not None:
+                            lines.append(self.render(new, self._when(new)))
+                        continue
+                    lines.append(line)
+                if hit:
+                    try:
+                        _atomic_write(path, "\n".join(lines))
+                    except OSError as exc:
+                        log.error("daily log rewrite failed", path=str(path), error=str(exc))
+                        continue
+                    changed.append(path)
+        return changed
+
     def preprocess(self, relpath: str, text: str) -> str:
-        """Blank the daemon's own, unedited lines (see the module docstring)."""
-        if not self.is_log_file(relpath) or "<!-- m:" not in text:
+        """Blank the log's own heading and the daemon's own, unedited lines (see the module
+        docstring): neither is worth a chunk of its own."""
+        if not self.is_log_file(relpath):
             return text
+        header = self._header_pattern()
         out = []
         for line in text.split("\n"):
-            m = _MARKER.match(line)
-            if m and _hash8(m.group("body").strip()) == m.group("hash"):
-                out.append("")
-            else:
-                out.append(line)
+            m = _MARKER_TAIL.search(line) if "<!-- m:" in line else None
+            own = m is not None and _hash8(line[: m.start()].strip()) == m.group("hash")
+            is_header = header is not None and header.fullmatch(line.strip()) is not None
+            out.append("" if own or is_header else line)
         return "\n".join(out)
+
+    def _header_pattern(self) -> re.Pattern[str] | None:
+        """The configured header with any date in place of {date}, as a regex."""
+        fields = dict.fromkeys(
+            ("time", "id", "type", "content", "tags", "source", "importance", "namespace"), ""
+        )
+        try:
+            sample = self.settings.header.format(date="\x00", **fields).strip()
+        except (KeyError, IndexError, ValueError):
+            return None
+        if not sample:
+            return None
+        return re.compile(re.escape(sample).replace("\x00", r"\d{4}-\d{2}-\d{2}"))
