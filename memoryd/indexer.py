@@ -356,7 +356,14 @@ class Indexer:
             return report
 
     def _scan_under(self, rel: str) -> dict[str, FileState]:
-        return self.scan(under=rel or ".")
+        if rel in (".", ""):
+            return self.scan()
+        if os.path.realpath(self.root / rel) != os.path.join(self.root_real, rel):
+            # a symlink on the way (a loop, an alias of another folder): the whole walk decides
+            # where its files belong, as a reconcile would
+            prefix = rel + "/"
+            return {p: s for p, s in self.scan().items() if p.startswith(prefix)}
+        return self.scan(under=rel)  # a folder event walks that folder only
 
     def _apply(
         self,
