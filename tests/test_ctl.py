@@ -479,6 +479,12 @@ PARAMS = [
     (["checkpoint"], "checkpoint.list", {}),
     (["checkpoint", "create", "one"], "checkpoint.create", {"name": "one"}),
     (["checkpoint", "restore", "one"], "checkpoint.restore", {"name": "one"}),
+    (["checkpoint", "delete", "one"], "checkpoint.delete", {"name": "one", "kind": "checkpoint"}),
+    (
+        ["checkpoint", "delete", "--snapshot", "s1"],
+        "checkpoint.delete",
+        {"name": "s1", "kind": "snapshot"},
+    ),
     (["export", "--namespace", "proj"], "export", {"namespace": "proj"}),
     (["search", "auth", "--chunks"], "search", {"query": "auth", "group": "none"}),
     (["used", "7"], "used", {"id": 7}),
@@ -570,8 +576,13 @@ def test_import_sends_the_lines_in_batches(
     path.write_text("".join(json.dumps(i) + "\n" for i in items) + "\n")
     code, out, _ = ctl_run("import", str(path))
     assert code == 0 and out.startswith("imported 600, skipped 0")
-    batches = [r["params"]["items"] for r in stub.requests if r["method"] == "import"]
+    calls = [r["params"] for r in stub.requests if r["method"] == "import"]
+    checks = [c for c in calls if c["dry_run"]]
+    batches = [c["items"] for c in calls if not c["dry_run"]]
     assert len(batches) > 1 and [i for b in batches for i in b] == items
+    assert calls == checks + [{**c, "dry_run": False} for c in checks]  # every check first
+    firsts = [c["first_line"] for c in checks]
+    assert firsts[:2] == [1, 1 + len(batches[0])]
     code, _, err = ctl_run("import", "-", stdin='{"content": "a"}\nnot json\n')
     assert (
         code == 2
