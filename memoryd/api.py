@@ -18,14 +18,13 @@ from memoryd.errors import InvalidInput
 from memoryd.memories import (
     ADD_FIELDS,
     check_id,
-    check_importance,
     check_name,
     check_tags,
 )
 from memoryd.search import SearchRequest
 from memoryd.store import entries
 from memoryd.store.entries import Filters
-from memoryd.validation import check_str, check_time
+from memoryd.validation import check_int, check_str, check_time
 
 FILTER_PARAMS = frozenset(
     {
@@ -120,6 +119,12 @@ def _int(params: dict[str, Any], key: str, default: int) -> int:
     return value
 
 
+def _namespace(params: dict[str, Any]) -> str | None:
+    """The namespace param: None (not given), "*" (every namespace) or a checked name."""
+    ns = params.get("namespace")
+    return ns if ns is None or ns == "*" else check_name(ns, "namespace")
+
+
 def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters:
     kind = params.get("kind", default_kind)
     if kind == "all":
@@ -141,7 +146,6 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
     source = params.get("source")
     if source is not None:
         source = check_str(source, "source", limit=1000)
-    namespace = params.get("namespace")
     tiers = params.get("tier")
     if tiers is None:
         tier_list: tuple[str, ...] = ()
@@ -151,8 +155,6 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         tier_list = tuple(lifecycle.check_tier(t) for t in tiers)
     else:
         raise InvalidInput("tier: expected a string or a list of tiers")
-    if namespace is not None and namespace != "*":
-        namespace = check_name(namespace, "namespace")
     return Filters(
         kind=kind,
         types=type_list,
@@ -162,12 +164,12 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         since=check_time(params["since"], "since") if params.get("since") is not None else None,
         until=check_time(params["until"], "until") if params.get("until") is not None else None,
         min_importance=(
-            check_importance(params["min_importance"])
+            check_int(params["min_importance"], "min_importance", 1, 10)
             if params.get("min_importance") is not None
             else None
         ),
         include_expired=_bool(params, "include_expired"),
-        namespace=namespace,
+        namespace=_namespace(params),
         tiers=tier_list,
         include_deprecated=_bool(params, "include_deprecated"),
     )
@@ -275,9 +277,7 @@ def session_start(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("match_triggers", {"prompt", "namespace"})
 def match_triggers(app: App, params: dict[str, Any]) -> dict[str, Any]:
     prompt = check_str(params.get("prompt"), "prompt", limit=1_000_000)
-    ns = params.get("namespace")
-    if ns is not None and ns != "*":
-        ns = check_name(ns, "namespace")
+    ns = _namespace(params)
     found = app.store.read(lambda con: lifecycle.matching(con, app.triggers, prompt, ns))
     return {"memories": found}
 
@@ -328,9 +328,7 @@ def checkpoint_restore(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("export", {"namespace", "vectors"}, slow=True)
 def export(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    ns = params.get("namespace")
-    if ns is not None and ns != "*":
-        ns = check_name(ns, "namespace")
+    ns = _namespace(params)
     with_vectors = _bool(params, "vectors")
     items = app.store.read(
         lambda con: list(transfer.export(con, namespace=ns, with_vectors=with_vectors))
@@ -405,7 +403,7 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("stats", {"namespace"})
 def stats(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return app.stats(namespace=params.get("namespace"))
+    return app.stats(namespace=_namespace(params))
 
 
 @method("status", {"check"}, slow=True)

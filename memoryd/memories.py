@@ -337,6 +337,10 @@ class Memories:
             raise InvalidInput("items: expected a list of exported memories")
         if isinstance(first_line, bool) or not isinstance(first_line, int) or first_line < 1:
             raise InvalidInput("first_line: expected a positive integer")
+        if not isinstance(dry_run, bool):
+            raise InvalidInput("dry_run: expected true or false")
+        if not isinstance(allow_secrets, bool):  # also when no item reaches the secret guard
+            raise InvalidInput("allow_secrets: expected true or false")
         now = self.clock()
         checked = []
         for n, item in enumerate(items):
@@ -347,8 +351,6 @@ class Memories:
                 data = dict(exc.data or {})
                 data["line"] = line
                 raise type(exc)(f"line {line}: {exc.message}", data=data) from None
-        if not isinstance(dry_run, bool):
-            raise InvalidInput("dry_run: expected true or false")
         if dry_run:
             return {
                 **self.store.read(lambda con: transfer.plan_items(con, checked)),
