@@ -57,6 +57,7 @@ def links(store: Store, path: str) -> dict[str, Any]:
                 "alias": s.link.alias,
                 "line": s.link.line,
                 "embed": s.link.embed,
+                "kind": s.link.kind,
             }
             for s in found
         ],

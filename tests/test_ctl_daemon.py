@@ -4,6 +4,7 @@ nothing across batches, file line numbers), checkpoint delete and the copies nam
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +98,64 @@ def test_checkpoint_delete_and_delete_names_the_copies(daemon_factory: Any) -> N
     assert "would still be in 1 copy" in done.stdout
     assert "memoryctl checkpoint delete again" in done.stdout
     wait_for(lambda: d.answers())
+
+
+# --- links and backlinks on the fixture vault (issue 13: "memoryctl backlinks NOTE works") -------
+
+VAULT = Path(__file__).parent / "fixtures" / "vault"
+
+
+def test_links_and_backlinks_on_the_fixture_vault(daemon_factory: Any, tmp_path: Path) -> None:
+    ws = tmp_path / "vault"
+    shutil.copytree(VAULT, ws)
+    d = daemon_factory(workspace=str(ws))
+    # .obsidian/ and .trash/ are not notes: five documents
+    wait_for(lambda: d.call("status")["counts"]["documents"] == 5, timeout=30)
+
+    done = d.ctl("links", "Home.md")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "l.8  [[Project Plan]] -> work/Project Plan.md",
+        "l.8  [[Project Plan|the plan]] -> work/Project Plan.md",
+        "l.9  [[Project Plan#Milestones]] -> work/Project Plan.md#Milestones",
+        "l.9  ![[diagram.png]] -> (unresolved)",
+        "l.10  [meeting](work/Meeting Notes.md) -> work/Meeting Notes.md",
+        "l.11  [[Missing Note]] -> (unresolved)",
+    ]
+    # a note name works as a wikilink would resolve it
+    assert d.ctl("links", "Home").stdout == done.stdout
+
+    done = d.ctl("backlinks", "Project Plan")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "Home.md:8  -> (note)",
+        "Home.md:8  -> (note)  as 'the plan'",
+        "Home.md:9  -> #Milestones",
+        "work/Meeting Notes.md:3  -> (note)  as 'the project plan'",
+    ]
+    done = d.ctl("backlinks", "work/Meeting Notes.md")
+    assert done.stdout.splitlines() == [
+        "Home.md:10  -> (note)  as 'meeting'",
+        "notes/Plain note.md:4  -> (note)",
+        "notes/Plain note.md:4  -> (note)  as 'partial path'",
+        "work/Project Plan.md:7  -> (note)",
+    ]
+    assert d.ctl("backlinks", "archive/Meeting Notes.md").stdout.splitlines() == [
+        "archive/Meeting Notes.md:3  -> #Old",
+        "archive/Meeting Notes.md:3  -> #Old",
+    ]
+    assert d.ctl("backlinks", "notes/Plain note.md").stdout == (
+        "nothing links to notes/Plain note.md\n"
+    )
+    done = d.ctl("backlinks", "Nowhere At All")
+    assert done.returncode == 1 and "no indexed note 'Nowhere At All'" in done.stderr
+
+    # links follow edits: a new link is a backlink once indexed; a moved note keeps its backlinks
+    done = d.ctl("note", "append", "notes/Plain note.md", "\nAlso [[Home]].\n")
+    assert done.returncode == 0, done.stderr
+    wait_for(lambda: "notes/Plain note.md:" in d.ctl("backlinks", "Home").stdout, timeout=30)
+    done = d.ctl("note", "move", "work/Project Plan.md", "work/Plan.md")
+    assert done.returncode == 0, done.stderr
+    # [[Project Plan]] no longer resolves; the markdown link in Meeting Notes never named it
+    wait_for(lambda: "(unresolved)" in d.ctl("links", "Home.md").stdout.splitlines()[0])
+    assert d.ctl("--json", "backlinks", "work/Plan.md").returncode == 0

@@ -334,14 +334,24 @@ def s_note_move(res: dict[str, Any], a: Namespace) -> int:
     return EXIT_OK
 
 
+def as_written(link: dict[str, Any]) -> str:
+    """A link the way the note has it: [[target#heading|alias]], [alias](target), ![[embed]]."""
+    target = (link.get("target") or "") + (f"#{link['heading']}" if link.get("heading") else "")
+    alias = link.get("alias")
+    if link.get("kind") == "markdown":
+        text = f"[{alias or ''}]({target})"
+    else:
+        text = f"[[{target}{'|' + alias if alias else ''}]]"
+    return "!" + text if link.get("embed") else text
+
+
 def s_links(res: dict[str, Any], a: Namespace) -> int:
     links = res.get("links") or []
     for link in links:
-        target = link.get("path") or "(unresolved)"
-        if link.get("heading"):
-            target += f"#{link['heading']}"
-        alias = f"  as {link['alias']!r}" if link.get("alias") else ""
-        print(f"l.{link.get('line')}  [[{link.get('target')}]] -> {target}{alias}")
+        where = link.get("path") or "(unresolved)"
+        if link.get("path") and link.get("heading"):
+            where += f"#{link['heading']}"
+        print(f"l.{link.get('line')}  {as_written(link)} -> {where}")
     if not links:
         print(f"{res.get('path', a.path)} links to nothing")
     return EXIT_OK
