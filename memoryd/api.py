@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from memoryd import __version__, checkpoints, lifecycle, transfer, vault
@@ -102,13 +101,6 @@ def _bool(params: dict[str, Any], key: str) -> bool:
     value = params.get(key, False)
     if not isinstance(value, bool):
         raise InvalidInput(f"{key}: expected true or false, got {value!r}")
-    return value
-
-
-def _path(params: dict[str, Any], key: str) -> str:
-    value = check_str(params.get(key), key, limit=4096)
-    if not value.strip():
-        raise InvalidInput(f"{key}: expected a workspace-relative path")
     return value
 
 
@@ -246,7 +238,7 @@ def delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
         res = app.memories.delete(params["id"], dry_run=dry)
         return {**res, "deleted": True, "id": res["ids"][0]}
     if "path" in given:
-        return app.trash_path(_path(params, "path"), dry_run=dry)
+        return app.trash_path(params["path"], dry_run=dry)
     return app.memories.delete_where(
         tag=params.get("tag"), namespace=params.get("namespace"), dry_run=dry
     )
@@ -414,14 +406,8 @@ def status(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("reindex", {"path", "full"}, slow=True)
 def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("path") is not None:
-        path = _path(params, "path")
-        try:
-            full = (app.cfg.workspace / path).resolve()
-        except (OSError, RuntimeError) as exc:  # a symlink loop
-            raise InvalidInput(f"path: cannot resolve {path!r} ({exc})") from None
-        if app.indexer.relpath(full) is None:
-            raise InvalidInput(f"path: {path!r} is outside the workspace")
-        return app.indexer.sync_paths([Path(full)]).as_dict()
+        _, full = app.indexer.resolve_path(params["path"], root_ok=True)
+        return app.indexer.sync_paths([full]).as_dict()
     if _bool(params, "full"):
         # Forget every stored hash: each file is read, chunked and stored again in place (search
         # keeps answering meanwhile; vectors are reused through their text hashes).
@@ -445,21 +431,14 @@ def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
 # --- links between notes (Obsidian vaults) ---------------------------------------------------
 
 
-def _note_path(params: dict[str, Any]) -> str:
-    path = params.get("path")
-    if not isinstance(path, str) or not path.strip():
-        raise InvalidInput("path: expected a workspace-relative note path or a note name")
-    return path
-
-
 @method("links", {"path"})
 def note_links(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return vault.links(app.store, _note_path(params))
+    return vault.links(app.store, params.get("path"))
 
 
 @method("backlinks", {"path"})
 def note_backlinks(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return vault.backlinks(app.store, _note_path(params))
+    return vault.backlinks(app.store, params.get("path"))
 
 
 # --- whole notes and recent activity: registered by memoryd/api_notes.py -----------------------
