@@ -364,7 +364,7 @@ SEARCH_PARAMS = FILTER_PARAMS | {
 @method("search", SEARCH_PARAMS)
 def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     concepts = params.get("concepts") or ()
-    if concepts and not isinstance(concepts, list):
+    if not isinstance(params.get("concepts", []), list | None):
         raise InvalidInput("concepts: expected a list of 2 to 5 strings")
     query = params.get("query", "")
     if not concepts and (not isinstance(query, str) or not query.strip()):

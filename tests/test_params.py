@@ -44,6 +44,10 @@ WRONG: dict[str, Any] = {
     "nul": "a\x00b",
     "float": 1.5,
     "bool": True,
+    # empty and false: a check written `params.get(x) or default` lets them through
+    "empty list": [],
+    "empty object": {},
+    "false": False,
 }
 # params for which true is a right value, and those where a number is
 BOOLS = {
@@ -61,6 +65,7 @@ BOOLS = {
     "useful",
 }
 NUMBERS = {"confidence", "ttl", "expires_at", "since", "until"}
+LISTS = {"tags", "triggers", "items", "type", "tier", "concepts"}  # [] is a right value
 HUGE = 2**62  # inside the 64-bit range the protocol lets through: a range check must answer
 
 
@@ -153,7 +158,7 @@ def conn(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.mark.parametrize("value", list(WRONG.values()), ids=list(WRONG))
 def test_import_checks_its_flags_with_no_items(conn: Conn, value: Any) -> None:
     for param in ("first_line", "allow_secrets", "dry_run"):
-        if value is True and param != "first_line":
+        if isinstance(value, bool) and param != "first_line":
             continue
         error = conn.call("import", {"items": [], param: value}).get("error")
         assert error is not None and error["code"] == -32602 and param in error["message"]
@@ -164,7 +169,11 @@ def test_wrong_types_are_invalid_params_named_by_the_check(
     conn: Conn, method: str, param: str
 ) -> None:
     for what, value in WRONG.items():
-        if (what == "float" and param in NUMBERS) or (what == "bool" and param in BOOLS):
+        if (
+            (what == "float" and param in NUMBERS)
+            or (what in ("bool", "false") and param in BOOLS)
+            or (what == "empty list" and param in LISTS)
+        ):
             continue  # right there
         params = {**BASE.get(method, {}), param: value}
         resp = conn.call(method, params)
