@@ -159,3 +159,25 @@ def test_links_and_backlinks_on_the_fixture_vault(daemon_factory: Any, tmp_path:
     # [[Project Plan]] no longer resolves; the markdown link in Meeting Notes never named it
     wait_for(lambda: "(unresolved)" in d.ctl("links", "Home.md").stdout.splitlines()[0])
     assert d.ctl("--json", "backlinks", "work/Plan.md").returncode == 0
+
+
+def test_prune_names_the_copies_too(daemon_factory: Any) -> None:
+    d = daemon_factory()
+    mid = d.call("add", {"content": "an old plan", "tier": "deprecated"})["id"]
+    d.call("checkpoint.create", {"name": "weekly"})
+    done = d.ctl("prune")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].startswith(f"  #{mid} [deprecated]")
+    assert "still in 1 copy made since" in done.stdout
+    assert "checkpoint weekly (" in done.stdout
+
+
+def test_the_mcp_forget_answer_names_the_copies() -> None:
+    from memoryd.mcp_tools import fmt_forgot
+
+    assert fmt_forgot({"id": 4, "still_in": []}) == "Forgot [4]"
+    text = fmt_forgot(
+        {"id": 4, "still_in": [{"kind": "checkpoint", "name": "weekly", "path": "/x"}]}
+    )
+    assert text.startswith("Forgot [4]. Its text is still in 1 older copy(ies) of the store")
+    assert "checkpoint weekly" in text and "memoryctl checkpoint delete NAME" in text

@@ -274,6 +274,7 @@ def s_prune(res: dict[str, Any], a: Namespace) -> int:
     print(f"{verb} {res['pruned']} memories (expired or deprecated)")
     for item in res.get("items") or []:
         print(f"  #{item['id']} [{item['tier']}] {item['summary']}")
+    print_still_in(res.get("still_in") or [], a.dry_run)
     return EXIT_OK
 
 
