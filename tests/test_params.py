@@ -6,11 +6,10 @@ a request that is otherwise valid, so the check under test is the one that answe
 
 from __future__ import annotations
 
-import json
-import socket
 from typing import Any
 
 import pytest
+from conftest import rpc
 
 from memoryd import api
 
@@ -70,28 +69,13 @@ HUGE = 2**62  # inside the 64-bit range the protocol lets through: a range check
 
 
 class Conn:
+    """Calls that return the whole response (error or result): conftest's rpc."""
+
     def __init__(self, path: str) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(60)
-        try:
-            self.sock.connect(path)
-        except OSError:
-            self.sock.close()
-            raise
-        self.buf = b""
+        self.path = path
 
     def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        req = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-        self.sock.sendall(json.dumps(req).encode() + b"\n")
-        while b"\n" not in self.buf:
-            part = self.sock.recv(65536)
-            assert part, f"{method} {params!r}: connection closed"
-            self.buf += part
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def close(self) -> None:
-        self.sock.close()
+        return rpc(self.path, method, params, timeout=60)
 
 
 def cases() -> list[tuple[str, str]]:
@@ -100,14 +84,13 @@ def cases() -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def conn(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """One daemon for the module (started by hand: daemon_factory is function-scoped)."""
+    """One daemon for the module (daemon_factory is function-scoped; its DaemonProcess is not)."""
     import os
     import shutil
-    import subprocess
-    import sys
+    import signal
     import tempfile
 
-    from tests.conftest import ROOT, to_toml, wait_for
+    from conftest import DaemonProcess, to_toml, wait_for
 
     base = tmp_path_factory.mktemp("params")
     short = tempfile.mkdtemp(prefix="mdp-", dir="/tmp")
@@ -123,35 +106,12 @@ def conn(tmp_path_factory: pytest.TempPathFactory) -> Any:
     }
     (base / "config.toml").write_text(to_toml(cfg))
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-    log = open(base / "daemon.log", "ab")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memoryd", "run", "--config", str(base / "config.toml")],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-        cwd=str(ROOT),
-    )
-
-    def up() -> bool:
-        assert proc.poll() is None, (base / "daemon.log").read_text()
-        try:
-            probe = Conn(cfg["socket"])
-        except OSError:
-            return False
-        try:
-            return "result" in probe.call("ping", {})
-        finally:
-            probe.close()
-
-    wait_for(up, timeout=30)
+    d = DaemonProcess(base / "config.toml", cfg, env).start()
     c = Conn(cfg["socket"])
     assert "result" in c.call("add", {"content": "memory one"})
     wait_for(lambda: c.call("links", {"path": "a.md"}).get("result") is not None)
     yield c
-    c.close()
-    proc.kill()
-    proc.wait()
-    log.close()
+    d.stop(signal.SIGKILL)
     shutil.rmtree(short, ignore_errors=True)
 
 
