@@ -145,6 +145,8 @@ def test_wrong_types_are_invalid_params_named_by_the_check(
         )
         if param != "items":  # an item's error names its line and field
             assert param in error["message"], f"{method} {param}={value!r}: {error}"
+    error = conn.call(method, {**BASE.get(method, {}), param: 2**64}).get("error")
+    assert error is not None and error["code"] == -32602  # refused before any method runs
     params = {**BASE.get(method, {}), param: HUGE}
     resp = conn.call(method, params)
     if "error" in resp:
