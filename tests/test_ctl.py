@@ -1294,7 +1294,10 @@ def test_watch_and_reindex_against_a_real_daemon(daemon_factory: Any) -> None:
     assert done.stdout.splitlines()[-1].startswith("idle: vectors 0 done, 30 pending (model none")
     done = d.ctl("reindex", "--full")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("indexed 30,")
+    # every file is read again; under load the watcher may still be re-reading a few of them
+    # (events of their creation), which the reconcile then finds unchanged
+    counts = re.match(r"indexed (\d+), unchanged (\d+),", done.stdout)
+    assert counts and int(counts[1]) + int(counts[2]) == 30 and int(counts[1]) > 0, done.stdout
     assert "Traceback" not in done.stderr
 
 
