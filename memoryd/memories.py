@@ -19,6 +19,7 @@ from memoryd.logsetup import get_logger
 from memoryd.store import Store, entries
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.entries import Filters, NewMemory
+from memoryd.timeutil import parse_time
 from memoryd.validation import (
     ADD_FIELDS,
     IMPORT_FIELDS,
@@ -466,7 +467,7 @@ class Memories:
             self._run(self.on_removed, found)
             self._changed()
             log.info(why, ids=[r["id"] for r in found][:50], count=len(found))
-        oldest = min((_ts(r["created_at"]) for r in found), default=None)
+        oldest = min((parse_time(r["created_at"]) for r in found), default=None)
         copies = self.copies_since(oldest) if (self.copies_since and oldest is not None) else []
         answer = {
             "deleted": len(found),
@@ -491,12 +492,6 @@ class Memories:
                 hook()
             except Exception:
                 log.exception("change hook failed")
-
-
-def _ts(iso_time: str) -> float:
-    from datetime import datetime
-
-    return datetime.fromisoformat(iso_time.replace("Z", "+00:00")).timestamp()
 
 
 def _sections(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
