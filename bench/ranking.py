@@ -210,9 +210,7 @@ METHODS = [
 ]
 
 
-def score(
-    ls: LabelledSet, pools: dict[str, Pools], ranker: Callable[[Pools], list[str]]
-) -> dict[str, float]:
+def score(ls: LabelledSet, pools: dict[str, Any], ranker: Callable[[Any], list[str]]) -> dict:
     tot = [0.0, 0.0, 0.0]
     for qid, rel in ls.qrels.items():
         for i, v in enumerate(metrics(ranker(pools[qid]), rel)):
@@ -227,12 +225,48 @@ def score(
     }
 
 
+FLOORS = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]
+
+
+def through_search(app: Any, ls: LabelledSet) -> dict[str, dict[str, float]]:
+    """Every mode through Searcher.search, as a client gets it (works on older memoryd too)."""
+    from memoryd.search import SearchRequest
+
+    out: dict[str, dict[str, float]] = {}
+    for mode in ("keyword", "vector", "hybrid", "auto"):
+        answers: dict[str, list[str]] = {}
+        for qid, text in ls.queries.items():
+            res = app.searcher.search(
+                SearchRequest(query=text, mode=mode, limit=10, record_access=False, use_decay=False)
+            )
+            answers[qid] = _dedupe([h.get("path") or f"memory:{h['id']}" for h in res["hits"]])
+        out[f"search {mode}"] = score(ls, answers, lambda ranked: ranked)  # type: ignore[arg-type]
+    return out
+
+
+def compare(
+    ls: LabelledSet, pools: dict[str, Pools], st: Any, floors: bool
+) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    if floors:
+        for floor in FLOORS:
+            for m in ("note-rsf", "vector-floor"):
+                out[f"{m} floor {floor:.2f}"] = score(
+                    ls, pools, lambda pl, m=m, f=floor: rank_notes(pl, m, st, f)
+                )
+        return out
+    for m in METHODS:
+        out[m] = score(ls, pools, lambda pl, m=m: rank_notes(pl, m, st))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.ranking", description=__doc__)
     p.add_argument("--sets", default="")
     p.add_argument("--root", type=Path, default=Path("/tmp/memoryd-ranking"))
     p.add_argument("--floors", action="store_true")
     p.add_argument("--json", type=Path)
+    p.add_argument("--search-only", action="store_true", help="only the modes through search")
     p.add_argument("--data", type=Path, default=DATA, help="folder of sets (default bench/data)")
     args = p.parse_args(argv)
     from memoryd import logsetup
@@ -249,31 +283,21 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         app = open_app(args.root, ls)
         try:
-            pools = {qid: take_pools(app, text) for qid, text in ls.queries.items()}
             st = app.cfg.search
             print(
                 f"\n{name}: {len(ls.notes)} notes, {len(ls.qrels)} answerable queries, "
-                f"{len(ls.no_answer)} no-answer; scale {next(iter(pools.values())).scale} "
-                f"({time.perf_counter() - t:.0f} s)"
+                f"{len(ls.no_answer)} no-answer ({time.perf_counter() - t:.0f} s)"
             )
-            if args.floors:
-                for floor in [0.0, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5]:
-                    r = score(ls, pools, lambda pl, f=floor: rank_notes(pl, "note-strength", st, f))
-                    v = score(ls, pools, lambda pl, f=floor: rank_notes(pl, "vector-floor", st, f))
-                    results.setdefault(name, {})[f"floor {floor}"] = r
-                    print(
-                        f"  floor {floor:.2f}  strength: R@10 {r['recall@10']:.3f} "
-                        f"nDCG {r['ndcg@10']:.3f} empty {r['empty']:.2f} | vector: R@10 "
-                        f"{v['recall@10']:.3f} empty {v['empty']:.2f}"
-                    )
-            else:
-                for m in METHODS:
-                    r = score(ls, pools, lambda pl, m=m: rank_notes(pl, m, st))
-                    results.setdefault(name, {})[m] = r
-                    print(
-                        f"  {m:<15} nDCG@10 {r['ndcg@10']:.3f}  R@10 {r['recall@10']:.3f}  "
-                        f"MRR@10 {r['mrr@10']:.3f}  empty {r['empty']:.2f}"
-                    )
+            rows = through_search(app, ls)
+            if not args.search_only:
+                pools = {qid: take_pools(app, text) for qid, text in ls.queries.items()}
+                rows.update(compare(ls, pools, st, args.floors))
+            for key, r in rows.items():
+                results.setdefault(name, {})[key] = r
+                print(
+                    f"  {key:<22} nDCG@10 {r['ndcg@10']:.3f}  R@10 {r['recall@10']:.3f}  "
+                    f"MRR@10 {r['mrr@10']:.3f}  empty {r['empty']:.2f}"
+                )
         finally:
             app.close()
     if args.json:

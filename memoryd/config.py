@@ -58,7 +58,7 @@ class MemoriesConfig:
 class SearchConfig:
     default_limit: int = _f(10, "int", 1, 1000)
     max_limit: int = _f(100, "int", 1, 1000)
-    fusion: str = _f("rrf", "choice", ("rrf", "weighted"))
+    fusion: str = _f("weighted", "choice", ("rrf", "weighted"))
     rrf_k: int = _f(60, "int", 1, 10000)
     candidate_multiplier: int = _f(4, "int", 1, 50)
     keyword_weight: float = _f(0.5, "float", 0.0, 100.0)

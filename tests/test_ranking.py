@@ -297,3 +297,24 @@ def test_rendered_snippets_are_well_formed_markdown(parts: list[tuple[str, bool]
 def test_escape_markdown_escapes_a_leading_hash() -> None:
     assert escape_markdown("# not a heading") == "\\# not a heading"
     assert escape_markdown("a*b_c") == "a\\*b\\_c"
+
+
+# --- over the socket -----------------------------------------------------------------------------
+
+
+def test_search_over_the_socket_groups_notes_and_validates_group(daemon_factory: Any) -> None:
+    d = daemon_factory()
+    (d.workspace / "kafka.md").write_text(
+        "# Kafka\n\n## Brokers\n\nkafka brokers on three hosts\n\n## Lag\n\nkafka consumer lag\n"
+    )
+    from conftest import rpc, wait_for
+
+    wait_for(lambda: d.call("search", {"query": "kafka"})["hits"], timeout=20)
+    notes = d.call("search", {"query": "kafka"})
+    assert len(notes["hits"]) == 1 and notes["hits"][0]["sections"]
+    assert 0.0 < notes["hits"][0]["score"] <= 1.0
+    chunks = d.call("search", {"query": "kafka", "group": "none"})
+    assert len(chunks["hits"]) >= 2
+    assert d.call("search", {"query": "zebrafish"})["hits"] == []
+    bad = rpc(d.socket, "search", {"query": "kafka", "group": "pages"})
+    assert bad["error"]["code"] == -32602
