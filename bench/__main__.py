@@ -1,4 +1,5 @@
 """python -m bench [--size smoke|small|medium|large] [--no-model] [--skip-daemon]
+python -m bench quality [--set NAME] [--modes keyword,vector,hybrid,auto] [--json]
 
 Prints a table and writes bench/results/<time>.json. See BENCHMARKS.md for the figures.
 """
@@ -10,6 +11,7 @@ import json
 import os
 import platform
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +46,9 @@ def machine() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["quality"]:
+        return quality.main(argv[1:])
     p = argparse.ArgumentParser(
         prog="python -m bench",
         description=__doc__,

@@ -1,0 +1,153 @@
+"""`python -m bench quality`: the metrics on hand-computed rankings, the labels of every set,
+and a tiny end-to-end run with the fake embedder."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import math
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from bench import quality
+from bench.quality import hit_spans, line_metrics, load_set, metrics, score_query, summarise
+
+DATA = Path(quality.__file__).parent / "data"
+
+
+def test_document_metrics_on_a_known_ranking() -> None:
+    # gains 2^rel - 1: b=0, a=3, c=1; ideal order a, c
+    ndcg, recall, mrr = metrics(["b", "a", "c"], {"a": 2, "c": 1})
+    dcg = 3 / math.log2(3) + 1 / math.log2(4)
+    idcg = 3 / math.log2(2) + 1 / math.log2(3)
+    assert ndcg == pytest.approx(dcg / idcg) == pytest.approx(0.65900, abs=1e-5)
+    assert recall == 1.0 and mrr == 0.5
+    assert metrics(["x", "y"], {"a": 2}) == (0.0, 0.0, 0.0)
+    # only the top 10 count
+    assert metrics([str(i) for i in range(10)] + ["a"], {"a": 2}) == (0.0, 0.0, 0.0)
+
+
+def test_line_metrics_count_a_unit_once_and_need_a_covering_span() -> None:
+    units = [("a.md", frozenset({5})), ("b.md", frozenset({10, 11}))]
+    hits = [
+        [("a.md", 1, 4)],  # same note, but not the evidence line
+        [("b.md", 9, 10)],  # covers b
+        [("b.md", 11, 12)],  # b again: no second gain
+        [("a.md", 5, 8)],  # covers a
+    ]
+    ndcg, recall, mrr = line_metrics(hits, units)
+    dcg = 1 / math.log2(3) + 1 / math.log2(5)
+    idcg = 1 + 1 / math.log2(3)
+    assert ndcg == pytest.approx(dcg / idcg) == pytest.approx(0.65092, abs=1e-5)
+    assert recall == 1.0 and mrr == 0.5
+    assert line_metrics([[("a.md", 1, 4)]], units) == (0.0, 0.0, 0.0)
+    assert line_metrics([[("a.md", 5, 5), ("b.md", 10, 10)]], units)[0] == 1.0  # capped at 1
+
+
+def test_hit_spans_read_both_hit_shapes() -> None:
+    chunk = {"path": "n.md", "start_line": 3, "end_line": 9}
+    note = {
+        "path": "n.md",
+        "start_line": 3,
+        "end_line": 9,
+        "sections": [{"heading_path": "A > B", "start_line": 20, "end_line": 24, "score": 0.4}],
+    }
+    memory = {"id": 7, "content": "a memory", "path": None}
+    assert hit_spans(chunk) == [("n.md", 3, 9)]
+    assert hit_spans(note) == [("n.md", 3, 9), ("n.md", 20, 24)]
+    assert hit_spans(memory) == []
+
+
+def test_summary_reports_no_answer_precision_and_empty_answerable() -> None:
+    ds = quality.Dataset(
+        "t",
+        {"a.md": "# A\n\nfact one\nfact two\n"},
+        {
+            "q1": quality.Query("q1", "one", "single"),
+            "q2": quality.Query("q2", "two", "para"),
+            "q3": quality.Query("q3", "zebrafish", "none", True),
+            "q4": quality.Query("q4", "okapi", "none", True),
+        },
+        {"q1": {"a.md": (2, (3,))}, "q2": {"a.md": (2, (4,))}},
+    )
+    hit3 = {"path": "a.md", "start_line": 3, "end_line": 3}
+    s = summarise(ds, {"q1": [hit3], "q2": [], "q3": [], "q4": [hit3]})
+    assert s["recall@10"] == 0.5 and s["mrr@10"] == 0.5
+    assert s["doc_recall@10"] == 0.5  # q1 found its note, q2 found nothing
+    assert s["no_answer_empty"] == 0.5 and s["answerable_empty"] == 0.5
+    assert s["recall@10_by_type"] == {"para": 0.0, "single": 1.0}
+    assert score_query(ds, "q3", []) is None
+    # a hit on the right note but the wrong line: document-level yes, line-level no
+    assert score_query(ds, "q2", [hit3])["recall@10"] == 0.0
+    assert score_query(ds, "q2", [hit3])["doc_recall@10"] == 1.0
+
+
+@pytest.mark.parametrize("name", quality.SETS)
+def test_every_label_of_every_set_is_valid(name: str) -> None:
+    ds = load_set(DATA / name)
+    assert quality.check_labels(ds) == []
+    answerable = [q for q in ds.queries.values() if not q.no_answer]
+    no_answer = [q for q in ds.queries.values() if q.no_answer]
+    assert len(no_answer) >= 0.15 * len(ds.queries) or name == "notes-qa"
+    if name == "notes-qa":
+        return
+    # each answer string is in one of its query's evidence lines
+    raw = {
+        json.loads(line)["_id"]: json.loads(line)
+        for line in (DATA / name / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    }
+    for q in answerable:
+        evidence = [
+            ds.notes[path].splitlines()[n - 1].lower()
+            for path, (_, lines) in ds.qrels[q.id].items()
+            for n in lines
+        ]
+        for answer in raw[q.id]["answer"]:
+            assert any(answer.lower() in line for line in evidence), (q.id, answer)
+
+
+def test_sets_match_their_sources() -> None:
+    """The committed notes, queries and qrels are what make_sets.py builds from the sources
+    (whose own checks: fact keys in their lines, paraphrases sharing no content word, ...)."""
+    spec = importlib.util.spec_from_file_location("make_sets", DATA / "make_sets.py")
+    assert spec is not None and spec.loader is not None
+    make_sets = importlib.util.module_from_spec(spec)
+    sys.modules["make_sets"] = make_sets  # dataclasses look their module up while defining
+    try:
+        spec.loader.exec_module(make_sets)
+    finally:
+        del sys.modules["make_sets"]
+    assert make_sets.main(["--check"]) == 0
+
+
+def test_quality_command_on_a_subset_with_the_fake_embedder(tmp_path: Path) -> None:
+    def run() -> dict:
+        out = io.StringIO()
+        with redirect_stdout(out):
+            args = ["--fake", "--json", "--queries", "12", "--set", "chat-logs", "--set", "cjk"]
+            code = quality.main([*args, "--cache", str(tmp_path / "cache")])
+        assert code == 0
+        return json.loads(out.getvalue())
+
+    first = run()
+    assert set(first["sets"]) == {"chat-logs", "cjk"}
+    for res in first["sets"].values():
+        assert set(res["modes"]) == {"keyword", "vector", "hybrid", "auto"}
+        for s in res["modes"].values():
+            assert s["answerable"] + s["no_answer"] == 12 and s["no_answer"] >= 1
+            for key in ("ndcg@10", "recall@10", "mrr@10", "no_answer_empty"):
+                assert 0.0 <= s[key] <= 1.0
+    assert first["sets"]["chat-logs"]["modes"]["keyword"]["recall@10"] > 0.3
+    assert len(list((tmp_path / "cache").iterdir())) == 2
+    second = run()  # from the cached indexes: the same figures
+    for name, res in first["sets"].items():
+        for mode, s in res["modes"].items():
+            again = second["sets"][name]["modes"][mode]
+            assert {k: v for k, v in s.items() if k != "seconds"} == {
+                k: v for k, v in again.items() if k != "seconds"
+            }
+    assert second["sets"]["chat-logs"]["index_seconds"] == 0.0
