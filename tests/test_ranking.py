@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryd import search as search_mod
+from memoryd import vecindex
 from memoryd.search import (
     _CLOSE,
     _OPEN,
@@ -21,7 +22,7 @@ from memoryd.search import (
     strength,
 )
 from memoryd.store.entries import Filters
-from memoryd.vecindex import popcount_rows, popcount_table
+from memoryd.vecindex import hamming, popcount_rows, popcount_table
 
 
 def q(app: Any, query: str, **kw: Any) -> dict[str, Any]:
@@ -49,8 +50,20 @@ def test_popcount_table_matches_bitwise_count_and_a_naive_count() -> None:
     assert popcount_table(codes)[0] == 64 * 6 and popcount_table(codes)[1] == 0
 
 
+@pytest.mark.parametrize("numpy2", [True, False])
+def test_hamming_by_columns_matches_rows(monkeypatch: Any, numpy2: bool) -> None:
+    if numpy2 and not hasattr(np, "bitwise_count"):
+        pytest.skip("NumPy 1.x: no bitwise_count")
+    monkeypatch.setattr(vecindex, "_HAS_BITWISE_COUNT", numpy2)
+    rng = np.random.default_rng(4)
+    codes = rng.integers(0, 2**63, size=(300, 6), dtype=np.uint64)
+    query = codes[17]
+    expected = popcount_table(codes ^ query)
+    got = hamming(np.ascontiguousarray(codes.T), query)
+    assert got.tolist() == expected.tolist() and got[17] == 0
+
+
 def test_vector_cache_works_without_bitwise_count(make_app: Any, monkeypatch: Any) -> None:
-    from memoryd import vecindex
     from memoryd.store import vectors
     from memoryd.vecindex import VectorCache
 
