@@ -535,7 +535,16 @@ class Searcher:
         else:
             mode = req.mode
         out["mode"] = mode
-        ranked = self._fuse(keyword, vector, scale, req.group)
+        norm = None
+        if keyword and s.fusion == "weighted" and req.filters != base_filters(req.filters):
+            # Scores must not depend on the filter: normalise BM25 by the best match of the
+            # query without it, so a filtered search ranks as an unfiltered one restricted.
+            full = rewritten.match if fuzzy_used and rewritten is not None else parsed.match
+            bwhere, bparams = filter_sql(base_filters(req.filters), now)
+            norm = searchsql.best_bm25(con, full, bwhere, bparams) if full else None
+            if norm is None and parsed.match_any and not fuzzy_used:
+                norm = searchsql.best_bm25(con, parsed.match_any, bwhere, bparams)
+        ranked = self._fuse(keyword, vector, scale, req.group, norm)
         out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale)
         if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
             if rewritten is None and req.mode != "fuzzy":
@@ -603,6 +612,7 @@ class Searcher:
         vector: list[Candidate],
         scale: tuple[float, float],
         group: str,
+        best_bm25: float | None = None,
     ) -> list[Candidate]:
         """Merge the pools and score each chunk; with group "note", score each note by its own
         ranks in the pools (fusion per note) and keep its chunks as sections."""
@@ -615,7 +625,8 @@ class Searcher:
             else:
                 by_id[c.id] = c
         chunks = list(by_id.values())
-        best_bm25 = min((c.bm25 for c in keyword if c.bm25 is not None), default=None)
+        if best_bm25 is None:
+            best_bm25 = bm25_norm(keyword)
         for c in chunks:
             c.fused, parts = relevance(c, s, scale, best_bm25)
             c.components.update(parts)
@@ -737,6 +748,25 @@ class Searcher:
             hits.append(hit)
         _fill_sections(con, hits)
         return hits
+
+
+def bm25_norm(keyword: Sequence[Candidate]) -> float | None:
+    """What BM25 is measured against: the best match on all of the query's words, or when no
+    text has them all, the best match on some."""
+    full = [c.bm25 for c in keyword if c.bm25 is not None and not c.partial]
+    if full:
+        return min(full)
+    return min((c.bm25 for c in keyword if c.bm25 is not None), default=None)
+
+
+def base_filters(f: Filters) -> Filters:
+    """The filters every search has (namespace, expiry, tiers): "unfiltered" for a user."""
+    return Filters(
+        namespace=f.namespace,
+        include_expired=f.include_expired,
+        tiers=f.tiers,
+        include_deprecated=f.include_deprecated,
+    )
 
 
 def order(candidates: list[Candidate]) -> list[Candidate]:

@@ -107,11 +107,14 @@ def test_narrow_path_filter_at_limit_100_with_a_vector_pool(make_app: Any, mode:
     filtered = q(app, query, mode=mode, limit=100, filters=flt, group="none")
     assert filtered["hits"]
     assert all(h["path"].startswith("conv-3/") for h in filtered["hits"])
-    if mode in ("vector", "keyword"):
-        # the same hits as an unfiltered query restricted afterwards
-        everything = q(app, query, mode=mode, limit=1000, group="none")
-        restricted = [h["id"] for h in everything["hits"] if h["path"].startswith("conv-3/")]
-        assert [h["id"] for h in filtered["hits"]] == restricted[:100]
+    # the same hits, in the same order, as an unfiltered query restricted afterwards
+    for group in ("none", "note"):
+        filtered = q(app, query, mode=mode, limit=100, filters=flt, group=group)
+        everything = q(app, query, mode=mode, limit=1000, group=group)
+        restricted = [
+            (h["id"], h["score"]) for h in everything["hits"] if h["path"].startswith("conv-3/")
+        ]
+        assert [(h["id"], h["score"]) for h in filtered["hits"]] == restricted[:100]
 
 
 def test_namespace_filter_at_limit_1_in_vector_mode_finds_the_memory(

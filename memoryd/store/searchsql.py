@@ -35,6 +35,12 @@ def keyword_pool(
     ]
 
 
+def best_bm25(con: apsw.Connection, match: str, where: str, params: Sequence[Any]) -> float | None:
+    """The best (lowest) BM25 of any entry that matches and passes the filter."""
+    rows = keyword_pool(con, match, where, params, 1)
+    return rows[0][1] if rows else None
+
+
 def entries_with_hashes(
     con: apsw.Connection, hashes: Sequence[str], where: str, params: Sequence[Any]
 ) -> list[tuple[int, str, int | None]]:
