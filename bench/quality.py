@@ -2,6 +2,8 @@
 
     python -m bench quality [--set NAME ...] [--modes keyword,vector,hybrid,auto] [--json]
 
+Prints a table (or the JSON report) and writes bench/results/quality-<time>.json.
+
 A set is a folder in the BEIR layout: `queries.jsonl`, `qrels/test.tsv` and either `corpus/`
 (markdown notes, written into the workspace as they are) or `corpus.jsonl` (each document
 becomes `<_id>.md` = "# title" + text). A qrels row may carry a fourth column, the evidence
@@ -294,17 +296,17 @@ def _holder(cfg: Any, fake: bool) -> Any:
     return default_model_holder(cfg)
 
 
-def build_index(ds: Dataset, root: Path, fake: bool) -> float:
+def build_index(ds: Dataset, root: Path, holder: Any) -> float:
     """Write the notes into root/ws, index and embed them into root/data. Returns seconds."""
     from memoryd.app import App
 
     started = time.perf_counter()
-    cfg = _config(root, fake)
+    cfg = _config(root, False)
     for rel, text in ds.notes.items():
         p = cfg.workspace / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
-    app = App(cfg, model=_holder(cfg, fake))
+    app = App(cfg, model=holder)
     try:
         app.indexer.reconcile()
         if app.model.state in ("idle", "loading", "ready"):
@@ -317,9 +319,10 @@ def build_index(ds: Dataset, root: Path, fake: bool) -> float:
 
 
 def open_index(
-    ds: Dataset, fake: bool, cache: Path | None, log: Callable[[str], None]
+    ds: Dataset, fake: bool, cache: Path | None, log: Callable[[str], None], holder: Any
 ) -> tuple[Any, Path, float]:
-    """An App over a fresh copy of the set's cached index (built first when missing)."""
+    """An App over a fresh copy of the set's cached index (built first when missing); every
+    App shares the one model holder, so the model is loaded once per run."""
     from memoryd.app import App
 
     build_s = 0.0
@@ -327,17 +330,16 @@ def open_index(
     model = model_identity(fake)
     key = hashlib.sha256(f"{ds.fingerprint()}|{model}|{code_fingerprint()}".encode())
     if cache is None:
-        build_s = build_index(ds, work / "idx", fake)
+        build_s = build_index(ds, work / "idx", holder)
     else:
         cached = cache / f"{ds.name}-{'fake' if fake else 'model'}-{key.hexdigest()[:16]}"
         if not (cached / "ready").exists():
             log(f"{ds.name}: indexing {len(ds.notes)} notes ({model})")
             shutil.rmtree(cached, ignore_errors=True)
-            build_s = build_index(ds, cached, fake)
+            build_s = build_index(ds, cached, holder)
             (cached / "ready").write_text(json.dumps({"model": model, "seconds": build_s}))
         shutil.copytree(cached, work / "idx", symlinks=True)
-    cfg = _config(work / "idx", fake)
-    app = App(cfg, model=_holder(cfg, fake))
+    app = App(_config(work / "idx", fake), model=holder)
     app.indexer.reconcile()  # a no-op on an unchanged copy; picks up nothing new
     if app.model.state in ("idle", "loading", "ready"):
         app.model.start()
@@ -366,9 +368,14 @@ def run_set(
     fake: bool = False,
     cache: Path | None = None,
     group: str | None = None,
+    per_query: bool = False,
     log: Callable[[str], None] = lambda s: None,
+    holder: Any = None,
 ) -> dict[str, Any]:
-    app, work, build_s = open_index(ds, fake, cache, log)
+    own = Path(tempfile.mkdtemp(prefix="mdq-model-")) if holder is None else None
+    if own is not None:
+        holder = _holder(_config(own, fake), fake)
+    app, work, build_s = open_index(ds, fake, cache, log, holder)
     out: dict[str, Any] = {"notes": len(ds.notes), "queries": len(ds.queries), "modes": {}}
     try:
         ready = app.model.state == "ready"
@@ -382,11 +389,22 @@ def run_set(
                 results[qid] = list(res["hits"])
             summary = summarise(ds, results)
             summary["seconds"] = round(time.perf_counter() - started, 2)
+            if per_query:
+                summary["per_query"] = {
+                    qid: {
+                        "hits": len(hits),
+                        "top": [f"{h.get('path')}:{h.get('start_line')}" for h in hits[:3]],
+                        **(score_query(ds, qid, hits) or {}),
+                    }
+                    for qid, hits in results.items()
+                }
             out["modes"][mode] = summary
             log(f"{ds.name} {mode}: {summary['seconds']} s")
     finally:
         app.close()
         shutil.rmtree(work, ignore_errors=True)
+        if own is not None:
+            shutil.rmtree(own, ignore_errors=True)
     out["index_seconds"] = round(build_s, 2)
     return out
 
@@ -468,10 +486,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated (default: all)")
     p.add_argument("--group", choices=("note", "none"), help="search grouping, when supported")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--per-query",
+        action="store_true",
+        help="keep each query's figures and top 3 hits in the report (for finding misses)",
+    )
     p.add_argument("--fake", action="store_true", help="fake embedder (tests; not semantic)")
     p.add_argument("--queries", type=int, help="evaluate a deterministic subset of N queries")
     p.add_argument("--no-cache", action="store_true", help="index from scratch, keep nothing")
     p.add_argument("--cache", type=Path, default=ROOT / "results" / "cache")
+    p.add_argument(
+        "--out", type=Path, default=ROOT / "results", help="folder for quality-<time>.json"
+    )
     p.add_argument("--data", type=Path, default=ROOT / "data", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -484,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     report: dict[str, Any] = {"sets": {}, "modes": modes, "group": args.group}
     progress = (lambda s: None) if args.json else (lambda s: print(f"  {s}", flush=True))
+    model_root = Path(tempfile.mkdtemp(prefix="mdq-model-"))
+    holder = _holder(_config(model_root, args.fake), args.fake)
     for name in args.set or SETS:
         ds = load_set(args.data / name)
         problems = check_labels(ds)
@@ -498,12 +526,18 @@ def main(argv: list[str] | None = None) -> int:
             cache=None if args.no_cache else args.cache,
             group=args.group,
             log=progress,
+            holder=holder,
+            per_query=args.per_query,
         )
+    shutil.rmtree(model_root, ignore_errors=True)
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    args.out.mkdir(parents=True, exist_ok=True)
+    saved = args.out / f"quality-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    saved.write_text(json.dumps(report, indent=2))
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         print(table(report))
-        print(f"\n{report['seconds']} s in all")
+        print(f"\n{report['seconds']} s in all; written to {saved}")
     return 0

@@ -15,11 +15,17 @@ from typing import Any
 from memoryd import __version__, checkpoints, lifecycle, transfer
 from memoryd.app import App
 from memoryd.errors import InvalidInput
-from memoryd.memories import check_id, check_importance, check_name, check_tags
+from memoryd.memories import (
+    ADD_FIELDS,
+    check_id,
+    check_importance,
+    check_name,
+    check_tags,
+)
 from memoryd.search import SearchRequest
 from memoryd.store import entries
 from memoryd.store.entries import Filters
-from memoryd.timeutil import parse_time
+from memoryd.validation import check_str, check_time
 
 FILTER_PARAMS = frozenset(
     {
@@ -44,14 +50,21 @@ class Method:
     fn: Callable[[App, dict[str, Any]], Any]
     params: frozenset[str]
     slow: bool = False  # runs long (reindex, jobs): no request timeout
+    own_check: frozenset[str] = frozenset()  # params the library checks item by item
 
 
 METHODS: dict[str, Method] = {}
 
 
-def method(name: str, params: set[str] | frozenset[str] = frozenset(), *, slow: bool = False):
+def method(
+    name: str,
+    params: set[str] | frozenset[str] = frozenset(),
+    *,
+    slow: bool = False,
+    own_check: frozenset[str] = frozenset(),
+):
     def register(fn: Callable[[App, dict[str, Any]], Any]) -> Callable[[App, dict[str, Any]], Any]:
-        METHODS[name] = Method(fn, frozenset(params), slow)
+        METHODS[name] = Method(fn, frozenset(params), slow, own_check)
         return fn
 
     return register
@@ -63,10 +76,27 @@ def lookup(name: str, params: dict[str, Any]) -> Method:
     unknown = set(params) - m.params
     if unknown:
         allowed = ", ".join(sorted(m.params)) or "none"
-        raise InvalidInput(
-            f"{name}: unknown param {', '.join(sorted(unknown))} (accepted: {allowed})"
-        )
+        shown = ", ".join(sorted(repr(k) for k in unknown))
+        raise InvalidInput(f"{name}: unknown param {shown} (accepted: {allowed})")
+    check_strings({k: v for k, v in params.items() if k not in m.own_check})
     return m
+
+
+def check_strings(params: dict[str, Any]) -> None:
+    """No string anywhere in the params (keys included, at any depth) may carry a NUL or a lone
+    surrogate: SQLite, the file system and UTF-8 output cannot take them. Iterative, so deep
+    nesting cannot overflow the stack."""
+    stack: list[tuple[str, Any]] = [(k, v) for k, v in params.items()]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            check_str(value, where)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                check_str(k, where)
+                stack.append((where, v))
+        elif isinstance(value, list):
+            stack.extend((where, v) for v in value)
 
 
 def _bool(params: dict[str, Any], key: str) -> bool:
@@ -76,10 +106,17 @@ def _bool(params: dict[str, Any], key: str) -> bool:
     return value
 
 
+def _path(params: dict[str, Any], key: str) -> str:
+    value = check_str(params.get(key), key, limit=4096)
+    if not value.strip():
+        raise InvalidInput(f"{key}: expected a workspace-relative path")
+    return value
+
+
 def _int(params: dict[str, Any], key: str, default: int) -> int:
     value = params.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"{key}: expected an integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**63:
+        raise InvalidInput(f"{key}: expected an integer")
     return value
 
 
@@ -99,11 +136,11 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
     else:
         raise InvalidInput("type: expected a string or a list of strings")
     path = params.get("path")
-    if path is not None and not isinstance(path, str):
-        raise InvalidInput("path: expected a workspace-relative path prefix")
+    if path is not None:
+        path = check_str(path, "path", limit=4096)
     source = params.get("source")
-    if source is not None and not isinstance(source, str):
-        raise InvalidInput("source: expected a string")
+    if source is not None:
+        source = check_str(source, "source", limit=1000)
     namespace = params.get("namespace")
     tiers = params.get("tier")
     if tiers is None:
@@ -122,12 +159,8 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         tags=check_tags(params["tags"]) if params.get("tags") is not None else (),
         source=source,
         path_prefix=path,
-        since=parse_time(params["since"], what="since")
-        if params.get("since") is not None
-        else None,
-        until=parse_time(params["until"], what="until")
-        if params.get("until") is not None
-        else None,
+        since=check_time(params["since"], "since") if params.get("since") is not None else None,
+        until=check_time(params["until"], "until") if params.get("until") is not None else None,
         min_importance=(
             check_importance(params["min_importance"])
             if params.get("min_importance") is not None
@@ -148,29 +181,11 @@ def ping(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"pong": True, "version": __version__}
 
 
-ADD_PARAMS = {
-    "content",
-    "type",
-    "tags",
-    "importance",
-    "confidence",
-    "source",
-    "context",
-    "ttl",
-    "expires_at",
-    "namespace",
-    "tier",
-    "triggers",
-    "allow_secrets",
-}
+ADD_PARAMS = set(ADD_FIELDS) | {"allow_secrets"}
 
 
 @method("add", ADD_PARAMS | {"skip_near_duplicates"})
 def add(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    if "content" not in params:
-        raise InvalidInput("add: content is required")
-    for key in ("allow_secrets", "skip_near_duplicates"):
-        _bool(params, key)
     added = app.memories.add(**params)
     return {
         "id": added.id,
@@ -182,9 +197,21 @@ def add(app: App, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@method("get", {"id"})
+@method("get", {"id", "path", "section"})
 def get(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """{id}: a memory or chunk; {path, section?}: a note of the workspace, or one section."""
+    if params.get("path") is not None:
+        if params.get("id") is not None:
+            raise InvalidInput("get: give id, or path (and section), not both")
+        return app.memories.get_note(params["path"], params.get("section"))
+    if params.get("section") is not None:
+        raise InvalidInput("get: section needs a path")
     return app.memories.get(params.get("id"))
+
+
+@method("used", {"id"})
+def used(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return app.memories.used(params.get("id"))
 
 
 @method("list", FILTER_PARAMS | {"limit", "offset"})
@@ -202,10 +229,7 @@ def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("update", (ADD_PARAMS - {"content"}) | {"id", "content"})
 def update(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    changes = {k: v for k, v in params.items() if k != "id"}
-    if not changes:
-        raise InvalidInput("update: nothing to change (give content, type, tags, ...)")
-    return app.memories.update(params.get("id"), changes)
+    return app.memories.update(params.get("id"), {k: v for k, v in params.items() if k != "id"})
 
 
 @method("delete", {"id", "tag", "namespace", "path", "dry_run"})
@@ -217,42 +241,19 @@ def delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
         raise InvalidInput("delete: give exactly one of id, tag, namespace, path")
     dry = _bool(params, "dry_run")
     if "id" in given:
-        entry_id = check_id(params["id"])
-        if not dry:
-            app.memories.delete(entry_id)
-        return {"deleted": True, "id": entry_id, "ids": [entry_id], "dry_run": dry}
+        res = app.memories.delete(params["id"], dry_run=dry)
+        return {**res, "deleted": True, "id": res["ids"][0]}
     if "path" in given:
-        return app.trash_path(params["path"], dry_run=dry)
-    tag = check_tags([params["tag"]])[0] if "tag" in given else None
-    ns = check_name(params["namespace"], "namespace") if "namespace" in given else None
-    ids = app.store.read(lambda con: lifecycle.select_ids(con, tag=tag, namespace=ns))
-    if not dry and ids:
-        app.store.run_write(lambda con: lifecycle.delete_ids(con, ids), durable=True)
-    return {"deleted": len(ids), "ids": ids, "dry_run": dry}
+        return app.trash_path(_path(params, "path"), dry_run=dry)
+    return app.memories.delete_where(
+        tag=params.get("tag"), namespace=params.get("namespace"), dry_run=dry
+    )
 
 
 @method("prune", {"dry_run"})
 def prune(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Remove expired and deprecated memories (dry_run: only say which)."""
-    dry = _bool(params, "dry_run")
-    now = app.clock()
-    ids = app.store.read(lambda con: lifecycle.select_ids(con, expired_before=now, deprecated=True))
-    records = app.store.read(lambda con: entries.get_many(con, ids))
-    if not dry and ids:
-        app.store.run_write(lambda con: lifecycle.delete_ids(con, ids), durable=True)
-    return {
-        "pruned": len(ids),
-        "dry_run": dry,
-        "items": [
-            {
-                "id": i,
-                "tier": records[i]["tier"],
-                "expires_at": records[i]["expires_at"],
-                "summary": lifecycle.summary(records[i]["content"]),
-            }
-            for i in ids
-        ],
-    }
+    return app.memories.prune(dry_run=_bool(params, "dry_run"))
 
 
 @method("session_start", {"namespace", "max_tokens"})
@@ -261,7 +262,9 @@ def session_start(app: App, params: dict[str, Any]) -> dict[str, Any]:
     budget = _int(params, "max_tokens", app.cfg.lifecycle.session_max_tokens)
     if budget < 1:
         raise InvalidInput("max_tokens: expected a positive integer")
-    ns = params.get("namespace") or app.cfg.memories.default_namespace
+    ns = params.get("namespace")
+    ns = check_name(ns, "namespace") if ns not in (None, "", "*") else (ns or None)
+    ns = ns or app.cfg.memories.default_namespace
     now = app.clock()
     found, used, total = app.store.read(
         lambda con: lifecycle.session_memories(con, ns, budget, now)
@@ -271,37 +274,18 @@ def session_start(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("match_triggers", {"prompt", "namespace"})
 def match_triggers(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    prompt = params.get("prompt")
-    if not isinstance(prompt, str):
-        raise InvalidInput("prompt: expected a string")
+    prompt = check_str(params.get("prompt"), "prompt", limit=1_000_000)
     ns = params.get("namespace")
-
-    def run(con: Any) -> list[dict[str, Any]]:
-        found = app.triggers.match(con, prompt)
-        records = entries.get_many(con, list(found))
-        return [
-            {**records[i], "matched": found[i]}
-            for i in found
-            if i in records and (not ns or ns == "*" or records[i]["namespace"] == ns)
-        ]
-
-    return {"memories": app.store.read(run)}
+    if ns is not None and ns != "*":
+        ns = check_name(ns, "namespace")
+    found = app.store.read(lambda con: lifecycle.matching(con, app.triggers, prompt, ns))
+    return {"memories": found}
 
 
 @method("validate", {"id", "useful"})
 def validate(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    entry_id = check_id(params.get("id"))
-    if not isinstance(params.get("useful"), bool):
-        raise InvalidInput("useful: expected true or false")
-    now = app.clock()
-    out = app.store.run_write(
-        lambda con: lifecycle.validate(con, entry_id, params["useful"], now), durable=True
-    )
-    lc = app.cfg.lifecycle
-    out["promotion_candidate"] = (
-        out["useful_count"] >= lc.promotion_min_useful
-        and out["useful_count"] >= lc.promotion_min_ratio * out["validation_count"]
-    )
+    out = app.memories.validate(params.get("id"), params.get("useful"))
+    out["promotion_candidate"] = lifecycle.is_promotion_candidate(out, app.cfg.lifecycle)
     return out
 
 
@@ -318,8 +302,7 @@ def promotion_candidates(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("promote", {"id", "tier"})
 def promote(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    tier = lifecycle.check_tier(params.get("tier", "critical"))
-    return app.memories.update(params.get("id"), {"tier": tier})
+    return app.memories.promote(params.get("id"), params.get("tier", "critical"))
 
 
 @method("history", {"id"})
@@ -330,7 +313,7 @@ def history(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("checkpoint.create", {"name"}, slow=True)
 def checkpoint_create(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return checkpoints.create(app, params.get("name"))  # type: ignore[arg-type]
+    return checkpoints.create(app, params.get("name"))
 
 
 @method("checkpoint.list")
@@ -340,12 +323,14 @@ def checkpoint_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("checkpoint.restore", {"name"}, slow=True)
 def checkpoint_restore(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return checkpoints.restore(app, params.get("name"))  # type: ignore[arg-type]
+    return checkpoints.restore(app, params.get("name"))
 
 
 @method("export", {"namespace", "vectors"}, slow=True)
 def export(app: App, params: dict[str, Any]) -> dict[str, Any]:
     ns = params.get("namespace")
+    if ns is not None and ns != "*":
+        ns = check_name(ns, "namespace")
     with_vectors = _bool(params, "vectors")
     items = app.store.read(
         lambda con: list(transfer.export(con, namespace=ns, with_vectors=with_vectors))
@@ -353,19 +338,25 @@ def export(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"items": items, "count": len(items)}
 
 
-@method("import", {"items"}, slow=True)
+# items: checked one by one (errors name the line), exactly as add checks its params
+@method(
+    "import",
+    {"items", "first_line", "allow_secrets", "dry_run"},
+    slow=True,
+    own_check=frozenset({"items"}),
+)
 def import_(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    items = params.get("items")
-    if not isinstance(items, list):
-        raise InvalidInput("items: expected a list of exported memories")
-    now = app.clock()
-    limit = app.cfg.memories.max_content_bytes
-    counts = app.store.run_write(
-        lambda con: transfer.import_items(con, items, now=now, max_bytes=limit), durable=True
+    return app.memories.import_items(
+        params.get("items"),
+        first_line=params.get("first_line", 1),
+        allow_secrets=params.get("allow_secrets", False),
+        dry_run=params.get("dry_run", False),
     )
-    app.triggers.invalidate()
-    app.embedder.wake()
-    return counts
+
+
+@method("checkpoint.delete", {"name", "kind"})
+def checkpoint_delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return checkpoints.delete(app, params.get("name"), params.get("kind", "checkpoint"))
 
 
 SEARCH_PARAMS = FILTER_PARAMS | {
@@ -426,18 +417,19 @@ def status(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("reindex", {"path", "full"}, slow=True)
 def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    path = params.get("path")
-    if path is not None:
-        if not isinstance(path, str) or not path.strip():
-            raise InvalidInput("path: expected a workspace-relative path")
-        full = (app.cfg.workspace / path).resolve()
+    if params.get("path") is not None:
+        path = _path(params, "path")
+        try:
+            full = (app.cfg.workspace / path).resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop
+            raise InvalidInput(f"path: cannot resolve {path!r} ({exc})") from None
         if app.indexer.relpath(full) is None:
             raise InvalidInput(f"path: {path!r} is outside the workspace")
         return app.indexer.sync_paths([Path(full)]).as_dict()
     if _bool(params, "full"):
         # Forget every stored hash: each file is read, chunked and stored again in place (search
         # keeps answering meanwhile; vectors are reused through their text hashes).
-        app.store.run_write(lambda con: con.execute("UPDATE documents SET sha256 = '', size = -1"))
+        app.store.run_write(entries.forget_document_hashes)
     return app.indexer.reconcile().as_dict()
 
 
@@ -452,3 +444,7 @@ def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(name, str):
         raise InvalidInput("name: expected a job name (see the jobs method)")
     return app.jobs.run_now(name)
+
+
+# --- whole notes and recent activity: registered by memoryd/api_notes.py -----------------------
+from memoryd import api_notes  # noqa: E402, F401

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryd import __version__, lifecycle
+from memoryd import __version__, checkpoints, lifecycle
 from memoryd.config import Config
 from memoryd.dailylog import DailyLog
 from memoryd.embed import ModelHolder, load_embedder, resolve_model
@@ -24,8 +24,10 @@ from memoryd.indexer import Indexer
 from memoryd.jobs import Jobs
 from memoryd.logsetup import get_logger
 from memoryd.memories import Memories
+from memoryd.notes import Notes
 from memoryd.search import Searcher
 from memoryd.store import Store, entries, vectors
+from memoryd.store import lifecycle as lcstore
 from memoryd.timeutil import iso
 from memoryd.watcher import Watcher
 
@@ -66,6 +68,7 @@ class App:
         self.clock = clock
         self.started_at = clock()
         prepare_dirs(cfg)
+        checkpoints.clean_partial(cfg.data_dir)
         self.store = Store(cfg.db_path)
         self.model = model if model is not None else default_model_holder(cfg)
         self.fuzzy = FuzzyMatcher(cfg.search.fuzzy_min_similarity)
@@ -91,12 +94,16 @@ class App:
             on_change=self._index_changed,
             clock=clock,
         )
+        self.notes = Notes(self.store, self.indexer, cfg.notes)
         self.memories = Memories(
             self.store,
             cfg.memories,
             clock=clock,
             on_added=[self.dailylog.append],
             on_changed=[self.embedder.wake, self.triggers.invalidate],
+            on_updated=[lambda rec: self._log_rewritten(self.dailylog.rewrite(rec))],
+            on_removed=[lambda recs: self._log_rewritten(self.dailylog.forget(recs))],
+            copies_since=lambda since: checkpoints.copies_since(cfg.data_dir, since),
             secrets_mode=cfg.secrets.mode,
             temporary_ttl=cfg.lifecycle.temporary_ttl,
             near_duplicates=self.near_duplicates,
@@ -108,6 +115,11 @@ class App:
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
 
+    def _log_rewritten(self, paths: list[Path]) -> None:
+        """The daily log was rewritten by us: index it now (the watcher then finds nothing new)."""
+        if paths:
+            self.indexer.sync_paths(paths)
+
     def near_duplicates(self, text: str, namespace: str) -> list[dict[str, Any]]:
         """Memories in the namespace that say nearly the same thing: by vector similarity when
         the model is ready (the text's vector is stored at once, so it is embedded only once),
@@ -115,7 +127,8 @@ class App:
         lc = self.cfg.lifecycle
         from memoryd.markdown import sha256_text
 
-        if self.model.state == "ready" and self.embedder.ensure_model() is not None:
+        vec_ok = self.store.vec_enabled  # without sqlite-vec there is no knn: use words
+        if vec_ok and self.model.state == "ready" and self.embedder.ensure_model() is not None:
             model_id = self.embedder.model_id
             assert model_id is not None
             vec = self.model.embed_batch([text])[0]
@@ -129,12 +142,8 @@ class App:
                 for h, dist in vectors.knn(con, model_id, vec, 10):
                     if 1 - dist < lc.near_duplicate_similarity:
                         break
-                    for (i,) in con.execute(
-                        "SELECT id FROM entries WHERE content_hash = ? AND kind = 'memory'"
-                        " AND namespace = ?",
-                        (h, namespace),
-                    ):
-                        out.append({"id": int(i), "similarity": round(1 - dist, 4)})
+                    for i in lcstore.memory_ids_by_hash(con, h, namespace):
+                        out.append({"id": i, "similarity": round(1 - dist, 4)})
                 return out
 
             return self.store.read(by_vector)
@@ -147,16 +156,11 @@ class App:
 
         def by_words(con: Any) -> list[dict[str, Any]]:
             out = []
-            for i, content in con.execute(
-                "SELECT e.id, e.content FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid"
-                " WHERE entries_fts MATCH ? AND e.kind = 'memory' AND e.namespace = ?"
-                " ORDER BY bm25(entries_fts) LIMIT 20",
-                (any_match, namespace),
-            ):
+            for i, content in lcstore.keyword_memories(con, any_match, namespace):
                 other = set(parse_query(content).terms)
                 overlap = len(words & other) / max(1, len(words | other))
                 if overlap >= lc.near_duplicate_overlap:
-                    out.append({"id": int(i), "similarity": round(overlap, 4)})
+                    out.append({"id": i, "similarity": round(overlap, 4)})
             return out
 
         return self.store.read(by_words)
@@ -168,7 +172,10 @@ class App:
 
         if not isinstance(path, str) or not path.strip():
             raise InvalidInput("path: expected a workspace-relative path")
-        full = (self.cfg.workspace / path).resolve()
+        try:
+            full = (self.cfg.workspace / path).resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL, ...
+            raise InvalidInput(f"path: cannot resolve {path!r} ({exc})") from None
         rel = self.indexer.relpath(full)
         if rel is None or rel in (".", ""):
             raise InvalidInput(f"path: {path!r} is not inside the workspace")
@@ -267,6 +274,7 @@ class App:
         self.indexer.settings = cfg.indexer
         self.memories.settings = cfg.memories
         self.dailylog.settings = cfg.dailylog
+        self.notes.settings = cfg.notes
         self.jobs.reschedule()
         if self.watcher is not None:
             self.watcher.set_debounce(cfg.indexer.debounce_ms / 1000)
@@ -289,20 +297,8 @@ class App:
             return {
                 **entries.counts(con, namespace),
                 "by_type": entries.by_type(con, namespace),
-                "by_tier": dict(
-                    con.execute(
-                        "SELECT tier, count(*) FROM entries WHERE kind = 'memory'"
-                        + (" AND namespace = ?" if namespace and namespace != "*" else "")
-                        + " GROUP BY tier",
-                        [namespace] if namespace and namespace != "*" else [],
-                    ).fetchall()
-                ),
-                "namespaces": dict(
-                    con.execute(
-                        "SELECT namespace, count(*) FROM entries WHERE kind = 'memory'"
-                        " GROUP BY namespace"
-                    ).fetchall()
-                ),
+                "by_tier": lcstore.by_tier(con, namespace),
+                "namespaces": lcstore.by_namespace(con),
             }
 
         out = self.store.read(q)

@@ -16,6 +16,7 @@ examples:
   memoryd run --config ~/notes.toml   use another configuration file
   memoryd config show                 print the effective configuration as TOML
   memoryd service install             run at login as a user service (systemd/launchd)
+  memoryd mcp --namespace claude      MCP server on stdio for an AI agent (docs/agents.md)
 
 Configuration is read from --config, $MEMORYD_CONFIG, or $XDG_CONFIG_HOME/memoryd/config.toml;
 without a file the defaults work. Query the daemon with `memoryctl`.
@@ -57,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         service.add_parser(sub)
+    from memoryd import mcp  # the MCP SDK itself is imported only when `memoryd mcp` runs
+
+    mcp.add_parser(sub)
     return p
 
 

@@ -104,8 +104,14 @@ class LoggingConfig:
 class DailyLogConfig:
     enabled: bool = _f(True, "bool")
     folder: str = _f("daily", "relpath")
+    filename: str = _f("%Y-%m-%d.md", "logname")
     line_format: str = _f("- {time} [{type}] {content}{tags}", "format")
     header: str = _f("# Memories {date}", "format")
+
+
+@dataclass(frozen=True)
+class NotesConfig:
+    max_bytes: int = _f(1_048_576, "int", 1, 1 << 31)
 
 
 @dataclass(frozen=True)
@@ -156,6 +162,7 @@ SECTIONS: dict[str, type] = {
     "server": ServerConfig,
     "logging": LoggingConfig,
     "dailylog": DailyLogConfig,
+    "notes": NotesConfig,
     "jobs": JobsConfig,
     "lifecycle": LifecycleConfig,
     "secrets": SecretsConfig,
@@ -178,6 +185,7 @@ class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     dailylog: DailyLogConfig = field(default_factory=DailyLogConfig)
+    notes: NotesConfig = field(default_factory=NotesConfig)
     jobs: JobsConfig = field(default_factory=JobsConfig)
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     secrets: SecretsConfig = field(default_factory=SecretsConfig)
@@ -320,6 +328,21 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         ):
             raise ConfigError(f"{key}: expected a folder inside the workspace, got {value!r}")
         return value
+    if kind == "logname":
+        # A strftime pattern for the daily log's file name inside dailylog.folder (it may add
+        # sub-folders, as Obsidian's "YYYY/MM/YYYY-MM-DD" does).
+        if (
+            not isinstance(value, str)
+            or not value.endswith(".md")
+            or os.path.isabs(value)
+            or ".." in Path(value).parts
+            or "%" not in value
+        ):
+            raise ConfigError(
+                f"{key}: expected a strftime pattern for a .md file name like '%Y-%m-%d.md', "
+                f"got {value!r}"
+            )
+        return value
     if kind == "format":
         if not isinstance(value, str):
             raise ConfigError(f"{key}: expected a string, got {value!r}")
@@ -454,6 +477,7 @@ RELOADABLE: frozenset[str] = frozenset(
         "dailylog.enabled",
         "dailylog.line_format",
         "dailylog.header",
+        "notes.max_bytes",
         "server.idle_timeout_s",
         "server.request_timeout_s",
     }

@@ -1,4 +1,5 @@
-"""The daily log: every memory added through the API, one line in <workspace>/daily/YYYY-MM-DD.md.
+"""The daily log: every memory added through the API, one line in <workspace>/daily/YYYY-MM-DD.md
+(folder and file name from `[dailylog] folder` and `filename`, e.g. Obsidian's daily-note layout).
 
 No feedback loop, by design:
   The log files live in the workspace and are indexed like any other file, so what a person
@@ -12,6 +13,14 @@ No feedback loop, by design:
   file (O_APPEND, one write per line), so they cannot clobber an edit made between two appends,
   and whatever an editor that rewrites the file leaves behind is what the next index sees.
   Blanked lines keep their place, so chunk line numbers stay true.
+
+Forget means forget:
+  Deleting a memory removes its line (found by its marker id, edited or not), and changing its
+  text rewrites the line. Such a rewrite is atomic (a temp file in the same folder, fsync,
+  rename) under the same lock as appends; the caller then re-indexes the file at once, so the
+  watcher's later event finds the new hash already stored (our own write, nothing to do).
+  Lines go through the secret guard's redaction whatever the secrets mode: with allow_secrets a
+  credential is stored in the database, never in a plain-text file of the workspace.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from memoryd import secretguard
 from memoryd.logsetup import get_logger
 
 log = get_logger("memoryd.dailylog")
@@ -36,8 +46,34 @@ _MARKER = re.compile(r"^(?P<body>.*?)\s*<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8})
 class DailyLogSettings(Protocol):
     enabled: bool
     folder: str
+    filename: str  # strftime pattern, e.g. "%Y-%m-%d.md" (Obsidian's daily-note default)
     line_format: str
     header: str
+
+
+_ANY_MARKER = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->\s*$")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """temp file in the same folder, fsync, rename, fsync the folder; keeps the file's mode."""
+    mode = path.stat().st_mode & 0o777
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8", errors="surrogateescape"))
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def _hash8(text: str) -> str:
@@ -64,8 +100,15 @@ class DailyLog:
     def folder(self) -> Path:
         return self.workspace / self.settings.folder
 
+    def path_for(self, when: datetime) -> Path:
+        """The log file of a local date: <workspace>/<folder>/<strftime(filename)>."""
+        name = when.strftime(getattr(self.settings, "filename", "%Y-%m-%d.md"))
+        return self.folder() / name
+
     def is_log_file(self, relpath: str) -> bool:
         folder = self.settings.folder.strip("/")
+        if folder in ("", "."):  # logs at the top of the workspace (Obsidian's default)
+            return relpath.endswith(".md")
         return relpath.startswith(folder + "/") and relpath.endswith(".md")
 
     def render(self, record: dict[str, Any], when: datetime) -> str:
@@ -75,9 +118,9 @@ class DailyLog:
             date=when.strftime("%Y-%m-%d"),
             id=record["id"],
             type=record.get("type") or "",
-            content=one_line(record["content"]),
-            tags="".join(f" #{t}" for t in record.get("tags") or []),
-            source=record.get("source") or "",
+            content=one_line(secretguard.redact(record["content"])),
+            tags="".join(f" #{secretguard.redact(t)}" for t in record.get("tags") or []),
+            source=secretguard.redact(record.get("source") or ""),
             importance=record.get("importance") or "",
             namespace=record.get("namespace") or "",
         )
@@ -95,7 +138,7 @@ class DailyLog:
             else self.clock()
         )
         when = datetime.fromtimestamp(ts).astimezone()  # local date: the day the user lived
-        path = self.folder() / f"{when:%Y-%m-%d}.md"
+        path = self.path_for(when)
         line = self.render(record, when) + "\n"
         try:
             with self._lock:
@@ -123,6 +166,66 @@ class DailyLog:
             log.error("daily log append failed", path=str(path), error=str(exc))
             return None
         return path
+
+    def _when(self, record: dict[str, Any]) -> datetime:
+        created = record.get("created_at")
+        ts = (
+            datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
+            if isinstance(created, str)
+            else self.clock()
+        )
+        return datetime.fromtimestamp(ts).astimezone()
+
+    def forget(self, records: list[dict[str, Any]]) -> list[Path]:
+        """Remove the lines of these memories from the log files; returns the files changed."""
+        return self._rewrite({int(r["id"]): None for r in records}, records)
+
+    def rewrite(self, record: dict[str, Any]) -> list[Path]:
+        """Replace a memory's line with its current text (after an update or a redaction)."""
+        return self._rewrite({int(record["id"]): record}, [record])
+
+    def _rewrite(
+        self, changes: dict[int, dict[str, Any] | None], records: list[dict[str, Any]]
+    ) -> list[Path]:
+        folder = self.folder()
+        if not folder.is_dir():
+            return []
+        likely = {folder / f"{self._when(r):%Y-%m-%d}.md" for r in records}
+        changed: list[Path] = []
+        pending = set(changes)
+        with self._lock:
+            others = sorted(p for p in folder.glob("*.md") if p not in likely)
+            for path in [*sorted(likely), *others]:
+                if not pending:
+                    break
+                try:
+                    if not path.is_file() or path.is_symlink():
+                        continue
+                    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+                except OSError:
+                    continue
+                if "<!-- m:" not in text:
+                    continue
+                lines, hit = [], False
+                for line in text.split("\n"):
+                    m = _ANY_MARKER.search(line)
+                    entry_id = int(m.group("id")) if m else None
+                    if entry_id is not None and entry_id in changes:
+                        hit = True
+                        pending.discard(entry_id)
+                        new = changes[entry_id]
+                        if new is not None:
+                            lines.append(self.render(new, self._when(new)))
+                        continue
+                    lines.append(line)
+                if hit:
+                    try:
+                        _atomic_write(path, "\n".join(lines))
+                    except OSError as exc:
+                        log.error("daily log rewrite failed", path=str(path), error=str(exc))
+                        continue
+                    changed.append(path)
+        return changed
 
     def preprocess(self, relpath: str, text: str) -> str:
         """Blank the daemon's own, unedited lines (see the module docstring)."""

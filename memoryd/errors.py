@@ -60,3 +60,16 @@ class StoreError(MemorydError):
     """The database failed in a way the caller cannot fix (corruption, disk full)."""
 
     code = -32012
+
+
+class Conflict(MemorydError):
+    """The target changed since the caller last saw it (a stale sha256), or the change would
+    collide with something already stored."""
+
+    code = -32009
+
+
+class DiskFull(StoreError):
+    """The disk (or the file system holding data_dir) is full: nothing was written."""
+
+    code = -32013

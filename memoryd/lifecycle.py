@@ -10,14 +10,16 @@ import json
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import apsw
 
+from memoryd import secretguard
 from memoryd.errors import InvalidInput, NotFound
 from memoryd.markdown import estimate_tokens
 from memoryd.store import entries
+from memoryd.store import lifecycle as lcstore
 
 TIERS = ("constitutional", "critical", "important", "normal", "temporary", "deprecated")
 HISTORY_FIELDS = ("content", "tier", "importance", "tags", "type", "confidence", "triggers")
@@ -26,7 +28,7 @@ _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
 def check_tier(value: object) -> str:
     if not isinstance(value, str) or value.strip().lower() not in TIERS:
-        raise InvalidInput(f"tier: expected one of {', '.join(TIERS)}, got {value!r}")
+        raise InvalidInput(f"tier: expected one of {', '.join(TIERS)}")
     return value.strip().lower()
 
 
@@ -48,7 +50,7 @@ def check_triggers(value: object) -> list[str]:
         if not phrase:
             continue
         if len(phrase) > 200 or not normalise_phrase(phrase):
-            raise InvalidInput(f"triggers: {p!r} is not a usable phrase")
+            raise InvalidInput("triggers: a phrase is empty of words or over 200 characters")
         if phrase not in phrases:
             phrases.append(phrase)
     if len(phrases) > 50:
@@ -57,12 +59,7 @@ def check_triggers(value: object) -> list[str]:
 
 
 def set_triggers(con: apsw.Connection, entry_id: int, phrases: Sequence[str]) -> None:
-    con.execute("DELETE FROM triggers WHERE entry_id = ?", (entry_id,))
-    for phrase in phrases:
-        con.execute(
-            "INSERT OR IGNORE INTO triggers(entry_id, phrase, norm) VALUES (?, ?, ?)",
-            (entry_id, phrase, normalise_phrase(phrase)),
-        )
+    lcstore.set_triggers(con, entry_id, [(p, normalise_phrase(p)) for p in phrases])
 
 
 class TriggerIndex:
@@ -78,10 +75,8 @@ class TriggerIndex:
 
     def _build(self, con: apsw.Connection) -> None:
         by_first: dict[str, list[tuple[tuple[str, ...], int]]] = {}
-        for entry_id, norm in con.execute(
-            "SELECT t.entry_id, t.norm FROM triggers t JOIN entries e ON e.id = t.entry_id"
-        ):
-            words = tuple(str(norm).split())
+        for entry_id, norm in lcstore.trigger_norms(con):
+            words = tuple(norm.split())
             if words:
                 by_first.setdefault(words[0], []).append((words, int(entry_id)))
         self._by_first, self._stale = by_first, False
@@ -111,20 +106,31 @@ def record_history(
     changed = []
     for name in HISTORY_FIELDS:
         if name in after and before.get(name) != after.get(name):
-            con.execute(
-                "INSERT INTO history(entry_id, ts, field, old, new) VALUES (?, ?, ?, ?, ?)",
-                (entry_id, now, name, json.dumps(before.get(name)), json.dumps(after.get(name))),
+            lcstore.add_history(
+                con,
+                entry_id,
+                now,
+                name,
+                json.dumps(_redacted(before.get(name))),
+                json.dumps(_redacted(after.get(name))),
             )
             changed.append(name)
     return changed
 
 
+def _redacted(value: Any) -> Any:
+    """History keeps no credential: redacting a memory must not leave the secret behind."""
+    if isinstance(value, str):
+        return secretguard.redact(value)
+    if isinstance(value, list):
+        return [secretguard.redact(v) if isinstance(v, str) else v for v in value]
+    return value
+
+
 def history(con: apsw.Connection, entry_id: int) -> list[dict[str, Any]]:
     from memoryd.timeutil import iso
 
-    rows = con.execute(
-        "SELECT ts, field, old, new FROM history WHERE entry_id = ? ORDER BY ts, id", (entry_id,)
-    ).fetchall()
+    rows = lcstore.history_rows(con, entry_id)
     return [
         {"at": iso(ts), "field": f, "old": json.loads(o), "new": json.loads(n)}
         for ts, f, o, n in rows
@@ -133,22 +139,15 @@ def history(con: apsw.Connection, entry_id: int) -> list[dict[str, Any]]:
 
 def validate(con: apsw.Connection, entry_id: int, useful: bool, now: float) -> dict[str, Any]:
     """Record one outcome; confidence follows the record: (useful + 1) / (validations + 2)."""
-    rows = con.execute(
-        "SELECT kind, useful_count, validation_count, confidence FROM entries WHERE id = ?",
-        (entry_id,),
-    ).fetchall()
-    if not rows:
+    found = lcstore.feedback(con, entry_id)
+    if found is None:
         raise NotFound(f"no entry with id {entry_id}")
-    kind, good, total, old_conf = rows[0]
+    kind, good, total, old_conf = found
     if kind != "memory":
         raise InvalidInput(f"entry {entry_id} is a chunk of a workspace file; validate memories")
     good, total = int(good) + int(useful), int(total) + 1
     confidence = round((good + 1) / (total + 2), 4)
-    con.execute(
-        "UPDATE entries SET useful_count = ?, validation_count = ?, confidence = ?,"
-        " updated_at = updated_at WHERE id = ?",
-        (good, total, confidence, entry_id),
-    )
+    lcstore.set_feedback(con, entry_id, good, total, confidence)
     record_history(con, entry_id, {"confidence": old_conf}, {"confidence": confidence}, now)
     return {
         "id": entry_id,
@@ -161,15 +160,7 @@ def validate(con: apsw.Connection, entry_id: int, useful: bool, now: float) -> d
 def promotion_candidates(
     con: apsw.Connection, min_useful: int, min_ratio: float
 ) -> list[dict[str, Any]]:
-    ids = [
-        int(r[0])
-        for r in con.execute(
-            "SELECT id FROM entries WHERE kind = 'memory' AND tier NOT IN"
-            " ('constitutional', 'critical', 'deprecated') AND useful_count >= ?"
-            " AND useful_count >= ? * validation_count ORDER BY useful_count DESC, id",
-            (min_useful, min_ratio),
-        )
-    ]
+    ids = lcstore.promotion_candidate_ids(con, min_useful, min_ratio)
     records = entries.get_many(con, ids)
     return [records[i] for i in ids if i in records]
 
@@ -179,18 +170,7 @@ def session_memories(
 ) -> tuple[list[dict[str, Any]], int, int]:
     """Constitutional memories, most important first, within the token budget.
     Returns (memories, tokens used, how many exist)."""
-    where = "kind = 'memory' AND tier = 'constitutional' AND (expires_at IS NULL OR expires_at > ?)"
-    params: list[Any] = [now]
-    if namespace and namespace != "*":
-        where += " AND namespace = ?"
-        params.append(namespace)
-    ids = [
-        int(r[0])
-        for r in con.execute(
-            f"SELECT id FROM entries WHERE {where} ORDER BY importance DESC, created_at, id",
-            params,
-        )
-    ]
+    ids = lcstore.constitutional_ids(con, namespace, now)
     records = entries.get_many(con, ids)
     chosen, used = [], 0
     for i in ids:
@@ -202,40 +182,30 @@ def session_memories(
     return chosen, used, len(ids)
 
 
-def select_ids(
-    con: apsw.Connection,
-    *,
-    tag: str | None = None,
-    namespace: str | None = None,
-    expired_before: float | None = None,
-    deprecated: bool = False,
-) -> list[int]:
-    """Memory ids by tag, namespace, or (for prune) expired / deprecated."""
-    parts, params = ["kind = 'memory'"], []
-    if tag:
-        parts.append("EXISTS (SELECT 1 FROM json_each(entries.tags) WHERE json_each.value = ?)")
-        params.append(tag)
-    if namespace:
-        parts.append("namespace = ?")
-        params.append(namespace)
-    either = []
-    if expired_before is not None:
-        either.append("(expires_at IS NOT NULL AND expires_at <= ?)")
-        params.append(expired_before)
-    if deprecated:
-        either.append("tier = 'deprecated'")
-    if either:
-        parts.append("(" + " OR ".join(either) + ")")
-    sql = f"SELECT id FROM entries WHERE {' AND '.join(parts)} ORDER BY id"
-    return [int(r[0]) for r in con.execute(sql, params)]
+select_ids = lcstore.select_ids
+delete_ids = lcstore.delete_ids
 
 
-def delete_ids(con: apsw.Connection, ids: Iterable[int]) -> int:
-    n = 0
-    for i in ids:
-        con.execute("DELETE FROM entries WHERE id = ? AND kind = 'memory'", (i,))
-        n += con.changes()
-    return n
+def matching(
+    con: apsw.Connection, index: TriggerIndex, prompt: str, namespace: str | None
+) -> list[dict[str, Any]]:
+    """Memories whose trigger phrases occur in the prompt (of one namespace, or all)."""
+    found = index.match(con, prompt)
+    records = entries.get_many(con, list(found))
+    return [
+        {**records[i], "matched": found[i]}
+        for i in found
+        if i in records
+        and (not namespace or namespace == "*" or records[i]["namespace"] == namespace)
+    ]
+
+
+def is_promotion_candidate(feedback: dict[str, Any], settings: Any) -> bool:
+    """Useful often enough, and in a large enough share of its validations."""
+    useful, total = feedback["useful_count"], feedback["validation_count"]
+    return bool(
+        useful >= settings.promotion_min_useful and useful >= settings.promotion_min_ratio * total
+    )
 
 
 def summary(text: str, width: int = 100) -> str:

@@ -85,6 +85,17 @@ def configure(
     root.setLevel(max(logging.WARNING, LEVELS[name]))
 
 
+def reset() -> None:
+    """Back to structlog's defaults (print to stdout, every level), as before `configure`:
+    tests call this so one test's configuration never leaks into the next."""
+    structlog.reset_defaults()
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if getattr(h, "_memoryd", False):
+            root.removeHandler(h)
+    _state.update(level=logging.INFO, name="info", stream=None)
+
+
 def get_logger(name: str) -> Any:
     return structlog.get_logger(logger_name=name)
 

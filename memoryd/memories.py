@@ -1,28 +1,56 @@
-"""Memories added through the API: validation, de-duplication, expiry, update, delete.
+"""The one door for every change to a memory: add, update, import, delete, prune, validate,
+promote, expire and `used`.
 
-Every value is checked here, once, whoever calls (socket API, tests, import): a bad value raises
-InvalidInput or TooLarge naming the field, and nothing is stored.
+Every value goes through memoryd.validation (one checker per field, then the secret guard over
+every text field), whoever calls: the socket API, the MCP bridge, jobs, tests. After a change the
+same hooks run: the daily log (append, rewrite, forget), the embed worker and the trigger index.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memoryd import lifecycle, secretguard
-from memoryd.errors import InvalidInput, NotFound, Refused, TooLarge
+from memoryd import lifecycle
+from memoryd.errors import InvalidInput, MemorydError, NotFound, StoreError
 from memoryd.logsetup import get_logger
-from memoryd.markdown import sha256_text
 from memoryd.store import Store, entries
+from memoryd.store import lifecycle as lcstore
 from memoryd.store.entries import Filters, NewMemory
-from memoryd.timeutil import parse_duration, parse_time
+from memoryd.validation import (
+    ADD_FIELDS,
+    IMPORT_FIELDS,
+    check_confidence,
+    check_content,
+    check_fields,
+    check_id,
+    check_importance,
+    check_name,
+    check_str,
+    check_tags,
+    check_text,
+    expiry,
+    guard,
+)
+
+__all__ = [
+    "ADD_FIELDS",
+    "Added",
+    "Memories",
+    "check_confidence",
+    "check_content",
+    "check_id",
+    "check_importance",
+    "check_name",
+    "check_tags",
+    "check_text",
+    "expiry",
+]
 
 log = get_logger("memoryd.memories")
-
-_NAME = re.compile(r"^[\w][\w.:/-]{0,63}$", re.UNICODE)
+MAX_IMPORT_ID = 2**53 - 1  # exact in every JSON reader
 
 
 class MemorySettings(Protocol):
@@ -42,90 +70,6 @@ class Added:
     stored: bool = True
 
 
-# --- validation of single values (shared with the API layer) ----------------------------------
-
-
-def check_content(content: object, max_bytes: int) -> str:
-    if not isinstance(content, str):
-        raise InvalidInput("content: must be a string")
-    text = content.strip()
-    if not text:
-        raise InvalidInput("content: must not be empty")
-    if "\x00" in text:
-        raise InvalidInput("content: must not contain NUL characters")
-    size = len(text.encode("utf-8"))
-    if size > max_bytes:
-        raise TooLarge(
-            f"content: {size} bytes is over the limit of {max_bytes} "
-            "(memories.max_content_bytes); split it or save it as a note in the workspace"
-        )
-    return text
-
-
-def check_name(value: object, field: str) -> str:
-    if not isinstance(value, str) or not _NAME.match(value.strip()):
-        raise InvalidInput(
-            f"{field}: expected a short name (letters, digits, '_', '-', '.', ':', '/'), "
-            f"got {value!r}"
-        )
-    return value.strip().lower() if field == "type" else value.strip()
-
-
-def check_tags(value: object) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [t for t in re.split(r"[,\s]+", value) if t]
-    if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
-        raise InvalidInput("tags: expected a list of strings or 'a,b,c'")
-    out: list[str] = []
-    for t in value:
-        tag = t.strip().lstrip("#").lower()
-        if not tag:
-            continue
-        if len(tag) > 64 or not _NAME.match(tag):
-            raise InvalidInput(f"tags: {t!r} is not a valid tag (letters, digits, '_', '-', '.')")
-        if tag not in out:
-            out.append(tag)
-    if len(out) > 32:
-        raise InvalidInput("tags: at most 32 tags")
-    return tuple(out)
-
-
-def check_importance(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10:
-        raise InvalidInput(f"importance: expected an integer from 1 to 10, got {value!r}")
-    return value
-
-
-def check_confidence(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise InvalidInput(f"confidence: expected a number from 0 to 1, got {value!r}")
-    return float(value)
-
-
-def check_text(value: object, field: str, limit: int = 2000) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field}: must be a string")
-    if len(value) > limit:
-        raise TooLarge(f"{field}: longer than {limit} characters")
-    return value.strip() or None
-
-
-def expiry(ttl: object, expires_at: object, now: float) -> float | None:
-    """ttl ('7d', '90m', seconds) or expires_at (ISO / unix seconds) -> unix seconds or None."""
-    if ttl is not None and expires_at is not None:
-        raise InvalidInput("give ttl or expires_at, not both")
-    if ttl is not None:
-        return now + parse_duration(ttl, what="ttl")
-    if expires_at is not None:
-        return parse_time(expires_at, what="expires_at")
-    return None
-
-
-# --- the service -------------------------------------------------------------------------------
-
-
 class Memories:
     def __init__(
         self,
@@ -135,6 +79,9 @@ class Memories:
         clock: Callable[[], float] = time.time,
         on_added: Iterable[Callable[[dict[str, Any]], None]] = (),
         on_changed: Iterable[Callable[[], None]] = (),
+        on_updated: Iterable[Callable[[dict[str, Any]], None]] = (),
+        on_removed: Iterable[Callable[[list[dict[str, Any]]], None]] = (),
+        copies_since: Callable[[float], list[dict[str, Any]]] | None = None,
         secrets_mode: str = "refuse",
         temporary_ttl: float = 7 * 86400,
         near_duplicates: Callable[[str, str], list[dict[str, Any]]] | None = None,
@@ -146,62 +93,69 @@ class Memories:
         self.temporary_ttl = temporary_ttl
         # near_duplicates(content, namespace) -> [{id, similarity}]: set by the App
         self.near_duplicates = near_duplicates
-        # on_added: the daily log appends each new memory; on_changed wakes the embed worker.
+        # on_added / on_updated / on_removed: the daily log appends, rewrites or forgets a
+        # memory's line; on_changed wakes the embed worker and the trigger index.
         self.on_added = list(on_added)
         self.on_changed = list(on_changed)
+        self.on_updated = list(on_updated)
+        self.on_removed = list(on_removed)
+        # copies_since(ts) -> checkpoints and snapshots taken since ts (they hold a copy)
+        self.copies_since = copies_since
+
+    # -- add ------------------------------------------------------------------------------------
 
     def add(
         self,
-        content: object,
+        content: object = None,
         *,
-        type: object = None,
-        tags: object = None,
-        importance: object = None,
-        confidence: object = None,
-        source: object = None,
-        context: object = None,
-        ttl: object = None,
-        expires_at: object = None,
-        namespace: object = None,
-        tier: object = None,
-        triggers: object = None,
-        allow_secrets: bool = False,
-        skip_near_duplicates: bool = False,
+        allow_secrets: object = False,
+        skip_near_duplicates: object = False,
+        **fields: Any,
     ) -> Added:
         started = time.perf_counter()
         s = self.settings
         now = self.clock()
-        text = check_content(content, s.max_content_bytes)
-        text, warnings = self._guard(text, allow_secrets)
-        tier_name = lifecycle.check_tier(tier) if tier is not None else "normal"
-        phrases = lifecycle.check_triggers(triggers) if triggers is not None else []
-        if tier_name == "temporary" and ttl is None and expires_at is None:
-            ttl = self.temporary_ttl
-        mem = NewMemory(
-            content=text,
-            content_hash=sha256_text(text),
-            type=check_name(type, "type") if type is not None else s.default_type,
-            tags=check_tags(tags) if tags is not None else (),
-            source=check_text(source, "source", 200),
-            context=check_text(context, "context"),
-            confidence=check_confidence(confidence) if confidence is not None else 1.0,
-            importance=(
-                check_importance(importance) if importance is not None else s.default_importance
-            ),
-            expires_at=expiry(ttl, expires_at, now),
-            namespace=(
-                check_name(namespace, "namespace") if namespace is not None else s.default_namespace
-            ),
-            tier=tier_name,
-        )
-        if mem.expires_at is not None and mem.expires_at <= now:
+        unknown = set(fields) - ADD_FIELDS
+        if unknown:
+            raise InvalidInput(f"add: unknown field {', '.join(sorted(unknown))}")
+        if not isinstance(skip_near_duplicates, bool):
+            raise InvalidInput("skip_near_duplicates: expected true or false")
+        if content is None:
+            raise InvalidInput("add: content is required")
+        values = check_fields({"content": content, **fields}, s.max_content_bytes, now)
+        g = guard(values, self.secrets_mode, allow_secrets)
+        values, warnings = g.values, g.warnings
+        tier = values.get("tier", "normal")
+        if tier == "temporary" and values.get("expires_at") is None:
+            values["expires_at"] = now + self.temporary_ttl
+        if values.get("expires_at") is not None and values["expires_at"] <= now:
             raise InvalidInput("expires_at: is in the past")
+        mem = NewMemory(
+            content=values["content"],
+            content_hash=values["content_hash"],
+            type=values.get("type") or s.default_type,
+            tags=values.get("tags", ()),
+            source=values.get("source"),
+            context=values.get("context"),
+            confidence=values.get("confidence", 1.0),
+            importance=values.get("importance", s.default_importance),
+            expires_at=values.get("expires_at"),
+            namespace=values.get("namespace") or s.default_namespace,
+            tier=tier,
+        )
+        phrases = values.get("triggers") or []
         near: list[dict[str, Any]] = []
         existing = self.store.read(
             lambda con: entries.find_memory_by_hash(con, mem.namespace, mem.content_hash)
         )
         if existing is None and self.near_duplicates is not None:
-            near = self.near_duplicates(text, mem.namespace)
+            try:
+                near = self.near_duplicates(mem.content, mem.namespace)
+            except StoreError:
+                raise
+            except Exception:  # a hint only: it never stops a memory from being stored
+                log.exception("near-duplicate check failed", namespace=mem.namespace)
+                near = []
             if near:
                 ids = ", ".join(str(n["id"]) for n in near)
                 warnings.append(f"near duplicate of memory {ids}")
@@ -223,92 +177,111 @@ class Memories:
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
         if not duplicate:
-            for hook in self.on_added:
-                try:
-                    hook(record)
-                except Exception:
-                    log.exception("after-add hook failed", id=entry_id)
+            self._run(self.on_added, record)
             self._changed()
         return Added(entry_id, duplicate, record, tuple(warnings), tuple(near))
 
-    def _guard(self, text: str, allow: object) -> tuple[str, list[str]]:
-        """The secret guard (secrets.mode): refuse, warn, redact or off."""
-        if not isinstance(allow, bool):
-            raise InvalidInput("allow_secrets: expected true or false")
-        if self.secrets_mode == "off":
-            return text, []
-        kinds = secretguard.kinds(text)
-        if not kinds:
-            return text, []
-        what = ", ".join(kinds)
-        if allow:
-            return text, [f"stored although it looks like a credential ({what})"]
-        if self.secrets_mode == "refuse":
-            raise Refused(
-                f"content looks like a credential ({what}); not stored. Remove it, or pass "
-                "allow_secrets (memoryctl --allow-secrets) if it is meant to be kept",
-                data={"secrets": kinds},
-            )
-        if self.secrets_mode == "redact":
-            return secretguard.redact(text), [f"redacted: {what}"]
-        return text, [f"looks like a credential ({what})"]
+    # -- read -----------------------------------------------------------------------------------
 
-    def get(self, entry_id: object) -> dict[str, Any]:
+    def get(self, entry_id: object, *, record_access: bool = True) -> dict[str, Any]:
+        """One entry by id. Counts as an access (best effort: a full disk does not fail it)."""
         eid = check_id(entry_id)
         rec = self.store.read(lambda con: entries.get(con, eid))
         if rec is None:
             raise NotFound(f"no entry with id {eid}")
+        if record_access:
+            self._access([eid], "get")
         return rec
+
+    def get_note(self, path: object, section: object = None) -> dict[str, Any]:
+        """A note of the workspace by path, or one of its sections (by heading text)."""
+        rel = check_str(path, "path", limit=4096).strip().strip("/")
+        if not rel:
+            raise InvalidInput("path: expected a workspace-relative path")
+        sec = None if section is None else check_str(section, "section", limit=1000).strip()
+        chunks = self.store.read(lambda con: entries.document_chunks(con, rel))
+        if not chunks:
+            raise NotFound(f"no indexed note at {rel}")
+        sections = _sections(chunks)
+        if sec:
+            chosen = [c for c in chunks if (c["heading_path"] or [""])[-1] == sec]
+            if not chosen:
+                folded = sec.casefold()
+                chosen = [c for c in chunks if (c["heading_path"] or [""])[-1].casefold() == folded]
+            if not chosen:
+                names = ", ".join(repr(x["heading"]) for x in sections[:20] if x["heading"])
+                raise NotFound(f"no section {sec!r} in {rel} (sections: {names or 'none'})")
+        else:
+            chosen = chunks
+        self._access([c["id"] for c in chosen], "get")
+        return {
+            "kind": "note",
+            "path": rel,
+            "section": sec,
+            "content": "\n\n".join(c["content"] for c in chosen),
+            "start_line": min(c["start_line"] for c in chosen),
+            "end_line": max(c["end_line"] for c in chosen),
+            "chunks": chosen,
+            "sections": sections,
+        }
+
+    def used(self, entry_id: object) -> dict[str, Any]:
+        """An explicit real use of an entry (an agent acted on it): one access."""
+        eid = check_id(entry_id)
+        now = self.clock()
+
+        def run(con: Any) -> dict[str, Any]:
+            if entries.get(con, eid) is None:
+                raise NotFound(f"no entry with id {eid}")
+            entries.record_access(con, "used", [eid], now)
+            rec = entries.get(con, eid)
+            assert rec is not None
+            return rec
+
+        rec = self.store.run_write(run)
+        return {
+            "id": eid,
+            "access_count": rec["access_count"],
+            "last_accessed_at": rec["last_accessed_at"],
+        }
+
+    def _access(self, ids: list[int], what: str) -> None:
+        """Record reads as accesses; a full disk (or any store failure) never fails the read."""
+        now = self.clock()
+        try:
+            self.store.run_write(lambda con: entries.record_access(con, what, ids, now))
+        except StoreError as exc:
+            log.warning("access not recorded", ids=ids[:10], error=exc.message)
 
     def list(
         self, filters: Filters, *, limit: int = 20, offset: int = 0
     ) -> tuple[list[dict[str, Any]], int]:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidInput(f"limit: expected an integer from 1 to 1000, got {limit!r}")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInput(f"offset: expected a non-negative integer, got {offset!r}")
+            raise InvalidInput("limit: expected an integer from 1 to 1000")
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**62:
+            raise InvalidInput("offset: expected a non-negative integer")
         now = self.clock()
         return self.store.read(
             lambda con: entries.list_entries(con, filters, now=now, limit=limit, offset=offset)
         )
 
+    # -- update, validate, promote --------------------------------------------------------------
+
     def update(self, entry_id: object, changes: dict[str, Any]) -> dict[str, Any]:
         eid = check_id(entry_id)
-        s = self.settings
         now = self.clock()
-        values: dict[str, Any] = {}
-        phrases: list[str] | None = None
         changes = dict(changes)
         allow = changes.pop("allow_secrets", False)
-        for key, value in changes.items():
-            if key == "content":
-                text, _ = self._guard(check_content(value, s.max_content_bytes), allow)
-                values["content"], values["content_hash"] = text, sha256_text(text)
-            elif key == "tier":
-                values["tier"] = lifecycle.check_tier(value)
-            elif key == "triggers":
-                phrases = lifecycle.check_triggers(value)
-            elif key == "type":
-                values["type"] = check_name(value, "type")
-            elif key == "tags":
-                values["tags"] = check_tags(value)
-            elif key == "importance":
-                values["importance"] = check_importance(value)
-            elif key == "confidence":
-                values["confidence"] = check_confidence(value)
-            elif key in ("source", "context"):
-                values[key] = check_text(value, key)
-            elif key == "namespace":
-                values["namespace"] = check_name(value, "namespace")
-            elif key == "ttl":
-                if value is not None:
-                    values["expires_at"] = expiry(value, None, now)
-            elif key == "expires_at":
-                values["expires_at"] = None if value is None else expiry(None, value, now)
-            else:
-                raise InvalidInput(f"cannot update {key!r}")
+        unknown = set(changes) - ADD_FIELDS
+        if unknown:
+            raise InvalidInput(f"cannot update {', '.join(sorted(unknown))}")
+        if not changes:
+            raise InvalidInput("update: nothing to change (give content, type, tags, ...)")
+        values = check_fields(changes, self.settings.max_content_bytes, now)
+        values = guard(values, self.secrets_mode, allow).values
+        phrases = values.pop("triggers", None)
 
-        def _update(con: Any) -> dict[str, Any] | None:
+        def _update(con: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             before = entries.get(con, eid)
             if before is None:
                 raise NotFound(f"no entry with id {eid}")
@@ -318,27 +291,197 @@ class Memories:
             after = entries.get(con, eid)
             assert after is not None
             lifecycle.record_history(con, eid, before, after, now)
-            return after
+            return before, after
 
-        if not values and phrases is None:
-            raise InvalidInput("update: nothing to change")
-        rec = self.store.run_write(_update, durable=True)
-        assert rec is not None
+        before, rec = self.store.run_write(_update, durable=True)
         log.info("updated", id=eid, fields=sorted(values) + (["triggers"] if phrases else []))
+        if before["content"] != rec["content"] or before["tags"] != rec["tags"]:
+            self._run(self.on_updated, rec)
         self._changed()
         return rec
 
-    def delete(self, entry_id: object) -> None:
+    def promote(self, entry_id: object, tier: object = "critical") -> dict[str, Any]:
+        return self.update(entry_id, {"tier": tier})
+
+    def validate(self, entry_id: object, useful: object) -> dict[str, Any]:
+        """Record one outcome (useful or not); it also counts as an access."""
         eid = check_id(entry_id)
-        self.store.run_write(lambda con: entries.delete_memory(con, eid), durable=True)
-        log.info("deleted", id=eid)
+        if not isinstance(useful, bool):
+            raise InvalidInput("useful: expected true or false")
+        now = self.clock()
+
+        def run(con: Any) -> dict[str, Any]:
+            out = lifecycle.validate(con, eid, useful, now)
+            entries.record_access(con, "validate", [eid], now)
+            return out
+
+        return self.store.run_write(run, durable=True)
+
+    # -- import ---------------------------------------------------------------------------------
+
+    def import_items(
+        self,
+        items: object,
+        *,
+        first_line: object = 1,
+        allow_secrets: object = False,
+        dry_run: object = False,
+    ) -> dict[str, Any]:
+        """Store exported memories, all or nothing. Each item is checked exactly as `add`
+        checks (plus the fields only an export carries); an error names the item's line,
+        counted from `first_line` (the file's line of the first item). dry_run: check and
+        count only (a client sending a large file in batches checks them all first)."""
+        from memoryd import transfer
+
+        if not isinstance(items, list):
+            raise InvalidInput("items: expected a list of exported memories")
+        if isinstance(first_line, bool) or not isinstance(first_line, int) or first_line < 1:
+            raise InvalidInput("first_line: expected a positive integer")
+        now = self.clock()
+        checked = []
+        for n, item in enumerate(items):
+            line = first_line + n
+            try:
+                checked.append(self._check_import(item, now, allow_secrets))
+            except MemorydError as exc:
+                data = dict(exc.data or {})
+                data["line"] = line
+                raise type(exc)(f"line {line}: {exc.message}", data=data) from None
+        if not isinstance(dry_run, bool):
+            raise InvalidInput("dry_run: expected true or false")
+        if dry_run:
+            return {
+                **self.store.read(lambda con: transfer.plan_items(con, checked)),
+                "dry_run": True,
+            }
+        counts = self.store.run_write(
+            lambda con: transfer.store_items(con, checked, now=now), durable=True
+        )
+        if counts["imported"]:
+            self._changed()
+        log.info("imported", **{k: v for k, v in counts.items() if isinstance(v, int)})
+        return counts
+
+    def _check_import(self, item: object, now: float, allow: object) -> dict[str, Any]:
+        from memoryd import transfer
+
+        if not isinstance(item, dict):
+            raise InvalidInput("expected an object (one exported memory)")
+        unknown = set(item) - IMPORT_FIELDS
+        if unknown:
+            raise InvalidInput(f"unknown field {', '.join(sorted(map(str, unknown)))}")
+        if item.get("kind", "memory") != "memory":
+            raise InvalidInput("kind: only memories can be imported")
+        fields = {k: v for k, v in item.items() if k in (IMPORT_FIELDS - transfer.EXTRAS)}
+        if "content" not in fields:
+            raise InvalidInput("content: is required")
+        values = check_fields(fields, self.settings.max_content_bytes, now)
+        values = guard(values, self.secrets_mode, allow).values
+        values["id"] = check_id(item["id"]) if item.get("id") is not None else None
+        if values["id"] is not None and values["id"] > MAX_IMPORT_ID:
+            # the id sequence would jump near its end and every later insert would fail
+            raise InvalidInput(f"id: at most {MAX_IMPORT_ID} (2^53 - 1)")
+        values.update(transfer.check_extras(item))
+        s = self.settings
+        values.setdefault("type", s.default_type)
+        values.setdefault("namespace", s.default_namespace)
+        values.setdefault("importance", s.default_importance)
+        values.setdefault("created_at", now)
+        values.setdefault("updated_at", values["created_at"])
+        return values
+
+    # -- delete, prune, expire ------------------------------------------------------------------
+
+    def delete(self, entry_id: object, *, dry_run: bool = False) -> dict[str, Any]:
+        eid = check_id(entry_id)
+
+        def check(con: Any) -> list[int]:
+            rec = entries.get(con, eid)
+            if rec is None:
+                raise NotFound(f"no entry with id {eid}")
+            if rec["kind"] != "memory":
+                raise InvalidInput(
+                    f"entry {eid} is a chunk of a workspace file; delete or edit the file "
+                    "instead (delete path=...)"
+                )
+            return [eid]
+
+        return self._remove(self.store.read(check), dry_run=dry_run, why="deleted")[0]
+
+    def delete_where(
+        self, *, tag: object = None, namespace: object = None, dry_run: bool = False
+    ) -> dict[str, Any]:
+        t = check_tags([tag])[0] if tag is not None else None
+        ns = check_name(namespace, "namespace") if namespace is not None else None
+        if t is None and ns is None:
+            raise InvalidInput("delete: give a tag or a namespace")
+        ids = self.store.read(lambda con: lcstore.select_ids(con, tag=t, namespace=ns))
+        return self._remove(ids, dry_run=dry_run, why="deleted")[0]
+
+    def prune(self, *, dry_run: bool = False) -> dict[str, Any]:
+        """Remove expired and deprecated memories (dry_run: only say which)."""
+        now = self.clock()
+        ids = self.store.read(
+            lambda con: lcstore.select_ids(con, expired_before=now, deprecated=True)
+        )
+        out, records = self._remove(ids, dry_run=dry_run, why="pruned")
+        return {
+            "pruned": out["deleted"],
+            "dry_run": dry_run,
+            "still_in": out["still_in"],
+            "items": [
+                {
+                    "id": r["id"],
+                    "tier": r["tier"],
+                    "expires_at": r["expires_at"],
+                    "summary": lifecycle.summary(r["content"]),
+                }
+                for r in records
+            ],
+        }
 
     def expire(self) -> int:
+        """The expiry job: expired memories go through the same door as a delete."""
         now = self.clock()
-        n = self.store.run_write(lambda con: entries.delete_expired(con, now), durable=True)
-        if n:
-            log.info("expired entries removed", count=n)
-        return n
+        ids = self.store.read(lambda con: lcstore.select_ids(con, expired_before=now))
+        n = self._remove(ids, dry_run=False, why="expired")[0]["deleted"] if ids else 0
+        chunks = self.store.run_write(lambda con: entries.delete_expired(con, now))
+        if n or chunks:
+            log.info("expired entries removed", memories=n, chunks=chunks)
+        return n + chunks
+
+    def _remove(
+        self, ids: list[int], *, dry_run: bool, why: str
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Delete memories by id through the hooks; the answer names the checkpoints and
+        snapshots taken since the oldest of them was created: they still hold a copy."""
+        records = self.store.read(lambda con: entries.get_many(con, ids))
+        found = [records[i] for i in ids if i in records]
+        if not dry_run and found:
+            self.store.run_write(
+                lambda con: lcstore.delete_ids(con, [r["id"] for r in found]), durable=True
+            )
+            self._run(self.on_removed, found)
+            self._changed()
+            log.info(why, ids=[r["id"] for r in found][:50], count=len(found))
+        oldest = min((_ts(r["created_at"]) for r in found), default=None)
+        copies = self.copies_since(oldest) if (self.copies_since and oldest is not None) else []
+        answer = {
+            "deleted": len(found),
+            "ids": [r["id"] for r in found],
+            "dry_run": dry_run,
+            "still_in": copies,
+        }
+        return answer, found
+
+    # -- hooks ----------------------------------------------------------------------------------
+
+    def _run(self, hooks: list[Callable[[Any], None]], arg: Any) -> None:
+        for hook in hooks:
+            try:
+                hook(arg)
+            except Exception:
+                log.exception("memory hook failed", hook=getattr(hook, "__name__", "?"))
 
     def _changed(self) -> None:
         for hook in self.on_changed:
@@ -348,7 +491,26 @@ class Memories:
                 log.exception("change hook failed")
 
 
-def check_id(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInput(f"id: expected a positive integer, got {value!r}")
-    return value
+def _ts(iso_time: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso_time.replace("Z", "+00:00")).timestamp()
+
+
+def _sections(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for c in chunks:
+        hp = c["heading_path"] or []
+        heading = hp[-1] if hp else None
+        if out and out[-1]["heading_path"] == hp:
+            out[-1]["end_line"] = c["end_line"]
+            continue
+        out.append(
+            {
+                "heading": heading,
+                "heading_path": hp,
+                "start_line": c["start_line"],
+                "end_line": c["end_line"],
+            }
+        )
+    return out

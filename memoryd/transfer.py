@@ -1,151 +1,163 @@
-"""Export and import of memories as JSON lines: every field, vectors optional.
+"""Export and import of memories as JSON lines: every field, ids, history and access log,
+vectors optional.
 
-A round trip loses nothing: timestamps travel as unix seconds, tags, triggers, tier, feedback
-counts and access counts as they are. Import de-duplicates by (namespace, content hash): a
-memory already stored is skipped, never duplicated or overwritten.
+A round trip loses nothing: ids, timestamps (unix seconds), tags, triggers, tier, feedback and
+access counts, the change history and the access log travel as they are. Import is all or
+nothing (one transaction) and de-duplicates by (namespace, content hash): a memory already stored
+is skipped, never duplicated or overwritten. An imported memory keeps its id unless another entry
+holds it; then it gets a new one and the answer says so (`renumbered`).
+
+Validation of the memory fields is memoryd.validation's, through Memories.import_items, exactly
+as for add; this module checks the fields only an export carries, and stores checked items.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+import math
+from collections.abc import Iterator
 from typing import Any
 
 import apsw
 import numpy as np
 
-from memoryd import lifecycle
 from memoryd.errors import InvalidInput
-from memoryd.markdown import sha256_text
-from memoryd.memories import check_confidence, check_importance, check_name, check_tags
+from memoryd.store import lifecycle as lcstore
+from memoryd.store import transfer as tstore
 from memoryd.store import vectors
+from memoryd.validation import check_count, check_str, check_time
 
-FIELDS = (
-    "content",
-    "type",
-    "tags",
-    "source",
-    "context",
-    "confidence",
-    "importance",
-    "tier",
-    "namespace",
-    "created_at",
-    "updated_at",
-    "expires_at",
-    "access_count",
-    "last_accessed_at",
-    "useful_count",
-    "validation_count",
-)
+# Fields of an exported item that are not memory fields (checked here, not by check_fields).
+EXTRAS = frozenset({"id", "kind", "content_hash", "history", "access_log", "vector", "model"})
+MAX_LIST = 100_000
 
 
 def export(
     con: apsw.Connection, *, namespace: str | None = None, with_vectors: bool = False
 ) -> Iterator[dict[str, Any]]:
     active = vectors.active_model(con) if with_vectors else None
-    where, params = "kind = 'memory'", []
-    if namespace and namespace != "*":
-        where += " AND namespace = ?"
-        params.append(namespace)
-    cols = ", ".join(FIELDS)
-    rows = con.execute(
-        f"SELECT id, content_hash, {cols} FROM entries WHERE {where} ORDER BY id", params
-    ).fetchall()
-    for row in rows:
-        entry_id, content_hash, *values = row
-        item: dict[str, Any] = dict(zip(FIELDS, values, strict=True))
+    for item in tstore.memory_rows(con, namespace):
+        entry_id = item["id"]
         item["tags"] = json.loads(item["tags"])
-        item["content_hash"] = content_hash
-        item["triggers"] = [
-            str(r[0])
-            for r in con.execute(
-                "SELECT phrase FROM triggers WHERE entry_id = ? ORDER BY rowid", (entry_id,)
-            )
+        item["triggers"] = lcstore.trigger_phrases(con, entry_id)
+        item["history"] = [
+            {"ts": ts, "field": f, "old": o, "new": n}
+            for ts, f, o, n in lcstore.history_rows(con, entry_id)
+        ]
+        item["access_log"] = [
+            {"ts": ts, "query": q, "rank": r} for ts, q, r in lcstore.access_rows(con, entry_id)
         ]
         if active is not None:
-            found = con.execute(
-                f"SELECT v.embedding FROM embeddings m JOIN {vectors.table_name(active[0])} v"
-                " ON v.rowid = m.id WHERE m.model_id = ? AND m.content_hash = ?",
-                (active[0], content_hash),
-            ).fetchall()
-            if found:
-                item["vector"] = np.frombuffer(found[0][0], dtype=np.float32).tolist()
+            vec = vectors.vector_of(con, active[0], item["content_hash"])
+            if vec is not None:
+                item["vector"] = np.frombuffer(vec, dtype=np.float32).tolist()
                 item["model"] = active[1]
         yield item
 
 
-def _number(item: dict[str, Any], key: str, *, optional: bool = True) -> float | None:
+def _list(item: dict[str, Any], key: str) -> list[Any]:
     value = item.get(key)
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(f"{key}: expected unix seconds, got {value!r}")
-    return float(value)
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_LIST:
+        raise InvalidInput(f"{key}: expected a list of at most {MAX_LIST} objects")
+    return value
 
 
-def import_items(
-    con: apsw.Connection, items: Iterable[dict[str, Any]], *, now: float, max_bytes: int
-) -> dict[str, int]:
-    """Insert what is not stored yet (by namespace + content hash). Returns counts."""
+def check_extras(item: dict[str, Any]) -> dict[str, Any]:
+    """history, access_log, vector and model of an exported item -> checked values."""
+    out: dict[str, Any] = {"history": [], "access_log": [], "vector": None, "model": None}
+    for h in _list(item, "history"):
+        if not isinstance(h, dict) or set(h) - {"ts", "field", "old", "new"}:
+            raise InvalidInput("history: each change is {ts, field, old, new}")
+        old, new = h.get("old"), h.get("new")
+        for v in (old, new):
+            if v is not None:
+                check_str(v, "history", limit=200_000)
+        out["history"].append(
+            (
+                check_time(h.get("ts"), "history.ts"),
+                check_str(h.get("field"), "history", limit=64),
+                old,
+                new,
+            )
+        )
+    for a in _list(item, "access_log"):
+        if not isinstance(a, dict) or set(a) - {"ts", "query", "rank"}:
+            raise InvalidInput("access_log: each access is {ts, query, rank}")
+        out["access_log"].append(
+            (
+                check_time(a.get("ts"), "access_log.ts"),
+                check_str(a.get("query", ""), "access_log.query", limit=10_000),
+                check_count(a.get("rank", 1), "access_log.rank"),
+            )
+        )
+    vec, model = item.get("vector"), item.get("model")
+    if vec is not None:
+        ok = isinstance(vec, list) and 0 < len(vec) <= 8192
+        if not ok or not all(
+            isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in vec
+        ):
+            raise InvalidInput("vector: expected a list of finite numbers")
+        out["vector"] = vec
+        out["model"] = check_str(model, "model", limit=500) if model is not None else None
+    return out
+
+
+def store_items(con: apsw.Connection, items: list[dict[str, Any]], *, now: float) -> dict[str, Any]:
+    """Insert checked items (Memories.import_items) inside the caller's transaction."""
+    from memoryd import lifecycle
+
     active = vectors.active_model(con)
-    counts = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}
-    for n, item in enumerate(items, start=1):
-        if not isinstance(item, dict) or not isinstance(item.get("content"), str):
-            raise InvalidInput(f"line {n}: expected an object with a content string")
-        content = item["content"]
-        if not content.strip() or len(content.encode()) > max_bytes:
-            raise InvalidInput(f"line {n}: content is empty or over {max_bytes} bytes")
-        content_hash = sha256_text(content)
-        namespace = check_name(item.get("namespace") or "default", "namespace")
-        if con.execute(
-            "SELECT 1 FROM entries WHERE kind = 'memory' AND namespace = ? AND content_hash = ?",
-            (namespace, content_hash),
-        ).fetchall():
+    counts: dict[str, Any] = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}
+    renumbered: list[dict[str, int]] = []
+    ids: list[int] = []
+    for v in items:
+        if tstore.memory_by_hash(con, v["namespace"], v["content_hash"]) is not None:
             counts["skipped_duplicates"] += 1
             continue
-        created = _number(item, "created_at") or now
-        row = con.execute(
-            "INSERT INTO entries(kind, namespace, content, content_hash, type, tags, source,"
-            " context, confidence, importance, tier, created_at, updated_at, expires_at,"
-            " access_count, last_accessed_at, useful_count, validation_count)"
-            " VALUES ('memory', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (
-                namespace,
-                content,
-                content_hash,
-                check_name(item.get("type") or "fact", "type"),
-                json.dumps(list(check_tags(item.get("tags") or []))),
-                item.get("source"),
-                item.get("context"),
-                check_confidence(item.get("confidence", 1.0)),
-                check_importance(item.get("importance", 5)),
-                lifecycle.check_tier(item.get("tier") or "normal"),
-                created,
-                _number(item, "updated_at") or created,
-                _number(item, "expires_at"),
-                int(item.get("access_count") or 0),
-                _number(item, "last_accessed_at"),
-                int(item.get("useful_count") or 0),
-                int(item.get("validation_count") or 0),
-            ),
-        ).fetchall()
-        entry_id = int(row[0][0])
-        lifecycle.set_triggers(con, entry_id, lifecycle.check_triggers(item.get("triggers") or []))
-        vec = item.get("vector")
-        if vec is not None and active is not None and item.get("model") == active[1]:
+        wanted = v.get("id")
+        keep = wanted is not None and tstore.free(con, wanted)
+        entry_id = tstore.insert_memory(con, v, wanted if keep else None)
+        if wanted is not None and wanted != entry_id:
+            renumbered.append({"from": wanted, "to": entry_id})
+        ids.append(entry_id)
+        lifecycle.set_triggers(con, entry_id, v.get("triggers") or [])
+        for ts, field, old, new in v["history"]:
+            lcstore.add_history(con, entry_id, ts, field, old, new)
+        for ts, query, rank in v["access_log"]:
+            lcstore.add_access(con, entry_id, ts, query, rank)
+        vec = v.get("vector")
+        if vec is not None and active is not None and v.get("model") == active[1]:
             arr = np.asarray(vec, dtype=np.float32)
             if arr.shape == (active[2],):
-                counts["vectors"] += vectors.store(con, active[0], [(content_hash, arr)], now)
+                counts["vectors"] += vectors.store(con, active[0], [(v["content_hash"], arr)], now)
         counts["imported"] += 1
+    counts["ids"] = ids
+    counts["renumbered"] = renumbered
     return counts
 
 
-def parse_lines(text: str) -> Iterator[dict[str, Any]]:
+def plan_items(con: apsw.Connection, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """What store_items would do, without writing: counts only."""
+    seen: set[tuple[str, str]] = set()
+    counts: dict[str, Any] = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}
+    for v in items:
+        key = (v["namespace"], v["content_hash"])
+        if key in seen or tstore.memory_by_hash(con, *key) is not None:
+            counts["skipped_duplicates"] += 1
+        else:
+            counts["imported"] += 1
+        seen.add(key)
+    return counts
+
+
+def parse_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, item) for each non-blank line of an export file."""
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            yield n, json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"line {n}: not JSON ({exc.msg})") from None

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from memoryd import logsetup
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -31,6 +33,13 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s: {predicate}")
         time.sleep(interval)
+
+
+@pytest.fixture(autouse=True)
+def fresh_logging() -> Iterator[None]:
+    """A test that configures logging (the daemon, the bench) leaves none of it behind."""
+    yield
+    logsetup.reset()
 
 
 @pytest.fixture(autouse=True)

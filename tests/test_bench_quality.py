@@ -129,11 +129,16 @@ def test_quality_command_on_a_subset_with_the_fake_embedder(tmp_path: Path) -> N
         out = io.StringIO()
         with redirect_stdout(out):
             args = ["--fake", "--json", "--queries", "12", "--set", "chat-logs", "--set", "cjk"]
-            code = quality.main([*args, "--cache", str(tmp_path / "cache")])
+            args.append("--per-query")
+            code = quality.main(
+                [*args, "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out")]
+            )
         assert code == 0
         return json.loads(out.getvalue())
 
     first = run()
+    saved = list((tmp_path / "out").glob("quality-*.json"))
+    assert saved and json.loads(saved[0].read_text())["sets"] == first["sets"]
     assert set(first["sets"]) == {"chat-logs", "cjk"}
     for res in first["sets"].values():
         assert set(res["modes"]) == {"keyword", "vector", "hybrid", "auto"}
@@ -142,6 +147,8 @@ def test_quality_command_on_a_subset_with_the_fake_embedder(tmp_path: Path) -> N
             for key in ("ndcg@10", "recall@10", "mrr@10", "no_answer_empty"):
                 assert 0.0 <= s[key] <= 1.0
     assert first["sets"]["chat-logs"]["modes"]["keyword"]["recall@10"] > 0.3
+    per_query = first["sets"]["cjk"]["modes"]["keyword"]["per_query"]
+    assert len(per_query) == 12 and all("hits" in v and "top" in v for v in per_query.values())
     assert len(list((tmp_path / "cache").iterdir())) == 2
     second = run()  # from the cached indexes: the same figures
     for name, res in first["sets"].items():

@@ -162,7 +162,7 @@ def test_search_records_no_access(make_app: Any) -> None:
     mid = app.memories.add("frequently wanted fact").id
     q(app, "wanted")
     q(app, "wanted")
-    assert app.memories.get(mid)["access_count"] == 0
+    assert app.memories.get(mid, record_access=False)["access_count"] == 0
     n = app.store.read(lambda con: con.execute("SELECT count(*) FROM access_log").fetchall())
     assert n[0][0] == 0
 

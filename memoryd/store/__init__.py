@@ -7,6 +7,7 @@ index data (chunks of workspace files, vectors) commits with NORMAL.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -16,13 +17,41 @@ from typing import TypeVar
 
 import apsw
 
-from memoryd.errors import StoreError
+from memoryd.errors import DiskFull, StoreError
 from memoryd.store import db
 from memoryd.store.migrations import migrate
 
 T = TypeVar("T")
 
 __all__ = ["Store"]
+
+
+def disk_full(exc: BaseException) -> DiskFull:
+    return DiskFull(
+        f"the disk holding the database is full ({exc}); nothing was written. "
+        "Free some space and retry"
+    )
+
+
+def _end(con: apsw.Connection, how: str) -> None:
+    """End the open transaction, if there still is one (a failed COMMIT may have ended it)."""
+    if not con.in_transaction:
+        return
+    try:
+        con.execute(how)
+    except apsw.Error:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+
+
+def _fts_secure_delete(con: apsw.Connection) -> None:
+    """FTS5 keeps deleted tokens in its segments until a merge unless 'secure-delete' is set.
+    The setting lives in the FTS table, so a migration that recreates the table drops it:
+    checked at every open, written only when missing."""
+    rows = con.execute("SELECT v FROM entries_fts_config WHERE k = 'secure-delete'").fetchall()
+    if not rows or not rows[0][0]:
+        with con:
+            con.execute("INSERT INTO entries_fts(entries_fts, rank) VALUES ('secure-delete', 1)")
 
 
 class Store:
@@ -33,7 +62,10 @@ class Store:
         db.ensure_private_file(self.path)
         self._lock = threading.RLock()
         self._writer, self.vec_enabled = db.connect(self.path, writer=True)
+        # Deleted content is overwritten in the file, not left in free space: forget means forget.
+        self._writer.execute("PRAGMA secure_delete = ON")
         migrate(self._writer, self.path)
+        _fts_secure_delete(self._writer)
         self._local = threading.local()
         self._readers: list[apsw.Connection] = []
         self._readers_lock = threading.Lock()
@@ -59,8 +91,10 @@ class Store:
         con.execute("BEGIN")
         try:
             return fn(con)
+        except apsw.FullError as exc:
+            raise disk_full(exc) from None
         finally:
-            con.execute("COMMIT")
+            _end(con, "COMMIT")
 
     @contextmanager
     def write(self, *, durable: bool = False) -> Iterator[apsw.Connection]:
@@ -74,17 +108,29 @@ class Store:
             con = self._writer
             if durable:
                 con.execute("PRAGMA synchronous = FULL")
-            con.execute("BEGIN IMMEDIATE")
             try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            else:
-                con.execute("COMMIT")
+                con.execute("BEGIN IMMEDIATE")
+                try:
+                    yield con
+                except BaseException:
+                    _end(con, "ROLLBACK")
+                    raise
+                try:
+                    self._commit(con)
+                except BaseException:
+                    # COMMIT can fail (disk full, I/O error) and leave the transaction open:
+                    # roll it back, or every later write fails until a restart.
+                    _end(con, "ROLLBACK")
+                    raise
+            except apsw.FullError as exc:
+                raise disk_full(exc) from None
             finally:
                 if durable:
                     con.execute("PRAGMA synchronous = NORMAL")
+
+    def _commit(self, con: apsw.Connection) -> None:
+        """COMMIT (a method so tests can inject a failing commit)."""
+        con.execute("COMMIT")
 
     def run_write(self, fn: Callable[[apsw.Connection], T], *, durable: bool = False) -> T:
         with self.write(durable=durable) as con:
@@ -118,25 +164,37 @@ class Store:
             tmp.unlink()
         db.ensure_private_file(tmp)
         os.unlink(tmp)  # VACUUM INTO wants a new file; its mode follows the umask below
-        con = apsw.Connection(str(self.path))  # its own connection: readers are query_only
         old = os.umask(0o077)
         try:
-            con.set_busy_timeout(db.BUSY_TIMEOUT_MS)
-            con.execute("VACUUM INTO ?", (str(tmp),))
+            con = apsw.Connection(str(self.path))  # its own connection: readers are query_only
+            try:
+                con.set_busy_timeout(db.BUSY_TIMEOUT_MS)
+                con.execute("VACUUM INTO ?", (str(tmp),))
+            finally:
+                con.close()
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, target)
+        except BaseException as exc:
+            tmp.unlink(missing_ok=True)  # a failed or interrupted copy leaves nothing behind
+            if isinstance(exc, apsw.FullError) or (
+                isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+            ):
+                raise disk_full(exc) from None
+            raise
         finally:
             os.umask(old)
-            con.close()
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, target)
 
     def restore_from(self, source: Path) -> None:
         """Replace the whole database with `source` through SQLite's backup API, under the
-        writer lock (readers finish on their snapshot; writes wait)."""
+        writer lock (readers finish on their snapshot; writes wait). The caller checks that
+        `source` is a memoryd database of the current schema (memoryd.checkpoints)."""
         src = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
         try:
             with self._lock, self._writer.backup("main", src, "main") as backup:
                 while not backup.done:
                     backup.step(-1)
+        except apsw.FullError as exc:
+            raise disk_full(exc) from None
         finally:
             src.close()
 

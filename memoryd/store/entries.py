@@ -6,6 +6,7 @@ Functions take an open apsw connection; the Store decides transactions and durab
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,6 +122,23 @@ def filter_sql(f: Filters, now: float) -> tuple[str, list[Any]]:
     return (" AND ".join(parts) or "1"), params
 
 
+_MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
+
+
+def _iso(ts: Any) -> str | None:
+    """ISO time of a stored timestamp; one stored out of range (an old import let 1e20 in)
+    shows as the nearest representable time instead of failing every list and search."""
+    if ts is None:
+        return None
+    try:
+        value = float(ts)
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(value):
+        return None
+    return iso(min(max(value, 0.0), _MAX_TIME))
+
+
 def row_to_record(row: Sequence[Any]) -> dict[str, Any]:
     raw = dict(zip(_NAMES, row, strict=True))
     rec: dict[str, Any] = {
@@ -135,11 +153,11 @@ def row_to_record(row: Sequence[Any]) -> dict[str, Any]:
         "context": raw["context"],
         "namespace": raw["namespace"],
         "content_hash": raw["content_hash"],
-        "created_at": iso(raw["created_at"]),
-        "updated_at": iso(raw["updated_at"]),
-        "expires_at": iso(raw["expires_at"]),
+        "created_at": _iso(raw["created_at"]),
+        "updated_at": _iso(raw["updated_at"]),
+        "expires_at": _iso(raw["expires_at"]),
         "access_count": raw["access_count"],
-        "last_accessed_at": iso(raw["last_accessed_at"]),
+        "last_accessed_at": _iso(raw["last_accessed_at"]),
         "tier": raw["tier"],
     }
     if raw["kind"] == "memory":
@@ -260,12 +278,18 @@ def update_memory(con: apsw.Connection, entry_id: int, changes: dict[str, Any], 
     values = dict(changes)
     if "tags" in values:
         values["tags"] = json.dumps(list(values["tags"]))
-    if "content_hash" in values:
+    if "content_hash" in values or "namespace" in values:
         other = find_memory_by_hash(
-            con, values.get("namespace") or _namespace(con, entry_id), values["content_hash"]
+            con,
+            values.get("namespace") or _namespace(con, entry_id),
+            values.get("content_hash") or _content_hash(con, entry_id),
         )
         if other is not None and other != entry_id:
-            raise InvalidInput(f"memory {other} already has this content")
+            where = values.get("namespace") or "this namespace"
+            raise InvalidInput(
+                f"memory {other} in {where} already has this content; delete one of the two "
+                "(or change the text) first"
+            )
     cols = ", ".join(f"{name} = ?" for name in values)  # names come from UPDATABLE only
     con.execute(
         f"UPDATE entries SET {cols}, updated_at = ? WHERE id = ?",
@@ -287,6 +311,21 @@ def _kind(con: apsw.Connection, entry_id: int) -> str:
     if not rows:
         raise NotFound(f"no entry with id {entry_id}")
     return str(rows[0][0])
+
+
+def _content_hash(con: apsw.Connection, entry_id: int) -> str:
+    return str(
+        con.execute("SELECT content_hash FROM entries WHERE id = ?", (entry_id,)).fetchall()[0][0]
+    )
+
+
+def document_chunks(con: apsw.Connection, path: str) -> list[dict[str, Any]]:
+    """The chunks of one indexed document, in order (empty when the path is not indexed)."""
+    rows = con.execute(
+        f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE d.path = ? ORDER BY e.seq, e.id",
+        (path,),
+    ).fetchall()
+    return [row_to_record(r) for r in rows]
 
 
 def _namespace(con: apsw.Connection, entry_id: int) -> str:
@@ -394,6 +433,11 @@ def replace_document(
     return count
 
 
+def forget_document_hashes(con: apsw.Connection) -> None:
+    """Every document looks changed to the next reconcile (reindex full)."""
+    con.execute("UPDATE documents SET sha256 = '', size = -1")
+
+
 def touch_document(con: apsw.Connection, path: str, size: int, mtime: float) -> None:
     """Same content, new stat (touch, save without change): remember the stat, index nothing."""
     con.execute("UPDATE documents SET size = ?, mtime = ? WHERE path = ?", (size, mtime, path))
@@ -435,6 +479,21 @@ def by_type(con: apsw.Connection, namespace: str | None = None) -> dict[str, int
         sql += " AND namespace = ?"
         params.append(namespace)
     return {t: int(n) for t, n in con.execute(sql + " GROUP BY type ORDER BY type", params)}
+
+
+def id_high_water(con: apsw.Connection) -> int:
+    """The highest entry id ever handed out (AUTOINCREMENT's sequence)."""
+    rows = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchall()
+    top = con.execute("SELECT coalesce(max(id), 0) FROM entries").fetchall()[0][0]
+    return max(int(rows[0][0]) if rows else 0, int(top))
+
+
+def raise_id_high_water(con: apsw.Connection, high: int) -> None:
+    """Ids up to `high` are never handed out again (after a restore to an older copy)."""
+    if id_high_water(con) >= high:
+        return
+    con.execute("DELETE FROM sqlite_sequence WHERE name = 'entries'")
+    con.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('entries', ?)", (high,))
 
 
 def get_meta(con: apsw.Connection, key: str) -> str | None:

@@ -5,6 +5,7 @@ Add a step by appending a function to MIGRATIONS; never edit a released step.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -140,7 +141,103 @@ def m002_lifecycle(con: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [m001_initial, m002_lifecycle]
+_ENTRIES_COLUMNS = """
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL CHECK (kind IN ('memory', 'chunk')),
+            namespace TEXT NOT NULL DEFAULT 'default',
+            content TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            type TEXT NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]',
+            source TEXT,
+            context TEXT,
+            confidence REAL NOT NULL DEFAULT 1.0,
+            importance INTEGER NOT NULL DEFAULT 5,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            expires_at REAL,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed_at REAL,
+            document_id INTEGER REFERENCES documents(id) ON DELETE CASCADE,
+            seq INTEGER,
+            start_line INTEGER,
+            end_line INTEGER,
+            heading_path TEXT,
+            tier TEXT NOT NULL DEFAULT 'normal',
+            useful_count INTEGER NOT NULL DEFAULT 0,
+            validation_count INTEGER NOT NULL DEFAULT 0
+"""
+
+
+def m003_stable_ids(con: apsw.Connection) -> None:
+    """Ids are never reused: `entries` is rebuilt with AUTOINCREMENT, and the sequence starts
+    above every id ever seen (rows, the access log, history, triggers), so an id an agent
+    stored keeps meaning that memory or nothing. Rows keep their ids, so the FTS index (keyed
+    by rowid) stays valid; its triggers are recreated because dropping a table drops them.
+    Runs with foreign keys off (see migrate): dropping `entries` must not cascade to triggers."""
+    cols = ", ".join(line.split()[0] for line in _ENTRIES_COLUMNS.strip().splitlines())
+    con.execute(f"CREATE TABLE entries_new({_ENTRIES_COLUMNS})")
+    con.execute(f"INSERT INTO entries_new({cols}) SELECT {cols} FROM entries")
+    high = max(
+        int(con.execute(f"SELECT coalesce(max({c}), 0) FROM {t}").fetchall()[0][0])
+        for t, c in (
+            ("entries", "id"),
+            ("access_log", "entry_id"),
+            ("history", "entry_id"),
+            ("triggers", "entry_id"),
+        )
+    )
+    con.execute(
+        """
+        DROP VIEW IF EXISTS memories;
+        DROP VIEW IF EXISTS chunks;
+        DROP TABLE entries;
+        ALTER TABLE entries_new RENAME TO entries;
+        CREATE UNIQUE INDEX entries_memory_hash ON entries(namespace, content_hash)
+            WHERE kind = 'memory';
+        CREATE INDEX entries_document ON entries(document_id, seq);
+        CREATE INDEX entries_hash ON entries(content_hash);
+        CREATE INDEX entries_expires ON entries(expires_at) WHERE expires_at IS NOT NULL;
+        CREATE INDEX entries_kind_created ON entries(kind, created_at);
+        CREATE INDEX entries_tier ON entries(tier) WHERE kind = 'memory';
+        CREATE VIEW memories AS SELECT * FROM entries WHERE kind = 'memory';
+        CREATE VIEW chunks AS SELECT * FROM entries WHERE kind = 'chunk';
+        CREATE TRIGGER entries_fts_ai AFTER INSERT ON entries BEGIN
+            INSERT INTO entries_fts(rowid, content, heading_path, tags)
+            VALUES (new.id, new.content, new.heading_path, new.tags);
+        END;
+        CREATE TRIGGER entries_fts_ad AFTER DELETE ON entries BEGIN
+            INSERT INTO entries_fts(entries_fts, rowid, content, heading_path, tags)
+            VALUES ('delete', old.id, old.content, old.heading_path, old.tags);
+        END;
+        CREATE TRIGGER entries_fts_au AFTER UPDATE OF content, heading_path, tags ON entries BEGIN
+            INSERT INTO entries_fts(entries_fts, rowid, content, heading_path, tags)
+            VALUES ('delete', old.id, old.content, old.heading_path, old.tags);
+            INSERT INTO entries_fts(rowid, content, heading_path, tags)
+            VALUES (new.id, new.content, new.heading_path, new.tags);
+        END;
+        """
+    )
+    con.execute("DELETE FROM sqlite_sequence WHERE name = 'entries'")
+    con.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('entries', ?)", (high,))
+    # Times out of the range ISO 8601 can show (imports used to let 1e20 in) broke every list.
+    for col in ("created_at", "updated_at", "expires_at", "last_accessed_at"):
+        con.execute(
+            f"UPDATE entries SET {col} = max(0, min({col}, 253402300799.0))"
+            f" WHERE {col} > 253402300799.0 OR {col} < 0"
+        )
+    # FTS5 keeps deleted tokens in its segments until a merge unless secure-delete is on.
+    con.execute("INSERT INTO entries_fts(entries_fts, rank) VALUES ('secure-delete', 1)")
+    bad = con.execute("PRAGMA foreign_key_check").fetchall()
+    if bad:
+        raise RuntimeError(f"m003: foreign key check failed: {bad[:5]}")
+
+
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
+    m001_initial,
+    m002_lifecycle,
+    m003_stable_ids,
+]
 
 
 def schema_version(con: apsw.Connection) -> int:
@@ -161,17 +258,29 @@ def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
     if current < len(MIGRATIONS) and current > 0 and db_path is not None:
         backup = db_path.with_name(f"{db_path.name}.pre-v{current + 1}.bak")
         if not backup.exists():
-            con.execute("VACUUM INTO ?", (str(backup),))
+            old = os.umask(0o077)  # the snapshot holds every memory: owner-only
+            try:
+                con.execute("VACUUM INTO ?", (str(backup),))
+            finally:
+                os.umask(old)
             log.info("migration snapshot", path=str(backup))
-    for version, step in enumerate(MIGRATIONS[current:], start=current + 1):
-        con.execute("BEGIN IMMEDIATE")
-        try:
-            step(con)
-            con.execute(f"PRAGMA user_version = {int(version)}")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        con.execute("COMMIT")
-        applied.append(step.__name__)
-        log.info("migration applied", step=step.__name__, version=version)
+    # Steps may rebuild a table (m003): foreign key actions must not fire while they do. The
+    # pragma is a no-op inside a transaction, so it is switched around the steps.
+    fk = int(con.execute("PRAGMA foreign_keys").fetchall()[0][0])
+    if current < len(MIGRATIONS):
+        con.execute("PRAGMA foreign_keys = OFF")
+    try:
+        for version, step in enumerate(MIGRATIONS[current:], start=current + 1):
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                step(con)
+                con.execute(f"PRAGMA user_version = {int(version)}")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+            applied.append(step.__name__)
+            log.info("migration applied", step=step.__name__, version=version)
+    finally:
+        con.execute(f"PRAGMA foreign_keys = {'ON' if fk else 'OFF'}")
     return applied

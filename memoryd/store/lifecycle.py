@@ -1,0 +1,213 @@
+"""SQL of the memory lifecycle: trigger phrases, change history, feedback, tiers, selections.
+
+Functions take an open apsw connection; the caller (memoryd.memories, memoryd.lifecycle) picks
+the transaction. Pure rules (tiers, phrase folding, budgets) live in memoryd.lifecycle.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import apsw
+
+
+def set_triggers(con: apsw.Connection, entry_id: int, phrases: Sequence[tuple[str, str]]) -> None:
+    """Replace a memory's trigger phrases: (phrase, normalised phrase) pairs."""
+    con.execute("DELETE FROM triggers WHERE entry_id = ?", (entry_id,))
+    for phrase, norm in phrases:
+        con.execute(
+            "INSERT OR IGNORE INTO triggers(entry_id, phrase, norm) VALUES (?, ?, ?)",
+            (entry_id, phrase, norm),
+        )
+
+
+def trigger_norms(con: apsw.Connection) -> list[tuple[int, str]]:
+    return [
+        (int(i), str(n))
+        for i, n in con.execute(
+            "SELECT t.entry_id, t.norm FROM triggers t JOIN entries e ON e.id = t.entry_id"
+        )
+    ]
+
+
+def trigger_phrases(con: apsw.Connection, entry_id: int) -> list[str]:
+    return [
+        str(r[0])
+        for r in con.execute(
+            "SELECT phrase FROM triggers WHERE entry_id = ? ORDER BY rowid", (entry_id,)
+        )
+    ]
+
+
+def add_history(
+    con: apsw.Connection, entry_id: int, ts: float, field: str, old: str | None, new: str | None
+) -> None:
+    con.execute(
+        "INSERT INTO history(entry_id, ts, field, old, new) VALUES (?, ?, ?, ?, ?)",
+        (entry_id, ts, field, old, new),
+    )
+
+
+def history_rows(con: apsw.Connection, entry_id: int) -> list[tuple[float, str, Any, Any]]:
+    return [
+        (float(ts), str(f), o, n)
+        for ts, f, o, n in con.execute(
+            "SELECT ts, field, old, new FROM history WHERE entry_id = ? ORDER BY ts, id",
+            (entry_id,),
+        )
+    ]
+
+
+def access_rows(con: apsw.Connection, entry_id: int) -> list[tuple[float, str, int]]:
+    return [
+        (float(ts), str(q), int(r))
+        for ts, q, r in con.execute(
+            "SELECT ts, query, rank FROM access_log WHERE entry_id = ? ORDER BY ts, id",
+            (entry_id,),
+        )
+    ]
+
+
+def add_access(con: apsw.Connection, entry_id: int, ts: float, query: str, rank: int) -> None:
+    con.execute(
+        "INSERT INTO access_log(ts, query, entry_id, rank) VALUES (?, ?, ?, ?)",
+        (ts, query, entry_id, rank),
+    )
+
+
+def feedback(con: apsw.Connection, entry_id: int) -> tuple[str, int, int, float] | None:
+    """(kind, useful_count, validation_count, confidence) or None."""
+    rows = con.execute(
+        "SELECT kind, useful_count, validation_count, confidence FROM entries WHERE id = ?",
+        (entry_id,),
+    ).fetchall()
+    if not rows:
+        return None
+    kind, good, total, conf = rows[0]
+    return str(kind), int(good), int(total), float(conf)
+
+
+def set_feedback(
+    con: apsw.Connection, entry_id: int, useful: int, total: int, confidence: float
+) -> None:
+    con.execute(
+        "UPDATE entries SET useful_count = ?, validation_count = ?, confidence = ? WHERE id = ?",
+        (useful, total, confidence, entry_id),
+    )
+
+
+def promotion_candidate_ids(con: apsw.Connection, min_useful: int, min_ratio: float) -> list[int]:
+    return [
+        int(r[0])
+        for r in con.execute(
+            "SELECT id FROM entries WHERE kind = 'memory' AND tier NOT IN"
+            " ('constitutional', 'critical', 'deprecated') AND useful_count >= ?"
+            " AND useful_count >= ? * validation_count ORDER BY useful_count DESC, id",
+            (min_useful, min_ratio),
+        )
+    ]
+
+
+def constitutional_ids(con: apsw.Connection, namespace: str | None, now: float) -> list[int]:
+    """Constitutional, unexpired memories, most important first."""
+    where = "kind = 'memory' AND tier = 'constitutional' AND (expires_at IS NULL OR expires_at > ?)"
+    params: list[Any] = [now]
+    if namespace and namespace != "*":
+        where += " AND namespace = ?"
+        params.append(namespace)
+    return [
+        int(r[0])
+        for r in con.execute(
+            f"SELECT id FROM entries WHERE {where} ORDER BY importance DESC, created_at, id",
+            params,
+        )
+    ]
+
+
+def select_ids(
+    con: apsw.Connection,
+    *,
+    tag: str | None = None,
+    namespace: str | None = None,
+    expired_before: float | None = None,
+    deprecated: bool = False,
+) -> list[int]:
+    """Memory ids by tag, namespace, or (for prune) expired / deprecated."""
+    parts, params = ["kind = 'memory'"], []
+    if tag:
+        parts.append("EXISTS (SELECT 1 FROM json_each(entries.tags) WHERE json_each.value = ?)")
+        params.append(tag)
+    if namespace:
+        parts.append("namespace = ?")
+        params.append(namespace)
+    either = []
+    if expired_before is not None:
+        either.append("(expires_at IS NOT NULL AND expires_at <= ?)")
+        params.append(expired_before)
+    if deprecated:
+        either.append("tier = 'deprecated'")
+    if either:
+        parts.append("(" + " OR ".join(either) + ")")
+    sql = f"SELECT id FROM entries WHERE {' AND '.join(parts)} ORDER BY id"
+    return [int(r[0]) for r in con.execute(sql, params)]
+
+
+def delete_ids(con: apsw.Connection, ids: Iterable[int]) -> int:
+    """Delete memories with everything that holds their text or use: the change history (old
+    contents), the access log; triggers go by cascade."""
+    n = 0
+    for i in ids:
+        con.execute("DELETE FROM entries WHERE id = ? AND kind = 'memory'", (i,))
+        if con.changes():
+            n += 1
+            con.execute("DELETE FROM history WHERE entry_id = ?", (i,))
+            con.execute("DELETE FROM access_log WHERE entry_id = ?", (i,))
+    return n
+
+
+def memory_ids_by_hash(con: apsw.Connection, content_hash: str, namespace: str) -> list[int]:
+    return [
+        int(r[0])
+        for r in con.execute(
+            "SELECT id FROM entries WHERE content_hash = ? AND kind = 'memory' AND namespace = ?",
+            (content_hash, namespace),
+        )
+    ]
+
+
+def keyword_memories(
+    con: apsw.Connection, match: str, namespace: str, limit: int = 20
+) -> list[tuple[int, str]]:
+    """Memories of a namespace matching an FTS5 expression, best first: (id, content)."""
+    return [
+        (int(i), str(c))
+        for i, c in con.execute(
+            "SELECT e.id, e.content FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid"
+            " WHERE entries_fts MATCH ? AND e.kind = 'memory' AND e.namespace = ?"
+            " ORDER BY bm25(entries_fts) LIMIT ?",
+            (match, namespace, limit),
+        )
+    ]
+
+
+def by_tier(con: apsw.Connection, namespace: str | None = None) -> dict[str, int]:
+    sql, params = "SELECT tier, count(*) FROM entries WHERE kind = 'memory'", []
+    if namespace and namespace != "*":
+        sql += " AND namespace = ?"
+        params.append(namespace)
+    return {str(t): int(n) for t, n in con.execute(sql + " GROUP BY tier", params)}
+
+
+def by_namespace(con: apsw.Connection) -> dict[str, int]:
+    return {
+        str(ns): int(n)
+        for ns, n in con.execute(
+            "SELECT namespace, count(*) FROM entries WHERE kind = 'memory' GROUP BY namespace"
+        )
+    }
+
+
+def json_list(value: str | None) -> list[Any]:
+    return list(json.loads(value or "[]"))

@@ -1,0 +1,96 @@
+"""SQL of export and import: memory rows with every field, inserts that keep ids."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import apsw
+
+from memoryd.store.vectors import table_name
+
+EXPORT_FIELDS = (
+    "id",
+    "content",
+    "content_hash",
+    "type",
+    "tags",
+    "source",
+    "context",
+    "confidence",
+    "importance",
+    "tier",
+    "namespace",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "access_count",
+    "last_accessed_at",
+    "useful_count",
+    "validation_count",
+)
+
+
+def memory_rows(con: apsw.Connection, namespace: str | None = None) -> list[dict[str, Any]]:
+    where, params = "kind = 'memory'", []
+    if namespace and namespace != "*":
+        where += " AND namespace = ?"
+        params.append(namespace)
+    rows = con.execute(
+        f"SELECT {', '.join(EXPORT_FIELDS)} FROM entries WHERE {where} ORDER BY id", params
+    ).fetchall()
+    return [dict(zip(EXPORT_FIELDS, row, strict=True)) for row in rows]
+
+
+def vector_of(con: apsw.Connection, model_id: int, content_hash: str) -> bytes | None:
+    rows = con.execute(
+        f"SELECT v.embedding FROM embeddings m JOIN {table_name(model_id)} v ON v.rowid = m.id"
+        " WHERE m.model_id = ? AND m.content_hash = ?",
+        (model_id, content_hash),
+    ).fetchall()
+    return bytes(rows[0][0]) if rows else None
+
+
+def memory_by_hash(con: apsw.Connection, namespace: str, content_hash: str) -> int | None:
+    rows = con.execute(
+        "SELECT id FROM entries WHERE kind = 'memory' AND namespace = ? AND content_hash = ?",
+        (namespace, content_hash),
+    ).fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+def free(con: apsw.Connection, entry_id: int) -> bool:
+    """No entry holds this id now (an id used before and deleted may come back with its
+    memory: the import restores what was exported)."""
+    return not con.execute("SELECT 1 FROM entries WHERE id = ?", (entry_id,)).fetchall()
+
+
+def insert_memory(con: apsw.Connection, v: dict[str, Any], entry_id: int | None) -> int:
+    """Insert a checked memory with every field; entry_id None: the next id."""
+    rows = con.execute(
+        "INSERT INTO entries(id, kind, namespace, content, content_hash, type, tags, source,"
+        " context, confidence, importance, tier, created_at, updated_at, expires_at,"
+        " access_count, last_accessed_at, useful_count, validation_count)"
+        " VALUES (?, 'memory', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        (
+            entry_id,
+            v["namespace"],
+            v["content"],
+            v["content_hash"],
+            v["type"],
+            json.dumps(list(v.get("tags") or ())),
+            v.get("source"),
+            v.get("context"),
+            v.get("confidence", 1.0),
+            v["importance"],
+            v.get("tier") or "normal",
+            v["created_at"],
+            v["updated_at"],
+            v.get("expires_at"),
+            v.get("access_count", 0),
+            v.get("last_accessed_at"),
+            v.get("useful_count", 0),
+            v.get("validation_count", 0),
+        ),
+    ).fetchall()
+    return int(rows[0][0])

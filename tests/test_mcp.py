@@ -1,0 +1,345 @@
+"""Issue 13.1/13.5: `memoryd mcp` end to end, spoken to with the MCP SDK's own stdio client."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from memoryd.mcp_tools import Bridge, call_tool, fmt_hits
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPECTED_TOOLS = {
+    "search",
+    "remember",
+    "get",
+    "update",
+    "forget",
+    "session_context",
+    "match_triggers",
+    "feedback",
+    "read_note",
+    "write_note",
+    "append_to_note",
+    "list_notes",
+    "move_note",
+    "recent_activity",
+}
+
+
+def with_session(
+    tmp_path: Path,
+    args: list[str],
+    body: Callable[[ClientSession], Awaitable[Any]],
+    env: dict[str, str] | None = None,
+) -> Any:
+    """Start `memoryd mcp ARGS` and run body(session) against it."""
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memoryd", "mcp", *args], cwd=str(ROOT), env=env
+    )
+
+    async def main() -> Any:
+        with open(tmp_path / "mcp-stderr.log", "a") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                return await body(session)
+
+    return anyio.run(main)
+
+
+def text(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def test_mcp_end_to_end(daemon_factory: Any, tmp_path: Path) -> None:
+    d = daemon_factory()
+
+    async def body(s: ClientSession) -> None:
+        listed = await s.list_tools()
+        assert {t.name for t in listed.tools} == EXPECTED_TOOLS
+        for t in listed.tools:
+            assert t.description and len(t.description) > 40, t.name
+            assert t.input_schema["type"] == "object"
+        search_tool = next(t for t in listed.tools if t.name == "search")
+        assert {"query", "tags", "since", "max_tokens", "group", "namespace"} <= set(
+            search_tool.input_schema["properties"]
+        )
+
+        added = await s.call_tool(
+            "remember", {"content": "The staging database runs on port 6543", "tags": ["infra"]}
+        )
+        assert not added.is_error, text(added)
+        memory_id = added.structured_content["id"]
+        assert f"[{memory_id}]" in text(added)
+
+        found = await s.call_tool("search", {"query": "staging database port"})
+        assert not found.is_error, text(found)
+        assert [h["id"] for h in found.structured_content["hits"]][:1] == [memory_id]
+        assert "6543" in text(found)
+
+        # the agent's namespace (--namespace) was applied to the memory
+        got = await s.call_tool("get", {"id": memory_id})
+        assert got.structured_content["namespace"] == "agent-one"
+
+        started = time.monotonic()
+        wrote = await s.call_tool(
+            "write_note",
+            {
+                "path": "projects/mcp.md",
+                "content": "---\ntags: [demo]\n---\n# MCP\nquetzal feathers\n",
+            },
+        )
+        assert not wrote.is_error, text(wrote)
+        note_hits = await s.call_tool("search", {"query": "quetzal", "kind": "chunk"})
+        assert time.monotonic() - started < 1.0 + 0.5  # within ~1 s, protocol included
+        assert [h.get("path") for h in note_hits.structured_content["hits"]] == ["projects/mcp.md"]
+
+        read = await s.call_tool("read_note", {"path": "projects/mcp.md"})
+        assert read.structured_content["sha256"] == wrote.structured_content["sha256"]
+        assert read.structured_content["content"].startswith("---\ntags: [demo]")
+
+        ok = await s.call_tool(
+            "append_to_note",
+            {
+                "path": "projects/mcp.md",
+                "content": "more",
+                "expected_sha256": read.structured_content["sha256"],
+            },
+        )
+        assert not ok.is_error, text(ok)
+        stale = await s.call_tool(
+            "write_note",
+            {
+                "path": "projects/mcp.md",
+                "content": "clobber",
+                "expected_sha256": read.structured_content["sha256"],
+            },
+        )
+        assert stale.is_error
+        assert "conflict" in text(stale) and "read_note" in text(stale)
+        assert stale.structured_content["error"]["code"] == -32009
+        assert "clobber" not in (d.workspace / "projects" / "mcp.md").read_text()
+
+        escape = await s.call_tool("write_note", {"path": "../escape.md", "content": "x"})
+        assert escape.is_error and "leaves the workspace" in text(escape)
+        assert not (d.workspace.parent / "escape.md").exists()
+
+        bad_args = await s.call_tool("search", {"limit": 5})
+        assert bad_args.is_error and "query" in text(bad_args)
+
+        listed_notes = await s.call_tool("list_notes", {})
+        assert "projects/mcp.md" in text(listed_notes)
+        recent = await s.call_tool("recent_activity", {"limit": 5})
+        assert not recent.is_error and recent.structured_content["items"]
+        ctx = await s.call_tool("session_context", {"max_tokens": 300})
+        assert not ctx.is_error and ctx.structured_content["tokens_used"] <= 300
+
+        forgot = await s.call_tool("forget", {"id": memory_id})
+        assert not forgot.is_error, text(forgot)
+        gone = await s.call_tool("get", {"id": memory_id})
+        assert gone.is_error and "not found" in text(gone)
+
+    with_session(tmp_path, ["--socket", str(d.socket), "--namespace", "agent-one"], body)
+
+
+def test_mcp_without_a_daemon_says_how_to_start_it_and_recovers(
+    daemon_factory: Any, config_dict: dict[str, Any], tmp_path: Path
+) -> None:
+    async def body(s: ClientSession) -> list[Any]:
+        assert len((await s.list_tools()).tools) == len(EXPECTED_TOOLS)  # tools are listed
+        before = [
+            await s.call_tool("search", {"query": "anything"}),
+            await s.call_tool("read_note", {"path": "a.md"}),
+        ]
+        # the daemon comes up while the agent's session goes on: no restart of the agent needed
+        await anyio.to_thread.run_sync(daemon_factory)
+        after = await s.call_tool("remember", {"content": "the daemon came up later"})
+        return [*before, after]
+
+    *failed, after = with_session(tmp_path, ["--socket", config_dict["socket"]], body)
+    for result in failed:
+        assert result.is_error
+        assert "not running" in text(result) and "memoryd run" in text(result)
+        assert "memoryd service install" in text(result)
+        assert result.structured_content["error"]["code"] == "unreachable"
+    assert not after.is_error, text(after)
+
+
+def test_two_agents_share_notes_and_keep_their_own_memories(
+    daemon_factory: Any, tmp_path: Path
+) -> None:
+    d = daemon_factory()
+
+    def params(ns: str) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "memoryd", "mcp", "--socket", str(d.socket), "--namespace", ns],
+            cwd=str(ROOT),
+        )
+
+    async def main() -> None:
+        with open(tmp_path / "mcp-stderr.log", "a") as errlog:
+            async with (
+                stdio_client(params("alpha"), errlog=errlog) as (ra, wa),
+                ClientSession(ra, wa) as a,
+                stdio_client(params("beta"), errlog=errlog) as (rb, wb),
+                ClientSession(rb, wb) as b,
+            ):
+                await a.initialize()
+                await b.initialize()
+                await a.call_tool("remember", {"content": "alpha prefers tabs over spaces"})
+                await a.call_tool("write_note", {"path": "shared.md", "content": "# Shared\nyak\n"})
+                seen = await b.call_tool("search", {"query": "yak"})
+                assert [h.get("path") for h in seen.structured_content["hits"]] == ["shared.md"]
+                mine = await b.call_tool("search", {"query": "tabs spaces", "kind": "memory"})
+                assert mine.structured_content["hits"] == []  # alpha's memory is alpha's
+                theirs = await a.call_tool("search", {"query": "tabs spaces", "kind": "memory"})
+                assert len(theirs.structured_content["hits"]) == 1
+
+    anyio.run(main)
+
+
+def test_namespace_from_the_environment(daemon_factory: Any, tmp_path: Path) -> None:
+    d = daemon_factory()
+
+    async def body(s: ClientSession) -> Any:
+        return await s.call_tool("remember", {"content": "remembered with the env namespace"})
+
+    added = with_session(
+        tmp_path, ["--socket", str(d.socket)], body, env={"MEMORYD_NAMESPACE": "from-env"}
+    )
+    assert not added.is_error, text(added)
+    assert d.call("get", {"id": added.structured_content["id"]})["namespace"] == "from-env"
+
+
+# --- the bridge without a subprocess (formatting, arguments, budgets) ---------------------------
+
+
+class FakeBridge(Bridge):
+    def __init__(self, answers: dict[str, Any], namespace: str | None = None) -> None:
+        self.answers, self.namespace, self.calls = answers, namespace, []
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        self.calls.append((method, params))
+        return self.answers[method]
+
+
+def test_arguments_are_checked_against_the_schema() -> None:
+    b = FakeBridge({})
+    for name, args, needle in [
+        ("search", {}, "'query' is a required property"),
+        ("search", {"query": "x", "limit": "ten"}, "limit"),
+        ("search", {"query": "x", "bogus": 1}, "bogus"),
+        ("feedback", {"id": 1, "verdict": "great"}, "verdict"),
+        ("nope", {}, "unknown tool"),
+    ]:
+        out, _, is_error = call_tool(b, name, args)
+        assert is_error and needle in out, (name, out)
+    assert b.calls == []
+
+
+def test_session_context_fits_the_budget_and_uses_the_agent_namespace() -> None:
+    items = [
+        {
+            "kind": "memory",
+            "id": i,
+            "at": "2026-11-23T10:00:00Z",
+            "change": "added",
+            "summary": "word " * 20,
+        }
+        for i in range(50)
+    ]
+    b = FakeBridge(
+        {
+            "session_start": {
+                "memories": [{"id": 1, "tier": "constitutional", "content": "rule one"}],
+                "tokens_used": 40,
+                "has_more": False,
+            },
+            "recent_activity": {"items": items},
+        },
+        namespace="agent",
+    )
+    out, structured, is_error = call_tool(b, "session_context", {"max_tokens": 200})
+    assert not is_error
+    assert structured["tokens_used"] <= 200
+    assert 0 < len(structured["recent"]) < 50
+    assert "rule one" in out and "Recent activity" in out
+    assert all(p.get("namespace") == "agent" for _, p in b.calls)
+
+
+def test_search_text_lists_hits_and_the_rest_of_a_budget() -> None:
+    res = {
+        "mode": "keyword",
+        "hits": [
+            {
+                "id": 7,
+                "kind": "chunk",
+                "path": "a.md",
+                "start_line": 3,
+                "heading_path": ["A", "B"],
+                "score": 0.9,
+                "snippet": "the **match**",
+            },
+        ],
+        "index": [{"id": 7, "summary": "x"}, {"id": 9, "summary": "a memory over budget"}],
+        "total": 2,
+    }
+    out = fmt_hits(res)
+    assert "[7] a.md:3 A > B · 0.90 — the **match**" in out
+    assert "[9] a memory over budget" in out
+
+
+def test_agents_doc_snippets_parse_and_name_every_tool() -> None:
+    import json
+    import re
+    import tomllib
+
+    doc = (ROOT / "docs" / "agents.md").read_text()
+    blocks = re.findall(r"```(json|toml)\n(.*?)```", doc, re.S)
+    assert len(blocks) >= 4
+    for lang, body in blocks:
+        data = json.loads(body) if lang == "json" else tomllib.loads(body)
+        assert data
+    for name in EXPECTED_TOOLS:
+        assert f"| `{name}` |" in doc, name
+    assert "claude mcp add" in doc and "[mcp_servers.memoryd]" in doc
+    assert "agents.md" in (ROOT / "README.md").read_text()
+
+
+def test_note_records_are_shown_with_their_place() -> None:
+    from memoryd.mcp_tools import fmt_record
+
+    out = fmt_record(
+        {
+            "kind": "note",
+            "path": "a.md",
+            "section": "Tokens",
+            "start_line": 8,
+            "end_line": 12,
+            "content": "## Tokens\nrotate",
+        }
+    )
+    assert out.startswith("a.md § Tokens (lines 8-12)\n\n## Tokens")
+    read = fmt_record({"path": "a.md", "content": "x", "sha256": "ab" * 32, "size": 1})
+    assert read.startswith(f"a.md (sha256 {'ab' * 32}, 1 bytes)")
+
+
+def test_socket_comes_from_flag_env_or_config(tmp_path: Path, monkeypatch: Any) -> None:
+    from memoryd.mcp import resolve_socket
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('socket = "/tmp/md-from-config.sock"\n')
+    assert resolve_socket("/tmp/flag.sock", str(cfg)) == "/tmp/flag.sock"
+    assert resolve_socket(None, str(cfg)) == "/tmp/md-from-config.sock"
+    monkeypatch.setenv("MEMORYD_SOCKET", "/tmp/env.sock")
+    assert resolve_socket(None, str(cfg)) == "/tmp/env.sock"
