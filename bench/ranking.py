@@ -152,12 +152,19 @@ def _copy(cands: list[Any]) -> list[Any]:
 
 
 def rank_notes(
-    pools: Pools, method: str, settings: Any, floor: float | None = None, limit: int = 10
+    pools: Pools,
+    method: str,
+    settings: Any,
+    floor: float | None = None,
+    limit: int = 10,
+    alone: float | None = None,
 ) -> list[str]:
     """Note paths, best first, as `method` ranks the pools."""
     from memoryd import search as S
 
-    scale = pools.scale if floor is None else (floor, pools.scale[1])
+    scale = pools.scale if floor is None else (floor, pools.scale[1], pools.scale[2])
+    if alone is not None:
+        scale = (scale[0], scale[1], alone)
     kw, vec = _copy(pools.keyword), _copy(pools.vector)
     pool = S.MIN_POOL if method != "chunk-rrf" else limit * 4
     kw, vec = kw[:pool], vec[:pool]
@@ -175,10 +182,12 @@ def rank_notes(
         return _dedupe([pools.paths.get(i, "") for i in order])[:limit]
     st = replace_settings(settings, method)
     if method in ("note-rrf", "vector", "keyword"):
-        scale = (-1.0, -1.0 + 1e-9)  # strength 1 for every neighbour: plain RRF
+        scale = (-1.0, -1.0 + 1e-9, -1.0)  # strength 1 for every neighbour: plain RRF
     searcher = S.Searcher.__new__(S.Searcher)
     searcher.settings = st
     notes = searcher._fuse(kw, vec, scale, "note")
+    if method in ("note-rsf", "note-strength", "note-rrf-floor", "vector-floor"):
+        notes = S.admitted(notes, scale)
     notes.sort(key=lambda c: (-c.fused, c.id))
     return _dedupe([pools.paths.get(n.id, "") for n in notes])[:limit]
 
@@ -226,6 +235,7 @@ def score(ls: LabelledSet, pools: dict[str, Any], ranker: Callable[[Any], list[s
 
 
 FLOORS = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]
+ALONE = [0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5]
 
 
 def through_search(app: Any, ls: LabelledSet) -> dict[str, dict[str, float]]:
@@ -249,11 +259,15 @@ def compare(
 ) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     if floors:
-        for floor in FLOORS:
+        for floor in FLOORS:  # with no alone floor beyond the floor itself
             for m in ("note-rsf", "vector-floor"):
                 out[f"{m} floor {floor:.2f}"] = score(
-                    ls, pools, lambda pl, m=m, f=floor: rank_notes(pl, m, st, f)
+                    ls, pools, lambda pl, m=m, f=floor: rank_notes(pl, m, st, f, alone=f)
                 )
+        for alone in ALONE:  # the calibrated floor, and a floor for hits no keyword backs
+            out[f"note-rsf alone {alone:.2f}"] = score(
+                ls, pools, lambda pl, a=alone: rank_notes(pl, "note-rsf", st, alone=a)
+            )
         return out
     for m in METHODS:
         out[m] = score(ls, pools, lambda pl, m=m: rank_notes(pl, m, st))

@@ -45,15 +45,17 @@ MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
 GROUPS = ("note", "none")
 
 # Per model (its identity name): the cosine similarity below which a text is unrelated to a query
-# (the floor), and the similarity that counts as a full match (the top of the scale). Calibrated
-# with `python -m bench quality --calibrate` on every set in bench/data (BENCHMARKS.md): the floor
-# is the lowest value that keeps Recall@10 of answerable queries within 0.01 of no floor.
-SIMILARITY_SCALE: dict[str, tuple[float, float]] = {
-    "sentence-transformers/all-MiniLM-L6-v2-int8": (0.10, 0.75),
-    "sentence-transformers/all-MiniLM-L6-v2": (0.10, 0.75),
-    "fake": (0.30, 0.90),  # the test embedder: hashed words, similarity = shared-word overlap
+# (floor), the similarity that counts as a full match (top), and the similarity a hit needs when
+# no keyword backs it (alone). Calibrated with `python -m bench.ranking --floors` on every set
+# in bench/data (BENCHMARKS.md): each is the highest value that keeps Recall@10 of answerable
+# queries within 0.01 of none.
+Scale = tuple[float, float, float]  # (floor, top, alone)
+SIMILARITY_SCALE: dict[str, Scale] = {
+    "sentence-transformers/all-MiniLM-L6-v2-int8": (0.10, 0.75, 0.20),
+    "sentence-transformers/all-MiniLM-L6-v2": (0.10, 0.75, 0.20),
+    "fake": (0.30, 0.90, 0.30),  # the test embedder: hashed words, similarity = word overlap
 }
-DEFAULT_SCALE = (0.40, 0.80)  # an uncalibrated model: a conservative guess
+DEFAULT_SCALE = (0.40, 0.80, 0.40)  # an uncalibrated model: a conservative guess
 SIGNAL_SHARE = 0.05  # the most importance, recency, frequency and tier can move a score
 EXACT_SCAN_MAX = 20_000  # a filter leaving at most this many entries: exact vector scan
 KNN_MAX = 4096  # never ask the nearest-neighbour search for more than this
@@ -162,12 +164,12 @@ def weighted(
     return {i: w_keyword * kw.get(i, 0.0) + w_vector * vec.get(i, 0.0) for i in {*kw, *vec}}
 
 
-def strength(similarity: float | None, scale: tuple[float, float]) -> float:
+def strength(similarity: float | None, scale: Scale) -> float:
     """How strongly a similarity says "related", 0..1: 0 at or below the model's floor, 1 at or
     above the top of its scale, linear between."""
     if similarity is None:
         return 0.0
-    floor, top = scale
+    floor, top = scale[0], scale[1]
     return min(1.0, max(0.0, (similarity - floor) / (top - floor)))
 
 
@@ -177,7 +179,7 @@ def rank_weight(rank: int | None, k: int) -> float:
 
 
 def relevance(
-    c: Candidate, s: SearchSettings, scale: tuple[float, float], bm25_best: float | None = None
+    c: Candidate, s: SearchSettings, scale: Scale, bm25_best: float | None = None
 ) -> tuple[float, dict[str, float]]:
     """A candidate's relevance in 0..1 and the two parts it is made of.
 
@@ -463,7 +465,7 @@ class Searcher:
     def _run(self, req: SearchRequest, limit: int, qvec: np.ndarray | None) -> dict[str, Any]:
         now = self.clock()
         size = self.pool_size(limit)
-        pending: Future[tuple[list[Candidate], tuple[float, float]]] | None = None
+        pending: Future[tuple[list[Candidate], Scale]] | None = None
         if qvec is not None and req.mode in ("auto", "vector", "hybrid"):
             # The vector pool runs on its own thread and read connection, beside the keyword
             # pool: SQLite and numpy both release the GIL.
@@ -484,7 +486,7 @@ class Searcher:
         limit: int,
         now: float,
         size: int,
-        pending: Future[tuple[list[Candidate], tuple[float, float]]] | None,
+        pending: Future[tuple[list[Candidate], Scale]] | None,
     ) -> dict[str, Any]:
         s = self.settings
         parsed = parse_query(req.query)
@@ -545,7 +547,7 @@ class Searcher:
             norm = searchsql.best_bm25(con, full, bwhere, bparams) if full else None
             if norm is None and parsed.match_any and not fuzzy_used:
                 norm = searchsql.best_bm25(con, parsed.match_any, bwhere, bparams)
-        ranked = self._fuse(keyword, vector, scale, req.group, norm)
+        ranked = admitted(self._fuse(keyword, vector, scale, req.group, norm), scale)
         out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale)
         if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
             if rewritten is None and req.mode != "fuzzy":
@@ -566,7 +568,7 @@ class Searcher:
 
     def _vector_pool(
         self, con: apsw.Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
-    ) -> tuple[list[Candidate], tuple[float, float]]:
+    ) -> tuple[list[Candidate], Scale]:
         """The `size` nearest entries that pass the filters, nearest first, and the model's
         similarity scale. Filters restrict the candidates before ranking: a selective filter
         scans the vectors of the texts it allows exactly; otherwise the nearest-neighbour search
@@ -611,7 +613,7 @@ class Searcher:
         self,
         keyword: list[Candidate],
         vector: list[Candidate],
-        scale: tuple[float, float],
+        scale: Scale,
         group: str,
         best_bm25: float | None = None,
     ) -> list[Candidate]:
@@ -665,7 +667,7 @@ class Searcher:
         now: float,
         req: SearchRequest,
         mode: str,
-        scale: tuple[float, float] = DEFAULT_SCALE,
+        scale: Scale = DEFAULT_SCALE,
     ) -> list[dict[str, Any]]:
         if not candidates:
             return []
@@ -751,6 +753,12 @@ class Searcher:
         return hits
 
 
+def admitted(candidates: list[Candidate], scale: Scale) -> list[Candidate]:
+    """No padding: a hit is backed by a keyword match, or else by a similarity of at least the
+    model's `alone` floor (a neighbour that shares no word with the query must be close)."""
+    return [c for c in candidates if c.keyword_rank is not None or (c.similarity or 0) >= scale[2]]
+
+
 def bm25_norm(keyword: Sequence[Candidate]) -> float | None:
     """What BM25 is measured against: the best match on all of the query's words, or when no
     text has them all, the best match on some."""
@@ -800,7 +808,7 @@ def narrowing(f: Filters) -> bool:
     )
 
 
-def similarity_scale(model_key: str) -> tuple[float, float]:
+def similarity_scale(model_key: str) -> Scale:
     """The calibrated (floor, top) similarity of a model, by its stored key ("name/dim")."""
     name = model_key.rsplit("/", 1)[0] if "/" in model_key else model_key
     if name in SIMILARITY_SCALE:

@@ -148,10 +148,21 @@ def test_a_query_with_nothing_relevant_returns_no_hits_and_names_the_mode(make_a
 
 
 def test_scores_are_between_0_and_1_and_strength_is_bounded() -> None:
-    assert strength(None, (0.4, 0.8)) == 0.0
-    assert strength(0.2, (0.4, 0.8)) == 0.0
-    assert strength(0.6, (0.4, 0.8)) == pytest.approx(0.5)
-    assert strength(0.99, (0.4, 0.8)) == 1.0
+    scale = (0.4, 0.8, 0.5)
+    assert strength(None, scale) == 0.0
+    assert strength(0.2, scale) == 0.0
+    assert strength(0.6, scale) == pytest.approx(0.5)
+    assert strength(0.99, scale) == 1.0
+    c = search_mod.Candidate
+    kept = search_mod.admitted(
+        [
+            c(id=1, keyword_rank=3, similarity=None),  # a keyword match: always a hit
+            c(id=2, vector_rank=1, similarity=0.45),  # no keyword, below `alone`: padding
+            c(id=3, vector_rank=2, similarity=0.55),  # no keyword, close enough
+        ],
+        scale,
+    )
+    assert [k.id for k in kept] == [1, 3]
 
 
 # --- popularity never beats relevance -----------------------------------------------------------
