@@ -1,7 +1,7 @@
 """Search: candidate pools (keyword, vector), fusion per note, ranking signals, fallback tiers.
 
 Tiers, in order (mode "auto"):
-  hybrid   keyword pool + vector pool, fused per note (see `fuse`);
+  hybrid   keyword pool + vector pool, fused per note (`ranking.relevance`);
   keyword  when there is no model (or no vectors yet);
   vector   when the keyword index finds nothing but vectors do;
   fuzzy    when the keyword index finds nothing: query terms are corrected against the index's
@@ -11,13 +11,14 @@ Every response names the mode that answered it.
 
 What a hit is (see docs/protocol.md, "Scores"):
 - only a candidate backed by a keyword match, or by a similarity at or above the model's
-  calibrated floor (`ranking.SIMILARITY_SCALE`), is returned: no padding with unrelated neighbours;
+  calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding;
 - filters restrict both pools before ranking (the vector pool scans the filtered texts exactly
-  when the filter leaves few of them), so a filter never hides a hit it allows;
+  when the filter leaves few of them), and BM25 is normalised without them, so a filtered search
+  returns what an unfiltered one restricted afterwards does, with the same scores;
 - by default one result per note (its best chunk, plus the note's other matching sections) or
   memory; `group="none"` gives raw chunks;
-- `score` is in 0..1 and means the same in every query: 1 = the first keyword result on every
-  query word and the nearest text with a similarity at the top of the model's scale.
+- `score` is in 0..1 and means the same in every query: 1 = the best keyword match on every
+  query word that is also as similar as the top of the model's scale.
 The pure parts live in ranking.py (fusion, scores, order) and snippets.py, tested without a
 database.
 """
