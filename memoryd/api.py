@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memoryd import __version__, checkpoints, lifecycle, transfer
+from memoryd import __version__, checkpoints, lifecycle, transfer, vault
 from memoryd.app import App
 from memoryd.errors import InvalidInput
 from memoryd.memories import (
@@ -444,6 +444,26 @@ def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(name, str):
         raise InvalidInput("name: expected a job name (see the jobs method)")
     return app.jobs.run_now(name)
+
+
+# --- links between notes (Obsidian vaults) ---------------------------------------------------
+
+
+def _note_path(params: dict[str, Any]) -> str:
+    path = params.get("path")
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidInput("path: expected a workspace-relative note path or a note name")
+    return path
+
+
+@method("links", {"path"})
+def note_links(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return vault.links(app.store, _note_path(params))
+
+
+@method("backlinks", {"path"})
+def note_backlinks(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return vault.backlinks(app.store, _note_path(params))
 
 
 # --- whole notes and recent activity: registered by memoryd/api_notes.py -----------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from pathlib import Path
@@ -101,8 +102,28 @@ def main(argv: list[str] | None = None) -> int:
     except MemorydError as exc:
         print(f"memoryd: {exc.message}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a folder or file memoryd needs cannot be used: say which, no traceback
+        print(f"memoryd: cannot start: {describe_os_error(exc)}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if type(exc).__module__ != "apsw":  # a bug: keep the traceback
+            raise
+        print(f"memoryd: cannot open the database: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
+
+
+def describe_os_error(exc: OSError) -> str:
+    """`PATH is on a read-only file system; ...`: one line that names the path and the fix."""
+    where = exc.filename if exc.filename is not None else "a file"
+    if exc.errno == errno.EROFS:
+        return f"{where} is on a read-only file system; point data_dir (or the path) elsewhere"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"permission denied on {where}; it must be writable by you (uid check, chmod)"
+    if exc.errno == errno.ENOSPC:
+        return f"no space left on the device holding {where}"
+    return f"{where}: {exc.strerror or exc}"
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ class IndexerConfig:
     max_file_bytes: int = _f(2_000_000, "int", 1024, 1 << 31)
     chunk_max_tokens: int = _f(200, "int", 32, 2048)
     chunk_overlap_tokens: int = _f(30, "int", 0, 2047)
+    max_chunks_per_file: int = _f(5000, "int", 1, 1_000_000)
     follow_symlinks: bool = _f(True, "bool")
 
 
@@ -89,6 +90,7 @@ class ServerConfig:
     max_request_bytes: int = _f(1048576, "int", 1024, 67108864)
     max_connections: int = _f(64, "int", 1, 10000)
     idle_timeout_s: float = _f(300.0, "float", 0.1, 86400.0)
+    first_request_timeout_s: float = _f(10.0, "float", 0.1, 86400.0)
     request_timeout_s: float = _f(30.0, "float", 0.1, 86400.0)
     shutdown_timeout_s: float = _f(10.0, "float", 0.1, 3600.0)
 
@@ -479,6 +481,7 @@ RELOADABLE: frozenset[str] = frozenset(
         "dailylog.header",
         "notes.max_bytes",
         "server.idle_timeout_s",
+        "server.first_request_timeout_s",
         "server.request_timeout_s",
     }
     | {f"search.{f.name}" for f in fields(SearchConfig)}

@@ -41,6 +41,9 @@ from memoryd.logsetup import get_logger
 log = get_logger("memoryd.dailylog")
 
 _MARKER = re.compile(r"^(?P<body>.*?)\s*<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
+# the marker alone, searched from its literal start: linear on any line (the pattern above
+# backtracks quadratically on a line of many spaces before a marker)
+_MARKER_TAIL = re.compile(r"<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
 
 
 class DailyLogSettings(Protocol):
@@ -228,14 +231,28 @@ class DailyLog:
         return changed
 
     def preprocess(self, relpath: str, text: str) -> str:
-        """Blank the daemon's own, unedited lines (see the module docstring)."""
-        if not self.is_log_file(relpath) or "<!-- m:" not in text:
+        """Blank the log's own heading and the daemon's own, unedited lines (see the module
+        docstring): neither is worth a chunk of its own."""
+        if not self.is_log_file(relpath):
             return text
+        header = self._header_pattern()
         out = []
         for line in text.split("\n"):
-            m = _MARKER.match(line)
-            if m and _hash8(m.group("body").strip()) == m.group("hash"):
-                out.append("")
-            else:
-                out.append(line)
+            m = _MARKER_TAIL.search(line) if "<!-- m:" in line else None
+            own = m is not None and _hash8(line[: m.start()].strip()) == m.group("hash")
+            is_header = header is not None and header.fullmatch(line.strip()) is not None
+            out.append("" if own or is_header else line)
         return "\n".join(out)
+
+    def _header_pattern(self) -> re.Pattern[str] | None:
+        """The configured header with any date in place of {date}, as a regex."""
+        fields = dict.fromkeys(
+            ("time", "id", "type", "content", "tags", "source", "importance", "namespace"), ""
+        )
+        try:
+            sample = self.settings.header.format(date="\x00", **fields).strip()
+        except (KeyError, IndexError, ValueError):
+            return None
+        if not sample:
+            return None
+        return re.compile(re.escape(sample).replace("\x00", r"\d{4}-\d{2}-\d{2}"))

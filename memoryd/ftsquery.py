@@ -9,6 +9,14 @@ Supported syntax (as in web search boxes):
 Everything else (unbalanced quotes, parentheses, column filters like `content:`, NEAR, ^, +,
 stray operators, control characters) is treated as plain text: every term is emitted as a quoted
 FTS5 string, so no input can raise an FTS5 syntax error.
+
+Chinese, Japanese and Korean: the index's tokenizer (store/tokenizer.py) turns a quoted CJK run
+into a phrase of its overlapping bigrams, so "数据库" is matched inside any sentence that has it.
+A CJK query is often a whole sentence without spaces ("李明负责什么"), which no note contains
+verbatim: in the any-term query each CJK run of MIN_CJK_SPLIT or more characters (shorter ones
+are most often one word: 数据库, 勉強会) is also offered as its separate bigrams (李明 OR 明负 OR
+负责; not those with a grammatical character: 什么, の会, ルは), and bm25 ranks the notes that
+share most of them.
 """
 
 from __future__ import annotations
@@ -16,7 +24,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memoryd.store.tokenizer import cjk_runs
+
 MAX_TERMS = 64
+MIN_CJK_SPLIT = 4  # CJK runs this long are also searched bigram by bigram in match_any
+# Characters that mostly carry grammar, not topic: a bigram with one of them is left out of the
+# bigram-by-bigram any-term query (like STOP_WORDS), never out of the phrase. Hiragana (Japanese
+# particles and inflections: の, は, まった) and common Chinese function characters.
+CJK_STOP_CHARS = frozenset(
+    [chr(c) for c in range(0x3041, 0x30A0)]
+    + list("的了是在吗呢吧啊么什哪谁怎这那个")  # not 都 (京都), 和 (和食), 里 (公里)...
+)
 # Words that carry no topic: left out of the any-term query (never out of the all-terms one),
 # so "what did we decide about auth?" fills its pool with notes about deciding and auth.
 STOP_WORDS = frozenset(
@@ -168,10 +186,23 @@ def _words(text: str) -> list[str]:
     return [w for w in _SPLIT.split(text) if w and _WORDISH.search(w)]
 
 
+def cjk_bigrams(words: list[str]) -> list[str]:
+    """The bigrams of the CJK runs of MIN_CJK_SPLIT or more characters in words, each once,
+    without those with a CJK_STOP_CHARS character."""
+    out: dict[str, None] = {}
+    for word in words:
+        for run in cjk_runs(word):
+            if len(run) >= MIN_CJK_SPLIT:
+                pairs = (run[i : i + 2] for i in range(len(run) - 1))
+                out.update(dict.fromkeys(p for p in pairs if not CJK_STOP_CHARS.intersection(p)))
+    return list(out)
+
+
 def parse_query(text: str) -> ParsedQuery:
     text = _clean(text or "")
     groups: list[list[str]] = []  # OR-groups of quoted expressions, ANDed together
     topical: list[bool] = []  # per group: has a word that is not a stop word
+    loosened: list[str | None] = []  # per group: its any-term form when it has one (CJK)
     terms: list[str] = []
     negated: list[str] = []
     negate_next = False
@@ -219,6 +250,7 @@ def parse_query(text: str) -> ParsedQuery:
             negated.extend(lowered)
             groups.append(["NOT " + expr])
             topical.append(False)
+            loosened.append(None)
             or_next = False
             continue
         terms.extend(lowered)
@@ -226,19 +258,25 @@ def parse_query(text: str) -> ParsedQuery:
         if or_next and groups and not groups[-1][0].startswith("NOT "):
             groups[-1].append(expr)
             topical[-1] = topical[-1] or is_topical
+            loosened[-1] = None
         else:
             groups.append([expr])
             topical.append(is_topical)
+            bigrams = [] if body.startswith('"') or prefix else cjk_bigrams(words)
+            loosened.append(" OR ".join([expr, *map(quote_term, bigrams)]) if bigrams else None)
         or_next = False
     positives = [
-        (g, t) for g, t in zip(groups, topical, strict=True) if not g[0].startswith("NOT ")
+        (g, t, lo)
+        for g, t, lo in zip(groups, topical, loosened, strict=True)
+        if not g[0].startswith("NOT ")
     ]
     if not positives:
         return ParsedQuery(None, tuple(dict.fromkeys(terms)), tuple(negated))
-    parts = [("(" + " OR ".join(g) + ")") if len(g) > 1 else g[0] for g, _ in positives]
-    loose = [p for p, (_, t) in zip(parts, positives, strict=True) if t]
+    parts = [("(" + " OR ".join(g) + ")") if len(g) > 1 else g[0] for g, _, _ in positives]
+    loose = [lo or p for p, (_, t, lo) in zip(parts, positives, strict=True) if t]
     match = " AND ".join(parts)
-    match_any = " OR ".join(loose) if loose and len(parts) > 1 else None
+    widened = any(lo for _, _, lo in positives)
+    match_any = " OR ".join(loose) if loose and (len(parts) > 1 or widened) else None
     for g in groups:
         if g[0].startswith("NOT "):
             match = f"({match}) {g[0]}"

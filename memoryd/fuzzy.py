@@ -37,10 +37,14 @@ letters: ~550 for ten letters, stemmed in one tokenizer call) is stemmed too, an
 on a vocabulary term is a candidate at distance 1 ("replcation" + i -> replic, "postgress" - s ->
 postgr).
 
-Not corrected: words under 4 characters, words with a digit (ipv4 is not a typo of ipv6), words
-over MAX_WORD characters. A term that yields no token (emoji, punctuation), or is neither in the
-index nor correctable, is left out of the rewritten query: it could only make the AND match
-nothing. Terms the tokenizer splits ("foo_bar") are taken token by token.
+Not corrected: a word whose stem is in the index; a correctly spelled common English word
+(memoryd/data/common-words-en.txt.gz, ~37K words: "who is in charge of billing?" must not become
+"change" because no note says "charge"); words under 4 characters, words with a digit (ipv4 is
+not a typo of ipv6), words over MAX_WORD characters; words with Chinese, Japanese or Korean
+characters (kept, as the phrase of bigrams the index tokenizer makes of them, when every bigram
+is in the index). A term that yields no token (emoji, punctuation), or is neither in the index
+nor correctable, is left out of the rewritten query: it could only make the AND match nothing.
+Terms the tokenizer splits ("foo_bar") are taken token by token.
 
 Result: `corrections` maps each corrected word (lowercased) to its best vocabulary stem. A
 correction is a prefix query of its stem; when the stemmer would rewrite that prefix so that it
@@ -52,6 +56,9 @@ None when no term was corrected, and never raises.
 
 from __future__ import annotations
 
+import functools
+import gzip
+import importlib.resources
 import itertools
 import string
 import threading
@@ -64,6 +71,7 @@ import numpy as np
 
 from memoryd.ftsquery import quote_term
 from memoryd.logsetup import get_logger
+from memoryd.store import tokenizer as cjk_tokenizer
 
 log = get_logger("memoryd.fuzzy")
 
@@ -124,7 +132,21 @@ def _has_number(word: str) -> bool:
 
 
 def correctable(word: str) -> bool:
-    return MIN_WORD <= len(word) <= MAX_WORD and not _has_number(word)
+    return (
+        MIN_WORD <= len(word) <= MAX_WORD
+        and not _has_number(word)
+        and not cjk_tokenizer.has_cjk(word)
+    )
+
+
+COMMON_WORDS_FILE = "common-words-en.txt.gz"
+
+
+@functools.cache
+def common_words() -> frozenset[str]:
+    """The shipped list of correctly spelled common English words (lowercase, 4+ letters)."""
+    data = importlib.resources.files("memoryd").joinpath("data", COMMON_WORDS_FILE).read_bytes()
+    return frozenset(gzip.decompress(data).decode("ascii").split())
 
 
 def _offerable(term: str) -> bool:
@@ -234,9 +256,15 @@ class Vocabulary:
 class FuzzyMatcher:
     """Corrects query terms against the index's vocabulary; one per daemon, shared by threads."""
 
-    def __init__(self, min_similarity: float = 0.4, refresh_interval: float = 30.0) -> None:
+    def __init__(
+        self,
+        min_similarity: float = 0.4,
+        refresh_interval: float = 30.0,
+        common: frozenset[str] | None = None,
+    ) -> None:
         self.min_similarity = min_similarity
         self.refresh_interval = refresh_interval
+        self.common = common_words() if common is None else common  # never corrected
         self._lock = threading.Lock()
         self._vocab: Vocabulary | None = None
         self._generation = 0
@@ -289,13 +317,20 @@ class FuzzyMatcher:
             return None
         try:
             tok = con.fts5_tokenizer(*TOKENIZER)
-            return self._rewrite(vocab, tok, terms)
+            cjk = None
+            if any(isinstance(t, str) and cjk_tokenizer.has_cjk(t) for t in terms):
+                cjk = con.fts5_tokenizer(cjk_tokenizer.NAME, list(cjk_tokenizer.BASE))
+            return self._rewrite(vocab, tok, terms, cjk)
         except apsw.Error as exc:
             log.warning("fuzzy rewrite failed", error=str(exc))
             return None
 
     def _rewrite(
-        self, vocab: Vocabulary, tok: apsw.FTS5Tokenizer, terms: Sequence[str]
+        self,
+        vocab: Vocabulary,
+        tok: apsw.FTS5Tokenizer,
+        terms: Sequence[str],
+        cjk: apsw.FTS5Tokenizer | None = None,
     ) -> FuzzyResult | None:
         groups: list[str] = []
         words: list[str] = []
@@ -305,11 +340,15 @@ class FuzzyMatcher:
             if stem in seen:
                 continue
             seen.add(stem)
-            if stem in vocab.docs:
+            if stem in vocab.docs or (
+                cjk is not None
+                and cjk_tokenizer.has_cjk(word)
+                and all(s in vocab.docs for s in _stems(cjk, word) or ["\0"])
+            ):
                 groups.append(quote_term(word))
                 words.append(word)
                 continue
-            if not correctable(word):
+            if not correctable(word) or word in self.common:
                 continue
             best = self._best(vocab, tok, word, stem)
             if not best:

@@ -3,13 +3,16 @@
 A file is re-indexed only when its SHA-256 differs from the stored one; a stat change alone
 (touch, save without change) only refreshes the stored stat. A file that vanished while another
 with the same hash appeared is a move: its chunks keep their rows (and, through their text
-hashes, their vectors) under the new path. Odd files (too large, unreadable, not UTF-8, symlinks
-leading out of the workspace, vanishing mid-read) are skipped or decoded safely with one log line
-each; nothing here raises for a bad file.
+hashes, their vectors) under the new path. Odd files (too large, unreadable, symlink loops,
+symlinks leading out of the workspace, names that are not UTF-8, vanishing mid-read) are skipped
+with one log line each; text in UTF-16/32 with a byte order mark is decoded, invalid UTF-8 gets
+replacement characters; a file that would make more than `max_chunks_per_file` chunks keeps its
+first ones. Nothing here raises for a bad file.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -22,9 +25,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd import markdown
+from memoryd import markdown, obsidian
 from memoryd.logsetup import get_logger
-from memoryd.store import Store, entries
+from memoryd.store import Store, entries, links
 from memoryd.store.entries import DocumentInfo, NewChunk
 
 log = get_logger("memoryd.indexer")
@@ -37,7 +40,16 @@ class IndexerSettings(Protocol):
     max_file_bytes: int
     chunk_max_tokens: int
     chunk_overlap_tokens: int
+    max_chunks_per_file: int
     follow_symlinks: bool
+
+
+@dataclass(frozen=True)
+class Note:
+    fm: markdown.FrontMatter
+    chunks: list[markdown.Chunk]
+    tags: tuple[str, ...]
+    links: list[obsidian.Link]
 
 
 class Skip(Exception):
@@ -114,6 +126,24 @@ def path_accepted(rel: str, s: IndexerSettings) -> bool:
     return any(compile_glob(g).match(rel) for g in s.include)
 
 
+def valid_name(rel: str) -> bool:
+    """False for a path that holds bytes that are not UTF-8 (os.fsdecode turns those into lone
+    surrogates, which SQLite, JSON and the log cannot carry)."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(rel: str) -> str:
+    """A path for log lines and messages, with undecodable bytes shown as \\xNN."""
+    try:
+        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return rel.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -177,7 +207,9 @@ class Indexer:
             if real_dir in seen_dirs or not self._inside(real_dir):
                 dirnames[:] = []
                 if not self._inside(real_dir):
-                    log.warning("skipped folder: symlink leads outside the workspace", path=dirpath)
+                    log.warning(
+                        "skipped folder: symlink leads outside the workspace", path=shown(dirpath)
+                    )
                 continue
             seen_dirs.add(real_dir)
             rel_dir = Path(dirpath).relative_to(self.root).as_posix()
@@ -190,7 +222,7 @@ class Indexer:
                 try:
                     state = self._stat(rel)
                 except Skip as exc:
-                    log.warning("skipped file", path=rel, reason=str(exc))
+                    log.warning("skipped file", path=shown(rel), reason=str(exc))
                     if report is not None:
                         report.skipped += 1
                     continue
@@ -200,17 +232,26 @@ class Indexer:
         return found
 
     def _stat(self, rel: str) -> FileState:
+        if not valid_name(rel):
+            raise Skip("file name is not valid UTF-8 (rename the file to index it)")
         full = self.root / rel
-        st = os.lstat(full)
-        real = full
-        if stat.S_ISLNK(st.st_mode):
-            if not self.settings.follow_symlinks:
-                raise Skip("symlink (indexer.follow_symlinks is false)")
-            target = os.path.realpath(full)
-            if not self._inside(target):
-                raise Skip("symlink leads outside the workspace")
-            real = Path(target)
-            st = os.stat(real)
+        try:
+            st = os.lstat(full)
+            real = full
+            if stat.S_ISLNK(st.st_mode):
+                if not self.settings.follow_symlinks:
+                    raise Skip("symlink (indexer.follow_symlinks is false)")
+                target = os.path.realpath(full)
+                if not self._inside(target):
+                    raise Skip("symlink leads outside the workspace")
+                real = Path(target)
+                st = os.stat(real)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise Skip("symlink loop") from exc
+            raise Skip(f"unreadable ({exc.strerror or exc})") from exc
         if not stat.S_ISREG(st.st_mode):
             raise Skip("not a regular file")
         if st.st_size > self.settings.max_file_bytes:
@@ -304,7 +345,7 @@ class Indexer:
                     if rel in indexed:
                         vanished[rel] = indexed[rel]
                 except Skip as exc:
-                    log.warning("skipped file", path=rel, reason=str(exc))
+                    log.warning("skipped file", path=shown(rel), reason=str(exc))
                     report.skipped += 1
                     if rel in indexed:
                         vanished[rel] = indexed[rel]
@@ -380,40 +421,42 @@ class Indexer:
             report.moved += 1
             log.info("moved", path=state.path, old_path=old)
             return old
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            text = data.decode("utf-8", errors="replace")
-            log.warning("invalid UTF-8, indexed with replacement characters", path=state.path)
-        if text.startswith("\ufeff"):
-            text = text[1:]
+        text, encoding, lossy = markdown.decode(data)
+        if lossy:
+            log.warning(
+                "invalid text, indexed with replacement characters",
+                path=state.path,
+                encoding=encoding,
+            )
         if self.preprocess is not None:
             text = self.preprocess(state.path, text)
-        fm, chunks = markdown.parse_document(
-            text,
-            max_tokens=self.settings.chunk_max_tokens,
-            overlap_tokens=self.settings.chunk_overlap_tokens,
-        )
-        if fm.error:
-            log.warning("front matter ignored", path=state.path, reason=fm.error)
-        doc = DocumentInfo(state.path, sha, state.size, state.mtime, fm.raw)
+        note = self._parse(state.path, text)
+        doc = DocumentInfo(state.path, sha, state.size, state.mtime, note.fm.raw)
         new_chunks = [
             NewChunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
-            for c in chunks
+            for c in note.chunks
         ]
         now = self.clock()
-        n = self.store.run_write(
-            lambda con: entries.replace_document(
+        fm = note.fm
+
+        def write(con: Any) -> int:
+            count = entries.replace_document(
                 con,
                 doc,
                 new_chunks,
                 type_=fm.type or "note",
-                tags=fm.tags,
+                tags=note.tags,
                 importance=fm.importance or 5,
                 expires_at=fm.expires_at,
                 now=now,
             )
-        )
+            links.replace_links(con, state.path, note.links)
+            if fm.created_at is not None or fm.updated_at is not None:
+                updated = fm.updated_at if fm.updated_at is not None else fm.created_at
+                links.set_dates(con, state.path, fm.created_at, updated)
+            return count
+
+        n = self.store.run_write(write)
         report.indexed += 1
         report.chunks += n
         log.info(
@@ -423,6 +466,43 @@ class Indexer:
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return None
+
+    def _parse(self, path: str, text: str) -> Note:
+        """Front matter, chunks, tags (front matter and inline) and links of one note."""
+        s = self.settings
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        fm, body, first = markdown.parse_front_matter(text)
+        if fm.error:
+            log.warning("front matter ignored", path=path, reason=fm.error)
+        chunks = markdown.chunk_markdown(
+            body,
+            first_line=first,
+            max_tokens=s.chunk_max_tokens,
+            overlap_tokens=s.chunk_overlap_tokens,
+            max_chunks=s.max_chunks_per_file,
+        )
+        if len(chunks) > s.max_chunks_per_file:
+            log.warning(
+                "too many chunks: only the first ones are indexed",
+                path=path,
+                kept=s.max_chunks_per_file,
+                setting="indexer.max_chunks_per_file",
+            )
+            chunks = chunks[: s.max_chunks_per_file]
+        masked = obsidian.mask_code(body)
+        tags = obsidian.expand_tags([*fm.tags, *obsidian.inline_tags(body, masked)])
+        if fm.aliases and chunks:  # aliases are other names of the note: make them searchable
+            c = chunks[0]
+            content = f"aliases: {', '.join(fm.aliases)}\n\n{c.content}"
+            chunks[0] = markdown.Chunk(
+                c.seq,
+                content,
+                c.heading_path,
+                c.start_line,
+                c.end_line,
+                markdown.sha256_text(content),
+            )
+        return Note(fm, chunks, tags, obsidian.links(body, first, masked))
 
     # -- drift --------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ because the level is checked by a processor reading module state, not baked into
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -41,12 +42,14 @@ def configure(
     if name not in LEVELS:
         raise ValueError(f"unknown log level {level!r}")
     _state["level"], _state["name"] = LEVELS[name], name
+    old = _state.get("file_stream")
     if stream is None:
-        old = _state.get("file_stream")
         if file:
             if old is None or old.name != str(file):
                 Path(file).parent.mkdir(parents=True, exist_ok=True)
-                stream = open(file, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+                stream = open(  # noqa: SIM115
+                    file, "a", buffering=1, encoding="utf-8", opener=_private_opener
+                )
                 _state["file_stream"] = stream
             else:
                 stream = old
@@ -83,6 +86,20 @@ def configure(
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(max(logging.WARNING, LEVELS[name]))
+    if old is not None and old is not stream:  # a SIGHUP moved the log elsewhere
+        if _state.get("file_stream") is old:
+            del _state["file_stream"]
+        old.close()
+
+
+def _private_opener(path: str, flags: int) -> int:
+    """Log files are 0600: they name files, queries and errors. One left 0644 by an older
+    version is narrowed too (when it is ours)."""
+    fd = os.open(path, flags, 0o600)
+    st = os.fstat(fd)
+    if st.st_uid == os.getuid() and st.st_mode & 0o077:
+        os.fchmod(fd, 0o600)
+    return fd
 
 
 def reset() -> None:

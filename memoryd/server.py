@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import json
 import os
 import socket
 import stat
@@ -24,33 +23,31 @@ from typing import Any, Protocol
 
 from memoryd import api
 from memoryd.app import App
-from memoryd.errors import AlreadyRunning, MemorydError
+from memoryd.errors import AlreadyRunning, MemorydError, Unavailable
 from memoryd.logsetup import get_logger
+from memoryd.protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    MAX_BATCH,
+    METHOD_NOT_FOUND,
+    ProtocolError,
+    batch_error,
+    decode,
+    encode,
+    error_response,
+)
 
 log = get_logger("memoryd.server")
-
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
-    -32700,
-    -32600,
-    -32601,
-    -32602,
-    -32603,
-)
 
 
 class ServerSettings(Protocol):
     max_request_bytes: int
     max_connections: int
     idle_timeout_s: float
+    first_request_timeout_s: float
     request_timeout_s: float
     shutdown_timeout_s: float
-
-
-def error_response(req_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    err: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        err["data"] = data
-    return {"jsonrpc": "2.0", "id": req_id, "error": err}
 
 
 def peer_uid(sock: socket.socket) -> int | None:
@@ -68,15 +65,39 @@ def peer_uid(sock: socket.socket) -> int | None:
     return None
 
 
+def check_socket_folder(folder: Path) -> None:
+    """Refuse a socket folder that is not a real folder we own, or that others may write to.
+
+    Another user who can create or write the folder could listen there first (and receive our
+    clients' requests), so neither is ever "fixed" with a chmod: we say what is wrong instead.
+    """
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode):
+        raise AlreadyRunning(f"socket folder {folder} is not a folder (a symlink or a file)")
+    if st.st_uid != os.getuid():
+        raise AlreadyRunning(
+            f"socket folder {folder} belongs to uid {st.st_uid}, not to you (uid {os.getuid()}); "
+            "another user may be listening there: remove it, or set `socket` elsewhere"
+        )
+    if stat.S_IMODE(st.st_mode) & 0o022:
+        raise AlreadyRunning(
+            f"socket folder {folder} can be written by others (mode "
+            f"{stat.S_IMODE(st.st_mode):04o}); use a private folder (chmod 700) or set `socket`"
+        )
+
+
 def prepare_socket_path(path: Path) -> None:
-    """Make the socket's directory private and clear a stale socket; refuse a live one."""
+    """Create the socket's folder 0700 if missing (never chmod one that exists), check it, and
+    clear a stale socket; refuse a live one."""
     parent = path.parent
-    parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    st = os.lstat(parent)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-        raise AlreadyRunning(f"socket folder {parent} is not a folder owned by you")
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        os.chmod(parent, 0o700)
+    parent.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        parent.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    else:
+        os.chmod(parent, 0o700)  # ours, just made: a umask without owner bits must not stop us
+    check_socket_folder(parent)
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -112,7 +133,23 @@ def bind_socket(path: Path) -> socket.socket:
     return sock
 
 
+class _Conn:
+    """One client connection: idle since when (None while a request runs), requests served."""
+
+    __slots__ = ("idle_since", "served", "writer")
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        self.idle_since: float | None = time.monotonic()
+        self.served = 0
+
+
 class Server:
+    """Idle connections cannot lock others out: a connection that sends nothing is closed after
+    `first_request_timeout_s` (then `idle_timeout_s` between requests), and at
+    `max_connections` a new client makes room by closing the connection idle the longest; only
+    when every connection is running a request is the new one refused (-32003, retry)."""
+
     def __init__(
         self,
         app: App,
@@ -129,12 +166,13 @@ class Server:
         self._owns_path = sock is None
         self._server: asyncio.base_events.Server | None = None
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memoryd-rpc")
-        self._connections: set[asyncio.Task[Any]] = set()
+        self._connections: dict[asyncio.Task[Any], _Conn] = {}
         self._inflight = 0
         self._idle = asyncio.Event()
         self._idle.set()
         self.requests_total = 0
         self.errors_total = 0
+        self.evicted_total = 0
 
     async def start(self) -> None:
         sock = self._inherited if self._inherited is not None else bind_socket(self.path)
@@ -166,10 +204,33 @@ class Server:
 
     # -- connections --------------------------------------------------------------------------
 
+    def _make_room(self) -> bool:
+        """At the connection limit, close the connection idle the longest; False if none is."""
+        if len(self._connections) < self.settings.max_connections:
+            return True
+        idle = [c for c in self._connections.values() if c.idle_since is not None]
+        if not idle:
+            return False
+        oldest = min(idle, key=lambda c: c.idle_since or 0.0)
+        oldest.idle_since = None  # never picked twice
+        self.evicted_total += 1
+        log.info("closed an idle connection to make room", connections=len(self._connections))
+        with contextlib.suppress(Exception):
+            oldest.writer.write(
+                encode(
+                    error_response(
+                        None,
+                        Unavailable.code,
+                        "connection closed: idle while the server was at max_connections",
+                    )
+                )
+            )
+            oldest.writer.close()
+        return True
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._connections.add(task)
         try:
             sock = writer.get_extra_info("socket")
             uid = peer_uid(sock) if sock is not None else None
@@ -177,27 +238,41 @@ class Server:
                 log.warning("refused connection from another user", uid=uid)
                 await self._send(writer, error_response(None, INVALID_REQUEST, "permission denied"))
                 return
-            if len(self._connections) > self.settings.max_connections:
+            if not self._make_room():
+                limit = self.settings.max_connections
                 await self._send(
-                    writer, error_response(None, INTERNAL_ERROR, "too many connections; retry")
+                    writer,
+                    error_response(
+                        None,
+                        Unavailable.code,
+                        f"too many connections ({limit}, all running a request); retry shortly",
+                    ),
                 )
                 return
-            await self._serve(reader, writer)
+            conn = self._connections[task] = _Conn(writer)
+            await self._serve(reader, writer, conn)
         except (ConnectionError, asyncio.CancelledError):
             pass
         except Exception:
             log.exception("connection failed")
         finally:
-            self._connections.discard(task)
+            self._connections.pop(task, None)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Conn
+    ) -> None:
         limit = self.settings.max_request_bytes
         while True:
+            timeout = (
+                self.settings.idle_timeout_s
+                if conn.served
+                else min(self.settings.first_request_timeout_s, self.settings.idle_timeout_s)
+            )
             try:
-                line = await asyncio.wait_for(reader.readline(), self.settings.idle_timeout_s)
+                line = await asyncio.wait_for(reader.readline(), timeout)
             except TimeoutError:
                 return
             except (ValueError, asyncio.LimitOverrunError):
@@ -214,29 +289,42 @@ class Server:
                 return
             if not line.strip():
                 continue
-            response = await self._dispatch_line(line)
-            if response is not None:
-                await self._send(writer, response)
+            conn.idle_since = None
+            conn.served += 1
+            try:
+                response = await self._dispatch_line(line)
+                if response is not None:
+                    await self._send(writer, response)
+            finally:
+                conn.idle_since = time.monotonic()
 
     async def _send(self, writer: asyncio.StreamWriter, payload: Any) -> None:
-        data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
-        writer.write(data)
+        writer.write(encode(payload))
         await writer.drain()
 
     # -- requests -----------------------------------------------------------------------------
 
     async def _dispatch_line(self, line: bytes) -> Any:
+        """The answer to one line (None for notifications only). Never raises."""
         try:
-            msg = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            try:
+                msg = decode(line)
+            except ProtocolError as exc:
+                self.errors_total += 1
+                return exc.response()
+            if isinstance(msg, list):
+                if not msg:
+                    return error_response(None, INVALID_REQUEST, "empty batch")
+                if len(msg) > MAX_BATCH:
+                    self.errors_total += 1
+                    return batch_error(len(msg)).response()
+                replies = [r for r in [await self._dispatch(m) for m in msg] if r is not None]
+                return replies or None
+            return await self._dispatch(msg)
+        except Exception as exc:  # a bug: answer, log, carry on
             self.errors_total += 1
-            return error_response(None, PARSE_ERROR, f"parse error: {exc}")
-        if isinstance(msg, list):
-            if not msg:
-                return error_response(None, INVALID_REQUEST, "empty batch")
-            replies = [r for r in [await self._dispatch(m) for m in msg[:100]] if r is not None]
-            return replies or None
-        return await self._dispatch(msg)
+            log.exception("request failed before dispatch")
+            return error_response(None, INTERNAL_ERROR, f"internal error: {type(exc).__name__}")
 
     async def _dispatch(self, msg: Any) -> dict[str, Any] | None:
         self.requests_total += 1
@@ -278,6 +366,17 @@ class Server:
         except TimeoutError:
             self.errors_total += 1
             return error_response(req_id, INTERNAL_ERROR, f"{name} timed out")
+        except TypeError as exc:
+            self.errors_total += 1
+            if not str(exc).startswith("Bad binding argument type"):
+                log.exception("request failed", method=name)
+                return error_response(req_id, INTERNAL_ERROR, f"internal error: {exc}")
+            # a request value reached SQL with a type no check caught (a list for a name, ...):
+            # the caller's mistake, answered as such; the traceback shows the missing check
+            log.exception("request failed on an unchecked value type", method=name)
+            return error_response(
+                req_id, INVALID_PARAMS, f"invalid params: a value of {name} has the wrong type"
+            )
         except Exception as exc:
             self.errors_total += 1
             log.exception("request failed", method=name)

@@ -3,6 +3,7 @@ exit status. The real daemon is exercised through memoryctl in test_daemon.py an
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, wait_for
 
 from memoryd import ctl
 from memoryd.ctl import main
@@ -37,6 +38,7 @@ class Stub:
         self.sock.listen(8)
         self.sock.settimeout(0.05)
         self.stopping = threading.Event()
+        self.conn_threads: list[threading.Thread] = []
         self.thread = threading.Thread(target=self.serve, name="ctl-stub")
         self.thread.start()
 
@@ -52,9 +54,14 @@ class Stub:
                 continue
             except OSError:
                 return
-            with conn:
-                conn.settimeout(5)
-                self.answer(conn)
+            t = threading.Thread(target=self.answer_one, args=(conn,), name="ctl-stub-conn")
+            t.start()
+            self.conn_threads.append(t)
+
+    def answer_one(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            self.answer(conn)
 
     def answer(self, conn: socket.socket) -> None:
         with conn.makefile("rwb") as f:
@@ -78,6 +85,8 @@ class Stub:
     def close(self) -> None:
         self.stopping.set()
         self.thread.join(10)
+        for t in self.conn_threads:
+            t.join(10)
         self.sock.close()
 
 
@@ -241,7 +250,66 @@ RESULTS: dict[str, Any] = {
     "checkpoint.restore": {"restored": "one", "reconcile": {}},
     "export": {"items": [{"content": "a"}, {"content": "b"}], "count": 2},
     "import": lambda p: {"imported": len(p["items"]), "skipped_duplicates": 0, "vectors": 0},
+    # methods that land from other branches (contracts in the brief)
+    "used": {"id": 7, "access_count": 3},
+    "recent_activity": {
+        "items": [
+            {
+                "kind": "memory",
+                "id": 7,
+                "change": "added",
+                "summary": "tokens rotate weekly",
+                "at": "2026-11-22T16:40:00Z",
+            },
+            {"kind": "note", "path": "proj/a.md", "title": "API", "mtime": "2026-11-22T16:00:00Z"},
+        ]
+    },
+    "note.read": {
+        "path": "a.md",
+        "content": "# A\n\ntext",
+        "sha256": "ab" * 32,
+        "size": 9,
+        "mtime": "2026-11-22T16:40:00Z",
+    },
+    "note.write": lambda p: {"path": p["path"], "sha256": "cd" * 32, "created": True},
+    "note.append": lambda p: {"path": p["path"], "sha256": "ef" * 32},
+    "note.list": {
+        "items": [
+            {
+                "path": "a.md",
+                "size": 9,
+                "mtime": "2026-11-22T16:40:00Z",
+                "title": "A",
+                "tags": ["x"],
+            }
+        ],
+        "total": 3,
+    },
+    "note.move": lambda p: {"path": p["path"], "new_path": p["new_path"], "sha256": "ab" * 32},
+    "links": {
+        "path": "a.md",
+        "links": [
+            {"target": "b", "path": "b.md", "heading": "Setup", "alias": None, "line": 3},
+            {"target": "nowhere", "path": None, "heading": None, "alias": "x", "line": 5},
+        ],
+    },
+    "backlinks": {
+        "path": "b.md",
+        "backlinks": [
+            {"path": "a.md", "line": 3, "heading": "Setup", "alias": None},
+        ],
+    },
 }
+FROM_OTHER_BRANCHES = {"links", "backlinks"}  # the indexing branch (contracts in the brief)
+
+
+def table_methods() -> set[str]:
+    from memoryd.ctl.table import COMMANDS
+
+    rows = [*COMMANDS, *(a for c in COMMANDS for a in c.actions)]
+    called = {r.method for r in rows if r.method}
+    source = "".join(p.read_text() for p in (ROOT / "memoryd" / "ctl").glob("*.py"))
+    return called | set(re.findall(r'c\.call\(\s*"([\w.]+)"', source))
 
 
 @pytest.fixture
@@ -412,6 +480,34 @@ PARAMS = [
     (["checkpoint", "create", "one"], "checkpoint.create", {"name": "one"}),
     (["checkpoint", "restore", "one"], "checkpoint.restore", {"name": "one"}),
     (["export", "--namespace", "proj"], "export", {"namespace": "proj"}),
+    (["search", "auth", "--chunks"], "search", {"query": "auth", "group": "none"}),
+    (["used", "7"], "used", {"id": 7}),
+    (["recent"], "recent_activity", {}),
+    (
+        ["recent", "-n", "5", "--since", "2026-11-01", "--namespace", "a"],
+        "recent_activity",
+        {"limit": 5, "since": "2026-11-01", "namespace": "a"},
+    ),
+    (["note", "read", "a.md"], "note.read", {"path": "a.md"}),
+    (["note", "write", "a.md", "hello"], "note.write", {"path": "a.md", "content": "hello"}),
+    (
+        ["note", "append", "a.md", "more", "--if-sha256", "ab12"],
+        "note.append",
+        {"path": "a.md", "content": "more", "expected_sha256": "ab12"},
+    ),
+    (["note", "list"], "note.list", {}),
+    (
+        ["note", "list", "proj", "-n", "5", "--offset", "10"],
+        "note.list",
+        {"path": "proj", "limit": 5, "offset": 10},
+    ),
+    (
+        ["note", "move", "a.md", "b/a.md", "--if-sha256", "ab"],
+        "note.move",
+        {"path": "a.md", "new_path": "b/a.md", "expected_sha256": "ab"},
+    ),
+    (["links", "a.md"], "links", {"path": "a.md"}),
+    (["backlinks", "b.md"], "backlinks", {"path": "b.md"}),
 ]
 
 
@@ -783,9 +879,7 @@ def test_help_lists_every_command_with_examples(capsys: pytest.CaptureFixture[st
 
 
 def _commands() -> list[str]:
-    sub = next(
-        a for a in ctl.build_parser()._actions if isinstance(a, ctl.argparse._SubParsersAction)
-    )
+    sub = next(a for a in ctl.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return list(dict.fromkeys(p.prog.split()[-1] for p in sub.choices.values()))
 
 
@@ -796,9 +890,8 @@ def test_every_command_and_method_is_documented() -> None:
     for command in _commands():
         assert f"`{command}" in usage, f"memoryctl {command} is not in docs/memoryctl.md"
     protocol = (ROOT / "docs" / "protocol.md").read_text()
-    source = (ROOT / "memoryd" / "ctl.py").read_text()
-    called = set(re.findall(r'c\.call\(\s*f?"([\w.{}]+)"', source)) - {"checkpoint.{a.action}"}
-    assert called <= set(api.METHODS), called - set(api.METHODS)
+    called = table_methods()
+    assert called <= set(api.METHODS) | FROM_OTHER_BRANCHES, called - set(api.METHODS)
     for method in api.METHODS:
         assert f"### `{method}`" in protocol, f"{method} is not in docs/protocol.md"
     for code in (-32700, -32600, -32601, -32602, -32603, -32003, -32004, -32005, -32006):
@@ -809,7 +902,9 @@ def _imported_outside_stdlib(modules: set[str]) -> list[str]:
     return sorted(
         m
         for m in modules
-        if m.split(".")[0] not in sys.stdlib_module_names and m not in ("memoryd", "memoryd.ctl")
+        if m.split(".")[0] not in sys.stdlib_module_names
+        and m != "memoryd"
+        and not m.startswith("memoryd.ctl")
     )
 
 
@@ -827,7 +922,7 @@ def test_imports_only_the_standard_library() -> None:
         for line in out.stderr.splitlines()
         if line.startswith("import time:") and "imported package" not in line
     }
-    assert "argparse" in imported and "json" in imported
+    assert "argparse" in imported  # --help is argparse's job
     # site hooks (editable installs, .pth files) run before memoryctl does: not its imports
     before = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", "pass"],
@@ -854,3 +949,385 @@ def test_a_full_call_imports_only_the_standard_library(short_dir: Path) -> None:
     new = set(out.stdout.split())
     assert "memoryd.ctl" in new and _imported_outside_stdlib(new) == []
     assert "typing" not in new  # not needed at run time: it would only slow the start
+
+
+# --- new commands: readable output ---------------------------------------------------------------
+
+
+def test_notes_links_recent_used_readable(ctl_run: Callable[..., tuple[int, str, str]]) -> None:
+    assert ctl_run("note", "read", "a.md")[1] == "# A\n\ntext\n"
+    assert ctl_run("note", "write", "a.md", "x")[1] == f"created a.md (sha256 {'cd' * 6})\n"
+    assert ctl_run("note", "append", "a.md", "x")[1] == f"appended to a.md (sha256 {'ef' * 6})\n"
+    out = ctl_run("note", "list")[1]
+    assert out.splitlines()[0].startswith("a.md  9 B  2026-11-22T16:40:00Z  A  #x")
+    assert "(1 shown of 3; next page: --offset 1)" in out
+    assert ctl_run("note", "move", "a.md", "b.md")[1] == "moved a.md -> b.md\n"
+    assert ctl_run("links", "a.md")[1] == (
+        "l.3  [[b]] -> b.md#Setup\nl.5  [[nowhere]] -> (unresolved)  as 'x'\n"
+    )
+    assert ctl_run("backlinks", "b.md")[1] == "a.md:3  -> #Setup\n"
+    assert ctl_run("used", "7")[1] == "recorded a use of #7 (3 in all)\n"
+    out = ctl_run("recent")[1].splitlines()
+    assert out[0] == "2026-11-22T16:40:00Z  memory  #7 added  tokens rotate weekly"
+    assert "note    proj/a.md  API" in out[1]
+
+
+def test_note_write_reads_stdin_or_a_file(
+    ctl_run: Callable[..., tuple[int, str, str]], stub: Stub, tmp_path: Path
+) -> None:
+    assert ctl_run("note", "write", "a.md", stdin="from stdin\n")[0] == 0
+    assert stub.params == {"path": "a.md", "content": "from stdin\n"}
+    src = tmp_path / "src.md"
+    src.write_text("from a file\n")
+    assert ctl_run("note", "append", "a.md", "--file", str(src))[0] == 0
+    assert stub.params == {"path": "a.md", "content": "from a file\n"}
+    code, _, err = ctl_run("note", "write", "a.md", "x", "--file", str(src))
+    assert code == 2 and "not both" in err
+    code, _, err = ctl_run("note")
+    assert code == 2 and "ACTION" in err
+
+
+def test_search_sections_and_the_pending_vectors_note(
+    ctl_run: Callable[..., tuple[int, str, str]], stub: Stub
+) -> None:
+    hit = {
+        **CHUNK_HIT,
+        "sections": [
+            {"heading_path": ["API", "Tokens"], "start_line": 20, "end_line": 30, "score": 0.2}
+        ],
+    }
+    stub.results["search"] = {
+        "mode": "keyword",
+        "hits": [hit],
+        "took_ms": 1.0,
+        "pending_vectors": 1200,
+    }
+    code, out, err = ctl_run("search", "auth")
+    assert code == 0 and "    also: API > Tokens  l.20-30" in out
+    assert err == (
+        "note: keyword results only for now: 1200 text(s) are still being embedded "
+        "(`memoryctl status --watch` shows the progress)\n"
+    )
+    stub.results["search"] = {"mode": "hybrid", "hits": [hit], "took_ms": 1.0, "pending_vectors": 5}
+    assert ctl_run("search", "auth")[2] == ""  # the answer used vectors: nothing to say
+
+
+# --- progress ------------------------------------------------------------------------------------
+
+
+def _busy_status(steps: list[dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def status(params: dict[str, Any]) -> dict[str, Any]:
+        return {**STATUS, **(steps.pop(0) if len(steps) > 1 else steps[0])}
+
+    return status
+
+
+def test_status_watch_plain_lines_until_idle(
+    ctl_run: Callable[..., tuple[int, str, str]], stub: Stub
+) -> None:
+    vec = {
+        "done": 100,
+        "pending": 300,
+        "embedding": 8,
+        "rate_per_s": 40.0,
+        "eta_s": 125,
+        "current": "notes/x.md",
+        "last_error": None,
+    }
+    stub.results["status"] = _busy_status(
+        [
+            {"index": {"progress": {"done": 5, "total": 20}}, "vectors": vec},
+            {
+                "index": {"progress": None},
+                "vectors": {**vec, "done": 400, "pending": 0, "embedding": 8, "eta_s": 1},
+            },
+            {
+                "index": {"progress": None},
+                "vectors": {**vec, "done": 408, "pending": 0, "embedding": 0, "eta_s": 0},
+            },
+        ]
+    )
+    code, out, _ = ctl_run("status", "--watch", "--interval", "0.01")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == (
+        "index [######------------------]  25.0% 5/20 files  vectors [#####-------------------]"
+        "  24.5% 100/408  40.0/s  eta 2m05s  notes/x.md"
+    )
+    assert lines[1].startswith("vectors [#######################-]  98.0% 400/408")
+    assert lines[-1] == "idle: vectors 408 done"
+    assert "\r" not in out  # not a terminal: plain lines
+
+
+def test_progress_redraws_one_line_on_a_terminal() -> None:
+    from memoryd.ctl.output import Progress
+
+    buf = io.StringIO()
+    p = Progress(buf, tty=True)
+    p.update("a 1/2")
+    p.update("a 2/2")
+    p.finish("done")
+    assert buf.getvalue() == "\r\033[Ka 1/2\r\033[Ka 2/2\r\033[Kdone\n"
+
+
+def test_reindex_draws_progress_from_status_while_it_runs(
+    ctl_run: Callable[..., tuple[int, str, str]], stub: Stub
+) -> None:
+    release = threading.Event()
+    polled = threading.Event()
+
+    def status(params: dict[str, Any]) -> dict[str, Any]:
+        polled.set()
+        return {**STATUS, "index": {"progress": {"done": 3, "total": 4}}}
+
+    def reindex(params: dict[str, Any]) -> dict[str, Any]:
+        release.wait(10)
+        return RESULTS["reindex"]
+
+    stub.results.update(status=status, reindex=reindex)
+    threading.Thread(target=lambda: (polled.wait(10), release.set()), daemon=True).start()
+    code, out, err = ctl_run("reindex")
+    assert code == 0 and out.startswith("indexed 2, unchanged 5")
+    assert "reindex [##################------]  75.0% 3/4 files" in err
+    assert "status" in [r["method"] for r in stub.requests]
+    code, out, err = ctl_run("reindex", "--no-progress")
+    assert code == 0 and err == ""
+
+
+# --- files and trust -----------------------------------------------------------------------------
+
+
+def test_exports_are_written_owner_only(
+    ctl_run: Callable[..., tuple[int, str, str]], tmp_path: Path
+) -> None:
+    old = os.umask(0o022)
+    try:
+        fresh, existing = tmp_path / "new.jsonl", tmp_path / "old.jsonl"
+        existing.write_text("stale")
+        os.chmod(existing, 0o644)
+        for target in (fresh, existing):
+            assert ctl_run("export", "-o", str(target))[0] == 0
+            assert os.stat(target).st_mode & 0o777 == 0o600
+            assert target.read_text() == '{"content": "a"}\n{"content": "b"}\n'
+    finally:
+        os.umask(old)
+
+
+def test_a_socket_folder_others_can_write_is_refused(
+    ctl_run: Callable[..., tuple[int, str, str]], stub: Stub, short_dir: Path
+) -> None:
+    os.chmod(short_dir, 0o777)
+    try:
+        code, _, err = ctl_run("add", "a secret plan")
+    finally:
+        os.chmod(short_dir, 0o700)
+    assert code == 3 and "refusing the socket folder" in err and "others can write" in err
+    assert stub.requests == []  # nothing was sent
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a folder to another uid")
+def test_a_socket_folder_of_another_uid_is_refused(
+    ctl_run: Callable[..., tuple[int, str, str]], stub: Stub, short_dir: Path
+) -> None:
+    os.chown(short_dir, 65534, 65534)
+    try:
+        code, _, err = ctl_run("add", "a secret plan")
+    finally:
+        os.chown(short_dir, 0, 0)
+    assert code == 3 and "belongs to uid 65534" in err
+    assert stub.requests == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to listen as another uid")
+def test_a_daemon_running_as_another_uid_is_refused(
+    short_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = short_dir / "other.sock"
+    # bind as root in our private folder, then become nobody before listen(): SO_PEERCRED then
+    # reports nobody, as it would for another user's daemon on a socket we can reach
+    code = (
+        "import os, socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        f"s.bind({str(path)!r})\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        "s.listen(1); print('ready', flush=True)\n"
+        'c, _ = s.accept(); c.recv(100); c.sendall(b\'{"jsonrpc":"2.0","id":1,"result":{}}\\n\')\n'
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        assert main(["--socket", str(path), "add", "a secret plan"]) == 3
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
+    err = capsys.readouterr().err
+    assert "runs as uid 65534, not as you (uid 0)" in err
+
+
+def test_a_hang_up_is_a_clear_message_never_broken_pipe(
+    short_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The daemon closes at once (as an evicted or refused connection is): no 'Broken pipe'."""
+    path = short_dir / "rude.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    answers = [b"", b'{"jsonrpc":"2.0","id":null,"error":{"code":-32003,"message":"too many"}}\n']
+
+    def rude() -> None:
+        for answer in answers:
+            conn, _ = server.accept()
+            conn.sendall(answer)
+            conn.close()  # without reading the request
+
+    t = threading.Thread(target=rude)
+    t.start()
+    try:
+        big = "x" * 2_000_000  # more than the socket buffers: the send fails half way
+        assert main(["--socket", str(path), "add", big]) == 3
+        err = capsys.readouterr().err
+        assert "closed the connection without answering add" in err
+        assert "Broken pipe" not in err and "Errno" not in err
+        assert main(["--socket", str(path), "add", big]) == 1
+        assert capsys.readouterr().err == "memoryctl: too many\n"
+    finally:
+        t.join(5)
+        server.close()
+
+
+def test_a_plain_search_imports_neither_argparse_nor_json_nor_re(stub: Stub) -> None:
+    """The fast path: these three cost more than the search itself at 10K chunks."""
+    code = (
+        "import sys\n"
+        "from memoryd import ctl\n"
+        f"assert ctl.main(['--socket', {str(stub.path)!r}, 'search', 'auth', '-n', '5']) == 0\n"
+        "print(' '.join(m for m in ('argparse', 'json', 're', 'socket') if m in sys.modules),"
+        " file=sys.stderr)\n"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-I",
+            "-c",
+            f"import sys; sys.path.insert(0, {str(ROOT)!r})\n" + code,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == "\n" and "mode hybrid, 2 hit(s)" in out.stdout
+    assert stub.params == {"query": "auth", "limit": 5}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [p[0] for p in PARAMS]
+    + [
+        ["add", "-", "--ttl", "7d", "--tier", "critical"],
+        ["update", "7", "--no-expiry", "--json"],
+        ["--json", "--timeout", "5", "search", "x", "--include-expired", "--min-importance", "3"],
+        ["rm", "1", "2", "3"],
+    ],
+    ids=lambda v: " ".join(v)[:40],
+)
+def test_the_fast_parser_agrees_with_argparse(argv: list[str]) -> None:
+    from memoryd.ctl.fastparse import fast_parse
+    from memoryd.ctl.table import BY_NAME
+
+    slow = vars(ctl.build_parser(ctl.command_name(argv)).parse_args(argv))
+    cmd = BY_NAME[ctl.command_name(argv) or ""]
+    fast = fast_parse(argv, cmd)
+    if cmd.actions:
+        assert fast is None  # left to argparse
+        return
+    assert fast is not None, argv
+    assert vars(fast) == {**slow, "command": cmd.name}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["search", "--help"],
+        ["search", "x", "--lim", "3"],
+        ["search", "--", "-draft"],
+        ["search", "x", "--mode", "nope"],
+        ["get", "seven"],
+        ["get"],
+        ["add", "a", "b"],
+        ["update", "7", "--ttl", "1d", "--no-expiry"],
+        ["search", "x", "--limit=3"],
+        ["list", "--min-importance", "-1"],
+    ],
+    ids=lambda v: " ".join(v)[:40],
+)
+def test_the_fast_parser_leaves_the_rest_to_argparse(argv: list[str]) -> None:
+    from memoryd.ctl.fastparse import fast_parse
+    from memoryd.ctl.table import BY_NAME
+
+    assert fast_parse(argv, BY_NAME[argv[0]]) is None
+
+
+# --- against a real daemon (only methods that exist on main) -------------------------------------
+
+
+def test_watch_and_reindex_against_a_real_daemon(daemon_factory: Any) -> None:
+    d = daemon_factory()  # keyword only: pending vectors will never be made, so not "busy"
+    for i in range(30):
+        (d.workspace / f"n{i}.md").write_text(f"# Note {i}\n\nlighthouse {i}\n")
+    wait_for(lambda: d.call("status")["counts"]["documents"] == 30, timeout=30)
+    done = d.ctl("status", "--watch", "--interval", "0.05")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith("idle: vectors 0 done, 30 pending (model none")
+    done = d.ctl("reindex", "--full")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("indexed 30,")
+    assert "Traceback" not in done.stderr
+
+
+def test_the_fast_launcher_runs_without_site(stub: Stub) -> None:
+    python = os.path.realpath(sys.executable)
+    out = subprocess.run(
+        [python, "-S", "-I", str(ROOT / "bin" / "memoryctl"), "--socket", str(stub.path), "ping"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("memoryd 0.1.0 is answering on ")
+
+
+def test_a_lone_surrogate_in_an_answer_prints_escaped(stub: Stub) -> None:
+    stub.results["get"] = {**RECORD, "content": "bad \ud800 text"}
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd.ctl", "--socket", str(stub.path), "get", "7"],
+        capture_output=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    assert b"bad \\ud800 text" in out.stdout
+
+
+def test_used_recent_and_notes_against_a_real_daemon(daemon_factory: Any) -> None:
+    d = daemon_factory()
+    added = d.ctl("--json", "add", "the lighthouse keeper logs the weather")
+    mid = json.loads(added.stdout)["id"]
+    done = d.ctl("used", str(mid))
+    assert (done.returncode, done.stdout) == (0, f"recorded a use of #{mid} (1 in all)\n")
+    done = d.ctl("note", "write", "log/today.md", "# Today\n\n- wind from the west\n")
+    assert done.returncode == 0 and done.stdout.startswith("created log/today.md (sha256 ")
+    sha = json.loads(d.ctl("--json", "note", "read", "log/today.md").stdout)["sha256"]
+    done = d.ctl("note", "append", "log/today.md", "- rain\n", "--if-sha256", sha)
+    assert done.returncode == 0, done.stderr
+    done = d.ctl("note", "append", "log/today.md", "- stale\n", "--if-sha256", sha)
+    assert done.returncode == 1 and done.stderr.startswith("memoryctl: ")  # a conflict, said so
+    assert d.ctl("note", "read", "log/today.md").stdout.endswith("- rain\n")
+    done = d.ctl("note", "move", "log/today.md", "log/2026-11-23.md")
+    assert done.stdout == "moved log/today.md -> log/2026-11-23.md\n"
+    wait_for(lambda: "log/2026-11-23.md" in d.ctl("note", "list", "log").stdout, timeout=30)
+    recent = d.ctl("recent", "-n", "5")
+    assert recent.returncode == 0 and f"memory  #{mid}" in recent.stdout

@@ -8,15 +8,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryd.ftsquery import parse_query, quote_term
+from memoryd.store import tokenizer
+
+
+def fts_table() -> apsw.Connection:
+    """The index's own tokenizer (cjk over porter unicode61), as entries_fts has it."""
+    c = apsw.Connection(":memory:")
+    tokenizer.register(c)
+    c.execute(
+        f"create virtual table t using fts5(content, heading_path, tags,"
+        f" tokenize='{tokenizer.TOKENIZE}')"
+    )
+    return c
 
 
 @pytest.fixture(scope="module")
 def con() -> apsw.Connection:
-    c = apsw.Connection(":memory:")
-    c.execute(
-        "create virtual table t using fts5(content, heading_path, tags,"
-        " tokenize='porter unicode61 remove_diacritics 2')"
-    )
+    c = fts_table()
     for text in [
         "deploy checklist friday",
         "checklist deploy order",
@@ -24,6 +32,7 @@ def con() -> apsw.Connection:
         "docker networking guide",
         "e-mail from bob",
         "kubernetes deployment",
+        "我们的数据库很慢，李明负责",
     ]:
         c.execute("insert into t(content) values (?)", (text,))
     return c
@@ -56,6 +65,22 @@ def test_forms(con: apsw.Connection) -> None:
     assert quote_term('say "hi"') == '"say ""hi"""'
 
 
+def test_cjk_words_and_questions(con: apsw.Connection) -> None:
+    assert rows(con, "数据库") == ["我们的数据库很慢，李明负责"]
+    assert rows(con, "李明 -friday") == ["我们的数据库很慢，李明负责"]
+    assert rows(con, "据数") == []
+    p = parse_query("李明负责什么")  # a whole question, no spaces: no note has it verbatim
+    assert p.match == '"李明负责什么"' and p.terms == ("李明负责什么",)
+    # its bigrams, less those with a grammatical character (什么 "what")
+    assert p.match_any == '"李明负责什么" OR "李明" OR "明负" OR "负责"'
+    assert (
+        parse_query("大阪のホテルはどこ").match_any
+        == '"大阪のホテルはどこ" OR "大阪" OR "ホテ" OR "テル"'
+    )
+    assert parse_query("数据库").match_any is None  # three characters: most often one word
+    assert parse_query('"李明负责什么"').match_any is None  # quoted: the phrase only
+
+
 def test_terms_and_any_match() -> None:
     p = parse_query('What "did we" decide -about')
     assert p.terms == ("what", "did", "we", "decide") and p.negated == ("about",)
@@ -70,12 +95,8 @@ def test_terms_and_any_match() -> None:
     | st.text(max_size=80)
 )
 def test_no_input_raises(text: str) -> None:
-    c = apsw.Connection(":memory:")
-    c.execute(
-        "create virtual table t using fts5(content, heading_path, tags,"
-        " tokenize='porter unicode61 remove_diacritics 2')"
-    )
-    c.execute("insert into t(content) values ('a b or and not near')")
+    c = fts_table()
+    c.execute("insert into t(content) values ('a b or and not near 数据库')")
     p = parse_query(text)
     for match in (p.match, p.match_any):
         if match is not None:

@@ -9,15 +9,17 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.fuzzy import FuzzyMatcher, Vocabulary, damerau
+from memoryd.fuzzy import FuzzyMatcher, Vocabulary, common_words, damerau, single_edits
 from memoryd.store.db import connect
 from memoryd.store.migrations import migrate
+from memoryd.store.tokenizer import register
 
 NOTES = [
     "Docker networking: bridge vs host mode",
@@ -38,6 +40,7 @@ def add(con: apsw.Connection, *texts: str) -> None:
 
 def make_db(texts: Iterable[str], path: Path | str = ":memory:") -> apsw.Connection:
     con = apsw.Connection(str(path))
+    register(con)  # as db.connect() does: entries_fts uses the cjk tokenizer
     migrate(con)
     add(con, *texts)
     return con
@@ -318,3 +321,64 @@ def test_speed_at_100k_terms() -> None:
     )
     assert build < 10
     assert median < 0.2
+
+
+# --- correctly spelled words are never rewritten (issue 11.7) -----------------------------------
+
+
+def test_the_common_word_list() -> None:
+    words = common_words()
+    assert 30_000 < len(words) < 45_000
+    assert all(w.isascii() and w.isalpha() and w.islower() and len(w) >= 4 for w in words)
+    assert {"charge", "billing", "change", "networking", "running", "london"} <= words
+    # typos and the misspellings a web frequency list picks up are not on it
+    assert not {"dokcer", "netwrking", "kuberntes", "replcation", "recieve", "definately"} & words
+
+
+def test_a_correctly_spelled_word_is_not_rewritten() -> None:
+    con = make_db(["We need to change the deploy process", "Billing runs on Stripe"])
+    # "charge" is in no note, "change" is one edit away: still not a typo
+    assert FuzzyMatcher().rewrite(con, ["charge", "billing"]) is None
+    assert FuzzyMatcher().rewrite(con, ["charge"]) is None
+    # a real typo next to it is still corrected, and the common word left out
+    result = FuzzyMatcher().rewrite(con, ["charge", "strpie"])
+    assert result is not None and result.corrections == {"strpie": "stripe"}
+    assert found(con, result.match) == ["Billing runs on Stripe"]
+    # without the list, the old behaviour: charge -> change
+    result = FuzzyMatcher(common=frozenset()).rewrite(con, ["charge"])
+    assert result is not None and result.corrected_query == "change"
+
+
+def test_readme_example_is_still_corrected(con: apsw.Connection) -> None:
+    result = FuzzyMatcher().rewrite(con, ["dokcer", "netwrking"])
+    assert result is not None and result.corrected_query == "docker networking"
+    assert found(con, result.match) == [NOTES[0]]
+
+
+_SAMPLE = sorted(common_words())[::37]
+
+
+@settings(max_examples=150, deadline=None)
+@given(word=st.sampled_from(_SAMPLE), seed=st.integers(0, 2**16))
+def test_common_words_are_never_rewritten(word: str, seed: int) -> None:
+    """Whatever near neighbours the index holds, a word on the list is never replaced."""
+    rng = random.Random(seed)
+    neighbours = [w for w in single_edits(word) if w.isalpha() and w != word]
+    notes = [" ".join(rng.sample(neighbours, min(5, len(neighbours)))), "unrelated filler text"]
+    con = make_db(notes)
+    result = FuzzyMatcher().rewrite(con, [word])
+    if result is not None:  # only when the index has the word itself under another form
+        assert word not in result.corrections
+
+
+def test_search_does_not_rewrite_a_correct_question(make_app: Any) -> None:
+    from memoryd.search import SearchRequest
+
+    app = make_app(model=None)
+    app.memories.add("We need to change the deploy process before friday")
+    app.memories.add("docker networking uses a bridge by default")
+    res = app.searcher.search(SearchRequest(query="who is in charge of billing?"))
+    assert res["mode"] != "fuzzy" and "corrected_query" not in res and res["hits"] == []
+    res = app.searcher.search(SearchRequest(query="dokcer netwrking"))
+    assert res["mode"] == "fuzzy" and res["corrected_query"] == "docker networking"
+    assert "docker" in res["hits"][0]["content"]

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import time
 
-from memoryd.markdown import chunk_markdown, estimate_tokens, parse_document, parse_front_matter
+from memoryd.markdown import (
+    chunk_markdown,
+    decode,
+    estimate_tokens,
+    parse_document,
+    parse_front_matter,
+)
 
 
 def test_front_matter_fields_and_line_numbers() -> None:
@@ -91,3 +97,108 @@ def test_deterministic_and_linear() -> None:
     timed(small)  # warm up
     ratio = timed(big) / max(timed(small), 1e-6)
     assert ratio < 8, f"4x the input took {ratio:.1f}x the time: chunking is not linear"
+
+
+# --- hostile input (issue 10) and chunks that stand on their own (issue 11.6) ---------------
+
+
+def test_a_heading_is_never_a_chunk_by_itself() -> None:
+    long_para = " ".join(f"w{i}" for i in range(120))
+    text = (
+        "# Top\n## Empty\n\n### Deeper\n\nfirst real text\n\n"  # three headings, then text
+        f"## Long section\n\n{long_para}\n\n{long_para}\n\n"  # heading before a long paragraph
+        "## Tail heading\n"  # a heading at the very end
+    )
+    chunks = chunk_markdown(text, max_tokens=200, overlap_tokens=0)
+    for c in chunks:
+        body = [ln for ln in c.content.splitlines() if ln.strip() and not ln.startswith("#")]
+        assert body, f"heading-only chunk: {c.content!r}"
+    first = chunks[0]
+    assert first.heading_path == ("Top", "Empty", "Deeper")
+    assert first.content.startswith("# Top\n## Empty") and "first real text" in first.content
+    assert first.start_line == 1
+    long = [c for c in chunks if c.heading_path == ("Top", "Long section")]
+    assert long[0].content.startswith("## Long section\n\nw0 ")
+    assert "## Tail heading" in chunks[-1].content
+
+
+def test_a_file_of_headings_is_a_few_chunks_and_capped() -> None:
+    text = "".join(f"## Heading {i}\n" for i in range(20_000))
+    chunks = chunk_markdown(text)
+    assert 0 < len(chunks) < 2_000  # not 20,000
+    assert all(estimate_tokens(c.content) <= 210 for c in chunks)
+    capped = chunk_markdown(text, max_chunks=10)
+    assert len(capped) == 11  # one more than the cap: the caller sees it was cut
+    assert [c.content for c in capped] == [c.content for c in chunks[:11]]
+
+
+def test_billion_laughs_front_matter_is_refused_fast_and_the_body_kept() -> None:
+    levels = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        levels.append(f"{name}: &{name} [{','.join([f'*{prev}'] * 9)}]")
+    text = "---\n" + "\n".join(levels) + "\n---\n# Body\n\nthe real text\n"
+    started = time.perf_counter()
+    fm, chunks = parse_document(text)
+    assert time.perf_counter() - started < 1
+    assert fm.error and "alias" in fm.error and fm.raw == {}
+    assert [c.content for c in chunks] == ["# Body\n\nthe real text"]
+    assert chunks[0].start_line == 12
+
+
+def test_front_matter_size_cap_and_deep_nesting() -> None:
+    big = "---\n" + "".join(f"k{i}: {'v' * 60}\n" for i in range(2000)) + "---\nbody text\n"
+    fm, body, first = parse_front_matter(big)
+    assert fm.error and "larger than" in fm.error and body == "body text\n" and first == 2003
+    fm, body, _ = parse_front_matter(big, max_bytes=1 << 20)
+    assert fm.error is None and len(fm.raw) == 2000
+    deep = "---\nx: " + "[" * 5000 + "]" * 5000 + "\n---\nbody\n"
+    fm, body, _ = parse_front_matter(deep)
+    assert fm.error and body == "body\n"
+
+
+def test_decode_byte_order_marks() -> None:
+    text = "# Café\n\nnaïve ünïcode 数据库\n"
+    for encoding in ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-be", "utf-8-sig"):
+        bom = {"utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff", "utf-32-be": b"\x00\x00\xfe\xff"}
+        data = bom.get(encoding, b"") + text.encode(encoding)
+        decoded, _, lossy = decode(data)
+        assert decoded == text and not lossy, encoding
+    assert decode(text.encode())[0] == text
+    decoded, encoding, lossy = decode(b"caf\xe9")
+    assert decoded == "caf\ufffd" and encoding == "utf-8" and lossy
+
+
+def test_obsidian_front_matter_fields() -> None:
+    fm, _, _ = parse_front_matter(
+        "---\ntitle: The Title\naliases: [K8s, kube]\ncreated: 2024-03-05\n---\n"
+    )
+    assert fm.title == "The Title" and fm.aliases == ("K8s", "kube")
+    assert fm.created_at == 1709596800.0
+    fm, _, _ = parse_front_matter("---\nalias: one\ndate: 2024-03-05T10:00:00+01:00\n---\n")
+    assert fm.aliases == ("one",) and fm.created_at == 1709629200.0
+    fm, _, _ = parse_front_matter("---\ndate: not a date\naliases: 5\n---\n")
+    assert fm.created_at is None and fm.aliases == ()
+
+
+def test_heading_lines_parse_in_linear_time() -> None:
+    from memoryd.markdown import atx_heading
+
+    started = time.perf_counter()
+    for k in (4_000, 200_000):  # a regex took 160 s at 4,000 spaces
+        _, chunks = parse_document("# x" + " " * k + "y\n\ntext\n")
+        assert chunks[0].heading_path == ("x" + " " * k + "y",)
+        assert max(estimate_tokens(c.content) for c in chunks) <= 200  # a huge heading is cut
+    assert time.perf_counter() - started < 2
+    cases = {
+        "# A": (1, "A"),
+        "## A ##": (2, "A"),
+        "   ### C  #  ": (3, "C"),
+        "# A#": (1, "A#"),
+        "#": (1, ""),
+        "#\tT": (1, "T"),
+        "#A": None,
+        "####### x": None,
+        "    # code": None,
+    }
+    for line, expected in cases.items():
+        assert atx_heading(line) == expected, line

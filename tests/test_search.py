@@ -267,7 +267,7 @@ def test_paths_in_hits(make_app: Any, tmp_path: Path) -> None:
     hit = q(app, "sessions")["hits"][0]
     assert hit["path"] == "proj/auth.md"
     assert hit["heading_path"] == ["Auth", "Decision"]
-    assert hit["start_line"] == 3 and hit["end_line"] >= 5
+    assert hit["start_line"] == 1 and hit["end_line"] >= 5
     assert q(app, "sessions", filters=Filters(path_prefix="proj"))["hits"]
     assert not q(app, "sessions", filters=Filters(path_prefix="pro"))["hits"]
 

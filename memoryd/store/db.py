@@ -2,6 +2,11 @@
 
 The stdlib sqlite3 module cannot load extensions on many Python builds (macOS system Pythons,
 some pyenv builds); apsw bundles a current SQLite with FTS5 and loads sqlite-vec everywhere.
+
+Every connection registers the FTS5 tokenizer `cjk` (store/tokenizer.py) that entries_fts uses
+since migration m004: connect() is the one place memoryd opens its database. A connection opened
+any other way fails on entries_fts (and on any write to entries, through the triggers) with
+"no such tokenizer: cjk" and changes nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from pathlib import Path
 import apsw
 
 from memoryd.errors import StoreError
+from memoryd.store import tokenizer
 
 BUSY_TIMEOUT_MS = 5000
 
@@ -56,6 +62,7 @@ def connect(path: Path | str, *, writer: bool) -> tuple[apsw.Connection, bool]:
     except apsw.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from exc
     con.set_busy_timeout(BUSY_TIMEOUT_MS)
+    tokenizer.register(con)
     vec = _load_vec(con)
     con.execute("PRAGMA foreign_keys = ON")
     con.execute("PRAGMA temp_store = MEMORY")

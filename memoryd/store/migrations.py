@@ -6,12 +6,15 @@ Add a step by appending a function to MIGRATIONS; never edit a released step.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import apsw
 
+from memoryd.errors import StoreError
 from memoryd.logsetup import get_logger
+from memoryd.store import tokenizer
 
 log = get_logger("memoryd.store")
 
@@ -233,10 +236,65 @@ def m003_stable_ids(con: apsw.Connection) -> None:
         raise RuntimeError(f"m003: foreign key check failed: {bad[:5]}")
 
 
+_TOKENIZE_OPTION = re.compile(r"tokenize\s*=\s*'[^']*'", re.IGNORECASE)
+
+
+def m004_cjk_tokenizer(con: apsw.Connection) -> None:
+    """Chinese, Japanese and Korean words become searchable: entries_fts is recreated with the
+    `cjk` tokenizer (store/tokenizer.py: the same porter/unicode61 tokens, plus bigrams of CJK
+    runs) and rebuilt from `entries`. Only the tokenize option of the table's own definition
+    changes (columns and external content stay as the earlier steps made them); the triggers
+    and the fts5vocab table name entries_fts and so keep working on the new table."""
+    try:
+        con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.BASE))
+    except apsw.Error as exc:
+        raise StoreError(
+            f"migration m004 needs the FTS5 tokenizer {tokenizer.NAME!r}: open the database"
+            " with memoryd.store.db.connect()"
+        ) from exc
+    sql = con.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'entries_fts'"
+    ).fetchall()[0][0]
+    option = f"tokenize = '{tokenizer.TOKENIZE}'"
+    if _TOKENIZE_OPTION.search(sql):
+        sql = _TOKENIZE_OPTION.sub(option, sql, count=1)
+    else:
+        sql = sql.rstrip().rstrip(")") + f", {option})"
+    con.execute("DROP TABLE entries_fts")
+    con.execute(sql)
+    con.execute("INSERT INTO entries_fts(entries_fts) VALUES ('rebuild')")
+
+
+def m005_links(con: apsw.Connection) -> None:
+    """Links between notes ([[wikilinks]], markdown links to .md files), kept as written and
+    resolved when asked. Every file is indexed again at the next reconcile (sha256 cleared), so
+    that existing notes get their links, inline tags, front matter dates and the new chunking."""
+    con.execute(
+        """
+        CREATE TABLE links(
+            id INTEGER PRIMARY KEY,
+            document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            target TEXT NOT NULL,
+            target_key TEXT NOT NULL,
+            heading TEXT,
+            alias TEXT,
+            line INTEGER NOT NULL,
+            embed INTEGER NOT NULL DEFAULT 0,
+            kind TEXT NOT NULL CHECK (kind IN ('wiki', 'markdown'))
+        );
+        CREATE INDEX links_document ON links(document_id);
+        CREATE INDEX links_target_key ON links(target_key);
+        UPDATE documents SET sha256 = '', mtime = -1;
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
     m003_stable_ids,
+    m004_cjk_tokenizer,
+    m005_links,
 ]
 
 
@@ -248,8 +306,6 @@ def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
     """Apply pending migrations, one transaction each; snapshot a non-empty database first."""
     current = schema_version(con)
     if current > len(MIGRATIONS):
-        from memoryd.errors import StoreError
-
         raise StoreError(
             f"database schema version {current} is newer than this memoryd knows "
             f"({len(MIGRATIONS)}); upgrade memoryd or use another data_dir"

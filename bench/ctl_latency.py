@@ -1,0 +1,103 @@
+"""`memoryctl search` end to end (process start to exit) beside `rg`, in the same run.
+
+    .venv/bin/python -m bench.ctl_latency [--chunks 10000] [--runs 40] [--baseline OLD_CTL.py]
+
+Writes a deterministic workspace of about --chunks chunks, starts `memoryd run` on it in keyword
+mode, waits for the first reconcile, then times, interleaved so that machine noise hits all of
+them alike: the installed console script (`memoryctl`), `python -m memoryd.ctl`, the fast
+launcher (`python -S -I bin/memoryctl`), optionally an older ctl.py (`--baseline`), and
+`rg -i -l WORD` over the same workspace. Prints p50/p95 in ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.corpus import WORDS, write_workspace
+from bench.run import Daemon
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--chunks", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--baseline", type=Path, help="an older memoryd/ctl.py to compare with")
+    a = ap.parse_args(argv)
+
+    tmp = Path(tempfile.mkdtemp(prefix="ctl-bench-"))
+    ws = tmp / "ws"
+    made = write_workspace(ws, a.chunks)
+    daemon = Daemon(tmp / "d", ws, model=False)
+    try:
+        daemon.wait(
+            lambda: (daemon.call("status") or {}).get("index", {}).get("initial_reconcile_done"),
+            1800,
+        )
+        counts = (daemon.call("stats") or {}).get("chunks")
+        sock = str(daemon.sock)
+        python = os.path.realpath(sys.executable)
+        variants: dict[str, list[str]] = {
+            "memoryctl (console script)": [str(Path(sys.executable).parent / "memoryctl")],
+            "python -m memoryd.ctl": [sys.executable, "-m", "memoryd.ctl"],
+            "python -S -I bin/memoryctl": [python, "-S", "-I", str(ROOT / "bin" / "memoryctl")],
+        }
+        if a.baseline:
+            old = tmp / "old"
+            (old / "memoryd").mkdir(parents=True)
+            shutil.copy(a.baseline, old / "memoryd" / "ctl.py")
+            shutil.copy(ROOT / "memoryd" / "__init__.py", old / "memoryd" / "__init__.py")
+            variants["baseline ctl.py (python -m, site)"] = [
+                sys.executable, "-c",
+                f"import sys; sys.path.insert(0, {str(old)!r}); from memoryd.ctl import main; "
+                "sys.exit(main())",
+            ]  # fmt: skip
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        times["rg -i -l WORD"] = []
+        have_rg = shutil.which("rg") is not None
+        for i in range(a.runs):
+            query = f"{WORDS[i * 3 % len(WORDS)]} {WORDS[i * 7 % len(WORDS)]}"
+            for name, cmd in variants.items():
+                t = time.perf_counter()
+                done = subprocess.run(
+                    [*cmd, "--socket", sock, "search", query, "--mode", "keyword"],
+                    capture_output=True,
+                    text=True,
+                )
+                times[name].append((time.perf_counter() - t) * 1000)
+                if done.returncode != 0:
+                    raise SystemExit(f"{name} failed: {done.stderr}")
+            if have_rg:
+                t = time.perf_counter()
+                subprocess.run(["rg", "-i", "-l", query.split()[0], str(ws)], capture_output=True)
+                times["rg -i -l WORD"].append((time.perf_counter() - t) * 1000)
+        print(f"workspace: {made['files']} files, {counts} chunks; {a.runs} runs each (keyword)")
+        print(f"{'command':<40}{'p50 ms':>9}{'p95 ms':>9}{'mean ms':>9}")
+        for name, values in times.items():
+            if values:
+                print(
+                    f"{name:<40}{pct(values, 50):9.1f}{pct(values, 95):9.1f}"
+                    f"{statistics.mean(values):9.1f}"
+                )
+    finally:
+        daemon.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

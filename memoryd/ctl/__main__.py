@@ -1,0 +1,5 @@
+import sys
+
+from memoryd.ctl import main
+
+sys.exit(main())

@@ -1,0 +1,275 @@
+"""Talking to the daemon: where its socket is, whether it can be trusted, one request per call.
+
+Before sending anything, the client checks that the socket's folder is a folder the user owns
+that no one else can write to, and after connecting, that the process listening runs as the
+same uid (SO_PEERCRED on Linux, LOCAL_PEERCRED on macOS and the BSDs). Otherwise another user
+who made the folder first (with XDG_RUNTIME_DIR unset the default is under /tmp) would receive
+every request, memories included.
+"""
+
+from __future__ import annotations
+
+import _socket  # the C module: `socket` costs its enums and `selectors` at every start
+import os
+import stat
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` is not free to import; annotations are never evaluated at run time
+    from collections.abc import Mapping
+    from typing import Any
+
+DEFAULT_TIMEOUT, SLOW_TIMEOUT = 30.0, 600.0
+START_HINT = "Start it with 'memoryd run' or 'memoryd service install'."
+ELSEWHERE_HINT = "If it listens elsewhere, pass --socket PATH or set MEMORYD_SOCKET."
+
+
+# --- JSON without `import json` ---------------------------------------------------------------
+# The json package compiles regular expressions (and imports re, enum, ...) when imported: more
+# than the whole search at 10K chunks. Its C accelerator does the real work; call it directly
+# and fall back to json wherever that would differ (errors, a Python without _json).
+
+
+class _ScanContext:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {
+        "NaN": float("nan"),
+        "Infinity": float("inf"),
+        "-Infinity": float("-inf"),
+    }.__getitem__
+
+
+def dumps(obj: Any) -> str:
+    """json.dumps(obj) (compact separators, ASCII)."""
+    try:
+        import _json
+
+        encode = _json.make_encoder(
+            None,
+            _not_serializable,
+            _json.encode_basestring_ascii,
+            None,
+            ":",
+            ",",
+            False,
+            False,
+            True,
+        )
+        return "".join(encode(obj, 0))
+    except ImportError:
+        import json
+
+        return json.dumps(obj, separators=(",", ":"))
+
+
+def _not_serializable(obj: Any) -> Any:
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def loads(text: str) -> Any:
+    """json.loads(text); ValueError when it is not JSON."""
+    try:
+        import _json
+
+        value, end = _json.make_scanner(_ScanContext())(text, _skip_ws(text, 0))
+        if _skip_ws(text, end) == len(text):
+            return value
+    except (ImportError, StopIteration, ValueError, RecursionError):
+        pass
+    import json  # the slow path gives the real error (or handles what the scanner could not)
+
+    return json.loads(text)
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\n\r":
+        i += 1
+    return i
+
+
+def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """--socket, else $MEMORYD_SOCKET, else the daemon's default (memoryd.config's rule)."""
+    env = os.environ if env is None else env
+    chosen = explicit or env.get("MEMORYD_SOCKET")
+    if chosen:
+        return os.path.expanduser(chosen)
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return os.path.join(runtime, "memoryd", "memoryd.sock")
+    import tempfile  # only on this path: it pulls in random, shutil, ...
+
+    return os.path.join(tempfile.gettempdir(), f"memoryd-{os.getuid()}", "memoryd.sock")
+
+
+class ClientError(Exception):
+    """The daemon answered with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+class Unreachable(Exception):
+    """No daemon answered on the socket (or none we trust); the message says why and what to do."""
+
+
+class UsageError(Exception):
+    """The arguments are valid one by one but not together (or an input file is unusable)."""
+
+
+def untrusted_folder(path: str) -> str | None:
+    """Why the socket's folder cannot be trusted, or None. A missing folder is left to connect()."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    if st.st_uid != os.getuid():
+        return (
+            f"refusing the socket folder {folder}: it belongs to uid {st.st_uid}, not to you "
+            f"(uid {os.getuid()}), so another user may be listening there. Remove it (the daemon "
+            "makes its own) or pass --socket PATH"
+        )
+    if stat.S_IMODE(st.st_mode) & 0o022:
+        return (
+            f"refusing the socket folder {folder}: others can write to it (mode "
+            f"{stat.S_IMODE(st.st_mode):04o}), so anyone could put a socket there. Use a private "
+            "folder (chmod 700) or pass --socket PATH"
+        )
+    return None
+
+
+def peer_uid(sock: _socket.socket) -> int | None:
+    """The uid of the process at the other end, where the platform can tell."""
+    try:
+        if hasattr(_socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+            creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+            return int.from_bytes(creds[4:8], sys.byteorder)
+        if sys.platform == "darwin" or "bsd" in sys.platform:
+            # LOCAL_PEERCRED (getpeereid's source): struct xucred {u_int version; uid_t uid; ...}
+            creds = sock.getsockopt(0, 0x001, 76)
+            return int.from_bytes(creds[4:8], sys.byteorder)
+    except OSError:
+        return None
+    return None
+
+
+class Client:
+    """One request per connection: connect, check the peer, send one line, read one line."""
+
+    def __init__(self, path: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.path = path
+        self.timeout = timeout
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """The method's result; raises ClientError (the daemon said no) or Unreachable."""
+        request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+        data = dumps(request).encode("ascii") + b"\n"
+        sock = self.connect()
+        try:
+            try:  # noqa: SIM105 (contextlib costs an import)
+                sock.sendall(data)
+            except OSError:
+                pass  # the daemon may have answered (and hung up) already: read that answer
+            line = _read_line(sock)
+        except TimeoutError:
+            raise Unreachable(
+                f"memoryd did not answer {method} within {self.timeout:g}s "
+                "(raise it with --timeout)"
+            ) from None
+        except OSError:
+            line = b""
+        finally:
+            sock.close()
+        if not line.strip():
+            raise Unreachable(
+                f"memoryd closed the connection without answering {method} (it may be stopping, "
+                "or overloaded); try again, and see the daemon's log if it persists"
+            )
+        try:
+            response = loads(line.decode("utf-8"))
+        except (ValueError, RecursionError):
+            response = None
+        if not isinstance(response, dict) or not ("result" in response or "error" in response):
+            raise ClientError(-32700, f"memoryd sent an unreadable answer to {method}")
+        error = response.get("error")
+        if error is not None:
+            if not isinstance(error, dict):
+                error = {"message": str(error)}
+            code = error.get("code")
+            raise ClientError(
+                code if isinstance(code, int) else -32603,
+                str(error.get("message") or "unknown error"),
+                error.get("data"),
+            )
+        return response["result"]
+
+    def connect(self) -> _socket.socket:
+        why = untrusted_folder(self.path)
+        if why:
+            raise Unreachable(why)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self.path)
+        except OSError as exc:
+            sock.close()
+            raise Unreachable(self._why(exc)) from None
+        uid = peer_uid(sock)
+        if uid is not None and uid != os.getuid():
+            sock.close()
+            raise Unreachable(
+                f"refusing to talk to {self.path}: the process listening there runs as uid {uid}, "
+                f"not as you (uid {os.getuid()}); another user may have taken the socket"
+            )
+        return sock
+
+    def _why(self, exc: OSError) -> str:
+        path = self.path
+        if isinstance(exc, FileNotFoundError | NotADirectoryError):
+            return f"memoryd is not running (no socket at {path}). {START_HINT} {ELSEWHERE_HINT}"
+        if isinstance(exc, ConnectionRefusedError):
+            if not _is_socket(path):
+                return f"{path} is not a socket. {ELSEWHERE_HINT}"
+            return (
+                f"memoryd is not running (stale socket at {path}: nothing accepts connections). "
+                f"{START_HINT}"
+            )
+        if isinstance(exc, PermissionError):
+            return (
+                f"permission denied connecting to {path} (memoryd accepts only the user it runs "
+                "as; its socket folder is private)"
+            )
+        if isinstance(exc, TimeoutError):
+            return (
+                f"memoryd did not accept the connection on {path} within {self.timeout:g}s "
+                "(busy or hung: see the daemon's log, or raise --timeout)"
+            )
+        if exc.errno is None and "too long" in str(exc):
+            return (
+                f"socket path too long ({len(path.encode())} bytes; Unix sockets allow about "
+                f"104): {path}"
+            )
+        return f"cannot connect to memoryd at {path}: {exc.strerror or exc}"
+
+
+def _read_line(sock: _socket.socket) -> bytes:
+    buf = bytearray()
+    while True:
+        part = sock.recv(1 << 16)
+        if not part:
+            return bytes(buf)
+        buf += part
+        if b"\n" in part:
+            return bytes(buf[: buf.index(b"\n")])
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False

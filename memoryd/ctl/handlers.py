@@ -1,0 +1,352 @@
+"""Memories and search: for each command, the params it sends and how its answer is printed.
+
+`p_NAME(args) -> params` is pure (tested without a socket); `s_NAME(result, args) -> exit` prints
+a result; `r_NAME(client, args) -> exit` is for the few commands that are more than one call.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from memoryd.ctl.client import ClientError, UsageError
+from memoryd.ctl.output import (
+    emit_json,
+    flatten,
+    location,
+    one_line,
+    pending_note,
+    print_record,
+    print_rows,
+    print_search,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from argparse import Namespace
+    from typing import Any
+
+    from memoryd.ctl.client import Client
+
+EXIT_OK, EXIT_ERROR = 0, 1
+
+
+def split_list(value: str | None) -> list[str] | None:
+    """'a, b,c' -> ['a', 'b', 'c']."""
+    return [t.strip() for t in value.split(",") if t.strip()] if value else None
+
+
+def time_value(value: str | None) -> str | float | None:
+    """An ISO 8601 time as given, or unix seconds as a number."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def given(params: dict[str, Any]) -> dict[str, Any]:
+    """Only the params the user gave (None: not given; False: a flag that is off)."""
+    return {k: v for k, v in params.items() if v is not None and v is not False}
+
+
+def read_text(name: str) -> str:
+    """A file's text, or stdin's for '-'."""
+    if name == "-":
+        return sys.stdin.read()
+    try:
+        with open(name, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def filter_params(a: Namespace) -> dict[str, Any]:
+    return given(
+        {
+            "kind": a.kind,
+            "type": a.type,
+            "tags": split_list(a.tags),
+            "source": a.source,
+            "path": a.path,
+            "since": time_value(a.since),
+            "until": time_value(a.until),
+            "min_importance": a.min_importance,
+            "include_expired": a.include_expired,
+            "namespace": a.namespace,
+            "tier": a.tier,
+            "include_deprecated": a.include_deprecated,
+        }
+    )
+
+
+def memory_params(a: Namespace) -> dict[str, Any]:
+    """The fields `add` and `update` share."""
+    return given(
+        {
+            "type": a.type,
+            "tags": split_list(a.tags),
+            "importance": a.importance,
+            "confidence": a.confidence,
+            "source": a.source,
+            "context": a.context,
+            "ttl": a.ttl,
+            "expires_at": time_value(a.expires),
+            "tier": a.tier,
+            "triggers": split_list(a.triggers),
+            "allow_secrets": a.allow_secrets,
+        }
+    )
+
+
+def by_id(a: Namespace) -> dict[str, Any]:
+    return {"id": a.id}
+
+
+# --- add, search, get, list, update, delete ----------------------------------------------------
+
+
+def p_add(a: Namespace) -> dict[str, Any]:
+    content = sys.stdin.read() if a.text == "-" else a.text
+    return {
+        "content": content,
+        **memory_params(a),
+        **given({"namespace": a.namespace, "skip_near_duplicates": a.skip_near_duplicates}),
+    }
+
+
+def s_add(res: dict[str, Any], a: Namespace) -> int:
+    if res.get("stored", True) is False:
+        print(f"not stored: near duplicate of {res['id']}")
+    elif res.get("duplicate"):
+        print(f"already stored as {res['id']}")
+    else:
+        print(f"added {res['id']}")
+    for warning in res.get("warnings") or []:
+        print(f"warning: {warning}", file=sys.stderr)
+    return EXIT_OK
+
+
+def p_search(a: Namespace) -> dict[str, Any]:
+    if not a.query and not a.concepts:
+        raise UsageError("search needs a QUERY (or --concepts a,b)")
+    params = {
+        **given({"query": a.query}),
+        **filter_params(a),
+        **given(
+            {
+                "limit": a.limit,
+                "mode": a.mode,
+                "explain": a.explain,
+                "concepts": split_list(a.concepts),
+                "max_tokens": a.max_tokens,
+                "include_constitutional": a.constitutional,
+                "group": "none" if a.chunks else None,
+            }
+        ),
+    }
+    if a.no_decay:
+        params["use_decay"] = False
+    return params
+
+
+def s_search(res: dict[str, Any], a: Namespace) -> int:
+    if "index" in res:
+        more = ", more in the index below" if res.get("has_more") else ""
+        print(
+            f"{res['total']} match(es); full details for {len(res['hits'])} "
+            f"({res['tokens_used']} tokens){more}"
+        )
+    print_search(res)
+    if res.get("has_more"):
+        for item in res["index"][len(res["hits"]) :]:
+            print(f"    #{item['id']}  {item['summary']}")
+    note = pending_note(res)
+    if note:
+        print(note, file=sys.stderr)
+    return EXIT_OK
+
+
+def s_get(res: dict[str, Any], a: Namespace) -> int:
+    print_record(res)
+    return EXIT_OK
+
+
+def p_list(a: Namespace) -> dict[str, Any]:
+    return {**filter_params(a), "limit": a.limit, "offset": a.offset}
+
+
+def s_list(res: dict[str, Any], a: Namespace) -> int:
+    items = res.get("items") or []
+    for rec in items:
+        print(f"#{rec['id']:<6} {rec.get('created_at')}  {location(rec)}")
+        print(f"        {one_line(rec.get('content'), 100)}")
+    if not items:
+        print("nothing found")
+    shown = a.offset + len(items)
+    more = f"; next page: --offset {shown}" if shown < res["total"] else ""
+    print(f"({len(items)} shown of {res['total']}{more})")
+    return EXIT_OK
+
+
+def p_update(a: Namespace) -> dict[str, Any]:
+    params = {"id": a.id, **given({"content": a.content}), **memory_params(a)}
+    if a.no_expiry:
+        params["expires_at"] = None
+    return params
+
+
+def s_update(res: dict[str, Any], a: Namespace) -> int:
+    print(f"updated {res['id']}")
+    return EXIT_OK
+
+
+def r_delete(c: Client, a: Namespace) -> int:
+    selectors = given({"tag": a.tag, "namespace": a.namespace, "path": a.path})
+    if len(selectors) + bool(a.ids) != 1:
+        raise UsageError("delete needs IDs, or exactly one of --tag, --namespace, --path")
+    if selectors:
+        res = c.call("delete", {**selectors, **given({"dry_run": a.dry_run})})
+        if a.json:
+            return emit_json(res)
+        listed = res.get("paths") or res.get("ids") or []
+        verb = "would delete" if a.dry_run else "deleted"
+        print(f"{verb} {res['deleted']}: {', '.join(map(str, listed)) or '-'}")
+        if res.get("trash") and res.get("paths") and not a.dry_run:
+            print(f"moved to {res['trash']}")
+        return EXIT_OK
+    status, results = EXIT_OK, []
+    for entry_id in a.ids:
+        try:
+            res = c.call("delete", {"id": entry_id, **given({"dry_run": a.dry_run})})
+        except ClientError as exc:
+            print(f"memoryctl: {exc.message}", file=sys.stderr)
+            status = EXIT_ERROR
+            continue
+        results.append(res)
+        if not a.json:
+            print(f"{'would delete' if a.dry_run else 'deleted'} {entry_id}")
+    if a.json:
+        emit_json(results[0] if len(a.ids) == 1 and results else results)
+    return status
+
+
+def p_namespace(a: Namespace) -> dict[str, Any]:
+    return given({"namespace": a.namespace})
+
+
+def s_rows(res: dict[str, Any], a: Namespace) -> int:
+    print_rows(flatten(res))
+    return EXIT_OK
+
+
+# --- lifecycle: prune, session, triggers, validate, promote, history, used ---------------------
+
+
+def p_dry_run(a: Namespace) -> dict[str, Any]:
+    return given({"dry_run": a.dry_run})
+
+
+def s_prune(res: dict[str, Any], a: Namespace) -> int:
+    verb = "would prune" if a.dry_run else "pruned"
+    print(f"{verb} {res['pruned']} memories (expired or deprecated)")
+    for item in res.get("items") or []:
+        print(f"  #{item['id']} [{item['tier']}] {item['summary']}")
+    return EXIT_OK
+
+
+def p_session(a: Namespace) -> dict[str, Any]:
+    return given({"max_tokens": a.max_tokens, "namespace": a.namespace})
+
+
+def s_session(res: dict[str, Any], a: Namespace) -> int:
+    for m in res["memories"]:
+        print(f"- {one_line(m['content'])}  (#{m['id']})")
+    more = f", {res['total'] - len(res['memories'])} more over budget" if res["has_more"] else ""
+    print(f"({len(res['memories'])} constitutional memories, {res['tokens_used']} tokens{more})")
+    return EXIT_OK
+
+
+def p_triggers(a: Namespace) -> dict[str, Any]:
+    prompt = sys.stdin.read() if a.prompt == "-" else a.prompt
+    return given({"prompt": prompt, "namespace": a.namespace})
+
+
+def s_triggers(res: dict[str, Any], a: Namespace) -> int:
+    for m in res["memories"]:
+        print(f"#{m['id']} ({', '.join(m['matched'])}): {one_line(m['content'])}")
+    if not res["memories"]:
+        print("no trigger matched")
+    return EXIT_OK
+
+
+def p_validate(a: Namespace) -> dict[str, Any]:
+    return {"id": a.id, "useful": not a.not_useful}
+
+
+def s_validate(res: dict[str, Any], a: Namespace) -> int:
+    print(
+        f"#{res['id']}: {res['useful_count']}/{res['validation_count']} useful, "
+        f"confidence {res['confidence']}"
+    )
+    if res.get("promotion_candidate"):
+        print(f"promotion candidate: memoryctl promote {res['id']}")
+    return EXIT_OK
+
+
+def s_candidates(res: dict[str, Any], a: Namespace) -> int:
+    for m in res["candidates"]:
+        print(
+            f"#{m['id']} [{m['tier']}] {m['useful_count']}/{m['validation_count']} useful: "
+            f"{one_line(m['content'], 80)}"
+        )
+    if not res["candidates"]:
+        print("no promotion candidates")
+    return EXIT_OK
+
+
+def p_promote(a: Namespace) -> dict[str, Any]:
+    return {"id": a.id, "tier": a.tier}
+
+
+def s_promote(res: dict[str, Any], a: Namespace) -> int:
+    print(f"#{res['id']} is now {res.get('tier', a.tier)}")
+    return EXIT_OK
+
+
+def s_history(res: dict[str, Any], a: Namespace) -> int:
+    import json
+
+    for h in res["history"]:
+        print(f"{h['at']}  {h['field']}: {json.dumps(h['old'])} -> {json.dumps(h['new'])}")
+    if not res["history"]:
+        print(f"no changes recorded for #{a.id}")
+    return EXIT_OK
+
+
+def s_used(res: Any, a: Namespace) -> int:
+    count = res.get("access_count") if isinstance(res, dict) else None
+    print(f"recorded a use of #{a.id}" + (f" ({count} in all)" if count is not None else ""))
+    return EXIT_OK
+
+
+def p_recent(a: Namespace) -> dict[str, Any]:
+    return given({"limit": a.limit, "since": time_value(a.since), "namespace": a.namespace})
+
+
+def s_recent(res: dict[str, Any], a: Namespace) -> int:
+    items = res.get("items") or []
+    for item in items:
+        when = item.get("at") or item.get("updated_at") or item.get("mtime") or "-"
+        if item.get("path") and item.get("kind") != "memory":
+            what = f"note    {item['path']}"
+            summary = item.get("title") or item.get("summary") or ""
+        else:
+            what = f"memory  #{item.get('id')}"
+            if item.get("change"):
+                what += f" {item['change']}"
+            summary = item.get("summary") or item.get("content") or ""
+        print(f"{when}  {what}  {one_line(summary, 80)}".rstrip())
+    if not items:
+        print("nothing recent")
+    return EXIT_OK

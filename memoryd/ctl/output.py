@@ -1,0 +1,290 @@
+"""Readable output: values as text, aligned rows, search hits, records, jobs, progress bars."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TextIO
+
+EXIT_OK = 0
+
+
+def emit_json(result: Any) -> int:
+    import json  # only here: importing json costs more than a whole search
+
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def use_color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def highlight(text: str, color: bool) -> str:
+    """Bold the **matched** terms on a terminal; elsewhere leave the markers as they are."""
+    if not color:
+        return text
+    import re
+
+    return re.sub(r"\*\*(.+?)\*\*", "\033[1m\\1\033[0m", text)
+
+
+def text(value: Any) -> str:
+    """One value as readable text."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list) and all(not isinstance(v, dict | list) for v in value):
+        return ", ".join(map(str, value)) or "-"
+    if isinstance(value, dict | list):
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def one_line(value: Any, width: int = 0) -> str:
+    line = " ".join(str(value or "").split())
+    return line[: width - 1] + "…" if width and len(line) > width else line
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """Nested dicts as dotted keys: {"model": {"state": "ready"}} -> [("model.state", "ready")]."""
+    rows: list[tuple[str, str]] = []
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            rows += flatten(value, f"{prefix}{key}.")
+        else:
+            rows.append((f"{prefix}{key}", text(value)))
+    return rows
+
+
+def print_rows(rows: list[tuple[str, str]], indent: str = "") -> None:
+    """Aligned `key: value` lines."""
+    width = max((len(k) for k, _ in rows), default=0) + 1
+    for key, value in rows:
+        print(f"{indent}{key + ':':<{width}} {value}")
+
+
+def location(entry: dict[str, Any]) -> str:
+    """`chunk  path:1-9  Heading > Sub` or `memory  [type]  #tag`."""
+    if entry.get("kind") == "chunk":
+        where = f"{entry.get('path')}:{entry.get('start_line')}-{entry.get('end_line')}"
+        heading = " > ".join(entry.get("heading_path") or [])
+        return f"chunk  {where}  {heading}".rstrip()
+    tags = " ".join(f"#{t}" for t in entry.get("tags") or [])
+    return f"memory  [{entry.get('type')}]  {tags}".rstrip()
+
+
+def pending_note(result: dict[str, Any]) -> str | None:
+    """Say so when a keyword-only answer was given because vectors are still being made."""
+    pending = result.get("pending_vectors") or 0
+    if pending > 0 and result.get("mode") == "keyword":
+        return (
+            f"note: keyword results only for now: {pending} text(s) are still being embedded "
+            "(`memoryctl status --watch` shows the progress)"
+        )
+    return None
+
+
+def print_search(result: dict[str, Any]) -> None:
+    hits = result.get("hits") or []
+    header = f"mode {result.get('mode')}, {len(hits)} hit(s), {result.get('took_ms')} ms"
+    if result.get("corrected_query"):
+        header += f", searched for: {result['corrected_query']}"
+    print(header)
+    color = use_color()
+    for rank, hit in enumerate(hits, start=1):
+        score = "pinned" if hit.get("score") is None else f"{hit['score']:.3f}"
+        print(f"{rank:>2}. {score}  #{hit['id']}  {location(hit)}")
+        print(f"    {highlight(one_line(hit.get('snippet') or hit.get('content')), color)}")
+        for section in hit.get("sections") or []:
+            heading = " > ".join(section.get("heading_path") or []) or "(top)"
+            print(f"    also: {heading}  l.{section.get('start_line')}-{section.get('end_line')}")
+        if hit.get("secrets"):
+            print(f"    warning: looks like a secret ({text(hit['secrets'])})")
+        if hit.get("explain"):
+            parts = (f"{k}={text(v)}" for k, v in hit["explain"].items() if v is not None)
+            print(f"    explain: {', '.join(parts)}")
+    if not hits:
+        print("no results")
+
+
+RECORD_FIELDS = (
+    "id",
+    "kind",
+    "type",
+    "tier",
+    "tags",
+    "importance",
+    "confidence",
+    "namespace",
+    "source",
+    "context",
+    "path",
+    "start_line",
+    "end_line",
+    "heading_path",
+    "triggers",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "access_count",
+    "last_accessed_at",
+)
+
+
+def print_record(rec: dict[str, Any]) -> None:
+    rows = []
+    for key in RECORD_FIELDS:
+        value = rec.get(key)
+        if value in (None, [], ""):
+            continue
+        rows.append((key, " > ".join(value) if key == "heading_path" else text(value)))
+    print_rows(rows)
+    print()
+    print(rec.get("content", ""))
+
+
+def print_jobs(jobs: list[dict[str, Any]], indent: str = "") -> None:
+    print(f"{indent}{'job':<14}{'every':>8}  {'last run':<22}{'result':<9}{'next run'}")
+    for j in jobs:
+        every = "-" if j.get("interval_s") is None else f"{j['interval_s']:g}s"
+        if j.get("running"):
+            result = "running"
+        elif j.get("last_error"):
+            result = "error"
+        else:
+            result = "ok" if j.get("last_run_at") else "-"
+        print(
+            f"{indent}{j['name']:<14}{every:>8}  {j.get('last_run_at') or '-':<22}{result:<9}"
+            f"{j.get('next_run_at') or '-'}"
+        )
+        if j.get("last_error"):
+            print(f"{indent}{'':<14}  last error: {j['last_error']}")
+
+
+def print_drift(drift: dict[str, Any]) -> None:
+    if not drift.get("total"):
+        print("\nno drift: the index matches the workspace")
+        return
+    print(f"\ndrift: {drift['total']} problem(s) (fix with: memoryctl reindex)")
+    for key in ("files_missing_from_index", "stale", "missing_on_disk"):
+        for path in drift.get(key) or []:
+            print(f"  {key}: {path}")
+    if drift.get("orphan_chunks"):
+        print(f"  orphan_chunks: {drift['orphan_chunks']}")
+
+
+# --- progress ----------------------------------------------------------------------------------
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None or seconds < 0:
+        return "?"
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+
+
+def bar(done: int, total: int, width: int = 24) -> str:
+    frac = min(max(done / total, 0.0), 1.0) if total > 0 else 1.0
+    filled = int(frac * width)
+    return "[" + "#" * filled + "-" * (width - filled) + f"] {frac * 100:5.1f}%"
+
+
+MODEL_WORKING = ("ready", "loading")  # other states (none, failed, ...) make no vectors
+
+
+def progress_parts(status: dict[str, Any]) -> tuple[list[str], bool]:
+    """The progress of a `status` answer as short parts, and whether work is still going on
+    (that will end by itself: vectors pending without a model to make them are not work)."""
+    parts, busy = [], False
+    index = status.get("index") or {}
+    prog = index.get("progress")
+    if isinstance(prog, dict) and prog.get("total"):
+        busy = True
+        done = prog.get("done", 0)
+        parts.append(f"index {bar(done, prog['total'])} {done}/{prog['total']} files")
+    elif index.get("initial_reconcile_done") is False:
+        busy = True
+        parts.append("index: first scan of the workspace running")
+    vectors = status.get("vectors") or {}
+    if isinstance(vectors, dict) and "pending" in vectors:
+        done = _count(vectors.get("done"))
+        waiting = _count(vectors.get("pending")) + _count(vectors.get("embedding"))
+        total = done + waiting
+        model = (status.get("model") or {}).get("state")
+        if waiting and model not in MODEL_WORKING and model is not None:
+            parts.append(f"vectors {done} done, {waiting} pending (model {model}: keyword only)")
+        elif waiting:
+            busy = True
+            part = f"vectors {bar(done, total)} {done}/{total}"
+            if vectors.get("rate_per_s"):
+                part += f"  {vectors['rate_per_s']:.1f}/s"
+            if vectors.get("eta_s") is not None:
+                part += f"  eta {duration(vectors['eta_s'])}"
+            if vectors.get("current"):
+                part += f"  {one_line(vectors['current'], 40)}"
+            parts.append(part)
+        else:
+            parts.append(f"vectors {done} done")
+        if vectors.get("last_error"):
+            parts.append(f"last error: {one_line(vectors['last_error'], 60)}")
+    return parts, busy
+
+
+def _count(value: Any) -> int:
+    """A count from status (`embedding` was a flag before it became a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class Progress:
+    """One line redrawn in place on a terminal; elsewhere a plain line when the text changes,
+    at most every `every` seconds (logs and pipes get a readable record, not a flood)."""
+
+    def __init__(self, stream: TextIO, *, tty: bool | None = None, every: float = 2.0) -> None:
+        self.stream = stream
+        self.tty = stream.isatty() if tty is None else tty
+        self.every = every
+        self._last = ""
+        self._last_at = 0.0
+        self._drawn = False
+
+    def update(self, line: str) -> None:
+        if self.tty:
+            cols = _columns()
+            self.stream.write("\r\033[K" + line[: cols - 1])
+            self.stream.flush()
+            self._drawn = True
+            return
+        now = time.monotonic()
+        if line != self._last and now - self._last_at >= self.every:
+            print(line, file=self.stream, flush=True)
+            self._last, self._last_at = line, now
+
+    def finish(self, line: str | None = None) -> None:
+        if self.tty:
+            if self._drawn:
+                self.stream.write("\r\033[K")
+            if line is not None:
+                self.stream.write(line + "\n")
+            self.stream.flush()
+        elif line is not None and line != self._last:
+            print(line, file=self.stream, flush=True)
+        self._drawn = False
+
+
+def _columns() -> int:
+    try:
+        return os.get_terminal_size().columns
+    except OSError:
+        return 80

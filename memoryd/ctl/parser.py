@@ -1,0 +1,152 @@
+"""argparse from the command table. Building every subparser with all its options costs about
+30 ms, more than a query, so a run builds only the command being used (`only`); `--help` and
+unknown commands build them all."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from memoryd.ctl.table import COMMANDS, Command
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+EPILOG = """\
+examples:
+  memoryctl add "We chose Postgres for JSONB" --type decision --tags db,arch
+  echo "long text" | memoryctl add - --ttl 7d
+  memoryctl search "what database did we pick?"
+  memoryctl search deploy --tags ops --mode keyword -n 5 --explain
+  memoryctl --json list --type decision
+  memoryctl status --check        # exit 1 when the index drifted from the workspace
+  memoryctl status --watch        # a progress bar while indexing and embedding
+  memoryctl jobs run reconcile
+
+exit status:
+  0  ok
+  1  the daemon answered with an error, or `status --check` found drift
+  2  usage error (bad arguments, or an input file that cannot be read)
+  3  memoryd is unreachable: no socket, stale socket, permission denied, timeout, or a socket
+     (folder) that belongs to another user
+
+The socket is --socket, else $MEMORYD_SOCKET, else $XDG_RUNTIME_DIR/memoryd/memoryd.sock
+(<temp dir>/memoryd-<uid>/memoryd.sock when XDG_RUNTIME_DIR is unset).
+Run `memoryctl COMMAND --help` for a command's options.
+"""
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter without `import shutil` (and its bz2/lzma imports) at every start:
+    argparse builds a formatter for each add_argument; the width is all it wants shutil for."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            try:
+                width = int(os.environ.get("COLUMNS", "")) - 2
+            except ValueError:
+                try:
+                    width = os.get_terminal_size(sys.__stdout__.fileno()).columns - 2
+                except (AttributeError, ValueError, OSError):
+                    width = 78
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 1e6:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return seconds
+
+
+def common_options() -> argparse.ArgumentParser:
+    """--socket, --json, --timeout: accepted before or after the command (SUPPRESS keeps a
+    value given before the command from being reset by the subcommand's default)."""
+    common = argparse.ArgumentParser(add_help=False, formatter_class=Formatter)
+    common.add_argument(
+        "--socket",
+        default=argparse.SUPPRESS,
+        metavar="PATH",
+        help="the daemon's socket (default: $MEMORYD_SOCKET, else the standard path)",
+    )
+    common.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print the raw result as JSON (for scripts)",
+    )
+    common.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=argparse.SUPPRESS,
+        metavar="S",
+        help="seconds to wait for the answer (default 30; 600 for reindex, jobs "
+        "run, status --check, checkpoint, export, import)",
+    )
+    return common
+
+
+def _add_args(sp: argparse.ArgumentParser, specs: tuple[Any, ...]) -> None:
+    for spec in specs:
+        if spec[0] == "filters":
+            group: Any = sp.add_argument_group("filters")
+            for flags, kw in spec[1]:
+                group.add_argument(*flags, **kw)
+        elif spec[0] == "exclusive":
+            group = sp.add_mutually_exclusive_group()
+            for flags, kw in spec[1]:
+                group.add_argument(*flags, **kw)
+        else:
+            sp.add_argument(*spec[0], **spec[1])
+
+
+def _add_command(sub: Any, cmd: Command, common: argparse.ArgumentParser) -> None:
+    examples = "examples:\n" + "\n".join(f"  {e}" for e in cmd.examples) if cmd.examples else None
+    sp = sub.add_parser(
+        cmd.name,
+        parents=[common],
+        help=cmd.help,
+        description=cmd.help,
+        aliases=list(cmd.aliases),
+        epilog=examples,
+        formatter_class=Formatter,
+    )
+    sp.set_defaults(command_row=cmd)
+    _add_args(sp, cmd.args)
+    if cmd.actions:
+        actions = sp.add_subparsers(dest="action", metavar="ACTION", title="actions")
+        for action in cmd.actions:
+            _add_command(actions, action, common)
+        if cmd.default is None:
+            actions.required = True
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with `only` the options of that one command (fast path)."""
+    from memoryd.ctl import version
+
+    common = common_options()
+    p = argparse.ArgumentParser(
+        prog="memoryctl",
+        parents=[common],
+        description="Query and feed a running memoryd.",
+        epilog=EPILOG,
+        formatter_class=Formatter,
+    )
+    p.add_argument("--version", action="version", version=f"memoryctl {version()}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for cmd in COMMANDS:
+        if only is None or only in (cmd.name, *cmd.aliases):
+            _add_command(sub, cmd, common)
+    return p

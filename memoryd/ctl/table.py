@@ -1,0 +1,497 @@
+"""The command table: every memoryctl command as data (name, method, params, printer, options).
+
+`parser.build_parser(only)` turns the table into argparse parsers (only the one in use).
+"""
+
+from __future__ import annotations
+
+from memoryd.ctl import admin as ad
+from memoryd.ctl import handlers as h
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from argparse import Namespace
+    from collections.abc import Callable
+    from typing import Any
+
+TIERS = ("constitutional", "critical", "important", "normal", "temporary", "deprecated")
+
+
+def arg(*flags: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    return flags, kw
+
+
+class Command:
+    """One row: `method` + `params` + `show` for a one-call command, or `run` for the rest."""
+
+    __slots__ = (
+        "actions",
+        "aliases",
+        "args",
+        "default",
+        "examples",
+        "help",
+        "method",
+        "name",
+        "params",
+        "run",
+        "show",
+        "slow",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        help: str,
+        *,
+        method: str | None = None,
+        params: Callable[[Namespace], dict[str, Any]] | None = None,
+        show: Callable[[Any, Namespace], int] | None = None,
+        run: Callable[[Any, Namespace], int] | None = None,
+        args: tuple[Any, ...] = (),
+        examples: tuple[str, ...] = (),
+        slow: bool = False,
+        aliases: tuple[str, ...] = (),
+        actions: tuple[Command, ...] = (),
+        default: str | None = None,
+    ) -> None:
+        self.name, self.help, self.method, self.params = name, help, method, params
+        self.show, self.run, self.args, self.examples = show, run, args, examples
+        self.slow, self.aliases, self.actions, self.default = slow, aliases, actions, default
+
+
+FILTERS = (
+    "filters",
+    (
+        arg("--kind", choices=["memory", "chunk", "all"], help="memories or file chunks"),
+        arg("--type", help="only this type (a,b for several)"),
+        arg("--tags", help="only entries carrying all of these tags (a,b)"),
+        arg("--source", help="only this source"),
+        arg("--path", metavar="PREFIX", help="only chunks of files under this path"),
+        arg("--since", metavar="DATE", help="created at or after (ISO 8601 or unix time)"),
+        arg("--until", metavar="DATE", help="created before (ISO 8601 or unix time)"),
+        arg("--min-importance", type=int, metavar="N", help="importance at least N"),
+        arg("--include-expired", action="store_true", help="expired memories too"),
+        arg("--namespace", metavar="NS", help="only this namespace ('*' for all)"),
+        arg("--tier", help="only these tiers (a,b)"),
+        arg("--include-deprecated", action="store_true", help="deprecated memories too"),
+    ),
+)
+
+
+def memory_options(update: bool = False) -> tuple[Any, ...]:
+    expiry = [
+        arg("--ttl", help="expire after this long: 30m, 12h, 7d, or seconds"),
+        arg("--expires", metavar="TIME", help="expire at (ISO 8601 or unix time)"),
+    ]
+    if update:
+        expiry.append(arg("--no-expiry", action="store_true", help="never expire"))
+    return (
+        arg("--type", help="fact, preference, decision, ... (default fact)"),
+        arg("--tags", help="comma separated tags" + (" (replaces them)" if update else "")),
+        arg("--importance", type=int, metavar="N", help="1-10 (default 5)"),
+        arg("--confidence", type=float, metavar="F", help="0-1 (default 1)"),
+        arg("--source", help="who or what said it"),
+        arg("--context", help="free text context"),
+        ("exclusive", tuple(expiry)),
+        arg("--tier", choices=TIERS, help="lifecycle tier (default normal)"),
+        arg("--triggers", help="comma separated phrases that recall this memory"),
+        arg(
+            "--allow-secrets",
+            action="store_true",
+            help="store it even if it looks like a credential",
+        ),
+    )
+
+
+ID = arg("id", type=int, metavar="ID")
+NS = arg("--namespace", metavar="NS")
+IF_SHA = arg("--if-sha256", metavar="SHA", help="only if the note is still at this sha256")
+NOTE_TEXT = (
+    arg("text", nargs="?", metavar="TEXT", help="the text (default: read stdin; - = stdin)"),
+    arg("--file", metavar="FILE", help="read the text from FILE"),
+)
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "add",
+        "store a memory (TEXT, or - to read it from stdin)",
+        method="add",
+        params=h.p_add,
+        show=h.s_add,
+        args=(
+            arg("text", metavar="TEXT"),
+            *memory_options(),
+            arg("--namespace", metavar="NS", help="agent or project namespace"),
+            arg(
+                "--skip-near-duplicates",
+                action="store_true",
+                help="do not store it when a nearly identical memory exists",
+            ),
+        ),
+        examples=(
+            'memoryctl add "Deploys go out on Tuesdays" --type fact --tags ops',
+            "git log -1 --format=%B | memoryctl add - --source git --ttl 30d",
+        ),
+    ),
+    Command(
+        "search",
+        "search memories and notes by keyword and meaning",
+        method="search",
+        params=h.p_search,
+        show=h.s_search,
+        args=(
+            arg("query", metavar="QUERY", nargs="?", help='words, "a phrase", pre*, a OR b'),
+            arg("-n", "--limit", type=int, metavar="N", help="at most N hits"),
+            arg("--mode", choices=["auto", "keyword", "vector", "hybrid", "fuzzy"]),
+            arg(
+                "--chunks",
+                action="store_true",
+                help="one hit per matching section (default: one per note, best section first)",
+            ),
+            arg("--explain", action="store_true", help="show each ranking component"),
+            arg("--concepts", help="2-5 comma separated concepts that must all match"),
+            arg("--max-tokens", type=int, metavar="N", help="token budget for the details"),
+            arg(
+                "--constitutional",
+                action="store_true",
+                help="put the constitutional memories first",
+            ),
+            arg("--no-decay", action="store_true", help="rank without age decay"),
+            FILTERS,
+        ),
+        examples=(
+            'memoryctl search "how do we deploy?"',
+            "memoryctl search auth --kind chunk --path projects/api -n 5",
+            'memoryctl search "postgres OR mysql" --mode keyword --explain',
+            "memoryctl search -- -draft notes      # a query that starts with '-'",
+        ),
+    ),
+    Command(
+        "get",
+        "show one memory or chunk",
+        method="get",
+        params=h.by_id,
+        show=h.s_get,
+        args=(ID,),
+        examples=("memoryctl get 42",),
+    ),
+    Command(
+        "list",
+        "list memories, newest first (--kind all for file chunks too)",
+        method="list",
+        params=h.p_list,
+        show=h.s_list,
+        args=(
+            FILTERS,
+            arg("-n", "--limit", type=int, default=20, metavar="N", help="default 20"),
+            arg("--offset", type=int, default=0, metavar="N", help="skip the first N"),
+        ),
+        examples=(
+            "memoryctl list --type decision --since 2026-01-01",
+            "memoryctl list --kind chunk --path notes -n 50 --offset 50",
+        ),
+    ),
+    Command(
+        "update",
+        "change a memory's content or fields",
+        method="update",
+        params=h.p_update,
+        show=h.s_update,
+        args=(ID, arg("--content", help="new text"), *memory_options(update=True)),
+        examples=(
+            "memoryctl update 42 --importance 8 --tags db,arch",
+            "memoryctl update 42 --no-expiry",
+        ),
+    ),
+    Command(
+        "delete",
+        "delete memories by id, or by tag, namespace or workspace path",
+        run=h.r_delete,
+        aliases=("rm",),
+        args=(
+            arg("ids", type=int, nargs="*", metavar="ID"),
+            arg("--tag", help="every memory with this tag"),
+            arg("--namespace", metavar="NS", help="every memory in this namespace"),
+            arg("--path", help="a workspace file or folder (moved to the trash)"),
+            arg("--dry-run", action="store_true", help="only say what would go"),
+        ),
+        examples=("memoryctl rm 41 42", "memoryctl delete --tag scratch --dry-run"),
+    ),
+    Command(
+        "stats",
+        "counts: memories, files, chunks, vectors, by type",
+        method="stats",
+        params=h.p_namespace,
+        show=h.s_rows,
+        args=(arg("--namespace", metavar="NS", help="count only this namespace's memories"),),
+    ),
+    Command(
+        "status",
+        "daemon health; --check compares the index with the files on disk; --watch "
+        "follows indexing and embedding until they are done",
+        run=ad.r_status,
+        args=(
+            arg("--check", action="store_true", help="list drift; exit 1 when there is any"),
+            arg("--watch", action="store_true", help="a progress bar until the work is done"),
+            arg(
+                "--interval",
+                type=float,
+                default=1.0,
+                metavar="S",
+                help="seconds between polls with --watch (default 1)",
+            ),
+        ),
+        examples=(
+            "memoryctl status",
+            'memoryctl status --check || echo "index drifted"',
+            "memoryctl status --watch",
+        ),
+    ),
+    Command(
+        "reindex",
+        "re-scan the workspace (or one file or folder), with a progress bar",
+        run=ad.r_reindex,
+        slow=True,
+        args=(
+            arg("path", nargs="?", metavar="PATH", help="workspace-relative file or folder"),
+            arg("--full", action="store_true", help="re-read and re-chunk every file"),
+            arg("--no-progress", action="store_true", help="print only the result"),
+        ),
+        examples=("memoryctl reindex", "memoryctl reindex notes/projects --full"),
+    ),
+    Command("ping", "check that the daemon answers", run=ad.r_ping),
+    Command(
+        "jobs",
+        "scheduled jobs with their last and next run; `jobs run NAME` runs one now",
+        default="list",
+        actions=(
+            Command("list", "list the jobs (the default)", method="jobs", show=ad.s_jobs),
+            Command(
+                "run",
+                "run a job now and wait for it",
+                run=ad.r_jobs_run,
+                slow=True,
+                args=(arg("name", metavar="NAME"),),
+            ),
+        ),
+        examples=("memoryctl jobs", "memoryctl jobs run reconcile"),
+    ),
+    Command(
+        "prune",
+        "remove expired and deprecated memories",
+        method="prune",
+        params=h.p_dry_run,
+        show=h.s_prune,
+        args=(arg("--dry-run", action="store_true", help="only say what would go"),),
+    ),
+    Command(
+        "session",
+        "the constitutional memories, within a token budget",
+        method="session_start",
+        params=h.p_session,
+        show=h.s_session,
+        args=(arg("--max-tokens", type=int, metavar="N"), NS),
+    ),
+    Command(
+        "triggers",
+        "memories whose trigger phrases occur in PROMPT (- = stdin)",
+        method="match_triggers",
+        params=h.p_triggers,
+        show=h.s_triggers,
+        args=(arg("prompt", metavar="PROMPT"), NS),
+    ),
+    Command(
+        "validate",
+        "record that a memory was useful (or --not-useful)",
+        method="validate",
+        params=h.p_validate,
+        show=h.s_validate,
+        args=(ID, arg("--not-useful", action="store_true")),
+    ),
+    Command(
+        "candidates",
+        "memories validated useful often enough to promote",
+        method="promotion_candidates",
+        show=h.s_candidates,
+    ),
+    Command(
+        "promote",
+        "raise a memory's tier (default critical)",
+        method="promote",
+        params=h.p_promote,
+        show=h.s_promote,
+        args=(ID, arg("--tier", choices=TIERS, default="critical")),
+    ),
+    Command(
+        "history",
+        "every recorded change of a memory, with old and new values",
+        method="history",
+        params=h.by_id,
+        show=h.s_history,
+        args=(ID,),
+    ),
+    Command(
+        "used",
+        "record that a memory was really used (counts as an access)",
+        method="used",
+        params=h.by_id,
+        show=h.s_used,
+        args=(ID,),
+        examples=("memoryctl used 42",),
+    ),
+    Command(
+        "recent",
+        "recent memories and recently changed notes, newest first",
+        method="recent_activity",
+        params=h.p_recent,
+        show=h.s_recent,
+        args=(
+            arg("-n", "--limit", type=int, metavar="N"),
+            arg("--since", metavar="WHEN", help="ISO 8601, unix time, or a duration back: 7d, 12h"),
+            NS,
+        ),
+        examples=("memoryctl recent -n 10", "memoryctl recent --since 2d"),
+    ),
+    Command(
+        "checkpoint",
+        "create, list or restore a snapshot of the whole store",
+        default="list",
+        actions=(
+            Command(
+                "create",
+                "snapshot the store",
+                method="checkpoint.create",
+                params=ad.p_name,
+                show=h.s_rows,
+                slow=True,
+                args=(arg("name", metavar="NAME"),),
+            ),
+            Command(
+                "restore",
+                "go back to one",
+                method="checkpoint.restore",
+                params=ad.p_name,
+                show=h.s_rows,
+                slow=True,
+                args=(arg("name", metavar="NAME"),),
+            ),
+            Command(
+                "list",
+                "list the checkpoints (the default)",
+                method="checkpoint.list",
+                show=ad.s_checkpoints,
+            ),
+        ),
+        examples=(
+            "memoryctl checkpoint create before-cleanup",
+            "memoryctl checkpoint restore before-cleanup",
+        ),
+    ),
+    Command(
+        "export",
+        "memories as JSON lines (stdout or -o FILE, written 0600)",
+        run=ad.r_export,
+        slow=True,
+        args=(
+            arg("-o", "--output", metavar="FILE"),
+            NS,
+            arg("--vectors", action="store_true", help="include the vectors"),
+        ),
+        examples=("memoryctl export -o memories.jsonl",),
+    ),
+    Command(
+        "import",
+        "import JSON lines from FILE (- = stdin); skips memories already stored",
+        run=ad.r_import,
+        slow=True,
+        args=(arg("file", metavar="FILE"),),
+        examples=("memoryctl import memories.jsonl",),
+    ),
+    Command(
+        "note",
+        "read, write, append to, list or move workspace notes",
+        actions=(
+            Command(
+                "read",
+                "print a note",
+                method="note.read",
+                params=ad.p_path,
+                show=ad.s_note_read,
+                args=(arg("path", metavar="PATH"),),
+            ),
+            Command(
+                "write",
+                "create or replace a note with TEXT (or stdin, or --file)",
+                method="note.write",
+                params=ad.p_note_write,
+                show=ad.s_note_write,
+                args=(arg("path", metavar="PATH"), *NOTE_TEXT, IF_SHA),
+            ),
+            Command(
+                "append",
+                "add TEXT (or stdin, or --file) at the end of a note",
+                method="note.append",
+                params=ad.p_note_write,
+                show=ad.s_note_append,
+                args=(arg("path", metavar="PATH"), *NOTE_TEXT, IF_SHA),
+            ),
+            Command(
+                "list",
+                "notes under PATH (default: all)",
+                method="note.list",
+                params=ad.p_note_list,
+                show=ad.s_note_list,
+                args=(
+                    arg("path", nargs="?", metavar="PATH"),
+                    arg("-n", "--limit", type=int, metavar="N"),
+                    arg("--offset", type=int, metavar="N"),
+                ),
+            ),
+            Command(
+                "move",
+                "rename or move a note",
+                method="note.move",
+                params=ad.p_note_move,
+                show=ad.s_note_move,
+                args=(arg("path", metavar="PATH"), arg("new_path", metavar="NEW_PATH"), IF_SHA),
+            ),
+        ),
+        examples=(
+            "memoryctl note read projects/api.md",
+            "echo '- shipped' | memoryctl note append log.md",
+            "memoryctl note move draft.md archive/draft.md",
+        ),
+    ),
+    Command(
+        "links",
+        "the links in NOTE and where they lead",
+        method="links",
+        params=ad.p_path,
+        show=ad.s_links,
+        args=(arg("path", metavar="NOTE"),),
+        examples=("memoryctl links projects/api.md",),
+    ),
+    Command(
+        "backlinks",
+        "the notes that link to NOTE",
+        method="backlinks",
+        params=ad.p_path,
+        show=ad.s_backlinks,
+        args=(arg("path", metavar="NOTE"),),
+        examples=("memoryctl backlinks projects/api.md",),
+    ),
+)
+
+BY_NAME = {n: c for c in COMMANDS for n in (c.name, *c.aliases)}
+
+
+def resolve(a: Namespace) -> Command | None:
+    """The row to run: the command's, or its action's (or its default action's)."""
+    cmd: Command | None = getattr(a, "command_row", None)
+    if cmd is None or not cmd.actions:
+        return cmd
+    # an action's own set_defaults replaced command_row when an action was given
+    if cmd.default is not None and getattr(a, "action", None) is None:
+        return next(x for x in cmd.actions if x.name == cmd.default)
+    return cmd

@@ -1,0 +1,167 @@
+"""The FTS5 tokenizer `cjk`: the built-in `porter unicode61 remove_diacritics 2`, plus bigrams
+for Chinese, Japanese and Korean.
+
+unicode61 makes a whole run of CJK characters one token ("我们用数据库" is one word), so a word
+inside a sentence is never found. This tokenizer wraps the built-in one (its name and arguments
+follow `cjk` in the `tokenize=` option) and passes every token through unchanged, except those
+that contain CJK characters (Han, Hiragana, Katakana, Hangul): there, each CJK run becomes one
+position per character, and the non-CJK parts of the token are tokenized again by the wrapped
+tokenizer (so "用PostgreSQL数据库" gives 用 / postgresql / 数据 据库 库).
+
+Positions of a run c0 c1 ... cn-1:
+  document   position i holds the unigram ci and, colocated, the bigram ci ci+1 (i < n-1);
+  query      position i < n-1 is the bigram ci ci+1, the last position the unigram cn-1.
+A query run is thus a phrase of overlapping bigrams that ends with its last character: "数据库"
+is `数据 据库 库`, found inside "我们的数据库很慢"; a one-character query ("李") matches the
+unigram anywhere; and a query whose run is cut where the document's is not ("用PostgreSQL")
+still lines up, because every document position carries its unigram.
+
+Offsets: each position spans exactly its own character, so snippet()/highlight() markers land on
+character boundaries and a matched phrase is highlighted from its first to its last character.
+
+Cost: a text with no CJK character (checked on the raw bytes, then on the decoded text) gets
+the wrapped tokenizer's output as is; only tokens with CJK characters are rebuilt in Python.
+The tokenizer never raises on text it is given (invalid UTF-8 goes to the wrapped tokenizer).
+
+A connection must register it (store/db.py connect() does, for every connection) before it
+touches entries_fts; one that has not gets SQLite's error "no such tokenizer: cjk" and changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+NAME = "cjk"
+BASE = ("porter", "unicode61", "remove_diacritics", "2")
+# the tokenize= option of entries_fts (migration m004)
+TOKENIZE = " ".join((NAME, *BASE))
+
+# Scripts written without spaces between words (Korean is spaced, but particles are attached:
+# 데이터베이스를), by code point range.
+CJK_CLASS = (
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u2e80-\u2fdf"  # CJK radicals, Kangxi radicals
+    "\u3005-\u3007"  # 々 〆 〇
+    "\u3021-\u3029\u3031-\u3035"  # Hangzhou numerals, kana repeat marks
+    "\u3040-\u309f"  # Hiragana
+    "\u30a1-\u30fa\u30fc-\u30ff"  # Katakana (without ゠ and the middle dot ・)
+    "\u3130-\u318f"  # Hangul compatibility Jamo
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\ua960-\ua97f"  # Hangul Jamo extended A
+    "\uac00-\ud7ff"  # Hangul syllables, Jamo extended B
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff66-\uff9f"  # half-width Katakana
+    "\U0001b000-\U0001b16f"  # kana supplement and extensions
+    "\U00020000-\U0003134f"  # CJK extensions B-G, compatibility supplement
+)
+_CJK = re.compile(f"[{CJK_CLASS}]")
+_RUNS = re.compile(f"[{CJK_CLASS}]+")
+# lead bytes of every UTF-8 sequence that can encode a character above (E1: U+1xxx, E2: U+2xxx,
+# E3-ED: U+3000-U+DFFF, EF: U+Fxxx, F0: U+1xxxx-U+3xxxx)
+_MAYBE_CJK = re.compile(rb"[\xe1-\xed\xef\xf0]")
+
+Token = tuple[Any, ...]
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK.search(text) is not None
+
+
+def cjk_runs(text: str) -> list[str]:
+    """The CJK runs of text, in order."""
+    return _RUNS.findall(text)
+
+
+def _utf8_len(ch: str) -> int:
+    o = ord(ch)
+    return 1 if o < 0x80 else 2 if o < 0x800 else 3 if o < 0x10000 else 4
+
+
+def run_tokens(run: str, start: int, query: bool) -> list[Token]:
+    """The positions of one CJK run that begins at byte offset start (see the module doc)."""
+    out: list[Token] = []
+    last = len(run) - 1
+    for i, ch in enumerate(run):
+        end = start + _utf8_len(ch)
+        if i == last:
+            out.append((start, end, ch))
+        elif query:
+            out.append((start, end, run[i : i + 2]))
+        else:
+            out.append((start, end, ch, run[i : i + 2]))
+        start = end
+    return out
+
+
+class CJKTokenizer:
+    """One instance per FTS5 table (and per fts5_tokenizer() call): wraps a base tokenizer."""
+
+    def __init__(self, base: apsw.FTS5Tokenizer) -> None:
+        self.base = base
+
+    def __call__(self, utf8: bytes, flags: int, locale: str | None) -> Sequence[Token]:
+        tokens = self.base(utf8, flags, locale)
+        if not tokens or utf8.isascii() or _MAYBE_CJK.search(utf8) is None:
+            return tokens
+        try:
+            text = utf8.decode("utf-8")
+        except UnicodeDecodeError:
+            return tokens
+        if not has_cjk(text):
+            return tokens
+        query = bool(flags & apsw.FTS5_TOKENIZE_QUERY)
+        # the tokens to rebuild; the ones between them are copied a slice at a time
+        rebuild = [i for i, t in enumerate(tokens) if not t[2].isascii() and has_cjk(t[2])]
+        out: list[Token] = []
+        done = 0
+        for i in rebuild:
+            out.extend(tokens[done:i])
+            out.extend(self._split(utf8, tokens[i][0], tokens[i][1], flags, locale, query))
+            done = i + 1
+        out.extend(tokens[done:])
+        return out
+
+    def _split(
+        self, utf8: bytes, start: int, end: int, flags: int, locale: str | None, query: bool
+    ) -> list[Token]:
+        """One base token with CJK characters: runs as positions, the rest re-tokenized."""
+        out: list[Token] = []
+        try:
+            segment = utf8[start:end].decode("utf-8")
+        except UnicodeDecodeError:
+            return out
+        offset = start  # byte offset of segment[pos]
+        pos = 0
+        for m in _RUNS.finditer(segment):
+            if m.start() > pos:
+                out.extend(self._base_part(segment[pos : m.start()], offset, flags, locale))
+                offset += len(segment[pos : m.start()].encode("utf-8"))
+            out.extend(run_tokens(m.group(), offset, query))
+            offset += len(m.group().encode("utf-8"))
+            pos = m.end()
+        if pos < len(segment):
+            out.extend(self._base_part(segment[pos:], offset, flags, locale))
+        return out
+
+    def _base_part(self, part: str, offset: int, flags: int, locale: str | None) -> list[Token]:
+        return [
+            (offset + t[0], offset + t[1], *t[2:])
+            for t in self.base(part.encode("utf-8"), flags, locale)
+        ]
+
+
+def factory(con: apsw.Connection, args: list[str]) -> CJKTokenizer:
+    """FTS5 tokenizer factory: `cjk [BASE ARGS...]`, the base defaulting to BASE."""
+    name, *rest = args or BASE
+    return CJKTokenizer(con.fts5_tokenizer(name, rest))
+
+
+def register(con: apsw.Connection) -> None:
+    con.register_fts5_tokenizer(NAME, factory)

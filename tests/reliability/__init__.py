@@ -1,0 +1,1 @@
+"""The reliability suite (see support.py)."""

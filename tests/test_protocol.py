@@ -1,0 +1,351 @@
+"""The socket and the protocol (issue 10): hostile requests, idle connections, the socket folder."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import rpc
+
+from memoryd import protocol
+from memoryd.errors import AlreadyRunning
+from memoryd.server import bind_socket, prepare_socket_path
+
+ROOT = os.geteuid() == 0
+NOBODY = 65534
+
+
+def exchange(sock_path: Path, lines: list[bytes], timeout: float = 10) -> list[Any]:
+    """Send lines on one connection; one parsed answer per line."""
+    out = []
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(sock_path))
+        f = s.makefile("rwb")
+        for line in lines:
+            f.write(line + b"\n")
+            f.flush()
+            out.append(json.loads(f.readline()))
+    return out
+
+
+def req(method: str, params: Any = None, req_id: Any = 1) -> bytes:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return json.dumps(msg).encode()
+
+
+# --- pure decoding -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, -32600),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"add","params":' + b'{"a":' * 40 + b"1" + b"}" * 41,
+            -32600,
+        ),
+        (b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', -32600),
+        (b'{"jsonrpc":"2.0","id":1,"method":"p\\udfffing"}', -32600),
+        (b'{"jsonrpc":"2.0","id":1,"method":"search","params":{"q\\udc00":1}}', -32602),
+        (b'{"jsonrpc":"2.0","id":1,"method":"add","params":{"content":"a\\ud83d"}}', -32602),
+        (b'{"jsonrpc":"2.0","id":1,"method":"get","params":{"id":9223372036854775808}}', -32602),
+        (b'{"jsonrpc":"2.0","id":1,"method":"get","params":{"id":-9223372036854775809}}', -32602),
+        (b'{"jsonrpc":"2.0","id":1,"method":"get","params":{"id":' + b"9" * 5000 + b"}}", -32700),
+        (b'{"jsonrpc":"2.0","id":1,"method":"add","params":{"ttl":1e999}}', -32700),
+        (b'{"jsonrpc":"2.0","id":1,"method":"add","params":{"ttl":NaN}}', -32700),
+        (b"\xff\xfe{}", -32700),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping",', -32700),
+    ],
+)
+def test_decode_refuses_with_the_right_code(line: bytes, code: int) -> None:
+    with pytest.raises(protocol.ProtocolError) as info:
+        protocol.decode(line)
+    assert info.value.code == code
+    json.dumps(info.value.response(), ensure_ascii=False).encode()  # answerable as UTF-8
+
+
+def test_decode_accepts_ordinary_requests_and_escaped_text() -> None:
+    msg = protocol.decode(
+        b'{"jsonrpc":"2.0","id":1,"method":"add","params":{"content":"\\ud83d\\ude00 \\\\ud800",'
+        b'"importance":9223372036854775807,"tags":[["a"]]}}'
+    )
+    assert msg["params"]["content"] == "😀 \\ud800"
+
+
+def test_encode_never_fails_on_a_lone_surrogate() -> None:
+    line = protocol.encode({"jsonrpc": "2.0", "id": 1, "result": {"content": "a\ud800"}})
+    assert json.loads(line)["result"]["content"] == "a\ud800"
+
+
+# --- against a real daemon ---------------------------------------------------------------------
+
+
+def test_hostile_requests_all_get_an_answer_and_the_daemon_stays_up(daemon_factory: Any) -> None:
+    d = daemon_factory()
+    lines = [
+        b"[" * 5000 + b"]" * 5000,
+        b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
+        b'{"jsonrpc":"2.0","id":1,"method":"search","params":{"q\\udc00":1}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"add","params":{"content":"x\\udc00"}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"delete","params":{"id":18446744073709551616}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"list","params":{"limit":9223372036854775808}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"add","params":{"content":"a","ttl":1e400}}',
+    ]
+    answers = exchange(d.socket, [*lines, req("ping")])
+    codes = [a["error"]["code"] for a in answers[:-1]]
+    assert codes == [-32600, -32600, -32602, -32602, -32602, -32602, -32700]
+    assert answers[-1]["result"]["pong"] is True
+    assert d.proc.poll() is None
+
+
+def test_a_batch_over_the_limit_gets_one_error_never_a_silent_cut(daemon_factory: Any) -> None:
+    d = daemon_factory()
+    big = b"[" + b",".join(req("ping", req_id=i) for i in range(150)) + b"]"
+    ok = b"[" + b",".join(req("ping", req_id=i) for i in range(100)) + b"]"
+    too_big, fine = exchange(d.socket, [big, ok])
+    assert isinstance(too_big, dict)
+    assert too_big["error"]["code"] == -32600
+    assert "150" in too_big["error"]["message"] and "100" in too_big["error"]["message"]
+    assert sorted(a["id"] for a in fine) == list(range(100))
+
+
+def test_idle_connections_cannot_lock_others_out(daemon_factory: Any) -> None:
+    d = daemon_factory(server={"max_connections": 64, "first_request_timeout_s": 60})
+    idle = []
+    try:
+        for _ in range(200):  # three times the limit, all silent
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(d.socket))
+            idle.append(s)
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "memoryd.ctl", "--socket", str(d.socket), "ping"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        took = time.monotonic() - started
+        assert done.returncode == 0, done.stderr
+        assert took < 5, took  # measured about 0.1 s; it used to wait 300 s
+        # the oldest idle ones were closed with a reason
+        idle[0].settimeout(5)
+        notice = idle[0].makefile("rb").readline()
+        assert json.loads(notice)["error"]["code"] == -32003
+    finally:
+        for s in idle:
+            s.close()
+
+
+def test_a_silent_connection_is_closed_after_the_first_request_timeout(
+    daemon_factory: Any,
+) -> None:
+    d = daemon_factory(server={"first_request_timeout_s": 0.3, "idle_timeout_s": 300})
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
+        silent.connect(str(d.socket))
+        silent.settimeout(10)
+        started = time.monotonic()
+        assert silent.recv(10) == b""
+        assert time.monotonic() - started < 5
+    # one that has sent a request keeps the long idle timeout
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as chatty:
+        chatty.connect(str(d.socket))
+        chatty.settimeout(10)
+        f = chatty.makefile("rwb")
+        f.write(req("ping") + b"\n")
+        f.flush()
+        assert json.loads(f.readline())["result"]["pong"]
+        time.sleep(0.8)  # waits on purpose: longer than first_request_timeout_s
+        f.write(req("ping") + b"\n")
+        f.flush()
+        assert json.loads(f.readline())["result"]["pong"]
+
+
+def test_an_unexpected_exception_is_answered_logged_and_survived(
+    make_app: Any, short_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd import api
+    from memoryd.server import Server
+
+    def boom(app: Any, params: dict[str, Any]) -> Any:
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setitem(api.METHODS, "boom", api.Method(boom, frozenset()))
+    app = make_app()
+    path = short_dir / "t.sock"
+
+    async def main() -> list[Any]:
+        server = Server(app, app.cfg.server, path)
+        await server.start()
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(path))
+            answers = []
+            for line in (req("boom"), req("ping")):
+                writer.write(line + b"\n")
+                await writer.drain()
+                answers.append(json.loads(await reader.readline()))
+            writer.close()
+            return answers
+        finally:
+            await server.close()
+
+    boom_answer, ping = asyncio.run(main())
+    assert boom_answer["error"]["code"] == -32603
+    assert "kaboom" in boom_answer["error"]["message"]
+    assert ping["result"]["pong"] is True
+
+
+# --- the socket folder -------------------------------------------------------------------------
+
+
+def test_a_missing_socket_folder_is_created_private(short_dir: Path) -> None:
+    path = short_dir / "new" / "s.sock"
+    sock = bind_socket(path)
+    sock.close()
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_a_folder_others_can_write_is_refused_and_never_chmodded(short_dir: Path) -> None:
+    shared = short_dir / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)  # like /tmp
+    with pytest.raises(AlreadyRunning, match="written by others"):
+        prepare_socket_path(shared / "s.sock")
+    assert stat.S_IMODE(os.stat(shared).st_mode) == 0o1777
+    os.chmod(shared, 0o775)
+    with pytest.raises(AlreadyRunning, match="written by others"):
+        prepare_socket_path(shared / "s.sock")
+    assert stat.S_IMODE(os.stat(shared).st_mode) == 0o775
+
+
+def test_a_symlinked_socket_folder_is_refused(short_dir: Path) -> None:
+    real = short_dir / "real"
+    real.mkdir(mode=0o700)
+    (short_dir / "link").symlink_to(real)
+    with pytest.raises(AlreadyRunning, match="not a folder"):
+        prepare_socket_path(short_dir / "link" / "s.sock")
+
+
+@pytest.mark.skipif(not ROOT, reason="needs root to make a folder another uid owns")
+def test_a_folder_another_user_made_first_is_refused(short_dir: Path) -> None:
+    taken = short_dir / f"memoryd-{os.getuid()}"
+    taken.mkdir(mode=0o700)
+    os.chown(taken, NOBODY, NOBODY)
+    with pytest.raises(AlreadyRunning, match=f"belongs to uid {NOBODY}"):
+        prepare_socket_path(taken / "memoryd.sock")
+    assert os.stat(taken).st_uid == NOBODY
+
+
+@pytest.mark.skipif(not ROOT, reason="needs root to make a folder another uid owns")
+def test_daemon_refuses_a_hijacked_default_folder_with_one_line(
+    tmp_path: Path, short_dir: Path
+) -> None:
+    """XDG_RUNTIME_DIR unset: the default folder is <tmp>/memoryd-<uid>, made by someone else."""
+    taken = short_dir / f"memoryd-{os.getuid()}"
+    taken.mkdir(mode=0o777)
+    os.chmod(taken, 0o777)
+    os.chown(taken, NOBODY, NOBODY)
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "MEMORYD_SOCKET")}
+    env.update(TMPDIR=str(short_dir), MEMORYD_WORKSPACE=str(tmp_path / "ws"))
+    env.update(MEMORYD_DATA_DIR=str(tmp_path / "data"), MEMORYD_EMBEDDING_ENABLED="false")
+    done = subprocess.run(
+        [sys.executable, "-m", "memoryd", "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 1
+    assert f"belongs to uid {NOBODY}" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert stat.S_IMODE(os.stat(taken).st_mode) == 0o777
+    assert not (taken / "memoryd.sock").exists()
+
+
+def test_rpc_helper_still_answers(daemon_factory: Any) -> None:
+    d = daemon_factory()
+    assert rpc(d.socket, "ping")["result"]["pong"] is True
+
+
+# --- start-up and files ------------------------------------------------------------------------
+
+
+def _can_mount_read_only() -> bool:
+    try:
+        return subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _can_mount_read_only(), reason="needs unshare -rm (user namespaces)")
+def test_read_only_data_dir_is_one_clear_line(tmp_path: Path, short_dir: Path) -> None:
+    ro = tmp_path / "data"
+    ro.mkdir()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        f'workspace = "{tmp_path / "ws"}"\ndata_dir = "{ro}"\nsocket = "{short_dir / "s.sock"}"\n'
+        "[embedding]\nenabled = false\n"
+    )
+    script = (
+        f"mount -t tmpfs -o ro tmpfs {ro} && exec {sys.executable} -m memoryd run --config {cfg}"
+    )
+    done = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("memoryd:")]
+    assert lines == [
+        f"memoryd: cannot start: {ro} is on a read-only file system; "
+        "point data_dir (or the path) elsewhere"
+    ]
+
+
+def test_log_file_is_created_private(tmp_path: Path) -> None:
+    from memoryd import logsetup
+
+    old = os.umask(0o022)
+    older = tmp_path / "older.log"  # left world-readable by an older version
+    older.write_text("x\n")
+    os.chmod(older, 0o644)
+    try:
+        logsetup.configure("info", "json", older)
+        logsetup.configure("info", "json", tmp_path / "logs" / "memoryd.log")
+        logsetup.get_logger("t").info("hello")
+    finally:
+        os.umask(old)
+        stream = logsetup._state.pop("file_stream", None)
+        logsetup.configure("info", "json")
+        if stream is not None:
+            stream.close()
+    log = tmp_path / "logs" / "memoryd.log"
+    assert stat.S_IMODE(os.stat(log).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(older).st_mode) == 0o600
+    assert "hello" in log.read_text()
+
+
+def test_a_value_of_the_wrong_type_reaching_sql_is_invalid_params(daemon_factory: Any) -> None:
+    """Found by the fuzzer: a list or an object where a name is expected got -32603."""
+    d = daemon_factory()
+    answers = exchange(
+        d.socket,
+        [
+            req("stats", {"namespace": ["a"]}),
+            req("session_start", {"namespace": {"a": 1}}),
+            req("ping"),
+        ],
+    )
+    assert [a.get("error", {}).get("code") for a in answers[:2]] == [-32602, -32602]
+    assert answers[2]["result"]["pong"] is True
