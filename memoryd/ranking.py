@@ -16,8 +16,8 @@ from typing import Any, Protocol
 # queries within 0.01 of none.
 Scale = tuple[float, float, float]  # (floor, top, alone)
 SIMILARITY_SCALE: dict[str, Scale] = {
-    "sentence-transformers/all-MiniLM-L6-v2-int8": (0.10, 0.75, 0.20),
-    "sentence-transformers/all-MiniLM-L6-v2": (0.10, 0.75, 0.20),
+    "sentence-transformers/all-MiniLM-L6-v2-int8": (0.10, 0.90, 0.20),
+    "sentence-transformers/all-MiniLM-L6-v2": (0.10, 0.90, 0.20),
     "fake": (0.30, 0.90, 0.30),  # the test embedder: hashed words, similarity = word overlap
 }
 DEFAULT_SCALE = (0.40, 0.80, 0.40)  # an uncalibrated model: a conservative guess
