@@ -345,3 +345,11 @@ def test_search_over_the_socket_groups_notes_and_validates_group(daemon_factory:
     assert d.call("search", {"query": "zebrafish"})["hits"] == []
     bad = rpc(d.socket, "search", {"query": "kafka", "group": "pages"})
     assert bad["error"]["code"] == -32602
+
+
+def test_memoryctl_bolds_matches_in_escaped_snippets() -> None:
+    from memoryd.ctl.output import highlight
+
+    snip = render_snippet(f"yesterday **{_OPEN}Caroline{_CLOSE}** went a_b")
+    assert highlight(snip, True) == "yesterday **\033[1mCaroline\033[0m** went a_b"
+    assert highlight(snip, False) == snip
