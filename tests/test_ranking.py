@@ -353,3 +353,16 @@ def test_memoryctl_bolds_matches_in_escaped_snippets() -> None:
     snip = render_snippet(f"yesterday **{_OPEN}Caroline{_CLOSE}** went a_b")
     assert highlight(snip, True) == "yesterday **\033[1mCaroline\033[0m** went a_b"
     assert highlight(snip, False) == snip
+
+
+def test_note_hits_flag_secrets_every_time(make_app: Any) -> None:
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "keys.md").write_text("# Keys\n\nthe deploy key is AKIAABCDEFGHIJKLMNOP for now\n")
+    (ws / "plain.md").write_text("# Plain\n\nthe deploy key lives in the vault\n")
+    app.indexer.reconcile()
+    for _ in range(2):  # the second answer comes from the remembered scan
+        hits = {h["path"]: h for h in q(app, "deploy key")["hits"]}
+        assert hits["keys.md"]["secrets"] == ["aws_access_key"]
+        assert "secrets" not in hits["plain.md"]
