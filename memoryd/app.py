@@ -168,17 +168,9 @@ class App:
     def trash_path(self, path: object, *, dry_run: bool = False) -> dict[str, Any]:
         """Delete by workspace path: the file (or folder) moves to <data_dir>/trash/<time>/ (so
         nothing is lost) and its chunks leave the index."""
-        from memoryd.errors import InvalidInput, NotFound
+        from memoryd.errors import NotFound
 
-        if not isinstance(path, str) or not path.strip():
-            raise InvalidInput("path: expected a workspace-relative path")
-        try:
-            full = (self.cfg.workspace / path).resolve()
-        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL, ...
-            raise InvalidInput(f"path: cannot resolve {path!r} ({exc})") from None
-        rel = self.indexer.relpath(full)
-        if rel is None or rel in (".", ""):
-            raise InvalidInput(f"path: {path!r} is not inside the workspace")
+        rel, full = self.indexer.resolve_path(path)
         docs = self.store.read(entries.documents)
         paths = sorted(p for p in docs if p == rel or p.startswith(rel + "/"))
         if not full.exists() and not paths:

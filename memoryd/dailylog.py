@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 from memoryd import secretguard
 from memoryd.logsetup import get_logger
+from memoryd.timeutil import parse_time
 
 log = get_logger("memoryd.dailylog")
 
@@ -134,13 +135,7 @@ class DailyLog:
         """Append one memory to the log of its local creation date. Never raises."""
         if not self.settings.enabled:
             return None
-        created = record.get("created_at")
-        ts = (
-            datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
-            if isinstance(created, str)
-            else self.clock()
-        )
-        when = datetime.fromtimestamp(ts).astimezone()  # local date: the day the user lived
+        when = self._when(record)
         path = self.path_for(when)
         line = self.render(record, when) + "\n"
         try:
@@ -171,12 +166,9 @@ class DailyLog:
         return path
 
     def _when(self, record: dict[str, Any]) -> datetime:
+        """A memory's creation time in local time: its log is the day the user lived."""
         created = record.get("created_at")
-        ts = (
-            datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
-            if isinstance(created, str)
-            else self.clock()
-        )
+        ts = parse_time(created) if isinstance(created, str) else self.clock()
         return datetime.fromtimestamp(ts).astimezone()
 
     def forget(self, records: list[dict[str, Any]]) -> list[Path]:

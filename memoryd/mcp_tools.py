@@ -171,6 +171,20 @@ def fmt_memories(res: dict[str, Any]) -> str:
     )
 
 
+def fmt_forgot(res: dict[str, Any]) -> str:
+    """A delete's answer, with the copies that still hold the text (delete's still_in)."""
+    out = f"Forgot [{res.get('id')}]"
+    copies = res.get("still_in") or []
+    if copies:
+        names = ", ".join(f"{c.get('kind')} {c.get('name')}" for c in copies)
+        out += (
+            f". Its text is still in {len(copies)} older copy(ies) of the store ({names}); "
+            "the user can delete them with `memoryctl checkpoint delete NAME` "
+            "(`--snapshot` for a snapshot)"
+        )
+    return out
+
+
 def fmt_json(res: Any) -> str:
     return json.dumps(res, ensure_ascii=False, separators=(",", ":"))
 
@@ -375,7 +389,7 @@ TOOLS: list[ToolSpec] = [
         "tier 'deprecated'). Notes are not deleted here.",
         _obj({"id": {**INT, "minimum": 1}}, ("id",)),
         run_method("delete"),
-        lambda r: f"Forgot [{r.get('id')}]",
+        fmt_forgot,
         read_only=False,
     ),
     ToolSpec(

@@ -45,6 +45,7 @@ from memoryd.logsetup import get_logger
 from memoryd.store import Store
 from memoryd.store import notes as store_notes
 from memoryd.timeutil import iso
+from memoryd.validation import check_str
 
 log = get_logger("memoryd.notes")
 
@@ -76,13 +77,17 @@ def normalize(path: object, what: str = "path") -> str:
     """A clean workspace-relative path ('a/b.md'), or InvalidInput. Pure: no file access."""
     if not isinstance(path, str) or not path.strip():
         raise InvalidInput(f"{what}: expected a workspace-relative path like 'notes/idea.md'")
-    if "\x00" in path:
-        raise InvalidInput(f"{what}: contains a NUL byte")
+    check_str(path, what)  # no NUL, no lone surrogate
     if any(ord(ch) < 0x20 or ch == "\x7f" for ch in path):
         raise InvalidInput(f"{what}: contains a control character")
     if len(path) > MAX_PATH_CHARS:
         raise InvalidInput(f"{what}: longer than {MAX_PATH_CHARS} characters")
-    if path.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:[\\/]", path):
+    # "~/x.md" would mean the home folder to a shell; a file named "~draft.md" is a note
+    if (
+        path.startswith(("/", "\\", "~/", "~\\"))
+        or path == "~"
+        or re.match(r"^[A-Za-z]:[\\/]", path)
+    ):
         raise InvalidInput(f"{what}: {path!r} is absolute; give a path inside the workspace")
     parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
     if ".." in parts:
@@ -203,9 +208,7 @@ class Notes:
     def _encode(self, content: object, what: str = "content") -> bytes:
         if not isinstance(content, str):
             raise InvalidInput(f"{what}: expected a string (the note's markdown text)")
-        if "\x00" in content:
-            raise InvalidInput(f"{what}: contains a NUL byte")
-        return content.encode("utf-8")
+        return check_str(content, what).encode("utf-8")
 
     def _ensure_parent(self, full: Path, rel: str) -> None:
         # mkdir one level at a time, checking each level's real path (a symlinked folder that
