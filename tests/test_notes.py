@@ -260,10 +260,13 @@ def test_writes_go_through_a_temp_file_and_a_rename(
     seen: list[tuple[str, str, str]] = []
     real_replace = os.replace
 
-    def spy(src: Any, dst: Any) -> None:
+    def spy(src: Any, dst: Any, **dir_fds: int) -> None:
         # at the moment of the rename the note is still whole and old; the temp is whole and new
-        seen.append((Path(dst).read_text(), Path(src).read_text(), Path(src).name))
-        real_replace(src, dst)
+        # (both names are relative to the folder's descriptor: no path is looked up again)
+        assert set(dir_fds) == {"src_dir_fd", "dst_dir_fd"} and "/" not in src + dst
+        folder = app.cfg.workspace
+        seen.append(((folder / dst).read_text(), (folder / src).read_text(), src))
+        real_replace(src, dst, **dir_fds)
 
     monkeypatch.setattr(os, "replace", spy)
     app.notes.write("n.md", "new\n")
@@ -433,3 +436,94 @@ def test_daily_log_filename_is_validated(bad: Any) -> None:
 
     with pytest.raises(ConfigError, match=r"dailylog\.filename"):
         Config.from_dict({"dailylog": {"filename": bad}})
+
+
+# --- symlinks swapped in after the checks (TOCTOU) ----------------------------------------------
+
+
+def _swap_folder_after_checks(
+    monkeypatch: pytest.MonkeyPatch, app: Any, folder: Path, outside: Path
+) -> None:
+    """Once the path checks are done, replace `folder` with a symlink to `outside`: what a
+    hostile process racing the daemon would do between the check and the write."""
+    from memoryd import notes as notes_mod
+
+    real_ensure = notes_mod.Notes._ensure_parent
+
+    def ensure_then_swap(self: Any, full: Path, rel: str) -> Any:
+        out = real_ensure(self, full, rel)
+        if folder.is_dir() and not folder.is_symlink():
+            for child in folder.iterdir():
+                child.rename(outside / ("moved-" + child.name))
+            folder.rmdir()
+            folder.symlink_to(outside, target_is_directory=True)
+        return out
+
+    monkeypatch.setattr(notes_mod.Notes, "_ensure_parent", ensure_then_swap)
+
+
+@pytest.mark.parametrize("op", ["write", "append"])
+def test_a_folder_swapped_for_a_symlink_after_the_check_is_not_followed(
+    make_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, op: str
+) -> None:
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / "sub").mkdir()
+    _swap_folder_after_checks(monkeypatch, app, ws / "sub", outside)
+    with pytest.raises((InvalidInput, Refused)):
+        getattr(app.notes, op)("sub/new.md", "should not leave the workspace\n")
+    assert [p.name for p in outside.iterdir() if not p.name.startswith("moved-")] == []
+
+
+def test_a_folder_swapped_for_a_symlink_is_not_read_through(
+    make_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd import notes as notes_mod
+
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("outside secret\n")
+    (ws / "sub").mkdir()
+    (ws / "sub" / "secret.md").write_text("inside\n")
+    real_resolve = notes_mod.Notes.resolve
+
+    def resolve_then_swap(self: Any, path: object, what: str = "path") -> Any:
+        out = real_resolve(self, path, what)
+        if not (ws / "sub").is_symlink():
+            (ws / "sub" / "secret.md").unlink()
+            (ws / "sub").rmdir()
+            (ws / "sub").symlink_to(outside, target_is_directory=True)
+        return out
+
+    monkeypatch.setattr(notes_mod.Notes, "resolve", resolve_then_swap)
+    with pytest.raises((InvalidInput, Refused, NotFound)):
+        app.notes.read("sub/secret.md")
+
+
+def test_a_target_swapped_for_a_symlink_is_replaced_not_followed(
+    make_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rename() replaces a symlink at the target, it never writes through it."""
+    from memoryd import notes as notes_mod
+
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("outside secret\n")
+    real_ensure = notes_mod.Notes._ensure_parent
+
+    def ensure_then_link(self: Any, full: Path, rel: str) -> Any:
+        out = real_ensure(self, full, rel)
+        if not full.is_symlink():
+            full.symlink_to(outside / "secret.md")
+        return out
+
+    monkeypatch.setattr(notes_mod.Notes, "_ensure_parent", ensure_then_link)
+    app.notes.write("t.md", "mine\n")
+    assert (outside / "secret.md").read_text() == "outside secret\n"
+    assert not (ws / "t.md").is_symlink() and (ws / "t.md").read_text() == "mine\n"
