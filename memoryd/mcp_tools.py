@@ -6,7 +6,9 @@ server in memoryd/mcp.py only lists the table and hands calls to it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
+import stat
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,13 +45,25 @@ class ToolFailure(Exception):
 
 
 class Bridge:
-    """Calls the daemon for the tools; knows the agent's default namespace."""
+    """Calls the daemon for the tools; knows the agent's default namespace.
 
-    def __init__(self, socket: str, namespace: str | None, timeout: float = 60.0) -> None:
-        self.client = Client(socket, timeout=timeout)
+    `socket` may be a list: the first path, then others where the daemon may listen (see
+    memoryd.mcp.socket_candidates); each call uses the first that exists, so a daemon started
+    after the agent is found wherever it came up."""
+
+    def __init__(
+        self, socket: str | Sequence[str], namespace: str | None, timeout: float = 60.0
+    ) -> None:
+        self.sockets = [socket] if isinstance(socket, str) else list(socket)
+        self.client = Client(self.sockets[0], timeout=timeout)
         self.namespace = namespace
 
+    def _socket(self) -> str:
+        return next((s for s in self.sockets if _is_socket(s)), self.sockets[0])
+
     def call(self, method: str, params: dict[str, Any]) -> Any:
+        if len(self.sockets) > 1:
+            self.client.path = self._socket()
         try:
             return self.client.call(method, {k: v for k, v in params.items() if v is not None})
         except Unreachable as exc:
@@ -57,6 +71,9 @@ class Bridge:
         except ClientError as exc:
             name = ERROR_NAMES.get(exc.code, "error")
             text = f"memoryd {method}: {exc.message} ({name}, code {exc.code})"
+            current = exc.data.get("current_sha256") if isinstance(exc.data, dict) else None
+            if exc.code == -32009 and current:
+                text += f" Current sha256: {current}."
             if exc.code in HINTS:
                 text += " " + HINTS[exc.code]
             raise ToolFailure(
@@ -68,6 +85,13 @@ class Bridge:
         if args.get("namespace") is None and self.namespace:
             return {**args, "namespace": self.namespace}
         return args
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 # --- formatting --------------------------------------------------------------------------------

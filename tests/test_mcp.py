@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -343,3 +344,56 @@ def test_socket_comes_from_flag_env_or_config(tmp_path: Path, monkeypatch: Any) 
     assert resolve_socket(None, str(cfg)) == "/tmp/md-from-config.sock"
     monkeypatch.setenv("MEMORYD_SOCKET", "/tmp/env.sock")
     assert resolve_socket(None, str(cfg)) == "/tmp/env.sock"
+
+
+def test_the_login_sessions_socket_is_found_without_its_environment(
+    daemon_factory: Any, short_dir: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """MCP clients start `memoryd mcp` with a minimal environment (the SDKs pass on HOME,
+    LOGNAME, PATH, SHELL, TERM, USER): no XDG_RUNTIME_DIR, so the default socket it computes is
+    in /tmp while the daemon of the login session listens under /run/user/UID."""
+    from memoryd import mcp
+
+    base = short_dir / "ru"
+    runtime = base / str(os.getuid())
+    runtime.mkdir(parents=True, mode=0o700)
+    sock = runtime / "memoryd" / "memoryd.sock"
+    monkeypatch.setattr(mcp, "LOGIN_RUNTIME_BASE", str(base))
+    for var in ("XDG_RUNTIME_DIR", "MEMORYD_SOCKET", "MEMORYD_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+
+    sockets = mcp.socket_candidates(None, None)
+    assert sockets[1:] == [str(sock)] and sockets[0] != str(sock)
+    bridge = Bridge(sockets, None, timeout=10)
+    text_, _, failed = call_tool(bridge, "remember", {"content": "before the daemon"})
+    assert failed and "not running" in text_ and sockets[0] in text_  # names the usual path
+
+    daemon_factory(socket=str(sock))  # comes up in the login session's runtime folder
+    text_, added, failed = call_tool(bridge, "remember", {"content": "found without XDG vars"})
+    assert not failed, text_
+    assert "found without XDG" in call_tool(bridge, "get", {"id": added["id"]})[0]
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # the variable is there: it rules
+    assert mcp.login_socket_paths() == []
+
+
+def test_a_conflict_names_the_current_sha256_in_full() -> None:
+    from memoryd.ctl import ClientError
+
+    current = "ab" * 32
+
+    class Conflicting:
+        path = "/nowhere"
+
+        def call(self, method: str, params: Any) -> Any:
+            raise ClientError(-32009, "n.md changed since you read it", {"current_sha256": current})
+
+    bridge = Bridge("/nowhere", None)
+    bridge.client = Conflicting()  # type: ignore[assignment]
+    text_, structured, failed = call_tool(
+        bridge, "write_note", {"path": "n.md", "content": "x", "expected_sha256": "cd" * 32}
+    )
+    assert failed and f"Current sha256: {current}." in text_
+    assert structured["error"]["data"]["current_sha256"] == current
