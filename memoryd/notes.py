@@ -5,7 +5,9 @@ anywhere, NUL bytes and control characters, empty names, and any target the inde
 index (not `*.md` under the default `indexer.include`, inside a hidden folder, excluded by
 `indexer.exclude`): a note written through the API is always a note the index knows. Symlinks:
 a folder or file reached through a symlink must really be inside the workspace (the real path
-is checked); writes, appends and moves refuse a note that is itself a symlink (the rename would
+is checked); a path that differs from an existing note's only in Unicode normalization
+(composed or decomposed accents) names that note. Writes, appends and moves refuse a note that
+is itself a symlink (the rename would
 replace the link with a file), so write to its target instead. The checks and the file operations
 cannot be raced apart: every read, write, rename and link happens relative to a descriptor of the
 note's folder, opened one real component at a time from the workspace without following any
@@ -37,6 +39,7 @@ import re
 import secrets
 import stat
 import threading
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -126,7 +129,7 @@ class Notes:
 
     def resolve(self, path: object, what: str = "path") -> tuple[str, Path]:
         """(relative path, full path) of a note the API may touch; raises InvalidInput."""
-        rel = normalize(path, what)
+        rel = self._as_on_disk(normalize(path, what))
         if not path_accepted(rel, self.indexer.settings):
             raise InvalidInput(
                 f"{what}: {rel!r} is not a note memoryd indexes (notes are files matching "
@@ -137,6 +140,28 @@ class Notes:
         if not self._inside(real):
             raise InvalidInput(f"{what}: {rel!r} leads outside the workspace through a symlink")
         return rel, full
+
+    def _as_on_disk(self, rel: str) -> str:
+        """`rel` with each part that does not exist replaced by the one entry of its folder that
+        is the same text up to Unicode normalization (NFC), if there is one: 'café.md' typed
+        composed finds the note saved decomposed (by macOS, or a vault synced from it) instead
+        of creating a second note that looks the same. Names are otherwise kept as given."""
+        parts = rel.split("/")
+        folder = self.root
+        for i, part in enumerate(parts):
+            if os.path.lexists(folder / part):
+                folder = folder / part
+                continue
+            key = unicodedata.normalize("NFC", part)
+            try:
+                same = [n for n in os.listdir(folder) if unicodedata.normalize("NFC", n) == key]
+            except OSError:  # the folder does not exist (yet): nor does anything under it
+                break
+            if len(same) != 1:
+                break
+            parts[i] = same[0]
+            folder = folder / same[0]
+        return "/".join(parts)
 
     def limit(self) -> int:
         return min(self.settings.max_bytes, self.indexer.settings.max_file_bytes)

@@ -527,3 +527,23 @@ def test_a_target_swapped_for_a_symlink_is_replaced_not_followed(
     app.notes.write("t.md", "mine\n")
     assert (outside / "secret.md").read_text() == "outside secret\n"
     assert not (ws / "t.md").is_symlink() and (ws / "t.md").read_text() == "mine\n"
+
+
+def test_a_name_that_differs_only_in_unicode_normalization_is_the_same_note(
+    make_app: Any,
+) -> None:
+    """A vault synced from macOS keeps decomposed names (e + U+0301); an agent types the
+    composed é. Both must name the one note, not create a second that looks the same."""
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "Caf\u00e9s").mkdir()  # composed folder, decomposed file
+    (ws / "Caf\u00e9s" / "cafe\u0301.md").write_text("# Café\nold\n")
+    composed = "Cafe\u0301s/caf\u00e9.md"  # the other way round, in both parts
+    read = app.notes.read(composed)
+    assert read["path"] == "Caf\u00e9s/cafe\u0301.md" and "old" in read["content"]
+    app.notes.write(composed, "# Café\nnew\n", expected_sha256=read["sha256"])
+    app.notes.append(composed, "more")
+    assert os.listdir(ws / "Caf\u00e9s") == ["cafe\u0301.md"]
+    assert (ws / "Caf\u00e9s" / "cafe\u0301.md").read_text() == "# Café\nnew\nmore\n"
+    app.notes.write("Caf\u00e9s/new\u0301.md", "x\n")  # a new name is kept as given
+    assert sorted(os.listdir(ws / "Caf\u00e9s")) == ["cafe\u0301.md", "new\u0301.md"]
