@@ -216,10 +216,12 @@ NAMESPACE = {
 }
 NOTE_PATH = {
     "type": "string",
+    "minLength": 1,
     "description": "workspace-relative path of a markdown note, e.g. 'projects/auth.md'",
 }
 SHA = {
     "type": "string",
+    "pattern": "^([0-9a-fA-F]{64})?$",
     "description": "the sha256 read_note returned; the change is refused (conflict) if the note "
     "changed since. '' = the note must not exist yet",
 }
@@ -243,7 +245,11 @@ MEMORY_FIELDS: dict[str, Any] = {
     },
 }
 SEARCH_SCHEMA: dict[str, Any] = {
-    "query": {**STR, "description": 'words or a question; "quoted phrase", -exclude, OR'},
+    "query": {
+        **STR,
+        "minLength": 1,
+        "description": 'words or a question; "quoted phrase", -exclude, OR',
+    },
     "limit": {**INT, "minimum": 1, "maximum": 100, "description": "results (default 10)"},
     "mode": {"type": "string", "enum": ["auto", "keyword", "vector", "hybrid", "fuzzy"]},
     "kind": {
@@ -259,7 +265,11 @@ SEARCH_SCHEMA: dict[str, Any] = {
     "until": TIME,
     "min_importance": {**INT, "minimum": 1, "maximum": 10},
     "namespace": NAMESPACE,
-    "tier": {**STR, "description": "tiers, comma separated"},
+    "tier": {
+        **STR,
+        "description": "tiers, comma separated: constitutional, critical, important, normal, "
+        "temporary, deprecated",
+    },
     "include_expired": BOOL,
     "include_deprecated": BOOL,
     "max_tokens": {
@@ -360,7 +370,7 @@ TOOLS: list[ToolSpec] = [
         "text that looks like a secret (API keys, passwords). Near-duplicates are reported.",
         _obj(
             {
-                "content": {**STR, "description": "the memory itself"},
+                "content": {**STR, "minLength": 1, "description": "the memory itself"},
                 **MEMORY_FIELDS,
                 "namespace": NAMESPACE,
             },
@@ -420,7 +430,7 @@ TOOLS: list[ToolSpec] = [
         "match_triggers",
         "Memories whose trigger phrases occur in the given text (e.g. the user's message): "
         "cheap, exact recall of procedures and warnings tied to words.",
-        _obj({"prompt": STR, "namespace": NAMESPACE}, ("prompt",)),
+        _obj({"prompt": {**STR, "minLength": 1}, "namespace": NAMESPACE}, ("prompt",)),
         run_method("match_triggers", namespaced=True),
         fmt_memories,
     ),

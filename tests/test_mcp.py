@@ -397,3 +397,23 @@ def test_a_conflict_names_the_current_sha256_in_full() -> None:
     )
     assert failed and f"Current sha256: {current}." in text_
     assert structured["error"]["data"]["current_sha256"] == current
+
+
+def test_schemas_refuse_empty_required_text_and_malformed_sha256() -> None:
+    b = FakeBridge({})
+    for name, args, needle in [
+        ("search", {"query": ""}, "query"),
+        ("remember", {"content": ""}, "content"),
+        ("match_triggers", {"prompt": ""}, "prompt"),
+        ("read_note", {"path": ""}, "path"),
+        ("move_note", {"path": "a.md", "new_path": ""}, "new_path"),
+        ("write_note", {"path": "a.md", "content": "x", "expected_sha256": "abc"}, "sha256"),
+    ]:
+        text_, _, failed = call_tool(b, name, args)
+        assert failed and needle in text_, (name, text_)
+    assert b.calls == []  # refused before the daemon was asked
+    b.answers["note.write"] = {"path": "a.md", "sha256": "ab" * 32, "created": True}
+    for sha in ("", "AB" * 32, "ab" * 32):  # "" = must not exist yet; either case of hex
+        args = {"path": "a.md", "content": "", "expected_sha256": sha}
+        assert not call_tool(b, "write_note", args)[2]
+    assert len(b.calls) == 3
