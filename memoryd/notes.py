@@ -1,17 +1,19 @@
 """Whole notes through the daemon: read, write, append, list, move files in the workspace.
 
 Paths are workspace-relative, '/'-separated. Refused, with InvalidInput: absolute paths, `..`
-anywhere, NUL bytes and control characters, empty names, and any target the indexer would not
-index (not `*.md` under the default `indexer.include`, inside a hidden folder, excluded by
-`indexer.exclude`): a note written through the API is always a note the index knows. Symlinks:
-a folder or file reached through a symlink must really be inside the workspace (the real path
-is checked); a path that differs from an existing note's only in Unicode normalization
-(composed or decomposed accents) names that note. Writes, appends and moves refuse a note that
-is itself a symlink (the rename would
-replace the link with a file), so write to its target instead. The checks and the file operations
-cannot be raced apart: every read, write, rename and link happens relative to a descriptor of the
-note's folder, opened one real component at a time from the workspace without following any
-symlink, so a folder swapped for a symlink after the check is refused, never followed.
+anywhere, NUL bytes, control and bidirectional-override characters, empty names, and any target
+the indexer would not index (not `*.md` under the default `indexer.include`, inside a hidden
+folder, excluded by `indexer.exclude`): a note written through the API is always a note the
+index knows. A path that differs from an existing note's only in Unicode normalization
+(composed or decomposed accents) names that note.
+
+Symlinks: a folder or file reached through a symlink must really be inside the workspace (the
+real path is checked); writes, appends and moves refuse a note that is itself a symlink (the
+rename would replace the link with a file), so write to its target instead. The checks and the
+file operations cannot be raced apart: every read, write, rename and link happens relative to a
+descriptor of the note's folder, opened one real component at a time from the workspace
+without following any symlink, so a folder swapped for a symlink after the check is refused,
+never followed.
 
 Writes are atomic: the new text goes to a hidden temp file in the same folder, which is fsynced
 and renamed over the note, and then the folder is fsynced. A crash leaves the old note or the
@@ -56,6 +58,9 @@ log = get_logger("memoryd.notes")
 
 MAX_PATH_CHARS = 1024
 _SHA = re.compile(r"^[0-9a-f]{64}$")
+# Right-to-left/left-to-right marks, embeddings, overrides and isolates: they reorder how a
+# name is displayed, so a note listed to a person could pass for another.
+_BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _DIR_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_DIRECTORY", 0)
@@ -91,8 +96,13 @@ def normalize(path: object, what: str = "path") -> str:
         raise InvalidInput(f"{what}: expected a workspace-relative path like 'notes/idea.md'")
     if "\x00" in path:
         raise InvalidInput(f"{what}: contains a NUL byte")
-    if any(ord(ch) < 0x20 or ch == "\x7f" for ch in path):
+    if any(unicodedata.category(ch) == "Cc" for ch in path):
         raise InvalidInput(f"{what}: contains a control character")
+    if any(ch in _BIDI_CONTROLS for ch in path):
+        raise InvalidInput(
+            f"{what}: contains a bidirectional control character (it makes a name display as "
+            "another, e.g. 'x\u202egpj.md' shows as 'xdm.jpg')"
+        )
     if len(path) > MAX_PATH_CHARS:
         raise InvalidInput(f"{what}: longer than {MAX_PATH_CHARS} characters")
     if path.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:[\\/]", path):
