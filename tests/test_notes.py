@@ -550,3 +550,17 @@ def test_a_name_that_differs_only_in_unicode_normalization_is_the_same_note(
     assert (ws / "Caf\u00e9s" / "cafe\u0301.md").read_text() == "# Café\nnew\nmore\n"
     app.notes.write("Caf\u00e9s/new\u0301.md", "x\n")  # a new name is kept as given
     assert sorted(os.listdir(ws / "Caf\u00e9s")) == ["cafe\u0301.md", "new\u0301.md"]
+
+
+def test_an_inner_folder_symlink_still_works_for_reads_and_writes(make_app: Any) -> None:
+    """The descriptor walk follows the real path resolve() checked, so a symlinked folder that
+    stays inside the workspace keeps working."""
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "real").mkdir()
+    (ws / "alias").symlink_to(ws / "real", target_is_directory=True)
+    app.notes.write("alias/n.md", "# N\nthrough the alias\n")
+    assert (ws / "real" / "n.md").read_text() == "# N\nthrough the alias\n"
+    assert app.notes.read("alias/n.md")["content"] == "# N\nthrough the alias\n"
+    app.notes.append("alias/n.md", "more")
+    assert app.notes.read("real/n.md")["content"].endswith("more\n")
