@@ -123,13 +123,16 @@ class Notes:
         store: Store,
         indexer: Indexer,
         settings: NotesSettings,
+        lock: threading.Lock | None = None,
     ) -> None:
         self.store = store
         self.indexer = indexer
         self.settings = settings
         self.root = indexer.root
         self.root_real = indexer.root_real
-        self._lock = threading.Lock()  # check-then-rename is one step for writers in this daemon
+        # Check-then-rename is one step for every writer in this daemon: pass the daily log's
+        # lock, or its O_APPEND lines could land in a file an append is about to replace.
+        self._lock = lock or threading.Lock()
 
     # -- paths --------------------------------------------------------------------------------
 

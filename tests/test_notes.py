@@ -564,3 +564,32 @@ def test_an_inner_folder_symlink_still_works_for_reads_and_writes(make_app: Any)
     assert app.notes.read("alias/n.md")["content"] == "# N\nthrough the alias\n"
     app.notes.append("alias/n.md", "more")
     assert app.notes.read("real/n.md")["content"].endswith("more\n")
+
+
+def test_a_daily_log_line_written_during_an_append_is_not_lost(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's own daily-log appends (O_APPEND on the file) and note.append (read, temp
+    file, rename) on the same file take one lock: a line the daily log wrote between the
+    append's last check and its rename went to the replaced file and was lost."""
+    app = make_app(model=None)
+    day = app.notes.append("daily/today.md", "# Today")["path"]
+    monkeypatch.setattr(app.dailylog, "path_for", lambda when: app.cfg.workspace / day)
+    real_replace = os.replace
+    raced: list[threading.Thread] = []
+
+    def replace_with_a_racing_daily_log(src: Any, dst: Any, **kw: Any) -> None:
+        if not raced:  # the memory is added while the append is about to rename
+            t = threading.Thread(target=app.memories.add, args=("raced into the daily log",))
+            raced.append(t)
+            t.start()
+            t.join(timeout=0.5)  # done at once unless the daily log waits for the append
+        real_replace(src, dst, **kw)
+
+    monkeypatch.setattr(os, "replace", replace_with_a_racing_daily_log)
+    app.notes.append(day, "- the agent's line")
+    raced[0].join(timeout=10)
+    monkeypatch.undo()
+    text = (app.cfg.workspace / day).read_text()
+    assert "- the agent's line\n" in text
+    assert "raced into the daily log" in text
