@@ -171,17 +171,28 @@ def fmt_added(res: dict[str, Any]) -> str:
     return out
 
 
+def _when(value: object) -> str:
+    """'2026-11-23T19:36:09Z' as '2026-11-23 19:36' (UTC): a third fewer tokens a line, and
+    minutes are precise enough for the agent; the structured copy keeps the full time."""
+    text = str(value or "")
+    if len(text) >= 16 and text[10:11] == "T" and text.endswith("Z"):
+        return f"{text[:10]} {text[11:16]}"
+    return text
+
+
 def fmt_items(res: dict[str, Any]) -> str:
     lines = []
     for i in res.get("items") or []:
         if i.get("kind") == "memory":
-            lines.append(f"{i.get('at')} memory [{i['id']}] {i.get('change', '')}: {i['summary']}")
+            lines.append(
+                f"{_when(i.get('at'))} memory [{i['id']}] {i.get('change', '')}: {i['summary']}"
+            )
         else:
-            when = i.get("at") or i.get("mtime")
+            when = _when(i.get("at") or i.get("mtime"))
             tags = " ".join(f"#{t}" for t in i.get("tags") or [])
             lines.append(f"{when} {i['path']} — {i.get('title', '')} {tags}".rstrip())
     if "total" in res:
-        lines.insert(0, f"{res['total']} note(s):")
+        lines.insert(0, f"{res['total']} note(s), times in UTC:")
     return "\n".join(lines) or "Nothing."
 
 

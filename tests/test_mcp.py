@@ -500,3 +500,22 @@ def test_two_agents_racing_on_one_note_and_the_daily_log(
                 assert [i for i in range(10) if f"zebra{i}x" not in log] == []
 
     anyio.run(main)
+
+
+def test_listings_show_times_to_the_minute() -> None:
+    from memoryd.mcp_tools import fmt_items
+
+    out = fmt_items(
+        {
+            "items": [
+                {"kind": "memory", "id": 7, "at": "2026-11-23T19:36:09Z", "summary": "s"},
+                {"kind": "note", "path": "a.md", "mtime": "2026-11-23T08:05:59Z", "title": "A"},
+            ],
+            "total": 2,
+        }
+    )
+    assert out.splitlines() == [
+        "2 note(s), times in UTC:",
+        "2026-11-23 19:36 memory [7] : s",
+        "2026-11-23 08:05 a.md — A",
+    ]
