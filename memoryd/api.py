@@ -368,6 +368,7 @@ SEARCH_PARAMS = FILTER_PARAMS | {
     "include_constitutional",
     "max_tokens",
     "concepts",
+    "group",
 }
 
 
@@ -399,6 +400,7 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
             include_constitutional=_bool(params, "include_constitutional"),
             max_tokens=params.get("max_tokens"),
             concepts=tuple(concepts),
+            group=params.get("group", "note"),
         )
     )
 

@@ -84,6 +84,7 @@ class App:
         self.embedder = EmbedWorker(
             self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
         )
+        self.searcher.pending_vectors = self.embedder.pending
         self.dailylog = DailyLog(cfg.workspace, cfg.dailylog, clock=clock)
         self.indexer = Indexer(
             self.store,
@@ -286,6 +287,7 @@ class App:
         if self._bg is not None:
             self._bg.join(timeout=30)
         self.embedder.stop()
+        self.searcher.close()
         self.store.close()
 
     # -- reporting ----------------------------------------------------------------------------
