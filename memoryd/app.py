@@ -94,7 +94,7 @@ class App:
             on_change=self._index_changed,
             clock=clock,
         )
-        self.notes = Notes(self.store, self.indexer, cfg.notes)
+        self.notes = Notes(self.store, self.indexer, cfg.notes, lock=self.dailylog.lock)
         self.memories = Memories(
             self.store,
             cfg.memories,

@@ -99,7 +99,9 @@ class DailyLog:
         self.workspace = Path(workspace)
         self.settings = settings
         self.clock = clock
-        self._lock = threading.Lock()
+        # Held for every change of a log file; memoryd.notes takes it too (App passes it), so
+        # a note.append and a daily-log line never race on the same file.
+        self.lock = threading.Lock()
 
     def folder(self) -> Path:
         return self.workspace / self.settings.folder
@@ -139,7 +141,7 @@ class DailyLog:
         path = self.path_for(when)
         line = self.render(record, when) + "\n"
         try:
-            with self._lock:
+            with self.lock:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                 try:
@@ -188,7 +190,7 @@ class DailyLog:
         likely = {folder / f"{self._when(r):%Y-%m-%d}.md" for r in records}
         changed: list[Path] = []
         pending = set(changes)
-        with self._lock:
+        with self.lock:
             others = sorted(p for p in folder.glob("*.md") if p not in likely)
             for path in [*sorted(likely), *others]:
                 if not pending:
