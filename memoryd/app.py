@@ -88,6 +88,7 @@ class App:
         self.embedder = EmbedWorker(
             self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
         )
+        self.searcher.pending_vectors = self.embedder.pending
         self.dailylog = DailyLog(cfg.workspace, cfg.dailylog, clock=clock)
         self.indexer = Indexer(
             self.store,
@@ -97,7 +98,7 @@ class App:
             on_change=self._index_changed,
             clock=clock,
         )
-        self.notes = Notes(self.store, self.indexer, cfg.notes)
+        self.notes = Notes(self.store, self.indexer, cfg.notes, lock=self.dailylog.lock)
         self.memories = Memories(
             self.store,
             cfg.memories,
@@ -174,17 +175,9 @@ class App:
     def trash_path(self, path: object, *, dry_run: bool = False) -> dict[str, Any]:
         """Delete by workspace path: the file (or folder) moves to <data_dir>/trash/<time>/ (so
         nothing is lost) and its chunks leave the index."""
-        from memoryd.errors import InvalidInput, NotFound
+        from memoryd.errors import NotFound
 
-        if not isinstance(path, str) or not path.strip():
-            raise InvalidInput("path: expected a workspace-relative path")
-        try:
-            full = (self.cfg.workspace / path).resolve()
-        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL, ...
-            raise InvalidInput(f"path: cannot resolve {path!r} ({exc})") from None
-        rel = self.indexer.relpath(full)
-        if rel is None or rel in (".", ""):
-            raise InvalidInput(f"path: {path!r} is not inside the workspace")
+        rel, full = self.indexer.resolve_path(path)
         docs = self.store.read(entries.documents)
         paths = sorted(p for p in docs if p == rel or p.startswith(rel + "/"))
         if not full.exists() and not paths:
@@ -342,6 +335,7 @@ class App:
             self._bg.join(timeout=30)
         self.embedder.stop()
         self.model.close()
+        self.searcher.close()
         self.store.close()
 
     # -- reporting ----------------------------------------------------------------------------

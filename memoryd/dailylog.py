@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 from memoryd import secretguard
 from memoryd.logsetup import get_logger
+from memoryd.timeutil import parse_time
 
 log = get_logger("memoryd.dailylog")
 
@@ -98,7 +99,9 @@ class DailyLog:
         self.workspace = Path(workspace)
         self.settings = settings
         self.clock = clock
-        self._lock = threading.Lock()
+        # Held for every change of a log file; memoryd.notes takes it too (App passes it), so
+        # a note.append and a daily-log line never race on the same file.
+        self.lock = threading.Lock()
 
     def folder(self) -> Path:
         return self.workspace / self.settings.folder
@@ -134,17 +137,11 @@ class DailyLog:
         """Append one memory to the log of its local creation date. Never raises."""
         if not self.settings.enabled:
             return None
-        created = record.get("created_at")
-        ts = (
-            datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
-            if isinstance(created, str)
-            else self.clock()
-        )
-        when = datetime.fromtimestamp(ts).astimezone()  # local date: the day the user lived
+        when = self._when(record)
         path = self.path_for(when)
         line = self.render(record, when) + "\n"
         try:
-            with self._lock:
+            with self.lock:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                 try:
@@ -171,12 +168,9 @@ class DailyLog:
         return path
 
     def _when(self, record: dict[str, Any]) -> datetime:
+        """A memory's creation time in local time: its log is the day the user lived."""
         created = record.get("created_at")
-        ts = (
-            datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
-            if isinstance(created, str)
-            else self.clock()
-        )
+        ts = parse_time(created) if isinstance(created, str) else self.clock()
         return datetime.fromtimestamp(ts).astimezone()
 
     def forget(self, records: list[dict[str, Any]]) -> list[Path]:
@@ -196,7 +190,7 @@ class DailyLog:
         likely = {folder / f"{self._when(r):%Y-%m-%d}.md" for r in records}
         changed: list[Path] = []
         pending = set(changes)
-        with self._lock:
+        with self.lock:
             others = sorted(p for p in folder.glob("*.md") if p not in likely)
             for path in [*sorted(likely), *others]:
                 if not pending:

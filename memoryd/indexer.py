@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd import markdown, obsidian
+from memoryd.errors import InvalidInput
 from memoryd.logsetup import get_logger
 from memoryd.store import Store, entries, links
 from memoryd.store.entries import DocumentInfo, NewChunk
+from memoryd.validation import check_str
 
 log = get_logger("memoryd.indexer")
 
@@ -187,6 +189,22 @@ class Indexer:
             except ValueError:
                 continue
         return None
+
+    def resolve_path(self, path: object, *, root_ok: bool = False) -> tuple[str, Path]:
+        """A workspace file or folder an API request names: (workspace-relative path, resolved
+        full path). InvalidInput when it is not text, cannot be resolved (a symlink loop) or
+        lies outside the workspace (or is the workspace itself, unless root_ok)."""
+        text = check_str(path, "path", limit=4096).strip()
+        if not text:
+            raise InvalidInput("path: expected a workspace-relative path")
+        try:
+            full = (self.root / text).resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, ...
+            raise InvalidInput(f"path: cannot resolve {text!r} ({exc})") from None
+        rel = self.relpath(full)
+        if rel is None or (rel in (".", "") and not root_ok):
+            raise InvalidInput(f"path: {text!r} is outside the workspace")
+        return rel, full
 
     def accepts(self, path: Path) -> bool:
         rel = self.relpath(path)
