@@ -414,7 +414,7 @@ def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
         # Forget every stored hash: each file is read, chunked and stored again in place (search
         # keeps answering meanwhile; vectors are reused through their text hashes).
         app.store.run_write(entries.forget_document_hashes)
-    return app.indexer.reconcile().as_dict()
+    return app.reconcile().as_dict()  # with index.progress in status
 
 
 @method("jobs", slow=True)

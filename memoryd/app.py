@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryd import __version__, checkpoints, lifecycle
+from memoryd import __version__, checkpoints, lifecycle, malloc
 from memoryd.config import Config
 from memoryd.dailylog import DailyLog
-from memoryd.embed import ModelHolder, load_embedder, resolve_model
+from memoryd.embed import ModelHolder, background_threads, load_embedder, resolve_model
 from memoryd.embedworker import EmbedWorker
 from memoryd.fuzzy import FuzzyMatcher
 from memoryd.indexer import Indexer
@@ -33,6 +33,8 @@ from memoryd.watcher import Watcher
 
 log = get_logger("memoryd.app")
 
+PROGRESS_EVERY_S = 10.0
+
 
 def default_model_holder(cfg: Config) -> ModelHolder:
     """The model the configuration resolves to, loaded lazily (or none, with the reason)."""
@@ -44,15 +46,16 @@ def default_model_holder(cfg: Config) -> ModelHolder:
     cache_dir = cfg.data_dir / "models"
 
     def loader() -> Any:
+        # one intra-op thread: queries run beside the backlog, which is parallel across texts
         return load_embedder(
-            resolved,
-            cache_dir=cache_dir,
-            threads=cfg.embedding.threads,
-            batch_size=cfg.embedding.batch_size,
+            resolved, cache_dir=cache_dir, threads=1, batch_size=cfg.embedding.batch_size
         )
 
     return ModelHolder(
-        loader, description=resolved.description, query_cache_size=cfg.embedding.query_cache_size
+        loader,
+        description=resolved.description,
+        query_cache_size=cfg.embedding.query_cache_size,
+        background_threads=background_threads(cfg.embedding.threads),
     )
 
 
@@ -67,6 +70,7 @@ class App:
         self.cfg = cfg
         self.clock = clock
         self.started_at = clock()
+        malloc.limit_arenas()  # before our threads exist: freed inference memory goes back
         prepare_dirs(cfg)
         checkpoints.clean_partial(cfg.data_dir)
         self.store = Store(cfg.db_path)
@@ -112,6 +116,9 @@ class App:
         self.watcher: Watcher | None = None
         self.watcher_error: str | None = None
         self.ready = threading.Event()  # the first reconcile is done
+        self._reconcile_lock = threading.Lock()
+        self._reconcile_wanted = False
+        self.index_progress: dict[str, int] | None = None  # while a reconcile runs
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
 
@@ -220,12 +227,13 @@ class App:
         try:
             self.start_watcher()
 
-            def report(done: int, total: int) -> None:
+            def report(line: str) -> None:
                 if progress is not None:
-                    progress(f"indexing workspace: {done}/{total} files")
+                    progress(f"indexing workspace: {line}")
 
-            rep = self.indexer.reconcile(progress=report)
+            rep = self.reconcile(report)
             self.store.read(self.searcher.vector_cache.warm)
+            malloc.trim()
             if progress is not None:
                 progress(
                     f"ready: {rep.indexed} indexed, {rep.unchanged} unchanged, "
@@ -243,6 +251,8 @@ class App:
             self.indexer.sync_paths,
             debounce=self.cfg.indexer.debounce_ms / 1000,
             accept=self.indexer.accepts,
+            on_error=self._watch_batch_failed,
+            on_overflow=lambda: self.reconcile_soon("inotify queue overflow"),
         )
         try:
             w.start()
@@ -254,6 +264,51 @@ class App:
             )
             return
         self.watcher = w
+
+    def reconcile(self, report: Callable[[str], None] | None = None) -> Any:
+        """indexer.reconcile with progress: `index.progress` in status while it runs, and one
+        log line (and `report` call) every 10 s."""
+        last = [time.monotonic()]
+        started = time.monotonic()
+
+        def step(done: int, total: int) -> None:
+            self.index_progress = {"done": done, "total": total}
+            now = time.monotonic()
+            if now - last[0] < PROGRESS_EVERY_S:
+                return
+            last[0] = now
+            rate = done / max(now - started, 1e-6)
+            eta = round((total - done) / rate, 1) if rate else None
+            log.info("indexing", done=done, total=total, rate_per_s=round(rate, 1), eta_s=eta)
+            if report is not None:
+                report(f"{done}/{total} files")
+
+        self.index_progress = {"done": 0, "total": 0}
+        try:
+            return self.indexer.reconcile(progress=step)
+        finally:
+            self.index_progress = None
+            malloc.trim()  # a reconcile reads every file: hand the freed memory back
+
+    def _watch_batch_failed(self, exc: BaseException) -> None:
+        log.error("a batch of file changes was not applied", error=f"{type(exc).__name__}: {exc}")
+        self.reconcile_soon("a batch of file changes failed")
+
+    def reconcile_soon(self, reason: str) -> None:
+        """Compare the whole workspace with the index now, on a thread of its own: file events
+        were lost. A request while one is waiting to start adds nothing."""
+        with self._reconcile_lock:
+            if self._reconcile_wanted:
+                return
+            self._reconcile_wanted = True
+
+        def run() -> None:
+            with self._reconcile_lock:
+                self._reconcile_wanted = False
+            log.warning("reconciling the workspace now", reason=reason)
+            self.jobs.run_now("reconcile")
+
+        threading.Thread(target=run, name="memoryd-reconcile-now", daemon=True).start()
 
     def apply_config(self, cfg: Config) -> None:
         """Take reloadable settings from a new configuration (SIGHUP)."""
@@ -279,6 +334,7 @@ class App:
         if self._bg is not None:
             self._bg.join(timeout=30)
         self.embedder.stop()
+        self.model.close()
         self.searcher.close()
         self.store.close()
 
@@ -317,9 +373,9 @@ class App:
             "counts": counts,
             "vectors": {
                 "done": vec["done"],
-                "pending": vec["pending"],
                 "embedding": self.embedder.running,
                 "last_error": self.embedder.last_error,
+                **self.embedder.progress(pending=vec["pending"]),
             },
             "model": self.model.status(),
             "watcher": {"alive": watcher_alive, "error": self.watcher_error},
@@ -331,6 +387,7 @@ class App:
                 "files_moved": self.indexer.totals.moved,
                 "files_deleted": self.indexer.totals.deleted,
                 "files_skipped": self.indexer.totals.skipped,
+                "progress": self.index_progress,
             },
         }
         out["jobs"] = self.jobs.list()

@@ -214,13 +214,13 @@ class Indexer:
         root = str(self.root_real)
         return real == root or real.startswith(root + os.sep)
 
-    def scan(self, report: Report | None = None) -> dict[str, FileState]:
-        """Every accepted regular file under the workspace, following only inner symlinks.
-        Files skipped on the way are logged (and counted in `report`)."""
+    def scan(self, report: Report | None = None, under: str = ".") -> dict[str, FileState]:
+        """Every accepted regular file under the workspace (or its folder `under`), following
+        only inner symlinks. Files skipped on the way are logged (and counted in `report`)."""
         found: dict[str, FileState] = {}
         seen_dirs: set[str] = set()
         follow = self.settings.follow_symlinks
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=follow):
+        for dirpath, dirnames, filenames in os.walk(self.root / under, followlinks=follow):
             real_dir = os.path.realpath(dirpath)
             if real_dir in seen_dirs or not self._inside(real_dir):
                 dirnames[:] = []
@@ -376,8 +376,12 @@ class Indexer:
     def _scan_under(self, rel: str) -> dict[str, FileState]:
         if rel in (".", ""):
             return self.scan()
-        prefix = rel + "/"
-        return {p: s for p, s in self.scan().items() if p.startswith(prefix)}
+        if os.path.realpath(self.root / rel) != os.path.join(self.root_real, rel):
+            # a symlink on the way (a loop, an alias of another folder): the whole walk decides
+            # where its files belong, as a reconcile would
+            prefix = rel + "/"
+            return {p: s for p, s in self.scan().items() if p.startswith(prefix)}
+        return self.scan(under=rel)  # a folder event walks that folder only
 
     def _apply(
         self,
@@ -404,7 +408,7 @@ class Indexer:
             except Exception as exc:  # one bad file never stops the rest
                 log.exception("indexing failed", path=state.path)
                 report.errors.append(f"{state.path}: {exc}")
-            if progress is not None and (n % 200 == 0 or n == total):
+            if progress is not None:
                 progress(n, total)
         for p in vanished:
             if p in moved_from:
@@ -477,7 +481,7 @@ class Indexer:
         n = self.store.run_write(write)
         report.indexed += 1
         report.chunks += n
-        log.info(
+        log.debug(
             "indexed",
             path=state.path,
             chunks=n,
