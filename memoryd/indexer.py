@@ -546,12 +546,7 @@ class Indexer:
                     stale.append(p)
             except (Skip, OSError):
                 stale.append(p)
-        orphans = self.store.read(
-            lambda con: con.execute(
-                "SELECT count(*) FROM entries e WHERE e.kind = 'chunk' AND NOT EXISTS"
-                " (SELECT 1 FROM documents d WHERE d.id = e.document_id)"
-            ).fetchall()[0][0]
-        )
+        orphans = self.store.read(entries.orphan_chunk_count)
         return {
             "files_missing_from_index": missing,
             "missing_on_disk": gone,

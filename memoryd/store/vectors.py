@@ -125,6 +125,37 @@ def pending_newest(
     return list(out.values())
 
 
+def newest_id(con: apsw.Connection) -> int | None:
+    """The highest embeddings row id (None when there is none)."""
+    newest = con.execute("SELECT max(id) FROM embeddings").fetchall()[0][0]
+    return None if newest is None else int(newest)
+
+
+def rows_after(con: apsw.Connection, model_id: int, after: int) -> list[tuple[int, str, bytes]]:
+    """(row id, content hash, float32 blob) of the model's vectors with a row id above `after`,
+    in id order. Driven from the embeddings table (a range on its primary key): vec0 answers
+    lookups by rowid quickly but would scan itself for a rowid range; `+m.model_id` keeps
+    SQLite on the primary key instead of the (model, hash) index."""
+    return [
+        (int(i), str(h), bytes(b))
+        for i, h, b in con.execute(
+            f"SELECT m.id, m.content_hash, v.embedding FROM embeddings m"
+            f" JOIN {table_name(model_id)} v ON v.rowid = m.id"
+            " WHERE m.id > ? AND +m.model_id = ? ORDER BY m.id",
+            (after, model_id),
+        )
+    ]
+
+
+def model_count(con: apsw.Connection, model_id: int) -> int:
+    """How many vectors the model has."""
+    return int(
+        con.execute("SELECT count(*) FROM embeddings WHERE model_id = ?", (model_id,)).fetchall()[
+            0
+        ][0]
+    )
+
+
 def counts(con: apsw.Connection, model_id: int | None) -> dict[str, int]:
     texts = con.execute("SELECT count(DISTINCT content_hash) FROM entries").fetchall()[0][0]
     if model_id is None:
