@@ -92,6 +92,11 @@ class App:
             preprocess=self.dailylog.preprocess,
             on_change=self._index_changed,
             clock=clock,
+            private=[
+                cfg.data_dir,
+                cfg.socket,
+                *([Path(cfg.logging.file).expanduser()] if cfg.logging.file else []),
+            ],
         )
         self.notes = Notes(self.store, self.indexer, cfg.notes)
         self.memories = Memories(
@@ -178,6 +183,11 @@ class App:
         rel = self.indexer.relpath(full)
         if rel is None or rel in (".", ""):
             raise InvalidInput(f"path: {path!r} is not inside the workspace")
+        if self.indexer.holds_private(rel):
+            raise InvalidInput(
+                f"path: {rel!r} is or holds memoryd's own data (data_dir, log file or socket); "
+                "it is not a workspace note and is not deleted through the API"
+            )
         docs = self.store.read(entries.documents)
         paths = sorted(p for p in docs if p == rel or p.startswith(rel + "/"))
         if not full.exists() and not paths:

@@ -223,6 +223,12 @@ class Config:
         for key in TOP_LEVEL:
             if key in data:
                 paths[key] = _path(data[key], key, base, env)
+        if os.path.normpath(paths["data_dir"]) == os.path.normpath(paths["workspace"]):
+            raise ConfigError(
+                "data_dir: must not be the workspace itself (the database, checkpoints and trash "
+                "would sit among the notes); use a folder outside it, or a sub-folder such as "
+                "'<workspace>/.memoryd'"
+            )
         if len(str(paths["socket"]).encode()) > MAX_SOCKET_PATH:
             raise ConfigError(
                 f"socket: path {paths['socket']} is longer than {MAX_SOCKET_PATH} bytes "

@@ -30,7 +30,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -121,13 +121,15 @@ class DailyLog:
             date=when.strftime("%Y-%m-%d"),
             id=record["id"],
             type=record.get("type") or "",
-            content=one_line(secretguard.redact(record["content"])),
-            tags="".join(f" #{secretguard.redact(t)}" for t in record.get("tags") or []),
-            source=secretguard.redact(record.get("source") or ""),
+            content=one_line(record["content"]),
+            tags="".join(f" #{t}" for t in record.get("tags") or []),
+            source=record.get("source") or "",
             importance=record.get("importance") or "",
             namespace=record.get("namespace") or "",
         )
-        body = one_line(body)
+        # The whole line is redacted, not field by field: every placeholder (type, namespace,
+        # and any the format adds later) reaches the file only through the secret guard.
+        body = one_line(secretguard.redact(body))
         return f"{body} <!-- m:{record['id']}:{_hash8(body)} -->"
 
     def append(self, record: dict[str, Any]) -> Path | None:
@@ -193,12 +195,14 @@ class DailyLog:
         folder = self.folder()
         if not folder.is_dir():
             return []
-        likely = {folder / f"{self._when(r):%Y-%m-%d}.md" for r in records}
+        # The file each memory was appended to (by the configured `filename`, which may add
+        # folders), then every other log file under the folder, at any depth: a line is found
+        # wherever the layout put it, also after `filename` changed.
+        likely = {self.path_for(self._when(r)) for r in records}
         changed: list[Path] = []
         pending = set(changes)
         with self._lock:
-            others = sorted(p for p in folder.glob("*.md") if p not in likely)
-            for path in [*sorted(likely), *others]:
+            for path in [*sorted(likely), *self._log_files(exclude=likely)]:
                 if not pending:
                     break
                 try:
@@ -229,6 +233,18 @@ class DailyLog:
                         continue
                     changed.append(path)
         return changed
+
+    def _log_files(self, exclude: set[Path]) -> Iterator[Path]:
+        """Every .md file under the log folder (not following symlinked folders), in order."""
+        folder = self.folder()
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                path = Path(dirpath) / name
+                if name.endswith(".md") and path not in exclude:
+                    rel = path.relative_to(self.workspace).as_posix()
+                    if self.is_log_file(rel):
+                        yield path
 
     def preprocess(self, relpath: str, text: str) -> str:
         """Blank the log's own heading and the daemon's own, unedited lines (see the module

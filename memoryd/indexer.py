@@ -163,10 +163,20 @@ class Indexer:
         preprocess: Callable[[str, str], str] | None = None,
         on_change: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.time,
+        private: Iterable[Path] = (),
     ) -> None:
         self.store = store
         self.root = Path(workspace)
         self.root_real = Path(os.path.realpath(self.root))
+        # memoryd's own files (data_dir: database, checkpoints, snapshots, trash; the log file;
+        # the socket) when they lie inside the workspace: never indexed, written or trashed
+        # through the API (a checkpoint would keep deleted memories searchable, the log would
+        # index itself, `delete path` could move the live database away).
+        self.private = tuple(
+            real
+            for real in (os.path.realpath(p) for p in private)
+            if self._inside(real) and real != str(self.root_real)
+        )
         self.settings = settings
         # preprocess(relpath, text) -> text: the daily log strips the daemon's own lines here.
         self.preprocess = preprocess
@@ -190,7 +200,26 @@ class Indexer:
 
     def accepts(self, path: Path) -> bool:
         rel = self.relpath(path)
-        return rel is not None and rel != "." and path_accepted(rel, self.settings)
+        return (
+            rel is not None
+            and rel != "."
+            and path_accepted(rel, self.settings)
+            and not self.is_private(rel)
+        )
+
+    def is_private(self, rel: str) -> bool:
+        """True for a workspace path that is, or lies under, one of memoryd's own files."""
+        if not self.private:
+            return False
+        real = os.path.realpath(self.root / rel)
+        return any(real == p or real.startswith(p + os.sep) for p in self.private)
+
+    def holds_private(self, rel: str) -> bool:
+        """True for a workspace path that is, or holds, one of memoryd's own files."""
+        if not self.private:
+            return False
+        real = os.path.realpath(self.root / rel)
+        return self.is_private(rel) or any(p.startswith(real + os.sep) for p in self.private)
 
     def _inside(self, real: str) -> bool:
         root = str(self.root_real)
@@ -215,9 +244,12 @@ class Indexer:
             rel_dir = Path(dirpath).relative_to(self.root).as_posix()
             if self.settings.skip_hidden:
                 dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            if self.private:
+                under = "" if rel_dir == "." else f"{rel_dir}/"
+                dirnames[:] = [d for d in dirnames if not self.is_private(under + d)]
             for name in filenames:
                 rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-                if not path_accepted(rel, self.settings):
+                if not path_accepted(rel, self.settings) or self.is_private(rel):
                     continue
                 try:
                     state = self._stat(rel)
@@ -335,7 +367,7 @@ class Indexer:
                 for p in gone_under:  # a folder that vanished
                     if not (self.root / p).exists():
                         vanished[p] = indexed[p]
-                if not path_accepted(rel, self.settings):
+                if not path_accepted(rel, self.settings) or self.is_private(rel):
                     if rel in indexed:  # excluded since it was indexed
                         vanished[rel] = indexed[rel]
                     continue

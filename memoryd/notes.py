@@ -126,6 +126,10 @@ class Notes:
         real = os.path.realpath(full)
         if not self._inside(real):
             raise InvalidInput(f"{what}: {rel!r} leads outside the workspace through a symlink")
+        if self.indexer.is_private(rel):
+            raise InvalidInput(
+                f"{what}: {rel!r} is memoryd's own data (data_dir, log file or socket), not a note"
+            )
         return rel, full
 
     def limit(self) -> int:

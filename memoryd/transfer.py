@@ -21,6 +21,7 @@ from typing import Any
 import apsw
 import numpy as np
 
+from memoryd import lifecycle, secretguard
 from memoryd.errors import InvalidInput
 from memoryd.store import lifecycle as lcstore
 from memoryd.store import transfer as tstore
@@ -64,16 +65,30 @@ def _list(item: dict[str, Any], key: str) -> list[Any]:
     return value
 
 
+def _history_value(value: object) -> str | None:
+    """An old/new value of an exported change: JSON text, as export writes it (the history
+    table stores JSON). Stored as the history of an update would store it: re-encoded, with
+    credentials redacted, so an import cannot plant a value `history` cannot read, nor a secret
+    the write path would never have kept."""
+    if value is None:
+        return None
+    text = check_str(value, "history", limit=200_000)
+    try:
+        decoded = json.loads(text)
+    except json.JSONDecodeError:
+        raise InvalidInput(
+            "history: old and new are JSON text, as export writes them (a string is '\"...\"')"
+        ) from None
+    return json.dumps(lifecycle.redacted(decoded))
+
+
 def check_extras(item: dict[str, Any]) -> dict[str, Any]:
     """history, access_log, vector and model of an exported item -> checked values."""
     out: dict[str, Any] = {"history": [], "access_log": [], "vector": None, "model": None}
     for h in _list(item, "history"):
         if not isinstance(h, dict) or set(h) - {"ts", "field", "old", "new"}:
             raise InvalidInput("history: each change is {ts, field, old, new}")
-        old, new = h.get("old"), h.get("new")
-        for v in (old, new):
-            if v is not None:
-                check_str(v, "history", limit=200_000)
+        old, new = (_history_value(h.get(k)) for k in ("old", "new"))
         out["history"].append(
             (
                 check_time(h.get("ts"), "history.ts"),
@@ -88,7 +103,7 @@ def check_extras(item: dict[str, Any]) -> dict[str, Any]:
         out["access_log"].append(
             (
                 check_time(a.get("ts"), "access_log.ts"),
-                check_str(a.get("query", ""), "access_log.query", limit=10_000),
+                secretguard.redact(check_str(a.get("query", ""), "access_log.query", limit=10_000)),
                 check_count(a.get("rank", 1), "access_log.rank"),
             )
         )
@@ -106,8 +121,6 @@ def check_extras(item: dict[str, Any]) -> dict[str, Any]:
 
 def store_items(con: apsw.Connection, items: list[dict[str, Any]], *, now: float) -> dict[str, Any]:
     """Insert checked items (Memories.import_items) inside the caller's transaction."""
-    from memoryd import lifecycle
-
     active = vectors.active_model(con)
     counts: dict[str, Any] = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}
     renumbered: list[dict[str, int]] = []

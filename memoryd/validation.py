@@ -4,7 +4,8 @@
 the API for filters).
 
 Each field has one checker; `check_fields` runs the checkers of the fields given, then the
-secret guard over every text field (content, context, source, tags, triggers). Messages name the
+secret guard over every text field (content, context, source, tags, triggers, and the names
+type and namespace). Messages name the
 field and what is wrong, never the rejected value itself (a rejected value may be a credential,
 and messages end up in logs).
 """
@@ -26,7 +27,9 @@ MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z, the last second ISO 8601 can 
 MAX_SOURCE = 200
 MAX_CONTEXT = 2000
 _NAME = re.compile(r"^[\w][\w.:/-]{0,63}$", re.UNICODE)
-TEXT_FIELDS = ("content", "context", "source", "tags", "triggers")
+TEXT_FIELDS = ("content", "context", "source", "tags", "triggers", "type", "namespace")
+# Names cannot carry "[REDACTED:kind]": in redact mode a credential in one is refused instead.
+NAME_FIELDS = ("type", "namespace")
 
 
 def _kind(value: object) -> str:
@@ -201,7 +204,8 @@ def guard(values: dict[str, Any], mode: str, allow: object) -> Guarded:
     if allow:
         out.warnings.append(f"stored although it looks like a credential ({what})")
         return out
-    if mode == "refuse":
+    names = [n for n in NAME_FIELDS if n in out.secrets]
+    if mode == "refuse" or (mode == "redact" and names):
         raise Refused(
             f"looks like a credential ({what}); not stored. Remove it, or pass allow_secrets "
             "(memoryctl --allow-secrets) if it is meant to be kept",

@@ -1,0 +1,185 @@
+"""Red-team cases after issue 10: the same classes of bug (forget means forget, no secret in a
+plain-text file, every stored value readable back, memoryd's own files are not notes), reached
+by ways the issue did not list."""
+
+from __future__ import annotations
+
+import errno
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd import api
+from memoryd.cli import describe_os_error
+from memoryd.config import Config
+from memoryd.errors import ConfigError, InvalidInput, Refused
+from memoryd.search import SearchRequest
+
+GHP = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+AWS = "AKIAIOSFODNN7EXAMPLE"
+
+
+def call(app: Any, method: str, **params: Any) -> Any:
+    return api.lookup(method, params).fn(app, params)
+
+
+def log_text(app: Any) -> str:
+    folder = app.cfg.workspace / app.cfg.dailylog.folder
+    return "".join(p.read_text() for p in sorted(folder.rglob("*.md")))
+
+
+def keyword_paths(app: Any, query: str) -> list[Any]:
+    res = app.searcher.search(SearchRequest(query=query, mode="keyword", record_access=False))
+    return [h.get("path") or h["kind"] for h in res["hits"]]
+
+
+# --- forget means forget, whatever the daily log layout ----------------------------------------
+
+
+@pytest.mark.parametrize("filename", ["%Y/%m/%Y-%m-%d.md", "%Y/%Y-%m-%d.md"])
+def test_daily_log_in_sub_folders_forgets_and_rewrites(make_app: Any, filename: str) -> None:
+    app = make_app(model=None, dailylog={"filename": filename})
+    gone = call(app, "add", content="the locker code is violet")["id"]
+    kept = call(app, "add", content="standup moves to ten")["id"]
+    pruned = call(app, "add", content="old caching approach", tier="deprecated")["id"]
+    assert "locker code" in log_text(app) and "old caching" in log_text(app)
+    call(app, "delete", id=gone)
+    call(app, "update", id=kept, content=f"standup moves to eleven, key {AWS}", allow_secrets=True)
+    call(app, "prune")
+    text = log_text(app)
+    assert "locker code" not in text and "old caching" not in text and "ten" not in text
+    assert "moves to eleven" in text and AWS not in text
+    assert pruned not in [i["id"] for i in call(app, "list")["items"]]
+
+
+def test_a_line_is_forgotten_after_the_filename_setting_changed(make_app: Any) -> None:
+    app = make_app(model=None)
+    mid = call(app, "add", content="the attic key is under the mat")["id"]
+    app.dailylog.settings = app.cfg.dailylog.__class__(
+        **{**app.cfg.dailylog.__dict__, "filename": "%Y/%Y-%m-%d.md"}
+    )
+    call(app, "delete", id=mid)
+    assert "attic key" not in log_text(app)
+
+
+# --- secrets in names --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["type", "namespace"])
+def test_a_credential_as_type_or_namespace_is_refused(make_app: Any, field: str) -> None:
+    app = make_app(model=None)
+    with pytest.raises(Refused) as err:
+        call(app, "add", content="harmless", **{field: GHP})
+    assert field in err.value.message and GHP.lower() not in err.value.message.lower()
+    mid = call(app, "add", content="harmless")["id"]
+    with pytest.raises(Refused):
+        call(app, "update", id=mid, **{field: GHP})
+    with pytest.raises(Refused):  # a name cannot hold [REDACTED:...]: redact mode refuses too
+        app.memories.secrets_mode = "redact"
+        call(app, "add", content="harmless two", **{field: GHP})
+    with pytest.raises(Refused) as err:
+        app.memories.secrets_mode = "refuse"
+        call(app, "import", items=[{"content": "imported", field: GHP}])
+    assert err.value.data["fields"] == [field]
+
+
+def test_the_daily_log_line_is_redacted_whole_whatever_the_format_shows(make_app: Any) -> None:
+    app = make_app(
+        model=None,
+        dailylog={"line_format": "- {time} [{type}] ({namespace}) {source} {content}{tags}"},
+    )
+    call(app, "add", content="deploy note", namespace=GHP, type=GHP, allow_secrets=True)
+    text = log_text(app)
+    assert "deploy note" in text and GHP.lower() not in text.lower()
+    assert text.count("[REDACTED:github_token]") == 2
+
+
+# --- import: every stored value can be read back, and no secret rides in history ---------------
+
+
+def test_imported_history_must_be_json_text_and_is_stored_redacted(make_app: Any) -> None:
+    app = make_app(model=None)
+    with pytest.raises(InvalidInput) as err:
+        call(
+            app,
+            "import",
+            items=[{"content": "plain", "history": [{"ts": 1, "field": "content", "old": "x"}]}],
+        )
+    assert "line 1" in err.value.message and call(app, "stats")["memories"] == 0
+    item = {
+        "content": "rotated the key",
+        "history": [
+            {"ts": 1, "field": "content", "old": json.dumps(f"key {GHP}"), "new": '"rotated"'},
+            {"ts": 2, "field": "tags", "old": json.dumps([GHP]), "new": "[]"},
+        ],
+        "access_log": [{"ts": 3, "query": f"where is {AWS}", "rank": 1}],
+    }
+    mid = call(app, "import", items=[item])["ids"][0]
+    hist = call(app, "history", id=mid)["history"]
+    assert [h["old"] for h in hist] == ["key [REDACTED:github_token]", ["[REDACTED:github_token]"]]
+    exported = json.dumps(call(app, "export")["items"])
+    assert GHP not in exported and AWS not in exported
+    # a round trip of what export wrote is unchanged
+    again = make_app(model=None, data_dir=str(app.cfg.data_dir) + "-2")
+    call(again, "import", items=call(app, "export")["items"])
+    assert call(again, "history", id=mid)["history"] == hist
+
+
+def test_history_with_a_non_json_value_in_the_database_still_answers(make_app: Any) -> None:
+    app = make_app(model=None)
+    mid = call(app, "add", content="legacy row")["id"]
+    from memoryd.store import lifecycle as lcstore
+
+    with app.store.write() as con:
+        lcstore.add_history(con, mid, 1.0, "content", "raw old", None)
+    assert call(app, "history", id=mid)["history"][0]["old"] == "raw old"
+
+
+# --- memoryd's own files inside the workspace --------------------------------------------------
+
+
+def test_data_dir_and_log_file_inside_the_workspace_are_not_notes(
+    make_app: Any, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    app = make_app(
+        model=None,
+        data_dir=str(ws / "data"),
+        indexer={"include": ["**/*"], "skip_hidden": False},
+        logging={"file": str(ws / "memoryd-log.md")},
+    )
+    app.start(jobs=False)
+    assert app.ready.wait(10)
+    (ws / "memoryd-log.md").write_text("walrus in the log\n")
+    (ws / "note.md").write_text("# Note\n\nthe gnu note\n")
+    mid = call(app, "add", content="the walrus memory")["id"]
+    call(app, "checkpoint.create", name="c1")
+    call(app, "delete", id=mid)
+    call(app, "delete", path="note.md")  # moved to <data_dir>/trash, inside the workspace
+    call(app, "reindex", full=True)
+    docs = app.store.read(__import__("memoryd.store.entries").store.entries.documents)
+    assert not [p for p in docs if p.startswith("data/") or p == "memoryd-log.md"]
+    assert keyword_paths(app, "walrus") == [] and keyword_paths(app, "gnu") == []
+    for method, params in [
+        ("delete", {"path": "data"}),
+        ("delete", {"path": "data/memoryd.db"}),
+        ("delete", {"path": "memoryd-log.md"}),
+        ("note.write", {"path": "data/x.md", "content": "planted"}),
+        ("note.read", {"path": "memoryd-log.md"}),
+    ]:
+        with pytest.raises(InvalidInput):
+            call(app, method, **params)
+    assert app.cfg.db_path.exists() and not (ws / "data" / "x.md").exists()
+    assert call(app, "status", check=True)["drift"]["total"] == 0
+
+
+def test_data_dir_equal_to_the_workspace_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="data_dir"):
+        Config.from_dict({"workspace": str(tmp_path / "w"), "data_dir": str(tmp_path / "w/")})
+
+
+def test_a_workspace_that_is_a_file_gets_a_one_line_reason(tmp_path: Path) -> None:
+    exc = FileExistsError(errno.EEXIST, "File exists", str(tmp_path / "ws"))
+    assert "is not a folder" in describe_os_error(exc)
