@@ -21,13 +21,18 @@ Forget means forget:
   watcher's later event finds the new hash already stored (our own write, nothing to do).
   Lines go through the secret guard's redaction whatever the secrets mode: with allow_secrets a
   credential is stored in the database, never in a plain-text file of the workspace.
+  The log is written only to regular files inside the workspace: never through a symlink
+  (a planted `daily/<date>.md -> ~/.bashrc` would have memories appended to it), never by
+  opening a FIFO (which blocks), never into a symlinked folder leading elsewhere.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -57,11 +62,38 @@ class DailyLogSettings(Protocol):
 _ANY_MARKER = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->\s*$")
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
+    """A descriptor of a regular file at `path`, never through a final symlink and never
+    blocking (a FIFO planted under a log file's name would hang an open without O_NONBLOCK);
+    OSError for anything else."""
+    fd = os.open(path, flags | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, mode)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_regular(path: Path) -> str:
+    fd = _open_regular(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as f:
+        return f.read().decode("utf-8", errors="surrogateescape")
+
+
 def _atomic_write(path: Path, text: str) -> None:
     """temp file in the same folder, fsync, rename, fsync the folder; keeps the file's mode."""
     mode = path.stat().st_mode & 0o777
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    tmp.unlink(missing_ok=True)  # a leftover of a crash (or a planted symlink) goes first
+    # O_EXCL | O_NOFOLLOW: never write through a symlink someone put at the temp name
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(text.encode("utf-8", errors="surrogateescape"))
@@ -147,8 +179,10 @@ class DailyLog:
         line = self.render(record, when) + "\n"
         try:
             with self._lock:
+                self._check_inside(path.parent)
                 path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                self._check_inside(path.parent)
+                fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
                 try:
                     if os.fstat(fd).st_size == 0:
                         header = self.settings.header.format(
@@ -171,6 +205,13 @@ class DailyLog:
             log.error("daily log append failed", path=str(path), error=str(exc))
             return None
         return path
+
+    def _check_inside(self, folder: Path) -> None:
+        """The log's folder must resolve inside the workspace: a symlinked `daily/` (or year
+        folder) leading elsewhere would have the daemon write memories into any file there."""
+        real, root = os.path.realpath(folder), os.path.realpath(self.workspace)
+        if real != root and not real.startswith(root + os.sep):
+            raise OSError(errno.EXDEV, "leads outside the workspace through a symlink", str(folder))
 
     def _when(self, record: dict[str, Any]) -> datetime:
         created = record.get("created_at")
@@ -195,6 +236,11 @@ class DailyLog:
         folder = self.folder()
         if not folder.is_dir():
             return []
+        try:
+            self._check_inside(folder)
+        except OSError as exc:
+            log.error("daily log rewrite refused", path=str(folder), error=str(exc))
+            return []
         # The file each memory was appended to (by the configured `filename`, which may add
         # folders), then every other log file under the folder, at any depth: a line is found
         # wherever the layout put it, also after `filename` changed.
@@ -206,10 +252,9 @@ class DailyLog:
                 if not pending:
                     break
                 try:
-                    if not path.is_file() or path.is_symlink():
-                        continue
-                    text = path.read_text(encoding="utf-8", errors="surrogateescape")
-                except OSError:
+                    self._check_inside(path.parent)
+                    text = _read_regular(path)
+                except OSError:  # gone, a symlink, a FIFO, outside: not a log file to rewrite
                     continue
                 if "<!-- m:" not in text:
                     continue

@@ -291,7 +291,11 @@ class Indexer:
         return FileState(rel, real, st.st_size, st.st_mtime)
 
     def _read(self, state: FileState) -> bytes:
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        # O_NONBLOCK: a file swapped for a FIFO between the scan's stat and this open would
+        # otherwise block the indexer thread until some writer opens the FIFO (forever).
+        flags = (
+            os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        )
         try:
             fd = os.open(state.real, flags)
         except PermissionError as exc:

@@ -51,6 +51,7 @@ __all__ = [
 
 log = get_logger("memoryd.memories")
 MAX_IMPORT_ID = 2**53 - 1  # exact in every JSON reader
+LOGGED_FIELDS = ("content", "tags", "type", "source", "importance", "namespace")
 
 
 class MemorySettings(Protocol):
@@ -295,7 +296,8 @@ class Memories:
 
         before, rec = self.store.run_write(_update, durable=True)
         log.info("updated", id=eid, fields=sorted(values) + (["triggers"] if phrases else []))
-        if before["content"] != rec["content"] or before["tags"] != rec["tags"]:
+        # every field a daily log line can show (dailylog.line_format placeholders)
+        if any(before.get(k) != rec.get(k) for k in LOGGED_FIELDS):
             self._run(self.on_updated, rec)
         self._changed()
         return rec

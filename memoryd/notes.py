@@ -144,7 +144,11 @@ class Notes:
         """The file's bytes and stat, read without following a final symlink unless `follow`
         (resolve() has checked that where it leads is inside the workspace)."""
         target = Path(os.path.realpath(full)) if follow else full
-        flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+        # O_NONBLOCK: opening a FIFO named like a note would otherwise wait for a writer
+        # forever, and a few such requests would take every worker thread of the daemon.
+        flags = (
+            os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+        )
         try:
             fd = os.open(target, flags)
         except FileNotFoundError:
@@ -434,11 +438,22 @@ class _Changed(Exception):
 
 
 def _bytes_now(full: Path) -> bytes | None:
+    """The file's bytes now (None: no file); never blocks on a FIFO put in the note's place
+    (its bytes are then b"", which matches no sha256 a caller read)."""
     try:
-        with open(full, "rb") as f:
-            return f.read()
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        os.set_blocking(fd, True)
+        chunks = []
+        while block := os.read(fd, 1 << 20):
+            chunks.append(block)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _sha_now(full: Path) -> str | None:

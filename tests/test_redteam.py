@@ -150,8 +150,6 @@ def test_data_dir_and_log_file_inside_the_workspace_are_not_notes(
         indexer={"include": ["**/*"], "skip_hidden": False},
         logging={"file": str(ws / "memoryd-log.md")},
     )
-    app.start(jobs=False)
-    assert app.ready.wait(10)
     (ws / "memoryd-log.md").write_text("walrus in the log\n")
     (ws / "note.md").write_text("# Note\n\nthe gnu note\n")
     mid = call(app, "add", content="the walrus memory")["id"]
@@ -183,3 +181,95 @@ def test_data_dir_equal_to_the_workspace_is_a_config_error(tmp_path: Path) -> No
 def test_a_workspace_that_is_a_file_gets_a_one_line_reason(tmp_path: Path) -> None:
     exc = FileExistsError(errno.EEXIST, "File exists", str(tmp_path / "ws"))
     assert "is not a folder" in describe_os_error(exc)
+
+
+# --- files that are not what their name says ---------------------------------------------------
+
+
+def _returns_within(fn: Any, seconds: float = 5.0) -> Any:
+    """Run fn in a thread; fail (instead of hanging the suite) when it blocks."""
+    import threading
+
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except Exception as exc:  # handed back to the test
+            out["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"{fn} blocked for {seconds}s"
+    return out
+
+
+def _today_log(app: Any) -> Path:
+    from datetime import datetime
+
+    return app.dailylog.path_for(datetime.now().astimezone())
+
+
+def test_a_fifo_named_like_a_note_or_a_log_never_blocks(make_app: Any) -> None:
+    import os
+
+    from memoryd.indexer import FileState
+
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    ws.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(ws / "pipe.md")
+    for method, params in [
+        ("note.read", {"path": "pipe.md"}),
+        ("note.append", {"path": "pipe.md", "content": "more"}),
+        ("note.write", {"path": "pipe.md", "content": "new", "expected_sha256": "0" * 64}),
+    ]:
+        out = _returns_within(lambda m=method, p=params: call(app, m, **p))
+        assert isinstance(out.get("error"), InvalidInput | Refused), (method, out)
+    # a FIFO swapped in after the indexer's stat: its read is skipped, not blocked
+    out = _returns_within(lambda: app.indexer._read(FileState("pipe.md", ws / "pipe.md", 0, 0)))
+    assert "error" in out and "regular" in str(out["error"])
+    log = _today_log(app)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(log)
+    out = _returns_within(lambda: call(app, "add", content="the fifo did not stop me"))
+    assert out["value"]["stored"] is True
+    out = _returns_within(lambda: call(app, "delete", id=out["value"]["id"]))
+    assert out["value"]["deleted"] is True
+
+
+def test_the_daily_log_never_writes_through_a_symlink(make_app: Any, tmp_path: Path) -> None:
+    import os
+
+    app = make_app(model=None)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    rc = outside / "bashrc"
+    rc.write_text("# shell start-up\n")
+    log = _today_log(app)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(rc, log)  # a planted symlink under today's log name
+    call(app, "add", content="$(touch /tmp/pwned) is just text")
+    assert rc.read_text() == "# shell start-up\n"
+    os.unlink(log)
+    mid = call(app, "add", content="a line to rewrite later")["id"]
+    tmp = log.with_name(f".{log.name}.{os.getpid()}.tmp")
+    os.symlink(rc, tmp)  # a planted symlink at the rewrite's temp name
+    call(app, "delete", id=mid)
+    assert rc.read_text() == "# shell start-up\n" and "rewrite later" not in log.read_text()
+    # the log folder itself a symlink leading outside: nothing is created there
+    for p in sorted(log.parent.iterdir()):
+        p.unlink()
+    log.parent.rmdir()
+    os.symlink(outside, log.parent)
+    call(app, "add", content="should not land outside")
+    assert sorted(p.name for p in outside.iterdir()) == ["bashrc"]
+
+
+def test_changing_any_field_the_line_shows_rewrites_it(make_app: Any) -> None:
+    app = make_app(model=None, dailylog={"line_format": "- [{type}] {content} ({source})"})
+    mid = call(app, "add", content="ship on friday", type="plan", source="standup")["id"]
+    call(app, "update", id=mid, type="decision", source="retro")
+    text = log_text(app)
+    assert "[decision] ship on friday (retro)" in text and "standup" not in text
