@@ -50,7 +50,6 @@ __all__ = [
 ]
 
 log = get_logger("memoryd.memories")
-MAX_IMPORT_ID = 2**53 - 1  # exact in every JSON reader
 LOGGED_FIELDS = ("content", "tags", "type", "source", "importance", "namespace")
 
 
@@ -379,10 +378,8 @@ class Memories:
             raise InvalidInput("content: is required")
         values = check_fields(fields, self.settings.max_content_bytes, now)
         values = guard(values, self.secrets_mode, allow).values
+        # an id too high to keep (transfer.MAX_KEPT_ID) is renumbered, not refused
         values["id"] = check_id(item["id"]) if item.get("id") is not None else None
-        if values["id"] is not None and values["id"] > MAX_IMPORT_ID:
-            # the id sequence would jump near its end and every later insert would fail
-            raise InvalidInput(f"id: at most {MAX_IMPORT_ID} (2^53 - 1)")
         values.update(transfer.check_extras(item))
         s = self.settings
         values.setdefault("type", s.default_type)

@@ -31,6 +31,12 @@ from memoryd.validation import check_count, check_str, check_time
 # Fields of an exported item that are not memory fields (checked here, not by check_fields).
 EXTRAS = frozenset({"id", "kind", "content_hash", "history", "access_log", "vector", "model"})
 MAX_LIST = 100_000
+# The highest id an import keeps. Ids come from one AUTOINCREMENT sequence, so a kept id moves
+# the sequence up to it for good: an item with id 2^53 - 1 would make every later memory and
+# chunk id larger than a JSON reader holds exactly (a JavaScript client would then address a
+# neighbouring entry), and an export of them could not be imported back. Above this, an item is
+# renumbered, leaving 2^32 ids of room below 2^53.
+MAX_KEPT_ID = 2**53 - 1 - 2**32
 
 
 def export(
@@ -130,7 +136,7 @@ def store_items(con: apsw.Connection, items: list[dict[str, Any]], *, now: float
             counts["skipped_duplicates"] += 1
             continue
         wanted = v.get("id")
-        keep = wanted is not None and tstore.free(con, wanted)
+        keep = wanted is not None and wanted <= MAX_KEPT_ID and tstore.free(con, wanted)
         entry_id = tstore.insert_memory(con, v, wanted if keep else None)
         if wanted is not None and wanted != entry_id:
             renumbered.append({"from": wanted, "to": entry_id})

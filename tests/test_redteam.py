@@ -273,3 +273,27 @@ def test_changing_any_field_the_line_shows_rewrites_it(make_app: Any) -> None:
     call(app, "update", id=mid, type="decision", source="retro")
     text = log_text(app)
     assert "[decision] ship on friday (retro)" in text and "standup" not in text
+
+
+# --- ids stay small enough for every JSON reader -----------------------------------------------
+
+
+def test_an_imported_huge_id_is_renumbered_and_later_ids_stay_exact(make_app: Any) -> None:
+    app = make_app(model=None)
+    res = call(
+        app,
+        "import",
+        items=[
+            {"id": 2**53 - 1, "content": "at the edge of exact"},
+            {"id": 2**60, "content": "far past it"},
+            {"id": 77, "content": "an ordinary id"},
+        ],
+    )
+    assert res["imported"] == 3 and 77 in res["ids"]
+    assert sorted(r["from"] for r in res["renumbered"]) == [2**53 - 1, 2**60]
+    later = call(app, "add", content="added afterwards")["id"]
+    assert later < 2**32
+    # what export writes imports back, ids and all
+    again = make_app(model=None, data_dir=str(app.cfg.data_dir) + "-2")
+    back = call(again, "import", items=call(app, "export")["items"])
+    assert back["renumbered"] == [] and sorted(back["ids"]) == sorted([*res["ids"], later])
