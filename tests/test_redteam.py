@@ -297,3 +297,23 @@ def test_an_imported_huge_id_is_renumbered_and_later_ids_stay_exact(make_app: An
     again = make_app(model=None, data_dir=str(app.cfg.data_dir) + "-2")
     back = call(again, "import", items=call(app, "export")["items"])
     assert back["renumbered"] == [] and sorted(back["ids"]) == sorted([*res["ids"], later])
+
+
+# --- checkpoints: list only what can be restored or deleted ------------------------------------
+
+
+def test_checkpoint_list_and_still_in_name_only_regular_files(make_app: Any) -> None:
+    import os
+
+    app = make_app(model=None)
+    call(app, "checkpoint.create", name="real")
+    folder = app.cfg.data_dir / "checkpoints"
+    (folder / "adir.db").mkdir()
+    os.mkfifo(folder / "pipe.db")
+    os.symlink(folder / "missing", folder / "dangling.db")
+    os.symlink("loop.db", folder / "loop.db")
+    assert [c["name"] for c in call(app, "checkpoint.list")["checkpoints"]] == ["real"]
+    mid = call(app, "add", content="a memory to delete")["id"]
+    call(app, "checkpoint.create", name="after")
+    still_in = call(app, "delete", id=mid)["still_in"]
+    assert {c["name"] for c in still_in} <= {"real", "after"} and "after" in str(still_in)
