@@ -247,7 +247,25 @@ class Config:
             )
         if srch.default_limit > srch.max_limit:
             raise ConfigError("search.default_limit: must not exceed search.max_limit")
-        return cls(**paths, **sections)
+        cfg = cls(**paths, **sections)
+        cfg.check_log_file()
+        return cfg
+
+    def check_log_file(self, *others: Path) -> None:
+        """logging.file must not name a file memoryd keeps for something else: log lines
+        appended to the database, its WAL, the lock, the socket or the config file itself
+        would corrupt it (the config would not load at the next start)."""
+        if not self.logging.file:
+            return
+        log_file = os.path.normpath(os.path.expanduser(self.logging.file))
+        db = str(self.db_path)
+        own = [db, db + "-wal", db + "-shm", db + "-journal", str(self.lock_path), str(self.socket)]
+        for path in [*own, *map(str, others)]:
+            if log_file == os.path.normpath(path):
+                raise ConfigError(
+                    f"logging.file: {self.logging.file} is one of memoryd's own files ({path}); "
+                    "choose another file, such as <data_dir>/memoryd.log"
+                )
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {k: str(getattr(self, k)) for k in TOP_LEVEL}
@@ -469,6 +487,8 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
         else:
             data[key] = value
     cfg = Config.from_dict(data, base_dir=found.parent if found else None, env=env)
+    if found is not None:
+        cfg.check_log_file(found, found.resolve())
     return dataclasses.replace(cfg, source=found)
 
 

@@ -317,3 +317,24 @@ def test_checkpoint_list_and_still_in_name_only_regular_files(make_app: Any) -> 
     call(app, "checkpoint.create", name="after")
     still_in = call(app, "delete", id=mid)["still_in"]
     assert {c["name"] for c in still_in} <= {"real", "after"} and "after" in str(still_in)
+
+
+# --- config: the log file is not one of memoryd's own files ------------------------------------
+
+
+@pytest.mark.parametrize("name", ["memoryd.db", "memoryd.db-wal", "memoryd.lock", "CONFIG"])
+def test_a_log_file_that_is_one_of_memoryds_own_files_is_a_config_error(
+    tmp_path: Path, name: str
+) -> None:
+    from memoryd.config import load_config
+
+    conf = tmp_path / "c.toml"
+    target = conf if name == "CONFIG" else tmp_path / "data" / name
+    conf.write_text(
+        f'workspace = "{tmp_path / "ws"}"\ndata_dir = "{tmp_path / "data"}"\n'
+        f'[logging]\nfile = "{target}"\n'
+    )
+    with pytest.raises(ConfigError, match=r"logging\.file"):
+        load_config(conf, env={})
+    conf.write_text(conf.read_text().replace(str(target), str(tmp_path / "data" / "memoryd.log")))
+    assert load_config(conf, env={}).logging.file.endswith("memoryd.log")
