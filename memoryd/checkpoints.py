@@ -139,6 +139,12 @@ def restore(app: App, name: object) -> dict[str, Any]:
         _remove_db(work)
     log.info("checkpoint restored", name=name, migrated=migrated, safety_copy=safety.stem)
     app.after_restore()
+    # lines of memories the restore took away (added after the checkpoint) leave the daily log
+    app._log_rewritten(
+        app.dailylog.forget_unknown(
+            lambda ids: app.store.read(lambda con: entries.memory_ids_among(con, ids))
+        )
+    )
     report = app.indexer.reconcile()
     return {
         "restored": name,

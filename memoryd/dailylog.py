@@ -60,6 +60,7 @@ class DailyLogSettings(Protocol):
 
 
 _ANY_MARKER = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->\s*$")
+_MARKER_IDS = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->[ \t]*$", re.MULTILINE)
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -225,6 +226,23 @@ class DailyLog:
     def forget(self, records: list[dict[str, Any]]) -> list[Path]:
         """Remove the lines of these memories from the log files; returns the files changed."""
         return self._rewrite({int(r["id"]): None for r in records}, records)
+
+    def forget_unknown(self, known: Callable[[set[int]], set[int]]) -> list[Path]:
+        """Remove every line whose memory no longer exists (`known(ids)` returns those that
+        do): after a checkpoint restore, memories added since the checkpoint are gone from the
+        store, and their lines, which no delete can reach any more, must go too."""
+        if not self.settings.enabled or not self.folder().is_dir():
+            return []
+        seen: set[int] = set()
+        for path in self._log_files(exclude=set()):
+            try:
+                self._check_inside(path.parent)
+                text = _read_regular(path)
+            except OSError:
+                continue
+            seen.update(int(m.group("id")) for m in _MARKER_IDS.finditer(text))
+        gone = seen - known(seen)
+        return self._rewrite(dict.fromkeys(gone), []) if gone else []
 
     def rewrite(self, record: dict[str, Any]) -> list[Path]:
         """Replace a memory's line with its current text (after an update or a redaction)."""

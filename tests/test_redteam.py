@@ -338,3 +338,17 @@ def test_a_log_file_that_is_one_of_memoryds_own_files_is_a_config_error(
         load_config(conf, env={})
     conf.write_text(conf.read_text().replace(str(target), str(tmp_path / "data" / "memoryd.log")))
     assert load_config(conf, env={}).logging.file.endswith("memoryd.log")
+
+
+def test_a_restore_takes_the_lines_of_memories_it_took_away(make_app: Any) -> None:
+    app = make_app(model=None, dailylog={"filename": "%Y/%Y-%m-%d.md"})
+    call(app, "add", content="kept through the restore")
+    call(app, "checkpoint.create", name="before")
+    gone = call(app, "add", content="added after the checkpoint")["id"]
+    (app.cfg.workspace / "daily" / "mine.md").write_text("my own line, no marker\n")
+    call(app, "checkpoint.restore", name="before")
+    text = log_text(app)
+    assert "kept through the restore" in text and "added after" not in text
+    assert "my own line" in text
+    with pytest.raises(__import__("memoryd.errors").errors.NotFound):
+        call(app, "delete", id=gone)

@@ -481,6 +481,20 @@ def by_type(con: apsw.Connection, namespace: str | None = None) -> dict[str, int
     return {t: int(n) for t, n in con.execute(sql + " GROUP BY type ORDER BY type", params)}
 
 
+def memory_ids_among(con: apsw.Connection, ids: Iterable[int]) -> set[int]:
+    """Those of `ids` that are memories now."""
+    found: set[int] = set()
+    todo = sorted(set(ids))
+    for i in range(0, len(todo), 500):
+        part = todo[i : i + 500]
+        marks = ",".join("?" * len(part))
+        rows = con.execute(
+            f"SELECT id FROM entries WHERE kind = 'memory' AND id IN ({marks})", part
+        ).fetchall()
+        found.update(int(r[0]) for r in rows)
+    return found
+
+
 def id_high_water(con: apsw.Connection) -> int:
     """The highest entry id ever handed out (AUTOINCREMENT's sequence)."""
     rows = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchall()
