@@ -39,6 +39,10 @@ from memoryd.protocol import (
 )
 
 log = get_logger("memoryd.server")
+# Pending connections the kernel queues before accept(): asyncio would use 100, and a burst of
+# clients beyond that gets EAGAIN from connect() at once on a Unix socket (no waiting). The
+# kernel caps it at net.core.somaxconn.
+BACKLOG = 1024
 
 
 class ServerSettings(Protocol):
@@ -129,7 +133,7 @@ def bind_socket(path: Path) -> socket.socket:
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
-    sock.listen(128)
+    sock.listen(BACKLOG)
     return sock
 
 
@@ -178,7 +182,7 @@ class Server:
         sock = self._inherited if self._inherited is not None else bind_socket(self.path)
         sock.setblocking(False)
         self._server = await asyncio.start_unix_server(
-            self._handle, sock=sock, limit=self.settings.max_request_bytes + 1
+            self._handle, sock=sock, limit=self.settings.max_request_bytes + 1, backlog=BACKLOG
         )
         log.info("listening", socket=str(self.path), inherited=not self._owns_path)
 

@@ -352,3 +352,31 @@ def test_a_restore_takes_the_lines_of_memories_it_took_away(make_app: Any) -> No
     assert "my own line" in text
     with pytest.raises(__import__("memoryd.errors").errors.NotFound):
         call(app, "delete", id=gone)
+
+
+# --- a burst of clients ------------------------------------------------------------------------
+
+
+def test_a_burst_of_connections_is_queued_not_refused(daemon_factory: Any) -> None:
+    import socket
+
+    somaxconn = Path("/proc/sys/net/core/somaxconn")
+    if somaxconn.exists() and int(somaxconn.read_text()) < 400:
+        pytest.skip("net.core.somaxconn is below 400 on this machine")
+    d = daemon_factory()
+    socks, refused = [], 0
+    try:
+        for _ in range(300):  # all at once, before the daemon accepts any
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(10)  # a timeout makes connect() non-blocking: EAGAIN when queue is full
+            try:
+                s.connect(str(d.socket))
+                socks.append(s)
+            except BlockingIOError:
+                refused += 1
+                s.close()
+    finally:
+        for s in socks:
+            s.close()
+    assert refused == 0
+    assert d.call("ping")["pong"] is True
