@@ -176,8 +176,12 @@ class App:
 
         if not isinstance(path, str) or not path.strip():
             raise InvalidInput("path: expected a workspace-relative path")
+        raw = self.cfg.workspace / path
         try:
-            full = (self.cfg.workspace / path).resolve()
+            # The folders on the way are resolved, the last name is not: deleting a symlink
+            # moves the link to the trash, never the file or folder it points to.
+            last = raw.name not in ("", ".", "..")
+            full = raw.parent.resolve() / raw.name if last else raw.resolve()
         except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL, ...
             raise InvalidInput(f"path: cannot resolve {path!r} ({exc})") from None
         rel = self.indexer.relpath(full)
@@ -190,11 +194,12 @@ class App:
             )
         docs = self.store.read(entries.documents)
         paths = sorted(p for p in docs if p == rel or p.startswith(rel + "/"))
-        if not full.exists() and not paths:
+        here = os.path.lexists(full)
+        if not here and not paths:
             raise NotFound(f"nothing at {rel} in the workspace or the index")
         target = self.cfg.data_dir / "trash" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         if not dry_run:
-            if full.exists():
+            if here:
                 (target / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(full, target / rel)
             self.indexer.sync_paths([full])

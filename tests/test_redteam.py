@@ -380,3 +380,21 @@ def test_a_burst_of_connections_is_queued_not_refused(daemon_factory: Any) -> No
             s.close()
     assert refused == 0
     assert d.call("ping")["pong"] is True
+
+
+# --- delete path names what it deletes ---------------------------------------------------------
+
+
+def test_delete_path_of_a_symlink_moves_the_link_not_its_target(make_app: Any) -> None:
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "projects").mkdir(parents=True)
+    (ws / "projects" / "plan.md").write_text("# Plan\n\nthe project plan of the aardwolf\n")
+    (ws / "alias").symlink_to("projects")
+    (ws / "planlink.md").symlink_to("projects/plan.md")
+    call(app, "reindex")
+    for name in ("alias", "planlink.md"):
+        res = call(app, "delete", path=name)
+        assert Path(res["trash"]).is_symlink() and not (ws / name).is_symlink()
+    assert (ws / "projects" / "plan.md").is_file()
+    assert keyword_paths(app, "aardwolf") == ["projects/plan.md"]
