@@ -48,7 +48,7 @@ def export(
         item["tags"] = json.loads(item["tags"])
         item["triggers"] = lcstore.trigger_phrases(con, entry_id)
         item["history"] = [
-            {"ts": ts, "field": f, "old": o, "new": n}
+            {"ts": ts, "field": f, "old": _as_json_text(o), "new": _as_json_text(n)}
             for ts, f, o, n in lcstore.history_rows(con, entry_id)
         ]
         item["access_log"] = [
@@ -60,6 +60,18 @@ def export(
                 item["vector"] = np.frombuffer(vec, dtype=np.float32).tolist()
                 item["model"] = active[1]
         yield item
+
+
+def _as_json_text(value: Any) -> str | None:
+    """A stored history value as JSON text; a row that is not JSON (an older import stored
+    values as given) is exported as a JSON string, so the export imports back."""
+    if value is None:
+        return None
+    try:
+        json.loads(value)
+    except (TypeError, json.JSONDecodeError):
+        return json.dumps(str(value))
+    return str(value)
 
 
 def _list(item: dict[str, Any], key: str) -> list[Any]:

@@ -135,6 +135,9 @@ def test_history_with_a_non_json_value_in_the_database_still_answers(make_app: A
     with app.store.write() as con:
         lcstore.add_history(con, mid, 1.0, "content", "raw old", None)
     assert call(app, "history", id=mid)["history"][0]["old"] == "raw old"
+    again = make_app(model=None, data_dir=str(app.cfg.data_dir) + "-2")
+    call(again, "import", items=call(app, "export")["items"])  # exports of such rows import
+    assert call(again, "history", id=mid)["history"][0]["old"] == "raw old"
 
 
 # --- memoryd's own files inside the workspace --------------------------------------------------
