@@ -170,6 +170,8 @@ SECTIONS: dict[str, type] = {
     "secrets": SecretsConfig,
 }
 TOP_LEVEL = ("workspace", "data_dir", "socket")
+MIN_JOB_INTERVAL = 0.1  # seconds (tests run jobs every 200 ms)
+MAX_DURATION = 3650 * 86400.0  # ten years
 FORMAT_FIELDS = frozenset(
     {"time", "date", "id", "type", "content", "tags", "source", "importance", "namespace"}
 )
@@ -342,9 +344,15 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         return list(value)
     if kind == "duration":
         try:
-            return parse_duration(value, what=key)
+            seconds = parse_duration(value, what=key)
         except InvalidInput as exc:
             raise ConfigError(exc.message) from None
+        # A job every millisecond would hold the writer and the CPU; an interval of centuries
+        # overflows the scheduler's timedelta (a traceback at startup).
+        low = MIN_JOB_INTERVAL if key.startswith("jobs.") else 0.0
+        if not low <= seconds <= MAX_DURATION:
+            raise ConfigError(f"{key}: expected a duration from {low:g}s to 3650d, got {value!r}")
+        return seconds
     if kind == "relpath":
         if (
             not isinstance(value, str)

@@ -401,3 +401,18 @@ def test_delete_path_of_a_symlink_moves_the_link_not_its_target(make_app: Any) -
         assert Path(res["trash"]).is_symlink() and not (ws / name).is_symlink()
     assert (ws / "projects" / "plan.md").is_file()
     assert keyword_paths(app, "aardwolf") == ["projects/plan.md"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("jobs", {"expiry_interval": "99999999999d"}),  # overflowed the scheduler: traceback
+        ("jobs", {"checkpoint_interval": "1ms"}),  # a job every millisecond
+        ("lifecycle", {"temporary_ttl": "99999999999d"}),
+    ],
+)
+def test_durations_out_of_range_are_config_errors(
+    tmp_path: Path, key: str, value: dict[str, str]
+) -> None:
+    with pytest.raises(ConfigError, match=next(iter(value))):
+        Config.from_dict({"workspace": str(tmp_path / "w"), key: value})
