@@ -29,6 +29,7 @@ from memoryd.validation import (
     check_importance,
     check_name,
     check_str,
+    check_tag,
     check_tags,
     check_text,
     expiry,
@@ -410,7 +411,7 @@ class Memories:
     def delete_where(
         self, *, tag: object = None, namespace: object = None, dry_run: bool = False
     ) -> dict[str, Any]:
-        t = check_tags([tag])[0] if tag is not None else None
+        t = check_tag(tag) if tag is not None else None
         ns = check_name(namespace, "namespace") if namespace is not None else None
         if t is None and ns is None:
             raise InvalidInput("delete: give a tag or a namespace")

@@ -93,6 +93,16 @@ def check_tags(value: object) -> tuple[str, ...]:
     return tuple(out)
 
 
+def check_tag(value: object, field: str = "tag") -> str:
+    """Exactly one tag (delete by tag): a string that check_tags keeps one tag of."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field}: expected one tag, got {_kind(value)}")
+    tags = check_tags([value])
+    if len(tags) != 1:
+        raise InvalidInput(f"{field}: expected one tag, got an empty one")
+    return tags[0]
+
+
 def check_int(value: object, field: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         shown = value if isinstance(value, int) and not isinstance(value, bool) else _kind(value)

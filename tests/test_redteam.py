@@ -416,3 +416,12 @@ def test_durations_out_of_range_are_config_errors(
 ) -> None:
     with pytest.raises(ConfigError, match=next(iter(value))):
         Config.from_dict({"workspace": str(tmp_path / "w"), key: value})
+
+
+@pytest.mark.parametrize("tag", ["", " ", "#", ",", ["a"], 5])
+def test_delete_by_an_empty_or_odd_tag_is_invalid_input(make_app: Any, tag: Any) -> None:
+    app = make_app(model=None)
+    call(app, "add", content="tagged", tags=["a"])
+    with pytest.raises(InvalidInput, match="tag"):
+        call(app, "delete", tag=tag)
+    assert call(app, "stats")["memories"] == 1
