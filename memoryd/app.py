@@ -7,6 +7,7 @@ the daemon wraps one in the socket server and the process lifecycle.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 import time
@@ -84,7 +85,9 @@ class App:
         self.embedder = EmbedWorker(
             self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
         )
-        self.dailylog = DailyLog(cfg.workspace, cfg.dailylog, clock=clock)
+        self.dailylog = DailyLog(
+            cfg.workspace, cfg.dailylog, clock=clock, elsewhere=self._marked_paths
+        )
         self.indexer = Indexer(
             self.store,
             cfg.workspace,
@@ -118,6 +121,12 @@ class App:
         self.ready = threading.Event()  # the first reconcile is done
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
+
+    def _marked_paths(self, ids: set[int]) -> list[str]:
+        """Workspace files whose indexed text holds the daily-log marker of one of `ids`."""
+        rows = self.store.read(entries.chunks_with_markers)
+        marker = re.compile(r"<!-- m:(\d+):[0-9a-f]{8} -->")
+        return sorted({p for p, text in rows if any(int(m) in ids for m in marker.findall(text))})
 
     def _log_rewritten(self, paths: list[Path]) -> None:
         """The daily log was rewritten by us: index it now (the watcher then finds nothing new)."""

@@ -35,7 +35,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -127,10 +127,14 @@ class DailyLog:
         settings: DailyLogSettings,
         *,
         clock: Callable[[], float] = time.time,
+        elsewhere: Callable[[set[int]], Iterable[str]] | None = None,
     ) -> None:
         self.workspace = Path(workspace)
         self.settings = settings
         self.clock = clock
+        # elsewhere(ids) -> workspace paths outside the log folder whose indexed text holds
+        # the marker of one of these memories (a log file moved or copied elsewhere)
+        self.elsewhere = elsewhere
         self._lock = threading.Lock()
 
     def folder(self) -> Path:
@@ -266,7 +270,7 @@ class DailyLog:
         changed: list[Path] = []
         pending = set(changes)
         with self._lock:
-            for path in [*sorted(likely), *self._log_files(exclude=likely)]:
+            for path in self._candidates(likely, pending):
                 if not pending:
                     break
                 try:
@@ -296,6 +300,25 @@ class DailyLog:
                         continue
                     changed.append(path)
         return changed
+
+    def _candidates(self, likely: set[Path], pending: set[int]) -> Iterator[Path]:
+        """Files that may hold the lines: the likely ones, every log file, then (while lines
+        are still missing) files elsewhere in the workspace that the index says hold them."""
+        seen = set(likely)
+        yield from sorted(likely)
+        for path in self._log_files(exclude=likely):
+            seen.add(path)
+            yield path
+        if pending and self.elsewhere is not None:
+            try:
+                found = sorted(set(self.elsewhere(set(pending))))
+            except Exception as exc:  # the index is a hint: a failure never blocks a delete
+                log.warning("daily log lines elsewhere not looked up", error=str(exc))
+                return
+            for rel in found:
+                path = self.workspace / rel
+                if path not in seen:
+                    yield path
 
     def _log_files(self, exclude: set[Path]) -> Iterator[Path]:
         """Every .md file under the log folder (not following symlinked folders), in order."""

@@ -458,3 +458,18 @@ def test_connections_being_evicted_do_not_count_against_the_limit(make_app: Any)
         assert server.evicted_total == 1 and list(server._closing) == ["a"]
     finally:
         server._pool.shutdown()
+
+
+def test_a_line_moved_out_of_the_log_folder_is_forgotten_too(make_app: Any) -> None:
+    app = make_app(model=None)
+    gone = call(app, "add", content="the archived memory about quetzals")["id"]
+    call(app, "add", content="a kept memory about toucans")
+    log = _today_log(app)
+    archive = app.cfg.workspace / "archive" / log.name  # Obsidian users archive old logs
+    archive.parent.mkdir()
+    log.rename(archive)
+    call(app, "reindex")
+    assert f"archive/{log.name}" in keyword_paths(app, "quetzals")
+    call(app, "delete", id=gone)
+    assert "quetzals" not in archive.read_text() and "toucans" in archive.read_text()
+    assert keyword_paths(app, "quetzals") == []

@@ -481,6 +481,18 @@ def by_type(con: apsw.Connection, namespace: str | None = None) -> dict[str, int
     return {t: int(n) for t, n in con.execute(sql + " GROUP BY type ORDER BY type", params)}
 
 
+def chunks_with_markers(con: apsw.Connection) -> list[tuple[str, str]]:
+    """(path, content) of every chunk holding a daily-log marker (`<!-- m:`): a memory's line
+    a person moved out of the log folder (an archived log) is indexed there as text."""
+    return [
+        (str(p), str(c))
+        for p, c in con.execute(
+            "SELECT d.path, e.content FROM entries e JOIN documents d ON d.id = e.document_id"
+            " WHERE e.kind = 'chunk' AND instr(e.content, '<!-- m:') > 0"
+        )
+    ]
+
+
 def memory_ids_among(con: apsw.Connection, ids: Iterable[int]) -> set[int]:
     """Those of `ids` that are memories now."""
     found: set[int] = set()
