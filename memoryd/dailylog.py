@@ -60,7 +60,7 @@ class DailyLogSettings(Protocol):
 
 
 _ANY_MARKER = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->\s*$")
-_MARKER_IDS = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->[ \t]*$", re.MULTILINE)
+_MARKER_IDS = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->[ \t]*(?=[\r\n]|\Z)")
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -280,21 +280,25 @@ class DailyLog:
                     continue
                 if "<!-- m:" not in text:
                     continue
+                # Lines split at every line ending (\n, \r\n, a lone \r as old Mac editors
+                # write) and kept with their endings: a file of CR-only lines is not one line
+                # whose removal would take the whole file with it.
                 lines, hit = [], False
-                for line in text.split("\n"):
-                    m = _ANY_MARKER.search(line)
+                for line in text.splitlines(keepends=True):
+                    body = line.rstrip("\r\n")
+                    m = _ANY_MARKER.search(body)
                     entry_id = int(m.group("id")) if m else None
                     if entry_id is not None and entry_id in changes:
                         hit = True
                         pending.discard(entry_id)
                         new = changes[entry_id]
                         if new is not None:
-                            lines.append(self.render(new, self._when(new)))
+                            lines.append(self.render(new, self._when(new)) + line[len(body) :])
                         continue
                     lines.append(line)
                 if hit:
                     try:
-                        _atomic_write(path, "\n".join(lines))
+                        _atomic_write(path, "".join(lines))
                     except OSError as exc:
                         log.error("daily log rewrite failed", path=str(path), error=str(exc))
                         continue

@@ -473,3 +473,22 @@ def test_a_line_moved_out_of_the_log_folder_is_forgotten_too(make_app: Any) -> N
     call(app, "delete", id=gone)
     assert "quetzals" not in archive.read_text() and "toucans" in archive.read_text()
     assert keyword_paths(app, "quetzals") == []
+
+
+@pytest.mark.parametrize("ending", ["\r", "\r\n"])
+def test_forgetting_a_line_keeps_the_rest_of_a_log_with_other_line_endings(
+    make_app: Any, ending: str
+) -> None:
+    app = make_app(model=None)
+    first = call(app, "add", content="first memory alpha")["id"]
+    last = call(app, "add", content="second memory beta")["id"]
+    log = _today_log(app)
+    text = log.read_text().replace("\n", ending)
+    log.write_bytes(text.replace(ending, f"{ending}my own precious line{ending}", 1).encode())
+    call(app, "delete", id=last)  # with CR-only lines this emptied the whole file
+    after = log.read_bytes().decode()
+    assert "precious" in after and "alpha" in after and "beta" not in after
+    assert after.count(ending) == text.count(ending)  # one line gone, one line added
+    call(app, "update", id=first, content="first memory gamma")
+    after = log.read_bytes().decode()
+    assert "gamma" in after and "alpha" not in after and "precious" in after
