@@ -358,7 +358,7 @@ class Indexer:
                 if rel is None:
                     continue
                 full = self.root / rel if rel != "." else self.root
-                if full.is_dir():
+                if _is_dir(full):
                     for p, s in self._scan_under(rel).items():
                         todo[p] = s
                     prefix = "" if rel == "." else rel + "/"
@@ -573,6 +573,15 @@ class Indexer:
             "orphan_chunks": int(orphans),
             "total": len(missing) + len(gone) + len(stale) + int(orphans),
         }
+
+
+def _is_dir(path: Path) -> bool:
+    """Path.is_dir, but False for a path the system refuses to look at (a name too long:
+    ENAMETOOLONG is not among the errors Path.is_dir swallows); _stat then says why."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _brief(r: Report) -> dict[str, Any]:

@@ -492,3 +492,10 @@ def test_forgetting_a_line_keeps_the_rest_of_a_log_with_other_line_endings(
     call(app, "update", id=first, content="first memory gamma")
     after = log.read_bytes().decode()
     assert "gamma" in after and "alpha" not in after and "precious" in after
+
+
+@pytest.mark.parametrize("path", ["x" * 300, "y" * 300 + "/a.md", "z" * 300 + ".md"])
+def test_reindex_of_a_name_too_long_is_not_an_internal_error(make_app: Any, path: str) -> None:
+    app = make_app(model=None)
+    res = call(app, "reindex", path=path)  # nothing there: nothing indexed, no -32603
+    assert res["indexed"] == 0 and res["deleted"] == 0
