@@ -4,8 +4,9 @@ vectors optional.
 A round trip loses nothing: ids, timestamps (unix seconds), tags, triggers, tier, feedback and
 access counts, the change history and the access log travel as they are. Import is all or
 nothing (one transaction) and de-duplicates by (namespace, content hash): a memory already stored
-is skipped, never duplicated or overwritten. An imported memory keeps its id unless another entry
-holds it; then it gets a new one and the answer says so (`renumbered`).
+is skipped, never duplicated or overwritten. An imported memory keeps its id unless this store
+has handed that id out before (ids are never reused); then it gets a new one and the answer says
+so (`renumbered`).
 
 Validation of the memory fields is memoryd.validation's, through Memories.import_items, exactly
 as for add; this module checks the fields only an export carries, and stores checked items.
@@ -23,9 +24,9 @@ import numpy as np
 
 from memoryd import lifecycle, secretguard
 from memoryd.errors import InvalidInput
+from memoryd.store import entries, vectors
 from memoryd.store import lifecycle as lcstore
 from memoryd.store import transfer as tstore
-from memoryd.store import vectors
 from memoryd.validation import check_count, check_str, check_time
 
 # Fields of an exported item that are not memory fields (checked here, not by check_fields).
@@ -143,12 +144,16 @@ def store_items(con: apsw.Connection, items: list[dict[str, Any]], *, now: float
     counts: dict[str, Any] = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}
     renumbered: list[dict[str, int]] = []
     ids: list[int] = []
+    # An id this store has handed out before (to a memory or a chunk, deleted since or not) is
+    # never handed out again: an agent holding "#12" of a deleted entry must not find another
+    # thing there. Only ids above the store's high-water mark at the start are kept.
+    high = entries.id_high_water(con)
     for v in items:
         if tstore.memory_by_hash(con, v["namespace"], v["content_hash"]) is not None:
             counts["skipped_duplicates"] += 1
             continue
         wanted = v.get("id")
-        keep = wanted is not None and wanted <= MAX_KEPT_ID and tstore.free(con, wanted)
+        keep = wanted is not None and high < wanted <= MAX_KEPT_ID and tstore.free(con, wanted)
         entry_id = tstore.insert_memory(con, v, wanted if keep else None)
         if wanted is not None and wanted != entry_id:
             renumbered.append({"from": wanted, "to": entry_id})

@@ -499,3 +499,27 @@ def test_reindex_of_a_name_too_long_is_not_an_internal_error(make_app: Any, path
     app = make_app(model=None)
     res = call(app, "reindex", path=path)  # nothing there: nothing indexed, no -32603
     assert res["indexed"] == 0 and res["deleted"] == 0
+
+
+def test_import_never_reuses_the_id_of_a_deleted_memory_or_chunk(make_app: Any) -> None:
+    app = make_app(model=None)
+    note = app.cfg.workspace / "staging.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("# Staging\n\nstaging notes about servers\n")
+    call(app, "reindex")
+    chunk = call(app, "list", kind="chunk")["items"][0]["id"]
+    memory = call(app, "add", content="a memory to delete")["id"]
+    call(app, "delete", id=memory)
+    note.unlink()
+    call(app, "reindex")
+    res = call(
+        app,
+        "import",
+        items=[
+            {"id": chunk, "content": "imported, asking for the old chunk's id"},
+            {"id": memory, "content": "imported, asking for the deleted memory's id"},
+            {"id": 10_000, "content": "imported with an id never handed out"},
+        ],
+    )
+    assert chunk not in res["ids"] and memory not in res["ids"] and 10_000 in res["ids"]
+    assert {r["from"] for r in res["renumbered"]} == {chunk, memory}
