@@ -206,6 +206,8 @@ def guard(values: dict[str, Any], mode: str, allow: object) -> Guarded:
         return out
     for name in TEXT_FIELDS:
         found = sorted({k for t in _texts(name, values.get(name)) for k in secretguard.kinds(t)})
+        if name in NAME_FIELDS:  # ids in names ("agent-<uuid>") are not credentials
+            found = [k for k in found if k != "high_entropy_token"]
         if found:
             out.secrets[name] = found
     if not out.secrets:

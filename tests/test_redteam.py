@@ -523,3 +523,13 @@ def test_import_never_reuses_the_id_of_a_deleted_memory_or_chunk(make_app: Any) 
     )
     assert chunk not in res["ids"] and memory not in res["ids"] and 10_000 in res["ids"]
     assert {r["from"] for r in res["renumbered"]} == {chunk, memory}
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["agent-cf6c67c3-4ab9-4910-bc66-fac5073ed398", "project-2026-alpha-team-backend-services"],
+)
+def test_ordinary_long_names_are_not_taken_for_credentials(make_app: Any, name: str) -> None:
+    app = make_app(model=None)
+    res = call(app, "add", content="a note for this agent", namespace=name)
+    assert res["memory"]["namespace"] == name and not res["warnings"]
