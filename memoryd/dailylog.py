@@ -42,6 +42,7 @@ from typing import Any, Protocol
 
 from memoryd import secretguard
 from memoryd.logsetup import get_logger
+from memoryd.timeutil import parse_time
 
 log = get_logger("memoryd.dailylog")
 
@@ -135,7 +136,9 @@ class DailyLog:
         # elsewhere(ids) -> workspace paths outside the log folder whose indexed text holds
         # the marker of one of these memories (a log file moved or copied elsewhere)
         self.elsewhere = elsewhere
-        self._lock = threading.Lock()
+        # Held for every change of a log file; memoryd.notes takes it too (App passes it), so
+        # a note.append and a daily-log line never race on the same file.
+        self.lock = threading.Lock()
 
     def folder(self) -> Path:
         return self.workspace / self.settings.folder
@@ -173,17 +176,11 @@ class DailyLog:
         """Append one memory to the log of its local creation date. Never raises."""
         if not self.settings.enabled:
             return None
-        created = record.get("created_at")
-        ts = (
-            datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
-            if isinstance(created, str)
-            else self.clock()
-        )
-        when = datetime.fromtimestamp(ts).astimezone()  # local date: the day the user lived
+        when = self._when(record)
         path = self.path_for(when)
         line = self.render(record, when) + "\n"
         try:
-            with self._lock:
+            with self.lock:
                 self._check_inside(path.parent)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._check_inside(path.parent)
@@ -219,12 +216,9 @@ class DailyLog:
             raise OSError(errno.EXDEV, "leads outside the workspace through a symlink", str(folder))
 
     def _when(self, record: dict[str, Any]) -> datetime:
+        """A memory's creation time in local time: its log is the day the user lived."""
         created = record.get("created_at")
-        ts = (
-            datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
-            if isinstance(created, str)
-            else self.clock()
-        )
+        ts = parse_time(created) if isinstance(created, str) else self.clock()
         return datetime.fromtimestamp(ts).astimezone()
 
     def forget(self, records: list[dict[str, Any]]) -> list[Path]:
@@ -269,7 +263,7 @@ class DailyLog:
         likely = {self.path_for(self._when(r)) for r in records}
         changed: list[Path] = []
         pending = set(changes)
-        with self._lock:
+        with self.lock:
             for path in self._candidates(likely, pending):
                 if not pending:
                     break

@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd import markdown, obsidian
+from memoryd.errors import InvalidInput
 from memoryd.logsetup import get_logger
 from memoryd.store import Store, entries, links
 from memoryd.store.entries import DocumentInfo, NewChunk
+from memoryd.validation import check_str
 
 log = get_logger("memoryd.indexer")
 
@@ -198,6 +200,27 @@ class Indexer:
                 continue
         return None
 
+    def resolve_path(
+        self, path: object, *, root_ok: bool = False, keep_link: bool = False
+    ) -> tuple[str, Path]:
+        """A workspace file or folder an API request names: (workspace-relative path, resolved
+        full path). InvalidInput when it is not text, cannot be resolved (a symlink loop) or
+        lies outside the workspace (or is the workspace itself, unless root_ok). keep_link:
+        resolve the folders on the way but not the last name (a symlink names itself)."""
+        text = check_str(path, "path", limit=4096).strip()
+        if not text:
+            raise InvalidInput("path: expected a workspace-relative path")
+        raw = self.root / text
+        try:
+            last = keep_link and raw.name not in ("", ".", "..")
+            full = raw.parent.resolve() / raw.name if last else raw.resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, ...
+            raise InvalidInput(f"path: cannot resolve {text!r} ({exc})") from None
+        rel = self.relpath(full)
+        if rel is None or (rel in (".", "") and not root_ok):
+            raise InvalidInput(f"path: {text!r} is outside the workspace")
+        return rel, full
+
     def accepts(self, path: Path) -> bool:
         rel = self.relpath(path)
         return (
@@ -225,13 +248,13 @@ class Indexer:
         root = str(self.root_real)
         return real == root or real.startswith(root + os.sep)
 
-    def scan(self, report: Report | None = None) -> dict[str, FileState]:
-        """Every accepted regular file under the workspace, following only inner symlinks.
-        Files skipped on the way are logged (and counted in `report`)."""
+    def scan(self, report: Report | None = None, under: str = ".") -> dict[str, FileState]:
+        """Every accepted regular file under the workspace (or its folder `under`), following
+        only inner symlinks. Files skipped on the way are logged (and counted in `report`)."""
         found: dict[str, FileState] = {}
         seen_dirs: set[str] = set()
         follow = self.settings.follow_symlinks
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=follow):
+        for dirpath, dirnames, filenames in os.walk(self.root / under, followlinks=follow):
             real_dir = os.path.realpath(dirpath)
             if real_dir in seen_dirs or not self._inside(real_dir):
                 dirnames[:] = []
@@ -394,8 +417,12 @@ class Indexer:
     def _scan_under(self, rel: str) -> dict[str, FileState]:
         if rel in (".", ""):
             return self.scan()
-        prefix = rel + "/"
-        return {p: s for p, s in self.scan().items() if p.startswith(prefix)}
+        if os.path.realpath(self.root / rel) != os.path.join(self.root_real, rel):
+            # a symlink on the way (a loop, an alias of another folder): the whole walk decides
+            # where its files belong, as a reconcile would
+            prefix = rel + "/"
+            return {p: s for p, s in self.scan().items() if p.startswith(prefix)}
+        return self.scan(under=rel)  # a folder event walks that folder only
 
     def _apply(
         self,
@@ -422,7 +449,7 @@ class Indexer:
             except Exception as exc:  # one bad file never stops the rest
                 log.exception("indexing failed", path=state.path)
                 report.errors.append(f"{state.path}: {exc}")
-            if progress is not None and (n % 200 == 0 or n == total):
+            if progress is not None:
                 progress(n, total)
         for p in vanished:
             if p in moved_from:
@@ -495,7 +522,7 @@ class Indexer:
         n = self.store.run_write(write)
         report.indexed += 1
         report.chunks += n
-        log.info(
+        log.debug(
             "indexed",
             path=state.path,
             chunks=n,

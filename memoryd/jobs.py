@@ -78,7 +78,7 @@ def quick_check(app: App) -> dict[str, Any]:
 
 
 def reconcile(app: App) -> dict[str, Any]:
-    report = app.indexer.reconcile()
+    report = app.reconcile()
     if report.changed:
         log.warning(
             "reconcile repaired drift the watcher missed",

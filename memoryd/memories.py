@@ -19,6 +19,7 @@ from memoryd.logsetup import get_logger
 from memoryd.store import Store, entries
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.entries import Filters, NewMemory
+from memoryd.timeutil import parse_time
 from memoryd.validation import (
     ADD_FIELDS,
     IMPORT_FIELDS,
@@ -339,6 +340,10 @@ class Memories:
             raise InvalidInput("items: expected a list of exported memories")
         if isinstance(first_line, bool) or not isinstance(first_line, int) or first_line < 1:
             raise InvalidInput("first_line: expected a positive integer")
+        if not isinstance(dry_run, bool):
+            raise InvalidInput("dry_run: expected true or false")
+        if not isinstance(allow_secrets, bool):  # also when no item reaches the secret guard
+            raise InvalidInput("allow_secrets: expected true or false")
         now = self.clock()
         checked = []
         for n, item in enumerate(items):
@@ -349,8 +354,6 @@ class Memories:
                 data = dict(exc.data or {})
                 data["line"] = line
                 raise type(exc)(f"line {line}: {exc.message}", data=data) from None
-        if not isinstance(dry_run, bool):
-            raise InvalidInput("dry_run: expected true or false")
         if dry_run:
             return {
                 **self.store.read(lambda con: transfer.plan_items(con, checked)),
@@ -464,7 +467,7 @@ class Memories:
             self._run(self.on_removed, found)
             self._changed()
             log.info(why, ids=[r["id"] for r in found][:50], count=len(found))
-        oldest = min((_ts(r["created_at"]) for r in found), default=None)
+        oldest = min((parse_time(r["created_at"]) for r in found), default=None)
         copies = self.copies_since(oldest) if (self.copies_since and oldest is not None) else []
         answer = {
             "deleted": len(found),
@@ -489,12 +492,6 @@ class Memories:
                 hook()
             except Exception:
                 log.exception("change hook failed")
-
-
-def _ts(iso_time: str) -> float:
-    from datetime import datetime
-
-    return datetime.fromisoformat(iso_time.replace("Z", "+00:00")).timestamp()
 
 
 def _sections(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,21 +1,33 @@
-"""Search: candidate pools (keyword, vector), fusion, ranking signals, fallback tiers.
+"""Search: candidate pools (keyword, vector), fusion per note, ranking signals, fallback tiers.
 
 Tiers, in order (mode "auto"):
-  hybrid   keyword pool + vector pool, fused (RRF k=60 by default, or weighted scores);
+  hybrid   keyword pool + vector pool, fused per note (`ranking.relevance`);
   keyword  when there is no model (or no vectors yet);
   vector   when the keyword index finds nothing but vectors do;
   fuzzy    when the keyword index finds nothing: query terms are corrected against the index's
            vocabulary ("dokcer netwrking" -> docker network) and searched again (fused with the
            vector pool when there is one).
-Every response names the mode that answered it. The pure parts (SQL building, fusion, ranking)
-are functions tested without a database.
+Every response names the mode that answered it.
+
+What a hit is (see docs/protocol.md, "Scores"):
+- only a candidate backed by a keyword match, or by a similarity at or above the model's
+  calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding;
+- filters restrict both pools before ranking (the vector pool scans the filtered texts exactly
+  when the filter leaves few of them), and BM25 is normalised without them, so a filtered search
+  returns what an unfiltered one restricted afterwards does, with the same scores;
+- by default one result per note (its best chunk, plus the note's other matching sections) or
+  memory; `group="none"` gives raw chunks;
+- `score` is in 0..1 and means the same in every query: 1 = the best keyword match on every
+  query word that is also as similar as the top of the model's scale.
+The pure parts live in ranking.py (fusion, scores, order) and snippets.py, tested without a
+database.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -25,27 +37,44 @@ import numpy as np
 from memoryd import lifecycle, secretguard
 from memoryd.errors import InvalidInput, Unavailable
 from memoryd.ftsquery import STOP_WORDS, parse_query
-from memoryd.store import Store, entries, vectors
-from memoryd.store.entries import Filters
+from memoryd.ranking import (  # noqa: F401  (re-exported: the pure parts live in ranking.py)
+    DEFAULT_SCALE,
+    SIGNAL_SHARE,
+    SIMILARITY_SCALE,
+    Candidate,
+    Scale,
+    SearchSettings,
+    admitted,
+    bm25_norm,
+    group_by_note,
+    normalise,
+    order,
+    rank_weight,
+    relevance,
+    rrf,
+    signals,
+    similarity_scale,
+    strength,
+    tier_decay,
+    weighted,
+)
+from memoryd.snippets import (  # noqa: F401
+    _CLOSE,
+    _OPEN,
+    escape_markdown,
+    plain_snippet,
+    render_snippet,
+)
+from memoryd.store import Store, entries, searchsql, vectors
+from memoryd.store.entries import Filters, filter_sql
 from memoryd.vecindex import VectorCache
 
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
+GROUPS = ("note", "none")
 
-
-class SearchSettings(Protocol):
-    default_limit: int
-    max_limit: int
-    fusion: str
-    rrf_k: int
-    candidate_multiplier: int
-    keyword_weight: float
-    vector_weight: float
-    partial_match_weight: float
-    importance_weight: float
-    recency_weight: float
-    recency_half_life_days: float
-    frequency_weight: float
-    fuzzy: bool
+EXACT_SCAN_MAX = 20_000  # a filter leaving at most this many entries: exact vector scan
+KNN_MAX = 4096  # never ask the nearest-neighbour search for more than this
+MIN_POOL = 50  # chunks per pool at least (notes need several chunks each)
 
 
 class QueryEmbedder(Protocol):
@@ -65,100 +94,12 @@ class SearchRequest:
     mode: str = "auto"
     filters: Filters = field(default_factory=Filters)
     explain: bool = False
-    record_access: bool = True
     use_decay: bool = True
     include_constitutional: bool = False
     max_tokens: int | None = None
     concepts: tuple[str, ...] = ()
-
-
-@dataclass
-class Candidate:
-    id: int
-    keyword_rank: int | None = None
-    bm25: float | None = None
-    match: str | None = None  # the FTS5 expression that found it (snippets come from it)
-    partial: bool = False  # matched only some of the query's topical terms
-    vector_rank: int | None = None
-    similarity: float | None = None
-    fused: float = 0.0
-    components: dict[str, float] = field(default_factory=dict)
-    final: float = 0.0
-
-
-# --- pure parts -------------------------------------------------------------------------------
-
-
-def keyword_sql(where: str) -> str:
-    """SQL for the keyword pool: FTS5 BM25 (content weighs most, then headings, then tags)."""
-    return (
-        "SELECT e.id, bm25(entries_fts, 1.0, 0.6, 0.4) AS score"
-        " FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid"
-        " LEFT JOIN documents d ON d.id = e.document_id"
-        f" WHERE entries_fts MATCH ? AND {where} ORDER BY score LIMIT ?"
-    )
-
-
-def rrf(
-    pools: Sequence[Sequence[int | tuple[int, float]]],
-    k: int,
-    weights: Sequence[float] | None = None,
-) -> dict[int, float]:
-    """Reciprocal Rank Fusion: sum over pools of weight / (k + rank), rank from 1.
-
-    A pool item is an id, or (id, weight) to scale that item's contribution."""
-    scores: dict[int, float] = {}
-    for n, pool in enumerate(pools):
-        w = 1.0 if weights is None else weights[n]
-        for rank, item in enumerate(pool, start=1):
-            entry_id, iw = item if isinstance(item, tuple) else (item, 1.0)
-            scores[entry_id] = scores.get(entry_id, 0.0) + w * iw / (k + rank)
-    return scores
-
-
-def normalise(values: dict[int, float], *, higher_is_better: bool) -> dict[int, float]:
-    """Min-max to [0, 1] (1 = best). A pool of one, or all equal, scores 1."""
-    if not values:
-        return {}
-    lo, hi = min(values.values()), max(values.values())
-    if hi == lo:
-        return dict.fromkeys(values, 1.0)
-    if higher_is_better:
-        return {i: (v - lo) / (hi - lo) for i, v in values.items()}
-    return {i: (hi - v) / (hi - lo) for i, v in values.items()}
-
-
-def weighted(
-    bm25: dict[int, float], similarity: dict[int, float], w_keyword: float, w_vector: float
-) -> dict[int, float]:
-    """Weighted fusion of normalised scores; a pool an entry is missing from contributes 0."""
-    kw = normalise(bm25, higher_is_better=False)  # bm25() is lower-is-better in FTS5
-    vec = normalise(similarity, higher_is_better=True)
-    return {i: w_keyword * kw.get(i, 0.0) + w_vector * vec.get(i, 0.0) for i in {*kw, *vec}}
-
-
-def signals(row: dict[str, Any], s: SearchSettings, now: float) -> dict[str, float]:
-    """Ranking boosts beside relevance: importance, recency decay, access frequency.
-    `row` has the entry's importance, access_count and updated_at (unix seconds)."""
-    importance = (max(1, min(10, int(row["importance"]))) - 1) / 9
-    age_days = max(0.0, (now - row["updated_at"]) / 86400)
-    recency = 0.5 ** (age_days / s.recency_half_life_days)
-    frequency = min(1.0, math.log1p(row["access_count"]) / math.log1p(100))
-    return {
-        "importance": s.importance_weight * importance,
-        "recency": s.recency_weight * recency,
-        "frequency": s.frequency_weight * frequency,
-    }
-
-
-def tier_decay(tier: str, last_used: float, now: float, lc: Any) -> float:
-    """How much of its relevance a memory keeps with age: halves every half-life of its tier,
-    never below decay_floor; constitutional memories never decay."""
-    if tier == "constitutional" or lc is None:
-        return 1.0
-    half_life = getattr(lc, f"half_life_days_{tier}", lc.half_life_days_normal)
-    age_days = max(0.0, (now - last_used) / 86400)
-    return max(lc.decay_floor, 0.5 ** (age_days / half_life))
+    group: str = "note"
+    record_access: bool = False  # ignored: search never records accesses (kept for callers)
 
 
 # --- the searcher ------------------------------------------------------------------------------
@@ -177,6 +118,7 @@ class Searcher:
         clock: Callable[[], float] = time.time,
         lifecycle_settings: Any = None,
         flag_secrets: bool = True,
+        pending_vectors: Callable[[], int] | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -185,16 +127,34 @@ class Searcher:
         self.clock = clock
         self.lifecycle = lifecycle_settings
         self.flag_secrets = flag_secrets
+        self.pending_vectors = pending_vectors
         self.vector_cache = VectorCache()
+        self._pool: ThreadPoolExecutor | None = None
+        self._secrets: dict[str, list[str]] = {}
+        self._pending: tuple[int | None, float] = (None, -1e9)
+        self._pending_future: Future[int] | None = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def search(self, req: SearchRequest) -> dict[str, Any]:
         started = time.perf_counter()
         s = self.settings
         if req.mode not in MODES:
             raise InvalidInput(f"mode: expected one of {', '.join(MODES)}, got {req.mode!r}")
+        if req.group not in GROUPS:
+            raise InvalidInput(f"group: expected one of {', '.join(GROUPS)}, got {req.group!r}")
         limit = req.limit if req.limit is not None else s.default_limit
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= s.max_limit:
             raise InvalidInput(f"limit: expected an integer from 1 to {s.max_limit}, got {limit!r}")
+        if req.max_tokens is not None and (
+            isinstance(req.max_tokens, bool)
+            or not isinstance(req.max_tokens, int)
+            or req.max_tokens < 1
+        ):
+            raise InvalidInput("max_tokens: expected a positive integer")
         if req.concepts:
             if not 2 <= len(req.concepts) <= 5 or not all(
                 isinstance(c, str) and c.strip() for c in req.concepts
@@ -206,24 +166,16 @@ class Searcher:
             if not isinstance(req.query, str) or not req.query.strip():
                 raise InvalidInput("query: must be a non-empty string")
             query_vec = self._query_vector(req)
-            result = self.store.read(lambda con: self._run(con, req, limit, query_vec))
+            result = self._run(req, limit, query_vec)
         if req.include_constitutional:
             result["hits"] = self._pinned(req) + [
                 h for h in result["hits"] if h.get("tier") != "constitutional"
             ]
-        hits = result["hits"]
-        if req.record_access and hits:
-            ids = [h["id"] for h in hits]
-            now = self.clock()
-            self.store.run_write(lambda con: entries.record_access(con, req.query, ids, now))
         if req.max_tokens is not None:
-            if (
-                isinstance(req.max_tokens, bool)
-                or not isinstance(req.max_tokens, int)
-                or (req.max_tokens < 1)
-            ):
-                raise InvalidInput("max_tokens: expected a positive integer")
             result.update(lifecycle.budgeted(result["hits"], req.max_tokens))
+        pending = self._pending_vectors(req)
+        if pending:
+            result["pending_vectors"] = pending
         result["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return result
 
@@ -241,7 +193,7 @@ class Searcher:
         """Entries that match every concept (by keywords, or by meaning when there is a model),
         ranked by their summed reciprocal ranks."""
         now = self.clock()
-        where, params = entries.filter_sql(req.filters, now)
+        where, params = filter_sql(req.filters, now)
         size = max(200, limit * self.settings.candidate_multiplier)
         pools: list[list[int]] = []
         used_vectors = False
@@ -251,23 +203,23 @@ class Searcher:
             if parsed.match:
                 ids = [c.id for c in self._keyword_pool(con, parsed.match, where, params, size)]
             if vec is not None:
-                near = self._vector_pool(con, vec, where, params, size)
-                close = [c.id for c in near if (c.similarity or 0) >= 0.3]
+                near, scale = self._vector_pool(con, vec, req.filters, now, size)
+                close = [c.id for c in near if (c.similarity or 0) >= scale[0]]
                 used_vectors = used_vectors or bool(close)
                 ids += [i for i in close if i not in set(ids)]
             pools.append(ids)
         common = set(pools[0]).intersection(*map(set, pools[1:])) if pools else set()
         scores = rrf([[i for i in p if i in common] for p in pools], self.settings.rrf_k)
-        top = max(scores.values(), default=1.0) or 1.0
+        best = len(pools) / (self.settings.rrf_k + 1)
         candidates = [
-            Candidate(id=i, fused=v, components={"relevance": v / top}) for i, v in scores.items()
+            Candidate(id=i, fused=v, components={"relevance": v / best}) for i, v in scores.items()
         ]
         mode = "hybrid" if used_vectors else "keyword"
         return {
             "query": " + ".join(req.concepts),
             "concepts": list(req.concepts),
             "mode": mode,
-            "hits": self._finish(con, candidates, limit, now, req.explain, mode, req.use_decay),
+            "hits": self._finish(con, candidates, limit, now, req, mode),
         }
 
     def _query_vector(self, req: SearchRequest) -> np.ndarray | None:
@@ -281,43 +233,111 @@ class Searcher:
             return None
         return self.model.embed_query(req.query)
 
-    def _run(
-        self, con: apsw.Connection, req: SearchRequest, limit: int, qvec: np.ndarray | None
+    def _secret_kinds(self, content_hash: str, content: str) -> list[str]:
+        """secretguard.kinds, remembered by content hash (scanning costs ~0.15 ms a hit)."""
+        found = self._secrets.get(content_hash)
+        if found is None:
+            found = list(secretguard.kinds(content))
+            if len(self._secrets) >= 4096:
+                self._secrets.clear()
+            self._secrets[content_hash] = found
+        return found
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memoryd-search")
+        return self._pool
+
+    def _pending_vectors(self, req: SearchRequest) -> int | None:
+        """Texts still waiting for a vector (the answer may be keyword-only meanwhile). Counting
+        costs about 50 ms at 100K chunks, so it is refreshed off the query path and a search
+        reports the last count."""
+        if (
+            self.pending_vectors is None
+            or self.model is None
+            or self.model.state in ("none", "failed")
+            or req.mode in ("keyword", "fuzzy")
+        ):
+            return None
+        value, at = self._pending
+        fut = self._pending_future
+        if fut is not None and fut.done():
+            self._pending_future = None
+            if fut.exception() is None:
+                value, at = fut.result(), time.monotonic()
+                self._pending = (value, at)
+        # every 2 s while texts are pending, every 30 s once none were (50 ms of CPU at 100K)
+        if self._pending_future is None and time.monotonic() - at > (2.0 if value else 30.0):
+            self._pending_future = self._executor().submit(self.pending_vectors)
+        return value
+
+    def pool_size(self, limit: int) -> int:
+        return max(MIN_POOL, limit * self.settings.candidate_multiplier)
+
+    def _run(self, req: SearchRequest, limit: int, qvec: np.ndarray | None) -> dict[str, Any]:
+        now = self.clock()
+        size = self.pool_size(limit)
+        pending: Future[tuple[list[Candidate], Scale]] | None = None
+        if qvec is not None and req.mode in ("auto", "vector", "hybrid"):
+            # The vector pool runs on its own thread and read connection, beside the keyword
+            # pool: SQLite and numpy both release the GIL.
+            pending = self._executor().submit(
+                self.store.read,
+                lambda con: self._vector_pool(con, qvec, req.filters, now, size),
+            )
+        try:
+            return self.store.read(lambda con: self._answer(con, req, limit, now, size, pending))
+        finally:
+            if pending is not None:
+                pending.cancel()
+
+    def _answer(
+        self,
+        con: apsw.Connection,
+        req: SearchRequest,
+        limit: int,
+        now: float,
+        size: int,
+        pending: Future[tuple[list[Candidate], Scale]] | None,
     ) -> dict[str, Any]:
         s = self.settings
-        now = self.clock()
-        pool_size = limit * s.candidate_multiplier
         parsed = parse_query(req.query)
-        where, params = entries.filter_sql(req.filters, now)
+        where, params = filter_sql(req.filters, now)
         out: dict[str, Any] = {"query": req.query}
 
         keyword: list[Candidate] = []
         fuzzy_used = False
         if req.mode in ("auto", "keyword", "hybrid") and parsed.match:
-            keyword = self._keyword_pool(con, parsed.match, where, params, pool_size)
-            if parsed.match_any and len(keyword) < pool_size:
+            keyword = self._keyword_pool(con, parsed.match, where, params, size)
+            if parsed.match_any and len(keyword) < size:
                 # Entries with every term rank first; entries with some of the topical terms
                 # fill the pool, so a question ("what did we decide about auth?") finds its note.
                 seen = {c.id for c in keyword}
-                extra = self._keyword_pool(con, parsed.match_any, where, params, pool_size)
+                extra = self._keyword_pool(con, parsed.match_any, where, params, size)
                 for c in extra:
                     c.partial = True
-                keyword += [c for c in extra if c.id not in seen][: pool_size - len(keyword)]
+                keyword += [c for c in extra if c.id not in seen][: size - len(keyword)]
                 for rank, c in enumerate(keyword, start=1):
                     c.keyword_rank = rank
-        want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
         topical = [t for t in parsed.terms if t not in STOP_WORDS]
+        want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
+        rewritten = None
         if want_fuzzy and self.fuzzy is not None and topical:
             rewritten = self.fuzzy.rewrite(con, topical)
             if rewritten is not None:
-                keyword = self._keyword_pool(con, rewritten.match, where, params, pool_size)
+                keyword = self._keyword_pool(con, rewritten.match, where, params, size)
+                for c in keyword:
+                    c.partial = True  # a corrected query is weaker evidence than the typed one
                 if keyword:
                     fuzzy_used = True
                     out["corrected_query"] = rewritten.corrected_query
 
         vector: list[Candidate] = []
-        if qvec is not None and req.mode in ("auto", "vector", "hybrid"):
-            vector = self._vector_pool(con, qvec, where, params, pool_size)
+        scale = DEFAULT_SCALE
+        if pending is not None:
+            vector, scale = pending.result()
+        # No padding: a vector neighbour is a candidate only at or above the model's floor.
+        vector = [c for c in vector if (c.similarity or 0.0) >= scale[0]]
 
         if fuzzy_used:
             mode = "fuzzy"
@@ -330,53 +350,87 @@ class Searcher:
         else:
             mode = req.mode
         out["mode"] = mode
-        ranked = self._fuse(keyword, vector)
-        out["hits"] = self._finish(con, ranked, limit, now, req.explain, mode, req.use_decay)
+        norm = None
+        if keyword and s.fusion == "weighted" and req.filters != base_filters(req.filters):
+            # Scores must not depend on the filter: normalise BM25 by the best match of the
+            # query without it, so a filtered search ranks as an unfiltered one restricted.
+            full = rewritten.match if fuzzy_used and rewritten is not None else parsed.match
+            bwhere, bparams = filter_sql(base_filters(req.filters), now)
+            norm = searchsql.best_bm25(con, full, bwhere, bparams) if full else None
+            if norm is None and parsed.match_any and not fuzzy_used:
+                norm = searchsql.best_bm25(con, parsed.match_any, bwhere, bparams)
+        ranked = admitted(self._fuse(keyword, vector, scale, req.group, norm), scale)
+        out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale)
+        if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
+            if rewritten is None and req.mode != "fuzzy":
+                rewritten = self.fuzzy.rewrite(con, topical)
+            if rewritten is not None and rewritten.corrected_query != req.query:
+                out["suggestion"] = rewritten.corrected_query
         return out
 
     def _keyword_pool(
         self, con: apsw.Connection, match: str, where: str, params: list[Any], size: int
     ) -> list[Candidate]:
-        rows = con.execute(keyword_sql(where), [match, *params, size]).fetchall()
         return [
-            Candidate(id=int(i), keyword_rank=rank, bm25=float(score), match=match)
-            for rank, (i, score) in enumerate(rows, start=1)
+            Candidate(id=i, document_id=doc, keyword_rank=rank, bm25=score, match=match)
+            for rank, (i, score, doc) in enumerate(
+                searchsql.keyword_pool(con, match, where, params, size), start=1
+            )
         ]
 
     def _vector_pool(
-        self, con: apsw.Connection, qvec: np.ndarray, where: str, params: list[Any], size: int
-    ) -> list[Candidate]:
+        self, con: apsw.Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
+    ) -> tuple[list[Candidate], Scale]:
+        """The `size` nearest entries that pass the filters, nearest first, and the model's
+        similarity scale. Filters restrict the candidates before ranking: a selective filter
+        scans the vectors of the texts it allows exactly; otherwise the nearest-neighbour search
+        widens (never past KNN_MAX) and, if the filter still leaves too few, falls back to the
+        exact scan, so a filtered query finds what an unfiltered one restricted afterwards does."""
         active = vectors.active_model(con)
         if active is None or active[2] != int(qvec.shape[-1]):
-            return []
-        model_id, dim = active[0], active[2]
-        k = size
-        # Filters apply after the nearest-neighbour search; widen k until enough survive.
-        while True:
-            nearest = self.vector_cache.knn(con, model_id, dim, qvec, k)
-            if not nearest:
-                return []
-            dist = {h: d for h, d in nearest}
-            hashes = list(dist)
-            found: list[tuple[int, str]] = []
-            for start in range(0, len(hashes), 500):
-                part = hashes[start : start + 500]
-                found += con.execute(
-                    "SELECT e.id, e.content_hash FROM entries e"
-                    " LEFT JOIN documents d ON d.id = e.document_id"
-                    f" WHERE e.content_hash IN ({','.join('?' * len(part))}) AND {where}",
-                    [*part, *params],
-                ).fetchall()
-            if len(found) >= size or len(nearest) < k or k >= size * 64:
-                break
-            k *= 4
-        found.sort(key=lambda row: (dist[row[1]], row[0]))
+            return [], DEFAULT_SCALE
+        model_id, key, dim = active
+        scale = similarity_scale(key)
+        where, params = filter_sql(filters, now)
+        cache = self.vector_cache
+        found: list[tuple[int, str, int | None]] | None = None
+        sims: dict[str, float] = {}
+        if narrowing(filters):
+            allowed = searchsql.filtered_entries(con, where, params, EXACT_SCAN_MAX + 1)
+            if len(allowed) <= EXACT_SCAN_MAX:
+                found = allowed
+                sims = cache.similarities(con, model_id, dim, qvec, {h for _, h, _ in allowed})
+        if found is None:
+            k = min(size, KNN_MAX)
+            while True:
+                nearest = cache.knn(con, model_id, dim, qvec, k)
+                sims = {h: 1.0 - d for h, d in nearest}
+                found = searchsql.entries_with_hashes(con, list(sims), where, params)
+                if len(found) >= size or len(nearest) < k:
+                    break
+                if k >= KNN_MAX:
+                    found = searchsql.filtered_entries(con, where, params, -1)
+                    sims = cache.similarities(con, model_id, dim, qvec, {h for _, h, _ in found})
+                    break
+                k = min(k * 4, KNN_MAX)
+        scored = sorted(
+            ((sims[h], i, doc) for i, h, doc in found if h in sims), key=lambda t: (-t[0], t[1])
+        )
         return [
-            Candidate(id=int(i), vector_rank=rank, similarity=1.0 - dist[h])
-            for rank, (i, h) in enumerate(found[:size], start=1)
-        ]
+            Candidate(id=i, document_id=doc, vector_rank=rank, similarity=sim)
+            for rank, (sim, i, doc) in enumerate(scored[:size], start=1)
+        ], scale
 
-    def _fuse(self, keyword: list[Candidate], vector: list[Candidate]) -> list[Candidate]:
+    def _fuse(
+        self,
+        keyword: list[Candidate],
+        vector: list[Candidate],
+        scale: Scale,
+        group: str,
+        best_bm25: float | None = None,
+    ) -> list[Candidate]:
+        """Merge the pools and score each chunk; with group "note", score each note by its own
+        ranks in the pools (fusion per note) and keep its chunks as sections."""
         s = self.settings
         by_id: dict[int, Candidate] = {c.id: c for c in keyword}
         for c in vector:
@@ -385,43 +439,36 @@ class Searcher:
                 by_id[c.id].similarity = c.similarity
             else:
                 by_id[c.id] = c
-        if s.fusion == "weighted":
-            fused = weighted(
-                {c.id: c.bm25 for c in keyword if c.bm25 is not None},
-                {c.id: c.similarity for c in vector if c.similarity is not None},
-                s.keyword_weight,
-                s.vector_weight,
-            )
-        else:
-            # A keyword match on only some of the query's words is weaker evidence than a match
-            # on all of them (on notes-qa: hybrid nDCG@10 0.970 at weight 1, 0.985 at 0.25).
-            partial = s.partial_match_weight
-            fused = rrf(
-                [[(c.id, partial if c.partial else 1.0) for c in keyword], [c.id for c in vector]],
-                s.rrf_k,
-                [2 * s.keyword_weight, 2 * s.vector_weight],
-            )
-        top = max(fused.values(), default=1.0) or 1.0
-        for c in by_id.values():
-            c.fused = fused.get(c.id, 0.0)
-            c.components["relevance"] = c.fused / top
-        return list(by_id.values())
+        chunks = list(by_id.values())
+        if best_bm25 is None:
+            best_bm25 = bm25_norm(keyword)
+        for c in chunks:
+            c.fused, parts = relevance(c, s, scale, best_bm25)
+            c.components.update(parts)
+            c.components["relevance"] = c.fused
+        if group == "none":
+            return chunks
+        notes = group_by_note(chunks)
+        for n in notes:
+            n.sections.sort(key=lambda c: (-c.fused, c.id))
+            best = n.sections[0]
+            n.id, n.match = best.id, best.match or n.match
+            n.fused, parts = relevance(n, s, scale, best_bm25)
+            n.components.update(parts)
+            n.components["relevance"] = n.fused
+        return notes
 
     def _snippets(self, con: apsw.Connection, top: list[Candidate]) -> dict[int, str]:
-        """FTS5 snippets (matches wrapped in **) for the final hits only: computing them for
-        every candidate would cost a snippet per match at scale."""
+        """FTS5 snippets for the final hits only (a snippet per match would cost too much at
+        scale), rendered as safe markdown."""
         by_match: dict[str, list[int]] = {}
         for c in top:
             if c.match:
                 by_match.setdefault(c.match, []).append(c.id)
         out: dict[int, str] = {}
         for match, ids in by_match.items():
-            for i, snip in con.execute(
-                "SELECT rowid, snippet(entries_fts, 0, '**', '**', '…', 24) FROM entries_fts"
-                f" WHERE entries_fts MATCH ? AND rowid IN ({','.join('?' * len(ids))})",
-                [match, *ids],
-            ):
-                out[int(i)] = str(snip)
+            for i, snip in searchsql.snippets(con, match, ids, _OPEN, _CLOSE).items():
+                out[i] = snip
         return out
 
     def _finish(
@@ -430,38 +477,35 @@ class Searcher:
         candidates: list[Candidate],
         limit: int,
         now: float,
-        explain: bool,
+        req: SearchRequest,
         mode: str,
-        use_decay: bool = True,
+        scale: Scale = DEFAULT_SCALE,
     ) -> list[dict[str, Any]]:
         if not candidates:
             return []
         # Score every candidate from a few columns; build full records only for the winners.
-        raw = {
-            int(row[0]): dict(zip(_SIGNAL_COLUMNS, row[1:], strict=True))
-            for start in range(0, len(candidates), 500)
-            for row in con.execute(
-                f"SELECT id, {', '.join(_SIGNAL_COLUMNS)} FROM entries WHERE id IN"
-                f" ({','.join('?' * len(candidates[start : start + 500]))})",
-                [c.id for c in candidates[start : start + 500]],
-            )
-        }
+        raw = searchsql.signal_rows(con, (c.id for c in candidates))
         lc = self.lifecycle
         for c in candidates:
             r = raw.get(c.id)
             if r is None:
-                c.final = -1.0
                 continue
-            if use_decay and r["kind"] == "memory" and lc is not None:
+            rel = c.components["relevance"]
+            if req.use_decay and r["kind"] == "memory" and lc is not None:
                 last_used = max(r["updated_at"], r["last_accessed_at"] or 0)
                 decay = tier_decay(r["tier"], last_used, now, lc)
                 c.components["decay"] = decay
-                c.components["relevance"] *= decay
-            c.components.update(signals(r, self.settings, now))
+                rel *= decay
+            c.components["relevance"] = rel
+            nudges = signals(r, self.settings, now)
+            c.components.update(nudges)
             if lc is not None and r["kind"] == "memory":
-                c.components["tier"] = getattr(lc, f"boost_{r['tier']}", 0.0)
-            c.final = sum(v for k, v in c.components.items() if k != "decay")
-        candidates = sorted((c for c in candidates if c.id in raw), key=lambda c: (-c.final, c.id))
+                boost = getattr(lc, f"boost_{r['tier']}", 0.0)
+                c.components["tier"] = boost  # the configured boost; it moves the score by
+                nudges["tier"] = SIGNAL_SHARE * max(-1.0, min(1.0, boost))  # this much
+            c.final = min(1.0, max(0.0, (1 - SIGNAL_SHARE) * rel + sum(nudges.values())))
+            c.components["updated_at"] = float(r["updated_at"])
+        candidates = order([c for c in candidates if c.id in raw])
         top = candidates[:limit]
         records = entries.get_many(con, [c.id for c in top])
         snippets = self._snippets(con, top)
@@ -470,34 +514,94 @@ class Searcher:
             rec = records.get(c.id)
             if rec is None:
                 continue
+            marked = snippets.get(c.id)
+            clean = marked is not None and _OPEN not in rec["content"]
+            clean = clean and _CLOSE not in rec["content"]
             hit = {
                 **rec,
                 "score": round(c.final, 6),
-                "snippet": snippets.get(c.id) or _snippet(rec),
+                "snippet": render_snippet(marked)
+                if clean and marked
+                else plain_snippet(rec["content"]),
             }
+            if req.group == "note" and rec["kind"] == "chunk":
+                hit["sections"] = [
+                    {
+                        "id": sec.id,
+                        "heading_path": None,
+                        "start_line": None,
+                        "end_line": None,
+                        "score": round(min(1.0, (1 - SIGNAL_SHARE) * sec.fused), 6),
+                    }
+                    for sec in c.sections
+                    if sec.id != c.id
+                ]
             if self.flag_secrets and rec["kind"] == "chunk":
-                found = secretguard.kinds(rec["content"])
+                found = self._secret_kinds(rec["content_hash"], rec["content"])
                 if found:
                     hit["secrets"] = found
-            if explain:
+            if req.explain:
                 hit["explain"] = {
                     "mode": mode,
+                    "group": req.group,
                     "keyword_rank": c.keyword_rank,
                     "bm25": c.bm25,
+                    "partial": c.partial,
                     "vector_rank": c.vector_rank,
                     "similarity": c.similarity,
+                    "similarity_floor": scale[0],
                     "fusion": self.settings.fusion,
-                    "fused": c.fused,
-                    **{k: round(v, 6) for k, v in c.components.items()},
+                    **{
+                        k: round(v, 6)
+                        for k, v in c.components.items()
+                        if k not in ("updated_at", "keyword", "vector")
+                    },
+                    "keyword_part": round(c.components.get("keyword", 0.0), 6),
+                    "vector_part": round(c.components.get("vector", 0.0), 6),
                     "final": round(c.final, 6),
                 }
             hits.append(hit)
+        _fill_sections(con, hits)
         return hits
 
 
-_SIGNAL_COLUMNS = ("kind", "importance", "access_count", "tier", "updated_at", "last_accessed_at")
+def base_filters(f: Filters) -> Filters:
+    """The filters every search has (namespace, expiry, tiers): "unfiltered" for a user."""
+    return Filters(
+        namespace=f.namespace,
+        include_expired=f.include_expired,
+        tiers=f.tiers,
+        include_deprecated=f.include_deprecated,
+    )
 
 
-def _snippet(record: dict[str, Any], width: int = 160) -> str:
-    text = " ".join(record["content"].split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+def narrowing(f: Filters) -> bool:
+    """Whether a filter can leave few entries (then an exact scan over them is cheapest).
+    A namespace alone does not: every chunk passes it."""
+    return bool(
+        f.kind == "memory"
+        or f.types
+        or f.tags
+        or f.source
+        or f.path_prefix
+        or f.since is not None
+        or f.until is not None
+        or f.min_importance is not None
+        or f.tiers
+    )
+
+
+def _fill_sections(con: apsw.Connection, hits: list[dict[str, Any]]) -> None:
+    """Line ranges and headings of the other matching sections of each note."""
+    ids = [sec["id"] for h in hits for sec in h.get("sections", ())]
+    if not ids:
+        return
+    records = entries.get_many(con, ids)
+    for h in hits:
+        for sec in h.get("sections", ()):
+            rec = records.get(sec["id"])
+            if rec is not None:
+                sec["heading_path"] = rec.get("heading_path")
+                sec["start_line"] = rec.get("start_line")
+                sec["end_line"] = rec.get("end_line")
+        h.get("sections", []).sort(key=lambda sec: -sec["score"])

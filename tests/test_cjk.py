@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -162,8 +163,10 @@ def test_highlights_land_on_character_boundaries(app: Any, query: str) -> None:
     hit = q(app, query, mode="keyword")["hits"][0]
     snippet = hit["snippet"]
     assert f"**{query}**" in snippet, snippet
-    for piece in snippet.replace("**", "").split("…"):
-        assert piece in hit["content"]  # markers added between characters, nothing cut
+    # markers added between characters, nothing cut (a snippet is one line of escaped markdown)
+    plain = re.sub(r"\\(.)", r"\1", snippet.replace("**", ""))
+    for piece in plain.split("…"):
+        assert " ".join(piece.split()) in " ".join(hit["content"].split())
 
 
 def test_fuzzy_vocabulary_reads_the_cjk_index(app: Any) -> None:

@@ -30,7 +30,9 @@ def highlight(text: str, color: bool) -> str:
         return text
     import re
 
-    return re.sub(r"\*\*(.+?)\*\*", "\033[1m\\1\033[0m", text)
+    # snippets are escaped markdown: `**` that no backslash precedes marks a match
+    bold = re.sub(r"(?<!\\)\*\*(.+?)(?<!\\)\*\*", "\033[1m\\1\033[0m", text)
+    return re.sub(r"\\([\\`*_\[\]<>~|#])", r"\1", bold)
 
 
 def text(value: Any) -> str:

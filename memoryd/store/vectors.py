@@ -82,6 +82,49 @@ def pending(con: apsw.Connection, model_id: int, limit: int) -> list[tuple[str, 
     ]
 
 
+_SOURCE = (
+    "CASE WHEN e.kind = 'memory' THEN 'memory ' || e.id"
+    " ELSE (SELECT d.path FROM documents d WHERE d.id = e.document_id) END"
+)
+_NO_VECTOR = (
+    "NOT EXISTS (SELECT 1 FROM embeddings m"
+    " WHERE m.model_id = ? AND m.content_hash = e.content_hash)"
+)
+
+
+def pending_newest(
+    con: apsw.Connection, model_id: int, limit: int, fresh_rows: int = 4096
+) -> list[tuple[str, str, str]]:
+    """(content_hash, content, source) of texts without a vector for this model: first those of
+    the `fresh_rows` most recently stored entries, newest first (an edited note's new chunks, a
+    new memory: new rows get the highest ids), then the rest of the backlog in hash order.
+    source is the note's path or "memory N", for progress reports.
+
+    Both parts are cheap at 100K entries: the first reads a bounded id range, the second walks
+    the content_hash index and stops after `limit` groups."""
+    out: dict[str, tuple[str, str, str]] = {}
+    top = con.execute("SELECT max(id) FROM entries").fetchall()[0][0]
+    if top is None:
+        return []
+    for h, c, src in con.execute(
+        f"SELECT e.content_hash, e.content, {_SOURCE} FROM entries e"
+        f" WHERE e.id > ? AND {_NO_VECTOR} ORDER BY e.id DESC",
+        (int(top) - fresh_rows, model_id),
+    ):
+        out.setdefault(str(h), (str(h), str(c), str(src)))
+        if len(out) >= limit:
+            return list(out.values())
+    for h, c, src in con.execute(
+        f"SELECT e.content_hash, min(e.content), max({_SOURCE}) FROM entries e"
+        f" WHERE {_NO_VECTOR} GROUP BY e.content_hash LIMIT ?",
+        (model_id, limit + len(out)),
+    ):
+        out.setdefault(str(h), (str(h), str(c), str(src)))
+        if len(out) >= limit:
+            break
+    return list(out.values())
+
+
 def counts(con: apsw.Connection, model_id: int | None) -> dict[str, int]:
     texts = con.execute("SELECT count(DISTINCT content_hash) FROM entries").fetchall()[0][0]
     if model_id is None:

@@ -1,0 +1,104 @@
+"""The queries search runs: the keyword pool, candidate filtering for the vector pool, snippets.
+
+`where` / `params` always come from `entries.filter_sql` (an expression over aliases e and d);
+user text only ever travels as a parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import apsw
+
+_BATCH = 500
+SIGNAL_COLUMNS = ("kind", "importance", "access_count", "tier", "updated_at", "last_accessed_at")
+
+
+def keyword_sql(where: str) -> str:
+    """SQL for the keyword pool: FTS5 BM25 (content weighs most, then headings, then tags)."""
+    return (
+        "SELECT e.id, bm25(entries_fts, 1.0, 0.6, 0.4) AS score, e.document_id"
+        " FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid"
+        " LEFT JOIN documents d ON d.id = e.document_id"
+        f" WHERE entries_fts MATCH ? AND {where} ORDER BY score LIMIT ?"
+    )
+
+
+def keyword_pool(
+    con: apsw.Connection, match: str, where: str, params: Sequence[Any], size: int
+) -> list[tuple[int, float, int | None]]:
+    """(entry id, bm25 (lower is better), document id) of the best `size` matches."""
+    return [
+        (int(i), float(score), None if doc is None else int(doc))
+        for i, score, doc in con.execute(keyword_sql(where), [match, *params, size])
+    ]
+
+
+def best_bm25(con: apsw.Connection, match: str, where: str, params: Sequence[Any]) -> float | None:
+    """The best (lowest) BM25 of any entry that matches and passes the filter."""
+    rows = keyword_pool(con, match, where, params, 1)
+    return rows[0][1] if rows else None
+
+
+def entries_with_hashes(
+    con: apsw.Connection, hashes: Sequence[str], where: str, params: Sequence[Any]
+) -> list[tuple[int, str, int | None]]:
+    """(entry id, content hash, document id) of the entries that carry one of the hashes and
+    pass the filter."""
+    out: list[tuple[int, str, int | None]] = []
+    for start in range(0, len(hashes), _BATCH):
+        part = list(hashes[start : start + _BATCH])
+        out += [
+            (int(i), str(h), None if doc is None else int(doc))
+            for i, h, doc in con.execute(
+                "SELECT e.id, e.content_hash, e.document_id FROM entries e"
+                " LEFT JOIN documents d ON d.id = e.document_id"
+                f" WHERE e.content_hash IN ({','.join('?' * len(part))}) AND {where}",
+                [*part, *params],
+            )
+        ]
+    return out
+
+
+def filtered_entries(
+    con: apsw.Connection, where: str, params: Sequence[Any], limit: int
+) -> list[tuple[int, str, int | None]]:
+    """(entry id, content hash, document id) of up to `limit` entries that pass the filter."""
+    return [
+        (int(i), str(h), None if doc is None else int(doc))
+        for i, h, doc in con.execute(
+            "SELECT e.id, e.content_hash, e.document_id FROM entries e"
+            f" LEFT JOIN documents d ON d.id = e.document_id WHERE {where} LIMIT ?",
+            [*params, limit],
+        )
+    ]
+
+
+def signal_rows(con: apsw.Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """The columns ranking signals read, per entry id."""
+    ids = list(ids)
+    out: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(ids), _BATCH):
+        part = ids[start : start + _BATCH]
+        for row in con.execute(
+            f"SELECT id, {', '.join(SIGNAL_COLUMNS)} FROM entries WHERE id IN"
+            f" ({','.join('?' * len(part))})",
+            part,
+        ):
+            out[int(row[0])] = dict(zip(SIGNAL_COLUMNS, row[1:], strict=True))
+    return out
+
+
+def snippets(
+    con: apsw.Connection, match: str, ids: Sequence[int], open_mark: str, close_mark: str
+) -> dict[int, str]:
+    """FTS5 snippets of column 0 for the given rows, matches wrapped in the given markers."""
+    return {
+        int(i): str(snip)
+        for i, snip in con.execute(
+            "SELECT rowid, snippet(entries_fts, 0, ?, ?, '…', 24) FROM entries_fts"
+            f" WHERE entries_fts MATCH ? AND rowid IN ({','.join('?' * len(ids))})",
+            [open_mark, close_mark, match, *ids],
+        )
+    }
