@@ -7,6 +7,7 @@ the daemon wraps one in the socket server and the process lifecycle.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 import time
@@ -89,7 +90,9 @@ class App:
             self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
         )
         self.searcher.pending_vectors = self.embedder.pending
-        self.dailylog = DailyLog(cfg.workspace, cfg.dailylog, clock=clock)
+        self.dailylog = DailyLog(
+            cfg.workspace, cfg.dailylog, clock=clock, elsewhere=self._marked_paths
+        )
         self.indexer = Indexer(
             self.store,
             cfg.workspace,
@@ -97,6 +100,11 @@ class App:
             preprocess=self.dailylog.preprocess,
             on_change=self._index_changed,
             clock=clock,
+            private=[
+                cfg.data_dir,
+                cfg.socket,
+                *([Path(cfg.logging.file).expanduser()] if cfg.logging.file else []),
+            ],
         )
         self.notes = Notes(self.store, self.indexer, cfg.notes, lock=self.dailylog.lock)
         self.memories = Memories(
@@ -121,6 +129,12 @@ class App:
         self.index_progress: dict[str, int] | None = None  # while a reconcile runs
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
+
+    def _marked_paths(self, ids: set[int]) -> list[str]:
+        """Workspace files whose indexed text holds the daily-log marker of one of `ids`."""
+        rows = self.store.read(entries.chunks_with_markers)
+        marker = re.compile(r"<!-- m:(\d+):[0-9a-f]{8} -->")
+        return sorted({p for p, text in rows if any(int(m) in ids for m in marker.findall(text))})
 
     def _log_rewritten(self, paths: list[Path]) -> None:
         """The daily log was rewritten by us: index it now (the watcher then finds nothing new)."""
@@ -175,16 +189,23 @@ class App:
     def trash_path(self, path: object, *, dry_run: bool = False) -> dict[str, Any]:
         """Delete by workspace path: the file (or folder) moves to <data_dir>/trash/<time>/ (so
         nothing is lost) and its chunks leave the index."""
-        from memoryd.errors import NotFound
+        from memoryd.errors import InvalidInput, NotFound
 
-        rel, full = self.indexer.resolve_path(path)
+        # a symlink is deleted itself: the link goes to the trash, never what it points to
+        rel, full = self.indexer.resolve_path(path, keep_link=True)
+        if self.indexer.holds_private(rel):
+            raise InvalidInput(
+                f"path: {rel!r} is or holds memoryd's own data (data_dir, log file or socket); "
+                "it is not a workspace note and is not deleted through the API"
+            )
         docs = self.store.read(entries.documents)
         paths = sorted(p for p in docs if p == rel or p.startswith(rel + "/"))
-        if not full.exists() and not paths:
+        here = os.path.lexists(full)
+        if not here and not paths:
             raise NotFound(f"nothing at {rel} in the workspace or the index")
         target = self.cfg.data_dir / "trash" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         if not dry_run:
-            if full.exists():
+            if here:
                 (target / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(full, target / rel)
             self.indexer.sync_paths([full])

@@ -30,6 +30,7 @@ from memoryd.validation import (
     check_importance,
     check_name,
     check_str,
+    check_tag,
     check_tags,
     check_text,
     expiry,
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 log = get_logger("memoryd.memories")
-MAX_IMPORT_ID = 2**53 - 1  # exact in every JSON reader
+LOGGED_FIELDS = ("content", "tags", "type", "source", "importance", "namespace")
 
 
 class MemorySettings(Protocol):
@@ -296,7 +297,8 @@ class Memories:
 
         before, rec = self.store.run_write(_update, durable=True)
         log.info("updated", id=eid, fields=sorted(values) + (["triggers"] if phrases else []))
-        if before["content"] != rec["content"] or before["tags"] != rec["tags"]:
+        # every field a daily log line can show (dailylog.line_format placeholders)
+        if any(before.get(k) != rec.get(k) for k in LOGGED_FIELDS):
             self._run(self.on_updated, rec)
         self._changed()
         return rec
@@ -380,10 +382,8 @@ class Memories:
             raise InvalidInput("content: is required")
         values = check_fields(fields, self.settings.max_content_bytes, now)
         values = guard(values, self.secrets_mode, allow).values
+        # an id too high to keep (transfer.MAX_KEPT_ID) is renumbered, not refused
         values["id"] = check_id(item["id"]) if item.get("id") is not None else None
-        if values["id"] is not None and values["id"] > MAX_IMPORT_ID:
-            # the id sequence would jump near its end and every later insert would fail
-            raise InvalidInput(f"id: at most {MAX_IMPORT_ID} (2^53 - 1)")
         values.update(transfer.check_extras(item))
         s = self.settings
         values.setdefault("type", s.default_type)
@@ -414,7 +414,7 @@ class Memories:
     def delete_where(
         self, *, tag: object = None, namespace: object = None, dry_run: bool = False
     ) -> dict[str, Any]:
-        t = check_tags([tag])[0] if tag is not None else None
+        t = check_tag(tag) if tag is not None else None
         ns = check_name(namespace, "namespace") if namespace is not None else None
         if t is None and ns is None:
             raise InvalidInput("delete: give a tag or a namespace")

@@ -68,7 +68,11 @@ _DIR_FLAGS = (
     | getattr(os, "O_NOFOLLOW", 0)
     | getattr(os, "O_CLOEXEC", 0)
 )
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+# O_NONBLOCK: opening a FIFO named like a note would otherwise wait for a writer forever, and a
+# few such requests would take every worker thread of the daemon (no effect on regular files).
+_READ_FLAGS = (
+    os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+)
 
 
 class NotesSettings(Protocol):
@@ -157,6 +161,10 @@ class Notes:
         real = os.path.realpath(full)
         if not self._inside(real):
             raise InvalidInput(f"{what}: {rel!r} leads outside the workspace through a symlink")
+        if self.indexer.is_private(rel):
+            raise InvalidInput(
+                f"{what}: {rel!r} is memoryd's own data (data_dir, log file or socket), not a note"
+            )
         return rel, full
 
     def _as_on_disk(self, rel: str) -> str:
@@ -539,11 +547,15 @@ class _Changed(Exception):
 
 
 def _bytes_now(dfd: int, name: str) -> bytes | None:
+    """The file's bytes now (None: no file); a FIFO put in the note's place reads as b"" (which
+    matches no sha256 a caller read) instead of blocking."""
     try:
         fd = os.open(name, _READ_FLAGS, dir_fd=dfd)
     except FileNotFoundError:
         return None
     with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
         return f.read()
 
 

@@ -514,6 +514,32 @@ def vocabulary(con: apsw.Connection) -> list[tuple[str, int]]:
     return [(str(t), int(d)) for t, d in con.execute(f"SELECT term, doc FROM {table}")]
 
 
+def chunks_with_markers(con: apsw.Connection) -> list[tuple[str, str]]:
+    """(path, content) of every chunk holding a daily-log marker (`<!-- m:`): a memory's line
+    a person moved out of the log folder (an archived log) is indexed there as text."""
+    return [
+        (str(p), str(c))
+        for p, c in con.execute(
+            "SELECT d.path, e.content FROM entries e JOIN documents d ON d.id = e.document_id"
+            " WHERE e.kind = 'chunk' AND instr(e.content, '<!-- m:') > 0"
+        )
+    ]
+
+
+def memory_ids_among(con: apsw.Connection, ids: Iterable[int]) -> set[int]:
+    """Those of `ids` that are memories now."""
+    found: set[int] = set()
+    todo = sorted(set(ids))
+    for i in range(0, len(todo), 500):
+        part = todo[i : i + 500]
+        marks = ",".join("?" * len(part))
+        rows = con.execute(
+            f"SELECT id FROM entries WHERE kind = 'memory' AND id IN ({marks})", part
+        ).fetchall()
+        found.update(int(r[0]) for r in rows)
+    return found
+
+
 def id_high_water(con: apsw.Connection) -> int:
     """The highest entry id ever handed out (AUTOINCREMENT's sequence)."""
     rows = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchall()
