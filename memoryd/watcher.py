@@ -187,7 +187,9 @@ class Watcher:
         if observer is not None:
             try:
                 observer.stop()
-                observer.join(max(0.0, deadline - time.monotonic()))
+                # at most half the time: a slow observer thread (a loaded machine) must not
+                # leave the dispatcher, which delivers the pending paths, no time at all
+                observer.join(timeout / 2)
             except Exception:
                 log.exception("stopping the file observer failed")
         with self._cond:

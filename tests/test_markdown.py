@@ -88,9 +88,13 @@ def test_deterministic_and_linear() -> None:
         )
 
     def timed(text: str) -> float:
-        t = time.perf_counter()
-        chunk_markdown(text)
-        return time.perf_counter() - t
+        # the best of three: a shared machine's hiccup must not read as quadratic time
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            chunk_markdown(text)
+            best = min(best, time.perf_counter() - t)
+        return best
 
     small, big = doc(100), doc(400)
     assert chunk_markdown(small) == chunk_markdown(small)
