@@ -1345,3 +1345,35 @@ def test_used_recent_and_notes_against_a_real_daemon(daemon_factory: Any) -> Non
     wait_for(lambda: "log/2026-11-23.md" in d.ctl("note", "list", "log").stdout, timeout=30)
     recent = d.ctl("recent", "-n", "5")
     assert recent.returncode == 0 and f"memory  #{mid}" in recent.stdout
+
+
+def test_a_full_listen_backlog_is_retried_not_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EAGAIN from connect (a burst of clients filled the daemon's backlog) is retried until the
+    timeout; only when it persists does the client give up, with a message that says why."""
+    from memoryd.ctl import client as ctl_client
+
+    path = str(tmp_path / "d.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    real = ctl_client._socket.socket
+    refusals = {"left": 3}
+
+    class Busy(real):  # type: ignore[misc, valid-type]
+        def connect(self, address: object) -> None:
+            if refusals["left"] > 0:
+                refusals["left"] -= 1
+                raise BlockingIOError(11, "Resource temporarily unavailable")
+            super().connect(address)
+
+    monkeypatch.setattr(ctl_client._socket, "socket", Busy)
+    sock = ctl_client.Client(path, timeout=5).connect()
+    sock.close()
+    assert refusals["left"] == 0
+
+    refusals["left"] = 10**6
+    with pytest.raises(ctl_client.Unreachable, match="queue of new connections stayed full"):
+        ctl_client.Client(path, timeout=0.2).connect()
+    server.close()

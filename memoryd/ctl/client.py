@@ -212,13 +212,7 @@ class Client:
         why = untrusted_folder(self.path)
         if why:
             raise Unreachable(why)
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self.path)
-        except OSError as exc:
-            sock.close()
-            raise Unreachable(self._why(exc)) from None
+        sock = self._connect_retrying()
         uid = peer_uid(sock)
         if uid is not None and uid != os.getuid():
             sock.close()
@@ -227,6 +221,29 @@ class Client:
                 f"not as you (uid {os.getuid()}); another user may have taken the socket"
             )
         return sock
+
+    def _connect_retrying(self) -> _socket.socket:
+        """Connect; a full listen backlog (EAGAIN: a burst of clients) is retried with a growing
+        pause until the timeout, as a TCP client's SYN would be."""
+        import time  # builtin module: no file to load
+
+        deadline = time.monotonic() + self.timeout
+        pause = 0.005
+        while True:
+            sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            sock.settimeout(self.timeout)
+            try:
+                sock.connect(self.path)
+                return sock
+            except BlockingIOError as exc:
+                sock.close()
+                if time.monotonic() + pause > deadline:
+                    raise Unreachable(self._why(exc)) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.2)
+            except OSError as exc:
+                sock.close()
+                raise Unreachable(self._why(exc)) from None
 
     def _why(self, exc: OSError) -> str:
         path = self.path
@@ -253,6 +270,11 @@ class Client:
             return (
                 f"socket path too long ({len(path.encode())} bytes; Unix sockets allow about "
                 f"104): {path}"
+            )
+        if isinstance(exc, BlockingIOError):
+            return (
+                f"memoryd at {path} accepted no connection within {self.timeout:g}s: its queue "
+                "of new connections stayed full (a burst of clients); try again"
             )
         return f"cannot connect to memoryd at {path}: {exc.strerror or exc}"
 
