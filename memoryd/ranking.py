@@ -5,9 +5,15 @@ function here is tested on plain values. See docs/protocol.md, "Scores"."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from memoryd.ftsquery import MIN_CJK_SPLIT, STOP_WORDS, cjk_bigrams
+from memoryd.store.tokenizer import CJK_CLASS, cjk_runs
+
+CJK_SPLIT = re.compile(f"([{CJK_CLASS}]+)")
 
 # Per model (its identity name): the cosine similarity below which a text is unrelated to a query
 # (floor), the similarity that counts as a full match (top), and the similarity a hit needs when
@@ -50,6 +56,7 @@ class Candidate:
     partial: bool = False  # matched only some of the query's topical terms
     vector_rank: int | None = None
     similarity: float | None = None
+    coverage: float | None = None  # IDF-weighted share of the query's topical terms it contains
     fused: float = 0.0
     components: dict[str, float] = field(default_factory=dict)
     final: float = 0.0
@@ -201,6 +208,33 @@ def admitted(candidates: list[Candidate], scale: Scale) -> list[Candidate]:
     """No padding: a hit is backed by a keyword match, or else by a similarity of at least the
     model's `alone` floor (a neighbour that shares no word with the query must be close)."""
     return [c for c in candidates if c.keyword_rank is not None or (c.similarity or 0) >= scale[2]]
+
+
+def query_units(terms: Sequence[str]) -> list[str]:
+    """The query's topical units, each once: its words that are not stop words, and for a long
+    CJK run (a sentence with no spaces) its topical bigrams instead of the run."""
+    out: dict[str, None] = {}
+    for t in terms:
+        if t in STOP_WORDS:
+            continue
+        if cjk_runs(t) and max(map(len, cjk_runs(t))) >= MIN_CJK_SPLIT:
+            out.update(dict.fromkeys(cjk_bigrams([t])))
+            rest = [w for w in CJK_SPLIT.split(t) if w and not cjk_runs(w)]
+            out.update(dict.fromkeys(w for w in rest if w not in STOP_WORDS))
+        else:
+            out[t] = None
+    return list(out)
+
+
+def idf(df: int, n: int) -> float:
+    """BM25's inverse document frequency of a term in df of n texts (> 0)."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def coverage(matched: Sequence[str], weights: dict[str, float]) -> float:
+    """The IDF-weighted share, 0..1, of the query's units that a text contains."""
+    total = sum(weights.values())
+    return sum(weights[u] for u in set(matched) if u in weights) / total if total else 0.0
 
 
 def bm25_norm(keyword: Sequence[Candidate]) -> float | None:

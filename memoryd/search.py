@@ -36,7 +36,7 @@ import numpy as np
 
 from memoryd import lifecycle, secretguard
 from memoryd.errors import InvalidInput, Unavailable
-from memoryd.ftsquery import STOP_WORDS, parse_query
+from memoryd.ftsquery import STOP_WORDS, parse_query, quote_term
 from memoryd.ranking import (  # noqa: F401  (re-exported: the pure parts live in ranking.py)
     DEFAULT_SCALE,
     SIGNAL_SHARE,
@@ -46,9 +46,12 @@ from memoryd.ranking import (  # noqa: F401  (re-exported: the pure parts live i
     SearchSettings,
     admitted,
     bm25_norm,
+    coverage,
     group_by_note,
+    idf,
     normalise,
     order,
+    query_units,
     rank_weight,
     relevance,
     rrf,
@@ -75,6 +78,7 @@ GROUPS = ("note", "none")
 EXACT_SCAN_MAX = 20_000  # a filter leaving at most this many entries: exact vector scan
 KNN_MAX = 4096  # never ask the nearest-neighbour search for more than this
 MIN_POOL = 50  # chunks per pool at least (notes need several chunks each)
+DF_CAP = 10_000  # document frequencies are counted up to this (a term this common weighs ~0)
 
 
 class QueryEmbedder(Protocol):
@@ -131,6 +135,7 @@ class Searcher:
         self.vector_cache = VectorCache()
         self._pool: ThreadPoolExecutor | None = None
         self._secrets: dict[str, list[str]] = {}
+        self._df: dict[tuple[str, int], int] = {}
         self._pending: tuple[int | None, float] = (None, -1e9)
         self._pending_future: Future[int] | None = None
 
@@ -359,7 +364,12 @@ class Searcher:
             norm = searchsql.best_bm25(con, full, bwhere, bparams) if full else None
             if norm is None and parsed.match_any and not fuzzy_used:
                 norm = searchsql.best_bm25(con, parsed.match_any, bwhere, bparams)
-        ranked = admitted(self._fuse(keyword, vector, scale, req.group, norm), scale)
+        fused = self._fuse(keyword, vector, scale, req.group, norm)
+        units = query_units(
+            rewritten.corrected_query.split() if fuzzy_used and rewritten is not None else topical
+        )
+        self._coverage(con, units, fused, prefix=fuzzy_used)
+        ranked = admitted(fused, scale)
         out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale)
         if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
             if rewritten is None and req.mode != "fuzzy":
@@ -367,6 +377,37 @@ class Searcher:
             if rewritten is not None and rewritten.corrected_query != req.query:
                 out["suggestion"] = rewritten.corrected_query
         return out
+
+    def _coverage(
+        self, con: apsw.Connection, units: list[str], candidates: list[Candidate], prefix: bool
+    ) -> None:
+        """Set each candidate's keyword coverage: the IDF-weighted share of the query's topical
+        units found in its best chunk (a unit no text has weighs most: nothing answers it)."""
+        if not units or not candidates:
+            return
+        n = searchsql.entry_count(con)
+        chunk_ids = [s.id for c in candidates for s in (c.sections or [c])]
+        weights: dict[str, float] = {}
+        found: dict[int, list[str]] = {}
+        for u in units:
+            expr = quote_term(u) + ("*" if prefix else "")
+            key = (expr, n)
+            df = self._df.get(key)
+            if df is None:
+                if len(self._df) >= 4096:
+                    self._df.clear()
+                df = self._df[key] = searchsql.match_count(con, expr, DF_CAP)
+            weights[u] = idf(df, max(n, df))
+            for i in searchsql.matching(con, expr, chunk_ids):
+                found.setdefault(i, []).append(u)
+        for c in candidates:
+            secs = c.sections or [c]
+            for sec in secs:
+                sec.coverage = coverage(found.get(sec.id, []), weights)
+            c.coverage = max(sec.coverage or 0.0 for sec in secs)
+            c.components["note_coverage"] = coverage(
+                [u for sec in secs for u in found.get(sec.id, [])], weights
+            )
 
     def _keyword_pool(
         self, con: apsw.Connection, match: str, where: str, params: list[Any], size: int
@@ -549,6 +590,7 @@ class Searcher:
                     "partial": c.partial,
                     "vector_rank": c.vector_rank,
                     "similarity": c.similarity,
+                    "coverage": c.coverage,
                     "similarity_floor": scale[0],
                     "fusion": self.settings.fusion,
                     **{

@@ -102,3 +102,35 @@ def snippets(
             [open_mark, close_mark, match, *ids],
         )
     }
+
+
+def matching(con: apsw.Connection, match: str, ids: Sequence[int]) -> set[int]:
+    """Those of the given entries that match the FTS5 expression."""
+    out: set[int] = set()
+    ids = list(ids)
+    for start in range(0, len(ids), _BATCH):
+        part = ids[start : start + _BATCH]
+        out.update(
+            int(r[0])
+            for r in con.execute(
+                "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?"
+                f" AND rowid IN ({','.join('?' * len(part))})",
+                [match, *part],
+            )
+        )
+    return out
+
+
+def match_count(con: apsw.Connection, match: str, cap: int) -> int:
+    """How many entries match the FTS5 expression, counted up to `cap` (a document frequency)."""
+    row = con.execute(
+        "SELECT count(*) FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)",
+        [match, cap],
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def entry_count(con: apsw.Connection) -> int:
+    """How many entries the keyword index holds (the n of IDF)."""
+    row = con.execute("SELECT count(*) FROM entries_fts").fetchone()
+    return int(row[0] or 0) if row else 0
