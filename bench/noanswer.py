@@ -24,6 +24,19 @@ ROOT = Path(__file__).parent
 SETS = ("chat-logs", "tech-notes", "cjk", "notes-qa")
 
 
+def units_df(con: Any, text: str) -> dict[str, Any]:
+    """The query's topical units and how many texts hold each (n: all texts)."""
+    from memoryd.ftsquery import quote_term
+    from memoryd.ranking import query_units
+    from memoryd.store import searchsql
+
+    units = query_units(text)
+    return {
+        "n": searchsql.entry_count(con),
+        "df": {u: searchsql.match_count(con, quote_term(u), 10_000) for u in units},
+    }
+
+
 def dump(out: Path) -> None:
     from bench import quality as Q
     from memoryd import logsetup
@@ -46,6 +59,7 @@ def dump(out: Path) -> None:
                 )
                 hits = res["hits"]
                 rows[qid] = {
+                    "units": app.store.read(lambda con, t=q.text: units_df(con, t)),
                     "text": q.text,
                     "type": q.type,
                     "no_answer": q.no_answer,
@@ -72,6 +86,7 @@ def dump(out: Path) -> None:
                                     "keyword_part",
                                     "vector_part",
                                     "final",
+                                    "relevance",
                                 )
                             },
                         }

@@ -44,10 +44,12 @@ from memoryd.ranking import (  # noqa: F401  (re-exported: the pure parts live i
     Candidate,
     Scale,
     SearchSettings,
+    absent_identifier,
     admitted,
     bm25_norm,
     coverage,
     group_by_note,
+    identifier,
     idf,
     normalise,
     order,
@@ -70,6 +72,7 @@ from memoryd.snippets import (  # noqa: F401
 )
 from memoryd.store import Store, entries, searchsql, vectors
 from memoryd.store.entries import Filters, filter_sql
+from memoryd.store.tokenizer import has_cjk
 from memoryd.vecindex import VectorCache
 
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
@@ -366,10 +369,16 @@ class Searcher:
                 norm = searchsql.best_bm25(con, parsed.match_any, bwhere, bparams)
         fused = self._fuse(keyword, vector, scale, req.group, norm)
         units = query_units(
-            rewritten.corrected_query.split() if fuzzy_used and rewritten is not None else topical
+            rewritten.corrected_query if fuzzy_used and rewritten is not None else req.query
         )
         self._coverage(con, units, fused, prefix=fuzzy_used)
-        ranked = admitted(fused, scale)
+        ranked = admitted(fused, scale, cjk=has_cjk(req.query))
+        idents = [u for u in query_units(req.query) if identifier(u)]
+        missing = absent_identifier({u: self._doc_freq(con, quote_term(u)) for u in idents})
+        if missing is not None:
+            ranked = []  # nothing holds the identifier asked about: its namesakes do not answer
+            if req.explain:
+                out["unanswered"] = f"no text contains {missing!r}"
         out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale)
         if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
             if rewritten is None and req.mode != "fuzzy":
@@ -380,23 +389,20 @@ class Searcher:
 
     def _coverage(
         self, con: apsw.Connection, units: list[str], candidates: list[Candidate], prefix: bool
-    ) -> None:
+    ) -> dict[str, int]:
         """Set each candidate's keyword coverage: the IDF-weighted share of the query's topical
-        units found in its best chunk (a unit no text has weighs most: nothing answers it)."""
-        if not units or not candidates:
-            return
+        units found in its best chunk (a unit no text has weighs most: nothing answers it).
+        Returns how many texts of the whole index hold each unit."""
+        dfs: dict[str, int] = {}
+        if not units:
+            return dfs
         n = searchsql.entry_count(con)
-        chunk_ids = [s.id for c in candidates for s in (c.sections or [c])]
+        chunk_ids = [sec.id for c in candidates for sec in (c.sections or [c])]
         weights: dict[str, float] = {}
         found: dict[int, list[str]] = {}
         for u in units:
             expr = quote_term(u) + ("*" if prefix else "")
-            key = (expr, n)
-            df = self._df.get(key)
-            if df is None:
-                if len(self._df) >= 4096:
-                    self._df.clear()
-                df = self._df[key] = searchsql.match_count(con, expr, DF_CAP)
+            df = dfs[u] = self._doc_freq(con, expr, n)
             weights[u] = idf(df, max(n, df))
             for i in searchsql.matching(con, expr, chunk_ids):
                 found.setdefault(i, []).append(u)
@@ -408,6 +414,18 @@ class Searcher:
             c.components["note_coverage"] = coverage(
                 [u for sec in secs for u in found.get(sec.id, [])], weights
             )
+        return dfs
+
+    def _doc_freq(self, con: apsw.Connection, expr: str, n: int | None = None) -> int:
+        """How many texts match expr (up to DF_CAP), remembered while the index size holds."""
+        n = searchsql.entry_count(con) if n is None else n
+        key = (expr, n)
+        df = self._df.get(key)
+        if df is None:
+            if len(self._df) >= 4096:
+                self._df.clear()
+            df = self._df[key] = searchsql.match_count(con, expr, DF_CAP)
+        return df
 
     def _keyword_pool(
         self, con: apsw.Connection, match: str, where: str, params: list[Any], size: int
