@@ -29,14 +29,18 @@ class Scale(NamedTuple):
     # what a hit for a Chinese, Japanese or Korean query needs when no keyword backs it (a model
     # not trained on those languages finds every CJK text alike: above 1, vectors never suffice)
     cjk_alone: float | None = None
+    # what a hit needs when no candidate holds any of the query's words ("banana bread" in notes
+    # that never mention either): the vector pool is the only witness, and must be close
+    unkeyed: float | None = None
 
 
 # Per model (its identity name). floor and alone: calibrated with `python -m bench.ranking
 # --floors` on every set in bench/data (BENCHMARKS.md), each the highest value that keeps
-# Recall@10 of answerable queries within 0.01 of none. cjk_alone: `python -m bench.noanswer`.
+# Recall@10 of answerable queries within 0.01 of none. cjk_alone and unkeyed: `python -m
+# bench.noanswer` (BENCHMARKS.md, "No answer").
 SIMILARITY_SCALE: dict[str, Scale] = {
-    "sentence-transformers/all-MiniLM-L6-v2-int8": Scale(0.10, 0.90, 0.20, 1.01),
-    "sentence-transformers/all-MiniLM-L6-v2": Scale(0.10, 0.90, 0.20, 1.01),
+    "sentence-transformers/all-MiniLM-L6-v2-int8": Scale(0.10, 0.90, 0.20, 1.01, 0.35),
+    "sentence-transformers/all-MiniLM-L6-v2": Scale(0.10, 0.90, 0.20, 1.01, 0.35),
     # the test embedder: hashed words, similarity = word overlap (CJK runs are words too)
     "fake": Scale(0.30, 0.90, 0.30),
 }
@@ -223,16 +227,19 @@ def admitted(candidates: list[Candidate], scale: Scale, cjk: bool = False) -> li
     model's `alone` floor (a neighbour that shares no word with the query must be close). For a
     query in Chinese, Japanese or Korean (`cjk`), a keyword backs a hit only when the hit holds
     one of the query's units (coverage > 0: a match on the bigrams of a question's grammar is
-    no backing), and similarity alone must reach the model's `cjk_alone`."""
+    no backing), and similarity alone must reach the model's `cjk_alone`. When no candidate
+    holds any of the query's words, similarity must reach the model's `unkeyed` floor."""
+
+    def keyed(c: Candidate) -> bool:
+        return c.coverage > 0 if c.coverage is not None else c.keyword_rank is not None
+
     alone = scale[2]
+    unkeyed = scale[4] if len(scale) > 4 and scale[4] is not None else alone
+    if not any(keyed(c) for c in candidates):
+        alone = max(alone, unkeyed)
     if cjk:
         cjk_alone = scale[3] if len(scale) > 3 and scale[3] is not None else alone
-        return [
-            c
-            for c in candidates
-            if (c.coverage > 0 if c.coverage is not None else c.keyword_rank is not None)
-            or (c.similarity or 0) >= cjk_alone
-        ]
+        return [c for c in candidates if keyed(c) or (c.similarity or 0) >= max(cjk_alone, alone)]
     return [c for c in candidates if c.keyword_rank is not None or (c.similarity or 0) >= alone]
 
 
