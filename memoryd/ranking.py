@@ -222,20 +222,24 @@ def group_by_note(candidates: Sequence[Candidate]) -> list[Candidate]:
     return list(notes.values())
 
 
-def admitted(candidates: list[Candidate], scale: Scale, cjk: bool = False) -> list[Candidate]:
+def admitted(
+    candidates: list[Candidate], scale: Scale, cjk: bool = False, corrected: bool = False
+) -> list[Candidate]:
     """No padding: a hit is backed by a keyword match, or else by a similarity of at least the
     model's `alone` floor (a neighbour that shares no word with the query must be close). For a
     query in Chinese, Japanese or Korean (`cjk`), a keyword backs a hit only when the hit holds
     one of the query's units (coverage > 0: a match on the bigrams of a question's grammar is
-    no backing), and similarity alone must reach the model's `cjk_alone`. When no candidate
-    holds any of the query's words, similarity must reach the model's `unkeyed` floor."""
+    no backing), and similarity alone must reach the model's `cjk_alone`. When typo correction
+    had its chance (`corrected`: modes auto and fuzzy) and still no candidate holds any of the
+    query's words, similarity must reach the model's `unkeyed` floor ("when is the retro" is
+    found by correcting "retro" to "retrospective"; "banana bread" only by vectors)."""
 
     def keyed(c: Candidate) -> bool:
         return c.coverage > 0 if c.coverage is not None else c.keyword_rank is not None
 
     alone = scale[2]
     unkeyed = scale[4] if len(scale) > 4 and scale[4] is not None else alone
-    if not any(keyed(c) for c in candidates):
+    if corrected and not any(keyed(c) for c in candidates):
         alone = max(alone, unkeyed)
     if cjk:
         cjk_alone = scale[3] if len(scale) > 3 and scale[3] is not None else alone

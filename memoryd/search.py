@@ -372,7 +372,9 @@ class Searcher:
             rewritten.corrected_query if fuzzy_used and rewritten is not None else req.query
         )
         self._coverage(con, units, fused, prefix=fuzzy_used)
-        ranked = admitted(fused, scale, cjk=has_cjk(req.query))
+        ranked = admitted(
+            fused, scale, cjk=has_cjk(req.query), corrected=req.mode in ("auto", "fuzzy")
+        )
         idents = [u for u in query_units(req.query) if identifier(u)]
         missing = absent_identifier({u: self._doc_freq(con, quote_term(u)) for u in idents})
         if missing is not None:
