@@ -382,6 +382,8 @@ class Searcher:
             if req.explain:
                 out["unanswered"] = f"no text contains {missing!r}"
         out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale)
+        if not out["hits"] and fuzzy_used and rewritten is not None:
+            out["suggestion"] = rewritten.corrected_query  # what it found does not answer
         if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
             if rewritten is None and req.mode != "fuzzy":
                 rewritten = self.fuzzy.rewrite(con, topical)
