@@ -1,7 +1,8 @@
 """Evidence for "does anything answer this query?", dumped per query from every labelled set.
 
     python -m bench.noanswer dump [--out bench/results/noanswer.json]
-    python -m bench.noanswer fit [--dump bench/results/noanswer.json]
+    python -m bench.noanswer fit [--out bench/results/noanswer.json] [--max-drop 0.01]
+    python -m bench.noanswer curve
 
 `dump` runs every query of every set in bench/data through Searcher.search (mode auto, limit
 10, explain) on the cached index of `python -m bench quality`, and keeps per hit what the rule
@@ -113,7 +114,9 @@ def keeps(rule: Rule, h: Hit) -> bool:
     """Whether a rule keeps a hit. Families:
     or:      coverage >= c or similarity >= a;
     sum:     coverage + w * similarity >= t;
-    product: (coverage + e) * similarity >= t (the brief's "coverage x similarity")."""
+    product: (coverage + e) * similarity >= t (the brief's "coverage x similarity");
+    rel:     relevance (the fused score before the nudges) >= t.
+    A "q-" kind is a query-level gate: all of the query's hits if one passes, else none."""
     cov, sim = h.get("coverage") or 0.0, h.get("similarity") or 0.0
     kind, p = rule
     kind = kind.removeprefix("q-")
@@ -125,6 +128,8 @@ def keeps(rule: Rule, h: Hit) -> bool:
         return cov + p[0] * sim >= p[1]
     if kind == "product":
         return (cov + p[0]) * sim >= p[1]
+    if kind == "rel":
+        return (h.get("relevance") or 0.0) >= p[0]
     raise ValueError(kind)
 
 
@@ -137,6 +142,7 @@ def rules() -> list[Rule]:
         out += [("sum", (w, round(0.02 * i, 2))) for i in range(0, 60)]
     for e in (0.1, 0.25, 0.5, 1.0):
         out += [("product", (e, round(0.01 * i, 2))) for i in range(0, 50)]
+    out += [("rel", (round(0.005 * i, 3),)) for i in range(0, 60)]
     return out + [("q-" + k, p) for k, p in out if k != "none"]
 
 
@@ -197,7 +203,7 @@ def fit(path: Path, max_drop: float = 0.01) -> dict[str, Any]:
         out["held_out"][held] = {"rule": rule, "train": table[rule], "test": table[rule][held]}
     rule = choose(list(dumped))
     out["all"] = {"rule": rule, "res": table[rule]}
-    for kind in ("or", "sum", "product", "q-or", "q-sum", "q-product"):
+    for kind in ("or", "sum", "product", "rel", "q-or", "q-sum", "q-product", "q-rel"):
         fam = {r: v for r, v in table.items() if r[0] in (kind, "none")}
         saved = dict(table)
         table.clear()
@@ -207,6 +213,27 @@ def fit(path: Path, max_drop: float = 0.01) -> dict[str, Any]:
         table.clear()
         table.update(saved)
     return out
+
+
+def curve(path: Path) -> None:
+    """The price of a query-level floor on the best hit's relevance, per set: Recall@10 lost
+    against the share of no-answer queries emptied."""
+    from bench import quality as Q
+
+    dumped = json.loads(path.read_text())
+    sets = {name: Q.load_set(ROOT / "data" / name) for name in dumped}
+    base = {n: evaluate(sets[n], dumped[n], ("none", ())) for n in dumped}
+    print("floor  " + "  ".join(f"{n} dR@10 / empty" for n in dumped))
+    for i in range(0, 31, 2):
+        t = round(0.1 + 0.005 * i, 3)
+        res = {n: evaluate(sets[n], dumped[n], ("q-rel", (t,))) for n in dumped}
+        print(
+            f"{t:.3f}  "
+            + "  ".join(
+                f"{base[n]['recall@10'] - r['recall@10']:.3f} / {r['empty']:.2f}"
+                for n, r in res.items()
+            )
+        )
 
 
 def print_fit(res: dict[str, Any]) -> None:
@@ -231,12 +258,14 @@ def print_fit(res: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.noanswer", description=__doc__)
-    p.add_argument("what", choices=("dump", "fit"))
+    p.add_argument("what", choices=("dump", "fit", "curve"))
     p.add_argument("--out", type=Path, default=ROOT / "results" / "noanswer.json")
     p.add_argument("--max-drop", type=float, default=0.01)
     args = p.parse_args(argv)
     if args.what == "dump":
         dump(args.out)
+    elif args.what == "curve":
+        curve(args.out)
     else:
         print_fit(fit(args.out, args.max_drop))
     return 0

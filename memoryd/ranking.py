@@ -276,9 +276,12 @@ def query_units(text: str) -> list[str]:
 
 
 def identifier(unit: str) -> bool:
-    """Whether a unit is an exact identifier: letters and digits joined by separators
-    (ERR_AUTH_2207, db-replica-05.eu, INC-2026-014), not a word or a number."""
-    return bool(_DIGIT.search(unit) and _LETTER.search(unit) and (" " in unit or "_" in unit))
+    """Whether a unit is an exact identifier: letters and digits in three or more parts
+    (db-replica-05.eu, INC-2026-014) or joined by underscores (ERR_AUTH_2207); not a word, a
+    number, or a two-part name (covid-19, top-10: notes may say just "covid")."""
+    return bool(
+        _DIGIT.search(unit) and _LETTER.search(unit) and ("_" in unit or len(unit.split()) >= 3)
+    )
 
 
 def idf(df: int, n: int) -> float:

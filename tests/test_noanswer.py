@@ -51,7 +51,7 @@ def test_query_units_keep_topical_words_phrases_and_cjk_bigrams() -> None:
 def test_identifiers_are_letters_and_digits_joined_not_words_or_numbers() -> None:
     for unit in ("err_auth_2207", "db replica 05 eu", "inc 2026 014"):
         assert identifier(unit), unit
-    for unit in ("sev1", "42", "ipv6", "marathon", "tom s"):
+    for unit in ("sev1", "42", "ipv6", "marathon", "tom s", "covid 19", "top 10"):
         assert not identifier(unit), unit
     assert absent_identifier({"fix": 0, "err_auth_2207": 0}) == "err_auth_2207"
     assert absent_identifier({"err_auth_2202": 3, "widget": 0}) is None
