@@ -408,7 +408,7 @@ class Searcher:
             expr = quote_term(u) + ("*" if prefix else "")
             df = dfs[u] = self._doc_freq(con, expr, n)
             weights[u] = idf(df, max(n, df))
-            for i in searchsql.matching(con, expr, chunk_ids):
+            for i in searchsql.matching(con, expr, chunk_ids, df if df < DF_CAP else None):
                 found.setdefault(i, []).append(u)
         for c in candidates:
             secs = c.sections or [c]
