@@ -11,7 +11,12 @@ Every response names the mode that answered it.
 
 What a hit is (see docs/protocol.md, "Scores"):
 - only a candidate backed by a keyword match, or by a similarity at or above the model's
-  calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding;
+  calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding. After typo
+  correction, when no candidate holds any query word, similarity must reach `unkeyed`; a CJK
+  query's hits need one of its units (`cjk_alone` for vectors); a query naming an identifier
+  no text holds answers nothing (`ranking.admitted`, `ranking.absent_identifier`; docs/
+  protocol.md, "No answer"). Each hit's `coverage` (IDF-weighted share of the query's units in
+  its best chunk) is computed for this, over the whole index's document frequencies;
 - filters restrict both pools before ranking (the vector pool scans the filtered texts exactly
   when the filter leaves few of them), and BM25 is normalised without them, so a filtered search
   returns what an unfiltered one restricted afterwards does, with the same scores;
