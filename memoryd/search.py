@@ -41,7 +41,8 @@ import numpy as np
 
 from memoryd import lifecycle, secretguard
 from memoryd.errors import InvalidInput, Unavailable
-from memoryd.ftsquery import STOP_WORDS, parse_query, quote_term
+from memoryd.evidence import KeywordEvidence
+from memoryd.ftsquery import STOP_WORDS, parse_query
 from memoryd.ranking import (  # noqa: F401  (re-exported: the pure parts live in ranking.py)
     DEFAULT_SCALE,
     SIGNAL_SHARE,
@@ -49,13 +50,9 @@ from memoryd.ranking import (  # noqa: F401  (re-exported: the pure parts live i
     Candidate,
     Scale,
     SearchSettings,
-    absent_identifier,
     admitted,
     bm25_norm,
-    coverage,
     group_by_note,
-    identifier,
-    idf,
     normalise,
     order,
     query_units,
@@ -86,7 +83,6 @@ GROUPS = ("note", "none")
 EXACT_SCAN_MAX = 20_000  # a filter leaving at most this many entries: exact vector scan
 KNN_MAX = 4096  # never ask the nearest-neighbour search for more than this
 MIN_POOL = 50  # chunks per pool at least (notes need several chunks each)
-DF_CAP = 10_000  # document frequencies are counted up to this (a term this common weighs ~0)
 
 
 class QueryEmbedder(Protocol):
@@ -143,7 +139,7 @@ class Searcher:
         self.vector_cache = VectorCache()
         self._pool: ThreadPoolExecutor | None = None
         self._secrets: dict[str, list[str]] = {}
-        self._df: dict[tuple[str, int], int] = {}
+        self.evidence = KeywordEvidence()
         self._pending: tuple[int | None, float] = (None, -1e9)
         self._pending_future: Future[int] | None = None
 
@@ -376,12 +372,11 @@ class Searcher:
         units = query_units(
             rewritten.corrected_query if fuzzy_used and rewritten is not None else req.query
         )
-        self._coverage(con, units, fused, prefix=fuzzy_used)
+        self.evidence.annotate(con, units, fused, prefix=fuzzy_used)
         ranked = admitted(
             fused, scale, cjk=has_cjk(req.query), corrected=req.mode in ("auto", "fuzzy")
         )
-        idents = [u for u in query_units(req.query) if identifier(u)]
-        missing = absent_identifier({u: self._doc_freq(con, quote_term(u)) for u in idents})
+        missing = self.evidence.missing_identifier(con, req.query)
         if missing is not None:
             ranked = []  # nothing holds the identifier asked about: its namesakes do not answer
             if req.explain:
@@ -395,46 +390,6 @@ class Searcher:
             if rewritten is not None and rewritten.corrected_query != req.query:
                 out["suggestion"] = rewritten.corrected_query
         return out
-
-    def _coverage(
-        self, con: apsw.Connection, units: list[str], candidates: list[Candidate], prefix: bool
-    ) -> dict[str, int]:
-        """Set each candidate's keyword coverage: the IDF-weighted share of the query's topical
-        units found in its best chunk (a unit no text has weighs most: nothing answers it).
-        Returns how many texts of the whole index hold each unit."""
-        dfs: dict[str, int] = {}
-        if not units:
-            return dfs
-        n = searchsql.entry_count(con)
-        chunk_ids = [sec.id for c in candidates for sec in (c.sections or [c])]
-        weights: dict[str, float] = {}
-        found: dict[int, list[str]] = {}
-        for u in units:
-            expr = quote_term(u) + ("*" if prefix else "")
-            df = dfs[u] = self._doc_freq(con, expr, n)
-            weights[u] = idf(df, max(n, df))
-            for i in searchsql.matching(con, expr, chunk_ids, df if df < DF_CAP else None):
-                found.setdefault(i, []).append(u)
-        for c in candidates:
-            secs = c.sections or [c]
-            for sec in secs:
-                sec.coverage = coverage(found.get(sec.id, []), weights)
-            c.coverage = max(sec.coverage or 0.0 for sec in secs)
-            c.components["note_coverage"] = coverage(
-                [u for sec in secs for u in found.get(sec.id, [])], weights
-            )
-        return dfs
-
-    def _doc_freq(self, con: apsw.Connection, expr: str, n: int | None = None) -> int:
-        """How many texts match expr (up to DF_CAP), remembered while the index size holds."""
-        n = searchsql.entry_count(con) if n is None else n
-        key = (expr, n)
-        df = self._df.get(key)
-        if df is None:
-            if len(self._df) >= 4096:
-                self._df.clear()
-            df = self._df[key] = searchsql.match_count(con, expr, DF_CAP)
-        return df
 
     def _keyword_pool(
         self, con: apsw.Connection, match: str, where: str, params: list[Any], size: int
