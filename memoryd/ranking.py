@@ -37,7 +37,8 @@ class Scale(NamedTuple):
 # Per model (its identity name). floor and alone: calibrated with `python -m bench.ranking
 # --floors` on every set in bench/data (BENCHMARKS.md), each the highest value that keeps
 # Recall@10 of answerable queries within 0.01 of none. cjk_alone and unkeyed: `python -m
-# bench.noanswer` (BENCHMARKS.md, "No answer").
+# bench.noanswer` (BENCHMARKS.md, "No answer"); MiniLM has no unkeyed floor: a paraphrase that
+# shares no word with its note scores as low (0.25) as "banana bread" against unrelated notes.
 SIMILARITY_SCALE: dict[str, Scale] = {
     "sentence-transformers/all-MiniLM-L6-v2-int8": Scale(0.10, 0.90, 0.20, 1.01),
     "sentence-transformers/all-MiniLM-L6-v2": Scale(0.10, 0.90, 0.20, 1.01),
@@ -232,8 +233,7 @@ def admitted(
     one of the query's units (coverage > 0: a match on the bigrams of a question's grammar is
     no backing), and similarity alone must reach the model's `cjk_alone`. When typo correction
     had its chance (`corrected`: modes auto and fuzzy) and still no candidate holds any of the
-    query's words, similarity must reach the model's `unkeyed` floor ("when is the retro" is
-    found by correcting "retro" to "retrospective"; "banana bread" only by vectors)."""
+    query's words, similarity must reach the model's `unkeyed` floor, when it has one."""
 
     def keyed(c: Candidate) -> bool:
         return c.coverage > 0 if c.coverage is not None else c.keyword_rank is not None

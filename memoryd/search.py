@@ -12,7 +12,8 @@ Every response names the mode that answered it.
 What a hit is (see docs/protocol.md, "Scores"):
 - only a candidate backed by a keyword match, or by a similarity at or above the model's
   calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding. After typo
-  correction, when no candidate holds any query word, similarity must reach `unkeyed`; a CJK
+  correction, when no candidate holds any query word, similarity must reach the model's
+  `unkeyed` floor if it has one; a CJK
   query's hits need one of its units (`cjk_alone` for vectors); a query naming an identifier
   no text holds answers nothing (`ranking.admitted`, `ranking.absent_identifier`; docs/
   protocol.md, "No answer"). Each hit's `coverage` (IDF-weighted share of the query's units in
