@@ -1,5 +1,6 @@
 """python -m bench [--size smoke|small|medium|large] [--no-model] [--skip-daemon]
 python -m bench quality [--set NAME] [--modes keyword,vector,hybrid,auto] [--json]
+python -m bench embedding | reads | bursts | soak --minutes N (bench/embedding.py)
 
 Prints a table and writes bench/results/<time>.json. See BENCHMARKS.md for the figures.
 """
@@ -49,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["quality"]:
         return quality.main(argv[1:])
+    if argv[:1] in (["embedding"], ["soak"], ["reads"], ["bursts"]):
+        from bench import embedding
+
+        return embedding.main(argv)
     p = argparse.ArgumentParser(
         prog="python -m bench",
         description=__doc__,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from memoryd import __version__, checkpoints, lifecycle, transfer, vault
@@ -18,14 +17,13 @@ from memoryd.errors import InvalidInput
 from memoryd.memories import (
     ADD_FIELDS,
     check_id,
-    check_importance,
     check_name,
     check_tags,
 )
 from memoryd.search import SearchRequest
 from memoryd.store import entries
 from memoryd.store.entries import Filters
-from memoryd.validation import check_str, check_time
+from memoryd.validation import check_int, check_str, check_time
 
 FILTER_PARAMS = frozenset(
     {
@@ -106,18 +104,17 @@ def _bool(params: dict[str, Any], key: str) -> bool:
     return value
 
 
-def _path(params: dict[str, Any], key: str) -> str:
-    value = check_str(params.get(key), key, limit=4096)
-    if not value.strip():
-        raise InvalidInput(f"{key}: expected a workspace-relative path")
-    return value
-
-
 def _int(params: dict[str, Any], key: str, default: int) -> int:
     value = params.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**63:
         raise InvalidInput(f"{key}: expected an integer")
     return value
+
+
+def _namespace(params: dict[str, Any]) -> str | None:
+    """The namespace param: None (not given), "*" (every namespace) or a checked name."""
+    ns = params.get("namespace")
+    return ns if ns is None or ns == "*" else check_name(ns, "namespace")
 
 
 def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters:
@@ -141,7 +138,6 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
     source = params.get("source")
     if source is not None:
         source = check_str(source, "source", limit=1000)
-    namespace = params.get("namespace")
     tiers = params.get("tier")
     if tiers is None:
         tier_list: tuple[str, ...] = ()
@@ -151,8 +147,6 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         tier_list = tuple(lifecycle.check_tier(t) for t in tiers)
     else:
         raise InvalidInput("tier: expected a string or a list of tiers")
-    if namespace is not None and namespace != "*":
-        namespace = check_name(namespace, "namespace")
     return Filters(
         kind=kind,
         types=type_list,
@@ -162,12 +156,12 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         since=check_time(params["since"], "since") if params.get("since") is not None else None,
         until=check_time(params["until"], "until") if params.get("until") is not None else None,
         min_importance=(
-            check_importance(params["min_importance"])
+            check_int(params["min_importance"], "min_importance", 1, 10)
             if params.get("min_importance") is not None
             else None
         ),
         include_expired=_bool(params, "include_expired"),
-        namespace=namespace,
+        namespace=_namespace(params),
         tiers=tier_list,
         include_deprecated=_bool(params, "include_deprecated"),
     )
@@ -244,7 +238,7 @@ def delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
         res = app.memories.delete(params["id"], dry_run=dry)
         return {**res, "deleted": True, "id": res["ids"][0]}
     if "path" in given:
-        return app.trash_path(_path(params, "path"), dry_run=dry)
+        return app.trash_path(params["path"], dry_run=dry)
     return app.memories.delete_where(
         tag=params.get("tag"), namespace=params.get("namespace"), dry_run=dry
     )
@@ -275,9 +269,7 @@ def session_start(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("match_triggers", {"prompt", "namespace"})
 def match_triggers(app: App, params: dict[str, Any]) -> dict[str, Any]:
     prompt = check_str(params.get("prompt"), "prompt", limit=1_000_000)
-    ns = params.get("namespace")
-    if ns is not None and ns != "*":
-        ns = check_name(ns, "namespace")
+    ns = _namespace(params)
     found = app.store.read(lambda con: lifecycle.matching(con, app.triggers, prompt, ns))
     return {"memories": found}
 
@@ -328,9 +320,7 @@ def checkpoint_restore(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("export", {"namespace", "vectors"}, slow=True)
 def export(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    ns = params.get("namespace")
-    if ns is not None and ns != "*":
-        ns = check_name(ns, "namespace")
+    ns = _namespace(params)
     with_vectors = _bool(params, "vectors")
     items = app.store.read(
         lambda con: list(transfer.export(con, namespace=ns, with_vectors=with_vectors))
@@ -375,7 +365,7 @@ SEARCH_PARAMS = FILTER_PARAMS | {
 @method("search", SEARCH_PARAMS)
 def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     concepts = params.get("concepts") or ()
-    if concepts and not isinstance(concepts, list):
+    if not isinstance(params.get("concepts", []), list | None):
         raise InvalidInput("concepts: expected a list of 2 to 5 strings")
     query = params.get("query", "")
     if not concepts and (not isinstance(query, str) or not query.strip()):
@@ -407,7 +397,7 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("stats", {"namespace"})
 def stats(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return app.stats(namespace=params.get("namespace"))
+    return app.stats(namespace=_namespace(params))
 
 
 @method("status", {"check"}, slow=True)
@@ -418,19 +408,13 @@ def status(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("reindex", {"path", "full"}, slow=True)
 def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("path") is not None:
-        path = _path(params, "path")
-        try:
-            full = (app.cfg.workspace / path).resolve()
-        except (OSError, RuntimeError) as exc:  # a symlink loop
-            raise InvalidInput(f"path: cannot resolve {path!r} ({exc})") from None
-        if app.indexer.relpath(full) is None:
-            raise InvalidInput(f"path: {path!r} is outside the workspace")
-        return app.indexer.sync_paths([Path(full)]).as_dict()
+        _, full = app.indexer.resolve_path(params["path"], root_ok=True)
+        return app.indexer.sync_paths([full]).as_dict()
     if _bool(params, "full"):
         # Forget every stored hash: each file is read, chunked and stored again in place (search
         # keeps answering meanwhile; vectors are reused through their text hashes).
         app.store.run_write(entries.forget_document_hashes)
-    return app.indexer.reconcile().as_dict()
+    return app.reconcile().as_dict()  # with index.progress in status
 
 
 @method("jobs", slow=True)
@@ -449,21 +433,14 @@ def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
 # --- links between notes (Obsidian vaults) ---------------------------------------------------
 
 
-def _note_path(params: dict[str, Any]) -> str:
-    path = params.get("path")
-    if not isinstance(path, str) or not path.strip():
-        raise InvalidInput("path: expected a workspace-relative note path or a note name")
-    return path
-
-
 @method("links", {"path"})
 def note_links(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return vault.links(app.store, _note_path(params))
+    return vault.links(app.store, params.get("path"))
 
 
 @method("backlinks", {"path"})
 def note_backlinks(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return vault.backlinks(app.store, _note_path(params))
+    return vault.backlinks(app.store, params.get("path"))
 
 
 # --- whole notes and recent activity: registered by memoryd/api_notes.py -----------------------

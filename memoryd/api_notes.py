@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryd.api import _int, method
+from memoryd.api import _int, _namespace, method
 from memoryd.app import App
 from memoryd.errors import InvalidInput
-from memoryd.memories import check_name
 from memoryd.timeutil import parse_duration, parse_time
 
 
@@ -72,8 +71,9 @@ def since_from(value: object, now: float) -> float | None:
 def recent_activity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Memories added or changed and notes modified, newest first: {items: [...]}. Memories of
     the namespace given (default: memories.default_namespace; "*": all); notes are shared."""
-    ns = params.get("namespace") or app.cfg.memories.default_namespace
-    namespace = None if ns == "*" else check_name(ns, "namespace")
+    ns = _namespace(params) if params.get("namespace") != "" else None
+    ns = ns or app.cfg.memories.default_namespace
+    namespace = None if ns == "*" else ns
     return app.notes.recent(
         namespace=namespace,
         since=since_from(params.get("since"), app.clock()),

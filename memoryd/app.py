@@ -7,6 +7,7 @@ the daemon wraps one in the socket server and the process lifecycle.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 import time
@@ -14,10 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryd import __version__, checkpoints, lifecycle
+from memoryd import __version__, checkpoints, lifecycle, malloc
 from memoryd.config import Config
 from memoryd.dailylog import DailyLog
-from memoryd.embed import ModelHolder, load_embedder, resolve_model
+from memoryd.embed import ModelHolder, background_threads, load_embedder, resolve_model
 from memoryd.embedworker import EmbedWorker
 from memoryd.fuzzy import FuzzyMatcher
 from memoryd.indexer import Indexer
@@ -33,6 +34,8 @@ from memoryd.watcher import Watcher
 
 log = get_logger("memoryd.app")
 
+PROGRESS_EVERY_S = 10.0
+
 
 def default_model_holder(cfg: Config) -> ModelHolder:
     """The model the configuration resolves to, loaded lazily (or none, with the reason)."""
@@ -44,15 +47,16 @@ def default_model_holder(cfg: Config) -> ModelHolder:
     cache_dir = cfg.data_dir / "models"
 
     def loader() -> Any:
+        # one intra-op thread: queries run beside the backlog, which is parallel across texts
         return load_embedder(
-            resolved,
-            cache_dir=cache_dir,
-            threads=cfg.embedding.threads,
-            batch_size=cfg.embedding.batch_size,
+            resolved, cache_dir=cache_dir, threads=1, batch_size=cfg.embedding.batch_size
         )
 
     return ModelHolder(
-        loader, description=resolved.description, query_cache_size=cfg.embedding.query_cache_size
+        loader,
+        description=resolved.description,
+        query_cache_size=cfg.embedding.query_cache_size,
+        background_threads=background_threads(cfg.embedding.threads),
     )
 
 
@@ -67,6 +71,7 @@ class App:
         self.cfg = cfg
         self.clock = clock
         self.started_at = clock()
+        malloc.limit_arenas()  # before our threads exist: freed inference memory goes back
         prepare_dirs(cfg)
         checkpoints.clean_partial(cfg.data_dir)
         self.store = Store(cfg.db_path)
@@ -85,7 +90,9 @@ class App:
             self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
         )
         self.searcher.pending_vectors = self.embedder.pending
-        self.dailylog = DailyLog(cfg.workspace, cfg.dailylog, clock=clock)
+        self.dailylog = DailyLog(
+            cfg.workspace, cfg.dailylog, clock=clock, elsewhere=self._marked_paths
+        )
         self.indexer = Indexer(
             self.store,
             cfg.workspace,
@@ -93,8 +100,13 @@ class App:
             preprocess=self.dailylog.preprocess,
             on_change=self._index_changed,
             clock=clock,
+            private=[
+                cfg.data_dir,
+                cfg.socket,
+                *([Path(cfg.logging.file).expanduser()] if cfg.logging.file else []),
+            ],
         )
-        self.notes = Notes(self.store, self.indexer, cfg.notes)
+        self.notes = Notes(self.store, self.indexer, cfg.notes, lock=self.dailylog.lock)
         self.memories = Memories(
             self.store,
             cfg.memories,
@@ -112,8 +124,17 @@ class App:
         self.watcher: Watcher | None = None
         self.watcher_error: str | None = None
         self.ready = threading.Event()  # the first reconcile is done
+        self._reconcile_lock = threading.Lock()
+        self._reconcile_wanted = False
+        self.index_progress: dict[str, int] | None = None  # while a reconcile runs
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
+
+    def _marked_paths(self, ids: set[int]) -> list[str]:
+        """Workspace files whose indexed text holds the daily-log marker of one of `ids`."""
+        rows = self.store.read(entries.chunks_with_markers)
+        marker = re.compile(r"<!-- m:(\d+):[0-9a-f]{8} -->")
+        return sorted({p for p, text in rows if any(int(m) in ids for m in marker.findall(text))})
 
     def _log_rewritten(self, paths: list[Path]) -> None:
         """The daily log was rewritten by us: index it now (the watcher then finds nothing new)."""
@@ -170,22 +191,21 @@ class App:
         nothing is lost) and its chunks leave the index."""
         from memoryd.errors import InvalidInput, NotFound
 
-        if not isinstance(path, str) or not path.strip():
-            raise InvalidInput("path: expected a workspace-relative path")
-        try:
-            full = (self.cfg.workspace / path).resolve()
-        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL, ...
-            raise InvalidInput(f"path: cannot resolve {path!r} ({exc})") from None
-        rel = self.indexer.relpath(full)
-        if rel is None or rel in (".", ""):
-            raise InvalidInput(f"path: {path!r} is not inside the workspace")
+        # a symlink is deleted itself: the link goes to the trash, never what it points to
+        rel, full = self.indexer.resolve_path(path, keep_link=True)
+        if self.indexer.holds_private(rel):
+            raise InvalidInput(
+                f"path: {rel!r} is or holds memoryd's own data (data_dir, log file or socket); "
+                "it is not a workspace note and is not deleted through the API"
+            )
         docs = self.store.read(entries.documents)
         paths = sorted(p for p in docs if p == rel or p.startswith(rel + "/"))
-        if not full.exists() and not paths:
+        here = os.path.lexists(full)
+        if not here and not paths:
             raise NotFound(f"nothing at {rel} in the workspace or the index")
         target = self.cfg.data_dir / "trash" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         if not dry_run:
-            if full.exists():
+            if here:
                 (target / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(full, target / rel)
             self.indexer.sync_paths([full])
@@ -228,12 +248,13 @@ class App:
         try:
             self.start_watcher()
 
-            def report(done: int, total: int) -> None:
+            def report(line: str) -> None:
                 if progress is not None:
-                    progress(f"indexing workspace: {done}/{total} files")
+                    progress(f"indexing workspace: {line}")
 
-            rep = self.indexer.reconcile(progress=report)
+            rep = self.reconcile(report)
             self.store.read(self.searcher.vector_cache.warm)
+            malloc.trim()
             if progress is not None:
                 progress(
                     f"ready: {rep.indexed} indexed, {rep.unchanged} unchanged, "
@@ -251,6 +272,8 @@ class App:
             self.indexer.sync_paths,
             debounce=self.cfg.indexer.debounce_ms / 1000,
             accept=self.indexer.accepts,
+            on_error=self._watch_batch_failed,
+            on_overflow=lambda: self.reconcile_soon("inotify queue overflow"),
         )
         try:
             w.start()
@@ -262,6 +285,51 @@ class App:
             )
             return
         self.watcher = w
+
+    def reconcile(self, report: Callable[[str], None] | None = None) -> Any:
+        """indexer.reconcile with progress: `index.progress` in status while it runs, and one
+        log line (and `report` call) every 10 s."""
+        last = [time.monotonic()]
+        started = time.monotonic()
+
+        def step(done: int, total: int) -> None:
+            self.index_progress = {"done": done, "total": total}
+            now = time.monotonic()
+            if now - last[0] < PROGRESS_EVERY_S:
+                return
+            last[0] = now
+            rate = done / max(now - started, 1e-6)
+            eta = round((total - done) / rate, 1) if rate else None
+            log.info("indexing", done=done, total=total, rate_per_s=round(rate, 1), eta_s=eta)
+            if report is not None:
+                report(f"{done}/{total} files")
+
+        self.index_progress = {"done": 0, "total": 0}
+        try:
+            return self.indexer.reconcile(progress=step)
+        finally:
+            self.index_progress = None
+            malloc.trim()  # a reconcile reads every file: hand the freed memory back
+
+    def _watch_batch_failed(self, exc: BaseException) -> None:
+        log.error("a batch of file changes was not applied", error=f"{type(exc).__name__}: {exc}")
+        self.reconcile_soon("a batch of file changes failed")
+
+    def reconcile_soon(self, reason: str) -> None:
+        """Compare the whole workspace with the index now, on a thread of its own: file events
+        were lost. A request while one is waiting to start adds nothing."""
+        with self._reconcile_lock:
+            if self._reconcile_wanted:
+                return
+            self._reconcile_wanted = True
+
+        def run() -> None:
+            with self._reconcile_lock:
+                self._reconcile_wanted = False
+            log.warning("reconciling the workspace now", reason=reason)
+            self.jobs.run_now("reconcile")
+
+        threading.Thread(target=run, name="memoryd-reconcile-now", daemon=True).start()
 
     def apply_config(self, cfg: Config) -> None:
         """Take reloadable settings from a new configuration (SIGHUP)."""
@@ -287,6 +355,7 @@ class App:
         if self._bg is not None:
             self._bg.join(timeout=30)
         self.embedder.stop()
+        self.model.close()
         self.searcher.close()
         self.store.close()
 
@@ -325,9 +394,9 @@ class App:
             "counts": counts,
             "vectors": {
                 "done": vec["done"],
-                "pending": vec["pending"],
                 "embedding": self.embedder.running,
                 "last_error": self.embedder.last_error,
+                **self.embedder.progress(pending=vec["pending"]),
             },
             "model": self.model.status(),
             "watcher": {"alive": watcher_alive, "error": self.watcher_error},
@@ -339,6 +408,7 @@ class App:
                 "files_moved": self.indexer.totals.moved,
                 "files_deleted": self.indexer.totals.deleted,
                 "files_skipped": self.indexer.totals.skipped,
+                "progress": self.index_progress,
             },
         }
         out["jobs"] = self.jobs.list()

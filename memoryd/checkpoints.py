@@ -13,7 +13,9 @@ reconciled, so files changed since the checkpoint are indexed as they are now.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,7 +81,9 @@ def delete(app: App, name: object, kind: object = "checkpoint") -> dict[str, Any
 def list_all(app: App) -> list[dict[str, Any]]:
     out = []
     for p in sorted(folder(app).glob("*.db")):
-        st = p.stat()
+        st = _regular_stat(p)
+        if st is None:  # a folder, a FIFO, a dangling symlink: not a checkpoint
+            continue
         out.append({"name": p.stem, "created_at": iso(st.st_mtime), "bytes": st.st_size})
     return out
 
@@ -135,6 +139,12 @@ def restore(app: App, name: object) -> dict[str, Any]:
         _remove_db(work)
     log.info("checkpoint restored", name=name, migrated=migrated, safety_copy=safety.stem)
     app.after_restore()
+    # lines of memories the restore took away (added after the checkpoint) leave the daily log
+    app._log_rewritten(
+        app.dailylog.forget_unknown(
+            lambda ids: app.store.read(lambda con: entries.memory_ids_among(con, ids))
+        )
+    )
     report = app.indexer.reconcile()
     return {
         "restored": name,
@@ -150,6 +160,16 @@ def _remove_db(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
+def _regular_stat(path: Path) -> os.stat_result | None:
+    """The stat of a regular file (through a symlink), else None: what list and still_in name
+    must be something checkpoint.delete and restore can act on."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
 def copies(data_dir: Path) -> list[dict[str, Any]]:
     """Every copy of the database memoryd keeps: checkpoints, snapshots, migration backups."""
     out = []
@@ -159,10 +179,10 @@ def copies(data_dir: Path) -> list[dict[str, Any]]:
         *(("migration_backup", p) for p in data_dir.glob("*.pre-v*.bak")),
     ]
     for kind, p in found:
-        try:
-            mtime = p.stat().st_mtime
-        except OSError:
+        st = _regular_stat(p)
+        if st is None:
             continue
+        mtime = st.st_mtime
         out.append({"kind": kind, "name": p.stem, "path": str(p), "created_at": mtime})
     out.sort(key=lambda c: c["created_at"])
     return out

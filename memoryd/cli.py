@@ -121,6 +121,8 @@ def describe_os_error(exc: OSError) -> str:
         return f"{where} is on a read-only file system; point data_dir (or the path) elsewhere"
     if exc.errno in (errno.EACCES, errno.EPERM):
         return f"permission denied on {where}; it must be writable by you (uid check, chmod)"
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        return f"{where} is not a folder (a file is in the way); workspace and data_dir are folders"
     if exc.errno == errno.ENOSPC:
         return f"no space left on the device holding {where}"
     return f"{where}: {exc.strerror or exc}"

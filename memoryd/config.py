@@ -170,6 +170,8 @@ SECTIONS: dict[str, type] = {
     "secrets": SecretsConfig,
 }
 TOP_LEVEL = ("workspace", "data_dir", "socket")
+MIN_JOB_INTERVAL = 0.1  # seconds (tests run jobs every 200 ms)
+MAX_DURATION = 3650 * 86400.0  # ten years
 FORMAT_FIELDS = frozenset(
     {"time", "date", "id", "type", "content", "tags", "source", "importance", "namespace"}
 )
@@ -223,6 +225,12 @@ class Config:
         for key in TOP_LEVEL:
             if key in data:
                 paths[key] = _path(data[key], key, base, env)
+        if os.path.normpath(paths["data_dir"]) == os.path.normpath(paths["workspace"]):
+            raise ConfigError(
+                "data_dir: must not be the workspace itself (the database, checkpoints and trash "
+                "would sit among the notes); use a folder outside it, or a sub-folder such as "
+                "'<workspace>/.memoryd'"
+            )
         if len(str(paths["socket"]).encode()) > MAX_SOCKET_PATH:
             raise ConfigError(
                 f"socket: path {paths['socket']} is longer than {MAX_SOCKET_PATH} bytes "
@@ -241,7 +249,25 @@ class Config:
             )
         if srch.default_limit > srch.max_limit:
             raise ConfigError("search.default_limit: must not exceed search.max_limit")
-        return cls(**paths, **sections)
+        cfg = cls(**paths, **sections)
+        cfg.check_log_file()
+        return cfg
+
+    def check_log_file(self, *others: Path) -> None:
+        """logging.file must not name a file memoryd keeps for something else: log lines
+        appended to the database, its WAL, the lock, the socket or the config file itself
+        would corrupt it (the config would not load at the next start)."""
+        if not self.logging.file:
+            return
+        log_file = os.path.normpath(os.path.expanduser(self.logging.file))
+        db = str(self.db_path)
+        own = [db, db + "-wal", db + "-shm", db + "-journal", str(self.lock_path), str(self.socket)]
+        for path in [*own, *map(str, others)]:
+            if log_file == os.path.normpath(path):
+                raise ConfigError(
+                    f"logging.file: {self.logging.file} is one of memoryd's own files ({path}); "
+                    "choose another file, such as <data_dir>/memoryd.log"
+                )
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {k: str(getattr(self, k)) for k in TOP_LEVEL}
@@ -318,9 +344,15 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         return list(value)
     if kind == "duration":
         try:
-            return parse_duration(value, what=key)
+            seconds = parse_duration(value, what=key)
         except InvalidInput as exc:
             raise ConfigError(exc.message) from None
+        # A job every millisecond would hold the writer and the CPU; an interval of centuries
+        # overflows the scheduler's timedelta (a traceback at startup).
+        low = MIN_JOB_INTERVAL if key.startswith("jobs.") else 0.0
+        if not low <= seconds <= MAX_DURATION:
+            raise ConfigError(f"{key}: expected a duration from {low:g}s to 3650d, got {value!r}")
+        return seconds
     if kind == "relpath":
         if (
             not isinstance(value, str)
@@ -463,6 +495,8 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
         else:
             data[key] = value
     cfg = Config.from_dict(data, base_dir=found.parent if found else None, env=env)
+    if found is not None:
+        cfg.check_log_file(found, found.resolve())
     return dataclasses.replace(cfg, source=found)
 
 

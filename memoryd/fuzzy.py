@@ -71,6 +71,7 @@ import numpy as np
 
 from memoryd.ftsquery import quote_term
 from memoryd.logsetup import get_logger
+from memoryd.store import entries
 from memoryd.store import tokenizer as cjk_tokenizer
 
 log = get_logger("memoryd.fuzzy")
@@ -294,7 +295,7 @@ class FuzzyMatcher:
                 return vocab
             generation, started = self._generation, time.monotonic()
             try:
-                rows = _read_vocab(con)
+                rows = entries.vocabulary(con)
             except apsw.Error as exc:
                 log.warning("fuzzy vocabulary unavailable", error=str(exc))
                 return vocab
@@ -393,21 +394,6 @@ class FuzzyMatcher:
 
 
 # --- SQLite and the tokenizer -------------------------------------------------------------------
-
-
-def _read_vocab(con: apsw.Connection) -> list[tuple[str, int]]:
-    has_main = con.execute(
-        "SELECT 1 FROM main.sqlite_master WHERE name = 'entries_vocab'"
-    ).fetchall()
-    if has_main:
-        table = "main.entries_vocab"
-    else:
-        con.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fuzzy_vocab"
-            " USING fts5vocab(main, entries_fts, 'row')"
-        )
-        table = "temp.fuzzy_vocab"
-    return con.execute(f"SELECT term, doc FROM {table}").fetchall()
 
 
 def _stems(tok: apsw.FTS5Tokenizer, text: str) -> list[str]:

@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd import markdown, obsidian
+from memoryd.errors import InvalidInput
 from memoryd.logsetup import get_logger
 from memoryd.store import Store, entries, links
 from memoryd.store.entries import DocumentInfo, NewChunk
+from memoryd.validation import check_str
 
 log = get_logger("memoryd.indexer")
 
@@ -163,10 +165,20 @@ class Indexer:
         preprocess: Callable[[str, str], str] | None = None,
         on_change: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.time,
+        private: Iterable[Path] = (),
     ) -> None:
         self.store = store
         self.root = Path(workspace)
         self.root_real = Path(os.path.realpath(self.root))
+        # memoryd's own files (data_dir: database, checkpoints, snapshots, trash; the log file;
+        # the socket) when they lie inside the workspace: never indexed, written or trashed
+        # through the API (a checkpoint would keep deleted memories searchable, the log would
+        # index itself, `delete path` could move the live database away).
+        self.private = tuple(
+            real
+            for real in (os.path.realpath(p) for p in private)
+            if self._inside(real) and real != str(self.root_real)
+        )
         self.settings = settings
         # preprocess(relpath, text) -> text: the daily log strips the daemon's own lines here.
         self.preprocess = preprocess
@@ -188,21 +200,61 @@ class Indexer:
                 continue
         return None
 
+    def resolve_path(
+        self, path: object, *, root_ok: bool = False, keep_link: bool = False
+    ) -> tuple[str, Path]:
+        """A workspace file or folder an API request names: (workspace-relative path, resolved
+        full path). InvalidInput when it is not text, cannot be resolved (a symlink loop) or
+        lies outside the workspace (or is the workspace itself, unless root_ok). keep_link:
+        resolve the folders on the way but not the last name (a symlink names itself)."""
+        text = check_str(path, "path", limit=4096).strip()
+        if not text:
+            raise InvalidInput("path: expected a workspace-relative path")
+        raw = self.root / text
+        try:
+            last = keep_link and raw.name not in ("", ".", "..")
+            full = raw.parent.resolve() / raw.name if last else raw.resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, ...
+            raise InvalidInput(f"path: cannot resolve {text!r} ({exc})") from None
+        rel = self.relpath(full)
+        if rel is None or (rel in (".", "") and not root_ok):
+            raise InvalidInput(f"path: {text!r} is outside the workspace")
+        return rel, full
+
     def accepts(self, path: Path) -> bool:
         rel = self.relpath(path)
-        return rel is not None and rel != "." and path_accepted(rel, self.settings)
+        return (
+            rel is not None
+            and rel != "."
+            and path_accepted(rel, self.settings)
+            and not self.is_private(rel)
+        )
+
+    def is_private(self, rel: str) -> bool:
+        """True for a workspace path that is, or lies under, one of memoryd's own files."""
+        if not self.private:
+            return False
+        real = os.path.realpath(self.root / rel)
+        return any(real == p or real.startswith(p + os.sep) for p in self.private)
+
+    def holds_private(self, rel: str) -> bool:
+        """True for a workspace path that is, or holds, one of memoryd's own files."""
+        if not self.private:
+            return False
+        real = os.path.realpath(self.root / rel)
+        return self.is_private(rel) or any(p.startswith(real + os.sep) for p in self.private)
 
     def _inside(self, real: str) -> bool:
         root = str(self.root_real)
         return real == root or real.startswith(root + os.sep)
 
-    def scan(self, report: Report | None = None) -> dict[str, FileState]:
-        """Every accepted regular file under the workspace, following only inner symlinks.
-        Files skipped on the way are logged (and counted in `report`)."""
+    def scan(self, report: Report | None = None, under: str = ".") -> dict[str, FileState]:
+        """Every accepted regular file under the workspace (or its folder `under`), following
+        only inner symlinks. Files skipped on the way are logged (and counted in `report`)."""
         found: dict[str, FileState] = {}
         seen_dirs: set[str] = set()
         follow = self.settings.follow_symlinks
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=follow):
+        for dirpath, dirnames, filenames in os.walk(self.root / under, followlinks=follow):
             real_dir = os.path.realpath(dirpath)
             if real_dir in seen_dirs or not self._inside(real_dir):
                 dirnames[:] = []
@@ -215,9 +267,12 @@ class Indexer:
             rel_dir = Path(dirpath).relative_to(self.root).as_posix()
             if self.settings.skip_hidden:
                 dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            if self.private:
+                under = "" if rel_dir == "." else f"{rel_dir}/"
+                dirnames[:] = [d for d in dirnames if not self.is_private(under + d)]
             for name in filenames:
                 rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-                if not path_accepted(rel, self.settings):
+                if not path_accepted(rel, self.settings) or self.is_private(rel):
                     continue
                 try:
                     state = self._stat(rel)
@@ -259,7 +314,11 @@ class Indexer:
         return FileState(rel, real, st.st_size, st.st_mtime)
 
     def _read(self, state: FileState) -> bytes:
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        # O_NONBLOCK: a file swapped for a FIFO between the scan's stat and this open would
+        # otherwise block the indexer thread until some writer opens the FIFO (forever).
+        flags = (
+            os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        )
         try:
             fd = os.open(state.real, flags)
         except PermissionError as exc:
@@ -322,7 +381,7 @@ class Indexer:
                 if rel is None:
                     continue
                 full = self.root / rel if rel != "." else self.root
-                if full.is_dir():
+                if _is_dir(full):
                     for p, s in self._scan_under(rel).items():
                         todo[p] = s
                     prefix = "" if rel == "." else rel + "/"
@@ -335,7 +394,7 @@ class Indexer:
                 for p in gone_under:  # a folder that vanished
                     if not (self.root / p).exists():
                         vanished[p] = indexed[p]
-                if not path_accepted(rel, self.settings):
+                if not path_accepted(rel, self.settings) or self.is_private(rel):
                     if rel in indexed:  # excluded since it was indexed
                         vanished[rel] = indexed[rel]
                     continue
@@ -358,8 +417,12 @@ class Indexer:
     def _scan_under(self, rel: str) -> dict[str, FileState]:
         if rel in (".", ""):
             return self.scan()
-        prefix = rel + "/"
-        return {p: s for p, s in self.scan().items() if p.startswith(prefix)}
+        if os.path.realpath(self.root / rel) != os.path.join(self.root_real, rel):
+            # a symlink on the way (a loop, an alias of another folder): the whole walk decides
+            # where its files belong, as a reconcile would
+            prefix = rel + "/"
+            return {p: s for p, s in self.scan().items() if p.startswith(prefix)}
+        return self.scan(under=rel)  # a folder event walks that folder only
 
     def _apply(
         self,
@@ -386,7 +449,7 @@ class Indexer:
             except Exception as exc:  # one bad file never stops the rest
                 log.exception("indexing failed", path=state.path)
                 report.errors.append(f"{state.path}: {exc}")
-            if progress is not None and (n % 200 == 0 or n == total):
+            if progress is not None:
                 progress(n, total)
         for p in vanished:
             if p in moved_from:
@@ -459,7 +522,7 @@ class Indexer:
         n = self.store.run_write(write)
         report.indexed += 1
         report.chunks += n
-        log.info(
+        log.debug(
             "indexed",
             path=state.path,
             chunks=n,
@@ -524,12 +587,7 @@ class Indexer:
                     stale.append(p)
             except (Skip, OSError):
                 stale.append(p)
-        orphans = self.store.read(
-            lambda con: con.execute(
-                "SELECT count(*) FROM entries e WHERE e.kind = 'chunk' AND NOT EXISTS"
-                " (SELECT 1 FROM documents d WHERE d.id = e.document_id)"
-            ).fetchall()[0][0]
-        )
+        orphans = self.store.read(entries.orphan_chunk_count)
         return {
             "files_missing_from_index": missing,
             "missing_on_disk": gone,
@@ -537,6 +595,15 @@ class Indexer:
             "orphan_chunks": int(orphans),
             "total": len(missing) + len(gone) + len(stale) + int(orphans),
         }
+
+
+def _is_dir(path: Path) -> bool:
+    """Path.is_dir, but False for a path the system refuses to look at (a name too long:
+    ENAMETOOLONG is not among the errors Path.is_dir swallows); _stat then says why."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _brief(r: Report) -> dict[str, Any]:

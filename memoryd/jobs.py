@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import NotFound
 from memoryd.logsetup import get_logger
-from memoryd.store import vectors
+from memoryd.store import entries, vectors
 from memoryd.timeutil import iso
 
 if TYPE_CHECKING:
@@ -45,12 +45,7 @@ def optimize(app: App) -> dict[str, Any]:
     with app.store.write() as con:
         if model_id is not None:
             collected = vectors.gc(con, model_id, now, grace)
-        pruned = len(
-            con.execute(
-                "DELETE FROM access_log WHERE ts < ? RETURNING id",
-                (now - ACCESS_LOG_DAYS * 86400,),
-            ).fetchall()
-        )
+        pruned = entries.prune_access_log(con, now - ACCESS_LOG_DAYS * 86400)
     if collected:
         app.searcher.vector_cache.invalidate()
     return {"vectors_collected": collected, "access_log_pruned": pruned}
@@ -78,7 +73,7 @@ def quick_check(app: App) -> dict[str, Any]:
 
 
 def reconcile(app: App) -> dict[str, Any]:
-    report = app.indexer.reconcile()
+    report = app.reconcile()
     if report.changed:
         log.warning(
             "reconcile repaired drift the watcher missed",

@@ -111,14 +111,14 @@ def record_history(
                 entry_id,
                 now,
                 name,
-                json.dumps(_redacted(before.get(name))),
-                json.dumps(_redacted(after.get(name))),
+                json.dumps(redacted(before.get(name))),
+                json.dumps(redacted(after.get(name))),
             )
             changed.append(name)
     return changed
 
 
-def _redacted(value: Any) -> Any:
+def redacted(value: Any) -> Any:
     """History keeps no credential: redacting a memory must not leave the secret behind."""
     if isinstance(value, str):
         return secretguard.redact(value)
@@ -127,13 +127,23 @@ def _redacted(value: Any) -> Any:
     return value
 
 
+def _decoded(value: str | None) -> Any:
+    """A stored history value (JSON text); one that is not JSON (written by an older import)
+    is shown as the text it is rather than failing the whole `history` call."""
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except (json.JSONDecodeError, TypeError):
+        return value
+
+
 def history(con: apsw.Connection, entry_id: int) -> list[dict[str, Any]]:
     from memoryd.timeutil import iso
 
     rows = lcstore.history_rows(con, entry_id)
     return [
-        {"at": iso(ts), "field": f, "old": json.loads(o), "new": json.loads(n)}
-        for ts, f, o, n in rows
+        {"at": iso(ts), "field": f, "old": _decoded(o), "new": _decoded(n)} for ts, f, o, n in rows
     ]
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -240,21 +240,30 @@ class _Section:
     head: int = 0  # how many of the first lines are the heading (1 for ATX, 2 for setext)
 
 
-def _sections(body: str, first_line: int) -> list[_Section]:
-    lines = body.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    sections: list[_Section] = [_Section((), [])]
-    stack: list[tuple[int, str]] = []
+def fenced(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """Each line, with whether it belongs to a fenced code block (its fences included): the one
+    place that knows where ``` and ~~~ blocks open and close (chunker, tags, links, titles)."""
     fence: str | None = None
-    for i, line in enumerate(lines):
-        number = first_line + i
+    for line in lines:
         m = _FENCE.match(line)
         if fence is not None:
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
                 fence = None
-            sections[-1].lines.append((number, line))
-            continue
-        if m:
+            yield line, True
+        elif m:
             fence = m.group(1)
+            yield line, True
+        else:
+            yield line, False
+
+
+def _sections(body: str, first_line: int) -> list[_Section]:
+    lines = body.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    sections: list[_Section] = [_Section((), [])]
+    stack: list[tuple[int, str]] = []
+    for i, (line, code) in enumerate(fenced(lines)):
+        number = first_line + i
+        if code:
             sections[-1].lines.append((number, line))
             continue
         h = atx_heading(line)
@@ -327,19 +336,12 @@ def _units(lines: list[tuple[int, str]], max_tokens: int) -> list[list[tuple[int
     where possible; oversized paragraphs become line units, oversized lines word units."""
     paragraphs: list[list[tuple[int, str]]] = []
     current: list[tuple[int, str]] = []
-    fence: str | None = None
-    for number, line in lines:
-        m = _FENCE.match(line)
-        if fence is None and not line.strip():
+    for (number, line), (_, code) in zip(lines, fenced(t for _, t in lines), strict=True):
+        if not code and not line.strip():
             if current:
                 paragraphs.append(current)
                 current = []
             continue
-        if m:
-            if fence is None:
-                fence = m.group(1)
-            elif m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = None
         current.append((number, line))
     if current:
         paragraphs.append(current)

@@ -6,7 +6,9 @@ server in memoryd/mcp.py only lists the table and hands calls to it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
+import stat
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,13 +45,25 @@ class ToolFailure(Exception):
 
 
 class Bridge:
-    """Calls the daemon for the tools; knows the agent's default namespace."""
+    """Calls the daemon for the tools; knows the agent's default namespace.
 
-    def __init__(self, socket: str, namespace: str | None, timeout: float = 60.0) -> None:
-        self.client = Client(socket, timeout=timeout)
+    `socket` may be a list: the first path, then others where the daemon may listen (see
+    memoryd.mcp.socket_candidates); each call uses the first that exists, so a daemon started
+    after the agent is found wherever it came up."""
+
+    def __init__(
+        self, socket: str | Sequence[str], namespace: str | None, timeout: float = 60.0
+    ) -> None:
+        self.sockets = [socket] if isinstance(socket, str) else list(socket)
+        self.client = Client(self.sockets[0], timeout=timeout)
         self.namespace = namespace
 
+    def _socket(self) -> str:
+        return next((s for s in self.sockets if _is_socket(s)), self.sockets[0])
+
     def call(self, method: str, params: dict[str, Any]) -> Any:
+        if len(self.sockets) > 1:
+            self.client.path = self._socket()
         try:
             return self.client.call(method, {k: v for k, v in params.items() if v is not None})
         except Unreachable as exc:
@@ -57,6 +71,9 @@ class Bridge:
         except ClientError as exc:
             name = ERROR_NAMES.get(exc.code, "error")
             text = f"memoryd {method}: {exc.message} ({name}, code {exc.code})"
+            current = exc.data.get("current_sha256") if isinstance(exc.data, dict) else None
+            if exc.code == -32009 and current:
+                text += f" Current sha256: {current}."
             if exc.code in HINTS:
                 text += " " + HINTS[exc.code]
             raise ToolFailure(
@@ -68,6 +85,13 @@ class Bridge:
         if args.get("namespace") is None and self.namespace:
             return {**args, "namespace": self.namespace}
         return args
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 # --- formatting --------------------------------------------------------------------------------
@@ -147,17 +171,28 @@ def fmt_added(res: dict[str, Any]) -> str:
     return out
 
 
+def _when(value: object) -> str:
+    """'2026-11-23T19:36:09Z' as '2026-11-23 19:36' (UTC): a third fewer tokens a line, and
+    minutes are precise enough for the agent; the structured copy keeps the full time."""
+    text = str(value or "")
+    if len(text) >= 16 and text[10:11] == "T" and text.endswith("Z"):
+        return f"{text[:10]} {text[11:16]}"
+    return text
+
+
 def fmt_items(res: dict[str, Any]) -> str:
     lines = []
     for i in res.get("items") or []:
         if i.get("kind") == "memory":
-            lines.append(f"{i.get('at')} memory [{i['id']}] {i.get('change', '')}: {i['summary']}")
+            lines.append(
+                f"{_when(i.get('at'))} memory [{i['id']}] {i.get('change', '')}: {i['summary']}"
+            )
         else:
-            when = i.get("at") or i.get("mtime")
+            when = _when(i.get("at") or i.get("mtime"))
             tags = " ".join(f"#{t}" for t in i.get("tags") or [])
             lines.append(f"{when} {i['path']} — {i.get('title', '')} {tags}".rstrip())
     if "total" in res:
-        lines.insert(0, f"{res['total']} note(s):")
+        lines.insert(0, f"{res['total']} note(s), times in UTC:")
     return "\n".join(lines) or "Nothing."
 
 
@@ -169,6 +204,20 @@ def fmt_memories(res: dict[str, Any]) -> str:
         f"[{m['id']}] ({m.get('tier') or m.get('type')}) {_one_line(m['content'], 400)}"
         for m in mems
     )
+
+
+def fmt_forgot(res: dict[str, Any]) -> str:
+    """A delete's answer, with the copies that still hold the text (delete's still_in)."""
+    out = f"Forgot [{res.get('id')}]"
+    copies = res.get("still_in") or []
+    if copies:
+        names = ", ".join(f"{c.get('kind')} {c.get('name')}" for c in copies)
+        out += (
+            f". Its text is still in {len(copies)} older copy(ies) of the store ({names}); "
+            "the user can delete them with `memoryctl checkpoint delete NAME` "
+            "(`--snapshot` for a snapshot)"
+        )
+    return out
 
 
 def fmt_json(res: Any) -> str:
@@ -192,10 +241,12 @@ NAMESPACE = {
 }
 NOTE_PATH = {
     "type": "string",
+    "minLength": 1,
     "description": "workspace-relative path of a markdown note, e.g. 'projects/auth.md'",
 }
 SHA = {
     "type": "string",
+    "pattern": "^([0-9a-fA-F]{64})?$",
     "description": "the sha256 read_note returned; the change is refused (conflict) if the note "
     "changed since. '' = the note must not exist yet",
 }
@@ -219,7 +270,11 @@ MEMORY_FIELDS: dict[str, Any] = {
     },
 }
 SEARCH_SCHEMA: dict[str, Any] = {
-    "query": {**STR, "description": 'words or a question; "quoted phrase", -exclude, OR'},
+    "query": {
+        **STR,
+        "minLength": 1,
+        "description": 'words or a question; "quoted phrase", -exclude, OR',
+    },
     "limit": {**INT, "minimum": 1, "maximum": 100, "description": "results (default 10)"},
     "mode": {"type": "string", "enum": ["auto", "keyword", "vector", "hybrid", "fuzzy"]},
     "kind": {
@@ -235,7 +290,11 @@ SEARCH_SCHEMA: dict[str, Any] = {
     "until": TIME,
     "min_importance": {**INT, "minimum": 1, "maximum": 10},
     "namespace": NAMESPACE,
-    "tier": {**STR, "description": "tiers, comma separated"},
+    "tier": {
+        **STR,
+        "description": "tiers, comma separated: constitutional, critical, important, normal, "
+        "temporary, deprecated",
+    },
     "include_expired": BOOL,
     "include_deprecated": BOOL,
     "max_tokens": {
@@ -336,7 +395,7 @@ TOOLS: list[ToolSpec] = [
         "text that looks like a secret (API keys, passwords). Near-duplicates are reported.",
         _obj(
             {
-                "content": {**STR, "description": "the memory itself"},
+                "content": {**STR, "minLength": 1, "description": "the memory itself"},
                 **MEMORY_FIELDS,
                 "namespace": NAMESPACE,
             },
@@ -375,7 +434,7 @@ TOOLS: list[ToolSpec] = [
         "tier 'deprecated'). Notes are not deleted here.",
         _obj({"id": {**INT, "minimum": 1}}, ("id",)),
         run_method("delete"),
-        lambda r: f"Forgot [{r.get('id')}]",
+        fmt_forgot,
         read_only=False,
     ),
     ToolSpec(
@@ -396,7 +455,7 @@ TOOLS: list[ToolSpec] = [
         "match_triggers",
         "Memories whose trigger phrases occur in the given text (e.g. the user's message): "
         "cheap, exact recall of procedures and warnings tied to words.",
-        _obj({"prompt": STR, "namespace": NAMESPACE}, ("prompt",)),
+        _obj({"prompt": {**STR, "minLength": 1}, "namespace": NAMESPACE}, ("prompt",)),
         run_method("match_triggers", namespaced=True),
         fmt_memories,
     ),

@@ -19,6 +19,7 @@ from memoryd.logsetup import get_logger
 from memoryd.store import Store, entries
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.entries import Filters, NewMemory
+from memoryd.timeutil import parse_time
 from memoryd.validation import (
     ADD_FIELDS,
     IMPORT_FIELDS,
@@ -29,6 +30,7 @@ from memoryd.validation import (
     check_importance,
     check_name,
     check_str,
+    check_tag,
     check_tags,
     check_text,
     expiry,
@@ -50,7 +52,7 @@ __all__ = [
 ]
 
 log = get_logger("memoryd.memories")
-MAX_IMPORT_ID = 2**53 - 1  # exact in every JSON reader
+LOGGED_FIELDS = ("content", "tags", "type", "source", "importance", "namespace")
 
 
 class MemorySettings(Protocol):
@@ -295,7 +297,8 @@ class Memories:
 
         before, rec = self.store.run_write(_update, durable=True)
         log.info("updated", id=eid, fields=sorted(values) + (["triggers"] if phrases else []))
-        if before["content"] != rec["content"] or before["tags"] != rec["tags"]:
+        # every field a daily log line can show (dailylog.line_format placeholders)
+        if any(before.get(k) != rec.get(k) for k in LOGGED_FIELDS):
             self._run(self.on_updated, rec)
         self._changed()
         return rec
@@ -337,6 +340,10 @@ class Memories:
             raise InvalidInput("items: expected a list of exported memories")
         if isinstance(first_line, bool) or not isinstance(first_line, int) or first_line < 1:
             raise InvalidInput("first_line: expected a positive integer")
+        if not isinstance(dry_run, bool):
+            raise InvalidInput("dry_run: expected true or false")
+        if not isinstance(allow_secrets, bool):  # also when no item reaches the secret guard
+            raise InvalidInput("allow_secrets: expected true or false")
         now = self.clock()
         checked = []
         for n, item in enumerate(items):
@@ -347,8 +354,6 @@ class Memories:
                 data = dict(exc.data or {})
                 data["line"] = line
                 raise type(exc)(f"line {line}: {exc.message}", data=data) from None
-        if not isinstance(dry_run, bool):
-            raise InvalidInput("dry_run: expected true or false")
         if dry_run:
             return {
                 **self.store.read(lambda con: transfer.plan_items(con, checked)),
@@ -377,10 +382,8 @@ class Memories:
             raise InvalidInput("content: is required")
         values = check_fields(fields, self.settings.max_content_bytes, now)
         values = guard(values, self.secrets_mode, allow).values
+        # an id too high to keep (transfer.MAX_KEPT_ID) is renumbered, not refused
         values["id"] = check_id(item["id"]) if item.get("id") is not None else None
-        if values["id"] is not None and values["id"] > MAX_IMPORT_ID:
-            # the id sequence would jump near its end and every later insert would fail
-            raise InvalidInput(f"id: at most {MAX_IMPORT_ID} (2^53 - 1)")
         values.update(transfer.check_extras(item))
         s = self.settings
         values.setdefault("type", s.default_type)
@@ -411,7 +414,7 @@ class Memories:
     def delete_where(
         self, *, tag: object = None, namespace: object = None, dry_run: bool = False
     ) -> dict[str, Any]:
-        t = check_tags([tag])[0] if tag is not None else None
+        t = check_tag(tag) if tag is not None else None
         ns = check_name(namespace, "namespace") if namespace is not None else None
         if t is None and ns is None:
             raise InvalidInput("delete: give a tag or a namespace")
@@ -464,7 +467,7 @@ class Memories:
             self._run(self.on_removed, found)
             self._changed()
             log.info(why, ids=[r["id"] for r in found][:50], count=len(found))
-        oldest = min((_ts(r["created_at"]) for r in found), default=None)
+        oldest = min((parse_time(r["created_at"]) for r in found), default=None)
         copies = self.copies_since(oldest) if (self.copies_since and oldest is not None) else []
         answer = {
             "deleted": len(found),
@@ -489,12 +492,6 @@ class Memories:
                 hook()
             except Exception:
                 log.exception("change hook failed")
-
-
-def _ts(iso_time: str) -> float:
-    from datetime import datetime
-
-    return datetime.fromisoformat(iso_time.replace("Z", "+00:00")).timestamp()
 
 
 def _sections(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:

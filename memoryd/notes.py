@@ -1,12 +1,19 @@
 """Whole notes through the daemon: read, write, append, list, move files in the workspace.
 
 Paths are workspace-relative, '/'-separated. Refused, with InvalidInput: absolute paths, `..`
-anywhere, NUL bytes and control characters, empty names, and any target the indexer would not
-index (not `*.md` under the default `indexer.include`, inside a hidden folder, excluded by
-`indexer.exclude`): a note written through the API is always a note the index knows. Symlinks:
-a folder or file reached through a symlink must really be inside the workspace (the real path
-is checked); writes, appends and moves refuse a note that is itself a symlink (the rename would
-replace the link with a file), so write to its target instead.
+anywhere, NUL bytes, control and bidirectional-override characters, empty names, and any target
+the indexer would not index (not `*.md` under the default `indexer.include`, inside a hidden
+folder, excluded by `indexer.exclude`): a note written through the API is always a note the
+index knows. A path that differs from an existing note's only in Unicode normalization
+(composed or decomposed accents) names that note.
+
+Symlinks: a folder or file reached through a symlink must really be inside the workspace (the
+real path is checked); writes, appends and moves refuse a note that is itself a symlink (the
+rename would replace the link with a file), so write to its target instead. The checks and the
+file operations cannot be raced apart: every read, write, rename and link happens relative to a
+descriptor of the note's folder, opened one real component at a time from the workspace
+without following any symlink, so a folder swapped for a symlink after the check is refused,
+never followed.
 
 Writes are atomic: the new text goes to a hidden temp file in the same folder, which is fsynced
 and renamed over the note, and then the folder is fsynced. A crash leaves the old note or the
@@ -34,6 +41,7 @@ import re
 import secrets
 import stat
 import threading
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,11 +53,26 @@ from memoryd.logsetup import get_logger
 from memoryd.store import Store
 from memoryd.store import notes as store_notes
 from memoryd.timeutil import iso
+from memoryd.validation import check_str
 
 log = get_logger("memoryd.notes")
 
 MAX_PATH_CHARS = 1024
 _SHA = re.compile(r"^[0-9a-f]{64}$")
+# Right-to-left/left-to-right marks, embeddings, overrides and isolates: they reorder how a
+# name is displayed, so a note listed to a person could pass for another.
+_BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_DIR_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+# O_NONBLOCK: opening a FIFO named like a note would otherwise wait for a writer forever, and a
+# few such requests would take every worker thread of the daemon (no effect on regular files).
+_READ_FLAGS = (
+    os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+)
 
 
 class NotesSettings(Protocol):
@@ -76,13 +99,22 @@ def normalize(path: object, what: str = "path") -> str:
     """A clean workspace-relative path ('a/b.md'), or InvalidInput. Pure: no file access."""
     if not isinstance(path, str) or not path.strip():
         raise InvalidInput(f"{what}: expected a workspace-relative path like 'notes/idea.md'")
-    if "\x00" in path:
-        raise InvalidInput(f"{what}: contains a NUL byte")
-    if any(ord(ch) < 0x20 or ch == "\x7f" for ch in path):
+    check_str(path, what)  # no NUL, no lone surrogate
+    if any(unicodedata.category(ch) == "Cc" for ch in path):
         raise InvalidInput(f"{what}: contains a control character")
+    if any(ch in _BIDI_CONTROLS for ch in path):
+        raise InvalidInput(
+            f"{what}: contains a bidirectional control character (it makes a name display as "
+            "another, e.g. 'x\u202egpj.md' shows as 'xdm.jpg')"
+        )
     if len(path) > MAX_PATH_CHARS:
         raise InvalidInput(f"{what}: longer than {MAX_PATH_CHARS} characters")
-    if path.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:[\\/]", path):
+    # "~/x.md" would mean the home folder to a shell; a file named "~draft.md" is a note
+    if (
+        path.startswith(("/", "\\", "~/", "~\\"))
+        or path == "~"
+        or re.match(r"^[A-Za-z]:[\\/]", path)
+    ):
         raise InvalidInput(f"{what}: {path!r} is absolute; give a path inside the workspace")
     parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
     if ".." in parts:
@@ -100,13 +132,16 @@ class Notes:
         store: Store,
         indexer: Indexer,
         settings: NotesSettings,
+        lock: threading.Lock | None = None,
     ) -> None:
         self.store = store
         self.indexer = indexer
         self.settings = settings
         self.root = indexer.root
         self.root_real = indexer.root_real
-        self._lock = threading.Lock()  # check-then-rename is one step for writers in this daemon
+        # Check-then-rename is one step for every writer in this daemon: pass the daily log's
+        # lock, or its O_APPEND lines could land in a file an append is about to replace.
+        self._lock = lock or threading.Lock()
 
     # -- paths --------------------------------------------------------------------------------
 
@@ -116,7 +151,7 @@ class Notes:
 
     def resolve(self, path: object, what: str = "path") -> tuple[str, Path]:
         """(relative path, full path) of a note the API may touch; raises InvalidInput."""
-        rel = normalize(path, what)
+        rel = self._as_on_disk(normalize(path, what))
         if not path_accepted(rel, self.indexer.settings):
             raise InvalidInput(
                 f"{what}: {rel!r} is not a note memoryd indexes (notes are files matching "
@@ -126,7 +161,33 @@ class Notes:
         real = os.path.realpath(full)
         if not self._inside(real):
             raise InvalidInput(f"{what}: {rel!r} leads outside the workspace through a symlink")
+        if self.indexer.is_private(rel):
+            raise InvalidInput(
+                f"{what}: {rel!r} is memoryd's own data (data_dir, log file or socket), not a note"
+            )
         return rel, full
+
+    def _as_on_disk(self, rel: str) -> str:
+        """`rel` with each part that does not exist replaced by the one entry of its folder that
+        is the same text up to Unicode normalization (NFC), if there is one: 'café.md' typed
+        composed finds the note saved decomposed (by macOS, or a vault synced from it) instead
+        of creating a second note that looks the same. Names are otherwise kept as given."""
+        parts = rel.split("/")
+        folder = self.root
+        for i, part in enumerate(parts):
+            if os.path.lexists(folder / part):
+                folder = folder / part
+                continue
+            key = unicodedata.normalize("NFC", part)
+            try:
+                same = [n for n in os.listdir(folder) if unicodedata.normalize("NFC", n) == key]
+            except OSError:  # the folder does not exist (yet): nor does anything under it
+                break
+            if len(same) != 1:
+                break
+            parts[i] = same[0]
+            folder = folder / same[0]
+        return "/".join(parts)
 
     def limit(self) -> int:
         return min(self.settings.max_bytes, self.indexer.settings.max_file_bytes)
@@ -136,13 +197,38 @@ class Notes:
             return "notes.max_bytes"
         return "indexer.max_file_bytes"
 
-    def _read_bytes(self, full: Path, rel: str, *, follow: bool) -> tuple[bytes, os.stat_result]:
-        """The file's bytes and stat, read without following a final symlink unless `follow`
-        (resolve() has checked that where it leads is inside the workspace)."""
-        target = Path(os.path.realpath(full)) if follow else full
-        flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    @contextlib.contextmanager
+    def _folder(self, rel: str, folder: Path) -> Iterator[int]:
+        """A descriptor of `folder`, opened from the workspace one real component at a time
+        with O_NOFOLLOW: a component swapped for a symlink after the checks (a race) makes
+        this fail instead of leading the write or read out of the workspace."""
+        real = os.path.realpath(folder)
+        if not self._inside(real):
+            raise InvalidInput(f"path: {rel!r} leads outside the workspace through a symlink")
+        root = str(self.root_real)
+        parts = Path(os.path.relpath(real, root)).parts if real != root else ()
+        fd = os.open(root, _DIR_FLAGS)
         try:
-            fd = os.open(target, flags)
+            for part in parts:
+                try:
+                    nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                        raise
+                    raise Refused(
+                        f"{rel}: a folder on its path was replaced (by a symlink, a file, or "
+                        "removed) while the note was being changed; nothing was done, retry"
+                    ) from None
+                os.close(fd)
+                fd = nxt
+            yield fd
+        finally:
+            os.close(fd)
+
+    def _read_at(self, dfd: int, name: str, rel: str) -> tuple[bytes, os.stat_result]:
+        """The bytes and stat of `name` in the folder `dfd`, never through a symlink."""
+        try:
+            fd = os.open(name, _READ_FLAGS, dir_fd=dfd)
         except FileNotFoundError:
             raise NotFound(f"no note at {rel}") from None
         except OSError as exc:
@@ -167,17 +253,25 @@ class Notes:
         finally:
             os.close(fd)
 
-    def _current(self, full: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
+    def _current(self, dfd: int, name: str, rel: str) -> tuple[bytes, os.stat_result] | None:
         """The note's bytes before a change (None if it does not exist); refuses symlinks."""
         try:
-            st = os.lstat(full)
-        except (FileNotFoundError, NotADirectoryError):  # _ensure_parent says which is a file
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
             return None
         if stat.S_ISLNK(st.st_mode):
             raise Refused(f"{rel} is a symlink; write to the note it points to instead")
         if stat.S_ISDIR(st.st_mode):
             raise InvalidInput(f"{rel} is a folder, not a note")
-        return self._read_bytes(full, rel, follow=False)
+        return self._read_at(dfd, name, rel)
+
+    def _peek(self, full: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
+        """_current before the note's folders may exist (None: no folder, no note; when a part
+        of the path is a file, _ensure_parent says which)."""
+        if not os.path.isdir(full.parent):
+            return None
+        with self._folder(rel, full.parent) as dfd:
+            return self._current(dfd, full.name, rel)
 
     @staticmethod
     def _check_expected(rel: str, expected: str | None, current: bytes | None) -> None:
@@ -203,9 +297,7 @@ class Notes:
     def _encode(self, content: object, what: str = "content") -> bytes:
         if not isinstance(content, str):
             raise InvalidInput(f"{what}: expected a string (the note's markdown text)")
-        if "\x00" in content:
-            raise InvalidInput(f"{what}: contains a NUL byte")
-        return content.encode("utf-8")
+        return check_str(content, what).encode("utf-8")
 
     def _ensure_parent(self, full: Path, rel: str) -> None:
         # mkdir one level at a time, checking each level's real path (a symlinked folder that
@@ -222,18 +314,23 @@ class Notes:
                 raise InvalidInput(f"path: {cur.relative_to(self.root)} is a file, not a folder")
 
     def _atomic_write(
-        self, full: Path, data: bytes, mode: int | None, *, based_on: bytes | bool | None = True
+        self,
+        dfd: int,
+        name: str,
+        data: bytes,
+        mode: int | None,
+        *,
+        based_on: bytes | bool | None = True,
     ) -> None:
-        """Temp file in the same folder, fsync, rename over `full`, fsync the folder.
+        """Temp file in the same folder (`dfd`), fsync, rename over `name`, fsync the folder.
 
         `based_on`: the bytes (None: no file) the new text was made from; when the file no
         longer holds them at the last moment before the rename (an editor saved, the daily log
         appended a line), nothing is replaced and _Changed is raised. True: replace regardless.
         """
-        folder = full.parent
-        tmp = folder / f".{full.name}.{secrets.token_hex(4)}.tmp"
+        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(tmp, flags, 0o666 if mode is None else mode)
+        fd = os.open(tmp, flags, 0o666 if mode is None else mode, dir_fd=dfd)
         try:
             try:
                 if mode is not None:
@@ -244,14 +341,14 @@ class Notes:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            if based_on is not True and _bytes_now(full) != based_on:
-                raise _Changed(full)
-            os.replace(tmp, full)
+            if based_on is not True and _bytes_now(dfd, name) != based_on:
+                raise _Changed(name)
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=dfd)
             raise
-        _fsync_dir(folder)
+        _fsync_dir(dfd)
 
     def _index(self, *paths: Path) -> None:
         report = self.indexer.sync_paths(list(paths))
@@ -262,7 +359,11 @@ class Notes:
 
     def read(self, path: object) -> dict[str, Any]:
         rel, full = self.resolve(path)
-        data, st = self._read_bytes(full, rel, follow=True)
+        real = Path(os.path.realpath(full))  # an inner symlink is followed (resolve checked it)
+        if not os.path.isdir(real.parent):
+            raise NotFound(f"no note at {rel}")
+        with self._folder(rel, real.parent) as dfd:
+            data, st = self._read_at(dfd, real.name, rel)
         return {
             "path": rel,
             "content": data.decode("utf-8", errors="replace"),
@@ -279,18 +380,19 @@ class Notes:
         expected = check_sha(expected_sha256)
         self._check_size(rel, len(data))
         with self._lock, _os_errors(rel):
-            current = self._current(full, rel)
+            current = self._peek(full, rel)
             self._check_expected(rel, expected, current[0] if current else None)
             self._ensure_parent(full, rel)
             mode = stat.S_IMODE(current[1].st_mode) if current else None
             based_on = (current[0] if current else None) if expected is not None else True
-            try:
-                self._atomic_write(full, data, mode, based_on=based_on)
-            except _Changed:
-                raise Conflict(
-                    f"{rel} changed while it was being written; read it again and retry",
-                    data={"path": rel, "current_sha256": _sha_now(full)},
-                ) from None
+            with self._folder(rel, full.parent) as dfd:
+                try:
+                    self._atomic_write(dfd, full.name, data, mode, based_on=based_on)
+                except _Changed:
+                    raise Conflict(
+                        f"{rel} changed while it was being written; read it again and retry",
+                        data={"path": rel, "current_sha256": _sha_now(dfd, full.name)},
+                    ) from None
             self._index(full)
         log.info("note written", path=rel, bytes=len(data), created=current is None)
         return {"path": rel, "sha256": sha256_bytes(data), "created": current is None}
@@ -304,7 +406,7 @@ class Notes:
         expected = check_sha(expected_sha256)
         with self._lock, _os_errors(rel):
             for attempt in range(5):  # appends commute: one that raced another is made again
-                current = self._current(full, rel)
+                current = self._peek(full, rel)
                 if attempt == 0:
                     self._check_expected(rel, expected, current[0] if current else None)
                 old = current[0] if current else b""
@@ -316,7 +418,9 @@ class Notes:
                 self._ensure_parent(full, rel)
                 mode = stat.S_IMODE(current[1].st_mode) if current else None
                 try:
-                    self._atomic_write(full, data, mode, based_on=current[0] if current else None)
+                    with self._folder(rel, full.parent) as dfd:
+                        based_on = current[0] if current else None
+                        self._atomic_write(dfd, full.name, data, mode, based_on=based_on)
                     break
                 except _Changed:
                     continue
@@ -338,25 +442,38 @@ class Notes:
         if new_rel == rel:
             raise InvalidInput("new_path: same as path")
         with self._lock, _os_errors(rel):
-            current = self._current(full, rel)
+            current = self._peek(full, rel)
             if current is None:
                 raise NotFound(f"no note at {rel}")
             self._check_expected(rel, expected, current[0])
             if os.path.lexists(new_full):
                 raise Refused(f"{new_rel} already exists; move or delete it first")
             self._ensure_parent(new_full, new_rel)
-            try:
-                os.link(full, new_full)  # fails if new_full appeared meanwhile: no overwrite
-            except OSError as exc:
-                if exc.errno == errno.EEXIST:
-                    raise Refused(f"{new_rel} already exists; move or delete it first") from None
-                if exc.errno not in (errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EMLINK):
-                    raise
-                # Another file system (or no hard links): copy atomically, then remove the old.
-                self._atomic_write(new_full, current[0], stat.S_IMODE(current[1].st_mode))
-            os.unlink(full)
-            _fsync_dir(new_full.parent)
-            _fsync_dir(full.parent)
+            with (
+                self._folder(rel, full.parent) as sfd,
+                self._folder(new_rel, new_full.parent) as dfd,
+            ):
+                try:  # fails if new_full appeared meanwhile: no overwrite
+                    os.link(
+                        full.name,
+                        new_full.name,
+                        src_dir_fd=sfd,
+                        dst_dir_fd=dfd,
+                        follow_symlinks=False,
+                    )
+                except OSError as exc:
+                    if exc.errno == errno.EEXIST:
+                        raise Refused(
+                            f"{new_rel} already exists; move or delete it first"
+                        ) from None
+                    if exc.errno not in (errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EMLINK):
+                        raise
+                    # No hard links here: copy atomically, then remove the old.
+                    mode = stat.S_IMODE(current[1].st_mode)
+                    self._atomic_write(dfd, new_full.name, current[0], mode, based_on=None)
+                os.unlink(full.name, dir_fd=sfd)
+                _fsync_dir(dfd)
+                _fsync_dir(sfd)
             self._index(full, new_full)
         log.info("note moved", path=rel, new_path=new_rel)
         return {"path": rel, "new_path": new_rel, "sha256": sha256_bytes(current[0])}
@@ -429,16 +546,21 @@ class _Changed(Exception):
     """The file changed between reading it and replacing it."""
 
 
-def _bytes_now(full: Path) -> bytes | None:
+def _bytes_now(dfd: int, name: str) -> bytes | None:
+    """The file's bytes now (None: no file); a FIFO put in the note's place reads as b"" (which
+    matches no sha256 a caller read) instead of blocking."""
     try:
-        with open(full, "rb") as f:
-            return f.read()
+        fd = os.open(name, _READ_FLAGS, dir_fd=dfd)
     except FileNotFoundError:
         return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return f.read()
 
 
-def _sha_now(full: Path) -> str | None:
-    data = _bytes_now(full)
+def _sha_now(dfd: int, name: str) -> str | None:
+    data = _bytes_now(dfd, name)
     return None if data is None else sha256_bytes(data)
 
 
@@ -453,14 +575,6 @@ def _os_errors(rel: str) -> Iterator[None]:
         raise Refused(f"cannot change {rel}: {exc.strerror or exc}") from None
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
+def _fsync_dir(fd: int) -> None:
+    with contextlib.suppress(OSError):  # some file systems refuse fsync on a folder
         os.fsync(fd)
-    except OSError:  # some file systems refuse fsync on a folder
-        pass
-    finally:
-        os.close(fd)

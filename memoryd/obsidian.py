@@ -21,9 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from memoryd.markdown import atx_heading
+from memoryd.markdown import atx_heading, fenced
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _TICKS = re.compile(r"`+")
 _TAG = re.compile(r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")
 _WIKI = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
@@ -58,20 +57,10 @@ def note_key(path: str) -> str:
 
 def mask_code(body: str) -> str:
     """The body with fenced code blocks and code spans blanked (lines and offsets kept)."""
-    out: list[str] = []
-    fence: str | None = None
-    for line in body.split("\n"):
-        m = _FENCE.match(line)
-        if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = None
-            out.append("")
-            continue
-        if m:
-            fence = m.group(1)
-            out.append("")
-            continue
-        out.append(_mask_spans(line) if "`" in line else line)
+    out = [
+        "" if code else _mask_spans(line) if "`" in line else line
+        for line, code in fenced(body.split("\n"))
+    ]
     return "\n".join(out)
 
 
@@ -177,15 +166,8 @@ def title(front_title: str | None, body: str, path: str) -> str:
     file name without .md."""
     if front_title:
         return front_title
-    fence: str | None = None
-    for line in body.split("\n"):
-        m = _FENCE.match(line)
-        if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = None
-            continue
-        if m:
-            fence = m.group(1)
+    for line, code in fenced(body.split("\n")):
+        if code:
             continue
         h = atx_heading(line)
         if h and h[0] == 1 and h[1]:

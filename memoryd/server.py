@@ -39,6 +39,10 @@ from memoryd.protocol import (
 )
 
 log = get_logger("memoryd.server")
+# Pending connections the kernel queues before accept(): asyncio would use 100, and a burst of
+# clients beyond that gets EAGAIN from connect() at once on a Unix socket (no waiting). The
+# kernel caps it at net.core.somaxconn.
+BACKLOG = 1024
 
 
 class ServerSettings(Protocol):
@@ -129,7 +133,7 @@ def bind_socket(path: Path) -> socket.socket:
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
-    sock.listen(128)
+    sock.listen(BACKLOG)
     return sock
 
 
@@ -167,6 +171,9 @@ class Server:
         self._server: asyncio.base_events.Server | None = None
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memoryd-rpc")
         self._connections: dict[asyncio.Task[Any], _Conn] = {}
+        # evicted connections whose handlers have not finished closing: they no longer count
+        # against max_connections (a burst would otherwise find only these and be refused)
+        self._closing: dict[asyncio.Task[Any], _Conn] = {}
         self._inflight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -178,7 +185,7 @@ class Server:
         sock = self._inherited if self._inherited is not None else bind_socket(self.path)
         sock.setblocking(False)
         self._server = await asyncio.start_unix_server(
-            self._handle, sock=sock, limit=self.settings.max_request_bytes + 1
+            self._handle, sock=sock, limit=self.settings.max_request_bytes + 1, backlog=BACKLOG
         )
         log.info("listening", socket=str(self.path), inherited=not self._owns_path)
 
@@ -190,10 +197,11 @@ class Server:
             await asyncio.wait_for(self._idle.wait(), self.settings.shutdown_timeout_s)
         except TimeoutError:
             log.warning("requests still running at shutdown", inflight=self._inflight)
-        for task in list(self._connections):
+        tasks = [*self._connections, *self._closing]
+        for task in tasks:
             task.cancel()
-        if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
@@ -208,11 +216,12 @@ class Server:
         """At the connection limit, close the connection idle the longest; False if none is."""
         if len(self._connections) < self.settings.max_connections:
             return True
-        idle = [c for c in self._connections.values() if c.idle_since is not None]
+        idle = [(t, c) for t, c in self._connections.items() if c.idle_since is not None]
         if not idle:
             return False
-        oldest = min(idle, key=lambda c: c.idle_since or 0.0)
+        task, oldest = min(idle, key=lambda tc: tc[1].idle_since or 0.0)
         oldest.idle_since = None  # never picked twice
+        self._closing[task] = self._connections.pop(task)
         self.evicted_total += 1
         log.info("closed an idle connection to make room", connections=len(self._connections))
         with contextlib.suppress(Exception):
@@ -257,6 +266,7 @@ class Server:
             log.exception("connection failed")
         finally:
             self._connections.pop(task, None)
+            self._closing.pop(task, None)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

@@ -4,8 +4,9 @@ vectors optional.
 A round trip loses nothing: ids, timestamps (unix seconds), tags, triggers, tier, feedback and
 access counts, the change history and the access log travel as they are. Import is all or
 nothing (one transaction) and de-duplicates by (namespace, content hash): a memory already stored
-is skipped, never duplicated or overwritten. An imported memory keeps its id unless another entry
-holds it; then it gets a new one and the answer says so (`renumbered`).
+is skipped, never duplicated or overwritten. An imported memory keeps its id unless this store
+has handed that id out before (ids are never reused); then it gets a new one and the answer says
+so (`renumbered`).
 
 Validation of the memory fields is memoryd.validation's, through Memories.import_items, exactly
 as for add; this module checks the fields only an export carries, and stores checked items.
@@ -21,15 +22,22 @@ from typing import Any
 import apsw
 import numpy as np
 
+from memoryd import lifecycle, secretguard
 from memoryd.errors import InvalidInput
+from memoryd.store import entries, vectors
 from memoryd.store import lifecycle as lcstore
 from memoryd.store import transfer as tstore
-from memoryd.store import vectors
 from memoryd.validation import check_count, check_str, check_time
 
 # Fields of an exported item that are not memory fields (checked here, not by check_fields).
 EXTRAS = frozenset({"id", "kind", "content_hash", "history", "access_log", "vector", "model"})
 MAX_LIST = 100_000
+# The highest id an import keeps. Ids come from one AUTOINCREMENT sequence, so a kept id moves
+# the sequence up to it for good: an item with id 2^53 - 1 would make every later memory and
+# chunk id larger than a JSON reader holds exactly (a JavaScript client would then address a
+# neighbouring entry), and an export of them could not be imported back. Above this, an item is
+# renumbered, leaving 2^32 ids of room below 2^53.
+MAX_KEPT_ID = 2**53 - 1 - 2**32
 
 
 def export(
@@ -41,7 +49,7 @@ def export(
         item["tags"] = json.loads(item["tags"])
         item["triggers"] = lcstore.trigger_phrases(con, entry_id)
         item["history"] = [
-            {"ts": ts, "field": f, "old": o, "new": n}
+            {"ts": ts, "field": f, "old": _as_json_text(o), "new": _as_json_text(n)}
             for ts, f, o, n in lcstore.history_rows(con, entry_id)
         ]
         item["access_log"] = [
@@ -55,6 +63,18 @@ def export(
         yield item
 
 
+def _as_json_text(value: Any) -> str | None:
+    """A stored history value as JSON text; a row that is not JSON (an older import stored
+    values as given) is exported as a JSON string, so the export imports back."""
+    if value is None:
+        return None
+    try:
+        json.loads(value)
+    except (TypeError, json.JSONDecodeError):
+        return json.dumps(str(value))
+    return str(value)
+
+
 def _list(item: dict[str, Any], key: str) -> list[Any]:
     value = item.get(key)
     if value is None:
@@ -64,16 +84,30 @@ def _list(item: dict[str, Any], key: str) -> list[Any]:
     return value
 
 
+def _history_value(value: object) -> str | None:
+    """An old/new value of an exported change: JSON text, as export writes it (the history
+    table stores JSON). Stored as the history of an update would store it: re-encoded, with
+    credentials redacted, so an import cannot plant a value `history` cannot read, nor a secret
+    the write path would never have kept."""
+    if value is None:
+        return None
+    text = check_str(value, "history", limit=200_000)
+    try:
+        decoded = json.loads(text)
+    except json.JSONDecodeError:
+        raise InvalidInput(
+            "history: old and new are JSON text, as export writes them (a string is '\"...\"')"
+        ) from None
+    return json.dumps(lifecycle.redacted(decoded))
+
+
 def check_extras(item: dict[str, Any]) -> dict[str, Any]:
     """history, access_log, vector and model of an exported item -> checked values."""
     out: dict[str, Any] = {"history": [], "access_log": [], "vector": None, "model": None}
     for h in _list(item, "history"):
         if not isinstance(h, dict) or set(h) - {"ts", "field", "old", "new"}:
             raise InvalidInput("history: each change is {ts, field, old, new}")
-        old, new = h.get("old"), h.get("new")
-        for v in (old, new):
-            if v is not None:
-                check_str(v, "history", limit=200_000)
+        old, new = (_history_value(h.get(k)) for k in ("old", "new"))
         out["history"].append(
             (
                 check_time(h.get("ts"), "history.ts"),
@@ -88,7 +122,7 @@ def check_extras(item: dict[str, Any]) -> dict[str, Any]:
         out["access_log"].append(
             (
                 check_time(a.get("ts"), "access_log.ts"),
-                check_str(a.get("query", ""), "access_log.query", limit=10_000),
+                secretguard.redact(check_str(a.get("query", ""), "access_log.query", limit=10_000)),
                 check_count(a.get("rank", 1), "access_log.rank"),
             )
         )
@@ -106,18 +140,20 @@ def check_extras(item: dict[str, Any]) -> dict[str, Any]:
 
 def store_items(con: apsw.Connection, items: list[dict[str, Any]], *, now: float) -> dict[str, Any]:
     """Insert checked items (Memories.import_items) inside the caller's transaction."""
-    from memoryd import lifecycle
-
     active = vectors.active_model(con)
     counts: dict[str, Any] = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}
     renumbered: list[dict[str, int]] = []
     ids: list[int] = []
+    # An id this store has handed out before (to a memory or a chunk, deleted since or not) is
+    # never handed out again: an agent holding "#12" of a deleted entry must not find another
+    # thing there. Only ids above the store's high-water mark at the start are kept.
+    high = entries.id_high_water(con)
     for v in items:
         if tstore.memory_by_hash(con, v["namespace"], v["content_hash"]) is not None:
             counts["skipped_duplicates"] += 1
             continue
         wanted = v.get("id")
-        keep = wanted is not None and tstore.free(con, wanted)
+        keep = wanted is not None and high < wanted <= MAX_KEPT_ID and tstore.free(con, wanted)
         entry_id = tstore.insert_memory(con, v, wanted if keep else None)
         if wanted is not None and wanted != entry_id:
             renumbered.append({"from": wanted, "to": entry_id})

@@ -4,7 +4,8 @@
 the API for filters).
 
 Each field has one checker; `check_fields` runs the checkers of the fields given, then the
-secret guard over every text field (content, context, source, tags, triggers). Messages name the
+secret guard over every text field (content, context, source, tags, triggers, and the names
+type and namespace). Messages name the
 field and what is wrong, never the rejected value itself (a rejected value may be a credential,
 and messages end up in logs).
 """
@@ -26,7 +27,9 @@ MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z, the last second ISO 8601 can 
 MAX_SOURCE = 200
 MAX_CONTEXT = 2000
 _NAME = re.compile(r"^[\w][\w.:/-]{0,63}$", re.UNICODE)
-TEXT_FIELDS = ("content", "context", "source", "tags", "triggers")
+TEXT_FIELDS = ("content", "context", "source", "tags", "triggers", "type", "namespace")
+# Names cannot carry "[REDACTED:kind]": in redact mode a credential in one is refused instead.
+NAME_FIELDS = ("type", "namespace")
 
 
 def _kind(value: object) -> str:
@@ -88,6 +91,16 @@ def check_tags(value: object) -> tuple[str, ...]:
     if len(out) > 32:
         raise InvalidInput("tags: at most 32 tags")
     return tuple(out)
+
+
+def check_tag(value: object, field: str = "tag") -> str:
+    """Exactly one tag (delete by tag): a string that check_tags keeps one tag of."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field}: expected one tag, got {_kind(value)}")
+    tags = check_tags([value])
+    if len(tags) != 1:
+        raise InvalidInput(f"{field}: expected one tag, got an empty one")
+    return tags[0]
 
 
 def check_int(value: object, field: str, low: int, high: int) -> int:
@@ -193,6 +206,8 @@ def guard(values: dict[str, Any], mode: str, allow: object) -> Guarded:
         return out
     for name in TEXT_FIELDS:
         found = sorted({k for t in _texts(name, values.get(name)) for k in secretguard.kinds(t)})
+        if name in NAME_FIELDS:  # ids in names ("agent-<uuid>") are not credentials
+            found = [k for k in found if k != "high_entropy_token"]
         if found:
             out.secrets[name] = found
     if not out.secrets:
@@ -201,7 +216,8 @@ def guard(values: dict[str, Any], mode: str, allow: object) -> Guarded:
     if allow:
         out.warnings.append(f"stored although it looks like a credential ({what})")
         return out
-    if mode == "refuse":
+    names = [n for n in NAME_FIELDS if n in out.secrets]
+    if mode == "refuse" or (mode == "redact" and names):
         raise Refused(
             f"looks like a credential ({what}); not stored. Remove it, or pass allow_secrets "
             "(memoryctl --allow-secrets) if it is meant to be kept",

@@ -11,22 +11,18 @@ from typing import Any
 
 from memoryd import obsidian
 from memoryd.errors import InvalidInput, NotFound
+from memoryd.notes import normalize
 from memoryd.store import Store
 from memoryd.store import links as store_links
 
 
-def note_path(path: str, paths: list[str]) -> str:
+def note_path(path: object, paths: list[str]) -> str:
     """An indexed note's path from what a user typed: its path, or a name that resolves
     the way a [[wikilink]] would ("Project Plan" -> "work/Project Plan.md")."""
-    if not isinstance(path, str) or not path.strip() or "\x00" in path:
-        raise InvalidInput("path: expected a workspace-relative note path")
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput("path: not valid Unicode (lone surrogate)") from exc
-    wanted = path.strip().replace("\\", "/").lstrip("/")
-    while wanted.startswith("./"):
-        wanted = wanted[2:]
+    if not isinstance(path, str):
+        raise InvalidInput("path: expected a workspace-relative note path or a note name")
+    # the notes API's rules ('..', NUL, control characters); a leading '/' means the vault's root
+    wanted = normalize(path.strip().replace("\\", "/").lstrip("/"))
     if wanted in paths:
         return wanted
     found = obsidian.Resolver(paths).resolve(
@@ -37,7 +33,7 @@ def note_path(path: str, paths: list[str]) -> str:
     return found
 
 
-def links(store: Store, path: str) -> dict[str, Any]:
+def links(store: Store, path: object) -> dict[str, Any]:
     """The links written in a note, each resolved to a note path (or null)."""
 
     def read(con: Any) -> tuple[str, list[store_links.StoredLink], list[str]]:
@@ -57,13 +53,14 @@ def links(store: Store, path: str) -> dict[str, Any]:
                 "alias": s.link.alias,
                 "line": s.link.line,
                 "embed": s.link.embed,
+                "kind": s.link.kind,
             }
             for s in found
         ],
     }
 
 
-def backlinks(store: Store, path: str) -> dict[str, Any]:
+def backlinks(store: Store, path: object) -> dict[str, Any]:
     """The places in other notes (and this one) that link to a note."""
 
     def read(con: Any) -> tuple[str, list[store_links.StoredLink], list[str]]:

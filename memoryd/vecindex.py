@@ -101,18 +101,10 @@ class VectorCache:
             self._index = {}
             self._mean_n = 0
             self._mean = np.zeros(dim, dtype=np.float32)
-        # Drive from the embeddings table (a range on its primary key); vec0 answers lookups
-        # by rowid quickly but would scan itself for a rowid range.
-        # (`+m.model_id` keeps SQLite on the primary key instead of the (model, hash) index.)
-        newest = con.execute("SELECT max(id) FROM embeddings").fetchall()[0][0]
+        newest = vectors.newest_id(con)
         if newest is None or newest <= self._max_rowid:
             return
-        rows = con.execute(
-            f"SELECT m.id, m.content_hash, v.embedding FROM embeddings m"
-            f" JOIN {vectors.table_name(model_id)} v ON v.rowid = m.id"
-            " WHERE m.id > ? AND +m.model_id = ? ORDER BY m.id",
-            (self._max_rowid, model_id),
-        ).fetchall()
+        rows = vectors.rows_after(con, model_id, self._max_rowid)
         if not rows:
             return
         block = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(-1, dim)
@@ -131,11 +123,7 @@ class VectorCache:
         self._max_rowid = int(rows[-1][0])
 
     def count(self, con: apsw.Connection, model_id: int) -> int:
-        return int(
-            con.execute(
-                "SELECT count(*) FROM embeddings WHERE model_id = ?", (model_id,)
-            ).fetchall()[0][0]
-        )
+        return vectors.model_count(con, model_id)
 
     def warm(self, con: apsw.Connection) -> None:
         """Load the active model's vectors now (startup), so no query pays for it."""

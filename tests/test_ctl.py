@@ -300,7 +300,7 @@ RESULTS: dict[str, Any] = {
         ],
     },
 }
-FROM_OTHER_BRANCHES = {"links", "backlinks"}  # the indexing branch (contracts in the brief)
+FROM_OTHER_BRANCHES: set[str] = set()  # every method the table calls is on main now
 
 
 def table_methods() -> set[str]:
@@ -479,6 +479,12 @@ PARAMS = [
     (["checkpoint"], "checkpoint.list", {}),
     (["checkpoint", "create", "one"], "checkpoint.create", {"name": "one"}),
     (["checkpoint", "restore", "one"], "checkpoint.restore", {"name": "one"}),
+    (["checkpoint", "delete", "one"], "checkpoint.delete", {"name": "one", "kind": "checkpoint"}),
+    (
+        ["checkpoint", "delete", "--snapshot", "s1"],
+        "checkpoint.delete",
+        {"name": "s1", "kind": "snapshot"},
+    ),
     (["export", "--namespace", "proj"], "export", {"namespace": "proj"}),
     (["search", "auth", "--chunks"], "search", {"query": "auth", "group": "none"}),
     (["used", "7"], "used", {"id": 7}),
@@ -570,8 +576,13 @@ def test_import_sends_the_lines_in_batches(
     path.write_text("".join(json.dumps(i) + "\n" for i in items) + "\n")
     code, out, _ = ctl_run("import", str(path))
     assert code == 0 and out.startswith("imported 600, skipped 0")
-    batches = [r["params"]["items"] for r in stub.requests if r["method"] == "import"]
+    calls = [r["params"] for r in stub.requests if r["method"] == "import"]
+    checks = [c for c in calls if c["dry_run"]]
+    batches = [c["items"] for c in calls if not c["dry_run"]]
     assert len(batches) > 1 and [i for b in batches for i in b] == items
+    assert calls == checks + [{**c, "dry_run": False} for c in checks]  # every check first
+    firsts = [c["first_line"] for c in checks]
+    assert firsts[:2] == [1, 1 + len(batches[0])]
     code, _, err = ctl_run("import", "-", stdin='{"content": "a"}\nnot json\n')
     assert (
         code == 2
@@ -963,7 +974,7 @@ def test_notes_links_recent_used_readable(ctl_run: Callable[..., tuple[int, str,
     assert "(1 shown of 3; next page: --offset 1)" in out
     assert ctl_run("note", "move", "a.md", "b.md")[1] == "moved a.md -> b.md\n"
     assert ctl_run("links", "a.md")[1] == (
-        "l.3  [[b]] -> b.md#Setup\nl.5  [[nowhere]] -> (unresolved)  as 'x'\n"
+        "l.3  [[b#Setup]] -> b.md#Setup\nl.5  [[nowhere|x]] -> (unresolved)\n"
     )
     assert ctl_run("backlinks", "b.md")[1] == "a.md:3  -> #Setup\n"
     assert ctl_run("used", "7")[1] == "recorded a use of #7 (3 in all)\n"
@@ -1283,7 +1294,10 @@ def test_watch_and_reindex_against_a_real_daemon(daemon_factory: Any) -> None:
     assert done.stdout.splitlines()[-1].startswith("idle: vectors 0 done, 30 pending (model none")
     done = d.ctl("reindex", "--full")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("indexed 30,")
+    # every file is read again; under load the watcher may still be re-reading a few of them
+    # (events of their creation), which the reconcile then finds unchanged
+    counts = re.match(r"indexed (\d+), unchanged (\d+),", done.stdout)
+    assert counts and int(counts[1]) + int(counts[2]) == 30 and int(counts[1]) > 0, done.stdout
     assert "Traceback" not in done.stderr
 
 

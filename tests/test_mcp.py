@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -343,3 +344,178 @@ def test_socket_comes_from_flag_env_or_config(tmp_path: Path, monkeypatch: Any) 
     assert resolve_socket(None, str(cfg)) == "/tmp/md-from-config.sock"
     monkeypatch.setenv("MEMORYD_SOCKET", "/tmp/env.sock")
     assert resolve_socket(None, str(cfg)) == "/tmp/env.sock"
+
+
+def test_the_login_sessions_socket_is_found_without_its_environment(
+    daemon_factory: Any, short_dir: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """MCP clients start `memoryd mcp` with a minimal environment (the SDKs pass on HOME,
+    LOGNAME, PATH, SHELL, TERM, USER): no XDG_RUNTIME_DIR, so the default socket it computes is
+    in /tmp while the daemon of the login session listens under /run/user/UID."""
+    from memoryd import mcp
+
+    base = short_dir / "ru"
+    runtime = base / str(os.getuid())
+    runtime.mkdir(parents=True, mode=0o700)
+    sock = runtime / "memoryd" / "memoryd.sock"
+    monkeypatch.setattr(mcp, "LOGIN_RUNTIME_BASE", str(base))
+    for var in ("XDG_RUNTIME_DIR", "MEMORYD_SOCKET", "MEMORYD_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+
+    sockets = mcp.socket_candidates(None, None)
+    assert sockets[1:] == [str(sock)] and sockets[0] != str(sock)
+    bridge = Bridge(sockets, None, timeout=10)
+    text_, _, failed = call_tool(bridge, "remember", {"content": "before the daemon"})
+    assert failed and "not running" in text_ and sockets[0] in text_  # names the usual path
+
+    daemon_factory(socket=str(sock))  # comes up in the login session's runtime folder
+    text_, added, failed = call_tool(bridge, "remember", {"content": "found without XDG vars"})
+    assert not failed, text_
+    assert "found without XDG" in call_tool(bridge, "get", {"id": added["id"]})[0]
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # the variable is there: it rules
+    assert mcp.login_socket_paths() == []
+
+
+def test_a_conflict_names_the_current_sha256_in_full() -> None:
+    from memoryd.ctl import ClientError
+
+    current = "ab" * 32
+
+    class Conflicting:
+        path = "/nowhere"
+
+        def call(self, method: str, params: Any) -> Any:
+            raise ClientError(-32009, "n.md changed since you read it", {"current_sha256": current})
+
+    bridge = Bridge("/nowhere", None)
+    bridge.client = Conflicting()  # type: ignore[assignment]
+    text_, structured, failed = call_tool(
+        bridge, "write_note", {"path": "n.md", "content": "x", "expected_sha256": "cd" * 32}
+    )
+    assert failed and f"Current sha256: {current}." in text_
+    assert structured["error"]["data"]["current_sha256"] == current
+
+
+def test_schemas_refuse_empty_required_text_and_malformed_sha256() -> None:
+    b = FakeBridge({})
+    for name, args, needle in [
+        ("search", {"query": ""}, "query"),
+        ("remember", {"content": ""}, "content"),
+        ("match_triggers", {"prompt": ""}, "prompt"),
+        ("read_note", {"path": ""}, "path"),
+        ("move_note", {"path": "a.md", "new_path": ""}, "new_path"),
+        ("write_note", {"path": "a.md", "content": "x", "expected_sha256": "abc"}, "sha256"),
+    ]:
+        text_, _, failed = call_tool(b, name, args)
+        assert failed and needle in text_, (name, text_)
+    assert b.calls == []  # refused before the daemon was asked
+    b.answers["note.write"] = {"path": "a.md", "sha256": "ab" * 32, "created": True}
+    for sha in ("", "AB" * 32, "ab" * 32):  # "" = must not exist yet; either case of hex
+        args = {"path": "a.md", "content": "", "expected_sha256": sha}
+        assert not call_tool(b, "write_note", args)[2]
+    assert len(b.calls) == 3
+
+
+def test_two_agents_racing_on_one_note_and_the_daily_log(
+    daemon_factory: Any, tmp_path: Path
+) -> None:
+    """Two `memoryd mcp` processes against one daemon: of two guarded writes made at once from
+    the same sha256, exactly one wins and the other is told the current sha256; appends to the
+    daily log racing the daemon's own daily-log lines (from remember) all survive."""
+    d = daemon_factory()
+
+    def params(ns: str) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "memoryd", "mcp", "--socket", str(d.socket), "--namespace", ns],
+            cwd=str(ROOT),
+        )
+
+    async def guarded_write(
+        s: ClientSession, name: str, args: dict[str, Any], results: dict[str, Any]
+    ) -> None:
+        results[name] = await s.call_tool("write_note", args)
+
+    async def main() -> None:
+        with open(tmp_path / "mcp-stderr.log", "a") as errlog:
+            async with (
+                stdio_client(params("alpha"), errlog=errlog) as (ra, wa),
+                ClientSession(ra, wa) as a,
+                stdio_client(params("beta"), errlog=errlog) as (rb, wb),
+                ClientSession(rb, wb) as b,
+            ):
+                await a.initialize()
+                await b.initialize()
+                w = await a.call_tool("write_note", {"path": "race.md", "content": "v0\n"})
+                sha = w.structured_content["sha256"]
+                for rnd in range(5):
+                    results: dict[str, Any] = {}
+                    async with anyio.create_task_group() as tg:
+                        for name, s in (("alpha", a), ("beta", b)):
+                            args = {"path": "race.md", "content": f"{name} {rnd}\n"}
+                            tg.start_soon(
+                                guarded_write, s, name, {**args, "expected_sha256": sha}, results
+                            )
+                    won = [n for n, r in results.items() if not r.is_error]
+                    lost = [r for r in results.values() if r.is_error]
+                    assert len(won) == 1 and len(lost) == 1, {
+                        n: text(r) for n, r in results.items()
+                    }
+                    now = (await a.call_tool("read_note", {"path": "race.md"})).structured_content
+                    assert now["content"] == f"{won[0]} {rnd}\n"
+                    error = lost[0].structured_content["error"]
+                    assert error["code"] == -32009
+                    assert error["data"]["current_sha256"] == now["sha256"]
+                    assert f"Current sha256: {now['sha256']}." in text(lost[0])
+                    sha = now["sha256"]
+
+                first = await a.call_tool("remember", {"content": "opens the daily log"})
+                assert not first.is_error, text(first)
+                deadline = time.monotonic() + 10  # the watcher indexes the new daily log
+                while not (
+                    listed := (await a.call_tool("list_notes", {"path": "daily"}))
+                ).structured_content["items"]:
+                    assert time.monotonic() < deadline, "the daily log was never indexed"
+                    await anyio.sleep(0.05)
+                day = listed.structured_content["items"][0]["path"]
+
+                async def appends() -> None:
+                    for i in range(10):
+                        r = await b.call_tool("append_to_note", {"path": day, "content": f"- b{i}"})
+                        assert not r.is_error, text(r)
+
+                async def remembers() -> None:
+                    for i in range(10):
+                        r = await a.call_tool("remember", {"content": f"raced memory zebra{i}x"})
+                        assert not r.is_error, text(r)
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(appends)
+                    tg.start_soon(remembers)
+                log = (await a.call_tool("read_note", {"path": day})).structured_content["content"]
+                assert [i for i in range(10) if f"- b{i}\n" not in log] == []
+                assert [i for i in range(10) if f"zebra{i}x" not in log] == []
+
+    anyio.run(main)
+
+
+def test_listings_show_times_to_the_minute() -> None:
+    from memoryd.mcp_tools import fmt_items
+
+    out = fmt_items(
+        {
+            "items": [
+                {"kind": "memory", "id": 7, "at": "2026-11-23T19:36:09Z", "summary": "s"},
+                {"kind": "note", "path": "a.md", "mtime": "2026-11-23T08:05:59Z", "title": "A"},
+            ],
+            "total": 2,
+        }
+    )
+    assert out.splitlines() == [
+        "2 note(s), times in UTC:",
+        "2026-11-23 19:36 memory [7] : s",
+        "2026-11-23 08:05 a.md — A",
+    ]

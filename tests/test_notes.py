@@ -46,6 +46,9 @@ def call(app: Any, name: str, **params: Any) -> Any:
         ".",
         "ok\x00.md",
         "line\nbreak.md",
+        "c1\x85control.md",
+        "invoice\u202egpj.md",
+        "isolate\u2067x\u2069.md",
         None,
         42,
     ],
@@ -260,10 +263,13 @@ def test_writes_go_through_a_temp_file_and_a_rename(
     seen: list[tuple[str, str, str]] = []
     real_replace = os.replace
 
-    def spy(src: Any, dst: Any) -> None:
+    def spy(src: Any, dst: Any, **dir_fds: int) -> None:
         # at the moment of the rename the note is still whole and old; the temp is whole and new
-        seen.append((Path(dst).read_text(), Path(src).read_text(), Path(src).name))
-        real_replace(src, dst)
+        # (both names are relative to the folder's descriptor: no path is looked up again)
+        assert set(dir_fds) == {"src_dir_fd", "dst_dir_fd"} and "/" not in src + dst
+        folder = app.cfg.workspace
+        seen.append(((folder / dst).read_text(), (folder / src).read_text(), src))
+        real_replace(src, dst, **dir_fds)
 
     monkeypatch.setattr(os, "replace", spy)
     app.notes.write("n.md", "new\n")
@@ -433,3 +439,157 @@ def test_daily_log_filename_is_validated(bad: Any) -> None:
 
     with pytest.raises(ConfigError, match=r"dailylog\.filename"):
         Config.from_dict({"dailylog": {"filename": bad}})
+
+
+# --- symlinks swapped in after the checks (TOCTOU) ----------------------------------------------
+
+
+def _swap_folder_after_checks(
+    monkeypatch: pytest.MonkeyPatch, app: Any, folder: Path, outside: Path
+) -> None:
+    """Once the path checks are done, replace `folder` with a symlink to `outside`: what a
+    hostile process racing the daemon would do between the check and the write."""
+    from memoryd import notes as notes_mod
+
+    real_ensure = notes_mod.Notes._ensure_parent
+
+    def ensure_then_swap(self: Any, full: Path, rel: str) -> Any:
+        out = real_ensure(self, full, rel)
+        if folder.is_dir() and not folder.is_symlink():
+            for child in folder.iterdir():
+                child.rename(outside / ("moved-" + child.name))
+            folder.rmdir()
+            folder.symlink_to(outside, target_is_directory=True)
+        return out
+
+    monkeypatch.setattr(notes_mod.Notes, "_ensure_parent", ensure_then_swap)
+
+
+@pytest.mark.parametrize("op", ["write", "append"])
+def test_a_folder_swapped_for_a_symlink_after_the_check_is_not_followed(
+    make_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, op: str
+) -> None:
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / "sub").mkdir()
+    _swap_folder_after_checks(monkeypatch, app, ws / "sub", outside)
+    with pytest.raises((InvalidInput, Refused)):
+        getattr(app.notes, op)("sub/new.md", "should not leave the workspace\n")
+    assert [p.name for p in outside.iterdir() if not p.name.startswith("moved-")] == []
+
+
+def test_a_folder_swapped_for_a_symlink_is_not_read_through(
+    make_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd import notes as notes_mod
+
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("outside secret\n")
+    (ws / "sub").mkdir()
+    (ws / "sub" / "secret.md").write_text("inside\n")
+    real_resolve = notes_mod.Notes.resolve
+
+    def resolve_then_swap(self: Any, path: object, what: str = "path") -> Any:
+        out = real_resolve(self, path, what)
+        if not (ws / "sub").is_symlink():
+            (ws / "sub" / "secret.md").unlink()
+            (ws / "sub").rmdir()
+            (ws / "sub").symlink_to(outside, target_is_directory=True)
+        return out
+
+    monkeypatch.setattr(notes_mod.Notes, "resolve", resolve_then_swap)
+    with pytest.raises((InvalidInput, Refused, NotFound)):
+        app.notes.read("sub/secret.md")
+
+
+def test_a_target_swapped_for_a_symlink_is_replaced_not_followed(
+    make_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rename() replaces a symlink at the target, it never writes through it."""
+    from memoryd import notes as notes_mod
+
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("outside secret\n")
+    real_ensure = notes_mod.Notes._ensure_parent
+
+    def ensure_then_link(self: Any, full: Path, rel: str) -> Any:
+        out = real_ensure(self, full, rel)
+        if not full.is_symlink():
+            full.symlink_to(outside / "secret.md")
+        return out
+
+    monkeypatch.setattr(notes_mod.Notes, "_ensure_parent", ensure_then_link)
+    app.notes.write("t.md", "mine\n")
+    assert (outside / "secret.md").read_text() == "outside secret\n"
+    assert not (ws / "t.md").is_symlink() and (ws / "t.md").read_text() == "mine\n"
+
+
+def test_a_name_that_differs_only_in_unicode_normalization_is_the_same_note(
+    make_app: Any,
+) -> None:
+    """A vault synced from macOS keeps decomposed names (e + U+0301); an agent types the
+    composed é. Both must name the one note, not create a second that looks the same."""
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "Caf\u00e9s").mkdir()  # composed folder, decomposed file
+    (ws / "Caf\u00e9s" / "cafe\u0301.md").write_text("# Café\nold\n")
+    composed = "Cafe\u0301s/caf\u00e9.md"  # the other way round, in both parts
+    read = app.notes.read(composed)
+    assert read["path"] == "Caf\u00e9s/cafe\u0301.md" and "old" in read["content"]
+    app.notes.write(composed, "# Café\nnew\n", expected_sha256=read["sha256"])
+    app.notes.append(composed, "more")
+    assert os.listdir(ws / "Caf\u00e9s") == ["cafe\u0301.md"]
+    assert (ws / "Caf\u00e9s" / "cafe\u0301.md").read_text() == "# Café\nnew\nmore\n"
+    app.notes.write("Caf\u00e9s/new\u0301.md", "x\n")  # a new name is kept as given
+    assert sorted(os.listdir(ws / "Caf\u00e9s")) == ["cafe\u0301.md", "new\u0301.md"]
+
+
+def test_an_inner_folder_symlink_still_works_for_reads_and_writes(make_app: Any) -> None:
+    """The descriptor walk follows the real path resolve() checked, so a symlinked folder that
+    stays inside the workspace keeps working."""
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "real").mkdir()
+    (ws / "alias").symlink_to(ws / "real", target_is_directory=True)
+    app.notes.write("alias/n.md", "# N\nthrough the alias\n")
+    assert (ws / "real" / "n.md").read_text() == "# N\nthrough the alias\n"
+    assert app.notes.read("alias/n.md")["content"] == "# N\nthrough the alias\n"
+    app.notes.append("alias/n.md", "more")
+    assert app.notes.read("real/n.md")["content"].endswith("more\n")
+
+
+def test_a_daily_log_line_written_during_an_append_is_not_lost(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's own daily-log appends (O_APPEND on the file) and note.append (read, temp
+    file, rename) on the same file take one lock: a line the daily log wrote between the
+    append's last check and its rename went to the replaced file and was lost."""
+    app = make_app(model=None)
+    day = app.notes.append("daily/today.md", "# Today")["path"]
+    monkeypatch.setattr(app.dailylog, "path_for", lambda when: app.cfg.workspace / day)
+    real_replace = os.replace
+    raced: list[threading.Thread] = []
+
+    def replace_with_a_racing_daily_log(src: Any, dst: Any, **kw: Any) -> None:
+        if not raced:  # the memory is added while the append is about to rename
+            t = threading.Thread(target=app.memories.add, args=("raced into the daily log",))
+            raced.append(t)
+            t.start()
+            t.join(timeout=0.5)  # done at once unless the daily log waits for the append
+        real_replace(src, dst, **kw)
+
+    monkeypatch.setattr(os, "replace", replace_with_a_racing_daily_log)
+    app.notes.append(day, "- the agent's line")
+    raced[0].join(timeout=10)
+    monkeypatch.undo()
+    text = (app.cfg.workspace / day).read_text()
+    assert "- the agent's line\n" in text
+    assert "raced into the daily log" in text

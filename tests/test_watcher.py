@@ -85,9 +85,107 @@ def test_stop_flushes_pending_paths(tmp_path: Path) -> None:
     w.start()
     (tmp_path / "late.md").write_text("x")
     wait_for(lambda: w.stats["events_seen"] > 0)
-    before = set(threading.enumerate())
     w.stop()
     assert tmp_path / "late.md" in sink.all()
-    assert not any(
-        t.name == "memoryd-watch-dispatch" for t in threading.enumerate() if t.is_alive()
-    ), before
+    assert w._dispatcher is not None and not w._dispatcher.is_alive()
+
+
+class TimedSink(Sink):
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    def __call__(self, paths: list[Path]) -> None:
+        with self.lock:
+            self.batches.append(paths)
+            self.times.append(time.monotonic())
+
+
+def test_a_file_written_without_pause_is_delivered_within_the_maximum_wait(
+    tmp_path: Path,
+) -> None:
+    sink = TimedSink()
+    # a debounce longer than the gap between writes: without a maximum wait, nothing would be
+    # delivered until the writes stop
+    w = Watcher(tmp_path, sink, debounce=0.5, max_wait=0.6)
+    w.start()
+    f = tmp_path / "log.md"
+    try:
+        started = time.monotonic()
+        with f.open("a") as out:
+            while time.monotonic() - started < 2.5:
+                out.write("another line\n")
+                out.flush()
+                time.sleep(0.1)
+        writing_stopped = time.monotonic()
+        wait_for(lambda: sink.all().count(f) >= 1)
+        with sink.lock:
+            during = [t for t in sink.times if t < writing_stopped]
+        assert len(during) >= 2, "no delivery while the file was being written"
+        assert during[0] - started < 0.6 + 0.5
+    finally:
+        w.stop()
+
+
+def test_reads_in_the_workspace_reach_no_handler(tmp_path: Path) -> None:
+    notes = [tmp_path / f"n{i}.md" for i in range(20)]
+    for n in notes:
+        n.write_text("some text")
+    sink = Sink()
+    w = start(tmp_path, sink)
+    try:
+        for _ in range(5):  # what `rg` over the workspace does: open, read, close
+            for n in notes:
+                n.read_bytes()
+        sentinel = tmp_path / "sentinel.md"
+        sentinel.write_text("x")
+        wait_for(lambda: sentinel in sink.all())
+        # the sentinel's create/modify/close-write; 100 opens and 100 closes never came
+        assert w.stats["events_seen"] <= 5, w.stats
+        assert all(n not in sink.all() for n in notes)
+    finally:
+        w.stop()
+
+
+def test_queue_overflow_is_reported(tmp_path: Path) -> None:
+    overflows: list[bool] = []
+    w = Watcher(tmp_path, Sink(), debounce=0.1, on_overflow=lambda: overflows.append(True))
+    w.start()
+    try:
+        emitter = next(iter(w._observer.emitters))
+        emitter._inotify.on_queue_overflow()  # what the inotify reader calls on IN_Q_OVERFLOW
+        assert overflows == [True]
+        assert w.stats["overflows"] == 1
+        assert w.alive
+        # the watches were rebuilt: events still arrive
+        sink_file = tmp_path / "after.md"
+        sink_file.write_text("x")
+        wait_for(lambda: w.stats["events_seen"] > 0)
+    finally:
+        w.stop()
+
+
+def test_folder_events(tmp_path: Path) -> None:
+    sink = Sink()
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "a.md").write_text("a")
+    w = start(tmp_path, sink)
+    try:
+        # a folder moved: both ends in one batch
+        (tmp_path / "old").rename(tmp_path / "new")
+        wait_for(lambda: any(tmp_path / "new" in b for b in sink.batches))
+        batch = next(b for b in sink.batches if tmp_path / "new" in b)
+        assert tmp_path / "old" in batch
+        # a folder with nothing to index in it is not delivered
+        (tmp_path / "empty").mkdir()
+        (tmp_path / "later").mkdir()
+        (tmp_path / "later" / "b.md").write_text("b")
+        wait_for(lambda: tmp_path / "later" / "b.md" in sink.all())
+        time.sleep(0.3)  # bounded: the empty folder's debounce has passed
+        assert tmp_path / "empty" not in sink.all()
+        # a deleted folder is delivered as its path
+        (tmp_path / "new" / "a.md").unlink()
+        (tmp_path / "new").rmdir()
+        wait_for(lambda: sink.all().count(tmp_path / "new") >= 2)
+    finally:
+        w.stop()

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from memoryd.ctl.client import Client, UsageError
+from memoryd.ctl.client import Client, ClientError, UsageError, dumps
 from memoryd.ctl.handlers import given, read_text
 from memoryd.ctl.output import (
     Progress,
@@ -163,6 +163,15 @@ def s_checkpoints(res: dict[str, Any], a: Namespace) -> int:
     return EXIT_OK
 
 
+def p_checkpoint_delete(a: Namespace) -> dict[str, Any]:
+    return {"name": a.name, "kind": "snapshot" if a.snapshot else "checkpoint"}
+
+
+def s_checkpoint_delete(res: dict[str, Any], a: Namespace) -> int:
+    print(f"deleted {res.get('kind', 'checkpoint')} {res.get('deleted', a.name)}")
+    return EXIT_OK
+
+
 def write_private(path: str, data: str) -> None:
     """Write a file only its owner can read (exports hold every memory): 0600, also when it
     existed before with a wider mode."""
@@ -189,37 +198,69 @@ def r_export(c: Client, a: Namespace) -> int:
 
 
 IMPORT_BATCH_BYTES = 256 * 1024  # well under the daemon's request size limit (1 MiB by default)
+IMPORT_COUNTS = ("imported", "skipped_duplicates", "vectors")
+
+
+def import_batches(text: str, name: str) -> list[tuple[int, list[Any]]]:
+    """The file's items as (first line, items) batches under IMPORT_BATCH_BYTES. A batch holds
+    consecutive lines only (a blank line starts a new one), so the daemon's `first_line + index`
+    is the item's line in the file."""
+    import json
+
+    batches: list[tuple[int, list[Any]]] = []
+    size, last = 0, -1
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            raise UsageError(f"{name}:{n}: not JSON ({exc})") from None
+        cost = len(dumps(item))  # as sent: non-ASCII text is escaped
+        if not batches or n != last + 1 or size + cost > IMPORT_BATCH_BYTES:
+            batches.append((n, []))
+            size = 0
+        batches[-1][1].append(item)
+        size, last = size + cost, n
+    return batches
 
 
 def r_import(c: Client, a: Namespace) -> int:
-    import json
-
-    items = []
-    for n, line in enumerate(read_text(a.file).splitlines(), start=1):
-        if line.strip():
+    """All or nothing across the whole file: every batch is checked with dry_run first, and
+    only when all pass are they sent for real. Errors name the file's line."""
+    name = a.file
+    batches = import_batches(read_text(a.file), name)
+    extra = given({"allow_secrets": a.allow_secrets})
+    totals: dict[str, Any] = {k: 0 for k in IMPORT_COUNTS}
+    renumbered: list[Any] = []
+    for dry_run in (True, False):
+        for first, items in batches:
+            params = {"items": items, "first_line": first, "dry_run": dry_run, **extra}
             try:
-                items.append(json.loads(line))
-            except ValueError as exc:
-                raise UsageError(f"{a.file}:{n}: not JSON ({exc})") from None
-    totals = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}
-    batch: list[Any] = []
-    size = 0
-    for item in [*items, None]:  # None: flush the last batch
-        cost = len(json.dumps(item))
-        if batch and (item is None or size + cost > IMPORT_BATCH_BYTES):
-            res = c.call("import", {"items": batch})
-            for key in totals:
-                totals[key] += res.get(key, 0)
-            batch, size = [], 0
-        if item is not None:
-            batch.append(item)
-            size += cost
+                res = c.call("import", params)
+            except ClientError as exc:
+                done = totals["imported"]
+                stored = (
+                    f"{done} memories from earlier batches were imported before it"
+                    if done
+                    else "nothing was imported"
+                )
+                raise ClientError(exc.code, f"{name}: {exc.message}; {stored}", exc.data) from None
+            if not dry_run:
+                for key in IMPORT_COUNTS:
+                    totals[key] += res.get(key, 0)
+                renumbered.extend(res.get("renumbered") or [])
+    totals["renumbered"] = renumbered
     if a.json:
         return emit_json(totals)
     print(
         f"imported {totals['imported']}, skipped {totals['skipped_duplicates']} already "
         f"stored, {totals['vectors']} vectors"
     )
+    if renumbered:
+        print(f"renumbered {len(renumbered)} (their id was taken):")
+        for r in renumbered:
+            print(f"  {r.get('from')} -> {r.get('to')}")
     return EXIT_OK
 
 
@@ -293,14 +334,24 @@ def s_note_move(res: dict[str, Any], a: Namespace) -> int:
     return EXIT_OK
 
 
+def as_written(link: dict[str, Any]) -> str:
+    """A link the way the note has it: [[target#heading|alias]], [alias](target), ![[embed]]."""
+    target = (link.get("target") or "") + (f"#{link['heading']}" if link.get("heading") else "")
+    alias = link.get("alias")
+    if link.get("kind") == "markdown":
+        text = f"[{alias or ''}]({target})"
+    else:
+        text = f"[[{target}{'|' + alias if alias else ''}]]"
+    return "!" + text if link.get("embed") else text
+
+
 def s_links(res: dict[str, Any], a: Namespace) -> int:
     links = res.get("links") or []
     for link in links:
-        target = link.get("path") or "(unresolved)"
-        if link.get("heading"):
-            target += f"#{link['heading']}"
-        alias = f"  as {link['alias']!r}" if link.get("alias") else ""
-        print(f"l.{link.get('line')}  [[{link.get('target')}]] -> {target}{alias}")
+        where = link.get("path") or "(unresolved)"
+        if link.get("path") and link.get("heading"):
+            where += f"#{link['heading']}"
+        print(f"l.{link.get('line')}  {as_written(link)} -> {where}")
     if not links:
         print(f"{res.get('path', a.path)} links to nothing")
     return EXIT_OK

@@ -214,6 +214,7 @@ def r_delete(c: Client, a: Namespace) -> int:
         print(f"{verb} {res['deleted']}: {', '.join(map(str, listed)) or '-'}")
         if res.get("trash") and res.get("paths") and not a.dry_run:
             print(f"moved to {res['trash']}")
+        print_still_in(res.get("still_in") or [], a.dry_run)
         return EXIT_OK
     status, results = EXIT_OK, []
     for entry_id in a.ids:
@@ -228,7 +229,28 @@ def r_delete(c: Client, a: Namespace) -> int:
             print(f"{'would delete' if a.dry_run else 'deleted'} {entry_id}")
     if a.json:
         emit_json(results[0] if len(a.ids) == 1 and results else results)
+    else:
+        print_still_in([c for r in results for c in r.get("still_in") or []], a.dry_run)
     return status
+
+
+def print_still_in(copies: list[dict[str, Any]], dry_run: bool) -> None:
+    """The checkpoints and snapshots that still hold the deleted text, and how to delete them."""
+    unique = list({c.get("path") or (c.get("kind"), c.get("name")): c for c in copies}.values())
+    if not unique:
+        return
+    verb = "would still be" if dry_run else "still"
+    copies_word = "copy" if len(unique) == 1 else "copies"
+    print(f"{verb} in {len(unique)} {copies_word} made since (delete to forget it everywhere):")
+    for c in unique:
+        kind, name = c.get("kind"), c.get("name")
+        if kind == "checkpoint":
+            how = f"memoryctl checkpoint delete {name}"
+        elif kind == "snapshot":
+            how = f"memoryctl checkpoint delete --snapshot {name}"
+        else:  # a migration backup: a plain file
+            how = f"rm {c.get('path')}"
+        print(f"  {kind} {name} ({c.get('created_at')}): {how}")
 
 
 def p_namespace(a: Namespace) -> dict[str, Any]:
@@ -252,6 +274,7 @@ def s_prune(res: dict[str, Any], a: Namespace) -> int:
     print(f"{verb} {res['pruned']} memories (expired or deprecated)")
     for item in res.get("items") or []:
         print(f"  #{item['id']} [{item['tier']}] {item['summary']}")
+    print_still_in(res.get("still_in") or [], a.dry_run)
     return EXIT_OK
 
 

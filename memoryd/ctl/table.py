@@ -355,7 +355,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "checkpoint",
-        "create, list or restore a snapshot of the whole store",
+        "create, list, restore or delete a snapshot of the whole store",
         default="list",
         actions=(
             Command(
@@ -382,10 +382,22 @@ COMMANDS: tuple[Command, ...] = (
                 method="checkpoint.list",
                 show=ad.s_checkpoints,
             ),
+            Command(
+                "delete",
+                "remove a checkpoint (or with --snapshot a scheduled snapshot)",
+                method="checkpoint.delete",
+                params=ad.p_checkpoint_delete,
+                show=ad.s_checkpoint_delete,
+                args=(
+                    arg("name", metavar="NAME"),
+                    arg("--snapshot", action="store_true", help="NAME is a snapshot"),
+                ),
+            ),
         ),
         examples=(
             "memoryctl checkpoint create before-cleanup",
             "memoryctl checkpoint restore before-cleanup",
+            "memoryctl checkpoint delete before-cleanup",
         ),
     ),
     Command(
@@ -402,10 +414,17 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "import",
-        "import JSON lines from FILE (- = stdin); skips memories already stored",
+        "import JSON lines from FILE (- = stdin), all or nothing; skips memories already stored",
         run=ad.r_import,
         slow=True,
-        args=(arg("file", metavar="FILE"),),
+        args=(
+            arg("file", metavar="FILE"),
+            arg(
+                "--allow-secrets",
+                action="store_true",
+                help="import memories even if they look like credentials",
+            ),
+        ),
         examples=("memoryctl import memories.jsonl",),
     ),
     Command(

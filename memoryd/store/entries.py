@@ -481,6 +481,65 @@ def by_type(con: apsw.Connection, namespace: str | None = None) -> dict[str, int
     return {t: int(n) for t, n in con.execute(sql + " GROUP BY type ORDER BY type", params)}
 
 
+def orphan_chunk_count(con: apsw.Connection) -> int:
+    """Chunks whose document row is gone (should be 0; `status --check` reports them)."""
+    return int(
+        con.execute(
+            "SELECT count(*) FROM entries e WHERE e.kind = 'chunk' AND NOT EXISTS"
+            " (SELECT 1 FROM documents d WHERE d.id = e.document_id)"
+        ).fetchall()[0][0]
+    )
+
+
+def prune_access_log(con: apsw.Connection, before: float) -> int:
+    """Forget accesses older than `before`; returns how many rows went."""
+    return len(
+        con.execute("DELETE FROM access_log WHERE ts < ? RETURNING id", (before,)).fetchall()
+    )
+
+
+def vocabulary(con: apsw.Connection) -> list[tuple[str, int]]:
+    """Every term of the keyword index with the number of entries that hold it (fts5vocab)."""
+    has_main = con.execute(
+        "SELECT 1 FROM main.sqlite_master WHERE name = 'entries_vocab'"
+    ).fetchall()
+    if has_main:
+        table = "main.entries_vocab"
+    else:
+        con.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fuzzy_vocab"
+            " USING fts5vocab(main, entries_fts, 'row')"
+        )
+        table = "temp.fuzzy_vocab"
+    return [(str(t), int(d)) for t, d in con.execute(f"SELECT term, doc FROM {table}")]
+
+
+def chunks_with_markers(con: apsw.Connection) -> list[tuple[str, str]]:
+    """(path, content) of every chunk holding a daily-log marker (`<!-- m:`): a memory's line
+    a person moved out of the log folder (an archived log) is indexed there as text."""
+    return [
+        (str(p), str(c))
+        for p, c in con.execute(
+            "SELECT d.path, e.content FROM entries e JOIN documents d ON d.id = e.document_id"
+            " WHERE e.kind = 'chunk' AND instr(e.content, '<!-- m:') > 0"
+        )
+    ]
+
+
+def memory_ids_among(con: apsw.Connection, ids: Iterable[int]) -> set[int]:
+    """Those of `ids` that are memories now."""
+    found: set[int] = set()
+    todo = sorted(set(ids))
+    for i in range(0, len(todo), 500):
+        part = todo[i : i + 500]
+        marks = ",".join("?" * len(part))
+        rows = con.execute(
+            f"SELECT id FROM entries WHERE kind = 'memory' AND id IN ({marks})", part
+        ).fetchall()
+        found.update(int(r[0]) for r in rows)
+    return found
+
+
 def id_high_water(con: apsw.Connection) -> int:
     """The highest entry id ever handed out (AUTOINCREMENT's sequence)."""
     rows = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchall()

@@ -82,6 +82,80 @@ def pending(con: apsw.Connection, model_id: int, limit: int) -> list[tuple[str, 
     ]
 
 
+_SOURCE = (
+    "CASE WHEN e.kind = 'memory' THEN 'memory ' || e.id"
+    " ELSE (SELECT d.path FROM documents d WHERE d.id = e.document_id) END"
+)
+_NO_VECTOR = (
+    "NOT EXISTS (SELECT 1 FROM embeddings m"
+    " WHERE m.model_id = ? AND m.content_hash = e.content_hash)"
+)
+
+
+def pending_newest(
+    con: apsw.Connection, model_id: int, limit: int, fresh_rows: int = 4096
+) -> list[tuple[str, str, str]]:
+    """(content_hash, content, source) of texts without a vector for this model: first those of
+    the `fresh_rows` most recently stored entries, newest first (an edited note's new chunks, a
+    new memory: new rows get the highest ids), then the rest of the backlog in hash order.
+    source is the note's path or "memory N", for progress reports.
+
+    Both parts are cheap at 100K entries: the first reads a bounded id range, the second walks
+    the content_hash index and stops after `limit` groups."""
+    out: dict[str, tuple[str, str, str]] = {}
+    top = con.execute("SELECT max(id) FROM entries").fetchall()[0][0]
+    if top is None:
+        return []
+    for h, c, src in con.execute(
+        f"SELECT e.content_hash, e.content, {_SOURCE} FROM entries e"
+        f" WHERE e.id > ? AND {_NO_VECTOR} ORDER BY e.id DESC",
+        (int(top) - fresh_rows, model_id),
+    ):
+        out.setdefault(str(h), (str(h), str(c), str(src)))
+        if len(out) >= limit:
+            return list(out.values())
+    for h, c, src in con.execute(
+        f"SELECT e.content_hash, min(e.content), max({_SOURCE}) FROM entries e"
+        f" WHERE {_NO_VECTOR} GROUP BY e.content_hash LIMIT ?",
+        (model_id, limit + len(out)),
+    ):
+        out.setdefault(str(h), (str(h), str(c), str(src)))
+        if len(out) >= limit:
+            break
+    return list(out.values())
+
+
+def newest_id(con: apsw.Connection) -> int | None:
+    """The highest embeddings row id (None when there is none)."""
+    newest = con.execute("SELECT max(id) FROM embeddings").fetchall()[0][0]
+    return None if newest is None else int(newest)
+
+
+def rows_after(con: apsw.Connection, model_id: int, after: int) -> list[tuple[int, str, bytes]]:
+    """(row id, content hash, float32 blob) of the model's vectors with a row id above `after`,
+    in id order. Driven from the embeddings table (a range on its primary key): vec0 answers
+    lookups by rowid quickly but would scan itself for a rowid range; `+m.model_id` keeps
+    SQLite on the primary key instead of the (model, hash) index."""
+    return [
+        (int(i), str(h), bytes(b))
+        for i, h, b in con.execute(
+            f"SELECT m.id, m.content_hash, v.embedding FROM embeddings m"
+            f" JOIN {table_name(model_id)} v ON v.rowid = m.id"
+            " WHERE m.id > ? AND +m.model_id = ? ORDER BY m.id",
+            (after, model_id),
+        )
+    ]
+
+
+def model_count(con: apsw.Connection, model_id: int) -> int:
+    """How many vectors the model has."""
+    return int(
+        con.execute("SELECT count(*) FROM embeddings WHERE model_id = ?", (model_id,)).fetchall()[
+            0
+        ][0]
+    )
+
+
 def counts(con: apsw.Connection, model_id: int | None) -> dict[str, int]:
     texts = con.execute("SELECT count(DISTINCT content_hash) FROM entries").fetchall()[0][0]
     if model_id is None:

@@ -1,0 +1,192 @@
+"""Queries first: a running batch never blocks a query, new text is embedded before the backlog."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from conftest import wait_for
+
+from memoryd.embed import FakeEmbedder, ModelHolder
+from memoryd.store import entries
+
+
+class GatedFake(FakeEmbedder):
+    """Background batches wait for the test to open the gate, one batch per release."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Semaphore(0)
+        self.inside = threading.Event()
+        self.batches: list[list[str]] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if threading.current_thread().name.startswith("memoryd-embed") and texts:
+            self.inside.set()
+            assert self.gate.acquire(timeout=30), "the test never opened the gate"
+            self.batches.append(list(texts))
+        return super().embed_batch(texts)
+
+
+def gated_app(make_app: Any, notes: int, **sections: Any) -> tuple[Any, GatedFake]:
+    fake = GatedFake()
+    holder = ModelHolder(lambda: fake, description="gated fake")
+    app = make_app(model=holder, **sections)
+    ws = app.cfg.workspace
+    for i in range(notes):
+        (ws / f"n{i:02d}.md").write_text(f"# Note {i}\n\nbacklog text number {i} about otters\n")
+    app.indexer.reconcile()
+    holder.start()
+    assert holder.wait_ready(5)
+    app.embedder.start()
+    app.embedder.wake()
+    return app, fake
+
+
+def in_thread(fn: Any) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    t.start()
+    return t, out
+
+
+def test_a_batch_in_progress_does_not_block_a_query_or_an_add(make_app: Any) -> None:
+    app, fake = gated_app(make_app, 10)
+    try:
+        assert fake.inside.wait(10)  # a background batch is running and held
+        t, out = in_thread(lambda: app.model.embed_query("where do otters sleep"))
+        t.join(5)
+        assert out and out[0].shape == (64,), "the query waited behind the batch"
+        t, out = in_thread(lambda: app.memories.add("otters hold hands while they sleep"))
+        t.join(5)
+        assert out, "add's near-duplicate check waited behind the batch"
+        assert app.status()["vectors"]["embedding"] is True
+    finally:
+        for _ in range(20):
+            fake.gate.release()
+
+
+def hashes_of(app: Any, path: str) -> set[str]:
+    return set(
+        app.store.read(
+            lambda con: [
+                r[0]
+                for r in con.execute(
+                    "SELECT e.content_hash FROM entries e JOIN documents d"
+                    " ON d.id = e.document_id WHERE d.path = ?",
+                    (path,),
+                )
+            ]
+        )
+    )
+
+
+def embedded(app: Any, hashes: set[str]) -> bool:
+    def q(con: Any) -> bool:
+        return all(
+            con.execute("SELECT 1 FROM embeddings WHERE content_hash = ?", (h,)).fetchall()
+            for h in hashes
+        )
+
+    return app.store.read(q)
+
+
+def test_an_edited_note_is_embedded_before_the_backlog(make_app: Any) -> None:
+    app, fake = gated_app(make_app, 30, embedding={"batch_size": 2})
+    try:
+        assert fake.inside.wait(10)
+        fake.gate.release()  # first batch: the newest notes of the backlog
+        wait_for(lambda: len(fake.batches) == 1)
+        assert all("number 29" in t or "number 28" in t for t in fake.batches[0])
+        # n00 is the oldest note: without priority it would be embedded last
+        (app.cfg.workspace / "n00.md").write_text("# Note 0\n\nedited: zebras, not otters\n")
+        app.indexer.sync_paths([app.cfg.workspace / "n00.md"])
+        edited = hashes_of(app, "n00.md")
+        fake.gate.release()  # the batch that was already running when the note changed
+        fake.gate.release()  # the next batch takes the edited note first
+        wait_for(lambda: len(fake.batches) == 3)
+        wait_for(lambda: embedded(app, edited))
+        assert any("zebras" in t for t in fake.batches[2])
+        assert app.embedder.pending() > 20  # the backlog is far from done
+    finally:
+        for _ in range(40):
+            fake.gate.release()
+
+
+def test_status_reports_rate_eta_and_current(make_app: Any) -> None:
+    app, fake = gated_app(make_app, 12, embedding={"batch_size": 2})
+    try:
+        for _ in range(3):
+            fake.gate.release()
+        wait_for(lambda: len(fake.batches) == 3)
+        wait_for(lambda: app.embedder.embedded_total >= 6)
+        vec = app.status()["vectors"]
+        assert vec["embedding"] is True  # held in the fourth batch
+        assert vec["rate_per_s"] and vec["rate_per_s"] > 0
+        assert vec["eta_s"] is not None and vec["eta_s"] >= 0
+        assert vec["current"] in {f"n{i:02d}.md" for i in range(12)}
+        assert vec["pending"] == 6 and vec["done"] == 6
+    finally:
+        for _ in range(20):
+            fake.gate.release()
+    wait_for(lambda: app.embedder.pending() == 0 and not app.embedder.running)
+    vec = app.status()["vectors"]
+    assert vec["rate_per_s"] is None and vec["eta_s"] is None and vec["current"] is None
+
+
+def test_index_progress_while_a_reconcile_runs(make_app: Any) -> None:
+    app = make_app(model=None)
+    for i in range(5):
+        (app.cfg.workspace / f"p{i}.md").write_text(f"# P{i}\n\ntext\n")
+    seen: list[Any] = []
+    real = app.indexer._index_one
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        seen.append(app.status()["index"]["progress"])
+        return real(*args, **kw)
+
+    app.indexer._index_one = spy
+    app.jobs.run_now("reconcile")
+    assert seen[0] == {"done": 0, "total": 0} and seen[-1] == {"done": 4, "total": 5}
+    assert app.status()["index"]["progress"] is None
+    assert len(app.store.read(entries.documents)) == 5
+
+
+def test_progress_lines_in_the_log_while_working(
+    make_app: Any, monkeypatch: Any, capsys: Any
+) -> None:
+    monkeypatch.setattr("memoryd.app.PROGRESS_EVERY_S", 0.0)
+    app = make_app(embedding={"batch_size": 2})
+    for i in range(6):
+        (app.cfg.workspace / f"l{i}.md").write_text(f"# L{i}\n\nlog line text {i}\n")
+    app.jobs.run_now("reconcile")
+    out = capsys.readouterr().out
+    assert "indexing" in out and "total=6" in out and "eta_s=" in out
+    assert "l3.md" not in "".join(ln for ln in out.splitlines() if "[info" in ln)
+    app.model.start()
+    assert app.model.wait_ready(5)
+    app.embedder.log_every = 0.0
+    app.embedder.run()
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if "embedding " in ln and "rate_per_s=" in ln]
+    assert len(lines) >= 2 and "pending=" in lines[0] and "current=" in lines[0]
+
+
+def test_pending_order_newest_rows_first_then_the_backlog(make_app: Any) -> None:
+    from memoryd.store import vectors
+
+    app = make_app(model=None)
+    for i in range(10):
+        (app.cfg.workspace / f"o{i}.md").write_text(f"# O{i}\n\nold text {i}\n")
+    app.indexer.reconcile()
+    (app.cfg.workspace / "o0.md").write_text("# O0\n\nrewritten\n")  # newest rows now
+    app.indexer.sync_paths([app.cfg.workspace / "o0.md"])
+    model_id = app.store.run_write(lambda con: vectors.ensure_model(con, "m/4", "m", 4, 1.0))
+    got = app.store.read(lambda con: vectors.pending_newest(con, model_id, 100, fresh_rows=3))
+    assert [src for _, _, src in got[:2]] == ["o0.md", "o9.md"]  # the fresh rows, newest first
+    assert len(got) == 10 and len({h for h, _, _ in got}) == 10  # then the rest, once each
+    assert "rewritten" in got[0][1]
+    first = app.store.read(lambda con: vectors.pending_newest(con, model_id, 1))
+    assert first[0][2] == "o0.md"
