@@ -5,22 +5,48 @@ function here is tested on plain values. See docs/protocol.md, "Scores"."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-# Per model (its identity name): the cosine similarity below which a text is unrelated to a query
-# (floor), the similarity that counts as a full match (top), and the similarity a hit needs when
-# no keyword backs it (alone). Calibrated with `python -m bench.ranking --floors` on every set
-# in bench/data (BENCHMARKS.md): each is the highest value that keeps Recall@10 of answerable
-# queries within 0.01 of none.
-Scale = tuple[float, float, float]  # (floor, top, alone)
+from memoryd.ftsquery import MIN_CJK_SPLIT, STOP_WORDS, cjk_bigrams
+from memoryd.store.tokenizer import CJK_CLASS, cjk_runs
+
+_WORD_SPLIT = re.compile(r"[^\w]+", re.UNICODE)
+_WORDISH = re.compile(r"\w", re.UNICODE)
+_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+class Scale(NamedTuple):
+    """What a model's cosine similarities mean (docs/protocol.md, "Scores")."""
+
+    floor: float  # below it a text is unrelated to the query: no candidate at all
+    top: float  # a full match: the similarity's strength reaches 1 there
+    alone: float  # what a hit needs when no keyword of the query backs it
+    # what a hit for a Chinese, Japanese or Korean query needs when no keyword backs it (a model
+    # not trained on those languages finds every CJK text alike: above 1, vectors never suffice)
+    cjk_alone: float | None = None
+    # what a hit needs when no candidate holds any of the query's words ("banana bread" in notes
+    # that never mention either): the vector pool is the only witness, and must be close
+    unkeyed: float | None = None
+
+
+# Per model (its identity name). floor and alone: calibrated with `python -m bench.ranking
+# --floors` on every set in bench/data (BENCHMARKS.md), each the highest value that keeps
+# Recall@10 of answerable queries within 0.01 of none. cjk_alone and unkeyed: `python -m
+# bench.noanswer` (BENCHMARKS.md, "No answer"); MiniLM has no unkeyed floor: a paraphrase that
+# shares no word with its note scores as low (0.25) as "banana bread" against unrelated notes.
 SIMILARITY_SCALE: dict[str, Scale] = {
-    "sentence-transformers/all-MiniLM-L6-v2-int8": (0.10, 0.90, 0.20),
-    "sentence-transformers/all-MiniLM-L6-v2": (0.10, 0.90, 0.20),
-    "fake": (0.30, 0.90, 0.30),  # the test embedder: hashed words, similarity = word overlap
+    "sentence-transformers/all-MiniLM-L6-v2-int8": Scale(0.10, 0.90, 0.20, 1.01),
+    "sentence-transformers/all-MiniLM-L6-v2": Scale(0.10, 0.90, 0.20, 1.01),
+    # the test embedder: hashed words, similarity = word overlap (CJK runs are words too; a
+    # text sharing no query word is similar only through stop words and hash collisions)
+    "fake": Scale(0.30, 0.90, 0.30, 0.30, 0.50),
 }
-DEFAULT_SCALE = (0.40, 0.80, 0.40)  # an uncalibrated model: a conservative guess
+DEFAULT_SCALE = Scale(0.40, 0.80, 0.40)  # an uncalibrated model: a conservative guess
 SIGNAL_SHARE = 0.05  # the most importance, recency, frequency and tier can move a score
 
 
@@ -50,6 +76,7 @@ class Candidate:
     partial: bool = False  # matched only some of the query's topical terms
     vector_rank: int | None = None
     similarity: float | None = None
+    coverage: float | None = None  # IDF-weighted share of the query's topical terms it contains
     fused: float = 0.0
     components: dict[str, float] = field(default_factory=dict)
     final: float = 0.0
@@ -197,10 +224,75 @@ def group_by_note(candidates: Sequence[Candidate]) -> list[Candidate]:
     return list(notes.values())
 
 
-def admitted(candidates: list[Candidate], scale: Scale) -> list[Candidate]:
+def admitted(
+    candidates: list[Candidate], scale: Scale, cjk: bool = False, corrected: bool = False
+) -> list[Candidate]:
     """No padding: a hit is backed by a keyword match, or else by a similarity of at least the
-    model's `alone` floor (a neighbour that shares no word with the query must be close)."""
-    return [c for c in candidates if c.keyword_rank is not None or (c.similarity or 0) >= scale[2]]
+    model's `alone` floor (a neighbour that shares no word with the query must be close). For a
+    query in Chinese, Japanese or Korean (`cjk`), a keyword backs a hit only when the hit holds
+    one of the query's units (coverage > 0: a match on the bigrams of a question's grammar is
+    no backing), and similarity alone must reach the model's `cjk_alone`. When typo correction
+    had its chance (`corrected`: modes auto and fuzzy) and still no candidate holds any of the
+    query's words, similarity must reach the model's `unkeyed` floor, when it has one."""
+
+    def keyed(c: Candidate) -> bool:
+        return c.coverage > 0 if c.coverage is not None else c.keyword_rank is not None
+
+    alone = scale[2]
+    unkeyed = scale[4] if len(scale) > 4 and scale[4] is not None else alone
+    if corrected and not any(keyed(c) for c in candidates):
+        alone = max(alone, unkeyed)
+    if cjk:
+        cjk_alone = scale[3] if len(scale) > 3 and scale[3] is not None else alone
+        return [c for c in candidates if keyed(c) or (c.similarity or 0) >= max(cjk_alone, alone)]
+    return [c for c in candidates if c.keyword_rank is not None or (c.similarity or 0) >= alone]
+
+
+def absent_identifier(df: dict[str, int]) -> str | None:
+    """The first exact identifier of the query (`identifier`) that no text contains, if any: the
+    thing asked about is not in the notes, and its near namesakes (ERR_AUTH_2202 for
+    ERR_AUTH_2207, close in every embedding) are not an answer."""
+    return next((u for u, n in df.items() if n == 0 and identifier(u)), None)
+
+
+def query_units(text: str) -> list[str]:
+    """The query's topical units, each once, lowercased: its words that are not stop words; a
+    token the tokenizer splits ("db-replica-05.eu", "Tom's") as one phrase, as FTS5 matches it;
+    for a long CJK run (a sentence with no spaces) its topical bigrams instead of the run."""
+    out: dict[str, None] = {}
+    for token in text.split():
+        words = [w.lower() for w in _WORD_SPLIT.split(token) if w and _WORDISH.search(w)]
+        if not words or token.startswith("-"):
+            continue
+        if any(len(r) >= MIN_CJK_SPLIT for w in words for r in cjk_runs(w)):
+            out.update(dict.fromkeys(cjk_bigrams(words)))
+            rest = [p for w in words for p in _CJK_RUN.split(w) if p and not cjk_runs(p)]
+            out.update(dict.fromkeys(p for p in rest if p not in STOP_WORDS))
+        elif len(words) > 1 and not all(w in STOP_WORDS for w in words):
+            out[" ".join(words)] = None
+        elif len(words) == 1 and words[0] not in STOP_WORDS and words[0] not in ("or", "not"):
+            out[words[0]] = None
+    return list(out)
+
+
+def identifier(unit: str) -> bool:
+    """Whether a unit is an exact identifier: letters and digits in three or more parts
+    (db-replica-05.eu, INC-2026-014) or joined by underscores (ERR_AUTH_2207); not a word, a
+    number, or a two-part name (covid-19, top-10: notes may say just "covid")."""
+    return bool(
+        _DIGIT.search(unit) and _LETTER.search(unit) and ("_" in unit or len(unit.split()) >= 3)
+    )
+
+
+def idf(df: int, n: int) -> float:
+    """BM25's inverse document frequency of a term in df of n texts (> 0)."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def coverage(matched: Sequence[str], weights: dict[str, float]) -> float:
+    """The IDF-weighted share, 0..1, of the query's units that a text contains."""
+    total = sum(weights.values())
+    return sum(weights[u] for u in set(matched) if u in weights) / total if total else 0.0
 
 
 def bm25_norm(keyword: Sequence[Candidate]) -> float | None:

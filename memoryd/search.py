@@ -11,7 +11,13 @@ Every response names the mode that answered it.
 
 What a hit is (see docs/protocol.md, "Scores"):
 - only a candidate backed by a keyword match, or by a similarity at or above the model's
-  calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding;
+  calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding. After typo
+  correction, when no candidate holds any query word, similarity must reach the model's
+  `unkeyed` floor if it has one; a CJK
+  query's hits need one of its units (`cjk_alone` for vectors); a query naming an identifier
+  no text holds answers nothing (`ranking.admitted`, `ranking.absent_identifier`; docs/
+  protocol.md, "No answer"). Each hit's `coverage` (IDF-weighted share of the query's units in
+  its best chunk) is computed for this, over the whole index's document frequencies;
 - filters restrict both pools before ranking (the vector pool scans the filtered texts exactly
   when the filter leaves few of them), and BM25 is normalised without them, so a filtered search
   returns what an unfiltered one restricted afterwards does, with the same scores;
@@ -36,6 +42,7 @@ import numpy as np
 
 from memoryd import lifecycle, secretguard
 from memoryd.errors import InvalidInput, Unavailable
+from memoryd.evidence import KeywordEvidence
 from memoryd.ftsquery import STOP_WORDS, parse_query
 from memoryd.ranking import (  # noqa: F401  (re-exported: the pure parts live in ranking.py)
     DEFAULT_SCALE,
@@ -49,6 +56,7 @@ from memoryd.ranking import (  # noqa: F401  (re-exported: the pure parts live i
     group_by_note,
     normalise,
     order,
+    query_units,
     rank_weight,
     relevance,
     rrf,
@@ -67,6 +75,7 @@ from memoryd.snippets import (  # noqa: F401
 )
 from memoryd.store import Store, entries, searchsql, vectors
 from memoryd.store.entries import Filters, filter_sql
+from memoryd.store.tokenizer import has_cjk
 from memoryd.vecindex import VectorCache
 
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
@@ -131,6 +140,7 @@ class Searcher:
         self.vector_cache = VectorCache()
         self._pool: ThreadPoolExecutor | None = None
         self._secrets: dict[str, list[str]] = {}
+        self.evidence = KeywordEvidence()
         self._pending: tuple[int | None, float] = (None, -1e9)
         self._pending_future: Future[int] | None = None
 
@@ -359,8 +369,22 @@ class Searcher:
             norm = searchsql.best_bm25(con, full, bwhere, bparams) if full else None
             if norm is None and parsed.match_any and not fuzzy_used:
                 norm = searchsql.best_bm25(con, parsed.match_any, bwhere, bparams)
-        ranked = admitted(self._fuse(keyword, vector, scale, req.group, norm), scale)
+        fused = self._fuse(keyword, vector, scale, req.group, norm)
+        units = query_units(
+            rewritten.corrected_query if fuzzy_used and rewritten is not None else req.query
+        )
+        self.evidence.annotate(con, units, fused, prefix=fuzzy_used)
+        ranked = admitted(
+            fused, scale, cjk=has_cjk(req.query), corrected=req.mode in ("auto", "fuzzy")
+        )
+        missing = self.evidence.missing_identifier(con, req.query)
+        if missing is not None:
+            ranked = []  # nothing holds the identifier asked about: its namesakes do not answer
+            if req.explain:
+                out["unanswered"] = f"no text contains {missing!r}"
         out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale)
+        if not out["hits"] and fuzzy_used and rewritten is not None:
+            out["suggestion"] = rewritten.corrected_query  # what it found does not answer
         if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
             if rewritten is None and req.mode != "fuzzy":
                 rewritten = self.fuzzy.rewrite(con, topical)
@@ -549,6 +573,7 @@ class Searcher:
                     "partial": c.partial,
                     "vector_rank": c.vector_rank,
                     "similarity": c.similarity,
+                    "coverage": c.coverage,
                     "similarity_floor": scale[0],
                     "fusion": self.settings.fusion,
                     **{

@@ -102,3 +102,51 @@ def snippets(
             [open_mark, close_mark, match, *ids],
         )
     }
+
+
+SCAN_ALL_MAX = 5000  # a term in at most this many texts: read its rows, cheaper than IN (...)
+
+
+def matching(
+    con: apsw.Connection, match: str, ids: Sequence[int], df: int | None = None
+) -> set[int]:
+    """Those of the given entries that match the FTS5 expression. With its document frequency
+    `df` known and small, every matching row is read and intersected (0.1 ms for 600 rows at
+    100K texts, against ~1.8 ms for a lookup of 100 rowids)."""
+    out: set[int] = set()
+    ids = list(ids)
+    if not ids or df == 0:
+        return out
+    if df is not None and df <= SCAN_ALL_MAX:
+        rows = con.execute(
+            "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?",
+            [match, 2 * SCAN_ALL_MAX],
+        ).fetchall()
+        if len(rows) < 2 * SCAN_ALL_MAX:  # else df was stale: look the rowids up instead
+            return {int(r[0]) for r in rows} & set(ids)
+    for start in range(0, len(ids), _BATCH):
+        part = ids[start : start + _BATCH]
+        out.update(
+            int(r[0])
+            for r in con.execute(
+                "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?"
+                f" AND rowid IN ({','.join('?' * len(part))})",
+                [match, *part],
+            )
+        )
+    return out
+
+
+def match_count(con: apsw.Connection, match: str, cap: int) -> int:
+    """How many entries match the FTS5 expression, counted up to `cap` (a document frequency)."""
+    row = con.execute(
+        "SELECT count(*) FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)",
+        [match, cap],
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def entry_count(con: apsw.Connection) -> int:
+    """How many entries the keyword index holds (the n of IDF)."""
+    row = con.execute("SELECT count(*) FROM entries_fts").fetchone()
+    return int(row[0] or 0) if row else 0
