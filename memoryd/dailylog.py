@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd import secretguard
-from memoryd.fsutil import atomic_write
+from memoryd.fsutil import atomic_write, within
 from memoryd.logsetup import get_logger
 from memoryd.timeutil import parse_time
 
@@ -195,7 +195,7 @@ class DailyLog:
         """The log's folder must resolve inside the workspace: a symlinked `daily/` (or year
         folder) leading elsewhere would have the daemon write memories into any file there."""
         real, root = os.path.realpath(folder), os.path.realpath(self.workspace)
-        if real != root and not real.startswith(root + os.sep):
+        if not within(real, root):
             raise OSError(errno.EXDEV, "leads outside the workspace through a symlink", str(folder))
 
     def _when(self, record: dict[str, Any]) -> datetime:

@@ -21,6 +21,11 @@ _FLAGS = (
 )
 
 
+def within(real: str, folder: str) -> bool:
+    """True when the real (resolved) path `real` is `folder` or lies under it; both resolved."""
+    return real == folder or real.startswith(folder + os.sep)
+
+
 def fsync_dir(fd: int) -> None:
     with contextlib.suppress(OSError):  # some file systems refuse fsync on a folder
         os.fsync(fd)

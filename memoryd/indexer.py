@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from memoryd import markdown, obsidian
 from memoryd.errors import InvalidInput
+from memoryd.fsutil import within
 from memoryd.logsetup import get_logger
 from memoryd.store import Store, entries, links
 from memoryd.store.entries import DocumentInfo, NewChunk
@@ -235,7 +236,7 @@ class Indexer:
         if not self.private:
             return False
         real = os.path.realpath(self.root / rel)
-        return any(real == p or real.startswith(p + os.sep) for p in self.private)
+        return any(within(real, p) for p in self.private)
 
     def holds_private(self, rel: str) -> bool:
         """True for a workspace path that is, or holds, one of memoryd's own files."""
@@ -245,8 +246,7 @@ class Indexer:
         return self.is_private(rel) or any(p.startswith(real + os.sep) for p in self.private)
 
     def _inside(self, real: str) -> bool:
-        root = str(self.root_real)
-        return real == root or real.startswith(root + os.sep)
+        return within(real, str(self.root_real))
 
     def scan(self, report: Report | None = None, under: str = ".") -> dict[str, FileState]:
         """Every accepted regular file under the workspace (or its folder `under`), following

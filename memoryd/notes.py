@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge
-from memoryd.fsutil import atomic_write_at, fsync_dir
+from memoryd.fsutil import atomic_write_at, fsync_dir, within
 from memoryd.indexer import Indexer, path_accepted
 from memoryd.lifecycle import summary
 from memoryd.logsetup import get_logger
@@ -146,8 +146,7 @@ class Notes:
     # -- paths --------------------------------------------------------------------------------
 
     def _inside(self, real: str) -> bool:
-        root = str(self.root_real)
-        return real == root or real.startswith(root + os.sep)
+        return within(real, str(self.root_real))
 
     def resolve(self, path: object, what: str = "path") -> tuple[str, Path]:
         """(relative path, full path) of a note the API may touch; raises InvalidInput."""
