@@ -15,13 +15,11 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import re
 import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,6 +27,7 @@ from memoryd import markdown, obsidian
 from memoryd.errors import InvalidInput
 from memoryd.fsutil import within
 from memoryd.logsetup import get_logger
+from memoryd.pathrules import path_accepted, shown, valid_name
 from memoryd.store import Store, entries, links
 from memoryd.store.entries import DocumentInfo, NewChunk
 from memoryd.validation import check_str
@@ -84,67 +83,6 @@ class FileState:
     real: Path
     size: int
     mtime: float
-
-
-# --- globs -----------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=256)
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A gitignore-like glob over '/'-separated relative paths: ** spans folders, * and ? don't.
-
-    A pattern without '/' matches the file name in any folder ("*.md" == "**/*.md").
-    """
-    pat = pattern.strip().lstrip("/")
-    if "/" not in pat:
-        pat = "**/" + pat
-    out, i = [], 0
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pat[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pat[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pat[i]))
-            i += 1
-    body = "".join(out)
-    # A pattern naming a folder ("drafts/**" or "drafts") also covers everything under it.
-    return re.compile(rf"^{body}(?:/.*)?$")
-
-
-def path_accepted(rel: str, s: IndexerSettings) -> bool:
-    parts = rel.split("/")
-    if s.skip_hidden and any(p.startswith(".") for p in parts):
-        return False
-    if any(compile_glob(g).match(rel) for g in s.exclude):
-        return False
-    return any(compile_glob(g).match(rel) for g in s.include)
-
-
-def valid_name(rel: str) -> bool:
-    """False for a path that holds bytes that are not UTF-8 (os.fsdecode turns those into lone
-    surrogates, which SQLite, JSON and the log cannot carry)."""
-    try:
-        rel.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def shown(rel: str) -> str:
-    """A path for log lines and messages, with undecodable bytes shown as \\xNN."""
-    try:
-        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:
-        return rel.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def sha256_bytes(data: bytes) -> str:

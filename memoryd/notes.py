@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import re
 import stat
@@ -47,9 +46,10 @@ from typing import Any, Protocol
 
 from memoryd.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge
 from memoryd.fsutil import atomic_write_at, fsync_dir, within
-from memoryd.indexer import Indexer, path_accepted
+from memoryd.indexer import Indexer, sha256_bytes
 from memoryd.lifecycle import summary
 from memoryd.logsetup import get_logger
+from memoryd.pathrules import path_accepted
 from memoryd.store import Store
 from memoryd.store import notes as store_notes
 from memoryd.timeutil import iso
@@ -77,10 +77,6 @@ _READ_FLAGS = (
 
 class NotesSettings(Protocol):
     max_bytes: int
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def check_sha(value: object) -> str | None:
