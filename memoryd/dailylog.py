@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd import secretguard
+from memoryd.fsutil import atomic_write, within
 from memoryd.logsetup import get_logger
 from memoryd.timeutil import parse_time
 
@@ -90,27 +91,9 @@ def _read_regular(path: Path) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    """temp file in the same folder, fsync, rename, fsync the folder; keeps the file's mode."""
+    """fsutil.atomic_write of the text; keeps the file's mode."""
     mode = path.stat().st_mode & 0o777
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)  # a leftover of a crash (or a planted symlink) goes first
-    # O_EXCL | O_NOFOLLOW: never write through a symlink someone put at the temp name
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8", errors="surrogateescape"))
-            f.flush()
-            os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    atomic_write(path, text.encode("utf-8", errors="surrogateescape"), mode)
 
 
 def _hash8(text: str) -> str:
@@ -212,7 +195,7 @@ class DailyLog:
         """The log's folder must resolve inside the workspace: a symlinked `daily/` (or year
         folder) leading elsewhere would have the daemon write memories into any file there."""
         real, root = os.path.realpath(folder), os.path.realpath(self.workspace)
-        if real != root and not real.startswith(root + os.sep):
+        if not within(real, root):
             raise OSError(errno.EXDEV, "leads outside the workspace through a symlink", str(folder))
 
     def _when(self, record: dict[str, Any]) -> datetime:

@@ -15,19 +15,19 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import re
 import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd import markdown, obsidian
 from memoryd.errors import InvalidInput
+from memoryd.fsutil import within
 from memoryd.logsetup import get_logger
+from memoryd.pathrules import path_accepted, shown, valid_name
 from memoryd.store import Store, entries, links
 from memoryd.store.entries import DocumentInfo, NewChunk
 from memoryd.validation import check_str
@@ -83,67 +83,6 @@ class FileState:
     real: Path
     size: int
     mtime: float
-
-
-# --- globs -----------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=256)
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A gitignore-like glob over '/'-separated relative paths: ** spans folders, * and ? don't.
-
-    A pattern without '/' matches the file name in any folder ("*.md" == "**/*.md").
-    """
-    pat = pattern.strip().lstrip("/")
-    if "/" not in pat:
-        pat = "**/" + pat
-    out, i = [], 0
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pat[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pat[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pat[i]))
-            i += 1
-    body = "".join(out)
-    # A pattern naming a folder ("drafts/**" or "drafts") also covers everything under it.
-    return re.compile(rf"^{body}(?:/.*)?$")
-
-
-def path_accepted(rel: str, s: IndexerSettings) -> bool:
-    parts = rel.split("/")
-    if s.skip_hidden and any(p.startswith(".") for p in parts):
-        return False
-    if any(compile_glob(g).match(rel) for g in s.exclude):
-        return False
-    return any(compile_glob(g).match(rel) for g in s.include)
-
-
-def valid_name(rel: str) -> bool:
-    """False for a path that holds bytes that are not UTF-8 (os.fsdecode turns those into lone
-    surrogates, which SQLite, JSON and the log cannot carry)."""
-    try:
-        rel.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def shown(rel: str) -> str:
-    """A path for log lines and messages, with undecodable bytes shown as \\xNN."""
-    try:
-        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:
-        return rel.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -235,7 +174,7 @@ class Indexer:
         if not self.private:
             return False
         real = os.path.realpath(self.root / rel)
-        return any(real == p or real.startswith(p + os.sep) for p in self.private)
+        return any(within(real, p) for p in self.private)
 
     def holds_private(self, rel: str) -> bool:
         """True for a workspace path that is, or holds, one of memoryd's own files."""
@@ -245,8 +184,7 @@ class Indexer:
         return self.is_private(rel) or any(p.startswith(real + os.sep) for p in self.private)
 
     def _inside(self, real: str) -> bool:
-        root = str(self.root_real)
-        return real == root or real.startswith(root + os.sep)
+        return within(real, str(self.root_real))
 
     def scan(self, report: Report | None = None, under: str = ".") -> dict[str, FileState]:
         """Every accepted regular file under the workspace (or its folder `under`), following

@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
+from memoryd.errors import InvalidInput
+from memoryd.timeutil import parse_time
+
 _ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
@@ -126,12 +129,10 @@ def _timestamp(value: Any) -> float | None:
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
     if isinstance(value, str):
-        text = value.strip().replace("Z", "+00:00")
         try:
-            dt = datetime.fromisoformat(text)
-        except ValueError:
+            return parse_time(value)  # the API's reading of an ISO date (naive = UTC)
+        except InvalidInput:
             return None
-        return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
     return None
 
 

@@ -35,10 +35,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import re
-import secrets
 import stat
 import threading
 import unicodedata
@@ -47,9 +45,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge
-from memoryd.indexer import Indexer, path_accepted
+from memoryd.fsutil import atomic_write_at, fsync_dir, within
+from memoryd.indexer import Indexer, sha256_bytes
 from memoryd.lifecycle import summary
 from memoryd.logsetup import get_logger
+from memoryd.pathrules import path_accepted
 from memoryd.store import Store
 from memoryd.store import notes as store_notes
 from memoryd.timeutil import iso
@@ -77,10 +77,6 @@ _READ_FLAGS = (
 
 class NotesSettings(Protocol):
     max_bytes: int
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def check_sha(value: object) -> str | None:
@@ -146,8 +142,7 @@ class Notes:
     # -- paths --------------------------------------------------------------------------------
 
     def _inside(self, real: str) -> bool:
-        root = str(self.root_real)
-        return real == root or real.startswith(root + os.sep)
+        return within(real, str(self.root_real))
 
     def resolve(self, path: object, what: str = "path") -> tuple[str, Path]:
         """(relative path, full path) of a note the API may touch; raises InvalidInput."""
@@ -322,33 +317,18 @@ class Notes:
         *,
         based_on: bytes | bool | None = True,
     ) -> None:
-        """Temp file in the same folder (`dfd`), fsync, rename over `name`, fsync the folder.
+        """fsutil.atomic_write_at, checking the file at the last moment before the rename.
 
         `based_on`: the bytes (None: no file) the new text was made from; when the file no
         longer holds them at the last moment before the rename (an editor saved, the daily log
         appended a line), nothing is replaced and _Changed is raised. True: replace regardless.
         """
-        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(tmp, flags, 0o666 if mode is None else mode, dir_fd=dfd)
-        try:
-            try:
-                if mode is not None:
-                    os.fchmod(fd, mode)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+
+        def unchanged() -> None:
             if based_on is not True and _bytes_now(dfd, name) != based_on:
                 raise _Changed(name)
-            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp, dir_fd=dfd)
-            raise
-        _fsync_dir(dfd)
+
+        atomic_write_at(dfd, name, data, mode, before_replace=unchanged)
 
     def _index(self, *paths: Path) -> None:
         report = self.indexer.sync_paths(list(paths))
@@ -472,8 +452,8 @@ class Notes:
                     mode = stat.S_IMODE(current[1].st_mode)
                     self._atomic_write(dfd, new_full.name, current[0], mode, based_on=None)
                 os.unlink(full.name, dir_fd=sfd)
-                _fsync_dir(dfd)
-                _fsync_dir(sfd)
+                fsync_dir(dfd)
+                fsync_dir(sfd)
             self._index(full, new_full)
         log.info("note moved", path=rel, new_path=new_rel)
         return {"path": rel, "new_path": new_rel, "sha256": sha256_bytes(current[0])}
@@ -573,8 +553,3 @@ def _os_errors(rel: str) -> Iterator[None]:
     except OSError as exc:
         log.warning("note change failed", path=rel, error=str(exc))
         raise Refused(f"cannot change {rel}: {exc.strerror or exc}") from None
-
-
-def _fsync_dir(fd: int) -> None:
-    with contextlib.suppress(OSError):  # some file systems refuse fsync on a folder
-        os.fsync(fd)

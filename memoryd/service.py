@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memoryd.fsutil import atomic_write
+
 LABEL = "io.memoryd.daemon"
 SERVICE_UNIT = "memoryd.service"
 SOCKET_UNIT = "memoryd.socket"
@@ -187,10 +189,7 @@ class WriteFile:
 
     def apply(self) -> int:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text(self.content)
-        tmp.chmod(FILE_MODE)
-        os.replace(tmp, self.path)
+        atomic_write(self.path, self.content.encode(), FILE_MODE)
         _say(f"wrote {self.path}")
         return 0
 

@@ -13,6 +13,7 @@ import pytest
 from conftest import ROOT
 
 from memoryd.config import (
+    RELOADABLE,
     SECTIONS,
     Config,
     diff,
@@ -42,6 +43,22 @@ def test_example_documents_every_key_with_its_default() -> None:
             defaults, name
         ), f"[{name}] defaults in config.example.toml differ from the code"
     assert {"workspace", "data_dir", "socket"} <= set(data)
+
+
+def test_configuration_doc_names_every_section_and_the_reloadable_keys() -> None:
+    """docs/configuration.md lists every section, and its Reload paragraph names exactly what
+    SIGHUP applies (a key, or a whole section whose keys all reload)."""
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    for name in SECTIONS:
+        assert f"`[{name}]`" in text, f"[{name}] is not in docs/configuration.md"
+    reload_text = text.split("## Reload", 1)[1].split("\n## ", 1)[0]
+    whole = set(re.findall(r"`\[(\w+)\]`", reload_text))
+    keys = set(re.findall(r"`(\w+\.\w+)`", reload_text))
+    for name in whole:
+        assert {f"{name}.{f.name}" for f in dataclasses.fields(SECTIONS[name])} <= RELOADABLE
+    assert keys <= RELOADABLE, f"documented as reloadable but not: {keys - RELOADABLE}"
+    undocumented = {k for k in RELOADABLE if k not in keys and k.partition(".")[0] not in whole}
+    assert not undocumented, f"reloadable but not in docs/configuration.md: {undocumented}"
 
 
 def test_defaults_work_without_any_file(tmp_path: Path) -> None:

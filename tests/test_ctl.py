@@ -905,6 +905,10 @@ def test_every_command_and_method_is_documented() -> None:
     assert called <= set(api.METHODS) | FROM_OTHER_BRANCHES, called - set(api.METHODS)
     for method in api.METHODS:
         assert f"### `{method}`" in protocol, f"{method} is not in docs/protocol.md"
+    documented = set(re.findall(r"^### `([\w.]+)`", protocol, flags=re.M))
+    assert documented <= set(api.METHODS), (
+        f"in docs/protocol.md only: {documented - set(api.METHODS)}"
+    )
     for code in (-32700, -32600, -32601, -32602, -32603, -32003, -32004, -32005, -32006):
         assert f"`{code}`" in protocol
 

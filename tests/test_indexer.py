@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memoryd.indexer import compile_glob
+from memoryd.pathrules import compile_glob
 from memoryd.search import SearchRequest
 
 

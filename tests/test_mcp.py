@@ -57,6 +57,35 @@ def with_session(
     return anyio.run(main)
 
 
+def with_two_agents(
+    tmp_path: Path,
+    socket: Path,
+    body: Callable[[ClientSession, ClientSession], Awaitable[Any]],
+) -> Any:
+    """Start two `memoryd mcp` on one daemon, namespaces alpha and beta; run body(alpha, beta)."""
+
+    def params(ns: str) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "memoryd", "mcp", "--socket", str(socket), "--namespace", ns],
+            cwd=str(ROOT),
+        )
+
+    async def main() -> Any:
+        with open(tmp_path / "mcp-stderr.log", "a") as errlog:
+            async with (
+                stdio_client(params("alpha"), errlog=errlog) as (ra, wa),
+                ClientSession(ra, wa) as a,
+                stdio_client(params("beta"), errlog=errlog) as (rb, wb),
+                ClientSession(rb, wb) as b,
+            ):
+                await a.initialize()
+                await b.initialize()
+                return await body(a, b)
+
+    return anyio.run(main)
+
+
 def text(result: Any) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
@@ -180,33 +209,17 @@ def test_two_agents_share_notes_and_keep_their_own_memories(
 ) -> None:
     d = daemon_factory()
 
-    def params(ns: str) -> StdioServerParameters:
-        return StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "memoryd", "mcp", "--socket", str(d.socket), "--namespace", ns],
-            cwd=str(ROOT),
-        )
+    async def body(a: ClientSession, b: ClientSession) -> None:
+        await a.call_tool("remember", {"content": "alpha prefers tabs over spaces"})
+        await a.call_tool("write_note", {"path": "shared.md", "content": "# Shared\nyak\n"})
+        seen = await b.call_tool("search", {"query": "yak"})
+        assert [h.get("path") for h in seen.structured_content["hits"]] == ["shared.md"]
+        mine = await b.call_tool("search", {"query": "tabs spaces", "kind": "memory"})
+        assert mine.structured_content["hits"] == []  # alpha's memory is alpha's
+        theirs = await a.call_tool("search", {"query": "tabs spaces", "kind": "memory"})
+        assert len(theirs.structured_content["hits"]) == 1
 
-    async def main() -> None:
-        with open(tmp_path / "mcp-stderr.log", "a") as errlog:
-            async with (
-                stdio_client(params("alpha"), errlog=errlog) as (ra, wa),
-                ClientSession(ra, wa) as a,
-                stdio_client(params("beta"), errlog=errlog) as (rb, wb),
-                ClientSession(rb, wb) as b,
-            ):
-                await a.initialize()
-                await b.initialize()
-                await a.call_tool("remember", {"content": "alpha prefers tabs over spaces"})
-                await a.call_tool("write_note", {"path": "shared.md", "content": "# Shared\nyak\n"})
-                seen = await b.call_tool("search", {"query": "yak"})
-                assert [h.get("path") for h in seen.structured_content["hits"]] == ["shared.md"]
-                mine = await b.call_tool("search", {"query": "tabs spaces", "kind": "memory"})
-                assert mine.structured_content["hits"] == []  # alpha's memory is alpha's
-                theirs = await a.call_tool("search", {"query": "tabs spaces", "kind": "memory"})
-                assert len(theirs.structured_content["hits"]) == 1
-
-    anyio.run(main)
+    with_two_agents(tmp_path, d.socket, body)
 
 
 def test_namespace_from_the_environment(daemon_factory: Any, tmp_path: Path) -> None:
@@ -427,79 +440,59 @@ def test_two_agents_racing_on_one_note_and_the_daily_log(
     daily log racing the daemon's own daily-log lines (from remember) all survive."""
     d = daemon_factory()
 
-    def params(ns: str) -> StdioServerParameters:
-        return StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "memoryd", "mcp", "--socket", str(d.socket), "--namespace", ns],
-            cwd=str(ROOT),
-        )
-
     async def guarded_write(
         s: ClientSession, name: str, args: dict[str, Any], results: dict[str, Any]
     ) -> None:
         results[name] = await s.call_tool("write_note", args)
 
-    async def main() -> None:
-        with open(tmp_path / "mcp-stderr.log", "a") as errlog:
-            async with (
-                stdio_client(params("alpha"), errlog=errlog) as (ra, wa),
-                ClientSession(ra, wa) as a,
-                stdio_client(params("beta"), errlog=errlog) as (rb, wb),
-                ClientSession(rb, wb) as b,
-            ):
-                await a.initialize()
-                await b.initialize()
-                w = await a.call_tool("write_note", {"path": "race.md", "content": "v0\n"})
-                sha = w.structured_content["sha256"]
-                for rnd in range(5):
-                    results: dict[str, Any] = {}
-                    async with anyio.create_task_group() as tg:
-                        for name, s in (("alpha", a), ("beta", b)):
-                            args = {"path": "race.md", "content": f"{name} {rnd}\n"}
-                            tg.start_soon(
-                                guarded_write, s, name, {**args, "expected_sha256": sha}, results
-                            )
-                    won = [n for n, r in results.items() if not r.is_error]
-                    lost = [r for r in results.values() if r.is_error]
-                    assert len(won) == 1 and len(lost) == 1, {
-                        n: text(r) for n, r in results.items()
-                    }
-                    now = (await a.call_tool("read_note", {"path": "race.md"})).structured_content
-                    assert now["content"] == f"{won[0]} {rnd}\n"
-                    error = lost[0].structured_content["error"]
-                    assert error["code"] == -32009
-                    assert error["data"]["current_sha256"] == now["sha256"]
-                    assert f"Current sha256: {now['sha256']}." in text(lost[0])
-                    sha = now["sha256"]
+    async def body(a: ClientSession, b: ClientSession) -> None:
+        w = await a.call_tool("write_note", {"path": "race.md", "content": "v0\n"})
+        sha = w.structured_content["sha256"]
+        for rnd in range(5):
+            results: dict[str, Any] = {}
+            async with anyio.create_task_group() as tg:
+                for name, s in (("alpha", a), ("beta", b)):
+                    args = {"path": "race.md", "content": f"{name} {rnd}\n"}
+                    tg.start_soon(guarded_write, s, name, {**args, "expected_sha256": sha}, results)
+            won = [n for n, r in results.items() if not r.is_error]
+            lost = [r for r in results.values() if r.is_error]
+            assert len(won) == 1 and len(lost) == 1, {n: text(r) for n, r in results.items()}
+            now = (await a.call_tool("read_note", {"path": "race.md"})).structured_content
+            assert now["content"] == f"{won[0]} {rnd}\n"
+            error = lost[0].structured_content["error"]
+            assert error["code"] == -32009
+            assert error["data"]["current_sha256"] == now["sha256"]
+            assert f"Current sha256: {now['sha256']}." in text(lost[0])
+            sha = now["sha256"]
 
-                first = await a.call_tool("remember", {"content": "opens the daily log"})
-                assert not first.is_error, text(first)
-                deadline = time.monotonic() + 10  # the watcher indexes the new daily log
-                while not (
-                    listed := (await a.call_tool("list_notes", {"path": "daily"}))
-                ).structured_content["items"]:
-                    assert time.monotonic() < deadline, "the daily log was never indexed"
-                    await anyio.sleep(0.05)
-                day = listed.structured_content["items"][0]["path"]
+        first = await a.call_tool("remember", {"content": "opens the daily log"})
+        assert not first.is_error, text(first)
+        deadline = time.monotonic() + 10  # the watcher indexes the new daily log
+        while not (
+            listed := (await a.call_tool("list_notes", {"path": "daily"}))
+        ).structured_content["items"]:
+            assert time.monotonic() < deadline, "the daily log was never indexed"
+            await anyio.sleep(0.05)
+        day = listed.structured_content["items"][0]["path"]
 
-                async def appends() -> None:
-                    for i in range(10):
-                        r = await b.call_tool("append_to_note", {"path": day, "content": f"- b{i}"})
-                        assert not r.is_error, text(r)
+        async def appends() -> None:
+            for i in range(10):
+                r = await b.call_tool("append_to_note", {"path": day, "content": f"- b{i}"})
+                assert not r.is_error, text(r)
 
-                async def remembers() -> None:
-                    for i in range(10):
-                        r = await a.call_tool("remember", {"content": f"raced memory zebra{i}x"})
-                        assert not r.is_error, text(r)
+        async def remembers() -> None:
+            for i in range(10):
+                r = await a.call_tool("remember", {"content": f"raced memory zebra{i}x"})
+                assert not r.is_error, text(r)
 
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(appends)
-                    tg.start_soon(remembers)
-                log = (await a.call_tool("read_note", {"path": day})).structured_content["content"]
-                assert [i for i in range(10) if f"- b{i}\n" not in log] == []
-                assert [i for i in range(10) if f"zebra{i}x" not in log] == []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(appends)
+            tg.start_soon(remembers)
+        log = (await a.call_tool("read_note", {"path": day})).structured_content["content"]
+        assert [i for i in range(10) if f"- b{i}\n" not in log] == []
+        assert [i for i in range(10) if f"zebra{i}x" not in log] == []
 
-    anyio.run(main)
+    with_two_agents(tmp_path, d.socket, body)
 
 
 def test_listings_show_times_to_the_minute() -> None:

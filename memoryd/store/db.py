@@ -12,7 +12,9 @@ any other way fails on entries_fts (and on any write to entries, through the tri
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import apsw
 
@@ -20,6 +22,14 @@ from memoryd.errors import StoreError
 from memoryd.store import tokenizer
 
 BUSY_TIMEOUT_MS = 5000
+IN_BATCH = 500  # values bound in one `IN (...)`: well under SQLite's parameter limit
+
+
+def in_batches(values: Sequence[Any]) -> Iterator[tuple[list[Any], str]]:
+    """`values` in slices of IN_BATCH, each with its `?,?,...` placeholders."""
+    for start in range(0, len(values), IN_BATCH):
+        part = list(values[start : start + IN_BATCH])
+        yield part, ",".join("?" * len(part))
 
 
 def vec_available() -> bool:

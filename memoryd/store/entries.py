@@ -14,6 +14,7 @@ from typing import Any
 import apsw
 
 from memoryd.errors import InvalidInput, NotFound
+from memoryd.store.db import in_batches
 from memoryd.timeutil import iso
 
 RECORD_COLUMNS = (
@@ -181,9 +182,7 @@ def get(con: apsw.Connection, entry_id: int) -> dict[str, Any] | None:
 
 def get_many(con: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
-    for start in range(0, len(ids), 500):
-        part = list(ids[start : start + 500])
-        marks = ",".join("?" * len(part))
+    for part, marks in in_batches(ids):
         sql = f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE e.id IN ({marks})"
         for row in con.execute(sql, part):
             rec = row_to_record(row)
@@ -529,10 +528,7 @@ def chunks_with_markers(con: apsw.Connection) -> list[tuple[str, str]]:
 def memory_ids_among(con: apsw.Connection, ids: Iterable[int]) -> set[int]:
     """Those of `ids` that are memories now."""
     found: set[int] = set()
-    todo = sorted(set(ids))
-    for i in range(0, len(todo), 500):
-        part = todo[i : i + 500]
-        marks = ",".join("?" * len(part))
+    for part, marks in in_batches(sorted(set(ids))):
         rows = con.execute(
             f"SELECT id FROM entries WHERE kind = 'memory' AND id IN ({marks})", part
         ).fetchall()

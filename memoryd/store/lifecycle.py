@@ -6,7 +6,6 @@ the transaction. Pure rules (tiers, phrase folding, budgets) live in memoryd.lif
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -207,7 +206,3 @@ def by_namespace(con: apsw.Connection) -> dict[str, int]:
             "SELECT namespace, count(*) FROM entries WHERE kind = 'memory' GROUP BY namespace"
         )
     }
-
-
-def json_list(value: str | None) -> list[Any]:
-    return list(json.loads(value or "[]"))

@@ -82,10 +82,6 @@ def note_paths(con: apsw.Connection) -> list[str]:
     return [str(r[0]) for r in con.execute("SELECT path FROM documents")]
 
 
-def has_document(con: apsw.Connection, path: str) -> bool:
-    return _document_id(con, path) is not None
-
-
 def set_dates(
     con: apsw.Connection, path: str, created_at: float | None, updated_at: float | None
 ) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 
 import apsw
 
+from memoryd.store.db import in_batches
+
 
 def _prefix_sql(prefix: str) -> tuple[str, list[Any]]:
     if not prefix:
@@ -61,9 +63,7 @@ def _with_details(con: apsw.Connection, rows: Sequence[Sequence[Any]]) -> list[d
 def _first_headings(con: apsw.Connection, ids: list[int]) -> dict[int, str]:
     """The first heading of each document (the top of its first chunk's heading path)."""
     out: dict[int, str] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        marks = ",".join("?" * len(part))
+    for part, marks in in_batches(ids):
         for doc_id, heading_path in con.execute(
             "SELECT document_id, heading_path FROM entries WHERE kind = 'chunk'"
             f" AND document_id IN ({marks}) AND heading_path IS NOT NULL"
@@ -80,9 +80,7 @@ def _first_headings(con: apsw.Connection, ids: list[int]) -> dict[int, str]:
 def _tags(con: apsw.Connection, ids: list[int]) -> dict[int, list[str]]:
     """Every tag carried by any chunk of each document (front matter and inline tags)."""
     out: dict[int, list[str]] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        marks = ",".join("?" * len(part))
+    for part, marks in in_batches(ids):
         for doc_id, tag in con.execute(
             "SELECT DISTINCT e.document_id, j.value FROM entries e, json_each(e.tags) j"
             f" WHERE e.kind = 'chunk' AND e.document_id IN ({marks})"

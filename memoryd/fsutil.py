@@ -1,0 +1,74 @@
+"""The one way memoryd replaces a file atomically (notes, the daily log, files `memoryd
+service` writes): the new bytes go to a hidden temp file in the same folder (created with
+O_EXCL | O_NOFOLLOW, so never through a planted symlink), which is fsynced and renamed over the
+file; then the folder is fsynced. A failure at any step removes the temp and leaves the old file
+whole."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def within(real: str, folder: str) -> bool:
+    """True when the real (resolved) path `real` is `folder` or lies under it; both resolved."""
+    return real == folder or real.startswith(folder + os.sep)
+
+
+def fsync_dir(fd: int) -> None:
+    with contextlib.suppress(OSError):  # some file systems refuse fsync on a folder
+        os.fsync(fd)
+
+
+def atomic_write_at(
+    dfd: int,
+    name: str,
+    data: bytes,
+    mode: int | None = None,
+    *,
+    before_replace: Callable[[], None] | None = None,
+) -> None:
+    """Replace `name` in the folder open as `dfd` with `data` (names relative to `dfd`: no path
+    is looked up again). `mode`: the new file's permission bits (None: 0o666 less the umask).
+    `before_replace` runs after the temp is written and fsynced, just before the rename; if it
+    raises, nothing is replaced."""
+    tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, _FLAGS, 0o666 if mode is None else mode, dir_fd=dfd)
+    try:
+        try:
+            if mode is not None:
+                os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if before_replace is not None:
+            before_replace()
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
+    fsync_dir(dfd)
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """atomic_write_at for a path: the folder is opened once and the rest is relative to it."""
+    dfd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        atomic_write_at(dfd, path.name, data, mode)
+    finally:
+        os.close(dfd)
