@@ -1,7 +1,7 @@
 """Embedding rows (issue 12): search latency while a backlog is embedded, throughput against raw
 fastembed, and a soak run that records the daemon's RSS every minute.
 
-    python -m bench embedding [--notes N]      two rows, about 2 minutes with the real model
+    python -m bench embedding [--notes N]      two rows, about 2.5 minutes with the real model
     python -m bench soak --minutes N [--chunks N]
     python -m bench reads                      daemon CPU while rg reads the watched workspace
     python -m bench bursts                     new folders, a file appended to without pause
