@@ -7,7 +7,6 @@ the daemon wraps one in the socket server and the process lifecycle.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import threading
 import time
@@ -17,7 +16,7 @@ from typing import Any
 
 from memoryd import __version__, checkpoints, lifecycle, malloc
 from memoryd.config import Config
-from memoryd.dailylog import DailyLog
+from memoryd.dailylog import DailyLog, marker_ids
 from memoryd.embed import ModelHolder, background_threads, load_embedder, resolve_model
 from memoryd.embedworker import EmbedWorker
 from memoryd.fuzzy import FuzzyMatcher
@@ -133,8 +132,7 @@ class App:
     def _marked_paths(self, ids: set[int]) -> list[str]:
         """Workspace files whose indexed text holds the daily-log marker of one of `ids`."""
         rows = self.store.read(entries.chunks_with_markers)
-        marker = re.compile(r"<!-- m:(\d+):[0-9a-f]{8} -->")
-        return sorted({p for p, text in rows if any(int(m) in ids for m in marker.findall(text))})
+        return sorted({p for p, text in rows if marker_ids(text) & ids})
 
     def _log_rewritten(self, paths: list[Path]) -> None:
         """The daily log was rewritten by us: index it now (the watcher then finds nothing new)."""

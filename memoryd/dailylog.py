@@ -47,9 +47,8 @@ from memoryd.timeutil import parse_time
 
 log = get_logger("memoryd.dailylog")
 
-_MARKER = re.compile(r"^(?P<body>.*?)\s*<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
-# the marker alone, searched from its literal start: linear on any line (the pattern above
-# backtracks quadratically on a line of many spaces before a marker)
+# a memory's marker at the end of its line, searched from its literal start: linear on any line
+# (a pattern anchored at the line's start backtracks quadratically on a line of many spaces)
 _MARKER_TAIL = re.compile(r"<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
 
 
@@ -61,8 +60,12 @@ class DailyLogSettings(Protocol):
     header: str
 
 
-_ANY_MARKER = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->\s*$")
 _MARKER_IDS = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->[ \t]*(?=[\r\n]|\Z)")
+
+
+def marker_ids(text: str) -> set[int]:
+    """The memory ids of the daily-log markers that end lines of `text`."""
+    return {int(m.group("id")) for m in _MARKER_IDS.finditer(text)}
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -221,7 +224,7 @@ class DailyLog:
                 text = _read_regular(path)
             except OSError:
                 continue
-            seen.update(int(m.group("id")) for m in _MARKER_IDS.finditer(text))
+            seen.update(marker_ids(text))
         gone = seen - known(seen)
         return self._rewrite(dict.fromkeys(gone), []) if gone else []
 
@@ -263,7 +266,7 @@ class DailyLog:
                 lines, hit = [], False
                 for line in text.splitlines(keepends=True):
                     body = line.rstrip("\r\n")
-                    m = _ANY_MARKER.search(body)
+                    m = _MARKER_TAIL.search(body)
                     entry_id = int(m.group("id")) if m else None
                     if entry_id is not None and entry_id in changes:
                         hit = True
