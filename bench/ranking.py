@@ -127,17 +127,7 @@ def take_pools(app: Any, query: str, size: int = 200) -> Pools:
 
     def run(con: Any) -> Pools:
         parsed = parse_query(query)
-        kw: list[Any] = []
-        if parsed.match:
-            kw = s._keyword_pool(con, parsed.match, where, params, size)
-            if parsed.match_any and len(kw) < size:
-                seen = {c.id for c in kw}
-                extra = s._keyword_pool(con, parsed.match_any, where, params, size)
-                for c in extra:
-                    c.partial = True
-                kw += [c for c in extra if c.id not in seen][: size - len(kw)]
-                for rank, c in enumerate(kw, start=1):
-                    c.keyword_rank = rank
+        kw = s.keyword_candidates(con, parsed, where, params, size)
         vec, scale = s._vector_pool(con, qvec, filters, now, size)
         ids = [c.id for c in kw] + [c.id for c in vec]
         recs = entries.get_many(con, ids)

@@ -43,7 +43,7 @@ import numpy as np
 from memoryd import lifecycle, secretguard
 from memoryd.errors import InvalidInput, Unavailable
 from memoryd.evidence import KeywordEvidence
-from memoryd.ftsquery import STOP_WORDS, parse_query
+from memoryd.ftsquery import STOP_WORDS, ParsedQuery, parse_query
 from memoryd.ranking import (  # noqa: F401  (re-exported: the pure parts live in ranking.py)
     DEFAULT_SCALE,
     SIGNAL_SHARE,
@@ -317,18 +317,8 @@ class Searcher:
 
         keyword: list[Candidate] = []
         fuzzy_used = False
-        if req.mode in ("auto", "keyword", "hybrid") and parsed.match:
-            keyword = self._keyword_pool(con, parsed.match, where, params, size)
-            if parsed.match_any and len(keyword) < size:
-                # Entries with every term rank first; entries with some of the topical terms
-                # fill the pool, so a question ("what did we decide about auth?") finds its note.
-                seen = {c.id for c in keyword}
-                extra = self._keyword_pool(con, parsed.match_any, where, params, size)
-                for c in extra:
-                    c.partial = True
-                keyword += [c for c in extra if c.id not in seen][: size - len(keyword)]
-                for rank, c in enumerate(keyword, start=1):
-                    c.keyword_rank = rank
+        if req.mode in ("auto", "keyword", "hybrid"):
+            keyword = self.keyword_candidates(con, parsed, where, params, size)
         topical = [t for t in parsed.terms if t not in STOP_WORDS]
         want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
         rewritten = None
@@ -391,6 +381,25 @@ class Searcher:
             if rewritten is not None and rewritten.corrected_query != req.query:
                 out["suggestion"] = rewritten.corrected_query
         return out
+
+    def keyword_candidates(
+        self, con: apsw.Connection, parsed: ParsedQuery, where: str, params: list[Any], size: int
+    ) -> list[Candidate]:
+        """The keyword pool: entries with every term rank first; entries with some of the
+        topical terms fill the pool (marked partial), so a question ("what did we decide about
+        auth?") finds its note."""
+        if not parsed.match:
+            return []
+        keyword = self._keyword_pool(con, parsed.match, where, params, size)
+        if parsed.match_any and len(keyword) < size:
+            seen = {c.id for c in keyword}
+            extra = self._keyword_pool(con, parsed.match_any, where, params, size)
+            for c in extra:
+                c.partial = True
+            keyword += [c for c in extra if c.id not in seen][: size - len(keyword)]
+            for rank, c in enumerate(keyword, start=1):
+                c.keyword_rank = rank
+        return keyword
 
     def _keyword_pool(
         self, con: apsw.Connection, match: str, where: str, params: list[Any], size: int

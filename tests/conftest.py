@@ -19,8 +19,20 @@ from typing import Any
 import pytest
 
 from memoryd import logsetup
+from memoryd.search import SearchRequest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def q(app: Any, query: str, **kw: Any) -> dict[str, Any]:
+    return app.searcher.search(SearchRequest(query=query, **kw))
+
+
+def settle(app: Any) -> None:
+    app.model.start()
+    assert app.model.wait_ready(10), app.model.reason
+    app.embedder.run()
+    assert app.embedder.counts()["pending"] == 0
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import q, settle
 
 from memoryd import ranking
 from memoryd.ranking import (
@@ -18,20 +19,8 @@ from memoryd.ranking import (
     idf,
     query_units,
 )
-from memoryd.search import SearchRequest
 
 MINILM = ranking.SIMILARITY_SCALE["sentence-transformers/all-MiniLM-L6-v2-int8"]
-
-
-def q(app: Any, query: str, **kw: Any) -> dict[str, Any]:
-    return app.searcher.search(SearchRequest(query=query, **kw))
-
-
-def settle(app: Any) -> None:
-    app.model.start()
-    assert app.model.wait_ready(10), app.model.reason
-    app.embedder.run()
-    assert app.embedder.counts()["pending"] == 0
 
 
 # --- pure parts -----------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import q, settle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,6 @@ from memoryd import vecindex
 from memoryd.search import (
     _CLOSE,
     _OPEN,
-    SearchRequest,
     escape_markdown,
     group_by_note,
     render_snippet,
@@ -23,18 +23,6 @@ from memoryd.search import (
 )
 from memoryd.store.entries import Filters
 from memoryd.vecindex import hamming, popcount_rows, popcount_table
-
-
-def q(app: Any, query: str, **kw: Any) -> dict[str, Any]:
-    return app.searcher.search(SearchRequest(query=query, **kw))
-
-
-def settle(app: Any) -> None:
-    app.model.start()
-    assert app.model.wait_ready(10), app.model.reason
-    app.embedder.run()
-    assert app.embedder.counts()["pending"] == 0
-
 
 # --- the vector cache without NumPy 2 ------------------------------------------------------------
 
