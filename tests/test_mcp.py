@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -376,6 +377,9 @@ def test_the_login_sessions_socket_is_found_without_its_environment(
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    # tempfile caches the folder it first found: without this, a daemon really running at the
+    # machine's default socket would answer the "no daemon yet" call below
+    monkeypatch.setattr(tempfile, "tempdir", None)
 
     sockets = mcp.socket_candidates(None, None)
     assert sockets[1:] == [str(sock)] and sockets[0] != str(sock)
