@@ -151,9 +151,9 @@ def throughput(root: Path, chunks: int = 300) -> list[Row]:
     ]
 
 
-def read_cost(root: Path, files: int = 5000) -> list[Row]:
-    """Daemon CPU spent while `rg` (or `grep -r` where rg is missing) reads every note of the
-    watched workspace (keyword mode)."""
+def _indexed_daemon(root: Path, files: int) -> tuple[Path, Daemon]:
+    """A keyword-mode daemon over `files` generated notes (250 a folder), once its first
+    reconcile is done."""
     ws = root / "ws"
     ws.mkdir(parents=True)
     rng = random.Random(9)
@@ -164,6 +164,17 @@ def read_cost(root: Path, files: int = 5000) -> list[Row]:
     d = Daemon(root, ws, model=False)
     try:
         d.wait(lambda: (d.call("status") or {}).get("index", {}).get("initial_reconcile_done"), 600)
+    except BaseException:
+        d.stop()
+        raise
+    return ws, d
+
+
+def read_cost(root: Path, files: int = 5000) -> list[Row]:
+    """Daemon CPU spent while `rg` (or `grep -r` where rg is missing) reads every note of the
+    watched workspace (keyword mode)."""
+    ws, d = _indexed_daemon(root, files)
+    try:
         time.sleep(2)
         runs, daemon_cpu, rg_wall = 5, [], []
         reader = ["rg", "-c"] if shutil.which("rg") else ["grep", "-r", "-c"]
@@ -201,16 +212,8 @@ def _searchable_after(d: Daemon, token: str, since: float, timeout: float = 120)
 def bursts(root: Path, files: int = 5000) -> list[Row]:
     """File-event bursts in a keyword-mode daemon over `files` notes: 200 new folders and an
     unrelated file written after them; a file appended to every 0.1 s."""
-    ws = root / "ws"
-    ws.mkdir(parents=True)
-    rng = random.Random(9)
-    for i in range(files):
-        folder = ws / f"f{i // 250:02d}"
-        folder.mkdir(exist_ok=True)
-        (folder / f"n{i:05d}.md").write_text(note(rng, i, 1))
-    d = Daemon(root, ws, model=False)
+    ws, d = _indexed_daemon(root, files)
     try:
-        d.wait(lambda: (d.call("status") or {}).get("index", {}).get("initial_reconcile_done"), 600)
         for i in range(200):
             (ws / "burst" / f"d{i:03d}").mkdir(parents=True)
             (ws / "burst" / f"d{i:03d}" / "x.md").write_text(f"# x\n\nburst {i}\n")
