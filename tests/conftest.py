@@ -86,8 +86,9 @@ def config_dict(tmp_path: Path, short_dir: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def make_app(config_dict: dict[str, Any]) -> Iterator[Callable[..., Any]]:
-    """Build Apps on tmp dirs with the fake embedder (or a given model holder); closes them."""
-    from memoryd.app import App
+    """Build Apps on tmp dirs with the fake embedder, no model (None), the real offline model
+    ("real": the test is skipped where it is not installed) or a given holder; closes them."""
+    from memoryd.app import App, default_model_holder
     from memoryd.config import Config
     from memoryd.embed import FakeEmbedder, ModelHolder
 
@@ -107,6 +108,10 @@ def make_app(config_dict: dict[str, Any]) -> Iterator[Callable[..., Any]]:
             holder.fake = fake  # type: ignore[attr-defined]
         elif model is None:
             holder = ModelHolder(None, description="no model (test)")
+        elif model == "real":
+            holder = default_model_holder(cfg)
+            if holder.state == "none":
+                pytest.skip(f"offline model not installed: {holder.reason}")
         else:
             holder = model
         app = App(cfg, model=holder)

@@ -137,13 +137,7 @@ def test_coverage_is_explained_per_hit(make_app: Any) -> None:
 
 @pytest.mark.model
 def test_real_model_no_answer_and_an_answerable_paraphrase(make_app: Any) -> None:
-    from memoryd.app import default_model_holder
-
-    probe = make_app(model=None)
-    holder = default_model_holder(probe.cfg)
-    if holder.state == "none":
-        pytest.skip(f"offline model not installed: {holder.reason}")
-    app = make_app(model=holder, dailylog={"enabled": False})
+    app = make_app(model="real", dailylog={"enabled": False})
     _runbooks(app)
     for text in [
         "Maya viewed a flat in Walthamstow but there was mould behind the wardrobe.",
@@ -152,7 +146,7 @@ def test_real_model_no_answer_and_an_answerable_paraphrase(make_app: Any) -> Non
     ]:
         app.memories.add(text)
     app.start()
-    assert holder.wait_ready(60), holder.reason
+    assert app.model.wait_ready(60), app.model.reason
     settle(app)
     # nothing in the notes is about any of these: no padding with the nearest neighbours
     for query in ("banana bread recipe", "zebrafish", "ERR_AUTH_2207"):

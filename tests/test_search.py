@@ -234,13 +234,7 @@ def test_model_failing_halfway_leaves_texts_pending(make_app: Any) -> None:
 
 @pytest.mark.model
 def test_real_model_finds_meaning_without_shared_words(make_app: Any) -> None:
-    from memoryd.app import default_model_holder
-
-    app = make_app(model=None)
-    holder = default_model_holder(app.cfg)
-    if holder.state == "none":
-        pytest.skip(f"offline model not installed: {holder.reason}")
-    app2 = make_app(model=holder)
+    app2 = make_app(model="real")
     for text in [
         "the user prefers dark mode in the editor",
         "we decided to use JWT tokens for API authentication",
@@ -249,7 +243,7 @@ def test_real_model_finds_meaning_without_shared_words(make_app: Any) -> None:
     ]:
         app2.memories.add(text)
     app2.start()
-    assert holder.wait_ready(60), holder.reason
+    assert app2.model.wait_ready(60), app2.model.reason
     settle(app2)
     res = q(app2, "dark theme preference")
     assert res["hits"][0]["content"] == "the user prefers dark mode in the editor"
