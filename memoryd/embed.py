@@ -369,12 +369,17 @@ class ModelHolder:
                 )
             return self._pool
 
-    def close(self) -> None:
-        """Stop the background threads (after the batch in progress)."""
+    def close(self, timeout: float = 60.0) -> None:
+        """Stop the background threads (after the batch in progress), and wait for a model
+        still loading: the process exiting under onnxruntime's session set-up aborts it
+        ("terminate called without an active exception")."""
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+        loading = self._thread
+        if loading is not None and loading is not threading.current_thread():
+            loading.join(timeout)
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._cache_lock:

@@ -130,3 +130,22 @@ def test_offline_model_loads_and_embeds(tmp_path: Path) -> None:
     # assembling the folder again is idempotent
     again, _ = resolve_model(cfg(), tmp_path)
     assert again is not None and again.model_dir == resolved.model_dir
+
+
+def test_close_waits_for_a_model_still_loading() -> None:
+    """A daemon stopped while its model loads must not exit under onnxruntime's session set-up
+    (the process aborted with "terminate called without an active exception")."""
+    gate, loaded = threading.Event(), threading.Event()
+
+    def slow_loader() -> FakeEmbedder:
+        gate.wait(10)
+        loaded.set()
+        return FakeEmbedder()
+
+    holder = ModelHolder(slow_loader, description="slow loader")
+    holder.start()
+    release = threading.Timer(0.2, gate.set)
+    release.start()
+    holder.close()
+    release.join()
+    assert loaded.is_set()
