@@ -76,7 +76,7 @@ from memoryd.snippets import (  # noqa: F401
 from memoryd.store import Store, entries, searchsql, vectors
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.tokenizer import has_cjk
-from memoryd.vecindex import VectorCache
+from memoryd.vecindex import vector_index
 
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
 GROUPS = ("note", "none")
@@ -137,7 +137,7 @@ class Searcher:
         self.lifecycle = lifecycle_settings
         self.flag_secrets = flag_secrets
         self.pending_vectors = pending_vectors
-        self.vector_cache = VectorCache()
+        self.vector_cache = vector_index(store)
         self._pool: ThreadPoolExecutor | None = None
         self._secrets: dict[str, list[str]] = {}
         self.evidence = KeywordEvidence()
