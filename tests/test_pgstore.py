@@ -72,3 +72,34 @@ def test_only_one_daemon_holds_a_job_lock(pg_dsn: str) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_workspace_id_is_made_once_and_kept(tmp_path: Any) -> None:
+    from memoryd.config import Config
+    from memoryd.store.backend import workspace_id
+
+    cfg = Config.from_dict(
+        {"workspace": str(tmp_path / "ws"), "data_dir": str(tmp_path / "d"), "socket": "/tmp/x"}
+    )
+    first = workspace_id(cfg)
+    assert first == workspace_id(cfg)
+    assert (tmp_path / "d" / "workspace-id").stat().st_mode & 0o777 == 0o600
+    pinned = Config.from_dict(
+        {
+            "workspace": str(tmp_path / "ws"),
+            "data_dir": str(tmp_path / "d"),
+            "socket": "/tmp/x",
+            "store": {"workspace_id": "laptop-1"},
+        }
+    )
+    assert workspace_id(pinned) == "laptop-1"
+
+
+def test_a_password_in_the_dsn_is_refused() -> None:
+    from memoryd.config import Config
+    from memoryd.errors import ConfigError
+
+    for dsn in ("postgresql://u:secret@h/db", "host=h password=secret dbname=x"):
+        with pytest.raises(ConfigError, match="password"):
+            Config.from_dict({"store": {"backend": "postgres", "dsn": dsn}})
+    Config.from_dict({"store": {"backend": "postgres", "dsn": "postgresql://u@h/db"}})

@@ -91,7 +91,16 @@ def workspace_id(cfg: Config) -> str:
     new = f"{socket.gethostname().split('.')[0] or 'host'}-{uuid.uuid4().hex[:12]}"
     new = re.sub(r"[^A-Za-z0-9._:-]", "-", new)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(new + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    try:
+        os.link(tmp, path)  # never replaces an id another process wrote first
+    except FileExistsError:
+        return path.read_text(encoding="utf-8").strip()
+    finally:
+        tmp.unlink(missing_ok=True)
     return new
