@@ -21,6 +21,11 @@ def create_table(con: Any, table: str, dim: int) -> None:
         " rowid BIGINT PRIMARY KEY REFERENCES embeddings(id) ON DELETE CASCADE,"
         f" embedding vector({int(dim)}) NOT NULL)"
     )
+    create_index(con, table)
+
+
+def create_index(con: Any, table: str) -> None:
+    """The table's HNSW index for cosine distance (a bulk load builds it after the rows)."""
     con.execute(
         f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table}"
         " USING hnsw (embedding vector_cosine_ops)"
