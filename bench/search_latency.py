@@ -64,7 +64,10 @@ def open_app(root: Path, backend: str, dsn: str | None) -> Any:
 
     store: dict[str, Any] = {}
     if backend == "postgres":
-        store = {"backend": "postgres", "dsn": dsn, "workspace_id": "bench", "pool_size": 4}
+        from bench import pg_load
+
+        dsn = pg_load.plain(str(dsn))
+        store = {"backend": "postgres", "dsn": dsn, "workspace_id": pg_load.WORKSPACE}
     app = App(run.make_config(root, store=store), model=ModelHolder(None, description="stub"))
     app.store.read(app.searcher.vector_cache.warm)
     return app
