@@ -166,6 +166,21 @@ def entry_count(con: apsw.Connection) -> int:
     return int(row[0] or 0) if row else 0
 
 
+def foreign_workspaces(con: apsw.Connection, ids: Sequence[int]) -> dict[int, str]:
+    """The workspace id of those entries that are another workspace's notes (PostgreSQL, read
+    with scope "all"); SQLite holds one workspace: always empty."""
+    if not ids or not is_postgres(con):
+        return {}
+    return {
+        int(i): str(w)
+        for i, w in con.execute(
+            "SELECT id, workspace FROM entries WHERE id = ANY(?) AND workspace IS NOT NULL"
+            " AND workspace <> current_setting('memoryd.workspace')",
+            [list(ids)],
+        )
+    }
+
+
 def _pg() -> Any:
     """store/pg/fts.py, imported on first use: the SQLite install never loads psycopg."""
     from memoryd.store.pg import fts
