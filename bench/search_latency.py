@@ -246,9 +246,11 @@ def measure(
 
 def _embedded(stack: ExitStack, root: Path, vecs: np.ndarray, result: dict[str, Any]) -> str:
     from bench import pg_load
+    from bench.pgserver import Server
 
-    uri = stack.enter_context(pg_load.embedded_server())
-    dsn = pg_load.create_database(uri, "bench")
+    server = Server()
+    stack.callback(server.close)
+    dsn = server.fresh("latency")
     t = time.perf_counter()
     result["pg_load"] = pg_load.load(dsn, root / "data" / "memoryd.db", vecs)
     result["pg_load"]["total_s"] = time.perf_counter() - t
