@@ -71,9 +71,9 @@ def _hnsw_options(dsn: str) -> list[str]:
     return list(row[0]) if row else []
 
 
-def test_pg_knn_searches_at_least_ef_200(tmp_path: Path, pg_dsn: str) -> None:
-    """A small k still searches with ef_search 200: at 100K texts recall@10 is 0.90 at
-    pgvector's default (40) with the index memoryd builds, 1.0 at 200 (BENCHMARKS.md)."""
+def test_pg_knn_searches_at_least_ef_150(tmp_path: Path, pg_dsn: str) -> None:
+    """A small k still searches with ef_search 150: at 100K texts recall@10 is 0.90 at
+    pgvector's default (40) with the index memoryd builds, 0.99 at 150 (BENCHMARKS.md)."""
     from memoryd.store import vectors
     from memoryd.store.pg import PgSettings, PgStore
     from memoryd.store.pg import vectors as pgvec
@@ -87,7 +87,7 @@ def test_pg_knn_searches_at_least_ef_200(tmp_path: Path, pg_dsn: str) -> None:
             got = pgvec.knn(con, vectors.table_name(model_id), q, 10)
             return len(got), con.execute("SELECT current_setting('hnsw.ef_search')").fetchone()[0]
 
-        assert store.read(ef) == (0, "200")
+        assert store.read(ef) == (0, "150")
     finally:
         store.close()
     assert _hnsw_options(pg_dsn) == ["m=16", "ef_construction=200"]
