@@ -428,7 +428,11 @@ class App:
                 "done": vec["done"],
                 "embedding": self.embedder.running,
                 "last_error": self.embedder.last_error,
-                **self.embedder.progress(pending=vec["pending"]),
+                **(
+                    self.embedder.progress(pending=vec["pending"])
+                    if vec["pending"] is not None
+                    else {"pending": None, "rate_per_s": None, "eta_s": None, "current": None}
+                ),
             },
             "model": self.model.status(),
             "watcher": {"alive": watcher_alive, "error": self.watcher_error},

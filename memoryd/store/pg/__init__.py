@@ -271,6 +271,7 @@ class PgStore:
     def _listen(self) -> None:
         backoff, connected_before, warned = LISTEN_RETRY_S, False, False
         while not self._stop.is_set():
+            connected = False
             try:
                 with psycopg.connect(
                     self.settings.conninfo,
@@ -278,7 +279,8 @@ class PgStore:
                     connect_timeout=_timeout(self.settings),
                 ) as con:
                     con.execute(f"LISTEN {schema.NOTIFY_CHANNEL}")
-                    self.listening, backoff = True, LISTEN_RETRY_S
+                    connected, self.listening, backoff = True, True, LISTEN_RETRY_S
+                    self.down_since = None
                     if connected_before:
                         log.info("change listener reconnected; caches dropped")
                         self._fire({"reason": "reconnected"})
@@ -287,6 +289,12 @@ class PgStore:
             except psycopg.Error as exc:
                 if self._stop.is_set():
                     break
+                if not connected and self.down_since is None:
+                    # the server refuses connections: requests fail fast from now on, without
+                    # each waiting connect_timeout_s for the pool first
+                    self.last_error = _first_line(exc)
+                    self.down_since = time.time()
+                    log.error("PostgreSQL server unreachable", error=self.last_error)
                 if not warned:  # once per outage, not once per retry
                     log.warning("change listener lost the server; retrying", error=_first_line(exc))
                     warned = True
