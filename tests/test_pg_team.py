@@ -218,3 +218,100 @@ def test_vector_collection_keeps_other_workspaces_vectors(team: Any) -> None:
     for _ in range(2):  # marked, then collected: neither touches b's vectors
         assert a.jobs.run_now("optimize")["result"]["vectors_collected"] == 0
     assert a.store.read(lambda con: vectors.model_count(con, model_id)) == len(hashes)
+
+
+# --- three daemons, one database ---------------------------------------------------------------
+
+ADDS = 1000
+SHARED = 50  # texts added through all three daemons at once
+THREADS_PER_DAEMON = 6
+
+
+@pytest.mark.slow
+def test_three_daemons_share_one_database(
+    pg_dsn: str, daemon_factory: Any, tmp_path: Path, short_dir: Path
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from conftest import rpc
+
+    names = ("alpha", "beta", "gamma")
+    daemons = []
+    for name in names:
+        ws = tmp_path / name / "ws"
+        (ws / "notes").mkdir(parents=True)
+        (ws / "notes" / "todo.md").write_text(f"# Todo\n\nbuy {name}-brand coffee filters\n")
+        daemons.append(
+            daemon_factory(
+                wait=False,
+                workspace=str(ws),
+                data_dir=str(tmp_path / name / "data"),
+                socket=str(short_dir / f"{name}.sock"),
+                dailylog={"enabled": False},
+                store={"backend": "postgres", "dsn": pg_dsn},
+            )
+        )
+    for d in daemons:
+        wait_for(d.answers, timeout=60)
+    for d in daemons:
+        wait_for(lambda d=d: d.call("status")["index"]["initial_reconcile_done"], timeout=30)
+
+    # 1,000 adds over real sockets: each daemon's own texts, and SHARED texts sent through
+    # all three daemons at the same moment
+    jobs: list[tuple[int, str]] = []
+    for i in range(SHARED):
+        jobs += [(k, f"shared decision {i}: the team agreed on option {i % 7}") for k in range(3)]
+    for i in range(ADDS - 3 * SHARED):
+        jobs.append((i % 3, f"note {i} from {names[i % 3]}: fact number {i * 7919 % 10007}"))
+    assert len(jobs) == ADDS
+    distinct = {text for _, text in jobs}
+
+    def add(job: tuple[int, str]) -> tuple[int, str, dict[str, Any]]:
+        k, text = job
+        return k, text, rpc(daemons[k].socket, "add", {"content": text}, timeout=60)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=3 * THREADS_PER_DAEMON) as pool:
+        answers = list(pool.map(add, jobs))
+    took = time.monotonic() - started
+    errors = [a for a in answers if "error" in a[2]]
+    assert not errors, errors[:5]
+    acked: dict[str, set[int]] = {}
+    for _, text, resp in answers:
+        acked.setdefault(text, set()).add(resp["result"]["id"])
+    assert all(len(ids) == 1 for ids in acked.values()), "one text, several ids"
+    stored_once = sum(1 for _, _, r in answers if not r["result"]["duplicate"])
+    assert stored_once == len(distinct)
+
+    # 0 lost, 0 duplicated: straight from the database
+    from memoryd.store import entries as ent
+    from memoryd.store.pg import PgSettings, PgStore
+
+    check = PgStore(PgSettings(pg_dsn, "checker", "test:checker"))
+    try:
+        ids = [next(iter(v)) for v in acked.values()]
+        rows = check.read(lambda con: ent.get_many(con, ids))
+        assert {rows[i]["content"] for i in ids} == distinct  # every acknowledged id, its text
+        assert check.read(ent.counts)["memories"] == len(distinct)  # and nothing else
+    finally:
+        check.close()
+
+    # each daemon finds the others' memories
+    for k, d in enumerate(daemons):
+        assert d.call("list", {"limit": 1})["total"] == len(distinct)
+        others = [
+            (text, r["result"]["id"])
+            for j, text, r in answers
+            if j != k and not text.startswith("shared")
+        ][:20]
+        for text, entry_id in others:
+            assert d.call("get", {"id": entry_id})["content"] == text
+
+    # each daemon's notes stay apart: the same path, each its own text
+    for name, d in zip(names, daemons, strict=True):
+        note = d.call("get", {"path": "notes/todo.md"})
+        assert f"buy {name}-brand coffee filters" in note["content"]
+        for other in names:
+            if other != name:
+                assert other not in note["content"]
+    print(f"{ADDS} adds over 3 daemons in {took:.1f} s")
