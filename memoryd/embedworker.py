@@ -120,9 +120,17 @@ class EmbedWorker:
         ident = self.model.identity
         if self.model_id is None:
             now = self.clock()
-            self.model_id = self.store.run_write(
-                lambda con: vectors.ensure_model(con, ident.key, ident.name, ident.dim, now)
-            )
+            for attempt in range(3):
+                try:
+                    self.model_id = self.store.run_write(
+                        lambda con: vectors.ensure_model(con, ident.key, ident.name, ident.dim, now)
+                    )
+                    break
+                except Exception as exc:
+                    # on a shared database another daemon registered the same model (or created
+                    # its vector table) at the same moment: it is there now, look again
+                    if getattr(exc, "sqlstate", None) != "23505" or attempt == 2:
+                        raise
         return self.model_id
 
     def _embed(self, texts: list[str]) -> np.ndarray:

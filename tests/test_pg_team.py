@@ -25,10 +25,10 @@ def call(app: Any, method: str, **params: Any) -> Any:
 def team(make_app: Any, pg_dsn: str, tmp_path: Path) -> Callable[[str], Any]:
     """team(name): an App of its own (workspace, data dir, socket) on the shared database."""
 
-    def make(name: str, **sections: Any) -> Any:
+    def make(name: str, model: Any = None, **sections: Any) -> Any:
         base = tmp_path / name
         return make_app(
-            model=None,
+            model=model,
             workspace=str(base / "ws"),
             data_dir=str(base / "data"),
             socket=str(base / "s.sock"),
@@ -315,3 +315,26 @@ def test_three_daemons_share_one_database(
             if other != name:
                 assert other not in note["content"]
     print(f"{ADDS} adds over 3 daemons in {took:.1f} s")
+
+
+def test_embed_worker_takes_a_model_another_daemon_registered_at_once(
+    team: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    from memoryd import embedworker
+
+    a = team("a", model="fake")
+    real = embedworker.vectors.ensure_model
+    raced = [1]
+
+    def racing(con: Any, *args: Any) -> int:
+        if raced[0]:
+            raced[0] -= 1
+            raise psycopg.errors.UniqueViolation("duplicate key value violates models_key_key")
+        return real(con, *args)
+
+    monkeypatch.setattr(embedworker.vectors, "ensure_model", racing)
+    a.model.start()
+    wait_for(lambda: a.model.state == "ready", timeout=10)
+    assert a.embedder.ensure_model() is not None and raced == [0]
