@@ -237,6 +237,11 @@ class App:
         self.triggers.invalidate()
         self.fuzzy.invalidate()
         self.searcher.vector_cache.invalidate()
+        if info.get("reason") == "reconnected":
+            # back after an outage: what failed meanwhile is done now, not at the next run
+            self.embedder.retry_now()
+            if self.ready.is_set():
+                self.reconcile_soon("the database is reachable again")
 
     def _index_changed(self) -> None:
         self.fuzzy.invalidate()

@@ -65,6 +65,7 @@ class EmbedWorker:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._changed = threading.Event()  # new text since the window was read
+        self._retry = threading.Event()  # ends the wait after a failure early
         self._run_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.model_id: int | None = None
@@ -83,8 +84,15 @@ class EmbedWorker:
         self._changed.set()
         self._wake.set()
 
+    def retry_now(self) -> None:
+        """The store is reachable again after an outage: retry at once, not after the
+        failure backoff (up to 5 minutes)."""
+        self._retry.set()
+        self._wake.set()
+
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
+        self._retry.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
@@ -109,7 +117,8 @@ class EmbedWorker:
             except Exception as exc:
                 self.last_error = str(exc)
                 log.error("embedding failed; texts stay pending", error=str(exc))
-                self._stop.wait(backoff)
+                self._retry.clear()
+                self._retry.wait(backoff)  # retry_now() (the store is back) cuts it short
                 backoff = min(backoff * 2, 300.0)
                 self._wake.set()
 

@@ -30,6 +30,15 @@ def call(app: Any, method: str, **params: Any) -> Any:
     return api.lookup(method, params).fn(app, params)
 
 
+def _note(app: Any, path: str) -> dict[str, Any] | None:
+    from memoryd.errors import NotFound
+
+    try:
+        return call(app, "get", path=path)
+    except NotFound:
+        return None
+
+
 def timed(fn: Any) -> tuple[float, BaseException | None]:
     started = time.monotonic()
     try:
@@ -73,6 +82,12 @@ def test_app_survives_an_outage_and_recovers_by_itself(private_pg: Any, make_app
     app.embedder.wake()
     wait_for(lambda: app.embedder.last_error is not None, timeout=10)  # it met the outage
     assert app.embedder.alive
+    # a note written meanwhile: the watcher cannot index it now, and lives on
+    from pathlib import Path
+
+    (Path(app.cfg.workspace) / "outage.md").write_text("# Outage\n\nwritten while it was down\n")
+    wait_for(lambda: app.jobs.states["reconcile"].last_error is not None, timeout=10)
+    assert app.watcher is not None and app.watcher.alive
 
     private_pg.start()
     # back by itself: nothing restarted
@@ -86,6 +101,9 @@ def test_app_survives_an_outage_and_recovers_by_itself(private_pg: Any, make_app
     wait_for(lambda: app.embedder.counts()["pending"] == 0, timeout=30)
     assert app.embedder.alive
     assert app.jobs.run_now("expiry")["error"] is None
+    # the note written during the outage is indexed once the server is back (reconcile)
+    note = wait_for(lambda: _note(app, "outage.md"), timeout=15)
+    assert "written while it was down" in note["content"]
     # the change listener reconnected too
     wait_for(lambda: app.status()["store"]["listening"] is True, timeout=15)
 
