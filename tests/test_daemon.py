@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from conftest import rpc, wait_for
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 
 def hits(d: Any, query: str, **params: Any) -> list[dict[str, Any]]:
     return d.call("search", {"query": query, **params})["hits"]

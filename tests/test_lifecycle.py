@@ -19,6 +19,8 @@ from memoryd.search import SearchRequest
 from memoryd.secretguard import kinds, redact
 from memoryd.store.entries import Filters
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 
 def call(app: Any, method: str, **params: Any) -> Any:
     return api.lookup(method, params).fn(app, params)

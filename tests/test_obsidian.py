@@ -17,6 +17,8 @@ from memoryd.obsidian import Link, Resolver
 from memoryd.search import SearchRequest
 from memoryd.store.entries import Filters, list_entries
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 VAULT = Path(__file__).parent / "fixtures" / "vault"
 
 

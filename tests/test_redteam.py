@@ -17,6 +17,8 @@ from memoryd.config import Config
 from memoryd.errors import ConfigError, InvalidInput, Refused
 from memoryd.search import SearchRequest
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 GHP = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
 AWS = "AKIAIOSFODNN7EXAMPLE"
 

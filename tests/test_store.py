@@ -16,6 +16,8 @@ from memoryd.store import Store, entries, vectors
 from memoryd.store.entries import DocumentInfo, Filters, NewChunk, NewMemory
 from memoryd.store.migrations import MIGRATIONS, schema_version
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 
 def mem(text: str, **kw: object) -> NewMemory:
     return NewMemory(content=text, content_hash=sha256_text(text), type="fact", **kw)  # type: ignore[arg-type]

@@ -8,10 +8,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoryd import api, lifecycle, transfer
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
 
 def call(app: Any, method: str, **params: Any) -> Any:

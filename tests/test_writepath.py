@@ -15,6 +15,8 @@ from memoryd.errors import DiskFull, InvalidInput, NotFound, Refused, TooLarge
 from memoryd.store import Store
 from memoryd.store.migrations import MIGRATIONS, migrate
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 AWS = "AKIAIOSFODNN7EXAMPLE"
 GHP = "ghp_" + "a1B2" * 10
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"
