@@ -162,10 +162,33 @@ def config_dict(tmp_path: Path, short_dir: Path, backend: str) -> Iterator[dict[
         return
     import pgserver
 
-    dsn = pgserver.fresh_dsn("api")
+    dsn = pgserver.fresh_dsn("api", migrated=True)
     cfg["store"] = {"backend": "postgres", "dsn": dsn}
     yield cfg
     pgserver.drop(dsn)
+
+
+@pytest.fixture
+def new_store(backend: str) -> Iterator[Callable[[], dict[str, Any]]]:
+    """`make_app(store=new_store(), data_dir=...)`: a store of its own for an App that must
+    not share config_dict's (on SQLite a new data_dir is enough; on PostgreSQL, where the
+    data lives in the database, it is a new database, dropped after the test)."""
+    made: list[str] = []
+
+    def new() -> dict[str, Any]:
+        if backend != "postgres":
+            return {}
+        import pgserver
+
+        made.append(pgserver.fresh_dsn("api", migrated=True))
+        return {"backend": "postgres", "dsn": made[-1]}
+
+    yield new
+    if made:
+        import pgserver
+
+        for dsn in made:
+            pgserver.drop(dsn)
 
 
 @pytest.fixture

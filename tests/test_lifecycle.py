@@ -239,7 +239,9 @@ memories_strategy = st.lists(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(memories_strategy)
-def test_export_import_round_trip_loses_nothing(make_app: Any, mems: list[dict]) -> None:
+def test_export_import_round_trip_loses_nothing(
+    make_app: Any, new_store: Any, mems: list[dict]
+) -> None:
     base = Path(tempfile.mkdtemp(prefix="roundtrip-"))  # fresh stores for every example
     opts: dict[str, Any] = {
         "model": None,
@@ -247,8 +249,8 @@ def test_export_import_round_trip_loses_nothing(make_app: Any, mems: list[dict])
         "secrets": {"mode": "off"},
         "workspace": str(base / "ws"),
     }
-    src = make_app(**opts, data_dir=str(base / "src"))
-    dst = make_app(**opts, data_dir=str(base / "dst"))
+    src = make_app(**opts, data_dir=str(base / "src"), store=new_store())
+    dst = make_app(**opts, data_dir=str(base / "dst"), store=new_store())
     for m in mems:
         src.memories.add(**m, ttl=None)
     exported = src.store.read(lambda con: list(transfer.export(con)))

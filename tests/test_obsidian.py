@@ -248,6 +248,7 @@ def test_links_and_backlinks_over_the_socket(daemon_factory: Any, config_dict: d
     assert err["code"] == -32602
 
 
+@pytest.mark.sqlite_only("migration m005 of the SQLite schema")
 def test_m005_upgrades_an_index_and_reindexes_every_note(
     make_app: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
