@@ -187,6 +187,7 @@ def test_deletion_by_tag_namespace_path_and_prune(make_app: Any) -> None:
         call(app, "delete", tag="x", namespace="y")
 
 
+@pytest.mark.sqlite_only("checkpoints copy the SQLite file (PgStore.backup_to refuses)")
 def test_checkpoint_restore_while_running(make_app: Any) -> None:
     app = make_app()
     app.start(jobs=False)
