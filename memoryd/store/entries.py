@@ -499,7 +499,12 @@ def prune_access_log(con: apsw.Connection, before: float) -> int:
 
 
 def vocabulary(con: apsw.Connection) -> list[tuple[str, int]]:
-    """Every term of the keyword index with the number of entries that hold it (fts5vocab)."""
+    """Every term of the keyword index with the number of entries that hold it (fts5vocab;
+    on PostgreSQL ts_stat over the tsvectors: store/pg/fts.py)."""
+    if is_postgres(con):
+        from memoryd.store.pg import fts
+
+        return fts.vocabulary(con)
     has_main = con.execute(
         "SELECT 1 FROM main.sqlite_master WHERE name = 'entries_vocab'"
     ).fetchall()
