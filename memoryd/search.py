@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import apsw
 import numpy as np
@@ -80,6 +80,8 @@ from memoryd.vecindex import vector_index
 
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
 GROUPS = ("note", "none")
+WORKSPACES = ("this", "all")
+T = TypeVar("T")
 
 EXACT_SCAN_MAX = 20_000  # a filter leaving at most this many entries: exact vector scan
 KNN_MAX = 4096  # never ask the nearest-neighbour search for more than this
@@ -109,6 +111,9 @@ class SearchRequest:
     concepts: tuple[str, ...] = ()
     group: str = "note"
     record_access: bool = False  # ignored: search never records accesses (kept for callers)
+    # "this": this daemon's workspace notes and every memory; "all": every workspace's notes
+    # too (PostgreSQL shared by several daemons; on SQLite there is one workspace: the same)
+    workspace: str = "this"
 
 
 # --- the searcher ------------------------------------------------------------------------------
@@ -154,6 +159,10 @@ class Searcher:
         s = self.settings
         if req.mode not in MODES:
             raise InvalidInput(f"mode: expected one of {', '.join(MODES)}, got {req.mode!r}")
+        if req.workspace not in WORKSPACES:
+            raise InvalidInput(
+                f"workspace: expected one of {', '.join(WORKSPACES)}, got {req.workspace!r}"
+            )
         if req.group not in GROUPS:
             raise InvalidInput(f"group: expected one of {', '.join(GROUPS)}, got {req.group!r}")
         limit = req.limit if req.limit is not None else s.default_limit
@@ -171,7 +180,7 @@ class Searcher:
             ):
                 raise InvalidInput("concepts: expected 2 to 5 non-empty strings")
             vecs = [self._query_vector(replace(req, query=c)) for c in req.concepts]
-            result = self.store.read(lambda con: self._concepts(con, req, limit, vecs))
+            result = self._read(req, lambda con: self._concepts(con, req, limit, vecs))
         else:
             if not isinstance(req.query, str) or not req.query.strip():
                 raise InvalidInput("query: must be a non-empty string")
@@ -292,6 +301,13 @@ class Searcher:
             self._pending_future = self._executor().submit(self.pending_vectors)
         return value
 
+    def _read(self, req: SearchRequest, fn: Callable[[apsw.Connection], T]) -> T:
+        """store.read, over every workspace's notes when the request asks for it (PostgreSQL;
+        the SQLite store holds one workspace)."""
+        if req.workspace == "all" and getattr(self.store, "backend", "sqlite") != "sqlite":
+            return self.store.read(fn, scope="all")  # type: ignore[call-arg]
+        return self.store.read(fn)
+
     def pool_size(self, limit: int) -> int:
         return max(MIN_POOL, limit * self.settings.candidate_multiplier)
 
@@ -303,11 +319,12 @@ class Searcher:
             # The vector pool runs on its own thread and read connection, beside the keyword
             # pool: SQLite and numpy both release the GIL.
             pending = self._executor().submit(
-                self.store.read,
+                self._read,
+                req,
                 lambda con: self._vector_pool(con, qvec, req.filters, now, size),
             )
         try:
-            return self.store.read(lambda con: self._answer(con, req, limit, now, size, pending))
+            return self._read(req, lambda con: self._answer(con, req, limit, now, size, pending))
         finally:
             if pending is not None:
                 pending.cancel()
@@ -607,6 +624,11 @@ class Searcher:
                 }
             hits.append(hit)
         _fill_sections(con, hits)
+        if req.workspace == "all":
+            foreign = searchsql.foreign_workspaces(con, [h["id"] for h in hits])
+            for h in hits:
+                if h["id"] in foreign:
+                    h["workspace"] = foreign[h["id"]]
         return hits
 
 

@@ -142,6 +142,7 @@ def p_search(a: Namespace) -> dict[str, Any]:
                 "max_tokens": a.max_tokens,
                 "include_constitutional": a.constitutional,
                 "group": "none" if a.chunks else None,
+                "workspace": "all" if a.all_workspaces else None,
             }
         ),
     }

@@ -109,7 +109,8 @@ def print_search(result: dict[str, Any]) -> None:
     color = use_color()
     for rank, hit in enumerate(hits, start=1):
         score = "pinned" if hit.get("score") is None else f"{hit['score']:.3f}"
-        print(f"{rank:>2}. {score}  #{hit['id']}  {location(hit)}")
+        where = location(hit) + (f"  [{hit['workspace']}]" if hit.get("workspace") else "")
+        print(f"{rank:>2}. {score}  #{hit['id']}  {where}")
         print(f"    {highlight(one_line(hit.get('snippet') or hit.get('content')), color)}")
         for section in hit.get("sections") or []:
             heading = " > ".join(section.get("heading_path") or []) or "(top)"

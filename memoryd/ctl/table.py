@@ -158,6 +158,11 @@ COMMANDS: tuple[Command, ...] = (
                 help="put the constitutional memories first",
             ),
             arg("--no-decay", action="store_true", help="rank without age decay"),
+            arg(
+                "--all-workspaces",
+                action="store_true",
+                help="every workspace's notes on a shared PostgreSQL store (default: this one's)",
+            ),
             FILTERS,
         ),
         examples=(

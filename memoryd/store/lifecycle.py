@@ -11,6 +11,8 @@ from typing import Any
 
 import apsw
 
+from memoryd.store.dialect import is_postgres
+
 
 def set_triggers(con: apsw.Connection, entry_id: int, phrases: Sequence[tuple[str, str]]) -> None:
     """Replace a memory's trigger phrases: (phrase, normalised phrase) pairs."""
@@ -180,6 +182,10 @@ def keyword_memories(
     con: apsw.Connection, match: str, namespace: str, limit: int = 20
 ) -> list[tuple[int, str]]:
     """Memories of a namespace matching an FTS5 expression, best first: (id, content)."""
+    if is_postgres(con):
+        from memoryd.store.pg import fts
+
+        return fts.keyword_memories(con, match, namespace, limit)
     return [
         (int(i), str(c))
         for i, c in con.execute(

@@ -1,7 +1,8 @@
 """The queries search runs: the keyword pool, candidate filtering for the vector pool, snippets.
 
 `where` / `params` always come from `entries.filter_sql` (an expression over aliases e and d);
-user text only ever travels as a parameter.
+user text only ever travels as a parameter. `match` is an FTS5 expression (ftsquery.py); on
+PostgreSQL each query goes to store/pg/fts.py, which translates it to a tsquery.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import apsw
+
+from memoryd.store.dialect import is_postgres
 
 _BATCH = 500
 SIGNAL_COLUMNS = ("kind", "importance", "access_count", "tier", "updated_at", "last_accessed_at")
@@ -29,6 +32,8 @@ def keyword_pool(
     con: apsw.Connection, match: str, where: str, params: Sequence[Any], size: int
 ) -> list[tuple[int, float, int | None]]:
     """(entry id, bm25 (lower is better), document id) of the best `size` matches."""
+    if is_postgres(con):
+        return _pg().keyword_pool(con, match, where, params, size)
     return [
         (int(i), float(score), None if doc is None else int(doc))
         for i, score, doc in con.execute(keyword_sql(where), [match, *params, size])
@@ -94,6 +99,10 @@ def snippets(
     con: apsw.Connection, match: str, ids: Sequence[int], open_mark: str, close_mark: str
 ) -> dict[int, str]:
     """FTS5 snippets of column 0 for the given rows, matches wrapped in the given markers."""
+    if not ids:
+        return {}
+    if is_postgres(con):
+        return _pg().snippets(con, match, ids, open_mark, close_mark)
     return {
         int(i): str(snip)
         for i, snip in con.execute(
@@ -117,6 +126,8 @@ def matching(
     ids = list(ids)
     if not ids or df == 0:
         return out
+    if is_postgres(con):  # one lookup: the GIN index and `id = ANY(...)`
+        return _pg().matching(con, match, ids)
     if df is not None and df <= SCAN_ALL_MAX:
         rows = con.execute(
             "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?",
@@ -139,6 +150,8 @@ def matching(
 
 def match_count(con: apsw.Connection, match: str, cap: int) -> int:
     """How many entries match the FTS5 expression, counted up to `cap` (a document frequency)."""
+    if is_postgres(con):
+        return _pg().match_count(con, match, cap)
     row = con.execute(
         "SELECT count(*) FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)",
         [match, cap],
@@ -148,5 +161,28 @@ def match_count(con: apsw.Connection, match: str, cap: int) -> int:
 
 def entry_count(con: apsw.Connection) -> int:
     """How many entries the keyword index holds (the n of IDF)."""
-    row = con.execute("SELECT count(*) FROM entries_fts").fetchone()
+    sql = "SELECT count(*) FROM entries" if is_postgres(con) else "SELECT count(*) FROM entries_fts"
+    row = con.execute(sql).fetchone()
     return int(row[0] or 0) if row else 0
+
+
+def foreign_workspaces(con: apsw.Connection, ids: Sequence[int]) -> dict[int, str]:
+    """The workspace id of those entries that are another workspace's notes (PostgreSQL, read
+    with scope "all"); SQLite holds one workspace: always empty."""
+    if not ids or not is_postgres(con):
+        return {}
+    return {
+        int(i): str(w)
+        for i, w in con.execute(
+            "SELECT id, workspace FROM entries WHERE id = ANY(?) AND workspace IS NOT NULL"
+            " AND workspace <> current_setting('memoryd.workspace')",
+            [list(ids)],
+        )
+    }
+
+
+def _pg() -> Any:
+    """store/pg/fts.py, imported on first use: the SQLite install never loads psycopg."""
+    from memoryd.store.pg import fts
+
+    return fts

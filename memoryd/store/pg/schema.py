@@ -186,6 +186,14 @@ CREATE AGGREGATE json_group_array(TEXT) (
 """
 
 _CJK_FUNCTION = """
+-- Words as SQLite's unicode61 tokenizer splits them (runs of letters and digits), so that
+-- "foo.bar", "v1.2", "a_b" or an e-mail address give the same terms on both backends (the
+-- english parser alone keeps them whole as host, version or email tokens). Search translates
+-- its queries to the same words (store/pg/fts.py).
+CREATE FUNCTION memoryd_fts_text(t TEXT) RETURNS TEXT
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+    SELECT regexp_replace(translate(coalesce(t, ''), '_', ' '), '\\W+', ' ', 'g')
+$fn$;
 CREATE FUNCTION memoryd_cjk_bigrams(t TEXT) RETURNS TEXT
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
 DECLARE
@@ -223,12 +231,12 @@ BEGIN
             FROM all_documents WHERE id = NEW.document_id;
     END IF;
     NEW.fts :=
-        setweight(to_tsvector('@CONFIG@', NEW.content), 'A')
+        setweight(to_tsvector('@CONFIG@', memoryd_fts_text(NEW.content)), 'A')
         || setweight(to_tsvector('simple', memoryd_cjk_bigrams(NEW.content)), 'A')
-        || setweight(to_tsvector('@CONFIG@', coalesce(title, '')), 'B')
-        || setweight(to_tsvector('@CONFIG@', coalesce(NEW.heading_path, '')), 'C')
+        || setweight(to_tsvector('@CONFIG@', memoryd_fts_text(coalesce(title, ''))), 'B')
+        || setweight(to_tsvector('@CONFIG@', memoryd_fts_text(coalesce(NEW.heading_path, ''))), 'C')
         || setweight(to_tsvector('simple', memoryd_cjk_bigrams(NEW.heading_path)), 'C')
-        || setweight(to_tsvector('@CONFIG@', NEW.tags), 'D');
+        || setweight(to_tsvector('@CONFIG@', memoryd_fts_text(NEW.tags)), 'D');
     RETURN NEW;
 END
 $fn$;

@@ -1,0 +1,329 @@
+"""Keyword search on PostgreSQL: FTS5 MATCH expressions -> tsquery, ranking, snippets, terms.
+
+Search builds its keyword queries once, as FTS5 expressions (memoryd/ftsquery.py, fuzzy.py,
+evidence.py): quoted strings (`"a b"`, `""` for a quote inside), prefixes (`"dep"*`), AND, OR,
+NOT (binary: `a NOT b`), parentheses and juxtaposition (an implicit AND). `tsquery()` turns one
+into a tsquery expression in SQL with its parameters, never pasting user text:
+
+- a quoted string: its words (runs of letters and digits, as SQLite's unicode61 splits them)
+  -> `phraseto_tsquery('english', ?)` (stemmed, stop words dropped); `"x"*` ->
+  `to_tsquery('english', ?)` with `x:*` (x is letters and digits only, so it cannot be tsquery
+  syntax); each CJK run -> the phrase of its overlapping bigrams through the `simple`
+  configuration (`memoryd_cjk_bigrams`, the function the index trigger uses), so 数据库 is
+  found inside any sentence holding it, as with the SQLite `cjk` tokenizer.
+- AND -> `&&`, OR -> `||`, `a NOT b` -> `a && !!b`. A term without a word (only stop words,
+  only punctuation) is the empty tsquery, which these operators ignore; an expression that is
+  empty as a whole matches nothing.
+Malformed input (unbalanced parentheses, stray operators) never raises: what cannot be parsed
+as an operator is read as a term.
+
+Ranking (docs/team.md, "Search on PostgreSQL"): `ts_rank_cd(WEIGHTS, fts, q, NORMALIZATION)`,
+cover density over the weighted tsvector (A content, B the note's title, C headings, D tags;
+store/pg/schema.py), returned negated so that, as with FTS5's bm25(), lower is better and
+ranking.py normalises it unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from memoryd.store.tokenizer import cjk_runs
+
+CONFIG = "english"  # the index's configuration (store/pg/schema.py TS_CONFIG)
+# ts_rank_cd weights, in PostgreSQL's order {D, C, B, A}: tags, headings, title, content.
+# Measured with `python -m bench quality --backend postgres` on all sets (BENCHMARKS.md).
+WEIGHTS = "{0.4, 0.6, 0.6, 1.0}"
+# 1: divide by 1 + log(length), a mild length normalisation (BM25's b does the same job).
+NORMALIZATION = 1
+SNIPPET_WORDS = 24
+
+_TOKEN = re.compile(r'"((?:[^"]|"")*)("?)(\*?)|\(|\)|[^\s()"]+')
+_WORD = re.compile(r"[^\W_]+")
+_CJK_SPLIT = re.compile(r"[\u1100-\U0003134f]")  # a cheap pre-check; cjk_runs decides
+
+
+class _Builder:
+    """Recursive descent over the tokens of one expression; collects SQL and parameters."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens: list[tuple[str, str, bool]] = []  # (kind, text, prefix)
+        for m in _TOKEN.finditer(text or ""):
+            if m.group(1) is not None:
+                self.tokens.append(("term", m.group(1).replace('""', '"'), bool(m.group(3))))
+            elif m.group(0) in ("(", ")", "AND", "OR", "NOT"):
+                self.tokens.append((m.group(0), m.group(0), False))
+            else:  # a bareword: FTS5 reads it as a term
+                word = m.group(0)
+                prefix = word.endswith("*")
+                self.tokens.append(("term", word.rstrip("*"), prefix))
+        self.pos = 0
+        self.params: list[Any] = []
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos][0] if self.pos < len(self.tokens) else None
+
+    def take(self) -> tuple[str, str, bool]:
+        tok = self.tokens[self.pos]
+        self.pos += 1
+        return tok
+
+    def parse(self) -> str | None:
+        parts = []
+        while self.pos < len(self.tokens):
+            expr = self.or_expr()
+            if expr is not None:
+                parts.append(expr)
+            elif self.pos < len(self.tokens):
+                self.pos += 1  # a stray ')' or operator: skip it
+        return _join(parts, "&&")
+
+    def or_expr(self) -> str | None:
+        parts = [self.and_expr()]
+        while self.peek() == "OR":
+            self.take()
+            parts.append(self.and_expr())
+        return _join([p for p in parts if p is not None], "||")
+
+    def and_expr(self) -> str | None:
+        parts = [self.not_expr()]
+        while self.peek() in ("AND", "term", "("):
+            if self.peek() == "AND":
+                self.take()
+            parts.append(self.not_expr())
+        return _join([p for p in parts if p is not None], "&&")
+
+    def not_expr(self) -> str | None:
+        left = self.primary()
+        while self.peek() == "NOT":
+            self.take()
+            right = self.primary()
+            if right is not None:
+                left = f"({left or _EMPTY} && !!{right})"
+        return left
+
+    def primary(self) -> str | None:
+        kind = self.peek()
+        if kind == "(":
+            self.take()
+            inner = self.or_expr()
+            if self.peek() == ")":
+                self.take()
+            return inner
+        if kind == "term":
+            _, text, prefix = self.take()
+            return self.term(text, prefix)
+        return None
+
+    def term(self, text: str, prefix: bool) -> str:
+        parts: list[str] = []
+        runs = cjk_runs(text) if _CJK_SPLIT.search(text) else []
+        rest = text
+        for run in runs:
+            rest = rest.replace(run, " ")
+        words = _WORD.findall(rest)
+        if words:
+            if prefix:
+                head, last = words[:-1], words[-1]
+                tail = f"to_tsquery('{CONFIG}', ?)"
+                if head:  # "a b"*: the phrase a, then a word starting with b
+                    self.params.append(" ".join(head))
+                    tail = f"tsquery_phrase(phraseto_tsquery('{CONFIG}', ?), {tail})"
+                self.params.append(f"{last}:*")
+                parts.append(tail)
+            else:
+                self.params.append(" ".join(words))
+                parts.append(f"phraseto_tsquery('{CONFIG}', ?)")
+        for run in runs:
+            self.params.append(run)
+            parts.append("phraseto_tsquery('simple', memoryd_cjk_bigrams(?))")
+        return _join(parts, "&&") or _EMPTY
+
+
+_EMPTY = "''::tsquery"
+
+
+def _join(parts: Sequence[str], op: str) -> str | None:
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return "(" + f" {op} ".join(parts) + ")"
+
+
+def tsquery(match: str) -> tuple[str, list[Any]]:
+    """An FTS5 MATCH expression -> (SQL for the equivalent tsquery, its parameters)."""
+    b = _Builder(match)
+    sql = b.parse()
+    return (sql or _EMPTY), b.params
+
+
+# --- the queries ---------------------------------------------------------------------------------
+
+
+def rank_sql(column: str, query: str) -> str:
+    """Lower is better, like FTS5's bm25()."""
+    return f"-ts_rank_cd('{WEIGHTS}'::real[], {column}, {query}, {NORMALIZATION})"
+
+
+def keyword_pool(
+    con: Any, match: str, where: str, params: Sequence[Any], size: int
+) -> list[tuple[int, float, int | None]]:
+    q, qparams = tsquery(match)
+    rows = con.execute(
+        f"SELECT e.id, {rank_sql('e.fts', 'q.q')} AS score, e.document_id"
+        f" FROM (SELECT {q} AS q) q, entries e LEFT JOIN documents d ON d.id = e.document_id"
+        f" WHERE e.fts @@ q.q AND {where} ORDER BY score, e.id LIMIT ?",
+        [*qparams, *params, size],
+    )
+    return [(int(i), float(s), None if doc is None else int(doc)) for i, s, doc in rows]
+
+
+def snippets(
+    con: Any, match: str, ids: Sequence[int], open_mark: str, close_mark: str
+) -> dict[int, str]:
+    """ts_headline of the content, matches wrapped in the markers; '…' where text was cut."""
+    q, qparams = tsquery(match)
+    options = (
+        f'StartSel="{open_mark}", StopSel="{close_mark}", MaxWords={SNIPPET_WORDS},'
+        f" MinWords={SNIPPET_WORDS // 2}, ShortWord=0, HighlightAll=false"
+    )
+    out: dict[int, str] = {}
+    for i, content, snip in con.execute(
+        f"SELECT e.id, e.content, ts_headline('{CONFIG}', e.content, q.q, ?)"
+        f" FROM (SELECT {q} AS q) q, entries e WHERE e.id = ANY(?)",
+        [options, *qparams, list(ids)],  # in the order the ?s appear
+    ):
+        out[int(i)] = _ellipsis(str(content), str(snip), open_mark, close_mark)
+    return out
+
+
+def _ellipsis(content: str, snip: str, open_mark: str, close_mark: str) -> str:
+    """'…' before and after a headline that does not reach the content's start or end."""
+    plain = snip.replace(open_mark, "").replace(close_mark, "").strip()
+    text = content.strip()
+    if not plain:
+        return snip
+    head = "" if text.startswith(plain[:20]) else "…"
+    tail = "" if text.endswith(plain[-20:]) else "…"
+    return head + snip.strip() + tail
+
+
+def matching(con: Any, match: str, ids: Sequence[int]) -> set[int]:
+    q, qparams = tsquery(match)
+    return {
+        int(r[0])
+        for r in con.execute(
+            f"SELECT e.id FROM (SELECT {q} AS q) q, entries e WHERE e.fts @@ q.q AND e.id = ANY(?)",
+            [*qparams, list(ids)],
+        )
+    }
+
+
+def match_count(con: Any, match: str, cap: int) -> int:
+    q, qparams = tsquery(match)
+    row = con.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM (SELECT {q} AS q) q, entries e"
+        " WHERE e.fts @@ q.q LIMIT ?) t",
+        [*qparams, cap],
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def keyword_memories(con: Any, match: str, namespace: str, limit: int) -> list[tuple[int, str]]:
+    q, qparams = tsquery(match)
+    return [
+        (int(i), str(c))
+        for i, c, _ in con.execute(
+            f"SELECT e.id, e.content, {rank_sql('e.fts', 'q.q')} AS score"
+            f" FROM (SELECT {q} AS q) q, entries e WHERE e.fts @@ q.q"
+            " AND e.kind = 'memory' AND e.namespace = ? ORDER BY score, e.id LIMIT ?",
+            [*qparams, namespace, limit],
+        )
+    ]
+
+
+def vocabulary(con: Any) -> list[tuple[str, int]]:
+    """Every lexeme of the index with the number of entries holding it (ts_stat: one scan of
+    the tsvectors; fuzzy.py keeps the result and rebuilds it at most every refresh_interval)."""
+    return [
+        (str(w), int(n)) for w, n in con.execute("SELECT word, ndoc FROM ts_stat(?)", [_STAT_SQL])
+    ]
+
+
+_STAT_SQL = "SELECT fts FROM entries"
+
+
+def stems(con: Any, words: Sequence[str]) -> list[str | None]:
+    """The index's stem of each word (None for a stop word), in one round trip."""
+    if not words:
+        return []
+    rows = con.execute(
+        "SELECT ts_lexize('english_stem', w) FROM unnest(?::text[]) WITH ORDINALITY AS t(w, n)"
+        " ORDER BY n",
+        [list(words)],
+    ).fetchall()
+    return [r[0][0] if r[0] else None for r in rows]
+
+
+_TOKENS = re.compile(r"[^\W_]+")
+
+
+class Stemmer:
+    """What fuzzy.py needs of an FTS5 tokenizer, answered by the server's `english_stem`
+    dictionary (the one the index uses), called as apsw's tokenizers are: utf-8 bytes in,
+    stems out (with byte offsets when asked). Words are runs of letters and digits; a stop word
+    stands for itself (the index has no stop words, so it never matches a term). `cjk`: a CJK
+    run gives its overlapping bigrams (a single character itself), as the index's
+    memoryd_cjk_bigrams does."""
+
+    def __init__(self, con: Any, cjk: bool = False) -> None:
+        self.con = con
+        self.cjk = cjk
+
+    def __call__(
+        self,
+        data: bytes,
+        flags: int = 0,
+        locale: str | None = None,
+        *,
+        include_offsets: bool = True,
+        include_colocated: bool = False,
+    ) -> list[Any]:
+        text = data.decode("utf-8", "replace")
+        spans: list[tuple[int, int, str]] = []  # (start, end) in characters, token
+        stem_idx: list[int] = []
+        for m in _TOKENS.finditer(text):
+            word = m.group(0)
+            runs = cjk_runs(word) if self.cjk and _CJK_SPLIT.search(word) else []
+            if not runs:
+                stem_idx.append(len(spans))
+                spans.append((m.start(), m.end(), word.lower()))
+                continue
+            pos = m.start()
+            for piece in re.split(f"({'|'.join(map(re.escape, runs))})", word):
+                if not piece:
+                    continue
+                if piece in runs:
+                    grams = (
+                        [piece]
+                        if len(piece) == 1
+                        else [piece[i : i + 2] for i in range(len(piece) - 1)]
+                    )
+                    spans += [(pos + i, pos + i + len(g), g) for i, g in enumerate(grams)]
+                else:
+                    for w in _TOKENS.finditer(piece):
+                        stem_idx.append(len(spans))
+                        spans.append((pos + w.start(), pos + w.end(), w.group(0).lower()))
+                pos += len(piece)
+        stemmed = stems(self.con, [spans[i][2] for i in stem_idx])
+        for i, s in zip(stem_idx, stemmed, strict=True):
+            if s:
+                spans[i] = (spans[i][0], spans[i][1], s)
+        if not include_offsets:
+            return [t for _, _, t in spans]
+        offsets = [0]
+        for ch in text:
+            offsets.append(offsets[-1] + len(ch.encode("utf-8")))
+        return [(offsets[a], offsets[b], t) for a, b, t in spans]

