@@ -306,15 +306,47 @@ def test_three_daemons_share_one_database(
         ][:20]
         for text, entry_id in others:
             assert d.call("get", {"id": entry_id})["content"] == text
+        for text, entry_id in others[:5]:  # and by keyword search
+            hits = d.call("search", {"query": text, "mode": "keyword", "limit": 5})["hits"]
+            assert entry_id in [h["id"] for h in hits], (text, hits)
 
-    # each daemon's notes stay apart: the same path, each its own text
+    # each daemon's notes stay apart: the same path, each its own text, and a search finds
+    # only this workspace's
     for name, d in zip(names, daemons, strict=True):
         note = d.call("get", {"path": "notes/todo.md"})
         assert f"buy {name}-brand coffee filters" in note["content"]
         for other in names:
             if other != name:
                 assert other not in note["content"]
+        hits = d.call("search", {"query": "coffee filters", "mode": "keyword"})["hits"]
+        notes = [h for h in hits if h.get("path")]
+        assert notes and all(h["path"] == "notes/todo.md" for h in notes), hits
+        assert all(name in h["content"] for h in notes), hits
     print(f"{ADDS} adds over 3 daemons in {took:.1f} s")
+
+
+def test_import_of_a_text_another_daemon_just_stored_skips_it(
+    team: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.store import transfer as tstore
+
+    a, b = team("a"), team("b")
+    a.memories.add("imports are idempotent")
+    real = tstore.memory_by_hash
+    misses = [1]
+
+    def stale(con: Any, namespace: str, content_hash: str) -> int | None:
+        if misses[0] > 0:
+            misses[0] -= 1
+            return None
+        return real(con, namespace, content_hash)
+
+    monkeypatch.setattr(tstore, "memory_by_hash", stale)
+    items = [{"content": "imports are idempotent"}, {"content": "a new one"}]
+    out = b.memories.import_items(items)
+    assert misses == [0]
+    assert out["imported"] == 1 and out["skipped_duplicates"] == 1, out
+    assert b.store.read(entries.counts)["memories"] == 2
 
 
 def test_embed_worker_takes_a_model_another_daemon_registered_at_once(
