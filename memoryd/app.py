@@ -230,12 +230,13 @@ class App:
 
     def _changed_elsewhere(self, info: dict[str, Any]) -> None:
         """Another daemon on the shared database changed memories, chunks or trigger phrases
-        (or the listener reconnected and may have missed some): drop what is cached."""
+        (or the listener reconnected and may have missed some): drop what is cached. Not the
+        fuzzy vocabulary: rebuilding it scans every tsvector (ts_stat), and it refreshes by
+        itself every 30 s; a typo correction a few seconds late costs nothing."""
         log.debug(
             "changed by another daemon; caches dropped", **{k: str(v) for k, v in info.items()}
         )
         self.triggers.invalidate()
-        self.fuzzy.invalidate()
         self.searcher.vector_cache.invalidate()
         if info.get("reason") == "reconnected":
             # back after an outage: what failed meanwhile is done now, not at the next run
