@@ -140,3 +140,28 @@ def test_daemon_reports_the_outage_over_the_socket_and_recovers(
     again = d.call("add", {"content": "accepted after the restart"})
     assert again["duplicate"] is False
     assert d.call("add", {"content": "refused while down"})["duplicate"] is False  # never stored
+
+
+def test_a_busy_pool_is_not_an_outage(pg_dsn: str) -> None:
+    import threading
+
+    from memoryd.store.pg import PgSettings, PgStore
+
+    store = PgStore(PgSettings(pg_dsn, "ws", "test:ws", pool_max=1, connect_timeout_s=0.5))
+    held, release = threading.Event(), threading.Event()
+
+    def hold(con: Any) -> None:
+        held.set()
+        release.wait(10)
+
+    t = threading.Thread(target=store.read, args=(hold,))
+    t.start()
+    try:
+        held.wait(10)
+        with pytest.raises(StoreUnavailable, match="busy"):
+            store.read(lambda con: None)
+        assert store.down_since is None  # the next request waits the full time again
+    finally:
+        release.set()
+        t.join(10)
+        store.close()

@@ -161,6 +161,11 @@ class PgStore:
         except (psycopg_pool.PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError) as exc:
             if not _connection_lost(exc):  # a deadlock, a serialization failure: not an outage
                 raise StoreError(f"the PostgreSQL server refused: {_first_line(exc)}") from exc
+            if isinstance(exc, psycopg_pool.PoolTimeout) and self._pool_busy():
+                raise StoreUnavailable(
+                    f"all {self.settings.pool_max} connections to the PostgreSQL server were "
+                    f"busy for {timeout:g} s (store.pool_size); nothing was written, try again"
+                ) from None
             self.last_error = _first_line(exc)
             if self.down_since is None:
                 self.down_since = time.time()
@@ -170,6 +175,14 @@ class PgStore:
             down = round(time.time() - self.down_since, 1)
             self.down_since = None
             log.info("PostgreSQL server reachable again", down_s=down)
+
+    def _pool_busy(self) -> bool:
+        """Every connection the pool may hold is open and lent out: a wait for one timed out
+        because of load, not because the server is gone."""
+        stats = self.pool.get_stats()
+        return stats.get("pool_size", 0) >= self.settings.pool_max and not stats.get(
+            "pool_available", 0
+        )
 
     def read(self, fn: Callable[[PgConnection], T], *, scope: str | None = None) -> T:
         """Run fn inside one read-only transaction (a consistent snapshot: REPEATABLE READ)."""
