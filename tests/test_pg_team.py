@@ -370,3 +370,22 @@ def test_embed_worker_takes_a_model_another_daemon_registered_at_once(
     a.model.start()
     wait_for(lambda: a.model.state == "ready", timeout=10)
     assert a.embedder.ensure_model() is not None and raced == [0]
+
+
+def test_feedback_from_two_daemons_at_once_is_all_counted(team: Any) -> None:
+    a, b = team("a"), team("b")
+    entry_id = a.memories.add("feedback counts add up").id
+    start = threading.Barrier(2)
+
+    def run(app: Any) -> None:
+        start.wait()
+        for i in range(15):
+            app.memories.validate(entry_id, i % 3 != 0)
+
+    threads = [threading.Thread(target=run, args=(app,)) for app in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    rec = a.memories.get(entry_id)
+    assert rec["validation_count"] == 30 and rec["useful_count"] == 20, rec
