@@ -11,6 +11,10 @@ when the index holds no text with it, it is not a common English word (the typo 
 list: `Visa`, `Portugal`, `March` are common words the notes may simply not use), and typo
 correction finds no index word it could be a misspelling of.
 
+A code name joined by underscores (`compute_fx_rate()`, `sync_merchant_limits`) that no text
+holds answers nothing either, digits or not (ranking.identifier asks for digits: `covid-19`;
+an underscore is never prose), as evidence.py does for `ERR_AUTH_2207`.
+
 Why not a score: on the labelled sets the no-answer questions resemble the answerable ones in
 every retrieval score (BENCHMARKS.md, "No answer"); a name that no text holds is the one tell
 that needs no threshold. Short acronyms (PR, MFA, SLA) are left alone: notes spell them out
@@ -26,12 +30,14 @@ import apsw
 
 from memoryd.ftsquery import quote_term
 from memoryd.fuzzy import common_words
+from memoryd.ranking import query_units
 
 MIN_NAME = 4  # the common-word list holds words of 4+ letters only
 _SPLIT = re.compile(r"[^A-Za-z0-9']+")
 _POSSESSIVE = re.compile(r"'s?$", re.IGNORECASE)
 _ASCII_WORD = re.compile(r"[A-Za-z]+")
 _IDENT = re.compile(r"[0-9_]")
+_SNAKE = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)+")
 _SENTENCE_END = re.compile(r"[.?!:;]['\")\]]*$")
 
 
@@ -65,12 +71,22 @@ def names(query: str) -> list[str]:
     return list(out)
 
 
+def code_names(query: str) -> list[str]:
+    """The query's words joined by underscores (one unit each, lowercased): `compute_fx_rate`
+    from `compute_fx_rate()`; not a phrase of several (`f(a_b, c_d)` is two)."""
+    return [u for u in query_units(query) if _SNAKE.fullmatch(u)]
+
+
 def missing_name(
     con: apsw.Connection, query: str, evidence: DocFreq, fuzzy: Rewriter | None
 ) -> str | None:
-    """The first name of the query (`names`) that no text holds, that is not a common English
-    word and that typo correction cannot turn into an index word; None when there is none or
-    there is no typo corrector to rule out a misspelling."""
+    """The first code name of the query (`code_names`) that no text holds; else the first name
+    (`names`) that no text holds, that is not a common English word and that typo correction
+    cannot turn into an index word (no name at all without a typo corrector to rule out a
+    misspelling). None when there is none."""
+    for word in code_names(query):
+        if evidence.doc_freq(con, quote_term(word)) == 0:
+            return word
     if fuzzy is None:
         return None
     common = common_words()

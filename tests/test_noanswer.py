@@ -9,7 +9,7 @@ import pytest
 from conftest import q, settle
 
 from memoryd import ranking
-from memoryd.answerability import names
+from memoryd.answerability import code_names, names
 from memoryd.ranking import (
     Candidate,
     Scale,
@@ -91,6 +91,8 @@ def test_names_are_capitalised_words_that_no_sentence_start_explains() -> None:
     assert names("ERR_AUTH_2207 on S3 or db-replica-05.eu") == []
     assert names("What is the SLA for the public API's uptime?") == []
     assert names("how do i migrate to valkey") == []
+    assert code_names("compute_fx_rate() and f(x)") == ["compute_fx_rate"]
+    assert code_names("ERR_AUTH_2207 db-replica-05.eu covid-19") == ["err_auth_2207"]
 
 
 # --- through the searcher (fake embedder) -------------------------------------------------------
@@ -141,6 +143,7 @@ def _redis(app: Any) -> None:
     (ws / "runbooks").mkdir(parents=True, exist_ok=True)
     (ws / "runbooks" / "redis.md").write_text(
         "# Redis cluster\n\nTo migrate a Redis cluster, snapshot it and restore on the new host.\n"
+        "Then run reconcile_ledger() on the new host.\n"
     )
     app.indexer.reconcile()
 
@@ -163,6 +166,18 @@ def test_a_name_no_note_holds_returns_no_hits(make_app: Any, mode: str) -> None:
     ):
         hits = q(app, query, mode=mode)["hits"]
         assert [h["path"] for h in hits][:1] == ["runbooks/redis.md"], query
+
+
+@pytest.mark.parametrize("mode", ["auto", "keyword"])
+def test_a_code_name_no_note_holds_returns_no_hits(make_app: Any, mode: str) -> None:
+    app = make_app(dailylog={"enabled": False})
+    _redis(app)
+    settle(app)
+    # no digits, unlike ERR_AUTH_2207, but joined by underscores: a name, and no note has it
+    res = q(app, "reconcile_wallets() on the new host", mode=mode, explain=True)
+    assert res["hits"] == [] and res["unanswered"] == "no text contains 'reconcile_wallets'"
+    hits = q(app, "reconcile_ledger() on the new host", mode=mode)["hits"]
+    assert [h["path"] for h in hits][:1] == ["runbooks/redis.md"]
 
 
 def test_coverage_is_explained_per_hit(make_app: Any) -> None:
