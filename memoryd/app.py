@@ -26,8 +26,9 @@ from memoryd.logsetup import get_logger
 from memoryd.memories import Memories
 from memoryd.notes import Notes
 from memoryd.search import Searcher
-from memoryd.store import Store, entries, vectors
+from memoryd.store import entries, vectors
 from memoryd.store import lifecycle as lcstore
+from memoryd.store.backend import open_store
 from memoryd.timeutil import iso
 from memoryd.watcher import Watcher
 
@@ -73,7 +74,7 @@ class App:
         malloc.limit_arenas()  # before our threads exist: freed inference memory goes back
         prepare_dirs(cfg)
         checkpoints.clean_partial(cfg.data_dir)
-        self.store = Store(cfg.db_path)
+        self.store = open_store(cfg)
         self.model = model if model is not None else default_model_holder(cfg)
         self.fuzzy = FuzzyMatcher(cfg.search.fuzzy_min_similarity)
         self.searcher = Searcher(

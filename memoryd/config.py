@@ -151,6 +151,20 @@ class LifecycleConfig:
 
 
 @dataclass(frozen=True)
+class StoreConfig:
+    """Where memories and the index live: one SQLite file in data_dir (the default), or a
+    PostgreSQL database that several daemons share (docs/team.md)."""
+
+    backend: str = _f("sqlite", "choice", ("sqlite", "postgres"))
+    dsn: str = _f("", "dsn")
+    password_file: str = _f("", "str")
+    workspace_id: str = _f("", "str")
+    pool_size: int = _f(8, "int", 1, 1000)
+    statement_timeout_ms: int = _f(30000, "int", 100, 86_400_000)
+    connect_timeout_s: float = _f(5.0, "float", 0.1, 600.0)
+
+
+@dataclass(frozen=True)
 class SecretsConfig:
     mode: str = _f("refuse", "choice", ("refuse", "warn", "redact", "off"))
     flag_workspace_hits: bool = _f(True, "bool")
@@ -168,6 +182,7 @@ SECTIONS: dict[str, type] = {
     "jobs": JobsConfig,
     "lifecycle": LifecycleConfig,
     "secrets": SecretsConfig,
+    "store": StoreConfig,
 }
 TOP_LEVEL = ("workspace", "data_dir", "socket")
 MIN_JOB_INTERVAL = 0.1  # seconds (tests run jobs every 200 ms)
@@ -193,6 +208,7 @@ class Config:
     jobs: JobsConfig = field(default_factory=JobsConfig)
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     secrets: SecretsConfig = field(default_factory=SecretsConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
     source: Path | None = field(default=None, compare=False)
 
     @property
@@ -353,6 +369,17 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         if not low <= seconds <= MAX_DURATION:
             raise ConfigError(f"{key}: expected a duration from {low:g}s to 3650d, got {value!r}")
         return seconds
+    if kind == "dsn":
+        # A libpq connection string or URI. The password never lives in the config file: it
+        # comes from PGPASSWORD, ~/.pgpass (PGPASSFILE) or store.password_file.
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a PostgreSQL connection string, got {value!r}")
+        if value and dsn_has_password(value):
+            raise ConfigError(
+                f"{key}: holds a password; remove it and set PGPASSWORD, use ~/.pgpass, or "
+                "point store.password_file at a file only you can read"
+            )
+        return value
     if kind == "relpath":
         if (
             not isinstance(value, str)
@@ -392,6 +419,19 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
             )
         return value
     raise AssertionError(kind)
+
+
+def dsn_has_password(dsn: str) -> bool:
+    """True when a libpq URI or key=value string carries a password."""
+    import re
+    from urllib.parse import urlsplit
+
+    if re.match(r"^postgres(ql)?://", dsn):
+        try:
+            return urlsplit(dsn).password is not None or "password=" in (urlsplit(dsn).query or "")
+        except ValueError:
+            return False
+    return re.search(r"(^|\s)password\s*=", dsn) is not None
 
 
 # --- defaults ----------------------------------------------------------------------------------

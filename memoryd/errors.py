@@ -50,6 +50,13 @@ class Unavailable(MemorydError):
     code = -32003
 
 
+class StoreUnavailable(Unavailable):
+    """The database server (store.backend = "postgres") cannot be reached: nothing was written;
+    the daemon reconnects by itself when it is back."""
+
+    code = -32014
+
+
 class AlreadyRunning(MemorydError):
     """Another daemon already owns this database or socket."""
 

@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from memoryd import __version__
-from memoryd.ctl import socket_path
+from memoryd.ctl import client, socket_path
 from memoryd.mcp_tools import TOOLS, Bridge, call_tool
 
 # --- the MCP server ----------------------------------------------------------------------------
@@ -84,45 +84,6 @@ def resolve_socket(explicit: str | None, config: str | None) -> str:
     return socket_candidates(explicit, config)[0]
 
 
-# Where the daemon's default socket is when the login session's XDG_RUNTIME_DIR is not passed
-# down. MCP clients start servers with a minimal environment (the MCP SDKs keep only HOME,
-# LOGNAME, PATH, SHELL, TERM and USER), so `memoryd mcp` does not see the XDG_RUNTIME_DIR (or,
-# on macOS, the TMPDIR) the daemon was started with, and would look in /tmp instead.
-LOGIN_RUNTIME_BASE = "/run/user"
-
-
-def login_socket_paths(env: Any = None) -> list[str]:
-    """The default socket path under the login session's runtime folder when the environment
-    lost it: /run/user/UID (systemd-logind; the folder must be ours) on Linux, the per-user
-    temp folder (getconf DARWIN_USER_TEMP_DIR) on macOS."""
-    env = os.environ if env is None else env
-    out: list[str] = []
-    if not env.get("XDG_RUNTIME_DIR"):
-        runtime = os.path.join(LOGIN_RUNTIME_BASE, str(os.getuid()))
-        try:
-            st = os.stat(runtime)
-        except OSError:
-            st = None
-        if st is not None and st.st_uid == os.getuid():
-            out.append(os.path.join(runtime, "memoryd", "memoryd.sock"))
-    if sys.platform == "darwin" and not env.get("TMPDIR"):
-        import subprocess
-
-        try:
-            tmp = subprocess.run(
-                ["/usr/bin/getconf", "DARWIN_USER_TEMP_DIR"],
-                capture_output=True,
-                text=True,
-                timeout=5,
-                check=True,
-            ).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            tmp = ""
-        if tmp:
-            out.append(os.path.join(tmp, f"memoryd-{os.getuid()}", "memoryd.sock"))
-    return out
-
-
 def socket_candidates(explicit: str | None, config: str | None) -> list[str]:
     """The socket to use first, then where else a daemon started in the login session may
     listen (see login_socket_paths); the bridge takes the first that exists."""
@@ -138,7 +99,7 @@ def socket_candidates(explicit: str | None, config: str | None) -> list[str]:
     except (MemorydError, OSError) as exc:
         first = socket_path(None)
         print(f"memoryd mcp: {exc}; using the default socket {first}", file=sys.stderr)
-    return [first, *(p for p in login_socket_paths() if p != first)]
+    return [first, *(p for p in client.login_socket_paths() if p != first)]
 
 
 def add_parser(sub: Any) -> None:

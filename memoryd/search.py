@@ -77,7 +77,7 @@ from memoryd.snippets import (  # noqa: F401
 from memoryd.store import Store, entries, searchsql, vectors
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.tokenizer import has_cjk
-from memoryd.vecindex import VectorCache
+from memoryd.vecindex import vector_index
 
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
 GROUPS = ("note", "none")
@@ -138,7 +138,7 @@ class Searcher:
         self.lifecycle = lifecycle_settings
         self.flag_secrets = flag_secrets
         self.pending_vectors = pending_vectors
-        self.vector_cache = VectorCache()
+        self.vector_cache = vector_index(store)
         self._pool: ThreadPoolExecutor | None = None
         self._secrets: dict[str, list[str]] = {}
         self.evidence = KeywordEvidence()
@@ -187,6 +187,8 @@ class Searcher:
         pending = self._pending_vectors(req)
         if pending:
             result["pending_vectors"] = pending
+        if self._model_not_ready(req):
+            result["model_state"] = self.model.state  # this answer could only use keywords
         result["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return result
 
@@ -243,6 +245,15 @@ class Searcher:
                 raise Unavailable(f"the embedding model is {self.model.state}; try mode keyword")
             return None
         return self.model.embed_query(req.query)
+
+    def _model_not_ready(self, req: SearchRequest) -> bool:
+        """A search that would use vectors answered by keyword because the model is still
+        loading (the first seconds after start): the caller should know."""
+        return (
+            req.mode in ("auto", "hybrid")
+            and self.model is not None
+            and self.model.state in ("loading", "failed")
+        )
 
     def _secret_kinds(self, content_hash: str, content: str) -> list[str]:
         """secretguard.kinds, remembered by content hash (scanning costs ~0.15 ms a hit)."""

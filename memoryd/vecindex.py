@@ -20,6 +20,7 @@ next query; anything else (vectors collected, a model switch, a checkpoint resto
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import apsw
 import numpy as np
@@ -169,3 +170,13 @@ class VectorCache:
         idx = np.array(sorted(rows), dtype=np.int64)
         sims = dot(full[idx], np.asarray(query, dtype=np.float32))
         return {hashes[int(i)]: float(s) for i, s in zip(idx, sims, strict=True)}
+
+
+def vector_index(store: object) -> Any:
+    """The nearest-neighbour index for a store: this in-memory cache over SQLite, the server's
+    HNSW index over PostgreSQL (memoryd/store/pg/vectors.py)."""
+    if getattr(store, "backend", "sqlite") == "postgres":
+        from memoryd.store.pg.vectors import PgVectorIndex
+
+        return PgVectorIndex()
+    return VectorCache()

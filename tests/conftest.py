@@ -72,6 +72,25 @@ def short_dir() -> Iterator[Path]:
     shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _stop_postgres() -> Iterator[None]:
+    """The tests' PostgreSQL server (tests/pgserver.py) stops with the session."""
+    yield
+    import pgserver
+
+    pgserver.stop()
+
+
+@pytest.fixture
+def pg_dsn() -> Iterator[str]:
+    """A new, empty PostgreSQL database (with pgvector available) for this test."""
+    import pgserver
+
+    dsn = pgserver.fresh_dsn()
+    yield dsn
+    pgserver.drop(dsn)
+
+
 @pytest.fixture
 def config_dict(tmp_path: Path, short_dir: Path) -> dict[str, Any]:
     return {

@@ -1126,6 +1126,27 @@ def test_exports_are_written_owner_only(
             assert target.read_text() == '{"content": "a"}\n{"content": "b"}\n'
     finally:
         os.umask(old)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.jsonl", "old.jsonl"]  # no temp
+
+
+def test_an_export_that_cannot_be_written_keeps_the_old_file(
+    ctl_run: Callable[..., tuple[int, str, str]], tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The export goes to a temporary file renamed over the target: a failure half-way (disk
+    full) leaves the previous export whole and no temporary file behind."""
+    from memoryd.ctl import admin
+
+    target = tmp_path / "memories.jsonl"
+    target.write_text("previous export\n")
+
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(admin.os, "fsync", full)
+    code, _, err = ctl_run("export", "-o", str(target))
+    assert code == 2 and "No space left" in err
+    assert target.read_text() == "previous export\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["memories.jsonl"]
 
 
 def test_a_socket_folder_others_can_write_is_refused(

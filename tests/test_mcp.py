@@ -367,12 +367,13 @@ def test_the_login_sessions_socket_is_found_without_its_environment(
     LOGNAME, PATH, SHELL, TERM, USER): no XDG_RUNTIME_DIR, so the default socket it computes is
     in /tmp while the daemon of the login session listens under /run/user/UID."""
     from memoryd import mcp
+    from memoryd.ctl import client
 
     base = short_dir / "ru"
     runtime = base / str(os.getuid())
     runtime.mkdir(parents=True, mode=0o700)
     sock = runtime / "memoryd" / "memoryd.sock"
-    monkeypatch.setattr(mcp, "LOGIN_RUNTIME_BASE", str(base))
+    monkeypatch.setattr(client, "LOGIN_RUNTIME_BASE", str(base))
     for var in ("XDG_RUNTIME_DIR", "MEMORYD_SOCKET", "MEMORYD_CONFIG"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
@@ -391,9 +392,12 @@ def test_the_login_sessions_socket_is_found_without_its_environment(
     text_, added, failed = call_tool(bridge, "remember", {"content": "found without XDG vars"})
     assert not failed, text_
     assert "found without XDG" in call_tool(bridge, "get", {"id": added["id"]})[0]
+    # memoryctl finds it the same way (and says the usual path when nothing is anywhere)
+    assert client.resolve_socket(None) == str(sock)
+    assert client.resolve_socket(str(tmp_path / "x.sock")) == str(tmp_path / "x.sock")
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # the variable is there: it rules
-    assert mcp.login_socket_paths() == []
+    assert client.login_socket_paths() == []
 
 
 def test_a_conflict_names_the_current_sha256_in_full() -> None:

@@ -99,6 +99,11 @@ def test_resolver_is_obsidian_like() -> None:
     md = Link("../Home.md", None, None, 1, False, "markdown")
     assert r.resolve(md, "work/Meeting Notes.md") == "Home.md"
     assert r.resolve(Link("../../x.md", None, None, 1, False, "markdown"), "Home.md") is None
+    # the "relative path to file" link format, in wikilinks too
+    assert wiki("../Home", "work/Meeting Notes.md") == "Home.md"
+    assert wiki("../archive/meeting notes", "work/Project Plan.md") == "archive/Meeting Notes.md"
+    assert wiki("./Project Plan", "work/Meeting Notes.md") == "work/Project Plan.md"
+    assert wiki("../Home") is None  # above the vault
 
 
 # --- the fixture vault, indexed --------------------------------------------------------------

@@ -20,6 +20,7 @@ from memoryd.ctl.client import (
     ClientError,
     Unreachable,
     UsageError,
+    resolve_socket,
     socket_path,
 )
 
@@ -41,6 +42,7 @@ __all__ = [
     "UsageError",
     "build_parser",
     "main",
+    "resolve_socket",
     "socket_path",
     "version",
 ]
@@ -118,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         reconfigure(errors="backslashreplace")
     slow = cmd.slow or getattr(args, "check", False)
     timeout = getattr(args, "timeout", None) or (SLOW_TIMEOUT if slow else DEFAULT_TIMEOUT)
-    client = Client(socket_path(getattr(args, "socket", None)), timeout)
+    client = Client(resolve_socket(getattr(args, "socket", None)), timeout)
     try:
         if cmd.run is not None:
             return cmd.run(client, args)

@@ -173,13 +173,37 @@ def s_checkpoint_delete(res: dict[str, Any], a: Namespace) -> int:
 
 
 def write_private(path: str, data: str) -> None:
-    """Write a file only its owner can read (exports hold every memory): 0600, also when it
-    existed before with a wider mode."""
+    """Write a file only its owner can read (exports hold every memory), atomically: a
+    temporary file beside it (0600) is synced and renamed over it, so an interrupted export
+    never leaves a truncated file where a good one was. A path that is not a regular file (a
+    pipe, /dev/stdout) is written in place."""
+    import stat as _stat
+
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.fchmod(fd, 0o600)
-        with open(fd, "w", encoding="utf-8") as f:
-            f.write(data)
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is not None and not _stat.S_ISREG(st.st_mode):
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(data)
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        os.replace(tmp, path)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 

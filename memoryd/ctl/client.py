@@ -91,6 +91,45 @@ def _skip_ws(text: str, i: int) -> int:
     return i
 
 
+# Where the daemon's default socket is when the login session's XDG_RUNTIME_DIR is not passed
+# down. MCP clients start servers with a minimal environment (the MCP SDKs keep only HOME,
+# LOGNAME, PATH, SHELL, TERM and USER), so `memoryd mcp` does not see the XDG_RUNTIME_DIR (or,
+# on macOS, the TMPDIR) the daemon was started with, and would look in /tmp instead.
+LOGIN_RUNTIME_BASE = "/run/user"
+
+
+def login_socket_paths(env: Mapping[str, str] | None = None) -> list[str]:
+    """The default socket path under the login session's runtime folder when the environment
+    lost it: /run/user/UID (systemd-logind; the folder must be ours) on Linux, the per-user
+    temp folder (getconf DARWIN_USER_TEMP_DIR) on macOS."""
+    env = os.environ if env is None else env
+    out: list[str] = []
+    if not env.get("XDG_RUNTIME_DIR"):
+        runtime = os.path.join(LOGIN_RUNTIME_BASE, str(os.getuid()))
+        try:
+            st = os.stat(runtime)
+        except OSError:
+            st = None
+        if st is not None and st.st_uid == os.getuid():
+            out.append(os.path.join(runtime, "memoryd", "memoryd.sock"))
+    if sys.platform == "darwin" and not env.get("TMPDIR"):
+        import subprocess
+
+        try:
+            tmp = subprocess.run(
+                ["/usr/bin/getconf", "DARWIN_USER_TEMP_DIR"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=True,
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            tmp = ""
+        if tmp:
+            out.append(os.path.join(tmp, f"memoryd-{os.getuid()}", "memoryd.sock"))
+    return out
+
+
 def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """--socket, else $MEMORYD_SOCKET, else the daemon's default (memoryd.config's rule)."""
     env = os.environ if env is None else env
@@ -103,6 +142,17 @@ def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
     import tempfile  # only on this path: it pulls in random, shutil, ...
 
     return os.path.join(tempfile.gettempdir(), f"memoryd-{os.getuid()}", "memoryd.sock")
+
+
+def resolve_socket(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """socket_path(); when that is only the default and nothing is there, the default under the
+    login session's runtime folder if a daemon listens there (a shell without XDG_RUNTIME_DIR:
+    `sudo -u`, `su`, cron, ssh without pam_systemd)."""
+    env = os.environ if env is None else env
+    path = socket_path(explicit, env)
+    if explicit or env.get("MEMORYD_SOCKET") or os.path.exists(path):
+        return path
+    return next((p for p in login_socket_paths(env) if os.path.exists(p)), path)
 
 
 class ClientError(Exception):

@@ -33,7 +33,8 @@ exit status:
      (folder) that belongs to another user
 
 The socket is --socket, else $MEMORYD_SOCKET, else $XDG_RUNTIME_DIR/memoryd/memoryd.sock
-(<temp dir>/memoryd-<uid>/memoryd.sock when XDG_RUNTIME_DIR is unset).
+(<temp dir>/memoryd-<uid>/memoryd.sock when XDG_RUNTIME_DIR is unset, or the login
+session's /run/user/<uid>/memoryd/memoryd.sock if a daemon listens there and not in the temp dir).
 Run `memoryctl COMMAND --help` for a command's options.
 """
 

@@ -57,6 +57,8 @@ def _fts_secure_delete(con: apsw.Connection) -> None:
 class Store:
     """Owns the database file. Thread-safe: call `read()` / `write()` from any thread."""
 
+    backend = "sqlite"
+
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         db.ensure_private_file(self.path)
@@ -135,6 +137,15 @@ class Store:
     def run_write(self, fn: Callable[[apsw.Connection], T], *, durable: bool = False) -> T:
         with self.write(durable=durable) as con:
             return fn(con)
+
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[bool]:
+        """Whether this daemon runs the once-per-database job `name`: always, with one daemon
+        per SQLite file (PgStore takes an advisory lock)."""
+        yield True
+
+    def ping(self) -> dict[str, object]:
+        return {"ok": True}
 
     # -- maintenance --------------------------------------------------------------------------
 

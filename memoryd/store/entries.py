@@ -15,6 +15,7 @@ import apsw
 
 from memoryd.errors import InvalidInput, NotFound
 from memoryd.store.db import in_batches
+from memoryd.store.dialect import is_postgres
 from memoryd.timeutil import iso
 
 RECORD_COLUMNS = (
@@ -120,7 +121,7 @@ def filter_sql(f: Filters, now: float) -> tuple[str, list[Any]]:
         params.extend(f.tiers)
     elif not f.include_deprecated:
         parts.append("e.tier != 'deprecated'")
-    return (" AND ".join(parts) or "1"), params
+    return (" AND ".join(parts) or "1 = 1"), params
 
 
 _MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
@@ -520,7 +521,7 @@ def chunks_with_markers(con: apsw.Connection) -> list[tuple[str, str]]:
         (str(p), str(c))
         for p, c in con.execute(
             "SELECT d.path, e.content FROM entries e JOIN documents d ON d.id = e.document_id"
-            " WHERE e.kind = 'chunk' AND instr(e.content, '<!-- m:') > 0"
+            " WHERE e.kind = 'chunk' AND e.content LIKE '%<!-- m:%'"
         )
     ]
 
@@ -538,7 +539,12 @@ def memory_ids_among(con: apsw.Connection, ids: Iterable[int]) -> set[int]:
 
 def id_high_water(con: apsw.Connection) -> int:
     """The highest entry id ever handed out (AUTOINCREMENT's sequence)."""
-    rows = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchall()
+    if is_postgres(con):
+        rows = con.execute(
+            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM all_entries_id_seq"
+        ).fetchall()
+    else:
+        rows = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchall()
     top = con.execute("SELECT coalesce(max(id), 0) FROM entries").fetchall()[0][0]
     return max(int(rows[0][0]) if rows else 0, int(top))
 
@@ -546,6 +552,9 @@ def id_high_water(con: apsw.Connection) -> int:
 def raise_id_high_water(con: apsw.Connection, high: int) -> None:
     """Ids up to `high` are never handed out again (after a restore to an older copy)."""
     if id_high_water(con) >= high:
+        return
+    if is_postgres(con):
+        con.execute("SELECT setval('all_entries_id_seq', ?)", (high,))
         return
     con.execute("DELETE FROM sqlite_sequence WHERE name = 'entries'")
     con.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('entries', ?)", (high,))

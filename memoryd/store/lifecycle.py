@@ -17,7 +17,7 @@ def set_triggers(con: apsw.Connection, entry_id: int, phrases: Sequence[tuple[st
     con.execute("DELETE FROM triggers WHERE entry_id = ?", (entry_id,))
     for phrase, norm in phrases:
         con.execute(
-            "INSERT OR IGNORE INTO triggers(entry_id, phrase, norm) VALUES (?, ?, ?)",
+            "INSERT INTO triggers(entry_id, phrase, norm) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             (entry_id, phrase, norm),
         )
 

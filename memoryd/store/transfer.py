@@ -7,7 +7,7 @@ from typing import Any
 
 import apsw
 
-from memoryd.store.vectors import table_name
+from memoryd.store.vectors import blob, table_name
 
 EXPORT_FIELDS = (
     "id",
@@ -48,7 +48,7 @@ def vector_of(con: apsw.Connection, model_id: int, content_hash: str) -> bytes |
         " WHERE m.model_id = ? AND m.content_hash = ?",
         (model_id, content_hash),
     ).fetchall()
-    return bytes(rows[0][0]) if rows else None
+    return blob(rows[0][0]) if rows else None
 
 
 def memory_by_hash(con: apsw.Connection, namespace: str, content_hash: str) -> int | None:

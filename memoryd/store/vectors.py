@@ -14,6 +14,7 @@ import apsw
 import numpy as np
 
 from memoryd.errors import StoreError
+from memoryd.store.dialect import is_postgres
 
 
 def table_name(model_id: int) -> str:
@@ -36,11 +37,16 @@ def ensure_model(con: apsw.Connection, key: str, name: str, dim: int, now: float
                 (key, name, dim, now),
             ).fetchall()[0][0]
         )
-    con.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table_name(model_id)} "
-        f"USING vec0(embedding float[{int(dim)}] distance_metric=cosine)"
-    )
-    con.execute("UPDATE models SET active = (id = ?)", (model_id,))
+    if is_postgres(con):
+        from memoryd.store.pg import vectors as pgvec
+
+        pgvec.create_table(con, table_name(model_id), dim)
+    else:
+        con.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {table_name(model_id)} "
+            f"USING vec0(embedding float[{int(dim)}] distance_metric=cosine)"
+        )
+    con.execute("UPDATE models SET active = CASE WHEN id = ? THEN 1 ELSE 0 END", (model_id,))
     return model_id
 
 
@@ -137,7 +143,7 @@ def rows_after(con: apsw.Connection, model_id: int, after: int) -> list[tuple[in
     lookups by rowid quickly but would scan itself for a rowid range; `+m.model_id` keeps
     SQLite on the primary key instead of the (model, hash) index."""
     return [
-        (int(i), str(h), bytes(b))
+        (int(i), str(h), blob(b))
         for i, h, b in con.execute(
             f"SELECT m.id, m.content_hash, v.embedding FROM embeddings m"
             f" JOIN {table_name(model_id)} v ON v.rowid = m.id"
@@ -145,6 +151,13 @@ def rows_after(con: apsw.Connection, model_id: int, after: int) -> list[tuple[in
             (after, model_id),
         )
     ]
+
+
+def blob(value: object) -> bytes:
+    """float32 bytes of a stored vector (sqlite-vec gives bytes, pgvector a numpy array)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    return np.ascontiguousarray(value, dtype=np.float32).tobytes()
 
 
 def model_count(con: apsw.Connection, model_id: int) -> int:
@@ -188,14 +201,21 @@ def store(
         ).fetchall()
         if not rows:
             continue
-        blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
-        con.execute(f"INSERT INTO {table}(rowid, embedding) VALUES (?, ?)", (rows[0][0], blob))
+        value = np.ascontiguousarray(vec, dtype=np.float32)  # pgvector takes the array itself
+        con.execute(
+            f"INSERT INTO {table}(rowid, embedding) VALUES (?, ?)",
+            (rows[0][0], value if is_postgres(con) else value.tobytes()),
+        )
         new += 1
     return new
 
 
 def knn(con: apsw.Connection, model_id: int, query: np.ndarray, k: int) -> list[tuple[str, float]]:
     """The k nearest texts: (content_hash, cosine distance), nearest first."""
+    if is_postgres(con):
+        from memoryd.store.pg import vectors as pgvec
+
+        return pgvec.knn(con, table_name(model_id), query, k)
     blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
     return [
         (str(h), float(dist))

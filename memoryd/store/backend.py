@@ -1,0 +1,106 @@
+"""Opening the store the config names: the SQLite file in data_dir (the default), or a shared
+PostgreSQL database (store.backend = "postgres", docs/team.md)."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memoryd.errors import ConfigError
+from memoryd.store import Store
+
+if TYPE_CHECKING:
+    from memoryd.config import Config
+
+WORKSPACE_ID_FILE = "workspace-id"
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+def open_store(cfg: Config) -> Any:
+    """The store for this config: `Store` or `PgStore` (the same interface)."""
+    if cfg.store.backend == "sqlite":
+        return Store(cfg.db_path)
+    try:
+        from memoryd.store.pg import PgSettings, PgStore
+    except ImportError as exc:
+        raise ConfigError(
+            'store.backend = "postgres" needs the PostgreSQL driver: '
+            f"pip install 'memoryd[postgres]' ({exc})"
+        ) from None
+    return PgStore(
+        PgSettings(
+            conninfo(cfg),
+            workspace_id(cfg),
+            f"{socket.gethostname()}:{cfg.workspace}",
+            pool_max=cfg.store.pool_size,
+            statement_timeout_ms=cfg.store.statement_timeout_ms,
+            connect_timeout_s=cfg.store.connect_timeout_s,
+        )
+    )
+
+
+def conninfo(cfg: Config) -> str:
+    """store.dsn, with the password from store.password_file when one is set (libpq itself
+    reads PGPASSWORD and ~/.pgpass)."""
+    if not cfg.store.dsn:
+        raise ConfigError(
+            'store.dsn: required with store.backend = "postgres", e.g. '
+            '"postgresql://memoryd@db.internal/memoryd"'
+        )
+    if not cfg.store.password_file:
+        return cfg.store.dsn
+    path = Path(os.path.expanduser(cfg.store.password_file))
+    try:
+        st = path.stat()
+        password = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"store.password_file: cannot read {path}: {exc}") from None
+    if st.st_mode & 0o077:
+        raise ConfigError(
+            f"store.password_file: {path} can be read by others (mode {st.st_mode & 0o777:o}); "
+            f"chmod 600 {path}"
+        )
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(cfg.store.dsn, password=password)
+
+
+def workspace_id(cfg: Config) -> str:
+    """This workspace's stable id in a shared database: store.workspace_id, or one made up
+    once and kept in data_dir, so two machines' `notes/todo.md` never collide."""
+    if cfg.store.workspace_id:
+        if not _ID.match(cfg.store.workspace_id):
+            raise ConfigError(
+                "store.workspace_id: expected letters, digits and . _ : - (at most 128), "
+                f"got {cfg.store.workspace_id!r}"
+            )
+        return cfg.store.workspace_id
+    path = cfg.data_dir / WORKSPACE_ID_FILE
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+        if _ID.match(text):
+            return text
+    except FileNotFoundError:
+        pass
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the workspace id in {path}: {exc}") from None
+    new = f"{socket.gethostname().split('.')[0] or 'host'}-{uuid.uuid4().hex[:12]}"
+    new = re.sub(r"[^A-Za-z0-9._:-]", "-", new)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(new + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    try:
+        os.link(tmp, path)  # never replaces an id another process wrote first
+    except FileExistsError:
+        return path.read_text(encoding="utf-8").strip()
+    finally:
+        tmp.unlink(missing_ok=True)
+    return new

@@ -1,0 +1,94 @@
+"""A psycopg connection that speaks the small part of apsw's interface the store modules use.
+
+The store modules are written once, in SQL that SQLite and PostgreSQL both accept, with `?`
+placeholders. `PgConnection.execute` turns `?` into psycopg's `%s` (and a literal `%` into `%%`),
+outside string literals, and answers with a cursor that, like apsw's, yields nothing (rather
+than raising) for a statement without a result. The few statements the two engines cannot share
+branch on `is_postgres(con)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+
+from memoryd.store.dialect import POSTGRES as DIALECT
+
+
+@lru_cache(maxsize=4096)
+def translate(sql: str) -> str:
+    """`?` placeholders -> `%s`, `%` -> `%%`, leaving quoted literals and identifiers alone
+    (except for `%`, which psycopg reads everywhere in the text)."""
+    out: list[str] = []
+    quote: str | None = None
+    for ch in sql:
+        if ch == "%":
+            out.append("%%")
+            continue
+        if quote:
+            out.append(ch)
+            if ch == quote:
+                quote = None
+            continue
+        if ch in ("'", '"'):
+            quote = ch
+            out.append(ch)
+        elif ch == "?":
+            out.append("%s")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class PgCursor:
+    """The rows of one statement: iterate, fetchall() or fetchone(); empty without a result."""
+
+    def __init__(self, cur: psycopg.Cursor[Any]) -> None:
+        self._cur = cur
+
+    @property
+    def _has_rows(self) -> bool:
+        return self._cur.description is not None
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return iter(self._cur) if self._has_rows else iter(())
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return list(self._cur.fetchall()) if self._has_rows else []
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._cur.fetchone() if self._has_rows else None
+
+    @property
+    def rowcount(self) -> int:
+        return self._cur.rowcount
+
+
+class PgConnection:
+    """One pooled psycopg connection, inside the transaction the store opened for it."""
+
+    dialect = DIALECT
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self.raw = raw
+        self._changes = 0
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
+        cur = self.raw.execute(translate(sql), list(params or ()), prepare=False)
+        self._changes = max(cur.rowcount, 0)
+        return PgCursor(cur)
+
+    def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> None:
+        with self.raw.cursor() as cur:
+            cur.executemany(translate(sql), [list(p) for p in seq])
+
+    def changes(self) -> int:
+        """Rows changed by the last statement (apsw's changes())."""
+        return self._changes
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
