@@ -17,8 +17,8 @@ an underscore is never prose), as evidence.py does for `ERR_AUTH_2207`.
 
 Why not a score: on the labelled sets the no-answer questions resemble the answerable ones in
 every retrieval score (BENCHMARKS.md, "No answer"); a name that no text holds is the one tell
-that needs no threshold. Short acronyms (PR, MFA, SLA) are left alone: notes spell them out
-("pull request") as often as they use them.
+that needs no threshold. Short acronyms (PR, MFA, SLA) are left alone: notes often spell them
+out ("pull request", "multi-factor").
 """
 
 from __future__ import annotations
@@ -72,8 +72,9 @@ def names(query: str) -> list[str]:
 
 
 def code_names(query: str) -> list[str]:
-    """The query's words joined by underscores (one unit each, lowercased): `compute_fx_rate`
-    from `compute_fx_rate()`; not a phrase of several (`f(a_b, c_d)` is two)."""
+    """The query's words joined by underscores (lowercased): `compute_fx_rate` from
+    `compute_fx_rate()`; not a phrase the tokenizer makes of a longer token
+    (`reconcile_ledger(since=x)`), whose exact wording a note need not repeat."""
     return [u for u in query_units(query) if _SNAKE.fullmatch(u)]
 
 
