@@ -322,6 +322,13 @@ def test_three_daemons_share_one_database(
         notes = [h for h in hits if h.get("path")]
         assert notes and all(h["path"] == "notes/todo.md" for h in notes), hits
         assert all(name in h["content"] for h in notes), hits
+        # the all-workspaces scope finds the three of them, each marked with its workspace
+        every = d.call(
+            "search", {"query": "coffee filters", "mode": "keyword", "workspace": "all"}
+        )["hits"]
+        found = {h["content"].split("buy ")[1].split("-brand")[0] for h in every if h.get("path")}
+        assert found == set(names), every
+        assert len({h.get("workspace") for h in every if h.get("path")}) == 3, every
     print(f"{ADDS} adds over 3 daemons in {took:.1f} s")
 
 
