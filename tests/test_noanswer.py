@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 from conftest import q, settle
 
 from memoryd import ranking
