@@ -6,8 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 from conftest import q, settle
 
 from memoryd import ranking
@@ -24,6 +22,8 @@ from memoryd.ranking import (
 )
 
 MINILM = ranking.SIMILARITY_SCALE["sentence-transformers/all-MiniLM-L6-v2-int8"]
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
 
 # --- pure parts -----------------------------------------------------------------------------------
