@@ -23,6 +23,8 @@ from memoryd.ranking import (
 
 MINILM = ranking.SIMILARITY_SCALE["sentence-transformers/all-MiniLM-L6-v2-int8"]
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 
 # --- pure parts -----------------------------------------------------------------------------------
 
