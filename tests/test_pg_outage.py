@@ -123,6 +123,8 @@ def test_daemon_reports_the_outage_over_the_socket_and_recovers(
     private_pg.stop()
     st = d.call("status")
     assert st["store"]["ok"] is False and st["store"]["backend"] == "postgres"
+    shown = d.ctl("status")
+    assert shown.returncode == 0 and "unreachable" in shown.stdout, shown
     for method, params in (
         ("search", {"query": "daemon keeps running"}),
         ("add", {"content": "refused while down"}),
