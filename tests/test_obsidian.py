@@ -17,6 +17,8 @@ from memoryd.obsidian import Link, Resolver
 from memoryd.search import SearchRequest
 from memoryd.store.entries import Filters, list_entries
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 VAULT = Path(__file__).parent / "fixtures" / "vault"
 
 
@@ -251,6 +253,7 @@ def test_links_and_backlinks_over_the_socket(daemon_factory: Any, config_dict: d
     assert err["code"] == -32602
 
 
+@pytest.mark.sqlite_only("migration m005 of the SQLite schema")
 def test_m005_upgrades_an_index_and_reindexes_every_note(
     make_app: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
