@@ -66,6 +66,13 @@ def migrate(
     from memoryd.store import Store
     from memoryd.store.backend import conninfo, workspace_id
 
+    try:
+        import pgvector.psycopg  # noqa: F401
+        import psycopg  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            f"copying to PostgreSQL needs its driver: pip install 'memoryd[postgres]' ({exc})"
+        ) from None
     tcfg = target_config(cfg, dsn)
     info = conninfo(tcfg)  # ConfigError without a dsn
     if not cfg.db_path.is_file():
@@ -94,7 +101,7 @@ def _copy(
 
     def progress(label: str, n: int, total: int) -> None:
         if total >= pc.BATCH:
-            say(f"  {label}: {n}/{total}")
+            say(f"  {label}: {n}/{total} ({time.monotonic() - started:.1f} s)")
 
     started = time.monotonic()
     source = pc.sqlite_counts(lite)
@@ -291,7 +298,12 @@ def _write(
             raise Refused(f"{exc}; nothing was written") from None
         total = pc._count(lite, "SELECT count(*) FROM embeddings WHERE model_id = ?", (m["id"],))
         vectors += pc.copy_vectors(
-            raw, target_id, pc.sqlite_vectors(lite, m["id"]), total=total, progress=progress
+            raw,
+            target_id,
+            int(m["dim"]),
+            pc.sqlite_vectors(lite, m["id"]),
+            total=total,
+            progress=progress,
         )
     new_entry_ids = [*mem_ids, *chunk_map.values()]
     out = pc.target_counts(raw, workspace, mem_ids, new_entry_ids)

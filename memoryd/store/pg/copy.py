@@ -236,13 +236,20 @@ def target_model(raw: psycopg.Connection, m: dict[str, Any]) -> tuple[int, bool]
             [m["key"], m["name"], int(m["dim"]), float(m["created_at"]), active, complete],
         ).fetchone()[0]
     )
-    pgvec.create_table(PgConnection(raw), vstore.table_name(new_id), int(m["dim"]))
+    # The HNSW index is built after the rows are in (copy_vectors): one bulk build is several
+    # times faster than inserting 10K vectors into the graph one by one.
+    raw.execute(
+        f"CREATE TABLE {vstore.table_name(new_id)}("
+        " rowid BIGINT PRIMARY KEY REFERENCES embeddings(id) ON DELETE CASCADE,"
+        f" embedding vector({int(m['dim'])}) NOT NULL)"
+    )
     return new_id, True
 
 
 def copy_vectors(
     raw: psycopg.Connection,
     model_id: int,
+    dim: int,
     rows: Iterable[tuple[str, float, float | None, bytes]],
     *,
     total: int,
@@ -286,6 +293,10 @@ def copy_vectors(
         " ON CONFLICT (rowid) DO NOTHING",
         [model_id],
     )
+    progress("vectors stored", n, total)
+    raw.execute("SET LOCAL maintenance_work_mem = '256MB'")
+    pgvec.create_table(PgConnection(raw), table, dim)  # the index, when the table is new
+    progress("vector index", n, total)
     return int(
         raw.execute(
             f"SELECT count(*) FROM memoryd_copy_vec t JOIN embeddings e"
