@@ -202,3 +202,102 @@ def test_cli_prints_both_counts(
     bad = "postgresql://u:secret@localhost/db"
     assert main(["store", "migrate", "--to", "postgres", "--dsn", bad, "--config", str(path)]) == 2
     assert "holds a password" in capsys.readouterr().err
+
+
+# -- docs/team.md's SQL, run for real --------------------------------------------------------
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "team.md"
+
+
+def team_sql(marker: str, name: str) -> list[str]:
+    """The statements of the ```sql block after `<!-- sql:MARKER` in docs/team.md, with the
+    role and database names `memoryd` / `memoryd_daemon` made unique for this test."""
+    import re
+
+    text = DOC.read_text(encoding="utf-8")
+    at = text.index(f"<!-- sql:{marker}")
+    block = text[text.index("```sql\n", at) + 7 : text.index("```", text.index("```sql\n", at) + 7)]
+    block = re.sub(r"\bmemoryd_daemon\b", f"{name}_daemon", block)
+    block = re.sub(r"\bmemoryd\b", name, block)
+    return [s.strip() for s in block.split(";") if s.strip()]
+
+
+@pytest.fixture
+def team_db() -> Any:
+    """A database and roles made by docs/team.md's SQL; dropped (roles too) afterwards."""
+    import pgserver
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    admin = pgserver.server_uri()
+    name = f"memoryd_g{os.getpid()}_{next(_names)}"
+
+    def dsn(user: str | None = None) -> str:
+        kw = {"dbname": name, "user": user} if user else {"dbname": name}
+        return make_conninfo(admin, **kw).replace("password=''", "").strip()
+
+    try:
+        yield name, dsn
+    finally:
+        with psycopg.connect(admin, autocommit=True) as con:
+            con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            for role in (f"{name}_daemon", name):
+                con.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+_names = iter(range(10**6))
+
+
+def test_team_sql_split_roles_run_memoryd(make_app: Any, team_db: Any, tmp_path: Path) -> None:
+    """docs/team.md: the owner set-up lets `memoryd store migrate` create the schema as a plain
+    (non-superuser) owner; the split set-up's daemon role, with exactly its grants, runs an App:
+    reads, adds, imports with a kept id, embeds, indexes notes, deletes."""
+    import pgserver
+    import psycopg
+    from conftest import settle
+
+    name, dsn = team_db
+    admin = pgserver.server_uri()
+    with psycopg.connect(admin, autocommit=True) as con:
+        for stmt in team_sql("server", name):
+            con.execute(stmt)
+    with psycopg.connect(dsn(), autocommit=True) as con:  # superuser, in the new database
+        for stmt in team_sql("database", name):
+            con.execute(stmt)
+        assert not con.execute(
+            "SELECT rolsuper FROM pg_roles WHERE rolname = %s", [name]
+        ).fetchone()[0]
+
+    cfg, ids = _sqlite_store(make_app, settle)
+    result = storemigrate.migrate(cfg, dsn=dsn(name))  # as the owner
+    assert result["target"]["memories"] == 2
+
+    with psycopg.connect(dsn(), autocommit=True) as con:
+        for stmt in team_sql("split", name):
+            con.execute(stmt)
+    daemon = dsn(f"{name}_daemon")
+    with (
+        psycopg.connect(daemon, autocommit=True) as con,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        con.execute("CREATE TABLE intruder(x int)")  # the role really is restricted
+
+    app = make_app(data_dir=str(cfg.data_dir), store={"backend": "postgres", "dsn": daemon})
+    try:
+        assert call(app, "get", id=ids[0])["content"] == "the team uses postgres 17"
+        added = call(app, "add", content="added by the daemon role")["id"]
+        assert added > max(ids)
+        item = {**call(app, "export")["items"][0], "id": added + 100, "content": "imported"}
+        item.pop("content_hash", None)
+        res = call(app, "import", items=[item])
+        assert res["ids"] == [added + 100]  # kept id: the sequence moved past it (setval)
+        assert call(app, "add", content="after the import")["id"] > added + 100
+        (cfg.workspace / "new.md").write_text("# New\n\nwritten after the move to postgres\n")
+        app.indexer.reconcile()
+        settle(app)  # the fake model's vector table exists (the owner's copy): no CREATE
+        hits = call(app, "search", query="written after the move", mode="hybrid")["hits"]
+        assert hits and hits[0]["path"] == "new.md"
+        call(app, "delete", id=added)
+        assert call(app, "status")["db_bytes"] > 0
+    finally:
+        app.close()
