@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     mig.add_argument(
         "--dry-run", action="store_true", help="copy and check inside a transaction, then roll back"
     )
+    mig.add_argument(
+        "--replace-notes",
+        action="store_true",
+        help="remove this workspace's notes a daemon on PostgreSQL indexed already, and copy "
+        "the SQLite index in their place",
+    )
     mig.add_argument("--config", type=Path, help="configuration file (TOML)")
     mig.set_defaults(func=cmd_store_migrate)
 
@@ -113,7 +119,12 @@ def cmd_store_migrate(args: argparse.Namespace) -> int:
     from memoryd.config import load_config
     from memoryd.storemigrate import migrate, report_lines
 
-    result = migrate(load_config(args.config), dsn=args.dsn, dry_run=args.dry_run)
+    result = migrate(
+        load_config(args.config),
+        dsn=args.dsn,
+        dry_run=args.dry_run,
+        replace_notes=args.replace_notes,
+    )
     print("\n".join(report_lines(result)))
     return 0
 

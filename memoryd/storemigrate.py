@@ -12,7 +12,8 @@ The rules (docs/team.md, "Moving an existing store"):
   in the same namespace, is refused: move such memories with `memoryctl export` and
   `memoryctl import` instead (which skips known texts and renumbers taken ids).
 - A target that already holds notes of this workspace (a daemon on PostgreSQL indexed it) is
-  refused.
+  refused; `replace_notes` (--replace-notes) removes them first (they are an index of this
+  machine's files, which the copy brings again).
 - Documents and chunks keep their ids when no row of the target has any of them, and otherwise
   get new ones (another machine's store was copied first).
 - The identity sequences move past every copied id and every id the SQLite store handed out.
@@ -58,7 +59,12 @@ def target_config(cfg: Config, dsn: str | None) -> Config:
 
 
 def migrate(
-    cfg: Config, *, dsn: str | None = None, dry_run: bool = False, say: Say = _stderr
+    cfg: Config,
+    *,
+    dsn: str | None = None,
+    dry_run: bool = False,
+    replace_notes: bool = False,
+    say: Say = _stderr,
 ) -> dict[str, Any]:
     """Copy the SQLite store into PostgreSQL. Returns {"source", "target", "dry_run", ...};
     raises CountMismatch (nothing written) when the counts differ, Refused on a conflict."""
@@ -82,7 +88,9 @@ def migrate(
         workspace = workspace_id(tcfg)
         store = Store(cfg.db_path)
         try:
-            return store.read(lambda lite: _copy(lite, info, workspace, cfg, dry_run, say))
+            return store.read(
+                lambda lite: _copy(lite, info, workspace, cfg, dry_run, replace_notes, say)
+            )
         finally:
             store.close()
     finally:
@@ -90,7 +98,13 @@ def migrate(
 
 
 def _copy(
-    lite: Any, info: str, workspace: str, cfg: Config, dry_run: bool, say: Say
+    lite: Any,
+    info: str,
+    workspace: str,
+    cfg: Config,
+    dry_run: bool,
+    replace_notes: bool,
+    say: Say,
 ) -> dict[str, Any]:
     import psycopg
     from pgvector.psycopg import register_vector
@@ -134,6 +148,10 @@ def _copy(
                 "workspace": workspace,
                 "dry_run": dry_run,
             }
+        if replace_notes:
+            dropped = pc.drop_workspace_notes(raw, workspace)
+            if dropped:
+                say(f"  removed {dropped} notes of workspace {workspace} from the target")
         _refuse_conflicts(raw, lite, workspace, mem_ids)
         before = {t: pc.table_count(raw, t) for t in ("history", "access_log")}
         target = _write(raw, lite, workspace, high, mem_ids, chunk_ids, doc_ids, progress)
@@ -201,7 +219,9 @@ def _refuse_conflicts(raw: Any, lite: Any, workspace: str, mem_ids: list[int]) -
     if held:
         raise Refused(
             f"the target already holds {held} notes of workspace {workspace} (a daemon on "
-            f"PostgreSQL indexed it){fix}"
+            f"PostgreSQL indexed it); nothing was written. They are an index of this "
+            "machine's files: --replace-notes removes them and copies the SQLite store's index "
+            "(and its vectors) in their place"
         )
 
 

@@ -139,6 +139,22 @@ def test_a_second_workspace_without_memories_gets_new_note_ids(
     assert call(pg, "backlinks", path="runbook.md")["backlinks"]
 
 
+def test_notes_a_daemon_indexed_already_are_refused_or_replaced(make_app: Any, pg_dsn: str) -> None:
+    from conftest import settle
+
+    cfg, ids = _sqlite_store(make_app, settle)
+    early = make_app(data_dir=str(cfg.data_dir), store={"backend": "postgres", "dsn": pg_dsn})
+    early.indexer.reconcile()  # started on PostgreSQL before the copy: this workspace indexed
+    early.close()
+    with pytest.raises(Refused, match="--replace-notes"):
+        storemigrate.migrate(cfg, dsn=pg_dsn)
+    result = storemigrate.migrate(cfg, dsn=pg_dsn, replace_notes=True)
+    assert result["target"]["chunks"] == result["source"]["chunks"]
+    pg = make_app(data_dir=str(cfg.data_dir), store={"backend": "postgres", "dsn": pg_dsn})
+    assert call(pg, "get", id=ids[1])["tier"] == "important"
+    assert len(call(pg, "search", query="blue green rollout", mode="keyword")["hits"]) == 1
+
+
 def test_dry_run_and_a_count_mismatch_write_nothing(
     make_app: Any, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -172,6 +172,12 @@ def workspace_documents(raw: psycopg.Connection, workspace: str) -> int:
     )
 
 
+def drop_workspace_notes(raw: psycopg.Connection, workspace: str) -> int:
+    """Remove a workspace's documents (their chunks, links and triggers go with them)."""
+    cur = raw.execute("DELETE FROM all_documents WHERE workspace = %s", [workspace])
+    return max(cur.rowcount, 0)
+
+
 def raise_sequence(raw: psycopg.Connection, table: str, high: int) -> None:
     """The table's identity sequence moves past `high` and past every id in the table (never
     back): ids copied by hand, and ids the SQLite store handed out once, are not handed out."""
