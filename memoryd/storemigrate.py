@@ -17,6 +17,8 @@ The rules (docs/team.md, "Moving an existing store"):
 - Documents and chunks keep their ids when no row of the target has any of them, and otherwise
   get new ones (another machine's store was copied first).
 - The identity sequences move past every copied id and every id the SQLite store handed out.
+  (PostgreSQL sequences are not transactional: a copy rolled back, or a dry run, may leave them
+  moved forward. Ids are then skipped, never handed out twice.)
 - While a daemon holds this data_dir's lock, the copy refuses to start; while it runs, it holds
   the lock, so no daemon starts on the SQLite store under it.
 """
@@ -237,8 +239,10 @@ def _write(
 ) -> dict[str, int]:
     from memoryd.store.pg import copy as pc
 
-    # Ids the SQLite store handed out are never handed out by the target either.
+    # Ids the SQLite store handed out are never handed out by the target either, and a daemon
+    # adding rows meanwhile gets ids above those copied here.
     pc.raise_sequence(raw, "all_entries", high)
+    pc.raise_sequence(raw, "all_documents", max(doc_ids, default=0))
     keep = not pc.taken_ids(raw, "all_entries", chunk_ids) and not pc.taken_ids(
         raw, "all_documents", doc_ids
     )
@@ -298,7 +302,7 @@ def _write(
             cols,
             ((entry(r[0]), *r[1:]) for r in pc.sqlite_rows(lite, table, cols)),
             label=table,
-            total=pc._count(lite, f"SELECT count(*) FROM {table}"),
+            total=pc.count_rows(lite, f"SELECT count(*) FROM {table}"),
             progress=progress,
         )
     pc.copy_rows(
@@ -307,7 +311,7 @@ def _write(
         pc.LINK_COLUMNS,
         ((doc_map[int(r[0])], *r[1:]) for r in pc.sqlite_rows(lite, "links", pc.LINK_COLUMNS)),
         label="links",
-        total=pc._count(lite, "SELECT count(*) FROM links"),
+        total=pc.count_rows(lite, "SELECT count(*) FROM links"),
         progress=progress,
     )
     vectors = 0
@@ -316,7 +320,9 @@ def _write(
             target_id, _ = pc.target_model(raw, m)
         except ValueError as exc:
             raise Refused(f"{exc}; nothing was written") from None
-        total = pc._count(lite, "SELECT count(*) FROM embeddings WHERE model_id = ?", (m["id"],))
+        total = pc.count_rows(
+            lite, "SELECT count(*) FROM embeddings WHERE model_id = ?", (m["id"],)
+        )
         vectors += pc.copy_vectors(
             raw,
             target_id,

@@ -61,7 +61,7 @@ MARKER = "sqlite_copy:"  # meta key prefix: a store copied into this database, b
 # -- the SQLite side --------------------------------------------------------------------------
 
 
-def _count(con: Any, sql: str, params: Iterable[Any] = ()) -> int:
+def count_rows(con: Any, sql: str, params: Iterable[Any] = ()) -> int:
     return int(con.execute(sql, tuple(params)).fetchall()[0][0])
 
 
@@ -74,17 +74,17 @@ def sqlite_models(con: Any) -> list[dict[str, Any]]:
 def sqlite_counts(con: Any) -> dict[str, int]:
     """What a copy must carry, counted in the SQLite store."""
     out = {
-        "memories": _count(con, "SELECT count(*) FROM entries WHERE kind = 'memory'"),
-        "chunks": _count(con, "SELECT count(*) FROM entries WHERE kind = 'chunk'"),
-        "documents": _count(con, "SELECT count(*) FROM documents"),
-        "history": _count(con, "SELECT count(*) FROM history"),
-        "triggers": _count(con, "SELECT count(*) FROM triggers"),
-        "access_log": _count(con, "SELECT count(*) FROM access_log"),
-        "links": _count(con, "SELECT count(*) FROM links"),
+        "memories": count_rows(con, "SELECT count(*) FROM entries WHERE kind = 'memory'"),
+        "chunks": count_rows(con, "SELECT count(*) FROM entries WHERE kind = 'chunk'"),
+        "documents": count_rows(con, "SELECT count(*) FROM documents"),
+        "history": count_rows(con, "SELECT count(*) FROM history"),
+        "triggers": count_rows(con, "SELECT count(*) FROM triggers"),
+        "access_log": count_rows(con, "SELECT count(*) FROM access_log"),
+        "links": count_rows(con, "SELECT count(*) FROM links"),
         "vectors": 0,
     }
     for m in sqlite_models(con):
-        out["vectors"] += _count(
+        out["vectors"] += count_rows(
             con,
             f"SELECT count(*) FROM embeddings m JOIN {vstore.table_name(m['id'])} v"
             " ON v.rowid = m.id WHERE m.model_id = ?",
