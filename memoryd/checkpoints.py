@@ -40,14 +40,15 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 REQUIRED_TABLES = frozenset({"entries", "documents", "meta", "access_log", "embeddings"})
 
 
-def refuse_on_postgres(app: App) -> None:
+def refuse_on_postgres(app: App, outcome: str) -> None:
     """Checkpoints are copies of the SQLite file: with a PostgreSQL store, the server's own
     backups (pg_dump, base backups, replicas) take their place (docs/team.md, "Backups")."""
     if getattr(app.store, "backend", "sqlite") == "postgres":
         raise Refused(
             'checkpoints copy the SQLite file; with store.backend = "postgres" back the '
             "database up with pg_dump (or your server's backups) and restore with pg_restore "
-            "(docs/team.md, Backups). checkpoint.delete still removes copies left from SQLite."
+            f"(docs/team.md, Backups); {outcome}. checkpoint.delete still removes copies "
+            "left from the SQLite days"
         )
 
 
@@ -70,8 +71,8 @@ def _path(app: App, name: object) -> Path:
 
 
 def create(app: App, name: object) -> dict[str, Any]:
-    refuse_on_postgres(app)
     path = _path(app, name)
+    refuse_on_postgres(app, "no checkpoint was made")
     if path.exists():
         raise InvalidInput(f"checkpoint {name!r} exists; pick another name or delete it first")
     app.store.backup_to(path)
@@ -94,7 +95,7 @@ def delete(app: App, name: object, kind: object = "checkpoint") -> dict[str, Any
 
 
 def list_all(app: App) -> list[dict[str, Any]]:
-    refuse_on_postgres(app)
+    refuse_on_postgres(app, "there are no checkpoints to list")
     out = []
     for p in sorted(folder(app).glob("*.db")):
         st = _regular_stat(p)
@@ -130,8 +131,8 @@ def inspect(path: Path) -> int:
 
 
 def restore(app: App, name: object) -> dict[str, Any]:
-    refuse_on_postgres(app)
     path = _path(app, name)
+    refuse_on_postgres(app, "nothing was restored")
     if not path.is_file():
         raise NotFound(f"no checkpoint named {name!r} (see checkpoint list)")
     version = inspect(path)
