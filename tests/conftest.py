@@ -127,7 +127,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """MEMORYD_TEST_BACKEND=postgres leaves out the SQLite-only tests of the API modules too."""
+    """Counts the API suite's variants for the summary; MEMORYD_TEST_BACKEND=postgres leaves
+    out the SQLite-only tests of the API modules too."""
+    params = [getattr(getattr(i, "callspec", None), "params", {}) for i in items]
+    config.stash[_COUNTS] = (
+        sum(p.get("backend") == "postgres" for p in params),
+        sum(
+            bool(i.get_closest_marker("backends") and i.get_closest_marker("sqlite_only"))
+            for i in items
+        ),
+    )
     if selected_backends() != ["postgres"]:
         return
     keep, drop = [], []
@@ -139,6 +148,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+_COUNTS = pytest.StashKey[tuple[int, int]]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    postgres, sqlite_only = config.stash.get(_COUNTS, (0, 0))
+    if postgres or sqlite_only:
+        terminalreporter.write_line(
+            f"API suite: {postgres} tests collected on PostgreSQL; {sqlite_only} marked "
+            "sqlite_only (list them: pytest -m sqlite_only --collect-only -q)"
+        )
 
 
 @pytest.fixture
