@@ -186,7 +186,7 @@ def config_dict(tmp_path: Path, short_dir: Path, backend: str) -> Iterator[dict[
     dsn = pgserver.fresh_dsn("api", migrated=True)
     cfg["store"] = {"backend": "postgres", "dsn": dsn}
     yield cfg
-    pgserver.drop(dsn)
+    pgserver.release(dsn)
 
 
 @pytest.fixture
@@ -209,7 +209,7 @@ def new_store(backend: str) -> Iterator[Callable[[], dict[str, Any]]]:
         import pgserver
 
         for dsn in made:
-            pgserver.drop(dsn)
+            pgserver.release(dsn)
 
 
 @pytest.fixture

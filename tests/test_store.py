@@ -46,7 +46,7 @@ def store(tmp_path: Path, backend: str):
         s = PgStore(PgSettings(dsn, "ws-test", "test"))
         yield s
         s.close()
-        pgserver.drop(dsn)
+        pgserver.release(dsn)
         return
     s = Store(tmp_path / "data" / "memoryd.db")
     yield s
