@@ -95,7 +95,8 @@ def pg_dsn() -> Iterator[str]:
 #
 # A test module marked `pytestmark = pytest.mark.backends` runs each of its tests that builds an
 # App or a daemon (through `config_dict`: `make_app`, `daemon_factory`) twice: `test_x[sqlite]`
-# and `test_x[postgres]`, the latter on a fresh database of the session's embedded server. A
+# and `test_x[postgres]`, the latter on an empty database of its own on the session's embedded
+# server (tests/pgserver.py: fresh_dsn(migrated=True), emptied and reused after the test). A
 # test that cannot apply to PostgreSQL says why: `@pytest.mark.sqlite_only("reason")`.
 # MEMORYD_TEST_BACKEND=sqlite|postgres|both (default both) narrows a run to one variant.
 
@@ -193,7 +194,7 @@ def config_dict(tmp_path: Path, short_dir: Path, backend: str) -> Iterator[dict[
 def new_store(backend: str) -> Iterator[Callable[[], dict[str, Any]]]:
     """`make_app(store=new_store(), data_dir=...)`: a store of its own for an App that must
     not share config_dict's (on SQLite a new data_dir is enough; on PostgreSQL, where the
-    data lives in the database, it is a new database, dropped after the test)."""
+    data lives in the database, it is another database of its own)."""
     made: list[str] = []
 
     def new() -> dict[str, Any]:

@@ -50,7 +50,8 @@ def _pg_ctl(server: Any, *args: str) -> None:
 
 def _tune(server: Any) -> None:
     """A throw-away server: no fsync (a test database never has to survive a crash of the
-    machine), and room for the connections of the many Apps a property-based test builds."""
+    machine), little WAL, and room for the connections of the many Apps a property-based test
+    builds."""
     import psycopg
 
     uri = str(server.get_uri())
@@ -60,6 +61,11 @@ def _tune(server: Any) -> None:
             ("synchronous_commit", "off"),
             ("full_page_writes", "off"),
             ("max_connections", "400"),
+            # little WAL: the folder stays small, so deleting it at the end is quick
+            ("wal_level", "minimal"),
+            ("max_wal_senders", "0"),
+            ("max_wal_size", "128MB"),
+            ("min_wal_size", "32MB"),
         ):
             con.execute(f"ALTER SYSTEM SET {name} = '{value}'")
     _pg_ctl(server, "-w", "-m", "fast", "restart")
