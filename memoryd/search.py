@@ -41,6 +41,7 @@ import apsw
 import numpy as np
 
 from memoryd import lifecycle, secretguard
+from memoryd.answerability import missing_name
 from memoryd.errors import InvalidInput, Unavailable
 from memoryd.evidence import KeywordEvidence
 from memoryd.ftsquery import STOP_WORDS, ParsedQuery, parse_query
@@ -395,7 +396,9 @@ class Searcher:
         ranked = admitted(
             fused, scale, cjk=has_cjk(req.query), corrected=req.mode in ("auto", "fuzzy")
         )
-        missing = self.evidence.missing_identifier(con, req.query)
+        missing = self.evidence.missing_identifier(con, req.query) or missing_name(
+            con, req.query, self.evidence, self.fuzzy
+        )
         if missing is not None:
             ranked = []  # nothing holds the identifier asked about: its namesakes do not answer
             if req.explain:
