@@ -151,6 +151,7 @@ def _v1_initial(cur: psycopg.Cursor) -> None:
     cur.execute(_SQLITE_FUNCTIONS)
     cur.execute(_CJK_FUNCTION.replace("@CLASS@", CJK_CLASS))
     cur.execute(_FTS_TRIGGER.replace("@CONFIG@", TS_CONFIG))
+    cur.execute(_NOTIFY_TRIGGERS)
     cur.execute(
         """
         CREATE VIEW documents AS
@@ -241,6 +242,33 @@ END
 $fn$;
 CREATE TRIGGER entries_fill BEFORE INSERT OR UPDATE OF content, heading_path, tags, kind
     ON all_entries FOR EACH ROW EXECUTE FUNCTION memoryd_entries_fill();
+"""
+
+# Other daemons on the database drop their caches (trigger phrases, fuzzy vocabulary) when
+# memories, chunks or trigger phrases change: one notification per statement on the channel
+# `memoryd` (PgStore's listener), naming the table and the writer's workspace, so a daemon can
+# skip its own changes. Access counts and feedback (updated by every search) notify nobody.
+# Notifications are sent at commit, and only then; identical ones in one
+# transaction are sent once.
+NOTIFY_CHANNEL = "memoryd"
+_NOTIFY_TRIGGERS = """
+CREATE FUNCTION memoryd_notify_change() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM pg_notify('memoryd', json_build_object(
+        'table', TG_TABLE_NAME,
+        'workspace', current_setting('memoryd.workspace', true))::text);
+    RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER entries_notify
+    AFTER INSERT OR DELETE
+       OR UPDATE OF kind, namespace, content, content_hash, type, tags, importance, tier,
+                    expires_at
+    ON all_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION memoryd_notify_change();
+CREATE TRIGGER triggers_notify AFTER INSERT OR UPDATE OR DELETE ON triggers
+    FOR EACH STATEMENT EXECUTE FUNCTION memoryd_notify_change();
 """
 
 
