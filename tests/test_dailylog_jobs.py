@@ -174,6 +174,7 @@ def test_reconcile_repairs_what_the_watcher_missed(make_app: Any) -> None:
     assert count_hits(app, "axolotl") == 1 and count_hits(app, "armadillo") == 0
 
 
+@pytest.mark.sqlite_only("quick_check reads the SQLite file; the job skips on PostgreSQL")
 def test_quick_check_failure_is_loud(make_app: Any, capsys: pytest.CaptureFixture[str]) -> None:
     app = make_app(model=None)
     app.store.quick_check = lambda: ["*** in database main *** Page 7: btreeInitPage() error"]
