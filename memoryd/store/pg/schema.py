@@ -282,10 +282,18 @@ def migrate(con: psycopg.Connection) -> list[str]:
     with con.cursor() as cur:
         cur.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK])
         try:
-            cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            cur.execute(
-                "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-            )
+            # Only when missing: a daemon's role may lack CREATE on the schema (the split set-up
+            # of docs/team.md, where the owner ran the migrations), and IF NOT EXISTS still
+            # checks that privilege.
+            if (
+                cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+                is None
+            ):
+                cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            if cur.execute("SELECT to_regclass('meta')").fetchone()[0] is None:
+                cur.execute(
+                    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+                )
             row = cur.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             current = int(row[0]) if row else 0
             if current > len(MIGRATIONS):
@@ -305,6 +313,15 @@ def migrate(con: psycopg.Connection) -> list[str]:
                 log.info(
                     "migration applied", step=step.__name__, version=version, backend="postgres"
                 )
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StoreError(
+                f"PostgreSQL refused the schema set-up ({str(exc).strip().splitlines()[0]}): "
+                "a superuser creates the extension (CREATE EXTENSION vector), and the first "
+                "start runs as a role that may create tables in the database (docs/team.md)"
+            ) from None
         finally:
-            cur.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK])
+            # (a failed statement inside a caller's transaction, `memoryd store migrate`'s:
+            # the lock goes with the connection, and the first error is the one to report)
+            if con.info.transaction_status != psycopg.pq.TransactionStatus.INERROR:
+                cur.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK])
     return applied
