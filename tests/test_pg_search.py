@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import settle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,12 +45,6 @@ def pg_app(make_app: Any, pg_dsn: str, root: Path | None = None, **kw: Any) -> A
         p.write_text(text, encoding="utf-8")
     app.indexer.reconcile()
     return app
-
-
-def settle(app: Any) -> None:
-    assert app.model.wait_ready(30), app.model.reason
-    app.embedder.run()
-    assert app.embedder.counts()["pending"] == 0
 
 
 def q(app: Any, query: str, **kw: Any) -> dict[str, Any]:
