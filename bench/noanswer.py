@@ -68,6 +68,9 @@ def dump(out: Path) -> None:
                     "hits": [
                         {
                             "path": h.get("path"),
+                            "content": h.get("content"),
+                            "title": h.get("title"),
+                            "heading_path": h.get("heading_path"),
                             "start_line": h.get("start_line"),
                             "end_line": h.get("end_line"),
                             "sections": [

@@ -115,7 +115,3 @@ def reset() -> None:
 
 def get_logger(name: str) -> Any:
     return structlog.get_logger(logger_name=name)
-
-
-def current_level() -> str:
-    return str(_state["name"])

@@ -114,7 +114,9 @@ def _where(hit: dict[str, Any]) -> str:
 def fmt_hits(res: dict[str, Any]) -> str:
     hits = res.get("hits") or []
     head = f"{res.get('total', len(hits))} result(s), {res.get('mode', 'search')}"
-    if res.get("pending_vectors"):
+    if res.get("model_state"):
+        head += f" (keyword-only: the embedding model is {res['model_state']})"
+    elif res.get("pending_vectors"):
         head += f" ({res['pending_vectors']} texts not embedded yet: keyword-only for those)"
     lines = [head + ":"]
     shown = set()

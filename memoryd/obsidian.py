@@ -202,6 +202,12 @@ class Resolver:
             return None
         target = link.target.strip().lstrip("/")
         with_ext = target if target.lower().endswith(".md") else target + ".md"
+        if with_ext.startswith(("./", "../")):
+            # Obsidian's "relative path to file" link format: [[../folder/Note]]
+            candidate = posixpath.normpath(posixpath.join(folder, with_ext))
+            if candidate.startswith("../") or candidate == "..":
+                return None
+            return self._lower.get(candidate.lower())
         exact = self._lower.get(posixpath.normpath(with_ext).lower())
         if exact is not None:
             return exact

@@ -41,6 +41,7 @@ import apsw
 import numpy as np
 
 from memoryd import lifecycle, secretguard
+from memoryd.answerability import missing_name
 from memoryd.errors import InvalidInput, Unavailable
 from memoryd.evidence import KeywordEvidence
 from memoryd.ftsquery import STOP_WORDS, ParsedQuery, parse_query
@@ -195,6 +196,8 @@ class Searcher:
         pending = self._pending_vectors(req)
         if pending:
             result["pending_vectors"] = pending
+        if self._model_not_ready(req):
+            result["model_state"] = self.model.state  # this answer could only use keywords
         result["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return result
 
@@ -251,6 +254,15 @@ class Searcher:
                 raise Unavailable(f"the embedding model is {self.model.state}; try mode keyword")
             return None
         return self.model.embed_query(req.query)
+
+    def _model_not_ready(self, req: SearchRequest) -> bool:
+        """A search that would use vectors answered by keyword because the model is still
+        loading (the first seconds after start): the caller should know."""
+        return (
+            req.mode in ("auto", "hybrid")
+            and self.model is not None
+            and self.model.state in ("loading", "failed")
+        )
 
     def _secret_kinds(self, content_hash: str, content: str) -> list[str]:
         """secretguard.kinds, remembered by content hash (scanning costs ~0.15 ms a hit)."""
@@ -384,7 +396,9 @@ class Searcher:
         ranked = admitted(
             fused, scale, cjk=has_cjk(req.query), corrected=req.mode in ("auto", "fuzzy")
         )
-        missing = self.evidence.missing_identifier(con, req.query)
+        missing = self.evidence.missing_identifier(con, req.query) or missing_name(
+            con, req.query, self.evidence, self.fuzzy
+        )
         if missing is not None:
             ranked = []  # nothing holds the identifier asked about: its namesakes do not answer
             if req.explain:

@@ -236,10 +236,6 @@ class Watcher:
             self.debounce = seconds
             self._cond.notify_all()
 
-    def set_accept(self, accept: Callable[[Path], bool]) -> None:
-        """Change the file filter; it applies to events from now on."""
-        self.accept = accept
-
     # -- events (observer thread) --------------------------------------------------------------
 
     def handle(self, event: FileSystemEvent) -> None:

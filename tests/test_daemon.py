@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from conftest import rpc, wait_for
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 
 def hits(d: Any, query: str, **params: Any) -> list[dict[str, Any]]:
     return d.call("search", {"query": query, **params})["hits"]
@@ -138,12 +140,13 @@ def test_malformed_requests_never_kill_the_daemon(daemon_factory: Any) -> None:
     assert rpc(d.socket, "ping")["result"]["pong"] is True
 
 
-def test_socket_is_private_and_shutdown_is_clean(daemon_factory: Any) -> None:
+def test_socket_is_private_and_shutdown_is_clean(daemon_factory: Any, backend: str) -> None:
     d = daemon_factory()
     assert stat.S_IMODE(os.stat(d.socket).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(d.socket.parent).st_mode) == 0o700
-    db = Path(d.cfg["data_dir"]) / "memoryd.db"
-    assert stat.S_IMODE(os.stat(db).st_mode) == 0o600
+    if backend == "sqlite":  # on PostgreSQL there is no database file
+        db = Path(d.cfg["data_dir"]) / "memoryd.db"
+        assert stat.S_IMODE(os.stat(db).st_mode) == 0o600
     assert d.stop(signal.SIGINT) == 0
     assert not d.socket.exists()
     assert "stopped" in d.log()

@@ -19,6 +19,8 @@ from memoryd.search import SearchRequest
 from memoryd.secretguard import kinds, redact
 from memoryd.store.entries import Filters
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 
 def call(app: Any, method: str, **params: Any) -> Any:
     return api.lookup(method, params).fn(app, params)
@@ -185,6 +187,7 @@ def test_deletion_by_tag_namespace_path_and_prune(make_app: Any) -> None:
         call(app, "delete", tag="x", namespace="y")
 
 
+@pytest.mark.sqlite_only("checkpoints copy the SQLite file (PgStore.backup_to refuses)")
 def test_checkpoint_restore_while_running(make_app: Any) -> None:
     app = make_app()
     app.start(jobs=False)
@@ -237,7 +240,9 @@ memories_strategy = st.lists(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(memories_strategy)
-def test_export_import_round_trip_loses_nothing(make_app: Any, mems: list[dict]) -> None:
+def test_export_import_round_trip_loses_nothing(
+    make_app: Any, new_store: Any, mems: list[dict]
+) -> None:
     base = Path(tempfile.mkdtemp(prefix="roundtrip-"))  # fresh stores for every example
     opts: dict[str, Any] = {
         "model": None,
@@ -245,8 +250,8 @@ def test_export_import_round_trip_loses_nothing(make_app: Any, mems: list[dict])
         "secrets": {"mode": "off"},
         "workspace": str(base / "ws"),
     }
-    src = make_app(**opts, data_dir=str(base / "src"))
-    dst = make_app(**opts, data_dir=str(base / "dst"))
+    src = make_app(**opts, data_dir=str(base / "src"), store=new_store())
+    dst = make_app(**opts, data_dir=str(base / "dst"), store=new_store())
     for m in mems:
         src.memories.add(**m, ttl=None)
     exported = src.store.read(lambda con: list(transfer.export(con)))

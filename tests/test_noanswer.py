@@ -9,6 +9,7 @@ import pytest
 from conftest import q, settle
 
 from memoryd import ranking
+from memoryd.answerability import code_names, names
 from memoryd.ranking import (
     Candidate,
     Scale,
@@ -21,6 +22,8 @@ from memoryd.ranking import (
 )
 
 MINILM = ranking.SIMILARITY_SCALE["sentence-transformers/all-MiniLM-L6-v2-int8"]
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
 
 # --- pure parts -----------------------------------------------------------------------------------
@@ -80,6 +83,20 @@ def test_admission_for_cjk_queries_and_for_queries_no_text_shares_a_word_with() 
     assert admitted(unkeyed, Scale(0.1, 0.9, 0.5), corrected=True, cjk=True)[0].id == 2
 
 
+def test_names_are_capitalised_words_that_no_sentence_start_explains() -> None:
+    assert names("How do I migrate a Redis cluster to Valkey?") == ["redis", "valkey"]
+    assert names("RabbitMQ to Kafka") == ["rabbitmq", "kafka"]  # inner capital: a name anywhere
+    assert names("Valkey notes. What about Terraform?") == ["terraform"]  # sentence starts
+    assert names("What was Fatima's time in Lisbon?") == ["fatima", "lisbon"]
+    # excluded words, identifiers (evidence.py's), acronyms under four letters, lowercase words
+    assert names("-Valkey redis") == []
+    assert names("ERR_AUTH_2207 on S3 or db-replica-05.eu") == []
+    assert names("What is the SLA for the public API's uptime?") == []
+    assert names("how do i migrate to valkey") == []
+    assert code_names("compute_fx_rate() and f(x)") == ["compute_fx_rate"]
+    assert code_names("ERR_AUTH_2207 db-replica-05.eu covid-19") == ["err_auth_2207"]
+
+
 # --- through the searcher (fake embedder) -------------------------------------------------------
 
 
@@ -121,6 +138,48 @@ def test_a_no_answer_query_offers_the_typo_correction(make_app: Any) -> None:
     res = q(app, "ERR_NET_4040 netwrking")
     assert res["hits"] == [] and res["mode"] == "keyword"
     assert res["suggestion"] == "err networking"
+
+
+def _redis(app: Any) -> None:
+    ws = app.cfg.workspace
+    (ws / "runbooks").mkdir(parents=True, exist_ok=True)
+    (ws / "runbooks" / "redis.md").write_text(
+        "# Redis cluster\n\nTo migrate a Redis cluster, snapshot it and restore on the new host.\n"
+        "Then run reconcile_ledger() on the new host.\n"
+    )
+    app.indexer.reconcile()
+
+
+@pytest.mark.parametrize("mode", ["auto", "hybrid", "keyword"])
+def test_a_name_no_note_holds_returns_no_hits(make_app: Any, mode: str) -> None:
+    app = make_app(dailylog={"enabled": False})
+    _redis(app)
+    settle(app)
+    # Valkey is in no note and no common word: the Redis runbook does not answer it
+    res = q(app, "How do I migrate a Redis cluster to Valkey?", mode=mode, explain=True)
+    assert res["hits"] == [], res["hits"]
+    assert res["unanswered"] == "no text contains 'valkey'"
+    # the same question without the name, a misspelt name (typo correction finds "redis"), and
+    # a name that is a common word the notes may simply not use, are still answered
+    for query in (
+        "How do I migrate a Redis cluster?",
+        "How do I migrate a Reddis cluster?",
+        "How do I migrate the Redis cluster in Frankfurt?",
+    ):
+        hits = q(app, query, mode=mode)["hits"]
+        assert [h["path"] for h in hits][:1] == ["runbooks/redis.md"], query
+
+
+@pytest.mark.parametrize("mode", ["auto", "keyword"])
+def test_a_code_name_no_note_holds_returns_no_hits(make_app: Any, mode: str) -> None:
+    app = make_app(dailylog={"enabled": False})
+    _redis(app)
+    settle(app)
+    # no digits, unlike ERR_AUTH_2207, but joined by underscores: a name, and no note has it
+    res = q(app, "reconcile_wallets() on the new host", mode=mode, explain=True)
+    assert res["hits"] == [] and res["unanswered"] == "no text contains 'reconcile_wallets'"
+    hits = q(app, "reconcile_ledger() on the new host", mode=mode)["hits"]
+    assert [h["path"] for h in hits][:1] == ["runbooks/redis.md"]
 
 
 def test_coverage_is_explained_per_hit(make_app: Any) -> None:

@@ -17,6 +17,8 @@ from memoryd.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge
 from memoryd.notes import normalize, sha256_bytes
 from memoryd.search import SearchRequest
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 
 def hits(app: Any, query: str) -> list[str]:
     res = app.searcher.search(

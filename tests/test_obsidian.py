@@ -17,6 +17,8 @@ from memoryd.obsidian import Link, Resolver
 from memoryd.search import SearchRequest
 from memoryd.store.entries import Filters, list_entries
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 VAULT = Path(__file__).parent / "fixtures" / "vault"
 
 
@@ -99,6 +101,11 @@ def test_resolver_is_obsidian_like() -> None:
     md = Link("../Home.md", None, None, 1, False, "markdown")
     assert r.resolve(md, "work/Meeting Notes.md") == "Home.md"
     assert r.resolve(Link("../../x.md", None, None, 1, False, "markdown"), "Home.md") is None
+    # the "relative path to file" link format, in wikilinks too
+    assert wiki("../Home", "work/Meeting Notes.md") == "Home.md"
+    assert wiki("../archive/meeting notes", "work/Project Plan.md") == "archive/Meeting Notes.md"
+    assert wiki("./Project Plan", "work/Meeting Notes.md") == "work/Project Plan.md"
+    assert wiki("../Home") is None  # above the vault
 
 
 # --- the fixture vault, indexed --------------------------------------------------------------
@@ -246,6 +253,7 @@ def test_links_and_backlinks_over_the_socket(daemon_factory: Any, config_dict: d
     assert err["code"] == -32602
 
 
+@pytest.mark.sqlite_only("migration m005 of the SQLite schema")
 def test_m005_upgrades_an_index_and_reindexes_every_note(
     make_app: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,6 +13,8 @@ from conftest import rpc
 
 from memoryd import api
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 # A valid request for each method (one param replaced at a time); methods not listed: {}.
 BASE: dict[str, dict[str, Any]] = {
     "add": {"content": "a memory for the param checks"},

@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import settle
+from conftest import q, settle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoryd.errors import InvalidInput
 from memoryd.ftsquery import parse_query
-from memoryd.search import SearchRequest
 from memoryd.store.entries import Filters
 
 NOTES = {
@@ -45,10 +44,6 @@ def pg_app(make_app: Any, pg_dsn: str, root: Path | None = None, **kw: Any) -> A
         p.write_text(text, encoding="utf-8")
     app.indexer.reconcile()
     return app
-
-
-def q(app: Any, query: str, **kw: Any) -> dict[str, Any]:
-    return app.searcher.search(SearchRequest(query=query, **kw))
 
 
 def paths(res: dict[str, Any]) -> list[str]:

@@ -20,6 +20,8 @@ from memoryd import protocol
 from memoryd.errors import AlreadyRunning
 from memoryd.server import bind_socket, prepare_socket_path
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 ROOT = os.geteuid() == 0
 NOBODY = 65534
 

@@ -17,6 +17,8 @@ from memoryd.config import Config
 from memoryd.errors import ConfigError, InvalidInput, Refused
 from memoryd.search import SearchRequest
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 GHP = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
 AWS = "AKIAIOSFODNN7EXAMPLE"
 
@@ -99,7 +101,9 @@ def test_the_daily_log_line_is_redacted_whole_whatever_the_format_shows(make_app
 # --- import: every stored value can be read back, and no secret rides in history ---------------
 
 
-def test_imported_history_must_be_json_text_and_is_stored_redacted(make_app: Any) -> None:
+def test_imported_history_must_be_json_text_and_is_stored_redacted(
+    make_app: Any, new_store: Any
+) -> None:
     app = make_app(model=None)
     with pytest.raises(InvalidInput) as err:
         call(
@@ -122,12 +126,14 @@ def test_imported_history_must_be_json_text_and_is_stored_redacted(make_app: Any
     exported = json.dumps(call(app, "export")["items"])
     assert GHP not in exported and AWS not in exported
     # a round trip of what export wrote is unchanged
-    again = make_app(model=None, data_dir=str(app.cfg.data_dir) + "-2")
+    again = make_app(model=None, data_dir=str(app.cfg.data_dir) + "-2", store=new_store())
     call(again, "import", items=call(app, "export")["items"])
     assert call(again, "history", id=mid)["history"] == hist
 
 
-def test_history_with_a_non_json_value_in_the_database_still_answers(make_app: Any) -> None:
+def test_history_with_a_non_json_value_in_the_database_still_answers(
+    make_app: Any, new_store: Any
+) -> None:
     app = make_app(model=None)
     mid = call(app, "add", content="legacy row")["id"]
     from memoryd.store import lifecycle as lcstore
@@ -135,7 +141,7 @@ def test_history_with_a_non_json_value_in_the_database_still_answers(make_app: A
     with app.store.write() as con:
         lcstore.add_history(con, mid, 1.0, "content", "raw old", None)
     assert call(app, "history", id=mid)["history"][0]["old"] == "raw old"
-    again = make_app(model=None, data_dir=str(app.cfg.data_dir) + "-2")
+    again = make_app(model=None, data_dir=str(app.cfg.data_dir) + "-2", store=new_store())
     call(again, "import", items=call(app, "export")["items"])  # exports of such rows import
     assert call(again, "history", id=mid)["history"][0]["old"] == "raw old"
 
@@ -144,7 +150,7 @@ def test_history_with_a_non_json_value_in_the_database_still_answers(make_app: A
 
 
 def test_data_dir_and_log_file_inside_the_workspace_are_not_notes(
-    make_app: Any, tmp_path: Path
+    make_app: Any, tmp_path: Path, backend: str
 ) -> None:
     ws = tmp_path / "ws"
     app = make_app(
@@ -156,7 +162,8 @@ def test_data_dir_and_log_file_inside_the_workspace_are_not_notes(
     (ws / "memoryd-log.md").write_text("walrus in the log\n")
     (ws / "note.md").write_text("# Note\n\nthe gnu note\n")
     mid = call(app, "add", content="the walrus memory")["id"]
-    call(app, "checkpoint.create", name="c1")
+    if backend == "sqlite":  # a copy of the SQLite file in data/checkpoints
+        call(app, "checkpoint.create", name="c1")
     call(app, "delete", id=mid)
     call(app, "delete", path="note.md")  # moved to <data_dir>/trash, inside the workspace
     call(app, "reindex", full=True)
@@ -172,7 +179,7 @@ def test_data_dir_and_log_file_inside_the_workspace_are_not_notes(
     ]:
         with pytest.raises(InvalidInput):
             call(app, method, **params)
-    assert app.cfg.db_path.exists() and not (ws / "data" / "x.md").exists()
+    assert (backend != "sqlite" or app.cfg.db_path.exists()) and not (ws / "data" / "x.md").exists()
     assert call(app, "status", check=True)["drift"]["total"] == 0
 
 
@@ -281,7 +288,9 @@ def test_changing_any_field_the_line_shows_rewrites_it(make_app: Any) -> None:
 # --- ids stay small enough for every JSON reader -----------------------------------------------
 
 
-def test_an_imported_huge_id_is_renumbered_and_later_ids_stay_exact(make_app: Any) -> None:
+def test_an_imported_huge_id_is_renumbered_and_later_ids_stay_exact(
+    make_app: Any, new_store: Any
+) -> None:
     app = make_app(model=None)
     res = call(
         app,
@@ -297,7 +306,7 @@ def test_an_imported_huge_id_is_renumbered_and_later_ids_stay_exact(make_app: An
     later = call(app, "add", content="added afterwards")["id"]
     assert later < 2**32
     # what export writes imports back, ids and all
-    again = make_app(model=None, data_dir=str(app.cfg.data_dir) + "-2")
+    again = make_app(model=None, data_dir=str(app.cfg.data_dir) + "-2", store=new_store())
     back = call(again, "import", items=call(app, "export")["items"])
     assert back["renumbered"] == [] and sorted(back["ids"]) == sorted([*res["ids"], later])
 
@@ -305,6 +314,7 @@ def test_an_imported_huge_id_is_renumbered_and_later_ids_stay_exact(make_app: An
 # --- checkpoints: list only what can be restored or deleted ------------------------------------
 
 
+@pytest.mark.sqlite_only("checkpoints copy the SQLite file (PgStore.backup_to refuses)")
 def test_checkpoint_list_and_still_in_name_only_regular_files(make_app: Any) -> None:
     import os
 
@@ -343,6 +353,7 @@ def test_a_log_file_that_is_one_of_memoryds_own_files_is_a_config_error(
     assert load_config(conf, env={}).logging.file.endswith("memoryd.log")
 
 
+@pytest.mark.sqlite_only("checkpoints copy the SQLite file (PgStore.backup_to refuses)")
 def test_a_restore_takes_the_lines_of_memories_it_took_away(make_app: Any) -> None:
     app = make_app(model=None, dailylog={"filename": "%Y/%Y-%m-%d.md"})
     call(app, "add", content="kept through the restore")

@@ -13,6 +13,8 @@ from memoryd.errors import InvalidInput
 from memoryd.search import SIGNAL_SHARE, SearchRequest, normalise, rrf, weighted
 from memoryd.store.entries import Filters
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 
 def q(app: Any, query: str, **kw: Any) -> dict[str, Any]:
     return app.searcher.search(SearchRequest(query=query, record_access=False, **kw))

@@ -1,4 +1,5 @@
-"""The SQLite store: schema, durability settings, triggers, concurrency."""
+"""The store: schema, durability settings, triggers, concurrency. The tests of the store
+interface run on SQLite and PostgreSQL; those of the SQLite file, WAL and FTS5 on SQLite only."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from memoryd.markdown import sha256_text
 from memoryd.store import Store, entries, vectors
 from memoryd.store.entries import DocumentInfo, Filters, NewChunk, NewMemory
 from memoryd.store.migrations import MIGRATIONS, schema_version
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
 
 def mem(text: str, **kw: object) -> NewMemory:
@@ -33,12 +36,24 @@ def fts_ids(store: Store, match: str) -> list[int]:
 
 
 @pytest.fixture
-def store(tmp_path: Path):
+def store(tmp_path: Path, backend: str):
+    if backend == "postgres":
+        import pgserver
+
+        from memoryd.store.pg import PgSettings, PgStore
+
+        dsn = pgserver.fresh_dsn("store", migrated=True)
+        s = PgStore(PgSettings(dsn, "ws-test", "test"))
+        yield s
+        s.close()
+        pgserver.drop(dsn)
+        return
     s = Store(tmp_path / "data" / "memoryd.db")
     yield s
     s.close()
 
 
+@pytest.mark.sqlite_only("the SQLite file's mode, WAL and user_version")
 def test_new_database_is_private_wal_and_migrated(store: Store) -> None:
     assert stat.S_IMODE(os.stat(store.path).st_mode) == 0o600
     con = store.reader()
@@ -68,6 +83,9 @@ def test_identical_memory_returns_existing_id(store: Store) -> None:
     assert c != a  # namespaces do not mix
 
 
+@pytest.mark.sqlite_only(
+    "reads entries_fts, SQLite's FTS5 table (PostgreSQL's tsvector: test_search)"
+)
 def test_fts_follows_inserts_updates_deletes_and_document_cascade(store: Store) -> None:
     mid, _ = store.run_write(lambda con: entries.insert_memory(con, mem("zebra crossing"), 1.0))
     assert fts_ids(store, "zebra") == [mid]
@@ -118,7 +136,9 @@ def test_chunks_cannot_be_deleted_or_updated_as_memories(store: Store) -> None:
             now=1.0,
         )
     )
-    chunk_id = store.read(lambda con: con.execute("SELECT id FROM chunks").fetchall()[0][0])
+    chunk_id = store.read(
+        lambda con: con.execute("SELECT id FROM entries WHERE kind = 'chunk'").fetchall()[0][0]
+    )
     with pytest.raises(InvalidInput, match="edit the file"):
         store.run_write(lambda con: entries.delete_memory(con, chunk_id))
 
@@ -152,6 +172,9 @@ def test_write_rolls_back_on_error(store: Store) -> None:
     assert store.read(entries.counts)["memories"] == 0
 
 
+@pytest.mark.sqlite_only(
+    "holds a raw SQLite reader connection open (PostgreSQL's MVCC readers never block writers)"
+)
 def test_readers_do_not_block_the_writer(store: Store) -> None:
     con = store.reader()
     con.execute("BEGIN")
@@ -171,7 +194,7 @@ def test_readers_do_not_block_the_writer(store: Store) -> None:
     assert store.read(entries.counts)["memories"] == 1
 
 
-def test_vectors_keyed_by_hash_and_model(store: Store) -> None:
+def test_vectors_keyed_by_hash_and_model(store: Store, backend: str) -> None:
     model_id = store.run_write(lambda con: vectors.ensure_model(con, "m/3", "m", 3, 1.0))
     store.run_write(lambda con: entries.insert_memory(con, mem("one"), 1.0))
     pend = store.read(lambda con: vectors.pending(con, model_id, 10))
@@ -187,14 +210,12 @@ def test_vectors_keyed_by_hash_and_model(store: Store) -> None:
     assert store.read(vectors.active_model) is None  # not complete yet: keyword mode
     store.run_write(lambda con: vectors.mark_complete(con, other))
     assert store.read(vectors.active_model) == (other, "n/4", 4)
-    tables = store.read(
-        lambda con: [
-            r[0]
-            for r in con.execute(
-                "SELECT name FROM sqlite_master WHERE name LIKE 'vec_%' AND type = 'table'"
-            )
-        ]
+    catalog = (
+        "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'vec_%'"
+        if backend == "postgres"
+        else "SELECT name FROM sqlite_master WHERE name LIKE 'vec_%' AND type = 'table'"
     )
+    tables = store.read(lambda con: [r[0] for r in con.execute(catalog)])
     assert f"vec_{model_id}" not in tables
 
 
@@ -207,6 +228,7 @@ def test_vector_gc_waits_for_the_grace_period(store: Store) -> None:
     assert store.run_write(lambda con: vectors.gc(con, model_id, 200.0, 50.0)) == 1
 
 
+@pytest.mark.sqlite_only("copies the SQLite file (PgStore.backup_to refuses)")
 def test_backup_is_a_consistent_private_copy(store: Store, tmp_path: Path) -> None:
     store.run_write(lambda con: entries.insert_memory(con, mem("backed up"), 1.0))
     target = tmp_path / "snap" / "copy.db"
@@ -220,6 +242,7 @@ def test_backup_is_a_consistent_private_copy(store: Store, tmp_path: Path) -> No
         copy.close()
 
 
+@pytest.mark.sqlite_only("SQLite's quick_check and WAL checkpoint")
 def test_quick_check_and_checkpoint(store: Store) -> None:
     assert store.quick_check() == []
     busy, _, _ = store.checkpoint("RESTART")

@@ -8,10 +8,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoryd import api, lifecycle, transfer
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
 
 def call(app: Any, method: str, **params: Any) -> Any:
@@ -48,7 +51,9 @@ plans = st.lists(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(plans)
-def test_round_trip_keeps_ids_history_and_access_log(make_app: Any, plan: list) -> None:
+def test_round_trip_keeps_ids_history_and_access_log(
+    make_app: Any, new_store: Any, plan: list
+) -> None:
     base = Path(tempfile.mkdtemp(prefix="rt-"))
     try:
         opts: dict[str, Any] = {
@@ -56,8 +61,8 @@ def test_round_trip_keeps_ids_history_and_access_log(make_app: Any, plan: list) 
             "secrets": {"mode": "off"},
             "workspace": str(base / "ws"),
         }
-        src = make_app(**opts, data_dir=str(base / "src"))
-        dst = make_app(**opts, data_dir=str(base / "dst"))
+        src = make_app(**opts, data_dir=str(base / "src"), store=new_store())
+        dst = make_app(**opts, data_dir=str(base / "dst"), store=new_store())
         t = [1_800_000_000.0]
         src.memories.clock = lambda: t[0]
         for mem, uses, change, delete in plan:
@@ -92,11 +97,13 @@ def test_round_trip_keeps_ids_history_and_access_log(make_app: Any, plan: list) 
         shutil.rmtree(base, ignore_errors=True)
 
 
-def test_import_renumbers_only_when_the_id_is_taken(make_app: Any) -> None:
+def test_import_renumbers_only_when_the_id_is_taken(make_app: Any, new_store: Any) -> None:
     app = make_app(model=None)
     a = app.memories.add("alpha memory").id
     exported = app.store.read(lambda con: list(transfer.export(con)))
-    other = make_app(model=None, data_dir=str(Path(app.cfg.data_dir).parent / "other"))
+    other = make_app(
+        model=None, data_dir=str(Path(app.cfg.data_dir).parent / "other"), store=new_store()
+    )
     taken = other.memories.add("something else entirely").id
     assert taken == a
     counts = call(other, "import", items=exported)

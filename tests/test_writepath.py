@@ -15,6 +15,8 @@ from memoryd.errors import DiskFull, InvalidInput, NotFound, Refused, TooLarge
 from memoryd.store import Store
 from memoryd.store.migrations import MIGRATIONS, migrate
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 AWS = "AKIAIOSFODNN7EXAMPLE"
 GHP = "ghp_" + "a1B2" * 10
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"
@@ -271,6 +273,7 @@ def _daily(app: Any) -> str:
     return "".join(p.read_text() for p in (app.cfg.workspace / "daily").glob("*.md"))
 
 
+@pytest.mark.sqlite_only("checkpoints copy the SQLite file (PgStore.backup_to refuses)")
 def test_delete_removes_the_daily_log_line_and_names_older_copies(make_app: Any) -> None:
     app = make_app(model=None)
     keep = call(app, "add", content="the cafeteria opens at eight")["id"]
@@ -322,6 +325,7 @@ def test_prune_and_namespace_delete_forget_log_lines(make_app: Any) -> None:
 # --- the store under failure -------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("injects a failure into the SQLite writer's commit (apsw)")
 def test_failed_commit_is_rolled_back_and_later_writes_work(make_app: Any) -> None:
     app = make_app(model=None)
     real = app.store._commit
@@ -345,6 +349,7 @@ def _fill_disk(app: Any) -> None:
     con.execute(f"PRAGMA max_page_count = {pages}")
 
 
+@pytest.mark.sqlite_only("fills the SQLite file with PRAGMA max_page_count")
 def test_disk_full_is_diskfull_and_reads_keep_working(make_app: Any) -> None:
     app = make_app(model=None)
     mid = call(app, "add", content="written before the disk filled")["id"]
@@ -359,6 +364,7 @@ def test_disk_full_is_diskfull_and_reads_keep_working(make_app: Any) -> None:
     call(app, "add", content="written after space came back")
 
 
+@pytest.mark.sqlite_only("checkpoints copy the SQLite file (PgStore.backup_to refuses)")
 def test_failed_checkpoint_leaves_no_tmp_and_startup_cleans_up(
     make_app: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -413,6 +419,7 @@ def test_restore_refuses_empty_and_foreign_files(make_app: Any) -> None:
     assert call(app, "list")["items"][0]["content"] == "must survive a bad restore"
 
 
+@pytest.mark.sqlite_only("restores a SQLite checkpoint file")
 def test_restore_migrates_an_older_checkpoint_keeps_a_safety_copy_and_ids(
     make_app: Any, tmp_path: Path
 ) -> None:
@@ -465,6 +472,7 @@ def test_import_dry_run_checks_everything_and_stores_nothing(make_app: Any) -> N
         call(app, "import", items=[*items[:2], _item("x", importance=99)], dry_run=True)
 
 
+@pytest.mark.sqlite_only("checkpoints and snapshots copy the SQLite file")
 def test_checkpoint_delete_forgets_the_copy(make_app: Any) -> None:
     app = make_app(model=None)
     mid = call(app, "add", content="the locker combination is 1234")["id"]
@@ -507,6 +515,7 @@ def test_update_with_ttl_none_keeps_the_expiry(make_app: Any) -> None:
     assert call(app, "update", id=mid, expires_at=None)["expires_at"] is None
 
 
+@pytest.mark.sqlite_only("reads the bytes of the SQLite file (FTS5 secure-delete)")
 def test_a_deleted_memory_leaves_no_trace_in_the_database_file(make_app: Any) -> None:
     app = make_app(model=None)
     for i in range(30):

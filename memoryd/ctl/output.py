@@ -85,6 +85,12 @@ def location(entry: dict[str, Any]) -> str:
 
 def pending_note(result: dict[str, Any]) -> str | None:
     """Say so when a keyword-only answer was given because vectors are still being made."""
+    state = result.get("model_state")
+    if state:
+        return (
+            f"note: keyword results only: the embedding model is {state} "
+            "(`memoryctl status` shows when it is ready)"
+        )
     pending = result.get("pending_vectors") or 0
     if pending > 0 and result.get("mode") == "keyword":
         return (

@@ -32,14 +32,6 @@ def in_batches(values: Sequence[Any]) -> Iterator[tuple[list[Any], str]]:
         yield part, ",".join("?" * len(part))
 
 
-def vec_available() -> bool:
-    try:
-        import sqlite_vec  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _load_vec(con: apsw.Connection) -> bool:
     try:
         import sqlite_vec

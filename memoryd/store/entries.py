@@ -555,11 +555,20 @@ def id_high_water(con: apsw.Connection) -> int:
 
 
 def raise_id_high_water(con: apsw.Connection, high: int) -> None:
-    """Ids up to `high` are never handed out again (after a restore to an older copy)."""
-    if id_high_water(con) >= high:
-        return
+    """Ids up to `high` are never handed out again (after a restore to an older copy, or an
+    import that kept an id)."""
     if is_postgres(con):
-        con.execute("SELECT setval('all_entries_id_seq', ?)", (high,))
+        if high < 1:
+            return
+        # The sequence itself, not max(id): a row just inserted with an id given by hand is
+        # already in max(id) but not in the sequence. Never moves it back.
+        con.execute(
+            "SELECT setval('all_entries_id_seq', greatest(?,"
+            " (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM all_entries_id_seq)))",
+            (high,),
+        )
+        return
+    if id_high_water(con) >= high:
         return
     con.execute("DELETE FROM sqlite_sequence WHERE name = 'entries'")
     con.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('entries', ?)", (high,))

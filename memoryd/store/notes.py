@@ -14,7 +14,7 @@ from memoryd.store.db import in_batches
 
 def _prefix_sql(prefix: str) -> tuple[str, list[Any]]:
     if not prefix:
-        return "1", []
+        return "1 = 1", []
     return "(d.path = ? OR substr(d.path, 1, ?) = ?)", [prefix, len(prefix) + 1, prefix + "/"]
 
 
@@ -34,10 +34,13 @@ def list_documents(
 
 def recent_documents(con: apsw.Connection, since: float | None, limit: int) -> list[dict[str, Any]]:
     """Indexed files, most recently modified first (file mtime)."""
+    # Conditions are left out rather than written `? IS NULL OR ...`: PostgreSQL cannot type a
+    # parameter that is only compared with NULL.
+    where, params = ("d.mtime >= ?", [since]) if since is not None else ("1 = 1", [])
     rows = con.execute(
-        "SELECT d.id, d.path, d.size, d.mtime, d.meta FROM documents d"
-        " WHERE (? IS NULL OR d.mtime >= ?) ORDER BY d.mtime DESC, d.path LIMIT ?",
-        (since, since, limit),
+        f"SELECT d.id, d.path, d.size, d.mtime, d.meta FROM documents d WHERE {where}"
+        " ORDER BY d.mtime DESC, d.path LIMIT ?",
+        [*params, limit],
     ).fetchall()
     return _with_details(con, rows)
 
@@ -96,12 +99,18 @@ def recent_memories(
 ) -> list[dict[str, Any]]:
     """Memories most recently added or changed first: id, namespace, type, tier, content,
     created_at, updated_at (unix seconds). namespace None = every namespace."""
+    where, params = ["kind = 'memory'"], []
+    if namespace is not None:
+        where.append("namespace = ?")
+        params.append(namespace)
+    if since is not None:
+        where.append("coalesce(updated_at, created_at) >= ?")
+        params.append(since)
     rows = con.execute(
         "SELECT id, namespace, type, tier, content, tags, created_at, updated_at FROM entries"
-        " WHERE kind = 'memory' AND (? IS NULL OR namespace = ?)"
-        " AND (? IS NULL OR coalesce(updated_at, created_at) >= ?)"
+        f" WHERE {' AND '.join(where)}"
         " ORDER BY coalesce(updated_at, created_at) DESC, id DESC LIMIT ?",
-        (namespace, namespace, since, since, limit),
+        [*params, limit],
     ).fetchall()
     return [
         {

@@ -7,6 +7,8 @@ from typing import Any
 
 import apsw
 
+from memoryd.store.dialect import is_postgres
+from memoryd.store.entries import raise_id_high_water
 from memoryd.store.vectors import blob, table_name
 
 EXPORT_FIELDS = (
@@ -67,13 +69,17 @@ def free(con: apsw.Connection, entry_id: int) -> bool:
 
 def insert_memory(con: apsw.Connection, v: dict[str, Any], entry_id: int | None) -> int:
     """Insert a checked memory with every field; entry_id None: the next id."""
+    # The id column is named only when the id is given: PostgreSQL's identity column takes its
+    # default only when the column is left out (an explicit NULL breaks NOT NULL).
+    id_col, id_mark = ("id, ", "?, ") if entry_id is not None else ("", "")
     rows = con.execute(
-        "INSERT INTO entries(id, kind, namespace, content, content_hash, type, tags, source,"
+        f"INSERT INTO entries({id_col}kind, namespace, content, content_hash, type, tags, source,"
         " context, confidence, importance, tier, created_at, updated_at, expires_at,"
         " access_count, last_accessed_at, useful_count, validation_count)"
-        " VALUES (?, 'memory', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        f" VALUES ({id_mark}'memory', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " RETURNING id",
         (
-            entry_id,
+            *(() if entry_id is None else (entry_id,)),
             v["namespace"],
             v["content"],
             v["content_hash"],
@@ -93,4 +99,7 @@ def insert_memory(con: apsw.Connection, v: dict[str, Any], entry_id: int | None)
             v.get("validation_count", 0),
         ),
     ).fetchall()
+    if entry_id is not None and is_postgres(con):
+        # SQLite's AUTOINCREMENT moves past an id given by hand; a PostgreSQL sequence does not
+        raise_id_high_water(con, entry_id)
     return int(rows[0][0])

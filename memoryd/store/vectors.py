@@ -154,9 +154,12 @@ def rows_after(con: apsw.Connection, model_id: int, after: int) -> list[tuple[in
 
 
 def blob(value: object) -> bytes:
-    """float32 bytes of a stored vector (sqlite-vec gives bytes, pgvector a numpy array)."""
+    """float32 bytes of a stored vector (sqlite-vec gives bytes, pgvector a Vector or an array)."""
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
+    to_numpy = getattr(value, "to_numpy", None)  # pgvector.Vector
+    if to_numpy is not None:
+        value = to_numpy()
     return np.ascontiguousarray(value, dtype=np.float32).tobytes()
 
 

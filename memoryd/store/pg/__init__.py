@@ -109,6 +109,8 @@ class PgStore:
         self.pool.open(wait=False)
 
     def _configure(self, con: psycopg.Connection[Any]) -> None:
+        """Every pooled connection: autocommit (read() and write() open their transactions
+        explicitly), this daemon's workspace, the statement timeout, pgvector's types."""
         con.autocommit = True
         register_vector(con)
         con.execute(
@@ -116,7 +118,6 @@ class PgStore:
             " set_config('statement_timeout', %s, false)",
             [self.settings.workspace_id, str(self.settings.statement_timeout_ms)],
         )
-        con.autocommit = False
 
     # -- connections --------------------------------------------------------------------------
 
@@ -144,7 +145,8 @@ class PgStore:
                     raw.execute("SELECT set_config('memoryd.scope', 'all', true)")
                 return fn(PgConnection(raw))
             finally:
-                raw.rollback()
+                if not raw.closed:
+                    raw.execute("ROLLBACK")
 
     @contextmanager
     def write(self, *, durable: bool = False) -> Iterator[PgConnection]:
@@ -163,16 +165,12 @@ class PgStore:
         once per database: expiry, prune, vector collection), False in the others."""
         key = _lock_key(name)
         with self._connection() as raw:
-            raw.autocommit = True
+            got = bool(raw.execute("SELECT pg_try_advisory_lock(%s)", [key]).fetchone()[0])
             try:
-                got = bool(raw.execute("SELECT pg_try_advisory_lock(%s)", [key]).fetchone()[0])
-                try:
-                    yield got
-                finally:
-                    if got:
-                        raw.execute("SELECT pg_advisory_unlock(%s)", [key])
+                yield got
             finally:
-                raw.autocommit = False
+                if got:
+                    raw.execute("SELECT pg_advisory_unlock(%s)", [key])
 
     def ping(self) -> dict[str, Any]:
         """Whether the server answers now: {"ok": True, "server": version} or {"ok": False,
@@ -180,7 +178,6 @@ class PgStore:
         try:
             with self._connection() as raw:
                 version = raw.execute("SHOW server_version").fetchone()[0]
-                raw.rollback()
             return {"ok": True, "server": str(version)}
         except StoreUnavailable as exc:
             return {"ok": False, "error": exc.message}
@@ -195,12 +192,8 @@ class PgStore:
 
     def optimize(self) -> None:
         with self._connection() as raw:
-            raw.autocommit = True
-            try:
-                raw.execute("ANALYZE all_entries")
-                raw.execute("ANALYZE embeddings")
-            finally:
-                raw.autocommit = False
+            raw.execute("ANALYZE all_entries")
+            raw.execute("ANALYZE embeddings")
 
     def backup_to(self, target: Path) -> None:
         raise Refused(
@@ -220,7 +213,6 @@ class PgStore:
                     size = int(
                         raw.execute("SELECT pg_database_size(current_database())").fetchone()[0]
                     )
-                    raw.rollback()
             except StoreUnavailable:
                 return size
             self._size = (time.monotonic(), size)
