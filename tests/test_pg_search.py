@@ -80,6 +80,20 @@ def test_query_syntax(make_app: Any, pg_dsn: str) -> None:
     assert q(app, "zyxwvut quantum")["hits"] == []  # nothing answers: no hits
 
 
+def test_cjk(make_app: Any, pg_dsn: str) -> None:
+    app = pg_app(make_app, pg_dsn, model=None)
+    note = "# 决定\n\n我们决定用PostgreSQL作为主数据库。\n"
+    (app.cfg.workspace / "zh" / "pg.md").write_text(note)
+    app.indexer.reconcile()
+    assert paths(q(app, "用PostgreSQL")) == ["zh/pg.md"]  # a one-character run, then English
+    hit = q(app, "李明")["hits"][0]
+    assert "**李明**" in hit["snippet"], hit["snippet"]  # ts_headline alone cannot mark it
+    vocab = app.store.read(app.fuzzy.vocabulary)
+    assert {"数据", "库", "李明", "postgresql"} <= set(vocab.docs)
+    res = q(app, "数据库 postgrsql", mode="fuzzy")
+    assert res["mode"] == "fuzzy" and paths(res)[:1] == ["zh/pg.md"]
+
+
 def test_typo_correction(make_app: Any, pg_dsn: str) -> None:
     app = pg_app(make_app, pg_dsn, model=None)
     res = q(app, "replcation")

@@ -71,6 +71,7 @@ class _Builder:
         self.params: list[Any] = []
         self.negated = 0  # inside the right side of a NOT
         self.leaves: list[tuple[str, list[Any]]] = []  # the positive terms, for IDF weights
+        self.cjk: list[str] = []  # the CJK runs of the positive terms, for highlights
 
     def peek(self) -> str | None:
         return self.tokens[self.pos][0] if self.pos < len(self.tokens) else None
@@ -152,6 +153,8 @@ class _Builder:
             else:
                 self.params.append(" ".join(words))
                 parts.append(f"phraseto_tsquery('{CONFIG}', ?)")
+        if not self.negated:
+            self.cjk += runs
         for run in runs:
             self.params.append(run)
             parts.append("phraseto_tsquery('simple', memoryd_cjk_bigrams(?))")
@@ -238,7 +241,8 @@ def snippets(
     con: Any, match: str, ids: Sequence[int], open_mark: str, close_mark: str
 ) -> dict[int, str]:
     """ts_headline of the content, matches wrapped in the markers; '…' where text was cut."""
-    q, qparams = tsquery(match)
+    b = _Builder(match)
+    q, qparams = b.parse() or _EMPTY, b.params
     options = (
         f'StartSel="{open_mark}", StopSel="{close_mark}", MaxWords={SNIPPET_WORDS},'
         f" MinWords={SNIPPET_WORDS // 2}, ShortWord=0, HighlightAll=false"
@@ -249,8 +253,23 @@ def snippets(
         f" FROM (SELECT {q} AS q) q, entries e WHERE e.id = ANY(?)",
         [options, *qparams, list(ids)],  # in the order the ?s appear
     ):
-        out[int(i)] = _ellipsis(str(content), str(snip), open_mark, close_mark)
+        snip = _mark_cjk(str(snip), b.cjk, open_mark, close_mark)
+        out[int(i)] = _ellipsis(str(content), snip, open_mark, close_mark)
     return out
+
+
+def _mark_cjk(snip: str, runs: Sequence[str], open_mark: str, close_mark: str) -> str:
+    """Wrap the query's CJK runs in the markers where ts_headline could not: its parser reads
+    a CJK run of the text as one word, which the query's bigrams never equal."""
+    if not runs:
+        return snip
+    words = re.compile("|".join(map(re.escape, sorted(set(runs), key=len, reverse=True))))
+    # outside the spans already marked
+    pieces = re.split(f"({re.escape(open_mark)}.*?{re.escape(close_mark)})", snip)
+    return "".join(
+        p if p.startswith(open_mark) else words.sub(lambda m: open_mark + m[0] + close_mark, p)
+        for p in pieces
+    )
 
 
 def _ellipsis(content: str, snip: str, open_mark: str, close_mark: str) -> str:
