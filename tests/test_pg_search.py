@@ -94,6 +94,16 @@ def test_cjk(make_app: Any, pg_dsn: str) -> None:
     assert res["mode"] == "fuzzy" and paths(res)[:1] == ["zh/pg.md"]
 
 
+def test_near_duplicates_by_words(make_app: Any, pg_dsn: str) -> None:
+    # without a model, near duplicates are keyword matches (store/lifecycle keyword_memories)
+    app = pg_app(make_app, pg_dsn, model=None)
+    kept = app.memories.add("The staging cluster runs on three nodes", namespace="ops")
+    app.memories.add("Lunch is at noon", namespace="ops")
+    found = app.near_duplicates("the staging cluster runs on three nodes now", "ops")
+    assert [d["id"] for d in found] == [kept.id]
+    assert app.near_duplicates("the staging cluster runs on three nodes", "other") == []
+
+
 def test_typo_correction(make_app: Any, pg_dsn: str) -> None:
     app = pg_app(make_app, pg_dsn, model=None)
     res = q(app, "replcation")
