@@ -171,6 +171,9 @@ def test_no_input_raises(make_app: Any, pg_dsn: str, text: str) -> None:
     for match in (p.match, p.match_any, text):
         if match is not None:
             store.read(lambda con, m=match: fts.match_count(con, m, 10))
+            found = store.read(lambda con, m=match: fts.keyword_pool(con, m, "1 = 1", [], 5))
+            ids = [i for i, _, _ in found] or [1]
+            store.read(lambda con, m=match, i=ids: fts.snippets(con, m, i, "\x02", "\x03"))
 
 
 _stores: dict[str, Any] = {}
@@ -182,3 +185,33 @@ def _store(make_app: Any, pg_dsn: str) -> Any:
         _stores.clear()
         _stores[pg_dsn] = pg_app(make_app, pg_dsn, model=None).store
     return _stores[pg_dsn]
+
+
+def test_translation_is_parameterised() -> None:
+    from memoryd.store.pg import fts
+
+    sql, params = fts.tsquery('"a" AND ("b" OR "c"*) NOT "d"')
+    assert sql == (
+        "(phraseto_tsquery('english', ?) && ((phraseto_tsquery('english', ?)"
+        " || to_tsquery('english', ?)) && !!phraseto_tsquery('english', ?)))"
+    )
+    assert params == ["a", "b", "c:*", "d"]
+    assert [p for _, p in fts.terms('"a" OR "b" NOT "c"')] == [["a"], ["b"]]  # not c
+    sql, params = fts.tsquery('"数据库 x"')
+    assert "memoryd_cjk_bigrams(?)" in sql and params == ["x", "数据库"]
+    assert fts.tsquery('"x\':*|!" NOT')[1] == ["x"]  # only letters and digits reach a tsquery
+    assert fts.tsquery('NOT "x"') == ("''::tsquery", [])  # a negation alone matches nothing
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(ALPHABET + "()")), max_size=60) | st.text(max_size=60))
+def test_every_parameter_has_its_placeholder(text: str) -> None:
+    from memoryd.store.pg import fts
+
+    p = parse_query(text)
+    for match in (p.match, p.match_any, text):
+        if match is not None:
+            sql, params = fts.tsquery(match)
+            assert sql.count("?") == len(params)
+            for term_sql, term_params in fts.terms(match):
+                assert term_sql.count("?") == len(term_params)

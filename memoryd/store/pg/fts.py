@@ -111,10 +111,13 @@ class _Builder:
         while self.peek() == "NOT":
             self.take()
             self.negated += 1
+            start = len(self.params)
             right = self.primary()
             self.negated -= 1
-            if right is not None:
-                left = f"({left or _EMPTY} && !!{right})"
+            if right is not None and left is not None:
+                left = f"({left} && !!{right})"
+            else:  # a NOT without a left side matches nothing: drop it, with its parameters
+                del self.params[start:]
         return left
 
     def primary(self) -> str | None:
