@@ -3,6 +3,7 @@ typo correction and the workspace scope, against a real server (the `pg_dsn` fix
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +216,21 @@ def test_every_parameter_has_its_placeholder(text: str) -> None:
             assert sql.count("?") == len(params)
             for term_sql, term_params in fts.terms(match):
                 assert term_sql.count("?") == len(term_params)
+
+
+def test_quality_command_compares_the_backends(tmp_path: Path, capsys: Any) -> None:
+    import pgserver
+
+    from bench import quality
+
+    args = ["--fake", "--queries", "8", "--set", "cjk", "--modes", "keyword,hybrid"]
+    args += ["--backend", "postgres", "--dsn", pgserver.server_uri()]
+    code = quality.main([*args, "--cache", str(tmp_path / "c"), "--out", str(tmp_path / "o")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "nDCG@10, SQLite beside PostgreSQL:" in out
+    report = json.loads(next((tmp_path / "o").glob("quality-*.json")).read_text())
+    assert report["backend"] == "postgres"
+    for mode in ("keyword", "hybrid"):
+        pg = report["sets"]["cjk"]["modes"][mode]["ndcg@10"]
+        assert pg == pytest.approx(report["sqlite"]["cjk"]["modes"][mode]["ndcg@10"], abs=0.1)
