@@ -131,9 +131,8 @@ def test_filters(make_app: Any, pg_dsn: str) -> None:
 
 
 def test_workspace_scope(make_app: Any, pg_dsn: str, tmp_path: Path) -> None:
-    mine = pg_app(make_app, pg_dsn, model=None)
+    mine = pg_app(make_app, pg_dsn)
     theirs = make_app(
-        model=None,
         store={"backend": "postgres", "dsn": dsn_of(pg_dsn)},
         workspace=str(tmp_path / "ws2"),
         data_dir=str(tmp_path / "data2"),
@@ -149,7 +148,16 @@ def test_workspace_scope(make_app: Any, pg_dsn: str, tmp_path: Path) -> None:
     assert len(every["hits"]) == 3
     foreign = [h for h in every["hits"] if "workspace" in h]
     assert [h["content"] for h in foreign] == ["# DB\n\nMySQL replication is async."]
-    assert foreign[0]["workspace"] != ""
+    assert foreign[0]["workspace"] == theirs.store.settings.workspace_id
+    # the vector pool too: the other workspace's note is a neighbour only with "all"
+    settle(mine)
+    settle(theirs)
+    for mode in ("vector", "hybrid"):
+        text = "MySQL replication is async"
+        own = q(mine, text, mode=mode, limit=100)["hits"]
+        assert not any("workspace" in h for h in own), mode
+        hits = q(mine, text, mode=mode, limit=100, workspace="all")["hits"]
+        assert any("workspace" in h for h in hits), mode
     with pytest.raises(InvalidInput):
         q(mine, "replication", workspace="theirs")
 
