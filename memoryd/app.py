@@ -35,6 +35,7 @@ from memoryd.watcher import Watcher
 log = get_logger("memoryd.app")
 
 PROGRESS_EVERY_S = 10.0
+SHARED_CACHE_MAX_AGE_S = 30.0  # caches of a shared database are rebuilt at least this often
 
 
 def default_model_holder(cfg: Config) -> ModelHolder:
@@ -85,7 +86,8 @@ class App:
             lifecycle_settings=cfg.lifecycle,
             flag_secrets=cfg.secrets.flag_workspace_hits,
         )
-        self.triggers = lifecycle.TriggerIndex()
+        shared = getattr(self.store, "backend", "sqlite") != "sqlite"
+        self.triggers = lifecycle.TriggerIndex(max_age=SHARED_CACHE_MAX_AGE_S if shared else None)
         self.embedder = EmbedWorker(
             self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
         )
@@ -129,6 +131,9 @@ class App:
         self.index_progress: dict[str, int] | None = None  # while a reconcile runs
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
+        on_change = getattr(self.store, "on_change", None)  # a shared database (PgStore)
+        if on_change is not None:
+            on_change(self._changed_elsewhere)
 
     def _marked_paths(self, ids: set[int]) -> list[str]:
         """Workspace files whose indexed text holds the daily-log marker of one of `ids`."""
@@ -222,6 +227,22 @@ class App:
         self.fuzzy.invalidate()
         self.triggers.invalidate()
         self.embedder.wake()
+
+    def _changed_elsewhere(self, info: dict[str, Any]) -> None:
+        """Another daemon on the shared database changed memories, chunks or trigger phrases
+        (or the listener reconnected and may have missed some): drop what is cached. Not the
+        fuzzy vocabulary: rebuilding it scans every tsvector (ts_stat), and it refreshes by
+        itself every 30 s; a typo correction a few seconds late costs nothing."""
+        log.debug(
+            "changed by another daemon; caches dropped", **{k: str(v) for k, v in info.items()}
+        )
+        self.triggers.invalidate()
+        self.searcher.vector_cache.invalidate()
+        if info.get("reason") == "reconnected":
+            # back after an outage: what failed meanwhile is done now, not at the next run
+            self.embedder.retry_now()
+            if self.ready.is_set():
+                self.reconcile_soon("the database is reachable again")
 
     def _index_changed(self) -> None:
         self.fuzzy.invalidate()
@@ -376,9 +397,26 @@ class App:
         )
         return out
 
+    def store_status(self) -> dict[str, Any]:
+        """The `store` section of status: the backend and whether it answers now."""
+        info = getattr(self.store, "info", None)
+        if info is None:
+            return {"backend": getattr(self.store, "backend", "sqlite"), "ok": True, "error": None}
+        out = dict(info())
+        if out.get("down_since") is not None:
+            out["down_since"] = iso(out["down_since"])
+        return out
+
     def status(self, *, check: bool = False) -> dict[str, Any]:
-        counts = self.store.read(entries.counts)
-        vec = self.embedder.counts()
+        from memoryd.errors import StoreUnavailable
+
+        store = self.store_status()
+        try:
+            counts: dict[str, Any] | None = self.store.read(entries.counts)
+            vec = self.embedder.counts()
+        except StoreUnavailable as exc:  # status still answers: it says the server is gone
+            counts, vec = None, {"done": None, "pending": None}
+            store.update(ok=False, error=store.get("error") or exc.message)
         watcher_alive = self.watcher is not None and self.watcher.alive
         out: dict[str, Any] = {
             "version": __version__,
@@ -391,11 +429,16 @@ class App:
             "db_path": str(self.cfg.db_path),
             "db_bytes": self.store.size_bytes(),
             "counts": counts,
+            "store": store,
             "vectors": {
                 "done": vec["done"],
                 "embedding": self.embedder.running,
                 "last_error": self.embedder.last_error,
-                **self.embedder.progress(pending=vec["pending"]),
+                **(
+                    self.embedder.progress(pending=vec["pending"])
+                    if vec["pending"] is not None
+                    else {"pending": None, "rate_per_s": None, "eta_s": None, "current": None}
+                ),
             },
             "model": self.model.status(),
             "watcher": {"alive": watcher_alive, "error": self.watcher_error},
@@ -411,7 +454,7 @@ class App:
             },
         }
         out["jobs"] = self.jobs.list()
-        if check:
+        if check and store["ok"]:
             out["drift"] = self.indexer.drift()
         return out
 

@@ -9,6 +9,9 @@ writer lock: requests in flight finish on their snapshot, writes wait, and the i
 vectors come back together because they live in the same file. The id sequence never goes
 backwards (ids used after the checkpoint are not handed out again). Afterwards the workspace is
 reconciled, so files changed since the checkpoint are indexed as they are now.
+
+With a PostgreSQL store (docs/team.md) create, list and restore are refused (-32006) and point
+at pg_dump; delete still removes copies left in data_dir from the SQLite days.
 """
 
 from __future__ import annotations
@@ -37,6 +40,18 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 REQUIRED_TABLES = frozenset({"entries", "documents", "meta", "access_log", "embeddings"})
 
 
+def refuse_on_postgres(app: App, outcome: str) -> None:
+    """Checkpoints are copies of the SQLite file: with a PostgreSQL store, the server's own
+    backups (pg_dump, base backups, replicas) take their place (docs/team.md, "Backups")."""
+    if getattr(app.store, "backend", "sqlite") == "postgres":
+        raise Refused(
+            'checkpoints copy the SQLite file; with store.backend = "postgres" back the '
+            "database up with pg_dump (or your server's backups) and restore with pg_restore "
+            f"(docs/team.md, Backups); {outcome}. checkpoint.delete still removes copies "
+            "left from the SQLite days"
+        )
+
+
 def folder(app: App) -> Path:
     return app.cfg.data_dir / "checkpoints"
 
@@ -57,6 +72,7 @@ def _path(app: App, name: object) -> Path:
 
 def create(app: App, name: object) -> dict[str, Any]:
     path = _path(app, name)
+    refuse_on_postgres(app, "no checkpoint was made")
     if path.exists():
         raise InvalidInput(f"checkpoint {name!r} exists; pick another name or delete it first")
     app.store.backup_to(path)
@@ -79,6 +95,7 @@ def delete(app: App, name: object, kind: object = "checkpoint") -> dict[str, Any
 
 
 def list_all(app: App) -> list[dict[str, Any]]:
+    refuse_on_postgres(app, "there are no checkpoints to list")
     out = []
     for p in sorted(folder(app).glob("*.db")):
         st = _regular_stat(p)
@@ -115,6 +132,7 @@ def inspect(path: Path) -> int:
 
 def restore(app: App, name: object) -> dict[str, Any]:
     path = _path(app, name)
+    refuse_on_postgres(app, "nothing was restored")
     if not path.is_file():
         raise NotFound(f"no checkpoint named {name!r} (see checkpoint list)")
     version = inspect(path)

@@ -18,6 +18,7 @@ examples:
   memoryd config show                 print the effective configuration as TOML
   memoryd service install             run at login as a user service (systemd/launchd)
   memoryd mcp --namespace claude      MCP server on stdio for an AI agent (docs/agents.md)
+  memoryd store migrate --to postgres copy the SQLite store into PostgreSQL (docs/team.md)
 
 Configuration is read from --config, $MEMORYD_CONFIG, or $XDG_CONFIG_HOME/memoryd/config.toml;
 without a file the defaults work. Query the daemon with `memoryctl`.
@@ -53,6 +54,32 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--json", action="store_true", help="JSON instead of TOML (show)")
         c.set_defaults(func=cmd_config)
 
+    store = sub.add_parser("store", help="move the store to another backend (docs/team.md)")
+    store_sub = store.add_subparsers(dest="store_command", metavar="ACTION", required=True)
+    mig = store_sub.add_parser(
+        "migrate",
+        help="copy this config's SQLite store (memories, history, notes, vectors) into "
+        "PostgreSQL and check the counts",
+        description="Copy data_dir/memoryd.db into the PostgreSQL database of store.dsn (or "
+        "--dsn) in one transaction, with ids, history, triggers, access log, this workspace's "
+        "notes and the vectors (nothing is embedded again), then compare the counts on both "
+        "sides. Stop the daemon first. The SQLite file is left as it was. Rules for conflicts "
+        "and re-runs: docs/team.md.",
+    )
+    mig.add_argument("--to", required=True, choices=["postgres"], help="the target backend")
+    mig.add_argument("--dsn", help="the target database (default: store.dsn); no password in it")
+    mig.add_argument(
+        "--dry-run", action="store_true", help="copy and check inside a transaction, then roll back"
+    )
+    mig.add_argument(
+        "--replace-notes",
+        action="store_true",
+        help="remove this workspace's notes a daemon on PostgreSQL indexed already, and copy "
+        "the SQLite index in their place",
+    )
+    mig.add_argument("--config", type=Path, help="configuration file (TOML)")
+    mig.set_defaults(func=cmd_store_migrate)
+
     try:
         from memoryd import service
     except ImportError:  # pragma: no cover - service support is optional at import time
@@ -85,6 +112,20 @@ def cmd_config(args: argparse.Namespace) -> int:
         print(json.dumps(cfg.as_dict(), indent=2))
     else:
         print(to_toml(cfg), end="")
+    return 0
+
+
+def cmd_store_migrate(args: argparse.Namespace) -> int:
+    from memoryd.config import load_config
+    from memoryd.storemigrate import migrate, report_lines
+
+    result = migrate(
+        load_config(args.config),
+        dsn=args.dsn,
+        dry_run=args.dry_run,
+        replace_notes=args.replace_notes,
+    )
+    print("\n".join(report_lines(result)))
     return 0
 
 

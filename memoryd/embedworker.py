@@ -65,6 +65,7 @@ class EmbedWorker:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._changed = threading.Event()  # new text since the window was read
+        self._retry = threading.Event()  # ends the wait after a failure early
         self._run_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.model_id: int | None = None
@@ -83,8 +84,15 @@ class EmbedWorker:
         self._changed.set()
         self._wake.set()
 
+    def retry_now(self) -> None:
+        """The store is reachable again after an outage: retry at once, not after the
+        failure backoff (up to 5 minutes)."""
+        self._retry.set()
+        self._wake.set()
+
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
+        self._retry.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
@@ -109,7 +117,8 @@ class EmbedWorker:
             except Exception as exc:
                 self.last_error = str(exc)
                 log.error("embedding failed; texts stay pending", error=str(exc))
-                self._stop.wait(backoff)
+                self._retry.clear()
+                self._retry.wait(backoff)  # retry_now() (the store is back) cuts it short
                 backoff = min(backoff * 2, 300.0)
                 self._wake.set()
 
@@ -120,9 +129,17 @@ class EmbedWorker:
         ident = self.model.identity
         if self.model_id is None:
             now = self.clock()
-            self.model_id = self.store.run_write(
-                lambda con: vectors.ensure_model(con, ident.key, ident.name, ident.dim, now)
-            )
+            for attempt in range(3):
+                try:
+                    self.model_id = self.store.run_write(
+                        lambda con: vectors.ensure_model(con, ident.key, ident.name, ident.dim, now)
+                    )
+                    break
+                except Exception as exc:
+                    # on a shared database another daemon registered the same model (or created
+                    # its vector table) at the same moment: it is there now, look again
+                    if getattr(exc, "sqlstate", None) != "23505" or attempt == 2:
+                        raise
         return self.model_id
 
     def _embed(self, texts: list[str]) -> np.ndarray:

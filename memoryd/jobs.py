@@ -4,6 +4,12 @@ Each job is a plain function of the App. The scheduler runs each with max_instan
 coalesce=True (runs missed while the machine slept become one); a per-job lock also keeps
 `run_now` from overlapping a scheduled run. A job that raises is logged with its name, its error
 is kept for `memoryctl jobs`, and it runs again next time; nothing here can stop the daemon.
+
+Several daemons sharing one PostgreSQL database (store.backend = "postgres"): the jobs that
+work on the whole database (expiry, optimize: vector collection, access-log pruning, ANALYZE)
+run inside `store.exclusive(name)`, an advisory lock; a daemon that does not get it skips that
+run. The jobs on the SQLite file (checkpoint, quick_check, snapshot) have nothing to do there
+and say so in their result; backfill and reconcile are this daemon's own work.
 """
 
 from __future__ import annotations
@@ -28,8 +34,26 @@ log = get_logger("memoryd.jobs")
 ACCESS_LOG_DAYS = 90
 
 
+def _shared(app: App) -> bool:
+    return getattr(app.store, "backend", "sqlite") != "sqlite"
+
+
+def _sqlite_only(app: App, name: str) -> dict[str, Any] | None:
+    """The skip result of a job on the SQLite file when the store is a server database."""
+    if not _shared(app):
+        return None
+    st = app.jobs.states.get(name)
+    if st is None or st.runs == 0:  # one line per daemon, not one per run
+        log.info("job has nothing to do on this store backend", job=name, backend=app.store.backend)
+    return {"skipped": f"{name} works on the SQLite file; store.backend is {app.store.backend}"}
+
+
 def expiry(app: App) -> dict[str, Any]:
-    return {"removed": app.memories.expire()}
+    with app.store.exclusive("expiry") as mine:
+        if not mine:
+            log.debug("expiry runs in another daemon now; skipped", job="expiry")
+            return {"skipped": "another daemon is running it"}
+        return {"removed": app.memories.expire()}
 
 
 def backfill(app: App) -> dict[str, Any]:
@@ -37,12 +61,22 @@ def backfill(app: App) -> dict[str, Any]:
 
 
 def optimize(app: App) -> dict[str, Any]:
+    with app.store.exclusive("optimize") as mine:
+        if not mine:
+            log.debug("optimize runs in another daemon now; skipped", job="optimize")
+            return {"skipped": "another daemon is running it"}
+        return _optimize(app)
+
+
+def _optimize(app: App) -> dict[str, Any]:
     app.store.optimize()
     now = app.clock()
     collected = 0
     model_id = app.embedder.model_id
     grace = app.cfg.embedding.vector_gc_days * 86400
-    with app.store.write() as con:
+    # on a shared database, a vector is an orphan only when no workspace's entry uses it
+    scope = {"scope": "all"} if _shared(app) else {}
+    with app.store.write(**scope) as con:
         if model_id is not None:
             collected = vectors.gc(con, model_id, now, grace)
         pruned = entries.prune_access_log(con, now - ACCESS_LOG_DAYS * 86400)
@@ -52,6 +86,9 @@ def optimize(app: App) -> dict[str, Any]:
 
 
 def checkpoint(app: App) -> dict[str, Any]:
+    skipped = _sqlite_only(app, "checkpoint")
+    if skipped is not None:
+        return skipped
     busy, wal_pages, moved = app.store.checkpoint("RESTART")
     return {"busy": busy, "wal_pages": wal_pages, "checkpointed": moved}
 
@@ -61,6 +98,9 @@ class IntegrityError(Exception):
 
 
 def quick_check(app: App) -> dict[str, Any]:
+    skipped = _sqlite_only(app, "quick_check")
+    if skipped is not None:
+        return skipped
     problems = app.store.quick_check()
     if problems:
         log.critical(
@@ -85,6 +125,9 @@ def reconcile(app: App) -> dict[str, Any]:
 
 
 def snapshot(app: App) -> dict[str, Any]:
+    skipped = _sqlite_only(app, "snapshot")
+    if skipped is not None:
+        return skipped
     keep = app.cfg.jobs.snapshot_keep
     folder = app.cfg.data_dir / "snapshots"
     if keep <= 0:

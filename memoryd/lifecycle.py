@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -65,27 +66,42 @@ def set_triggers(con: apsw.Connection, entry_id: int, phrases: Sequence[str]) ->
 class TriggerIndex:
     """Phrases by their first word; a prompt is scanned once, word by word."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_age: float | None = None) -> None:
         self._lock = threading.Lock()
+        self._lock_gen = threading.Lock()
         self._by_first: dict[str, list[tuple[tuple[str, ...], int]]] = {}
-        self._stale = True
+        # invalidate() bumps the generation; the index is stale until built at the current one
+        # (an invalidation during a build, e.g. from another daemon's change, is not lost)
+        self._generation = 1
+        self._built: tuple[int, float] = (0, 0.0)
+        # max_age (shared database): rebuilt at least this often, in case a change from
+        # another daemon was read just before its snapshot
+        self.max_age = max_age
 
     def invalidate(self) -> None:
-        self._stale = True
+        with self._lock_gen:
+            self._generation += 1
+
+    def _stale(self) -> bool:
+        generation, at = self._built
+        if generation != self._generation:
+            return True
+        return self.max_age is not None and time.monotonic() - at > self.max_age
 
     def _build(self, con: apsw.Connection) -> None:
+        generation = self._generation
         by_first: dict[str, list[tuple[tuple[str, ...], int]]] = {}
         for entry_id, norm in lcstore.trigger_norms(con):
             words = tuple(norm.split())
             if words:
                 by_first.setdefault(words[0], []).append((words, int(entry_id)))
-        self._by_first, self._stale = by_first, False
+        self._by_first, self._built = by_first, (generation, time.monotonic())
 
     def match(self, con: apsw.Connection, prompt: str) -> dict[int, list[str]]:
         """entry id -> the phrases (normalised) that occur in the prompt."""
-        if self._stale:
+        if self._stale():
             with self._lock:
-                if self._stale:
+                if self._stale():
                     self._build(con)
         words = normalise_phrase(prompt).split()
         found: dict[int, list[str]] = {}

