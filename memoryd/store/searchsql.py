@@ -162,9 +162,10 @@ def match_count(con: apsw.Connection, match: str, cap: int) -> int:
 
 
 def entry_count(con: apsw.Connection) -> int:
-    """How many entries the keyword index holds (the n of IDF)."""
-    sql = "SELECT count(*) FROM entries" if is_postgres(con) else "SELECT count(*) FROM entries_fts"
-    row = con.execute(sql).fetchone()
+    """How many entries the keyword index holds (the n of IDF): every entry is indexed (by
+    triggers), so the table's count, which SQLite reads from its smallest index (1 ms at 100K
+    entries) instead of walking the FTS5 table (30 ms)."""
+    row = con.execute("SELECT count(*) FROM entries").fetchone()
     return int(row[0] or 0) if row else 0
 
 
