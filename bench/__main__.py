@@ -1,5 +1,6 @@
 """python -m bench [--size smoke|small|medium|large] [--no-model] [--skip-daemon]
 python -m bench quality [--set NAME] [--modes keyword,vector,hybrid,auto] [--json]
+                        [--backend postgres [--dsn DSN]]   (beside SQLite; bench/quality.py)
 python -m bench embedding | reads | bursts | soak --minutes N (bench/embedding.py)
 
 Prints a table and writes bench/results/<time>.json. See BENCHMARKS.md for the figures.

@@ -311,6 +311,12 @@ SEARCH_SCHEMA: dict[str, Any] = {
         "description": "note (default) = one result per note with its other matching sections; "
         "none = every matching chunk",
     },
+    "workspace": {
+        "type": "string",
+        "enum": ["this", "all"],
+        "description": "this (default) = this machine's notes and the memories; all = every "
+        "machine's notes too (a team's shared PostgreSQL store)",
+    },
 }
 
 

@@ -40,6 +40,7 @@ from typing import Any, Protocol, TypeVar
 import apsw
 import numpy as np
 
+from memoryd import hits as hits_
 from memoryd import lifecycle, secretguard
 from memoryd.answerability import missing_name
 from memoryd.errors import InvalidInput, Unavailable
@@ -74,7 +75,7 @@ from memoryd.snippets import (  # noqa: F401
     plain_snippet,
     render_snippet,
 )
-from memoryd.store import Store, entries, searchsql, vectors
+from memoryd.store import Store, searchsql, vectors
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.tokenizer import has_cjk
 from memoryd.vecindex import vector_index
@@ -522,19 +523,6 @@ class Searcher:
             n.components["relevance"] = n.fused
         return notes
 
-    def _snippets(self, con: apsw.Connection, top: list[Candidate]) -> dict[int, str]:
-        """FTS5 snippets for the final hits only (a snippet per match would cost too much at
-        scale), rendered as safe markdown."""
-        by_match: dict[str, list[int]] = {}
-        for c in top:
-            if c.match:
-                by_match.setdefault(c.match, []).append(c.id)
-        out: dict[int, str] = {}
-        for match, ids in by_match.items():
-            for i, snip in searchsql.snippets(con, match, ids, _OPEN, _CLOSE).items():
-                out[i] = snip
-        return out
-
     def _finish(
         self,
         con: apsw.Connection,
@@ -571,68 +559,15 @@ class Searcher:
             c.components["updated_at"] = float(r["updated_at"])
         candidates = order([c for c in candidates if c.id in raw])
         top = candidates[:limit]
-        records = entries.get_many(con, [c.id for c in top])
-        snippets = self._snippets(con, top)
-        hits = []
-        for c in top:
-            rec = records.get(c.id)
-            if rec is None:
-                continue
-            marked = snippets.get(c.id)
-            clean = marked is not None and _OPEN not in rec["content"]
-            clean = clean and _CLOSE not in rec["content"]
-            hit = {
-                **rec,
-                "score": round(c.final, 6),
-                "snippet": render_snippet(marked)
-                if clean and marked
-                else plain_snippet(rec["content"]),
-            }
-            if req.group == "note" and rec["kind"] == "chunk":
-                hit["sections"] = [
-                    {
-                        "id": sec.id,
-                        "heading_path": None,
-                        "start_line": None,
-                        "end_line": None,
-                        "score": round(min(1.0, (1 - SIGNAL_SHARE) * sec.fused), 6),
-                    }
-                    for sec in c.sections
-                    if sec.id != c.id
-                ]
-            if self.flag_secrets and rec["kind"] == "chunk":
-                found = self._secret_kinds(rec["content_hash"], rec["content"])
-                if found:
-                    hit["secrets"] = found
-            if req.explain:
-                hit["explain"] = {
-                    "mode": mode,
-                    "group": req.group,
-                    "keyword_rank": c.keyword_rank,
-                    "bm25": c.bm25,
-                    "partial": c.partial,
-                    "vector_rank": c.vector_rank,
-                    "similarity": c.similarity,
-                    "coverage": c.coverage,
-                    "similarity_floor": scale[0],
-                    "fusion": self.settings.fusion,
-                    **{
-                        k: round(v, 6)
-                        for k, v in c.components.items()
-                        if k not in ("updated_at", "keyword", "vector")
-                    },
-                    "keyword_part": round(c.components.get("keyword", 0.0), 6),
-                    "vector_part": round(c.components.get("vector", 0.0), 6),
-                    "final": round(c.final, 6),
-                }
-            hits.append(hit)
-        _fill_sections(con, hits)
-        if req.workspace == "all":
-            foreign = searchsql.foreign_workspaces(con, [h["id"] for h in hits])
-            for h in hits:
-                if h["id"] in foreign:
-                    h["workspace"] = foreign[h["id"]]
-        return hits
+        return hits_.render(
+            con,
+            top,
+            req,
+            mode,
+            scale,
+            self.settings.fusion,
+            self._secret_kinds if self.flag_secrets else None,
+        )
 
 
 def base_filters(f: Filters) -> Filters:
@@ -659,19 +594,3 @@ def narrowing(f: Filters) -> bool:
         or f.min_importance is not None
         or f.tiers
     )
-
-
-def _fill_sections(con: apsw.Connection, hits: list[dict[str, Any]]) -> None:
-    """Line ranges and headings of the other matching sections of each note."""
-    ids = [sec["id"] for h in hits for sec in h.get("sections", ())]
-    if not ids:
-        return
-    records = entries.get_many(con, ids)
-    for h in hits:
-        for sec in h.get("sections", ()):
-            rec = records.get(sec["id"])
-            if rec is not None:
-                sec["heading_path"] = rec.get("heading_path")
-                sec["start_line"] = rec.get("start_line")
-                sec["end_line"] = rec.get("end_line")
-        h.get("sections", []).sort(key=lambda sec: -sec["score"])

@@ -95,7 +95,8 @@ def pg_dsn() -> Iterator[str]:
 #
 # A test module marked `pytestmark = pytest.mark.backends` runs each of its tests that builds an
 # App or a daemon (through `config_dict`: `make_app`, `daemon_factory`) twice: `test_x[sqlite]`
-# and `test_x[postgres]`, the latter on a fresh database of the session's embedded server. A
+# and `test_x[postgres]`, the latter on an empty database of its own on the session's embedded
+# server (tests/pgserver.py: fresh_dsn(migrated=True), emptied and reused after the test). A
 # test that cannot apply to PostgreSQL says why: `@pytest.mark.sqlite_only("reason")`.
 # MEMORYD_TEST_BACKEND=sqlite|postgres|both (default both) narrows a run to one variant.
 
@@ -127,7 +128,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """MEMORYD_TEST_BACKEND=postgres leaves out the SQLite-only tests of the API modules too."""
+    """Counts the API suite's variants for the summary; MEMORYD_TEST_BACKEND=postgres leaves
+    out the SQLite-only tests of the API modules too."""
+    params = [getattr(getattr(i, "callspec", None), "params", {}) for i in items]
+    config.stash[_COUNTS] = (
+        sum(p.get("backend") == "postgres" for p in params),
+        sum(
+            bool(i.get_closest_marker("backends") and i.get_closest_marker("sqlite_only"))
+            for i in items
+        ),
+    )
     if selected_backends() != ["postgres"]:
         return
     keep, drop = [], []
@@ -139,6 +149,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+_COUNTS = pytest.StashKey[tuple[int, int]]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    postgres, sqlite_only = config.stash.get(_COUNTS, (0, 0))
+    if postgres or sqlite_only:
+        terminalreporter.write_line(
+            f"API suite: {postgres} tests collected on PostgreSQL; {sqlite_only} marked "
+            "sqlite_only (list them: pytest -m sqlite_only --collect-only -q)"
+        )
 
 
 @pytest.fixture
@@ -165,14 +187,14 @@ def config_dict(tmp_path: Path, short_dir: Path, backend: str) -> Iterator[dict[
     dsn = pgserver.fresh_dsn("api", migrated=True)
     cfg["store"] = {"backend": "postgres", "dsn": dsn}
     yield cfg
-    pgserver.drop(dsn)
+    pgserver.release(dsn)
 
 
 @pytest.fixture
 def new_store(backend: str) -> Iterator[Callable[[], dict[str, Any]]]:
     """`make_app(store=new_store(), data_dir=...)`: a store of its own for an App that must
     not share config_dict's (on SQLite a new data_dir is enough; on PostgreSQL, where the
-    data lives in the database, it is a new database, dropped after the test)."""
+    data lives in the database, it is another database of its own)."""
     made: list[str] = []
 
     def new() -> dict[str, Any]:
@@ -188,7 +210,7 @@ def new_store(backend: str) -> Iterator[Callable[[], dict[str, Any]]]:
         import pgserver
 
         for dsn in made:
-            pgserver.drop(dsn)
+            pgserver.release(dsn)
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from memoryd.store import Store, tokenizer
 from memoryd.store.db import connect
 from memoryd.store.migrations import MIGRATIONS, m004_cjk_tokenizer, migrate
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 NOTES = {
     "zh.md": "# 决定\n\n我们决定用PostgreSQL作为主数据库。李明负责迁移，周六晚上停机两小时。\n",
     "ja.md": "# 予定\n\n明日の勉強会は渋谷で開催します。テーマはKubernetesの運用です。\n",
@@ -170,7 +172,7 @@ def test_highlights_land_on_character_boundaries(app: Any, query: str) -> None:
 
 
 def test_fuzzy_vocabulary_reads_the_cjk_index(app: Any) -> None:
-    vocab = app.fuzzy.vocabulary(app.store.reader())
+    vocab = app.store.read(app.fuzzy.vocabulary)
     assert {"数据", "库", "李明", "run"} <= set(vocab.docs)
     # a misspelt English word next to a CJK word: the CJK word is kept, the typo corrected
     res = q(app, "李明 postgrsql", mode="fuzzy")

@@ -487,6 +487,7 @@ PARAMS = [
     ),
     (["export", "--namespace", "proj"], "export", {"namespace": "proj"}),
     (["search", "auth", "--chunks"], "search", {"query": "auth", "group": "none"}),
+    (["search", "auth", "--all-workspaces"], "search", {"query": "auth", "workspace": "all"}),
     (["used", "7"], "used", {"id": 7}),
     (["recent"], "recent_activity", {}),
     (

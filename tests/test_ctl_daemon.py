@@ -8,7 +8,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import wait_for
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
 GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
@@ -70,6 +73,7 @@ def test_import_allow_secrets_and_renumbered_ids(daemon_factory: Any, tmp_path: 
     assert as_json == {"imported": 0, "skipped_duplicates": 2, "vectors": 0, "renumbered": []}
 
 
+@pytest.mark.sqlite_only("checkpoints and snapshots copy the SQLite file")
 def test_checkpoint_delete_and_delete_names_the_copies(daemon_factory: Any) -> None:
     d = daemon_factory()
     mid = d.call("add", {"content": "the vault code is 1234"})["id"]
@@ -161,6 +165,7 @@ def test_links_and_backlinks_on_the_fixture_vault(daemon_factory: Any, tmp_path:
     assert d.ctl("--json", "backlinks", "work/Plan.md").returncode == 0
 
 
+@pytest.mark.sqlite_only("checkpoints and snapshots copy the SQLite file")
 def test_prune_names_the_copies_too(daemon_factory: Any) -> None:
     d = daemon_factory()
     mid = d.call("add", {"content": "an old plan", "tier": "deprecated"})["id"]

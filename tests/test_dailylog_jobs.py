@@ -15,6 +15,8 @@ from conftest import wait_for
 from memoryd.jobs import Jobs
 from memoryd.search import SearchRequest
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 
 def today_log(app: Any) -> Path:
     return app.cfg.workspace / "daily" / f"{datetime.now().astimezone():%Y-%m-%d}.md"
@@ -172,6 +174,7 @@ def test_reconcile_repairs_what_the_watcher_missed(make_app: Any) -> None:
     assert count_hits(app, "axolotl") == 1 and count_hits(app, "armadillo") == 0
 
 
+@pytest.mark.sqlite_only("quick_check reads the SQLite file; the job skips on PostgreSQL")
 def test_quick_check_failure_is_loud(make_app: Any, capsys: pytest.CaptureFixture[str]) -> None:
     app = make_app(model=None)
     app.store.quick_check = lambda: ["*** in database main *** Page 7: btreeInitPage() error"]
@@ -181,6 +184,7 @@ def test_quick_check_failure_is_loud(make_app: Any, capsys: pytest.CaptureFixtur
     assert {j["name"]: j for j in app.jobs.list()}["quick_check"]["failures"] == 1
 
 
+@pytest.mark.sqlite_only("snapshots copy the SQLite file (PgStore.backup_to refuses)")
 def test_snapshots_keep_the_newest(make_app: Any) -> None:
     app = make_app(model=None, jobs={"snapshot_keep": 2})
     t = [1_700_000_000.0]

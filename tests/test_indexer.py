@@ -11,6 +11,8 @@ import pytest
 from memoryd.pathrules import compile_glob
 from memoryd.search import SearchRequest
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 
 def write(path: Path, text: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -29,8 +31,8 @@ def search_paths(app: Any, query: str) -> list[str]:
 def chunk_rows(app: Any) -> list[tuple]:
     return app.store.read(
         lambda con: con.execute(
-            "SELECT e.id, d.path, e.content_hash FROM chunks e JOIN documents d"
-            " ON d.id = e.document_id ORDER BY e.id"
+            "SELECT e.id, d.path, e.content_hash FROM entries e JOIN documents d"
+            " ON d.id = e.document_id WHERE e.kind = 'chunk' ORDER BY e.id"
         ).fetchall()
     )
 

@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from memoryd.mcp_tools import Bridge, call_tool, fmt_hits
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPECTED_TOOLS = {

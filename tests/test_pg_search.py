@@ -3,6 +3,7 @@ typo correction and the workspace scope, against a real server (the `pg_dsn` fix
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,30 @@ def test_query_syntax(make_app: Any, pg_dsn: str) -> None:
     assert q(app, "zyxwvut quantum")["hits"] == []  # nothing answers: no hits
 
 
+def test_cjk(make_app: Any, pg_dsn: str) -> None:
+    app = pg_app(make_app, pg_dsn, model=None)
+    note = "# 决定\n\n我们决定用PostgreSQL作为主数据库。\n"
+    (app.cfg.workspace / "zh" / "pg.md").write_text(note)
+    app.indexer.reconcile()
+    assert paths(q(app, "用PostgreSQL")) == ["zh/pg.md"]  # a one-character run, then English
+    hit = q(app, "李明")["hits"][0]
+    assert "**李明**" in hit["snippet"], hit["snippet"]  # ts_headline alone cannot mark it
+    vocab = app.store.read(app.fuzzy.vocabulary)
+    assert {"数据", "库", "李明", "postgresql"} <= set(vocab.docs)
+    res = q(app, "数据库 postgrsql", mode="fuzzy")
+    assert res["mode"] == "fuzzy" and paths(res)[:1] == ["zh/pg.md"]
+
+
+def test_near_duplicates_by_words(make_app: Any, pg_dsn: str) -> None:
+    # without a model, near duplicates are keyword matches (store/lifecycle keyword_memories)
+    app = pg_app(make_app, pg_dsn, model=None)
+    kept = app.memories.add("The staging cluster runs on three nodes", namespace="ops")
+    app.memories.add("Lunch is at noon", namespace="ops")
+    found = app.near_duplicates("the staging cluster runs on three nodes now", "ops")
+    assert [d["id"] for d in found] == [kept.id]
+    assert app.near_duplicates("the staging cluster runs on three nodes", "other") == []
+
+
 def test_typo_correction(make_app: Any, pg_dsn: str) -> None:
     app = pg_app(make_app, pg_dsn, model=None)
     res = q(app, "replcation")
@@ -106,9 +131,8 @@ def test_filters(make_app: Any, pg_dsn: str) -> None:
 
 
 def test_workspace_scope(make_app: Any, pg_dsn: str, tmp_path: Path) -> None:
-    mine = pg_app(make_app, pg_dsn, model=None)
+    mine = pg_app(make_app, pg_dsn)
     theirs = make_app(
-        model=None,
         store={"backend": "postgres", "dsn": dsn_of(pg_dsn)},
         workspace=str(tmp_path / "ws2"),
         data_dir=str(tmp_path / "data2"),
@@ -124,7 +148,16 @@ def test_workspace_scope(make_app: Any, pg_dsn: str, tmp_path: Path) -> None:
     assert len(every["hits"]) == 3
     foreign = [h for h in every["hits"] if "workspace" in h]
     assert [h["content"] for h in foreign] == ["# DB\n\nMySQL replication is async."]
-    assert foreign[0]["workspace"] != ""
+    assert foreign[0]["workspace"] == theirs.store.settings.workspace_id
+    # the vector pool too: the other workspace's note is a neighbour only with "all"
+    settle(mine)
+    settle(theirs)
+    for mode in ("vector", "hybrid"):
+        text = "MySQL replication is async"
+        own = q(mine, text, mode=mode, limit=100)["hits"]
+        assert not any("workspace" in h for h in own), mode
+        hits = q(mine, text, mode=mode, limit=100, workspace="all")["hits"]
+        assert any("workspace" in h for h in hits), mode
     with pytest.raises(InvalidInput):
         q(mine, "replication", workspace="theirs")
 
@@ -147,6 +180,9 @@ def test_no_input_raises(make_app: Any, pg_dsn: str, text: str) -> None:
     for match in (p.match, p.match_any, text):
         if match is not None:
             store.read(lambda con, m=match: fts.match_count(con, m, 10))
+            found = store.read(lambda con, m=match: fts.keyword_pool(con, m, "1 = 1", [], 5))
+            ids = [i for i, _, _ in found] or [1]
+            store.read(lambda con, m=match, i=ids: fts.snippets(con, m, i, "\x02", "\x03"))
 
 
 _stores: dict[str, Any] = {}
@@ -158,3 +194,51 @@ def _store(make_app: Any, pg_dsn: str) -> Any:
         _stores.clear()
         _stores[pg_dsn] = pg_app(make_app, pg_dsn, model=None).store
     return _stores[pg_dsn]
+
+
+def test_translation_is_parameterised() -> None:
+    from memoryd.store.pg import fts
+
+    sql, params = fts.tsquery('"a" AND ("b" OR "c"*) NOT "d"')
+    assert sql == (
+        "(phraseto_tsquery('english', ?) && ((phraseto_tsquery('english', ?)"
+        " || to_tsquery('english', ?)) && !!phraseto_tsquery('english', ?)))"
+    )
+    assert params == ["a", "b", "c:*", "d"]
+    assert [p for _, p in fts.terms('"a" OR "b" NOT "c"')] == [["a"], ["b"]]  # not c
+    sql, params = fts.tsquery('"数据库 x"')
+    assert "memoryd_cjk_bigrams(?)" in sql and params == ["x", "数据库"]
+    assert fts.tsquery('"x\':*|!" NOT')[1] == ["x"]  # only letters and digits reach a tsquery
+    assert fts.tsquery('NOT "x"') == ("''::tsquery", [])  # a negation alone matches nothing
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(ALPHABET + "()")), max_size=60) | st.text(max_size=60))
+def test_every_parameter_has_its_placeholder(text: str) -> None:
+    from memoryd.store.pg import fts
+
+    p = parse_query(text)
+    for match in (p.match, p.match_any, text):
+        if match is not None:
+            sql, params = fts.tsquery(match)
+            assert sql.count("?") == len(params)
+            for term_sql, term_params in fts.terms(match):
+                assert term_sql.count("?") == len(term_params)
+
+
+def test_quality_command_compares_the_backends(tmp_path: Path, capsys: Any) -> None:
+    import pgserver
+
+    from bench import quality
+
+    args = ["--fake", "--queries", "8", "--set", "cjk", "--modes", "keyword,hybrid"]
+    args += ["--backend", "postgres", "--dsn", pgserver.server_uri()]
+    code = quality.main([*args, "--cache", str(tmp_path / "c"), "--out", str(tmp_path / "o")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "nDCG@10, SQLite beside PostgreSQL:" in out
+    report = json.loads(next((tmp_path / "o").glob("quality-*.json")).read_text())
+    assert report["backend"] == "postgres"
+    for mode in ("keyword", "hybrid"):
+        pg = report["sets"]["cjk"]["modes"][mode]["ndcg@10"]
+        assert pg == pytest.approx(report["sqlite"]["cjk"]["modes"][mode]["ndcg@10"], abs=0.1)

@@ -103,3 +103,24 @@ def test_a_password_in_the_dsn_is_refused() -> None:
         with pytest.raises(ConfigError, match="password"):
             Config.from_dict({"store": {"backend": "postgres", "dsn": dsn}})
     Config.from_dict({"store": {"backend": "postgres", "dsn": "postgresql://u@h/db"}})
+
+
+def test_a_connection_lost_at_commit_says_the_change_may_not_be_stored(pg_dsn: str) -> None:
+    """The server may or may not have committed when the connection breaks at COMMIT: the
+    error says so (and that a retry is safe), instead of claiming nothing was written."""
+    import psycopg
+
+    from memoryd.errors import StoreUnavailable
+
+    store = _store(pg_dsn, "ws-a")
+    try:
+        lost = pytest.raises(StoreUnavailable, match="may or may not be stored")
+        with lost, store.write() as con:
+            insert_memory(con, NewMemory("lost at commit", "hl", "fact"), 1.0)
+            pid = con.execute("SELECT pg_backend_pid()").fetchone()[0]
+            with psycopg.connect(pg_dsn, autocommit=True) as other:
+                other.execute("SELECT pg_terminate_backend(%s)", [pid])
+        found = store.read(lambda con: con.execute("SELECT count(*) FROM entries").fetchone())
+        assert found == (0,)  # the server rolled the transaction back with the session
+    finally:
+        store.close()

@@ -24,6 +24,8 @@ from memoryd.search import (
 from memoryd.store.entries import Filters
 from memoryd.vecindex import hamming, popcount_rows, popcount_table
 
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
 # --- the vector cache without NumPy 2 ------------------------------------------------------------
 
 

@@ -283,6 +283,10 @@ def test_questions_match_on_some_terms_and_single_typos_are_corrected(make_app: 
     assert res["mode"] == "fuzzy" and "docker" in res["hits"][0]["content"]
 
 
+@pytest.mark.sqlite_only(
+    "VectorCache (SQLite's in-memory index) against sqlite-vec's exact scan; on PostgreSQL "
+    "vectors.knn is pgvector's approximate HNSW, and search uses PgVectorIndex"
+)
 def test_vector_cache_matches_exact_search(make_app: Any) -> None:
     import numpy as np
 

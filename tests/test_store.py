@@ -46,7 +46,7 @@ def store(tmp_path: Path, backend: str):
         s = PgStore(PgSettings(dsn, "ws-test", "test"))
         yield s
         s.close()
-        pgserver.drop(dsn)
+        pgserver.release(dsn)
         return
     s = Store(tmp_path / "data" / "memoryd.db")
     yield s
@@ -62,6 +62,7 @@ def test_new_database_is_private_wal_and_migrated(store: Store) -> None:
     assert store.vec_enabled
 
 
+@pytest.mark.sqlite_only("reopens the SQLite file")
 def test_reopening_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> None:
     s = Store(tmp_path / "m.db")
     s.run_write(lambda con: entries.insert_memory(con, mem("kept across restarts"), 1.0))

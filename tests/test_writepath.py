@@ -194,6 +194,7 @@ def test_ids_are_never_reused(make_app: Any) -> None:
     assert call(app, "add", content="fourth memory")["id"] > chunk
 
 
+@pytest.mark.sqlite_only("migrations of the SQLite file")
 def test_m003_keeps_rows_triggers_and_fts_and_skips_used_ids(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     con = apsw.Connection(str(path))
@@ -448,6 +449,7 @@ def test_restore_migrates_an_older_checkpoint_keeps_a_safety_copy_and_ids(
     assert call(app, "list")["total"] == 5
 
 
+@pytest.mark.sqlite_only("migrations of the SQLite file")
 def test_migration_backup_is_private(tmp_path: Path) -> None:
     from memoryd.store import db
 
@@ -566,6 +568,7 @@ def test_a_time_stored_out_of_range_no_longer_breaks_list(make_app: Any) -> None
     assert call(app, "get", id=mid)["id"] == mid
 
 
+@pytest.mark.sqlite_only("FTS5 secure-delete in the SQLite file")
 def test_fts_secure_delete_survives_a_recreated_fts_table(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     store.run_write(lambda c: c.execute("DELETE FROM entries_fts_config WHERE k = 'secure-delete'"))

@@ -69,13 +69,15 @@ def entries_with_hashes(
 def filtered_entries(
     con: apsw.Connection, where: str, params: Sequence[Any], limit: int
 ) -> list[tuple[int, str, int | None]]:
-    """(entry id, content hash, document id) of up to `limit` entries that pass the filter."""
+    """(entry id, content hash, document id) of up to `limit` entries that pass the filter;
+    a negative limit: all of them (PostgreSQL refuses SQLite's LIMIT -1, so no LIMIT then)."""
+    cap, args = (" LIMIT ?", [*params, limit]) if limit >= 0 else ("", list(params))
     return [
         (int(i), str(h), None if doc is None else int(doc))
         for i, h, doc in con.execute(
             "SELECT e.id, e.content_hash, e.document_id FROM entries e"
-            f" LEFT JOIN documents d ON d.id = e.document_id WHERE {where} LIMIT ?",
-            [*params, limit],
+            f" LEFT JOIN documents d ON d.id = e.document_id WHERE {where}{cap}",
+            args,
         )
     ]
 

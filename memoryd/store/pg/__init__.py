@@ -21,7 +21,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -202,10 +202,26 @@ class PgStore:
         `durable` is accepted for the SQLite interface: every PostgreSQL commit is durable.
         scope="all": the views show every workspace's rows (vector collection must not take
         another workspace's vectors for orphans)."""
-        with self._lock, self._connection() as raw, raw.transaction():
-            if scope == "all":
-                raw.execute("SELECT set_config('memoryd.scope', 'all', true)")
-            yield PgConnection(raw)
+        with self._lock, self._connection() as raw:
+            raw.execute("BEGIN")
+            try:
+                if scope == "all":
+                    raw.execute("SELECT set_config('memoryd.scope', 'all', true)")
+                yield PgConnection(raw)
+            except BaseException:
+                _rollback(raw)
+                raise
+            try:
+                raw.execute("COMMIT")
+            except psycopg.OperationalError as exc:
+                # The connection broke while committing: the server may or may not have
+                # committed. Say so; a retry is safe (the same memory added again is answered
+                # as a duplicate of the stored one).
+                raise StoreUnavailable(
+                    f"the connection to PostgreSQL broke while committing ({_first_line(exc)}): "
+                    "the change may or may not be stored. Retrying is safe: the same memory "
+                    "added again is answered as a duplicate"
+                ) from None
 
     def run_write(
         self, fn: Callable[[PgConnection], T], *, durable: bool = False, scope: str | None = None
@@ -380,6 +396,14 @@ class PgStore:
             if self._listener is not None:
                 self._listener.join(timeout=LISTEN_POLL_S + 5)
             self.pool.close(timeout=5)
+
+
+def _rollback(raw: psycopg.Connection[Any]) -> None:
+    """End a failed write's transaction; a broken connection has nothing left to end."""
+    if raw.closed or raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        return
+    with suppress(psycopg.Error):
+        raw.execute("ROLLBACK")
 
 
 def _timeout(settings: PgSettings) -> int:

@@ -17,14 +17,19 @@ into a tsquery expression in SQL with its parameters, never pasting user text:
 Malformed input (unbalanced parentheses, stray operators) never raises: what cannot be parsed
 as an operator is read as a term.
 
-Ranking (docs/team.md, "Search on PostgreSQL"): `ts_rank_cd(WEIGHTS, fts, q, NORMALIZATION)`,
-cover density over the weighted tsvector (A content, B the note's title, C headings, D tags;
-store/pg/schema.py), returned negated so that, as with FTS5's bm25(), lower is better and
-ranking.py normalises it unchanged.
+Ranking (docs/team.md, "Search on PostgreSQL"): per positive term t of the query,
+`idf(t) * ts_rank_cd(WEIGHTS, fts, t, NORMALIZATION)`, summed (one term: ts_rank_cd of the whole
+query): cover density over the weighted tsvector (A content, B the note's title, C headings,
+D tags; store/pg/schema.py), each term weighted by BM25's IDF as FTS5 computes it (its document
+frequency counted up to DF_CAP, one round trip per query), and saturated by normalisation 32.
+Negated so that, as with FTS5's bm25(), lower is better and ranking.py normalises it unchanged.
+ts_rank_cd alone has no IDF: a common name outranked the rare word a question is about
+(chat-logs keyword nDCG@10 0.58 against SQLite's 0.64).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -35,9 +40,13 @@ CONFIG = "english"  # the index's configuration (store/pg/schema.py TS_CONFIG)
 # ts_rank_cd weights, in PostgreSQL's order {D, C, B, A}: tags, headings, title, content.
 # Measured with `python -m bench quality --backend postgres` on all sets (BENCHMARKS.md).
 WEIGHTS = "{0.4, 0.6, 0.6, 1.0}"
-# 1: divide by 1 + log(length), a mild length normalisation (BM25's b does the same job).
-NORMALIZATION = 1
+# 1 | 32: divide by 1 + log(length) (a mild length normalisation, BM25's b), then map r to
+# r / (r + 1) (a term's weight saturates, BM25's k1). Measured on all sets (BENCHMARKS.md):
+# without 32, chat-logs keyword nDCG@10 is 0.653 (0.670 with it); weights move it by < 0.003.
+NORMALIZATION = 33
 SNIPPET_WORDS = 24
+MAX_RANKED_TERMS = 32  # terms of one query weighted by their IDF (the rest still match)
+DF_CAP = 10_000  # document frequencies for IDF are counted up to this (as evidence.py)
 
 _TOKEN = re.compile(r'"((?:[^"]|"")*)("?)(\*?)|\(|\)|[^\s()"]+')
 _WORD = re.compile(r"[^\W_]+")
@@ -60,6 +69,9 @@ class _Builder:
                 self.tokens.append(("term", word.rstrip("*"), prefix))
         self.pos = 0
         self.params: list[Any] = []
+        self.negated = 0  # inside the right side of a NOT
+        self.leaves: list[tuple[str, list[Any]]] = []  # the positive terms, for IDF weights
+        self.cjk: list[str] = []  # the CJK runs of the positive terms, for highlights
 
     def peek(self) -> str | None:
         return self.tokens[self.pos][0] if self.pos < len(self.tokens) else None
@@ -98,9 +110,14 @@ class _Builder:
         left = self.primary()
         while self.peek() == "NOT":
             self.take()
+            self.negated += 1
+            start = len(self.params)
             right = self.primary()
-            if right is not None:
-                left = f"({left or _EMPTY} && !!{right})"
+            self.negated -= 1
+            if right is not None and left is not None:
+                left = f"({left} && !!{right})"
+            else:  # a NOT without a left side matches nothing: drop it, with its parameters
+                del self.params[start:]
         return left
 
     def primary(self) -> str | None:
@@ -113,7 +130,11 @@ class _Builder:
             return inner
         if kind == "term":
             _, text, prefix = self.take()
-            return self.term(text, prefix)
+            start = len(self.params)
+            sql = self.term(text, prefix)
+            if not self.negated and sql != _EMPTY:
+                self.leaves.append((sql, self.params[start:]))
+            return sql
         return None
 
     def term(self, text: str, prefix: bool) -> str:
@@ -135,6 +156,8 @@ class _Builder:
             else:
                 self.params.append(" ".join(words))
                 parts.append(f"phraseto_tsquery('{CONFIG}', ?)")
+        if not self.negated:
+            self.cjk += runs
         for run in runs:
             self.params.append(run)
             parts.append("phraseto_tsquery('simple', memoryd_cjk_bigrams(?))")
@@ -159,6 +182,13 @@ def tsquery(match: str) -> tuple[str, list[Any]]:
     return (sql or _EMPTY), b.params
 
 
+def terms(match: str) -> list[tuple[str, list[Any]]]:
+    """The positive terms of an FTS5 expression, each as (tsquery SQL, its parameters)."""
+    b = _Builder(match)
+    b.parse()
+    return b.leaves[:MAX_RANKED_TERMS]
+
+
 # --- the queries ---------------------------------------------------------------------------------
 
 
@@ -167,15 +197,54 @@ def rank_sql(column: str, query: str) -> str:
     return f"-ts_rank_cd('{WEIGHTS}'::real[], {column}, {query}, {NORMALIZATION})"
 
 
+def idf(n: int, df: int) -> float:
+    """BM25's inverse document frequency (as FTS5 computes it, never below a small floor)."""
+    return max(1e-6, math.log((n - df + 0.5) / (df + 0.5))) if df < n else 1e-6
+
+
+def weighted_rank(con: Any, match: str) -> tuple[str, list[Any]]:
+    """The ranking expression over `e.fts` (lower is better) and its parameters: with one
+    term, ts_rank_cd; with several, the sum of each term's ts_rank_cd weighted by its IDF (the
+    number of entries holding it, counted up to DF_CAP), so that a rare word outweighs a common
+    one as in BM25."""
+    leaves = terms(match)
+    if len(leaves) <= 1:
+        return rank_sql("e.fts", "q.q"), []
+    counts = ", ".join(
+        f"(SELECT count(*) FROM (SELECT 1 FROM entries e WHERE e.fts @@ {sql} LIMIT ?) t)"
+        for sql, _ in leaves
+    )
+    row = con.execute(
+        f"SELECT {_N_SQL}, {counts}",
+        [p for _, ps in leaves for p in [*ps, DF_CAP]],
+    ).fetchone()
+    n = max(int(row[0]), 1)
+    parts, params = [], []
+    for (sql, ps), df in zip(leaves, row[1:], strict=True):
+        parts.append(f"?::float8 * ts_rank_cd('{WEIGHTS}'::real[], e.fts, {sql}, {NORMALIZATION})")
+        params += [idf(max(n, int(df)), int(df)), *ps]
+    return "-(" + " + ".join(parts) + ")", params
+
+
+# N of the IDF: the planner's row estimate once the table is large (a count(*) would cost
+# ~4 ms a pool at 100K entries; IDF needs no exact N), an exact count while it is small.
+_N_SQL = (
+    "(SELECT CASE WHEN c.reltuples >= 10000 THEN c.reltuples::bigint"
+    " ELSE (SELECT count(*) FROM entries) END FROM pg_class c"
+    " WHERE c.oid = 'all_entries'::regclass)"
+)
+
+
 def keyword_pool(
     con: Any, match: str, where: str, params: Sequence[Any], size: int
 ) -> list[tuple[int, float, int | None]]:
     q, qparams = tsquery(match)
+    rank, rparams = weighted_rank(con, match)
     rows = con.execute(
-        f"SELECT e.id, {rank_sql('e.fts', 'q.q')} AS score, e.document_id"
+        f"SELECT e.id, {rank} AS score, e.document_id"
         f" FROM (SELECT {q} AS q) q, entries e LEFT JOIN documents d ON d.id = e.document_id"
         f" WHERE e.fts @@ q.q AND {where} ORDER BY score, e.id LIMIT ?",
-        [*qparams, *params, size],
+        [*rparams, *qparams, *params, size],
     )
     return [(int(i), float(s), None if doc is None else int(doc)) for i, s, doc in rows]
 
@@ -184,7 +253,8 @@ def snippets(
     con: Any, match: str, ids: Sequence[int], open_mark: str, close_mark: str
 ) -> dict[int, str]:
     """ts_headline of the content, matches wrapped in the markers; '…' where text was cut."""
-    q, qparams = tsquery(match)
+    b = _Builder(match)
+    q, qparams = b.parse() or _EMPTY, b.params
     options = (
         f'StartSel="{open_mark}", StopSel="{close_mark}", MaxWords={SNIPPET_WORDS},'
         f" MinWords={SNIPPET_WORDS // 2}, ShortWord=0, HighlightAll=false"
@@ -195,8 +265,23 @@ def snippets(
         f" FROM (SELECT {q} AS q) q, entries e WHERE e.id = ANY(?)",
         [options, *qparams, list(ids)],  # in the order the ?s appear
     ):
-        out[int(i)] = _ellipsis(str(content), str(snip), open_mark, close_mark)
+        snip = _mark_cjk(str(snip), b.cjk, open_mark, close_mark)
+        out[int(i)] = _ellipsis(str(content), snip, open_mark, close_mark)
     return out
+
+
+def _mark_cjk(snip: str, runs: Sequence[str], open_mark: str, close_mark: str) -> str:
+    """Wrap the query's CJK runs in the markers where ts_headline could not: its parser reads
+    a CJK run of the text as one word, which the query's bigrams never equal."""
+    if not runs:
+        return snip
+    words = re.compile("|".join(map(re.escape, sorted(set(runs), key=len, reverse=True))))
+    # outside the spans already marked
+    pieces = re.split(f"({re.escape(open_mark)}.*?{re.escape(close_mark)})", snip)
+    return "".join(
+        p if p.startswith(open_mark) else words.sub(lambda m: open_mark + m[0] + close_mark, p)
+        for p in pieces
+    )
 
 
 def _ellipsis(content: str, snip: str, open_mark: str, close_mark: str) -> str:

@@ -188,11 +188,22 @@ CREATE AGGREGATE json_group_array(TEXT) (
 _CJK_FUNCTION = """
 -- Words as SQLite's unicode61 tokenizer splits them (runs of letters and digits), so that
 -- "foo.bar", "v1.2", "a_b" or an e-mail address give the same terms on both backends (the
--- english parser alone keeps them whole as host, version or email tokens). Search translates
--- its queries to the same words (store/pg/fts.py).
+-- english parser alone keeps them whole as host, version or email tokens), and a CJK run is a
+-- word of its own ("用PostgreSQL作为" holds "postgresql"; its bigrams come from
+-- memoryd_cjk_bigrams). Search translates its queries to the same words (store/pg/fts.py).
 CREATE FUNCTION memoryd_fts_text(t TEXT) RETURNS TEXT
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
-    SELECT regexp_replace(translate(coalesce(t, ''), '_', ' '), '\\W+', ' ', 'g')
+    SELECT regexp_replace(
+        regexp_replace(translate(coalesce(t, ''), '_', ' '), '([@CLASS@]+)', ' \\1 ', 'g'),
+        '\\W+', ' ', 'g')
+$fn$;
+-- The single characters of the CJK runs: the SQLite `cjk` tokenizer indexes each character
+-- beside its bigram, so a one-character query (猫, or 用 of a query run cut where the note's
+-- is not) finds it.
+CREATE FUNCTION memoryd_cjk_chars(t TEXT) RETURNS TEXT
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+    SELECT regexp_replace(regexp_replace(coalesce(t, ''), '[^@CLASS@]+', ' ', 'g'),
+                          '([@CLASS@])', ' \\1', 'g')
 $fn$;
 CREATE FUNCTION memoryd_cjk_bigrams(t TEXT) RETURNS TEXT
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
@@ -233,9 +244,11 @@ BEGIN
     NEW.fts :=
         setweight(to_tsvector('@CONFIG@', memoryd_fts_text(NEW.content)), 'A')
         || setweight(to_tsvector('simple', memoryd_cjk_bigrams(NEW.content)), 'A')
+        || setweight(to_tsvector('simple', memoryd_cjk_chars(NEW.content)), 'A')
         || setweight(to_tsvector('@CONFIG@', memoryd_fts_text(coalesce(title, ''))), 'B')
         || setweight(to_tsvector('@CONFIG@', memoryd_fts_text(coalesce(NEW.heading_path, ''))), 'C')
         || setweight(to_tsvector('simple', memoryd_cjk_bigrams(NEW.heading_path)), 'C')
+        || setweight(to_tsvector('simple', memoryd_cjk_chars(NEW.heading_path)), 'C')
         || setweight(to_tsvector('@CONFIG@', memoryd_fts_text(NEW.tags)), 'D');
     RETURN NEW;
 END
