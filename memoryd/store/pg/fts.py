@@ -215,7 +215,7 @@ def weighted_rank(con: Any, match: str) -> tuple[str, list[Any]]:
         for sql, _ in leaves
     )
     row = con.execute(
-        f"SELECT {_N_SQL}, {counts}",
+        f"SELECT {N_SQL}, {counts}",
         [p for _, ps in leaves for p in [*ps, DF_CAP]],
     ).fetchone()
     n = max(int(row[0]), 1)
@@ -228,7 +228,7 @@ def weighted_rank(con: Any, match: str) -> tuple[str, list[Any]]:
 
 # N of the IDF: the planner's row estimate once the table is large (a count(*) would cost
 # ~4 ms a pool at 100K entries; IDF needs no exact N), an exact count while it is small.
-_N_SQL = (
+N_SQL = (
     "(SELECT CASE WHEN c.reltuples >= 10000 THEN c.reltuples::bigint"
     " ELSE (SELECT count(*) FROM entries) END FROM pg_class c"
     " WHERE c.oid = 'all_entries'::regclass)"
