@@ -242,3 +242,31 @@ def test_quality_command_compares_the_backends(tmp_path: Path, capsys: Any) -> N
     for mode in ("keyword", "hybrid"):
         pg = report["sets"]["cjk"]["modes"][mode]["ndcg@10"]
         assert pg == pytest.approx(report["sqlite"]["cjk"]["modes"][mode]["ndcg@10"], abs=0.1)
+
+
+def test_words_with_accents_are_found_in_a_c_locale_database(make_app: Any, tmp_path: Path) -> None:
+    """The index splits words by Unicode rules, not by the database's locale: in a database
+    created with LC_CTYPE C, PostgreSQL's \\W matches every non-ASCII letter ("café" became
+    "caf"), so accented words were never found."""
+    import pgserver
+    import psycopg
+
+    uri = pgserver.server_uri()
+    name = f"clocale_{tmp_path.name[-12:]}".replace("-", "_")
+    with psycopg.connect(uri, autocommit=True) as con:
+        con.execute(
+            f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8'"
+            " LC_COLLATE 'C' LC_CTYPE 'C'"
+        )
+    dsn = dsn_of(uri.replace("/postgres?", f"/{name}?", 1))
+    try:
+        app = make_app(model=None, store={"backend": "postgres", "dsn": dsn})
+        note = app.cfg.workspace / "trip.md"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text("# Reise\n\nDas Café an der Straße öffnet um acht; naïve plans.\n")
+        app.indexer.reconcile()
+        for query in ("café", "Straße", "öffnet", "naïve"):
+            assert paths(q(app, query, mode="keyword")) == ["trip.md"], query
+        app.close()
+    finally:
+        pgserver.drop(dsn)

@@ -14,6 +14,7 @@ runs on both), plus what a shared database needs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import psycopg
@@ -149,7 +150,7 @@ def _v1_initial(cur: psycopg.Cursor) -> None:
         """
     )
     cur.execute(_SQLITE_FUNCTIONS)
-    cur.execute(_CJK_FUNCTION.replace("@CLASS@", CJK_CLASS))
+    cur.execute(_CJK_FUNCTION.replace("@CLASS@", CJK_CLASS).replace("@NONWORD@", nonword_class()))
     cur.execute(_FTS_TRIGGER.replace("@CONFIG@", TS_CONFIG))
     cur.execute(_NOTIFY_TRIGGERS)
     cur.execute(
@@ -185,6 +186,32 @@ CREATE AGGREGATE json_group_array(TEXT) (
 );
 """
 
+
+def nonword_class() -> str:
+    """A regex bracket body (ranges of \\u / \\U escapes) of every character that is not a
+    letter or digit by Python's Unicode rules (`[^\\W_]`, as store/pg/fts.py splits queries).
+    The index splits words with it instead of PostgreSQL's \\W, which follows the database's
+    locale: in a database created with LC_CTYPE C, \\W matches every non-ASCII letter, and
+    "café" was indexed as "caf" while the query asked for "café"."""
+    word = re.compile(r"[^\W_]")
+    ranges: list[tuple[int, int]] = []
+    start: int | None = None
+    for cp in range(1, 0x110000):
+        nonword = not 0xD800 <= cp <= 0xDFFF and word.match(chr(cp)) is None
+        if nonword and start is None:
+            start = cp
+        elif not nonword and start is not None:
+            ranges.append((start, cp - 1))
+            start = None
+    if start is not None:
+        ranges.append((start, 0x10FFFF))
+
+    def esc(cp: int) -> str:
+        return f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
+
+    return "".join(esc(a) if a == b else f"{esc(a)}-{esc(b)}" for a, b in ranges)
+
+
 _CJK_FUNCTION = """
 -- Words as SQLite's unicode61 tokenizer splits them (runs of letters and digits), so that
 -- "foo.bar", "v1.2", "a_b" or an e-mail address give the same terms on both backends (the
@@ -195,7 +222,7 @@ CREATE FUNCTION memoryd_fts_text(t TEXT) RETURNS TEXT
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
     SELECT regexp_replace(
         regexp_replace(translate(coalesce(t, ''), '_', ' '), '([@CLASS@]+)', ' \\1 ', 'g'),
-        '\\W+', ' ', 'g')
+        '[@NONWORD@]+', ' ', 'g')
 $fn$;
 -- The single characters of the CJK runs: the SQLite `cjk` tokenizer indexes each character
 -- beside its bigram, so a one-character query (猫, or 用 of a query run cut where the note's
