@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from bench.quality import metrics  # nDCG/Recall/MRR@10, one definition for both benches
 
 DATA = Path(__file__).parent / "data"
 
@@ -93,15 +94,6 @@ def open_app(root: Path, ls: LabelledSet) -> Any:
     app.embedder.run()
     marker.write_text(json.dumps(sorted(ls.notes)))
     return app
-
-
-def metrics(ranked: list[str], rel: dict[str, int], k: int = 10) -> tuple[float, float, float]:
-    dcg = sum((2 ** rel.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(rel.values(), reverse=True)[:k]
-    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
-    recall = len(set(ranked[:k]) & set(rel)) / len(rel)
-    mrr = next((1 / (i + 1) for i, d in enumerate(ranked[:k]) if d in rel), 0.0)
-    return (dcg / idcg if idcg else 0.0), recall, mrr
 
 
 @dataclass
