@@ -399,10 +399,7 @@ class App:
 
     def store_status(self) -> dict[str, Any]:
         """The `store` section of status: the backend and whether it answers now."""
-        info = getattr(self.store, "info", None)
-        if info is None:
-            return {"backend": getattr(self.store, "backend", "sqlite"), "ok": True, "error": None}
-        out = dict(info())
+        out = dict(self.store.info())
         if out.get("down_since") is not None:
             out["down_since"] = iso(out["down_since"])
         return out

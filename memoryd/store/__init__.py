@@ -144,8 +144,9 @@ class Store:
         per SQLite file (PgStore takes an advisory lock)."""
         yield True
 
-    def ping(self) -> dict[str, object]:
-        return {"ok": True}
+    def info(self) -> dict[str, object]:
+        """The `store` section of status (PgStore's says more: server, pool, listener)."""
+        return {"backend": self.backend, "ok": True, "error": None}
 
     # -- maintenance --------------------------------------------------------------------------
 

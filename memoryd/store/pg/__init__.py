@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,33 +47,22 @@ LISTEN_RETRY_S = 0.5  # first wait before the listener reconnects (doubling, up 
 LISTEN_RETRY_MAX_S = 10.0
 
 
+@dataclass(frozen=True)
 class PgSettings:
     """What PgStore needs from the config (memoryd.config.StoreConfig and the workspace id)."""
 
-    def __init__(
-        self,
-        conninfo: str,
-        workspace_id: str,
-        workspace_label: str,
-        *,
-        pool_min: int = 1,
-        pool_max: int = 8,
-        statement_timeout_ms: int = 30000,
-        connect_timeout_s: float = 5.0,
-    ) -> None:
-        self.conninfo = conninfo
-        self.workspace_id = workspace_id
-        self.workspace_label = workspace_label
-        self.pool_min = pool_min
-        self.pool_max = pool_max
-        self.statement_timeout_ms = statement_timeout_ms
-        self.connect_timeout_s = connect_timeout_s
+    conninfo: str
+    workspace_id: str
+    workspace_label: str
+    pool_min: int = 1
+    pool_max: int = 8
+    statement_timeout_ms: int = 30000
+    connect_timeout_s: float = 5.0
 
 
 def unavailable(exc: BaseException) -> StoreUnavailable:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return StoreUnavailable(
-        f"the PostgreSQL server is unreachable ({first}); nothing was written. memoryd "
+        f"the PostgreSQL server is unreachable ({_first_line(exc)}); nothing was written. memoryd "
         "reconnects by itself when it is back"
     )
 

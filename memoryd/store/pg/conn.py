@@ -62,10 +62,6 @@ class PgCursor:
     def fetchone(self) -> tuple[Any, ...] | None:
         return self._cur.fetchone() if self._has_rows else None
 
-    @property
-    def rowcount(self) -> int:
-        return self._cur.rowcount
-
 
 class PgConnection:
     """One pooled psycopg connection, inside the transaction the store opened for it."""
@@ -80,10 +76,6 @@ class PgConnection:
         cur = self.raw.execute(translate(sql), list(params or ()), prepare=False)
         self._changes = max(cur.rowcount, 0)
         return PgCursor(cur)
-
-    def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> None:
-        with self.raw.cursor() as cur:
-            cur.executemany(translate(sql), [list(p) for p in seq])
 
     def changes(self) -> int:
         """Rows changed by the last statement (apsw's changes())."""

@@ -80,14 +80,6 @@ class PgVectorIndex:
     def invalidate(self) -> None:
         """Nothing is cached here."""
 
-    def __len__(self) -> int:
-        return 0
-
-    def count(self, con: Any, model_id: int) -> int:
-        from memoryd.store import vectors
-
-        return vectors.model_count(con, model_id)
-
     def warm(self, con: Any) -> None:
         """Nothing to load: the index lives in the server."""
 
