@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = p.parse_args(argv)
-    from memoryd import logsetup
+    from memoryd.core import logsetup
 
     logsetup.configure("warning")
     result = run_all(
@@ -123,8 +123,8 @@ def run_all(
 
 
 def quality_app(root: Path, model: bool) -> Any:
-    from memoryd.app import App, default_model_holder
-    from memoryd.embed import FakeEmbedder, ModelHolder
+    from memoryd.index.embed import FakeEmbedder, ModelHolder
+    from memoryd.serve.app import App, default_model_holder
 
     cfg = run.make_config(root)
     holder = (

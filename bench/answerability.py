@@ -3,12 +3,12 @@
     python -m bench.answerability [--k 3] [--out bench/results/answerability.json]
 
 Every query of every set in bench/data goes through Searcher.search (mode auto, limit 10) on
-the cached index of `python -m bench quality`, with memoryd/answerability.py's check switched
+the cached index of `python -m bench quality`, with memoryd/search/answerability.py's check switched
 off: those hits are the baseline. Each check below is then a query-level gate (all the hits or
 none) scored like `bench quality` (line-level Recall@10 of the answerable queries; the share of
 no-answer queries left with no hit):
 
-- names: memoryd/answerability.py as shipped (a code name or a capitalised name no text
+- names: memoryd/search/answerability.py as shipped (a code name or a capitalised name no text
   holds), and the variants it was chosen over: plus short all-caps acronyms (SLA, PR), or any
   word of 4+ letters that is neither indexed, nor common English, nor a typo of an index word.
 - typed: a question asking for an amount, a count, a clock time or a date ("how much did...",
@@ -99,12 +99,13 @@ def lines_of(hits: list[dict[str, Any]], k: int) -> list[str]:
 def collect(k: int) -> dict[str, Any]:
     """Per set and query: baseline hits, name-variant flags, line similarities (top k hits)."""
     from bench import quality as Q
-    from memoryd import answerability, logsetup
-    from memoryd import search as S
-    from memoryd.ftsquery import quote_term
-    from memoryd.fuzzy import common_words
-    from memoryd.ranking import query_units
-    from memoryd.search import SearchRequest
+    from memoryd.core import logsetup
+    from memoryd.search import answerability
+    from memoryd.search import searcher as S
+    from memoryd.search.ftsquery import quote_term
+    from memoryd.search.fuzzy import common_words
+    from memoryd.search.ranking import query_units
+    from memoryd.search.searcher import SearchRequest
 
     logsetup.configure("warning")
     common = common_words()

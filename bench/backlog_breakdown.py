@@ -118,7 +118,7 @@ def main(prof: str = "") -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    from memoryd import logsetup
+    from memoryd.core import logsetup
 
     logsetup.configure("warning")
     print(json.dumps(main(sys.argv[1] if len(sys.argv) > 1 else "")))

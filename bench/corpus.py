@@ -178,7 +178,7 @@ def note(rng: random.Random, index: int, sections: int) -> str:
 
 def write_workspace(root: Path, target_chunks: int, seed: int = 42) -> dict[str, int]:
     """Notes of 1 to 12 sections (most short, a few pages long) until about target_chunks."""
-    from memoryd.markdown import parse_document
+    from memoryd.text.markdown import parse_document
 
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)

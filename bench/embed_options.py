@@ -36,8 +36,8 @@ DESIGNS = ["lock", "prio2", "prio1", "shared", "second", "chosen", "chosen-nice1
 def _texts() -> tuple[list[str], list[str], Any, Path]:
     from bench.corpus import write_workspace
     from bench.run import make_config
-    from memoryd.embed import resolve_model
-    from memoryd.markdown import parse_document
+    from memoryd.index.embed import resolve_model
+    from memoryd.text.markdown import parse_document
 
     root = Path(tempfile.mkdtemp(prefix="memoryd-opts-"))
     cfg = make_config(root)
@@ -57,8 +57,8 @@ def _texts() -> tuple[list[str], list[str], Any, Path]:
 
 def run_design(design: str) -> dict[str, Any]:
     from bench.run import self_rss_mb
-    from memoryd import malloc
-    from memoryd.embed import load_embedder
+    from memoryd.core import malloc
+    from memoryd.index.embed import load_embedder
 
     chosen = design.startswith("chosen")
     niceness = int(design.split("nice")[1]) if "nice" in design else 10

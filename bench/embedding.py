@@ -99,9 +99,9 @@ def throughput(root: Path, chunks: int = 300) -> list[Row]:
     texts."""
     from fastembed import TextEmbedding
 
-    from memoryd.app import App, default_model_holder
-    from memoryd.embed import resolve_model
-    from memoryd.markdown import parse_document
+    from memoryd.index.embed import resolve_model
+    from memoryd.serve.app import App, default_model_holder
+    from memoryd.text.markdown import parse_document
 
     cfg = make_config(root)
     resolved, why = resolve_model(cfg.embedding, cfg.data_dir)
@@ -270,8 +270,8 @@ def seed_model_vectors(cfg: Any) -> int:
     """Index the workspace in keyword mode and give every text a synthetic vector under the
     offline model's identity, so the daemon starts complete (embedding 100K chunks for real
     takes over an hour)."""
-    from memoryd.app import App
-    from memoryd.embed import OFFLINE_IDENTITY, ModelHolder
+    from memoryd.index.embed import OFFLINE_IDENTITY, ModelHolder
+    from memoryd.serve.app import App
     from memoryd.store import vectors
 
     app = App(cfg, model=ModelHolder(None, description="seeding"))
@@ -299,7 +299,7 @@ def soak(root: Path, minutes: float, chunks: int, out: Path) -> dict[str, Any]:
     """A daemon with the model and `chunks` chunks under mixed load (searches in every mode,
     memories added, notes edited and created, so the model embeds now and then); its RSS is
     recorded every minute."""
-    from memoryd.config import Config
+    from memoryd.core.config import Config
 
     ws = root / "ws"
     shape = write_workspace(ws, chunks, seed=42)
@@ -396,7 +396,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--backlog", type=int, default=1200)
     p.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = p.parse_args(argv)
-    from memoryd import logsetup
+    from memoryd.core import logsetup
 
     logsetup.configure("warning")
     root = Path(tempfile.mkdtemp(prefix="memoryd-bench-"))

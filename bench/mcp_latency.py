@@ -26,7 +26,7 @@ from mcp.client.stdio import stdio_client
 
 from bench.corpus import _vocabulary, write_workspace
 from bench.run import Daemon
-from memoryd.markdown import estimate_tokens
+from memoryd.text.markdown import estimate_tokens
 
 
 def pct(values: list[float], q: float) -> float:

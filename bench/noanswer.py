@@ -27,8 +27,8 @@ SETS = ("chat-logs", "tech-notes", "cjk", "notes-qa")
 
 def units_df(con: Any, text: str) -> dict[str, Any]:
     """The query's topical units and how many texts hold each (n: all texts)."""
-    from memoryd.ftsquery import quote_term
-    from memoryd.ranking import query_units
+    from memoryd.search.ftsquery import quote_term
+    from memoryd.search.ranking import query_units
     from memoryd.store import searchsql
 
     units = query_units(text)
@@ -40,8 +40,8 @@ def units_df(con: Any, text: str) -> dict[str, Any]:
 
 def dump(out: Path) -> None:
     from bench import quality as Q
-    from memoryd import logsetup
-    from memoryd.search import SearchRequest
+    from memoryd.core import logsetup
+    from memoryd.search.searcher import SearchRequest
 
     logsetup.configure("warning")
     model_root = Path(tempfile.mkdtemp(prefix="mdq-model-"))

@@ -284,7 +284,7 @@ def model_identity(fake: bool) -> str:
     """Which model the vectors come from (part of the cache key)."""
     if fake:
         return "fake"
-    from memoryd.embed import resolve_model
+    from memoryd.index.embed import resolve_model
 
     cfg = _config(Path(tempfile.mkdtemp(prefix="mdq-probe-")), fake)
     try:
@@ -295,8 +295,8 @@ def model_identity(fake: bool) -> str:
 
 
 def _holder(cfg: Any, fake: bool) -> Any:
-    from memoryd.app import default_model_holder
-    from memoryd.embed import FakeEmbedder, ModelHolder
+    from memoryd.index.embed import FakeEmbedder, ModelHolder
+    from memoryd.serve.app import default_model_holder
 
     if fake:
         return ModelHolder(lambda: FakeEmbedder(), description="fake embedder")
@@ -305,7 +305,7 @@ def _holder(cfg: Any, fake: bool) -> Any:
 
 def build_index(ds: Dataset, root: Path, holder: Any, store: dict[str, Any] | None = None) -> float:
     """Write the notes into root/ws, index and embed them into root/data. Returns seconds."""
-    from memoryd.app import App
+    from memoryd.serve.app import App
 
     started = time.perf_counter()
     cfg = _config(root, False, store)
@@ -335,7 +335,7 @@ def open_index(
 ) -> tuple[Any, Path, float]:
     """An App over a fresh copy of the set's cached index (built first when missing); every
     App shares the one model holder, so the model is loaded once per run."""
-    from memoryd.app import App
+    from memoryd.serve.app import App
 
     build_s = 0.0
     work = Path(tempfile.mkdtemp(prefix=f"mdq-{ds.name}-"))
@@ -366,7 +366,7 @@ def open_index(
 def search_request(text: str, mode: str, group: str | None) -> Any:
     """A SearchRequest for evaluation, built only from the fields this branch's search has
     (no access recording, no decay, the requested grouping)."""
-    from memoryd.search import SearchRequest
+    from memoryd.search.searcher import SearchRequest
 
     names = {f.name for f in dataclasses.fields(SearchRequest)}
     kwargs: dict[str, Any] = {"query": text, "mode": mode, "limit": K}
@@ -539,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = [m for m in modes if m not in MODES]
     if bad:
         p.error(f"unknown modes: {', '.join(bad)}")
-    from memoryd import logsetup
+    from memoryd.core import logsetup
 
     logsetup.configure("warning")
     started = time.perf_counter()

@@ -73,7 +73,7 @@ def load_set(folder: Path) -> LabelledSet:
 def open_app(root: Path, ls: LabelledSet) -> Any:
     """An App over ROOT/<set> with the offline model, indexed and embedded (reused if there)."""
     from bench.run import make_config
-    from memoryd.app import App, default_model_holder
+    from memoryd.serve.app import App, default_model_holder
 
     cfg = make_config(root / ls.name)
     ws = cfg.workspace
@@ -106,8 +106,8 @@ class Pools:
 
 def take_pools(app: Any, query: str, size: int = 200) -> Pools:
     """The two candidate pools exactly as Searcher builds them (before any floor)."""
-    from memoryd.ftsquery import parse_query
-    from memoryd.search import DEFAULT_SCALE
+    from memoryd.search.ftsquery import parse_query
+    from memoryd.search.searcher import DEFAULT_SCALE
     from memoryd.store import entries
     from memoryd.store.entries import Filters
 
@@ -142,7 +142,7 @@ def rank_notes(
     alone: float | None = None,
 ) -> list[str]:
     """Note paths, best first, as `method` ranks the pools."""
-    from memoryd import search as S
+    from memoryd.search import searcher as S
 
     scale = pools.scale if floor is None else (floor, pools.scale[1], pools.scale[2])
     if alone is not None:
@@ -222,7 +222,7 @@ ALONE = [0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5]
 
 def through_search(app: Any, ls: LabelledSet) -> dict[str, dict[str, float]]:
     """Every mode through Searcher.search, as a client gets it (works on older memoryd too)."""
-    from memoryd.search import SearchRequest
+    from memoryd.search.searcher import SearchRequest
 
     out: dict[str, dict[str, float]] = {}
     for mode in ("keyword", "vector", "hybrid", "auto"):
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--search-only", action="store_true", help="only the modes through search")
     p.add_argument("--data", type=Path, default=DATA, help="folder of sets (default bench/data)")
     args = p.parse_args(argv)
-    from memoryd import logsetup
+    from memoryd.core import logsetup
 
     logsetup.configure("warning")
     names = (

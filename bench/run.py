@@ -51,7 +51,7 @@ def row(
 
 
 def make_config(root: Path, **sections: Any) -> Any:
-    from memoryd.config import Config
+    from memoryd.core.config import Config
 
     sock_dir = Path(tempfile.mkdtemp(prefix="mdb-", dir="/tmp"))
     data = {
@@ -81,10 +81,10 @@ class StubModel:
 
 
 def keyword_indexing(root: Path, chunks: int) -> tuple[list[Row], Any]:
-    from memoryd.app import App
-    from memoryd.embed import ModelHolder
-    from memoryd.indexer import sha256_bytes
-    from memoryd.markdown import parse_document
+    from memoryd.index.embed import ModelHolder
+    from memoryd.index.indexer import sha256_bytes
+    from memoryd.serve.app import App
+    from memoryd.text.markdown import parse_document
 
     cfg = make_config(root)
     shape = write_workspace(cfg.workspace, chunks)
@@ -126,15 +126,15 @@ def keyword_indexing(root: Path, chunks: int) -> tuple[list[Row], Any]:
 
 
 def model_indexing(root: Path, texts: int) -> list[Row]:
-    from memoryd.app import App, default_model_holder
-    from memoryd.embed import load_embedder, resolve_model
+    from memoryd.index.embed import load_embedder, resolve_model
+    from memoryd.serve.app import App, default_model_holder
 
     cfg = make_config(root)
     resolved, why = resolve_model(cfg.embedding, cfg.data_dir)
     if resolved is None:
         return [row(f"indexing with the model: skipped ({why})", float("nan"), "")]
     shape = write_workspace(cfg.workspace, texts, seed=3)
-    from memoryd.markdown import parse_document
+    from memoryd.text.markdown import parse_document
 
     chunk_texts = [
         c.content
@@ -197,7 +197,7 @@ def seed_vectors(app: Any, dim: int = 384) -> np.ndarray:
 
 
 def query_latency(app: Any, vecs: np.ndarray, label: str, queries: int = 60) -> list[Row]:
-    from memoryd.search import SearchRequest
+    from memoryd.search.searcher import SearchRequest
     from memoryd.store import vectors
 
     rng = np.random.default_rng(1)
@@ -276,7 +276,7 @@ def query_latency(app: Any, vecs: np.ndarray, label: str, queries: int = 60) -> 
 def rss_with_model(app: Any, label: str) -> list[Row]:
     """This process holds what a daemon holds at this size: the store, the vector cache (filled
     by the queries above) and, now, the loaded model. Its RSS stands in for the daemon's."""
-    from memoryd.app import default_model_holder
+    from memoryd.serve.app import default_model_holder
 
     holder = default_model_holder(app.cfg)
     if holder.state == "none":

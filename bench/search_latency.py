@@ -59,8 +59,8 @@ def make_queries(vecs: np.ndarray, n: int) -> tuple[list[str], np.ndarray]:
 
 
 def open_app(root: Path, backend: str, dsn: str | None) -> Any:
-    from memoryd.app import App
-    from memoryd.embed import ModelHolder
+    from memoryd.index.embed import ModelHolder
+    from memoryd.serve.app import App
 
     store: dict[str, Any] = {}
     if backend == "postgres":
@@ -179,7 +179,7 @@ def measure(
     root: Path, queries: int, backends: list[str], dsn: str | None = None
 ) -> dict[str, Any]:
     """Every backend's memoryd and raw latencies for the same queries, interleaved."""
-    from memoryd.search import Filters, SearchRequest
+    from memoryd.search.searcher import Filters, SearchRequest
 
     vecs = np.load(root / "vecs.npy")
     words, qvecs = make_queries(vecs, queries)
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dsn", help="a PostgreSQL database (default: an embedded server, temporary)")
     p.add_argument("--json", type=Path, help="also write the result here")
     args = p.parse_args(argv)
-    from memoryd import logsetup
+    from memoryd.core import logsetup
 
     logsetup.configure("warning")
     if args.build:

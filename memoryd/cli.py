@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from memoryd import __version__
-from memoryd.errors import ConfigError, MemorydError
+from memoryd.core.errors import ConfigError, MemorydError
 
 EPILOG = """\
 examples:
@@ -81,25 +81,25 @@ def build_parser() -> argparse.ArgumentParser:
     mig.set_defaults(func=cmd_store_migrate)
 
     try:
-        from memoryd import service
+        from memoryd.serve import service
     except ImportError:  # pragma: no cover - service support is optional at import time
         pass
     else:
         service.add_parser(sub)
-    from memoryd import mcp  # the MCP SDK itself is imported only when `memoryd mcp` runs
+    from memoryd.agents import mcp  # the MCP SDK itself is imported only when `memoryd mcp` runs
 
     mcp.add_parser(sub)
     return p
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from memoryd.daemon import run
+    from memoryd.serve.daemon import run
 
     return run(args.config)
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    from memoryd.config import find_config_file, load_config, to_toml
+    from memoryd.core.config import find_config_file, load_config, to_toml
 
     if args.config_command == "path":
         found = find_config_file(args.config)
@@ -116,8 +116,8 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_store_migrate(args: argparse.Namespace) -> int:
-    from memoryd.config import load_config
-    from memoryd.storemigrate import migrate, report_lines
+    from memoryd.core.config import load_config
+    from memoryd.store.pgmigrate import migrate, report_lines
 
     result = migrate(
         load_config(args.config),

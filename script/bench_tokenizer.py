@@ -21,8 +21,8 @@ import apsw
 
 from bench.corpus import note, write_workspace
 from bench.run import make_config
-from memoryd.markdown import parse_document
 from memoryd.store import tokenizer
+from memoryd.text.markdown import parse_document
 
 BUILTIN = " ".join(tokenizer.BASE)
 CJK = tokenizer.TOKENIZE
@@ -44,8 +44,8 @@ def fts_inserts(tokenize: str, docs: list[str]) -> float:
 
 
 def cold_index(tokenize: str, workspace: Path, root: Path) -> float:
-    from memoryd.app import App
-    from memoryd.embed import ModelHolder
+    from memoryd.index.embed import ModelHolder
+    from memoryd.serve.app import App
 
     tokenizer.TOKENIZE = tokenize  # the tokenize option migration m004 writes
     try:

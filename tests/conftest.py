@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from memoryd import logsetup
-from memoryd.search import SearchRequest
+from memoryd.core import logsetup
+from memoryd.search.searcher import SearchRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -217,9 +217,9 @@ def new_store(backend: str) -> Iterator[Callable[[], dict[str, Any]]]:
 def make_app(config_dict: dict[str, Any]) -> Iterator[Callable[..., Any]]:
     """Build Apps on tmp dirs with the fake embedder, no model (None), the real offline model
     ("real": the test is skipped where it is not installed) or a given holder; closes them."""
-    from memoryd.app import App, default_model_holder
-    from memoryd.config import Config
-    from memoryd.embed import FakeEmbedder, ModelHolder
+    from memoryd.core.config import Config
+    from memoryd.index.embed import FakeEmbedder, ModelHolder
+    from memoryd.serve.app import App, default_model_holder
 
     apps: list[Any] = []
 
@@ -366,7 +366,7 @@ def daemon_factory(
 
 def to_toml(data: dict[str, Any]) -> str:
     """Just enough TOML for test configs (values and one level of tables)."""
-    from memoryd.config import toml_value as val
+    from memoryd.core.config import toml_value as val
 
     lines = [f"{k} = {val(v)}" for k, v in data.items() if not isinstance(v, dict)]
     for k, v in data.items():

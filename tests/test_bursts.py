@@ -36,7 +36,7 @@ def test_a_folder_event_walks_only_that_folder(
             walked.append(entry[0])
             yield entry
 
-    monkeypatch.setattr("memoryd.indexer.os.walk", recording_walk)
+    monkeypatch.setattr("memoryd.index.indexer.os.walk", recording_walk)
     rep = app.indexer.sync_paths([ws / "new"])
     assert rep.indexed == 1 and "new/a.md" in indexed(app)
     assert walked and all(Path(d).is_relative_to(ws / "new") for d in walked), walked

@@ -13,8 +13,8 @@ from conftest import wait_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.ftsquery import parse_query
-from memoryd.search import SearchRequest
+from memoryd.search.ftsquery import parse_query
+from memoryd.search.searcher import SearchRequest
 from memoryd.store import Store, tokenizer
 from memoryd.store.db import connect
 from memoryd.store.migrations import MIGRATIONS, m004_cjk_tokenizer, migrate
@@ -246,7 +246,7 @@ def test_a_connection_without_the_tokenizer_fails_clearly_and_changes_nothing(
 
 
 def test_migration_needs_the_tokenizer(tmp_path: Path) -> None:
-    from memoryd.errors import StoreError
+    from memoryd.core.errors import StoreError
 
     con = apsw.Connection(str(tmp_path / "x.db"))
     with pytest.raises(StoreError, match="cjk"):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from memoryd.config import (
+from memoryd.core.config import (
     RELOADABLE,
     SECTIONS,
     Config,
@@ -22,8 +22,8 @@ from memoryd.config import (
     needs_restart,
     to_toml,
 )
-from memoryd.daemon import apply_reloadable
-from memoryd.errors import ConfigError
+from memoryd.core.errors import ConfigError
+from memoryd.serve.daemon import apply_reloadable
 
 
 def uncommented_example() -> dict:

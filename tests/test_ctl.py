@@ -863,7 +863,7 @@ def test_default_timeouts(monkeypatch: pytest.MonkeyPatch, short_dir: Path) -> N
 
 
 def test_socket_path_follows_the_daemons_rule(tmp_path: Path) -> None:
-    from memoryd.config import default_socket_path
+    from memoryd.core.config import default_socket_path
 
     for env in ({"XDG_RUNTIME_DIR": str(tmp_path)}, {}):
         assert ctl.socket_path(None, env) == str(default_socket_path(env))
@@ -896,7 +896,7 @@ def _commands() -> list[str]:
 
 
 def test_every_command_and_method_is_documented() -> None:
-    from memoryd import api
+    from memoryd.serve import methods as api
 
     usage = (ROOT / "docs" / "memoryctl.md").read_text()
     for command in _commands():

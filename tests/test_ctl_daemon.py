@@ -178,7 +178,7 @@ def test_prune_names_the_copies_too(daemon_factory: Any) -> None:
 
 
 def test_the_mcp_forget_answer_names_the_copies() -> None:
-    from memoryd.mcp_tools import fmt_forgot
+    from memoryd.agents.tools import fmt_forgot
 
     assert fmt_forgot({"id": 4, "still_in": []}) == "Forgot [4]"
     text = fmt_forgot(

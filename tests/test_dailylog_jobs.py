@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from conftest import wait_for
 
-from memoryd.jobs import Jobs
-from memoryd.search import SearchRequest
+from memoryd.search.searcher import SearchRequest
+from memoryd.serve.jobs import Jobs
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 

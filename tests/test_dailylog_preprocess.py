@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memoryd.dailylog import DailyLog
+from memoryd.memory.dailylog import DailyLog
 
 
 class Settings:

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from memoryd import embed
-from memoryd.embed import FakeEmbedder, ModelHolder, offline_files, resolve_model
-from memoryd.errors import Unavailable
+from memoryd.core.errors import Unavailable
+from memoryd.index import embed
+from memoryd.index.embed import FakeEmbedder, ModelHolder, offline_files, resolve_model
 
 
 def cfg(**kw: object) -> SimpleNamespace:
@@ -33,7 +33,7 @@ def cfg(**kw: object) -> SimpleNamespace:
 
 def test_importing_embed_loads_no_model_runtime() -> None:
     code = (
-        "import sys, memoryd.embed; "
+        "import sys, memoryd.index.embed; "
         "print(any(m.split('.')[0] in ('fastembed', 'onnxruntime') for m in sys.modules))"
     )
     out = subprocess.run(

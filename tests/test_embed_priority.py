@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from conftest import wait_for
 
-from memoryd.embed import FakeEmbedder, ModelHolder
+from memoryd.index.embed import FakeEmbedder, ModelHolder
 from memoryd.store import entries
 
 
@@ -157,7 +157,7 @@ def test_index_progress_while_a_reconcile_runs(make_app: Any) -> None:
 def test_progress_lines_in_the_log_while_working(
     make_app: Any, monkeypatch: Any, capsys: Any
 ) -> None:
-    monkeypatch.setattr("memoryd.app.PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr("memoryd.serve.app.PROGRESS_EVERY_S", 0.0)
     app = make_app(embedding={"batch_size": 2})
     for i in range(6):
         (app.cfg.workspace / f"l{i}.md").write_text(f"# L{i}\n\nlog line text {i}\n")

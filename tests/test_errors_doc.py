@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from memoryd import errors, protocol
+from memoryd.core import errors
+from memoryd.serve import protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = {

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.ftsquery import parse_query, quote_term
+from memoryd.search.ftsquery import parse_query, quote_term
 from memoryd.store import tokenizer
 
 

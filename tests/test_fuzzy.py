@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.fuzzy import FuzzyMatcher, Vocabulary, common_words, damerau, single_edits
+from memoryd.search.fuzzy import FuzzyMatcher, Vocabulary, common_words, damerau, single_edits
 from memoryd.store.db import connect
 from memoryd.store.migrations import migrate
 from memoryd.store.tokenizer import register
@@ -372,7 +372,7 @@ def test_common_words_are_never_rewritten(word: str, seed: int) -> None:
 
 
 def test_search_does_not_rewrite_a_correct_question(make_app: Any) -> None:
-    from memoryd.search import SearchRequest
+    from memoryd.search.searcher import SearchRequest
 
     app = make_app(model=None)
     app.memories.add("We need to change the deploy process before friday")

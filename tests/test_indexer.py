@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from memoryd.pathrules import compile_glob
-from memoryd.search import SearchRequest
+from memoryd.search.searcher import SearchRequest
+from memoryd.text.pathrules import compile_glob
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 

@@ -13,11 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memoryd import api, lifecycle, transfer
-from memoryd.errors import InvalidInput, Refused
-from memoryd.search import SearchRequest
-from memoryd.secretguard import kinds, redact
+from memoryd.core.errors import InvalidInput, Refused
+from memoryd.memory import lifecycle, transfer
+from memoryd.search.searcher import SearchRequest
+from memoryd.serve import methods as api
 from memoryd.store.entries import Filters
+from memoryd.text.secretguard import kinds, redact
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 

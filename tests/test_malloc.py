@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import wait_for
 
-from memoryd import malloc
+from memoryd.core import malloc
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from memoryd.markdown import (
+from memoryd.text.markdown import (
     chunk_markdown,
     decode,
     estimate_tokens,
@@ -185,7 +185,7 @@ def test_obsidian_front_matter_fields() -> None:
 
 
 def test_heading_lines_parse_in_linear_time() -> None:
-    from memoryd.markdown import atx_heading
+    from memoryd.text.markdown import atx_heading
 
     started = time.perf_counter()
     for k in (4_000, 200_000):  # a regex took 160 s at 4,000 spaces

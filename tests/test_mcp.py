@@ -15,7 +15,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from memoryd.mcp_tools import Bridge, call_tool, fmt_hits
+from memoryd.agents.tools import Bridge, call_tool, fmt_hits
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -335,7 +335,7 @@ def test_agents_doc_snippets_parse_and_name_every_tool() -> None:
 
 
 def test_note_records_are_shown_with_their_place() -> None:
-    from memoryd.mcp_tools import fmt_record
+    from memoryd.agents.tools import fmt_record
 
     out = fmt_record(
         {
@@ -353,7 +353,7 @@ def test_note_records_are_shown_with_their_place() -> None:
 
 
 def test_socket_comes_from_flag_env_or_config(tmp_path: Path, monkeypatch: Any) -> None:
-    from memoryd.mcp import resolve_socket
+    from memoryd.agents.mcp import resolve_socket
 
     cfg = tmp_path / "c.toml"
     cfg.write_text('socket = "/tmp/md-from-config.sock"\n')
@@ -369,7 +369,7 @@ def test_the_login_sessions_socket_is_found_without_its_environment(
     """MCP clients start `memoryd mcp` with a minimal environment (the SDKs pass on HOME,
     LOGNAME, PATH, SHELL, TERM, USER): no XDG_RUNTIME_DIR, so the default socket it computes is
     in /tmp while the daemon of the login session listens under /run/user/UID."""
-    from memoryd import mcp
+    from memoryd.agents import mcp
     from memoryd.ctl import client
 
     base = short_dir / "ru"
@@ -507,7 +507,7 @@ def test_two_agents_racing_on_one_note_and_the_daily_log(
 
 
 def test_listings_show_times_to_the_minute() -> None:
-    from memoryd.mcp_tools import fmt_items
+    from memoryd.agents.tools import fmt_items
 
     out = fmt_items(
         {

@@ -7,12 +7,12 @@ from typing import Any
 
 from conftest import q
 
+from memoryd.agents.tools import fmt_hits
 from memoryd.ctl.output import pending_note
-from memoryd.mcp_tools import fmt_hits
 
 
 def test_a_search_before_the_model_is_ready_says_it_used_keywords_only(make_app: Any) -> None:
-    from memoryd.embed import FakeEmbedder, ModelHolder
+    from memoryd.index.embed import FakeEmbedder, ModelHolder
 
     release = threading.Event()
 

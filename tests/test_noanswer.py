@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from conftest import q, settle
 
-from memoryd import ranking
-from memoryd.answerability import code_names, names
-from memoryd.ranking import (
+from memoryd.search import ranking
+from memoryd.search.answerability import code_names, names
+from memoryd.search.ranking import (
     Candidate,
     Scale,
     absent_identifier,

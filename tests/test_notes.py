@@ -1,4 +1,4 @@
-"""Issue 13.2: whole notes through the API (memoryd/notes.py and the note.* methods)."""
+"""Issue 13.2: whole notes through the API (memoryd/notes/notes.py and the note.* methods)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from conftest import rpc, wait_for
 
-from memoryd import api
-from memoryd.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge
-from memoryd.notes import normalize, sha256_bytes
-from memoryd.search import SearchRequest
+from memoryd.core.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge
+from memoryd.notes.notes import normalize, sha256_bytes
+from memoryd.search.searcher import SearchRequest
+from memoryd.serve import methods as api
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -436,8 +436,8 @@ def test_daily_log_at_the_top_of_the_workspace(make_app: Any) -> None:
 
 @pytest.mark.parametrize("bad", ["daily.txt", "/abs/%Y.md", "../%Y.md", "fixed.md", 3])
 def test_daily_log_filename_is_validated(bad: Any) -> None:
-    from memoryd.config import Config
-    from memoryd.errors import ConfigError
+    from memoryd.core.config import Config
+    from memoryd.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"dailylog\.filename"):
         Config.from_dict({"dailylog": {"filename": bad}})
@@ -451,7 +451,7 @@ def _swap_folder_after_checks(
 ) -> None:
     """Once the path checks are done, replace `folder` with a symlink to `outside`: what a
     hostile process racing the daemon would do between the check and the write."""
-    from memoryd import notes as notes_mod
+    from memoryd.notes import notes as notes_mod
 
     real_ensure = notes_mod.Notes._ensure_parent
 
@@ -485,7 +485,7 @@ def test_a_folder_swapped_for_a_symlink_after_the_check_is_not_followed(
 def test_a_folder_swapped_for_a_symlink_is_not_read_through(
     make_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memoryd import notes as notes_mod
+    from memoryd.notes import notes as notes_mod
 
     app = make_app(model=None)
     ws = app.cfg.workspace
@@ -513,7 +513,7 @@ def test_a_target_swapped_for_a_symlink_is_replaced_not_followed(
     make_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """rename() replaces a symlink at the target, it never writes through it."""
-    from memoryd import notes as notes_mod
+    from memoryd.notes import notes as notes_mod
 
     app = make_app(model=None)
     ws = app.cfg.workspace

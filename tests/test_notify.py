@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from memoryd.notify import Notifier, listen_fds
+from memoryd.serve.notify import Notifier, listen_fds
 
 
 @pytest.fixture
@@ -161,7 +161,7 @@ os.execve(sys.executable, [sys.executable, "-c", sys.argv[2]], env)
 
 SERVICE = """
 import json, os, socket, sys
-from memoryd.notify import listen_fds
+from memoryd.serve.notify import listen_fds
 socks = listen_fds()
 s = socks[0]
 report = {

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from conftest import wait_for
 
-from memoryd import obsidian, vault
-from memoryd.errors import InvalidInput, NotFound
-from memoryd.obsidian import Link, Resolver
-from memoryd.search import SearchRequest
+from memoryd.core.errors import InvalidInput, NotFound
+from memoryd.notes import vault
+from memoryd.search.searcher import SearchRequest
 from memoryd.store.entries import Filters, list_entries
+from memoryd.text import obsidian
+from memoryd.text.obsidian import Link, Resolver
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 

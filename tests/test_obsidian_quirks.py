@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memoryd import vault
+from memoryd.notes import vault
 from memoryd.store.entries import Filters, list_entries
 
 NOTES = {
@@ -155,7 +155,7 @@ def test_dates_in_front_matter_drive_since_and_until(app: Any) -> None:
 
 
 def test_aliases_as_a_string_and_a_list_are_searchable(app: Any) -> None:
-    from memoryd.search import SearchRequest
+    from memoryd.search.searcher import SearchRequest
 
     def found(query: str) -> list[str]:
         res = app.searcher.search(SearchRequest(query=query, mode="keyword", record_access=False))

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import rpc
 
-from memoryd import api
+from memoryd.serve import methods as api
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 

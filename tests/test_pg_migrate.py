@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from memoryd import api, storemigrate
-from memoryd.errors import AlreadyRunning, Refused
+from memoryd.core.errors import AlreadyRunning, Refused
+from memoryd.serve import methods as api
+from memoryd.store import pgmigrate as storemigrate
 
 
 def call(app: Any, method: str, **params: Any) -> Any:
@@ -186,7 +187,7 @@ def test_dry_run_and_a_count_mismatch_write_nothing(
 def test_refused_while_a_daemon_holds_the_store(make_app: Any, pg_dsn: str) -> None:
     from conftest import settle
 
-    from memoryd.daemon import acquire_lock
+    from memoryd.serve.daemon import acquire_lock
 
     cfg, _ = _sqlite_store(make_app, settle)
     fd = acquire_lock(cfg.lock_path)
@@ -204,7 +205,7 @@ def test_cli_prints_both_counts(
     from conftest import settle
 
     from memoryd.cli import main
-    from memoryd.config import to_toml
+    from memoryd.core.config import to_toml
 
     cfg, _ = _sqlite_store(make_app, settle)
     path = tmp_path / "config.toml"

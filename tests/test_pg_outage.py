@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from conftest import wait_for
 
-from memoryd import api
-from memoryd.errors import StoreUnavailable
+from memoryd.core.errors import StoreUnavailable
+from memoryd.serve import methods as api
 
 FAST_S = 3.0  # a request while the server is down answers within this (request timeout: 30 s)
 
@@ -31,7 +31,7 @@ def call(app: Any, method: str, **params: Any) -> Any:
 
 
 def _note(app: Any, path: str) -> dict[str, Any] | None:
-    from memoryd.errors import NotFound
+    from memoryd.core.errors import NotFound
 
     try:
         return call(app, "get", path=path)

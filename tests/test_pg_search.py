@@ -12,8 +12,8 @@ from conftest import q, settle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memoryd.errors import InvalidInput
-from memoryd.ftsquery import parse_query
+from memoryd.core.errors import InvalidInput
+from memoryd.search.ftsquery import parse_query
 from memoryd.store.entries import Filters
 
 NOTES = {

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import wait_for
 
-from memoryd import api
+from memoryd.serve import methods as api
 from memoryd.store import entries
 
 
@@ -67,7 +67,7 @@ def test_same_text_added_by_two_daemons_at_once_is_one_memory(
 def test_update_to_a_text_another_daemon_just_stored_is_refused(
     team: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memoryd.errors import InvalidInput
+    from memoryd.core.errors import InvalidInput
 
     a, b = team("a"), team("b")
     a.memories.add("deploys need two approvals")
@@ -361,7 +361,7 @@ def test_embed_worker_takes_a_model_another_daemon_registered_at_once(
 ) -> None:
     import psycopg
 
-    from memoryd import embedworker
+    from memoryd.index import embedworker
 
     a = team("a", model="fake")
     real = embedworker.vectors.ensure_model

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from memoryd import api
-from memoryd.errors import Refused
+from memoryd.core.errors import Refused
+from memoryd.serve import methods as api
 from memoryd.store import transfer as tstore
 
 

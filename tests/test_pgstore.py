@@ -75,7 +75,7 @@ def test_only_one_daemon_holds_a_job_lock(pg_dsn: str) -> None:
 
 
 def test_workspace_id_is_made_once_and_kept(tmp_path: Any) -> None:
-    from memoryd.config import Config
+    from memoryd.core.config import Config
     from memoryd.store.backend import workspace_id
 
     cfg = Config.from_dict(
@@ -96,8 +96,8 @@ def test_workspace_id_is_made_once_and_kept(tmp_path: Any) -> None:
 
 
 def test_a_password_in_the_dsn_is_refused() -> None:
-    from memoryd.config import Config
-    from memoryd.errors import ConfigError
+    from memoryd.core.config import Config
+    from memoryd.core.errors import ConfigError
 
     for dsn in ("postgresql://u:secret@h/db", "host=h password=secret dbname=x"):
         with pytest.raises(ConfigError, match="password"):
@@ -110,7 +110,7 @@ def test_a_connection_lost_at_commit_says_the_change_may_not_be_stored(pg_dsn: s
     error says so (and that a retry is safe), instead of claiming nothing was written."""
     import psycopg
 
-    from memoryd.errors import StoreUnavailable
+    from memoryd.core.errors import StoreUnavailable
 
     store = _store(pg_dsn, "ws-a")
     try:

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from conftest import rpc
 
-from memoryd import protocol
-from memoryd.errors import AlreadyRunning
-from memoryd.server import bind_socket, prepare_socket_path
+from memoryd.core.errors import AlreadyRunning
+from memoryd.serve import protocol
+from memoryd.serve.server import bind_socket, prepare_socket_path
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -177,8 +177,8 @@ def test_a_silent_connection_is_closed_after_the_first_request_timeout(
 def test_an_unexpected_exception_is_answered_logged_and_survived(
     make_app: Any, short_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memoryd import api
-    from memoryd.server import Server
+    from memoryd.serve import methods as api
+    from memoryd.serve.server import Server
 
     def boom(app: Any, params: dict[str, Any]) -> Any:
         raise RuntimeError("kaboom")
@@ -316,7 +316,7 @@ def test_read_only_data_dir_is_one_clear_line(tmp_path: Path, short_dir: Path) -
 
 
 def test_log_file_is_created_private(tmp_path: Path) -> None:
-    from memoryd import logsetup
+    from memoryd.core import logsetup
 
     old = os.umask(0o022)
     older = tmp_path / "older.log"  # left world-readable by an older version

@@ -11,9 +11,9 @@ from conftest import q, settle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd import search as search_mod
-from memoryd import vecindex
-from memoryd.search import (
+from memoryd.search import searcher as search_mod
+from memoryd.search import vecindex
+from memoryd.search.searcher import (
     _CLOSE,
     _OPEN,
     escape_markdown,
@@ -21,8 +21,8 @@ from memoryd.search import (
     render_snippet,
     strength,
 )
+from memoryd.search.vecindex import hamming, popcount_rows, popcount_table
 from memoryd.store.entries import Filters
-from memoryd.vecindex import hamming, popcount_rows, popcount_table
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -54,8 +54,8 @@ def test_hamming_by_columns_matches_rows(monkeypatch: Any, numpy2: bool) -> None
 
 
 def test_vector_cache_works_without_bitwise_count(make_app: Any, monkeypatch: Any) -> None:
+    from memoryd.search.vecindex import VectorCache
     from memoryd.store import vectors
-    from memoryd.vecindex import VectorCache
 
     app = make_app(model=None)
     rng = np.random.default_rng(5)
@@ -249,7 +249,7 @@ def test_pending_vectors_are_reported(make_app: Any) -> None:
 
 
 def test_group_must_be_known(make_app: Any) -> None:
-    from memoryd.errors import InvalidInput
+    from memoryd.core.errors import InvalidInput
 
     app = make_app(model=None)
     with pytest.raises(InvalidInput):

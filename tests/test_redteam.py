@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from memoryd import api
 from memoryd.cli import describe_os_error
-from memoryd.config import Config
-from memoryd.errors import ConfigError, InvalidInput, Refused
-from memoryd.search import SearchRequest
+from memoryd.core.config import Config
+from memoryd.core.errors import ConfigError, InvalidInput, Refused
+from memoryd.search.searcher import SearchRequest
+from memoryd.serve import methods as api
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -224,7 +224,7 @@ def _today_log(app: Any) -> Path:
 def test_a_fifo_named_like_a_note_or_a_log_never_blocks(make_app: Any) -> None:
     import os
 
-    from memoryd.indexer import FileState
+    from memoryd.index.indexer import FileState
 
     app = make_app(model=None)
     ws = app.cfg.workspace
@@ -339,7 +339,7 @@ def test_checkpoint_list_and_still_in_name_only_regular_files(make_app: Any) -> 
 def test_a_log_file_that_is_one_of_memoryds_own_files_is_a_config_error(
     tmp_path: Path, name: str
 ) -> None:
-    from memoryd.config import load_config
+    from memoryd.core.config import load_config
 
     conf = tmp_path / "c.toml"
     target = conf if name == "CONFIG" else tmp_path / "data" / name
@@ -364,7 +364,7 @@ def test_a_restore_takes_the_lines_of_memories_it_took_away(make_app: Any) -> No
     text = log_text(app)
     assert "kept through the restore" in text and "added after" not in text
     assert "my own line" in text
-    with pytest.raises(__import__("memoryd.errors").errors.NotFound):
+    with pytest.raises(__import__("memoryd.core.errors").errors.NotFound):
         call(app, "delete", id=gone)
 
 
@@ -449,7 +449,7 @@ def test_connections_being_evicted_do_not_count_against_the_limit(make_app: Any)
     the server answer "too many connections (all running a request)" with none running."""
     import dataclasses
 
-    from memoryd.server import Server, _Conn
+    from memoryd.serve.server import Server, _Conn
 
     class Writer:
         def write(self, data: bytes) -> None:

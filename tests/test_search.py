@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from conftest import wait_for
 
-from memoryd.embed import FakeEmbedder, ModelHolder
-from memoryd.errors import InvalidInput
-from memoryd.search import SIGNAL_SHARE, SearchRequest, normalise, rrf, weighted
+from memoryd.core.errors import InvalidInput
+from memoryd.index.embed import FakeEmbedder, ModelHolder
+from memoryd.search.searcher import SIGNAL_SHARE, SearchRequest, normalise, rrf, weighted
 from memoryd.store.entries import Filters
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
@@ -290,8 +290,8 @@ def test_questions_match_on_some_terms_and_single_typos_are_corrected(make_app: 
 def test_vector_cache_matches_exact_search(make_app: Any) -> None:
     import numpy as np
 
+    from memoryd.search.vecindex import VectorCache
     from memoryd.store import vectors
-    from memoryd.vecindex import VectorCache
 
     app = make_app(model=None)
     rng = np.random.default_rng(7)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from memoryd import service
-from memoryd.errors import ConfigError
+from memoryd.core.errors import ConfigError
+from memoryd.serve import service
 
 PYTHON = os.path.abspath(sys.executable)
 

@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from memoryd import api, obsidian, vault
-from memoryd.errors import InvalidInput, TooLarge
-from memoryd.markdown import chunk_markdown, fenced
+from memoryd.core.errors import InvalidInput, TooLarge
+from memoryd.notes import vault
+from memoryd.serve import methods as api
+from memoryd.text import obsidian
+from memoryd.text.markdown import chunk_markdown, fenced
 
 
 def call(app: Any, name: str, **params: Any) -> Any:

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memoryd.markdown import sha256_text
 from memoryd.store import Store, entries, vectors
 from memoryd.store.entries import DocumentInfo, Filters, NewChunk, NewMemory
 from memoryd.store.migrations import MIGRATIONS, schema_version
+from memoryd.text.markdown import sha256_text
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -122,7 +122,7 @@ def test_fts_follows_inserts_updates_deletes_and_document_cascade(store: Store) 
 
 
 def test_chunks_cannot_be_deleted_or_updated_as_memories(store: Store) -> None:
-    from memoryd.errors import InvalidInput
+    from memoryd.core.errors import InvalidInput
 
     doc = DocumentInfo("a.md", "h", 1, 1.0)
     store.run_write(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import wait_for
 
-from memoryd.watcher import Watcher
+from memoryd.index.watcher import Watcher
 
 
 class Sink:

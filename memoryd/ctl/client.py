@@ -131,7 +131,7 @@ def login_socket_paths(env: Mapping[str, str] | None = None) -> list[str]:
 
 
 def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    """--socket, else $MEMORYD_SOCKET, else the daemon's default (memoryd.config's rule)."""
+    """--socket, else $MEMORYD_SOCKET, else the daemon's default (memoryd.core.config's rule)."""
     env = os.environ if env is None else env
     chosen = explicit or env.get("MEMORYD_SOCKET")
     if chosen:

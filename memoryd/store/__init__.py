@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import apsw
 
-from memoryd.errors import DiskFull, StoreError
+from memoryd.core.errors import DiskFull, StoreError
 from memoryd.store import db
 from memoryd.store.migrations import migrate
 
@@ -199,7 +199,7 @@ class Store:
     def restore_from(self, source: Path) -> None:
         """Replace the whole database with `source` through SQLite's backup API, under the
         writer lock (readers finish on their snapshot; writes wait). The caller checks that
-        `source` is a memoryd database of the current schema (memoryd.checkpoints)."""
+        `source` is a memoryd database of the current schema (memoryd.memory.checkpoints)."""
         src = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
         try:
             with self._lock, self._writer.backup("main", src, "main") as backup:

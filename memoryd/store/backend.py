@@ -10,11 +10,11 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memoryd.errors import ConfigError
+from memoryd.core.errors import ConfigError
 from memoryd.store import Store
 
 if TYPE_CHECKING:
-    from memoryd.config import Config
+    from memoryd.core.config import Config
 
 WORKSPACE_ID_FILE = "workspace-id"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")

@@ -18,7 +18,7 @@ from typing import Any
 
 import apsw
 
-from memoryd.errors import StoreError
+from memoryd.core.errors import StoreError
 from memoryd.store import tokenizer
 
 BUSY_TIMEOUT_MS = 5000

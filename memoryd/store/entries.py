@@ -13,10 +13,10 @@ from typing import Any
 
 import apsw
 
-from memoryd.errors import InvalidInput, NotFound
+from memoryd.core.errors import InvalidInput, NotFound
+from memoryd.core.timeutil import iso
 from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
-from memoryd.timeutil import iso
 
 RECORD_COLUMNS = (
     "e.id, e.kind, e.namespace, e.content, e.content_hash, e.type, e.tags, e.source, e.context, "

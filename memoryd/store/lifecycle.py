@@ -1,7 +1,8 @@
 """SQL of the memory lifecycle: trigger phrases, change history, feedback, tiers, selections.
 
-Functions take an open apsw connection; the caller (memoryd.memories, memoryd.lifecycle) picks
-the transaction. Pure rules (tiers, phrase folding, budgets) live in memoryd.lifecycle.
+Functions take an open connection; the caller (memoryd.memory.memories, memoryd.memory.lifecycle)
+picks the transaction. Pure rules (tiers, phrase folding, budgets) live in
+memoryd.memory.lifecycle.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Links between notes, and the note-level facts the indexer takes from a vault (creation date).
 
 Links are stored as written (target, heading, alias, line) with `target_key`, the lower-cased file
-name the target names; they are resolved to paths when asked (memoryd.obsidian.Resolver), so a
+name the target names; they are resolved to paths when asked (memoryd.text.obsidian.Resolver), so a
 note created later answers links written before it. Functions take an open apsw connection.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import apsw
 
-from memoryd.obsidian import Link
+from memoryd.text.obsidian import Link
 
 
 @dataclass(frozen=True)

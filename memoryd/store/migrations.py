@@ -12,8 +12,8 @@ from pathlib import Path
 
 import apsw
 
-from memoryd.errors import StoreError
-from memoryd.logsetup import get_logger
+from memoryd.core.errors import StoreError
+from memoryd.core.logsetup import get_logger
 from memoryd.store import tokenizer
 
 log = get_logger("memoryd.store")

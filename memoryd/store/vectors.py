@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import apsw
 import numpy as np
 
-from memoryd.errors import StoreError
+from memoryd.core.errors import StoreError
 from memoryd.store.dialect import is_postgres
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from memoryd import api
-from memoryd.errors import DiskFull
+from memoryd.core.errors import DiskFull
+from memoryd.serve import methods as api
 
 DISK_FULL = -32013
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memoryd import api
+from memoryd.serve import methods as api
 
 from .support import Conn, size
 

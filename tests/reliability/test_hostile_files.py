@@ -14,7 +14,7 @@ from typing import Any
 
 from conftest import wait_for
 
-from memoryd.search import SearchRequest
+from memoryd.search.searcher import SearchRequest
 
 BILLION_LAUGHS = (
     "---\n"

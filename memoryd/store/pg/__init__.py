@@ -30,8 +30,8 @@ import psycopg
 import psycopg_pool
 from pgvector.psycopg import register_vector
 
-from memoryd.errors import Refused, StoreError, StoreUnavailable
-from memoryd.logsetup import get_logger
+from memoryd.core.errors import Refused, StoreError, StoreUnavailable
+from memoryd.core.logsetup import get_logger
 from memoryd.store.pg import schema
 from memoryd.store.pg.conn import PgConnection
 
@@ -49,7 +49,7 @@ LISTEN_RETRY_MAX_S = 10.0
 
 @dataclass(frozen=True)
 class PgSettings:
-    """What PgStore needs from the config (memoryd.config.StoreConfig and the workspace id)."""
+    """What PgStore needs from the config (memoryd.core.config.StoreConfig and the workspace id)."""
 
     conninfo: str
     workspace_id: str

@@ -1,6 +1,6 @@
 """Keyword search on PostgreSQL: FTS5 MATCH expressions -> tsquery, ranking, snippets, terms.
 
-Search builds its keyword queries once, as FTS5 expressions (memoryd/ftsquery.py, fuzzy.py,
+Search builds its keyword queries once, as FTS5 expressions (memoryd/search/ftsquery.py, fuzzy.py,
 evidence.py): quoted strings (`"a b"`, `""` for a quote inside), prefixes (`"dep"*`), AND, OR,
 NOT (binary: `a NOT b`), parentheses and juxtaposition (an implicit AND). `tsquery()` turns one
 into a tsquery expression in SQL with its parameters, never pasting user text:

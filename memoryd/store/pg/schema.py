@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import psycopg
 
-from memoryd.errors import StoreError
-from memoryd.logsetup import get_logger
+from memoryd.core.errors import StoreError
+from memoryd.core.logsetup import get_logger
 from memoryd.store.tokenizer import CJK_CLASS
 
 log = get_logger("memoryd.store")

@@ -1,8 +1,8 @@
 """pgvector: one table of vectors per model (`vec_N`, keyed by embeddings.id) with an HNSW
 index for cosine distance, and the nearest-neighbour queries search runs on them.
 
-`PgVectorIndex` stands in for the in-memory VectorCache (memoryd/vecindex.py) when the store is
-PostgreSQL: the server's HNSW index answers k-nearest queries, so every daemon sees the vectors
+`PgVectorIndex` stands in for the in-memory VectorCache (memoryd/search/vecindex.py) when the store
+is PostgreSQL: the server's HNSW index answers k-nearest queries, so every daemon sees the vectors
 any other daemon stored, with nothing to load or invalidate.
 """
 

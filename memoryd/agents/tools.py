@@ -1,0 +1,587 @@
+"""The MCP tools of `memoryd mcp`, as a table: name, description, input schema, the daemon
+call(s) it makes, and how its answer reads as compact text. `call_tool` runs one call; the MCP
+server in memoryd/agents/mcp.py only lists the table and hands calls to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memoryd.ctl import Client, ClientError, Unreachable
+from memoryd.text.markdown import estimate_tokens
+
+ERROR_NAMES = {
+    -32602: "invalid input",
+    -32004: "not found",
+    -32005: "too large",
+    -32006: "refused",
+    -32003: "unavailable",
+    -32009: "conflict",
+    -32012: "store error",
+    -32601: "unknown method",
+}
+HINTS = {
+    -32009: "Read the note again (read_note), merge your change into it, and retry with the "
+    "sha256 read_note returned.",
+    -32601: "The running daemon is older than this MCP server: restart it (memoryd run, or "
+    "systemctl --user restart memoryd).",
+}
+
+
+# --- the bridge to the daemon ------------------------------------------------------------------
+
+
+class ToolFailure(Exception):
+    """A tool could not do its work; the message is what the agent reads."""
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message, self.data = message, data or {}
+
+
+class Bridge:
+    """Calls the daemon for the tools; knows the agent's default namespace.
+
+    `socket` may be a list: the first path, then others where the daemon may listen (see
+    memoryd.agents.mcp.socket_candidates); each call uses the first that exists, so a daemon started
+    after the agent is found wherever it came up."""
+
+    def __init__(
+        self, socket: str | Sequence[str], namespace: str | None, timeout: float = 60.0
+    ) -> None:
+        self.sockets = [socket] if isinstance(socket, str) else list(socket)
+        self.client = Client(self.sockets[0], timeout=timeout)
+        self.namespace = namespace
+
+    def _socket(self) -> str:
+        return next((s for s in self.sockets if _is_socket(s)), self.sockets[0])
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        if len(self.sockets) > 1:
+            self.client.path = self._socket()
+        try:
+            return self.client.call(method, {k: v for k, v in params.items() if v is not None})
+        except Unreachable as exc:
+            raise ToolFailure(str(exc), {"code": "unreachable"}) from None
+        except ClientError as exc:
+            name = ERROR_NAMES.get(exc.code, "error")
+            text = f"memoryd {method}: {exc.message} ({name}, code {exc.code})"
+            current = exc.data.get("current_sha256") if isinstance(exc.data, dict) else None
+            if exc.code == -32009 and current:
+                text += f" Current sha256: {current}."
+            if exc.code in HINTS:
+                text += " " + HINTS[exc.code]
+            raise ToolFailure(
+                text, {"code": exc.code, "message": exc.message, "data": exc.data}
+            ) from None
+
+    def ns(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Arguments with the agent's default namespace filled in where none was given."""
+        if args.get("namespace") is None and self.namespace:
+            return {**args, "namespace": self.namespace}
+        return args
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+# --- formatting --------------------------------------------------------------------------------
+
+
+def _one_line(text: str, width: int) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _where(hit: dict[str, Any]) -> str:
+    if hit.get("kind") == "chunk" or hit.get("path"):
+        heading = " > ".join(hit.get("heading_path") or [])
+        loc = f"{hit.get('path')}:{hit.get('start_line')}"
+        return f"{loc} {heading}".strip()
+    tags = " ".join(f"#{t}" for t in hit.get("tags") or [])
+    return f"memory {hit.get('type') or ''} {tags}".strip()
+
+
+def fmt_hits(res: dict[str, Any]) -> str:
+    hits = res.get("hits") or []
+    head = f"{res.get('total', len(hits))} result(s), {res.get('mode', 'search')}"
+    if res.get("model_state"):
+        head += f" (keyword-only: the embedding model is {res['model_state']})"
+    elif res.get("pending_vectors"):
+        head += f" ({res['pending_vectors']} texts not embedded yet: keyword-only for those)"
+    lines = [head + ":"]
+    shown = set()
+    for h in hits:
+        shown.add(h.get("id"))
+        score = h.get("score")
+        text = h.get("snippet") or h.get("content") or ""
+        lines.append(
+            f"[{h.get('id')}] {_where(h)} · {score:.2f} — {_one_line(text, 300)}"
+            if isinstance(score, int | float)
+            else f"[{h.get('id')}] {_where(h)} — {_one_line(text, 300)}"
+        )
+        for s in h.get("sections") or []:
+            lines.append(
+                f"    also {' > '.join(s.get('heading_path') or [])} L{s.get('start_line')}"
+            )
+    rest = [i for i in res.get("index") or [] if i.get("id") not in shown]
+    if rest:
+        lines.append("Over the token budget (get ID for details):")
+        lines += [f"[{i['id']}] {_one_line(i.get('summary', ''), 100)}" for i in rest]
+    if not hits and not rest:
+        lines = ["No results."]
+    return "\n".join(lines)
+
+
+def fmt_record(rec: dict[str, Any]) -> str:
+    if "content" in rec and "path" in rec and "sha256" in rec:  # note.read
+        return f"{rec['path']} (sha256 {rec['sha256']}, {rec['size']} bytes)\n\n{rec['content']}"
+    if rec.get("kind") == "note":  # get {path, section?}
+        head = str(rec.get("path"))
+        if rec.get("section"):
+            head += f" § {rec['section']}"
+        if rec.get("start_line"):
+            head += f" (lines {rec['start_line']}-{rec.get('end_line')})"
+        return f"{head}\n\n{rec.get('content', '')}"
+    meta = {
+        k: rec.get(k)
+        for k in ("id", "kind", "type", "tier", "tags", "importance", "namespace", "path")
+        if rec.get(k) not in (None, [], "")
+    }
+    meta.update({k: rec[k] for k in ("created_at", "updated_at") if rec.get(k)})
+    return json.dumps(meta, ensure_ascii=False) + "\n\n" + str(rec.get("content", ""))
+
+
+def fmt_added(res: dict[str, Any]) -> str:
+    out = f"Remembered as [{res.get('id')}]" if res.get("stored", True) else "Not stored"
+    if res.get("duplicate"):
+        out = f"Already known as [{res.get('id')}] (duplicate)"
+    for w in res.get("warnings") or []:
+        out += f"\nwarning: {w}"
+    near = res.get("near_duplicates") or []
+    if near:
+        out += "\nnear duplicates: " + ", ".join(f"[{n['id']}]" for n in near)
+    return out
+
+
+def _when(value: object) -> str:
+    """'2026-11-23T19:36:09Z' as '2026-11-23 19:36' (UTC): a third fewer tokens a line, and
+    minutes are precise enough for the agent; the structured copy keeps the full time."""
+    text = str(value or "")
+    if len(text) >= 16 and text[10:11] == "T" and text.endswith("Z"):
+        return f"{text[:10]} {text[11:16]}"
+    return text
+
+
+def fmt_items(res: dict[str, Any]) -> str:
+    lines = []
+    for i in res.get("items") or []:
+        if i.get("kind") == "memory":
+            lines.append(
+                f"{_when(i.get('at'))} memory [{i['id']}] {i.get('change', '')}: {i['summary']}"
+            )
+        else:
+            when = _when(i.get("at") or i.get("mtime"))
+            tags = " ".join(f"#{t}" for t in i.get("tags") or [])
+            lines.append(f"{when} {i['path']} — {i.get('title', '')} {tags}".rstrip())
+    if "total" in res:
+        lines.insert(0, f"{res['total']} note(s), times in UTC:")
+    return "\n".join(lines) or "Nothing."
+
+
+def fmt_memories(res: dict[str, Any]) -> str:
+    mems = res.get("memories") or []
+    if not mems:
+        return "No memories."
+    return "\n".join(
+        f"[{m['id']}] ({m.get('tier') or m.get('type')}) {_one_line(m['content'], 400)}"
+        for m in mems
+    )
+
+
+def fmt_forgot(res: dict[str, Any]) -> str:
+    """A delete's answer, with the copies that still hold the text (delete's still_in)."""
+    out = f"Forgot [{res.get('id')}]"
+    copies = res.get("still_in") or []
+    if copies:
+        names = ", ".join(f"{c.get('kind')} {c.get('name')}" for c in copies)
+        out += (
+            f". Its text is still in {len(copies)} older copy(ies) of the store ({names}); "
+            "the user can delete them with `memoryctl checkpoint delete NAME` "
+            "(`--snapshot` for a snapshot)"
+        )
+    return out
+
+
+def fmt_json(res: Any) -> str:
+    return json.dumps(res, ensure_ascii=False, separators=(",", ":"))
+
+
+# --- tools -------------------------------------------------------------------------------------
+
+STR = {"type": "string"}
+INT = {"type": "integer"}
+BOOL = {"type": "boolean"}
+TIME = {
+    "type": ["string", "number"],
+    "description": "ISO 8601 date or time (2026-11-22, 2026-11-22T10:00:00Z) or unix seconds",
+}
+TAGS = {"type": "array", "items": STR, "description": "tags (lowercase words)"}
+NAMESPACE = {
+    "type": "string",
+    "description": "memory namespace (default: this agent's, from --namespace or "
+    "MEMORYD_NAMESPACE, else the daemon's default); '*' = all",
+}
+NOTE_PATH = {
+    "type": "string",
+    "minLength": 1,
+    "description": "workspace-relative path of a markdown note, e.g. 'projects/auth.md'",
+}
+SHA = {
+    "type": "string",
+    "pattern": "^([0-9a-fA-F]{64})?$",
+    "description": "the sha256 read_note returned; the change is refused (conflict) if the note "
+    "changed since. '' = the note must not exist yet",
+}
+MEMORY_FIELDS: dict[str, Any] = {
+    "type": {"type": "string", "description": "fact, preference, decision, procedure, ..."},
+    "tags": TAGS,
+    "importance": {**INT, "minimum": 1, "maximum": 10, "description": "1..10 (default 5)"},
+    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    "source": {**STR, "description": "where it came from (a URL, a file, 'user')"},
+    "context": STR,
+    "ttl": {**STR, "description": "expire after this long: '90m', '7d'"},
+    "tier": {
+        "type": "string",
+        "enum": ["constitutional", "critical", "important", "normal", "temporary", "deprecated"],
+        "description": "constitutional = always loaded by session_context",
+    },
+    "triggers": {
+        "type": "array",
+        "items": STR,
+        "description": "phrases that bring this memory up through match_triggers",
+    },
+}
+SEARCH_SCHEMA: dict[str, Any] = {
+    "query": {
+        **STR,
+        "minLength": 1,
+        "description": 'words or a question; "quoted phrase", -exclude, OR',
+    },
+    "limit": {**INT, "minimum": 1, "maximum": 100, "description": "results (default 10)"},
+    "mode": {"type": "string", "enum": ["auto", "keyword", "vector", "hybrid", "fuzzy"]},
+    "kind": {
+        "type": "string",
+        "enum": ["memory", "chunk", "all"],
+        "description": "memory = memories only, chunk = notes only (default all)",
+    },
+    "type": {**STR, "description": "memory types, comma separated"},
+    "tags": {**TAGS, "description": "every tag listed must be present"},
+    "source": STR,
+    "path": {**STR, "description": "only notes under this workspace folder or path prefix"},
+    "since": TIME,
+    "until": TIME,
+    "min_importance": {**INT, "minimum": 1, "maximum": 10},
+    "namespace": NAMESPACE,
+    "tier": {
+        **STR,
+        "description": "tiers, comma separated: constitutional, critical, important, normal, "
+        "temporary, deprecated",
+    },
+    "include_expired": BOOL,
+    "include_deprecated": BOOL,
+    "max_tokens": {
+        **INT,
+        "minimum": 1,
+        "description": "token budget: full text for the top hits that fit, one-line summaries "
+        "for the rest",
+    },
+    "group": {
+        "type": "string",
+        "enum": ["note", "none"],
+        "description": "note (default) = one result per note with its other matching sections; "
+        "none = every matching chunk",
+    },
+    "workspace": {
+        "type": "string",
+        "enum": ["this", "all"],
+        "description": "this (default) = this machine's notes and the memories; all = every "
+        "machine's notes too (a team's shared PostgreSQL store)",
+    },
+}
+
+
+def _obj(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    schema: dict[str, Any]
+    run: Callable[[Bridge, dict[str, Any]], Any]
+    text: Callable[[Any], str]
+    read_only: bool = True
+
+
+def run_method(method: str, *, namespaced: bool = False) -> Callable[[Bridge, dict[str, Any]], Any]:
+    def run(b: Bridge, args: dict[str, Any]) -> Any:
+        return b.call(method, b.ns(args) if namespaced else args)
+
+    return run
+
+
+def run_feedback(b: Bridge, args: dict[str, Any]) -> Any:
+    verdict = args["verdict"]
+    if verdict == "used":
+        return b.call("used", {"id": args["id"]})
+    return b.call("validate", {"id": args["id"], "useful": verdict == "useful"})
+
+
+def run_session_context(b: Bridge, args: dict[str, Any]) -> dict[str, Any]:
+    """Constitutional memories first, then recent activity while the budget lasts."""
+    budget = args.get("max_tokens") or 800
+    ns = b.ns({"namespace": args.get("namespace")})["namespace"]
+    start = b.call("session_start", {"namespace": ns, "max_tokens": budget})
+    used = int(start.get("tokens_used") or 0)
+    recent: list[dict[str, Any]] = []
+    want = args.get("recent_limit", 20)
+    if used < budget and want:
+        got = b.call("recent_activity", {"namespace": ns, "limit": want})
+        for item in got.get("items") or []:
+            cost = estimate_tokens(fmt_items({"items": [item]})) + 2
+            if used + cost > budget:
+                break
+            recent.append(item)
+            used += cost
+    return {
+        "memories": start.get("memories") or [],
+        "has_more_memories": bool(start.get("has_more")),
+        "recent": recent,
+        "tokens_used": used,
+        "max_tokens": budget,
+    }
+
+
+def fmt_session(res: dict[str, Any]) -> str:
+    parts = ["Standing memories:", fmt_memories(res)]
+    if res.get("has_more_memories"):
+        parts.append("(more constitutional memories than the budget holds; raise max_tokens)")
+    if res.get("recent"):
+        parts += ["", "Recent activity:", fmt_items({"items": res["recent"]})]
+    return "\n".join(parts)
+
+
+TOOLS: list[ToolSpec] = [
+    ToolSpec(
+        "search",
+        "Search memories and workspace notes by keyword and meaning. Returns ranked hits: "
+        "[id] where · score — snippet. Memories show their type and tags; note hits show "
+        "path:line and heading. Use filters to narrow, max_tokens to cap the answer's size, "
+        "then get (by id) or read_note (by path) for the full text.",
+        _obj(SEARCH_SCHEMA, ("query",)),
+        run_method("search", namespaced=True),
+        fmt_hits,
+    ),
+    ToolSpec(
+        "remember",
+        "Store a new memory: one self-contained fact, preference, decision or procedure, "
+        "written so it makes sense later without this conversation. Returns its id. Refuses "
+        "text that looks like a secret (API keys, passwords). Near-duplicates are reported.",
+        _obj(
+            {
+                "content": {**STR, "minLength": 1, "description": "the memory itself"},
+                **MEMORY_FIELDS,
+                "namespace": NAMESPACE,
+            },
+            ("content",),
+        ),
+        run_method("add", namespaced=True),
+        fmt_added,
+        read_only=False,
+    ),
+    ToolSpec(
+        "get",
+        "Fetch one entry in full by id (a memory or a note chunk from search results), or a "
+        "note or one of its sections by path and heading.",
+        _obj(
+            {
+                "id": {**INT, "minimum": 1},
+                "path": NOTE_PATH,
+                "section": {**STR, "description": "heading text of one section of the note"},
+            }
+        ),
+        run_method("get"),
+        fmt_record,
+    ),
+    ToolSpec(
+        "update",
+        "Change a memory in place (content, tags, type, importance, tier, triggers, ...). Only "
+        "the fields given change. Its id stays the same and its history is kept.",
+        _obj({"id": {**INT, "minimum": 1}, "content": STR, **MEMORY_FIELDS}, ("id",)),
+        run_method("update"),
+        fmt_record,
+        read_only=False,
+    ),
+    ToolSpec(
+        "forget",
+        "Delete one memory by id, for good (for outdated memories prefer update with "
+        "tier 'deprecated'). Notes are not deleted here.",
+        _obj({"id": {**INT, "minimum": 1}}, ("id",)),
+        run_method("delete"),
+        fmt_forgot,
+        read_only=False,
+    ),
+    ToolSpec(
+        "session_context",
+        "Call at the start of a task: the standing (constitutional) memories, most important "
+        "first, then recent activity (memories added, notes changed), all within max_tokens.",
+        _obj(
+            {
+                "max_tokens": {**INT, "minimum": 50, "description": "budget (default 800)"},
+                "namespace": NAMESPACE,
+                "recent_limit": {**INT, "minimum": 0, "maximum": 100},
+            }
+        ),
+        run_session_context,
+        fmt_session,
+    ),
+    ToolSpec(
+        "match_triggers",
+        "Memories whose trigger phrases occur in the given text (e.g. the user's message): "
+        "cheap, exact recall of procedures and warnings tied to words.",
+        _obj({"prompt": {**STR, "minLength": 1}, "namespace": NAMESPACE}, ("prompt",)),
+        run_method("match_triggers", namespaced=True),
+        fmt_memories,
+    ),
+    ToolSpec(
+        "feedback",
+        "Tell memoryd how a memory served: 'useful' or 'not_useful' (validation; useful ones "
+        "become promotion candidates) or 'used' (you relied on it; it counts as an access).",
+        _obj(
+            {
+                "id": {**INT, "minimum": 1},
+                "verdict": {"type": "string", "enum": ["useful", "not_useful", "used"]},
+            },
+            ("id", "verdict"),
+        ),
+        run_feedback,
+        lambda r: "Recorded. " + fmt_json(r),
+        read_only=False,
+    ),
+    ToolSpec(
+        "read_note",
+        "Read a whole markdown note from the workspace, front matter included. Returns its "
+        "text and sha256; pass that sha256 to write_note/append_to_note/move_note so a "
+        "concurrent edit is never overwritten.",
+        _obj({"path": NOTE_PATH}, ("path",)),
+        run_method("note.read"),
+        fmt_record,
+    ),
+    ToolSpec(
+        "write_note",
+        "Create or replace a whole markdown note (the content is the entire file, front "
+        "matter included). Atomic; searchable at once. Give expected_sha256 when replacing.",
+        _obj({"path": NOTE_PATH, "content": STR, "expected_sha256": SHA}, ("path", "content")),
+        run_method("note.write"),
+        lambda r: (
+            f"{'Created' if r.get('created') else 'Wrote'} {r['path']} (sha256 {r['sha256']})"
+        ),
+        read_only=False,
+    ),
+    ToolSpec(
+        "append_to_note",
+        "Append text to the end of a note (on a new line), creating it if missing. Front "
+        "matter is untouched. Searchable at once.",
+        _obj({"path": NOTE_PATH, "content": STR, "expected_sha256": SHA}, ("path", "content")),
+        run_method("note.append"),
+        lambda r: f"Appended to {r['path']} (sha256 {r['sha256']})",
+        read_only=False,
+    ),
+    ToolSpec(
+        "list_notes",
+        "List the workspace's notes (path, title, tags, size, modified time), by path, "
+        "optionally under one folder.",
+        _obj(
+            {
+                "path": {**STR, "description": "folder, e.g. 'projects'"},
+                "limit": {**INT, "minimum": 1, "maximum": 1000},
+                "offset": {**INT, "minimum": 0},
+            }
+        ),
+        run_method("note.list"),
+        fmt_items,
+    ),
+    ToolSpec(
+        "move_note",
+        "Rename or move a note inside the workspace (never over an existing note). Its index "
+        "entries follow it.",
+        _obj(
+            {"path": NOTE_PATH, "new_path": NOTE_PATH, "expected_sha256": SHA}, ("path", "new_path")
+        ),
+        run_method("note.move"),
+        lambda r: f"Moved {r['path']} -> {r['new_path']}",
+        read_only=False,
+    ),
+    ToolSpec(
+        "recent_activity",
+        "What changed lately, newest first: memories added or updated (this namespace) and "
+        "notes modified.",
+        _obj(
+            {
+                "limit": {**INT, "minimum": 1, "maximum": 1000},
+                "since": {
+                    **TIME,
+                    "description": "ISO time, unix seconds, or a duration back "
+                    "from now ('24h', '7d')",
+                },
+                "namespace": NAMESPACE,
+            }
+        ),
+        run_method("recent_activity", namespaced=True),
+        fmt_items,
+    ),
+]
+TOOLS_BY_NAME = {t.name: t for t in TOOLS}
+
+
+def call_tool(bridge: Bridge, name: str, arguments: dict[str, Any] | None) -> tuple[str, Any, bool]:
+    """(text, structured result, is_error) for one tool call. Synchronous: run it in a thread."""
+    spec = TOOLS_BY_NAME.get(name)
+    if spec is None:
+        return f"unknown tool {name!r} (tools: {', '.join(TOOLS_BY_NAME)})", None, True
+    args = dict(arguments or {})
+    problems = check_arguments(spec, args)
+    if problems:
+        return f"{name}: {problems}", {"error": {"code": "invalid_arguments"}}, True
+    try:
+        result = spec.run(bridge, args)
+    except ToolFailure as exc:
+        return exc.message, {"error": exc.data}, True
+    return spec.text(result), result, False
+
+
+def check_arguments(spec: ToolSpec, args: dict[str, Any]) -> str | None:
+    import jsonschema
+
+    errors = sorted(
+        jsonschema.Draft202012Validator(spec.schema).iter_errors(args), key=lambda e: e.path
+    )
+    if not errors:
+        return None
+    return "; ".join(
+        (f"{'.'.join(map(str, e.path))}: " if e.path else "") + e.message for e in errors[:5]
+    )

@@ -1,0 +1,606 @@
+"""Configuration: defaults, TOML file, environment overrides, validation, reload diff.
+
+Two phases: `Config.from_dict` validates (pure: no file or network access), `load_config` finds
+and reads the file and the environment. Every error names the dotted key and what is wrong.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import string
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from memoryd.core.errors import ConfigError, InvalidInput
+from memoryd.core.timeutil import parse_duration
+
+MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to 104 bytes on macOS, 108 on Linux
+
+
+# --- sections ----------------------------------------------------------------------------------
+# Each field's metadata carries its validator: ("int", lo, hi), ("float", lo, hi), ("bool",),
+# ("str",), ("choice", options), ("globs",), ("duration",).
+
+
+def _f(default: Any, *spec: Any) -> Any:
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"spec": spec})
+    return field(default=default, metadata={"spec": spec})
+
+
+@dataclass(frozen=True)
+class IndexerConfig:
+    include: list[str] = _f(["**/*.md"], "globs")
+    exclude: list[str] = _f([], "globs")
+    skip_hidden: bool = _f(True, "bool")
+    debounce_ms: int = _f(500, "int", 0, 60000)
+    max_file_bytes: int = _f(2_000_000, "int", 1024, 1 << 31)
+    chunk_max_tokens: int = _f(200, "int", 32, 2048)
+    chunk_overlap_tokens: int = _f(30, "int", 0, 2047)
+    max_chunks_per_file: int = _f(5000, "int", 1, 1_000_000)
+    follow_symlinks: bool = _f(True, "bool")
+
+
+@dataclass(frozen=True)
+class MemoriesConfig:
+    max_content_bytes: int = _f(10240, "int", 1, 1048576)
+    default_type: str = _f("fact", "name")
+    default_importance: int = _f(5, "int", 1, 10)
+    default_namespace: str = _f("default", "name")
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    default_limit: int = _f(10, "int", 1, 1000)
+    max_limit: int = _f(100, "int", 1, 1000)
+    fusion: str = _f("weighted", "choice", ("rrf", "weighted"))
+    rrf_k: int = _f(60, "int", 1, 10000)
+    candidate_multiplier: int = _f(4, "int", 1, 50)
+    keyword_weight: float = _f(0.7, "float", 0.0, 100.0)
+    vector_weight: float = _f(0.3, "float", 0.0, 100.0)
+    partial_match_weight: float = _f(0.15, "float", 0.0, 1.0)
+    importance_weight: float = _f(0.1, "float", 0.0, 100.0)
+    recency_weight: float = _f(0.1, "float", 0.0, 100.0)
+    recency_half_life_days: float = _f(30.0, "float", 0.001, 1e6)
+    frequency_weight: float = _f(0.05, "float", 0.0, 100.0)
+    fuzzy: bool = _f(True, "bool")
+    fuzzy_min_similarity: float = _f(0.4, "float", 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    enabled: bool = _f(True, "bool")
+    model_path: str = _f("", "str")
+    model: str = _f("sentence-transformers/all-MiniLM-L6-v2", "str")
+    allow_download: bool = _f(True, "bool")
+    batch_size: int = _f(8, "int", 1, 1024)
+    threads: int = _f(0, "int", 0, 256)
+    query_cache_size: int = _f(512, "int", 0, 1_000_000)
+    vector_gc_days: float = _f(7.0, "float", 0.0, 36500.0)
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    max_request_bytes: int = _f(1048576, "int", 1024, 67108864)
+    max_connections: int = _f(64, "int", 1, 10000)
+    idle_timeout_s: float = _f(300.0, "float", 0.1, 86400.0)
+    first_request_timeout_s: float = _f(10.0, "float", 0.1, 86400.0)
+    request_timeout_s: float = _f(30.0, "float", 0.1, 86400.0)
+    shutdown_timeout_s: float = _f(10.0, "float", 0.1, 3600.0)
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    level: str = _f("info", "choice", ("debug", "info", "warning", "error"))
+    format: str = _f("auto", "choice", ("auto", "json", "console"))
+    file: str = _f("", "str")
+
+
+@dataclass(frozen=True)
+class DailyLogConfig:
+    enabled: bool = _f(True, "bool")
+    folder: str = _f("daily", "relpath")
+    filename: str = _f("%Y-%m-%d.md", "logname")
+    line_format: str = _f("- {time} [{type}] {content}{tags}", "format")
+    header: str = _f("# Memories {date}", "format")
+
+
+@dataclass(frozen=True)
+class NotesConfig:
+    max_bytes: int = _f(1_048_576, "int", 1, 1 << 31)
+
+
+@dataclass(frozen=True)
+class JobsConfig:
+    expiry_interval: float = _f(300.0, "duration")
+    backfill_interval: float = _f(600.0, "duration")
+    optimize_interval: float = _f(86400.0, "duration")
+    checkpoint_interval: float = _f(900.0, "duration")
+    quick_check_interval: float = _f(86400.0, "duration")
+    reconcile_interval: float = _f(3600.0, "duration")
+    snapshot_interval: float = _f(86400.0, "duration")
+    snapshot_keep: int = _f(7, "int", 0, 10000)
+
+
+@dataclass(frozen=True)
+class LifecycleConfig:
+    boost_constitutional: float = _f(0.3, "float", -10.0, 10.0)
+    boost_critical: float = _f(0.2, "float", -10.0, 10.0)
+    boost_important: float = _f(0.1, "float", -10.0, 10.0)
+    boost_normal: float = _f(0.0, "float", -10.0, 10.0)
+    boost_temporary: float = _f(-0.05, "float", -10.0, 10.0)
+    boost_deprecated: float = _f(-0.2, "float", -10.0, 10.0)
+    half_life_days_critical: float = _f(365.0, "float", 0.001, 1e6)
+    half_life_days_important: float = _f(180.0, "float", 0.001, 1e6)
+    half_life_days_normal: float = _f(90.0, "float", 0.001, 1e6)
+    half_life_days_temporary: float = _f(7.0, "float", 0.001, 1e6)
+    half_life_days_deprecated: float = _f(30.0, "float", 0.001, 1e6)
+    decay_floor: float = _f(0.3, "float", 0.0, 1.0)
+    temporary_ttl: float = _f(604800.0, "duration")
+    session_max_tokens: int = _f(500, "int", 1, 1_000_000)
+    promotion_min_useful: int = _f(5, "int", 1, 1_000_000)
+    promotion_min_ratio: float = _f(0.9, "float", 0.0, 1.0)
+    near_duplicate_similarity: float = _f(0.92, "float", 0.0, 1.0)
+    near_duplicate_overlap: float = _f(0.8, "float", 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """Where memories and the index live: one SQLite file in data_dir (the default), or a
+    PostgreSQL database that several daemons share (docs/team.md)."""
+
+    backend: str = _f("sqlite", "choice", ("sqlite", "postgres"))
+    dsn: str = _f("", "dsn")
+    password_file: str = _f("", "str")
+    workspace_id: str = _f("", "str")
+    pool_size: int = _f(8, "int", 1, 1000)
+    statement_timeout_ms: int = _f(30000, "int", 100, 86_400_000)
+    connect_timeout_s: float = _f(5.0, "float", 0.1, 600.0)
+
+
+@dataclass(frozen=True)
+class SecretsConfig:
+    mode: str = _f("refuse", "choice", ("refuse", "warn", "redact", "off"))
+    flag_workspace_hits: bool = _f(True, "bool")
+
+
+SECTIONS: dict[str, type] = {
+    "indexer": IndexerConfig,
+    "memories": MemoriesConfig,
+    "search": SearchConfig,
+    "embedding": EmbeddingConfig,
+    "server": ServerConfig,
+    "logging": LoggingConfig,
+    "dailylog": DailyLogConfig,
+    "notes": NotesConfig,
+    "jobs": JobsConfig,
+    "lifecycle": LifecycleConfig,
+    "secrets": SecretsConfig,
+    "store": StoreConfig,
+}
+TOP_LEVEL = ("workspace", "data_dir", "socket")
+MIN_JOB_INTERVAL = 0.1  # seconds (tests run jobs every 200 ms)
+MAX_DURATION = 3650 * 86400.0  # ten years
+FORMAT_FIELDS = frozenset(
+    {"time", "date", "id", "type", "content", "tags", "source", "importance", "namespace"}
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    workspace: Path
+    data_dir: Path
+    socket: Path
+    indexer: IndexerConfig = field(default_factory=IndexerConfig)
+    memories: MemoriesConfig = field(default_factory=MemoriesConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+    dailylog: DailyLogConfig = field(default_factory=DailyLogConfig)
+    notes: NotesConfig = field(default_factory=NotesConfig)
+    jobs: JobsConfig = field(default_factory=JobsConfig)
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    secrets: SecretsConfig = field(default_factory=SecretsConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    source: Path | None = field(default=None, compare=False)
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "memoryd.db"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.data_dir / "memoryd.lock"
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        base_dir: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Config:
+        env = os.environ if env is None else env
+        known = set(TOP_LEVEL) | set(SECTIONS)
+        for key in data:
+            if key not in known:
+                raise ConfigError(f"unknown key {key!r}{_suggest(key, known)}")
+        base = base_dir or Path.cwd()
+        paths = {
+            "workspace": default_workspace(env),
+            "data_dir": default_data_dir(env),
+            "socket": default_socket_path(env),
+        }
+        for key in TOP_LEVEL:
+            if key in data:
+                paths[key] = _path(data[key], key, base, env)
+        if os.path.normpath(paths["data_dir"]) == os.path.normpath(paths["workspace"]):
+            raise ConfigError(
+                "data_dir: must not be the workspace itself (the database, checkpoints and trash "
+                "would sit among the notes); use a folder outside it, or a sub-folder such as "
+                "'<workspace>/.memoryd'"
+            )
+        if len(str(paths["socket"]).encode()) > MAX_SOCKET_PATH:
+            raise ConfigError(
+                f"socket: path {paths['socket']} is longer than {MAX_SOCKET_PATH} bytes "
+                "(Unix socket paths are limited); choose a shorter one"
+            )
+        sections = {}
+        for name, klass in SECTIONS.items():
+            raw = data.get(name, {})
+            if not isinstance(raw, Mapping):
+                raise ConfigError(f"{name}: expected a table ([{name}]), got {raw!r}")
+            sections[name] = _section(name, klass, raw)
+        idx, srch = sections["indexer"], sections["search"]
+        if idx.chunk_overlap_tokens >= idx.chunk_max_tokens:
+            raise ConfigError(
+                "indexer.chunk_overlap_tokens: must be smaller than indexer.chunk_max_tokens"
+            )
+        if srch.default_limit > srch.max_limit:
+            raise ConfigError("search.default_limit: must not exceed search.max_limit")
+        cfg = cls(**paths, **sections)
+        cfg.check_log_file()
+        return cfg
+
+    def check_log_file(self, *others: Path) -> None:
+        """logging.file must not name a file memoryd keeps for something else: log lines
+        appended to the database, its WAL, the lock, the socket or the config file itself
+        would corrupt it (the config would not load at the next start)."""
+        if not self.logging.file:
+            return
+        log_file = os.path.normpath(os.path.expanduser(self.logging.file))
+        db = str(self.db_path)
+        own = [db, db + "-wal", db + "-shm", db + "-journal", str(self.lock_path), str(self.socket)]
+        for path in [*own, *map(str, others)]:
+            if log_file == os.path.normpath(path):
+                raise ConfigError(
+                    f"logging.file: {self.logging.file} is one of memoryd's own files ({path}); "
+                    "choose another file, such as <data_dir>/memoryd.log"
+                )
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {k: str(getattr(self, k)) for k in TOP_LEVEL}
+        for name in SECTIONS:
+            out[name] = dataclasses.asdict(getattr(self, name))
+        return out
+
+
+# --- validation --------------------------------------------------------------------------------
+
+
+def _suggest(key: str, options: set[str] | list[str]) -> str:
+    close = difflib.get_close_matches(key, list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _path(value: Any, key: str, base: Path, env: Mapping[str, str]) -> Path:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key}: expected a path string, got {value!r}")
+    expanded = os.path.expanduser(_expand_vars(value, env))
+    p = Path(expanded)
+    return p if p.is_absolute() else (base / p)
+
+
+def _expand_vars(value: str, env: Mapping[str, str]) -> str:
+    try:
+        return string.Template(value).safe_substitute(env)
+    except ValueError:
+        return value
+
+
+def _section(name: str, klass: type, raw: Mapping[str, Any]) -> Any:
+    flds = {f.name: f for f in fields(klass)}
+    for key in raw:
+        if key not in flds:
+            raise ConfigError(f"unknown key '{name}.{key}'{_suggest(key, list(flds))}")
+    values = {key: _check(f"{name}.{key}", raw[key], flds[key].metadata["spec"]) for key in raw}
+    return klass(**values)
+
+
+def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
+    kind = spec[0]
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int) or not spec[1] <= value <= spec[2]:
+            raise ConfigError(
+                f"{key}: expected an integer from {spec[1]} to {spec[2]}, got {value!r}"
+            )
+        return value
+    if kind == "float":
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not spec[1] <= value <= spec[2]
+        ):
+            raise ConfigError(
+                f"{key}: expected a number from {spec[1]} to {spec[2]}, got {value!r}"
+            )
+        return float(value)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if kind in ("str", "name"):
+        if not isinstance(value, str) or (kind == "name" and not value.strip()):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return value
+    if kind == "choice":
+        if not isinstance(value, str) or value.lower() not in spec[1]:
+            raise ConfigError(f"{key}: expected one of {', '.join(spec[1])}, got {value!r}")
+        return value.lower()
+    if kind == "globs":
+        if not isinstance(value, list) or not all(isinstance(g, str) and g.strip() for g in value):
+            raise ConfigError(f"{key}: expected a list of glob strings, got {value!r}")
+        return list(value)
+    if kind == "duration":
+        try:
+            seconds = parse_duration(value, what=key)
+        except InvalidInput as exc:
+            raise ConfigError(exc.message) from None
+        # A job every millisecond would hold the writer and the CPU; an interval of centuries
+        # overflows the scheduler's timedelta (a traceback at startup).
+        low = MIN_JOB_INTERVAL if key.startswith("jobs.") else 0.0
+        if not low <= seconds <= MAX_DURATION:
+            raise ConfigError(f"{key}: expected a duration from {low:g}s to 3650d, got {value!r}")
+        return seconds
+    if kind == "dsn":
+        # A libpq connection string or URI. The password never lives in the config file: it
+        # comes from PGPASSWORD, ~/.pgpass (PGPASSFILE) or store.password_file.
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a PostgreSQL connection string, got {value!r}")
+        if value and dsn_has_password(value):
+            raise ConfigError(
+                f"{key}: holds a password; remove it and set PGPASSWORD, use ~/.pgpass, or "
+                "point store.password_file at a file only you can read"
+            )
+        return value
+    if kind == "relpath":
+        if (
+            not isinstance(value, str)
+            or not value.strip()
+            or os.path.isabs(value)
+            or ".." in Path(value).parts
+        ):
+            raise ConfigError(f"{key}: expected a folder inside the workspace, got {value!r}")
+        return value
+    if kind == "logname":
+        # A strftime pattern for the daily log's file name inside dailylog.folder (it may add
+        # sub-folders, as Obsidian's "YYYY/MM/YYYY-MM-DD" does).
+        if (
+            not isinstance(value, str)
+            or not value.endswith(".md")
+            or os.path.isabs(value)
+            or ".." in Path(value).parts
+            or "%" not in value
+        ):
+            raise ConfigError(
+                f"{key}: expected a strftime pattern for a .md file name like '%Y-%m-%d.md', "
+                f"got {value!r}"
+            )
+        return value
+    if kind == "format":
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        try:
+            names = {f for _, f, _, _ in string.Formatter().parse(value) if f is not None}
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {exc}") from None
+        unknown = names - FORMAT_FIELDS
+        if unknown:
+            raise ConfigError(
+                f"{key}: unknown placeholder {{{sorted(unknown)[0]}}} "
+                f"(allowed: {', '.join(sorted(FORMAT_FIELDS))})"
+            )
+        return value
+    raise AssertionError(kind)
+
+
+def dsn_has_password(dsn: str) -> bool:
+    """True when a libpq URI or key=value string carries a password."""
+    import re
+    from urllib.parse import urlsplit
+
+    if re.match(r"^postgres(ql)?://", dsn):
+        try:
+            return urlsplit(dsn).password is not None or "password=" in (urlsplit(dsn).query or "")
+        except ValueError:
+            return False
+    return re.search(r"(^|\s)password\s*=", dsn) is not None
+
+
+# --- defaults ----------------------------------------------------------------------------------
+
+
+def default_workspace(env: Mapping[str, str] | None = None) -> Path:
+    return Path(os.path.expanduser("~/memoryd"))
+
+
+def default_data_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return Path(base) / "memoryd"
+
+
+def default_socket_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return Path(runtime) / "memoryd" / "memoryd.sock"
+    return Path(tempfile.gettempdir()) / f"memoryd-{os.getuid()}" / "memoryd.sock"
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+
+def find_config_file(
+    explicit: Path | None = None, env: Mapping[str, str] | None = None
+) -> Path | None:
+    env = os.environ if env is None else env
+    for candidate, what in ((explicit, "--config"), (env.get("MEMORYD_CONFIG"), "MEMORYD_CONFIG")):
+        if candidate:
+            p = Path(os.path.expanduser(str(candidate)))
+            if not p.is_file():
+                raise ConfigError(f"{what}: no configuration file at {p}")
+            return p
+    base = env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    p = Path(base) / "memoryd" / "config.toml"
+    return p if p.is_file() else None
+
+
+def _env_value(raw: str, spec: tuple[Any, ...]) -> Any:
+    kind = spec[0]
+    if kind == "bool":
+        low = raw.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        return raw
+    if kind == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            return raw
+    if kind == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            return raw
+    if kind == "globs":
+        return [g.strip() for g in raw.split(",") if g.strip()]
+    return raw
+
+
+def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for var, raw in env.items():
+        if not var.startswith("MEMORYD_") or var == "MEMORYD_CONFIG":
+            continue
+        rest = var[len("MEMORYD_") :].lower()
+        if rest in TOP_LEVEL:
+            out[rest] = raw
+            continue
+        section, _, key = rest.partition("_")
+        if section not in SECTIONS:
+            continue
+        flds = {f.name: f for f in fields(SECTIONS[section])}
+        if key not in flds:
+            raise ConfigError(f"{var}: unknown key '{section}.{key}'{_suggest(key, list(flds))}")
+        out.setdefault(section, {})[key] = _env_value(raw, flds[key].metadata["spec"])
+    return out
+
+
+def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
+    env = os.environ if env is None else env
+    found = find_config_file(path, env)
+    data: dict[str, Any] = {}
+    if found is not None:
+        try:
+            data = tomllib.loads(found.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{found}: invalid TOML: {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{found}: cannot read: {exc}") from None
+    for key, value in env_overrides(env).items():
+        if isinstance(value, dict):
+            section = data.setdefault(key, {})
+            if isinstance(section, dict):
+                section.update(value)
+        else:
+            data[key] = value
+    cfg = Config.from_dict(data, base_dir=found.parent if found else None, env=env)
+    if found is not None:
+        cfg.check_log_file(found, found.resolve())
+    return dataclasses.replace(cfg, source=found)
+
+
+# --- reload ------------------------------------------------------------------------------------
+
+RELOADABLE: frozenset[str] = frozenset(
+    {
+        "logging.level",
+        "logging.format",
+        "indexer.include",
+        "indexer.exclude",
+        "indexer.skip_hidden",
+        "indexer.debounce_ms",
+        "dailylog.enabled",
+        "dailylog.line_format",
+        "dailylog.header",
+        "notes.max_bytes",
+        "server.idle_timeout_s",
+        "server.first_request_timeout_s",
+        "server.request_timeout_s",
+    }
+    | {f"search.{f.name}" for f in fields(SearchConfig)}
+    | {f"jobs.{f.name}" for f in fields(JobsConfig)}
+    | {f"memories.{f.name}" for f in fields(MemoriesConfig)}
+    | {f"lifecycle.{f.name}" for f in fields(LifecycleConfig)}
+    | {f"secrets.{f.name}" for f in fields(SecretsConfig)}
+)
+
+
+def diff(old: Config, new: Config) -> list[tuple[str, Any, Any]]:
+    changes: list[tuple[str, Any, Any]] = []
+    for key in TOP_LEVEL:
+        if getattr(old, key) != getattr(new, key):
+            changes.append((key, getattr(old, key), getattr(new, key)))
+    for name in SECTIONS:
+        a, b = getattr(old, name), getattr(new, name)
+        for f in fields(a):
+            va, vb = getattr(a, f.name), getattr(b, f.name)
+            if va != vb:
+                changes.append((f"{name}.{f.name}", va, vb))
+    return changes
+
+
+def needs_restart(changes: list[tuple[str, Any, Any]]) -> list[str]:
+    return [key for key, _, _ in changes if key not in RELOADABLE]
+
+
+def toml_value(v: Any) -> str:
+    """One TOML value: booleans, numbers, lists, and everything else as a basic string."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{s}"'
+
+
+def to_toml(cfg: Config) -> str:
+    val = toml_value
+    d = cfg.as_dict()
+    lines = [f"{k} = {val(d[k])}" for k in TOP_LEVEL]
+    for name in SECTIONS:
+        lines.append(f"\n[{name}]")
+        lines.extend(f"{k} = {val(v)}" for k, v in d[name].items())
+    return "\n".join(lines) + "\n"

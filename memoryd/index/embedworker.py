@@ -1,0 +1,242 @@
+"""The embedding worker: embeds every text that has no vector for the active model.
+
+One mechanism serves live indexing, catch-up when a model appears, model switches and the
+scheduled backfill: texts are found by hash (`vectors.pending_newest`), embedded in batches on
+this thread, and written one transaction per batch. A model that fails halfway leaves the rest
+pending, never half-written; the next wake-up (or the backfill job) carries on.
+
+Newest first: the worker takes a window of the most recently written pending texts and embeds
+it batch by batch; a change (an edited note, an added memory) wakes it and makes it read the
+window again before the next batch, so new text never waits behind the old backlog. Batches go
+to the model's low-priority background threads (`embed_background`) when it has them, so
+queries are never queued behind a batch.
+
+Progress: `progress()` gives the rate over the last minute, the ETA and the text being embedded;
+one log line every `log_every` seconds while it works.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from memoryd.core import malloc
+from memoryd.core.logsetup import get_logger
+from memoryd.store import Store, vectors
+
+log = get_logger("memoryd.index.embed")
+
+RATE_WINDOW_S = 60.0
+IDLE_TRIM_S = 30.0
+
+
+class Model(Protocol):
+    state: str
+
+    @property
+    def identity(self) -> Any: ...
+
+    def embed_batch(self, texts: list[str]) -> np.ndarray: ...
+
+
+class EmbedWorker:
+    def __init__(
+        self,
+        store: Store,
+        model: Model,
+        *,
+        batch_size: int = 8,
+        clock: Callable[[], float] = time.time,
+        on_progress: Callable[[dict[str, int]], None] | None = None,
+        log_every: float = 10.0,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.batch_size = batch_size
+        self.window = max(64, batch_size * 8)
+        self.clock = clock
+        self.on_progress = on_progress
+        self.log_every = log_every
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._changed = threading.Event()  # new text since the window was read
+        self._retry = threading.Event()  # ends the wait after a failure early
+        self._run_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.model_id: int | None = None
+        self.embedded_total = 0
+        self.last_error: str | None = None
+        self.running = False
+        self.current: str | None = None
+        self._samples: deque[tuple[float, int]] = deque()  # (monotonic time, embedded_total)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="memoryd-embed", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """New or changed text: embed it before the rest of the backlog."""
+        self._changed.set()
+        self._wake.set()
+
+    def retry_now(self) -> None:
+        """The store is reachable again after an outage: retry at once, not after the
+        failure backoff (up to 5 minutes)."""
+        self._retry.set()
+        self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._retry.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _loop(self) -> None:
+        malloc.lower_thread_priority()  # the backlog yields the CPU to queries
+        backoff = 1.0
+        while not self._stop.is_set():
+            if not self._wake.wait(timeout=IDLE_TRIM_S):
+                malloc.trim()  # idle: hand back what searches and adds freed meanwhile
+                continue
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self.run(stop=self._stop)
+                backoff = 1.0
+            except Exception as exc:
+                self.last_error = str(exc)
+                log.error("embedding failed; texts stay pending", error=str(exc))
+                self._retry.clear()
+                self._retry.wait(backoff)  # retry_now() (the store is back) cuts it short
+                backoff = min(backoff * 2, 300.0)
+                self._wake.set()
+
+    def ensure_model(self) -> int | None:
+        """Register the loaded model in the store (once); its id, or None while not ready."""
+        if self.model.state != "ready":
+            return None
+        ident = self.model.identity
+        if self.model_id is None:
+            now = self.clock()
+            for attempt in range(3):
+                try:
+                    self.model_id = self.store.run_write(
+                        lambda con: vectors.ensure_model(con, ident.key, ident.name, ident.dim, now)
+                    )
+                    break
+                except Exception as exc:
+                    # on a shared database another daemon registered the same model (or created
+                    # its vector table) at the same moment: it is there now, look again
+                    if getattr(exc, "sqlstate", None) != "23505" or attempt == 2:
+                        raise
+        return self.model_id
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        background = getattr(self.model, "embed_background", None)
+        return background(texts) if background is not None else self.model.embed_batch(texts)
+
+    def run(self, *, max_batches: int | None = None, stop: threading.Event | None = None) -> dict:
+        """Embed pending texts until none are left (or max_batches). Returns counts."""
+        with self._run_lock:
+            model_id = self.ensure_model()
+            if model_id is None:
+                return {"embedded": 0, "pending": self.pending(), "model": self.model.state}
+            embedded, batches = 0, 0
+            self.running = True
+            self._samples.clear()
+            self._samples.append((time.monotonic(), self.embedded_total))
+            started = time.perf_counter()
+            last_log = time.monotonic()
+            window: list[tuple[str, str, str]] = []
+            try:
+                while max_batches is None or batches < max_batches:
+                    if stop is not None and stop.is_set():
+                        break
+                    if not window or self._changed.is_set():
+                        self._changed.clear()
+                        window = self.store.read(
+                            lambda con: vectors.pending_newest(con, model_id, self.window)
+                        )
+                    if not window:
+                        dropped = self.store.run_write(
+                            lambda con: vectors.mark_complete(con, model_id)
+                        )
+                        if dropped:
+                            log.info("old model vectors dropped", models=dropped)
+                        break
+                    todo, window = window[: self.batch_size], window[self.batch_size :]
+                    self.current = todo[0][2]
+                    vecs = self._embed([text for _, text, _ in todo])
+                    now = self.clock()
+                    items = [(h, vecs[i]) for i, (h, _, _) in enumerate(todo)]
+                    new = self.store.run_write(
+                        lambda con, items=items, now=now: vectors.store(con, model_id, items, now)
+                    )
+                    embedded += new
+                    batches += 1
+                    self._count(new)
+                    if self.on_progress is not None:
+                        self.on_progress({"embedded": embedded})
+                    if time.monotonic() - last_log >= self.log_every:
+                        last_log = time.monotonic()
+                        log.info("embedding", **self.progress())
+            finally:
+                self.running = False
+                self.current = None
+            self.last_error = None
+            if embedded:
+                log.info(
+                    "embedded",
+                    texts=embedded,
+                    duration_ms=round((time.perf_counter() - started) * 1000, 1),
+                )
+            return {"embedded": embedded, "pending": self.pending()}
+
+    def _count(self, new: int) -> None:
+        self.embedded_total += new
+        now = time.monotonic()
+        self._samples.append((now, self.embedded_total))
+        while len(self._samples) > 2 and now - self._samples[1][0] > RATE_WINDOW_S:
+            self._samples.popleft()
+
+    def rate(self) -> float | None:
+        """Texts per second over the last minute of work, or None before two batches."""
+        samples = list(self._samples)
+        if len(samples) < 2 or not self.running:
+            return None
+        (t0, n0), (t1, n1) = samples[0], samples[-1]
+        return (n1 - n0) / (t1 - t0) if t1 > t0 else None
+
+    def progress(self, pending: int | None = None) -> dict[str, Any]:
+        """{done, pending, rate_per_s, eta_s, current} for status and the progress log line."""
+        if pending is None:
+            counts = self.counts()
+            done, pending = counts["done"], counts["pending"]
+        else:
+            done = None
+        rate = self.rate()
+        return {
+            **({"done": done} if done is not None else {}),
+            "pending": pending,
+            "rate_per_s": None if rate is None else round(rate, 2),
+            "eta_s": None if not rate or not pending else round(pending / rate, 1),
+            "current": self.current,
+        }
+
+    def pending(self) -> int:
+        return self.counts()["pending"]
+
+    def counts(self) -> dict[str, int]:
+        model_id = self.model_id
+        return self.store.read(lambda con: vectors.counts(con, model_id))

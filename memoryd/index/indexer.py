@@ -1,0 +1,550 @@
+"""Workspace indexer: reconcile the workspace with the index, and apply changes file by file.
+
+A file is re-indexed only when its SHA-256 differs from the stored one; a stat change alone
+(touch, save without change) only refreshes the stored stat. A file that vanished while another
+with the same hash appeared is a move: its chunks keep their rows (and, through their text
+hashes, their vectors) under the new path. Odd files (too large, unreadable, symlink loops,
+symlinks leading out of the workspace, names that are not UTF-8, vanishing mid-read) are skipped
+with one log line each; text in UTF-16/32 with a byte order mark is decoded, invalid UTF-8 gets
+replacement characters; a file that would make more than `max_chunks_per_file` chunks keeps its
+first ones. Nothing here raises for a bad file.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from memoryd.core.errors import InvalidInput
+from memoryd.core.fsutil import within
+from memoryd.core.logsetup import get_logger
+from memoryd.memory.validation import check_str
+from memoryd.store import Store, entries, links
+from memoryd.store.entries import DocumentInfo, NewChunk
+from memoryd.text import markdown, obsidian
+from memoryd.text.pathrules import path_accepted, shown, valid_name
+
+log = get_logger("memoryd.index.indexer")
+
+
+class IndexerSettings(Protocol):
+    include: list[str] | tuple[str, ...]
+    exclude: list[str] | tuple[str, ...]
+    skip_hidden: bool
+    max_file_bytes: int
+    chunk_max_tokens: int
+    chunk_overlap_tokens: int
+    max_chunks_per_file: int
+    follow_symlinks: bool
+
+
+@dataclass(frozen=True)
+class Note:
+    fm: markdown.FrontMatter
+    chunks: list[markdown.Chunk]
+    tags: tuple[str, ...]
+    links: list[obsidian.Link]
+
+
+class Skip(Exception):
+    """This file is not indexed; the message says why."""
+
+
+@dataclass
+class Report:
+    indexed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    moved: int = 0
+    skipped: int = 0
+    chunks: int = 0
+    took_ms: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.indexed or self.deleted or self.moved)
+
+
+@dataclass(frozen=True)
+class FileState:
+    path: str  # workspace-relative, '/' separated
+    real: Path
+    size: int
+    mtime: float
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --- the indexer -------------------------------------------------------------------------------
+
+
+class Indexer:
+    """Keeps the store's documents and chunks equal to the workspace's markdown files."""
+
+    def __init__(
+        self,
+        store: Store,
+        workspace: Path,
+        settings: IndexerSettings,
+        *,
+        preprocess: Callable[[str, str], str] | None = None,
+        on_change: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.time,
+        private: Iterable[Path] = (),
+    ) -> None:
+        self.store = store
+        self.root = Path(workspace)
+        self.root_real = Path(os.path.realpath(self.root))
+        # memoryd's own files (data_dir: database, checkpoints, snapshots, trash; the log file;
+        # the socket) when they lie inside the workspace: never indexed, written or trashed
+        # through the API (a checkpoint would keep deleted memories searchable, the log would
+        # index itself, `delete path` could move the live database away).
+        self.private = tuple(
+            real
+            for real in (os.path.realpath(p) for p in private)
+            if self._inside(real) and real != str(self.root_real)
+        )
+        self.settings = settings
+        # preprocess(relpath, text) -> text: the daily log strips the daemon's own lines here.
+        self.preprocess = preprocess
+        self.on_change = on_change
+        self.clock = clock
+        self._lock = threading.RLock()
+        self.totals = Report()
+        self.last_reconcile: dict[str, Any] | None = None
+
+    # -- paths --------------------------------------------------------------------------------
+
+    def relpath(self, path: Path) -> str | None:
+        """Workspace-relative '/' path, or None for a path outside the workspace."""
+        p = Path(os.path.abspath(path))
+        for root in (self.root, self.root_real):
+            try:
+                return p.relative_to(root).as_posix()
+            except ValueError:
+                continue
+        return None
+
+    def resolve_path(
+        self, path: object, *, root_ok: bool = False, keep_link: bool = False
+    ) -> tuple[str, Path]:
+        """A workspace file or folder an API request names: (workspace-relative path, resolved
+        full path). InvalidInput when it is not text, cannot be resolved (a symlink loop) or
+        lies outside the workspace (or is the workspace itself, unless root_ok). keep_link:
+        resolve the folders on the way but not the last name (a symlink names itself)."""
+        text = check_str(path, "path", limit=4096).strip()
+        if not text:
+            raise InvalidInput("path: expected a workspace-relative path")
+        raw = self.root / text
+        try:
+            last = keep_link and raw.name not in ("", ".", "..")
+            full = raw.parent.resolve() / raw.name if last else raw.resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, ...
+            raise InvalidInput(f"path: cannot resolve {text!r} ({exc})") from None
+        rel = self.relpath(full)
+        if rel is None or (rel in (".", "") and not root_ok):
+            raise InvalidInput(f"path: {text!r} is outside the workspace")
+        return rel, full
+
+    def accepts(self, path: Path) -> bool:
+        rel = self.relpath(path)
+        return (
+            rel is not None
+            and rel != "."
+            and path_accepted(rel, self.settings)
+            and not self.is_private(rel)
+        )
+
+    def is_private(self, rel: str) -> bool:
+        """True for a workspace path that is, or lies under, one of memoryd's own files."""
+        if not self.private:
+            return False
+        real = os.path.realpath(self.root / rel)
+        return any(within(real, p) for p in self.private)
+
+    def holds_private(self, rel: str) -> bool:
+        """True for a workspace path that is, or holds, one of memoryd's own files."""
+        if not self.private:
+            return False
+        real = os.path.realpath(self.root / rel)
+        return self.is_private(rel) or any(p.startswith(real + os.sep) for p in self.private)
+
+    def _inside(self, real: str) -> bool:
+        return within(real, str(self.root_real))
+
+    def scan(self, report: Report | None = None, under: str = ".") -> dict[str, FileState]:
+        """Every accepted regular file under the workspace (or its folder `under`), following
+        only inner symlinks. Files skipped on the way are logged (and counted in `report`)."""
+        found: dict[str, FileState] = {}
+        seen_dirs: set[str] = set()
+        follow = self.settings.follow_symlinks
+        for dirpath, dirnames, filenames in os.walk(self.root / under, followlinks=follow):
+            real_dir = os.path.realpath(dirpath)
+            if real_dir in seen_dirs or not self._inside(real_dir):
+                dirnames[:] = []
+                if not self._inside(real_dir):
+                    log.warning(
+                        "skipped folder: symlink leads outside the workspace", path=shown(dirpath)
+                    )
+                continue
+            seen_dirs.add(real_dir)
+            rel_dir = Path(dirpath).relative_to(self.root).as_posix()
+            if self.settings.skip_hidden:
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            if self.private:
+                under = "" if rel_dir == "." else f"{rel_dir}/"
+                dirnames[:] = [d for d in dirnames if not self.is_private(under + d)]
+            for name in filenames:
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+                if not path_accepted(rel, self.settings) or self.is_private(rel):
+                    continue
+                try:
+                    state = self._stat(rel)
+                except Skip as exc:
+                    log.warning("skipped file", path=shown(rel), reason=str(exc))
+                    if report is not None:
+                        report.skipped += 1
+                    continue
+                except FileNotFoundError:
+                    continue
+                found[rel] = state
+        return found
+
+    def _stat(self, rel: str) -> FileState:
+        if not valid_name(rel):
+            raise Skip("file name is not valid UTF-8 (rename the file to index it)")
+        full = self.root / rel
+        try:
+            st = os.lstat(full)
+            real = full
+            if stat.S_ISLNK(st.st_mode):
+                if not self.settings.follow_symlinks:
+                    raise Skip("symlink (indexer.follow_symlinks is false)")
+                target = os.path.realpath(full)
+                if not self._inside(target):
+                    raise Skip("symlink leads outside the workspace")
+                real = Path(target)
+                st = os.stat(real)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise Skip("symlink loop") from exc
+            raise Skip(f"unreadable ({exc.strerror or exc})") from exc
+        if not stat.S_ISREG(st.st_mode):
+            raise Skip("not a regular file")
+        if st.st_size > self.settings.max_file_bytes:
+            raise Skip(f"larger than indexer.max_file_bytes ({self.settings.max_file_bytes})")
+        return FileState(rel, real, st.st_size, st.st_mtime)
+
+    def _read(self, state: FileState) -> bytes:
+        # O_NONBLOCK: a file swapped for a FIFO between the scan's stat and this open would
+        # otherwise block the indexer thread until some writer opens the FIFO (forever).
+        flags = (
+            os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        )
+        try:
+            fd = os.open(state.real, flags)
+        except PermissionError as exc:
+            raise Skip("unreadable (permission denied)") from exc
+        except OSError as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise
+            raise Skip(f"unreadable ({exc.strerror})") from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise Skip("not a regular file")
+            limit = self.settings.max_file_bytes
+            chunks, total = [], 0
+            while True:
+                block = os.read(fd, 1 << 20)
+                if not block:
+                    break
+                chunks.append(block)
+                total += len(block)
+                if total > limit:
+                    raise Skip(f"larger than indexer.max_file_bytes ({limit})")
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    # -- applying changes ---------------------------------------------------------------------
+
+    def reconcile(self, progress: Callable[[int, int], None] | None = None) -> Report:
+        """Compare the whole workspace with the index and repair every difference."""
+        with self._lock:
+            started = time.perf_counter()
+            report = Report()
+            on_disk = self.scan(report)
+            indexed = self.store.read(entries.documents)
+            vanished = {p: d for p, d in indexed.items() if p not in on_disk}
+            todo = [
+                s
+                for p, s in on_disk.items()
+                if p not in indexed or indexed[p].size != s.size or indexed[p].mtime != s.mtime
+            ]
+            report.unchanged += len(on_disk) - len(todo)
+            self._apply(todo, vanished, report, progress)
+            report.took_ms = round((time.perf_counter() - started) * 1000, 1)
+            self.last_reconcile = {"at": self.clock(), **report.as_dict()}
+            log.info("reconciled", files=len(on_disk), **_brief(report))
+            return report
+
+    def sync_paths(self, paths: Iterable[Path]) -> Report:
+        """Bring the given paths (files or folders, existing or not) up to date: the watcher's
+        entry point. Moves are recognised when the old and new path come in one call."""
+        with self._lock:
+            started = time.perf_counter()
+            report = Report()
+            indexed = self.store.read(entries.documents)
+            todo: dict[str, FileState] = {}
+            vanished: dict[str, DocumentInfo] = {}
+            for path in paths:
+                rel = self.relpath(Path(path))
+                if rel is None:
+                    continue
+                full = self.root / rel if rel != "." else self.root
+                if _is_dir(full):
+                    for p, s in self._scan_under(rel).items():
+                        todo[p] = s
+                    prefix = "" if rel == "." else rel + "/"
+                    for p, d in indexed.items():
+                        if p.startswith(prefix) and not (self.root / p).exists():
+                            vanished[p] = d
+                    continue
+                prefix = rel + "/"
+                gone_under = [p for p in indexed if p.startswith(prefix)]
+                for p in gone_under:  # a folder that vanished
+                    if not (self.root / p).exists():
+                        vanished[p] = indexed[p]
+                if not path_accepted(rel, self.settings) or self.is_private(rel):
+                    if rel in indexed:  # excluded since it was indexed
+                        vanished[rel] = indexed[rel]
+                    continue
+                try:
+                    todo[rel] = self._stat(rel)
+                except FileNotFoundError:
+                    if rel in indexed:
+                        vanished[rel] = indexed[rel]
+                except Skip as exc:
+                    log.warning("skipped file", path=shown(rel), reason=str(exc))
+                    report.skipped += 1
+                    if rel in indexed:
+                        vanished[rel] = indexed[rel]
+            self._apply(list(todo.values()), vanished, report, None)
+            report.took_ms = round((time.perf_counter() - started) * 1000, 1)
+            if report.changed or report.skipped:
+                log.info("synced", **_brief(report))
+            return report
+
+    def _scan_under(self, rel: str) -> dict[str, FileState]:
+        if rel in (".", ""):
+            return self.scan()
+        if os.path.realpath(self.root / rel) != os.path.join(self.root_real, rel):
+            # a symlink on the way (a loop, an alias of another folder): the whole walk decides
+            # where its files belong, as a reconcile would
+            prefix = rel + "/"
+            return {p: s for p, s in self.scan().items() if p.startswith(prefix)}
+        return self.scan(under=rel)  # a folder event walks that folder only
+
+    def _apply(
+        self,
+        todo: list[FileState],
+        vanished: dict[str, DocumentInfo],
+        report: Report,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        by_sha: dict[str, list[str]] = {}
+        for p, d in vanished.items():
+            by_sha.setdefault(d.sha256, []).append(p)
+        total = len(todo)
+        moved_from: set[str] = set()
+        for n, state in enumerate(sorted(todo, key=lambda s: s.path), start=1):
+            try:
+                old = self._index_one(state, by_sha, report)
+                if old is not None:
+                    moved_from.add(old)
+            except FileNotFoundError:
+                log.info("file vanished while reading", path=state.path)
+            except Skip as exc:
+                log.warning("skipped file", path=state.path, reason=str(exc))
+                report.skipped += 1
+            except Exception as exc:  # one bad file never stops the rest
+                log.exception("indexing failed", path=state.path)
+                report.errors.append(f"{state.path}: {exc}")
+            if progress is not None:
+                progress(n, total)
+        for p in vanished:
+            if p in moved_from:
+                continue
+            chunks = self.store.run_write(lambda con, p=p: entries.delete_document(con, p))
+            report.deleted += 1
+            log.info("deleted", path=p, chunks=chunks)
+        for key in ("indexed", "unchanged", "deleted", "moved", "skipped", "chunks"):
+            setattr(self.totals, key, getattr(self.totals, key) + getattr(report, key))
+        if report.changed and self.on_change is not None:
+            self.on_change()
+
+    def _index_one(
+        self, state: FileState, by_sha: dict[str, list[str]], report: Report
+    ) -> str | None:
+        """Index one file; returns the old path when it turned out to be a move."""
+        started = time.perf_counter()
+        data = self._read(state)
+        sha = sha256_bytes(data)
+        current = self.store.read(lambda con: entries.document(con, state.path))
+        if current is not None and current.sha256 == sha:
+            self.store.run_write(
+                lambda con: entries.touch_document(con, state.path, state.size, state.mtime)
+            )
+            report.unchanged += 1
+            return None
+        if current is None and by_sha.get(sha):
+            old = by_sha[sha].pop(0)
+            self.store.run_write(
+                lambda con: entries.move_document(con, old, state.path, state.mtime)
+            )
+            report.moved += 1
+            log.info("moved", path=state.path, old_path=old)
+            return old
+        text, encoding, lossy = markdown.decode(data)
+        if lossy:
+            log.warning(
+                "invalid text, indexed with replacement characters",
+                path=state.path,
+                encoding=encoding,
+            )
+        if self.preprocess is not None:
+            text = self.preprocess(state.path, text)
+        note = self._parse(state.path, text)
+        doc = DocumentInfo(state.path, sha, state.size, state.mtime, note.fm.raw)
+        new_chunks = [
+            NewChunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
+            for c in note.chunks
+        ]
+        now = self.clock()
+        fm = note.fm
+
+        def write(con: Any) -> int:
+            count = entries.replace_document(
+                con,
+                doc,
+                new_chunks,
+                type_=fm.type or "note",
+                tags=note.tags,
+                importance=fm.importance or 5,
+                expires_at=fm.expires_at,
+                now=now,
+            )
+            links.replace_links(con, state.path, note.links)
+            if fm.created_at is not None or fm.updated_at is not None:
+                updated = fm.updated_at if fm.updated_at is not None else fm.created_at
+                links.set_dates(con, state.path, fm.created_at, updated)
+            return count
+
+        n = self.store.run_write(write)
+        report.indexed += 1
+        report.chunks += n
+        log.debug(
+            "indexed",
+            path=state.path,
+            chunks=n,
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        return None
+
+    def _parse(self, path: str, text: str) -> Note:
+        """Front matter, chunks, tags (front matter and inline) and links of one note."""
+        s = self.settings
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        fm, body, first = markdown.parse_front_matter(text)
+        if fm.error:
+            log.warning("front matter ignored", path=path, reason=fm.error)
+        chunks = markdown.chunk_markdown(
+            body,
+            first_line=first,
+            max_tokens=s.chunk_max_tokens,
+            overlap_tokens=s.chunk_overlap_tokens,
+            max_chunks=s.max_chunks_per_file,
+        )
+        if len(chunks) > s.max_chunks_per_file:
+            log.warning(
+                "too many chunks: only the first ones are indexed",
+                path=path,
+                kept=s.max_chunks_per_file,
+                setting="indexer.max_chunks_per_file",
+            )
+            chunks = chunks[: s.max_chunks_per_file]
+        masked = obsidian.mask_code(body)
+        tags = obsidian.expand_tags([*fm.tags, *obsidian.inline_tags(body, masked)])
+        if fm.aliases and chunks:  # aliases are other names of the note: make them searchable
+            c = chunks[0]
+            content = f"aliases: {', '.join(fm.aliases)}\n\n{c.content}"
+            chunks[0] = markdown.Chunk(
+                c.seq,
+                content,
+                c.heading_path,
+                c.start_line,
+                c.end_line,
+                markdown.sha256_text(content),
+            )
+        return Note(fm, chunks, tags, obsidian.links(body, first, masked))
+
+    # -- drift --------------------------------------------------------------------------------
+
+    def drift(self) -> dict[str, Any]:
+        """Compare the index with the workspace on disk without changing anything."""
+        on_disk = self.scan()
+        indexed = self.store.read(entries.documents)
+        missing = sorted(p for p in on_disk if p not in indexed)
+        gone = sorted(p for p in indexed if p not in on_disk)
+        stale = []
+        for p, s in on_disk.items():
+            d = indexed.get(p)
+            if d is None:
+                continue
+            if d.size == s.size and d.mtime == s.mtime:
+                continue
+            try:
+                if sha256_bytes(self._read(s)) != d.sha256:
+                    stale.append(p)
+            except (Skip, OSError):
+                stale.append(p)
+        orphans = self.store.read(entries.orphan_chunk_count)
+        return {
+            "files_missing_from_index": missing,
+            "missing_on_disk": gone,
+            "stale": sorted(stale),
+            "orphan_chunks": int(orphans),
+            "total": len(missing) + len(gone) + len(stale) + int(orphans),
+        }
+
+
+def _is_dir(path: Path) -> bool:
+    """Path.is_dir, but False for a path the system refuses to look at (a name too long:
+    ENAMETOOLONG is not among the errors Path.is_dir swallows); _stat then says why."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def _brief(r: Report) -> dict[str, Any]:
+    return {k: v for k, v in r.as_dict().items() if v and k != "errors"} | (
+        {"errors": len(r.errors)} if r.errors else {}
+    )

@@ -1,0 +1,498 @@
+"""File watching: the watchdog observer feeding a per-file debounce.
+
+Each pending path becomes due `debounce` seconds after its last event, so an editor's burst of
+write/rename/chmod yields one delivery; a path written without pause is still delivered
+`max_wait` (1 s) after its first event, so a file that is appended to all the time is searchable
+within about a second of any write. Paths are kept in groups: the two ends of a move share one
+group, so they are always delivered in the same batch and the indexer can match the vanished
+path's hash with the appeared one's; a later event on either end postpones both. Everything
+under a folder that is being moved joins that folder's group.
+
+Files are filtered by `accept`. Folder events are not (a folder's name says nothing about the
+files in it): a deleted or moved-away folder is delivered as its path (the consumer treats a
+missing path as everything indexed under it); a created or moved-in folder is walked when it
+comes due and delivered, with the accepted files under it, only if it holds any (an empty folder,
+or one with nothing but `.git` objects, is nothing to index). A folder nested in another folder
+of the same batch is left out: the outer one covers it.
+
+Only events that can change content are subscribed to (create, write, close after writing,
+attributes, delete, move): opening and reading files in the workspace (an `rg`, an editor's
+preview) costs the daemon nothing, because the kernel does not report it.
+
+When the kernel's event queue overflows, events are lost: the watcher calls `on_overflow` so the
+owner can compare the whole workspace with the index at once.
+
+One dispatcher thread calls `on_change` with sorted, unique absolute paths, so deliveries never
+overlap; an exception there goes to `on_error` (or the log) and the watcher carries on.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+
+from memoryd.core.logsetup import get_logger
+
+log = get_logger("memoryd.index.watcher")
+
+# flags of a pending path
+_DIR = 1  # a folder
+_WALK = 2  # a folder that appeared: deliver the accepted files under it as well
+_OPTIONAL = 4  # drop the folder if nothing accepted is under it (only created/moved-in folders)
+
+_IGNORED_TYPES = frozenset({"opened", "closed_no_write"})
+_IGNORED_DIR_TYPES = frozenset({"modified", "attrib", "closed", "opened", "closed_no_write"})
+
+
+# The events that can change what is indexed. Left out: opened, closed without writing (reads)
+# and a folder's own "modified" (its mtime changes with every file event inside it); the inotify
+# mask is built from this list, so the kernel does not even queue those.
+CONTENT_EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+
+MAX_WAIT = 1.0  # seconds: the longest a path waits for its events to pause
+
+
+class _Group:
+    """Paths delivered together, with the times of their first and last event."""
+
+    __slots__ = ("first", "last", "paths")
+
+    def __init__(self, now: float) -> None:
+        self.first = now
+        self.last = now
+        self.paths: dict[Path, int] = {}
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+
+    def dispatch(self, event: FileSystemEvent) -> None:
+        self.watcher.handle(event)
+
+
+class Watcher:
+    """Watches `root` recursively and calls `on_change(paths)` with debounced batches."""
+
+    def __init__(
+        self,
+        root: Path,
+        on_change: Callable[[list[Path]], None],
+        *,
+        debounce: float = 0.5,
+        accept: Callable[[Path], bool] = lambda p: True,
+        on_error: Callable[[BaseException], None] | None = None,
+        on_overflow: Callable[[], None] | None = None,
+        max_wait: float = MAX_WAIT,
+    ) -> None:
+        self.root = Path(os.path.abspath(root))
+        self._bases = {self.root, Path(os.path.realpath(self.root))}
+        self.on_change = on_change
+        self.debounce = _check_debounce(debounce)
+        self.accept = accept
+        self.on_error = on_error
+        self.on_overflow = on_overflow
+        self.max_wait = _check_debounce(max_wait)
+        self._cond = threading.Condition()
+        self._where: dict[Path, _Group] = {}  # pending path -> its group
+        self._groups: set[_Group] = set()
+        self._moving_dirs: set[Path] = set()  # pending ends of folder moves
+        self._started = False
+        self._stopping = False
+        self._flush = True
+        self._observer: Any = None
+        self._dispatcher: threading.Thread | None = None
+        self._counts: dict[str, Any] = {
+            "events_seen": 0,
+            "batches_delivered": 0,
+            "errors": 0,
+            "overflows": 0,
+            "last_event_at": None,
+        }
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the observer and the dispatcher thread.
+
+        Raises OSError with a message saying what to do when the root is missing or the inotify
+        limits are reached; nothing is left running then.
+        """
+        with self._cond:
+            if self._started:
+                raise RuntimeError("a Watcher can be started once")
+            self._started = True
+        root = str(self.root)
+        if not os.path.exists(root):
+            raise FileNotFoundError(errno.ENOENT, f"cannot watch {root}: no such folder", root)
+        if not os.path.isdir(root):
+            raise NotADirectoryError(errno.ENOTDIR, f"cannot watch {root}: not a folder", root)
+        _check_watch_limit(root)
+        try:
+            observer = _make_observer(self._overflowed)  # opens its inotify instance here
+        except Exception as exc:
+            raise _start_error(root, exc) from exc
+        observer.name = "memoryd-watch-observer"
+        try:
+            observer.schedule(_Handler(self), root, recursive=True, event_filter=CONTENT_EVENTS)
+            observer.start()
+        except Exception as exc:
+            observer.stop()  # the inotify reader thread runs from the constructor on
+            raise _start_error(root, exc) from exc
+        self._observer = observer
+        self._dispatcher = threading.Thread(
+            target=self._run, name="memoryd-watch-dispatch", daemon=True
+        )
+        self._dispatcher.start()
+        log.info("watching workspace", root=root, debounce=self.debounce)
+
+    def stop(self, timeout: float = 5.0, *, flush: bool = True) -> None:
+        """Stop watching and join the threads (within `timeout` seconds in all).
+
+        With `flush`, paths still waiting for their debounce are delivered before this returns;
+        without, they are dropped. Safe to call more than once, before start, or from on_change
+        (the last delivery then happens once on_change returns).
+        """
+        deadline = time.monotonic() + timeout
+        observer = self._observer
+        if observer is not None:
+            try:
+                observer.stop()
+                # at most half the time: a slow observer thread (a loaded machine) must not
+                # leave the dispatcher, which delivers the pending paths, no time at all
+                observer.join(timeout / 2)
+            except Exception:
+                log.exception("stopping the file observer failed")
+        with self._cond:
+            if not self._stopping:
+                self._stopping = True
+                self._flush = flush
+            self._cond.notify_all()
+        dispatcher = self._dispatcher
+        if dispatcher is not None and dispatcher is not threading.current_thread():
+            dispatcher.join(max(0.0, deadline - time.monotonic()))
+            if dispatcher.is_alive():
+                log.warning("file change handler still busy after stop", timeout=timeout)
+
+    @property
+    def alive(self) -> bool:
+        """The observer (its inotify reader and emitter) and the dispatcher are running."""
+        observer, dispatcher = self._observer, self._dispatcher
+        if observer is None or dispatcher is None or self._stopping:
+            return False
+        emitters = list(observer.emitters)
+        # watchdog's inotify observer reads the kernel queue in a thread of its own
+        reader = getattr(observer, "_inotify_fd", None)
+        return (
+            observer.is_alive()
+            and dispatcher.is_alive()
+            and bool(emitters)
+            and all(e.is_alive() for e in emitters)
+            and (not isinstance(reader, threading.Thread) or reader.is_alive())
+        )
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """A snapshot: events_seen (watchdog events received), batches_delivered, errors
+        (on_change raised), last_event_at (unix seconds or None), pending (paths waiting), alive."""
+        with self._cond:
+            snap = dict(self._counts, pending=len(self._where))
+        snap["alive"] = self.alive
+        return snap
+
+    def set_debounce(self, seconds: float) -> None:
+        """Change the debounce (SIGHUP); it applies to paths already waiting as well."""
+        seconds = _check_debounce(seconds)
+        with self._cond:
+            self.debounce = seconds
+            self._cond.notify_all()
+
+    # -- events (observer thread) --------------------------------------------------------------
+
+    def handle(self, event: FileSystemEvent) -> None:
+        """Take one watchdog event (the observer calls this). Never raises."""
+        try:
+            self._handle(event)
+        except Exception:  # an odd event must not kill the observer thread
+            log.exception("ignored a file event that could not be handled", event=repr(event))
+
+    def _handle(self, event: FileSystemEvent) -> None:
+        kind = event.event_type
+        with self._cond:
+            self._counts["events_seen"] += 1
+            self._counts["last_event_at"] = time.time()
+        if kind in _IGNORED_TYPES:
+            return
+        src = self._inside(event.src_path)
+        dest = self._inside(getattr(event, "dest_path", None)) if kind == "moved" else None
+        if event.is_directory:
+            if kind in _IGNORED_DIR_TYPES:
+                return
+            if src is None and dest is None and self._is_root(event.src_path):
+                log.warning("the workspace folder itself was deleted or moved; watching stopped")
+                return
+            entries: list[tuple[Path, int]] = []
+            if src is not None:
+                entries.append((src, _DIR | _WALK | _OPTIONAL if kind == "created" else _DIR))
+            if dest is not None:
+                entries.append((dest, _DIR | _WALK | _OPTIONAL))
+            self._touch(entries, moving=kind == "moved")
+            return
+        ends = [p for p in (src, dest) if p is not None]
+        # a move is delivered whole if either end is wanted (renamed, moved in or moved out)
+        if ends and any(self._accepts(p) for p in ends):
+            self._touch([(p, 0) for p in ends])
+
+    def _overflowed(self) -> None:
+        """The kernel dropped events (watchdog has re-added its watches by now)."""
+        with self._cond:
+            self._counts["overflows"] += 1
+        log.warning("file events were lost (inotify queue overflow); the owner reconciles")
+        if self.on_overflow is not None:
+            try:
+                self.on_overflow()
+            except Exception:
+                log.exception("the watcher's overflow handler failed")
+
+    def _inside(self, raw: str | bytes | None) -> Path | None:
+        """The absolute path if it is strictly under the root, else None."""
+        if not raw:
+            return None
+        path = Path(os.path.abspath(os.fsdecode(raw)))
+        for base in self._bases:
+            if path != base and path.is_relative_to(base):
+                return path
+        return None
+
+    def _is_root(self, raw: str | bytes) -> bool:
+        return Path(os.path.abspath(os.fsdecode(raw))) in self._bases
+
+    def _accepts(self, path: Path) -> bool:
+        try:
+            return bool(self.accept(path))
+        except Exception:  # let the consumer decide; it applies its own rules again
+            log.exception("accept filter failed; passing the path on", path=str(path))
+            return True
+
+    def _touch(self, entries: list[tuple[Path, int]], *, moving: bool = False) -> None:
+        """Record events on `entries` (path, flags): they join one group, whose last event is
+        now. Paths under a folder being moved join that folder's group."""
+        if not entries:
+            return
+        now = time.monotonic()
+        with self._cond:
+            linked = {self._where[p] for p, _ in entries if p in self._where}
+            if self._moving_dirs:
+                for p, _ in entries:
+                    for parent in p.parents:
+                        if parent in self._moving_dirs:
+                            linked.add(self._where[parent])
+                            break
+            group = self._merge(linked) if linked else _Group(now)
+            self._groups.add(group)
+            group.last = now
+            for path, flags in entries:
+                old = group.paths.get(path)
+                merged = (old or 0) | flags
+                if not flags & _OPTIONAL or (old is not None and not old & _OPTIONAL):
+                    merged &= ~_OPTIONAL  # deleted, or moved away, at some point: deliver it
+                group.paths[path] = merged
+                self._where[path] = group
+                if moving:
+                    self._moving_dirs.add(path)
+            # a new event never brings a deadline forward, so the dispatcher needs waking only
+            # when it is waiting for the first one
+            if len(self._groups) == 1 and not linked:
+                self._cond.notify_all()
+
+    def _merge(self, groups: set[_Group]) -> _Group:
+        keep = max(groups, key=lambda g: len(g.paths))
+        for other in groups - {keep}:
+            keep.first = min(keep.first, other.first)
+            keep.last = max(keep.last, other.last)
+            keep.paths.update(other.paths)  # a path is in one group only
+            for path in other.paths:
+                self._where[path] = keep
+            self._groups.discard(other)
+        return keep
+
+    # -- delivery (dispatcher thread) ----------------------------------------------------------
+
+    def _due_at(self, group: _Group) -> float:
+        return min(group.last + self.debounce, group.first + self.max_wait)
+
+    def _take(self, groups: Iterable[_Group]) -> dict[Path, int]:
+        batch: dict[Path, int] = {}
+        for group in list(groups):
+            self._groups.discard(group)
+            for path, flags in group.paths.items():
+                batch[path] = batch.get(path, 0) | flags
+                del self._where[path]
+                self._moving_dirs.discard(path)
+        return batch
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._stopping:
+                        pending = self._take(self._groups)
+                        batch, final = (pending if self._flush else {}), True
+                        break
+                    now = time.monotonic()
+                    due = [g for g in self._groups if self._due_at(g) <= now]
+                    if due:
+                        batch, final = self._take(due), False
+                        break
+                    wake = min((self._due_at(g) for g in self._groups), default=None)
+                    self._cond.wait(None if wake is None else wake - now)
+            paths = self._expand(batch)
+            if paths:
+                self._deliver(paths)
+            if final:
+                return
+
+    def _expand(self, batch: dict[Path, int]) -> list[Path]:
+        """The batch's paths, with the accepted files under appeared folders, nested folders
+        left out, and appeared folders holding nothing accepted dropped."""
+        folders = {p for p, f in batch.items() if f & _DIR}
+        out: set[Path] = set()
+        for path, flags in batch.items():
+            if not flags & _DIR:
+                out.add(path)
+                continue
+            if any(parent in folders for parent in path.parents):
+                continue  # the outer folder covers it
+            found = self._accepted_files_under(path) if flags & _WALK else []
+            if found or not flags & _OPTIONAL:
+                out.add(path)
+            with self._cond:  # a file with events of its own waits for its own debounce
+                out.update(p for p in found if p not in self._where)
+        return sorted(out)
+
+    def _accepted_files_under(self, folder: Path) -> list[Path]:
+        found: list[Path] = []
+        for dirpath, _dirs, files in os.walk(folder):
+            found.extend(p for p in (Path(dirpath, f) for f in files) if self._accepts(p))
+        return found
+
+    def _deliver(self, paths: list[Path]) -> None:
+        try:
+            self.on_change(paths)
+        except Exception as exc:
+            with self._cond:
+                self._counts["errors"] += 1
+            if self.on_error is None:
+                log.exception("handling file changes failed", paths=len(paths))
+                return
+            try:
+                self.on_error(exc)
+            except Exception:
+                log.exception("the watcher's error handler failed", paths=len(paths))
+        else:
+            with self._cond:
+                self._counts["batches_delivered"] += 1
+
+
+def _make_observer(on_overflow: Callable[[], None]) -> Any:
+    """watchdog's observer for this platform; on Linux, one that also reports an inotify queue
+    overflow (watchdog only re-adds its watches and logs it)."""
+    try:
+        from watchdog.observers.inotify import InotifyEmitter, InotifyObserver
+    except ImportError:  # not Linux
+        return Observer()
+
+    class _Emitter(InotifyEmitter):
+        def on_thread_start(self) -> None:
+            super().on_thread_start()
+            group = getattr(self, "_inotify", None)
+            rebuild = getattr(group, "on_queue_overflow", None)
+            if group is None or rebuild is None:
+                log.warning("this watchdog version hides inotify overflows from memoryd")
+                return
+
+            def overflowed() -> None:
+                rebuild()
+                on_overflow()
+
+            group.on_queue_overflow = overflowed
+
+    observer = InotifyObserver()
+    observer._emitter_class = _Emitter  # the only way in: its constructor fixes the class
+    return observer
+
+
+def _check_debounce(seconds: float) -> float:
+    seconds = float(seconds)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"debounce must be a number of seconds >= 0, not {seconds!r}")
+    return seconds
+
+
+def _watch_limit() -> int | None:
+    """fs.inotify.max_user_watches on Linux, else None."""
+    try:
+        return int(Path("/proc/sys/fs/inotify/max_user_watches").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _check_watch_limit(root: str) -> None:
+    """Fail early when the tree has more folders than inotify may watch: watchdog skips the
+    folders it cannot watch without a word."""
+    limit = _watch_limit()
+    if limit is None:
+        return
+    folders = 0
+    for _dirpath, dirs, _files in os.walk(root):
+        folders += len(dirs)
+        if folders + 1 > limit:
+            raise _start_error(root, OSError(errno.ENOSPC, "inotify watch limit reached"))
+
+
+def _start_error(root: str, exc: BaseException) -> OSError:
+    code = getattr(exc, "errno", None)
+    if code == errno.ENOSPC:
+        limit = _watch_limit()
+        return OSError(
+            errno.ENOSPC,
+            f"cannot watch {root}: it has more folders than inotify may watch "
+            f"(fs.inotify.max_user_watches = {limit}); raise the limit, for instance "
+            "`sudo sysctl fs.inotify.max_user_watches=524288`, or watch a smaller workspace",
+        )
+    if code == errno.EMFILE:
+        return OSError(
+            errno.EMFILE,
+            f"cannot watch {root}: too many inotify instances in use "
+            "(fs.inotify.max_user_instances); close other watchers or raise the limit",
+        )
+    return OSError(code or errno.EIO, f"cannot watch {root}: {exc}")

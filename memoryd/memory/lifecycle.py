@@ -1,0 +1,265 @@
+"""Memory lifecycle: tiers, trigger phrases, feedback, history, session start, pruning.
+
+Functions over an apsw connection (the caller picks the transaction), plus the in-memory
+TriggerIndex that answers match_triggers in microseconds with thousands of phrases.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import unicodedata
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import apsw
+
+from memoryd.core.errors import InvalidInput, NotFound
+from memoryd.store import entries
+from memoryd.store import lifecycle as lcstore
+from memoryd.text import secretguard
+from memoryd.text.markdown import estimate_tokens
+
+TIERS = ("constitutional", "critical", "important", "normal", "temporary", "deprecated")
+HISTORY_FIELDS = ("content", "tier", "importance", "tags", "type", "confidence", "triggers")
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def check_tier(value: object) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in TIERS:
+        raise InvalidInput(f"tier: expected one of {', '.join(TIERS)}")
+    return value.strip().lower()
+
+
+def normalise_phrase(text: str) -> str:
+    """Case, accents and punctuation folded: "Save-Context!" -> "save context"."""
+    folded = unicodedata.normalize("NFKD", text.lower())
+    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    return " ".join(_NON_WORD.sub(" ", folded).split())
+
+
+def check_triggers(value: object) -> list[str]:
+    if isinstance(value, str):
+        value = [p for p in value.split(",")]
+    if not isinstance(value, list | tuple) or not all(isinstance(p, str) for p in value):
+        raise InvalidInput("triggers: expected a list of phrases or 'a,b'")
+    phrases = []
+    for p in value:
+        phrase = " ".join(p.split())
+        if not phrase:
+            continue
+        if len(phrase) > 200 or not normalise_phrase(phrase):
+            raise InvalidInput("triggers: a phrase is empty of words or over 200 characters")
+        if phrase not in phrases:
+            phrases.append(phrase)
+    if len(phrases) > 50:
+        raise InvalidInput("triggers: at most 50 phrases per memory")
+    return phrases
+
+
+def set_triggers(con: apsw.Connection, entry_id: int, phrases: Sequence[str]) -> None:
+    lcstore.set_triggers(con, entry_id, [(p, normalise_phrase(p)) for p in phrases])
+
+
+class TriggerIndex:
+    """Phrases by their first word; a prompt is scanned once, word by word."""
+
+    def __init__(self, max_age: float | None = None) -> None:
+        self._lock = threading.Lock()
+        self._lock_gen = threading.Lock()
+        self._by_first: dict[str, list[tuple[tuple[str, ...], int]]] = {}
+        # invalidate() bumps the generation; the index is stale until built at the current one
+        # (an invalidation during a build, e.g. from another daemon's change, is not lost)
+        self._generation = 1
+        self._built: tuple[int, float] = (0, 0.0)
+        # max_age (shared database): rebuilt at least this often, in case a change from
+        # another daemon was read just before its snapshot
+        self.max_age = max_age
+
+    def invalidate(self) -> None:
+        with self._lock_gen:
+            self._generation += 1
+
+    def _stale(self) -> bool:
+        generation, at = self._built
+        if generation != self._generation:
+            return True
+        return self.max_age is not None and time.monotonic() - at > self.max_age
+
+    def _build(self, con: apsw.Connection) -> None:
+        generation = self._generation
+        by_first: dict[str, list[tuple[tuple[str, ...], int]]] = {}
+        for entry_id, norm in lcstore.trigger_norms(con):
+            words = tuple(norm.split())
+            if words:
+                by_first.setdefault(words[0], []).append((words, int(entry_id)))
+        self._by_first, self._built = by_first, (generation, time.monotonic())
+
+    def match(self, con: apsw.Connection, prompt: str) -> dict[int, list[str]]:
+        """entry id -> the phrases (normalised) that occur in the prompt."""
+        if self._stale():
+            with self._lock:
+                if self._stale():
+                    self._build(con)
+        words = normalise_phrase(prompt).split()
+        found: dict[int, list[str]] = {}
+        for i, word in enumerate(words):
+            for phrase, entry_id in self._by_first.get(word, ()):
+                if tuple(words[i : i + len(phrase)]) == phrase:
+                    hits = found.setdefault(entry_id, [])
+                    text = " ".join(phrase)
+                    if text not in hits:
+                        hits.append(text)
+        return found
+
+
+def record_history(
+    con: apsw.Connection, entry_id: int, before: dict[str, Any], after: dict[str, Any], now: float
+) -> list[str]:
+    """Keep old and new values of every tracked field that changed; returns the fields."""
+    changed = []
+    for name in HISTORY_FIELDS:
+        if name in after and before.get(name) != after.get(name):
+            lcstore.add_history(
+                con,
+                entry_id,
+                now,
+                name,
+                json.dumps(redacted(before.get(name))),
+                json.dumps(redacted(after.get(name))),
+            )
+            changed.append(name)
+    return changed
+
+
+def redacted(value: Any) -> Any:
+    """History keeps no credential: redacting a memory must not leave the secret behind."""
+    if isinstance(value, str):
+        return secretguard.redact(value)
+    if isinstance(value, list):
+        return [secretguard.redact(v) if isinstance(v, str) else v for v in value]
+    return value
+
+
+def _decoded(value: str | None) -> Any:
+    """A stored history value (JSON text); one that is not JSON (written by an older import)
+    is shown as the text it is rather than failing the whole `history` call."""
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except (json.JSONDecodeError, TypeError):
+        return value
+
+
+def history(con: apsw.Connection, entry_id: int) -> list[dict[str, Any]]:
+    from memoryd.core.timeutil import iso
+
+    rows = lcstore.history_rows(con, entry_id)
+    return [
+        {"at": iso(ts), "field": f, "old": _decoded(o), "new": _decoded(n)} for ts, f, o, n in rows
+    ]
+
+
+def validate(con: apsw.Connection, entry_id: int, useful: bool, now: float) -> dict[str, Any]:
+    """Record one outcome; confidence follows the record: (useful + 1) / (validations + 2)."""
+    found = lcstore.feedback(con, entry_id)
+    if found is None:
+        raise NotFound(f"no entry with id {entry_id}")
+    kind, good, total, old_conf = found
+    if kind != "memory":
+        raise InvalidInput(f"entry {entry_id} is a chunk of a workspace file; validate memories")
+    good, total = int(good) + int(useful), int(total) + 1
+    confidence = round((good + 1) / (total + 2), 4)
+    lcstore.set_feedback(con, entry_id, good, total, confidence)
+    record_history(con, entry_id, {"confidence": old_conf}, {"confidence": confidence}, now)
+    return {
+        "id": entry_id,
+        "useful_count": good,
+        "validation_count": total,
+        "confidence": confidence,
+    }
+
+
+def promotion_candidates(
+    con: apsw.Connection, min_useful: int, min_ratio: float
+) -> list[dict[str, Any]]:
+    ids = lcstore.promotion_candidate_ids(con, min_useful, min_ratio)
+    records = entries.get_many(con, ids)
+    return [records[i] for i in ids if i in records]
+
+
+def session_memories(
+    con: apsw.Connection, namespace: str | None, max_tokens: int, now: float
+) -> tuple[list[dict[str, Any]], int, int]:
+    """Constitutional memories, most important first, within the token budget.
+    Returns (memories, tokens used, how many exist)."""
+    ids = lcstore.constitutional_ids(con, namespace, now)
+    records = entries.get_many(con, ids)
+    chosen, used = [], 0
+    for i in ids:
+        cost = estimate_tokens(records[i]["content"])
+        if used + cost > max_tokens:
+            continue  # a shorter one further down may still fit
+        chosen.append(records[i])
+        used += cost
+    return chosen, used, len(ids)
+
+
+select_ids = lcstore.select_ids
+delete_ids = lcstore.delete_ids
+
+
+def matching(
+    con: apsw.Connection, index: TriggerIndex, prompt: str, namespace: str | None
+) -> list[dict[str, Any]]:
+    """Memories whose trigger phrases occur in the prompt (of one namespace, or all)."""
+    found = index.match(con, prompt)
+    records = entries.get_many(con, list(found))
+    return [
+        {**records[i], "matched": found[i]}
+        for i in found
+        if i in records
+        and (not namespace or namespace == "*" or records[i]["namespace"] == namespace)
+    ]
+
+
+def is_promotion_candidate(feedback: dict[str, Any], settings: Any) -> bool:
+    """Useful often enough, and in a large enough share of its validations."""
+    useful, total = feedback["useful_count"], feedback["validation_count"]
+    return bool(
+        useful >= settings.promotion_min_useful and useful >= settings.promotion_min_ratio * total
+    )
+
+
+def summary(text: str, width: int = 100) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def budgeted(
+    hits: list[dict[str, Any]], max_tokens: int, cost: Callable[[dict[str, Any]], int] | None = None
+) -> dict[str, Any]:
+    """An index of every hit (id + one-line summary) and full details for the top hits that fit.
+
+    The index itself counts against the budget; full hits are added in rank order while they fit.
+    """
+    measure = cost or (lambda h: estimate_tokens(json.dumps(h, ensure_ascii=False)))
+    index = [{"id": h["id"], "score": h["score"], "summary": summary(h["content"])} for h in hits]
+    used = sum(estimate_tokens(i["summary"]) + 4 for i in index)
+    details = []
+    for hit in hits:
+        c = measure(hit)
+        if used + c > max_tokens:
+            break
+        details.append(hit)
+        used += c
+    return {
+        "index": index,
+        "hits": details,
+        "tokens_used": used,
+        "total": len(hits),
+        "has_more": len(details) < len(hits),
+    }

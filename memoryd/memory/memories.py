@@ -1,0 +1,560 @@
+"""The one door for every change to a memory: add, update, import, delete, prune, validate,
+promote, expire and `used`.
+
+Every value goes through memoryd.memory.validation (one checker per field, then the secret guard
+over every text field), whoever calls: the socket API, the MCP bridge, jobs, tests. After a change
+the same hooks run: the daily log (append, rewrite, forget), the embed worker and the trigger
+index.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from memoryd.core.errors import InvalidInput, MemorydError, NotFound, StoreError
+from memoryd.core.logsetup import get_logger
+from memoryd.core.timeutil import parse_time
+from memoryd.memory import lifecycle
+from memoryd.memory.validation import (
+    ADD_FIELDS,
+    IMPORT_FIELDS,
+    check_confidence,
+    check_content,
+    check_fields,
+    check_id,
+    check_importance,
+    check_name,
+    check_str,
+    check_tag,
+    check_tags,
+    check_text,
+    expiry,
+    guard,
+)
+from memoryd.store import Store, entries
+from memoryd.store import lifecycle as lcstore
+from memoryd.store.entries import Filters, NewMemory
+
+__all__ = [
+    "ADD_FIELDS",
+    "Added",
+    "Memories",
+    "check_confidence",
+    "check_content",
+    "check_id",
+    "check_importance",
+    "check_name",
+    "check_tags",
+    "check_text",
+    "expiry",
+]
+
+log = get_logger("memoryd.memory.memories")
+LOGGED_FIELDS = ("content", "tags", "type", "source", "importance", "namespace")
+
+
+class MemorySettings(Protocol):
+    max_content_bytes: int
+    default_type: str
+    default_importance: int
+    default_namespace: str
+
+
+@dataclass(frozen=True)
+class Added:
+    id: int
+    duplicate: bool
+    record: dict[str, Any] | None
+    warnings: tuple[str, ...] = ()
+    near_duplicates: tuple[dict[str, Any], ...] = ()
+    stored: bool = True
+
+
+class Memories:
+    def __init__(
+        self,
+        store: Store,
+        settings: MemorySettings,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_added: Iterable[Callable[[dict[str, Any]], None]] = (),
+        on_changed: Iterable[Callable[[], None]] = (),
+        on_updated: Iterable[Callable[[dict[str, Any]], None]] = (),
+        on_removed: Iterable[Callable[[list[dict[str, Any]]], None]] = (),
+        copies_since: Callable[[float], list[dict[str, Any]]] | None = None,
+        secrets_mode: str = "refuse",
+        temporary_ttl: float = 7 * 86400,
+        near_duplicates: Callable[[str, str], list[dict[str, Any]]] | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.secrets_mode = secrets_mode
+        self.temporary_ttl = temporary_ttl
+        # near_duplicates(content, namespace) -> [{id, similarity}]: set by the App
+        self.near_duplicates = near_duplicates
+        # on_added / on_updated / on_removed: the daily log appends, rewrites or forgets a
+        # memory's line; on_changed wakes the embed worker and the trigger index.
+        self.on_added = list(on_added)
+        self.on_changed = list(on_changed)
+        self.on_updated = list(on_updated)
+        self.on_removed = list(on_removed)
+        # copies_since(ts) -> checkpoints and snapshots taken since ts (they hold a copy)
+        self.copies_since = copies_since
+
+    # -- add ------------------------------------------------------------------------------------
+
+    def add(
+        self,
+        content: object = None,
+        *,
+        allow_secrets: object = False,
+        skip_near_duplicates: object = False,
+        **fields: Any,
+    ) -> Added:
+        started = time.perf_counter()
+        s = self.settings
+        now = self.clock()
+        unknown = set(fields) - ADD_FIELDS
+        if unknown:
+            raise InvalidInput(f"add: unknown field {', '.join(sorted(unknown))}")
+        if not isinstance(skip_near_duplicates, bool):
+            raise InvalidInput("skip_near_duplicates: expected true or false")
+        if content is None:
+            raise InvalidInput("add: content is required")
+        values = check_fields({"content": content, **fields}, s.max_content_bytes, now)
+        g = guard(values, self.secrets_mode, allow_secrets)
+        values, warnings = g.values, g.warnings
+        tier = values.get("tier", "normal")
+        if tier == "temporary" and values.get("expires_at") is None:
+            values["expires_at"] = now + self.temporary_ttl
+        if values.get("expires_at") is not None and values["expires_at"] <= now:
+            raise InvalidInput("expires_at: is in the past")
+        mem = NewMemory(
+            content=values["content"],
+            content_hash=values["content_hash"],
+            type=values.get("type") or s.default_type,
+            tags=values.get("tags", ()),
+            source=values.get("source"),
+            context=values.get("context"),
+            confidence=values.get("confidence", 1.0),
+            importance=values.get("importance", s.default_importance),
+            expires_at=values.get("expires_at"),
+            namespace=values.get("namespace") or s.default_namespace,
+            tier=tier,
+        )
+        phrases = values.get("triggers") or []
+        near: list[dict[str, Any]] = []
+        existing = self.store.read(
+            lambda con: entries.find_memory_by_hash(con, mem.namespace, mem.content_hash)
+        )
+        if existing is None and self.near_duplicates is not None:
+            try:
+                near = self.near_duplicates(mem.content, mem.namespace)
+            except StoreError:
+                raise
+            except Exception:  # a hint only: it never stops a memory from being stored
+                log.exception("near-duplicate check failed", namespace=mem.namespace)
+                near = []
+            if near:
+                ids = ", ".join(str(n["id"]) for n in near)
+                warnings.append(f"near duplicate of memory {ids}")
+                if skip_near_duplicates:
+                    return Added(near[0]["id"], False, None, tuple(warnings), tuple(near), False)
+
+        def _insert(con: Any) -> tuple[int, bool, dict[str, Any] | None]:
+            entry_id, dup = entries.insert_memory(con, mem, now)
+            if not dup and phrases:
+                lifecycle.set_triggers(con, entry_id, phrases)
+            return entry_id, dup, entries.get(con, entry_id)
+
+        try:
+            entry_id, duplicate, record = self.store.run_write(_insert, durable=True)
+        except Exception as exc:
+            if not same_text_stored(exc):
+                raise
+            # Another daemon sharing the database stored the same text between our check and
+            # our insert: the unique index refused ours (nothing of it was written). It is the
+            # same answer as a duplicate found by the check.
+            found = self.store.read(
+                lambda con: entries.find_memory_by_hash(con, mem.namespace, mem.content_hash)
+            )
+            if found is None:  # stored and removed again meanwhile: a real conflict, say so
+                raise StoreError(
+                    "the same memory was being stored and removed by another daemon at once; "
+                    "try again"
+                ) from None
+            entry_id, duplicate = found, True
+            record = self.store.read(lambda con: entries.get(con, found))
+            log.info("same text stored by another daemon at once", id=entry_id)
+        assert record is not None
+        log.info(
+            "added",
+            id=entry_id,
+            duplicate=duplicate,
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        if not duplicate:
+            self._run(self.on_added, record)
+            self._changed()
+        return Added(entry_id, duplicate, record, tuple(warnings), tuple(near))
+
+    # -- read -----------------------------------------------------------------------------------
+
+    def get(self, entry_id: object, *, record_access: bool = True) -> dict[str, Any]:
+        """One entry by id. Counts as an access (best effort: a full disk does not fail it)."""
+        eid = check_id(entry_id)
+        rec = self.store.read(lambda con: entries.get(con, eid))
+        if rec is None:
+            raise NotFound(f"no entry with id {eid}")
+        if record_access:
+            self._access([eid], "get")
+        return rec
+
+    def get_note(self, path: object, section: object = None) -> dict[str, Any]:
+        """A note of the workspace by path, or one of its sections (by heading text)."""
+        rel = check_str(path, "path", limit=4096).strip().strip("/")
+        if not rel:
+            raise InvalidInput("path: expected a workspace-relative path")
+        sec = None if section is None else check_str(section, "section", limit=1000).strip()
+        chunks = self.store.read(lambda con: entries.document_chunks(con, rel))
+        if not chunks:
+            raise NotFound(f"no indexed note at {rel}")
+        sections = _sections(chunks)
+        if sec:
+            chosen = [c for c in chunks if (c["heading_path"] or [""])[-1] == sec]
+            if not chosen:
+                folded = sec.casefold()
+                chosen = [c for c in chunks if (c["heading_path"] or [""])[-1].casefold() == folded]
+            if not chosen:
+                names = ", ".join(repr(x["heading"]) for x in sections[:20] if x["heading"])
+                raise NotFound(f"no section {sec!r} in {rel} (sections: {names or 'none'})")
+        else:
+            chosen = chunks
+        self._access([c["id"] for c in chosen], "get")
+        return {
+            "kind": "note",
+            "path": rel,
+            "section": sec,
+            "content": "\n\n".join(c["content"] for c in chosen),
+            "start_line": min(c["start_line"] for c in chosen),
+            "end_line": max(c["end_line"] for c in chosen),
+            "chunks": chosen,
+            "sections": sections,
+        }
+
+    def used(self, entry_id: object) -> dict[str, Any]:
+        """An explicit real use of an entry (an agent acted on it): one access."""
+        eid = check_id(entry_id)
+        now = self.clock()
+
+        def run(con: Any) -> dict[str, Any]:
+            if entries.get(con, eid) is None:
+                raise NotFound(f"no entry with id {eid}")
+            entries.record_access(con, "used", [eid], now)
+            rec = entries.get(con, eid)
+            assert rec is not None
+            return rec
+
+        rec = self.store.run_write(run)
+        return {
+            "id": eid,
+            "access_count": rec["access_count"],
+            "last_accessed_at": rec["last_accessed_at"],
+        }
+
+    def _access(self, ids: list[int], what: str) -> None:
+        """Record reads as accesses; a full disk (or any store failure) never fails the read."""
+        now = self.clock()
+        try:
+            self.store.run_write(lambda con: entries.record_access(con, what, ids, now))
+        except StoreError as exc:
+            log.warning("access not recorded", ids=ids[:10], error=exc.message)
+
+    def list(
+        self, filters: Filters, *, limit: int = 20, offset: int = 0
+    ) -> tuple[list[dict[str, Any]], int]:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidInput("limit: expected an integer from 1 to 1000")
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**62:
+            raise InvalidInput("offset: expected a non-negative integer")
+        now = self.clock()
+        return self.store.read(
+            lambda con: entries.list_entries(con, filters, now=now, limit=limit, offset=offset)
+        )
+
+    # -- update, validate, promote --------------------------------------------------------------
+
+    def update(self, entry_id: object, changes: dict[str, Any]) -> dict[str, Any]:
+        eid = check_id(entry_id)
+        now = self.clock()
+        changes = dict(changes)
+        allow = changes.pop("allow_secrets", False)
+        unknown = set(changes) - ADD_FIELDS
+        if unknown:
+            raise InvalidInput(f"cannot update {', '.join(sorted(unknown))}")
+        if not changes:
+            raise InvalidInput("update: nothing to change (give content, type, tags, ...)")
+        values = check_fields(changes, self.settings.max_content_bytes, now)
+        values = guard(values, self.secrets_mode, allow).values
+        phrases = values.pop("triggers", None)
+
+        def _update(con: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+            before = entries.get(con, eid)
+            if before is None:
+                raise NotFound(f"no entry with id {eid}")
+            entries.update_memory(con, eid, values, now)
+            if phrases is not None:
+                lifecycle.set_triggers(con, eid, phrases)
+            after = entries.get(con, eid)
+            assert after is not None
+            lifecycle.record_history(con, eid, before, after, now)
+            return before, after
+
+        try:
+            before, rec = self.store.run_write(_update, durable=True)
+        except Exception as exc:
+            if not same_text_stored(exc):
+                raise
+            # another daemon stored this text in the namespace since our check: the same
+            # refusal as the check's, and nothing of the update was written
+            raise InvalidInput(
+                "another memory in this namespace already has this content; delete one of the "
+                "two (or change the text) first"
+            ) from None
+        log.info("updated", id=eid, fields=sorted(values) + (["triggers"] if phrases else []))
+        # every field a daily log line can show (dailylog.line_format placeholders)
+        if any(before.get(k) != rec.get(k) for k in LOGGED_FIELDS):
+            self._run(self.on_updated, rec)
+        self._changed()
+        return rec
+
+    def promote(self, entry_id: object, tier: object = "critical") -> dict[str, Any]:
+        return self.update(entry_id, {"tier": tier})
+
+    def validate(self, entry_id: object, useful: object) -> dict[str, Any]:
+        """Record one outcome (useful or not); it also counts as an access."""
+        eid = check_id(entry_id)
+        if not isinstance(useful, bool):
+            raise InvalidInput("useful: expected true or false")
+        now = self.clock()
+
+        def run(con: Any) -> dict[str, Any]:
+            out = lifecycle.validate(con, eid, useful, now)
+            entries.record_access(con, "validate", [eid], now)
+            return out
+
+        return self.store.run_write(run, durable=True)
+
+    # -- import ---------------------------------------------------------------------------------
+
+    def import_items(
+        self,
+        items: object,
+        *,
+        first_line: object = 1,
+        allow_secrets: object = False,
+        dry_run: object = False,
+    ) -> dict[str, Any]:
+        """Store exported memories, all or nothing. Each item is checked exactly as `add`
+        checks (plus the fields only an export carries); an error names the item's line,
+        counted from `first_line` (the file's line of the first item). dry_run: check and
+        count only (a client sending a large file in batches checks them all first)."""
+        from memoryd.memory import transfer
+
+        if not isinstance(items, list):
+            raise InvalidInput("items: expected a list of exported memories")
+        if isinstance(first_line, bool) or not isinstance(first_line, int) or first_line < 1:
+            raise InvalidInput("first_line: expected a positive integer")
+        if not isinstance(dry_run, bool):
+            raise InvalidInput("dry_run: expected true or false")
+        if not isinstance(allow_secrets, bool):  # also when no item reaches the secret guard
+            raise InvalidInput("allow_secrets: expected true or false")
+        now = self.clock()
+        checked = []
+        for n, item in enumerate(items):
+            line = first_line + n
+            try:
+                checked.append(self._check_import(item, now, allow_secrets))
+            except MemorydError as exc:
+                data = dict(exc.data or {})
+                data["line"] = line
+                raise type(exc)(f"line {line}: {exc.message}", data=data) from None
+        if dry_run:
+            return {
+                **self.store.read(lambda con: transfer.plan_items(con, checked)),
+                "dry_run": True,
+            }
+        for attempt in range(3):
+            try:
+                counts = self.store.run_write(
+                    lambda con: transfer.store_items(con, checked, now=now), durable=True
+                )
+                break
+            except Exception as exc:
+                # another daemon stored one of these texts meanwhile: the whole import was
+                # rolled back; run it again, and that text counts as a duplicate
+                if not same_text_stored(exc) or attempt == 2:
+                    raise
+        if counts["imported"]:
+            self._changed()
+        log.info("imported", **{k: v for k, v in counts.items() if isinstance(v, int)})
+        return counts
+
+    def _check_import(self, item: object, now: float, allow: object) -> dict[str, Any]:
+        from memoryd.memory import transfer
+
+        if not isinstance(item, dict):
+            raise InvalidInput("expected an object (one exported memory)")
+        unknown = set(item) - IMPORT_FIELDS
+        if unknown:
+            raise InvalidInput(f"unknown field {', '.join(sorted(map(str, unknown)))}")
+        if item.get("kind", "memory") != "memory":
+            raise InvalidInput("kind: only memories can be imported")
+        fields = {k: v for k, v in item.items() if k in (IMPORT_FIELDS - transfer.EXTRAS)}
+        if "content" not in fields:
+            raise InvalidInput("content: is required")
+        values = check_fields(fields, self.settings.max_content_bytes, now)
+        values = guard(values, self.secrets_mode, allow).values
+        # an id too high to keep (transfer.MAX_KEPT_ID) is renumbered, not refused
+        values["id"] = check_id(item["id"]) if item.get("id") is not None else None
+        values.update(transfer.check_extras(item))
+        s = self.settings
+        values.setdefault("type", s.default_type)
+        values.setdefault("namespace", s.default_namespace)
+        values.setdefault("importance", s.default_importance)
+        values.setdefault("created_at", now)
+        values.setdefault("updated_at", values["created_at"])
+        return values
+
+    # -- delete, prune, expire ------------------------------------------------------------------
+
+    def delete(self, entry_id: object, *, dry_run: bool = False) -> dict[str, Any]:
+        eid = check_id(entry_id)
+
+        def check(con: Any) -> list[int]:
+            rec = entries.get(con, eid)
+            if rec is None:
+                raise NotFound(f"no entry with id {eid}")
+            if rec["kind"] != "memory":
+                raise InvalidInput(
+                    f"entry {eid} is a chunk of a workspace file; delete or edit the file "
+                    "instead (delete path=...)"
+                )
+            return [eid]
+
+        return self._remove(self.store.read(check), dry_run=dry_run, why="deleted")[0]
+
+    def delete_where(
+        self, *, tag: object = None, namespace: object = None, dry_run: bool = False
+    ) -> dict[str, Any]:
+        t = check_tag(tag) if tag is not None else None
+        ns = check_name(namespace, "namespace") if namespace is not None else None
+        if t is None and ns is None:
+            raise InvalidInput("delete: give a tag or a namespace")
+        ids = self.store.read(lambda con: lcstore.select_ids(con, tag=t, namespace=ns))
+        return self._remove(ids, dry_run=dry_run, why="deleted")[0]
+
+    def prune(self, *, dry_run: bool = False) -> dict[str, Any]:
+        """Remove expired and deprecated memories (dry_run: only say which)."""
+        now = self.clock()
+        ids = self.store.read(
+            lambda con: lcstore.select_ids(con, expired_before=now, deprecated=True)
+        )
+        out, records = self._remove(ids, dry_run=dry_run, why="pruned")
+        return {
+            "pruned": out["deleted"],
+            "dry_run": dry_run,
+            "still_in": out["still_in"],
+            "items": [
+                {
+                    "id": r["id"],
+                    "tier": r["tier"],
+                    "expires_at": r["expires_at"],
+                    "summary": lifecycle.summary(r["content"]),
+                }
+                for r in records
+            ],
+        }
+
+    def expire(self) -> int:
+        """The expiry job: expired memories go through the same door as a delete."""
+        now = self.clock()
+        ids = self.store.read(lambda con: lcstore.select_ids(con, expired_before=now))
+        n = self._remove(ids, dry_run=False, why="expired")[0]["deleted"] if ids else 0
+        chunks = self.store.run_write(lambda con: entries.delete_expired(con, now))
+        if n or chunks:
+            log.info("expired entries removed", memories=n, chunks=chunks)
+        return n + chunks
+
+    def _remove(
+        self, ids: list[int], *, dry_run: bool, why: str
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Delete memories by id through the hooks; the answer names the checkpoints and
+        snapshots taken since the oldest of them was created: they still hold a copy."""
+        records = self.store.read(lambda con: entries.get_many(con, ids))
+        found = [records[i] for i in ids if i in records]
+        if not dry_run and found:
+            self.store.run_write(
+                lambda con: lcstore.delete_ids(con, [r["id"] for r in found]), durable=True
+            )
+            self._run(self.on_removed, found)
+            self._changed()
+            log.info(why, ids=[r["id"] for r in found][:50], count=len(found))
+        oldest = min((parse_time(r["created_at"]) for r in found), default=None)
+        copies = self.copies_since(oldest) if (self.copies_since and oldest is not None) else []
+        answer = {
+            "deleted": len(found),
+            "ids": [r["id"] for r in found],
+            "dry_run": dry_run,
+            "still_in": copies,
+        }
+        return answer, found
+
+    # -- hooks ----------------------------------------------------------------------------------
+
+    def _run(self, hooks: list[Callable[[Any], None]], arg: Any) -> None:
+        for hook in hooks:
+            try:
+                hook(arg)
+            except Exception:
+                log.exception("memory hook failed", hook=getattr(hook, "__name__", "?"))
+
+    def _changed(self) -> None:
+        for hook in self.on_changed:
+            try:
+                hook()
+            except Exception:
+                log.exception("change hook failed")
+
+
+def same_text_stored(exc: BaseException) -> bool:
+    """The database's unique index on a memory's (namespace, content hash) refused a write:
+    on PostgreSQL, another daemon stored the same text at the same time. Read from the
+    exception's SQLSTATE (23505) and constraint name, so psycopg need not be imported."""
+    if getattr(exc, "sqlstate", None) != "23505":
+        return False
+    diag = getattr(exc, "diag", None)
+    return getattr(diag, "constraint_name", None) == "entries_memory_hash"
+
+
+def _sections(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for c in chunks:
+        hp = c["heading_path"] or []
+        heading = hp[-1] if hp else None
+        if out and out[-1]["heading_path"] == hp:
+            out[-1]["end_line"] = c["end_line"]
+            continue
+        out.append(
+            {
+                "heading": heading,
+                "heading_path": hp,
+                "start_line": c["start_line"],
+                "end_line": c["end_line"],
+            }
+        )
+    return out

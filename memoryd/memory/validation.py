@@ -1,0 +1,335 @@
+"""The one validator every change to a memory goes through (add, update, import).
+
+`check_fields` is the validator; the `check_*` functions are its per-field checkers (also used by
+the API for filters).
+
+Each field has one checker; `check_fields` runs the checkers of the fields given, then the
+secret guard over every text field (content, context, source, tags, triggers, and the names
+type and namespace). Messages name the
+field and what is wrong, never the rejected value itself (a rejected value may be a credential,
+and messages end up in logs).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from memoryd.core.errors import InvalidInput, Refused, TooLarge
+from memoryd.core.timeutil import parse_duration, parse_time
+from memoryd.memory import lifecycle
+from memoryd.text import secretguard
+from memoryd.text.markdown import sha256_text
+
+MAX_INT = 2**63 - 1  # SQLite's INTEGER range
+MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z, the last second ISO 8601 can show
+MAX_SOURCE = 200
+MAX_CONTEXT = 2000
+_NAME = re.compile(r"^[\w][\w.:/-]{0,63}$", re.UNICODE)
+TEXT_FIELDS = ("content", "context", "source", "tags", "triggers", "type", "namespace")
+# Names cannot carry "[REDACTED:kind]": in redact mode a credential in one is refused instead.
+NAME_FIELDS = ("type", "namespace")
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def check_str(value: object, field: str, *, limit: int | None = None) -> str:
+    """A string that SQLite and JSON can carry: no NUL, no lone surrogate, within `limit`."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field}: expected a string, got {_kind(value)}")
+    if "\x00" in value:
+        raise InvalidInput(f"{field}: must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{field}: not valid Unicode (a lone surrogate)") from None
+    if limit is not None and len(value) > limit:
+        raise TooLarge(f"{field}: longer than {limit} characters")
+    return value
+
+
+def check_content(content: object, max_bytes: int) -> str:
+    text = check_str(content, "content").strip()
+    if not text:
+        raise InvalidInput("content: must not be empty")
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:
+        raise TooLarge(
+            f"content: {size} bytes is over the limit of {max_bytes} "
+            "(memories.max_content_bytes); split it or save it as a note in the workspace"
+        )
+    return text
+
+
+def check_name(value: object, field: str) -> str:
+    text = check_str(value, field, limit=200).strip()
+    if not _NAME.match(text):
+        raise InvalidInput(
+            f"{field}: expected a short name (letters, digits, '_', '-', '.', ':', '/'; "
+            "at most 64 characters)"
+        )
+    return text.lower() if field == "type" else text
+
+
+def check_tags(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [t for t in re.split(r"[,\s]+", check_str(value, "tags")) if t]
+    if not isinstance(value, list | tuple):
+        raise InvalidInput(f"tags: expected a list of strings or 'a,b,c', got {_kind(value)}")
+    out: list[str] = []
+    for t in value:
+        tag = check_str(t, "tags", limit=200).strip().lstrip("#").lower()
+        if not tag:
+            continue
+        if len(tag) > 64 or not _NAME.match(tag):
+            raise InvalidInput("tags: a tag is not valid (letters, digits, '_', '-', '.')")
+        if tag not in out:
+            out.append(tag)
+    if len(out) > 32:
+        raise InvalidInput("tags: at most 32 tags")
+    return tuple(out)
+
+
+def check_tag(value: object, field: str = "tag") -> str:
+    """Exactly one tag (delete by tag): a string that check_tags keeps one tag of."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field}: expected one tag, got {_kind(value)}")
+    tags = check_tags([value])
+    if len(tags) != 1:
+        raise InvalidInput(f"{field}: expected one tag, got an empty one")
+    return tags[0]
+
+
+def check_int(value: object, field: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        shown = value if isinstance(value, int) and not isinstance(value, bool) else _kind(value)
+        raise InvalidInput(f"{field}: expected an integer from {low} to {high}, got {shown}")
+    return value
+
+
+def check_importance(value: object) -> int:
+    return check_int(value, "importance", 1, 10)
+
+
+def check_count(value: object, field: str) -> int:
+    return check_int(value, field, 0, MAX_INT)
+
+
+def check_confidence(value: object) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or not 0 <= value <= 1:  # type: ignore[arg-type]
+        raise InvalidInput(f"confidence: expected a number from 0 to 1, got {_kind(value)}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def _quiet(parse: Any, value: object, field: str) -> float:
+    """timeutil's parsers, with messages that do not repeat the rejected value."""
+    try:
+        return float(parse(value, what=field))
+    except InvalidInput as exc:
+        raise InvalidInput(exc.message.split(", got ")[0]) from None
+
+
+def check_time(value: object, field: str) -> float:
+    """ISO 8601 or unix seconds between 1970 and 9999 (what ISO output can represent)."""
+    if isinstance(value, str):
+        check_str(value, field, limit=100)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput(f"{field}: expected a finite time")
+    ts = _quiet(parse_time, value, field)
+    if not 0 <= ts <= MAX_TIME:
+        raise InvalidInput(f"{field}: out of range (1970-01-01 to 9999-12-31)")
+    return ts
+
+
+def check_text(value: object, field: str, limit: int = MAX_CONTEXT) -> str | None:
+    if value is None:
+        return None
+    return check_str(value, field, limit=limit).strip() or None
+
+
+def check_id(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT:
+        raise InvalidInput(f"id: expected a positive integer, got {_kind(value)}")
+    return value
+
+
+def expiry(ttl: object, expires_at: object, now: float) -> float | None:
+    """ttl ('7d', '90m', seconds) or expires_at (ISO / unix seconds) -> unix seconds or None."""
+    if ttl is not None and expires_at is not None:
+        raise InvalidInput("give ttl or expires_at, not both")
+    if ttl is not None:
+        if isinstance(ttl, str):
+            check_str(ttl, "ttl", limit=100)
+        if isinstance(ttl, float) and not math.isfinite(ttl):
+            raise InvalidInput("ttl: expected a finite duration")
+        seconds = _quiet(parse_duration, ttl, "ttl")
+        if now + seconds > MAX_TIME:
+            raise InvalidInput("ttl: too long (the expiry would be after 9999-12-31)")
+        return now + seconds
+    if expires_at is not None:
+        return check_time(expires_at, "expires_at")
+    return None
+
+
+# --- the secret guard over every text field ---------------------------------------------------
+
+
+@dataclass
+class Guarded:
+    """Checked values plus what the secret guard said about them."""
+
+    values: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    secrets: dict[str, list[str]] = field(default_factory=dict)  # field -> kinds found
+
+
+def _texts(name: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
+
+
+def guard(values: dict[str, Any], mode: str, allow: object) -> Guarded:
+    """Look for credentials in every text field. refuse: Refused naming fields and kinds (never
+    the value); redact: replace them; warn: keep them with a warning; off: no check. allow_secrets
+    keeps them (the daily log still gets a redacted line)."""
+    if not isinstance(allow, bool):
+        raise InvalidInput("allow_secrets: expected true or false")
+    out = Guarded(dict(values))
+    if mode == "off":
+        return out
+    for name in TEXT_FIELDS:
+        found = sorted({k for t in _texts(name, values.get(name)) for k in secretguard.kinds(t)})
+        if name in NAME_FIELDS:  # ids in names ("agent-<uuid>") are not credentials
+            found = [k for k in found if k != "high_entropy_token"]
+        if found:
+            out.secrets[name] = found
+    if not out.secrets:
+        return out
+    what = "; ".join(f"{f}: {', '.join(k)}" for f, k in out.secrets.items())
+    if allow:
+        out.warnings.append(f"stored although it looks like a credential ({what})")
+        return out
+    names = [n for n in NAME_FIELDS if n in out.secrets]
+    if mode == "refuse" or (mode == "redact" and names):
+        raise Refused(
+            f"looks like a credential ({what}); not stored. Remove it, or pass allow_secrets "
+            "(memoryctl --allow-secrets) if it is meant to be kept",
+            data={
+                "secrets": sorted({k for ks in out.secrets.values() for k in ks}),
+                "fields": sorted(out.secrets),
+            },
+        )
+    if mode == "redact":
+        for name in out.secrets:
+            value = out.values[name]
+            if name == "tags":  # a tag cannot hold "[REDACTED:...]": drop it
+                out.values[name] = tuple(t for t in value if not secretguard.kinds(t))
+            elif name == "triggers":
+                out.values[name] = [secretguard.redact(t) for t in value]
+            else:
+                out.values[name] = secretguard.redact(value)
+        if "content" in out.values:
+            out.values["content_hash"] = sha256_text(out.values["content"])
+        out.warnings.append(f"redacted: {what}")
+        return out
+    out.warnings.append(f"looks like a credential ({what})")
+    return out
+
+
+# --- every field of a memory -------------------------------------------------------------------
+
+ADD_FIELDS = frozenset(
+    {
+        "content",
+        "type",
+        "tags",
+        "importance",
+        "confidence",
+        "source",
+        "context",
+        "ttl",
+        "expires_at",
+        "namespace",
+        "tier",
+        "triggers",
+    }
+)
+# What an exported item may carry beyond what add takes (ttl is not exported: expires_at is).
+IMPORT_FIELDS = (ADD_FIELDS - {"ttl"}) | {
+    "id",
+    "kind",
+    "content_hash",
+    "created_at",
+    "updated_at",
+    "last_accessed_at",
+    "access_count",
+    "useful_count",
+    "validation_count",
+    "history",
+    "access_log",
+    "vector",
+    "model",
+}
+
+
+def check_fields(raw: dict[str, Any], max_bytes: int, now: float) -> dict[str, Any]:
+    """The one validator: every field of add, update and import -> column values.
+
+    A None value means "not given" for add and import, and "clear it" for update (source,
+    context, expires_at). Unknown fields are refused, by name.
+    """
+    if raw.get("ttl") is not None and raw.get("expires_at") is not None:
+        raise InvalidInput("give ttl or expires_at, not both")
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            raise InvalidInput("field names must be strings")
+        check_str(key, "field name", limit=64)
+        if key == "content":
+            out["content"] = check_content(value, max_bytes)
+            out["content_hash"] = sha256_text(out["content"])
+        elif value is None:  # ttl None: no change; these three None: cleared (update)
+            if key in ("source", "context", "expires_at"):
+                out.setdefault(key, None)
+        elif key == "type":
+            out["type"] = check_name(value, "type")
+        elif key == "tags":
+            out["tags"] = check_tags(value)
+        elif key == "importance":
+            out["importance"] = check_importance(value)
+        elif key == "confidence":
+            out["confidence"] = check_confidence(value)
+        elif key == "source":
+            out["source"] = check_text(value, "source", MAX_SOURCE)
+        elif key == "context":
+            out["context"] = check_text(value, "context")
+        elif key == "namespace":
+            out["namespace"] = check_name(value, "namespace")
+        elif key == "tier":
+            out["tier"] = lifecycle.check_tier(check_str(value, "tier", limit=64))
+        elif key == "triggers":
+            if isinstance(value, list | tuple):
+                for p in value:
+                    check_str(p, "triggers", limit=1000)
+            elif isinstance(value, str):
+                check_str(value, "triggers", limit=50000)
+            out["triggers"] = lifecycle.check_triggers(value)
+        elif key == "ttl":
+            out["expires_at"] = expiry(value, None, now)
+        elif key == "expires_at":
+            out["expires_at"] = check_time(value, "expires_at")
+        elif key in ("created_at", "updated_at", "last_accessed_at"):
+            out[key] = check_time(value, key)
+        elif key in ("access_count", "useful_count", "validation_count"):
+            out[key] = check_count(value, key)
+        else:
+            raise InvalidInput(f"unknown field {key!r}")
+    return out

@@ -1,0 +1,100 @@
+"""Does anything in the index answer this query? The checks that need no score (issue 11.3;
+docs/protocol.md, "No answer"), beside the absent identifier of evidence.py: a query that asks
+about a named thing no text mentions ("How do I migrate a Redis cluster to Valkey?", "Which
+host runs the Elasticsearch cluster?") is answered by nothing, however close its other words
+bring the notes about Redis or about hosts.
+
+A *name* here is a word written with a capital letter where English does not need one (not only
+the first letter of a sentence: `Valkey` mid-sentence, `RabbitMQ` or `SFTP` anywhere), of four
+or more ASCII letters and no digit (identifiers with digits are evidence.py's). It is *missing*
+when the index holds no text with it, it is not a common English word (the typo corrector's
+list: `Visa`, `Portugal`, `March` are common words the notes may simply not use), and typo
+correction finds no index word it could be a misspelling of.
+
+A code name joined by underscores (`compute_fx_rate()`, `sync_merchant_limits`) that no text
+holds answers nothing either, digits or not (ranking.identifier asks for digits: `covid-19`;
+an underscore is never prose), as evidence.py does for `ERR_AUTH_2207`.
+
+Why not a score: on the labelled sets the no-answer questions resemble the answerable ones in
+every retrieval score (BENCHMARKS.md, "No answer"); a name that no text holds is the one tell
+that needs no threshold. Short acronyms (PR, MFA, SLA) are left alone: notes often spell them
+out ("pull request", "multi-factor").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+import apsw
+
+from memoryd.search.ftsquery import quote_term
+from memoryd.search.fuzzy import common_words
+from memoryd.search.ranking import query_units
+
+MIN_NAME = 4  # the common-word list holds words of 4+ letters only
+_SPLIT = re.compile(r"[^A-Za-z0-9']+")
+_POSSESSIVE = re.compile(r"'s?$", re.IGNORECASE)
+_ASCII_WORD = re.compile(r"[A-Za-z]+")
+_IDENT = re.compile(r"[0-9_]")
+_SNAKE = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)+")
+_SENTENCE_END = re.compile(r"[.?!:;]['\")\]]*$")
+
+
+class DocFreq(Protocol):
+    def doc_freq(self, con: apsw.Connection, expr: str, n: int | None = None) -> int: ...
+
+
+class Rewriter(Protocol):
+    def rewrite(self, con: apsw.Connection, terms: list[str]) -> Any: ...
+
+
+def names(query: str) -> list[str]:
+    """The query's words that are written as names (lowercased, each once, in order): a capital
+    letter after the first character, or a capital first letter where no sentence starts."""
+    out: dict[str, None] = {}
+    starts_sentence = True
+    for token in query.split():
+        first, starts_sentence = starts_sentence, bool(_SENTENCE_END.search(token))
+        if token.startswith("-"):  # excluded by the query, not asked about
+            continue
+        if _IDENT.search(token):  # ERR_AUTH_2207, S3, db-replica-05: identifiers, not names
+            continue
+        parts = [p for p in _SPLIT.split(token) if p]
+        for i, part in enumerate(parts):
+            word = _POSSESSIVE.sub("", part)
+            if len(word) < MIN_NAME or not _ASCII_WORD.fullmatch(word):
+                continue
+            sentence_start = first and i == 0
+            if any(ch.isupper() for ch in word[1:]) or (word[0].isupper() and not sentence_start):
+                out[word.lower()] = None
+    return list(out)
+
+
+def code_names(query: str) -> list[str]:
+    """The query's words joined by underscores (lowercased): `compute_fx_rate` from
+    `compute_fx_rate()`; not a phrase the tokenizer makes of a longer token
+    (`reconcile_ledger(since=x)`), whose exact wording a note need not repeat."""
+    return [u for u in query_units(query) if _SNAKE.fullmatch(u)]
+
+
+def missing_name(
+    con: apsw.Connection, query: str, evidence: DocFreq, fuzzy: Rewriter | None
+) -> str | None:
+    """The first code name of the query (`code_names`) that no text holds; else the first name
+    (`names`) that no text holds, that is not a common English word and that typo correction
+    cannot turn into an index word (no name at all without a typo corrector to rule out a
+    misspelling). None when there is none."""
+    for word in code_names(query):
+        if evidence.doc_freq(con, quote_term(word)) == 0:
+            return word
+    if fuzzy is None:
+        return None
+    common = common_words()
+    for word in names(query):
+        if word in common or evidence.doc_freq(con, quote_term(word)) != 0:
+            continue
+        if fuzzy.rewrite(con, [word]) is not None:
+            continue  # perhaps a misspelling of a word the notes do use
+        return word
+    return None

@@ -1,0 +1,75 @@
+"""Keyword evidence for "does anything answer this query?" (issue 11.3; docs/protocol.md, "No
+answer"): how many texts of the whole index hold each of a query's units, and how much of the
+query each candidate holds (its coverage). The pure parts (units, IDF, coverage, identifiers)
+are in ranking.py; the SQL in store/searchsql.py."""
+
+from __future__ import annotations
+
+import apsw
+
+from memoryd.search.ftsquery import quote_term
+from memoryd.search.ranking import (
+    Candidate,
+    absent_identifier,
+    coverage,
+    identifier,
+    idf,
+    query_units,
+)
+from memoryd.store import searchsql
+
+DF_CAP = 10_000  # document frequencies are counted up to this (a term this common weighs ~0)
+CACHE_MAX = 4096
+
+
+class KeywordEvidence:
+    """Per searcher; the document frequencies it remembers are keyed by the index's size."""
+
+    def __init__(self) -> None:
+        self._df: dict[tuple[str, int], int] = {}
+
+    def doc_freq(self, con: apsw.Connection, expr: str, n: int | None = None) -> int:
+        """How many texts match expr (up to DF_CAP), remembered while the index size holds."""
+        n = searchsql.entry_count(con) if n is None else n
+        key = (expr, n)
+        df = self._df.get(key)
+        if df is None:
+            if len(self._df) >= CACHE_MAX:
+                self._df.clear()
+            df = self._df[key] = searchsql.match_count(con, expr, DF_CAP)
+        return df
+
+    def annotate(
+        self, con: apsw.Connection, units: list[str], candidates: list[Candidate], prefix: bool
+    ) -> dict[str, int]:
+        """Set each candidate's keyword coverage: the IDF-weighted share of the query's units
+        found in its best chunk (a unit no text has weighs most: nothing answers it), and in
+        components["note_coverage"] the same over all its sections. `prefix`: the units are
+        typo corrections, matched as prefixes. Returns each unit's document frequency."""
+        dfs: dict[str, int] = {}
+        if not units:
+            return dfs
+        n = searchsql.entry_count(con)
+        chunk_ids = [sec.id for c in candidates for sec in (c.sections or [c])]
+        weights: dict[str, float] = {}
+        found: dict[int, list[str]] = {}
+        for u in units:
+            expr = quote_term(u) + ("*" if prefix else "")
+            df = dfs[u] = self.doc_freq(con, expr, n)
+            weights[u] = idf(df, max(n, df))
+            for i in searchsql.matching(con, expr, chunk_ids, df if df < DF_CAP else None):
+                found.setdefault(i, []).append(u)
+        for c in candidates:
+            secs = c.sections or [c]
+            for sec in secs:
+                sec.coverage = coverage(found.get(sec.id, []), weights)
+            c.coverage = max(sec.coverage or 0.0 for sec in secs)
+            c.components["note_coverage"] = coverage(
+                [u for sec in secs for u in found.get(sec.id, [])], weights
+            )
+        return dfs
+
+    def missing_identifier(self, con: apsw.Connection, query: str) -> str | None:
+        """An exact identifier the query names that no text of the index holds, if any."""
+        idents = [u for u in query_units(query) if identifier(u)]
+        return absent_identifier({u: self.doc_freq(con, quote_term(u)) for u in idents})

@@ -1,0 +1,119 @@
+"""Search results as the API returns them: records of the winning candidates with their
+snippets (FTS5 or ts_headline marks rendered as safe markdown), the note's other matching
+sections, secret flags, the `explain` breakdown and, for an all-workspaces search, the
+workspace a hit comes from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from memoryd.search.ranking import SIGNAL_SHARE, Candidate, Scale
+from memoryd.search.snippets import _CLOSE, _OPEN, plain_snippet, render_snippet
+from memoryd.store import entries, searchsql
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from memoryd.search.searcher import SearchRequest
+
+
+def render(
+    con: Any,
+    top: list[Candidate],
+    req: SearchRequest,
+    mode: str,
+    scale: Scale,
+    fusion: str,
+    secret_kinds: Callable[[str, str], list[str]] | None,
+) -> list[dict[str, Any]]:
+    """The hits for the ranked candidates `top` (already cut to the limit)."""
+    records = entries.get_many(con, [c.id for c in top])
+    snippets = _snippets(con, top)
+    hits = []
+    for c in top:
+        rec = records.get(c.id)
+        if rec is None:
+            continue
+        marked = snippets.get(c.id)
+        clean = marked is not None and _OPEN not in rec["content"]
+        clean = clean and _CLOSE not in rec["content"]
+        hit = {
+            **rec,
+            "score": round(c.final, 6),
+            "snippet": render_snippet(marked)
+            if clean and marked
+            else plain_snippet(rec["content"]),
+        }
+        if req.group == "note" and rec["kind"] == "chunk":
+            hit["sections"] = [
+                {
+                    "id": sec.id,
+                    "heading_path": None,
+                    "start_line": None,
+                    "end_line": None,
+                    "score": round(min(1.0, (1 - SIGNAL_SHARE) * sec.fused), 6),
+                }
+                for sec in c.sections
+                if sec.id != c.id
+            ]
+        if secret_kinds is not None and rec["kind"] == "chunk":
+            found = secret_kinds(rec["content_hash"], rec["content"])
+            if found:
+                hit["secrets"] = found
+        if req.explain:
+            hit["explain"] = {
+                "mode": mode,
+                "group": req.group,
+                "keyword_rank": c.keyword_rank,
+                "bm25": c.bm25,
+                "partial": c.partial,
+                "vector_rank": c.vector_rank,
+                "similarity": c.similarity,
+                "coverage": c.coverage,
+                "similarity_floor": scale[0],
+                "fusion": fusion,
+                **{
+                    k: round(v, 6)
+                    for k, v in c.components.items()
+                    if k not in ("updated_at", "keyword", "vector")
+                },
+                "keyword_part": round(c.components.get("keyword", 0.0), 6),
+                "vector_part": round(c.components.get("vector", 0.0), 6),
+                "final": round(c.final, 6),
+            }
+        hits.append(hit)
+    fill_sections(con, hits)
+    if req.workspace == "all":
+        foreign = searchsql.foreign_workspaces(con, [h["id"] for h in hits])
+        for h in hits:
+            if h["id"] in foreign:
+                h["workspace"] = foreign[h["id"]]
+    return hits
+
+
+def _snippets(con: Any, top: list[Candidate]) -> dict[int, str]:
+    """Snippets for the final hits only (a snippet per match would cost too much at scale)."""
+    by_match: dict[str, list[int]] = {}
+    for c in top:
+        if c.match:
+            by_match.setdefault(c.match, []).append(c.id)
+    out: dict[int, str] = {}
+    for match, ids in by_match.items():
+        out.update(searchsql.snippets(con, match, ids, _OPEN, _CLOSE))
+    return out
+
+
+def fill_sections(con: Any, hits: list[dict[str, Any]]) -> None:
+    """Line ranges and headings of the other matching sections of each note."""
+    ids = [sec["id"] for h in hits for sec in h.get("sections", ())]
+    if not ids:
+        return
+    records = entries.get_many(con, ids)
+    for h in hits:
+        for sec in h.get("sections", ()):
+            rec = records.get(sec["id"])
+            if rec is not None:
+                sec["heading_path"] = rec.get("heading_path")
+                sec["start_line"] = rec.get("start_line")
+                sec["end_line"] = rec.get("end_line")
+        h.get("sections", []).sort(key=lambda sec: -sec["score"])

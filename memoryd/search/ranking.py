@@ -1,0 +1,328 @@
+"""Ranking, pure: what a candidate is, how pools are fused per note, the similarity scale of each
+model, the bounded nudges beside relevance, and the order of hits. No database, no model: every
+function here is tested on plain values. See docs/protocol.md, "Scores"."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+from memoryd.search.ftsquery import MIN_CJK_SPLIT, STOP_WORDS, cjk_bigrams
+from memoryd.store.tokenizer import CJK_CLASS, cjk_runs
+
+_WORD_SPLIT = re.compile(r"[^\w]+", re.UNICODE)
+_WORDISH = re.compile(r"\w", re.UNICODE)
+_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+class Scale(NamedTuple):
+    """What a model's cosine similarities mean (docs/protocol.md, "Scores")."""
+
+    floor: float  # below it a text is unrelated to the query: no candidate at all
+    top: float  # a full match: the similarity's strength reaches 1 there
+    alone: float  # what a hit needs when no keyword of the query backs it
+    # what a hit for a Chinese, Japanese or Korean query needs when no keyword backs it (a model
+    # not trained on those languages finds every CJK text alike: above 1, vectors never suffice)
+    cjk_alone: float | None = None
+    # what a hit needs when no candidate holds any of the query's words ("banana bread" in notes
+    # that never mention either): the vector pool is the only witness, and must be close
+    unkeyed: float | None = None
+
+
+# Per model (its identity name). floor and alone: calibrated with `python -m bench.ranking
+# --floors` on every set in bench/data (BENCHMARKS.md), each the highest value that keeps
+# Recall@10 of answerable queries within 0.01 of none. cjk_alone and unkeyed: `python -m
+# bench.noanswer` (BENCHMARKS.md, "No answer"); MiniLM has no unkeyed floor: a paraphrase that
+# shares no word with its note scores as low (0.25) as "banana bread" against unrelated notes.
+SIMILARITY_SCALE: dict[str, Scale] = {
+    "sentence-transformers/all-MiniLM-L6-v2-int8": Scale(0.10, 0.90, 0.20, 1.01),
+    "sentence-transformers/all-MiniLM-L6-v2": Scale(0.10, 0.90, 0.20, 1.01),
+    # the test embedder: hashed words, similarity = word overlap (CJK runs are words too; a
+    # text sharing no query word is similar only through stop words and hash collisions)
+    "fake": Scale(0.30, 0.90, 0.30, 0.30, 0.50),
+}
+DEFAULT_SCALE = Scale(0.40, 0.80, 0.40)  # an uncalibrated model: a conservative guess
+SIGNAL_SHARE = 0.05  # the most importance, recency, frequency and tier can move a score
+
+
+class SearchSettings(Protocol):
+    default_limit: int
+    max_limit: int
+    fusion: str
+    rrf_k: int
+    candidate_multiplier: int
+    keyword_weight: float
+    vector_weight: float
+    partial_match_weight: float
+    importance_weight: float
+    recency_weight: float
+    recency_half_life_days: float
+    frequency_weight: float
+    fuzzy: bool
+
+
+@dataclass
+class Candidate:
+    id: int
+    document_id: int | None = None
+    keyword_rank: int | None = None
+    bm25: float | None = None
+    match: str | None = None  # the FTS5 expression that found it (snippets come from it)
+    partial: bool = False  # matched only some of the query's topical terms
+    vector_rank: int | None = None
+    similarity: float | None = None
+    coverage: float | None = None  # IDF-weighted share of the query's topical terms it contains
+    fused: float = 0.0
+    components: dict[str, float] = field(default_factory=dict)
+    final: float = 0.0
+    sections: list[Candidate] = field(default_factory=list)
+
+    @property
+    def group_key(self) -> tuple[str, int]:
+        return ("doc", self.document_id) if self.document_id is not None else ("entry", self.id)
+
+
+def rrf(
+    pools: Sequence[Sequence[int | tuple[int, float]]],
+    k: int,
+    weights: Sequence[float] | None = None,
+) -> dict[int, float]:
+    """Reciprocal Rank Fusion: sum over pools of weight / (k + rank), rank from 1.
+
+    A pool item is an id, or (id, weight) to scale that item's contribution."""
+    scores: dict[int, float] = {}
+    for n, pool in enumerate(pools):
+        w = 1.0 if weights is None else weights[n]
+        for rank, item in enumerate(pool, start=1):
+            entry_id, iw = item if isinstance(item, tuple) else (item, 1.0)
+            scores[entry_id] = scores.get(entry_id, 0.0) + w * iw / (k + rank)
+    return scores
+
+
+def normalise(values: dict[int, float], *, higher_is_better: bool) -> dict[int, float]:
+    """Min-max to [0, 1] (1 = best). A pool of one, or all equal, scores 1."""
+    if not values:
+        return {}
+    lo, hi = min(values.values()), max(values.values())
+    if hi == lo:
+        return dict.fromkeys(values, 1.0)
+    if higher_is_better:
+        return {i: (v - lo) / (hi - lo) for i, v in values.items()}
+    return {i: (hi - v) / (hi - lo) for i, v in values.items()}
+
+
+def weighted(
+    bm25: dict[int, float], similarity: dict[int, float], w_keyword: float, w_vector: float
+) -> dict[int, float]:
+    """Weighted fusion of normalised scores; a pool an entry is missing from contributes 0."""
+    kw = normalise(bm25, higher_is_better=False)  # bm25() is lower-is-better in FTS5
+    vec = normalise(similarity, higher_is_better=True)
+    return {i: w_keyword * kw.get(i, 0.0) + w_vector * vec.get(i, 0.0) for i in {*kw, *vec}}
+
+
+def strength(similarity: float | None, scale: Scale) -> float:
+    """How strongly a similarity says "related", 0..1: 0 at or below the model's floor, 1 at or
+    above the top of its scale, linear between."""
+    if similarity is None:
+        return 0.0
+    floor, top = scale[0], scale[1]
+    return min(1.0, max(0.0, (similarity - floor) / (top - floor)))
+
+
+def rank_weight(rank: int | None, k: int) -> float:
+    """A rank's share of the first place's reciprocal-rank weight, 0..1 (1 for rank 1)."""
+    return 0.0 if rank is None else (k + 1) / (k + rank)
+
+
+def relevance(
+    c: Candidate, s: SearchSettings, scale: Scale, bm25_best: float | None = None
+) -> tuple[float, dict[str, float]]:
+    """A candidate's relevance in 0..1 and the two parts it is made of.
+
+    rrf: the keyword part is the rank's reciprocal-rank weight (a match on only some of the
+    query's words weighs `partial_match_weight`); the vector part is the rank's weight times the
+    similarity's strength, so a pool of flat or low similarities counts for little.
+    weighted: the keyword part is bm25 relative to the best of the pool, the vector part the
+    similarity's strength."""
+    wk, wv = s.keyword_weight, s.vector_weight
+    total = (wk + wv) or 1.0
+    partial = s.partial_match_weight if c.partial else 1.0
+    if s.fusion == "weighted":
+        kw = 0.0
+        if c.bm25 is not None and bm25_best:
+            kw = min(1.0, c.bm25 / bm25_best)  # both negative: 1 for the best match
+        vec = strength(c.similarity, scale)
+    else:
+        kw = rank_weight(c.keyword_rank, s.rrf_k)
+        vec = rank_weight(c.vector_rank, s.rrf_k) * strength(c.similarity, scale)
+    parts = {"keyword": wk / total * kw * partial, "vector": wv / total * vec}
+    return parts["keyword"] + parts["vector"], parts
+
+
+def signals(row: dict[str, Any], s: SearchSettings, now: float) -> dict[str, float]:
+    """Ranking nudges beside relevance: importance, recency, access frequency, each 0..1, mixed by
+    their weights and scaled so that together they move a score by at most SIGNAL_SHARE."""
+    importance = (max(1, min(10, int(row["importance"]))) - 1) / 9
+    age_days = max(0.0, (now - row["updated_at"]) / 86400)
+    recency = 0.5 ** (age_days / s.recency_half_life_days)
+    frequency = min(1.0, math.log1p(row["access_count"] or 0) / math.log1p(100))
+    weights = {
+        "importance": s.importance_weight,
+        "recency": s.recency_weight,
+        "frequency": s.frequency_weight,
+    }
+    total = sum(weights.values()) or 1.0
+    values = {"importance": importance, "recency": recency, "frequency": frequency}
+    return {k: SIGNAL_SHARE * weights[k] / total * values[k] for k in values}
+
+
+def tier_decay(tier: str, last_used: float, now: float, lc: Any) -> float:
+    """How much of its relevance a memory keeps with age: halves every half-life of its tier,
+    never below decay_floor; constitutional memories never decay."""
+    if tier == "constitutional" or lc is None:
+        return 1.0
+    half_life = getattr(lc, f"half_life_days_{tier}", lc.half_life_days_normal)
+    age_days = max(0.0, (now - last_used) / 86400)
+    return max(lc.decay_floor, 0.5 ** (age_days / half_life))
+
+
+def group_by_note(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """One candidate per note (chunks of one document) or memory, ranked per pool by its best
+    chunk: the note's keyword rank is the rank of its first chunk in the keyword pool, its vector
+    rank that of its nearest chunk. The returned candidate stands for the note; its chunks are in
+    `sections`, best first (the caller orders them)."""
+    notes: dict[tuple[str, int], Candidate] = {}
+    for c in candidates:
+        key = c.group_key
+        if key not in notes:
+            notes[key] = Candidate(id=c.id, document_id=c.document_id)
+        notes[key].sections.append(c)
+    kw_order = sorted(
+        (c for c in candidates if c.keyword_rank is not None),
+        key=lambda c: c.keyword_rank or 0,
+    )
+    vec_order = sorted(
+        (c for c in candidates if c.vector_rank is not None),
+        key=lambda c: c.vector_rank or 0,
+    )
+    for pool, attr in ((kw_order, "keyword"), (vec_order, "vector")):
+        rank = 0
+        for c in pool:
+            note = notes[c.group_key]
+            if attr == "keyword" and note.keyword_rank is None:
+                rank += 1
+                note.keyword_rank, note.bm25, note.partial = rank, c.bm25, c.partial
+                note.match = c.match
+            elif attr == "vector" and note.vector_rank is None:
+                rank += 1
+                note.vector_rank, note.similarity = rank, c.similarity
+    return list(notes.values())
+
+
+def admitted(
+    candidates: list[Candidate], scale: Scale, cjk: bool = False, corrected: bool = False
+) -> list[Candidate]:
+    """No padding: a hit is backed by a keyword match, or else by a similarity of at least the
+    model's `alone` floor (a neighbour that shares no word with the query must be close). For a
+    query in Chinese, Japanese or Korean (`cjk`), a keyword backs a hit only when the hit holds
+    one of the query's units (coverage > 0: a match on the bigrams of a question's grammar is
+    no backing), and similarity alone must reach the model's `cjk_alone`. When typo correction
+    had its chance (`corrected`: modes auto and fuzzy) and still no candidate holds any of the
+    query's words, similarity must reach the model's `unkeyed` floor, when it has one."""
+
+    def keyed(c: Candidate) -> bool:
+        return c.coverage > 0 if c.coverage is not None else c.keyword_rank is not None
+
+    alone = scale[2]
+    unkeyed = scale[4] if len(scale) > 4 and scale[4] is not None else alone
+    if corrected and not any(keyed(c) for c in candidates):
+        alone = max(alone, unkeyed)
+    if cjk:
+        cjk_alone = scale[3] if len(scale) > 3 and scale[3] is not None else alone
+        return [c for c in candidates if keyed(c) or (c.similarity or 0) >= max(cjk_alone, alone)]
+    return [c for c in candidates if c.keyword_rank is not None or (c.similarity or 0) >= alone]
+
+
+def absent_identifier(df: dict[str, int]) -> str | None:
+    """The first exact identifier of the query (`identifier`) that no text contains, if any: the
+    thing asked about is not in the notes, and its near namesakes (ERR_AUTH_2202 for
+    ERR_AUTH_2207, close in every embedding) are not an answer."""
+    return next((u for u, n in df.items() if n == 0 and identifier(u)), None)
+
+
+def query_units(text: str) -> list[str]:
+    """The query's topical units, each once, lowercased: its words that are not stop words; a
+    token the tokenizer splits ("db-replica-05.eu", "Tom's") as one phrase, as FTS5 matches it;
+    for a long CJK run (a sentence with no spaces) its topical bigrams instead of the run."""
+    out: dict[str, None] = {}
+    for token in text.split():
+        words = [w.lower() for w in _WORD_SPLIT.split(token) if w and _WORDISH.search(w)]
+        if not words or token.startswith("-"):
+            continue
+        if any(len(r) >= MIN_CJK_SPLIT for w in words for r in cjk_runs(w)):
+            out.update(dict.fromkeys(cjk_bigrams(words)))
+            rest = [p for w in words for p in _CJK_RUN.split(w) if p and not cjk_runs(p)]
+            out.update(dict.fromkeys(p for p in rest if p not in STOP_WORDS))
+        elif len(words) > 1 and not all(w in STOP_WORDS for w in words):
+            out[" ".join(words)] = None
+        elif len(words) == 1 and words[0] not in STOP_WORDS and words[0] not in ("or", "not"):
+            out[words[0]] = None
+    return list(out)
+
+
+def identifier(unit: str) -> bool:
+    """Whether a unit is an exact identifier: letters and digits in three or more parts
+    (db-replica-05.eu, INC-2026-014) or joined by underscores (ERR_AUTH_2207); not a word, a
+    number, or a two-part name (covid-19, top-10: notes may say just "covid")."""
+    return bool(
+        _DIGIT.search(unit) and _LETTER.search(unit) and ("_" in unit or len(unit.split()) >= 3)
+    )
+
+
+def idf(df: int, n: int) -> float:
+    """BM25's inverse document frequency of a term in df of n texts (> 0)."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def coverage(matched: Sequence[str], weights: dict[str, float]) -> float:
+    """The IDF-weighted share, 0..1, of the query's units that a text contains."""
+    total = sum(weights.values())
+    return sum(weights[u] for u in set(matched) if u in weights) / total if total else 0.0
+
+
+def bm25_norm(keyword: Sequence[Candidate]) -> float | None:
+    """What BM25 is measured against: the best match on all of the query's words, or when no
+    text has them all, the best match on some."""
+    full = [c.bm25 for c in keyword if c.bm25 is not None and not c.partial]
+    if full:
+        return min(full)
+    return min((c.bm25 for c in keyword if c.bm25 is not None), default=None)
+
+
+def order(candidates: list[Candidate]) -> list[Candidate]:
+    """Best first; ties (scores equal to 6 places, as shown) go to relevance, then to the most
+    recently updated, then to the lower id (stable across runs)."""
+    return sorted(
+        candidates,
+        key=lambda c: (
+            -round(c.final, 6),
+            -round(c.components.get("relevance", 0.0), 9),
+            -c.components.get("updated_at", 0.0),
+            c.id,
+        ),
+    )
+
+
+def similarity_scale(model_key: str) -> Scale:
+    """The calibrated (floor, top) similarity of a model, by its stored key ("name/dim")."""
+    name = model_key.rsplit("/", 1)[0] if "/" in model_key else model_key
+    if name in SIMILARITY_SCALE:
+        return SIMILARITY_SCALE[name]
+    if name.startswith("fake"):
+        return SIMILARITY_SCALE["fake"]
+    return DEFAULT_SCALE

@@ -1,0 +1,597 @@
+"""Search: candidate pools (keyword, vector), fusion per note, ranking signals, fallback tiers.
+
+Tiers, in order (mode "auto"):
+  hybrid   keyword pool + vector pool, fused per note (`ranking.relevance`);
+  keyword  when there is no model (or no vectors yet);
+  vector   when the keyword index finds nothing but vectors do;
+  fuzzy    when the keyword index finds nothing: query terms are corrected against the index's
+           vocabulary ("dokcer netwrking" -> docker network) and searched again (fused with the
+           vector pool when there is one).
+Every response names the mode that answered it.
+
+What a hit is (see docs/protocol.md, "Scores"):
+- only a candidate backed by a keyword match, or by a similarity at or above the model's
+  calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding. After typo
+  correction, when no candidate holds any query word, similarity must reach the model's
+  `unkeyed` floor if it has one; a CJK
+  query's hits need one of its units (`cjk_alone` for vectors); a query naming an identifier
+  no text holds answers nothing (`ranking.admitted`, `ranking.absent_identifier`; docs/
+  protocol.md, "No answer"). Each hit's `coverage` (IDF-weighted share of the query's units in
+  its best chunk) is computed for this, over the whole index's document frequencies;
+- filters restrict both pools before ranking (the vector pool scans the filtered texts exactly
+  when the filter leaves few of them), and BM25 is normalised without them, so a filtered search
+  returns what an unfiltered one restricted afterwards does, with the same scores;
+- by default one result per note (its best chunk, plus the note's other matching sections) or
+  memory; `group="none"` gives raw chunks;
+- `score` is in 0..1 and means the same in every query: 1 = the best keyword match on every
+  query word that is also as similar as the top of the model's scale.
+The pure parts live in ranking.py (fusion, scores, order) and snippets.py, tested without a
+database.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, TypeVar
+
+import apsw
+import numpy as np
+
+from memoryd.core.errors import InvalidInput, Unavailable
+from memoryd.memory import lifecycle
+from memoryd.search import hits as hits_
+from memoryd.search.answerability import missing_name
+from memoryd.search.evidence import KeywordEvidence
+from memoryd.search.ftsquery import STOP_WORDS, ParsedQuery, parse_query
+from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts live in ranking.py)
+    DEFAULT_SCALE,
+    SIGNAL_SHARE,
+    SIMILARITY_SCALE,
+    Candidate,
+    Scale,
+    SearchSettings,
+    admitted,
+    bm25_norm,
+    group_by_note,
+    normalise,
+    order,
+    query_units,
+    rank_weight,
+    relevance,
+    rrf,
+    signals,
+    similarity_scale,
+    strength,
+    tier_decay,
+    weighted,
+)
+from memoryd.search.snippets import (  # noqa: F401
+    _CLOSE,
+    _OPEN,
+    escape_markdown,
+    plain_snippet,
+    render_snippet,
+)
+from memoryd.search.vecindex import vector_index
+from memoryd.store import Store, searchsql, vectors
+from memoryd.store.entries import Filters, filter_sql
+from memoryd.store.tokenizer import has_cjk
+from memoryd.text import secretguard
+
+MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
+GROUPS = ("note", "none")
+WORKSPACES = ("this", "all")
+T = TypeVar("T")
+
+EXACT_SCAN_MAX = 20_000  # a filter leaving at most this many entries: exact vector scan
+KNN_MAX = 4096  # never ask the nearest-neighbour search for more than this
+MIN_POOL = 50  # chunks per pool at least (notes need several chunks each)
+
+
+class QueryEmbedder(Protocol):
+    state: str
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+class Rewriter(Protocol):
+    def rewrite(self, con: apsw.Connection, terms: Sequence[str]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    limit: int | None = None
+    mode: str = "auto"
+    filters: Filters = field(default_factory=Filters)
+    explain: bool = False
+    use_decay: bool = True
+    include_constitutional: bool = False
+    max_tokens: int | None = None
+    concepts: tuple[str, ...] = ()
+    group: str = "note"
+    record_access: bool = False  # ignored: search never records accesses (kept for callers)
+    # "this": this daemon's workspace notes and every memory; "all": every workspace's notes
+    # too (PostgreSQL shared by several daemons; on SQLite there is one workspace: the same)
+    workspace: str = "this"
+
+
+# --- the searcher ------------------------------------------------------------------------------
+
+
+class Searcher:
+    """Answers SearchRequests against the store; keyword search never waits for the model."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: SearchSettings,
+        *,
+        model: QueryEmbedder | None = None,
+        fuzzy: Rewriter | None = None,
+        clock: Callable[[], float] = time.time,
+        lifecycle_settings: Any = None,
+        flag_secrets: bool = True,
+        pending_vectors: Callable[[], int] | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.model = model
+        self.fuzzy = fuzzy
+        self.clock = clock
+        self.lifecycle = lifecycle_settings
+        self.flag_secrets = flag_secrets
+        self.pending_vectors = pending_vectors
+        self.vector_cache = vector_index(store)
+        self._pool: ThreadPoolExecutor | None = None
+        self._secrets: dict[str, list[str]] = {}
+        self.evidence = KeywordEvidence()
+        self._pending: tuple[int | None, float] = (None, -1e9)
+        self._pending_future: Future[int] | None = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def search(self, req: SearchRequest) -> dict[str, Any]:
+        started = time.perf_counter()
+        s = self.settings
+        if req.mode not in MODES:
+            raise InvalidInput(f"mode: expected one of {', '.join(MODES)}, got {req.mode!r}")
+        if req.workspace not in WORKSPACES:
+            raise InvalidInput(
+                f"workspace: expected one of {', '.join(WORKSPACES)}, got {req.workspace!r}"
+            )
+        if req.group not in GROUPS:
+            raise InvalidInput(f"group: expected one of {', '.join(GROUPS)}, got {req.group!r}")
+        limit = req.limit if req.limit is not None else s.default_limit
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= s.max_limit:
+            raise InvalidInput(f"limit: expected an integer from 1 to {s.max_limit}, got {limit!r}")
+        if req.max_tokens is not None and (
+            isinstance(req.max_tokens, bool)
+            or not isinstance(req.max_tokens, int)
+            or req.max_tokens < 1
+        ):
+            raise InvalidInput("max_tokens: expected a positive integer")
+        if req.concepts:
+            if not 2 <= len(req.concepts) <= 5 or not all(
+                isinstance(c, str) and c.strip() for c in req.concepts
+            ):
+                raise InvalidInput("concepts: expected 2 to 5 non-empty strings")
+            vecs = [self._query_vector(replace(req, query=c)) for c in req.concepts]
+            result = self._read(req, lambda con: self._concepts(con, req, limit, vecs))
+        else:
+            if not isinstance(req.query, str) or not req.query.strip():
+                raise InvalidInput("query: must be a non-empty string")
+            query_vec = self._query_vector(req)
+            result = self._run(req, limit, query_vec)
+        if req.include_constitutional:
+            result["hits"] = self._pinned(req) + [
+                h for h in result["hits"] if h.get("tier") != "constitutional"
+            ]
+        if req.max_tokens is not None:
+            result.update(lifecycle.budgeted(result["hits"], req.max_tokens))
+        pending = self._pending_vectors(req)
+        if pending:
+            result["pending_vectors"] = pending
+        if self._model_not_ready(req):
+            result["model_state"] = self.model.state  # this answer could only use keywords
+        result["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        return result
+
+    def _pinned(self, req: SearchRequest) -> list[dict[str, Any]]:
+        budget = self.lifecycle.session_max_tokens if self.lifecycle is not None else 500
+        now = self.clock()
+        found, _, _ = self.store.read(
+            lambda con: lifecycle.session_memories(con, req.filters.namespace, budget, now)
+        )
+        return [{**r, "score": None, "pinned": True, "snippet": r["content"]} for r in found]
+
+    def _concepts(
+        self, con: apsw.Connection, req: SearchRequest, limit: int, vecs: list[np.ndarray | None]
+    ) -> dict[str, Any]:
+        """Entries that match every concept (by keywords, or by meaning when there is a model),
+        ranked by their summed reciprocal ranks."""
+        now = self.clock()
+        where, params = filter_sql(req.filters, now)
+        size = max(200, limit * self.settings.candidate_multiplier)
+        pools: list[list[int]] = []
+        used_vectors = False
+        for concept, vec in zip(req.concepts, vecs, strict=True):
+            parsed = parse_query(concept)
+            ids: list[int] = []
+            if parsed.match:
+                ids = [c.id for c in self._keyword_pool(con, parsed.match, where, params, size)]
+            if vec is not None:
+                near, scale = self._vector_pool(con, vec, req.filters, now, size)
+                close = [c.id for c in near if (c.similarity or 0) >= scale[0]]
+                used_vectors = used_vectors or bool(close)
+                ids += [i for i in close if i not in set(ids)]
+            pools.append(ids)
+        common = set(pools[0]).intersection(*map(set, pools[1:])) if pools else set()
+        scores = rrf([[i for i in p if i in common] for p in pools], self.settings.rrf_k)
+        best = len(pools) / (self.settings.rrf_k + 1)
+        candidates = [
+            Candidate(id=i, fused=v, components={"relevance": v / best}) for i, v in scores.items()
+        ]
+        mode = "hybrid" if used_vectors else "keyword"
+        return {
+            "query": " + ".join(req.concepts),
+            "concepts": list(req.concepts),
+            "mode": mode,
+            "hits": self._finish(con, candidates, limit, now, req, mode),
+        }
+
+    def _query_vector(self, req: SearchRequest) -> np.ndarray | None:
+        if req.mode in ("keyword", "fuzzy") or self.model is None:
+            if req.mode == "vector" and self.model is None:
+                raise Unavailable("vector search needs an embedding model; none is configured")
+            return None
+        if self.model.state != "ready":
+            if req.mode == "vector":
+                raise Unavailable(f"the embedding model is {self.model.state}; try mode keyword")
+            return None
+        return self.model.embed_query(req.query)
+
+    def _model_not_ready(self, req: SearchRequest) -> bool:
+        """A search that would use vectors answered by keyword because the model is still
+        loading (the first seconds after start): the caller should know."""
+        return (
+            req.mode in ("auto", "hybrid")
+            and self.model is not None
+            and self.model.state in ("loading", "failed")
+        )
+
+    def _secret_kinds(self, content_hash: str, content: str) -> list[str]:
+        """secretguard.kinds, remembered by content hash (scanning costs ~0.15 ms a hit)."""
+        found = self._secrets.get(content_hash)
+        if found is None:
+            found = list(secretguard.kinds(content))
+            if len(self._secrets) >= 4096:
+                self._secrets.clear()
+            self._secrets[content_hash] = found
+        return found
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memoryd-search")
+        return self._pool
+
+    def _pending_vectors(self, req: SearchRequest) -> int | None:
+        """Texts still waiting for a vector (the answer may be keyword-only meanwhile). Counting
+        costs about 50 ms at 100K chunks, so it is refreshed off the query path and a search
+        reports the last count."""
+        if (
+            self.pending_vectors is None
+            or self.model is None
+            or self.model.state in ("none", "failed")
+            or req.mode in ("keyword", "fuzzy")
+        ):
+            return None
+        value, at = self._pending
+        fut = self._pending_future
+        if fut is not None and fut.done():
+            self._pending_future = None
+            if fut.exception() is None:
+                value, at = fut.result(), time.monotonic()
+                self._pending = (value, at)
+        # every 2 s while texts are pending, every 30 s once none were (50 ms of CPU at 100K)
+        if self._pending_future is None and time.monotonic() - at > (2.0 if value else 30.0):
+            self._pending_future = self._executor().submit(self.pending_vectors)
+        return value
+
+    def _read(self, req: SearchRequest, fn: Callable[[apsw.Connection], T]) -> T:
+        """store.read, over every workspace's notes when the request asks for it (PostgreSQL;
+        the SQLite store holds one workspace)."""
+        if req.workspace == "all" and getattr(self.store, "backend", "sqlite") != "sqlite":
+            return self.store.read(fn, scope="all")  # type: ignore[call-arg]
+        return self.store.read(fn)
+
+    def pool_size(self, limit: int) -> int:
+        return max(MIN_POOL, limit * self.settings.candidate_multiplier)
+
+    def _run(self, req: SearchRequest, limit: int, qvec: np.ndarray | None) -> dict[str, Any]:
+        now = self.clock()
+        size = self.pool_size(limit)
+        pending: Future[tuple[list[Candidate], Scale]] | None = None
+        if qvec is not None and req.mode in ("auto", "vector", "hybrid"):
+            # The vector pool runs on its own thread and read connection, beside the keyword
+            # pool: SQLite and numpy both release the GIL.
+            pending = self._executor().submit(
+                self._read,
+                req,
+                lambda con: self._vector_pool(con, qvec, req.filters, now, size),
+            )
+        try:
+            return self._read(req, lambda con: self._answer(con, req, limit, now, size, pending))
+        finally:
+            if pending is not None:
+                pending.cancel()
+
+    def _answer(
+        self,
+        con: apsw.Connection,
+        req: SearchRequest,
+        limit: int,
+        now: float,
+        size: int,
+        pending: Future[tuple[list[Candidate], Scale]] | None,
+    ) -> dict[str, Any]:
+        s = self.settings
+        parsed = parse_query(req.query)
+        where, params = filter_sql(req.filters, now)
+        out: dict[str, Any] = {"query": req.query}
+
+        keyword: list[Candidate] = []
+        fuzzy_used = False
+        if req.mode in ("auto", "keyword", "hybrid"):
+            keyword = self.keyword_candidates(con, parsed, where, params, size)
+        topical = [t for t in parsed.terms if t not in STOP_WORDS]
+        want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
+        rewritten = None
+        if want_fuzzy and self.fuzzy is not None and topical:
+            rewritten = self.fuzzy.rewrite(con, topical)
+            if rewritten is not None:
+                keyword = self._keyword_pool(con, rewritten.match, where, params, size)
+                for c in keyword:
+                    c.partial = True  # a corrected query is weaker evidence than the typed one
+                if keyword:
+                    fuzzy_used = True
+                    out["corrected_query"] = rewritten.corrected_query
+
+        vector: list[Candidate] = []
+        scale = DEFAULT_SCALE
+        if pending is not None:
+            vector, scale = pending.result()
+        # No padding: a vector neighbour is a candidate only at or above the model's floor.
+        vector = [c for c in vector if (c.similarity or 0.0) >= scale[0]]
+
+        if fuzzy_used:
+            mode = "fuzzy"
+        elif keyword and vector:
+            mode = "hybrid"
+        elif vector:
+            mode = "vector"
+        elif req.mode in ("auto", "hybrid"):
+            mode = "keyword"
+        else:
+            mode = req.mode
+        out["mode"] = mode
+        norm = None
+        if keyword and s.fusion == "weighted" and req.filters != base_filters(req.filters):
+            # Scores must not depend on the filter: normalise BM25 by the best match of the
+            # query without it, so a filtered search ranks as an unfiltered one restricted.
+            full = rewritten.match if fuzzy_used and rewritten is not None else parsed.match
+            bwhere, bparams = filter_sql(base_filters(req.filters), now)
+            norm = searchsql.best_bm25(con, full, bwhere, bparams) if full else None
+            if norm is None and parsed.match_any and not fuzzy_used:
+                norm = searchsql.best_bm25(con, parsed.match_any, bwhere, bparams)
+        fused = self._fuse(keyword, vector, scale, req.group, norm)
+        units = query_units(
+            rewritten.corrected_query if fuzzy_used and rewritten is not None else req.query
+        )
+        self.evidence.annotate(con, units, fused, prefix=fuzzy_used)
+        ranked = admitted(
+            fused, scale, cjk=has_cjk(req.query), corrected=req.mode in ("auto", "fuzzy")
+        )
+        missing = self.evidence.missing_identifier(con, req.query) or missing_name(
+            con, req.query, self.evidence, self.fuzzy
+        )
+        if missing is not None:
+            ranked = []  # nothing holds the identifier asked about: its namesakes do not answer
+            if req.explain:
+                out["unanswered"] = f"no text contains {missing!r}"
+        out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale)
+        if not out["hits"] and fuzzy_used and rewritten is not None:
+            out["suggestion"] = rewritten.corrected_query  # what it found does not answer
+        if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
+            if rewritten is None and req.mode != "fuzzy":
+                rewritten = self.fuzzy.rewrite(con, topical)
+            if rewritten is not None and rewritten.corrected_query != req.query:
+                out["suggestion"] = rewritten.corrected_query
+        return out
+
+    def keyword_candidates(
+        self, con: apsw.Connection, parsed: ParsedQuery, where: str, params: list[Any], size: int
+    ) -> list[Candidate]:
+        """The keyword pool: entries with every term rank first; entries with some of the
+        topical terms fill the pool (marked partial), so a question ("what did we decide about
+        auth?") finds its note."""
+        if not parsed.match:
+            return []
+        keyword = self._keyword_pool(con, parsed.match, where, params, size)
+        if parsed.match_any and len(keyword) < size:
+            seen = {c.id for c in keyword}
+            extra = self._keyword_pool(con, parsed.match_any, where, params, size)
+            for c in extra:
+                c.partial = True
+            keyword += [c for c in extra if c.id not in seen][: size - len(keyword)]
+            for rank, c in enumerate(keyword, start=1):
+                c.keyword_rank = rank
+        return keyword
+
+    def _keyword_pool(
+        self, con: apsw.Connection, match: str, where: str, params: list[Any], size: int
+    ) -> list[Candidate]:
+        return [
+            Candidate(id=i, document_id=doc, keyword_rank=rank, bm25=score, match=match)
+            for rank, (i, score, doc) in enumerate(
+                searchsql.keyword_pool(con, match, where, params, size), start=1
+            )
+        ]
+
+    def _vector_pool(
+        self, con: apsw.Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
+    ) -> tuple[list[Candidate], Scale]:
+        """The `size` nearest entries that pass the filters, nearest first, and the model's
+        similarity scale. Filters restrict the candidates before ranking: a selective filter
+        scans the vectors of the texts it allows exactly; otherwise the nearest-neighbour search
+        widens (never past KNN_MAX) and, if the filter still leaves too few, falls back to the
+        exact scan, so a filtered query finds what an unfiltered one restricted afterwards does."""
+        active = vectors.active_model(con)
+        if active is None or active[2] != int(qvec.shape[-1]):
+            return [], DEFAULT_SCALE
+        model_id, key, dim = active
+        scale = similarity_scale(key)
+        where, params = filter_sql(filters, now)
+        cache = self.vector_cache
+        found: list[tuple[int, str, int | None]] | None = None
+        sims: dict[str, float] = {}
+        if narrowing(filters):
+            allowed = searchsql.filtered_entries(con, where, params, EXACT_SCAN_MAX + 1)
+            if len(allowed) <= EXACT_SCAN_MAX:
+                found = allowed
+                sims = cache.similarities(con, model_id, dim, qvec, {h for _, h, _ in allowed})
+        if found is None:
+            k = min(size, KNN_MAX)
+            while True:
+                nearest = cache.knn(con, model_id, dim, qvec, k)
+                sims = {h: 1.0 - d for h, d in nearest}
+                found = searchsql.entries_with_hashes(con, list(sims), where, params)
+                if len(found) >= size or len(nearest) < k:
+                    break
+                if k >= KNN_MAX:
+                    found = searchsql.filtered_entries(con, where, params, -1)
+                    sims = cache.similarities(con, model_id, dim, qvec, {h for _, h, _ in found})
+                    break
+                k = min(k * 4, KNN_MAX)
+        scored = sorted(
+            ((sims[h], i, doc) for i, h, doc in found if h in sims), key=lambda t: (-t[0], t[1])
+        )
+        return [
+            Candidate(id=i, document_id=doc, vector_rank=rank, similarity=sim)
+            for rank, (sim, i, doc) in enumerate(scored[:size], start=1)
+        ], scale
+
+    def _fuse(
+        self,
+        keyword: list[Candidate],
+        vector: list[Candidate],
+        scale: Scale,
+        group: str,
+        best_bm25: float | None = None,
+    ) -> list[Candidate]:
+        """Merge the pools and score each chunk; with group "note", score each note by its own
+        ranks in the pools (fusion per note) and keep its chunks as sections."""
+        s = self.settings
+        by_id: dict[int, Candidate] = {c.id: c for c in keyword}
+        for c in vector:
+            if c.id in by_id:
+                by_id[c.id].vector_rank = c.vector_rank
+                by_id[c.id].similarity = c.similarity
+            else:
+                by_id[c.id] = c
+        chunks = list(by_id.values())
+        if best_bm25 is None:
+            best_bm25 = bm25_norm(keyword)
+        for c in chunks:
+            c.fused, parts = relevance(c, s, scale, best_bm25)
+            c.components.update(parts)
+            c.components["relevance"] = c.fused
+        if group == "none":
+            return chunks
+        notes = group_by_note(chunks)
+        for n in notes:
+            n.sections.sort(key=lambda c: (-c.fused, c.id))
+            best = n.sections[0]
+            n.id, n.match = best.id, best.match or n.match
+            n.fused, parts = relevance(n, s, scale, best_bm25)
+            n.components.update(parts)
+            n.components["relevance"] = n.fused
+        return notes
+
+    def _finish(
+        self,
+        con: apsw.Connection,
+        candidates: list[Candidate],
+        limit: int,
+        now: float,
+        req: SearchRequest,
+        mode: str,
+        scale: Scale = DEFAULT_SCALE,
+    ) -> list[dict[str, Any]]:
+        if not candidates:
+            return []
+        # Score every candidate from a few columns; build full records only for the winners.
+        raw = searchsql.signal_rows(con, (c.id for c in candidates))
+        lc = self.lifecycle
+        for c in candidates:
+            r = raw.get(c.id)
+            if r is None:
+                continue
+            rel = c.components["relevance"]
+            if req.use_decay and r["kind"] == "memory" and lc is not None:
+                last_used = max(r["updated_at"], r["last_accessed_at"] or 0)
+                decay = tier_decay(r["tier"], last_used, now, lc)
+                c.components["decay"] = decay
+                rel *= decay
+            c.components["relevance"] = rel
+            nudges = signals(r, self.settings, now)
+            c.components.update(nudges)
+            if lc is not None and r["kind"] == "memory":
+                boost = getattr(lc, f"boost_{r['tier']}", 0.0)
+                c.components["tier"] = boost  # the configured boost; it moves the score by
+                nudges["tier"] = SIGNAL_SHARE * max(-1.0, min(1.0, boost))  # this much
+            c.final = min(1.0, max(0.0, (1 - SIGNAL_SHARE) * rel + sum(nudges.values())))
+            c.components["updated_at"] = float(r["updated_at"])
+        candidates = order([c for c in candidates if c.id in raw])
+        top = candidates[:limit]
+        return hits_.render(
+            con,
+            top,
+            req,
+            mode,
+            scale,
+            self.settings.fusion,
+            self._secret_kinds if self.flag_secrets else None,
+        )
+
+
+def base_filters(f: Filters) -> Filters:
+    """The filters every search has (namespace, expiry, tiers): "unfiltered" for a user."""
+    return Filters(
+        namespace=f.namespace,
+        include_expired=f.include_expired,
+        tiers=f.tiers,
+        include_deprecated=f.include_deprecated,
+    )
+
+
+def narrowing(f: Filters) -> bool:
+    """Whether a filter can leave few entries (then an exact scan over them is cheapest).
+    A namespace alone does not: every chunk passes it."""
+    return bool(
+        f.kind == "memory"
+        or f.types
+        or f.tags
+        or f.source
+        or f.path_prefix
+        or f.since is not None
+        or f.until is not None
+        or f.min_importance is not None
+        or f.tiers
+    )

@@ -1,0 +1,185 @@
+"""The daemon's lifecycle: startup -> serve -> shutdown, signals in one place.
+
+Startup order matters: take the lock (one daemon per database), open the store, bind the socket
+and tell the service manager READY=1 as soon as queries are answered (keyword search over what
+is already indexed); then, in the background, load the model, start the watcher, reconcile the
+workspace and embed. SIGTERM/SIGINT drain requests in flight and finish the write in progress
+within server.shutdown_timeout_s; a second SIGINT forces exit. SIGHUP reloads the configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import fcntl
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from memoryd.core import logsetup
+from memoryd.core.config import RELOADABLE, Config, diff, load_config
+from memoryd.core.errors import AlreadyRunning, MemorydError
+from memoryd.serve.app import App, prepare_dirs
+from memoryd.serve.notify import Notifier, listen_fds
+from memoryd.serve.server import Server
+
+log = logsetup.get_logger("memoryd.serve.daemon")
+
+
+def acquire_lock(path: Path) -> int:
+    """An flock on a file beside the database: a second daemon on the same data refuses."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = ""
+        with contextlib.suppress(OSError, ValueError):
+            holder = f" (pid {int(os.pread(fd, 32, 0).decode().strip())})"
+        os.close(fd)
+        raise AlreadyRunning(
+            f"another memoryd{holder} is already using {path.parent}; stop it first"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def apply_reloadable(old: Config, new: Config) -> tuple[Config, list[str], list[str]]:
+    """The config to run with after SIGHUP: reloadable changes applied, others kept as they were.
+
+    Returns (config, applied keys, keys that need a restart).
+    """
+    applied, restart = [], []
+    sections: dict[str, dict[str, Any]] = {}
+    for key, _old_value, new_value in diff(old, new):
+        section, _, name = key.partition(".")
+        if key in RELOADABLE:
+            applied.append(key)
+            sections.setdefault(section, {})[name] = new_value
+        else:
+            restart.append(key)
+    cfg = old
+    for section, values in sections.items():
+        cfg = dataclasses.replace(
+            cfg, **{section: dataclasses.replace(getattr(cfg, section), **values)}
+        )
+    return cfg, applied, restart
+
+
+class Daemon:
+    def __init__(self, cfg: Config, *, notifier: Notifier | None = None) -> None:
+        self.cfg = cfg
+        self.notifier = notifier or Notifier()
+        self.app: App | None = None
+        self.server: Server | None = None
+        self._stop: asyncio.Event | None = None
+        self._sigints = 0
+
+    def run(self) -> int:
+        prepare_dirs(self.cfg)
+        lock_fd = acquire_lock(self.cfg.lock_path)
+        try:
+            return asyncio.run(self._main())
+        finally:
+            os.close(lock_fd)
+
+    async def _main(self) -> int:
+        loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        self._install_signals(loop)
+        cfg = self.cfg
+        log.info(
+            "starting",
+            workspace=str(cfg.workspace),
+            data_dir=str(cfg.data_dir),
+            socket=str(cfg.socket),
+            config=str(cfg.source) if cfg.source else None,
+        )
+        self.app = app = await loop.run_in_executor(None, App, cfg)
+        inherited = listen_fds()
+        self.server = Server(app, cfg.server, cfg.socket, sock=inherited[0] if inherited else None)
+        try:
+            await self.server.start()
+        except BaseException:
+            await loop.run_in_executor(None, app.close)
+            raise
+        app.start(progress=self.notifier.status)
+        self.notifier.ready("serving; indexing the workspace in the background")
+        log.info("ready", socket=str(cfg.socket))
+        watchdog = None
+        if self.notifier.watchdog_interval:
+            watchdog = asyncio.create_task(self._watchdog(self.notifier.watchdog_interval))
+        try:
+            await self._stop.wait()
+        finally:
+            self.notifier.stopping()
+            log.info("stopping")
+            if watchdog is not None:
+                watchdog.cancel()
+            await self.server.close()
+            await loop.run_in_executor(None, app.close)
+            self._restore_signals(loop)
+            log.info("stopped")
+            self.notifier.close()
+        return 0
+
+    async def _watchdog(self, interval: float) -> None:
+        # Pinged from the event loop itself: a wedged loop stops pinging and gets restarted.
+        while True:
+            self.notifier.watchdog()
+            await asyncio.sleep(interval)
+
+    # -- signals ------------------------------------------------------------------------------
+
+    def _install_signals(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.add_signal_handler(signal.SIGTERM, self.request_stop, "SIGTERM")
+        loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+        loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(self.reload()))
+
+    def _restore_signals(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
+
+    def _on_sigint(self) -> None:
+        self._sigints += 1
+        if self._sigints > 1:
+            log.warning("second SIGINT: exiting now")
+            os._exit(130)
+        self.request_stop("SIGINT")
+
+    def request_stop(self, why: str = "request") -> None:
+        log.info("shutdown requested", signal=why)
+        if self._stop is not None:
+            self._stop.set()
+
+    async def reload(self) -> None:
+        """SIGHUP: read the configuration again and apply what can change without a restart."""
+        self.notifier.reloading()
+        try:
+            new = await asyncio.get_running_loop().run_in_executor(
+                None, load_config, self.cfg.source
+            )
+        except MemorydError as exc:
+            log.error("reload failed; keeping the running configuration", error=exc.message)
+            self.notifier.ready("reload failed; running configuration kept")
+            return
+        cfg, applied, restart = apply_reloadable(self.cfg, new)
+        self.cfg = cfg
+        if self.app is not None:
+            self.app.apply_config(cfg)
+        if self.server is not None:
+            self.server.settings = cfg.server
+        logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
+        log.info("configuration reloaded", changed=applied or None)
+        if restart:
+            log.warning("these settings change only after a restart", keys=restart)
+        self.notifier.ready("configuration reloaded")
+
+
+def run(config_path: Path | None = None) -> int:
+    """`memoryd run`: load config (exit 2 on error), then run until stopped."""
+    cfg = load_config(config_path)
+    logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
+    return Daemon(cfg).run()

@@ -1,0 +1,281 @@
+"""Scheduled jobs inside the daemon (APScheduler), and the same jobs run on demand.
+
+Each job is a plain function of the App. The scheduler runs each with max_instances=1 and
+coalesce=True (runs missed while the machine slept become one); a per-job lock also keeps
+`run_now` from overlapping a scheduled run. A job that raises is logged with its name, its error
+is kept for `memoryctl jobs`, and it runs again next time; nothing here can stop the daemon.
+
+Several daemons sharing one PostgreSQL database (store.backend = "postgres"): the jobs that
+work on the whole database (expiry, optimize: vector collection, access-log pruning, ANALYZE)
+run inside `store.exclusive(name)`, an advisory lock; a daemon that does not get it skips that
+run. The jobs on the SQLite file (checkpoint, quick_check, snapshot) have nothing to do there
+and say so in their result; backfill and reconcile are this daemon's own work.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memoryd.core.errors import NotFound
+from memoryd.core.logsetup import get_logger
+from memoryd.core.timeutil import iso
+from memoryd.store import entries, vectors
+
+if TYPE_CHECKING:
+    from memoryd.serve.app import App
+
+log = get_logger("memoryd.serve.jobs")
+
+ACCESS_LOG_DAYS = 90
+
+
+def _shared(app: App) -> bool:
+    return getattr(app.store, "backend", "sqlite") != "sqlite"
+
+
+def _sqlite_only(app: App, name: str) -> dict[str, Any] | None:
+    """The skip result of a job on the SQLite file when the store is a server database."""
+    if not _shared(app):
+        return None
+    st = app.jobs.states.get(name)
+    if st is None or st.runs == 0:  # one line per daemon, not one per run
+        log.info("job has nothing to do on this store backend", job=name, backend=app.store.backend)
+    return {"skipped": f"{name} works on the SQLite file; store.backend is {app.store.backend}"}
+
+
+def expiry(app: App) -> dict[str, Any]:
+    with app.store.exclusive("expiry") as mine:
+        if not mine:
+            log.debug("expiry runs in another daemon now; skipped", job="expiry")
+            return {"skipped": "another daemon is running it"}
+        return {"removed": app.memories.expire()}
+
+
+def backfill(app: App) -> dict[str, Any]:
+    return app.embedder.run()
+
+
+def optimize(app: App) -> dict[str, Any]:
+    with app.store.exclusive("optimize") as mine:
+        if not mine:
+            log.debug("optimize runs in another daemon now; skipped", job="optimize")
+            return {"skipped": "another daemon is running it"}
+        return _optimize(app)
+
+
+def _optimize(app: App) -> dict[str, Any]:
+    app.store.optimize()
+    now = app.clock()
+    collected = 0
+    model_id = app.embedder.model_id
+    grace = app.cfg.embedding.vector_gc_days * 86400
+    # on a shared database, a vector is an orphan only when no workspace's entry uses it
+    scope = {"scope": "all"} if _shared(app) else {}
+    with app.store.write(**scope) as con:
+        if model_id is not None:
+            collected = vectors.gc(con, model_id, now, grace)
+        pruned = entries.prune_access_log(con, now - ACCESS_LOG_DAYS * 86400)
+    if collected:
+        app.searcher.vector_cache.invalidate()
+    return {"vectors_collected": collected, "access_log_pruned": pruned}
+
+
+def checkpoint(app: App) -> dict[str, Any]:
+    skipped = _sqlite_only(app, "checkpoint")
+    if skipped is not None:
+        return skipped
+    busy, wal_pages, moved = app.store.checkpoint("RESTART")
+    return {"busy": busy, "wal_pages": wal_pages, "checkpointed": moved}
+
+
+class IntegrityError(Exception):
+    """PRAGMA quick_check found a problem."""
+
+
+def quick_check(app: App) -> dict[str, Any]:
+    skipped = _sqlite_only(app, "quick_check")
+    if skipped is not None:
+        return skipped
+    problems = app.store.quick_check()
+    if problems:
+        log.critical(
+            "DATABASE INTEGRITY CHECK FAILED: restore a snapshot or rebuild the index",
+            problems=problems[:20],
+            db=str(app.store.path),
+        )
+        raise IntegrityError("; ".join(problems[:5]))
+    return {"ok": True}
+
+
+def reconcile(app: App) -> dict[str, Any]:
+    report = app.reconcile()
+    if report.changed:
+        log.warning(
+            "reconcile repaired drift the watcher missed",
+            indexed=report.indexed,
+            deleted=report.deleted,
+            moved=report.moved,
+        )
+    return report.as_dict()
+
+
+def snapshot(app: App) -> dict[str, Any]:
+    skipped = _sqlite_only(app, "snapshot")
+    if skipped is not None:
+        return skipped
+    keep = app.cfg.jobs.snapshot_keep
+    folder = app.cfg.data_dir / "snapshots"
+    if keep <= 0:
+        return {"skipped": "jobs.snapshot_keep is 0"}
+    name = time.strftime("memoryd-%Y%m%dT%H%M%SZ.db", time.gmtime(app.clock()))
+    app.store.backup_to(folder / name)
+    removed = prune_snapshots(folder, keep)
+    return {"snapshot": name, "removed": removed}
+
+
+def prune_snapshots(folder: Path, keep: int) -> list[str]:
+    snaps = sorted(folder.glob("memoryd-*.db"))
+    old = snaps[:-keep] if keep else snaps
+    for p in old:
+        p.unlink(missing_ok=True)
+    return [p.name for p in old]
+
+
+JOBS: dict[str, tuple[Callable[[App], dict[str, Any]], str]] = {
+    "expiry": (expiry, "expiry_interval"),
+    "backfill": (backfill, "backfill_interval"),
+    "optimize": (optimize, "optimize_interval"),
+    "checkpoint": (checkpoint, "checkpoint_interval"),
+    "quick_check": (quick_check, "quick_check_interval"),
+    "reconcile": (reconcile, "reconcile_interval"),
+    "snapshot": (snapshot, "snapshot_interval"),
+}
+
+
+@dataclass
+class JobState:
+    name: str
+    fn: Callable[[App], dict[str, Any]]
+    interval_key: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    running: bool = False
+    runs: int = 0
+    failures: int = 0
+    last_run_at: float | None = None
+    last_result: dict[str, Any] | None = None
+    last_error: str | None = None
+    last_duration_ms: float | None = None
+
+
+class Jobs:
+    def __init__(self, app: App, jobs: dict[str, tuple[Callable[..., Any], str]] | None = None):
+        self.app = app
+        self.states = {name: JobState(name, fn, key) for name, (fn, key) in (jobs or JOBS).items()}
+        self._scheduler: Any = None
+
+    def interval(self, name: str) -> float:
+        return float(getattr(self.app.cfg.jobs, self.states[name].interval_key))
+
+    def start(self) -> None:
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        self._scheduler = BackgroundScheduler(daemon=True)
+        for name in self.states:
+            self._schedule(name)
+        self._scheduler.start()
+
+    def _schedule(self, name: str) -> None:
+        seconds = self.interval(name)
+        self._scheduler.add_job(
+            self._scheduled,
+            "interval",
+            seconds=seconds,
+            args=[name],
+            id=name,
+            name=name,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=max(60, int(seconds)),
+            replace_existing=True,
+        )
+
+    def reschedule(self) -> None:
+        """SIGHUP: take the intervals from app.cfg.jobs again."""
+        if self._scheduler is None:
+            return
+        for name in self.states:
+            self._schedule(name)
+
+    def shutdown(self, wait: bool = True) -> None:
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=wait)
+            self._scheduler = None
+
+    def _scheduled(self, name: str) -> None:
+        self._run(name, blocking=False)
+
+    def _run(self, name: str, *, blocking: bool) -> dict[str, Any]:
+        st = self.states[name]
+        if not st.lock.acquire(blocking=blocking):
+            log.info("job still running; this run skipped", job=name)
+            return {"name": name, "result": None, "error": "already running", "duration_ms": 0}
+        started = time.perf_counter()
+        st.running = True
+        error: str | None = None
+        result: dict[str, Any] | None = None
+        try:
+            result = st.fn(self.app)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            st.failures += 1
+            log.error("job failed", job=name, error=error)
+        finally:
+            st.running = False
+            st.runs += 1
+            st.last_run_at = self.app.clock()
+            st.last_duration_ms = round((time.perf_counter() - started) * 1000, 1)
+            st.last_result, st.last_error = result, error
+            st.lock.release()
+        if error is None:
+            log.info("job done", job=name, duration_ms=st.last_duration_ms, **(result or {}))
+        return {
+            "name": name,
+            "result": result,
+            "error": error,
+            "duration_ms": st.last_duration_ms,
+        }
+
+    def run_now(self, name: str) -> dict[str, Any]:
+        """Run a job in this thread (waiting for a scheduled run of it to finish first)."""
+        if name not in self.states:
+            raise NotFound(f"no job named {name!r} (jobs: {', '.join(self.states)})")
+        return self._run(name, blocking=True)
+
+    def list(self) -> list[dict[str, Any]]:
+        out = []
+        for name, st in self.states.items():
+            next_run = None
+            if self._scheduler is not None:
+                job = self._scheduler.get_job(name)
+                if job is not None and job.next_run_time is not None:
+                    next_run = iso(job.next_run_time.timestamp())
+            out.append(
+                {
+                    "name": name,
+                    "interval_s": self.interval(name),
+                    "running": st.running,
+                    "runs": st.runs,
+                    "failures": st.failures,
+                    "last_run_at": iso(st.last_run_at),
+                    "last_result": st.last_result,
+                    "last_error": st.last_error,
+                    "last_duration_ms": st.last_duration_ms,
+                    "next_run_at": next_run,
+                }
+            )
+        return out

@@ -1,0 +1,451 @@
+"""The JSON-RPC method table: request params -> library calls -> JSON-ready results.
+
+This is the only place where the wire protocol meets the library. Each method names the params
+it accepts; an unknown param is an error (it is almost always a typo), and values are checked by
+the library functions they are passed to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from memoryd import __version__
+from memoryd.core.errors import InvalidInput
+from memoryd.memory import checkpoints, lifecycle, transfer
+from memoryd.memory.memories import (
+    ADD_FIELDS,
+    check_id,
+    check_name,
+    check_tags,
+)
+from memoryd.memory.validation import check_int, check_str, check_time
+from memoryd.notes import vault
+from memoryd.search.searcher import SearchRequest
+from memoryd.serve.app import App
+from memoryd.store import entries
+from memoryd.store.entries import Filters
+
+FILTER_PARAMS = frozenset(
+    {
+        "kind",
+        "type",
+        "tags",
+        "source",
+        "path",
+        "since",
+        "until",
+        "min_importance",
+        "include_expired",
+        "namespace",
+        "tier",
+        "include_deprecated",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Method:
+    fn: Callable[[App, dict[str, Any]], Any]
+    params: frozenset[str]
+    slow: bool = False  # runs long (reindex, jobs): no request timeout
+    own_check: frozenset[str] = frozenset()  # params the library checks item by item
+
+
+METHODS: dict[str, Method] = {}
+
+
+def method(
+    name: str,
+    params: set[str] | frozenset[str] = frozenset(),
+    *,
+    slow: bool = False,
+    own_check: frozenset[str] = frozenset(),
+):
+    def register(fn: Callable[[App, dict[str, Any]], Any]) -> Callable[[App, dict[str, Any]], Any]:
+        METHODS[name] = Method(fn, frozenset(params), slow, own_check)
+        return fn
+
+    return register
+
+
+def lookup(name: str, params: dict[str, Any]) -> Method:
+    """The method and checked param names; raises KeyError for an unknown method."""
+    m = METHODS[name]
+    unknown = set(params) - m.params
+    if unknown:
+        allowed = ", ".join(sorted(m.params)) or "none"
+        shown = ", ".join(sorted(repr(k) for k in unknown))
+        raise InvalidInput(f"{name}: unknown param {shown} (accepted: {allowed})")
+    check_strings({k: v for k, v in params.items() if k not in m.own_check})
+    return m
+
+
+def check_strings(params: dict[str, Any]) -> None:
+    """No string anywhere in the params (keys included, at any depth) may carry a NUL or a lone
+    surrogate: SQLite, the file system and UTF-8 output cannot take them. Iterative, so deep
+    nesting cannot overflow the stack."""
+    stack: list[tuple[str, Any]] = [(k, v) for k, v in params.items()]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            check_str(value, where)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                check_str(k, where)
+                stack.append((where, v))
+        elif isinstance(value, list):
+            stack.extend((where, v) for v in value)
+
+
+def _bool(params: dict[str, Any], key: str) -> bool:
+    value = params.get(key, False)
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{key}: expected true or false, got {value!r}")
+    return value
+
+
+def _int(params: dict[str, Any], key: str, default: int) -> int:
+    value = params.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**63:
+        raise InvalidInput(f"{key}: expected an integer")
+    return value
+
+
+def _namespace(params: dict[str, Any]) -> str | None:
+    """The namespace param: None (not given), "*" (every namespace) or a checked name."""
+    ns = params.get("namespace")
+    return ns if ns is None or ns == "*" else check_name(ns, "namespace")
+
+
+def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters:
+    kind = params.get("kind", default_kind)
+    if kind == "all":
+        kind = None
+    if kind not in (None, "memory", "chunk"):
+        raise InvalidInput(f"kind: expected memory, chunk or all, got {kind!r}")
+    types = params.get("type")
+    if types is None:
+        type_list: tuple[str, ...] = ()
+    elif isinstance(types, str):
+        type_list = tuple(check_name(t, "type") for t in types.split(",") if t.strip())
+    elif isinstance(types, list):
+        type_list = tuple(check_name(t, "type") for t in types)
+    else:
+        raise InvalidInput("type: expected a string or a list of strings")
+    path = params.get("path")
+    if path is not None:
+        path = check_str(path, "path", limit=4096)
+    source = params.get("source")
+    if source is not None:
+        source = check_str(source, "source", limit=1000)
+    tiers = params.get("tier")
+    if tiers is None:
+        tier_list: tuple[str, ...] = ()
+    elif isinstance(tiers, str):
+        tier_list = tuple(lifecycle.check_tier(t) for t in tiers.split(",") if t.strip())
+    elif isinstance(tiers, list):
+        tier_list = tuple(lifecycle.check_tier(t) for t in tiers)
+    else:
+        raise InvalidInput("tier: expected a string or a list of tiers")
+    return Filters(
+        kind=kind,
+        types=type_list,
+        tags=check_tags(params["tags"]) if params.get("tags") is not None else (),
+        source=source,
+        path_prefix=path,
+        since=check_time(params["since"], "since") if params.get("since") is not None else None,
+        until=check_time(params["until"], "until") if params.get("until") is not None else None,
+        min_importance=(
+            check_int(params["min_importance"], "min_importance", 1, 10)
+            if params.get("min_importance") is not None
+            else None
+        ),
+        include_expired=_bool(params, "include_expired"),
+        namespace=_namespace(params),
+        tiers=tier_list,
+        include_deprecated=_bool(params, "include_deprecated"),
+    )
+
+
+# --- methods -----------------------------------------------------------------------------------
+
+
+@method("ping")
+def ping(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return {"pong": True, "version": __version__}
+
+
+ADD_PARAMS = set(ADD_FIELDS) | {"allow_secrets"}
+
+
+@method("add", ADD_PARAMS | {"skip_near_duplicates"})
+def add(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    added = app.memories.add(**params)
+    return {
+        "id": added.id,
+        "duplicate": added.duplicate,
+        "stored": added.stored,
+        "memory": added.record,
+        "warnings": list(added.warnings),
+        "near_duplicates": list(added.near_duplicates),
+    }
+
+
+@method("get", {"id", "path", "section"})
+def get(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """{id}: a memory or chunk; {path, section?}: a note of the workspace, or one section."""
+    if params.get("path") is not None:
+        if params.get("id") is not None:
+            raise InvalidInput("get: give id, or path (and section), not both")
+        return app.memories.get_note(params["path"], params.get("section"))
+    if params.get("section") is not None:
+        raise InvalidInput("get: section needs a path")
+    return app.memories.get(params.get("id"))
+
+
+@method("used", {"id"})
+def used(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return app.memories.used(params.get("id"))
+
+
+@method("list", FILTER_PARAMS | {"limit", "offset"})
+def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    filters = filters_from(params, default_kind="memory")
+    if filters.namespace is None:
+        filters = replace(filters, namespace=app.cfg.memories.default_namespace)
+    items, total = app.memories.list(
+        filters,
+        limit=_int(params, "limit", 20),
+        offset=_int(params, "offset", 0),
+    )
+    return {"items": items, "total": total}
+
+
+@method("update", (ADD_PARAMS - {"content"}) | {"id", "content"})
+def update(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return app.memories.update(params.get("id"), {k: v for k, v in params.items() if k != "id"})
+
+
+@method("delete", {"id", "tag", "namespace", "path", "dry_run"})
+def delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """One of: id; tag (memories carrying it); namespace (all its memories); path (a workspace
+    file or folder: moved to <data_dir>/trash, its chunks leave the index)."""
+    given = [k for k in ("id", "tag", "namespace", "path") if params.get(k) is not None]
+    if len(given) != 1:
+        raise InvalidInput("delete: give exactly one of id, tag, namespace, path")
+    dry = _bool(params, "dry_run")
+    if "id" in given:
+        res = app.memories.delete(params["id"], dry_run=dry)
+        return {**res, "deleted": True, "id": res["ids"][0]}
+    if "path" in given:
+        return app.trash_path(params["path"], dry_run=dry)
+    return app.memories.delete_where(
+        tag=params.get("tag"), namespace=params.get("namespace"), dry_run=dry
+    )
+
+
+@method("prune", {"dry_run"})
+def prune(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """Remove expired and deprecated memories (dry_run: only say which)."""
+    return app.memories.prune(dry_run=_bool(params, "dry_run"))
+
+
+@method("session_start", {"namespace", "max_tokens"})
+def session_start(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """The constitutional memories, most important first, within a token budget."""
+    budget = _int(params, "max_tokens", app.cfg.lifecycle.session_max_tokens)
+    if budget < 1:
+        raise InvalidInput("max_tokens: expected a positive integer")
+    ns = params.get("namespace")
+    ns = check_name(ns, "namespace") if ns not in (None, "", "*") else (ns or None)
+    ns = ns or app.cfg.memories.default_namespace
+    now = app.clock()
+    found, used, total = app.store.read(
+        lambda con: lifecycle.session_memories(con, ns, budget, now)
+    )
+    return {"memories": found, "tokens_used": used, "total": total, "has_more": len(found) < total}
+
+
+@method("match_triggers", {"prompt", "namespace"})
+def match_triggers(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    prompt = check_str(params.get("prompt"), "prompt", limit=1_000_000)
+    ns = _namespace(params)
+    found = app.store.read(lambda con: lifecycle.matching(con, app.triggers, prompt, ns))
+    return {"memories": found}
+
+
+@method("validate", {"id", "useful"})
+def validate(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    out = app.memories.validate(params.get("id"), params.get("useful"))
+    out["promotion_candidate"] = lifecycle.is_promotion_candidate(out, app.cfg.lifecycle)
+    return out
+
+
+@method("promotion_candidates")
+def promotion_candidates(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    lc = app.cfg.lifecycle
+    found = app.store.read(
+        lambda con: lifecycle.promotion_candidates(
+            con, lc.promotion_min_useful, lc.promotion_min_ratio
+        )
+    )
+    return {"candidates": found}
+
+
+@method("promote", {"id", "tier"})
+def promote(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return app.memories.promote(params.get("id"), params.get("tier", "critical"))
+
+
+@method("history", {"id"})
+def history(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    entry_id = check_id(params.get("id"))
+    return {"id": entry_id, "history": app.store.read(lambda con: lifecycle.history(con, entry_id))}
+
+
+@method("checkpoint.create", {"name"}, slow=True)
+def checkpoint_create(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return checkpoints.create(app, params.get("name"))
+
+
+@method("checkpoint.list")
+def checkpoint_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return {"checkpoints": checkpoints.list_all(app)}
+
+
+@method("checkpoint.restore", {"name"}, slow=True)
+def checkpoint_restore(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return checkpoints.restore(app, params.get("name"))
+
+
+@method("export", {"namespace", "vectors"}, slow=True)
+def export(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    ns = _namespace(params)
+    with_vectors = _bool(params, "vectors")
+    items = app.store.read(
+        lambda con: list(transfer.export(con, namespace=ns, with_vectors=with_vectors))
+    )
+    return {"items": items, "count": len(items)}
+
+
+# items: checked one by one (errors name the line), exactly as add checks its params
+@method(
+    "import",
+    {"items", "first_line", "allow_secrets", "dry_run"},
+    slow=True,
+    own_check=frozenset({"items"}),
+)
+def import_(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return app.memories.import_items(
+        params.get("items"),
+        first_line=params.get("first_line", 1),
+        allow_secrets=params.get("allow_secrets", False),
+        dry_run=params.get("dry_run", False),
+    )
+
+
+@method("checkpoint.delete", {"name", "kind"})
+def checkpoint_delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return checkpoints.delete(app, params.get("name"), params.get("kind", "checkpoint"))
+
+
+SEARCH_PARAMS = FILTER_PARAMS | {
+    "query",
+    "limit",
+    "mode",
+    "explain",
+    "use_decay",
+    "include_constitutional",
+    "max_tokens",
+    "concepts",
+    "group",
+    "workspace",
+}
+
+
+@method("search", SEARCH_PARAMS)
+def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    concepts = params.get("concepts") or ()
+    if not isinstance(params.get("concepts", []), list | None):
+        raise InvalidInput("concepts: expected a list of 2 to 5 strings")
+    query = params.get("query", "")
+    if not concepts and (not isinstance(query, str) or not query.strip()):
+        raise InvalidInput("search: query must be a non-empty string (or give concepts)")
+    mode = params.get("mode", "auto")
+    if not isinstance(mode, str):
+        raise InvalidInput("mode: expected a string")
+    use_decay = params.get("use_decay", True)
+    if not isinstance(use_decay, bool):
+        raise InvalidInput("use_decay: expected true or false")
+    filters = filters_from(params, default_kind=None)
+    if filters.namespace is None:
+        filters = replace(filters, namespace=app.cfg.memories.default_namespace)
+    return app.searcher.search(
+        SearchRequest(
+            query=query if isinstance(query, str) else "",
+            limit=params.get("limit"),
+            mode=mode,
+            filters=filters,
+            explain=_bool(params, "explain"),
+            use_decay=use_decay,
+            include_constitutional=_bool(params, "include_constitutional"),
+            max_tokens=params.get("max_tokens"),
+            concepts=tuple(concepts),
+            group=params.get("group", "note"),
+            workspace=params.get("workspace", "this"),
+        )
+    )
+
+
+@method("stats", {"namespace"})
+def stats(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return app.stats(namespace=_namespace(params))
+
+
+@method("status", {"check"}, slow=True)
+def status(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return app.status(check=_bool(params, "check"))
+
+
+@method("reindex", {"path", "full"}, slow=True)
+def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    if params.get("path") is not None:
+        _, full = app.indexer.resolve_path(params["path"], root_ok=True)
+        return app.indexer.sync_paths([full]).as_dict()
+    if _bool(params, "full"):
+        # Forget every stored hash: each file is read, chunked and stored again in place (search
+        # keeps answering meanwhile; vectors are reused through their text hashes).
+        app.store.run_write(entries.forget_document_hashes)
+    return app.reconcile().as_dict()  # with index.progress in status
+
+
+@method("jobs", slow=True)
+def jobs(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jobs": app.jobs.list()}
+
+
+@method("jobs.run", {"name"}, slow=True)
+def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidInput("name: expected a job name (see the jobs method)")
+    return app.jobs.run_now(name)
+
+
+# --- links between notes (Obsidian vaults) ---------------------------------------------------
+
+
+@method("links", {"path"})
+def note_links(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return vault.links(app.store, params.get("path"))
+
+
+@method("backlinks", {"path"})
+def note_backlinks(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    return vault.backlinks(app.store, params.get("path"))
+
+
+# --- whole notes and recent activity: registered by memoryd/serve/methods_notes.py ---
+from memoryd.serve import methods_notes as api_notes  # noqa: E402, F401

@@ -1,0 +1,82 @@
+"""JSON-RPC methods for whole notes (`note.*`) and `recent_activity`; imported by
+methods.py, which owns the method table. The rules (paths, atomic writes, conflicts) live in
+memoryd/notes/notes.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryd.core.errors import InvalidInput
+from memoryd.core.timeutil import parse_duration, parse_time
+from memoryd.serve.app import App
+from memoryd.serve.methods import _int, _namespace, method
+
+
+def _limit(params: dict[str, Any], default: int, most: int = 1000) -> int:
+    n = _int(params, "limit", default)
+    if not 1 <= n <= most:
+        raise InvalidInput(f"limit: expected 1 to {most}, got {n}")
+    return n
+
+
+@method("note.read", {"path"})
+def note_read(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """The whole file: {path, content, sha256, size, mtime}."""
+    return app.notes.read(params.get("path"))
+
+
+@method("note.write", {"path", "content", "expected_sha256"})
+def note_write(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """Create or replace a note atomically: {path, sha256, created}."""
+    if "content" not in params:
+        raise InvalidInput("note.write: content is required (the whole note, front matter too)")
+    return app.notes.write(params.get("path"), params["content"], params.get("expected_sha256"))
+
+
+@method("note.append", {"path", "content", "expected_sha256"})
+def note_append(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """Add text at the end of a note (created if missing): {path, sha256, created}."""
+    if "content" not in params:
+        raise InvalidInput("note.append: content is required")
+    return app.notes.append(params.get("path"), params["content"], params.get("expected_sha256"))
+
+
+@method("note.list", {"path", "limit", "offset"})
+def note_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """Indexed notes under a folder: {items: [{path, size, mtime, title, tags}], total}."""
+    offset = _int(params, "offset", 0)
+    if offset < 0:
+        raise InvalidInput("offset: expected 0 or more")
+    return app.notes.list(params.get("path"), limit=_limit(params, 50), offset=offset)
+
+
+@method("note.move", {"path", "new_path", "expected_sha256"})
+def note_move(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """Rename a note, never over another: {path, new_path, sha256}."""
+    return app.notes.move(params.get("path"), params.get("new_path"), params.get("expected_sha256"))
+
+
+def since_from(value: object, now: float) -> float | None:
+    """An ISO date/time, unix seconds, or a duration back from now ("7d", "12h")."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip() and value.strip()[-1] in "smhdw":
+        try:
+            return now - parse_duration(value, what="since")
+        except InvalidInput:
+            pass
+    return parse_time(value, what="since")
+
+
+@method("recent_activity", {"limit", "since", "namespace"})
+def recent_activity(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """Memories added or changed and notes modified, newest first: {items: [...]}. Memories of
+    the namespace given (default: memories.default_namespace; "*": all); notes are shared."""
+    ns = _namespace(params) if params.get("namespace") != "" else None
+    ns = ns or app.cfg.memories.default_namespace
+    namespace = None if ns == "*" else ns
+    return app.notes.recent(
+        namespace=namespace,
+        since=since_from(params.get("since"), app.clock()),
+        limit=_limit(params, 20),
+    )

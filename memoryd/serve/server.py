@@ -1,0 +1,401 @@
+"""The Unix-socket server: newline-delimited JSON-RPC 2.0, owner-only, bounded.
+
+Security: the socket is created 0600 in a 0700 directory we own, and each peer's uid is checked.
+Robustness: every malformed, oversized or invalid request gets a JSON-RPC error with a readable
+message and the connection (or at worst only that connection) carries on; the daemon never dies
+of a request. Work runs in a thread pool so the event loop never blocks on SQLite or the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import socket
+import stat
+import struct
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol
+
+from memoryd.core.errors import AlreadyRunning, MemorydError, Unavailable
+from memoryd.core.logsetup import get_logger
+from memoryd.serve import methods as api
+from memoryd.serve.app import App
+from memoryd.serve.protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    MAX_BATCH,
+    METHOD_NOT_FOUND,
+    ProtocolError,
+    batch_error,
+    decode,
+    encode,
+    error_response,
+)
+
+log = get_logger("memoryd.serve.server")
+# Pending connections the kernel queues before accept(): asyncio would use 100, and a burst of
+# clients beyond that gets EAGAIN from connect() at once on a Unix socket (no waiting). The
+# kernel caps it at net.core.somaxconn.
+BACKLOG = 1024
+
+
+class ServerSettings(Protocol):
+    max_request_bytes: int
+    max_connections: int
+    idle_timeout_s: float
+    first_request_timeout_s: float
+    request_timeout_s: float
+    shutdown_timeout_s: float
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The connecting process's uid (SO_PEERCRED on Linux, LOCAL_PEERCRED on macOS)."""
+    try:
+        if hasattr(socket, "SO_PEERCRED"):
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            return int(struct.unpack("3i", creds)[1])
+        if sys.platform == "darwin":
+            sol_local, local_peercred = 0, 0x001
+            creds = sock.getsockopt(sol_local, local_peercred, 76)
+            return int(struct.unpack_from("=Ii", creds)[1])
+    except OSError:
+        return None
+    return None
+
+
+def check_socket_folder(folder: Path) -> None:
+    """Refuse a socket folder that is not a real folder we own, or that others may write to.
+
+    Another user who can create or write the folder could listen there first (and receive our
+    clients' requests), so neither is ever "fixed" with a chmod: we say what is wrong instead.
+    """
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode):
+        raise AlreadyRunning(f"socket folder {folder} is not a folder (a symlink or a file)")
+    if st.st_uid != os.getuid():
+        raise AlreadyRunning(
+            f"socket folder {folder} belongs to uid {st.st_uid}, not to you (uid {os.getuid()}); "
+            "another user may be listening there: remove it, or set `socket` elsewhere"
+        )
+    if stat.S_IMODE(st.st_mode) & 0o022:
+        raise AlreadyRunning(
+            f"socket folder {folder} can be written by others (mode "
+            f"{stat.S_IMODE(st.st_mode):04o}); use a private folder (chmod 700) or set `socket`"
+        )
+
+
+def prepare_socket_path(path: Path) -> None:
+    """Create the socket's folder 0700 if missing (never chmod one that exists), check it, and
+    clear a stale socket; refuse a live one."""
+    parent = path.parent
+    parent.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        parent.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    else:
+        os.chmod(parent, 0o700)  # ours, just made: a umask without owner bits must not stop us
+    check_socket_folder(parent)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise AlreadyRunning(f"{path} exists and is not a socket; remove it or set `socket`")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+    except OSError as exc:
+        if exc.errno in (errno.ECONNREFUSED, errno.ENOENT):
+            log.info("removed stale socket", path=str(path))
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            return
+        raise AlreadyRunning(f"cannot check socket {path}: {exc}") from exc
+    finally:
+        probe.close()
+    raise AlreadyRunning(f"memoryd is already running on {path}")
+
+
+def bind_socket(path: Path) -> socket.socket:
+    prepare_socket_path(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # born 0600: no window in which others could connect
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(BACKLOG)
+    return sock
+
+
+class _Conn:
+    """One client connection: idle since when (None while a request runs), requests served."""
+
+    __slots__ = ("idle_since", "served", "writer")
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        self.idle_since: float | None = time.monotonic()
+        self.served = 0
+
+
+class Server:
+    """Idle connections cannot lock others out: a connection that sends nothing is closed after
+    `first_request_timeout_s` (then `idle_timeout_s` between requests), and at
+    `max_connections` a new client makes room by closing the connection idle the longest; only
+    when every connection is running a request is the new one refused (-32003, retry)."""
+
+    def __init__(
+        self,
+        app: App,
+        settings: ServerSettings,
+        path: Path,
+        *,
+        sock: socket.socket | None = None,
+        workers: int = 4,
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self.path = path
+        self._inherited = sock
+        self._owns_path = sock is None
+        self._server: asyncio.base_events.Server | None = None
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memoryd-rpc")
+        self._connections: dict[asyncio.Task[Any], _Conn] = {}
+        # evicted connections whose handlers have not finished closing: they no longer count
+        # against max_connections (a burst would otherwise find only these and be refused)
+        self._closing: dict[asyncio.Task[Any], _Conn] = {}
+        self._inflight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.requests_total = 0
+        self.errors_total = 0
+        self.evicted_total = 0
+
+    async def start(self) -> None:
+        sock = self._inherited if self._inherited is not None else bind_socket(self.path)
+        sock.setblocking(False)
+        self._server = await asyncio.start_unix_server(
+            self._handle, sock=sock, limit=self.settings.max_request_bytes + 1, backlog=BACKLOG
+        )
+        log.info("listening", socket=str(self.path), inherited=not self._owns_path)
+
+    async def close(self) -> None:
+        """Stop accepting, let requests in flight finish (bounded), close connections."""
+        if self._server is not None:
+            self._server.close()
+        try:
+            await asyncio.wait_for(self._idle.wait(), self.settings.shutdown_timeout_s)
+        except TimeoutError:
+            log.warning("requests still running at shutdown", inflight=self._inflight)
+        tasks = [*self._connections, *self._closing]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._owns_path:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _make_room(self) -> bool:
+        """At the connection limit, close the connection idle the longest; False if none is."""
+        if len(self._connections) < self.settings.max_connections:
+            return True
+        idle = [(t, c) for t, c in self._connections.items() if c.idle_since is not None]
+        if not idle:
+            return False
+        task, oldest = min(idle, key=lambda tc: tc[1].idle_since or 0.0)
+        oldest.idle_since = None  # never picked twice
+        self._closing[task] = self._connections.pop(task)
+        self.evicted_total += 1
+        log.info("closed an idle connection to make room", connections=len(self._connections))
+        with contextlib.suppress(Exception):
+            oldest.writer.write(
+                encode(
+                    error_response(
+                        None,
+                        Unavailable.code,
+                        "connection closed: idle while the server was at max_connections",
+                    )
+                )
+            )
+            oldest.writer.close()
+        return True
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        try:
+            sock = writer.get_extra_info("socket")
+            uid = peer_uid(sock) if sock is not None else None
+            if uid is not None and uid != os.getuid():
+                log.warning("refused connection from another user", uid=uid)
+                await self._send(writer, error_response(None, INVALID_REQUEST, "permission denied"))
+                return
+            if not self._make_room():
+                limit = self.settings.max_connections
+                await self._send(
+                    writer,
+                    error_response(
+                        None,
+                        Unavailable.code,
+                        f"too many connections ({limit}, all running a request); retry shortly",
+                    ),
+                )
+                return
+            conn = self._connections[task] = _Conn(writer)
+            await self._serve(reader, writer, conn)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception:
+            log.exception("connection failed")
+        finally:
+            self._connections.pop(task, None)
+            self._closing.pop(task, None)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Conn
+    ) -> None:
+        limit = self.settings.max_request_bytes
+        while True:
+            timeout = (
+                self.settings.idle_timeout_s
+                if conn.served
+                else min(self.settings.first_request_timeout_s, self.settings.idle_timeout_s)
+            )
+            try:
+                line = await asyncio.wait_for(reader.readline(), timeout)
+            except TimeoutError:
+                return
+            except (ValueError, asyncio.LimitOverrunError):
+                # The line is over the limit: say so, then drop the connection (the rest of the
+                # oversized line cannot be told apart from the next request).
+                await self._send(
+                    writer,
+                    error_response(
+                        None, INVALID_REQUEST, f"request larger than {limit} bytes (server limit)"
+                    ),
+                )
+                return
+            if not line:
+                return
+            if not line.strip():
+                continue
+            conn.idle_since = None
+            conn.served += 1
+            try:
+                response = await self._dispatch_line(line)
+                if response is not None:
+                    await self._send(writer, response)
+            finally:
+                conn.idle_since = time.monotonic()
+
+    async def _send(self, writer: asyncio.StreamWriter, payload: Any) -> None:
+        writer.write(encode(payload))
+        await writer.drain()
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def _dispatch_line(self, line: bytes) -> Any:
+        """The answer to one line (None for notifications only). Never raises."""
+        try:
+            try:
+                msg = decode(line)
+            except ProtocolError as exc:
+                self.errors_total += 1
+                return exc.response()
+            if isinstance(msg, list):
+                if not msg:
+                    return error_response(None, INVALID_REQUEST, "empty batch")
+                if len(msg) > MAX_BATCH:
+                    self.errors_total += 1
+                    return batch_error(len(msg)).response()
+                replies = [r for r in [await self._dispatch(m) for m in msg] if r is not None]
+                return replies or None
+            return await self._dispatch(msg)
+        except Exception as exc:  # a bug: answer, log, carry on
+            self.errors_total += 1
+            log.exception("request failed before dispatch")
+            return error_response(None, INTERNAL_ERROR, f"internal error: {type(exc).__name__}")
+
+    async def _dispatch(self, msg: Any) -> dict[str, Any] | None:
+        self.requests_total += 1
+        if not isinstance(msg, dict):
+            return error_response(None, INVALID_REQUEST, "a request must be a JSON object")
+        req_id = msg.get("id")
+        notification = "id" not in msg
+        if not (req_id is None or isinstance(req_id, str | int)) or isinstance(req_id, bool):
+            return error_response(None, INVALID_REQUEST, "id must be a string or a number")
+        if msg.get("jsonrpc") != "2.0":
+            return error_response(req_id, INVALID_REQUEST, 'jsonrpc must be "2.0"')
+        name = msg.get("method")
+        if not isinstance(name, str):
+            return error_response(req_id, INVALID_REQUEST, "method must be a string")
+        params = msg.get("params", {})
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return error_response(req_id, INVALID_PARAMS, "params must be an object")
+        try:
+            method = api.lookup(name, params)
+        except KeyError:
+            names = ", ".join(sorted(api.METHODS))
+            return error_response(req_id, METHOD_NOT_FOUND, f"unknown method {name!r} ({names})")
+        except MemorydError as exc:
+            return error_response(req_id, exc.code, exc.message, exc.data)
+        started = time.perf_counter()
+        self._inflight += 1
+        self._idle.clear()
+        try:
+            fut = asyncio.get_running_loop().run_in_executor(
+                self._pool, method.fn, self.app, params
+            )
+            timeout = None if method.slow else self.settings.request_timeout_s
+            result = await asyncio.wait_for(fut, timeout)
+        except MemorydError as exc:
+            self.errors_total += 1
+            return None if notification else error_response(req_id, exc.code, exc.message, exc.data)
+        except TimeoutError:
+            self.errors_total += 1
+            return error_response(req_id, INTERNAL_ERROR, f"{name} timed out")
+        except TypeError as exc:
+            self.errors_total += 1
+            if not str(exc).startswith("Bad binding argument type"):
+                log.exception("request failed", method=name)
+                return error_response(req_id, INTERNAL_ERROR, f"internal error: {exc}")
+            # a request value reached SQL with a type no check caught (a list for a name, ...):
+            # the caller's mistake, answered as such; the traceback shows the missing check
+            log.exception("request failed on an unchecked value type", method=name)
+            return error_response(
+                req_id, INVALID_PARAMS, f"invalid params: a value of {name} has the wrong type"
+            )
+        except Exception as exc:
+            self.errors_total += 1
+            log.exception("request failed", method=name)
+            return error_response(req_id, INTERNAL_ERROR, f"internal error: {exc}")
+        finally:
+            self._inflight -= 1
+            if self._inflight == 0:
+                self._idle.set()
+        log.debug("request", method=name, ms=round((time.perf_counter() - started) * 1000, 2))
+        if notification:
+            return None
+        return {"jsonrpc": "2.0", "id": req_id, "result": result}

@@ -1,0 +1,518 @@
+"""Markdown: YAML front matter and heading-aware chunking. Pure functions, no I/O.
+
+Chunking: each section (a heading and the text up to the next heading) is one chunk when it fits
+`max_tokens`; a longer section is split at blank lines, then at line ends, then between words,
+each piece after the first starting with about `overlap_tokens` of the previous piece's tail.
+Lines inside fenced code blocks are never headings. Text before the first heading is a section
+with an empty heading path. Line numbers are 1-based and refer to the original file.
+
+A heading is never a chunk by itself: it stays with the text under it (also when a long section
+is split), and headings with no text of their own join the next text. The daily log's own
+heading is blanked before chunking (DailyLog.preprocess).
+
+Hostile input is cheap: front matter over 64 KiB or with YAML aliases is refused (the body is
+still chunked), and `max_chunks` stops chunking early.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from memoryd.core.errors import InvalidInput
+from memoryd.core.timeutil import parse_time
+
+_ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_WORD = re.compile(r"\S+")
+MAX_FRONT_MATTER_BYTES = 65536
+
+
+@dataclass(frozen=True)
+class FrontMatter:
+    tags: tuple[str, ...] = ()
+    type: str | None = None
+    importance: int | None = None
+    expires_at: float | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    aliases: tuple[str, ...] = ()
+    title: str | None = None
+    created_at: float | None = None  # `created` or `date`: the note's creation time
+    updated_at: float | None = None  # `updated` or `modified`
+
+
+@dataclass(frozen=True)
+class Chunk:
+    seq: int
+    content: str
+    heading_path: tuple[str, ...]
+    start_line: int
+    end_line: int
+    content_hash: str
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_BOMS = (
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),  # before UTF-16 LE, whose BOM it starts with
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xfe\xff", "utf-16-be"),
+    (b"\xff\xfe", "utf-16-le"),
+)
+
+
+def decode(data: bytes) -> tuple[str, str, bool]:
+    """(text, encoding, lossy): UTF-8, or UTF-8/16/32 as announced by a byte order mark (the
+    mark is dropped). Undecodable bytes become U+FFFD and set `lossy`."""
+    encoding, start = "utf-8", 0
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            encoding, start = name, len(bom)
+            break
+    payload = data[start:]
+    try:
+        return payload.decode(encoding), encoding, False
+    except UnicodeDecodeError:
+        return payload.decode(encoding, errors="replace"), encoding, True
+
+
+def estimate_tokens(text: str) -> int:
+    """About the number of WordPiece tokens of English prose: 1.3 per word, or 1 per 4 chars
+    for text with long unbroken runs (code, URLs), whichever is larger."""
+    words = len(_WORD.findall(text))
+    return math.ceil(max(words * 1.3, len(text) / 4))
+
+
+# --- front matter ------------------------------------------------------------------------------
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
+
+
+def _tags(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        items: list[Any] = re.split(r"[,\s]+", value)
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        return ()
+    out: list[str] = []
+    for item in items:
+        tag = str(item).strip().lstrip("#").lower()
+        if tag and tag not in out:
+            out.append(tag)
+    return tuple(out)
+
+
+def _timestamp(value: Any) -> float | None:
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
+    if isinstance(value, str):
+        try:
+            return parse_time(value)  # the API's reading of an ISO date (naive = UTC)
+        except InvalidInput:
+            return None
+    return None
+
+
+def _load_yaml(source: str) -> Any:
+    """yaml.safe_load without aliases: an alias can make a few hundred bytes expand into
+    gigabytes once the value is copied (the "billion laughs"), so any alias is refused."""
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                raise _Refused("YAML aliases (*name) are not allowed in front matter")
+            return super().compose_node(parent, index)
+
+    loader = NoAliasLoader(source)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+class _Refused(Exception):
+    """Front matter that is closed but not accepted (too large, aliases): the body is kept."""
+
+
+def parse_front_matter(
+    text: str, *, max_bytes: int = MAX_FRONT_MATTER_BYTES
+) -> tuple[FrontMatter, str, int]:
+    """(front matter, body, number of the body's first line). Never raises.
+
+    Front matter larger than `max_bytes` or using YAML aliases is refused (an error is set and
+    its lines are left out of the body); YAML that does not parse is taken as body text."""
+    lines = text.split("\n", 1) if text else [""]
+    if lines[0].strip() != "---":
+        return FrontMatter(), text, 1
+    lines = text.split("\n")
+    if lines[0].strip() != "---":
+        return FrontMatter(), text, 1
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
+    if end is None:
+        return FrontMatter(error="front matter is not closed with '---'"), text, 1
+    body, first = "\n".join(lines[end + 1 :]), end + 2
+    if sum(len(line) + 1 for line in lines[1:end]) > max_bytes:
+        return FrontMatter(error=f"front matter larger than {max_bytes} bytes"), body, first
+    import yaml
+
+    try:
+        data = _load_yaml("\n".join(lines[1:end]))
+    except _Refused as exc:
+        return FrontMatter(error=str(exc)), body, first
+    except yaml.YAMLError as exc:
+        first_line = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
+        return FrontMatter(error=f"invalid YAML: {first_line}"), text, 1
+    except (RecursionError, MemoryError, ValueError, TypeError, OverflowError) as exc:
+        return FrontMatter(error=f"front matter refused ({type(exc).__name__})"), body, first
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return FrontMatter(error="front matter is not a mapping"), text, 1
+    try:
+        fm = _front_matter(data)
+    except (RecursionError, MemoryError, ValueError, TypeError, OverflowError) as exc:
+        return FrontMatter(error=f"front matter refused ({type(exc).__name__})"), body, first
+    return fm, body, first
+
+
+def _front_matter(data: dict[Any, Any]) -> FrontMatter:
+    importance = data.get("importance")
+    if isinstance(importance, bool) or not isinstance(importance, int) or not 1 <= importance <= 10:
+        importance = None
+    kind = data.get("type")
+    title = data.get("title")
+    created = next((data[k] for k in ("created", "date") if data.get(k) is not None), None)
+    updated = next((data[k] for k in ("updated", "modified") if data.get(k) is not None), None)
+    return FrontMatter(
+        tags=_tags(data.get("tags", data.get("tag"))),
+        type=str(kind).strip().lower() if isinstance(kind, str) and kind.strip() else None,
+        importance=importance,
+        expires_at=_timestamp(data.get("expires")),
+        raw=_jsonable(data),
+        aliases=_aliases(data.get("aliases", data.get("alias"))),
+        title=title.strip() if isinstance(title, str) and title.strip() else None,
+        created_at=_timestamp(created) if created is not None else None,
+        updated_at=_timestamp(updated) if updated is not None else None,
+    )
+
+
+def _aliases(value: Any) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, str | int | float) and not isinstance(item, bool):
+            text = str(item).strip()
+            if text and text not in out:
+                out.append(text)
+    return tuple(out)
+
+
+# --- chunking ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Section:
+    path: tuple[str, ...]
+    lines: list[tuple[int, str]]  # (line number, text)
+    head: int = 0  # how many of the first lines are the heading (1 for ATX, 2 for setext)
+
+
+def fenced(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """Each line, with whether it belongs to a fenced code block (its fences included): the one
+    place that knows where ``` and ~~~ blocks open and close (chunker, tags, links, titles)."""
+    fence: str | None = None
+    for line in lines:
+        m = _FENCE.match(line)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None
+            yield line, True
+        elif m:
+            fence = m.group(1)
+            yield line, True
+        else:
+            yield line, False
+
+
+def _sections(body: str, first_line: int) -> list[_Section]:
+    lines = body.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    sections: list[_Section] = [_Section((), [])]
+    stack: list[tuple[int, str]] = []
+    for i, (line, code) in enumerate(fenced(lines)):
+        number = first_line + i
+        if code:
+            sections[-1].lines.append((number, line))
+            continue
+        h = atx_heading(line)
+        level, title = h if h else (0, "")
+        if not h and _SETEXT.match(line) and sections[-1].lines:
+            prev_no, prev = sections[-1].lines[-1]
+            if prev.strip() and not atx_heading(prev) and len(sections[-1].lines) >= 1:
+                # "Title\n====": the previous line becomes the heading of a new section
+                level = 1 if line.strip().startswith("=") else 2
+                sections[-1].lines.pop()
+                stack = [s for s in stack if s[0] < level] + [(level, prev.strip())]
+                sections.append(
+                    _Section(tuple(t for _, t in stack), [(prev_no, prev), (number, line)], 2)
+                )
+                continue
+        if h:
+            stack = [s for s in stack if s[0] < level] + [(level, title)]
+            sections.append(_Section(tuple(t for _, t in stack), [(number, line)], 1))
+            continue
+        sections[-1].lines.append((number, line))
+    return sections
+
+
+def atx_heading(line: str) -> tuple[int, str] | None:
+    """(level, title) of an ATX heading line ("## Title ##"), else None. Plain string work: a
+    regex with a lazy title before optional trailing space and #s backtracks cubically on a
+    line of many spaces (4,000 spaces took 160 s)."""
+    m = _ATX_OPEN.match(line)
+    if m is None:
+        return None
+    title = line[m.end() :].strip(" \t")
+    bare = title.rstrip("#")
+    if bare != title and (not bare or bare[-1] in " \t"):  # a closing sequence of #s
+        title = bare.rstrip(" \t")
+    return len(m.group(1)), title
+
+
+def _split_words(number: int, line: str, max_tokens: int) -> list[tuple[int, str]]:
+    """A single line too long for a chunk: split between words (or characters), in linear
+    time (the token estimate is kept as running word and character counts)."""
+    pieces: list[tuple[int, str]] = []
+    current: list[str] = []
+    words = chars = 0
+
+    def fits(w: int, c: int) -> bool:
+        return math.ceil(max(w * 1.3, c / 4)) <= max_tokens
+
+    for word in line.split(" "):
+        while not fits(1, len(word)):  # one huge token: cut by characters
+            cut = max_tokens * 4
+            if current:
+                pieces.append((number, " ".join(current)))
+                current, words, chars = [], 0, 0
+            pieces.append((number, word[:cut]))
+            word = word[cut:]
+        added = 1 if word.strip() else 0
+        if current and not fits(words + added, chars + len(word) + 1):
+            pieces.append((number, " ".join(current)))
+            current, words, chars = [], 0, 0
+        current.append(word)
+        words += added
+        chars += len(word) + (1 if len(current) > 1 else 0)
+    if current:
+        pieces.append((number, " ".join(current)))
+    return pieces
+
+
+def _units(lines: list[tuple[int, str]], max_tokens: int) -> list[list[tuple[int, str]]]:
+    """Group a section's lines into paragraphs (fenced blocks kept whole), each <= max_tokens
+    where possible; oversized paragraphs become line units, oversized lines word units."""
+    paragraphs: list[list[tuple[int, str]]] = []
+    current: list[tuple[int, str]] = []
+    for (number, line), (_, code) in zip(lines, fenced(t for _, t in lines), strict=True):
+        if not code and not line.strip():
+            if current:
+                paragraphs.append(current)
+                current = []
+            continue
+        current.append((number, line))
+    if current:
+        paragraphs.append(current)
+    units: list[list[tuple[int, str]]] = []
+    for para in paragraphs:
+        if estimate_tokens("\n".join(t for _, t in para)) <= max_tokens:
+            units.append(para)
+            continue
+        for number, line in para:
+            if estimate_tokens(line) <= max_tokens:
+                units.append([(number, line)])
+            else:
+                units.extend([[p] for p in _split_words(number, line, max_tokens)])
+    return units
+
+
+def _text(unit_lines: list[tuple[int, str]]) -> str:
+    return "\n".join(t for _, t in unit_lines)
+
+
+def chunk_markdown(
+    text: str,
+    *,
+    first_line: int = 1,
+    max_tokens: int = 200,
+    overlap_tokens: int = 30,
+    max_chunks: int | None = None,
+) -> list[Chunk]:
+    """Chunks of a markdown body (front matter already removed), in order. With `max_chunks`,
+    chunking stops after max_chunks + 1 chunks (so the caller can tell the file was cut)."""
+    return _chunk_body(text, first_line, max_tokens, overlap_tokens, max_chunks)
+
+
+class _Full(Exception):
+    """Enough chunks: stop chunking."""
+
+
+Lines = list[tuple[int, str]]
+
+
+def _chunk_body(
+    body: str,
+    first_line: int,
+    max_tokens: int,
+    overlap_tokens: int,
+    max_chunks: int | None = None,
+) -> list[Chunk]:
+    """A heading is never a chunk by itself: a section with no text hands its heading on to the
+    next section with text (so "# A\n## B\ntext" is one chunk under A > B); only a run of
+    headings longer than a chunk, or headings with no text anywhere after them, stand alone."""
+    chunks: list[Chunk] = []
+
+    def emit(path: tuple[str, ...], parts: list[Lines]) -> None:
+        flat = [ln for part in parts for ln in part]
+        content = "\n\n".join(_text(p) for p in parts).strip()
+        if not content:
+            return
+        chunks.append(
+            Chunk(len(chunks), content, path, flat[0][0], flat[-1][0], sha256_text(content))
+        )
+        if max_chunks is not None and len(chunks) > max_chunks:
+            raise _Full
+
+    pending: Lines = []  # heading lines waiting for text
+    pending_tokens = 0
+    pending_path: tuple[str, ...] = ()
+    try:
+        for section in _sections(body, first_line):
+            head, rest = section.lines[: section.head], section.lines[section.head :]
+            if not any(t.strip() for _, t in rest):
+                if head:
+                    cost = estimate_tokens(_text(head)) + 1
+                    if pending and pending_tokens + cost > max_tokens:  # a long run of headings
+                        emit(pending_path, [pending])
+                        pending, pending_tokens = [], 0
+                    pending.extend(head)
+                    pending_tokens += cost
+                    pending_path = section.path
+                continue
+            headings = {n for n, _ in pending} | {n for n, _ in head}
+            _chunk_section(
+                section.path, pending + section.lines, headings, max_tokens, overlap_tokens, emit
+            )
+            pending, pending_tokens = [], 0
+        if pending:
+            last = chunks[-1] if chunks else None
+            extra = _text(pending).strip()
+            if last is not None and estimate_tokens(last.content + extra) <= max_tokens:
+                content = f"{last.content}\n\n{extra}"
+                chunks[-1] = Chunk(
+                    last.seq,
+                    content,
+                    last.heading_path,
+                    last.start_line,
+                    pending[-1][0],
+                    sha256_text(content),
+                )
+            else:
+                emit(pending_path, [pending])
+    except _Full:
+        pass
+    return chunks
+
+
+def _chunk_section(
+    path: tuple[str, ...],
+    lines: Lines,
+    headings: set[int],
+    max_tokens: int,
+    overlap_tokens: int,
+    emit: Callable[[tuple[str, ...], list[Lines]], None],
+) -> None:
+    whole = _text(lines).strip()
+    if estimate_tokens(whole) <= max_tokens:
+        stripped = list(lines)
+        while stripped and not stripped[0][1].strip():
+            stripped.pop(0)
+        while stripped and not stripped[-1][1].strip():
+            stripped.pop()
+        emit(path, [stripped])
+        return
+    piece: list[Lines] = []
+    size = 0
+    for unit in _units(lines, max_tokens):
+        cost = estimate_tokens(_text(unit))
+        # headings wait for the text under them, unless they alone fill half a chunk
+        held = size <= max_tokens // 2 and all(n in headings for part in piece for n, _ in part)
+        if piece and size + cost > max_tokens and not held:
+            emit(path, piece)
+            piece, size = _overlap(piece, overlap_tokens, max_tokens - cost)
+        piece.append(unit)
+        size += cost
+    if piece:
+        emit(path, piece)
+
+
+def _overlap(
+    piece: list[list[tuple[int, str]]], overlap_tokens: int, room: int
+) -> tuple[list[list[tuple[int, str]]], int]:
+    """The tail of the previous piece (whole lines) to start the next one with."""
+    budget = min(overlap_tokens, max(0, room))
+    if budget <= 0:
+        return [], 0
+    tail: list[tuple[int, str]] = []
+    size = 0
+    for number, line in reversed([ln for part in piece for ln in part]):
+        cost = estimate_tokens(line)
+        if size + cost > budget:
+            if not tail:  # one long line: carry over its last words instead
+                words: list[str] = []
+                for word in reversed(line.split()):
+                    if estimate_tokens(" ".join([word, *words])) > budget:
+                        break
+                    words.insert(0, word)
+                if words:
+                    text = " ".join(words)
+                    tail, size = [(number, text)], estimate_tokens(text)
+            break
+        tail.insert(0, (number, line))
+        size += cost
+    return ([tail], size) if tail else ([], 0)
+
+
+def parse_document(
+    text: str,
+    *,
+    max_tokens: int = 200,
+    overlap_tokens: int = 30,
+    max_chunks: int | None = None,
+) -> tuple[FrontMatter, list[Chunk]]:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    fm, body, first = parse_front_matter(text)
+    return fm, _chunk_body(body, first, max_tokens, overlap_tokens, max_chunks)

@@ -1,0 +1,223 @@
+"""Obsidian vault conventions: inline #tags, [[wikilinks]], links to local notes, note titles,
+and resolving a link to a workspace path the way Obsidian does. Pure functions, no I/O.
+
+- Code is never read as tags or links: fenced blocks and `inline code` are masked first.
+- An inline tag is `#` at the start of a line or after white space, then letters, digits, `_`,
+  `-` and `/`, with at least one character that is not a digit (`#123` is not a tag, as in
+  Obsidian). Tags are lower-cased; a nested tag `#a/b` also counts as `a`.
+- Links: `[[note]]`, `[[note|alias]]`, `[[note#heading]]`, `[[#heading]]` (this note),
+  `![[embed]]`, and markdown links `[text](path/to/note.md#heading)` to local `.md` files.
+- Resolution: a markdown link is relative to the linking note's folder (then to the
+  workspace); a wikilink names a note by path or by file name, case-insensitive, without or
+  with `.md`; several notes with that name: the one in the linking note's folder, else the
+  shortest path (Obsidian's "shortest path when possible").
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from memoryd.text.markdown import atx_heading, fenced
+
+_TICKS = re.compile(r"`+")
+_TAG = re.compile(r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")
+_WIKI = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+_MD_LINK = re.compile(
+    r"(!?)\[([^\[\]\n]*)\]\(\s*(?:<([^<>\n]+)>|([^()<>\[\]\s]+))(?:\s+\"[^\"\n]*\")?\s*\)"
+)
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+@dataclass(frozen=True)
+class Link:
+    target: str  # as written, without #heading and |alias ("" for a link inside this note)
+    heading: str | None
+    alias: str | None
+    line: int  # 1-based line in the file
+    embed: bool
+    kind: str  # "wiki" | "markdown"
+
+    @property
+    def key(self) -> str:
+        """The lower-cased file name without .md: what the target can resolve to by name."""
+        return note_key(self.target) if self.target else ""
+
+
+def note_key(path: str) -> str:
+    """'Folder/My Note.md' -> 'my note'."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if name.lower().endswith(".md"):
+        name = name[:-3]
+    return name.strip().lower()
+
+
+def mask_code(body: str) -> str:
+    """The body with fenced code blocks and code spans blanked (lines and offsets kept)."""
+    out = [
+        "" if code else _mask_spans(line) if "`" in line else line
+        for line, code in fenced(body.split("\n"))
+    ]
+    return "\n".join(out)
+
+
+def _mask_spans(line: str) -> str:
+    """Blank `code spans` in one line: a run of N backticks up to the next run of exactly N.
+    Linear time (the next run of each length is found once), whatever the line holds."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
+    following: list[int | None] = [None] * len(runs)
+    last: dict[int, int] = {}
+    for i in range(len(runs) - 1, -1, -1):
+        n = runs[i][1] - runs[i][0]
+        following[i] = last.get(n)
+        last[n] = i
+    chars = list(line)
+    i = 0
+    while i < len(runs):
+        j = following[i]
+        if j is None:
+            i += 1
+            continue
+        start, end = runs[i][0], runs[j][1]
+        chars[start:end] = " " * (end - start)
+        i = j + 1
+    return "".join(chars)
+
+
+def _valid_tag(tag: str) -> bool:
+    return any(not ch.isdigit() for ch in tag.replace("/", ""))
+
+
+def expand_tags(tags: Iterable[str]) -> tuple[str, ...]:
+    """Lower-cased and unique, in order, then the parents nested tags imply (a/b/c: a, a/b)."""
+    out: list[str] = []
+    for tag in tags:
+        t = "/".join(p for p in tag.strip().lstrip("#").lower().split("/") if p)
+        if t and t not in out:
+            out.append(t)
+    for tag in list(out):
+        parts = tag.split("/")
+        for n in range(1, len(parts)):
+            parent = "/".join(parts[:n])
+            if parent not in out:
+                out.append(parent)
+    return tuple(out)
+
+
+def inline_tags(body: str, masked: str | None = None) -> tuple[str, ...]:
+    """The #tags written in the text (not in code), lower-cased, unique, in order."""
+    text = mask_code(body) if masked is None else masked
+    out: list[str] = []
+    for m in _TAG.finditer(text):
+        tag = m.group(1).strip("/").lower()
+        if tag and _valid_tag(tag) and tag not in out:
+            out.append(tag)
+    return tuple(out)
+
+
+def links(body: str, first_line: int = 1, masked: str | None = None) -> list[Link]:
+    """Links to notes in the text (not in code), in order."""
+    text = mask_code(body) if masked is None else masked
+    found: list[Link] = []
+    for i, line in enumerate(text.split("\n")):
+        if "[" not in line:
+            continue
+        number = first_line + i
+        for m in _WIKI.finditer(line):
+            inner = m.group(2).replace("\\|", "|")
+            target, _, alias = inner.partition("|")
+            target, _, heading = target.partition("#")
+            found.append(
+                Link(
+                    target.strip(),
+                    heading.strip() or None,
+                    alias.strip() or None,
+                    number,
+                    bool(m.group(1)),
+                    "wiki",
+                )
+            )
+        for m in _MD_LINK.finditer(_WIKI.sub(lambda w: " " * len(w.group(0)), line)):
+            url = (m.group(3) or m.group(4) or "").strip()
+            if not url or url.startswith(("#", "/")) or _SCHEME.match(url):
+                continue
+            target, _, heading = url.partition("#")
+            target = unquote(target)
+            if not target.lower().endswith(".md"):
+                continue
+            found.append(
+                Link(
+                    target,
+                    unquote(heading).strip() or None,
+                    m.group(2).strip() or None,
+                    number,
+                    bool(m.group(1)),
+                    "markdown",
+                )
+            )
+    return found
+
+
+def title(front_title: str | None, body: str, path: str) -> str:
+    """The note's title: front matter `title`, else its first level-1 heading, else its
+    file name without .md."""
+    if front_title:
+        return front_title
+    for line, code in fenced(body.split("\n")):
+        if code:
+            continue
+        h = atx_heading(line)
+        if h and h[0] == 1 and h[1]:
+            return h[1]
+    name = path.rsplit("/", 1)[-1]
+    return name[:-3] if name.lower().endswith(".md") else name
+
+
+class Resolver:
+    """Resolves link targets against the workspace's note paths (built once per request)."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = set(paths)
+        self._lower = {p.lower(): p for p in sorted(self.paths)}
+        self._by_key: dict[str, list[str]] = {}
+        for p in sorted(self.paths):
+            self._by_key.setdefault(note_key(p), []).append(p)
+
+    def resolve(self, link: Link, source: str) -> str | None:
+        if not link.target:
+            return source  # [[#heading]]: a place in this note
+        folder = posixpath.dirname(source)
+        if link.kind == "markdown":
+            for base in (folder, ""):
+                candidate = posixpath.normpath(posixpath.join(base, link.target))
+                if candidate.startswith("../") or candidate == "..":
+                    continue
+                if candidate in self.paths:
+                    return candidate
+                if candidate.lower() in self._lower:
+                    return self._lower[candidate.lower()]
+            return None
+        target = link.target.strip().lstrip("/")
+        with_ext = target if target.lower().endswith(".md") else target + ".md"
+        if with_ext.startswith(("./", "../")):
+            # Obsidian's "relative path to file" link format: [[../folder/Note]]
+            candidate = posixpath.normpath(posixpath.join(folder, with_ext))
+            if candidate.startswith("../") or candidate == "..":
+                return None
+            return self._lower.get(candidate.lower())
+        exact = self._lower.get(posixpath.normpath(with_ext).lower())
+        if exact is not None:
+            return exact
+        candidates = self._by_key.get(note_key(with_ext), [])
+        if "/" in target:  # a partial path: it must be the end of the note's path
+            suffix = "/" + with_ext.lower()
+            candidates = [p for p in candidates if ("/" + p.lower()).endswith(suffix)]
+        if not candidates:
+            return None
+        near = [p for p in candidates if posixpath.dirname(p) == folder]
+        if near:
+            return near[0]
+        return min(candidates, key=lambda p: (len(p), p))
