@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from memoryd.core.errors import ConfigError, InvalidInput
 from memoryd.core.timeutil import parse_duration
 
@@ -584,23 +586,7 @@ def needs_restart(changes: list[tuple[str, Any, Any]]) -> list[str]:
     return [key for key, _, _ in changes if key not in RELOADABLE]
 
 
-def toml_value(v: Any) -> str:
-    """One TOML value: booleans, numbers, lists, and everything else as a basic string."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{s}"'
-
-
 def to_toml(cfg: Config) -> str:
-    val = toml_value
-    d = cfg.as_dict()
-    lines = [f"{k} = {val(d[k])}" for k in TOP_LEVEL]
-    for name in SECTIONS:
-        lines.append(f"\n[{name}]")
-        lines.extend(f"{k} = {val(v)}" for k, v in d[name].items())
-    return "\n".join(lines) + "\n"
+    """The configuration as a TOML document that tomllib reads back into the same Config
+    (tomli-w escapes newlines, quotes, backslashes and control characters)."""
+    return tomli_w.dumps(cfg.as_dict())
