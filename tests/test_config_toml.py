@@ -13,6 +13,7 @@ from typing import Any
 import tomli_w
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pathspec import GitIgnoreSpec
 
 from memoryd.core.config import Config, load_config, to_toml
 
@@ -69,8 +70,25 @@ TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 FORMAT = TEXT.map(lambda s: s.replace("{", "{{").replace("}", "}}") + "{date}")
 
 
+def _is_pattern(g: str) -> bool:
+    """A gitignore pattern the config accepts (one that can match a file)."""
+    try:
+        return bool(g.strip()) and GitIgnoreSpec.from_lines([g]).patterns[0].include is not None
+    except ValueError:
+        return False
+
+
+PATTERN = TEXT.filter(_is_pattern)
+
+
 @settings(max_examples=60, deadline=None)
-@given(model=TEXT, model_path=TEXT, header=FORMAT, line=FORMAT, include=st.lists(TEXT, max_size=4))
+@given(
+    model=TEXT,
+    model_path=TEXT,
+    header=FORMAT,
+    line=FORMAT,
+    include=st.lists(PATTERN, min_size=1, max_size=4),
+)
 def test_to_toml_round_trips_any_text(
     model: str, model_path: str, header: str, line: str, include: list[str]
 ) -> None:
@@ -81,7 +99,7 @@ def test_to_toml_round_trips_any_text(
             "socket": "/s/m.sock",
             "embedding": {"model": model, "model_path": model_path},
             "dailylog": {"header": header, "line_format": line},
-            "indexer": {"include": [g for g in include if g.strip()] or ["*.md"]},
+            "indexer": {"include": include},
         },
         env={},
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
+from pathspec import GitIgnoreSpec
 
 from memoryd.core.errors import ConfigError, InvalidInput
 from memoryd.core.timeutil import parse_duration
@@ -356,9 +357,16 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         if not isinstance(value, str) or value.lower() not in spec[1]:
             raise ConfigError(f"{key}: expected one of {', '.join(spec[1])}, got {value!r}")
         return value.lower()
-    if kind == "globs":
+    if kind == "globs":  # gitignore patterns (pathspec), checked here so a bad one stops startup
         if not isinstance(value, list) or not all(isinstance(g, str) and g.strip() for g in value):
-            raise ConfigError(f"{key}: expected a list of glob strings, got {value!r}")
+            raise ConfigError(f"{key}: expected a list of gitignore patterns, got {value!r}")
+        for g in value:
+            try:
+                ok = GitIgnoreSpec.from_lines([g]).patterns[0].include is not None
+            except ValueError:
+                ok = False
+            if not ok:  # '#...' is a comment, '[' unclosed, '!' alone: none can match a file
+                raise ConfigError(f"{key}: {g!r} is not a gitignore pattern that can match a file")
         return list(value)
     if kind == "duration":
         try:
