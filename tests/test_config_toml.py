@@ -66,7 +66,7 @@ def test_config_show_round_trips_every_odd_value(tmp_path: Path) -> None:
 
 
 # Every string-valued key that takes free text, with the characters TOML must escape.
-TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
 FORMAT = TEXT.map(lambda s: s.replace("{", "{{").replace("}", "}}") + "{date}")
 
 
