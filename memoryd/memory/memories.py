@@ -9,6 +9,7 @@ index.
 
 from __future__ import annotations
 
+import builtins  # the class has a method named `list`: annotations after it say builtins.list
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -491,8 +492,8 @@ class Memories:
         return n + chunks
 
     def _remove(
-        self, ids: list[int], *, dry_run: bool, why: str
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        self, ids: builtins.list[int], *, dry_run: bool, why: str
+    ) -> tuple[dict[str, Any], builtins.list[dict[str, Any]]]:
         """Delete memories by id through the hooks; the answer names the checkpoints and
         snapshots taken since the oldest of them was created: they still hold a copy."""
         records = self.store.read(lambda con: entries.get_many(con, ids))
@@ -516,7 +517,7 @@ class Memories:
 
     # -- hooks ----------------------------------------------------------------------------------
 
-    def _run(self, hooks: list[Callable[[Any], None]], arg: Any) -> None:
+    def _run(self, hooks: builtins.list[Callable[[Any], None]], arg: Any) -> None:
         for hook in hooks:
             try:
                 hook(arg)

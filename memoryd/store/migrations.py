@@ -14,7 +14,7 @@ import apsw
 
 from memoryd.core.errors import StoreError
 from memoryd.core.logsetup import get_logger
-from memoryd.store import tokenizer
+from memoryd.store import tables, tokenizer
 
 log = get_logger("memoryd.store")
 
@@ -144,32 +144,8 @@ def m002_lifecycle(con: apsw.Connection) -> None:
     )
 
 
-_ENTRIES_COLUMNS = """
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            kind TEXT NOT NULL CHECK (kind IN ('memory', 'chunk')),
-            namespace TEXT NOT NULL DEFAULT 'default',
-            content TEXT NOT NULL,
-            content_hash TEXT NOT NULL,
-            type TEXT NOT NULL,
-            tags TEXT NOT NULL DEFAULT '[]',
-            source TEXT,
-            context TEXT,
-            confidence REAL NOT NULL DEFAULT 1.0,
-            importance INTEGER NOT NULL DEFAULT 5,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL,
-            expires_at REAL,
-            access_count INTEGER NOT NULL DEFAULT 0,
-            last_accessed_at REAL,
-            document_id INTEGER REFERENCES documents(id) ON DELETE CASCADE,
-            seq INTEGER,
-            start_line INTEGER,
-            end_line INTEGER,
-            heading_path TEXT,
-            tier TEXT NOT NULL DEFAULT 'normal',
-            useful_count INTEGER NOT NULL DEFAULT 0,
-            validation_count INTEGER NOT NULL DEFAULT 0
-"""
+# The columns m003 created (store/tables.py: the one list both schemas and the copy read)
+_ENTRIES_COLUMNS = tables.create_columns(tables.ENTRIES, "sqlite")
 
 
 def m003_stable_ids(con: apsw.Connection) -> None:
@@ -178,7 +154,7 @@ def m003_stable_ids(con: apsw.Connection) -> None:
     stored keeps meaning that memory or nothing. Rows keep their ids, so the FTS index (keyed
     by rowid) stays valid; its triggers are recreated because dropping a table drops them.
     Runs with foreign keys off (see migrate): dropping `entries` must not cascade to triggers."""
-    cols = ", ".join(line.split()[0] for line in _ENTRIES_COLUMNS.strip().splitlines())
+    cols = ", ".join(c.name for c in tables.ENTRIES if c.added_by is None)
     con.execute(f"CREATE TABLE entries_new({_ENTRIES_COLUMNS})")
     con.execute(f"INSERT INTO entries_new({cols}) SELECT {cols} FROM entries")
     high = max(
