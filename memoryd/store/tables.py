@@ -1,7 +1,7 @@
 """The tables both schemas share, written once: each column's name and its type in SQLite and in
 PostgreSQL. The SQLite migration that gives `entries` its shape (migrations.m003) and the
 PostgreSQL schema (pg/schema.py) render their DDL from these lists; the copy from SQLite to
-PostgreSQL (pg/copy.py, pgmigrate.py) reads and writes these columns; tests/test_tables.py
+PostgreSQL (pg/copy.py, pgmigrate.py) reads and writes these columns; tests/test_store_protocol.py
 checks that a fresh database of either kind has exactly these columns, in this order.
 
 Released migrations never change: a column added later is appended here with `added_by` naming
