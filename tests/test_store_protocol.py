@@ -124,3 +124,30 @@ def test_column_ddl_per_dialect() -> None:
     later = tables.Column("later", "TEXT", "TEXT", added_by="sqlite m099, postgres v9")
     assert "later" not in tables.create_columns((*tables.ENTRIES, later), "sqlite")
     assert tables.table_name(3) == "vec_3"
+
+
+def test_export_with_vectors_carries_each_memorys_vector(store: Store) -> None:
+    """`export` with vectors asked the wrong module for a memory's vector (an AttributeError
+    on every export that asked for vectors); the type checker found it."""
+    import numpy as np
+
+    from memoryd.memory import transfer
+    from memoryd.store import vectors
+
+    text = "vectors travel with their memory"
+    h = sha256_text(text)
+    vec = np.linspace(-1.0, 1.0, 8, dtype=np.float32)
+    vec /= np.linalg.norm(vec)
+
+    def setup(con: Connection) -> None:
+        entries.insert_memory(con, NewMemory(content=text, content_hash=h, type="fact"), 1.0)
+        model_id = vectors.ensure_model(con, "test-model", "test", 8, 1.0)
+        vectors.store(con, model_id, [(h, vec)], 1.0)
+        vectors.mark_complete(con, model_id)
+
+    store.run_write(setup)
+    (item,) = store.read(lambda con: list(transfer.export(con, with_vectors=True)))
+    assert item["model"] == "test-model"
+    assert np.allclose(item["vector"], vec, atol=1e-6)
+    (plain,) = store.read(lambda con: list(transfer.export(con)))
+    assert "vector" not in plain
