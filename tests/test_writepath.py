@@ -372,7 +372,7 @@ def test_failed_checkpoint_leaves_no_tmp_and_startup_cleans_up(
 ) -> None:
     import errno
 
-    import memoryd.store as store_mod
+    import memoryd.store.sqlite as store_mod
 
     app = make_app(model=None)
     call(app, "add", content="something to copy")
