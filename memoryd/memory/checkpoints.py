@@ -190,7 +190,7 @@ def _regular_stat(path: Path) -> os.stat_result | None:
 
 def copies(data_dir: Path) -> list[dict[str, Any]]:
     """Every copy of the database memoryd keeps: checkpoints, snapshots, migration backups."""
-    out = []
+    out: list[dict[str, Any]] = []
     found = [
         *(("checkpoint", p) for p in (data_dir / "checkpoints").glob("*.db")),
         *(("snapshot", p) for p in (data_dir / "snapshots").glob("*.db")),

@@ -58,10 +58,19 @@ LOGGED_FIELDS = ("content", "tags", "type", "source", "importance", "namespace")
 
 
 class MemorySettings(Protocol):
-    max_content_bytes: int
-    default_type: str
-    default_importance: int
-    default_namespace: str
+    """Read-only: the frozen config section (memoryd.core.config) satisfies it."""
+
+    @property
+    def max_content_bytes(self) -> int: ...
+
+    @property
+    def default_type(self) -> str: ...
+
+    @property
+    def default_importance(self) -> int: ...
+
+    @property
+    def default_namespace(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -81,10 +90,10 @@ class Memories:
         settings: MemorySettings,
         *,
         clock: Callable[[], float] = time.time,
-        on_added: Iterable[Callable[[dict[str, Any]], None]] = (),
-        on_changed: Iterable[Callable[[], None]] = (),
-        on_updated: Iterable[Callable[[dict[str, Any]], None]] = (),
-        on_removed: Iterable[Callable[[list[dict[str, Any]]], None]] = (),
+        on_added: Iterable[Callable[[dict[str, Any]], object]] = (),
+        on_changed: Iterable[Callable[[], object]] = (),
+        on_updated: Iterable[Callable[[dict[str, Any]], object]] = (),
+        on_removed: Iterable[Callable[[list[dict[str, Any]]], object]] = (),
         copies_since: Callable[[float], list[dict[str, Any]]] | None = None,
         secrets_mode: str = "refuse",
         temporary_ttl: float = 7 * 86400,
@@ -517,7 +526,7 @@ class Memories:
 
     # -- hooks ----------------------------------------------------------------------------------
 
-    def _run(self, hooks: builtins.list[Callable[[Any], None]], arg: Any) -> None:
+    def _run(self, hooks: builtins.list[Callable[[Any], object]], arg: Any) -> None:
         for hook in hooks:
             try:
                 hook(arg)

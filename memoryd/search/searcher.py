@@ -178,7 +178,7 @@ class Searcher:
         pending = self._pending_vectors(req)
         if pending:
             result["pending_vectors"] = pending
-        if self._model_not_ready(req):
+        if self.model is not None and self._model_not_ready(req):
             result["model_state"] = self.model.state  # this answer could only use keywords
         result["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return result

@@ -410,7 +410,7 @@ class App:
         store = self.store_status()
         try:
             counts: dict[str, Any] | None = self.store.read(entries.counts)
-            vec = self.embedder.counts()
+            vec: dict[str, int | None] = dict(self.embedder.counts())
         except StoreUnavailable as exc:  # status still answers: it says the server is gone
             counts, vec = None, {"done": None, "pending": None}
             store.update(ok=False, error=store.get("error") or exc.message)

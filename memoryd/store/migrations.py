@@ -15,6 +15,7 @@ import apsw
 from memoryd.core.errors import StoreError
 from memoryd.core.logsetup import get_logger
 from memoryd.store import tables, tokenizer
+from memoryd.store.protocol import one
 
 log = get_logger("memoryd.store")
 
@@ -158,7 +159,7 @@ def m003_stable_ids(con: apsw.Connection) -> None:
     con.execute(f"CREATE TABLE entries_new({_ENTRIES_COLUMNS})")
     con.execute(f"INSERT INTO entries_new({cols}) SELECT {cols} FROM entries")
     high = max(
-        int(con.execute(f"SELECT coalesce(max({c}), 0) FROM {t}").fetchall()[0][0])
+        int(one(con.execute(f"SELECT coalesce(max({c}), 0) FROM {t}"))[0])
         for t, c in (
             ("entries", "id"),
             ("access_log", "entry_id"),
@@ -228,9 +229,13 @@ def m004_cjk_tokenizer(con: apsw.Connection) -> None:
             f"migration m004 needs the FTS5 tokenizer {tokenizer.NAME!r}: open the database"
             " with memoryd.store.db.connect()"
         ) from exc
-    sql = con.execute(
-        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'entries_fts'"
-    ).fetchall()[0][0]
+    sql = str(
+        one(
+            con.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'entries_fts'"
+            )
+        )[0]
+    )
     option = f"tokenize = '{tokenizer.TOKENIZE}'"
     if _TOKENIZE_OPTION.search(sql):
         sql = _TOKENIZE_OPTION.sub(option, sql, count=1)
@@ -275,7 +280,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
 
 
 def schema_version(con: apsw.Connection) -> int:
-    return int(con.execute("PRAGMA user_version").fetchall()[0][0])
+    return int(one(con.execute("PRAGMA user_version"))[0])
 
 
 def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
@@ -298,7 +303,7 @@ def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
             log.info("migration snapshot", path=str(backup))
     # Steps may rebuild a table (m003): foreign key actions must not fire while they do. The
     # pragma is a no-op inside a transaction, so it is switched around the steps.
-    fk = int(con.execute("PRAGMA foreign_keys").fetchall()[0][0])
+    fk = int(one(con.execute("PRAGMA foreign_keys"))[0])
     if current < len(MIGRATIONS):
         con.execute("PRAGMA foreign_keys = OFF")
     try:
