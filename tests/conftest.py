@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import isolation
 import pytest
 
 from memoryd.core import logsetup
@@ -45,6 +46,42 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s: {predicate}")
         time.sleep(interval)
+
+
+# -- never the developer's memoryd (tests/isolation.py) -----------------------------------------
+
+_GUARD = pytest.StashKey[isolation.Guard]()
+_FAILED = pytest.StashKey[bool]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test module is imported, in the xdist controller and in every worker: HOME,
+    the XDG folders and TMPDIR are new folders of this process's own."""
+    config.stash[_GUARD] = isolation.isolate()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[_FAILED] = exitstatus != 0
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    guard = config.stash.get(_GUARD, None)
+    if guard is not None and not config.stash.get(_FAILED, True):
+        isolation.remove(guard)  # kept after a failure: the tests' tmp_path folders are in it
+
+
+@pytest.fixture(autouse=True)
+def _never_the_real_memoryd(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails the test that connected to the developer's daemon or made one of its default
+    folders or sockets (isolation.Guard): in this process, or in a process it started."""
+    guard = request.config.stash[_GUARD]
+    seen = len(guard.touched)
+    yield
+    problems = guard.touched[seen:] + guard.appeared()
+    for path in guard.appeared():
+        guard.existed[path] = True  # reported once, by the test that made it
+    if problems:
+        pytest.fail(f"this test touched the real memoryd's default paths: {problems}")
 
 
 @pytest.fixture(autouse=True)
