@@ -124,7 +124,6 @@ def test_mcp_end_to_end(daemon_factory: Any, tmp_path: Path) -> None:
         got = await s.call_tool("get", {"id": memory_id})
         assert got.structured_content["namespace"] == "agent-one"
 
-        started = time.monotonic()
         wrote = await s.call_tool(
             "write_note",
             {
@@ -133,8 +132,9 @@ def test_mcp_end_to_end(daemon_factory: Any, tmp_path: Path) -> None:
             },
         )
         assert not wrote.is_error, text(wrote)
+        # found at once, nothing waited for (write_note indexes before it answers); the
+        # round-trip latency is `python -m bench.mcp_latency`
         note_hits = await s.call_tool("search", {"query": "quetzal", "kind": "chunk"})
-        assert time.monotonic() - started < 1.0 + 0.5  # within ~1 s, protocol included
         assert [h.get("path") for h in note_hits.structured_content["hits"]] == ["projects/mcp.md"]
 
         read = await s.call_tool("read_note", {"path": "projects/mcp.md"})
