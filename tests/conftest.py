@@ -72,16 +72,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def _never_the_real_memoryd(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Fails the test that connected to the developer's daemon or made one of its default
-    folders or sockets (isolation.Guard): in this process, or in a process it started."""
+    """Fails the test in which this process, or a Python process it started, tried to reach the
+    developer's daemon or its default folders (refused by isolation's audit hook)."""
     guard = request.config.stash[_GUARD]
-    seen = len(guard.touched)
+    seen = len(guard.refused())
     yield
-    problems = guard.touched[seen:] + guard.appeared()
-    for path in guard.appeared():
-        guard.existed[path] = True  # reported once, by the test that made it
-    if problems:
-        pytest.fail(f"this test touched the real memoryd's default paths: {problems}")
+    refused = guard.refused()[seen:]
+    if refused:
+        pytest.fail(f"this test tried to touch the real memoryd: {refused}")
 
 
 @pytest.fixture(autouse=True)
@@ -97,8 +95,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("MEMORYD_") or key in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID"):
             monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    for var, name in (("XDG_CONFIG_HOME", "xdg-config"), ("XDG_DATA_HOME", "xdg-data")):
+        (tmp_path / name).mkdir()
+        monkeypatch.setenv(var, str(tmp_path / name))
 
 
 @pytest.fixture

@@ -5,29 +5,28 @@ conftest.pytest_configure, before any test module is imported): HOME, the XDG fo
 (and TMP, TEMP, which tempfile falls back to) point at new, *created* folders of its own, so
 nothing falls back to a default path. A guard then watches the paths that were the defaults
 before: the daemon's default sockets (`$XDG_RUNTIME_DIR/memoryd/memoryd.sock`,
-`<temp dir>/memoryd-<uid>/memoryd.sock`, `/run/user/<uid>/memoryd/memoryd.sock`) and the
-default data, config and workspace folders. In this process a connect() or bind() to one of
+`<temp dir>/memoryd-<uid>/memoryd.sock`, `/run/user/<uid>/memoryd/memoryd.sock`, their
+folders) and the default data, config and workspace folders. A connect() or bind() to one of
 those sockets, or an open() or mkdir() below one of those folders, is refused (an audit hook
-raises) and fails the test; for the processes the tests start (which inherit the isolated
-environment), a default folder or socket that appears during a test fails that test.
-A daemon the developer runs may write to its own data meanwhile, so the guard does not compare
-the contents of folders that already existed.
+raises) and recorded; conftest fails the test it happened in. The hook is installed in the test
+processes and, through tests/guard_site/sitecustomize.py on PYTHONPATH, in every Python process
+they start (`memoryd run`, `memoryctl`, `memoryd mcp`), which inherit the isolated environment.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
-import socket
-import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 # Not MEMORYD_*: conftest.isolated_env clears those before every test.
 ORIGINAL_ENV = "MDTEST_ORIGINAL_ENV"
+GUARD_ENV = "MDTEST_GUARD"
+GUARD_SITE = Path(__file__).resolve().parent / "guard_site"
 FOLDERS = {
     "HOME": "home",
     "XDG_CONFIG_HOME": "config",
@@ -37,7 +36,6 @@ FOLDERS = {
     "XDG_RUNTIME_DIR": "run",
     "TMPDIR": "tmp",
 }
-_WATCHED_EVENTS = frozenset({"socket.connect", "socket.bind", "open", "os.mkdir"})
 
 
 @dataclass
@@ -45,40 +43,13 @@ class Guard:
     root: Path
     sockets: frozenset[str]
     folders: tuple[str, ...]
-    existed: dict[str, bool]
-    touched: list[str] = field(default_factory=list)
+    report: Path  # one line per refused operation, from any process
 
-    def real_paths(self) -> list[str]:
-        return sorted(self.sockets | set(self.folders))
-
-    def appeared(self) -> list[str]:
-        """Default paths that did not exist when the session began and do now."""
-        return [p for p in self.real_paths() if not self.existed[p] and os.path.lexists(p)]
-
-    def audit(self, event: str, args: tuple[Any, ...]) -> None:
-        if event not in _WATCHED_EVENTS:
-            return
-        if event.startswith("socket."):
-            sock, address = args[0], args[1]
-            if getattr(sock, "family", None) != socket.AF_UNIX:
-                return
-            if not isinstance(address, str | bytes) or not address:
-                return
-            path = os.path.abspath(os.fsdecode(address))
-            if path in self.sockets:
-                self._refuse(f"{event} {path}")
-            return
-        target = args[0]
-        if not isinstance(target, str | bytes | os.PathLike):
-            return  # a file descriptor
-        path = os.path.abspath(os.fsdecode(target))
-        for folder in self.folders:
-            if path == folder or path.startswith(folder + os.sep):
-                self._refuse(f"{event} {path}")
-
-    def _refuse(self, what: str) -> None:
-        self.touched.append(what)
-        raise PermissionError(f"the tests must never touch the real memoryd: {what}")
+    def refused(self) -> list[str]:
+        try:
+            return self.report.read_text().splitlines()
+        except FileNotFoundError:
+            return []
 
 
 def _original_env() -> dict[str, str]:
@@ -110,6 +81,7 @@ def _defaults(env: dict[str, str]) -> tuple[set[str], set[str]]:
         os.path.join(env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "memoryd"),
         os.path.join(home, "memoryd"),  # the default workspace
     }
+    folders |= {os.path.dirname(s) for s in sockets}  # the daemon makes it before binding
     return {os.path.abspath(s) for s in sockets}, {os.path.abspath(f) for f in folders}
 
 
@@ -124,16 +96,18 @@ def isolate() -> Guard:
     os.environ["TMP"] = os.environ["TEMP"] = os.environ["TMPDIR"]
     tempfile.tempdir = None  # tempfile caches the folder it found first
     assert tempfile.gettempdir() == os.environ["TMPDIR"]
-    # a default socket's folder must not appear either (the daemon makes it before binding)
-    watched_folders = folders | {os.path.dirname(s) for s in sockets}
-    guard = Guard(
-        root=root,
-        sockets=frozenset(sockets),
-        folders=tuple(sorted(watched_folders)),
-        existed={},
+
+    guard = Guard(root, frozenset(sockets), tuple(sorted(folders)), root / "refused.txt")
+    os.environ[GUARD_ENV] = json.dumps(
+        {"sockets": sorted(sockets), "folders": list(guard.folders), "report": str(guard.report)}
     )
-    guard.existed = {p: os.path.lexists(p) for p in guard.real_paths()}
-    sys.addaudithook(guard.audit)
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if str(GUARD_SITE) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(GUARD_SITE), *filter(None, paths)])
+    # this process: the same hook, loaded from its file (importing it installs it)
+    spec = importlib.util.spec_from_file_location("mdtest_guard", GUARD_SITE / "sitecustomize.py")
+    assert spec is not None and spec.loader is not None
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
     return guard
 
 
