@@ -241,6 +241,15 @@ def new_store(backend: str) -> Iterator[Callable[[], dict[str, Any]]]:
         made.append(pgserver.fresh_dsn("api", migrated=True))
         return {"backend": "postgres", "dsn": made[-1]}
 
+    def release(store: dict[str, Any]) -> None:
+        """Give a store back before the test ends (its Apps closed): the next one reuses it."""
+        if store.get("dsn") in made:
+            import pgserver
+
+            made.remove(store["dsn"])
+            pgserver.release(store["dsn"])
+
+    new.release = release  # type: ignore[attr-defined]
     yield new
     if made:
         import pgserver
@@ -283,6 +292,12 @@ def make_app(config_dict: dict[str, Any]) -> Iterator[Callable[..., Any]]:
         apps.append(app)
         return app
 
+    def close(app: Any) -> None:
+        """Close an App before the test ends (a property-based test makes two per example)."""
+        apps.remove(app)
+        app.close()
+
+    make.close = close  # type: ignore[attr-defined]
     yield make
     for app in apps:
         app.close()
