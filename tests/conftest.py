@@ -60,10 +60,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_GUARD] = isolation.isolate()
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    session.config.stash[_FAILED] = exitstatus != 0
-
-
 def pytest_unconfigure(config: pytest.Config) -> None:
     guard = config.stash.get(_GUARD, None)
     if guard is not None and not config.stash.get(_FAILED, True):
@@ -188,6 +184,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _COUNTS = pytest.StashKey[tuple[int, int]]()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[_FAILED] = exitstatus != 0
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the counts go to the controller's summary
+        workeroutput["api_counts"] = session.config.stash.get(_COUNTS, (0, 0))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist, in the controller: every worker collected the same tests."""
+    counts = getattr(node, "workeroutput", {}).get("api_counts")
+    if counts is not None:
+        node.config.stash[_COUNTS] = tuple(counts)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -33,15 +33,26 @@ def guard(request: pytest.FixtureRequest) -> Iterator[isolation.Guard]:
 def test_the_environment_points_at_created_folders_of_this_process(
     guard: isolation.Guard,
 ) -> None:
-    for var in isolation.FOLDERS:
+    def isolated(path: Path) -> bool:
+        # this process's folders, or (tmp_path, under xdist) the controller's
+        return any(p.name.startswith("mdt-") for p in path.parents)
+
+    for var in ("XDG_RUNTIME_DIR", "TMPDIR", "HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         path = Path(os.environ[var])
         assert path.is_dir() and guard.root in path.parents, (var, path)
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME"):  # conftest.isolated_env's, in tmp_path
+        path = Path(os.environ[var])
+        assert path.is_dir() and isolated(path), (var, path)
     assert tempfile.gettempdir() == os.environ["TMPDIR"]
-    # memoryd's defaults fall inside them
-    assert guard.root in config.default_socket_path().parents
-    assert guard.root in config.default_data_dir().parents or "XDG_DATA_HOME" in os.environ
-    assert guard.root in Path(client.socket_path()).parents
-    assert str(config.default_socket_path()) not in guard.sockets
+    # memoryd's defaults fall inside them, never on the real ones
+    for default in (
+        config.default_socket_path(),
+        config.default_data_dir(),
+        Path(client.socket_path()),
+        Path(client.resolve_socket()),
+    ):
+        assert isolated(default) and str(default) not in guard.sockets, default
+        assert not any(str(default).startswith(f + os.sep) for f in guard.folders), default
 
 
 def test_the_real_default_socket_is_refused_here(guard: isolation.Guard) -> None:

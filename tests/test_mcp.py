@@ -381,16 +381,18 @@ def test_the_login_sessions_socket_is_found_without_its_environment(
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
     # a folder that exists: tempfile ignores a TMPDIR that does not and falls back to /tmp,
-    # where the developer's own daemon may listen (it stored "before the daemon", issue 18)
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    # where the developer's own daemon may listen (it stored "before the daemon", issue 18);
+    # a short one: the socket path under it must fit in AF_UNIX's ~104 bytes
+    tmp = short_dir / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
     # tempfile caches the folder it first found: without this, the default socket would not be
     # under the TMPDIR just set
     monkeypatch.setattr(tempfile, "tempdir", None)
 
     sockets = mcp.socket_candidates(None, None)
     assert sockets[1:] == [str(sock)] and sockets[0] != str(sock)
-    assert sockets[0].startswith(str(tmp_path / "tmp") + "/"), sockets  # never the real default
+    assert sockets[0].startswith(str(tmp) + "/"), sockets  # never the real default
     bridge = Bridge(sockets, None, timeout=10)
     text_, _, failed = call_tool(bridge, "remember", {"content": "before the daemon"})
     assert failed and "not running" in text_ and sockets[0] in text_  # names the usual path
