@@ -51,19 +51,24 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
 # -- never the developer's memoryd (tests/isolation.py) -----------------------------------------
 
 _GUARD = pytest.StashKey[isolation.Guard]()
-_FAILED = pytest.StashKey[bool]()
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Before any test module is imported, in the xdist controller and in every worker: HOME,
-    the XDG folders and TMPDIR are new folders of this process's own."""
+    the XDG folders and TMPDIR are new folders of this process's own. pytest's tmp_path stays
+    where pytest puts it (chosen first, under the real temp dir): a folder nested in the new
+    TMPDIR made socket paths in it too long for AF_UNIX."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is not None:
+        factory.getbasetemp()
     config.stash[_GUARD] = isolation.isolate()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     guard = config.stash.get(_GUARD, None)
-    if guard is not None and not config.stash.get(_FAILED, True):
-        isolation.remove(guard)  # kept after a failure: the tests' tmp_path folders are in it
+    if guard is not None:
+        isolation.remove(guard)
 
 
 @pytest.fixture(autouse=True)
@@ -86,14 +91,14 @@ def fresh_logging() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads the developer's config, data or runtime dirs."""
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the developer's config, data or runtime dirs: and each test has a config
+    and data home of its own (created, beside its tmp_path, which some tests list)."""
     for key in list(os.environ):
         if key.startswith("MEMORYD_") or key in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID"):
             monkeypatch.delenv(key, raising=False)
     for var, name in (("XDG_CONFIG_HOME", "xdg-config"), ("XDG_DATA_HOME", "xdg-data")):
-        (tmp_path / name).mkdir()
-        monkeypatch.setenv(var, str(tmp_path / name))
+        monkeypatch.setenv(var, str(tmp_path_factory.mktemp(name)))
 
 
 @pytest.fixture
@@ -187,7 +192,6 @@ _COUNTS = pytest.StashKey[tuple[int, int]]()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    session.config.stash[_FAILED] = exitstatus != 0
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the counts go to the controller's summary
         workeroutput["api_counts"] = session.config.stash.get(_COUNTS, (0, 0))

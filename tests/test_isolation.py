@@ -31,16 +31,18 @@ def guard(request: pytest.FixtureRequest) -> Iterator[isolation.Guard]:
 
 
 def test_the_environment_points_at_created_folders_of_this_process(
-    guard: isolation.Guard,
+    guard: isolation.Guard, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    basetemp = tmp_path_factory.getbasetemp()
+
     def isolated(path: Path) -> bool:
-        # this process's folders, or (tmp_path, under xdist) the controller's
-        return any(p.name.startswith("mdt-") for p in path.parents)
+        # this process's folders, or pytest's of this run (conftest.isolated_env's XDG homes)
+        return guard.root in path.parents or basetemp in path.parents
 
     for var in ("XDG_RUNTIME_DIR", "TMPDIR", "HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         path = Path(os.environ[var])
         assert path.is_dir() and guard.root in path.parents, (var, path)
-    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME"):  # conftest.isolated_env's, in tmp_path
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME"):  # conftest.isolated_env's, this test's
         path = Path(os.environ[var])
         assert path.is_dir() and isolated(path), (var, path)
     assert tempfile.gettempdir() == os.environ["TMPDIR"]
