@@ -88,12 +88,15 @@ class Memories:
         secrets_mode: str = "refuse",
         temporary_ttl: float = 7 * 86400,
         near_duplicates: Callable[[str, str], list[dict[str, Any]]] | None = None,
+        lifecycle_settings: Any = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock
         self.secrets_mode = secrets_mode
         self.temporary_ttl = temporary_ttl
+        # [lifecycle]: the promotion thresholds validate and promotion_candidates judge by
+        self.lifecycle = lifecycle_settings if lifecycle_settings is not None else _Defaults()
         # near_duplicates(content, namespace) -> [{id, similarity}]: set by the App
         self.near_duplicates = near_duplicates
         # on_added / on_updated / on_removed: the daily log appends, rewrites or forgets a
@@ -343,11 +346,15 @@ class Memories:
         now = self.clock()
 
         def run(con: Any) -> dict[str, Any]:
-            out = lifecycle.validate(con, eid, useful, now)
+            out = lifecycle.validate(con, eid, useful, now, self.lifecycle)
             entries.record_access(con, "validate", [eid], now)
             return out
 
         return self.store.run_write(run, durable=True)
+
+    def promotion_candidates(self) -> list[dict[str, Any]]:
+        """Memories the promotion rule accepts (the rule validate's flag comes from)."""
+        return self.store.read(lambda con: lifecycle.promotion_candidates(con, self.lifecycle))
 
     # -- import ---------------------------------------------------------------------------------
 
@@ -529,6 +536,13 @@ class Memories:
                 hook()
             except Exception:
                 log.exception("change hook failed")
+
+
+class _Defaults:
+    """[lifecycle]'s promotion defaults, for a Memories built without a configuration."""
+
+    promotion_min_useful = 5
+    promotion_min_ratio = 0.9
 
 
 def same_text_stored(exc: BaseException) -> bool:

@@ -123,6 +123,7 @@ class App:
             secrets_mode=cfg.secrets.mode,
             temporary_ttl=cfg.lifecycle.temporary_ttl,
             near_duplicates=self.near_duplicates,
+            lifecycle_settings=cfg.lifecycle,
         )
         self.jobs = Jobs(self)
         self.watcher: Watcher | None = None
@@ -361,6 +362,7 @@ class App:
         self.searcher.flag_secrets = cfg.secrets.flag_workspace_hits
         self.memories.secrets_mode = cfg.secrets.mode
         self.memories.temporary_ttl = cfg.lifecycle.temporary_ttl
+        self.memories.lifecycle = cfg.lifecycle
         self.indexer.settings = cfg.indexer
         self.memories.settings = cfg.memories
         self.dailylog.settings = cfg.dailylog

@@ -278,20 +278,12 @@ def match_triggers(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("validate", {"id", "useful"})
 def validate(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    out = app.memories.validate(params.get("id"), params.get("useful"))
-    out["promotion_candidate"] = lifecycle.is_promotion_candidate(out, app.cfg.lifecycle)
-    return out
+    return app.memories.validate(params.get("id"), params.get("useful"))
 
 
 @method("promotion_candidates")
 def promotion_candidates(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    lc = app.cfg.lifecycle
-    found = app.store.read(
-        lambda con: lifecycle.promotion_candidates(
-            con, lc.promotion_min_useful, lc.promotion_min_ratio
-        )
-    )
-    return {"candidates": found}
+    return {"candidates": app.memories.promotion_candidates()}
 
 
 @method("promote", {"id", "tier"})
