@@ -128,8 +128,9 @@ class Memories:
             raise InvalidInput("skip_near_duplicates: expected true or false")
         if content is None:
             raise InvalidInput("add: content is required")
-        values = check_fields({"content": content, **fields}, s.max_content_bytes, now)
-        g = guard(values, self.secrets_mode, allow_secrets)
+        raw = {"content": content, **fields}
+        values = check_fields(raw, s.max_content_bytes, now)
+        g = guard(values, self.secrets_mode, allow_secrets, raw)
         values, warnings = g.values, g.warnings
         tier = values.get("tier", "normal")
         if tier == "temporary" and values.get("expires_at") is None:
@@ -302,7 +303,7 @@ class Memories:
         if not changes:
             raise InvalidInput("update: nothing to change (give content, type, tags, ...)")
         values = check_fields(changes, self.settings.max_content_bytes, now)
-        values = guard(values, self.secrets_mode, allow).values
+        values = guard(values, self.secrets_mode, allow, changes).values
         phrases = values.pop("triggers", None)
 
         def _update(con: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -425,7 +426,7 @@ class Memories:
         if "content" not in fields:
             raise InvalidInput("content: is required")
         values = check_fields(fields, self.settings.max_content_bytes, now)
-        values = guard(values, self.secrets_mode, allow).values
+        values = guard(values, self.secrets_mode, allow, fields).values
         # an id too high to keep (transfer.MAX_KEPT_ID) is renumbered, not refused
         values["id"] = check_id(item["id"]) if item.get("id") is not None else None
         values.update(transfer.check_extras(item))
