@@ -24,7 +24,6 @@ from memoryd.memory.validation import check_int, check_str, check_time
 from memoryd.notes import vault
 from memoryd.search.searcher import SearchRequest
 from memoryd.serve.app import App
-from memoryd.store import entries
 from memoryd.store.entries import Filters
 
 FILTER_PARAMS = frozenset(
@@ -240,7 +239,7 @@ def delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
         res = app.memories.delete(params["id"], dry_run=dry)
         return {**res, "deleted": True, "id": res["ids"][0]}
     if "path" in given:
-        return app.trash_path(params["path"], dry_run=dry)
+        return app.notes.trash(params["path"], dry_run=dry)
     return app.memories.delete_where(
         tag=params.get("tag"), namespace=params.get("namespace"), dry_run=dry
     )
@@ -409,7 +408,7 @@ def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if _bool(params, "full"):
         # Forget every stored hash: each file is read, chunked and stored again in place (search
         # keeps answering meanwhile; vectors are reused through their text hashes).
-        app.store.run_write(entries.forget_document_hashes)
+        app.notes.forget_hashes()
     return app.reconcile().as_dict()  # with index.progress in status
 
 
