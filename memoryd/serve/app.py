@@ -29,7 +29,7 @@ from memoryd.notes.notes import Notes
 from memoryd.search.fuzzy import FuzzyMatcher
 from memoryd.search.neardup import NearDuplicates
 from memoryd.search.searcher import Searcher
-from memoryd.serve.jobs import Jobs
+from memoryd.serve.jobs import Jobs, daemon_jobs
 from memoryd.store import entries
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
@@ -135,7 +135,19 @@ class App:
             near_duplicates=self.near_duplicates,
             lifecycle_settings=cfg.lifecycle,
         )
-        self.jobs = Jobs(self)
+        self.jobs = Jobs(
+            daemon_jobs(
+                store=self.store,
+                memories=self.memories,
+                embedder=self.embedder,
+                vector_cache=self.searcher.vector_cache,
+                reconcile_workspace=self.reconcile,
+                cfg=lambda: self.cfg,
+                clock=lambda: self.clock(),  # the App's clock, even when replaced (tests)
+            ),
+            settings=lambda: self.cfg.jobs,
+            clock=lambda: self.clock(),
+        )
         self.watcher: Watcher | None = None
         self.watcher_error: str | None = None
         self.ready = threading.Event()  # the first reconcile is done

@@ -298,17 +298,26 @@ def history(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("checkpoint.create", {"name"}, slow=True)
 def checkpoint_create(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return checkpoints.create(app, params.get("name"))
+    return checkpoints.create(app.store, app.cfg.data_dir, params.get("name"))
 
 
 @method("checkpoint.list")
 def checkpoint_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return {"checkpoints": checkpoints.list_all(app)}
+    return {"checkpoints": checkpoints.list_all(app.store, app.cfg.data_dir)}
 
 
 @method("checkpoint.restore", {"name"}, slow=True)
 def checkpoint_restore(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return checkpoints.restore(app, params.get("name"))
+    return checkpoints.restore(
+        app.store,
+        app.cfg.data_dir,
+        params.get("name"),
+        clock=app.clock,
+        dailylog=app.dailylog,
+        after_restore=app.after_restore,
+        sync_paths=app.indexer.sync_paths,
+        reconcile=app.indexer.reconcile,
+    )
 
 
 @method("export", {"namespace", "vectors"}, slow=True)
@@ -339,7 +348,9 @@ def import_(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("checkpoint.delete", {"name", "kind"})
 def checkpoint_delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return checkpoints.delete(app, params.get("name"), params.get("kind", "checkpoint"))
+    return checkpoints.delete(
+        app.cfg.data_dir, params.get("name"), params.get("kind", "checkpoint")
+    )
 
 
 SEARCH_PARAMS = FILTER_PARAMS | {
