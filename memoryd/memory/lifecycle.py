@@ -248,6 +248,17 @@ def is_promotion_candidate(tier: str, useful: int, total: int, settings: Any) ->
     )
 
 
+def tier_decay(tier: str, last_used: float, now: float, lc: Any) -> float:
+    """The one decay rule (the searcher ranks memories by it): how much of its relevance a
+    memory keeps with age: halves every half-life of its tier, never below decay_floor;
+    constitutional memories never decay."""
+    if tier == "constitutional" or lc is None:
+        return 1.0
+    half_life = getattr(lc, f"half_life_days_{tier}", lc.half_life_days_normal)
+    age_days = max(0.0, (now - last_used) / 86400)
+    return max(lc.decay_floor, 0.5 ** (age_days / half_life))
+
+
 def summary(text: str, width: int = 100) -> str:
     line = " ".join(text.split())
     return line if len(line) <= width else line[: width - 1] + "…"
