@@ -90,6 +90,6 @@ def test_too_many_connections_is_unavailable_in_the_doc_and_the_server() -> None
     table = doc_table()
     assert "too many connections" not in table[-32603]
     assert "too many connections" in table[-32003] and "idle" in table[-32003]
-    server = (ROOT / "memoryd" / "server.py").read_text()
+    server = (ROOT / "memoryd" / "serve" / "server.py").read_text()
     refusal = server.split("too many connections", 1)[0].rsplit("error_response(", 1)[1]
     assert "Unavailable.code" in refusal

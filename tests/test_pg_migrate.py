@@ -187,7 +187,7 @@ def test_dry_run_and_a_count_mismatch_write_nothing(
 def test_refused_while_a_daemon_holds_the_store(make_app: Any, pg_dsn: str) -> None:
     from conftest import settle
 
-    from memoryd.serve.daemon import acquire_lock
+    from memoryd.core.fsutil import acquire_lock
 
     cfg, _ = _sqlite_store(make_app, settle)
     fd = acquire_lock(cfg.lock_path)

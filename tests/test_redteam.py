@@ -13,9 +13,10 @@ import pytest
 
 from memoryd.cli import describe_os_error
 from memoryd.core.config import Config
-from memoryd.core.errors import ConfigError, InvalidInput, Refused
+from memoryd.core.errors import ConfigError, InvalidInput, NotFound, Refused
 from memoryd.search.searcher import SearchRequest
 from memoryd.serve import methods as api
+from memoryd.store import entries
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -167,7 +168,7 @@ def test_data_dir_and_log_file_inside_the_workspace_are_not_notes(
     call(app, "delete", id=mid)
     call(app, "delete", path="note.md")  # moved to <data_dir>/trash, inside the workspace
     call(app, "reindex", full=True)
-    docs = app.store.read(__import__("memoryd.store.entries").store.entries.documents)
+    docs = app.store.read(entries.documents)
     assert not [p for p in docs if p.startswith("data/") or p == "memoryd-log.md"]
     assert keyword_paths(app, "walrus") == [] and keyword_paths(app, "gnu") == []
     for method, params in [
@@ -364,7 +365,7 @@ def test_a_restore_takes_the_lines_of_memories_it_took_away(make_app: Any) -> No
     text = log_text(app)
     assert "kept through the restore" in text and "added after" not in text
     assert "my own line" in text
-    with pytest.raises(__import__("memoryd.core.errors").errors.NotFound):
+    with pytest.raises(NotFound):
         call(app, "delete", id=gone)
 
 

@@ -11,6 +11,7 @@ import apsw
 import pytest
 
 from memoryd.core.errors import DiskFull, InvalidInput, NotFound, Refused, TooLarge
+from memoryd.search.request import SearchRequest
 from memoryd.serve import methods as api
 from memoryd.store import Store
 from memoryd.store.migrations import MIGRATIONS, migrate
@@ -287,7 +288,7 @@ def test_delete_removes_the_daily_log_line_and_names_older_copies(make_app: Any)
     assert [c["name"] for c in res["still_in"]] == ["before"]
     assert res["still_in"][0]["kind"] == "checkpoint"
     hits = app.searcher.search(
-        __import__("memoryd.search.searcher").search.SearchRequest(
+        SearchRequest(
             query="vault", mode="keyword", record_access=False
         )
     )["hits"]

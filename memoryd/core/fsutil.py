@@ -2,15 +2,18 @@
 service` writes): the new bytes go to a hidden temp file in the same folder (created with
 O_EXCL | O_NOFOLLOW, so never through a planted symlink), which is fsynced and renamed over the
 file; then the folder is fsynced. A failure at any step removes the temp and leaves the old file
-whole."""
+whole. Also: the data-dir lock (one daemon, or one `store migrate`, per database)."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+
+from memoryd.core.errors import AlreadyRunning
 
 _FLAGS = (
     os.O_WRONLY
@@ -77,3 +80,21 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
         atomic_write_at(dfd, path.name, data, mode)
     finally:
         os.close(dfd)
+
+
+def acquire_lock(path: Path) -> int:
+    """An flock on a file beside the database: a second daemon on the same data refuses."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = ""
+        with contextlib.suppress(OSError, ValueError):
+            holder = f" (pid {int(os.pread(fd, 32, 0).decode().strip())})"
+        os.close(fd)
+        raise AlreadyRunning(
+            f"another memoryd{holder} is already using {path.parent}; stop it first"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd

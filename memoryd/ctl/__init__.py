@@ -6,6 +6,8 @@ Only the parser of the command being run is built.
 
 Exit status: 0 ok; 1 the daemon answered with an error, or `status --check` found drift;
 2 usage error; 3 the daemon is unreachable (or its socket cannot be trusted).
+
+May import: the standard library and memoryd.ctl only (tests/test_architecture.py checks it).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from memoryd.ctl.client import (
     UsageError,
     resolve_socket,
     socket_path,
+    version,
 )
 
 TYPE_CHECKING = False
@@ -46,28 +49,6 @@ __all__ = [
     "socket_path",
     "version",
 ]
-
-
-def version() -> str:
-    """The package version, read from memoryd/__init__.py (no import of memoryd's modules)."""
-    import re
-
-    try:
-        init = os.path.join(
-            os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__init__.py"
-        )
-        with open(init, encoding="utf-8") as f:
-            m = re.search(r"^__version__\s*=\s*[\"']([^\"']+)[\"']", f.read(), re.MULTILINE)
-        if m:
-            return m.group(1)
-    except OSError:
-        pass
-    from importlib import metadata
-
-    try:
-        return metadata.version("memoryd")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def build_parser(only: str | None = None) -> ArgumentParser:

@@ -345,3 +345,25 @@ def _is_socket(path: str) -> bool:
         return stat.S_ISSOCK(os.stat(path).st_mode)
     except OSError:
         return False
+
+
+def version() -> str:
+    """The package version, read from memoryd/__init__.py (no import of memoryd's modules)."""
+    import re
+
+    try:
+        init = os.path.join(
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__init__.py"
+        )
+        with open(init, encoding="utf-8") as f:
+            m = re.search(r"^__version__\s*=\s*[\"']([^\"']+)[\"']", f.read(), re.MULTILINE)
+        if m:
+            return m.group(1)
+    except OSError:
+        pass
+    from importlib import metadata
+
+    try:
+        return metadata.version("memoryd")
+    except metadata.PackageNotFoundError:
+        return "unknown"

@@ -135,7 +135,7 @@ def _add_command(sub: Any, cmd: Command, common: argparse.ArgumentParser) -> Non
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or with `only` the options of that one command (fast path)."""
-    from memoryd.ctl import version
+    from memoryd.ctl.client import version
 
     common = common_options()
     p = argparse.ArgumentParser(

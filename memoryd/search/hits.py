@@ -9,12 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from memoryd.search.ranking import SIGNAL_SHARE, Candidate, Scale
+from memoryd.search.request import SearchRequest
 from memoryd.search.snippets import _CLOSE, _OPEN, plain_snippet, render_snippet
 from memoryd.store import entries, searchsql
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from memoryd.search.searcher import SearchRequest
 
 
 def render(

@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 import apsw
@@ -68,6 +68,7 @@ from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts
     strength,
     weighted,
 )
+from memoryd.search.request import GROUPS, MODES, WORKSPACES, SearchRequest
 from memoryd.search.snippets import (  # noqa: F401
     _CLOSE,
     _OPEN,
@@ -81,9 +82,6 @@ from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.tokenizer import has_cjk
 from memoryd.text import secretguard
 
-MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
-GROUPS = ("note", "none")
-WORKSPACES = ("this", "all")
 T = TypeVar("T")
 
 EXACT_SCAN_MAX = 20_000  # a filter leaving at most this many entries: exact vector scan
@@ -99,24 +97,6 @@ class QueryEmbedder(Protocol):
 
 class Rewriter(Protocol):
     def rewrite(self, con: apsw.Connection, terms: Sequence[str]) -> Any: ...
-
-
-@dataclass(frozen=True)
-class SearchRequest:
-    query: str
-    limit: int | None = None
-    mode: str = "auto"
-    filters: Filters = field(default_factory=Filters)
-    explain: bool = False
-    use_decay: bool = True
-    include_constitutional: bool = False
-    max_tokens: int | None = None
-    concepts: tuple[str, ...] = ()
-    group: str = "note"
-    record_access: bool = False  # ignored: search never records accesses (kept for callers)
-    # "this": this daemon's workspace notes and every memory; "all": every workspace's notes
-    # too (PostgreSQL shared by several daemons; on SQLite there is one workspace: the same)
-    workspace: str = "this"
 
 
 # --- the searcher ------------------------------------------------------------------------------

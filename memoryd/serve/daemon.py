@@ -10,9 +10,7 @@ within server.shutdown_timeout_s; a second SIGINT forces exit. SIGHUP reloads th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import fcntl
 import os
 import signal
 from pathlib import Path
@@ -20,30 +18,13 @@ from typing import Any
 
 from memoryd.core import logsetup
 from memoryd.core.config import RELOADABLE, Config, diff, load_config
-from memoryd.core.errors import AlreadyRunning, MemorydError
+from memoryd.core.errors import MemorydError
+from memoryd.core.fsutil import acquire_lock
 from memoryd.serve.app import App, prepare_dirs
 from memoryd.serve.notify import Notifier, listen_fds
 from memoryd.serve.server import Server
 
 log = logsetup.get_logger("memoryd.serve.daemon")
-
-
-def acquire_lock(path: Path) -> int:
-    """An flock on a file beside the database: a second daemon on the same data refuses."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = ""
-        with contextlib.suppress(OSError, ValueError):
-            holder = f" (pid {int(os.pread(fd, 32, 0).decode().strip())})"
-        os.close(fd)
-        raise AlreadyRunning(
-            f"another memoryd{holder} is already using {path.parent}; stop it first"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
 
 
 def apply_reloadable(old: Config, new: Config) -> tuple[Config, list[str], list[str]]:

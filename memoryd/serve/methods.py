@@ -7,8 +7,7 @@ the library functions they are passed to.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from memoryd import __version__
@@ -23,7 +22,18 @@ from memoryd.memory.memories import (
 from memoryd.memory.validation import check_int, check_str, check_time
 from memoryd.notes import vault
 from memoryd.search.searcher import SearchRequest
+from memoryd.serve import methods_notes  # noqa: F401  (registers note.* and recent_activity)
 from memoryd.serve.app import App
+from memoryd.serve.registry import (  # noqa: F401  (METHODS, Method, lookup: server.py and tests read them here)
+    METHODS,
+    Method,
+    check_strings,
+    lookup,
+    method,
+    param_bool,
+    param_int,
+    param_namespace,
+)
 from memoryd.store.entries import Filters
 
 FILTER_PARAMS = frozenset(
@@ -42,80 +52,6 @@ FILTER_PARAMS = frozenset(
         "include_deprecated",
     }
 )
-
-
-@dataclass(frozen=True)
-class Method:
-    fn: Callable[[App, dict[str, Any]], Any]
-    params: frozenset[str]
-    slow: bool = False  # runs long (reindex, jobs): no request timeout
-    own_check: frozenset[str] = frozenset()  # params the library checks item by item
-
-
-METHODS: dict[str, Method] = {}
-
-
-def method(
-    name: str,
-    params: set[str] | frozenset[str] = frozenset(),
-    *,
-    slow: bool = False,
-    own_check: frozenset[str] = frozenset(),
-):
-    def register(fn: Callable[[App, dict[str, Any]], Any]) -> Callable[[App, dict[str, Any]], Any]:
-        METHODS[name] = Method(fn, frozenset(params), slow, own_check)
-        return fn
-
-    return register
-
-
-def lookup(name: str, params: dict[str, Any]) -> Method:
-    """The method and checked param names; raises KeyError for an unknown method."""
-    m = METHODS[name]
-    unknown = set(params) - m.params
-    if unknown:
-        allowed = ", ".join(sorted(m.params)) or "none"
-        shown = ", ".join(sorted(repr(k) for k in unknown))
-        raise InvalidInput(f"{name}: unknown param {shown} (accepted: {allowed})")
-    check_strings({k: v for k, v in params.items() if k not in m.own_check})
-    return m
-
-
-def check_strings(params: dict[str, Any]) -> None:
-    """No string anywhere in the params (keys included, at any depth) may carry a NUL or a lone
-    surrogate: SQLite, the file system and UTF-8 output cannot take them. Iterative, so deep
-    nesting cannot overflow the stack."""
-    stack: list[tuple[str, Any]] = [(k, v) for k, v in params.items()]
-    while stack:
-        where, value = stack.pop()
-        if isinstance(value, str):
-            check_str(value, where)
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                check_str(k, where)
-                stack.append((where, v))
-        elif isinstance(value, list):
-            stack.extend((where, v) for v in value)
-
-
-def _bool(params: dict[str, Any], key: str) -> bool:
-    value = params.get(key, False)
-    if not isinstance(value, bool):
-        raise InvalidInput(f"{key}: expected true or false, got {value!r}")
-    return value
-
-
-def _int(params: dict[str, Any], key: str, default: int) -> int:
-    value = params.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**63:
-        raise InvalidInput(f"{key}: expected an integer")
-    return value
-
-
-def _namespace(params: dict[str, Any]) -> str | None:
-    """The namespace param: None (not given), "*" (every namespace) or a checked name."""
-    ns = params.get("namespace")
-    return ns if ns is None or ns == "*" else check_name(ns, "namespace")
 
 
 def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters:
@@ -161,10 +97,10 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
             if params.get("min_importance") is not None
             else None
         ),
-        include_expired=_bool(params, "include_expired"),
-        namespace=_namespace(params),
+        include_expired=param_bool(params, "include_expired"),
+        namespace=param_namespace(params),
         tiers=tier_list,
-        include_deprecated=_bool(params, "include_deprecated"),
+        include_deprecated=param_bool(params, "include_deprecated"),
     )
 
 
@@ -216,8 +152,8 @@ def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
         filters = replace(filters, namespace=app.cfg.memories.default_namespace)
     items, total = app.memories.list(
         filters,
-        limit=_int(params, "limit", 20),
-        offset=_int(params, "offset", 0),
+        limit=param_int(params, "limit", 20),
+        offset=param_int(params, "offset", 0),
     )
     return {"items": items, "total": total}
 
@@ -234,7 +170,7 @@ def delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
     given = [k for k in ("id", "tag", "namespace", "path") if params.get(k) is not None]
     if len(given) != 1:
         raise InvalidInput("delete: give exactly one of id, tag, namespace, path")
-    dry = _bool(params, "dry_run")
+    dry = param_bool(params, "dry_run")
     if "id" in given:
         res = app.memories.delete(params["id"], dry_run=dry)
         return {**res, "deleted": True, "id": res["ids"][0]}
@@ -248,13 +184,13 @@ def delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("prune", {"dry_run"})
 def prune(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Remove expired and deprecated memories (dry_run: only say which)."""
-    return app.memories.prune(dry_run=_bool(params, "dry_run"))
+    return app.memories.prune(dry_run=param_bool(params, "dry_run"))
 
 
 @method("session_start", {"namespace", "max_tokens"})
 def session_start(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """The constitutional memories, most important first, within a token budget."""
-    budget = _int(params, "max_tokens", app.cfg.lifecycle.session_max_tokens)
+    budget = param_int(params, "max_tokens", app.cfg.lifecycle.session_max_tokens)
     if budget < 1:
         raise InvalidInput("max_tokens: expected a positive integer")
     ns = params.get("namespace")
@@ -270,7 +206,7 @@ def session_start(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("match_triggers", {"prompt", "namespace"})
 def match_triggers(app: App, params: dict[str, Any]) -> dict[str, Any]:
     prompt = check_str(params.get("prompt"), "prompt", limit=1_000_000)
-    ns = _namespace(params)
+    ns = param_namespace(params)
     found = app.store.read(lambda con: lifecycle.matching(con, app.triggers, prompt, ns))
     return {"memories": found}
 
@@ -322,8 +258,8 @@ def checkpoint_restore(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("export", {"namespace", "vectors"}, slow=True)
 def export(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    ns = _namespace(params)
-    with_vectors = _bool(params, "vectors")
+    ns = param_namespace(params)
+    with_vectors = param_bool(params, "vectors")
     items = app.store.read(
         lambda con: list(transfer.export(con, namespace=ns, with_vectors=with_vectors))
     )
@@ -390,9 +326,9 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
             limit=params.get("limit"),
             mode=mode,
             filters=filters,
-            explain=_bool(params, "explain"),
+            explain=param_bool(params, "explain"),
             use_decay=use_decay,
-            include_constitutional=_bool(params, "include_constitutional"),
+            include_constitutional=param_bool(params, "include_constitutional"),
             max_tokens=params.get("max_tokens"),
             concepts=tuple(concepts),
             group=params.get("group", "note"),
@@ -403,12 +339,12 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("stats", {"namespace"})
 def stats(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return app.stats(namespace=_namespace(params))
+    return app.stats(namespace=param_namespace(params))
 
 
 @method("status", {"check"}, slow=True)
 def status(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return app.status(check=_bool(params, "check"))
+    return app.status(check=param_bool(params, "check"))
 
 
 @method("reindex", {"path", "full"}, slow=True)
@@ -416,7 +352,7 @@ def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("path") is not None:
         _, full = app.indexer.resolve_path(params["path"], root_ok=True)
         return app.indexer.sync_paths([full]).as_dict()
-    if _bool(params, "full"):
+    if param_bool(params, "full"):
         # Forget every stored hash: each file is read, chunked and stored again in place (search
         # keeps answering meanwhile; vectors are reused through their text hashes).
         app.notes.forget_hashes()
@@ -447,7 +383,3 @@ def note_links(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("backlinks", {"path"})
 def note_backlinks(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return vault.backlinks(app.store, params.get("path"))
-
-
-# --- whole notes and recent activity: registered by memoryd/serve/methods_notes.py ---
-from memoryd.serve import methods_notes as api_notes  # noqa: E402, F401

@@ -1,6 +1,6 @@
-"""JSON-RPC methods for whole notes (`note.*`) and `recent_activity`; imported by
-methods.py, which owns the method table. The rules (paths, atomic writes, conflicts) live in
-memoryd/notes/notes.py."""
+"""JSON-RPC methods for whole notes (`note.*`) and `recent_activity`, registered in
+serve/registry.py's table (methods.py imports this module, so the table is whole). The rules
+(paths, atomic writes, conflicts) live in memoryd/notes/notes.py."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 from memoryd.core.errors import InvalidInput
 from memoryd.core.timeutil import parse_duration, parse_time
 from memoryd.serve.app import App
-from memoryd.serve.methods import _int, _namespace, method
+from memoryd.serve.registry import method, param_int, param_namespace
 
 
 def _limit(params: dict[str, Any], default: int, most: int = 1000) -> int:
-    n = _int(params, "limit", default)
+    n = param_int(params, "limit", default)
     if not 1 <= n <= most:
         raise InvalidInput(f"limit: expected 1 to {most}, got {n}")
     return n
@@ -54,7 +54,7 @@ def note_append(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("note.list", {"path", "limit", "offset"})
 def note_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Indexed notes under a folder: {items: [{path, size, mtime, title, tags}], total}."""
-    offset = _int(params, "offset", 0)
+    offset = param_int(params, "offset", 0)
     if offset < 0:
         raise InvalidInput("offset: expected 0 or more")
     return app.notes.list(params.get("path"), limit=_limit(params, 50), offset=offset)
@@ -82,7 +82,7 @@ def since_from(value: object, now: float) -> float | None:
 def recent_activity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Memories added or changed and notes modified, newest first: {items: [...]}. Memories of
     the namespace given (default: memories.default_namespace; "*": all); notes are shared."""
-    ns = _namespace(params) if params.get("namespace") != "" else None
+    ns = param_namespace(params) if params.get("namespace") != "" else None
     ns = ns or app.cfg.memories.default_namespace
     namespace = None if ns == "*" else ns
     return app.notes.recent(

@@ -70,7 +70,7 @@ def migrate(
 ) -> dict[str, Any]:
     """Copy the SQLite store into PostgreSQL. Returns {"source", "target", "dry_run", ...};
     raises CountMismatch (nothing written) when the counts differ, Refused on a conflict."""
-    from memoryd.serve.daemon import acquire_lock
+    from memoryd.core.fsutil import acquire_lock
     from memoryd.store import Store
     from memoryd.store.backend import conninfo, workspace_id
 

@@ -1,0 +1,94 @@
+"""The JSON-RPC method registry: the table every method registers itself in, the check of a
+request's param names and strings, and the small param readers the method modules share.
+
+methods.py and methods_notes.py register into METHODS; server.py looks methods up here through
+methods.py (which imports every method module, so the table is whole once it is imported)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memoryd.core.errors import InvalidInput
+from memoryd.memory.memories import check_name
+from memoryd.memory.validation import check_str
+
+if TYPE_CHECKING:
+    from memoryd.serve.app import App
+
+Handler = Callable[["App", dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Method:
+    fn: Handler
+    params: frozenset[str]
+    slow: bool = False  # runs long (reindex, jobs): no request timeout
+    own_check: frozenset[str] = frozenset()  # params the library checks item by item
+
+
+METHODS: dict[str, Method] = {}
+
+
+def method(
+    name: str,
+    params: set[str] | frozenset[str] = frozenset(),
+    *,
+    slow: bool = False,
+    own_check: frozenset[str] = frozenset(),
+) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Callable[[App, dict[str, Any]], Any]:
+        METHODS[name] = Method(fn, frozenset(params), slow, own_check)
+        return fn
+
+    return register
+
+
+def lookup(name: str, params: dict[str, Any]) -> Method:
+    """The method and checked param names; raises KeyError for an unknown method."""
+    m = METHODS[name]
+    unknown = set(params) - m.params
+    if unknown:
+        allowed = ", ".join(sorted(m.params)) or "none"
+        shown = ", ".join(sorted(repr(k) for k in unknown))
+        raise InvalidInput(f"{name}: unknown param {shown} (accepted: {allowed})")
+    check_strings({k: v for k, v in params.items() if k not in m.own_check})
+    return m
+
+
+def check_strings(params: dict[str, Any]) -> None:
+    """No string anywhere in the params (keys included, at any depth) may carry a NUL or a lone
+    surrogate: SQLite, the file system and UTF-8 output cannot take them. Iterative, so deep
+    nesting cannot overflow the stack."""
+    stack: list[tuple[str, Any]] = [(k, v) for k, v in params.items()]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            check_str(value, where)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                check_str(k, where)
+                stack.append((where, v))
+        elif isinstance(value, list):
+            stack.extend((where, v) for v in value)
+
+
+def param_bool(params: dict[str, Any], key: str) -> bool:
+    value = params.get(key, False)
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{key}: expected true or false, got {value!r}")
+    return value
+
+
+def param_int(params: dict[str, Any], key: str, default: int) -> int:
+    value = params.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**63:
+        raise InvalidInput(f"{key}: expected an integer")
+    return value
+
+
+def param_namespace(params: dict[str, Any]) -> str | None:
+    """The namespace param: None (not given), "*" (every namespace) or a checked name."""
+    ns = params.get("namespace")
+    return ns if ns is None or ns == "*" else check_name(ns, "namespace")
