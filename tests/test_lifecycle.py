@@ -133,6 +133,21 @@ def test_feedback_confidence_and_promotion(make_app: Any) -> None:
     assert call(app, "promotion_candidates")["candidates"] == []
 
 
+@pytest.mark.parametrize("tier", ["critical", "constitutional", "deprecated"])
+def test_promotion_flag_and_list_agree(make_app: Any, tier: str) -> None:
+    """One rule: a memory validated useful 5 of 5 times but already critical (or constitutional,
+    or deprecated) is neither flagged by validate nor listed; a normal one is both."""
+    app = make_app(model=None)
+    done = app.memories.add(f"already {tier} memory about deploys", tier=tier).id
+    fresh = app.memories.add("normal memory about deploys").id
+    for _ in range(5):
+        flagged = call(app, "validate", id=done, useful=True)
+        other = call(app, "validate", id=fresh, useful=True)
+    listed = [m["id"] for m in call(app, "promotion_candidates")["candidates"]]
+    assert flagged["promotion_candidate"] is False and done not in listed
+    assert other["promotion_candidate"] is True and listed == [fresh]
+
+
 def test_update_keeps_history_and_reembeds(make_app: Any) -> None:
     app = make_app()
     app.model.start()
