@@ -35,7 +35,7 @@ def build_server(bridge: Bridge, prefix: str = "") -> Any:
     """The MCP server; `prefix` goes before every tool name (memoryd_search), so generic names
     do not meet other servers' tools."""
     import anyio.to_thread
-    import mcp_types as types
+    import mcp.types as types
     from mcp.server.lowlevel import Server
 
     tools = [

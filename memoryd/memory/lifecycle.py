@@ -1,6 +1,6 @@
 """Memory lifecycle: tiers, trigger phrases, feedback, history, session start, pruning.
 
-Functions over an apsw connection (the caller picks the transaction), plus the in-memory
+Functions over a store connection (the caller picks the transaction), plus the in-memory
 TriggerIndex that answers match_triggers in microseconds with thousands of phrases.
 """
 
@@ -14,11 +14,10 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import apsw
-
 from memoryd.core.errors import InvalidInput, NotFound
 from memoryd.store import entries
 from memoryd.store import lifecycle as lcstore
+from memoryd.store.protocol import Connection
 from memoryd.text import secretguard
 from memoryd.text.markdown import estimate_tokens
 
@@ -59,7 +58,7 @@ def check_triggers(value: object) -> list[str]:
     return phrases
 
 
-def set_triggers(con: apsw.Connection, entry_id: int, phrases: Sequence[str]) -> None:
+def set_triggers(con: Connection, entry_id: int, phrases: Sequence[str]) -> None:
     lcstore.set_triggers(con, entry_id, [(p, normalise_phrase(p)) for p in phrases])
 
 
@@ -88,7 +87,7 @@ class TriggerIndex:
             return True
         return self.max_age is not None and time.monotonic() - at > self.max_age
 
-    def _build(self, con: apsw.Connection) -> None:
+    def _build(self, con: Connection) -> None:
         generation = self._generation
         by_first: dict[str, list[tuple[tuple[str, ...], int]]] = {}
         for entry_id, norm in lcstore.trigger_norms(con):
@@ -97,7 +96,7 @@ class TriggerIndex:
                 by_first.setdefault(words[0], []).append((words, int(entry_id)))
         self._by_first, self._built = by_first, (generation, time.monotonic())
 
-    def match(self, con: apsw.Connection, prompt: str) -> dict[int, list[str]]:
+    def match(self, con: Connection, prompt: str) -> dict[int, list[str]]:
         """entry id -> the phrases (normalised) that occur in the prompt."""
         if self._stale():
             with self._lock:
@@ -116,7 +115,7 @@ class TriggerIndex:
 
 
 def record_history(
-    con: apsw.Connection, entry_id: int, before: dict[str, Any], after: dict[str, Any], now: float
+    con: Connection, entry_id: int, before: dict[str, Any], after: dict[str, Any], now: float
 ) -> list[str]:
     """Keep old and new values of every tracked field that changed; returns the fields."""
     changed = []
@@ -154,7 +153,7 @@ def _decoded(value: str | None) -> Any:
         return value
 
 
-def history(con: apsw.Connection, entry_id: int) -> list[dict[str, Any]]:
+def history(con: Connection, entry_id: int) -> list[dict[str, Any]]:
     from memoryd.core.timeutil import iso
 
     rows = lcstore.history_rows(con, entry_id)
@@ -163,12 +162,15 @@ def history(con: apsw.Connection, entry_id: int) -> list[dict[str, Any]]:
     ]
 
 
-def validate(con: apsw.Connection, entry_id: int, useful: bool, now: float) -> dict[str, Any]:
-    """Record one outcome; confidence follows the record: (useful + 1) / (validations + 2)."""
+def validate(
+    con: Connection, entry_id: int, useful: bool, now: float, settings: Any
+) -> dict[str, Any]:
+    """Record one outcome; confidence follows the record: (useful + 1) / (validations + 2).
+    `promotion_candidate` is is_promotion_candidate's verdict (settings: [lifecycle])."""
     found = lcstore.feedback(con, entry_id)
     if found is None:
         raise NotFound(f"no entry with id {entry_id}")
-    kind, good, total, old_conf = found
+    kind, tier, good, total, old_conf = found
     if kind != "memory":
         raise InvalidInput(f"entry {entry_id} is a chunk of a workspace file; validate memories")
     good, total = int(good) + int(useful), int(total) + 1
@@ -180,19 +182,23 @@ def validate(con: apsw.Connection, entry_id: int, useful: bool, now: float) -> d
         "useful_count": good,
         "validation_count": total,
         "confidence": confidence,
+        "promotion_candidate": is_promotion_candidate(tier, good, total, settings),
     }
 
 
-def promotion_candidates(
-    con: apsw.Connection, min_useful: int, min_ratio: float
-) -> list[dict[str, Any]]:
-    ids = lcstore.promotion_candidate_ids(con, min_useful, min_ratio)
+def promotion_candidates(con: Connection, settings: Any) -> list[dict[str, Any]]:
+    """Memories that is_promotion_candidate accepts: the same rule as validate's flag."""
+    ids = [
+        i
+        for i, tier, useful, total in lcstore.validated_memories(con)
+        if is_promotion_candidate(tier, useful, total, settings)
+    ]
     records = entries.get_many(con, ids)
     return [records[i] for i in ids if i in records]
 
 
 def session_memories(
-    con: apsw.Connection, namespace: str | None, max_tokens: int, now: float
+    con: Connection, namespace: str | None, max_tokens: int, now: float
 ) -> tuple[list[dict[str, Any]], int, int]:
     """Constitutional memories, most important first, within the token budget.
     Returns (memories, tokens used, how many exist)."""
@@ -213,7 +219,7 @@ delete_ids = lcstore.delete_ids
 
 
 def matching(
-    con: apsw.Connection, index: TriggerIndex, prompt: str, namespace: str | None
+    con: Connection, index: TriggerIndex, prompt: str, namespace: str | None
 ) -> list[dict[str, Any]]:
     """Memories whose trigger phrases occur in the prompt (of one namespace, or all)."""
     found = index.match(con, prompt)
@@ -226,12 +232,30 @@ def matching(
     ]
 
 
-def is_promotion_candidate(feedback: dict[str, Any], settings: Any) -> bool:
-    """Useful often enough, and in a large enough share of its validations."""
-    useful, total = feedback["useful_count"], feedback["validation_count"]
+# Tiers a memory is not promoted from: it is promoted already, or on its way out.
+NOT_PROMOTED_FROM = frozenset({"constitutional", "critical", "deprecated"})
+
+
+def is_promotion_candidate(tier: str, useful: int, total: int, settings: Any) -> bool:
+    """The one promotion rule (validate's flag and the promotion_candidates list both ask it):
+    not promoted already (critical, constitutional) nor deprecated, useful at least
+    `promotion_min_useful` times and in at least `promotion_min_ratio` of its validations."""
+    if tier in NOT_PROMOTED_FROM:
+        return False
     return bool(
         useful >= settings.promotion_min_useful and useful >= settings.promotion_min_ratio * total
     )
+
+
+def tier_decay(tier: str, last_used: float, now: float, lc: Any) -> float:
+    """The one decay rule (the searcher ranks memories by it): how much of its relevance a
+    memory keeps with age: halves every half-life of its tier, never below decay_floor;
+    constitutional memories never decay."""
+    if tier == "constitutional" or lc is None:
+        return 1.0
+    half_life = getattr(lc, f"half_life_days_{tier}", lc.half_life_days_normal)
+    age_days = max(0.0, (now - last_used) / 86400)
+    return max(lc.decay_floor, 0.5 ** (age_days / half_life))
 
 
 def summary(text: str, width: int = 100) -> str:

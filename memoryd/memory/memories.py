@@ -9,6 +9,7 @@ index.
 
 from __future__ import annotations
 
+import builtins  # the class has a method named `list`: annotations after it say builtins.list
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -57,10 +58,19 @@ LOGGED_FIELDS = ("content", "tags", "type", "source", "importance", "namespace")
 
 
 class MemorySettings(Protocol):
-    max_content_bytes: int
-    default_type: str
-    default_importance: int
-    default_namespace: str
+    """Read-only: the frozen config section (memoryd.core.config) satisfies it."""
+
+    @property
+    def max_content_bytes(self) -> int: ...
+
+    @property
+    def default_type(self) -> str: ...
+
+    @property
+    def default_importance(self) -> int: ...
+
+    @property
+    def default_namespace(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -80,20 +90,23 @@ class Memories:
         settings: MemorySettings,
         *,
         clock: Callable[[], float] = time.time,
-        on_added: Iterable[Callable[[dict[str, Any]], None]] = (),
-        on_changed: Iterable[Callable[[], None]] = (),
-        on_updated: Iterable[Callable[[dict[str, Any]], None]] = (),
-        on_removed: Iterable[Callable[[list[dict[str, Any]]], None]] = (),
+        on_added: Iterable[Callable[[dict[str, Any]], object]] = (),
+        on_changed: Iterable[Callable[[], object]] = (),
+        on_updated: Iterable[Callable[[dict[str, Any]], object]] = (),
+        on_removed: Iterable[Callable[[list[dict[str, Any]]], object]] = (),
         copies_since: Callable[[float], list[dict[str, Any]]] | None = None,
         secrets_mode: str = "refuse",
         temporary_ttl: float = 7 * 86400,
         near_duplicates: Callable[[str, str], list[dict[str, Any]]] | None = None,
+        lifecycle_settings: Any = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock
         self.secrets_mode = secrets_mode
         self.temporary_ttl = temporary_ttl
+        # [lifecycle]: the promotion thresholds validate and promotion_candidates judge by
+        self.lifecycle = lifecycle_settings if lifecycle_settings is not None else _Defaults()
         # near_duplicates(content, namespace) -> [{id, similarity}]: set by the App
         self.near_duplicates = near_duplicates
         # on_added / on_updated / on_removed: the daily log appends, rewrites or forgets a
@@ -125,8 +138,9 @@ class Memories:
             raise InvalidInput("skip_near_duplicates: expected true or false")
         if content is None:
             raise InvalidInput("add: content is required")
-        values = check_fields({"content": content, **fields}, s.max_content_bytes, now)
-        g = guard(values, self.secrets_mode, allow_secrets)
+        raw = {"content": content, **fields}
+        values = check_fields(raw, s.max_content_bytes, now)
+        g = guard(values, self.secrets_mode, allow_secrets, raw)
         values, warnings = g.values, g.warnings
         tier = values.get("tier", "normal")
         if tier == "temporary" and values.get("expires_at") is None:
@@ -299,7 +313,7 @@ class Memories:
         if not changes:
             raise InvalidInput("update: nothing to change (give content, type, tags, ...)")
         values = check_fields(changes, self.settings.max_content_bytes, now)
-        values = guard(values, self.secrets_mode, allow).values
+        values = guard(values, self.secrets_mode, allow, changes).values
         phrases = values.pop("triggers", None)
 
         def _update(con: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -343,11 +357,15 @@ class Memories:
         now = self.clock()
 
         def run(con: Any) -> dict[str, Any]:
-            out = lifecycle.validate(con, eid, useful, now)
+            out = lifecycle.validate(con, eid, useful, now, self.lifecycle)
             entries.record_access(con, "validate", [eid], now)
             return out
 
         return self.store.run_write(run, durable=True)
+
+    def promotion_candidates(self) -> builtins.list[dict[str, Any]]:
+        """Memories the promotion rule accepts (the rule validate's flag comes from)."""
+        return self.store.read(lambda con: lifecycle.promotion_candidates(con, self.lifecycle))
 
     # -- import ---------------------------------------------------------------------------------
 
@@ -418,7 +436,7 @@ class Memories:
         if "content" not in fields:
             raise InvalidInput("content: is required")
         values = check_fields(fields, self.settings.max_content_bytes, now)
-        values = guard(values, self.secrets_mode, allow).values
+        values = guard(values, self.secrets_mode, allow, fields).values
         # an id too high to keep (transfer.MAX_KEPT_ID) is renumbered, not refused
         values["id"] = check_id(item["id"]) if item.get("id") is not None else None
         values.update(transfer.check_extras(item))
@@ -491,8 +509,8 @@ class Memories:
         return n + chunks
 
     def _remove(
-        self, ids: list[int], *, dry_run: bool, why: str
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        self, ids: builtins.list[int], *, dry_run: bool, why: str
+    ) -> tuple[dict[str, Any], builtins.list[dict[str, Any]]]:
         """Delete memories by id through the hooks; the answer names the checkpoints and
         snapshots taken since the oldest of them was created: they still hold a copy."""
         records = self.store.read(lambda con: entries.get_many(con, ids))
@@ -516,7 +534,7 @@ class Memories:
 
     # -- hooks ----------------------------------------------------------------------------------
 
-    def _run(self, hooks: list[Callable[[Any], None]], arg: Any) -> None:
+    def _run(self, hooks: builtins.list[Callable[[Any], object]], arg: Any) -> None:
         for hook in hooks:
             try:
                 hook(arg)
@@ -529,6 +547,13 @@ class Memories:
                 hook()
             except Exception:
                 log.exception("change hook failed")
+
+
+class _Defaults:
+    """[lifecycle]'s promotion defaults, for a Memories built without a configuration."""
+
+    promotion_min_useful = 5
+    promotion_min_ratio = 0.9
 
 
 def same_text_stored(exc: BaseException) -> bool:

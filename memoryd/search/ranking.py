@@ -51,19 +51,46 @@ SIGNAL_SHARE = 0.05  # the most importance, recency, frequency and tier can move
 
 
 class SearchSettings(Protocol):
-    default_limit: int
-    max_limit: int
-    fusion: str
-    rrf_k: int
-    candidate_multiplier: int
-    keyword_weight: float
-    vector_weight: float
-    partial_match_weight: float
-    importance_weight: float
-    recency_weight: float
-    recency_half_life_days: float
-    frequency_weight: float
-    fuzzy: bool
+    """Read-only: the frozen config section (memoryd.core.config) satisfies it."""
+
+    @property
+    def default_limit(self) -> int: ...
+
+    @property
+    def max_limit(self) -> int: ...
+
+    @property
+    def fusion(self) -> str: ...
+
+    @property
+    def rrf_k(self) -> int: ...
+
+    @property
+    def candidate_multiplier(self) -> int: ...
+
+    @property
+    def keyword_weight(self) -> float: ...
+
+    @property
+    def vector_weight(self) -> float: ...
+
+    @property
+    def partial_match_weight(self) -> float: ...
+
+    @property
+    def importance_weight(self) -> float: ...
+
+    @property
+    def recency_weight(self) -> float: ...
+
+    @property
+    def recency_half_life_days(self) -> float: ...
+
+    @property
+    def frequency_weight(self) -> float: ...
+
+    @property
+    def fuzzy(self) -> bool: ...
 
 
 @dataclass
@@ -179,16 +206,6 @@ def signals(row: dict[str, Any], s: SearchSettings, now: float) -> dict[str, flo
     total = sum(weights.values()) or 1.0
     values = {"importance": importance, "recency": recency, "frequency": frequency}
     return {k: SIGNAL_SHARE * weights[k] / total * values[k] for k in values}
-
-
-def tier_decay(tier: str, last_used: float, now: float, lc: Any) -> float:
-    """How much of its relevance a memory keeps with age: halves every half-life of its tier,
-    never below decay_floor; constitutional memories never decay."""
-    if tier == "constitutional" or lc is None:
-        return 1.0
-    half_life = getattr(lc, f"half_life_days_{tier}", lc.half_life_days_normal)
-    age_days = max(0.0, (now - last_used) / 86400)
-    return max(lc.decay_floor, 0.5 ** (age_days / half_life))
 
 
 def group_by_note(candidates: Sequence[Candidate]) -> list[Candidate]:
