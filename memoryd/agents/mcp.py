@@ -134,7 +134,7 @@ class AnswerUnparsed:
             await self._answer(item)
 
     async def _answer(self, exc: Exception) -> None:
-        import mcp_types as types
+        import mcp.types as types
         from mcp.shared.message import SessionMessage
 
         rid = readable_id(exc)

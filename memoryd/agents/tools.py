@@ -277,11 +277,7 @@ SEARCH_FILTERS: dict[str, Any] = {
     "type": {**STR, "description": "memory types, comma separated"},
     "source": STR,
     "min_importance": {**INT, "minimum": 1, "maximum": 10},
-    "tier": {
-        **STR,
-        "description": "tiers, comma separated: constitutional, critical, important, normal, "
-        "temporary, deprecated",
-    },
+    "tier": {**STR, "description": "tiers, comma separated (constitutional ... deprecated)"},
     "include_expired": BOOL,
     "include_deprecated": BOOL,
     "group": {
@@ -324,8 +320,7 @@ SEARCH_SCHEMA: dict[str, Any] = {
         "type": "object",
         "properties": SEARCH_FILTERS,
         "additionalProperties": False,
-        "description": "rarely needed: mode, type, source, min_importance, tier, "
-        "include_expired, include_deprecated, group, workspace",
+        "description": "rarely needed: mode, type, tier, group, workspace, ... (see schema)",
     },
 }
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from memoryd.core.logsetup import get_logger
-from memoryd.text.pathrules import PathRules, compile_glob, path_accepted, valid_name
+from memoryd.text.pathrules import PathRules, matches, path_accepted, valid_name
 
 log = get_logger("memoryd.index.attachments")
 
@@ -48,7 +48,7 @@ class OtherFiles:
             return False
         if s.skip_hidden and any(p.startswith(".") for p in rel.split("/")):
             return False
-        if any(compile_glob(g).match(rel) for g in s.exclude):
+        if matches(s.exclude, rel):
             return False
         return not self.is_private(rel)
 
