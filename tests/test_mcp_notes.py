@@ -342,3 +342,18 @@ def test_every_shell_example_in_the_agents_doc_runs(tmp_path: Path) -> None:
         assert res.returncode == 0, res.stderr
         for flag in flags:
             assert flag in res.stdout, (line, flag)
+
+
+def test_the_session_start_hook_in_the_agents_doc_runs(daemon_factory: Any) -> None:
+    """The SessionStart hook's command, as docs/agents.md writes it, against a real daemon."""
+    doc = (ROOT / "docs" / "agents.md").read_text()
+    hooks = re.findall(r'"command": "(memoryctl [^"]+)"', doc)
+    assert hooks
+    d = daemon_factory()
+    memory = {"content": "always answer in French", "tier": "constitutional"}
+    d.call("add", {**memory, "namespace": "claude"})  # the namespace the hook names
+    for hook in hooks:
+        words = shlex.split(hook.split(" 2>")[0])
+        res = d.ctl(*words[1:])
+        assert res.returncode == 0, (hook, res.stderr)
+        assert "always answer in French" in res.stdout, hook
