@@ -57,10 +57,11 @@ __all__ = [
     "display_name",
     "entities",
     "extract",
+    "extract_document",
     "extract_note",
     "in_lines",
 ]
-from memoryd.text.markdown import atx_heading, fenced, parse_front_matter
+from memoryd.text.markdown import FrontMatter, atx_heading, fenced, parse_front_matter
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class Entity:
 # --- capitalised names -------------------------------------------------------------------------
 
 _FIELD = re.compile(r"^\W*([A-Za-z_]+)\s*::?\s")
+_CAPWORD = re.compile(r"(?<![\w'’-])[^\W\d_a-z][\w]*(?:['’\-][^\W_]+)*['’]?")
 _WORD = re.compile(r"[^\W\d_][\w]*(?:['’\-][^\W_]+)*['’]?")
 _INITIAL_GAP = set('.!?:;"“”‘([{>|*•…—–')
 
@@ -107,7 +109,7 @@ class _Run:
 
 
 def _word_key(w: str) -> str:
-    return POSSESSIVE.sub("", w).lower()
+    return POSSESSIVE.sub("", w).lower() if "'" in w or "’" in w else w.lower()
 
 
 def _nameword(w: str) -> bool:
@@ -120,48 +122,42 @@ def _nameword(w: str) -> bool:
 
 
 def _runs(line: str, n: int) -> list[_Run]:
-    toks = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(line)]
-    if not toks:
+    caps = [
+        (m.start(), m.end(), m.group()) for m in _CAPWORD.finditer(line) if _nameword(m.group())
+    ]
+    if not caps:
         return []
     all_initial = atx_heading(line) is not None or line.lstrip().startswith("|")
     field = _FIELD.match(line)
     field_type = cues.LINE_FIELDS.get(field.group(1).lower()) if field else None
     runs: list[_Run] = []
     i = 0
-    while i < len(toks):
-        if not _nameword(toks[i][2]):
-            i += 1
-            continue
-        j = i + 1
-        count = 1
-        while j < len(toks) and count < 4 and not toks[j - 1][2].endswith(("'s", "’s", "'")):
-            if line[toks[j - 1][1] : toks[j][0]] != " ":
-                break
-            wj = toks[j][2]
-            if _nameword(wj):
-                j, count = j + 1, count + 1
-            elif (
-                wj in cues.CONNECTORS
-                and j + 1 < len(toks)
-                and line[toks[j][1] : toks[j + 1][0]] == " "
-                and _nameword(toks[j + 1][2])
+    while i < len(caps):
+        j, end = i + 1, caps[i][1]
+        while j < len(caps) and j - i < 4 and not caps[j - 1][2].endswith(("'s", "’s", "'")):
+            between = line[caps[j - 1][1] : caps[j][0]]
+            if between != " " and not (
+                between[:1] == " " == between[-1:] and between.strip() in cues.CONNECTORS
             ):
-                j, count = j + 2, count + 1
-            else:
                 break
-        gap = line[toks[i - 1][1] : toks[i][0]] if i else line[: toks[i][0]]
-        prev = [t[2].lower().rstrip(".") for t in toks[max(0, i - 2) : i]]
+            j += 1
+        s, end = caps[i][0], caps[j - 1][1]
+        lo = max(0, s - 80)
+        before = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(line, lo, s)]
+        if before and before[0][0] == lo > 0:
+            before = before[1:]  # a word cut by the window
+        gap = line[before[-1][1] : s] if before else line[:s]
+        prev = [w.lower().rstrip(".") for _, _, w in before[-2:]]
         honorific = bool(prev) and prev[-1] in cues.HONORIFICS and gap.strip() in ("", ".")
-        initial = i == 0 or any(c in _INITIAL_GAP for c in gap) or gap.strip() == "-"
-        if honorific and i >= 2:
-            gap2 = line[toks[i - 2][1] : toks[i - 1][0]]
-            initial = any(c in _INITIAL_GAP for c in gap2)
-        elif honorific:
-            initial = False
-        after = toks[j][2].lower() if j < len(toks) else ""
-        after_gap = line[toks[j - 1][1] : toks[j][0] if j < len(toks) else len(line)]
-        words = [t[2] for t in toks[i:j]]
-        window = tuple(t[2].lower() for t in toks[j : j + 3])
+        initial = not before or any(c in _INITIAL_GAP for c in gap) or gap.strip() == "-"
+        if honorific:
+            gap2 = line[before[-2][1] : before[-1][0]] if len(before) > 1 else ""
+            initial = len(before) > 1 and any(c in _INITIAL_GAP for c in gap2)
+        after_words = [(m.start(), m.group()) for m in _WORD.finditer(line, end, end + 60)][:3]
+        after = after_words[0][1].lower() if after_words else ""
+        after_gap = line[end : after_words[0][0]] if after_words else line[end:]
+        window = tuple(w.lower() for _, w in after_words)
+        words = line[s:end].split(" ")
         runs.append(
             _Run(
                 n,
@@ -243,7 +239,7 @@ def _run_votes(run: _Run, words: list[str]) -> dict[str, float]:
         v[PERSON] += 0.5
     if run.after in cues.SYSTEM_AFTER and run.after_gap == " ":
         v[SYSTEM] += 2
-    if low[-1] in cues.ORG_SUFFIX and len(low) > 1:
+    if len(low) > 1 and (low[-1] in cues.ORG_SUFFIX or low[0] in cues.ORG_PREFIX):
         v[SYSTEM] += 3
     if cues.VERSION.match(run.after) and run.after_gap == " ":
         v[SYSTEM] += 2
@@ -267,7 +263,11 @@ def _run_votes(run: _Run, words: list[str]) -> dict[str, float]:
         v[PLACE] += 2
     if len(low) > 1 and (low[0] in cues.PLACE_PREFIX or low[-1] in cues.PLACE_SUFFIX):
         v[PLACE] += 2
-    if not v and 2 <= len(words) <= 3 and all(w[1:].islower() and w.isalpha() for w in words):
+    if (
+        not v
+        and 2 <= len(words) <= 3
+        and all(w[0].isupper() and w[1:].islower() and w.isalpha() for w in words)
+    ):
         v[PERSON] += 0.75
     return v
 
@@ -334,10 +334,14 @@ def _front(
     title_key = canonical_key(title) if title else ""
     for item in values(raw.get("aliases", raw.get("alias"))) if title_key else []:
         add(out, item, where("aliases", item), "alias", alias_to=title_key)
-    if title_key and (
-        (isinstance(note_type, str) and note_type.lower() in cues.NOTE_TYPES)
-        or raw.get("aliases")
-        or raw.get("alias")
+    if (
+        title
+        and title_key
+        and (
+            (isinstance(note_type, str) and note_type.lower() in cues.NOTE_TYPES)
+            or raw.get("aliases")
+            or raw.get("alias")
+        )
     ):
         kind = cues.NOTE_TYPES.get(note_type.lower()) if isinstance(note_type, str) else None
         add(out, title, title_line, "title", kind, 5.0)
@@ -358,14 +362,14 @@ def _front(
 
 def _resolve(raws: list[Raw]) -> list[Mention]:
     alias = {r.key: r.alias_to for r in raws if r.alias_to and r.alias_to != r.key}
-    votes: dict[str, Counter[str]] = defaultdict(Counter)
+    votes: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     forms: dict[str, Counter[str]] = defaultdict(Counter)
     target_names: dict[str, str] = {}
     for r in raws:
         key = alias.get(r.key, r.key)
         r.key = key
         for kind, w in r.votes.items():
-            votes[key][kind] += w  # type: ignore[assignment]
+            votes[key][kind] += w
         if r.alias_to is None:
             forms[key][r.name] += 3 if r.source in ("wikilink", "title", "front_matter") else 1
         if r.source in ("wikilink", "title"):
@@ -382,8 +386,8 @@ def _resolve(raws: list[Raw]) -> list[Mention]:
             names[key] = next(r.name for r in raws if r.key == key)
         v = votes.get(key)
         order = (PERSON, SYSTEM, PLACE, TAG, IDENTIFIER, OTHER)
-        best = max(order, key=lambda k: (v or {}).get(k, 0.0)) if v else OTHER
-        types[key] = best if v and v[best] > 0 else OTHER
+        best = max(order, key=lambda k: v.get(k, 0.0)) if v else OTHER
+        types[key] = best if v and v.get(best, 0.0) > 0 else OTHER
     raws.sort(key=lambda r: r.line)
     return [Mention(r.key, names[r.key], types[r.key], r.line, r.surface, r.source) for r in raws]
 
@@ -403,6 +407,14 @@ def extract(text: str, first_line: int = 1, *, tags: Iterable[str] = ()) -> list
 def extract_note(text: str, path: str = "") -> list[Mention]:
     """The mentions in a whole note file (front matter included), lines counted in the file."""
     fm, body, first = parse_front_matter(text)
+    return extract_document(fm, body, first, text, path)
+
+
+def extract_document(
+    fm: FrontMatter, body: str, first: int, text: str, path: str = ""
+) -> list[Mention]:
+    """extract_note for a file already parsed (parse_front_matter's three values and the file's
+    text): what the indexer calls, so front matter is not parsed twice."""
     head = text.split("\n", first - 1)[: first - 1] if first > 1 else []
     title, title_line = fm.title, 1
     if title:

@@ -113,6 +113,10 @@ ORG_SUFFIX = words(
     "inc corp corporation ltd llc gmbh plc labs systems technologies software foundation "
     "university college institute bank group association"
 )
+ORG_PREFIX = words(
+    "university bank bureau department ministry institute college school hospital church "
+    "museum council agency"
+)
 # Before a name: something is run, deployed or used.
 SYSTEM_BEFORE = words(
     "deploy deployed deploying install installed installing upgrade upgraded upgrading "

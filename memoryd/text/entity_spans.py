@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memoryd.text import entity_cues as cues
 from memoryd.text.entity_cues import IDENTIFIER, OTHER, PERSON, TAG
@@ -37,6 +38,7 @@ def _fold(ch: str) -> str:
     return ch
 
 
+@lru_cache(maxsize=65536)
 def canonical_key(name: str) -> str:
     """'Mélanie's' -> 'melanie'; '#Billing' -> '#billing'; '@caro' -> 'caro'."""
     s = unicodedata.normalize("NFKC", name).strip(_STRIP).lstrip("@")
@@ -45,6 +47,7 @@ def canonical_key(name: str) -> str:
     return " ".join(s.casefold().split())
 
 
+@lru_cache(maxsize=65536)
 def display_name(surface: str) -> str:
     """The surface without possessive and surrounding punctuation: "Melanie's" -> "Melanie"."""
     s = unicodedata.normalize("NFKC", surface).strip(_STRIP).lstrip("@")
@@ -80,6 +83,18 @@ _INFRA = cues.words(
     "cron job jobs cache redis pg sql etl ingest exporter agent daemon"
 )
 _FILE_EXT = cues.words("py md toml json txt yaml yml sh js ts go rs sql log conf csv ini cfg")
+
+
+_HAS_DOTTED = re.compile(r"\w\.\w").search
+_HAS_HYPHENED = re.compile(r"\w-\w")
+_HAS_DIGIT = re.compile(r"\d")
+_HAS_CAMEL = re.compile(r"[a-z][A-Z]").search
+_IDENTS = (
+    (_HOST, "host", _HAS_DOTTED),
+    (_SNAKE, "code", lambda line: "_" in line),
+    (_CALL, "code", lambda line: "()" in line),
+    (_CAMEL, "code", _HAS_CAMEL),
+)
 
 
 def blank(line: str, start: int, end: int) -> str:
@@ -210,7 +225,9 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str]) -> str:
                 line = blank(line, m.start(), m.end())
         for m in _CJK_HONORIFIC.finditer(line):
             add(out, m.group(1), n, "quoted", PERSON, 2.0)
-    for rx, source in ((_HOST, "host"), (_SNAKE, "code"), (_CALL, "code"), (_CAMEL, "code")):
+    for rx, source, gate in _IDENTS:
+        if not gate(line):
+            continue
         for m in rx.finditer(line):
             w = m.group(1) if rx is not _SNAKE and rx is not _CAMEL else m.group(0)
             if rx is _HOST and not _host_ok(w):
@@ -218,11 +235,11 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str]) -> str:
             w = _identifier(w)
             add(out, w, n, source, IDENTIFIER, 3.0, key=canonical_key(w))
             line = blank(line, m.start(), m.end())
-    for m in _KEBAB.finditer(line):
+    for m in _KEBAB.finditer(line) if _HAS_HYPHENED.search(line) else ():
         if _kebab_ok(m.group(0)):
             add(out, m.group(0), n, "code", IDENTIFIER, 3.0, key=m.group(0))
             line = blank(line, m.start(), m.end())
-    for m in _MIXED.finditer(line):
+    for m in _MIXED.finditer(line) if _HAS_DIGIT.search(line) else ():
         w = m.group(0)
         if len(w) >= 4 and any(c.isalpha() for c in w) and not cues.VERSION.match(w):
             add(out, w, n, "code", IDENTIFIER, 3.0, key=canonical_key(w))
