@@ -38,6 +38,7 @@ from typing import Any
 from memoryd.text import entity_cues as cues
 from memoryd.text.entity_cues import IDENTIFIER, OTHER, PERSON, PLACE, SYSTEM, TAG
 from memoryd.text.entity_spans import (
+    HAS_CJK,
     POSSESSIVE,
     TICKS,
     WIKI,
@@ -241,6 +242,8 @@ def _run_votes(run: _Run, words: list[str]) -> dict[str, float]:
         v[SYSTEM] += 2
     if len(low) > 1 and (low[-1] in cues.ORG_SUFFIX or low[0] in cues.ORG_PREFIX):
         v[SYSTEM] += 3
+    if run.after in cues.PLACE_AFTER and run.after_gap == " " and len(words) == 1:
+        v[PLACE] += 1.5
     if cues.VERSION.match(run.after) and run.after_gap == " ":
         v[SYSTEM] += 2
     if run.before and run.before[-1] in cues.SYSTEM_BEFORE:
@@ -266,9 +269,11 @@ def _run_votes(run: _Run, words: list[str]) -> dict[str, float]:
     if (
         not v
         and 2 <= len(words) <= 3
-        and all(w[0].isupper() and w[1:].islower() and w.isalpha() for w in words)
+        and all(w[0].isupper() and _word_key(w)[1:].isalpha() for w in words)
     ):
         v[PERSON] += 0.75
+    if not v and len(words) == 1 and words[0].isupper() and len(words[0]) > 2:
+        v[SYSTEM] += 0.5  # an acronym with no other cue: AWS, GCP, IBM more often than a place
     return v
 
 
@@ -303,6 +308,12 @@ def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> None:
                 code_span(m.group(2), n, out)
                 line = blank(line, m.start(), m.end())
         kept.append((n, explicit(line, n, out, known)))
+    cjk = [k for k in known if HAS_CJK(k)]
+    if cjk:  # a CJK name the front matter or a wikilink gave, wherever the text writes it
+        for n, line in kept:
+            for k in cjk:
+                if k in line:
+                    add(out, k, n, "name", key=k)
     _names(kept, out, known)
 
 
@@ -431,6 +442,8 @@ def extract_document(
     if head and isinstance(fm.raw, dict):
         _front(fm.raw, head, title, title_line, out)
     known = {r.key for r in out}
+    # a person's first name alone is a name too ("Lena" after `people: [Lena Fischer]`)
+    known |= {r.key.split(" ")[0] for r in out if " " in r.key and r.votes.get(PERSON)}
     _scan(body, first, out, known)
     return _resolve(out)
 

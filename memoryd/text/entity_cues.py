@@ -107,7 +107,9 @@ SYSTEM_AFTER = words(
     "worker workers daemon backend frontend client clients cli binary image images container "
     "containers pod pods deployment config schema table tables index inc corp corporation ltd "
     "llc gmbh co company labs systems technologies software foundation university college "
-    "institute group team teams"
+    "institute group team teams migration integration account accounts logs outage quota "
+    "support ticket bucket buckets credentials token tokens webhook webhooks console docs "
+    "documentation plan subscription license licence"
 )
 ORG_SUFFIX = words(
     "inc corp corporation ltd llc gmbh plc labs systems technologies software foundation "
@@ -121,7 +123,13 @@ ORG_PREFIX = words(
 SYSTEM_BEFORE = words(
     "deploy deployed deploying install installed installing upgrade upgraded upgrading "
     "restart restarted restarting migrate migrated migrating using use used via run runs "
-    "running on onto configure configured enable enabled disable disabled switched"
+    "running on onto configure configured enable enabled disable disabled switched through "
+    "drop dropped replace replaced adopt adopted try tried evaluate evaluated chose choose"
+)
+# After a name: says it is a place ("the Dublin office", "the Berlin offsite").
+PLACE_AFTER = words(
+    "office offices offsite flat apartment house trip region branch campus area neighbourhood "
+    "neighborhood airport station"
 )
 # Before a name: a place ("moved to X", "based in X").
 PLACE_BEFORE = words("in at near from")

@@ -71,7 +71,7 @@ _MIXED = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+
 _CODE_WORD = re.compile(r"^[A-Za-z_][\w.-]*[A-Za-z0-9_]$")
 _QUOTED = re.compile(r"[\"“]([A-Z][^\"”\n]{2,80})[\"”]")
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_HAS_CJK = re.compile(f"[{_CJK}]")
+HAS_CJK = re.compile(f"[{_CJK}]").search
 _BRACKET = re.compile(r"[「【《“\"]([^」】》”\"\n]{1,24})[」】》”\"]")
 _CJK_HONORIFIC = re.compile(
     rf"(?<![{_CJK}])([\u4e00-\u9fff]{{2,3}}|[\u30a1-\u30fa\u30fc]{{2,8}})"
@@ -215,10 +215,10 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str]) -> str:
             if 2 <= len(ws) <= 8 and all(w[0].isupper() for w in ws if len(w) > 3):
                 add(out, inner, n, "quoted", OTHER, 1.0)
                 line = blank(line, m.start(), m.end())
-    if _HAS_CJK.search(line):
+    if HAS_CJK(line):
         for m in _BRACKET.finditer(line):
             inner = m.group(1).strip()
-            if _HAS_CJK.search(inner) and len(inner) <= 16:
+            if HAS_CJK(inner) and len(inner) <= 16:
                 after = line[m.end() : m.end() + 2]
                 person = any(after.startswith(h) for h in cues.CJK_HONORIFICS)
                 add(out, inner, n, "quoted", PERSON if person else None)

@@ -1,6 +1,8 @@
 """Convert WNUT-17's test set (CoNLL, one token and its BIO tag a line) into wnut17-test.jsonl:
-one sentence a line, {"id", "text", "entities": [[type, surface], ...]}, the tokens joined with
-single spaces and WNUT's types mapped onto memoryd's (person, system, place, other).
+one sentence a line, {"id", "text", "entities": [[type, surface], ...]}, WNUT's types mapped onto
+memoryd's (person, system, place, other). The text is the tokens joined with single spaces, then
+lightly detokenized the way the posts were written: "@ user" -> "@user", "# tag" -> "#tag",
+"don ' t" -> "don't", "Sam 's" -> "Sam's", no space before , . ! ? : ; ) or after (.
 
     git show e52a2d2a71ac1a051ca2d532eef28653c5c02603:emerging.test.annotated \
         | python bench/data/entities/convert_wnut17.py > bench/data/entities/wnut17-test.jsonl
@@ -9,6 +11,7 @@ single spaces and WNUT's types mapped onto memoryd's (person, system, place, oth
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 TYPES = {
@@ -19,6 +22,14 @@ TYPES = {
     "group": "other",
     "creative-work": "other",
 }
+
+
+def detokenize(text: str) -> str:
+    text = re.sub(r"(^|\s)([@#]) (?=\w)", r"\1\2", text)
+    text = re.sub(r"(\w) ' (?=(?:t|s|m|re|ve|ll|d)\b)", r"\1'", text)
+    text = re.sub(r"(\w) (?='s\b|n't\b)", r"\1", text)
+    text = re.sub(r" (?=[,.!?:;)](?:\s|$))", "", text)
+    return re.sub(r"\( ", "(", text)
 
 
 def main() -> None:
@@ -38,7 +49,7 @@ def main() -> None:
                 entities.append([TYPES[tag[2:]], token])
             elif tag.startswith("I-") and entities:
                 entities[-1][1] += " " + token
-        text = " ".join(token for token, _ in sent)
+        text = detokenize(" ".join(token for token, _ in sent))
         print(json.dumps({"id": i, "text": text, "entities": entities}, ensure_ascii=False))
 
 
