@@ -135,7 +135,7 @@ def _runs(line: str, n: int) -> list[_Run]:
     i = 0
     while i < len(caps):
         j, end = i + 1, caps[i][1]
-        while j < len(caps) and j - i < 4 and not caps[j - 1][2].endswith(("'s", "’s", "'")):
+        while j < len(caps) and j - i < 4:
             between = line[caps[j - 1][1] : caps[j][0]]
             if between != " " and not (
                 between[:1] == " " == between[-1:] and between.strip() in cues.CONNECTORS
@@ -197,7 +197,8 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
 
         def plain(w: str) -> bool:
             k = _word_key(w)
-            return k in common or len(k) <= 3
+            parts = k.split("-")
+            return k in common or len(k) <= 3 or all(p in common or len(p) <= 3 for p in parts)
 
         if len(words) == 1:
             cue = run.after in cues.PERSON_AFTER or words[0].endswith(("'s", "’s"))
@@ -228,9 +229,10 @@ def _run_votes(run: _Run, words: list[str]) -> dict[str, float]:
         v[PERSON] += 1.5
     if run.field_type:
         v[run.field_type] += 2
-    if any(w in cues.PRONOUNS or w in cues.KIN for w in run.window):
+    shouted = all(w.isupper() for w in words)  # an acronym is rarely a person
+    if not shouted and any(w in cues.PRONOUNS or w in cues.KIN for w in run.window):
         v[PERSON] += 1
-    if run.before and run.before[-1] in cues.PERSON_BEFORE:
+    if not shouted and run.before and run.before[-1] in cues.PERSON_BEFORE:
         v[PERSON] += 1
     if " ".join(run.before) in cues.PERSON_BEFORE_2:
         v[PERSON] += 2
@@ -266,14 +268,6 @@ def _run_votes(run: _Run, words: list[str]) -> dict[str, float]:
         v[PLACE] += 2
     if len(low) > 1 and (low[0] in cues.PLACE_PREFIX or low[-1] in cues.PLACE_SUFFIX):
         v[PLACE] += 2
-    if (
-        not v
-        and 2 <= len(words) <= 3
-        and all(w[0].isupper() and _word_key(w)[1:].isalpha() for w in words)
-    ):
-        v[PERSON] += 0.75
-    if not v and len(words) == 1 and words[0].isupper() and len(words[0]) > 2:
-        v[SYSTEM] += 0.5  # an acronym with no other cue: AWS, GCP, IBM more often than a place
     return v
 
 

@@ -74,7 +74,7 @@ PERSON_AFTER = words(
     "felt wants wanted loves loved likes liked laughed smiled cried herself himself "
     "prefers preferred leads led joined works worked lives lived grew paid covers covered "
     "teaches taught plays played met talked went moved looks looked travels travelled "
-    "traveled starts started owns owned"
+    "traveled starts started owns"
 )
 PRONOUNS = words("she he her his him herself himself")
 KIN = words(
