@@ -236,3 +236,12 @@ def test_any_input_never_raises_and_lines_are_inside_the_text(text: str, first: 
     fm_text = "---\naliases: [" + text.replace("\n", " ")[:40] + "]\n---\n" + text
     for m in extract_note(fm_text):
         assert 1 <= m.line <= fm_text.count("\n") + 1
+
+
+def test_chat_speakers_are_people_and_a_label_is_not() -> None:
+    chat = "Maya: are you coming to the party at Sam's?\nTom: yes.\nMaya: great.\nTom: ok.\n"
+    kinds = found(extract(chat))
+    assert kinds.get("maya") == "person" and kinds.get("tom") == "person"
+    assert kinds.get("sam") == "person"  # "at Sam's" is Sam's place, not a place called Sam
+    runbook = "4. Unfreeze: `ledgerctl unfreeze --region eu`.\n"
+    assert found(extract(runbook)).get("unfreeze") != "person"

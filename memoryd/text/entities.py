@@ -212,20 +212,25 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
     return words
 
 
-def _run_votes(run: _Run, words: list[str]) -> dict[str, float]:
+def _speaker(run: _Run) -> bool:
+    """'Maya: ...' at the start of a line."""
+    return (
+        run.initial
+        and not run.all_initial
+        and run.after_gap.startswith(":")
+        and len(run.words) <= 2
+    )
+
+
+def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, float]:
+    """The type votes of one run; `speakers` are the names that open two lines or more."""
     v: dict[str, float] = defaultdict(float)
     low = [_word_key(w) for w in words]
     if run.honorific:
         v[PERSON] += 3
     if run.after in cues.PERSON_AFTER:
         v[PERSON] += 2
-    if (
-        run.initial
-        and not run.all_initial
-        and run.after_gap.startswith(":")
-        and len(words) <= 2
-        and words == run.words
-    ):
+    if _speaker(run) and words == run.words and canonical_key(" ".join(words)) in speakers:
         v[PERSON] += 1.5
     if run.field_type:
         v[run.field_type] += 2
@@ -258,9 +263,10 @@ def _run_votes(run: _Run, words: list[str]) -> dict[str, float]:
         v[SYSTEM] += 1
     if any(k.endswith(cues.SYSTEM_SUFFIX) and len(k) > 5 for k in low):
         v[SYSTEM] += 1
-    if run.before and run.before[-1] in cues.PLACE_BEFORE:
+    possessive = words[-1].endswith(("'s", "’s"))  # "at Sam's" is Sam's place, not a place
+    if run.before and run.before[-1] in cues.PLACE_BEFORE and not possessive:
         v[PLACE] += 1
-    elif run.before and run.before[-1] == "to":
+    elif run.before and run.before[-1] == "to" and not possessive:
         v[PLACE] += 0.75
     if " ".join(run.before) in cues.PLACE_BEFORE_2 or (
         run.before and run.before[-1] in cues.PLACE_BEFORE_2
@@ -276,6 +282,12 @@ def _names(lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str]) ->
     for r in runs:  # names written mid-sentence tell which sentence-initial words are names
         if not r.initial and not r.all_initial:
             known.add(canonical_key(" ".join(r.words)))
+    seen: set[str] = set()
+    speakers: set[str] = set()
+    for r in runs:  # a chat's speakers open several lines; "Unfreeze: ..." opens one
+        if _speaker(r):
+            k = canonical_key(" ".join(r.words))
+            (speakers if k in seen else seen).add(k)
     for r in runs:
         words = _keep(r, known)
         if words and r.field_type and words[0].lower() in cues.LINE_FIELDS:
@@ -285,7 +297,7 @@ def _names(lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str]) ->
         surface = " ".join(words)
         raw = add(out, surface, r.line, "name")
         if raw is not None:
-            raw.votes = dict(_run_votes(r, words))
+            raw.votes = dict(_run_votes(r, words, speakers))
 
 
 # --- the whole extraction ----------------------------------------------------------------------
