@@ -288,6 +288,7 @@ def _names(lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str]) ->
         if _speaker(r):
             k = canonical_key(" ".join(r.words))
             (speakers if k in seen else seen).add(k)
+    known |= speakers
     for r in runs:
         words = _keep(r, known)
         if words and r.field_type and words[0].lower() in cues.LINE_FIELDS:
