@@ -33,6 +33,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from memoryd.text import entity_cues as cues
@@ -143,10 +144,14 @@ def _runs(line: str, n: int) -> list[_Run]:
                 break
             j += 1
         s, end = caps[i][0], caps[j - 1][1]
-        lo = max(0, s - 80)
-        before = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(line, lo, s)]
-        if before and before[0][0] == lo > 0:
-            before = before[1:]  # a word cut by the window
+        before: list[tuple[int, int, str]] = []
+        for width in (32, 160):  # two words back, most often within 32 characters
+            lo = max(0, s - width)
+            before = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(line, lo, s)]
+            if before and before[0][0] == lo > 0:
+                before = before[1:]  # a word cut by the window
+            if len(before) >= 2 or lo == 0:
+                break
         gap = line[before[-1][1] : s] if before else line[:s]
         prev = [w.lower().rstrip(".") for _, _, w in before[-2:]]
         honorific = bool(prev) and prev[-1] in cues.HONORIFICS and gap.strip() in ("", ".")
@@ -154,7 +159,7 @@ def _runs(line: str, n: int) -> list[_Run]:
         if honorific:
             gap2 = line[before[-2][1] : before[-1][0]] if len(before) > 1 else ""
             initial = len(before) > 1 and any(c in _INITIAL_GAP for c in gap2)
-        after_words = [(m.start(), m.group()) for m in _WORD.finditer(line, end, end + 60)][:3]
+        after_words = [(m.start(), m.group()) for m in islice(_WORD.finditer(line, end), 3)]
         after = after_words[0][1].lower() if after_words else ""
         after_gap = line[end : after_words[0][0]] if after_words else line[end:]
         window = tuple(w.lower() for _, w in after_words)
