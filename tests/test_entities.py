@@ -218,7 +218,7 @@ def test_in_lines_gives_a_chunk_its_mentions() -> None:
     st.text(
         alphabet=st.one_of(
             st.sampled_from(list("[]|#@`~\"'’「」【】《》:._-()\n ")),
-            st.characters(blacklist_categories=["Cs"]),
+            st.characters(exclude_categories=["Cs"]),
         ),
         max_size=300,
     ),
