@@ -90,6 +90,7 @@ class Entity:
 
 # --- capitalised names -------------------------------------------------------------------------
 
+_HAS_DIGIT = re.compile(r"\d").search
 _FIELD = re.compile(r"^\W*([A-Za-z_]+)\s*::?\s")
 _CAPWORD = re.compile(r"(?<![\w'’-])[^\W\d_a-z][\w]*(?:['’\-][^\W_]+)*['’]?")
 _WORD = re.compile(r"[^\W\d_][\w]*(?:['’\-][^\W_]+)*['’]?")
@@ -260,11 +261,9 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[SYSTEM] += 2
     if run.before and run.before[-1] in cues.SYSTEM_BEFORE:
         v[SYSTEM] += 1
-    if any(
-        any(c.isupper() for c in p[1:]) and not p.isupper() for w in words for p in w.split("-")
-    ):
+    if any(p[1:] != p[1:].lower() and not p.isupper() for w in words for p in w.split("-")):
         v[SYSTEM] += 1.5
-    if any(any(c.isdigit() for c in w) for w in words):
+    if _HAS_DIGIT(" ".join(words)):
         v[SYSTEM] += 1
     if any(k.endswith(cues.SYSTEM_SUFFIX) and len(k) > 5 for k in low):
         v[SYSTEM] += 1
@@ -404,7 +403,7 @@ def _resolve(raws: list[Raw]) -> list[Mention]:
         if key in target_names:
             names[key] = target_names[key]
         elif f:
-            names[key] = max(f.items(), key=lambda kv: (kv[1], any(c.isupper() for c in kv[0])))[0]
+            names[key] = max(f.items(), key=lambda kv: (kv[1], kv[0] != kv[0].lower()))[0]
         else:
             names[key] = next(r.name for r in raws if r.key == key)
         v = votes.get(key)
