@@ -91,6 +91,7 @@ class Entity:
 # --- capitalised names -------------------------------------------------------------------------
 
 _HAS_DIGIT = re.compile(r"\d").search
+_PERSONAL = cues.PRONOUNS | cues.KIN
 _FIELD = re.compile(r"^\W*([A-Za-z_]+)\s*::?\s")
 _CAPWORD = re.compile(r"(?<![\w'’-])[^\W\d_a-z][\w]*(?:['’\-][^\W_]+)*['’]?")
 _WORD = re.compile(r"[^\W\d_][\w]*(?:['’\-][^\W_]+)*['’]?")
@@ -231,52 +232,54 @@ def _speaker(run: _Run) -> bool:
 def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, float]:
     """The type votes of one run; `speakers` are the names that open two lines or more."""
     v: dict[str, float] = defaultdict(float)
-    low = [_word_key(w) for w in words]
+    first, last = _word_key(words[0]), _word_key(words[-1])
+    text = " ".join(words)
+    prev = run.before[-1] if run.before else ""
+    prev2 = " ".join(run.before)
+    after, tight = run.after, run.after_gap == " "
+    possessive = words[-1].endswith(("'s", "’s"))
+    shouted = text.isupper()  # an acronym is rarely a person
     if run.honorific:
         v[PERSON] += 3
-    if run.after in cues.PERSON_AFTER:
+    if after in cues.PERSON_AFTER:
         v[PERSON] += 2
-    if _speaker(run) and words == run.words and canonical_key(" ".join(words)) in speakers:
+    if words == run.words and _speaker(run) and canonical_key(text) in speakers:
         v[PERSON] += 1.5
     if run.field_type:
         v[run.field_type] += 2
-    shouted = all(w.isupper() for w in words)  # an acronym is rarely a person
-    if not shouted and any(w in cues.PRONOUNS or w in cues.KIN for w in run.window):
+    if not shouted and not _PERSONAL.isdisjoint(run.window):
         v[PERSON] += 1
-    if not shouted and run.before and run.before[-1] in cues.PERSON_BEFORE:
+    if not shouted and prev in cues.PERSON_BEFORE:
         v[PERSON] += 1
-    if " ".join(run.before) in cues.PERSON_BEFORE_2:
+    if prev2 in cues.PERSON_BEFORE_2:
         v[PERSON] += 2
-    if " ".join(run.before) in cues.SYSTEM_BEFORE_2:
+    if prev2 in cues.SYSTEM_BEFORE_2:
         v[SYSTEM] += 2
-    if words[-1].endswith(("'s", "’s")):
+    if possessive:
         v[PERSON] += 0.5
-    if run.after in cues.SYSTEM_AFTER and run.after_gap == " ":
+    if tight and after in cues.SYSTEM_AFTER:
         v[SYSTEM] += 2
-    if len(low) > 1 and (low[-1] in cues.ORG_SUFFIX or low[0] in cues.ORG_PREFIX):
+    if len(words) > 1 and (last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX):
         v[SYSTEM] += 3
-    if run.after in cues.PLACE_AFTER and run.after_gap == " " and len(words) == 1:
+    if tight and len(words) == 1 and after in cues.PLACE_AFTER:
         v[PLACE] += 1.5
-    if cues.VERSION.match(run.after) and run.after_gap == " ":
+    if tight and after[:1].isdigit() and cues.VERSION.match(after):
         v[SYSTEM] += 2
-    if run.before and run.before[-1] in cues.SYSTEM_BEFORE:
+    if prev in cues.SYSTEM_BEFORE:
         v[SYSTEM] += 1
     if any(p[1:] != p[1:].lower() and not p.isupper() for w in words for p in w.split("-")):
         v[SYSTEM] += 1.5
-    if _HAS_DIGIT(" ".join(words)):
+    if _HAS_DIGIT(text):
         v[SYSTEM] += 1
-    if any(k.endswith(cues.SYSTEM_SUFFIX) and len(k) > 5 for k in low):
+    if any(len(w) > 5 and w.lower().endswith(cues.SYSTEM_SUFFIX) for w in words):
         v[SYSTEM] += 1
-    possessive = words[-1].endswith(("'s", "’s"))  # "at Sam's" is Sam's place, not a place
-    if run.before and run.before[-1] in cues.PLACE_BEFORE and not possessive:
+    if prev in cues.PLACE_BEFORE and not possessive:  # "at Sam's" is Sam's place
         v[PLACE] += 1
-    elif run.before and run.before[-1] == "to" and not possessive:
+    elif prev == "to" and not possessive:
         v[PLACE] += 0.75
-    if " ".join(run.before) in cues.PLACE_BEFORE_2 or (
-        run.before and run.before[-1] in cues.PLACE_BEFORE_2
-    ):
+    if prev2 in cues.PLACE_BEFORE_2 or prev in cues.PLACE_BEFORE_2:
         v[PLACE] += 2
-    if len(low) > 1 and (low[0] in cues.PLACE_PREFIX or low[-1] in cues.PLACE_SUFFIX):
+    if len(words) > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
         v[PLACE] += 2
     return v
 
