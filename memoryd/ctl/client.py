@@ -43,15 +43,15 @@ class _ScanContext:
     }.__getitem__
 
 
-def dumps(obj: Any) -> str:
-    """json.dumps(obj) (compact separators, ASCII)."""
+def dumps(obj: Any, *, ascii: bool = True) -> str:
+    """json.dumps(obj) (compact separators; ASCII, or with ascii=False text as it is)."""
     try:
         import _json
 
         encode = _json.make_encoder(
             None,
             _not_serializable,
-            _json.encode_basestring_ascii,
+            _json.encode_basestring_ascii if ascii else _json.encode_basestring,
             None,
             ":",
             ",",
@@ -63,7 +63,16 @@ def dumps(obj: Any) -> str:
     except ImportError:
         import json
 
-        return json.dumps(obj, separators=(",", ":"))
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=ascii)
+
+
+def encode_request(obj: Any) -> bytes:
+    """A request as UTF-8 JSON (a CJK character costs 3 bytes, not the 6 of a \\u escape); text
+    that is not valid Unicode (a lone surrogate) is sent escaped, for the daemon to refuse."""
+    try:
+        return dumps(obj, ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return dumps(obj).encode("ascii")
 
 
 def _not_serializable(obj: Any) -> Any:
@@ -218,7 +227,7 @@ class Client:
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """The method's result; raises ClientError (the daemon said no) or Unreachable."""
         request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
-        data = dumps(request).encode("ascii") + b"\n"
+        data = encode_request(request) + b"\n"
         sock = self.connect()
         try:
             try:  # noqa: SIM105 (contextlib costs an import)

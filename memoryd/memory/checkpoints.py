@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from memoryd.core.errors import InvalidInput, NotFound, Refused
+from memoryd.core.errors import InvalidInput, NotFound, Refused, describe
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.store import entries, files
@@ -74,7 +74,9 @@ def create(app: App, name: object) -> dict[str, Any]:
     path = _path(app, name)
     refuse_on_postgres(app, "no checkpoint was made")
     if path.exists():
-        raise InvalidInput(f"checkpoint {name!r} exists; pick another name or delete it first")
+        raise InvalidInput(
+            f"checkpoint {describe(name)} exists; pick another name or delete it first"
+        )
     app.store.backup_to(path)
     return {"name": name, "path": str(path), "bytes": path.stat().st_size}
 
@@ -88,7 +90,7 @@ def delete(app: App, name: object, kind: object = "checkpoint") -> dict[str, Any
     else:
         raise InvalidInput("kind: expected checkpoint or snapshot")
     if not path.is_file():
-        raise NotFound(f"no {kind} named {name!r}")
+        raise NotFound(f"no {kind} named {describe(name)}")
     path.unlink()
     log.info("copy deleted", kind=kind, name=name)
     return {"deleted": name, "kind": kind}
@@ -134,7 +136,7 @@ def restore(app: App, name: object) -> dict[str, Any]:
     path = _path(app, name)
     refuse_on_postgres(app, "nothing was restored")
     if not path.is_file():
-        raise NotFound(f"no checkpoint named {name!r} (see checkpoint list)")
+        raise NotFound(f"no checkpoint named {describe(name)} (see checkpoint list)")
     version = inspect(path)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(app.clock()))
     safety = folder(app) / f"pre-restore-{stamp}.db"

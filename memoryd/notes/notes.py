@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge
+from memoryd.core.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge, describe
 from memoryd.core.fsutil import atomic_write_at, fsync_dir, within
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
@@ -86,7 +86,7 @@ def check_sha(value: object) -> str | None:
     if not isinstance(value, str) or not (value == "" or _SHA.match(value.lower())):
         raise InvalidInput(
             'expected_sha256: expected the 64 hex digits note.read returned (or "" for a note '
-            f"that must not exist yet), got {value!r}"
+            f"that must not exist yet), got {describe(value)}"
         )
     return value.lower()
 
@@ -111,12 +111,14 @@ def normalize(path: object, what: str = "path") -> str:
         or path == "~"
         or re.match(r"^[A-Za-z]:[\\/]", path)
     ):
-        raise InvalidInput(f"{what}: {path!r} is absolute; give a path inside the workspace")
+        raise InvalidInput(
+            f"{what}: {describe(path)} is absolute; give a path inside the workspace"
+        )
     parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise InvalidInput(f"{what}: {path!r} leaves the workspace ('..' is not allowed)")
+        raise InvalidInput(f"{what}: {describe(path)} leaves the workspace ('..' is not allowed)")
     if not parts:
-        raise InvalidInput(f"{what}: {path!r} names the workspace itself, not a note")
+        raise InvalidInput(f"{what}: {describe(path)} names the workspace itself, not a note")
     return "/".join(parts)
 
 
@@ -149,16 +151,19 @@ class Notes:
         rel = self._as_on_disk(normalize(path, what))
         if not path_accepted(rel, self.indexer.settings):
             raise InvalidInput(
-                f"{what}: {rel!r} is not a note memoryd indexes (notes are files matching "
+                f"{what}: {describe(rel)} is not a note memoryd indexes (notes are files matching "
                 "indexer.include, *.md by default, outside hidden folders and indexer.exclude)"
             )
         full = self.root / rel
         real = os.path.realpath(full)
         if not self._inside(real):
-            raise InvalidInput(f"{what}: {rel!r} leads outside the workspace through a symlink")
+            raise InvalidInput(
+                f"{what}: {describe(rel)} leads outside the workspace through a symlink"
+            )
         if self.indexer.is_private(rel):
             raise InvalidInput(
-                f"{what}: {rel!r} is memoryd's own data (data_dir, log file or socket), not a note"
+                f"{what}: {describe(rel)} is memoryd's own data (data_dir, log file or socket), "
+                "not a note"
             )
         return rel, full
 
@@ -199,7 +204,9 @@ class Notes:
         this fail instead of leading the write or read out of the workspace."""
         real = os.path.realpath(folder)
         if not self._inside(real):
-            raise InvalidInput(f"path: {rel!r} leads outside the workspace through a symlink")
+            raise InvalidInput(
+                f"path: {describe(rel)} leads outside the workspace through a symlink"
+            )
         root = str(self.root_real)
         parts = Path(os.path.relpath(real, root)).parts if real != root else ()
         fd = os.open(root, _DIR_FLAGS)
@@ -225,7 +232,7 @@ class Notes:
         try:
             fd = os.open(name, _READ_FLAGS, dir_fd=dfd)
         except FileNotFoundError:
-            raise NotFound(f"no note at {rel}") from None
+            raise NotFound(f"no note at {describe(rel)}") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise Refused(f"{rel} is a symlink; write to the note it points to") from None
@@ -304,7 +311,9 @@ class Notes:
             with contextlib.suppress(FileExistsError):
                 cur.mkdir()
             if not self._inside(os.path.realpath(cur)):
-                raise InvalidInput(f"path: {rel!r} leads outside the workspace through a symlink")
+                raise InvalidInput(
+                    f"path: {describe(rel)} leads outside the workspace through a symlink"
+                )
             if not cur.is_dir():
                 raise InvalidInput(f"path: {cur.relative_to(self.root)} is a file, not a folder")
 
@@ -341,7 +350,7 @@ class Notes:
         rel, full = self.resolve(path)
         real = Path(os.path.realpath(full))  # an inner symlink is followed (resolve checked it)
         if not os.path.isdir(real.parent):
-            raise NotFound(f"no note at {rel}")
+            raise NotFound(f"no note at {describe(rel)}")
         with self._folder(rel, real.parent) as dfd:
             data, st = self._read_at(dfd, real.name, rel)
         return {
@@ -424,7 +433,7 @@ class Notes:
         with self._lock, _os_errors(rel):
             current = self._peek(full, rel)
             if current is None:
-                raise NotFound(f"no note at {rel}")
+                raise NotFound(f"no note at {describe(rel)}")
             self._check_expected(rel, expected, current[0])
             if os.path.lexists(new_full):
                 raise Refused(f"{new_rel} already exists; move or delete it first")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryd.core.errors import InvalidInput, NotFound
+from memoryd.core.errors import InvalidInput, NotFound, describe
 from memoryd.notes.notes import normalize
 from memoryd.store import Store
 from memoryd.store import links as store_links
@@ -29,7 +29,7 @@ def note_path(path: object, paths: list[str]) -> str:
         obsidian.Link(wanted, None, None, 0, False, "wiki"), ""
     )
     if found is None:
-        raise NotFound(f"no indexed note {path!r} (paths are workspace-relative)")
+        raise NotFound(f"no indexed note {describe(path)} (paths are workspace-relative)")
     return found
 
 

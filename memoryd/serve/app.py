@@ -195,20 +195,20 @@ class App:
     def trash_path(self, path: object, *, dry_run: bool = False) -> dict[str, Any]:
         """Delete by workspace path: the file (or folder) moves to <data_dir>/trash/<time>/ (so
         nothing is lost) and its chunks leave the index."""
-        from memoryd.core.errors import InvalidInput, NotFound
+        from memoryd.core.errors import InvalidInput, NotFound, describe
 
         # a symlink is deleted itself: the link goes to the trash, never what it points to
         rel, full = self.indexer.resolve_path(path, keep_link=True)
         if self.indexer.holds_private(rel):
             raise InvalidInput(
-                f"path: {rel!r} is or holds memoryd's own data (data_dir, log file or socket); "
-                "it is not a workspace note and is not deleted through the API"
+                f"path: {describe(rel)} is or holds memoryd's own data (data_dir, log file or "
+                "socket); it is not a workspace note and is not deleted through the API"
             )
         docs = self.store.read(entries.documents)
         paths = sorted(p for p in docs if p == rel or p.startswith(rel + "/"))
         here = os.path.lexists(full)
         if not here and not paths:
-            raise NotFound(f"nothing at {rel} in the workspace or the index")
+            raise NotFound(f"nothing at {describe(rel)} in the workspace or the index")
         target = self.cfg.data_dir / "trash" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         if not dry_run:
             if here:
@@ -449,6 +449,10 @@ class App:
                 "files_moved": self.indexer.totals.moved,
                 "files_deleted": self.indexer.totals.deleted,
                 "files_skipped": self.indexer.totals.skipped,
+                "skipped": [
+                    {"path": path, "reason": reason}
+                    for path, reason in sorted(self.indexer.skipped.items())
+                ],
                 "progress": self.index_progress,
             },
         }

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memoryd.core.errors import NotFound
+from memoryd.core.errors import NotFound, describe
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.store import entries, vectors
@@ -253,7 +253,7 @@ class Jobs:
     def run_now(self, name: str) -> dict[str, Any]:
         """Run a job in this thread (waiting for a scheduled run of it to finish first)."""
         if name not in self.states:
-            raise NotFound(f"no job named {name!r} (jobs: {', '.join(self.states)})")
+            raise NotFound(f"no job named {describe(name)} (jobs: {', '.join(self.states)})")
         return self._run(name, blocking=True)
 
     def list(self) -> list[dict[str, Any]]:
