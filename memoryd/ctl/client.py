@@ -140,7 +140,9 @@ def login_socket_paths(env: Mapping[str, str] | None = None) -> list[str]:
 
 
 def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    """--socket, else $MEMORYD_SOCKET, else the daemon's default (memoryd.core.config's rule)."""
+    """--socket, else $MEMORYD_SOCKET, else the daemon's default (memoryd.core.runtime's rule:
+    with XDG_RUNTIME_DIR unset, <temp>/memoryd-<uid>/, or <data dir>/run/ when another user
+    took that name first)."""
     env = os.environ if env is None else env
     chosen = explicit or env.get("MEMORYD_SOCKET")
     if chosen:
@@ -150,7 +152,25 @@ def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
         return os.path.join(runtime, "memoryd", "memoryd.sock")
     import tempfile  # only on this path: it pulls in random, shutil, ...
 
-    return os.path.join(tempfile.gettempdir(), f"memoryd-{os.getuid()}", "memoryd.sock")
+    folder = os.path.join(tempfile.gettempdir(), f"memoryd-{os.getuid()}")
+    if _foreign(folder):  # taken by someone else: the daemon listens in its fallback folder
+        data = env.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+        return os.path.join(data, "memoryd", "run", "memoryd.sock")
+    return os.path.join(folder, "memoryd.sock")
+
+
+def _foreign(folder: str) -> bool:
+    """memoryd.core.runtime.untrusted_folder's test: a folder that exists and is not a private
+    folder of ours (a symlink, a file, another user's, or writable by others)."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return (
+        not stat.S_ISDIR(st.st_mode)
+        or st.st_uid != os.getuid()
+        or bool(stat.S_IMODE(st.st_mode) & 0o022)
+    )
 
 
 def resolve_socket(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:

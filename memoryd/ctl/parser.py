@@ -39,7 +39,8 @@ With --json, errors are JSON objects on stdout: {"error": {"kind": "daemon"|"usa
 (naive = UTC), or unix seconds; a date as --until includes that whole day.
 
 The socket is --socket, else $MEMORYD_SOCKET, else $XDG_RUNTIME_DIR/memoryd/memoryd.sock
-(<temp dir>/memoryd-<uid>/memoryd.sock when XDG_RUNTIME_DIR is unset, or the login
+(<temp dir>/memoryd-<uid>/memoryd.sock when XDG_RUNTIME_DIR is unset; if another user took that
+folder first, ~/.local/share/memoryd/run/memoryd.sock, as the daemon does; or the login
 session's /run/user/<uid>/memoryd/memoryd.sock if a daemon listens there and not in the temp dir).
 Run `memoryctl COMMAND --help` for a command's options.
 """

@@ -41,6 +41,7 @@ import numpy as np
 
 from memoryd.core import malloc
 from memoryd.core.errors import Unavailable
+from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 
 log = get_logger("memoryd.index.embed")
@@ -183,10 +184,10 @@ def assemble_offline_dir(target: Path, onnx: Path, tokenizer: Path) -> Path:
     """A fastembed-loadable folder with links to the package files; atomic and idempotent."""
     if (target / "model.onnx").exists() and all((target / n).exists() for n in _GENERATED):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(target.parent, PRIVATE_DIR)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    tmp.mkdir(mode=PRIVATE_DIR)
     for src, name in ((onnx, "model.onnx"), (tokenizer, "tokenizer.json")):
         try:
             os.symlink(src, tmp / name)

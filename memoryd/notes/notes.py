@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge, describe
-from memoryd.core.fsutil import atomic_write_at, fsync_dir, within
+from memoryd.core.fsutil import SHARED_DIR, atomic_write_at, fsync_dir, within
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.index.indexer import Indexer, sha256_bytes
@@ -309,7 +309,7 @@ class Notes:
         for part in rel_parts:
             cur = cur / part
             with contextlib.suppress(FileExistsError):
-                cur.mkdir()
+                cur.mkdir(mode=SHARED_DIR)
             if not self._inside(os.path.realpath(cur)):
                 raise InvalidInput(
                     f"path: {describe(rel)} leads outside the workspace through a symlink"

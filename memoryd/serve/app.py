@@ -17,6 +17,7 @@ from typing import Any
 from memoryd import __version__
 from memoryd.core import malloc
 from memoryd.core.config import Config
+from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.index.embed import ModelHolder, background_threads, load_embedder, resolve_model
@@ -212,7 +213,7 @@ class App:
         target = self.cfg.data_dir / "trash" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         if not dry_run:
             if here:
-                (target / rel).parent.mkdir(parents=True, exist_ok=True)
+                make_dirs((target / rel).parent, PRIVATE_DIR)
                 shutil.move(full, target / rel)
             self.indexer.sync_paths([full])
         return {
@@ -470,6 +471,6 @@ def _iso_at(rep: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def prepare_dirs(cfg: Config) -> None:
     """data_dir private (0700); the workspace created if missing."""
-    cfg.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_dirs(cfg.data_dir, PRIVATE_DIR)
     os.chmod(cfg.data_dir, 0o700)
-    Path(cfg.workspace).mkdir(parents=True, exist_ok=True)
+    make_dirs(Path(cfg.workspace), SHARED_DIR)
