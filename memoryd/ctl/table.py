@@ -209,7 +209,7 @@ COMMANDS: tuple[Command, ...] = (
             'memoryctl search "how do we deploy?"',
             "memoryctl search auth --kind chunk --path projects/api -n 5",
             'memoryctl search "postgres OR mysql" --mode keyword --explain',
-            "memoryctl search -- -draft notes      # a query that starts with '-'",
+            "memoryctl search -- '-draft notes'    # a query that starts with '-'",
         ),
     ),
     Command(
