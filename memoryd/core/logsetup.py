@@ -22,6 +22,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -83,7 +84,7 @@ def _filter_level(logger: Any, method: str, event: dict[str, Any]) -> dict[str, 
     return event
 
 
-def _rate_limit(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+def _rate_limit(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
     name = str(event.get("logger_name") or event.get("logger") or "")
     allowed, dropped = _limiter.allow(name, method, str(event.get("event")))
     if not allowed:
@@ -107,7 +108,7 @@ class _StdlibRateLimit(logging.Filter):
         return allowed
 
 
-def _stdlib_extras(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+def _stdlib_extras(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
     """A foreign line names its logger as memoryd's own do (`logger_name`)."""
     record = event.get("_record")
     if record is not None:
@@ -197,7 +198,7 @@ def configure(
         old.close()
 
 
-def _noop(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+def _noop(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
     return event
 
 
@@ -226,7 +227,7 @@ def _loguru_sink(message: Any) -> None:
 def _route_loguru() -> None:
     """loguru (fastembed's logger) writes its own text format to stderr by default: replace its
     handlers with one that hands each record to structlog. Only when something imported it."""
-    loguru = sys.modules.get("loguru")
+    loguru: Any = sys.modules.get("loguru")
     if loguru is None:
         try:
             import loguru

@@ -91,7 +91,9 @@ def parse(argv: list[str], json_errors: bool = False) -> Any:
     args = fast_parse(argv, cmd) if cmd is not None else None
     if args is None:
         parser = build_parser(name if cmd is not None else None)
-        type(parser).json_errors = json_errors
+        from memoryd.ctl.parser import Parser
+
+        Parser.json_errors = json_errors
         args = parser.parse_args(argv)
     return args
 
