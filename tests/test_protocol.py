@@ -273,10 +273,16 @@ def test_daemon_leaves_a_hijacked_default_folder_alone_and_starts_elsewhere(
         text=True,
         env=env,
     )
+
+    def answers() -> bool:
+        try:
+            return rpc(fallback, "ping", timeout=2)["result"]["pong"] is True
+        except OSError:  # not there yet, or bound and not yet listening
+            return False
+
     try:
-        wait_for(lambda: proc.poll() is not None or fallback.exists(), timeout=60)
+        wait_for(lambda: proc.poll() is not None or answers(), timeout=60)
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert rpc(fallback, "ping")["result"]["pong"] is True
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=60)

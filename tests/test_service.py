@@ -61,7 +61,7 @@ class Fake:
 
 
 @pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fake:
+def fake(tmp_path: Path, short_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Fake:
     """HOME in tmp, fake systemctl/launchctl first on PATH."""
     f = Fake(tmp_path)
     f.home.mkdir()
@@ -77,7 +77,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fake:
     monkeypatch.setenv("FAKE_LOADED", str(f.loaded_file))
     monkeypatch.setattr(service, "BOOTOUT_WAIT", 2.0)
     # a user manager's private socket, as systemd makes it (the fake systemctl needs none)
-    f.runtime = tmp_path / "runtime"
+    f.runtime = short_dir  # short: a config checked at install puts its socket there
     (f.runtime / "systemd").mkdir(parents=True)
     (f.runtime / "systemd" / "private").touch()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(f.runtime))
