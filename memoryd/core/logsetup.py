@@ -75,7 +75,9 @@ class RateLimiter:
 _limiter = RateLimiter()
 
 
-def _filter_level(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+def _filter_level(
+    logger: Any, method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
     level = LEVELS.get(method, logging.INFO) if method != "exception" else logging.ERROR
     if method == "critical":
         level = logging.CRITICAL

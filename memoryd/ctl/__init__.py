@@ -94,7 +94,7 @@ def parse(argv: list[str], json_errors: bool = False) -> Any:
         from memoryd.ctl.parser import Parser
 
         Parser.json_errors = json_errors
-        args = parser.parse_args(argv)
+        return parser.parse_args(argv)
     return args
 
 

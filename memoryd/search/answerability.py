@@ -26,11 +26,10 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
-import apsw
-
 from memoryd.search.ftsquery import quote_term
 from memoryd.search.fuzzy import common_words
 from memoryd.search.ranking import query_units
+from memoryd.store.protocol import Connection
 
 MIN_NAME = 4  # the common-word list holds words of 4+ letters only
 _SPLIT = re.compile(r"[^A-Za-z0-9']+")
@@ -42,11 +41,11 @@ _SENTENCE_END = re.compile(r"[.?!:;]['\")\]]*$")
 
 
 class DocFreq(Protocol):
-    def doc_freq(self, con: apsw.Connection, expr: str, n: int | None = None) -> int: ...
+    def doc_freq(self, con: Connection, expr: str, n: int | None = None) -> int: ...
 
 
 class Rewriter(Protocol):
-    def rewrite(self, con: apsw.Connection, terms: list[str]) -> Any: ...
+    def rewrite(self, con: Connection, terms: list[str]) -> Any: ...
 
 
 def names(query: str) -> list[str]:
@@ -79,7 +78,7 @@ def code_names(query: str) -> list[str]:
 
 
 def missing_name(
-    con: apsw.Connection, query: str, evidence: DocFreq, fuzzy: Rewriter | None
+    con: Connection, query: str, evidence: DocFreq, fuzzy: Rewriter | None
 ) -> str | None:
     """The first code name of the query (`code_names`) that no text holds; else the first name
     (`names`) that no text holds, that is not a common English word and that typo correction
