@@ -41,6 +41,7 @@ import numpy as np
 
 from memoryd.core.errors import InvalidInput, Unavailable, describe
 from memoryd.memory import lifecycle
+from memoryd.memory.lifecycle import tier_decay
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import missing_name
 from memoryd.search.evidence import KeywordEvidence
@@ -64,7 +65,6 @@ from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts
     signals,
     similarity_scale,
     strength,
-    tier_decay,
     weighted,
 )
 from memoryd.search.request import GROUPS, MODES, WORKSPACES, SearchRequest
