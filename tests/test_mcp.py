@@ -436,6 +436,35 @@ def test_a_conflict_names_the_current_sha256_in_full() -> None:
     assert structured["error"]["data"]["current_sha256"] == current
 
 
+def test_a_credential_refusal_names_no_parameter_the_tools_lack() -> None:
+    """The daemon's hint says allow_secrets and --allow-secrets; over MCP neither exists, so
+    the agent is told to leave the credential out (and that a person can keep it)."""
+    from memoryd.ctl import ClientError
+
+    message = (
+        "looks like a credential (content: aws_access_key_id); not stored. Remove it, or if it "
+        "is meant to be kept send it again with allow_secrets: true (memoryctl: ...)"
+    )
+
+    class Refusing:
+        path = "/nowhere"
+
+        def call(self, method: str, params: Any) -> Any:
+            raise ClientError(-32006, message, {"secrets": ["aws_access_key_id"]})
+
+    bridge = Bridge("/nowhere", None)
+    bridge.client = Refusing()  # type: ignore[assignment]
+    for tool, args in (
+        ("remember", {"content": "key"}),
+        ("write_note", {"path": "n.md", "content": "key"}),
+        ("append_to_note", {"path": "n.md", "content": "key"}),
+    ):
+        text_, _, failed = call_tool(bridge, tool, args)
+        assert failed and "looks like a credential" in text_ and "placeholder" in text_
+        assert "allow_secrets:" not in text_, text_
+        assert "allow_secrets" not in str(BY_NAME[tool].schema)
+
+
 def test_schemas_refuse_empty_required_text_and_malformed_sha256() -> None:
     b = FakeBridge({})
     for name, args, needle in [

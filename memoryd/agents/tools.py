@@ -12,26 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memoryd.agents.hints import ERROR_NAMES, HINTS, SECRET_HINT
 from memoryd.ctl import Client, ClientError, Unreachable
 from memoryd.text.markdown import estimate_tokens
-
-ERROR_NAMES = {
-    -32602: "invalid input",
-    -32004: "not found",
-    -32005: "too large",
-    -32006: "refused",
-    -32003: "unavailable",
-    -32009: "conflict",
-    -32012: "store error",
-    -32601: "unknown method",
-}
-HINTS = {
-    -32009: "Read the note again (read_note), merge your change into it, and retry with the "
-    "sha256 read_note returned.",
-    -32601: "The running daemon is older than this MCP server: restart it (memoryd run, or "
-    "systemctl --user restart memoryd).",
-}
-
 
 # --- the bridge to the daemon ------------------------------------------------------------------
 
@@ -74,7 +57,12 @@ class Bridge:
             current = exc.data.get("current_sha256") if isinstance(exc.data, dict) else None
             if exc.code == -32009 and current:
                 text += f" Current sha256: {current}."
-            if exc.code in HINTS:
+            if exc.code == -32006 and isinstance(exc.data, dict) and "secrets" in exc.data:
+                # the daemon's hint names allow_secrets and memoryctl's flag; no tool takes
+                # either: an agent cannot store a credential, a person can
+                message = exc.message.split("; not stored", 1)[0] + "; not stored."
+                text = f"memoryd {method}: {message} ({name}, code {exc.code}) {SECRET_HINT}"
+            elif exc.code in HINTS:
                 text += " " + HINTS[exc.code]
             raise ToolFailure(
                 text, {"code": exc.code, "message": exc.message, "data": exc.data}
