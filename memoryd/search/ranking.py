@@ -48,6 +48,7 @@ SIMILARITY_SCALE: dict[str, Scale] = {
 }
 DEFAULT_SCALE = Scale(0.40, 0.80, 0.40)  # an uncalibrated model: a conservative guess
 SIGNAL_SHARE = 0.05  # the most importance, recency, frequency and tier can move a score
+ABSENT_FLOOR = 0.25  # what a query's words that no text holds leave of a hit's relevance, at least
 
 
 class SearchSettings(Protocol):
@@ -246,6 +247,33 @@ def admitted(
         cjk_alone = scale[3] if len(scale) > 3 and scale[3] is not None else alone
         return [c for c in candidates if keyed(c) or (c.similarity or 0) >= max(cjk_alone, alone)]
     return [c for c in candidates if c.keyword_rank is not None or (c.similarity or 0) >= alone]
+
+
+def damp(candidates: Sequence[Candidate], absent_share: float) -> float:
+    """Lower every candidate's relevance (and its sections') for the query's words that no text
+    holds: times 1 - their IDF-weighted share, never below ABSENT_FLOOR. The order is kept (no
+    text holds them, so none is favoured); the score says how much of the query went unfound.
+    Returns the factor."""
+    factor = max(ABSENT_FLOOR, 1.0 - absent_share)
+    for c in candidates:
+        for x in (c, *c.sections):
+            x.fused *= factor
+            if "relevance" in x.components:
+                x.components["relevance"] *= factor
+    return factor
+
+
+def listed_sections(
+    notes: Sequence[Candidate], scale: Scale, limit: int, cjk: bool = False, corrected: bool = False
+) -> None:
+    """Keep, under each note, only the sections that would have been hits themselves with
+    group "none" at the same limit (issue 19.5): admitted by the same floor (`admitted`) and
+    among the `limit` chunks of highest relevance. The note's own best section stays."""
+    chunks = admitted([sec for n in notes for sec in n.sections], scale, cjk, corrected)
+    best = {c.id for c in sorted(chunks, key=lambda c: (-c.fused, c.id))[:limit]}
+    for n in notes:
+        if n.sections:
+            n.sections = [sec for sec in n.sections if sec.id == n.id or sec.id in best]
 
 
 def absent_identifier(df: dict[str, int]) -> str | None:
