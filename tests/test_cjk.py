@@ -147,6 +147,16 @@ def test_cjk_word_not_in_notes_finds_nothing(app: Any) -> None:
     assert q(app, "東京", mode="keyword")["hits"] == []
 
 
+def test_an_absent_cjk_word_is_not_matched_as_scattered_bigrams(app: Any) -> None:
+    """Issue 19.7: a word matches where its characters are adjacent. Each of these words has
+    its bigrams or characters in a note, but not together: 0 keyword hits, in every mode."""
+    for word in ("数据仓库", "负责数据", "渋谷運用", "ボールト"):
+        parsed = parse_query(word)
+        assert parsed.match_any is None, word  # a word: never offered bigram by bigram
+        for mode in ("keyword", "auto"):
+            assert q(app, word, mode=mode)["hits"] == [], (word, mode)
+
+
 def test_a_cjk_question_finds_its_note_through_its_bigrams(app: Any) -> None:
     parsed = parse_query("李明负责什么")  # "what is Li Ming responsible for?"
     assert parsed.match == '"李明负责什么"'

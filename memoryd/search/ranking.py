@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-from memoryd.search.ftsquery import MIN_CJK_SPLIT, STOP_WORDS, cjk_bigrams
+from memoryd.search.ftsquery import STOP_WORDS, cjk_bigrams, sentence_run
 from memoryd.store.tokenizer import CJK_CLASS, cjk_runs
 
 _WORD_SPLIT = re.compile(r"[^\w]+", re.UNICODE)
@@ -292,7 +292,7 @@ def query_units(text: str) -> list[str]:
         words = [w.lower() for w in _WORD_SPLIT.split(token) if w and _WORDISH.search(w)]
         if not words or token.startswith("-"):
             continue
-        if any(len(r) >= MIN_CJK_SPLIT for w in words for r in cjk_runs(w)):
+        if any(sentence_run(r) for w in words for r in cjk_runs(w)):
             out.update(dict.fromkeys(cjk_bigrams(words)))
             rest = [p for w in words for p in _CJK_RUN.split(w) if p and not cjk_runs(p)]
             out.update(dict.fromkeys(p for p in rest if p not in STOP_WORDS))
