@@ -225,3 +225,17 @@ def test_answerability_typed_check_and_leave_one_set_out() -> None:
         "cjk": "strict",
         "notes-qa": "greedy",
     }
+
+
+def test_crossset_cut_is_chosen_leaving_the_set_out() -> None:
+    from bench import crossset
+
+    # two sets: on "a" a cut above 0.3 costs recall; "b" tolerates any cut
+    table = {
+        "a": {c: {"recall@10": 1.0 if c <= 0.3 else 0.5, "cross_empty": c} for c in crossset.CUTS},
+        "b": {c: {"recall@10": 0.8, "cross_empty": min(1.0, 2 * c)} for c in crossset.CUTS},
+    }
+    held = crossset.loso(table)
+    assert held["b"]["cut"] == 0.3 and held["b"]["cross_empty"] == 0.6  # chosen on "a"
+    assert held["a"]["cut"] == max(crossset.CUTS)  # "b" allows any cut: "a" pays for it
+    assert held["a"]["drop"] == 0.5
