@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tomli_w
 
 from bench.corpus import WORDS, synthetic_vectors, write_workspace
 
@@ -314,12 +315,16 @@ class Daemon:
         self.sock = Path(tempfile.mkdtemp(prefix="mdb-", dir="/tmp")) / "s.sock"
         root.mkdir(parents=True, exist_ok=True)
         self.cfg_path = root / "daemon.toml"
-        self.cfg_path.write_text(
-            f'workspace = "{workspace}"\ndata_dir = "{root / "ddata"}"\nsocket = "{self.sock}"\n'
-            f"[embedding]\nenabled = {'true' if model else 'false'}\n"
-            '[logging]\nlevel = "warning"\n[dailylog]\nenabled = false\n'
-            "[indexer]\ndebounce_ms = 200\n"
-        )
+        cfg = {
+            "workspace": str(workspace),
+            "data_dir": str(root / "ddata"),
+            "socket": str(self.sock),
+            "embedding": {"enabled": model},
+            "logging": {"level": "warning"},
+            "dailylog": {"enabled": False},
+            "indexer": {"debounce_ms": 200},
+        }
+        self.cfg_path.write_text(tomli_w.dumps(cfg))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "memoryd", "run", "--config", str(self.cfg_path)],
             stdout=subprocess.DEVNULL,

@@ -365,15 +365,10 @@ def daemon_factory(
 
 
 def to_toml(data: dict[str, Any]) -> str:
-    """Just enough TOML for test configs (values and one level of tables)."""
-    from memoryd.core.config import toml_value as val
+    """A test config as TOML."""
+    import tomli_w
 
-    lines = [f"{k} = {val(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    for k, v in data.items():
-        if isinstance(v, dict):
-            lines.append(f"\n[{k}]")
-            lines.extend(f"{kk} = {val(vv)}" for kk, vv in v.items())
-    return "\n".join(lines) + "\n"
+    return tomli_w.dumps(data)
 
 
 @pytest.fixture

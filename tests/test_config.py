@@ -207,3 +207,11 @@ def test_memoryd_config_commands(tmp_path: Path) -> None:
         [sys.executable, "-m", "memoryd", "--help"], capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0 and "service" in out.stdout and "memoryctl" in out.stdout
+
+
+@pytest.mark.parametrize("pattern", ["#notes", "[", "!", "\\"])
+def test_a_pattern_that_cannot_match_stops_startup(pattern: str) -> None:
+    with pytest.raises(ConfigError, match=r"indexer\.exclude: .* is not a gitignore pattern"):
+        Config.from_dict({"indexer": {"exclude": ["drafts/", pattern]}})
+    ok = Config.from_dict({"indexer": {"exclude": ["[!a-c]*.md", "!keep.md", "\\#x.md"]}})
+    assert ok.indexer.exclude == ["[!a-c]*.md", "!keep.md", "\\#x.md"]

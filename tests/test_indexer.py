@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memoryd.search.searcher import SearchRequest
-from memoryd.text.pathrules import compile_glob
+from memoryd.text.pathrules import matches
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -49,10 +49,32 @@ def chunk_rows(app: Any) -> list[tuple]:
         ("drafts/*.md", "drafts/sub/a.md", False),
         ("a?.md", "ab.md", True),
         ("a?.md", "a/b.md", False),
+        ("drafts/", "x/drafts/a.md", True),
+        ("/a.md", "x/a.md", False),
+        ("[abc]*.md", "sub/b1.md", True),
+        ("[abc]*.md", "d1.md", False),
+        ("[!abc]*.md", "d1.md", True),
+        ("202[0-4]/*.md", "2023/x.md", True),
+        ("202[0-4]/*.md", "2025/x.md", False),
     ],
 )
 def test_globs(pattern: str, path: str, expected: bool) -> None:
-    assert bool(compile_glob(pattern).match(path)) is expected
+    assert matches([pattern], path) is expected
+
+
+@pytest.mark.parametrize(
+    ("patterns", "path", "expected"),
+    [
+        (["drafts/", "!drafts/keep.md"], "drafts/keep.md", False),
+        (["drafts/", "!drafts/keep.md"], "drafts/other.md", True),
+        (["*.md", "!secret-*.md"], "x/secret-1.md", False),
+        (["*.md", "!secret-*.md", "secret-ok.md"], "secret-ok.md", True),  # last match wins
+        (["!a.md"], "a.md", False),
+        (["\\!bang.md"], "!bang.md", True),
+    ],
+)
+def test_gitignore_negation(patterns: list[str], path: str, expected: bool) -> None:
+    assert matches(patterns, path) is expected
 
 
 def test_reconcile_new_edited_deleted_moved(make_app: Any) -> None:
@@ -136,6 +158,31 @@ def test_include_exclude_settings(make_app: Any) -> None:
     write(ws / "drafts/d.md", "walrus draft")
     app.indexer.reconcile()
     assert search_paths(app, "walrus") == ["a.txt"]
+
+
+def test_gitignore_classes_and_negation_pick_the_notes(make_app: Any) -> None:
+    app = make_app(
+        indexer={
+            # hidden folders stay skipped (skip_hidden) whatever the patterns say
+            "include": ["**/*.md", "[0-9][0-9]-*.txt", "!scratch-*.md", ".trash/**", ".obsidian/"],
+            "exclude": ["drafts/", "!drafts/keep.md"],
+        }
+    )
+    ws = app.cfg.workspace
+    for rel in (
+        "a.md",
+        "01-plan.txt",
+        "x-plan.txt",
+        "scratch-1.md",
+        "drafts/d.md",
+        "drafts/keep.md",
+        "sub/drafts/deep.md",
+        ".obsidian/o.md",
+        ".trash/t.md",
+    ):
+        write(ws / rel, f"okapi {rel}")
+    app.indexer.reconcile()
+    assert sorted(search_paths(app, "okapi")) == ["01-plan.txt", "a.md", "drafts/keep.md"]
 
 
 def test_sync_paths_handles_moves_deletes_and_folders(make_app: Any) -> None:

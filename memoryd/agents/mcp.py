@@ -26,7 +26,7 @@ from memoryd.ctl import client, socket_path
 
 def build_server(bridge: Bridge) -> Any:
     import anyio.to_thread
-    import mcp_types as types
+    import mcp.types as types
     from mcp.server.lowlevel import Server
 
     tools = [

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+from pathspec import GitIgnoreSpec
+
 from memoryd.core.errors import ConfigError, InvalidInput
 from memoryd.core.timeutil import parse_duration
 
@@ -354,9 +357,16 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         if not isinstance(value, str) or value.lower() not in spec[1]:
             raise ConfigError(f"{key}: expected one of {', '.join(spec[1])}, got {value!r}")
         return value.lower()
-    if kind == "globs":
+    if kind == "globs":  # gitignore patterns (pathspec), checked here so a bad one stops startup
         if not isinstance(value, list) or not all(isinstance(g, str) and g.strip() for g in value):
-            raise ConfigError(f"{key}: expected a list of glob strings, got {value!r}")
+            raise ConfigError(f"{key}: expected a list of gitignore patterns, got {value!r}")
+        for g in value:
+            try:
+                ok = GitIgnoreSpec.from_lines([g]).patterns[0].include is not None
+            except ValueError:
+                ok = False
+            if not ok:  # '#...' is a comment, '[' unclosed, '!' alone: none can match a file
+                raise ConfigError(f"{key}: {g!r} is not a gitignore pattern that can match a file")
         return list(value)
     if kind == "duration":
         try:
@@ -584,23 +594,7 @@ def needs_restart(changes: list[tuple[str, Any, Any]]) -> list[str]:
     return [key for key, _, _ in changes if key not in RELOADABLE]
 
 
-def toml_value(v: Any) -> str:
-    """One TOML value: booleans, numbers, lists, and everything else as a basic string."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{s}"'
-
-
 def to_toml(cfg: Config) -> str:
-    val = toml_value
-    d = cfg.as_dict()
-    lines = [f"{k} = {val(d[k])}" for k in TOP_LEVEL]
-    for name in SECTIONS:
-        lines.append(f"\n[{name}]")
-        lines.extend(f"{k} = {val(v)}" for k, v in d[name].items())
-    return "\n".join(lines) + "\n"
+    """The configuration as a TOML document that tomllib reads back into the same Config
+    (tomli-w escapes newlines, quotes, backslashes and control characters)."""
+    return tomli_w.dumps(cfg.as_dict())

@@ -1,11 +1,13 @@
-"""Which workspace paths are notes (indexer.include/exclude globs, hidden parts) and how a
-path is shown; pure, shared by the indexer and the note.* methods."""
+"""Which workspace paths are notes (indexer.include/exclude gitignore patterns, hidden parts)
+and how a path is shown; pure, shared by the indexer and the note.* methods."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Protocol
+
+from pathspec import GitIgnoreSpec
 
 
 class PathRules(Protocol):
@@ -14,35 +16,18 @@ class PathRules(Protocol):
     skip_hidden: bool
 
 
-@lru_cache(maxsize=256)
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A gitignore-like glob over '/'-separated relative paths: ** spans folders, * and ? don't.
+@lru_cache(maxsize=64)
+def _spec(patterns: tuple[str, ...]) -> GitIgnoreSpec:
+    return GitIgnoreSpec.from_lines(patterns)
 
-    A pattern without '/' matches the file name in any folder ("*.md" == "**/*.md").
-    """
-    pat = pattern.strip().lstrip("/")
-    if "/" not in pat:
-        pat = "**/" + pat
-    out, i = [], 0
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pat[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pat[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pat[i]))
-            i += 1
-    body = "".join(out)
-    # A pattern naming a folder ("drafts/**" or "drafts") also covers everything under it.
-    return re.compile(rf"^{body}(?:/.*)?$")
+
+def matches(patterns: Sequence[str], rel: str) -> bool:
+    """True when the patterns, read as the lines of a .gitignore file at the workspace's top
+    (pathspec's GitIgnoreSpec), match the '/'-separated relative path: ** spans folders, * ? and
+    [...] don't, a pattern without an inner '/' matches in any folder, one naming a folder covers
+    everything under it, and a later `!pattern` takes a match back (even inside a folder an
+    earlier pattern matched: memoryd tests each file, it never skips a folder unread)."""
+    return _spec(tuple(patterns)).match_file(rel)
 
 
 def path_accepted(rel: str, s: PathRules) -> bool:
@@ -50,9 +35,7 @@ def path_accepted(rel: str, s: PathRules) -> bool:
     parts = rel.split("/")
     if s.skip_hidden and any(p.startswith(".") for p in parts):
         return False
-    if any(compile_glob(g).match(rel) for g in s.exclude):
-        return False
-    return any(compile_glob(g).match(rel) for g in s.include)
+    return not matches(s.exclude, rel) and matches(s.include, rel)
 
 
 def valid_name(rel: str) -> bool:
