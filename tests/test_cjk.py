@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from memoryd.search.ftsquery import parse_query
 from memoryd.search.searcher import SearchRequest
-from memoryd.store import Store, tokenizer
+from memoryd.store import SqliteStore, tokenizer
 from memoryd.store.db import connect
 from memoryd.store.migrations import MIGRATIONS, m004_cjk_tokenizer, migrate
 
@@ -220,7 +220,7 @@ def test_m004_rebuilds_an_existing_index(tmp_path: Path) -> None:
 def test_a_connection_without_the_tokenizer_fails_clearly_and_changes_nothing(
     tmp_path: Path,
 ) -> None:
-    store = Store(tmp_path / "m.db")
+    store = SqliteStore(tmp_path / "m.db")
     with store.write() as con:
         con.execute(
             "INSERT INTO entries(kind, content, content_hash, type, created_at, updated_at)"
@@ -238,7 +238,7 @@ def test_a_connection_without_the_tokenizer_fails_clearly_and_changes_nothing(
         with pytest.raises(apsw.SQLError, match="no such tokenizer: cjk"):
             raw.execute(sql)
     raw.close()
-    store = Store(tmp_path / "m.db")
+    store = SqliteStore(tmp_path / "m.db")
     try:
         with store.write() as con:
             con.execute("INSERT INTO entries_fts(entries_fts) VALUES ('integrity-check')")

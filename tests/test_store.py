@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memoryd.store import Store, entries, vectors
+from memoryd.store import SqliteStore, Store, entries, vectors
 from memoryd.store.entries import DocumentInfo, Filters, NewChunk, NewMemory
 from memoryd.store.migrations import MIGRATIONS, schema_version
 from memoryd.text.markdown import sha256_text
@@ -48,7 +48,7 @@ def store(tmp_path: Path, backend: str):
         s.close()
         pgserver.release(dsn)
         return
-    s = Store(tmp_path / "data" / "memoryd.db")
+    s = SqliteStore(tmp_path / "data" / "memoryd.db")
     yield s
     s.close()
 
@@ -64,10 +64,10 @@ def test_new_database_is_private_wal_and_migrated(store: Store) -> None:
 
 @pytest.mark.sqlite_only("reopens the SQLite file")
 def test_reopening_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> None:
-    s = Store(tmp_path / "m.db")
+    s = SqliteStore(tmp_path / "m.db")
     s.run_write(lambda con: entries.insert_memory(con, mem("kept across restarts"), 1.0))
     s.close()
-    s2 = Store(tmp_path / "m.db")
+    s2 = SqliteStore(tmp_path / "m.db")
     try:
         assert s2.read(entries.counts)["memories"] == 1
     finally:
@@ -235,7 +235,7 @@ def test_backup_is_a_consistent_private_copy(store: Store, tmp_path: Path) -> No
     target = tmp_path / "snap" / "copy.db"
     store.backup_to(target)
     assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
-    copy = Store(target)
+    copy = SqliteStore(target)
     try:
         rows = copy.read(lambda con: con.execute("SELECT content, tags FROM memories").fetchall())
         assert rows == [("backed up", json.dumps([]))]

@@ -13,7 +13,7 @@ import pytest
 from memoryd.core.errors import DiskFull, InvalidInput, NotFound, Refused, TooLarge
 from memoryd.search.request import SearchRequest
 from memoryd.serve import methods as api
-from memoryd.store import Store
+from memoryd.store import SqliteStore
 from memoryd.store.migrations import MIGRATIONS, migrate
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
@@ -213,7 +213,7 @@ def test_m003_keeps_rows_triggers_and_fts_and_skips_used_ids(tmp_path: Path) -> 
     con.execute("INSERT INTO access_log(ts, query, entry_id, rank) VALUES (0, 'q', 9, 1)")
     con.execute("DELETE FROM entries WHERE id = 3")
     con.close()
-    store = Store(path)
+    store = SqliteStore(path)
     try:
         rows = store.read(lambda c: c.execute("SELECT count(*) FROM triggers").fetchall())
         assert rows[0][0] == 1
@@ -372,7 +372,7 @@ def test_failed_checkpoint_leaves_no_tmp_and_startup_cleans_up(
 ) -> None:
     import errno
 
-    import memoryd.store as store_mod
+    import memoryd.store.sqlite as store_mod
 
     app = make_app(model=None)
     call(app, "add", content="something to copy")
@@ -571,10 +571,10 @@ def test_a_time_stored_out_of_range_no_longer_breaks_list(make_app: Any) -> None
 
 @pytest.mark.sqlite_only("FTS5 secure-delete in the SQLite file")
 def test_fts_secure_delete_survives_a_recreated_fts_table(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     store.run_write(lambda c: c.execute("DELETE FROM entries_fts_config WHERE k = 'secure-delete'"))
     store.close()
-    store = Store(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     try:
         rows = store.read(
             lambda c: c.execute(

@@ -255,7 +255,7 @@ class Config:
                 f"socket: path {paths['socket']} is longer than {MAX_SOCKET_PATH} bytes "
                 "(Unix socket paths are limited); choose a shorter one"
             )
-        sections = {}
+        sections: dict[str, Any] = {}
         for name, klass in SECTIONS.items():
             raw = data.get(name, {})
             if not isinstance(raw, Mapping):
@@ -268,7 +268,7 @@ class Config:
             )
         if srch.default_limit > srch.max_limit:
             raise ConfigError("search.default_limit: must not exceed search.max_limit")
-        cfg = cls(**paths, **sections)
+        cfg = cls(**{**paths, **sections})
         cfg.check_log_file()
         return cfg
 

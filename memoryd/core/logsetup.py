@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,7 +24,9 @@ LEVELS = {
 _state: dict[str, Any] = {"level": logging.INFO, "name": "info", "stream": None}
 
 
-def _filter_level(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+def _filter_level(
+    logger: Any, method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
     level = LEVELS.get(method, logging.INFO) if method != "exception" else logging.ERROR
     if method == "critical":
         level = logging.CRITICAL

@@ -83,7 +83,7 @@ def parse(argv: list[str]) -> Any:
     cmd = BY_NAME.get(name) if name else None
     args = fast_parse(argv, cmd) if cmd is not None else None
     if args is None:
-        args = build_parser(name if cmd is not None else None).parse_args(argv)
+        return build_parser(name if cmd is not None else None).parse_args(argv)
     return args
 
 

@@ -75,7 +75,10 @@ def loads(text: str) -> Any:
     try:
         import _json
 
-        value, end = _json.make_scanner(_ScanContext())(text, _skip_ws(text, 0))
+        # typeshed types make_scanner's argument as a JSONDecoder; the C scanner reads only
+        # the attributes _ScanContext has (what json.decoder passes when it is itself)
+        scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
+        value, end = scan(text, _skip_ws(text, 0))
         if _skip_ws(text, end) == len(text):
             return value
     except (ImportError, StopIteration, ValueError, RecursionError):

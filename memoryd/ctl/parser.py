@@ -55,7 +55,10 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
                 width = int(os.environ.get("COLUMNS", "")) - 2
             except ValueError:
                 try:
-                    width = os.get_terminal_size(sys.__stdout__.fileno()).columns - 2
+                    stdout = sys.__stdout__
+                    if stdout is None:
+                        raise ValueError("no stdout")
+                    width = os.get_terminal_size(stdout.fileno()).columns - 2
                 except (AttributeError, ValueError, OSError):
                     width = 78
         super().__init__(prog, indent_increment, max_help_position, width)

@@ -17,6 +17,7 @@ one log line every `log_every` seconds while it works.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import deque
@@ -181,7 +182,7 @@ class EmbedWorker:
                     now = self.clock()
                     items = [(h, vecs[i]) for i, (h, _, _) in enumerate(todo)]
                     new = self.store.run_write(
-                        lambda con, items=items, now=now: vectors.store(con, model_id, items, now)
+                        functools.partial(vectors.store, model_id=model_id, items=items, now=now)
                     )
                     embedded += new
                     batches += 1

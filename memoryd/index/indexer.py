@@ -13,6 +13,7 @@ first ones. Nothing here raises for a bad file.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
 import stat
@@ -36,14 +37,31 @@ log = get_logger("memoryd.index.indexer")
 
 
 class IndexerSettings(Protocol):
-    include: list[str] | tuple[str, ...]
-    exclude: list[str] | tuple[str, ...]
-    skip_hidden: bool
-    max_file_bytes: int
-    chunk_max_tokens: int
-    chunk_overlap_tokens: int
-    max_chunks_per_file: int
-    follow_symlinks: bool
+    """Read-only: the frozen config section (memoryd.core.config) satisfies it."""
+
+    @property
+    def include(self) -> list[str] | tuple[str, ...]: ...
+
+    @property
+    def exclude(self) -> list[str] | tuple[str, ...]: ...
+
+    @property
+    def skip_hidden(self) -> bool: ...
+
+    @property
+    def max_file_bytes(self) -> int: ...
+
+    @property
+    def chunk_max_tokens(self) -> int: ...
+
+    @property
+    def chunk_overlap_tokens(self) -> int: ...
+
+    @property
+    def max_chunks_per_file(self) -> int: ...
+
+    @property
+    def follow_symlinks(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -392,7 +410,7 @@ class Indexer:
         for p in vanished:
             if p in moved_from:
                 continue
-            chunks = self.store.run_write(lambda con, p=p: entries.delete_document(con, p))
+            chunks = self.store.run_write(functools.partial(entries.delete_document, path=p))
             report.deleted += 1
             log.info("deleted", path=p, chunks=chunks)
         for key in ("indexed", "unchanged", "deleted", "moved", "skipped", "chunks"):

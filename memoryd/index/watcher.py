@@ -106,7 +106,7 @@ class Watcher:
     def __init__(
         self,
         root: Path,
-        on_change: Callable[[list[Path]], None],
+        on_change: Callable[[list[Path]], object],
         *,
         debounce: float = 0.5,
         accept: Callable[[Path], bool] = lambda p: True,

@@ -43,7 +43,7 @@ REQUIRED_TABLES = frozenset({"entries", "documents", "meta", "access_log", "embe
 def refuse_on_postgres(app: App, outcome: str) -> None:
     """Checkpoints are copies of the SQLite file: with a PostgreSQL store, the server's own
     backups (pg_dump, base backups, replicas) take their place (docs/team.md, "Backups")."""
-    if getattr(app.store, "backend", "sqlite") == "postgres":
+    if not app.store.file_backed:
         raise Refused(
             'checkpoints copy the SQLite file; with store.backend = "postgres" back the '
             "database up with pg_dump (or your server's backups) and restore with pg_restore "
@@ -190,7 +190,7 @@ def _regular_stat(path: Path) -> os.stat_result | None:
 
 def copies(data_dir: Path) -> list[dict[str, Any]]:
     """Every copy of the database memoryd keeps: checkpoints, snapshots, migration backups."""
-    out = []
+    out: list[dict[str, Any]] = []
     found = [
         *(("checkpoint", p) for p in (data_dir / "checkpoints").glob("*.db")),
         *(("snapshot", p) for p in (data_dir / "snapshots").glob("*.db")),

@@ -53,11 +53,24 @@ _MARKER_TAIL = re.compile(r"<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
 
 
 class DailyLogSettings(Protocol):
-    enabled: bool
-    folder: str
-    filename: str  # strftime pattern, e.g. "%Y-%m-%d.md" (Obsidian's daily-note default)
-    line_format: str
-    header: str
+    """Read-only: the frozen config section (memoryd.core.config) satisfies it."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @property
+    def folder(self) -> str: ...
+
+    @property
+    def filename(
+        self,
+    ) -> str: ...  # strftime pattern, e.g. "%Y-%m-%d.md" (Obsidian's daily-note default)
+
+    @property
+    def line_format(self) -> str: ...
+
+    @property
+    def header(self) -> str: ...
 
 
 _MARKER_IDS = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->[ \t]*(?=[\r\n]|\Z)")

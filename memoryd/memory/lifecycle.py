@@ -1,6 +1,6 @@
 """Memory lifecycle: tiers, trigger phrases, feedback, history, session start, pruning.
 
-Functions over an apsw connection (the caller picks the transaction), plus the in-memory
+Functions over a store connection (the caller picks the transaction), plus the in-memory
 TriggerIndex that answers match_triggers in microseconds with thousands of phrases.
 """
 
@@ -14,11 +14,10 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import apsw
-
 from memoryd.core.errors import InvalidInput, NotFound
 from memoryd.store import entries
 from memoryd.store import lifecycle as lcstore
+from memoryd.store.protocol import Connection
 from memoryd.text import secretguard
 from memoryd.text.markdown import estimate_tokens
 
@@ -59,7 +58,7 @@ def check_triggers(value: object) -> list[str]:
     return phrases
 
 
-def set_triggers(con: apsw.Connection, entry_id: int, phrases: Sequence[str]) -> None:
+def set_triggers(con: Connection, entry_id: int, phrases: Sequence[str]) -> None:
     lcstore.set_triggers(con, entry_id, [(p, normalise_phrase(p)) for p in phrases])
 
 
@@ -88,7 +87,7 @@ class TriggerIndex:
             return True
         return self.max_age is not None and time.monotonic() - at > self.max_age
 
-    def _build(self, con: apsw.Connection) -> None:
+    def _build(self, con: Connection) -> None:
         generation = self._generation
         by_first: dict[str, list[tuple[tuple[str, ...], int]]] = {}
         for entry_id, norm in lcstore.trigger_norms(con):
@@ -97,7 +96,7 @@ class TriggerIndex:
                 by_first.setdefault(words[0], []).append((words, int(entry_id)))
         self._by_first, self._built = by_first, (generation, time.monotonic())
 
-    def match(self, con: apsw.Connection, prompt: str) -> dict[int, list[str]]:
+    def match(self, con: Connection, prompt: str) -> dict[int, list[str]]:
         """entry id -> the phrases (normalised) that occur in the prompt."""
         if self._stale():
             with self._lock:
@@ -116,7 +115,7 @@ class TriggerIndex:
 
 
 def record_history(
-    con: apsw.Connection, entry_id: int, before: dict[str, Any], after: dict[str, Any], now: float
+    con: Connection, entry_id: int, before: dict[str, Any], after: dict[str, Any], now: float
 ) -> list[str]:
     """Keep old and new values of every tracked field that changed; returns the fields."""
     changed = []
@@ -154,7 +153,7 @@ def _decoded(value: str | None) -> Any:
         return value
 
 
-def history(con: apsw.Connection, entry_id: int) -> list[dict[str, Any]]:
+def history(con: Connection, entry_id: int) -> list[dict[str, Any]]:
     from memoryd.core.timeutil import iso
 
     rows = lcstore.history_rows(con, entry_id)
@@ -163,7 +162,7 @@ def history(con: apsw.Connection, entry_id: int) -> list[dict[str, Any]]:
     ]
 
 
-def validate(con: apsw.Connection, entry_id: int, useful: bool, now: float) -> dict[str, Any]:
+def validate(con: Connection, entry_id: int, useful: bool, now: float) -> dict[str, Any]:
     """Record one outcome; confidence follows the record: (useful + 1) / (validations + 2)."""
     found = lcstore.feedback(con, entry_id)
     if found is None:
@@ -184,7 +183,7 @@ def validate(con: apsw.Connection, entry_id: int, useful: bool, now: float) -> d
 
 
 def promotion_candidates(
-    con: apsw.Connection, min_useful: int, min_ratio: float
+    con: Connection, min_useful: int, min_ratio: float
 ) -> list[dict[str, Any]]:
     ids = lcstore.promotion_candidate_ids(con, min_useful, min_ratio)
     records = entries.get_many(con, ids)
@@ -192,7 +191,7 @@ def promotion_candidates(
 
 
 def session_memories(
-    con: apsw.Connection, namespace: str | None, max_tokens: int, now: float
+    con: Connection, namespace: str | None, max_tokens: int, now: float
 ) -> tuple[list[dict[str, Any]], int, int]:
     """Constitutional memories, most important first, within the token budget.
     Returns (memories, tokens used, how many exist)."""
@@ -213,7 +212,7 @@ delete_ids = lcstore.delete_ids
 
 
 def matching(
-    con: apsw.Connection, index: TriggerIndex, prompt: str, namespace: str | None
+    con: Connection, index: TriggerIndex, prompt: str, namespace: str | None
 ) -> list[dict[str, Any]]:
     """Memories whose trigger phrases occur in the prompt (of one namespace, or all)."""
     found = index.match(con, prompt)

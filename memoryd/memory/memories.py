@@ -9,6 +9,7 @@ index.
 
 from __future__ import annotations
 
+import builtins  # the class has a method named `list`: annotations after it say builtins.list
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -57,10 +58,19 @@ LOGGED_FIELDS = ("content", "tags", "type", "source", "importance", "namespace")
 
 
 class MemorySettings(Protocol):
-    max_content_bytes: int
-    default_type: str
-    default_importance: int
-    default_namespace: str
+    """Read-only: the frozen config section (memoryd.core.config) satisfies it."""
+
+    @property
+    def max_content_bytes(self) -> int: ...
+
+    @property
+    def default_type(self) -> str: ...
+
+    @property
+    def default_importance(self) -> int: ...
+
+    @property
+    def default_namespace(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -80,10 +90,10 @@ class Memories:
         settings: MemorySettings,
         *,
         clock: Callable[[], float] = time.time,
-        on_added: Iterable[Callable[[dict[str, Any]], None]] = (),
-        on_changed: Iterable[Callable[[], None]] = (),
-        on_updated: Iterable[Callable[[dict[str, Any]], None]] = (),
-        on_removed: Iterable[Callable[[list[dict[str, Any]]], None]] = (),
+        on_added: Iterable[Callable[[dict[str, Any]], object]] = (),
+        on_changed: Iterable[Callable[[], object]] = (),
+        on_updated: Iterable[Callable[[dict[str, Any]], object]] = (),
+        on_removed: Iterable[Callable[[list[dict[str, Any]]], object]] = (),
         copies_since: Callable[[float], list[dict[str, Any]]] | None = None,
         secrets_mode: str = "refuse",
         temporary_ttl: float = 7 * 86400,
@@ -491,8 +501,8 @@ class Memories:
         return n + chunks
 
     def _remove(
-        self, ids: list[int], *, dry_run: bool, why: str
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        self, ids: builtins.list[int], *, dry_run: bool, why: str
+    ) -> tuple[dict[str, Any], builtins.list[dict[str, Any]]]:
         """Delete memories by id through the hooks; the answer names the checkpoints and
         snapshots taken since the oldest of them was created: they still hold a copy."""
         records = self.store.read(lambda con: entries.get_many(con, ids))
@@ -516,7 +526,7 @@ class Memories:
 
     # -- hooks ----------------------------------------------------------------------------------
 
-    def _run(self, hooks: list[Callable[[Any], None]], arg: Any) -> None:
+    def _run(self, hooks: builtins.list[Callable[[Any], object]], arg: Any) -> None:
         for hook in hooks:
             try:
                 hook(arg)

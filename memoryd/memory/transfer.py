@@ -19,7 +19,6 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-import apsw
 import numpy as np
 
 from memoryd.core.errors import InvalidInput
@@ -28,6 +27,7 @@ from memoryd.memory.validation import check_count, check_str, check_time
 from memoryd.store import entries, vectors
 from memoryd.store import lifecycle as lcstore
 from memoryd.store import transfer as tstore
+from memoryd.store.protocol import Connection
 from memoryd.text import secretguard
 
 # Fields of an exported item that are not memory fields (checked here, not by check_fields).
@@ -42,7 +42,7 @@ MAX_KEPT_ID = 2**53 - 1 - 2**32
 
 
 def export(
-    con: apsw.Connection, *, namespace: str | None = None, with_vectors: bool = False
+    con: Connection, *, namespace: str | None = None, with_vectors: bool = False
 ) -> Iterator[dict[str, Any]]:
     active = vectors.active_model(con) if with_vectors else None
     for item in tstore.memory_rows(con, namespace):
@@ -57,7 +57,7 @@ def export(
             {"ts": ts, "query": q, "rank": r} for ts, q, r in lcstore.access_rows(con, entry_id)
         ]
         if active is not None:
-            vec = vectors.vector_of(con, active[0], item["content_hash"])
+            vec = tstore.vector_of(con, active[0], item["content_hash"])
             if vec is not None:
                 item["vector"] = np.frombuffer(vec, dtype=np.float32).tolist()
                 item["model"] = active[1]
@@ -139,7 +139,7 @@ def check_extras(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def store_items(con: apsw.Connection, items: list[dict[str, Any]], *, now: float) -> dict[str, Any]:
+def store_items(con: Connection, items: list[dict[str, Any]], *, now: float) -> dict[str, Any]:
     """Insert checked items (Memories.import_items) inside the caller's transaction."""
     active = vectors.active_model(con)
     counts: dict[str, Any] = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}
@@ -175,7 +175,7 @@ def store_items(con: apsw.Connection, items: list[dict[str, Any]], *, now: float
     return counts
 
 
-def plan_items(con: apsw.Connection, items: list[dict[str, Any]]) -> dict[str, Any]:
+def plan_items(con: Connection, items: list[dict[str, Any]]) -> dict[str, Any]:
     """What store_items would do, without writing: counts only."""
     seen: set[tuple[str, str]] = set()
     counts: dict[str, Any] = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}

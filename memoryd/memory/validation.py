@@ -120,10 +120,14 @@ def check_count(value: object, field: str) -> int:
 
 
 def check_confidence(value: object) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not math.isfinite(value) or not 0 <= value <= 1:  # type: ignore[arg-type]
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or not 0 <= value <= 1
+    ):
         raise InvalidInput(f"confidence: expected a number from 0 to 1, got {_kind(value)}")
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
 def _quiet(parse: Any, value: object, field: str) -> float:

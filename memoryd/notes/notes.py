@@ -76,7 +76,10 @@ _READ_FLAGS = (
 
 
 class NotesSettings(Protocol):
-    max_bytes: int
+    """Read-only: the frozen config section (memoryd.core.config) satisfies it."""
+
+    @property
+    def max_bytes(self) -> int: ...
 
 
 def check_sha(value: object) -> str | None:

@@ -26,12 +26,11 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
-import apsw
-
 from memoryd.search.ftsquery import quote_term
 from memoryd.search.fuzzy import common_words
 from memoryd.search.ranking import identifier, idf, query_units
 from memoryd.store import searchsql
+from memoryd.store.protocol import Connection
 
 MIN_NAME = 4  # the common-word list holds words of 4+ letters only
 _SPLIT = re.compile(r"[^A-Za-z0-9']+")
@@ -43,11 +42,11 @@ _SENTENCE_END = re.compile(r"[.?!:;]['\")\]]*$")
 
 
 class DocFreq(Protocol):
-    def doc_freq(self, con: apsw.Connection, expr: str, n: int | None = None) -> int: ...
+    def doc_freq(self, con: Connection, expr: str, n: int | None = None) -> int: ...
 
 
 class Rewriter(Protocol):
-    def rewrite(self, con: apsw.Connection, terms: list[str]) -> Any: ...
+    def rewrite(self, con: Connection, terms: list[str]) -> Any: ...
 
 
 def names(query: str) -> list[str]:
@@ -80,7 +79,7 @@ def code_names(query: str) -> list[str]:
 
 
 def missing_name(
-    con: apsw.Connection, query: str, evidence: DocFreq, fuzzy: Rewriter | None
+    con: Connection, query: str, evidence: DocFreq, fuzzy: Rewriter | None
 ) -> str | None:
     """The first code name of the query (`code_names`) that no text holds; else the first name
     (`names`) that no text holds, that is not a common English word and that typo correction
@@ -101,7 +100,7 @@ def missing_name(
     return None
 
 
-def absent_units(con: apsw.Connection, query: str, evidence: DocFreq) -> tuple[list[str], float]:
+def absent_units(con: Connection, query: str, evidence: DocFreq) -> tuple[list[str], float]:
     """The query's units that no text of the index holds, and their IDF-weighted share of all
     its units (0..1; a unit no text holds weighs most). Issue 19.3: such a word lowers every
     hit's score (ranking.damp) and never empties an answer by itself."""
@@ -117,7 +116,7 @@ def absent_units(con: apsw.Connection, query: str, evidence: DocFreq) -> tuple[l
 
 
 def only_absent_names(
-    con: apsw.Connection, query: str, absent: list[str], fuzzy: Rewriter | None
+    con: Connection, query: str, absent: list[str], fuzzy: Rewriter | None
 ) -> str | None:
     """The first unit of a query made of nothing but absent names or identifiers (beside stop
     words): every unit is absent and each is an identifier (`ranking.identifier`), a code name

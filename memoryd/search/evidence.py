@@ -5,8 +5,6 @@ are in ranking.py; the SQL in store/searchsql.py."""
 
 from __future__ import annotations
 
-import apsw
-
 from memoryd.search.ftsquery import quote_term
 from memoryd.search.ranking import (
     Candidate,
@@ -17,6 +15,7 @@ from memoryd.search.ranking import (
     query_units,
 )
 from memoryd.store import searchsql
+from memoryd.store.protocol import Connection
 
 DF_CAP = 10_000  # document frequencies are counted up to this (a term this common weighs ~0)
 CACHE_MAX = 4096
@@ -28,7 +27,7 @@ class KeywordEvidence:
     def __init__(self) -> None:
         self._df: dict[tuple[str, int], int] = {}
 
-    def doc_freq(self, con: apsw.Connection, expr: str, n: int | None = None) -> int:
+    def doc_freq(self, con: Connection, expr: str, n: int | None = None) -> int:
         """How many texts match expr (up to DF_CAP), remembered while the index size holds."""
         n = searchsql.entry_count(con) if n is None else n
         key = (expr, n)
@@ -40,7 +39,7 @@ class KeywordEvidence:
         return df
 
     def annotate(
-        self, con: apsw.Connection, units: list[str], candidates: list[Candidate], prefix: bool
+        self, con: Connection, units: list[str], candidates: list[Candidate], prefix: bool
     ) -> dict[str, int]:
         """Set each candidate's keyword coverage: the IDF-weighted share of the query's units
         found in its best chunk (a unit no text has weighs most: nothing answers it), and in
@@ -69,7 +68,7 @@ class KeywordEvidence:
             )
         return dfs
 
-    def missing_identifier(self, con: apsw.Connection, query: str) -> str | None:
+    def missing_identifier(self, con: Connection, query: str) -> str | None:
         """An exact identifier the query names that no text of the index holds, if any."""
         idents = [u for u in query_units(query) if identifier(u)]
         return absent_identifier({u: self.doc_freq(con, quote_term(u)) for u in idents})

@@ -75,11 +75,11 @@ from memoryd.core.logsetup import get_logger
 from memoryd.search.ftsquery import quote_term
 from memoryd.store import entries
 from memoryd.store import tokenizer as cjk_tokenizer
-from memoryd.store.dialect import is_postgres
+from memoryd.store.dialect import Tokenize, query_tokenizers
+from memoryd.store.protocol import Connection
 
 log = get_logger("memoryd.search.fuzzy")
 
-TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
 PREFIX = 8  # characters of a term that its deletion keys are built from
 MAX_EDITS = 2
 MIN_WORD = 4  # shorter query words are not corrected
@@ -284,7 +284,7 @@ class FuzzyMatcher:
             and time.monotonic() - vocab.built_at < self.refresh_interval
         )
 
-    def vocabulary(self, con: apsw.Connection) -> Vocabulary | None:
+    def vocabulary(self, con: Connection) -> Vocabulary | None:
         """The current snapshot, rebuilt from con when stale; None when it cannot be read."""
         vocab = self._vocab
         if self._fresh(vocab):
@@ -314,21 +314,14 @@ class FuzzyMatcher:
         finally:
             self._lock.release()
 
-    def rewrite(self, con: apsw.Connection, terms: Sequence[str]) -> FuzzyResult | None:
+    def rewrite(self, con: Connection, terms: Sequence[str]) -> FuzzyResult | None:
         """Terms with corrections as a MATCH expression; None when nothing was corrected."""
         vocab = self.vocabulary(con)
         if vocab is None or not vocab.docs:
             return None
         try:
             want_cjk = any(isinstance(t, str) and cjk_tokenizer.has_cjk(t) for t in terms)
-            if is_postgres(con):  # the server's stemmer, the one its index uses
-                from memoryd.store.pg.fts import Stemmer
-
-                return self._rewrite(vocab, Stemmer(con), terms, Stemmer(con, cjk=True))
-            tok = con.fts5_tokenizer(*TOKENIZER)
-            cjk = None
-            if want_cjk:
-                cjk = con.fts5_tokenizer(cjk_tokenizer.NAME, list(cjk_tokenizer.BASE))
+            tok, cjk = query_tokenizers(con, cjk=want_cjk)
             return self._rewrite(vocab, tok, terms, cjk)
         except apsw.Error as exc:
             log.warning("fuzzy rewrite failed", error=str(exc))
@@ -337,9 +330,9 @@ class FuzzyMatcher:
     def _rewrite(
         self,
         vocab: Vocabulary,
-        tok: apsw.FTS5Tokenizer,
+        tok: Tokenize,
         terms: Sequence[str],
-        cjk: apsw.FTS5Tokenizer | None = None,
+        cjk: Tokenize | None = None,
     ) -> FuzzyResult | None:
         groups: list[str] = []
         words: list[str] = []
@@ -371,7 +364,7 @@ class FuzzyMatcher:
         return FuzzyResult(" AND ".join(groups), corrections, " ".join(words))
 
     def _best(
-        self, vocab: Vocabulary, tok: apsw.FTS5Tokenizer, word: str, stem: str
+        self, vocab: Vocabulary, tok: Tokenize, word: str, stem: str
     ) -> list[tuple[str, str]]:
         """The closest terms for one word, as (term, readable form): best distance only, most
         documents first. The readable form is the edited word when one edit reached the term."""
@@ -404,14 +397,14 @@ class FuzzyMatcher:
 # --- SQLite and the tokenizer -------------------------------------------------------------------
 
 
-def _stems(tok: apsw.FTS5Tokenizer, text: str) -> list[str]:
+def _stems(tok: Tokenize, text: str) -> list[str]:
     data = text.encode("utf-8", "replace")
     return list(
         tok(data, apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False, include_colocated=False)
     )
 
 
-def _words(tok: apsw.FTS5Tokenizer, terms: Sequence[str]) -> list[tuple[str, str]]:
+def _words(tok: Tokenize, terms: Sequence[str]) -> list[tuple[str, str]]:
     """(word as typed, stem) for each token of the terms, in order."""
     out: list[tuple[str, str]] = []
     for term in list(terms)[:MAX_TERMS]:
@@ -425,7 +418,7 @@ def _words(tok: apsw.FTS5Tokenizer, terms: Sequence[str]) -> list[tuple[str, str
     return out
 
 
-def _stable_prefix(tok: apsw.FTS5Tokenizer, stem: str) -> str:
+def _stable_prefix(tok: Tokenize, stem: str) -> str:
     """The longest prefix of stem that the query tokenizer leaves leading to stem."""
     prefix = stem
     while len(prefix) > 1:

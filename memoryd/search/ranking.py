@@ -52,19 +52,46 @@ ABSENT_FLOOR = 0.25  # what a query's words that no text holds leave of a hit's 
 
 
 class SearchSettings(Protocol):
-    default_limit: int
-    max_limit: int
-    fusion: str
-    rrf_k: int
-    candidate_multiplier: int
-    keyword_weight: float
-    vector_weight: float
-    partial_match_weight: float
-    importance_weight: float
-    recency_weight: float
-    recency_half_life_days: float
-    frequency_weight: float
-    fuzzy: bool
+    """Read-only: the frozen config section (memoryd.core.config) satisfies it."""
+
+    @property
+    def default_limit(self) -> int: ...
+
+    @property
+    def max_limit(self) -> int: ...
+
+    @property
+    def fusion(self) -> str: ...
+
+    @property
+    def rrf_k(self) -> int: ...
+
+    @property
+    def candidate_multiplier(self) -> int: ...
+
+    @property
+    def keyword_weight(self) -> float: ...
+
+    @property
+    def vector_weight(self) -> float: ...
+
+    @property
+    def partial_match_weight(self) -> float: ...
+
+    @property
+    def importance_weight(self) -> float: ...
+
+    @property
+    def recency_weight(self) -> float: ...
+
+    @property
+    def recency_half_life_days(self) -> float: ...
+
+    @property
+    def frequency_weight(self) -> float: ...
+
+    @property
+    def fuzzy(self) -> bool: ...
 
 
 @dataclass

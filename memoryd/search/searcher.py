@@ -40,7 +40,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
-import apsw
 import numpy as np
 
 from memoryd.core.errors import InvalidInput, Unavailable
@@ -84,6 +83,7 @@ from memoryd.search.snippets import (  # noqa: F401
 from memoryd.search.vecindex import vector_index
 from memoryd.store import Store, searchsql, vectors
 from memoryd.store.entries import Filters, filter_sql
+from memoryd.store.protocol import Connection
 from memoryd.store.tokenizer import has_cjk
 from memoryd.text import secretguard
 
@@ -101,7 +101,7 @@ class QueryEmbedder(Protocol):
 
 
 class Rewriter(Protocol):
-    def rewrite(self, con: apsw.Connection, terms: Sequence[str]) -> Any: ...
+    def rewrite(self, con: Connection, terms: Sequence[str]) -> Any: ...
 
 
 # --- the searcher ------------------------------------------------------------------------------
@@ -183,7 +183,7 @@ class Searcher:
         pending = self._pending_vectors(req)
         if pending:
             result["pending_vectors"] = pending
-        if self._model_not_ready(req):
+        if self.model is not None and self._model_not_ready(req):
             result["model_state"] = self.model.state  # this answer could only use keywords
         result["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return result
@@ -197,7 +197,7 @@ class Searcher:
         return [{**r, "score": None, "pinned": True, "snippet": r["content"]} for r in found]
 
     def _concepts(
-        self, con: apsw.Connection, req: SearchRequest, limit: int, vecs: list[np.ndarray | None]
+        self, con: Connection, req: SearchRequest, limit: int, vecs: list[np.ndarray | None]
     ) -> dict[str, Any]:
         """Entries that match every concept (by keywords, or by meaning when there is a model),
         ranked by their summed reciprocal ranks."""
@@ -289,12 +289,10 @@ class Searcher:
             self._pending_future = self._executor().submit(self.pending_vectors)
         return value
 
-    def _read(self, req: SearchRequest, fn: Callable[[apsw.Connection], T]) -> T:
+    def _read(self, req: SearchRequest, fn: Callable[[Connection], T]) -> T:
         """store.read, over every workspace's notes when the request asks for it (PostgreSQL;
         the SQLite store holds one workspace)."""
-        if req.workspace == "all" and getattr(self.store, "backend", "sqlite") != "sqlite":
-            return self.store.read(fn, scope="all")  # type: ignore[call-arg]
-        return self.store.read(fn)
+        return self.store.read(fn, scope="all" if req.workspace == "all" else None)
 
     def pool_size(self, limit: int) -> int:
         """Chunks per pool: the same for every limit up to max_limit (issue 19.4), so the first
@@ -323,7 +321,7 @@ class Searcher:
 
     def _answer(
         self,
-        con: apsw.Connection,
+        con: Connection,
         req: SearchRequest,
         limit: int,
         now: float,
@@ -411,7 +409,7 @@ class Searcher:
         return out
 
     def keyword_candidates(
-        self, con: apsw.Connection, parsed: ParsedQuery, where: str, params: list[Any], size: int
+        self, con: Connection, parsed: ParsedQuery, where: str, params: list[Any], size: int
     ) -> list[Candidate]:
         """The keyword pool: entries with every term rank first; entries with some of the
         topical terms fill the pool (marked partial), so a question ("what did we decide about
@@ -430,7 +428,7 @@ class Searcher:
         return keyword
 
     def _keyword_pool(
-        self, con: apsw.Connection, match: str, where: str, params: list[Any], size: int
+        self, con: Connection, match: str, where: str, params: list[Any], size: int
     ) -> list[Candidate]:
         return [
             Candidate(id=i, document_id=doc, keyword_rank=rank, bm25=score, match=match)
@@ -440,7 +438,7 @@ class Searcher:
         ]
 
     def _vector_pool(
-        self, con: apsw.Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
+        self, con: Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
     ) -> tuple[list[Candidate], Scale]:
         """The `size` nearest entries that pass the filters, nearest first, and the model's
         similarity scale. Filters restrict the candidates before ranking: a selective filter
@@ -521,7 +519,7 @@ class Searcher:
 
     def _finish(
         self,
-        con: apsw.Connection,
+        con: Connection,
         candidates: list[Candidate],
         limit: int,
         now: float,

@@ -20,12 +20,11 @@ next query; anything else (vectors collected, a model switch, a checkpoint resto
 from __future__ import annotations
 
 import threading
-from typing import Any
 
-import apsw
 import numpy as np
 
 from memoryd.store import vectors
+from memoryd.store.protocol import Connection, Store, VectorIndex
 
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
@@ -93,7 +92,7 @@ class VectorCache:
             bits = np.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, pad)])
         return np.ascontiguousarray(bits).view(np.uint64)
 
-    def _sync(self, con: apsw.Connection, model_id: int, dim: int) -> None:
+    def _sync(self, con: Connection, model_id: int, dim: int) -> None:
         if self._model_id != model_id:
             self._model_id, self._max_rowid = model_id, 0
             self._codes = np.zeros(((dim + 63) // 64, 0), dtype=np.uint64)
@@ -123,10 +122,10 @@ class VectorCache:
             self._hashes.append(str(r[1]))
         self._max_rowid = int(rows[-1][0])
 
-    def count(self, con: apsw.Connection, model_id: int) -> int:
+    def count(self, con: Connection, model_id: int) -> int:
         return vectors.model_count(con, model_id)
 
-    def warm(self, con: apsw.Connection) -> None:
+    def warm(self, con: Connection) -> None:
         """Load the active model's vectors now (startup), so no query pays for it."""
         active = vectors.active_model(con)
         if active is None or self.count(con, active[0]) < self.min_vectors:
@@ -135,7 +134,7 @@ class VectorCache:
             self._sync(con, active[0], active[2])
 
     def knn(
-        self, con: apsw.Connection, model_id: int, dim: int, query: np.ndarray, k: int
+        self, con: Connection, model_id: int, dim: int, query: np.ndarray, k: int
     ) -> list[tuple[str, float]]:
         """The k nearest texts as (content_hash, cosine distance), nearest first."""
         with self._lock:
@@ -158,7 +157,7 @@ class VectorCache:
         return [(hashes[int(cand[i])], float(1.0 - sims[i])) for i in top]
 
     def similarities(
-        self, con: apsw.Connection, model_id: int, dim: int, query: np.ndarray, wanted: set[str]
+        self, con: Connection, model_id: int, dim: int, query: np.ndarray, wanted: set[str]
     ) -> dict[str, float]:
         """Exact cosine similarity of the query to each wanted text that has a vector."""
         with self._lock:
@@ -172,11 +171,7 @@ class VectorCache:
         return {hashes[int(i)]: float(s) for i, s in zip(idx, sims, strict=True)}
 
 
-def vector_index(store: object) -> Any:
-    """The nearest-neighbour index for a store: this in-memory cache over SQLite, the server's
-    HNSW index over PostgreSQL (memoryd/store/pg/vectors.py)."""
-    if getattr(store, "backend", "sqlite") == "postgres":
-        from memoryd.store.pg.vectors import PgVectorIndex
-
-        return PgVectorIndex()
-    return VectorCache()
+def vector_index(store: Store) -> VectorIndex:
+    """The nearest-neighbour index for a store: the one the database keeps (PostgreSQL's HNSW
+    index, memoryd/store/pg/vectors.py), else this in-memory cache over the stored vectors."""
+    return store.vector_index() or VectorCache()

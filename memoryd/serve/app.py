@@ -88,7 +88,7 @@ class App:
             lifecycle_settings=cfg.lifecycle,
             flag_secrets=cfg.secrets.flag_workspace_hits,
         )
-        shared = getattr(self.store, "backend", "sqlite") != "sqlite"
+        shared = self.store.shared
         self.triggers = lifecycle.TriggerIndex(max_age=SHARED_CACHE_MAX_AGE_S if shared else None)
         self.embedder = EmbedWorker(
             self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
@@ -133,9 +133,7 @@ class App:
         self.index_progress: dict[str, int] | None = None  # while a reconcile runs
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
-        on_change = getattr(self.store, "on_change", None)  # a shared database (PgStore)
-        if on_change is not None:
-            on_change(self._changed_elsewhere)
+        self.store.on_change(self._changed_elsewhere)  # another daemon of a shared database
 
     def _marked_paths(self, ids: set[int]) -> list[str]:
         """Workspace files whose indexed text holds the daily-log marker of one of `ids`."""
@@ -412,7 +410,7 @@ class App:
         store = self.store_status()
         try:
             counts: dict[str, Any] | None = self.store.read(entries.counts)
-            vec = self.embedder.counts()
+            vec: dict[str, int | None] = dict(self.embedder.counts())
         except StoreUnavailable as exc:  # status still answers: it says the server is gone
             counts, vec = None, {"done": None, "pending": None}
             store.update(ok=False, error=store.get("error") or exc.message)

@@ -34,13 +34,9 @@ log = get_logger("memoryd.serve.jobs")
 ACCESS_LOG_DAYS = 90
 
 
-def _shared(app: App) -> bool:
-    return getattr(app.store, "backend", "sqlite") != "sqlite"
-
-
 def _sqlite_only(app: App, name: str) -> dict[str, Any] | None:
     """The skip result of a job on the SQLite file when the store is a server database."""
-    if not _shared(app):
+    if app.store.file_backed:
         return None
     st = app.jobs.states.get(name)
     if st is None or st.runs == 0:  # one line per daemon, not one per run
@@ -75,8 +71,7 @@ def _optimize(app: App) -> dict[str, Any]:
     model_id = app.embedder.model_id
     grace = app.cfg.embedding.vector_gc_days * 86400
     # on a shared database, a vector is an orphan only when no workspace's entry uses it
-    scope = {"scope": "all"} if _shared(app) else {}
-    with app.store.write(**scope) as con:
+    with app.store.write(scope="all") as con:
         if model_id is not None:
             collected = vectors.gc(con, model_id, now, grace)
         pruned = entries.prune_access_log(con, now - ACCESS_LOG_DAYS * 86400)

@@ -46,12 +46,25 @@ BACKLOG = 1024
 
 
 class ServerSettings(Protocol):
-    max_request_bytes: int
-    max_connections: int
-    idle_timeout_s: float
-    first_request_timeout_s: float
-    request_timeout_s: float
-    shutdown_timeout_s: float
+    """Read-only: the frozen config section (memoryd.core.config) satisfies it."""
+
+    @property
+    def max_request_bytes(self) -> int: ...
+
+    @property
+    def max_connections(self) -> int: ...
+
+    @property
+    def idle_timeout_s(self) -> float: ...
+
+    @property
+    def first_request_timeout_s(self) -> float: ...
+
+    @property
+    def request_timeout_s(self) -> float: ...
+
+    @property
+    def shutdown_timeout_s(self) -> float: ...
 
 
 def peer_uid(sock: socket.socket) -> int | None:

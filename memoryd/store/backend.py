@@ -8,10 +8,11 @@ import re
 import socket
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memoryd.core.errors import ConfigError
-from memoryd.store import Store
+from memoryd.store.protocol import Store
+from memoryd.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
     from memoryd.core.config import Config
@@ -20,10 +21,10 @@ WORKSPACE_ID_FILE = "workspace-id"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
 
-def open_store(cfg: Config) -> Any:
-    """The store for this config: `Store` or `PgStore` (the same interface)."""
+def open_store(cfg: Config) -> Store:
+    """The store for this config: `SqliteStore` or `PgStore` (memoryd.store.protocol.Store)."""
     if cfg.store.backend == "sqlite":
-        return Store(cfg.db_path)
+        return SqliteStore(cfg.db_path)
     try:
         from memoryd.store.pg import PgSettings, PgStore
     except ImportError as exc:

@@ -11,12 +11,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
-
 from memoryd.core.errors import InvalidInput, NotFound
 from memoryd.core.timeutil import iso
 from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
+from memoryd.store.protocol import Connection
 
 RECORD_COLUMNS = (
     "e.id, e.kind, e.namespace, e.content, e.content_hash, e.type, e.tags, e.source, e.context, "
@@ -174,14 +173,14 @@ def row_to_record(row: Sequence[Any]) -> dict[str, Any]:
     return rec
 
 
-def get(con: apsw.Connection, entry_id: int) -> dict[str, Any] | None:
+def get(con: Connection, entry_id: int) -> dict[str, Any] | None:
     rows = con.execute(
         f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE e.id = ?", (entry_id,)
     ).fetchall()
     return row_to_record(rows[0]) if rows else None
 
 
-def get_many(con: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+def get_many(con: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     for part, marks in in_batches(ids):
         sql = f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE e.id IN ({marks})"
@@ -192,7 +191,7 @@ def get_many(con: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, An
 
 
 def list_entries(
-    con: apsw.Connection,
+    con: Connection,
     f: Filters,
     *,
     now: float,
@@ -213,7 +212,7 @@ def list_entries(
     return [row_to_record(r) for r in rows], int(total)
 
 
-def find_memory_by_hash(con: apsw.Connection, namespace: str, content_hash: str) -> int | None:
+def find_memory_by_hash(con: Connection, namespace: str, content_hash: str) -> int | None:
     rows = con.execute(
         "SELECT id FROM entries WHERE kind = 'memory' AND namespace = ? AND content_hash = ?",
         (namespace, content_hash),
@@ -221,7 +220,7 @@ def find_memory_by_hash(con: apsw.Connection, namespace: str, content_hash: str)
     return int(rows[0][0]) if rows else None
 
 
-def insert_memory(con: apsw.Connection, m: NewMemory, now: float) -> tuple[int, bool]:
+def insert_memory(con: Connection, m: NewMemory, now: float) -> tuple[int, bool]:
     """Store a memory; identical content in the same namespace returns (existing id, True)."""
     existing = find_memory_by_hash(con, m.namespace, m.content_hash)
     if existing is not None:
@@ -264,7 +263,7 @@ UPDATABLE = (
 )
 
 
-def update_memory(con: apsw.Connection, entry_id: int, changes: dict[str, Any], now: float) -> None:
+def update_memory(con: Connection, entry_id: int, changes: dict[str, Any], now: float) -> None:
     kind = _kind(con, entry_id)
     if kind != "memory":
         raise InvalidInput(
@@ -297,7 +296,7 @@ def update_memory(con: apsw.Connection, entry_id: int, changes: dict[str, Any], 
     )
 
 
-def delete_memory(con: apsw.Connection, entry_id: int) -> None:
+def delete_memory(con: Connection, entry_id: int) -> None:
     kind = _kind(con, entry_id)
     if kind == "chunk":
         raise InvalidInput(
@@ -306,20 +305,20 @@ def delete_memory(con: apsw.Connection, entry_id: int) -> None:
     con.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
 
 
-def _kind(con: apsw.Connection, entry_id: int) -> str:
+def _kind(con: Connection, entry_id: int) -> str:
     rows = con.execute("SELECT kind FROM entries WHERE id = ?", (entry_id,)).fetchall()
     if not rows:
         raise NotFound(f"no entry with id {entry_id}")
     return str(rows[0][0])
 
 
-def _content_hash(con: apsw.Connection, entry_id: int) -> str:
+def _content_hash(con: Connection, entry_id: int) -> str:
     return str(
         con.execute("SELECT content_hash FROM entries WHERE id = ?", (entry_id,)).fetchall()[0][0]
     )
 
 
-def document_chunks(con: apsw.Connection, path: str) -> list[dict[str, Any]]:
+def document_chunks(con: Connection, path: str) -> list[dict[str, Any]]:
     """The chunks of one indexed document, in order (empty when the path is not indexed)."""
     rows = con.execute(
         f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE d.path = ? ORDER BY e.seq, e.id",
@@ -328,13 +327,13 @@ def document_chunks(con: apsw.Connection, path: str) -> list[dict[str, Any]]:
     return [row_to_record(r) for r in rows]
 
 
-def _namespace(con: apsw.Connection, entry_id: int) -> str:
+def _namespace(con: Connection, entry_id: int) -> str:
     return str(
         con.execute("SELECT namespace FROM entries WHERE id = ?", (entry_id,)).fetchall()[0][0]
     )
 
 
-def delete_expired(con: apsw.Connection, now: float) -> int:
+def delete_expired(con: Connection, now: float) -> int:
     """Delete expired memories and expired chunks (front matter `expires`); returns how many."""
     rows = con.execute(
         "DELETE FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ? RETURNING id", (now,)
@@ -342,7 +341,7 @@ def delete_expired(con: apsw.Connection, now: float) -> int:
     return len(rows)
 
 
-def record_access(con: apsw.Connection, query: str, ids: Sequence[int], now: float) -> None:
+def record_access(con: Connection, query: str, ids: Sequence[int], now: float) -> None:
     for rank, entry_id in enumerate(ids, start=1):
         con.execute(
             "INSERT INTO access_log(ts, query, entry_id, rank) VALUES (?, ?, ?, ?)",
@@ -359,14 +358,14 @@ def record_access(con: apsw.Connection, query: str, ids: Sequence[int], now: flo
 # --- documents -------------------------------------------------------------------------------
 
 
-def documents(con: apsw.Connection) -> dict[str, DocumentInfo]:
+def documents(con: Connection) -> dict[str, DocumentInfo]:
     return {
         path: DocumentInfo(path, sha, size, mtime)
         for path, sha, size, mtime in con.execute("SELECT path, sha256, size, mtime FROM documents")
     }
 
 
-def document(con: apsw.Connection, path: str) -> DocumentInfo | None:
+def document(con: Connection, path: str) -> DocumentInfo | None:
     rows = con.execute(
         "SELECT path, sha256, size, mtime, meta FROM documents WHERE path = ?", (path,)
     ).fetchall()
@@ -377,7 +376,7 @@ def document(con: apsw.Connection, path: str) -> DocumentInfo | None:
 
 
 def replace_document(
-    con: apsw.Connection,
+    con: Connection,
     doc: DocumentInfo,
     chunks: Iterable[NewChunk],
     *,
@@ -433,23 +432,23 @@ def replace_document(
     return count
 
 
-def forget_document_hashes(con: apsw.Connection) -> None:
+def forget_document_hashes(con: Connection) -> None:
     """Every document looks changed to the next reconcile (reindex full)."""
     con.execute("UPDATE documents SET sha256 = '', size = -1")
 
 
-def touch_document(con: apsw.Connection, path: str, size: int, mtime: float) -> None:
+def touch_document(con: Connection, path: str, size: int, mtime: float) -> None:
     """Same content, new stat (touch, save without change): remember the stat, index nothing."""
     con.execute("UPDATE documents SET size = ?, mtime = ? WHERE path = ?", (size, mtime, path))
 
 
-def move_document(con: apsw.Connection, old: str, new: str, mtime: float) -> None:
+def move_document(con: Connection, old: str, new: str, mtime: float) -> None:
     """Content unchanged, new path: chunks (and through their hashes, vectors) stay."""
     con.execute("DELETE FROM documents WHERE path = ?", (new,))
     con.execute("UPDATE documents SET path = ?, mtime = ? WHERE path = ?", (new, mtime, old))
 
 
-def delete_document(con: apsw.Connection, path: str) -> int:
+def delete_document(con: Connection, path: str) -> int:
     rows = con.execute(
         "SELECT count(*) FROM entries e JOIN documents d ON d.id = e.document_id WHERE d.path = ?",
         (path,),
@@ -458,7 +457,7 @@ def delete_document(con: apsw.Connection, path: str) -> int:
     return int(rows[0][0])
 
 
-def counts(con: apsw.Connection, namespace: str | None = None) -> dict[str, int]:
+def counts(con: Connection, namespace: str | None = None) -> dict[str, int]:
     """Memories (of one namespace, or all), documents and chunks."""
     if namespace and namespace != "*":
         memories = con.execute(
@@ -473,7 +472,7 @@ def counts(con: apsw.Connection, namespace: str | None = None) -> dict[str, int]
     return {"memories": int(memories), "documents": int(docs), "chunks": int(chunks)}
 
 
-def by_type(con: apsw.Connection, namespace: str | None = None) -> dict[str, int]:
+def by_type(con: Connection, namespace: str | None = None) -> dict[str, int]:
     sql, params = "SELECT type, count(*) FROM entries WHERE kind = 'memory'", []
     if namespace and namespace != "*":
         sql += " AND namespace = ?"
@@ -481,7 +480,7 @@ def by_type(con: apsw.Connection, namespace: str | None = None) -> dict[str, int
     return {t: int(n) for t, n in con.execute(sql + " GROUP BY type ORDER BY type", params)}
 
 
-def orphan_chunk_count(con: apsw.Connection) -> int:
+def orphan_chunk_count(con: Connection) -> int:
     """Chunks whose document row is gone (should be 0; `status --check` reports them)."""
     return int(
         con.execute(
@@ -491,14 +490,14 @@ def orphan_chunk_count(con: apsw.Connection) -> int:
     )
 
 
-def prune_access_log(con: apsw.Connection, before: float) -> int:
+def prune_access_log(con: Connection, before: float) -> int:
     """Forget accesses older than `before`; returns how many rows went."""
     return len(
         con.execute("DELETE FROM access_log WHERE ts < ? RETURNING id", (before,)).fetchall()
     )
 
 
-def vocabulary(con: apsw.Connection) -> list[tuple[str, int]]:
+def vocabulary(con: Connection) -> list[tuple[str, int]]:
     """Every term of the keyword index with the number of entries that hold it (fts5vocab;
     on PostgreSQL ts_stat over the tsvectors: store/pg/fts.py)."""
     if is_postgres(con):
@@ -519,7 +518,7 @@ def vocabulary(con: apsw.Connection) -> list[tuple[str, int]]:
     return [(str(t), int(d)) for t, d in con.execute(f"SELECT term, doc FROM {table}")]
 
 
-def chunks_with_markers(con: apsw.Connection) -> list[tuple[str, str]]:
+def chunks_with_markers(con: Connection) -> list[tuple[str, str]]:
     """(path, content) of every chunk holding a daily-log marker (`<!-- m:`): a memory's line
     a person moved out of the log folder (an archived log) is indexed there as text."""
     return [
@@ -531,7 +530,7 @@ def chunks_with_markers(con: apsw.Connection) -> list[tuple[str, str]]:
     ]
 
 
-def memory_ids_among(con: apsw.Connection, ids: Iterable[int]) -> set[int]:
+def memory_ids_among(con: Connection, ids: Iterable[int]) -> set[int]:
     """Those of `ids` that are memories now."""
     found: set[int] = set()
     for part, marks in in_batches(sorted(set(ids))):
@@ -542,7 +541,7 @@ def memory_ids_among(con: apsw.Connection, ids: Iterable[int]) -> set[int]:
     return found
 
 
-def id_high_water(con: apsw.Connection) -> int:
+def id_high_water(con: Connection) -> int:
     """The highest entry id ever handed out (AUTOINCREMENT's sequence)."""
     if is_postgres(con):
         rows = con.execute(
@@ -554,7 +553,7 @@ def id_high_water(con: apsw.Connection) -> int:
     return max(int(rows[0][0]) if rows else 0, int(top))
 
 
-def raise_id_high_water(con: apsw.Connection, high: int) -> None:
+def raise_id_high_water(con: Connection, high: int) -> None:
     """Ids up to `high` are never handed out again (after a restore to an older copy, or an
     import that kept an id)."""
     if is_postgres(con):
@@ -574,12 +573,12 @@ def raise_id_high_water(con: apsw.Connection, high: int) -> None:
     con.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('entries', ?)", (high,))
 
 
-def get_meta(con: apsw.Connection, key: str) -> str | None:
+def get_meta(con: Connection, key: str) -> str | None:
     rows = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
     return str(rows[0][0]) if rows else None
 
 
-def set_meta(con: apsw.Connection, key: str, value: str) -> None:
+def set_meta(con: Connection, key: str, value: str) -> None:
     con.execute(
         "INSERT INTO meta(key, value) VALUES (?, ?)"
         " ON CONFLICT(key) DO UPDATE SET value = excluded.value",

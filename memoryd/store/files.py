@@ -10,6 +10,7 @@ import apsw
 
 from memoryd.store import db
 from memoryd.store.migrations import migrate
+from memoryd.store.protocol import one
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ def describe(path: Path) -> FileInfo:
     con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         db._load_vec(con)  # vec0 tables must be readable for quick_check
-        version = int(con.execute("PRAGMA user_version").fetchall()[0][0])
+        version = int(one(con.execute("PRAGMA user_version"))[0])
         tables = frozenset(
             str(r[0]) for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         )

@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import apsw
-
 from memoryd.store.dialect import is_postgres
+from memoryd.store.protocol import Connection
 
 
-def set_triggers(con: apsw.Connection, entry_id: int, phrases: Sequence[tuple[str, str]]) -> None:
+def set_triggers(con: Connection, entry_id: int, phrases: Sequence[tuple[str, str]]) -> None:
     """Replace a memory's trigger phrases: (phrase, normalised phrase) pairs."""
     con.execute("DELETE FROM triggers WHERE entry_id = ?", (entry_id,))
     for phrase, norm in phrases:
@@ -25,7 +24,7 @@ def set_triggers(con: apsw.Connection, entry_id: int, phrases: Sequence[tuple[st
         )
 
 
-def trigger_norms(con: apsw.Connection) -> list[tuple[int, str]]:
+def trigger_norms(con: Connection) -> list[tuple[int, str]]:
     return [
         (int(i), str(n))
         for i, n in con.execute(
@@ -34,7 +33,7 @@ def trigger_norms(con: apsw.Connection) -> list[tuple[int, str]]:
     ]
 
 
-def trigger_phrases(con: apsw.Connection, entry_id: int) -> list[str]:
+def trigger_phrases(con: Connection, entry_id: int) -> list[str]:
     return [
         str(r[0])
         for r in con.execute(
@@ -44,7 +43,7 @@ def trigger_phrases(con: apsw.Connection, entry_id: int) -> list[str]:
 
 
 def add_history(
-    con: apsw.Connection, entry_id: int, ts: float, field: str, old: str | None, new: str | None
+    con: Connection, entry_id: int, ts: float, field: str, old: str | None, new: str | None
 ) -> None:
     con.execute(
         "INSERT INTO history(entry_id, ts, field, old, new) VALUES (?, ?, ?, ?, ?)",
@@ -52,7 +51,7 @@ def add_history(
     )
 
 
-def history_rows(con: apsw.Connection, entry_id: int) -> list[tuple[float, str, Any, Any]]:
+def history_rows(con: Connection, entry_id: int) -> list[tuple[float, str, Any, Any]]:
     return [
         (float(ts), str(f), o, n)
         for ts, f, o, n in con.execute(
@@ -62,7 +61,7 @@ def history_rows(con: apsw.Connection, entry_id: int) -> list[tuple[float, str, 
     ]
 
 
-def access_rows(con: apsw.Connection, entry_id: int) -> list[tuple[float, str, int]]:
+def access_rows(con: Connection, entry_id: int) -> list[tuple[float, str, int]]:
     return [
         (float(ts), str(q), int(r))
         for ts, q, r in con.execute(
@@ -72,14 +71,14 @@ def access_rows(con: apsw.Connection, entry_id: int) -> list[tuple[float, str, i
     ]
 
 
-def add_access(con: apsw.Connection, entry_id: int, ts: float, query: str, rank: int) -> None:
+def add_access(con: Connection, entry_id: int, ts: float, query: str, rank: int) -> None:
     con.execute(
         "INSERT INTO access_log(ts, query, entry_id, rank) VALUES (?, ?, ?, ?)",
         (ts, query, entry_id, rank),
     )
 
 
-def feedback(con: apsw.Connection, entry_id: int) -> tuple[str, int, int, float] | None:
+def feedback(con: Connection, entry_id: int) -> tuple[str, int, int, float] | None:
     """(kind, useful_count, validation_count, confidence) or None. On PostgreSQL the row stays
     locked until the transaction ends: two daemons validating the same memory at once would
     otherwise both count from the same numbers, and one outcome would be lost."""
@@ -95,7 +94,7 @@ def feedback(con: apsw.Connection, entry_id: int) -> tuple[str, int, int, float]
 
 
 def set_feedback(
-    con: apsw.Connection, entry_id: int, useful: int, total: int, confidence: float
+    con: Connection, entry_id: int, useful: int, total: int, confidence: float
 ) -> None:
     con.execute(
         "UPDATE entries SET useful_count = ?, validation_count = ?, confidence = ? WHERE id = ?",
@@ -103,7 +102,7 @@ def set_feedback(
     )
 
 
-def promotion_candidate_ids(con: apsw.Connection, min_useful: int, min_ratio: float) -> list[int]:
+def promotion_candidate_ids(con: Connection, min_useful: int, min_ratio: float) -> list[int]:
     return [
         int(r[0])
         for r in con.execute(
@@ -115,7 +114,7 @@ def promotion_candidate_ids(con: apsw.Connection, min_useful: int, min_ratio: fl
     ]
 
 
-def constitutional_ids(con: apsw.Connection, namespace: str | None, now: float) -> list[int]:
+def constitutional_ids(con: Connection, namespace: str | None, now: float) -> list[int]:
     """Constitutional, unexpired memories, most important first."""
     where = "kind = 'memory' AND tier = 'constitutional' AND (expires_at IS NULL OR expires_at > ?)"
     params: list[Any] = [now]
@@ -132,7 +131,7 @@ def constitutional_ids(con: apsw.Connection, namespace: str | None, now: float) 
 
 
 def select_ids(
-    con: apsw.Connection,
+    con: Connection,
     *,
     tag: str | None = None,
     namespace: str | None = None,
@@ -140,7 +139,7 @@ def select_ids(
     deprecated: bool = False,
 ) -> list[int]:
     """Memory ids by tag, namespace, or (for prune) expired / deprecated."""
-    parts, params = ["kind = 'memory'"], []
+    parts, params = ["kind = 'memory'"], list[object]()
     if tag:
         parts.append("EXISTS (SELECT 1 FROM json_each(entries.tags) WHERE json_each.value = ?)")
         params.append(tag)
@@ -159,7 +158,7 @@ def select_ids(
     return [int(r[0]) for r in con.execute(sql, params)]
 
 
-def delete_ids(con: apsw.Connection, ids: Iterable[int]) -> int:
+def delete_ids(con: Connection, ids: Iterable[int]) -> int:
     """Delete memories with everything that holds their text or use: the change history (old
     contents), the access log; triggers go by cascade."""
     n = 0
@@ -172,7 +171,7 @@ def delete_ids(con: apsw.Connection, ids: Iterable[int]) -> int:
     return n
 
 
-def memory_ids_by_hash(con: apsw.Connection, content_hash: str, namespace: str) -> list[int]:
+def memory_ids_by_hash(con: Connection, content_hash: str, namespace: str) -> list[int]:
     return [
         int(r[0])
         for r in con.execute(
@@ -183,7 +182,7 @@ def memory_ids_by_hash(con: apsw.Connection, content_hash: str, namespace: str) 
 
 
 def keyword_memories(
-    con: apsw.Connection, match: str, namespace: str, limit: int = 20
+    con: Connection, match: str, namespace: str, limit: int = 20
 ) -> list[tuple[int, str]]:
     """Memories of a namespace matching an FTS5 expression, best first: (id, content)."""
     if is_postgres(con):
@@ -201,7 +200,7 @@ def keyword_memories(
     ]
 
 
-def by_tier(con: apsw.Connection, namespace: str | None = None) -> dict[str, int]:
+def by_tier(con: Connection, namespace: str | None = None) -> dict[str, int]:
     sql, params = "SELECT tier, count(*) FROM entries WHERE kind = 'memory'", []
     if namespace and namespace != "*":
         sql += " AND namespace = ?"
@@ -209,7 +208,7 @@ def by_tier(con: apsw.Connection, namespace: str | None = None) -> dict[str, int
     return {str(t): int(n) for t, n in con.execute(sql + " GROUP BY tier", params)}
 
 
-def by_namespace(con: apsw.Connection) -> dict[str, int]:
+def by_namespace(con: Connection) -> dict[str, int]:
     return {
         str(ns): int(n)
         for ns, n in con.execute(

@@ -11,8 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
+from memoryd.store.protocol import Connection
 from memoryd.text.obsidian import Link
 
 
@@ -22,12 +21,12 @@ class StoredLink:
     link: Link
 
 
-def _document_id(con: apsw.Connection, path: str) -> int | None:
+def _document_id(con: Connection, path: str) -> int | None:
     rows = con.execute("SELECT id FROM documents WHERE path = ?", (path,)).fetchall()
     return int(rows[0][0]) if rows else None
 
 
-def replace_links(con: apsw.Connection, path: str, links: Iterable[Link]) -> int:
+def replace_links(con: Connection, path: str, links: Iterable[Link]) -> int:
     """Replace the links written in the note at `path` (which must be indexed)."""
     doc_id = _document_id(con, path)
     if doc_id is None:
@@ -53,7 +52,7 @@ def replace_links(con: apsw.Connection, path: str, links: Iterable[Link]) -> int
     return n
 
 
-def _rows(con: apsw.Connection, where: str, params: Sequence[Any]) -> list[StoredLink]:
+def _rows(con: Connection, where: str, params: Sequence[Any]) -> list[StoredLink]:
     return [
         StoredLink(src, Link(target, heading, alias, int(line), bool(embed), kind))
         for src, target, heading, alias, line, embed, kind in con.execute(
@@ -65,12 +64,12 @@ def _rows(con: apsw.Connection, where: str, params: Sequence[Any]) -> list[Store
     ]
 
 
-def links_from(con: apsw.Connection, path: str) -> list[StoredLink]:
+def links_from(con: Connection, path: str) -> list[StoredLink]:
     """The links written in one note, in order."""
     return _rows(con, "d.path = ?", (path,))
 
 
-def links_named(con: apsw.Connection, keys: Sequence[str]) -> list[StoredLink]:
+def links_named(con: Connection, keys: Sequence[str]) -> list[StoredLink]:
     """Every link whose target names one of `keys` (lower-cased file names without .md)."""
     keys = list(dict.fromkeys(keys))
     if not keys:
@@ -78,12 +77,12 @@ def links_named(con: apsw.Connection, keys: Sequence[str]) -> list[StoredLink]:
     return _rows(con, f"l.target_key IN ({','.join('?' * len(keys))})", keys)
 
 
-def note_paths(con: apsw.Connection) -> list[str]:
+def note_paths(con: Connection) -> list[str]:
     return [str(r[0]) for r in con.execute("SELECT path FROM documents")]
 
 
 def set_dates(
-    con: apsw.Connection, path: str, created_at: float | None, updated_at: float | None
+    con: Connection, path: str, created_at: float | None, updated_at: float | None
 ) -> None:
     """A note's own dates from its front matter for all its chunks, in place of the file's
     mtime and the time it was indexed: filters (since/until) and recency see when the note was

@@ -14,7 +14,8 @@ import apsw
 
 from memoryd.core.errors import StoreError
 from memoryd.core.logsetup import get_logger
-from memoryd.store import tokenizer
+from memoryd.store import tables, tokenizer
+from memoryd.store.protocol import one
 
 log = get_logger("memoryd.store")
 
@@ -144,32 +145,8 @@ def m002_lifecycle(con: apsw.Connection) -> None:
     )
 
 
-_ENTRIES_COLUMNS = """
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            kind TEXT NOT NULL CHECK (kind IN ('memory', 'chunk')),
-            namespace TEXT NOT NULL DEFAULT 'default',
-            content TEXT NOT NULL,
-            content_hash TEXT NOT NULL,
-            type TEXT NOT NULL,
-            tags TEXT NOT NULL DEFAULT '[]',
-            source TEXT,
-            context TEXT,
-            confidence REAL NOT NULL DEFAULT 1.0,
-            importance INTEGER NOT NULL DEFAULT 5,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL,
-            expires_at REAL,
-            access_count INTEGER NOT NULL DEFAULT 0,
-            last_accessed_at REAL,
-            document_id INTEGER REFERENCES documents(id) ON DELETE CASCADE,
-            seq INTEGER,
-            start_line INTEGER,
-            end_line INTEGER,
-            heading_path TEXT,
-            tier TEXT NOT NULL DEFAULT 'normal',
-            useful_count INTEGER NOT NULL DEFAULT 0,
-            validation_count INTEGER NOT NULL DEFAULT 0
-"""
+# The columns m003 created (store/tables.py: the one list both schemas and the copy read)
+_ENTRIES_COLUMNS = tables.create_columns(tables.ENTRIES, "sqlite")
 
 
 def m003_stable_ids(con: apsw.Connection) -> None:
@@ -178,11 +155,11 @@ def m003_stable_ids(con: apsw.Connection) -> None:
     stored keeps meaning that memory or nothing. Rows keep their ids, so the FTS index (keyed
     by rowid) stays valid; its triggers are recreated because dropping a table drops them.
     Runs with foreign keys off (see migrate): dropping `entries` must not cascade to triggers."""
-    cols = ", ".join(line.split()[0] for line in _ENTRIES_COLUMNS.strip().splitlines())
+    cols = ", ".join(c.name for c in tables.ENTRIES if c.added_by is None)
     con.execute(f"CREATE TABLE entries_new({_ENTRIES_COLUMNS})")
     con.execute(f"INSERT INTO entries_new({cols}) SELECT {cols} FROM entries")
     high = max(
-        int(con.execute(f"SELECT coalesce(max({c}), 0) FROM {t}").fetchall()[0][0])
+        int(one(con.execute(f"SELECT coalesce(max({c}), 0) FROM {t}"))[0])
         for t, c in (
             ("entries", "id"),
             ("access_log", "entry_id"),
@@ -252,9 +229,13 @@ def m004_cjk_tokenizer(con: apsw.Connection) -> None:
             f"migration m004 needs the FTS5 tokenizer {tokenizer.NAME!r}: open the database"
             " with memoryd.store.db.connect()"
         ) from exc
-    sql = con.execute(
-        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'entries_fts'"
-    ).fetchall()[0][0]
+    sql = str(
+        one(
+            con.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'entries_fts'"
+            )
+        )[0]
+    )
     option = f"tokenize = '{tokenizer.TOKENIZE}'"
     if _TOKENIZE_OPTION.search(sql):
         sql = _TOKENIZE_OPTION.sub(option, sql, count=1)
@@ -299,7 +280,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
 
 
 def schema_version(con: apsw.Connection) -> int:
-    return int(con.execute("PRAGMA user_version").fetchall()[0][0])
+    return int(one(con.execute("PRAGMA user_version"))[0])
 
 
 def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
@@ -322,7 +303,7 @@ def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
             log.info("migration snapshot", path=str(backup))
     # Steps may rebuild a table (m003): foreign key actions must not fire while they do. The
     # pragma is a no-op inside a transaction, so it is switched around the steps.
-    fk = int(con.execute("PRAGMA foreign_keys").fetchall()[0][0])
+    fk = int(one(con.execute("PRAGMA foreign_keys"))[0])
     if current < len(MIGRATIONS):
         con.execute("PRAGMA foreign_keys = OFF")
     try:

@@ -7,9 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import apsw
-
 from memoryd.store.db import in_batches
+from memoryd.store.protocol import Connection
 
 
 def _prefix_sql(prefix: str) -> tuple[str, list[Any]]:
@@ -19,7 +18,7 @@ def _prefix_sql(prefix: str) -> tuple[str, list[Any]]:
 
 
 def list_documents(
-    con: apsw.Connection, prefix: str, limit: int, offset: int
+    con: Connection, prefix: str, limit: int, offset: int
 ) -> tuple[list[dict[str, Any]], int]:
     """Indexed files under `prefix` ('' for all), by path: path, size, mtime, meta, title."""
     where, params = _prefix_sql(prefix)
@@ -32,7 +31,7 @@ def list_documents(
     return _with_details(con, rows), int(total)
 
 
-def recent_documents(con: apsw.Connection, since: float | None, limit: int) -> list[dict[str, Any]]:
+def recent_documents(con: Connection, since: float | None, limit: int) -> list[dict[str, Any]]:
     """Indexed files, most recently modified first (file mtime)."""
     # Conditions are left out rather than written `? IS NULL OR ...`: PostgreSQL cannot type a
     # parameter that is only compared with NULL.
@@ -45,7 +44,7 @@ def recent_documents(con: apsw.Connection, since: float | None, limit: int) -> l
     return _with_details(con, rows)
 
 
-def _with_details(con: apsw.Connection, rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+def _with_details(con: Connection, rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
     ids = [int(r[0]) for r in rows]
     headings, tags = _first_headings(con, ids), _tags(con, ids)
     out = []
@@ -63,7 +62,7 @@ def _with_details(con: apsw.Connection, rows: Sequence[Sequence[Any]]) -> list[d
     return out
 
 
-def _first_headings(con: apsw.Connection, ids: list[int]) -> dict[int, str]:
+def _first_headings(con: Connection, ids: list[int]) -> dict[int, str]:
     """The first heading of each document (the top of its first chunk's heading path)."""
     out: dict[int, str] = {}
     for part, marks in in_batches(ids):
@@ -80,7 +79,7 @@ def _first_headings(con: apsw.Connection, ids: list[int]) -> dict[int, str]:
     return out
 
 
-def _tags(con: apsw.Connection, ids: list[int]) -> dict[int, list[str]]:
+def _tags(con: Connection, ids: list[int]) -> dict[int, list[str]]:
     """Every tag carried by any chunk of each document (front matter and inline tags)."""
     out: dict[int, list[str]] = {}
     for part, marks in in_batches(ids):
@@ -95,11 +94,11 @@ def _tags(con: apsw.Connection, ids: list[int]) -> dict[int, list[str]]:
 
 
 def recent_memories(
-    con: apsw.Connection, namespace: str | None, since: float | None, limit: int
+    con: Connection, namespace: str | None, since: float | None, limit: int
 ) -> list[dict[str, Any]]:
     """Memories most recently added or changed first: id, namespace, type, tier, content,
     created_at, updated_at (unix seconds). namespace None = every namespace."""
-    where, params = ["kind = 'memory'"], []
+    where, params = ["kind = 'memory'"], list[object]()
     if namespace is not None:
         where.append("namespace = ?")
         params.append(namespace)

@@ -71,7 +71,7 @@ def migrate(
     """Copy the SQLite store into PostgreSQL. Returns {"source", "target", "dry_run", ...};
     raises CountMismatch (nothing written) when the counts differ, Refused on a conflict."""
     from memoryd.core.fsutil import acquire_lock
-    from memoryd.store import Store
+    from memoryd.store import SqliteStore
     from memoryd.store.backend import conninfo, workspace_id
 
     try:
@@ -88,7 +88,7 @@ def migrate(
     lock = acquire_lock(cfg.lock_path)  # AlreadyRunning while a daemon uses this data_dir
     try:
         workspace = workspace_id(tcfg)
-        store = Store(cfg.db_path)
+        store = SqliteStore(cfg.db_path)
         try:
             return store.read(
                 lambda lite: _copy(lite, info, workspace, cfg, dry_run, replace_notes, say)

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import apsw
-
 from memoryd.store.dialect import is_postgres
+from memoryd.store.protocol import Connection
 
 _BATCH = 500
 SIGNAL_COLUMNS = ("kind", "importance", "access_count", "tier", "updated_at", "last_accessed_at")
@@ -29,7 +28,7 @@ def keyword_sql(where: str) -> str:
 
 
 def keyword_pool(
-    con: apsw.Connection, match: str, where: str, params: Sequence[Any], size: int
+    con: Connection, match: str, where: str, params: Sequence[Any], size: int
 ) -> list[tuple[int, float, int | None]]:
     """(entry id, bm25 (lower is better), document id) of the best `size` matches."""
     if is_postgres(con):
@@ -40,14 +39,14 @@ def keyword_pool(
     ]
 
 
-def best_bm25(con: apsw.Connection, match: str, where: str, params: Sequence[Any]) -> float | None:
+def best_bm25(con: Connection, match: str, where: str, params: Sequence[Any]) -> float | None:
     """The best (lowest) BM25 of any entry that matches and passes the filter."""
     rows = keyword_pool(con, match, where, params, 1)
     return rows[0][1] if rows else None
 
 
 def entries_with_hashes(
-    con: apsw.Connection, hashes: Sequence[str], where: str, params: Sequence[Any]
+    con: Connection, hashes: Sequence[str], where: str, params: Sequence[Any]
 ) -> list[tuple[int, str, int | None]]:
     """(entry id, content hash, document id) of the entries that carry one of the hashes and
     pass the filter."""
@@ -67,7 +66,7 @@ def entries_with_hashes(
 
 
 def filtered_entries(
-    con: apsw.Connection, where: str, params: Sequence[Any], limit: int
+    con: Connection, where: str, params: Sequence[Any], limit: int
 ) -> list[tuple[int, str, int | None]]:
     """(entry id, content hash, document id) of up to `limit` entries that pass the filter;
     a negative limit: all of them (PostgreSQL refuses SQLite's LIMIT -1, so no LIMIT then)."""
@@ -82,7 +81,7 @@ def filtered_entries(
     ]
 
 
-def signal_rows(con: apsw.Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+def signal_rows(con: Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
     """The columns ranking signals read, per entry id."""
     ids = list(ids)
     out: dict[int, dict[str, Any]] = {}
@@ -98,7 +97,7 @@ def signal_rows(con: apsw.Connection, ids: Iterable[int]) -> dict[int, dict[str,
 
 
 def snippets(
-    con: apsw.Connection, match: str, ids: Sequence[int], open_mark: str, close_mark: str
+    con: Connection, match: str, ids: Sequence[int], open_mark: str, close_mark: str
 ) -> dict[int, str]:
     """FTS5 snippets of column 0 for the given rows, matches wrapped in the given markers."""
     if not ids:
@@ -118,9 +117,7 @@ def snippets(
 SCAN_ALL_MAX = 5000  # a term in at most this many texts: read its rows, cheaper than IN (...)
 
 
-def matching(
-    con: apsw.Connection, match: str, ids: Sequence[int], df: int | None = None
-) -> set[int]:
+def matching(con: Connection, match: str, ids: Sequence[int], df: int | None = None) -> set[int]:
     """Those of the given entries that match the FTS5 expression. With its document frequency
     `df` known and small, every matching row is read and intersected (0.1 ms for 600 rows at
     100K texts, against ~1.8 ms for a lookup of 100 rowids)."""
@@ -150,7 +147,7 @@ def matching(
     return out
 
 
-def match_count(con: apsw.Connection, match: str, cap: int) -> int:
+def match_count(con: Connection, match: str, cap: int) -> int:
     """How many entries match the FTS5 expression, counted up to `cap` (a document frequency)."""
     if is_postgres(con):
         return _pg().match_count(con, match, cap)
@@ -161,7 +158,7 @@ def match_count(con: apsw.Connection, match: str, cap: int) -> int:
     return int(row[0]) if row else 0
 
 
-def entry_count(con: apsw.Connection) -> int:
+def entry_count(con: Connection) -> int:
     """How many entries the keyword index holds (the n of IDF): every entry is indexed (by
     triggers), so the table's count, which SQLite reads from its smallest index (1 ms at 100K
     entries) instead of walking the FTS5 table (30 ms). On PostgreSQL a count of the view costs
@@ -174,7 +171,7 @@ def entry_count(con: apsw.Connection) -> int:
     return int(row[0] or 0) if row else 0
 
 
-def foreign_workspaces(con: apsw.Connection, ids: Sequence[int]) -> dict[int, str]:
+def foreign_workspaces(con: Connection, ids: Sequence[int]) -> dict[int, str]:
     """The workspace id of those entries that are another workspace's notes (PostgreSQL, read
     with scope "all"); SQLite holds one workspace: always empty."""
     if not ids or not is_postgres(con):

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import apsw
 
@@ -106,8 +106,13 @@ class CJKTokenizer:
     def __init__(self, base: apsw.FTS5Tokenizer) -> None:
         self.base = base
 
+    def _base(self, utf8: bytes, flags: int, locale: str | None) -> list[Token]:
+        # Called with offsets and colocated tokens (apsw's defaults), the base tokenizer yields
+        # (start, end, token, *colocated) tuples; apsw's stub types the union of every mode.
+        return cast("list[Token]", self.base(utf8, flags, locale))
+
     def __call__(self, utf8: bytes, flags: int, locale: str | None) -> Sequence[Token]:
-        tokens = self.base(utf8, flags, locale)
+        tokens = self._base(utf8, flags, locale)
         if not tokens or utf8.isascii() or _MAYBE_CJK.search(utf8) is None:
             return tokens
         try:
@@ -153,7 +158,7 @@ class CJKTokenizer:
     def _base_part(self, part: str, offset: int, flags: int, locale: str | None) -> list[Token]:
         return [
             (offset + t[0], offset + t[1], *t[2:])
-            for t in self.base(part.encode("utf-8"), flags, locale)
+            for t in self._base(part.encode("utf-8"), flags, locale)
         ]
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import apsw
-
 from memoryd.store.dialect import is_postgres
 from memoryd.store.entries import raise_id_high_water
-from memoryd.store.vectors import blob, table_name
+from memoryd.store.protocol import Connection
+from memoryd.store.tables import table_name
+from memoryd.store.vectors import blob
 
 EXPORT_FIELDS = (
     "id",
@@ -33,7 +33,7 @@ EXPORT_FIELDS = (
 )
 
 
-def memory_rows(con: apsw.Connection, namespace: str | None = None) -> list[dict[str, Any]]:
+def memory_rows(con: Connection, namespace: str | None = None) -> list[dict[str, Any]]:
     where, params = "kind = 'memory'", []
     if namespace and namespace != "*":
         where += " AND namespace = ?"
@@ -44,7 +44,7 @@ def memory_rows(con: apsw.Connection, namespace: str | None = None) -> list[dict
     return [dict(zip(EXPORT_FIELDS, row, strict=True)) for row in rows]
 
 
-def vector_of(con: apsw.Connection, model_id: int, content_hash: str) -> bytes | None:
+def vector_of(con: Connection, model_id: int, content_hash: str) -> bytes | None:
     rows = con.execute(
         f"SELECT v.embedding FROM embeddings m JOIN {table_name(model_id)} v ON v.rowid = m.id"
         " WHERE m.model_id = ? AND m.content_hash = ?",
@@ -53,7 +53,7 @@ def vector_of(con: apsw.Connection, model_id: int, content_hash: str) -> bytes |
     return blob(rows[0][0]) if rows else None
 
 
-def memory_by_hash(con: apsw.Connection, namespace: str, content_hash: str) -> int | None:
+def memory_by_hash(con: Connection, namespace: str, content_hash: str) -> int | None:
     rows = con.execute(
         "SELECT id FROM entries WHERE kind = 'memory' AND namespace = ? AND content_hash = ?",
         (namespace, content_hash),
@@ -61,7 +61,7 @@ def memory_by_hash(con: apsw.Connection, namespace: str, content_hash: str) -> i
     return int(rows[0][0]) if rows else None
 
 
-def free(con: apsw.Connection, entry_id: int) -> bool:
+def free(con: Connection, entry_id: int) -> bool:
     """No entry holds this id now (an id used before and deleted may come back with its
     memory: the import restores what was exported). On PostgreSQL the table itself is asked:
     the `entries` view hides the other workspaces' chunks, whose ids are taken all the same."""
@@ -69,7 +69,7 @@ def free(con: apsw.Connection, entry_id: int) -> bool:
     return not con.execute(f"SELECT 1 FROM {table} WHERE id = ?", (entry_id,)).fetchall()
 
 
-def insert_memory(con: apsw.Connection, v: dict[str, Any], entry_id: int | None) -> int:
+def insert_memory(con: Connection, v: dict[str, Any], entry_id: int | None) -> int:
     """Insert a checked memory with every field; entry_id None: the next id."""
     # The id column is named only when the id is given: PostgreSQL's identity column takes its
     # default only when the column is left out (an explicit NULL breaks NOT NULL).

@@ -10,18 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import apsw
 import numpy as np
 
 from memoryd.core.errors import StoreError
 from memoryd.store.dialect import is_postgres
+from memoryd.store.protocol import Connection, one
+from memoryd.store.tables import table_name as table_name  # callers name it vectors.table_name
 
 
-def table_name(model_id: int) -> str:
-    return f"vec_{int(model_id)}"
-
-
-def ensure_model(con: apsw.Connection, key: str, name: str, dim: int, now: float) -> int:
+def ensure_model(con: Connection, key: str, name: str, dim: int, now: float) -> int:
     """Register the model, create its vec0 table, and make it the only active one."""
     if dim <= 0 or dim > 8192:
         raise StoreError(f"unreasonable embedding dimension {dim}")
@@ -41,7 +38,7 @@ def ensure_model(con: apsw.Connection, key: str, name: str, dim: int, now: float
         from memoryd.store.pg import vectors as pgvec
 
         # only when missing: a daemon's role may lack CREATE on the schema (docs/team.md)
-        if con.execute("SELECT to_regclass(?)", (table_name(model_id),)).fetchone()[0] is None:
+        if one(con.execute("SELECT to_regclass(?)", (table_name(model_id),)))[0] is None:
             pgvec.create_table(con, table_name(model_id), dim)
     else:
         con.execute(
@@ -52,7 +49,7 @@ def ensure_model(con: apsw.Connection, key: str, name: str, dim: int, now: float
     return model_id
 
 
-def drop_inactive(con: apsw.Connection) -> list[str]:
+def drop_inactive(con: Connection) -> list[str]:
     """Remove other models' tables and vectors (after a switch). Returns their keys."""
     dropped = []
     for model_id, key in con.execute("SELECT id, key FROM models WHERE active = 0").fetchall():
@@ -62,7 +59,7 @@ def drop_inactive(con: apsw.Connection) -> list[str]:
     return dropped
 
 
-def active_model(con: apsw.Connection) -> tuple[int, str, int] | None:
+def active_model(con: Connection) -> tuple[int, str, int] | None:
     """(id, key, dim) of the model search may use: active, and backfilled once completely."""
     rows = con.execute(
         "SELECT id, key, dim FROM models WHERE active = 1 AND complete = 1"
@@ -70,13 +67,13 @@ def active_model(con: apsw.Connection) -> tuple[int, str, int] | None:
     return (int(rows[0][0]), str(rows[0][1]), int(rows[0][2])) if rows else None
 
 
-def mark_complete(con: apsw.Connection, model_id: int) -> list[str]:
+def mark_complete(con: Connection, model_id: int) -> list[str]:
     """The model's first full backfill is done: search may use it, older models go."""
     con.execute("UPDATE models SET complete = 1 WHERE id = ?", (model_id,))
     return drop_inactive(con)
 
 
-def pending(con: apsw.Connection, model_id: int, limit: int) -> list[tuple[str, str]]:
+def pending(con: Connection, model_id: int, limit: int) -> list[tuple[str, str]]:
     """(content_hash, content) of texts that have no vector for this model yet."""
     return [
         (str(h), str(c))
@@ -101,7 +98,7 @@ _NO_VECTOR = (
 
 
 def pending_newest(
-    con: apsw.Connection, model_id: int, limit: int, fresh_rows: int = 4096
+    con: Connection, model_id: int, limit: int, fresh_rows: int = 4096
 ) -> list[tuple[str, str, str]]:
     """(content_hash, content, source) of texts without a vector for this model: first those of
     the `fresh_rows` most recently stored entries, newest first (an edited note's new chunks, a
@@ -133,13 +130,13 @@ def pending_newest(
     return list(out.values())
 
 
-def newest_id(con: apsw.Connection) -> int | None:
+def newest_id(con: Connection) -> int | None:
     """The highest embeddings row id (None when there is none)."""
     newest = con.execute("SELECT max(id) FROM embeddings").fetchall()[0][0]
     return None if newest is None else int(newest)
 
 
-def rows_after(con: apsw.Connection, model_id: int, after: int) -> list[tuple[int, str, bytes]]:
+def rows_after(con: Connection, model_id: int, after: int) -> list[tuple[int, str, bytes]]:
     """(row id, content hash, float32 blob) of the model's vectors with a row id above `after`,
     in id order. Driven from the embeddings table (a range on its primary key): vec0 answers
     lookups by rowid quickly but would scan itself for a rowid range; `+m.model_id` keeps
@@ -165,7 +162,7 @@ def blob(value: object) -> bytes:
     return np.ascontiguousarray(value, dtype=np.float32).tobytes()
 
 
-def model_count(con: apsw.Connection, model_id: int) -> int:
+def model_count(con: Connection, model_id: int) -> int:
     """How many vectors the model has."""
     return int(
         con.execute("SELECT count(*) FROM embeddings WHERE model_id = ?", (model_id,)).fetchall()[
@@ -174,7 +171,7 @@ def model_count(con: apsw.Connection, model_id: int) -> int:
     )
 
 
-def counts(con: apsw.Connection, model_id: int | None) -> dict[str, int]:
+def counts(con: Connection, model_id: int | None) -> dict[str, int]:
     texts = con.execute("SELECT count(DISTINCT content_hash) FROM entries").fetchall()[0][0]
     if model_id is None:
         return {"done": 0, "pending": int(texts), "stored": 0}
@@ -190,7 +187,7 @@ def counts(con: apsw.Connection, model_id: int | None) -> dict[str, int]:
 
 
 def store(
-    con: apsw.Connection,
+    con: Connection,
     model_id: int,
     items: Sequence[tuple[str, np.ndarray]],
     now: float,
@@ -215,7 +212,7 @@ def store(
     return new
 
 
-def knn(con: apsw.Connection, model_id: int, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+def knn(con: Connection, model_id: int, query: np.ndarray, k: int) -> list[tuple[str, float]]:
     """The k nearest texts: (content_hash, cosine distance), nearest first."""
     if is_postgres(con):
         from memoryd.store.pg import vectors as pgvec
@@ -233,7 +230,7 @@ def knn(con: apsw.Connection, model_id: int, query: np.ndarray, k: int) -> list[
     ]
 
 
-def orphan_count(con: apsw.Connection, model_id: int) -> int:
+def orphan_count(con: Connection, model_id: int) -> int:
     return int(
         con.execute(
             "SELECT count(*) FROM embeddings m WHERE m.model_id = ?"
@@ -243,7 +240,7 @@ def orphan_count(con: apsw.Connection, model_id: int) -> int:
     )
 
 
-def gc(con: apsw.Connection, model_id: int, now: float, grace: float) -> int:
+def gc(con: Connection, model_id: int, now: float, grace: float) -> int:
     """Collect vectors that no entry has used for `grace` seconds. Returns how many went.
 
     A vector whose text disappears is first marked orphaned; it is deleted only when it is still

@@ -11,9 +11,16 @@ from pathspec import GitIgnoreSpec
 
 
 class PathRules(Protocol):
-    include: list[str] | tuple[str, ...]
-    exclude: list[str] | tuple[str, ...]
-    skip_hidden: bool
+    """Read-only: the frozen config section (memoryd.core.config) satisfies it."""
+
+    @property
+    def include(self) -> list[str] | tuple[str, ...]: ...
+
+    @property
+    def exclude(self) -> list[str] | tuple[str, ...]: ...
+
+    @property
+    def skip_hidden(self) -> bool: ...
 
 
 @lru_cache(maxsize=64)

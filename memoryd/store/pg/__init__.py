@@ -34,6 +34,8 @@ from memoryd.core.errors import Refused, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.store.pg import schema
 from memoryd.store.pg.conn import PgConnection
+from memoryd.store.pg.vectors import PgVectorIndex
+from memoryd.store.protocol import Connection, VectorIndex, one
 
 T = TypeVar("T")
 log = get_logger("memoryd.store")
@@ -72,6 +74,8 @@ class PgStore:
 
     backend = "postgres"
     vec_enabled = True
+    shared = True  # several daemons, one database
+    file_backed = False
 
     def __init__(self, settings: PgSettings) -> None:
         self.settings = settings
@@ -174,7 +178,7 @@ class PgStore:
             "pool_available", 0
         )
 
-    def read(self, fn: Callable[[PgConnection], T], *, scope: str | None = None) -> T:
+    def read(self, fn: Callable[[Connection], T], *, scope: str | None = None) -> T:
         """Run fn inside one read-only transaction (a consistent snapshot: REPEATABLE READ)."""
         with self._connection() as raw:
             raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -214,7 +218,7 @@ class PgStore:
                 ) from None
 
     def run_write(
-        self, fn: Callable[[PgConnection], T], *, durable: bool = False, scope: str | None = None
+        self, fn: Callable[[Connection], T], *, durable: bool = False, scope: str | None = None
     ) -> T:
         with self.write(durable=durable, scope=scope) as con:
             return fn(con)
@@ -225,7 +229,7 @@ class PgStore:
         once per database: expiry, prune, vector collection), False in the others."""
         key = _lock_key(name)
         with self._connection() as raw:
-            got = bool(raw.execute("SELECT pg_try_advisory_lock(%s)", [key]).fetchone()[0])
+            got = bool(one(raw.execute("SELECT pg_try_advisory_lock(%s)", [key]))[0])
             try:
                 yield got
             finally:
@@ -237,7 +241,7 @@ class PgStore:
         "error": ...}."""
         try:
             with self._connection() as raw:
-                version = raw.execute("SHOW server_version").fetchone()[0]
+                version = one(raw.execute("SHOW server_version"))[0]
             return {"ok": True, "server": str(version)}
         except StoreUnavailable as exc:
             return {"ok": False, "error": exc.message}
@@ -263,6 +267,10 @@ class PgStore:
             },
             "listening": self.listening if self._listener is not None else None,
         }
+
+    def vector_index(self) -> VectorIndex:
+        """The server's HNSW index answers nearest-neighbour queries (store/pg/vectors.py)."""
+        return PgVectorIndex()
 
     # -- other daemons' changes (LISTEN/NOTIFY) ------------------------------------------------
 
@@ -369,9 +377,7 @@ class PgStore:
         if time.monotonic() - at > 60:
             try:
                 with self._connection() as raw:
-                    size = int(
-                        raw.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-                    )
+                    size = int(one(raw.execute("SELECT pg_database_size(current_database())"))[0])
             except StoreUnavailable:
                 return size
             self._size = (time.monotonic(), size)

@@ -20,40 +20,17 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from memoryd.store import tables
 from memoryd.store import vectors as vstore
 from memoryd.store.pg import vectors as pgvec
 from memoryd.store.pg.conn import PgConnection
+from memoryd.store.protocol import Connection, one
 
 Progress = Callable[[str, int, int], None]
 
-ENTRY_COLUMNS = (
-    "id",
-    "kind",
-    "namespace",
-    "content",
-    "content_hash",
-    "type",
-    "tags",
-    "source",
-    "context",
-    "confidence",
-    "importance",
-    "created_at",
-    "updated_at",
-    "expires_at",
-    "access_count",
-    "last_accessed_at",
-    "document_id",
-    "seq",
-    "start_line",
-    "end_line",
-    "heading_path",
-    "tier",
-    "useful_count",
-    "validation_count",
-)
-DOCUMENT_COLUMNS = ("id", "path", "sha256", "size", "mtime", "indexed_at", "meta")
-LINK_COLUMNS = ("document_id", "target", "target_key", "heading", "alias", "line", "embed", "kind")
+ENTRY_COLUMNS = tables.names(tables.ENTRIES)
+DOCUMENT_COLUMNS = tables.names(tables.DOCUMENTS)
+LINK_COLUMNS = tables.names(tables.LINKS)[1:]  # a link's id is the new database's
 BATCH = 5000  # rows between two progress reports
 MARKER = "sqlite_copy:"  # meta key prefix: a store copied into this database, by workspace id
 
@@ -61,17 +38,17 @@ MARKER = "sqlite_copy:"  # meta key prefix: a store copied into this database, b
 # -- the SQLite side --------------------------------------------------------------------------
 
 
-def count_rows(con: Any, sql: str, params: Iterable[Any] = ()) -> int:
+def count_rows(con: Connection, sql: str, params: Iterable[Any] = ()) -> int:
     return int(con.execute(sql, tuple(params)).fetchall()[0][0])
 
 
-def sqlite_models(con: Any) -> list[dict[str, Any]]:
+def sqlite_models(con: Connection) -> list[dict[str, Any]]:
     cols = ("id", "key", "name", "dim", "created_at", "active", "complete")
     rows = con.execute(f"SELECT {', '.join(cols)} FROM models ORDER BY id").fetchall()
     return [dict(zip(cols, r, strict=True)) for r in rows]
 
 
-def sqlite_counts(con: Any) -> dict[str, int]:
+def sqlite_counts(con: Connection) -> dict[str, int]:
     """What a copy must carry, counted in the SQLite store."""
     out = {
         "memories": count_rows(con, "SELECT count(*) FROM entries WHERE kind = 'memory'"),
@@ -86,38 +63,41 @@ def sqlite_counts(con: Any) -> dict[str, int]:
     for m in sqlite_models(con):
         out["vectors"] += count_rows(
             con,
-            f"SELECT count(*) FROM embeddings m JOIN {vstore.table_name(m['id'])} v"
+            f"SELECT count(*) FROM embeddings m JOIN {tables.table_name(m['id'])} v"
             " ON v.rowid = m.id WHERE m.model_id = ?",
             (m["id"],),
         )
     return out
 
 
-def sqlite_entry_ids(con: Any) -> tuple[list[int], list[int], list[int]]:
+def sqlite_entry_ids(con: Connection) -> tuple[list[int], list[int], list[int]]:
     """(memory ids, chunk ids, document ids)."""
-    mem, chunk = [], []
+    mem: list[int] = []
+    chunk: list[int] = []
     for i, kind in con.execute("SELECT id, kind FROM entries ORDER BY id"):
         (mem if kind == "memory" else chunk).append(int(i))
     docs = [int(r[0]) for r in con.execute("SELECT id FROM documents ORDER BY id")]
     return mem, chunk, docs
 
 
-def sqlite_memory_keys(con: Any) -> list[tuple[str, str]]:
+def sqlite_memory_keys(con: Connection) -> list[tuple[str, str]]:
     return [
         (str(n), str(h))
         for n, h in con.execute("SELECT namespace, content_hash FROM entries WHERE kind = 'memory'")
     ]
 
 
-def sqlite_rows(con: Any, table: str, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+def sqlite_rows(con: Connection, table: str, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
     yield from con.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid")
 
 
-def sqlite_vectors(con: Any, model_id: int) -> Iterator[tuple[str, float, float | None, bytes]]:
+def sqlite_vectors(
+    con: Connection, model_id: int
+) -> Iterator[tuple[str, float, float | None, bytes]]:
     """(content hash, created_at, orphaned_at, float32 blob) of a model's vectors."""
     for h, created, orphaned, emb in con.execute(
         "SELECT m.content_hash, m.created_at, m.orphaned_at, v.embedding FROM embeddings m"
-        f" JOIN {vstore.table_name(model_id)} v ON v.rowid = m.id WHERE m.model_id = ?"
+        f" JOIN {tables.table_name(model_id)} v ON v.rowid = m.id WHERE m.model_id = ?"
         " ORDER BY m.id",
         (model_id,),
     ):
@@ -166,9 +146,7 @@ def taken_memory_texts(raw: psycopg.Connection, keys: list[tuple[str, str]]) -> 
 
 def workspace_documents(raw: psycopg.Connection, workspace: str) -> int:
     return int(
-        raw.execute(
-            "SELECT count(*) FROM all_documents WHERE workspace = %s", [workspace]
-        ).fetchone()[0]
+        one(raw.execute("SELECT count(*) FROM all_documents WHERE workspace = %s", [workspace]))[0]
     )
 
 
@@ -236,16 +214,18 @@ def target_model(raw: psycopg.Connection, m: dict[str, Any]) -> tuple[int, bool]
     active = 0 if has_active else int(m["active"])
     complete = int(m["complete"]) if active else 0
     new_id = int(
-        raw.execute(
-            "INSERT INTO models(key, name, dim, created_at, active, complete)"
-            " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-            [m["key"], m["name"], int(m["dim"]), float(m["created_at"]), active, complete],
-        ).fetchone()[0]
+        one(
+            raw.execute(
+                "INSERT INTO models(key, name, dim, created_at, active, complete)"
+                " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+                [m["key"], m["name"], int(m["dim"]), float(m["created_at"]), active, complete],
+            )
+        )[0]
     )
     # The HNSW index is built after the rows are in (copy_vectors): one bulk build is several
     # times faster than inserting 10K vectors into the graph one by one.
     raw.execute(
-        f"CREATE TABLE {vstore.table_name(new_id)}("
+        f"CREATE TABLE {tables.table_name(new_id)}("
         " rowid BIGINT PRIMARY KEY REFERENCES embeddings(id) ON DELETE CASCADE,"
         f" embedding vector({int(m['dim'])}) NOT NULL)"
     )
@@ -291,7 +271,7 @@ def copy_vectors(
         " ORDER BY content_hash ON CONFLICT (model_id, content_hash) DO NOTHING",
         [model_id],
     )
-    table = vstore.table_name(model_id)
+    table = tables.table_name(model_id)
     raw.execute(
         f"INSERT INTO {table}(rowid, embedding) SELECT e.id, t.embedding"
         " FROM memoryd_copy_vec t JOIN embeddings e"
@@ -304,17 +284,19 @@ def copy_vectors(
     pgvec.create_table(PgConnection(raw), table, dim)  # the index, when the table is new
     progress("vector index", n, total)
     return int(
-        raw.execute(
-            f"SELECT count(*) FROM memoryd_copy_vec t JOIN embeddings e"
-            f" ON e.model_id = %s AND e.content_hash = t.content_hash"
-            f" JOIN {table} v ON v.rowid = e.id",
-            [model_id],
-        ).fetchone()[0]
+        one(
+            raw.execute(
+                f"SELECT count(*) FROM memoryd_copy_vec t JOIN embeddings e"
+                f" ON e.model_id = %s AND e.content_hash = t.content_hash"
+                f" JOIN {table} v ON v.rowid = e.id",
+                [model_id],
+            )
+        )[0]
     )
 
 
 def table_count(raw: psycopg.Connection, table: str) -> int:
-    return int(raw.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    return int(one(raw.execute(f"SELECT count(*) FROM {table}"))[0])
 
 
 def target_counts(
@@ -324,23 +306,23 @@ def target_counts(
     documents and links, and the triggers of the copied entries. History and the access log
     (rows without a key of their own) are counted by the caller, before and after."""
 
-    def one(sql: str, params: list[Any]) -> int:
-        return int(raw.execute(sql, params).fetchone()[0])
+    def count(sql: str, params: list[Any]) -> int:
+        return int(one(raw.execute(sql, params))[0])
 
     return {
-        "memories": one(
+        "memories": count(
             "SELECT count(*) FROM all_entries WHERE kind = 'memory' AND id = ANY(%s)",
             [memory_ids],
         ),
-        "chunks": one(
+        "chunks": count(
             "SELECT count(*) FROM all_entries WHERE kind = 'chunk' AND workspace = %s",
             [workspace],
         ),
-        "documents": one("SELECT count(*) FROM all_documents WHERE workspace = %s", [workspace]),
-        "links": one(
+        "documents": count("SELECT count(*) FROM all_documents WHERE workspace = %s", [workspace]),
+        "links": count(
             "SELECT count(*) FROM links l JOIN all_documents d ON d.id = l.document_id"
             " WHERE d.workspace = %s",
             [workspace],
         ),
-        "triggers": one("SELECT count(*) FROM triggers WHERE entry_id = ANY(%s)", [entry_ids]),
+        "triggers": count("SELECT count(*) FROM triggers WHERE entry_id = ANY(%s)", [entry_ids]),
     }

@@ -34,6 +34,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from memoryd.store.protocol import Connection, one
 from memoryd.store.tokenizer import cjk_runs
 
 CONFIG = "english"  # the index's configuration (store/pg/schema.py TS_CONFIG)
@@ -202,7 +203,7 @@ def idf(n: int, df: int) -> float:
     return max(1e-6, math.log((n - df + 0.5) / (df + 0.5))) if df < n else 1e-6
 
 
-def weighted_rank(con: Any, match: str) -> tuple[str, list[Any]]:
+def weighted_rank(con: Connection, match: str) -> tuple[str, list[Any]]:
     """The ranking expression over `e.fts` (lower is better) and its parameters: with one
     term, ts_rank_cd; with several, the sum of each term's ts_rank_cd weighted by its IDF (the
     number of entries holding it, counted up to DF_CAP), so that a rare word outweighs a common
@@ -214,10 +215,12 @@ def weighted_rank(con: Any, match: str) -> tuple[str, list[Any]]:
         f"(SELECT count(*) FROM (SELECT 1 FROM entries e WHERE e.fts @@ {sql} LIMIT ?) t)"
         for sql, _ in leaves
     )
-    row = con.execute(
-        f"SELECT {N_SQL}, {counts}",
-        [p for _, ps in leaves for p in [*ps, DF_CAP]],
-    ).fetchone()
+    row = one(
+        con.execute(
+            f"SELECT {N_SQL}, {counts}",
+            [p for _, ps in leaves for p in [*ps, DF_CAP]],
+        )
+    )
     n = max(int(row[0]), 1)
     parts, params = [], []
     for (sql, ps), df in zip(leaves, row[1:], strict=True):
@@ -236,7 +239,7 @@ N_SQL = (
 
 
 def keyword_pool(
-    con: Any, match: str, where: str, params: Sequence[Any], size: int
+    con: Connection, match: str, where: str, params: Sequence[Any], size: int
 ) -> list[tuple[int, float, int | None]]:
     q, qparams = tsquery(match)
     rank, rparams = weighted_rank(con, match)
@@ -250,7 +253,7 @@ def keyword_pool(
 
 
 def snippets(
-    con: Any, match: str, ids: Sequence[int], open_mark: str, close_mark: str
+    con: Connection, match: str, ids: Sequence[int], open_mark: str, close_mark: str
 ) -> dict[int, str]:
     """ts_headline of the content, matches wrapped in the markers; '…' where text was cut."""
     b = _Builder(match)
@@ -295,7 +298,7 @@ def _ellipsis(content: str, snip: str, open_mark: str, close_mark: str) -> str:
     return head + snip.strip() + tail
 
 
-def matching(con: Any, match: str, ids: Sequence[int]) -> set[int]:
+def matching(con: Connection, match: str, ids: Sequence[int]) -> set[int]:
     q, qparams = tsquery(match)
     return {
         int(r[0])
@@ -306,7 +309,7 @@ def matching(con: Any, match: str, ids: Sequence[int]) -> set[int]:
     }
 
 
-def match_count(con: Any, match: str, cap: int) -> int:
+def match_count(con: Connection, match: str, cap: int) -> int:
     q, qparams = tsquery(match)
     row = con.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM (SELECT {q} AS q) q, entries e"
@@ -316,7 +319,9 @@ def match_count(con: Any, match: str, cap: int) -> int:
     return int(row[0]) if row else 0
 
 
-def keyword_memories(con: Any, match: str, namespace: str, limit: int) -> list[tuple[int, str]]:
+def keyword_memories(
+    con: Connection, match: str, namespace: str, limit: int
+) -> list[tuple[int, str]]:
     q, qparams = tsquery(match)
     return [
         (int(i), str(c))
@@ -329,7 +334,7 @@ def keyword_memories(con: Any, match: str, namespace: str, limit: int) -> list[t
     ]
 
 
-def vocabulary(con: Any) -> list[tuple[str, int]]:
+def vocabulary(con: Connection) -> list[tuple[str, int]]:
     """Every lexeme of the index with the number of entries holding it (ts_stat: one scan of
     the tsvectors; fuzzy.py keeps the result and rebuilds it at most every refresh_interval)."""
     return [
@@ -340,7 +345,7 @@ def vocabulary(con: Any) -> list[tuple[str, int]]:
 _STAT_SQL = "SELECT fts FROM entries"
 
 
-def stems(con: Any, words: Sequence[str]) -> list[str | None]:
+def stems(con: Connection, words: Sequence[str]) -> list[str | None]:
     """The index's stem of each word (None for a stop word), in one round trip."""
     if not words:
         return []
@@ -363,7 +368,7 @@ class Stemmer:
     run gives its overlapping bigrams (a single character itself), as the index's
     memoryd_cjk_bigrams does."""
 
-    def __init__(self, con: Any, cjk: bool = False) -> None:
+    def __init__(self, con: Connection, cjk: bool = False) -> None:
         self.con = con
         self.cjk = cjk
 

@@ -8,9 +8,10 @@ any other daemon stored, with nothing to load or invalidate.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+
+from memoryd.store.protocol import Connection
+from memoryd.store.tables import table_name
 
 EF_SEARCH_MAX = 1000  # pgvector's limit on hnsw.ef_search
 EF_SEARCH_MIN = 150  # at 100K texts: recall@10 0.99, as fast as 40 was (200: 0.997, +2 ms)
@@ -18,7 +19,7 @@ HNSW_M = 16  # pgvector's default
 HNSW_EF_CONSTRUCTION = 200
 
 
-def create_table(con: Any, table: str, dim: int) -> None:
+def create_table(con: Connection, table: str, dim: int) -> None:
     con.execute(
         f"CREATE TABLE IF NOT EXISTS {table}("
         " rowid BIGINT PRIMARY KEY REFERENCES embeddings(id) ON DELETE CASCADE,"
@@ -27,7 +28,7 @@ def create_table(con: Any, table: str, dim: int) -> None:
     create_index(con, table)
 
 
-def create_index(con: Any, table: str) -> None:
+def create_index(con: Connection, table: str) -> None:
     """The table's HNSW index for cosine distance (a bulk load builds it after the rows).
     ef_construction 200 rather than pgvector's 64: at 100K texts recall@10 at ef_search 100 is
     0.98 instead of 0.80, for a build about 3x as long (BENCHMARKS.md, PostgreSQL backend)."""
@@ -42,7 +43,7 @@ def as_vector(vec: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(vec, dtype=np.float32)
 
 
-def knn(con: Any, table: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+def knn(con: Connection, table: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
     """The k nearest texts: (content_hash, cosine distance), nearest first. ef_search follows k
     (at least EF_SEARCH_MIN, at most pgvector's 1,000), and iterative scans let a large k get all
     its rows. Both settings go in one statement: one round trip."""
@@ -62,7 +63,9 @@ def knn(con: Any, table: str, query: np.ndarray, k: int) -> list[tuple[str, floa
     return out
 
 
-def similarities(con: Any, table: str, query: np.ndarray, wanted: list[str]) -> dict[str, float]:
+def similarities(
+    con: Connection, table: str, query: np.ndarray, wanted: list[str]
+) -> dict[str, float]:
     """Exact cosine similarity of the query to each wanted text that has a vector."""
     if not wanted:
         return {}
@@ -80,21 +83,17 @@ class PgVectorIndex:
     def invalidate(self) -> None:
         """Nothing is cached here."""
 
-    def warm(self, con: Any) -> None:
+    def warm(self, con: Connection) -> None:
         """Nothing to load: the index lives in the server."""
 
     def knn(
-        self, con: Any, model_id: int, dim: int, query: np.ndarray, k: int
+        self, con: Connection, model_id: int, dim: int, query: np.ndarray, k: int
     ) -> list[tuple[str, float]]:
-        from memoryd.store.vectors import table_name
-
         if k <= 0:
             return []
         return knn(con, table_name(model_id), query, k)
 
     def similarities(
-        self, con: Any, model_id: int, dim: int, query: np.ndarray, wanted: set[str]
+        self, con: Connection, model_id: int, dim: int, query: np.ndarray, wanted: set[str]
     ) -> dict[str, float]:
-        from memoryd.store.vectors import table_name
-
         return similarities(con, table_name(model_id), query, sorted(wanted))
