@@ -23,6 +23,7 @@ def render_snippet(marked: str) -> tuple[str, list[list[int]]]:
     [start, end) character ranges of its matches (adjacent matches are one range; a range never
     starts or ends on a space and is never empty)."""
     text = re.sub(f"{_CLOSE}(\\s*){_OPEN}", r"\1", " ".join(marked.split()))
+    text = re.sub(" {2,}", " ", text)
     out: list[str] = []
     ranges: list[list[int]] = []
     size = 0
