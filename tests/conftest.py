@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import isolation
 import pytest
 
 from memoryd.core import logsetup
@@ -47,6 +48,41 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
         time.sleep(interval)
 
 
+# -- never the developer's memoryd (tests/isolation.py) -----------------------------------------
+
+_GUARD = pytest.StashKey[isolation.Guard]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test module is imported, in the xdist controller and in every worker: HOME,
+    the XDG folders and TMPDIR are new folders of this process's own. pytest's tmp_path stays
+    where pytest puts it (chosen first, under the real temp dir): a folder nested in the new
+    TMPDIR made socket paths in it too long for AF_UNIX."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is not None:
+        factory.getbasetemp()
+    config.stash[_GUARD] = isolation.isolate()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    guard = config.stash.get(_GUARD, None)
+    if guard is not None:
+        isolation.remove(guard)
+
+
+@pytest.fixture(autouse=True)
+def _never_the_real_memoryd(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails the test in which this process, or a Python process it started, tried to reach the
+    developer's daemon or its default folders (refused by isolation's audit hook)."""
+    guard = request.config.stash[_GUARD]
+    seen = len(guard.refused())
+    yield
+    refused = guard.refused()[seen:]
+    if refused:
+        pytest.fail(f"this test tried to touch the real memoryd: {refused}")
+
+
 @pytest.fixture(autouse=True)
 def fresh_logging() -> Iterator[None]:
     """A test that configures logging (the daemon, the bench) leaves none of it behind."""
@@ -55,13 +91,14 @@ def fresh_logging() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads the developer's config, data or runtime dirs."""
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the developer's config, data or runtime dirs: and each test has a config
+    and data home of its own (created, beside its tmp_path, which some tests list)."""
     for key in list(os.environ):
         if key.startswith("MEMORYD_") or key in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID"):
             monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    for var, name in (("XDG_CONFIG_HOME", "xdg-config"), ("XDG_DATA_HOME", "xdg-data")):
+        monkeypatch.setenv(var, str(tmp_path_factory.mktemp(name)))
 
 
 @pytest.fixture
@@ -154,6 +191,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 _COUNTS = pytest.StashKey[tuple[int, int]]()
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the counts go to the controller's summary
+        workeroutput["api_counts"] = session.config.stash.get(_COUNTS, (0, 0))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist, in the controller: every worker collected the same tests."""
+    counts = getattr(node, "workeroutput", {}).get("api_counts")
+    if counts is not None:
+        node.config.stash[_COUNTS] = tuple(counts)
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     postgres, sqlite_only = config.stash.get(_COUNTS, (0, 0))
     if postgres or sqlite_only:
@@ -205,6 +256,15 @@ def new_store(backend: str) -> Iterator[Callable[[], dict[str, Any]]]:
         made.append(pgserver.fresh_dsn("api", migrated=True))
         return {"backend": "postgres", "dsn": made[-1]}
 
+    def release(store: dict[str, Any]) -> None:
+        """Give a store back before the test ends (its Apps closed): the next one reuses it."""
+        if store.get("dsn") in made:
+            import pgserver
+
+            made.remove(store["dsn"])
+            pgserver.release(store["dsn"])
+
+    new.release = release  # type: ignore[attr-defined]
     yield new
     if made:
         import pgserver
@@ -247,6 +307,12 @@ def make_app(config_dict: dict[str, Any]) -> Iterator[Callable[..., Any]]:
         apps.append(app)
         return app
 
+    def close(app: Any) -> None:
+        """Close an App before the test ends (a property-based test makes two per example)."""
+        apps.remove(app)
+        app.close()
+
+    make.close = close  # type: ignore[attr-defined]
     yield make
     for app in apps:
         app.close()

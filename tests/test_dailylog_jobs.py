@@ -116,16 +116,20 @@ def test_failing_job_does_not_stop_others_and_never_runs_twice(make_app: Any) ->
     calls: list[str] = []
     gate = threading.Event()
 
-    def boom(app: Any) -> dict:
+    def boom() -> dict:
         calls.append("boom")
         raise RuntimeError("job exploded")
 
-    def slow(app: Any) -> dict:
+    def slow() -> dict:
         calls.append("slow")
         gate.wait(5)
         return {"ok": True}
 
-    jobs = Jobs(app, {"boom": (boom, "expiry_interval"), "slow": (slow, "backfill_interval")})
+    jobs = Jobs(
+        {"boom": (boom, "expiry_interval"), "slow": (slow, "backfill_interval")},
+        settings=lambda: app.cfg.jobs,
+        clock=app.clock,
+    )
     res = jobs.run_now("boom")
     assert res["error"] == "RuntimeError: job exploded"
     listed = {j["name"]: j for j in jobs.list()}

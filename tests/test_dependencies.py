@@ -65,6 +65,8 @@ def third_party_imports(folder: str, root: Path = ROOT) -> dict[str, set[str]]:
     """{repository-relative file: top-level modules it imports outside the standard library
     and this repository}."""
     out: dict[str, set[str]] = {}
+    # the folder's own modules (tests/isolation.py, tests/guard_site/sitecustomize.py...)
+    own = {p.stem for p in (root / folder).rglob("*.py")}
     for path in sorted((root / folder).rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         mods: set[str] = set()
@@ -73,7 +75,7 @@ def third_party_imports(folder: str, root: Path = ROOT) -> dict[str, set[str]]:
                 mods.update(a.name.split(".")[0] for a in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 mods.add(node.module.split(".")[0])
-        mods -= set(sys.stdlib_module_names) | LOCAL
+        mods -= set(sys.stdlib_module_names) | LOCAL | own
         if mods:
             out[path.relative_to(root).as_posix()] = mods
     return out

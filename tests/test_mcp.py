@@ -124,7 +124,6 @@ def test_mcp_end_to_end(daemon_factory: Any, tmp_path: Path) -> None:
         got = await s.call_tool("get", {"id": memory_id})
         assert got.structured_content["namespace"] == "agent-one"
 
-        started = time.monotonic()
         wrote = await s.call_tool(
             "write_note",
             {
@@ -133,8 +132,9 @@ def test_mcp_end_to_end(daemon_factory: Any, tmp_path: Path) -> None:
             },
         )
         assert not wrote.is_error, text(wrote)
+        # found at once, nothing waited for (write_note indexes before it answers); the
+        # round-trip latency is `python -m bench.mcp_latency`
         note_hits = await s.call_tool("search", {"query": "quetzal", "kind": "chunk"})
-        assert time.monotonic() - started < 1.0 + 0.5  # within ~1 s, protocol included
         assert [h.get("path") for h in note_hits.structured_content["hits"]] == ["projects/mcp.md"]
 
         read = await s.call_tool("read_note", {"path": "projects/mcp.md"})
@@ -380,13 +380,19 @@ def test_the_login_sessions_socket_is_found_without_its_environment(
     for var in ("XDG_RUNTIME_DIR", "MEMORYD_SOCKET", "MEMORYD_CONFIG"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
-    # tempfile caches the folder it first found: without this, a daemon really running at the
-    # machine's default socket would answer the "no daemon yet" call below
+    # a folder that exists: tempfile ignores a TMPDIR that does not and falls back to /tmp,
+    # where the developer's own daemon may listen (it stored "before the daemon", issue 18);
+    # a short one: the socket path under it must fit in AF_UNIX's ~104 bytes
+    tmp = short_dir / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    # tempfile caches the folder it first found: without this, the default socket would not be
+    # under the TMPDIR just set
     monkeypatch.setattr(tempfile, "tempdir", None)
 
     sockets = mcp.socket_candidates(None, None)
     assert sockets[1:] == [str(sock)] and sockets[0] != str(sock)
+    assert sockets[0].startswith(str(tmp) + "/"), sockets  # never the real default
     bridge = Bridge(sockets, None, timeout=10)
     text_, _, failed = call_tool(bridge, "remember", {"content": "before the daemon"})
     assert failed and "not running" in text_ and sockets[0] in text_  # names the usual path

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -124,10 +123,10 @@ def test_inner_symlink_can_be_read_but_not_written_through(make_app: Any) -> Non
 def test_write_then_read_round_trip_keeps_front_matter_and_is_searchable(make_app: Any) -> None:
     app = make_app(model=None)
     text = "---\ntitle: Llama care\ntags: [animals]\n---\n# Feeding\nLlamas eat hay.\n"
-    started = time.monotonic()
     out = app.notes.write("zoo/llama.md", text)
+    # searchable as soon as write() returns (indexed in the call, nothing to wait for); the
+    # "within 1 s" target is `python -m bench targets`
     assert hits(app, "llamas hay") == ["zoo/llama.md"]
-    assert time.monotonic() - started < 1.0
     assert out == {"path": "zoo/llama.md", "sha256": sha256_bytes(text.encode()), "created": True}
     got = app.notes.read("zoo/llama.md")
     assert got["content"] == text

@@ -15,7 +15,10 @@ from conftest import wait_for
 from memoryd.core.errors import StoreUnavailable
 from memoryd.serve import methods as api
 
-FAST_S = 3.0  # a request while the server is down answers within this (request timeout: 30 s)
+# A request while the server is down fails at once (measured about 0.1 s) instead of waiting
+# for the request timeout (30 s): the bound is a third of that timeout, not a speed target, so
+# a busy machine cannot make it fail.
+FAST_S = 10.0
 
 
 @pytest.fixture

@@ -131,16 +131,15 @@ def test_idle_connections_cannot_lock_others_out(daemon_factory: Any) -> None:
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.connect(str(d.socket))
             idle.append(s)
-        started = time.monotonic()
+        # it used to wait for a free slot until an idle connection's first-request timeout
+        # (60 s here): the ping's deadline is half that (measured about 0.1 s)
         done = subprocess.run(
             [sys.executable, "-m", "memoryd.ctl", "--socket", str(d.socket), "ping"],
             capture_output=True,
             text=True,
             timeout=30,
         )
-        took = time.monotonic() - started
         assert done.returncode == 0, done.stderr
-        assert took < 5, took  # measured about 0.1 s; it used to wait 300 s
         # the oldest idle ones were closed with a reason
         idle[0].settimeout(5)
         notice = idle[0].makefile("rb").readline()
@@ -156,10 +155,8 @@ def test_a_silent_connection_is_closed_after_the_first_request_timeout(
     d = daemon_factory(server={"first_request_timeout_s": 0.3, "idle_timeout_s": 300})
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
         silent.connect(str(d.socket))
-        silent.settimeout(10)
-        started = time.monotonic()
+        silent.settimeout(10)  # closed after 0.3 s, long before the idle timeout (300 s)
         assert silent.recv(10) == b""
-        assert time.monotonic() - started < 5
     # one that has sent a request keeps the long idle timeout
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as chatty:
         chatty.connect(str(d.socket))

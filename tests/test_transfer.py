@@ -56,14 +56,18 @@ def test_round_trip_keeps_ids_history_and_access_log(
     make_app: Any, new_store: Any, plan: list
 ) -> None:
     base = Path(tempfile.mkdtemp(prefix="rt-"))
+    stores = [new_store(), new_store()]
+    apps: list[Any] = []
     try:
         opts: dict[str, Any] = {
             "model": None,
             "secrets": {"mode": "off"},
             "workspace": str(base / "ws"),
         }
-        src = make_app(**opts, data_dir=str(base / "src"), store=new_store())
-        dst = make_app(**opts, data_dir=str(base / "dst"), store=new_store())
+        src = make_app(**opts, data_dir=str(base / "src"), store=stores[0])
+        apps.append(src)
+        dst = make_app(**opts, data_dir=str(base / "dst"), store=stores[1])
+        apps.append(dst)
         t = [1_800_000_000.0]
         src.memories.clock = lambda: t[0]
         for mem, uses, change, delete in plan:
@@ -95,6 +99,12 @@ def test_round_trip_keeps_ids_history_and_access_log(
         new = dst.memories.add("a memory made after the import").id
         assert new > max([i["id"] for i in exported], default=0)
     finally:
+        # each example's Apps and databases go now: 20 examples' worth held to the end took
+        # seconds to close, and a released database is reused by the next example
+        for app in apps:
+            make_app.close(app)
+        for store in stores:
+            new_store.release(store)
         shutil.rmtree(base, ignore_errors=True)
 
 

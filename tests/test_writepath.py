@@ -287,11 +287,9 @@ def test_delete_removes_the_daily_log_line_and_names_older_copies(make_app: Any)
     assert "vault code" not in _daily(app) and "cafeteria" in _daily(app)
     assert [c["name"] for c in res["still_in"]] == ["before"]
     assert res["still_in"][0]["kind"] == "checkpoint"
-    hits = app.searcher.search(
-        SearchRequest(
-            query="vault", mode="keyword", record_access=False
-        )
-    )["hits"]
+    hits = app.searcher.search(SearchRequest(query="vault", mode="keyword", record_access=False))[
+        "hits"
+    ]
     assert hits == []  # re-indexed at once: the line is not a chunk either
     res = call(app, "delete", tag="none-such")
     assert res["deleted"] == 0

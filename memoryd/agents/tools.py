@@ -499,6 +499,7 @@ TOOLS: list[ToolSpec] = [
         run_method("note.write"),
         lambda r: (
             f"{'Created' if r.get('created') else 'Wrote'} {r['path']} (sha256 {r['sha256']})"
+            + (f". {r['warning']}" if r.get("warning") else "")
         ),
         read_only=False,
     ),
@@ -508,7 +509,10 @@ TOOLS: list[ToolSpec] = [
         "matter is untouched. Searchable at once.",
         _obj({"path": NOTE_PATH, "content": STR, "expected_sha256": SHA}, ("path", "content")),
         run_method("note.append"),
-        lambda r: f"Appended to {r['path']} (sha256 {r['sha256']})",
+        lambda r: (
+            f"Appended to {r['path']} (sha256 {r['sha256']})"
+            + (f". {r['warning']}" if r.get("warning") else "")
+        ),
         read_only=False,
     ),
     ToolSpec(

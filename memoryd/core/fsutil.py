@@ -41,11 +41,13 @@ def atomic_write_at(
     mode: int | None = None,
     *,
     before_replace: Callable[[], None] | None = None,
+    replace: Callable[[str], None] | None = None,
 ) -> None:
     """Replace `name` in the folder open as `dfd` with `data` (names relative to `dfd`: no path
     is looked up again). `mode`: the new file's permission bits (None: 0o666 less the umask).
     `before_replace` runs after the temp is written and fsynced, just before the rename; if it
-    raises, nothing is replaced."""
+    raises, nothing is replaced. `replace(tmp)`: makes the temp the file instead of a plain
+    rename (notes.fsops.guarded_replace compares and swaps); if it raises, the temp is removed."""
     tmp = f".{name}.{secrets.token_hex(4)}.tmp"
     fd = os.open(tmp, _FLAGS, 0o666 if mode is None else mode, dir_fd=dfd)
     try:
@@ -60,7 +62,10 @@ def atomic_write_at(
             os.close(fd)
         if before_replace is not None:
             before_replace()
-        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        if replace is None:
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        else:
+            replace(tmp)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp, dir_fd=dfd)

@@ -313,18 +313,22 @@ def p_note_write(a: Namespace) -> dict[str, Any]:
     return {
         "path": a.path,
         "content": _note_content(a),
-        **given({"expected_sha256": a.if_sha256}),
+        **given({"expected_sha256": a.if_sha256, "allow_secrets": a.allow_secrets}),
     }
 
 
 def s_note_write(res: dict[str, Any], a: Namespace) -> int:
     verb = "created" if res.get("created") else "wrote"
     print(f"{verb} {res['path']} (sha256 {str(res.get('sha256'))[:12]})")
+    if res.get("warning"):
+        print(f"note: {res['warning']}")
     return EXIT_OK
 
 
 def s_note_append(res: dict[str, Any], a: Namespace) -> int:
     print(f"appended to {res['path']} (sha256 {str(res.get('sha256'))[:12]})")
+    if res.get("warning"):
+        print(f"note: {res['warning']}")
     return EXIT_OK
 
 

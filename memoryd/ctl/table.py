@@ -106,6 +106,11 @@ def memory_options(update: bool = False) -> tuple[Any, ...]:
 
 ID = arg("id", type=int, metavar="ID")
 NS = arg("--namespace", metavar="NS")
+NOTE_SECRETS = arg(
+    "--allow-secrets",
+    action="store_true",
+    help="write it even if it looks like a credential",
+)
 IF_SHA = arg("--if-sha256", metavar="SHA", help="only if the note is still at this sha256")
 NOTE_TEXT = (
     arg("text", nargs="?", metavar="TEXT", help="the text (default: read stdin; - = stdin)"),
@@ -450,7 +455,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.write",
                 params=ad.p_note_write,
                 show=ad.s_note_write,
-                args=(arg("path", metavar="PATH"), *NOTE_TEXT, IF_SHA),
+                args=(arg("path", metavar="PATH"), *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
             ),
             Command(
                 "append",
@@ -458,7 +463,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.append",
                 params=ad.p_note_write,
                 show=ad.s_note_append,
-                args=(arg("path", metavar="PATH"), *NOTE_TEXT, IF_SHA),
+                args=(arg("path", metavar="PATH"), *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
             ),
             Command(
                 "list",

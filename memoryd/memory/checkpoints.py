@@ -20,19 +20,18 @@ import os
 import re
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import apsw
 
 from memoryd.core.errors import InvalidInput, NotFound, Refused
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
-from memoryd.store import entries, files
+from memoryd.memory.dailylog import DailyLog
+from memoryd.store import Store, entries, files
 from memoryd.store.migrations import MIGRATIONS
-
-if TYPE_CHECKING:
-    from memoryd.serve.app import App
 
 log = get_logger("memoryd.memory.checkpoints")
 
@@ -40,10 +39,10 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 REQUIRED_TABLES = frozenset({"entries", "documents", "meta", "access_log", "embeddings"})
 
 
-def refuse_on_postgres(app: App, outcome: str) -> None:
+def refuse_on_postgres(store: Store, outcome: str) -> None:
     """Checkpoints are copies of the SQLite file: with a PostgreSQL store, the server's own
     backups (pg_dump, base backups, replicas) take their place (docs/team.md, "Backups")."""
-    if not app.store.file_backed:
+    if not store.file_backed:
         raise Refused(
             'checkpoints copy the SQLite file; with store.backend = "postgres" back the '
             "database up with pg_dump (or your server's backups) and restore with pg_restore "
@@ -52,8 +51,8 @@ def refuse_on_postgres(app: App, outcome: str) -> None:
         )
 
 
-def folder(app: App) -> Path:
-    return app.cfg.data_dir / "checkpoints"
+def folder(data_dir: Path) -> Path:
+    return data_dir / "checkpoints"
 
 
 def check_name(name: object) -> str:
@@ -66,25 +65,25 @@ def check_name(name: object) -> str:
     return name
 
 
-def _path(app: App, name: object) -> Path:
-    return folder(app) / f"{check_name(name)}.db"
+def _path(data_dir: Path, name: object) -> Path:
+    return folder(data_dir) / f"{check_name(name)}.db"
 
 
-def create(app: App, name: object) -> dict[str, Any]:
-    path = _path(app, name)
-    refuse_on_postgres(app, "no checkpoint was made")
+def create(store: Store, data_dir: Path, name: object) -> dict[str, Any]:
+    path = _path(data_dir, name)
+    refuse_on_postgres(store, "no checkpoint was made")
     if path.exists():
         raise InvalidInput(f"checkpoint {name!r} exists; pick another name or delete it first")
-    app.store.backup_to(path)
+    store.backup_to(path)
     return {"name": name, "path": str(path), "bytes": path.stat().st_size}
 
 
-def delete(app: App, name: object, kind: object = "checkpoint") -> dict[str, Any]:
+def delete(data_dir: Path, name: object, kind: object = "checkpoint") -> dict[str, Any]:
     """Remove a checkpoint or a snapshot (to forget a deleted memory everywhere)."""
     if kind == "checkpoint":
-        path = _path(app, name)
+        path = _path(data_dir, name)
     elif kind == "snapshot":
-        path = app.cfg.data_dir / "snapshots" / f"{check_name(name)}.db"
+        path = data_dir / "snapshots" / f"{check_name(name)}.db"
     else:
         raise InvalidInput("kind: expected checkpoint or snapshot")
     if not path.is_file():
@@ -94,10 +93,10 @@ def delete(app: App, name: object, kind: object = "checkpoint") -> dict[str, Any
     return {"deleted": name, "kind": kind}
 
 
-def list_all(app: App) -> list[dict[str, Any]]:
-    refuse_on_postgres(app, "there are no checkpoints to list")
+def list_all(store: Store, data_dir: Path) -> list[dict[str, Any]]:
+    refuse_on_postgres(store, "there are no checkpoints to list")
     out = []
-    for p in sorted(folder(app).glob("*.db")):
+    for p in sorted(folder(data_dir).glob("*.db")):
         st = _regular_stat(p)
         if st is None:  # a folder, a FIFO, a dangling symlink: not a checkpoint
             continue
@@ -130,40 +129,53 @@ def inspect(path: Path) -> int:
     return version
 
 
-def restore(app: App, name: object) -> dict[str, Any]:
-    path = _path(app, name)
-    refuse_on_postgres(app, "nothing was restored")
+def restore(
+    store: Store,
+    data_dir: Path,
+    name: object,
+    *,
+    clock: Callable[[], float],
+    dailylog: DailyLog,
+    after_restore: Callable[[], None],
+    sync_paths: Callable[[list[Path]], Any],
+    reconcile: Callable[[], Any],
+) -> dict[str, Any]:
+    """Replace the live database with a checkpoint. `after_restore` drops what was cached of
+    the old one; `sync_paths` indexes daily log files rewritten here; `reconcile` compares the
+    workspace with the restored index (an indexer Report)."""
+    path = _path(data_dir, name)
+    refuse_on_postgres(store, "nothing was restored")
     if not path.is_file():
         raise NotFound(f"no checkpoint named {name!r} (see checkpoint list)")
     version = inspect(path)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(app.clock()))
-    safety = folder(app) / f"pre-restore-{stamp}.db"
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock()))
+    safety = folder(data_dir) / f"pre-restore-{stamp}.db"
     n = 1
     while safety.exists():
         n += 1
-        safety = folder(app) / f"pre-restore-{stamp}-{n}.db"
-    app.store.backup_to(safety)
+        safety = folder(data_dir) / f"pre-restore-{stamp}-{n}.db"
+    store.backup_to(safety)
     source, migrated = path, False
-    work = folder(app) / f".restore-{stamp}.db.tmp"
+    work = folder(data_dir) / f".restore-{stamp}.db.tmp"
     try:
         if version < len(MIGRATIONS):
             _remove_db(work)
             files.migrated_copy(path, work)
             source, migrated = work, True
-        high = app.store.read(entries.id_high_water)
-        app.store.restore_from(source)
-        app.store.run_write(lambda con: entries.raise_id_high_water(con, high))
+        high = store.read(entries.id_high_water)
+        store.restore_from(source)
+        store.run_write(lambda con: entries.raise_id_high_water(con, high))
     finally:
         _remove_db(work)
     log.info("checkpoint restored", name=name, migrated=migrated, safety_copy=safety.stem)
-    app.after_restore()
+    after_restore()
     # lines of memories the restore took away (added after the checkpoint) leave the daily log
-    app._log_rewritten(
-        app.dailylog.forget_unknown(
-            lambda ids: app.store.read(lambda con: entries.memory_ids_among(con, ids))
-        )
+    rewritten = dailylog.forget_unknown(
+        lambda ids: store.read(lambda con: entries.memory_ids_among(con, ids))
     )
-    report = app.indexer.reconcile()
+    if rewritten:
+        sync_paths(rewritten)
+    report = reconcile()
     return {
         "restored": name,
         "schema_version": version,

@@ -162,12 +162,15 @@ def history(con: Connection, entry_id: int) -> list[dict[str, Any]]:
     ]
 
 
-def validate(con: Connection, entry_id: int, useful: bool, now: float) -> dict[str, Any]:
-    """Record one outcome; confidence follows the record: (useful + 1) / (validations + 2)."""
+def validate(
+    con: Connection, entry_id: int, useful: bool, now: float, settings: Any
+) -> dict[str, Any]:
+    """Record one outcome; confidence follows the record: (useful + 1) / (validations + 2).
+    `promotion_candidate` is is_promotion_candidate's verdict (settings: [lifecycle])."""
     found = lcstore.feedback(con, entry_id)
     if found is None:
         raise NotFound(f"no entry with id {entry_id}")
-    kind, good, total, old_conf = found
+    kind, tier, good, total, old_conf = found
     if kind != "memory":
         raise InvalidInput(f"entry {entry_id} is a chunk of a workspace file; validate memories")
     good, total = int(good) + int(useful), int(total) + 1
@@ -179,13 +182,17 @@ def validate(con: Connection, entry_id: int, useful: bool, now: float) -> dict[s
         "useful_count": good,
         "validation_count": total,
         "confidence": confidence,
+        "promotion_candidate": is_promotion_candidate(tier, good, total, settings),
     }
 
 
-def promotion_candidates(
-    con: Connection, min_useful: int, min_ratio: float
-) -> list[dict[str, Any]]:
-    ids = lcstore.promotion_candidate_ids(con, min_useful, min_ratio)
+def promotion_candidates(con: Connection, settings: Any) -> list[dict[str, Any]]:
+    """Memories that is_promotion_candidate accepts: the same rule as validate's flag."""
+    ids = [
+        i
+        for i, tier, useful, total in lcstore.validated_memories(con)
+        if is_promotion_candidate(tier, useful, total, settings)
+    ]
     records = entries.get_many(con, ids)
     return [records[i] for i in ids if i in records]
 
@@ -225,12 +232,30 @@ def matching(
     ]
 
 
-def is_promotion_candidate(feedback: dict[str, Any], settings: Any) -> bool:
-    """Useful often enough, and in a large enough share of its validations."""
-    useful, total = feedback["useful_count"], feedback["validation_count"]
+# Tiers a memory is not promoted from: it is promoted already, or on its way out.
+NOT_PROMOTED_FROM = frozenset({"constitutional", "critical", "deprecated"})
+
+
+def is_promotion_candidate(tier: str, useful: int, total: int, settings: Any) -> bool:
+    """The one promotion rule (validate's flag and the promotion_candidates list both ask it):
+    not promoted already (critical, constitutional) nor deprecated, useful at least
+    `promotion_min_useful` times and in at least `promotion_min_ratio` of its validations."""
+    if tier in NOT_PROMOTED_FROM:
+        return False
     return bool(
         useful >= settings.promotion_min_useful and useful >= settings.promotion_min_ratio * total
     )
+
+
+def tier_decay(tier: str, last_used: float, now: float, lc: Any) -> float:
+    """The one decay rule (the searcher ranks memories by it): how much of its relevance a
+    memory keeps with age: halves every half-life of its tier, never below decay_floor;
+    constitutional memories never decay."""
+    if tier == "constitutional" or lc is None:
+        return 1.0
+    half_life = getattr(lc, f"half_life_days_{tier}", lc.half_life_days_normal)
+    age_days = max(0.0, (now - last_used) / 86400)
+    return max(lc.decay_floor, 0.5 ** (age_days / half_life))
 
 
 def summary(text: str, width: int = 100) -> str:

@@ -98,12 +98,15 @@ class Memories:
         secrets_mode: str = "refuse",
         temporary_ttl: float = 7 * 86400,
         near_duplicates: Callable[[str, str], list[dict[str, Any]]] | None = None,
+        lifecycle_settings: Any = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock
         self.secrets_mode = secrets_mode
         self.temporary_ttl = temporary_ttl
+        # [lifecycle]: the promotion thresholds validate and promotion_candidates judge by
+        self.lifecycle = lifecycle_settings if lifecycle_settings is not None else _Defaults()
         # near_duplicates(content, namespace) -> [{id, similarity}]: set by the App
         self.near_duplicates = near_duplicates
         # on_added / on_updated / on_removed: the daily log appends, rewrites or forgets a
@@ -135,8 +138,9 @@ class Memories:
             raise InvalidInput("skip_near_duplicates: expected true or false")
         if content is None:
             raise InvalidInput("add: content is required")
-        values = check_fields({"content": content, **fields}, s.max_content_bytes, now)
-        g = guard(values, self.secrets_mode, allow_secrets)
+        raw = {"content": content, **fields}
+        values = check_fields(raw, s.max_content_bytes, now)
+        g = guard(values, self.secrets_mode, allow_secrets, raw)
         values, warnings = g.values, g.warnings
         tier = values.get("tier", "normal")
         if tier == "temporary" and values.get("expires_at") is None:
@@ -309,7 +313,7 @@ class Memories:
         if not changes:
             raise InvalidInput("update: nothing to change (give content, type, tags, ...)")
         values = check_fields(changes, self.settings.max_content_bytes, now)
-        values = guard(values, self.secrets_mode, allow).values
+        values = guard(values, self.secrets_mode, allow, changes).values
         phrases = values.pop("triggers", None)
 
         def _update(con: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -353,11 +357,15 @@ class Memories:
         now = self.clock()
 
         def run(con: Any) -> dict[str, Any]:
-            out = lifecycle.validate(con, eid, useful, now)
+            out = lifecycle.validate(con, eid, useful, now, self.lifecycle)
             entries.record_access(con, "validate", [eid], now)
             return out
 
         return self.store.run_write(run, durable=True)
+
+    def promotion_candidates(self) -> builtins.list[dict[str, Any]]:
+        """Memories the promotion rule accepts (the rule validate's flag comes from)."""
+        return self.store.read(lambda con: lifecycle.promotion_candidates(con, self.lifecycle))
 
     # -- import ---------------------------------------------------------------------------------
 
@@ -428,7 +436,7 @@ class Memories:
         if "content" not in fields:
             raise InvalidInput("content: is required")
         values = check_fields(fields, self.settings.max_content_bytes, now)
-        values = guard(values, self.secrets_mode, allow).values
+        values = guard(values, self.secrets_mode, allow, fields).values
         # an id too high to keep (transfer.MAX_KEPT_ID) is renumbered, not refused
         values["id"] = check_id(item["id"]) if item.get("id") is not None else None
         values.update(transfer.check_extras(item))
@@ -539,6 +547,13 @@ class Memories:
                 hook()
             except Exception:
                 log.exception("change hook failed")
+
+
+class _Defaults:
+    """[lifecycle]'s promotion defaults, for a Memories built without a configuration."""
+
+    promotion_min_useful = 5
+    promotion_min_ratio = 0.9
 
 
 def same_text_stored(exc: BaseException) -> bool:

@@ -200,17 +200,37 @@ def _texts(name: str, value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
-def guard(values: dict[str, Any], mode: str, allow: object) -> Guarded:
+def _given(name: str, value: Any) -> list[str]:
+    """The strings of a field as the caller gave it (only tags and type are changed by their
+    checker): each tag as check_tags reads it, minus the '#' and spaces, case kept."""
+    if name not in ("tags", "type") or value is None:
+        return []
+    if isinstance(value, str):
+        items = re.split(r"[,\s]+", value) if name == "tags" else [value]
+    elif isinstance(value, list | tuple):
+        items = [v for v in value if isinstance(v, str)]
+    else:
+        return []
+    return [t.strip().lstrip("#") for t in items if t.strip()]
+
+
+def guard(
+    values: dict[str, Any], mode: str, allow: object, raw: dict[str, Any] | None = None
+) -> Guarded:
     """Look for credentials in every text field. refuse: Refused naming fields and kinds (never
     the value); redact: replace them; warn: keep them with a warning; off: no check. allow_secrets
-    keeps them (the daily log still gets a redacted line)."""
+    keeps them (the daily log still gets a redacted line). `raw`: the fields as given, before
+    check_fields lowercased tags and type (an AWS key id lowercased is no longer one): they are
+    looked at as given."""
     if not isinstance(allow, bool):
         raise InvalidInput("allow_secrets: expected true or false")
     out = Guarded(dict(values))
     if mode == "off":
         return out
+    given = raw or {}
     for name in TEXT_FIELDS:
-        found = sorted({k for t in _texts(name, values.get(name)) for k in secretguard.kinds(t)})
+        texts = _texts(name, values.get(name)) + _given(name, given.get(name))
+        found = sorted({k for t in texts for k in secretguard.kinds(t)})
         if name in NAME_FIELDS:  # ids in names ("agent-<uuid>") are not credentials
             found = [k for k in found if k != "high_entropy_token"]
         if found:
@@ -235,7 +255,10 @@ def guard(values: dict[str, Any], mode: str, allow: object) -> Guarded:
         for name in out.secrets:
             value = out.values[name]
             if name == "tags":  # a tag cannot hold "[REDACTED:...]": drop it
-                out.values[name] = tuple(t for t in value if not secretguard.kinds(t))
+                bad = {t.lower() for t in _given("tags", given.get("tags")) if secretguard.kinds(t)}
+                out.values[name] = tuple(
+                    t for t in value if not secretguard.kinds(t) and t not in bad
+                )
             elif name == "triggers":
                 out.values[name] = [secretguard.redact(t) for t in value]
             else:

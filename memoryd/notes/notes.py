@@ -36,43 +36,45 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
+import shutil
 import stat
 import threading
+import time
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge
+from memoryd.core.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    Refused,
+    StoreError,
+    StoreUnavailable,
+    TooLarge,
+)
 from memoryd.core.fsutil import atomic_write_at, fsync_dir, within
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.index.indexer import Indexer, sha256_bytes
 from memoryd.memory.lifecycle import summary
-from memoryd.memory.validation import check_str
-from memoryd.store import Store
+from memoryd.memory.validation import check_str, guard
+from memoryd.notes.fsops import (
+    DIR_FLAGS,
+    READ_FLAGS,
+    Changed,
+    check_sha,
+    guarded_replace,
+    normalize,
+    os_errors,
+    sha_now,
+)
+from memoryd.store import Store, entries
 from memoryd.store import notes as store_notes
 from memoryd.text.pathrules import path_accepted
 
 log = get_logger("memoryd.notes.notes")
-
-MAX_PATH_CHARS = 1024
-_SHA = re.compile(r"^[0-9a-f]{64}$")
-# Right-to-left/left-to-right marks, embeddings, overrides and isolates: they reorder how a
-# name is displayed, so a note listed to a person could pass for another.
-_BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-_DIR_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_DIRECTORY", 0)
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
-# O_NONBLOCK: opening a FIFO named like a note would otherwise wait for a writer forever, and a
-# few such requests would take every worker thread of the daemon (no effect on regular files).
-_READ_FLAGS = (
-    os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-)
 
 
 class NotesSettings(Protocol):
@@ -80,47 +82,6 @@ class NotesSettings(Protocol):
 
     @property
     def max_bytes(self) -> int: ...
-
-
-def check_sha(value: object) -> str | None:
-    """None, "" (must not exist) or 64 lowercase hex digits."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or not (value == "" or _SHA.match(value.lower())):
-        raise InvalidInput(
-            'expected_sha256: expected the 64 hex digits note.read returned (or "" for a note '
-            f"that must not exist yet), got {value!r}"
-        )
-    return value.lower()
-
-
-def normalize(path: object, what: str = "path") -> str:
-    """A clean workspace-relative path ('a/b.md'), or InvalidInput. Pure: no file access."""
-    if not isinstance(path, str) or not path.strip():
-        raise InvalidInput(f"{what}: expected a workspace-relative path like 'notes/idea.md'")
-    check_str(path, what)  # no NUL, no lone surrogate
-    if any(unicodedata.category(ch) == "Cc" for ch in path):
-        raise InvalidInput(f"{what}: contains a control character")
-    if any(ch in _BIDI_CONTROLS for ch in path):
-        raise InvalidInput(
-            f"{what}: contains a bidirectional control character (it makes a name display as "
-            "another, e.g. 'x\u202egpj.md' shows as 'xdm.jpg')"
-        )
-    if len(path) > MAX_PATH_CHARS:
-        raise InvalidInput(f"{what}: longer than {MAX_PATH_CHARS} characters")
-    # "~/x.md" would mean the home folder to a shell; a file named "~draft.md" is a note
-    if (
-        path.startswith(("/", "\\", "~/", "~\\"))
-        or path == "~"
-        or re.match(r"^[A-Za-z]:[\\/]", path)
-    ):
-        raise InvalidInput(f"{what}: {path!r} is absolute; give a path inside the workspace")
-    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise InvalidInput(f"{what}: {path!r} leaves the workspace ('..' is not allowed)")
-    if not parts:
-        raise InvalidInput(f"{what}: {path!r} names the workspace itself, not a note")
-    return "/".join(parts)
 
 
 class Notes:
@@ -132,8 +93,15 @@ class Notes:
         indexer: Indexer,
         settings: NotesSettings,
         lock: threading.Lock | None = None,
+        *,
+        trash: Path | None = None,
+        secrets_mode: str = "refuse",
     ) -> None:
         self.store = store
+        # where `trash` moves deleted paths (one folder per deletion, named by the time)
+        self.trash_dir = trash
+        # [secrets] mode: the same guard, error and allow_secrets switch as a memory's content
+        self.secrets_mode = secrets_mode
         self.indexer = indexer
         self.settings = settings
         self.root = indexer.root
@@ -205,11 +173,11 @@ class Notes:
             raise InvalidInput(f"path: {rel!r} leads outside the workspace through a symlink")
         root = str(self.root_real)
         parts = Path(os.path.relpath(real, root)).parts if real != root else ()
-        fd = os.open(root, _DIR_FLAGS)
+        fd = os.open(root, DIR_FLAGS)
         try:
             for part in parts:
                 try:
-                    nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                    nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
                     if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
                         raise
@@ -226,7 +194,7 @@ class Notes:
     def _read_at(self, dfd: int, name: str, rel: str) -> tuple[bytes, os.stat_result]:
         """The bytes and stat of `name` in the folder `dfd`, never through a symlink."""
         try:
-            fd = os.open(name, _READ_FLAGS, dir_fd=dfd)
+            fd = os.open(name, READ_FLAGS, dir_fd=dfd)
         except FileNotFoundError:
             raise NotFound(f"no note at {rel}") from None
         except OSError as exc:
@@ -320,23 +288,45 @@ class Notes:
         *,
         based_on: bytes | bool | None = True,
     ) -> None:
-        """fsutil.atomic_write_at, checking the file at the last moment before the rename.
+        """fsutil.atomic_write_at; with `based_on` (the bytes the new text was made from, None:
+        no file), through fsops.guarded_replace: when the file does not hold them at the moment
+        of the swap (an editor saved or appended, the daily log added a line), nothing of the
+        new text stays and Changed is raised. True: replace regardless."""
+        if based_on is True:
+            atomic_write_at(dfd, name, data, mode)
+            return
+        old = based_on if isinstance(based_on, bytes) else None
 
-        `based_on`: the bytes (None: no file) the new text was made from; when the file no
-        longer holds them at the last moment before the rename (an editor saved, the daily log
-        appended a line), nothing is replaced and _Changed is raised. True: replace regardless.
-        """
+        def swap(tmp: str) -> None:
+            guarded_replace(dfd, tmp, name, old, data)
 
-        def unchanged() -> None:
-            if based_on is not True and _bytes_now(dfd, name) != based_on:
-                raise _Changed(name)
+        atomic_write_at(dfd, name, data, mode, replace=swap)
 
-        atomic_write_at(dfd, name, data, mode, before_replace=unchanged)
-
-    def _index(self, *paths: Path) -> None:
-        report = self.indexer.sync_paths(list(paths))
+    def _index(self, rel: str, *paths: Path) -> dict[str, Any]:
+        """Index what was just changed. The file change is done whatever happens here: a store
+        that fails (PostgreSQL unreachable, a full disk) does not make the answer an error (a
+        client told "nothing was written" would retry, and append twice); the answer says the
+        file was written and the index catches up (the reconcile job, or the reconcile made
+        when the database is reachable again)."""
+        try:
+            report = self.indexer.sync_paths(list(paths))
+        except (StoreError, StoreUnavailable) as exc:
+            log.warning("note written; indexing it waits for the store", path=rel, error=str(exc))
+            return {
+                "indexed": False,
+                "warning": f"the file was written; the index is not updated yet ({exc.message}) "
+                "and catches up by itself once the store answers: do not retry",
+            }
         if report.errors:
             log.warning("note written but indexing failed", errors=report.errors)
+        return {}
+
+    def _guard(self, text: bytes, allow_secrets: object) -> None:
+        """The secret guard memories use (memory.validation.guard), over a note's new text:
+        in refuse mode (the default) a credential is refused with the same error and hint,
+        unless allow_secrets; redact and warn modes keep the text as written (a note is the
+        person's file, never rewritten by memoryd), off does nothing."""
+        guard({"content": text.decode("utf-8", errors="replace")}, self.secrets_mode, allow_secrets)
 
     # -- operations ---------------------------------------------------------------------------
 
@@ -356,13 +346,19 @@ class Notes:
         }
 
     def write(
-        self, path: object, content: object, expected_sha256: object = None
+        self,
+        path: object,
+        content: object,
+        expected_sha256: object = None,
+        *,
+        allow_secrets: object = False,
     ) -> dict[str, Any]:
         rel, full = self.resolve(path)
         data = self._encode(content)
         expected = check_sha(expected_sha256)
+        self._guard(data, allow_secrets)
         self._check_size(rel, len(data))
-        with self._lock, _os_errors(rel):
+        with self._lock, os_errors(rel):
             current = self._peek(full, rel)
             self._check_expected(rel, expected, current[0] if current else None)
             self._ensure_parent(full, rel)
@@ -371,23 +367,29 @@ class Notes:
             with self._folder(rel, full.parent) as dfd:
                 try:
                     self._atomic_write(dfd, full.name, data, mode, based_on=based_on)
-                except _Changed:
+                except Changed:
                     raise Conflict(
                         f"{rel} changed while it was being written; read it again and retry",
-                        data={"path": rel, "current_sha256": _sha_now(dfd, full.name)},
+                        data={"path": rel, "current_sha256": sha_now(dfd, full.name)},
                     ) from None
-            self._index(full)
+            index = self._index(rel, full)
         log.info("note written", path=rel, bytes=len(data), created=current is None)
-        return {"path": rel, "sha256": sha256_bytes(data), "created": current is None}
+        return {"path": rel, "sha256": sha256_bytes(data), "created": current is None, **index}
 
     def append(
-        self, path: object, content: object, expected_sha256: object = None
+        self,
+        path: object,
+        content: object,
+        expected_sha256: object = None,
+        *,
+        allow_secrets: object = False,
     ) -> dict[str, Any]:
         """Add text at the end (on a new line); creates the note if it does not exist."""
         rel, full = self.resolve(path)
         added = self._encode(content)
         expected = check_sha(expected_sha256)
-        with self._lock, _os_errors(rel):
+        self._guard(added, allow_secrets)
+        with self._lock, os_errors(rel):
             for attempt in range(5):  # appends commute: one that raced another is made again
                 current = self._peek(full, rel)
                 if attempt == 0:
@@ -405,13 +407,13 @@ class Notes:
                         based_on = current[0] if current else None
                         self._atomic_write(dfd, full.name, data, mode, based_on=based_on)
                     break
-                except _Changed:
+                except Changed:
                     continue
             else:
                 raise Conflict(f"{rel} kept changing while appending; retry", data={"path": rel})
-            self._index(full)
+            index = self._index(rel, full)
         log.info("note appended", path=rel, bytes=len(added))
-        return {"path": rel, "sha256": sha256_bytes(data), "created": current is None}
+        return {"path": rel, "sha256": sha256_bytes(data), "created": current is None, **index}
 
     def move(
         self, path: object, new_path: object, expected_sha256: object = None
@@ -424,7 +426,7 @@ class Notes:
             raise InvalidInput('expected_sha256: "" makes no sense for a move')
         if new_rel == rel:
             raise InvalidInput("new_path: same as path")
-        with self._lock, _os_errors(rel):
+        with self._lock, os_errors(rel):
             current = self._peek(full, rel)
             if current is None:
                 raise NotFound(f"no note at {rel}")
@@ -457,9 +459,48 @@ class Notes:
                 os.unlink(full.name, dir_fd=sfd)
                 fsync_dir(dfd)
                 fsync_dir(sfd)
-            self._index(full, new_full)
+            index = self._index(rel, full, new_full)
         log.info("note moved", path=rel, new_path=new_rel)
-        return {"path": rel, "new_path": new_rel, "sha256": sha256_bytes(current[0])}
+        return {"path": rel, "new_path": new_rel, "sha256": sha256_bytes(current[0]), **index}
+
+    def trash(self, path: object, *, dry_run: bool = False) -> dict[str, Any]:
+        """Delete by workspace path: the file (or folder) moves to <data_dir>/trash/<time>/ (so
+        nothing is lost) and its chunks leave the index."""
+        if self.trash_dir is None:
+            raise Refused("deleting notes needs a trash folder; this Notes has none")
+        # a symlink is deleted itself: the link goes to the trash, never what it points to
+        rel, full = self.indexer.resolve_path(path, keep_link=True)
+        if self.indexer.holds_private(rel):
+            raise InvalidInput(
+                f"path: {rel!r} is or holds memoryd's own data (data_dir, log file or socket); "
+                "it is not a workspace note and is not deleted through the API"
+            )
+        docs = self.store.read(entries.documents)
+        paths = sorted(p for p in docs if p == rel or p.startswith(rel + "/"))
+        here = os.path.lexists(full)
+        if not here and not paths:
+            raise NotFound(f"nothing at {rel} in the workspace or the index")
+        target = self.trash_dir / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        index: dict[str, Any] = {}
+        if not dry_run:
+            with self._lock, os_errors(rel):
+                if here:
+                    (target / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.move(full, target / rel)
+                index = self._index(rel, full)
+            log.info("note deleted", path=rel, trash=str(target / rel))
+        return {
+            "deleted": len(paths),
+            "paths": paths,
+            "trash": str(target / rel),
+            "dry_run": dry_run,
+            **index,
+        }
+
+    def forget_hashes(self) -> None:
+        """Make the next reconcile read, chunk and store every note again, in place (search
+        keeps answering meanwhile; vectors are reused through their text hashes)."""
+        self.store.run_write(entries.forget_document_hashes)
 
     def list(self, path: object = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
         """Indexed notes under a folder (or all), by path, with title and tags."""
@@ -523,36 +564,3 @@ def note_item(d: dict[str, Any]) -> dict[str, Any]:
         "title": title,
         "tags": d["tags"],
     }
-
-
-class _Changed(Exception):
-    """The file changed between reading it and replacing it."""
-
-
-def _bytes_now(dfd: int, name: str) -> bytes | None:
-    """The file's bytes now (None: no file); a FIFO put in the note's place reads as b"" (which
-    matches no sha256 a caller read) instead of blocking."""
-    try:
-        fd = os.open(name, _READ_FLAGS, dir_fd=dfd)
-    except FileNotFoundError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
-        return f.read()
-
-
-def _sha_now(dfd: int, name: str) -> str | None:
-    data = _bytes_now(dfd, name)
-    return None if data is None else sha256_bytes(data)
-
-
-@contextlib.contextmanager
-def _os_errors(rel: str) -> Iterator[None]:
-    """A file system failure (disk full, name too long, permission) is the caller's answer, as
-    Refused with the system's reason, not an internal error; the old note is still in place."""
-    try:
-        yield
-    except OSError as exc:
-        log.warning("note change failed", path=rel, error=str(exc))
-        raise Refused(f"cannot change {rel}: {exc.strerror or exc}") from None

@@ -209,16 +209,6 @@ def signals(row: dict[str, Any], s: SearchSettings, now: float) -> dict[str, flo
     return {k: SIGNAL_SHARE * weights[k] / total * values[k] for k in values}
 
 
-def tier_decay(tier: str, last_used: float, now: float, lc: Any) -> float:
-    """How much of its relevance a memory keeps with age: halves every half-life of its tier,
-    never below decay_floor; constitutional memories never decay."""
-    if tier == "constitutional" or lc is None:
-        return 1.0
-    half_life = getattr(lc, f"half_life_days_{tier}", lc.half_life_days_normal)
-    age_days = max(0.0, (now - last_used) / 86400)
-    return max(lc.decay_floor, 0.5 ** (age_days / half_life))
-
-
 def group_by_note(candidates: Sequence[Candidate]) -> list[Candidate]:
     """One candidate per note (chunks of one document) or memory, ranked per pool by its best
     chunk: the note's keyword rank is the rank of its first chunk in the keyword pool, its vector

@@ -44,6 +44,7 @@ import numpy as np
 
 from memoryd.core.errors import InvalidInput, Unavailable
 from memoryd.memory import lifecycle
+from memoryd.memory.lifecycle import tier_decay
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
@@ -69,7 +70,6 @@ from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts
     signals,
     similarity_scale,
     strength,
-    tier_decay,
     weighted,
 )
 from memoryd.search.request import GROUPS, MODES, WORKSPACES, SearchRequest

@@ -7,7 +7,6 @@ the daemon wraps one in the socket server and the process lifecycle.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -28,9 +27,10 @@ from memoryd.memory.dailylog import DailyLog, marker_ids
 from memoryd.memory.memories import Memories
 from memoryd.notes.notes import Notes
 from memoryd.search.fuzzy import FuzzyMatcher
+from memoryd.search.neardup import NearDuplicates
 from memoryd.search.searcher import Searcher
-from memoryd.serve.jobs import Jobs
-from memoryd.store import entries, vectors
+from memoryd.serve.jobs import Jobs, daemon_jobs
+from memoryd.store import entries
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
 
@@ -110,7 +110,17 @@ class App:
                 *([Path(cfg.logging.file).expanduser()] if cfg.logging.file else []),
             ],
         )
-        self.notes = Notes(self.store, self.indexer, cfg.notes, lock=self.dailylog.lock)
+        self.notes = Notes(
+            self.store,
+            self.indexer,
+            cfg.notes,
+            lock=self.dailylog.lock,
+            trash=cfg.data_dir / "trash",
+            secrets_mode=cfg.secrets.mode,
+        )
+        self.near_duplicates = NearDuplicates(
+            self.store, self.model, self.embedder, cfg.lifecycle, clock=clock
+        )
         self.memories = Memories(
             self.store,
             cfg.memories,
@@ -123,8 +133,21 @@ class App:
             secrets_mode=cfg.secrets.mode,
             temporary_ttl=cfg.lifecycle.temporary_ttl,
             near_duplicates=self.near_duplicates,
+            lifecycle_settings=cfg.lifecycle,
         )
-        self.jobs = Jobs(self)
+        self.jobs = Jobs(
+            daemon_jobs(
+                store=self.store,
+                memories=self.memories,
+                embedder=self.embedder,
+                vector_cache=self.searcher.vector_cache,
+                reconcile_workspace=self.reconcile,
+                cfg=lambda: self.cfg,
+                clock=lambda: self.clock(),  # the App's clock, even when replaced (tests)
+            ),
+            settings=lambda: self.cfg.jobs,
+            clock=lambda: self.clock(),
+        )
         self.watcher: Watcher | None = None
         self.watcher_error: str | None = None
         self.ready = threading.Event()  # the first reconcile is done
@@ -144,81 +167,6 @@ class App:
         """The daily log was rewritten by us: index it now (the watcher then finds nothing new)."""
         if paths:
             self.indexer.sync_paths(paths)
-
-    def near_duplicates(self, text: str, namespace: str) -> list[dict[str, Any]]:
-        """Memories in the namespace that say nearly the same thing: by vector similarity when
-        the model is ready (the text's vector is stored at once, so it is embedded only once),
-        else by word overlap among keyword matches."""
-        lc = self.cfg.lifecycle
-        from memoryd.text.markdown import sha256_text
-
-        vec_ok = self.store.vec_enabled  # without sqlite-vec there is no knn: use words
-        if vec_ok and self.model.state == "ready" and self.embedder.ensure_model() is not None:
-            model_id = self.embedder.model_id
-            assert model_id is not None
-            vec = self.model.embed_batch([text])[0]
-            now = self.clock()
-            self.store.run_write(
-                lambda con: vectors.store(con, model_id, [(sha256_text(text), vec)], now)
-            )
-
-            def by_vector(con: Any) -> list[dict[str, Any]]:
-                out = []
-                for h, dist in vectors.knn(con, model_id, vec, 10):
-                    if 1 - dist < lc.near_duplicate_similarity:
-                        break
-                    for i in lcstore.memory_ids_by_hash(con, h, namespace):
-                        out.append({"id": i, "similarity": round(1 - dist, 4)})
-                return out
-
-            return self.store.read(by_vector)
-        from memoryd.search.ftsquery import parse_query
-
-        words = set(parse_query(text).terms)
-        any_match = parse_query(text).match_any or parse_query(text).match
-        if not words or not any_match:
-            return []
-
-        def by_words(con: Any) -> list[dict[str, Any]]:
-            out = []
-            for i, content in lcstore.keyword_memories(con, any_match, namespace):
-                other = set(parse_query(content).terms)
-                overlap = len(words & other) / max(1, len(words | other))
-                if overlap >= lc.near_duplicate_overlap:
-                    out.append({"id": i, "similarity": round(overlap, 4)})
-            return out
-
-        return self.store.read(by_words)
-
-    def trash_path(self, path: object, *, dry_run: bool = False) -> dict[str, Any]:
-        """Delete by workspace path: the file (or folder) moves to <data_dir>/trash/<time>/ (so
-        nothing is lost) and its chunks leave the index."""
-        from memoryd.core.errors import InvalidInput, NotFound
-
-        # a symlink is deleted itself: the link goes to the trash, never what it points to
-        rel, full = self.indexer.resolve_path(path, keep_link=True)
-        if self.indexer.holds_private(rel):
-            raise InvalidInput(
-                f"path: {rel!r} is or holds memoryd's own data (data_dir, log file or socket); "
-                "it is not a workspace note and is not deleted through the API"
-            )
-        docs = self.store.read(entries.documents)
-        paths = sorted(p for p in docs if p == rel or p.startswith(rel + "/"))
-        here = os.path.lexists(full)
-        if not here and not paths:
-            raise NotFound(f"nothing at {rel} in the workspace or the index")
-        target = self.cfg.data_dir / "trash" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        if not dry_run:
-            if here:
-                (target / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(full, target / rel)
-            self.indexer.sync_paths([full])
-        return {
-            "deleted": len(paths),
-            "paths": paths,
-            "trash": str(target / rel),
-            "dry_run": dry_run,
-        }
 
     def after_restore(self) -> None:
         """The database was replaced under us (checkpoint restore): forget cached state."""
@@ -359,10 +307,13 @@ class App:
         self.searcher.flag_secrets = cfg.secrets.flag_workspace_hits
         self.memories.secrets_mode = cfg.secrets.mode
         self.memories.temporary_ttl = cfg.lifecycle.temporary_ttl
+        self.memories.lifecycle = cfg.lifecycle
         self.indexer.settings = cfg.indexer
         self.memories.settings = cfg.memories
         self.dailylog.settings = cfg.dailylog
         self.notes.settings = cfg.notes
+        self.notes.secrets_mode = cfg.secrets.mode
+        self.near_duplicates.settings = cfg.lifecycle
         self.jobs.reschedule()
         if self.watcher is not None:
             self.watcher.set_debounce(cfg.indexer.debounce_ms / 1000)

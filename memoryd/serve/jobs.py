@@ -1,9 +1,11 @@
 """Scheduled jobs inside the daemon (APScheduler), and the same jobs run on demand.
 
-Each job is a plain function of the App. The scheduler runs each with max_instances=1 and
-coalesce=True (runs missed while the machine slept become one); a per-job lock also keeps
-`run_now` from overlapping a scheduled run. A job that raises is logged with its name, its error
-is kept for `memoryctl jobs`, and it runs again next time; nothing here can stop the daemon.
+Each job is a plain function of the parts it uses (the store, the memories door, the embed
+worker...); `daemon_jobs` binds them, and the App only passes its parts in. The scheduler runs
+each with max_instances=1 and coalesce=True (runs missed while the machine slept become one); a
+per-job lock also keeps `run_now` from overlapping a scheduled run. A job that raises is logged
+with its name, its error is kept for `memoryctl jobs`, and it runs again next time; nothing here
+can stop the daemon.
 
 Several daemons sharing one PostgreSQL database (store.backend = "postgres"): the jobs that
 work on the whole database (expiry, optimize: vector collection, access-log pruning, ANALYZE)
@@ -19,72 +21,78 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from memoryd.core.config import Config
 from memoryd.core.errors import NotFound
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
-from memoryd.store import entries, vectors
-
-if TYPE_CHECKING:
-    from memoryd.serve.app import App
+from memoryd.index.embedworker import EmbedWorker
+from memoryd.memory.memories import Memories
+from memoryd.store import Store, entries, vectors
 
 log = get_logger("memoryd.serve.jobs")
 
 ACCESS_LOG_DAYS = 90
+Job = Callable[[], dict[str, Any]]
 
 
-def _sqlite_only(app: App, name: str) -> dict[str, Any] | None:
+class Cache(Protocol):
+    def invalidate(self) -> None: ...
+
+
+def _sqlite_only(store: Store, name: str, first: bool) -> dict[str, Any] | None:
     """The skip result of a job on the SQLite file when the store is a server database."""
-    if app.store.file_backed:
+    if store.file_backed:
         return None
-    st = app.jobs.states.get(name)
-    if st is None or st.runs == 0:  # one line per daemon, not one per run
-        log.info("job has nothing to do on this store backend", job=name, backend=app.store.backend)
-    return {"skipped": f"{name} works on the SQLite file; store.backend is {app.store.backend}"}
+    if first:  # one line per daemon, not one per run
+        log.info("job has nothing to do on this store backend", job=name, backend=store.backend)
+    return {"skipped": f"{name} works on the SQLite file; store.backend is {store.backend}"}
 
 
-def expiry(app: App) -> dict[str, Any]:
-    with app.store.exclusive("expiry") as mine:
+def expiry(store: Store, memories: Memories) -> dict[str, Any]:
+    with store.exclusive("expiry") as mine:
         if not mine:
             log.debug("expiry runs in another daemon now; skipped", job="expiry")
             return {"skipped": "another daemon is running it"}
-        return {"removed": app.memories.expire()}
+        return {"removed": memories.expire()}
 
 
-def backfill(app: App) -> dict[str, Any]:
-    return app.embedder.run()
+def backfill(embedder: EmbedWorker) -> dict[str, Any]:
+    return embedder.run()
 
 
-def optimize(app: App) -> dict[str, Any]:
-    with app.store.exclusive("optimize") as mine:
+def optimize(
+    store: Store, embedder: EmbedWorker, vector_cache: Cache, grace_s: float, now: float
+) -> dict[str, Any]:
+    with store.exclusive("optimize") as mine:
         if not mine:
             log.debug("optimize runs in another daemon now; skipped", job="optimize")
             return {"skipped": "another daemon is running it"}
-        return _optimize(app)
+        return _optimize(store, embedder, vector_cache, grace_s, now)
 
 
-def _optimize(app: App) -> dict[str, Any]:
-    app.store.optimize()
-    now = app.clock()
+def _optimize(
+    store: Store, embedder: EmbedWorker, vector_cache: Cache, grace_s: float, now: float
+) -> dict[str, Any]:
+    store.optimize()
     collected = 0
-    model_id = app.embedder.model_id
-    grace = app.cfg.embedding.vector_gc_days * 86400
+    model_id = embedder.model_id
     # on a shared database, a vector is an orphan only when no workspace's entry uses it
-    with app.store.write(scope="all") as con:
+    with store.write(scope="all") as con:
         if model_id is not None:
-            collected = vectors.gc(con, model_id, now, grace)
+            collected = vectors.gc(con, model_id, now, grace_s)
         pruned = entries.prune_access_log(con, now - ACCESS_LOG_DAYS * 86400)
     if collected:
-        app.searcher.vector_cache.invalidate()
+        vector_cache.invalidate()
     return {"vectors_collected": collected, "access_log_pruned": pruned}
 
 
-def checkpoint(app: App) -> dict[str, Any]:
-    skipped = _sqlite_only(app, "checkpoint")
+def checkpoint(store: Store, first: bool = True) -> dict[str, Any]:
+    skipped = _sqlite_only(store, "checkpoint", first)
     if skipped is not None:
         return skipped
-    busy, wal_pages, moved = app.store.checkpoint("RESTART")
+    busy, wal_pages, moved = store.checkpoint("RESTART")
     return {"busy": busy, "wal_pages": wal_pages, "checkpointed": moved}
 
 
@@ -92,23 +100,24 @@ class IntegrityError(Exception):
     """PRAGMA quick_check found a problem."""
 
 
-def quick_check(app: App) -> dict[str, Any]:
-    skipped = _sqlite_only(app, "quick_check")
+def quick_check(store: Store, first: bool = True) -> dict[str, Any]:
+    skipped = _sqlite_only(store, "quick_check", first)
     if skipped is not None:
         return skipped
-    problems = app.store.quick_check()
+    problems = store.quick_check()
     if problems:
         log.critical(
             "DATABASE INTEGRITY CHECK FAILED: restore a snapshot or rebuild the index",
             problems=problems[:20],
-            db=str(app.store.path),
+            db=str(store.path),
         )
         raise IntegrityError("; ".join(problems[:5]))
     return {"ok": True}
 
 
-def reconcile(app: App) -> dict[str, Any]:
-    report = app.reconcile()
+def reconcile(run: Callable[[], Any]) -> dict[str, Any]:
+    """`run`: the App's reconcile (Indexer.reconcile with progress reporting)."""
+    report = run()
     if report.changed:
         log.warning(
             "reconcile repaired drift the watcher missed",
@@ -119,16 +128,16 @@ def reconcile(app: App) -> dict[str, Any]:
     return report.as_dict()
 
 
-def snapshot(app: App) -> dict[str, Any]:
-    skipped = _sqlite_only(app, "snapshot")
+def snapshot(
+    store: Store, folder: Path, keep: int, now: float, first: bool = True
+) -> dict[str, Any]:
+    skipped = _sqlite_only(store, "snapshot", first)
     if skipped is not None:
         return skipped
-    keep = app.cfg.jobs.snapshot_keep
-    folder = app.cfg.data_dir / "snapshots"
     if keep <= 0:
         return {"skipped": "jobs.snapshot_keep is 0"}
-    name = time.strftime("memoryd-%Y%m%dT%H%M%SZ.db", time.gmtime(app.clock()))
-    app.store.backup_to(folder / name)
+    name = time.strftime("memoryd-%Y%m%dT%H%M%SZ.db", time.gmtime(now))
+    store.backup_to(folder / name)
     removed = prune_snapshots(folder, keep)
     return {"snapshot": name, "removed": removed}
 
@@ -141,21 +150,55 @@ def prune_snapshots(folder: Path, keep: int) -> list[str]:
     return [p.name for p in old]
 
 
-JOBS: dict[str, tuple[Callable[[App], dict[str, Any]], str]] = {
-    "expiry": (expiry, "expiry_interval"),
-    "backfill": (backfill, "backfill_interval"),
-    "optimize": (optimize, "optimize_interval"),
-    "checkpoint": (checkpoint, "checkpoint_interval"),
-    "quick_check": (quick_check, "quick_check_interval"),
-    "reconcile": (reconcile, "reconcile_interval"),
-    "snapshot": (snapshot, "snapshot_interval"),
-}
+def daemon_jobs(
+    *,
+    store: Store,
+    memories: Memories,
+    embedder: EmbedWorker,
+    vector_cache: Cache,
+    reconcile_workspace: Callable[[], Any],
+    cfg: Callable[[], Config],
+    clock: Callable[[], float],
+) -> dict[str, tuple[Job, str]]:
+    """The daemon's jobs, each bound to the parts it uses, with its interval's config key.
+    `cfg` gives the configuration in force (a SIGHUP replaces it)."""
+    ran: set[str] = set()
+
+    def first(name: str) -> bool:
+        new = name not in ran
+        ran.add(name)
+        return new
+
+    def grace() -> float:
+        return cfg().embedding.vector_gc_days * 86400
+
+    return {
+        "expiry": (lambda: expiry(store, memories), "expiry_interval"),
+        "backfill": (lambda: backfill(embedder), "backfill_interval"),
+        "optimize": (
+            lambda: optimize(store, embedder, vector_cache, grace(), clock()),
+            "optimize_interval",
+        ),
+        "checkpoint": (lambda: checkpoint(store, first("checkpoint")), "checkpoint_interval"),
+        "quick_check": (lambda: quick_check(store, first("quick_check")), "quick_check_interval"),
+        "reconcile": (lambda: reconcile(reconcile_workspace), "reconcile_interval"),
+        "snapshot": (
+            lambda: snapshot(
+                store,
+                cfg().data_dir / "snapshots",
+                cfg().jobs.snapshot_keep,
+                clock(),
+                first("snapshot"),
+            ),
+            "snapshot_interval",
+        ),
+    }
 
 
 @dataclass
 class JobState:
     name: str
-    fn: Callable[[App], dict[str, Any]]
+    fn: Job
     interval_key: str
     lock: threading.Lock = field(default_factory=threading.Lock)
     running: bool = False
@@ -168,13 +211,23 @@ class JobState:
 
 
 class Jobs:
-    def __init__(self, app: App, jobs: dict[str, tuple[Callable[..., Any], str]] | None = None):
-        self.app = app
-        self.states = {name: JobState(name, fn, key) for name, (fn, key) in (jobs or JOBS).items()}
+    """Runs jobs on their intervals, and on demand. `settings()`: the [jobs] section in force
+    (a SIGHUP replaces it; reschedule() takes the intervals again)."""
+
+    def __init__(
+        self,
+        jobs: dict[str, tuple[Job, str]],
+        *,
+        settings: Callable[[], Any],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.states = {name: JobState(name, fn, key) for name, (fn, key) in jobs.items()}
         self._scheduler: Any = None
 
     def interval(self, name: str) -> float:
-        return float(getattr(self.app.cfg.jobs, self.states[name].interval_key))
+        return float(getattr(self.settings(), self.states[name].interval_key))
 
     def start(self) -> None:
         from apscheduler.schedulers.background import BackgroundScheduler
@@ -200,7 +253,7 @@ class Jobs:
         )
 
     def reschedule(self) -> None:
-        """SIGHUP: take the intervals from app.cfg.jobs again."""
+        """SIGHUP: take the intervals from the [jobs] section again."""
         if self._scheduler is None:
             return
         for name in self.states:
@@ -224,7 +277,7 @@ class Jobs:
         error: str | None = None
         result: dict[str, Any] | None = None
         try:
-            result = st.fn(self.app)
+            result = st.fn()
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             st.failures += 1
@@ -232,7 +285,7 @@ class Jobs:
         finally:
             st.running = False
             st.runs += 1
-            st.last_run_at = self.app.clock()
+            st.last_run_at = self.clock()
             st.last_duration_ms = round((time.perf_counter() - started) * 1000, 1)
             st.last_result, st.last_error = result, error
             st.lock.release()

@@ -34,7 +34,6 @@ from memoryd.serve.registry import (  # noqa: F401  (METHODS, Method, lookup: se
     param_int,
     param_namespace,
 )
-from memoryd.store import entries
 from memoryd.store.entries import Filters
 
 FILTER_PARAMS = frozenset(
@@ -176,7 +175,7 @@ def delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
         res = app.memories.delete(params["id"], dry_run=dry)
         return {**res, "deleted": True, "id": res["ids"][0]}
     if "path" in given:
-        return app.trash_path(params["path"], dry_run=dry)
+        return app.notes.trash(params["path"], dry_run=dry)
     return app.memories.delete_where(
         tag=params.get("tag"), namespace=params.get("namespace"), dry_run=dry
     )
@@ -214,20 +213,12 @@ def match_triggers(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("validate", {"id", "useful"})
 def validate(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    out = app.memories.validate(params.get("id"), params.get("useful"))
-    out["promotion_candidate"] = lifecycle.is_promotion_candidate(out, app.cfg.lifecycle)
-    return out
+    return app.memories.validate(params.get("id"), params.get("useful"))
 
 
 @method("promotion_candidates")
 def promotion_candidates(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    lc = app.cfg.lifecycle
-    found = app.store.read(
-        lambda con: lifecycle.promotion_candidates(
-            con, lc.promotion_min_useful, lc.promotion_min_ratio
-        )
-    )
-    return {"candidates": found}
+    return {"candidates": app.memories.promotion_candidates()}
 
 
 @method("promote", {"id", "tier"})
@@ -243,17 +234,26 @@ def history(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("checkpoint.create", {"name"}, slow=True)
 def checkpoint_create(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return checkpoints.create(app, params.get("name"))
+    return checkpoints.create(app.store, app.cfg.data_dir, params.get("name"))
 
 
 @method("checkpoint.list")
 def checkpoint_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return {"checkpoints": checkpoints.list_all(app)}
+    return {"checkpoints": checkpoints.list_all(app.store, app.cfg.data_dir)}
 
 
 @method("checkpoint.restore", {"name"}, slow=True)
 def checkpoint_restore(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return checkpoints.restore(app, params.get("name"))
+    return checkpoints.restore(
+        app.store,
+        app.cfg.data_dir,
+        params.get("name"),
+        clock=app.clock,
+        dailylog=app.dailylog,
+        after_restore=app.after_restore,
+        sync_paths=app.indexer.sync_paths,
+        reconcile=app.indexer.reconcile,
+    )
 
 
 @method("export", {"namespace", "vectors"}, slow=True)
@@ -284,7 +284,9 @@ def import_(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("checkpoint.delete", {"name", "kind"})
 def checkpoint_delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return checkpoints.delete(app, params.get("name"), params.get("kind", "checkpoint"))
+    return checkpoints.delete(
+        app.cfg.data_dir, params.get("name"), params.get("kind", "checkpoint")
+    )
 
 
 SEARCH_PARAMS = FILTER_PARAMS | {
@@ -353,7 +355,7 @@ def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if param_bool(params, "full"):
         # Forget every stored hash: each file is read, chunked and stored again in place (search
         # keeps answering meanwhile; vectors are reused through their text hashes).
-        app.store.run_write(entries.forget_document_hashes)
+        app.notes.forget_hashes()
     return app.reconcile().as_dict()  # with index.progress in status
 
 

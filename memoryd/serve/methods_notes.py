@@ -25,20 +25,30 @@ def note_read(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.notes.read(params.get("path"))
 
 
-@method("note.write", {"path", "content", "expected_sha256"})
+@method("note.write", {"path", "content", "expected_sha256", "allow_secrets"})
 def note_write(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Create or replace a note atomically: {path, sha256, created}."""
     if "content" not in params:
         raise InvalidInput("note.write: content is required (the whole note, front matter too)")
-    return app.notes.write(params.get("path"), params["content"], params.get("expected_sha256"))
+    return app.notes.write(
+        params.get("path"),
+        params["content"],
+        params.get("expected_sha256"),
+        allow_secrets=params.get("allow_secrets", False),
+    )
 
 
-@method("note.append", {"path", "content", "expected_sha256"})
+@method("note.append", {"path", "content", "expected_sha256", "allow_secrets"})
 def note_append(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Add text at the end of a note (created if missing): {path, sha256, created}."""
     if "content" not in params:
         raise InvalidInput("note.append: content is required")
-    return app.notes.append(params.get("path"), params["content"], params.get("expected_sha256"))
+    return app.notes.append(
+        params.get("path"),
+        params["content"],
+        params.get("expected_sha256"),
+        allow_secrets=params.get("allow_secrets", False),
+    )
 
 
 @method("note.list", {"path", "limit", "offset"})

@@ -78,19 +78,20 @@ def add_access(con: Connection, entry_id: int, ts: float, query: str, rank: int)
     )
 
 
-def feedback(con: Connection, entry_id: int) -> tuple[str, int, int, float] | None:
-    """(kind, useful_count, validation_count, confidence) or None. On PostgreSQL the row stays
+def feedback(con: Connection, entry_id: int) -> tuple[str, str, int, int, float] | None:
+    """(kind, tier, useful_count, validation_count, confidence) or None. On PostgreSQL the row stays
     locked until the transaction ends: two daemons validating the same memory at once would
     otherwise both count from the same numbers, and one outcome would be lost."""
     lock = " FOR UPDATE" if is_postgres(con) else ""  # SQLite: one writer at a time anyway
     rows = con.execute(
-        "SELECT kind, useful_count, validation_count, confidence FROM entries WHERE id = ?" + lock,
+        "SELECT kind, tier, useful_count, validation_count, confidence FROM entries WHERE id = ?"
+        + lock,
         (entry_id,),
     ).fetchall()
     if not rows:
         return None
-    kind, good, total, conf = rows[0]
-    return str(kind), int(good), int(total), float(conf)
+    kind, tier, good, total, conf = rows[0]
+    return str(kind), str(tier), int(good), int(total), float(conf)
 
 
 def set_feedback(
@@ -102,14 +103,14 @@ def set_feedback(
     )
 
 
-def promotion_candidate_ids(con: Connection, min_useful: int, min_ratio: float) -> list[int]:
+def validated_memories(con: Connection) -> list[tuple[int, str, int, int]]:
+    """(id, tier, useful_count, validation_count) of every memory found useful at least once,
+    most useful first: what memory.lifecycle.is_promotion_candidate judges."""
     return [
-        int(r[0])
+        (int(r[0]), str(r[1]), int(r[2]), int(r[3]))
         for r in con.execute(
-            "SELECT id FROM entries WHERE kind = 'memory' AND tier NOT IN"
-            " ('constitutional', 'critical', 'deprecated') AND useful_count >= ?"
-            " AND useful_count >= ? * validation_count ORDER BY useful_count DESC, id",
-            (min_useful, min_ratio),
+            "SELECT id, tier, useful_count, validation_count FROM entries"
+            " WHERE kind = 'memory' AND useful_count > 0 ORDER BY useful_count DESC, id"
         )
     ]
 

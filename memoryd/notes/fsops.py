@@ -1,0 +1,240 @@
+"""The file-level pieces of the Notes door (memoryd/notes/notes.py): path checks, the flags every
+open uses (never through a symlink, never blocking on a FIFO), and reading a note's bytes at the
+last moment before a change."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import secrets
+import signal
+import stat
+import time
+import unicodedata
+from collections.abc import Iterator
+
+from memoryd.core.errors import InvalidInput, Refused
+from memoryd.core.logsetup import get_logger
+from memoryd.index.indexer import sha256_bytes
+from memoryd.memory.validation import check_str
+
+log = get_logger("memoryd.notes.notes")
+
+MAX_PATH_CHARS = 1024
+_SHA = re.compile(r"^[0-9a-f]{64}$")
+# Right-to-left/left-to-right marks, embeddings, overrides and isolates: they reorder how a
+# name is displayed, so a note listed to a person could pass for another.
+_BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+DIR_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+# O_NONBLOCK: opening a FIFO named like a note would otherwise wait for a writer forever, and a
+# few such requests would take every worker thread of the daemon (no effect on regular files).
+READ_FLAGS = (
+    os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+)
+
+
+def check_sha(value: object) -> str | None:
+    """None, "" (must not exist) or 64 lowercase hex digits."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not (value == "" or _SHA.match(value.lower())):
+        raise InvalidInput(
+            'expected_sha256: expected the 64 hex digits note.read returned (or "" for a note '
+            f"that must not exist yet), got {value!r}"
+        )
+    return value.lower()
+
+
+def normalize(path: object, what: str = "path") -> str:
+    """A clean workspace-relative path ('a/b.md'), or InvalidInput. Pure: no file access."""
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidInput(f"{what}: expected a workspace-relative path like 'notes/idea.md'")
+    check_str(path, what)  # no NUL, no lone surrogate
+    if any(unicodedata.category(ch) == "Cc" for ch in path):
+        raise InvalidInput(f"{what}: contains a control character")
+    if any(ch in _BIDI_CONTROLS for ch in path):
+        raise InvalidInput(
+            f"{what}: contains a bidirectional control character (it makes a name display as "
+            "another, e.g. 'x\u202egpj.md' shows as 'xdm.jpg')"
+        )
+    if len(path) > MAX_PATH_CHARS:
+        raise InvalidInput(f"{what}: longer than {MAX_PATH_CHARS} characters")
+    # "~/x.md" would mean the home folder to a shell; a file named "~draft.md" is a note
+    if (
+        path.startswith(("/", "\\", "~/", "~\\"))
+        or path == "~"
+        or re.match(r"^[A-Za-z]:[\\/]", path)
+    ):
+        raise InvalidInput(f"{what}: {path!r} is absolute; give a path inside the workspace")
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise InvalidInput(f"{what}: {path!r} leaves the workspace ('..' is not allowed)")
+    if not parts:
+        raise InvalidInput(f"{what}: {path!r} names the workspace itself, not a note")
+    return "/".join(parts)
+
+
+class Changed(Exception):
+    """The file changed between reading it and replacing it."""
+
+
+def bytes_now(dfd: int, name: str) -> bytes | None:
+    """The file's bytes now (None: no file); a FIFO put in the note's place reads as b"" (which
+    matches no sha256 a caller read) instead of blocking."""
+    try:
+        fd = os.open(name, READ_FLAGS, dir_fd=dfd)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return f.read()
+
+
+def _read_fd(fd: int) -> bytes:
+    """Every byte of the open file, from its start (whatever the file offset is)."""
+    chunks, at = [], 0
+    while block := os.pread(fd, 1 << 20, at):
+        chunks.append(block)
+        at += len(block)
+    return b"".join(chunks)
+
+
+def _append_at(dfd: int, name: str, data: bytes) -> None:
+    fd = os.open(name, os.O_WRONLY | os.O_APPEND | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NO_LINKS = (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.EOPNOTSUPP)
+
+
+_LEASE_WAIT_S = 0.05
+
+
+def _closed_elsewhere(fd: int) -> bool:
+    """False while another descriptor (an editor about to append) still holds the file `fd` is
+    open on, after waiting up to 50 ms for it to close. Linux answers through a write lease,
+    which is refused while the file is open elsewhere; it is taken and dropped at once (its
+    break signal is set to SIGWINCH, ignored by default). Elsewhere, or where leases are off:
+    True (only the bytes can be compared)."""
+    setlease = getattr(fcntl, "F_SETLEASE", None)
+    if setlease is None:
+        return True
+    deadline = time.monotonic() + _LEASE_WAIT_S
+    while True:
+        try:
+            fcntl.fcntl(fd, getattr(fcntl, "F_SETSIG", 10), signal.SIGWINCH)
+            fcntl.fcntl(fd, setlease, fcntl.F_WRLCK)
+        except OSError as exc:
+            if exc.errno != errno.EAGAIN:
+                return True  # leases unavailable (not the owner, leases-enable 0, NFS)
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)  # the other writer is between its open and its close
+            continue
+        fcntl.fcntl(fd, setlease, fcntl.F_UNLCK)
+        return True
+
+
+def guarded_replace(dfd: int, tmp: str, name: str, based_on: bytes | None, data: bytes) -> None:
+    """Make the temp `tmp` (holding `data`) the file `name`, only if `name` holds `based_on`
+    (None: it must not exist) at the moment of the swap, and never lose bytes someone appended
+    to the old file meanwhile (an editor, a script's `>>`): raises Changed, with `name` holding
+    the old file and whatever was appended, and nothing of `data`.
+
+    The check before the rename cannot see a writer that opened the old file before it and
+    writes after it (the bytes would go to a file no longer in the workspace). So the old file
+    keeps a second name until the swap is known good: after the rename its bytes are read again
+    through a descriptor held since the check; when they changed, the old file is renamed back
+    (with everything written to it, now and later) and bytes appended to ours in that instant
+    are appended to it. Where the file system has no hard links, only the check is made."""
+    if based_on is None:  # a new note: link() never replaces a file that appeared meanwhile
+        try:
+            os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+        except FileExistsError:
+            raise Changed(name) from None
+        except OSError as exc:
+            if exc.errno not in _NO_LINKS:
+                raise
+            if bytes_now(dfd, name) is not None:
+                raise Changed(name) from None
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            return
+        os.unlink(tmp, dir_fd=dfd)
+        return
+    try:
+        old_fd = os.open(name, READ_FLAGS, dir_fd=dfd)
+    except FileNotFoundError:
+        raise Changed(name) from None
+    backup_name = f".{name}.{secrets.token_hex(4)}.old"
+    backup: str | None = backup_name
+    try:
+        if not stat.S_ISREG(os.fstat(old_fd).st_mode) or _read_fd(old_fd) != based_on:
+            raise Changed(name)
+        try:
+            os.link(name, backup_name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+            if (
+                os.stat(backup_name, dir_fd=dfd, follow_symlinks=False).st_ino
+                != os.fstat(old_fd).st_ino
+            ):
+                raise Changed(name)  # the file was swapped between our open and the link
+        except OSError as exc:
+            if exc.errno not in _NO_LINKS:
+                raise
+            backup = None
+        new_fd = os.open(tmp, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+        try:
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            idle = _closed_elsewhere(old_fd)
+            late = _read_fd(old_fd)
+            if late == based_on and idle:
+                return
+            if backup is None:  # cannot put the old file back: keep its new bytes, after ours
+                log.warning("a note changed during its replacement; its new bytes kept at the end")
+                _append_at(dfd, name, late[len(based_on) :] if late.startswith(based_on) else late)
+                return
+            os.replace(backup, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            backup = None
+            ours = _read_fd(new_fd)
+            if len(ours) > len(data):  # appended to our file in the instant it was in place
+                _append_at(dfd, name, ours[len(data) :])
+            raise Changed(name)
+        finally:
+            os.close(new_fd)
+    finally:
+        os.close(old_fd)
+        if backup is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(backup, dir_fd=dfd)
+
+
+def sha_now(dfd: int, name: str) -> str | None:
+    data = bytes_now(dfd, name)
+    return None if data is None else sha256_bytes(data)
+
+
+@contextlib.contextmanager
+def os_errors(rel: str) -> Iterator[None]:
+    """A file system failure (disk full, name too long, permission) is the caller's answer, as
+    Refused with the system's reason, not an internal error; the old note is still in place."""
+    try:
+        yield
+    except OSError as exc:
+        log.warning("note change failed", path=rel, error=str(exc))
+        raise Refused(f"cannot change {rel}: {exc.strerror or exc}") from None

@@ -1,0 +1,90 @@
+"""Near-duplicate memories: the hint `add` gives when a new memory says nearly what another in
+its namespace says. By vector similarity when the model is ready (the new text's vector is
+stored at once, so the embed worker does not embed it a second time), else by word overlap
+among keyword matches. Memories (memory/memories.py) calls it through its `near_duplicates`
+hook; the App wires it. It lives in search/ because it is one: a knn over the stored vectors
+and a keyword query (search.ftsquery), both below the serving edge."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from memoryd.index.embed import ModelHolder
+from memoryd.index.embedworker import EmbedWorker
+from memoryd.search.ftsquery import parse_query
+from memoryd.store import Store, vectors
+from memoryd.store import lifecycle as lcstore
+from memoryd.text.markdown import sha256_text
+
+
+class NearSettings(Protocol):
+    @property
+    def near_duplicate_similarity(self) -> float: ...
+    @property
+    def near_duplicate_overlap(self) -> float: ...
+
+
+class NearDuplicates:
+    def __init__(
+        self,
+        store: Store,
+        model: ModelHolder,
+        embedder: EmbedWorker,
+        settings: NearSettings,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.embedder = embedder
+        self.settings = settings
+        self.clock = clock
+
+    def __call__(self, text: str, namespace: str) -> list[dict[str, Any]]:
+        """[{id, similarity}] of the memories in `namespace` that say nearly `text`."""
+        vec_ok = self.store.vec_enabled  # without sqlite-vec there is no knn: use words
+        if vec_ok and self.model.state == "ready" and self.embedder.ensure_model() is not None:
+            return self._by_vector(text, namespace)
+        return self._by_words(text, namespace)
+
+    def _by_vector(self, text: str, namespace: str) -> list[dict[str, Any]]:
+        model_id = self.embedder.model_id
+        assert model_id is not None
+        vec = self.model.embed_batch([text])[0]
+        now = self.clock()
+        self.store.run_write(
+            lambda con: vectors.store(con, model_id, [(sha256_text(text), vec)], now)
+        )
+        least = self.settings.near_duplicate_similarity
+
+        def by_vector(con: Any) -> list[dict[str, Any]]:
+            out = []
+            for h, dist in vectors.knn(con, model_id, vec, 10):
+                if 1 - dist < least:
+                    break
+                for i in lcstore.memory_ids_by_hash(con, h, namespace):
+                    out.append({"id": i, "similarity": round(1 - dist, 4)})
+            return out
+
+        return self.store.read(by_vector)
+
+    def _by_words(self, text: str, namespace: str) -> list[dict[str, Any]]:
+        parsed = parse_query(text)
+        words = set(parsed.terms)
+        any_match = parsed.match_any or parsed.match
+        if not words or not any_match:
+            return []
+        least = self.settings.near_duplicate_overlap
+
+        def by_words(con: Any) -> list[dict[str, Any]]:
+            out = []
+            for i, content in lcstore.keyword_memories(con, any_match, namespace):
+                other = set(parse_query(content).terms)
+                overlap = len(words & other) / max(1, len(words | other))
+                if overlap >= least:
+                    out.append({"id": i, "similarity": round(overlap, 4)})
+            return out
+
+        return self.store.read(by_words)

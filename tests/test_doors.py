@@ -1,0 +1,130 @@
+"""One door per kind of change (issue 18): the same secret guard for memories and notes, tags and
+type checked before they are lowercased, truthful note answers when the store fails after the
+file was written, and a deleted memory's history gone with it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memoryd.core.errors import Refused, StoreUnavailable
+from memoryd.serve import methods as api
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+AWS = "AKIAIOSFODNN7EXAMPLE"
+
+
+def call(app: Any, method: str, **params: Any) -> Any:
+    return api.lookup(method, params).fn(app, params)
+
+
+@pytest.mark.parametrize("field", ["tags", "type"])
+def test_a_key_id_as_tag_or_type_is_refused_before_lowercasing(make_app: Any, field: str) -> None:
+    app = make_app(model=None)
+    value: Any = [AWS] if field == "tags" else AWS
+    with pytest.raises(Refused) as err:
+        call(app, "add", content="harmless text", **{field: value})
+    assert field in err.value.message and AWS not in err.value.message
+    assert app.stats(namespace="*")["memories"] == 0
+    mid = call(app, "add", content="harmless text")["id"]
+    with pytest.raises(Refused):
+        call(app, "update", id=mid, **{field: value})
+    with pytest.raises(Refused):
+        call(app, "import", items=[{"content": "other text", field: value}])
+    kept = call(app, "add", content="another text", allow_secrets=True, **{field: value})
+    assert kept["warnings"]
+
+
+def test_redact_mode_drops_a_key_id_tag(make_app: Any) -> None:
+    app = make_app(model=None, secrets={"mode": "redact"})
+    rec = call(app, "add", content="harmless text", tags=["ok", AWS])
+    assert call(app, "get", id=rec["id"])["tags"] == ["ok"]
+
+
+@pytest.mark.parametrize("method", ["note.write", "note.append"])
+def test_a_note_with_a_credential_is_refused_like_a_memory(make_app: Any, method: str) -> None:
+    app = make_app(model=None)
+    note = app.cfg.workspace / "keys.md"
+    with pytest.raises(Refused) as err:
+        call(app, method, path="keys.md", content=f"the key is {AWS}\n")
+    with pytest.raises(Refused) as mem_err:
+        call(app, "add", content=f"the key is {AWS}")
+    assert err.value.message == mem_err.value.message  # the same error, the same hint
+    assert "allow_secrets" in err.value.message and AWS not in err.value.message
+    assert not note.exists()
+    out = call(app, method, path="keys.md", content=f"the key is {AWS}\n", allow_secrets=True)
+    assert out["path"] == "keys.md" and AWS in note.read_text()
+
+
+def test_a_note_with_a_credential_is_refused_through_mcp(make_app: Any) -> None:
+    from memoryd.agents import tools
+
+    app = make_app(model=None)
+
+    class Local(tools.Bridge):
+        def call(self, method: str, params: dict[str, Any]) -> Any:
+            try:
+                return api.lookup(method, params).fn(app, params)
+            except Refused as exc:
+                raise tools.ToolFailure(exc.message, exc.data) from None
+
+    bridge = Local.__new__(Local)
+    bridge.namespace = None
+    for name in ("write_note", "append_to_note"):
+        text, _, failed = tools.call_tool(
+            bridge, name, {"path": "keys.md", "content": f"key {AWS}"}
+        )
+        assert failed and "credential" in text and AWS not in text, text
+    assert not (app.cfg.workspace / "keys.md").exists()
+
+
+class _FailingStore:
+    """The app's store, except that every read and write raises StoreUnavailable: the database
+    went away after the note's file was written."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("read", "run_write", "write"):
+
+            def fail(*args: Any, **kwargs: Any) -> Any:
+                raise StoreUnavailable("the store is unreachable; nothing was written")
+
+            return fail
+        return getattr(self._store, name)
+
+
+@pytest.mark.parametrize("method", ["note.write", "note.append"])
+def test_a_store_failure_after_the_file_write_is_not_reported_as_nothing_written(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    app = make_app(model=None, dailylog={"enabled": False})
+    call(app, "note.write", path="log.md", content="# Log\n")
+    monkeypatch.setattr(app.indexer, "store", _FailingStore(app.store))
+    out = call(app, method, path="log.md", content="- shipped it\n")
+    assert out["indexed"] is False and "file was written" in out["warning"]
+    assert "do not retry" in out["warning"]
+    assert (app.cfg.workspace / "log.md").read_text().count("- shipped it") == 1
+    monkeypatch.undo()
+    app.reconcile()  # what the reconcile job does once the store answers again
+    hits = app.memories.get_note("log.md")
+    assert "shipped it" in hits["content"]
+
+
+def test_deleting_a_memory_removes_its_history(make_app: Any) -> None:
+    app = make_app(model=None)
+    mid = app.memories.add("first words").id
+    app.memories.update(mid, {"content": "second words"})
+    call(app, "validate", id=mid, useful=True)
+
+    def rows(con: Any) -> int:
+        return int(
+            con.execute("SELECT count(*) FROM history WHERE entry_id = ?", (mid,)).fetchall()[0][0]
+        )
+
+    assert app.store.read(rows) >= 2
+    call(app, "delete", id=mid)
+    assert app.store.read(rows) == 0
