@@ -239,3 +239,19 @@ def test_crossset_cut_is_chosen_leaving_the_set_out() -> None:
     assert held["b"]["cut"] == 0.3 and held["b"]["cross_empty"] == 0.6  # chosen on "a"
     assert held["a"]["cut"] == max(crossset.CUTS)  # "b" allows any cut: "a" pays for it
     assert held["a"]["drop"] == 0.5
+
+
+def test_weights_are_chosen_leaving_the_set_out() -> None:
+    from bench import weights
+
+    d, other = weights.key(weights.DEFAULT), weights.key(weights.COMBOS[1])
+    rest = {weights.key(c): [0.0, 0.0] for c in weights.COMBOS}
+    table = {
+        "a": {**rest, d: [0.9, 0.9], other: [0.5, 0.5]},
+        "b": {**rest, d: [0.9, 0.9], other: [0.5, 0.5]},
+        "c": {**rest, d: [0.2, 0.2], other: [0.8, 0.8]},  # prefers the other, outvoted
+    }
+    held = weights.loso(table)
+    assert held["c"]["chosen"] == d and held["c"]["held_out"] == [0.2, 0.2]
+    assert held["c"]["own_best"] == [other, [0.8, 0.8]]
+    assert held["a"]["chosen"] == other  # chosen on b and c: (0.9 + 0.2) / 2 < (0.5 + 0.8) / 2
