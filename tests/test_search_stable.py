@@ -50,18 +50,34 @@ def test_the_order_does_not_depend_on_the_wall_clock(make_app: Any) -> None:
 
 def test_a_grouped_note_lists_only_sections_that_would_be_hits(make_app: Any) -> None:
     app = make_app(dailylog={"enabled": False})
-    body = "\n\n".join(
-        f"## Part {i}\n\nThe apple harvest note number {i} for the orchard ledger."
-        for i in range(30)
-    )
-    (app.cfg.workspace / "orchard.md").write_text(f"# Orchard\n\n{body}\n")
-    (app.cfg.workspace / "other.md").write_text("# Other\n\nNothing about fruit here at all.\n")
+    parts = [
+        f"## Part {i}\n\nThe apple harvest note number {i} for the orchard."
+        if i % 2
+        else f"## Part {i}\n\nTractor engine oil schedule, entry {i}."
+        for i in range(20)
+    ]
+    (app.cfg.workspace / "orchard.md").write_text("# Orchard\n\n" + "\n\n".join(parts) + "\n")
     app.indexer.reconcile()
     settle(app)
+    lines = (app.cfg.workspace / "orchard.md").read_text().splitlines()
     for limit in (3, 10):
-        grouped = q(app, "apple harvest", limit=limit)["hits"]
-        chunks = q(app, "apple harvest", limit=limit, group="none")["hits"]
-        listed = {s["id"] for h in grouped for s in h.get("sections", ())}
+        hit = q(app, "apple harvest", limit=limit)["hits"][0]
+        listed = hit.get("sections") or []
         assert listed, "the note lists its other matching sections"
-        assert listed <= {h["id"] for h in chunks}, limit
-        assert len(listed) <= limit - 1
+        for sec in listed:
+            text = " ".join(lines[sec["start_line"] - 1 : sec["end_line"]])
+            assert "apple" in text, (limit, sec)
+
+
+def test_a_section_below_the_floor_is_not_listed() -> None:
+    """Issue 19.5, the rule itself: a section that no keyword backs and whose similarity is
+    under the model's `alone` floor is not listed; the note's best section always is."""
+    from memoryd.search.ranking import Candidate, Scale, listed_sections
+
+    best = Candidate(id=1, keyword_rank=1, fused=0.9)
+    keyed = Candidate(id=2, keyword_rank=3, fused=0.2)
+    near = Candidate(id=3, vector_rank=1, similarity=0.25, fused=0.1)
+    faint = Candidate(id=4, vector_rank=2, similarity=0.15, fused=0.01)  # floor 0.10, alone 0.20
+    note = Candidate(id=1, document_id=7, fused=0.9, sections=[best, keyed, near, faint])
+    listed_sections([note], Scale(0.10, 0.90, 0.20))
+    assert [c.id for c in note.sections] == [1, 2, 3]

@@ -22,8 +22,8 @@ What a hit is (see docs/protocol.md, "Scores"):
 - filters restrict both pools before ranking (the vector pool scans the filtered texts exactly
   when the filter leaves few of them), and BM25 is normalised without them, so a filtered search
   returns what an unfiltered one restricted afterwards does, with the same scores;
-- by default one result per note (its best chunk, plus the note's other sections that would
-  have been hits with group "none" at the same limit) or memory; `group="none"` gives raw
+- by default one result per note (its best chunk, plus the note's other sections that the
+  same rules would admit as hits) or memory; `group="none"` gives raw
   chunks; the pools are as large at every limit, and recency counts from the newest text
   ranked, so the order depends on neither the limit nor the clock;
 - `score` is in 0..1 and means the same in every query: 1 = the best keyword match on every
@@ -397,7 +397,7 @@ class Searcher:
             if req.explain:
                 out["absent"] = absent
         if req.group == "note":
-            listed_sections(ranked, scale, limit, cjk=cjk, corrected=corrected)
+            listed_sections(ranked, scale, cjk=cjk, corrected=corrected)
         out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale)
         if not out["hits"] and fuzzy_used and rewritten is not None:
             out["suggestion"] = rewritten.corrected_query  # what it found does not answer
