@@ -2,6 +2,7 @@
 python -m bench quality [--set NAME] [--modes keyword,vector,hybrid,auto] [--json]
                         [--backend postgres [--dsn DSN]]   (beside SQLite; bench/quality.py)
 python -m bench embedding | reads | bursts | soak --minutes N (bench/embedding.py)
+python -m bench entities [--json] [--misses]  (entity extraction: quality, speed; bench/entities.py)
 python -m bench targets   (the wall-clock targets the unit tests no longer assert; bench/targets.py)
 
 Prints a table and writes bench/results/<time>.json. See BENCHMARKS.md for the figures.
@@ -52,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["quality"]:
         return quality.main(argv[1:])
+    if argv[:1] == ["entities"]:
+        from bench import entities
+
+        return entities.main(argv[1:])
     if argv[:1] == ["targets"]:
         from bench import targets
 

@@ -15,6 +15,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from memoryd.agents.catalog import BY_NAME
 from memoryd.agents.tools import Bridge, call_tool, fmt_hits
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
@@ -35,6 +36,10 @@ EXPECTED_TOOLS = {
     "list_notes",
     "move_note",
     "recent_activity",
+    "edit_note",
+    "delete_note",
+    "links",
+    "backlinks",
 }
 
 
@@ -104,9 +109,10 @@ def test_mcp_end_to_end(daemon_factory: Any, tmp_path: Path) -> None:
             assert t.description and len(t.description) > 40, t.name
             assert t.input_schema["type"] == "object"
         search_tool = next(t for t in listed.tools if t.name == "search")
-        assert {"query", "tags", "since", "max_tokens", "group", "namespace"} <= set(
+        assert {"query", "tags", "since", "max_tokens", "filters", "namespace"} <= set(
             search_tool.input_schema["properties"]
         )
+        assert "group" in search_tool.input_schema["properties"]["filters"]["properties"]
 
         added = await s.call_tool(
             "remember", {"content": "The staging database runs on port 6543", "tags": ["infra"]}
@@ -139,7 +145,8 @@ def test_mcp_end_to_end(daemon_factory: Any, tmp_path: Path) -> None:
 
         read = await s.call_tool("read_note", {"path": "projects/mcp.md"})
         assert read.structured_content["sha256"] == wrote.structured_content["sha256"]
-        assert read.structured_content["content"].startswith("---\ntags: [demo]")
+        # the note's text is in the answer's text; the structured copy is no larger (issue 21)
+        assert "\n\n---\ntags: [demo]" in text(read)
 
         ok = await s.call_tool(
             "append_to_note",
@@ -439,7 +446,7 @@ def test_schemas_refuse_empty_required_text_and_malformed_sha256() -> None:
         ("move_note", {"path": "a.md", "new_path": ""}, "new_path"),
         ("write_note", {"path": "a.md", "content": "x", "expected_sha256": "abc"}, "sha256"),
     ]:
-        text_, _, failed = call_tool(b, name, args)
+        text_, _, failed = call_tool(b, name, args, BY_NAME)  # read_note: agents/notetools.py
         assert failed and needle in text_, (name, text_)
     assert b.calls == []  # refused before the daemon was asked
     b.answers["note.write"] = {"path": "a.md", "sha256": "ab" * 32, "created": True}
@@ -505,7 +512,8 @@ def test_two_agents_racing_on_one_note_and_the_daily_log(
         async with anyio.create_task_group() as tg:
             tg.start_soon(appends)
             tg.start_soon(remembers)
-        log = (await a.call_tool("read_note", {"path": day})).structured_content["content"]
+        # the note's text is in the answer's text (the structured copy is no larger: issue 21)
+        log = text(await a.call_tool("read_note", {"path": day})).split("\n\n", 1)[1]
         assert [i for i in range(10) if f"- b{i}\n" not in log] == []
         assert [i for i in range(10) if f"zebra{i}x" not in log] == []
 

@@ -13,45 +13,59 @@ Needs the `mcp` extra (`pip install 'memoryd[mcp]'`): the official MCP Python SD
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import sys
 from typing import Any
 
 from memoryd import __version__
-from memoryd.agents.tools import TOOLS, Bridge, call_tool
+from memoryd.agents import catalog
+from memoryd.agents.tools import Bridge
 from memoryd.ctl import client, socket_path
+
+PREFIX_ENV = "MEMORYD_MCP_PREFIX"
+_PREFIX = re.compile(r"^[A-Za-z0-9_-]{0,32}$")
+_ID = re.compile(r'"id"\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,200}")')
 
 # --- the MCP server ----------------------------------------------------------------------------
 
 
-def build_server(bridge: Bridge) -> Any:
+def build_server(bridge: Bridge, prefix: str = "") -> Any:
+    """The MCP server; `prefix` goes before every tool name (memoryd_search), so generic names
+    do not meet other servers' tools."""
     import anyio.to_thread
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
     tools = [
         types.Tool(
-            name=t.name,
+            name=prefix + t.name,
             description=t.description,
             input_schema=t.schema,
             annotations=types.ToolAnnotations(
                 read_only_hint=t.read_only,
-                destructive_hint=t.name in ("forget", "write_note", "move_note"),
+                destructive_hint=t.name in catalog.DESTRUCTIVE,
                 open_world_hint=False,
             ),
         )
-        for t in TOOLS
+        for t in catalog.ALL_TOOLS
     ]
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=tools)
 
     async def on_call(ctx: Any, params: Any) -> Any:
+        name = params.name
+        if prefix and name.startswith(prefix):
+            name = name[len(prefix) :]
+        elif prefix:
+            name = "\0" + name  # unprefixed names are not this server's
         text, structured, is_error = await anyio.to_thread.run_sync(
-            call_tool, bridge, params.name, params.arguments
+            catalog.call, bridge, name, params.arguments
         )
-        if structured is not None and not isinstance(structured, dict):
-            structured = {"result": structured}
+        if name.startswith("\0"):
+            text = f"unknown tool {params.name!r}: this server's tools are named {prefix}NAME"
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             structured_content=structured,
@@ -64,18 +78,100 @@ def build_server(bridge: Bridge) -> Any:
         instructions="memoryd is the user's local memory: notes in a markdown workspace plus "
         "memories agents add. Call session_context at the start of a task, search before "
         "asking the user something they may have said before, remember durable facts and "
-        "decisions, and use read_note/write_note with expected_sha256 to edit notes.",
+        "decisions, and use read_note, then edit_note (or write_note) with expected_sha256, to "
+        "change notes.",
         on_list_tools=list_tools,
         on_call_tool=on_call,
     )
 
 
-async def serve(bridge: Bridge) -> None:
+async def serve(bridge: Bridge, prefix: str = "") -> None:
     from mcp.server.stdio import stdio_server
 
-    server = build_server(bridge)
+    server = build_server(bridge, prefix)
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        answering = AnswerUnparsed(read, write)
+        await server.run(answering, write, server.create_initialization_options())
+
+
+def readable_id(exc: Exception) -> int | str | None:
+    """The request id of a line the SDK could not take, when it can be read: from the parsed
+    object (valid JSON, not a valid message) or from the raw text (JSON cut short)."""
+    errors = getattr(exc, "errors", None)
+    for err in errors() if callable(errors) else []:
+        value = err.get("input")
+        if isinstance(value, dict) and "id" in value:
+            rid = value["id"]
+            ok = isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
+            return rid if ok else None
+        if isinstance(value, str) and '"id"' in value:
+            m = _ID.search(value)
+            if m:
+                try:
+                    rid = json.loads(m.group(1))
+                except ValueError:
+                    return None
+                return rid if isinstance(rid, int | str) else None
+    return None
+
+
+class AnswerUnparsed:
+    """The SDK's read stream, except that a line it could not parse is answered at once with a
+    JSON-RPC error carrying the request's id when the id can be read (parse error -32700 or
+    invalid request -32600), instead of leaving the client to wait for its timeout."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self.inner, self.write = inner, write
+
+    def __getattr__(self, name: str) -> Any:  # last_context and the like
+        return getattr(self.inner, name)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self.inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._answer(item)
+
+    async def _answer(self, exc: Exception) -> None:
+        import mcp.types as types
+        from mcp.shared.message import SessionMessage
+
+        rid = readable_id(exc)
+        kinds = {e.get("type") for e in (exc.errors() if hasattr(exc, "errors") else [])}
+        code, what = (
+            (types.PARSE_ERROR, "parse error: the line is not valid JSON")
+            if "json_invalid" in kinds
+            else (types.INVALID_REQUEST, "invalid request: not a valid JSON-RPC 2.0 message")
+        )
+        print(f"memoryd mcp: {what} (id {rid!r})", file=sys.stderr)
+        if rid is None:
+            return
+        error = types.JSONRPCError(
+            jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=what)
+        )
+        await self.write.send(SessionMessage(error))
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __aiter__(self) -> AnswerUnparsed:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> AnswerUnparsed:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self.inner.__aexit__(*exc)
 
 
 def resolve_socket(explicit: str | None, config: str | None) -> str:
@@ -119,6 +215,12 @@ def add_parser(sub: Any) -> None:
         "daemon's)",
     )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the daemon")
+    p.add_argument(
+        "--prefix",
+        default=None,
+        help=f"put this before every tool name, e.g. memoryd_ (memoryd_search); default: "
+        f"${PREFIX_ENV}, else none",
+    )
     p.set_defaults(func=cmd_mcp)
 
 
@@ -130,7 +232,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         print("memoryd mcp needs the MCP SDK: pip install 'memoryd[mcp]'", file=sys.stderr)
         return 2
     namespace = args.namespace or os.environ.get("MEMORYD_NAMESPACE") or None
+    prefix = args.prefix if args.prefix is not None else os.environ.get(PREFIX_ENV, "")
+    if not _PREFIX.match(prefix):
+        print(
+            f"memoryd mcp: the tool name prefix may hold up to 32 letters, digits, '_' and '-' "
+            f"(got {len(prefix)} characters with others)",
+            file=sys.stderr,
+        )
+        return 2
     sockets = socket_candidates(args.socket, args.config)
     bridge = Bridge(sockets, namespace, timeout=args.timeout)
-    anyio.run(serve, bridge)
+    anyio.run(serve, bridge, prefix)
     return 0

@@ -271,40 +271,15 @@ MEMORY_FIELDS: dict[str, Any] = {
         "description": "phrases that bring this memory up through match_triggers",
     },
 }
-SEARCH_SCHEMA: dict[str, Any] = {
-    "query": {
-        **STR,
-        "minLength": 1,
-        "description": 'words or a question; "quoted phrase", -exclude, OR',
-    },
-    "limit": {**INT, "minimum": 1, "maximum": 100, "description": "results (default 10)"},
+# search: common parameters on top, the rare ones in one `filters` object (docs/agents.md)
+SEARCH_FILTERS: dict[str, Any] = {
     "mode": {"type": "string", "enum": ["auto", "keyword", "vector", "hybrid", "fuzzy"]},
-    "kind": {
-        "type": "string",
-        "enum": ["memory", "chunk", "all"],
-        "description": "memory = memories only, chunk = notes only (default all)",
-    },
     "type": {**STR, "description": "memory types, comma separated"},
-    "tags": {**TAGS, "description": "every tag listed must be present"},
     "source": STR,
-    "path": {**STR, "description": "only notes under this workspace folder or path prefix"},
-    "since": TIME,
-    "until": TIME,
     "min_importance": {**INT, "minimum": 1, "maximum": 10},
-    "namespace": NAMESPACE,
-    "tier": {
-        **STR,
-        "description": "tiers, comma separated: constitutional, critical, important, normal, "
-        "temporary, deprecated",
-    },
+    "tier": {**STR, "description": "tiers, comma separated (constitutional ... deprecated)"},
     "include_expired": BOOL,
     "include_deprecated": BOOL,
-    "max_tokens": {
-        **INT,
-        "minimum": 1,
-        "description": "token budget: full text for the top hits that fit, one-line summaries "
-        "for the rest",
-    },
     "group": {
         "type": "string",
         "enum": ["note", "none"],
@@ -316,6 +291,36 @@ SEARCH_SCHEMA: dict[str, Any] = {
         "enum": ["this", "all"],
         "description": "this (default) = this machine's notes and the memories; all = every "
         "machine's notes too (a team's shared PostgreSQL store)",
+    },
+}
+SEARCH_SCHEMA: dict[str, Any] = {
+    "query": {
+        **STR,
+        "minLength": 1,
+        "description": 'words or a question; "quoted phrase", -exclude, OR',
+    },
+    "limit": {**INT, "minimum": 1, "maximum": 100, "description": "results (default 10)"},
+    "kind": {
+        "type": "string",
+        "enum": ["memory", "chunk", "all"],
+        "description": "memory = memories only, chunk = notes only (default all)",
+    },
+    "tags": {**TAGS, "description": "every tag listed must be present"},
+    "path": {**STR, "description": "only notes under this workspace folder or path prefix"},
+    "since": TIME,
+    "until": TIME,
+    "namespace": NAMESPACE,
+    "max_tokens": {
+        **INT,
+        "minimum": 1,
+        "description": "token budget: full text for the top hits that fit, one-line summaries "
+        "for the rest",
+    },
+    "filters": {
+        "type": "object",
+        "properties": SEARCH_FILTERS,
+        "additionalProperties": False,
+        "description": "rarely needed: mode, type, tier, group, workspace, ... (see schema)",
     },
 }
 
@@ -342,6 +347,11 @@ def run_method(method: str, *, namespaced: bool = False) -> Callable[[Bridge, di
         return b.call(method, b.ns(args) if namespaced else args)
 
     return run
+
+
+def run_search(b: Bridge, args: dict[str, Any]) -> Any:  # `filters` spread into the params
+    params = {k: v for k, v in args.items() if k != "filters"}
+    return b.call("search", b.ns({**(args.get("filters") or {}), **params}))
 
 
 def run_feedback(b: Bridge, args: dict[str, Any]) -> Any:
@@ -393,7 +403,7 @@ TOOLS: list[ToolSpec] = [
         "path:line and heading. Use filters to narrow, max_tokens to cap the answer's size, "
         "then get (by id) or read_note (by path) for the full text.",
         _obj(SEARCH_SCHEMA, ("query",)),
-        run_method("search", namespaced=True),
+        run_search,
         fmt_hits,
     ),
     ToolSpec(
@@ -483,15 +493,6 @@ TOOLS: list[ToolSpec] = [
         read_only=False,
     ),
     ToolSpec(
-        "read_note",
-        "Read a whole markdown note from the workspace, front matter included. Returns its "
-        "text and sha256; pass that sha256 to write_note/append_to_note/move_note so a "
-        "concurrent edit is never overwritten.",
-        _obj({"path": NOTE_PATH}, ("path",)),
-        run_method("note.read"),
-        fmt_record,
-    ),
-    ToolSpec(
         "write_note",
         "Create or replace a whole markdown note (the content is the entire file, front "
         "matter included). Atomic; searchable at once. Give expected_sha256 when replacing.",
@@ -562,11 +563,18 @@ TOOLS: list[ToolSpec] = [
 TOOLS_BY_NAME = {t.name: t for t in TOOLS}
 
 
-def call_tool(bridge: Bridge, name: str, arguments: dict[str, Any] | None) -> tuple[str, Any, bool]:
-    """(text, structured result, is_error) for one tool call. Synchronous: run it in a thread."""
-    spec = TOOLS_BY_NAME.get(name)
+def call_tool(
+    bridge: Bridge,
+    name: str,
+    arguments: dict[str, Any] | None,
+    tools: dict[str, ToolSpec] | None = None,
+) -> tuple[str, Any, bool]:
+    """(text, structured result, is_error) for one tool call, from `tools` (default: this
+    module's table; memoryd.agents.catalog adds the note tools). Run it in a thread."""
+    table = TOOLS_BY_NAME if tools is None else tools
+    spec = table.get(name)
     if spec is None:
-        return f"unknown tool {name!r} (tools: {', '.join(TOOLS_BY_NAME)})", None, True
+        return f"unknown tool {name!r} (tools: {', '.join(table)})", None, True
     args = dict(arguments or {})
     problems = check_arguments(spec, args)
     if problems:

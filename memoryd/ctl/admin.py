@@ -374,6 +374,7 @@ def as_written(link: dict[str, Any]) -> str:
 
 
 def s_links(res: dict[str, Any], a: Namespace) -> int:
+    say_others(res, a.path)
     links = res.get("links") or []
     for link in links:
         where = link.get("path") or "(unresolved)"
@@ -385,7 +386,18 @@ def s_links(res: dict[str, Any], a: Namespace) -> int:
     return EXIT_OK
 
 
+def say_others(res: dict[str, Any], asked: object) -> None:
+    """A name several notes share: which one answered, and the others (on stderr)."""
+    if res.get("others"):
+        print(
+            f"{asked!s} names {len(res['others']) + 1} notes: showing {res.get('path')};"
+            f" the others: {', '.join(res['others'])}",
+            file=sys.stderr,
+        )
+
+
 def s_backlinks(res: dict[str, Any], a: Namespace) -> int:
+    say_others(res, a.path)
     links = res.get("backlinks") or []
     for link in links:
         heading = f"#{link['heading']}" if link.get("heading") else ""

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from memoryd.core.errors import InvalidInput
 from memoryd.core.fsutil import within
 from memoryd.core.logsetup import get_logger
+from memoryd.index.attachments import OtherFiles
 from memoryd.memory.validation import check_str
 from memoryd.store import Store, entries, links
 from memoryd.store.entries import DocumentInfo, NewChunk
@@ -144,6 +145,8 @@ class Indexer:
         self._lock = threading.RLock()
         self.totals = Report()
         self.last_reconcile: dict[str, Any] | None = None
+        # the names of the files that are not notes, for links to attachments
+        self.others = OtherFiles(self.root, lambda: self.settings, self.is_private, self.relpath)
 
     # -- paths --------------------------------------------------------------------------------
 
@@ -206,8 +209,10 @@ class Indexer:
 
     def scan(self, report: Report | None = None, under: str = ".") -> dict[str, FileState]:
         """Every accepted regular file under the workspace (or its folder `under`), following
-        only inner symlinks. Files skipped on the way are logged (and counted in `report`)."""
+        only inner symlinks. Files skipped on the way are logged (and counted in `report`);
+        the names of the other files seen are kept (self.others)."""
         found: dict[str, FileState] = {}
+        others: set[str] = set()
         seen_dirs: set[str] = set()
         follow = self.settings.follow_symlinks
         for dirpath, dirnames, filenames in os.walk(self.root / under, followlinks=follow):
@@ -229,6 +234,8 @@ class Indexer:
             for name in filenames:
                 rel = name if rel_dir == "." else f"{rel_dir}/{name}"
                 if not path_accepted(rel, self.settings) or self.is_private(rel):
+                    if self.others.wanted(rel):
+                        others.add(rel)
                     continue
                 try:
                     state = self._stat(rel)
@@ -240,6 +247,7 @@ class Indexer:
                 except FileNotFoundError:
                     continue
                 found[rel] = state
+        self.others.replace(under, others)
         return found
 
     def _stat(self, rel: str) -> FileState:

@@ -17,7 +17,12 @@ of the same batch is left out: the outer one covers it.
 
 Only events that can change content are subscribed to (create, write, close after writing,
 attributes, delete, move): opening and reading files in the workspace (an `rg`, an editor's
-preview) costs the daemon nothing, because the kernel does not report it.
+preview) costs the daemon nothing, because the kernel does not report it. An attribute change
+counts (watchdog reports it as its own event type): a file made readable again with chmod is
+indexed at once, and a folder made readable again is walked like one that appeared.
+
+`on_file`, when given, hears at once of every file or folder that appears or vanishes, notes or
+not: the indexer keeps the names of the other files (attachments) current with it.
 
 When the kernel's event queue overflows, events are lost: the watcher calls `on_overflow` so the
 owner can compare the whole workspace with the index at once.
@@ -38,9 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from watchdog.events import (
+    DirAttribEvent,
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
+    FileAttribEvent,
     FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -61,7 +68,7 @@ _WALK = 2  # a folder that appeared: deliver the accepted files under it as well
 _OPTIONAL = 4  # drop the folder if nothing accepted is under it (only created/moved-in folders)
 
 _IGNORED_TYPES = frozenset({"opened", "closed_no_write"})
-_IGNORED_DIR_TYPES = frozenset({"modified", "attrib", "closed", "opened", "closed_no_write"})
+_IGNORED_DIR_TYPES = frozenset({"modified", "closed", "opened", "closed_no_write"})
 
 
 # The events that can change what is indexed. Left out: opened, closed without writing (reads)
@@ -70,9 +77,11 @@ _IGNORED_DIR_TYPES = frozenset({"modified", "attrib", "closed", "opened", "close
 CONTENT_EVENTS: list[type[FileSystemEvent]] = [
     FileCreatedEvent,
     FileModifiedEvent,
+    FileAttribEvent,  # chmod: a file made readable again is indexed now
     FileClosedEvent,
     FileDeletedEvent,
     FileMovedEvent,
+    DirAttribEvent,  # chmod on a folder: the files in it may be readable now
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
@@ -113,6 +122,7 @@ class Watcher:
         on_error: Callable[[BaseException], None] | None = None,
         on_overflow: Callable[[], None] | None = None,
         max_wait: float = MAX_WAIT,
+        on_file: Callable[[Path], None] | None = None,
     ) -> None:
         self.root = Path(os.path.abspath(root))
         self._bases = {self.root, Path(os.path.realpath(self.root))}
@@ -121,6 +131,9 @@ class Watcher:
         self.accept = accept
         self.on_error = on_error
         self.on_overflow = on_overflow
+        # on_file(path): a file or folder (accepted or not) appeared or vanished; called on the
+        # observer thread at once, for cheap bookkeeping (the indexer's attachment names)
+        self.on_file = on_file
         self.max_wait = _check_debounce(max_wait)
         self._cond = threading.Condition()
         self._where: dict[Path, _Group] = {}  # pending path -> its group
@@ -254,6 +267,10 @@ class Watcher:
             return
         src = self._inside(event.src_path)
         dest = self._inside(getattr(event, "dest_path", None)) if kind == "moved" else None
+        if self.on_file is not None and kind in ("created", "deleted", "moved"):
+            for end in (src, dest):
+                if end is not None:
+                    self.on_file(end)
         if event.is_directory:
             if kind in _IGNORED_DIR_TYPES:
                 return
@@ -262,7 +279,8 @@ class Watcher:
                 return
             entries: list[tuple[Path, int]] = []
             if src is not None:
-                entries.append((src, _DIR | _WALK | _OPTIONAL if kind == "created" else _DIR))
+                appeared = kind in ("created", "attrib")  # attrib: chmod +rx, walk it again
+                entries.append((src, _DIR | _WALK | _OPTIONAL if appeared else _DIR))
             if dest is not None:
                 entries.append((dest, _DIR | _WALK | _OPTIONAL))
             self._touch(entries, moving=kind == "moved")

@@ -242,6 +242,7 @@ class App:
             accept=self.indexer.accepts,
             on_error=self._watch_batch_failed,
             on_overflow=lambda: self.reconcile_soon("inotify queue overflow"),
+            on_file=self.indexer.others.event,
         )
         try:
             w.start()

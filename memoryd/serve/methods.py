@@ -377,9 +377,9 @@ def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("links", {"path"})
 def note_links(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return vault.links(app.store, params.get("path"))
+    return vault.links(app.store, params.get("path"), app.indexer.others.snapshot())
 
 
 @method("backlinks", {"path"})
 def note_backlinks(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return vault.backlinks(app.store, params.get("path"))
+    return vault.backlinks(app.store, params.get("path"), app.indexer.others.snapshot())

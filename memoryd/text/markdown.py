@@ -29,6 +29,7 @@ from memoryd.core.timeutil import parse_time
 
 _ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_QUOTE = re.compile(r"^ {0,3}> ?")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _WORD = re.compile(r"\S+")
 MAX_FRONT_MATTER_BYTES = 65536
@@ -241,17 +242,39 @@ class _Section:
     head: int = 0  # how many of the first lines are the heading (1 for ATX, 2 for setext)
 
 
+def _unquoted(line: str, depth: int | None = None) -> tuple[int, str]:
+    """(how many block quote markers `>` open the line, the rest); with `depth`, strip at
+    most that many."""
+    n = 0
+    while depth is None or n < depth:
+        m = _QUOTE.match(line)
+        if m is None:
+            break
+        line = line[m.end() :]
+        n += 1
+    return n, line
+
+
 def fenced(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
     """Each line, with whether it belongs to a fenced code block (its fences included): the one
-    place that knows where ``` and ~~~ blocks open and close (chunker, tags, links, titles)."""
+    place that knows where ``` and ~~~ blocks open and close (chunker, tags, links, titles).
+    A fence inside a block quote or an Obsidian callout (`> ```css`) opens a block there too;
+    it closes at its closing fence or where the quote ends (CommonMark)."""
     fence: str | None = None
+    depth = 0  # the block quote depth the open fence lives at
     for line in lines:
-        m = _FENCE.match(line)
         if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = None
-            yield line, True
-        elif m:
+            n, inner = _unquoted(line, depth) if depth else (0, line)
+            if n == depth:
+                m = _FENCE.match(inner)
+                if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                    fence = None
+                yield line, True
+                continue
+            fence = None  # the quote ended, and the code block with it
+        depth, inner = _unquoted(line) if line.lstrip(" ").startswith(">") else (0, line)
+        m = _FENCE.match(inner)
+        if m:
             fence = m.group(1)
             yield line, True
         else:

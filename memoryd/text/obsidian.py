@@ -10,7 +10,10 @@ and resolving a link to a workspace path the way Obsidian does. Pure functions, 
 - Resolution: a markdown link is relative to the linking note's folder (then to the
   workspace); a wikilink names a note by path or by file name, case-insensitive, without or
   with `.md`; several notes with that name: the one in the linking note's folder, else the
-  shortest path (Obsidian's "shortest path when possible").
+  one with the shortest relative path from the linking note (so `[[Canvas]]` written in
+  `en/...` finds `en/Plugins/Canvas.md`, not `ja/プラグイン/Canvas.md`). A target no note
+  answers may name another workspace file, an attachment (`![[Engelbart.jpg]]`), by path or
+  by file name with its extension, chosen the same way.
 """
 
 from __future__ import annotations
@@ -177,14 +180,39 @@ def title(front_title: str | None, body: str, path: str) -> str:
 
 
 class Resolver:
-    """Resolves link targets against the workspace's note paths (built once per request)."""
+    """Resolves link targets against the workspace's note paths and, for attachments
+    (`![[diagram.png]]`, `[[paper.pdf]]`), its other files (built once per request)."""
 
-    def __init__(self, paths: Iterable[str]) -> None:
+    def __init__(self, paths: Iterable[str], files: Iterable[str] = ()) -> None:
         self.paths = set(paths)
         self._lower = {p.lower(): p for p in sorted(self.paths)}
         self._by_key: dict[str, list[str]] = {}
         for p in sorted(self.paths):
             self._by_key.setdefault(note_key(p), []).append(p)
+        # other files, by lower-cased path and by lower-cased file name (extension kept)
+        self._files_lower: dict[str, str] = {}
+        self._files_by_name: dict[str, list[str]] = {}
+        for f in sorted(set(files) - self.paths):
+            self._files_lower.setdefault(f.lower(), f)
+            self._files_by_name.setdefault(f.rsplit("/", 1)[-1].lower(), []).append(f)
+
+    def candidates(self, link: Link) -> list[str]:
+        """Every note (else file) a [[wikilink]] written by name could mean, by path."""
+        target = link.target.strip().lstrip("/")
+        if not target or target.startswith(("./", "../")):
+            return []
+        with_ext = target if target.lower().endswith(".md") else target + ".md"
+        found = self._by_key.get(note_key(with_ext), [])
+        if "/" in target:  # a partial path: it must be the end of the note's path
+            suffix = "/" + with_ext.lower()
+            found = [p for p in found if ("/" + p.lower()).endswith(suffix)]
+        if found:
+            return found
+        files = self._files_by_name.get(target.rsplit("/", 1)[-1].lower(), [])
+        if "/" in target:
+            suffix = "/" + target.lower()
+            files = [f for f in files if ("/" + f.lower()).endswith(suffix)]
+        return files
 
     def resolve(self, link: Link, source: str) -> str | None:
         if not link.target:
@@ -195,29 +223,45 @@ class Resolver:
                 candidate = posixpath.normpath(posixpath.join(base, link.target))
                 if candidate.startswith("../") or candidate == "..":
                     continue
-                if candidate in self.paths:
-                    return candidate
-                if candidate.lower() in self._lower:
-                    return self._lower[candidate.lower()]
+                found = self._exact(candidate)
+                if found is not None:
+                    return found
             return None
         target = link.target.strip().lstrip("/")
-        with_ext = target if target.lower().endswith(".md") else target + ".md"
-        if with_ext.startswith(("./", "../")):
+        if target.startswith(("./", "../")):
             # Obsidian's "relative path to file" link format: [[../folder/Note]]
-            candidate = posixpath.normpath(posixpath.join(folder, with_ext))
+            candidate = posixpath.normpath(posixpath.join(folder, target))
             if candidate.startswith("../") or candidate == "..":
                 return None
-            return self._lower.get(candidate.lower())
-        exact = self._lower.get(posixpath.normpath(with_ext).lower())
+            return self._exact(candidate, note_first=True)
+        exact = self._exact(posixpath.normpath(target), note_first=True)
         if exact is not None:
             return exact
-        candidates = self._by_key.get(note_key(with_ext), [])
-        if "/" in target:  # a partial path: it must be the end of the note's path
-            suffix = "/" + with_ext.lower()
-            candidates = [p for p in candidates if ("/" + p.lower()).endswith(suffix)]
-        if not candidates:
-            return None
-        near = [p for p in candidates if posixpath.dirname(p) == folder]
-        if near:
-            return near[0]
-        return min(candidates, key=lambda p: (len(p), p))
+        return nearest(self.candidates(link), source)
+
+    def _exact(self, path: str, *, note_first: bool = False) -> str | None:
+        """The note (or file) at this path, case-insensitive; with note_first, `path` may
+        leave out a note's .md ([[folder/Note]])."""
+        lower = path.lower()
+        if note_first and not lower.endswith(".md") and lower + ".md" in self._lower:
+            return self._lower[lower + ".md"]
+        return self._lower.get(lower) or self._files_lower.get(lower)
+
+
+def nearest(candidates: Iterable[str], source: str) -> str | None:
+    """Of the paths a link could mean, the one Obsidian picks: in the linking note's folder,
+    else the one with the shortest relative path from it (fewest steps, then fewest
+    characters, then by name), so a link in en/ stays in en/ when en/ has the note."""
+    folder = posixpath.dirname(source)
+    here = folder.split("/") if folder else []
+
+    def distance(path: str) -> tuple[bool, int, int, str]:
+        there = path.split("/")
+        common = 0
+        while common < min(len(here), len(there) - 1) and here[common] == there[common]:
+            common += 1
+        rel = [".."] * (len(here) - common) + there[common:]  # the relative path, as parts
+        steps = len(rel) - 1
+        return (posixpath.dirname(path) != folder, steps, len("/".join(rel)), path)
+
+    return min(candidates, key=distance, default=None)

@@ -1,0 +1,310 @@
+"""python -m bench entities [--json] [--reps N]
+
+Entity extraction (memoryd/text/entities.py): precision, recall and F1 per type on the labelled
+sets in bench/data/entities (gold.txt, written for memoryd; wnut17-test.jsonl, WNUT-17's test
+set), then its speed beside the chunker and beside keyword-mode indexing over the same notes
+(every corpus in bench/data). See BENCHMARKS.md, "Entities: extraction".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memoryd.text.entities import (
+    Mention,
+    canonical_key,
+    display_name,
+    extract,
+    extract_document,
+    extract_note,
+)
+from memoryd.text.markdown import chunk_markdown, parse_front_matter
+
+DATA = Path(__file__).parent / "data"
+GOLD = DATA / "entities" / "gold.txt"
+WNUT = DATA / "entities" / "wnut17-test.jsonl"
+TYPES = ("person", "system", "place", "identifier", "tag", "other")
+Triple = tuple[str, int, str, str]  # item, line, key, type
+
+
+@dataclass(frozen=True)
+class Item:
+    kind: str  # "note" | "memory"
+    name: str
+    text: str
+    gold: frozenset[tuple[int, str, str]]  # line, key, type
+
+
+def load_gold(path: Path = GOLD) -> list[Item]:
+    """The items of gold.txt: `=== note PATH` / `=== memory ID`, text, `%= type:Name, ...`."""
+    items: list[Item] = []
+    head: tuple[str, str] | None = None
+    lines: list[str] = []
+    gold: set[tuple[int, str, str]] = set()
+
+    def close() -> None:
+        if head is not None:
+            while lines and not lines[-1].strip():
+                lines.pop()
+            items.append(Item(head[0], head[1], "\n".join(lines) + "\n", frozenset(gold)))
+
+    for raw in path.read_text(encoding="utf-8").split("\n"):
+        if raw.startswith("%%") and head is None:
+            continue
+        if raw.startswith("=== "):
+            close()
+            kind, _, name = raw[4:].partition(" ")
+            head, lines, gold = (kind, name.strip()), [], set()
+            continue
+        if head is None:
+            continue
+        if raw.startswith("%= "):
+            for label in raw[3:].split(","):
+                kind, _, name = label.strip().partition(":")
+                if kind not in TYPES or not name:
+                    raise ValueError(f"{head[1]}: bad label {label!r}")
+                key = canonical_key(name) if kind != "tag" else name.strip().lower()
+                gold.add((len(lines), key, kind))
+            continue
+        lines.append(raw)
+    close()
+    return items
+
+
+def predict(item: Item) -> list[Mention]:
+    return extract_note(item.text, item.name) if item.kind == "note" else extract(item.text)
+
+
+def scores(pred: set[Triple], gold: set[Triple]) -> dict[str, dict[str, float]]:
+    """Per type, and over all types (typed), and detection ignoring type ("any")."""
+    out: dict[str, dict[str, float]] = {}
+    for t in (*TYPES, "all"):
+        p = {x for x in pred if t == "all" or x[3] == t}
+        g = {x for x in gold if t == "all" or x[3] == t}
+        out[t] = _prf(len(p & g), len(p), len(g))
+    p_any = {x[:3] for x in pred}
+    g_any = {x[:3] for x in gold}
+    out["any"] = _prf(len(p_any & g_any), len(p_any), len(g_any))
+    return out
+
+
+def _prf(tp: int, np_: int, ng: int) -> dict[str, float]:
+    p = tp / np_ if np_ else 0.0
+    r = tp / ng if ng else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return {"precision": p, "recall": r, "f1": f, "predicted": np_, "gold": ng}
+
+
+def evaluate_gold(items: list[Item]) -> dict[str, Any]:
+    pred: set[Triple] = set()
+    gold: set[Triple] = set()
+    for it in items:
+        pred |= {(it.name, m.line, m.key, m.type) for m in predict(it)}
+        gold |= {(it.name, line, key, t) for line, key, t in it.gold}
+    return {"items": len(items), "scores": scores(pred, gold), "misses": _diff(pred, gold)}
+
+
+def _diff(pred: set[Triple], gold: set[Triple]) -> dict[str, list[str]]:
+    fp = sorted(f"{i}:{ln} {k} ({t})" for i, ln, k, t in pred - gold)
+    fn = sorted(f"{i}:{ln} {k} ({t})" for i, ln, k, t in gold - pred)
+    return {"false_positives": fp, "false_negatives": fn}
+
+
+def evaluate_wnut(path: Path = WNUT) -> dict[str, Any]:
+    """Sentence level: an entity counts when its key and type are found in its sentence."""
+    pred: set[Triple] = set()
+    gold: set[Triple] = set()
+    n = 0
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(raw)
+        n += 1
+        sid = str(row["id"])
+        gold |= {(sid, 1, canonical_key(s), t) for t, s in row["entities"]}
+        for m in extract(row["text"]):
+            if m.type in ("person", "system", "place", "other"):
+                pred.add((sid, 1, m.key, m.type))
+    return {"items": n, "scores": scores(pred, gold)}
+
+
+# --- speed -------------------------------------------------------------------------------------
+
+
+def corpus_notes() -> list[tuple[str, str]]:
+    """(path, text) of every note in bench/data's retrieval sets."""
+    notes = [
+        (str(p.relative_to(DATA)), p.read_text(encoding="utf-8"))
+        for p in sorted(DATA.glob("*/corpus/**/*.md"))
+    ]
+    qa = DATA / "notes-qa" / "corpus.jsonl"
+    for raw in qa.read_text(encoding="utf-8").splitlines():
+        d = json.loads(raw)
+        notes.append((f"notes-qa/{d['_id']}.md", f"# {d.get('title', '')}\n\n{d['text']}\n"))
+    return notes
+
+
+def speed(reps: int = 5, index: bool = True) -> dict[str, Any]:
+    """Best of `reps` passes each, in CPU time of this process (the machine is shared: wall
+    time swings with the neighbours' load; these are pure functions, so on an idle machine CPU
+    time is their wall time): the chunker alone, and extraction, over the same notes.
+    Keyword indexing is wall time (its fsyncs are part of its cost), best of two."""
+    notes = corpus_notes()
+    chunks = sum(
+        len(chunk_markdown(b, first_line=f))
+        for b, f in (parse_front_matter(t)[1:] for _, t in notes)
+    )
+    mentions = sum(len(extract_note(t, p)) for p, t in notes)
+
+    def best(fn: Any) -> float:
+        times = []
+        for _ in range(reps):
+            t = time.process_time()
+            fn()
+            times.append(time.process_time() - t)
+        return min(times)
+
+    def cold() -> None:  # every pass starts with empty caches, as a first indexing does
+        canonical_key.cache_clear()
+        display_name.cache_clear()
+
+    def chunker() -> None:
+        for _path, text in notes:
+            _fm, body, first = parse_front_matter(text)
+            chunk_markdown(body, first_line=first)
+
+    def extraction() -> None:
+        cold()
+        for path, text in notes:
+            extract_note(text, path)
+
+    parsed = [(path, text, *parse_front_matter(text)) for path, text in notes]
+
+    def added() -> None:  # what indexing would add: front matter is parsed already
+        cold()
+        for path, text, fm, body, first in parsed:
+            extract_document(fm, body, first, text, path)
+
+    chunk_s = best(chunker)
+    extract_s = best(extraction)
+    added_s = best(added)
+    out: dict[str, Any] = {
+        "notes": len(notes),
+        "chunks": chunks,
+        "mentions": mentions,
+        "chunker_chunks_per_s": chunks / chunk_s,
+        "extract_chunks_per_s": chunks / extract_s,
+        "extract_over_chunker": extract_s / chunk_s,
+        "added_chunks_per_s": chunks / added_s,
+        "added_over_chunker": added_s / chunk_s,
+    }
+    if index:
+        runs = [keyword_index_seconds(notes) for _ in range(2)]
+        index_s = min(r[0] for r in runs)
+        index_cpu = min(r[1] for r in runs)
+        out["index_chunks_per_s"] = chunks / index_s
+        out["extract_over_index"] = extract_s / index_s
+        out["added_over_index"] = added_s / index_s
+        out["index_cpu_chunks_per_s"] = chunks / index_cpu
+        out["added_over_index_cpu"] = added_s / index_cpu
+    return out
+
+
+def keyword_index_seconds(notes: list[tuple[str, str]]) -> tuple[float, float]:
+    """Cold keyword-mode indexing (reconcile) of the same notes: (wall, CPU) seconds."""
+    from bench.run import make_config
+    from memoryd.index.embed import ModelHolder
+    from memoryd.serve.app import App
+
+    root = Path(tempfile.mkdtemp(prefix="memoryd-bench-ent-"))
+    try:
+        cfg = make_config(root)
+        for path, text in notes:
+            f = Path(cfg.workspace) / path
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(text, encoding="utf-8")
+        app = App(cfg, model=ModelHolder(None, description="keyword only"))
+        try:
+            t, c = time.perf_counter(), time.process_time()
+            app.indexer.reconcile()
+            return time.perf_counter() - t, time.process_time() - c
+        finally:
+            app.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# --- report ------------------------------------------------------------------------------------
+
+
+def print_scores(title: str, res: dict[str, Any], rows: tuple[str, ...]) -> None:
+    print(f"\n{title} ({res['items']} items)")
+    print(f"  {'type':<11}{'P':>7}{'R':>7}{'F1':>7}{'pred':>7}{'gold':>7}")
+    for t in rows:
+        s = res["scores"][t]
+        print(
+            f"  {t:<11}{s['precision']:>7.3f}{s['recall']:>7.3f}{s['f1']:>7.3f}"
+            f"{s['predicted']:>7}{s['gold']:>7}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench entities", description=__doc__)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--misses", action="store_true", help="list false positives and negatives")
+    p.add_argument("--no-index", action="store_true", help="skip the keyword indexing timing")
+    args = p.parse_args(argv)
+    from memoryd.core import logsetup
+
+    logsetup.configure("warning")
+    result = {
+        "gold": evaluate_gold(load_gold()),
+        "wnut17": evaluate_wnut(),
+        "speed": speed(args.reps, index=not args.no_index),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print_scores(
+        "memoryd gold set (bench/data/entities/gold.txt)", result["gold"], (*TYPES, "all", "any")
+    )
+    print_scores(
+        "WNUT-17 test (person, corporation+product=system, location=place, group+creative=other)",
+        result["wnut17"],
+        ("person", "system", "place", "other", "all", "any"),
+    )
+    if args.misses:
+        for kind, lines in result["gold"]["misses"].items():
+            print(f"\n{kind}:")
+            for ln in lines:
+                print(f"  {ln}")
+    s = result["speed"]
+    print(
+        f"\nspeed over {s['notes']} notes ({s['chunks']} chunks, {s['mentions']} mentions):\n"
+        f"  chunker (front matter + chunk_markdown) {s['chunker_chunks_per_s']:>10.0f} chunks/s\n"
+        f"  extraction (extract_note)               {s['extract_chunks_per_s']:>10.0f} chunks/s\n"
+        f"  extraction time / chunker time          {s['extract_over_chunker']:>10.2f}\n"
+        f"  extraction, front matter parsed already {s['added_chunks_per_s']:>10.0f} chunks/s\n"
+        f"  that time / chunker time                {s['added_over_chunker']:>10.2f}"
+    )
+    if "index_chunks_per_s" in s:
+        print(
+            f"  keyword-mode indexing (cold reconcile)  {s['index_chunks_per_s']:>10.0f} chunks/s\n"
+            f"  extraction time / indexing time         {s['extract_over_index']:>10.2f}\n"
+            f"  added extraction time / indexing time   {s['added_over_index']:>10.2f}"
+            "  (target <= 0.15)\n"
+            f"  keyword-mode indexing, CPU time   {s['index_cpu_chunks_per_s']:>16.0f} chunks/s\n"
+            f"  added extraction CPU / indexing CPU     {s['added_over_index_cpu']:>10.2f}"
+            "  (target <= 0.15)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

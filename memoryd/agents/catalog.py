@@ -1,0 +1,108 @@
+"""Every MCP tool of `memoryd mcp` in one table (memoryd.agents.tools, then the note tools of
+memoryd.agents.notetools), the optional name prefix, and the rule that a tool's structured
+copy is never larger than its text (fit)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memoryd.agents.notetools import NOTE_TOOLS
+from memoryd.agents.tools import TOOLS, Bridge, ToolSpec, call_tool
+
+_ORDER = ["search", "remember", "get", "update", "forget", "session_context", "match_triggers"]
+ALL_TOOLS: list[ToolSpec] = sorted(
+    [*TOOLS, *NOTE_TOOLS],
+    key=lambda t: _ORDER.index(t.name) if t.name in _ORDER else len(_ORDER),
+)
+BY_NAME: dict[str, ToolSpec] = {t.name: t for t in ALL_TOOLS}
+SMALL = 256  # characters a short answer's copy may always take (its path, sha256, flags)
+ESSENTIAL = frozenset({"id", "path", "new_path", "sha256", "offset", "next_offset", "total"})
+ITEM_KEYS = ESSENTIAL | {"kind", "score", "line", "start_line", "heading", "target", "summary"}
+DESTRUCTIVE = frozenset({"forget", "write_note", "move_note", "edit_note", "delete_note"})
+
+
+def size(value: Any) -> int:
+    """The length of `value` as compact JSON text (what the host passes on)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def fit(structured: Any, text: str) -> Any:
+    """The structured copy of a tool's answer, no larger than its text (or than SMALL
+    characters, so that a one-line answer's copy keeps its path and sha256): null fields dropped,
+    then prose the text already holds (a note's content, a memory's text), then prose at all,
+    then the fields of list items other than ITEM_KEYS, then list items from the end
+    (`"truncated": true` says so). The text is what the agent
+    reads; the copy gives it the ids, paths, shas and offsets to act on."""
+    limit = max(len(text), SMALL)
+    out = _pruned(structured)
+    if size(out) <= limit:
+        return out
+    flat = " ".join(text.split())
+    out = _drop_strings(out, lambda s: _prose(s) and " ".join(s.split())[:200] in flat)
+    if size(out) <= limit:
+        return out
+    out = _drop_strings(out, _prose)
+    if size(out) <= limit:
+        return out
+    out = _items_cut(out)  # the items of lists (hits, links) keep what names and places them
+    if size(out) <= limit or not isinstance(out, dict):
+        return out if size(out) <= limit else {"truncated": True}
+    out = {**out, "truncated": True}
+    while size(out) > limit:
+        lists = [(k, v) for k, v in out.items() if isinstance(v, list) and v]
+        if lists:
+            key, longest = max(lists, key=lambda kv: size(kv[1]))
+            out[key] = longest[:-1]
+            continue
+        rest = [k for k in out if k != "truncated"]
+        if not rest:
+            break
+        # the fields an agent acts on (ids, paths, shas, offsets) go last
+        del out[max(rest, key=lambda k: (k not in ESSENTIAL, size(out[k])))]
+    return out
+
+
+def _prose(s: str) -> bool:
+    """Text rather than an identifier: an id, a sha256, a path or a time (no white space, not
+    over 200 characters) is what an agent acts on and is always kept."""
+    return len(s) > 200 or (len(s) >= 40 and any(c.isspace() for c in s))
+
+
+def _items_cut(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _items_cut(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [
+            {k: v for k, v in item.items() if k in ITEM_KEYS} if isinstance(item, dict) else item
+            for item in value
+        ]
+    return value
+
+
+def _pruned(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _pruned(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
+def _drop_strings(value: Any, drop: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _drop_strings(v, drop)
+            for k, v in value.items()
+            if not (isinstance(v, str) and drop(v))
+        }
+    if isinstance(value, list):
+        return [_drop_strings(v, drop) for v in value if not (isinstance(v, str) and drop(v))]
+    return value
+
+
+def call(bridge: Bridge, name: str, arguments: dict[str, Any] | None) -> tuple[str, Any, bool]:
+    """(text, structured copy that fits, is_error) for one call of any tool."""
+    text, structured, is_error = call_tool(bridge, name, arguments, BY_NAME)
+    if structured is not None and not isinstance(structured, dict):
+        structured = {"result": structured}
+    return text, (None if structured is None else fit(structured, text)), is_error

@@ -1,0 +1,481 @@
+"""Entities: who and what a note or a memory is about. Pure functions of strings, no model.
+
+`extract(text, first_line)` reads a memory's text or a note body (front matter removed);
+`extract_note(text, path)` reads a whole note file, front matter included. Both return one
+`Mention` per occurrence, each with the 1-based line it stands on and its entity's canonical
+key, name and type, resolved over the whole text given (so index a note as a whole and give each
+chunk the mentions inside its line range: `in_lines`).
+
+Explicit entities: `[[target|alias]]` (the alias is a surface form of the target), front-matter
+`aliases` (of the note's title), list fields (`people`, `projects`, `places`, `tags`... see
+entity_cues.FIELD_TYPES), `#tags`, `@mentions`. Implicit ones: runs of one to four capitalised
+words (connectors such as "of" and "van" inside), without the words that are never names, and
+without a sentence-initial common word unless the same text names it elsewhere, a person cue
+follows ("Caroline said", "Caroline:") or it is possessive; code identifiers (snake_case,
+SCREAMING_CASE, camelCase, calls `f()`, kebab-case with a digit or an infrastructure suffix,
+letters mixed with digits such as SEV2), hostnames, URL hosts and emails. Nothing is read
+inside fenced code; `inline code` yields its identifiers only. CJK names only where marked:
+wikilinks, front matter, 「」【】《》 or quotes around them, or an honorific after them (田中さん).
+
+Types: person, system (projects, products, organisations), place, identifier, tag, other; votes
+from where a mention came (front-matter field, @mention, tag, code shape) and from the words
+around it (honorifics, "said", "the X service", "X 3.12", "moved to X", "New ...", "... Street",
+CamelCase), summed over the text; no vote means other.
+
+Canonical key: NFKC, Latin diacritics folded, case folded, possessive and surrounding
+punctuation stripped, white space collapsed; tags keep their "#". A wikilink alias or a note
+alias maps to its target's key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from memoryd.text import entity_cues as cues
+from memoryd.text.entity_cues import IDENTIFIER, OTHER, PERSON, PLACE, SYSTEM, TAG
+from memoryd.text.entity_spans import (
+    HAS_CJK,
+    POSSESSIVE,
+    TICKS,
+    WIKI,
+    Raw,
+    add,
+    blank,
+    canonical_key,
+    code_span,
+    display_name,
+    explicit,
+)
+
+__all__ = [
+    "Entity",
+    "Mention",
+    "canonical_key",
+    "display_name",
+    "entities",
+    "extract",
+    "extract_document",
+    "extract_note",
+    "in_lines",
+]
+from memoryd.text.markdown import FrontMatter, atx_heading, fenced, parse_front_matter
+
+
+@dataclass(frozen=True)
+class Mention:
+    """One occurrence of an entity: `key` and `name`/`type` are the entity's (canonical, the
+    same for every mention of it in one extraction); `surface` is the text as written."""
+
+    key: str
+    name: str
+    type: str
+    line: int
+    surface: str
+    source: str  # wikilink alias front_matter title tag mention name code host url email quoted
+
+
+@dataclass(frozen=True)
+class Entity:
+    key: str
+    name: str
+    type: str
+    aliases: tuple[str, ...]  # the other surface forms, as written
+    lines: tuple[int, ...]
+
+
+# --- capitalised names -------------------------------------------------------------------------
+
+_HAS_DIGIT = re.compile(r"\d").search
+_PERSONAL = cues.PRONOUNS | cues.KIN
+_FIELD = re.compile(r"^\W*([A-Za-z_]+)\s*::?\s")
+_CAPWORD = re.compile(r"(?<![\w'’-])[^\W\d_a-z][\w]*(?:['’\-][^\W_]+)*['’]?")
+_WORD = re.compile(r"[^\W\d_][\w]*(?:['’\-][^\W_]+)*['’]?")
+_INITIAL_GAP = set('.!?:;"“”‘([{>|*•…—–')
+
+
+@dataclass
+class _Run:
+    line: int
+    words: list[str]
+    initial: bool  # the first word starts a sentence, a line or a heading
+    before: tuple[str, ...]  # up to two words before, lower-cased
+    after: str  # the word after, lower-cased
+    after_gap: str  # what stands between the run and that word
+    honorific: bool
+    all_initial: bool  # a heading or a table row: every word is like sentence-initial
+    field_type: str | None  # the line starts "Attendees:" or another field that types names
+    window: tuple[str, ...]  # the three words after, lower-cased
+
+
+def _word_key(w: str) -> str:
+    return POSSESSIVE.sub("", w).lower() if "'" in w or "’" in w else w.lower()
+
+
+def _nameword(w: str) -> bool:
+    if not w[0].isupper():
+        return False
+    k = _word_key(w)
+    if k in cues.STOP or k in cues.HONORIFICS or (k[-1:] == "s" and k[:-1] in cues.STOP):
+        return False
+    return not (w.isupper() and (len(k) < 2 or k in cues.common_words()))
+
+
+def _runs(line: str, n: int) -> list[_Run]:
+    caps = [
+        (m.start(), m.end(), m.group()) for m in _CAPWORD.finditer(line) if _nameword(m.group())
+    ]
+    if not caps:
+        return []
+    all_initial = atx_heading(line) is not None or line.lstrip().startswith("|")
+    field = _FIELD.match(line)
+    field_type = cues.LINE_FIELDS.get(field.group(1).lower()) if field else None
+    runs: list[_Run] = []
+    i = 0
+    while i < len(caps):
+        j, end = i + 1, caps[i][1]
+        while j < len(caps) and j - i < 4:
+            between = line[caps[j - 1][1] : caps[j][0]]
+            if between != " " and not (
+                between[:1] == " " == between[-1:] and between.strip() in cues.CONNECTORS
+            ):
+                break
+            j += 1
+        s, end = caps[i][0], caps[j - 1][1]
+        before: list[tuple[int, int, str]] = []
+        for width in (32, 160):  # two words back, most often within 32 characters
+            lo = max(0, s - width)
+            before = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(line, lo, s)]
+            if before and before[0][0] == lo > 0:
+                before = before[1:]  # a word cut by the window
+            if len(before) >= 2 or lo == 0:
+                break
+        gap = line[before[-1][1] : s] if before else line[:s]
+        prev = [w.lower().rstrip(".") for _, _, w in before[-2:]]
+        honorific = bool(prev) and prev[-1] in cues.HONORIFICS and gap.strip() in ("", ".")
+        initial = not before or any(c in _INITIAL_GAP for c in gap) or gap.strip() == "-"
+        if honorific:
+            gap2 = line[before[-2][1] : before[-1][0]] if len(before) > 1 else ""
+            initial = len(before) > 1 and any(c in _INITIAL_GAP for c in gap2)
+        after_words = [(m.start(), m.group()) for m in islice(_WORD.finditer(line, end), 3)]
+        after = after_words[0][1].lower() if after_words else ""
+        after_gap = line[end : after_words[0][0]] if after_words else line[end:]
+        window = tuple(w.lower() for _, w in after_words)
+        words = line[s:end].split(" ")
+        runs.append(
+            _Run(
+                n,
+                words,
+                initial,
+                tuple(prev),
+                after,
+                after_gap,
+                honorific,
+                all_initial,
+                field_type,
+                window,
+            )
+        )
+        i = j
+    return runs
+
+
+def _keep(run: _Run, known: set[str]) -> list[str]:
+    """The run's words that make a name ([] when none), dropping sentence-initial common words."""
+    words = list(run.words)
+    common = cues.common_words()
+    if run.all_initial:
+        if len(words) == 1 and _word_key(words[0]) in common:
+            return words if canonical_key(words[0]) in known else []
+        while (
+            words and _word_key(words[0]) in common and canonical_key(" ".join(words)) not in known
+        ):
+            words.pop(0)
+        while (
+            words and _word_key(words[-1]) in common and canonical_key(" ".join(words)) not in known
+        ):
+            words.pop()
+        return words
+    if run.initial and not run.honorific and canonical_key(" ".join(words)) not in known:
+
+        def plain(w: str) -> bool:
+            k = _word_key(w)
+            parts = k.split("-")
+            return k in common or len(k) <= 3 or all(p in common or len(p) <= 3 for p in parts)
+
+        if len(words) == 1:
+            cue = run.after in cues.PERSON_AFTER or words[0].endswith(("'s", "’s"))
+            if plain(words[0]) and not cue:
+                return []
+        else:  # "Check Grafana" -> Grafana; "Julia Evans", "New York" stay whole
+            while len(words) > 1 and plain(words[0]) and not all(plain(w) for w in words[1:]):
+                words.pop(0)
+    while words and words[0].lower() in cues.CONNECTORS:
+        words.pop(0)
+    return words
+
+
+def _speaker(run: _Run) -> bool:
+    """'Maya: ...' at the start of a line."""
+    return (
+        run.initial
+        and not run.all_initial
+        and run.after_gap.startswith(":")
+        and len(run.words) <= 2
+    )
+
+
+def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, float]:
+    """The type votes of one run; `speakers` are the names that open two lines or more."""
+    v: dict[str, float] = defaultdict(float)
+    first, last = _word_key(words[0]), _word_key(words[-1])
+    text = " ".join(words)
+    prev = run.before[-1] if run.before else ""
+    prev2 = " ".join(run.before)
+    after, tight = run.after, run.after_gap == " "
+    possessive = words[-1].endswith(("'s", "’s"))
+    shouted = text.isupper()  # an acronym is rarely a person
+    if run.honorific:
+        v[PERSON] += 3
+    if after in cues.PERSON_AFTER:
+        v[PERSON] += 2
+    if words == run.words and _speaker(run) and canonical_key(text) in speakers:
+        v[PERSON] += 1.5
+    if run.field_type:
+        v[run.field_type] += 2
+    if not shouted and not _PERSONAL.isdisjoint(run.window):
+        v[PERSON] += 1
+    if not shouted and prev in cues.PERSON_BEFORE:
+        v[PERSON] += 1
+    if prev2 in cues.PERSON_BEFORE_2:
+        v[PERSON] += 2
+    if prev2 in cues.SYSTEM_BEFORE_2:
+        v[SYSTEM] += 2
+    if possessive:
+        v[PERSON] += 0.5
+    if tight and after in cues.SYSTEM_AFTER:
+        v[SYSTEM] += 2
+    if len(words) > 1 and (last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX):
+        v[SYSTEM] += 3
+    if tight and len(words) == 1 and after in cues.PLACE_AFTER:
+        v[PLACE] += 1.5
+    if tight and after[:1].isdigit() and cues.VERSION.match(after):
+        v[SYSTEM] += 2
+    if prev in cues.SYSTEM_BEFORE:
+        v[SYSTEM] += 1
+    if any(p[1:] != p[1:].lower() and not p.isupper() for w in words for p in w.split("-")):
+        v[SYSTEM] += 1.5
+    if _HAS_DIGIT(text):
+        v[SYSTEM] += 1
+    if any(len(w) > 5 and w.lower().endswith(cues.SYSTEM_SUFFIX) for w in words):
+        v[SYSTEM] += 1
+    if prev in cues.PLACE_BEFORE and not possessive:  # "at Sam's" is Sam's place
+        v[PLACE] += 1
+    elif prev == "to" and not possessive:
+        v[PLACE] += 0.75
+    if prev2 in cues.PLACE_BEFORE_2 or prev in cues.PLACE_BEFORE_2:
+        v[PLACE] += 2
+    if len(words) > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
+        v[PLACE] += 2
+    return v
+
+
+def _names(lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str]) -> None:
+    runs = [r for n, line in lines for r in _runs(line, n)]
+    for r in runs:  # names written mid-sentence tell which sentence-initial words are names
+        if not r.initial and not r.all_initial:
+            known.add(canonical_key(" ".join(r.words)))
+    seen: set[str] = set()
+    speakers: set[str] = set()
+    for r in runs:  # a chat's speakers open several lines; "Unfreeze: ..." opens one
+        if _speaker(r):
+            k = canonical_key(" ".join(r.words))
+            (speakers if k in seen else seen).add(k)
+    known |= speakers
+    for r in runs:
+        words = _keep(r, known)
+        if words and r.field_type and words[0].lower() in cues.LINE_FIELDS:
+            words = words[1:]
+        if not words:
+            continue
+        surface = " ".join(words)
+        raw = add(out, surface, r.line, "name")
+        if raw is not None:
+            raw.votes = dict(_run_votes(r, words, speakers))
+
+
+# --- the whole extraction ----------------------------------------------------------------------
+
+
+def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> None:
+    kept: list[tuple[int, str]] = []
+    for i, (line, code) in enumerate(fenced(body.split("\n"))):
+        if code or not line.strip():
+            continue
+        n = first_line + i
+        if "`" in line:
+            for m in TICKS.finditer(line):
+                code_span(m.group(2), n, out)
+                line = blank(line, m.start(), m.end())
+        kept.append((n, explicit(line, n, out, known)))
+    cjk = [k for k in known if HAS_CJK(k)]
+    if cjk:  # a CJK name the front matter or a wikilink gave, wherever the text writes it
+        for n, line in kept:
+            for k in cjk:
+                if k in line:
+                    add(out, k, n, "name", key=k)
+    _names(kept, out, known)
+
+
+def _front(
+    raw: dict[str, Any], head: list[str], title: str | None, title_line: int, out: list[Raw]
+) -> None:
+    """Mentions from front matter; `head` is the file's first lines (front matter included);
+    the note's title stands on `title_line`."""
+    keys: dict[str, int] = {}
+    for i, line in enumerate(head):
+        m = re.match(r"^([A-Za-z_][\w-]*)\s*:", line)
+        if m:
+            keys.setdefault(m.group(1).lower(), i)
+
+    def where(field_name: str, value: str) -> int:
+        start = keys.get(field_name, 0)
+        for i in range(start, len(head)):
+            if value in head[i]:
+                return i + 1
+        return start + 1
+
+    def values(v: Any) -> list[str]:
+        items = (
+            v if isinstance(v, list) else re.split(r"\s*[,;]\s*", v) if isinstance(v, str) else []
+        )
+        return [str(x).strip() for x in items[:200] if isinstance(x, str | int) and str(x).strip()]
+
+    note_type = raw.get("type")
+    title_key = canonical_key(title) if title else ""
+    for item in values(raw.get("aliases", raw.get("alias"))) if title_key else []:
+        add(out, item, where("aliases", item), "alias", alias_to=title_key)
+    if (
+        title
+        and title_key
+        and (
+            (isinstance(note_type, str) and note_type.lower() in cues.NOTE_TYPES)
+            or raw.get("aliases")
+            or raw.get("alias")
+        )
+    ):
+        kind = cues.NOTE_TYPES.get(note_type.lower()) if isinstance(note_type, str) else None
+        add(out, title, title_line, "title", kind, 5.0)
+    for fname, value in raw.items():
+        kind = cues.FIELD_TYPES.get(str(fname).lower())
+        if kind is None:
+            continue
+        for item in values(value):
+            inner = WIKI.fullmatch(item.strip('"'))
+            text = inner.group(1).partition("|")[0].partition("#")[0] if inner else item
+            if kind == TAG:
+                tag = text.strip().lstrip("#").lower()
+                if tag:
+                    add(out, "#" + tag, where(fname, item), "front_matter", TAG, 5.0, key="#" + tag)
+            else:
+                add(out, text, where(fname, item), "front_matter", kind, 5.0)
+
+
+def _resolve(raws: list[Raw]) -> list[Mention]:
+    alias = {r.key: r.alias_to for r in raws if r.alias_to and r.alias_to != r.key}
+    votes: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    forms: dict[str, Counter[str]] = defaultdict(Counter)
+    target_names: dict[str, str] = {}
+    for r in raws:
+        key = alias.get(r.key, r.key)
+        r.key = key
+        for kind, w in r.votes.items():
+            votes[key][kind] += w
+        if r.alias_to is None:
+            forms[key][r.name] += 3 if r.source in ("wikilink", "title", "front_matter") else 1
+        if r.source in ("wikilink", "title"):
+            target_names.setdefault(key, r.name)
+    names: dict[str, str] = {}
+    types: dict[str, str] = {}
+    for key in {r.key for r in raws}:
+        f = forms.get(key)
+        if key in target_names:
+            names[key] = target_names[key]
+        elif f:
+            names[key] = max(f.items(), key=lambda kv: (kv[1], kv[0] != kv[0].lower()))[0]
+        else:
+            names[key] = next(r.name for r in raws if r.key == key)
+        v = votes.get(key)
+        order = (PERSON, SYSTEM, PLACE, TAG, IDENTIFIER, OTHER)
+        best = max(order, key=lambda k: v.get(k, 0.0)) if v else OTHER
+        types[key] = best if v and v.get(best, 0.0) > 0 else OTHER
+    raws.sort(key=lambda r: r.line)
+    return [Mention(r.key, names[r.key], types[r.key], r.line, r.surface, r.source) for r in raws]
+
+
+def extract(text: str, first_line: int = 1, *, tags: Iterable[str] = ()) -> list[Mention]:
+    """The mentions in a memory's text or a note's body (front matter removed) whose first line
+    is `first_line`; `tags` (a memory's tags) are mentions on the first line."""
+    out: list[Raw] = []
+    for t in tags:
+        tag = str(t).strip().lstrip("#").lower()
+        if tag:
+            add(out, "#" + tag, first_line, "tag", TAG, 5.0, key="#" + tag)
+    _scan(text, first_line, out, set())
+    return _resolve(out)
+
+
+def extract_note(text: str, path: str = "") -> list[Mention]:
+    """The mentions in a whole note file (front matter included), lines counted in the file."""
+    fm, body, first = parse_front_matter(text)
+    return extract_document(fm, body, first, text, path)
+
+
+def extract_document(
+    fm: FrontMatter, body: str, first: int, text: str, path: str = ""
+) -> list[Mention]:
+    """extract_note for a file already parsed (parse_front_matter's three values and the file's
+    text): what the indexer calls, so front matter is not parsed twice."""
+    head = text.split("\n", first - 1)[: first - 1] if first > 1 else []
+    title, title_line = fm.title, 1
+    if title:
+        title_line = next((i + 1 for i, ln in enumerate(head) if ln.startswith("title")), 1)
+    else:
+        for i, (line, code) in enumerate(fenced(body.split("\n"))):
+            h = None if code else atx_heading(line)
+            if h and h[0] == 1 and h[1]:
+                title, title_line = h[1], first + i
+                break
+    if not title and path:
+        title = display_name(path.rsplit("/", 1)[-1].removesuffix(".md"))
+    out: list[Raw] = []
+    if head and isinstance(fm.raw, dict):
+        _front(fm.raw, head, title, title_line, out)
+    known = {r.key for r in out}
+    # a person's first name alone is a name too ("Lena" after `people: [Lena Fischer]`)
+    known |= {r.key.split(" ")[0] for r in out if " " in r.key and r.votes.get(PERSON)}
+    _scan(body, first, out, known)
+    return _resolve(out)
+
+
+def in_lines(mentions: Iterable[Mention], start: int, end: int) -> list[Mention]:
+    """The mentions on lines start..end (a chunk's range)."""
+    return [m for m in mentions if start <= m.line <= end]
+
+
+def entities(mentions: Iterable[Mention]) -> list[Entity]:
+    """One Entity per key, most mentioned first."""
+    groups: dict[str, list[Mention]] = defaultdict(list)
+    for m in mentions:
+        groups[m.key].append(m)
+    out = []
+    for key, ms in groups.items():
+        name = ms[0].name
+        forms = sorted({display_name(m.surface) for m in ms} - {name, ""})
+        lines = tuple(sorted({m.line for m in ms}))
+        out.append(Entity(key, name, ms[0].type, tuple(forms), lines))
+    return sorted(out, key=lambda e: (-len(e.lines), e.key))

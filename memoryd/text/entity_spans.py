@@ -1,0 +1,247 @@
+"""Entity extraction, first pass (memoryd/text/entities.py has the rules): the canonical key,
+and the entities that are not capitalised names, found in one line and blanked out before names
+are read: wikilinks and their aliases, URL hosts, emails, @mentions, #tags, CJK terms in
+brackets or quotes or before an honorific, Title Case titles in quotes, hostnames, and code
+identifiers (also those inside `inline code`). Pure functions of strings.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from memoryd.text import entity_cues as cues
+from memoryd.text.entity_cues import IDENTIFIER, OTHER, PERSON, TAG
+
+
+@dataclass
+class Raw:
+    key: str
+    surface: str
+    name: str
+    line: int
+    source: str
+    votes: dict[str, float] = field(default_factory=dict)
+    alias_to: str | None = None
+
+
+_STRIP = " \t\"'`*()[]{}<>.,;:!?“”‘’「」【】《》"
+POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])$", re.IGNORECASE)
+
+
+def _fold(ch: str) -> str:
+    d = unicodedata.normalize("NFKD", ch)
+    if len(d) > 1 and d[0].isascii() and all(unicodedata.combining(c) for c in d[1:]):
+        return d[0]
+    return ch
+
+
+@lru_cache(maxsize=65536)
+def canonical_key(name: str) -> str:
+    """'Mélanie's' -> 'melanie'; '#Billing' -> '#billing'; '@caro' -> 'caro'."""
+    s = unicodedata.normalize("NFKC", name).strip(_STRIP).lstrip("@")
+    s = POSSESSIVE.sub("", s).strip(_STRIP)
+    s = "".join(_fold(c) for c in s) if not s.isascii() else s
+    return " ".join(s.casefold().split())
+
+
+@lru_cache(maxsize=65536)
+def display_name(surface: str) -> str:
+    """The surface without possessive and surrounding punctuation: "Melanie's" -> "Melanie"."""
+    s = unicodedata.normalize("NFKC", surface).strip(_STRIP).lstrip("@")
+    return " ".join(POSSESSIVE.sub("", s).strip(_STRIP).split())
+
+
+# --- explicit and code-shaped entities, found before names and blanked out -------------------
+
+TICKS = re.compile(r"(`+)(.+?)\1")
+WIKI = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
+_URL = re.compile(r"\b(?:https?|ftp|wss?)://([^\s/?#<>()\[\]\"'`]+)[^\s<>()\[\]\"'`]*")
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@(?:[\w-]+\.)+[A-Za-z]{2,}\b")
+_AT = re.compile(r"(?<![\w@.])@([A-Za-z][\w.-]*[A-Za-z0-9_])")
+_TAG = re.compile(r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")
+_HOST = re.compile(r"(?<![\w@/.-])([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9-]+)+)(?![\w-]|\.\w)")
+_SNAKE = re.compile(r"(?<![\w-])[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_?(?:\(\))?(?![\w-])")
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\)")
+_CAMEL = re.compile(r"(?<![\w-])[a-z]+(?:[A-Z][a-z0-9]*)+(?![\w-])")
+_KEBAB = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])")
+_MIXED = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*(?![\w-])")
+_CODE_WORD = re.compile(r"^[A-Za-z_][\w.-]*[A-Za-z0-9_]$")
+_QUOTED = re.compile(r"[\"“]([A-Z][^\"”\n]{2,80})[\"”]")
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+HAS_CJK = re.compile(f"[{_CJK}]").search
+_BRACKET = re.compile(r"[「【《“\"]([^」】》”\"\n]{1,24})[」】》”\"]")
+_CJK_HONORIFIC = re.compile(
+    rf"(?<![{_CJK}])([\u4e00-\u9fff]{{2,3}}|[\u30a1-\u30fa\u30fc]{{2,8}})"
+    rf"(?={'|'.join(cues.CJK_HONORIFICS)})"
+)
+_TLDS = cues.words("com org net io dev app ai co eu us uk de fr jp cn internal local lan corp")
+_INFRA = cues.words(
+    "svc api srv db ctl io ui app web bot cli sdk gw lb proxy worker service server queue "
+    "cron job jobs cache redis pg sql etl ingest exporter agent daemon"
+)
+_FILE_EXT = cues.words("py md toml json txt yaml yml sh js ts go rs sql log conf csv ini cfg")
+
+
+_HAS_DOTTED = re.compile(r"\w\.\w").search
+_HAS_HYPHENED = re.compile(r"\w-\w")
+_HAS_DIGIT = re.compile(r"\d")
+_HAS_CAMEL = re.compile(r"[a-z][A-Z]").search
+_IDENTS = (
+    (_HOST, "host", _HAS_DOTTED),
+    (_SNAKE, "code", lambda line: "_" in line),
+    (_CALL, "code", lambda line: "()" in line),
+    (_CAMEL, "code", _HAS_CAMEL),
+)
+
+
+def blank(line: str, start: int, end: int) -> str:
+    return line[:start] + " " * (end - start) + line[end:]
+
+
+def add(
+    out: list[Raw],
+    surface: str,
+    line: int,
+    source: str,
+    kind: str | None = None,
+    weight: float = 3.0,
+    alias_to: str | None = None,
+    key: str | None = None,
+) -> Raw | None:
+    name = display_name(surface) if source not in ("code", "host", "url", "email") else surface
+    k = key if key is not None else canonical_key(name)
+    if not k or len(k) > 200:
+        return None
+    raw = Raw(k, surface, name, line, source, {kind: weight} if kind else {}, alias_to)
+    out.append(raw)
+    return raw
+
+
+def _identifier(word: str) -> str:
+    """'compute_fx_rate()' -> 'compute_fx_rate'."""
+    return word[:-2] if word.endswith("()") else word
+
+
+def _kebab_ok(word: str) -> bool:
+    parts = word.split("-")
+    return (
+        any(ch.isdigit() for ch in word)
+        or len(parts) > 2
+        or parts[-1] in _INFRA
+        or any(len(p) >= 4 and p not in cues.common_words() for p in parts)
+    )
+
+
+def _host_ok(host: str) -> bool:
+    labels = host.split(".")
+    last = labels[-1]
+    if not last.isalpha() or len(last) < 2 or all(len(p) < 2 for p in labels[:-1]):
+        return False
+    if last in _FILE_EXT:
+        return True
+    return last in _TLDS or len(labels) > 2 or any(c.isdigit() or c == "-" for c in host)
+
+
+def code_span(text: str, n: int, out: list[Raw]) -> None:
+    """Identifiers inside `inline code`: every identifier-shaped word, or the span itself when
+    it is one word."""
+    t = text.strip()
+    if _CODE_WORD.match(t) and not t.isupper() and len(t) >= 3 and " " not in t:
+        add(out, _identifier(t), n, "code", IDENTIFIER, 3.0, key=canonical_key(t))
+        return
+    seen: set[str] = set()
+    first = t.split(" ", 1)[0]
+    if re.fullmatch(r"[a-z][a-z0-9_-]{2,}", first) and first not in cues.common_words():
+        seen.add(first)
+        add(out, first, n, "code", IDENTIFIER, 3.0, key=first)
+    for m in _HOST.finditer(t):
+        if _host_ok(m.group(1)):
+            seen.add(m.group(1))
+            add(out, m.group(1), n, "host", IDENTIFIER, 3.0, key=m.group(1))
+            t = blank(t, m.start(), m.end())
+    for rx in (_SNAKE, _CALL, _CAMEL, _MIXED, _KEBAB):
+        for m in rx.finditer(t):
+            w = _identifier(m.group(1) if rx is _CALL else m.group(0))
+            if len(w) >= 3 and w not in seen:
+                seen.add(w)
+                add(out, w, n, "code", IDENTIFIER, 3.0, key=canonical_key(w))
+
+
+def explicit(line: str, n: int, out: list[Raw], known: set[str]) -> str:
+    """Everything but capitalised names, found in one line (code already masked) and blanked."""
+    if "[[" in line:
+        for m in WIKI.finditer(line):
+            target, _, alias = m.group(1).replace("\\|", "|").partition("|")
+            target = target.partition("#")[0].strip()
+            name = target.rstrip("/").rsplit("/", 1)[-1]
+            if name.lower().endswith(".md"):
+                name = name[:-3]
+            elif "." in name and name.rsplit(".", 1)[1].lower() in ("png", "jpg", "pdf", "svg"):
+                name = ""
+            key = canonical_key(name)
+            if key:
+                add(out, name, n, "wikilink", key=key)
+                known.add(key)
+                if alias.strip() and canonical_key(alias) != key:
+                    add(out, alias.strip(), n, "alias", alias_to=key)
+            line = blank(line, m.start(), m.end())
+    if "://" in line:
+        for m in _URL.finditer(line):
+            host = m.group(1).rsplit("@", 1)[-1].split(":", 1)[0].lower().removeprefix("www.")
+            if host:
+                add(out, host, n, "url", IDENTIFIER, 2.0, key=host)
+            line = blank(line, m.start(), m.end())
+    if "@" in line:
+        for m in _EMAIL.finditer(line):
+            add(out, m.group(0), n, "email", IDENTIFIER, 3.0, key=m.group(0).lower())
+            line = blank(line, m.start(), m.end())
+        for m in _AT.finditer(line):
+            add(out, m.group(1), n, "mention", PERSON, 3.0)
+            known.add(canonical_key(m.group(1)))
+            line = blank(line, m.start(), m.end())
+    if "#" in line:
+        for m in _TAG.finditer(line):
+            tag = m.group(1).strip("/").lower()
+            if tag and not tag.replace("/", "").isdigit():
+                add(out, "#" + tag, n, "tag", TAG, 5.0, key="#" + tag)
+            line = blank(line, m.start(), m.end())
+    if '"' in line or "“" in line:
+        for m in _QUOTED.finditer(line):
+            inner = m.group(1).strip()
+            ws = inner.split()
+            if 2 <= len(ws) <= 8 and all(w[0].isupper() for w in ws if len(w) > 3):
+                add(out, inner, n, "quoted", OTHER, 1.0)
+                line = blank(line, m.start(), m.end())
+    if HAS_CJK(line):
+        for m in _BRACKET.finditer(line):
+            inner = m.group(1).strip()
+            if HAS_CJK(inner) and len(inner) <= 16:
+                after = line[m.end() : m.end() + 2]
+                person = any(after.startswith(h) for h in cues.CJK_HONORIFICS)
+                add(out, inner, n, "quoted", PERSON if person else None)
+                line = blank(line, m.start(), m.end())
+        for m in _CJK_HONORIFIC.finditer(line):
+            add(out, m.group(1), n, "quoted", PERSON, 2.0)
+    for rx, source, gate in _IDENTS:
+        if not gate(line):
+            continue
+        for m in rx.finditer(line):
+            w = m.group(1) if rx is not _SNAKE and rx is not _CAMEL else m.group(0)
+            if rx is _HOST and not _host_ok(w):
+                continue
+            w = _identifier(w)
+            add(out, w, n, source, IDENTIFIER, 3.0, key=canonical_key(w))
+            line = blank(line, m.start(), m.end())
+    for m in _KEBAB.finditer(line) if _HAS_HYPHENED.search(line) else ():
+        if _kebab_ok(m.group(0)):
+            add(out, m.group(0), n, "code", IDENTIFIER, 3.0, key=m.group(0))
+            line = blank(line, m.start(), m.end())
+    for m in _MIXED.finditer(line) if _HAS_DIGIT.search(line) else ():
+        w = m.group(0)
+        if len(w) >= 4 and any(c.isalpha() for c in w) and not cues.VERSION.match(w):
+            add(out, w, n, "code", IDENTIFIER, 3.0, key=canonical_key(w))
+            line = blank(line, m.start(), m.end())
+    return line

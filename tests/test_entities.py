@@ -1,0 +1,247 @@
+"""Entity extraction (issue 20, point 1): memoryd/text/entities.py, a pure library."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memoryd.text.entities import (
+    Mention,
+    canonical_key,
+    entities,
+    extract,
+    extract_document,
+    extract_note,
+    in_lines,
+)
+from memoryd.text.markdown import parse_front_matter
+
+
+def found(mentions: list[Mention]) -> dict[str, str]:
+    """key -> type."""
+    return {m.key: m.type for m in mentions}
+
+
+def test_canonical_key_folds_case_possessive_diacritics_and_space() -> None:
+    assert canonical_key("Melanie's") == "melanie"
+    assert canonical_key("Mélanie’s") == "melanie"
+    assert canonical_key("  New   York ") == "new york"
+    assert canonical_key("James'") == "james"
+    assert canonical_key("#Billing") == "#billing"
+    assert canonical_key("@caroline") == "caroline"
+    assert canonical_key("compute_fx_rate()") == "compute_fx_rate"
+    assert canonical_key("ガス") == "ガス"  # kana keep their marks (NFKD would drop them)
+
+
+def test_wikilink_alias_and_possessive_resolve_to_one_entity() -> None:
+    text = (
+        "Went climbing with [[Melanie|Mel]] on Saturday.\n"
+        "Melanie's new harness is too small.\n"
+        "Mel said she will return it.\n"
+    )
+    ms = extract(text)
+    mel = [m for m in ms if m.key == "melanie"]
+    assert {m.line for m in mel} == {1, 2, 3}
+    assert {m.name for m in mel} == {"Melanie"}
+    assert {m.surface for m in mel} >= {"Melanie", "Mel", "Melanie's"}
+    assert "mel" not in found(ms)
+    (ent,) = [e for e in entities(ms) if e.key == "melanie"]
+    assert ent.type == "person"  # "Mel said", "she"
+    assert "Mel" in ent.aliases
+
+
+def test_front_matter_aliases_and_list_fields() -> None:
+    text = (
+        "---\n"
+        "aliases: [Caz]\n"
+        "people: [Melanie, '[[Bob Stone]]']\n"
+        "places: [Lisbon]\n"
+        "projects: [Atlas]\n"
+        "tags: [family]\n"
+        "---\n"
+        "# Caroline\n"
+        "Caz called from the airport.\n"
+    )
+    ms = extract_note(text, "people/Caroline.md")
+    kinds = found(ms)
+    assert kinds["melanie"] == "person"
+    assert kinds["bob stone"] == "person"
+    assert kinds["lisbon"] == "place"
+    assert kinds["atlas"] == "system"
+    assert kinds["#family"] == "tag"
+    assert "caz" not in kinds
+    caroline = [m for m in ms if m.key == "caroline"]
+    assert {m.line for m in caroline} >= {2, 8, 9}  # the alias line, the title, "Caz called"
+    assert {m.line for m in ms if m.key == "lisbon"} == {4}
+    # the indexer's entry point gives the same answer for a file it has parsed already
+    fm, body, first = parse_front_matter(text)
+    assert extract_document(fm, body, first, text, "people/Caroline.md") == ms
+
+
+def test_sentence_initial_common_words_are_not_entities() -> None:
+    text = (
+        "Yesterday the deploy failed. Check the logs first.\n"
+        "However, Caroline fixed it. Monday we ship.\n"
+        "Great work. Thanks!\n"
+    )
+    kinds = found(extract(text))
+    assert "caroline" in kinds
+    for word in ("yesterday", "check", "however", "monday", "great", "thanks", "the"):
+        assert word not in kinds
+
+
+def test_sentence_initial_name_kept_when_named_elsewhere_or_cued() -> None:
+    kinds = found(extract("Caroline is late.\nI told Caroline twice.\n"))
+    assert "caroline" in kinds
+    kinds = found(extract("Melanie said the train was cancelled.\n"))
+    assert kinds.get("melanie") == "person"
+    kinds = found(extract("Sarah's car broke down.\n"))
+    assert "sarah" in kinds
+
+
+def test_multi_word_names_and_connectors() -> None:
+    kinds = found(
+        extract("Jonas grew up in New York and studied at the University of Edinburgh.\n")
+    )
+    assert kinds.get("new york") == "place"
+    assert kinds.get("university of edinburgh") == "system"
+    assert "new" not in kinds and "york" not in kinds
+
+
+def test_identifiers_hosts_emails_urls() -> None:
+    text = (
+        "Call compute_fx_rate() when ERR_AUTH_2207 shows up on billing-svc.\n"
+        "db-primary-01.eu and pgb-02.eu were restarted; mail ops@ledgerly.io.\n"
+        "Dashboard: https://grafana.example.com/d/abc?x=1 (see also www.status.example.org)\n"
+        "A well-known two-person rule, e.g. for failover.\n"
+    )
+    ms = extract(text)
+    kinds = found(ms)
+    for key in (
+        "compute_fx_rate",
+        "err_auth_2207",
+        "billing-svc",
+        "db-primary-01.eu",
+        "pgb-02.eu",
+        "ops@ledgerly.io",
+        "grafana.example.com",
+        "www.status.example.org",
+    ):
+        assert kinds.get(key) == "identifier", key
+    assert "ledgerly.io" not in kinds  # the email's domain is not a host of its own
+    for word in ("well-known", "two-person", "e.g", "example.com"):
+        assert word not in kinds
+    assert [m.line for m in ms if m.key == "grafana.example.com"] == [3]
+
+
+def test_inline_code_gives_identifiers_only_and_fenced_code_nothing() -> None:
+    text = (
+        "Run `ledgerctl freeze --region eu` then `reconcile_ledger(since=t0)`.\n"
+        "```python\n"
+        "Caroline = BillingClient(host='db-primary-01.eu')  # Kubernetes #tag @bob\n"
+        "```\n"
+        "~~~\n"
+        "[[Hidden Note]] ERR_HIDDEN_1\n"
+        "~~~\n"
+        "After the block, Patroni restarted.\n"
+    )
+    ms = extract(text)
+    kinds = found(ms)
+    assert kinds.get("ledgerctl") == "identifier"
+    assert kinds.get("reconcile_ledger") == "identifier"
+    assert "freeze" not in kinds and "region" not in kinds
+    for key in ("caroline", "billingclient", "db-primary-01.eu", "kubernetes", "#tag", "bob"):
+        assert key not in kinds
+    assert "hidden note" not in kinds and "err_hidden_1" not in kinds
+    assert "patroni" in kinds
+    assert not [m for m in ms if 2 <= m.line <= 7]
+
+
+def test_cjk_names_only_where_marked() -> None:
+    text = (
+        "---\n"
+        "people: [李明]\n"
+        "---\n"
+        "李明老师介绍了【星火计划】的进展。\n"
+        "我们在会议室讨论数据库迁移。\n"
+        "会后、田中さんと「伏見稲荷」へ。\n"
+        "参见 [[王芳]] 的笔记。\n"
+    )
+    ms = extract_note(text)
+    kinds = found(ms)
+    assert kinds.get("李明") == "person"
+    assert "星火计划" in kinds
+    assert kinds.get("田中") == "person"
+    assert "伏見稲荷" in kinds
+    assert "王芳" in kinds
+    assert not [m for m in ms if m.line == 5]  # unmarked text: no guessed names
+    assert "数据库" not in kinds
+
+
+def test_type_cues() -> None:
+    kinds = found(
+        extract(
+            "Dr. Smith moved to San Francisco last year.\n"
+            "We deployed Kubernetes 1.29 and the Billing service on Hetzner.\n"
+            "Lunch at Fisherman's Wharf with Anna; she works at Northwind Labs.\n"
+            "Ping @dave.kim about it. #oncall\n"
+            "Attendees: Priya, Tom.\n"
+        )
+    )
+    assert kinds.get("smith") == "person"  # honorific
+    assert kinds.get("san francisco") == "place"  # "moved to", a place prefix
+    assert kinds.get("kubernetes") == "system"  # a version after it
+    assert kinds.get("billing") == "system"  # "the X service"
+    assert kinds.get("hetzner") == "system"  # "on X"
+    assert kinds.get("anna") == "person"  # "with X", "she"
+    assert kinds.get("northwind labs") == "system"  # an organisation's suffix
+    assert kinds.get("dave.kim") == "person"  # @mention
+    assert kinds.get("#oncall") == "tag"
+    assert kinds.get("priya") == "person" and kinds.get("tom") == "person"  # "Attendees:"
+    assert "dr" not in kinds and "attendees" not in kinds
+
+
+def test_memory_tags_and_first_line() -> None:
+    ms = extract("Caroline prefers tea.\nAsk Caroline first.\n", 10, tags=["Family"])
+    assert {m.line for m in ms} <= {10, 11}
+    assert found(ms)["#family"] == "tag"
+
+
+def test_in_lines_gives_a_chunk_its_mentions() -> None:
+    ms = extract("Caroline.\n\nKubernetes 1.29 runs the Billing service.\n")
+    assert {m.key for m in in_lines(ms, 3, 3)} == {"kubernetes", "billing"}
+    assert in_lines(ms, 2, 2) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.one_of(
+            st.sampled_from(list("[]|#@`~\"'’「」【】《》:._-()\n ")),
+            st.characters(exclude_categories=["Cs"]),
+        ),
+        max_size=300,
+    ),
+    st.integers(min_value=1, max_value=50),
+)
+def test_any_input_never_raises_and_lines_are_inside_the_text(text: str, first: int) -> None:
+    ms = extract(text, first)
+    last = first + text.count("\n")
+    for m in ms:
+        assert first <= m.line <= last
+        assert m.key and m.key == m.key.strip()
+    note = extract_note(text)
+    for m in note:
+        assert 1 <= m.line <= text.count("\n") + 1
+    fm_text = "---\naliases: [" + text.replace("\n", " ")[:40] + "]\n---\n" + text
+    for m in extract_note(fm_text):
+        assert 1 <= m.line <= fm_text.count("\n") + 1
+
+
+def test_chat_speakers_are_people_and_a_label_is_not() -> None:
+    chat = "Maya: are you coming to the party at Sam's?\nTom: yes.\nMaya: great.\nTom: ok.\n"
+    kinds = found(extract(chat))
+    assert kinds.get("maya") == "person" and kinds.get("tom") == "person"
+    assert kinds.get("sam") == "person"  # "at Sam's" is Sam's place, not a place called Sam
+    runbook = "4. Unfreeze: `ledgerctl unfreeze --region eu`.\n"
+    assert found(extract(runbook)).get("unfreeze") != "person"
