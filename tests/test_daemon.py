@@ -24,8 +24,9 @@ def hits(d: Any, query: str, **params: Any) -> list[dict[str, Any]]:
 
 def ctl_search_paths(d: Any, query: str) -> list[str]:
     out = d.ctl("--json", "search", query)
-    assert out.returncode == 0, out.stderr
-    return [h.get("path") for h in json.loads(out.stdout)["hits"]]
+    paths = [h.get("path") for h in json.loads(out.stdout)["hits"]]
+    assert out.returncode == (0 if paths else 1), out.stderr  # nothing found: 1, as grep
+    return paths
 
 
 def test_note_saved_is_found_and_changes_follow(daemon_factory: Any) -> None:
@@ -98,7 +99,8 @@ def test_memories_through_memoryctl(daemon_factory: Any) -> None:
 
 
 def test_malformed_requests_never_kill_the_daemon(daemon_factory: Any) -> None:
-    d = daemon_factory(server={"max_request_bytes": 4096})
+    # the request limit is max(max_request_bytes, 2 * notes.max_bytes + 16 KiB) = 18,432 here
+    d = daemon_factory(server={"max_request_bytes": 4096}, notes={"max_bytes": 1024})
     bad = [
         b"{not json",
         b"[]",
@@ -133,9 +135,10 @@ def test_malformed_requests_never_kill_the_daemon(daemon_factory: Any) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.connect(str(d.socket))
         s.settimeout(10)
-        s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"add","params":{"content":"' + b"a" * 10000)
+        s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"add","params":{"content":"' + b"a" * 20000)
         resp = json.loads(s.makefile("rb").readline())
-        assert "larger than 4096" in resp["error"]["message"]
+        assert "larger than 18432" in resp["error"]["message"]
+        assert resp["error"]["code"] == -32005  # too large, as docs/protocol.md says
     assert rpc(d.socket, "ping")["result"]["pong"] is True
 
 

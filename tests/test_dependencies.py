@@ -23,6 +23,7 @@ IMPORT_TO_DIST = {
     "watchdog": "watchdog",
     "apscheduler": "apscheduler",
     "structlog": "structlog",
+    "loguru": "loguru",
     "yaml": "pyyaml",
     "tomli_w": "tomli-w",
     "pathspec": "pathspec",

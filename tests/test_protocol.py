@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import rpc
+from conftest import rpc, wait_for
 
 from memoryd.core.errors import AlreadyRunning
 from memoryd.serve import protocol
@@ -248,10 +248,12 @@ def test_a_folder_another_user_made_first_is_refused(short_dir: Path) -> None:
 
 
 @pytest.mark.skipif(not ROOT, reason="needs root to make a folder another uid owns")
-def test_daemon_refuses_a_hijacked_default_folder_with_one_line(
+def test_daemon_leaves_a_hijacked_default_folder_alone_and_starts_elsewhere(
     tmp_path: Path, short_dir: Path
 ) -> None:
-    """XDG_RUNTIME_DIR unset: the default folder is <tmp>/memoryd-<uid>, made by someone else."""
+    """XDG_RUNTIME_DIR unset: the default folder is <tmp>/memoryd-<uid>, made by someone else.
+    The daemon never uses (or chmods) it, and still starts: in <data home>/memoryd/run/, where
+    memoryctl looks too (tests/test_runtime_dir.py)."""
     taken = short_dir / f"memoryd-{os.getuid()}"
     taken.mkdir(mode=0o777)
     os.chmod(taken, 0o777)
@@ -259,16 +261,29 @@ def test_daemon_refuses_a_hijacked_default_folder_with_one_line(
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "MEMORYD_SOCKET")}
     env.update(TMPDIR=str(short_dir), MEMORYD_WORKSPACE=str(tmp_path / "ws"))
     env.update(MEMORYD_DATA_DIR=str(tmp_path / "data"), MEMORYD_EMBEDDING_ENABLED="false")
-    done = subprocess.run(
+    env.update(XDG_DATA_HOME=str(short_dir / "d"))
+    fallback = short_dir / "d" / "memoryd" / "run" / "memoryd.sock"
+    proc = subprocess.Popen(
         [sys.executable, "-m", "memoryd", "run"],
-        capture_output=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
         env=env,
     )
-    assert done.returncode == 1
-    assert f"belongs to uid {NOBODY}" in done.stderr
-    assert "Traceback" not in done.stderr
+
+    def answers() -> bool:
+        try:
+            return rpc(fallback, "ping", timeout=2)["result"]["pong"] is True
+        except OSError:  # not there yet, or bound and not yet listening
+            return False
+
+    try:
+        wait_for(lambda: proc.poll() is not None or answers(), timeout=60)
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert f"belongs to uid {NOBODY}" in err and "Traceback" not in err
     assert stat.S_IMODE(os.stat(taken).st_mode) == 0o777
     assert not (taken / "memoryd.sock").exists()
 

@@ -50,6 +50,7 @@ class Fake:
         self.unit_dir = self.home / ".config" / "systemd" / "user"
         self.plist = self.home / "Library" / "LaunchAgents" / f"{service.LABEL}.plist"
         self.target = f"gui/{os.getuid()}/{service.LABEL}"
+        self.runtime = tmp_path / "runtime"
 
     def calls(self) -> list[str]:
         if not self.calls_file.exists():
@@ -60,7 +61,7 @@ class Fake:
 
 
 @pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fake:
+def fake(tmp_path: Path, short_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Fake:
     """HOME in tmp, fake systemctl/launchctl first on PATH."""
     f = Fake(tmp_path)
     f.home.mkdir()
@@ -75,6 +76,11 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fake:
     monkeypatch.setenv("FAKE_FAIL", str(f.fail_file))
     monkeypatch.setenv("FAKE_LOADED", str(f.loaded_file))
     monkeypatch.setattr(service, "BOOTOUT_WAIT", 2.0)
+    # a user manager's private socket, as systemd makes it (the fake systemctl needs none)
+    f.runtime = short_dir  # short: a config checked at install puts its socket there
+    (f.runtime / "systemd").mkdir(parents=True)
+    (f.runtime / "systemd" / "private").touch()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(f.runtime))
     return f
 
 
@@ -388,6 +394,47 @@ def test_a_failing_command_stops_with_its_stderr(
     err = capsys.readouterr().err
     assert "Failed to connect to bus" in err
     assert "exited with 1" in err and "login session" in err
+
+
+def test_without_a_user_manager_install_writes_nothing_and_uninstall_still_removes(
+    fake: Fake, systemd: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert memoryd_service("install") == 0
+    fake.calls()
+    (fake.runtime / "systemd" / "private").unlink()  # no user manager: systemctl --user fails
+    fake.fail_file.touch()
+    unit = fake.unit_dir / "memoryd.service"
+    before = unit.read_text()
+    unit.write_text(before + "# edited\n")
+    capsys.readouterr()
+    assert memoryd_service("install") == 1
+    err = capsys.readouterr().err
+    assert "no systemd user manager is running" in err and "nothing was written" in err
+    assert fake.calls() == [] and unit.read_text() == before + "# edited\n"
+    # a dry run says so too, and still prints the plan
+    assert memoryd_service("install", "--dry-run") == 0
+    assert "a real install would fail" in capsys.readouterr().err
+    # uninstall: `disable` fails, the unit goes all the same (and the failure is the status)
+    assert memoryd_service("uninstall") == 1
+    assert fake.calls() == [
+        "systemctl --user disable --now memoryd.service",
+        "systemctl --user daemon-reload",
+    ]
+    assert not unit.exists()
+    assert "Failed to connect to bus" in capsys.readouterr().err
+
+
+def test_install_from_a_development_checkout_warns(
+    fake: Fake, systemd: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the tests import memoryd from the repository itself: a development checkout
+    assert service.development_checkout() == ROOT
+    assert memoryd_service("install", "--dry-run") == 0
+    err = capsys.readouterr().err
+    assert f"development checkout ({ROOT})" in err and "pipx install memoryd" in err
+    monkeypatch.setattr(service, "development_checkout", lambda: None)  # a real install
+    assert memoryd_service("install", "--dry-run") == 0
+    assert "development checkout" not in capsys.readouterr().err
 
 
 def test_config_must_exist_and_be_valid(fake: Fake, systemd: None, tmp_path: Path) -> None:

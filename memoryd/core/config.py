@@ -10,7 +10,6 @@ import dataclasses
 import difflib
 import os
 import string
-import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -21,6 +20,7 @@ import tomli_w
 from pathspec import GitIgnoreSpec
 
 from memoryd.core.errors import ConfigError, InvalidInput
+from memoryd.core.runtime import default_data_dir, default_socket_path
 from memoryd.core.timeutil import parse_duration
 
 MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to 104 bytes on macOS, 108 on Linux
@@ -449,20 +449,6 @@ def dsn_has_password(dsn: str) -> bool:
 
 def default_workspace(env: Mapping[str, str] | None = None) -> Path:
     return Path(os.path.expanduser("~/memoryd"))
-
-
-def default_data_dir(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    base = env.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-    return Path(base) / "memoryd"
-
-
-def default_socket_path(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    runtime = env.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return Path(runtime) / "memoryd" / "memoryd.sock"
-    return Path(tempfile.gettempdir()) / f"memoryd-{os.getuid()}" / "memoryd.sock"
 
 
 # --- loading -----------------------------------------------------------------------------------

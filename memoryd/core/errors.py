@@ -2,6 +2,34 @@
 
 from __future__ import annotations
 
+import re
+
+# A value quoted back in a message: short, made of name-like characters, and without a long run
+# of letters and digits (what API keys and tokens look like). Anything else is described.
+_SHOWABLE = re.compile(r"[\w .,:/#@+()'&-]{1,64}")
+_KEYLIKE = re.compile(r"[A-Za-z0-9_+/=-]{16,}")
+
+
+def describe(value: object) -> str:
+    """A rejected value for an error message, without repeating what could be a credential or
+    a whole document: a short name-like text is quoted; other values are described by kind."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        text = repr(value)
+        return text if len(text) <= 24 else f"a number of {len(text)} digits"
+    if isinstance(value, str):
+        if _SHOWABLE.fullmatch(value) and not _KEYLIKE.search(value.replace("/", " ")):
+            return repr(value)
+        return f"a text of {len(value)} characters"
+    if isinstance(value, list | tuple):
+        return f"a list of {len(value)} items"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
+
 
 class MemorydError(Exception):
     """Base class for errors memoryd reports to users."""

@@ -2,7 +2,9 @@
 service` writes): the new bytes go to a hidden temp file in the same folder (created with
 O_EXCL | O_NOFOLLOW, so never through a planted symlink), which is fsynced and renamed over the
 file; then the folder is fsynced. A failure at any step removes the temp and leaves the old file
-whole. Also: the data-dir lock (one daemon, or one `store migrate`, per database)."""
+whole. Also: the data-dir lock (one daemon, or one `store migrate`, per database), and
+make_dirs, the one way memoryd creates folders: with an explicit mode, so that a umask of 000
+never leaves a folder others can write to."""
 
 from __future__ import annotations
 
@@ -27,6 +29,32 @@ _FLAGS = (
 def within(real: str, folder: str) -> bool:
     """True when the real (resolved) path `real` is `folder` or lies under it; both resolved."""
     return real == folder or real.startswith(folder + os.sep)
+
+
+PRIVATE_DIR, SHARED_DIR = 0o700, 0o755  # data (data_dir, sockets, logs); workspace folders
+
+
+def make_dirs(path: Path, mode: int = PRIVATE_DIR) -> None:
+    """mkdir -p with `mode` for every folder it creates (the umask can only narrow it); folders
+    that exist are left as they are."""
+    missing: list[Path] = []
+    here = Path(path)
+    while not os.path.isdir(here):
+        missing.append(here)
+        if here.parent == here:
+            break
+        here = here.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=mode)
+
+
+def process_umask() -> int:
+    """Narrow the process umask so nothing the daemon creates is writable by group or others
+    (under `umask 000` a file opened without a mode would be 0666); returns the new umask."""
+    old = os.umask(0o022)
+    os.umask(old | 0o022)
+    return old | 0o022
 
 
 def fsync_dir(fd: int) -> None:

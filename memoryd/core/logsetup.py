@@ -1,5 +1,16 @@
 """Logging with structlog: JSON lines off a terminal (journald, launchd logs), console on one.
 
+Every line goes through structlog's renderer, whoever wrote it: memoryd's own loggers; the
+standard library's `logging` (apscheduler, watchdog, psycopg's pool, huggingface_hub) through
+a ProcessorFormatter; loguru (fastembed) through a sink that hands each record to structlog;
+and `warnings` (captured into logging). So `journalctl --user -u memoryd -o cat | jq .` reads
+every line.
+
+A line that repeats (the same logger, level and event, more than RATE_LIMIT times within
+RATE_WINDOW_S seconds: a pool retrying a lost server dozens of times a second) is dropped after
+the first RATE_LIMIT; the next one let through after the window carries `repeated: N`, the
+number dropped.
+
 configure() may be called again (SIGHUP): loggers already handed out follow the new level,
 because the level is checked by a processor reading module state, not baked into the logger.
 """
@@ -9,6 +20,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
+import time
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -21,7 +34,45 @@ LEVELS = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
+RATE_LIMIT = 5  # lines of one kind let through per window
+RATE_WINDOW_S = 1.0
 _state: dict[str, Any] = {"level": logging.INFO, "name": "info", "stream": None}
+
+
+class RateLimiter:
+    """Counts lines by (logger, level, event) in fixed windows: `allow` says whether a line
+    goes out, and how many of its kind were dropped since the last one that did."""
+
+    def __init__(
+        self,
+        limit: int = RATE_LIMIT,
+        window: float = RATE_WINDOW_S,
+        clock: Any = time.monotonic,
+    ) -> None:
+        self.limit, self.window, self.clock = limit, window, clock
+        self._seen: dict[tuple[str, str, str], list[float]] = {}  # key -> [start, count, dropped]
+        self._lock = threading.Lock()
+
+    def allow(self, logger: str, level: str, event: str) -> tuple[bool, int]:
+        key = (logger, level, event[:200])
+        now = self.clock()
+        with self._lock:
+            entry = self._seen.get(key)
+            if entry is None or now - entry[0] >= self.window:
+                dropped = int(entry[2]) if entry is not None else 0
+                self._seen[key] = [now, 1, 0]
+                if len(self._seen) > 4096:  # forget old kinds (a bounded table)
+                    for old in [k for k, v in self._seen.items() if now - v[0] >= self.window]:
+                        del self._seen[old]
+                return True, dropped
+            entry[1] += 1
+            if entry[1] <= self.limit:
+                return True, 0
+            entry[2] += 1
+            return False, 0
+
+
+_limiter = RateLimiter()
 
 
 def _filter_level(
@@ -32,6 +83,40 @@ def _filter_level(
         level = logging.CRITICAL
     if level < _state["level"]:
         raise structlog.DropEvent
+    return event
+
+
+def _rate_limit(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
+    name = str(event.get("logger_name") or event.get("logger") or "")
+    allowed, dropped = _limiter.allow(name, method, str(event.get("event")))
+    if not allowed:
+        raise structlog.DropEvent
+    if dropped:
+        event["repeated"] = dropped
+    return event
+
+
+class _StdlibRateLimit(logging.Filter):
+    """The same rate limit for lines from the standard library's logging."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = str(record.msg)
+        except Exception:
+            message = ""
+        allowed, dropped = _limiter.allow(record.name, record.levelname.lower(), message)
+        if dropped:
+            record.repeated = dropped
+        return allowed
+
+
+def _stdlib_extras(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
+    """A foreign line names its logger as memoryd's own do (`logger_name`)."""
+    record = event.get("_record")
+    if record is not None:
+        event["logger_name"] = record.name
+        if getattr(record, "repeated", None):
+            event["repeated"] = record.repeated
     return event
 
 
@@ -49,7 +134,7 @@ def configure(
     if stream is None:
         if file:
             if old is None or old.name != str(file):
-                Path(file).parent.mkdir(parents=True, exist_ok=True)
+                _private_dirs(Path(file).parent)
                 stream = open(  # noqa: SIM115
                     file, "a", buffering=1, encoding="utf-8", opener=_private_opener
                 )
@@ -60,17 +145,24 @@ def configure(
             stream = sys.stderr
     tty = hasattr(stream, "isatty") and stream.isatty()
     as_json = fmt == "json" or (fmt == "auto" and not tty)
+    if as_json:  # progress bars (model downloads) are not log lines: none in a JSON log
+        os.environ.setdefault("TQDM_DISABLE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if as_json
         else structlog.dev.ConsoleRenderer(colors=tty)
     )
+    shared: list[Any] = [
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
     structlog.configure(
         processors=[
             _filter_level,
+            _rate_limit,
             structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            *shared,
             structlog.processors.format_exc_info
             if as_json
             else structlog.processors.StackInfoRenderer(),
@@ -79,20 +171,90 @@ def configure(
         logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )
-    # stdlib loggers (apscheduler, watchdog) go to the same stream, warnings and up
+    # stdlib loggers (apscheduler, watchdog, psycopg, huggingface_hub, warnings) go to the same
+    # stream through the same renderer, warnings and up
     root = logging.getLogger()
     for h in list(root.handlers):
         if getattr(h, "_memoryd", False):
             root.removeHandler(h)
     handler = logging.StreamHandler(stream)
     handler._memoryd = True  # type: ignore[attr-defined]
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(_StdlibRateLimit())
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                _stdlib_extras,
+                *shared,
+                structlog.processors.format_exc_info if as_json else _noop,
+            ],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
     root.addHandler(handler)
     root.setLevel(max(logging.WARNING, LEVELS[name]))
+    logging.captureWarnings(True)
+    _route_loguru()
     if old is not None and old is not stream:  # a SIGHUP moved the log elsewhere
         if _state.get("file_stream") is old:
             del _state["file_stream"]
         old.close()
+
+
+def _noop(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
+    return event
+
+
+_LOGURU_LEVELS = {
+    "TRACE": "debug",
+    "DEBUG": "debug",
+    "INFO": "info",
+    "SUCCESS": "info",
+    "WARNING": "warning",
+    "ERROR": "error",
+    "CRITICAL": "critical",
+}
+
+
+def _loguru_sink(message: Any) -> None:
+    record = message.record
+    method = _LOGURU_LEVELS.get(record["level"].name, "info")
+    logger = structlog.get_logger(logger_name=record.get("name") or "loguru")
+    fields: dict[str, Any] = {}
+    if record.get("exception") is not None:
+        exc = record["exception"]
+        fields["exc_info"] = (exc.type, exc.value, exc.traceback)
+    getattr(logger, method)(str(record["message"]), **fields)
+
+
+def _route_loguru() -> None:
+    """loguru (fastembed's logger) writes its own text format to stderr by default: replace its
+    handlers with one that hands each record to structlog. Only when something imported it."""
+    loguru: Any = sys.modules.get("loguru")
+    if loguru is None:
+        try:
+            import loguru
+        except ImportError:
+            return
+    try:
+        loguru.logger.remove()
+        loguru.logger.add(_loguru_sink, level="DEBUG" if _state["name"] == "debug" else "INFO")
+    except Exception:
+        return
+
+
+def _private_dirs(folder: Path) -> None:
+    """The log folder (and parents we create) 0700, whatever the umask."""
+    missing = []
+    here = folder
+    while not here.exists():
+        missing.append(here)
+        here = here.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(path, 0o700)
 
 
 def _private_opener(path: str, flags: int) -> int:
@@ -113,7 +275,10 @@ def reset() -> None:
     for h in list(root.handlers):
         if getattr(h, "_memoryd", False):
             root.removeHandler(h)
+    logging.captureWarnings(False)
     _state.update(level=logging.INFO, name="info", stream=None)
+    global _limiter
+    _limiter = RateLimiter()
 
 
 def get_logger(name: str) -> Any:

@@ -4,8 +4,13 @@ Each command is a row of the table in table.py: it builds params, sends one JSON
 over the daemon's Unix socket and prints the result: readable by default, raw with --json.
 Only the parser of the command being run is built.
 
-Exit status: 0 ok; 1 the daemon answered with an error, or `status --check` found drift;
-2 usage error; 3 the daemon is unreachable (or its socket cannot be trusted).
+Exit status, as grep and rg: 0 ok (a search or listing found something); 1 nothing found (a
+listing: the row's `found`), the daemon answered with an error, or `status --check` found
+drift; 2 usage error (argparse: a bad option or value, a --since/--until outside the time
+grammar; or an input file that cannot be read); 3 the daemon is unreachable (or its socket
+cannot be trusted). With --json every error is a JSON object on stdout:
+{"error": {"kind": "daemon" | "usage" | "unreachable", "message": ..., "code": ...}}.
+-l/--paths prints only the paths of a listing's items, one per line (like rg -l).
 
 May import: the standard library and memoryd.ctl only (tests/test_architecture.py checks it).
 """
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+EXIT_NOTHING_FOUND = 1
 # global options that take a value: skipped when looking for the command's name
 _VALUE_OPTIONS = ("--socket", "--timeout")
 
@@ -73,9 +79,10 @@ def command_name(argv: list[str]) -> str | None:
     return None
 
 
-def parse(argv: list[str]) -> Any:
+def parse(argv: list[str], json_errors: bool = False) -> Any:
     """Plain command lines straight from the table; argparse (built for the one command named)
-    for the rest: help, errors, subcommand actions."""
+    for the rest: help, errors, subcommand actions. With json_errors a usage error raises
+    UsageError instead of printing argparse's message."""
     from memoryd.ctl.fastparse import fast_parse
     from memoryd.ctl.table import BY_NAME
 
@@ -83,47 +90,104 @@ def parse(argv: list[str]) -> Any:
     cmd = BY_NAME.get(name) if name else None
     args = fast_parse(argv, cmd) if cmd is not None else None
     if args is None:
-        return build_parser(name if cmd is not None else None).parse_args(argv)
+        parser = build_parser(name if cmd is not None else None)
+        from memoryd.ctl.parser import Parser
+
+        Parser.json_errors = json_errors
+        return parser.parse_args(argv)
     return args
 
 
+def wants_json(argv: list[str]) -> bool:
+    """--json among the options (before a `--`)."""
+    for word in argv:
+        if word == "--":
+            return False
+        if word == "--json":
+            return True
+    return False
+
+
+def fail(
+    as_json: bool, kind: str, message: str, status: int, code: Any = None, data: Any = None
+) -> int:
+    """Report an error: `memoryctl: MESSAGE` on stderr, or with --json an object on stdout."""
+    if as_json:
+        from memoryd.ctl.output import emit_json
+
+        error: dict[str, Any] = {"kind": kind, "message": message}
+        if code is not None:
+            error["code"] = code
+        if data is not None:
+            error["data"] = data
+        emit_json({"error": error})
+    else:
+        print(f"memoryctl: {message}", file=sys.stderr)
+    return status
+
+
+def print_paths(paths: list[str]) -> None:
+    for path in paths:
+        print(path)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    as_json = wants_json(argv)
+    try:
+        args = parse(argv, as_json)
+    except UsageError as exc:
+        return fail(True, "usage", str(exc), EXIT_USAGE)
     from memoryd.ctl.table import resolve
 
-    args = parse(sys.argv[1:] if argv is None else argv)
     cmd = resolve(args)
     if cmd is None:
+        if as_json:
+            return fail(True, "usage", "memoryctl: a COMMAND is needed", EXIT_USAGE)
         build_parser().print_help(sys.stderr)
         return EXIT_USAGE
     args.json = getattr(args, "json", False)
-    reconfigure = getattr(sys.stdout, "reconfigure", None)
-    if reconfigure is not None:  # text the daemon escaped (a lone surrogate) prints, escaped
-        reconfigure(errors="backslashreplace")
-    slow = cmd.slow or getattr(args, "check", False)
-    timeout = getattr(args, "timeout", None) or (SLOW_TIMEOUT if slow else DEFAULT_TIMEOUT)
-    client = Client(resolve_socket(getattr(args, "socket", None)), timeout)
     try:
-        if cmd.run is not None:
-            return cmd.run(client, args)
-        assert cmd.method is not None and cmd.show is not None
-        res = client.call(cmd.method, cmd.params(args) if cmd.params else {})
-        if args.json:
-            from memoryd.ctl.output import emit_json
-
-            return emit_json(res)
-        return cmd.show(res, args)
-    except UsageError as exc:
-        print(f"memoryctl: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ClientError as exc:
-        print(f"memoryctl: {exc.message}", file=sys.stderr)
-        return EXIT_ERROR
-    except Unreachable as exc:
-        print(f"memoryctl: {exc}", file=sys.stderr)
-        return EXIT_UNREACHABLE
+        return run(cmd, args)
     except BrokenPipeError:  # stdout closed early (`memoryctl list | head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return 130
+
+
+def run(cmd: Any, args: Any) -> int:
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:  # text the daemon escaped (a lone surrogate) prints, escaped
+        reconfigure(errors="backslashreplace")
+    slow = cmd.slow or getattr(args, "check", False)
+    timeout = getattr(args, "timeout", None) or (SLOW_TIMEOUT if slow else DEFAULT_TIMEOUT)
+    client = Client(resolve_socket(getattr(args, "socket", None)), timeout)
+    as_json = args.json
+    paths = getattr(args, "paths", False)
+    try:
+        if paths and as_json:
+            raise UsageError("--paths and --json do not go together")
+        if cmd.run is not None:
+            return cmd.run(client, args)
+        assert cmd.method is not None and cmd.show is not None
+        res = client.call(cmd.method, cmd.params(args) if cmd.params else {})
+        found = cmd.found is None or cmd.found(res)
+        if paths and cmd.paths is not None:
+            listed = cmd.paths(res)
+            print_paths(listed)
+            return EXIT_OK if listed else EXIT_NOTHING_FOUND
+        if as_json:
+            from memoryd.ctl.output import emit_json
+
+            status = emit_json(res)
+        else:
+            status = cmd.show(res, args)
+        return status if found else EXIT_NOTHING_FOUND
+    except UsageError as exc:
+        return fail(as_json, "usage", str(exc), EXIT_USAGE)
+    except ClientError as exc:
+        return fail(as_json, "daemon", exc.message, EXIT_ERROR, exc.code, exc.data)
+    except Unreachable as exc:
+        return fail(as_json, "unreachable", str(exc), EXIT_UNREACHABLE)

@@ -7,8 +7,8 @@ import os
 import sys
 import time
 
-from memoryd.ctl.client import Client, ClientError, UsageError, dumps
-from memoryd.ctl.handlers import given, read_text
+from memoryd.ctl.client import Client, ClientError, UsageError, encode_request
+from memoryd.ctl.handlers import given, page_footer, read_text
 from memoryd.ctl.output import (
     Progress,
     bar,
@@ -19,6 +19,7 @@ from memoryd.ctl.output import (
     print_jobs,
     print_rows,
     progress_parts,
+    status_summary,
 )
 
 TYPE_CHECKING = False
@@ -50,7 +51,16 @@ def r_status(c: Client, a: Namespace) -> int:
     if a.json:
         emit_json(res)
     else:
-        print_rows(flatten({k: v for k, v in res.items() if k not in ("jobs", "drift")}))
+        print(status_summary(res))
+        print()
+        index = dict(res.get("index") or {})
+        skipped = index.pop("skipped", None) or []
+        details = {k: v for k, v in res.items() if k not in ("jobs", "drift", "index")}
+        print_rows(flatten({**details, "index": index} if "index" in res else details))
+        if skipped:
+            print(f"\nskipped files ({len(skipped)}):")
+            for item in skipped:
+                print(f"  {item.get('path')}: {item.get('reason')}")
         if res.get("jobs"):
             print("\njobs:")
             print_jobs(res["jobs"], indent="  ")
@@ -157,9 +167,9 @@ def r_jobs_run(c: Client, a: Namespace) -> int:
 
 def s_checkpoints(res: dict[str, Any], a: Namespace) -> int:
     for cp in res["checkpoints"]:
-        print(f"{cp['name']:<24}{cp['created_at']}  {cp['bytes']} bytes")
+        print(f"{cp['name']}\t{cp['created_at']}\t{cp['bytes']}")
     if not res["checkpoints"]:
-        print("no checkpoints")
+        print("no checkpoints", file=sys.stderr)
     return EXIT_OK
 
 
@@ -240,7 +250,7 @@ def import_batches(text: str, name: str) -> list[tuple[int, list[Any]]]:
             item = json.loads(line)
         except ValueError as exc:
             raise UsageError(f"{name}:{n}: not JSON ({exc})") from None
-        cost = len(dumps(item))  # as sent: non-ASCII text is escaped
+        cost = len(encode_request(item))  # as sent: UTF-8
         if not batches or n != last + 1 or size + cost > IMPORT_BATCH_BYTES:
             batches.append((n, []))
             size = 0
@@ -337,19 +347,15 @@ def p_note_list(a: Namespace) -> dict[str, Any]:
 
 
 def s_note_list(res: dict[str, Any], a: Namespace) -> int:
+    """One note a line, tab-separated (paths hold spaces): path, bytes, mtime, title, tags."""
     items = res.get("items") or []
     for item in items:
         tags = " ".join(f"#{t}" for t in item.get("tags") or [])
         title = one_line(item.get("title"), 60)
-        print(
-            f"{item['path']}  {item.get('size')} B  {item.get('mtime')}  {title}  {tags}".rstrip()
-        )
+        print(f"{item['path']}\t{item.get('size')}\t{item.get('mtime')}\t{title}\t{tags}")
     if not items:
-        print("no notes")
-    shown = (a.offset or 0) + len(items)
-    total = res.get("total", len(items))
-    more = f"; next page: --offset {shown}" if shown < total else ""
-    print(f"({len(items)} shown of {total}{more})")
+        print("no notes", file=sys.stderr)
+    page_footer(len(items), a.offset or 0, res.get("total", len(items)))
     return EXIT_OK
 
 
@@ -382,7 +388,7 @@ def s_links(res: dict[str, Any], a: Namespace) -> int:
             where += f"#{link['heading']}"
         print(f"l.{link.get('line')}  {as_written(link)} -> {where}")
     if not links:
-        print(f"{res.get('path', a.path)} links to nothing")
+        print(f"{res.get('path', a.path)} links to nothing", file=sys.stderr)
     return EXIT_OK
 
 
@@ -404,5 +410,5 @@ def s_backlinks(res: dict[str, Any], a: Namespace) -> int:
         alias = f"  as {link['alias']!r}" if link.get("alias") else ""
         print(f"{link.get('path')}:{link.get('line')}  -> {heading or '(note)'}{alias}")
     if not links:
-        print(f"nothing links to {res.get('path', a.path)}")
+        print(f"nothing links to {res.get('path', a.path)}", file=sys.stderr)
     return EXIT_OK

@@ -43,15 +43,15 @@ class _ScanContext:
     }.__getitem__
 
 
-def dumps(obj: Any) -> str:
-    """json.dumps(obj) (compact separators, ASCII)."""
+def dumps(obj: Any, *, ascii: bool = True) -> str:
+    """json.dumps(obj) (compact separators; ASCII, or with ascii=False text as it is)."""
     try:
         import _json
 
         encode = _json.make_encoder(
             None,
             _not_serializable,
-            _json.encode_basestring_ascii,
+            _json.encode_basestring_ascii if ascii else _json.encode_basestring,
             None,
             ":",
             ",",
@@ -63,7 +63,16 @@ def dumps(obj: Any) -> str:
     except ImportError:
         import json
 
-        return json.dumps(obj, separators=(",", ":"))
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=ascii)
+
+
+def encode_request(obj: Any) -> bytes:
+    """A request as UTF-8 JSON (a CJK character costs 3 bytes, not the 6 of a \\u escape); text
+    that is not valid Unicode (a lone surrogate) is sent escaped, for the daemon to refuse."""
+    try:
+        return dumps(obj, ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return dumps(obj).encode("ascii")
 
 
 def _not_serializable(obj: Any) -> Any:
@@ -134,7 +143,9 @@ def login_socket_paths(env: Mapping[str, str] | None = None) -> list[str]:
 
 
 def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    """--socket, else $MEMORYD_SOCKET, else the daemon's default (memoryd.core.config's rule)."""
+    """--socket, else $MEMORYD_SOCKET, else the daemon's default (memoryd.core.runtime's rule:
+    with XDG_RUNTIME_DIR unset, <temp>/memoryd-<uid>/, or <data dir>/run/ when another user
+    took that name first)."""
     env = os.environ if env is None else env
     chosen = explicit or env.get("MEMORYD_SOCKET")
     if chosen:
@@ -144,7 +155,25 @@ def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
         return os.path.join(runtime, "memoryd", "memoryd.sock")
     import tempfile  # only on this path: it pulls in random, shutil, ...
 
-    return os.path.join(tempfile.gettempdir(), f"memoryd-{os.getuid()}", "memoryd.sock")
+    folder = os.path.join(tempfile.gettempdir(), f"memoryd-{os.getuid()}")
+    if _foreign(folder):  # taken by someone else: the daemon listens in its fallback folder
+        data = env.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+        return os.path.join(data, "memoryd", "run", "memoryd.sock")
+    return os.path.join(folder, "memoryd.sock")
+
+
+def _foreign(folder: str) -> bool:
+    """memoryd.core.runtime.untrusted_folder's test: a folder that exists and is not a private
+    folder of ours (a symlink, a file, another user's, or writable by others)."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return (
+        not stat.S_ISDIR(st.st_mode)
+        or st.st_uid != os.getuid()
+        or bool(stat.S_IMODE(st.st_mode) & 0o022)
+    )
 
 
 def resolve_socket(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -221,7 +250,7 @@ class Client:
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """The method's result; raises ClientError (the daemon said no) or Unreachable."""
         request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
-        data = dumps(request).encode("ascii") + b"\n"
+        data = encode_request(request) + b"\n"
         sock = self.connect()
         try:
             try:  # noqa: SIM105 (contextlib costs an import)

@@ -35,8 +35,46 @@ def split_list(value: str | None) -> list[str] | None:
     return [t.strip() for t in value.split(",") if t.strip()] if value else None
 
 
+TIME_GRAMMAR = (
+    "a duration back from now (90m, 24h, 7d, 2w), an ISO 8601 date or time, or unix seconds"
+)
+
+
+def when(value: str) -> str:
+    """A --since/--until value, checked against the daemon's grammar (core/timeutil.py):
+    unix seconds, a duration back from now (90m, 24h, 7d, 2w, 30s), or an ISO 8601 date or
+    date-time. Sent as given; the daemon resolves it (a bare date as --until is the whole day)."""
+    text = value.strip()
+    ok = False
+    try:
+        float(text)
+        ok = True
+    except ValueError:
+        if text[-1:].lower() in ("s", "m", "h", "d", "w") and text[:-1].strip():
+            try:
+                ok = float(text[:-1]) >= 0
+            except ValueError:
+                ok = False
+        if not ok:
+            from datetime import datetime
+
+            try:
+                datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" else text)
+                ok = bool(text)
+            except ValueError:
+                ok = False
+    if not ok:
+        import argparse
+
+        class TimeError(argparse.ArgumentTypeError, ValueError):
+            pass
+
+        raise TimeError(f"expected {TIME_GRAMMAR}, not {value!r}")
+    return text
+
+
 def time_value(value: str | None) -> str | float | None:
-    """An ISO 8601 time as given, or unix seconds as a number."""
+    """An ISO 8601 time or a duration as given, or unix seconds as a number."""
     if value is None:
         return None
     try:
@@ -148,20 +186,22 @@ def p_search(a: Namespace) -> dict[str, Any]:
     }
     if a.no_decay:
         params["use_decay"] = False
+    if getattr(a, "paths", False) and not a.kind:
+        params["kind"] = "chunk"  # -l lists the notes that match: memories have no path
     return params
 
 
+def search_found(res: Any) -> bool:
+    return bool(isinstance(res, dict) and (res.get("hits") or res.get("index")))
+
+
+def search_paths(res: Any) -> list[str]:
+    hits = (res.get("hits") or []) if isinstance(res, dict) else []
+    return list(dict.fromkeys(h["path"] for h in hits if isinstance(h, dict) and h.get("path")))
+
+
 def s_search(res: dict[str, Any], a: Namespace) -> int:
-    if "index" in res:
-        more = ", more in the index below" if res.get("has_more") else ""
-        print(
-            f"{res['total']} match(es); full details for {len(res['hits'])} "
-            f"({res['tokens_used']} tokens){more}"
-        )
     print_search(res)
-    if res.get("has_more"):
-        for item in res["index"][len(res["hits"]) :]:
-            print(f"    #{item['id']}  {item['summary']}")
     note = pending_note(res)
     if note:
         print(note, file=sys.stderr)
@@ -174,19 +214,30 @@ def s_get(res: dict[str, Any], a: Namespace) -> int:
 
 
 def p_list(a: Namespace) -> dict[str, Any]:
-    return {**filter_params(a), "limit": a.limit, "offset": a.offset}
+    params = {**filter_params(a), "limit": a.limit, "offset": a.offset}
+    if getattr(a, "paths", False) and not a.kind:
+        params["kind"] = "chunk"  # -l lists the notes' paths: memories have none
+    return params
+
+
+def page_footer(shown: int, offset: int, total: int) -> None:
+    """`(N shown of M; next page: --offset K)` on stderr: stdout holds only the rows."""
+    end = offset + shown
+    more = f"; next page: --offset {end}" if end < total else ""
+    print(f"({shown} shown of {total}{more})", file=sys.stderr)
 
 
 def s_list(res: dict[str, Any], a: Namespace) -> int:
+    """One memory (or chunk) a line, columns separated by tabs: id, created, where, text."""
     items = res.get("items") or []
     for rec in items:
-        print(f"#{rec['id']:<6} {rec.get('created_at')}  {location(rec)}")
-        print(f"        {one_line(rec.get('content'), 100)}")
+        print(
+            f"{rec['id']}\t{rec.get('created_at')}\t{location(rec, sep=' ')}\t"
+            f"{one_line(rec.get('content'), 100)}"
+        )
     if not items:
-        print("nothing found")
-    shown = a.offset + len(items)
-    more = f"; next page: --offset {shown}" if shown < res["total"] else ""
-    print(f"({len(items)} shown of {res['total']}{more})")
+        print("nothing found", file=sys.stderr)
+    page_footer(len(items), a.offset, res["total"])
     return EXIT_OK
 
 
@@ -222,8 +273,12 @@ def r_delete(c: Client, a: Namespace) -> int:
         try:
             res = c.call("delete", {"id": entry_id, **given({"dry_run": a.dry_run})})
         except ClientError as exc:
-            print(f"memoryctl: {exc.message}", file=sys.stderr)
             status = EXIT_ERROR
+            if a.json:
+                error = {"kind": "daemon", "code": exc.code, "message": exc.message}
+                results.append({"id": entry_id, "error": error})
+            else:
+                print(f"memoryctl: {exc.message}", file=sys.stderr)
             continue
         results.append(res)
         if not a.json:
@@ -300,7 +355,7 @@ def s_triggers(res: dict[str, Any], a: Namespace) -> int:
     for m in res["memories"]:
         print(f"#{m['id']} ({', '.join(m['matched'])}): {one_line(m['content'])}")
     if not res["memories"]:
-        print("no trigger matched")
+        print("no trigger matched", file=sys.stderr)
     return EXIT_OK
 
 
@@ -325,7 +380,7 @@ def s_candidates(res: dict[str, Any], a: Namespace) -> int:
             f"{one_line(m['content'], 80)}"
         )
     if not res["candidates"]:
-        print("no promotion candidates")
+        print("no promotion candidates", file=sys.stderr)
     return EXIT_OK
 
 
@@ -344,7 +399,7 @@ def s_history(res: dict[str, Any], a: Namespace) -> int:
     for h in res["history"]:
         print(f"{h['at']}  {h['field']}: {json.dumps(h['old'])} -> {json.dumps(h['new'])}")
     if not res["history"]:
-        print(f"no changes recorded for #{a.id}")
+        print(f"no changes recorded for #{a.id}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -359,18 +414,19 @@ def p_recent(a: Namespace) -> dict[str, Any]:
 
 
 def s_recent(res: dict[str, Any], a: Namespace) -> int:
+    """One change a line, tab-separated: when, note|memory, path or #id (and change), text."""
     items = res.get("items") or []
     for item in items:
         when = item.get("at") or item.get("updated_at") or item.get("mtime") or "-"
         if item.get("path") and item.get("kind") != "memory":
-            what = f"note    {item['path']}"
+            what = f"note\t{item['path']}"
             summary = item.get("title") or item.get("summary") or ""
         else:
-            what = f"memory  #{item.get('id')}"
+            what = f"memory\t#{item.get('id')}"
             if item.get("change"):
                 what += f" {item['change']}"
             summary = item.get("summary") or item.get("content") or ""
-        print(f"{when}  {what}  {one_line(summary, 80)}".rstrip())
+        print(f"{when}\t{what}\t{one_line(summary, 80)}")
     if not items:
-        print("nothing recent")
+        print("nothing recent", file=sys.stderr)
     return EXIT_OK

@@ -79,14 +79,14 @@ def print_rows(rows: list[tuple[str, str]], indent: str = "") -> None:
         print(f"{indent}{key + ':':<{width}} {value}")
 
 
-def location(entry: dict[str, Any]) -> str:
+def location(entry: dict[str, Any], sep: str = "  ") -> str:
     """`chunk  path:1-9  Heading > Sub` or `memory  [type]  #tag`."""
     if entry.get("kind") == "chunk":
         where = f"{entry.get('path')}:{entry.get('start_line')}-{entry.get('end_line')}"
         heading = " > ".join(entry.get("heading_path") or [])
-        return f"chunk  {where}  {heading}".rstrip()
+        return f"chunk{sep}{where}{sep}{heading}".rstrip()
     tags = " ".join(f"#{t}" for t in entry.get("tags") or [])
-    return f"memory  [{entry.get('type')}]  {tags}".rstrip()
+    return f"memory{sep}[{entry.get('type')}]{sep}{tags}".rstrip()
 
 
 def pending_note(result: dict[str, Any]) -> str | None:
@@ -107,8 +107,20 @@ def pending_note(result: dict[str, Any]) -> str | None:
 
 
 def print_search(result: dict[str, Any]) -> None:
+    """The hits; under a token budget (`index` in the answer) the hits given in full, then
+    the rest of the index as one-line summaries, with one header that adds up."""
     hits = result.get("hits") or []
-    header = f"mode {result.get('mode')}, {len(hits)} hit(s), {result.get('took_ms')} ms"
+    index = result.get("index")
+    if index is None:
+        header = f"mode {result.get('mode')}, {len(hits)} hit(s), {result.get('took_ms')} ms"
+    else:
+        total = result.get("total", len(index))
+        rest = total - len(hits)
+        header = (
+            f"mode {result.get('mode')}, {total} hit(s): {len(hits)} in full"
+            + (f", {rest} as summaries" if rest else "")
+            + f" ({result.get('tokens_used')} tokens), {result.get('took_ms')} ms"
+        )
     if result.get("corrected_query"):
         header += f", searched for: {result['corrected_query']}"
     print(header)
@@ -129,7 +141,11 @@ def print_search(result: dict[str, Any]) -> None:
         if hit.get("explain"):
             parts = (f"{k}={text(v)}" for k, v in hit["explain"].items() if v is not None)
             print(f"    explain: {', '.join(parts)}")
-    if not hits:
+    shown = {h.get("id") for h in hits}
+    for rank, item in enumerate(index or [], start=1):
+        if item.get("id") not in shown:
+            print(f"{rank:>2}. {text(item.get('score'))[:5]}  #{item['id']}  {item.get('summary')}")
+    if not hits and not index:
         print("no results")
 
 
@@ -167,6 +183,42 @@ def print_record(rec: dict[str, Any]) -> None:
     print_rows(rows)
     print()
     print(rec.get("content", ""))
+
+
+def status_summary(res: dict[str, Any]) -> str:
+    """`status` in one line: health first (what needs attention), then the counts."""
+    counts = res.get("counts") or {}
+    store = res.get("store") or {}
+    model = res.get("model") or {}
+    index = res.get("index") or {}
+    vectors = res.get("vectors") or {}
+    skipped = index.get("skipped") or []
+    problems = []
+    if store.get("ok") is False:
+        problems.append("store unreachable")
+    if (res.get("watcher") or {}).get("alive") is False:
+        problems.append("watcher stopped")
+    if model.get("state") == "failed":
+        problems.append("embedding model failed")
+    if skipped:
+        problems.append(f"{len(skipped)} file(s) skipped")
+    if res.get("drift") and res["drift"].get("total"):
+        problems.append(f"drift {res['drift']['total']}")
+    health = "needs attention: " + ", ".join(problems) if problems else "ok"
+    parts = [
+        f"memoryd {res.get('version')}: {health}",
+        f"{text(counts.get('documents'))} notes, {text(counts.get('chunks'))} chunks, "
+        f"{text(counts.get('memories'))} memories",
+        f"model {text(model.get('state'))}",
+    ]
+    if "done" in vectors:
+        pending = _count(vectors.get("pending")) + _count(vectors.get("embedding"))
+        parts.append(f"vectors {text(vectors.get('done'))} done, {pending} pending")
+    if index.get("initial_reconcile_done") is False:
+        parts.append("first scan running")
+    if res.get("uptime_s") is not None:
+        parts.append(f"up {duration(res['uptime_s'])}")
+    return "; ".join(parts)
 
 
 def print_jobs(jobs: list[dict[str, Any]], indent: str = "") -> None:

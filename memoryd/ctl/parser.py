@@ -26,17 +26,38 @@ examples:
   memoryctl jobs run reconcile
 
 exit status:
-  0  ok
-  1  the daemon answered with an error, or `status --check` found drift
-  2  usage error (bad arguments, or an input file that cannot be read)
+  0  ok (a search or listing found something, as with grep and rg)
+  1  nothing found (search, list, recent, note list, links, backlinks, triggers, candidates,
+     history, checkpoint list), the daemon answered with an error, or `status --check` found drift
+  2  usage error: bad arguments (a bad option, a --since/--until outside the time grammar),
+     or an input file that cannot be read
   3  memoryd is unreachable: no socket, stale socket, permission denied, timeout, or a socket
      (folder) that belongs to another user
+With --json, errors are JSON objects on stdout: {"error": {"kind": "daemon"|"usage"|
+"unreachable", "message": ..., "code": ...}} (and the same exit status).
+--since/--until take a duration back from now (90m, 24h, 7d, 2w), an ISO 8601 date or time
+(naive = UTC), or unix seconds; a date as --until includes that whole day.
 
 The socket is --socket, else $MEMORYD_SOCKET, else $XDG_RUNTIME_DIR/memoryd/memoryd.sock
-(<temp dir>/memoryd-<uid>/memoryd.sock when XDG_RUNTIME_DIR is unset, or the login
+(<temp dir>/memoryd-<uid>/memoryd.sock when XDG_RUNTIME_DIR is unset; if another user took that
+folder first, ~/.local/share/memoryd/run/memoryd.sock, as the daemon does; or the login
 session's /run/user/<uid>/memoryd/memoryd.sock if a daemon listens there and not in the temp dir).
 Run `memoryctl COMMAND --help` for a command's options.
 """
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, except that with --json a usage error is raised (memoryctl prints it as a
+    JSON object on stdout) instead of printed; subparsers are of this class too."""
+
+    json_errors = False
+
+    def error(self, message: str) -> Any:
+        if Parser.json_errors:
+            from memoryd.ctl.client import UsageError
+
+            raise UsageError(f"{self.prog}: {message}")
+        super().error(message)
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
@@ -77,7 +98,7 @@ def _seconds(value: str) -> float:
 def common_options() -> argparse.ArgumentParser:
     """--socket, --json, --timeout: accepted before or after the command (SUPPRESS keeps a
     value given before the command from being reset by the subcommand's default)."""
-    common = argparse.ArgumentParser(add_help=False, formatter_class=Formatter)
+    common = Parser(add_help=False, formatter_class=Formatter)
     common.add_argument(
         "--socket",
         default=argparse.SUPPRESS,
@@ -141,7 +162,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     from memoryd.ctl.client import version
 
     common = common_options()
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="memoryctl",
         parents=[common],
         description="Query and feed a running memoryd.",

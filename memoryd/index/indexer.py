@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core.errors import InvalidInput
+from memoryd.core.errors import InvalidInput, describe
 from memoryd.core.fsutil import within
 from memoryd.core.logsetup import get_logger
 from memoryd.index.attachments import OtherFiles
@@ -71,6 +71,9 @@ class Note:
     chunks: list[markdown.Chunk]
     tags: tuple[str, ...]
     links: list[obsidian.Link]
+
+
+MAX_SKIPPED_LISTED = 1000
 
 
 class Skip(Exception):
@@ -144,6 +147,8 @@ class Indexer:
         self.clock = clock
         self._lock = threading.RLock()
         self.totals = Report()
+        # the files skipped now, by path, with the reason (status names them); bounded
+        self.skipped: dict[str, str] = {}
         self.last_reconcile: dict[str, Any] | None = None
         # the names of the files that are not notes, for links to attachments
         self.others = OtherFiles(self.root, lambda: self.settings, self.is_private, self.relpath)
@@ -175,10 +180,10 @@ class Indexer:
             last = keep_link and raw.name not in ("", ".", "..")
             full = raw.parent.resolve() / raw.name if last else raw.resolve()
         except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, ...
-            raise InvalidInput(f"path: cannot resolve {text!r} ({exc})") from None
+            raise InvalidInput(f"path: cannot resolve {describe(text)} ({exc})") from None
         rel = self.relpath(full)
         if rel is None or (rel in (".", "") and not root_ok):
-            raise InvalidInput(f"path: {text!r} is outside the workspace")
+            raise InvalidInput(f"path: {describe(text)} is outside the workspace")
         return rel, full
 
     def accepts(self, path: Path) -> bool:
@@ -214,6 +219,8 @@ class Indexer:
         found: dict[str, FileState] = {}
         others: set[str] = set()
         seen_dirs: set[str] = set()
+        if under in (".", ""):
+            self.skipped.clear()  # a whole walk finds again every file still skipped
         follow = self.settings.follow_symlinks
         for dirpath, dirnames, filenames in os.walk(self.root / under, followlinks=follow):
             real_dir = os.path.realpath(dirpath)
@@ -240,15 +247,21 @@ class Indexer:
                 try:
                     state = self._stat(rel)
                 except Skip as exc:
-                    log.warning("skipped file", path=shown(rel), reason=str(exc))
-                    if report is not None:
-                        report.skipped += 1
+                    self._skip(rel, exc, report)
                     continue
                 except FileNotFoundError:
                     continue
                 found[rel] = state
         self.others.replace(under, others)
         return found
+
+    def _skip(self, rel: str, exc: Skip, report: Report | None) -> None:
+        """Log, count and remember a skipped file (status lists them with the reason)."""
+        log.warning("skipped file", path=shown(rel), reason=str(exc))
+        if report is not None:
+            report.skipped += 1
+        if rel in self.skipped or len(self.skipped) < MAX_SKIPPED_LISTED:
+            self.skipped[shown(rel)] = str(exc)
 
     def _stat(self, rel: str) -> FileState:
         if not valid_name(rel):
@@ -365,11 +378,11 @@ class Indexer:
                 try:
                     todo[rel] = self._stat(rel)
                 except FileNotFoundError:
+                    self.skipped.pop(shown(rel), None)
                     if rel in indexed:
                         vanished[rel] = indexed[rel]
                 except Skip as exc:
-                    log.warning("skipped file", path=shown(rel), reason=str(exc))
-                    report.skipped += 1
+                    self._skip(rel, exc, report)
                     if rel in indexed:
                         vanished[rel] = indexed[rel]
             self._apply(list(todo.values()), vanished, report, None)
@@ -408,8 +421,7 @@ class Indexer:
             except FileNotFoundError:
                 log.info("file vanished while reading", path=state.path)
             except Skip as exc:
-                log.warning("skipped file", path=state.path, reason=str(exc))
-                report.skipped += 1
+                self._skip(state.path, exc, report)
             except Exception as exc:  # one bad file never stops the rest
                 log.exception("indexing failed", path=state.path)
                 report.errors.append(f"{state.path}: {exc}")
@@ -418,6 +430,7 @@ class Indexer:
         for p in vanished:
             if p in moved_from:
                 continue
+            self.skipped.pop(p, None)
             chunks = self.store.run_write(functools.partial(entries.delete_document, path=p))
             report.deleted += 1
             log.info("deleted", path=p, chunks=chunks)
@@ -432,6 +445,7 @@ class Indexer:
         """Index one file; returns the old path when it turned out to be a move."""
         started = time.perf_counter()
         data = self._read(state)
+        self.skipped.pop(state.path, None)
         sha = sha256_bytes(data)
         current = self.store.read(lambda con: entries.document(con, state.path))
         if current is not None and current.sha256 == sha:

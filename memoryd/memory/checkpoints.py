@@ -26,7 +26,7 @@ from typing import Any
 
 import apsw
 
-from memoryd.core.errors import InvalidInput, NotFound, Refused
+from memoryd.core.errors import InvalidInput, NotFound, Refused, describe
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.memory.dailylog import DailyLog
@@ -73,7 +73,9 @@ def create(store: Store, data_dir: Path, name: object) -> dict[str, Any]:
     path = _path(data_dir, name)
     refuse_on_postgres(store, "no checkpoint was made")
     if path.exists():
-        raise InvalidInput(f"checkpoint {name!r} exists; pick another name or delete it first")
+        raise InvalidInput(
+            f"checkpoint {describe(name)} exists; pick another name or delete it first"
+        )
     store.backup_to(path)
     return {"name": name, "path": str(path), "bytes": path.stat().st_size}
 
@@ -87,7 +89,7 @@ def delete(data_dir: Path, name: object, kind: object = "checkpoint") -> dict[st
     else:
         raise InvalidInput("kind: expected checkpoint or snapshot")
     if not path.is_file():
-        raise NotFound(f"no {kind} named {name!r}")
+        raise NotFound(f"no {kind} named {describe(name)}")
     path.unlink()
     log.info("copy deleted", kind=kind, name=name)
     return {"deleted": name, "kind": kind}
@@ -146,7 +148,7 @@ def restore(
     path = _path(data_dir, name)
     refuse_on_postgres(store, "nothing was restored")
     if not path.is_file():
-        raise NotFound(f"no checkpoint named {name!r} (see checkpoint list)")
+        raise NotFound(f"no checkpoint named {describe(name)} (see checkpoint list)")
     version = inspect(path)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock()))
     safety = folder(data_dir) / f"pre-restore-{stamp}.db"

@@ -40,7 +40,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core.fsutil import atomic_write, within
+from memoryd.core.fsutil import SHARED_DIR, atomic_write, make_dirs, within
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import parse_time
 from memoryd.text import secretguard
@@ -181,7 +181,7 @@ class DailyLog:
         try:
             with self.lock:
                 self._check_inside(path.parent)
-                path.parent.mkdir(parents=True, exist_ok=True)
+                make_dirs(path.parent, SHARED_DIR)
                 self._check_inside(path.parent)
                 fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
                 try:

@@ -263,6 +263,20 @@ def summary(text: str, width: int = 100) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+# Internal fields a reader of a budgeted answer has no use for: they only cost tokens.
+_NOT_IN_DETAILS = ("content_hash", "sha256", "vector_model")
+
+
+def compact(hit: dict[str, Any]) -> dict[str, Any]:
+    """A hit as a "full detail" under a token budget: without empty values (null, [], "", {})
+    and without hashes."""
+    return {
+        k: v
+        for k, v in hit.items()
+        if k not in _NOT_IN_DETAILS and v is not None and v != [] and v != "" and v != {}
+    }
+
+
 def budgeted(
     hits: list[dict[str, Any]], max_tokens: int, cost: Callable[[dict[str, Any]], int] | None = None
 ) -> dict[str, Any]:
@@ -274,7 +288,7 @@ def budgeted(
     index = [{"id": h["id"], "score": h["score"], "summary": summary(h["content"])} for h in hits]
     used = sum(estimate_tokens(i["summary"]) + 4 for i in index)
     details = []
-    for hit in hits:
+    for hit in map(compact, hits):
         c = measure(hit)
         if used + c > max_tokens:
             break

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memoryd.core.errors import InvalidInput, MemorydError, NotFound, StoreError
+from memoryd.core.errors import InvalidInput, MemorydError, NotFound, StoreError, describe
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import parse_time
 from memoryd.memory import lifecycle
@@ -236,7 +236,7 @@ class Memories:
         sec = None if section is None else check_str(section, "section", limit=1000).strip()
         chunks = self.store.read(lambda con: entries.document_chunks(con, rel))
         if not chunks:
-            raise NotFound(f"no indexed note at {rel}")
+            raise NotFound(f"no indexed note at {describe(rel)}")
         sections = _sections(chunks)
         if sec:
             chosen = [c for c in chunks if (c["heading_path"] or [""])[-1] == sec]
@@ -245,7 +245,7 @@ class Memories:
                 chosen = [c for c in chunks if (c["heading_path"] or [""])[-1].casefold() == folded]
             if not chosen:
                 names = ", ".join(repr(x["heading"]) for x in sections[:20] if x["heading"])
-                raise NotFound(f"no section {sec!r} in {rel} (sections: {names or 'none'})")
+                raise NotFound(f"no section {describe(sec)} in {rel} (sections: {names or 'none'})")
         else:
             chosen = chunks
         self._access([c["id"] for c in chosen], "get")

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoryd.core.errors import InvalidInput, Refused, TooLarge
-from memoryd.core.timeutil import parse_duration, parse_time
+from memoryd.core.errors import InvalidInput, Refused, TooLarge, describe
+from memoryd.core.timeutil import parse_bound, parse_duration, parse_time
 from memoryd.memory import lifecycle
 from memoryd.text import secretguard
 from memoryd.text.markdown import sha256_text
@@ -150,6 +150,21 @@ def check_time(value: object, field: str) -> float:
     return ts
 
 
+def check_bound(value: object, field: str, *, now: float | None = None) -> float | None:
+    """A `since` or `until` filter (timeutil.parse_bound's grammar: 7d, 24h, 90m, ISO dates and
+    times, unix seconds; a bare date as `until` includes that whole day), or None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        check_str(value, field, limit=100)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput(f"{field}: expected a finite time")
+    ts = parse_bound(value, what=field, until=field == "until", now=now)
+    if not 0 <= ts <= MAX_TIME + 86400:
+        raise InvalidInput(f"{field}: out of range (1970-01-01 to 9999-12-31)")
+    return ts
+
+
 def check_text(value: object, field: str, limit: int = MAX_CONTEXT) -> str | None:
     if value is None:
         return None
@@ -244,8 +259,9 @@ def guard(
     names = [n for n in NAME_FIELDS if n in out.secrets]
     if mode == "refuse" or (mode == "redact" and names):
         raise Refused(
-            f"looks like a credential ({what}); not stored. Remove it, or pass allow_secrets "
-            "(memoryctl --allow-secrets) if it is meant to be kept",
+            f"looks like a credential ({what}); not stored. Remove it, or if it is meant to be "
+            "kept send it again with allow_secrets: true (memoryctl: the flag goes after the "
+            "command, `memoryctl add TEXT --allow-secrets`; also for update and import)",
             data={
                 "secrets": sorted({k for ks in out.secrets.values() for k in ks}),
                 "fields": sorted(out.secrets),
@@ -358,5 +374,5 @@ def check_fields(raw: dict[str, Any], max_bytes: int, now: float) -> dict[str, A
         elif key in ("access_count", "useful_count", "validation_count"):
             out[key] = check_count(value, key)
         else:
-            raise InvalidInput(f"unknown field {key!r}")
+            raise InvalidInput(f"unknown field {describe(key)}")
     return out

@@ -16,7 +16,7 @@ import time
 import unicodedata
 from collections.abc import Iterator
 
-from memoryd.core.errors import InvalidInput, Refused
+from memoryd.core.errors import InvalidInput, Refused, describe
 from memoryd.core.logsetup import get_logger
 from memoryd.index.indexer import sha256_bytes
 from memoryd.memory.validation import check_str
@@ -48,7 +48,7 @@ def check_sha(value: object) -> str | None:
     if not isinstance(value, str) or not (value == "" or _SHA.match(value.lower())):
         raise InvalidInput(
             'expected_sha256: expected the 64 hex digits note.read returned (or "" for a note '
-            f"that must not exist yet), got {value!r}"
+            f"that must not exist yet), got {describe(value)}"
         )
     return value.lower()
 
@@ -73,12 +73,14 @@ def normalize(path: object, what: str = "path") -> str:
         or path == "~"
         or re.match(r"^[A-Za-z]:[\\/]", path)
     ):
-        raise InvalidInput(f"{what}: {path!r} is absolute; give a path inside the workspace")
+        raise InvalidInput(
+            f"{what}: {describe(path)} is absolute; give a path inside the workspace"
+        )
     parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise InvalidInput(f"{what}: {path!r} leaves the workspace ('..' is not allowed)")
+        raise InvalidInput(f"{what}: {describe(path)} leaves the workspace ('..' is not allowed)")
     if not parts:
-        raise InvalidInput(f"{what}: {path!r} names the workspace itself, not a note")
+        raise InvalidInput(f"{what}: {describe(path)} names the workspace itself, not a note")
     return "/".join(parts)
 
 

@@ -53,8 +53,16 @@ from memoryd.core.errors import (
     StoreError,
     StoreUnavailable,
     TooLarge,
+    describe,
 )
-from memoryd.core.fsutil import atomic_write_at, fsync_dir, within
+from memoryd.core.fsutil import (
+    PRIVATE_DIR,
+    SHARED_DIR,
+    atomic_write_at,
+    fsync_dir,
+    make_dirs,
+    within,
+)
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.index.indexer import Indexer, sha256_bytes
@@ -120,16 +128,19 @@ class Notes:
         rel = self._as_on_disk(normalize(path, what))
         if not path_accepted(rel, self.indexer.settings):
             raise InvalidInput(
-                f"{what}: {rel!r} is not a note memoryd indexes (notes are files matching "
+                f"{what}: {describe(rel)} is not a note memoryd indexes (notes are files matching "
                 "indexer.include, *.md by default, outside hidden folders and indexer.exclude)"
             )
         full = self.root / rel
         real = os.path.realpath(full)
         if not self._inside(real):
-            raise InvalidInput(f"{what}: {rel!r} leads outside the workspace through a symlink")
+            raise InvalidInput(
+                f"{what}: {describe(rel)} leads outside the workspace through a symlink"
+            )
         if self.indexer.is_private(rel):
             raise InvalidInput(
-                f"{what}: {rel!r} is memoryd's own data (data_dir, log file or socket), not a note"
+                f"{what}: {describe(rel)} is memoryd's own data (data_dir, log file or socket), "
+                "not a note"
             )
         return rel, full
 
@@ -170,7 +181,9 @@ class Notes:
         this fail instead of leading the write or read out of the workspace."""
         real = os.path.realpath(folder)
         if not self._inside(real):
-            raise InvalidInput(f"path: {rel!r} leads outside the workspace through a symlink")
+            raise InvalidInput(
+                f"path: {describe(rel)} leads outside the workspace through a symlink"
+            )
         root = str(self.root_real)
         parts = Path(os.path.relpath(real, root)).parts if real != root else ()
         fd = os.open(root, DIR_FLAGS)
@@ -196,7 +209,7 @@ class Notes:
         try:
             fd = os.open(name, READ_FLAGS, dir_fd=dfd)
         except FileNotFoundError:
-            raise NotFound(f"no note at {rel}") from None
+            raise NotFound(f"no note at {describe(rel)}") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise Refused(f"{rel} is a symlink; write to the note it points to") from None
@@ -273,9 +286,11 @@ class Notes:
         for part in rel_parts:
             cur = cur / part
             with contextlib.suppress(FileExistsError):
-                cur.mkdir()
+                cur.mkdir(mode=SHARED_DIR)
             if not self._inside(os.path.realpath(cur)):
-                raise InvalidInput(f"path: {rel!r} leads outside the workspace through a symlink")
+                raise InvalidInput(
+                    f"path: {describe(rel)} leads outside the workspace through a symlink"
+                )
             if not cur.is_dir():
                 raise InvalidInput(f"path: {cur.relative_to(self.root)} is a file, not a folder")
 
@@ -334,7 +349,7 @@ class Notes:
         rel, full = self.resolve(path)
         real = Path(os.path.realpath(full))  # an inner symlink is followed (resolve checked it)
         if not os.path.isdir(real.parent):
-            raise NotFound(f"no note at {rel}")
+            raise NotFound(f"no note at {describe(rel)}")
         with self._folder(rel, real.parent) as dfd:
             data, st = self._read_at(dfd, real.name, rel)
         return {
@@ -429,7 +444,7 @@ class Notes:
         with self._lock, os_errors(rel):
             current = self._peek(full, rel)
             if current is None:
-                raise NotFound(f"no note at {rel}")
+                raise NotFound(f"no note at {describe(rel)}")
             self._check_expected(rel, expected, current[0])
             if os.path.lexists(new_full):
                 raise Refused(f"{new_rel} already exists; move or delete it first")
@@ -472,20 +487,20 @@ class Notes:
         rel, full = self.indexer.resolve_path(path, keep_link=True)
         if self.indexer.holds_private(rel):
             raise InvalidInput(
-                f"path: {rel!r} is or holds memoryd's own data (data_dir, log file or socket); "
-                "it is not a workspace note and is not deleted through the API"
+                f"path: {describe(rel)} is or holds memoryd's own data (data_dir, log file or "
+                "socket); it is not a workspace note and is not deleted through the API"
             )
         docs = self.store.read(entries.documents)
         paths = sorted(p for p in docs if p == rel or p.startswith(rel + "/"))
         here = os.path.lexists(full)
         if not here and not paths:
-            raise NotFound(f"nothing at {rel} in the workspace or the index")
+            raise NotFound(f"nothing at {describe(rel)} in the workspace or the index")
         target = self.trash_dir / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         index: dict[str, Any] = {}
         if not dry_run:
             with self._lock, os_errors(rel):
                 if here:
-                    (target / rel).parent.mkdir(parents=True, exist_ok=True)
+                    make_dirs((target / rel).parent, PRIVATE_DIR)
                     shutil.move(full, target / rel)
                 index = self._index(rel, full)
             log.info("note deleted", path=rel, trash=str(target / rel))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from memoryd.core.errors import InvalidInput, NotFound
+from memoryd.core.errors import InvalidInput, NotFound, describe
 from memoryd.notes.notes import normalize
 from memoryd.store import Store
 from memoryd.store import links as store_links
@@ -38,7 +38,7 @@ def _choose(path: object, paths: list[str], files: Iterable[str]) -> tuple[str, 
     link = obsidian.Link(wanted, None, None, 0, False, "wiki")
     found = resolver.resolve(link, "")
     if found is None:
-        raise NotFound(f"no indexed note {path!r} (paths are workspace-relative)")
+        raise NotFound(f"no indexed note {describe(path)} (paths are workspace-relative)")
     return found, [p for p in resolver.candidates(link) if p != found]
 
 

@@ -42,7 +42,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from memoryd.core.errors import InvalidInput, Unavailable
+from memoryd.core.errors import InvalidInput, Unavailable, describe
 from memoryd.memory import lifecycle
 from memoryd.memory.lifecycle import tier_decay
 from memoryd.search import hits as hits_
@@ -146,16 +146,22 @@ class Searcher:
         started = time.perf_counter()
         s = self.settings
         if req.mode not in MODES:
-            raise InvalidInput(f"mode: expected one of {', '.join(MODES)}, got {req.mode!r}")
+            raise InvalidInput(
+                f"mode: expected one of {', '.join(MODES)}, got {describe(req.mode)}"
+            )
         if req.workspace not in WORKSPACES:
             raise InvalidInput(
-                f"workspace: expected one of {', '.join(WORKSPACES)}, got {req.workspace!r}"
+                f"workspace: expected one of {', '.join(WORKSPACES)}, got {describe(req.workspace)}"
             )
         if req.group not in GROUPS:
-            raise InvalidInput(f"group: expected one of {', '.join(GROUPS)}, got {req.group!r}")
+            raise InvalidInput(
+                f"group: expected one of {', '.join(GROUPS)}, got {describe(req.group)}"
+            )
         limit = req.limit if req.limit is not None else s.default_limit
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= s.max_limit:
-            raise InvalidInput(f"limit: expected an integer from 1 to {s.max_limit}, got {limit!r}")
+            raise InvalidInput(
+                f"limit: expected an integer from 1 to {s.max_limit}, got {describe(limit)}"
+            )
         if req.max_tokens is not None and (
             isinstance(req.max_tokens, bool)
             or not isinstance(req.max_tokens, int)

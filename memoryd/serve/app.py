@@ -16,6 +16,7 @@ from typing import Any
 from memoryd import __version__
 from memoryd.core import malloc
 from memoryd.core.config import Config
+from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.index.embed import ModelHolder, background_threads, load_embedder, resolve_model
@@ -399,6 +400,10 @@ class App:
                 "files_moved": self.indexer.totals.moved,
                 "files_deleted": self.indexer.totals.deleted,
                 "files_skipped": self.indexer.totals.skipped,
+                "skipped": [
+                    {"path": path, "reason": reason}
+                    for path, reason in sorted(self.indexer.skipped.items())
+                ],
                 "progress": self.index_progress,
             },
         }
@@ -416,6 +421,6 @@ def _iso_at(rep: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def prepare_dirs(cfg: Config) -> None:
     """data_dir private (0700); the workspace created if missing."""
-    cfg.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_dirs(cfg.data_dir, PRIVATE_DIR)
     os.chmod(cfg.data_dir, 0o700)
-    Path(cfg.workspace).mkdir(parents=True, exist_ok=True)
+    make_dirs(Path(cfg.workspace), SHARED_DIR)

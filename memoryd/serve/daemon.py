@@ -16,10 +16,10 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from memoryd.core import logsetup
+from memoryd.core import logsetup, runtime
 from memoryd.core.config import RELOADABLE, Config, diff, load_config
 from memoryd.core.errors import MemorydError
-from memoryd.core.fsutil import acquire_lock
+from memoryd.core.fsutil import acquire_lock, process_umask
 from memoryd.serve.app import App, prepare_dirs
 from memoryd.serve.notify import Notifier, listen_fds
 from memoryd.serve.server import Server
@@ -162,5 +162,16 @@ class Daemon:
 def run(config_path: Path | None = None) -> int:
     """`memoryd run`: load config (exit 2 on error), then run until stopped."""
     cfg = load_config(config_path)
+    process_umask()  # under `umask 000` nothing we create may be writable by others
     logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
+    temp = runtime.temp_socket_path()
+    why = runtime.untrusted_folder(temp.parent)
+    if why is not None and cfg.socket == runtime.fallback_socket_path():
+        log.warning(
+            "the default socket folder is not ours; listening in the fallback folder "
+            "(memoryctl finds it by the same rule)",
+            folder=str(temp.parent),
+            reason=why,
+            socket=str(cfg.socket),
+        )
     return Daemon(cfg).run()

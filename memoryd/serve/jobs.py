@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core.config import Config
-from memoryd.core.errors import NotFound
+from memoryd.core.errors import NotFound, describe
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.index.embedworker import EmbedWorker
@@ -301,7 +301,7 @@ class Jobs:
     def run_now(self, name: str) -> dict[str, Any]:
         """Run a job in this thread (waiting for a scheduled run of it to finish first)."""
         if name not in self.states:
-            raise NotFound(f"no job named {name!r} (jobs: {', '.join(self.states)})")
+            raise NotFound(f"no job named {describe(name)} (jobs: {', '.join(self.states)})")
         return self._run(name, blocking=True)
 
     def list(self) -> list[dict[str, Any]]:

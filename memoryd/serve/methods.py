@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from memoryd import __version__
-from memoryd.core.errors import InvalidInput
+from memoryd.core.errors import InvalidInput, describe
 from memoryd.memory import checkpoints, lifecycle, transfer
 from memoryd.memory.memories import (
     ADD_FIELDS,
@@ -19,7 +19,7 @@ from memoryd.memory.memories import (
     check_name,
     check_tags,
 )
-from memoryd.memory.validation import check_int, check_str, check_time
+from memoryd.memory.validation import check_bound, check_int, check_str
 from memoryd.notes import vault
 from memoryd.search.searcher import SearchRequest
 from memoryd.serve import methods_notes  # noqa: F401  (registers note.* and recent_activity)
@@ -59,7 +59,7 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
     if kind == "all":
         kind = None
     if kind not in (None, "memory", "chunk"):
-        raise InvalidInput(f"kind: expected memory, chunk or all, got {kind!r}")
+        raise InvalidInput(f"kind: expected memory, chunk or all, got {describe(kind)}")
     types = params.get("type")
     if types is None:
         type_list: tuple[str, ...] = ()
@@ -90,8 +90,8 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         tags=check_tags(params["tags"]) if params.get("tags") is not None else (),
         source=source,
         path_prefix=path,
-        since=check_time(params["since"], "since") if params.get("since") is not None else None,
-        until=check_time(params["until"], "until") if params.get("until") is not None else None,
+        since=check_bound(params.get("since"), "since"),
+        until=check_bound(params.get("until"), "until"),
         min_importance=(
             check_int(params["min_importance"], "min_importance", 1, 10)
             if params.get("min_importance") is not None

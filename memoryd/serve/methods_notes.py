@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from memoryd.core.errors import InvalidInput
-from memoryd.core.timeutil import parse_duration, parse_time
+from memoryd.memory.validation import check_bound
 from memoryd.serve.app import App
 from memoryd.serve.registry import method, param_int, param_namespace
 
@@ -67,15 +67,9 @@ def note_move(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def since_from(value: object, now: float) -> float | None:
-    """An ISO date/time, unix seconds, or a duration back from now ("7d", "12h")."""
-    if value is None:
-        return None
-    if isinstance(value, str) and value.strip() and value.strip()[-1] in "smhdw":
-        try:
-            return now - parse_duration(value, what="since")
-        except InvalidInput:
-            pass
-    return parse_time(value, what="since")
+    """An ISO date/time, unix seconds, or a duration back from now ("7d", "12h"): the one
+    grammar of every since/until (validation.check_bound)."""
+    return check_bound(value, "since", now=now)
 
 
 @method("recent_activity", {"limit", "since", "namespace"})

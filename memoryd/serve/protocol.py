@@ -5,6 +5,8 @@ never an exception that reaches the connection: a line that is not UTF-8 or not 
 JSON nested deeper than MAX_DEPTH or a batch over MAX_BATCH (-32600), a lone surrogate in an id
 or a method name (-32600) or anywhere in params (-32602), an integer params value outside
 SQLite's 64-bit range (-32602). NaN and infinities are not JSON and are refused while parsing.
+Whenever the request's id can be read (the value decoded, or a line too deep to decode that
+starts like a request), the error answer carries it, so a client can match it to its request.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 # A lone surrogate can only come from a \uD800-\uDFFF escape: strict UTF-8 decoding refuses the
 # raw bytes. Lines without such an escape skip the surrogate check.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+# The id of a line that cannot be decoded whole (nesting too deep): read only from a plain
+# object opening, `{"jsonrpc": "2.0", "id": 7, ...` (keys before it are jsonrpc/method).
+_LEADING_ID = re.compile(
+    rb'\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]{0,200}"\s*,)*\s*"id"\s*:\s*'
+    rb'(-?\d{1,18}|"[^"\\]{0,200}")\s*[,}]'
+)
 
 
 class ProtocolError(Exception):
@@ -67,15 +75,40 @@ def decode(line: bytes) -> Any:
     try:
         msg = json.loads(text, parse_float=_finite, parse_constant=_not_json)
     except RecursionError:
-        raise ProtocolError(INVALID_REQUEST, too_deep()) from None
+        raise ProtocolError(INVALID_REQUEST, too_deep(), leading_id(line)) from None
     except json.JSONDecodeError as exc:
-        raise ProtocolError(PARSE_ERROR, f"parse error: {exc}") from None
+        raise ProtocolError(PARSE_ERROR, f"parse error: {exc}", leading_id(line)) from None
     except (ValueError, UnicodeError) as exc:  # huge integer literals, NaN, 1e999, ...
-        raise ProtocolError(PARSE_ERROR, f"parse error: {exc}") from None
-    depth_problem = _check(msg, surrogates=bool(_SURROGATE_ESCAPE.search(line)))
-    if depth_problem is not None:
-        raise depth_problem
+        raise ProtocolError(PARSE_ERROR, f"parse error: {exc}", leading_id(line)) from None
+    problem = _check(msg, surrogates=bool(_SURROGATE_ESCAPE.search(line)))
+    if problem is not None:
+        problem.req_id = readable_id(msg)
+        raise problem
     return msg
+
+
+def readable_id(msg: Any) -> Any:
+    """The id of a decoded request when it is a valid one (string or integer), else None."""
+    if not isinstance(msg, dict):
+        return None
+    req_id = msg.get("id")
+    if isinstance(req_id, bool) or not isinstance(req_id, str | int):
+        return None
+    if isinstance(req_id, str) and not _valid_text(req_id):
+        return None
+    return req_id
+
+
+def leading_id(line: bytes) -> Any:
+    """The id at the start of a line that could not be decoded whole, or None."""
+    m = _LEADING_ID.match(line)
+    if m is None:
+        return None
+    try:
+        value = json.loads(m.group(1))
+    except ValueError:
+        return None
+    return value if isinstance(value, str | int) and _valid_text(str(value)) else None
 
 
 def too_deep() -> str:

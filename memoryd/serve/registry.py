@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memoryd.core.errors import InvalidInput
+from memoryd.core.errors import InvalidInput, describe
 from memoryd.memory.memories import check_name
 from memoryd.memory.validation import check_str
 
@@ -51,7 +51,7 @@ def lookup(name: str, params: dict[str, Any]) -> Method:
     unknown = set(params) - m.params
     if unknown:
         allowed = ", ".join(sorted(m.params)) or "none"
-        shown = ", ".join(sorted(repr(k) for k in unknown))
+        shown = ", ".join(sorted(describe(k) for k in unknown))
         raise InvalidInput(f"{name}: unknown param {shown} (accepted: {allowed})")
     check_strings({k: v for k, v in params.items() if k not in m.own_check})
     return m
@@ -77,7 +77,7 @@ def check_strings(params: dict[str, Any]) -> None:
 def param_bool(params: dict[str, Any], key: str) -> bool:
     value = params.get(key, False)
     if not isinstance(value, bool):
-        raise InvalidInput(f"{key}: expected true or false, got {value!r}")
+        raise InvalidInput(f"{key}: expected true or false, got {describe(value)}")
     return value
 
 

@@ -21,7 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core.errors import AlreadyRunning, MemorydError, Unavailable
+from memoryd.core.errors import AlreadyRunning, MemorydError, TooLarge, Unavailable, describe
+from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 from memoryd.serve import methods as api
 from memoryd.serve.app import App
@@ -43,6 +44,17 @@ log = get_logger("memoryd.serve.server")
 # clients beyond that gets EAGAIN from connect() at once on a Unix socket (no waiting). The
 # kernel caps it at net.core.somaxconn.
 BACKLOG = 1024
+
+
+# A request line carries a note of notes.max_bytes as JSON text: UTF-8 (memoryctl sends it
+# unescaped), quotes, backslashes and newlines escaped (2 bytes each), plus the envelope.
+NOTE_ENVELOPE_BYTES = 16 * 1024
+
+
+def request_limit(max_request_bytes: int, note_max_bytes: int) -> int:
+    """The longest request line accepted: server.max_request_bytes, raised so that a note of
+    notes.max_bytes can always be written (even one of CJK text, emoji or many newlines)."""
+    return max(max_request_bytes, 2 * note_max_bytes + NOTE_ENVELOPE_BYTES)
 
 
 class ServerSettings(Protocol):
@@ -107,7 +119,7 @@ def prepare_socket_path(path: Path) -> None:
     """Create the socket's folder 0700 if missing (never chmod one that exists), check it, and
     clear a stale socket; refuse a live one."""
     parent = path.parent
-    parent.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(parent.parent, PRIVATE_DIR)
     try:
         parent.mkdir(mode=0o700)
     except FileExistsError:
@@ -190,6 +202,10 @@ class Server:
         self._inflight = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        notes = getattr(getattr(app, "cfg", None), "notes", None)
+        self.limit = request_limit(
+            settings.max_request_bytes, getattr(notes, "max_bytes", settings.max_request_bytes)
+        )
         self.requests_total = 0
         self.errors_total = 0
         self.evicted_total = 0
@@ -198,7 +214,7 @@ class Server:
         sock = self._inherited if self._inherited is not None else bind_socket(self.path)
         sock.setblocking(False)
         self._server = await asyncio.start_unix_server(
-            self._handle, sock=sock, limit=self.settings.max_request_bytes + 1, backlog=BACKLOG
+            self._handle, sock=sock, limit=self.limit + 1, backlog=BACKLOG
         )
         log.info("listening", socket=str(self.path), inherited=not self._owns_path)
 
@@ -287,7 +303,7 @@ class Server:
     async def _serve(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Conn
     ) -> None:
-        limit = self.settings.max_request_bytes
+        limit = self.limit
         while True:
             timeout = (
                 self.settings.idle_timeout_s
@@ -304,7 +320,10 @@ class Server:
                 await self._send(
                     writer,
                     error_response(
-                        None, INVALID_REQUEST, f"request larger than {limit} bytes (server limit)"
+                        None,
+                        TooLarge.code,
+                        f"request larger than {limit} bytes (the server's limit: "
+                        "server.max_request_bytes, raised to fit a note of notes.max_bytes)",
                     ),
                 )
                 return
@@ -371,7 +390,9 @@ class Server:
             method = api.lookup(name, params)
         except KeyError:
             names = ", ".join(sorted(api.METHODS))
-            return error_response(req_id, METHOD_NOT_FOUND, f"unknown method {name!r} ({names})")
+            return error_response(
+                req_id, METHOD_NOT_FOUND, f"unknown method {describe(name)} ({names})"
+            )
         except MemorydError as exc:
             return error_response(req_id, exc.code, exc.message, exc.data)
         started = time.perf_counter()

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memoryd.core.fsutil import atomic_write
+from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, atomic_write, make_dirs
 
 LABEL = "io.memoryd.daemon"
 SERVICE_UNIT = "memoryd.service"
@@ -188,7 +188,7 @@ class WriteFile:
         return f"would write {self.path} (mode {FILE_MODE:04o}):\n{self.content}"
 
     def apply(self) -> int:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.path.parent, SHARED_DIR)
         atomic_write(self.path, self.content.encode(), FILE_MODE)
         _say(f"wrote {self.path}")
         return 0
@@ -202,7 +202,7 @@ class MakeDir:
         return f"would create {self.path}/"
 
     def apply(self) -> int:
-        self.path.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.path, PRIVATE_DIR)
         return 0
 
 
@@ -223,6 +223,7 @@ class RemoveFile:
 class Run:
     argv: tuple[str, ...]
     report: bool = False  # status: show the output, the command's exit status is ours
+    keep_going: bool = False  # a failure is reported, and the plan goes on (uninstall)
 
     def show(self) -> str:
         return f"would run: {shlex.join(self.argv)}"
@@ -240,6 +241,8 @@ class Run:
             return res.returncode
         if res.returncode != 0:
             _say(f"memoryd: `{shlex.join(self.argv)}` exited with {res.returncode}", err=True)
+            if self.keep_going:
+                _say("memoryd: carrying on (the files are removed all the same)", err=True)
             if "Failed to connect to bus" in res.stderr:
                 _say(
                     "memoryd: no systemd user manager reachable; run this from your own login "
@@ -319,11 +322,12 @@ def systemd_plan(
         present = [p for p in (sock, service) if p.exists()]
         if not present:
             return Plan([], [f"memoryd is not installed as a user service (no {service})"])
+        # the files go even when systemctl fails (no user manager: nothing runs them anyway)
         return Plan(
             [
-                Run((*ctl, "disable", "--now", *(p.name for p in present))),
+                Run((*ctl, "disable", "--now", *(p.name for p in present)), keep_going=True),
                 *(RemoveFile(p) for p in present),
-                Run((*ctl, "daemon-reload")),
+                Run((*ctl, "daemon-reload"), keep_going=True),
             ]
         )
     units = [SERVICE_UNIT, *([SOCKET_UNIT] if sock.exists() else [])]
@@ -379,16 +383,51 @@ def build_plan(
 
 
 def execute(plan: Plan, *, dry_run: bool) -> int:
+    failed = 0
     for step in plan.steps:
         if dry_run:
             _say(step.show())
             continue
         status = step.apply()
         if status != 0:
-            return status
+            if not (isinstance(step, Run) and step.keep_going):
+                return status
+            failed = status
     for note in plan.notes:
         _say(note)
-    return 0
+    return failed
+
+
+def user_manager_problem(env: dict[str, str] | None = None) -> str | None:
+    """Why `systemctl --user` cannot reach a user manager here, or None: it talks to
+    $XDG_RUNTIME_DIR/systemd/private (or the session bus beside it)."""
+    env = dict(os.environ) if env is None else env
+    runtime = env.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
+    if not os.path.isdir(runtime):
+        return (
+            f"no systemd user manager for this session (XDG_RUNTIME_DIR is unset and {runtime} "
+            "does not exist): run this from your own login session (not `sudo` or `su`), or "
+            "run `memoryd run` under another supervisor"
+        )
+    if not any(os.path.exists(os.path.join(runtime, n)) for n in ("systemd/private", "bus")):
+        return (
+            f"no systemd user manager is running ({runtime}/systemd/private is missing): "
+            "run this from your own login session, or enable one with `loginctl enable-linger "
+            "$USER`"
+        )
+    return None
+
+
+def development_checkout() -> Path | None:
+    """The source checkout memoryd is imported from (an editable install or PYTHONPATH), or
+    None when it is installed as a package (in site-packages)."""
+    import memoryd
+
+    package = Path(memoryd.__file__).resolve().parent
+    if "site-packages" in package.parts or "dist-packages" in package.parts:
+        return None
+    root = package.parent
+    return root if (root / "pyproject.toml").exists() else None
 
 
 # --- command line ------------------------------------------------------------------------------
@@ -421,6 +460,23 @@ def handler(args: argparse.Namespace) -> int:
         _say("memoryd: --socket-activation is for systemd; ignored with launchd", err=True)
         socket_activation = False
     plan = build_plan(kind, action, config=config, socket_activation=socket_activation)
+    if action == "install":
+        checkout = development_checkout()
+        if checkout is not None:
+            _say(
+                f"memoryd: warning: memoryd is imported from a development checkout ({checkout}): "
+                f"the service would run that checkout's code with {sys.executable}, and change "
+                "whenever it does. For a service, install memoryd on its own "
+                "(`pipx install memoryd`) and run `memoryd service install` from there",
+                err=True,
+            )
+        if kind == "systemd":
+            problem = user_manager_problem()
+            if problem is not None and not args.dry_run:
+                _say(f"memoryd: cannot install: {problem}; nothing was written", err=True)
+                return 1
+            if problem is not None:
+                _say(f"memoryd: warning: a real install would fail: {problem}", err=True)
     if args.dry_run:
         _say(f"dry run ({kind}): nothing is written and no command is run")
     return execute(plan, dry_run=args.dry_run)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memoryd.core.errors import ConfigError
+from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.store.protocol import Store
 from memoryd.store.sqlite import SqliteStore
 
@@ -91,7 +92,7 @@ def workspace_id(cfg: Config) -> str:
         raise ConfigError(f"cannot read the workspace id in {path}: {exc}") from None
     new = f"{socket.gethostname().split('.')[0] or 'host'}-{uuid.uuid4().hex[:12]}"
     new = re.sub(r"[^A-Za-z0-9._:-]", "-", new)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent, PRIVATE_DIR)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -19,6 +19,7 @@ from typing import Any
 import apsw
 
 from memoryd.core.errors import StoreError
+from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.store import tokenizer
 
 BUSY_TIMEOUT_MS = 5000
@@ -49,7 +50,7 @@ def _load_vec(con: apsw.Connection) -> bool:
 
 def ensure_private_file(path: Path) -> None:
     """Create the database file 0600 before SQLite does (no SQLite handle is open yet)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent, PRIVATE_DIR)
     if not path.exists():
         fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(fd)

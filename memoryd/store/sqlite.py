@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import apsw
 
 from memoryd.core.errors import DiskFull, StoreError
+from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.store import db
 from memoryd.store.migrations import migrate
 from memoryd.store.protocol import Connection, VectorIndex, one
@@ -188,7 +189,7 @@ class SqliteStore:
 
     def backup_to(self, target: Path) -> None:
         """Online backup (VACUUM INTO): a consistent copy while the daemon runs."""
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(target.parent, PRIVATE_DIR)
         tmp = target.with_name(target.name + ".tmp")
         if tmp.exists():
             tmp.unlink()

@@ -87,11 +87,22 @@ def decode(data: bytes) -> tuple[str, str, bool]:
         return payload.decode(encoding, errors="replace"), encoding, True
 
 
+# Chinese, Japanese and Korean characters: tokenizers spend about one token (often more) on
+# each, where a run of them would count as a single "word" below.
+_CJK = re.compile(
+    "[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff00-\uffef"
+    "\U00020000-\U0003ffff]"
+)
+
+
 def estimate_tokens(text: str) -> int:
-    """About the number of WordPiece tokens of English prose: 1.3 per word, or 1 per 4 chars
-    for text with long unbroken runs (code, URLs), whichever is larger."""
+    """About the number of tokens of a text: for prose 1.3 per word, or 1 per 4 chars for text
+    with long unbroken runs (code, URLs), whichever is larger; plus one per CJK character."""
+    cjk = 0 if text.isascii() else len(_CJK.findall(text))
+    if cjk:
+        text = _CJK.sub(" ", text)
     words = len(_WORD.findall(text))
-    return math.ceil(max(words * 1.3, len(text) / 4))
+    return math.ceil(max(words * 1.3, len(text.strip()) / 4 if cjk else len(text) / 4) + cjk)
 
 
 # --- front matter ------------------------------------------------------------------------------

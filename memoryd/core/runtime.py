@@ -1,0 +1,56 @@
+"""Where the daemon listens by default, the rule memoryctl follows too (ctl/client.py keeps a
+stdlib copy; tests/test_ctl.py checks both agree).
+
+$XDG_RUNTIME_DIR/memoryd/memoryd.sock; without XDG_RUNTIME_DIR, <temp dir>/memoryd-<uid>/ —
+unless that name is taken by a folder we cannot trust (another user made it first, it is a
+symlink or a file, or others can write to it): then <default data dir>/run/memoryd.sock, a
+folder only we can create, so another user cannot keep the daemon from starting.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def default_data_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return Path(base) / "memoryd"
+
+
+def untrusted_folder(folder: Path) -> str | None:
+    """Why a socket folder that exists cannot be ours, or None (missing or fine)."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a folder (a symlink or a file)"
+    if st.st_uid != os.getuid():
+        return f"it belongs to uid {st.st_uid}"
+    if stat.S_IMODE(st.st_mode) & 0o022:
+        return f"others can write to it (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def temp_socket_path() -> Path:
+    return Path(tempfile.gettempdir()) / f"memoryd-{os.getuid()}" / "memoryd.sock"
+
+
+def fallback_socket_path(env: Mapping[str, str] | None = None) -> Path:
+    return default_data_dir(env) / "run" / "memoryd.sock"
+
+
+def default_socket_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return Path(runtime) / "memoryd" / "memoryd.sock"
+    temp = temp_socket_path()
+    if untrusted_folder(temp.parent) is not None:
+        return fallback_socket_path(env)
+    return temp

@@ -1,0 +1,143 @@
+"""The journal (issue 21): every log line is JSON off a terminal whoever wrote it (memoryd,
+the standard library's logging, loguru, warnings), a repeating line is rate-limited, and a
+failed embedding model names the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, wait_for
+
+from memoryd.core import logsetup
+from memoryd.core.logsetup import RATE_LIMIT, RateLimiter
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+# Loaded by every Python started with this folder on PYTHONPATH: once memoryd has configured its
+# logging, each library memoryd runs writes through its own API, as it would at run time.
+SITECUSTOMIZE = """
+import time
+import memoryd.core.logsetup as _logsetup
+
+_configure = _logsetup.configure
+
+
+def configure(*args, **kwargs):
+    _configure(*args, **kwargs)
+    if getattr(configure, "done", False):
+        return
+    configure.done = True
+    import logging
+    import warnings
+
+    from loguru import logger
+
+    logging.getLogger("apscheduler.scheduler").warning(
+        "Execution of job %r skipped: maximum number of running instances reached (%d)",
+        "reconcile", 1,
+    )
+    for _ in range(200):  # a PostgreSQL outage: the pool retries many times a second
+        logging.getLogger("psycopg.pool").warning("error connecting in 'pool-1': refused")
+    logging.getLogger("watchdog.observers.inotify_buffer").error("inotify watch limit reached")
+    logging.getLogger().error("a plain root logger line")
+    warnings.warn("something is deprecated", UserWarning)
+    logger.warning("fastembed: the model download failed, retrying")
+    time.sleep(1.1)  # past the rate limit's window: the next line says how many were dropped
+    logging.getLogger("psycopg.pool").warning("error connecting in 'pool-1': refused")
+
+
+_logsetup.configure = configure
+"""
+
+
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    lines = [line for line in text.splitlines() if line.strip()]
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            raise AssertionError(f"not a JSON log line: {line!r}") from None
+    return out
+
+
+@pytest.mark.sqlite_only("the libraries' log lines do not depend on the store")
+def test_every_log_line_is_json_whoever_wrote_it(daemon_factory: Any, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH") or str(ROOT)])
+    # format "auto" and stderr to a file (not a terminal): JSON, as under systemd
+    d = daemon_factory(logging={"format": "auto", "level": "info"}, extra_env={"PYTHONPATH": path})
+    wait_for(lambda: "inotify watch limit" in d.log(), timeout=30)
+    wait_for(lambda: '"repeated"' in d.log(), timeout=30)
+    d.stop()
+    lines = _json_lines(d.log())
+    by_logger: dict[str, list[dict[str, Any]]] = {}
+    for line in lines:
+        by_logger.setdefault(str(line.get("logger_name")), []).append(line)
+    assert "maximum number of running instances" in by_logger["apscheduler.scheduler"][0]["event"]
+    assert by_logger["watchdog.observers.inotify_buffer"][0]["level"] == "error"
+    assert by_logger["root"][0]["event"] == "a plain root logger line"
+    assert "something is deprecated" in by_logger["py.warnings"][0]["event"]
+    loguru = [x for x in lines if "fastembed: the model download failed" in str(x.get("event"))]
+    assert len(loguru) == 1 and loguru[0]["level"] == "warning"
+    pool = by_logger["psycopg.pool"]  # 201 lines written: the limit, then one with the count
+    assert len(pool) == RATE_LIMIT + 1
+    assert pool[-1]["repeated"] == 200 - RATE_LIMIT
+    assert all("timestamp" in x and "level" in x for x in lines)
+
+
+def test_the_rate_limiter_counts_what_it_drops() -> None:
+    now = [100.0]
+    limiter = RateLimiter(limit=3, window=1.0, clock=lambda: now[0])
+    results = [limiter.allow("psycopg.pool", "warning", "refused") for _ in range(10)]
+    assert results == [(True, 0)] * 3 + [(False, 0)] * 7
+    assert limiter.allow("other", "warning", "refused") == (True, 0)  # kinds counted apart
+    now[0] += 1.5
+    assert limiter.allow("psycopg.pool", "warning", "refused") == (True, 7)
+    assert limiter.allow("psycopg.pool", "warning", "refused") == (True, 0)
+
+
+def test_stdlib_and_loguru_lines_render_as_json_in_process(tmp_path: Path) -> None:
+    import io
+    import logging
+    import warnings
+
+    from loguru import logger
+
+    stream = io.StringIO()  # not a terminal: JSON
+    logsetup.configure("info", "auto", stream=stream)
+    logging.getLogger("apscheduler.executors.default").warning("Run time of job %s missed", "x")
+    logger.error("from loguru")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn("careful", RuntimeWarning, stacklevel=1)
+    logsetup.get_logger("memoryd.test").info("ours", n=1)
+    lines = _json_lines(stream.getvalue())
+    events = [x["event"] for x in lines]
+    assert events[0] == "Run time of job x missed" and events[1] == "from loguru"
+    assert "careful" in events[2] and events[3] == "ours"
+    assert lines[0]["logger_name"] == "apscheduler.executors.default"
+
+
+@pytest.mark.sqlite_only("the model does not depend on the store")
+def test_a_failed_model_names_the_fix(daemon_factory: Any, tmp_path: Path) -> None:
+    pytest.importorskip("fastembed")
+    broken = tmp_path / "model"
+    broken.mkdir()
+    (broken / "model.onnx").write_bytes(b"not an onnx model")
+    (broken / "tokenizer.json").write_text("{}")
+    d = daemon_factory(model=True, embedding={"model_path": str(broken), "allow_download": False})
+    model = wait_for(
+        lambda: (m := d.call("status")["model"])["state"] == "failed" and m, timeout=60
+    )
+    assert "pip install 'memoryd[offline]'" in model["reason"]
+    assert "embedding.model_path" in model["reason"]
+    d.stop()
+    failed = [x for x in _json_lines(d.log()) if x.get("event", "").startswith("embedding model")]
+    assert any("memoryd[offline]" in x.get("fix", "") for x in failed), failed
