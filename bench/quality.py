@@ -40,11 +40,12 @@ from typing import Any
 
 ROOT = Path(__file__).parent
 DATA = ROOT / "data" / "notes-qa"
-SETS = ("chat-logs", "tech-notes", "cjk", "notes-qa")
+SETS = ("chat-logs", "tech-notes", "cjk", "notes-qa", "go-faq", "irc-chat")
+EXTERNAL = ("go-faq", "irc-chat")  # written outside memoryd (bench/data/README.md)
 MODES = ("keyword", "vector", "hybrid", "auto")
 K = 10
-# Modules that only answer queries: changing them does not invalidate a cached index.
-QUERY_SIDE = {"search.py", "ftsquery.py", "fuzzy.py", "vecindex.py", "api.py", "server.py"}
+# Packages that only answer queries: changing them does not invalidate a cached index.
+QUERY_SIDE = {"search", "serve", "agents", "ctl", "cli.py"}
 
 
 @dataclasses.dataclass
@@ -113,18 +114,6 @@ def load_set(folder: Path) -> Dataset:
         if score > 0:
             qrels.setdefault(qid, {})[doc_path.get(did, did)] = (score, lines)
     return Dataset(folder.name, notes, queries, qrels)
-
-
-def load(folder: Path) -> tuple[dict[str, dict], dict[str, str], dict[str, dict[str, int]]]:
-    """The older corpus/queries/qrels triple of a corpus.jsonl set (document ids, not paths)."""
-    corpus = {d["_id"]: d for d in _jsonl(folder / "corpus.jsonl")}
-    queries = {q["_id"]: q["text"] for q in _jsonl(folder / "queries.jsonl")}
-    qrels: dict[str, dict[str, int]] = {}
-    for row in (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]:
-        qid, did, score = row.split("\t")[:3]
-        if int(score) > 0:
-            qrels.setdefault(qid, {})[did] = int(score)
-    return corpus, queries, qrels
 
 
 def check_labels(ds: Dataset) -> list[str]:
@@ -268,7 +257,7 @@ def code_fingerprint() -> str:
     pkg = Path(memoryd.__file__).parent
     h = hashlib.sha256()
     for p in sorted(pkg.rglob("*.py")):
-        if p.name in QUERY_SIDE or "ctl" in p.relative_to(pkg).parts[0]:
+        if p.relative_to(pkg).parts[0] in QUERY_SIDE:
             continue
         h.update(p.relative_to(pkg).as_posix().encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]
@@ -387,6 +376,7 @@ def run_set(
     log: Callable[[str], None] = lambda s: None,
     holder: Any = None,
     store: dict[str, Any] | None = None,
+    baselines: bool = True,
 ) -> dict[str, Any]:
     own = Path(tempfile.mkdtemp(prefix="mdq-model-")) if holder is None else None
     if own is not None:
@@ -416,6 +406,11 @@ def run_set(
                 }
             out["modes"][mode] = summary
             log(f"{ds.name} {mode}: {summary['seconds']} s")
+        if baselines:
+            from bench import baselines as B
+
+            model = model_identity(fake)
+            out["baselines"] = B.run(ds, app.model, cache, model, summarise, vectors=ready)
     finally:
         app.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -592,6 +587,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(table(report))
+        from bench import baselines as B
+
+        print("\n" + B.table(report))
         if "sqlite" in report:
             print("\n" + comparison(report))
         print(f"\n{report['seconds']} s in all; written to {saved}")

@@ -7,6 +7,7 @@ import importlib.util
 import io
 import json
 import math
+import re
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -92,7 +93,8 @@ def test_every_label_of_every_set_is_valid(name: str) -> None:
     assert quality.check_labels(ds) == []
     answerable = [q for q in ds.queries.values() if not q.no_answer]
     no_answer = [q for q in ds.queries.values() if q.no_answer]
-    assert len(no_answer) >= 0.15 * len(ds.queries) or name == "notes-qa"
+    # sets written by others carry no no-answer labels (bench/data/README.md)
+    assert len(no_answer) >= 0.15 * len(ds.queries) or name in ("notes-qa", *quality.EXTERNAL)
     if name == "notes-qa":
         return
     # each answer string is in one of its query's evidence lines
@@ -149,7 +151,14 @@ def test_quality_command_on_a_subset_with_the_fake_embedder(tmp_path: Path) -> N
     assert first["sets"]["chat-logs"]["modes"]["keyword"]["recall@10"] > 0.3
     per_query = first["sets"]["cjk"]["modes"]["keyword"]["per_query"]
     assert len(per_query) == 12 and all("hits" in v and "top" in v for v in per_query.values())
-    assert len(list((tmp_path / "cache").iterdir())) == 2
+    indexes = [p for p in (tmp_path / "cache").iterdir() if p.name != "baselines"]
+    assert len(indexes) == 2
+    assert len(list((tmp_path / "cache" / "baselines").iterdir())) == 2  # whole-note vectors
+    for res in first["sets"].values():  # the three plain baselines, scored like the modes
+        assert set(res["baselines"]) == {"bm25", "cosine", "rrf"}
+        for s in res["baselines"].values():
+            assert 0.0 <= s["ndcg@10"] <= 1.0 and 0.0 <= s["recall@10"] <= 1.0
+    assert first["sets"]["chat-logs"]["baselines"]["bm25"]["recall@10"] > 0.3
     second = run()  # from the cached indexes: the same figures
     for name, res in first["sets"].items():
         for mode, s in res["modes"].items():
@@ -157,7 +166,37 @@ def test_quality_command_on_a_subset_with_the_fake_embedder(tmp_path: Path) -> N
             assert {k: v for k, v in s.items() if k != "seconds"} == {
                 k: v for k, v in again.items() if k != "seconds"
             }
+        assert res["baselines"] == second["sets"][name]["baselines"]
     assert second["sets"]["chat-logs"]["index_seconds"] == 0.0
+
+
+def test_sets_written_by_others_name_their_source_commit_and_licence() -> None:
+    readme = (DATA / "README.md").read_text(encoding="utf-8")
+    for name in quality.EXTERNAL:
+        row = next(line for line in readme.splitlines() if line.startswith(f"| `{name}` | github"))
+        assert re.search(r"\b[0-9a-f]{40}\b", row), name
+        assert re.search(r"BSD|Apache|CC BY|CC0|MIT", row) and "NC" not in row, name
+        assert (DATA / "external_sets.py").read_text().count(f'"{name}"') >= 1
+
+
+def test_plain_baselines_on_a_tiny_set() -> None:
+    from bench import baselines
+
+    ds = quality.Dataset(
+        "tiny",
+        {
+            "a.md": "# Deploy\n\nWe deploy on Fridays.\n",
+            "b.md": "# Cats\n\n猫和狗\n",
+            "c.md": "x\n",
+        },
+        {"q1": quality.Query("q1", "when do we deploy"), "q2": quality.Query("q2", "猫狗")},
+        {"q1": {"a.md": (1, (3,))}, "q2": {"b.md": (1, (3,))}},
+    )
+    ranked = baselines.bm25_rankings(ds)
+    assert ranked["q1"] == ["a.md"]
+    assert ranked["q2"] == []  # a CJK word is a phrase of its bigrams: 猫狗 is not in 猫和狗
+    assert baselines.rrf(["a", "b"], ["b", "c"]) == ["b", "a", "c"]
+    assert baselines.rrf(["x"], ["y"]) == ["x", "y"]  # a tie goes by name
 
 
 def test_answerability_typed_check_and_leave_one_set_out() -> None:
@@ -186,3 +225,33 @@ def test_answerability_typed_check_and_leave_one_set_out() -> None:
         "cjk": "strict",
         "notes-qa": "greedy",
     }
+
+
+def test_crossset_cut_is_chosen_leaving_the_set_out() -> None:
+    from bench import crossset
+
+    # two sets: on "a" a cut above 0.3 costs recall; "b" tolerates any cut
+    table = {
+        "a": {c: {"recall@10": 1.0 if c <= 0.3 else 0.5, "cross_empty": c} for c in crossset.CUTS},
+        "b": {c: {"recall@10": 0.8, "cross_empty": min(1.0, 2 * c)} for c in crossset.CUTS},
+    }
+    held = crossset.loso(table)
+    assert held["b"]["cut"] == 0.3 and held["b"]["cross_empty"] == 0.6  # chosen on "a"
+    assert held["a"]["cut"] == max(crossset.CUTS)  # "b" allows any cut: "a" pays for it
+    assert held["a"]["drop"] == 0.5
+
+
+def test_weights_are_chosen_leaving_the_set_out() -> None:
+    from bench import weights
+
+    d, other = weights.key(weights.DEFAULT), weights.key(weights.COMBOS[1])
+    rest = {weights.key(c): [0.0, 0.0] for c in weights.COMBOS}
+    table = {
+        "a": {**rest, d: [0.9, 0.9], other: [0.5, 0.5]},
+        "b": {**rest, d: [0.9, 0.9], other: [0.5, 0.5]},
+        "c": {**rest, d: [0.2, 0.2], other: [0.8, 0.8]},  # prefers the other, outvoted
+    }
+    held = weights.loso(table)
+    assert held["c"]["chosen"] == d and held["c"]["held_out"] == [0.2, 0.2]
+    assert held["c"]["own_best"] == [other, [0.8, 0.8]]
+    assert held["a"]["chosen"] == other  # chosen on b and c: (0.9 + 0.2) / 2 < (0.5 + 0.8) / 2

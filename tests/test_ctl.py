@@ -100,7 +100,8 @@ CHUNK_HIT = {
     "id": 3,
     "kind": "chunk",
     "score": 0.5,
-    "snippet": "the **auth**\n  note",
+    "snippet": "the auth\n  note",
+    "highlights": [[4, 8]],
     "content": "the auth note",
     "type": "note",
     "tags": [],
@@ -116,7 +117,8 @@ MEMORY_HIT = {
     "id": 7,
     "kind": "memory",
     "score": 0.25,
-    "snippet": "tokens rotate **weekly**",
+    "snippet": "tokens rotate weekly",
+    "highlights": [[14, 20]],
     "content": "tokens rotate weekly",
     "type": "decision",
     "tags": ["ops", "auth"],
@@ -645,9 +647,9 @@ def test_search_readable(ctl_run: Callable[..., tuple[int, str, str]], stub: Stu
     assert out.splitlines() == [
         "mode hybrid, 2 hit(s), 1.5 ms",
         " 1. 0.500  #3  chunk  proj/a.md:1-4  API > Auth",
-        "    the **auth** note",
+        "    the auth note",
         " 2. 0.250  #7  memory  [decision]  #ops #auth",
-        "    tokens rotate **weekly**",
+        "    tokens rotate weekly",
     ]
     stub.results["search"] = {"mode": "keyword", "query": "zzz", "hits": [], "took_ms": 0.3}
     assert ctl_run("search", "zzz")[1] == "mode keyword, 0 hit(s), 0.3 ms\nno results\n"
@@ -670,10 +672,10 @@ def test_snippet_bold_only_on_a_terminal_without_no_color(
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert "the \033[1mauth\033[0m note" in ctl_run("search", "auth")[1]
     monkeypatch.setenv("NO_COLOR", "1")
-    assert "the **auth** note" in ctl_run("search", "auth")[1]
+    assert "the auth note" in ctl_run("search", "auth")[1]
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False, raising=False)
     monkeypatch.delenv("NO_COLOR")
-    assert "the **auth** note" in ctl_run("search", "auth")[1]
+    assert "the auth note" in ctl_run("search", "auth")[1]
 
 
 def test_get_and_list_readable(ctl_run: Callable[..., tuple[int, str, str]]) -> None:

@@ -113,20 +113,35 @@ def _runbooks(app: Any) -> None:
 
 
 @pytest.mark.parametrize("mode", ["auto", "hybrid", "keyword", "vector"])
-def test_an_identifier_no_note_holds_returns_no_hits_and_names_the_mode(
+def test_a_query_of_nothing_but_an_absent_identifier_returns_no_hits_and_names_the_mode(
     make_app: Any, mode: str
 ) -> None:
     app = make_app(dailylog={"enabled": False})
     _runbooks(app)
     settle(app)
-    res = q(app, "How do I fix ERR_AUTH_2207?", mode=mode, explain=True)
+    res = q(app, "ERR_AUTH_2207?", mode=mode, explain=True)
     assert res["hits"] == [], res["hits"]
     # the mode that answered: with no neighbour above the fake's floor, auto and hybrid say keyword
     assert res["mode"] == mode or (mode in ("auto", "hybrid") and res["mode"] == "keyword")
-    if mode != "vector":  # the keyword pool found ERR_AUTH_2202's note by "fix" before
-        assert res["unanswered"] == "no text contains 'err_auth_2207'"
+    assert res["unanswered"] == "no text contains 'err_auth_2207'"
     found = q(app, "How do I fix ERR_AUTH_2202?", mode=mode)["hits"]
     assert [h["path"] for h in found][:1] == ["runbooks/err-auth-2202.md"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "hybrid", "keyword"])
+def test_an_absent_identifier_beside_present_words_lowers_the_score_not_the_answer(
+    make_app: Any, mode: str
+) -> None:
+    """Issue 19.3: no veto. "fix" is in a note: the answer keeps it, scored lower than the
+    same question about the identifier the note does hold."""
+    app = make_app(dailylog={"enabled": False})
+    _runbooks(app)
+    settle(app)
+    res = q(app, "How do I fix ERR_AUTH_2207?", mode=mode, explain=True)
+    assert [h["path"] for h in res["hits"]][:1] == ["runbooks/err-auth-2202.md"]
+    assert "unanswered" not in res and res["absent"] == ["err_auth_2207"]
+    held = q(app, "How do I fix ERR_AUTH_2202?", mode=mode)["hits"][0]["score"]
+    assert 0 < res["hits"][0]["score"] < held
 
 
 def test_a_no_answer_query_offers_the_typo_correction(make_app: Any) -> None:
@@ -151,16 +166,28 @@ def _redis(app: Any) -> None:
 
 
 @pytest.mark.parametrize("mode", ["auto", "hybrid", "keyword"])
-def test_a_name_no_note_holds_returns_no_hits(make_app: Any, mode: str) -> None:
+def test_a_name_no_note_holds_lowers_the_score_and_alone_returns_no_hits(
+    make_app: Any, mode: str
+) -> None:
     app = make_app(dailylog={"enabled": False})
     _redis(app)
     settle(app)
-    # Valkey is in no note and no common word: the Redis runbook does not answer it
+    # Valkey is in no note and no common word: alone it answers nothing
+    for query, first in (
+        ("What about Valkey?", "valkey"),
+        ("ERR_NET_4040 and Valkey", "err_net_4040"),
+    ):
+        res = q(app, query, mode=mode, explain=True)
+        assert res["hits"] == [], (query, res["hits"])
+        assert res["unanswered"] == f"no text contains {first!r}"
+    # beside words the notes hold, it lowers the score and never empties the answer (19.3)
     res = q(app, "How do I migrate a Redis cluster to Valkey?", mode=mode, explain=True)
-    assert res["hits"] == [], res["hits"]
-    assert res["unanswered"] == "no text contains 'valkey'"
+    assert [h["path"] for h in res["hits"]][:1] == ["runbooks/redis.md"]
+    assert res["absent"] == ["valkey"] and "unanswered" not in res
+    without = q(app, "How do I migrate a Redis cluster?", mode=mode)["hits"]
+    assert res["hits"][0]["score"] < without[0]["score"]
     # the same question without the name, a misspelt name (typo correction finds "redis"), and
-    # a name that is a common word the notes may simply not use, are still answered
+    # a name that is a common word the notes may simply not use, are answered in full
     for query in (
         "How do I migrate a Redis cluster?",
         "How do I migrate a Reddis cluster?",
@@ -171,15 +198,31 @@ def test_a_name_no_note_holds_returns_no_hits(make_app: Any, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["auto", "keyword"])
-def test_a_code_name_no_note_holds_returns_no_hits(make_app: Any, mode: str) -> None:
+def test_a_code_name_no_note_holds_returns_no_hits_alone(make_app: Any, mode: str) -> None:
     app = make_app(dailylog={"enabled": False})
     _redis(app)
     settle(app)
     # no digits, unlike ERR_AUTH_2207, but joined by underscores: a name, and no note has it
-    res = q(app, "reconcile_wallets() on the new host", mode=mode, explain=True)
+    res = q(app, "reconcile_wallets()", mode=mode, explain=True)
     assert res["hits"] == [] and res["unanswered"] == "no text contains 'reconcile_wallets'"
+    res = q(app, "reconcile_wallets() on the new host", mode=mode, explain=True)
+    assert res["absent"] == ["reconcile_wallets"] and res["hits"]  # "new host" is in a note
     hits = q(app, "reconcile_ledger() on the new host", mode=mode)["hits"]
     assert [h["path"] for h in hits][:1] == ["runbooks/redis.md"]
+
+
+def test_an_absent_rare_word_does_not_empty_a_question(make_app: Any) -> None:
+    """Issue 19.3's example: a claim ending "in Passeriformes" keeps its note."""
+    app = make_app(dailylog={"enabled": False})
+    (app.cfg.workspace / "birds.md").write_text(
+        "# Sex determination\n\nSex determination in somatic cells of songbirds is autonomous.\n"
+    )
+    (app.cfg.workspace / "fish.md").write_text("# Zebrafish\n\nZebrafish fins regrow.\n")
+    app.indexer.reconcile()
+    settle(app)
+    res = q(app, "sex determination in somatic cells in Passeriformes", explain=True)
+    assert [h["path"] for h in res["hits"]][:1] == ["birds.md"]
+    assert res["absent"] == ["passeriformes"]
 
 
 def test_coverage_is_explained_per_hit(make_app: Any) -> None:

@@ -256,39 +256,17 @@ def test_group_must_be_known(make_app: Any) -> None:
         q(app, "x", group="chunks")
 
 
-# --- snippets never break markdown --------------------------------------------------------------
+# --- snippets are plain text with match ranges (issue 19.8) -------------------------------------
 
 
-def _parse(md: str) -> tuple[list[str], str]:
-    """Read rendered markdown: (tokens: "B" for a bare `**`, "*" for any other bare markdown
-    character, "c" for text), and the plain text with markers dropped and escapes undone."""
-    tokens, plain, i = [], [], 0
-    while i < len(md):
-        if md[i] == "\\" and i + 1 < len(md):
-            plain.append(md[i + 1])
-            tokens.append("c")
-            i += 2
-        elif md.startswith("**", i):
-            tokens.append("B")
-            i += 2
-        elif md[i] in "*_`":
-            tokens.append("*")
-            i += 1
-        else:
-            plain.append(md[i])
-            tokens.append("c")
-            i += 1
-    return tokens, "".join(plain)
-
-
-def test_highlight_next_to_bold_is_not_four_stars(make_app: Any) -> None:
+def test_a_snippet_keeps_its_text_and_marks_the_match(make_app: Any) -> None:
     app = make_app(model=None)
-    app.memories.add("yesterday **Caroline** went to the support group")
-    snip = q(app, "caroline")["hits"][0]["snippet"]
-    tokens, plain = _parse(snip)
-    assert "*" not in tokens and "BB" not in "".join(tokens)
-    assert "**Caroline**" in plain
-    assert "**Caroline**" in snip and "\\*\\*" in snip
+    app.memories.add("yesterday **Caroline** went to the support group, see [[deploy]] #ops")
+    hit = q(app, "caroline")["hits"][0]
+    assert hit["snippet"] == "yesterday **Caroline** went to the support group, see [[deploy]] #ops"
+    ((start, end),) = hit["highlights"]
+    assert hit["snippet"][start:end] == "Caroline"
+    assert q(app, "deploy")["hits"][0]["snippet"].count("[[deploy]]") == 1  # no \\[\\[
 
 
 @settings(max_examples=300, deadline=None)
@@ -301,14 +279,18 @@ def test_highlight_next_to_bold_is_not_four_stars(make_app: Any) -> None:
         max_size=12,
     )
 )
-def test_rendered_snippets_are_well_formed_markdown(parts: list[tuple[str, bool]]) -> None:
+def test_rendered_snippets_are_the_text_with_valid_ranges(parts: list[tuple[str, bool]]) -> None:
     marked = "".join(f"{_OPEN}{t}{_CLOSE}" if hit else t for t, hit in parts)
-    md = render_snippet(marked)
-    tokens, plain = _parse(md)
-    assert "*" not in tokens  # every markdown character of the text is escaped
-    assert tokens.count("B") % 2 == 0  # highlights open and close
-    assert "BB" not in "".join(tokens)  # no empty highlight, no `****`
-    assert plain == " ".join("".join(t for t, _ in parts).split())
+    text, ranges = render_snippet(marked)
+    assert text == " ".join("".join(t for t, _ in parts).split())  # the text, nothing escaped
+    pos = 0
+    for start, end in ranges:  # in order, apart, non-empty, never on a space at either end
+        assert pos <= start < end <= len(text)
+        assert not text[start].isspace() and not text[end - 1].isspace()
+        pos = end
+    # the ranges hold exactly the matched characters (adjacent matches are one range)
+    matched = "".join("".join(t for t, hit in parts if hit).split())
+    assert "".join("".join(text[s:e] for s, e in ranges).split()) == matched
 
 
 def test_escape_markdown_escapes_a_leading_hash() -> None:
@@ -337,12 +319,13 @@ def test_search_over_the_socket_groups_notes_and_validates_group(daemon_factory:
     assert bad["error"]["code"] == -32602
 
 
-def test_memoryctl_bolds_matches_in_escaped_snippets() -> None:
+def test_memoryctl_bolds_the_match_ranges_on_a_terminal_only() -> None:
     from memoryd.ctl.output import highlight
 
-    snip = render_snippet(f"yesterday **{_OPEN}Caroline{_CLOSE}** went a_b")
-    assert highlight(snip, True) == "yesterday **\033[1mCaroline\033[0m** went a_b"
-    assert highlight(snip, False) == snip
+    snip, ranges = render_snippet(f"yesterday **{_OPEN}Caroline{_CLOSE}** went a_b")
+    assert highlight(snip, True, ranges) == "yesterday **\033[1mCaroline\033[0m** went a_b"
+    assert highlight(snip, False, ranges) == snip == "yesterday **Caroline** went a_b"
+    assert highlight(snip, True, None) == snip  # an answer without ranges is shown as it is
 
 
 def test_note_hits_flag_secrets_every_time(make_app: Any) -> None:

@@ -43,7 +43,8 @@ def test_keyword_search_filters_snippets_and_validation(make_app: Any) -> None:
     app.memories.add("Replication of redis is async", tags=["cache"], type="decision")
     res = q(app, "replication")
     assert res["mode"] == "keyword" and len(res["hits"]) == 2
-    assert "**replication**" in res["hits"][0]["snippet"].lower()
+    top = res["hits"][0]
+    assert [top["snippet"][a:b].lower() for a, b in top["highlights"]] == ["replication"]
     assert [h["tags"] for h in q(app, "replication", filters=Filters(tags=("db",)))["hits"]] == [
         ["db"]
     ]

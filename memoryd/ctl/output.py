@@ -24,15 +24,21 @@ def use_color() -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
-def highlight(text: str, color: bool) -> str:
-    """Bold the **matched** terms on a terminal; elsewhere leave the markers as they are."""
-    if not color:
+def highlight(text: str, color: bool, ranges: Any = None) -> str:
+    """Bold the matched [start, end) ranges of a snippet on a terminal; elsewhere, or without
+    ranges, the plain text as it is."""
+    if not color or not isinstance(ranges, list):
         return text
-    import re
-
-    # snippets are escaped markdown: `**` that no backslash precedes marks a match
-    bold = re.sub(r"(?<!\\)\*\*(.+?)(?<!\\)\*\*", "\033[1m\\1\033[0m", text)
-    return re.sub(r"\\([\\`*_\[\]<>~|#])", r"\1", bold)
+    out: list[str] = []
+    pos = 0
+    for r in sorted(r for r in ranges if isinstance(r, list) and len(r) == 2):
+        start, end = int(r[0]), int(r[1])
+        if start < pos or end > len(text) or start >= end:
+            continue
+        out += [text[pos:start], "\033[1m", text[start:end], "\033[0m"]
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def text(value: Any) -> str:
@@ -123,7 +129,10 @@ def print_search(result: dict[str, Any]) -> None:
         score = "pinned" if hit.get("score") is None else f"{hit['score']:.3f}"
         where = location(hit) + (f"  [{hit['workspace']}]" if hit.get("workspace") else "")
         print(f"{rank:>2}. {score}  #{hit['id']}  {where}")
-        print(f"    {highlight(one_line(hit.get('snippet') or hit.get('content')), color)}")
+        if hit.get("snippet"):
+            print(f"    {one_line(highlight(hit['snippet'], color, hit.get('highlights')))}")
+        else:
+            print(f"    {one_line(hit.get('content'))}")
         for section in hit.get("sections") or []:
             heading = " > ".join(section.get("heading_path") or []) or "(top)"
             print(f"    also: {heading}  l.{section.get('start_line')}-{section.get('end_line')}")

@@ -28,7 +28,8 @@ from typing import Any, Protocol
 
 from memoryd.search.ftsquery import quote_term
 from memoryd.search.fuzzy import common_words
-from memoryd.search.ranking import query_units
+from memoryd.search.ranking import identifier, idf, query_units
+from memoryd.store import searchsql
 from memoryd.store.protocol import Connection
 
 MIN_NAME = 4  # the common-word list holds words of 4+ letters only
@@ -97,3 +98,41 @@ def missing_name(
             continue  # perhaps a misspelling of a word the notes do use
         return word
     return None
+
+
+def absent_units(con: Connection, query: str, evidence: DocFreq) -> tuple[list[str], float]:
+    """The query's units that no text of the index holds, and their IDF-weighted share of all
+    its units (0..1; a unit no text holds weighs most). Issue 19.3: such a word lowers every
+    hit's score (ranking.damp) and never empties an answer by itself."""
+    units = query_units(query)
+    if not units:
+        return [], 0.0
+    n = searchsql.entry_count(con)
+    dfs = {u: evidence.doc_freq(con, quote_term(u), n) for u in units}
+    weights = {u: idf(df, max(n, df)) for u, df in dfs.items()}
+    absent = [u for u, df in dfs.items() if df == 0]
+    total = sum(weights.values())
+    return absent, (sum(weights[u] for u in absent) / total if total else 0.0)
+
+
+def only_absent_names(
+    con: Connection, query: str, absent: list[str], fuzzy: Rewriter | None
+) -> str | None:
+    """The first unit of a query made of nothing but absent names or identifiers (beside stop
+    words): every unit is absent and each is an identifier (`ranking.identifier`), a code name
+    joined by underscores, or a name (`names`) that is not a common English word and that typo
+    correction cannot turn into an index word. Such a query answers nothing ("ERR_AUTH_2207",
+    "Valkey"); None for any other query, which keeps its hits (issue 19.3)."""
+    units = query_units(query)
+    if not units or set(units) != set(absent):
+        return None
+    written_as_names = set(names(query))
+    common = common_words()
+    for u in units:
+        if identifier(u) or _SNAKE.fullmatch(u):
+            continue
+        if fuzzy is None or u not in written_as_names or u in common:
+            return None
+        if fuzzy.rewrite(con, [u]) is not None:
+            return None  # perhaps a misspelling of a word the notes do use
+    return units[0]

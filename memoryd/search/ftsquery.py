@@ -14,9 +14,11 @@ Chinese, Japanese and Korean: the index's tokenizer (store/tokenizer.py) turns a
 into a phrase of its overlapping bigrams, so "数据库" is matched inside any sentence that has it.
 A CJK query is often a whole sentence without spaces ("李明负责什么"), which no note contains
 verbatim: in the any-term query each CJK run of MIN_CJK_SPLIT or more characters (shorter ones
-are most often one word: 数据库, 勉強会) is also offered as its separate bigrams (李明 OR 明负 OR
-负责; not those with a grammatical character: 什么, の会, ルは), and bm25 ranks the notes that
-share most of them.
+are most often one word: 数据库, 双向链接, 勉強会) is also offered as its separate bigrams (李明 OR
+明负 OR 负责; not those with a grammatical character: 什么, の会, ルは), and bm25 ranks the notes
+that share most of them. A run of katakana alone is one word however long (ボールト, プロジェクト).
+A word is thus matched only where its characters are adjacent: one that no note contains finds
+nothing (issue 19.7).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from dataclasses import dataclass
 from memoryd.store.tokenizer import cjk_runs
 
 MAX_TERMS = 64
-MIN_CJK_SPLIT = 4  # CJK runs this long are also searched bigram by bigram in match_any
+MIN_CJK_SPLIT = 5  # CJK runs this long are also searched bigram by bigram in match_any
+_KATAKANA = re.compile("[\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]+")
 # Characters that mostly carry grammar, not topic: a bigram with one of them is left out of the
 # bigram-by-bigram any-term query (like STOP_WORDS), never out of the phrase. Hiragana (Japanese
 # particles and inflections: の, は, まった) and common Chinese function characters.
@@ -186,13 +189,19 @@ def _words(text: str) -> list[str]:
     return [w for w in _SPLIT.split(text) if w and _WORDISH.search(w)]
 
 
+def sentence_run(run: str) -> bool:
+    """Whether a CJK run is taken for a sentence (searched bigram by bigram as well as whole):
+    MIN_CJK_SPLIT characters or more, and not katakana alone (a loanword: one word)."""
+    return len(run) >= MIN_CJK_SPLIT and not _KATAKANA.fullmatch(run)
+
+
 def cjk_bigrams(words: list[str]) -> list[str]:
     """The bigrams of the CJK runs of MIN_CJK_SPLIT or more characters in words, each once,
     without those with a CJK_STOP_CHARS character."""
     out: dict[str, None] = {}
     for word in words:
         for run in cjk_runs(word):
-            if len(run) >= MIN_CJK_SPLIT:
+            if sentence_run(run):
                 pairs = (run[i : i + 2] for i in range(len(run) - 1))
                 out.update(dict.fromkeys(p for p in pairs if not CJK_STOP_CHARS.intersection(p)))
     return list(out)

@@ -1,6 +1,6 @@
 """Search results as the API returns them: records of the winning candidates with their
-snippets (FTS5 or ts_headline marks rendered as safe markdown), the note's other matching
-sections, secret flags, the `explain` breakdown and, for an all-workspaces search, the
+snippets (plain text; FTS5 or ts_headline marks become `highlights` ranges), the note's other
+matching sections, secret flags, the `explain` breakdown and, for an all-workspaces search, the
 workspace a hit comes from."""
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ def render(
         marked = snippets.get(c.id)
         clean = marked is not None and _OPEN not in rec["content"]
         clean = clean and _CLOSE not in rec["content"]
+        snippet, ranges = render_snippet(marked) if clean and marked else ("", [])
         hit = {
             **rec,
             "score": round(c.final, 6),
-            "snippet": render_snippet(marked)
-            if clean and marked
-            else plain_snippet(rec["content"]),
+            "snippet": snippet or plain_snippet(rec["content"]),
         }
+        if snippet and ranges:
+            hit["highlights"] = ranges
         if req.group == "note" and rec["kind"] == "chunk":
             hit["sections"] = [
                 {

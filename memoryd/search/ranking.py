@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-from memoryd.search.ftsquery import MIN_CJK_SPLIT, STOP_WORDS, cjk_bigrams
+from memoryd.search.ftsquery import STOP_WORDS, cjk_bigrams, sentence_run
 from memoryd.store.tokenizer import CJK_CLASS, cjk_runs
 
 _WORD_SPLIT = re.compile(r"[^\w]+", re.UNICODE)
@@ -48,6 +48,7 @@ SIMILARITY_SCALE: dict[str, Scale] = {
 }
 DEFAULT_SCALE = Scale(0.40, 0.80, 0.40)  # an uncalibrated model: a conservative guess
 SIGNAL_SHARE = 0.05  # the most importance, recency, frequency and tier can move a score
+ABSENT_FLOOR = 0.25  # what a query's words that no text holds leave of a hit's relevance, at least
 
 
 class SearchSettings(Protocol):
@@ -265,6 +266,37 @@ def admitted(
     return [c for c in candidates if c.keyword_rank is not None or (c.similarity or 0) >= alone]
 
 
+def damp(candidates: Sequence[Candidate], absent_share: float) -> float:
+    """Lower every candidate's relevance (and its sections') for the query's words that no text
+    holds: times 1 - their IDF-weighted share, never below ABSENT_FLOOR. The order is kept (no
+    text holds them, so none is favoured); the score says how much of the query went unfound.
+    Returns the factor."""
+    factor = max(ABSENT_FLOOR, 1.0 - absent_share)
+    for c in candidates:
+        for x in (c, *c.sections):
+            x.fused *= factor
+            if "relevance" in x.components:
+                x.components["relevance"] *= factor
+    return factor
+
+
+def listed_sections(
+    notes: Sequence[Candidate], scale: Scale, cjk: bool = False, corrected: bool = False
+) -> None:
+    """Keep, under each note, only the sections that would have been hits themselves (issue
+    19.5): admitted by the same rules and floor as hits (`admitted`: a keyword match, or a
+    similarity at the `alone` floor). The note's own best section stays.
+
+    Not also cut to the `limit` best chunks: measured, that cost chat-logs 0.032 and go-faq
+    0.021 line-level Recall@10 more than the floor alone (BENCHMARKS.md, issue 19)."""
+    best = {
+        c.id for c in admitted([sec for n in notes for sec in n.sections], scale, cjk, corrected)
+    }
+    for n in notes:
+        if n.sections:
+            n.sections = [sec for sec in n.sections if sec.id == n.id or sec.id in best]
+
+
 def absent_identifier(df: dict[str, int]) -> str | None:
     """The first exact identifier of the query (`identifier`) that no text contains, if any: the
     thing asked about is not in the notes, and its near namesakes (ERR_AUTH_2202 for
@@ -281,7 +313,7 @@ def query_units(text: str) -> list[str]:
         words = [w.lower() for w in _WORD_SPLIT.split(token) if w and _WORDISH.search(w)]
         if not words or token.startswith("-"):
             continue
-        if any(len(r) >= MIN_CJK_SPLIT for w in words for r in cjk_runs(w)):
+        if any(sentence_run(r) for w in words for r in cjk_runs(w)):
             out.update(dict.fromkeys(cjk_bigrams(words)))
             rest = [p for w in words for p in _CJK_RUN.split(w) if p and not cjk_runs(p)]
             out.update(dict.fromkeys(p for p in rest if p not in STOP_WORDS))

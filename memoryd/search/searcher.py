@@ -14,15 +14,18 @@ What a hit is (see docs/protocol.md, "Scores"):
   calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding. After typo
   correction, when no candidate holds any query word, similarity must reach the model's
   `unkeyed` floor if it has one; a CJK
-  query's hits need one of its units (`cjk_alone` for vectors); a query naming an identifier
-  no text holds answers nothing (`ranking.admitted`, `ranking.absent_identifier`; docs/
-  protocol.md, "No answer"). Each hit's `coverage` (IDF-weighted share of the query's units in
-  its best chunk) is computed for this, over the whole index's document frequencies;
+  query's hits need one of its units (`cjk_alone` for vectors); a word no text holds lowers
+  the scores (`ranking.damp`), and only a query of nothing but absent names or identifiers
+  answers nothing (`answerability.only_absent_names`; docs/protocol.md, "No answer"). Each
+  hit's `coverage` (IDF-weighted share of the query's units in its best chunk) is computed for
+  this, over the whole index's document frequencies;
 - filters restrict both pools before ranking (the vector pool scans the filtered texts exactly
   when the filter leaves few of them), and BM25 is normalised without them, so a filtered search
   returns what an unfiltered one restricted afterwards does, with the same scores;
-- by default one result per note (its best chunk, plus the note's other matching sections) or
-  memory; `group="none"` gives raw chunks;
+- by default one result per note (its best chunk, plus the note's other sections that the
+  same rules would admit as hits) or memory; `group="none"` gives raw
+  chunks; the pools are as large at every limit, and recency counts from the newest text
+  ranked, so the order depends on neither the limit nor the clock;
 - `score` is in 0..1 and means the same in every query: 1 = the best keyword match on every
   query word that is also as similar as the top of the model's scale.
 The pure parts live in ranking.py (fusion, scores, order) and snippets.py, tested without a
@@ -43,7 +46,7 @@ from memoryd.core.errors import InvalidInput, Unavailable, describe
 from memoryd.memory import lifecycle
 from memoryd.memory.lifecycle import tier_decay
 from memoryd.search import hits as hits_
-from memoryd.search.answerability import missing_name
+from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
 from memoryd.search.ftsquery import STOP_WORDS, ParsedQuery, parse_query
 from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts live in ranking.py)
@@ -55,7 +58,9 @@ from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts
     SearchSettings,
     admitted,
     bm25_norm,
+    damp,
     group_by_note,
+    listed_sections,
     normalise,
     order,
     query_units,
@@ -204,7 +209,7 @@ class Searcher:
         ranked by their summed reciprocal ranks."""
         now = self.clock()
         where, params = filter_sql(req.filters, now)
-        size = max(200, limit * self.settings.candidate_multiplier)
+        size = max(200, self.pool_size(limit))
         pools: list[list[int]] = []
         used_vectors = False
         for concept, vec in zip(req.concepts, vecs, strict=True):
@@ -296,7 +301,11 @@ class Searcher:
         return self.store.read(fn, scope="all" if req.workspace == "all" else None)
 
     def pool_size(self, limit: int) -> int:
-        return max(MIN_POOL, limit * self.settings.candidate_multiplier)
+        """Chunks per pool: the same for every limit up to max_limit (issue 19.4), so the first
+        10 hits at limit 10 are the first 10 at limit 100: a pool cut by the limit would drop
+        candidates that a wider one fuses into the top."""
+        s = self.settings
+        return max(MIN_POOL, limit, s.max_limit * s.candidate_multiplier)
 
     def _run(self, req: SearchRequest, limit: int, qvec: np.ndarray | None) -> dict[str, Any]:
         now = self.clock()
@@ -379,16 +388,22 @@ class Searcher:
             rewritten.corrected_query if fuzzy_used and rewritten is not None else req.query
         )
         self.evidence.annotate(con, units, fused, prefix=fuzzy_used)
-        ranked = admitted(
-            fused, scale, cjk=has_cjk(req.query), corrected=req.mode in ("auto", "fuzzy")
-        )
-        missing = self.evidence.missing_identifier(con, req.query) or missing_name(
-            con, req.query, self.evidence, self.fuzzy
-        )
+        cjk, corrected = has_cjk(req.query), req.mode in ("auto", "fuzzy")
+        ranked = admitted(fused, scale, cjk=cjk, corrected=corrected)
+        # A word no text holds lowers the scores; only a query of nothing but absent names or
+        # identifiers answers nothing (issue 19.3; docs/protocol.md, "No answer").
+        absent, share = absent_units(con, req.query, self.evidence)
+        missing = only_absent_names(con, req.query, absent, self.fuzzy) if absent else None
         if missing is not None:
             ranked = []  # nothing holds the identifier asked about: its namesakes do not answer
             if req.explain:
                 out["unanswered"] = f"no text contains {missing!r}"
+        elif absent:
+            damp(ranked, share)
+            if req.explain:
+                out["absent"] = absent
+        if req.group == "note":
+            listed_sections(ranked, scale, cjk=cjk, corrected=corrected)
         out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale)
         if not out["hits"] and fuzzy_used and rewritten is not None:
             out["suggestion"] = rewritten.corrected_query  # what it found does not answer
@@ -523,6 +538,9 @@ class Searcher:
         # Score every candidate from a few columns; build full records only for the winners.
         raw = searchsql.signal_rows(con, (c.id for c in candidates))
         lc = self.lifecycle
+        # Recency is measured from the newest of the texts ranked, not from the wall clock: the
+        # same query on the same index gives the same order hours apart (issue 19.4).
+        newest = max((float(r["updated_at"]) for r in raw.values()), default=now)
         for c in candidates:
             r = raw.get(c.id)
             if r is None:
@@ -534,7 +552,7 @@ class Searcher:
                 c.components["decay"] = decay
                 rel *= decay
             c.components["relevance"] = rel
-            nudges = signals(r, self.settings, now)
+            nudges = signals(r, self.settings, newest)
             c.components.update(nudges)
             if lc is not None and r["kind"] == "memory":
                 boost = getattr(lc, f"boost_{r['tier']}", 0.0)

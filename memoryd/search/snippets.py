@@ -1,43 +1,58 @@
-"""Snippets as safe markdown: FTS5 marks matches with control characters, the text is escaped,
-then matches become **bold**, so a highlight can never run into the text's own asterisks."""
+"""Snippets as plain text with the matches' character ranges (issue 19.8): FTS5 marks matches
+with control characters; the text is returned as it is written (`[[deploy]]`, `#`, `**` stay
+literal: no markdown escaping), and the marks become `highlights`, [start, end) offsets into
+the snippet that a client may render (memoryctl bolds them on a terminal)."""
 
 from __future__ import annotations
 
 import re
 
-_OPEN, _CLOSE = "\x02", "\x03"  # what FTS5 wraps matches in; turned into ** by render_snippet
+_OPEN, _CLOSE = "\x02", "\x03"  # what FTS5 wraps matches in; turned into ranges by render_snippet
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>~|])")
 
 
 def escape_markdown(text: str) -> str:
-    """Backslash-escape the characters that could start markdown emphasis, code or links."""
+    """Backslash-escape the characters that could start markdown emphasis, code or links (for a
+    client that wants to show a snippet as markdown; search itself returns plain text)."""
     out = _MARKDOWN.sub(r"\\\1", text)
     return "\\" + out if out.startswith("#") else out
 
 
-def render_snippet(marked: str) -> str:
-    """An FTS5 snippet with \\x02/\\x03 around matches -> one line of markdown: matches in
-    **bold**, every markdown character of the text escaped, so a highlight can never run into
-    the text's own asterisks (`****Caroline****`)."""
-    # Adjacent matches become one highlight (never `**a****b**`).
+def render_snippet(marked: str) -> tuple[str, list[list[int]]]:
+    """An FTS5 snippet with \\x02/\\x03 around matches -> one line of plain text and the
+    [start, end) character ranges of its matches (adjacent matches are one range; a range never
+    starts or ends on a space and is never empty)."""
     text = re.sub(f"{_CLOSE}(\\s*){_OPEN}", r"\1", " ".join(marked.split()))
+    text = re.sub(" {2,}", " ", text)
     out: list[str] = []
-    pos = 0
-    for m in re.finditer(f"{_OPEN}(.*?){_CLOSE}", text):
-        out.append(escape_markdown(text[pos : m.start()].replace(_OPEN, "").replace(_CLOSE, "")))
-        inner = m.group(1).strip()
-        if inner:
-            lead = " " if m.group(1)[:1].isspace() else ""
-            trail = " " if m.group(1)[-1:].isspace() else ""
-            out.append(f"{lead}**{escape_markdown(inner)}**{trail}")
-        elif m.group(1):
-            out.append(" ")
-        pos = m.end()
-    out.append(escape_markdown(text[pos:].replace(_OPEN, "").replace(_CLOSE, "")))
-    return re.sub(" {2,}", " ", "".join(out)).strip()
+    ranges: list[list[int]] = []
+    size = 0
+    inside = False
+    last = ""
+    for part in re.split(f"([{_OPEN}{_CLOSE}])", text):
+        if part in (_OPEN, _CLOSE):
+            inside = part == _OPEN
+            continue
+        if not part:
+            continue
+        if last == " ":
+            part = part.lstrip(" ")
+            if not part:
+                continue
+        if inside and part.strip():
+            lead = len(part) - len(part.lstrip(" "))
+            start = size + lead
+            ranges.append([start, start + len(part.strip(" "))])
+        out.append(part)
+        size += len(part)
+        last = part[-1]
+    line = "".join(out)
+    strip = len(line) - len(line.lstrip(" "))
+    line = line.strip(" ")
+    ranges = [[s - strip, e - strip] for s, e in ranges if e - strip <= len(line)]
+    return line, ranges
 
 
 def plain_snippet(content: str, width: int = 160) -> str:
     text = " ".join(content.split())
-    text = text if len(text) <= width else text[: width - 1] + "…"
-    return escape_markdown(text)
+    return text if len(text) <= width else text[: width - 1] + "…"

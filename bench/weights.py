@@ -1,0 +1,103 @@
+"""Fusion weights chosen leave-one-set-out (issue 19.1), on the cached indexes of `bench quality`.
+
+    python -m bench.weights [--set NAME ...] [--cache DIR] [--out FILE]
+
+Every set's queries run in mode auto (limit 10, group note) under each candidate of COMBOS
+(search.partial_match_weight, keyword_weight, vector_weight). For each held-out set, the
+combination with the best mean nDCG@10 over the other sets is chosen (ties: the shipped
+defaults), and the held-out set's figures under it are reported beside its own best.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).parent
+DEFAULT = (0.15, 0.7, 0.3)
+COMBOS = [DEFAULT, (0.4, 0.7, 0.3), (1.0, 0.7, 0.3), (0.4, 0.6, 0.4), (0.15, 0.8, 0.2)]
+
+
+def key(c: tuple[float, float, float]) -> str:
+    return "/".join(str(x) for x in c)
+
+
+def sweep(names: list[str], cache: Path) -> dict[str, dict[str, list[float]]]:
+    """Per set and combination: [nDCG@10, Recall@10] of mode auto."""
+    from bench import quality as Q
+
+    root = Path(tempfile.mkdtemp(prefix="mdw-model-"))
+    holder = Q._holder(Q._config(root, False), False)
+    out: dict[str, dict[str, list[float]]] = {}
+    try:
+        for name in names:
+            ds = Q.load_set(ROOT / "data" / name)
+            app, work, _ = Q.open_index(ds, False, cache, print, holder)
+            base = app.searcher.settings
+            try:
+                for pw, kw, vw in COMBOS:
+                    app.searcher.settings = dataclasses.replace(
+                        base, partial_match_weight=pw, keyword_weight=kw, vector_weight=vw
+                    )
+                    req = Q.search_request
+                    res = {
+                        qid: list(app.searcher.search(req(q.text, "auto", None))["hits"])
+                        for qid, q in ds.queries.items()
+                    }
+                    s = Q.summarise(ds, res)
+                    out.setdefault(name, {})[key((pw, kw, vw))] = [
+                        round(s["ndcg@10"], 4),
+                        round(s["recall@10"], 4),
+                    ]
+            finally:
+                app.close()
+                shutil.rmtree(work, ignore_errors=True)
+    finally:
+        holder.close()
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def loso(table: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, Any]]:
+    """Per held-out set: the combination chosen on the others and its held-out figures."""
+    out = {}
+    combos = [key(c) for c in COMBOS]
+    for h in table:
+        others = [s for s in table if s != h]
+
+        def mean(c: str, sets: list[str] = others) -> float:
+            return sum(table[s][c][0] for s in sets) / len(sets)
+
+        chosen = max(combos, key=lambda c: (round(mean(c), 6), c == key(DEFAULT)))
+        own = max(combos, key=lambda c: table[h][c][0])
+        out[h] = {"chosen": chosen, "held_out": table[h][chosen], "own_best": [own, table[h][own]]}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.weights", description=__doc__)
+    p.add_argument("--set", action="append", help="repeatable; default: every set")
+    p.add_argument("--cache", type=Path, default=ROOT / "results" / "cache")
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "weights.json")
+    args = p.parse_args(argv)
+    from bench import quality as Q
+    from memoryd.core import logsetup
+
+    logsetup.configure("warning")
+    table = sweep(args.set or list(Q.SETS), args.cache)
+    held = loso(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"table": table, "loso": held}, indent=2))
+    for name, r in held.items():
+        n, rc = r["held_out"]
+        print(f"{name:<11} chosen {r['chosen']:<14} held-out nDCG@10 {n:.3f} R@10 {rc:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""Issue 19: the same question gets the same answer (whatever the limit, whatever the time), and
+a grouped answer lists only sections that would have been hits themselves."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from conftest import q, settle
+
+
+def _vault(app: Any, notes: int = 40) -> None:
+    ws = app.cfg.workspace
+    for i in range(notes):
+        words = " ".join(f"w{(i * 7 + j) % 23}" for j in range(6))
+        (ws / f"n{i:02d}.md").write_text(
+            f"# Note {i}\n\nThe deploy checklist {words} and the rollback plan {i % 5}.\n"
+        )
+    app.indexer.reconcile()
+
+
+def _order(res: dict[str, Any]) -> list[tuple[str, float]]:
+    return [(h["path"], h["score"]) for h in res["hits"]]
+
+
+def test_the_first_ten_at_limit_ten_are_the_first_ten_at_limit_hundred(make_app: Any) -> None:
+    app = make_app(dailylog={"enabled": False})
+    _vault(app)
+    settle(app)
+    # the pools do not shrink with the limit: a smaller pool would drop what a wider one fuses in
+    assert app.searcher.pool_size(10) == app.searcher.pool_size(100)
+    for query in ("deploy rollback w3 w11", "checklist plan", "w5 w17 w22"):
+        for mode in ("auto", "keyword", "hybrid"):
+            for group in ("note", "none"):
+                ten = q(app, query, mode=mode, group=group, limit=10)
+                hundred = q(app, query, mode=mode, group=group, limit=100)
+                assert _order(ten) == _order(hundred)[:10], (query, mode, group)
+
+
+def test_the_order_does_not_depend_on_the_wall_clock(make_app: Any) -> None:
+    app = make_app(dailylog={"enabled": False})
+    _vault(app)
+    settle(app)
+    first = {qq: _order(q(app, qq, limit=20)) for qq in ("deploy rollback", "w3 checklist")}
+    later = time.time() + 7 * 3600  # seven hours on: recency must not move a score
+    app.searcher.clock = lambda: later
+    again = {qq: _order(q(app, qq, limit=20)) for qq in first}
+    assert again == first
+
+
+def test_a_grouped_note_lists_only_sections_that_would_be_hits(make_app: Any) -> None:
+    app = make_app(dailylog={"enabled": False})
+    parts = [
+        f"## Part {i}\n\nThe apple harvest note number {i} for the orchard."
+        if i % 2
+        else f"## Part {i}\n\nTractor engine oil schedule, entry {i}."
+        for i in range(20)
+    ]
+    (app.cfg.workspace / "orchard.md").write_text("# Orchard\n\n" + "\n\n".join(parts) + "\n")
+    app.indexer.reconcile()
+    settle(app)
+    lines = (app.cfg.workspace / "orchard.md").read_text().splitlines()
+    for limit in (3, 10):
+        hit = q(app, "apple harvest", limit=limit)["hits"][0]
+        listed = hit.get("sections") or []
+        assert listed, "the note lists its other matching sections"
+        for sec in listed:
+            text = " ".join(lines[sec["start_line"] - 1 : sec["end_line"]])
+            assert "apple" in text, (limit, sec)
+
+
+def test_a_section_below_the_floor_is_not_listed() -> None:
+    """Issue 19.5, the rule itself: a section that no keyword backs and whose similarity is
+    under the model's `alone` floor is not listed; the note's best section always is."""
+    from memoryd.search.ranking import Candidate, Scale, listed_sections
+
+    best = Candidate(id=1, keyword_rank=1, fused=0.9)
+    keyed = Candidate(id=2, keyword_rank=3, fused=0.2)
+    near = Candidate(id=3, vector_rank=1, similarity=0.25, fused=0.1)
+    faint = Candidate(id=4, vector_rank=2, similarity=0.15, fused=0.01)  # floor 0.10, alone 0.20
+    note = Candidate(id=1, document_id=7, fused=0.9, sections=[best, keyed, near, faint])
+    listed_sections([note], Scale(0.10, 0.90, 0.20))
+    assert [c.id for c in note.sections] == [1, 2, 3]
