@@ -57,6 +57,14 @@ def process_umask() -> int:
     return old | 0o022
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte (os.write may write fewer than asked), then fsync the file."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
 def fsync_dir(fd: int) -> None:
     with contextlib.suppress(OSError):  # some file systems refuse fsync on a folder
         os.fsync(fd)
@@ -82,10 +90,7 @@ def atomic_write_at(
         try:
             if mode is not None:
                 os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            write_all(fd, data)
         finally:
             os.close(fd)
         if before_replace is not None:

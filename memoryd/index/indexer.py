@@ -32,22 +32,13 @@ from memoryd.memory.validation import check_str
 from memoryd.store import Store, entries, links
 from memoryd.store.entries import DocumentInfo, NewChunk
 from memoryd.text import markdown, obsidian
-from memoryd.text.pathrules import path_accepted, shown, valid_name
+from memoryd.text.pathrules import PathRules, path_accepted, shown, valid_name
 
 log = get_logger("memoryd.index.indexer")
 
 
-class IndexerSettings(Protocol):
+class IndexerSettings(PathRules, Protocol):
     """Read-only: the frozen config section (memoryd.core.config) satisfies it."""
-
-    @property
-    def include(self) -> list[str] | tuple[str, ...]: ...
-
-    @property
-    def exclude(self) -> list[str] | tuple[str, ...]: ...
-
-    @property
-    def skip_hidden(self) -> bool: ...
 
     @property
     def max_file_bytes(self) -> int: ...

@@ -17,6 +17,7 @@ import unicodedata
 from collections.abc import Iterator
 
 from memoryd.core.errors import InvalidInput, Refused, describe
+from memoryd.core.fsutil import write_all
 from memoryd.core.logsetup import get_logger
 from memoryd.index.indexer import sha256_bytes
 from memoryd.memory.validation import check_str
@@ -113,10 +114,7 @@ def _read_fd(fd: int) -> bytes:
 def _append_at(dfd: int, name: str, data: bytes) -> None:
     fd = os.open(name, os.O_WRONLY | os.O_APPEND | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        write_all(fd, data)
     finally:
         os.close(fd)
 
