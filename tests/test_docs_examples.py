@@ -94,3 +94,40 @@ def test_every_help_example_parses(example: str) -> None:
     if "||" in words:
         words = words[: words.index("||")]
     ctl.parse(words)  # argparse exits 2 on a bad line
+
+
+def doc_command_lines() -> list[tuple[str, str]]:
+    """(file, line) for every `memoryd ...` or `memoryctl ...` command in a shell block of
+    README.md or docs/*.md (continuation lines joined, trailing comments cut)."""
+    found = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = path.read_text()
+        for block in re.findall(r"```(?:sh|bash|console)\n(.*?)```", text, re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = re.sub(r"\s+#.*$", "", line).replace(".venv/bin/", "")
+                for part in re.split(r"&&|\|\||;|\|", line):  # each command of a pipeline
+                    words = part.split()
+                    if words and words[0] in ("memoryd", "memoryctl") and "$(" not in part:
+                        found.append((path.name, part.strip()))
+    return found
+
+
+@pytest.mark.parametrize("where,line", doc_command_lines())
+def test_every_docs_command_line_parses(where: str, line: str) -> None:
+    """The docs' memoryd and memoryctl lines outside memoryctl.md's run-through (service.md,
+    team.md, agents.md...) need a service manager or a server to run here; each must at least
+    name a real command with real options, read by the parser the command uses."""
+    from memoryd import cli
+
+    words = shlex.split(line)
+    if words[0] == "memoryctl":
+        ctl.parse(words[1:])  # argparse exits 2 on a bad line
+    else:
+        cli.build_parser().parse_args(words[1:])
+
+
+def test_the_docs_command_lines_are_found() -> None:
+    lines = [line for _, line in doc_command_lines()]
+    assert "memoryd store migrate --to postgres --dry-run" in lines
+    assert "memoryd service install --dry-run" in lines
+    assert len(lines) >= 15
