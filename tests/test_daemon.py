@@ -139,6 +139,15 @@ def test_malformed_requests_never_kill_the_daemon(daemon_factory: Any) -> None:
         resp = json.loads(s.makefile("rb").readline())
         assert "larger than 18432" in resp["error"]["message"]
         assert resp["error"]["code"] == -32005  # too large, as docs/protocol.md says
+        assert resp["id"] == 1  # the id the line starts with, though the line was not read
+    # a string id too, and a line that names no id before its end answers id null
+    for head, want in ((b'{"id":"big-1","method":"add",', "big-1"), (b'{"method":"add",', None)):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(str(d.socket))
+            s.settimeout(10)
+            s.sendall(head + b'"params":{"content":"' + b"a" * 20000 + b'"}}\n')
+            resp = json.loads(s.makefile("rb").readline())
+            assert resp["error"]["code"] == -32005 and resp["id"] == want
     assert rpc(d.socket, "ping")["result"]["pong"] is True
 
 

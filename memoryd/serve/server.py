@@ -37,6 +37,7 @@ from memoryd.serve.protocol import (
     decode,
     encode,
     error_response,
+    leading_id,
 )
 
 log = get_logger("memoryd.serve.server")
@@ -49,6 +50,7 @@ BACKLOG = 1024
 # A request line carries a note of notes.max_bytes as JSON text: UTF-8 (memoryctl sends it
 # unescaped), quotes, backslashes and newlines escaped (2 bytes each), plus the envelope.
 NOTE_ENVELOPE_BYTES = 16 * 1024
+_ID_HEAD_BYTES = 4096  # of an over-limit line, read to find the id it starts with
 
 
 def request_limit(max_request_bytes: int, note_max_bytes: int) -> int:
@@ -311,16 +313,21 @@ class Server:
                 else min(self.settings.first_request_timeout_s, self.settings.idle_timeout_s)
             )
             try:
-                line = await asyncio.wait_for(reader.readline(), timeout)
+                # readuntil, not readline: over the limit it leaves the line in the buffer,
+                # so the answer can carry the id the line starts with
+                line = await asyncio.wait_for(reader.readuntil(b"\n"), timeout)
             except TimeoutError:
                 return
+            except asyncio.IncompleteReadError as exc:
+                line = exc.partial  # the peer closed: the last line has no newline
             except (ValueError, asyncio.LimitOverrunError):
                 # The line is over the limit: say so, then drop the connection (the rest of the
                 # oversized line cannot be told apart from the next request).
+                head = await reader.read(_ID_HEAD_BYTES)
                 await self._send(
                     writer,
                     error_response(
-                        None,
+                        leading_id(head),
                         TooLarge.code,
                         f"request larger than {limit} bytes (the server's limit: "
                         "server.max_request_bytes, raised to fit a note of notes.max_bytes)",
