@@ -343,6 +343,17 @@ class Notes:
         person's file, never rewritten by memoryd), off does nothing."""
         guard({"content": text.decode("utf-8", errors="replace")}, self.secrets_mode, allow_secrets)
 
+    def _incoming(
+        self, path: object, content: object, expected_sha256: object, allow_secrets: object
+    ) -> tuple[str, Path, bytes, str | None]:
+        """What every write through the door checks first, in this order: the path, the text,
+        the expected sha256, the secret guard. (rel, full path, bytes, expected sha)."""
+        rel, full = self.resolve(path)
+        data = self._encode(content)
+        expected = check_sha(expected_sha256)
+        self._guard(data, allow_secrets)
+        return rel, full, data, expected
+
     # -- operations ---------------------------------------------------------------------------
 
     def read(self, path: object) -> dict[str, Any]:
@@ -368,10 +379,7 @@ class Notes:
         *,
         allow_secrets: object = False,
     ) -> dict[str, Any]:
-        rel, full = self.resolve(path)
-        data = self._encode(content)
-        expected = check_sha(expected_sha256)
-        self._guard(data, allow_secrets)
+        rel, full, data, expected = self._incoming(path, content, expected_sha256, allow_secrets)
         self._check_size(rel, len(data))
         with self._lock, os_errors(rel):
             current = self._peek(full, rel)
@@ -400,10 +408,7 @@ class Notes:
         allow_secrets: object = False,
     ) -> dict[str, Any]:
         """Add text at the end (on a new line); creates the note if it does not exist."""
-        rel, full = self.resolve(path)
-        added = self._encode(content)
-        expected = check_sha(expected_sha256)
-        self._guard(added, allow_secrets)
+        rel, full, added, expected = self._incoming(path, content, expected_sha256, allow_secrets)
         with self._lock, os_errors(rel):
             for attempt in range(5):  # appends commute: one that raced another is made again
                 current = self._peek(full, rel)
