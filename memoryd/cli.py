@@ -94,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from memoryd.serve.daemon import run
+    from memoryd.web.server import WebServer
 
-    return run(args.config)
+    return run(args.config, page=WebServer.for_config)
 
 
 def cmd_config(args: argparse.Namespace) -> int:

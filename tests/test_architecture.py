@@ -25,6 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "notes": {"core", "text", "store", "memory", "index"},
     "search": {"core", "text", "store", "memory", "index"},
     "serve": {"core", "text", "store", "memory", "index", "notes", "search"},
+    "web": {"core", "text", "store", "memory", "index", "notes", "search", "serve"},
     "agents": {"core", "text", "ctl"},
     "ctl": set(),
 }

@@ -35,6 +35,7 @@ from memoryd.core.sections import (
     SecretsConfig,
     ServerConfig,
     StoreConfig,
+    WebConfig,
 )
 from memoryd.core.timeutil import parse_duration
 
@@ -59,6 +60,7 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
+    web: WebConfig = field(default_factory=WebConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     dailylog: DailyLogConfig = field(default_factory=DailyLogConfig)
     notes: NotesConfig = field(default_factory=NotesConfig)

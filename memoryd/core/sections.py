@@ -80,6 +80,17 @@ class ServerConfig:
 
 
 @dataclass(frozen=True)
+class WebConfig:
+    """The local web page (docs/web.md): off until enabled here or opened by `memoryctl open`;
+    loopback only; port 0 takes any free port (written to <data_dir>/web.json)."""
+
+    enabled: bool = _f(False, "bool")
+    host: str = _f("127.0.0.1", "choice", ("127.0.0.1", "::1"))
+    port: int = _f(0, "int", 0, 65535)
+    session_hours: float = _f(12.0, "float", 0.01, 8760.0)
+
+
+@dataclass(frozen=True)
 class LoggingConfig:
     level: str = _f("info", "choice", ("debug", "info", "warning", "error"))
     format: str = _f("auto", "choice", ("auto", "json", "console"))
@@ -160,6 +171,7 @@ SECTIONS: dict[str, type] = {
     "search": SearchConfig,
     "embedding": EmbeddingConfig,
     "server": ServerConfig,
+    "web": WebConfig,
     "logging": LoggingConfig,
     "dailylog": DailyLogConfig,
     "notes": NotesConfig,

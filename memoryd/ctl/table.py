@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from memoryd.ctl import admin as ad
 from memoryd.ctl import handlers as h
+from memoryd.ctl import webopen as wo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -314,6 +315,17 @@ COMMANDS: tuple[Command, ...] = (
         examples=("memoryctl reindex", "memoryctl reindex notes/projects --full"),
     ),
     Command("ping", "check that the daemon answers", run=ad.r_ping),
+    Command(
+        "open",
+        "open the web page in the browser (starts it; a one-time sign-in link)",
+        run=wo.r_open,
+        args=(
+            arg("page", nargs="?", choices=wo.PAGES, help="the page (default: search)"),
+            arg("path", nargs="?", metavar="NOTE", help="for note and graph: the note"),
+            arg("--no-browser", action="store_true", help="only print the link"),
+        ),
+        examples=("memoryctl open", "memoryctl open graph projects/api.md"),
+    ),
     Command(
         "jobs",
         "scheduled jobs with their last and next run; `jobs run NAME` runs one now",

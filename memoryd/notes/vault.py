@@ -104,3 +104,89 @@ def backlinks(store: Store, path: object, files: Iterable[str] = ()) -> dict[str
         ],
     }
     return _chosen(answer, others)
+
+
+GRAPH_MAX_NODES = 2000
+GRAPH_MAX_DEPTH = 4
+
+
+def neighbourhood(
+    store: Store, path: object, files: Iterable[str] = (), *, depth: int = 2, limit: int = 500
+) -> dict[str, Any]:
+    """The notes within `depth` links of a note, either way (links and backlinks), breadth
+    first, at most `limit` nodes: {center, nodes, edges, truncated}.
+
+    Nodes are {id, kind, label, path, depth, degree}: kind "note", "attachment" or "missing"
+    (a link to no file); edges are {source, target, kind} with kind "link" or "embed". Other
+    kinds of node and edge (entities and their mentions) can join the same shape."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= GRAPH_MAX_DEPTH:
+        raise InvalidInput(f"depth: expected 1 to {GRAPH_MAX_DEPTH}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= GRAPH_MAX_NODES:
+        raise InvalidInput(f"limit: expected 1 to {GRAPH_MAX_NODES}")
+    files = frozenset(files)
+
+    def read(con: Any) -> dict[str, Any]:
+        paths = store_links.note_paths(con)
+        center, _ = _choose(path, paths, files)
+        resolver = obsidian.Resolver(paths, files)
+        known = set(paths)
+        seen: dict[str, int] = {center: 0}
+        edges: dict[tuple[str, str], str] = {}
+        frontier, truncated = [center], False
+        for hop in range(1, depth + 1):
+            nxt: list[str] = []
+            for node in frontier:
+                if node not in known:
+                    continue  # attachments and missing targets link nowhere
+                out = [
+                    (resolver.resolve(s.link, node) or f"?{s.link.target}", s.link.embed)
+                    for s in store_links.links_from(con, node)
+                ]
+                cands = store_links.links_named(con, [obsidian.note_key(node), ""])
+                back = [
+                    (s.source, s.link.embed)
+                    for s in cands
+                    if s.source != node and resolver.resolve(s.link, s.source) == node
+                ]
+                pairs = [((node, t), e) for t, e in out] + [((s, node), e) for s, e in back]
+                for (src, dst), embed in pairs:
+                    other = dst if src == node else src
+                    if other not in seen:
+                        if len(seen) >= limit:
+                            truncated = True
+                            continue
+                        seen[other] = hop
+                        nxt.append(other)
+                    if src != dst:
+                        edges.setdefault((src, dst), "embed" if embed else "link")
+            frontier = nxt
+        degree: dict[str, int] = dict.fromkeys(seen, 0)
+        for src, dst in edges:
+            degree[src] += 1
+            degree[dst] += 1
+        nodes = [
+            {
+                "id": node,
+                "kind": "note"
+                if node in known
+                else ("missing" if node.startswith("?") else "attachment"),
+                "label": _label(node),
+                "path": None if node.startswith("?") else node,
+                "depth": d,
+                "degree": degree[node],
+            }
+            for node, d in seen.items()
+        ]
+        return {
+            "center": center,
+            "nodes": nodes,
+            "edges": [{"source": s, "target": t, "kind": k} for (s, t), k in edges.items()],
+            "truncated": truncated,
+        }
+
+    return store.read(read)
+
+
+def _label(node: str) -> str:
+    name = node.lstrip("?").rsplit("/", 1)[-1]
+    return name[:-3] if name.lower().endswith(".md") else name

@@ -31,6 +31,7 @@ from memoryd.search.fuzzy import FuzzyMatcher
 from memoryd.search.neardup import NearDuplicates
 from memoryd.search.searcher import Searcher
 from memoryd.serve.jobs import Jobs, daemon_jobs
+from memoryd.serve.searchlog import SearchLog
 from memoryd.store import entries
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
@@ -75,6 +76,9 @@ class App:
         self.cfg = cfg
         self.clock = clock
         self.started_at = clock()
+        self.search_log = SearchLog(clock)
+        # set by the daemon when it can serve the web page (memoryd.web): starts it, says where
+        self.open_page: Callable[[], dict[str, Any]] | None = None
         malloc.limit_arenas()  # before our threads exist: freed inference memory goes back
         prepare_dirs(cfg)
         checkpoints.clean_partial(cfg.data_dir)
@@ -154,7 +158,7 @@ class App:
         self.ready = threading.Event()  # the first reconcile is done
         self._reconcile_lock = threading.Lock()
         self._reconcile_wanted = False
-        self.index_progress: dict[str, int] | None = None  # while a reconcile runs
+        self.index_progress: dict[str, Any] | None = None  # while a reconcile runs
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
         self.store.on_change(self._changed_elsewhere)  # another daemon of a shared database
@@ -263,13 +267,18 @@ class App:
         started = time.monotonic()
 
         def step(done: int, total: int) -> None:
-            self.index_progress = {"done": done, "total": total}
             now = time.monotonic()
+            rate = done / max(now - started, 1e-6)
+            eta = round((total - done) / rate, 1) if rate else None
+            self.index_progress = {
+                "done": done,
+                "total": total,
+                "rate_per_s": round(rate, 1),
+                "eta_s": eta,
+            }
             if now - last[0] < PROGRESS_EVERY_S:
                 return
             last[0] = now
-            rate = done / max(now - started, 1e-6)
-            eta = round((total - done) / rate, 1) if rate else None
             log.info("indexing", done=done, total=total, rate_per_s=round(rate, 1), eta_s=eta)
             if report is not None:
                 report(f"{done}/{total} files")

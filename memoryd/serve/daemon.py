@@ -13,8 +13,9 @@ import asyncio
 import dataclasses
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from memoryd.core import logsetup, runtime
 from memoryd.core.config import RELOADABLE, Config, diff, load_config
@@ -49,10 +50,28 @@ def apply_reloadable(old: Config, new: Config) -> tuple[Config, list[str], list[
     return cfg, applied, restart
 
 
+class PageHost(Protocol):
+    """Something the daemon serves beside its socket, in its event loop: the web page
+    (memoryd.web, which sits above serve and is handed in by cli.py)."""
+
+    async def start(self, app: App) -> dict[str, Any]:
+        """Start serving if not already; say where (url, host, port, state_file)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
 class Daemon:
-    def __init__(self, cfg: Config, *, notifier: Notifier | None = None) -> None:
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        notifier: Notifier | None = None,
+        page: PageHost | None = None,
+    ) -> None:
         self.cfg = cfg
         self.notifier = notifier or Notifier()
+        self.page = page
         self.app: App | None = None
         self.server: Server | None = None
         self._stop: asyncio.Event | None = None
@@ -86,6 +105,16 @@ class Daemon:
         except BaseException:
             await loop.run_in_executor(None, app.close)
             raise
+        page = self.page
+        if page is not None:
+            app.open_page = lambda: asyncio.run_coroutine_threadsafe(page.start(app), loop).result(
+                30
+            )
+            if cfg.web.enabled:
+                try:
+                    await page.start(app)
+                except (OSError, MemorydError) as exc:  # the socket still serves
+                    log.error("the web page did not start", error=str(exc))
         app.start(progress=self.notifier.status)
         self.notifier.ready("serving; indexing the workspace in the background")
         log.info("ready", socket=str(cfg.socket))
@@ -99,6 +128,9 @@ class Daemon:
             log.info("stopping")
             if watchdog is not None:
                 watchdog.cancel()
+            if page is not None:
+                app.open_page = None
+                await page.close()
             await self.server.close()
             await loop.run_in_executor(None, app.close)
             self._restore_signals(loop)
@@ -159,8 +191,9 @@ class Daemon:
         self.notifier.ready("configuration reloaded")
 
 
-def run(config_path: Path | None = None) -> int:
-    """`memoryd run`: load config (exit 2 on error), then run until stopped."""
+def run(config_path: Path | None = None, page: Callable[[Config], PageHost] | None = None) -> int:
+    """`memoryd run`: load config (exit 2 on error), then run until stopped. `page` makes the
+    web page for the loaded configuration (cli.py hands in memoryd.web's)."""
     cfg = load_config(config_path)
     process_umask()  # under `umask 000` nothing we create may be writable by others
     logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
@@ -174,4 +207,4 @@ def run(config_path: Path | None = None) -> int:
             reason=why,
             socket=str(cfg.socket),
         )
-    return Daemon(cfg).run()
+    return Daemon(cfg, page=page(cfg) if page is not None else None).run()

@@ -7,11 +7,12 @@ the library functions they are passed to.
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
 from memoryd import __version__
-from memoryd.core.errors import InvalidInput, describe
+from memoryd.core.errors import InvalidInput, Unavailable, describe
 from memoryd.memory import checkpoints, lifecycle, transfer
 from memoryd.memory.memories import (
     ADD_FIELDS,
@@ -320,7 +321,8 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     filters = filters_from(params, default_kind=None)
     if filters.namespace is None:
         filters = replace(filters, namespace=app.cfg.memories.default_namespace)
-    return app.searcher.search(
+    started = time.perf_counter()
+    found = app.searcher.search(
         SearchRequest(
             query=query if isinstance(query, str) else "",
             limit=params.get("limit"),
@@ -335,6 +337,25 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
             workspace=params.get("workspace", "this"),
         )
     )
+    app.search_log.record((time.perf_counter() - started) * 1000)
+    return found
+
+
+@method("searches")
+def searches(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """Search latency and volume over the last day, in ten-minute buckets."""
+    return app.search_log.series()
+
+
+@method("web.open")
+def web_open(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """Start the local web page if it is not running: {url, host, port, state_file}."""
+    if app.open_page is None:
+        raise Unavailable(
+            "this daemon has no web page (it runs inside `memoryd run`); start the daemon with "
+            "`memoryd run`"
+        )
+    return app.open_page()
 
 
 @method("stats", {"namespace"})

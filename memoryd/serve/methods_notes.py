@@ -8,6 +8,7 @@ from typing import Any
 
 from memoryd.core.errors import InvalidInput
 from memoryd.memory.validation import check_bound
+from memoryd.notes import vault
 from memoryd.serve.app import App
 from memoryd.serve.registry import method, param_int, param_namespace
 
@@ -83,4 +84,16 @@ def recent_activity(app: App, params: dict[str, Any]) -> dict[str, Any]:
         namespace=namespace,
         since=since_from(params.get("since"), app.clock()),
         limit=_limit(params, 20),
+    )
+
+
+@method("graph", {"path", "depth", "limit"})
+def graph(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """A note's neighbourhood through links and backlinks: {center, nodes, edges, truncated}."""
+    return vault.neighbourhood(
+        app.store,
+        params.get("path"),
+        app.indexer.others.snapshot(),
+        depth=param_int(params, "depth", 2),
+        limit=param_int(params, "limit", 500),
     )

@@ -1,0 +1,253 @@
+"""What the page's JSON routes do: each one calls the socket API's method table (the same
+doors, the same param checks: serve/registry.lookup), and answers JSON.
+
+A route's query string or JSON body becomes the method's params; only the params a route
+names are passed on. Errors come back as {"error": {"code", "message"}} with an HTTP status
+that says what kind of error it is."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memoryd.core.errors import (
+    Conflict,
+    InvalidInput,
+    MemorydError,
+    NotFound,
+    Refused,
+    TooLarge,
+    Unavailable,
+)
+from memoryd.serve.app import App
+from memoryd.serve.registry import lookup
+from memoryd.web.http import Request, Response
+
+TRASH_KEEP = 100
+LIST_PARAMS = ("type", "tier", "tags", "namespace", "since", "until", "limit", "offset", "source")
+SEARCH_PARAMS = (
+    "query",
+    "mode",
+    "kind",
+    "type",
+    "tier",
+    "tags",
+    "namespace",
+    "path",
+    "since",
+    "until",
+    "limit",
+    "min_importance",
+    "include_deprecated",
+    "include_expired",
+    "explain",
+)
+INT_PARAMS = frozenset({"limit", "offset", "min_importance", "depth", "id", "importance"})
+BOOL_PARAMS = frozenset({"include_deprecated", "include_expired", "explain", "useful"})
+LIST_VALUED = frozenset({"tags"})
+
+
+@dataclass
+class Trash:
+    """Memories deleted from the page, for undo: kept in memory only, for the daemon's
+    lifetime (memoryd overwrites deleted text on disk; a file of them would undo that)."""
+
+    items: collections.deque[dict[str, Any]] = field(
+        default_factory=lambda: collections.deque(maxlen=TRASH_KEEP)
+    )
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def put(self, record: dict[str, Any]) -> dict[str, Any]:
+        entry = {"key": next(self.ids), "deleted_at": time.time(), "memory": record}
+        with self.lock:
+            self.items.appendleft(entry)
+        return entry
+
+    def take(self, key: int) -> dict[str, Any] | None:
+        with self.lock:
+            for entry in self.items:
+                if entry["key"] == key:
+                    self.items.remove(entry)
+                    return entry
+        return None
+
+    def list(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.items)
+
+
+@dataclass
+class Context:
+    app: App
+    trash: Trash
+
+
+def call(app: App, name: str, params: dict[str, Any]) -> Any:
+    """One call through the socket API's method table: its param check, then its function."""
+    return lookup(name, params).fn(app, params)
+
+
+def http_status(exc: MemorydError) -> int:
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, InvalidInput):
+        return 400
+    if isinstance(exc, Conflict):
+        return 409
+    if isinstance(exc, TooLarge):
+        return 413
+    if isinstance(exc, Refused):
+        return 403
+    if isinstance(exc, Unavailable):
+        return 503
+    return 500
+
+
+def error(exc: MemorydError) -> Response:
+    return Response.json(
+        {"error": {"code": exc.code, "message": exc.message}}, status=http_status(exc)
+    )
+
+
+def params_from(values: dict[str, Any], names: tuple[str, ...] | frozenset[str]) -> dict[str, Any]:
+    """The named params, from a query string (text: numbers, booleans and comma lists are
+    read as the API takes them) or a JSON body (as sent). Empty strings count as not given."""
+    out: dict[str, Any] = {}
+    for name in names:
+        value = values.get(name)
+        if value is None or value == "":
+            continue
+        if isinstance(value, str):
+            if name in INT_PARAMS:
+                try:
+                    value = int(value)
+                except ValueError:
+                    raise InvalidInput(f"{name}: expected an integer") from None
+            elif name in BOOL_PARAMS:
+                value = value.lower() in ("1", "true", "yes", "on")
+            elif name in LIST_VALUED:
+                value = [t.strip() for t in value.split(",") if t.strip()]
+        out[name] = value
+    return out
+
+
+# --- the routes ------------------------------------------------------------------------------
+
+
+def search(ctx: Context, req: Request) -> Any:
+    params = params_from(req.query, SEARCH_PARAMS)
+    params.setdefault("limit", 20)
+    return call(ctx.app, "search", params)
+
+
+def memories(ctx: Context, req: Request) -> Any:
+    params = params_from(req.query, LIST_PARAMS)
+    params.setdefault("limit", 100)
+    return call(ctx.app, "list", params)
+
+
+def memory(ctx: Context, req: Request) -> Any:
+    return call(ctx.app, "get", params_from(req.query, ("id",)))
+
+
+def facets(ctx: Context, req: Request) -> Any:
+    """What the filters offer: namespaces, types and tiers (from `stats`)."""
+    stats = call(ctx.app, "stats", params_from(req.query, ("namespace",)))
+    return {
+        "namespaces": stats.get("namespaces"),
+        "by_type": stats.get("by_type"),
+        "by_tier": stats.get("by_tier"),
+        "default_namespace": ctx.app.cfg.memories.default_namespace,
+    }
+
+
+def note(ctx: Context, req: Request) -> Any:
+    """A note, its links and backlinks, and where to open it."""
+    path = req.query.get("path", "")
+    found = call(ctx.app, "note.read", {"path": path})
+    links = call(ctx.app, "links", {"path": found["path"]})
+    backlinks = call(ctx.app, "backlinks", {"path": found["path"]})
+    workspace = Path(ctx.app.cfg.workspace)
+    vault = (workspace / ".obsidian").is_dir()
+    return {
+        **found,
+        "links": links["links"],
+        "backlinks": backlinks["backlinks"],
+        "file": str(workspace / found["path"]),
+        "vault": workspace.name if vault else None,
+    }
+
+
+def notes(ctx: Context, req: Request) -> Any:
+    return call(ctx.app, "note.list", params_from(req.query, ("path", "limit", "offset")))
+
+
+def graph(ctx: Context, req: Request) -> Any:
+    return call(ctx.app, "graph", params_from(req.query, ("path", "depth", "limit")))
+
+
+def status(ctx: Context, req: Request) -> Any:
+    out = call(ctx.app, "status", {})
+    out["searches"] = call(ctx.app, "searches", {})
+    out["stats"] = call(ctx.app, "stats", {"namespace": "*"})
+    return out
+
+
+def memory_update(ctx: Context, req: Request) -> Any:
+    body = _body(req)
+    fields = ("id", "content", "type", "tags", "importance", "source", "context", "namespace")
+    return call(ctx.app, "update", params_from(body, fields))
+
+
+def memory_validate(ctx: Context, req: Request) -> Any:
+    return call(ctx.app, "validate", params_from(_body(req), ("id", "useful")))
+
+
+def memory_tier(ctx: Context, req: Request) -> Any:
+    return call(ctx.app, "promote", params_from(_body(req), ("id", "tier")))
+
+
+def memory_delete(ctx: Context, req: Request) -> Any:
+    """Delete through the API's door, keeping the memory as it was for undo."""
+    params = params_from(_body(req), ("id",))
+    record = call(ctx.app, "get", params)
+    if record.get("kind") != "memory":
+        raise InvalidInput("only memories are deleted here; edit or delete the note instead")
+    result = call(ctx.app, "delete", params)
+    entry = ctx.trash.put(record)
+    return {**result, "trash_key": entry["key"]}
+
+
+def trash(ctx: Context, req: Request) -> Any:
+    return {"items": ctx.trash.list()}
+
+
+def trash_restore(ctx: Context, req: Request) -> Any:
+    """Undo a delete: the memory as it was goes back through `import` (a new id: ids are never
+    reused)."""
+    key = _body(req).get("key")
+    if isinstance(key, bool) or not isinstance(key, int):
+        raise InvalidInput("key: expected the number of a deleted memory in the trash")
+    entry = ctx.trash.take(key)
+    if entry is None:
+        raise NotFound(f"nothing in the trash under {key}")
+    try:
+        result = call(ctx.app, "import", {"items": [entry["memory"]]})
+    except MemorydError:
+        with ctx.trash.lock:
+            ctx.trash.items.appendleft(entry)
+        raise
+    return result
+
+
+def _body(req: Request) -> dict[str, Any]:
+    data = req.json()
+    if not isinstance(data, dict):
+        raise InvalidInput("the body must be a JSON object")
+    return data

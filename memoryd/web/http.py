@@ -1,0 +1,148 @@
+"""HTTP/1.1 over asyncio streams, as little of it as the page needs: one request at a time per
+connection (keep-alive), Content-Length bodies only (no chunked uploads), bounded head and body.
+Anything else is answered 400/411/413/431 and the connection closed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+MAX_HEAD = 16 * 1024
+MAX_HEADERS = 100
+MAX_BODY = 1024 * 1024
+METHODS = frozenset({"GET", "HEAD", "POST"})
+
+
+class BadRequest(Exception):
+    """The request cannot be read; answered with `status` and the connection closed."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class Request:
+    method: str
+    target: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes = b""
+    peer: tuple[str, int] | None = None
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    def cookie(self, name: str) -> str | None:
+        for part in (self.header("cookie") or "").split(";"):
+            key, _, value = part.strip().partition("=")
+            if key == name:
+                return value
+        return None
+
+    def json(self) -> Any:
+        if not self.body:
+            return {}
+        try:
+            return json.loads(self.body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadRequest(400, f"the body is not JSON: {exc}") from None
+
+    @property
+    def keep_alive(self) -> bool:
+        return (self.header("connection") or "").lower() != "close"
+
+
+@dataclass
+class Response:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "text/plain; charset=utf-8"
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def json(cls, data: Any, status: int = 200) -> Response:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return cls(status, text.encode(), "application/json; charset=utf-8")
+
+    @classmethod
+    def text(cls, status: int, message: str) -> Response:
+        return cls(status, (message + "\n").encode())
+
+    @classmethod
+    def redirect(cls, location: str, status: int = 303) -> Response:
+        return cls(status, b"", headers=[("Location", location)])
+
+
+async def read_request(reader: asyncio.StreamReader, max_body: int = MAX_BODY) -> Request | None:
+    """The next request, or None when the client closed between requests."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial.strip():
+            return None
+        raise BadRequest(400, "the request ended before its headers did") from None
+    except asyncio.LimitOverrunError:
+        raise BadRequest(431, f"request head larger than {MAX_HEAD} bytes") from None
+    if len(head) > MAX_HEAD:
+        raise BadRequest(431, f"request head larger than {MAX_HEAD} bytes")
+    try:
+        text = head.decode("latin-1")
+    except UnicodeDecodeError:  # pragma: no cover (latin-1 decodes every byte)
+        raise BadRequest(400, "undecodable request head") from None
+    lines = text.split("\r\n")[:-2]
+    if not lines:
+        raise BadRequest(400, "empty request")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise BadRequest(400, "malformed request line")
+    method, target, _version = parts
+    if method not in METHODS:
+        raise BadRequest(405, f"method {method[:20]} not allowed")
+    if len(lines) - 1 > MAX_HEADERS:
+        raise BadRequest(431, "too many headers")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep or not name or name != name.strip() or any(c in name for c in " \t"):
+            raise BadRequest(400, "malformed header line")
+        key = name.lower()
+        if key in headers and key in ("host", "content-length", "cookie", "authorization"):
+            raise BadRequest(400, f"header {name} given twice")
+        headers[key] = value.strip()
+    if "transfer-encoding" in headers:
+        raise BadRequest(411, "chunked bodies are not accepted; send Content-Length")
+    length = headers.get("content-length", "0")
+    if not length.isdigit():
+        raise BadRequest(400, "bad Content-Length")
+    if int(length) > max_body:
+        raise BadRequest(413, f"body larger than {max_body} bytes")
+    body = await reader.readexactly(int(length)) if int(length) else b""
+    if not target.startswith("/"):
+        raise BadRequest(400, "the request target must be a path")
+    split = urlsplit(target)
+    try:
+        query = dict(parse_qsl(split.query, keep_blank_values=True, strict_parsing=False))
+    except ValueError:
+        raise BadRequest(400, "bad query string") from None
+    return Request(method, target, unquote(split.path), query, headers, body)
+
+
+def encode(resp: Response, *, keep_alive: bool, head_only: bool = False) -> bytes:
+    try:
+        reason = HTTPStatus(resp.status).phrase
+    except ValueError:
+        reason = "Status"
+    lines = [f"HTTP/1.1 {resp.status} {reason}"]
+    lines.append(f"Content-Type: {resp.content_type}")
+    lines.append(f"Content-Length: {len(resp.body)}")
+    lines.extend(f"{k}: {v}" for k, v in resp.headers)
+    lines.append("Connection: keep-alive" if keep_alive else "Connection: close")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return head if head_only else head + resp.body

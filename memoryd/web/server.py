@@ -1,0 +1,265 @@
+"""WebServer: the page's HTTP server in the daemon's event loop, started by `[web] enabled`
+or the socket method `web.open` (`memoryctl open`), stopped with the daemon.
+
+Every request passes, in order: the peer is this user (Linux, peers.py), the Host header names
+the loopback address and our port, Sec-Fetch-Site is same-origin or none, a session cookie
+(or the bearer token), and for a write its Origin and CSRF token (auth.py). Route work runs on
+a pool of its own (WORKERS threads), never the socket server's."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from memoryd.core.config import Config
+from memoryd.core.errors import MemorydError
+from memoryd.core.logsetup import get_logger
+from memoryd.core.sections import WebConfig
+from memoryd.serve.app import App
+from memoryd.web import actions, auth, routes
+from memoryd.web.http import MAX_HEAD, BadRequest, Request, Response, encode, read_request
+from memoryd.web.peers import tcp_peer_uid
+
+log = get_logger("memoryd.web")
+
+WORKERS = 2
+IDLE_TIMEOUT_S = 60.0
+MAX_CONNECTIONS = 32
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+SECURITY_HEADERS = [
+    ("Content-Security-Policy", CSP),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"),
+    ("Cross-Origin-Opener-Policy", "same-origin"),
+    ("Cross-Origin-Resource-Policy", "same-origin"),
+]
+
+
+class WebServer:
+    def __init__(self, settings: WebConfig, data_dir: Path, *, workers: int = WORKERS) -> None:
+        self.settings = settings
+        self.data_dir = data_dir
+        self.workers = workers
+        self.guard: auth.Guard | None = None
+        self.ctx: actions.Context | None = None
+        self.state_file: Path | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = asyncio.Lock()
+        self._static = routes.load_static()
+        self._shell = routes.Shell()
+        self._conns: set[asyncio.Task[Any]] = set()
+        self.requests_total = 0
+        self.refused_total = 0
+
+    @classmethod
+    def for_config(cls, cfg: Config) -> WebServer:
+        return cls(cfg.web, cfg.data_dir)
+
+    @property
+    def port(self) -> int:
+        return self.guard.port if self.guard is not None else 0
+
+    @property
+    def url(self) -> str:
+        host = self.settings.host
+        return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}/"
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "host": self.settings.host,
+            "port": self.port,
+            "state_file": str(self.state_file),
+        }
+
+    async def start(self, app: App) -> dict[str, Any]:
+        """Listen (if not already) and write web.json; say where."""
+        async with self._lock:
+            if self._server is not None:
+                return {**self.info(), "started": False}
+            server = await asyncio.start_server(
+                self._handle,
+                self.settings.host,
+                self.settings.port,
+                limit=MAX_HEAD + 1,
+                reuse_address=True,
+            )
+            port = int(server.sockets[0].getsockname()[1])
+            self.guard = auth.Guard(port=port, session_s=self.settings.session_hours * 3600)
+            self.ctx = actions.Context(app, actions.Trash())
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="memoryd-web")
+            self.state_file = auth.write_state(
+                self.data_dir, host=self.settings.host, port=port, token=self.guard.token
+            )
+            self._server = server
+            log.info("web page listening", url=self.url, state_file=str(self.state_file))
+            return {**self.info(), "started": True}
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._server is None:
+                return
+            self._server.close()
+            for task in list(self._conns):
+                task.cancel()
+            if self._conns:
+                await asyncio.gather(*self._conns, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+            if self.guard is not None:
+                auth.remove_state(self.data_dir, self.guard.token)
+            self._server = None
+            log.info("web page stopped")
+
+    # -- connections --------------------------------------------------------------------------
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._conns.add(task)
+        try:
+            if len(self._conns) > MAX_CONNECTIONS or not self._same_user(writer):
+                self.refused_total += 1
+                writer.write(encode(Response.text(403, "refused"), keep_alive=False))
+                await writer.drain()
+                return
+            while True:
+                try:
+                    req = await asyncio.wait_for(read_request(reader), IDLE_TIMEOUT_S)
+                except BadRequest as exc:
+                    writer.write(encode(Response.text(exc.status, exc.message), keep_alive=False))
+                    await writer.drain()
+                    return
+                if req is None:
+                    return
+                resp = await self.respond(req)
+                keep = req.keep_alive
+                writer.write(encode(resp, keep_alive=keep, head_only=req.method == "HEAD"))
+                await writer.drain()
+                if not keep:
+                    return
+        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("web connection failed")
+        finally:
+            self._conns.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    def _same_user(self, writer: asyncio.StreamWriter) -> bool:
+        """Another local user's connection is refused before it says anything (Linux; the
+        token, which only our user can read, guards the rest)."""
+        sock = writer.get_extra_info("socket")
+        if sock is None:
+            return True
+        try:
+            uid = tcp_peer_uid(sock.getsockname()[:2], sock.getpeername()[:2])
+        except OSError:
+            return False
+        if uid is not None and uid != os.getuid():
+            log.warning("refused a web connection from another user", uid=uid)
+            return False
+        return True
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def respond(self, req: Request) -> Response:
+        self.requests_total += 1
+        resp = await self._respond(req)
+        if resp.status in (401, 403, 421):
+            self.refused_total += 1
+        resp.headers.extend(SECURITY_HEADERS)
+        if not any(k == "Cache-Control" for k, _ in resp.headers):
+            resp.headers.append(("Cache-Control", "no-store"))
+        return resp
+
+    async def _respond(self, req: Request) -> Response:
+        guard, ctx = self.guard, self.ctx
+        assert guard is not None and ctx is not None
+        if not guard.host_ok(req.header("host")):
+            return Response.text(421, "this page answers only at a loopback address")
+        if not guard.fetch_site_ok(req.header("sec-fetch-site")):
+            return Response.text(403, "refused: a request from another site")
+        if req.path == "/login" and req.method == "GET":
+            return self._login(req, guard)
+        sid = req.cookie(auth.COOKIE)
+        session = guard.session(sid)
+        if session is None and not guard.bearer_ok(req.header("authorization")):
+            if req.path.startswith("/api/"):
+                return Response.json({"error": {"message": "sign in with memoryctl open"}}, 401)
+            return routes.signed_out()
+        if req.method == "POST":
+            if not guard.origin_ok(req.header("origin")):
+                return Response.text(403, "refused: a write from another origin")
+            if session is not None and not auth.csrf_ok(session, req.header(auth.CSRF_HEADER)):
+                return Response.json({"error": {"message": "missing or wrong CSRF token"}}, 403)
+        if req.path == "/logout" and req.method == "POST":
+            guard.logout(sid)
+            return Response.redirect("/login", 303)
+        if req.method in ("GET", "HEAD"):
+            if req.path == "/":
+                return Response.redirect("/search", 302)
+            page = req.path.lstrip("/")
+            if page in routes.PAGES:
+                return self._shell.render(page, session.csrf if session is not None else "")
+            static = self._static.get(req.path)
+            if static is not None:
+                return Response(
+                    200, static[0], static[1], [("Cache-Control", "private, max-age=300")]
+                )
+        route = routes.ROUTES.get(("GET" if req.method == "HEAD" else req.method, req.path))
+        if route is None:
+            known = any(path == req.path for _, path in routes.ROUTES)
+            return Response.text(405 if known else 404, "not here")
+        loop = asyncio.get_running_loop()
+        assert self._pool is not None
+        started = time.perf_counter()
+        try:
+            result = await loop.run_in_executor(self._pool, route.fn, ctx, req)
+        except BadRequest as exc:
+            return Response.json({"error": {"message": exc.message}}, exc.status)
+        except MemorydError as exc:
+            return actions.error(exc)
+        except Exception as exc:
+            log.exception("web request failed", path=req.path)
+            return Response.json({"error": {"message": f"internal error: {exc}"}}, 500)
+        log.debug("web request", path=req.path, ms=round((time.perf_counter() - started) * 1e3, 2))
+        return Response.json(result)
+
+    def _login(self, req: Request, guard: auth.Guard) -> Response:
+        q = req.query
+        made = guard.login(q.get("n", ""), q.get("t", ""), q.get("m", ""))
+        if made is None:
+            resp = routes.signed_out()
+            resp.body = resp.body.replace(
+                b"<h1>memoryd</h1>",
+                b"<h1>memoryd</h1><p>This sign-in link was used already, has expired or is "
+                b"wrong.</p>",
+            )
+            return resp
+        sid, _session = made
+        nxt = q.get("next", "/search")
+        if not nxt.startswith("/") or nxt.startswith("//") or "\\" in nxt:
+            nxt = "/search"
+        cookie = (
+            f"{auth.COOKIE}={sid}; HttpOnly; SameSite=Strict; Path=/; "
+            f"Max-Age={int(self.settings.session_hours * 3600)}"
+        )
+        return Response(303, b"", headers=[("Location", nxt), ("Set-Cookie", cookie)])

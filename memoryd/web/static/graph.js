@@ -1,0 +1,96 @@
+// A note's neighbourhood (links and backlinks, `graph` method), drawn with Cytoscape: click a
+// node to centre the graph on it, double-click (or "Open") to read it. Labels appear as you
+// zoom in, so a thousand nodes stay readable; up to 150 nodes are laid out as a force graph,
+// more in rings by distance from the centre.
+"use strict";
+(() => {
+  const { el, get, params, setParams, failed, noteLink, query } = M;
+  const main = document.getElementById("main");
+  main.classList.add("wide");
+  const p = params();
+  const pathIn = el("input", { type: "text", name: "path", list: "note-paths", size: 40, placeholder: "a note's path or name", value: p.get("path") || "" });
+  const depth = el("select", { name: "depth", "aria-label": "depth" }, [1, 2, 3, 4].map((d) => el("option", { value: d }, `${d} link${d > 1 ? "s" : ""} away`)));
+  depth.value = p.get("depth") || "2";
+  const limit = el("select", { name: "limit", "aria-label": "limit" }, [100, 300, 500, 1000, 2000].map((n) => el("option", { value: n }, `at most ${n} nodes`)));
+  limit.value = p.get("limit") || "500";
+  const datalist = el("datalist", { id: "note-paths" });
+  const info = el("div", { id: "graph-info", class: "small muted" });
+  const box = el("div", { id: "graph" });
+  main.append(el("div", { class: "row" }, el("h1", {}, "Graph"), el("span", { class: "grow" }),
+    pathIn, depth, limit, el("button", { onclick: () => draw(pathIn.value) }, "Show")), datalist, info, box);
+  for (const c of [depth, limit]) c.addEventListener("change", () => draw(pathIn.value));
+  pathIn.addEventListener("keydown", (e) => { if (e.key === "Enter") draw(pathIn.value); });
+
+  const style = [
+    { selector: "node", style: {
+      "background-color": "#7d8fb8", "label": "data(label)", "font-size": 11, "color": "#555",
+      "min-zoomed-font-size": 9, "text-valign": "bottom", "text-margin-y": 3,
+      "width": "mapData(degree, 0, 30, 8, 34)", "height": "mapData(degree, 0, 30, 8, 34)" } },
+    { selector: "node[kind = 'attachment']", style: { "background-color": "#b7a36b", "shape": "round-rectangle" } },
+    { selector: "node[kind = 'missing']", style: { "background-color": "#d9d9d9", "border-width": 1, "border-color": "#b42318" } },
+    { selector: "node[kind = 'entity']", style: { "background-color": "#7fb08a", "shape": "diamond" } },
+    { selector: "node.center", style: { "background-color": "#2f5fd0", "font-weight": "bold", "font-size": 14, "min-zoomed-font-size": 0, "color": "#222" } },
+    { selector: "node.near", style: { "min-zoomed-font-size": 0 } },
+    { selector: "edge", style: { "width": 1, "line-color": "#c6ccd8", "curve-style": "haystack", "opacity": 0.8 } },
+    { selector: "edge[kind = 'embed']", style: { "line-style": "dashed" } },
+    { selector: ".faded", style: { "opacity": 0.15 } },
+    { selector: "node:selected", style: { "border-width": 3, "border-color": "#2f5fd0" } },
+  ];
+  let cy = null;
+  // Cytoscape injects a <style> for its container unless this id exists; the CSP forbids inline
+  // styles, and app.css holds that rule already
+  document.head.append(el("meta", { id: "__________cytoscape_stylesheet", name: "cytoscape" }));
+
+  async function draw(path) {
+    path = (path || "").trim();
+    if (!path) return;
+    setParams({ path, depth: depth.value, limit: limit.value });
+    info.textContent = "loading…";
+    let g;
+    try { g = await get("/api/graph", { path, depth: depth.value, limit: limit.value }); }
+    catch (err) { failed(info, err); return; }
+    pathIn.value = g.center;
+    const elements = [
+      ...g.nodes.map((n) => ({ group: "nodes", data: { ...n }, classes: n.id === g.center ? "center" : (n.depth === 1 && g.nodes.length < 400 ? "near" : "") })),
+      ...g.edges.map((e, i) => ({ group: "edges", data: { id: `e${i}`, ...e } })),
+    ];
+    if (cy) cy.destroy();
+    const big = g.nodes.length > 150;
+    cy = cytoscape({
+      container: box, elements, style, minZoom: 0.05, maxZoom: 2.5,
+      layout: big
+        ? { name: "concentric", concentric: (n) => 10 - n.data("depth"), levelWidth: () => 1, minNodeSpacing: 6, animate: false }
+        : { name: "cose", animate: false, randomize: true, padding: 40, nodeRepulsion: () => 9000, idealEdgeLength: () => 70 },
+    });
+    window.memorydGraph = cy; // for the browser test and the curious
+    box.dataset.nodes = String(g.nodes.length);
+    box.dataset.edges = String(g.edges.length);
+    info.replaceChildren(
+      `${g.nodes.length} nodes, ${g.edges.length} links around `, noteLink(g.center),
+      g.truncated ? " (truncated: raise the limit or lower the depth)" : "",
+      " · click: centre on it · double-click: open it");
+    cy.on("tap", "node", (evt) => {
+      const n = evt.target;
+      if (n.data("kind") === "note" && n.id() !== g.center) draw(n.id());
+    });
+    cy.on("dbltap", "node", (evt) => {
+      const n = evt.target;
+      if (n.data("kind") === "note") location.href = "/note" + query({ path: n.id() });
+    });
+    cy.on("mouseover", "node", (evt) => {
+      const keep = evt.target.closedNeighborhood();
+      cy.elements().not(keep).addClass("faded");
+      keep.nodes().addClass("near");
+    });
+    cy.on("mouseout", "node", () => { cy.elements().removeClass("faded"); });
+  }
+
+  (async () => {
+    try {
+      const res = await get("/api/notes", { limit: 1000 });
+      datalist.replaceChildren(...res.items.map((n) => el("option", { value: n.path })));
+      if (!pathIn.value && res.items.length) pathIn.value = res.items[0].path;
+    } catch (err) { /* the box still takes a typed path */ }
+    if (pathIn.value) draw(pathIn.value); else info.textContent = "No notes indexed yet.";
+  })();
+})();
