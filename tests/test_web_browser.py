@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 from conftest import wait_for
 
+# read at import: the isolated_env fixture clears MEMORYD_* before each test
 CHROMIUM = os.environ.get("MEMORYD_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = os.environ.get("MEMORYD_WEB_SCREENSHOTS")
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -58,7 +60,7 @@ def browser() -> Iterator[Any]:
 def test_each_page_works_in_a_real_browser(
     browser: Any, daemon_factory: Any, tmp_path: Path
 ) -> None:
-    shots = os.environ.get("MEMORYD_WEB_SCREENSHOTS")
+    shots = SHOTS
     d = daemon_factory(workspace=str(tmp_path / "ws"))
     for path, text in NOTES.items():
         (d.workspace / path).parent.mkdir(parents=True, exist_ok=True)

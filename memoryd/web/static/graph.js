@@ -1,7 +1,7 @@
 // A note's neighbourhood (links and backlinks, `graph` method), drawn with Cytoscape: click a
-// node to centre the graph on it, double-click (or "Open") to read it. Labels appear as you
-// zoom in, so a thousand nodes stay readable; up to 150 nodes are laid out as a force graph,
-// more in rings by distance from the centre.
+// node to centre the graph on it, double-click to read it. Nodes sit in rings by distance from
+// the centre, sized by their number of links; labels appear as you zoom in or hover (the
+// centre's always), so a thousand nodes stay readable.
 "use strict";
 (() => {
   const { el, get, params, setParams, failed, noteLink, query } = M;
@@ -55,13 +55,18 @@
       ...g.edges.map((e, i) => ({ group: "edges", data: { id: `e${i}`, ...e } })),
     ];
     if (cy) cy.destroy();
-    const big = g.nodes.length > 150;
+    const n = g.nodes.length;
+    const t0 = performance.now();
     cy = cytoscape({
-      container: box, elements, style, minZoom: 0.05, maxZoom: 2.5,
-      layout: big
-        ? { name: "concentric", concentric: (n) => 10 - n.data("depth"), levelWidth: () => 1, minNodeSpacing: 6, animate: false }
-        : { name: "cose", animate: false, randomize: true, padding: 40, nodeRepulsion: () => 9000, idealEdgeLength: () => 70 },
+      container: box, elements, style, minZoom: 0.05, maxZoom: 1.6,
+      // rings by distance from the centre: the centre alone, its links and backlinks around
+      // it, theirs further out; fast and stable at a thousand nodes (a force layout is not)
+      layout: {
+        name: "concentric", concentric: (node) => 10 - node.data("depth"), levelWidth: () => 1,
+        minNodeSpacing: n > 300 ? 4 : n > 60 ? 14 : 36, animate: false, padding: 24,
+      },
     });
+    box.dataset.drawMs = String(Math.round(performance.now() - t0));
     window.memorydGraph = cy; // for the browser test and the curious
     box.dataset.nodes = String(g.nodes.length);
     box.dataset.edges = String(g.edges.length);
