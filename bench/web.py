@@ -125,12 +125,12 @@ def measure(root: Path, rounds: int, queries: int) -> dict[str, Any]:
         for text in memories:
             sock.call("add", {"content": text, "tags": [WORDS[3]]})
         hub = "graph/g-0001.md"
-        graph = json.loads(page_get_body(page, f"/api/graph?path={hub}&depth=2&limit=2000"))
+        graph = json.loads(page_get_body(page, f"/api/graph?path={hub}&depth=3&limit=1000"))
         routes = {
             "search": ("/search", "/api/search?query={q}&limit=20"),
             "note": (f"/note?path={hub}", f"/api/note?path={hub}"),
             "memories": ("/memories", "/api/memories?limit=100"),
-            "graph": (f"/graph?path={hub}", f"/api/graph?path={hub}&depth=2&limit=1000"),
+            "graph": (f"/graph?path={hub}", f"/api/graph?path={hub}&depth=3&limit=1000"),
             "status": ("/status", "/api/status"),
         }
         res: dict[str, Any] = {
@@ -244,7 +244,7 @@ def screenshot(root: Path, out: Path, nodes: int = 1000) -> dict[str, Any]:
         )
         d.call("web.open")
         link = json.loads(d.ctl("--json", "open", "graph", "graph/g-0001.md").stdout)["login_url"]
-        link = link.replace("next=%2Fgraph%3F", f"next=%2Fgraph%3Flimit%3D{nodes}%26")
+        link = link.replace("next=%2Fgraph%3F", f"next=%2Fgraph%3Fdepth%3D3%26limit%3D{nodes}%26")
         with sync_playwright() as p:
             b = p.chromium.launch(
                 executable_path=os.environ.get("MEMORYD_CHROMIUM", "/usr/bin/chromium"),

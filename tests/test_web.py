@@ -501,3 +501,25 @@ def test_web_enabled_starts_with_the_daemon_on_the_configured_port(daemon_factor
     with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
         c.sendall(f"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
         assert c.recv(100).startswith(b"HTTP/1.1 401 ")
+
+
+def test_the_search_log_keeps_one_day_in_ten_minute_buckets() -> None:
+    from memoryd.serve.searchlog import BUCKET_S, DAY_S, SAMPLES_PER_BUCKET, SearchLog
+
+    now = [1_800_000_000.0]
+    log = SearchLog(lambda: now[0])
+    for ms in range(1, 101):
+        log.record(float(ms))
+    first = log.series()
+    assert first["count"] == 100 and len(first["buckets"]) == 1
+    b = first["buckets"][0]
+    assert (b["p50_ms"], b["p95_ms"], b["max_ms"], b["mean_ms"]) == (51.0, 96.0, 100.0, 50.5)
+    for _ in range(3 * SAMPLES_PER_BUCKET):  # a busy bucket keeps a bounded sample
+        log.record(5.0)
+    assert log.series()["buckets"][0]["count"] == 100 + 3 * SAMPLES_PER_BUCKET
+    now[0] += BUCKET_S
+    log.record(7.0)
+    assert [x["count"] for x in log.series()["buckets"]] == [100 + 3 * SAMPLES_PER_BUCKET, 1]
+    now[0] += DAY_S
+    log.record(9.0)
+    assert [x["count"] for x in log.series()["buckets"]] == [1]
