@@ -111,10 +111,16 @@ class WebServer:
             if self._server is None:
                 return
             self._server.close()
-            for task in list(self._conns):
-                task.cancel()
-            if self._conns:
-                await asyncio.gather(*self._conns, return_exceptions=True)
+            # a connection accepted just now has a handler task that has not run yet: let it
+            # start (and register) so it is cancelled and its transport closed like the others
+            for _ in range(3):
+                await asyncio.sleep(0)
+            while self._conns:
+                tasks = list(self._conns)
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                self._conns.difference_update(tasks)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
             if self._pool is not None:
