@@ -355,6 +355,11 @@ def test_searches_are_recorded_for_the_status_chart(web: WebHarness) -> None:
     assert bucket["p95_ms"] >= bucket["p50_ms"] > 0
     assert status["index"]["initial_reconcile_done"] is False  # App.start was never called
     assert {j["name"] for j in status["jobs"]} >= {"expiry", "reconcile"}
+    web.app.jobs.run_now("expiry")
+    web.app.jobs.run_now("expiry")
+    jobs = {j["name"]: j for j in web.api("GET", "/api/status")["jobs"]}
+    runs = jobs["expiry"]["recent_runs"]
+    assert len(runs) == 2 and runs[-1]["error"] is None and runs[-1]["at"].endswith("Z")
     assert status["stats"]["memories"] == 2
 
 

@@ -16,6 +16,7 @@ and say so in their result; backfill and reconcile are this daemon's own work.
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from collections.abc import Callable
@@ -195,6 +196,9 @@ def daemon_jobs(
     }
 
 
+RECENT_RUNS = 10
+
+
 @dataclass
 class JobState:
     name: str
@@ -208,6 +212,10 @@ class JobState:
     last_result: dict[str, Any] | None = None
     last_error: str | None = None
     last_duration_ms: float | None = None
+    # the last runs, newest last: {at, duration_ms, error} (the status page's job history)
+    recent: collections.deque[dict[str, Any]] = field(
+        default_factory=lambda: collections.deque(maxlen=RECENT_RUNS)
+    )
 
 
 class Jobs:
@@ -288,6 +296,9 @@ class Jobs:
             st.last_run_at = self.clock()
             st.last_duration_ms = round((time.perf_counter() - started) * 1000, 1)
             st.last_result, st.last_error = result, error
+            st.recent.append(
+                {"at": iso(st.last_run_at), "duration_ms": st.last_duration_ms, "error": error}
+            )
             st.lock.release()
         if error is None:
             log.info("job done", job=name, duration_ms=st.last_duration_ms, **(result or {}))
@@ -324,6 +335,7 @@ class Jobs:
                     "last_error": st.last_error,
                     "last_duration_ms": st.last_duration_ms,
                     "next_run_at": next_run,
+                    "recent_runs": list(st.recent),
                 }
             )
         return out

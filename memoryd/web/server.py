@@ -111,10 +111,12 @@ class WebServer:
             if self._server is None:
                 return
             self._server.close()
-            # a connection accepted just now has a handler task that has not run yet: let it
-            # start (and register) so it is cancelled and its transport closed like the others
-            for _ in range(3):
+            # a connection accepted just now has a handler task that has not run yet (accept,
+            # transport, protocol, task: a few turns of the loop): let it start and register,
+            # so it is cancelled and its transport closed like the others
+            for _ in range(10):
                 await asyncio.sleep(0)
+            await asyncio.sleep(0.02)
             while self._conns:
                 tasks = list(self._conns)
                 for task in tasks:

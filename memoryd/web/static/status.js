@@ -73,7 +73,19 @@
         el("td", { class: j.failures ? "bad" : "" }, fmt(j.failures)), el("td", {}, when(j.last_run_at)),
         el("td", {}, j.last_duration_ms === null ? "–" : `${j.last_duration_ms} ms`),
         el("td", { class: j.last_error ? "bad" : "small" }, j.last_error || (j.last_result ? JSON.stringify(j.last_result) : "")),
-        el("td", {}, when(j.next_run_at))))));
+        el("td", {}, when(j.next_run_at)))),
+    ), el("h3", { class: "small muted" }, "Recent runs"), history(s.jobs));
+  }
+
+  function history(list) {
+    const runs = list.flatMap((j) => (j.recent_runs || []).map((r) => ({ job: j.name, ...r })))
+      .sort((a, b) => Date.parse(b.at) - Date.parse(a.at)).slice(0, 15);
+    if (!runs.length) return el("p", { class: "muted small" }, "No job has run yet.");
+    return el("table", { id: "job-history" },
+      el("tr", {}, ["when", "job", "took", "outcome"].map((h) => el("th", {}, h))),
+      runs.map((r) => el("tr", {}, el("td", {}, when(r.at)), el("td", {}, r.job),
+        el("td", {}, `${r.duration_ms} ms`),
+        el("td", { class: r.error ? "bad" : "ok" }, r.error || "ok"))));
   }
 
   function skipped(s) {
