@@ -50,6 +50,7 @@ from memoryd.text.entity_spans import (
     code_span,
     display_name,
     explicit,
+    shapes,
 )
 
 __all__ = [
@@ -93,12 +94,18 @@ class Entity:
 _HAS_DIGIT = re.compile(r"\d").search
 _PERSONAL = cues.PRONOUNS | cues.KIN
 _FIELD = re.compile(r"^\W*([A-Za-z_]+)\s*::?\s")
-_CAPWORD = re.compile(r"(?<![\w'’-])[^\W\d_a-z][\w]*(?:['’\-][^\W_]+)*['’]?")
+# A capitalised word not glued to a word before it. The first character is matched twice: by a
+# set re can scan for quickly (a superset), then by the exact class, looking behind; the same
+# matches as r"(?<![\w'’-])[^\W\d_a-z]..." in a third of the time.
+_CAPWORD = re.compile(
+    r"[A-Z\u00aa\u00b5\u00ba\u00c0-\U0010ffff](?<=[^\W\d_a-z])(?<![\w'’-].)"
+    r"[\w]*(?:['’\-][^\W_]+)*['’]?"
+)
 _WORD = re.compile(r"[^\W\d_][\w]*(?:['’\-][^\W_]+)*['’]?")
-_INITIAL_GAP = set('.!?:;"“”‘([{>|*•…—–')
+_INITIAL_GAP = frozenset('.!?:;"“”‘([{>|*•…—–')
 
 
-@dataclass
+@dataclass(slots=True)
 class _Run:
     line: int
     words: list[str]
@@ -125,10 +132,29 @@ def _nameword(w: str) -> bool:
     return not (w.isupper() and (len(k) < 2 or k in cues.common_words()))
 
 
+_NAMEWORDS: dict[str, bool] = {}  # _nameword's answers: the same words come back line after line
+
+
+def _namewords(line: str) -> list[tuple[int, int, str]]:
+    """(start, end, word) of the capitalised words of `line` that can be part of a name."""
+    if line.islower():  # no upper-case letter: no name (a third of the lines of notes)
+        return []
+    caps = []
+    known = _NAMEWORDS
+    for m in _CAPWORD.finditer(line):
+        w = m.group()
+        ok = known.get(w)
+        if ok is None:
+            if len(known) >= 65536:
+                known.clear()
+            ok = known[w] = _nameword(w)
+        if ok:
+            caps.append((m.start(), m.end(), w))
+    return caps
+
+
 def _runs(line: str, n: int) -> list[_Run]:
-    caps = [
-        (m.start(), m.end(), m.group()) for m in _CAPWORD.finditer(line) if _nameword(m.group())
-    ]
+    caps = _namewords(line)
     if not caps:
         return []
     all_initial = atx_heading(line) is not None or line.lstrip().startswith("|")
@@ -157,10 +183,10 @@ def _runs(line: str, n: int) -> list[_Run]:
         gap = line[before[-1][1] : s] if before else line[:s]
         prev = [w.lower().rstrip(".") for _, _, w in before[-2:]]
         honorific = bool(prev) and prev[-1] in cues.HONORIFICS and gap.strip() in ("", ".")
-        initial = not before or any(c in _INITIAL_GAP for c in gap) or gap.strip() == "-"
+        initial = not before or not _INITIAL_GAP.isdisjoint(gap) or gap.strip() == "-"
         if honorific:
             gap2 = line[before[-2][1] : before[-1][0]] if len(before) > 1 else ""
-            initial = len(before) > 1 and any(c in _INITIAL_GAP for c in gap2)
+            initial = len(before) > 1 and not _INITIAL_GAP.isdisjoint(gap2)
         after_words = [(m.start(), m.group()) for m in islice(_WORD.finditer(line, end), 3)]
         after = after_words[0][1].lower() if after_words else ""
         after_gap = line[end : after_words[0][0]] if after_words else line[end:]
@@ -313,15 +339,19 @@ def _names(lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str]) ->
 
 def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> None:
     kept: list[tuple[int, str]] = []
-    for i, (line, code) in enumerate(fenced(body.split("\n"))):
-        if code or not line.strip():
+    lines = body.split("\n")
+    code = [c for _, c in fenced(lines)] if "```" in body or "~~~" in body else None
+    has = shapes(body)
+    ticks = "`" in body
+    for i, line in enumerate(lines):
+        if not line or line.isspace() or (code is not None and code[i]):
             continue
         n = first_line + i
-        if "`" in line:
+        if ticks and "`" in line:
             for m in TICKS.finditer(line):
                 code_span(m.group(2), n, out)
                 line = blank(line, m.start(), m.end())
-        kept.append((n, explicit(line, n, out, known)))
+        kept.append((n, explicit(line, n, out, known, has)))
     cjk = [k for k in known if HAS_CJK(k)]
     if cjk:  # a CJK name the front matter or a wikilink gave, wherever the text writes it
         for n, line in kept:
