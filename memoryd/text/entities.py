@@ -30,10 +30,11 @@ alias maps to its target's key.
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
+from operator import attrgetter
 from typing import Any
 
 from memoryd.text import entity_cues as cues
@@ -101,7 +102,15 @@ _CAPWORD = re.compile(
     r"[A-Z\u00aa\u00b5\u00ba\u00c0-\U0010ffff](?<=[^\W\d_a-z])(?<![\w'’-].)"
     r"[\w]*(?:['’\-][^\W_]+)*['’]?"
 )
-_WORD = re.compile(r"[^\W\d_][\w]*(?:['’\-][^\W_]+)*['’]?")
+_WORD_RX = r"[^\W\d_][\w]*(?:['’\-][^\W_]+)*['’]?"
+_WORD = re.compile(_WORD_RX)
+_LETTER = re.compile(r"[^\W\d_]").search  # a word starts at every letter no word has taken
+# What follows a run: the gap to the next word (everything but letters), and up to three words
+# (what islice(_WORD.finditer(line, end), 3) finds, in one match).
+_AFTER = re.compile(
+    rf"([\W\d_]*)(?:({_WORD_RX})(?:[\W\d_]*({_WORD_RX})(?:[\W\d_]*({_WORD_RX}))?)?)?"
+).match
+_LINE = attrgetter("line")
 _INITIAL_GAP = frozenset('.!?:;"“”‘([{>|*•…—–')
 
 
@@ -157,47 +166,66 @@ def _runs(line: str, n: int) -> list[_Run]:
     caps = _namewords(line)
     if not caps:
         return []
-    all_initial = atx_heading(line) is not None or line.lstrip().startswith("|")
-    field = _FIELD.match(line)
+    all_initial = ("#" in line[:4] and atx_heading(line) is not None) or line.lstrip().startswith(
+        "|"
+    )
+    field = _FIELD.match(line) if ":" in line else None
     field_type = cues.LINE_FIELDS.get(field.group(1).lower()) if field else None
     runs: list[_Run] = []
-    i = 0
-    while i < len(caps):
-        j, end = i + 1, caps[i][1]
-        while j < len(caps) and j - i < 4:
+    honorifics, connectors, initial_gap = cues.HONORIFICS, cues.CONNECTORS, _INITIAL_GAP
+    words_in = _WORD.finditer
+    i, ncaps = 0, len(caps)
+    while i < ncaps:
+        j = i + 1
+        while j < ncaps and j - i < 4:
             between = line[caps[j - 1][1] : caps[j][0]]
             if between != " " and not (
-                between[:1] == " " == between[-1:] and between.strip() in cues.CONNECTORS
+                between[:1] == " " == between[-1:] and between.strip() in connectors
             ):
                 break
             j += 1
         s, end = caps[i][0], caps[j - 1][1]
-        before: list[tuple[int, int, str]] = []
-        for width in (32, 160):  # two words back, most often within 32 characters
-            lo = max(0, s - width)
-            before = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(line, lo, s)]
-            if before and before[0][0] == lo > 0:
-                before = before[1:]  # a word cut by the window
-            if len(before) >= 2 or lo == 0:
-                break
-        gap = line[before[-1][1] : s] if before else line[:s]
-        prev = [w.lower().rstrip(".") for _, _, w in before[-2:]]
-        honorific = bool(prev) and prev[-1] in cues.HONORIFICS and gap.strip() in ("", ".")
-        initial = not before or not _INITIAL_GAP.isdisjoint(gap) or gap.strip() == "-"
-        if honorific:
-            gap2 = line[before[-2][1] : before[-1][0]] if len(before) > 1 else ""
-            initial = len(before) > 1 and not _INITIAL_GAP.isdisjoint(gap2)
-        after_words = [(m.start(), m.group()) for m in islice(_WORD.finditer(line, end), 3)]
-        after = after_words[0][1].lower() if after_words else ""
-        after_gap = line[end : after_words[0][0]] if after_words else line[end:]
-        window = tuple(w.lower() for _, w in after_words)
-        words = line[s:end].split(" ")
+        # up to two words back, most often within 32 characters; a word the window cuts
+        # (one starting where the window does) is not one of them
+        lo = s - 32 if s > 32 else 0
+        before = list(words_in(line, lo, s)) if s and _LETTER(line, 0, s) else []
+        if before and lo and before[0].start() == lo:
+            del before[0]
+        if len(before) < 2 and lo:
+            lo = s - 160 if s > 160 else 0
+            before = list(words_in(line, lo, s))
+            if before and lo and before[0].start() == lo:
+                del before[0]
+        if before:
+            last = before[-1]
+            gap = line[last.end() : s]
+            prev: tuple[str, ...] = (
+                (before[-2].group().lower().rstrip("."), last.group().lower().rstrip("."))
+                if len(before) > 1
+                else (last.group().lower().rstrip("."),)
+            )
+            honorific = prev[-1] in honorifics and gap.strip() in ("", ".")
+            if honorific:
+                initial = len(before) > 1 and not initial_gap.isdisjoint(
+                    line[before[-2].end() : last.start()]
+                )
+            else:
+                initial = not initial_gap.isdisjoint(gap) or gap.strip() == "-"
+        else:
+            prev, honorific, initial = (), False, True
+        m = _AFTER(line, end)  # always matches: the gap, then up to three words
+        after_gap, w1, w2, w3 = m.groups()
+        if w1 is None:
+            after, window = "", ()
+        else:
+            after = w1.lower()
+            window = (after,) if w2 is None else (after, w2.lower(), *((w3.lower(),) if w3 else ()))
         runs.append(
             _Run(
                 n,
-                words,
+                line[s:end].split(" "),
                 initial,
-                tuple(prev),
+                prev,
                 after,
                 after_gap,
                 honorific,
@@ -415,35 +443,61 @@ def _front(
                 add(out, text, where(fname, item), "front_matter", kind, 5.0)
 
 
+_TYPE_ORDER = (PERSON, SYSTEM, PLACE, TAG, IDENTIFIER, OTHER)  # ties go to the first
+_NAMED_BY = frozenset(("wikilink", "title", "front_matter"))  # a form from these counts 3
+
+
+def _best_form(forms: dict[str, int]) -> str:
+    """The most frequent form, a capitalised one on a tie, else the first seen."""
+    return max(forms.items(), key=lambda kv: (kv[1], kv[0] != kv[0].lower()))[0]
+
+
 def _resolve(raws: list[Raw]) -> list[Mention]:
     alias = {r.key: r.alias_to for r in raws if r.alias_to and r.alias_to != r.key}
-    votes: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    forms: dict[str, Counter[str]] = defaultdict(Counter)
+    votes: dict[str, dict[str, float]] = {}
+    forms: dict[str, dict[str, int]] = {}
     target_names: dict[str, str] = {}
+    first_name: dict[str, str] = {}
     for r in raws:
-        key = alias.get(r.key, r.key)
-        r.key = key
-        for kind, w in r.votes.items():
-            votes[key][kind] += w
+        key = r.key
+        if alias and key in alias:
+            key = r.key = alias[key]
+        if r.votes:
+            v = votes.get(key)
+            if v is None:
+                votes[key] = dict(r.votes)
+            else:
+                for kind, w in r.votes.items():
+                    v[kind] = v.get(kind, 0.0) + w
+        if key not in first_name:
+            first_name[key] = r.name
         if r.alias_to is None:
-            forms[key][r.name] += 3 if r.source in ("wikilink", "title", "front_matter") else 1
-        if r.source in ("wikilink", "title"):
+            f = forms.get(key)
+            if f is None:
+                f = forms[key] = {}
+            f[r.name] = f.get(r.name, 0) + (3 if r.source in _NAMED_BY else 1)
+        if r.source == "wikilink" or r.source == "title":
             target_names.setdefault(key, r.name)
     names: dict[str, str] = {}
     types: dict[str, str] = {}
-    for key in {r.key for r in raws}:
+    for key, name in first_name.items():
         f = forms.get(key)
         if key in target_names:
             names[key] = target_names[key]
         elif f:
-            names[key] = max(f.items(), key=lambda kv: (kv[1], kv[0] != kv[0].lower()))[0]
+            names[key] = next(iter(f)) if len(f) == 1 else _best_form(f)
         else:
-            names[key] = next(r.name for r in raws if r.key == key)
+            names[key] = name
         v = votes.get(key)
-        order = (PERSON, SYSTEM, PLACE, TAG, IDENTIFIER, OTHER)
-        best = max(order, key=lambda k: v.get(k, 0.0)) if v else OTHER
-        types[key] = best if v and v.get(best, 0.0) > 0 else OTHER
-    raws.sort(key=lambda r: r.line)
+        if not v:
+            types[key] = OTHER
+        elif len(v) == 1:
+            ((kind, w),) = v.items()
+            types[key] = kind if w > 0 else OTHER
+        else:
+            best = max(_TYPE_ORDER, key=lambda k: v.get(k, 0.0))
+            types[key] = best if v.get(best, 0.0) > 0 else OTHER
+    raws.sort(key=_LINE)
     return [Mention(r.key, names[r.key], types[r.key], r.line, r.surface, r.source) for r in raws]
 
 
