@@ -33,7 +33,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice
+from itertools import accumulate
 from operator import attrgetter
 from typing import Any
 
@@ -42,6 +42,7 @@ from memoryd.text.entity_cues import IDENTIFIER, OTHER, PERSON, PLACE, SYSTEM, T
 from memoryd.text.entity_spans import (
     HAS_CJK,
     POSSESSIVE,
+    TICK_B,
     TICKS,
     WIKI,
     Raw,
@@ -51,7 +52,7 @@ from memoryd.text.entity_spans import (
     code_span,
     display_name,
     explicit,
-    shapes,
+    line_shapes,
 )
 
 __all__ = [
@@ -369,17 +370,19 @@ def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> None:
     kept: list[tuple[int, str]] = []
     lines = body.split("\n")
     code = [c for _, c in fenced(lines)] if "```" in body or "~~~" in body else None
-    has = shapes(body)
-    ticks = "`" in body
-    for i, line in enumerate(lines):
+    starts = list(accumulate((len(x) + 1 for x in lines[:-1]), initial=0))
+    for i, has in enumerate(line_shapes(body, starts)):
+        line = lines[i]
         if not line or line.isspace() or (code is not None and code[i]):
             continue
         n = first_line + i
-        if ticks and "`" in line:
-            for m in TICKS.finditer(line):
-                code_span(m.group(2), n, out)
-                line = blank(line, m.start(), m.end())
-        kept.append((n, explicit(line, n, out, known, has)))
+        if has:
+            if has & TICK_B and "`" in line:
+                for m in TICKS.finditer(line):
+                    code_span(m.group(2), n, out)
+                    line = blank(line, m.start(), m.end())
+            line = explicit(line, n, out, known, has)
+        kept.append((n, line))
     cjk = [k for k in known if HAS_CJK(k)]
     if cjk:  # a CJK name the front matter or a wikilink gave, wherever the text writes it
         for n, line in kept:

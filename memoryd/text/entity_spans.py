@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -86,18 +86,44 @@ _INFRA = cues.words(
 _FILE_EXT = cues.words("py md toml json txt yaml yml sh js ts go rs sql log conf csv ini cfg")
 
 
-# Gates: a line without the shape skips the pattern. Each starts with a literal or a small set,
-# which re scans for quickly, and looks behind from there (8x faster than r"\w\.\w" and alike).
-_HAS_DOTTED = re.compile(r"\.(?<=\w\.)\w").search
-_HAS_HYPHENED = re.compile(r"-(?<=\w-)\w")
-_HAS_DIGIT = re.compile(r"\d")
-_HAS_CAMEL = re.compile(r"[A-Z](?<=[a-z][A-Z])").search
-_IDENTS = (
-    (_HOST, "host", _HAS_DOTTED),
-    (_SNAKE, "code", lambda line: "_" in line),
-    (_CALL, "code", lambda line: "()" in line),
-    (_CAMEL, "code", _HAS_CAMEL),
+# Which kinds of span a line can hold, one bit each: line_shapes() tests a whole text once
+# (each pattern starts with a literal or a small set, which re scans for quickly, then looks
+# behind; ".*" takes the rest of the line, so a line matches once), and explicit() runs the
+# patterns a line's bits allow. Blanking only writes spaces, so a line never gains a shape.
+WIKI_B, URL_B, AT_B, TAG_B, QUOTE_B, CJK_B, TICK_B = 1, 2, 4, 8, 16, 32, 64
+DOT_B, SNAKE_B, CALL_B, CAMEL_B, HYPHEN_B, DIGIT_B = 128, 256, 512, 1024, 2048, 4096
+ANY_SHAPE = 8191
+_GATES = (  # each is what its pattern needs at least (a match implies a gate match)
+    (re.compile(r"\[\[.*"), WIKI_B),
+    (re.compile(r"://.*"), URL_B),
+    (re.compile(r"@.*"), AT_B),
+    (re.compile(r"#[^\s#].*"), TAG_B),
+    (re.compile(r"[\"“][A-Z].*"), QUOTE_B),
+    (re.compile(r"`.*"), TICK_B),
+    (re.compile(r"\.(?<=[a-z0-9]\.)[a-z0-9-].*"), DOT_B),  # host.name
+    (re.compile(r"_[A-Za-z0-9].*"), SNAKE_B),
+    (re.compile(r"\(\).*"), CALL_B),
+    (re.compile(r"[A-Z](?<=[a-z][A-Z]).*"), CAMEL_B),
+    (re.compile(r"-(?<=[a-z0-9]-)[a-z0-9].*"), HYPHEN_B),  # kebab-case
+    (re.compile(r"[0-9](?<=[A-Za-z-][0-9]).*"), DIGIT_B),  # the first digit of SEV2, build-7
 )
+_CJK_LINE = re.compile(f"[{_CJK}].*")
+_IDENTS = (
+    (_HOST, "host", DOT_B),
+    (_SNAKE, "code", SNAKE_B),
+    (_CALL, "code", CALL_B),
+    (_CAMEL, "code", CAMEL_B),
+)
+
+
+def line_shapes(text: str, starts: list[int]) -> list[int]:
+    """The shape bits of each line of `text`, whose lines start at the offsets `starts`."""
+    masks = [0] * len(starts)
+    gates = _GATES if text.isascii() else (*_GATES, (_CJK_LINE, CJK_B))
+    for rx, bit in gates:
+        for m in rx.finditer(text):
+            masks[bisect_right(starts, m.start()) - 1] |= bit
+    return masks
 
 
 def blank(line: str, start: int, end: int) -> str:
@@ -173,43 +199,10 @@ def code_span(text: str, n: int, out: list[Raw]) -> None:
                 add(out, w, n, "code", IDENTIFIER, 3.0, key=canonical_key(w))
 
 
-@dataclass(frozen=True, slots=True)
-class Shapes:
-    """The kinds of span a whole text can hold at all, tested once per text so that its lines
-    skip the kinds it lacks. Blanking only writes spaces, so a line never gains a shape."""
-
-    wiki: bool
-    url: bool
-    at: bool
-    tag: bool
-    quote: bool
-    cjk: bool
-    idents: tuple[tuple[re.Pattern[str], str, Callable[[str], object]], ...]
-    kebab: bool
-    mixed: bool
-
-
-def shapes(text: str) -> Shapes:
-    return Shapes(
-        "[[" in text,
-        "://" in text,
-        "@" in text,
-        "#" in text,
-        '"' in text or "“" in text,
-        not text.isascii() and HAS_CJK(text) is not None,
-        tuple(x for x in _IDENTS if x[2](text)),
-        _HAS_HYPHENED.search(text) is not None,
-        _HAS_DIGIT.search(text) is not None,
-    )
-
-
-ANY_SHAPE = Shapes(True, True, True, True, True, True, _IDENTS, True, True)
-
-
-def explicit(line: str, n: int, out: list[Raw], known: set[str], has: Shapes = ANY_SHAPE) -> str:
+def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_SHAPE) -> str:
     """Everything but capitalised names, found in one line (code already masked) and blanked;
-    `has` is shapes() of the text the line comes from."""
-    if has.wiki and "[[" in line:
+    `has` is the line's bits from line_shapes (it may hold shapes the line lacks)."""
+    if has & WIKI_B and "[[" in line:
         for m in WIKI.finditer(line):
             target, _, alias = m.group(1).replace("\\|", "|").partition("|")
             target = target.partition("#")[0].strip()
@@ -225,13 +218,13 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: Shapes = A
                 if alias.strip() and canonical_key(alias) != key:
                     add(out, alias.strip(), n, "alias", alias_to=key)
             line = blank(line, m.start(), m.end())
-    if has.url and "://" in line:
+    if has & URL_B and "://" in line:
         for m in _URL.finditer(line):
             host = m.group(1).rsplit("@", 1)[-1].split(":", 1)[0].lower().removeprefix("www.")
             if host:
                 add(out, host, n, "url", IDENTIFIER, 2.0, key=host)
             line = blank(line, m.start(), m.end())
-    if has.at and "@" in line:
+    if has & AT_B and "@" in line:
         for m in _EMAIL.finditer(line):
             add(out, m.group(0), n, "email", IDENTIFIER, 3.0, key=m.group(0).lower())
             line = blank(line, m.start(), m.end())
@@ -239,20 +232,20 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: Shapes = A
             add(out, m.group(1), n, "mention", PERSON, 3.0)
             known.add(canonical_key(m.group(1)))
             line = blank(line, m.start(), m.end())
-    if has.tag and "#" in line:
+    if has & TAG_B and "#" in line:
         for m in _TAG.finditer(line):
             tag = m.group(1).strip("/").lower()
             if tag and not tag.replace("/", "").isdigit():
                 add(out, "#" + tag, n, "tag", TAG, 5.0, key="#" + tag)
             line = blank(line, m.start(), m.end())
-    if has.quote and ('"' in line or "“" in line):
+    if has & QUOTE_B and ('"' in line or "“" in line):
         for m in _QUOTED.finditer(line):
             inner = m.group(1).strip()
             ws = inner.split()
             if 2 <= len(ws) <= 8 and all(w[0].isupper() for w in ws if len(w) > 3):
                 add(out, inner, n, "quoted", OTHER, 1.0)
                 line = blank(line, m.start(), m.end())
-    if has.cjk and not line.isascii() and HAS_CJK(line):
+    if has & CJK_B and HAS_CJK(line):
         for m in _BRACKET.finditer(line):
             inner = m.group(1).strip()
             if HAS_CJK(inner) and len(inner) <= 16:
@@ -262,8 +255,8 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: Shapes = A
                 line = blank(line, m.start(), m.end())
         for m in _CJK_HONORIFIC.finditer(line):
             add(out, m.group(1), n, "quoted", PERSON, 2.0)
-    for rx, source, gate in has.idents:
-        if not gate(line):
+    for rx, source, bit in _IDENTS:
+        if not has & bit:
             continue
         for m in rx.finditer(line):
             w = m.group(1) if rx is not _SNAKE and rx is not _CAMEL else m.group(0)
@@ -272,11 +265,11 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: Shapes = A
             w = _identifier(w)
             add(out, w, n, source, IDENTIFIER, 3.0, key=canonical_key(w))
             line = blank(line, m.start(), m.end())
-    for m in _KEBAB.finditer(line) if has.kebab and _HAS_HYPHENED.search(line) else ():
+    for m in _KEBAB.finditer(line) if has & HYPHEN_B else ():
         if _kebab_ok(m.group(0)):
             add(out, m.group(0), n, "code", IDENTIFIER, 3.0, key=m.group(0))
             line = blank(line, m.start(), m.end())
-    for m in _MIXED.finditer(line) if has.mixed and _HAS_DIGIT.search(line) else ():
+    for m in _MIXED.finditer(line) if has & DIGIT_B else ():
         w = m.group(0)
         if len(w) >= 4 and any(c.isalpha() for c in w) and not cues.VERSION.match(w):
             add(out, w, n, "code", IDENTIFIER, 3.0, key=canonical_key(w))
