@@ -106,6 +106,8 @@ _CAPWORD = re.compile(
 _WORD_RX = r"[^\W\d_][\w]*(?:['’\-][^\W_]+)*['’]?"
 _WORD = re.compile(_WORD_RX)
 _LETTER = re.compile(r"[^\W\d_]").search  # a word starts at every letter no word has taken
+_LETTER_AT = re.compile(r"[^\W\d_]").match
+_PAIRS = re.compile(rf"({_WORD_RX})([\W\d_]*)").findall  # the words, each with the gap after
 # What follows a run: the gap to the next word (everything but letters), and up to three words
 # (what islice(_WORD.finditer(line, end), 3) finds, in one match).
 _AFTER = re.compile(
@@ -174,7 +176,7 @@ def _runs(line: str, n: int) -> list[_Run]:
     field_type = cues.LINE_FIELDS.get(field.group(1).lower()) if field else None
     runs: list[_Run] = []
     honorifics, connectors, initial_gap = cues.HONORIFICS, cues.CONNECTORS, _INITIAL_GAP
-    words_in = _WORD.finditer
+    pairs, letter, letter_at = _PAIRS, _LETTER, _LETTER_AT
     i, ncaps = 0, len(caps)
     while i < ncaps:
         j = i + 1
@@ -187,29 +189,27 @@ def _runs(line: str, n: int) -> list[_Run]:
             j += 1
         s, end = caps[i][0], caps[j - 1][1]
         # up to two words back, most often within 32 characters; a word the window cuts
-        # (one starting where the window does) is not one of them
+        # (one starting where the window does) is not one of them. (word, gap after it) pairs:
+        # the last gap runs to the run, as no letter stands there.
         lo = s - 32 if s > 32 else 0
-        before = list(words_in(line, lo, s)) if s and _LETTER(line, 0, s) else []
-        if before and lo and before[0].start() == lo:
+        before = pairs(line, lo, s) if s and letter(line, 0, s) else []
+        if before and lo and letter_at(line, lo):
             del before[0]
         if len(before) < 2 and lo:
             lo = s - 160 if s > 160 else 0
-            before = list(words_in(line, lo, s))
-            if before and lo and before[0].start() == lo:
+            before = pairs(line, lo, s)
+            if before and lo and letter_at(line, lo):
                 del before[0]
         if before:
-            last = before[-1]
-            gap = line[last.end() : s]
+            last, gap = before[-1]
             prev: tuple[str, ...] = (
-                (before[-2].group().lower().rstrip("."), last.group().lower().rstrip("."))
+                (before[-2][0].lower().rstrip("."), last.lower().rstrip("."))
                 if len(before) > 1
-                else (last.group().lower().rstrip("."),)
+                else (last.lower().rstrip("."),)
             )
             honorific = prev[-1] in honorifics and gap.strip() in ("", ".")
             if honorific:
-                initial = len(before) > 1 and not initial_gap.isdisjoint(
-                    line[before[-2].end() : last.start()]
-                )
+                initial = len(before) > 1 and not initial_gap.isdisjoint(before[-2][1])
             else:
                 initial = not initial_gap.isdisjoint(gap) or gap.strip() == "-"
         else:
@@ -284,9 +284,22 @@ def _speaker(run: _Run) -> bool:
     )
 
 
+_CAMEL_WORDS: dict[str, bool] = {}
+
+
+def _camel_word(w: str) -> bool:
+    """CamelCase inside a word or a hyphened part of it: GitHub, PagerDuty; not Wi-Fi, NASA."""
+    ok = _CAMEL_WORDS.get(w)
+    if ok is None:
+        if len(_CAMEL_WORDS) >= 65536:
+            _CAMEL_WORDS.clear()
+        ok = _CAMEL_WORDS[w] = any(p[1:] != p[1:].lower() and not p.isupper() for p in w.split("-"))
+    return ok
+
+
 def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, float]:
     """The type votes of one run; `speakers` are the names that open two lines or more."""
-    v: dict[str, float] = defaultdict(float)
+    v: dict[str, float] = defaultdict(float)  # a plain dict once returned
     first, last = _word_key(words[0]), _word_key(words[-1])
     text = " ".join(words)
     prev = run.before[-1] if run.before else ""
@@ -322,7 +335,7 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[SYSTEM] += 2
     if prev in cues.SYSTEM_BEFORE:
         v[SYSTEM] += 1
-    if any(p[1:] != p[1:].lower() and not p.isupper() for w in words for p in w.split("-")):
+    if any(_camel_word(w) for w in words):
         v[SYSTEM] += 1.5
     if _HAS_DIGIT(text):
         v[SYSTEM] += 1
@@ -336,7 +349,7 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[PLACE] += 2
     if len(words) > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
         v[PLACE] += 2
-    return v
+    return dict(v)
 
 
 def _names(lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str]) -> None:
@@ -360,7 +373,7 @@ def _names(lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str]) ->
         surface = " ".join(words)
         raw = add(out, surface, r.line, "name")
         if raw is not None:
-            raw.votes = dict(_run_votes(r, words, speakers))
+            raw.votes = _run_votes(r, words, speakers)
 
 
 # --- the whole extraction ----------------------------------------------------------------------

@@ -93,19 +93,19 @@ _FILE_EXT = cues.words("py md toml json txt yaml yml sh js ts go rs sql log conf
 WIKI_B, URL_B, AT_B, TAG_B, QUOTE_B, CJK_B, TICK_B = 1, 2, 4, 8, 16, 32, 64
 DOT_B, SNAKE_B, CALL_B, CAMEL_B, HYPHEN_B, DIGIT_B = 128, 256, 512, 1024, 2048, 4096
 ANY_SHAPE = 8191
-_GATES = (  # each is what its pattern needs at least (a match implies a gate match)
-    (re.compile(r"\[\[.*"), WIKI_B),
-    (re.compile(r"://.*"), URL_B),
-    (re.compile(r"@.*"), AT_B),
-    (re.compile(r"#[^\s#].*"), TAG_B),
-    (re.compile(r"[\"“][A-Z].*"), QUOTE_B),
-    (re.compile(r"`.*"), TICK_B),
-    (re.compile(r"\.(?<=[a-z0-9]\.)[a-z0-9-].*"), DOT_B),  # host.name
-    (re.compile(r"_[A-Za-z0-9].*"), SNAKE_B),
-    (re.compile(r"\(\).*"), CALL_B),
-    (re.compile(r"[A-Z](?<=[a-z][A-Z]).*"), CAMEL_B),
-    (re.compile(r"-(?<=[a-z0-9]-)[a-z0-9].*"), HYPHEN_B),  # kebab-case
-    (re.compile(r"[0-9](?<=[A-Za-z-][0-9]).*"), DIGIT_B),  # the first digit of SEV2, build-7
+_GATES = (  # (a literal every match holds, the gate, its bit): a match implies a gate match
+    ("[[", re.compile(r"\[\[.*"), WIKI_B),
+    ("://", re.compile(r"://.*"), URL_B),
+    ("@", re.compile(r"@.*"), AT_B),
+    ("#", re.compile(r"#[^\s#].*"), TAG_B),
+    ("", re.compile(r"[\"“][A-Z].*"), QUOTE_B),
+    ("`", re.compile(r"`.*"), TICK_B),
+    (".", re.compile(r"\.(?<=[a-z0-9]\.)[a-z0-9-].*"), DOT_B),  # host.name
+    ("_", re.compile(r"_[A-Za-z0-9].*"), SNAKE_B),
+    ("()", re.compile(r"\(\).*"), CALL_B),
+    ("", re.compile(r"[A-Z](?<=[a-z][A-Z]).*"), CAMEL_B),
+    ("-", re.compile(r"-(?<=[a-z0-9]-)[a-z0-9].*"), HYPHEN_B),  # kebab-case
+    ("", re.compile(r"[0-9](?<=[A-Za-z-][0-9]).*"), DIGIT_B),  # the first digit of SEV2, build-7
 )
 _CJK_LINE = re.compile(f"[{_CJK}].*")
 _IDENTS = (
@@ -119,8 +119,10 @@ _IDENTS = (
 def line_shapes(text: str, starts: list[int]) -> list[int]:
     """The shape bits of each line of `text`, whose lines start at the offsets `starts`."""
     masks = [0] * len(starts)
-    gates = _GATES if text.isascii() else (*_GATES, (_CJK_LINE, CJK_B))
-    for rx, bit in gates:
+    gates = _GATES if text.isascii() else (*_GATES, ("", _CJK_LINE, CJK_B))
+    for literal, rx, bit in gates:
+        if literal not in text:
+            continue
         for m in rx.finditer(text):
             masks[bisect_right(starts, m.start()) - 1] |= bit
     return masks
