@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import attrgetter
@@ -98,8 +98,13 @@ class Entity:
 # --- the whole extraction ----------------------------------------------------------------------
 
 
-def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> None:
+_CODE_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
+
+
+def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> list[tuple[str, str]]:
+    """Add the mentions of `body` to `out`; return the coordinated names (entity_names.names)."""
     kept: list[tuple[int, str]] = []
+    code_words: set[str] = set()
     lines = body.split("\n")
     code = [c for _, c in fenced(lines)] if "```" in body or "~~~" in body else None
     starts = list(accumulate((len(x) + 1 for x in lines[:-1]), initial=0))
@@ -112,6 +117,7 @@ def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> None:
             if has & TICK_B and "`" in line:
                 for m in TICKS.finditer(line):
                     code_span(m.group(2), n, out)
+                    code_words.update(_CODE_WORD.findall(m.group(2)))
                     line = blank(line, m.start(), m.end())
             line = explicit(line, n, out, known, has)
         kept.append((n, line))
@@ -121,7 +127,7 @@ def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> None:
             for k in cjk:
                 if k in line:
                     add(out, k, n, "name", key=k)
-    _names(kept, out, known)
+    return _names(kept, out, known, code_words)
 
 
 def _front(
@@ -180,6 +186,9 @@ def _front(
 
 _LINE = attrgetter("line")
 _TYPE_ORDER = (PERSON, SYSTEM, PLACE, TAG, IDENTIFIER, OTHER)  # ties go to the first
+# A short acronym is often a common noun (SMS, TV, USB): a coordinated name does not type it.
+_ACRONYM = re.compile(r"[A-Z]{1,3}").fullmatch
+_PASSED_ON = frozenset((PERSON, SYSTEM, PLACE))  # the types a coordinated name passes on
 _NAMED_BY = frozenset(("wikilink", "title", "front_matter"))  # a form from these counts 3
 
 
@@ -188,16 +197,28 @@ def _best_form(forms: dict[str, int]) -> str:
     return max(forms.items(), key=lambda kv: (kv[1], kv[0] != kv[0].lower()))[0]
 
 
-def _resolve(raws: list[Raw]) -> list[Mention]:
+def _resolve(raws: list[Raw], pairs: Sequence[tuple[str, str]] = ()) -> list[Mention]:
+    """One name and one type per key. A `hint` raw only votes (for a key something else
+    mentions); of two coordinated names (`pairs`), one that no vote typed takes the other's."""
+    if any(r.source == "hint" for r in raws):
+        hints = [r for r in raws if r.source == "hint"]
+        raws = [r for r in raws if r.source != "hint"]
+    else:
+        hints = []
     alias = {r.key: r.alias_to for r in raws if r.alias_to and r.alias_to != r.key}
     votes: dict[str, dict[str, float]] = {}
     forms: dict[str, dict[str, int]] = {}
     target_names: dict[str, str] = {}
     first_name: dict[str, str] = {}
-    for r in raws:
+    for r in (*raws, *hints) if hints else raws:
         key = r.key
         if alias and key in alias:
             key = r.key = alias[key]
+        if r.source == "hint":
+            hv = votes.setdefault(key, {})
+            for kind, w in r.votes.items():
+                hv[kind] = hv.get(kind, 0.0) + w
+            continue
         if r.votes:
             v = votes.get(key)
             if v is None:
@@ -233,6 +254,14 @@ def _resolve(raws: list[Raw]) -> list[Mention]:
         else:
             best = max(_TYPE_ORDER, key=lambda k: v.get(k, 0.0))
             types[key] = best if v.get(best, 0.0) > 0 else OTHER
+    for _ in range(2):  # twice: "Kafka, Redis and NATS" passes a type along the list
+        for a, b in pairs:
+            a, b = alias.get(a, a), alias.get(b, b)
+            ta, tb = types.get(a), types.get(b)
+            if ta == OTHER and tb in _PASSED_ON and not _ACRONYM(names[a]):
+                types[a] = tb
+            elif tb == OTHER and ta in _PASSED_ON and not _ACRONYM(names[b]):
+                types[b] = ta
     raws.sort(key=_LINE)
     return [Mention(r.key, names[r.key], types[r.key], r.line, r.surface, r.source) for r in raws]
 
@@ -245,8 +274,8 @@ def extract(text: str, first_line: int = 1, *, tags: Iterable[str] = ()) -> list
         tag = str(t).strip().lstrip("#").lower()
         if tag:
             add(out, "#" + tag, first_line, "tag", TAG, 5.0, key="#" + tag)
-    _scan(text, first_line, out, set())
-    return _resolve(out)
+    pairs = _scan(text, first_line, out, set())
+    return _resolve(out, pairs)
 
 
 def extract_note(text: str, path: str = "") -> list[Mention]:
@@ -278,8 +307,8 @@ def extract_document(
     known = {r.key for r in out}
     # a person's first name alone is a name too ("Lena" after `people: [Lena Fischer]`)
     known |= {r.key.split(" ")[0] for r in out if " " in r.key and r.votes.get(PERSON)}
-    _scan(body, first, out, known)
-    return _resolve(out)
+    pairs = _scan(body, first, out, known)
+    return _resolve(out, pairs)
 
 
 def in_lines(mentions: Iterable[Mention], start: int, end: int) -> list[Mention]:

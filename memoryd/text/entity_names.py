@@ -53,6 +53,7 @@ class _Run:
     all_initial: bool  # a heading or a table row: every word is like sentence-initial
     field_type: str | None  # the line starts "Attendees:" or another field that types names
     window: tuple[str, ...]  # the three words after, lower-cased
+    tail: str = ""  # what stands between the run and the next run of its line, if any
 
 
 def _word_key(w: str) -> str:
@@ -160,6 +161,8 @@ def _runs(line: str, n: int) -> list[_Run]:
             )
         )
         i = j
+        if i < ncaps:
+            runs[-1].tail = line[end : caps[i][0]]
     return runs
 
 
@@ -255,7 +258,9 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[SYSTEM] += 3
     if tight and len(words) == 1 and after in cues.PLACE_AFTER:
         v[PLACE] += 1.5
-    if tight and after[:1].isdigit() and cues.VERSION.match(after):
+    if (tight and cues.V_VERSION.fullmatch(after)) or (
+        run.after_gap[:1] == " " and cues.VERSION_GAP.match(run.after_gap)
+    ):
         v[SYSTEM] += 2
     if prev in cues.SYSTEM_BEFORE:
         v[SYSTEM] += 1
@@ -276,7 +281,17 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
     return dict(v)
 
 
-def names(lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str]) -> None:
+# Between two names that share a type: "Signal over WhatsApp", "Kafka, Redis and NATS".
+_COORDINATED = re.compile(
+    r"(?:,? (?:and|or|nor|over|vs\.?|versus|and/or|&|instead of|rather than|than) |, | ?/ ?)"
+)
+
+
+def names(
+    lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str], code_words: set[str]
+) -> list[tuple[str, str]]:
+    """Add the names in `lines` to `out`; return the pairs of keys written as coordinated
+    names. A name a code span writes as a word (`systemctl stop patroni`) votes system."""
     runs = [r for n, line in lines for r in _runs(line, n)]
     for r in runs:  # names written mid-sentence tell which sentence-initial words are names
         if not r.initial and not r.all_initial:
@@ -288,13 +303,20 @@ def names(lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str]) -> 
             k = canonical_key(" ".join(r.words))
             (speakers if k in seen else seen).add(k)
     known |= speakers
+    pairs: list[tuple[str, str]] = []
+    last: tuple[_Run, str] | None = None  # the run before, when kept, and its key
     for r in runs:
         words = _keep(r, known)
         if words and r.field_type and words[0].lower() in cues.LINE_FIELDS:
             words = words[1:]
-        if not words:
+        raw = add(out, " ".join(words), r.line, "name") if words else None
+        if raw is None:
+            last = None
             continue
-        surface = " ".join(words)
-        raw = add(out, surface, r.line, "name")
-        if raw is not None:
-            raw.votes = _run_votes(r, words, speakers)
+        raw.votes = _run_votes(r, words, speakers)
+        if code_words and raw.key in code_words:
+            raw.votes[SYSTEM] = raw.votes.get(SYSTEM, 0.0) + 2
+        if last and last[0].line == r.line and _COORDINATED.fullmatch(last[0].tail):
+            pairs.append((last[1], raw.key))
+        last = (r, raw.key)
+    return pairs

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from memoryd.text import entity_cues as cues
-from memoryd.text.entity_cues import IDENTIFIER, OTHER, PERSON, TAG
+from memoryd.text.entity_cues import IDENTIFIER, OTHER, PERSON, SYSTEM, TAG
 
 
 @dataclass
@@ -151,6 +151,14 @@ def add(
     return raw
 
 
+def hint(out: list[Raw], key: str, line: int, kind: str, weight: float) -> None:
+    """A vote for `key` that is not a mention (it counts if something else mentions the key)."""
+    out.append(Raw(key, "", "", line, "hint", {kind: weight}))
+
+
+_BRAND = re.compile(r"(?<![\w'’-])([A-Z][a-z][A-Za-z]+) $").search
+
+
 def _identifier(word: str) -> str:
     """'compute_fx_rate()' -> 'compute_fx_rate'."""
     return word[:-2] if word.endswith("()") else word
@@ -275,5 +283,8 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
         w = m.group(0)
         if len(w) >= 4 and any(c.isalpha() for c in w) and not cues.VERSION.match(w):
             add(out, w, n, "code", IDENTIFIER, 3.0, key=canonical_key(w))
+            brand = _BRAND(line, max(0, m.start() - 40), m.start())
+            if brand:  # a make before a model: "a Fujifilm X100V", "the Raspberry Pi 4B"
+                hint(out, canonical_key(brand.group(1)), n, SYSTEM, 2.0)
             line = blank(line, m.start(), m.end())
     return line
