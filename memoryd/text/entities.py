@@ -99,6 +99,7 @@ class Entity:
 
 
 _CODE_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
+_H1 = re.compile(r"^ {0,3}#(?=[ \t]|$).*", re.MULTILINE)  # what atx_heading reads as level 1
 
 
 def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> list[tuple[str, str]]:
@@ -293,11 +294,17 @@ def extract_document(
     title, title_line = fm.title, 1
     if title:
         title_line = next((i + 1 for i, ln in enumerate(head) if ln.startswith("title")), 1)
-    else:
+    elif "```" in body or "~~~" in body:
         for i, (line, code) in enumerate(fenced(body.split("\n"))):
             h = None if code else atx_heading(line)
             if h and h[0] == 1 and h[1]:
                 title, title_line = h[1], first + i
+                break
+    else:  # no code block: only the lines that open like an H1 need a look
+        for m in _H1.finditer(body):
+            h = atx_heading(m.group())
+            if h and h[0] == 1 and h[1]:
+                title, title_line = h[1], first + body.count("\n", 0, m.start())
                 break
     if not title and path:
         title = display_name(path.rsplit("/", 1)[-1].removesuffix(".md"))

@@ -292,7 +292,7 @@ def names(
 ) -> list[tuple[str, str]]:
     """Add the names in `lines` to `out`; return the pairs of keys written as coordinated
     names. A name a code span writes as a word (`systemctl stop patroni`) votes system."""
-    runs = [r for n, line in lines for r in _runs(line, n)]
+    runs = [r for n, line in lines if not line.islower() for r in _runs(line, n)]
     for r in runs:  # names written mid-sentence tell which sentence-initial words are names
         if not r.initial and not r.all_initial:
             known.add(canonical_key(" ".join(r.words)))
