@@ -327,3 +327,14 @@ def test_the_fast_capitalised_word_pattern_matches_the_plain_one(line: str) -> N
 
     plain = re.compile(r"(?<![\w'’-])[^\W\d_a-z][\w]*(?:['’\-][^\W_]+)*['’]?")
     assert [m.span() for m in _CAPWORD.finditer(line)] == [m.span() for m in plain.finditer(line)]
+
+
+def test_two_plain_capitalised_words_with_no_other_cue_lean_person() -> None:
+    # a given name and a family name, no cue around them: person, by a weak vote
+    kinds = found(extract("Recommended reading: Designing Interfaces by Jenifer Tidwell.\n"))
+    assert kinds.get("jenifer tidwell") == "person"
+    # after a determiner, two words name a thing ("the Supreme Court"), and any cue outvotes
+    kinds = found(extract("He wants to take it to the Supreme Court next year.\n"))
+    assert kinds.get("supreme court") != "person"
+    kinds = found(extract("We moved to Santa Clara when the lease ended.\n"))
+    assert kinds.get("santa clara") == "place"

@@ -224,6 +224,9 @@ def _camel_word(w: str) -> bool:
     return ok
 
 
+_DETERMINERS = cues.words("the a an this that these those my our your their his her its")
+
+
 def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, float]:
     """The type votes of one run; `speakers` are the names that open two lines or more."""
     v: dict[str, float] = defaultdict(float)  # a plain dict once returned
@@ -278,6 +281,14 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[PLACE] += 2
     if len(words) > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
         v[PLACE] += 2
+    if (
+        not v
+        and len(words) == 2
+        and prev not in _DETERMINERS
+        and all(w[1:].islower() and w.isalpha() for w in words)
+        and not (run.initial and first in cues.common_words() and last in cues.common_words())
+    ):
+        v[PERSON] += 0.5
     return dict(v)
 
 
