@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memoryd.text import entity_names
 from memoryd.text.entities import (
     Mention,
     canonical_key,
@@ -172,6 +173,7 @@ def speed(reps: int = 5, index: bool = True) -> dict[str, Any]:
     def cold() -> None:  # every pass starts with empty caches, as a first indexing does
         canonical_key.cache_clear()
         display_name.cache_clear()
+        entity_names.clear_caches()
 
     def chunker() -> None:
         for _path, text in notes:

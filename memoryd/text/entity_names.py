@@ -72,6 +72,12 @@ def _nameword(w: str) -> bool:
 _NAMEWORDS: dict[str, bool] = {}  # _nameword's answers: the same words come back line after line
 
 
+def clear_caches() -> None:
+    """Forget the word tests' answers (the benchmark starts each pass cold)."""
+    _NAMEWORDS.clear()
+    _CAMEL_WORDS.clear()
+
+
 def _namewords(line: str) -> list[tuple[int, int, str]]:
     """(start, end, word) of the capitalised words of `line` that can be part of a name."""
     if line.islower():  # no upper-case letter: no name (a third of the lines of notes)
@@ -304,13 +310,14 @@ def names(
     """Add the names in `lines` to `out`; return the pairs of keys written as coordinated
     names. A name a code span writes as a word (`systemctl stop patroni`) votes system."""
     runs = [r for n, line in lines if not line.islower() for r in _runs(line, n)]
-    for r in runs:  # names written mid-sentence tell which sentence-initial words are names
-        if not r.initial and not r.all_initial:
-            known.add(canonical_key(" ".join(r.words)))
     seen: set[str] = set()
     speakers: set[str] = set()
-    for r in runs:  # a chat's speakers open several lines; "Unfreeze: ..." opens one
-        if _speaker(r):
+    for r in runs:
+        if r.all_initial:
+            continue
+        if not r.initial:  # names written mid-sentence tell which sentence-initial words are
+            known.add(canonical_key(" ".join(r.words)))
+        elif _speaker(r):  # a chat's speakers open several lines; "Unfreeze: ..." opens one
             k = canonical_key(" ".join(r.words))
             (speakers if k in seen else seen).add(k)
     known |= speakers

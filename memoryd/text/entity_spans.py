@@ -17,7 +17,7 @@ from memoryd.text import entity_cues as cues
 from memoryd.text.entity_cues import IDENTIFIER, OTHER, PERSON, SYSTEM, TAG
 
 
-@dataclass
+@dataclass(slots=True)
 class Raw:
     key: str
     surface: str
