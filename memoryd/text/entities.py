@@ -131,6 +131,25 @@ def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> list[t
     return _names(kept, out, known, code_words)
 
 
+_FM_KEY = re.compile(r"([A-Za-z_][\w-]*)\s*:")
+_LIST_SEP = re.compile(r"\s*[,;]\s*")
+
+
+def _fm_values(v: Any) -> list[str]:
+    """A front-matter value as a list of strings: a list, or a string split at , and ;."""
+    if isinstance(v, str):
+        items: list[Any] = _LIST_SEP.split(v)
+    elif isinstance(v, list):
+        items = v
+    else:
+        return []
+    out = []
+    for x in items[:200]:
+        if isinstance(x, str | int) and (sx := str(x).strip()):
+            out.append(sx)
+    return out
+
+
 def _front(
     raw: dict[str, Any], head: list[str], title: str | None, title_line: int, out: list[Raw]
 ) -> None:
@@ -138,7 +157,7 @@ def _front(
     the note's title stands on `title_line`."""
     keys: dict[str, int] = {}
     for i, line in enumerate(head):
-        m = re.match(r"^([A-Za-z_][\w-]*)\s*:", line)
+        m = _FM_KEY.match(line)
         if m:
             keys.setdefault(m.group(1).lower(), i)
 
@@ -149,15 +168,9 @@ def _front(
                 return i + 1
         return start + 1
 
-    def values(v: Any) -> list[str]:
-        items = (
-            v if isinstance(v, list) else re.split(r"\s*[,;]\s*", v) if isinstance(v, str) else []
-        )
-        return [str(x).strip() for x in items[:200] if isinstance(x, str | int) and str(x).strip()]
-
     note_type = raw.get("type")
     title_key = canonical_key(title) if title else ""
-    for item in values(raw.get("aliases", raw.get("alias"))) if title_key else []:
+    for item in _fm_values(raw.get("aliases", raw.get("alias"))) if title_key else []:
         add(out, item, where("aliases", item), "alias", alias_to=title_key)
     if (
         title
@@ -174,7 +187,7 @@ def _front(
         kind = cues.FIELD_TYPES.get(str(fname).lower())
         if kind is None:
             continue
-        for item in values(value):
+        for item in _fm_values(value):
             inner = WIKI.fullmatch(item.strip('"'))
             text = inner.group(1).partition("|")[0].partition("#")[0] if inner else item
             if kind == TAG:
