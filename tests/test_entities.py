@@ -338,3 +338,11 @@ def test_two_plain_capitalised_words_with_no_other_cue_lean_person() -> None:
     assert kinds.get("supreme court") != "person"
     kinds = found(extract("We moved to Santa Clara when the lease ended.\n"))
     assert kinds.get("santa clara") == "place"
+
+
+def test_a_possessed_word_the_dictionary_lacks_is_a_brand() -> None:
+    # "my Fitbit", "our Trello": a product; "her Garden" is a noun capitalised in a title
+    kinds = found(extract("The battery on my Fitbit died again during the run.\n"))
+    assert kinds.get("fitbit") == "system"
+    kinds = found(extract("She read it aloud in her Garden on Sunday.\n"))
+    assert kinds.get("garden") != "system"

@@ -230,6 +230,7 @@ def _camel_word(w: str) -> bool:
     return ok
 
 
+_POSSESSORS = cues.words("my your his her our their")
 _DETERMINERS = cues.words("the a an this that these those my our your their his her its")
 
 
@@ -273,6 +274,15 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[SYSTEM] += 2
     if prev in cues.SYSTEM_BEFORE:
         v[SYSTEM] += 1
+    if (  # "my Gmail password", "our Lyft": a brand; "her Father" is a title's noun
+        prev in _POSSESSORS
+        and len(words) == 1
+        and not possessive
+        and not shouted
+        and len(first) > 3  # the common-words list starts at four letters
+        and first not in cues.common_words()
+    ):
+        v[SYSTEM] += 1
     if any(_camel_word(w) for w in words):
         v[SYSTEM] += 1.5
     if _HAS_DIGIT(text):
@@ -292,7 +302,7 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         and len(words) == 2
         and prev not in _DETERMINERS
         and all(w[1:].islower() and w.isalpha() for w in words)
-        and not (run.initial and first in cues.common_words() and last in cues.common_words())
+        and not (first in cues.common_words() and last in cues.common_words())
     ):
         v[PERSON] += 0.5
     return dict(v)
