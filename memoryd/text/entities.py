@@ -122,7 +122,7 @@ def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> list[t
                     line = blank(line, m.start(), m.end())
             line = explicit(line, n, out, known, has)
         kept.append((n, line))
-    cjk = [k for k in known if HAS_CJK(k)]
+    cjk = sorted(k for k in known if HAS_CJK(k))  # sorted: a set's order changes per process
     if cjk:  # a CJK name the front matter or a wikilink gave, wherever the text writes it
         for n, line in kept:
             for k in cjk:
