@@ -309,11 +309,11 @@ def test_coordinated_names_share_a_type_but_a_short_acronym_takes_none() -> None
 def test_shape_bits_never_hide_a_span(line: str) -> None:
     """explicit() with the bits line_shapes gives a line finds what it finds with every bit set
     (the bits only skip patterns that cannot match)."""
-    from memoryd.text.entity_spans import ANY_SHAPE, explicit, line_shapes
+    from memoryd.text.entity_spans import ANY_SHAPE, Raw, explicit, line_shapes
 
     (bits,) = line_shapes(line, [0])
-    every: list = []
-    gated: list = []
+    every: list[Raw] = []
+    gated: list[Raw] = []
     assert explicit(line, 1, gated, set(), bits) == explicit(line, 1, every, set(), ANY_SHAPE)
     assert gated == every
 
