@@ -346,3 +346,10 @@ def test_a_possessed_word_the_dictionary_lacks_is_a_brand() -> None:
     assert kinds.get("fitbit") == "system"
     kinds = found(extract("She read it aloud in her Garden on Sunday.\n"))
     assert kinds.get("garden") != "system"
+
+
+def test_an_organisation_named_by_its_last_word_is_a_system() -> None:
+    text = "The grant came from the Wellcome Society and went to Kestrel Robotics.\n"
+    kinds = found(extract(text))
+    assert kinds.get("wellcome society") == "system"
+    assert kinds.get("kestrel robotics") == "system"

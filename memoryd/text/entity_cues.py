@@ -116,7 +116,9 @@ SYSTEM_AFTER = words(
 )
 ORG_SUFFIX = words(
     "inc corp corporation ltd llc gmbh plc labs systems technologies software foundation "
-    "university college institute bank group association"
+    "university college institute bank group association society academy council committee "
+    "agency press studios records motors robotics airlines airways pharmaceuticals holdings "
+    "partners ventures capital media"
 )
 ORG_PREFIX = words(
     "university bank bureau department ministry institute college school hospital church "
