@@ -100,9 +100,8 @@ def _runs(line: str, n: int) -> list[_Run]:
     caps = _namewords(line)
     if not caps:
         return []
-    all_initial = ("#" in line[:4] and atx_heading(line) is not None) or line.lstrip().startswith(
-        "|"
-    )
+    heading = "#" in line[:4] and atx_heading(line) is not None
+    all_initial = heading or line.lstrip().startswith("|")
     field = _FIELD.match(line) if ":" in line else None
     field_type = cues.LINE_FIELDS.get(field.group(1).lower()) if field else None
     runs: list[_Run] = []
