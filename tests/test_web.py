@@ -528,3 +528,17 @@ def test_the_search_log_keeps_one_day_in_ten_minute_buckets() -> None:
     now[0] += DAY_S
     log.record(9.0)
     assert [x["count"] for x in log.series()["buckets"]] == [1]
+
+
+def test_a_busy_port_is_said_plainly(make_app: Any) -> None:
+    import socket
+
+    from memoryd.core.errors import Unavailable
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        busy = s.getsockname()[1]
+        app = make_app(model=None)
+        with pytest.raises(Unavailable, match=f"port {busy}"):
+            WebHarness(app, port=busy)

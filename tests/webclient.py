@@ -37,7 +37,13 @@ class WebHarness:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="web-test-loop")
         self.thread.start()
-        self.info = self.call(self.server.start(app))
+        try:
+            self.info = self.call(self.server.start(app))
+        except BaseException:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+            self.loop.close()
+            raise
         self.port: int = self.info["port"]
         self.host = f"127.0.0.1:{self.port}"
         guard = self.server.guard

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.core.config import Config
-from memoryd.core.errors import MemorydError
+from memoryd.core.errors import MemorydError, Unavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.core.sections import WebConfig
 from memoryd.serve.app import App
@@ -88,13 +88,20 @@ class WebServer:
         async with self._lock:
             if self._server is not None:
                 return {**self.info(), "started": False}
-            server = await asyncio.start_server(
-                self._handle,
-                self.settings.host,
-                self.settings.port,
-                limit=MAX_HEAD + 1,
-                reuse_address=True,
-            )
+            try:
+                server = await asyncio.start_server(
+                    self._handle,
+                    self.settings.host,
+                    self.settings.port,
+                    limit=MAX_HEAD + 1,
+                    reuse_address=True,
+                )
+            except OSError as exc:
+                raise Unavailable(
+                    f"the web page cannot listen on {self.settings.host} port "
+                    f"{self.settings.port}: {exc.strerror or exc}; set [web] port to a free "
+                    "port, or 0 for any"
+                ) from None
             port = int(server.sockets[0].getsockname()[1])
             self.guard = auth.Guard(port=port, session_s=self.settings.session_hours * 3600)
             self.ctx = actions.Context(app, actions.Trash())
