@@ -45,7 +45,7 @@ class SearchConfig:
     max_limit: int = _f(100, "int", 1, 1000)
     fusion: str = _f("weighted", "choice", ("rrf", "weighted"))
     rrf_k: int = _f(60, "int", 1, 10000)
-    candidate_multiplier: int = _f(4, "int", 1, 50)
+    candidate_multiplier: int = _f(2, "int", 1, 50)
     keyword_weight: float = _f(0.6, "float", 0.0, 100.0)
     vector_weight: float = _f(0.4, "float", 0.0, 100.0)
     partial_match_weight: float = _f(0.15, "float", 0.0, 1.0)
