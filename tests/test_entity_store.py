@@ -117,3 +117,28 @@ def test_delete_move_and_expiry_keep_mentions_exact(app: Any) -> None:
     app.memories.delete(app.memories.add(content="Oskar again").id)
     assert entity(app, "oskar") is None
     consistent(app)
+
+
+@pytest.mark.sqlite_only("migration m006 of the SQLite schema (PostgreSQL: v2, the same step)")
+def test_m006_gives_an_old_store_its_entities(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.store import migrations
+
+    old = migrations.MIGRATIONS[: migrations.MIGRATIONS.index(migrations.m006_entities)]
+    monkeypatch.setattr(migrations, "MIGRATIONS", old)
+    monkeypatch.setattr(store_entities, "index_memory", lambda *a: None)  # no tables yet
+    monkeypatch.setattr(store_entities, "index_document", lambda *a: 0)
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    (Path(app.cfg.workspace) / "a.md").write_text("# Trip\n\nMelanie flew to Lisbon.\n")
+    app.indexer.reconcile()
+    app.memories.add(content="Oskar runs billing-svc")
+    app.close()
+    monkeypatch.undo()
+    app = make_app(model=None)
+    assert entity(app, "oskar") is not None  # memories: read by the migration
+    assert entity(app, "lisbon") is None
+    assert app.indexer.reconcile().indexed >= 1  # notes (and the daily log): at reconcile
+    assert entity(app, "lisbon") is not None
+    consistent(app)
