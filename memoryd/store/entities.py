@@ -148,9 +148,9 @@ def filter_sql(names: Sequence[str]) -> tuple[str, list[Any]]:
     params: list[Any] = []
     for name in names:
         key = name_key(name)
+        # not correlated: the engine makes the set of entries once and looks them up
         parts.append(
-            f"EXISTS (SELECT 1 FROM mentions fm WHERE fm.entry_id = e.id"
-            f" AND fm.entity_id IN ({RESOLVE_SQL}))"
+            f"e.id IN (SELECT fm.entry_id FROM mentions fm WHERE fm.entity_id IN ({RESOLVE_SQL}))"
         )
         params.extend([key, key])
     return " AND ".join(parts), params
