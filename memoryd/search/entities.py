@@ -9,6 +9,7 @@ most mentioned), with the others named under `also`.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +23,7 @@ from memoryd.text.markdown import estimate_tokens
 # the types memoryd.text.entities gives
 TYPES = ("person", "system", "place", "identifier", "tag", "other")
 PAGE_TOKENS = 1000  # an entity page's default budget
+SOURCE_PAGE = 25  # sources whose text is read at once
 MAX_TOP = 1000
 MAX_DEPTH = 3
 
@@ -74,19 +76,18 @@ def _resolve(store: Store, name: str) -> list[EntityRow]:
     return rows
 
 
-def _line(entry: dict[str, Any]) -> str:
+def _line(content: str, start: int, line: int, surface: str) -> str:
     """The mentioning line as written: the entry's line `line` when it holds the surface form,
     else the first line that does (a note's first chunk may start with its aliases)."""
-    lines = str(entry["content"]).split("\n")
-    surface = str(entry["surface"])
-    at = int(entry["line"]) - int(entry["start_line"] or 1)
+    lines = content.split("\n")
+    at = line - start
     if 0 <= at < len(lines) and surface.lower() in lines[at].lower():
         return lines[at].strip()[:300]
     low = surface.lower().lstrip("#@")
     return next((ln.strip()[:300] for ln in lines if low in ln.lower()), surface)
 
 
-def _sources(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _ranked(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One item per note (its chunks' mentions summed; the line of its most mentioning chunk)
     and per memory; those that mention it most first, then the newest."""
     by: dict[Any, dict[str, Any]] = {}
@@ -98,30 +99,29 @@ def _sources(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else:
             cur["total"] += e["count"]
             if e["count"] > cur["count"]:
-                cur.update({x: e[x] for x in ("id", "content", "start_line", "line", "surface")})
-                cur["count"] = e["count"]
-            cur["updated_at"] = max(cur["updated_at"], e["updated_at"])
+                cur.update({x: e[x] for x in ("id", "line", "surface", "count")})
             cur["created_at"] = max(cur["created_at"], e["created_at"])
-    ranked = sorted(by.values(), key=lambda e: (-e["total"], -float(e["created_at"]), e["id"]))
-    out = []
-    for e in ranked:
-        item: dict[str, Any] = {"kind": "note" if e["kind"] == "chunk" else "memory"}
-        if e["kind"] == "chunk":
-            item["path"] = e["path"]
-            heading = json.loads(e["heading_path"] or "[]")
-            if heading:
-                item["heading"] = " > ".join(heading)
-        item.update(
-            {
-                "id": int(e["id"]),
-                "line": int(e["line"]),
-                "text": _line(e),
-                "mentions": int(e["total"]),
-                "date": _date(e["created_at"]),
-            }
-        )
-        out.append(item)
-    return out
+    return sorted(by.values(), key=lambda e: (-e["total"], -float(e["created_at"]), e["id"]))
+
+
+def _source(e: dict[str, Any], text: tuple[str, int, str | None] | None) -> dict[str, Any]:
+    content, start, heading_json = text or ("", 1, None)
+    item: dict[str, Any] = {"kind": "note" if e["kind"] == "chunk" else "memory"}
+    if e["kind"] == "chunk":
+        item["path"] = e["path"]
+        heading = json.loads(heading_json or "[]")
+        if heading:
+            item["heading"] = " > ".join(heading)
+    item.update(
+        {
+            "id": int(e["id"]),
+            "line": int(e["line"]),
+            "text": _line(content, start, int(e["line"]), str(e["surface"])),
+            "mentions": int(e["total"]),
+            "date": _date(e["created_at"]),
+        }
+    )
+    return item
 
 
 def page(
@@ -154,6 +154,7 @@ def page(
         )
 
     first, last, count, forms, rel, dates, entries = store.read(read)
+    ranked = _ranked(entries)
     out: dict[str, Any] = {
         "name": main.name,
         "key": main.key,
@@ -175,17 +176,25 @@ def page(
     if len(rows) > 1:
         out["also"] = [_brief(r) for r in rows[1:6]]
     used = estimate_tokens(json.dumps(out, ensure_ascii=False))
-    sources = _sources(entries)
     kept: list[dict[str, Any]] = []
-    for s in sources:
-        cost = estimate_tokens(json.dumps(s, ensure_ascii=False))
-        if kept and used + cost > max_tokens:
-            break
-        kept.append(s)
-        used += cost
+    # texts are read a page at a time, only for the sources that can still fit
+    for at in range(0, len(ranked), SOURCE_PAGE):
+        part = ranked[at : at + SOURCE_PAGE]
+        wanted = [int(e["id"]) for e in part]
+        found = store.read(functools.partial(entityread.texts, entry_ids=wanted))
+        for e in part:
+            item = _source(e, found.get(int(e["id"])))
+            cost = estimate_tokens(json.dumps(item, ensure_ascii=False))
+            if kept and used + cost > max_tokens:
+                break
+            kept.append(item)
+            used += cost
+        else:
+            continue
+        break
     out["sources"] = kept
-    out["total_sources"] = len(sources)
-    out["has_more"] = len(kept) < len(sources)
+    out["total_sources"] = len(ranked)
+    out["has_more"] = len(kept) < len(ranked)
     out["tokens_used"] = used
     return out
 

@@ -38,22 +38,79 @@ _UPSERT = (
 )
 
 
-def remember(con: Connection, entry_id: int, mentions: Iterable[Mention]) -> int:
-    """Store the mentions of one entry (its earlier ones must be gone); returns how many."""
-    ids: dict[str, int] = {}
-    n = 0
+# After an entry's mentions are in (it had none): its entities' counts, and one co-mention more
+# for each pair of its entities (per entity and per pair: cheaper than one statement over the
+# mentions table). Deleting is the triggers' work (migrations.m006): an entry's mentions also
+# go by cascade.
+_COUNT = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
+_PAIR = (
+    "INSERT INTO relations(a, b, count) VALUES (?, ?, 1)"
+    " ON CONFLICT (a, b) DO UPDATE SET count = relations.count + 1"
+)
+
+
+def _entity(con: Connection, m: Mention) -> int:
+    """The id of the mention's entity, made (or its name or type bettered) when needed: a read
+    first, as most mentions name an entity that is there already."""
+    rows = con.execute("SELECT id, name, type FROM entities WHERE key = ?", (m.key,)).fetchall()
+    if rows:
+        entity_id, name, type_ = rows[0]
+        better_type = m.type != "other" and m.type != type_
+        better_name = name == name.lower() and m.name != name
+        if not (better_type or better_name):
+            return int(entity_id)
+    return int(con.execute(_UPSERT, (m.key, m.name, m.type)).fetchall()[0][0])
+
+
+def remember(
+    con: Connection,
+    entry_id: int,
+    mentions: Iterable[Mention],
+    ids: dict[str, int] | None = None,
+) -> int:
+    """Store the mentions of one entry that has none (new, or forgotten); returns how many.
+    `ids` (key -> entity id) carries the entities met so far across the entries of one
+    transaction, so that each is looked up once. One row per entity, line and surface form."""
+    ids = {} if ids is None else ids
+    rows: dict[tuple[int, int, str], str] = {}
     for m in mentions:
         entity_id = ids.get(m.key)
         if entity_id is None:
-            entity_id = int(con.execute(_UPSERT, (m.key, m.name, m.type)).fetchall()[0][0])
+            entity_id = _entity(con, m)
             ids[m.key] = entity_id
+        rows.setdefault((entity_id, m.line, m.surface), m.key)
+    for (entity_id, line, surface), key in rows.items():
         con.execute(
             "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key)"
             " VALUES (?, ?, ?, ?, ?)",
-            (entity_id, entry_id, m.line, m.surface, canonical_key(m.surface) or m.key),
+            (entity_id, entry_id, line, surface, canonical_key(surface) or key),
         )
-        n += 1
-    return n
+    per: dict[int, int] = {}
+    for entity_id, _, _ in rows:
+        per[entity_id] = per.get(entity_id, 0) + 1
+    for entity_id, n in per.items():
+        con.execute(_COUNT, (n, entity_id))
+    found = sorted(per)
+    for i, a in enumerate(found):
+        for b in found[i + 1 :]:
+            con.execute(_PAIR, (a, b))
+    return len(rows)
+
+
+def recount(con: Connection) -> None:
+    """Every count again from the mentions (after mentions were copied in bulk)."""
+    con.execute(
+        "UPDATE entities SET mentions ="
+        " (SELECT count(*) FROM mentions m WHERE m.entity_id = entities.id)"
+    )
+    con.execute("DELETE FROM entities WHERE mentions = 0")
+    con.execute("DELETE FROM relations")
+    con.execute(
+        "INSERT INTO relations(a, b, count) SELECT x.entity_id, y.entity_id,"
+        " count(DISTINCT x.entry_id) FROM mentions x JOIN mentions y"
+        " ON y.entry_id = x.entry_id AND y.entity_id > x.entity_id"
+        " GROUP BY x.entity_id, y.entity_id"
+    )
 
 
 def forget(con: Connection, entry_id: int) -> None:
@@ -86,6 +143,7 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
     if not mentions:
         return 0
     n = 0
+    ids: dict[str, int] = {}
     for i, (entry_id, start, end) in enumerate(
         con.execute(
             "SELECT e.id, e.start_line, e.end_line FROM entries e JOIN documents d"
@@ -94,7 +152,7 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
         ).fetchall()
     ):
         low = -1 if i == 0 else start
-        n += remember(con, int(entry_id), [m for m in mentions if low <= m.line <= end])
+        n += remember(con, int(entry_id), [m for m in mentions if low <= m.line <= end], ids)
     return n
 
 
@@ -105,9 +163,18 @@ def backfill_memories(con: Connection, table: str = "entries") -> int:
     rows = con.execute(
         f"SELECT id, content, tags FROM {table} WHERE kind = 'memory' ORDER BY id"
     ).fetchall()
+    ids: dict[str, int] = {}
     for entry_id, content, tags in rows:
-        remember(con, int(entry_id), memory_mentions(str(content), _tags(tags)))
+        remember(con, int(entry_id), memory_mentions(str(content), _tags(tags)), ids)
     return len(rows)
+
+
+def reindex_memories(con: Connection) -> int:
+    """Every memory's mentions read again (`reindex --full`: a newer extractor's names)."""
+    con.execute(
+        "DELETE FROM mentions WHERE entry_id IN (SELECT id FROM entries WHERE kind = 'memory')"
+    )
+    return backfill_memories(con)
 
 
 def _tags(raw: Any) -> list[str]:

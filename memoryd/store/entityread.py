@@ -145,29 +145,30 @@ def aliases(con: Connection, ids: Sequence[int], limit: int = 20) -> list[str]:
 
 
 def mentioning(con: Connection, ids: Sequence[int]) -> list[dict[str, Any]]:
-    """Every entry this daemon sees that mentions one of `ids`: its id, kind, path, dates,
-    content, line range, how often it mentions them and the first line and surface."""
-    cols = (
-        "id",
-        "kind",
-        "path",
-        "created_at",
-        "updated_at",
-        "content",
-        "start_line",
-        "heading_path",
-        "count",
-        "line",
-        "surface",
-    )
+    """Every entry this daemon sees that mentions one of `ids`, without its text: id, kind,
+    path, date, how often it mentions them, and the first line and surface form."""
+    cols = ("id", "kind", "path", "created_at", "count", "line", "surface")
     sql = (
-        "SELECT x.id, x.kind, d.path, x.created_at, x.updated_at, x.content, x.start_line,"
-        " x.heading_path, g.n, g.line, g.surface FROM ("
+        "SELECT x.id, x.kind, d.path, x.created_at, g.n, g.line, g.surface FROM ("
         " SELECT entry_id, count(*) AS n, min(line) AS line, min(surface) AS surface"
         f" FROM mentions WHERE entity_id IN ({_in(ids)}) GROUP BY entry_id) AS g"
         " JOIN entries x ON x.id = g.entry_id LEFT JOIN documents d ON d.id = x.document_id"
     )
     return [dict(zip(cols, r, strict=True)) for r in con.execute(sql, list(ids)).fetchall()]
+
+
+def texts(con: Connection, entry_ids: Sequence[int]) -> dict[int, tuple[str, int, str | None]]:
+    """{id: (content, start line, heading path JSON)} of these entries."""
+    if not entry_ids:
+        return {}
+    return {
+        int(i): (str(c), int(s or 1), h)
+        for i, c, s, h in con.execute(
+            f"SELECT id, content, start_line, heading_path FROM entries WHERE id IN"
+            f" ({_in(entry_ids)})",
+            list(entry_ids),
+        ).fetchall()
+    }
 
 
 def related(con: Connection, ids: Sequence[int], limit: int) -> list[tuple[EntityRow, int]]:

@@ -442,8 +442,10 @@ def replace_document(
 
 
 def forget_document_hashes(con: Connection) -> None:
-    """Every document looks changed to the next reconcile (reindex full)."""
+    """Every document looks changed to the next reconcile (reindex full); memories' entities
+    are read again now."""
     con.execute("UPDATE documents SET sha256 = '', size = -1")
+    entities.reindex_memories(con)
 
 
 def touch_document(con: Connection, path: str, size: int, mtime: float) -> None:

@@ -271,10 +271,11 @@ def m005_links(con: apsw.Connection) -> None:
 
 
 def m006_entities(con: apsw.Connection) -> None:
-    """Entities, their mentions and co-mentions (store/entities.py). The triggers on `mentions`
-    keep the counts, and remove an entity or a relation with its last mention, however the
-    mention went (its entry deleted, edited, expired, re-indexed). Memories are read here;
-    notes at the next reconcile (sha256 cleared, as m005 did)."""
+    """Entities, their mentions and co-mentions (store/entities.py). Adding an entry's
+    mentions counts them (entities.remember); the triggers on deleting one keep the counts and
+    remove an entity or a relation with its last mention, however the mention went (its entry
+    deleted, edited, expired, re-indexed). Memories are read here; notes at the next reconcile
+    (sha256 cleared, as m005 did)."""
     con.execute(
         f"""
         CREATE TABLE entities(
@@ -292,16 +293,6 @@ def m006_entities(con: apsw.Connection) -> None:
             PRIMARY KEY (a, b)
         ) WITHOUT ROWID;
         CREATE INDEX relations_b ON relations(b);
-        CREATE TRIGGER mentions_ai AFTER INSERT ON mentions BEGIN
-            UPDATE entities SET mentions = mentions + 1 WHERE id = new.entity_id;
-            INSERT INTO relations(a, b, count)
-                SELECT min(new.entity_id, o.entity_id), max(new.entity_id, o.entity_id), 1
-                FROM (SELECT DISTINCT entity_id FROM mentions
-                      WHERE entry_id = new.entry_id AND entity_id != new.entity_id) AS o
-                WHERE NOT EXISTS (SELECT 1 FROM mentions WHERE entry_id = new.entry_id
-                                  AND entity_id = new.entity_id AND rowid != new.rowid)
-                ON CONFLICT (a, b) DO UPDATE SET count = count + 1;
-        END;
         CREATE TRIGGER mentions_ad AFTER DELETE ON mentions
         WHEN NOT EXISTS (SELECT 1 FROM mentions WHERE entry_id = old.entry_id
                          AND entity_id = old.entity_id) BEGIN

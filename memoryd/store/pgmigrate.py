@@ -336,6 +336,7 @@ def _write(
         total=pc.count_rows(lite, "SELECT count(*) FROM mentions"),
         progress=progress,
     )
+    pc.recount_entities(raw)
     vectors = 0
     for m in pc.sqlite_models(lite):
         try:

@@ -299,8 +299,8 @@ def copy_vectors(
 
 def copy_entities(raw: psycopg.Connection, lite: Connection) -> dict[int, int]:
     """The SQLite store's entities in the target, matched by key (one the target has keeps its
-    row): {SQLite id: target id}. Their counts and relations are the target's triggers' work,
-    as the mentions arrive."""
+    row): {SQLite id: target id}. Their counts and relations are counted again once the
+    mentions are in (recount_entities)."""
     raw.execute(
         "CREATE TEMP TABLE IF NOT EXISTS memoryd_copy_entities(id BIGINT, key TEXT, name TEXT,"
         " type TEXT) ON COMMIT DROP"
@@ -322,6 +322,13 @@ def copy_entities(raw: psycopg.Connection, lite: Connection) -> dict[int, int]:
             "SELECT c.id, e.id FROM memoryd_copy_entities c JOIN entities e ON e.key = c.key"
         ).fetchall()
     }
+
+
+def recount_entities(raw: psycopg.Connection) -> None:
+    """The entities' counts and relations, from every mention (the copied ones too)."""
+    from memoryd.store import entities
+
+    entities.recount(PgConnection(raw))
 
 
 def table_count(raw: psycopg.Connection, table: str) -> int:

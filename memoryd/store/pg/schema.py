@@ -329,26 +329,12 @@ def _v2_entities(cur: psycopg.Cursor) -> None:
     entities.backfill_memories(PgConnection(cur.connection), "all_entries")
 
 
-# The same work as SQLite's triggers on `mentions` (migrations.m006_entities), in BEFORE row
-# triggers: they see the rows the same statement changed before this one, and not those after
-# it (an AFTER row trigger runs when the whole statement is done: a cascade or a COPY of many
-# mentions would see them all). An entity goes after the statement, when nothing refers to it.
+# The same work as SQLite's triggers on deleting a mention (migrations.m006_entities), in a
+# BEFORE row trigger: it sees the rows the same statement deleted before this one, and not those
+# after it (an AFTER row trigger runs when the whole statement is done: a cascade deleting many
+# mentions would see them all gone). An entity goes after the statement, when nothing refers to
+# it. Adding mentions counts them in entities.remember (a bulk copy: entities.recount).
 _MENTION_TRIGGERS = """
-CREATE FUNCTION memoryd_mention_added() RETURNS trigger
-LANGUAGE plpgsql AS $fn$
-BEGIN
-    UPDATE entities SET mentions = mentions + 1 WHERE id = NEW.entity_id;
-    IF NOT EXISTS (SELECT 1 FROM mentions
-                   WHERE entry_id = NEW.entry_id AND entity_id = NEW.entity_id) THEN
-        INSERT INTO relations(a, b, count)
-            SELECT least(NEW.entity_id, o.entity_id), greatest(NEW.entity_id, o.entity_id), 1
-            FROM (SELECT DISTINCT entity_id FROM mentions
-                  WHERE entry_id = NEW.entry_id AND entity_id != NEW.entity_id) AS o
-            ON CONFLICT (a, b) DO UPDATE SET count = relations.count + 1;
-    END IF;
-    RETURN NEW;
-END
-$fn$;
 CREATE FUNCTION memoryd_mention_removing() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
@@ -374,8 +360,6 @@ BEGIN
     RETURN NULL;
 END
 $fn$;
-CREATE TRIGGER mentions_bi BEFORE INSERT ON mentions
-    FOR EACH ROW EXECUTE FUNCTION memoryd_mention_added();
 CREATE TRIGGER mentions_bd BEFORE DELETE ON mentions
     FOR EACH ROW EXECUTE FUNCTION memoryd_mention_removing();
 CREATE TRIGGER mentions_ad AFTER DELETE ON mentions
