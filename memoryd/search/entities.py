@@ -140,21 +140,20 @@ def page(
     ids = [main.id]
 
     def read(con: Any) -> tuple[Any, ...]:
-        first, last, count = entityread.seen(con, ids)
         rel = entityread.related(con, ids, relations)
-        dates = [entityread.together(con, ids, r.id) for r, _ in rel]
-        return (
-            first,
-            last,
-            count,
-            entityread.aliases(con, ids),
-            rel,
-            dates,
-            entityread.mentioning(con, ids),
-        )
+        dates = [
+            entityread.together(
+                con, *((r.id, main.id) if r.mentions < main.mentions else (main.id, r.id))
+            )
+            for r, _ in rel
+        ]
+        return entityread.aliases(con, ids), rel, dates, entityread.mentioning(con, ids)
 
-    first, last, count, forms, rel, dates, entries = store.read(read)
+    forms, rel, dates, entries = store.read(read)
     ranked = _ranked(entries)
+    dated = [float(e["created_at"]) for e in entries]
+    first, last = (min(dated), max(dated)) if dated else (None, None)
+    count = sum(int(e["count"]) for e in entries)
     out: dict[str, Any] = {
         "name": main.name,
         "key": main.key,

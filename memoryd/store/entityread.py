@@ -121,17 +121,6 @@ def _in(ids: Sequence[int]) -> str:
     return ",".join("?" * len(ids))
 
 
-def seen(con: Connection, ids: Sequence[int]) -> tuple[float | None, float | None, int]:
-    """(first seen, last seen, mentions) over the entries this daemon sees: the dates of the
-    oldest and newest mentioning entry (a note's date, a memory's creation)."""
-    row = con.execute(
-        "SELECT min(x.created_at), max(x.created_at), count(*) FROM mentions m"
-        f" JOIN entries x ON x.id = m.entry_id WHERE m.entity_id IN ({_in(ids)})",
-        list(ids),
-    ).fetchall()[0]
-    return row[0], row[1], int(row[2])
-
-
 def aliases(con: Connection, ids: Sequence[int], limit: int = 20) -> list[str]:
     """The surface forms as written, most used first."""
     return [
@@ -188,12 +177,14 @@ def related(con: Connection, ids: Sequence[int], limit: int) -> list[tuple[Entit
     ]
 
 
-def together(con: Connection, ids: Sequence[int], other: int) -> tuple[Any, Any]:
-    """(first, last) date of an entry this daemon sees that mentions one of `ids` and `other`."""
+def together(con: Connection, first: int, second: int) -> tuple[Any, Any]:
+    """(first, last) date of an entry this daemon sees that mentions both entities; the
+    entries of `first` are walked (give the one with fewer mentions), those of `second` looked
+    up (CROSS JOIN keeps that order in SQLite; PostgreSQL plans its own)."""
     row = con.execute(
-        "SELECT min(x.created_at), max(x.created_at) FROM mentions m1"
-        " JOIN mentions m2 ON m2.entry_id = m1.entry_id AND m2.entity_id = ?"
-        f" JOIN entries x ON x.id = m1.entry_id WHERE m1.entity_id IN ({_in(ids)})",
-        [other, *ids],
+        "SELECT min(x.created_at), max(x.created_at) FROM mentions m1 CROSS JOIN mentions m2"
+        " JOIN entries x ON x.id = m1.entry_id"
+        " WHERE m1.entity_id = ? AND m2.entry_id = m1.entry_id AND m2.entity_id = ?",
+        [first, second],
     ).fetchall()[0]
     return row[0], row[1]
