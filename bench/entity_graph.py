@@ -298,8 +298,13 @@ def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q))
 
 
-def indexing(root: Path, workspace: Path, rounds: int) -> dict[str, Any]:
-    times: dict[str, list[float]] = {"none": [], "extract": [], "full": []}
+def indexing(
+    root: Path,
+    workspace: Path,
+    rounds: int,
+    variants: tuple[str, ...] = ("none", "extract", "full"),
+) -> dict[str, Any]:
+    times: dict[str, list[float]] = {v: [] for v in variants}
     for r in range(rounds):
         for variant in times:
             data = root / f"data-{variant}-{r}"
@@ -309,13 +314,11 @@ def indexing(root: Path, workspace: Path, rounds: int) -> dict[str, Any]:
             times[variant].append(secs)
             print(f"  indexing round {r + 1}, {variant}: {secs:.2f} s", file=sys.stderr)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {
-        "seconds": times,
-        "median": med,
-        "extract_over_none": med["extract"] / med["none"],
-        "full_over_none": med["full"] / med["none"],
-        "storage_over_extract": med["full"] / med["extract"],
-    }
+    out: dict[str, Any] = {"seconds": times, "median": med}
+    for a, b in (("extract", "none"), ("full", "none"), ("full", "extract")):
+        if a in med and b in med:
+            out[f"{a}_over_{b}"] = med[a] / med[b]
+    return out
 
 
 def pages(app: Any, rounds: int) -> dict[str, Any]:
@@ -397,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--json", action="store_true")
     p.add_argument("--skip-indexing", action="store_true", help="only the query figures")
+    p.add_argument("--only-indexing", action="store_true", help="only the indexing figures")
+    p.add_argument("--variants", default="none,extract,full", help="indexing variants")
     p.add_argument(
         "--direct",
         action="store_true",
@@ -431,7 +436,11 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(f"workspace: {shape}", file=sys.stderr)
         if not a.skip_indexing:
-            result["indexing"] = indexing(root, workspace, a.rounds)
+            result["indexing"] = indexing(root, workspace, a.rounds, tuple(a.variants.split(",")))
+        if a.only_indexing:
+            result["load_after"] = os.getloadavg()
+            print(json.dumps(result, indent=2) if a.json else report(result))
+            return 0
         secs, app = _index(workspace, root / "data-query", "full")
         result["index_seconds_for_queries"] = secs
         try:
@@ -460,10 +469,13 @@ def report(r: dict[str, Any]) -> str:
         for k, v in ix["seconds"].items():
             lines.append(f"indexing {k:8} " + " ".join(f"{x:.2f}" for x in v) + " s")
         lines.append(
-            f"ratios (medians): extract/none {ix['extract_over_none']:.3f},"
-            f" full/none {ix['full_over_none']:.3f},"
-            f" storage (full/extract) {ix['storage_over_extract']:.3f}"
+            "ratios (medians): "
+            + ", ".join(
+                f"{k.replace('_over_', '/')} {v:.3f}" for k, v in ix.items() if "_over_" in k
+            )
         )
+    if "page" not in r:
+        return "\n".join(lines)
     pg = r["page"]
     lines.append(
         f"entity page: p50 {pg['p50_ms']:.1f} ms, p95 {pg['p95_ms']:.1f} ms, max {pg['max_ms']:.1f}"

@@ -281,11 +281,10 @@ def m006_entities(con: apsw.Connection) -> None:
         CREATE TABLE entities(
             {tables.create_columns(tables.ENTITIES, "sqlite", " " * 12)}
         );
-        CREATE INDEX entities_mentions ON entities(mentions);
         CREATE TABLE mentions(
-            {tables.create_columns(tables.MENTIONS, "sqlite", " " * 12)}
-        );
-        CREATE INDEX mentions_entity ON mentions(entity_id, entry_id);
+            {tables.create_columns(tables.MENTIONS, "sqlite", " " * 12)},
+            PRIMARY KEY (entity_id, entry_id, line, surface)
+        ) WITHOUT ROWID;
         CREATE INDEX mentions_entry ON mentions(entry_id, entity_id);
         CREATE INDEX mentions_surface ON mentions(surface_key);
         CREATE TABLE relations(

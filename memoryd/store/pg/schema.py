@@ -305,7 +305,6 @@ def _v2_entities(cur: psycopg.Cursor) -> None:
         CREATE TABLE entities(
             @ENTITIES@
         );
-        CREATE INDEX entities_mentions ON entities(mentions);
         CREATE TABLE mentions(
             @MENTIONS@
         );
