@@ -330,7 +330,7 @@ def _write(
         pc.MENTION_COLUMNS,
         (
             (entity_map[int(r[0])], entry(r[1]), *r[2:])
-            for r in pc.sqlite_rows(lite, "mentions", pc.MENTION_COLUMNS)
+            for r in pc.sqlite_rows(lite, "mentions", pc.MENTION_COLUMNS, "entry_id, entity_id")
         ),
         label="mentions",
         total=pc.count_rows(lite, "SELECT count(*) FROM mentions"),

@@ -89,8 +89,10 @@ def sqlite_memory_keys(con: Connection) -> list[tuple[str, str]]:
     ]
 
 
-def sqlite_rows(con: Connection, table: str, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
-    yield from con.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid")
+def sqlite_rows(
+    con: Connection, table: str, columns: tuple[str, ...], order: str = "rowid"
+) -> Iterator[tuple[Any, ...]]:
+    yield from con.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}")
 
 
 def sqlite_vectors(
