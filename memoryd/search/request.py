@@ -53,4 +53,5 @@ def narrowing(f: Filters) -> bool:
         or f.until is not None
         or f.min_importance is not None
         or f.tiers
+        or f.entities
     )
