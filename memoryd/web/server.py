@@ -45,6 +45,16 @@ SECURITY_HEADERS = [
 ]
 
 
+_ACCEPTING = frozenset({"WebServer._handle", "BaseSelectorEventLoop._accept_connection2"})
+
+
+def _starting(task: asyncio.Task[Any], registered: set[asyncio.Task[Any]]) -> bool:
+    """A connection's task that has not yet reached the point where close() can see it."""
+    if task.done() or task in registered:
+        return False
+    return getattr(task.get_coro(), "__qualname__", "") in _ACCEPTING
+
+
 class WebServer:
     def __init__(self, settings: WebConfig, data_dir: Path, *, workers: int = WORKERS) -> None:
         self.settings = settings
@@ -119,11 +129,13 @@ class WebServer:
                 return
             self._server.close()
             # a connection accepted just now has a handler task that has not run yet (accept,
-            # transport, protocol, task: a few turns of the loop): let it start and register,
-            # so it is cancelled and its transport closed like the others
-            for _ in range(10):
+            # transport, protocol, task: a few turns of the loop); a task cancelled before its
+            # first step never reaches its `finally`, so its transport would stay open: let
+            # every such task start (and register) first
+            for _ in range(1000):
+                if not any(_starting(t, self._conns) for t in asyncio.all_tasks()):
+                    break
                 await asyncio.sleep(0)
-            await asyncio.sleep(0.02)
             while self._conns:
                 tasks = list(self._conns)
                 for task in tasks:
