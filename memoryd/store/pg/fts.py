@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -211,22 +212,54 @@ def weighted_rank(con: Connection, match: str) -> tuple[str, list[Any]]:
     leaves = terms(match)
     if len(leaves) <= 1:
         return rank_sql("e.fts", "q.q"), []
-    counts = ", ".join(
-        f"(SELECT count(*) FROM (SELECT 1 FROM entries e WHERE e.fts @@ {sql} LIMIT ?) t)"
-        for sql, _ in leaves
-    )
-    row = one(
-        con.execute(
-            f"SELECT {N_SQL}, {counts}",
-            [p for _, ps in leaves for p in [*ps, DF_CAP]],
-        )
-    )
-    n = max(int(row[0]), 1)
+    n, dfs = doc_freqs(con, leaves)
     parts, params = [], []
-    for (sql, ps), df in zip(leaves, row[1:], strict=True):
+    for (sql, ps), df in zip(leaves, dfs, strict=True):
         parts.append(f"?::float8 * ts_rank_cd('{WEIGHTS}'::real[], e.fts, {sql}, {NORMALIZATION})")
-        params += [idf(max(n, int(df)), int(df)), *ps]
+        params += [idf(max(n, df), df), *ps]
     return "-(" + " + ".join(parts) + ")", params
+
+
+DF_TTL_S = 60.0  # a remembered document frequency is counted again after this long
+MEMO_MAX = 4096
+
+
+def doc_freqs(con: Connection, leaves: list[tuple[str, list[Any]]]) -> tuple[int, list[int]]:
+    """N and each term's document frequency, up to DF_CAP. A count reads up to DF_CAP index
+    and heap rows (10-80 ms for a common word at 100K entries), and a search asks for the same
+    terms twice (the all-words and any-word pools), so each is remembered in the store's memo
+    (PgConnection.memo) while N holds, for at most DF_TTL_S: IDF needs no exact count, and N
+    (the planner's estimate once large) changes with every write only while the store is small,
+    where counting is cheap."""
+    memo: dict[Any, Any] = getattr(con, "memo", {})
+    now = time.monotonic()
+    keys = [("df", sql, tuple(ps)) for sql, ps in leaves]
+    fresh: dict[Any, tuple[int, int, float]] = {
+        k: memo[k] for k in keys if k in memo and now - memo[k][2] < DF_TTL_S
+    }
+    n = 0
+    for attempt in range(2):
+        missing = [(k, leaf) for k, leaf in zip(keys, leaves, strict=True) if k not in fresh]
+        counts = "".join(
+            f", (SELECT count(*) FROM (SELECT 1 FROM entries e WHERE e.fts @@ {sql} LIMIT ?) t)"
+            for _, (sql, _) in missing
+        )
+        row = one(
+            con.execute(
+                f"SELECT {N_SQL}{counts}", [p for _, (_, ps) in missing for p in [*ps, DF_CAP]]
+            )
+        )
+        n = max(int(row[0]), 1)
+        if len(memo) > MEMO_MAX:
+            memo.clear()
+        for (k, _), df in zip(missing, row[1:], strict=True):
+            fresh[k] = memo[k] = (int(df), n, now)
+        stale = [k for k in keys if fresh[k][1] != n]  # counted when N was another
+        if not stale or attempt:
+            break
+        for k in stale:
+            del fresh[k]
+    return n, [fresh[k][0] for k in keys]
 
 
 # N of the IDF: the planner's row estimate once the table is large (a count(*) would cost
