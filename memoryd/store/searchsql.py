@@ -7,6 +7,7 @@ PostgreSQL each query goes to store/pg/fts.py, which translates it to a tsquery.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -152,37 +153,26 @@ def snippets(
     }
 
 
-SCAN_ALL_MAX = 5000  # a term in at most this many texts: read its rows, cheaper than IN (...)
-
-
 def matching(con: Connection, match: str, ids: Sequence[int], df: int | None = None) -> set[int]:
-    """Those of the given entries that match the FTS5 expression. With its document frequency
-    `df` known and small, every matching row is read and intersected (0.1 ms for 600 rows at
-    100K texts, against ~1.8 ms for a lookup of 100 rowids)."""
-    out: set[int] = set()
+    """Those of the given entries that match the FTS5 expression (`df`, its document frequency
+    when known: 0 answers at once). FTS5 reads the expression's matches once and SQLite keeps
+    those among the ids (`rowid + 0` keeps the ids from becoming one FTS5 lookup each: each
+    lookup parses the expression again, through the Python `cjk` tokenizer, and seeks the
+    term's whole doclist; 1,500 candidates at 100K chunks took ~0.3 s that way, 5 ms this
+    way)."""
     ids = list(ids)
     if not ids or df == 0:
-        return out
+        return set()
     if is_postgres(con):  # one lookup: the GIN index and `id = ANY(...)`
         return _pg().matching(con, match, ids)
-    if df is not None and df <= SCAN_ALL_MAX:
-        rows = con.execute(
-            "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?",
-            [match, 2 * SCAN_ALL_MAX],
-        ).fetchall()
-        if len(rows) < 2 * SCAN_ALL_MAX:  # else df was stale: look the rowids up instead
-            return {int(r[0]) for r in rows} & set(ids)
-    for start in range(0, len(ids), _BATCH):
-        part = ids[start : start + _BATCH]
-        out.update(
-            int(r[0])
-            for r in con.execute(
-                "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?"
-                f" AND rowid IN ({','.join('?' * len(part))})",
-                [match, *part],
-            )
+    return {
+        int(r[0])
+        for r in con.execute(
+            "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?"
+            " AND (rowid + 0) IN (SELECT value FROM json_each(?))",
+            [match, json.dumps(ids)],
         )
-    return out
+    }
 
 
 def match_count(con: Connection, match: str, cap: int) -> int:
