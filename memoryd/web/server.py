@@ -142,6 +142,8 @@ class WebServer:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
                 self._conns.difference_update(tasks)
+            for _ in range(3):  # the transports' close callbacks, scheduled by the handlers
+                await asyncio.sleep(0)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
             if self._pool is not None:
@@ -185,10 +187,14 @@ class WebServer:
         except Exception:
             log.exception("web connection failed")
         finally:
-            self._conns.discard(task)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            # registered until the transport is really closed (close() waits for it): the
+            # socket itself is closed by a callback writer.close() schedules
+            try:
+                writer.close()
+                with contextlib.suppress(Exception):
+                    await writer.wait_closed()
+            finally:
+                self._conns.discard(task)
 
     def _same_user(self, writer: asyncio.StreamWriter) -> bool:
         """Another local user's connection is refused before it says anything (Linux; the
