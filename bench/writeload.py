@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.corpus import WORDS, note, write_workspace
-from bench.embedding import seed_model_vectors
+from bench.corpus import WORDS, note
+from bench.embedding import prepared_index
 from bench.run import Daemon, pct
 
 MODES = ("hybrid", "keyword", "auto", "vector")
@@ -99,28 +99,14 @@ def _spy(d: Daemon, out: str, seconds: float) -> subprocess.Popen[bytes] | None:
 
 
 def run_size(
-    root: Path, chunks: int, rounds: int, seconds: float, profile: str | None
+    root: Path,
+    chunks: int,
+    rounds: int,
+    seconds: float,
+    profile: str | None,
+    template: Path | None = None,
 ) -> dict[str, Any]:
-    from memoryd.core.config import Config
-
-    ws = root / "ws"
-    shape = write_workspace(ws, chunks, seed=42)
-    cfg = Config.from_dict(
-        {
-            "workspace": str(ws),
-            "data_dir": str(root / "ddata"),
-            "socket": str(root / "unused.sock"),
-            "dailylog": {"enabled": False},
-            "logging": {"level": "warning"},
-        }
-    )
-    t = time.perf_counter()
-    texts = seed_model_vectors(cfg)
-    print(
-        f"{chunks}: indexed {shape['files']} files, {texts} texts in "
-        f"{time.perf_counter() - t:.0f} s",
-        flush=True,
-    )
+    ws, shape, texts = prepared_index(root, chunks, template)
     d = Daemon(root, ws, model=True)
     rng = random.Random(7)
     notes = sorted(ws.rglob("*.md"))
@@ -165,6 +151,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seconds", type=float, default=60, help="length of each phase")
     p.add_argument("--profile", default=None, help="py-spy raw output prefix")
     p.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    p.add_argument(
+        "--template", type=Path, default=None, help="keep (or reuse) the built index here"
+    )
     args = p.parse_args(argv)
     from memoryd.core import logsetup
 
@@ -173,7 +162,9 @@ def main(argv: list[str]) -> int:
     for size in (int(s) for s in args.chunks.split(",")):
         root = Path(tempfile.mkdtemp(prefix="memoryd-wl-"))
         try:
-            results.append(run_size(root, size, args.rounds, args.seconds, args.profile))
+            results.append(
+                run_size(root, size, args.rounds, args.seconds, args.profile, args.template)
+            )
         finally:
             shutil.rmtree(root, ignore_errors=True)
     print("\nsize      round  load  idle p50/p95 ms   write p50/p95 ms   ratio p95  met (<= 1.5x)")

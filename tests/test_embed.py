@@ -149,3 +149,18 @@ def test_close_waits_for_a_model_still_loading() -> None:
     holder.close()
     release.join()
     assert loaded.is_set()
+
+
+def test_background_runs_stay_within_the_memory_budget() -> None:
+    """Long texts go one to a run, short ones many to a run; every text once, longest first."""
+    from memoryd.index.embed import CHARS_PER_TOKEN, MAX_TOKENS, RUN_BUDGET, budget_runs
+
+    lengths = [2000, 30, 900, 40, 1500, 60, 350, 20, 25, 5000]
+    runs = budget_runs(lengths)
+    assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
+    for run in runs:
+        tokens = max(min(MAX_TOKENS, lengths[i] // CHARS_PER_TOKEN + 2) for i in run)
+        assert len(run) == 1 or len(run) * tokens**2 <= RUN_BUDGET
+    assert runs[0] == [9] and [lengths[i] for i in runs[1]] == [2000]  # full length: alone
+    assert max(len(r) for r in runs) >= 4  # the short ones share a run
+    assert budget_runs([]) == []

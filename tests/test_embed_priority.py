@@ -108,7 +108,9 @@ def test_an_edited_note_is_embedded_before_the_backlog(make_app: Any) -> None:
         fake.gate.release()  # the next batch takes the edited note first
         wait_for(lambda: len(fake.batches) == 3)
         wait_for(lambda: embedded(app, edited))
-        assert any("zebras" in t for t in fake.batches[2])
+        # in the batch after the one running when it changed (or the very next one, when the
+        # change came between two batches: a batch of short texts is one model run)
+        assert any("zebras" in t for b in fake.batches[1:3] for t in b), fake.batches
         assert app.embedder.pending() > 20  # the backlog is far from done
     finally:
         for _ in range(40):
