@@ -132,6 +132,40 @@ def test_offline_model_loads_and_embeds(tmp_path: Path) -> None:
     assert again is not None and again.model_dir == resolved.model_dir
 
 
+@pytest.mark.model
+def test_the_offline_model_without_fastembed_gives_fastembeds_vectors(tmp_path: Path) -> None:
+    """index/onnxembed.py runs the offline model itself (no fastembed import): the same vectors
+    as fastembed's pipeline for short, long (truncated at 256 tokens) and mixed-length runs, so
+    vectors stored by either keep one identity."""
+    if offline_files() is None:
+        pytest.skip("memoryd[offline] not installed")
+    from memoryd.index.onnxembed import OnnxEmbedder
+
+    resolved, _ = resolve_model(cfg(), tmp_path)
+    assert resolved is not None and resolved.model_dir is not None
+    lean = embed.load_embedder(resolved, cache_dir=tmp_path)
+    assert isinstance(lean, OnnxEmbedder)
+    fast = embed.FastEmbedEmbedder(
+        model_name=resolved.model_name,
+        identity_name=resolved.identity_name,
+        model_dir=resolved.model_dir,
+        cache_dir=tmp_path / "fastembed-cache",
+        threads=1,
+    )
+    assert lean.identity == fast.identity
+    texts = [
+        "lunch is at noon",
+        "Sessions live in Redis for 14 days; the cookie is HttpOnly.",
+        " ".join(f"word{i} alpha beta gamma" for i in range(200)),  # far over 256 tokens
+        "# Heading\n\n- a list\n- of things, ünïcödé and 数据库",
+        "",
+    ]
+    for batch in (texts, texts[:1], texts[2:3], texts[::-1]):
+        a, b = lean.embed_batch(batch), fast.embed_batch(batch)
+        assert a.shape == b.shape and a.dtype == np.float32
+        assert np.abs(a - b).max() < 1e-5
+
+
 def test_close_waits_for_a_model_still_loading() -> None:
     """A daemon stopped while its model loads must not exit under onnxruntime's session set-up
     (the process aborted with "terminate called without an active exception")."""
