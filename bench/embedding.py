@@ -1,7 +1,8 @@
 """Embedding rows (issue 12): search latency while a backlog is embedded, throughput against raw
 fastembed, and a soak run that records the daemon's RSS every minute.
 
-    python -m bench embedding [--notes N]      two rows, about 2.5 minutes with the real model
+    python -m bench embedding [--backlog N] [--runs N] [--no-throughput]
+                                               two rows, about 2.5 minutes with the real model
     python -m bench soak --minutes N [--chunks N] [--template DIR]
     python -m bench reads                      daemon CPU while rg reads the watched workspace
     python -m bench bursts                     new folders, a file appended to without pause
@@ -430,6 +431,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--minutes", type=float, default=15)
     p.add_argument("--chunks", type=int, default=100_000)
     p.add_argument("--backlog", type=int, default=1200)
+    p.add_argument("--runs", type=int, default=1, help="backlog runs (each its own daemon)")
+    p.add_argument("--no-throughput", action="store_true", help="only the backlog row(s)")
     p.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     p.add_argument(
         "--template", type=Path, default=None, help="keep (or reuse) the built index here"
@@ -448,7 +451,9 @@ def main(argv: list[str]) -> int:
         elif args.what == "bursts":
             rows = bursts(root / "bursts")
         else:
-            rows = throughput(root / "tp") + backlog_latency(root / "backlog", args.backlog)
+            rows = [] if args.no_throughput else throughput(root / "tp")
+            for run in range(args.runs):
+                rows += backlog_latency(root / f"backlog{run}", args.backlog)
         for r in rows:
             base = "" if r["baseline"] is None else f"  baseline {r['baseline']:.2f}"
             met = {True: "met", False: "MISSED", None: ""}[r["met"]]
