@@ -121,7 +121,12 @@ class App:
             secrets_mode=cfg.secrets.mode,
         )
         self.near_duplicates = NearDuplicates(
-            self.store, self.model, self.embedder, cfg.lifecycle, clock=clock
+            self.store,
+            self.model,
+            self.embedder,
+            cfg.lifecycle,
+            clock=clock,
+            vector_index=self.searcher.vector_cache,
         )
         self.memories = Memories(
             self.store,
