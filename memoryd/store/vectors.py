@@ -166,14 +166,22 @@ def pending_since(
 
 
 def count_pending_since(con: Connection, model_id: int, after: int) -> int:
-    """How many texts `pending_since` would find with no limit (distinct hashes)."""
-    return int(
-        con.execute(
-            "SELECT count(DISTINCT e.content_hash) FROM entries e"
-            f" WHERE (e.id > ? OR e.kind = 'memory') AND {_NO_VECTOR}",
+    """How many texts `pending_since` would find with no limit (distinct hashes). Two queries,
+    one per index (the primary-key range, the kind index): SQLite answers `id > ? OR kind = ?`
+    with a scan of the whole table."""
+    hashes: set[str] = set()
+    for sql, params in (
+        (
+            f"SELECT e.content_hash FROM entries e WHERE e.id > ? AND {_NO_VECTOR}",
             (after, model_id),
-        ).fetchall()[0][0]
-    )
+        ),
+        (
+            f"SELECT e.content_hash FROM entries e WHERE e.kind = 'memory' AND {_NO_VECTOR}",
+            (model_id,),
+        ),
+    ):
+        hashes.update(str(h) for (h,) in con.execute(sql, params))
+    return len(hashes)
 
 
 def newest_id(con: Connection) -> int | None:
