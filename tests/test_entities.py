@@ -245,3 +245,111 @@ def test_chat_speakers_are_people_and_a_label_is_not() -> None:
     assert kinds.get("sam") == "person"  # "at Sam's" is Sam's place, not a place called Sam
     runbook = "4. Unfreeze: `ledgerctl unfreeze --region eu`.\n"
     assert found(extract(runbook)).get("unfreeze") != "person"
+
+
+# --- cues added with issue 20.1's quality pass: each is general, and judged on gold.txt and
+# WNUT-17 together (BENCHMARKS.md, "Entities: extraction") --------------------------------------
+
+
+def test_an_employer_after_a_job_phrase_is_a_system() -> None:
+    # "at X" alone votes place; "starts at", "worked for", "interview at" say employer
+    kinds = found(extract("Talked to Ravi on Friday; he starts at Contoso in Leeds in June.\n"))
+    assert kinds.get("contoso") == "system"
+    assert kinds.get("leeds") == "place"
+    kinds = found(extract("Before that she worked for Initech for six years.\n"))
+    assert kinds.get("initech") == "system"
+
+
+def test_a_dotted_version_after_a_name_votes_system_and_a_bare_number_does_not() -> None:
+    kinds = found(extract("The build image still ships Ruby 3.2 and Node v20, sadly.\n"))
+    assert kinds.get("ruby") == "system" and kinds.get("node") == "system"
+    kinds = found(extract("We watched Season 3 of it, and Rule 6 still applies.\n"))
+    assert kinds.get("season") != "system" and kinds.get("rule") != "system"
+
+
+def test_a_name_that_a_code_span_writes_as_a_word_is_a_system() -> None:
+    text = (
+        "When the site is down, restart Caddy on the edge host: `sudo systemctl restart caddy`.\n"
+    )
+    assert found(extract(text)).get("caddy") == "system"
+    # a person's name is not a command: no code span names her
+    assert found(extract("Ask Maren before `git push --force`.\n")).get("maren") != "system"
+
+
+def test_a_make_before_a_model_number_is_a_system() -> None:
+    kinds = found(extract("My old camera was replaced by a Lumix GX80 from the shop.\n"))
+    assert kinds.get("lumix") == "system"
+    assert kinds.get("gx80") == "identifier"
+
+
+def test_coordinated_names_share_a_type_but_a_short_acronym_takes_none() -> None:
+    # WhatsApp is a system (CamelCase); Threema, with no cue of its own, is written beside it
+    kinds = found(extract("The family chat moved from Threema over to WhatsApp last year.\n"))
+    assert kinds.get("whatsapp") == "system"
+    kinds = found(extract("Jonas prefers Threema over WhatsApp for the family chat.\n"))
+    assert kinds.get("threema") == "system"
+    # a list passes the type along: Brno and Ostrava are cued by nothing but Prague's "in"
+    kinds = found(extract("She lived in Prague, Brno and Ostrava before the move.\n"))
+    assert {kinds.get(k) for k in ("prague", "brno", "ostrava")} == {"place"}
+    # "SMS" beside a system is a kind of message, not a product
+    kinds = found(extract("The notifier sends mail through Mailgun and SMS through Twilio.\n"))
+    assert kinds.get("sms") != "system"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.one_of(
+            st.sampled_from(list('[]#@`"“:/._-()0123456789 aZ')),
+            st.characters(exclude_categories=["Cs"], exclude_characters="\n"),
+        ),
+        max_size=120,
+    )
+)
+def test_shape_bits_never_hide_a_span(line: str) -> None:
+    """explicit() with the bits line_shapes gives a line finds what it finds with every bit set
+    (the bits only skip patterns that cannot match)."""
+    from memoryd.text.entity_spans import ANY_SHAPE, Raw, explicit, line_shapes
+
+    (bits,) = line_shapes(line, [0])
+    every: list[Raw] = []
+    gated: list[Raw] = []
+    assert explicit(line, 1, gated, set(), bits) == explicit(line, 1, every, set(), ANY_SHAPE)
+    assert gated == every
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("aZé ÉªµºßΣσ'’-_1 .\u00c0\u0130ǅℂ")), max_size=60))
+def test_the_fast_capitalised_word_pattern_matches_the_plain_one(line: str) -> None:
+    import re
+
+    from memoryd.text.entity_names import _CAPWORD
+
+    plain = re.compile(r"(?<![\w'’-])[^\W\d_a-z][\w]*(?:['’\-][^\W_]+)*['’]?")
+    assert [m.span() for m in _CAPWORD.finditer(line)] == [m.span() for m in plain.finditer(line)]
+
+
+def test_two_plain_capitalised_words_with_no_other_cue_lean_person() -> None:
+    # a given name and a family name, no cue around them: person, by a weak vote
+    kinds = found(extract("Recommended reading: Designing Interfaces by Jenifer Tidwell.\n"))
+    assert kinds.get("jenifer tidwell") == "person"
+    # after a determiner, two words name a thing ("the Supreme Court"), and any cue outvotes
+    kinds = found(extract("He wants to take it to the Supreme Court next year.\n"))
+    assert kinds.get("supreme court") != "person"
+    kinds = found(extract("We moved to Santa Clara when the lease ended.\n"))
+    assert kinds.get("santa clara") == "place"
+
+
+def test_a_possessed_word_the_dictionary_lacks_is_a_brand() -> None:
+    # "my Fitbit", "our Trello": a product; "her Garden" is a noun capitalised in a title
+    kinds = found(extract("The battery on my Fitbit died again during the run.\n"))
+    assert kinds.get("fitbit") == "system"
+    kinds = found(extract("She read it aloud in her Garden on Sunday.\n"))
+    assert kinds.get("garden") != "system"
+
+
+def test_an_organisation_named_by_its_last_word_is_a_system() -> None:
+    text = "The grant came from the Wellcome Society and went to Kestrel Robotics.\n"
+    kinds = found(extract(text))
+    assert kinds.get("wellcome society") == "system"
+    assert kinds.get("kestrel robotics") == "system"

@@ -20,7 +20,14 @@ wikilinks, front matter, 「」【】《》 or quotes around them, or an honorif
 Types: person, system (projects, products, organisations), place, identifier, tag, other; votes
 from where a mention came (front-matter field, @mention, tag, code shape) and from the words
 around it (honorifics, "said", "the X service", "X 3.12", "moved to X", "New ...", "... Street",
-CamelCase), summed over the text; no vote means other.
+CamelCase, "starts at X", "my Gmail", a code span writing the name as a word, a model number
+after a make), summed over the text; no vote means other. Two plain capitalised words with no
+vote lean person; of two coordinated names ("X and Y", "X over Y"), one with no vote takes the
+other's type. BENCHMARKS.md ("Entities: extraction") measures each cue on three sets.
+
+The first pass (entity_spans.py) finds and blanks everything but capitalised names, line by
+line; the second (entity_names.py) reads the names in what is left; _resolve gives each key one
+name and one type over the whole text.
 
 Canonical key: NFKC, Latin diacritics folded, case folded, possessive and surrounding
 punctuation stripped, white space collapsed; tags keep their "#". A wikilink alias or a note
@@ -30,17 +37,19 @@ alias maps to its target's key.
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice
+from itertools import accumulate
+from operator import attrgetter
 from typing import Any
 
 from memoryd.text import entity_cues as cues
 from memoryd.text.entity_cues import IDENTIFIER, OTHER, PERSON, PLACE, SYSTEM, TAG
+from memoryd.text.entity_names import names as _names
 from memoryd.text.entity_spans import (
     HAS_CJK,
-    POSSESSIVE,
+    TICK_B,
     TICKS,
     WIKI,
     Raw,
@@ -50,6 +59,7 @@ from memoryd.text.entity_spans import (
     code_span,
     display_name,
     explicit,
+    line_shapes,
 )
 
 __all__ = [
@@ -88,247 +98,59 @@ class Entity:
     lines: tuple[int, ...]
 
 
-# --- capitalised names -------------------------------------------------------------------------
-
-_HAS_DIGIT = re.compile(r"\d").search
-_PERSONAL = cues.PRONOUNS | cues.KIN
-_FIELD = re.compile(r"^\W*([A-Za-z_]+)\s*::?\s")
-_CAPWORD = re.compile(r"(?<![\w'’-])[^\W\d_a-z][\w]*(?:['’\-][^\W_]+)*['’]?")
-_WORD = re.compile(r"[^\W\d_][\w]*(?:['’\-][^\W_]+)*['’]?")
-_INITIAL_GAP = set('.!?:;"“”‘([{>|*•…—–')
-
-
-@dataclass
-class _Run:
-    line: int
-    words: list[str]
-    initial: bool  # the first word starts a sentence, a line or a heading
-    before: tuple[str, ...]  # up to two words before, lower-cased
-    after: str  # the word after, lower-cased
-    after_gap: str  # what stands between the run and that word
-    honorific: bool
-    all_initial: bool  # a heading or a table row: every word is like sentence-initial
-    field_type: str | None  # the line starts "Attendees:" or another field that types names
-    window: tuple[str, ...]  # the three words after, lower-cased
-
-
-def _word_key(w: str) -> str:
-    return POSSESSIVE.sub("", w).lower() if "'" in w or "’" in w else w.lower()
-
-
-def _nameword(w: str) -> bool:
-    if not w[0].isupper():
-        return False
-    k = _word_key(w)
-    if k in cues.STOP or k in cues.HONORIFICS or (k[-1:] == "s" and k[:-1] in cues.STOP):
-        return False
-    return not (w.isupper() and (len(k) < 2 or k in cues.common_words()))
-
-
-def _runs(line: str, n: int) -> list[_Run]:
-    caps = [
-        (m.start(), m.end(), m.group()) for m in _CAPWORD.finditer(line) if _nameword(m.group())
-    ]
-    if not caps:
-        return []
-    all_initial = atx_heading(line) is not None or line.lstrip().startswith("|")
-    field = _FIELD.match(line)
-    field_type = cues.LINE_FIELDS.get(field.group(1).lower()) if field else None
-    runs: list[_Run] = []
-    i = 0
-    while i < len(caps):
-        j, end = i + 1, caps[i][1]
-        while j < len(caps) and j - i < 4:
-            between = line[caps[j - 1][1] : caps[j][0]]
-            if between != " " and not (
-                between[:1] == " " == between[-1:] and between.strip() in cues.CONNECTORS
-            ):
-                break
-            j += 1
-        s, end = caps[i][0], caps[j - 1][1]
-        before: list[tuple[int, int, str]] = []
-        for width in (32, 160):  # two words back, most often within 32 characters
-            lo = max(0, s - width)
-            before = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(line, lo, s)]
-            if before and before[0][0] == lo > 0:
-                before = before[1:]  # a word cut by the window
-            if len(before) >= 2 or lo == 0:
-                break
-        gap = line[before[-1][1] : s] if before else line[:s]
-        prev = [w.lower().rstrip(".") for _, _, w in before[-2:]]
-        honorific = bool(prev) and prev[-1] in cues.HONORIFICS and gap.strip() in ("", ".")
-        initial = not before or any(c in _INITIAL_GAP for c in gap) or gap.strip() == "-"
-        if honorific:
-            gap2 = line[before[-2][1] : before[-1][0]] if len(before) > 1 else ""
-            initial = len(before) > 1 and any(c in _INITIAL_GAP for c in gap2)
-        after_words = [(m.start(), m.group()) for m in islice(_WORD.finditer(line, end), 3)]
-        after = after_words[0][1].lower() if after_words else ""
-        after_gap = line[end : after_words[0][0]] if after_words else line[end:]
-        window = tuple(w.lower() for _, w in after_words)
-        words = line[s:end].split(" ")
-        runs.append(
-            _Run(
-                n,
-                words,
-                initial,
-                tuple(prev),
-                after,
-                after_gap,
-                honorific,
-                all_initial,
-                field_type,
-                window,
-            )
-        )
-        i = j
-    return runs
-
-
-def _keep(run: _Run, known: set[str]) -> list[str]:
-    """The run's words that make a name ([] when none), dropping sentence-initial common words."""
-    words = list(run.words)
-    common = cues.common_words()
-    if run.all_initial:
-        if len(words) == 1 and _word_key(words[0]) in common:
-            return words if canonical_key(words[0]) in known else []
-        while (
-            words and _word_key(words[0]) in common and canonical_key(" ".join(words)) not in known
-        ):
-            words.pop(0)
-        while (
-            words and _word_key(words[-1]) in common and canonical_key(" ".join(words)) not in known
-        ):
-            words.pop()
-        return words
-    if run.initial and not run.honorific and canonical_key(" ".join(words)) not in known:
-
-        def plain(w: str) -> bool:
-            k = _word_key(w)
-            parts = k.split("-")
-            return k in common or len(k) <= 3 or all(p in common or len(p) <= 3 for p in parts)
-
-        if len(words) == 1:
-            cue = run.after in cues.PERSON_AFTER or words[0].endswith(("'s", "’s"))
-            if plain(words[0]) and not cue:
-                return []
-        else:  # "Check Grafana" -> Grafana; "Julia Evans", "New York" stay whole
-            while len(words) > 1 and plain(words[0]) and not all(plain(w) for w in words[1:]):
-                words.pop(0)
-    while words and words[0].lower() in cues.CONNECTORS:
-        words.pop(0)
-    return words
-
-
-def _speaker(run: _Run) -> bool:
-    """'Maya: ...' at the start of a line."""
-    return (
-        run.initial
-        and not run.all_initial
-        and run.after_gap.startswith(":")
-        and len(run.words) <= 2
-    )
-
-
-def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, float]:
-    """The type votes of one run; `speakers` are the names that open two lines or more."""
-    v: dict[str, float] = defaultdict(float)
-    first, last = _word_key(words[0]), _word_key(words[-1])
-    text = " ".join(words)
-    prev = run.before[-1] if run.before else ""
-    prev2 = " ".join(run.before)
-    after, tight = run.after, run.after_gap == " "
-    possessive = words[-1].endswith(("'s", "’s"))
-    shouted = text.isupper()  # an acronym is rarely a person
-    if run.honorific:
-        v[PERSON] += 3
-    if after in cues.PERSON_AFTER:
-        v[PERSON] += 2
-    if words == run.words and _speaker(run) and canonical_key(text) in speakers:
-        v[PERSON] += 1.5
-    if run.field_type:
-        v[run.field_type] += 2
-    if not shouted and not _PERSONAL.isdisjoint(run.window):
-        v[PERSON] += 1
-    if not shouted and prev in cues.PERSON_BEFORE:
-        v[PERSON] += 1
-    if prev2 in cues.PERSON_BEFORE_2:
-        v[PERSON] += 2
-    if prev2 in cues.SYSTEM_BEFORE_2:
-        v[SYSTEM] += 2
-    if possessive:
-        v[PERSON] += 0.5
-    if tight and after in cues.SYSTEM_AFTER:
-        v[SYSTEM] += 2
-    if len(words) > 1 and (last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX):
-        v[SYSTEM] += 3
-    if tight and len(words) == 1 and after in cues.PLACE_AFTER:
-        v[PLACE] += 1.5
-    if tight and after[:1].isdigit() and cues.VERSION.match(after):
-        v[SYSTEM] += 2
-    if prev in cues.SYSTEM_BEFORE:
-        v[SYSTEM] += 1
-    if any(p[1:] != p[1:].lower() and not p.isupper() for w in words for p in w.split("-")):
-        v[SYSTEM] += 1.5
-    if _HAS_DIGIT(text):
-        v[SYSTEM] += 1
-    if any(len(w) > 5 and w.lower().endswith(cues.SYSTEM_SUFFIX) for w in words):
-        v[SYSTEM] += 1
-    if prev in cues.PLACE_BEFORE and not possessive:  # "at Sam's" is Sam's place
-        v[PLACE] += 1
-    elif prev == "to" and not possessive:
-        v[PLACE] += 0.75
-    if prev2 in cues.PLACE_BEFORE_2 or prev in cues.PLACE_BEFORE_2:
-        v[PLACE] += 2
-    if len(words) > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
-        v[PLACE] += 2
-    return v
-
-
-def _names(lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str]) -> None:
-    runs = [r for n, line in lines for r in _runs(line, n)]
-    for r in runs:  # names written mid-sentence tell which sentence-initial words are names
-        if not r.initial and not r.all_initial:
-            known.add(canonical_key(" ".join(r.words)))
-    seen: set[str] = set()
-    speakers: set[str] = set()
-    for r in runs:  # a chat's speakers open several lines; "Unfreeze: ..." opens one
-        if _speaker(r):
-            k = canonical_key(" ".join(r.words))
-            (speakers if k in seen else seen).add(k)
-    known |= speakers
-    for r in runs:
-        words = _keep(r, known)
-        if words and r.field_type and words[0].lower() in cues.LINE_FIELDS:
-            words = words[1:]
-        if not words:
-            continue
-        surface = " ".join(words)
-        raw = add(out, surface, r.line, "name")
-        if raw is not None:
-            raw.votes = dict(_run_votes(r, words, speakers))
-
-
 # --- the whole extraction ----------------------------------------------------------------------
 
 
-def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> None:
+_CODE_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
+_H1 = re.compile(r"^ {0,3}#(?=[ \t]|$).*", re.MULTILINE)  # what atx_heading reads as level 1
+
+
+def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> list[tuple[str, str]]:
+    """Add the mentions of `body` to `out`; return the coordinated names (entity_names.names)."""
     kept: list[tuple[int, str]] = []
-    for i, (line, code) in enumerate(fenced(body.split("\n"))):
-        if code or not line.strip():
+    code_words: set[str] = set()
+    lines = body.split("\n")
+    code = [c for _, c in fenced(lines)] if "```" in body or "~~~" in body else None
+    starts = list(accumulate((len(x) + 1 for x in lines[:-1]), initial=0))
+    for i, has in enumerate(line_shapes(body, starts)):
+        line = lines[i]
+        if not line or line.isspace() or (code is not None and code[i]):
             continue
         n = first_line + i
-        if "`" in line:
-            for m in TICKS.finditer(line):
-                code_span(m.group(2), n, out)
-                line = blank(line, m.start(), m.end())
-        kept.append((n, explicit(line, n, out, known)))
-    cjk = [k for k in known if HAS_CJK(k)]
+        if has:
+            if has & TICK_B and "`" in line:
+                for m in TICKS.finditer(line):
+                    code_span(m.group(2), n, out)
+                    code_words.update(_CODE_WORD.findall(m.group(2)))
+                    line = blank(line, m.start(), m.end())
+            line = explicit(line, n, out, known, has)
+        kept.append((n, line))
+    cjk = sorted(k for k in known if HAS_CJK(k))  # sorted: a set's order changes per process
     if cjk:  # a CJK name the front matter or a wikilink gave, wherever the text writes it
         for n, line in kept:
             for k in cjk:
                 if k in line:
                     add(out, k, n, "name", key=k)
-    _names(kept, out, known)
+    return _names(kept, out, known, code_words)
+
+
+_FM_KEY = re.compile(r"([A-Za-z_][\w-]*)\s*:")
+_LIST_SEP = re.compile(r"\s*[,;]\s*")
+
+
+def _fm_values(v: Any) -> list[str]:
+    """A front-matter value as a list of strings: a list, or a string split at , and ;."""
+    if isinstance(v, str):
+        items: list[Any] = _LIST_SEP.split(v)
+    elif isinstance(v, list):
+        items = v
+    else:
+        return []
+    out = []
+    for x in items[:200]:
+        if isinstance(x, str | int) and (sx := str(x).strip()):
+            out.append(sx)
+    return out
 
 
 def _front(
@@ -338,7 +160,7 @@ def _front(
     the note's title stands on `title_line`."""
     keys: dict[str, int] = {}
     for i, line in enumerate(head):
-        m = re.match(r"^([A-Za-z_][\w-]*)\s*:", line)
+        m = _FM_KEY.match(line)
         if m:
             keys.setdefault(m.group(1).lower(), i)
 
@@ -349,15 +171,9 @@ def _front(
                 return i + 1
         return start + 1
 
-    def values(v: Any) -> list[str]:
-        items = (
-            v if isinstance(v, list) else re.split(r"\s*[,;]\s*", v) if isinstance(v, str) else []
-        )
-        return [str(x).strip() for x in items[:200] if isinstance(x, str | int) and str(x).strip()]
-
     note_type = raw.get("type")
     title_key = canonical_key(title) if title else ""
-    for item in values(raw.get("aliases", raw.get("alias"))) if title_key else []:
+    for item in _fm_values(raw.get("aliases", raw.get("alias"))) if title_key else []:
         add(out, item, where("aliases", item), "alias", alias_to=title_key)
     if (
         title
@@ -374,7 +190,7 @@ def _front(
         kind = cues.FIELD_TYPES.get(str(fname).lower())
         if kind is None:
             continue
-        for item in values(value):
+        for item in _fm_values(value):
             inner = WIKI.fullmatch(item.strip('"'))
             text = inner.group(1).partition("|")[0].partition("#")[0] if inner else item
             if kind == TAG:
@@ -385,35 +201,98 @@ def _front(
                 add(out, text, where(fname, item), "front_matter", kind, 5.0)
 
 
-def _resolve(raws: list[Raw]) -> list[Mention]:
+_LINE = attrgetter("line")
+_TYPE_ORDER = (PERSON, SYSTEM, PLACE, TAG, IDENTIFIER, OTHER)  # ties go to the first
+# A short acronym is often a common noun (SMS, TV, USB): a coordinated name does not type it.
+_ACRONYM = re.compile(r"[A-Z]{1,3}").fullmatch
+_PASSED_ON = frozenset((PERSON, SYSTEM, PLACE))  # the types a coordinated name passes on
+_NAMED_BY = frozenset(("wikilink", "title", "front_matter"))  # a form from these counts 3
+
+
+def _best_form(forms: dict[str, int]) -> str:
+    """The most frequent form, a capitalised one on a tie, else the first seen."""
+    return max(forms.items(), key=lambda kv: (kv[1], kv[0] != kv[0].lower()))[0]
+
+
+def _pass_types(
+    pairs: Sequence[tuple[str, str]],
+    alias: dict[str, str],
+    names: dict[str, str],
+    types: dict[str, str],
+) -> None:
+    """Of two coordinated names, one no vote typed takes the other's type. (Passing only
+    types a full vote gave, not the weak person lean of two plain words, lost person recall on
+    WNUT-17 and CrossNER for no precision: lists of people are often names and nothing else.)"""
+    for _ in range(2):  # twice: "Kafka, Redis and NATS" passes a type along the list
+        for a, b in pairs:
+            a, b = alias.get(a, a), alias.get(b, b)
+            ta, tb = types.get(a), types.get(b)
+            if ta == OTHER and tb in _PASSED_ON and not _ACRONYM(names[a]):
+                types[a] = tb
+            elif tb == OTHER and ta in _PASSED_ON and not _ACRONYM(names[b]):
+                types[b] = ta
+
+
+def _resolve(raws: list[Raw], pairs: Sequence[tuple[str, str]] = ()) -> list[Mention]:
+    """One name and one type per key. A `hint` raw only votes (for a key something else
+    mentions); of two coordinated names (`pairs`), one that no vote typed takes the other's."""
+    if any(r.source == "hint" for r in raws):
+        hints = [r for r in raws if r.source == "hint"]
+        raws = [r for r in raws if r.source != "hint"]
+    else:
+        hints = []
     alias = {r.key: r.alias_to for r in raws if r.alias_to and r.alias_to != r.key}
-    votes: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    forms: dict[str, Counter[str]] = defaultdict(Counter)
+    votes: dict[str, dict[str, float]] = {}
+    forms: dict[str, dict[str, int]] = {}
     target_names: dict[str, str] = {}
-    for r in raws:
-        key = alias.get(r.key, r.key)
-        r.key = key
-        for kind, w in r.votes.items():
-            votes[key][kind] += w
+    first_name: dict[str, str] = {}
+    for r in (*raws, *hints) if hints else raws:
+        key = r.key
+        if alias and key in alias:
+            key = r.key = alias[key]
+        if r.source == "hint":
+            hv = votes.setdefault(key, {})
+            for kind, w in r.votes.items():
+                hv[kind] = hv.get(kind, 0.0) + w
+            continue
+        if r.votes:
+            v = votes.get(key)
+            if v is None:
+                votes[key] = dict(r.votes)
+            else:
+                for kind, w in r.votes.items():
+                    v[kind] = v.get(kind, 0.0) + w
+        if key not in first_name:
+            first_name[key] = r.name
         if r.alias_to is None:
-            forms[key][r.name] += 3 if r.source in ("wikilink", "title", "front_matter") else 1
-        if r.source in ("wikilink", "title"):
+            f = forms.get(key)
+            if f is None:
+                f = forms[key] = {}
+            f[r.name] = f.get(r.name, 0) + (3 if r.source in _NAMED_BY else 1)
+        if r.source == "wikilink" or r.source == "title":
             target_names.setdefault(key, r.name)
     names: dict[str, str] = {}
     types: dict[str, str] = {}
-    for key in {r.key for r in raws}:
+    for key, name in first_name.items():
         f = forms.get(key)
         if key in target_names:
             names[key] = target_names[key]
         elif f:
-            names[key] = max(f.items(), key=lambda kv: (kv[1], kv[0] != kv[0].lower()))[0]
+            names[key] = next(iter(f)) if len(f) == 1 else _best_form(f)
         else:
-            names[key] = next(r.name for r in raws if r.key == key)
+            names[key] = name
         v = votes.get(key)
-        order = (PERSON, SYSTEM, PLACE, TAG, IDENTIFIER, OTHER)
-        best = max(order, key=lambda k: v.get(k, 0.0)) if v else OTHER
-        types[key] = best if v and v.get(best, 0.0) > 0 else OTHER
-    raws.sort(key=lambda r: r.line)
+        if not v:
+            types[key] = OTHER
+        elif len(v) == 1:
+            ((kind, w),) = v.items()
+            types[key] = kind if w > 0 else OTHER
+        else:
+            best = max(_TYPE_ORDER, key=lambda k: v.get(k, 0.0))
+            types[key] = best if v.get(best, 0.0) > 0 else OTHER
+    if pairs:
+        _pass_types(pairs, alias, names, types)
+    raws.sort(key=_LINE)
     return [Mention(r.key, names[r.key], types[r.key], r.line, r.surface, r.source) for r in raws]
 
 
@@ -425,8 +304,8 @@ def extract(text: str, first_line: int = 1, *, tags: Iterable[str] = ()) -> list
         tag = str(t).strip().lstrip("#").lower()
         if tag:
             add(out, "#" + tag, first_line, "tag", TAG, 5.0, key="#" + tag)
-    _scan(text, first_line, out, set())
-    return _resolve(out)
+    pairs = _scan(text, first_line, out, set())
+    return _resolve(out, pairs)
 
 
 def extract_note(text: str, path: str = "") -> list[Mention]:
@@ -444,11 +323,17 @@ def extract_document(
     title, title_line = fm.title, 1
     if title:
         title_line = next((i + 1 for i, ln in enumerate(head) if ln.startswith("title")), 1)
-    else:
+    elif "```" in body or "~~~" in body:
         for i, (line, code) in enumerate(fenced(body.split("\n"))):
             h = None if code else atx_heading(line)
             if h and h[0] == 1 and h[1]:
                 title, title_line = h[1], first + i
+                break
+    else:  # no code block: only the lines that open like an H1 need a look
+        for m in _H1.finditer(body):
+            h = atx_heading(m.group())
+            if h and h[0] == 1 and h[1]:
+                title, title_line = h[1], first + body.count("\n", 0, m.start())
                 break
     if not title and path:
         title = display_name(path.rsplit("/", 1)[-1].removesuffix(".md"))
@@ -458,8 +343,8 @@ def extract_document(
     known = {r.key for r in out}
     # a person's first name alone is a name too ("Lena" after `people: [Lena Fischer]`)
     known |= {r.key.split(" ")[0] for r in out if " " in r.key and r.votes.get(PERSON)}
-    _scan(body, first, out, known)
-    return _resolve(out)
+    pairs = _scan(body, first, out, known)
+    return _resolve(out, pairs)
 
 
 def in_lines(mentions: Iterable[Mention], start: int, end: int) -> list[Mention]:

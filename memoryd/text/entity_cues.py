@@ -89,6 +89,9 @@ PERSON_BEFORE_2 = phrases(
 # Before a name, two words: an organisation one works for, a system one moves to.
 SYSTEM_BEFORE_2 = phrases(
     "works at|work at|working at|works for|work for|joined from|job at|hired by|"
+    "worked at|worked for|working for|starts at|started at|start at|starting at|"
+    "employed at|employed by|intern at|internship at|offer from|interview at|interviews at|"
+    "interviewed at|interviewing at|engineer at|developer at|manager at|designer at|"
     "acquired by|customer of|migrate to|migrated to|switched to|built on|"
     "based on|written in|replaced by|keep in|stored in"
 )
@@ -113,7 +116,9 @@ SYSTEM_AFTER = words(
 )
 ORG_SUFFIX = words(
     "inc corp corporation ltd llc gmbh plc labs systems technologies software foundation "
-    "university college institute bank group association"
+    "university college institute bank group association society academy council committee "
+    "agency press studios records motors robotics airlines airways pharmaceuticals holdings "
+    "partners ventures capital media"
 )
 ORG_PREFIX = words(
     "university bank bureau department ministry institute college school hospital church "
@@ -171,6 +176,11 @@ SYSTEM_SUFFIX = (
 )
 ACRONYM_OK = re.compile(r"^[A-Z][A-Z0-9&]{1,6}$")
 VERSION = re.compile(r"^v?\d+(?:\.\d+)*$")
+# A version after a name: dotted in the gap before the next word ("Python 3.12 is"), or a
+# word of its own with a "v" ("Node v20"). A bare number is not one ("Season 3", "Rule 6",
+# "Part 2" on WNUT-17).
+VERSION_GAP = re.compile(r" \d+\.\d+(?:\.\d+)*(?:[ ,;:)]|\.?$)")
+V_VERSION = re.compile(r"v\d+(?:\.\d+)*")
 # Words that mark a CJK name as a person: 田中さん, 李明老师.
 CJK_HONORIFICS = ("さん", "様", "先生", "老师", "老師", "同学", "经理", "總", "君", "ちゃん", "氏")
 # Front-matter fields and the type their values have.

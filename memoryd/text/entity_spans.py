@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from memoryd.text import entity_cues as cues
-from memoryd.text.entity_cues import IDENTIFIER, OTHER, PERSON, TAG
+from memoryd.text.entity_cues import IDENTIFIER, OTHER, PERSON, SYSTEM, TAG
 
 
-@dataclass
+@dataclass(slots=True)
 class Raw:
     key: str
     surface: str
@@ -85,16 +86,46 @@ _INFRA = cues.words(
 _FILE_EXT = cues.words("py md toml json txt yaml yml sh js ts go rs sql log conf csv ini cfg")
 
 
-_HAS_DOTTED = re.compile(r"\w\.\w").search
-_HAS_HYPHENED = re.compile(r"\w-\w")
-_HAS_DIGIT = re.compile(r"\d")
-_HAS_CAMEL = re.compile(r"[a-z][A-Z]").search
-_IDENTS = (
-    (_HOST, "host", _HAS_DOTTED),
-    (_SNAKE, "code", lambda line: "_" in line),
-    (_CALL, "code", lambda line: "()" in line),
-    (_CAMEL, "code", _HAS_CAMEL),
+# Which kinds of span a line can hold, one bit each: line_shapes() tests a whole text once
+# (each pattern starts with a literal or a small set, which re scans for quickly, then looks
+# behind; ".*" takes the rest of the line, so a line matches once), and explicit() runs the
+# patterns a line's bits allow. Blanking only writes spaces, so a line never gains a shape.
+WIKI_B, URL_B, AT_B, TAG_B, QUOTE_B, CJK_B, TICK_B = 1, 2, 4, 8, 16, 32, 64
+DOT_B, SNAKE_B, CALL_B, CAMEL_B, HYPHEN_B, DIGIT_B = 128, 256, 512, 1024, 2048, 4096
+ANY_SHAPE = 8191
+_GATES = (  # (a literal every match holds, the gate, its bit): a match implies a gate match
+    ("[[", re.compile(r"\[\[.*"), WIKI_B),
+    ("://", re.compile(r"://.*"), URL_B),
+    ("@", re.compile(r"@.*"), AT_B),
+    ("#", re.compile(r"#[^\s#].*"), TAG_B),
+    ("", re.compile(r"[\"“][A-Z].*"), QUOTE_B),
+    ("`", re.compile(r"`.*"), TICK_B),
+    (".", re.compile(r"\.(?<=[a-z0-9]\.)[a-z0-9-].*"), DOT_B),  # host.name
+    ("_", re.compile(r"_[A-Za-z0-9].*"), SNAKE_B),
+    ("()", re.compile(r"\(\).*"), CALL_B),
+    ("", re.compile(r"[A-Z](?<=[a-z][A-Z]).*"), CAMEL_B),
+    ("-", re.compile(r"-(?<=[a-z0-9]-)[a-z0-9].*"), HYPHEN_B),  # kebab-case
+    ("", re.compile(r"[0-9](?<=[A-Za-z-][0-9]).*"), DIGIT_B),  # the first digit of SEV2, build-7
 )
+_CJK_LINE = re.compile(f"[{_CJK}].*")
+_IDENTS = (
+    (_HOST, "host", DOT_B),
+    (_SNAKE, "code", SNAKE_B),
+    (_CALL, "code", CALL_B),
+    (_CAMEL, "code", CAMEL_B),
+)
+
+
+def line_shapes(text: str, starts: list[int]) -> list[int]:
+    """The shape bits of each line of `text`, whose lines start at the offsets `starts`."""
+    masks = [0] * len(starts)
+    gates = _GATES if text.isascii() else (*_GATES, ("", _CJK_LINE, CJK_B))
+    for literal, rx, bit in gates:
+        if literal not in text:
+            continue
+        for m in rx.finditer(text):
+            masks[bisect_right(starts, m.start()) - 1] |= bit
+    return masks
 
 
 def blank(line: str, start: int, end: int) -> str:
@@ -118,6 +149,14 @@ def add(
     raw = Raw(k, surface, name, line, source, {kind: weight} if kind else {}, alias_to)
     out.append(raw)
     return raw
+
+
+def hint(out: list[Raw], key: str, line: int, kind: str, weight: float) -> None:
+    """A vote for `key` that is not a mention (it counts if something else mentions the key)."""
+    out.append(Raw(key, "", "", line, "hint", {kind: weight}))
+
+
+_BRAND = re.compile(r"(?<![\w'’-])([A-Z][a-z][A-Za-z]+) $").search
 
 
 def _identifier(word: str) -> str:
@@ -170,9 +209,10 @@ def code_span(text: str, n: int, out: list[Raw]) -> None:
                 add(out, w, n, "code", IDENTIFIER, 3.0, key=canonical_key(w))
 
 
-def explicit(line: str, n: int, out: list[Raw], known: set[str]) -> str:
-    """Everything but capitalised names, found in one line (code already masked) and blanked."""
-    if "[[" in line:
+def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_SHAPE) -> str:
+    """Everything but capitalised names, found in one line (code already masked) and blanked;
+    `has` is the line's bits from line_shapes (it may hold shapes the line lacks)."""
+    if has & WIKI_B and "[[" in line:
         for m in WIKI.finditer(line):
             target, _, alias = m.group(1).replace("\\|", "|").partition("|")
             target = target.partition("#")[0].strip()
@@ -188,13 +228,13 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str]) -> str:
                 if alias.strip() and canonical_key(alias) != key:
                     add(out, alias.strip(), n, "alias", alias_to=key)
             line = blank(line, m.start(), m.end())
-    if "://" in line:
+    if has & URL_B and "://" in line:
         for m in _URL.finditer(line):
             host = m.group(1).rsplit("@", 1)[-1].split(":", 1)[0].lower().removeprefix("www.")
             if host:
                 add(out, host, n, "url", IDENTIFIER, 2.0, key=host)
             line = blank(line, m.start(), m.end())
-    if "@" in line:
+    if has & AT_B and "@" in line:
         for m in _EMAIL.finditer(line):
             add(out, m.group(0), n, "email", IDENTIFIER, 3.0, key=m.group(0).lower())
             line = blank(line, m.start(), m.end())
@@ -202,20 +242,20 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str]) -> str:
             add(out, m.group(1), n, "mention", PERSON, 3.0)
             known.add(canonical_key(m.group(1)))
             line = blank(line, m.start(), m.end())
-    if "#" in line:
+    if has & TAG_B and "#" in line:
         for m in _TAG.finditer(line):
             tag = m.group(1).strip("/").lower()
             if tag and not tag.replace("/", "").isdigit():
                 add(out, "#" + tag, n, "tag", TAG, 5.0, key="#" + tag)
             line = blank(line, m.start(), m.end())
-    if '"' in line or "“" in line:
+    if has & QUOTE_B and ('"' in line or "“" in line):
         for m in _QUOTED.finditer(line):
             inner = m.group(1).strip()
             ws = inner.split()
             if 2 <= len(ws) <= 8 and all(w[0].isupper() for w in ws if len(w) > 3):
                 add(out, inner, n, "quoted", OTHER, 1.0)
                 line = blank(line, m.start(), m.end())
-    if HAS_CJK(line):
+    if has & CJK_B and HAS_CJK(line):
         for m in _BRACKET.finditer(line):
             inner = m.group(1).strip()
             if HAS_CJK(inner) and len(inner) <= 16:
@@ -225,8 +265,8 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str]) -> str:
                 line = blank(line, m.start(), m.end())
         for m in _CJK_HONORIFIC.finditer(line):
             add(out, m.group(1), n, "quoted", PERSON, 2.0)
-    for rx, source, gate in _IDENTS:
-        if not gate(line):
+    for rx, source, bit in _IDENTS:
+        if not has & bit:
             continue
         for m in rx.finditer(line):
             w = m.group(1) if rx is not _SNAKE and rx is not _CAMEL else m.group(0)
@@ -235,13 +275,16 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str]) -> str:
             w = _identifier(w)
             add(out, w, n, source, IDENTIFIER, 3.0, key=canonical_key(w))
             line = blank(line, m.start(), m.end())
-    for m in _KEBAB.finditer(line) if _HAS_HYPHENED.search(line) else ():
+    for m in _KEBAB.finditer(line) if has & HYPHEN_B else ():
         if _kebab_ok(m.group(0)):
             add(out, m.group(0), n, "code", IDENTIFIER, 3.0, key=m.group(0))
             line = blank(line, m.start(), m.end())
-    for m in _MIXED.finditer(line) if _HAS_DIGIT.search(line) else ():
+    for m in _MIXED.finditer(line) if has & DIGIT_B else ():
         w = m.group(0)
         if len(w) >= 4 and any(c.isalpha() for c in w) and not cues.VERSION.match(w):
             add(out, w, n, "code", IDENTIFIER, 3.0, key=canonical_key(w))
+            brand = _BRAND(line, max(0, m.start() - 40), m.start())
+            if brand:  # a make before a model: "a Fujifilm X100V", "the Raspberry Pi 4B"
+                hint(out, canonical_key(brand.group(1)), n, SYSTEM, 2.0)
             line = blank(line, m.start(), m.end())
     return line

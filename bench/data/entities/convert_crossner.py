@@ -1,0 +1,74 @@
+"""Convert CrossNER's AI test set (CoNLL, one token and its BIO tag a line) into
+crossner-ai-test.jsonl: one sentence a line, {"id", "text", "entities": [[type, surface], ...],
+"ignore": [surface, ...]}, CrossNER's types mapped onto memoryd's. person and researcher ->
+person; organisation, university, product and programlang -> system; country and location ->
+place; conference and misc -> other. algorithm, field, task and metrics name concepts ("naive
+Bayes classifier", "machine learning"), which memoryd does not extract: they go to "ignore",
+and the benchmark neither counts them nor counts a prediction of one as wrong.
+
+The text is the tokens joined with single spaces, then lightly detokenized the way Wikipedia
+wrote them (CrossNER splits plurals: "classifier s" -> "classifiers"), as for WNUT-17
+(convert_wnut17.detokenize). CROSSNER is a checkout of github.com/zliucr/CrossNER:
+
+    cd bench/data/entities && git -C CROSSNER show 2e7ba2a:ner_data/ai/test.txt \
+        | python convert_crossner.py > crossner-ai-test.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from convert_wnut17 import detokenize
+
+TYPES = {
+    "person": "person",
+    "researcher": "person",
+    "organisation": "system",
+    "university": "system",
+    "product": "system",
+    "programlang": "system",
+    "country": "place",
+    "location": "place",
+    "conference": "other",
+    "misc": "other",
+    "algorithm": "",
+    "field": "",
+    "task": "",
+    "metrics": "",
+}
+
+
+def main() -> None:
+    sentences: list[list[tuple[str, str]]] = [[]]
+    for line in sys.stdin:
+        line = line.rstrip("\n")
+        if not line.strip():
+            if sentences[-1]:
+                sentences.append([])
+            continue
+        token, _, tag = line.partition("\t")
+        sentences[-1].append((token, tag.strip() or "O"))
+    for i, sent in enumerate(s for s in sentences if s):
+        spans: list[list[str]] = []
+        for token, tag in sent:
+            if tag.startswith("B-"):
+                spans.append([TYPES[tag[2:]], token])
+            elif tag.startswith("I-") and spans:
+                spans[-1][1] += " " + token
+        text = " ".join(token for token, _ in sent)
+        text = detokenize(re.sub(r"(?<=\w) s(?=\s|$)", "s", text))
+        row = {
+            "id": i,
+            "text": re.sub(r"\( (?=\S)", "(", text),
+            "entities": [s for s in spans if s[0]],
+            "ignore": [s[1] for s in spans if not s[0]],
+        }
+        print(json.dumps(row, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,349 @@
+"""Entity extraction, second pass (memoryd/text/entities.py has the whole): capitalised names.
+Runs of one to four capitalised words in the lines the first pass (entity_spans.py) left, the
+words around each run, which runs make a name (sentence-initial common words dropped), and the
+type votes each gets from its neighbours. Pure functions of strings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memoryd.text import entity_cues as cues
+from memoryd.text.entity_cues import PERSON, PLACE, SYSTEM
+from memoryd.text.entity_spans import POSSESSIVE, Raw, add, canonical_key
+from memoryd.text.markdown import atx_heading
+
+# --- capitalised names -------------------------------------------------------------------------
+
+_HAS_DIGIT = re.compile(r"\d").search
+_PERSONAL = cues.PRONOUNS | cues.KIN
+_FIELD = re.compile(r"^\W*([A-Za-z_]+)\s*::?\s")
+# A capitalised word not glued to a word before it. The first character is matched twice: by a
+# set re can scan for quickly (a superset), then by the exact class, looking behind; the same
+# matches as r"(?<![\w'’-])[^\W\d_a-z]..." in a third of the time.
+_CAPWORD = re.compile(
+    r"[A-Z\u00aa\u00b5\u00ba\u00c0-\U0010ffff](?<=[^\W\d_a-z])(?<![\w'’-].)"
+    r"[\w]*(?:['’\-][^\W_]+)*['’]?"
+)
+_WORD_RX = r"[^\W\d_][\w]*(?:['’\-][^\W_]+)*['’]?"
+_WORD = re.compile(_WORD_RX)
+_LETTER = re.compile(r"[^\W\d_]").search  # a word starts at every letter no word has taken
+_LETTER_AT = re.compile(r"[^\W\d_]").match
+_PAIRS = re.compile(rf"({_WORD_RX})([\W\d_]*)").findall  # the words, each with the gap after
+# What follows a run: the gap to the next word (everything but letters), and up to three words
+# (what islice(_WORD.finditer(line, end), 3) finds, in one match).
+_AFTER = re.compile(
+    rf"([\W\d_]*)(?:({_WORD_RX})(?:[\W\d_]*({_WORD_RX})(?:[\W\d_]*({_WORD_RX}))?)?)?"
+).match
+_INITIAL_GAP = frozenset('.!?:;"“”‘([{>|*•…—–')
+
+
+@dataclass(slots=True)
+class _Run:
+    line: int
+    words: list[str]
+    initial: bool  # the first word starts a sentence, a line or a heading
+    before: tuple[str, ...]  # up to two words before, lower-cased
+    after: str  # the word after, lower-cased
+    after_gap: str  # what stands between the run and that word
+    honorific: bool
+    all_initial: bool  # a heading or a table row: every word is like sentence-initial
+    field_type: str | None  # the line starts "Attendees:" or another field that types names
+    window: tuple[str, ...]  # the three words after, lower-cased
+    tail: str = ""  # what stands between the run and the next run of its line, if any
+
+
+def _word_key(w: str) -> str:
+    return POSSESSIVE.sub("", w).lower() if "'" in w or "’" in w else w.lower()
+
+
+def _nameword(w: str) -> bool:
+    if not w[0].isupper():
+        return False
+    k = _word_key(w)
+    if k in cues.STOP or k in cues.HONORIFICS or (k[-1:] == "s" and k[:-1] in cues.STOP):
+        return False
+    return not (w.isupper() and (len(k) < 2 or k in cues.common_words()))
+
+
+_NAMEWORDS: dict[str, bool] = {}  # _nameword's answers: the same words come back line after line
+
+
+def clear_caches() -> None:
+    """Forget the word tests' answers (the benchmark starts each pass cold)."""
+    _NAMEWORDS.clear()
+    _CAMEL_WORDS.clear()
+
+
+def _namewords(line: str) -> list[tuple[int, int, str]]:
+    """(start, end, word) of the capitalised words of `line` that can be part of a name."""
+    if line.islower():  # no upper-case letter: no name (a third of the lines of notes)
+        return []
+    caps = []
+    known = _NAMEWORDS
+    for m in _CAPWORD.finditer(line):
+        w = m.group()
+        ok = known.get(w)
+        if ok is None:
+            if len(known) >= 65536:
+                known.clear()
+            ok = known[w] = _nameword(w)
+        if ok:
+            caps.append((m.start(), m.end(), w))
+    return caps
+
+
+def _runs(line: str, n: int) -> list[_Run]:
+    caps = _namewords(line)
+    if not caps:
+        return []
+    heading = "#" in line[:4] and atx_heading(line) is not None
+    all_initial = heading or line.lstrip().startswith("|")
+    field = _FIELD.match(line) if ":" in line else None
+    field_type = cues.LINE_FIELDS.get(field.group(1).lower()) if field else None
+    runs: list[_Run] = []
+    honorifics, connectors, initial_gap = cues.HONORIFICS, cues.CONNECTORS, _INITIAL_GAP
+    pairs, letter, letter_at = _PAIRS, _LETTER, _LETTER_AT
+    i, ncaps = 0, len(caps)
+    while i < ncaps:
+        j = i + 1
+        while j < ncaps and j - i < 4:
+            between = line[caps[j - 1][1] : caps[j][0]]
+            if between != " " and not (
+                between[:1] == " " == between[-1:] and between.strip() in connectors
+            ):
+                break
+            j += 1
+        s, end = caps[i][0], caps[j - 1][1]
+        # up to two words back, most often within 32 characters; a word the window cuts
+        # (one starting where the window does) is not one of them. (word, gap after it) pairs:
+        # the last gap runs to the run, as no letter stands there.
+        lo = s - 32 if s > 32 else 0
+        before = pairs(line, lo, s) if s and letter(line, 0, s) else []
+        if before and lo and letter_at(line, lo):
+            del before[0]
+        if len(before) < 2 and lo:
+            lo = s - 160 if s > 160 else 0
+            before = pairs(line, lo, s)
+            if before and lo and letter_at(line, lo):
+                del before[0]
+        if before:
+            last, gap = before[-1]
+            prev: tuple[str, ...] = (
+                (before[-2][0].lower().rstrip("."), last.lower().rstrip("."))
+                if len(before) > 1
+                else (last.lower().rstrip("."),)
+            )
+            honorific = prev[-1] in honorifics and gap.strip() in ("", ".")
+            if honorific:
+                initial = len(before) > 1 and not initial_gap.isdisjoint(before[-2][1])
+            else:
+                initial = not initial_gap.isdisjoint(gap) or gap.strip() == "-"
+        else:
+            prev, honorific, initial = (), False, True
+        m = _AFTER(line, end)  # always matches: the gap, then up to three words
+        after_gap, w1, w2, w3 = m.groups() if m else (line[end:], None, None, None)
+        if w1 is None:
+            after, window = "", ()
+        else:
+            after = w1.lower()
+            window = (after,) if w2 is None else (after, w2.lower(), *((w3.lower(),) if w3 else ()))
+        runs.append(
+            _Run(
+                n,
+                line[s:end].split(" "),
+                initial,
+                prev,
+                after,
+                after_gap,
+                honorific,
+                all_initial,
+                field_type,
+                window,
+            )
+        )
+        i = j
+        if i < ncaps:
+            runs[-1].tail = line[end : caps[i][0]]
+    return runs
+
+
+def _keep(run: _Run, known: set[str]) -> list[str]:
+    """The run's words that make a name ([] when none), dropping sentence-initial common words."""
+    words = list(run.words)
+    common = cues.common_words()
+    if run.all_initial:
+        if len(words) == 1 and _word_key(words[0]) in common:
+            return words if canonical_key(words[0]) in known else []
+        while (
+            words and _word_key(words[0]) in common and canonical_key(" ".join(words)) not in known
+        ):
+            words.pop(0)
+        while (
+            words and _word_key(words[-1]) in common and canonical_key(" ".join(words)) not in known
+        ):
+            words.pop()
+        return words
+    if run.initial and not run.honorific and canonical_key(" ".join(words)) not in known:
+
+        def plain(w: str) -> bool:
+            k = _word_key(w)
+            parts = k.split("-")
+            return k in common or len(k) <= 3 or all(p in common or len(p) <= 3 for p in parts)
+
+        if len(words) == 1:
+            cue = run.after in cues.PERSON_AFTER or words[0].endswith(("'s", "’s"))
+            if plain(words[0]) and not cue:
+                return []
+        else:  # "Check Grafana" -> Grafana; "Julia Evans", "New York" stay whole
+            while len(words) > 1 and plain(words[0]) and not all(plain(w) for w in words[1:]):
+                words.pop(0)
+    while words and words[0].lower() in cues.CONNECTORS:
+        words.pop(0)
+    return words
+
+
+def _speaker(run: _Run) -> bool:
+    """'Maya: ...' at the start of a line."""
+    return (
+        run.initial
+        and not run.all_initial
+        and run.after_gap.startswith(":")
+        and len(run.words) <= 2
+    )
+
+
+_CAMEL_WORDS: dict[str, bool] = {}
+
+
+def _camel_word(w: str) -> bool:
+    """CamelCase inside a word or a hyphened part of it: GitHub, PagerDuty; not Wi-Fi, NASA."""
+    ok = _CAMEL_WORDS.get(w)
+    if ok is None:
+        if len(_CAMEL_WORDS) >= 65536:
+            _CAMEL_WORDS.clear()
+        ok = _CAMEL_WORDS[w] = any(p[1:] != p[1:].lower() and not p.isupper() for p in w.split("-"))
+    return ok
+
+
+_POSSESSORS = cues.words("my your his her our their")
+_DETERMINERS = cues.words("the a an this that these those my our your their his her its")
+
+
+def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, float]:
+    """The type votes of one run; `speakers` are the names that open two lines or more."""
+    v: dict[str, float] = defaultdict(float)  # a plain dict once returned
+    first, last = _word_key(words[0]), _word_key(words[-1])
+    text = " ".join(words)
+    prev = run.before[-1] if run.before else ""
+    prev2 = " ".join(run.before)
+    after, tight = run.after, run.after_gap == " "
+    possessive = words[-1].endswith(("'s", "’s"))
+    shouted = text.isupper()  # an acronym is rarely a person
+    if run.honorific:
+        v[PERSON] += 3
+    if after in cues.PERSON_AFTER:
+        v[PERSON] += 2
+    if words == run.words and _speaker(run) and canonical_key(text) in speakers:
+        v[PERSON] += 1.5
+    if run.field_type:
+        v[run.field_type] += 2
+    if not shouted and not _PERSONAL.isdisjoint(run.window):
+        v[PERSON] += 1
+    if not shouted and prev in cues.PERSON_BEFORE:
+        v[PERSON] += 1
+    if prev2 in cues.PERSON_BEFORE_2:
+        v[PERSON] += 2
+    if prev2 in cues.SYSTEM_BEFORE_2:
+        v[SYSTEM] += 2
+    if possessive:
+        v[PERSON] += 0.5
+    if tight and after in cues.SYSTEM_AFTER:
+        v[SYSTEM] += 2
+    if len(words) > 1 and (last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX):
+        v[SYSTEM] += 3
+    if tight and len(words) == 1 and after in cues.PLACE_AFTER:
+        v[PLACE] += 1.5
+    if (tight and cues.V_VERSION.fullmatch(after)) or (
+        run.after_gap[:1] == " " and cues.VERSION_GAP.match(run.after_gap)
+    ):
+        v[SYSTEM] += 2
+    if prev in cues.SYSTEM_BEFORE:
+        v[SYSTEM] += 1
+    if (  # "my Gmail password", "our Lyft": a brand; "her Father" is a title's noun
+        prev in _POSSESSORS
+        and len(words) == 1
+        and not possessive
+        and not shouted
+        and len(first) > 3  # the common-words list starts at four letters
+        and first not in cues.common_words()
+    ):
+        v[SYSTEM] += 1
+    if any(_camel_word(w) for w in words):
+        v[SYSTEM] += 1.5
+    if _HAS_DIGIT(text):
+        v[SYSTEM] += 1
+    if any(len(w) > 5 and w.lower().endswith(cues.SYSTEM_SUFFIX) for w in words):
+        v[SYSTEM] += 1
+    if prev in cues.PLACE_BEFORE and not possessive:  # "at Sam's" is Sam's place
+        v[PLACE] += 1
+    elif prev == "to" and not possessive:
+        v[PLACE] += 0.75
+    if prev2 in cues.PLACE_BEFORE_2 or prev in cues.PLACE_BEFORE_2:
+        v[PLACE] += 2
+    if len(words) > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
+        v[PLACE] += 2
+    if (
+        not v
+        and len(words) == 2
+        and prev not in _DETERMINERS
+        and all(w[1:].islower() and w.isalpha() for w in words)
+        and not (first in cues.common_words() and last in cues.common_words())
+    ):
+        v[PERSON] += 0.5
+    return dict(v)
+
+
+# Between two names that share a type: "Signal over WhatsApp", "Kafka, Redis and NATS".
+_COORDINATED = re.compile(
+    r"(?:,? (?:and|or|nor|over|vs\.?|versus|and/or|&|instead of|rather than|than) |, | ?/ ?)"
+)
+
+
+def names(
+    lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str], code_words: set[str]
+) -> list[tuple[str, str]]:
+    """Add the names in `lines` to `out`; return the pairs of keys written as coordinated
+    names. A name a code span writes as a word (`systemctl stop patroni`) votes system."""
+    runs = [r for n, line in lines if not line.islower() for r in _runs(line, n)]
+    seen: set[str] = set()
+    speakers: set[str] = set()
+    for r in runs:
+        if r.all_initial:
+            continue
+        if not r.initial:  # names written mid-sentence tell which sentence-initial words are
+            known.add(canonical_key(" ".join(r.words)))
+        elif _speaker(r):  # a chat's speakers open several lines; "Unfreeze: ..." opens one
+            k = canonical_key(" ".join(r.words))
+            (speakers if k in seen else seen).add(k)
+    known |= speakers
+    pairs: list[tuple[str, str]] = []
+    last: tuple[_Run, str] | None = None  # the run before, when kept, and its key
+    for r in runs:
+        words = _keep(r, known)
+        if words and r.field_type and words[0].lower() in cues.LINE_FIELDS:
+            words = words[1:]
+        raw = add(out, " ".join(words), r.line, "name") if words else None
+        if raw is None:
+            last = None
+            continue
+        raw.votes = _run_votes(r, words, speakers)
+        if code_words and raw.key in code_words:
+            raw.votes[SYSTEM] = raw.votes.get(SYSTEM, 0.0) + 2
+        if last and last[0].line == r.line and _COORDINATED.fullmatch(last[0].tail):
+            pairs.append((last[1], raw.key))
+        last = (r, raw.key)
+    return pairs
