@@ -13,10 +13,16 @@ from typing import Any
 W, H, PAD = 720, 360, 56
 
 
-def svg(samples: list[dict[str, Any]], title: str, limit: float | None = 350.0) -> str:
+def svg(
+    samples: list[dict[str, Any]],
+    title: str,
+    limit: float | None = 350.0,
+    other: list[dict[str, Any]] | None = None,
+) -> str:
     xs = [float(s["minute"]) for s in samples]
     series = [("VmRSS", "rss_mb", "#1f5fbf"), ("RssAnon", "RssAnon", "#bf5f1f")]
     values = [float(s[k]) for _, k, _ in series for s in samples if s.get(k) is not None]
+    values += [float(s["rss_mb"]) for s in other or []]
     top = max([*values, limit or 0.0]) * 1.08
     x_max = max(xs) if xs and max(xs) > 0 else 1.0
 
@@ -64,6 +70,16 @@ def svg(samples: list[dict[str, Any]], title: str, limit: float | None = 350.0) 
             + '"/>'
         )
         out.append(f'<text x="{PAD + 10}" y="{PAD + 16 * i}" fill="{colour}">{name}</text>')
+    if other:
+        pts = [(px(float(s["minute"])), py(float(s["rss_mb"]))) for s in other]
+        out.append(
+            '<polyline fill="none" stroke="#555" stroke-width="2" stroke-dasharray="4 3" '
+            'points="' + " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + '"/>'
+        )
+        out.append(
+            f'<text x="{PAD + 10}" y="{PAD + 16 * len(series)}" fill="#555">'
+            "VmRSS, main (same soak, same index)</text>"
+        )
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -71,8 +87,9 @@ def svg(samples: list[dict[str, Any]], title: str, limit: float | None = 350.0) 
 def main(argv: list[str]) -> int:
     src, dst = Path(argv[0]), Path(argv[1])
     data = json.loads(src.read_text())
+    other = json.loads(Path(argv[2]).read_text())["samples"] if len(argv) > 2 else None
     title = f"memoryd soak: {data['chunks']:,} chunks, model loaded, {data['minutes']:.0f} min"
-    dst.write_text(svg(data["samples"], title))
+    dst.write_text(svg(data["samples"], title, other=other))
     print(f"written to {dst}")
     return 0
 
