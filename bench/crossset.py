@@ -18,6 +18,7 @@ that c. Target (issue 19.6): >= 90% empty, drop <= 0.01, on every set.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import tempfile
@@ -50,30 +51,49 @@ def collect(names: list[str], cache: Path, queries: int | None) -> dict[str, Any
         for t, ds in sets.items():
             app, work, _ = Q.open_index(ds, False, cache, print, holder)
             try:
-                search = app.searcher.search
-                own = {
-                    qid: list(search(Q.search_request(q.text, "auto", None))["hits"])
-                    for qid, q in ds.queries.items()
-                    if not q.no_answer
-                }
-                cross = [
-                    [
-                        h.get("score") or 0.0
-                        for h in search(Q.search_request(q.text, "auto", None))["hits"]
-                    ]
+
+                def search(text: str, app: Any = app) -> list[dict[str, Any]]:
+                    req = dataclasses.replace(Q.search_request(text, "auto", None), explain=True)
+                    return list(app.searcher.search(req)["hits"])
+
+                own = {qid: search(q.text) for qid, q in ds.queries.items() if not q.no_answer}
+                cross_hits = [
+                    search(q.text)
                     for s, other in sets.items()
                     if s != t
                     for q in other.queries.values()
                 ]
+                cross = [[h.get("score") or 0.0 for h in hits] for hits in cross_hits]
             finally:
                 app.close()
                 shutil.rmtree(work, ignore_errors=True)
-            out[t] = {"own": own, "cross": cross}
+            out[t] = {
+                "own": own,
+                "cross": cross,
+                "own_features": {
+                    qid: {**features(hits), "recall@10": _recall(ds, qid, hits, 0.0)}
+                    for qid, hits in own.items()
+                },
+                "cross_features": [features(hits) for hits in cross_hits],
+            }
             print(f"{t}: {len(own)} own, {len(cross)} cross-set questions", flush=True)
     finally:
         holder.close()
         shutil.rmtree(model_root, ignore_errors=True)
     return {"sets": sets, "runs": out}
+
+
+def features(hits: list[dict[str, Any]]) -> dict[str, float]:
+    """What a query-level "nothing here" score could read from an answer: its top score, the
+    keyword coverage and similarity of its top hit, the best coverage and similarity of any."""
+    ex = [h.get("explain") or {} for h in hits]
+    return {
+        "score": max((h.get("score") or 0.0 for h in hits), default=0.0),
+        "top_coverage": float(ex[0].get("coverage") or 0.0) if ex else 0.0,
+        "top_similarity": float(ex[0].get("similarity") or 0.0) if ex else 0.0,
+        "coverage": max((float(e.get("coverage") or 0.0) for e in ex), default=0.0),
+        "similarity": max((float(e.get("similarity") or 0.0) for e in ex), default=0.0),
+    }
 
 
 def curves(sets: dict[str, Any], runs: dict[str, Any]) -> dict[str, dict[float, dict[str, float]]]:
@@ -130,7 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     table = curves(got["sets"], got["runs"])
     held = loso(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"curves": table, "loso": held}, indent=2))
+    features = {
+        t: {"own": r["own_features"], "cross": r["cross_features"]} for t, r in got["runs"].items()
+    }
+    args.out.write_text(json.dumps({"curves": table, "loso": held, "features": features}, indent=2))
     print(f"{'set':<11} {'cut':>5} {'R@10 drop':>9} {'cross empty':>11} {'(no cut)':>8}")
     for name, r in held.items():
         print(

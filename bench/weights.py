@@ -3,7 +3,7 @@
     python -m bench.weights [--set NAME ...] [--cache DIR] [--out FILE]
 
 Every set's queries run in mode auto (limit 10, group note) under each candidate of COMBOS
-(search.partial_match_weight, keyword_weight, vector_weight). For each held-out set, the
+(search.coverage_power, keyword_weight, vector_weight). For each held-out set, the
 combination with the best mean nDCG@10 over the other sets is chosen (ties: the shipped
 defaults), and the held-out set's figures under it are reported beside its own best.
 """
@@ -19,8 +19,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).parent
-DEFAULT = (0.15, 0.7, 0.3)
-COMBOS = [DEFAULT, (0.4, 0.7, 0.3), (1.0, 0.7, 0.3), (0.4, 0.6, 0.4), (0.15, 0.8, 0.2)]
+DEFAULT = (3.0, 0.6, 0.4)
+COMBOS = [
+    DEFAULT,
+    (0.0, 0.6, 0.4),
+    (2.0, 0.6, 0.4),
+    (4.0, 0.6, 0.4),
+    (3.0, 0.7, 0.3),
+    (3.0, 0.5, 0.5),
+]
 
 
 def key(c: tuple[float, float, float]) -> str:
@@ -40,9 +47,9 @@ def sweep(names: list[str], cache: Path) -> dict[str, dict[str, list[float]]]:
             app, work, _ = Q.open_index(ds, False, cache, print, holder)
             base = app.searcher.settings
             try:
-                for pw, kw, vw in COMBOS:
+                for cp, kw, vw in COMBOS:
                     app.searcher.settings = dataclasses.replace(
-                        base, partial_match_weight=pw, keyword_weight=kw, vector_weight=vw
+                        base, coverage_power=cp, keyword_weight=kw, vector_weight=vw
                     )
                     req = Q.search_request
                     res = {
@@ -50,7 +57,7 @@ def sweep(names: list[str], cache: Path) -> dict[str, dict[str, list[float]]]:
                         for qid, q in ds.queries.items()
                     }
                     s = Q.summarise(ds, res)
-                    out.setdefault(name, {})[key((pw, kw, vw))] = [
+                    out.setdefault(name, {})[key((cp, kw, vw))] = [
                         round(s["ndcg@10"], 4),
                         round(s["recall@10"], 4),
                     ]

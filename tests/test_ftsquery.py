@@ -33,6 +33,8 @@ def con() -> apsw.Connection:
         "e-mail from bob",
         "kubernetes deployment",
         "我们的数据库很慢，李明负责",
+        "Lena: the leaving party is at the Crown",
+        "ledgerctl freeze the writers in the eu region",
     ]:
         c.execute("insert into t(content) values (?)", (text,))
     return c
@@ -63,6 +65,18 @@ def test_forms(con: apsw.Connection) -> None:
     assert parse_query("-only -negations").match is None
     assert parse_query("   ").match is None
     assert quote_term('say "hi"') == '"say ""hi"""'
+
+
+def test_possessives_and_command_line_options(con: apsw.Connection) -> None:
+    """Issue 19.2: "Lena's" asks about Lena (a chat writes "Lena: ..."), and `--region` is an
+    option of a command line, its word asked about, not excluded."""
+    assert rows(con, "Lena's party") == ["Lena: the leaving party is at the Crown"]
+    assert parse_query("Lena's").match == '"Lena"'
+    assert rows(con, "ledgerctl freeze --region eu") == [
+        "ledgerctl freeze the writers in the eu region"
+    ]
+    assert parse_query("deploy --dry-run").negated == ()
+    assert parse_query("deploy -friday").negated == ("friday",)
 
 
 def test_cjk_words_and_questions(con: apsw.Connection) -> None:

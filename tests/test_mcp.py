@@ -40,6 +40,8 @@ EXPECTED_TOOLS = {
     "delete_note",
     "links",
     "backlinks",
+    "about",
+    "related",
 }
 
 

@@ -32,8 +32,11 @@ pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 def test_query_units_keep_topical_words_phrases_and_cjk_bigrams() -> None:
     assert query_units("How do I fix ERR_CONN_4030?") == ["fix", "err_conn_4030"]
     assert query_units("db-replica-05.eu") == ["db replica 05 eu"]
-    assert query_units("Who was Tom's manager?") == ["tom s", "manager"]
+    # a possessive is its name (chats write "Tom: ..." or "Tom said", rarely "Tom's")
+    assert query_units("Who was Tom's manager?") == ["tom", "manager"]
+    assert query_units("the Joneses' car") == ["joneses", "car"]
     assert query_units("-draft notes OR ideas") == ["notes", "ideas"]
+    assert query_units("ledgerctl freeze --region eu") == ["ledgerctl", "freeze", "region", "eu"]
     assert query_units("停车场在哪里？") == ["停车", "车场"]  # 在哪里: grammar, not topic
     assert query_units("用PostgreSQL数据库迁移") == ["数据", "据库", "库迁", "迁移", "postgresql"]
     assert query_units("用PostgreSQL数据库") == ["用postgresql数据库"]  # short runs: one phrase
@@ -81,6 +84,32 @@ def test_admission_for_cjk_queries_and_for_queries_no_text_shares_a_word_with() 
     # every model has the constants; an uncalibrated one falls back to its `alone`
     assert ranking.similarity_scale("fake/64").unkeyed is not None
     assert admitted(unkeyed, Scale(0.1, 0.9, 0.5), corrected=True, cjk=True)[0].id == 2
+
+
+def test_a_vector_neighbour_that_holds_a_word_of_the_question_is_backed_by_it() -> None:
+    """Issue 19.2: a word of the question backs a hit in every mode, so vector mode keeps a
+    neighbour under the `alone` floor that holds one (the whole-note cosine baseline has no
+    floor at all); one that holds none still needs `alone`."""
+    held = Candidate(id=1, vector_rank=3, coverage=0.3, similarity=0.12)
+    bare = Candidate(id=2, vector_rank=2, coverage=0.0, similarity=0.15)
+    assert [k.id for k in admitted([held, bare], MINILM)] == [1]
+
+
+def test_coverage_weighs_the_keyword_part_beside_vectors_only() -> None:
+    """Issue 19.2: beside a vector pool, a match on a question's rare words outranks a better
+    BM25 on its common words (coverage cubed, a soft "every word first"); with keywords alone
+    BM25 ranks as it is (it already weighs the words by IDF)."""
+    from memoryd.core.sections import SearchConfig
+
+    s = SearchConfig()
+    rare = Candidate(id=1, keyword_rank=2, bm25=-4.0, coverage=0.9, similarity=0.4)
+    common = Candidate(id=2, keyword_rank=1, bm25=-5.0, coverage=0.3, similarity=0.4)
+    hybrid = {c.id: ranking.relevance(c, s, MINILM, -5.0)[0] for c in (rare, common)}
+    assert hybrid[1] > hybrid[2]
+    alone = {
+        c.id: ranking.relevance(c, s, MINILM, -5.0, coverage_power=0.0)[0] for c in (rare, common)
+    }
+    assert alone[2] > alone[1]
 
 
 def test_names_are_capitalised_words_that_no_sentence_start_explains() -> None:

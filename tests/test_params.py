@@ -38,6 +38,8 @@ BASE: dict[str, dict[str, Any]] = {
     "note.write": {"path": "b.md", "content": "# B\n"},
     "note.append": {"path": "b.md", "content": "more\n"},
     "note.move": {"path": "a.md", "new_path": "c.md"},
+    "entity": {"name": "Nobody"},
+    "related": {"name": "Nobody"},
 }
 WRONG: dict[str, Any] = {
     "list": [{"x": 1}],
@@ -66,7 +68,7 @@ BOOLS = {
     "useful",
 }
 NUMBERS = {"confidence", "ttl", "expires_at", "since", "until"}
-LISTS = {"tags", "triggers", "items", "type", "tier", "concepts"}  # [] is a right value
+LISTS = {"tags", "triggers", "items", "type", "tier", "concepts", "entities"}  # [] is right
 HUGE = 2**62  # inside the 64-bit range the protocol lets through: a range check must answer
 
 

@@ -68,10 +68,18 @@ def test_copy_keeps_ids_history_notes_and_vectors(
     src, dst = result["source"], result["target"]
     assert src["memories"] == 2 and src["documents"] == 3 and src["vectors"] > 0
     assert src["history"] > 0 and src["triggers"] == 2 and src["access_log"] > 0
-    assert src["links"] == 1
+    assert src["links"] == 1 and src["mentions"] > 0
     for key in (*storemigrate.CHECKED, "vectors"):
         assert dst[key] == src[key], key
     assert not dst["renumbered_notes"]
+    import psycopg
+
+    with psycopg.connect(pg_dsn) as con:  # the triggers counted the copied mentions
+        counted = con.execute(
+            "SELECT count(*) FROM entities e WHERE e.mentions ="
+            " (SELECT count(*) FROM mentions m WHERE m.entity_id = e.id) AND e.mentions > 0"
+        ).fetchone()
+        assert counted == con.execute("SELECT count(*) FROM entities").fetchone()
 
     pg = make_app(store={"backend": "postgres", "dsn": pg_dsn})
     got = call(pg, "get", id=ids[1])

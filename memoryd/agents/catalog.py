@@ -1,18 +1,19 @@
 """Every MCP tool of `memoryd mcp` in one table (memoryd.agents.tools, then the note tools of
-memoryd.agents.notetools), the optional name prefix, and the rule that a tool's structured
-copy is never larger than its text (fit)."""
+memoryd.agents.notetools and the entity tools of memoryd.agents.entitytools), the optional
+name prefix, and the rule that a tool's structured copy is never larger than its text (fit)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from memoryd.agents.entitytools import ENTITY_TOOLS
 from memoryd.agents.notetools import NOTE_TOOLS
 from memoryd.agents.tools import TOOLS, Bridge, ToolSpec, call_tool
 
 _ORDER = ["search", "remember", "get", "update", "forget", "session_context", "match_triggers"]
 ALL_TOOLS: list[ToolSpec] = sorted(
-    [*TOOLS, *NOTE_TOOLS],
+    [*TOOLS, *NOTE_TOOLS, *ENTITY_TOOLS],
     key=lambda t: _ORDER.index(t.name) if t.name in _ORDER else len(_ORDER),
 )
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in ALL_TOOLS}

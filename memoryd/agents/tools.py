@@ -261,6 +261,7 @@ MEMORY_FIELDS: dict[str, Any] = {
 }
 # search: common parameters on top, the rare ones in one `filters` object (docs/agents.md)
 SEARCH_FILTERS: dict[str, Any] = {
+    "entities": {**TAGS, "description": "names every result must mention (a note: one section)"},
     "mode": {"type": "string", "enum": ["auto", "keyword", "vector", "hybrid", "fuzzy"]},
     "type": {**STR, "description": "memory types, comma separated"},
     "source": STR,
@@ -308,7 +309,8 @@ SEARCH_SCHEMA: dict[str, Any] = {
         "type": "object",
         "properties": SEARCH_FILTERS,
         "additionalProperties": False,
-        "description": "rarely needed: mode, type, tier, group, workspace, ... (see schema)",
+        "description": "rarely needed: entities, mode, type, tier, group, workspace, ... "
+        "(see schema)",
     },
 }
 

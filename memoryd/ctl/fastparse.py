@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from memoryd.ctl.table import Command
+    from memoryd.ctl.rows import Command
 
 
 class Namespace:

@@ -15,6 +15,7 @@ from memoryd.ctl.output import (
     location,
     one_line,
     pending_note,
+    print_entity_hits,
     print_record,
     print_rows,
     print_search,
@@ -114,6 +115,7 @@ def filter_params(a: Namespace) -> dict[str, Any]:
             "namespace": a.namespace,
             "tier": a.tier,
             "include_deprecated": a.include_deprecated,
+            "entities": a.entity,
         }
     )
 
@@ -201,6 +203,9 @@ def search_paths(res: Any) -> list[str]:
 
 
 def s_search(res: dict[str, Any], a: Namespace) -> int:
+    if res.get("mode") == "entity":
+        print_entity_hits(res)
+        return EXIT_OK
     print_search(res)
     note = pending_note(res)
     if note:

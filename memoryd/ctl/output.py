@@ -106,6 +106,17 @@ def pending_note(result: dict[str, Any]) -> str | None:
     return None
 
 
+def print_entity_hits(result: dict[str, Any]) -> None:
+    """`search --kind entity`: one entity a line, best match first."""
+    hits = result.get("hits") or []
+    print(f"mode entity, {len(hits)} hit(s)")
+    for hit in hits:
+        print(
+            f"  {hit.get('score')}  {hit.get('name')} ({hit.get('type')}, "
+            f"{hit.get('mentions')} mentions)"
+        )
+
+
 def print_search(result: dict[str, Any]) -> None:
     """The hits; under a token budget (`index` in the answer) the hits given in full, then
     the rest of the index as one-line summaries, with one header that adds up."""

@@ -8,7 +8,8 @@ import argparse
 import os
 import sys
 
-from memoryd.ctl.table import COMMANDS, Command
+from memoryd.ctl.rows import Command
+from memoryd.ctl.table import COMMANDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -30,8 +30,9 @@ from memoryd.core.logsetup import get_logger
 from memoryd.index.attachments import OtherFiles
 from memoryd.memory.validation import check_str
 from memoryd.store import Store, entries, links
+from memoryd.store import entities as store_entities
 from memoryd.store.entries import DocumentInfo, NewChunk
-from memoryd.text import markdown, obsidian
+from memoryd.text import entities, markdown, obsidian
 from memoryd.text.pathrules import PathRules, path_accepted, shown, valid_name
 
 log = get_logger("memoryd.index.indexer")
@@ -62,6 +63,7 @@ class Note:
     chunks: list[markdown.Chunk]
     tags: tuple[str, ...]
     links: list[obsidian.Link]
+    mentions: list[entities.Mention]
 
 
 MAX_SKIPPED_LISTED = 1000
@@ -483,6 +485,7 @@ class Indexer:
                 now=now,
             )
             links.replace_links(con, state.path, note.links)
+            store_entities.index_document(con, state.path, note.mentions)
             if fm.created_at is not None or fm.updated_at is not None:
                 updated = fm.updated_at if fm.updated_at is not None else fm.created_at
                 links.set_dates(con, state.path, fm.created_at, updated)
@@ -534,7 +537,8 @@ class Indexer:
                 c.end_line,
                 markdown.sha256_text(content),
             )
-        return Note(fm, chunks, tags, obsidian.links(body, first, masked))
+        mentions = entities.extract_document(fm, body, first, text, path)
+        return Note(fm, chunks, tags, obsidian.links(body, first, masked), mentions)
 
     # -- drift --------------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
-from memoryd.search.ftsquery import quote_term
+from memoryd.search.ftsquery import negation, quote_term
 from memoryd.search.fuzzy import common_words
 from memoryd.search.ranking import identifier, idf, query_units
 from memoryd.store import searchsql
@@ -56,7 +56,7 @@ def names(query: str) -> list[str]:
     starts_sentence = True
     for token in query.split():
         first, starts_sentence = starts_sentence, bool(_SENTENCE_END.search(token))
-        if token.startswith("-"):  # excluded by the query, not asked about
+        if negation(token):  # excluded by the query, not asked about
             continue
         if _IDENT.search(token):  # ERR_AUTH_2207, S3, db-replica-05: identifiers, not names
             continue

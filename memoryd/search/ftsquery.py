@@ -165,6 +165,21 @@ STOP_WORDS = frozenset(
 _TOKEN = re.compile(r'-?"[^"]*"?\*?|[^\s"]+')
 _WORDISH = re.compile(r"\w", re.UNICODE)
 _SPLIT = re.compile(r"[^\w]+", re.UNICODE)
+# An English possessive ("Lena's", "the Joneses'"): the word is the name, which the notes mostly
+# write without it ("Lena: ..." in a chat, "Lena said"); as a phrase "lena s" it would match only
+# the texts that repeat the possessive.
+_POSSESSIVE = re.compile(r"(?<=\w)['\u2019]s?$", re.IGNORECASE)
+
+
+def negation(token: str) -> bool:
+    """Whether a query token excludes what follows its `-` (`-staging`, `-"load test"`); a
+    command-line option (`--region`, `--`) does not."""
+    return len(token) > 1 and token[0] == "-" and token[1] != "-"
+
+
+def strip_possessive(token: str) -> str:
+    """The token without a trailing English possessive ('s, s')."""
+    return _POSSESSIVE.sub("", token)
 
 
 @dataclass(frozen=True)
@@ -230,8 +245,10 @@ def parse_query(text: str) -> ParsedQuery:
             continue
         negative = negate_next
         negate_next = False
-        if raw.startswith("-") and len(raw) > 1:
+        if negation(raw):
             negative, raw = True, raw[1:]
+        elif raw.startswith("--"):  # a command-line option (`--region`): its word is asked about
+            raw = raw.lstrip("-")
         prefix = raw.endswith("*")
         body = raw.rstrip("*")
         if body.startswith('"'):
@@ -242,7 +259,7 @@ def parse_query(text: str) -> ParsedQuery:
             if prefix and len(words) == 1:
                 expr += "*"
         else:
-            words = _words(body)
+            words = _words(strip_possessive(body))
             if not words:
                 continue
             if len(words) == 1 and prefix and len(words[0]) >= 4:

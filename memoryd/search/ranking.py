@@ -10,7 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-from memoryd.search.ftsquery import STOP_WORDS, cjk_bigrams, sentence_run
+from memoryd.search.ftsquery import (
+    STOP_WORDS,
+    cjk_bigrams,
+    negation,
+    sentence_run,
+    strip_possessive,
+)
 from memoryd.store.tokenizer import CJK_CLASS, cjk_runs
 
 _WORD_SPLIT = re.compile(r"[^\w]+", re.UNICODE)
@@ -77,6 +83,9 @@ class SearchSettings(Protocol):
 
     @property
     def partial_match_weight(self) -> float: ...
+
+    @property
+    def coverage_power(self) -> float: ...
 
     @property
     def importance_weight(self) -> float: ...
@@ -168,18 +177,29 @@ def rank_weight(rank: int | None, k: int) -> float:
 
 
 def relevance(
-    c: Candidate, s: SearchSettings, scale: Scale, bm25_best: float | None = None
+    c: Candidate,
+    s: SearchSettings,
+    scale: Scale,
+    bm25_best: float | None = None,
+    coverage_power: float | None = None,
 ) -> tuple[float, dict[str, float]]:
     """A candidate's relevance in 0..1 and the two parts it is made of.
 
-    rrf: the keyword part is the rank's reciprocal-rank weight (a match on only some of the
-    query's words weighs `partial_match_weight`); the vector part is the rank's weight times the
-    similarity's strength, so a pool of flat or low similarities counts for little.
-    weighted: the keyword part is bm25 relative to the best of the pool, the vector part the
-    similarity's strength."""
+    rrf: the keyword part is the rank's reciprocal-rank weight; the vector part is the rank's
+    weight times the similarity's strength, so a pool of flat or low similarities counts for
+    little. weighted: the keyword part is bm25 relative to the best of the pool, the vector part
+    the similarity's strength. Either keyword part is then weighed by how much of the query the
+    text holds: its IDF-weighted coverage to the power `coverage_power` (default
+    `s.coverage_power`; a soft form of "every word first": beside a vector pool, a match on the
+    rare words of a question counts, one on its common words little; the searcher passes 0
+    when there is no vector pool: BM25 alone already weighs the words by IDF), and by
+    `partial_match_weight` when it comes from a typo correction."""
     wk, wv = s.keyword_weight, s.vector_weight
     total = (wk + wv) or 1.0
     partial = s.partial_match_weight if c.partial else 1.0
+    power = s.coverage_power if coverage_power is None else coverage_power
+    if c.coverage is not None and power:
+        partial *= c.coverage**power
     if s.fusion == "weighted":
         kw = 0.0
         if c.bm25 is not None and bm25_best:
@@ -245,11 +265,12 @@ def group_by_note(candidates: Sequence[Candidate]) -> list[Candidate]:
 def admitted(
     candidates: list[Candidate], scale: Scale, cjk: bool = False, corrected: bool = False
 ) -> list[Candidate]:
-    """No padding: a hit is backed by a keyword match, or else by a similarity of at least the
-    model's `alone` floor (a neighbour that shares no word with the query must be close). For a
-    query in Chinese, Japanese or Korean (`cjk`), a keyword backs a hit only when the hit holds
-    one of the query's units (coverage > 0: a match on the bigrams of a question's grammar is
-    no backing), and similarity alone must reach the model's `cjk_alone`. When typo correction
+    """No padding: a hit is backed by a keyword match, or by one of the query's units that it
+    holds (coverage > 0, in every mode: a vector neighbour that holds a word of the question is
+    backed by it), or else by a similarity of at least the model's `alone` floor (a neighbour
+    that shares no word with the query must be close). For a query in Chinese, Japanese or
+    Korean (`cjk`), a match on the bigrams of a question's grammar is no backing, and similarity
+    alone must reach the model's `cjk_alone`. When typo correction
     had its chance (`corrected`: modes auto and fuzzy) and still no candidate holds any of the
     query's words, similarity must reach the model's `unkeyed` floor, when it has one."""
 
@@ -263,7 +284,11 @@ def admitted(
     if cjk:
         cjk_alone = scale[3] if len(scale) > 3 and scale[3] is not None else alone
         return [c for c in candidates if keyed(c) or (c.similarity or 0) >= max(cjk_alone, alone)]
-    return [c for c in candidates if c.keyword_rank is not None or (c.similarity or 0) >= alone]
+    return [
+        c
+        for c in candidates
+        if c.keyword_rank is not None or keyed(c) or (c.similarity or 0) >= alone
+    ]
 
 
 def damp(candidates: Sequence[Candidate], absent_share: float) -> float:
@@ -310,8 +335,9 @@ def query_units(text: str) -> list[str]:
     for a long CJK run (a sentence with no spaces) its topical bigrams instead of the run."""
     out: dict[str, None] = {}
     for token in text.split():
+        token = strip_possessive(token.rstrip("?!.,;:"))
         words = [w.lower() for w in _WORD_SPLIT.split(token) if w and _WORDISH.search(w)]
-        if not words or token.startswith("-"):
+        if not words or negation(token):
             continue
         if any(sentence_run(r) for w in words for r in cjk_runs(w)):
             out.update(dict.fromkeys(cjk_bigrams(words)))

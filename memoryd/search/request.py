@@ -1,5 +1,5 @@
 """What a search asks: the query, its mode, filters, limit and options (a plain value that the
-edges build and the searcher and the hit renderer read)."""
+edges build and the searcher and the hit renderer read), and what its filters amount to."""
 
 from __future__ import annotations
 
@@ -28,3 +28,30 @@ class SearchRequest:
     # "this": this daemon's workspace notes and every memory; "all": every workspace's notes
     # too (PostgreSQL shared by several daemons; on SQLite there is one workspace: the same)
     workspace: str = "this"
+
+
+def base_filters(f: Filters) -> Filters:
+    """The filters every search has (namespace, expiry, tiers): "unfiltered" for a user."""
+    return Filters(
+        namespace=f.namespace,
+        include_expired=f.include_expired,
+        tiers=f.tiers,
+        include_deprecated=f.include_deprecated,
+    )
+
+
+def narrowing(f: Filters) -> bool:
+    """Whether a filter can leave few entries (then an exact scan over them is cheapest).
+    A namespace alone does not: every chunk passes it."""
+    return bool(
+        f.kind == "memory"
+        or f.types
+        or f.tags
+        or f.source
+        or f.path_prefix
+        or f.since is not None
+        or f.until is not None
+        or f.min_importance is not None
+        or f.tiers
+        or f.entities
+    )

@@ -72,7 +72,14 @@ from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts
     strength,
     weighted,
 )
-from memoryd.search.request import GROUPS, MODES, WORKSPACES, SearchRequest
+from memoryd.search.request import (
+    GROUPS,
+    MODES,
+    WORKSPACES,
+    SearchRequest,
+    base_filters,
+    narrowing,
+)
 from memoryd.search.snippets import (  # noqa: F401
     _CLOSE,
     _OPEN,
@@ -378,16 +385,20 @@ class Searcher:
         if keyword and s.fusion == "weighted" and req.filters != base_filters(req.filters):
             # Scores must not depend on the filter: normalise BM25 by the best match of the
             # query without it, so a filtered search ranks as an unfiltered one restricted.
-            full = rewritten.match if fuzzy_used and rewritten is not None else parsed.match
+            if fuzzy_used and rewritten is not None:
+                full: str | None = rewritten.match
+            else:
+                full = parsed.match_any or parsed.match
             bwhere, bparams = filter_sql(base_filters(req.filters), now)
             norm = searchsql.best_bm25(con, full, bwhere, bparams) if full else None
-            if norm is None and parsed.match_any and not fuzzy_used:
-                norm = searchsql.best_bm25(con, parsed.match_any, bwhere, bparams)
-        fused = self._fuse(keyword, vector, scale, req.group, norm)
         units = query_units(
             rewritten.corrected_query if fuzzy_used and rewritten is not None else req.query
         )
-        self.evidence.annotate(con, units, fused, prefix=fuzzy_used)
+
+        def annotate(candidates: list[Candidate]) -> None:
+            self.evidence.annotate(con, units, candidates, prefix=fuzzy_used)
+
+        fused = self._fuse(keyword, vector, scale, req.group, norm, annotate)
         cjk, corrected = has_cjk(req.query), req.mode in ("auto", "fuzzy")
         ranked = admitted(fused, scale, cjk=cjk, corrected=corrected)
         # A word no text holds lowers the scores; only a query of nothing but absent names or
@@ -417,21 +428,13 @@ class Searcher:
     def keyword_candidates(
         self, con: Connection, parsed: ParsedQuery, where: str, params: list[Any], size: int
     ) -> list[Candidate]:
-        """The keyword pool: entries with every term rank first; entries with some of the
-        topical terms fill the pool (marked partial), so a question ("what did we decide about
-        auth?") finds its note."""
+        """The keyword pool: BM25 over the texts that hold any of the query's topical terms
+        (the query as typed when it has one group only), so a question ("what did we decide
+        about auth?") finds its note; how much of the query a text holds weighs its keyword
+        part later (`ranking.relevance`, coverage), not its place in the pool (issue 19.2)."""
         if not parsed.match:
             return []
-        keyword = self._keyword_pool(con, parsed.match, where, params, size)
-        if parsed.match_any and len(keyword) < size:
-            seen = {c.id for c in keyword}
-            extra = self._keyword_pool(con, parsed.match_any, where, params, size)
-            for c in extra:
-                c.partial = True
-            keyword += [c for c in extra if c.id not in seen][: size - len(keyword)]
-            for rank, c in enumerate(keyword, start=1):
-                c.keyword_rank = rank
-        return keyword
+        return self._keyword_pool(con, parsed.match_any or parsed.match, where, params, size)
 
     def _keyword_pool(
         self, con: Connection, match: str, where: str, params: list[Any], size: int
@@ -493,9 +496,11 @@ class Searcher:
         scale: Scale,
         group: str,
         best_bm25: float | None = None,
+        annotate: Callable[[list[Candidate]], None] | None = None,
     ) -> list[Candidate]:
         """Merge the pools and score each chunk; with group "note", score each note by its own
-        ranks in the pools (fusion per note) and keep its chunks as sections."""
+        ranks in the pools (fusion per note) and keep its chunks as sections. `annotate` sets
+        the keyword coverage of each candidate (and of a note's sections) before scoring."""
         s = self.settings
         by_id: dict[int, Candidate] = {c.id: c for c in keyword}
         for c in vector:
@@ -507,18 +512,22 @@ class Searcher:
         chunks = list(by_id.values())
         if best_bm25 is None:
             best_bm25 = bm25_norm(keyword)
+        notes = chunks if group == "none" else group_by_note(chunks)
+        if annotate is not None:
+            annotate(notes)
+        # coverage weighs keyword matches beside a vector pool only (ranking.relevance)
+        power = s.coverage_power if vector else 0.0
         for c in chunks:
-            c.fused, parts = relevance(c, s, scale, best_bm25)
+            c.fused, parts = relevance(c, s, scale, best_bm25, power)
             c.components.update(parts)
             c.components["relevance"] = c.fused
         if group == "none":
             return chunks
-        notes = group_by_note(chunks)
         for n in notes:
             n.sections.sort(key=lambda c: (-c.fused, c.id))
             best = n.sections[0]
             n.id, n.match = best.id, best.match or n.match
-            n.fused, parts = relevance(n, s, scale, best_bm25)
+            n.fused, parts = relevance(n, s, scale, best_bm25, power)
             n.components.update(parts)
             n.components["relevance"] = n.fused
         return notes
@@ -571,29 +580,3 @@ class Searcher:
             self.settings.fusion,
             self._secret_kinds if self.flag_secrets else None,
         )
-
-
-def base_filters(f: Filters) -> Filters:
-    """The filters every search has (namespace, expiry, tiers): "unfiltered" for a user."""
-    return Filters(
-        namespace=f.namespace,
-        include_expired=f.include_expired,
-        tiers=f.tiers,
-        include_deprecated=f.include_deprecated,
-    )
-
-
-def narrowing(f: Filters) -> bool:
-    """Whether a filter can leave few entries (then an exact scan over them is cheapest).
-    A namespace alone does not: every chunk passes it."""
-    return bool(
-        f.kind == "memory"
-        or f.types
-        or f.tags
-        or f.source
-        or f.path_prefix
-        or f.since is not None
-        or f.until is not None
-        or f.min_importance is not None
-        or f.tiers
-    )

@@ -21,8 +21,12 @@ from memoryd.memory.memories import (
 )
 from memoryd.memory.validation import check_bound, check_int, check_str
 from memoryd.notes import vault
+from memoryd.search import entities as entity_search
 from memoryd.search.searcher import SearchRequest
-from memoryd.serve import methods_notes  # noqa: F401  (registers note.* and recent_activity)
+from memoryd.serve import (
+    methods_entities,  # noqa: F401  (registers entity, entities, related)
+    methods_notes,  # noqa: F401  (registers note.* and recent_activity)
+)
 from memoryd.serve.app import App
 from memoryd.serve.registry import (  # noqa: F401  (METHODS, Method, lookup: server.py and tests read them here)
     METHODS,
@@ -50,6 +54,7 @@ FILTER_PARAMS = frozenset(
         "namespace",
         "tier",
         "include_deprecated",
+        "entities",
     }
 )
 
@@ -84,7 +89,15 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         tier_list = tuple(lifecycle.check_tier(t) for t in tiers)
     else:
         raise InvalidInput("tier: expected a string or a list of tiers")
+    names = params.get("entities")
+    if isinstance(names, str):
+        names = [names]
+    if names is not None and (
+        not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names)
+    ):
+        raise InvalidInput("entities: expected a list of names")
     return Filters(
+        entities=tuple(check_str(n, "entities", limit=500) for n in names or ()),
         kind=kind,
         types=type_list,
         tags=check_tags(params["tags"]) if params.get("tags") is not None else (),
@@ -317,6 +330,13 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     use_decay = params.get("use_decay", True)
     if not isinstance(use_decay, bool):
         raise InvalidInput("use_decay: expected true or false")
+    if params.get("kind") == "entity":  # entities themselves, by name (search/entities.py)
+        limit = param_int(params, "limit", app.cfg.search.default_limit)
+        if not 1 <= limit <= app.cfg.search.max_limit:
+            raise InvalidInput(f"limit: expected 1 to {app.cfg.search.max_limit}")
+        return entity_search.find(
+            app.store, query, limit, entity_search.check_types(params.get("type"))
+        )
     filters = filters_from(params, default_kind=None)
     if filters.namespace is None:
         filters = replace(filters, namespace=app.cfg.memories.default_namespace)

@@ -13,6 +13,7 @@ from typing import Any
 
 from memoryd.core.errors import InvalidInput, NotFound
 from memoryd.core.timeutil import iso
+from memoryd.store import entities
 from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -78,6 +79,7 @@ class Filters:
     namespace: str | None = None  # memories of this namespace ("*": all); chunks are shared
     tiers: tuple[str, ...] = ()
     include_deprecated: bool = False
+    entities: tuple[str, ...] = ()  # names every entry must mention (store/entities.py)
 
 
 def filter_sql(f: Filters, now: float) -> tuple[str, list[Any]]:
@@ -90,6 +92,10 @@ def filter_sql(f: Filters, now: float) -> tuple[str, list[Any]]:
     if f.types:
         parts.append(f"e.type IN ({','.join('?' * len(f.types))})")
         params.extend(f.types)
+    if f.entities:
+        sql, more = entities.filter_sql(f.entities)
+        parts.append(sql)
+        params.extend(more)
     for tag in f.tags:
         parts.append("EXISTS (SELECT 1 FROM json_each(e.tags) WHERE json_each.value = ?)")
         params.append(tag)
@@ -245,6 +251,7 @@ def insert_memory(con: Connection, m: NewMemory, now: float) -> tuple[int, bool]
             m.tier,
         ),
     ).fetchall()
+    entities.index_memory(con, int(rows[0][0]), m.content, m.tags)
     return int(rows[0][0]), False
 
 
@@ -294,6 +301,8 @@ def update_memory(con: Connection, entry_id: int, changes: dict[str, Any], now: 
         f"UPDATE entries SET {cols}, updated_at = ? WHERE id = ?",
         [*values.values(), now, entry_id],
     )
+    if "content" in values or "tags" in values:
+        entities.reindex_memory(con, entry_id)
 
 
 def delete_memory(con: Connection, entry_id: int) -> None:
@@ -433,8 +442,10 @@ def replace_document(
 
 
 def forget_document_hashes(con: Connection) -> None:
-    """Every document looks changed to the next reconcile (reindex full)."""
+    """Every document looks changed to the next reconcile (reindex full); memories' entities
+    are read again now."""
     con.execute("UPDATE documents SET sha256 = '', size = -1")
+    entities.reindex_memories(con)
 
 
 def touch_document(con: Connection, path: str, size: int, mtime: float) -> None:

@@ -14,7 +14,7 @@ import apsw
 
 from memoryd.core.errors import StoreError
 from memoryd.core.logsetup import get_logger
-from memoryd.store import tables, tokenizer
+from memoryd.store import entities, tables, tokenizer
 from memoryd.store.protocol import one
 
 log = get_logger("memoryd.store")
@@ -270,12 +270,55 @@ def m005_links(con: apsw.Connection) -> None:
     )
 
 
+def m006_entities(con: apsw.Connection) -> None:
+    """Entities, their mentions and co-mentions (store/entities.py). Adding an entry's
+    mentions counts them (entities.remember); the triggers on deleting one keep the counts and
+    remove an entity or a relation with its last mention, however the mention went (its entry
+    deleted, edited, expired, re-indexed). Memories are read here; notes at the next reconcile
+    (sha256 cleared, as m005 did)."""
+    con.execute(
+        f"""
+        CREATE TABLE entities(
+            {tables.create_columns(tables.ENTITIES, "sqlite", " " * 12)}
+        );
+        CREATE TABLE mentions(
+            {tables.create_columns(tables.MENTIONS, "sqlite", " " * 12)},
+            PRIMARY KEY (entity_id, entry_id, line, surface)
+        ) WITHOUT ROWID;
+        CREATE INDEX mentions_entry ON mentions(entry_id, entity_id);
+        CREATE INDEX mentions_surface ON mentions(surface_key);
+        CREATE TABLE relations(
+            {tables.create_columns(tables.RELATIONS, "sqlite", " " * 12)},
+            PRIMARY KEY (a, b)
+        ) WITHOUT ROWID;
+        CREATE INDEX relations_b ON relations(b);
+        CREATE TRIGGER mentions_ad AFTER DELETE ON mentions
+        WHEN NOT EXISTS (SELECT 1 FROM mentions WHERE entry_id = old.entry_id
+                         AND entity_id = old.entity_id) BEGIN
+            UPDATE relations SET count = count - 1
+                WHERE (a, b) IN (SELECT min(old.entity_id, o.entity_id),
+                                        max(old.entity_id, o.entity_id)
+                                 FROM (SELECT DISTINCT entity_id FROM mentions
+                                       WHERE entry_id = old.entry_id) AS o);
+            DELETE FROM relations WHERE count <= 0 AND (a = old.entity_id OR b = old.entity_id);
+        END;
+        CREATE TRIGGER mentions_ad_count AFTER DELETE ON mentions BEGIN
+            UPDATE entities SET mentions = mentions - 1 WHERE id = old.entity_id;
+            DELETE FROM entities WHERE id = old.entity_id AND mentions <= 0;
+        END;
+        UPDATE documents SET sha256 = '', mtime = -1;
+        """
+    )
+    entities.backfill_memories(con)
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
     m003_stable_ids,
     m004_cjk_tokenizer,
     m005_links,
+    m006_entities,
 ]
 
 

@@ -37,7 +37,16 @@ from memoryd.core.config import Config, dsn_has_password
 from memoryd.core.errors import ConfigError, MemorydError, Refused, StoreError
 
 Say = Callable[[str], None]
-CHECKED = ("memories", "chunks", "documents", "history", "triggers", "access_log", "links")
+CHECKED = (
+    "memories",
+    "chunks",
+    "documents",
+    "history",
+    "triggers",
+    "access_log",
+    "links",
+    "mentions",
+)
 
 
 class CountMismatch(StoreError):
@@ -314,6 +323,20 @@ def _write(
         total=pc.count_rows(lite, "SELECT count(*) FROM links"),
         progress=progress,
     )
+    entity_map = pc.copy_entities(raw, lite)
+    pc.copy_rows(
+        raw,
+        "mentions",
+        pc.MENTION_COLUMNS,
+        (
+            (entity_map[int(r[0])], entry(r[1]), *r[2:])
+            for r in pc.sqlite_rows(lite, "mentions", pc.MENTION_COLUMNS, "entry_id, entity_id")
+        ),
+        label="mentions",
+        total=pc.count_rows(lite, "SELECT count(*) FROM mentions"),
+        progress=progress,
+    )
+    pc.recount_entities(raw)
     vectors = 0
     for m in pc.sqlite_models(lite):
         try:

@@ -99,6 +99,36 @@ LINKS: tuple[Column, ...] = (
 )
 
 
+# Entities (m006; PostgreSQL v2): who and what the entries mention. `mentions` is a derived
+# count kept by triggers on `mentions`, as are the co-mention counts in `relations`.
+ENTITIES: tuple[Column, ...] = (
+    _c("id", "INTEGER PRIMARY KEY", _IDENTITY),
+    _c("key", "TEXT NOT NULL UNIQUE"),
+    _c("name", "TEXT NOT NULL"),
+    _c("type", "TEXT NOT NULL"),
+    _c("mentions", "INTEGER NOT NULL DEFAULT 0"),
+)
+
+MENTIONS: tuple[Column, ...] = (
+    _c("entity_id", "INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE"),
+    _c(
+        "entry_id",
+        "INTEGER NOT NULL REFERENCES entries(id) ON DELETE CASCADE",
+        "BIGINT NOT NULL REFERENCES all_entries(id) ON DELETE CASCADE",
+    ),
+    _c("line", "INTEGER NOT NULL"),
+    _c("surface", "TEXT NOT NULL"),
+    _c("surface_key", "TEXT NOT NULL"),
+)
+
+# co-mentions within one entry: a < b, counted once per entry that mentions both
+RELATIONS: tuple[Column, ...] = (
+    _c("a", "INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE"),
+    _c("b", "INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE"),
+    _c("count", "INTEGER NOT NULL"),
+)
+
+
 def names(columns: tuple[Column, ...]) -> tuple[str, ...]:
     return tuple(c.name for c in columns)
 

@@ -31,6 +31,7 @@ Progress = Callable[[str, int, int], None]
 ENTRY_COLUMNS = tables.names(tables.ENTRIES)
 DOCUMENT_COLUMNS = tables.names(tables.DOCUMENTS)
 LINK_COLUMNS = tables.names(tables.LINKS)[1:]  # a link's id is the new database's
+MENTION_COLUMNS = tables.names(tables.MENTIONS)
 BATCH = 5000  # rows between two progress reports
 MARKER = "sqlite_copy:"  # meta key prefix: a store copied into this database, by workspace id
 
@@ -58,6 +59,7 @@ def sqlite_counts(con: Connection) -> dict[str, int]:
         "triggers": count_rows(con, "SELECT count(*) FROM triggers"),
         "access_log": count_rows(con, "SELECT count(*) FROM access_log"),
         "links": count_rows(con, "SELECT count(*) FROM links"),
+        "mentions": count_rows(con, "SELECT count(*) FROM mentions"),
         "vectors": 0,
     }
     for m in sqlite_models(con):
@@ -87,8 +89,10 @@ def sqlite_memory_keys(con: Connection) -> list[tuple[str, str]]:
     ]
 
 
-def sqlite_rows(con: Connection, table: str, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
-    yield from con.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid")
+def sqlite_rows(
+    con: Connection, table: str, columns: tuple[str, ...], order: str = "rowid"
+) -> Iterator[tuple[Any, ...]]:
+    yield from con.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}")
 
 
 def sqlite_vectors(
@@ -295,6 +299,40 @@ def copy_vectors(
     )
 
 
+def copy_entities(raw: psycopg.Connection, lite: Connection) -> dict[int, int]:
+    """The SQLite store's entities in the target, matched by key (one the target has keeps its
+    row): {SQLite id: target id}. Their counts and relations are counted again once the
+    mentions are in (recount_entities)."""
+    raw.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS memoryd_copy_entities(id BIGINT, key TEXT, name TEXT,"
+        " type TEXT) ON COMMIT DROP"
+    )
+    raw.execute("TRUNCATE memoryd_copy_entities")
+    with (
+        raw.cursor() as cur,
+        cur.copy("COPY memoryd_copy_entities (id, key, name, type) FROM STDIN") as cp,
+    ):
+        for row in lite.execute("SELECT id, key, name, type FROM entities ORDER BY id"):
+            cp.write_row(tuple(row))
+    raw.execute(
+        "INSERT INTO entities(key, name, type) SELECT key, name, type FROM memoryd_copy_entities"
+        " ORDER BY id ON CONFLICT (key) DO NOTHING"
+    )
+    return {
+        int(a): int(b)
+        for a, b in raw.execute(
+            "SELECT c.id, e.id FROM memoryd_copy_entities c JOIN entities e ON e.key = c.key"
+        ).fetchall()
+    }
+
+
+def recount_entities(raw: psycopg.Connection) -> None:
+    """The entities' counts and relations, from every mention (the copied ones too)."""
+    from memoryd.store import entities
+
+    entities.recount(PgConnection(raw))
+
+
 def table_count(raw: psycopg.Connection, table: str) -> int:
     return int(one(raw.execute(f"SELECT count(*) FROM {table}"))[0])
 
@@ -325,4 +363,5 @@ def target_counts(
             [workspace],
         ),
         "triggers": count("SELECT count(*) FROM triggers WHERE entry_id = ANY(%s)", [entry_ids]),
+        "mentions": count("SELECT count(*) FROM mentions WHERE entry_id = ANY(%s)", [entry_ids]),
     }

@@ -294,7 +294,79 @@ CREATE TRIGGER triggers_notify AFTER INSERT OR UPDATE OR DELETE ON triggers
 """
 
 
-MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [_v1_initial]
+def _v2_entities(cur: psycopg.Cursor) -> None:
+    """Entities, mentions and co-mentions (store/entities.py; SQLite: migrations.m006). The
+    tables are the database's, like memories: an entity's counts cover every workspace, and
+    the reading queries join `entries`, so a daemon lists only what its own notes and the
+    memories mention. Memories are read here; each workspace's notes at its daemon's next
+    reconcile (sha256 cleared)."""
+    cur.execute(
+        """
+        CREATE TABLE entities(
+            @ENTITIES@
+        );
+        CREATE TABLE mentions(
+            @MENTIONS@
+        );
+        CREATE INDEX mentions_entity ON mentions(entity_id, entry_id);
+        CREATE INDEX mentions_entry ON mentions(entry_id, entity_id);
+        CREATE INDEX mentions_surface ON mentions(surface_key);
+        CREATE TABLE relations(
+            @RELATIONS@,
+            PRIMARY KEY (a, b)
+        );
+        CREATE INDEX relations_b ON relations(b);
+        UPDATE all_documents SET sha256 = '', mtime = -1;
+        """.replace("@ENTITIES@", tables.create_columns(tables.ENTITIES, "postgres", _INDENT))
+        .replace("@MENTIONS@", tables.create_columns(tables.MENTIONS, "postgres", _INDENT))
+        .replace("@RELATIONS@", tables.create_columns(tables.RELATIONS, "postgres", _INDENT))
+    )
+    cur.execute(_MENTION_TRIGGERS)
+    from memoryd.store import entities
+    from memoryd.store.pg.conn import PgConnection
+
+    entities.backfill_memories(PgConnection(cur.connection), "all_entries")
+
+
+# The same work as SQLite's triggers on deleting a mention (migrations.m006_entities), in a
+# BEFORE row trigger: it sees the rows the same statement deleted before this one, and not those
+# after it (an AFTER row trigger runs when the whole statement is done: a cascade deleting many
+# mentions would see them all gone). An entity goes after the statement, when nothing refers to
+# it. Adding mentions counts them in entities.remember (a bulk copy: entities.recount).
+_MENTION_TRIGGERS = """
+CREATE FUNCTION memoryd_mention_removing() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF (SELECT count(*) FROM mentions
+        WHERE entry_id = OLD.entry_id AND entity_id = OLD.entity_id) = 1 THEN
+        UPDATE relations SET count = count - 1
+            WHERE (a, b) IN (SELECT least(OLD.entity_id, o.entity_id),
+                                    greatest(OLD.entity_id, o.entity_id)
+                             FROM (SELECT DISTINCT entity_id FROM mentions
+                                   WHERE entry_id = OLD.entry_id
+                                     AND entity_id != OLD.entity_id) AS o);
+        DELETE FROM relations
+            WHERE count <= 0 AND (a = OLD.entity_id OR b = OLD.entity_id);
+    END IF;
+    UPDATE entities SET mentions = mentions - 1 WHERE id = OLD.entity_id;
+    RETURN OLD;
+END
+$fn$;
+CREATE FUNCTION memoryd_mention_removed() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    DELETE FROM entities WHERE id = OLD.entity_id AND mentions <= 0;
+    RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER mentions_bd BEFORE DELETE ON mentions
+    FOR EACH ROW EXECUTE FUNCTION memoryd_mention_removing();
+CREATE TRIGGER mentions_ad AFTER DELETE ON mentions
+    FOR EACH ROW EXECUTE FUNCTION memoryd_mention_removed();
+"""
+
+
+MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [_v1_initial, _v2_entities]
 
 
 def migrate(con: psycopg.Connection) -> list[str]:

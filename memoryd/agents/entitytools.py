@@ -1,0 +1,114 @@
+"""The MCP tools on entities: `about` ("what do we know about X?", the entity page, for an agent to
+call before it answers about a person, a system or a place) and `related` (who and what X is
+mentioned with, a few steps out). Both call the daemon's `entity` / `related` methods; a name
+the index does not know answers with the entities whose names come closest, so the agent can
+ask again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryd.agents.tools import INT, STR, Bridge, ToolFailure, ToolSpec, _obj
+
+NAME = {
+    **STR,
+    "minLength": 1,
+    "description": "a name as the notes write it: 'Caroline', 'billing-svc', an alias",
+}
+
+
+def _day(iso: Any) -> str:
+    return str(iso)[:10] if iso else "?"
+
+
+def _closest(b: Bridge, name: str, exc: ToolFailure) -> ToolFailure:
+    """A not-found answer that names the closest entities (search kind entity)."""
+    if exc.data.get("code") != -32004:
+        return exc
+    hits = b.call("search", {"query": name, "kind": "entity", "limit": 5}).get("hits") or []
+    if not hits:
+        return ToolFailure(f"Nothing in the notes or memories is named {name!r}.", exc.data)
+    names = ", ".join(f"{h['name']} ({h['type']})" for h in hits)
+    return ToolFailure(f"No entity is named {name!r}; the closest: {names}.", exc.data)
+
+
+def run_about(b: Bridge, args: dict[str, Any]) -> Any:
+    try:
+        return b.call("entity", args)
+    except ToolFailure as exc:
+        raise _closest(b, args["name"], exc) from None
+
+
+def fmt_about(r: dict[str, Any]) -> str:
+    lines = [
+        f"{r['name']} ({r['type']}): {r['mentions']} mentions,"
+        f" first {_day(r.get('first_seen'))}, last {_day(r.get('last_seen'))}"
+    ]
+    if r.get("aliases"):
+        lines.append(f"Also written: {', '.join(r['aliases'])}")
+    if r.get("also"):
+        lines.append("The name also means: " + ", ".join(a["name"] for a in r["also"]))
+    if r.get("sources"):
+        lines += ["", "Mentioned in (most first, then newest):"]
+    for s in r.get("sources") or []:
+        where = f"{s['path']}:{s['line']}" if s["kind"] == "note" else f"memory [{s['id']}]"
+        lines.append(f"- {where} ({s['mentions']}x, {_day(s.get('date'))}): {s['text']}")
+    if r.get("has_more"):
+        rest = r["total_sources"] - len(r.get("sources") or [])
+        lines.append(f"- ... {rest} more (raise max_tokens, or search with entities: [name])")
+    if r.get("relations"):
+        lines += ["", "Mentioned with:"]
+        lines += [
+            f"- {x['name']} ({x['type']}): {x['together']}x,"
+            f" {_day(x.get('first'))} .. {_day(x.get('last'))}"
+            for x in r["relations"]
+        ]
+    return "\n".join(lines)
+
+
+def run_related(b: Bridge, args: dict[str, Any]) -> Any:
+    try:
+        return b.call("related", args)
+    except ToolFailure as exc:
+        raise _closest(b, args["name"], exc) from None
+
+
+def fmt_related(r: dict[str, Any]) -> str:
+    types = {n["name"]: n["type"] for n in r.get("nodes") or []}
+    lines = [f"{r['name']}: mentioned with (depth {r['depth']})"]
+    lines += [
+        f"- {e['from']} -- {e['to']} ({types.get(e['to'], '?')}): {e['together']}x"
+        for e in r.get("edges") or []
+    ]
+    if len(lines) == 1:
+        lines.append("- nothing: no section or memory mentions it with another name")
+    return "\n".join(lines)
+
+
+ENTITY_TOOLS: list[ToolSpec] = [
+    ToolSpec(
+        "about",
+        "What the notes and memories say about a person, system, place or identifier: call it "
+        "before answering a question about one. Returns its type, the names it is written as, "
+        "first and last seen, the notes (path:line) and memories that mention it most, each "
+        "with its line, and who or what it is mentioned with. Fits max_tokens (default 1000).",
+        _obj({"name": NAME, "max_tokens": {**INT, "minimum": 50}}, ("name",)),
+        run_about,
+        fmt_about,
+    ),
+    ToolSpec(
+        "related",
+        "Who and what an entity is mentioned with, with counts; depth 2 or 3 walks further out "
+        "(their relations in turn). For the graph around a person, project or system.",
+        _obj(
+            {
+                "name": NAME,
+                "depth": {**INT, "minimum": 1, "maximum": 3},
+                "top": {**INT, "minimum": 1, "maximum": 100, "description": "per entity (10)"},
+            },
+            ("name",),
+        ),
+        run_related,
+        fmt_related,
+    ),
+]

@@ -1,0 +1,243 @@
+"""Entity answers: `search` with kind "entity", the entity page (`entity NAME`), the listing
+(`entities`) and the graph walk (`related NAME --depth N`). The SQL is store/entityread.py; this
+module shapes it: budgets, the mentioning lines, dates in ISO 8601.
+
+A name means the entities whose canonical key it is or whose surface form it is ("Caro" for
+[[Caroline Baker|Caro]], "Melanie's" for Melanie): the page of the one whose key it is (else the
+most mentioned), with the others named under `also`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from memoryd.core.errors import InvalidInput, NotFound, describe
+from memoryd.core.timeutil import iso
+from memoryd.store import Store, entityread
+from memoryd.store.entityread import EntityRow
+from memoryd.text.markdown import estimate_tokens
+
+# the types memoryd.text.entities gives
+TYPES = ("person", "system", "place", "identifier", "tag", "other")
+PAGE_TOKENS = 1000  # an entity page's default budget
+SOURCE_PAGE = 25  # sources whose text is read at once
+MAX_TOP = 1000
+MAX_DEPTH = 3
+
+
+def check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput(f"name: expected an entity's name, got {describe(name)}")
+    if len(name) > 500:
+        raise InvalidInput("name: at most 500 characters")
+    return name.strip()
+
+
+def check_types(types: Any) -> tuple[str, ...]:
+    if types is None:
+        return ()
+    items = types.split(",") if isinstance(types, str) else types
+    if not isinstance(items, list | tuple) or not all(isinstance(t, str) for t in items):
+        raise InvalidInput("type: expected a type or a list of types")
+    out = tuple(t.strip().lower() for t in items if t.strip())
+    bad = [t for t in out if t not in TYPES]
+    if bad:
+        raise InvalidInput(f"type: expected one of {', '.join(TYPES)}, got {describe(bad[0])}")
+    return out
+
+
+def _brief(row: EntityRow) -> dict[str, Any]:
+    return {"name": row.name, "type": row.type, "mentions": row.mentions}
+
+
+def _date(ts: Any) -> str | None:
+    return iso(float(ts)) if ts is not None else None
+
+
+def find(store: Store, query: str, limit: int, types: Sequence[str] = ()) -> dict[str, Any]:
+    """`search` with kind "entity": entities whose name or a surface form matches the query,
+    the exact name first, then a surface form, a name that starts with it, a word of a name
+    that does, a name that holds it; each group most mentioned first. Score 1.0 .. 0.2."""
+    found = store.read(lambda con: entityread.matching(con, query, limit, types))
+    hits = [
+        {**_brief(row), "kind": "entity", "key": row.key, "score": round(1.0 - 0.2 * rank, 2)}
+        for row, rank in found
+    ]
+    return {"hits": hits, "mode": "entity", "total": len(hits)}
+
+
+def _resolve(store: Store, name: str) -> list[EntityRow]:
+    rows = store.read(lambda con: entityread.by_name(con, name))
+    if not rows:
+        raise NotFound(f"no entity named {describe(name)} (memoryctl entities lists them)")
+    return rows
+
+
+def _line(content: str, start: int, line: int, surface: str) -> str:
+    """The mentioning line as written: the entry's line `line` when it holds the surface form,
+    else the first line that does (a note's first chunk may start with its aliases)."""
+    lines = content.split("\n")
+    at = line - start
+    if 0 <= at < len(lines) and surface.lower() in lines[at].lower():
+        return lines[at].strip()[:300]
+    low = surface.lower().lstrip("#@")
+    return next((ln.strip()[:300] for ln in lines if low in ln.lower()), surface)
+
+
+def _ranked(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One item per note (its chunks' mentions summed; the line of its most mentioning chunk)
+    and per memory; those that mention it most first, then the newest."""
+    by: dict[Any, dict[str, Any]] = {}
+    for e in entries:
+        k = ("note", e["path"]) if e["kind"] == "chunk" else ("memory", e["id"])
+        cur = by.get(k)
+        if cur is None:
+            by[k] = {**e, "total": e["count"]}
+        else:
+            cur["total"] += e["count"]
+            if e["count"] > cur["count"]:
+                cur.update({x: e[x] for x in ("id", "line", "surface", "count")})
+            cur["created_at"] = max(cur["created_at"], e["created_at"])
+    return sorted(by.values(), key=lambda e: (-e["total"], -float(e["created_at"]), e["id"]))
+
+
+def _source(e: dict[str, Any], text: tuple[str, int, str | None] | None) -> dict[str, Any]:
+    content, start, heading_json = text or ("", 1, None)
+    item: dict[str, Any] = {"kind": "note" if e["kind"] == "chunk" else "memory"}
+    if e["kind"] == "chunk":
+        item["path"] = e["path"]
+        heading = json.loads(heading_json or "[]")
+        if heading:
+            item["heading"] = " > ".join(heading)
+    item.update(
+        {
+            "id": int(e["id"]),
+            "line": int(e["line"]),
+            "text": _line(content, start, int(e["line"]), str(e["surface"])),
+            "mentions": int(e["total"]),
+            "date": _date(e["created_at"]),
+        }
+    )
+    return item
+
+
+def page(
+    store: Store, name: str, *, max_tokens: int = PAGE_TOKENS, relations: int = 10
+) -> dict[str, Any]:
+    """What the index knows about `name`: type, aliases, first and last seen, the notes and
+    memories that mention it most (each with its mentioning line) and its strongest relations,
+    within `max_tokens` (the sources are cut first; `has_more` says so)."""
+    name = check_name(name)
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 50:
+        raise InvalidInput("max_tokens: expected an integer of at least 50")
+    if isinstance(relations, bool) or not isinstance(relations, int) or not 0 <= relations <= 100:
+        raise InvalidInput(f"relations: expected 0 to 100, got {describe(relations)}")
+    rows = _resolve(store, name)
+    main = rows[0]
+    ids = [main.id]
+
+    def read(con: Any) -> tuple[Any, ...]:
+        rel = entityread.related(con, ids, relations)
+        dates = [
+            entityread.together(
+                con, *((r.id, main.id) if r.mentions < main.mentions else (main.id, r.id))
+            )
+            for r, _ in rel
+        ]
+        return entityread.aliases(con, ids), rel, dates, entityread.mentioning(con, ids)
+
+    forms, rel, dates, entries = store.read(read)
+    ranked = _ranked(entries)
+    dated = [float(e["created_at"]) for e in entries]
+    first, last = (min(dated), max(dated)) if dated else (None, None)
+    count = sum(int(e["count"]) for e in entries)
+    out: dict[str, Any] = {
+        "name": main.name,
+        "key": main.key,
+        "type": main.type,
+        "aliases": [a for a in forms if a != main.name],
+        "mentions": count,
+        "first_seen": _date(first),
+        "last_seen": _date(last),
+        "relations": [
+            {
+                **_brief(r),
+                "together": n,
+                "first": _date(d[0]),
+                "last": _date(d[1]),
+            }
+            for (r, n), d in zip(rel, dates, strict=True)
+        ],
+    }
+    if len(rows) > 1:
+        out["also"] = [_brief(r) for r in rows[1:6]]
+    used = estimate_tokens(json.dumps(out, ensure_ascii=False))
+    kept: list[dict[str, Any]] = []
+    # texts are read a page at a time, only for the sources that can still fit
+    for at in range(0, len(ranked), SOURCE_PAGE):
+        part = ranked[at : at + SOURCE_PAGE]
+        wanted = [int(e["id"]) for e in part]
+        found = store.read(functools.partial(entityread.texts, entry_ids=wanted))
+        for e in part:
+            item = _source(e, found.get(int(e["id"])))
+            cost = estimate_tokens(json.dumps(item, ensure_ascii=False))
+            if kept and used + cost > max_tokens:
+                break
+            kept.append(item)
+            used += cost
+        else:
+            continue
+        break
+    out["sources"] = kept
+    out["total_sources"] = len(ranked)
+    out["has_more"] = len(kept) < len(ranked)
+    out["tokens_used"] = used
+    return out
+
+
+def listing(
+    store: Store, *, types: Sequence[str] = (), since: float | None = None, top: int = 50
+) -> dict[str, Any]:
+    """The most mentioned entities (`entities [--type] [--since] [--top N]`)."""
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:
+        raise InvalidInput(f"top: expected 1 to {MAX_TOP}, got {describe(top)}")
+    rows = store.read(lambda con: entityread.top(con, top, types, since))
+    return {"entities": [_brief(r) for r in rows], "count": len(rows)}
+
+
+def related(store: Store, name: str, *, depth: int = 1, top: int = 10) -> dict[str, Any]:
+    """The graph around `name`, breadth first: its `top` strongest relations, theirs at depth 2,
+    and so on; each entity once, at its first depth. Edges carry the co-mention counts."""
+    name = check_name(name)
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+        raise InvalidInput(f"depth: expected 1 to {MAX_DEPTH}, got {describe(depth)}")
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 100:
+        raise InvalidInput(f"top: expected 1 to 100, got {describe(top)}")
+    root = _resolve(store, name)[0]
+
+    def walk(con: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        nodes = [{**_brief(root), "depth": 0}]
+        edges: list[dict[str, Any]] = []
+        seen = {root.id: root}
+        frontier = [root]
+        for level in range(1, depth + 1):
+            nxt: list[EntityRow] = []
+            for node in frontier:
+                for other, n in entityread.related(con, [node.id], top):
+                    edges.append({"from": node.name, "to": other.name, "together": n})
+                    if other.id not in seen:
+                        seen[other.id] = other
+                        nxt.append(other)
+                        nodes.append({**_brief(other), "depth": level})
+            frontier = nxt
+        return nodes, edges
+
+    nodes, edges = store.read(walk)
+    # an edge between two entities found from both ends is listed once
+    unique: dict[frozenset[str], dict[str, Any]] = {}
+    for e in edges:
+        unique.setdefault(frozenset((e["from"], e["to"])), e)
+    return {"name": root.name, "depth": depth, "nodes": nodes, "edges": list(unique.values())}

@@ -1,0 +1,45 @@
+"""JSON-RPC methods for entities (`entity`, `entities`, `related`), registered in
+serve/registry.py's table (methods.py imports this module, so the table is whole). The answers
+are shaped in memoryd/search/entities.py; `search` with kind "entity" and the `entities` filter
+live in methods.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryd.core.errors import InvalidInput
+from memoryd.memory.validation import check_bound
+from memoryd.search import entities
+from memoryd.serve.app import App
+from memoryd.serve.registry import method, param_int
+
+
+@method("entity", {"name", "max_tokens", "relations"})
+def entity(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """The entity page: type, aliases, first and last seen, the notes and memories that mention
+    it most (each with its line), its strongest relations; within max_tokens."""
+    budget = param_int(params, "max_tokens", entities.PAGE_TOKENS)
+    relations = param_int(params, "relations", 10)
+    if not 0 <= relations <= 100:
+        raise InvalidInput(f"relations: expected 0 to 100, got {relations}")
+    name = entities.check_name(params.get("name"))
+    return entities.page(app.store, name, max_tokens=budget, relations=relations)
+
+
+@method("entities", {"type", "since", "top"})
+def entities_(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """The most mentioned entities, of these types, mentioned since a date."""
+    return entities.listing(
+        app.store,
+        types=entities.check_types(params.get("type")),
+        since=check_bound(params.get("since"), "since"),
+        top=param_int(params, "top", 50),
+    )
+
+
+@method("related", {"name", "depth", "top"})
+def related(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """The graph around an entity, `depth` steps of co-mentions, `top` per entity."""
+    depth, top = param_int(params, "depth", 1), param_int(params, "top", 10)
+    name = entities.check_name(params.get("name"))
+    return entities.related(app.store, name, depth=depth, top=top)

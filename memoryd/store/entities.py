@@ -1,0 +1,223 @@
+"""Entities in the store: who and what the entries mention (the names come from
+memoryd.text.entities; this module only stores and finds them).
+
+Three tables (migrations.m006_entities; PostgreSQL: pg/schema.py v2):
+
+- `entities(id, key UNIQUE, name, type, mentions)`: one row per canonical key;
+- `mentions(entity_id, entry_id, line, surface, surface_key)`: one row per occurrence, with the
+  line it stands on (a note's line in its file; 1 for a memory) and the text as written
+  (its canonical key too, so that an alias finds its entity);
+- `relations(a, b, count)`: a < b, the number of entries that mention both.
+
+`mentions` rows are the truth; everything else follows from them in the database itself:
+triggers on `mentions` keep `entities.mentions` and `relations.count`, delete an entity whose
+last mention went, and a relation whose last co-mention went. A mention goes with its entry
+(ON DELETE CASCADE), so every way an entry leaves (an edit, a note deleted or re-indexed, a
+memory deleted or expired, an import replacing one, a checkpoint restored) keeps them exact,
+whoever deletes it. First and last seen are read from the mentioning entries' dates when asked,
+so they are exact too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from memoryd.store.protocol import Connection
+from memoryd.text.entities import Mention, canonical_key, extract
+
+_UPSERT = (
+    "INSERT INTO entities(key, name, type) VALUES (?, ?, ?)"
+    " ON CONFLICT (key) DO UPDATE SET"
+    # a typed extraction wins over 'other'; a name with capitals over one without
+    " type = CASE WHEN excluded.type != 'other' THEN excluded.type ELSE entities.type END,"
+    " name = CASE WHEN entities.name = lower(entities.name) THEN excluded.name"
+    " ELSE entities.name END"
+    " RETURNING id"
+)
+
+
+# After an entry's mentions are in (it had none): its entities' counts, and one co-mention more
+# for each pair of its entities (per entity and per pair: cheaper than one statement over the
+# mentions table). Deleting is the triggers' work (migrations.m006): an entry's mentions also
+# go by cascade.
+_COUNT = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
+_PAIR = (
+    "INSERT INTO relations(a, b, count) VALUES (?, ?, 1)"
+    " ON CONFLICT (a, b) DO UPDATE SET count = relations.count + 1"
+)
+
+
+def _entity(con: Connection, m: Mention) -> int:
+    """The id of the mention's entity, made (or its name or type bettered) when needed: a read
+    first, as most mentions name an entity that is there already."""
+    rows = con.execute("SELECT id, name, type FROM entities WHERE key = ?", (m.key,)).fetchall()
+    if rows:
+        entity_id, name, type_ = rows[0]
+        better_type = m.type != "other" and m.type != type_
+        better_name = name == name.lower() and m.name != name
+        if not (better_type or better_name):
+            return int(entity_id)
+    return int(con.execute(_UPSERT, (m.key, m.name, m.type)).fetchall()[0][0])
+
+
+def remember(
+    con: Connection,
+    entry_id: int,
+    mentions: Iterable[Mention],
+    ids: dict[str, int] | None = None,
+) -> int:
+    """Store the mentions of one entry that has none (new, or forgotten); returns how many.
+    `ids` (key -> entity id) carries the entities met so far across the entries of one
+    transaction, so that each is looked up once. One row per entity, line and surface form."""
+    ids = {} if ids is None else ids
+    rows: dict[tuple[int, int, str], str] = {}
+    for m in mentions:
+        entity_id = ids.get(m.key)
+        if entity_id is None:
+            entity_id = _entity(con, m)
+            ids[m.key] = entity_id
+        rows.setdefault((entity_id, m.line, m.surface), m.key)
+    for (entity_id, line, surface), key in rows.items():
+        con.execute(
+            "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (entity_id, entry_id, line, surface, canonical_key(surface) or key),
+        )
+    per: dict[int, int] = {}
+    for entity_id, _, _ in rows:
+        per[entity_id] = per.get(entity_id, 0) + 1
+    for entity_id, n in per.items():
+        con.execute(_COUNT, (n, entity_id))
+    found = sorted(per)
+    for i, a in enumerate(found):
+        for b in found[i + 1 :]:
+            con.execute(_PAIR, (a, b))
+    return len(rows)
+
+
+def recount(con: Connection) -> None:
+    """Every count again from the mentions (after mentions were copied in bulk)."""
+    con.execute(
+        "UPDATE entities SET mentions ="
+        " (SELECT count(*) FROM mentions m WHERE m.entity_id = entities.id)"
+    )
+    con.execute("DELETE FROM entities WHERE mentions = 0")
+    con.execute("DELETE FROM relations")
+    con.execute(
+        "INSERT INTO relations(a, b, count) SELECT x.entity_id, y.entity_id,"
+        " count(DISTINCT x.entry_id) FROM mentions x JOIN mentions y"
+        " ON y.entry_id = x.entry_id AND y.entity_id > x.entity_id"
+        " GROUP BY x.entity_id, y.entity_id"
+    )
+
+
+def forget(con: Connection, entry_id: int) -> None:
+    con.execute("DELETE FROM mentions WHERE entry_id = ?", (entry_id,))
+
+
+def memory_mentions(content: str, tags: Iterable[str]) -> list[Mention]:
+    return extract(content, 1, tags=tags)
+
+
+def index_memory(con: Connection, entry_id: int, content: str, tags: Iterable[str]) -> None:
+    """A memory's mentions, after it was added or its text or tags changed."""
+    forget(con, entry_id)
+    remember(con, entry_id, memory_mentions(content, tags))
+
+
+def reindex_memory(con: Connection, entry_id: int) -> None:
+    """index_memory from the stored row (after an update)."""
+    rows = con.execute(
+        "SELECT content, tags FROM entries WHERE id = ? AND kind = 'memory'", (entry_id,)
+    ).fetchall()
+    if rows:
+        index_memory(con, entry_id, str(rows[0][0]), _tags(rows[0][1]))
+
+
+def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> int:
+    """Give each chunk of the note at `path` the mentions on its lines (the note was just
+    stored: its chunks are new rows). Overlapping chunks both get a mention on a shared line;
+    the first chunk also gets those above it (front matter: aliases, people, tags)."""
+    if not mentions:
+        return 0
+    n = 0
+    ids: dict[str, int] = {}
+    for i, (entry_id, start, end) in enumerate(
+        con.execute(
+            "SELECT e.id, e.start_line, e.end_line FROM entries e JOIN documents d"
+            " ON d.id = e.document_id WHERE d.path = ? ORDER BY e.seq",
+            (path,),
+        ).fetchall()
+    ):
+        low = -1 if i == 0 else start
+        n += remember(con, int(entry_id), [m for m in mentions if low <= m.line <= end], ids)
+    return n
+
+
+def backfill_memories(con: Connection, table: str = "entries") -> int:
+    """Extract every memory's mentions (a migration to the entity schema; PostgreSQL's reads
+    its table `all_entries`, as no workspace is set while it migrates)."""
+    assert table in ("entries", "all_entries")
+    rows = con.execute(
+        f"SELECT id, content, tags FROM {table} WHERE kind = 'memory' ORDER BY id"
+    ).fetchall()
+    ids: dict[str, int] = {}
+    for entry_id, content, tags in rows:
+        remember(con, int(entry_id), memory_mentions(str(content), _tags(tags)), ids)
+    return len(rows)
+
+
+def reindex_memories(con: Connection) -> int:
+    """Every memory's mentions read again (`reindex --full`: a newer extractor's names)."""
+    con.execute(
+        "DELETE FROM mentions WHERE entry_id IN (SELECT id FROM entries WHERE kind = 'memory')"
+    )
+    return backfill_memories(con)
+
+
+def _tags(raw: Any) -> list[str]:
+    try:
+        tags = json.loads(raw or "[]")
+    except ValueError:
+        return []
+    return [str(t) for t in tags] if isinstance(tags, list) else []
+
+
+# --- finding entities by name -------------------------------------------------------------------
+
+
+def name_key(name: str) -> str:
+    """The key a name given by a person or an agent is looked up by ("#x" for a tag)."""
+    return canonical_key(name.strip())
+
+
+RESOLVE_SQL = (
+    "SELECT id FROM entities WHERE key = ?"
+    " UNION SELECT entity_id FROM mentions WHERE surface_key = ?"
+)
+
+
+def resolve(con: Connection, name: str) -> list[int]:
+    """The entities a name means: the one whose canonical key it is, and those it is a
+    surface form (an alias, a possessive, another case) of."""
+    key = name_key(name)
+    if not key:
+        return []
+    return [int(r[0]) for r in con.execute(RESOLVE_SQL, (key, key)).fetchall()]
+
+
+def filter_sql(names: Sequence[str]) -> tuple[str, list[Any]]:
+    """An SQL condition over the entry alias `e`: it mentions every one of `names` (each
+    by its key or any of its surface forms). Pure."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for name in names:
+        key = name_key(name)
+        # not correlated: the engine makes the set of entries once and looks them up
+        parts.append(
+            f"e.id IN (SELECT fm.entry_id FROM mentions fm WHERE fm.entity_id IN ({RESOLVE_SQL}))"
+        )
+        params.extend([key, key])
+    return " AND ".join(parts), params

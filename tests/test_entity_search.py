@@ -1,0 +1,119 @@
+"""Issue 20, points 3 and 4 on both backends: the `entities` search filter (inside the pools: a
+narrow filter at limit 100 fills up), `kind: "entity"`, the entity page, the listing and the
+graph walk, through the method table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd.core.errors import InvalidInput, NotFound
+from memoryd.serve import methods as api
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+
+def call(app: Any, method: str, **params: Any) -> Any:
+    return api.lookup(method, params).fn(app, params)
+
+
+@pytest.fixture
+def app(make_app: Any) -> Any:
+    a = make_app(model=None)
+    ws = Path(a.cfg.workspace)
+    (ws / "log").mkdir(parents=True)
+    for i in range(300):
+        who = " Oskar Lindqvist reviewed it." if i % 10 == 3 else ""
+        (ws / "log" / f"deploy-{i:03}.md").write_text(
+            f"# Deploy {i}\n\nDeploy number {i} of the payments service went out.{who}\n"
+        )
+    (ws / "people.md").write_text(
+        "---\naliases: [Caro]\n---\n# Caroline Baker\n\n"
+        "Caroline Baker runs the payments service with Oskar Lindqvist in Lisbon.\n\n"
+        "## 2025\n\nCaroline's team moved billing-svc to Kubernetes.\n"
+    )
+    (ws / "trip.md").write_text(
+        "# Trip\n\nOskar Lindqvist met [[people|Caro]] in Lisbon. Melanie joined them.\n"
+    )
+    assert a.indexer.reconcile().errors == []
+    a.memories.add(content="Oskar Lindqvist prefers deploys on Tuesday")
+    return a
+
+
+def test_entity_filter_fills_a_narrow_set_at_limit_100(app: Any) -> None:
+    wide = call(app, "search", query="deploy payments", limit=100, mode="keyword")["hits"]
+    assert len(wide) == 100
+    narrow = call(
+        app,
+        "search",
+        query="deploy payments",
+        limit=100,
+        mode="keyword",
+        entities=["Oskar Lindqvist"],
+    )["hits"]
+    paths = {h.get("path") for h in narrow}
+    expected = {f"log/deploy-{i:03}.md" for i in range(300) if i % 10 == 3}
+    assert expected <= paths  # all 30 notes, the people note and the memory
+    assert paths - expected <= {"people.md", None}
+    # every name must be mentioned (in one chunk); an alias means its entity
+    both = call(app, "search", query="Lisbon", entities=["Oskar Lindqvist", "Caro"])
+    assert {h["path"] for h in both["hits"]} == {"people.md", "trip.md"}
+    assert call(app, "search", query="Lisbon", entities=["Melanie", "Caroline Baker"])["hits"] == []
+    assert not call(app, "search", query="payments", entities=["Nobody Known"])["hits"]
+    listed = call(app, "list", kind="all", entities=["Lisbon"], limit=50)
+    assert {i.get("path") for i in listed["items"]} == {"people.md", "trip.md"}
+
+
+def test_kind_entity_ranks_by_match_then_mentions(app: Any) -> None:
+    hits = call(app, "search", query="Oskar", kind="entity")["hits"]
+    assert hits[0]["name"] == "Oskar Lindqvist" and hits[0]["kind"] == "entity"
+    assert hits[0]["mentions"] >= 33
+    exact = call(app, "search", query="lisbon", kind="entity")["hits"]
+    assert exact[0]["name"] == "Lisbon" and exact[0]["score"] == 1.0
+    typed = call(app, "search", query="Oskar", kind="entity", type="place")["hits"]
+    assert typed == [] or all(h["type"] == "place" for h in typed)
+
+
+def test_entity_page_listing_and_related(app: Any) -> None:
+    page = call(app, "entity", name="Caro")
+    assert page["name"] == "Caroline Baker"
+    assert page["first_seen"] and page["last_seen"]
+    assert {s["kind"] for s in page["sources"]} == {"note"}
+    top = page["sources"][0]
+    assert top["path"] == "people.md" and top["mentions"] >= 2
+    assert "Caroline" in top["text"] or "Caro" in top["text"]
+    names = {r["name"] for r in page["relations"]}
+    assert "Oskar Lindqvist" in names and "Lisbon" in names
+    rel = next(r for r in page["relations"] if r["name"] == "Oskar Lindqvist")
+    assert rel["together"] >= 1 and rel["first"] and rel["last"]
+
+    oskar = call(app, "entity", name="oskar lindqvist", max_tokens=300)
+    assert oskar["has_more"] and oskar["total_sources"] >= 33
+    assert oskar["tokens_used"] <= 300
+    kinds = {
+        s["kind"] for s in call(app, "entity", name="Oskar Lindqvist", max_tokens=20000)["sources"]
+    }
+    assert kinds == {"note", "memory"}
+
+    listing = call(app, "entities", top=3)["entities"]
+    assert listing[0]["name"] == "Oskar Lindqvist"
+    assert len(listing) == 3
+    places = call(app, "entities", type="place")["entities"]
+    assert places and all(e["type"] == "place" for e in places)
+    assert call(app, "entities", since="2999-01-01")["entities"] == []
+
+    one = call(app, "related", name="Melanie")
+    assert {n["name"] for n in one["nodes"] if n["depth"] == 1} >= {"Oskar Lindqvist", "Lisbon"}
+    two = call(app, "related", name="Melanie", depth=2, top=50)
+    deep = {n["name"] for n in two["nodes"] if n["depth"] == 2}
+    assert "Caroline Baker" in deep  # through Oskar Lindqvist
+    assert all(e["together"] >= 1 for e in two["edges"])
+
+    with pytest.raises(NotFound):
+        call(app, "entity", name="Nobody Known")
+    with pytest.raises(InvalidInput):
+        call(app, "related", name="Melanie", depth=9)
+    with pytest.raises(InvalidInput):
+        call(app, "entities", type="planet")

@@ -1,0 +1,144 @@
+"""Issue 20, points 2 and 3: entities in the store on both backends, kept exact through edits,
+moves, deletes and expiry; the `entities` search filter inside the pools; `kind: "entity"`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd.store import entities as store_entities
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+
+def rows(app: Any, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    return app.store.read(lambda con: [tuple(r) for r in con.execute(sql, params).fetchall()])
+
+
+def entity(app: Any, key: str) -> tuple[Any, ...] | None:
+    found = rows(app, "SELECT key, name, type, mentions FROM entities WHERE key = ?", (key,))
+    return found[0] if found else None
+
+
+def consistent(app: Any) -> None:
+    """The derived counts equal what the mentions say (the triggers' work)."""
+    counts = dict(rows(app, "SELECT entity_id, count(*) FROM mentions GROUP BY entity_id"))
+    stored = dict(rows(app, "SELECT id, mentions FROM entities"))
+    assert stored == counts
+    pairs = dict(
+        ((a, b), n)
+        for a, b, n in rows(
+            app,
+            "SELECT x.entity_id, y.entity_id, count(DISTINCT x.entry_id) FROM mentions x"
+            " JOIN mentions y ON y.entry_id = x.entry_id AND y.entity_id > x.entity_id"
+            " GROUP BY x.entity_id, y.entity_id",
+        )
+    )
+    assert dict(((a, b), n) for a, b, n in rows(app, "SELECT a, b, count FROM relations")) == pairs
+
+
+def write(app: Any, rel: str, text: str) -> None:
+    path = Path(app.cfg.workspace) / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    app.indexer.sync_paths([path])
+
+
+@pytest.fixture
+def app(make_app: Any) -> Any:
+    a = make_app(model=None)
+    Path(a.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    return a
+
+
+def test_wikilink_alias_and_possessive_are_one_entity(app: Any) -> None:
+    write(
+        app,
+        "people/Caroline Baker.md",
+        "# Caroline Baker\n\nCaroline Baker leads the billing team.\n",
+    )
+    write(
+        app,
+        "meeting.md",
+        "# Weekly\n\nWe met [[Caroline Baker|Caro]] about billing-svc.\n\n"
+        "## Later\n\nCaroline Baker's plan for billing-svc was approved.\n",
+    )
+    e = entity(app, "caroline baker")
+    assert e is not None and e[1] == "Caroline Baker"
+    assert entity(app, "caro") is None  # the alias is a surface form, not an entity
+    assert store_entities.resolve is not None
+    ids = app.store.read(lambda con: store_entities.resolve(con, "Caro"))
+    assert ids == app.store.read(lambda con: store_entities.resolve(con, "caroline baker's"))
+    assert len(ids) == 1
+    consistent(app)
+
+
+def test_edit_removing_the_last_mention_removes_the_entity(app: Any) -> None:
+    write(app, "a.md", "# Notes\n\nKubernetes runs billing-svc. Melanie said so.\n")
+    assert entity(app, "kubernetes") is not None
+    write(app, "a.md", "# Notes\n\nNothing here any more. Melanie said so.\n")
+    assert entity(app, "kubernetes") is None
+    assert entity(app, "melanie") is not None
+    consistent(app)
+
+
+def test_delete_move_and_expiry_keep_mentions_exact(app: Any) -> None:
+    write(app, "a.md", "# One\n\nMelanie met Caroline in Lisbon.\n")
+    write(app, "b.md", "# Two\n\nMelanie wrote to Caroline.\n")
+    m = app.memories.add(content="Melanie prefers tea", type="preference")
+    assert entity(app, "melanie")[3] == 3
+    consistent(app)
+    # a move keeps the chunks, so the mentions stay
+    (Path(app.cfg.workspace) / "b.md").rename(Path(app.cfg.workspace) / "c.md")
+    app.indexer.reconcile()
+    assert entity(app, "melanie")[3] == 3
+    assert rows(
+        app,
+        "SELECT d.path FROM mentions m JOIN entries e ON e.id = m.entry_id"
+        " JOIN documents d ON d.id = e.document_id JOIN entities n ON n.id = m.entity_id"
+        " WHERE n.key = 'caroline' ORDER BY d.path",
+    ) == [("a.md",), ("c.md",)]
+    # a deleted note takes its mentions
+    (Path(app.cfg.workspace) / "a.md").unlink()
+    app.indexer.reconcile()
+    assert entity(app, "lisbon") is None
+    assert entity(app, "melanie")[3] == 2
+    consistent(app)
+    # an edited memory, then an expired one
+    app.memories.update(m.id, {"content": "Melanie prefers coffee with Oskar"})
+    assert entity(app, "oskar") is not None
+    app.memories.update(m.id, {"expires_at": "2000-01-01T00:00:00Z"})
+    app.memories.prune()
+    assert entity(app, "oskar") is None
+    assert entity(app, "melanie")[3] == 1
+    consistent(app)
+    app.memories.delete(app.memories.add(content="Oskar again").id)
+    assert entity(app, "oskar") is None
+    consistent(app)
+
+
+@pytest.mark.sqlite_only("migration m006 of the SQLite schema (PostgreSQL: v2, the same step)")
+def test_m006_gives_an_old_store_its_entities(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.store import migrations
+
+    old = migrations.MIGRATIONS[: migrations.MIGRATIONS.index(migrations.m006_entities)]
+    monkeypatch.setattr(migrations, "MIGRATIONS", old)
+    monkeypatch.setattr(store_entities, "index_memory", lambda *a: None)  # no tables yet
+    monkeypatch.setattr(store_entities, "index_document", lambda *a: 0)
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    (Path(app.cfg.workspace) / "a.md").write_text("# Trip\n\nMelanie flew to Lisbon.\n")
+    app.indexer.reconcile()
+    app.memories.add(content="Oskar runs billing-svc")
+    app.close()
+    monkeypatch.undo()
+    app = make_app(model=None)
+    assert entity(app, "oskar") is not None  # memories: read by the migration
+    assert entity(app, "lisbon") is None
+    assert app.indexer.reconcile().indexed >= 1  # notes (and the daily log): at reconcile
+    assert entity(app, "lisbon") is not None
+    consistent(app)
