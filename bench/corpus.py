@@ -176,14 +176,17 @@ def note(rng: random.Random, index: int, sections: int) -> str:
     return "".join(parts)
 
 
-def write_workspace(root: Path, target_chunks: int, seed: int = 42) -> dict[str, int]:
-    """Notes of 1 to 12 sections (most short, a few pages long) until about target_chunks."""
+def write_workspace(
+    root: Path, target_chunks: int, seed: int = 42, max_files: int | None = None
+) -> dict[str, int]:
+    """Notes of 1 to 12 sections (most short, a few pages long) until about target_chunks
+    (or max_files notes, whichever comes first)."""
     from memoryd.text.markdown import parse_document
 
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     chunks = files = 0
-    while chunks < target_chunks:
+    while chunks < target_chunks and (max_files is None or files < max_files):
         sections = min(12, max(1, int(rng.expovariate(1 / 3))))
         text = note(rng, files, sections)
         folder = root / rng.choice(TOPICS).lower() / f"{files // 500:03d}"

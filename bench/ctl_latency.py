@@ -1,12 +1,16 @@
 """`memoryctl search` end to end (process start to exit) beside `rg`, in the same run.
 
-    .venv/bin/python -m bench.ctl_latency [--chunks 10000] [--runs 40] [--baseline OLD_CTL.py]
+    .venv/bin/python -m bench.ctl_latency [--chunks 10000 | --notes 5000] [--runs 40]
+        [--ctl NAME=PATH ...] [--baseline OLD_CTL.py]
 
-Writes a deterministic workspace of about --chunks chunks, starts `memoryd run` on it in keyword
-mode, waits for the first reconcile, then times, interleaved so that machine noise hits all of
-them alike: the installed console script (`memoryctl`), `python -m memoryd.ctl`, the fast
-launcher (`python -S -I bin/memoryctl`), optionally an older ctl.py (`--baseline`), and
-`rg -i -l WORD` over the same workspace. Prints p50/p95 in ms.
+Writes a deterministic workspace of about --chunks chunks (or --notes notes), starts `memoryd
+run` on it in keyword mode, waits for the first reconcile, then times, interleaved so that
+machine noise hits all of them alike: the installed `memoryctl` beside this Python (what pip
+put in the environment's bin), any other installed one (`--ctl scratch=/tmp/v/bin/memoryctl`),
+`python -m memoryd.ctl`, the source tree's launcher (`python -S -I bin/memoryctl`), optionally
+an older ctl.py (`--baseline`), and `rg -i -l WORD` over the same workspace. Prints p50/p95 in
+ms and, for each command, the median of its per-run ratios to rg (each run of a command is
+paired with the rg run of the same query, a few milliseconds apart).
 """
 
 from __future__ import annotations
@@ -35,13 +39,18 @@ def pct(values: list[float], p: float) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chunks", type=int, default=10_000)
+    ap.add_argument("--notes", type=int, help="write this many notes instead (--chunks ignored)")
+    ap.add_argument("--ctl", action="append", default=[], help="NAME=PATH of a memoryctl")
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--baseline", type=Path, help="an older memoryd/ctl.py to compare with")
     a = ap.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="ctl-bench-"))
     ws = tmp / "ws"
-    made = write_workspace(ws, a.chunks)
+    if a.notes:
+        made = write_workspace(ws, 10**9, max_files=a.notes)
+    else:
+        made = write_workspace(ws, a.chunks)
     daemon = Daemon(tmp / "d", ws, model=False)
     try:
         daemon.wait(
@@ -52,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         sock = str(daemon.sock)
         python = os.path.realpath(sys.executable)
         variants: dict[str, list[str]] = {
-            "memoryctl (console script)": [str(Path(sys.executable).parent / "memoryctl")],
+            "memoryctl (installed)": [str(Path(sys.executable).parent / "memoryctl")],
+            **{n: [p] for n, p in (x.split("=", 1) for x in a.ctl)},
             "python -m memoryd.ctl": [sys.executable, "-m", "memoryd.ctl"],
             "python -S -I bin/memoryctl": [python, "-S", "-I", str(ROOT / "bin" / "memoryctl")],
         }
@@ -86,12 +96,18 @@ def main(argv: list[str] | None = None) -> int:
                 subprocess.run(["rg", "-i", "-l", query.split()[0], str(ws)], capture_output=True)
                 times["rg -i -l WORD"].append((time.perf_counter() - t) * 1000)
         print(f"workspace: {made['files']} files, {counts} chunks; {a.runs} runs each (keyword)")
-        print(f"{'command':<40}{'p50 ms':>9}{'p95 ms':>9}{'mean ms':>9}")
+        rg = times["rg -i -l WORD"]
+        print(f"{'command':<40}{'p50 ms':>9}{'p95 ms':>9}{'mean ms':>9}{'/ rg, paired':>14}")
         for name, values in times.items():
             if values:
+                paired = (
+                    f"{statistics.median(v / r for v, r in zip(values, rg, strict=True)):.2f}"
+                    if rg
+                    else "-"
+                )
                 print(
                     f"{name:<40}{pct(values, 50):9.1f}{pct(values, 95):9.1f}"
-                    f"{statistics.mean(values):9.1f}"
+                    f"{statistics.mean(values):9.1f}{paired:>14}"
                 )
     finally:
         daemon.stop()

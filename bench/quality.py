@@ -515,6 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         help="keep each query's figures and top 3 hits in the report (for finding misses)",
     )
     p.add_argument("--fake", action="store_true", help="fake embedder (tests; not semantic)")
+    p.add_argument("--model", help="embedding.model (e.g. multilingual-e5-small)")
     p.add_argument("--queries", type=int, help="evaluate a deterministic subset of N queries")
     p.add_argument("--no-cache", action="store_true", help="index from scratch, keep nothing")
     p.add_argument("--cache", type=Path, default=ROOT / "results" / "cache")
@@ -530,6 +531,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--dsn", help="PostgreSQL server for --backend postgres (default: embedded)")
     args = p.parse_args(argv)
+    from bench import run as bench_run
+
+    bench_run.EMBEDDING_MODEL = args.model
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
     if bad:

@@ -51,10 +51,17 @@ def row(
     }
 
 
+# embedding.model for every configuration a run makes (`python -m bench quality --model NAME`);
+# None: the default resolution (the offline model)
+EMBEDDING_MODEL: str | None = None
+
+
 def make_config(root: Path, **sections: Any) -> Any:
     from memoryd.core.config import Config
 
     sock_dir = Path(tempfile.mkdtemp(prefix="mdb-", dir="/tmp"))
+    if EMBEDDING_MODEL is not None and "embedding" not in sections:
+        sections["embedding"] = {"model": EMBEDDING_MODEL}
     data = {
         "workspace": str(root / "ws"),
         "data_dir": str(root / "data"),

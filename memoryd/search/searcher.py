@@ -87,7 +87,7 @@ from memoryd.search.snippets import (  # noqa: F401
     plain_snippet,
     render_snippet,
 )
-from memoryd.search.vecindex import vector_index
+from memoryd.search.vecindex import nearest_entries, vector_index
 from memoryd.store import Store, searchsql, vectors
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
@@ -349,14 +349,18 @@ class Searcher:
         keyword: list[Candidate] = []
         fuzzy_used = False
         if req.mode in ("auto", "keyword", "hybrid"):
-            keyword = self.keyword_candidates(con, parsed, where, params, size)
+            keyword = self.keyword_candidates(
+                con, parsed, where, params, size, narrow=narrowing(req.filters)
+            )
         topical = [t for t in parsed.terms if t not in STOP_WORDS]
         want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
         rewritten = None
         if want_fuzzy and self.fuzzy is not None and topical:
             rewritten = self.fuzzy.rewrite(con, topical)
             if rewritten is not None:
-                keyword = self._keyword_pool(con, rewritten.match, where, params, size)
+                keyword = self._keyword_pool(
+                    con, rewritten.match, where, params, size, narrow=narrowing(req.filters)
+                )
                 for c in keyword:
                     c.partial = True  # a corrected query is weaker evidence than the typed one
                 if keyword:
@@ -426,23 +430,39 @@ class Searcher:
         return out
 
     def keyword_candidates(
-        self, con: Connection, parsed: ParsedQuery, where: str, params: list[Any], size: int
+        self,
+        con: Connection,
+        parsed: ParsedQuery,
+        where: str,
+        params: list[Any],
+        size: int,
+        *,
+        narrow: bool = False,
     ) -> list[Candidate]:
         """The keyword pool: BM25 over the texts that hold any of the query's topical terms
         (the query as typed when it has one group only), so a question ("what did we decide
         about auth?") finds its note; how much of the query a text holds weighs its keyword
-        part later (`ranking.relevance`, coverage), not its place in the pool (issue 19.2)."""
+        part later (`ranking.relevance`, coverage), not its place in the pool (issue 19.2).
+        `narrow`: the filter may leave few texts (`narrowing`)."""
         if not parsed.match:
             return []
-        return self._keyword_pool(con, parsed.match_any or parsed.match, where, params, size)
+        match = parsed.match_any or parsed.match
+        return self._keyword_pool(con, match, where, params, size, narrow=narrow)
 
     def _keyword_pool(
-        self, con: Connection, match: str, where: str, params: list[Any], size: int
+        self,
+        con: Connection,
+        match: str,
+        where: str,
+        params: list[Any],
+        size: int,
+        *,
+        narrow: bool = False,
     ) -> list[Candidate]:
         return [
             Candidate(id=i, document_id=doc, keyword_rank=rank, bm25=score, match=match)
             for rank, (i, score, doc) in enumerate(
-                searchsql.keyword_pool(con, match, where, params, size), start=1
+                searchsql.keyword_pool(con, match, where, params, size, narrow=narrow), start=1
             )
         ]
 
@@ -458,36 +478,15 @@ class Searcher:
         if active is None or active[2] != int(qvec.shape[-1]):
             return [], DEFAULT_SCALE
         model_id, key, dim = active
-        scale = similarity_scale(key)
         where, params = filter_sql(filters, now)
-        cache = self.vector_cache
-        found: list[tuple[int, str, int | None]] | None = None
-        sims: dict[str, float] = {}
-        if narrowing(filters):
-            allowed = searchsql.filtered_entries(con, where, params, EXACT_SCAN_MAX + 1)
-            if len(allowed) <= EXACT_SCAN_MAX:
-                found = allowed
-                sims = cache.similarities(con, model_id, dim, qvec, {h for _, h, _ in allowed})
-        if found is None:
-            k = min(size, KNN_MAX)
-            while True:
-                nearest = cache.knn(con, model_id, dim, qvec, k)
-                sims = {h: 1.0 - d for h, d in nearest}
-                found = searchsql.entries_with_hashes(con, list(sims), where, params)
-                if len(found) >= size or len(nearest) < k:
-                    break
-                if k >= KNN_MAX:
-                    found = searchsql.filtered_entries(con, where, params, -1)
-                    sims = cache.similarities(con, model_id, dim, qvec, {h for _, h, _ in found})
-                    break
-                k = min(k * 4, KNN_MAX)
-        scored = sorted(
-            ((sims[h], i, doc) for i, h, doc in found if h in sims), key=lambda t: (-t[0], t[1])
+        exact = EXACT_SCAN_MAX if narrowing(filters) else None
+        scored = nearest_entries(
+            con, self.vector_cache, model_id, dim, qvec, (where, params), size, exact, KNN_MAX
         )
         return [
             Candidate(id=i, document_id=doc, vector_rank=rank, similarity=sim)
-            for rank, (sim, i, doc) in enumerate(scored[:size], start=1)
-        ], scale
+            for rank, (sim, i, doc) in enumerate(scored, start=1)
+        ], similarity_scale(key)
 
     def _fuse(
         self,

@@ -20,10 +20,11 @@ next query; anything else (vectors collected, a model switch, a checkpoint resto
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
-from memoryd.store import vectors
+from memoryd.store import searchsql, vectors
 from memoryd.store.protocol import Connection, Store, VectorIndex
 
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
@@ -231,3 +232,48 @@ def vector_index(store: Store) -> VectorIndex:
     """The nearest-neighbour index for a store: the one the database keeps (PostgreSQL's HNSW
     index, memoryd/store/pg/vectors.py), else this in-memory cache over the stored vectors."""
     return store.vector_index() or VectorCache()
+
+
+def nearest_entries(
+    con: Connection,
+    index: VectorIndex,
+    model_id: int,
+    dim: int,
+    qvec: np.ndarray,
+    flt: tuple[str, list[Any]],
+    size: int,
+    exact_max: int | None,
+    knn_max: int,
+) -> list[tuple[float, int, int | None]]:
+    """The vector pool's rows: (similarity, entry id, document id) of the `size` entries
+    nearest the query that pass the filter `flt` (entries.filter_sql's where and params),
+    nearest first. With `exact_max` (a filter that may pass few texts), when the filter passes
+    at most that many entries their vectors are scored exactly; otherwise the nearest-neighbour
+    search widens (never past knn_max) until `size` entries pass and, if the filter still
+    leaves too few, falls back to scoring every entry it passes, so a filtered query finds
+    what an unfiltered one restricted afterwards does."""
+    where, params = flt
+    found: list[tuple[int, str, int | None]] | None = None
+    sims: dict[str, float] = {}
+    if exact_max is not None:
+        allowed = searchsql.filtered_entries(con, where, params, exact_max + 1)
+        if len(allowed) <= exact_max:
+            found = allowed
+            sims = index.similarities(con, model_id, dim, qvec, {h for _, h, _ in allowed})
+    if found is None:
+        k = min(size, knn_max)
+        while True:
+            nearest = index.knn(con, model_id, dim, qvec, k)
+            sims = {h: 1.0 - d for h, d in nearest}
+            found = searchsql.entries_with_hashes(con, list(sims), where, params)
+            if len(found) >= size or len(nearest) < k:
+                break
+            if k >= knn_max:
+                found = searchsql.filtered_entries(con, where, params, -1)
+                sims = index.similarities(con, model_id, dim, qvec, {h for _, h, _ in found})
+                break
+            k = min(k * 4, knn_max)
+    scored = sorted(
+        ((sims[h], i, doc) for i, h, doc in found if h in sims), key=lambda t: (-t[0], t[1])
+    )
+    return scored[:size]

@@ -60,7 +60,7 @@ def default_model_holder(cfg: Config) -> ModelHolder:
         loader,
         description=resolved.description,
         query_cache_size=cfg.embedding.query_cache_size,
-        background_threads=background_threads(cfg.embedding.threads),
+        background_threads=background_threads(cfg.embedding.threads, resolved),
     )
 
 

@@ -89,6 +89,8 @@ class PgStore:
         self.listening = False  # the listener's connection is up (status)
         self.last_error: str | None = None  # the last "server unreachable" seen (status)
         self.down_since: float | None = None  # set while the server does not answer
+        # per read scope (this workspace, "all"): what fts.py remembers between searches
+        self._memos: dict[str | None, dict[Any, Any]] = {None: {}, "all": {}}
         try:
             with psycopg.connect(
                 settings.conninfo, autocommit=True, connect_timeout=_timeout(settings)
@@ -185,7 +187,7 @@ class PgStore:
             try:
                 if scope == "all":
                     raw.execute("SELECT set_config('memoryd.scope', 'all', true)")
-                return fn(PgConnection(raw))
+                return fn(PgConnection(raw, self._memos["all" if scope == "all" else None]))
             finally:
                 if not raw.closed:
                     raw.execute("ROLLBACK")
@@ -201,7 +203,7 @@ class PgStore:
             try:
                 if scope == "all":
                     raw.execute("SELECT set_config('memoryd.scope', 'all', true)")
-                yield PgConnection(raw)
+                yield PgConnection(raw, self._memos["all" if scope == "all" else None])
             except BaseException:
                 _rollback(raw)
                 raise

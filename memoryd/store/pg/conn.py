@@ -64,12 +64,17 @@ class PgCursor:
 
 
 class PgConnection:
-    """One pooled psycopg connection, inside the transaction the store opened for it."""
+    """One pooled psycopg connection, inside the transaction the store opened for it.
+
+    `memo`: the store's memory of derived figures for this connection's scope (the keyword
+    pool's document frequencies, store/pg/fts.py), shared by every connection of the store;
+    a connection made without one remembers nothing."""
 
     dialect = DIALECT
 
-    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+    def __init__(self, raw: psycopg.Connection[Any], memo: dict[Any, Any] | None = None) -> None:
         self.raw = raw
+        self.memo: dict[Any, Any] = {} if memo is None else memo
         self._changes = 0
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:

@@ -29,8 +29,10 @@ ts_rank_cd alone has no IDF: a common name outranked the rare word a question is
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -211,22 +213,76 @@ def weighted_rank(con: Connection, match: str) -> tuple[str, list[Any]]:
     leaves = terms(match)
     if len(leaves) <= 1:
         return rank_sql("e.fts", "q.q"), []
-    counts = ", ".join(
-        f"(SELECT count(*) FROM (SELECT 1 FROM entries e WHERE e.fts @@ {sql} LIMIT ?) t)"
-        for sql, _ in leaves
-    )
-    row = one(
-        con.execute(
-            f"SELECT {N_SQL}, {counts}",
-            [p for _, ps in leaves for p in [*ps, DF_CAP]],
-        )
-    )
-    n = max(int(row[0]), 1)
+    n, dfs = doc_freqs(con, leaves)
     parts, params = [], []
-    for (sql, ps), df in zip(leaves, row[1:], strict=True):
+    for (sql, ps), df in zip(leaves, dfs, strict=True):
         parts.append(f"?::float8 * ts_rank_cd('{WEIGHTS}'::real[], e.fts, {sql}, {NORMALIZATION})")
-        params += [idf(max(n, int(df)), int(df)), *ps]
+        params += [idf(max(n, df), df), *ps]
     return "-(" + " + ".join(parts) + ")", params
+
+
+DF_TTL_S = 60.0  # a remembered document frequency is counted again after this long
+MEMO_MAX = 4096
+# Counted exactly up to this; a term in more texts takes the planner's estimate (its
+# statistics keep the most common lexemes' frequencies: within 1% for those at 100K entries).
+# A count visits every matching heap row: 10,000 of them cost 50-80 ms on a busy server.
+EXACT_MAX = 1000
+
+
+def estimate(con: Connection, sql: str, params: Sequence[Any]) -> int:
+    """The planner's estimate of how many entries match the tsquery `sql` (no rows read)."""
+    row = one(
+        con.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM entries e WHERE e.fts @@ {sql}", params)
+    )
+    plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def counted(con: Connection, sql: str, params: Sequence[Any], n: int, cap: int) -> int:
+    """A count `n` made up to min(cap, EXACT_MAX), completed: at EXACT_MAX and below `cap`, the
+    planner's estimate (never below what was counted, never above cap)."""
+    if n < EXACT_MAX or cap <= EXACT_MAX:
+        return n
+    return max(n, min(cap, estimate(con, sql, params)))
+
+
+def doc_freqs(con: Connection, leaves: list[tuple[str, list[Any]]]) -> tuple[int, list[int]]:
+    """N and each term's document frequency, up to DF_CAP (counted up to EXACT_MAX, then the
+    planner's estimate). A search asks for the same terms twice (the all-words and any-word
+    pools) and again in the next search, so each is remembered in the store's memo
+    (PgConnection.memo) while N holds, for at most DF_TTL_S: IDF needs no exact count, and N
+    (the planner's estimate once large) changes with every write only while the store is small,
+    where counting is cheap."""
+    memo: dict[Any, Any] = getattr(con, "memo", {})
+    now = time.monotonic()
+    keys = [("df", sql, tuple(ps)) for sql, ps in leaves]
+    fresh: dict[Any, tuple[int, int, float]] = {
+        k: memo[k] for k in keys if k in memo and now - memo[k][2] < DF_TTL_S
+    }
+    n = 0
+    for attempt in range(2):
+        missing = [(k, leaf) for k, leaf in zip(keys, leaves, strict=True) if k not in fresh]
+        counts = "".join(
+            f", (SELECT count(*) FROM (SELECT 1 FROM entries e WHERE e.fts @@ {sql} LIMIT ?) t)"
+            for _, (sql, _) in missing
+        )
+        cap = min(DF_CAP, EXACT_MAX)
+        row = one(
+            con.execute(
+                f"SELECT {N_SQL}{counts}", [p for _, (_, ps) in missing for p in [*ps, cap]]
+            )
+        )
+        n = max(int(row[0]), 1)
+        if len(memo) > MEMO_MAX:
+            memo.clear()
+        for (k, (sql, ps)), df in zip(missing, row[1:], strict=True):
+            fresh[k] = memo[k] = (counted(con, sql, ps, int(df), DF_CAP), n, now)
+        stale = [k for k in keys if fresh[k][1] != n]  # counted when N was another
+        if not stale or attempt:
+            break
+        for k in stale:
+            del fresh[k]
+    return n, [fresh[k][0] for k in keys]
 
 
 # N of the IDF: the planner's row estimate once the table is large (a count(*) would cost
@@ -310,13 +366,14 @@ def matching(con: Connection, match: str, ids: Sequence[int]) -> set[int]:
 
 
 def match_count(con: Connection, match: str, cap: int) -> int:
+    """How many entries match, up to `cap`: counted up to EXACT_MAX, estimated above."""
     q, qparams = tsquery(match)
     row = con.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM (SELECT {q} AS q) q, entries e"
         " WHERE e.fts @@ q.q LIMIT ?) t",
-        [*qparams, cap],
+        [*qparams, min(cap, EXACT_MAX)],
     ).fetchone()
-    return int(row[0]) if row else 0
+    return counted(con, q, qparams, int(row[0]) if row else 0, cap)
 
 
 def keyword_memories(
