@@ -2,6 +2,7 @@
 python -m bench quality [--set NAME] [--modes keyword,vector,hybrid,auto] [--json]
                         [--backend postgres [--dsn DSN]]   (beside SQLite; bench/quality.py)
 python -m bench embedding | reads | bursts | soak --minutes N (bench/embedding.py)
+python -m bench writeload [--chunks 10000,100000] [--rounds 3]  (bench/writeload.py)
 python -m bench entities [--json] [--misses]  (entity extraction: quality, speed; bench/entities.py)
 python -m bench targets   (the wall-clock targets the unit tests no longer assert; bench/targets.py)
 
@@ -61,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import targets
 
         return targets.main(argv[1:])
+    if argv[:1] == ["writeload"]:
+        from bench import writeload
+
+        return writeload.main(argv[1:])
     if argv[:1] in (["embedding"], ["soak"], ["reads"], ["bursts"]):
         from bench import embedding
 

@@ -1,8 +1,9 @@
 """Embedding rows (issue 12): search latency while a backlog is embedded, throughput against raw
 fastembed, and a soak run that records the daemon's RSS every minute.
 
-    python -m bench embedding [--notes N]      two rows, about 2.5 minutes with the real model
-    python -m bench soak --minutes N [--chunks N]
+    python -m bench embedding [--backlog N] [--runs N] [--no-throughput]
+                                               two rows, about 2.5 minutes with the real model
+    python -m bench soak --minutes N [--chunks N] [--template DIR]
     python -m bench reads                      daemon CPU while rg reads the watched workspace
     python -m bench bursts                     new folders, a file appended to without pause
 
@@ -295,13 +296,23 @@ def seed_model_vectors(cfg: Any) -> int:
         app.close()
 
 
-def soak(root: Path, minutes: float, chunks: int, out: Path) -> dict[str, Any]:
-    """A daemon with the model and `chunks` chunks under mixed load (searches in every mode,
-    memories added, notes edited and created, so the model embeds now and then); its RSS is
-    recorded every minute."""
+def prepared_index(
+    root: Path, chunks: int, template: Path | None = None
+) -> tuple[Path, dict[str, int], int]:
+    """root/ws with `chunks` chunks and root/ddata indexed with synthetic vectors: built here, or
+    copied from `template` (a folder a previous run built with the same size: indexing 100K
+    chunks takes minutes on a busy machine). Returns (workspace, its shape, texts)."""
     from memoryd.core.config import Config
 
     ws = root / "ws"
+    cached = template / f"{chunks}" if template is not None else None
+    if cached is not None and (cached / "shape.json").exists():
+        t = time.perf_counter()
+        shutil.copytree(cached / "ws", ws)
+        shutil.copytree(cached / "ddata", root / "ddata")
+        info = json.loads((cached / "shape.json").read_text())
+        print(f"copied the {chunks}-chunk index from {cached} in {time.perf_counter() - t:.0f} s")
+        return ws, info["shape"], int(info["texts"])
     shape = write_workspace(ws, chunks, seed=42)
     cfg = Config.from_dict(
         {
@@ -315,6 +326,31 @@ def soak(root: Path, minutes: float, chunks: int, out: Path) -> dict[str, Any]:
     t = time.perf_counter()
     texts = seed_model_vectors(cfg)
     print(f"indexed {shape['files']} files, {texts} texts in {time.perf_counter() - t:.0f} s")
+    if cached is not None:
+        shutil.rmtree(cached, ignore_errors=True)
+        shutil.copytree(ws, cached / "ws")
+        shutil.copytree(root / "ddata", cached / "ddata")
+        (cached / "shape.json").write_text(json.dumps({"shape": shape, "texts": texts}))
+    return ws, shape, texts
+
+
+def _memory(pid: int) -> dict[str, float]:
+    """VmRSS split (anonymous, file-backed) and the high-water mark, MB."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmHWM", "RssAnon", "RssFile", "RssShmem"):
+            out[key] = round(int(value.split()[0]) / 1024, 1)
+    return out
+
+
+def soak(
+    root: Path, minutes: float, chunks: int, out: Path, template: Path | None = None
+) -> dict[str, Any]:
+    """A daemon with the model and `chunks` chunks under mixed load (searches in every mode,
+    memories added, notes edited and created, so the model embeds now and then); its RSS is
+    recorded every minute."""
+    ws, shape, texts = prepared_index(root, chunks, template)
     d = Daemon(root, ws, model=True)
     rng = random.Random(5)
     notes = sorted(ws.rglob("*.md"))
@@ -335,6 +371,7 @@ def soak(root: Path, minutes: float, chunks: int, out: Path) -> dict[str, Any]:
                     {
                         "minute": round((now - started) / 60, 2),
                         "rss_mb": round(d.rss_mb(), 1),
+                        **_memory(d.proc.pid),
                         "cpu_s": round(d.cpu_s(), 1),
                         "pending": st.get("vectors", {}).get("pending"),
                         "search_p95_ms": round(pct(lat[-200:], 95), 1) if lat else None,
@@ -394,7 +431,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--minutes", type=float, default=15)
     p.add_argument("--chunks", type=int, default=100_000)
     p.add_argument("--backlog", type=int, default=1200)
+    p.add_argument("--runs", type=int, default=1, help="backlog runs (each its own daemon)")
+    p.add_argument("--no-throughput", action="store_true", help="only the backlog row(s)")
     p.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    p.add_argument(
+        "--template", type=Path, default=None, help="keep (or reuse) the built index here"
+    )
     args = p.parse_args(argv)
     from memoryd.core import logsetup
 
@@ -402,14 +444,16 @@ def main(argv: list[str]) -> int:
     root = Path(tempfile.mkdtemp(prefix="memoryd-bench-"))
     try:
         if args.what == "soak":
-            soak(root, args.minutes, args.chunks, args.out)
+            soak(root, args.minutes, args.chunks, args.out, args.template)
             return 0
         if args.what == "reads":
             rows = read_cost(root / "reads")
         elif args.what == "bursts":
             rows = bursts(root / "bursts")
         else:
-            rows = throughput(root / "tp") + backlog_latency(root / "backlog", args.backlog)
+            rows = [] if args.no_throughput else throughput(root / "tp")
+            for run in range(args.runs):
+                rows += backlog_latency(root / f"backlog{run}", args.backlog)
         for r in rows:
             base = "" if r["baseline"] is None else f"  baseline {r['baseline']:.2f}"
             met = {True: "met", False: "MISSED", None: ""}[r["met"]]

@@ -19,6 +19,8 @@ IMPORT_TO_DIST = {
     "apsw": "apsw",
     "sqlite_vec": "sqlite-vec",
     "fastembed": "fastembed",
+    "onnxruntime": "onnxruntime",
+    "tokenizers": "tokenizers",
     "numpy": "numpy",
     "watchdog": "watchdog",
     "apscheduler": "apscheduler",

@@ -132,6 +132,40 @@ def test_offline_model_loads_and_embeds(tmp_path: Path) -> None:
     assert again is not None and again.model_dir == resolved.model_dir
 
 
+@pytest.mark.model
+def test_the_offline_model_without_fastembed_gives_fastembeds_vectors(tmp_path: Path) -> None:
+    """index/onnxembed.py runs the offline model itself (no fastembed import): the same vectors
+    as fastembed's pipeline for short, long (truncated at 256 tokens) and mixed-length runs, so
+    vectors stored by either keep one identity."""
+    if offline_files() is None:
+        pytest.skip("memoryd[offline] not installed")
+    from memoryd.index.onnxembed import OnnxEmbedder
+
+    resolved, _ = resolve_model(cfg(), tmp_path)
+    assert resolved is not None and resolved.model_dir is not None
+    lean = embed.load_embedder(resolved, cache_dir=tmp_path)
+    assert isinstance(lean, OnnxEmbedder)
+    fast = embed.FastEmbedEmbedder(
+        model_name=resolved.model_name,
+        identity_name=resolved.identity_name,
+        model_dir=resolved.model_dir,
+        cache_dir=tmp_path / "fastembed-cache",
+        threads=1,
+    )
+    assert lean.identity == fast.identity
+    texts = [
+        "lunch is at noon",
+        "Sessions live in Redis for 14 days; the cookie is HttpOnly.",
+        " ".join(f"word{i} alpha beta gamma" for i in range(200)),  # far over 256 tokens
+        "# Heading\n\n- a list\n- of things, ünïcödé and 数据库",
+        "",
+    ]
+    for batch in (texts, texts[:1], texts[2:3], texts[::-1]):
+        a, b = lean.embed_batch(batch), fast.embed_batch(batch)
+        assert a.shape == b.shape and a.dtype == np.float32
+        assert np.abs(a - b).max() < 1e-5
+
+
 def test_close_waits_for_a_model_still_loading() -> None:
     """A daemon stopped while its model loads must not exit under onnxruntime's session set-up
     (the process aborted with "terminate called without an active exception")."""
@@ -149,3 +183,18 @@ def test_close_waits_for_a_model_still_loading() -> None:
     holder.close()
     release.join()
     assert loaded.is_set()
+
+
+def test_background_runs_stay_within_the_memory_budget() -> None:
+    """Long texts go one to a run, short ones many to a run; every text once, longest first."""
+    from memoryd.index.embed import CHARS_PER_TOKEN, MAX_TOKENS, RUN_BUDGET, budget_runs
+
+    lengths = [2000, 30, 900, 40, 1500, 60, 350, 20, 25, 5000]
+    runs = budget_runs(lengths)
+    assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
+    for run in runs:
+        tokens = max(min(MAX_TOKENS, lengths[i] // CHARS_PER_TOKEN + 2) for i in run)
+        assert len(run) == 1 or len(run) * tokens**2 <= RUN_BUDGET
+    assert runs[0] == [9] and [lengths[i] for i in runs[1]] == [2000]  # full length: alone
+    assert max(len(r) for r in runs) >= 4  # the short ones share a run
+    assert budget_runs([]) == []

@@ -12,6 +12,7 @@ from typing import Any
 
 import apsw
 import pytest
+from conftest import wait_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from work import calls
@@ -200,6 +201,36 @@ def test_cache_refresh_and_invalidate(con: apsw.Connection) -> None:
     assert eager.rewrite(con, ["ansibel"]) is None
     add(con, "Ansible inventory")
     assert eager.rewrite(con, ["ansibel"]) is not None
+
+
+def test_a_stale_vocabulary_is_rebuilt_in_the_background(con: apsw.Connection) -> None:
+    """With a read function (the daemon's store.read) a query never rebuilds: it goes on with
+    the snapshot it has while one background thread rebuilds, at most once per min_rebuild_s."""
+    builds: list[str] = []
+
+    def read(fn: Any) -> Any:
+        builds.append(threading.current_thread().name)
+        return fn(con)
+
+    matcher = FuzzyMatcher(read=read, min_rebuild_s=0)
+    assert matcher.rewrite(con, ["terrafrom"]) is None  # the first build, on this thread
+    add(con, "Terraform state locking")
+    matcher.invalidate()
+    assert matcher.rewrite(con, ["terrafrom"]) is None  # the old snapshot, at once
+    wait_for(lambda: builds and matcher._fresh(matcher._vocab))
+    assert builds and all(name.startswith("memoryd-fuzzy") for name in builds)
+    result = matcher.rewrite(con, ["terrafrom"])
+    assert result is not None and found(con, result.match) == ["Terraform state locking"]
+    slow = FuzzyMatcher(read=read, min_rebuild_s=3600)
+    slow.rewrite(con, ["terrafrom"])
+    slow.invalidate()
+    before = len(builds)
+    for _ in range(3):
+        slow.rewrite(con, ["terrafrom"])
+        slow.invalidate()
+    slow.close()
+    matcher.close()
+    assert len(builds) == before + 1  # one rebuild in the interval, however many changes
 
 
 def test_reader_connections_and_threads(tmp_path: Path, no_leaked_threads: None) -> None:

@@ -339,6 +339,33 @@ def test_near_duplicates_by_vector_embed_once(make_app: Any) -> None:
     assert len(app.model.fake.seen) == seen  # its vector was stored during the check
 
 
+def test_near_duplicates_score_the_namespaces_memories_not_every_vector(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check scores the memories of the namespace exactly (the searcher's vector index), not
+    a nearest-neighbour scan of every stored vector: notes saying nearly the same do not crowd
+    a memory out, and the scan's cost does not grow with the notes."""
+    from memoryd.search import neardup
+
+    app = make_app()
+    app.model.start()
+    assert app.model.wait_ready(10)
+    for i in range(15):
+        (app.cfg.workspace / f"cats{i}.md").write_text(f"# C\n\ncats sleep most of the day {i}\n")
+    app.indexer.reconcile()
+    first = app.memories.add("cats sleep most of the day").id
+    app.memories.add("cats sleep most of the day", namespace="other")
+    app.embedder.run()
+
+    def no_scan(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("near-duplicate check scanned every vector")
+
+    monkeypatch.setattr(neardup.vectors, "knn", no_scan)
+    added = app.memories.add("cats sleep most of the day!")
+    assert [n["id"] for n in added.near_duplicates] == [first]
+    assert app.memories.add("lunch is at noon").near_duplicates == ()
+
+
 def test_token_budget_and_concepts(make_app: Any) -> None:
     app = make_app(model=None)
     for i in range(30):

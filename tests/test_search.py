@@ -317,6 +317,53 @@ def test_vector_cache_matches_exact_search(make_app: Any) -> None:
     assert len(cache) == 3005  # new vectors are picked up on the next query
 
 
+@pytest.mark.sqlite_only("VectorCache is SQLite's in-memory index")
+def test_vector_cache_appends_in_place_and_keeps_old_views(make_app: Any) -> None:
+    """A few new vectors fill spare rows (no copy of the store per write); a view a reader took
+    before stays valid; loading, growth and the re-centring at each doubling give the same
+    neighbours as a cache loaded in one go."""
+    import numpy as np
+
+    from memoryd.search import vecindex
+    from memoryd.search.vecindex import VectorCache
+    from memoryd.store import vectors
+
+    app = make_app(model=None)
+    rng = np.random.default_rng(3)
+    data = rng.normal(size=(2600, 32)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    model_id = app.store.run_write(lambda con: vectors.ensure_model(con, "syn/32", "syn", 32, 1.0))
+
+    def add(lo: int, hi: int) -> None:
+        items = [(f"h{i}", data[i]) for i in range(lo, hi)]
+        app.store.run_write(lambda con: vectors.store(con, model_id, items, 1.0))
+
+    add(0, 1200)
+    cache = VectorCache(min_vectors=500, rerank=10)
+    app.store.read(lambda con: cache.knn(con, model_id, 32, data[0], 5))
+    buffer = cache._full
+    with cache._lock:
+        _, old_view, _, n_old = cache._view()
+    add(1200, 1210)
+    app.store.read(lambda con: cache.knn(con, model_id, 32, data[0], 5))
+    assert len(cache) == 1210 and cache._full is buffer  # written into spare rows
+    assert n_old == 1200 and np.array_equal(old_view, data[:1200].astype(np.float16))
+    old = vecindex.LOAD_ROWS
+    vecindex.LOAD_ROWS = 256  # several blocks per load, a regrowth and a re-centring
+    try:
+        add(1210, 2600)  # past twice the 1,200 the centre was taken over: re-centred
+        grown = VectorCache(min_vectors=500, rerank=10)
+        for q in data[:40]:
+            a = app.store.read(lambda con, q=q: cache.knn(con, model_id, 32, q, 10))
+            b = app.store.read(lambda con, q=q: grown.knn(con, model_id, 32, q, 10))
+            assert a == b and a[0][0] == f"h{int(np.argmax(data @ q))}"
+    finally:
+        vecindex.LOAD_ROWS = old
+    assert len(cache) == len(grown) == 2600 and cache._full is not buffer
+    sims = app.store.read(lambda con: cache.similarities(con, model_id, 32, data[7], {"h7", "x"}))
+    assert list(sims) == ["h7"] and sims["h7"] == pytest.approx(1.0, abs=1e-3)
+
+
 def test_weighted_rrf_items() -> None:
     scores = rrf([[(1, 0.25), 2], [2]], k=60, weights=[1.0, 2.0])
     assert scores[1] == pytest.approx(0.25 / 61)

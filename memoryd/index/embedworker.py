@@ -34,6 +34,7 @@ log = get_logger("memoryd.index.embed")
 
 RATE_WINDOW_S = 60.0
 IDLE_TRIM_S = 30.0
+FULL_SCAN_S = 600.0  # how often the whole store is checked for texts without a vector
 
 
 class Model(Protocol):
@@ -75,6 +76,14 @@ class EmbedWorker:
         self.running = False
         self.current: str | None = None
         self._samples: deque[tuple[float, int]] = deque()  # (monotonic time, embedded_total)
+        # Every entry with an id up to `_clear_below` had a vector when last looked (None: not
+        # known, look at everything). Entries get new ids when written and only memories change
+        # text in place, so after one full scan a wake-up looks at what came since and at the
+        # memories: a few rows instead of every hash in the store (issue 23: at 100K chunks the
+        # full scans after each add cost more CPU than embedding the add).
+        self._clear_below: int | None = None
+        self._full_scan_at = 0.0
+        self._completed: int | None = None  # the model marked complete by this worker
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="memoryd-embed", daemon=True)
@@ -88,6 +97,7 @@ class EmbedWorker:
     def retry_now(self) -> None:
         """The store is reachable again after an outage: retry at once, not after the
         failure backoff (up to 5 minutes)."""
+        self._clear_below = None  # what changed meanwhile is not known: look at everything
         self._retry.set()
         self._wake.set()
 
@@ -113,7 +123,7 @@ class EmbedWorker:
             if self._stop.is_set():
                 return
             try:
-                self.run(stop=self._stop)
+                self.run(stop=self._stop, report=False)
                 backoff = 1.0
             except Exception as exc:
                 self.last_error = str(exc)
@@ -129,6 +139,7 @@ class EmbedWorker:
             return None
         ident = self.model.identity
         if self.model_id is None:
+            self._clear_below, self._completed = None, None  # a new model, or a restored file
             now = self.clock()
             for attempt in range(3):
                 try:
@@ -147,8 +158,44 @@ class EmbedWorker:
         background = getattr(self.model, "embed_background", None)
         return background(texts) if background is not None else self.model.embed_batch(texts)
 
-    def run(self, *, max_batches: int | None = None, stop: threading.Event | None = None) -> dict:
-        """Embed pending texts until none are left (or max_batches). Returns counts."""
+    def _window(self, model_id: int) -> list[tuple[str, str, str]]:
+        """The next texts to embed, newest first: everything since the last clear look when it
+        is known, else (and every FULL_SCAN_S) the whole store."""
+        clear = self._clear_below
+        full = clear is None or time.monotonic() - self._full_scan_at > FULL_SCAN_S
+
+        def read(con: Any) -> tuple[int, list[tuple[str, str, str]]]:
+            top = vectors.top_entry_id(con)
+            if full or clear is None:
+                return top, vectors.pending_newest(con, model_id, self.window)
+            return top, vectors.pending_since(con, model_id, self.window, clear)
+
+        top, window = self.store.read(read)
+        if full:
+            self._full_scan_at = time.monotonic()
+        # Not on a shared database: there, concurrent transactions can commit ids out of order,
+        # so "everything up to the highest id" would not hold.
+        if not window and self.model_id == model_id and not self.store.shared:
+            self._clear_below = top
+        return window
+
+    def _pending_count(self, model_id: int | None) -> int | None:
+        """Pending texts, counted over what changed since the last clear look; None when that
+        is not known."""
+        clear = self._clear_below
+        if model_id is None or clear is None or model_id != self.model_id:
+            return None
+        return self.store.read(lambda con: vectors.count_pending_since(con, model_id, clear))
+
+    def run(
+        self,
+        *,
+        max_batches: int | None = None,
+        stop: threading.Event | None = None,
+        report: bool = True,
+    ) -> dict:
+        """Embed pending texts until none are left (or max_batches). Returns counts (the
+        pending count only when `report`)."""
         with self._run_lock:
             model_id = self.ensure_model()
             if model_id is None:
@@ -166,15 +213,15 @@ class EmbedWorker:
                         break
                     if not window or self._changed.is_set():
                         self._changed.clear()
-                        window = self.store.read(
-                            lambda con: vectors.pending_newest(con, model_id, self.window)
-                        )
+                        window = self._window(model_id)
                     if not window:
-                        dropped = self.store.run_write(
-                            lambda con: vectors.mark_complete(con, model_id)
-                        )
-                        if dropped:
-                            log.info("old model vectors dropped", models=dropped)
+                        if self._completed != model_id:
+                            dropped = self.store.run_write(
+                                lambda con: vectors.mark_complete(con, model_id)
+                            )
+                            self._completed = model_id
+                            if dropped:
+                                log.info("old model vectors dropped", models=dropped)
                         break
                     todo, window = window[: self.batch_size], window[self.batch_size :]
                     self.current = todo[0][2]
@@ -202,7 +249,7 @@ class EmbedWorker:
                     texts=embedded,
                     duration_ms=round((time.perf_counter() - started) * 1000, 1),
                 )
-            return {"embedded": embedded, "pending": self.pending()}
+            return {"embedded": embedded, **({"pending": self.pending()} if report else {})}
 
     def _count(self, new: int) -> None:
         self.embedded_total += new
@@ -236,7 +283,8 @@ class EmbedWorker:
         }
 
     def pending(self) -> int:
-        return self.counts()["pending"]
+        fast = self._pending_count(self.model_id)
+        return fast if fast is not None else self.counts()["pending"]
 
     def counts(self) -> dict[str, int]:
         model_id = self.model_id

@@ -65,15 +65,27 @@ def dot(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
 _HAS_BITWISE_COUNT = hasattr(np, "bitwise_count")
 
 
+LOAD_ROWS = 4096  # vectors read per query while loading: ~6 MB of blobs at 384-d, not the lot
+HEADROOM = 1 / 16  # spare rows kept on growth: appends fill them in place (6% ~ 5 MB at 100K)
+
+
 class VectorCache:
+    """The vectors of the active model in memory: float16 rows and sign-bit codes, each in a
+    buffer with spare rows at the end. New vectors are written into the spare rows, so a write
+    of a few vectors (an added memory, an edited note) costs a few rows, not a copy of the whole
+    store (77 MB at 100K, which every add used to allocate and copy under the lock, on the query
+    path). Readers take views of the first `n` rows under the lock and use them outside it:
+    appends only write rows past every view handed out, and a regrowth makes a new buffer."""
+
     def __init__(self, *, min_vectors: int = 5_000, rerank: int = 10) -> None:
         self.min_vectors = min_vectors
         self.rerank = rerank
         self._lock = threading.Lock()
         self._model_id: int | None = None
         self._max_rowid = 0
-        self._codes = np.zeros((0, 0), dtype=np.uint64)  # one word per row: (words, n)
-        self._full = np.zeros((0, 0), dtype=np.float16)
+        self._n = 0
+        self._codes = np.zeros((0, 0), dtype=np.uint64)  # one word per row: (words, capacity)
+        self._full = np.zeros((0, 0), dtype=np.float16)  # (capacity, dim)
         self._hashes: list[str] = []
         self._index: dict[str, int] = {}
         self._mean_n = 0
@@ -84,7 +96,7 @@ class VectorCache:
             self._model_id = None
 
     def __len__(self) -> int:
-        return len(self._hashes)
+        return self._n
 
     def _code(self, vecs: np.ndarray) -> np.ndarray:
         bits = np.packbits((vecs - self._mean) > 0, axis=-1)
@@ -93,9 +105,37 @@ class VectorCache:
             bits = np.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, pad)])
         return np.ascontiguousarray(bits).view(np.uint64)
 
+    def _reserve(self, rows: int) -> None:
+        """Room for `rows` more vectors: a bigger buffer (copying the filled rows) only when the
+        spare rows run out."""
+        need = self._n + rows
+        if need <= self._full.shape[0]:
+            return
+        cap = need + max(1024, int(need * HEADROOM))
+        full = np.empty((cap, self._full.shape[1]), dtype=np.float16)
+        full[: self._n] = self._full[: self._n]
+        codes = np.empty((self._codes.shape[0], cap), dtype=np.uint64)
+        codes[:, : self._n] = self._codes[:, : self._n]
+        self._full, self._codes = full, codes
+
+    def _recode(self) -> None:
+        """Re-take the centre the sign bits are taken around, and every code, a block at a time
+        (a float32 copy of the whole store would be 154 MB at 100K)."""
+        n = self._n
+        total = np.zeros(self._full.shape[1], dtype=np.float64)
+        for i in range(0, n, LOAD_ROWS):
+            total += self._full[i : min(i + LOAD_ROWS, n)].astype(np.float32).sum(axis=0)
+        self._mean = (total / max(n, 1)).astype(np.float32)
+        self._mean_n = n
+        codes = np.empty_like(self._codes)  # a new buffer: readers may hold views of the old
+        for i in range(0, n, LOAD_ROWS):
+            block = self._full[i : min(i + LOAD_ROWS, n)].astype(np.float32)
+            codes[:, i : i + len(block)] = self._code(block).T
+        self._codes = codes
+
     def _sync(self, con: Connection, model_id: int, dim: int) -> None:
         if self._model_id != model_id:
-            self._model_id, self._max_rowid = model_id, 0
+            self._model_id, self._max_rowid, self._n = model_id, 0, 0
             self._codes = np.zeros(((dim + 63) // 64, 0), dtype=np.uint64)
             self._full = np.zeros((0, dim), dtype=np.float16)
             self._hashes = []
@@ -105,23 +145,36 @@ class VectorCache:
         newest = vectors.newest_id(con)
         if newest is None or newest <= self._max_rowid:
             return
-        rows = vectors.rows_after(con, model_id, self._max_rowid)
-        if not rows:
-            return
-        block = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(-1, dim)
-        self._full = np.concatenate([self._full, block.astype(np.float16)])
-        if len(self._full) >= 2 * self._mean_n:
+        if not self._n:
+            # first load: size the buffer once for what the store holds
+            self._reserve(vectors.model_count(con, model_id))
+        start = self._n
+        while True:
+            rows = vectors.rows_after(con, model_id, self._max_rowid, LOAD_ROWS)
+            if not rows:
+                break
+            block = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32)
+            block = block.reshape(-1, dim)
+            self._reserve(len(rows))
+            n = self._n
+            self._full[n : n + len(rows)] = block
+            if self._mean_n:
+                self._codes[:, n : n + len(rows)] = self._code(block).T
+            for r in rows:
+                self._index[str(r[1])] = len(self._hashes)
+                self._hashes.append(str(r[1]))
+            self._n = n + len(rows)
+            self._max_rowid = int(rows[-1][0])
+            if len(rows) < LOAD_ROWS:
+                break
+        if self._n > start and (not self._mean_n or self._n >= 2 * self._mean_n):
             # The centre the sign bits are taken around, re-taken each time the store doubles
             # (a store that starts empty would otherwise keep the mean of its first few texts).
-            self._mean = self._full.astype(np.float32).mean(axis=0)
-            self._mean_n = len(self._full)
-            self._codes = np.ascontiguousarray(self._code(self._full.astype(np.float32)).T)
-        else:
-            self._codes = np.concatenate([self._codes, self._code(block).T], axis=1)
-        for r in rows:
-            self._index[str(r[1])] = len(self._hashes)
-            self._hashes.append(str(r[1]))
-        self._max_rowid = int(rows[-1][0])
+            self._recode()
+
+    def _view(self) -> tuple[np.ndarray, np.ndarray, list[str], int]:
+        n = self._n
+        return self._codes[:, :n], self._full[:n], self._hashes, n
 
     def count(self, con: Connection, model_id: int) -> int:
         return vectors.model_count(con, model_id)
@@ -140,8 +193,8 @@ class VectorCache:
         """The k nearest texts as (content_hash, cosine distance), nearest first."""
         with self._lock:
             self._sync(con, model_id, dim)
-            codes, full, hashes = self._codes, self._full, self._hashes
-        n = len(hashes)
+            codes, full, hashes, n = self._view()
+            mean = self._mean
         if n == 0 or k <= 0:
             return []
         q = np.asarray(query, dtype=np.float32)
@@ -149,7 +202,9 @@ class VectorCache:
             cand = np.arange(n)
         else:
             m = min(n, max(k * self.rerank, 200, n // 50))  # re-score at least 2% of the store
-            ham = hamming(codes, self._code(q[None, :])[0])
+            bits = np.packbits((q[None, :] - mean) > 0, axis=-1)
+            bits = np.pad(bits, [(0, 0), (0, (-bits.shape[-1]) % 8)])
+            ham = hamming(codes, np.ascontiguousarray(bits).view(np.uint64)[0])
             cand = np.argpartition(ham, m - 1)[:m] if m < n else np.arange(n)
         sims = dot(full[cand], q)
         k = min(k, len(cand))
@@ -163,7 +218,8 @@ class VectorCache:
         """Exact cosine similarity of the query to each wanted text that has a vector."""
         with self._lock:
             self._sync(con, model_id, dim)
-            full, index, hashes = self._full, self._index, self._hashes
+            _, full, hashes, _ = self._view()
+            index = self._index
             rows = [index[h] for h in wanted if h in index]
         if not rows:
             return {}

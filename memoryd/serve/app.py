@@ -84,7 +84,8 @@ class App:
         checkpoints.clean_partial(cfg.data_dir)
         self.store = open_store(cfg)
         self.model = model if model is not None else default_model_holder(cfg)
-        self.fuzzy = FuzzyMatcher(cfg.search.fuzzy_min_similarity)
+        # rebuilt in the background after index changes, never by a query (issue 23)
+        self.fuzzy = FuzzyMatcher(cfg.search.fuzzy_min_similarity, read=self.store.read)
         self.searcher = Searcher(
             self.store,
             cfg.search,
@@ -124,7 +125,12 @@ class App:
             secrets_mode=cfg.secrets.mode,
         )
         self.near_duplicates = NearDuplicates(
-            self.store, self.model, self.embedder, cfg.lifecycle, clock=clock
+            self.store,
+            self.model,
+            self.embedder,
+            cfg.lifecycle,
+            clock=clock,
+            vector_index=self.searcher.vector_cache,
         )
         self.memories = Memories(
             self.store,
@@ -339,6 +345,7 @@ class App:
         self.embedder.stop()
         self.model.close()
         self.searcher.close()
+        self.fuzzy.close()
         self.store.close()
 
     # -- reporting ----------------------------------------------------------------------------

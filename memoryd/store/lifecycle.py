@@ -172,6 +172,17 @@ def delete_ids(con: Connection, ids: Iterable[int]) -> int:
     return n
 
 
+def memory_hashes(con: Connection, namespace: str) -> list[tuple[int, str]]:
+    """(id, content_hash) of every memory in `namespace` (the kind index, then the namespace)."""
+    return [
+        (int(i), str(h))
+        for i, h in con.execute(
+            "SELECT id, content_hash FROM entries WHERE kind = 'memory' AND namespace = ?",
+            (namespace,),
+        )
+    ]
+
+
 def memory_ids_by_hash(con: Connection, content_hash: str, namespace: str) -> list[int]:
     return [
         int(r[0])

@@ -130,24 +130,81 @@ def pending_newest(
     return list(out.values())
 
 
+def top_entry_id(con: Connection) -> int:
+    """The highest entry id (0 when there is none): ids only grow (m003), so every entry
+    written after this call has a higher one."""
+    top = con.execute("SELECT max(id) FROM entries").fetchall()[0][0]
+    return 0 if top is None else int(top)
+
+
+def pending_since(
+    con: Connection, model_id: int, limit: int, after: int
+) -> list[tuple[str, str, str]]:
+    """What `pending_newest` returns, for a caller that knows every entry up to id `after` had
+    a vector: the entries written since (a range on the primary key, newest first) and the
+    memories (their content can change in place: `update`), each without a vector. Bounded by
+    what changed, not by the size of the store (pending_newest's backlog part walks every
+    entry's hash when there is no backlog: ~0.1 s at 100K chunks, at every wake-up)."""
+    out: dict[str, tuple[str, str, str]] = {}
+    for sql, params in (
+        (
+            f"SELECT e.content_hash, e.content, {_SOURCE} FROM entries e"
+            f" WHERE e.id > ? AND {_NO_VECTOR} ORDER BY e.id DESC",
+            (after, model_id),
+        ),
+        (
+            f"SELECT e.content_hash, e.content, {_SOURCE} FROM entries e"
+            f" WHERE e.kind = 'memory' AND {_NO_VECTOR} ORDER BY e.id DESC",
+            (model_id,),
+        ),
+    ):
+        for h, c, src in con.execute(sql, params):
+            out.setdefault(str(h), (str(h), str(c), str(src)))
+            if len(out) >= limit:
+                return list(out.values())
+    return list(out.values())
+
+
+def count_pending_since(con: Connection, model_id: int, after: int) -> int:
+    """How many texts `pending_since` would find with no limit (distinct hashes). Two queries,
+    one per index (the primary-key range, the kind index): SQLite answers `id > ? OR kind = ?`
+    with a scan of the whole table."""
+    hashes: set[str] = set()
+    for sql, params in (
+        (
+            f"SELECT e.content_hash FROM entries e WHERE e.id > ? AND {_NO_VECTOR}",
+            (after, model_id),
+        ),
+        (
+            f"SELECT e.content_hash FROM entries e WHERE e.kind = 'memory' AND {_NO_VECTOR}",
+            (model_id,),
+        ),
+    ):
+        hashes.update(str(h) for (h,) in con.execute(sql, params))
+    return len(hashes)
+
+
 def newest_id(con: Connection) -> int | None:
     """The highest embeddings row id (None when there is none)."""
     newest = con.execute("SELECT max(id) FROM embeddings").fetchall()[0][0]
     return None if newest is None else int(newest)
 
 
-def rows_after(con: Connection, model_id: int, after: int) -> list[tuple[int, str, bytes]]:
+def rows_after(
+    con: Connection, model_id: int, after: int, limit: int = -1
+) -> list[tuple[int, str, bytes]]:
     """(row id, content hash, float32 blob) of the model's vectors with a row id above `after`,
-    in id order. Driven from the embeddings table (a range on its primary key): vec0 answers
-    lookups by rowid quickly but would scan itself for a rowid range; `+m.model_id` keeps
-    SQLite on the primary key instead of the (model, hash) index."""
+    in id order, at most `limit` (-1: all). Driven from the embeddings table (a range on its
+    primary key): vec0 answers lookups by rowid quickly but would scan itself for a rowid range;
+    `+m.model_id` keeps SQLite on the primary key instead of the (model, hash) index."""
     return [
         (int(i), str(h), blob(b))
         for i, h, b in con.execute(
             f"SELECT m.id, m.content_hash, v.embedding FROM embeddings m"
             f" JOIN {table_name(model_id)} v ON v.rowid = m.id"
-            " WHERE m.id > ? AND +m.model_id = ? ORDER BY m.id",
-            (after, model_id),
+            " WHERE m.id > ? AND +m.model_id = ? ORDER BY m.id"
+            + (" LIMIT ?" if limit >= 0 else ""),  # PostgreSQL refuses LIMIT -1
+            (after, model_id, *([limit] if limit >= 0 else [])),
         )
     ]
 
