@@ -8,7 +8,8 @@ and the benchmark neither counts them nor counts a prediction of one as wrong.
 
 The text is the tokens joined with single spaces, then lightly detokenized the way Wikipedia
 wrote them (CrossNER splits plurals: "classifier s" -> "classifiers"), as for WNUT-17
-(convert_wnut17.detokenize). CROSSNER is a checkout of github.com/zliucr/CrossNER:
+(convert_wnut17: detokenize, and the same CoNLL reading). CROSSNER is a checkout of
+github.com/zliucr/CrossNER:
 
     cd bench/data/entities && git -C CROSSNER show 2e7ba2a:ner_data/ai/test.txt \
         | python convert_crossner.py > crossner-ai-test.jsonl
@@ -22,7 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from convert_wnut17 import detokenize
+from convert_wnut17 import detokenize, sentences, spans
 
 TYPES = {
     "person": "person",
@@ -43,29 +44,15 @@ TYPES = {
 
 
 def main() -> None:
-    sentences: list[list[tuple[str, str]]] = [[]]
-    for line in sys.stdin:
-        line = line.rstrip("\n")
-        if not line.strip():
-            if sentences[-1]:
-                sentences.append([])
-            continue
-        token, _, tag = line.partition("\t")
-        sentences[-1].append((token, tag.strip() or "O"))
-    for i, sent in enumerate(s for s in sentences if s):
-        spans: list[list[str]] = []
-        for token, tag in sent:
-            if tag.startswith("B-"):
-                spans.append([TYPES[tag[2:]], token])
-            elif tag.startswith("I-") and spans:
-                spans[-1][1] += " " + token
+    for i, sent in enumerate(sentences(sys.stdin)):
+        found = spans(sent, TYPES)
         text = " ".join(token for token, _ in sent)
         text = detokenize(re.sub(r"(?<=\w) s(?=\s|$)", "s", text))
         row = {
             "id": i,
             "text": re.sub(r"\( (?=\S)", "(", text),
-            "entities": [s for s in spans if s[0]],
-            "ignore": [s[1] for s in spans if not s[0]],
+            "entities": [s for s in found if s[0]],
+            "ignore": [s[1] for s in found if not s[0]],
         }
         print(json.dumps(row, ensure_ascii=False))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterable
 
 TYPES = {
     "person": "person",
@@ -32,25 +33,36 @@ def detokenize(text: str) -> str:
     return re.sub(r"\( ", "(", text)
 
 
-def main() -> None:
-    sentences: list[list[tuple[str, str]]] = [[]]
-    for line in sys.stdin:
+def sentences(lines: Iterable[str]) -> list[list[tuple[str, str]]]:
+    """CoNLL lines (token, tab, BIO tag; a blank line ends a sentence) as [(token, tag)] lists."""
+    out: list[list[tuple[str, str]]] = [[]]
+    for line in lines:
         line = line.rstrip("\n")
         if not line.strip():
-            if sentences[-1]:
-                sentences.append([])
+            if out[-1]:
+                out.append([])
             continue
         token, _, tag = line.partition("\t")
-        sentences[-1].append((token, tag.strip() or "O"))
-    for i, sent in enumerate(s for s in sentences if s):
-        entities: list[list[str]] = []
-        for token, tag in sent:
-            if tag.startswith("B-"):
-                entities.append([TYPES[tag[2:]], token])
-            elif tag.startswith("I-") and entities:
-                entities[-1][1] += " " + token
+        out[-1].append((token, tag.strip() or "O"))
+    return [s for s in out if s]
+
+
+def spans(sent: list[tuple[str, str]], types: dict[str, str]) -> list[list[str]]:
+    """[[type, surface]] of a sentence's B-/I- runs, each type mapped through `types`."""
+    found: list[list[str]] = []
+    for token, tag in sent:
+        if tag.startswith("B-"):
+            found.append([types[tag[2:]], token])
+        elif tag.startswith("I-") and found:
+            found[-1][1] += " " + token
+    return found
+
+
+def main() -> None:
+    for i, sent in enumerate(sentences(sys.stdin)):
         text = detokenize(" ".join(token for token, _ in sent))
-        print(json.dumps({"id": i, "text": text, "entities": entities}, ensure_ascii=False))
+        row = {"id": i, "text": text, "entities": spans(sent, TYPES)}
+        print(json.dumps(row, ensure_ascii=False))
 
 
 if __name__ == "__main__":
