@@ -95,6 +95,15 @@ SYSTEM_BEFORE_2 = phrases(
     "acquired by|customer of|migrate to|migrated to|switched to|built on|"
     "based on|written in|replaced by|keep in|stored in"
 )
+# Words a sentence starts with that never start a name: imperatives and the like ("Ask Melanie",
+# "Ping Tom", "Check Grafana", "Unlike Kafka"). Capitalised at the start of a sentence they were
+# read as the name's first word; a run keeps the words after them.
+LEADING = words(
+    "ask tell ping call email mail text message remind invite meet thank thanks congratulate "
+    "cc loop welcome check see add use try run install deploy restart stop start move send "
+    "get give make set fix update upgrade review read write close follow contact like unlike "
+    "per about regarding re congrats happy dear hey hi hello"
+)
 # Before a name: a person is addressed, thanked, met, asked.
 PERSON_BEFORE = words(
     "thanks thank ask asked tell told ping pinged met meet call called email emailed cc dear "

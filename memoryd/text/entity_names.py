@@ -199,7 +199,10 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
             if plain(words[0]) and not cue:
                 return []
         else:  # "Check Grafana" -> Grafana; "Julia Evans", "New York" stay whole
-            while len(words) > 1 and plain(words[0]) and not all(plain(w) for w in words[1:]):
+            while len(words) > 1 and (
+                _word_key(words[0]) in cues.LEADING
+                or (plain(words[0]) and not all(plain(w) for w in words[1:]))
+            ):
                 words.pop(0)
     while words and words[0].lower() in cues.CONNECTORS:
         words.pop(0)
@@ -326,6 +329,9 @@ def names(
             continue
         if not r.initial:  # names written mid-sentence tell which sentence-initial words are
             known.add(canonical_key(" ".join(r.words)))
+            if 1 < len(r.words) < 4:  # "Caroline left." after "Caroline Baker joined"
+                known.add(canonical_key(r.words[0]))
+                known.add(canonical_key(r.words[-1]))
         elif _speaker(r):  # a chat's speakers open several lines; "Unfreeze: ..." opens one
             k = canonical_key(" ".join(r.words))
             (speakers if k in seen else seen).add(k)
@@ -341,6 +347,8 @@ def names(
             last = None
             continue
         raw.votes = _run_votes(r, words, speakers)
+        if len(words) < len(r.words) and r.words[-len(words) - 1].lower() in cues.PERSON_BEFORE:
+            raw.votes[PERSON] = raw.votes.get(PERSON, 0.0) + 1  # "Ask Melanie": addressed
         if code_words and raw.key in code_words:
             raw.votes[SYSTEM] = raw.votes.get(SYSTEM, 0.0) + 2
         if last and last[0].line == r.line and _COORDINATED.fullmatch(last[0].tail):

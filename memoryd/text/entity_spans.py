@@ -59,7 +59,8 @@ def display_name(surface: str) -> str:
 
 TICKS = re.compile(r"(`+)(.+?)\1")
 WIKI = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
-_URL = re.compile(r"\b(?:https?|ftp|wss?)://([^\s/?#<>()\[\]\"'`]+)[^\s<>()\[\]\"'`]*")
+# A URL does not take the sentence's last stop or comma with it ("see https://x.io/a. Ping").
+_URL = re.compile(r"\b(?:https?|ftp|wss?)://([^\s/?#<>()\[\]\"'`]+)[^\s<>()\[\]\"'`]*(?<![.,;:!?])")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@(?:[\w-]+\.)+[A-Za-z]{2,}\b")
 _AT = re.compile(r"(?<![\w@.])@([A-Za-z][\w.-]*[A-Za-z0-9_])")
 _TAG = re.compile(r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")

@@ -1,0 +1,65 @@
+"""Entity extraction, the rough edges users hit (issue 20.1): a first name beside the full name,
+words glued to a name at the start of a sentence, a note's title and aliases, and the forms of
+one name (diacritics, case, possessives, punctuation). memoryd/text/entities.py, pure."""
+
+from __future__ import annotations
+
+from memoryd.text.entities import Mention, entities, extract, extract_note
+
+
+def found(mentions: list[Mention]) -> dict[str, str]:
+    """key -> type."""
+    return {m.key: m.type for m in mentions}
+
+
+def test_a_first_name_or_surname_alone_is_the_full_name_the_text_writes() -> None:
+    ms = extract("Caroline Baker joined the team.\nCaroline's laptop broke; Baker said so.\n")
+    (caroline,) = entities(ms)
+    assert (caroline.key, caroline.name, caroline.type) == (
+        "caroline baker",
+        "Caroline Baker",
+        "person",
+    )
+    assert set(caroline.aliases) == {"Caroline", "Baker"} and caroline.lines == (1, 2)
+    assert {m.surface for m in ms} == {"Caroline Baker", "Caroline's", "Baker"}
+
+
+def test_a_first_name_two_full_names_share_stays_alone() -> None:
+    kinds = found(extract("Caroline Baker and Caroline Reyes met. Caroline left early.\n"))
+    assert {"caroline baker", "caroline reyes", "caroline"} <= set(kinds)
+
+
+def test_a_word_of_a_place_or_a_product_is_not_a_first_name() -> None:
+    kinds = found(extract("We moved to New York; York is older.\nWe use Google Cloud, Google.\n"))
+    assert "york" in kinds and "new york" in kinds
+    assert "google" in kinds and "google cloud" in kinds
+
+
+def test_a_first_name_from_the_people_field_is_the_full_name() -> None:
+    text = "---\npeople: [Priya Nair]\n---\n# Sync\nPriya said the renderer times out.\n"
+    ms = extract_note(text, "meetings/sync.md")
+    assert {m.key for m in ms if m.line == 5} == {"priya nair"}
+
+
+def test_an_imperative_that_starts_a_sentence_is_not_part_of_the_name() -> None:
+    kinds = found(extract("Ask Melanie about the budget. Ping Tom today.\nRemind Priya Nair.\n"))
+    assert kinds.get("melanie") == "person"  # addressed: a person
+    assert kinds.get("tom") == "person"
+    assert kinds.get("priya nair") == "person"
+    assert not {"ask melanie", "ping tom", "remind priya nair"} & set(kinds)
+
+
+def test_a_url_leaves_the_full_stop_that_ends_its_sentence() -> None:
+    kinds = found(extract("Docs at https://git.example.com/x. Ping @jose. Maybe later.\n"))
+    assert "git.example.com" in kinds and "ping" not in kinds and "maybe" not in kinds
+
+
+def test_forms_of_one_name_merge() -> None:
+    ms = extract(
+        "José fixed it. Jose's patch (and JOSÉ's review) landed, thanks to José!\n"
+        "Mail jose@example.com or @jose; see https://jose.dev/notes.\n"
+    )
+    kinds = found(ms)
+    assert kinds["jose"] == "person"
+    assert kinds["jose@example.com"] == "identifier" and kinds["jose.dev"] == "identifier"
+    assert {m.key for m in ms} == {"jose", "jose@example.com", "jose.dev"}
