@@ -63,3 +63,20 @@ def test_forms_of_one_name_merge() -> None:
     assert kinds["jose"] == "person"
     assert kinds["jose@example.com"] == "identifier" and kinds["jose.dev"] == "identifier"
     assert {m.key for m in ms} == {"jose", "jose@example.com", "jose.dev"}
+
+
+def test_a_first_name_keeps_a_name_that_opens_a_sentence_or_a_heading() -> None:
+    ms = extract_note("# Caroline Baker\nCaroline left early.\n", "people/cb.md")
+    assert {(m.key, m.type) for m in ms} == {("caroline baker", "person")}
+
+
+def test_a_first_name_and_a_surname_are_a_person_and_a_middle_initial_joins_them() -> None:
+    kinds = found(extract("The report by Helen Park and George F. Hauser was late.\n"))
+    assert kinds.get("helen park") == "person"
+    assert kinds.get("george f. hauser") == "person"
+
+
+def test_an_organisation_or_a_venue_named_by_its_last_word() -> None:
+    kinds = found(extract("He played for the Boston Rovers Club at Fenway Park.\n"))
+    assert kinds.get("boston rovers club") == "system"
+    assert kinds.get("fenway park") == "place"

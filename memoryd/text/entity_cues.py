@@ -35,6 +35,18 @@ def common_words() -> frozenset[str]:
     return frozenset(gzip.decompress(data.read_bytes()).decode("ascii").split())
 
 
+@cache
+def first_names() -> tuple[frozenset[str], frozenset[str]]:
+    """The shipped first names (memoryd/data/README.md): (names that are only names, names that
+    are English words too: "mark", "june")."""
+    data = importlib.resources.files("memoryd").joinpath("data", "first-names-en.txt.gz")
+    lines = gzip.decompress(data.read_bytes()).decode("ascii").split()
+    return (
+        frozenset(x for x in lines if x[0] != "~"),
+        frozenset(x[1:] for x in lines if x[0] == "~"),
+    )
+
+
 # Capitalised words that are never (part of) a name, wherever they stand: function words,
 # pronouns, interjections, days and months, and words a sentence or a heading often starts with.
 STOP = words(
@@ -129,6 +141,12 @@ ORG_SUFFIX = words(
     "agency press studios records motors robotics airlines airways pharmaceuticals holdings "
     "partners ventures capital media"
 )
+ORG_SUFFIX_2 = words(
+    "league railway railroad railways club band orchestra choir party army navy corps "
+    "division regiment brigade battalion church festival union federation team school "
+    "united fc"
+)
+PLACE_SUFFIX_2 = words("center centre stadium park hall gym arena field playfield mall")
 ORG_PREFIX = words(
     "university bank bureau department ministry institute college school hospital church "
     "museum council agency"

@@ -38,6 +38,8 @@ _PAIRS = re.compile(rf"({_WORD_RX})([\W\d_]*)").findall  # the words, each with 
 _AFTER = re.compile(
     rf"([\W\d_]*)(?:({_WORD_RX})(?:[\W\d_]*({_WORD_RX})(?:[\W\d_]*({_WORD_RX}))?)?)?"
 ).match
+_INITIAL = re.compile(r"[A-Z]\.").fullmatch
+_INITIALS = re.compile(r" (?:[A-Z]\. ){1,2}").fullmatch
 _INITIAL_GAP = frozenset('.!?:;"“”‘([{>|*•…—–')
 
 
@@ -112,8 +114,10 @@ def _runs(line: str, n: int) -> list[_Run]:
         j = i + 1
         while j < ncaps and j - i < 4:
             between = line[caps[j - 1][1] : caps[j][0]]
-            if between != " " and not (
-                between[:1] == " " == between[-1:] and between.strip() in connectors
+            if (
+                between != " "
+                and not (between[:1] == " " == between[-1:] and between.strip() in connectors)
+                and not _INITIALS(between)  # a middle initial: "George F. Hauser"
             ):
                 break
             j += 1
@@ -175,6 +179,13 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
     """The run's words that make a name ([] when none), dropping sentence-initial common words."""
     words = list(run.words)
     common = cues.common_words()
+    only_names = cues.first_names()[0]
+    if (
+        1 <= len(words) <= 3
+        and _word_key(words[0]) in only_names
+        and (len(words) == 1 or all(w[1:].islower() and w.isalpha() for w in words))
+    ):
+        return words  # "# Caroline Baker", "Caroline left early.": a first name opens it
     if run.all_initial:
         if len(words) == 1 and _word_key(words[0]) in common:
             return words if canonical_key(words[0]) in known else []
@@ -268,6 +279,11 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[SYSTEM] += 2
     if len(words) > 1 and (last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX):
         v[SYSTEM] += 3
+    elif len(words) > 1 and first not in cues.first_names()[0]:  # not "Frank Church", "Helen Park"
+        if last in cues.ORG_SUFFIX_2:
+            v[SYSTEM] += 3
+        elif last in cues.PLACE_SUFFIX_2:
+            v[PLACE] += 2
     if tight and len(words) == 1 and after in cues.PLACE_AFTER:
         v[PLACE] += 1.5
     if (tight and cues.V_VERSION.fullmatch(after)) or (
@@ -299,6 +315,16 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[PLACE] += 2
     if len(words) > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
         v[PLACE] += 2
+    if 2 <= len(words) <= 3 and not shouted:
+        names, worded = cues.first_names()
+        if (
+            (first in names or (first in worded and not run.initial))
+            and last not in names
+            and all((w[1:].islower() and w.isalpha()) or _INITIAL(w) for w in words)
+        ):
+            v[PERSON] += 1  # a first name and a surname: "Helen Park", "Mark Twain"
+    elif len(words) == 1 and first in cues.first_names()[0] and not shouted:
+        v[PERSON] += 0.5  # a first name alone: "Lena"
     if (
         not v
         and len(words) == 2
