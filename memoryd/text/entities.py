@@ -388,6 +388,11 @@ def extract_document(
     # a person's first name alone is a name too ("Lena" after `people: [Lena Fischer]`)
     known |= {r.key.split(" ")[0] for r in out if " " in r.key and r.votes.get(PERSON)}
     pairs = _scan(body, first, out, known)
+    stem = path.rsplit("/", 1)[-1].removesuffix(".md") if path else ""
+    if stem and title and stem != title:  # the file name of a note titled so: another form
+        title_key, stem_key = canonical_key(title), canonical_key(stem)
+        if stem_key and stem_key != title_key and any(r.key == title_key for r in out):
+            add(out, stem, title_line, "alias", alias_to=title_key)
     return _resolve(out, pairs)
 
 

@@ -257,6 +257,7 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
     after, tight = run.after, run.after_gap == " "
     possessive = words[-1].endswith(("'s", "’s"))
     shouted = text.isupper()  # an acronym is rarely a person
+    names, worded = cues.first_names()
     if run.honorific:
         v[PERSON] += 3
     if after in cues.PERSON_AFTER:
@@ -275,11 +276,11 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[SYSTEM] += 2
     if possessive:
         v[PERSON] += 0.5
-    if tight and after in cues.SYSTEM_AFTER:
-        v[SYSTEM] += 2
+    if tight and after in cues.SYSTEM_AFTER and not (possessive and first in names):
+        v[SYSTEM] += 2  # "the Billing service"; not "Caroline's team"
     if len(words) > 1 and (last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX):
         v[SYSTEM] += 3
-    elif len(words) > 1 and first not in cues.first_names()[0]:  # not "Frank Church", "Helen Park"
+    elif len(words) > 1 and first not in names:  # not "Frank Church", "Helen Park"
         if last in cues.ORG_SUFFIX_2:
             v[SYSTEM] += 3
         elif last in cues.PLACE_SUFFIX_2:
@@ -316,14 +317,13 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
     if len(words) > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
         v[PLACE] += 2
     if 2 <= len(words) <= 3 and not shouted:
-        names, worded = cues.first_names()
         if (
             (first in names or (first in worded and not run.initial))
             and last not in names
             and all((w[1:].islower() and w.isalpha()) or _INITIAL(w) for w in words)
         ):
             v[PERSON] += 1  # a first name and a surname: "Helen Park", "Mark Twain"
-    elif len(words) == 1 and first in cues.first_names()[0] and not shouted:
+    elif len(words) == 1 and first in names and not shouted:
         v[PERSON] += 0.5  # a first name alone: "Lena"
     if (
         not v
