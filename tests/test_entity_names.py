@@ -80,3 +80,20 @@ def test_an_organisation_or_a_venue_named_by_its_last_word() -> None:
     kinds = found(extract("He played for the Boston Rovers Club at Fenway Park.\n"))
     assert kinds.get("boston rovers club") == "system"
     assert kinds.get("fenway park") == "place"
+
+
+def test_a_product_named_with_a_dotted_suffix_is_one_system() -> None:
+    kinds = found(extract("We moved from Vue.js to Next.js, behind ASP.NET and Socket.IO.\n"))
+    products = ("vue.js", "next.js", "asp.net", "socket.io")
+    assert {k: kinds.get(k) for k in products} == dict.fromkeys(products, "system")
+    assert not {"vue", "next", "asp", "socket"} & set(kinds)
+
+
+def test_a_bare_host_and_a_url_host_share_a_key() -> None:
+    ms = extract("We moved from www.example.org to https://www.example.org/docs.\n")
+    assert {m.key for m in ms} == {"example.org"}
+
+
+def test_a_verb_of_speech_after_a_parenthesis_is_not_the_bracketed_name_s() -> None:
+    kinds = found(extract("Caroline (who works at Ledgerly) said yes.\n"))
+    assert kinds.get("caroline") == "person" and kinds.get("ledgerly") != "person"

@@ -260,7 +260,7 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
     names, worded = cues.first_names()
     if run.honorific:
         v[PERSON] += 3
-    if after in cues.PERSON_AFTER:
+    if after in cues.PERSON_AFTER and ")" not in run.after_gap:  # not "Caroline (at Ledgerly) said"
         v[PERSON] += 2
     if words == run.words and _speaker(run) and canonical_key(text) in speakers:
         v[PERSON] += 1.5
