@@ -97,3 +97,16 @@ def test_a_bare_host_and_a_url_host_share_a_key() -> None:
 def test_a_verb_of_speech_after_a_parenthesis_is_not_the_bracketed_name_s() -> None:
     kinds = found(extract("Caroline (who works at Ledgerly) said yes.\n"))
     assert kinds.get("caroline") == "person" and kinds.get("ledgerly") != "person"
+
+
+def test_a_well_known_system_is_one_capitalised_anywhere_and_in_lower_case_unless_a_word() -> None:
+    kinds = found(
+        extract(
+            "Kafka can replace the cron jobs. We run mysql and nginx behind Visual Studio Code.\n"
+            "I wrote a python script; Python 3.12 runs it. `mysql -u root` is code.\n"
+        )
+    )
+    for key in ("kafka", "mysql", "nginx", "visual studio code", "python"):
+        assert kinds.get(key) == "system", key
+    ms = extract("I wrote a python script with a chrome extension.\n")
+    assert {m.key for m in ms} == set()  # "python", "chrome": English words in lower case

@@ -47,6 +47,18 @@ def first_names() -> tuple[frozenset[str], frozenset[str]]:
     )
 
 
+@cache
+def systems() -> tuple[frozenset[str], frozenset[str]]:
+    """The shipped names of well-known systems (memoryd/data/systems-en.txt), lower-cased: (every
+    name, the one-word names that are a system in lower case too: not an English word)."""
+    data = importlib.resources.files("memoryd").joinpath("data", "systems-en.txt")
+    names = [x.strip().lower() for x in data.read_text(encoding="utf-8").splitlines()]
+    names = [x for x in names if x and not x.startswith("#")]
+    every = frozenset(x.lstrip("~") for x in names)
+    lower = frozenset(x for x in names if x[0] != "~" and " " not in x and len(x) >= 3)
+    return every, lower
+
+
 # Capitalised words that are never (part of) a name, wherever they stand: function words,
 # pronouns, interjections, days and months, and words a sentence or a heading often starts with.
 STOP = words(

@@ -10,6 +10,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memoryd.text import entity_cues as cues
 from memoryd.text.entity_cues import PERSON, PLACE, SYSTEM
@@ -180,6 +181,8 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
     words = list(run.words)
     common = cues.common_words()
     only_names = cues.first_names()[0]
+    if " ".join(words).lower() in cues.systems()[0]:
+        return words  # "Kafka can replace cron": a well-known system opens the sentence
     if (
         1 <= len(words) <= 3
         and _word_key(words[0]) in only_names
@@ -278,6 +281,8 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[PERSON] += 0.5
     if tight and after in cues.SYSTEM_AFTER and not (possessive and first in names):
         v[SYSTEM] += 2  # "the Billing service"; not "Caroline's team"
+    if text.lower() in cues.systems()[0]:
+        v[SYSTEM] += 3  # a well-known system: "Kafka", "Visual Studio Code"
     if len(words) > 1 and (last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX):
         v[SYSTEM] += 3
     elif len(words) > 1 and first not in names:  # not "Frank Church", "Helen Park"
@@ -342,11 +347,33 @@ _COORDINATED = re.compile(
 )
 
 
+_LOWER_WORD = re.compile(r"(?<![\w.@/#-])[a-z][a-z0-9]*(?:[.+#-][a-z0-9]+)?(?![\w@/-]|\.\w)")
+
+
+def lower_systems(lines: Sequence[tuple[int, str]], out: list[Raw]) -> None:
+    """Well-known systems written in lower case ("mysql", "jquery"; not an English word): one
+    scan of the whole text, then only the lines that hold one."""
+    known = cues.systems()[1]
+    found = known.intersection(_LOWER_WORD.findall("\n".join(line for _, line in lines)))
+    if not found:
+        return
+    for n, line in lines:
+        for w in sorted(x for x in found if x in line):
+            for _ in _lower_word_at(w).finditer(line):
+                add(out, w, n, "name", SYSTEM, 3.0)
+
+
+@lru_cache(maxsize=1024)
+def _lower_word_at(word: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.@/#-]){re.escape(word)}(?![\w@/-]|\.\w)")
+
+
 def names(
     lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str], code_words: set[str]
 ) -> list[tuple[str, str]]:
     """Add the names in `lines` to `out`; return the pairs of keys written as coordinated
     names. A name a code span writes as a word (`systemctl stop patroni`) votes system."""
+    lower_systems(lines, out)
     runs = [r for n, line in lines if not line.islower() for r in _runs(line, n)]
     seen: set[str] = set()
     speakers: set[str] = set()
