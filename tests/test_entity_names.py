@@ -110,3 +110,15 @@ def test_a_well_known_system_is_one_capitalised_anywhere_and_in_lower_case_unles
         assert kinds.get(key) == "system", key
     ms = extract("I wrote a python script with a chrome extension.\n")
     assert {m.key for m in ms} == set()  # "python", "chrome": English words in lower case
+
+
+def test_a_role_or_a_rank_beside_a_name_says_person() -> None:
+    kinds = found(
+        extract(
+            "Ines Marquardt, the founder of Nimbus Labs, hired CEO Oran Tzur.\n"
+            "The fort was held by Colonel Ravel Ostrander.\n"
+        )
+    )
+    assert kinds.get("ines marquardt") == "person"
+    assert kinds.get("oran tzur") == "person"
+    assert kinds.get("ravel ostrander") == "person" and "colonel ravel ostrander" not in kinds

@@ -85,7 +85,16 @@ STOP = words(
 HONORIFICS = words(
     "mr mrs ms miss mx dr prof professor sir dame lord lady madam mme mlle herr frau sr sra "
     "srta don dona president senator governor mayor judge uncle aunt auntie grandma grandpa "
-    "coach captain capt"
+    "coach captain capt colonel col lieutenant lt sergeant sgt admiral brigadier corporal"
+)
+# A person's role, before the name ("CEO Ana Souza") or after it and a comma ("Ana Souza, CEO of",
+# "Ana Souza, the founder").
+ROLES = words(
+    "ceo cto cfo coo cio founder cofounder co-founder director engineer researcher professor "
+    "author writer novelist poet singer songwriter drummer guitarist bassist actor actress "
+    "composer painter artist player striker goalkeeper pitcher politician minister "
+    "scientist physicist mathematician economist philosopher historian journalist lawyer "
+    "chairman chairwoman chair head president"
 )
 
 # Words inside a multi-word name: "Bank of America", "Ludwig van Beethoven".

@@ -246,6 +246,15 @@ def _camel_word(w: str) -> bool:
     return ok
 
 
+def _role_after(window: tuple[str, ...]) -> bool:
+    """The words after a name and a comma are a role: "CEO of", "the founder"."""
+    if not window:
+        return False
+    if window[0] in ("the", "a", "our", "its", "their") and len(window) > 1:
+        return window[1] in cues.ROLES
+    return window[0] in cues.ROLES
+
+
 _POSSESSORS = cues.words("my your his her our their")
 _DETERMINERS = cues.words("the a an this that these those my our your their his her its")
 
@@ -273,6 +282,10 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[PERSON] += 1
     if not shouted and prev in cues.PERSON_BEFORE:
         v[PERSON] += 1
+    if not shouted and prev in cues.ROLES and len(words) > 1:
+        v[PERSON] += 1.5  # "CEO Ana Souza", "guitarist John Petrucci"
+    elif not shouted and run.after_gap == ", " and _role_after(run.window):
+        v[PERSON] += 1.5  # "Ana Souza, CEO of Nimbus", "Ana Souza, the founder"
     if prev2 in cues.PERSON_BEFORE_2:
         v[PERSON] += 2
     if prev2 in cues.SYSTEM_BEFORE_2:
