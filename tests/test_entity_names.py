@@ -122,3 +122,11 @@ def test_a_role_or_a_rank_beside_a_name_says_person() -> None:
     assert kinds.get("ines marquardt") == "person"
     assert kinds.get("oran tzur") == "person"
     assert kinds.get("ravel ostrander") == "person" and "colonel ravel ostrander" not in kinds
+
+
+def test_a_country_or_a_large_city_is_a_place_even_when_it_is_a_first_name_too() -> None:
+    kinds = found(extract("Offices in India, Georgia and Jordan.\nLisbon was warm.\n"))
+    assert {k: kinds.get(k) for k in ("india", "georgia", "jordan", "lisbon")} == dict.fromkeys(
+        ("india", "georgia", "jordan", "lisbon"), "place"
+    )
+    assert found(extract("Georgia said the build is green.\n")).get("georgia") == "person"

@@ -59,6 +59,15 @@ def systems() -> tuple[frozenset[str], frozenset[str]]:
     return every, lower
 
 
+@cache
+def places() -> frozenset[str]:
+    """The shipped names of countries, regions and large cities (memoryd/data/places-en.txt),
+    lower-cased."""
+    data = importlib.resources.files("memoryd").joinpath("data", "places-en.txt")
+    lines = (x.strip().lower() for x in data.read_text(encoding="utf-8").splitlines())
+    return frozenset(x for x in lines if x and not x.startswith("#"))
+
+
 # Capitalised words that are never (part of) a name, wherever they stand: function words,
 # pronouns, interjections, days and months, and words a sentence or a heading often starts with.
 STOP = words(

@@ -181,8 +181,9 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
     words = list(run.words)
     common = cues.common_words()
     only_names = cues.first_names()[0]
-    if " ".join(words).lower() in cues.systems()[0]:
-        return words  # "Kafka can replace cron": a well-known system opens the sentence
+    lowered = " ".join(words).lower()
+    if lowered in cues.systems()[0] or lowered in cues.places():
+        return words  # "Kafka can replace cron", "Lisbon was warm": a known name opens it
     if (
         1 <= len(words) <= 3
         and _word_key(words[0]) in only_names
@@ -294,8 +295,11 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[PERSON] += 0.5
     if tight and after in cues.SYSTEM_AFTER and not (possessive and first in names):
         v[SYSTEM] += 2  # "the Billing service"; not "Caroline's team"
-    if text.lower() in cues.systems()[0]:
+    lowered = text.lower()
+    if lowered in cues.systems()[0]:
         v[SYSTEM] += 3  # a well-known system: "Kafka", "Visual Studio Code"
+    elif lowered in cues.places():
+        v[PLACE] += 2  # a country, a region, a large city: "India", "Georgia", "Lisbon"
     if len(words) > 1 and (last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX):
         v[SYSTEM] += 3
     elif len(words) > 1 and first not in names:  # not "Frank Church", "Helen Park"
