@@ -130,3 +130,8 @@ def test_a_country_or_a_large_city_is_a_place_even_when_it_is_a_first_name_too()
         ("india", "georgia", "jordan", "lisbon"), "place"
     )
     assert found(extract("Georgia said the build is green.\n")).get("georgia") == "person"
+
+
+def test_a_team_that_played_is_not_a_person_and_a_possessive_keeps_its_list_type() -> None:
+    kinds = found(extract("After a match in Kingston, Ontario started a league. Cuba's capital.\n"))
+    assert kinds.get("ontario") == "place" and kinds.get("cuba") == "place"

@@ -118,6 +118,12 @@ PERSON_AFTER = words(
     "teaches taught plays played met talked went moved looks looked travels travelled "
     "traveled starts started owns"
 )
+# The verbs of PERSON_AFTER that a team, a band or a company does as well ("the Bruins played",
+# "Nimbus moved"): a weaker vote.
+PERSON_AFTER_WEAK = words(
+    "leads led joined works worked grew paid covers covered plays played went moved looks "
+    "looked starts started owns"
+)
 PRONOUNS = words("she he her his him herself himself")
 KIN = words(
     "sister brother mother father mom dad wife husband son daughter friend colleague manager "

@@ -274,7 +274,8 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
     if run.honorific:
         v[PERSON] += 3
     if after in cues.PERSON_AFTER and ")" not in run.after_gap:  # not "Caroline (at Ledgerly) said"
-        v[PERSON] += 2
+        weak = after in cues.PERSON_AFTER_WEAK or shouted
+        v[PERSON] += 1 if weak else 2
     if words == run.words and _speaker(run) and canonical_key(text) in speakers:
         v[PERSON] += 1.5
     if run.field_type:
@@ -295,7 +296,7 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[PERSON] += 0.5
     if tight and after in cues.SYSTEM_AFTER and not (possessive and first in names):
         v[SYSTEM] += 2  # "the Billing service"; not "Caroline's team"
-    lowered = text.lower()
+    lowered = canonical_key(text)  # "Cuba's" is Cuba
     if lowered in cues.systems()[0]:
         v[SYSTEM] += 3  # a well-known system: "Kafka", "Visual Studio Code"
     elif lowered in cues.places():
