@@ -7,10 +7,12 @@ type votes each gets from its neighbours. Pure functions of strings.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
+from itertools import accumulate
 
 from memoryd.text import entity_cues as cues
 from memoryd.text.entity_cues import PERSON, PLACE, SYSTEM
@@ -179,14 +181,17 @@ def _runs(line: str, n: int) -> list[_Run]:
 def _keep(run: _Run, known: set[str]) -> list[str]:
     """The run's words that make a name ([] when none), dropping sentence-initial common words."""
     words = list(run.words)
+    if not (run.initial or run.all_initial):  # mid-sentence: the run is a name as it is
+        while words and words[0].lower() in cues.CONNECTORS:
+            words.pop(0)
+        return words
     common = cues.common_words()
-    only_names = cues.first_names()[0]
     lowered = " ".join(words).lower()
     if lowered in cues.systems()[0] or lowered in cues.places():
         return words  # "Kafka can replace cron", "Lisbon was warm": a known name opens it
     if (
-        1 <= len(words) <= 3
-        and _word_key(words[0]) in only_names
+        len(words) <= 3
+        and _word_key(words[0]) in cues.first_names()[0]
         and (len(words) == 1 or all(w[1:].islower() and w.isalpha() for w in words))
     ):
         return words  # "# Caroline Baker", "Caroline left early.": a first name opens it
@@ -296,7 +301,9 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[PERSON] += 0.5
     if tight and after in cues.SYSTEM_AFTER and not (possessive and first in names):
         v[SYSTEM] += 2  # "the Billing service"; not "Caroline's team"
-    lowered = canonical_key(text)  # "Cuba's" is Cuba
+    lowered = text.lower()
+    if possessive:  # "Cuba's" is Cuba
+        lowered = POSSESSIVE.sub("", lowered)
     if lowered in cues.systems()[0]:
         v[SYSTEM] += 3  # a well-known system: "Kafka", "Visual Studio Code"
     elif lowered in cues.places():
@@ -365,25 +372,37 @@ _COORDINATED = re.compile(
 )
 
 
-_LOWER_WORD = re.compile(r"(?<![\w.@/#-])[a-z][a-z0-9]*(?:[.+#-][a-z0-9]+)?(?![\w@/-]|\.\w)")
-
-
 def lower_systems(lines: Sequence[tuple[int, str]], out: list[Raw]) -> None:
     """Well-known systems written in lower case ("mysql", "jquery"; not an English word): one
-    scan of the whole text, then only the lines that hold one."""
-    known = cues.systems()[1]
-    found = known.intersection(_LOWER_WORD.findall("\n".join(line for _, line in lines)))
+    look at the whole text's words as bytes, then one pattern for those it holds."""
+    text = "\n".join(line for _, line in lines)
+    known = _lower_known()
+    found = known.keys() & set(text.split())
     if not found:
         return
-    for n, line in lines:
-        for w in sorted(x for x in found if x in line):
-            for _ in _lower_word_at(w).finditer(line):
-                add(out, w, n, "name", SYSTEM, 3.0)
+    starts = list(accumulate((len(line) + 1 for _, line in lines[:-1]), initial=0))
+    for m in _lower_words_rx(tuple(sorted({known[w] for w in found}))).finditer(text):
+        add(out, m.group(), lines[bisect_right(starts, m.start()) - 1][0], "name", SYSTEM, 3.0)
 
 
-@lru_cache(maxsize=1024)
-def _lower_word_at(word: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w.@/#-]){re.escape(word)}(?![\w@/-]|\.\w)")
+@cache
+def _lower_known() -> dict[str, str]:
+    """Each lower-case system name as a white-space-separated token of text may hold it ("mysql",
+    "mysql,", "(mysql)"...) -> the name."""
+    out = {}
+    for w in cues.systems()[1]:
+        for form in (w, "(" + w, *(w + p for p in _CLOSERS), *("(" + w + p for p in _CLOSERS)):
+            out[form] = w
+    return out
+
+
+_CLOSERS = (",", ".", ";", ":", "!", "?", ")", "),", ").", "'s", "’s", "/", '"', "'", "*")
+
+
+@lru_cache(maxsize=4096)
+def _lower_words_rx(words: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(w) for w in words)
+    return re.compile(rf"(?<![\w.@/#-])(?:{alternatives})(?![\w@/-]|\.\w)")
 
 
 def names(
