@@ -65,6 +65,11 @@ def _word_key(w: str) -> str:
     return POSSESSIVE.sub("", w).lower() if "'" in w or "’" in w else w.lower()
 
 
+def _word_canonical(w: str) -> str:
+    """canonical_key of one word; a plain ASCII word is only lower-cased."""
+    return w.lower() if w.isascii() and w.isalpha() else canonical_key(w)
+
+
 def _nameword(w: str) -> bool:
     if not w[0].isupper():
         return False
@@ -377,7 +382,7 @@ def lower_systems(lines: Sequence[tuple[int, str]], out: list[Raw]) -> None:
     look at the whole text's words as bytes, then one pattern for those it holds."""
     text = "\n".join(line for _, line in lines)
     known = _lower_known()
-    found = known.keys() & set(text.split())
+    found = _lower_forms().intersection(text.split())
     if not found:
         return
     starts = list(accumulate((len(line) + 1 for _, line in lines[:-1]), initial=0))
@@ -394,6 +399,11 @@ def _lower_known() -> dict[str, str]:
         for form in (w, "(" + w, *(w + p for p in _CLOSERS), *("(" + w + p for p in _CLOSERS)):
             out[form] = w
     return out
+
+
+@cache
+def _lower_forms() -> frozenset[str]:
+    return frozenset(_lower_known())
 
 
 _CLOSERS = (",", ".", ";", ":", "!", "?", ")", "),", ").", "'s", "’s", "/", '"', "'", "*")
@@ -420,8 +430,8 @@ def names(
         if not r.initial:  # names written mid-sentence tell which sentence-initial words are
             known.add(canonical_key(" ".join(r.words)))
             if 1 < len(r.words) < 4:  # "Caroline left." after "Caroline Baker joined"
-                known.add(canonical_key(r.words[0]))
-                known.add(canonical_key(r.words[-1]))
+                known.add(_word_canonical(r.words[0]))
+                known.add(_word_canonical(r.words[-1]))
         elif _speaker(r):  # a chat's speakers open several lines; "Unfreeze: ..." opens one
             k = canonical_key(" ".join(r.words))
             (speakers if k in seen else seen).add(k)
