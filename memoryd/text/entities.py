@@ -31,7 +31,10 @@ name and one type over the whole text.
 
 Canonical key: NFKC, Latin diacritics folded, case folded, possessive and surrounding
 punctuation stripped, white space collapsed; tags keep their "#". A wikilink alias or a note
-alias maps to its target's key.
+alias maps to its target's key, and so does the file name of a note that is an entity. A first
+name or a surname alone maps to the one full name of a person the same text writes with it
+("Caroline's" beside "Caroline Baker"; _part_names). Across notes the store resolves names the
+same way (memoryd/store/entities.known_as).
 """
 
 from __future__ import annotations

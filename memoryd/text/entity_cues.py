@@ -1,7 +1,8 @@
 """Word lists and cues for entity extraction (memoryd/text/entities.py): which capitalised words
-are never names, and which neighbouring words say person, system or place. No gazetteer of
-names: only words that are not names themselves (honorifics, prepositions, nouns that follow a
-system's name). English only; everything else is typed from where it came.
+are never names, and which neighbouring words say person, system or place; and three shipped
+lists in memoryd/data (README there: sources and licences): first names (1990 US Census), names
+of well-known systems, and countries, regions and large cities. English only; everything else
+is typed from where it came.
 """
 
 from __future__ import annotations
