@@ -81,3 +81,37 @@ def test_a_section_below_the_floor_is_not_listed() -> None:
     note = Candidate(id=1, document_id=7, fused=0.9, sections=[best, keyed, near, faint])
     listed_sections([note], Scale(0.10, 0.90, 0.20))
     assert [c.id for c in note.sections] == [1, 2, 3]
+
+
+def test_a_keyword_pool_ranked_in_two_halves_is_the_pool_ranked_whole(
+    make_app: Any, monkeypatch: Any
+) -> None:
+    """A large index's keyword pool is ranked in two halves of the rowid range at once
+    (issue 23.3): the same rows in the same order, ties in bm25 included (this vault has many)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memoryd.search.ftsquery import parse_query
+    from memoryd.store import searchsql
+    from memoryd.store.entries import Filters, filter_sql
+
+    app = make_app(dailylog={"enabled": False})
+    _vault(app)
+    settle(app)
+    where, params = filter_sql(Filters(), time.time())
+    with ThreadPoolExecutor(1) as pool:
+
+        def pools(query: str, split: bool, size: int) -> list[tuple[int, float, int | None]]:
+            parsed = parse_query(query)
+            match = parsed.match_any or parsed.match
+            assert match is not None
+            beside = (lambda fn: pool.submit(app.store.read, fn)) if split else None
+            return app.store.read(
+                lambda con: searchsql.keyword_pool(con, match, where, params, size, beside=beside)
+            )
+
+        monkeypatch.setattr(searchsql, "SPLIT_MIN", 0)
+        monkeypatch.setattr(searchsql, "idle_core", lambda: True)
+        for query in ("deploy rollback w3 w11", "checklist plan", "w5 w17 w22", "note"):
+            for size in (3, 10, 50):
+                whole = pools(query, False, size)
+                assert whole and pools(query, True, size) == whole, (query, size)

@@ -8,7 +8,9 @@ PostgreSQL each query goes to store/pg/fts.py, which translates it to a tsquery.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from memoryd.store.dialect import is_postgres
@@ -31,21 +33,71 @@ def keyword_sql(where: str) -> str:
     )
 
 
-def ranked_first_sql(where: str) -> str:
+def ranked_first_sql(where: str, part: bool = False) -> str:
     """SQL for the keyword pool's first try: FTS5 ranks its matches alone and only the best
     `?` are looked up in `entries`, each with whether it passes the filter, instead of every
     match being looked up and filtered before the ranking (a common word matches a fifth of a
-    100K-chunk index, and those lookups cost more than the ranking)."""
+    100K-chunk index, and those lookups cost more than the ranking). `part`: only the matches
+    whose rowid is in [?, ?) (one part of a split ranking, `keyword_pool`)."""
+    rowids = " AND rowid >= ? AND rowid < ?" if part else ""
     return (
         f"SELECT e.id, m.score, e.document_id, ({where}) FROM"
         f" (SELECT rowid, {_BM25} AS score FROM entries_fts"
-        "  WHERE entries_fts MATCH ? ORDER BY score LIMIT ?) m"
+        f"  WHERE entries_fts MATCH ?{rowids} ORDER BY score LIMIT ?) m"
         " JOIN entries e ON e.id = m.rowid LEFT JOIN documents d ON d.id = e.document_id"
-        " ORDER BY m.score"
+        " ORDER BY m.score, e.id"
     )
 
 
 RANKED_FIRST_SLACK = 64  # matches ranked beyond the pool, for those the filter drops
+SPLIT_MIN = 20_000  # from this many rowids up, the keyword pool's ranking is split in two
+
+Ranked = list[tuple[int, float, int | None, bool]]  # id, bm25, document id, passes the filter
+Beside = Callable[[Callable[[Connection], Ranked]], Future[Ranked]]
+
+
+def _ranked(
+    con: Connection,
+    match: str,
+    where: str,
+    params: Sequence[Any],
+    first: int,
+    part: tuple[int, int] | None = None,
+) -> Ranked:
+    args = [*params, match, *(part or ()), first]
+    return [
+        (int(i), float(score), None if doc is None else int(doc), bool(ok))
+        for i, score, doc, ok in con.execute(ranked_first_sql(where, part is not None), args)
+    ]
+
+
+def idle_core() -> bool:
+    """Whether a core is idle, on average over the last minute (/proc/loadavg: microseconds).
+    The halves of a split ranking cost more CPU together than the whole (each parses the query
+    and counts its terms' matches), which a busy machine pays in time."""
+    try:
+        return os.getloadavg()[0] < (os.cpu_count() or 1) - 1
+    except OSError:
+        return False
+
+
+def _ranked_split(
+    con: Connection, match: str, where: str, params: Sequence[Any], first: int, beside: Beside
+) -> Ranked:
+    """The best `first` matches, ranked in two halves of the rowid range at once: the upper on
+    another thread and read connection (`beside`), the lower here (FTS5's bm25 costs about a
+    microsecond a match, and a common word matches a fifth of a 100K-chunk index), when the
+    index is large and a core is idle. Each half keeps its best `first`, so the best `first`
+    of both are those of the whole; ties in bm25 go to the lower rowid, as in the single query
+    (SQLite's sorter keeps the scan's order, and FTS5 scans in rowid order)."""
+    row = con.execute("SELECT max(id) FROM entries").fetchone() if idle_core() else None
+    top = int(row[0] or 0) if row else 0  # every entry is indexed: its rowid is its id
+    if top < SPLIT_MIN:
+        return _ranked(con, match, where, params, first)
+    mid = top // 2
+    upper = beside(lambda other: _ranked(other, match, where, params, first, (mid, top + 1)))
+    lower = _ranked(con, match, where, params, first, (0, mid))
+    return sorted(lower + upper.result(), key=lambda r: (r[1], r[0]))[:first]
 
 
 def keyword_pool(
@@ -56,13 +108,16 @@ def keyword_pool(
     size: int,
     *,
     narrow: bool = False,
+    beside: Beside | None = None,
 ) -> list[tuple[int, float, int | None]]:
     """(entry id, bm25 (lower is better), document id) of the best `size` matches that pass
     the filter. Unless the filter is `narrow` (it may pass few texts: a path, tags, dates),
     the best `size` + RANKED_FIRST_SLACK matches are ranked and filtered first, and only when
     the filter leaves fewer than `size` of them and there were more matches does the full
     query rank and filter every match. Either way the answer is the best `size` that pass: a
-    match outside the first ranked ones ranks below all of them."""
+    match outside the first ranked ones ranks below all of them. `beside` (SQLite): runs a
+    function on another thread's read connection; with it a large index's first ranking is
+    split in two halves ranked at once (`_ranked_split`)."""
     if is_postgres(con):
         return _pg().keyword_pool(con, match, where, params, size)
     if narrow:
@@ -71,7 +126,10 @@ def keyword_pool(
             for i, score, doc in con.execute(keyword_sql(where), [match, *params, size])
         ]
     first = size + RANKED_FIRST_SLACK
-    ranked = con.execute(ranked_first_sql(where), [*params, match, first]).fetchall()
+    if beside is not None:
+        ranked = _ranked_split(con, match, where, params, first, beside)
+    else:
+        ranked = _ranked(con, match, where, params, first)
     rows = [(i, score, doc) for i, score, doc, ok in ranked if ok][:size]
     if len(rows) < size and len(ranked) >= first:  # the filter dropped too many: all of them
         rows = con.execute(keyword_sql(where), [match, *params, size]).fetchall()
