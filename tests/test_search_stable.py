@@ -115,3 +115,34 @@ def test_a_keyword_pool_ranked_in_two_halves_is_the_pool_ranked_whole(
             for size in (3, 10, 50):
                 whole = pools(query, False, size)
                 assert whole and pools(query, True, size) == whole, (query, size)
+
+
+def test_the_remembered_entry_count_follows_every_write(tmp_path: Any) -> None:
+    """searchsql.entry_count (the n of IDF) is remembered per read connection while its data
+    version holds: a commit by the writer, and a change on the connection itself, count again."""
+    from memoryd.store import searchsql
+    from memoryd.store.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / "m.db")
+    try:
+
+        def add(con: Any, n: int) -> None:
+            for i in range(n):
+                con.execute(
+                    "INSERT INTO entries(kind, content, content_hash, type, created_at,"
+                    " updated_at) VALUES ('memory', ?, ?, 'fact', 0, 0)",
+                    [f"text {i} {n}", f"h{i}-{n}"],
+                )
+
+        assert store.read(searchsql.entry_count) == 0
+        with store.write() as con:
+            add(con, 3)
+        assert store.read(searchsql.entry_count) == 3
+        assert store.read(searchsql.entry_count) == 3
+        with store.write() as con:
+            assert searchsql.entry_count(con) == 3
+            add(con, 2)  # the writer's own change: its data version does not move
+            assert searchsql.entry_count(con) == 5
+        assert store.read(searchsql.entry_count) == 5
+    finally:
+        store.close()

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from typing import Any
+
+import apsw
 
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -252,9 +255,25 @@ def entry_count(con: Connection) -> int:
     used instead (IDF needs no exact N)."""
     if is_postgres(con):  # the planner's estimate once large, as the keyword pool's IDF
         row = con.execute(f"SELECT {_pg().N_SQL}").fetchone()
-    else:
-        row = con.execute("SELECT count(*) FROM entries").fetchone()
-    return int(row[0] or 0) if row else 0
+        return int(row[0] or 0) if row else 0
+    # Remembered per connection while its data version holds (no other connection committed)
+    # and it changed nothing itself: a search asks twice (coverage, absent words), 0.8 ms each.
+    key = None
+    if isinstance(con, apsw.Connection):
+        dv = con.execute("PRAGMA data_version").fetchone()
+        key = (int(dv[0]) if dv else -1, con.total_changes())
+        known = _COUNTS.get(con)
+        if known is not None and known[0] == key:
+            return known[1]
+    row = con.execute("SELECT count(*) FROM entries").fetchone()
+    n = int(row[0] or 0) if row else 0
+    if key is not None:
+        _COUNTS[con] = (key, n)
+    return n
+
+
+_COUNTS: weakref.WeakKeyDictionary[Any, tuple[tuple[int, int], int]]
+_COUNTS = weakref.WeakKeyDictionary()
 
 
 def foreign_workspaces(con: Connection, ids: Sequence[int]) -> dict[int, str]:
