@@ -146,3 +146,28 @@ def test_the_remembered_entry_count_follows_every_write(tmp_path: Any) -> None:
         assert store.read(searchsql.entry_count) == 5
     finally:
         store.close()
+
+
+def test_snippets_of_a_prefix_expression_are_those_of_each_row_looked_up(make_app: Any) -> None:
+    """A prefix expression's snippets come from one read of its matches (each row looked up
+    would expand the prefix again, issue 23.3): the same snippets as row by row."""
+    from memoryd.store import searchsql
+
+    app = make_app(dailylog={"enabled": False})
+    _vault(app)
+    settle(app)
+
+    def both(con: Any, match: str) -> tuple[dict[int, str], dict[int, str]]:
+        ids = [int(r[0]) for r in con.execute("SELECT id FROM entries ORDER BY id DESC LIMIT 25")]
+        one = dict(
+            con.execute(
+                "SELECT rowid, snippet(entries_fts, 0, '<', '>', '…', 24) FROM entries_fts"
+                f" WHERE entries_fts MATCH ? AND rowid IN ({','.join('?' * len(ids))})",
+                [match, *ids],
+            )
+        )
+        return one, searchsql.snippets(con, match, ids, "<", ">")
+
+    for match in ('("deplo" OR "deploi"*)', '"w1"* OR "rollback"', '"checkl"*'):
+        row_by_row, once = app.store.read(lambda con, m=match: both(con, m))
+        assert row_by_row and once == row_by_row, match
