@@ -148,9 +148,9 @@ def test_the_remembered_entry_count_follows_every_write(tmp_path: Any) -> None:
         store.close()
 
 
-def test_snippets_of_a_prefix_expression_are_those_of_each_row_looked_up(make_app: Any) -> None:
-    """A prefix expression's snippets come from one read of its matches (each row looked up
-    would expand the prefix again, issue 23.3): the same snippets as row by row."""
+def test_snippets_read_from_one_pass_are_those_of_each_row_looked_up(make_app: Any) -> None:
+    """Snippets come from one read of the expression's matches (each row looked up would parse
+    it again, and expand a prefix again, issue 23.3): the same snippets as row by row."""
     from memoryd.store import searchsql
 
     app = make_app(dailylog={"enabled": False})
@@ -168,6 +168,7 @@ def test_snippets_of_a_prefix_expression_are_those_of_each_row_looked_up(make_ap
         )
         return one, searchsql.snippets(con, match, ids, "<", ">")
 
-    for match in ('("deplo" OR "deploi"*)', '"w1"* OR "rollback"', '"checkl"*'):
+    plain = ('"deploy" OR "rollback"', '"w3"', '"checklist" "plan"')
+    for match in ('("deplo" OR "deploi"*)', '"w1"* OR "rollback"', '"checkl"*', *plain):
         row_by_row, once = app.store.read(lambda con, m=match: both(con, m))
         assert row_by_row and once == row_by_row, match
