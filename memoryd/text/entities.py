@@ -205,6 +205,7 @@ def _front(
 
 
 _LINE = attrgetter("line")
+_KEY = attrgetter("key")
 _TYPE_ORDER = (PERSON, SYSTEM, PLACE, TAG, IDENTIFIER, OTHER)  # ties go to the first
 # A short acronym is often a common noun (SMS, TV, USB): a coordinated name does not type it.
 _ACRONYM = re.compile(r"[A-Z]{1,3}").fullmatch
@@ -394,7 +395,7 @@ def extract_document(
     stem = path.rsplit("/", 1)[-1].removesuffix(".md") if path else ""
     if stem and title and stem != title:  # the file name of a note titled so: another form
         title_key, stem_key = canonical_key(title), canonical_key(stem)
-        if stem_key and stem_key != title_key and any(r.key == title_key for r in out):
+        if stem_key and stem_key != title_key and title_key in map(_KEY, out):
             add(out, stem, title_line, "alias", alias_to=title_key)
     return _resolve(out, pairs)
 
