@@ -89,7 +89,8 @@ class Mention:
     type: str
     line: int
     surface: str
-    source: str  # wikilink alias front_matter title tag mention name code host url email quoted
+    # wikilink alias front_matter title file tag mention name code host url email quoted
+    source: str
 
 
 @dataclass(frozen=True)
@@ -396,7 +397,7 @@ def extract_document(
     if stem and title and stem != title:  # the file name of a note titled so: another form
         title_key, stem_key = canonical_key(title), canonical_key(stem)
         if stem_key and stem_key != title_key and title_key in map(_KEY, out):
-            add(out, stem, title_line, "alias", alias_to=title_key)
+            add(out, stem, title_line, "file", alias_to=title_key)
     return _resolve(out, pairs)
 
 
