@@ -83,10 +83,20 @@ def test_a_link_written_before_the_titled_note_is_indexed_names_it_once_the_note
 ) -> None:
     write(app, "daily/2026-03-02.md", "# Standup\n\nPaired with [[tom-okafor]] on Kafka.\n")
     assert "tom-okafor" in keys_in(app, "daily/2026-03-02.md")
-    write(app, "people/tom-okafor.md", "---\ntitle: Tom Okafor\ntype: person\n---\nHi.\n")
+    m = app.memories.add(content="Tommy prefers pairing in the morning.")
+    write(
+        app,
+        "people/tom-okafor.md",
+        "---\ntitle: Tom Okafor\ntype: person\naliases: [Tommy]\n---\nHi.\n",
+    )
+    assert ("tom okafor",) in rows(
+        app,
+        "SELECT n.key FROM mentions x JOIN entities n ON n.id = x.entity_id WHERE x.entry_id = ?",
+        (m.id,),
+    )
     assert "tom okafor" in keys_in(app, "daily/2026-03-02.md")
     assert "tom-okafor" not in keys_in(app, "daily/2026-03-02.md")
-    assert rows(app, "SELECT key FROM entities WHERE key = 'tom-okafor'") == []
+    assert rows(app, "SELECT key FROM entities WHERE key IN ('tom-okafor', 'tommy')") == []
     counts = dict(rows(app, "SELECT entity_id, count(*) FROM mentions GROUP BY entity_id"))
     assert dict(rows(app, "SELECT id, mentions FROM entities")) == counts
     pairs = rows(

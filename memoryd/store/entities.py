@@ -129,6 +129,7 @@ _FIRST_NAME_OF = (
 )
 _FIRST_NAME_OF_SQLITE = _FIRST_NAME_OF + " AND key > ? AND key < ?"
 _WRITTEN_BY = frozenset(("wikilink", "alias", "name", "mention"))
+_ADOPTED = frozenset(("file", "front_matter"))  # a note's file name and front-matter aliases
 
 
 def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
@@ -185,9 +186,10 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
 
 def adopt(con: Connection, old_key: str, new_key: str) -> int:
     """Every entry that mentions the entity `old_key` mentions `new_key` there instead (a note
-    indexed later says the two are one: `[[caroline-baker]]` written before the note titled
-    Caroline Baker was indexed); each such entry's mentions are forgotten and remembered again,
-    so the counts and relations stay exact. Returns how many entries changed."""
+    indexed later says the two are one: `[[caroline-baker]]` or "Caz" written before the note
+    titled Caroline Baker, with `aliases: [Caz]`, was indexed); each such entry's mentions are
+    forgotten and remembered again, so the counts and relations stay exact. Returns how many
+    entries changed."""
     old = con.execute("SELECT id FROM entities WHERE key = ?", (old_key,)).fetchall()
     new = con.execute("SELECT name, type FROM entities WHERE key = ?", (new_key,)).fetchall()
     if not old or not new:
@@ -260,8 +262,8 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
     ):
         low = -1 if i == 0 else start
         n += remember(con, int(entry_id), [m for m in mentions if low <= m.line <= end], ids)
-    for m in mentions:  # links written before this note by its file name: they name it
-        if m.source == "file" and (old := canonical_key(m.surface)) != m.key:
+    for m in mentions:  # its file name and aliases, written before it was indexed, name it
+        if m.source in _ADOPTED and (old := canonical_key(m.surface)) != m.key:
             adopt(con, old, m.key)
     return n
 

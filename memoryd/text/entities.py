@@ -178,7 +178,7 @@ def _front(
     note_type = raw.get("type")
     title_key = canonical_key(title) if title else ""
     for item in _fm_values(raw.get("aliases", raw.get("alias"))) if title_key else []:
-        add(out, item, where("aliases", item), "alias", alias_to=title_key)
+        add(out, item, where("aliases", item), "front_matter", alias_to=title_key)
     if (
         title
         and title_key
