@@ -76,14 +76,13 @@ def _ranked(
 
 
 def idle_core() -> bool:
-    """Whether the machine has a core to spare: a load average (the last minute's, from
-    /proc/loadavg: microseconds) below its number of cores, on more than one. The halves of a
-    split ranking cost more CPU together than the whole (each parses the query and counts its
-    terms' matches: +7 ms at 100K chunks), which an oversubscribed machine pays in time (16%
-    slower at load 10 on 2 cores)."""
-    cores = os.cpu_count() or 1
+    """Whether a whole core is idle: the load average (the last minute's, from /proc/loadavg:
+    microseconds) below the number of cores less one. The halves of a split ranking cost more
+    CPU together than the whole (each parses the query and counts its terms' matches: +7 ms at
+    100K chunks), which a busy machine pays in time (16% slower at load 10 on 2 cores, no faster
+    at load 3.6: BENCHMARKS.md, issue 23.3)."""
     try:
-        return cores > 1 and os.getloadavg()[0] < cores
+        return os.getloadavg()[0] < (os.cpu_count() or 1) - 1
     except OSError:
         return False
 
