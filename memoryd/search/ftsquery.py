@@ -30,6 +30,7 @@ from memoryd.store.tokenizer import cjk_runs
 
 MAX_TERMS = 64
 MIN_CJK_SPLIT = 5  # CJK runs this long are also searched bigram by bigram in match_any
+MIN_PREFIX = 4  # a word no text holds is searched as a prefix when it has this many letters
 _KATAKANA = re.compile("[\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]+")
 # Characters that mostly carry grammar, not topic: a bigram with one of them is left out of the
 # bigram-by-bigram any-term query (like STOP_WORDS), never out of the phrase. Hiragana (Japanese
@@ -309,3 +310,23 @@ def parse_query(text: str) -> ParsedQuery:
             if match_any is not None:
                 match_any = f"({match_any}) {g[0]}"
     return ParsedQuery(match, tuple(dict.fromkeys(terms)), tuple(negated), match_any)
+
+
+def prefix_match(parsed: ParsedQuery) -> str | None:
+    """The any-term query of the topical words' prefixes, for a query none of whose words any
+    text holds as typed (issue 19.2): a word may be cut short ("retro" for retrospectives, "docs"
+    for documentation). Each word of MIN_PREFIX or more letters (not CJK: its bigrams are its
+    own prefixes) matches a word that starts with it, or with it less its last letter (the
+    stemmer rewrites a prefix too, as in parse_query); the query's exclusions still apply.
+    None when no word qualifies."""
+    words = [
+        t
+        for t in parsed.terms
+        if t not in STOP_WORDS and len(t) >= MIN_PREFIX and t.isalpha() and not cjk_runs(t)
+    ]
+    if not words:
+        return None
+    expr = " OR ".join(f"({quote_term(w)}* OR {quote_term(w[:-1])}*)" for w in words)
+    for n in parsed.negated:
+        expr = f"({expr}) NOT {quote_term(n)}"
+    return expr

@@ -48,7 +48,7 @@ from memoryd.memory.lifecycle import tier_decay
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
-from memoryd.search.ftsquery import STOP_WORDS, ParsedQuery, parse_query
+from memoryd.search.ftsquery import STOP_WORDS, ParsedQuery, parse_query, prefix_match
 from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts live in ranking.py)
     DEFAULT_SCALE,
     SIGNAL_SHARE,
@@ -443,11 +443,21 @@ class Searcher:
         (the query as typed when it has one group only), so a question ("what did we decide
         about auth?") finds its note; how much of the query a text holds weighs its keyword
         part later (`ranking.relevance`, coverage), not its place in the pool (issue 19.2).
-        `narrow`: the filter may leave few texts (`narrowing`)."""
+        `narrow`: the filter may leave few texts (`narrowing`). When no text holds any of the
+        words as typed, their prefixes are searched instead (`ftsquery.prefix_match`: "when is
+        the retro" finds the retrospectives), as weak evidence: `partial`, like a typo
+        correction; typo correction runs only when the prefixes find nothing either."""
         if not parsed.match:
             return []
         match = parsed.match_any or parsed.match
-        return self._keyword_pool(con, match, where, params, size, narrow=narrow)
+        found = self._keyword_pool(con, match, where, params, size, narrow=narrow)
+        widened = None if found else prefix_match(parsed)
+        if widened is None:
+            return found
+        found = self._keyword_pool(con, widened, where, params, size, narrow=narrow)
+        for c in found:
+            c.partial = True
+        return found
 
     def _keyword_pool(
         self,
