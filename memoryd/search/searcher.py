@@ -45,6 +45,7 @@ import numpy as np
 from memoryd.core.errors import InvalidInput, Unavailable, describe
 from memoryd.memory import lifecycle
 from memoryd.memory.lifecycle import tier_decay
+from memoryd.search import entityboost
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
@@ -403,6 +404,8 @@ class Searcher:
             self.evidence.annotate(con, units, candidates, prefix=fuzzy_used)
 
         fused = self._fuse(keyword, vector, scale, req.group, norm, annotate)
+        if mode == "hybrid" and s.entity_weight:
+            entityboost.boost(con, req.query, fused, s.entity_weight)  # issue 20.3, off by default
         cjk, corrected = has_cjk(req.query), req.mode in ("auto", "fuzzy")
         ranked = admitted(fused, scale, cjk=cjk, corrected=corrected)
         # A word no text holds lowers the scores; only a query of nothing but absent names or
