@@ -123,9 +123,9 @@ def test_entity_page_listing_and_related(app: Any) -> None:
 def test_a_query_naming_an_entity_lifts_the_passages_that_mention_it(
     make_app: Any, weight: float
 ) -> None:
-    """Issue 20.3: with `search.entity_weight` on, a hybrid answer to a query that names Maya
-    ranks the note that mentions her (as Maya's) above one that only shares more of the other
-    words; off (the default), the other words decide."""
+    """Issue 20.3: with `search.entity_weight` high enough, a hybrid answer to a query that
+    names Maya ranks the note that mentions her (as Maya's) above one that only shares more of
+    the other words; off (0), the other words decide."""
     a = make_app(search={"entity_weight": weight})
     ws = Path(a.cfg.workspace)
     (ws / "maya.md").write_text("# Saturday\n\nMaya's party is at the Crown on Saturday.\n")
@@ -136,7 +136,9 @@ def test_a_query_naming_an_entity_lifts_the_passages_that_mention_it(
     a.model.start()
     a.model.wait_ready(30)
     a.embedder.run()
-    res = call(a, "search", query="where is the party venue Maya chose", mode="hybrid", explain=True)
+    res = call(
+        a, "search", query="where is the party venue Maya chose", mode="hybrid", explain=True
+    )
     paths = [h["path"] for h in res["hits"]]
     assert res["mode"] == "hybrid" and set(paths) == {"maya.md", "venue.md"}
     assert paths[0] == ("maya.md" if weight else "venue.md")

@@ -405,7 +405,7 @@ class Searcher:
 
         fused = self._fuse(keyword, vector, scale, req.group, norm, annotate)
         if mode == "hybrid" and s.entity_weight:
-            entityboost.boost(con, req.query, fused, s.entity_weight)  # issue 20.3, off by default
+            entityboost.boost(con, req.query, fused, s.entity_weight)  # issue 20.3
         cjk, corrected = has_cjk(req.query), req.mode in ("auto", "fuzzy")
         ranked = admitted(fused, scale, cjk=cjk, corrected=corrected)
         # A word no text holds lowers the scores; only a query of nothing but absent names or
