@@ -351,7 +351,7 @@ class Searcher:
         fuzzy_used = False
         if req.mode in ("auto", "keyword", "hybrid"):
             keyword = self.keyword_candidates(
-                con, parsed, where, params, size, narrow=narrowing(req.filters)
+                con, parsed, where, params, size, narrow=narrowing(req.filters), widen=not pending
             )
         topical = [t for t in parsed.terms if t not in STOP_WORDS]
         want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
@@ -441,20 +441,23 @@ class Searcher:
         size: int,
         *,
         narrow: bool = False,
+        widen: bool = False,
     ) -> list[Candidate]:
         """The keyword pool: BM25 over the texts that hold any of the query's topical terms
         (the query as typed when it has one group only), so a question ("what did we decide
         about auth?") finds its note; how much of the query a text holds weighs its keyword
         part later (`ranking.relevance`, coverage), not its place in the pool (issue 19.2).
-        `narrow`: the filter may leave few texts (`narrowing`). When no text holds any of the
-        words as typed, their prefixes are searched instead (`ftsquery.prefix_match`: "when is
-        the retro" finds the retrospectives), as weak evidence: `partial`, like a typo
-        correction; typo correction runs only when the prefixes find nothing either."""
+        `narrow`: the filter may leave few texts (`narrowing`). `widen` (keywords alone, no
+        vector pool): when no text holds any of the words as typed, their prefixes are searched
+        instead (`ftsquery.prefix_match`: "when is the retro" finds the retrospectives), as weak
+        evidence (`partial`, like a typo correction). Beside a vector pool they are not: there
+        the neighbours and typo correction answer, and a question about other notes altogether
+        would find their prefixes (issue 19.6)."""
         if not parsed.match:
             return []
         match = parsed.match_any or parsed.match
         found = self._keyword_pool(con, match, where, params, size, narrow=narrow)
-        widened = None if found else prefix_match(parsed)
+        widened = None if found or not widen else prefix_match(parsed)
         if widened is None:
             return found
         found = self._keyword_pool(con, widened, where, params, size, narrow=narrow)
