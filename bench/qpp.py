@@ -233,22 +233,35 @@ def logistic(data: Data, held: str) -> Callable[[Row], float]:
     return lambda f: float(((np.array([f[k] for k in names]) - mu) / sd) @ w + b)
 
 
+def auc(data: Data, fn: Callable[[Row], float], t: str) -> float:
+    """How often an own question outscores a cross-set one (ties count half)."""
+    a = np.array([fn(f) for f, _, _ in data[t][0]])
+    b = np.array([fn(f) for f, _ in data[t][1]])
+    return float((a[:, None] > b[None, :]).mean() + 0.5 * (a[:, None] == b[None, :]).mean())
+
+
 def report(data: Data) -> tuple[str, dict[str, Any]]:
     sets = list(data)
     names = list(data[sets[0]][0][0][0])
     lines = ["no cut: " + ", ".join(f"{t} {empty(data, t, lambda f: 0, -1e9):.0%}" for t in sets)]
-    lines.append("score | " + " | ".join(sets) + " | Recall@10 cost of 90% empty, per set")
+    lines.append("score | " + " | ".join(sets) + " | cost of 90% empty | AUC, per set")
     out: dict[str, Any] = {}
     for name in [*names, "logistic regression (all scores)"]:
-        cells, costs = [], []
+        cells, costs, aucs = [], [], []
         for h in sets:
             fn = logistic(data, h) if name.startswith("logistic") else (lambda f, n=name: f[n])
             cut, d, e = loso(data, fn, h)
             cells.append(f"{e:.0%} / {d:.3f}")
             costs.append(cost90(data, fn, h))
+            aucs.append(auc(data, fn, h))
             out.setdefault(name, {})[h] = {"cut": cut, "drop": d, "empty": e, "cost90": costs[-1]}
         lines.append(
-            f"{name} | " + " | ".join(cells) + " | " + ", ".join(f"{c:.3f}" for c in costs)
+            f"{name} | "
+            + " | ".join(cells)
+            + " | "
+            + ", ".join(f"{c:.3f}" for c in costs)
+            + " | "
+            + ", ".join(f"{a:.2f}" for a in aucs)
         )
     return "\n".join(lines), out
 
