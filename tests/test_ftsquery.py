@@ -131,3 +131,4 @@ def test_prefix_match_of_words_no_text_holds(con: apsw.Connection) -> None:
     # stop words, short words, numbers and CJK words are not searched as prefixes
     assert prefix_match(parse_query("what is the eu")) is None
     assert prefix_match(parse_query("数据 2207")) is None
+    assert prefix_match(parse_query('"deplo checklist"')) is None  # a phrase asks for the words

@@ -189,6 +189,7 @@ class ParsedQuery:
     terms: tuple[str, ...]
     negated: tuple[str, ...]
     match_any: str | None = None  # any positive group may match: recall for questions
+    quoted: bool = False  # a phrase in quotes: the words as typed were asked for
 
 
 def quote_term(term: str) -> str:
@@ -232,6 +233,7 @@ def parse_query(text: str) -> ParsedQuery:
     negated: list[str] = []
     negate_next = False
     or_next = False
+    quoted = False
     count = 0
     for raw in _TOKEN.findall(text):
         if count >= MAX_TERMS:
@@ -256,6 +258,7 @@ def parse_query(text: str) -> ParsedQuery:
             words = _words(body.strip('"'))
             if not words:
                 continue
+            quoted = quoted or not negative
             expr = quote_term(" ".join(words))
             if prefix and len(words) == 1:
                 expr += "*"
@@ -309,7 +312,7 @@ def parse_query(text: str) -> ParsedQuery:
             match = f"({match}) {g[0]}"
             if match_any is not None:
                 match_any = f"({match_any}) {g[0]}"
-    return ParsedQuery(match, tuple(dict.fromkeys(terms)), tuple(negated), match_any)
+    return ParsedQuery(match, tuple(dict.fromkeys(terms)), tuple(negated), match_any, quoted)
 
 
 def prefix_match(parsed: ParsedQuery) -> str | None:
@@ -318,7 +321,10 @@ def prefix_match(parsed: ParsedQuery) -> str | None:
     for documentation). Each word of MIN_PREFIX or more letters (not CJK: its bigrams are its
     own prefixes) matches a word that starts with it, or with it less its last letter (the
     stemmer rewrites a prefix too, as in parse_query); the query's exclusions still apply.
-    None when no word qualifies."""
+    None when no word qualifies, or when the query quotes a phrase (its words as typed were
+    asked for: `"lag replication"` finds nothing when no text has it)."""
+    if parsed.quoted:
+        return None
     words = [
         t
         for t in parsed.terms
