@@ -10,10 +10,9 @@ holds); a note's share is its best section's. Its relevance is then multiplied b
 1 + `search.entity_weight` x share (capped at 1): a soft signal, applied where keyword and vector
 pools are fused.
 
-`entity_weight` is 0.1: the largest weight of the grid under which no set in bench/data falls
-(the chat sets gain 0.002-0.003 nDCG@10, the others are equal; at 0.2 and 0.4 go-faq loses
-0.0002 and 0.0019; `python -m bench.weights --entity`, BENCHMARKS.md, "Issue 19: ranking after
-the merges"). 0 turns it off.
+`entity_weight` is 0.2, chosen leaving each set in bench/data out (`python -m bench.weights
+--entity`; no set falls at 0.1-0.4; BENCHMARKS.md, "Issue 19: ranking after the merges").
+0 turns it off.
 """
 
 from __future__ import annotations
