@@ -26,6 +26,11 @@ PAGE_TOKENS = 1000  # an entity page's default budget
 SOURCE_PAGE = 25  # sources whose text is read at once
 MAX_TOP = 1000
 MAX_DEPTH = 3
+# An entity page reads the entity's newest mentions, at most this many (newest first, off an
+# index): its sources and aliases come from them; first and last seen and the relations from
+# every mention.
+WINDOW = 2000
+ALIASES = 20
 
 
 def check_name(name: Any) -> str:
@@ -104,6 +109,33 @@ def _ranked(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(by.values(), key=lambda e: (-e["total"], -float(e["created_at"]), e["id"]))
 
 
+def _per_entry(newest: list[tuple[Any, ...]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The mentions read (entityread.newest) per entry: its id, kind, path, date, how often it
+    mentions the entity, its first line and (least) surface form; and the surface forms, most
+    written first."""
+    by: dict[int, dict[str, Any]] = {}
+    forms: dict[str, int] = {}
+    for entry_id, kind, path, at, line, surface in newest:
+        forms[surface] = forms.get(surface, 0) + 1
+        cur = by.get(entry_id)
+        if cur is None:
+            by[entry_id] = {
+                "id": entry_id,
+                "kind": kind,
+                "path": path,
+                "created_at": at,
+                "count": 1,
+                "line": line,
+                "surface": surface,
+            }
+        else:
+            cur["count"] += 1
+            cur["line"] = min(cur["line"], line)
+            cur["surface"] = min(cur["surface"], surface)
+    ordered = sorted(forms, key=lambda f: (-forms[f], f))[:ALIASES]
+    return list(by.values()), ordered
+
+
 def _source(e: dict[str, Any], text: tuple[str, int, str | None] | None) -> dict[str, Any]:
     content, start, heading_json = text or ("", 1, None)
     item: dict[str, Any] = {"kind": "note" if e["kind"] == "chunk" else "memory"}
@@ -137,23 +169,24 @@ def page(
         raise InvalidInput(f"relations: expected 0 to 100, got {describe(relations)}")
     rows = _resolve(store, name)
     main = rows[0]
-    ids = [main.id]
 
     def read(con: Any) -> tuple[Any, ...]:
-        rel = entityread.related(con, ids, relations)
+        rel = entityread.related(con, [main.id], relations)
         dates = [
             entityread.together(
                 con, *((r.id, main.id) if r.mentions < main.mentions else (main.id, r.id))
             )
             for r, _ in rel
         ]
-        return entityread.aliases(con, ids), rel, dates, entityread.mentioning(con, ids)
+        newest = entityread.newest(con, main.id, WINDOW)
+        return rel, dates, newest, entityread.seen(con, main.id)
 
-    forms, rel, dates, entries = store.read(read)
+    rel, dates, newest, (first, last) = store.read(read)
+    entries, forms = _per_entry(newest)
     ranked = _ranked(entries)
-    dated = [float(e["created_at"]) for e in entries]
-    first, last = (min(dated), max(dated)) if dated else (None, None)
-    count = sum(int(e["count"]) for e in entries)
+    # every mention read: their count is this daemon's; else the stored count (on PostgreSQL,
+    # every workspace's, as in the listing)
+    count = len(newest) if len(newest) < WINDOW else main.mentions
     out: dict[str, Any] = {
         "name": main.name,
         "key": main.key,

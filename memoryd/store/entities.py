@@ -65,12 +65,14 @@ def _entity(con: Connection, m: Mention) -> int:
 def remember(
     con: Connection,
     entry_id: int,
+    created_at: float,
     mentions: Iterable[Mention],
     ids: dict[str, int] | None = None,
 ) -> int:
-    """Store the mentions of one entry that has none (new, or forgotten); returns how many.
-    `ids` (key -> entity id) carries the entities met so far across the entries of one
-    transaction, so that each is looked up once. One row per entity, line and surface form."""
+    """Store the mentions of one entry that has none (new, or forgotten), dated `created_at`
+    (the entry's); returns how many. `ids` (key -> entity id) carries the entities met so far
+    across the entries of one transaction, so that each is looked up once. One row per entity,
+    line and surface form."""
     ids = {} if ids is None else ids
     rows: dict[tuple[int, int, str], str] = {}
     for m in mentions:
@@ -81,9 +83,9 @@ def remember(
         rows.setdefault((entity_id, m.line, m.surface), m.key)
     for (entity_id, line, surface), key in rows.items():
         con.execute(
-            "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (entity_id, entry_id, line, surface, canonical_key(surface) or key),
+            "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (entity_id, entry_id, line, surface, canonical_key(surface) or key, created_at),
         )
     per: dict[int, int] = {}
     for entity_id, _, _ in rows:
@@ -124,7 +126,9 @@ def memory_mentions(content: str, tags: Iterable[str]) -> list[Mention]:
 def index_memory(con: Connection, entry_id: int, content: str, tags: Iterable[str]) -> None:
     """A memory's mentions, after it was added or its text or tags changed."""
     forget(con, entry_id)
-    remember(con, entry_id, memory_mentions(content, tags))
+    rows = con.execute("SELECT created_at FROM entries WHERE id = ?", (entry_id,)).fetchall()
+    if rows:
+        remember(con, entry_id, float(rows[0][0]), memory_mentions(content, tags))
 
 
 def reindex_memory(con: Connection, entry_id: int) -> None:
@@ -144,28 +148,30 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
         return 0
     n = 0
     ids: dict[str, int] = {}
-    for i, (entry_id, start, end) in enumerate(
+    for i, (entry_id, start, end, created_at) in enumerate(
         con.execute(
-            "SELECT e.id, e.start_line, e.end_line FROM entries e JOIN documents d"
+            "SELECT e.id, e.start_line, e.end_line, e.created_at FROM entries e JOIN documents d"
             " ON d.id = e.document_id WHERE d.path = ? ORDER BY e.seq",
             (path,),
         ).fetchall()
     ):
         low = -1 if i == 0 else start
-        n += remember(con, int(entry_id), [m for m in mentions if low <= m.line <= end], ids)
+        at = float(created_at)
+        n += remember(con, int(entry_id), at, [m for m in mentions if low <= m.line <= end], ids)
     return n
 
 
 def backfill_memories(con: Connection, table: str = "entries") -> int:
-    """Extract every memory's mentions (a migration to the entity schema; PostgreSQL's reads
-    its table `all_entries`, as no workspace is set while it migrates)."""
+    """Extract the mentions of every memory that has none (a migration to the entity schema;
+    PostgreSQL's reads its table `all_entries`, as no workspace is set while it migrates)."""
     assert table in ("entries", "all_entries")
     rows = con.execute(
-        f"SELECT id, content, tags FROM {table} WHERE kind = 'memory' ORDER BY id"
+        f"SELECT id, created_at, content, tags FROM {table} x WHERE kind = 'memory'"
+        " AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entry_id = x.id) ORDER BY id"
     ).fetchall()
     ids: dict[str, int] = {}
-    for entry_id, content, tags in rows:
-        remember(con, int(entry_id), memory_mentions(str(content), _tags(tags)), ids)
+    for entry_id, at, content, tags in rows:
+        remember(con, int(entry_id), float(at), memory_mentions(str(content), _tags(tags)), ids)
     return len(rows)
 
 
