@@ -117,3 +117,36 @@ def test_entity_page_listing_and_related(app: Any) -> None:
         call(app, "related", name="Melanie", depth=9)
     with pytest.raises(InvalidInput):
         call(app, "entities", type="planet")
+
+
+def test_a_wide_entity_filter_passes_the_same_entries(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name mentioned more than NARROW_MENTIONS times is checked entry by entry (the vector
+    pool's nearest texts) instead of as a set: the same entries pass, the same hits come."""
+    from memoryd.store import entities as store_entities
+    from memoryd.store.entries import Filters, filter_sql
+
+    def passing(names: tuple[str, ...], wide: bool) -> list[int]:
+        def read(con: Any) -> list[int]:
+            groups, n = store_entities.resolve_filter(con, names)
+            f = Filters(entities=names, entity_ids=groups, entity_mentions=n)
+            where, params = filter_sql(f, 0.0, wide=wide)
+            return sorted(
+                int(r[0])
+                for r in con.execute(
+                    "SELECT e.id FROM entries e LEFT JOIN documents d ON d.id = e.document_id"
+                    f" WHERE {where}",
+                    params,
+                ).fetchall()
+            )
+
+        return app.store.read(read)
+
+    narrow = call(app, "search", query="deploy payments", limit=100, entities=["Oskar Lindqvist"])
+    monkeypatch.setattr(store_entities, "NARROW_MENTIONS", 1)
+    for names in (("Oskar Lindqvist",), ("Oskar Lindqvist", "Caro"), ("Nobody Known",)):
+        assert passing(names, wide=True) == passing(names, wide=False)
+    assert len(passing(("Oskar Lindqvist",), wide=True)) >= 32
+    wide = call(app, "search", query="deploy payments", limit=100, entities=["Oskar Lindqvist"])
+    assert [h["id"] for h in wide["hits"]] == [h["id"] for h in narrow["hits"]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +30,7 @@ MAX_DEPTH = 3
 # An entity page reads the entity's newest mentions, at most this many (newest first, off an
 # index): its sources and aliases come from them; first and last seen and the relations from
 # every mention.
-WINDOW = 2000
+WINDOW = 1000
 ALIASES = 20
 
 
@@ -92,48 +93,40 @@ def _line(content: str, start: int, line: int, surface: str) -> str:
     return next((ln.strip()[:300] for ln in lines if low in ln.lower()), surface)
 
 
-def _ranked(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One item per note (its chunks' mentions summed; the line of its most mentioning chunk)
-    and per memory; those that mention it most first, then the newest."""
-    by: dict[Any, dict[str, Any]] = {}
-    for e in entries:
-        k = ("note", e["path"]) if e["kind"] == "chunk" else ("memory", e["id"])
+def _ranked(newest: list[tuple[Any, ...]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The mentions read (entityread.newest) as sources: one per note (its chunks' mentions
+    summed; the first line and least surface form of its most mentioning chunk) and per memory,
+    those that mention it most first, then the newest; and the surface forms, most written
+    first. Lists, not dicts, until the end: a common name has a thousand mentions to group."""
+    forms = Counter(r[5] for r in newest)
+    per: dict[int, list[Any]] = {}
+    for entry_id, kind, path, at, line, surface in newest:
+        cur = per.get(entry_id)
+        if cur is None:
+            per[entry_id] = [1, line, surface, at, kind, path]
+        else:
+            cur[0] += 1
+            if line < cur[1]:
+                cur[1] = line
+            if surface < cur[2]:
+                cur[2] = surface
+    # [total, newest date, id, count, line, surface, kind, path] per note path or memory id
+    by: dict[Any, list[Any]] = {}
+    for entry_id, (n, line, surface, at, kind, path) in per.items():
+        k = ("note", path) if kind == "chunk" else ("memory", entry_id)
         cur = by.get(k)
         if cur is None:
-            by[k] = {**e, "total": e["count"]}
+            by[k] = [n, at, entry_id, n, line, surface, kind, path]
         else:
-            cur["total"] += e["count"]
-            if e["count"] > cur["count"]:
-                cur.update({x: e[x] for x in ("id", "line", "surface", "count")})
-            cur["created_at"] = max(cur["created_at"], e["created_at"])
-    return sorted(by.values(), key=lambda e: (-e["total"], -float(e["created_at"]), e["id"]))
-
-
-def _per_entry(newest: list[tuple[Any, ...]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The mentions read (entityread.newest) per entry: its id, kind, path, date, how often it
-    mentions the entity, its first line and (least) surface form; and the surface forms, most
-    written first."""
-    by: dict[int, dict[str, Any]] = {}
-    forms: dict[str, int] = {}
-    for entry_id, kind, path, at, line, surface in newest:
-        forms[surface] = forms.get(surface, 0) + 1
-        cur = by.get(entry_id)
-        if cur is None:
-            by[entry_id] = {
-                "id": entry_id,
-                "kind": kind,
-                "path": path,
-                "created_at": at,
-                "count": 1,
-                "line": line,
-                "surface": surface,
-            }
-        else:
-            cur["count"] += 1
-            cur["line"] = min(cur["line"], line)
-            cur["surface"] = min(cur["surface"], surface)
-    ordered = sorted(forms, key=lambda f: (-forms[f], f))[:ALIASES]
-    return list(by.values()), ordered
+            cur[0] += n
+            if at > cur[1]:
+                cur[1] = at
+            if n > cur[3]:
+                cur[2:6] = [entry_id, n, line, surface]
+    order = sorted(by.values(), key=lambda v: (-v[0], -float(v[1]), v[2]))
+    keys = ("total", "created_at", "id", "count", "line", "surface", "kind", "path")
+    aliases = sorted(forms, key=lambda f: (-forms[f], f))[:ALIASES]
+    return [dict(zip(keys, v, strict=True)) for v in order], aliases
 
 
 def _source(e: dict[str, Any], text: tuple[str, int, str | None] | None) -> dict[str, Any]:
@@ -182,8 +175,7 @@ def page(
         return rel, dates, newest, entityread.seen(con, main.id)
 
     rel, dates, newest, (first, last) = store.read(read)
-    entries, forms = _per_entry(newest)
-    ranked = _ranked(entries)
+    ranked, forms = _ranked(newest)
     # every mention read: their count is this daemon's; else the stored count (on PostgreSQL,
     # every workspace's, as in the listing)
     count = len(newest) if len(newest) < WINDOW else main.mentions

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memoryd.store import searchsql
+from memoryd.store.entities import is_wide
 from memoryd.store.entries import Filters
+from memoryd.store.protocol import Connection
 
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
 GROUPS = ("note", "none")
@@ -40,9 +43,12 @@ def base_filters(f: Filters) -> Filters:
     )
 
 
-def narrowing(f: Filters) -> bool:
+def narrowing(f: Filters, vector: bool = False) -> bool:
     """Whether a filter can leave few entries (then an exact scan over them is cheapest).
-    A namespace alone does not: every chunk passes it."""
+    A namespace alone does not: every chunk passes it. For the `vector` pool an entities
+    filter on a name mentioned more than NARROW_MENTIONS times does not either: its nearest
+    texts are checked instead (the keyword pool ranks every match that passes a filter: a
+    common name's set of entries costs less there than ranking first and falling back)."""
     return bool(
         f.kind == "memory"
         or f.types
@@ -53,5 +59,15 @@ def narrowing(f: Filters) -> bool:
         or f.until is not None
         or f.min_importance is not None
         or f.tiers
-        or f.entities
+        or (bool(f.entities) and not (vector and is_wide(f.entity_mentions)))
     )
+
+
+def wide_first(f: Filters, size: int, con: Connection) -> int | None:
+    """With a wide entities filter (store/entities.py, NARROW_MENTIONS), how many of the best
+    matches a pool ranks before filtering them so that about `size` pass: its share of the
+    entries, with room (a third more), instead of widening step by step. None otherwise."""
+    if not f.entities or not is_wide(f.entity_mentions) or not f.entity_mentions:
+        return None
+    entries = searchsql.entry_count(con)
+    return int(size * max(1.0, entries / f.entity_mentions) * 4 / 3) + 1

@@ -79,6 +79,7 @@ from memoryd.search.request import (
     SearchRequest,
     base_filters,
     narrowing,
+    wide_first,
 )
 from memoryd.search.snippets import (  # noqa: F401
     _CLOSE,
@@ -89,6 +90,7 @@ from memoryd.search.snippets import (  # noqa: F401
 )
 from memoryd.search.vecindex import nearest_entries, vector_index
 from memoryd.store import Store, searchsql, vectors
+from memoryd.store.entities import resolve_filter as entity_filter
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
 from memoryd.store.tokenizer import has_cjk
@@ -175,6 +177,9 @@ class Searcher:
             or req.max_tokens < 1
         ):
             raise InvalidInput("max_tokens: expected a positive integer")
+        if req.filters.entities and req.filters.entity_ids is None:  # once, for every pool
+            groups, n = self._read(req, lambda con: entity_filter(con, req.filters.entities))
+            req = replace(req, filters=replace(req.filters, entity_ids=groups, entity_mentions=n))
         if req.concepts:
             if not 2 <= len(req.concepts) <= 5 or not all(
                 isinstance(c, str) and c.strip() for c in req.concepts
@@ -478,10 +483,11 @@ class Searcher:
         if active is None or active[2] != int(qvec.shape[-1]):
             return [], DEFAULT_SCALE
         model_id, key, dim = active
-        where, params = filter_sql(filters, now)
-        exact = EXACT_SCAN_MAX if narrowing(filters) else None
+        where, params = filter_sql(filters, now, wide=True)  # a common name: checked per text
+        exact = EXACT_SCAN_MAX if narrowing(filters, vector=True) else None
+        flt, start = (where, params), wide_first(filters, size, con)
         scored = nearest_entries(
-            con, self.vector_cache, model_id, dim, qvec, (where, params), size, exact, KNN_MAX
+            con, self.vector_cache, model_id, dim, qvec, flt, size, exact, KNN_MAX, start
         )
         return [
             Candidate(id=i, document_id=doc, vector_rank=rank, similarity=sim)
