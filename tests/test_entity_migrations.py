@@ -13,31 +13,32 @@ from memoryd.search import entities as entity_search
 from memoryd.store import entities as store_entities
 
 
-def _undated_remember(con: Any, entry_id: int, at: float, mentions: Any, ids: Any = None) -> int:
-    """store/entities.remember as the schema before the dates wrote its rows."""
-    ids, mentions = ({} if ids is None else ids), list(mentions)
+def _undated_store(con: Any, entries: Any, ids: dict[str, int]) -> int:
+    """store/entities._store as the schema before the dates wrote its rows."""
     done = set()
-    for m in mentions:
-        if m.key not in ids:
-            ids[m.key] = store_entities._entity(con, m)
-        if (ids[m.key], m.line, m.surface) in done:
-            continue
-        done.add((ids[m.key], m.line, m.surface))
-        con.execute(
-            "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (ids[m.key], entry_id, m.line, m.surface, m.key),
-        )
-        con.execute("UPDATE entities SET mentions = mentions + 1 WHERE id = ?", (ids[m.key],))
-    found = sorted({ids[m.key] for m in mentions})
-    for i, a in enumerate(found):
-        for b in found[i + 1 :]:
-            con.execute(store_entities._PAIR, (a, b))
+    for entry_id, _, mentions in entries:
+        mentions = list(mentions)
+        for m in mentions:
+            if m.key not in ids:
+                ids[m.key] = store_entities._entity(con, m)
+            if (ids[m.key], entry_id, m.line, m.surface) in done:
+                continue
+            done.add((ids[m.key], entry_id, m.line, m.surface))
+            con.execute(
+                "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (ids[m.key], entry_id, m.line, m.surface, m.key),
+            )
+            con.execute(store_entities._COUNT, (1, ids[m.key]))
+        found = sorted({ids[m.key] for m in mentions})
+        for i, a in enumerate(found):
+            for b in found[i + 1 :]:
+                con.execute(store_entities._PAIR, (a, b, 1))
     return len(done)
 
 
 def _old_store(make_app: Any, monkeypatch: pytest.MonkeyPatch, **store: Any) -> list[Any]:
-    monkeypatch.setattr(store_entities, "remember", _undated_remember)
+    monkeypatch.setattr(store_entities, "_store", _undated_store)
     app = make_app(model=None, **store)
     Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
     (Path(app.cfg.workspace) / "a.md").write_text("# Trip\n\nMelanie flew to Lisbon.\n")

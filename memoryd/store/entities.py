@@ -21,6 +21,7 @@ so they are exact too.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -38,14 +39,18 @@ _UPSERT = (
 )
 
 
-# After an entry's mentions are in (it had none): its entities' counts, and one co-mention more
-# for each pair of its entities (per entity and per pair: cheaper than one statement over the
-# mentions table). Deleting is the triggers' work (migrations.m006): an entry's mentions also
-# go by cascade.
+# After entries' mentions are in (they had none): their entities' counts, and for each pair of
+# entities the number of those entries that mention both, one statement per entity and per pair
+# for a whole note (its chunks summed), each a batch (executemany). Deleting is the triggers'
+# work (migrations.m006): an entry's mentions also go by cascade.
+_INSERT = (
+    "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
 _COUNT = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
 _PAIR = (
-    "INSERT INTO relations(a, b, count) VALUES (?, ?, 1)"
-    " ON CONFLICT (a, b) DO UPDATE SET count = relations.count + 1"
+    "INSERT INTO relations(a, b, count) VALUES (?, ?, ?)"
+    " ON CONFLICT (a, b) DO UPDATE SET count = relations.count + excluded.count"
 )
 
 
@@ -62,6 +67,40 @@ def _entity(con: Connection, m: Mention) -> int:
     return int(con.execute(_UPSERT, (m.key, m.name, m.type)).fetchall()[0][0])
 
 
+def _store(
+    con: Connection,
+    entries: Iterable[tuple[int, float, Iterable[Mention]]],
+    ids: dict[str, int],
+) -> int:
+    """Store the mentions of entries that have none: (entry id, its date, its mentions) each.
+    `ids` (key -> entity id) carries the entities met so far across the entries of one
+    transaction, so that each is looked up once. One row per entity, line and surface form."""
+    rows: list[tuple[int, int, int, str, str, float]] = []
+    per: dict[int, int] = {}
+    pairs: dict[tuple[int, int], int] = {}
+    for entry_id, at, mentions in entries:
+        seen: dict[tuple[int, int, str], str] = {}
+        for m in mentions:
+            entity_id = ids.get(m.key)
+            if entity_id is None:
+                entity_id = ids[m.key] = _entity(con, m)
+            seen.setdefault((entity_id, m.line, m.surface), m.key)
+        found: set[int] = set()
+        for (entity_id, line, surface), key in seen.items():
+            rows.append((entity_id, entry_id, line, surface, canonical_key(surface) or key, at))
+            per[entity_id] = per.get(entity_id, 0) + 1
+            found.add(entity_id)
+        ordered = sorted(found)
+        for i, a in enumerate(ordered):
+            for b in ordered[i + 1 :]:
+                pairs[a, b] = pairs.get((a, b), 0) + 1
+    if rows:
+        con.executemany(_INSERT, rows)
+        con.executemany(_COUNT, [(n, entity_id) for entity_id, n in per.items()])
+        con.executemany(_PAIR, [(a, b, n) for (a, b), n in pairs.items()])
+    return len(rows)
+
+
 def remember(
     con: Connection,
     entry_id: int,
@@ -70,33 +109,8 @@ def remember(
     ids: dict[str, int] | None = None,
 ) -> int:
     """Store the mentions of one entry that has none (new, or forgotten), dated `created_at`
-    (the entry's); returns how many. `ids` (key -> entity id) carries the entities met so far
-    across the entries of one transaction, so that each is looked up once. One row per entity,
-    line and surface form."""
-    ids = {} if ids is None else ids
-    rows: dict[tuple[int, int, str], str] = {}
-    for m in mentions:
-        entity_id = ids.get(m.key)
-        if entity_id is None:
-            entity_id = _entity(con, m)
-            ids[m.key] = entity_id
-        rows.setdefault((entity_id, m.line, m.surface), m.key)
-    for (entity_id, line, surface), key in rows.items():
-        con.execute(
-            "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (entity_id, entry_id, line, surface, canonical_key(surface) or key, created_at),
-        )
-    per: dict[int, int] = {}
-    for entity_id, _, _ in rows:
-        per[entity_id] = per.get(entity_id, 0) + 1
-    for entity_id, n in per.items():
-        con.execute(_COUNT, (n, entity_id))
-    found = sorted(per)
-    for i, a in enumerate(found):
-        for b in found[i + 1 :]:
-            con.execute(_PAIR, (a, b))
-    return len(rows)
+    (the entry's); returns how many."""
+    return _store(con, [(entry_id, created_at, mentions)], {} if ids is None else ids)
 
 
 def recount(con: Connection) -> None:
@@ -146,8 +160,9 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
     the first chunk also gets those above it (front matter: aliases, people, tags)."""
     if not mentions:
         return 0
-    n = 0
-    ids: dict[str, int] = {}
+    ordered = sorted(mentions, key=lambda m: m.line)
+    lines = [m.line for m in ordered]
+    chunks = []
     for i, (entry_id, start, end, created_at) in enumerate(
         con.execute(
             "SELECT e.id, e.start_line, e.end_line, e.created_at FROM entries e JOIN documents d"
@@ -155,10 +170,9 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
             (path,),
         ).fetchall()
     ):
-        low = -1 if i == 0 else start
-        at = float(created_at)
-        n += remember(con, int(entry_id), at, [m for m in mentions if low <= m.line <= end], ids)
-    return n
+        lo = 0 if i == 0 else bisect_left(lines, start)
+        chunks.append((int(entry_id), float(created_at), ordered[lo : bisect_right(lines, end)]))
+    return _store(con, chunks, {})
 
 
 def backfill_memories(con: Connection, table: str = "entries") -> int:
