@@ -150,3 +150,19 @@ def test_a_wide_entity_filter_passes_the_same_entries(
     assert len(passing(("Oskar Lindqvist",), wide=True)) >= 32
     wide = call(app, "search", query="deploy payments", limit=100, entities=["Oskar Lindqvist"])
     assert [h["id"] for h in wide["hits"]] == [h["id"] for h in narrow["hits"]]
+
+
+def test_the_page_of_a_common_name_reads_its_newest_mentions(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.search import entities as entity_search
+
+    full = call(app, "entity", name="Oskar Lindqvist", max_tokens=100_000)
+    monkeypatch.setattr(entity_search, "WINDOW", 5)
+    cut = call(app, "entity", name="Oskar Lindqvist", max_tokens=100_000)
+    assert full["total_sources"] >= 33 and not full["has_more"]
+    assert cut["total_sources"] <= 5 and cut["has_more"]
+    assert cut["mentions"] == full["mentions"]  # the stored count
+    # first and last seen and the relations still cover every mention
+    assert (cut["first_seen"], cut["last_seen"]) == (full["first_seen"], full["last_seen"])
+    assert cut["relations"] == full["relations"]

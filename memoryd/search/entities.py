@@ -218,7 +218,7 @@ def page(
         break
     out["sources"] = kept
     out["total_sources"] = len(ranked)
-    out["has_more"] = len(kept) < len(ranked)
+    out["has_more"] = len(kept) < len(ranked) or len(newest) >= WINDOW
     out["tokens_used"] = used
     return out
 
