@@ -3,11 +3,11 @@ edges build and the searcher and the hit renderer read), and what its filters am
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memoryd.store import searchsql
-from memoryd.store.entities import is_wide
-from memoryd.store.entries import Filters
+from memoryd.store.entities import is_wide, rowid_sql
+from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
 
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
@@ -71,3 +71,13 @@ def wide_first(f: Filters, size: int, con: Connection) -> int | None:
         return None
     entries = searchsql.entry_count(con)
     return int(size * max(1.0, entries / f.entity_mentions) * 4 / 3) + 1
+
+
+def keyword_prefilter(f: Filters, now: float) -> searchsql.Prefilter | None:
+    """An entities filter (resolved) split off for the keyword pool: its matches are checked
+    against the entities' entries before they are ranked, the rest of the filter after."""
+    if not f.entities or f.entity_ids is None:
+        return None
+    where, params = filter_sql(replace(f, entities=(), entity_ids=None), now)
+    rowid, rowid_params = rowid_sql(f.entity_ids)
+    return searchsql.Prefilter(where, params, rowid, rowid_params)

@@ -78,6 +78,7 @@ from memoryd.search.request import (
     WORKSPACES,
     SearchRequest,
     base_filters,
+    keyword_prefilter,
     narrowing,
     wide_first,
 )
@@ -350,12 +351,13 @@ class Searcher:
         parsed = parse_query(req.query)
         where, params = filter_sql(req.filters, now)
         out: dict[str, Any] = {"query": req.query}
+        pre = keyword_prefilter(req.filters, now)
 
         keyword: list[Candidate] = []
         fuzzy_used = False
         if req.mode in ("auto", "keyword", "hybrid"):
             keyword = self.keyword_candidates(
-                con, parsed, where, params, size, narrow=narrowing(req.filters)
+                con, parsed, where, params, size, narrow=narrowing(req.filters), pre=pre
             )
         topical = [t for t in parsed.terms if t not in STOP_WORDS]
         want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
@@ -364,7 +366,13 @@ class Searcher:
             rewritten = self.fuzzy.rewrite(con, topical)
             if rewritten is not None:
                 keyword = self._keyword_pool(
-                    con, rewritten.match, where, params, size, narrow=narrowing(req.filters)
+                    con,
+                    rewritten.match,
+                    where,
+                    params,
+                    size,
+                    narrow=narrowing(req.filters),
+                    pre=pre,
                 )
                 for c in keyword:
                     c.partial = True  # a corrected query is weaker evidence than the typed one
@@ -443,6 +451,7 @@ class Searcher:
         size: int,
         *,
         narrow: bool = False,
+        pre: searchsql.Prefilter | None = None,
     ) -> list[Candidate]:
         """The keyword pool: BM25 over the texts that hold any of the query's topical terms
         (the query as typed when it has one group only), so a question ("what did we decide
@@ -452,7 +461,7 @@ class Searcher:
         if not parsed.match:
             return []
         match = parsed.match_any or parsed.match
-        return self._keyword_pool(con, match, where, params, size, narrow=narrow)
+        return self._keyword_pool(con, match, where, params, size, narrow=narrow, pre=pre)
 
     def _keyword_pool(
         self,
@@ -463,12 +472,12 @@ class Searcher:
         size: int,
         *,
         narrow: bool = False,
+        pre: searchsql.Prefilter | None = None,
     ) -> list[Candidate]:
+        found = searchsql.keyword_pool(con, match, where, params, size, narrow=narrow, pre=pre)
         return [
             Candidate(id=i, document_id=doc, keyword_rank=rank, bm25=score, match=match)
-            for rank, (i, score, doc) in enumerate(
-                searchsql.keyword_pool(con, match, where, params, size, narrow=narrow), start=1
-            )
+            for rank, (i, score, doc) in enumerate(found, start=1)
         ]
 
     def _vector_pool(

@@ -258,6 +258,23 @@ def is_wide(mentions: int | bool | None) -> bool:
     return mentions is not None and int(mentions) > NARROW_MENTIONS
 
 
+def rowid_sql(groups: Sequence[Sequence[int]]) -> tuple[str, list[Any]]:
+    """filter_sql's condition (resolved groups) on the FTS5 rowid of `entries_fts` (the `+`
+    keeps SQLite from handing it to FTS5 as a rowid look-up per id). Pure."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for ids in groups:
+        if not ids:
+            return "0 = 1", []
+        marks = ",".join("?" * len(ids))
+        parts.append(
+            "+entries_fts.rowid IN"
+            f" (SELECT fm.entry_id FROM mentions fm WHERE fm.entity_id IN ({marks}))"
+        )
+        params.extend(ids)
+    return " AND ".join(parts), params
+
+
 def filter_sql(
     names: Sequence[str],
     groups: Sequence[Sequence[int]] | None = None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memoryd.store.dialect import is_postgres
@@ -31,21 +32,35 @@ def keyword_sql(where: str) -> str:
     )
 
 
-def ranked_first_sql(where: str) -> str:
+def ranked_first_sql(where: str, rowid: str = "") -> str:
     """SQL for the keyword pool's first try: FTS5 ranks its matches alone and only the best
     `?` are looked up in `entries`, each with whether it passes the filter, instead of every
     match being looked up and filtered before the ranking (a common word matches a fifth of a
-    100K-chunk index, and those lookups cost more than the ranking)."""
+    100K-chunk index, and those lookups cost more than the ranking). `rowid`: a condition
+    on `entries_fts.rowid` that FTS5's matches are checked against before they are ranked
+    (Prefilter)."""
     return (
         f"SELECT e.id, m.score, e.document_id, ({where}) FROM"
         f" (SELECT rowid, {_BM25} AS score FROM entries_fts"
-        "  WHERE entries_fts MATCH ? ORDER BY score LIMIT ?) m"
+        f"  WHERE entries_fts MATCH ?{' AND ' + rowid if rowid else ''} ORDER BY score LIMIT ?) m"
         " JOIN entries e ON e.id = m.rowid LEFT JOIN documents d ON d.id = e.document_id"
         " ORDER BY m.score"
     )
 
 
 RANKED_FIRST_SLACK = 64  # matches ranked beyond the pool, for those the filter drops
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    """A filter split for the keyword pool (SQLite): `rowid`, a condition on the FTS5 rowid
+    (an entities filter: store/entities.rowid_sql) checked on every match before the ranking,
+    and `where`, the rest of the filter, checked on the best ranked ones."""
+
+    where: str
+    params: list[Any]
+    rowid: str
+    rowid_params: list[Any]
 
 
 def keyword_pool(
@@ -56,15 +71,26 @@ def keyword_pool(
     size: int,
     *,
     narrow: bool = False,
+    pre: Prefilter | None = None,
 ) -> list[tuple[int, float, int | None]]:
     """(entry id, bm25 (lower is better), document id) of the best `size` matches that pass
     the filter. Unless the filter is `narrow` (it may pass few texts: a path, tags, dates),
     the best `size` + RANKED_FIRST_SLACK matches are ranked and filtered first, and only when
     the filter leaves fewer than `size` of them and there were more matches does the full
     query rank and filter every match. Either way the answer is the best `size` that pass: a
-    match outside the first ranked ones ranks below all of them."""
+    match outside the first ranked ones ranks below all of them. With `pre` (an entities
+    filter) the first try ranks only the matches it passes, whatever `narrow` says: the
+    check is a probe of a set made once, before each match is scored or looked up."""
     if is_postgres(con):
         return _pg().keyword_pool(con, match, where, params, size)
+    if pre is not None:
+        first = size + RANKED_FIRST_SLACK
+        sql = ranked_first_sql(pre.where, pre.rowid)
+        ranked = con.execute(sql, [*pre.params, match, *pre.rowid_params, first]).fetchall()
+        rows = [(i, score, doc) for i, score, doc, ok in ranked if ok][:size]
+        if len(rows) < size and len(ranked) >= first:
+            rows = con.execute(keyword_sql(where), [match, *params, size]).fetchall()
+        return [(int(i), float(s), None if d is None else int(d)) for i, s, d in rows]
     if narrow:
         return [
             (int(i), float(score), None if doc is None else int(doc))
