@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryd.store.dialect import is_postgres
-from memoryd.store.entities import RESOLVE_SQL, name_key
+from memoryd.store.entities import FORMS_SQL, RESOLVE_SQL, name_key, resolve_params
 from memoryd.store.protocol import Connection
 
 
@@ -58,7 +58,7 @@ def by_name(con: Connection, name: str) -> list[EntityRow]:
         con,
         f"SELECT {_COLS} FROM entities n WHERE n.id IN ({RESOLVE_SQL}) AND {_visible(con)}"
         " ORDER BY n.key = ? DESC, n.mentions DESC, n.id",
-        (key, key, key),
+        [*resolve_params(key), key],
     )
 
 
@@ -78,7 +78,7 @@ def matching(con: Connection, text: str, limit: int, types: Sequence[str] = ()) 
     sql = (
         f"SELECT {_COLS}, min(r) AS rank FROM ("
         " SELECT id, 0 AS r FROM entities WHERE key = ?"
-        " UNION ALL SELECT DISTINCT entity_id, 1 FROM mentions WHERE surface_key = ?"
+        f" UNION ALL SELECT id, 1 FROM ({FORMS_SQL}) AS fs"
         " UNION ALL SELECT id, 2 FROM entities WHERE key LIKE ? ESCAPE '\\'"
         " UNION ALL SELECT id, 3 FROM entities WHERE key LIKE ? ESCAPE '\\'"
         " UNION ALL SELECT id, 4 FROM entities WHERE key LIKE ? ESCAPE '\\'"
@@ -86,7 +86,7 @@ def matching(con: Connection, text: str, limit: int, types: Sequence[str] = ()) 
         " GROUP BY n.id, n.key, n.name, n.type, n.mentions"
         " ORDER BY rank, n.mentions DESC, n.id LIMIT ?"
     )
-    params = [key, key, like + "%", "% " + like + "%", "%" + like + "%", *types, limit]
+    params = [key, key, key, like + "%", "% " + like + "%", "%" + like + "%", *types, limit]
     return [
         (EntityRow(int(i), str(k), str(n), str(t), int(c)), int(r))
         for i, k, n, t, c, r in con.execute(sql, params).fetchall()

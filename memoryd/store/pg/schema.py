@@ -375,6 +375,8 @@ def _v3_entity_dates(cur: psycopg.Cursor) -> None:
         ALTER TABLE mentions ALTER COLUMN created_at SET NOT NULL;
         DROP INDEX mentions_entity;
         CREATE INDEX mentions_entity ON mentions(entity_id, created_at, entry_id);
+        DROP INDEX mentions_surface;
+        CREATE INDEX mentions_surface ON mentions(surface_key, entity_id);
         DROP INDEX relations_b;
         CREATE INDEX relations_a_count ON relations(a, count);
         CREATE INDEX relations_b_count ON relations(b, count);
