@@ -30,7 +30,7 @@ MAX_DEPTH = 3
 # An entity page reads the entity's newest mentions, at most this many (newest first, off an
 # index): its sources and aliases come from them; first and last seen and the relations from
 # every mention.
-WINDOW = 1000
+WINDOW = 500
 ALIASES = 20
 
 
