@@ -24,6 +24,13 @@ def test_trim_and_arena_limit_reach_glibc() -> None:
 
 
 @linux
+def test_mmap_threshold_is_set_unless_the_environment_sets_it(monkeypatch: Any) -> None:
+    assert malloc.fix_mmap_threshold() is True
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "131072")
+    assert malloc.fix_mmap_threshold() is False  # the operator's setting wins
+
+
+@linux
 def test_lower_thread_priority_touches_only_the_calling_thread() -> None:
     base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     out: list[tuple[bool, int]] = []

@@ -20,7 +20,9 @@ import threading
 from typing import Any
 
 M_ARENA_MAX = -8  # from glibc's malloc.h
+M_MMAP_THRESHOLD = -3
 ARENAS = 2
+MMAP_THRESHOLD = 256 * 1024
 
 _libc: Any = None
 _loaded = False
@@ -48,6 +50,21 @@ def limit_arenas(arenas: int = ARENAS) -> bool:
         return False
     libc = _glibc()
     return bool(libc is not None and libc.mallopt(M_ARENA_MAX, int(arenas)) == 1)
+
+
+def fix_mmap_threshold(nbytes: int = MMAP_THRESHOLD) -> bool:
+    """Serve every block over `nbytes` from its own mapping, handed back to the kernel when it
+    is freed (unless MALLOC_MMAP_THRESHOLD_ is set). glibc starts at 128 KB but raises the
+    threshold to the size of each mapped block freed (up to 32 MB): after the first search's
+    float32 copies (~3 MB) or the first inference run's activations were freed, the next ones
+    came from the heap arenas and stayed resident between uses and in fragments. Measured at
+    100K chunks under the soak's mix, two daemons side by side: -43 MB RSS after a minute
+    (BENCHMARKS.md, issue 23.2). A fixed threshold also keeps the trim threshold at its
+    default (128 KB) instead of twice the raised one. True when it was set."""
+    if os.environ.get("MALLOC_MMAP_THRESHOLD_"):
+        return False
+    libc = _glibc()
+    return bool(libc is not None and libc.mallopt(M_MMAP_THRESHOLD, int(nbytes)) == 1)
 
 
 def trim() -> bool:

@@ -29,7 +29,7 @@ from memoryd.core.fsutil import within
 from memoryd.core.logsetup import get_logger
 from memoryd.index.attachments import OtherFiles
 from memoryd.memory.validation import check_str
-from memoryd.store import Store, entries, links
+from memoryd.store import Store, docpaths, entries, links
 from memoryd.store import entities as store_entities
 from memoryd.store.entries import DocumentInfo, NewChunk
 from memoryd.text import entities, markdown, obsidian
@@ -343,13 +343,12 @@ class Indexer:
         with self._lock:
             started = time.perf_counter()
             report = Report()
-            indexed = self.store.read(entries.documents)
+            rels = [rel for rel in (self.relpath(Path(p)) for p in paths) if rel is not None]
+            # only the documents at or under these paths, not the whole table (issue 23.2)
+            indexed = self.store.read(lambda con: docpaths.documents_at(con, rels))
             todo: dict[str, FileState] = {}
             vanished: dict[str, DocumentInfo] = {}
-            for path in paths:
-                rel = self.relpath(Path(path))
-                if rel is None:
-                    continue
+            for rel in rels:
                 full = self.root / rel if rel != "." else self.root
                 if _is_dir(full):
                     for p, s in self._scan_under(rel).items():

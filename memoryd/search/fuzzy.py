@@ -63,9 +63,6 @@ None when no term was corrected, and never raises.
 
 from __future__ import annotations
 
-import functools
-import gzip
-import importlib.resources
 import itertools
 import string
 import threading
@@ -85,6 +82,7 @@ from memoryd.store import entries
 from memoryd.store import tokenizer as cjk_tokenizer
 from memoryd.store.dialect import Tokenize, query_tokenizers
 from memoryd.store.protocol import Connection
+from memoryd.text.entity_cues import common_words  # one copy (4 MB) for both
 
 log = get_logger("memoryd.search.fuzzy")
 
@@ -149,16 +147,6 @@ def correctable(word: str) -> bool:
         and not _has_number(word)
         and not cjk_tokenizer.has_cjk(word)
     )
-
-
-COMMON_WORDS_FILE = "common-words-en.txt.gz"
-
-
-@functools.cache
-def common_words() -> frozenset[str]:
-    """The shipped list of correctly spelled common English words (lowercase, 4+ letters)."""
-    data = importlib.resources.files("memoryd").joinpath("data", COMMON_WORDS_FILE).read_bytes()
-    return frozenset(gzip.decompress(data).decode("ascii").split())
 
 
 def _offerable(term: str) -> bool:

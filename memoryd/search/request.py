@@ -3,10 +3,12 @@ edges build and the searcher and the hit renderer read), and what its filters am
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from memoryd.store import searchsql
-from memoryd.store.entities import is_wide, rowid_sql
+from memoryd.store.entities import is_wide, resolve_filter, rowid_sql
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
 
@@ -81,3 +83,13 @@ def keyword_prefilter(f: Filters, now: float) -> searchsql.Prefilter | None:
     where, params = filter_sql(replace(f, entities=(), entity_ids=None), now)
     rowid, rowid_params = rowid_sql(f.entity_ids)
     return searchsql.Prefilter(where, params, rowid, rowid_params)
+
+
+def resolved_entities(req: SearchRequest, read: Callable[..., Any]) -> SearchRequest:
+    """The request with its entities filter's names resolved (store/entities.resolve_filter),
+    once a search instead of in every pool statement; `read` runs a function on a connection."""
+    f = req.filters
+    if not f.entities or f.entity_ids is not None:
+        return req
+    groups, n = read(lambda con: resolve_filter(con, f.entities))
+    return replace(req, filters=replace(f, entity_ids=groups, entity_mentions=n))

@@ -34,6 +34,7 @@ database.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -80,6 +81,7 @@ from memoryd.search.request import (
     base_filters,
     keyword_prefilter,
     narrowing,
+    resolved_entities,
     wide_first,
 )
 from memoryd.search.snippets import (  # noqa: F401
@@ -91,7 +93,6 @@ from memoryd.search.snippets import (  # noqa: F401
 )
 from memoryd.search.vecindex import nearest_entries, vector_index
 from memoryd.store import Store, searchsql, vectors
-from memoryd.store.entities import resolve_filter as entity_filter
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
 from memoryd.store.tokenizer import has_cjk
@@ -178,9 +179,7 @@ class Searcher:
             or req.max_tokens < 1
         ):
             raise InvalidInput("max_tokens: expected a positive integer")
-        if req.filters.entities and req.filters.entity_ids is None:  # once, for every pool
-            groups, n = self._read(req, lambda con: entity_filter(con, req.filters.entities))
-            req = replace(req, filters=replace(req.filters, entity_ids=groups, entity_mentions=n))
+        req = resolved_entities(req, functools.partial(self._read, req))  # once, for every pool
         if req.concepts:
             if not 2 <= len(req.concepts) <= 5 or not all(
                 isinstance(c, str) and c.strip() for c in req.concepts
@@ -282,7 +281,8 @@ class Searcher:
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memoryd-search")
+            # the vector pool, half of the keyword pool's ranking, the pending-vector count
+            self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="memoryd-search")
         return self._pool
 
     def _pending_vectors(self, req: SearchRequest) -> int | None:
@@ -351,14 +351,13 @@ class Searcher:
         parsed = parse_query(req.query)
         where, params = filter_sql(req.filters, now)
         out: dict[str, Any] = {"query": req.query}
-        pre = keyword_prefilter(req.filters, now)
+        pre = keyword_prefilter(req.filters, now)  # an entities filter, checked on FTS5's rowids
+        pool: dict[str, Any] = {"narrow": narrowing(req.filters), "beside": self._beside(req)}
 
         keyword: list[Candidate] = []
         fuzzy_used = False
         if req.mode in ("auto", "keyword", "hybrid"):
-            keyword = self.keyword_candidates(
-                con, parsed, where, params, size, narrow=narrowing(req.filters), pre=pre
-            )
+            keyword = self.keyword_candidates(con, parsed, where, params, size, **pool, pre=pre)
         topical = [t for t in parsed.terms if t not in STOP_WORDS]
         want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
         rewritten = None
@@ -366,13 +365,7 @@ class Searcher:
             rewritten = self.fuzzy.rewrite(con, topical)
             if rewritten is not None:
                 keyword = self._keyword_pool(
-                    con,
-                    rewritten.match,
-                    where,
-                    params,
-                    size,
-                    narrow=narrowing(req.filters),
-                    pre=pre,
+                    con, rewritten.match, where, params, size, **pool, pre=pre
                 )
                 for c in keyword:
                     c.partial = True  # a corrected query is weaker evidence than the typed one
@@ -449,19 +442,19 @@ class Searcher:
         where: str,
         params: list[Any],
         size: int,
-        *,
-        narrow: bool = False,
-        pre: searchsql.Prefilter | None = None,
+        **pool: Any,
     ) -> list[Candidate]:
         """The keyword pool: BM25 over the texts that hold any of the query's topical terms
         (the query as typed when it has one group only), so a question ("what did we decide
         about auth?") finds its note; how much of the query a text holds weighs its keyword
         part later (`ranking.relevance`, coverage), not its place in the pool (issue 19.2).
-        `narrow`: the filter may leave few texts (`narrowing`)."""
+        `pool`, _keyword_pool's: `narrow`, the filter may leave few texts (`narrowing`);
+        `beside`, ranks half of a large index's matches on another thread at the same time
+        (`_beside`); `pre`, an entities filter checked on FTS5's rowids (`keyword_prefilter`)."""
         if not parsed.match:
             return []
         match = parsed.match_any or parsed.match
-        return self._keyword_pool(con, match, where, params, size, narrow=narrow, pre=pre)
+        return self._keyword_pool(con, match, where, params, size, **pool)
 
     def _keyword_pool(
         self,
@@ -472,13 +465,22 @@ class Searcher:
         size: int,
         *,
         narrow: bool = False,
+        beside: searchsql.Beside | None = None,
         pre: searchsql.Prefilter | None = None,
     ) -> list[Candidate]:
-        found = searchsql.keyword_pool(con, match, where, params, size, narrow=narrow, pre=pre)
+        found = searchsql.keyword_pool(
+            con, match, where, params, size, narrow=narrow, beside=beside, pre=pre
+        )
         return [
             Candidate(id=i, document_id=doc, keyword_rank=rank, bm25=score, match=match)
             for rank, (i, score, doc) in enumerate(found, start=1)
         ]
+
+    def _beside(self, req: SearchRequest) -> searchsql.Beside:
+        """Runs a function of a read connection on the search threads, in a read transaction
+        of its own (as the vector pool): `searchsql.keyword_pool` ranks half of a large index's
+        matches there while this thread ranks the other half."""
+        return lambda fn: self._executor().submit(self._read, req, fn)
 
     def _vector_pool(
         self, con: Connection, qvec: np.ndarray, filters: Filters, now: float, size: int

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from memoryd.search.hashrows import HashRows
 from memoryd.store import searchsql, vectors
 from memoryd.store.protocol import Connection, Store, VectorIndex
 
@@ -86,8 +87,7 @@ class VectorCache:
         self._n = 0
         self._codes = np.zeros((0, 0), dtype=np.uint64)  # one word per row: (words, capacity)
         self._full = np.zeros((0, 0), dtype=np.float16)  # (capacity, dim)
-        self._hashes: list[str] = []
-        self._index: dict[str, int] = {}
+        self._hashes = HashRows()  # the content hash of each row, and the row of each hash
         self._mean_n = 0
         self._mean = np.zeros(0, dtype=np.float32)
 
@@ -138,8 +138,7 @@ class VectorCache:
             self._model_id, self._max_rowid, self._n = model_id, 0, 0
             self._codes = np.zeros(((dim + 63) // 64, 0), dtype=np.uint64)
             self._full = np.zeros((0, dim), dtype=np.float16)
-            self._hashes = []
-            self._index = {}
+            self._hashes = HashRows()
             self._mean_n = 0
             self._mean = np.zeros(dim, dtype=np.float32)
         newest = vectors.newest_id(con)
@@ -160,9 +159,7 @@ class VectorCache:
             self._full[n : n + len(rows)] = block
             if self._mean_n:
                 self._codes[:, n : n + len(rows)] = self._code(block).T
-            for r in rows:
-                self._index[str(r[1])] = len(self._hashes)
-                self._hashes.append(str(r[1]))
+            self._hashes.append([r[1] for r in rows], headroom=self._full.shape[0] - n - len(rows))
             self._n = n + len(rows)
             self._max_rowid = int(rows[-1][0])
             if len(rows) < LOAD_ROWS:
@@ -172,9 +169,9 @@ class VectorCache:
             # (a store that starts empty would otherwise keep the mean of its first few texts).
             self._recode()
 
-    def _view(self) -> tuple[np.ndarray, np.ndarray, list[str], int]:
+    def _view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         n = self._n
-        return self._codes[:, :n], self._full[:n], self._hashes, n
+        return self._codes[:, :n], self._full[:n], self._hashes.view(n), n
 
     def count(self, con: Connection, model_id: int) -> int:
         return vectors.model_count(con, model_id)
@@ -210,7 +207,7 @@ class VectorCache:
         k = min(k, len(cand))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(cand) else np.arange(len(cand))
         top = top[np.lexsort((cand[top], -sims[top]))]
-        return [(hashes[int(cand[i])], float(1.0 - sims[i])) for i in top]
+        return [(hashes[int(cand[i])].decode(), float(1.0 - sims[i])) for i in top]
 
     def similarities(
         self, con: Connection, model_id: int, dim: int, query: np.ndarray, wanted: set[str]
@@ -219,13 +216,12 @@ class VectorCache:
         with self._lock:
             self._sync(con, model_id, dim)
             _, full, hashes, _ = self._view()
-            index = self._index
-            rows = [index[h] for h in wanted if h in index]
+            rows = self._hashes.rows(wanted)
         if not rows:
             return {}
         idx = np.array(sorted(rows), dtype=np.int64)
         sims = dot(full[idx], np.asarray(query, dtype=np.float32))
-        return {hashes[int(i)]: float(s) for i, s in zip(idx, sims, strict=True)}
+        return {hashes[int(i)].decode(): float(s) for i, s in zip(idx, sims, strict=True)}
 
 
 def vector_index(store: Store) -> VectorIndex:

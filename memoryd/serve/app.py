@@ -80,6 +80,7 @@ class App:
         # set by the daemon when it can serve the web page (memoryd.web): starts it, says where
         self.open_page: Callable[[], dict[str, Any]] | None = None
         malloc.limit_arenas()  # before our threads exist: freed inference memory goes back
+        malloc.fix_mmap_threshold()  # buffers of a few MB are unmapped when freed (issue 23.2)
         prepare_dirs(cfg)
         checkpoints.clean_partial(cfg.data_dir)
         self.store = open_store(cfg)
