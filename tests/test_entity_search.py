@@ -169,3 +169,30 @@ def test_the_page_of_a_common_name_reads_its_newest_mentions(
     # first and last seen and the relations still cover every mention
     assert (cut["first_seen"], cut["last_seen"]) == (full["first_seen"], full["last_seen"])
     assert cut["relations"] == full["relations"]
+
+
+@pytest.mark.parametrize("weight", [0.0, 2.0])
+def test_a_query_naming_an_entity_lifts_the_passages_that_mention_it(
+    make_app: Any, weight: float
+) -> None:
+    """Issue 20.3: with `search.entity_weight` high enough, a hybrid answer to a query that
+    names Maya ranks the note that mentions her (as Maya's) above one that only shares more of
+    the other words; off (0), the other words decide."""
+    a = make_app(search={"entity_weight": weight})
+    ws = Path(a.cfg.workspace)
+    (ws / "maya.md").write_text("# Saturday\n\nMaya's party is at the Crown on Saturday.\n")
+    (ws / "venue.md").write_text(
+        "# Venues\n\nThe party venue list: the party venue by the river, the Crown party venue.\n"
+    )
+    assert a.indexer.reconcile().errors == []
+    a.model.start()
+    a.model.wait_ready(30)
+    a.embedder.run()
+    res = call(
+        a, "search", query="where is the party venue Maya chose", mode="hybrid", explain=True
+    )
+    paths = [h["path"] for h in res["hits"]]
+    assert res["mode"] == "hybrid" and set(paths) == {"maya.md", "venue.md"}
+    assert paths[0] == ("maya.md" if weight else "venue.md")
+    if weight:
+        assert res["hits"][0]["explain"].get("entity") == pytest.approx(1.0)

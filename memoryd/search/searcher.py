@@ -46,10 +46,11 @@ import numpy as np
 from memoryd.core.errors import InvalidInput, Unavailable, describe
 from memoryd.memory import lifecycle
 from memoryd.memory.lifecycle import tier_decay
+from memoryd.search import concepts, entityboost
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
-from memoryd.search.ftsquery import STOP_WORDS, ParsedQuery, parse_query
+from memoryd.search.ftsquery import STOP_WORDS, ParsedQuery, parse_query, prefix_match
 from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts live in ranking.py)
     DEFAULT_SCALE,
     SIGNAL_SHARE,
@@ -217,37 +218,13 @@ class Searcher:
     def _concepts(
         self, con: Connection, req: SearchRequest, limit: int, vecs: list[np.ndarray | None]
     ) -> dict[str, Any]:
-        """Entries that match every concept (by keywords, or by meaning when there is a model),
-        ranked by their summed reciprocal ranks."""
-        now = self.clock()
-        where, params = filter_sql(req.filters, now)
+        now, pools = self.clock(), (self._keyword_pool, self._vector_pool)
         size = max(200, self.pool_size(limit))
-        pools: list[list[int]] = []
-        used_vectors = False
-        for concept, vec in zip(req.concepts, vecs, strict=True):
-            parsed = parse_query(concept)
-            ids: list[int] = []
-            if parsed.match:
-                ids = [c.id for c in self._keyword_pool(con, parsed.match, where, params, size)]
-            if vec is not None:
-                near, scale = self._vector_pool(con, vec, req.filters, now, size)
-                close = [c.id for c in near if (c.similarity or 0) >= scale[0]]
-                used_vectors = used_vectors or bool(close)
-                ids += [i for i in close if i not in set(ids)]
-            pools.append(ids)
-        common = set(pools[0]).intersection(*map(set, pools[1:])) if pools else set()
-        scores = rrf([[i for i in p if i in common] for p in pools], self.settings.rrf_k)
-        best = len(pools) / (self.settings.rrf_k + 1)
-        candidates = [
-            Candidate(id=i, fused=v, components={"relevance": v / best}) for i, v in scores.items()
-        ]
-        mode = "hybrid" if used_vectors else "keyword"
-        return {
-            "query": " + ".join(req.concepts),
-            "concepts": list(req.concepts),
-            "mode": mode,
-            "hits": self._finish(con, candidates, limit, now, req, mode),
-        }
+
+        def finish(candidates: list[Candidate], mode: str) -> list[dict[str, Any]]:
+            return self._finish(con, candidates, limit, now, req, mode)
+
+        return concepts.answer(con, req, vecs, now, size, self.settings.rrf_k, pools, finish)
 
     def _query_vector(self, req: SearchRequest) -> np.ndarray | None:
         if req.mode in ("keyword", "fuzzy") or self.model is None:
@@ -357,7 +334,9 @@ class Searcher:
         keyword: list[Candidate] = []
         fuzzy_used = False
         if req.mode in ("auto", "keyword", "hybrid"):
-            keyword = self.keyword_candidates(con, parsed, where, params, size, **pool, pre=pre)
+            keyword = self.keyword_candidates(
+                con, parsed, where, params, size, widen=not pending, **pool, pre=pre
+            )
         topical = [t for t in parsed.terms if t not in STOP_WORDS]
         want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
         rewritten = None
@@ -409,6 +388,8 @@ class Searcher:
             self.evidence.annotate(con, units, candidates, prefix=fuzzy_used)
 
         fused = self._fuse(keyword, vector, scale, req.group, norm, annotate)
+        if mode == "hybrid" and s.entity_weight:
+            entityboost.boost(con, req.query, fused, s.entity_weight)  # issue 20.3
         cjk, corrected = has_cjk(req.query), req.mode in ("auto", "fuzzy")
         ranked = admitted(fused, scale, cjk=cjk, corrected=corrected)
         # A word no text holds lowers the scores; only a query of nothing but absent names or
@@ -442,6 +423,8 @@ class Searcher:
         where: str,
         params: list[Any],
         size: int,
+        *,
+        widen: bool = False,
         **pool: Any,
     ) -> list[Candidate]:
         """The keyword pool: BM25 over the texts that hold any of the query's topical terms
@@ -450,11 +433,23 @@ class Searcher:
         part later (`ranking.relevance`, coverage), not its place in the pool (issue 19.2).
         `pool`, _keyword_pool's: `narrow`, the filter may leave few texts (`narrowing`);
         `beside`, ranks half of a large index's matches on another thread at the same time
-        (`_beside`); `pre`, an entities filter checked on FTS5's rowids (`keyword_prefilter`)."""
+        (`_beside`); `pre`, an entities filter checked on FTS5's rowids (`keyword_prefilter`).
+        `widen` (keywords alone, no vector pool): when no text holds any of the words as typed,
+        their prefixes are searched instead (`ftsquery.prefix_match`: "when is the retro" finds
+        the retrospectives), as weak evidence (`partial`, like a typo correction). Beside a
+        vector pool they are not: there the neighbours and typo correction answer, and a
+        question about other notes altogether would find their prefixes (issue 19.6)."""
         if not parsed.match:
             return []
         match = parsed.match_any or parsed.match
-        return self._keyword_pool(con, match, where, params, size, **pool)
+        found = self._keyword_pool(con, match, where, params, size, **pool)
+        widened = None if found or not widen else prefix_match(parsed)
+        if widened is None:
+            return found
+        found = self._keyword_pool(con, widened, where, params, size, **pool)
+        for c in found:
+            c.partial = True
+        return found
 
     def _keyword_pool(
         self,

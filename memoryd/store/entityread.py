@@ -216,3 +216,44 @@ def together(con: Connection, first: int, second: int) -> tuple[Any, Any]:
     lo = con.execute(sql.format("ASC"), (first, second)).fetchall()
     hi = con.execute(sql.format("DESC"), (first, second)).fetchall()
     return (lo[0][0] if lo else None), (hi[0][0] if hi else None)
+
+
+# --- the entity signal of search (search/entityboost.py) ----------------------------------------
+
+DF_CAP = 10_000  # entries counted per entity at most (an entity this common weighs ~0)
+
+
+def named(con: Connection, keys: Sequence[str]) -> dict[int, int]:
+    """{entity id: entries that mention it (up to DF_CAP)} of the entities that these canonical
+    keys are the key or a surface form of."""
+    out: dict[int, int] = {}
+    for key in dict.fromkeys(k for k in keys if k):
+        for (entity_id,) in con.execute(RESOLVE_SQL, resolve_params(key)).fetchall():
+            if int(entity_id) in out:
+                continue
+            row = con.execute(
+                "SELECT count(*) FROM (SELECT DISTINCT entry_id FROM mentions"
+                " WHERE entity_id = ? LIMIT ?) AS d",
+                (entity_id, DF_CAP),
+            ).fetchall()
+            out[int(entity_id)] = int(row[0][0])
+    return out
+
+
+def mentioned_in(
+    con: Connection, entity_ids: Sequence[int], entry_ids: Sequence[int]
+) -> dict[int, set[int]]:
+    """{entry id: the ones of `entity_ids` it mentions}, for these entries."""
+    out: dict[int, set[int]] = {}
+    if not entity_ids or not entry_ids:
+        return out
+    ents = list(entity_ids)
+    for at in range(0, len(entry_ids), 500):
+        part = list(entry_ids[at : at + 500])
+        for entry, entity in con.execute(
+            f"SELECT DISTINCT entry_id, entity_id FROM mentions WHERE entity_id IN ({_in(ents)})"
+            f" AND entry_id IN ({_in(part)})",
+            [*ents, *part],
+        ).fetchall():
+            out.setdefault(int(entry), set()).add(int(entity))
+    return out
