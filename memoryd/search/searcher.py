@@ -34,6 +34,7 @@ database.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -79,7 +80,10 @@ from memoryd.search.request import (
     WORKSPACES,
     SearchRequest,
     base_filters,
+    keyword_prefilter,
     narrowing,
+    resolved_entities,
+    wide_first,
 )
 from memoryd.search.snippets import (  # noqa: F401
     _CLOSE,
@@ -176,6 +180,7 @@ class Searcher:
             or req.max_tokens < 1
         ):
             raise InvalidInput("max_tokens: expected a positive integer")
+        req = resolved_entities(req, functools.partial(self._read, req))  # once, for every pool
         if req.concepts:
             if not 2 <= len(req.concepts) <= 5 or not all(
                 isinstance(c, str) and c.strip() for c in req.concepts
@@ -323,20 +328,14 @@ class Searcher:
         parsed = parse_query(req.query)
         where, params = filter_sql(req.filters, now)
         out: dict[str, Any] = {"query": req.query}
+        pre = keyword_prefilter(req.filters, now)  # an entities filter, checked on FTS5's rowids
+        pool: dict[str, Any] = {"narrow": narrowing(req.filters), "beside": self._beside(req)}
 
         keyword: list[Candidate] = []
         fuzzy_used = False
-        beside = self._beside(req)
         if req.mode in ("auto", "keyword", "hybrid"):
             keyword = self.keyword_candidates(
-                con,
-                parsed,
-                where,
-                params,
-                size,
-                narrow=narrowing(req.filters),
-                beside=beside,
-                widen=not pending,
+                con, parsed, where, params, size, widen=not pending, **pool, pre=pre
             )
         topical = [t for t in parsed.terms if t not in STOP_WORDS]
         want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
@@ -345,13 +344,7 @@ class Searcher:
             rewritten = self.fuzzy.rewrite(con, topical)
             if rewritten is not None:
                 keyword = self._keyword_pool(
-                    con,
-                    rewritten.match,
-                    where,
-                    params,
-                    size,
-                    narrow=narrowing(req.filters),
-                    beside=beside,
+                    con, rewritten.match, where, params, size, **pool, pre=pre
                 )
                 for c in keyword:
                     c.partial = True  # a corrected query is weaker evidence than the typed one
@@ -431,29 +424,29 @@ class Searcher:
         params: list[Any],
         size: int,
         *,
-        narrow: bool = False,
-        beside: searchsql.Beside | None = None,
         widen: bool = False,
+        **pool: Any,
     ) -> list[Candidate]:
         """The keyword pool: BM25 over the texts that hold any of the query's topical terms
         (the query as typed when it has one group only), so a question ("what did we decide
         about auth?") finds its note; how much of the query a text holds weighs its keyword
         part later (`ranking.relevance`, coverage), not its place in the pool (issue 19.2).
-        `narrow`: the filter may leave few texts (`narrowing`); `beside`: ranks half of a large
-        index's matches on another thread at the same time (`_beside`). `widen` (keywords
-        alone, no vector pool): when no text holds any of the words as typed, their prefixes are
-        searched instead (`ftsquery.prefix_match`: "when is the retro" finds the
-        retrospectives), as weak evidence (`partial`, like a typo correction). Beside a vector
-        pool they are not: there the neighbours and typo correction answer, and a question
-        about other notes altogether would find their prefixes (issue 19.6)."""
+        `pool`, _keyword_pool's: `narrow`, the filter may leave few texts (`narrowing`);
+        `beside`, ranks half of a large index's matches on another thread at the same time
+        (`_beside`); `pre`, an entities filter checked on FTS5's rowids (`keyword_prefilter`).
+        `widen` (keywords alone, no vector pool): when no text holds any of the words as typed,
+        their prefixes are searched instead (`ftsquery.prefix_match`: "when is the retro" finds
+        the retrospectives), as weak evidence (`partial`, like a typo correction). Beside a
+        vector pool they are not: there the neighbours and typo correction answer, and a
+        question about other notes altogether would find their prefixes (issue 19.6)."""
         if not parsed.match:
             return []
         match = parsed.match_any or parsed.match
-        found = self._keyword_pool(con, match, where, params, size, narrow=narrow, beside=beside)
+        found = self._keyword_pool(con, match, where, params, size, **pool)
         widened = None if found or not widen else prefix_match(parsed)
         if widened is None:
             return found
-        found = self._keyword_pool(con, widened, where, params, size, narrow=narrow, beside=beside)
+        found = self._keyword_pool(con, widened, where, params, size, **pool)
         for c in found:
             c.partial = True
         return found
@@ -468,9 +461,10 @@ class Searcher:
         *,
         narrow: bool = False,
         beside: searchsql.Beside | None = None,
+        pre: searchsql.Prefilter | None = None,
     ) -> list[Candidate]:
         found = searchsql.keyword_pool(
-            con, match, where, params, size, narrow=narrow, beside=beside
+            con, match, where, params, size, narrow=narrow, beside=beside, pre=pre
         )
         return [
             Candidate(id=i, document_id=doc, keyword_rank=rank, bm25=score, match=match)
@@ -495,10 +489,11 @@ class Searcher:
         if active is None or active[2] != int(qvec.shape[-1]):
             return [], DEFAULT_SCALE
         model_id, key, dim = active
-        where, params = filter_sql(filters, now)
-        exact = EXACT_SCAN_MAX if narrowing(filters) else None
+        where, params = filter_sql(filters, now, wide=True)  # a common name: checked per text
+        exact = EXACT_SCAN_MAX if narrowing(filters, vector=True) else None
+        flt, start = (where, params), wide_first(filters, size, con)
         scored = nearest_entries(
-            con, self.vector_cache, model_id, dim, qvec, (where, params), size, exact, KNN_MAX
+            con, self.vector_cache, model_id, dim, qvec, flt, size, exact, KNN_MAX, start
         )
         return [
             Candidate(id=i, document_id=doc, vector_rank=rank, similarity=sim)
