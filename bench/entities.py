@@ -33,6 +33,10 @@ DATA = Path(__file__).parent / "data"
 GOLD = DATA / "entities" / "gold.txt"
 WNUT = DATA / "entities" / "wnut17-test.jsonl"
 CROSSNER = DATA / "entities" / "crossner-ai-test.jsonl"
+WIKIGOLD = DATA / "entities" / "wikigold-test.jsonl"
+WIKIGOLD_DEV = DATA / "entities" / "wikigold-dev.jsonl"
+SOFLOW = DATA / "entities" / "stackoverflow-test.jsonl"
+SOFLOW_DEV = DATA / "entities" / "stackoverflow-dev.jsonl"
 TYPES = ("person", "system", "place", "identifier", "tag", "other")
 Triple = tuple[str, int, str, str]  # item, line, key, type
 
@@ -121,10 +125,13 @@ def _diff(pred: set[Triple], gold: set[Triple]) -> dict[str, list[str]]:
 
 
 def evaluate_wnut(path: Path = WNUT) -> dict[str, Any]:
-    """Sentence level: an entity counts when its key and type are found in its sentence. A
-    row's "ignore" surfaces (CrossNER's concepts) are neither gold nor wrong when predicted.
-    "person, names" leaves @mentions out of the predictions (memoryd types every @handle a
-    person; WNUT-17 labels a few handles and leaves most unlabelled)."""
+    """A public set, one row a sentence or a document: an entity counts when its key and type
+    are found on its line (a row's entities are [type, surface] on line 1, or [type, surface,
+    line]). The key is the surface's (the sets label what a line writes, not the entity it
+    resolves to: "Baker" stays "baker" where memoryd names it Caroline Baker). A row's
+    "ignore" surfaces (concepts, code) are neither gold nor wrong when predicted. "person,
+    names" leaves @mentions out of the predictions (memoryd types every @handle a person;
+    WNUT-17 labels a few handles and leaves most unlabelled)."""
     pred: set[Triple] = set()
     by_name: set[Triple] = set()
     gold: set[Triple] = set()
@@ -133,16 +140,19 @@ def evaluate_wnut(path: Path = WNUT) -> dict[str, Any]:
         row = json.loads(raw)
         n += 1
         sid = str(row["id"])
-        gold |= {(sid, 1, canonical_key(s), t) for t, s in row["entities"]}
+        gold |= {
+            (sid, e[2] if len(e) > 2 else 1, canonical_key(e[1]), e[0]) for e in row["entities"]
+        }
         ignore = {canonical_key(s) for s in row.get("ignore", ())}
         for m in extract(row["text"]):
-            if m.type in ("person", "system", "place", "other") and m.key not in ignore:
-                pred.add((sid, 1, m.key, m.type))
+            key = canonical_key(display_name(m.surface)) if m.surface else m.key
+            if m.type in ("person", "system", "place", "other") and key not in ignore:
+                pred.add((sid, m.line, key, m.type))
                 if m.source != "mention":
-                    by_name.add((sid, 1, m.key, m.type))
+                    by_name.add((sid, m.line, key, m.type))
     out = scores(pred, gold)
     out["person, names"] = scores(by_name, gold)["person"]
-    return {"items": n, "scores": out}
+    return {"items": n, "scores": out, "misses": _diff(pred, gold)}
 
 
 # --- speed -------------------------------------------------------------------------------------
@@ -254,6 +264,24 @@ def keyword_index_seconds(notes: list[tuple[str, str]]) -> tuple[float, float]:
 
 # --- report ------------------------------------------------------------------------------------
 
+_WG = "PER=person, ORG=system, LOC=place, MISC=other"
+_SO = "application, library, language, OS, website, organisation, device=system; user=person"
+PUBLIC: dict[str, tuple[str, Path]] = {
+    "wnut17": (
+        "WNUT-17 test (person, corporation+product=system, location=place, group+creative=other)",
+        WNUT,
+    ),
+    "crossner_ai": (
+        "CrossNER AI test (person+researcher, organisation+university+product+programlang="
+        "system, country+location=place, conference+misc=other; concepts ignored)",
+        CROSSNER,
+    ),
+    "wikigold": (f"WikiGold test, odd articles ({_WG})", WIKIGOLD),
+    "wikigold_dev": (f"WikiGold dev, even articles ({_WG})", WIKIGOLD_DEV),
+    "stackoverflow": (f"StackOverflowNER test, a third of the posts ({_SO})", SOFLOW),
+    "stackoverflow_dev": (f"StackOverflowNER dev, a third of the posts ({_SO})", SOFLOW_DEV),
+}
+
 
 def print_scores(title: str, res: dict[str, Any], rows: tuple[str, ...]) -> None:
     print(f"\n{title} ({res['items']} items)")
@@ -270,37 +298,38 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench entities", description=__doc__)
     p.add_argument("--json", action="store_true")
     p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--misses", action="store_true", help="list false positives and negatives")
+    p.add_argument(
+        "--misses",
+        nargs="?",
+        const="gold",
+        choices=("gold", *PUBLIC),
+        help="list a set's false positives and negatives (default: gold)",
+    )
+    p.add_argument("--dev", action="store_true", help="also score the dev splits (for tuning)")
     p.add_argument("--no-index", action="store_true", help="skip the keyword indexing timing")
     args = p.parse_args(argv)
     from memoryd.core import logsetup
 
     logsetup.configure("warning")
-    result = {
-        "gold": evaluate_gold(load_gold()),
-        "wnut17": evaluate_wnut(),
-        "crossner_ai": evaluate_wnut(CROSSNER),
-        "speed": speed(args.reps, index=not args.no_index),
-    }
+    result: dict[str, Any] = {"gold": evaluate_gold(load_gold())}
+    for name, (_title, path) in PUBLIC.items():
+        if args.dev or not name.endswith("_dev"):
+            result[name] = evaluate_wnut(path)
+    result["speed"] = speed(args.reps, index=not args.no_index)
     if args.json:
+        for res in result.values():
+            res.pop("misses", None)
         print(json.dumps(result, indent=2))
         return 0
     print_scores(
         "memoryd gold set (bench/data/entities/gold.txt)", result["gold"], (*TYPES, "all", "any")
     )
-    print_scores(
-        "WNUT-17 test (person, corporation+product=system, location=place, group+creative=other)",
-        result["wnut17"],
-        ("person", "person, names", "system", "place", "other", "all", "any"),
-    )
-    print_scores(
-        "CrossNER AI test (person+researcher, organisation+university+product+programlang="
-        "system, country+location=place, conference+misc=other; concepts ignored)",
-        result["crossner_ai"],
-        ("person", "system", "place", "other", "all", "any"),
-    )
+    for name, (title, _path) in PUBLIC.items():
+        if name in result:
+            rows = ("person", "person, names") if name == "wnut17" else ("person",)
+            print_scores(title, result[name], (*rows, "system", "place", "other", "all", "any"))
     if args.misses:
-        for kind, lines in result["gold"]["misses"].items():
+        for kind, lines in result[args.misses]["misses"].items():
             print(f"\n{kind}:")
             for ln in lines:
                 print(f"  {ln}")

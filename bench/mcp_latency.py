@@ -50,7 +50,7 @@ async def measure(d: Daemon, queries: list[str]) -> dict[str, Any]:
         listed = await s.list_tools()
         import json
 
-        sizes["(tools/list: all 14 tool definitions)"] = (
+        sizes[f"(tools/list: all {len(listed.tools)} tool definitions)"] = (
             estimate_tokens(json.dumps([t.model_dump(exclude_none=True) for t in listed.tools])),
             0,
         )

@@ -125,7 +125,7 @@ def test_identifiers_hosts_emails_urls() -> None:
         "pgb-02.eu",
         "ops@ledgerly.io",
         "grafana.example.com",
-        "www.status.example.org",
+        "status.example.org",  # "www." dropped, as from a URL's host
     ):
         assert kinds.get(key) == "identifier", key
     assert "ledgerly.io" not in kinds  # the email's domain is not a host of its own

@@ -81,3 +81,94 @@ def test_a_section_below_the_floor_is_not_listed() -> None:
     note = Candidate(id=1, document_id=7, fused=0.9, sections=[best, keyed, near, faint])
     listed_sections([note], Scale(0.10, 0.90, 0.20))
     assert [c.id for c in note.sections] == [1, 2, 3]
+
+
+def test_a_keyword_pool_ranked_in_two_halves_is_the_pool_ranked_whole(
+    make_app: Any, monkeypatch: Any
+) -> None:
+    """A large index's keyword pool is ranked in two halves of the rowid range at once
+    (issue 23.3): the same rows in the same order, ties in bm25 included (this vault has many)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memoryd.search.ftsquery import parse_query
+    from memoryd.store import searchsql
+    from memoryd.store.entries import Filters, filter_sql
+
+    app = make_app(dailylog={"enabled": False})
+    _vault(app)
+    settle(app)
+    where, params = filter_sql(Filters(), time.time())
+    with ThreadPoolExecutor(1) as pool:
+
+        def pools(query: str, split: bool, size: int) -> list[tuple[int, float, int | None]]:
+            parsed = parse_query(query)
+            match = parsed.match_any or parsed.match
+            assert match is not None
+            beside = (lambda fn: pool.submit(app.store.read, fn)) if split else None
+            return app.store.read(
+                lambda con: searchsql.keyword_pool(con, match, where, params, size, beside=beside)
+            )
+
+        monkeypatch.setattr(searchsql, "SPLIT_MIN", 0)
+        monkeypatch.setattr(searchsql, "idle_core", lambda: True)
+        for query in ("deploy rollback w3 w11", "checklist plan", "w5 w17 w22", "note"):
+            for size in (3, 10, 50):
+                whole = pools(query, False, size)
+                assert whole and pools(query, True, size) == whole, (query, size)
+
+
+def test_the_remembered_entry_count_follows_every_write(tmp_path: Any) -> None:
+    """searchsql.entry_count (the n of IDF) is remembered per read connection while its data
+    version holds: a commit by the writer, and a change on the connection itself, count again."""
+    from memoryd.store import searchsql
+    from memoryd.store.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / "m.db")
+    try:
+
+        def add(con: Any, n: int) -> None:
+            for i in range(n):
+                con.execute(
+                    "INSERT INTO entries(kind, content, content_hash, type, created_at,"
+                    " updated_at) VALUES ('memory', ?, ?, 'fact', 0, 0)",
+                    [f"text {i} {n}", f"h{i}-{n}"],
+                )
+
+        assert store.read(searchsql.entry_count) == 0
+        with store.write() as con:
+            add(con, 3)
+        assert store.read(searchsql.entry_count) == 3
+        assert store.read(searchsql.entry_count) == 3
+        with store.write() as con:
+            assert searchsql.entry_count(con) == 3
+            add(con, 2)  # the writer's own change: its data version does not move
+            assert searchsql.entry_count(con) == 5
+        assert store.read(searchsql.entry_count) == 5
+    finally:
+        store.close()
+
+
+def test_snippets_read_from_one_pass_are_those_of_each_row_looked_up(make_app: Any) -> None:
+    """Snippets come from one read of the expression's matches (each row looked up would parse
+    it again, and expand a prefix again, issue 23.3): the same snippets as row by row."""
+    from memoryd.store import searchsql
+
+    app = make_app(dailylog={"enabled": False})
+    _vault(app)
+    settle(app)
+
+    def both(con: Any, match: str) -> tuple[dict[int, str], dict[int, str]]:
+        ids = [int(r[0]) for r in con.execute("SELECT id FROM entries ORDER BY id DESC LIMIT 25")]
+        one = dict(
+            con.execute(
+                "SELECT rowid, snippet(entries_fts, 0, '<', '>', '…', 24) FROM entries_fts"
+                f" WHERE entries_fts MATCH ? AND rowid IN ({','.join('?' * len(ids))})",
+                [match, *ids],
+            )
+        )
+        return one, searchsql.snippets(con, match, ids, "<", ">")
+
+    plain = ('"deploy" OR "rollback"', '"w3"', '"checklist" "plan"')
+    for match in ('("deplo" OR "deploi"*)', '"w1"* OR "rollback"', '"checkl"*', *plain):
+        row_by_row, once = app.store.read(lambda con, m=match: both(con, m))
+        assert row_by_row and once == row_by_row, match

@@ -542,3 +542,28 @@ def test_a_busy_port_is_said_plainly(make_app: Any) -> None:
         app = make_app(model=None)
         with pytest.raises(Unavailable, match=f"port {busy}"):
             WebHarness(app, port=busy)
+
+
+def test_entity_routes_are_the_entity_methods(web: WebHarness) -> None:
+    web.sign_in()
+    listed = web.api("GET", "/api/entities?top=50")
+    assert listed == api.METHODS["entities"].fn(web.app, {"top": 50})
+    assert "redis" in {e["name"].lower() for e in listed["entities"]}
+    page = web.api("GET", "/api/entity?name=redis&relations=5&max_tokens=2000")
+    assert page == api.METHODS["entity"].fn(
+        web.app, {"name": "redis", "relations": 5, "max_tokens": 2000}
+    )
+    assert {s["kind"] for s in page["sources"]} == {"note", "memory"}
+    assert "auth.md" in {s.get("path") for s in page["sources"]}
+    related = web.api("GET", "/api/related?name=redis&depth=2&top=5")
+    assert related == api.METHODS["related"].fn(web.app, {"name": "redis", "depth": 2, "top": 5})
+    assert related["nodes"][0]["name"] == page["name"]
+    for bad, status in [
+        ("/api/entity?name=", 400),
+        ("/api/entity?name=nobody-mentions-this", 404),
+        ("/api/entity?name=redis&relations=many", 400),
+        ("/api/entities?type=planet", 400),
+        ("/api/entities?top=0", 400),
+        ("/api/related?name=redis&depth=9", 400),
+    ]:
+        assert web.request("GET", bad).status == status, bad

@@ -148,6 +148,24 @@ def test_each_page_works_in_a_real_browser(
     page.evaluate("window.memorydGraph.getElementById('ops/oncall.md').emit('tap')")
     page.wait_for_function("new URLSearchParams(location.search).get('path') === 'ops/oncall.md'")
 
+    # entities: the most mentioned, one's page with where it is mentioned, and its graph
+    page.goto(f"{base}/entities")
+    page.wait_for_selector(".entity-row")
+    names = page.eval_on_selector_all(".entity-row", "els => els.map(e => e.dataset.name)")
+    redis = next(n for n in names if n.lower() == "redis")
+    page.locator(f".entity-row[data-name='{redis}'] a.entity").click()
+    page.wait_for_selector("#entity-sources .source")
+    assert page.inner_text("#entity h1") == redis
+    kinds = page.eval_on_selector_all(".source", "els => els.map(e => e.dataset.kind)")
+    assert {"note", "memory"} <= set(kinds)
+    assert "Postgres" in page.inner_text(".relations")
+    shot("entity")
+    page.click("text=Show its graph")
+    page.wait_for_selector("#graph[data-nodes] canvas")
+    assert page.evaluate("window.memorydGraph.getElementById('Postgres').length") == 1
+    page.evaluate("window.memorydGraph.getElementById('Postgres').emit('tap')")
+    page.wait_for_function("new URLSearchParams(location.search).get('name') === 'Postgres'")
+
     # status: progress, the search chart, jobs
     page.goto(f"{base}/status")
     page.wait_for_selector("#embedding")

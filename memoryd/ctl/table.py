@@ -266,10 +266,19 @@ COMMANDS: tuple[Command, ...] = (
         run=wo.r_open,
         args=(
             arg("page", nargs="?", choices=wo.PAGES, help="the page (default: search)"),
-            arg("path", nargs="?", metavar="NOTE", help="for note and graph: the note"),
+            arg(
+                "path",
+                nargs="?",
+                metavar="NOTE",
+                help="for note and graph: the note; for entities: an entity's name",
+            ),
             arg("--no-browser", action="store_true", help="only print the link"),
         ),
-        examples=("memoryctl open", "memoryctl open graph projects/api.md"),
+        examples=(
+            "memoryctl open",
+            "memoryctl open graph projects/api.md",
+            "memoryctl open entities Caroline",
+        ),
     ),
     Command(
         "jobs",

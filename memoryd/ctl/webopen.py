@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from argparse import Namespace
     from typing import Any
 
-PAGES = ("search", "memories", "graph", "status", "note")
+PAGES = ("search", "memories", "graph", "entities", "status", "note")
 
 
 def login_mac(token: str, nonce: str, ts: int) -> str:
@@ -67,6 +67,8 @@ def r_open(c: Client, a: Namespace) -> int:
     page = "/" + (a.page or "search")
     if a.page in ("note", "graph") and a.path:
         page += "?" + urlencode({"path": a.path})
+    elif a.page == "entities" and a.path:
+        page += "?" + urlencode({"name": a.path})
     url = login_url(state, page)
     if a.json:
         return emit_json({**info, "login_url": url})

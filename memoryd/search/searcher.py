@@ -276,7 +276,8 @@ class Searcher:
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memoryd-search")
+            # the vector pool, half of the keyword pool's ranking, the pending-vector count
+            self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="memoryd-search")
         return self._pool
 
     def _pending_vectors(self, req: SearchRequest) -> int | None:
@@ -348,9 +349,10 @@ class Searcher:
 
         keyword: list[Candidate] = []
         fuzzy_used = False
+        beside = self._beside(req)
         if req.mode in ("auto", "keyword", "hybrid"):
             keyword = self.keyword_candidates(
-                con, parsed, where, params, size, narrow=narrowing(req.filters)
+                con, parsed, where, params, size, narrow=narrowing(req.filters), beside=beside
             )
         topical = [t for t in parsed.terms if t not in STOP_WORDS]
         want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
@@ -359,7 +361,13 @@ class Searcher:
             rewritten = self.fuzzy.rewrite(con, topical)
             if rewritten is not None:
                 keyword = self._keyword_pool(
-                    con, rewritten.match, where, params, size, narrow=narrowing(req.filters)
+                    con,
+                    rewritten.match,
+                    where,
+                    params,
+                    size,
+                    narrow=narrowing(req.filters),
+                    beside=beside,
                 )
                 for c in keyword:
                     c.partial = True  # a corrected query is weaker evidence than the typed one
@@ -438,16 +446,18 @@ class Searcher:
         size: int,
         *,
         narrow: bool = False,
+        beside: searchsql.Beside | None = None,
     ) -> list[Candidate]:
         """The keyword pool: BM25 over the texts that hold any of the query's topical terms
         (the query as typed when it has one group only), so a question ("what did we decide
         about auth?") finds its note; how much of the query a text holds weighs its keyword
         part later (`ranking.relevance`, coverage), not its place in the pool (issue 19.2).
-        `narrow`: the filter may leave few texts (`narrowing`)."""
+        `narrow`: the filter may leave few texts (`narrowing`); `beside`: ranks half of a large
+        index's matches on another thread at the same time (`_beside`)."""
         if not parsed.match:
             return []
         match = parsed.match_any or parsed.match
-        return self._keyword_pool(con, match, where, params, size, narrow=narrow)
+        return self._keyword_pool(con, match, where, params, size, narrow=narrow, beside=beside)
 
     def _keyword_pool(
         self,
@@ -458,13 +468,21 @@ class Searcher:
         size: int,
         *,
         narrow: bool = False,
+        beside: searchsql.Beside | None = None,
     ) -> list[Candidate]:
+        found = searchsql.keyword_pool(
+            con, match, where, params, size, narrow=narrow, beside=beside
+        )
         return [
             Candidate(id=i, document_id=doc, keyword_rank=rank, bm25=score, match=match)
-            for rank, (i, score, doc) in enumerate(
-                searchsql.keyword_pool(con, match, where, params, size, narrow=narrow), start=1
-            )
+            for rank, (i, score, doc) in enumerate(found, start=1)
         ]
+
+    def _beside(self, req: SearchRequest) -> searchsql.Beside:
+        """Runs a function of a read connection on the search threads, in a read transaction
+        of its own (as the vector pool): `searchsql.keyword_pool` ranks half of a large index's
+        matches there while this thread ranks the other half."""
+        return lambda fn: self._executor().submit(self._read, req, fn)
 
     def _vector_pool(
         self, con: Connection, qvec: np.ndarray, filters: Filters, now: float, size: int

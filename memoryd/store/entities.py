@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
+from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
 from memoryd.text.entities import Mention, canonical_key, extract
 
@@ -113,6 +115,74 @@ def recount(con: Connection) -> None:
     )
 
 
+# A name the store knows as another entity's: one of its surface forms (an alias a note's front
+# matter gives, a wikilink's file name the note's title stands for), or a person's first name.
+_IS_ENTITY = "SELECT 1 FROM entities WHERE key = ?"
+_FORM_OF = (
+    "SELECT DISTINCT e.key, e.name, e.type FROM mentions m JOIN entities e ON e.id = m.entity_id"
+    " WHERE m.surface_key = ? AND e.key != ? LIMIT 2"
+)
+# The range lets SQLite use the key's index; substr keeps it exact where a collation is not
+# bytewise (PostgreSQL's may order "caroline baker" apart from "caroline ").
+_FIRST_NAME_OF = (
+    "SELECT key, name, type FROM entities WHERE type = 'person' AND substr(key, 1, ?) = ?"
+)
+_FIRST_NAME_OF_SQLITE = _FIRST_NAME_OF + " AND key > ? AND key < ?"
+_WRITTEN_BY = frozenset(("wikilink", "alias", "name", "mention"))
+
+
+def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
+    """`mentions` with each name the store knows as another entity re-keyed to it: a name no
+    entity has as its key that is a surface form of exactly one entity (`Caz`, written in
+    another note's front-matter `aliases` of Caroline Baker; `[[caroline-baker]]`, the file name
+    of the note titled Caroline Baker), or a one-word name that is the first name of exactly one
+    person of two or three words. Read when the entry is indexed: a name is resolved through the
+    entries indexed before it (`reindex` reads every note again)."""
+    if not mentions:
+        return []
+    own = {m.key for m in mentions if m.source in ("title", "front_matter")}
+    found: dict[str, tuple[str, str, str]] = {}
+    asked: set[str] = set()
+    for m in mentions:
+        key = m.key
+        if (
+            key in asked
+            or key in own
+            or m.source not in _WRITTEN_BY
+            or m.type
+            not in (
+                "person",
+                "other",
+            )
+        ):
+            continue
+        asked.add(key)
+        if con.execute(_IS_ENTITY, (key,)).fetchall():
+            continue
+        rows = con.execute(_FORM_OF, (key, key)).fetchall()
+        if not rows and " " not in key and key.isalpha():
+            first = key + " "
+            if is_postgres(con):
+                rows = con.execute(_FIRST_NAME_OF, (len(first), first)).fetchall()
+            else:
+                params = (len(first), first, first, first + "\uffff")
+                rows = con.execute(_FIRST_NAME_OF_SQLITE, params).fetchall()
+            rows = [r for r in rows if str(r[0]).count(" ") <= 2]
+        if len(rows) == 1:
+            found[key] = (str(rows[0][0]), str(rows[0][1]), str(rows[0][2]))
+    if not found:
+        return list(mentions)
+    out = []
+    for m in mentions:
+        hit = found.get(m.key)
+        if hit is None:
+            out.append(m)
+        else:
+            kind = m.type if m.type != "other" else hit[2]
+            out.append(replace(m, key=hit[0], name=hit[1], type=kind))
+    return out
+
+
 def forget(con: Connection, entry_id: int) -> None:
     con.execute("DELETE FROM mentions WHERE entry_id = ?", (entry_id,))
 
@@ -124,7 +194,7 @@ def memory_mentions(content: str, tags: Iterable[str]) -> list[Mention]:
 def index_memory(con: Connection, entry_id: int, content: str, tags: Iterable[str]) -> None:
     """A memory's mentions, after it was added or its text or tags changed."""
     forget(con, entry_id)
-    remember(con, entry_id, memory_mentions(content, tags))
+    remember(con, entry_id, known_as(con, memory_mentions(content, tags)))
 
 
 def reindex_memory(con: Connection, entry_id: int) -> None:
@@ -142,6 +212,7 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
     the first chunk also gets those above it (front matter: aliases, people, tags)."""
     if not mentions:
         return 0
+    mentions = known_as(con, mentions)
     n = 0
     ids: dict[str, int] = {}
     for i, (entry_id, start, end) in enumerate(
@@ -165,7 +236,7 @@ def backfill_memories(con: Connection, table: str = "entries") -> int:
     ).fetchall()
     ids: dict[str, int] = {}
     for entry_id, content, tags in rows:
-        remember(con, int(entry_id), memory_mentions(str(content), _tags(tags)), ids)
+        remember(con, int(entry_id), known_as(con, memory_mentions(str(content), _tags(tags))), ids)
     return len(rows)
 
 

@@ -8,8 +8,13 @@ PostgreSQL each query goes to store/pg/fts.py, which translates it to a tsquery.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import os
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from typing import Any
+
+import apsw
 
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -31,21 +36,75 @@ def keyword_sql(where: str) -> str:
     )
 
 
-def ranked_first_sql(where: str) -> str:
+def ranked_first_sql(where: str, part: bool = False) -> str:
     """SQL for the keyword pool's first try: FTS5 ranks its matches alone and only the best
     `?` are looked up in `entries`, each with whether it passes the filter, instead of every
     match being looked up and filtered before the ranking (a common word matches a fifth of a
-    100K-chunk index, and those lookups cost more than the ranking)."""
+    100K-chunk index, and those lookups cost more than the ranking). `part`: only the matches
+    whose rowid is in [?, ?) (one part of a split ranking, `keyword_pool`)."""
+    rowids = " AND rowid >= ? AND rowid < ?" if part else ""
     return (
         f"SELECT e.id, m.score, e.document_id, ({where}) FROM"
         f" (SELECT rowid, {_BM25} AS score FROM entries_fts"
-        "  WHERE entries_fts MATCH ? ORDER BY score LIMIT ?) m"
+        f"  WHERE entries_fts MATCH ?{rowids} ORDER BY score LIMIT ?) m"
         " JOIN entries e ON e.id = m.rowid LEFT JOIN documents d ON d.id = e.document_id"
-        " ORDER BY m.score"
+        " ORDER BY m.score, e.id"
     )
 
 
 RANKED_FIRST_SLACK = 64  # matches ranked beyond the pool, for those the filter drops
+SPLIT_MIN = 20_000  # from this many rowids up, the keyword pool's ranking is split in two
+SNIPPET_SCAN_MAX = 200_000  # up to this many entries, snippets read the matches once
+
+Ranked = list[tuple[int, float, int | None, bool]]  # id, bm25, document id, passes the filter
+Beside = Callable[[Callable[[Connection], Ranked]], Future[Ranked]]
+
+
+def _ranked(
+    con: Connection,
+    match: str,
+    where: str,
+    params: Sequence[Any],
+    first: int,
+    part: tuple[int, int] | None = None,
+) -> Ranked:
+    args = [*params, match, *(part or ()), first]
+    return [
+        (int(i), float(score), None if doc is None else int(doc), bool(ok))
+        for i, score, doc, ok in con.execute(ranked_first_sql(where, part is not None), args)
+    ]
+
+
+def idle_core() -> bool:
+    """Whether the machine has a core to spare: a load average (the last minute's, from
+    /proc/loadavg: microseconds) below its number of cores, on more than one. The halves of a
+    split ranking cost more CPU together than the whole (each parses the query and counts its
+    terms' matches: +7 ms at 100K chunks), which an oversubscribed machine pays in time (16%
+    slower at load 10 on 2 cores)."""
+    cores = os.cpu_count() or 1
+    try:
+        return cores > 1 and os.getloadavg()[0] < cores
+    except OSError:
+        return False
+
+
+def _ranked_split(
+    con: Connection, match: str, where: str, params: Sequence[Any], first: int, beside: Beside
+) -> Ranked:
+    """The best `first` matches, ranked in two halves of the rowid range at once: the upper on
+    another thread and read connection (`beside`), the lower here (FTS5's bm25 costs about a
+    microsecond a match, and a common word matches a fifth of a 100K-chunk index), when the
+    index is large and a core is idle. Each half keeps its best `first`, so the best `first`
+    of both are those of the whole; ties in bm25 go to the lower rowid, as in the single query
+    (SQLite's sorter keeps the scan's order, and FTS5 scans in rowid order)."""
+    row = con.execute("SELECT max(id) FROM entries").fetchone() if idle_core() else None
+    top = int(row[0] or 0) if row else 0  # every entry is indexed: its rowid is its id
+    if top < SPLIT_MIN:
+        return _ranked(con, match, where, params, first)
+    mid = top // 2
+    upper = beside(lambda other: _ranked(other, match, where, params, first, (mid, top + 1)))
+    lower = _ranked(con, match, where, params, first, (0, mid))
+    return sorted(lower + upper.result(), key=lambda r: (r[1], r[0]))[:first]
 
 
 def keyword_pool(
@@ -56,13 +115,16 @@ def keyword_pool(
     size: int,
     *,
     narrow: bool = False,
+    beside: Beside | None = None,
 ) -> list[tuple[int, float, int | None]]:
     """(entry id, bm25 (lower is better), document id) of the best `size` matches that pass
     the filter. Unless the filter is `narrow` (it may pass few texts: a path, tags, dates),
     the best `size` + RANKED_FIRST_SLACK matches are ranked and filtered first, and only when
     the filter leaves fewer than `size` of them and there were more matches does the full
     query rank and filter every match. Either way the answer is the best `size` that pass: a
-    match outside the first ranked ones ranks below all of them."""
+    match outside the first ranked ones ranks below all of them. `beside` (SQLite): runs a
+    function on another thread's read connection; with it a large index's first ranking is
+    split in two halves ranked at once (`_ranked_split`)."""
     if is_postgres(con):
         return _pg().keyword_pool(con, match, where, params, size)
     if narrow:
@@ -71,7 +133,10 @@ def keyword_pool(
             for i, score, doc in con.execute(keyword_sql(where), [match, *params, size])
         ]
     first = size + RANKED_FIRST_SLACK
-    ranked = con.execute(ranked_first_sql(where), [*params, match, first]).fetchall()
+    if beside is not None:
+        ranked = _ranked_split(con, match, where, params, first, beside)
+    else:
+        ranked = _ranked(con, match, where, params, first)
     rows = [(i, score, doc) for i, score, doc, ok in ranked if ok][:size]
     if len(rows) < size and len(ranked) >= first:  # the filter dropped too many: all of them
         rows = con.execute(keyword_sql(where), [match, *params, size]).fetchall()
@@ -138,17 +203,29 @@ def signal_rows(con: Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]
 def snippets(
     con: Connection, match: str, ids: Sequence[int], open_mark: str, close_mark: str
 ) -> dict[int, str]:
-    """FTS5 snippets of column 0 for the given rows, matches wrapped in the given markers."""
+    """FTS5 snippets of column 0 for the given rows, matches wrapped in the given markers.
+
+    SQLite looks each row up with an FTS5 query of its own, which parses the expression again
+    and seeks its terms: 0.1-0.4 ms a row, and a prefix term (`"deploi"*`, what typo correction
+    asks) is expanded to every indexed term it begins again on each lookup: 11-32 ms for 20 rows
+    at 100K chunks. The expression's matches are therefore read once and kept among the rows
+    (`rowid + 0`, as in `matching`; the same snippets): 1.5-5 ms for those, and 1.3-2.3 ms
+    instead of 6-8 for 20 rows of two words at 21K chunks. Above SNIPPET_SCAN_MAX entries a
+    plain expression may match more rows than the lookups cost: each row is looked up."""
     if not ids:
         return {}
     if is_postgres(con):
         return _pg().snippets(con, match, ids, open_mark, close_mark)
+    args: list[Any] = list(ids)
+    rows = f"rowid IN ({','.join('?' * len(ids))})"
+    if "*" in match or entry_count(con) <= SNIPPET_SCAN_MAX:
+        rows, args = "(rowid + 0) IN (SELECT value FROM json_each(?))", [json.dumps(args)]
     return {
         int(i): str(snip)
         for i, snip in con.execute(
             "SELECT rowid, snippet(entries_fts, 0, ?, ?, '…', 24) FROM entries_fts"
-            f" WHERE entries_fts MATCH ? AND rowid IN ({','.join('?' * len(ids))})",
-            [open_mark, close_mark, match, *ids],
+            f" WHERE entries_fts MATCH ? AND {rows}",
+            [open_mark, close_mark, match, *args],
         )
     }
 
@@ -194,9 +271,25 @@ def entry_count(con: Connection) -> int:
     used instead (IDF needs no exact N)."""
     if is_postgres(con):  # the planner's estimate once large, as the keyword pool's IDF
         row = con.execute(f"SELECT {_pg().N_SQL}").fetchone()
-    else:
-        row = con.execute("SELECT count(*) FROM entries").fetchone()
-    return int(row[0] or 0) if row else 0
+        return int(row[0] or 0) if row else 0
+    # Remembered per connection while its data version holds (no other connection committed)
+    # and it changed nothing itself: a search asks twice (coverage, absent words), 0.8 ms each.
+    key = None
+    if isinstance(con, apsw.Connection):
+        dv = con.execute("PRAGMA data_version").fetchone()
+        key = (int(dv[0]) if dv else -1, con.total_changes())
+        known = _COUNTS.get(con)
+        if known is not None and known[0] == key:
+            return known[1]
+    row = con.execute("SELECT count(*) FROM entries").fetchone()
+    n = int(row[0] or 0) if row else 0
+    if key is not None:
+        _COUNTS[con] = (key, n)
+    return n
+
+
+_COUNTS: weakref.WeakKeyDictionary[Any, tuple[tuple[int, int], int]]
+_COUNTS = weakref.WeakKeyDictionary()
 
 
 def foreign_workspaces(con: Connection, ids: Sequence[int]) -> dict[int, str]:

@@ -31,7 +31,10 @@ name and one type over the whole text.
 
 Canonical key: NFKC, Latin diacritics folded, case folded, possessive and surrounding
 punctuation stripped, white space collapsed; tags keep their "#". A wikilink alias or a note
-alias maps to its target's key.
+alias maps to its target's key, and so does the file name of a note that is an entity. A first
+name or a surname alone maps to the one full name of a person the same text writes with it
+("Caroline's" beside "Caroline Baker"; _part_names). Across notes the store resolves names the
+same way (memoryd/store/entities.known_as).
 """
 
 from __future__ import annotations
@@ -233,6 +236,44 @@ def _pass_types(
                 types[b] = ta
 
 
+def _person_like(v: dict[str, float] | None) -> bool:
+    """No vote, or person the strongest."""
+    if not v:
+        return True
+    p = v.get(PERSON, 0.0)
+    return p > 0 and p >= max(v.values())
+
+
+def _part_names(
+    names: dict[str, str], types: dict[str, str], votes: dict[str, dict[str, float]]
+) -> dict[str, str]:
+    """A one-word name that is the first or the last word of exactly one full name of two or
+    three words in the same text ("Caroline's", "Baker" beside "Caroline Baker"): its key ->
+    the full name's key. Both must read as a person (the full name typed person, or untyped
+    and the word typed person), and neither typed anything else ("York" beside "New York",
+    "Google" beside "Google Cloud" stay apart); a word two full names share stays alone."""
+    full: dict[str, list[str]] = {}
+    for key, t in types.items():
+        if " " not in key or (t != PERSON and t != OTHER) or not _person_like(votes.get(key)):
+            continue
+        ws = key.split(" ")
+        if 2 <= len(ws) <= 3 and names[key][:1].isupper():
+            for w in {ws[0], ws[-1]}:
+                if len(w) > 1 and w.isalpha():
+                    full.setdefault(w, []).append(key)
+    out: dict[str, str] = {}
+    for w, keys in full.items():
+        wt = types.get(w)
+        if len(keys) != 1 or wt is None or (wt != PERSON and wt != OTHER):
+            continue
+        if not _person_like(votes.get(w)) or (wt == OTHER and types[keys[0]] == OTHER):
+            continue  # neither says person: "Tate" beside "Tate Modern"
+        out[w] = keys[0]
+    for key in out.values():
+        types[key] = PERSON
+    return out
+
+
 def _resolve(raws: list[Raw], pairs: Sequence[tuple[str, str]] = ()) -> list[Mention]:
     """One name and one type per key. A `hint` raw only votes (for a key something else
     mentions); of two coordinated names (`pairs`), one that no vote typed takes the other's."""
@@ -292,6 +333,12 @@ def _resolve(raws: list[Raw], pairs: Sequence[tuple[str, str]] = ()) -> list[Men
             types[key] = best if v.get(best, 0.0) > 0 else OTHER
     if pairs:
         _pass_types(pairs, alias, names, types)
+    parts = _part_names(names, types, votes)
+    if parts:
+        for r in raws:
+            full = parts.get(r.key)
+            if full is not None:
+                r.key = full
     raws.sort(key=_LINE)
     return [Mention(r.key, names[r.key], types[r.key], r.line, r.surface, r.source) for r in raws]
 
@@ -344,6 +391,11 @@ def extract_document(
     # a person's first name alone is a name too ("Lena" after `people: [Lena Fischer]`)
     known |= {r.key.split(" ")[0] for r in out if " " in r.key and r.votes.get(PERSON)}
     pairs = _scan(body, first, out, known)
+    stem = path.rsplit("/", 1)[-1].removesuffix(".md") if path else ""
+    if stem and title and stem != title:  # the file name of a note titled so: another form
+        title_key, stem_key = canonical_key(title), canonical_key(stem)
+        if stem_key and stem_key != title_key and any(r.key == title_key for r in out):
+            add(out, stem, title_line, "alias", alias_to=title_key)
     return _resolve(out, pairs)
 
 

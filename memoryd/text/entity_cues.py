@@ -1,7 +1,8 @@
 """Word lists and cues for entity extraction (memoryd/text/entities.py): which capitalised words
-are never names, and which neighbouring words say person, system or place. No gazetteer of
-names: only words that are not names themselves (honorifics, prepositions, nouns that follow a
-system's name). English only; everything else is typed from where it came.
+are never names, and which neighbouring words say person, system or place; and three shipped
+lists in memoryd/data (README there: sources and licences): first names (1990 US Census), names
+of well-known systems, and countries, regions and large cities. English only; everything else
+is typed from where it came.
 """
 
 from __future__ import annotations
@@ -35,6 +36,39 @@ def common_words() -> frozenset[str]:
     return frozenset(gzip.decompress(data.read_bytes()).decode("ascii").split())
 
 
+@cache
+def first_names() -> tuple[frozenset[str], frozenset[str]]:
+    """The shipped first names (memoryd/data/README.md): (names that are only names, names that
+    are English words too: "mark", "june")."""
+    data = importlib.resources.files("memoryd").joinpath("data", "first-names-en.txt.gz")
+    lines = gzip.decompress(data.read_bytes()).decode("ascii").split()
+    return (
+        frozenset(x for x in lines if x[0] != "~"),
+        frozenset(x[1:] for x in lines if x[0] == "~"),
+    )
+
+
+@cache
+def systems() -> tuple[frozenset[str], frozenset[str]]:
+    """The shipped names of well-known systems (memoryd/data/systems-en.txt), lower-cased: (every
+    name, the one-word names that are a system in lower case too: not an English word)."""
+    data = importlib.resources.files("memoryd").joinpath("data", "systems-en.txt")
+    names = [x.strip().lower() for x in data.read_text(encoding="utf-8").splitlines()]
+    names = [x for x in names if x and not x.startswith("#")]
+    every = frozenset(x.lstrip("~") for x in names)
+    lower = frozenset(x for x in names if x[0] != "~" and " " not in x and len(x) >= 3)
+    return every, lower
+
+
+@cache
+def places() -> frozenset[str]:
+    """The shipped names of countries, regions and large cities (memoryd/data/places-en.txt),
+    lower-cased."""
+    data = importlib.resources.files("memoryd").joinpath("data", "places-en.txt")
+    lines = (x.strip().lower() for x in data.read_text(encoding="utf-8").splitlines())
+    return frozenset(x for x in lines if x and not x.startswith("#"))
+
+
 # Capitalised words that are never (part of) a name, wherever they stand: function words,
 # pronouns, interjections, days and months, and words a sentence or a heading often starts with.
 STOP = words(
@@ -61,7 +95,16 @@ STOP = words(
 HONORIFICS = words(
     "mr mrs ms miss mx dr prof professor sir dame lord lady madam mme mlle herr frau sr sra "
     "srta don dona president senator governor mayor judge uncle aunt auntie grandma grandpa "
-    "coach captain capt"
+    "coach captain capt colonel col lieutenant lt sergeant sgt admiral brigadier corporal"
+)
+# A person's role, before the name ("CEO Ana Souza") or after it and a comma ("Ana Souza, CEO of",
+# "Ana Souza, the founder").
+ROLES = words(
+    "ceo cto cfo coo cio founder cofounder co-founder director engineer researcher professor "
+    "author writer novelist poet singer songwriter drummer guitarist bassist actor actress "
+    "composer painter artist player striker goalkeeper pitcher politician minister "
+    "scientist physicist mathematician economist philosopher historian journalist lawyer "
+    "chairman chairwoman chair head president"
 )
 
 # Words inside a multi-word name: "Bank of America", "Ludwig van Beethoven".
@@ -75,6 +118,12 @@ PERSON_AFTER = words(
     "prefers preferred leads led joined works worked lives lived grew paid covers covered "
     "teaches taught plays played met talked went moved looks looked travels travelled "
     "traveled starts started owns"
+)
+# The verbs of PERSON_AFTER that a team, a band or a company does as well ("the Bruins played",
+# "Nimbus moved"): a weaker vote.
+PERSON_AFTER_WEAK = words(
+    "leads led joined works worked grew paid covers covered plays played went moved looks "
+    "looked starts started owns"
 )
 PRONOUNS = words("she he her his him herself himself")
 KIN = words(
@@ -94,6 +143,15 @@ SYSTEM_BEFORE_2 = phrases(
     "interviewed at|interviewing at|engineer at|developer at|manager at|designer at|"
     "acquired by|customer of|migrate to|migrated to|switched to|built on|"
     "based on|written in|replaced by|keep in|stored in"
+)
+# Words a sentence starts with that never start a name: imperatives and the like ("Ask Melanie",
+# "Ping Tom", "Check Grafana", "Unlike Kafka"). Capitalised at the start of a sentence they were
+# read as the name's first word; a run keeps the words after them.
+LEADING = words(
+    "ask tell ping call email mail text message remind invite meet thank thanks congratulate "
+    "cc loop welcome check see add use try run install deploy restart stop start move send "
+    "get give make set fix update upgrade review read write close follow contact like unlike "
+    "per about regarding re congrats happy dear hey hi hello"
 )
 # Before a name: a person is addressed, thanked, met, asked.
 PERSON_BEFORE = words(
@@ -120,6 +178,12 @@ ORG_SUFFIX = words(
     "agency press studios records motors robotics airlines airways pharmaceuticals holdings "
     "partners ventures capital media"
 )
+ORG_SUFFIX_2 = words(
+    "league railway railroad railways club band orchestra choir party army navy corps "
+    "division regiment brigade battalion church festival union federation team school "
+    "united fc"
+)
+PLACE_SUFFIX_2 = words("center centre stadium park hall gym arena field playfield mall")
 ORG_PREFIX = words(
     "university bank bureau department ministry institute college school hospital church "
     "museum council agency"

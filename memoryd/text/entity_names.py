@@ -7,9 +7,12 @@ type votes each gets from its neighbours. Pure functions of strings.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache, lru_cache
+from itertools import accumulate
 
 from memoryd.text import entity_cues as cues
 from memoryd.text.entity_cues import PERSON, PLACE, SYSTEM
@@ -38,6 +41,8 @@ _PAIRS = re.compile(rf"({_WORD_RX})([\W\d_]*)").findall  # the words, each with 
 _AFTER = re.compile(
     rf"([\W\d_]*)(?:({_WORD_RX})(?:[\W\d_]*({_WORD_RX})(?:[\W\d_]*({_WORD_RX}))?)?)?"
 ).match
+_INITIAL = re.compile(r"[A-Z]\.").fullmatch
+_INITIALS = re.compile(r" (?:[A-Z]\. ){1,2}").fullmatch
 _INITIAL_GAP = frozenset('.!?:;"“”‘([{>|*•…—–')
 
 
@@ -58,6 +63,11 @@ class _Run:
 
 def _word_key(w: str) -> str:
     return POSSESSIVE.sub("", w).lower() if "'" in w or "’" in w else w.lower()
+
+
+def _word_canonical(w: str) -> str:
+    """canonical_key of one word; a plain ASCII word is only lower-cased."""
+    return w.lower() if w.isascii() and w.isalpha() else canonical_key(w)
 
 
 def _nameword(w: str) -> bool:
@@ -112,8 +122,10 @@ def _runs(line: str, n: int) -> list[_Run]:
         j = i + 1
         while j < ncaps and j - i < 4:
             between = line[caps[j - 1][1] : caps[j][0]]
-            if between != " " and not (
-                between[:1] == " " == between[-1:] and between.strip() in connectors
+            if (
+                between != " "
+                and not (between[:1] == " " == between[-1:] and between.strip() in connectors)
+                and not _INITIALS(between)  # a middle initial: "George F. Hauser"
             ):
                 break
             j += 1
@@ -174,7 +186,20 @@ def _runs(line: str, n: int) -> list[_Run]:
 def _keep(run: _Run, known: set[str]) -> list[str]:
     """The run's words that make a name ([] when none), dropping sentence-initial common words."""
     words = list(run.words)
+    if not (run.initial or run.all_initial):  # mid-sentence: the run is a name as it is
+        while words and words[0].lower() in cues.CONNECTORS:
+            words.pop(0)
+        return words
     common = cues.common_words()
+    lowered = " ".join(words).lower()
+    if lowered in cues.systems()[0] or lowered in cues.places():
+        return words  # "Kafka can replace cron", "Lisbon was warm": a known name opens it
+    if (
+        len(words) <= 3
+        and _word_key(words[0]) in cues.first_names()[0]
+        and (len(words) == 1 or all(w[1:].islower() and w.isalpha() for w in words))
+    ):
+        return words  # "# Caroline Baker", "Caroline left early.": a first name opens it
     if run.all_initial:
         if len(words) == 1 and _word_key(words[0]) in common:
             return words if canonical_key(words[0]) in known else []
@@ -199,7 +224,10 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
             if plain(words[0]) and not cue:
                 return []
         else:  # "Check Grafana" -> Grafana; "Julia Evans", "New York" stay whole
-            while len(words) > 1 and plain(words[0]) and not all(plain(w) for w in words[1:]):
+            while len(words) > 1 and (
+                _word_key(words[0]) in cues.LEADING
+                or (plain(words[0]) and not all(plain(w) for w in words[1:]))
+            ):
                 words.pop(0)
     while words and words[0].lower() in cues.CONNECTORS:
         words.pop(0)
@@ -229,6 +257,15 @@ def _camel_word(w: str) -> bool:
     return ok
 
 
+def _role_after(window: tuple[str, ...]) -> bool:
+    """The words after a name and a comma are a role: "CEO of", "the founder"."""
+    if not window:
+        return False
+    if window[0] in ("the", "a", "our", "its", "their") and len(window) > 1:
+        return window[1] in cues.ROLES
+    return window[0] in cues.ROLES
+
+
 _POSSESSORS = cues.words("my your his her our their")
 _DETERMINERS = cues.words("the a an this that these those my our your their his her its")
 
@@ -243,10 +280,12 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
     after, tight = run.after, run.after_gap == " "
     possessive = words[-1].endswith(("'s", "’s"))
     shouted = text.isupper()  # an acronym is rarely a person
+    names, worded = cues.first_names()
     if run.honorific:
         v[PERSON] += 3
-    if after in cues.PERSON_AFTER:
-        v[PERSON] += 2
+    if after in cues.PERSON_AFTER and ")" not in run.after_gap:  # not "Caroline (at Ledgerly) said"
+        weak = after in cues.PERSON_AFTER_WEAK or shouted
+        v[PERSON] += 1 if weak else 2
     if words == run.words and _speaker(run) and canonical_key(text) in speakers:
         v[PERSON] += 1.5
     if run.field_type:
@@ -255,16 +294,32 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[PERSON] += 1
     if not shouted and prev in cues.PERSON_BEFORE:
         v[PERSON] += 1
+    if not shouted and prev in cues.ROLES and len(words) > 1:
+        v[PERSON] += 1.5  # "CEO Ana Souza", "guitarist John Petrucci"
+    elif not shouted and run.after_gap == ", " and _role_after(run.window):
+        v[PERSON] += 1.5  # "Ana Souza, CEO of Nimbus", "Ana Souza, the founder"
     if prev2 in cues.PERSON_BEFORE_2:
         v[PERSON] += 2
     if prev2 in cues.SYSTEM_BEFORE_2:
         v[SYSTEM] += 2
     if possessive:
         v[PERSON] += 0.5
-    if tight and after in cues.SYSTEM_AFTER:
-        v[SYSTEM] += 2
+    if tight and after in cues.SYSTEM_AFTER and not (possessive and first in names):
+        v[SYSTEM] += 2  # "the Billing service"; not "Caroline's team"
+    lowered = text.lower()
+    if possessive:  # "Cuba's" is Cuba
+        lowered = POSSESSIVE.sub("", lowered)
+    if lowered in cues.systems()[0]:
+        v[SYSTEM] += 3  # a well-known system: "Kafka", "Visual Studio Code"
+    elif lowered in cues.places():
+        v[PLACE] += 2  # a country, a region, a large city: "India", "Georgia", "Lisbon"
     if len(words) > 1 and (last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX):
         v[SYSTEM] += 3
+    elif len(words) > 1 and first not in names:  # not "Frank Church", "Helen Park"
+        if last in cues.ORG_SUFFIX_2:
+            v[SYSTEM] += 3
+        elif last in cues.PLACE_SUFFIX_2:
+            v[PLACE] += 2
     if tight and len(words) == 1 and after in cues.PLACE_AFTER:
         v[PLACE] += 1.5
     if (tight and cues.V_VERSION.fullmatch(after)) or (
@@ -296,6 +351,15 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[PLACE] += 2
     if len(words) > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
         v[PLACE] += 2
+    if 2 <= len(words) <= 3 and not shouted:
+        if (
+            (first in names or (first in worded and not run.initial))
+            and last not in names
+            and all((w[1:].islower() and w.isalpha()) or _INITIAL(w) for w in words)
+        ):
+            v[PERSON] += 1  # a first name and a surname: "Helen Park", "Mark Twain"
+    elif len(words) == 1 and first in names and not shouted:
+        v[PERSON] += 0.5  # a first name alone: "Lena"
     if (
         not v
         and len(words) == 2
@@ -313,11 +377,50 @@ _COORDINATED = re.compile(
 )
 
 
+def lower_systems(lines: Sequence[tuple[int, str]], out: list[Raw]) -> None:
+    """Well-known systems written in lower case ("mysql", "jquery"; not an English word): one
+    look at the whole text's words as bytes, then one pattern for those it holds."""
+    text = "\n".join(line for _, line in lines)
+    known = _lower_known()
+    found = _lower_forms().intersection(text.split())
+    if not found:
+        return
+    starts = list(accumulate((len(line) + 1 for _, line in lines[:-1]), initial=0))
+    for m in _lower_words_rx(tuple(sorted({known[w] for w in found}))).finditer(text):
+        add(out, m.group(), lines[bisect_right(starts, m.start()) - 1][0], "name", SYSTEM, 3.0)
+
+
+@cache
+def _lower_known() -> dict[str, str]:
+    """Each lower-case system name as a white-space-separated token of text may hold it ("mysql",
+    "mysql,", "(mysql)"...) -> the name."""
+    out = {}
+    for w in cues.systems()[1]:
+        for form in (w, "(" + w, *(w + p for p in _CLOSERS), *("(" + w + p for p in _CLOSERS)):
+            out[form] = w
+    return out
+
+
+@cache
+def _lower_forms() -> frozenset[str]:
+    return frozenset(_lower_known())
+
+
+_CLOSERS = (",", ".", ";", ":", "!", "?", ")", "),", ").", "'s", "’s", "/", '"', "'", "*")
+
+
+@lru_cache(maxsize=4096)
+def _lower_words_rx(words: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(w) for w in words)
+    return re.compile(rf"(?<![\w.@/#-])(?:{alternatives})(?![\w@/-]|\.\w)")
+
+
 def names(
     lines: Sequence[tuple[int, str]], out: list[Raw], known: set[str], code_words: set[str]
 ) -> list[tuple[str, str]]:
     """Add the names in `lines` to `out`; return the pairs of keys written as coordinated
     names. A name a code span writes as a word (`systemctl stop patroni`) votes system."""
+    lower_systems(lines, out)
     runs = [r for n, line in lines if not line.islower() for r in _runs(line, n)]
     seen: set[str] = set()
     speakers: set[str] = set()
@@ -326,6 +429,9 @@ def names(
             continue
         if not r.initial:  # names written mid-sentence tell which sentence-initial words are
             known.add(canonical_key(" ".join(r.words)))
+            if 1 < len(r.words) < 4:  # "Caroline left." after "Caroline Baker joined"
+                known.add(_word_canonical(r.words[0]))
+                known.add(_word_canonical(r.words[-1]))
         elif _speaker(r):  # a chat's speakers open several lines; "Unfreeze: ..." opens one
             k = canonical_key(" ".join(r.words))
             (speakers if k in seen else seen).add(k)
@@ -341,6 +447,8 @@ def names(
             last = None
             continue
         raw.votes = _run_votes(r, words, speakers)
+        if len(words) < len(r.words) and r.words[-len(words) - 1].lower() in cues.PERSON_BEFORE:
+            raw.votes[PERSON] = raw.votes.get(PERSON, 0.0) + 1  # "Ask Melanie": addressed
         if code_words and raw.key in code_words:
             raw.votes[SYSTEM] = raw.votes.get(SYSTEM, 0.0) + 2
         if last and last[0].line == r.line and _COORDINATED.fullmatch(last[0].tail):

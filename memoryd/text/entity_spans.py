@@ -59,7 +59,8 @@ def display_name(surface: str) -> str:
 
 TICKS = re.compile(r"(`+)(.+?)\1")
 WIKI = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
-_URL = re.compile(r"\b(?:https?|ftp|wss?)://([^\s/?#<>()\[\]\"'`]+)[^\s<>()\[\]\"'`]*")
+# A URL does not take the sentence's last stop or comma with it ("see https://x.io/a. Ping").
+_URL = re.compile(r"\b(?:https?|ftp|wss?)://([^\s/?#<>()\[\]\"'`]+)[^\s<>()\[\]\"'`]*(?<![.,;:!?])")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@(?:[\w-]+\.)+[A-Za-z]{2,}\b")
 _AT = re.compile(r"(?<![\w@.])@([A-Za-z][\w.-]*[A-Za-z0-9_])")
 _TAG = re.compile(r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")
@@ -70,6 +71,9 @@ _CAMEL = re.compile(r"(?<![\w-])[a-z]+(?:[A-Z][a-z0-9]*)+(?![\w-])")
 _KEBAB = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])")
 _MIXED = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*(?![\w-])")
 _CODE_WORD = re.compile(r"^[A-Za-z_][\w.-]*[A-Za-z0-9_]$")
+_DOTTED_NAME = re.compile(
+    r"(?<![\w.])[A-Z][A-Za-z0-9]*\.(?:js|JS|ts|NET|io|IO|ai|py|rb|rs|jl)(?!\w|\.\w)"
+)
 _QUOTED = re.compile(r"[\"“]([A-Z][^\"”\n]{2,80})[\"”]")
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 HAS_CJK = re.compile(f"[{_CJK}]").search
@@ -265,13 +269,19 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
                 line = blank(line, m.start(), m.end())
         for m in _CJK_HONORIFIC.finditer(line):
             add(out, m.group(1), n, "quoted", PERSON, 2.0)
+    if has & DOT_B and "." in line:  # Node.js, ASP.NET: a product, not a host
+        for m in _DOTTED_NAME.finditer(line):
+            add(out, m.group(), n, "name", SYSTEM, 3.0)
+            line = blank(line, m.start(), m.end())
     for rx, source, bit in _IDENTS:
         if not has & bit:
             continue
         for m in rx.finditer(line):
             w = m.group(1) if rx is not _SNAKE and rx is not _CAMEL else m.group(0)
-            if rx is _HOST and not _host_ok(w):
-                continue
+            if rx is _HOST:
+                if not _host_ok(w):
+                    continue
+                w = w.removeprefix("www.")  # as a URL's host: one key for www.x.org and x.org
             w = _identifier(w)
             add(out, w, n, source, IDENTIFIER, 3.0, key=canonical_key(w))
             line = blank(line, m.start(), m.end())

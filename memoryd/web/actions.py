@@ -47,7 +47,19 @@ SEARCH_PARAMS = (
     "include_expired",
     "explain",
 )
-INT_PARAMS = frozenset({"limit", "offset", "min_importance", "depth", "id", "importance"})
+INT_PARAMS = frozenset(
+    {
+        "limit",
+        "offset",
+        "min_importance",
+        "depth",
+        "id",
+        "importance",
+        "top",
+        "relations",
+        "max_tokens",
+    }
+)
 BOOL_PARAMS = frozenset({"include_deprecated", "include_expired", "explain", "useful"})
 LIST_VALUED = frozenset({"tags"})
 
@@ -190,6 +202,18 @@ def notes(ctx: Context, req: Request) -> Any:
 
 def graph(ctx: Context, req: Request) -> Any:
     return call(ctx.app, "graph", params_from(req.query, ("path", "depth", "limit")))
+
+
+def entities(ctx: Context, req: Request) -> Any:
+    return call(ctx.app, "entities", params_from(req.query, ("type", "since", "top")))
+
+
+def entity(ctx: Context, req: Request) -> Any:
+    return call(ctx.app, "entity", params_from(req.query, ("name", "max_tokens", "relations")))
+
+
+def related(ctx: Context, req: Request) -> Any:
+    return call(ctx.app, "related", params_from(req.query, ("name", "depth", "top")))
 
 
 def status(ctx: Context, req: Request) -> Any:

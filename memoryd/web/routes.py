@@ -37,6 +37,7 @@ PAGES = {
     "note": "Note",
     "memories": "Memories",
     "graph": "Graph",
+    "entities": "Entities",
     "status": "Status",
 }
 
@@ -59,6 +60,9 @@ ROUTES: dict[tuple[str, str], Route] = {
         Route("GET", "/api/note", actions.note),
         Route("GET", "/api/notes", actions.notes),
         Route("GET", "/api/graph", actions.graph),
+        Route("GET", "/api/entities", actions.entities),
+        Route("GET", "/api/entity", actions.entity),
+        Route("GET", "/api/related", actions.related),
         Route("GET", "/api/status", actions.status),
         Route("GET", "/api/trash", actions.trash),
         Route("POST", "/api/memory/update", actions.memory_update, write=True),

@@ -1,5 +1,6 @@
-// A note's neighbourhood (links and backlinks, `graph` method), drawn with Cytoscape: click a
-// node to centre the graph on it, double-click to read it. Nodes sit in rings by distance from
+// A note's neighbourhood (links and backlinks, `graph` method), or an entity's (who and what
+// is mentioned with it, `related` method: ?of=entities&name=), drawn with Cytoscape: click a
+// node to centre the graph on it, double-click to read it (a note) or open its page (an entity). Nodes sit in rings by distance from
 // the centre (rings() below), sized by their number of links; labels appear as you zoom in or
 // hover (the centre's always), so a thousand nodes stay readable.
 "use strict";
@@ -8,7 +9,9 @@
   const main = document.getElementById("main");
   main.classList.add("wide");
   const p = params();
-  const pathIn = el("input", { type: "text", name: "path", list: "note-paths", size: 40, placeholder: "a note's path or name", value: p.get("path") || "" });
+  const of = el("select", { name: "of", "aria-label": "graph of" }, el("option", { value: "notes" }, "notes and links"), el("option", { value: "entities" }, "entities mentioned together"));
+  of.value = p.get("of") === "entities" ? "entities" : "notes";
+  const pathIn = el("input", { type: "text", name: "path", list: "note-paths", size: 40, placeholder: "a note's path or name", value: (of.value === "entities" ? p.get("name") : p.get("path")) || "" });
   const depth = el("select", { name: "depth", "aria-label": "depth" }, [1, 2, 3, 4].map((d) => el("option", { value: d }, `${d} link${d > 1 ? "s" : ""} away`)));
   depth.value = p.get("depth") || "2";
   const limit = el("select", { name: "limit", "aria-label": "limit" }, [100, 300, 500, 1000, 2000].map((n) => el("option", { value: n }, `at most ${n} nodes`)));
@@ -17,8 +20,9 @@
   const info = el("div", { id: "graph-info", class: "small muted" });
   const box = el("div", { id: "graph" });
   main.append(el("div", { class: "row" }, el("h1", {}, "Graph"), el("span", { class: "grow" }),
-    pathIn, depth, limit, el("button", { onclick: () => draw(pathIn.value) }, "Show")), datalist, info, box);
+    of, pathIn, depth, limit, el("button", { onclick: () => draw(pathIn.value) }, "Show")), datalist, info, box);
   for (const c of [depth, limit]) c.addEventListener("change", () => draw(pathIn.value));
+  of.addEventListener("change", () => { pathIn.value = ""; suggest(); });
   pathIn.addEventListener("keydown", (e) => { if (e.key === "Enter") draw(pathIn.value); });
 
   const style = [
@@ -33,6 +37,7 @@
     { selector: "node.near", style: { "min-zoomed-font-size": 0 } },
     { selector: "edge", style: { "width": 1, "line-color": "#c6ccd8", "curve-style": "haystack", "opacity": 0.8 } },
     { selector: "edge[kind = 'embed']", style: { "line-style": "dashed" } },
+    { selector: "edge[together]", style: { "width": "mapData(together, 1, 20, 1, 6)" } },
     { selector: ".faded", style: { "opacity": 0.15 } },
     { selector: "node:selected", style: { "border-width": 3, "border-color": "#2f5fd0" } },
   ];
@@ -81,13 +86,30 @@
     return pos;
   }
 
+  // a note's graph as the `graph` method gives it; an entity's from `related`, in that shape
+  async function fetchGraph(name) {
+    if (of.value !== "entities") {
+      setParams({ path: name, depth: depth.value, limit: limit.value });
+      return get("/api/graph", { path: name, depth: depth.value, limit: limit.value });
+    }
+    setParams({ of: "entities", name, depth: depth.value });
+    const r = await get("/api/related", { name, depth: Math.min(3, Number(depth.value)), top: 10 });
+    const degree = new Map();
+    for (const e of r.edges) for (const x of [e.from, e.to]) degree.set(x, (degree.get(x) || 0) + 1);
+    return {
+      center: r.name, truncated: false,
+      nodes: r.nodes.map((n) => ({ id: n.name, label: n.name, kind: "entity", type: n.type, mentions: n.mentions, depth: n.depth, degree: degree.get(n.name) || 0 })),
+      edges: r.edges.map((e) => ({ source: e.from, target: e.to, together: e.together })),
+    };
+  }
+
   async function draw(path) {
     path = (path || "").trim();
     if (!path) return;
-    setParams({ path, depth: depth.value, limit: limit.value });
+    limit.hidden = of.value === "entities";
     info.textContent = "loading…";
     let g;
-    try { g = await get("/api/graph", { path, depth: depth.value, limit: limit.value }); }
+    try { g = await fetchGraph(path); }
     catch (err) { failed(info, err); return; }
     pathIn.value = g.center;
     const elements = [
@@ -109,16 +131,18 @@
     box.dataset.nodes = String(g.nodes.length);
     box.dataset.edges = String(g.edges.length);
     info.replaceChildren(
-      `${g.nodes.length} nodes, ${g.edges.length} links around `, noteLink(g.center),
+      `${g.nodes.length} nodes, ${g.edges.length} links around `,
+      of.value === "entities" ? el("a", { href: "/entities" + query({ name: g.center }) }, g.center) : noteLink(g.center),
       g.truncated ? " (truncated: raise the limit or lower the depth)" : "",
       " · click: centre on it · double-click: open it");
     cy.on("tap", "node", (evt) => {
       const n = evt.target;
-      if (n.data("kind") === "note" && n.id() !== g.center) draw(n.id());
+      if ((n.data("kind") === "note" || n.data("kind") === "entity") && n.id() !== g.center) draw(n.id());
     });
     cy.on("dbltap", "node", (evt) => {
       const n = evt.target;
       if (n.data("kind") === "note") location.href = "/note" + query({ path: n.id() });
+      if (n.data("kind") === "entity") location.href = "/entities" + query({ name: n.id() });
     });
     cy.on("mouseover", "node", (evt) => {
       const keep = evt.target.closedNeighborhood();
@@ -128,12 +152,20 @@
     cy.on("mouseout", "node", () => { cy.elements().removeClass("faded"); });
   }
 
-  (async () => {
+  // the box's suggestions (notes' paths, or the most mentioned entities), then the first graph
+  async function suggest() {
+    const entities = of.value === "entities";
+    pathIn.placeholder = entities ? "an entity's name" : "a note's path or name";
+    limit.hidden = entities;
     try {
-      const res = await get("/api/notes", { limit: 1000 });
-      datalist.replaceChildren(...res.items.map((n) => el("option", { value: n.path })));
-      if (!pathIn.value && res.items.length) pathIn.value = res.items[0].path;
-    } catch (err) { /* the box still takes a typed path */ }
-    if (pathIn.value) draw(pathIn.value); else info.textContent = "No notes indexed yet.";
-  })();
+      const names = entities
+        ? (await get("/api/entities", { top: 500 })).entities.map((x) => x.name)
+        : (await get("/api/notes", { limit: 1000 })).items.map((n) => n.path);
+      datalist.replaceChildren(...names.map((v) => el("option", { value: v })));
+      if (!pathIn.value && names.length) pathIn.value = names[0];
+    } catch (err) { /* the box still takes a typed name */ }
+    if (pathIn.value) draw(pathIn.value);
+    else info.textContent = entities ? "No entities found yet." : "No notes indexed yet.";
+  }
+  suggest();
 })();
