@@ -76,3 +76,33 @@ def test_a_first_name_two_people_share_stays_its_own(app: Any) -> None:
     write(app, "people/a.md", "---\npeople: [Caroline Baker, Caroline Reyes]\n---\nHi.\n")
     write(app, "notes/b.md", "# Notes\n\nWe asked Caroline twice.\n")
     assert "caroline" in keys_in(app, "notes/b.md")
+
+
+def test_a_link_written_before_the_titled_note_is_indexed_names_it_once_the_note_is(
+    app: Any,
+) -> None:
+    write(app, "daily/2026-03-02.md", "# Standup\n\nPaired with [[tom-okafor]] on Kafka.\n")
+    assert "tom-okafor" in keys_in(app, "daily/2026-03-02.md")
+    m = app.memories.add(content="Tommy prefers pairing in the morning.")
+    write(
+        app,
+        "people/tom-okafor.md",
+        "---\ntitle: Tom Okafor\ntype: person\naliases: [Tommy]\n---\nHi.\n",
+    )
+    assert ("tom okafor",) in rows(
+        app,
+        "SELECT n.key FROM mentions x JOIN entities n ON n.id = x.entity_id WHERE x.entry_id = ?",
+        (m.id,),
+    )
+    assert "tom okafor" in keys_in(app, "daily/2026-03-02.md")
+    assert "tom-okafor" not in keys_in(app, "daily/2026-03-02.md")
+    assert rows(app, "SELECT key FROM entities WHERE key IN ('tom-okafor', 'tommy')") == []
+    counts = dict(rows(app, "SELECT entity_id, count(*) FROM mentions GROUP BY entity_id"))
+    assert dict(rows(app, "SELECT id, mentions FROM entities")) == counts
+    pairs = rows(
+        app,
+        "SELECT x.entity_id, y.entity_id, count(DISTINCT x.entry_id) FROM mentions x"
+        " JOIN mentions y ON y.entry_id = x.entry_id AND y.entity_id > x.entity_id"
+        " GROUP BY x.entity_id, y.entity_id",
+    )
+    assert sorted(rows(app, "SELECT a, b, count FROM relations")) == sorted(pairs)

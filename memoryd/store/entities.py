@@ -129,6 +129,7 @@ _FIRST_NAME_OF = (
 )
 _FIRST_NAME_OF_SQLITE = _FIRST_NAME_OF + " AND key > ? AND key < ?"
 _WRITTEN_BY = frozenset(("wikilink", "alias", "name", "mention"))
+_ADOPTED = frozenset(("file", "front_matter"))  # a note's file name and front-matter aliases
 
 
 def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
@@ -183,6 +184,43 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
     return out
 
 
+def adopt(con: Connection, old_key: str, new_key: str) -> int:
+    """Every entry that mentions the entity `old_key` mentions `new_key` there instead (a note
+    indexed later says the two are one: `[[caroline-baker]]` or "Caz" written before the note
+    titled Caroline Baker, with `aliases: [Caz]`, was indexed); each such entry's mentions are
+    forgotten and remembered again, so the counts and relations stay exact. Returns how many
+    entries changed."""
+    old = con.execute("SELECT id FROM entities WHERE key = ?", (old_key,)).fetchall()
+    new = con.execute("SELECT name, type FROM entities WHERE key = ?", (new_key,)).fetchall()
+    if not old or not new:
+        return 0
+    name, kind = str(new[0][0]), str(new[0][1])
+    entry_ids = [
+        int(r[0])
+        for r in con.execute(
+            "SELECT DISTINCT entry_id FROM mentions WHERE entity_id = ?", (old[0][0],)
+        ).fetchall()
+    ]
+    for entry_id in entry_ids:
+        rows = con.execute(
+            "SELECT n.key, n.name, n.type, m.line, m.surface FROM mentions m"
+            " JOIN entities n ON n.id = m.entity_id WHERE m.entry_id = ?",
+            (entry_id,),
+        ).fetchall()
+        forget(con, entry_id)
+        remember(
+            con,
+            entry_id,
+            [
+                Mention(new_key, name, kind, int(line), str(surface), "wikilink")
+                if key == old_key
+                else Mention(str(key), str(n), str(t), int(line), str(surface), "name")
+                for key, n, t, line, surface in rows
+            ],
+        )
+    return len(entry_ids)
+
+
 def forget(con: Connection, entry_id: int) -> None:
     con.execute("DELETE FROM mentions WHERE entry_id = ?", (entry_id,))
 
@@ -224,6 +262,9 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
     ):
         low = -1 if i == 0 else start
         n += remember(con, int(entry_id), [m for m in mentions if low <= m.line <= end], ids)
+    for m in mentions:  # its file name and aliases, written before it was indexed, name it
+        if m.source in _ADOPTED and (old := canonical_key(m.surface)) != m.key:
+            adopt(con, old, m.key)
     return n
 
 

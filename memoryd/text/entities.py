@@ -89,7 +89,8 @@ class Mention:
     type: str
     line: int
     surface: str
-    source: str  # wikilink alias front_matter title tag mention name code host url email quoted
+    # wikilink alias front_matter title file tag mention name code host url email quoted
+    source: str
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ def _front(
     note_type = raw.get("type")
     title_key = canonical_key(title) if title else ""
     for item in _fm_values(raw.get("aliases", raw.get("alias"))) if title_key else []:
-        add(out, item, where("aliases", item), "alias", alias_to=title_key)
+        add(out, item, where("aliases", item), "front_matter", alias_to=title_key)
     if (
         title
         and title_key
@@ -205,6 +206,7 @@ def _front(
 
 
 _LINE = attrgetter("line")
+_KEY = attrgetter("key")
 _TYPE_ORDER = (PERSON, SYSTEM, PLACE, TAG, IDENTIFIER, OTHER)  # ties go to the first
 # A short acronym is often a common noun (SMS, TV, USB): a coordinated name does not type it.
 _ACRONYM = re.compile(r"[A-Z]{1,3}").fullmatch
@@ -394,8 +396,8 @@ def extract_document(
     stem = path.rsplit("/", 1)[-1].removesuffix(".md") if path else ""
     if stem and title and stem != title:  # the file name of a note titled so: another form
         title_key, stem_key = canonical_key(title), canonical_key(stem)
-        if stem_key and stem_key != title_key and any(r.key == title_key for r in out):
-            add(out, stem, title_line, "alias", alias_to=title_key)
+        if stem_key and stem_key != title_key and title_key in map(_KEY, out):
+            add(out, stem, title_line, "file", alias_to=title_key)
     return _resolve(out, pairs)
 
 
