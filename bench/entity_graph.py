@@ -245,6 +245,9 @@ def direct(root: Path, target_chunks: int, seed: int = 42) -> tuple[dict[str, in
     for pool in (people, systems, places):
         rng.shuffle(pool)
     cfg = run.make_config(root, workspace=str(root / "ws"), data_dir=str(root / "data-direct"))
+    done = root / "data-direct" / "built.json"
+    if done.exists():  # --store: built by an earlier run (its schema migrates on open)
+        return json.loads(done.read_text()), App(cfg, model=ModelHolder(None, description="-"))
     app = App(cfg, model=ModelHolder(None, description="keyword only"))
     chunks = files = 0
     while chunks < target_chunks:
@@ -291,6 +294,7 @@ def direct(root: Path, target_chunks: int, seed: int = 42) -> tuple[dict[str, in
 
         chunks += app.store.run_write(write)
         files += 50
+    done.write_text(json.dumps({"files": files, "chunks": chunks}))
     return {"files": files, "chunks": chunks}, app
 
 
@@ -407,8 +411,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only the query figures, on a store written directly (no files, no extraction)",
     )
+    p.add_argument(
+        "--store",
+        type=Path,
+        help="with --direct: build the store in this directory and keep it, or reuse it",
+    )
     a = p.parse_args(argv)
-    root = Path(tempfile.mkdtemp(prefix="entity-graph-"))
+    root = a.store if a.direct and a.store else Path(tempfile.mkdtemp(prefix="entity-graph-"))
     if a.direct:
         try:
             t = time.perf_counter()
@@ -423,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
                 app.close()
             out["load_after"] = os.getloadavg()
         finally:
-            shutil.rmtree(root, ignore_errors=True)
+            if not a.store:
+                shutil.rmtree(root, ignore_errors=True)
         print(json.dumps(out, indent=2) if a.json else report(out))
         return 0
     try:

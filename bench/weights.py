@@ -1,11 +1,13 @@
 """Fusion weights chosen leave-one-set-out (issue 19.1), on the cached indexes of `bench quality`.
 
-    python -m bench.weights [--set NAME ...] [--cache DIR] [--out FILE]
+    python -m bench.weights [--set NAME ...] [--cache DIR] [--out FILE] [--entity]
 
 Every set's queries run in mode auto (limit 10, group note) under each candidate of COMBOS
 (search.coverage_power, keyword_weight, vector_weight). For each held-out set, the
 combination with the best mean nDCG@10 over the other sets is chosen (ties: the shipped
 defaults), and the held-out set's figures under it are reported beside its own best.
+`--entity` sweeps search.entity_weight (ENTITY_WEIGHTS, issue 20.3) at the shipped fusion
+instead, chosen the same way.
 """
 
 from __future__ import annotations
@@ -30,11 +32,14 @@ COMBOS = [
 ]
 
 
-def key(c: tuple[float, float, float]) -> str:
+ENTITY_WEIGHTS = [0.0, 0.1, 0.2, 0.4]  # the shipped default first
+
+
+def key(c: tuple[float, ...]) -> str:
     return "/".join(str(x) for x in c)
 
 
-def sweep(names: list[str], cache: Path) -> dict[str, dict[str, list[float]]]:
+def sweep(names: list[str], cache: Path, entity: bool = False) -> dict[str, dict[str, list[float]]]:
     """Per set and combination: [nDCG@10, Recall@10] of mode auto."""
     from bench import quality as Q
 
@@ -47,17 +52,25 @@ def sweep(names: list[str], cache: Path) -> dict[str, dict[str, list[float]]]:
             app, work, _ = Q.open_index(ds, False, cache, print, holder)
             base = app.searcher.settings
             try:
-                for cp, kw, vw in COMBOS:
+                grid: list[tuple[float, ...]] = (
+                    [(*DEFAULT, w) for w in ENTITY_WEIGHTS] if entity else list(COMBOS)
+                )
+                for combo in grid:
+                    cp, kw, vw = combo[:3]
                     app.searcher.settings = dataclasses.replace(
                         base, coverage_power=cp, keyword_weight=kw, vector_weight=vw
                     )
+                    if entity:
+                        app.searcher.settings = dataclasses.replace(
+                            app.searcher.settings, entity_weight=combo[3]
+                        )
                     req = Q.search_request
                     res = {
                         qid: list(app.searcher.search(req(q.text, "auto", None))["hits"])
                         for qid, q in ds.queries.items()
                     }
                     s = Q.summarise(ds, res)
-                    out.setdefault(name, {})[key((cp, kw, vw))] = [
+                    out.setdefault(name, {})[key(combo)] = [
                         round(s["ndcg@10"], 4),
                         round(s["recall@10"], 4),
                     ]
@@ -71,16 +84,17 @@ def sweep(names: list[str], cache: Path) -> dict[str, dict[str, list[float]]]:
 
 
 def loso(table: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, Any]]:
-    """Per held-out set: the combination chosen on the others and its held-out figures."""
+    """Per held-out set: the combination chosen on the others and its held-out figures (ties:
+    the first combination, the shipped one)."""
     out = {}
-    combos = [key(c) for c in COMBOS]
+    combos = list(next(iter(table.values())))
     for h in table:
         others = [s for s in table if s != h]
 
         def mean(c: str, sets: list[str] = others) -> float:
             return sum(table[s][c][0] for s in sets) / len(sets)
 
-        chosen = max(combos, key=lambda c: (round(mean(c), 6), c == key(DEFAULT)))
+        chosen = max(combos, key=lambda c: (round(mean(c), 6), c == combos[0]))
         own = max(combos, key=lambda c: table[h][c][0])
         out[h] = {"chosen": chosen, "held_out": table[h][chosen], "own_best": [own, table[h][own]]}
     return out
@@ -91,18 +105,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", action="append", help="repeatable; default: every set")
     p.add_argument("--cache", type=Path, default=ROOT / "results" / "cache")
     p.add_argument("--out", type=Path, default=ROOT / "results" / "weights.json")
+    p.add_argument("--entity", action="store_true", help="sweep search.entity_weight instead")
     args = p.parse_args(argv)
     from bench import quality as Q
     from memoryd.core import logsetup
 
     logsetup.configure("warning")
-    table = sweep(args.set or list(Q.SETS), args.cache)
+    table = sweep(args.set or list(Q.SETS), args.cache, args.entity)
     held = loso(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"table": table, "loso": held}, indent=2))
     for name, r in held.items():
         n, rc = r["held_out"]
-        print(f"{name:<11} chosen {r['chosen']:<14} held-out nDCG@10 {n:.3f} R@10 {rc:.3f}")
+        print(f"{name:<11} chosen {r['chosen']:<18} held-out nDCG@10 {n:.4f} R@10 {rc:.4f}")
+    for name, row in table.items():
+        print(f"{name:<11} " + "  ".join(f"{c} {v[0]:.4f}/{v[1]:.4f}" for c, v in row.items()))
     return 0
 
 

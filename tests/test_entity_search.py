@@ -120,3 +120,79 @@ def test_entity_page_listing_and_related(app: Any) -> None:
         call(app, "related", name="Melanie", depth=9)
     with pytest.raises(InvalidInput):
         call(app, "entities", type="planet")
+
+
+def test_a_wide_entity_filter_passes_the_same_entries(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name mentioned more than NARROW_MENTIONS times is checked entry by entry (the vector
+    pool's nearest texts) instead of as a set: the same entries pass, the same hits come."""
+    from memoryd.store import entities as store_entities
+    from memoryd.store.entries import Filters, filter_sql
+
+    def passing(names: tuple[str, ...], wide: bool) -> list[int]:
+        def read(con: Any) -> list[int]:
+            groups, n = store_entities.resolve_filter(con, names)
+            f = Filters(entities=names, entity_ids=groups, entity_mentions=n)
+            where, params = filter_sql(f, 0.0, wide=wide)
+            return sorted(
+                int(r[0])
+                for r in con.execute(
+                    "SELECT e.id FROM entries e LEFT JOIN documents d ON d.id = e.document_id"
+                    f" WHERE {where}",
+                    params,
+                ).fetchall()
+            )
+
+        return app.store.read(read)
+
+    narrow = call(app, "search", query="deploy payments", limit=100, entities=["Oskar Lindqvist"])
+    monkeypatch.setattr(store_entities, "NARROW_MENTIONS", 1)
+    for names in (("Oskar Lindqvist",), ("Oskar Lindqvist", "Caro"), ("Nobody Known",)):
+        assert passing(names, wide=True) == passing(names, wide=False)
+    assert len(passing(("Oskar Lindqvist",), wide=True)) >= 32
+    wide = call(app, "search", query="deploy payments", limit=100, entities=["Oskar Lindqvist"])
+    assert [h["id"] for h in wide["hits"]] == [h["id"] for h in narrow["hits"]]
+
+
+def test_the_page_of_a_common_name_reads_its_newest_mentions(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.search import entities as entity_search
+
+    full = call(app, "entity", name="Oskar Lindqvist", max_tokens=100_000)
+    monkeypatch.setattr(entity_search, "WINDOW", 5)
+    cut = call(app, "entity", name="Oskar Lindqvist", max_tokens=100_000)
+    assert full["total_sources"] >= 33 and not full["has_more"]
+    assert cut["total_sources"] <= 5 and cut["has_more"]
+    assert cut["mentions"] == full["mentions"]  # the stored count
+    # first and last seen and the relations still cover every mention
+    assert (cut["first_seen"], cut["last_seen"]) == (full["first_seen"], full["last_seen"])
+    assert cut["relations"] == full["relations"]
+
+
+@pytest.mark.parametrize("weight", [0.0, 2.0])
+def test_a_query_naming_an_entity_lifts_the_passages_that_mention_it(
+    make_app: Any, weight: float
+) -> None:
+    """Issue 20.3: with `search.entity_weight` high enough, a hybrid answer to a query that
+    names Maya ranks the note that mentions her (as Maya's) above one that only shares more of
+    the other words; off (0), the other words decide."""
+    a = make_app(search={"entity_weight": weight})
+    ws = Path(a.cfg.workspace)
+    (ws / "maya.md").write_text("# Saturday\n\nMaya's party is at the Crown on Saturday.\n")
+    (ws / "venue.md").write_text(
+        "# Venues\n\nThe party venue list: the party venue by the river, the Crown party venue.\n"
+    )
+    assert a.indexer.reconcile().errors == []
+    a.model.start()
+    a.model.wait_ready(30)
+    a.embedder.run()
+    res = call(
+        a, "search", query="where is the party venue Maya chose", mode="hybrid", explain=True
+    )
+    paths = [h["path"] for h in res["hits"]]
+    assert res["mode"] == "hybrid" and set(paths) == {"maya.md", "venue.md"}
+    assert paths[0] == ("maya.md" if weight else "venue.md")
+    if weight:
+        assert res["hits"][0]["explain"].get("entity") == pytest.approx(1.0)

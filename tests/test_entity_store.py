@@ -3,11 +3,13 @@ moves, deletes and expiry; the `entities` search filter inside the pools; `kind:
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memoryd.search import entities as entity_search
 from memoryd.store import entities as store_entities
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
@@ -37,6 +39,12 @@ def consistent(app: Any) -> None:
         )
     )
     assert dict(((a, b), n) for a, b, n in rows(app, "SELECT a, b, count FROM relations")) == pairs
+    # each mention carries its entry's date (m007; the entity page reads them off the index)
+    assert not rows(
+        app,
+        "SELECT m.entry_id FROM mentions m JOIN entries e ON e.id = m.entry_id"
+        " WHERE m.created_at != e.created_at",
+    )
 
 
 def write(app: Any, rel: str, text: str) -> None:
@@ -142,3 +150,18 @@ def test_m006_gives_an_old_store_its_entities(
     assert app.indexer.reconcile().indexed >= 1  # notes (and the daily log): at reconcile
     assert entity(app, "lisbon") is not None
     consistent(app)
+
+
+def test_mention_dates_follow_front_matter_and_edits(app: Any) -> None:
+    write(app, "a.md", "---\ncreated: 2021-03-04\n---\n# One\n\nMelanie met Oskar.\n")
+    dated = rows(app, "SELECT DISTINCT m.created_at FROM mentions m")
+    assert len(dated) == 1 and time.gmtime(dated[0][0])[:3] == (2021, 3, 4)
+    consistent(app)
+    # a date changed in place (not through the indexer) is followed by the trigger
+    app.store.run_write(lambda con: con.execute("UPDATE entries SET created_at = 1000.0"))
+    assert rows(app, "SELECT DISTINCT created_at FROM mentions") == [(1000.0,)]
+    write(app, "a.md", "---\ncreated: 2022-05-06\n---\n# One\n\nMelanie met Oskar.\n")
+    consistent(app)
+    page = entity_search.page(app.store, "Melanie")
+    assert page["first_seen"].startswith("2022-05-06") and page["last_seen"].startswith("2022")
+    assert page["relations"][0]["first"].startswith("2022-05-06")

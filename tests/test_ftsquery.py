@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.search.ftsquery import parse_query, quote_term
+from memoryd.search.ftsquery import parse_query, prefix_match, quote_term
 from memoryd.store import tokenizer
 
 
@@ -115,3 +115,20 @@ def test_no_input_raises(text: str) -> None:
     for match in (p.match, p.match_any):
         if match is not None:
             c.execute("select rowid from t where t match ?", (match,)).fetchall()
+
+
+def test_prefix_match_of_words_no_text_holds(con: apsw.Connection) -> None:
+    """Issue 19.2: a query none of whose words a text holds is searched by their prefixes."""
+    expr = prefix_match(parse_query("when is the deplo?"))
+    assert expr is not None
+    found = sorted(r[0] for r in con.execute("select content from t where t match ?", (expr,)))
+    assert found == ["checklist deploy order", "deploy checklist friday", "kubernetes deployment"]
+    excluded = prefix_match(parse_query("deplo -kubernetes"))
+    assert excluded is not None
+    assert "kubernetes deployment" not in [
+        r[0] for r in con.execute("select content from t where t match ?", (excluded,))
+    ]
+    # stop words, short words, numbers and CJK words are not searched as prefixes
+    assert prefix_match(parse_query("what is the eu")) is None
+    assert prefix_match(parse_query("数据 2207")) is None
+    assert prefix_match(parse_query('"deplo checklist"')) is None  # a phrase asks for the words

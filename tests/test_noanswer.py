@@ -254,6 +254,25 @@ def test_an_absent_rare_word_does_not_empty_a_question(make_app: Any) -> None:
     assert res["absent"] == ["passeriformes"]
 
 
+def test_a_query_no_text_holds_as_typed_finds_the_words_it_cuts_short(make_app: Any) -> None:
+    """Issue 19.2: "retro" is in no note; with keywords alone its prefix finds the
+    retrospectives; a query with a word some note holds as typed is not widened, nor is one
+    beside a vector pool (the neighbours answer there)."""
+    app = make_app(dailylog={"enabled": False})
+    (app.cfg.workspace / "cadence.md").write_text(
+        "# Meeting cadence\n\nSprint planning is every second Monday; retrospectives are on"
+        " the Friday before.\n"
+    )
+    (app.cfg.workspace / "retry.md").write_text("# Retries\n\nThe client retries three times.\n")
+    app.indexer.reconcile()
+    settle(app)
+    res = q(app, "when is the retro", mode="keyword")
+    assert "cadence.md" in [h["path"] for h in res["hits"]]
+    assert q(app, "when is the retro", mode="hybrid")["hits"] == []
+    # "client" is in a note as typed: nothing is widened, so "retro" finds nothing more
+    assert [h["path"] for h in q(app, "client retro", mode="keyword")["hits"]] == ["retry.md"]
+
+
 def test_coverage_is_explained_per_hit(make_app: Any) -> None:
     app = make_app(dailylog={"enabled": False})
     _runbooks(app)

@@ -484,10 +484,11 @@ class Indexer:
                 now=now,
             )
             links.replace_links(con, state.path, note.links)
-            store_entities.index_document(con, state.path, note.mentions)
             if fm.created_at is not None or fm.updated_at is not None:
                 updated = fm.updated_at if fm.updated_at is not None else fm.created_at
                 links.set_dates(con, state.path, fm.created_at, updated)
+            # after the dates: each mention carries its chunk's
+            store_entities.index_document(con, state.path, note.mentions)
             return count
 
         n = self.store.run_write(write)

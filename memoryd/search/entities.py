@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +27,11 @@ PAGE_TOKENS = 1000  # an entity page's default budget
 SOURCE_PAGE = 25  # sources whose text is read at once
 MAX_TOP = 1000
 MAX_DEPTH = 3
+# An entity page reads the entity's newest mentions, at most this many (newest first, off an
+# index): its sources and aliases come from them; first and last seen and the relations from
+# every mention.
+WINDOW = 500
+ALIASES = 20
 
 
 def check_name(name: Any) -> str:
@@ -87,21 +93,40 @@ def _line(content: str, start: int, line: int, surface: str) -> str:
     return next((ln.strip()[:300] for ln in lines if low in ln.lower()), surface)
 
 
-def _ranked(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One item per note (its chunks' mentions summed; the line of its most mentioning chunk)
-    and per memory; those that mention it most first, then the newest."""
-    by: dict[Any, dict[str, Any]] = {}
-    for e in entries:
-        k = ("note", e["path"]) if e["kind"] == "chunk" else ("memory", e["id"])
+def _ranked(newest: list[tuple[Any, ...]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The mentions read (entityread.newest) as sources: one per note (its chunks' mentions
+    summed; the first line and least surface form of its most mentioning chunk) and per memory,
+    those that mention it most first, then the newest; and the surface forms, most written
+    first. Lists, not dicts, until the end: a common name has a thousand mentions to group."""
+    forms = Counter(r[5] for r in newest)
+    per: dict[int, list[Any]] = {}
+    for entry_id, kind, path, at, line, surface in newest:
+        cur = per.get(entry_id)
+        if cur is None:
+            per[entry_id] = [1, line, surface, at, kind, path]
+        else:
+            cur[0] += 1
+            if line < cur[1]:
+                cur[1] = line
+            if surface < cur[2]:
+                cur[2] = surface
+    # [total, newest date, id, count, line, surface, kind, path] per note path or memory id
+    by: dict[Any, list[Any]] = {}
+    for entry_id, (n, line, surface, at, kind, path) in per.items():
+        k = ("note", path) if kind == "chunk" else ("memory", entry_id)
         cur = by.get(k)
         if cur is None:
-            by[k] = {**e, "total": e["count"]}
+            by[k] = [n, at, entry_id, n, line, surface, kind, path]
         else:
-            cur["total"] += e["count"]
-            if e["count"] > cur["count"]:
-                cur.update({x: e[x] for x in ("id", "line", "surface", "count")})
-            cur["created_at"] = max(cur["created_at"], e["created_at"])
-    return sorted(by.values(), key=lambda e: (-e["total"], -float(e["created_at"]), e["id"]))
+            cur[0] += n
+            if at > cur[1]:
+                cur[1] = at
+            if n > cur[3]:
+                cur[2:6] = [entry_id, n, line, surface]
+    order = sorted(by.values(), key=lambda v: (-v[0], -float(v[1]), v[2]))
+    keys = ("total", "created_at", "id", "count", "line", "surface", "kind", "path")
+    aliases = sorted(forms, key=lambda f: (-forms[f], f))[:ALIASES]
+    return [dict(zip(keys, v, strict=True)) for v in order], aliases
 
 
 def _source(e: dict[str, Any], text: tuple[str, int, str | None] | None) -> dict[str, Any]:
@@ -137,23 +162,23 @@ def page(
         raise InvalidInput(f"relations: expected 0 to 100, got {describe(relations)}")
     rows = _resolve(store, name)
     main = rows[0]
-    ids = [main.id]
 
     def read(con: Any) -> tuple[Any, ...]:
-        rel = entityread.related(con, ids, relations)
+        rel = entityread.related(con, [main.id], relations)
         dates = [
             entityread.together(
                 con, *((r.id, main.id) if r.mentions < main.mentions else (main.id, r.id))
             )
             for r, _ in rel
         ]
-        return entityread.aliases(con, ids), rel, dates, entityread.mentioning(con, ids)
+        newest = entityread.newest(con, main.id, WINDOW)
+        return rel, dates, newest, entityread.seen(con, main.id)
 
-    forms, rel, dates, entries = store.read(read)
-    ranked = _ranked(entries)
-    dated = [float(e["created_at"]) for e in entries]
-    first, last = (min(dated), max(dated)) if dated else (None, None)
-    count = sum(int(e["count"]) for e in entries)
+    rel, dates, newest, (first, last) = store.read(read)
+    ranked, forms = _ranked(newest)
+    # every mention read: their count is this daemon's; else the stored count (on PostgreSQL,
+    # every workspace's, as in the listing)
+    count = len(newest) if len(newest) < WINDOW else main.mentions
     out: dict[str, Any] = {
         "name": main.name,
         "key": main.key,
@@ -193,7 +218,7 @@ def page(
         break
     out["sources"] = kept
     out["total_sources"] = len(ranked)
-    out["has_more"] = len(kept) < len(ranked)
+    out["has_more"] = len(kept) < len(ranked) or len(newest) >= WINDOW
     out["tokens_used"] = used
     return out
 

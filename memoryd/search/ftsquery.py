@@ -30,6 +30,7 @@ from memoryd.store.tokenizer import cjk_runs
 
 MAX_TERMS = 64
 MIN_CJK_SPLIT = 5  # CJK runs this long are also searched bigram by bigram in match_any
+MIN_PREFIX = 4  # a word no text holds is searched as a prefix when it has this many letters
 _KATAKANA = re.compile("[\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]+")
 # Characters that mostly carry grammar, not topic: a bigram with one of them is left out of the
 # bigram-by-bigram any-term query (like STOP_WORDS), never out of the phrase. Hiragana (Japanese
@@ -188,6 +189,7 @@ class ParsedQuery:
     terms: tuple[str, ...]
     negated: tuple[str, ...]
     match_any: str | None = None  # any positive group may match: recall for questions
+    quoted: bool = False  # a phrase in quotes: the words as typed were asked for
 
 
 def quote_term(term: str) -> str:
@@ -231,6 +233,7 @@ def parse_query(text: str) -> ParsedQuery:
     negated: list[str] = []
     negate_next = False
     or_next = False
+    quoted = False
     count = 0
     for raw in _TOKEN.findall(text):
         if count >= MAX_TERMS:
@@ -255,6 +258,7 @@ def parse_query(text: str) -> ParsedQuery:
             words = _words(body.strip('"'))
             if not words:
                 continue
+            quoted = quoted or not negative
             expr = quote_term(" ".join(words))
             if prefix and len(words) == 1:
                 expr += "*"
@@ -308,4 +312,27 @@ def parse_query(text: str) -> ParsedQuery:
             match = f"({match}) {g[0]}"
             if match_any is not None:
                 match_any = f"({match_any}) {g[0]}"
-    return ParsedQuery(match, tuple(dict.fromkeys(terms)), tuple(negated), match_any)
+    return ParsedQuery(match, tuple(dict.fromkeys(terms)), tuple(negated), match_any, quoted)
+
+
+def prefix_match(parsed: ParsedQuery) -> str | None:
+    """The any-term query of the topical words' prefixes, for a query none of whose words any
+    text holds as typed (issue 19.2): a word may be cut short ("retro" for retrospectives, "docs"
+    for documentation). Each word of MIN_PREFIX or more letters (not CJK: its bigrams are its
+    own prefixes) matches a word that starts with it, or with it less its last letter (the
+    stemmer rewrites a prefix too, as in parse_query); the query's exclusions still apply.
+    None when no word qualifies, or when the query quotes a phrase (its words as typed were
+    asked for: `"lag replication"` finds nothing when no text has it)."""
+    if parsed.quoted:
+        return None
+    words = [
+        t
+        for t in parsed.terms
+        if t not in STOP_WORDS and len(t) >= MIN_PREFIX and t.isalpha() and not cjk_runs(t)
+    ]
+    if not words:
+        return None
+    expr = " OR ".join(f"({quote_term(w)}* OR {quote_term(w[:-1])}*)" for w in words)
+    for n in parsed.negated:
+        expr = f"({expr}) NOT {quote_term(n)}"
+    return expr

@@ -92,6 +92,9 @@ class SearchSettings(Protocol):
     def coverage_power(self) -> float: ...
 
     @property
+    def entity_weight(self) -> float: ...
+
+    @property
     def importance_weight(self) -> float: ...
 
     @property

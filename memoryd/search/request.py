@@ -3,9 +3,14 @@ edges build and the searcher and the hit renderer read), and what its filters am
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from memoryd.store.entries import Filters
+from memoryd.store import searchsql
+from memoryd.store.entities import is_wide, resolve_filter, rowid_sql
+from memoryd.store.entries import Filters, filter_sql
+from memoryd.store.protocol import Connection
 
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
 GROUPS = ("note", "none")
@@ -40,9 +45,12 @@ def base_filters(f: Filters) -> Filters:
     )
 
 
-def narrowing(f: Filters) -> bool:
+def narrowing(f: Filters, vector: bool = False) -> bool:
     """Whether a filter can leave few entries (then an exact scan over them is cheapest).
-    A namespace alone does not: every chunk passes it."""
+    A namespace alone does not: every chunk passes it. For the `vector` pool an entities
+    filter on a name mentioned more than NARROW_MENTIONS times does not either: its nearest
+    texts are checked instead (the keyword pool ranks every match that passes a filter: a
+    common name's set of entries costs less there than ranking first and falling back)."""
     return bool(
         f.kind == "memory"
         or f.types
@@ -53,5 +61,35 @@ def narrowing(f: Filters) -> bool:
         or f.until is not None
         or f.min_importance is not None
         or f.tiers
-        or f.entities
+        or (bool(f.entities) and not (vector and is_wide(f.entity_mentions)))
     )
+
+
+def wide_first(f: Filters, size: int, con: Connection) -> int | None:
+    """With a wide entities filter (store/entities.py, NARROW_MENTIONS), how many of the best
+    matches a pool ranks before filtering them so that about `size` pass: its share of the
+    entries, with room (a third more), instead of widening step by step. None otherwise."""
+    if not f.entities or not is_wide(f.entity_mentions) or not f.entity_mentions:
+        return None
+    entries = searchsql.entry_count(con)
+    return int(size * max(1.0, entries / f.entity_mentions) * 4 / 3) + 1
+
+
+def keyword_prefilter(f: Filters, now: float) -> searchsql.Prefilter | None:
+    """An entities filter (resolved) split off for the keyword pool: its matches are checked
+    against the entities' entries before they are ranked, the rest of the filter after."""
+    if not f.entities or f.entity_ids is None:
+        return None
+    where, params = filter_sql(replace(f, entities=(), entity_ids=None), now)
+    rowid, rowid_params = rowid_sql(f.entity_ids)
+    return searchsql.Prefilter(where, params, rowid, rowid_params)
+
+
+def resolved_entities(req: SearchRequest, read: Callable[..., Any]) -> SearchRequest:
+    """The request with its entities filter's names resolved (store/entities.resolve_filter),
+    once a search instead of in every pool statement; `read` runs a function on a connection."""
+    f = req.filters
+    if not f.entities or f.entity_ids is not None:
+        return req
+    groups, n = read(lambda con: resolve_filter(con, f.entities))
+    return replace(req, filters=replace(f, entity_ids=groups, entity_mentions=n))

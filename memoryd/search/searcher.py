@@ -34,6 +34,7 @@ database.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,10 +46,11 @@ import numpy as np
 from memoryd.core.errors import InvalidInput, Unavailable, describe
 from memoryd.memory import lifecycle
 from memoryd.memory.lifecycle import tier_decay
+from memoryd.search import concepts, entityboost
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
-from memoryd.search.ftsquery import STOP_WORDS, ParsedQuery, parse_query
+from memoryd.search.ftsquery import STOP_WORDS, ParsedQuery, parse_query, prefix_match
 from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts live in ranking.py)
     DEFAULT_SCALE,
     SIGNAL_SHARE,
@@ -78,7 +80,10 @@ from memoryd.search.request import (
     WORKSPACES,
     SearchRequest,
     base_filters,
+    keyword_prefilter,
     narrowing,
+    resolved_entities,
+    wide_first,
 )
 from memoryd.search.snippets import (  # noqa: F401
     _CLOSE,
@@ -175,6 +180,7 @@ class Searcher:
             or req.max_tokens < 1
         ):
             raise InvalidInput("max_tokens: expected a positive integer")
+        req = resolved_entities(req, functools.partial(self._read, req))  # once, for every pool
         if req.concepts:
             if not 2 <= len(req.concepts) <= 5 or not all(
                 isinstance(c, str) and c.strip() for c in req.concepts
@@ -212,37 +218,13 @@ class Searcher:
     def _concepts(
         self, con: Connection, req: SearchRequest, limit: int, vecs: list[np.ndarray | None]
     ) -> dict[str, Any]:
-        """Entries that match every concept (by keywords, or by meaning when there is a model),
-        ranked by their summed reciprocal ranks."""
-        now = self.clock()
-        where, params = filter_sql(req.filters, now)
+        now, pools = self.clock(), (self._keyword_pool, self._vector_pool)
         size = max(200, self.pool_size(limit))
-        pools: list[list[int]] = []
-        used_vectors = False
-        for concept, vec in zip(req.concepts, vecs, strict=True):
-            parsed = parse_query(concept)
-            ids: list[int] = []
-            if parsed.match:
-                ids = [c.id for c in self._keyword_pool(con, parsed.match, where, params, size)]
-            if vec is not None:
-                near, scale = self._vector_pool(con, vec, req.filters, now, size)
-                close = [c.id for c in near if (c.similarity or 0) >= scale[0]]
-                used_vectors = used_vectors or bool(close)
-                ids += [i for i in close if i not in set(ids)]
-            pools.append(ids)
-        common = set(pools[0]).intersection(*map(set, pools[1:])) if pools else set()
-        scores = rrf([[i for i in p if i in common] for p in pools], self.settings.rrf_k)
-        best = len(pools) / (self.settings.rrf_k + 1)
-        candidates = [
-            Candidate(id=i, fused=v, components={"relevance": v / best}) for i, v in scores.items()
-        ]
-        mode = "hybrid" if used_vectors else "keyword"
-        return {
-            "query": " + ".join(req.concepts),
-            "concepts": list(req.concepts),
-            "mode": mode,
-            "hits": self._finish(con, candidates, limit, now, req, mode),
-        }
+
+        def finish(candidates: list[Candidate], mode: str) -> list[dict[str, Any]]:
+            return self._finish(con, candidates, limit, now, req, mode)
+
+        return concepts.answer(con, req, vecs, now, size, self.settings.rrf_k, pools, finish)
 
     def _query_vector(self, req: SearchRequest) -> np.ndarray | None:
         if req.mode in ("keyword", "fuzzy") or self.model is None:
@@ -346,13 +328,14 @@ class Searcher:
         parsed = parse_query(req.query)
         where, params = filter_sql(req.filters, now)
         out: dict[str, Any] = {"query": req.query}
+        pre = keyword_prefilter(req.filters, now)  # an entities filter, checked on FTS5's rowids
+        pool: dict[str, Any] = {"narrow": narrowing(req.filters), "beside": self._beside(req)}
 
         keyword: list[Candidate] = []
         fuzzy_used = False
-        beside = self._beside(req)
         if req.mode in ("auto", "keyword", "hybrid"):
             keyword = self.keyword_candidates(
-                con, parsed, where, params, size, narrow=narrowing(req.filters), beside=beside
+                con, parsed, where, params, size, widen=not pending, **pool, pre=pre
             )
         topical = [t for t in parsed.terms if t not in STOP_WORDS]
         want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
@@ -361,13 +344,7 @@ class Searcher:
             rewritten = self.fuzzy.rewrite(con, topical)
             if rewritten is not None:
                 keyword = self._keyword_pool(
-                    con,
-                    rewritten.match,
-                    where,
-                    params,
-                    size,
-                    narrow=narrowing(req.filters),
-                    beside=beside,
+                    con, rewritten.match, where, params, size, **pool, pre=pre
                 )
                 for c in keyword:
                     c.partial = True  # a corrected query is weaker evidence than the typed one
@@ -411,6 +388,8 @@ class Searcher:
             self.evidence.annotate(con, units, candidates, prefix=fuzzy_used)
 
         fused = self._fuse(keyword, vector, scale, req.group, norm, annotate)
+        if mode == "hybrid" and s.entity_weight:
+            entityboost.boost(con, req.query, fused, s.entity_weight)  # issue 20.3
         cjk, corrected = has_cjk(req.query), req.mode in ("auto", "fuzzy")
         ranked = admitted(fused, scale, cjk=cjk, corrected=corrected)
         # A word no text holds lowers the scores; only a query of nothing but absent names or
@@ -445,19 +424,32 @@ class Searcher:
         params: list[Any],
         size: int,
         *,
-        narrow: bool = False,
-        beside: searchsql.Beside | None = None,
+        widen: bool = False,
+        **pool: Any,
     ) -> list[Candidate]:
         """The keyword pool: BM25 over the texts that hold any of the query's topical terms
         (the query as typed when it has one group only), so a question ("what did we decide
         about auth?") finds its note; how much of the query a text holds weighs its keyword
         part later (`ranking.relevance`, coverage), not its place in the pool (issue 19.2).
-        `narrow`: the filter may leave few texts (`narrowing`); `beside`: ranks half of a large
-        index's matches on another thread at the same time (`_beside`)."""
+        `pool`, _keyword_pool's: `narrow`, the filter may leave few texts (`narrowing`);
+        `beside`, ranks half of a large index's matches on another thread at the same time
+        (`_beside`); `pre`, an entities filter checked on FTS5's rowids (`keyword_prefilter`).
+        `widen` (keywords alone, no vector pool): when no text holds any of the words as typed,
+        their prefixes are searched instead (`ftsquery.prefix_match`: "when is the retro" finds
+        the retrospectives), as weak evidence (`partial`, like a typo correction). Beside a
+        vector pool they are not: there the neighbours and typo correction answer, and a
+        question about other notes altogether would find their prefixes (issue 19.6)."""
         if not parsed.match:
             return []
         match = parsed.match_any or parsed.match
-        return self._keyword_pool(con, match, where, params, size, narrow=narrow, beside=beside)
+        found = self._keyword_pool(con, match, where, params, size, **pool)
+        widened = None if found or not widen else prefix_match(parsed)
+        if widened is None:
+            return found
+        found = self._keyword_pool(con, widened, where, params, size, **pool)
+        for c in found:
+            c.partial = True
+        return found
 
     def _keyword_pool(
         self,
@@ -469,9 +461,10 @@ class Searcher:
         *,
         narrow: bool = False,
         beside: searchsql.Beside | None = None,
+        pre: searchsql.Prefilter | None = None,
     ) -> list[Candidate]:
         found = searchsql.keyword_pool(
-            con, match, where, params, size, narrow=narrow, beside=beside
+            con, match, where, params, size, narrow=narrow, beside=beside, pre=pre
         )
         return [
             Candidate(id=i, document_id=doc, keyword_rank=rank, bm25=score, match=match)
@@ -496,10 +489,11 @@ class Searcher:
         if active is None or active[2] != int(qvec.shape[-1]):
             return [], DEFAULT_SCALE
         model_id, key, dim = active
-        where, params = filter_sql(filters, now)
-        exact = EXACT_SCAN_MAX if narrowing(filters) else None
+        where, params = filter_sql(filters, now, wide=True)  # a common name: checked per text
+        exact = EXACT_SCAN_MAX if narrowing(filters, vector=True) else None
+        flt, start = (where, params), wide_first(filters, size, con)
         scored = nearest_entries(
-            con, self.vector_cache, model_id, dim, qvec, (where, params), size, exact, KNN_MAX
+            con, self.vector_cache, model_id, dim, qvec, flt, size, exact, KNN_MAX, start
         )
         return [
             Candidate(id=i, document_id=doc, vector_rank=rank, similarity=sim)

@@ -240,6 +240,7 @@ def nearest_entries(
     size: int,
     exact_max: int | None,
     knn_max: int,
+    start: int | None = None,
 ) -> list[tuple[float, int, int | None]]:
     """The vector pool's rows: (similarity, entry id, document id) of the `size` entries
     nearest the query that pass the filter `flt` (entries.filter_sql's where and params),
@@ -247,7 +248,8 @@ def nearest_entries(
     at most that many entries their vectors are scored exactly; otherwise the nearest-neighbour
     search widens (never past knn_max) until `size` entries pass and, if the filter still
     leaves too few, falls back to scoring every entry it passes, so a filtered query finds
-    what an unfiltered one restricted afterwards does."""
+    what an unfiltered one restricted afterwards does. `start`: the first k (a filter known to
+    pass a share of the entries: request.wide_first)."""
     where, params = flt
     found: list[tuple[int, str, int | None]] | None = None
     sims: dict[str, float] = {}
@@ -257,7 +259,7 @@ def nearest_entries(
             found = allowed
             sims = index.similarities(con, model_id, dim, qvec, {h for _, h, _ in allowed})
     if found is None:
-        k = min(size, knn_max)
+        k = min(max(size, start or 0), knn_max)
         while True:
             nearest = index.knn(con, model_id, dim, qvec, k)
             sims = {h: 1.0 - d for h, d in nearest}

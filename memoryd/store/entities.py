@@ -21,6 +21,7 @@ so they are exact too.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -40,14 +41,18 @@ _UPSERT = (
 )
 
 
-# After an entry's mentions are in (it had none): its entities' counts, and one co-mention more
-# for each pair of its entities (per entity and per pair: cheaper than one statement over the
-# mentions table). Deleting is the triggers' work (migrations.m006): an entry's mentions also
-# go by cascade.
+# After entries' mentions are in (they had none): their entities' counts, and for each pair of
+# entities the number of those entries that mention both, one statement per entity and per pair
+# for a whole note (its chunks summed), each a batch (executemany). Deleting is the triggers'
+# work (migrations.m006): an entry's mentions also go by cascade.
+_INSERT = (
+    "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
 _COUNT = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
 _PAIR = (
-    "INSERT INTO relations(a, b, count) VALUES (?, ?, 1)"
-    " ON CONFLICT (a, b) DO UPDATE SET count = relations.count + 1"
+    "INSERT INTO relations(a, b, count) VALUES (?, ?, ?)"
+    " ON CONFLICT (a, b) DO UPDATE SET count = relations.count + excluded.count"
 )
 
 
@@ -64,39 +69,77 @@ def _entity(con: Connection, m: Mention) -> int:
     return int(con.execute(_UPSERT, (m.key, m.name, m.type)).fetchall()[0][0])
 
 
+def _entities(con: Connection, firsts: dict[str, Mention], ids: dict[str, int]) -> None:
+    """_entity for many keys (the first mention of each): their rows read in one statement
+    per 500 keys; only those missing, or whose name or type the mention betters, written."""
+    keys = [k for k in firsts if k not in ids]
+    known: dict[str, tuple[int, str, str]] = {}
+    for at in range(0, len(keys), 500):
+        part = keys[at : at + 500]
+        for entity_id, key, name, type_ in con.execute(
+            f"SELECT id, key, name, type FROM entities WHERE key IN ({','.join('?' * len(part))})",
+            part,
+        ).fetchall():
+            known[str(key)] = (int(entity_id), str(name), str(type_))
+    for key in keys:
+        m, row = firsts[key], known.get(key)
+        if row is not None:
+            entity_id, name, type_ = row
+            better_type = m.type != "other" and m.type != type_
+            better_name = name == name.lower() and m.name != name
+            if not (better_type or better_name):
+                ids[key] = entity_id
+                continue
+        ids[key] = int(con.execute(_UPSERT, (m.key, m.name, m.type)).fetchall()[0][0])
+
+
+def _store(
+    con: Connection,
+    entries: Iterable[tuple[int, float, Iterable[Mention]]],
+    ids: dict[str, int],
+) -> int:
+    """Store the mentions of entries that have none: (entry id, its date, its mentions) each.
+    `ids` (key -> entity id) carries the entities met so far across the entries of one
+    transaction, so that each is looked up once. One row per entity, line and surface form."""
+    rows: list[tuple[int, int, int, str, str, float]] = []
+    per: dict[int, int] = {}
+    pairs: dict[tuple[int, int], int] = {}
+    entries = [(entry_id, at, list(mentions)) for entry_id, at, mentions in entries]
+    firsts: dict[str, Mention] = {}
+    for _, _, mentions in entries:
+        for m in mentions:
+            firsts.setdefault(m.key, m)
+    _entities(con, firsts, ids)
+    for entry_id, at, mentions in entries:
+        seen: dict[tuple[int, int, str], str] = {}
+        for m in mentions:
+            seen.setdefault((ids[m.key], m.line, m.surface), m.key)
+        found: set[int] = set()
+        for (entity_id, line, surface), key in seen.items():
+            rows.append((entity_id, entry_id, line, surface, canonical_key(surface) or key, at))
+            per[entity_id] = per.get(entity_id, 0) + 1
+            found.add(entity_id)
+        ordered = sorted(found)
+        for i, a in enumerate(ordered):
+            for b in ordered[i + 1 :]:
+                pairs[a, b] = pairs.get((a, b), 0) + 1
+    if rows:
+        con.executemany(_INSERT, rows)
+        con.executemany(_COUNT, [(n, entity_id) for entity_id, n in per.items()])
+        con.executemany(_PAIR, [(a, b, n) for (a, b), n in pairs.items()])
+    return len(rows)
+
+
 def remember(
     con: Connection,
     entry_id: int,
+    created_at: float,
     mentions: Iterable[Mention],
     ids: dict[str, int] | None = None,
 ) -> int:
-    """Store the mentions of one entry that has none (new, or forgotten); returns how many.
-    `ids` (key -> entity id) carries the entities met so far across the entries of one
-    transaction, so that each is looked up once. One row per entity, line and surface form."""
-    ids = {} if ids is None else ids
-    rows: dict[tuple[int, int, str], str] = {}
-    for m in mentions:
-        entity_id = ids.get(m.key)
-        if entity_id is None:
-            entity_id = _entity(con, m)
-            ids[m.key] = entity_id
-        rows.setdefault((entity_id, m.line, m.surface), m.key)
-    for (entity_id, line, surface), key in rows.items():
-        con.execute(
-            "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (entity_id, entry_id, line, surface, canonical_key(surface) or key),
-        )
-    per: dict[int, int] = {}
-    for entity_id, _, _ in rows:
-        per[entity_id] = per.get(entity_id, 0) + 1
-    for entity_id, n in per.items():
-        con.execute(_COUNT, (n, entity_id))
-    found = sorted(per)
-    for i, a in enumerate(found):
-        for b in found[i + 1 :]:
-            con.execute(_PAIR, (a, b))
-    return len(rows)
+    """Store the mentions of one entry that has none (new, or forgotten), dated `created_at`
+    (the entry's); returns how many."""
+    return _store(con, [(entry_id, created_at, mentions)], {} if ids is None else ids)
 
 
 def recount(con: Connection) -> None:
@@ -203,7 +246,7 @@ def adopt(con: Connection, old_key: str, new_key: str) -> int:
     ]
     for entry_id in entry_ids:
         rows = con.execute(
-            "SELECT n.key, n.name, n.type, m.line, m.surface FROM mentions m"
+            "SELECT n.key, n.name, n.type, m.line, m.surface, m.created_at FROM mentions m"
             " JOIN entities n ON n.id = m.entity_id WHERE m.entry_id = ?",
             (entry_id,),
         ).fetchall()
@@ -211,11 +254,12 @@ def adopt(con: Connection, old_key: str, new_key: str) -> int:
         remember(
             con,
             entry_id,
+            float(rows[0][5]),  # the entry's date, which each of its mentions carries
             [
                 Mention(new_key, name, kind, int(line), str(surface), "wikilink")
                 if key == old_key
                 else Mention(str(key), str(n), str(t), int(line), str(surface), "name")
-                for key, n, t, line, surface in rows
+                for key, n, t, line, surface, _ in rows
             ],
         )
     return len(entry_ids)
@@ -232,7 +276,9 @@ def memory_mentions(content: str, tags: Iterable[str]) -> list[Mention]:
 def index_memory(con: Connection, entry_id: int, content: str, tags: Iterable[str]) -> None:
     """A memory's mentions, after it was added or its text or tags changed."""
     forget(con, entry_id)
-    remember(con, entry_id, known_as(con, memory_mentions(content, tags)))
+    rows = con.execute("SELECT created_at FROM entries WHERE id = ?", (entry_id,)).fetchall()
+    if rows:
+        remember(con, entry_id, float(rows[0][0]), known_as(con, memory_mentions(content, tags)))
 
 
 def reindex_memory(con: Connection, entry_id: int) -> None:
@@ -250,34 +296,37 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
     the first chunk also gets those above it (front matter: aliases, people, tags)."""
     if not mentions:
         return 0
-    mentions = known_as(con, mentions)
-    n = 0
-    ids: dict[str, int] = {}
-    for i, (entry_id, start, end) in enumerate(
+    ordered = sorted(known_as(con, mentions), key=lambda m: m.line)
+    lines = [m.line for m in ordered]
+    chunks = []
+    for i, (entry_id, start, end, created_at) in enumerate(
         con.execute(
-            "SELECT e.id, e.start_line, e.end_line FROM entries e JOIN documents d"
+            "SELECT e.id, e.start_line, e.end_line, e.created_at FROM entries e JOIN documents d"
             " ON d.id = e.document_id WHERE d.path = ? ORDER BY e.seq",
             (path,),
         ).fetchall()
     ):
-        low = -1 if i == 0 else start
-        n += remember(con, int(entry_id), [m for m in mentions if low <= m.line <= end], ids)
-    for m in mentions:  # its file name and aliases, written before it was indexed, name it
+        lo = 0 if i == 0 else bisect_left(lines, start)
+        chunks.append((int(entry_id), float(created_at), ordered[lo : bisect_right(lines, end)]))
+    n = _store(con, chunks, {})
+    for m in ordered:  # its file name and aliases, written before it was indexed, name it
         if m.source in _ADOPTED and (old := canonical_key(m.surface)) != m.key:
             adopt(con, old, m.key)
     return n
 
 
 def backfill_memories(con: Connection, table: str = "entries") -> int:
-    """Extract every memory's mentions (a migration to the entity schema; PostgreSQL's reads
-    its table `all_entries`, as no workspace is set while it migrates)."""
+    """Extract the mentions of every memory that has none (a migration to the entity schema;
+    PostgreSQL's reads its table `all_entries`, as no workspace is set while it migrates)."""
     assert table in ("entries", "all_entries")
     rows = con.execute(
-        f"SELECT id, content, tags FROM {table} WHERE kind = 'memory' ORDER BY id"
+        f"SELECT id, created_at, content, tags FROM {table} x WHERE kind = 'memory'"
+        " AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entry_id = x.id) ORDER BY id"
     ).fetchall()
     ids: dict[str, int] = {}
-    for entry_id, content, tags in rows:
-        remember(con, int(entry_id), known_as(con, memory_mentions(str(content), _tags(tags))), ids)
+    for entry_id, at, content, tags in rows:
+        found = known_as(con, memory_mentions(str(content), _tags(tags)))
+        remember(con, int(entry_id), float(at), found, ids)
     return len(rows)
 
 
@@ -305,10 +354,22 @@ def name_key(name: str) -> str:
     return canonical_key(name.strip())
 
 
-RESOLVE_SQL = (
-    "SELECT id FROM entities WHERE key = ?"
-    " UNION SELECT entity_id FROM mentions WHERE surface_key = ?"
+# The entities written in a form (its key twice): one index seek per distinct entity on
+# `mentions_surface` (surface_key, entity_id, ...), not a walk of every mention written so
+# ("Pavel Jensen" is 14,000 of them at 100K chunks).
+FORMS_SQL = (
+    "SELECT id FROM (WITH RECURSIVE f(id) AS ("
+    " SELECT min(entity_id) FROM mentions WHERE surface_key = ?"
+    " UNION ALL SELECT (SELECT min(entity_id) FROM mentions WHERE surface_key = ?"
+    " AND entity_id > f.id) FROM f WHERE f.id IS NOT NULL)"
+    " SELECT id FROM f WHERE id IS NOT NULL) AS forms"
 )
+# ... and the one whose key it is (the key three times: resolve_params)
+RESOLVE_SQL = f"SELECT id FROM entities WHERE key = ? UNION {FORMS_SQL}"
+
+
+def resolve_params(key: str) -> list[str]:
+    return [key, key, key]
 
 
 def resolve(con: Connection, name: str) -> list[int]:
@@ -317,19 +378,88 @@ def resolve(con: Connection, name: str) -> list[int]:
     key = name_key(name)
     if not key:
         return []
-    return [int(r[0]) for r in con.execute(RESOLVE_SQL, (key, key)).fetchall()]
+    return [int(r[0]) for r in con.execute(RESOLVE_SQL, resolve_params(key)).fetchall()]
 
 
-def filter_sql(names: Sequence[str]) -> tuple[str, list[Any]]:
-    """An SQL condition over the entry alias `e`: it mentions every one of `names` (each
-    by its key or any of its surface forms). Pure."""
+# An entities filter whose names are mentioned at most this many times (rows of `mentions`) is
+# narrow: the pools look up the few entries it allows (an exact vector scan over them). A name
+# mentioned more often is wide: the pools find their candidates as without a filter and check
+# each against the mentions (one index look-up a candidate), instead of making the set of every
+# entry that mentions it once per pool query (issue 20.6: a name in 14% of 100K chunks).
+NARROW_MENTIONS = 2000
+
+
+def resolve_filter(
+    con: Connection, names: Sequence[str]
+) -> tuple[tuple[tuple[int, ...], ...], int]:
+    """The entity ids each name means (an empty group: nothing can match) and the mentions of
+    the least mentioned group (an upper bound of the entries the filter passes): once a search."""
+    groups = tuple(tuple(resolve(con, name)) for name in names)
+    counts = [0]
+    for ids in groups:
+        if not ids:
+            return groups, 0
+        marks = ",".join("?" * len(ids))
+        row = con.execute(
+            f"SELECT coalesce(sum(mentions), 0) FROM entities WHERE id IN ({marks})", list(ids)
+        ).fetchall()
+        counts.append(int(row[0][0]))
+    return groups, min(counts[1:], default=0)
+
+
+def is_wide(mentions: int | bool | None) -> bool:
+    return mentions is not None and int(mentions) > NARROW_MENTIONS
+
+
+def rowid_sql(groups: Sequence[Sequence[int]]) -> tuple[str, list[Any]]:
+    """filter_sql's condition (resolved groups) on the FTS5 rowid of `entries_fts` (the `+`
+    keeps SQLite from handing it to FTS5 as a rowid look-up per id). Pure."""
     parts: list[str] = []
     params: list[Any] = []
+    for ids in groups:
+        if not ids:
+            return "0 = 1", []
+        marks = ",".join("?" * len(ids))
+        parts.append(
+            "+entries_fts.rowid IN"
+            f" (SELECT fm.entry_id FROM mentions fm WHERE fm.entity_id IN ({marks}))"
+        )
+        params.extend(ids)
+    return " AND ".join(parts), params
+
+
+def filter_sql(
+    names: Sequence[str],
+    groups: Sequence[Sequence[int]] | None = None,
+    mentions: int | bool | None = None,
+) -> tuple[str, list[Any]]:
+    """An SQL condition over the entry alias `e`: it mentions every one of `names` (each
+    by its key or any of its surface forms), or with `groups` (resolve_filter's), one of the
+    entities of each group: a set of entries made once per statement when narrow, a look-up
+    per entry when wide (`mentions`, resolve_filter's, over NARROW_MENTIONS). Pure."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if groups is not None:
+        for ids in groups:
+            if not ids:
+                return "0 = 1", []
+            marks = ",".join("?" * len(ids))
+            if is_wide(mentions):
+                parts.append(
+                    "EXISTS (SELECT 1 FROM mentions fm WHERE fm.entry_id = e.id"
+                    f" AND fm.entity_id IN ({marks}))"
+                )
+            else:
+                parts.append(
+                    f"e.id IN (SELECT fm.entry_id FROM mentions fm WHERE fm.entity_id IN ({marks}))"
+                )
+            params.extend(ids)
+        return " AND ".join(parts), params
     for name in names:
         key = name_key(name)
         # not correlated: the engine makes the set of entries once and looks them up
         parts.append(
             f"e.id IN (SELECT fm.entry_id FROM mentions fm WHERE fm.entity_id IN ({RESOLVE_SQL}))"
         )
-        params.extend([key, key])
+        params.extend(resolve_params(key))
     return " AND ".join(parts), params

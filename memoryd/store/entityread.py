@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryd.store.dialect import is_postgres
-from memoryd.store.entities import RESOLVE_SQL, name_key
+from memoryd.store.entities import FORMS_SQL, RESOLVE_SQL, name_key, resolve_params
 from memoryd.store.protocol import Connection
 
 
@@ -31,13 +31,13 @@ class EntityRow:
 _COLS = "n.id, n.key, n.name, n.type, n.mentions"
 
 
-def _visible(con: Connection, alias: str = "n") -> str:
+def _visible(con: Connection, alias: str = "n", column: str = "id") -> str:
     """SQLite: every entity row has a mention (triggers); PostgreSQL: one this daemon sees."""
     if not is_postgres(con):
         return "1 = 1"
     return (
         f"EXISTS (SELECT 1 FROM mentions vm JOIN entries vx ON vx.id = vm.entry_id"
-        f" WHERE vm.entity_id = {alias}.id)"
+        f" WHERE vm.entity_id = {alias}.{column})"
     )
 
 
@@ -58,7 +58,7 @@ def by_name(con: Connection, name: str) -> list[EntityRow]:
         con,
         f"SELECT {_COLS} FROM entities n WHERE n.id IN ({RESOLVE_SQL}) AND {_visible(con)}"
         " ORDER BY n.key = ? DESC, n.mentions DESC, n.id",
-        (key, key, key),
+        [*resolve_params(key), key],
     )
 
 
@@ -78,7 +78,7 @@ def matching(con: Connection, text: str, limit: int, types: Sequence[str] = ()) 
     sql = (
         f"SELECT {_COLS}, min(r) AS rank FROM ("
         " SELECT id, 0 AS r FROM entities WHERE key = ?"
-        " UNION ALL SELECT DISTINCT entity_id, 1 FROM mentions WHERE surface_key = ?"
+        f" UNION ALL SELECT id, 1 FROM ({FORMS_SQL}) AS fs"
         " UNION ALL SELECT id, 2 FROM entities WHERE key LIKE ? ESCAPE '\\'"
         " UNION ALL SELECT id, 3 FROM entities WHERE key LIKE ? ESCAPE '\\'"
         " UNION ALL SELECT id, 4 FROM entities WHERE key LIKE ? ESCAPE '\\'"
@@ -86,7 +86,7 @@ def matching(con: Connection, text: str, limit: int, types: Sequence[str] = ()) 
         " GROUP BY n.id, n.key, n.name, n.type, n.mentions"
         " ORDER BY rank, n.mentions DESC, n.id LIMIT ?"
     )
-    params = [key, key, like + "%", "% " + like + "%", "%" + like + "%", *types, limit]
+    params = [key, key, key, like + "%", "% " + like + "%", "%" + like + "%", *types, limit]
     return [
         (EntityRow(int(i), str(k), str(n), str(t), int(c)), int(r))
         for i, k, n, t, c, r in con.execute(sql, params).fetchall()
@@ -121,29 +121,32 @@ def _in(ids: Sequence[int]) -> str:
     return ",".join("?" * len(ids))
 
 
-def aliases(con: Connection, ids: Sequence[int], limit: int = 20) -> list[str]:
-    """The surface forms as written, most used first."""
+def newest(con: Connection, entity_id: int, window: int) -> list[tuple[Any, ...]]:
+    """The entity's newest `window` mentions this daemon sees, newest first: (entry id, kind,
+    path, date, line, surface). Read off the mentions' key (entity, date, ...): the cost is the
+    window's, not the entity's mention count."""
     return [
-        str(r[0])
+        tuple(r)
         for r in con.execute(
-            f"SELECT surface FROM mentions WHERE entity_id IN ({_in(ids)})"
-            " GROUP BY surface ORDER BY count(*) DESC, surface LIMIT ?",
-            [*ids, limit],
+            "SELECT m.entry_id, x.kind, d.path, m.created_at, m.line, m.surface"
+            " FROM mentions m JOIN entries x ON x.id = m.entry_id"
+            " LEFT JOIN documents d ON d.id = x.document_id"
+            " WHERE m.entity_id = ? ORDER BY m.created_at DESC LIMIT ?",
+            (entity_id, window),
         ).fetchall()
     ]
 
 
-def mentioning(con: Connection, ids: Sequence[int]) -> list[dict[str, Any]]:
-    """Every entry this daemon sees that mentions one of `ids`, without its text: id, kind,
-    path, date, how often it mentions them, and the first line and surface form."""
-    cols = ("id", "kind", "path", "created_at", "count", "line", "surface")
+def seen(con: Connection, entity_id: int) -> tuple[Any, Any]:
+    """(first, last): the dates of the oldest and newest entry this daemon sees that mentions
+    the entity; two reads at the ends of its part of the mentions' key."""
     sql = (
-        "SELECT x.id, x.kind, d.path, x.created_at, g.n, g.line, g.surface FROM ("
-        " SELECT entry_id, count(*) AS n, min(line) AS line, min(surface) AS surface"
-        f" FROM mentions WHERE entity_id IN ({_in(ids)}) GROUP BY entry_id) AS g"
-        " JOIN entries x ON x.id = g.entry_id LEFT JOIN documents d ON d.id = x.document_id"
+        "SELECT m.created_at FROM mentions m JOIN entries x ON x.id = m.entry_id"
+        " WHERE m.entity_id = ? ORDER BY m.created_at {} LIMIT 1"
     )
-    return [dict(zip(cols, r, strict=True)) for r in con.execute(sql, list(ids)).fetchall()]
+    first = con.execute(sql.format("ASC"), (entity_id,)).fetchall()
+    last = con.execute(sql.format("DESC"), (entity_id,)).fetchall()
+    return (first[0][0] if first else None), (last[0][0] if last else None)
 
 
 def texts(con: Connection, entry_ids: Sequence[int]) -> dict[int, tuple[str, int, str | None]]:
@@ -162,7 +165,11 @@ def texts(con: Connection, entry_ids: Sequence[int]) -> dict[int, tuple[str, int
 
 def related(con: Connection, ids: Sequence[int], limit: int) -> list[tuple[EntityRow, int]]:
     """The entities most often mentioned in the same entry as one of `ids`, with the number of
-    entries that mention both."""
+    entries that mention both. For one entity (the page, the graph walk) the strongest of each
+    end of the pairs come off the indexes by count (relations_a_count, relations_b_count), with
+    room for ties at the cut."""
+    if len(ids) == 1:
+        return _related_one(con, ids[0], limit)
     marks = _in(ids)
     sql = (
         f"SELECT {_COLS}, r.n FROM ("
@@ -177,14 +184,76 @@ def related(con: Connection, ids: Sequence[int], limit: int) -> list[tuple[Entit
     ]
 
 
+def _related_one(con: Connection, entity_id: int, limit: int) -> list[tuple[EntityRow, int]]:
+    room = 2 * limit + 10
+    side = (
+        "SELECT * FROM (SELECT {other} AS other, count AS n FROM relations rl"
+        " WHERE {this} = ? AND {visible} ORDER BY count DESC LIMIT ?) AS {name}"
+    )
+    a_side = side.format(other="b", this="a", visible=_visible(con, "rl", "b"), name="ra")
+    b_side = side.format(other="a", this="b", visible=_visible(con, "rl", "a"), name="rb")
+    sql = (
+        f"SELECT {_COLS}, r.n FROM ({a_side} UNION ALL {b_side}) AS r"
+        " JOIN entities n ON n.id = r.other"
+        " ORDER BY r.n DESC, n.mentions DESC, n.key LIMIT ?"
+    )
+    rows = con.execute(sql, [entity_id, room, entity_id, room, limit]).fetchall()
+    return [
+        (EntityRow(int(i), str(k), str(n), str(t), int(c)), int(cnt)) for i, k, n, t, c, cnt in rows
+    ]
+
+
 def together(con: Connection, first: int, second: int) -> tuple[Any, Any]:
-    """(first, last) date of an entry this daemon sees that mentions both entities; the
-    entries of `first` are walked (give the one with fewer mentions), those of `second` looked
-    up (CROSS JOIN keeps that order in SQLite; PostgreSQL plans its own)."""
-    row = con.execute(
-        "SELECT min(x.created_at), max(x.created_at) FROM mentions m1 CROSS JOIN mentions m2"
-        " JOIN entries x ON x.id = m1.entry_id"
-        " WHERE m1.entity_id = ? AND m2.entry_id = m1.entry_id AND m2.entity_id = ?",
-        [first, second],
-    ).fetchall()[0]
-    return row[0], row[1]
+    """(first, last) date of an entry this daemon sees that mentions both entities: the
+    mentions of `first` (give the one with fewer mentions) are walked from each end of their
+    dates until one whose entry also mentions `second` (a look-up in the mentions' key)."""
+    sql = (
+        "SELECT m1.created_at FROM mentions m1 JOIN entries x ON x.id = m1.entry_id"
+        " WHERE m1.entity_id = ? AND EXISTS (SELECT 1 FROM mentions m2 WHERE m2.entity_id = ?"
+        " AND m2.created_at = m1.created_at AND m2.entry_id = m1.entry_id)"
+        " ORDER BY m1.created_at {} LIMIT 1"
+    )
+    lo = con.execute(sql.format("ASC"), (first, second)).fetchall()
+    hi = con.execute(sql.format("DESC"), (first, second)).fetchall()
+    return (lo[0][0] if lo else None), (hi[0][0] if hi else None)
+
+
+# --- the entity signal of search (search/entityboost.py) ----------------------------------------
+
+DF_CAP = 10_000  # entries counted per entity at most (an entity this common weighs ~0)
+
+
+def named(con: Connection, keys: Sequence[str]) -> dict[int, int]:
+    """{entity id: entries that mention it (up to DF_CAP)} of the entities that these canonical
+    keys are the key or a surface form of."""
+    out: dict[int, int] = {}
+    for key in dict.fromkeys(k for k in keys if k):
+        for (entity_id,) in con.execute(RESOLVE_SQL, resolve_params(key)).fetchall():
+            if int(entity_id) in out:
+                continue
+            row = con.execute(
+                "SELECT count(*) FROM (SELECT DISTINCT entry_id FROM mentions"
+                " WHERE entity_id = ? LIMIT ?) AS d",
+                (entity_id, DF_CAP),
+            ).fetchall()
+            out[int(entity_id)] = int(row[0][0])
+    return out
+
+
+def mentioned_in(
+    con: Connection, entity_ids: Sequence[int], entry_ids: Sequence[int]
+) -> dict[int, set[int]]:
+    """{entry id: the ones of `entity_ids` it mentions}, for these entries."""
+    out: dict[int, set[int]] = {}
+    if not entity_ids or not entry_ids:
+        return out
+    ents = list(entity_ids)
+    for at in range(0, len(entry_ids), 500):
+        part = list(entry_ids[at : at + 500])
+        for entry, entity in con.execute(
+            f"SELECT DISTINCT entry_id, entity_id FROM mentions WHERE entity_id IN ({_in(ents)})"
+            f" AND entry_id IN ({_in(part)})",
+            [*ents, *part],
+        ).fetchall():
+            out.setdefault(int(entry), set()).add(int(entity))
+    return out

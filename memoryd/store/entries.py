@@ -80,10 +80,12 @@ class Filters:
     tiers: tuple[str, ...] = ()
     include_deprecated: bool = False
     entities: tuple[str, ...] = ()  # names every entry must mention (store/entities.py)
+    entity_ids: tuple[tuple[int, ...], ...] | None = None  # resolved once a search: resolve_filter
+    entity_mentions: int | None = None  # ... and the least mentioned name's mentions
 
 
-def filter_sql(f: Filters, now: float) -> tuple[str, list[Any]]:
-    """Filters -> (SQL boolean expression over aliases e/d, parameters). Pure."""
+def filter_sql(f: Filters, now: float, wide: bool = False) -> tuple[str, list[Any]]:
+    """Filters -> (SQL over aliases e/d, parameters). Pure. `wide`: see entities.filter_sql."""
     parts: list[str] = []
     params: list[Any] = []
     if f.kind:
@@ -93,7 +95,7 @@ def filter_sql(f: Filters, now: float) -> tuple[str, list[Any]]:
         parts.append(f"e.type IN ({','.join('?' * len(f.types))})")
         params.extend(f.types)
     if f.entities:
-        sql, more = entities.filter_sql(f.entities)
+        sql, more = entities.filter_sql(f.entities, f.entity_ids, wide and f.entity_mentions)
         parts.append(sql)
         params.extend(more)
     for tag in f.tags:

@@ -274,8 +274,8 @@ def m006_entities(con: apsw.Connection) -> None:
     """Entities, their mentions and co-mentions (store/entities.py). Adding an entry's
     mentions counts them (entities.remember); the triggers on deleting one keep the counts and
     remove an entity or a relation with its last mention, however the mention went (its entry
-    deleted, edited, expired, re-indexed). Memories are read here; notes at the next reconcile
-    (sha256 cleared, as m005 did)."""
+    deleted, edited, expired, re-indexed). Memories are read by m007 (it dates the mentions);
+    notes at the next reconcile (sha256 cleared, as m005 did)."""
     con.execute(
         f"""
         CREATE TABLE entities(
@@ -309,7 +309,60 @@ def m006_entities(con: apsw.Connection) -> None:
         UPDATE documents SET sha256 = '', mtime = -1;
         """
     )
-    entities.backfill_memories(con)
+    # the memories' mentions are read by m007, which gave mentions their dates
+
+
+# The triggers of m006 on deleting a mention (m007 drops them with the old table and makes them
+# again on the new one).
+_MENTION_TRIGGERS = """
+CREATE TRIGGER mentions_ad AFTER DELETE ON mentions
+WHEN NOT EXISTS (SELECT 1 FROM mentions WHERE entry_id = old.entry_id
+                 AND entity_id = old.entity_id) BEGIN
+    UPDATE relations SET count = count - 1
+        WHERE (a, b) IN (SELECT min(old.entity_id, o.entity_id),
+                                max(old.entity_id, o.entity_id)
+                         FROM (SELECT DISTINCT entity_id FROM mentions
+                               WHERE entry_id = old.entry_id) AS o);
+    DELETE FROM relations WHERE count <= 0 AND (a = old.entity_id OR b = old.entity_id);
+END;
+CREATE TRIGGER mentions_ad_count AFTER DELETE ON mentions BEGIN
+    UPDATE entities SET mentions = mentions - 1 WHERE id = old.entity_id;
+    DELETE FROM entities WHERE id = old.entity_id AND mentions <= 0;
+END;
+"""
+
+
+def m007_entity_dates(con: apsw.Connection) -> None:
+    """Each mention carries its entry's date, in its key: an entity page reads the newest
+    mentions, and first and last seen, off the index instead of every mention (issue 20.6). A
+    trigger keeps the date equal to the entry's when that changes (front-matter dates). The
+    co-mentions are indexed by count from both ends, for the strongest relations."""
+    cols = ", ".join(tables.names(tables.MENTIONS)[:-1])
+    con.execute(
+        f"""
+        CREATE TABLE mentions_v7(
+            {tables.create_columns(tables.MENTIONS, "sqlite", " " * 12)},
+            {tables.MENTIONS[-1].ddl("sqlite")},
+            PRIMARY KEY (entity_id, created_at, entry_id, line, surface)
+        ) WITHOUT ROWID;
+        INSERT INTO mentions_v7({cols}, created_at)
+            SELECT {", ".join("m." + c for c in cols.split(", "))}, e.created_at
+            FROM mentions m JOIN entries e ON e.id = m.entry_id;
+        DROP TABLE mentions;
+        ALTER TABLE mentions_v7 RENAME TO mentions;
+        CREATE INDEX mentions_entry ON mentions(entry_id, entity_id);
+        CREATE INDEX mentions_surface ON mentions(surface_key);
+        {_MENTION_TRIGGERS}
+        CREATE TRIGGER entries_au_created AFTER UPDATE OF created_at ON entries
+        WHEN new.created_at IS NOT old.created_at BEGIN
+            UPDATE mentions SET created_at = new.created_at WHERE entry_id = new.id;
+        END;
+        DROP INDEX relations_b;
+        CREATE INDEX relations_a_count ON relations(a, count);
+        CREATE INDEX relations_b_count ON relations(b, count);
+        """
+    )
+    entities.backfill_memories(con)  # a store older than m006 (its memories have none yet)
 
 
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
@@ -319,6 +372,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m004_cjk_tokenizer,
     m005_links,
     m006_entities,
+    m007_entity_dates,
 ]
 
 

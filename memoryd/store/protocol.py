@@ -13,7 +13,7 @@ call on both backends. Rows are tuples of Any: the database decides the values' 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -41,6 +41,8 @@ class Connection(Protocol):
     """One connection inside the transaction its store opened (`?` placeholders)."""
 
     def execute(self, sql: str, params: Sequence[Any] | None = None, /) -> Cursor: ...
+
+    def executemany(self, sql: str, seq: Iterable[Sequence[Any]], /) -> Any: ...
 
     def changes(self) -> int: ...
 

@@ -12,6 +12,7 @@ import os
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -36,13 +37,16 @@ def keyword_sql(where: str) -> str:
     )
 
 
-def ranked_first_sql(where: str, part: bool = False) -> str:
+def ranked_first_sql(where: str, part: bool = False, rowid: str = "") -> str:
     """SQL for the keyword pool's first try: FTS5 ranks its matches alone and only the best
     `?` are looked up in `entries`, each with whether it passes the filter, instead of every
     match being looked up and filtered before the ranking (a common word matches a fifth of a
     100K-chunk index, and those lookups cost more than the ranking). `part`: only the matches
-    whose rowid is in [?, ?) (one part of a split ranking, `keyword_pool`)."""
+    whose rowid is in [?, ?) (one part of a split ranking, `keyword_pool`). `rowid`: a
+    condition on `entries_fts.rowid` each match is checked against before it is ranked
+    (Prefilter)."""
     rowids = " AND rowid >= ? AND rowid < ?" if part else ""
+    rowids += f" AND {rowid}" if rowid else ""
     return (
         f"SELECT e.id, m.score, e.document_id, ({where}) FROM"
         f" (SELECT rowid, {_BM25} AS score FROM entries_fts"
@@ -60,6 +64,18 @@ Ranked = list[tuple[int, float, int | None, bool]]  # id, bm25, document id, pas
 Beside = Callable[[Callable[[Connection], Ranked]], Future[Ranked]]
 
 
+@dataclass(frozen=True)
+class Prefilter:
+    """A filter split for the keyword pool (SQLite): `rowid`, a condition on the FTS5 rowid
+    (an entities filter: store/entities.rowid_sql) checked on every match before the ranking,
+    and `where`, the rest of the filter, checked on the best ranked ones."""
+
+    where: str
+    params: list[Any]
+    rowid: str
+    rowid_params: list[Any]
+
+
 def _ranked(
     con: Connection,
     match: str,
@@ -67,11 +83,13 @@ def _ranked(
     params: Sequence[Any],
     first: int,
     part: tuple[int, int] | None = None,
+    pre: Prefilter | None = None,
 ) -> Ranked:
-    args = [*params, match, *(part or ()), first]
+    args = [*params, match, *(part or ()), *(pre.rowid_params if pre else ()), first]
+    sql = ranked_first_sql(where, part is not None, pre.rowid if pre else "")
     return [
         (int(i), float(score), None if doc is None else int(doc), bool(ok))
-        for i, score, doc, ok in con.execute(ranked_first_sql(where, part is not None), args)
+        for i, score, doc, ok in con.execute(sql, args)
     ]
 
 
@@ -116,6 +134,7 @@ def keyword_pool(
     *,
     narrow: bool = False,
     beside: Beside | None = None,
+    pre: Prefilter | None = None,
 ) -> list[tuple[int, float, int | None]]:
     """(entry id, bm25 (lower is better), document id) of the best `size` matches that pass
     the filter. Unless the filter is `narrow` (it may pass few texts: a path, tags, dates),
@@ -124,16 +143,20 @@ def keyword_pool(
     query rank and filter every match. Either way the answer is the best `size` that pass: a
     match outside the first ranked ones ranks below all of them. `beside` (SQLite): runs a
     function on another thread's read connection; with it a large index's first ranking is
-    split in two halves ranked at once (`_ranked_split`)."""
+    split in two halves ranked at once (`_ranked_split`). With `pre` (an entities filter)
+    the first try ranks only the matches it passes, whatever `narrow` says: the check is a
+    probe of a set made once, before each match is scored or looked up."""
     if is_postgres(con):
         return _pg().keyword_pool(con, match, where, params, size)
-    if narrow:
+    if narrow and pre is None:
         return [
             (int(i), float(score), None if doc is None else int(doc))
             for i, score, doc in con.execute(keyword_sql(where), [match, *params, size])
         ]
     first = size + RANKED_FIRST_SLACK
-    if beside is not None:
+    if pre is not None:
+        ranked = _ranked(con, match, pre.where, pre.params, first, pre=pre)
+    elif beside is not None:
         ranked = _ranked_split(con, match, where, params, first, beside)
     else:
         ranked = _ranked(con, match, where, params, first)

@@ -119,6 +119,9 @@ MENTIONS: tuple[Column, ...] = (
     _c("line", "INTEGER NOT NULL"),
     _c("surface", "TEXT NOT NULL"),
     _c("surface_key", "TEXT NOT NULL"),
+    # the entry's created_at, kept equal to it (a trigger follows its changes): in the
+    # mentions' key, so an entity's newest mentions and its first and last seen are index reads
+    Column("created_at", "REAL NOT NULL", "DOUBLE PRECISION NOT NULL", "m007_entity_dates; pg v3"),
 )
 
 # co-mentions within one entry: a < b, counted once per entry that mentions both

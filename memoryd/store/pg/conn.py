@@ -9,7 +9,7 @@ branch on `is_postgres(con)`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -81,6 +81,14 @@ class PgConnection:
         cur = self.raw.execute(translate(sql), list(params or ()), prepare=False)
         self._changes = max(cur.rowcount, 0)
         return PgCursor(cur)
+
+    def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> None:
+        """One statement for every parameter row (apsw's executemany; psycopg pipelines it)."""
+        rows = [list(p) for p in seq]
+        if rows:
+            with self.raw.cursor() as cur:
+                cur.executemany(translate(sql), rows)
+                self._changes = max(cur.rowcount, 0)
 
     def changes(self) -> int:
         """Rows changed by the last statement (apsw's changes())."""

@@ -298,8 +298,8 @@ def _v2_entities(cur: psycopg.Cursor) -> None:
     """Entities, mentions and co-mentions (store/entities.py; SQLite: migrations.m006). The
     tables are the database's, like memories: an entity's counts cover every workspace, and
     the reading queries join `entries`, so a daemon lists only what its own notes and the
-    memories mention. Memories are read here; each workspace's notes at its daemon's next
-    reconcile (sha256 cleared)."""
+    memories mention. Memories are read by v3 (it dates the mentions); each workspace's notes at
+    its daemon's next reconcile (sha256 cleared)."""
     cur.execute(
         """
         CREATE TABLE entities(
@@ -322,10 +322,7 @@ def _v2_entities(cur: psycopg.Cursor) -> None:
         .replace("@RELATIONS@", tables.create_columns(tables.RELATIONS, "postgres", _INDENT))
     )
     cur.execute(_MENTION_TRIGGERS)
-    from memoryd.store import entities
-    from memoryd.store.pg.conn import PgConnection
-
-    entities.backfill_memories(PgConnection(cur.connection), "all_entries")
+    # the memories' mentions are read by v3, which gave mentions their dates
 
 
 # The same work as SQLite's triggers on deleting a mention (migrations.m006_entities), in a
@@ -366,7 +363,42 @@ CREATE TRIGGER mentions_ad AFTER DELETE ON mentions
 """
 
 
-MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [_v1_initial, _v2_entities]
+def _v3_entity_dates(cur: psycopg.Cursor) -> None:
+    """Each mention carries its entry's date, indexed with its entity: the entity page reads
+    the newest mentions and first and last seen off the index (SQLite: migrations.m007). A
+    trigger keeps it equal to the entry's date; relations are indexed by count from both ends."""
+    cur.execute(
+        f"""
+        ALTER TABLE mentions ADD COLUMN {tables.MENTIONS[-1].name} DOUBLE PRECISION;
+        UPDATE mentions m SET created_at = e.created_at FROM all_entries e
+            WHERE e.id = m.entry_id;
+        ALTER TABLE mentions ALTER COLUMN created_at SET NOT NULL;
+        DROP INDEX mentions_entity;
+        CREATE INDEX mentions_entity ON mentions(entity_id, created_at, entry_id);
+        DROP INDEX mentions_surface;
+        CREATE INDEX mentions_surface ON mentions(surface_key, entity_id);
+        DROP INDEX relations_b;
+        CREATE INDEX relations_a_count ON relations(a, count);
+        CREATE INDEX relations_b_count ON relations(b, count);
+        CREATE FUNCTION memoryd_entry_dated() RETURNS trigger
+        LANGUAGE plpgsql AS $fn$
+        BEGIN
+            UPDATE mentions SET created_at = NEW.created_at WHERE entry_id = NEW.id;
+            RETURN NULL;
+        END
+        $fn$;
+        CREATE TRIGGER all_entries_dated AFTER UPDATE OF created_at ON all_entries
+            FOR EACH ROW WHEN (NEW.created_at IS DISTINCT FROM OLD.created_at)
+            EXECUTE FUNCTION memoryd_entry_dated();
+        """
+    )
+    from memoryd.store import entities
+    from memoryd.store.pg.conn import PgConnection
+
+    entities.backfill_memories(PgConnection(cur.connection), "all_entries")
+
+
+MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [_v1_initial, _v2_entities, _v3_entity_dates]
 
 
 def migrate(con: psycopg.Connection) -> list[str]:

@@ -1,0 +1,74 @@
+"""The entity signal of search (issue 20.3): a query that names a known entity ranks the
+passages that mention it (or one of its aliases) above those that only share other words.
+
+The query's names are what the index's own extractor finds in it (memoryd.text.entities:
+`Maya`, `Lena's`, `billing-svc`, `ERR_AUTH_2207`; not a lowercase common word), each resolved
+to the entities whose key or surface form it is (store/entityread.py). A candidate's share is the
+IDF-weighted part of those entities its text mentions (an entity that every text mentions
+distinguishes nothing: IDF over the entries that mention it, relative to a name only one entry
+holds); a note's share is its best section's. Its relevance is then multiplied by
+1 + `search.entity_weight` x share (capped at 1): a soft signal, applied where keyword and vector
+pools are fused.
+
+`entity_weight` is 0.2, chosen leaving each set in bench/data out (`python -m bench.weights
+--entity`; no set falls at 0.1-0.4; BENCHMARKS.md, "Issue 19: ranking after the merges").
+0 turns it off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memoryd.search.ranking import Candidate, idf
+from memoryd.store import entityread, searchsql
+from memoryd.store.entities import name_key
+from memoryd.store.protocol import Connection
+from memoryd.text.entities import extract
+
+
+def query_keys(query: str) -> list[str]:
+    """The canonical keys and surface forms of the names the query holds (pure)."""
+    out: dict[str, None] = {}
+    for m in extract(query):
+        out[m.key] = None
+        out[name_key(m.surface)] = None
+    return [k for k in out if k]
+
+
+def shares(con: Connection, query: str, candidates: Sequence[Candidate]) -> dict[int, float]:
+    """{chunk id: the IDF-weighted share of the query's named entities it mentions} for the
+    candidates and their sections; empty when the query names no known entity."""
+    keys = query_keys(query)
+    named = entityread.named(con, keys) if keys else {}
+    if not named:
+        return {}
+    n = searchsql.entry_count(con)
+    weights = {e: idf(df, max(n, df)) / idf(1, max(n, 1)) for e, df in named.items()}
+    total = float(len(weights))
+    ids = [sec.id for c in candidates for sec in (c.sections or [c])]
+    found = entityread.mentioned_in(con, list(weights), ids)
+    return {i: sum(weights[e] for e in ents) / total for i, ents in found.items()}
+
+
+def boost(con: Connection, query: str, candidates: Sequence[Candidate], weight: float) -> None:
+    """Multiply each candidate's relevance (and its sections') by 1 + weight x its share
+    (a note's: its best section's), capped at 1; `components["entity"]` records the share."""
+    if weight <= 0 or not candidates:
+        return
+    got = shares(con, query, candidates)
+    if not got:
+        return
+    for c in candidates:
+        secs = c.sections or [c]
+        for x in secs:
+            _lift(x, got.get(x.id, 0.0), weight)
+        if c.sections:
+            _lift(c, max(got.get(x.id, 0.0) for x in secs), weight)
+
+
+def _lift(c: Candidate, share: float, weight: float) -> None:
+    if share <= 0:
+        return
+    c.components["entity"] = round(share, 4)
+    c.fused = min(1.0, c.fused * (1.0 + weight * share))
+    c.components["relevance"] = c.fused
