@@ -58,9 +58,11 @@ def fix_mmap_threshold(nbytes: int = MMAP_THRESHOLD) -> bool:
     threshold to the size of each mapped block freed (up to 32 MB): after the first search's
     float32 copies (~3 MB) or the first inference run's activations were freed, the next ones
     came from the heap arenas and stayed resident between uses and in fragments. Measured at
-    100K chunks under the soak's mix, two daemons side by side: -43 MB RSS after a minute
-    (BENCHMARKS.md, issue 23.2). A fixed threshold also keeps the trim threshold at its
-    default (128 KB) instead of twice the raised one. True when it was set."""
+    100K chunks under the soak's mix, two daemons side by side for 7 minutes: 343 MB RSS
+    against 395 (BENCHMARKS.md, issue 23.2). The price is page faults on every such block: a
+    background inference run of 4 x 128 tokens took about twice as long in-process under load
+    (docs/configuration.md says how to choose speed instead). A fixed threshold also keeps the
+    trim threshold at its default (128 KB) instead of twice the raised one. True when set."""
     if os.environ.get("MALLOC_MMAP_THRESHOLD_"):
         return False
     libc = _glibc()
