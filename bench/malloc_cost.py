@@ -20,7 +20,20 @@ import tempfile
 import time
 from pathlib import Path
 
-WORDS = "the deploy pipeline runs migrations before the service restarts and checks health".split()
+WORDS = [
+    "the",
+    "deploy",
+    "pipeline",
+    "runs",
+    "migrations",
+    "before",
+    "the",
+    "service",
+    "restarts",
+    "and",
+    "checks",
+    "health",
+]
 
 
 def child(setting: str, runs: int) -> dict[str, float]:
