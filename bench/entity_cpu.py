@@ -16,36 +16,19 @@ import os
 import shutil
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from bench import run
-from bench.entity_graph import write_workspace
+from bench.entity_graph import index_variant, write_workspace
 
 
 def index_cpu(workspace: Path, data: Path, variant: str) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one cold reconcile of `workspace` into `data`."""
-    from memoryd.index import indexer
-    from memoryd.index.embed import ModelHolder
-    from memoryd.serve.app import App
-    from memoryd.store import entities as store_entities
-
-    saved = (indexer.entities.extract_document, store_entities.index_document)
     shutil.rmtree(data, ignore_errors=True)
-    if variant == "none":
-        indexer.entities.extract_document = lambda *a, **k: []  # type: ignore[assignment]
-    if variant in ("none", "extract"):
-        store_entities.index_document = lambda *a, **k: 0  # type: ignore[assignment]
     try:
-        cfg = run.make_config(data.parent, workspace=str(workspace), data_dir=str(data))
-        app = App(cfg, model=ModelHolder(None, description="keyword only"))
-        cpu, wall = time.process_time(), time.perf_counter()
-        app.indexer.reconcile()
-        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        wall, cpu, app = index_variant(workspace, data, variant)
         app.close()
     finally:
-        indexer.entities.extract_document, store_entities.index_document = saved
         shutil.rmtree(data, ignore_errors=True)
     return cpu, wall
 

@@ -207,6 +207,14 @@ def write_workspace(root: Path, target_chunks: int, seed: int = 42) -> dict[str,
 
 def _index(workspace: Path, data: Path, variant: str) -> tuple[float, Any]:
     """Cold keyword-mode indexing of `workspace` into `data`: seconds, and the App (open)."""
+    wall, _, app = index_variant(workspace, data, variant)
+    return wall, app
+
+
+def index_variant(workspace: Path, data: Path, variant: str) -> tuple[float, float, Any]:
+    """Cold keyword-mode indexing of `workspace` into `data` as `variant` has it (`none`: no
+    extraction, no entity rows; `extract`: extraction, rows not stored; `full`): wall seconds,
+    CPU seconds (every thread of this process) and the App (open)."""
     from memoryd.index import indexer
     from memoryd.index.embed import ModelHolder
     from memoryd.serve.app import App
@@ -220,9 +228,9 @@ def _index(workspace: Path, data: Path, variant: str) -> tuple[float, Any]:
     try:
         cfg = run.make_config(data.parent, workspace=str(workspace), data_dir=str(data))
         app = App(cfg, model=ModelHolder(None, description="keyword only"))
-        t = time.perf_counter()
+        cpu, wall = time.process_time(), time.perf_counter()
         app.indexer.reconcile()
-        return time.perf_counter() - t, app
+        return time.perf_counter() - wall, time.process_time() - cpu, app
     finally:
         indexer.entities.extract_document, store_entities.index_document = saved
 
