@@ -16,6 +16,8 @@ def documents_at(con: Connection, rels: Iterable[str]) -> dict[str, DocumentInfo
     for rel in dict.fromkeys(rels):
         if rel in (".", ""):
             return documents(con)
+        if not _storable(rel):
+            continue  # a name that is not UTF-8 (surrogate-escaped): no stored path is one
         for path, sha, size, mtime in con.execute(
             "SELECT path, sha256, size, mtime FROM documents"
             " WHERE path = ? OR substr(path, 1, ?) = ?",
@@ -23,3 +25,13 @@ def documents_at(con: Connection, rels: Iterable[str]) -> dict[str, DocumentInfo
         ):
             out[path] = DocumentInfo(path, sha, size, mtime)
     return out
+
+
+def _storable(rel: str) -> bool:
+    """Whether `rel` can be a stored path: the store keeps only paths that encode as UTF-8 (the
+    indexer skips the others, naming them), and a driver refuses to bind one that does not."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
