@@ -36,6 +36,14 @@ def settle(app: Any) -> None:
     assert app.embedder.counts()["pending"] == 0
 
 
+def write_synced(app: Any, rel: str, text: str) -> None:
+    """Write a note into the app's workspace and index it as the watcher would (sync_paths)."""
+    path = Path(app.cfg.workspace) / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    app.indexer.sync_paths([path])
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:
     """Poll until predicate() is truthy; fail with a clear message at the deadline."""
     deadline = time.monotonic() + timeout

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import write_synced
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -30,13 +31,6 @@ def keys_in(app: Any, path: str) -> set[str]:
     }
 
 
-def write(app: Any, rel: str, text: str) -> None:
-    path = Path(app.cfg.workspace) / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    app.indexer.sync_paths([path])
-
-
 @pytest.fixture
 def app(make_app: Any) -> Any:
     a = make_app(model=None)
@@ -45,12 +39,12 @@ def app(make_app: Any) -> Any:
 
 
 def test_a_wikilink_by_file_name_an_alias_and_a_first_name_are_the_titled_person(app: Any) -> None:
-    write(
+    write_synced(
         app,
         "people/caroline-baker.md",
         "---\ntitle: Caroline Baker\ntype: person\naliases: [Caz]\n---\nShe runs billing.\n",
     )
-    write(
+    write_synced(
         app,
         "daily/2026-03-01.md",
         "# Standup\n\nTalked to [[caroline-baker]] about quotas.\nCaz wants a retry budget.\n"
@@ -73,18 +67,18 @@ def test_a_wikilink_by_file_name_an_alias_and_a_first_name_are_the_titled_person
 
 
 def test_a_first_name_two_people_share_stays_its_own(app: Any) -> None:
-    write(app, "people/a.md", "---\npeople: [Caroline Baker, Caroline Reyes]\n---\nHi.\n")
-    write(app, "notes/b.md", "# Notes\n\nWe asked Caroline twice.\n")
+    write_synced(app, "people/a.md", "---\npeople: [Caroline Baker, Caroline Reyes]\n---\nHi.\n")
+    write_synced(app, "notes/b.md", "# Notes\n\nWe asked Caroline twice.\n")
     assert "caroline" in keys_in(app, "notes/b.md")
 
 
 def test_a_link_written_before_the_titled_note_is_indexed_names_it_once_the_note_is(
     app: Any,
 ) -> None:
-    write(app, "daily/2026-03-02.md", "# Standup\n\nPaired with [[tom-okafor]] on Kafka.\n")
+    write_synced(app, "daily/2026-03-02.md", "# Standup\n\nPaired with [[tom-okafor]] on Kafka.\n")
     assert "tom-okafor" in keys_in(app, "daily/2026-03-02.md")
     m = app.memories.add(content="Tommy prefers pairing in the morning.")
-    write(
+    write_synced(
         app,
         "people/tom-okafor.md",
         "---\ntitle: Tom Okafor\ntype: person\naliases: [Tommy]\n---\nHi.\n",

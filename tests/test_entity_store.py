@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import write_synced
 
 from memoryd.search import entities as entity_search
 from memoryd.store import entities as store_entities
@@ -47,13 +48,6 @@ def consistent(app: Any) -> None:
     )
 
 
-def write(app: Any, rel: str, text: str) -> None:
-    path = Path(app.cfg.workspace) / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    app.indexer.sync_paths([path])
-
-
 @pytest.fixture
 def app(make_app: Any) -> Any:
     a = make_app(model=None)
@@ -62,12 +56,12 @@ def app(make_app: Any) -> Any:
 
 
 def test_wikilink_alias_and_possessive_are_one_entity(app: Any) -> None:
-    write(
+    write_synced(
         app,
         "people/Caroline Baker.md",
         "# Caroline Baker\n\nCaroline Baker leads the billing team.\n",
     )
-    write(
+    write_synced(
         app,
         "meeting.md",
         "# Weekly\n\nWe met [[Caroline Baker|Caro]] about billing-svc.\n\n"
@@ -84,17 +78,17 @@ def test_wikilink_alias_and_possessive_are_one_entity(app: Any) -> None:
 
 
 def test_edit_removing_the_last_mention_removes_the_entity(app: Any) -> None:
-    write(app, "a.md", "# Notes\n\nKubernetes runs billing-svc. Melanie said so.\n")
+    write_synced(app, "a.md", "# Notes\n\nKubernetes runs billing-svc. Melanie said so.\n")
     assert entity(app, "kubernetes") is not None
-    write(app, "a.md", "# Notes\n\nNothing here any more. Melanie said so.\n")
+    write_synced(app, "a.md", "# Notes\n\nNothing here any more. Melanie said so.\n")
     assert entity(app, "kubernetes") is None
     assert entity(app, "melanie") is not None
     consistent(app)
 
 
 def test_delete_move_and_expiry_keep_mentions_exact(app: Any) -> None:
-    write(app, "a.md", "# One\n\nMelanie met Caroline in Lisbon.\n")
-    write(app, "b.md", "# Two\n\nMelanie wrote to Caroline.\n")
+    write_synced(app, "a.md", "# One\n\nMelanie met Caroline in Lisbon.\n")
+    write_synced(app, "b.md", "# Two\n\nMelanie wrote to Caroline.\n")
     m = app.memories.add(content="Melanie prefers tea", type="preference")
     assert entity(app, "melanie")[3] == 3
     consistent(app)
@@ -153,14 +147,14 @@ def test_m006_gives_an_old_store_its_entities(
 
 
 def test_mention_dates_follow_front_matter_and_edits(app: Any) -> None:
-    write(app, "a.md", "---\ncreated: 2021-03-04\n---\n# One\n\nMelanie met Oskar.\n")
+    write_synced(app, "a.md", "---\ncreated: 2021-03-04\n---\n# One\n\nMelanie met Oskar.\n")
     dated = rows(app, "SELECT DISTINCT m.created_at FROM mentions m")
     assert len(dated) == 1 and time.gmtime(dated[0][0])[:3] == (2021, 3, 4)
     consistent(app)
     # a date changed in place (not through the indexer) is followed by the trigger
     app.store.run_write(lambda con: con.execute("UPDATE entries SET created_at = 1000.0"))
     assert rows(app, "SELECT DISTINCT created_at FROM mentions") == [(1000.0,)]
-    write(app, "a.md", "---\ncreated: 2022-05-06\n---\n# One\n\nMelanie met Oskar.\n")
+    write_synced(app, "a.md", "---\ncreated: 2022-05-06\n---\n# One\n\nMelanie met Oskar.\n")
     consistent(app)
     page = entity_search.page(app.store, "Melanie")
     assert page["first_seen"].startswith("2022-05-06") and page["last_seen"].startswith("2022")
