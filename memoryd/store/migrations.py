@@ -270,6 +270,26 @@ def m005_links(con: apsw.Connection) -> None:
     )
 
 
+# The triggers on deleting a mention, made by m006 (m007 drops them with the old table and makes
+# them again on the new one).
+_MENTION_TRIGGERS = """
+CREATE TRIGGER mentions_ad AFTER DELETE ON mentions
+WHEN NOT EXISTS (SELECT 1 FROM mentions WHERE entry_id = old.entry_id
+                 AND entity_id = old.entity_id) BEGIN
+    UPDATE relations SET count = count - 1
+        WHERE (a, b) IN (SELECT min(old.entity_id, o.entity_id),
+                                max(old.entity_id, o.entity_id)
+                         FROM (SELECT DISTINCT entity_id FROM mentions
+                               WHERE entry_id = old.entry_id) AS o);
+    DELETE FROM relations WHERE count <= 0 AND (a = old.entity_id OR b = old.entity_id);
+END;
+CREATE TRIGGER mentions_ad_count AFTER DELETE ON mentions BEGIN
+    UPDATE entities SET mentions = mentions - 1 WHERE id = old.entity_id;
+    DELETE FROM entities WHERE id = old.entity_id AND mentions <= 0;
+END;
+"""
+
+
 def m006_entities(con: apsw.Connection) -> None:
     """Entities, their mentions and co-mentions (store/entities.py). Adding an entry's
     mentions counts them (entities.remember); the triggers on deleting one keep the counts and
@@ -292,44 +312,11 @@ def m006_entities(con: apsw.Connection) -> None:
             PRIMARY KEY (a, b)
         ) WITHOUT ROWID;
         CREATE INDEX relations_b ON relations(b);
-        CREATE TRIGGER mentions_ad AFTER DELETE ON mentions
-        WHEN NOT EXISTS (SELECT 1 FROM mentions WHERE entry_id = old.entry_id
-                         AND entity_id = old.entity_id) BEGIN
-            UPDATE relations SET count = count - 1
-                WHERE (a, b) IN (SELECT min(old.entity_id, o.entity_id),
-                                        max(old.entity_id, o.entity_id)
-                                 FROM (SELECT DISTINCT entity_id FROM mentions
-                                       WHERE entry_id = old.entry_id) AS o);
-            DELETE FROM relations WHERE count <= 0 AND (a = old.entity_id OR b = old.entity_id);
-        END;
-        CREATE TRIGGER mentions_ad_count AFTER DELETE ON mentions BEGIN
-            UPDATE entities SET mentions = mentions - 1 WHERE id = old.entity_id;
-            DELETE FROM entities WHERE id = old.entity_id AND mentions <= 0;
-        END;
+        {_MENTION_TRIGGERS}
         UPDATE documents SET sha256 = '', mtime = -1;
         """
     )
     # the memories' mentions are read by m007, which gave mentions their dates
-
-
-# The triggers of m006 on deleting a mention (m007 drops them with the old table and makes them
-# again on the new one).
-_MENTION_TRIGGERS = """
-CREATE TRIGGER mentions_ad AFTER DELETE ON mentions
-WHEN NOT EXISTS (SELECT 1 FROM mentions WHERE entry_id = old.entry_id
-                 AND entity_id = old.entity_id) BEGIN
-    UPDATE relations SET count = count - 1
-        WHERE (a, b) IN (SELECT min(old.entity_id, o.entity_id),
-                                max(old.entity_id, o.entity_id)
-                         FROM (SELECT DISTINCT entity_id FROM mentions
-                               WHERE entry_id = old.entry_id) AS o);
-    DELETE FROM relations WHERE count <= 0 AND (a = old.entity_id OR b = old.entity_id);
-END;
-CREATE TRIGGER mentions_ad_count AFTER DELETE ON mentions BEGIN
-    UPDATE entities SET mentions = mentions - 1 WHERE id = old.entity_id;
-    DELETE FROM entities WHERE id = old.entity_id AND mentions <= 0;
-END;
-"""
 
 
 def m007_entity_dates(con: apsw.Connection) -> None:
