@@ -164,6 +164,11 @@ def test_the_offline_model_without_fastembed_gives_fastembeds_vectors(tmp_path: 
         a, b = lean.embed_batch(batch), fast.embed_batch(batch)
         assert a.shape == b.shape and a.dtype == np.float32
         assert np.abs(a - b).max() < 1e-5
+    handle, run = lean.stoppable_batch(texts[:2])  # a background run a search may stop
+    assert np.array_equal(run(), lean.embed_batch(texts[:2]))
+    handle, run = lean.stoppable_batch(texts[:2])
+    handle.terminate = True
+    assert run() is None
 
 
 def test_close_waits_for_a_model_still_loading() -> None:
@@ -227,6 +232,24 @@ def test_a_background_run_waits_while_a_search_is_in_flight() -> None:
     assert sorted(fake.seen[1:]) == ["a text to embed", "another one"]
     assert holder.gate.active == 0
     holder.close()
+
+
+def test_a_search_stops_a_background_run_in_flight_once() -> None:
+    """A search stops `preempt` stoppable runs in flight (the newest first), each once."""
+    from memoryd.index.foreground import ForegroundGate
+
+    gate = ForegroundGate(preempt=1)
+    old, new = SimpleNamespace(terminate=False), SimpleNamespace(terminate=False)
+    with gate.stoppable(old), gate.stoppable(new):
+        with gate.held():
+            pass
+        assert new.terminate and not old.terminate
+        with gate.held():
+            pass
+        assert gate.stopped == 1  # a stopped run is not stopped again; the other is spared
+    with gate.held():
+        pass
+    assert gate.stopped == 1
 
 
 def test_a_background_run_is_held_back_for_a_bounded_time() -> None:

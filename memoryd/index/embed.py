@@ -353,7 +353,9 @@ class ModelHolder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = query_cache_size
         self._hits = self._misses = 0
-        self.gate = ForegroundGate()
+        # a search stops background runs in flight until one core is left to it
+        cores = os.cpu_count() or 1
+        self.gate = ForegroundGate(preempt=max(0, self.background_threads - cores + 1))
         self.run_tokens = RUN_TOKENS
         self.on_ready: list[Callable[[], None]] = []
         self._thread: threading.Thread | None = None
@@ -425,9 +427,20 @@ class ModelHolder:
         texts = list(texts)
         runs = budget_runs([len(t) for t in texts], self.run_tokens)
 
+        stoppable = getattr(embedder, "stoppable_batch", None)
+
         def run(idx: list[int]) -> tuple[list[int], np.ndarray]:
             self.gate.wait_clear()
-            return idx, embedder.embed_batch([texts[i] for i in idx])
+            batch = [texts[i] for i in idx]
+            if stoppable is None or not self.gate.preempt:
+                return idx, embedder.embed_batch(batch)
+            handle, embed = stoppable(batch)
+            with self.gate.stoppable(handle):
+                vecs = embed()
+            if vecs is None:  # a search stopped it: once, then it runs to the end
+                self.gate.wait_clear()
+                return idx, embedder.embed_batch(batch)
+            return idx, vecs
 
         try:
             parts = list(self._background_pool().map(run, runs))
