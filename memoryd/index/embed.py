@@ -504,5 +504,8 @@ class ModelHolder:
             "model": ident.name if ident else None,
             "dim": ident.dim if ident else None,
             "background_threads": self.background_threads,
+            # background runs a search stopped, and the seconds runs waited for searches
+            "background_stopped": self.gate.stopped,
+            "background_held_s": round(self.gate.held_s, 1),
             "query_cache": self.cache_info(),
         }
