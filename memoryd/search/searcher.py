@@ -13,19 +13,18 @@ What a hit is (see docs/protocol.md, "Scores"):
 - only a candidate backed by a keyword match, or by a similarity at or above the model's
   calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding. After typo
   correction, when no candidate holds any query word, similarity must reach the model's
-  `unkeyed` floor if it has one; a CJK
-  query's hits need one of its units (`cjk_alone` for vectors); a word no text holds lowers
-  the scores (`ranking.damp`), and only a query of nothing but absent names or identifiers
-  answers nothing (`answerability.only_absent_names`; docs/protocol.md, "No answer"). Each
-  hit's `coverage` (IDF-weighted share of the query's units in its best chunk) is computed for
-  this, over the whole index's document frequencies;
+  `unkeyed` floor if it has one; a CJK query's hits need one of its units (`cjk_alone` for
+  vectors); a word no text holds lowers the scores (`ranking.damp`), and only a query of
+  nothing but absent names or identifiers answers nothing (`answerability.only_absent_names`;
+  docs/protocol.md, "No answer"). Each hit's `coverage` (IDF-weighted share of the query's
+  units in its best chunk) is computed for this, over the whole index's document frequencies;
 - filters restrict both pools before ranking (the vector pool scans the filtered texts exactly
   when the filter leaves few of them), and BM25 is normalised without them, so a filtered search
   returns what an unfiltered one restricted afterwards does, with the same scores;
 - by default one result per note (its best chunk, plus the note's other sections that the
-  same rules would admit as hits) or memory; `group="none"` gives raw
-  chunks; the pools are as large at every limit, and recency counts from the newest text
-  ranked, so the order depends on neither the limit nor the clock;
+  same rules would admit as hits) or memory; `group="none"` gives raw chunks; the pools are
+  as large at every limit, and recency counts from the newest text ranked, so the order
+  depends on neither the limit nor the clock;
 - `score` is in 0..1 and means the same in every query: 1 = the best keyword match on every
   query word that is also as similar as the top of the model's scale.
 The pure parts live in ranking.py (fusion, scores, order) and snippets.py, tested without a
@@ -34,6 +33,7 @@ database.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -155,6 +155,12 @@ class Searcher:
             self._pool = None
 
     def search(self, req: SearchRequest) -> dict[str, Any]:
+        """The answer; no background model run starts meanwhile (index/foreground.py)."""
+        foreground = getattr(self.model, "foreground", None)
+        with foreground() if foreground is not None else contextlib.nullcontext():
+            return self._search(req)
+
+    def _search(self, req: SearchRequest) -> dict[str, Any]:
         started = time.perf_counter()
         s = self.settings
         if req.mode not in MODES:
