@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -35,12 +36,14 @@ from typing import Any
 
 import apsw
 
+from memoryd.store import tokenizer
 from memoryd.store.protocol import Connection
 
 BM25 = "bm25(entries_fts, 1.0, 0.6, 0.4)"  # content weighs most, then headings, then tags
 PRUNE_MIN = 20_000  # entries from which an any-word pool tries the all-words rows first
 MAX_UNITS = 4  # more phrases: few rows hold them all, and the bounds cost more to learn
-FILL_AFTER = 2.0  # seconds an index stays unchanged before its phrases' bounds are computed
+FILL_AFTER = 5.0  # seconds an index stays unchanged before its phrases' bounds are computed
+REST_DF = 1000  # at rest, the bounds of every word in this many rows or more are computed
 MAX_KNOWN = 50_000  # phrases remembered per database (then forgotten all at once)
 MAX_DATABASES = 8
 MARGIN = 1e-9  # relative: the bound must be beaten by more than floating-point noise
@@ -59,6 +62,7 @@ class _Known:
     seen: float  # when this generation was first seen (time.monotonic)
     best: dict[str, float] = field(default_factory=dict)  # phrase -> best single score (> 0)
     filling: bool = False
+    rested: bool = False  # the common words' bounds were asked for
     used: int = 0  # searches answered from the all-words rows (for the bench)
     tried: int = 0  # searches that could have been (an any-word query at PRUNE_MIN entries)
 
@@ -120,11 +124,13 @@ def all_words_first(
         return None
     known = _known(con, key)
     known.tried += 1
-    missing = [u for u in dict.fromkeys(parts) if u not in known.best]
+    keys = {u: phrase_key(con, u) for u in parts}
+    missing = [u for u, k in keys.items() if k not in known.best]
+    if missing or not known.rested:
+        _fill_later(con, known, {keys[u]: u for u in missing}, beside)
     if missing:
-        _fill_later(con, known, missing, beside)
         return None
-    bounds = [known.best[u] for u in parts]
+    bounds = [known.best[keys[u]] for u in parts]
     others = sum(bounds) - min(bounds)  # the most a row lacking one of the phrases scores
     ranked = run(" AND ".join(parts))
     if len(ranked) < first:
@@ -136,31 +142,77 @@ def all_words_first(
     return ranked
 
 
-def _fill_later(con: Connection, known: _Known, missing: list[str], beside: Beside | None) -> None:
-    """Rank each missing phrase alone on a search thread, once the index has rested."""
+def phrase_key(con: Connection, unit: str) -> str:
+    """What a phrase's bound is kept under: the index's token for a quoted word that is one
+    token (`"deploying"` and `"deploy"` are both the phrase `deploi`: the same rows, the same
+    scores), else the phrase as written."""
+    found = _KEYS.get(unit)
+    if found is None:
+        found = "u:" + unit
+        if isinstance(con, apsw.Connection) and not unit.endswith("*"):
+            text = unit[1:-1].replace('""', '"').encode()
+            tokens = _tokenizer(con)(text, apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False)
+            if len(tokens) == 1 and len(tokens[0]) == 1:
+                found = "t:" + str(tokens[0][0])
+        if len(_KEYS) >= MAX_KNOWN:
+            _KEYS.clear()
+        _KEYS[unit] = found
+    return found
+
+
+_KEYS: dict[str, str] = {}  # phrase as written -> phrase_key (the tokenizer never changes)
+
+
+def _tokenizer(con: apsw.Connection) -> Any:
+    found = _TOKENIZERS.get(con)
+    if found is None:
+        found = _TOKENIZERS[con] = con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.BASE))
+    return found
+
+
+_TOKENIZERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _fill_later(
+    con: Connection, known: _Known, missing: dict[str, str], beside: Beside | None
+) -> None:
+    """Learn, on a search thread, the missing phrases' bounds and (the first time the index is
+    seen at rest) those of every word in REST_DF rows or more: a search of common words finds
+    them known even the first time it is asked."""
     path = str(getattr(con, "filename", ""))
     with _LOCK:
         if beside is None or known.filling or time.monotonic() - known.seen < FILL_AFTER:
             return
         known.filling = True
+        rest, known.rested = not known.rested, True
     try:
-        beside(lambda other: _fill(other, path, known, missing))
+        beside(lambda other: _fill(other, path, known, missing, rest))
     except RuntimeError:  # the search threads are shutting down: another time
         with _LOCK:
             known.filling = False
 
 
-def _fill(con: Connection, path: str, known: _Known, missing: list[str]) -> None:
+def _fill(con: Connection, path: str, known: _Known, missing: dict[str, str], rest: bool) -> None:
     try:
         if generation(con) != known.key:  # the index changed meanwhile
             return
+        todo = dict(missing)
+        if rest:
+            for (term,) in con.execute(
+                "SELECT term FROM entries_vocab WHERE doc >= ?", [REST_DF]
+            ).fetchall():
+                unit = '"' + str(term).replace('"', '""') + '"'
+                if phrase_key(con, unit) == "t:" + str(term):  # the word is its own token
+                    todo.setdefault("t:" + str(term), unit)
         found: dict[str, float] = {}
-        for unit in missing:
+        for k, unit in todo.items():
+            if k in known.best:
+                continue
             row = con.execute(
                 f"SELECT {BM25} AS s FROM entries_fts WHERE entries_fts MATCH ? ORDER BY s LIMIT 1",
                 [unit],
             ).fetchone()
-            found[unit] = -float(row[0]) if row else 0.0
+            found[k] = -float(row[0]) if row else 0.0
         with _LOCK:
             if _STATE.get(path) is known:
                 if len(known.best) + len(found) > MAX_KNOWN:
