@@ -37,6 +37,7 @@ from typing import Any
 import apsw
 
 from memoryd.store import tokenizer
+from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
 
 BM25 = "bm25(entries_fts, 1.0, 0.6, 0.4)"  # content weighs most, then headings, then tags
@@ -193,18 +194,19 @@ def _fill_later(
 
 
 def _fill(con: Connection, path: str, known: _Known, missing: dict[str, str], rest: bool) -> None:
+    """Each bound is kept as soon as it is known (the searches meanwhile use it): the missing
+    phrases first, then at rest the common words, the most common first."""
     try:
         if generation(con) != known.key:  # the index changed meanwhile
             return
         todo = dict(missing)
         if rest:
             for (term,) in con.execute(
-                "SELECT term FROM entries_vocab WHERE doc >= ?", [REST_DF]
+                "SELECT term FROM entries_vocab WHERE doc >= ? ORDER BY doc DESC", [REST_DF]
             ).fetchall():
                 unit = '"' + str(term).replace('"', '""') + '"'
                 if phrase_key(con, unit) == "t:" + str(term):  # the word is its own token
                     todo.setdefault("t:" + str(term), unit)
-        found: dict[str, float] = {}
         for k, unit in todo.items():
             if k in known.best:
                 continue
@@ -212,15 +214,34 @@ def _fill(con: Connection, path: str, known: _Known, missing: dict[str, str], re
                 f"SELECT {BM25} AS s FROM entries_fts WHERE entries_fts MATCH ? ORDER BY s LIMIT 1",
                 [unit],
             ).fetchone()
-            found[k] = -float(row[0]) if row else 0.0
-        with _LOCK:
-            if _STATE.get(path) is known:
-                if len(known.best) + len(found) > MAX_KNOWN:
+            with _LOCK:
+                if _STATE.get(path) is not known:
+                    return  # the index changed: these bounds belong to no search any more
+                if len(known.best) >= MAX_KNOWN:
                     known.best.clear()
-                known.best.update(found)
+                known.best[k] = -float(row[0]) if row else 0.0
     finally:
         with _LOCK:
             known.filling = False
+
+
+def learn(con: Connection) -> int:
+    """Learn the bounds of every word in REST_DF rows or more now, on this connection (the
+    daemon does at start-up, after warming the vector cache, when the index has PRUNE_MIN
+    entries: 1.4 s of CPU at 100K chunks); returns how many bounds are known."""
+    if is_postgres(con):
+        return 0
+    key = generation(con)
+    row = con.execute("SELECT count(*) FROM entries").fetchone() if key is not None else None
+    if key is None or not row or int(row[0]) < PRUNE_MIN:
+        return 0
+    known = _known(con, key)
+    with _LOCK:
+        if known.filling or known.rested:
+            return len(known.best)
+        known.filling = known.rested = True
+    _fill(con, str(getattr(con, "filename", "")), known, {}, True)
+    return len(known.best)
 
 
 def counts(path: str) -> tuple[int, int]:
