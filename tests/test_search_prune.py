@@ -112,3 +112,22 @@ def test_only_any_word_expressions_of_a_few_phrases_are_pruned() -> None:
     for match in ('"a"', '"a" AND "b"', '("a" OR "b") NOT "c"', '("a"* OR "b"*) OR "c"'):
         assert ftsprune.units(match) is None
     assert ftsprune.units(" OR ".join(['"a"'] * (ftsprune.MAX_UNITS + 1))) is None
+
+
+def test_bounds_learned_at_start_up_prune_the_first_search(
+    store: SqliteStore, monkeypatch: Any
+) -> None:
+    """`learn` (the daemon's start-up) knows the common words' bounds before any search: the
+    first search of them is answered from the rows holding every word, with no search thread."""
+    assert store.read(ftsprune.learn) >= len(WORDS)
+    where, params = filter_sql(Filters(), time.time())
+    used = ftsprune.counts(str(store.path))[0]
+    for query in ("deploy rollback", "cluster deploy"):
+        match = parse_query(query).match_any
+        assert match is not None
+        pruned = store.read(lambda con, m=match: searchsql.keyword_pool(con, m, where, params, 5))
+        monkeypatch.setattr(ftsprune, "PRUNE_MIN", 10**12)
+        whole = store.read(lambda con, m=match: searchsql.keyword_pool(con, m, where, params, 5))
+        monkeypatch.setattr(ftsprune, "PRUNE_MIN", 0)
+        assert pruned == whole
+    assert ftsprune.counts(str(store.path))[0] == used + 2
