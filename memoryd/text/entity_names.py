@@ -17,6 +17,7 @@ from itertools import accumulate
 from memoryd.text import entity_cues as cues
 from memoryd.text.entity_cues import PERSON, PLACE, SYSTEM
 from memoryd.text.entity_spans import POSSESSIVE, Raw, add, canonical_key
+from memoryd.text.entity_typer import NONE, decider, features
 from memoryd.text.markdown import atx_heading
 
 # --- capitalised names -------------------------------------------------------------------------
@@ -371,6 +372,8 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
     return dict(v)
 
 
+STRONG = 2.0  # a rule vote this strong types a name without the typer
+
 # Between two names that share a type: "Signal over WhatsApp", "Kafka, Redis and NATS".
 _COORDINATED = re.compile(
     r"(?:,? (?:and|or|nor|over|vs\.?|versus|and/or|&|instead of|rather than|than) |, | ?/ ?)"
@@ -438,6 +441,7 @@ def names(
     known |= speakers
     pairs: list[tuple[str, str]] = []
     last: tuple[_Run, str] | None = None  # the run before, when kept, and its key
+    typer = decider()
     for r in runs:
         words = _keep(r, known)
         if words and r.field_type and words[0].lower() in cues.LINE_FIELDS:
@@ -451,6 +455,19 @@ def names(
             raw.votes[PERSON] = raw.votes.get(PERSON, 0.0) + 1  # "Ask Melanie": addressed
         if code_words and raw.key in code_words:
             raw.votes[SYSTEM] = raw.votes.get(SYSTEM, 0.0) + 2
+        if typer is not None and max(raw.votes.values(), default=0.0) < STRONG:
+            # no strong rule vote: the learned typer decides (entity_typer.py)
+            feats = features(
+                words, r.before, r.after, r.after_gap, r.window, r.initial, r.all_initial,
+                r.honorific, raw.votes,
+            )  # fmt: skip
+            decided = typer.decide(feats, raw.key, raw.line)
+            if decided is not None:
+                if decided[0] == NONE:
+                    out.pop()  # `add` appended it
+                    last = None
+                    continue
+                raw.votes[decided[0]] = raw.votes.get(decided[0], 0.0) + decided[1]
         if last and last[0].line == r.line and _COORDINATED.fullmatch(last[0].tail):
             pairs.append((last[1], raw.key))
         last = (r, raw.key)
