@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from memoryd.text import entity_typer
+from memoryd.text import entity_names, entity_typer
 from memoryd.text.entities import canonical_key, extract
 from memoryd.text.entity_typer import CLASSES, NONE
 
@@ -79,6 +79,7 @@ def examples(paths: list[Path]) -> list[Example]:
     rec = Recorder()
     out: list[Example] = []
     entity_typer.set_decider(rec)
+    entity_names.ASK_EVERY = True
     try:
         for path in paths:
             repeat = REPEAT.get(path.name.split("-")[0], 1)
@@ -97,6 +98,7 @@ def examples(paths: list[Path]) -> list[Example]:
                         out.extend([(feats, CLASSES.index(kind))] * repeat)
     finally:
         entity_typer.reset_decider()
+        entity_names.ASK_EVERY = False
     return out
 
 

@@ -131,9 +131,10 @@ class Typer:
         drop: float = 3.0,
         scale: float = 0.5,
         cap: float = 3.0,
+        floor: float = 2.0,
     ) -> None:
         self.weights = weights
-        self.drop, self.scale, self.cap = drop, scale, cap
+        self.drop, self.scale, self.cap, self.floor = drop, scale, cap, floor
 
     def scores(self, feats: list[str]) -> list[float]:
         s0 = s1 = s2 = s3 = s4 = 0.0
@@ -159,8 +160,10 @@ class Typer:
                 best = i
         if s[4] - s[best] > self.drop:
             return NONE, 0.0
-        runner = max(x for i, x in enumerate(s) if i != best)
-        return CLASSES[best], min(self.cap, (s[best] - runner) * self.scale)
+        lead = s[best] - max(x for i, x in enumerate(s) if i != best)
+        if lead < self.floor:
+            return CLASSES[best], 0.0
+        return CLASSES[best], min(self.cap, lead * self.scale)
 
 
 def dumps(weights: Mapping[str, Sequence[float]]) -> bytes:
