@@ -74,15 +74,17 @@ def label(key: str, gold: Sequence[tuple[str, str]], ignore: set[str]) -> str:
     return best
 
 
-def examples(paths: list[Path]) -> list[Example]:
-    """One example per proposed name of every text of `paths` (repeated REPEAT times)."""
+def examples(paths: list[Path], repeats: dict[str, int] | None = None) -> list[Example]:
+    """One example per proposed name of every text of `paths`, repeated as `repeats` (by the
+    file name's first word; REPEAT by default) says."""
+    repeats = REPEAT if repeats is None else repeats
     rec = Recorder()
     out: list[Example] = []
     entity_typer.set_decider(rec)
     entity_names.ASK_EVERY = True
     try:
         for path in paths:
-            repeat = REPEAT.get(path.name.split("-")[0], 1)
+            repeat = repeats.get(path.name.split("-")[0], 1)
             for row in rows([path]):
                 gold: dict[int, list[tuple[str, str]]] = {}
                 for e in row["entities"]:
@@ -164,9 +166,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=8)
     p.add_argument("--min-count", type=int, default=2)
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument(
+        "--repeat",
+        default=",".join(f"{k}={v}" for k, v in REPEAT.items()),
+        help="each set's copies, e.g. wikigold=4,stackoverflow=2",
+    )
     args = p.parse_args(argv)
     paths = sorted(TRAIN.glob("*.jsonl.gz"))
-    data = examples(paths)
+    repeats = {k: int(v) for k, _, v in (x.partition("=") for x in args.repeat.split(",") if x)}
+    data = examples(paths, repeats)
     print(
         f"{len(data)} examples from {len(paths)} files:", dict(Counter(CLASSES[y] for _, y in data))
     )

@@ -14,6 +14,7 @@ import gzip
 import importlib.resources
 from collections.abc import Mapping, Sequence
 from functools import cache
+from math import inf
 from typing import Protocol
 
 from memoryd.text import entity_cues as cues
@@ -137,30 +138,20 @@ class Typer:
         self.drop, self.scale, self.cap, self.floor = drop, scale, cap, floor
 
     def scores(self, feats: list[str]) -> list[float]:
-        s0 = s1 = s2 = s3 = s4 = 0.0
-        get = self.weights.get
-        for f in feats:
-            w = get(f)
-            if w is not None:
-                s0 += w[0]
-                s1 += w[1]
-                s2 += w[2]
-                s3 += w[3]
-                s4 += w[4]
-        return [s0, s1, s2, s3, s4]
+        ws = [w for w in map(self.weights.get, feats) if w is not None]
+        return [sum(c) for c in zip(*ws, strict=True)] if ws else [0.0] * len(CLASSES)
 
     def decide(self, feats: list[str], key: str = "", line: int = 0) -> tuple[str, float]:
         """(`none`, 0) when `none` leads the best type by more than `drop`; else the best
         type and its vote: its lead over the runner-up (`none` included) times `scale`, at most
         `cap`, so a close call leaves the rules to decide."""
         s = self.scores(feats)
-        best = 0
-        for i in (1, 2, 3):
-            if s[i] > s[best]:
-                best = i
+        best = max((0, 1, 2, 3), key=s.__getitem__)
         if s[4] - s[best] > self.drop:
             return NONE, 0.0
-        lead = s[best] - max(x for i, x in enumerate(s) if i != best)
+        top = s[best]
+        s[best] = -inf
+        lead = top - max(s)
         if lead < self.floor:
             return CLASSES[best], 0.0
         return CLASSES[best], min(self.cap, lead * self.scale)
