@@ -15,6 +15,7 @@ from functools import cache, lru_cache
 from itertools import accumulate
 
 from memoryd.text import entity_cues as cues
+from memoryd.text import entity_typer
 from memoryd.text.entity_cues import PERSON, PLACE, SYSTEM
 from memoryd.text.entity_spans import POSSESSIVE, Raw, add, canonical_key
 from memoryd.text.entity_typer import NONE, decider, features
@@ -87,6 +88,7 @@ def clear_caches() -> None:
     """Forget the word tests' answers (the benchmark starts each pass cold)."""
     _NAMEWORDS.clear()
     _CAMEL_WORDS.clear()
+    entity_typer.clear_caches()
 
 
 def _namewords(line: str) -> list[tuple[int, int, str]]:

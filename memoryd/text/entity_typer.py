@@ -51,52 +51,35 @@ def _shape(w: str) -> str:
     return "".join(out[:6])
 
 
-def features(
-    words: Sequence[str],
-    before: Sequence[str],
-    after: str,
-    after_gap: str,
-    window: Sequence[str],
-    initial: bool,
-    all_initial: bool,
-    honorific: bool,
-    votes: Mapping[str, float],
-) -> list[str]:
-    """The features of one proposed name: its words, shape and list memberships, the words
-    around it and the rule votes."""
+_NAME_FEATURES: dict[tuple[str, ...], list[str]] = {}  # _name_features' answers
+
+
+def clear_caches() -> None:
+    _NAME_FEATURES.clear()
+
+
+def _name_features(words: tuple[str, ...]) -> list[str]:
+    """The features of the name itself (the same wherever it stands), remembered: a name comes
+    back line after line."""
+    f = _NAME_FEATURES.get(words)
+    if f is not None:
+        return f
     keys = [_key(w) for w in words]
     first, last = keys[0], keys[-1]
     text = " ".join(keys)
     names, worded = cues.first_names()
     n = len(words)
-    prev = before[-1] if before else "<s>"
-    gap = after_gap.strip()[:2] or ("_" if after_gap else "$")
     f = [
         "b",
         f"n{n}",
         f"f:{first}",
         f"l:{last}",
         f"s3:{last[-3:]}",
-        f"p:{prev}",
-        f"a:{after}" if after else "a:$",
-        f"g:{gap}",
         f"sh:{_shape(words[0])}",
         f"ls:{_shape(words[-1])}" if n > 1 else "ls:-",
-        f"pw:{prev}|{first}",
     ]
     if n > 2:
         f.extend(f"w:{k}" for k in keys[1:-1])
-    if len(before) > 1:
-        f.append(f"pp:{before[0]} {prev}")
-    if len(window) > 1:
-        f.append(f"a2:{window[0]} {window[1]}")
-    if initial:
-        f.append("ini")
-        f.append(f"ini:{first}")
-    if all_initial:
-        f.append("head")
-    if honorific:
-        f.append("hon")
     if words[-1].endswith(("'s", "’s")):
         f.append("poss")
     if first in names:
@@ -114,6 +97,47 @@ def features(
         f.append("cw")
     if n > 1 and last in common:
         f.append("lcw")
+    if len(_NAME_FEATURES) >= 16384:
+        _NAME_FEATURES.clear()
+    _NAME_FEATURES[words] = f
+    return f
+
+
+def features(
+    words: Sequence[str],
+    before: Sequence[str],
+    after: str,
+    after_gap: str,
+    window: Sequence[str],
+    initial: bool,
+    all_initial: bool,
+    honorific: bool,
+    votes: Mapping[str, float],
+) -> list[str]:
+    """The features of one proposed name: its words, shape and list memberships, the words
+    around it and the rule votes."""
+    f = _name_features(tuple(words))
+    first = f[2][2:]
+    prev = before[-1] if before else "<s>"
+    gap = after_gap.strip()[:2] or ("_" if after_gap else "$")
+    f = [
+        *f,
+        f"p:{prev}",
+        f"a:{after}" if after else "a:$",
+        f"g:{gap}",
+        f"pw:{prev}|{first}",
+    ]
+    if len(before) > 1:
+        f.append(f"pp:{before[0]} {prev}")
+    if len(window) > 1:
+        f.append(f"a2:{window[0]} {window[1]}")
+    if initial:
+        f.append("ini")
+        f.append(f"ini:{first}")
+    if all_initial:
+        f.append("head")
+    if honorific:
+        f.append("hon")
     if votes:
         best = max(votes, key=votes.__getitem__)
         f.append(f"vt:{best}")
