@@ -1,4 +1,4 @@
-"""python -m bench.train_typer [--epochs N] [--out PATH] [--min-count N]
+"""python -m bench.train_typer [--epochs N] [--out PATH] [--min-count N] [--repeat SET=N,...]
 
 Trains the entity typer (memoryd/text/entity_typer.py) and writes its weights to
 memoryd/data/entity-typer.tsv.gz. Deterministic: the same data and arguments give the same file.
