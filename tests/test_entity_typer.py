@@ -113,3 +113,13 @@ def test_the_typer_drops_no_name_a_rule_or_the_note_names() -> None:
 def test_rules_alone_when_asked(rules_alone: None) -> None:
     assert entity_typer.decider() is None
     assert found(extract("Install Homebrew first, then run the script.\n"))["homebrew"] == "system"
+
+
+def test_a_proposed_name_is_labelled_by_the_span_it_overlaps() -> None:
+    gold = [("nobel prize in physics", "other"), ("marie curie", "person")]
+    assert train_typer.label("marie curie", gold, set()) == "person"
+    assert train_typer.label("nobel prize", gold, set()) == "other"  # a word short
+    assert train_typer.label("dr marie curie", gold, set()) == "person"  # a word long
+    assert train_typer.label("curies", gold, set()) == NONE  # no word for word overlap
+    assert train_typer.label("uiview", gold, {"uiview"}) == ""  # code: left out
+    assert train_typer.label("the uiview", gold, {"uiview"}) == ""
