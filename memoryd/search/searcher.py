@@ -330,6 +330,13 @@ class Searcher:
         out: dict[str, Any] = {"query": req.query}
         pre = keyword_prefilter(req.filters, now)  # an entities filter, checked on FTS5's rowids
         pool: dict[str, Any] = {"narrow": narrowing(req.filters), "beside": self._beside(req)}
+        filtered = s.fusion == "weighted" and req.filters != base_filters(req.filters)
+        bwhere, bparams = filter_sql(base_filters(req.filters), now)
+        typed = parsed.match_any or parsed.match
+        norm_soon = None  # a filtered search's BM25 norm (below), beside the keyword pool
+        if filtered and typed and req.mode in ("auto", "keyword", "hybrid"):
+            best = functools.partial(searchsql.best_bm25, match=typed, where=bwhere, params=bparams)
+            norm_soon = self._executor().submit(self._read, req, best)
 
         keyword: list[Candidate] = []
         fuzzy_used = False
@@ -370,16 +377,13 @@ class Searcher:
         else:
             mode = req.mode
         out["mode"] = mode
+        # Scores must not depend on the filter: normalise BM25 by the best match of the query
+        # without it, so a filtered search ranks as an unfiltered one restricted.
         norm = None
-        if keyword and s.fusion == "weighted" and req.filters != base_filters(req.filters):
-            # Scores must not depend on the filter: normalise BM25 by the best match of the
-            # query without it, so a filtered search ranks as an unfiltered one restricted.
-            if fuzzy_used and rewritten is not None:
-                full: str | None = rewritten.match
-            else:
-                full = parsed.match_any or parsed.match
-            bwhere, bparams = filter_sql(base_filters(req.filters), now)
-            norm = searchsql.best_bm25(con, full, bwhere, bparams) if full else None
+        if keyword and filtered and fuzzy_used and rewritten is not None:
+            norm = searchsql.best_bm25(con, rewritten.match, bwhere, bparams)
+        elif keyword and norm_soon is not None:
+            norm = norm_soon.result()
         units = query_units(
             rewritten.corrected_query if fuzzy_used and rewritten is not None else req.query
         )
@@ -492,8 +496,9 @@ class Searcher:
         where, params = filter_sql(filters, now, wide=True)  # a common name: checked per text
         exact = EXACT_SCAN_MAX if narrowing(filters, vector=True) else None
         flt, start = (where, params), wide_first(filters, size, con)
+        among = filters.entity_ids if start is not None else None  # a wide entities filter
         scored = nearest_entries(
-            con, self.vector_cache, model_id, dim, qvec, flt, size, exact, KNN_MAX, start
+            con, self.vector_cache, model_id, dim, qvec, flt, size, exact, KNN_MAX, start, among
         )
         return [
             Candidate(id=i, document_id=doc, vector_rank=rank, similarity=sim)

@@ -20,12 +20,14 @@ next query; anything else (vectors collected, a model switch, a checkpoint resto
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from memoryd.search.entrykeys import EntryKeys
 from memoryd.search.hashrows import HashRows
-from memoryd.store import searchsql, vectors
+from memoryd.store import entities, searchsql, vectors
 from memoryd.store.protocol import Connection, Store, VectorIndex
 
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
@@ -90,10 +92,12 @@ class VectorCache:
         self._hashes = HashRows()  # the content hash of each row, and the row of each hash
         self._mean_n = 0
         self._mean = np.zeros(0, dtype=np.float32)
+        self.entry_keys = EntryKeys()  # built by the first knn_among
 
     def invalidate(self) -> None:
         with self._lock:
             self._model_id = None
+        self.entry_keys.reset()
 
     def __len__(self) -> int:
         return self._n
@@ -209,6 +213,50 @@ class VectorCache:
         top = top[np.lexsort((cand[top], -sims[top]))]
         return [(hashes[int(cand[i])].decode(), float(1.0 - sims[i])) for i in top]
 
+    def knn_among(
+        self,
+        con: Connection,
+        model_id: int,
+        dim: int,
+        query: np.ndarray,
+        k: int,
+        entry_ids: np.ndarray,
+        preselect: int,
+    ) -> tuple[list[tuple[str, float]], bool]:
+        """knn's answer among the vectors of the given entries (an entities filter's): the same
+        Hamming pre-selection as knn(k=preselect), the rows the entries do not hold masked out
+        of it, those left re-scored and the best k kept; and whether every allowed row was
+        scored. So it returns what knn(preselect) filtered to these entries afterwards does
+        whenever that holds k of them, re-scoring their share of the pre-selection instead of
+        all of it (issue 20.6). The allowed rows come from entry_keys (the chunks' hash keys;
+        a row too many is harmless: the caller checks the entries of what comes back)."""
+        keys, hashes = self.entry_keys.split(con, entry_ids)
+        with self._lock:
+            self._sync(con, model_id, dim)
+            codes, full, row_hashes, n = self._view()
+            mean = self._mean
+            allowed = np.zeros(n, dtype=bool)
+            allowed[self._hashes.rows_of_keys(keys, n)] = True
+            allowed[[r for r in self._hashes.rows(hashes) if r < n]] = True
+        if n == 0 or k <= 0 or not allowed.any():
+            return [], True
+        q = np.asarray(query, dtype=np.float32)
+        m = min(n, max(preselect * self.rerank, 200, n // 50))
+        if n <= self.min_vectors or m >= n:
+            cand = np.flatnonzero(allowed)
+        else:
+            bits = np.packbits((q[None, :] - mean) > 0, axis=-1)
+            bits = np.pad(bits, [(0, 0), (0, (-bits.shape[-1]) % 8)])
+            ham = hamming(codes, np.ascontiguousarray(bits).view(np.uint64)[0])
+            cand = np.argpartition(ham, m - 1)[:m]
+            cand = cand[allowed[cand]]
+        sims = dot(full[cand], q)
+        k = min(k, len(cand))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(cand) else np.arange(len(cand))
+        top = top[np.lexsort((cand[top], -sims[top]))]
+        nearest = [(row_hashes[int(cand[i])].decode(), float(1.0 - sims[i])) for i in top]
+        return nearest, n <= self.min_vectors or m >= n
+
     def similarities(
         self, con: Connection, model_id: int, dim: int, query: np.ndarray, wanted: set[str]
     ) -> dict[str, float]:
@@ -241,6 +289,7 @@ def nearest_entries(
     exact_max: int | None,
     knn_max: int,
     start: int | None = None,
+    among: Sequence[Sequence[int]] | None = None,
 ) -> list[tuple[float, int, int | None]]:
     """The vector pool's rows: (similarity, entry id, document id) of the `size` entries
     nearest the query that pass the filter `flt` (entries.filter_sql's where and params),
@@ -249,7 +298,8 @@ def nearest_entries(
     search widens (never past knn_max) until `size` entries pass and, if the filter still
     leaves too few, falls back to scoring every entry it passes, so a filtered query finds
     what an unfiltered one restricted afterwards does. `start`: the first k (a filter known to
-    pass a share of the entries: request.wide_first)."""
+    pass a share of the entries: request.wide_first). `among`: an entities filter's groups
+    (resolved), which the in-memory cache checks as a mask over its rows (`_masked`)."""
     where, params = flt
     found: list[tuple[int, str, int | None]] | None = None
     sims: dict[str, float] = {}
@@ -258,6 +308,8 @@ def nearest_entries(
         if len(allowed) <= exact_max:
             found = allowed
             sims = index.similarities(con, model_id, dim, qvec, {h for _, h, _ in allowed})
+    if found is None and among is not None and isinstance(index, VectorCache):
+        return _masked(con, index, (model_id, dim, qvec), flt, size, knn_max, start, among)
     if found is None:
         k = min(max(size, start or 0), knn_max)
         while True:
@@ -274,4 +326,33 @@ def nearest_entries(
     scored = sorted(
         ((sims[h], i, doc) for i, h, doc in found if h in sims), key=lambda t: (-t[0], t[1])
     )
+    return scored[:size]
+
+
+def _masked(
+    con: Connection,
+    cache: VectorCache,
+    query: tuple[int, int, np.ndarray],
+    flt: tuple[str, list[Any]],
+    size: int,
+    knn_max: int,
+    start: int | None,
+    among: Sequence[Sequence[int]],
+) -> list[tuple[float, int, int | None]]:
+    """nearest_entries for an entities filter on the in-memory cache: the entries it allows
+    (one read of `mentions`) masked over the rows of the same pre-selection as the k-NN it
+    replaces, widened as that one is (x4, to knn_max, then every allowed row)."""
+    model_id, dim, qvec = query
+    where, params = flt
+    allowed = entities.entries_of(con, among)
+    k, want = min(max(size, start or 0), knn_max), size
+    while True:
+        nearest, complete = cache.knn_among(con, model_id, dim, qvec, want, allowed, k)
+        sims = {h: 1.0 - d for h, d in nearest}
+        found = searchsql.entries_with_hashes(con, list(sims), where, params)
+        if len(found) >= size or complete:
+            break
+        # the rest of the filter dropped some: more of the allowed rows, from a wider selection
+        k, want = (min(k * 4, knn_max) if k < knn_max else len(cache) + 1), want * 4
+    scored = sorted(((sims[h], i, doc) for i, h, doc in found), key=lambda t: (-t[0], t[1]))
     return scored[:size]

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
 from memoryd.text.entities import Mention, canonical_key, extract
@@ -405,6 +407,27 @@ def resolve_filter(
         ).fetchall()
         counts.append(int(row[0][0]))
     return groups, min(counts[1:], default=0)
+
+
+def entries_of(con: Connection, groups: Sequence[Sequence[int]]) -> np.ndarray:
+    """The ids of the entries that mention one entity of every group (resolve_filter's
+    groups), ascending, each once: an index-only read of `mentions` per group, as one string
+    (14,000 rows as Python ints cost 7 ms at 100K chunks; the string, 2)."""
+    found: np.ndarray | None = None
+    agg = "string_agg(entry_id::text, ',')" if is_postgres(con) else "group_concat(entry_id)"
+    for ids in groups:
+        if not ids:
+            return np.zeros(0, dtype=np.int64)
+        marks = ",".join("?" * len(ids))
+        row = con.execute(
+            f"SELECT {agg} FROM mentions WHERE entity_id IN ({marks})", list(ids)
+        ).fetchone()
+        text = str(row[0]) if row and row[0] is not None else ""
+        got = np.unique(np.fromstring(text, dtype=np.int64, sep=",")) if text else None
+        if got is None:
+            return np.zeros(0, dtype=np.int64)
+        found = got if found is None else np.intersect1d(found, got, assume_unique=True)
+    return found if found is not None else np.zeros(0, dtype=np.int64)
 
 
 def is_wide(mentions: int | bool | None) -> bool:

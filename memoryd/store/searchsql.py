@@ -207,6 +207,36 @@ def filtered_entries(
     ]
 
 
+def entries_after(con: Connection, after: int, limit: int) -> list[tuple[int, bool, str]]:
+    """(id, whether it is a chunk, content hash) of up to `limit` entries with an id above
+    `after`, in id order (search/entrykeys.py follows the chunks' hashes with it)."""
+    return [
+        (int(i), bool(chunk), str(h))
+        for i, chunk, h in con.execute(
+            "SELECT id, kind = 'chunk', content_hash FROM entries WHERE id > ? ORDER BY id LIMIT ?",
+            [after, limit],
+        )
+    ]
+
+
+def memory_ids(con: Connection) -> list[int]:
+    """The ids of every memory (off the index by kind)."""
+    return [int(r[0]) for r in con.execute("SELECT id FROM entries WHERE kind = 'memory'")]
+
+
+def hashes_of(con: Connection, ids: Sequence[int]) -> list[str]:
+    """The content hashes of the given entries (those that exist)."""
+    if not ids:
+        return []
+    return [
+        str(r[0])
+        for r in con.execute(
+            "SELECT content_hash FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+            [json.dumps([int(i) for i in ids])],
+        )
+    ]
+
+
 def signal_rows(con: Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
     """The columns ranking signals read, per entry id (SQLite: one statement over a JSON array
     of the ids, a quarter faster than batches of IN lists for the ~800 of a 400-chunk pool)."""
