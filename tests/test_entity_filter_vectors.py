@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memoryd.search import vecindex
 from memoryd.search.hashrows import HashRows, keys_of
 from memoryd.search.request import wide_first
 from memoryd.search.vecindex import VectorCache, nearest_entries
@@ -33,10 +34,13 @@ def _vectors_for_every_text(app: Any, model_id: int) -> None:
     app.store.run_write(lambda con: vectors.store(con, model_id, items, 1.0))
 
 
-def _both(app: Any, cache: VectorCache, model_id: int, name: str, queries: np.ndarray) -> None:
-    """The masked answer equals the k-NN one wherever the k-NN's first try held enough of the
-    allowed entries (it is sized to: request.wide_first; where it did not, it widened, and
-    the masked one answers from its first selection). Every answer is allowed, nearest first."""
+def _both(
+    app: Any, cache: VectorCache, model_id: int, name: str, queries: np.ndarray, exact: bool
+) -> None:
+    """The masked answer is the k-NN one, or nearer where the mask widened its selection (it
+    estimates when the k-NN's first try would hold too few allowed texts, and widens as that
+    one would); `exact` (few allowed rows: every one scored), as near or nearer always.
+    Every answer is allowed, nearest first."""
     knn_calls: list[int] = []
     real_knn = cache.knn
 
@@ -58,15 +62,14 @@ def _both(app: Any, cache: VectorCache, model_id: int, name: str, queries: np.nd
             new = nearest_entries(con, cache, model_id, DIM, q, flt, 20, None, 4000, start, groups)
             assert len(new) == 20 and {i for _, i, _ in new} <= allowed
             assert [s for s, _, _ in new] == sorted((s for s, _, _ in new), reverse=True)
-            if len(knn_calls) == 1:  # the k-NN's first try was enough
-                assert [(i, doc) for _, i, doc in new] == [(i, doc) for _, i, doc in old]
-                assert [s for s, _, _ in new] == pytest.approx([s for s, _, _ in old])
-                same += 1
+            if exact or len(knn_calls) == 1:  # (the k-NN's first try was enough) as near or nearer
+                assert all(a >= b - 1e-6 for (a, _, _), (b, _, _) in zip(new, old, strict=True))
+            same += [i for _, i, _ in new] == [i for _, i, _ in old]
         return same
 
     cache.knn = counted  # type: ignore[method-assign]
     try:
-        assert app.store.read(run) >= len(queries) // 2
+        assert app.store.read(run) >= (0 if exact else len(queries) // 4)
     finally:
         del cache.knn
 
@@ -93,7 +96,9 @@ def test_a_wide_entity_filter_masks_the_cache_with_the_same_answer(
     rng = np.random.default_rng(5)
     queries = rng.normal(size=(12, DIM)).astype(np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    _both(app, cache, model_id, "Oskar Lindqvist", queries)
+    _both(app, cache, model_id, "Oskar Lindqvist", queries, exact=True)  # 106 allowed rows
+    monkeypatch.setattr(vecindex, "EXACT_ROWS", 0)  # the masked pre-selection
+    _both(app, cache, model_id, "Oskar Lindqvist", queries, exact=False)
     assert len(cache.entry_keys) == 400  # the chunks; memories are read each time
 
     # a memory changed in place (its hash changes, its id stays), notes deleted, notes added
@@ -106,10 +111,10 @@ def test_a_wide_entity_filter_masks_the_cache_with_the_same_answer(
         )
     assert app.indexer.reconcile().errors == []
     _vectors_for_every_text(app, model_id)
-    _both(app, cache, model_id, "Oskar Lindqvist", queries)
+    _both(app, cache, model_id, "Oskar Lindqvist", queries, exact=False)
     cache.invalidate()  # a checkpoint restore: read anew
     assert len(cache.entry_keys) == 0
-    _both(app, cache, model_id, "Oskar Lindqvist", queries)
+    _both(app, cache, model_id, "Oskar Lindqvist", queries, exact=False)
 
 
 def test_rows_of_keys_finds_sorted_and_recent_rows() -> None:

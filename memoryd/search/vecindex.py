@@ -68,6 +68,10 @@ def dot(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
 _HAS_BITWISE_COUNT = hasattr(np, "bitwise_count")
 
 
+# A masked scan (knn_among) scores every allowed row when there are at most this many: about
+# what the Hamming scan and the re-scoring of an unfiltered k-NN cost at 100K (and the
+# nearest answer, where the pre-selection's might miss some).
+EXACT_ROWS = 8192
 LOAD_ROWS = 4096  # vectors read per query while loading: ~6 MB of blobs at 384-d, not the lot
 HEADROOM = 1 / 16  # spare rows kept on growth: appends fill them in place (6% ~ 5 MB at 100K)
 
@@ -222,14 +226,17 @@ class VectorCache:
         k: int,
         entry_ids: np.ndarray,
         preselect: int,
-    ) -> tuple[list[tuple[str, float]], bool]:
+    ) -> tuple[list[tuple[str, float]], bool, float]:
         """knn's answer among the vectors of the given entries (an entities filter's): the same
         Hamming pre-selection as knn(k=preselect), the rows the entries do not hold masked out
-        of it, those left re-scored and the best k kept; and whether every allowed row was
-        scored. So it returns what knn(preselect) filtered to these entries afterwards does
-        whenever that holds k of them, re-scoring their share of the pre-selection instead of
-        all of it (issue 20.6). The allowed rows come from entry_keys (the chunks' hash keys;
-        a row too many is harmless: the caller checks the entries of what comes back)."""
+        of it, those left re-scored and the best k kept, so it returns what knn(preselect)
+        filtered to these entries afterwards does whenever that holds k of them, re-scoring
+        their share of the pre-selection instead of all of it (issue 20.6); every allowed row
+        when they are few (EXACT_ROWS). Also: whether every allowed row was scored, and how
+        many allowed texts knn(preselect)'s answer would hold, estimated from their share of
+        the pre-selection (below k, that one widens). The allowed rows come from entry_keys
+        (the chunks' hash keys; a row too many is harmless: the caller checks the entries of
+        what comes back)."""
         keys, hashes = self.entry_keys.split(con, entry_ids)
         with self._lock:
             self._sync(con, model_id, dim)
@@ -239,10 +246,11 @@ class VectorCache:
             allowed[self._hashes.rows_of_keys(keys, n)] = True
             allowed[[r for r in self._hashes.rows(hashes) if r < n]] = True
         if n == 0 or k <= 0 or not allowed.any():
-            return [], True
+            return [], True, 0.0
         q = np.asarray(query, dtype=np.float32)
         m = min(n, max(preselect * self.rerank, 200, n // 50))
-        if n <= self.min_vectors or m >= n:
+        everything = n <= self.min_vectors or m >= n or allowed.sum() <= EXACT_ROWS
+        if everything:
             cand = np.flatnonzero(allowed)
         else:
             bits = np.packbits((q[None, :] - mean) > 0, axis=-1)
@@ -255,7 +263,9 @@ class VectorCache:
         top = np.argpartition(-sims, k - 1)[:k] if k < len(cand) else np.arange(len(cand))
         top = top[np.lexsort((cand[top], -sims[top]))]
         nearest = [(row_hashes[int(cand[i])].decode(), float(1.0 - sims[i])) for i in top]
-        return nearest, n <= self.min_vectors or m >= n
+        if everything:
+            return nearest, True, float(len(cand))
+        return nearest, False, len(cand) * preselect / m
 
     def similarities(
         self, con: Connection, model_id: int, dim: int, query: np.ndarray, wanted: set[str]
@@ -341,18 +351,22 @@ def _masked(
 ) -> list[tuple[float, int, int | None]]:
     """nearest_entries for an entities filter on the in-memory cache: the entries it allows
     (one read of `mentions`) masked over the rows of the same pre-selection as the k-NN it
-    replaces, widened as that one is (x4, to knn_max, then every allowed row)."""
+    replaces, widened wherever that one may widen (its answer may hold fewer than `size`
+    allowed texts: x4, to knn_max, then every allowed row is scored) or where the rest of the
+    filter drops some: the same answer, or a nearer one where the k-NN would not have widened
+    after all."""
     model_id, dim, qvec = query
     where, params = flt
     allowed = entities.entries_of(con, among)
     k, want = min(max(size, start or 0), knn_max), size
     while True:
-        nearest, complete = cache.knn_among(con, model_id, dim, qvec, want, allowed, k)
+        nearest, complete, held = cache.knn_among(con, model_id, dim, qvec, want, allowed, k)
         sims = {h: 1.0 - d for h, d in nearest}
         found = searchsql.entries_with_hashes(con, list(sims), where, params)
-        if len(found) >= size or complete:
+        # held is an estimate (about +-sqrt of itself): two of those over `size`, or widen
+        if complete or (len(found) >= size and held >= size + 2 * size**0.5):
             break
-        # the rest of the filter dropped some: more of the allowed rows, from a wider selection
-        k, want = (min(k * 4, knn_max) if k < knn_max else len(cache) + 1), want * 4
+        k = min(k * 4, knn_max) if k < knn_max else len(cache) + 1  # the last: every row
+        want = want if len(found) >= size else want * 4
     scored = sorted(((sims[h], i, doc) for i, h, doc in found), key=lambda t: (-t[0], t[1]))
     return scored[:size]
