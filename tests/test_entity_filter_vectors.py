@@ -13,7 +13,7 @@ import pytest
 
 from memoryd.search import vecindex
 from memoryd.search.hashrows import HashRows, keys_of
-from memoryd.search.request import wide_first
+from memoryd.search.request import vector_mask, wide_first
 from memoryd.search.vecindex import VectorCache, nearest_entries
 from memoryd.store import entities as store_entities
 from memoryd.store import vectors
@@ -53,13 +53,13 @@ def _both(
         f = Filters(entities=(name,), entity_ids=groups, entity_mentions=n)
         flt = filter_sql(f, 0.0, wide=True)
         allowed = set(store_entities.entries_of(con, groups).tolist())
-        start = wide_first(f, 20, con)
+        start, mask = wide_first(f, 20, con), vector_mask(f, 0.0)
         assert start is not None  # wide: NARROW_MENTIONS is patched to 1
         same = 0
         for q in queries:
             knn_calls.clear()
             old = nearest_entries(con, cache, model_id, DIM, q, flt, 20, None, 4000, start)
-            new = nearest_entries(con, cache, model_id, DIM, q, flt, 20, None, 4000, start, groups)
+            new = nearest_entries(con, cache, model_id, DIM, q, flt, 20, None, 4000, start, mask)
             assert len(new) == 20 and {i for _, i, _ in new} <= allowed
             assert [s for s, _, _ in new] == sorted((s for s, _, _ in new), reverse=True)
             if exact or len(knn_calls) == 1:  # (the k-NN's first try was enough) as near or nearer

@@ -103,7 +103,7 @@ class HashRows:
         """The rows below `n` whose key (keys_of) is one of `keys`: a binary search each over the
         sorted rows, a comparison over those added since. Two hashes that share a key both
         come back (a row too many, never one too few: callers check what the rows hold)."""
-        keys = np.asarray(keys, dtype=np.uint64)
+        keys = np.sort(np.asarray(keys, dtype=np.uint64))  # sorted: 10x faster to search
         found: list[np.ndarray] = []
         sk = self._keys
         if self._sorted and len(keys) and len(sk):

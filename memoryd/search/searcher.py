@@ -83,6 +83,7 @@ from memoryd.search.request import (
     keyword_prefilter,
     narrowing,
     resolved_entities,
+    vector_mask,
     wide_first,
 )
 from memoryd.search.snippets import (  # noqa: F401
@@ -496,7 +497,7 @@ class Searcher:
         where, params = filter_sql(filters, now, wide=True)  # a common name: checked per text
         exact = EXACT_SCAN_MAX if narrowing(filters, vector=True) else None
         flt, start = (where, params), wide_first(filters, size, con)
-        among = filters.entity_ids if start is not None else None  # a wide entities filter
+        among = vector_mask(filters, now) if start is not None else None  # a wide one
         scored = nearest_entries(
             con, self.vector_cache, model_id, dim, qvec, flt, size, exact, KNN_MAX, start, among
         )

@@ -20,6 +20,7 @@ next query; anything else (vectors collected, a model switch, a checkpoint resto
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -97,11 +98,14 @@ class VectorCache:
         self._mean_n = 0
         self._mean = np.zeros(0, dtype=np.float32)
         self.entry_keys = EntryKeys()  # built by the first knn_among
+        # knn_among's last mask per connection: (entry ids, rows' hashes, rows, mask)
+        self._masks: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
 
     def invalidate(self) -> None:
         with self._lock:
             self._model_id = None
         self.entry_keys.reset()
+        self._masks.clear()
 
     def __len__(self) -> int:
         return self._n
@@ -237,19 +241,27 @@ class VectorCache:
         the pre-selection (below k, that one widens). The allowed rows come from entry_keys
         (the chunks' hash keys; a row too many is harmless: the caller checks the entries of
         what comes back)."""
-        keys, hashes = self.entry_keys.split(con, entry_ids)
         with self._lock:
             self._sync(con, model_id, dim)
             codes, full, row_hashes, n = self._view()
-            mean = self._mean
+            mean, hash_rows = self._mean, self._hashes
+        # The same entries on the same rows (entries_of hands out one array while nothing was
+        # written, and the rows stand while the cache neither grew nor reloaded): the same mask.
+        last = self._masks.get(con)
+        if last is not None and last[0] is entry_ids and last[1] is hash_rows and last[2] == n:
+            allowed = last[3]
+        else:
+            keys, hashes = self.entry_keys.split(con, entry_ids)
             allowed = np.zeros(n, dtype=bool)
-            allowed[self._hashes.rows_of_keys(keys, n)] = True
-            allowed[[r for r in self._hashes.rows(hashes) if r < n]] = True
+            with self._lock:
+                allowed[hash_rows.rows_of_keys(keys, n)] = True
+                allowed[[r for r in hash_rows.rows(hashes) if r < n]] = True
+            self._masks[con] = (entry_ids, hash_rows, n, allowed)
         if n == 0 or k <= 0 or not allowed.any():
             return [], True, 0.0
         q = np.asarray(query, dtype=np.float32)
         m = min(n, max(preselect * self.rerank, 200, n // 50))
-        everything = n <= self.min_vectors or m >= n or allowed.sum() <= EXACT_ROWS
+        everything = n <= self.min_vectors or m >= n or np.count_nonzero(allowed) <= EXACT_ROWS
         if everything:
             cand = np.flatnonzero(allowed)
         else:
@@ -299,7 +311,7 @@ def nearest_entries(
     exact_max: int | None,
     knn_max: int,
     start: int | None = None,
-    among: Sequence[Sequence[int]] | None = None,
+    among: tuple[Sequence[Sequence[int]], str, list[Any]] | None = None,
 ) -> list[tuple[float, int, int | None]]:
     """The vector pool's rows: (similarity, entry id, document id) of the `size` entries
     nearest the query that pass the filter `flt` (entries.filter_sql's where and params),
@@ -308,8 +320,9 @@ def nearest_entries(
     search widens (never past knn_max) until `size` entries pass and, if the filter still
     leaves too few, falls back to scoring every entry it passes, so a filtered query finds
     what an unfiltered one restricted afterwards does. `start`: the first k (a filter known to
-    pass a share of the entries: request.wide_first). `among`: an entities filter's groups
-    (resolved), which the in-memory cache checks as a mask over its rows (`_masked`)."""
+    pass a share of the entries: request.wide_first). `among` (request.vector_mask): an
+    entities filter's groups (resolved), which the in-memory cache checks as a mask over its
+    rows (`_masked`), and the rest of `flt`."""
     where, params = flt
     found: list[tuple[int, str, int | None]] | None = None
     sims: dict[str, float] = {}
@@ -319,7 +332,8 @@ def nearest_entries(
             found = allowed
             sims = index.similarities(con, model_id, dim, qvec, {h for _, h, _ in allowed})
     if found is None and among is not None and isinstance(index, VectorCache):
-        return _masked(con, index, (model_id, dim, qvec), flt, size, knn_max, start, among)
+        groups, rest = among[0], (among[1], among[2])
+        return _masked(con, index, (model_id, dim, qvec), rest, size, knn_max, start, groups)
     if found is None:
         k = min(max(size, start or 0), knn_max)
         while True:
@@ -343,7 +357,7 @@ def _masked(
     con: Connection,
     cache: VectorCache,
     query: tuple[int, int, np.ndarray],
-    flt: tuple[str, list[Any]],
+    rest: tuple[str, list[Any]],
     size: int,
     knn_max: int,
     start: int | None,
@@ -356,13 +370,17 @@ def _masked(
     filter drops some: the same answer, or a nearer one where the k-NN would not have widened
     after all."""
     model_id, dim, qvec = query
-    where, params = flt
+    where, params = rest  # the filter but its entities: those are `allowed`, checked here
     allowed = entities.entries_of(con, among)
     k, want = min(max(size, start or 0), knn_max), size
     while True:
         nearest, complete, held = cache.knn_among(con, model_id, dim, qvec, want, allowed, k)
         sims = {h: 1.0 - d for h, d in nearest}
         found = searchsql.entries_with_hashes(con, list(sims), where, params)
+        ids = np.array([i for i, _, _ in found], dtype=np.int64)
+        at = np.minimum(np.searchsorted(allowed, ids), max(len(allowed) - 1, 0))
+        passes = (allowed[at] == ids).tolist() if len(allowed) else [False] * len(ids)
+        found = [f for f, keep in zip(found, passes, strict=True) if keep]
         # held is an estimate (about +-sqrt of itself): two of those over `size`, or widen
         if complete or (len(found) >= size and held >= size + 2 * size**0.5):
             break
