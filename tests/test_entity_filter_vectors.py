@@ -127,3 +127,20 @@ def test_rows_of_keys_finds_sorted_and_recent_rows() -> None:
     assert sorted(rows.rows_of_keys(keys, 5010).tolist()) == [3, 4999, 5004]
     assert sorted(rows.rows_of_keys(keys, 5000).tolist()) == [3, 4999]  # a view of 5,000 rows
     assert rows.rows_of_keys(np.zeros(0, dtype=np.uint64), 5010).tolist() == []
+
+
+@pytest.mark.sqlite_only("the norm is remembered per SQLite connection and data version")
+def test_a_known_norm_is_forgotten_when_anything_is_written(make_app: Any) -> None:
+    """A filtered search's BM25 norm (the query's best match without the filter) is taken from
+    the unfiltered search of the same query just before, until anything is written."""
+    from memoryd.store import searchsql
+
+    app = make_app(model=None)
+    app.memories.add(content="the payments service deploys on Tuesday")
+    con = app.store.reader()
+    assert searchsql.known_best(con, '"payments"', "1 = 1", []) == (False, None)
+    searchsql.note_best(con, '"payments"', "1 = 1", [], -1.5)
+    assert searchsql.known_best(con, '"payments"', "1 = 1", []) == (True, -1.5)
+    assert searchsql.known_best(con, '"payments"', "1 = 1", [1]) == (False, None)
+    app.memories.add(content="the billing service deploys on Monday")  # another connection
+    assert searchsql.known_best(con, '"payments"', "1 = 1", []) == (False, None)

@@ -331,11 +331,14 @@ class Searcher:
         out: dict[str, Any] = {"query": req.query}
         pre = keyword_prefilter(req.filters, now)  # an entities filter, checked on FTS5's rowids
         pool: dict[str, Any] = {"narrow": narrowing(req.filters), "beside": self._beside(req)}
-        filtered = s.fusion == "weighted" and req.filters != base_filters(req.filters)
+        plain = req.filters == base_filters(req.filters)
+        filtered = s.fusion == "weighted" and not plain
         bwhere, bparams = filter_sql(base_filters(req.filters), now)
         typed = parsed.match_any or parsed.match
-        norm_soon = None  # a filtered search's BM25 norm (below), beside the keyword pool
-        if filtered and typed and req.mode in ("auto", "keyword", "hybrid"):
+        # a filtered search's BM25 norm (below): known, or ranked beside the keyword pool
+        known, norm = searchsql.known_best(con, typed, bwhere, bparams) if typed else (True, None)
+        norm_soon = None
+        if filtered and typed and not known and req.mode in ("auto", "keyword", "hybrid"):
             best = functools.partial(searchsql.best_bm25, match=typed, where=bwhere, params=bparams)
             norm_soon = self._executor().submit(self._read, req, best)
 
@@ -380,10 +383,13 @@ class Searcher:
         out["mode"] = mode
         # Scores must not depend on the filter: normalise BM25 by the best match of the query
         # without it, so a filtered search ranks as an unfiltered one restricted.
-        norm = None
-        if keyword and filtered and fuzzy_used and rewritten is not None:
+        if not (keyword and filtered):
+            if plain and keyword and typed and not (fuzzy_used or keyword[0].partial):
+                searchsql.note_best(con, typed, bwhere, bparams, keyword[0].bm25)  # unfiltered
+            norm = None
+        elif fuzzy_used and rewritten is not None:
             norm = searchsql.best_bm25(con, rewritten.match, bwhere, bparams)
-        elif keyword and norm_soon is not None:
+        elif norm_soon is not None:
             norm = norm_soon.result()
         units = query_units(
             rewritten.corrected_query if fuzzy_used and rewritten is not None else req.query
@@ -477,19 +483,14 @@ class Searcher:
         ]
 
     def _beside(self, req: SearchRequest) -> searchsql.Beside:
-        """Runs a function of a read connection on the search threads, in a read transaction
-        of its own (as the vector pool): `searchsql.keyword_pool` ranks half of a large index's
-        matches there while this thread ranks the other half."""
+        """Runs a function of a read connection on a search thread (keyword_pool's `beside`)."""
         return lambda fn: self._executor().submit(self._read, req, fn)
 
     def _vector_pool(
         self, con: Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
     ) -> tuple[list[Candidate], Scale]:
         """The `size` nearest entries that pass the filters, nearest first, and the model's
-        similarity scale. Filters restrict the candidates before ranking: a selective filter
-        scans the vectors of the texts it allows exactly; otherwise the nearest-neighbour search
-        widens (never past KNN_MAX) and, if the filter still leaves too few, falls back to the
-        exact scan, so a filtered query finds what an unfiltered one restricted afterwards does."""
+        similarity scale; filters restrict the candidates before ranking (vecindex.py)."""
         active = vectors.active_model(con)
         if active is None or active[2] != int(qvec.shape[-1]):
             return [], DEFAULT_SCALE

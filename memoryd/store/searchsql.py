@@ -171,6 +171,46 @@ def best_bm25(con: Connection, match: str, where: str, params: Sequence[Any]) ->
     return rows[0][1] if rows else None
 
 
+def data_version(con: Connection) -> tuple[int, int] | None:
+    """What a value read on this SQLite connection is good for: its data version (it changes
+    when another connection commits) and its own changes. None on PostgreSQL."""
+    if not isinstance(con, apsw.Connection):
+        return None
+    dv = con.execute("PRAGMA data_version").fetchone()
+    return int(dv[0]) if dv else -1, con.total_changes()
+
+
+# The best BM25 of recent queries (best_bm25's answer, or an unfiltered keyword pool's first),
+# per connection while its data version holds: a filtered search of a query searched without
+# the filter just before (an agent narrowing a search down) needs no second ranking for its norm.
+_BEST: weakref.WeakKeyDictionary[Any, tuple[Any, dict[Any, float | None]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def note_best(
+    con: Connection, match: str, where: str, params: Sequence[Any], best: float | None
+) -> None:
+    version = data_version(con)
+    if version is None:
+        return
+    known = _BEST.get(con)
+    if known is None or known[0] != version or len(known[1]) >= 64:
+        known = _BEST[con] = (version, {})
+    known[1][match, where, tuple(params)] = best
+
+
+def known_best(
+    con: Connection, match: str, where: str, params: Sequence[Any]
+) -> tuple[bool, float | None]:
+    """(whether it is known, best_bm25's answer) from note_best, without ranking anything."""
+    known = _BEST.get(con)
+    key = (match, where, tuple(params))
+    if known is None or key not in known[1] or known[0] != data_version(con):
+        return False, None
+    return True, known[1][key]
+
+
 def entries_with_hashes(
     con: Connection, hashes: Sequence[str], where: str, params: Sequence[Any]
 ) -> list[tuple[int, str, int | None]]:
@@ -326,10 +366,8 @@ def entry_count(con: Connection) -> int:
         return int(row[0] or 0) if row else 0
     # Remembered per connection while its data version holds (no other connection committed)
     # and it changed nothing itself: a search asks twice (coverage, absent words), 0.8 ms each.
-    key = None
-    if isinstance(con, apsw.Connection):
-        dv = con.execute("PRAGMA data_version").fetchone()
-        key = (int(dv[0]) if dv else -1, con.total_changes())
+    key = data_version(con)
+    if key is not None:
         known = _COUNTS.get(con)
         if known is not None and known[0] == key:
             return known[1]
