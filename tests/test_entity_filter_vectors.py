@@ -138,9 +138,16 @@ def test_a_known_norm_is_forgotten_when_anything_is_written(make_app: Any) -> No
     app = make_app(model=None)
     app.memories.add(content="the payments service deploys on Tuesday")
     con = app.store.reader()
-    assert searchsql.known_best(con, '"payments"', "1 = 1", []) == (False, None)
-    searchsql.note_best(con, '"payments"', "1 = 1", [], -1.5)
-    assert searchsql.known_best(con, '"payments"', "1 = 1", []) == (True, -1.5)
-    assert searchsql.known_best(con, '"payments"', "1 = 1", [1]) == (False, None)
+    key = ('"payments"', "base filters")
+    assert searchsql.known_best(con, key, 100.0) == (False, None)
+    searchsql.note_best(con, key, 100.0, -1.5)
+    assert searchsql.known_best(con, key, 100.0) == (True, -1.5)
+    assert searchsql.known_best(con, key, 5e9) == (True, -1.5)  # nothing expired meanwhile
+    assert searchsql.known_best(con, ('"payments"', "other"), 100.0) == (False, None)
     app.memories.add(content="the billing service deploys on Monday")  # another connection
-    assert searchsql.known_best(con, '"payments"', "1 = 1", []) == (False, None)
+    assert searchsql.known_best(con, key, 100.0) == (False, None)
+    searchsql.note_best(con, key, 100.0, -1.5)
+    app.memories.add(content="a note that expires", expires_at=4e9)
+    searchsql.note_best(con, key, 100.0, -1.5)  # after that write
+    assert searchsql.known_best(con, key, 100.0) == (True, -1.5)
+    assert searchsql.known_best(con, key, 5e9) == (False, None)  # it expired in between

@@ -331,13 +331,13 @@ class Searcher:
         out: dict[str, Any] = {"query": req.query}
         pre = keyword_prefilter(req.filters, now)  # an entities filter, checked on FTS5's rowids
         pool: dict[str, Any] = {"narrow": narrowing(req.filters), "beside": self._beside(req)}
-        plain = req.filters == base_filters(req.filters)
-        filtered = s.fusion == "weighted" and not plain
-        bwhere, bparams = filter_sql(base_filters(req.filters), now)
+        base = base_filters(req.filters)
+        plain, bwhere, bparams = req.filters == base, *filter_sql(base, now)
+        filtered, norm_soon = s.fusion == "weighted" and not plain, None
         typed = parsed.match_any or parsed.match
         # a filtered search's BM25 norm (below): known, or ranked beside the keyword pool
-        known, norm = searchsql.known_best(con, typed, bwhere, bparams) if typed else (True, None)
-        norm_soon = None
+        nkey = (typed, base)
+        known, norm = searchsql.known_best(con, nkey, now) if typed else (True, None)
         if filtered and typed and not known and req.mode in ("auto", "keyword", "hybrid"):
             best = functools.partial(searchsql.best_bm25, match=typed, where=bwhere, params=bparams)
             norm_soon = self._executor().submit(self._read, req, best)
@@ -385,7 +385,7 @@ class Searcher:
         # without it, so a filtered search ranks as an unfiltered one restricted.
         if not (keyword and filtered):
             if plain and keyword and typed and not (fuzzy_used or keyword[0].partial):
-                searchsql.note_best(con, typed, bwhere, bparams, keyword[0].bm25)  # unfiltered
+                searchsql.note_best(con, nkey, now, keyword[0].bm25)  # unfiltered
             norm = None
         elif fuzzy_used and rewritten is not None:
             norm = searchsql.best_bm25(con, rewritten.match, bwhere, bparams)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -180,35 +180,40 @@ def data_version(con: Connection) -> tuple[int, int] | None:
     return int(dv[0]) if dv else -1, con.total_changes()
 
 
-# The best BM25 of recent queries (best_bm25's answer, or an unfiltered keyword pool's first),
-# per connection while its data version holds: a filtered search of a query searched without
-# the filter just before (an agent narrowing a search down) needs no second ranking for its norm.
-_BEST: weakref.WeakKeyDictionary[Any, tuple[Any, dict[Any, float | None]]] = (
+# The best BM25 of recent queries (an unfiltered keyword pool's first), per connection while its
+# data version holds: a filtered search of a query searched without the filter just before (an
+# agent narrowing a search down) needs no second ranking for its norm. `key`: the query and
+# the filter it was ranked under; `now`: when (an entry that expired since voids it).
+_BEST: weakref.WeakKeyDictionary[Any, tuple[Any, dict[Any, tuple[float, float | None]]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def note_best(
-    con: Connection, match: str, where: str, params: Sequence[Any], best: float | None
-) -> None:
+def note_best(con: Connection, key: Hashable, now: float, best: float | None) -> None:
     version = data_version(con)
     if version is None:
         return
     known = _BEST.get(con)
     if known is None or known[0] != version or len(known[1]) >= 64:
         known = _BEST[con] = (version, {})
-    known[1][match, where, tuple(params)] = best
+    known[1][key] = (now, best)
 
 
-def known_best(
-    con: Connection, match: str, where: str, params: Sequence[Any]
-) -> tuple[bool, float | None]:
-    """(whether it is known, best_bm25's answer) from note_best, without ranking anything."""
+def known_best(con: Connection, key: Hashable, now: float) -> tuple[bool, float | None]:
+    """(whether it is known, the best BM25) from note_best, without ranking anything."""
     known = _BEST.get(con)
-    key = (match, where, tuple(params))
     if known is None or key not in known[1] or known[0] != data_version(con):
         return False, None
-    return True, known[1][key]
+    then, best = known[1][key]
+    lo, hi = min(then, now), max(then, now)
+    if (
+        lo != hi
+        and con.execute(
+            "SELECT 1 FROM entries WHERE expires_at > ? AND expires_at <= ? LIMIT 1", [lo, hi]
+        ).fetchall()
+    ):
+        return False, None  # an entry expired in between (or came back, for a clock set back)
+    return True, best
 
 
 def entries_with_hashes(
