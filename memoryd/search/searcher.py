@@ -83,6 +83,7 @@ from memoryd.search.request import (
     keyword_prefilter,
     narrowing,
     resolved_entities,
+    vector_mask,
     wide_first,
 )
 from memoryd.search.snippets import (  # noqa: F401
@@ -336,6 +337,16 @@ class Searcher:
         out: dict[str, Any] = {"query": req.query}
         pre = keyword_prefilter(req.filters, now)  # an entities filter, checked on FTS5's rowids
         pool: dict[str, Any] = {"narrow": narrowing(req.filters), "beside": self._beside(req)}
+        base = base_filters(req.filters)
+        plain, bwhere, bparams = req.filters == base, *filter_sql(base, now)
+        filtered, norm_soon = s.fusion == "weighted" and not plain, None
+        typed = parsed.match_any or parsed.match
+        # a filtered search's BM25 norm (below): known, or ranked beside the keyword pool
+        nkey = (typed, base)
+        known, norm = searchsql.known_best(con, nkey, now) if typed else (True, None)
+        if filtered and typed and not known and req.mode in ("auto", "keyword", "hybrid"):
+            best = functools.partial(searchsql.best_bm25, match=typed, where=bwhere, params=bparams)
+            norm_soon = self._executor().submit(self._read, req, best)
 
         keyword: list[Candidate] = []
         fuzzy_used = False
@@ -376,16 +387,16 @@ class Searcher:
         else:
             mode = req.mode
         out["mode"] = mode
-        norm = None
-        if keyword and s.fusion == "weighted" and req.filters != base_filters(req.filters):
-            # Scores must not depend on the filter: normalise BM25 by the best match of the
-            # query without it, so a filtered search ranks as an unfiltered one restricted.
-            if fuzzy_used and rewritten is not None:
-                full: str | None = rewritten.match
-            else:
-                full = parsed.match_any or parsed.match
-            bwhere, bparams = filter_sql(base_filters(req.filters), now)
-            norm = searchsql.best_bm25(con, full, bwhere, bparams) if full else None
+        # Scores must not depend on the filter: normalise BM25 by the best match of the query
+        # without it, so a filtered search ranks as an unfiltered one restricted.
+        if not (keyword and filtered):
+            if plain and keyword and typed and not (fuzzy_used or keyword[0].partial):
+                searchsql.note_best(con, nkey, now, keyword[0].bm25)  # unfiltered
+            norm = None
+        elif fuzzy_used and rewritten is not None:
+            norm = searchsql.best_bm25(con, rewritten.match, bwhere, bparams)
+        elif norm_soon is not None:
+            norm = norm_soon.result()
         units = query_units(
             rewritten.corrected_query if fuzzy_used and rewritten is not None else req.query
         )
@@ -478,19 +489,14 @@ class Searcher:
         ]
 
     def _beside(self, req: SearchRequest) -> searchsql.Beside:
-        """Runs a function of a read connection on the search threads, in a read transaction
-        of its own (as the vector pool): `searchsql.keyword_pool` ranks half of a large index's
-        matches there while this thread ranks the other half."""
+        """Runs a function of a read connection on a search thread (keyword_pool's `beside`)."""
         return lambda fn: self._executor().submit(self._read, req, fn)
 
     def _vector_pool(
         self, con: Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
     ) -> tuple[list[Candidate], Scale]:
         """The `size` nearest entries that pass the filters, nearest first, and the model's
-        similarity scale. Filters restrict the candidates before ranking: a selective filter
-        scans the vectors of the texts it allows exactly; otherwise the nearest-neighbour search
-        widens (never past KNN_MAX) and, if the filter still leaves too few, falls back to the
-        exact scan, so a filtered query finds what an unfiltered one restricted afterwards does."""
+        similarity scale; filters restrict the candidates before ranking (vecindex.py)."""
         active = vectors.active_model(con)
         if active is None or active[2] != int(qvec.shape[-1]):
             return [], DEFAULT_SCALE
@@ -498,8 +504,9 @@ class Searcher:
         where, params = filter_sql(filters, now, wide=True)  # a common name: checked per text
         exact = EXACT_SCAN_MAX if narrowing(filters, vector=True) else None
         flt, start = (where, params), wide_first(filters, size, con)
+        among = vector_mask(filters, now) if start is not None else None  # a wide one
         scored = nearest_entries(
-            con, self.vector_cache, model_id, dim, qvec, flt, size, exact, KNN_MAX, start
+            con, self.vector_cache, model_id, dim, qvec, flt, size, exact, KNN_MAX, start, among
         )
         return [
             Candidate(id=i, document_id=doc, vector_rank=rank, similarity=sim)

