@@ -16,8 +16,10 @@ from memoryd.search.ranking import (
     absent_identifier,
     admitted,
     coverage,
+    followers,
     identifier,
     idf,
+    order,
     query_units,
 )
 
@@ -93,6 +95,25 @@ def test_a_vector_neighbour_that_holds_a_word_of_the_question_is_backed_by_it() 
     held = Candidate(id=1, vector_rank=3, coverage=0.3, similarity=0.12)
     bare = Candidate(id=2, vector_rank=2, coverage=0.0, similarity=0.15)
     assert [k.id for k in admitted([held, bare], MINILM)] == [1]
+
+
+def test_an_answered_question_lists_its_weaker_neighbours_last_an_unanswered_one_none() -> None:
+    """Issue 19.2: once a question has a hit, its other neighbours above the model's floor
+    follow every backed hit (the whole-note cosine baseline lists them too), their scores
+    capped at the last backed hit's; a question with no hit gets none (issue 19.6: `alone`
+    still decides whether it is answered), and neither does a CJK question."""
+    held = Candidate(id=1, vector_rank=3, coverage=0.3, similarity=0.12, final=0.02)
+    close = Candidate(id=2, vector_rank=1, coverage=0.0, similarity=0.45, final=0.3)
+    weak = Candidate(id=3, vector_rank=2, coverage=0.0, similarity=0.15, final=0.03)
+    pool = [held, close, weak]
+    hits = admitted(pool, MINILM)
+    assert [k.id for k in hits] == [1, 2]
+    tail = followers(pool, hits)
+    assert [k.id for k in tail] == [3] and weak.tail
+    assert [k.id for k in order(hits + tail)] == [2, 1, 3]  # 3 outscored 1, and follows it
+    assert weak.final == held.final == 0.02
+    assert followers([weak], admitted([weak], MINILM)) == []  # nothing answers: nothing listed
+    assert followers(pool, hits, cjk=True) == []
 
 
 def test_coverage_weighs_the_keyword_part_beside_vectors_only() -> None:

@@ -125,6 +125,7 @@ class Candidate:
     components: dict[str, float] = field(default_factory=dict)
     final: float = 0.0
     sections: list[Candidate] = field(default_factory=list)
+    tail: bool = False  # a neighbour that follows every backed hit (`followers`)
 
     @property
     def group_key(self) -> tuple[str, int]:
@@ -298,6 +299,25 @@ def admitted(
     ]
 
 
+def followers(
+    candidates: Sequence[Candidate], hits: Sequence[Candidate], cjk: bool = False
+) -> list[Candidate]:
+    """Once a query has a hit (`admitted`: the query is answered), its other vector neighbours
+    above the model's floor follow every such hit, marked `tail` (`order` puts them last), as
+    the whole-note cosine baseline lists them: a paraphrase's second note that shares no word
+    with the question and sits under `alone` is still the next thing to read (issue 19.2). A
+    query with no hit gets none of them, so `alone` still decides whether a question is
+    answered at all (issue 19.6: the share of questions answered with nothing is unchanged). Not
+    for a CJK query: a model not trained on those languages finds every CJK text alike."""
+    if not hits or cjk:
+        return []
+    kept = {id(c) for c in hits}
+    tail = [c for c in candidates if id(c) not in kept and c.similarity is not None]
+    for c in tail:
+        c.tail = True
+    return tail
+
+
 def damp(candidates: Sequence[Candidate], absent_share: float) -> float:
     """Lower every candidate's relevance (and its sections') for the query's words that no text
     holds: times 1 - their IDF-weighted share, never below ABSENT_FLOOR. The order is kept (no
@@ -387,17 +407,26 @@ def bm25_norm(keyword: Sequence[Candidate]) -> float | None:
 
 
 def order(candidates: list[Candidate]) -> list[Candidate]:
-    """Best first; ties (scores equal to 6 places, as shown) go to relevance, then to the most
-    recently updated, then to the lower id (stable across runs)."""
-    return sorted(
+    """Best first, every backed hit before the `tail` (`followers`), whose scores are capped at
+    the last backed hit's so that scores fall down the list; ties (scores equal to 6 places, as
+    shown) go to relevance, then to the most recently updated, then to the lower id (stable
+    across runs)."""
+    ranked = sorted(
         candidates,
         key=lambda c: (
+            c.tail,
             -round(c.final, 6),
             -round(c.components.get("relevance", 0.0), 9),
             -c.components.get("updated_at", 0.0),
             c.id,
         ),
     )
+    last = min((c.final for c in ranked if not c.tail), default=None)
+    if last is not None:
+        for c in ranked:
+            if c.tail and c.final > last:
+                c.final = last
+    return ranked
 
 
 def similarity_scale(model_key: str) -> Scale:

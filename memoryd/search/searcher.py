@@ -11,7 +11,8 @@ Every response names the mode that answered it.
 
 What a hit is (see docs/protocol.md, "Scores"):
 - only a candidate backed by a keyword match, or by a similarity at or above the model's
-  calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding. After typo
+  calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding (once one is,
+  the other neighbours above the floor follow them all: `ranking.followers`). After typo
   correction, when no candidate holds any query word, similarity must reach the model's
   `unkeyed` floor if it has one; a CJK
   query's hits need one of its units (`cjk_alone` for vectors); a word no text holds lowers
@@ -61,6 +62,7 @@ from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts
     admitted,
     bm25_norm,
     damp,
+    followers,
     group_by_note,
     listed_sections,
     normalise,
@@ -392,6 +394,7 @@ class Searcher:
             entityboost.boost(con, req.query, fused, s.entity_weight)  # issue 20.3
         cjk, corrected = has_cjk(req.query), req.mode in ("auto", "fuzzy")
         ranked = admitted(fused, scale, cjk=cjk, corrected=corrected)
+        ranked += followers(fused, ranked, cjk)  # after every backed hit (issue 19.2)
         # A word no text holds lowers the scores; only a query of nothing but absent names or
         # identifiers answers nothing (issue 19.3; docs/protocol.md, "No answer").
         absent, share = absent_units(con, req.query, self.evidence)
@@ -560,7 +563,8 @@ class Searcher:
         lc = self.lifecycle
         # Recency is measured from the newest of the texts ranked, not from the wall clock: the
         # same query on the same index gives the same order hours apart (issue 19.4).
-        newest = max((float(r["updated_at"]) for r in raw.values()), default=now)
+        backed = [raw[c.id] for c in candidates if c.id in raw and not c.tail]  # not the tail's
+        newest = max((float(r["updated_at"]) for r in backed), default=now)
         for c in candidates:
             r = raw.get(c.id)
             if r is None:
