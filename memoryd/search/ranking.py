@@ -95,6 +95,9 @@ class SearchSettings(Protocol):
     def entity_weight(self) -> float: ...
 
     @property
+    def weak_neighbours(self) -> bool: ...
+
+    @property
     def importance_weight(self) -> float: ...
 
     @property

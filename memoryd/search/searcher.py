@@ -394,7 +394,8 @@ class Searcher:
             entityboost.boost(con, req.query, fused, s.entity_weight)  # issue 20.3
         cjk, corrected = has_cjk(req.query), req.mode in ("auto", "fuzzy")
         ranked = admitted(fused, scale, cjk=cjk, corrected=corrected)
-        ranked += followers(fused, ranked, cjk)  # after every backed hit (issue 19.2)
+        if s.weak_neighbours:
+            ranked += followers(fused, ranked, cjk)  # after every backed hit (issue 19.2)
         # A word no text holds lowers the scores; only a query of nothing but absent names or
         # identifiers answers nothing (issue 19.3; docs/protocol.md, "No answer").
         absent, share = absent_units(con, req.query, self.evidence)
