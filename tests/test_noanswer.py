@@ -21,6 +21,8 @@ from memoryd.search.ranking import (
     idf,
     order,
     query_units,
+    several_chunks,
+    steadied,
 )
 
 MINILM = ranking.SIMILARITY_SCALE["sentence-transformers/all-MiniLM-L6-v2-int8"]
@@ -114,6 +116,24 @@ def test_an_answered_question_lists_its_weaker_neighbours_last_an_unanswered_one
     assert weak.final == held.final == 0.02
     assert followers([weak], admitted([weak], MINILM)) == []  # nothing answers: nothing listed
     assert followers(pool, hits, cjk=True) == []
+
+
+def test_a_short_chunk_ranks_by_a_similarity_pulled_toward_its_notes() -> None:
+    """Issue 19.2: two lines at the end of a chat match a short question by a few words; a chunk
+    shorter than STEADY_CHARS ranks by its similarity pulled toward the length-weighted mean of
+    its note's chunks in the pool, in proportion to how short it is. A chunk alone in its note,
+    or long enough, keeps its own."""
+    short = Candidate(id=1, document_id=7, vector_rank=1, similarity=0.52)
+    body = Candidate(id=2, document_id=7, vector_rank=5, similarity=0.40)
+    alone = Candidate(id=3, document_id=8, vector_rank=2, similarity=0.50)
+    pool = [short, body, alone]
+    assert several_chunks(pool) == [1, 2]
+    half = ranking.STEADY_CHARS // 2
+    steadied(pool, {1: half, 2: 3 * half})
+    mean = (0.52 * half + 0.40 * 3 * half) / (4 * half)  # 0.43
+    assert short.similarity == pytest.approx(0.5 * 0.52 + 0.5 * mean)
+    assert short.components["chunk_similarity"] == 0.52
+    assert body.similarity == 0.40 and alone.similarity == 0.50  # long enough; alone
 
 
 def test_coverage_weighs_the_keyword_part_beside_vectors_only() -> None:

@@ -59,6 +59,9 @@ SIMILARITY_SCALE: dict[str, Scale] = {
 DEFAULT_SCALE = Scale(0.40, 0.80, 0.40)  # an uncalibrated model: a conservative guess
 SIGNAL_SHARE = 0.05  # the most importance, recency, frequency and tier can move a score
 ABSENT_FLOOR = 0.25  # what a query's words that no text holds leave of a hit's relevance, at least
+# A chunk shorter than this many characters ranks by its similarity pulled toward its note's
+# (`steadied`); chosen leaving each labelled set out from 300, 600, 1000 (BENCHMARKS.md, 19.2).
+STEADY_CHARS = 600
 
 
 class SearchSettings(Protocol):
@@ -319,6 +322,38 @@ def followers(
     for c in tail:
         c.tail = True
     return tail
+
+
+def several_chunks(vector: Sequence[Candidate]) -> list[int]:
+    """The ids of the vector candidates whose note has another chunk among them."""
+    count: dict[int, int] = {}
+    for c in vector:
+        if c.document_id is not None:
+            count[c.document_id] = count.get(c.document_id, 0) + 1
+    return [c.id for c in vector if count.get(c.document_id or -1, 0) > 1]
+
+
+def steadied(vector: Sequence[Candidate], lengths: dict[int, int]) -> None:
+    """A short chunk's similarity is a noisy witness of its note: two lines at the end of a chat
+    match a short question by a few words. Each chunk with a length in `lengths` (the chunks of
+    notes with several in the pool: `several_chunks`) shorter than STEADY_CHARS ranks by its
+    similarity pulled toward the length-weighted mean of its note's chunks in the pool, in
+    proportion to how short it is (what whole-note cosine sees; issue 19.2). A chunk's own
+    similarity stays in components["chunk_similarity"]."""
+    notes: dict[int, list[Candidate]] = {}
+    for c in vector:
+        if c.id in lengths and c.document_id is not None:
+            notes.setdefault(c.document_id, []).append(c)
+    for chunks in notes.values():
+        total = sum(lengths[c.id] for c in chunks)
+        if len(chunks) < 2 or not total:
+            continue
+        mean = sum((c.similarity or 0.0) * lengths[c.id] for c in chunks) / total
+        for c in chunks:
+            share = min(1.0, lengths[c.id] / STEADY_CHARS)
+            if share < 1.0 and c.similarity is not None:
+                c.components["chunk_similarity"] = c.similarity
+                c.similarity = share * c.similarity + (1.0 - share) * mean
 
 
 def damp(candidates: Sequence[Candidate], absent_share: float) -> float:

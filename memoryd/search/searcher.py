@@ -14,23 +14,21 @@ What a hit is (see docs/protocol.md, "Scores"):
   calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding (once one is,
   the other neighbours above the floor follow them all: `ranking.followers`). After typo
   correction, when no candidate holds any query word, similarity must reach the model's
-  `unkeyed` floor if it has one; a CJK
-  query's hits need one of its units (`cjk_alone` for vectors); a word no text holds lowers
-  the scores (`ranking.damp`), and only a query of nothing but absent names or identifiers
-  answers nothing (`answerability.only_absent_names`; docs/protocol.md, "No answer"). Each
-  hit's `coverage` (IDF-weighted share of the query's units in its best chunk) is computed for
-  this, over the whole index's document frequencies;
+  `unkeyed` floor if it has one; a CJK query's hits need one of its units (`cjk_alone` for
+  vectors); a short chunk ranks by a similarity pulled toward its note's (`ranking.steadied`);
+  a word no text holds lowers the scores (`ranking.damp`), and only a query of nothing but
+  absent names or identifiers answers nothing (`answerability.only_absent_names`); `coverage`
+  is the IDF-weighted share of the query's units in a hit's best chunk (whole-index DFs);
 - filters restrict both pools before ranking (the vector pool scans the filtered texts exactly
   when the filter leaves few of them), and BM25 is normalised without them, so a filtered search
   returns what an unfiltered one restricted afterwards does, with the same scores;
 - by default one result per note (its best chunk, plus the note's other sections that the
-  same rules would admit as hits) or memory; `group="none"` gives raw
-  chunks; the pools are as large at every limit, and recency counts from the newest text
-  ranked, so the order depends on neither the limit nor the clock;
+  same rules would admit as hits) or memory; `group="none"` gives raw chunks; the pools are as
+  large at every limit, and recency counts from the newest text ranked, so the order depends
+  on neither the limit nor the clock;
 - `score` is in 0..1 and means the same in every query: 1 = the best keyword match on every
   query word that is also as similar as the top of the model's scale.
-The pure parts live in ranking.py (fusion, scores, order) and snippets.py, tested without a
-database.
+The pure parts live in ranking.py (fusion, scores, order) and snippets.py, tested without a DB.
 """
 
 from __future__ import annotations
@@ -71,8 +69,10 @@ from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts
     rank_weight,
     relevance,
     rrf,
+    several_chunks,
     signals,
     similarity_scale,
+    steadied,
     strength,
     weighted,
 )
@@ -360,6 +360,8 @@ class Searcher:
             vector, scale = pending.result()
         # No padding: a vector neighbour is a candidate only at or above the model's floor.
         vector = [c for c in vector if (c.similarity or 0.0) >= scale[0]]
+        if req.group == "note":
+            steadied(vector, searchsql.text_lengths(con, several_chunks(vector)))
 
         if fuzzy_used:
             mode = "fuzzy"
