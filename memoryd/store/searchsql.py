@@ -319,6 +319,20 @@ def signal_rows(con: Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]
     return {int(row[0]): dict(zip(SIGNAL_COLUMNS, row[1:], strict=True)) for row in rows}
 
 
+def text_lengths(con: Connection, ids: Sequence[int]) -> dict[int, int]:
+    """Characters of each entry's text, per id (the ranking steadies short chunks' similarity)."""
+    if not ids:
+        return {}
+    if is_postgres(con):
+        rows = con.execute("SELECT id, length(content) FROM entries WHERE id = ANY(?)", [list(ids)])
+    else:
+        rows = con.execute(
+            "SELECT id, length(content) FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+            [json.dumps(list(ids))],
+        )
+    return {int(i): int(n or 0) for i, n in rows}
+
+
 def snippets(
     con: Connection, match: str, ids: Sequence[int], open_mark: str, close_mark: str
 ) -> dict[int, str]:
