@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -193,6 +193,51 @@ def best_bm25(con: Connection, match: str, where: str, params: Sequence[Any]) ->
     return rows[0][1] if rows else None
 
 
+def data_version(con: Connection) -> tuple[int, int] | None:
+    """What a value read on this SQLite connection is good for: its data version (it changes
+    when another connection commits) and its own changes. None on PostgreSQL."""
+    if not isinstance(con, apsw.Connection):
+        return None
+    dv = con.execute("PRAGMA data_version").fetchone()
+    return int(dv[0]) if dv else -1, con.total_changes()
+
+
+# The best BM25 of recent queries (an unfiltered keyword pool's first), per connection while its
+# data version holds: a filtered search of a query searched without the filter just before (an
+# agent narrowing a search down) needs no second ranking for its norm. `key`: the query and
+# the filter it was ranked under; `now`: when (an entry that expired since voids it).
+_BEST: weakref.WeakKeyDictionary[Any, tuple[Any, dict[Any, tuple[float, float | None]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def note_best(con: Connection, key: Hashable, now: float, best: float | None) -> None:
+    version = data_version(con)
+    if version is None:
+        return
+    known = _BEST.get(con)
+    if known is None or known[0] != version or len(known[1]) >= 64:
+        known = _BEST[con] = (version, {})
+    known[1][key] = (now, best)
+
+
+def known_best(con: Connection, key: Hashable, now: float) -> tuple[bool, float | None]:
+    """(whether it is known, the best BM25) from note_best, without ranking anything."""
+    known = _BEST.get(con)
+    if known is None or key not in known[1] or known[0] != data_version(con):
+        return False, None
+    then, best = known[1][key]
+    lo, hi = min(then, now), max(then, now)
+    if (
+        lo != hi
+        and con.execute(
+            "SELECT 1 FROM entries WHERE expires_at > ? AND expires_at <= ? LIMIT 1", [lo, hi]
+        ).fetchall()
+    ):
+        return False, None  # an entry expired in between (or came back, for a clock set back)
+    return True, best
+
+
 def entries_with_hashes(
     con: Connection, hashes: Sequence[str], where: str, params: Sequence[Any]
 ) -> list[tuple[int, str, int | None]]:
@@ -229,6 +274,36 @@ def filtered_entries(
     ]
 
 
+def entries_after(con: Connection, after: int, limit: int) -> list[tuple[int, bool, str]]:
+    """(id, whether it is a chunk, content hash) of up to `limit` entries with an id above
+    `after`, in id order (search/entrykeys.py follows the chunks' hashes with it)."""
+    return [
+        (int(i), bool(chunk), str(h))
+        for i, chunk, h in con.execute(
+            "SELECT id, kind = 'chunk', content_hash FROM entries WHERE id > ? ORDER BY id LIMIT ?",
+            [after, limit],
+        )
+    ]
+
+
+def memory_ids(con: Connection) -> list[int]:
+    """The ids of every memory (off the index by kind)."""
+    return [int(r[0]) for r in con.execute("SELECT id FROM entries WHERE kind = 'memory'")]
+
+
+def hashes_of(con: Connection, ids: Sequence[int]) -> list[str]:
+    """The content hashes of the given entries (those that exist)."""
+    if not ids:
+        return []
+    return [
+        str(r[0])
+        for r in con.execute(
+            "SELECT content_hash FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+            [json.dumps([int(i) for i in ids])],
+        )
+    ]
+
+
 def signal_rows(con: Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
     """The columns ranking signals read, per entry id (SQLite: one statement over a JSON array
     of the ids, a quarter faster than batches of IN lists for the ~800 of a 400-chunk pool)."""
@@ -242,6 +317,20 @@ def signal_rows(con: Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]
             [json.dumps(ids)],
         )
     return {int(row[0]): dict(zip(SIGNAL_COLUMNS, row[1:], strict=True)) for row in rows}
+
+
+def text_lengths(con: Connection, ids: Sequence[int]) -> dict[int, int]:
+    """Characters of each entry's text, per id (the ranking steadies short chunks' similarity)."""
+    if not ids:
+        return {}
+    if is_postgres(con):
+        rows = con.execute("SELECT id, length(content) FROM entries WHERE id = ANY(?)", [list(ids)])
+    else:
+        rows = con.execute(
+            "SELECT id, length(content) FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+            [json.dumps(list(ids))],
+        )
+    return {int(i): int(n or 0) for i, n in rows}
 
 
 def snippets(
@@ -318,10 +407,8 @@ def entry_count(con: Connection) -> int:
         return int(row[0] or 0) if row else 0
     # Remembered per connection while its data version holds (no other connection committed)
     # and it changed nothing itself: a search asks twice (coverage, absent words), 0.8 ms each.
-    key = None
-    if isinstance(con, apsw.Connection):
-        dv = con.execute("PRAGMA data_version").fetchone()
-        key = (int(dv[0]) if dv else -1, con.total_changes())
+    key = data_version(con)
+    if key is not None:
         known = _COUNTS.get(con)
         if known is not None and known[0] == key:
             return known[1]
