@@ -145,3 +145,30 @@ def test_bounds_learned_at_start_up_prune_the_first_search(
         monkeypatch.setattr(ftsprune, "PRUNE_MIN", 0)
         assert pruned == whole
     assert ftsprune.counts(str(store.path))[0] == used + 2
+
+
+def test_a_word_that_alone_outranks_the_rows_holding_both(
+    store: SqliteStore, monkeypatch: Any
+) -> None:
+    """Short texts repeating a rare word outrank the rows holding it and a common one: its rows
+    without the other are ranked too (`_one_sided`), and the pool is still the pool ranked
+    whole."""
+    import sys
+
+    rng = random.Random(2)
+    _add(store, ["zebra " * 6] * 30)  # short, one word repeated: more than "zebra deploy" scores
+    texts = [["zebra", "deploy", *rng.choices(FILLER, k=rng.randint(8, 40))] for _ in range(300)]
+    _add(store, [" ".join(t) for t in texts])
+    answered: list[bool] = []
+    one_sided = ftsprune._one_sided
+
+    def counted(*args: Any) -> Any:
+        found = one_sided(*args)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(ftsprune, "_one_sided", counted)
+    monkeypatch.setattr(sys.modules[__name__], "QUERIES", ["zebra deploy", "deploy zebra"])
+    for size in (5, 40):
+        assert _pools(store, size, True, monkeypatch) == _pools(store, size, False, monkeypatch)
+    assert any(answered)
