@@ -13,7 +13,10 @@ query `"a" AND "b"` is ranked first: the same phrases in the same order, so each
 the very score the any-word query gives it. Its best `first` are the any-word query's best
 `first` (same rows, same order, ties included) when the last of them scores more than any row
 that lacks a phrase can: the sum of every phrase's best single score (`best`) less the smallest
-one. A phrase's best single score is the top of its own ranking (`MATCH "a" ORDER BY bm25
+one. With two phrases, when only one of them alone can beat that (a word some short text
+repeats), the rows holding it without the other (`"a" NOT "b"`, the same phrases: the same
+scores) are ranked too and the best of both kept when they beat every row neither kept
+(`_one_sided`). A phrase's best single score is the top of its own ranking (`MATCH "a" ORDER BY bm25
 LIMIT 1`: the same idf and row lengths), as costly as the any-word query itself, so it is never
 computed on a search's path. The bounds are kept for the index's generation (the bytes of FTS5's
 averages and structure records, which every change to the index rewrites; any change forgets
