@@ -16,9 +16,13 @@ from memoryd.search.ranking import (
     absent_identifier,
     admitted,
     coverage,
+    followers,
     identifier,
     idf,
+    order,
     query_units,
+    several_chunks,
+    steadied,
 )
 
 MINILM = ranking.SIMILARITY_SCALE["sentence-transformers/all-MiniLM-L6-v2-int8"]
@@ -93,6 +97,43 @@ def test_a_vector_neighbour_that_holds_a_word_of_the_question_is_backed_by_it() 
     held = Candidate(id=1, vector_rank=3, coverage=0.3, similarity=0.12)
     bare = Candidate(id=2, vector_rank=2, coverage=0.0, similarity=0.15)
     assert [k.id for k in admitted([held, bare], MINILM)] == [1]
+
+
+def test_an_answered_question_lists_its_weaker_neighbours_last_an_unanswered_one_none() -> None:
+    """Issue 19.2: once a question has a hit, its other neighbours above the model's floor
+    follow every backed hit (the whole-note cosine baseline lists them too), their scores
+    capped at the last backed hit's; a question with no hit gets none (issue 19.6: `alone`
+    still decides whether it is answered), and neither does a CJK question."""
+    held = Candidate(id=1, vector_rank=3, coverage=0.3, similarity=0.12, final=0.02)
+    close = Candidate(id=2, vector_rank=1, coverage=0.0, similarity=0.45, final=0.3)
+    weak = Candidate(id=3, vector_rank=2, coverage=0.0, similarity=0.15, final=0.03)
+    pool = [held, close, weak]
+    hits = admitted(pool, MINILM)
+    assert [k.id for k in hits] == [1, 2]
+    tail = followers(pool, hits)
+    assert [k.id for k in tail] == [3] and weak.tail
+    assert [k.id for k in order(hits + tail)] == [2, 1, 3]  # 3 outscored 1, and follows it
+    assert weak.final == held.final == 0.02
+    assert followers([weak], admitted([weak], MINILM)) == []  # nothing answers: nothing listed
+    assert followers(pool, hits, cjk=True) == []
+
+
+def test_a_short_chunk_ranks_by_a_similarity_pulled_toward_its_notes() -> None:
+    """Issue 19.2: two lines at the end of a chat match a short question by a few words; a chunk
+    shorter than STEADY_CHARS ranks by its similarity pulled toward the length-weighted mean of
+    its note's chunks in the pool, in proportion to how short it is. A chunk alone in its note,
+    or long enough, keeps its own."""
+    short = Candidate(id=1, document_id=7, vector_rank=1, similarity=0.52)
+    body = Candidate(id=2, document_id=7, vector_rank=5, similarity=0.40)
+    alone = Candidate(id=3, document_id=8, vector_rank=2, similarity=0.50)
+    pool = [short, body, alone]
+    assert several_chunks(pool) == [1, 2]
+    half = ranking.STEADY_CHARS // 2
+    steadied(pool, {1: half, 2: 3 * half})
+    mean = (0.52 * half + 0.40 * 3 * half) / (4 * half)  # 0.43
+    assert short.similarity == pytest.approx(0.5 * 0.52 + 0.5 * mean)
+    assert short.components["chunk_similarity"] == 0.52
+    assert body.similarity == 0.40 and alone.similarity == 0.50  # long enough; alone
 
 
 def test_coverage_weighs_the_keyword_part_beside_vectors_only() -> None:

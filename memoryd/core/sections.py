@@ -51,6 +51,7 @@ class SearchConfig:
     partial_match_weight: float = _f(0.15, "float", 0.0, 1.0)
     coverage_power: float = _f(3.0, "float", 0.0, 16.0)
     entity_weight: float = _f(0.2, "float", 0.0, 10.0)
+    weak_neighbours: bool = _f(True, "bool")
     importance_weight: float = _f(0.1, "float", 0.0, 100.0)
     recency_weight: float = _f(0.1, "float", 0.0, 100.0)
     recency_half_life_days: float = _f(30.0, "float", 0.001, 1e6)

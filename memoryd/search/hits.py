@@ -79,6 +79,8 @@ def render(
                 "vector_part": round(c.components.get("vector", 0.0), 6),
                 "final": round(c.final, 6),
             }
+            if c.tail:  # a neighbour under `alone`, after every backed hit (ranking.followers)
+                hit["explain"]["tail"] = True
         hits.append(hit)
     fill_sections(con, hits)
     if req.workspace == "all":

@@ -59,6 +59,9 @@ SIMILARITY_SCALE: dict[str, Scale] = {
 DEFAULT_SCALE = Scale(0.40, 0.80, 0.40)  # an uncalibrated model: a conservative guess
 SIGNAL_SHARE = 0.05  # the most importance, recency, frequency and tier can move a score
 ABSENT_FLOOR = 0.25  # what a query's words that no text holds leave of a hit's relevance, at least
+# A chunk shorter than this many characters ranks by its similarity pulled toward its note's
+# (`steadied`); chosen leaving each labelled set out from 300, 600, 1000 (BENCHMARKS.md, 19.2).
+STEADY_CHARS = 600
 
 
 class SearchSettings(Protocol):
@@ -95,6 +98,9 @@ class SearchSettings(Protocol):
     def entity_weight(self) -> float: ...
 
     @property
+    def weak_neighbours(self) -> bool: ...
+
+    @property
     def importance_weight(self) -> float: ...
 
     @property
@@ -125,6 +131,7 @@ class Candidate:
     components: dict[str, float] = field(default_factory=dict)
     final: float = 0.0
     sections: list[Candidate] = field(default_factory=list)
+    tail: bool = False  # a neighbour that follows every backed hit (`followers`)
 
     @property
     def group_key(self) -> tuple[str, int]:
@@ -298,6 +305,57 @@ def admitted(
     ]
 
 
+def followers(
+    candidates: Sequence[Candidate], hits: Sequence[Candidate], cjk: bool = False
+) -> list[Candidate]:
+    """Once a query has a hit (`admitted`: the query is answered), its other vector neighbours
+    above the model's floor follow every such hit, marked `tail` (`order` puts them last), as
+    the whole-note cosine baseline lists them: a paraphrase's second note that shares no word
+    with the question and sits under `alone` is still the next thing to read (issue 19.2). A
+    query with no hit gets none of them, so `alone` still decides whether a question is
+    answered at all (issue 19.6: the share of questions answered with nothing is unchanged). Not
+    for a CJK query: a model not trained on those languages finds every CJK text alike."""
+    if not hits or cjk:
+        return []
+    kept = {id(c) for c in hits}
+    tail = [c for c in candidates if id(c) not in kept and c.similarity is not None]
+    for c in tail:
+        c.tail = True
+    return tail
+
+
+def several_chunks(vector: Sequence[Candidate]) -> list[int]:
+    """The ids of the vector candidates whose note has another chunk among them."""
+    count: dict[int, int] = {}
+    for c in vector:
+        if c.document_id is not None:
+            count[c.document_id] = count.get(c.document_id, 0) + 1
+    return [c.id for c in vector if count.get(c.document_id or -1, 0) > 1]
+
+
+def steadied(vector: Sequence[Candidate], lengths: dict[int, int]) -> None:
+    """A short chunk's similarity is a noisy witness of its note: two lines at the end of a chat
+    match a short question by a few words. Each chunk with a length in `lengths` (the chunks of
+    notes with several in the pool: `several_chunks`) shorter than STEADY_CHARS ranks by its
+    similarity pulled toward the length-weighted mean of its note's chunks in the pool, in
+    proportion to how short it is (what whole-note cosine sees; issue 19.2). A chunk's own
+    similarity stays in components["chunk_similarity"]."""
+    notes: dict[int, list[Candidate]] = {}
+    for c in vector:
+        if c.id in lengths and c.document_id is not None:
+            notes.setdefault(c.document_id, []).append(c)
+    for chunks in notes.values():
+        total = sum(lengths[c.id] for c in chunks)
+        if len(chunks) < 2 or not total:
+            continue
+        mean = sum((c.similarity or 0.0) * lengths[c.id] for c in chunks) / total
+        for c in chunks:
+            share = min(1.0, lengths[c.id] / STEADY_CHARS)
+            if share < 1.0 and c.similarity is not None:
+                c.components["chunk_similarity"] = c.similarity
+                c.similarity = share * c.similarity + (1.0 - share) * mean
+
+
 def damp(candidates: Sequence[Candidate], absent_share: float) -> float:
     """Lower every candidate's relevance (and its sections') for the query's words that no text
     holds: times 1 - their IDF-weighted share, never below ABSENT_FLOOR. The order is kept (no
@@ -387,17 +445,26 @@ def bm25_norm(keyword: Sequence[Candidate]) -> float | None:
 
 
 def order(candidates: list[Candidate]) -> list[Candidate]:
-    """Best first; ties (scores equal to 6 places, as shown) go to relevance, then to the most
-    recently updated, then to the lower id (stable across runs)."""
-    return sorted(
+    """Best first, every backed hit before the `tail` (`followers`), whose scores are capped at
+    the last backed hit's so that scores fall down the list; ties (scores equal to 6 places, as
+    shown) go to relevance, then to the most recently updated, then to the lower id (stable
+    across runs)."""
+    ranked = sorted(
         candidates,
         key=lambda c: (
+            c.tail,
             -round(c.final, 6),
             -round(c.components.get("relevance", 0.0), 9),
             -c.components.get("updated_at", 0.0),
             c.id,
         ),
     )
+    last = min((c.final for c in ranked if not c.tail), default=None)
+    if last is not None:
+        for c in ranked:
+            if c.tail and c.final > last:
+                c.final = last
+    return ranked
 
 
 def similarity_scale(model_key: str) -> Scale:

@@ -11,29 +11,28 @@ Every response names the mode that answered it.
 
 What a hit is (see docs/protocol.md, "Scores"):
 - only a candidate backed by a keyword match, or by a similarity at or above the model's
-  calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding. After typo
+  calibrated `alone` floor (`ranking.SIMILARITY_SCALE`), is returned: no padding (once one is,
+  the other neighbours above the floor follow them all: `ranking.followers`). After typo
   correction, when no candidate holds any query word, similarity must reach the model's
-  `unkeyed` floor if it has one; a CJK
-  query's hits need one of its units (`cjk_alone` for vectors); a word no text holds lowers
-  the scores (`ranking.damp`), and only a query of nothing but absent names or identifiers
-  answers nothing (`answerability.only_absent_names`; docs/protocol.md, "No answer"). Each
-  hit's `coverage` (IDF-weighted share of the query's units in its best chunk) is computed for
-  this, over the whole index's document frequencies;
+  `unkeyed` floor if it has one; a CJK query's hits need one of its units (`cjk_alone` for
+  vectors); a short chunk ranks by a similarity pulled toward its note's (`ranking.steadied`);
+  a word no text holds lowers the scores (`ranking.damp`), and only a query of nothing but
+  absent names or identifiers answers nothing (`answerability.only_absent_names`); `coverage`
+  is the IDF-weighted share of the query's units in a hit's best chunk (whole-index DFs);
 - filters restrict both pools before ranking (the vector pool scans the filtered texts exactly
   when the filter leaves few of them), and BM25 is normalised without them, so a filtered search
   returns what an unfiltered one restricted afterwards does, with the same scores;
-- by default one result per note (its best chunk, plus the note's other sections that the
-  same rules would admit as hits) or memory; `group="none"` gives raw
-  chunks; the pools are as large at every limit, and recency counts from the newest text
-  ranked, so the order depends on neither the limit nor the clock;
+- by default one result per note (its best chunk and the other sections the same rules admit)
+  or memory; `group="none"` gives raw chunks; pools are as large at every limit and recency
+  counts from the newest text ranked, so the order depends on neither the limit nor the clock;
 - `score` is in 0..1 and means the same in every query: 1 = the best keyword match on every
   query word that is also as similar as the top of the model's scale.
-The pure parts live in ranking.py (fusion, scores, order) and snippets.py, tested without a
-database.
+The pure parts live in ranking.py (fusion, scores, order) and snippets.py, tested without a DB.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -51,28 +50,25 @@ from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
 from memoryd.search.ftsquery import STOP_WORDS, ParsedQuery, parse_query, prefix_match
-from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts live in ranking.py)
+from memoryd.search.ranking import (
     DEFAULT_SCALE,
     SIGNAL_SHARE,
-    SIMILARITY_SCALE,
     Candidate,
     Scale,
     SearchSettings,
     admitted,
     bm25_norm,
     damp,
+    followers,
     group_by_note,
     listed_sections,
-    normalise,
     order,
     query_units,
-    rank_weight,
     relevance,
-    rrf,
+    several_chunks,
     signals,
     similarity_scale,
-    strength,
-    weighted,
+    steadied,
 )
 from memoryd.search.request import (
     GROUPS,
@@ -85,13 +81,6 @@ from memoryd.search.request import (
     resolved_entities,
     vector_mask,
     wide_first,
-)
-from memoryd.search.snippets import (  # noqa: F401
-    _CLOSE,
-    _OPEN,
-    escape_markdown,
-    plain_snippet,
-    render_snippet,
 )
 from memoryd.search.vecindex import nearest_entries, vector_index
 from memoryd.store import Store, searchsql, vectors
@@ -156,6 +145,12 @@ class Searcher:
             self._pool = None
 
     def search(self, req: SearchRequest) -> dict[str, Any]:
+        """The answer; no background model run starts meanwhile (index/foreground.py)."""
+        foreground = getattr(self.model, "foreground", None)
+        with foreground() if foreground is not None else contextlib.nullcontext():
+            return self._search(req)
+
+    def _search(self, req: SearchRequest) -> dict[str, Any]:
         started = time.perf_counter()
         s = self.settings
         if req.mode not in MODES:
@@ -369,6 +364,8 @@ class Searcher:
             vector, scale = pending.result()
         # No padding: a vector neighbour is a candidate only at or above the model's floor.
         vector = [c for c in vector if (c.similarity or 0.0) >= scale[0]]
+        if req.group == "note":
+            steadied(vector, searchsql.text_lengths(con, several_chunks(vector)))
 
         if fuzzy_used:
             mode = "fuzzy"
@@ -403,6 +400,8 @@ class Searcher:
             entityboost.boost(con, req.query, fused, s.entity_weight)  # issue 20.3
         cjk, corrected = has_cjk(req.query), req.mode in ("auto", "fuzzy")
         ranked = admitted(fused, scale, cjk=cjk, corrected=corrected)
+        if s.weak_neighbours:
+            ranked += followers(fused, ranked, cjk)  # after every backed hit (issue 19.2)
         # A word no text holds lowers the scores; only a query of nothing but absent names or
         # identifiers answers nothing (issue 19.3; docs/protocol.md, "No answer").
         absent, share = absent_units(con, req.query, self.evidence)
@@ -567,7 +566,8 @@ class Searcher:
         lc = self.lifecycle
         # Recency is measured from the newest of the texts ranked, not from the wall clock: the
         # same query on the same index gives the same order hours apart (issue 19.4).
-        newest = max((float(r["updated_at"]) for r in raw.values()), default=now)
+        backed = [raw[c.id] for c in candidates if c.id in raw and not c.tail]  # not the tail's
+        newest = max((float(r["updated_at"]) for r in backed), default=now)
         for c in candidates:
             r = raw.get(c.id)
             if r is None:

@@ -17,14 +17,13 @@ from typing import Any
 
 import apsw
 
+from memoryd.store import ftsprune
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
 
 _BATCH = 500
 SIGNAL_COLUMNS = ("kind", "importance", "access_count", "tier", "updated_at", "last_accessed_at")
-
-
-_BM25 = "bm25(entries_fts, 1.0, 0.6, 0.4)"  # content weighs most, then headings, then tags
+_BM25 = ftsprune.BM25
 
 
 def keyword_sql(where: str) -> str:
@@ -60,8 +59,8 @@ RANKED_FIRST_SLACK = 64  # matches ranked beyond the pool, for those the filter 
 SPLIT_MIN = 20_000  # from this many rowids up, the keyword pool's ranking is split in two
 SNIPPET_SCAN_MAX = 200_000  # up to this many entries, snippets read the matches once
 
-Ranked = list[tuple[int, float, int | None, bool]]  # id, bm25, document id, passes the filter
-Beside = Callable[[Callable[[Connection], Ranked]], Future[Ranked]]
+Ranked = ftsprune.Ranked  # id, bm25, document id, passes the filter
+Beside = Callable[[Callable[[Connection], Any]], Future[Any]]
 
 
 @dataclass(frozen=True)
@@ -124,6 +123,25 @@ def _ranked_split(
     return sorted(lower + upper.result(), key=lambda r: (r[1], r[0]))[:first]
 
 
+def _all_words_first(
+    con: Connection,
+    match: str,
+    where: str,
+    params: Sequence[Any],
+    first: int,
+    beside: Beside | None,
+    pre: Prefilter | None,
+) -> Ranked | None:
+    """ftsprune.all_words_first on a large index: the first ranking of an any-word query read
+    from the rows that hold every word, when it provably equals the whole ranking; else None."""
+    if entry_count(con) < ftsprune.PRUNE_MIN:
+        return None
+    w, p = (pre.where, pre.params) if pre is not None else (where, params)
+    return ftsprune.all_words_first(
+        con, match, lambda expr: _ranked(con, expr, w, p, first, pre=pre), first, beside
+    )
+
+
 def keyword_pool(
     con: Connection,
     match: str,
@@ -142,7 +160,9 @@ def keyword_pool(
     query rank and filter every match. Either way the answer is the best `size` that pass: a
     match outside the first ranked ones ranks below all of them. `beside` (SQLite): runs a
     function on another thread's read connection; with it a large index's first ranking is
-    split in two halves ranked at once (`_ranked_split`). With `pre` (an entities filter)
+    split in two halves ranked at once (`_ranked_split`); with it, an any-word query's first
+    ranking may come from the rows that hold every word alone (`ftsprune`: when no other row can
+    outrank them, the same rows in the same order). With `pre` (an entities filter)
     the first try ranks only the matches it passes, whatever `narrow` says: the check is a
     probe of a set made once, before each match is scored or looked up."""
     if is_postgres(con):
@@ -153,12 +173,14 @@ def keyword_pool(
             for i, score, doc in con.execute(keyword_sql(where), [match, *params, size])
         ]
     first = size + RANKED_FIRST_SLACK
-    if pre is not None:
-        ranked = _ranked(con, match, pre.where, pre.params, first, pre=pre)
-    elif beside is not None:
-        ranked = _ranked_split(con, match, where, params, first, beside)
-    else:
-        ranked = _ranked(con, match, where, params, first)
+    ranked = _all_words_first(con, match, where, params, first, beside, pre)
+    if ranked is None:  # every match ranked
+        if pre is not None:
+            ranked = _ranked(con, match, pre.where, pre.params, first, pre=pre)
+        elif beside is not None:
+            ranked = _ranked_split(con, match, where, params, first, beside)
+        else:
+            ranked = _ranked(con, match, where, params, first)
     rows = [(i, score, doc) for i, score, doc, ok in ranked if ok][:size]
     if len(rows) < size and len(ranked) >= first:  # the filter dropped too many: all of them
         rows = con.execute(keyword_sql(where), [match, *params, size]).fetchall()
@@ -295,6 +317,20 @@ def signal_rows(con: Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]
             [json.dumps(ids)],
         )
     return {int(row[0]): dict(zip(SIGNAL_COLUMNS, row[1:], strict=True)) for row in rows}
+
+
+def text_lengths(con: Connection, ids: Sequence[int]) -> dict[int, int]:
+    """Characters of each entry's text, per id (the ranking steadies short chunks' similarity)."""
+    if not ids:
+        return {}
+    if is_postgres(con):
+        rows = con.execute("SELECT id, length(content) FROM entries WHERE id = ANY(?)", [list(ids)])
+    else:
+        rows = con.execute(
+            "SELECT id, length(content) FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+            [json.dumps(list(ids))],
+        )
+    return {int(i): int(n or 0) for i, n in rows}
 
 
 def snippets(
