@@ -58,10 +58,13 @@ def backlog_latency(root: Path, backlog_chunks: int = 1200, queries: int = 40) -
         d.wait(lambda: (d.call("status") or {}).get("vectors", {}).get("pending", 0) > 200, 120)
         d.wait(lambda: (d.call("status") or {}).get("vectors", {}).get("embedding"), 60)
         busy, still_busy = [], True
+        indexed = (d.call("status") or {}).get("index", {}).get("files_indexed", 0)
         for q in _queries(queries, 3):
             busy.append(_search_ms(d, q, "hybrid"))
             time.sleep(0.2)
         status = d.call("status") or {}
+        model = status.get("model", {})
+        indexed = status.get("index", {}).get("files_indexed", 0) - indexed  # beside the busy phase
         still_busy = bool(status.get("vectors", {}).get("pending"))
         rate = status.get("vectors", {}).get("rate_per_s")
         rss = d.rss_mb()
@@ -82,7 +85,9 @@ def backlog_latency(root: Path, backlog_chunks: int = 1200, queries: int = 40) -
             f"(p50 {pct(busy, 50):.1f} ms; backlog {rate} chunks/s"
             f"{'' if still_busy else ', FINISHED during the run'}; "
             f"{pct(busy, 95) / pct(idle, 95):.2f}x the idle p95 over the 40 notes before it, "
-            f"{pct(idle, 95):.1f} ms)",
+            f"{pct(idle, 95):.1f} ms; background runs stopped by a search "
+            f"{model.get('background_stopped', 'n/a')}, "
+            f"held {model.get('background_held_s', 'n/a')} s; notes indexed during it {indexed})",
             pct(busy, 95),
             "ms",
             baseline=pct(after, 95),

@@ -1,9 +1,10 @@
-"""python -m bench entities [--json] [--reps N]
+"""python -m bench entities [--json] [--reps N] [--dev] [--no-index] [--rules] [--misses SET]
 
 Entity extraction (memoryd/text/entities.py): precision, recall and F1 per type on the labelled
 sets in bench/data/entities (gold.txt, written for memoryd; wnut17-test.jsonl, WNUT-17's test
 set; crossner-ai-test.jsonl, CrossNER's AI test set), then its speed beside the chunker and
-beside keyword-mode indexing over the same notes (every corpus in bench/data). See
+beside keyword-mode indexing over the same notes (every corpus in bench/data). `--rules` turns
+the learned typer off (the rules alone: the baseline of issue 20.1's typer, same run). See
 BENCHMARKS.md, "Entities: extraction".
 """
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memoryd.text import entity_names
+from memoryd.text import entity_names, entity_typer
 from memoryd.text.entities import (
     Mention,
     canonical_key,
@@ -277,7 +278,7 @@ PUBLIC: dict[str, tuple[str, Path]] = {
         CROSSNER,
     ),
     "wikigold": (f"WikiGold test, odd articles ({_WG})", WIKIGOLD),
-    "wikigold_dev": (f"WikiGold dev, even articles ({_WG})", WIKIGOLD_DEV),
+    "wikigold_dev": (f"WikiGold dev, every fourth article ({_WG})", WIKIGOLD_DEV),
     "stackoverflow": (f"StackOverflowNER test, a third of the posts ({_SO})", SOFLOW),
     "stackoverflow_dev": (f"StackOverflowNER dev, a third of the posts ({_SO})", SOFLOW_DEV),
 }
@@ -307,7 +308,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--dev", action="store_true", help="also score the dev splits (for tuning)")
     p.add_argument("--no-index", action="store_true", help="skip the keyword indexing timing")
+    p.add_argument(
+        "--rules",
+        action="store_true",
+        help="the rules alone, without the learned typer (memoryd/text/entity_typer.py)",
+    )
     args = p.parse_args(argv)
+    if args.rules:
+        entity_typer.set_decider(None)
     from memoryd.core import logsetup
 
     logsetup.configure("warning")

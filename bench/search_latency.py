@@ -69,7 +69,13 @@ def open_app(root: Path, backend: str, dsn: str | None) -> Any:
         dsn = pg_load.plain(str(dsn))
         store = {"backend": "postgres", "dsn": dsn, "workspace_id": pg_load.WORKSPACE}
     app = App(run.make_config(root, store=store), model=ModelHolder(None, description="stub"))
-    app.store.read(app.searcher.vector_cache.warm)
+    app.store.read(app.searcher.vector_cache.warm)  # as the daemon's start-up does
+    try:  # and the keyword pool's bounds of the common words (issue 23.3)
+        from memoryd.store import ftsprune
+
+        app.store.read(ftsprune.learn)
+    except ImportError:  # another checkout's memoryd (socket_latency --code), from before
+        pass
     return app
 
 

@@ -1,6 +1,8 @@
 """An SVG line chart of a soak run's RSS (and its anonymous part) per minute, standard library only.
 
-python -m bench.soak_plot bench/results/<time>-soak.json docs/soak-rss.svg
+python -m bench.soak_plot bench/results/<time>-soak.json docs/soak-rss.svg [OTHER.json [LABEL]]
+
+OTHER.json: a second soak's VmRSS as a dashed line, named LABEL.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ def svg(
     title: str,
     limit: float | None = 350.0,
     other: list[dict[str, Any]] | None = None,
+    other_label: str = "VmRSS, main (same soak, same index)",
 ) -> str:
     xs = [float(s["minute"]) for s in samples]
     series = [("VmRSS", "rss_mb", "#1f5fbf"), ("RssAnon", "RssAnon", "#bf5f1f")]
@@ -77,8 +80,7 @@ def svg(
             'points="' + " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + '"/>'
         )
         out.append(
-            f'<text x="{PAD + 10}" y="{PAD + 16 * len(series)}" fill="#555">'
-            "VmRSS, main (same soak, same index)</text>"
+            f'<text x="{PAD + 10}" y="{PAD + 16 * len(series)}" fill="#555">{other_label}</text>'
         )
     out.append("</svg>")
     return "\n".join(out) + "\n"
@@ -89,7 +91,8 @@ def main(argv: list[str]) -> int:
     data = json.loads(src.read_text())
     other = json.loads(Path(argv[2]).read_text())["samples"] if len(argv) > 2 else None
     title = f"memoryd soak: {data['chunks']:,} chunks, model loaded, {data['minutes']:.0f} min"
-    dst.write_text(svg(data["samples"], title, other=other))
+    label = argv[3] if len(argv) > 3 else "VmRSS, main (same soak, same index)"
+    dst.write_text(svg(data["samples"], title, other=other, other_label=label))
     print(f"written to {dst}")
     return 0
 

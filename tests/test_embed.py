@@ -164,6 +164,11 @@ def test_the_offline_model_without_fastembed_gives_fastembeds_vectors(tmp_path: 
         a, b = lean.embed_batch(batch), fast.embed_batch(batch)
         assert a.shape == b.shape and a.dtype == np.float32
         assert np.abs(a - b).max() < 1e-5
+    handle, run = lean.stoppable_batch(texts[:2])  # a background run a search may stop
+    assert np.array_equal(run(), lean.embed_batch(texts[:2]))
+    handle, run = lean.stoppable_batch(texts[:2])
+    handle.terminate = True
+    assert run() is None
 
 
 def test_close_waits_for_a_model_still_loading() -> None:
@@ -186,15 +191,73 @@ def test_close_waits_for_a_model_still_loading() -> None:
 
 
 def test_background_runs_stay_within_the_memory_budget() -> None:
-    """Long texts go one to a run, short ones many to a run; every text once, longest first."""
-    from memoryd.index.embed import CHARS_PER_TOKEN, MAX_TOKENS, RUN_BUDGET, budget_runs
+    """Long texts go one to a run, short ones several to a run; every text once, longest
+    first."""
+    from memoryd.index.embed import CHARS_PER_TOKEN, MAX_TOKENS, RUN_TOKENS, budget_runs
 
     lengths = [2000, 30, 900, 40, 1500, 60, 350, 20, 25, 5000]
     runs = budget_runs(lengths)
     assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
     for run in runs:
         tokens = max(min(MAX_TOKENS, lengths[i] // CHARS_PER_TOKEN + 2) for i in run)
-        assert len(run) == 1 or len(run) * tokens**2 <= RUN_BUDGET
+        assert len(run) == 1 or len(run) * tokens <= RUN_TOKENS
     assert runs[0] == [9] and [lengths[i] for i in runs[1]] == [2000]  # full length: alone
     assert max(len(r) for r in runs) >= 4  # the short ones share a run
     assert budget_runs([]) == []
+
+
+def test_a_background_run_waits_while_a_search_is_in_flight() -> None:
+    """No background run starts while foreground work holds the gate; it starts once the
+    gate is clear, and a holder never waits."""
+    holder = ModelHolder(lambda: FakeEmbedder(), description="fake", background_threads=2)
+    holder.start()
+    assert holder.wait_ready(10)
+    holder.gate.hold_max_s = 60.0
+    fake = holder._embedder
+    assert isinstance(fake, FakeEmbedder)
+    done = threading.Event()
+
+    def backlog() -> None:
+        holder.embed_background(["a text to embed", "another one"])
+        done.set()
+
+    with holder.foreground():
+        holder.embed_query("a query runs at once")  # nested: the gate counts holders
+        worker = threading.Thread(target=backlog)
+        worker.start()
+        assert not done.wait(0.3)
+        assert fake.seen == ["a query runs at once"]
+    assert done.wait(10)
+    worker.join()
+    assert sorted(fake.seen[1:]) == ["a text to embed", "another one"]
+    assert holder.gate.active == 0
+    holder.close()
+
+
+def test_a_search_stops_a_background_run_in_flight_once() -> None:
+    """A search stops `preempt` stoppable runs in flight (the newest first), each once."""
+    from memoryd.index.foreground import ForegroundGate
+
+    gate = ForegroundGate(preempt=1)
+    old, new = SimpleNamespace(terminate=False), SimpleNamespace(terminate=False)
+    with gate.stoppable(old), gate.stoppable(new):
+        with gate.held():
+            pass
+        assert new.terminate and not old.terminate
+        with gate.held():
+            pass
+        assert gate.stopped == 1  # a stopped run is not stopped again; the other is spared
+    with gate.held():
+        pass
+    assert gate.stopped == 1
+
+
+def test_a_background_run_is_held_back_for_a_bounded_time() -> None:
+    """Searches back to back slow the backlog down, never stop it."""
+    from memoryd.index.foreground import ForegroundGate
+
+    gate = ForegroundGate(hold_max_s=0.05)
+    with gate.held():
+        assert gate.wait_clear() is False
+    assert gate.held_s > 0
+    assert gate.wait_clear() is True

@@ -135,3 +135,9 @@ def test_a_country_or_a_large_city_is_a_place_even_when_it_is_a_first_name_too()
 def test_a_team_that_played_is_not_a_person_and_a_possessive_keeps_its_list_type() -> None:
     kinds = found(extract("After a match in Kingston, Ontario started a league. Cuba's capital.\n"))
     assert kinds.get("ontario") == "place" and kinds.get("cuba") == "place"
+
+
+def test_a_well_known_system_written_like_code_is_a_system() -> None:
+    kinds = found(extract("The buttons work on iOS 6 but not with jQuery and get_user_id.\n"))
+    assert kinds["ios"] == "system" and kinds["jquery"] == "system"
+    assert kinds["get_user_id"] == "identifier"

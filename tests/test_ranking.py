@@ -13,14 +13,8 @@ from hypothesis import strategies as st
 
 from memoryd.search import searcher as search_mod
 from memoryd.search import vecindex
-from memoryd.search.searcher import (
-    _CLOSE,
-    _OPEN,
-    escape_markdown,
-    group_by_note,
-    render_snippet,
-    strength,
-)
+from memoryd.search.ranking import group_by_note, strength
+from memoryd.search.snippets import _CLOSE, _OPEN, escape_markdown, render_snippet
 from memoryd.search.vecindex import hamming, popcount_rows, popcount_table
 from memoryd.store.entries import Filters
 

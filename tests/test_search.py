@@ -10,7 +10,8 @@ from conftest import wait_for
 
 from memoryd.core.errors import InvalidInput
 from memoryd.index.embed import FakeEmbedder, ModelHolder
-from memoryd.search.searcher import SIGNAL_SHARE, SearchRequest, normalise, rrf, weighted
+from memoryd.search.ranking import SIGNAL_SHARE, normalise, rrf, weighted
+from memoryd.search.searcher import SearchRequest
 from memoryd.store.entries import Filters
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)

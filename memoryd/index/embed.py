@@ -8,10 +8,11 @@ Queries first. One onnxruntime session, with one intra-op thread, serves everyon
 sessions accept concurrent runs, so a query (or `add`'s near-duplicate check) runs at once on the
 calling thread and never waits for a lock. The backlog is embedded by `embed_background`, which
 splits a batch into runs of similar length within a memory budget (`budget_runs`: a run's
-memory grows with texts x tokens^2) across one thread per core; those threads
-run at a low CPU priority (niceness 10), so while a query runs the kernel gives it the core
-(at 19 the backlog starved whenever the machine was busy; at 0 queries waited). Measured
-against a priority lock with small batches and a second session for queries: BENCHMARKS.md.
+memory grows with the tokens it holds) across one thread per core; those threads
+run at a low CPU priority (niceness 10), and start no run while a search is in flight
+(index/foreground.py: niceness alone did not keep a search's share of a busy machine; at 19
+the backlog starved whenever the machine was busy; at 0 queries waited). Measured against a
+priority lock with small batches and a second session for queries: BENCHMARKS.md.
 
 Model resolution, the first that works:
   a) embedding.model_path: a local fastembed-compatible ONNX folder;
@@ -41,6 +42,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -51,6 +53,7 @@ from memoryd.core import malloc
 from memoryd.core.errors import Unavailable
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
+from memoryd.index.foreground import ForegroundGate
 from memoryd.index.identity import ModelIdentity, normalise
 from memoryd.index.multilingual import (
     MULTILINGUAL_FIX,
@@ -296,20 +299,22 @@ def load_embedder(
 
 # --- the holder --------------------------------------------------------------------------------
 
-# One onnxruntime run's memory grows with texts x tokens^2 (attention): 4 chunks of 256 tokens
-# in one run peaked at ~190 MB over the resting size, 1 at ~60 MB (issue 23, BENCHMARKS.md).
-# A run holds at most RUN_BUDGET padded tokens^2: one full-length chunk, 4 of half its length,
-# 16 short texts. Tokens are estimated from characters (~4 a token in English; 3 here, to err
-# towards smaller runs).
+# One onnxruntime run's memory grows with the tokens it holds (texts x padded length): measured
+# in-process with the daemon's malloc settings, ~20 MB over the resting size for one
+# full-length chunk (256 tokens), ~30 MB for 4 x 128, ~44 MB for 16 x 64 (issue 23.2,
+# BENCHMARKS.md). A run holds at most RUN_TOKENS padded tokens: one full-length chunk, 2 of half
+# its length, 8 short texts, so a run stays under ~25 MB and ~0.25 s on one core (a search that
+# arrives while one runs shares the CPU with it that long; see index/foreground.py). Tokens are
+# estimated from characters (~4 a token in English; 3 here, to err towards smaller runs).
 MAX_TOKENS = 256
-RUN_BUDGET = MAX_TOKENS * MAX_TOKENS
+RUN_TOKENS = 256
 CHARS_PER_TOKEN = 3
 
 
-def budget_runs(lengths: Sequence[int], budget: int = RUN_BUDGET) -> list[list[int]]:
+def budget_runs(lengths: Sequence[int], budget: int = RUN_TOKENS) -> list[list[int]]:
     """Indexes of texts (by their lengths in characters) grouped into runs, longest first: each
-    run's count x (its longest text's tokens)^2 stays within `budget` (a single text always
-    makes a run)."""
+    run's count x its longest text's tokens stays within `budget` (a single text always makes
+    a run)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     runs: list[list[int]] = []
     for i in order:
@@ -317,7 +322,7 @@ def budget_runs(lengths: Sequence[int], budget: int = RUN_BUDGET) -> list[list[i
         if runs:
             run = runs[-1]
             longest = min(MAX_TOKENS, lengths[run[0]] // CHARS_PER_TOKEN + 2)
-            if (len(run) + 1) * max(longest, tokens) ** 2 <= budget:
+            if (len(run) + 1) * max(longest, tokens) <= budget:
                 run.append(i)
                 continue
         runs.append([i])
@@ -348,6 +353,10 @@ class ModelHolder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = query_cache_size
         self._hits = self._misses = 0
+        # a search stops background runs in flight until one core is left to it
+        cores = os.cpu_count() or 1
+        self.gate = ForegroundGate(preempt=max(0, self.background_threads - cores + 1))
+        self.run_tokens = RUN_TOKENS
         self.on_ready: list[Callable[[], None]] = []
         self._thread: threading.Thread | None = None
 
@@ -399,24 +408,42 @@ class ModelHolder:
             raise Unavailable(f"the embedding model is {self.state}: {self.reason}")
         return embedder
 
+    def foreground(self) -> AbstractContextManager[None]:
+        """Hold it while a search runs: no background run starts meanwhile (index/foreground.py)."""
+        return self.gate.held()
+
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed now, on the calling thread, beside any background batch (foreground work:
-        queries, near-duplicate checks)."""
-        return self._ready_embedder().embed_batch(list(texts))
+        """Embed now, on the calling thread, beside any background run (foreground work:
+        queries, near-duplicate checks); no new background run starts meanwhile."""
+        with self.gate.held():
+            return self._ready_embedder().embed_batch(list(texts))
 
     def embed_background(self, texts: Sequence[str]) -> np.ndarray:
         """Embed backlog texts at a low CPU priority on the background threads, in runs of
-        similar length (a run pads to its longest text) that each fit RUN_BUDGET. Frees the
-        inference buffers' memory afterwards."""
+        similar length (a run pads to its longest text) that each fit RUN_TOKENS; a run starts
+        when no search is in flight (index/foreground.py). Frees the inference buffers' memory
+        afterwards."""
         embedder = self._ready_embedder()
         texts = list(texts)
-        runs = budget_runs([len(t) for t in texts])
+        runs = budget_runs([len(t) for t in texts], self.run_tokens)
+
+        stoppable = getattr(embedder, "stoppable_batch", None)
+
+        def run(idx: list[int]) -> tuple[list[int], np.ndarray]:
+            self.gate.wait_clear()
+            batch = [texts[i] for i in idx]
+            if stoppable is None or not self.gate.preempt:
+                return idx, embedder.embed_batch(batch)
+            handle, embed = stoppable(batch)
+            with self.gate.stoppable(handle):
+                vecs = embed()
+            if vecs is None:  # a search stopped it: once, then it runs to the end
+                self.gate.wait_clear()
+                return idx, embedder.embed_batch(batch)
+            return idx, vecs
+
         try:
-            parts = list(
-                self._background_pool().map(
-                    lambda idx: (idx, embedder.embed_batch([texts[i] for i in idx])), runs
-                )
-            )
+            parts = list(self._background_pool().map(run, runs))
         finally:
             malloc.trim()
         if not parts:
@@ -456,7 +483,8 @@ class ModelHolder:
                 self._cache.move_to_end(text)
                 return cached
             self._misses += 1
-        vec = query_embedder(self._ready_embedder())([text])[0]
+        with self.gate.held():
+            vec = query_embedder(self._ready_embedder())([text])[0]
         vec.setflags(write=False)
         if self._cache_size:
             with self._cache_lock:
@@ -476,5 +504,8 @@ class ModelHolder:
             "model": ident.name if ident else None,
             "dim": ident.dim if ident else None,
             "background_threads": self.background_threads,
+            # background runs a search stopped, and the seconds runs waited for searches
+            "background_stopped": self.gate.stopped,
+            "background_held_s": round(self.gate.held_s, 1),
             "query_cache": self.cache_info(),
         }

@@ -17,7 +17,7 @@ fastembed, which knows each model's pooling.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ class OnnxEmbedder:
         self._tokenizer = tok
         self.dim = int(self._embed(["dimension probe"]).shape[1])
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], options: Any = None) -> np.ndarray:
         encoded = self._tokenizer.encode_batch(list(texts))
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
@@ -68,7 +68,7 @@ class OnnxEmbedder:
             feeds["attention_mask"] = mask
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        tokens = self._session.run(None, feeds)[0]
+        tokens = self._session.run(None, feeds, options)[0]
         summed = np.sum(tokens, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
         pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
@@ -78,6 +78,23 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return self._embed(texts)
+
+    def stoppable_batch(self, texts: Sequence[str]) -> tuple[Any, Callable[[], np.ndarray | None]]:
+        """(handle, embed): embed() gives the vectors, or None when another thread set
+        `handle.terminate = True` while it ran (onnxruntime's RunOptions)."""
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+
+        def embed() -> np.ndarray | None:
+            try:
+                return self._embed(texts, options)
+            except Exception:
+                if options.terminate:
+                    return None
+                raise
+
+        return options, embed
 
 
 def _json(path: Path) -> dict[str, Any]:

@@ -98,3 +98,29 @@ class HashRows:
                     found.append(row)
                     break
         return found
+
+    def rows_of_keys(self, keys: np.ndarray, n: int) -> np.ndarray:
+        """The rows below `n` whose key (keys_of) is one of `keys`: a binary search each over the
+        sorted rows, a comparison over those added since. Two hashes that share a key both
+        come back (a row too many, never one too few: callers check what the rows hold)."""
+        keys = np.sort(np.asarray(keys, dtype=np.uint64))  # sorted: 10x faster to search
+        found: list[np.ndarray] = []
+        sk = self._keys
+        if self._sorted and len(keys) and len(sk):
+            lo = np.searchsorted(sk, keys)
+            inside = lo < len(sk)
+            lo, keys_in = lo[inside], keys[inside]
+            hit = sk[lo] == keys_in
+            lo, keys_in = lo[hit], keys_in[hit]
+            found.append(self._rows[lo])
+            after = np.minimum(lo + 1, len(sk) - 1)
+            for j in np.flatnonzero((after > lo) & (sk[after] == keys_in)):  # a shared key: rare
+                pos = int(lo[j]) + 1
+                while pos < len(sk) and sk[pos] == keys_in[j]:
+                    found.append(self._rows[pos : pos + 1])
+                    pos += 1
+        if self._sorted < n and len(keys):
+            recent = keys_of(self._buf[self._sorted : n])
+            found.append(np.flatnonzero(np.isin(recent, keys)).astype(np.int32) + self._sorted)
+        rows = np.concatenate(found) if found else np.zeros(0, dtype=np.int32)
+        return rows[rows < n]

@@ -85,6 +85,16 @@ def keyword_prefilter(f: Filters, now: float) -> searchsql.Prefilter | None:
     return searchsql.Prefilter(where, params, rowid, rowid_params)
 
 
+def vector_mask(f: Filters, now: float) -> tuple[Any, str, list[Any]] | None:
+    """An entities filter (resolved) split off for the vector pool, whose in-memory cache
+    checks it as a mask over its rows (vecindex.nearest_entries, `among`): its groups, and the
+    rest of the filter as SQL (checked on the nearest texts)."""
+    if not f.entities or f.entity_ids is None:
+        return None
+    where, params = filter_sql(replace(f, entities=(), entity_ids=None), now)
+    return f.entity_ids, where, params
+
+
 def resolved_entities(req: SearchRequest, read: Callable[..., Any]) -> SearchRequest:
     """The request with its entities filter's names resolved (store/entities.resolve_filter),
     once a search instead of in every pool statement; `read` runs a function on a connection."""

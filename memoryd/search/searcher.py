@@ -22,10 +22,9 @@ What a hit is (see docs/protocol.md, "Scores"):
 - filters restrict both pools before ranking (the vector pool scans the filtered texts exactly
   when the filter leaves few of them), and BM25 is normalised without them, so a filtered search
   returns what an unfiltered one restricted afterwards does, with the same scores;
-- by default one result per note (its best chunk, plus the note's other sections that the
-  same rules would admit as hits) or memory; `group="none"` gives raw chunks; the pools are as
-  large at every limit, and recency counts from the newest text ranked, so the order depends
-  on neither the limit nor the clock;
+- by default one result per note (its best chunk and the other sections the same rules admit)
+  or memory; `group="none"` gives raw chunks; pools are as large at every limit and recency
+  counts from the newest text ranked, so the order depends on neither the limit nor the clock;
 - `score` is in 0..1 and means the same in every query: 1 = the best keyword match on every
   query word that is also as similar as the top of the model's scale.
 The pure parts live in ranking.py (fusion, scores, order) and snippets.py, tested without a DB.
@@ -33,6 +32,7 @@ The pure parts live in ranking.py (fusion, scores, order) and snippets.py, teste
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -50,10 +50,9 @@ from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
 from memoryd.search.ftsquery import STOP_WORDS, ParsedQuery, parse_query, prefix_match
-from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts live in ranking.py)
+from memoryd.search.ranking import (
     DEFAULT_SCALE,
     SIGNAL_SHARE,
-    SIMILARITY_SCALE,
     Candidate,
     Scale,
     SearchSettings,
@@ -63,18 +62,13 @@ from memoryd.search.ranking import (  # noqa: F401  (re-exported: the pure parts
     followers,
     group_by_note,
     listed_sections,
-    normalise,
     order,
     query_units,
-    rank_weight,
     relevance,
-    rrf,
     several_chunks,
     signals,
     similarity_scale,
     steadied,
-    strength,
-    weighted,
 )
 from memoryd.search.request import (
     GROUPS,
@@ -85,14 +79,8 @@ from memoryd.search.request import (
     keyword_prefilter,
     narrowing,
     resolved_entities,
+    vector_mask,
     wide_first,
-)
-from memoryd.search.snippets import (  # noqa: F401
-    _CLOSE,
-    _OPEN,
-    escape_markdown,
-    plain_snippet,
-    render_snippet,
 )
 from memoryd.search.vecindex import nearest_entries, vector_index
 from memoryd.store import Store, searchsql, vectors
@@ -157,6 +145,12 @@ class Searcher:
             self._pool = None
 
     def search(self, req: SearchRequest) -> dict[str, Any]:
+        """The answer; no background model run starts meanwhile (index/foreground.py)."""
+        foreground = getattr(self.model, "foreground", None)
+        with foreground() if foreground is not None else contextlib.nullcontext():
+            return self._search(req)
+
+    def _search(self, req: SearchRequest) -> dict[str, Any]:
         started = time.perf_counter()
         s = self.settings
         if req.mode not in MODES:
@@ -332,6 +326,16 @@ class Searcher:
         out: dict[str, Any] = {"query": req.query}
         pre = keyword_prefilter(req.filters, now)  # an entities filter, checked on FTS5's rowids
         pool: dict[str, Any] = {"narrow": narrowing(req.filters), "beside": self._beside(req)}
+        base = base_filters(req.filters)
+        plain, bwhere, bparams = req.filters == base, *filter_sql(base, now)
+        filtered, norm_soon = s.fusion == "weighted" and not plain, None
+        typed = parsed.match_any or parsed.match
+        # a filtered search's BM25 norm (below): known, or ranked beside the keyword pool
+        nkey = (typed, base)
+        known, norm = searchsql.known_best(con, nkey, now) if typed else (True, None)
+        if filtered and typed and not known and req.mode in ("auto", "keyword", "hybrid"):
+            best = functools.partial(searchsql.best_bm25, match=typed, where=bwhere, params=bparams)
+            norm_soon = self._executor().submit(self._read, req, best)
 
         keyword: list[Candidate] = []
         fuzzy_used = False
@@ -374,16 +378,16 @@ class Searcher:
         else:
             mode = req.mode
         out["mode"] = mode
-        norm = None
-        if keyword and s.fusion == "weighted" and req.filters != base_filters(req.filters):
-            # Scores must not depend on the filter: normalise BM25 by the best match of the
-            # query without it, so a filtered search ranks as an unfiltered one restricted.
-            if fuzzy_used and rewritten is not None:
-                full: str | None = rewritten.match
-            else:
-                full = parsed.match_any or parsed.match
-            bwhere, bparams = filter_sql(base_filters(req.filters), now)
-            norm = searchsql.best_bm25(con, full, bwhere, bparams) if full else None
+        # Scores must not depend on the filter: normalise BM25 by the best match of the query
+        # without it, so a filtered search ranks as an unfiltered one restricted.
+        if not (keyword and filtered):
+            if plain and keyword and typed and not (fuzzy_used or keyword[0].partial):
+                searchsql.note_best(con, nkey, now, keyword[0].bm25)  # unfiltered
+            norm = None
+        elif fuzzy_used and rewritten is not None:
+            norm = searchsql.best_bm25(con, rewritten.match, bwhere, bparams)
+        elif norm_soon is not None:
+            norm = norm_soon.result()
         units = query_units(
             rewritten.corrected_query if fuzzy_used and rewritten is not None else req.query
         )
@@ -478,19 +482,14 @@ class Searcher:
         ]
 
     def _beside(self, req: SearchRequest) -> searchsql.Beside:
-        """Runs a function of a read connection on the search threads, in a read transaction
-        of its own (as the vector pool): `searchsql.keyword_pool` ranks half of a large index's
-        matches there while this thread ranks the other half."""
+        """Runs a function of a read connection on a search thread (keyword_pool's `beside`)."""
         return lambda fn: self._executor().submit(self._read, req, fn)
 
     def _vector_pool(
         self, con: Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
     ) -> tuple[list[Candidate], Scale]:
         """The `size` nearest entries that pass the filters, nearest first, and the model's
-        similarity scale. Filters restrict the candidates before ranking: a selective filter
-        scans the vectors of the texts it allows exactly; otherwise the nearest-neighbour search
-        widens (never past KNN_MAX) and, if the filter still leaves too few, falls back to the
-        exact scan, so a filtered query finds what an unfiltered one restricted afterwards does."""
+        similarity scale; filters restrict the candidates before ranking (vecindex.py)."""
         active = vectors.active_model(con)
         if active is None or active[2] != int(qvec.shape[-1]):
             return [], DEFAULT_SCALE
@@ -498,8 +497,9 @@ class Searcher:
         where, params = filter_sql(filters, now, wide=True)  # a common name: checked per text
         exact = EXACT_SCAN_MAX if narrowing(filters, vector=True) else None
         flt, start = (where, params), wide_first(filters, size, con)
+        among = vector_mask(filters, now) if start is not None else None  # a wide one
         scored = nearest_entries(
-            con, self.vector_cache, model_id, dim, qvec, flt, size, exact, KNN_MAX, start
+            con, self.vector_cache, model_id, dim, qvec, flt, size, exact, KNN_MAX, start, among
         )
         return [
             Candidate(id=i, document_id=doc, vector_rank=rank, similarity=sim)

@@ -20,12 +20,15 @@ next query; anything else (vectors collected, a model switch, a checkpoint resto
 from __future__ import annotations
 
 import threading
+import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from memoryd.search.entrykeys import EntryKeys
 from memoryd.search.hashrows import HashRows
-from memoryd.store import searchsql, vectors
+from memoryd.store import entities, searchsql, vectors
 from memoryd.store.protocol import Connection, Store, VectorIndex
 
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
@@ -66,6 +69,10 @@ def dot(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
 _HAS_BITWISE_COUNT = hasattr(np, "bitwise_count")
 
 
+# A masked scan (knn_among) scores every allowed row when there are at most this many: about
+# what the Hamming scan and the re-scoring of an unfiltered k-NN cost at 100K (and the
+# nearest answer, where the pre-selection's might miss some).
+EXACT_ROWS = 8192
 LOAD_ROWS = 4096  # vectors read per query while loading: ~6 MB of blobs at 384-d, not the lot
 HEADROOM = 1 / 16  # spare rows kept on growth: appends fill them in place (6% ~ 5 MB at 100K)
 
@@ -90,10 +97,15 @@ class VectorCache:
         self._hashes = HashRows()  # the content hash of each row, and the row of each hash
         self._mean_n = 0
         self._mean = np.zeros(0, dtype=np.float32)
+        self.entry_keys = EntryKeys()  # built by the first knn_among
+        # knn_among's last mask per connection: (entry ids, rows' hashes, rows, mask)
+        self._masks: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
 
     def invalidate(self) -> None:
         with self._lock:
             self._model_id = None
+        self.entry_keys.reset()
+        self._masks.clear()
 
     def __len__(self) -> int:
         return self._n
@@ -209,6 +221,64 @@ class VectorCache:
         top = top[np.lexsort((cand[top], -sims[top]))]
         return [(hashes[int(cand[i])].decode(), float(1.0 - sims[i])) for i in top]
 
+    def knn_among(
+        self,
+        con: Connection,
+        model_id: int,
+        dim: int,
+        query: np.ndarray,
+        k: int,
+        entry_ids: np.ndarray,
+        preselect: int,
+    ) -> tuple[list[tuple[str, float]], bool, float]:
+        """knn's answer among the vectors of the given entries (an entities filter's): the same
+        Hamming pre-selection as knn(k=preselect), the rows the entries do not hold masked out
+        of it, those left re-scored and the best k kept, so it returns what knn(preselect)
+        filtered to these entries afterwards does whenever that holds k of them, re-scoring
+        their share of the pre-selection instead of all of it (issue 20.6); every allowed row
+        when they are few (EXACT_ROWS). Also: whether every allowed row was scored, and how
+        many allowed texts knn(preselect)'s answer would hold, estimated from their share of
+        the pre-selection (below k, that one widens). The allowed rows come from entry_keys
+        (the chunks' hash keys; a row too many is harmless: the caller checks the entries of
+        what comes back)."""
+        with self._lock:
+            self._sync(con, model_id, dim)
+            codes, full, row_hashes, n = self._view()
+            mean, hash_rows = self._mean, self._hashes
+        # The same entries on the same rows (entries_of hands out one array while nothing was
+        # written, and the rows stand while the cache neither grew nor reloaded): the same mask.
+        last = self._masks.get(con)
+        if last is not None and last[0] is entry_ids and last[1] is hash_rows and last[2] == n:
+            allowed = last[3]
+        else:
+            keys, hashes = self.entry_keys.split(con, entry_ids)
+            allowed = np.zeros(n, dtype=bool)
+            with self._lock:
+                allowed[hash_rows.rows_of_keys(keys, n)] = True
+                allowed[[r for r in hash_rows.rows(hashes) if r < n]] = True
+            self._masks[con] = (entry_ids, hash_rows, n, allowed)
+        if n == 0 or k <= 0 or not allowed.any():
+            return [], True, 0.0
+        q = np.asarray(query, dtype=np.float32)
+        m = min(n, max(preselect * self.rerank, 200, n // 50))
+        everything = n <= self.min_vectors or m >= n or np.count_nonzero(allowed) <= EXACT_ROWS
+        if everything:
+            cand = np.flatnonzero(allowed)
+        else:
+            bits = np.packbits((q[None, :] - mean) > 0, axis=-1)
+            bits = np.pad(bits, [(0, 0), (0, (-bits.shape[-1]) % 8)])
+            ham = hamming(codes, np.ascontiguousarray(bits).view(np.uint64)[0])
+            cand = np.argpartition(ham, m - 1)[:m]
+            cand = cand[allowed[cand]]
+        sims = dot(full[cand], q)
+        k = min(k, len(cand))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(cand) else np.arange(len(cand))
+        top = top[np.lexsort((cand[top], -sims[top]))]
+        nearest = [(row_hashes[int(cand[i])].decode(), float(1.0 - sims[i])) for i in top]
+        if everything:
+            return nearest, True, float(len(cand))
+        return nearest, False, len(cand) * preselect / m
+
     def similarities(
         self, con: Connection, model_id: int, dim: int, query: np.ndarray, wanted: set[str]
     ) -> dict[str, float]:
@@ -241,6 +311,7 @@ def nearest_entries(
     exact_max: int | None,
     knn_max: int,
     start: int | None = None,
+    among: tuple[Sequence[Sequence[int]], str, list[Any]] | None = None,
 ) -> list[tuple[float, int, int | None]]:
     """The vector pool's rows: (similarity, entry id, document id) of the `size` entries
     nearest the query that pass the filter `flt` (entries.filter_sql's where and params),
@@ -249,7 +320,9 @@ def nearest_entries(
     search widens (never past knn_max) until `size` entries pass and, if the filter still
     leaves too few, falls back to scoring every entry it passes, so a filtered query finds
     what an unfiltered one restricted afterwards does. `start`: the first k (a filter known to
-    pass a share of the entries: request.wide_first)."""
+    pass a share of the entries: request.wide_first). `among` (request.vector_mask): an
+    entities filter's groups (resolved), which the in-memory cache checks as a mask over its
+    rows (`_masked`), and the rest of `flt`."""
     where, params = flt
     found: list[tuple[int, str, int | None]] | None = None
     sims: dict[str, float] = {}
@@ -258,6 +331,9 @@ def nearest_entries(
         if len(allowed) <= exact_max:
             found = allowed
             sims = index.similarities(con, model_id, dim, qvec, {h for _, h, _ in allowed})
+    if found is None and among is not None and isinstance(index, VectorCache):
+        groups, rest = among[0], (among[1], among[2])
+        return _masked(con, index, (model_id, dim, qvec), rest, size, knn_max, start, groups)
     if found is None:
         k = min(max(size, start or 0), knn_max)
         while True:
@@ -274,4 +350,41 @@ def nearest_entries(
     scored = sorted(
         ((sims[h], i, doc) for i, h, doc in found if h in sims), key=lambda t: (-t[0], t[1])
     )
+    return scored[:size]
+
+
+def _masked(
+    con: Connection,
+    cache: VectorCache,
+    query: tuple[int, int, np.ndarray],
+    rest: tuple[str, list[Any]],
+    size: int,
+    knn_max: int,
+    start: int | None,
+    among: Sequence[Sequence[int]],
+) -> list[tuple[float, int, int | None]]:
+    """nearest_entries for an entities filter on the in-memory cache: the entries it allows
+    (one read of `mentions`) masked over the rows of the same pre-selection as the k-NN it
+    replaces, widened wherever that one may widen (its answer may hold fewer than `size`
+    allowed texts: x4, to knn_max, then every allowed row is scored) or where the rest of the
+    filter drops some: the same answer, or a nearer one where the k-NN would not have widened
+    after all."""
+    model_id, dim, qvec = query
+    where, params = rest  # the filter but its entities: those are `allowed`, checked here
+    allowed = entities.entries_of(con, among)
+    k, want = min(max(size, start or 0), knn_max), size
+    while True:
+        nearest, complete, held = cache.knn_among(con, model_id, dim, qvec, want, allowed, k)
+        sims = {h: 1.0 - d for h, d in nearest}
+        found = searchsql.entries_with_hashes(con, list(sims), where, params)
+        ids = np.array([i for i, _, _ in found], dtype=np.int64)
+        at = np.minimum(np.searchsorted(allowed, ids), max(len(allowed) - 1, 0))
+        passes = (allowed[at] == ids).tolist() if len(allowed) else [False] * len(ids)
+        found = [f for f, keep in zip(found, passes, strict=True) if keep]
+        # held is an estimate (about +-sqrt of itself): two of those over `size`, or widen
+        if complete or (len(found) >= size and held >= size + 2 * size**0.5):
+            break
+        k = min(k * 4, knn_max) if k < knn_max else len(cache) + 1  # the last: every row
+        want = want if len(found) >= size else want * 4
+    scored = sorted(((sims[h], i, doc) for i, h, doc in found), key=lambda t: (-t[0], t[1]))
     return scored[:size]

@@ -32,7 +32,7 @@ from memoryd.search.neardup import NearDuplicates
 from memoryd.search.searcher import Searcher
 from memoryd.serve.jobs import Jobs, daemon_jobs
 from memoryd.serve.searchlog import SearchLog
-from memoryd.store import entries
+from memoryd.store import entries, ftsprune
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
 
@@ -234,6 +234,7 @@ class App:
 
             rep = self.reconcile(report)
             self.store.read(self.searcher.vector_cache.warm)
+            self.store.read(ftsprune.learn)  # common words' bounds for the keyword pool
             malloc.trim()
             if progress is not None:
                 progress(

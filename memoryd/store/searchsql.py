@@ -10,21 +10,20 @@ from __future__ import annotations
 import json
 import os
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 import apsw
 
+from memoryd.store import ftsprune
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
 
 _BATCH = 500
 SIGNAL_COLUMNS = ("kind", "importance", "access_count", "tier", "updated_at", "last_accessed_at")
-
-
-_BM25 = "bm25(entries_fts, 1.0, 0.6, 0.4)"  # content weighs most, then headings, then tags
+_BM25 = ftsprune.BM25
 
 
 def keyword_sql(where: str) -> str:
@@ -60,8 +59,8 @@ RANKED_FIRST_SLACK = 64  # matches ranked beyond the pool, for those the filter 
 SPLIT_MIN = 20_000  # from this many rowids up, the keyword pool's ranking is split in two
 SNIPPET_SCAN_MAX = 200_000  # up to this many entries, snippets read the matches once
 
-Ranked = list[tuple[int, float, int | None, bool]]  # id, bm25, document id, passes the filter
-Beside = Callable[[Callable[[Connection], Ranked]], Future[Ranked]]
+Ranked = ftsprune.Ranked  # id, bm25, document id, passes the filter
+Beside = Callable[[Callable[[Connection], Any]], Future[Any]]
 
 
 @dataclass(frozen=True)
@@ -124,6 +123,25 @@ def _ranked_split(
     return sorted(lower + upper.result(), key=lambda r: (r[1], r[0]))[:first]
 
 
+def _all_words_first(
+    con: Connection,
+    match: str,
+    where: str,
+    params: Sequence[Any],
+    first: int,
+    beside: Beside | None,
+    pre: Prefilter | None,
+) -> Ranked | None:
+    """ftsprune.all_words_first on a large index: the first ranking of an any-word query read
+    from the rows that hold every word, when it provably equals the whole ranking; else None."""
+    if entry_count(con) < ftsprune.PRUNE_MIN:
+        return None
+    w, p = (pre.where, pre.params) if pre is not None else (where, params)
+    return ftsprune.all_words_first(
+        con, match, lambda expr: _ranked(con, expr, w, p, first, pre=pre), first, beside
+    )
+
+
 def keyword_pool(
     con: Connection,
     match: str,
@@ -142,7 +160,9 @@ def keyword_pool(
     query rank and filter every match. Either way the answer is the best `size` that pass: a
     match outside the first ranked ones ranks below all of them. `beside` (SQLite): runs a
     function on another thread's read connection; with it a large index's first ranking is
-    split in two halves ranked at once (`_ranked_split`). With `pre` (an entities filter)
+    split in two halves ranked at once (`_ranked_split`); with it, an any-word query's first
+    ranking may come from the rows that hold every word alone (`ftsprune`: when no other row can
+    outrank them, the same rows in the same order). With `pre` (an entities filter)
     the first try ranks only the matches it passes, whatever `narrow` says: the check is a
     probe of a set made once, before each match is scored or looked up."""
     if is_postgres(con):
@@ -153,12 +173,14 @@ def keyword_pool(
             for i, score, doc in con.execute(keyword_sql(where), [match, *params, size])
         ]
     first = size + RANKED_FIRST_SLACK
-    if pre is not None:
-        ranked = _ranked(con, match, pre.where, pre.params, first, pre=pre)
-    elif beside is not None:
-        ranked = _ranked_split(con, match, where, params, first, beside)
-    else:
-        ranked = _ranked(con, match, where, params, first)
+    ranked = _all_words_first(con, match, where, params, first, beside, pre)
+    if ranked is None:  # every match ranked
+        if pre is not None:
+            ranked = _ranked(con, match, pre.where, pre.params, first, pre=pre)
+        elif beside is not None:
+            ranked = _ranked_split(con, match, where, params, first, beside)
+        else:
+            ranked = _ranked(con, match, where, params, first)
     rows = [(i, score, doc) for i, score, doc, ok in ranked if ok][:size]
     if len(rows) < size and len(ranked) >= first:  # the filter dropped too many: all of them
         rows = con.execute(keyword_sql(where), [match, *params, size]).fetchall()
@@ -169,6 +191,51 @@ def best_bm25(con: Connection, match: str, where: str, params: Sequence[Any]) ->
     """The best (lowest) BM25 of any entry that matches and passes the filter."""
     rows = keyword_pool(con, match, where, params, 1)
     return rows[0][1] if rows else None
+
+
+def data_version(con: Connection) -> tuple[int, int] | None:
+    """What a value read on this SQLite connection is good for: its data version (it changes
+    when another connection commits) and its own changes. None on PostgreSQL."""
+    if not isinstance(con, apsw.Connection):
+        return None
+    dv = con.execute("PRAGMA data_version").fetchone()
+    return int(dv[0]) if dv else -1, con.total_changes()
+
+
+# The best BM25 of recent queries (an unfiltered keyword pool's first), per connection while its
+# data version holds: a filtered search of a query searched without the filter just before (an
+# agent narrowing a search down) needs no second ranking for its norm. `key`: the query and
+# the filter it was ranked under; `now`: when (an entry that expired since voids it).
+_BEST: weakref.WeakKeyDictionary[Any, tuple[Any, dict[Any, tuple[float, float | None]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def note_best(con: Connection, key: Hashable, now: float, best: float | None) -> None:
+    version = data_version(con)
+    if version is None:
+        return
+    known = _BEST.get(con)
+    if known is None or known[0] != version or len(known[1]) >= 64:
+        known = _BEST[con] = (version, {})
+    known[1][key] = (now, best)
+
+
+def known_best(con: Connection, key: Hashable, now: float) -> tuple[bool, float | None]:
+    """(whether it is known, the best BM25) from note_best, without ranking anything."""
+    known = _BEST.get(con)
+    if known is None or key not in known[1] or known[0] != data_version(con):
+        return False, None
+    then, best = known[1][key]
+    lo, hi = min(then, now), max(then, now)
+    if (
+        lo != hi
+        and con.execute(
+            "SELECT 1 FROM entries WHERE expires_at > ? AND expires_at <= ? LIMIT 1", [lo, hi]
+        ).fetchall()
+    ):
+        return False, None  # an entry expired in between (or came back, for a clock set back)
+    return True, best
 
 
 def entries_with_hashes(
@@ -203,6 +270,36 @@ def filtered_entries(
             "SELECT e.id, e.content_hash, e.document_id FROM entries e"
             f" LEFT JOIN documents d ON d.id = e.document_id WHERE {where}{cap}",
             args,
+        )
+    ]
+
+
+def entries_after(con: Connection, after: int, limit: int) -> list[tuple[int, bool, str]]:
+    """(id, whether it is a chunk, content hash) of up to `limit` entries with an id above
+    `after`, in id order (search/entrykeys.py follows the chunks' hashes with it)."""
+    return [
+        (int(i), bool(chunk), str(h))
+        for i, chunk, h in con.execute(
+            "SELECT id, kind = 'chunk', content_hash FROM entries WHERE id > ? ORDER BY id LIMIT ?",
+            [after, limit],
+        )
+    ]
+
+
+def memory_ids(con: Connection) -> list[int]:
+    """The ids of every memory (off the index by kind)."""
+    return [int(r[0]) for r in con.execute("SELECT id FROM entries WHERE kind = 'memory'")]
+
+
+def hashes_of(con: Connection, ids: Sequence[int]) -> list[str]:
+    """The content hashes of the given entries (those that exist)."""
+    if not ids:
+        return []
+    return [
+        str(r[0])
+        for r in con.execute(
+            "SELECT content_hash FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+            [json.dumps([int(i) for i in ids])],
         )
     ]
 
@@ -310,10 +407,8 @@ def entry_count(con: Connection) -> int:
         return int(row[0] or 0) if row else 0
     # Remembered per connection while its data version holds (no other connection committed)
     # and it changed nothing itself: a search asks twice (coverage, absent words), 0.8 ms each.
-    key = None
-    if isinstance(con, apsw.Connection):
-        dv = con.execute("PRAGMA data_version").fetchone()
-        key = (int(dv[0]) if dv else -1, con.total_changes())
+    key = data_version(con)
+    if key is not None:
         known = _COUNTS.get(con)
         if known is not None and known[0] == key:
             return known[1]

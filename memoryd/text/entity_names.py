@@ -15,8 +15,10 @@ from functools import cache, lru_cache
 from itertools import accumulate
 
 from memoryd.text import entity_cues as cues
+from memoryd.text import entity_typer
 from memoryd.text.entity_cues import PERSON, PLACE, SYSTEM
 from memoryd.text.entity_spans import POSSESSIVE, Raw, add, canonical_key
+from memoryd.text.entity_typer import NONE, decider, features
 from memoryd.text.markdown import atx_heading
 
 # --- capitalised names -------------------------------------------------------------------------
@@ -86,6 +88,7 @@ def clear_caches() -> None:
     """Forget the word tests' answers (the benchmark starts each pass cold)."""
     _NAMEWORDS.clear()
     _CAMEL_WORDS.clear()
+    entity_typer.clear_caches()
 
 
 def _namewords(line: str) -> list[tuple[int, int, str]]:
@@ -371,6 +374,11 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
     return dict(v)
 
 
+# A short acronym is as often a common noun (SMS, TV, RRF) as a name: the typer leaves it alone.
+_SHORT_ACRONYM = re.compile(r"[A-Z]{2,3}").fullmatch
+STRONG = 2.0  # a rule vote this strong types a name without the typer
+ASK_EVERY = False  # ask the typer about every name (bench/train_typer.py: every name is an example)
+
 # Between two names that share a type: "Signal over WhatsApp", "Kafka, Redis and NATS".
 _COORDINATED = re.compile(
     r"(?:,? (?:and|or|nor|over|vs\.?|versus|and/or|&|instead of|rather than|than) |, | ?/ ?)"
@@ -421,6 +429,7 @@ def names(
     """Add the names in `lines` to `out`; return the pairs of keys written as coordinated
     names. A name a code span writes as a word (`systemctl stop patroni`) votes system."""
     lower_systems(lines, out)
+    named = frozenset(known)  # what front matter and wikilinks name: the typer drops none of it
     runs = [r for n, line in lines if not line.islower() for r in _runs(line, n)]
     seen: set[str] = set()
     speakers: set[str] = set()
@@ -438,6 +447,9 @@ def names(
     known |= speakers
     pairs: list[tuple[str, str]] = []
     last: tuple[_Run, str] | None = None  # the run before, when kept, and its key
+    typer = decider()
+    hinted = {x.key for x in out if x.source == "hint"} if typer is not None else set()
+    last_strong = False
     for r in runs:
         words = _keep(r, known)
         if words and r.field_type and words[0].lower() in cues.LINE_FIELDS:
@@ -451,7 +463,32 @@ def names(
             raw.votes[PERSON] = raw.votes.get(PERSON, 0.0) + 1  # "Ask Melanie": addressed
         if code_words and raw.key in code_words:
             raw.votes[SYSTEM] = raw.votes.get(SYSTEM, 0.0) + 2
-        if last and last[0].line == r.line and _COORDINATED.fullmatch(last[0].tail):
+        strong = max(raw.votes.values(), default=0.0) >= STRONG
+        coordinated = last is not None and _COORDINATED.fullmatch(last[0].tail) is not None
+        if typer is not None and (
+            ASK_EVERY
+            or not (
+                strong
+                or _SHORT_ACRONYM(raw.name)
+                or raw.key in hinted  # a cue without a mention: "a Lumix GX80"
+                or (coordinated and last_strong)  # it takes its partner's type
+            )
+        ):
+            # no strong rule vote: the learned typer decides (entity_typer.py)
+            feats = features(
+                words, r.before, r.after, r.after_gap, r.window, r.initial, r.all_initial,
+                r.honorific, raw.votes,
+            )  # fmt: skip
+            decided = typer.decide(feats, raw.key, raw.line)
+            if decided is not None:
+                if decided[0] == NONE:
+                    if not raw.votes and raw.key not in named:  # a rule cue keeps a name
+                        out.pop()  # `add` appended it
+                        last = None
+                        continue
+                else:
+                    raw.votes[decided[0]] = raw.votes.get(decided[0], 0.0) + decided[1]
+        if coordinated and last is not None and last[0].line == r.line:
             pairs.append((last[1], raw.key))
-        last = (r, raw.key)
+        last, last_strong = (r, raw.key), strong
     return pairs

