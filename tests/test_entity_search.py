@@ -196,3 +196,32 @@ def test_a_query_naming_an_entity_lifts_the_passages_that_mention_it(
     assert paths[0] == ("maya.md" if weight else "venue.md")
     if weight:
         assert res["hits"][0]["explain"].get("entity") == pytest.approx(1.0)
+
+
+def test_a_name_the_extractor_finds_in_only_some_of_its_texts_lifts_nothing(
+    make_app: Any,
+) -> None:
+    """The entity signal counts only names the extractor finds in most texts that hold them:
+    "Go" opens a sentence in one note (a common word there, not a mention) and is named in two
+    others, so lifting those two would sink the first, which is as much about Go."""
+    from memoryd.search import entityboost
+    from memoryd.search.ranking import Candidate
+
+    a = make_app(model=None)
+    ws = Path(a.cfg.workspace)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "origins.md").write_text("# Origins\n\nGo is mostly in the C family.\n")
+    (ws / "tool.md").write_text("# Tool\n\nWe wrote the tool in Go last year.\n")
+    (ws / "chain.md").write_text("# Chain\n\nThe Go toolchain builds it; Maya set it up.\n")
+    (ws / "maya.md").write_text("# Maya\n\nMaya reviews the builds.\n")
+    assert a.indexer.reconcile().errors == []
+
+    def shares(query: str) -> dict[int, float]:
+        def read(con: Any) -> dict[int, float]:
+            ids = [int(r[0]) for r in con.execute("SELECT id FROM entries").fetchall()]
+            return entityboost.shares(con, query, [Candidate(id=i) for i in ids])
+
+        return dict(a.store.read(read))
+
+    assert shares("What are Go's ancestors?") == {}
+    assert len(shares("what does Maya review?")) == 2

@@ -24,11 +24,11 @@ QUERIES = ["deploy rollback", "budget invoice kafka", "cluster deploy", "kafka"]
 
 def _add(store: SqliteStore, texts: list[str]) -> None:
     with store.write() as con:
-        for text in texts:
+        for i, text in enumerate(texts):
             con.execute(
-                "INSERT INTO entries(kind, content, content_hash, type, created_at, updated_at)"
-                " VALUES ('memory', ?, ?, 'fact', 0, 0)",
-                [text, f"h{hash(text)}-{random.random()}"],
+                "INSERT INTO entries(kind, namespace, content, content_hash, type, created_at,"
+                " updated_at) VALUES ('memory', ?, ?, ?, 'fact', 0, 0)",
+                ["b" if i % 3 == 0 else "default", text, f"h{hash(text)}-{random.random()}"],
             )
 
 
@@ -56,10 +56,12 @@ def store(tmp_path: Path, monkeypatch: Any) -> Any:
     s.close()
 
 
-def _pools(store: SqliteStore, size: int, pruned: bool, monkeypatch: Any) -> dict[str, Any]:
+def _pools(
+    store: SqliteStore, size: int, pruned: bool, monkeypatch: Any, filters: Filters | None = None
+) -> dict[str, Any]:
     """Each query's keyword pool; with `pruned`, after the phrases' bounds are learned."""
     monkeypatch.setattr(ftsprune, "PRUNE_MIN", 0 if pruned else 10**12)
-    where, params = filter_sql(Filters(), time.time())
+    where, params = filter_sql(filters or Filters(), time.time())
     futures: list[Future[Any]] = []
     out: dict[str, Any] = {}
     with ThreadPoolExecutor(1) as pool:
@@ -91,6 +93,18 @@ def test_the_pool_from_the_rows_holding_every_word_is_the_pool_ranked_whole(
         used = ftsprune.counts(path)[0]
         assert _pools(store, size, True, monkeypatch) == _pools(store, size, False, monkeypatch)
         assert ftsprune.counts(path)[0] > used  # the all-words rows answered some of them
+
+
+def test_a_filter_that_drops_ranked_rows_gives_the_same_pool(
+    store: SqliteStore, monkeypatch: Any
+) -> None:
+    """A filter checked on the ranked rows (a namespace: a third of these memories) keeps the
+    same answer whether the first ranking came from the rows holding every word or not, and
+    falls back to every match the same way when it leaves too few."""
+    for size in (5, 60):
+        f = Filters(namespace="b")
+        pruned = _pools(store, size, True, monkeypatch, f)
+        assert pruned == _pools(store, size, False, monkeypatch, f)
 
 
 def test_a_write_forgets_the_bounds(store: SqliteStore, monkeypatch: Any) -> None:
@@ -131,3 +145,30 @@ def test_bounds_learned_at_start_up_prune_the_first_search(
         monkeypatch.setattr(ftsprune, "PRUNE_MIN", 0)
         assert pruned == whole
     assert ftsprune.counts(str(store.path))[0] == used + 2
+
+
+def test_a_word_that_alone_outranks_the_rows_holding_both(
+    store: SqliteStore, monkeypatch: Any
+) -> None:
+    """Short texts repeating a rare word outrank the rows holding it and a common one: its rows
+    without the other are ranked too (`_one_sided`), and the pool is still the pool ranked
+    whole."""
+    import sys
+
+    rng = random.Random(2)
+    _add(store, ["zebra " * 6] * 30)  # short, one word repeated: more than "zebra deploy" scores
+    texts = [["zebra", "deploy", *rng.choices(FILLER, k=rng.randint(8, 40))] for _ in range(300)]
+    _add(store, [" ".join(t) for t in texts])
+    answered: list[bool] = []
+    one_sided = ftsprune._one_sided
+
+    def counted(*args: Any) -> Any:
+        found = one_sided(*args)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(ftsprune, "_one_sided", counted)
+    monkeypatch.setattr(sys.modules[__name__], "QUERIES", ["zebra deploy", "deploy zebra"])
+    for size in (5, 40):
+        assert _pools(store, size, True, monkeypatch) == _pools(store, size, False, monkeypatch)
+    assert any(answered)

@@ -10,15 +10,17 @@ holds); a note's share is its best section's. Its relevance is then multiplied b
 1 + `search.entity_weight` x share (capped at 1): a soft signal, applied where keyword and vector
 pools are fused.
 
-`entity_weight` is 0.2, chosen leaving each set in bench/data out (`python -m bench.weights
---entity`; no set falls at 0.1-0.4; BENCHMARKS.md, "Issue 19: ranking after the merges").
-0 turns it off.
+A name counts only where the extractor finds it in most of the texts that hold it
+(`RELIABLE`). `entity_weight` is 0.2, chosen leaving each set in bench/data out (`python -m
+bench.weights --entity`; no set falls at 0.1-0.4; BENCHMARKS.md, "Issue 20.3 after the
+merges"). 0 turns it off.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memoryd.search.ftsquery import quote_term
 from memoryd.search.ranking import Candidate, idf
 from memoryd.store import entityread, searchsql
 from memoryd.store.entities import name_key
@@ -40,6 +42,7 @@ def shares(con: Connection, query: str, candidates: Sequence[Candidate]) -> dict
     candidates and their sections; empty when the query names no known entity."""
     keys = query_keys(query)
     named = entityread.named(con, keys) if keys else {}
+    named = {e: df for e, df in named.items() if _found_where_written(con, e, df)}
     if not named:
         return {}
     n = searchsql.entry_count(con)
@@ -48,6 +51,24 @@ def shares(con: Connection, query: str, candidates: Sequence[Candidate]) -> dict
     ids = [sec.id for c in candidates for sec in (c.sections or [c])]
     found = entityread.mentioned_in(con, list(weights), ids)
     return {i: sum(weights[e] for e in ents) / total for i, ents in found.items()}
+
+
+RELIABLE = 0.75  # an entity counts only where its mentions are this share of its name's texts
+
+
+def _found_where_written(con: Connection, entity_id: int, mentions: int) -> bool:
+    """Whether the extractor finds this entity in most texts that hold its name (at least
+    RELIABLE of them). A name that is also a word the extractor must leave at the start of a
+    sentence ("Go is mostly in the C family") or in lowercase ("Google's" vs "google it") is
+    recognised in only some of its texts: boosting those would sink the texts it missed, which
+    are as much about it (go-faq: "What are Go's ancestors?" lost its answer, which opens with
+    "Go is")."""
+    rows = con.execute("SELECT name FROM entities WHERE id = ?", (entity_id,)).fetchall()
+    name = str(rows[0][0]) if rows else ""
+    if not any(ch.isalnum() for ch in name):
+        return True
+    cap = int(mentions / RELIABLE) + 1
+    return searchsql.match_count(con, quote_term(name), cap) * RELIABLE <= mentions
 
 
 def boost(con: Connection, query: str, candidates: Sequence[Candidate], weight: float) -> None:

@@ -13,7 +13,10 @@ query `"a" AND "b"` is ranked first: the same phrases in the same order, so each
 the very score the any-word query gives it. Its best `first` are the any-word query's best
 `first` (same rows, same order, ties included) when the last of them scores more than any row
 that lacks a phrase can: the sum of every phrase's best single score (`best`) less the smallest
-one. A phrase's best single score is the top of its own ranking (`MATCH "a" ORDER BY bm25
+one. With two phrases, when only one of them alone can beat that (a word some short text
+repeats), the rows holding it without the other (`"a" NOT "b"`, the same phrases: the same
+scores) are ranked too and the best of both kept when they beat every row neither kept
+(`_one_sided`). A phrase's best single score is the top of its own ranking (`MATCH "a" ORDER BY bm25
 LIMIT 1`: the same idf and row lengths), as costly as the any-word query itself, so it is never
 computed on a search's path. The bounds are kept for the index's generation (the bytes of FTS5's
 averages and structure records, which every change to the index rewrites; any change forgets
@@ -139,10 +142,45 @@ def all_words_first(
     if len(ranked) < first:
         return None
     cut = -max(score for _, score, _, _ in ranked)  # the last kept row's score (bm25 < 0)
-    if cut <= others * (1 + MARGIN) + MARGIN:
-        return None
+    if cut <= _above(others):
+        found = _one_sided(parts, bounds, ranked, cut, run, first)
+        if found is None:
+            return None
+        ranked = found
     known.used += 1
     return ranked
+
+
+def _above(bound: float) -> float:
+    return bound * (1 + MARGIN) + MARGIN
+
+
+def _one_sided(
+    parts: list[str],
+    bounds: list[float],
+    both: Ranked,
+    cut: float,
+    run: Callable[[str], Ranked],
+    first: int,
+) -> Ranked | None:
+    """Two phrases, one of which alone can outrank the rows holding both (a word some short
+    text repeats): the rows holding it without the other (`"a" NOT "b"`: the same phrases, so
+    the same scores; a sum of one term) are ranked too, and the best `first` of both rankings
+    kept when they beat every row neither ranking kept: the cut of each ranking and the other
+    phrase's best alone."""
+    if len(parts) != 2:
+        return None
+    hi, lo = (0, 1) if bounds[0] >= bounds[1] else (1, 0)
+    if cut <= _above(bounds[lo]):
+        return None
+    alone = run(f"{parts[hi]} NOT {parts[lo]}")
+    merged = sorted(both + alone, key=lambda r: (r[1], r[0]))[:first]
+    if len(merged) < first:
+        return None
+    alone_cut = -max(score for _, score, _, _ in alone) if len(alone) >= first else 0.0
+    if -merged[-1][1] <= _above(max(cut, alone_cut, bounds[lo])):
+        return None
+    return merged
 
 
 def phrase_key(con: Connection, unit: str) -> str:
