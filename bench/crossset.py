@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +42,10 @@ def collect(names: list[str], cache: Path, queries: int | None) -> dict[str, Any
     sets = {n: Q.load_set(ROOT / "data" / n) for n in names}
     if queries:
         sets = {n: Q.subset(ds, queries) for n, ds in sets.items()}
-    model_root = Path(tempfile.mkdtemp(prefix="mdx-model-"))
-    holder = Q._holder(Q._config(model_root, False), False)
     out: dict[str, Any] = {}
-    try:
+    with Q.shared_model("mdx-model-") as holder:
         for t, ds in sets.items():
-            app, work, _ = Q.open_index(ds, False, cache, print, holder)
-            try:
+            with Q.opened(ds, cache, holder) as app:
 
                 def search(text: str, app: Any = app) -> list[dict[str, Any]]:
                     req = dataclasses.replace(Q.search_request(text, "auto", None), explain=True)
@@ -64,9 +59,6 @@ def collect(names: list[str], cache: Path, queries: int | None) -> dict[str, Any
                     for q in other.queries.values()
                 ]
                 cross = [[h.get("score") or 0.0 for h in hits] for hits in cross_hits]
-            finally:
-                app.close()
-                shutil.rmtree(work, ignore_errors=True)
             out[t] = {
                 "own": own,
                 "cross": cross,
@@ -77,9 +69,6 @@ def collect(names: list[str], cache: Path, queries: int | None) -> dict[str, Any
                 "cross_features": [features(hits) for hits in cross_hits],
             }
             print(f"{t}: {len(own)} own, {len(cross)} cross-set questions", flush=True)
-    finally:
-        holder.close()
-        shutil.rmtree(model_root, ignore_errors=True)
     return {"sets": sets, "runs": out}
 
 

@@ -31,8 +31,6 @@ import argparse
 import dataclasses
 import json
 import re
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -68,13 +66,10 @@ def collect(cache: Path, queries: int) -> dict[str, Any]:
 
     full = {n: Q.load_set(ROOT / "data" / n) for n in Q.SETS}
     sub = {n: Q.subset(ds, queries) for n, ds in full.items()}
-    model_root = Path(tempfile.mkdtemp(prefix="mdqpp-"))
-    holder = Q._holder(Q._config(model_root, False), False)
     out: dict[str, Any] = {}
-    try:
+    with Q.shared_model("mdqpp-") as holder:
         for t, ds in full.items():
-            app, work, _ = Q.open_index(ds, False, cache, print, holder)
-            try:
+            with Q.opened(ds, cache, holder) as app:
 
                 def read(con: Any) -> tuple[np.ndarray, list[str], list[Any]]:
                     active = V.active_model(con)
@@ -141,12 +136,6 @@ def collect(cache: Path, queries: int) -> dict[str, Any]:
                 ]
                 out[t] = {"pseudo": pseudo, "own": own, "cross": cross}
                 print(f"{t}: {len(own)} own, {len(cross)} cross-set questions", flush=True)
-            finally:
-                app.close()
-                shutil.rmtree(work, ignore_errors=True)
-    finally:
-        holder.close()
-        shutil.rmtree(model_root, ignore_errors=True)
     return out
 
 

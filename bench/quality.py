@@ -34,7 +34,8 @@ import math
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -312,6 +313,31 @@ def build_index(ds: Dataset, root: Path, holder: Any, store: dict[str, Any] | No
     finally:
         app.close()
     return time.perf_counter() - started
+
+
+@contextmanager
+def shared_model(prefix: str) -> Iterator[Any]:
+    """One real-model holder for a run over several sets' indexes (`opened`), in a temporary
+    folder removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    holder = _holder(_config(root, False), False)
+    try:
+        yield holder
+    finally:
+        holder.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def opened(ds: Dataset, cache: Path | None, holder: Any) -> Iterator[Any]:
+    """An App over a fresh copy of the set's cached index (`open_index`), closed and its copy
+    removed afterwards."""
+    app, work, _ = open_index(ds, False, cache, print, holder)
+    try:
+        yield app
+    finally:
+        app.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def open_index(

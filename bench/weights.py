@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -43,15 +41,12 @@ def sweep(names: list[str], cache: Path, entity: bool = False) -> dict[str, dict
     """Per set and combination: [nDCG@10, Recall@10] of mode auto."""
     from bench import quality as Q
 
-    root = Path(tempfile.mkdtemp(prefix="mdw-model-"))
-    holder = Q._holder(Q._config(root, False), False)
     out: dict[str, dict[str, list[float]]] = {}
-    try:
+    with Q.shared_model("mdw-model-") as holder:
         for name in names:
             ds = Q.load_set(ROOT / "data" / name)
-            app, work, _ = Q.open_index(ds, False, cache, print, holder)
-            base = app.searcher.settings
-            try:
+            with Q.opened(ds, cache, holder) as app:
+                base = app.searcher.settings
                 grid: list[tuple[float, ...]] = (
                     [(*DEFAULT, w) for w in ENTITY_WEIGHTS] if entity else list(COMBOS)
                 )
@@ -74,12 +69,6 @@ def sweep(names: list[str], cache: Path, entity: bool = False) -> dict[str, dict
                         round(s["ndcg@10"], 4),
                         round(s["recall@10"], 4),
                     ]
-            finally:
-                app.close()
-                shutil.rmtree(work, ignore_errors=True)
-    finally:
-        holder.close()
-        shutil.rmtree(root, ignore_errors=True)
     return out
 
 
