@@ -11,6 +11,7 @@ from conftest import q, settle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memoryd.search import pools as pools_mod
 from memoryd.search import searcher as search_mod
 from memoryd.search import vecindex
 from memoryd.search.ranking import group_by_note, strength
@@ -105,7 +106,7 @@ def test_namespace_filter_at_limit_1_in_vector_mode_finds_the_memory(
     make_app: Any, monkeypatch: Any
 ) -> None:
     # A tiny nearest-neighbour ceiling forces the widening loop and its exact-scan fallback.
-    monkeypatch.setattr(search_mod, "KNN_MAX", 8)
+    monkeypatch.setattr(pools_mod, "KNN_MAX", 8)
     app = make_app(dailylog={"enabled": False})
     for i in range(60):
         app.memories.add(f"probe reading number {i} of the sensor", namespace="other")

@@ -1,0 +1,173 @@
+"""The searcher's candidate pools and their fusion: the keyword pool (BM25 over FTS5, pruned by
+`store/ftsprune.py`), the vector pool (the vector cache or sqlite-vec, filters applied before
+ranking: vecindex.py) and `_fuse`, which merges them per chunk or per note (`ranking.relevance`).
+
+`Pools` is a mixin of `searcher.Searcher`: it needs the searcher's settings, vector cache,
+executor and read function, and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numpy as np
+
+from memoryd.search.ftsquery import ParsedQuery, prefix_match
+from memoryd.search.ranking import (
+    DEFAULT_SCALE,
+    Candidate,
+    Scale,
+    SearchSettings,
+    bm25_norm,
+    group_by_note,
+    relevance,
+    similarity_scale,
+)
+from memoryd.search.request import SearchRequest, narrowing, vector_mask, wide_first
+from memoryd.search.vecindex import nearest_entries
+from memoryd.store import searchsql, vectors
+from memoryd.store.entries import Filters, filter_sql
+from memoryd.store.protocol import Connection
+
+T = TypeVar("T")
+
+EXACT_SCAN_MAX = 20_000  # a filter leaving at most this many entries: exact vector scan
+KNN_MAX = 4096  # never ask the nearest-neighbour search for more than this
+
+
+class Pools:
+    """Candidate pools and fusion, mixed into `Searcher`."""
+
+    settings: SearchSettings
+    vector_cache: Any
+
+    def _executor(self) -> ThreadPoolExecutor:
+        raise NotImplementedError
+
+    def _read(self, req: SearchRequest, fn: Callable[[Connection], T]) -> T:
+        raise NotImplementedError
+
+    def keyword_candidates(
+        self,
+        con: Connection,
+        parsed: ParsedQuery,
+        where: str,
+        params: list[Any],
+        size: int,
+        *,
+        widen: bool = False,
+        **pool: Any,
+    ) -> list[Candidate]:
+        """The keyword pool: BM25 over the texts that hold any of the query's topical terms
+        (the query as typed when it has one group only), so a question ("what did we decide
+        about auth?") finds its note; how much of the query a text holds weighs its keyword
+        part later (`ranking.relevance`, coverage), not its place in the pool (issue 19.2).
+        `pool`, _keyword_pool's: `narrow`, the filter may leave few texts (`narrowing`);
+        `beside`, ranks half of a large index's matches on another thread at the same time
+        (`_beside`); `pre`, an entities filter checked on FTS5's rowids (`keyword_prefilter`).
+        `widen` (keywords alone, no vector pool): when no text holds any of the words as typed,
+        their prefixes are searched instead (`ftsquery.prefix_match`: "when is the retro" finds
+        the retrospectives), as weak evidence (`partial`, like a typo correction). Beside a
+        vector pool they are not: there the neighbours and typo correction answer, and a
+        question about other notes altogether would find their prefixes (issue 19.6)."""
+        if not parsed.match:
+            return []
+        match = parsed.match_any or parsed.match
+        found = self._keyword_pool(con, match, where, params, size, **pool)
+        widened = None if found or not widen else prefix_match(parsed)
+        if widened is None:
+            return found
+        found = self._keyword_pool(con, widened, where, params, size, **pool)
+        for c in found:
+            c.partial = True
+        return found
+
+    def _keyword_pool(
+        self,
+        con: Connection,
+        match: str,
+        where: str,
+        params: list[Any],
+        size: int,
+        *,
+        narrow: bool = False,
+        beside: searchsql.Beside | None = None,
+        pre: searchsql.Prefilter | None = None,
+    ) -> list[Candidate]:
+        found = searchsql.keyword_pool(
+            con, match, where, params, size, narrow=narrow, beside=beside, pre=pre
+        )
+        return [
+            Candidate(id=i, document_id=doc, keyword_rank=rank, bm25=score, match=match)
+            for rank, (i, score, doc) in enumerate(found, start=1)
+        ]
+
+    def _beside(self, req: SearchRequest) -> searchsql.Beside:
+        """Runs a function of a read connection on a search thread (keyword_pool's `beside`)."""
+        return lambda fn: self._executor().submit(self._read, req, fn)
+
+    def _vector_pool(
+        self, con: Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
+    ) -> tuple[list[Candidate], Scale]:
+        """The `size` nearest entries that pass the filters, nearest first, and the model's
+        similarity scale; filters restrict the candidates before ranking (vecindex.py)."""
+        active = vectors.active_model(con)
+        if active is None or active[2] != int(qvec.shape[-1]):
+            return [], DEFAULT_SCALE
+        model_id, key, dim = active
+        where, params = filter_sql(filters, now, wide=True)  # a common name: checked per text
+        exact = EXACT_SCAN_MAX if narrowing(filters, vector=True) else None
+        flt, start = (where, params), wide_first(filters, size, con)
+        among = vector_mask(filters, now) if start is not None else None  # a wide one
+        scored = nearest_entries(
+            con, self.vector_cache, model_id, dim, qvec, flt, size, exact, KNN_MAX, start, among
+        )
+        return [
+            Candidate(id=i, document_id=doc, vector_rank=rank, similarity=sim)
+            for rank, (sim, i, doc) in enumerate(scored, start=1)
+        ], similarity_scale(key)
+
+    def _fuse(
+        self,
+        keyword: list[Candidate],
+        vector: list[Candidate],
+        scale: Scale,
+        group: str,
+        best_bm25: float | None = None,
+        annotate: Callable[[list[Candidate]], None] | None = None,
+    ) -> list[Candidate]:
+        """Merge the pools and score each chunk; with group "note", score each note by its own
+        ranks in the pools (fusion per note) and keep its chunks as sections. `annotate` sets
+        the keyword coverage of each candidate (and of a note's sections) before scoring."""
+        s = self.settings
+        by_id: dict[int, Candidate] = {c.id: c for c in keyword}
+        for c in vector:
+            if c.id in by_id:
+                by_id[c.id].vector_rank = c.vector_rank
+                by_id[c.id].similarity = c.similarity
+            else:
+                by_id[c.id] = c
+        chunks = list(by_id.values())
+        if best_bm25 is None:
+            best_bm25 = bm25_norm(keyword)
+        notes = chunks if group == "none" else group_by_note(chunks)
+        if annotate is not None:
+            annotate(notes)
+        # coverage weighs keyword matches beside a vector pool only (ranking.relevance)
+        power = s.coverage_power if vector else 0.0
+        for c in chunks:
+            c.fused, parts = relevance(c, s, scale, best_bm25, power)
+            c.components.update(parts)
+            c.components["relevance"] = c.fused
+        if group == "none":
+            return chunks
+        for n in notes:
+            n.sections.sort(key=lambda c: (-c.fused, c.id))
+            best = n.sections[0]
+            n.id, n.match = best.id, best.match or n.match
+            n.fused, parts = relevance(n, s, scale, best_bm25, power)
+            n.components.update(parts)
+            n.components["relevance"] = n.fused
+        return notes
