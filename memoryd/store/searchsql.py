@@ -319,6 +319,33 @@ def signal_rows(con: Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]
     return {int(row[0]): dict(zip(SIGNAL_COLUMNS, row[1:], strict=True)) for row in rows}
 
 
+def signal_summary(
+    con: Connection, backed: Sequence[int], tail: Sequence[int]
+) -> tuple[int, float | None, set[int], int | None] | None:
+    """What ranking needs of every candidate before its signal row (search/bounds.py), in one
+    statement instead of a row each: how many of the entries exist, the newest `updated_at` of
+    the `backed` ones (recency counts from it), the ids of the memories among them, and the
+    lowest access count (a frequency signal is in 0..1 only from 0 up). None on PostgreSQL."""
+    if is_postgres(con):
+        return None  # the rows are read anyway (searcher._finish)
+    row = con.execute(
+        "SELECT count(*), max(e.updated_at) FILTER (WHERE NOT c.tail),"
+        " json_group_array(e.id) FILTER (WHERE e.kind = 'memory'), min(e.access_count)"
+        " FROM (SELECT value AS id, 0 AS tail FROM json_each(?)"
+        "  UNION ALL SELECT value, 1 FROM json_each(?)) c JOIN entries e ON e.id = c.id",
+        [json.dumps(list(backed)), json.dumps(list(tail))],
+    ).fetchone()
+    if row is None:
+        return 0, None, set(), None
+    count, newest, memories, low = row
+    return (
+        int(count),
+        None if newest is None else float(newest),
+        {int(i) for i in json.loads(memories or "[]")},
+        None if low is None else int(low),
+    )
+
+
 def text_lengths(con: Connection, ids: Sequence[int]) -> dict[int, int]:
     """Characters of each entry's text, per id (the ranking steadies short chunks' similarity)."""
     if not ids:
