@@ -32,10 +32,6 @@ def nudge_max(s: SearchSettings) -> float | None:
     return SIGNAL_SHARE * sum(weights) / total
 
 
-def _clamp(x: float) -> float:
-    return min(1.0, max(0.0, x))
-
-
 def reachable(
     candidates: Sequence[Candidate], memories: set[int], limit: int, nudges: float
 ) -> list[Candidate]:
@@ -57,16 +53,17 @@ def _cut(part: Sequence[Candidate], memories: set[int], k: int, nudges: float) -
     """The members of `part` (by identity) whose upper bound reaches its k-th best lower one."""
     if k <= 0:
         return set()
+    share = 1 - SIGNAL_SHARE
     lows: list[float] = []
     highs: list[float] = []
-    for c in part:
+    for c in part:  # ~400 at 100K: the clamps written out
         if c.id in memories:
-            lo, hi = 0.0, 1.0
+            lows.append(0.0)
+            highs.append(1.0)
         else:
-            base = (1 - SIGNAL_SHARE) * c.components.get("relevance", 0.0)
-            lo, hi = _clamp(base), _clamp(base + nudges)
-        lows.append(lo)
-        highs.append(hi)
+            base = share * c.components.get("relevance", 0.0)
+            lows.append(min(1.0, max(0.0, base)))
+            highs.append(min(1.0, max(0.0, base + nudges)))
     if len(part) <= k:
         return {id(c) for c in part}
     bar = sorted(lows, reverse=True)[k - 1] - MARGIN
