@@ -68,13 +68,18 @@ class KeywordEvidence:
                 share = known[units] = coverage(units, weights)
             return share
 
+        held = {i: tuple(us) for i, us in found.items()}
         for c in candidates:
             secs = c.sections or [c]
+            if len(secs) == 1:  # most notes: its coverage is its one section's
+                c.coverage = secs[0].coverage = share = covered(held.get(secs[0].id, ()))
+                c.components["note_coverage"] = share
+                continue
             for sec in secs:
-                sec.coverage = covered(tuple(found.get(sec.id, ())))
+                sec.coverage = covered(held.get(sec.id, ()))
             c.coverage = max(sec.coverage or 0.0 for sec in secs)
             c.components["note_coverage"] = covered(
-                tuple(u for sec in secs for u in found.get(sec.id, ()))
+                tuple(u for sec in secs for u in held.get(sec.id, ()))
             )
         return dfs
 
