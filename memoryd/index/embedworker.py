@@ -126,7 +126,7 @@ class EmbedWorker:
                 malloc.trim()  # idle: hand back what searches and adds freed meanwhile
                 trimmed = time.monotonic()
                 continue
-            if time.monotonic() - trimmed >= BUSY_TRIM_S:
+            if time.monotonic() - trimmed >= BUSY_TRIM_S and not self._foreground():
                 malloc.trim()  # busy: the same, at most every BUSY_TRIM_S
                 trimmed = time.monotonic()
             self._wake.clear()
@@ -142,6 +142,12 @@ class EmbedWorker:
                 self._retry.wait(backoff)  # retry_now() (the store is back) cuts it short
                 backoff = min(backoff * 2, 300.0)
                 self._wake.set()
+
+    def _foreground(self) -> int:
+        """Searches (and foreground embeddings) in flight. A trim holds each malloc arena's lock
+        while it hands pages back (a few to ~20 ms with ~10 MB free): not while a search runs."""
+        gate = getattr(self.model, "gate", None)
+        return int(getattr(gate, "active", 0) or 0)
 
     def ensure_model(self) -> int | None:
         """Register the loaded model in the store (once); its id, or None while not ready."""
