@@ -43,6 +43,26 @@ def test_the_whole_note_row_follows_the_note(make_app: Any) -> None:
     assert set(_whole(app, '"beagle"')[0]) == {"pets.md"}
 
 
+def test_the_norm_is_the_best_of_the_pool_or_of_every_note(make_app: Any) -> None:
+    app = make_app(model=None, dailylog={"enabled": False})
+    (app.cfg.workspace / "a.md").write_text("# A\n\nLisbon, Lisbon, Lisbon.\n")
+    (app.cfg.workspace / "b.md").write_text("# B\n\nA long day in Lisbon with the trams.\n")
+    app.indexer.reconcile()
+    everything, best = _whole(app, '"lisbon"')
+    assert best == everything["a.md"] < everything["b.md"]
+
+    def only_b(everywhere: bool) -> tuple[dict[int, float], float | None]:
+        def read(con: Any) -> tuple[dict[int, float], float | None]:
+            (b,) = con.execute("SELECT id FROM documents WHERE path = 'b.md'").fetchone()
+            return notetext.note_bm25(con, '"lisbon"', [b], everywhere=everywhere)
+
+        return app.store.read(read)
+
+    assert list(only_b(False)[0].values()) == [everything["b.md"]]
+    assert only_b(False)[1] == everything["b.md"]  # the pool's notes: the best of them
+    assert only_b(True)[1] == everything["a.md"]  # a filtered search: the best of all
+
+
 def test_m008_fills_the_rows_of_an_existing_store(
     make_app: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

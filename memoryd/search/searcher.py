@@ -391,7 +391,7 @@ class Searcher(Pools):
         whole = None  # BM25 over whole notes, in a hybrid answer grouped by note (issue 19.2)
         if req.group == "note" and keyword and vector and keyword[0].match:
             docs = sorted({c.document_id for c in keyword if c.document_id is not None})
-            whole = notetext.note_bm25(con, keyword[0].match, docs)
+            whole = notetext.note_bm25(con, keyword[0].match, docs, everywhere=filtered)
         fused = self._fuse(keyword, vector, scale, req.group, norm, annotate, whole)
         if mode == "hybrid" and s.entity_weight:
             entityboost.boost(con, req.query, fused, s.entity_weight)  # issue 20.3

@@ -59,25 +59,29 @@ def refresh(con: Connection, path: str) -> None:
 
 
 def note_bm25(
-    con: Connection, match: str, doc_ids: Sequence[int]
+    con: Connection, match: str, doc_ids: Sequence[int], everywhere: bool = False
 ) -> tuple[dict[int, float], float | None]:
-    """(BM25 over the whole note of each of `doc_ids` that matches, the best BM25 of any note
-    that matches): lower is better, as FTS5's bm25(). The best is over every note, whatever the
-    search's filter, so a filtered search scores as an unfiltered one restricted. ({}, None) on
-    PostgreSQL."""
+    """(BM25 over the whole note of each of `doc_ids` that matches, the norm): lower is
+    better, as FTS5's bm25(). The norm is the best of those notes (the notes of an unfiltered
+    keyword pool), or with `everywhere` (a filtered search, whose pool is narrower) the best of
+    every note that matches, so a filtered search scores as an unfiltered one restricted unless
+    the best note of all holds none of the unfiltered pool's chunks. Only the given notes are
+    scored (1-2 ms at 100K chunks; the best of every note costs 15-20 ms there: BENCHMARKS.md,
+    issue 19.2, branch rank3). ({}, None) on PostgreSQL."""
     if is_postgres(con) or not doc_ids:
         return {}, None
-    sql = (
-        f"WITH m AS MATERIALIZED (SELECT rowid AS id, {BM25} AS s FROM notes_fts"
-        " WHERE notes_fts MATCH ?)"
-        " SELECT id, s FROM m WHERE id IN (SELECT value FROM json_each(?))"
-        " UNION ALL SELECT NULL, min(s) FROM m"
-    )
-    scores: dict[int, float] = {}
-    best: float | None = None
-    for i, s in con.execute(sql, [match, json.dumps(list(doc_ids))]):
-        if i is None:
-            best = None if s is None else float(s)
-        else:
-            scores[int(i)] = float(s)
-    return scores, best
+    scores = {
+        int(i): float(s)
+        for i, s in con.execute(
+            f"SELECT rowid, {BM25} FROM notes_fts WHERE notes_fts MATCH ?"
+            # `rowid + 0`: checked on each match; a constraint would query once per id
+            " AND (rowid + 0) IN (SELECT value FROM json_each(?))",
+            [match, json.dumps(list(doc_ids))],
+        )
+    }
+    if not everywhere:
+        return scores, min(scores.values(), default=None)
+    best = con.execute(
+        f"SELECT {BM25} AS s FROM notes_fts WHERE notes_fts MATCH ? ORDER BY s LIMIT 1", [match]
+    ).fetchall()
+    return scores, float(best[0][0]) if best else None
