@@ -318,6 +318,12 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="span tagger weights (bench/span_tagger.py, not shipped) in place of the rules' names",
     )
+    p.add_argument(
+        "--tagger-add",
+        default="",
+        help="with --tagger: the types it only adds where the rules found no name (e.g. system)",
+    )
+    p.add_argument("--tagger-floor", type=float, default=0.0, help="an added span's least margin")
     p.add_argument("--only", help="score only these sets (comma-separated: gold, wikigold_dev...)")
     args = p.parse_args(argv)
     if args.rules:
@@ -325,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.tagger:
         from bench import span_tagger
 
+        span_tagger.ADD = frozenset(t for t in args.tagger_add.split(",") if t)
+        span_tagger.FLOOR = args.tagger_floor
         span_tagger.install(span_tagger.loads(args.tagger.read_bytes()))
     from memoryd.core import logsetup
 

@@ -169,6 +169,8 @@ def loads(data: bytes) -> Tagger:
 
 
 VOTE = 2.0  # the tagger's vote for its type, added to the rule votes of the same name
+ADD: frozenset[str] = frozenset()  # types it only adds (where no rule name is) instead of replacing
+FLOOR = 0.0  # the least margin of an added span's words
 _original: list[Any] = []
 
 
@@ -184,7 +186,8 @@ def install(tagger: Tagger | None) -> None:
     if tagger is None:
         entities._names = names
         return
-    entity_typer.set_decider(None)
+    if not ADD:
+        entity_typer.set_decider(None)
 
     def wrapped(lines: Any, out: list[Any], known: set[str], code_words: set[str]) -> Any:
         start = len(out)
@@ -206,7 +209,7 @@ def respan(lines: Sequence[tuple[int, str]], out: list[Any], start: int, tagger:
     for r in out[start:]:
         if r.source == "name" and r.surface:
             rules.setdefault(r.line, []).append(r)
-        else:
+        if ADD or not (r.source == "name" and r.surface):
             keep.append(r)
     del out[start:]
     out.extend(keep)
@@ -228,7 +231,11 @@ def respan(lines: Sequence[tuple[int, str]], out: list[Any], start: int, tagger:
             names.append((a, b, kind if kind in TYPES else OTHER))
             by_span[(a, b)] = r
             pos = b
-        for a, b, kind, _margin in tagger.spans(line, names, n):
+        for a, b, kind, margin in tagger.spans(line, names, n):
+            if ADD:
+                if kind in ADD and margin >= FLOOR and all(b <= x or a >= y for x, y, _ in names):
+                    add(out, line[a:b], n, "name", kind, VOTE)
+                continue
             raw = add(out, line[a:b], n, "name", kind, VOTE)
             old = by_span.get((a, b))
             if raw is not None and old is not None:
