@@ -18,7 +18,7 @@ from memoryd.text import entity_cues as cues
 from memoryd.text import entity_typer
 from memoryd.text.entity_cues import PERSON, PLACE, SYSTEM
 from memoryd.text.entity_spans import POSSESSIVE, Raw, add, canonical_key
-from memoryd.text.entity_typer import NONE, decider, features
+from memoryd.text.entity_typer import NONE, ask, decider
 from memoryd.text.markdown import atx_heading
 
 # --- capitalised names -------------------------------------------------------------------------
@@ -492,11 +492,10 @@ def names(
             )
         ):
             # no strong rule vote: the learned typer decides (entity_typer.py)
-            feats = features(
-                plain, r.before, r.after, r.after_gap, r.window, r.initial, r.all_initial,
-                r.honorific, raw.votes,
+            decided = ask(
+                typer, plain, r.before, r.after, r.after_gap, r.window, r.initial,
+                r.all_initial, r.honorific, raw.votes, raw.key, raw.line,
             )  # fmt: skip
-            decided = typer.decide(feats, raw.key, raw.line)
             if decided is not None:
                 if decided[0] == NONE:
                     if not raw.votes and raw.key not in named:  # a rule cue keeps a name
