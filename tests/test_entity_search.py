@@ -225,3 +225,46 @@ def test_a_name_the_extractor_finds_in_only_some_of_its_texts_lifts_nothing(
 
     assert shares("What are Go's ancestors?") == {}
     assert len(shares("what does Maya review?")) == 2
+
+
+@pytest.mark.sqlite_only("an SQL function on an SQLite connection; PostgreSQL ranks its own way")
+def test_a_wide_filter_checked_by_its_set_in_memory_passes_what_the_sql_set_does(
+    app: Any,
+) -> None:
+    """store/entityrowids.py: the keyword prefilter's set held in memory (an SQL function per
+    connection) passes the FTS5 rows the SQL set does, for one name, two, another name on the
+    same connection, after a write, and while a statement of the connection runs (the SQL
+    then)."""
+    from memoryd.store import entities as store_entities
+    from memoryd.store.entityrowids import rowid_check
+
+    def rows(con: Any, names: tuple[str, ...], check: bool) -> list[int]:
+        groups, _ = store_entities.resolve_filter(con, names)
+        cond, params = rowid_check(groups, con) if check else store_entities.rowid_sql(groups)
+        return [
+            int(r[0])
+            for r in con.execute(
+                f"SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? AND {cond}"
+                " ORDER BY rowid",
+                ["deploy OR lisbon OR tuesday OR billing", *params],
+            ).fetchall()
+        ]
+
+    sets = (("Oskar Lindqvist",), ("Caro",), ("Oskar Lindqvist", "Caro"), ("Nobody Known",))
+
+    def same(con: Any) -> None:
+        for names in (*sets, *sets):
+            assert rows(con, names, True) == rows(con, names, False), names
+        assert len(rows(con, sets[0], True)) >= 31
+        running = con.execute("SELECT id FROM entries")  # a statement left running
+        running.fetchone()
+        groups, _ = store_entities.resolve_filter(con, sets[1])
+        assert rowid_check(groups, con) == store_entities.rowid_sql(groups)  # SQLite: BUSY
+        assert rows(con, sets[1], True) == rows(con, sets[1], False)
+        running.close()
+        assert rowid_check(groups, con)[0].startswith("memoryd_mentioning(")
+        assert rows(con, sets[0], True) == rows(con, sets[0], False)
+
+    app.store.read(same)
+    app.memories.add(content="Oskar Lindqvist moved the Tuesday deploy")
+    app.store.read(same)

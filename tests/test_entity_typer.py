@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from bench import train_typer
+from bench.entities import load_gold, predict
 from memoryd.text import entity_typer
 from memoryd.text.entities import Mention, extract, extract_note
 from memoryd.text.entity_typer import CLASSES, NONE, Typer
@@ -123,3 +124,35 @@ def test_a_proposed_name_is_labelled_by_the_span_it_overlaps() -> None:
     assert train_typer.label("curies", gold, set()) == NONE  # no word for word overlap
     assert train_typer.label("uiview", gold, {"uiview"}) == ""  # code: left out
     assert train_typer.label("the uiview", gold, {"uiview"}) == ""
+
+
+class Slow:
+    """The shipped typer asked the long way: decide(features) every time."""
+
+    def __init__(self, typer: Typer) -> None:
+        self.typer = typer
+
+    def decide(self, feats: list[str], key: str, line: int) -> tuple[str, float]:
+        return self.typer.decide(feats)
+
+
+def test_the_remembered_name_rows_give_the_answer_of_the_features() -> None:
+    """Extraction asks a Typer through decide_name (a name's own weights looked up once and
+    remembered, the votes' features too): the same mentions as decide(features) on every item of
+    the gold set, cold and remembered, and after another typer was asked."""
+    shipped = entity_typer.decider()
+    assert isinstance(shipped, Typer)
+    items = load_gold()
+    other = Typer({"b": (0.0, 0.0, 0.0, 0.0, 5.0), "fn": (9.0, 0.0, 0.0, 0.0, 0.0)})
+    want: dict[int, list[list[Mention]]] = {}
+    for typer in (Slow(shipped), Slow(other), shipped, shipped, other, shipped):
+        entity_typer.set_decider(typer)
+        try:
+            got = [predict(it) for it in items]
+        finally:
+            entity_typer.reset_decider()
+        if isinstance(typer, Slow):
+            want[id(typer.typer)] = got
+        else:
+            assert got == want[id(typer)]
+    assert want[id(shipped)] != want[id(other)]

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from memoryd.store import searchsql
 from memoryd.store.entities import is_wide, resolve_filter, rowid_sql
+from memoryd.store.entityrowids import rowid_check
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
 
@@ -82,7 +84,9 @@ def keyword_prefilter(f: Filters, now: float) -> searchsql.Prefilter | None:
         return None
     where, params = filter_sql(replace(f, entities=(), entity_ids=None), now)
     rowid, rowid_params = rowid_sql(f.entity_ids)
-    return searchsql.Prefilter(where, params, rowid, rowid_params)
+    # a wide one's set is held in memory (a set SQLite would build anew for each statement)
+    check = partial(rowid_check, f.entity_ids) if is_wide(f.entity_mentions) else None
+    return searchsql.Prefilter(where, params, rowid, rowid_params, check)
 
 
 def vector_mask(f: Filters, now: float) -> tuple[Any, str, list[Any]] | None:

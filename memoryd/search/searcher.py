@@ -78,7 +78,7 @@ from memoryd.search.request import (
     resolved_entities,
 )
 from memoryd.search.vecindex import vector_index
-from memoryd.store import Store, searchsql
+from memoryd.store import Store, notetext, searchsql
 from memoryd.store.entries import filter_sql
 from memoryd.store.protocol import Connection
 from memoryd.store.tokenizer import has_cjk
@@ -388,7 +388,11 @@ class Searcher(Pools):
         def annotate(candidates: list[Candidate]) -> None:
             self.evidence.annotate(con, units, candidates, prefix=fuzzy_used)
 
-        fused = self._fuse(keyword, vector, scale, req.group, norm, annotate)
+        whole = None  # BM25 over whole notes, in a hybrid answer grouped by note (issue 19.2)
+        if req.group == "note" and keyword and vector and keyword[0].match:
+            docs = sorted({c.document_id for c in keyword if c.document_id is not None})
+            whole = notetext.note_bm25(con, keyword[0].match, docs, everywhere=filtered)
+        fused = self._fuse(keyword, vector, scale, req.group, norm, annotate, whole)
         if mode == "hybrid" and s.entity_weight:
             entityboost.boost(con, req.query, fused, s.entity_weight)  # issue 20.3
         cjk, corrected = has_cjk(req.query), req.mode in ("auto", "fuzzy")

@@ -73,6 +73,9 @@ class Prefilter:
     params: list[Any]
     rowid: str
     rowid_params: list[Any]
+    # the rowid condition for a given connection in place of `rowid` (a wide filter's set, held
+    # in memory: store/entityrowids.py)
+    check: Callable[[Connection], tuple[str, list[Any]]] | None = None
 
 
 def _ranked(
@@ -84,12 +87,17 @@ def _ranked(
     part: tuple[int, int] | None = None,
     pre: Prefilter | None = None,
 ) -> Ranked:
-    args = [*params, match, *(part or ()), *(pre.rowid_params if pre else ()), first]
-    sql = ranked_first_sql(where, part is not None, pre.rowid if pre else "")
+    rowid, rowid_params = ("", []) if pre is None else _rowid(con, pre)
+    args = [*params, match, *(part or ()), *rowid_params, first]
+    sql = ranked_first_sql(where, part is not None, rowid)
     return [
         (int(i), float(score), None if doc is None else int(doc), bool(ok))
         for i, score, doc, ok in con.execute(sql, args)
     ]
+
+
+def _rowid(con: Connection, pre: Prefilter) -> tuple[str, list[Any]]:
+    return pre.check(con) if pre.check is not None else (pre.rowid, pre.rowid_params)
 
 
 def idle_core() -> bool:

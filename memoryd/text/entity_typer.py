@@ -56,6 +56,8 @@ _NAME_FEATURES: dict[tuple[str, ...], list[str]] = {}  # _name_features' answers
 
 def clear_caches() -> None:
     _NAME_FEATURES.clear()
+    _NAME_ROWS.clear()
+    _VOTE_FEATURES.clear()
 
 
 def _name_features(words: tuple[str, ...]) -> list[str]:
@@ -117,11 +119,31 @@ def features(
     """The features of one proposed name: its words, shape and list memberships, the words
     around it and the rule votes."""
     f = _name_features(tuple(words))
-    first = f[2][2:]
+    return [
+        *f,
+        *context_features(
+            f, before, after, after_gap, window, initial, all_initial, honorific, votes
+        ),
+    ]
+
+
+def context_features(
+    name: list[str],
+    before: Sequence[str],
+    after: str,
+    after_gap: str,
+    window: Sequence[str],
+    initial: bool,
+    all_initial: bool,
+    honorific: bool,
+    votes: Mapping[str, float],
+) -> list[str]:
+    """The features of where a name stands (`name`: its own, from _name_features): the words
+    around it, the sentence or heading start, the rule votes. features() is the two lists."""
+    first = name[2][2:]
     prev = before[-1] if before else "<s>"
     gap = after_gap.strip()[:2] or ("_" if after_gap else "$")
     f = [
-        *f,
         f"p:{prev}",
         f"a:{after}" if after else "a:$",
         f"g:{gap}",
@@ -138,12 +160,29 @@ def features(
         f.append("head")
     if honorific:
         f.append("hon")
-    if votes:
-        best = max(votes, key=votes.__getitem__)
-        f.append(f"vt:{best}")
-        f.extend(f"v:{t}{min(int(w * 2), 6)}" for t, w in votes.items() if w > 0)
-    else:
-        f.append("v0")
+    f.extend(_vote_features(votes))
+    return f
+
+
+_VOTE_FEATURES: dict[tuple[tuple[str, float], ...], tuple[str, ...]] = {}  # their answers
+
+
+def _vote_features(votes: Mapping[str, float]) -> tuple[str, ...]:
+    """The rule votes as features, remembered per votes (in their order: a few hundred kinds)."""
+    key = tuple(votes.items())
+    f = _VOTE_FEATURES.get(key)
+    if f is None:
+        if votes:
+            best = max(votes, key=votes.__getitem__)
+            f = (
+                f"vt:{best}",
+                *(f"v:{t}{min(int(w * 2), 6)}" for t, w in votes.items() if w > 0),
+            )
+        else:
+            f = ("v0",)
+        if len(_VOTE_FEATURES) >= 4096:
+            _VOTE_FEATURES.clear()
+        _VOTE_FEATURES[key] = f
     return f
 
 
@@ -161,24 +200,85 @@ class Typer:
         self.weights = weights
         self.drop, self.scale, self.cap, self.floor = drop, scale, cap, floor
 
+    def rows(self, feats: Sequence[str]) -> list[tuple[float, ...]]:
+        """The weights of the features that have some, in the features' order."""
+        return [w for w in map(self.weights.get, feats) if w is not None]
+
     def scores(self, feats: list[str]) -> list[float]:
-        ws = [w for w in map(self.weights.get, feats) if w is not None]
-        return [sum(c) for c in zip(*ws, strict=True)] if ws else [0.0] * len(CLASSES)
+        return _sums(self.rows(feats))
 
     def decide(self, feats: list[str], key: str = "", line: int = 0) -> tuple[str, float]:
         """(`none`, 0) when `none` leads the best type by more than `drop`; else the best
         type and its vote: its lead over the runner-up (`none` included) times `scale`, at most
         `cap`, so a close call leaves the rules to decide."""
-        s = self.scores(feats)
-        best = max((0, 1, 2, 3), key=s.__getitem__)
-        if s[4] - s[best] > self.drop:
+        return self._decision(self.scores(feats))
+
+    def decide_name(
+        self, words: tuple[str, ...], name: list[str], context: list[str]
+    ) -> tuple[str, float]:
+        """decide(name + context) (name = _name_features(words)), with the weights of the
+        name's own features looked up once per name and remembered: the same rows in the same
+        order, so the same sums and the same answer (exact for any weights: the rows are
+        this typer's)."""
+        if _NAME_ROWS_OF[0] is not self:
+            _NAME_ROWS.clear()
+            _NAME_ROWS_OF[0] = self
+        rows = _NAME_ROWS.get(words)
+        if rows is None:
+            if len(_NAME_ROWS) >= 16384:
+                _NAME_ROWS.clear()
+            rows = _NAME_ROWS[words] = self.rows(name)
+        return self._decision(_sums(rows + self.rows(context)))
+
+    def _decision(self, s: list[float]) -> tuple[str, float]:
+        best, top = 0, s[0]  # the first of the best four types, as max() would pick
+        for i in (1, 2, 3):
+            if s[i] > top:
+                best, top = i, s[i]
+        if s[4] - top > self.drop:
             return NONE, 0.0
-        top = s[best]
         s[best] = -inf
         lead = top - max(s)
         if lead < self.floor:
             return CLASSES[best], 0.0
         return CLASSES[best], min(self.cap, lead * self.scale)
+
+
+def _sums(rows: list[tuple[float, ...]]) -> list[float]:
+    """Each class's weights summed, in the rows' order (summed in C)."""
+    return [sum(c) for c in zip(*rows, strict=True)] if rows else [0.0] * len(CLASSES)
+
+
+# decide_name's memory: a name's weight rows, for the typer _NAME_ROWS_OF holds (another typer
+# starts it afresh; holding it keeps its identity unambiguous)
+_NAME_ROWS: dict[tuple[str, ...], list[tuple[float, ...]]] = {}
+_NAME_ROWS_OF: list[Typer | None] = [None]
+
+
+def ask(
+    d: Decider,
+    words: Sequence[str],
+    before: Sequence[str],
+    after: str,
+    after_gap: str,
+    window: Sequence[str],
+    initial: bool,
+    all_initial: bool,
+    honorific: bool,
+    votes: Mapping[str, float],
+    key: str,
+    line: int,
+) -> tuple[str, float] | None:
+    """d.decide(features(words, ...), key, line); for a Typer, without the name's own features
+    looked up again each time it comes back (Typer.decide_name)."""
+    t = tuple(words)
+    name = _name_features(t)
+    context = context_features(
+        name, before, after, after_gap, window, initial, all_initial, honorific, votes
+    )
+    if isinstance(d, Typer):
+        return d.decide_name(t, name, context)
+    return d.decide([*name, *context], key, line)
 
 
 def dumps(weights: Mapping[str, Sequence[float]]) -> bytes:
