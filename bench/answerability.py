@@ -26,8 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -96,77 +94,75 @@ def lines_of(hits: list[dict[str, Any]], k: int) -> list[str]:
     return list(out)
 
 
+def _flags(con: Any, text: str, s: Any, common: Any) -> dict[str, bool]:
+    """Which name variants would call the question unanswerable on this index."""
+    from memoryd.search import answerability
+    from memoryd.search.ftsquery import quote_term
+    from memoryd.search.ranking import query_units
+
+    base = answerability.missing_name(con, text, s.evidence, s.fuzzy) is not None
+    acr = any(s.evidence.doc_freq(con, quote_term(a.lower())) == 0 for a in _ACRONYM.findall(text))
+    anyword = any(
+        _ALPHA.fullmatch(u)
+        and u not in common
+        and s.evidence.doc_freq(con, quote_term(u)) == 0
+        and s.fuzzy.rewrite(con, [u]) is None
+        for u in query_units(text)
+    )
+    return {"names": base, "names+acronyms": base or acr, "any unknown word": base or anyword}
+
+
+def _baseline(app: Any, ds: Any) -> dict[str, Any]:
+    """Every query's hits with the shipped no-answer check switched off."""
+    from memoryd.search import searcher as S
+    from memoryd.search.searcher import SearchRequest
+
+    shipped = S.only_absent_names
+    S.only_absent_names = lambda *a, **kw: None  # the baseline: this check off
+    try:
+        return {
+            qid: {
+                "text": q.text,
+                "no_answer": q.no_answer,
+                "hits": app.searcher.search(
+                    SearchRequest(query=q.text, mode="auto", limit=10, use_decay=False)
+                )["hits"],
+            }
+            for qid, q in ds.queries.items()
+        }
+    finally:
+        S.only_absent_names = shipped
+
+
 def collect(k: int) -> dict[str, Any]:
     """Per set and query: baseline hits, name-variant flags, line similarities (top k hits)."""
     from bench import quality as Q
     from memoryd.core import logsetup
-    from memoryd.search import answerability
-    from memoryd.search import searcher as S
-    from memoryd.search.ftsquery import quote_term
     from memoryd.search.fuzzy import common_words
-    from memoryd.search.ranking import query_units
-    from memoryd.search.searcher import SearchRequest
 
     logsetup.configure("warning")
     common = common_words()
-    model_root = Path(tempfile.mkdtemp(prefix="mdq-model-"))
-    holder = Q._holder(Q._config(model_root, False), False)
     out: dict[str, Any] = {}
-    shipped = S.missing_name
-    for name in SETS:
-        ds = Q.load_set(ROOT / "data" / name)
-        app, work, _ = Q.open_index(ds, False, ROOT / "results" / "cache", print, holder)
-        s = app.searcher
-        rows: dict[str, Any] = {}
-        try:
-            S.missing_name = lambda *a, **kw: None  # the baseline: this check off
-            for qid, q in ds.queries.items():
-                req = SearchRequest(query=q.text, mode="auto", limit=10, use_decay=False)
-                rows[qid] = {
-                    "text": q.text,
-                    "no_answer": q.no_answer,
-                    "hits": s.search(req)["hits"],
-                }
-            S.missing_name = shipped
-
-            def flags(con: Any, text: str, s: Any = s) -> dict[str, bool]:
-                base = answerability.missing_name(con, text, s.evidence, s.fuzzy) is not None
-                acr = any(
-                    s.evidence.doc_freq(con, quote_term(a.lower())) == 0
-                    for a in _ACRONYM.findall(text)
+    with Q.shared_model("mdq-model-") as holder:
+        for name in SETS:
+            ds = Q.load_set(ROOT / "data" / name)
+            with Q.opened(ds, ROOT / "results" / "cache", holder) as app:
+                rows = _baseline(app, ds)
+                for r in rows.values():
+                    r["flags"] = app.store.read(
+                        lambda con, t=r["text"]: _flags(con, t, app.searcher, common)
+                    )
+                texts = sorted({ln for r in rows.values() for ln in lines_of(r["hits"], k)})
+                qv = holder.embed_batch([r["text"] for r in rows.values()])
+                lv = np.vstack(
+                    [holder.embed_batch(texts[i : i + 64]) for i in range(0, len(texts), 64)]
                 )
-                anyword = any(
-                    _ALPHA.fullmatch(u)
-                    and u not in common
-                    and s.evidence.doc_freq(con, quote_term(u)) == 0
-                    and s.fuzzy.rewrite(con, [u]) is None
-                    for u in query_units(text)
-                )
-                return {
-                    "names": base,
-                    "names+acronyms": base or acr,
-                    "any unknown word": base or anyword,
-                }
-
-            for r in rows.values():
-                r["flags"] = app.store.read(lambda con, t=r["text"]: flags(con, t))
-            texts = sorted({ln for r in rows.values() for ln in lines_of(r["hits"], k)})
-            qv = holder.embed_batch([r["text"] for r in rows.values()])
-            lv = np.vstack(
-                [holder.embed_batch(texts[i : i + 64]) for i in range(0, len(texts), 64)]
-            )
-            index = {t: i for i, t in enumerate(texts)}
-            for r, v in zip(rows.values(), qv, strict=True):
-                ls = lines_of(r["hits"], k)
-                sims = [float(lv[index[ln]] @ v) for ln in ls]
-                r["lines"] = sorted(zip(sims, ls, strict=True), reverse=True)
-        finally:
-            S.missing_name = shipped
-            app.close()
-            shutil.rmtree(work, ignore_errors=True)
-        out[name] = {"ds": ds, "rows": rows}
-    holder.close()
-    shutil.rmtree(model_root, ignore_errors=True)
+                index = {t: i for i, t in enumerate(texts)}
+                for r, v in zip(rows.values(), qv, strict=True):
+                    ls = lines_of(r["hits"], k)
+                    sims = [float(lv[index[ln]] @ v) for ln in ls]
+                    r["lines"] = sorted(zip(sims, ls, strict=True), reverse=True)
+            out[name] = {"ds": ds, "rows": rows}
     return out
 
 

@@ -313,25 +313,50 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the rules alone, without the learned typer (memoryd/text/entity_typer.py)",
     )
+    p.add_argument(
+        "--tagger",
+        type=Path,
+        help="span tagger weights (bench/span_tagger.py, not shipped) in place of the rules' names",
+    )
+    p.add_argument(
+        "--tagger-add",
+        default="",
+        help="with --tagger: the types it only adds where the rules found no name (e.g. system)",
+    )
+    p.add_argument("--tagger-floor", type=float, default=0.0, help="an added span's least margin")
+    p.add_argument("--only", help="score only these sets (comma-separated: gold, wikigold_dev...)")
     args = p.parse_args(argv)
     if args.rules:
         entity_typer.set_decider(None)
+    if args.tagger:
+        from bench import span_tagger
+
+        span_tagger.ADD = frozenset(t for t in args.tagger_add.split(",") if t)
+        span_tagger.FLOOR = args.tagger_floor
+        span_tagger.install(span_tagger.loads(args.tagger.read_bytes()))
     from memoryd.core import logsetup
 
     logsetup.configure("warning")
-    result: dict[str, Any] = {"gold": evaluate_gold(load_gold())}
+    only = set(args.only.split(",")) if args.only else None
+    result: dict[str, Any] = {}
+    if only is None or "gold" in only:
+        result["gold"] = evaluate_gold(load_gold())
     for name, (_title, path) in PUBLIC.items():
-        if args.dev or not name.endswith("_dev"):
+        if (only is None and (args.dev or not name.endswith("_dev"))) or (only and name in only):
             result[name] = evaluate_wnut(path)
-    result["speed"] = speed(args.reps, index=not args.no_index)
+    if args.reps:
+        result["speed"] = speed(args.reps, index=not args.no_index)
     if args.json:
         for res in result.values():
             res.pop("misses", None)
         print(json.dumps(result, indent=2))
         return 0
-    print_scores(
-        "memoryd gold set (bench/data/entities/gold.txt)", result["gold"], (*TYPES, "all", "any")
-    )
+    if "gold" in result:
+        print_scores(
+            "memoryd gold set (bench/data/entities/gold.txt)",
+            result["gold"],
+            (*TYPES, "all", "any"),
+        )
     for name, (title, _path) in PUBLIC.items():
         if name in result:
             rows = ("person", "person, names") if name == "wnut17" else ("person",)
@@ -341,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{kind}:")
             for ln in lines:
                 print(f"  {ln}")
+    if "speed" not in result:
+        return 0
     s = result["speed"]
     print(
         f"\nspeed over {s['notes']} notes ({s['chunks']} chunks, {s['mentions']} mentions):\n"

@@ -32,7 +32,6 @@ import json
 import os
 import pickle
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -200,28 +199,21 @@ def _pools(model: str, names: list[str], cache: Path) -> dict[str, tuple[Any, di
     from bench import run
 
     run.EMBEDDING_MODEL = model
-    root = Path(tempfile.mkdtemp(prefix="mdm-cal-"))
-    holder = Q._holder(Q._config(root, False), False)
     out = {}
-    for name in names:
-        ds, ls = Q.load_set(DATA / name), R.load_set(DATA / name)
-        # the pools depend on the index (cache key) and the search code: kept beside the index
-        key = f"{name}-{model}-{Q.code_fingerprint()}-{_search_fingerprint()}"
-        saved = cache / "pools" / f"{key}.pickle"
-        if saved.exists():
-            out[name] = (ls, *pickle.loads(saved.read_bytes()))
-            continue
-        app, work, _ = Q.open_index(ds, False, cache, print, holder)
-        try:
-            pools = {qid: R.take_pools(app, text) for qid, text in ls.queries.items()}
-            out[name] = (ls, pools, app.cfg.search)
-        finally:
-            app.close()
-            shutil.rmtree(work, ignore_errors=True)
-        saved.parent.mkdir(parents=True, exist_ok=True)
-        saved.write_bytes(pickle.dumps((pools, out[name][2])))
-    holder.close()
-    shutil.rmtree(root, ignore_errors=True)
+    with Q.shared_model("mdm-cal-") as holder:
+        for name in names:
+            ds, ls = Q.load_set(DATA / name), R.load_set(DATA / name)
+            # the pools depend on the index (cache key) and the search code: kept beside the index
+            key = f"{name}-{model}-{Q.code_fingerprint()}-{_search_fingerprint()}"
+            saved = cache / "pools" / f"{key}.pickle"
+            if saved.exists():
+                out[name] = (ls, *pickle.loads(saved.read_bytes()))
+                continue
+            with Q.opened(ds, cache, holder) as app:
+                pools = {qid: R.take_pools(app, text) for qid, text in ls.queries.items()}
+                out[name] = (ls, pools, app.cfg.search)
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            saved.write_bytes(pickle.dumps((pools, out[name][2])))
     return out
 
 

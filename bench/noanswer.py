@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -41,70 +39,68 @@ def units_df(con: Any, text: str) -> dict[str, Any]:
 def dump(out: Path) -> None:
     from bench import quality as Q
     from memoryd.core import logsetup
-    from memoryd.search.searcher import SearchRequest
 
     logsetup.configure("warning")
-    model_root = Path(tempfile.mkdtemp(prefix="mdq-model-"))
-    holder = Q._holder(Q._config(model_root, False), False)
     report: dict[str, Any] = {}
-    for name in SETS:
-        ds = Q.load_set(ROOT / "data" / name)
-        app, work, _ = Q.open_index(ds, False, ROOT / "results" / "cache", print, holder)
-        try:
-            rows = {}
-            for qid, q in ds.queries.items():
-                res = app.searcher.search(
-                    SearchRequest(
-                        query=q.text, mode="auto", limit=10, explain=True, use_decay=False
-                    )
-                )
-                hits = res["hits"]
-                rows[qid] = {
-                    "units": app.store.read(lambda con, t=q.text: units_df(con, t)),
-                    "text": q.text,
-                    "type": q.type,
-                    "no_answer": q.no_answer,
-                    "mode": res["mode"],
-                    "hits": [
-                        {
-                            "path": h.get("path"),
-                            "content": h.get("content"),
-                            "title": h.get("title"),
-                            "heading_path": h.get("heading_path"),
-                            "start_line": h.get("start_line"),
-                            "end_line": h.get("end_line"),
-                            "sections": [
-                                {"start_line": s["start_line"], "end_line": s["end_line"]}
-                                for s in h.get("sections") or ()
-                            ],
-                            **{
-                                k: h["explain"].get(k)
-                                for k in (
-                                    "similarity",
-                                    "bm25",
-                                    "partial",
-                                    "keyword_rank",
-                                    "vector_rank",
-                                    "coverage",
-                                    "note_coverage",
-                                    "keyword_part",
-                                    "vector_part",
-                                    "final",
-                                    "relevance",
-                                )
-                            },
-                        }
-                        for h in hits
-                    ],
-                }
-            report[name] = rows
-        finally:
-            app.close()
-            shutil.rmtree(work, ignore_errors=True)
-    shutil.rmtree(model_root, ignore_errors=True)
+    with Q.shared_model("mdq-model-") as holder:
+        for name in SETS:
+            ds = Q.load_set(ROOT / "data" / name)
+            with Q.opened(ds, ROOT / "results" / "cache", holder) as app:
+                report[name] = _dump_set(app, ds)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report))
     print(f"written to {out}")
+
+
+def _dump_set(app: Any, ds: Any) -> dict[str, Any]:
+    """Every query's answer with what explains each hit."""
+    from memoryd.search.searcher import SearchRequest
+
+    rows = {}
+    for qid, q in ds.queries.items():
+        res = app.searcher.search(
+            SearchRequest(query=q.text, mode="auto", limit=10, explain=True, use_decay=False)
+        )
+        hits = res["hits"]
+        rows[qid] = {
+            "units": app.store.read(lambda con, t=q.text: units_df(con, t)),
+            "text": q.text,
+            "type": q.type,
+            "no_answer": q.no_answer,
+            "mode": res["mode"],
+            "hits": [
+                {
+                    "path": h.get("path"),
+                    "content": h.get("content"),
+                    "title": h.get("title"),
+                    "heading_path": h.get("heading_path"),
+                    "start_line": h.get("start_line"),
+                    "end_line": h.get("end_line"),
+                    "sections": [
+                        {"start_line": s["start_line"], "end_line": s["end_line"]}
+                        for s in h.get("sections") or ()
+                    ],
+                    **{
+                        k: h["explain"].get(k)
+                        for k in (
+                            "similarity",
+                            "bm25",
+                            "partial",
+                            "keyword_rank",
+                            "vector_rank",
+                            "coverage",
+                            "note_coverage",
+                            "keyword_part",
+                            "vector_part",
+                            "final",
+                            "relevance",
+                        )
+                    },
+                }
+                for h in hits
+            ],
+        }
+    return rows
 
 
 # --- fitting rules on the dump ---------------------------------------------------------------

@@ -232,3 +232,25 @@ def test_after_a_full_look_a_wake_up_reads_only_what_changed(make_app: Any) -> N
     assert calls and set(calls) == {"since"}
     assert any("badgers" in t for t in fake.seen) and any("zebras" in t for t in fake.seen)
     assert app.embedder.pending() == 0 == app.embedder.counts()["pending"]
+
+
+def test_a_worker_woken_without_pause_still_trims(make_app: Any, monkeypatch: Any) -> None:
+    """Adds every few seconds never leave the worker idle for IDLE_TRIM_S (their vectors come
+    from the near-duplicate check): a wake-up trims once BUSY_TRIM_S have passed since the last
+    trim, so freed memory goes back while the daemon is busy too (issue 23.2)."""
+    from memoryd.index import embedworker
+
+    fake = FakeEmbedder()
+    holder = ModelHolder(lambda: fake, description="fake")
+    app = make_app(model=holder)
+    holder.start()
+    assert holder.wait_ready(5)
+    trims: list[float] = []
+    monkeypatch.setattr(embedworker.malloc, "trim", lambda: trims.append(1.0) or True)
+    monkeypatch.setattr(embedworker, "BUSY_TRIM_S", 0.0)
+    app.embedder.start()
+    for _ in range(3):
+        before = len(trims)
+        app.memories.add(f"a memory about otters number {before}")
+        app.embedder.wake()
+        wait_for(lambda before=before: len(trims) > before, timeout=10)

@@ -141,3 +141,17 @@ def test_a_well_known_system_written_like_code_is_a_system() -> None:
     kinds = found(extract("The buttons work on iOS 6 but not with jQuery and get_user_id.\n"))
     assert kinds["ios"] == "system" and kinds["jquery"] == "system"
     assert kinds["get_user_id"] == "identifier"
+
+
+def test_a_person_needs_more_than_a_lean_or_a_close_call() -> None:
+    kinds = found(extract("The Boston Bruins played well.\nCaroline Baker joined in May.\n"))
+    assert kinds["boston bruins"] == "other"  # two plain words and a verb a team does too
+    assert kinds["caroline baker"] == "person"  # a first name and a surname
+    assert found(extract("Georgia said the build is green.\n"))["georgia"] == "person"
+
+
+def test_a_nickname_in_quotes_is_part_of_the_name() -> None:
+    kinds = found(extract('It has been Harold "Junior" Theriault of the Liberal Party.\n'))
+    assert kinds['harold "junior" theriault'] == "person"
+    assert "harold" not in kinds and "theriault" not in kinds
+    assert found(extract('Press "Save" and go.\n')) == {}

@@ -62,6 +62,18 @@ def test_new_database_is_private_wal_and_migrated(store: Store) -> None:
     assert store.vec_enabled
 
 
+@pytest.mark.sqlite_only("SQLite's page cache")
+def test_readers_keep_a_small_page_cache_and_the_writer_the_default(tmp_path: Path) -> None:
+    # each reading thread opens a reader: 512 KB each, not SQLite's 2 MB (issue 23.2)
+    s = SqliteStore(tmp_path / "m.db")
+    try:
+        assert s.reader().execute("PRAGMA cache_size").fetchall()[0][0] == -512
+        with s.write() as con:
+            assert con.execute("PRAGMA cache_size").fetchall()[0][0] == -2000
+    finally:
+        s.close()
+
+
 @pytest.mark.sqlite_only("reopens the SQLite file")
 def test_reopening_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> None:
     s = SqliteStore(tmp_path / "m.db")

@@ -19,7 +19,7 @@ from conftest import ROOT, wait_for
 from webclient import WebHarness
 
 from memoryd.serve import methods as api
-from memoryd.web import auth, routes
+from memoryd.web import auth, peers, routes
 from memoryd.web.peers import tcp_peer_uid
 from memoryd.web.server import CSP
 
@@ -212,11 +212,27 @@ def test_a_connection_from_this_user_is_known_as_ours(web: WebHarness) -> None:
     assert uid == os.getuid()
 
 
+def test_a_reused_port_is_judged_by_its_established_line() -> None:
+    """On loopback Linux reuses a port still in TIME_WAIT: that closed socket's line (uid 0)
+    comes first in the table, and must not speak for the live connection's owner."""
+    head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid"
+    local, remote = "0100007F:C350", "0100007F:1F90"
+    table = [
+        head,
+        f"   0: {local} {remote} 06 00000000:00000000 03:00000F2B 00000000     0",
+        f"   1: {remote} {local} 01 00000000:00000000 00:00000000 00000000  1000",
+        f"   2: {local} {remote} 01 00000000:00000000 00:00000000 00000000 65534",
+    ]
+    assert peers.owner(table, local, remote) == 65534
+    assert peers.owner(table[:2], local, remote) is None  # only the closed one: unknown
+    assert peers.owner([head, "garbage", "   3: x"], local, remote) is None
+
+
 OTHER_USER_CLIENT = """
 import encodings.idna, http.client, os, sys
 os.setgid(65534); os.setuid(65534)
 port, token = int(sys.argv[1]), sys.argv[2]
-c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 try:
     c.request("GET", "/api/search?query=redis", headers={"Authorization": "Bearer " + token})
     r = c.getresponse()
@@ -235,7 +251,7 @@ def test_another_local_user_is_refused(web: WebHarness) -> None:
         [sys.executable, "-S", "-c", OTHER_USER_CLIENT, str(web.port), web.token],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(("403", "closed")), out.stdout

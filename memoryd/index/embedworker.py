@@ -34,6 +34,11 @@ log = get_logger("memoryd.index.embed")
 
 RATE_WINDOW_S = 60.0
 IDLE_TRIM_S = 30.0
+# While texts keep coming (an add every few seconds never leaves the worker idle for 30 s), freed
+# memory goes back at least this often: searches and foreground embeddings free buffers between
+# the background runs' own trims, and at 100K chunks under the soak's mix ~13 MB of freed pages
+# was resident after 20 minutes without an idle trim (issue 23.2; BENCHMARKS.md, branch soak3).
+BUSY_TRIM_S = 10.0
 FULL_SCAN_S = 600.0  # how often the whole store is checked for texts without a vector
 
 
@@ -115,10 +120,15 @@ class EmbedWorker:
     def _loop(self) -> None:
         malloc.lower_thread_priority()  # the backlog yields the CPU to queries
         backoff = 1.0
+        trimmed = time.monotonic()
         while not self._stop.is_set():
             if not self._wake.wait(timeout=IDLE_TRIM_S):
                 malloc.trim()  # idle: hand back what searches and adds freed meanwhile
+                trimmed = time.monotonic()
                 continue
+            if time.monotonic() - trimmed >= BUSY_TRIM_S and not self._foreground():
+                malloc.trim()  # busy: the same, at most every BUSY_TRIM_S
+                trimmed = time.monotonic()
             self._wake.clear()
             if self._stop.is_set():
                 return
@@ -132,6 +142,12 @@ class EmbedWorker:
                 self._retry.wait(backoff)  # retry_now() (the store is back) cuts it short
                 backoff = min(backoff * 2, 300.0)
                 self._wake.set()
+
+    def _foreground(self) -> int:
+        """Searches (and foreground embeddings) in flight. A trim holds each malloc arena's lock
+        while it hands pages back (a few to ~20 ms with ~10 MB free): not while a search runs."""
+        gate = getattr(self.model, "gate", None)
+        return int(getattr(gate, "active", 0) or 0)
 
     def ensure_model(self) -> int | None:
         """Register the loaded model in the store (once); its id, or None while not ready."""

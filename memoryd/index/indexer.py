@@ -29,7 +29,7 @@ from memoryd.core.fsutil import within
 from memoryd.core.logsetup import get_logger
 from memoryd.index.attachments import OtherFiles
 from memoryd.memory.validation import check_str
-from memoryd.store import Store, docpaths, entries, links
+from memoryd.store import Store, docpaths, entries, links, notetext
 from memoryd.store import entities as store_entities
 from memoryd.store.entries import DocumentInfo, NewChunk
 from memoryd.text import entities, markdown, obsidian
@@ -483,6 +483,7 @@ class Indexer:
                 expires_at=fm.expires_at,
                 now=now,
             )
+            notetext.refresh(con, state.path)  # the whole note's keyword row (issue 19.2)
             links.replace_links(con, state.path, note.links)
             if fm.created_at is not None or fm.updated_at is not None:
                 updated = fm.updated_at if fm.updated_at is not None else fm.created_at

@@ -58,13 +58,28 @@ class KeywordEvidence:
             weights[u] = idf(df, max(n, df))
             for i in searchsql.matching(con, expr, chunk_ids, df if df < DF_CAP else None):
                 found.setdefault(i, []).append(u)
+        # The candidates hold few distinct lists of units (most hold every word, or the same
+        # one): each list's coverage is computed once (the same list, the same float).
+        known: dict[tuple[str, ...], float] = {(): coverage((), weights)}
+
+        def covered(units: tuple[str, ...]) -> float:
+            share = known.get(units)
+            if share is None:
+                share = known[units] = coverage(units, weights)
+            return share
+
+        held = {i: tuple(us) for i, us in found.items()}
         for c in candidates:
             secs = c.sections or [c]
+            if len(secs) == 1:  # most notes: its coverage is its one section's
+                c.coverage = secs[0].coverage = share = covered(held.get(secs[0].id, ()))
+                c.components["note_coverage"] = share
+                continue
             for sec in secs:
-                sec.coverage = coverage(found.get(sec.id, []), weights)
+                sec.coverage = covered(held.get(sec.id, ()))
             c.coverage = max(sec.coverage or 0.0 for sec in secs)
-            c.components["note_coverage"] = coverage(
-                [u for sec in secs for u in found.get(sec.id, [])], weights
+            c.components["note_coverage"] = covered(
+                tuple(u for sec in secs for u in held.get(sec.id, ()))
             )
         return dfs
 

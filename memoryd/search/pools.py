@@ -24,6 +24,7 @@ from memoryd.search.ranking import (
     group_by_note,
     relevance,
     similarity_scale,
+    whole_note,
 )
 from memoryd.search.request import SearchRequest, narrowing, vector_mask, wide_first
 from memoryd.search.vecindex import nearest_entries
@@ -137,10 +138,13 @@ class Pools:
         group: str,
         best_bm25: float | None = None,
         annotate: Callable[[list[Candidate]], None] | None = None,
+        whole: tuple[dict[int, float], float | None] | None = None,
     ) -> list[Candidate]:
         """Merge the pools and score each chunk; with group "note", score each note by its own
         ranks in the pools (fusion per note) and keep its chunks as sections. `annotate` sets
-        the keyword coverage of each candidate (and of a note's sections) before scoring."""
+        the keyword coverage of each candidate (and of a note's sections) before scoring.
+        `whole` (hybrid answers): each note's BM25 over the whole note and the best of any
+        note (store/notetext.py), which its keyword part is measured by (`whole_note`)."""
         s = self.settings
         by_id: dict[int, Candidate] = {c.id: c for c in keyword}
         for c in vector:
@@ -167,7 +171,8 @@ class Pools:
             n.sections.sort(key=lambda c: (-c.fused, c.id))
             best = n.sections[0]
             n.id, n.match = best.id, best.match or n.match
-            n.fused, parts = relevance(n, s, scale, best_bm25, power)
+            norm = whole_note(n, whole) if whole is not None else None
+            n.fused, parts = relevance(n, s, scale, best_bm25 if norm is None else norm, power)
             n.components.update(parts)
             n.components["relevance"] = n.fused
         return notes

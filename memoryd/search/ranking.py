@@ -276,6 +276,25 @@ def group_by_note(candidates: Sequence[Candidate]) -> list[Candidate]:
     return list(notes.values())
 
 
+def whole_note(note: Candidate, whole: tuple[dict[int, float], float | None]) -> float | None:
+    """In a hybrid answer, a note found by the keyword pool is weighed by BM25 over the whole
+    note (its words' frequency over the note, the note's length), measured against the best
+    note's, instead of by its best chunk against the best chunk (issue 19.2): a short chunk
+    that repeats a question's words scores high alone, a note about them throughout scores high
+    as a whole, as whole-note bm25 sees them. Sets the note's `bm25` (its best chunk's stays in
+    components["chunk_bm25"]) and returns the norm; None (nothing changed) for a memory, a
+    note the keyword pool did not find, or no whole-note row (PostgreSQL).
+    Measured on every labelled set: BENCHMARKS.md, issue 19.2 (branch rank3)."""
+    scores, best = whole
+    doc = note.document_id
+    if best is None or doc is None or note.keyword_rank is None or doc not in scores:
+        return None
+    if note.bm25 is not None:
+        note.components["chunk_bm25"] = note.bm25
+    note.bm25 = scores[doc]
+    return best
+
+
 def admitted(
     candidates: list[Candidate], scale: Scale, cjk: bool = False, corrected: bool = False
 ) -> list[Candidate]:

@@ -45,7 +45,7 @@ import numpy as np
 from memoryd.core.errors import InvalidInput, Unavailable, describe
 from memoryd.memory import lifecycle
 from memoryd.memory.lifecycle import tier_decay
-from memoryd.search import concepts, entityboost
+from memoryd.search import bounds, concepts, entityboost
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
@@ -78,7 +78,7 @@ from memoryd.search.request import (
     resolved_entities,
 )
 from memoryd.search.vecindex import vector_index
-from memoryd.store import Store, searchsql
+from memoryd.store import Store, notetext, searchsql
 from memoryd.store.entries import filter_sql
 from memoryd.store.protocol import Connection
 from memoryd.store.tokenizer import has_cjk
@@ -388,7 +388,11 @@ class Searcher(Pools):
         def annotate(candidates: list[Candidate]) -> None:
             self.evidence.annotate(con, units, candidates, prefix=fuzzy_used)
 
-        fused = self._fuse(keyword, vector, scale, req.group, norm, annotate)
+        whole = None  # BM25 over whole notes, in a hybrid answer grouped by note (issue 19.2)
+        if req.group == "note" and keyword and vector and keyword[0].match:
+            docs = sorted({c.document_id for c in keyword if c.document_id is not None})
+            whole = notetext.note_bm25(con, keyword[0].match, docs, everywhere=filtered)
+        fused = self._fuse(keyword, vector, scale, req.group, norm, annotate, whole)
         if mode == "hybrid" and s.entity_weight:
             entityboost.boost(con, req.query, fused, s.entity_weight)  # issue 20.3
         cjk, corrected = has_cjk(req.query), req.mode in ("auto", "fuzzy")
@@ -419,6 +423,28 @@ class Searcher(Pools):
                 out["suggestion"] = rewritten.corrected_query
         return out
 
+    def _signal_rows(
+        self, con: Connection, candidates: list[Candidate], limit: int
+    ) -> tuple[dict[int, dict[str, Any]], float | None]:
+        """The signal rows of the candidates that can still reach the first `limit`
+        (bounds.reachable), and the newest `updated_at` of the backed ones; every row and None
+        when the bounds cannot be known (PostgreSQL, an entry gone, an id twice, a negative
+        access count or weight)."""
+        ids = [c.id for c in candidates]
+        nudges = bounds.nudge_max(self.settings)
+        summary = None
+        if nudges is not None and len(set(ids)) == len(ids) and len(ids) > limit:
+            backed = [c.id for c in candidates if not c.tail]
+            summary = searchsql.signal_summary(con, backed, [c.id for c in candidates if c.tail])
+        if summary is not None:
+            count, newest, memories, low = summary
+            if count == len(ids) and (low is None or low >= 0):
+                keep = bounds.reachable(candidates, memories, limit, nudges or 0.0)
+                raw = searchsql.signal_rows(con, (c.id for c in keep))
+                if len(raw) == len(keep):  # the same snapshot: always, but checked
+                    return raw, newest
+        return searchsql.signal_rows(con, ids), None
+
     def _finish(
         self,
         con: Connection,
@@ -431,17 +457,18 @@ class Searcher(Pools):
     ) -> list[dict[str, Any]]:
         if not candidates:
             return []
-        # Score every candidate from a few columns; build full records only for the winners.
-        raw = searchsql.signal_rows(con, (c.id for c in candidates))
+        # Score the candidates from a few columns; build full records only for the winners.
+        # Only those that can still reach the first `limit` are read and scored (bounds.py).
+        raw, newest = self._signal_rows(con, candidates, limit)
+        if newest is None:
+            # Recency is measured from the newest of the texts ranked, not from the wall clock:
+            # the same query on the same index gives the same order hours apart (issue 19.4).
+            backed = [raw[c.id] for c in candidates if c.id in raw and not c.tail]
+            newest = max((float(r["updated_at"]) for r in backed), default=now)
+        candidates = [c for c in candidates if c.id in raw]
         lc = self.lifecycle
-        # Recency is measured from the newest of the texts ranked, not from the wall clock: the
-        # same query on the same index gives the same order hours apart (issue 19.4).
-        backed = [raw[c.id] for c in candidates if c.id in raw and not c.tail]  # not the tail's
-        newest = max((float(r["updated_at"]) for r in backed), default=now)
         for c in candidates:
-            r = raw.get(c.id)
-            if r is None:
-                continue
+            r = raw[c.id]
             rel = c.components["relevance"]
             if req.use_decay and r["kind"] == "memory" and lc is not None:
                 last_used = max(r["updated_at"], r["last_accessed_at"] or 0)
@@ -457,7 +484,7 @@ class Searcher(Pools):
                 nudges["tier"] = SIGNAL_SHARE * max(-1.0, min(1.0, boost))  # this much
             c.final = min(1.0, max(0.0, (1 - SIGNAL_SHARE) * rel + sum(nudges.values())))
             c.components["updated_at"] = float(r["updated_at"])
-        candidates = order([c for c in candidates if c.id in raw])
+        candidates = order(candidates)
         top = candidates[:limit]
         return hits_.render(
             con,

@@ -78,4 +78,13 @@ def connect(path: Path | str, *, writer: bool) -> tuple[apsw.Connection, bool]:
         con.execute("PRAGMA wal_autocheckpoint = 1000")
     else:
         con.execute("PRAGMA query_only = ON")
+        # A reader's page cache (SQLite's default is 2 MB a connection). Each thread that reads
+        # opens its own reader, lazily: at 100K chunks a daemon under load had 7 readers at minute 1
+        # and more as its pools' threads came, each filling its 2 MB within a minute, so this was a
+        # slow climb of RSS after start-up (issue 23.2). The pages are mostly read from the OS's
+        # file cache anyway: 512 KB missed 4x as often as 2 MB on the keyword pool's queries (135K
+        # against 33K misses over 300) at no measurable cost in time (p95 212 against 223 ms,
+        # interleaved, load 9-10), and as rarely as 1 MB (BENCHMARKS.md, branch soak3). The writer
+        # keeps the default.
+        con.execute("PRAGMA cache_size = -512")
     return con, vec

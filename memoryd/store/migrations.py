@@ -14,7 +14,7 @@ import apsw
 
 from memoryd.core.errors import StoreError
 from memoryd.core.logsetup import get_logger
-from memoryd.store import entities, tables, tokenizer
+from memoryd.store import entities, notetext, tables, tokenizer
 from memoryd.store.protocol import one
 
 log = get_logger("memoryd.store")
@@ -352,6 +352,13 @@ def m007_entity_dates(con: apsw.Connection) -> None:
     entities.backfill_memories(con)  # a store older than m006 (its memories have none yet)
 
 
+def m008_note_text(con: apsw.Connection) -> None:
+    """One FTS5 row per note (store/notetext.py): BM25 over the whole note beside its best
+    chunk's, in hybrid answers (issue 19.2). Filled from the chunks already indexed."""
+    con.execute(notetext.SCHEMA)
+    notetext.fill(con)
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
@@ -360,6 +367,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m005_links,
     m006_entities,
     m007_entity_dates,
+    m008_note_text,
 ]
 
 

@@ -250,7 +250,18 @@ def entries_with_hashes(
     con: Connection, hashes: Sequence[str], where: str, params: Sequence[Any]
 ) -> list[tuple[int, str, int | None]]:
     """(entry id, content hash, document id) of the entries that carry one of the hashes and
-    pass the filter."""
+    pass the filter. SQLite: one statement over a JSON array of the hashes (the vector pool's
+    200 at 100K: 1.7 ms of CPU against 3.1 for an IN list of 200 parameters, under load)."""
+    if not is_postgres(con):
+        return [
+            (int(i), str(h), None if doc is None else int(doc))
+            for i, h, doc in con.execute(
+                "SELECT e.id, e.content_hash, e.document_id FROM entries e"
+                " LEFT JOIN documents d ON d.id = e.document_id"
+                f" WHERE e.content_hash IN (SELECT value FROM json_each(?)) AND {where}",
+                [json.dumps(list(hashes)), *params],
+            )
+        ]
     out: list[tuple[int, str, int | None]] = []
     for start in range(0, len(hashes), _BATCH):
         part = list(hashes[start : start + _BATCH])
@@ -325,6 +336,33 @@ def signal_rows(con: Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]
             [json.dumps(ids)],
         )
     return {int(row[0]): dict(zip(SIGNAL_COLUMNS, row[1:], strict=True)) for row in rows}
+
+
+def signal_summary(
+    con: Connection, backed: Sequence[int], tail: Sequence[int]
+) -> tuple[int, float | None, set[int], int | None] | None:
+    """What ranking needs of every candidate before its signal row (search/bounds.py), in one
+    statement instead of a row each: how many of the entries exist, the newest `updated_at` of
+    the `backed` ones (recency counts from it), the ids of the memories among them, and the
+    lowest access count (a frequency signal is in 0..1 only from 0 up). None on PostgreSQL."""
+    if is_postgres(con):
+        return None  # the rows are read anyway (searcher._finish)
+    row = con.execute(
+        "SELECT count(*), max(e.updated_at) FILTER (WHERE NOT c.tail),"
+        " json_group_array(e.id) FILTER (WHERE e.kind = 'memory'), min(e.access_count)"
+        " FROM (SELECT value AS id, 0 AS tail FROM json_each(?)"
+        "  UNION ALL SELECT value, 1 FROM json_each(?)) c JOIN entries e ON e.id = c.id",
+        [json.dumps(list(backed)), json.dumps(list(tail))],
+    ).fetchone()
+    if row is None:
+        return 0, None, set(), None
+    count, newest, memories, low = row
+    return (
+        int(count),
+        None if newest is None else float(newest),
+        {int(i) for i in json.loads(memories or "[]")},
+        None if low is None else int(low),
+    )
 
 
 def text_lengths(con: Connection, ids: Sequence[int]) -> dict[int, int]:

@@ -276,6 +276,15 @@ def _part_names(
     return out
 
 
+# A type's least lead over the runner-up, unless its own votes reach SURE: less leaves the name
+# `other`. A person needs more than a lean or a close call ("the Boston Bruins played": two plain
+# words and a verb a team does too; "the Stanley Cup": a first name and the typer's guess), but
+# a speaker cue with a first name is enough ("Georgia said", 2.5 against the place list's 2).
+# Chosen on the dev splits (issue 20.1, BENCHMARKS.md "Issue 20.1: span detection").
+MARGIN: dict[str, float] = {PERSON: 1.5}
+SURE = 2.5
+
+
 def _resolve(raws: list[Raw], pairs: Sequence[tuple[str, str]] = ()) -> list[Mention]:
     """One name and one type per key. A `hint` raw only votes (for a key something else
     mentions); of two coordinated names (`pairs`), one that no vote typed takes the other's."""
@@ -333,6 +342,11 @@ def _resolve(raws: list[Raw], pairs: Sequence[tuple[str, str]] = ()) -> list[Men
         else:
             best = max(_TYPE_ORDER, key=lambda k: v.get(k, 0.0))
             types[key] = best if v.get(best, 0.0) > 0 else OTHER
+        if MARGIN and types[key] in MARGIN and v:
+            top = v.get(types[key], 0.0)
+            rest = max((w for k, w in v.items() if k != types[key]), default=0.0)
+            if top - max(rest, 0.0) < MARGIN[types[key]] and top < SURE:
+                types[key] = OTHER
     if pairs:
         _pass_types(pairs, alias, names, types)
     parts = _part_names(names, types, votes)

@@ -45,6 +45,9 @@ _AFTER = re.compile(
 ).match
 _INITIAL = re.compile(r"[A-Z]\.").fullmatch
 _INITIALS = re.compile(r" (?:[A-Z]\. ){1,2}").fullmatch
+_CLOSE_QUOTE = {' "': '" ', " “": "” "}
+_OPEN_QUOTE = frozenset(_CLOSE_QUOTE)
+_QUOTES = ('"', "“")
 _INITIAL_GAP = frozenset('.!?:;"“”‘([{>|*•…—–')
 
 
@@ -130,6 +133,14 @@ def _runs(line: str, n: int) -> list[_Run]:
                 and not (between[:1] == " " == between[-1:] and between.strip() in connectors)
                 and not _INITIALS(between)  # a middle initial: "George F. Hauser"
             ):
+                if (  # a nickname in quotes: William "Buckshot" May
+                    between in _OPEN_QUOTE
+                    and j + 1 < ncaps
+                    and j - i < 3
+                    and line[caps[j][1] : caps[j + 1][0]] == _CLOSE_QUOTE[between]
+                ):
+                    j += 2
+                    continue
                 break
             j += 1
         s, end = caps[i][0], caps[j - 1][1]
@@ -458,7 +469,13 @@ def names(
         if raw is None:
             last = None
             continue
-        raw.votes = _run_votes(r, words, speakers)
+        plain = words
+        if '"' in raw.surface or "“" in raw.surface:  # the cues read a name without its
+            # nickname: William "Buckshot" May (_runs joins it)
+            plain = [w for w in words if w[:1] not in _QUOTES] or words
+        raw.votes = _run_votes(r, plain, speakers)
+        if len(plain) < len(words):
+            raw.votes[PERSON] = raw.votes.get(PERSON, 0.0) + 2
         if len(words) < len(r.words) and r.words[-len(words) - 1].lower() in cues.PERSON_BEFORE:
             raw.votes[PERSON] = raw.votes.get(PERSON, 0.0) + 1  # "Ask Melanie": addressed
         if code_words and raw.key in code_words:
@@ -476,7 +493,7 @@ def names(
         ):
             # no strong rule vote: the learned typer decides (entity_typer.py)
             decided = ask(
-                typer, words, r.before, r.after, r.after_gap, r.window, r.initial,
+                typer, plain, r.before, r.after, r.after_gap, r.window, r.initial,
                 r.all_initial, r.honorific, raw.votes, raw.key, raw.line,
             )  # fmt: skip
             if decided is not None:

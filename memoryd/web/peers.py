@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import socket
+from collections.abc import Iterable
+
+ESTABLISHED = "01"  # the "st" column of /proc/net/tcp (include/net/tcp_states.h)
 
 
 def _hex_addr(host: str, port: int) -> str:
@@ -40,10 +43,22 @@ def tcp_peer_uid(server: tuple[str, int], client: tuple[str, int]) -> int | None
         except OSError:
             continue
         table = "/proc/net/tcp6" if ":" in chost else "/proc/net/tcp"
-        with contextlib.suppress(OSError, ValueError, IndexError), open(table) as f:
-            next(f)  # the header line
-            for line in f:
-                cols = line.split()
-                if cols[1] == local and cols[2] == remote:
-                    return int(cols[7])
+        with contextlib.suppress(OSError), open(table) as f:
+            uid = owner(f, local, remote)
+            if uid is not None:
+                return uid
+    return None
+
+
+def owner(lines: Iterable[str], local: str, remote: str) -> int | None:
+    """The uid on the ESTABLISHED line from `local` to `remote` of a /proc/net/tcp table (its
+    header line first). Only that state: on loopback Linux reuses a port still in TIME_WAIT
+    (tcp_tw_reuse), and a closed socket's line shows uid 0, not its owner's."""
+    rows = iter(lines)
+    next(rows, None)  # the header line
+    for line in rows:
+        cols = line.split()
+        with contextlib.suppress(ValueError, IndexError):
+            if cols[1] == local and cols[2] == remote and cols[3] == ESTABLISHED:
+                return int(cols[7])
     return None

@@ -1,0 +1,87 @@
+"""Whole-note keyword evidence (issue 19.2): one FTS5 row per note, its chunks' text together,
+so a hybrid search can weigh a note by BM25 over the whole note (its words' frequency over the
+note and the note's length), as a reader who opens the note sees it, beside the BM25 of its best
+chunk. A short chunk that repeats a question's words ranks high by itself; a note about them
+throughout ranks high as a whole.
+
+`notes_fts` (SQLite, migration m008) is contentless (`contentless_delete`): the text stays in
+`entries`; the indexer writes a note's row again after its chunks (`refresh`), and a trigger
+deletes it with its document. PostgreSQL has no such table: there `note_bm25` finds nothing
+and notes rank by their best chunk, as before.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from memoryd.store.dialect import is_postgres
+from memoryd.store.protocol import Connection
+from memoryd.store.tokenizer import TOKENIZE
+
+# the same column weights as the chunks' BM25 (ftsprune.BM25): content, headings, tags
+BM25 = "bm25(notes_fts, 1.0, 0.6, 0.4)"
+
+SCHEMA = f"""
+CREATE VIRTUAL TABLE notes_fts USING fts5(
+    content, heading_path, tags,
+    content = '', contentless_delete = 1,
+    tokenize = '{TOKENIZE}'
+);
+CREATE TRIGGER documents_notes_ad AFTER DELETE ON documents BEGIN
+    DELETE FROM notes_fts WHERE rowid = old.id;
+END;
+"""
+
+
+_FILL = (
+    "INSERT INTO notes_fts(rowid, content, heading_path, tags)"
+    " SELECT document_id, group_concat(content, char(10)), group_concat(heading_path, ' '),"
+    " max(tags) FROM (SELECT document_id, content, heading_path, tags FROM entries"
+    " WHERE {where} ORDER BY document_id, seq) GROUP BY document_id"
+)
+
+
+def fill(con: Any) -> None:
+    """One row per note from its chunks (the migration; `refresh` keeps each one after)."""
+    con.execute(_FILL.format(where="document_id IS NOT NULL"))
+
+
+def refresh(con: Connection, path: str) -> None:
+    """The note's row, written again from its chunks as stored (the indexer, after writing
+    them): their texts, their heading paths, the note's tags."""
+    if is_postgres(con):
+        return
+    doc = "(SELECT id FROM documents WHERE path = ?)"
+    con.execute(f"DELETE FROM notes_fts WHERE rowid = {doc}", (path,))
+    con.execute(_FILL.format(where=f"document_id = {doc}"), (path,))
+
+
+def note_bm25(
+    con: Connection, match: str, doc_ids: Sequence[int], everywhere: bool = False
+) -> tuple[dict[int, float], float | None]:
+    """(BM25 over the whole note of each of `doc_ids` that matches, the norm): lower is
+    better, as FTS5's bm25(). The norm is the best of those notes (the notes of an unfiltered
+    keyword pool), or with `everywhere` (a filtered search, whose pool is narrower) the best of
+    every note that matches, so a filtered search scores as an unfiltered one restricted unless
+    the best note of all holds none of the unfiltered pool's chunks. Only the given notes are
+    scored (1-2 ms at 100K chunks; the best of every note costs 15-20 ms there: BENCHMARKS.md,
+    issue 19.2, branch rank3). ({}, None) on PostgreSQL."""
+    if is_postgres(con) or not doc_ids:
+        return {}, None
+    scores = {
+        int(i): float(s)
+        for i, s in con.execute(
+            f"SELECT rowid, {BM25} FROM notes_fts WHERE notes_fts MATCH ?"
+            # `rowid + 0`: checked on each match; a constraint would query once per id
+            " AND (rowid + 0) IN (SELECT value FROM json_each(?))",
+            [match, json.dumps(list(doc_ids))],
+        )
+    }
+    if not everywhere:
+        return scores, min(scores.values(), default=None)
+    best = con.execute(
+        f"SELECT {BM25} AS s FROM notes_fts WHERE notes_fts MATCH ? ORDER BY s LIMIT 1", [match]
+    ).fetchall()
+    return scores, float(best[0][0]) if best else None

@@ -1,0 +1,120 @@
+"""Issue 19.2: a hybrid answer weighs a note found by keywords by BM25 over the whole note
+(store/notetext.py, ranking.whole_note); the note's FTS5 row follows the note."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import q, settle
+
+from memoryd.search.ftsquery import parse_query
+from memoryd.search.ranking import Candidate, whole_note
+from memoryd.store import notetext
+
+
+def _whole(app: Any, match: str) -> tuple[dict[str, float], float | None]:
+    """Each matching note's whole-note BM25, by path, and the best."""
+
+    def read(con: Any) -> tuple[dict[str, float], float | None]:
+        ids = {int(i): p for i, p in con.execute("SELECT id, path FROM documents")}
+        scores, best = notetext.note_bm25(con, match, sorted(ids))
+        return {ids[i]: s for i, s in scores.items()}, best
+
+    return app.store.read(read)
+
+
+def test_the_whole_note_row_follows_the_note(make_app: Any) -> None:
+    app = make_app(model=None, dailylog={"enabled": False})
+    ws = app.cfg.workspace
+    (ws / "trip.md").write_text("# Trip\n\n## Day 1\n\nLisbon trams.\n\n## Day 2\n\nLisbon fado.\n")
+    (ws / "pets.md").write_text("# Pets\n\nBiscuit the beagle.\n")
+    app.indexer.reconcile()
+    scores, best = _whole(app, '"lisbon"')
+    assert set(scores) == {"trip.md"} and best == scores["trip.md"] < 0
+    assert set(_whole(app, '"trams" AND "fado"')[0]) == {"trip.md"}  # sections together
+    (ws / "trip.md").write_text("# Trip\n\nPorto this time.\n")
+    app.indexer.reconcile()
+    assert _whole(app, '"lisbon"') == ({}, None)
+    assert set(_whole(app, '"porto"')[0]) == {"trip.md"}
+    (ws / "trip.md").unlink()
+    app.indexer.reconcile()
+    assert _whole(app, '"porto"') == ({}, None)
+    assert set(_whole(app, '"beagle"')[0]) == {"pets.md"}
+
+
+def test_the_norm_is_the_best_of_the_pool_or_of_every_note(make_app: Any) -> None:
+    app = make_app(model=None, dailylog={"enabled": False})
+    (app.cfg.workspace / "a.md").write_text("# A\n\nLisbon, Lisbon, Lisbon.\n")
+    (app.cfg.workspace / "b.md").write_text("# B\n\nA long day in Lisbon with the trams.\n")
+    app.indexer.reconcile()
+    everything, best = _whole(app, '"lisbon"')
+    assert best == everything["a.md"] < everything["b.md"]
+
+    def only_b(everywhere: bool) -> tuple[dict[int, float], float | None]:
+        def read(con: Any) -> tuple[dict[int, float], float | None]:
+            (b,) = con.execute("SELECT id FROM documents WHERE path = 'b.md'").fetchone()
+            return notetext.note_bm25(con, '"lisbon"', [b], everywhere=everywhere)
+
+        return app.store.read(read)
+
+    assert list(only_b(False)[0].values()) == [everything["b.md"]]
+    assert only_b(False)[1] == everything["b.md"]  # the pool's notes: the best of them
+    assert only_b(True)[1] == everything["a.md"]  # a filtered search: the best of all
+
+
+def test_m008_fills_the_rows_of_an_existing_store(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.store import migrations
+
+    old = migrations.MIGRATIONS[: migrations.MIGRATIONS.index(migrations.m008_note_text)]
+    monkeypatch.setattr(migrations, "MIGRATIONS", old)
+    monkeypatch.setattr(notetext, "refresh", lambda con, path: None)  # no table before m008
+    app = make_app(model=None, dailylog={"enabled": False})
+    (app.cfg.workspace / "trip.md").write_text("# Trip\n\n## Day 1\n\nLisbon trams.\n")
+    app.indexer.reconcile()
+    app.close()
+    monkeypatch.undo()
+    app = make_app(model=None, dailylog={"enabled": False})
+    assert set(_whole(app, '"lisbon" AND "trams"')[0]) == {"trip.md"}
+
+
+def test_whole_note_measures_a_keyword_note_by_the_best_note() -> None:
+    note = Candidate(id=7, document_id=3, keyword_rank=2, bm25=-9.0)
+    assert whole_note(note, ({3: -4.0}, -6.0)) == -6.0
+    assert note.bm25 == -4.0 and note.components["chunk_bm25"] == -9.0
+    # a memory, a note only the vectors found, a note with no row: as before
+    for c in (
+        Candidate(id=1, keyword_rank=1, bm25=-2.0),
+        Candidate(id=2, document_id=3, vector_rank=1, similarity=0.5),
+        Candidate(id=3, document_id=4, keyword_rank=1, bm25=-2.0),
+    ):
+        before = (c.bm25, dict(c.components))
+        assert whole_note(c, ({3: -4.0}, -6.0)) is None
+        assert (c.bm25, c.components) == before
+    assert whole_note(Candidate(id=4, document_id=3, keyword_rank=1), ({}, None)) is None
+
+
+def test_a_hybrid_answer_explains_the_whole_note_bm25(make_app: Any) -> None:
+    app = make_app(dailylog={"enabled": False})
+    ws = app.cfg.workspace
+    (ws / "deploy.md").write_text(
+        "# Deploy\n\n## Steps\n\nThe deploy rollback plan.\n\n## Notes\n\nRollback twice.\n"
+    )
+    (ws / "other.md").write_text("# Other\n\nThe garden plan.\n")
+    app.indexer.reconcile()
+    settle(app)
+    hybrid = q(app, "deploy rollback", mode="hybrid", explain=True)
+    top = hybrid["hits"][0]
+    assert top["path"] == "deploy.md" and hybrid["mode"] == "hybrid"
+    parsed = parse_query("deploy rollback")
+    match = parsed.match_any or parsed.match
+    assert top["explain"]["bm25"] == _whole(app, match)[0]["deploy.md"]
+    assert "chunk_bm25" in top["explain"]
+    # keywords alone, or raw chunks: each chunk by its own BM25, as before
+    for res in (
+        q(app, "deploy rollback", mode="keyword", explain=True),
+        q(app, "deploy rollback", mode="hybrid", group="none", explain=True),
+    ):
+        assert all("chunk_bm25" not in h["explain"] for h in res["hits"])

@@ -1,0 +1,107 @@
+"""Issue 23.3: the searcher reads signal rows and scores only the candidates whose bounds can
+still reach the first `limit` (search/bounds.py); the hits are those of scoring every one."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from conftest import q, settle
+
+from memoryd.search import bounds
+from memoryd.search.ranking import SIGNAL_SHARE, Candidate, order
+
+
+def _final(c: Candidate, rng: random.Random, memory: bool, nudges: float) -> float:
+    rel = c.components["relevance"]
+    extra = rng.choice([0.0, nudges, rng.uniform(0, nudges)])
+    if memory:
+        rel *= rng.choice([0.0, 1.0, rng.random()])  # decay
+        extra += SIGNAL_SHARE * rng.uniform(-1, 1)  # tier
+    return min(1.0, max(0.0, (1 - SIGNAL_SHARE) * rel + extra))
+
+
+def test_the_first_limit_are_always_among_the_reachable() -> None:
+    """Random relevances (many tied, some at the clamps), memories, a tail: ordering only the
+    reachable candidates gives the same first `limit` as ordering them all."""
+    rng = random.Random(7)
+    nudges = SIGNAL_SHARE
+    for trial in range(400):
+        n = rng.randint(1, 60)
+        cands = []
+        for i in range(n):
+            rel = rng.choice([rng.random(), round(rng.random(), 1), 1.0, 0.0, 1.2])
+            c = Candidate(id=i + 1, components={"relevance": rel}, tail=rng.random() < 0.3)
+            cands.append(c)
+        memories = {c.id for c in cands if rng.random() < 0.1}
+        limit = rng.randint(1, 15)
+        for c in cands:
+            c.final = _final(c, rng, c.id in memories, nudges)
+            c.components["updated_at"] = float(rng.randint(0, 3))
+        keep = bounds.reachable(cands, memories, limit, nudges)
+        assert [c.id for c in keep] == [c.id for c in cands if c in keep]  # the given order
+        finals = {c.id: c.final for c in cands}
+        everything = [c.id for c in order(list(cands))[:limit]]
+        for c in cands:  # order caps the tail's finals: start from the same ones
+            c.final = finals[c.id]
+        assert [c.id for c in order(list(keep))[:limit]] == everything, trial
+
+
+def test_no_bound_with_a_negative_weight() -> None:
+    class S:
+        importance_weight, recency_weight, frequency_weight = 0.1, -0.1, 0.05
+
+    assert bounds.nudge_max(S()) is None  # type: ignore[arg-type]
+
+
+def _hits(res: dict[str, Any]) -> list[Any]:
+    return [(h["id"], h["score"], h.get("sections"), h.get("explain")) for h in res["hits"]]
+
+
+@pytest.mark.parametrize("group", ["note", "none"])
+def test_hits_are_those_of_scoring_every_candidate(
+    make_app: Any, monkeypatch: Any, group: str
+) -> None:
+    """Notes and memories (importance, tiers, access counts): every mode and limit answers the
+    same with the bounds as with every candidate scored."""
+    app = make_app(dailylog={"enabled": False})
+    rng = random.Random(3)
+    words = ["deploy", "rollback", "budget", "kafka", "cluster", "invoice", "retro", "queue"]
+    for i in range(60):
+        text = " ".join(rng.choices(words, k=rng.randint(3, 12)))
+        (app.cfg.workspace / f"n{i:02d}.md").write_text(f"# Note {i}\n\n{text}\n\n## B\n\n{text}\n")
+    app.indexer.reconcile()
+    for _ in range(40):
+        text = " ".join(rng.choices(words, k=rng.randint(2, 8)))
+        app.memories.add(text, importance=rng.randint(1, 10))
+    settle(app)
+    for i in range(20):
+        q(app, words[i % len(words)], limit=3)  # access counts on some memories
+    app.searcher.clock = lambda: 2e9  # the memories' decay
+    requests = [
+        (query, mode, limit)
+        for query in ("deploy rollback", "kafka", "budget invoice queue", "retro cluster")
+        for mode in ("auto", "keyword", "vector", "hybrid")
+        for limit in (1, 3, 10)
+    ]
+
+    def answers() -> list[Any]:
+        return [
+            _hits(q(app, query, mode=mode, limit=limit, group=group, explain=True))
+            for query, mode, limit in requests
+        ]
+
+    read: list[int] = []
+    real = bounds.reachable
+
+    def counted(*args: Any) -> list[Candidate]:
+        kept = real(*args)
+        read.append(len(args[0]) - len(kept))
+        return kept
+
+    monkeypatch.setattr(bounds, "reachable", counted)
+    bounded = answers()
+    assert sum(read) > 0, "some candidates were never read"
+    monkeypatch.setattr(bounds, "nudge_max", lambda s: None)  # every candidate scored
+    assert answers() == bounded
