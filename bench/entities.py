@@ -1,11 +1,15 @@
 """python -m bench entities [--json] [--reps N] [--dev] [--no-index] [--rules] [--misses SET]
+                           [--only SET,...] [--tagger PATH [--tagger-add TYPES] [--tagger-floor M]]
 
 Entity extraction (memoryd/text/entities.py): precision, recall and F1 per type on the labelled
 sets in bench/data/entities (gold.txt, written for memoryd; wnut17-test.jsonl, WNUT-17's test
 set; crossner-ai-test.jsonl, CrossNER's AI test set), then its speed beside the chunker and
 beside keyword-mode indexing over the same notes (every corpus in bench/data). `--rules` turns
-the learned typer off (the rules alone: the baseline of issue 20.1's typer, same run). See
-BENCHMARKS.md, "Entities: extraction".
+the learned typer off (the rules alone: the baseline of issue 20.1's typer, same run).
+`--reps 0` scores quality only; `--only` scores the sets named; `--tagger` puts the span tagger
+of bench/span_tagger.py (measured for issue 20.1, not shipped) in place of the rules' names, or
+with `--tagger-add` lets it add those types only where the rules found no name. See
+BENCHMARKS.md, "Entities: extraction" and "Issue 20.1: span detection".
 """
 
 from __future__ import annotations

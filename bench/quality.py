@@ -46,7 +46,7 @@ EXTERNAL = ("go-faq", "irc-chat")  # written outside memoryd (bench/data/README.
 MODES = ("keyword", "vector", "hybrid", "auto")
 K = 10
 # Packages that only answer queries: changing them does not invalidate a cached index.
-QUERY_SIDE = {"search", "serve", "agents", "ctl", "cli.py"}
+QUERY_SIDE = {"search", "serve", "agents", "ctl", "web", "cli.py"}
 
 
 @dataclasses.dataclass

@@ -142,6 +142,7 @@ def rank_notes(
     alone: float | None = None,
 ) -> list[str]:
     """Note paths, best first, as `method` ranks the pools."""
+    from memoryd.search import ranking
     from memoryd.search import searcher as S
 
     scale = pools.scale if floor is None else (floor, pools.scale[1], pools.scale[2])
@@ -157,7 +158,7 @@ def rank_notes(
     if method in ("vector", "vector-floor"):
         kw = []
     if method == "chunk-rrf":
-        fused = S.rrf(
+        fused = ranking.rrf(
             [[(c.id, 0.25 if c.partial else 1.0) for c in kw], [c.id for c in vec]], 60, [1, 1]
         )
         order = sorted(fused, key=lambda i: (-fused[i], i))

@@ -185,7 +185,8 @@ def measure(
     root: Path, queries: int, backends: list[str], dsn: str | None = None
 ) -> dict[str, Any]:
     """Every backend's memoryd and raw latencies for the same queries, interleaved."""
-    from memoryd.search.searcher import Filters, SearchRequest
+    from memoryd.search.searcher import SearchRequest
+    from memoryd.store.entries import Filters
 
     vecs = np.load(root / "vecs.npy")
     words, qvecs = make_queries(vecs, queries)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from memoryd.text import entity_cues as cues
@@ -71,6 +71,23 @@ def _context(words: Sequence[str], i: int) -> list[str]:
     return f
 
 
+def tag_scores(
+    get: Callable[[str], Sequence[float] | None], feats: Iterable[str], prev: str, k: int
+) -> list[float]:
+    """Each tag's score for `feats` after the tag `prev`; an I- tag only continues a span of
+    its type."""
+    s = [0.0] * k
+    for f in feats:
+        wf = get(f)
+        if wf is not None:
+            for c in range(k):
+                s[c] += wf[c]
+    for c in range(2, k, 2):
+        if prev == "O" or prev[2:] != TAGS[c][2:]:
+            s[c] = -1e9
+    return s
+
+
 def _rule_features(rule: str, prev: str) -> tuple[str, ...]:
     return (f"r:{rule}", f"r|pt:{rule}|{prev}")
 
@@ -93,17 +110,9 @@ class Tagger:
         margins: list[float] = []
         prev = "O"
         for i in range(len(words)):
-            s = [0.0] * k
             extra = _rule_features(rules[i], prev) if rules is not None else ()
-            for f in (*_context(words, i), f"pt:{prev}", f"pt|w:{prev}|{words[i].lower()}", *extra):
-                wf = get(f)
-                if wf is not None:
-                    for c in range(k):
-                        s[c] += wf[c]
-            # an I- tag only continues a span of its type
-            for c in range(2, k, 2):
-                if prev == "O" or prev[2:] != TAGS[c][2:]:
-                    s[c] = -1e9
+            feats = (*_context(words, i), f"pt:{prev}", f"pt|w:{prev}|{words[i].lower()}", *extra)
+            s = tag_scores(get, feats, prev, k)
             best = max(range(k), key=s.__getitem__)
             top = s[best]
             s[best] = -1e18

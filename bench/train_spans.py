@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench import span_tagger as entity_tagger
-from bench.span_tagger import TAGS, Span, _context, tokens
-from bench.train_typer import TRAIN, rows
+from bench.span_tagger import TAGS, Span, _context, tag_scores, tokens
+from bench.train_typer import TRAIN, Averaged, rows
 
 OUT = Path("/tmp/entity-tagger.tsv.gz")  # not shipped: see bench/span_tagger.py
 REPEAT = {"wikigold": 4, "stackoverflow": 1, "crossner": 1}
@@ -113,9 +113,8 @@ def train(data: list[Line], epochs: int, min_count: int, seed: int = 0) -> dict[
     ctx = [[_context(words, i) for i in range(len(words))] for words, _, _ in data]
     counts: Counter[str] = Counter(f for c in ctx for fs in c for f in fs)
     ctx = [[[f for f in fs if counts[f] >= min_count] for fs in c] for c in ctx]
-    w: dict[str, list[float]] = {}
-    total: dict[str, list[float]] = {}
-    stamp: dict[str, list[int]] = {}
+    model = Averaged(k)
+    get = model.w.get
     order = list(range(len(data)))
     rng = random.Random(seed)
     step = 0
@@ -128,35 +127,14 @@ def train(data: list[Line], epochs: int, min_count: int, seed: int = 0) -> dict[
                 feats = [*fs, f"pt:{prev}", f"pt|w:{prev}|{words[i].lower()}"]
                 if rules is not None:
                     feats.extend(entity_tagger._rule_features(rules[i], prev))
-                s = [0.0] * k
-                for f in feats:
-                    wf = w.get(f)
-                    if wf is not None:
-                        for c in range(k):
-                            s[c] += wf[c]
-                for c in range(2, k, 2):
-                    if prev == "O" or prev[2:] != TAGS[c][2:]:
-                        s[c] = -1e9
+                s = tag_scores(get, feats, prev, k)
                 guess = max(range(k), key=s.__getitem__)
                 y = gold[i]
                 step += 1
                 if y >= 0 and guess != y:
-                    for f in feats:
-                        wf = w.setdefault(f, [0.0] * k)
-                        tf = total.setdefault(f, [0.0] * k)
-                        st = stamp.setdefault(f, [0] * k)
-                        for c, delta in ((y, 1.0), (guess, -1.0)):
-                            tf[c] += (step - st[c]) * wf[c]
-                            st[c] = step
-                            wf[c] += delta
+                    model.update(feats, y, guess, step)
                 prev = TAGS[guess]
-    avg: dict[str, list[float]] = {}
-    for f, wf in w.items():
-        tf, st = total[f], stamp[f]
-        a = [(tf[c] + (step - st[c]) * wf[c]) / step for c in range(k)]
-        if max(abs(x) for x in a) >= 0.01:
-            avg[f] = a
-    return avg
+    return model.averaged(step, 0.01)
 
 
 def main(argv: list[str] | None = None) -> int:

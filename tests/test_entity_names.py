@@ -155,3 +155,16 @@ def test_a_nickname_in_quotes_is_part_of_the_name() -> None:
     assert kinds['harold "junior" theriault'] == "person"
     assert "harold" not in kinds and "theriault" not in kinds
     assert found(extract('Press "Save" and go.\n')) == {}
+
+
+def test_a_weak_person_cue_does_not_add_up_over_many_mentions() -> None:
+    from memoryd.text import entity_typer
+
+    entity_typer.set_decider(None)  # the rules alone: a two-word lean is their only vote here
+    try:
+        lean = "We read Kelvor Vandt.\nWe read Kelvor Vandt again.\nWe read Kelvor Vandt twice.\n"
+        assert found(extract(lean))["kelvor vandt"] == "other"
+        said = "Kelvor Vandt said yes.\nKelvor Vandt said no.\nWe read Kelvor Vandt.\n"
+        assert found(extract(said))["kelvor vandt"] == "person"
+    finally:
+        entity_typer.reset_decider()

@@ -118,3 +118,25 @@ def test_a_hybrid_answer_explains_the_whole_note_bm25(make_app: Any) -> None:
         q(app, "deploy rollback", mode="hybrid", group="none", explain=True),
     ):
         assert all("chunk_bm25" not in h["explain"] for h in res["hits"])
+
+
+def test_the_best_of_every_note_is_remembered_until_a_write(make_app: Any) -> None:
+    """A filtered search's whole-note norm (the best of every note) is remembered per
+    connection while nothing is written: the same answer, and a write that changes it is seen."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    ws = app.cfg.workspace
+    (ws / "a.md").write_text("# A\n\nA long day in Lisbon with the trams.\n")
+    app.indexer.reconcile()
+
+    def best() -> float | None:
+        return app.store.read(lambda con: notetext.best_note(con, '"lisbon"'))
+
+    first = best()
+    assert first is not None and best() == first
+    (ws / "b.md").write_text("# B\n\nLisbon, Lisbon, Lisbon.\n")
+    app.indexer.reconcile()
+    second = best()
+    assert second is not None and second < first and best() == second
+    (ws / "b.md").unlink()
+    app.indexer.reconcile()
+    assert best() == _whole(app, '"lisbon"')[1]

@@ -143,8 +143,8 @@ class Pools:
         """Merge the pools and score each chunk; with group "note", score each note by its own
         ranks in the pools (fusion per note) and keep its chunks as sections. `annotate` sets
         the keyword coverage of each candidate (and of a note's sections) before scoring.
-        `whole` (hybrid answers): each note's BM25 over the whole note and the best of any
-        note (store/notetext.py), which its keyword part is measured by (`whole_note`)."""
+        `whole` (hybrid answers): each note's BM25 over the whole note and the norm its
+        keyword part is measured against then (store/notetext.py, `ranking.whole_note`)."""
         s = self.settings
         by_id: dict[int, Candidate] = {c.id: c for c in keyword}
         for c in vector:

@@ -278,8 +278,9 @@ def group_by_note(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 def whole_note(note: Candidate, whole: tuple[dict[int, float], float | None]) -> float | None:
     """In a hybrid answer, a note found by the keyword pool is weighed by BM25 over the whole
-    note (its words' frequency over the note, the note's length), measured against the best
-    note's, instead of by its best chunk against the best chunk (issue 19.2): a short chunk
+    note (its words' frequency over the note, the note's length), measured against the best of
+    the pool's notes (`notetext.note_bm25`), instead of by its best chunk against the best
+    chunk (issue 19.2): a short chunk
     that repeats a question's words scores high alone, a note about them throughout scores high
     as a whole, as whole-note bm25 sees them. Sets the note's `bm25` (its best chunk's stays in
     components["chunk_bm25"]) and returns the norm; None (nothing changed) for a memory, a

@@ -278,11 +278,13 @@ def _part_names(
 
 # A type's least lead over the runner-up, unless its own votes reach SURE: less leaves the name
 # `other`. A person needs more than a lean or a close call ("the Boston Bruins played": two plain
-# words and a verb a team does too; "the Stanley Cup": a first name and the typer's guess), but
-# a speaker cue with a first name is enough ("Georgia said", 2.5 against the place list's 2).
+# words and a verb a team does too), but a speaker cue with a first name is enough ("Georgia
+# said", 2.5 against the place list's 2). The same per mention (PER_MENTION: lead, own votes):
+# weak cues do not add up over an article that names a team or a shop again and again.
 # Chosen on the dev splits (issue 20.1, BENCHMARKS.md "Issue 20.1: span detection").
 MARGIN: dict[str, float] = {PERSON: 1.5}
 SURE = 2.5
+PER_MENTION: tuple[float, float] | None = (1.0, 1.5)
 
 
 def _resolve(raws: list[Raw], pairs: Sequence[tuple[str, str]] = ()) -> list[Mention]:
@@ -345,7 +347,11 @@ def _resolve(raws: list[Raw], pairs: Sequence[tuple[str, str]] = ()) -> list[Men
         if MARGIN and types[key] in MARGIN and v:
             top = v.get(types[key], 0.0)
             rest = max((w for k, w in v.items() if k != types[key]), default=0.0)
-            if top - max(rest, 0.0) < MARGIN[types[key]] and top < SURE:
+            lead = top - max(rest, 0.0)
+            per = sum(forms.get(key, {}).values()) or 1
+            if (lead < MARGIN[types[key]] and top < SURE) or (
+                PER_MENTION and lead / per < PER_MENTION[0] and top / per < PER_MENTION[1]
+            ):
                 types[key] = OTHER
     if pairs:
         _pass_types(pairs, alias, names, types)
