@@ -16,7 +16,6 @@ blanked), with the rules' names it would be shown (Recorder).
 from __future__ import annotations
 
 import argparse
-import random
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ from pathlib import Path
 
 from bench import span_tagger as entity_tagger
 from bench.span_tagger import TAGS, Span, _context, tag_scores, tokens
-from bench.train_typer import TRAIN, Averaged, rows
+from bench.train_typer import TRAIN, Averaged, rows, shuffled_passes
 
 OUT = Path("/tmp/entity-tagger.tsv.gz")  # not shipped: see bench/span_tagger.py
 REPEAT = {"wikigold": 4, "stackoverflow": 1, "crossner": 1}
@@ -115,25 +114,21 @@ def train(data: list[Line], epochs: int, min_count: int, seed: int = 0) -> dict[
     ctx = [[[f for f in fs if counts[f] >= min_count] for fs in c] for c in ctx]
     model = Averaged(k)
     get = model.w.get
-    order = list(range(len(data)))
-    rng = random.Random(seed)
     step = 0
-    for _ in range(epochs):
-        rng.shuffle(order)
-        for li in order:
-            words, gold, rules = data[li]
-            prev = "O"
-            for i, fs in enumerate(ctx[li]):
-                feats = [*fs, f"pt:{prev}", f"pt|w:{prev}|{words[i].lower()}"]
-                if rules is not None:
-                    feats.extend(entity_tagger._rule_features(rules[i], prev))
-                s = tag_scores(get, feats, prev, k)
-                guess = max(range(k), key=s.__getitem__)
-                y = gold[i]
-                step += 1
-                if y >= 0 and guess != y:
-                    model.update(feats, y, guess, step)
-                prev = TAGS[guess]
+    for li in shuffled_passes(len(data), epochs, seed):
+        words, gold, rules = data[li]
+        prev = "O"
+        for i, fs in enumerate(ctx[li]):
+            feats = [*fs, f"pt:{prev}", f"pt|w:{prev}|{words[i].lower()}"]
+            if rules is not None:
+                feats.extend(entity_tagger._rule_features(rules[i], prev))
+            s = tag_scores(get, feats, prev, k)
+            guess = max(range(k), key=s.__getitem__)
+            y = gold[i]
+            step += 1
+            if y >= 0 and guess != y:
+                model.update(feats, y, guess, step)
+            prev = TAGS[guess]
     return model.averaged(step, 0.01)
 
 

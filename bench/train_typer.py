@@ -104,6 +104,16 @@ def examples(paths: list[Path], repeats: dict[str, int] | None = None) -> list[E
     return out
 
 
+def shuffled_passes(n: int, times: int, seed: int) -> Iterator[int]:
+    """The indexes of n examples for `times` passes, each pass in a new seeded shuffle (the
+    same order every run, so retraining gives the same weights)."""
+    order = list(range(n))
+    rng = random.Random(seed)
+    for _ in range(times):
+        rng.shuffle(order)
+        yield from order
+
+
 class Averaged:
     """An averaged perceptron's weights, `k` a feature: each weight's sum over the steps so far
     is kept lazily (the step it last changed is stamped), so averaging costs one pass at the end.
@@ -150,24 +160,20 @@ def train(
     k = len(CLASSES)
     model = Averaged(k)
     w = model.w
-    order = list(range(len(data)))
-    rng = random.Random(seed)
     step = 0
-    for _ in range(epochs):
-        rng.shuffle(order)
-        for i in order:
-            feats, y = data[i]
-            step += 1
-            s = [0.0] * k
-            for f in feats:
-                wf = w.get(f)
-                if wf is not None:
-                    for c in range(k):
-                        s[c] += wf[c]
-            guess = max(range(k), key=lambda c: (s[c], -c))
-            if guess == y:
-                continue
-            model.update(feats, y, guess, step)
+    for i in shuffled_passes(len(data), epochs, seed):
+        feats, y = data[i]
+        step += 1
+        s = [0.0] * k
+        for f in feats:
+            wf = w.get(f)
+            if wf is not None:
+                for c in range(k):
+                    s[c] += wf[c]
+        guess = max(range(k), key=lambda c: (s[c], -c))
+        if guess == y:
+            continue
+        model.update(feats, y, guess, step)
     return model.averaged(step, 0.005)
 
 
