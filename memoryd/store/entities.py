@@ -21,15 +21,14 @@ so they are exact too.
 from __future__ import annotations
 
 import json
-import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-import apsw
 import numpy as np
 
+from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
 from memoryd.text.entities import Mention, canonical_key, extract
@@ -414,20 +413,17 @@ def resolve_filter(
 # entries_of's last answer per connection, while its data version holds (no connection
 # committed since) and it changed nothing itself: the same filter on the next search (an agent
 # narrowing by one name) reads no mentions (14,000 at 100K chunks: 4-6 ms).
-_ENTRIES_OF: weakref.WeakKeyDictionary[Any, tuple[Any, np.ndarray]] = weakref.WeakKeyDictionary()
+_ENTRIES_OF: PerVersion[np.ndarray] = PerVersion(1)
 
 
 def entries_of(con: Connection, groups: Sequence[Sequence[int]]) -> np.ndarray:
     """The ids of the entries that mention one entity of every group (resolve_filter's
     groups), ascending, each once: an index-only read of `mentions` per group, as one string
     (14,000 rows as Python ints cost 7 ms at 100K chunks; the string, 2). Read-only."""
-    version = None
-    if isinstance(con, apsw.Connection):
-        dv = con.execute("PRAGMA data_version").fetchone()
-        version = (int(dv[0]) if dv else -1, con.total_changes(), tuple(map(tuple, groups)))
-        known = _ENTRIES_OF.get(con)
-        if known is not None and known[0] == version:
-            return known[1]
+    version, key = data_version(con), tuple(map(tuple, groups))
+    found_before, known = _ENTRIES_OF.get(con, version, key)
+    if found_before and known is not None:
+        return known
     found: np.ndarray | None = None
     agg = "string_agg(entry_id::text, ',')" if is_postgres(con) else "group_concat(entry_id)"
     for ids in groups:
@@ -448,8 +444,7 @@ def entries_of(con: Connection, groups: Sequence[Sequence[int]]) -> np.ndarray:
         found = got if found is None else np.intersect1d(found, got, assume_unique=True)
     out = found if found is not None else np.zeros(0, dtype=np.int64)
     out.flags.writeable = False
-    if version is not None:
-        _ENTRIES_OF[con] = (version, out)
+    _ENTRIES_OF.put(con, version, key, out)
     return out
 
 

@@ -13,13 +13,12 @@ and notes rank by their best chunk, as before.
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
-from memoryd.store.searchsql import data_version
 from memoryd.store.tokenizer import TOKENIZE
 
 # the same column weights as the chunks' BM25 (ftsprune.BM25): content, headings, tags
@@ -89,23 +88,18 @@ def note_bm25(
 # best_note's answers per connection, while its data version holds (nothing written since):
 # {match: best}. The best of every note is no filter's, so the same query filtered by another
 # name, or asked again, ranks no note again (issue 20.6).
-_BEST: weakref.WeakKeyDictionary[Any, tuple[Any, dict[str, float | None]]] = (
-    weakref.WeakKeyDictionary()
-)
+_BEST: PerVersion[float | None] = PerVersion(64)
 
 
 def best_note(con: Connection, match: str) -> float | None:
     """The best (lowest) whole-note BM25 of every note that matches."""
     version = data_version(con)
-    known = _BEST.get(con) if version is not None else None
-    if known is not None and known[0] == version and match in known[1]:
-        return known[1][match]
+    found, best = _BEST.get(con, version, match)
+    if found:
+        return best
     row = con.execute(
         f"SELECT {BM25} AS s FROM notes_fts WHERE notes_fts MATCH ? ORDER BY s LIMIT 1", [match]
     ).fetchall()
     best = float(row[0][0]) if row else None
-    if version is not None:
-        if known is None or known[0] != version or len(known[1]) >= 64:
-            known = _BEST[con] = (version, {})
-        known[1][match] = best
+    _BEST.put(con, version, match, best)
     return best

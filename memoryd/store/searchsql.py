@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import weakref
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
 from memoryd.store import ftsprune
+from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
 
@@ -201,40 +199,23 @@ def best_bm25(con: Connection, match: str, where: str, params: Sequence[Any]) ->
     return rows[0][1] if rows else None
 
 
-def data_version(con: Connection) -> tuple[int, int] | None:
-    """What a value read on this SQLite connection is good for: its data version (it changes
-    when another connection commits) and its own changes. None on PostgreSQL."""
-    if not isinstance(con, apsw.Connection):
-        return None
-    dv = con.execute("PRAGMA data_version").fetchone()
-    return int(dv[0]) if dv else -1, con.total_changes()
-
-
 # The best BM25 of recent queries (an unfiltered keyword pool's first), per connection while its
 # data version holds: a filtered search of a query searched without the filter just before (an
 # agent narrowing a search down) needs no second ranking for its norm. `key`: the query and
 # the filter it was ranked under; `now`: when (an entry that expired since voids it).
-_BEST: weakref.WeakKeyDictionary[Any, tuple[Any, dict[Any, tuple[float, float | None]]]] = (
-    weakref.WeakKeyDictionary()
-)
+_BEST: PerVersion[tuple[float, float | None]] = PerVersion(64)
 
 
 def note_best(con: Connection, key: Hashable, now: float, best: float | None) -> None:
-    version = data_version(con)
-    if version is None:
-        return
-    known = _BEST.get(con)
-    if known is None or known[0] != version or len(known[1]) >= 64:
-        known = _BEST[con] = (version, {})
-    known[1][key] = (now, best)
+    _BEST.put(con, data_version(con), key, (now, best))
 
 
 def known_best(con: Connection, key: Hashable, now: float) -> tuple[bool, float | None]:
     """(whether it is known, the best BM25) from note_best, without ranking anything."""
-    known = _BEST.get(con)
-    if known is None or key not in known[1] or known[0] != data_version(con):
+    found, known = _BEST.get(con, data_version(con), key)
+    if not found or known is None:
         return False, None
-    then, best = known[1][key]
+    then, best = known
     lo, hi = min(then, now), max(then, now)
     if (
         lo != hi
@@ -453,20 +434,17 @@ def entry_count(con: Connection) -> int:
         return int(row[0] or 0) if row else 0
     # Remembered per connection while its data version holds (no other connection committed)
     # and it changed nothing itself: a search asks twice (coverage, absent words), 0.8 ms each.
-    key = data_version(con)
-    if key is not None:
-        known = _COUNTS.get(con)
-        if known is not None and known[0] == key:
-            return known[1]
+    version = data_version(con)
+    found, n = _COUNTS.get(con, version, None)
+    if found and n is not None:
+        return n
     row = con.execute("SELECT count(*) FROM entries").fetchone()
     n = int(row[0] or 0) if row else 0
-    if key is not None:
-        _COUNTS[con] = (key, n)
+    _COUNTS.put(con, version, None, n)
     return n
 
 
-_COUNTS: weakref.WeakKeyDictionary[Any, tuple[tuple[int, int], int]]
-_COUNTS = weakref.WeakKeyDictionary()
+_COUNTS: PerVersion[int] = PerVersion(1)
 
 
 def foreign_workspaces(con: Connection, ids: Sequence[int]) -> dict[int, str]:
