@@ -410,7 +410,12 @@ class Searcher(Pools):
             # nothing holds the identifier asked about: its namesakes do not answer, a note that
             # names it in a range does (search/ranges.py)
             named = [c for u in absent for c in ranges.range_pool(con, u, where, params, kpool)]
-            ranked = self._in_range(named, vector, scale, req.group, annotate) if named else []
+            if not named:
+                ranked = []
+            elif req.mode == "vector":  # those notes' neighbours, as vector search found them
+                ranked = [c for c in ranked if c.group_key in {n.group_key for n in named}]
+            else:
+                ranked = self._in_range(named, vector, scale, req.group, annotate)
             if req.explain and not ranked:
                 out["unanswered"] = f"no text contains {missing!r}"
         if absent and ranked:
