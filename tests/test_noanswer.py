@@ -231,7 +231,7 @@ def _sheet(app: Any) -> None:
     app.indexer.reconcile()
 
 
-@pytest.mark.parametrize("mode", ["auto", "hybrid", "keyword"])
+@pytest.mark.parametrize("mode", ["auto", "hybrid", "keyword", "vector"])
 def test_an_absent_numbered_identifier_inside_a_written_range_is_answered_by_that_note_alone(
     make_app: Any, mode: str
 ) -> None:
