@@ -247,6 +247,8 @@ def _write(
     progress: Callable[[str, int, int], None],
 ) -> dict[str, int]:
     from memoryd.store.pg import copy as pc
+    from memoryd.store.pg import notes as pgnotes
+    from memoryd.store.pg.conn import PgConnection
 
     # Ids the SQLite store handed out are never handed out by the target either, and a daemon
     # adding rows meanwhile gets ids above those copied here.
@@ -300,6 +302,8 @@ def _write(
     )
     pc.raise_sequence(raw, "all_entries", high)
     pc.raise_sequence(raw, "all_documents", max(doc_ids, default=0))
+    # each note's whole-note row, from the chunks as copied (store/pg/notes.py)
+    pgnotes.fill(PgConnection(raw), workspace)
     for table, cols in (
         ("triggers", ("entry_id", "phrase", "norm")),
         ("history", ("entry_id", "ts", "field", "old", "new")),

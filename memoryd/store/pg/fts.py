@@ -229,21 +229,25 @@ MEMO_MAX = 4096
 EXACT_MAX = 1000
 
 
-def estimate(con: Connection, sql: str, params: Sequence[Any]) -> int:
-    """The planner's estimate of how many entries match the tsquery `sql` (no rows read)."""
-    row = one(
-        con.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM entries e WHERE e.fts @@ {sql}", params)
-    )
+ENTRIES = "entries e WHERE e.fts"  # what a count reads: the chunks' (pg/notes.py: notes')
+
+
+def estimate(con: Connection, sql: str, params: Sequence[Any], source: str = ENTRIES) -> int:
+    """The planner's estimate of how many rows of `source` match the tsquery `sql` (no rows
+    read)."""
+    row = one(con.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {source} @@ {sql}", params))
     plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
     return int(plan[0]["Plan"]["Plan Rows"])
 
 
-def counted(con: Connection, sql: str, params: Sequence[Any], n: int, cap: int) -> int:
+def counted(
+    con: Connection, sql: str, params: Sequence[Any], n: int, cap: int, source: str = ENTRIES
+) -> int:
     """A count `n` made up to min(cap, EXACT_MAX), completed: at EXACT_MAX and below `cap`, the
     planner's estimate (never below what was counted, never above cap)."""
     if n < EXACT_MAX or cap <= EXACT_MAX:
         return n
-    return max(n, min(cap, estimate(con, sql, params)))
+    return max(n, min(cap, estimate(con, sql, params, source)))
 
 
 def doc_freqs(con: Connection, leaves: list[tuple[str, list[Any]]]) -> tuple[int, list[int]]:
