@@ -1,8 +1,9 @@
 """`memoryd store migrate --to postgres`: copy this config's SQLite store into PostgreSQL.
 
 What travels: memories with their ids, tiers, counters, history, triggers and access log; this
-workspace's documents, chunks and links (keyed by this daemon's workspace id); models and
-vectors, so nothing is embedded again. The counts are checked on both sides before the commit.
+workspace's documents, chunks and links (keyed by this daemon's workspace id), each note's
+whole-note row made again from its chunks (store/pg/notes.py); models and vectors, so nothing
+is embedded again. The counts are checked on both sides before the commit.
 
 The rules (docs/team.md, "Moving an existing store"):
 - The copy is one PostgreSQL transaction: all or nothing. A failed copy leaves the target as it

@@ -9,6 +9,8 @@ runs on both), plus what a shared database needs.
 - Keyword search: `all_entries.fts`, a weighted tsvector kept by a trigger: A content,
   B the note's title (file name), C headings, D tags; CJK runs add their overlapping bigrams
   (the `simple` configuration), as the SQLite `cjk` tokenizer does.
+- Whole notes (v4): `notes_fts`, one tsvector a note for BM25 over the whole note, and
+  `notes_stats` (store/pg/notes.py).
 - Migrations run once per database, under an advisory lock, recorded in `meta.schema_version`.
 """
 
