@@ -240,14 +240,12 @@ def estimate(con: Connection, sql: str, params: Sequence[Any], source: str = ENT
     return int(plan[0]["Plan"]["Plan Rows"])
 
 
-def counted(
-    con: Connection, sql: str, params: Sequence[Any], n: int, cap: int, source: str = ENTRIES
-) -> int:
+def counted(con: Connection, sql: str, params: Sequence[Any], n: int, cap: int) -> int:
     """A count `n` made up to min(cap, EXACT_MAX), completed: at EXACT_MAX and below `cap`, the
     planner's estimate (never below what was counted, never above cap)."""
     if n < EXACT_MAX or cap <= EXACT_MAX:
         return n
-    return max(n, min(cap, estimate(con, sql, params, source)))
+    return max(n, min(cap, estimate(con, sql, params)))
 
 
 def doc_freqs(con: Connection, leaves: list[tuple[str, list[Any]]]) -> tuple[int, list[int]]:

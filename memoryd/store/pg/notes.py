@@ -18,10 +18,11 @@ over notes), negated: per positive term of the query, its frequency in the note 
 `ts_rank_cd(WEIGHTS, fts, term, 0)`, which for a term is the sum of its occurrences' column
 weights (content 1.0, headings 0.6, tags 0.4, as FTS5's bm25(notes_fts, 1.0, 0.6, 0.4); a
 phrase's occurrence counts the harmonic mean of its words' weights); each term's document
-frequency counts notes (up to fts.EXACT_MAX, then the planner's estimate; remembered while N
-holds, as the chunks' are). Not exact where PostgreSQL's tsvector limits a long note: a word's
-positions stop at 256 and positions past 16,383 fold into one, so a word's frequency in a note
-of more than ~16,000 words is undercounted (BM25 saturates long before).
+frequency counts notes (up to 1,000, or 1% of N above 10,000 notes, then the planner's
+estimate; remembered while N holds, as the chunks' are). Not exact where PostgreSQL's tsvector
+limits a long note: a word's positions stop at 256 and positions past 16,383 fold into one, so
+a word's frequency in a note of more than ~16,000 words is undercounted (BM25 saturates long
+before).
 """
 
 from __future__ import annotations
@@ -143,10 +144,20 @@ def stats(con: Connection) -> tuple[int, float]:
     return int(row[0]), max(float(row[1]) / int(row[0]), 1.0)
 
 
+def exact_max(n: int) -> int:
+    """Up to how many notes a term's document frequency is counted before the planner's
+    estimate is taken: fts.EXACT_MAX (1,000, as for the chunks) in a workspace of fewer than
+    10,000 notes, whose table may not have been analysed yet; in a larger one 1% of N (as
+    1,000 of 100,000 chunks), where the statistics keep the frequency of such common lexemes
+    (exact for every word of the latency bench's corpus at 23,168 notes). Counting visits each
+    matching note's row, tsvector and all: 1,000 of them cost 40 ms a query there."""
+    return fts.EXACT_MAX if n < 10_000 else min(fts.EXACT_MAX, n // 100)
+
+
 def doc_freqs(con: Connection, n: int, leaves: list[tuple[str, list[Any]]]) -> list[int]:
-    """How many of this workspace's notes hold each term (counted up to fts.EXACT_MAX, then
-    the planner's estimate, at most N), remembered in the store's memo while N holds, for at
-    most fts.DF_TTL_S (as the chunks' frequencies: fts.doc_freqs)."""
+    """How many of this workspace's notes hold each term (counted up to `exact_max`, then the
+    planner's estimate, at most N), remembered in the store's memo while N holds, for at most
+    fts.DF_TTL_S (as the chunks' frequencies: fts.doc_freqs)."""
     memo: dict[Any, Any] = getattr(con, "memo", {})
     now = time.monotonic()
     keys = [("note_df", sql, tuple(ps)) for sql, ps in leaves]
@@ -158,20 +169,24 @@ def doc_freqs(con: Connection, n: int, leaves: list[tuple[str, list[Any]]]) -> l
     missing = [(k, leaf) for k, leaf in zip(keys, leaves, strict=True) if k not in fresh]
     if missing:
         counts = ", ".join(
-            f"(SELECT count(*) FROM (SELECT 1 FROM notes_fts n WHERE n.{_IN_WORKSPACE}"
-            f" AND n.fts @@ {sql} LIMIT ?) t)"
+            f"(SELECT count(*) FROM (SELECT 1 FROM {_NOTES} @@ {sql} LIMIT ?) t)"
             for _, (sql, _) in missing
         )
-        cap = min(n, fts.EXACT_MAX)
-        params = [p for _, (_, ps) in missing for p in [*ps, cap]]
+        exact = min(n, exact_max(n))
+        params = [p for _, (_, ps) in missing for p in [*ps, exact]]
         row = one(con.execute(f"SELECT {counts}", params))
         if len(memo) > fts.MEMO_MAX:
             memo.clear()
         for (k, (sql, ps)), df in zip(missing, row, strict=True):
-            source = f"notes_fts n WHERE n.{_IN_WORKSPACE} AND n.fts"
-            fresh[k] = fts.counted(con, sql, ps, int(df), n, source=source)
-            memo[k] = (fresh[k], n, now)
+            df = int(df)
+            if df >= exact and exact < n:  # as many as were counted: a common word
+                df = max(df, min(n, fts.estimate(con, sql, ps, _NOTES)))
+            fresh[k] = df
+            memo[k] = (df, n, now)
     return [fresh[k] for k in keys]
+
+
+_NOTES = f"notes_fts n WHERE n.{_IN_WORKSPACE} AND n.fts"  # what a count reads
 
 
 def _score(con: Connection, match: str) -> tuple[str, list[Any]] | None:
@@ -192,8 +207,10 @@ def _score(con: Connection, match: str) -> tuple[str, list[Any]] | None:
     )
     sql = (
         f"-({parts}) FROM notes_fts n"
-        f" CROSS JOIN LATERAL (SELECT {K1} * (1 - {B} + {B} * n.length / ?::float8) AS k) k"
-        f" CROSS JOIN LATERAL (SELECT {freqs}) f"
+        f" CROSS JOIN LATERAL (SELECT {K1} * (1 - {B} + {B} * n.length::float8 / ?) AS k) k"
+        # OFFSET 0: evaluated once a row (a subquery the planner pulls up is evaluated where
+        # each f_i appears: twice)
+        f" CROSS JOIN LATERAL (SELECT {freqs} OFFSET 0) f"
     )
     params = [
         *(fts.idf(max(n, df), df) for df in dfs),
