@@ -18,8 +18,8 @@ over notes), negated: per positive term of the query, its frequency in the note 
 `ts_rank_cd(WEIGHTS, fts, term, 0)`, which for a term is the sum of its occurrences' column
 weights (content 1.0, headings 0.6, tags 0.4, as FTS5's bm25(notes_fts, 1.0, 0.6, 0.4); a
 phrase's occurrence counts the harmonic mean of its words' weights); each term's document
-frequency counts notes (up to 1,000, or 1% of N above 10,000 notes, then the planner's
-estimate; remembered while N holds, as the chunks' are). Not exact where PostgreSQL's tsvector
+frequency counts notes (the planner's estimate for a term in more than 1% of them, else
+counted; remembered while N holds, as the chunks' are). Not exact where PostgreSQL's tsvector
 limits a long note: a word's positions stop at 256 and positions past 16,383 fold into one, so
 a word's frequency in a note of more than ~16,000 words is undercounted (BM25 saturates long
 before).
@@ -144,20 +144,21 @@ def stats(con: Connection) -> tuple[int, float]:
     return int(row[0]), max(float(row[1]) / int(row[0]), 1.0)
 
 
-def exact_max(n: int) -> int:
-    """Up to how many notes a term's document frequency is counted before the planner's
-    estimate is taken: fts.EXACT_MAX (1,000, as for the chunks) in a workspace of fewer than
-    10,000 notes, whose table may not have been analysed yet; in a larger one 1% of N (as
-    1,000 of 100,000 chunks), where the statistics keep the frequency of such common lexemes
-    (exact for every word of the latency bench's corpus at 23,168 notes). Counting visits each
-    matching note's row, tsvector and all: 1,000 of them cost 40 ms a query there."""
-    return fts.EXACT_MAX if n < 10_000 else min(fts.EXACT_MAX, n // 100)
+def common(n: int) -> int:
+    """How many notes make a term common enough to take the planner's estimate: 1% of N, at
+    least 100 (1,000 of 100,000 entries for the chunks). The planner's statistics keep the
+    frequencies of the most common lexemes: exact for every word of the latency bench's corpus
+    at 23,168 notes; a term it does not keep is estimated below its least common one's."""
+    return max(100, n // 100)
 
 
 def doc_freqs(con: Connection, n: int, leaves: list[tuple[str, list[Any]]]) -> list[int]:
-    """How many of this workspace's notes hold each term (counted up to `exact_max`, then the
-    planner's estimate, at most N), remembered in the store's memo while N holds, for at most
-    fts.DF_TTL_S (as the chunks' frequencies: fts.doc_freqs)."""
+    """How many of this workspace's notes hold each term, remembered in the store's memo while
+    N holds, for at most fts.DF_TTL_S (as the chunks' frequencies: fts.doc_freqs). The
+    planner's estimate first (no row read): a common term (`common`) takes it; a rarer one is
+    counted, up to fts.EXACT_MAX (and past that, the estimate again). Counting visits every
+    matching note's row, tsvector and all: counting 1,000 notes cost ~40 ms a query at 23,000
+    notes, where an estimate costs one round trip."""
     memo: dict[Any, Any] = getattr(con, "memo", {})
     now = time.monotonic()
     keys = [("note_df", sql, tuple(ps)) for sql, ps in leaves]
@@ -167,22 +168,24 @@ def doc_freqs(con: Connection, n: int, leaves: list[tuple[str, list[Any]]]) -> l
         if k in memo and memo[k][1] == n and now - memo[k][2] < fts.DF_TTL_S
     }
     missing = [(k, leaf) for k, leaf in zip(keys, leaves, strict=True) if k not in fresh]
-    if missing:
+    estimated = {k: fts.estimate(con, sql, ps, _NOTES) for k, (sql, ps) in missing}
+    rare = [(k, leaf) for k, leaf in missing if estimated[k] < common(n)]
+    for k, _ in missing:
+        fresh[k] = min(n, estimated[k])
+    if rare:
         counts = ", ".join(
             f"(SELECT count(*) FROM (SELECT 1 FROM {_NOTES} @@ {sql} LIMIT ?) t)"
-            for _, (sql, _) in missing
+            for _, (sql, _) in rare
         )
-        exact = min(n, exact_max(n))
-        params = [p for _, (_, ps) in missing for p in [*ps, exact]]
+        cap = min(n, fts.EXACT_MAX)
+        params = [p for _, (_, ps) in rare for p in [*ps, cap]]
         row = one(con.execute(f"SELECT {counts}", params))
-        if len(memo) > fts.MEMO_MAX:
-            memo.clear()
-        for (k, (sql, ps)), df in zip(missing, row, strict=True):
-            df = int(df)
-            if df >= exact and exact < n:  # as many as were counted: a common word
-                df = max(df, min(n, fts.estimate(con, sql, ps, _NOTES)))
-            fresh[k] = df
-            memo[k] = (df, n, now)
+        for (k, _), df in zip(rare, row, strict=True):
+            fresh[k] = int(df) if int(df) < cap else max(int(df), fresh[k])
+    if len(memo) > fts.MEMO_MAX:
+        memo.clear()
+    for k, _ in missing:
+        memo[k] = (fresh[k], n, now)
     return [fresh[k] for k in keys]
 
 
