@@ -18,8 +18,8 @@ over notes), negated: per positive term of the query, its frequency in the note 
 `ts_rank_cd(WEIGHTS, fts, term, 0)`, which for a term is the sum of its occurrences' column
 weights (content 1.0, headings 0.6, tags 0.4, as FTS5's bm25(notes_fts, 1.0, 0.6, 0.4); a
 phrase's occurrence counts the harmonic mean of its words' weights); each term's document
-frequency counts notes (the planner's estimate for a term in more than 1% of them, else
-counted; remembered while N holds, as the chunks' are). Not exact where PostgreSQL's tsvector
+frequency counts notes (memoryd_note_df: the planner's estimate for a term in more than 1% of
+them, else counted). One statement a search. Not exact where PostgreSQL's tsvector
 limits a long note: a word's positions stop at 256 and positions past 16,383 fold into one, so
 a word's frequency in a note of more than ~16,000 words is undercounted (BM25 saturates long
 before).
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memoryd.store.pg import fts
-from memoryd.store.protocol import Connection, one
+from memoryd.store.protocol import Connection
 
 K1 = 1.2  # FTS5's bm25() constants
 B = 0.75
@@ -86,6 +86,37 @@ $fn$;
 CREATE TRIGGER entries_note_gone AFTER DELETE ON all_entries
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
     EXECUTE FUNCTION memoryd_note_chunks_gone();
+
+-- How many of this workspace's notes hold a term (BM25's df): the planner's estimate (no row
+-- read) for a term in more than 1% of them, where its statistics keep the common lexemes'
+-- frequencies (exact for every word of the latency bench's corpus at 23,168 notes); else
+-- counted, up to 1,000 (and past that, the estimate again). Counting reads each matching
+-- note's tsvector: 1,000 of them cost ~40 ms at 23,000 notes. VOLATILE: EXPLAIN.
+CREATE FUNCTION memoryd_note_df(q tsquery, n bigint) RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    ws TEXT := current_setting('memoryd.workspace');
+    cap BIGINT := least(n, 1000);
+    plan JSON;
+    est BIGINT;
+    counted BIGINT;
+BEGIN
+    IF n > 1000 THEN
+        EXECUTE 'EXPLAIN (FORMAT JSON) SELECT 1 FROM notes_fts WHERE workspace = $1 AND fts @@ $2'
+            INTO plan USING ws, q;
+        est := (plan->0->'Plan'->>'Plan Rows')::bigint;
+        IF est >= greatest(100, n / 100) THEN
+            RETURN least(n, est);
+        END IF;
+    END IF;
+    SELECT count(*) INTO counted
+        FROM (SELECT 1 FROM notes_fts WHERE workspace = ws AND fts @@ q LIMIT cap) t;
+    IF counted >= cap AND est IS NOT NULL THEN
+        RETURN greatest(counted, least(n, est));
+    END IF;
+    RETURN counted;
+END
+$fn$;
 
 -- N and the token total per workspace (BM25's N and avgdl), one statement at a time.
 CREATE FUNCTION memoryd_notes_counted() RETURNS trigger
@@ -144,83 +175,41 @@ def stats(con: Connection) -> tuple[int, float]:
     return int(row[0]), max(float(row[1]) / int(row[0]), 1.0)
 
 
-def common(n: int) -> int:
-    """How many notes make a term common enough to take the planner's estimate: 1% of N, at
-    least 100 (1,000 of 100,000 entries for the chunks). The planner's statistics keep the
-    frequencies of the most common lexemes: exact for every word of the latency bench's corpus
-    at 23,168 notes; a term it does not keep is estimated below its least common one's."""
-    return max(100, n // 100)
-
-
-def doc_freqs(con: Connection, n: int, leaves: list[tuple[str, list[Any]]]) -> list[int]:
-    """How many of this workspace's notes hold each term, remembered in the store's memo while
-    N holds, for at most fts.DF_TTL_S (as the chunks' frequencies: fts.doc_freqs). The
-    planner's estimate first (no row read): a common term (`common`) takes it; a rarer one is
-    counted, up to fts.EXACT_MAX (and past that, the estimate again). Counting visits every
-    matching note's row, tsvector and all: counting 1,000 notes cost ~40 ms a query at 23,000
-    notes, where an estimate costs one round trip."""
-    memo: dict[Any, Any] = getattr(con, "memo", {})
-    now = time.monotonic()
-    keys = [("note_df", sql, tuple(ps)) for sql, ps in leaves]
-    fresh = {
-        k: memo[k][0]
-        for k in keys
-        if k in memo and memo[k][1] == n and now - memo[k][2] < fts.DF_TTL_S
-    }
-    missing = [(k, leaf) for k, leaf in zip(keys, leaves, strict=True) if k not in fresh]
-    estimated = {k: fts.estimate(con, sql, ps, _NOTES) for k, (sql, ps) in missing}
-    rare = [(k, leaf) for k, leaf in missing if estimated[k] < common(n)]
-    for k, _ in missing:
-        fresh[k] = min(n, estimated[k])
-    if rare:
-        counts = ", ".join(
-            f"(SELECT count(*) FROM (SELECT 1 FROM {_NOTES} @@ {sql} LIMIT ?) t)"
-            for _, (sql, _) in rare
-        )
-        cap = min(n, fts.EXACT_MAX)
-        params = [p for _, (_, ps) in rare for p in [*ps, cap]]
-        row = one(con.execute(f"SELECT {counts}", params))
-        for (k, _), df in zip(rare, row, strict=True):
-            fresh[k] = int(df) if int(df) < cap else max(int(df), fresh[k])
-    if len(memo) > fts.MEMO_MAX:
-        memo.clear()
-    for k, _ in missing:
-        memo[k] = (fresh[k], n, now)
-    return [fresh[k] for k in keys]
-
-
-_NOTES = f"notes_fts n WHERE n.{_IN_WORKSPACE} AND n.fts"  # what a count reads
-
-
-def _score(con: Connection, match: str) -> tuple[str, list[Any]] | None:
-    """The BM25 expression over `n` (lower is better) and its parameters; None when the query
-    has no positive term or the workspace no note."""
+def _scored(match: str, where: str, params: Sequence[Any]) -> tuple[str, list[Any]] | None:
+    """One statement: (document_id, whole-note BM25) of the notes of `n` that pass `where`
+    and match; None when the query has no positive term. N, avgdl and each term's note
+    frequency (memoryd_note_df) are read once, in the statement, so a search makes one round
+    trip for its whole notes."""
     leaves = fts.terms(match)
-    n, avgdl = stats(con)
-    if not leaves or not n:
+    if not leaves:
         return None
-    dfs = doc_freqs(con, n, leaves)
+    dfs = ", ".join(f"memoryd_note_df({sql}, notes) AS d{i}" for i, (sql, _) in enumerate(leaves))
     # f_i: the term's weighted frequency in the note; k: k1 (1 - b + b D / avgdl)
     freqs = ", ".join(
         f"ts_rank_cd('{WEIGHTS}'::real[], n.fts, {sql}, 0) AS f{i}"
         for i, (sql, _) in enumerate(leaves)
     )
+    # BM25's IDF as FTS5 computes it (fts.idf): never below 1e-6
     parts = " + ".join(
-        f"?::float8 * f.f{i} * {K1 + 1} / (f.f{i} + k.k)" for i in range(len(leaves))
+        f"greatest(1e-6, ln((s.n - s.d{i} + 0.5) / (s.d{i} + 0.5)))"
+        f" * f.f{i} * {K1 + 1} / (f.f{i} + k.k)"
+        for i in range(len(leaves))
     )
+    q, qparams = fts.tsquery(match)
     sql = (
-        f"-({parts}) FROM notes_fts n"
-        f" CROSS JOIN LATERAL (SELECT {K1} * (1 - {B} + {B} * n.length::float8 / ?) AS k) k"
+        # MATERIALIZED: N, avgdl and the frequencies once, not once a note
+        f"WITH s AS MATERIALIZED (SELECT notes AS n,"
+        f" greatest(tokens::float8 / notes, 1) AS avgdl, {dfs}"
+        f" FROM notes_stats WHERE {_IN_WORKSPACE} AND notes > 0)"
+        f" SELECT n.document_id, -({parts}) AS score FROM s CROSS JOIN notes_fts n"
+        f" CROSS JOIN LATERAL (SELECT {K1} * (1 - {B} + {B} * n.length::float8 / s.avgdl) AS k) k"
         # OFFSET 0: evaluated once a row (a subquery the planner pulls up is evaluated where
         # each f_i appears: twice)
         f" CROSS JOIN LATERAL (SELECT {freqs} OFFSET 0) f"
+        f" WHERE {where} AND n.fts @@ ({q})"
     )
-    params = [
-        *(fts.idf(max(n, df), df) for df in dfs),
-        avgdl,
-        *(p for _, ps in leaves for p in ps),
-    ]
-    return sql, params
+    terms = [p for _, ps in leaves for p in ps]
+    return sql, [*terms, *terms, *params, *qparams]  # in the order of the ?s
 
 
 def note_bm25(
@@ -231,18 +220,10 @@ def note_bm25(
     of every note of the workspace that matches."""
     if not doc_ids:
         return {}, None
-    score = _score(con, match)
-    if score is None:
+    scored = _scored(match, "n.document_id = ANY(?)", [list(doc_ids)])
+    if scored is None:
         return {}, None
-    sql, params = score
-    q, qparams = fts.tsquery(match)
-    scores = {
-        int(i): float(s)
-        for i, s in con.execute(
-            f"SELECT n.document_id, {sql} WHERE n.document_id = ANY(?) AND n.fts @@ ({q})",
-            [*params, list(doc_ids), *qparams],
-        )
-    }
+    scores = {int(i): float(s) for i, s in con.execute(*scored)}
     if not everywhere:
         return scores, min(scores.values(), default=None)
     return scores, best_note(con, match)
@@ -252,22 +233,22 @@ def best_note(con: Connection, match: str) -> float | None:
     """The best (lowest) whole-note BM25 of every note of the workspace that matches;
     remembered in the store's memo while N and the token total hold, for at most
     fts.DF_TTL_S (a filtered search asks it of every query; a write that adds, removes or
-    changes a note moves the total)."""
+    changes a note moves the total). It ranks every note that matches: a query of common
+    words costs about what the keyword pool does (BENCHMARKS.md, "PostgreSQL: a note ranked as
+    a whole")."""
     memo: dict[Any, Any] = getattr(con, "memo", {})
-    n, avgdl = stats(con)
+    version = stats(con)
     key = ("note_best", match)
     now = time.monotonic()
-    if key in memo and memo[key][1] == (n, avgdl) and now - memo[key][2] < fts.DF_TTL_S:
+    if key in memo and memo[key][1] == version and now - memo[key][2] < fts.DF_TTL_S:
         return memo[key][0]
-    score = _score(con, match)
     best = None
-    if score is not None:
-        sql, params = score
-        q, qparams = fts.tsquery(match)
-        row = con.execute(
-            f"SELECT min(s) FROM (SELECT {sql} WHERE n.{_IN_WORKSPACE} AND n.fts @@ ({q})) t(s)",
-            [*params, *qparams],
-        ).fetchone()
+    scored = _scored(match, f"n.{_IN_WORKSPACE}", [])
+    if scored is not None and version[0]:
+        sql, params = scored
+        row = con.execute(f"SELECT min(score) FROM ({sql}) t", params).fetchone()
         best = float(row[0]) if row and row[0] is not None else None
-    memo[key] = (best, (n, avgdl), now)
+    if len(memo) > fts.MEMO_MAX:
+        memo.clear()
+    memo[key] = (best, version, now)
     return best
