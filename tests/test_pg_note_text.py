@@ -167,3 +167,38 @@ def test_a_copied_sqlite_store_brings_the_rows(make_app: Any, pg_dsn: str) -> No
     for path in copied:  # the same rows as the indexer writes
         app.store.run_write(lambda con, p=path: notetext.refresh(con, p))
     assert rows(app) == copied
+
+
+def test_a_term_s_note_frequency_is_counted_or_estimated(make_app: Any, pg_dsn: str) -> None:
+    """memoryd_note_df: exact in a small workspace; in one of more than 1,000 notes, a term in
+    more than 1% of them takes the planner's estimate (its statistics keep common lexemes), a
+    rarer one is counted."""
+    app = pg_app(make_app, pg_dsn, model=None)
+
+    def fill(con: Any) -> None:
+        con.execute(
+            "INSERT INTO documents(path, sha256, size, mtime, indexed_at, meta)"
+            " SELECT 'n' || i || '.md', '', 0, 0, 0, '{}' FROM generate_series(1, 1500) i"
+        )
+        con.execute(
+            "INSERT INTO notes_fts(document_id, workspace, fts, length)"
+            " SELECT d.id, d.workspace, to_tsvector('english', CASE WHEN d.id % 3 = 0"
+            " THEN 'common words, rare walrus' ELSE 'common words' END"
+            " || CASE WHEN d.id % 300 = 0 THEN ' narwhal' ELSE '' END), 3 FROM documents d"
+        )
+
+    def df(con: Any, word: str, n: int) -> int:
+        row = con.execute(
+            "SELECT memoryd_note_df(phraseto_tsquery('english', ?), ?::bigint)", [word, n]
+        ).fetchone()
+        return int(row[0])
+
+    app.store.run_write(fill)
+    exact = {"common": 1500, "walrus": 500, "narwhal": 5, "absent": 0}
+    for n in (1000, 1500):  # counted up to 1,000 (the table is not analysed yet)
+        got = app.store.read(lambda con, n=n: {w: df(con, w, n) for w in exact})
+        assert got == {w: min(c, 1000) for w, c in exact.items()}, n
+    app.store.run_write(lambda con: con.execute("ANALYZE notes_fts"))
+    got = app.store.read(lambda con: {w: df(con, w, 1500) for w in exact})
+    assert got["narwhal"] == 5 and got["absent"] == 0  # rare: counted
+    assert got["common"] == 1500 and abs(got["walrus"] - 500) <= 25  # estimated
