@@ -148,9 +148,10 @@ def test_the_remembered_entry_count_follows_every_write(tmp_path: Any) -> None:
         store.close()
 
 
-def test_snippets_read_from_one_pass_are_those_of_each_row_looked_up(make_app: Any) -> None:
-    """Snippets come from one read of the expression's matches (each row looked up would parse
-    it again, and expand a prefix again, issue 23.3): the same snippets as row by row."""
+def test_snippets_made_from_the_rows_are_those_of_each_row_looked_up(make_app: Any) -> None:
+    """Snippets come from the hits' own rows in a private FTS5 table (store/rowsnippets.py; each
+    row looked up would parse the expression again and expand a prefix again, a read of its
+    matches costs the whole doclist, issue 23.3): the same snippets as row by row."""
     from memoryd.store import searchsql
 
     app = make_app(dailylog={"enabled": False})

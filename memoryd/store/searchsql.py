@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from memoryd.store import ftsprune
+from memoryd.store import ftsprune, rowsnippets
 from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -55,7 +55,6 @@ def ranked_first_sql(where: str, part: bool = False, rowid: str = "") -> str:
 
 RANKED_FIRST_SLACK = 64  # matches ranked beyond the pool, for those the filter drops
 SPLIT_MIN = 20_000  # from this many rowids up, the keyword pool's ranking is split in two
-SNIPPET_SCAN_MAX = 200_000  # up to this many entries, snippets read the matches once
 
 Ranked = ftsprune.Ranked  # id, bm25, document id, passes the filter
 Beside = Callable[[Callable[[Connection], Any]], Future[Any]]
@@ -360,34 +359,32 @@ def text_lengths(con: Connection, ids: Sequence[int]) -> dict[int, int]:
     return {int(i): int(n or 0) for i, n in rows}
 
 
+def texts(con: Connection, ids: Sequence[int]) -> dict[int, str]:
+    """Each entry's text, per id (a few: the ranking reads ranges in them, search/ranges.py)."""
+    if not ids:
+        return {}
+    if is_postgres(con):
+        rows = con.execute("SELECT id, content FROM entries WHERE id = ANY(?)", [list(ids)])
+    else:
+        rows = con.execute(
+            "SELECT id, content FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+            [json.dumps(list(ids))],
+        )
+    return {int(i): str(t or "") for i, t in rows}
+
+
 def snippets(
     con: Connection, match: str, ids: Sequence[int], open_mark: str, close_mark: str
 ) -> dict[int, str]:
-    """FTS5 snippets of column 0 for the given rows, matches wrapped in the given markers.
-
-    SQLite looks each row up with an FTS5 query of its own, which parses the expression again
-    and seeks its terms: 0.1-0.4 ms a row, and a prefix term (`"deploi"*`, what typo correction
-    asks) is expanded to every indexed term it begins again on each lookup: 11-32 ms for 20 rows
-    at 100K chunks. The expression's matches are therefore read once and kept among the rows
-    (`rowid + 0`, as in `matching`; the same snippets): 1.5-5 ms for those, and 1.3-2.3 ms
-    instead of 6-8 for 20 rows of two words at 21K chunks. Above SNIPPET_SCAN_MAX entries a
-    plain expression may match more rows than the lookups cost: each row is looked up."""
+    """FTS5 snippets of column 0 for those of the given rows that match, matches wrapped in the
+    given markers. SQLite: made from the rows' own text in a private FTS5 table
+    (store/rowsnippets.py: a read of every match of the expression cost 2.5-4 ms a search at
+    100K chunks, a lookup of each row 0.1-0.4 ms a row; the same snippets)."""
     if not ids:
         return {}
     if is_postgres(con):
         return _pg().snippets(con, match, ids, open_mark, close_mark)
-    args: list[Any] = list(ids)
-    rows = f"rowid IN ({','.join('?' * len(ids))})"
-    if "*" in match or entry_count(con) <= SNIPPET_SCAN_MAX:
-        rows, args = "(rowid + 0) IN (SELECT value FROM json_each(?))", [json.dumps(args)]
-    return {
-        int(i): str(snip)
-        for i, snip in con.execute(
-            "SELECT rowid, snippet(entries_fts, 0, ?, ?, '…', 24) FROM entries_fts"
-            f" WHERE entries_fts MATCH ? AND {rows}",
-            [open_mark, close_mark, match, *args],
-        )
-    }
+    return rowsnippets.snippets(con, match, ids, open_mark, close_mark)
 
 
 def matching(con: Connection, match: str, ids: Sequence[int], df: int | None = None) -> set[int]:
