@@ -394,7 +394,7 @@ class Searcher(Pools):
         )
 
         def annotate(candidates: list[Candidate]) -> None:
-            self.evidence.annotate(con, units, candidates, prefix=fuzzy_used)
+            self.evidence.annotate(con, units, candidates, fuzzy_used, pool["beside"])
 
         if not vector:
             whole = None
