@@ -4,6 +4,12 @@ fastembed, and a soak run that records the daemon's RSS every minute.
     python -m bench embedding [--backlog N] [--runs N] [--no-throughput]
                                                two rows, about 2.5 minutes with the real model
     python -m bench soak --minutes N [--chunks N] [--template DIR]
+                                               RSS once a minute under a mixed load; figures:
+                                               the raw growth from minute 5 to the end, the
+                                               median of minutes 5-10 against the median of the
+                                               last 5 minutes (growth_median_mb; shorter windows
+                                               in a shorter soak), the fitted slope from minute
+                                               5, the samples over 350 MB (bench/soak_figures.py)
     python -m bench reads                      daemon CPU while rg reads the watched workspace
     python -m bench bursts                     new folders, a file appended to without pause
 
@@ -27,6 +33,7 @@ import numpy as np
 
 from bench.corpus import WORDS, note, synthetic_vectors, write_workspace
 from bench.run import Daemon, Row, make_config, pct, row
+from bench.soak_figures import rss_figures
 
 
 def _queries(n: int, seed: int) -> list[str]:
@@ -421,6 +428,8 @@ def soak(
         )
         if len(samples) >= 5
         else None,
+        "vmhwm_max_mb": max(float(s.get("VmHWM") or 0) for s in samples),
+        **rss_figures(samples),
     }
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{time.strftime('%Y%m%dT%H%M%S')}-soak.json"

@@ -4,9 +4,10 @@ vectors) into a PostgreSQL database, for the latency bench.
 Indexing 23,090 notes through the PostgreSQL store would take longer than the whole bench, so the
 rows are copied as they are (the same ids, texts, hashes and vectors as the SQLite store): COPY
 into `all_documents`, `all_entries` (whose trigger fills the weighted tsvector), `embeddings` and
-`vec_N`, under this bench's workspace id. The HNSW index is built once after the vectors are in
-(`store/pg/vectors.py: create_index`, the index memoryd creates itself), as pgvector advises for a
-bulk load. A database that already holds the corpus is used as it is.
+`vec_N`, under this bench's workspace id; each note's whole-note row is made from its chunks.
+The HNSW index is built once after the vectors are in (`store/pg/vectors.py: create_index`, the
+index memoryd creates itself), as pgvector advises for a bulk load. A database that already
+holds the corpus is used as it is.
 """
 
 from __future__ import annotations
@@ -93,6 +94,10 @@ def load(dsn: str, db: Path, vecs: np.ndarray, *, workspace: str = WORKSPACE) ->
                 f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
                 f" (SELECT coalesce(max(id), 0) + 1 FROM {table}), false)"
             )
+        from memoryd.store.pg import notes
+        from memoryd.store.pg.conn import PgConnection
+
+        notes.fill(PgConnection(con), workspace)  # each note's whole-note row (issue 19.2)
         con.commit()
         report["rows_s"] = time.perf_counter() - t
 
@@ -133,7 +138,7 @@ def load(dsn: str, db: Path, vecs: np.ndarray, *, workspace: str = WORKSPACE) ->
         con.commit()
         report["hnsw_s"] = time.perf_counter() - t
         con.autocommit = True
-        for t_name in ("all_documents", "all_entries", "embeddings", table):
+        for t_name in ("all_documents", "all_entries", "notes_fts", "embeddings", table):
             con.execute(f"VACUUM ANALYZE {t_name}")
     src.close()
     return report

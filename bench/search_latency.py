@@ -76,6 +76,12 @@ def open_app(root: Path, backend: str, dsn: str | None) -> Any:
         app.store.read(ftsprune.learn)
     except ImportError:  # another checkout's memoryd (socket_latency --code), from before
         pass
+    try:  # and the collector settled (issue 23.3)
+        from memoryd.core import collector
+
+        collector.settle()
+    except ImportError:  # another checkout's memoryd, from before
+        pass
     return app
 
 

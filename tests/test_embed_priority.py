@@ -254,3 +254,31 @@ def test_a_worker_woken_without_pause_still_trims(make_app: Any, monkeypatch: An
         app.memories.add(f"a memory about otters number {before}")
         app.embedder.wake()
         wait_for(lambda before=before: len(trims) > before, timeout=10)
+
+
+def test_polled_counts_follow_every_batch_and_cost_nothing_between(
+    make_app: Any, monkeypatch: Any
+) -> None:
+    """status is polled (the web page every 2 s): the counts are read once per data version, so
+    a store where nothing was written answers from memory, and every committed batch shows."""
+    from memoryd.store import vectors
+
+    app, fake = gated_app(make_app, 8, embedding={"batch_size": 2})
+    reads: list[int | None] = []
+    real = vectors._counts
+    monkeypatch.setattr(vectors, "_counts", lambda con, m: reads.append(m) or real(con, m))
+    try:
+        assert fake.inside.wait(10)  # the first batch is held: nothing commits meanwhile
+        first = app.status()["vectors"]["pending"]
+        assert first == 8
+        before = len(reads)
+        for _ in range(5):
+            assert app.status()["vectors"]["pending"] == first
+        assert len(reads) == before  # answered from memory
+        for done in (2, 4):
+            fake.gate.release()
+            wait_for(lambda done=done: app.status()["vectors"]["pending"] == 8 - done)
+    finally:
+        for _ in range(10):
+            fake.gate.release()
+    wait_for(lambda: app.status()["vectors"]["pending"] == 0)

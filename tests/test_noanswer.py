@@ -10,6 +10,7 @@ from conftest import q, settle
 
 from memoryd.search import ranking
 from memoryd.search.answerability import code_names, names
+from memoryd.search.ranges import Numbered, names_in_range, numbered
 from memoryd.search.ranking import (
     Candidate,
     Scale,
@@ -196,6 +197,56 @@ def test_a_query_of_nothing_but_an_absent_identifier_returns_no_hits_and_names_t
     assert res["unanswered"] == "no text contains 'err_auth_2207'"
     found = q(app, "How do I fix ERR_AUTH_2202?", mode=mode)["hits"]
     assert [h["path"] for h in found][:1] == ["runbooks/err-auth-2202.md"]
+
+
+def test_a_numbered_identifier_is_named_by_a_range_around_its_number() -> None:
+    sheet = "| Kafka | kafka-broker-01.eu to 06.eu, kafka-broker-01.us to 03.us |"
+    assert numbered("kafka broker 02 us") == Numbered(("kafka", "broker"), "02", ("us",))
+    assert numbered("err_auth_2207") is None and numbered("2207") is None
+    assert names_in_range(sheet, Numbered(("kafka", "broker"), "02", ("us",)))
+    assert names_in_range(sheet, Numbered(("kafka", "broker"), "05", ("eu",)))
+    # outside every range, an end of one (the text holds it as written), another region
+    assert not names_in_range(sheet, Numbered(("kafka", "broker"), "09", ("eu",)))
+    assert not names_in_range(sheet, Numbered(("kafka", "broker"), "03", ("us",)))
+    assert not names_in_range(
+        sheet.replace("01.us", "01.ca"), Numbered(("kafka", "broker"), "02", ("us",))
+    )
+    assert names_in_range("web-01..web-12 serve it", Numbered(("web",), "07", ()))
+    assert names_in_range("on web-01 through web-12", Numbered(("web",), "07", ()))
+    # a list of namesakes is no range
+    assert not names_in_range(
+        "ERR_AUTH_2202 and ERR_AUTH_2210", Numbered(("err", "auth"), "2207", ())
+    )
+
+
+def _sheet(app: Any) -> None:
+    ws = app.cfg.workspace
+    (ws / "notes").mkdir(parents=True, exist_ok=True)
+    (ws / "notes" / "oncall.md").write_text(
+        "# On-call sheet\n\n| Kafka | kafka-broker-01.eu to 06.eu, kafka-broker-01.us to 03.us |\n"
+    )
+    (ws / "notes" / "disk.md").write_text(
+        "# Disk\n\nkafka-broker-04.eu ran out of burst credits in March.\n"
+    )
+    app.indexer.reconcile()
+
+
+@pytest.mark.parametrize("mode", ["auto", "hybrid", "keyword", "vector"])
+def test_an_absent_numbered_identifier_inside_a_written_range_is_answered_by_that_note_alone(
+    make_app: Any, mode: str
+) -> None:
+    """Issue 19.3: "kafka-broker-01.us to 03.us" names kafka-broker-02.us; its namesake
+    (kafka-broker-04.eu) does not answer, and a number outside every range answers nothing."""
+    app = make_app(dailylog={"enabled": False})
+    _sheet(app)
+    settle(app)
+    res = q(app, "kafka-broker-02.us", mode=mode, explain=True)
+    assert [h["path"] for h in res["hits"]] == ["notes/oncall.md"], res["hits"]
+    assert "unanswered" not in res and res["absent"] == ["kafka broker 02 us"]
+    held = q(app, "kafka-broker-04.eu", mode=mode)["hits"][0]["score"]
+    assert 0 < res["hits"][0]["score"] < held  # lowered: the note names it only as a range
+    gone = q(app, "kafka-broker-09.eu", mode=mode, explain=True)
+    assert gone["hits"] == [] and gone["unanswered"] == "no text contains 'kafka broker 09 eu'"
 
 
 @pytest.mark.parametrize("mode", ["auto", "hybrid", "keyword"])

@@ -12,6 +12,8 @@ from memoryd.search.ftsquery import parse_query
 from memoryd.search.ranking import Candidate, whole_note
 from memoryd.store import notetext
 
+pytestmark = pytest.mark.backends  # each test that builds an App runs on SQLite and PostgreSQL
+
 
 def _whole(app: Any, match: str) -> tuple[dict[str, float], float | None]:
     """Each matching note's whole-note BM25, by path, and the best."""
@@ -63,6 +65,7 @@ def test_the_norm_is_the_best_of_the_pool_or_of_every_note(make_app: Any) -> Non
     assert only_b(True)[1] == everything["a.md"]  # a filtered search: the best of all
 
 
+@pytest.mark.sqlite_only("SQLite's migration m008; PostgreSQL's v4: test_pg_note_text.py")
 def test_m008_fills_the_rows_of_an_existing_store(
     make_app: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -140,3 +143,40 @@ def test_the_best_of_every_note_is_remembered_until_a_write(make_app: Any) -> No
     (ws / "b.md").unlink()
     app.indexer.reconcile()
     assert best() == _whole(app, '"lisbon"')[1]
+
+
+FILLER = {
+    f"filler{i}.md": f"# Filler {i}\n\nGroceries, {word} and the weekly plan for the garden.\n"
+    for i, word in enumerate(("fado records", "a castle puzzle", "bread", "cheese", "coffee"))
+}
+
+
+def test_a_note_about_every_word_outranks_a_section_repeating_one(make_app: Any) -> None:
+    """Over the whole note (both backends): a note whose sections hold the question's words
+    between them scores above a note whose one short section repeats one of them, which scores
+    above it by its best chunk; in a hybrid answer the whole note's BM25 is its keyword part."""
+    app = make_app(dailylog={"enabled": False})
+    ws = app.cfg.workspace
+    for name, text in FILLER.items():
+        (ws / name).write_text(text)
+    (ws / "spread.md").write_text(
+        "# Lisbon\n\n## Trams\n\nOld trams.\n\n## Music\n\nFado at night.\n\n"
+        "## Castle\n\nThe castle walls.\n"
+    )
+    (ws / "repeat.md").write_text("# Rides\n\nTrams, trams, trams.\n")
+    app.indexer.reconcile()
+    settle(app)
+    scores, best = _whole(app, '"trams" OR "fado" OR "castle"')
+    assert best == scores["spread.md"] < scores["repeat.md"] < 0
+
+    def explained(mode: str) -> dict[str, dict[str, Any]]:
+        res = q(app, "trams fado castle", mode=mode, explain=True)
+        assert res["mode"] == mode
+        return {h["path"]: h["explain"] for h in res["hits"]}
+
+    chunks = explained("keyword")  # each note by its best chunk: the repeated word wins
+    assert chunks["repeat.md"]["bm25"] < chunks["spread.md"]["bm25"]
+    whole = explained("hybrid")
+    assert whole["spread.md"]["bm25"] == scores["spread.md"]
+    assert whole["repeat.md"]["bm25"] == scores["repeat.md"]
+    assert whole["spread.md"]["keyword_part"] > whole["repeat.md"]["keyword_part"]

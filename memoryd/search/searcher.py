@@ -45,7 +45,7 @@ import numpy as np
 from memoryd.core.errors import InvalidInput, Unavailable, describe
 from memoryd.memory import lifecycle
 from memoryd.memory.lifecycle import tier_decay
-from memoryd.search import bounds, concepts, entityboost
+from memoryd.search import bounds, concepts, entityboost, ranges
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
@@ -396,6 +396,9 @@ class Searcher(Pools):
         def annotate(candidates: list[Candidate]) -> None:
             self.evidence.annotate(con, units, candidates, fuzzy_used, pool["beside"])
 
+        def kpool(con: Connection, match: str, w: str, p: list[Any], n: int) -> list[Candidate]:
+            return self._keyword_pool(con, match, w, p, n, **pool, pre=pre)
+
         if not vector:
             whole = None
         fused = self._fuse(keyword, vector, scale, req.group, norm, annotate, whole)
@@ -410,10 +413,18 @@ class Searcher(Pools):
         absent, share = absent_units(con, req.query, self.evidence)
         missing = only_absent_names(con, req.query, absent, self.fuzzy) if absent else None
         if missing is not None:
-            ranked = []  # nothing holds the identifier asked about: its namesakes do not answer
-            if req.explain:
+            # nothing holds the identifier asked about: its namesakes do not answer, a note that
+            # names it in a range does (search/ranges.py)
+            named = [c for u in absent for c in ranges.range_pool(con, u, where, params, kpool)]
+            if not named:
+                ranked = []
+            elif req.mode == "vector":  # those notes' neighbours, as vector search found them
+                ranked = [c for c in ranked if c.group_key in {n.group_key for n in named}]
+            else:
+                ranked = self._in_range(named, vector, scale, req.group, annotate)
+            if req.explain and not ranked:
                 out["unanswered"] = f"no text contains {missing!r}"
-        elif absent:
+        if absent and ranked:
             damp(ranked, share)
             if req.explain:
                 out["absent"] = absent
@@ -428,6 +439,26 @@ class Searcher(Pools):
             if rewritten is not None and rewritten.corrected_query != req.query:
                 out["suggestion"] = rewritten.corrected_query
         return out
+
+    def _in_range(
+        self,
+        named: list[Candidate],
+        vector: list[Candidate],
+        scale: Scale,
+        group: str,
+        annotate: Callable[[list[Candidate]], None],
+    ) -> list[Candidate]:
+        """The answer of a query of nothing but absent identifiers that notes name in a range
+        (`named`, ranges.range_pool): those notes alone, fused with the vector pool as any
+        keyword match is, each holding the whole query (ranges.credit)."""
+        ids = {c.id for c in named}
+
+        def credited(candidates: list[Candidate]) -> None:
+            annotate(candidates)
+            ranges.credit(candidates, ids)
+
+        fused = self._fuse(named, vector, scale, group, None, credited, None)
+        return [c for c in fused if c.keyword_rank is not None]
 
     def _signal_rows(
         self, con: Connection, candidates: list[Candidate], limit: int

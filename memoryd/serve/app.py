@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd import __version__
-from memoryd.core import malloc
+from memoryd.core import collector, malloc
 from memoryd.core.config import Config
 from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
@@ -236,6 +236,7 @@ class App:
             self.store.read(self.searcher.vector_cache.warm)
             self.store.read(ftsprune.learn)  # common words' bounds for the keyword pool
             malloc.trim()
+            collector.settle()  # start-up's objects out of the collector's walks (issue 23.3)
             if progress is not None:
                 progress(
                     f"ready: {rep.indexed} indexed, {rep.unchanged} unchanged, "
@@ -349,6 +350,7 @@ class App:
         self.searcher.close()
         self.fuzzy.close()
         self.store.close()
+        collector.release()  # what start-up froze is collectable again (a process of many apps)
 
     # -- reporting ----------------------------------------------------------------------------
 

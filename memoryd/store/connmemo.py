@@ -5,7 +5,10 @@ committed since: `PRAGMA data_version`) and the connection changed nothing itsel
 (`total_changes`). `data_version` reads that pair; `PerVersion` keeps a few values per
 connection under it (the entry count, a query's best BM25, its best whole note, an entities
 filter's entries), forgotten as soon as either moves. Read the version before reading the value,
-so a commit in between voids it. On PostgreSQL nothing is kept (the version is None).
+so a commit in between voids it; inside a read transaction (every search's `store.read`) the
+version is the snapshot's and does not move when another connection commits, so a value put at
+the end of a read is filed under what the read saw (tests/test_connmemo.py). On PostgreSQL
+nothing is kept (the version is None).
 """
 
 from __future__ import annotations

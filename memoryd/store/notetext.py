@@ -6,8 +6,9 @@ throughout ranks high as a whole.
 
 `notes_fts` (SQLite, migration m008) is contentless (`contentless_delete`): the text stays in
 `entries`; the indexer writes a note's row again after its chunks (`refresh`), and a trigger
-deletes it with its document. PostgreSQL has no such table: there `note_bm25` finds nothing
-and notes rank by their best chunk, as before.
+deletes it with its document. PostgreSQL (schema v4) keeps one tsvector a note in its own
+`notes_fts` and computes the same BM25 from it (store/pg/notes.py): `refresh`, `note_bm25` and
+`best_note` answer on either backend, with the same meaning.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def refresh(con: Connection, path: str) -> None:
     """The note's row, written again from its chunks as stored (the indexer, after writing
     them): their texts, their heading paths, the note's tags."""
     if is_postgres(con):
+        from memoryd.store.pg import notes
+
+        notes.refresh(con, path)
         return
     doc = "(SELECT id FROM documents WHERE path = ?)"
     con.execute(f"DELETE FROM notes_fts WHERE rowid = {doc}", (path,))
@@ -68,8 +72,12 @@ def note_bm25(
     every note that matches, so a filtered search scores as an unfiltered one restricted unless
     the best note of all holds none of the unfiltered pool's chunks. Only the given notes are
     scored (1-2 ms at 100K chunks; the best of every note costs 15-20 ms there: BENCHMARKS.md,
-    issue 19.2, branch rank3). ({}, None) on PostgreSQL."""
-    if is_postgres(con) or not doc_ids:
+    issue 19.2, branch rank3). On PostgreSQL: store/pg/notes.py."""
+    if is_postgres(con):
+        from memoryd.store.pg import notes
+
+        return notes.note_bm25(con, match, doc_ids, everywhere)
+    if not doc_ids:
         return {}, None
     scores = {
         int(i): float(s)
@@ -93,6 +101,10 @@ _BEST: PerVersion[float | None] = PerVersion(64)
 
 def best_note(con: Connection, match: str) -> float | None:
     """The best (lowest) whole-note BM25 of every note that matches."""
+    if is_postgres(con):
+        from memoryd.store.pg import notes
+
+        return notes.best_note(con, match)
     version = data_version(con)
     found, best = _BEST.get(con, version, match)
     if found:

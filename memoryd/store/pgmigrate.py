@@ -1,8 +1,9 @@
 """`memoryd store migrate --to postgres`: copy this config's SQLite store into PostgreSQL.
 
 What travels: memories with their ids, tiers, counters, history, triggers and access log; this
-workspace's documents, chunks and links (keyed by this daemon's workspace id); models and
-vectors, so nothing is embedded again. The counts are checked on both sides before the commit.
+workspace's documents, chunks and links (keyed by this daemon's workspace id), each note's
+whole-note row made again from its chunks (store/pg/notes.py); models and vectors, so nothing
+is embedded again. The counts are checked on both sides before the commit.
 
 The rules (docs/team.md, "Moving an existing store"):
 - The copy is one PostgreSQL transaction: all or nothing. A failed copy leaves the target as it
@@ -247,6 +248,8 @@ def _write(
     progress: Callable[[str, int, int], None],
 ) -> dict[str, int]:
     from memoryd.store.pg import copy as pc
+    from memoryd.store.pg import notes as pgnotes
+    from memoryd.store.pg.conn import PgConnection
 
     # Ids the SQLite store handed out are never handed out by the target either, and a daemon
     # adding rows meanwhile gets ids above those copied here.
@@ -300,6 +303,8 @@ def _write(
     )
     pc.raise_sequence(raw, "all_entries", high)
     pc.raise_sequence(raw, "all_documents", max(doc_ids, default=0))
+    # each note's whole-note row, from the chunks as copied (store/pg/notes.py)
+    pgnotes.fill(PgConnection(raw), workspace)
     for table, cols in (
         ("triggers", ("entry_id", "phrase", "norm")),
         ("history", ("entry_id", "ts", "field", "old", "new")),

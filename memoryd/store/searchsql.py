@@ -359,6 +359,20 @@ def text_lengths(con: Connection, ids: Sequence[int]) -> dict[int, int]:
     return {int(i): int(n or 0) for i, n in rows}
 
 
+def texts(con: Connection, ids: Sequence[int]) -> dict[int, str]:
+    """Each entry's text, per id (a few: the ranking reads ranges in them, search/ranges.py)."""
+    if not ids:
+        return {}
+    if is_postgres(con):
+        rows = con.execute("SELECT id, content FROM entries WHERE id = ANY(?)", [list(ids)])
+    else:
+        rows = con.execute(
+            "SELECT id, content FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+            [json.dumps(list(ids))],
+        )
+    return {int(i): str(t or "") for i, t in rows}
+
+
 def snippets(
     con: Connection, match: str, ids: Sequence[int], open_mark: str, close_mark: str
 ) -> dict[int, str]:

@@ -229,11 +229,13 @@ MEMO_MAX = 4096
 EXACT_MAX = 1000
 
 
-def estimate(con: Connection, sql: str, params: Sequence[Any]) -> int:
-    """The planner's estimate of how many entries match the tsquery `sql` (no rows read)."""
-    row = one(
-        con.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM entries e WHERE e.fts @@ {sql}", params)
-    )
+ENTRIES = "entries e WHERE e.fts"  # what a count reads: the chunks' (pg/notes.py: notes')
+
+
+def estimate(con: Connection, sql: str, params: Sequence[Any], source: str = ENTRIES) -> int:
+    """The planner's estimate of how many rows of `source` match the tsquery `sql` (no rows
+    read)."""
+    row = one(con.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {source} @@ {sql}", params))
     plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
     return int(plan[0]["Plan"]["Plan Rows"])
 

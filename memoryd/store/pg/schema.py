@@ -9,6 +9,8 @@ runs on both), plus what a shared database needs.
 - Keyword search: `all_entries.fts`, a weighted tsvector kept by a trigger: A content,
   B the note's title (file name), C headings, D tags; CJK runs add their overlapping bigrams
   (the `simple` configuration), as the SQLite `cjk` tokenizer does.
+- Whole notes (v4): `notes_fts`, one tsvector a note for BM25 over the whole note, and
+  `notes_stats` (store/pg/notes.py).
 - Migrations run once per database, under an advisory lock, recorded in `meta.schema_version`.
 """
 
@@ -398,7 +400,24 @@ def _v3_entity_dates(cur: psycopg.Cursor) -> None:
     entities.backfill_memories(PgConnection(cur.connection), "all_entries")
 
 
-MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [_v1_initial, _v2_entities, _v3_entity_dates]
+def _v4_note_text(cur: psycopg.Cursor) -> None:
+    """One row a note, its chunks' words in one tsvector (store/pg/notes.py): BM25 over the
+    whole note in hybrid answers, as SQLite's m008 (issue 19.2). Filled from the chunks already
+    indexed, every workspace's."""
+    from memoryd.store.pg import notes
+    from memoryd.store.pg.conn import PgConnection
+
+    cur.execute(notes.SCHEMA)
+    notes.fill(PgConnection(cur.connection))
+    cur.execute("ANALYZE notes_fts")
+
+
+MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
+    _v1_initial,
+    _v2_entities,
+    _v3_entity_dates,
+    _v4_note_text,
+]
 
 
 def migrate(con: psycopg.Connection) -> list[str]:
