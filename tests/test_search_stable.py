@@ -173,32 +173,3 @@ def test_snippets_made_from_the_rows_are_those_of_each_row_looked_up(make_app: A
     for match in ('("deplo" OR "deploi"*)', '"w1"* OR "rollback"', '"checkl"*', *plain):
         row_by_row, once = app.store.read(lambda con, m=match: both(con, m))
         assert row_by_row and once == row_by_row, match
-
-
-def test_the_evidence_read_beside_on_an_idle_core_is_the_same(
-    make_app: Any, monkeypatch: Any
-) -> None:
-    """With a core idle, a query's words after the first are looked for among the candidates on
-    other threads (evidence._matching, issue 23.3): the same coverage, the same answers (with
-    every figure of `explain`), as read one after another here."""
-    from memoryd.store import searchsql
-
-    app = make_app(dailylog={"enabled": False})
-    _vault(app)
-    settle(app)
-    queries = (
-        "deploy rollback w3 w11",
-        "checklist plan",
-        "w5 w17 w22 nothingsuch",
-        "deploi rollbak",
-    )
-    answers = {}
-    for idle in (False, True):
-        monkeypatch.setattr(searchsql, "idle_core", lambda idle=idle: idle)
-        answers[idle] = [
-            {k: v for k, v in q(app, query, mode=mode, explain=True).items() if k != "took_ms"}
-            for query in queries
-            for mode in ("auto", "hybrid", "keyword", "fuzzy")
-        ]
-    assert answers[True] == answers[False]
-    assert any(h["explain"]["coverage"] for a in answers[True] for h in a["hits"])

@@ -5,8 +5,6 @@ are in ranking.py; the SQL in store/searchsql.py."""
 
 from __future__ import annotations
 
-import functools
-
 from memoryd.search.ftsquery import quote_term
 from memoryd.search.ranking import (
     Candidate,
@@ -41,35 +39,24 @@ class KeywordEvidence:
         return df
 
     def annotate(
-        self,
-        con: Connection,
-        units: list[str],
-        candidates: list[Candidate],
-        prefix: bool,
-        beside: searchsql.Beside | None = None,
+        self, con: Connection, units: list[str], candidates: list[Candidate], prefix: bool
     ) -> dict[str, int]:
         """Set each candidate's keyword coverage: the IDF-weighted share of the query's units
         found in its best chunk (a unit no text has weighs most: nothing answers it), and in
         components["note_coverage"] the same over all its sections. `prefix`: the units are
-        typo corrections, matched as prefixes. Returns each unit's document frequency.
-        `beside` (runs a function on another thread's read connection): while a core is idle,
-        the units after the first are looked for there, at the same time as the first here
-        (each reads its word's whole doclist: ~2 ms for a common word at 100K chunks)."""
+        typo corrections, matched as prefixes. Returns each unit's document frequency."""
         dfs: dict[str, int] = {}
         if not units:
             return dfs
         n = searchsql.entry_count(con)
         chunk_ids = [sec.id for c in candidates for sec in (c.sections or [c])]
         weights: dict[str, float] = {}
-        reads: list[tuple[str, str, int | None]] = []
+        found: dict[int, list[str]] = {}
         for u in units:
             expr = quote_term(u) + ("*" if prefix else "")
             df = dfs[u] = self.doc_freq(con, expr, n)
             weights[u] = idf(df, max(n, df))
-            reads.append((u, expr, df if df < DF_CAP else None))
-        found: dict[int, list[str]] = {}
-        for u, ids in zip(units, _matching(con, reads, chunk_ids, beside), strict=True):
-            for i in ids:
+            for i in searchsql.matching(con, expr, chunk_ids, df if df < DF_CAP else None):
                 found.setdefault(i, []).append(u)
         # The candidates hold few distinct lists of units (most hold every word, or the same
         # one): each list's coverage is computed once (the same list, the same float).
@@ -100,26 +87,3 @@ class KeywordEvidence:
         """An exact identifier the query names that no text of the index holds, if any."""
         idents = [u for u in query_units(query) if identifier(u)]
         return absent_identifier({u: self.doc_freq(con, quote_term(u)) for u in idents})
-
-
-def _matching(
-    con: Connection,
-    reads: list[tuple[str, str, int | None]],
-    ids: list[int],
-    beside: searchsql.Beside | None,
-) -> list[set[int]]:
-    """searchsql.matching of each (unit, expression, document frequency) over `ids`, in order:
-    here one after another, or with `beside` while a core is idle (searchsql.idle_core) and
-    more than one unit needs a read, all but the first on other threads at once."""
-    todo = [r for r in reads if r[2] != 0]  # a unit no text holds matches nothing: no read
-    if beside is None or len(todo) < 2 or not searchsql.idle_core():
-        return [searchsql.matching(con, expr, ids, df) for _, expr, df in reads]
-    later = {
-        u: beside(functools.partial(_match, expr=expr, ids=ids, df=df)) for u, expr, df in todo[1:]
-    }
-    here = {u: searchsql.matching(con, expr, ids, df) for u, expr, df in reads if u not in later}
-    return [here[u] if u in here else later[u].result() for u, _, _ in reads]
-
-
-def _match(other: Connection, expr: str, ids: list[int], df: int | None) -> set[int]:
-    return searchsql.matching(other, expr, ids, df)

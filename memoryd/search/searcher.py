@@ -394,7 +394,7 @@ class Searcher(Pools):
         )
 
         def annotate(candidates: list[Candidate]) -> None:
-            self.evidence.annotate(con, units, candidates, fuzzy_used, pool["beside"])
+            self.evidence.annotate(con, units, candidates, prefix=fuzzy_used)
 
         def kpool(con: Connection, match: str, w: str, p: list[Any], n: int) -> list[Candidate]:
             return self._keyword_pool(con, match, w, p, n, **pool, pre=pre)
