@@ -6,7 +6,8 @@ rows are copied as they are (the same ids, texts, hashes and vectors as the SQLi
 into `all_documents`, `all_entries` (whose trigger fills the weighted tsvector), `embeddings` and
 `vec_N`, under this bench's workspace id; each note's whole-note row is made from its chunks.
 The HNSW index is built once after the vectors are in (`store/pg/vectors.py: create_index`, the
-index memoryd creates itself), as pgvector advises for a bulk load. A database that already holds the corpus is used as it is.
+index memoryd creates itself), as pgvector advises for a bulk load. A database that already
+holds the corpus is used as it is.
 """
 
 from __future__ import annotations

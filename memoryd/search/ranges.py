@@ -22,7 +22,6 @@ from memoryd.search.ranking import Candidate
 from memoryd.store import searchsql
 from memoryd.store.protocol import Connection
 
-_NUMBER = re.compile(r"\d+")
 # between the two ends of a range: "01 to 03", "01 through 03", "01..03", "01–03", "01 - 03"
 _BETWEEN = r"(?:\s*(?:\.\.\.?|–|—)\s*|\s+(?:to|through|thru|-)\s+)"
 POOL = 50  # texts holding the identifier's other words that are read for a range

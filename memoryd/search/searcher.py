@@ -58,6 +58,7 @@ from memoryd.search.ranking import (
     Scale,
     SearchSettings,
     admitted,
+    bm25_norm,
     damp,
     followers,
     listed_sections,
@@ -399,6 +400,9 @@ class Searcher(Pools):
         def kpool(con: Connection, match: str, w: str, p: list[Any], n: int) -> list[Candidate]:
             return self._keyword_pool(con, match, w, p, n, **pool, pre=pre)
 
+        def kbase(con: Connection, match: str, w: str, p: list[Any], n: int) -> list[Candidate]:
+            return self._keyword_pool(con, match, w, p, n, beside=pool["beside"])  # unfiltered
+
         if not vector:
             whole = None
         fused = self._fuse(keyword, vector, scale, req.group, norm, annotate, whole)
@@ -415,13 +419,15 @@ class Searcher(Pools):
         if missing is not None:
             # nothing holds the identifier asked about: its namesakes do not answer, a note that
             # names it in a range does (search/ranges.py)
-            named = [c for u in absent for c in ranges.range_pool(con, u, where, params, kpool)]
+            named = self._named(con, absent, where, params, kpool)
             if not named:
                 ranked = []
             elif req.mode == "vector":  # those notes' neighbours, as vector search found them
                 ranked = [c for c in ranked if c.group_key in {n.group_key for n in named}]
-            else:
-                ranked = self._in_range(named, vector, scale, req.group, annotate)
+            else:  # BM25 measured against the unfiltered best, as for any keyword match
+                every = named if plain else self._named(con, absent, bwhere, bparams, kbase)
+                rnorm = bm25_norm(every)
+                ranked = self._in_range(named, vector, scale, req.group, annotate, rnorm)
             if req.explain and not ranked:
                 out["unanswered"] = f"no text contains {missing!r}"
         if absent and ranked:
@@ -440,6 +446,13 @@ class Searcher(Pools):
                 out["suggestion"] = rewritten.corrected_query
         return out
 
+    @staticmethod
+    def _named(
+        con: Connection, absent: list[str], where: str, params: list[Any], kpool: ranges.Pool
+    ) -> list[Candidate]:
+        """The texts that name one of the absent identifiers in a range (ranges.range_pool)."""
+        return [c for u in absent for c in ranges.range_pool(con, u, where, params, kpool)]
+
     def _in_range(
         self,
         named: list[Candidate],
@@ -447,6 +460,7 @@ class Searcher(Pools):
         scale: Scale,
         group: str,
         annotate: Callable[[list[Candidate]], None],
+        best: float | None,
     ) -> list[Candidate]:
         """The answer of a query of nothing but absent identifiers that notes name in a range
         (`named`, ranges.range_pool): those notes alone, fused with the vector pool as any
@@ -457,7 +471,7 @@ class Searcher(Pools):
             annotate(candidates)
             ranges.credit(candidates, ids)
 
-        fused = self._fuse(named, vector, scale, group, None, credited, None)
+        fused = self._fuse(named, vector, scale, group, best, credited, None)
         return [c for c in fused if c.keyword_rank is not None]
 
     def _signal_rows(
