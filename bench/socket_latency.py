@@ -10,7 +10,8 @@ queries of bench/search_latency.py: two words and a vector near a stored one; qu
 excluded, as in every latency figure here). This process sends each search as one JSON-RPC line
 on a new connection (as memoryctl does) and times the round trip; between searches it times
 `vecs @ q` + argpartition for the top 10 over the same float32 vectors (the baseline), so the
-machine's load falls on both alike. Each round is 10 warm-up queries, then the queries in turn
+machine's load falls on both alike (OpenBLAS's threads spin only briefly after the baseline, so
+its spin is not timed as the daemon's). Each round is 10 warm-up queries, then the queries in turn
 as keyword, vector and hybrid search. `took_ms` is the daemon's own time for the search.
 `--code DIR` serves with the memoryd package found in DIR (another checkout: "before").
 """
@@ -27,6 +28,12 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+# The baseline's `vecs @ q` runs on OpenBLAS's threads, which then busy-wait for more work for
+# 8-20 ms (branch qspeed4, BENCHMARKS.md): on 2 cores that spin runs beside the daemon's next
+# search and is timed as part of it. A short spin (before numpy loads OpenBLAS) keeps each side's
+# time its own; the baseline is no slower with it (33-34 ms against 37-45, load ~10).
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 import numpy as np
 

@@ -83,6 +83,41 @@ def test_m008_fills_the_rows_of_an_existing_store(
     assert set(_whole(app, '"lisbon" AND "trams"')[0]) == {"trip.md"}
 
 
+def _expired_and_kept(app: Any) -> None:
+    ws = app.cfg.workspace
+    (ws / "old.md").write_text("---\nexpires: 2001-01-01\n---\n# Old\n\nOld harbour notes.\n")
+    (ws / "keep.md").write_text("# Keep\n\nA harbour walk at dawn.\n")
+    app.indexer.reconcile()
+    assert set(_whole(app, '"harbour"')[0]) == {"old.md", "keep.md"}
+
+
+def test_an_expired_note_loses_its_row(make_app: Any) -> None:
+    # the expiry job deletes the chunks and keeps the document: the row must go with them
+    app = make_app(model=None, dailylog={"enabled": False})
+    _expired_and_kept(app)
+    assert app.memories.expire() >= 1
+    scores, best = _whole(app, '"harbour"')
+    assert set(scores) == {"keep.md"} and best == scores["keep.md"]
+
+
+@pytest.mark.sqlite_only("SQLite's migration m009; PostgreSQL's trigger: test_pg_note_text.py")
+def test_m009_drops_the_rows_of_notes_that_expired_before(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.store import migrations
+
+    old = migrations.MIGRATIONS[: migrations.MIGRATIONS.index(migrations.m009_note_text_expiry)]
+    monkeypatch.setattr(migrations, "MIGRATIONS", old)
+    app = make_app(model=None, dailylog={"enabled": False})
+    _expired_and_kept(app)
+    app.memories.expire()
+    assert set(_whole(app, '"harbour"')[0]) == {"old.md", "keep.md"}  # m008 alone kept it
+    app.close()
+    monkeypatch.undo()
+    app = make_app(model=None, dailylog={"enabled": False})
+    assert set(_whole(app, '"harbour"')[0]) == {"keep.md"}
+
+
 def test_whole_note_measures_a_keyword_note_by_the_best_note() -> None:
     note = Candidate(id=7, document_id=3, keyword_rank=2, bm25=-9.0)
     assert whole_note(note, ({3: -4.0}, -6.0)) == -6.0

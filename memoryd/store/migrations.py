@@ -359,6 +359,16 @@ def m008_note_text(con: apsw.Connection) -> None:
     notetext.fill(con)
 
 
+def m009_note_text_expiry(con: apsw.Connection) -> None:
+    """A note's whole-note row goes with its last chunk (an expired note keeps its document),
+    and the rows of notes that expired before this are dropped."""
+    con.execute(notetext.LAST_CHUNK_TRIGGER)
+    con.execute(
+        "DELETE FROM notes_fts WHERE rowid NOT IN"
+        " (SELECT document_id FROM entries WHERE document_id IS NOT NULL)"
+    )
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
@@ -368,6 +378,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m006_entities,
     m007_entity_dates,
     m008_note_text,
+    m009_note_text_expiry,
 ]
 
 

@@ -4,11 +4,12 @@ note and the note's length), as a reader who opens the note sees it, beside the 
 chunk. A short chunk that repeats a question's words ranks high by itself; a note about them
 throughout ranks high as a whole.
 
-`notes_fts` (SQLite, migration m008) is contentless (`contentless_delete`): the text stays in
-`entries`; the indexer writes a note's row again after its chunks (`refresh`), and a trigger
-deletes it with its document. PostgreSQL (schema v4) keeps one tsvector a note in its own
-`notes_fts` and computes the same BM25 from it (store/pg/notes.py): `refresh`, `note_bm25` and
-`best_note` answer on either backend, with the same meaning.
+`notes_fts` (SQLite, migrations m008 and m009) is contentless (`contentless_delete`): the text
+stays in `entries`; the indexer writes a note's row again after its chunks (`refresh`), and
+triggers delete it with its document or with its last chunk (an expired note). PostgreSQL
+(schema v4) keeps one tsvector a note in its own `notes_fts` and computes the same BM25 from it
+(store/pg/notes.py): `refresh`, `note_bm25` and `best_note` answer on either backend, with the
+same meaning.
 """
 
 from __future__ import annotations
@@ -36,6 +37,18 @@ CREATE TRIGGER documents_notes_ad AFTER DELETE ON documents BEGIN
 END;
 """
 
+
+# A note whose last chunk goes (front matter `expires`: the expiry job deletes its chunks and
+# keeps its document) loses its row too, so no gone text counts in N, the mean length or the
+# best of every note (migration m009; PostgreSQL: a statement trigger, store/pg/notes.py).
+LAST_CHUNK_TRIGGER = """
+CREATE TRIGGER entries_notes_ad AFTER DELETE ON entries
+WHEN old.document_id IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM entries WHERE document_id = old.document_id)
+BEGIN
+    DELETE FROM notes_fts WHERE rowid = old.document_id;
+END;
+"""
 
 _FILL = (
     "INSERT INTO notes_fts(rowid, content, heading_path, tags)"

@@ -232,8 +232,9 @@ def note_bm25(
 def best_note(con: Connection, match: str) -> float | None:
     """The best (lowest) whole-note BM25 of every note of the workspace that matches;
     remembered in the store's memo while N and the token total hold, for at most
-    fts.DF_TTL_S (a filtered search asks it of every query; a write that adds, removes or
-    changes a note moves the total). It ranks every note that matches: a query of common
+    fts.DF_TTL_S (a filtered search asks it of every query; a write that adds or removes a
+    note, or changes a note's length, moves them; an edit that keeps every length is seen
+    within the 60 s). It ranks every note that matches: a query of common
     words costs about what the keyword pool does (BENCHMARKS.md, "PostgreSQL: a note ranked as
     a whole")."""
     memo: dict[Any, Any] = getattr(con, "memo", {})
