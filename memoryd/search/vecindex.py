@@ -134,6 +134,16 @@ LOAD_ROWS = 4096  # vectors read per query while loading: ~6 MB of blobs at 384-
 HEADROOM = 1 / 16  # spare rows kept on growth: appends fill them in place (6% ~ 5 MB at 100K)
 
 
+def sign_code(vecs: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """Each row's sign bits around `mean`, packed into uint64 words (rows, words): the stored
+    codes and a query's are made alike."""
+    bits = np.packbits((vecs - mean) > 0, axis=-1)
+    pad = (-bits.shape[-1]) % 8
+    if pad:
+        bits = np.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, pad)])
+    return np.ascontiguousarray(bits).view(np.uint64)
+
+
 class VectorCache:
     """The vectors of the active model in memory: float16 rows and sign-bit codes, each in a
     buffer with spare rows at the end. New vectors are written into the spare rows, so a write
@@ -168,11 +178,7 @@ class VectorCache:
         return self._n
 
     def _code(self, vecs: np.ndarray) -> np.ndarray:
-        bits = np.packbits((vecs - self._mean) > 0, axis=-1)
-        pad = (-bits.shape[-1]) % 8
-        if pad:
-            bits = np.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, pad)])
-        return np.ascontiguousarray(bits).view(np.uint64)
+        return sign_code(vecs, self._mean)
 
     def _reserve(self, rows: int) -> None:
         """Room for `rows` more vectors: a bigger buffer (copying the filled rows) only when the
@@ -268,9 +274,7 @@ class VectorCache:
             cand = np.arange(n)
         else:
             m = min(n, max(k * self.rerank, 200, n // 50))  # re-score at least 2% of the store
-            bits = np.packbits((q[None, :] - mean) > 0, axis=-1)
-            bits = np.pad(bits, [(0, 0), (0, (-bits.shape[-1]) % 8)])
-            code = np.ascontiguousarray(bits).view(np.uint64)[0]
+            code = sign_code(q[None, :], mean)[0]
             cand = nearest_codes(codes, code, m) if m < n else np.arange(n)
         sims = rescore(full, cand, q)
         k = min(k, len(cand))
@@ -322,9 +326,7 @@ class VectorCache:
         if everything:
             cand = np.flatnonzero(allowed)
         else:
-            bits = np.packbits((q[None, :] - mean) > 0, axis=-1)
-            bits = np.pad(bits, [(0, 0), (0, (-bits.shape[-1]) % 8)])
-            cand = nearest_codes(codes, np.ascontiguousarray(bits).view(np.uint64)[0], m)
+            cand = nearest_codes(codes, sign_code(q[None, :], mean)[0], m)
             cand = cand[allowed[cand]]
         sims = rescore(full, cand, q)
         k = min(k, len(cand))

@@ -345,32 +345,26 @@ def signal_summary(
     )
 
 
+def _per_id(con: Connection, column: str, ids: Sequence[int]) -> list[tuple[Any, Any]]:
+    """(id, `column`) of the given entries; `column` is one of this module's fixed expressions,
+    never user text."""
+    if not ids:
+        return []
+    if is_postgres(con):
+        sql = f"SELECT id, {column} FROM entries WHERE id = ANY(?)"
+        return list(con.execute(sql, [list(ids)]))
+    sql = f"SELECT id, {column} FROM entries WHERE id IN (SELECT value FROM json_each(?))"
+    return list(con.execute(sql, [json.dumps(list(ids))]))
+
+
 def text_lengths(con: Connection, ids: Sequence[int]) -> dict[int, int]:
     """Characters of each entry's text, per id (the ranking steadies short chunks' similarity)."""
-    if not ids:
-        return {}
-    if is_postgres(con):
-        rows = con.execute("SELECT id, length(content) FROM entries WHERE id = ANY(?)", [list(ids)])
-    else:
-        rows = con.execute(
-            "SELECT id, length(content) FROM entries WHERE id IN (SELECT value FROM json_each(?))",
-            [json.dumps(list(ids))],
-        )
-    return {int(i): int(n or 0) for i, n in rows}
+    return {int(i): int(n or 0) for i, n in _per_id(con, "length(content)", ids)}
 
 
 def texts(con: Connection, ids: Sequence[int]) -> dict[int, str]:
     """Each entry's text, per id (a few: the ranking reads ranges in them, search/ranges.py)."""
-    if not ids:
-        return {}
-    if is_postgres(con):
-        rows = con.execute("SELECT id, content FROM entries WHERE id = ANY(?)", [list(ids)])
-    else:
-        rows = con.execute(
-            "SELECT id, content FROM entries WHERE id IN (SELECT value FROM json_each(?))",
-            [json.dumps(list(ids))],
-        )
-    return {int(i): str(t or "") for i, t in rows}
+    return {int(i): str(t or "") for i, t in _per_id(con, "content", ids)}
 
 
 def snippets(
