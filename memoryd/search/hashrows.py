@@ -49,8 +49,9 @@ class HashRows:
         n, widened = self._n, width != self._buf.dtype.itemsize
         if widened or n + len(packed) > len(self._buf):
             cap = max(len(self._buf), n + len(packed) + headroom)
-            buf = np.zeros(cap, dtype=f"S{width}")
+            buf = np.empty(cap, dtype=f"S{width}")
             buf[:n] = self._buf[:n]
+            buf[n:] = b""  # written now, resident from the start (as VectorCache's spare rows)
             self._buf = buf  # a new buffer: views handed out keep the old one
             if widened:
                 self._sorted = 0  # the keys change with the width: sort again below

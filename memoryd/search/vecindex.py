@@ -191,6 +191,12 @@ class VectorCache:
         full[: self._n] = self._full[: self._n]
         codes = np.empty((self._codes.shape[0], cap), dtype=np.uint64)
         codes[:, : self._n] = self._codes[:, : self._n]
+        # The spare rows are written now, so they are resident from the start: the cache's
+        # memory is what it reserved, and RSS moves at a regrowth, not with the appends (numpy
+        # backs buffers of 4 MB and more with 2 MB huge pages, so appends made RSS jump by
+        # 2 MB at a time, ~4 MB over the soak's hour at 100K: BENCHMARKS.md, branch soak5).
+        full[self._n :] = 0
+        codes[:, self._n :] = 0
         self._full, self._codes = full, codes
 
     def _recode(self) -> None:
