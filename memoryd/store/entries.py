@@ -54,7 +54,7 @@ class NewChunk:
     end_line: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a reconcile holds one per note at once (issue 23.2)
 class DocumentInfo:
     path: str
     sha256: str
