@@ -217,3 +217,29 @@ def test_memoryctl_jobs_end_to_end(daemon_factory: Any) -> None:
     assert next(j for j in jobs if j["name"] == "expiry")["last_run_at"]
     log = Path(d.cfg["workspace"]) / "daily" / f"{datetime.now().astimezone():%Y-%m-%d}.md"
     assert "expiring soon" not in log.read_text()  # expiry forgets, as delete does
+
+
+def test_scheduled_jobs_due_together_run_on_one_thread() -> None:
+    # Jobs due at the same moment each got a thread of APScheduler's pool of 10, and the threads
+    # kept what they made (their SQLite readers, their malloc caches) for the daemon's life.
+    seen: dict[str, list[int]] = {"a": [], "b": [], "c": []}
+
+    def job(name: str) -> Any:
+        def run() -> dict[str, Any]:
+            seen[name].append(threading.get_ident())
+            time.sleep(0.05)  # still running when the others come due
+            return {}
+
+        return run
+
+    class Intervals:
+        expiry_interval = backfill_interval = checkpoint_interval = 0.2
+
+    keys = {"a": "expiry_interval", "b": "backfill_interval", "c": "checkpoint_interval"}
+    jobs = Jobs({n: (job(n), keys[n]) for n in seen}, settings=Intervals)
+    jobs.start()
+    try:
+        wait_for(lambda: all(len(runs) >= 3 for runs in seen.values()), timeout=20)
+    finally:
+        jobs.shutdown()
+    assert len({ident for runs in seen.values() for ident in runs}) == 1

@@ -218,6 +218,16 @@ class JobState:
     )
 
 
+# Scheduled runs go to one thread, one after the other. APScheduler's default pool has 10: jobs
+# due at the same moment (every interval divides the hour, so at minute 60 expiry, backfill,
+# checkpoint and reconcile all are) each got a thread of their own, and every new thread kept
+# what it had made for good (its SQLite reader and page cache, its malloc cache, the reconcile's
+# garbage scattered over more arenas): at 100K chunks the daemon's RSS stepped up at minutes 10,
+# 30 and 60 (issue 23.2; BENCHMARKS.md, branch soak5). A job that comes due while another runs
+# waits for it (misfire_grace_time is at least a minute, and at least its own interval).
+JOB_THREADS = 1
+
+
 class Jobs:
     """Runs jobs on their intervals, and on demand. `settings()`: the [jobs] section in force
     (a SIGHUP replaces it; reschedule() takes the intervals again)."""
@@ -238,9 +248,12 @@ class Jobs:
         return float(getattr(self.settings(), self.states[name].interval_key))
 
     def start(self) -> None:
+        from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.schedulers.background import BackgroundScheduler
 
-        self._scheduler = BackgroundScheduler(daemon=True)
+        self._scheduler = BackgroundScheduler(
+            daemon=True, executors={"default": ThreadPoolExecutor(JOB_THREADS)}
+        )
         for name in self.states:
             self._schedule(name)
         self._scheduler.start()
