@@ -129,7 +129,7 @@ def test_setuptools_leaves_the_first_line_alone() -> None:
     assert done.stdout == "[False, True]\n", done.stderr  # only a Python line is rewritten
 
 
-def test_pip_install_runs_without_site_also_through_a_symlink(short_dir: Path) -> None:
+def test_pip_install_runs_without_site_also_through_a_link(short_dir: Path) -> None:
     venv = short_dir / "venv"
     pip_install(make_venv(venv), write_wheel(short_dir, "0.1.0+wheel"))
     installed = venv / "bin" / "memoryctl"
@@ -140,6 +140,12 @@ def test_pip_install_runs_without_site_also_through_a_symlink(short_dir: Path) -
     (short_dir / "path" / "memoryctl").symlink_to(installed)
     linked = run(short_dir / "path" / "memoryctl", "--version", cwd=short_dir)
     assert_lean_start(linked, "0.1.0+wheel")
+    # copied out with the memoryd command: the venv of the Python that memoryd names
+    (short_dir / "copies").mkdir()
+    for name in ("memoryctl", "memoryd"):
+        shutil.copy2(venv / "bin" / name, short_dir / "copies" / name)
+    copied = run(short_dir / "copies" / "memoryctl", "--version", cwd=short_dir)
+    assert_lean_start(copied, "0.1.0+wheel")
 
     done = run(installed, "--help", cwd=short_dir)
     assert done.returncode == 0 and done.stdout.startswith("usage: memoryctl"), done.stderr
