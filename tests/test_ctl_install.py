@@ -217,3 +217,19 @@ def test_the_source_tree_launcher_runs_its_own_package(how: str, short_dir: Path
         capture_output=True, text=True, timeout=60, cwd="/", env=clean_env(),
     )  # fmt: skip
     assert done.returncode == 3 and "memoryd is not running" in done.stderr, done.stderr
+
+
+def test_a_copy_without_its_environment_says_so(short_dir: Path) -> None:
+    """Copied alone out of its environment, memoryctl runs the first python3 on the PATH; when
+    that one has no memoryd either, it says so, not with a traceback."""
+    python = make_venv(short_dir / "venv")  # no memoryd in it
+    (short_dir / "bin").mkdir()
+    shutil.copy2(SCRIPT, short_dir / "bin" / "memoryctl")
+    done = subprocess.run(
+        [str(short_dir / "bin" / "memoryctl"), "--version"],
+        capture_output=True, text=True, timeout=60, cwd=short_dir,
+        env=clean_env(PATH=f"{python.parent}:/usr/bin:/bin"),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith(f"memoryctl: {python.parent / 'python3'} has no memoryd package")
+    assert "Traceback" not in done.stderr
