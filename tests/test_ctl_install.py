@@ -140,6 +140,8 @@ def test_pip_install_runs_without_site_also_through_a_link(short_dir: Path) -> N
     (short_dir / "path" / "memoryctl").symlink_to(installed)
     linked = run(short_dir / "path" / "memoryctl", "--version", cwd=short_dir)
     assert_lean_start(linked, "0.1.0+wheel")
+    (short_dir / "path" / "mc").symlink_to(Path("..") / "venv" / "bin" / "memoryctl")
+    assert_lean_start(run(Path("path") / "mc", "--version", cwd=short_dir), "0.1.0+wheel")
     # copied out with the memoryd command: the venv of the Python that memoryd names
     (short_dir / "copies").mkdir()
     for name in ("memoryctl", "memoryd"):
