@@ -79,3 +79,18 @@ def test_the_memo_keeps_within_its_size(make_app: Any, monkeypatch: Any) -> None
 
     kept, total = app.store.read(ask)
     assert 1 <= kept < 23 and total <= 8  # the most recently asked, within the bytes
+
+
+def test_matches_read_ahead_are_those_asked_after(make_app: Any) -> None:
+    """The searcher reads a query's words ahead, while the vector pool's thread works
+    (`KeywordEvidence.prefetch`): `matching` then answers from what was read."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    ids = _notes(app)
+
+    def ahead(con: Any) -> tuple[bool, set[int]]:
+        searchsql.remember_matches(con, '"deploy"')
+        kept = '"deploy"' in wordrows._memo[con][1]
+        return kept, searchsql.matching(con, '"deploy"', ids)
+
+    kept, found = app.store.read(ahead)
+    assert kept and found == app.store.read(lambda con: _probe(con, '"deploy"', ids))

@@ -396,6 +396,13 @@ def matching(con: Connection, match: str, ids: Sequence[int], df: int | None = N
     return wordrows.holding(con, match, ids)
 
 
+def remember_matches(con: Connection, match: str) -> None:
+    """Read the expression's matches ahead of a `matching` (SQLite: store/wordrows.py keeps
+    them for the connection's data version); PostgreSQL: nothing to read ahead."""
+    if not is_postgres(con):
+        wordrows.bitmap(con, match)
+
+
 def match_count(con: Connection, match: str, cap: int) -> int:
     """How many entries match the FTS5 expression, counted up to `cap` (a document frequency)."""
     if is_postgres(con):
