@@ -12,7 +12,7 @@ the time of one such read (`group_concat`, parsed by numpy), and each later ask 
 the candidates' bits (~0.02 ms).
 
 Kept per connection under its data version (store/connmemo.py: another connection's commit or
-this one's own change forgets every bitmap), at most `MAX_BYTES` a connection (4 MB: 320 words
+this one's own change forgets every bitmap), at most `MAX_BYTES` a connection (2 MB: 160 words
 at 100K entries), the least recently asked dropped first.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 from memoryd.store.connmemo import Version, data_version
 from memoryd.store.protocol import Connection
 
-MAX_BYTES = 4 << 20  # remembered per connection: 320 words' bitmaps at 100K entries
+MAX_BYTES = 2 << 20  # remembered per connection: 160 words' bitmaps at 100K entries
 MAX_ROWID = (1 << 24) - 1  # bitmaps up to 2 MB (16 MB of bools while one is built)
 
 _memo: weakref.WeakKeyDictionary[Any, tuple[Version, OrderedDict[str, np.ndarray], list[int]]] = (
