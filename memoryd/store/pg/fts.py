@@ -36,6 +36,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from memoryd.store.pg import ftstop
 from memoryd.store.protocol import Connection, one
 from memoryd.store.tokenizer import cjk_runs
 
@@ -210,15 +211,24 @@ def weighted_rank(con: Connection, match: str) -> tuple[str, list[Any]]:
     term, ts_rank_cd; with several, the sum of each term's ts_rank_cd weighted by its IDF (the
     number of entries holding it, counted up to DF_CAP), so that a rare word outweighs a common
     one as in BM25."""
-    leaves = terms(match)
+    sql, params, _, _ = _ranking(con, terms(match))
+    return sql, params
+
+
+def _ranking(
+    con: Connection, leaves: list[tuple[str, list[Any]]]
+) -> tuple[str, list[Any], list[float], list[int]]:
+    """weighted_rank of these terms, with each term's IDF and document frequency (none for
+    one term)."""
     if len(leaves) <= 1:
-        return rank_sql("e.fts", "q.q"), []
+        return rank_sql("e.fts", "q.q"), [], [], []
     n, dfs = doc_freqs(con, leaves)
-    parts, params = [], []
+    parts, params, idfs = [], [], []
     for (sql, ps), df in zip(leaves, dfs, strict=True):
         parts.append(f"?::float8 * ts_rank_cd('{WEIGHTS}'::real[], e.fts, {sql}, {NORMALIZATION})")
-        params += [idf(max(n, df), df), *ps]
-    return "-(" + " + ".join(parts) + ")", params
+        idfs.append(idf(max(n, df), df))
+        params += [idfs[-1], *ps]
+    return "-(" + " + ".join(parts) + ")", params, idfs, dfs
 
 
 DF_TTL_S = 60.0  # a remembered document frequency is counted again after this long
@@ -299,8 +309,17 @@ N_SQL = (
 def keyword_pool(
     con: Connection, match: str, where: str, params: Sequence[Any], size: int
 ) -> list[tuple[int, float, int | None]]:
-    q, qparams = tsquery(match)
-    rank, rparams = weighted_rank(con, match)
+    """(entry id, score (lower is better), document id) of the best `size` matches that pass
+    the filter: an OR of common words first from the rows that can reach the pool
+    (store/pg/ftstop.py), else every match ranked."""
+    b = _Builder(match)
+    q, qparams = b.parse() or _EMPTY, b.params
+    leaves = b.leaves[:MAX_RANKED_TERMS]
+    rank, rparams, idfs, dfs = _ranking(con, leaves)
+    if ftstop.words(match, leaves, q):
+        found = ftstop.pool(con, leaves, (rank, rparams), idfs, dfs, (where, params), size)
+        if found is not None:
+            return found
     rows = con.execute(
         f"SELECT e.id, {rank} AS score, e.document_id"
         f" FROM (SELECT {q} AS q) q, entries e LEFT JOIN documents d ON d.id = e.document_id"
