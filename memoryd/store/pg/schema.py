@@ -417,10 +417,12 @@ def _v4_note_text(cur: psycopg.Cursor) -> None:
 def _v5_fts_top(cur: psycopg.Cursor) -> None:
     """The lexemes of each chunk that rank high in it, GIN-indexed (store/pg/ftstop.py): the
     keyword pool of common words ranks the rows that can reach it instead of every match
-    (issue 23.4). Built over the rows already indexed, every workspace's."""
-    from memoryd.store.pg import ftstop
+    (issue 23.4). Built over the rows already indexed, every workspace's. And
+    memoryd_entry_df: a search's document frequencies in the statement that reads N."""
+    from memoryd.store.pg import fts, ftstop
 
     cur.execute(ftstop.SCHEMA)
+    cur.execute(fts.DF_SCHEMA)
 
 
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
