@@ -117,6 +117,7 @@ def _pool(store: PgStore, match: str, where: str, params: list[Any], size: int, 
 def pruning(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """The first ranking tried from any number of matches; counts how often it answered."""
     monkeypatch.setattr(ftstop, "MIN_MATCHES", 0)
+    monkeypatch.setattr(ftstop, "MATCHES_PER_ROW", 0)
     seen = {"answered": 0, "tried": 0}
     real = ftstop.pool
 

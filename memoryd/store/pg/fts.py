@@ -296,6 +296,10 @@ def doc_freqs(
     n = 0
     for attempt in range(2):
         missing = [(k, leaf) for k, leaf in zip(keys, leaves, strict=True) if k not in fresh]
+        known = getattr(con, "n", None)
+        if not missing and known is not None:  # N read already in this transaction
+            n = max(known, 1)
+            break
         counts = "".join(f", memoryd_entry_df({sql}, s.n, ?)" for _, (sql, _) in missing)
         row = one(
             con.execute(
@@ -303,6 +307,7 @@ def doc_freqs(
                 [p for _, (_, ps) in missing for p in [*ps, cap]],
             )
         )
+        _remember_n(con, int(row[0] or 0))
         n = max(int(row[0]), 1)
         if len(memo) > MEMO_MAX:
             memo.clear()
@@ -314,6 +319,25 @@ def doc_freqs(
         for k in stale:
             del fresh[k]
     return n, [fresh[k][0] for k in keys]
+
+
+def entry_count(con: Connection) -> int:
+    """The entries' count of IDF (N_SQL), read once a transaction: a search asks for it several
+    times (the keyword pool's IDF, the evidence's), and inside one REPEATABLE READ snapshot the
+    count cannot change (the estimate is the planner's)."""
+    known = getattr(con, "n", None)
+    if known is not None:
+        return int(known)
+    row = con.execute(f"SELECT {N_SQL}").fetchone()
+    n = int(row[0] or 0) if row else 0
+    _remember_n(con, n)
+    return n
+
+
+def _remember_n(con: Connection, n: int) -> None:
+    """Keep N on a read-only transaction's connection (a write's count moves as it writes)."""
+    if getattr(con, "snapshot", False):
+        setattr(con, "n", n)  # noqa: B010 (a PgConnection; the protocol has no `n`)
 
 
 # N of the IDF: the planner's row estimate once the table is large (a count(*) would cost
