@@ -347,12 +347,15 @@ def prepared_index(
 
 
 def _memory(pid: int) -> dict[str, float]:
-    """VmRSS split (anonymous, file-backed) and the high-water mark, MB."""
+    """VmRSS split (anonymous, file-backed) and the high-water mark, MB; the daemon's threads
+    (each new one keeps its own SQLite reader and malloc cache: a step in RSS, issue 23.2)."""
     out = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, value = line.partition(":")
         if key in ("VmHWM", "RssAnon", "RssFile", "RssShmem"):
             out[key] = round(int(value.split()[0]) / 1024, 1)
+        elif key == "Threads":
+            out[key] = int(value)
     return out
 
 
