@@ -101,7 +101,7 @@ def holding(con: Connection, match: str, ids: Sequence[int]) -> set[int]:
     bits = bitmap(con, match)
     want = np.fromiter(ids, dtype=np.int64, count=len(ids))
     if bits.dtype != np.uint8:  # rowids out of a bitmap's reach: the ids themselves
-        return {int(i) for i in want[np.isin(want, bits)]}
+        return set(want[np.isin(want, bits)].tolist())
     inside = want[(want >= 0) & (want < 8 * len(bits))]
     on = (bits[inside >> 3] >> (inside & 7).astype(np.uint8)) & 1
-    return {int(i) for i in inside[on.astype(bool)]}
+    return set(inside[on.astype(bool)].tolist())
