@@ -424,8 +424,7 @@ def entry_count(con: Connection) -> int:
     25-40 ms at 100K entries on every search: above 10,000 rows the planner's estimate is
     used instead (IDF needs no exact N)."""
     if is_postgres(con):  # the planner's estimate once large, as the keyword pool's IDF
-        row = con.execute(f"SELECT {_pg().N_SQL}").fetchone()
-        return int(row[0] or 0) if row else 0
+        return int(_pg().entry_count(con))
     # Remembered per connection while its data version holds (no other connection committed)
     # and it changed nothing itself: a search asks twice (coverage, absent words), 0.8 ms each.
     version = data_version(con)
