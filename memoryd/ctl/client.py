@@ -153,13 +153,27 @@ def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
     runtime = env.get("XDG_RUNTIME_DIR")
     if runtime:
         return os.path.join(runtime, "memoryd", "memoryd.sock")
-    import tempfile  # only on this path: it pulls in random, shutil, ...
-
-    folder = os.path.join(tempfile.gettempdir(), f"memoryd-{os.getuid()}")
+    folder = os.path.join(temp_dir(), f"memoryd-{os.getuid()}")
     if _foreign(folder):  # taken by someone else: the daemon listens in its fallback folder
         data = env.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
         return os.path.join(data, "memoryd", "run", "memoryd.sock")
     return os.path.join(folder, "memoryd.sock")
+
+
+def temp_dir() -> str:
+    """tempfile.gettempdir() without importing tempfile, which imports random, shutil and more
+    (twice the rest of memoryctl's start-up): the first of $TMPDIR, $TEMP, $TMP, /tmp, /var/tmp
+    and /usr/tmp that is a folder we may write to, as tempfile's first that takes a test file.
+    tempfile itself answers when it is imported already (its answer may be set) or none fits."""
+    if "tempfile" not in sys.modules:
+        names = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
+        for folder in [*(name for name in names if name), "/tmp", "/var/tmp", "/usr/tmp"]:
+            folder = folder if folder == os.curdir else os.path.abspath(folder)
+            if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+                return folder
+    import tempfile
+
+    return tempfile.gettempdir()
 
 
 def _foreign(folder: str) -> bool:
