@@ -1181,7 +1181,6 @@ def test_an_export_that_cannot_be_written_keeps_the_old_file(
 ) -> None:
     """The export goes to a temporary file renamed over the target: a failure half-way (disk
     full) leaves the previous export whole and no temporary file behind."""
-    from memoryd.ctl import admin
 
     target = tmp_path / "memories.jsonl"
     target.write_text("previous export\n")
@@ -1189,7 +1188,7 @@ def test_an_export_that_cannot_be_written_keeps_the_old_file(
     def full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(admin.os, "fsync", full)
+    monkeypatch.setattr(os, "fsync", full)  # admin imports os where it writes
     code, _, err = ctl_run("export", "-o", str(target))
     assert code == 2 and "No space left" in err
     assert target.read_text() == "previous export\n"
