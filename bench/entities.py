@@ -342,6 +342,10 @@ def main(argv: list[str] | None = None) -> int:
 
     logsetup.configure("warning")
     only = set(args.only.split(",")) if args.only else None
+    if args.misses and only is not None:
+        only.add(args.misses)  # the set whose misses are listed is always scored
+    elif args.misses and args.misses.endswith("_dev"):
+        args.dev = True
     result: dict[str, Any] = {}
     if only is None or "gold" in only:
         result["gold"] = evaluate_gold(load_gold())

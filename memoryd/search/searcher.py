@@ -353,10 +353,10 @@ class Searcher(Pools):
                     out["corrected_query"] = rewritten.corrected_query
 
         # BM25 over whole notes, for a hybrid answer grouped by note (issue 19.2): read on a
-        # search thread as soon as the keyword pool is known, while this one waits for the
-        # vector pool and then reads the evidence (`_fuse` asks for it after that: at 100K
-        # chunks the two cost ~3 and ~5 ms); dropped below when no neighbour makes the answer
-        # hybrid
+        # search thread as soon as the keyword pool is known, while this one reads the
+        # evidence's words ahead, waits for the vector pool and fuses (`_fuse` asks for it
+        # after the evidence: at 100K chunks ~3 ms beside ~3-5); dropped below when no
+        # neighbour makes the answer hybrid
         whole: Soon[Whole] | None = None
         if req.group == "note" and keyword and pending is not None and keyword[0].match:
             docs = sorted({c.document_id for c in keyword if c.document_id is not None})
@@ -365,6 +365,10 @@ class Searcher(Pools):
             )
             soon = self._executor().submit(self._read, req, note_bm25)
             whole = Soon(soon, functools.partial(note_bm25, con))
+        if keyword and pending is not None and not fuzzy_used:
+            # which texts hold each query word (the evidence's coverage, after fusion), also
+            # read while the vector pool's thread works: it needs the words only
+            self.evidence.prefetch(con, query_units(req.query))
         vector: list[Candidate] = []
         scale = DEFAULT_SCALE
         if pending is not None:

@@ -34,7 +34,7 @@ from memoryd.core.errors import Refused, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.store.pg import schema
 from memoryd.store.pg.conn import PgConnection
-from memoryd.store.pg.vectors import PgVectorIndex
+from memoryd.store.pg.vectors import SESSION_EF, PgVectorIndex
 from memoryd.store.protocol import Connection, VectorIndex, one
 
 T = TypeVar("T")
@@ -125,13 +125,23 @@ class PgStore:
 
     def _configure(self, con: psycopg.Connection[Any]) -> None:
         """Every pooled connection: autocommit (read() and write() open their transactions
-        explicitly), this daemon's workspace, the statement timeout, pgvector's types."""
+        explicitly), this daemon's workspace, the statement timeout, pgvector's types; the
+        HNSW search settings of a default search's vector pool (so its knn sets nothing:
+        store/pg/vectors.py), and no JIT: no statement of memoryd's reaches jit_above_cost at
+        100K chunks, and one that did (a keyword pool of common words at a few million) would
+        pay tens of ms compiling a plan that runs once (BENCHMARKS.md, issue 23.4)."""
         con.autocommit = True
         register_vector(con)
         con.execute(
             "SELECT set_config('memoryd.workspace', %s, false),"
-            " set_config('statement_timeout', %s, false)",
-            [self.settings.workspace_id, str(self.settings.statement_timeout_ms)],
+            " set_config('statement_timeout', %s, false), set_config('jit', 'off', false),"
+            " set_config('hnsw.ef_search', %s, false),"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+            [
+                self.settings.workspace_id,
+                str(self.settings.statement_timeout_ms),
+                str(SESSION_EF),
+            ],
         )
 
     # -- connections --------------------------------------------------------------------------
@@ -187,7 +197,8 @@ class PgStore:
             try:
                 if scope == "all":
                     raw.execute("SELECT set_config('memoryd.scope', 'all', true)")
-                return fn(PgConnection(raw, self._memos["all" if scope == "all" else None]))
+                memo = self._memos["all" if scope == "all" else None]
+                return fn(PgConnection(raw, memo, SESSION_EF, snapshot=True))
             finally:
                 if not raw.closed:
                     raw.execute("ROLLBACK")
@@ -203,7 +214,7 @@ class PgStore:
             try:
                 if scope == "all":
                     raw.execute("SELECT set_config('memoryd.scope', 'all', true)")
-                yield PgConnection(raw, self._memos["all" if scope == "all" else None])
+                yield PgConnection(raw, self._memos["all" if scope == "all" else None], SESSION_EF)
             except BaseException:
                 _rollback(raw)
                 raise

@@ -68,13 +68,26 @@ class PgConnection:
 
     `memo`: the store's memory of derived figures for this connection's scope (the keyword
     pool's document frequencies, store/pg/fts.py), shared by every connection of the store;
-    a connection made without one remembers nothing."""
+    a connection made without one remembers nothing. `n`: the entries' count of IDF, read once
+    in a read-only transaction (`snapshot`: PgStore.read's, where it cannot change;
+    fts.entry_count). `hnsw_ef`: the hnsw.ef_search the session was set
+    up with (PgStore's pooled connections, with relaxed iterative scans), so a knn that needs
+    it sets nothing (store/pg/vectors.py); None: unknown."""
 
     dialect = DIALECT
 
-    def __init__(self, raw: psycopg.Connection[Any], memo: dict[Any, Any] | None = None) -> None:
+    def __init__(
+        self,
+        raw: psycopg.Connection[Any],
+        memo: dict[Any, Any] | None = None,
+        hnsw_ef: int | None = None,
+        snapshot: bool = False,
+    ) -> None:
         self.raw = raw
         self.memo: dict[Any, Any] = {} if memo is None else memo
+        self.hnsw_ef = hnsw_ef
+        self.snapshot = snapshot
+        self.n: int | None = None
         self._changes = 0
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:

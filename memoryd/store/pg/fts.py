@@ -29,13 +29,13 @@ ts_rank_cd alone has no IDF: a common name outranked the rare word a question is
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from memoryd.store.pg import ftstop
 from memoryd.store.protocol import Connection, one
 from memoryd.store.tokenizer import cjk_runs
 
@@ -210,15 +210,24 @@ def weighted_rank(con: Connection, match: str) -> tuple[str, list[Any]]:
     term, ts_rank_cd; with several, the sum of each term's ts_rank_cd weighted by its IDF (the
     number of entries holding it, counted up to DF_CAP), so that a rare word outweighs a common
     one as in BM25."""
-    leaves = terms(match)
+    sql, params, _, _ = _ranking(con, terms(match))
+    return sql, params
+
+
+def _ranking(
+    con: Connection, leaves: list[tuple[str, list[Any]]]
+) -> tuple[str, list[Any], list[float], list[int]]:
+    """weighted_rank of these terms, with each term's IDF and document frequency (none for
+    one term)."""
     if len(leaves) <= 1:
-        return rank_sql("e.fts", "q.q"), []
+        return rank_sql("e.fts", "q.q"), [], [], []
     n, dfs = doc_freqs(con, leaves)
-    parts, params = [], []
+    parts, params, idfs = [], [], []
     for (sql, ps), df in zip(leaves, dfs, strict=True):
         parts.append(f"?::float8 * ts_rank_cd('{WEIGHTS}'::real[], e.fts, {sql}, {NORMALIZATION})")
-        params += [idf(max(n, df), df), *ps]
-    return "-(" + " + ".join(parts) + ")", params
+        idfs.append(idf(max(n, df), df))
+        params += [idfs[-1], *ps]
+    return "-(" + " + ".join(parts) + ")", params, idfs, dfs
 
 
 DF_TTL_S = 60.0  # a remembered document frequency is counted again after this long
@@ -227,64 +236,108 @@ MEMO_MAX = 4096
 # statistics keep the most common lexemes' frequencies: within 1% for those at 100K entries).
 # A count visits every matching heap row: 10,000 of them cost 50-80 ms on a busy server.
 EXACT_MAX = 1000
-
+# In a store of LARGE entries or more (N the planner's estimate), a term the planner estimates
+# in ESTIMATED_MIN texts or more takes the estimate without a count (a count would reach
+# EXACT_MAX and end there anyway); below, it is counted first.
+LARGE = 10_000
+ESTIMATED_MIN = 2 * EXACT_MAX
 
 ENTRIES = "entries e WHERE e.fts"  # what a count reads: the chunks' (pg/notes.py: notes')
 
+# Schema v5: a term's document frequency, one call a term inside the statement that reads N
+# (one round trip for a search's terms), as `counted` completes a count, but the estimate first
+# in a large store. VOLATILE: EXPLAIN.
+DF_SCHEMA = f"""
+CREATE FUNCTION memoryd_entry_df(q tsquery, n bigint, cap bigint) RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    plan JSON;
+    est BIGINT;
+    counted BIGINT;
+BEGIN
+    IF n >= {LARGE} AND cap > {EXACT_MAX} THEN
+        EXECUTE 'EXPLAIN (FORMAT JSON) SELECT 1 FROM {ENTRIES} @@ $1' INTO plan USING q;
+        est := (plan->0->'Plan'->>'Plan Rows')::bigint;
+        IF est >= {ESTIMATED_MIN} THEN
+            RETURN least(cap, est);
+        END IF;
+    END IF;
+    SELECT count(*) INTO counted
+        FROM (SELECT 1 FROM {ENTRIES} @@ q LIMIT least(cap, {EXACT_MAX})) t;
+    IF counted < {EXACT_MAX} OR cap <= {EXACT_MAX} THEN
+        RETURN counted;
+    END IF;
+    IF est IS NULL THEN
+        EXECUTE 'EXPLAIN (FORMAT JSON) SELECT 1 FROM {ENTRIES} @@ $1' INTO plan USING q;
+        est := (plan->0->'Plan'->>'Plan Rows')::bigint;
+    END IF;
+    RETURN greatest(counted, least(cap, est));
+END
+$fn$;
+"""
 
-def estimate(con: Connection, sql: str, params: Sequence[Any], source: str = ENTRIES) -> int:
-    """The planner's estimate of how many rows of `source` match the tsquery `sql` (no rows
-    read)."""
-    row = one(con.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {source} @@ {sql}", params))
-    plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
-    return int(plan[0]["Plan"]["Plan Rows"])
 
-
-def counted(con: Connection, sql: str, params: Sequence[Any], n: int, cap: int) -> int:
-    """A count `n` made up to min(cap, EXACT_MAX), completed: at EXACT_MAX and below `cap`, the
-    planner's estimate (never below what was counted, never above cap)."""
-    if n < EXACT_MAX or cap <= EXACT_MAX:
-        return n
-    return max(n, min(cap, estimate(con, sql, params)))
-
-
-def doc_freqs(con: Connection, leaves: list[tuple[str, list[Any]]]) -> tuple[int, list[int]]:
-    """N and each term's document frequency, up to DF_CAP (counted up to EXACT_MAX, then the
-    planner's estimate). A search asks for the same terms twice (the all-words and any-word
-    pools) and again in the next search, so each is remembered in the store's memo
-    (PgConnection.memo) while N holds, for at most DF_TTL_S: IDF needs no exact count, and N
-    (the planner's estimate once large) changes with every write only while the store is small,
-    where counting is cheap."""
+def doc_freqs(
+    con: Connection, leaves: list[tuple[str, list[Any]]], cap: int = DF_CAP
+) -> tuple[int, list[int]]:
+    """N and each term's document frequency, up to `cap` (memoryd_entry_df: counted up to
+    EXACT_MAX, then the planner's estimate; in a large store a common term's estimate without a
+    count), in one statement. A search asks for the same terms again (the keyword pool, the
+    evidence's counts: match_count) and so may the next search, so each is remembered in the
+    store's memo (PgConnection.memo) while N holds, for at most DF_TTL_S: IDF needs no exact
+    count, and N (the planner's estimate once large) changes with every write only while the
+    store is small, where counting is cheap."""
     memo: dict[Any, Any] = getattr(con, "memo", {})
     now = time.monotonic()
-    keys = [("df", sql, tuple(ps)) for sql, ps in leaves]
+    keys = [("df", sql, tuple(ps), cap) for sql, ps in leaves]
     fresh: dict[Any, tuple[int, int, float]] = {
         k: memo[k] for k in keys if k in memo and now - memo[k][2] < DF_TTL_S
     }
     n = 0
     for attempt in range(2):
         missing = [(k, leaf) for k, leaf in zip(keys, leaves, strict=True) if k not in fresh]
-        counts = "".join(
-            f", (SELECT count(*) FROM (SELECT 1 FROM entries e WHERE e.fts @@ {sql} LIMIT ?) t)"
-            for _, (sql, _) in missing
-        )
-        cap = min(DF_CAP, EXACT_MAX)
+        known = getattr(con, "n", None)
+        if not missing and known is not None:  # N read already in this transaction
+            n = max(known, 1)
+            break
+        counts = "".join(f", memoryd_entry_df({sql}, s.n, ?)" for _, (sql, _) in missing)
         row = one(
             con.execute(
-                f"SELECT {N_SQL}{counts}", [p for _, (_, ps) in missing for p in [*ps, cap]]
+                f"SELECT s.n{counts} FROM (SELECT {N_SQL} AS n) s",
+                [p for _, (_, ps) in missing for p in [*ps, cap]],
             )
         )
+        _remember_n(con, int(row[0] or 0))
         n = max(int(row[0]), 1)
         if len(memo) > MEMO_MAX:
             memo.clear()
-        for (k, (sql, ps)), df in zip(missing, row[1:], strict=True):
-            fresh[k] = memo[k] = (counted(con, sql, ps, int(df), DF_CAP), n, now)
+        for (k, _), df in zip(missing, row[1:], strict=True):
+            fresh[k] = memo[k] = (int(df), n, now)
         stale = [k for k in keys if fresh[k][1] != n]  # counted when N was another
         if not stale or attempt:
             break
         for k in stale:
             del fresh[k]
     return n, [fresh[k][0] for k in keys]
+
+
+def entry_count(con: Connection) -> int:
+    """The entries' count of IDF (N_SQL), read once a transaction: a search asks for it several
+    times (the keyword pool's IDF, the evidence's), and inside one REPEATABLE READ snapshot the
+    count cannot change (the estimate is the planner's)."""
+    known = getattr(con, "n", None)
+    if known is not None:
+        return int(known)
+    row = con.execute(f"SELECT {N_SQL}").fetchone()
+    n = int(row[0] or 0) if row else 0
+    _remember_n(con, n)
+    return n
+
+
+def _remember_n(con: Connection, n: int) -> None:
+    """Keep N on a read-only transaction's connection (a write's count moves as it writes)."""
+    if getattr(con, "snapshot", False):
+        setattr(con, "n", n)  # noqa: B010 (a PgConnection; the protocol has no `n`)
 
 
 # N of the IDF: the planner's row estimate once the table is large (a count(*) would cost
@@ -299,8 +352,17 @@ N_SQL = (
 def keyword_pool(
     con: Connection, match: str, where: str, params: Sequence[Any], size: int
 ) -> list[tuple[int, float, int | None]]:
-    q, qparams = tsquery(match)
-    rank, rparams = weighted_rank(con, match)
+    """(entry id, score (lower is better), document id) of the best `size` matches that pass
+    the filter: an OR of common words first from the rows that can reach the pool
+    (store/pg/ftstop.py), else every match ranked."""
+    b = _Builder(match)
+    q, qparams = b.parse() or _EMPTY, b.params
+    leaves = b.leaves[:MAX_RANKED_TERMS]
+    rank, rparams, idfs, dfs = _ranking(con, leaves)
+    if ftstop.words(match, leaves, q):
+        found = ftstop.pool(con, leaves, (rank, rparams), idfs, dfs, (where, params), size)
+        if found is not None:
+            return found
     rows = con.execute(
         f"SELECT e.id, {rank} AS score, e.document_id"
         f" FROM (SELECT {q} AS q) q, entries e LEFT JOIN documents d ON d.id = e.document_id"
@@ -368,14 +430,9 @@ def matching(con: Connection, match: str, ids: Sequence[int]) -> set[int]:
 
 
 def match_count(con: Connection, match: str, cap: int) -> int:
-    """How many entries match, up to `cap`: counted up to EXACT_MAX, estimated above."""
-    q, qparams = tsquery(match)
-    row = con.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM (SELECT {q} AS q) q, entries e"
-        " WHERE e.fts @@ q.q LIMIT ?) t",
-        [*qparams, min(cap, EXACT_MAX)],
-    ).fetchone()
-    return counted(con, q, qparams, int(row[0]) if row else 0, cap)
+    """How many entries match, up to `cap`: counted up to EXACT_MAX, estimated above
+    (doc_freqs: remembered, and shared with the keyword pool's IDF)."""
+    return doc_freqs(con, [tsquery(match)], cap)[1][0]
 
 
 def keyword_memories(

@@ -11,6 +11,8 @@ runs on both), plus what a shared database needs.
   (the `simple` configuration), as the SQLite `cjk` tokenizer does.
 - Whole notes (v4): `notes_fts`, one tsvector a note for BM25 over the whole note, and
   `notes_stats` (store/pg/notes.py).
+- The keyword pool's bound (v5): `entries_fts_top`, a GIN index of each chunk's lexemes that
+  rank high in it (store/pg/ftstop.py).
 - Migrations run once per database, under an advisory lock, recorded in `meta.schema_version`.
 """
 
@@ -412,11 +414,23 @@ def _v4_note_text(cur: psycopg.Cursor) -> None:
     cur.execute("ANALYZE notes_fts")
 
 
+def _v5_fts_top(cur: psycopg.Cursor) -> None:
+    """The lexemes of each chunk that rank high in it, GIN-indexed (store/pg/ftstop.py): the
+    keyword pool of common words ranks the rows that can reach it instead of every match
+    (issue 23.4). Built over the rows already indexed, every workspace's. And
+    memoryd_entry_df: a search's document frequencies in the statement that reads N."""
+    from memoryd.store.pg import fts, ftstop
+
+    cur.execute(ftstop.SCHEMA)
+    cur.execute(fts.DF_SCHEMA)
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
     _v3_entity_dates,
     _v4_note_text,
+    _v5_fts_top,
 ]
 
 

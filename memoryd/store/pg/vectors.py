@@ -15,6 +15,9 @@ from memoryd.store.tables import table_name
 
 EF_SEARCH_MAX = 1000  # pgvector's limit on hnsw.ef_search
 EF_SEARCH_MIN = 150  # at 100K texts: recall@10 0.99, as fast as 40 was (200: 0.997, +2 ms)
+# every pooled connection's session (PgStore._configure): the ef_search of a default search's
+# vector pool (200 texts), with relaxed iterative scans; a knn that needs another sets it
+SESSION_EF = 200
 HNSW_M = 16  # pgvector's default
 HNSW_EF_CONSTRUCTION = 200
 
@@ -46,13 +49,15 @@ def as_vector(vec: np.ndarray) -> np.ndarray:
 def knn(con: Connection, table: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
     """The k nearest texts: (content_hash, cosine distance), nearest first. ef_search follows k
     (at least EF_SEARCH_MIN, at most pgvector's 1,000), and iterative scans let a large k get all
-    its rows. Both settings go in one statement: one round trip."""
+    its rows. Both settings go in one statement (one round trip), or none when the session
+    already has them (`hnsw_ef`, PgStore's connections: SESSION_EF)."""
     ef = max(EF_SEARCH_MIN, min(int(k), EF_SEARCH_MAX))
-    con.execute(
-        "SELECT set_config('hnsw.ef_search', ?, true),"
-        " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-        (str(ef),),
-    )
+    if getattr(con, "hnsw_ef", None) != ef:
+        con.execute(
+            "SELECT set_config('hnsw.ef_search', ?, true),"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+            (str(ef),),
+        )
     q = as_vector(query)
     rows = con.execute(
         f"SELECT m.content_hash, v.embedding <=> ? AS distance FROM {table} v"
