@@ -59,6 +59,11 @@ def make_queries(vecs: np.ndarray, n: int) -> tuple[list[str], np.ndarray]:
 
 
 def open_app(root: Path, backend: str, dsn: str | None) -> Any:
+    # The daemon's default model (the offline one) runs on onnxruntime, loaded at start-up, and
+    # the vector cache's re-scoring converts its float16 rows with it when it is loaded
+    # (memoryd/search/halfrows.py); the stub model here loads nothing, so load it as that does.
+    import onnxruntime  # noqa: F401
+
     from memoryd.index.embed import ModelHolder
     from memoryd.serve.app import App
 

@@ -1356,39 +1356,6 @@ def test_the_fast_launcher_runs_without_site(stub: Stub) -> None:
     assert out.stdout.startswith("memoryd 0.1.0 is answering on ")
 
 
-def test_pip_installs_the_launcher_as_memoryctl(stub: Stub, tmp_path: Path) -> None:
-    """The installed `memoryctl` is bin/memoryctl (issue 23.6), not pip's console-script
-    wrapper, whose `import re` costs more than the rest of memoryctl's imports. Installed, its
-    first line names the environment's Python (pip rewrites it) and memoryd comes from sys.path;
-    neither it nor memoryctl imports `re`, pathlib or importlib's metadata (without `site`
-    here, so that what this environment's .pth files import does not count)."""
-    import tomllib
-
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert "memoryctl" not in project["project"]["scripts"]
-    assert project["tool"]["setuptools"]["script-files"] == ["bin/memoryctl"]
-    # an editable install adds the root to sys.path (a .pth line), not an import finder
-    assert project["tool"]["setuptools"]["package-dir"] == {"": "."}
-    installed = tmp_path / "venv" / "bin" / "memoryctl"
-    installed.parent.mkdir(parents=True)
-    body = (ROOT / "bin" / "memoryctl").read_text().split("\n", 1)[1]
-    installed.write_text(f"#!{sys.executable}\n{body}")  # as pip's fix_script does
-    installed.chmod(0o755)
-    out = subprocess.run(
-        [sys.executable, "-S", str(installed), "--socket", str(stub.path), "ping"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1", "PYTHONPATH": str(ROOT)},
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("memoryd 0.1.0 is answering on ")
-    imported = {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines() if "|" in line}
-    assert "memoryd.ctl" in imported
-    assert not imported & {"re", "pathlib", "importlib.util", "importlib.metadata"}
-
-
 def test_a_lone_surrogate_in_an_answer_prints_escaped(stub: Stub) -> None:
     stub.results["get"] = {**RECORD, "content": "bad \ud800 text"}
     out = subprocess.run(

@@ -19,6 +19,7 @@ unfolding them would convert ~7M weights in every run.
 onnx (the package) is not a dependency: this reads and writes the few protobuf fields it needs
 (ModelProto.graph, GraphProto.node, NodeProto's inputs, outputs, name and op_type) by the wire
 format and copies every other byte as it was. Anything unexpected leaves the model unchanged.
+`half_to_float` writes a model of one Cast node the same way (search/halfrows.py runs it).
 """
 
 from __future__ import annotations
@@ -240,3 +241,40 @@ def _attr_int(node: list[Field], name: str, default: int) -> int:
                 if an == _ATTR_I and isinstance(av, int):
                     return av
     return default
+
+
+_FLOAT16 = 10  # TensorProto.DataType.FLOAT16
+_MODEL_IR_VERSION, _MODEL_OPSET = 1, 8  # ModelProto.ir_version, opset_import
+_GRAPH_NAME, _GRAPH_INPUT, _GRAPH_OUTPUT = 2, 11, 12
+_VALUE_NAME, _VALUE_TYPE = 1, 2  # ValueInfoProto
+_TYPE_TENSOR, _TENSOR_ELEM, _TENSOR_SHAPE = 1, 1, 2  # TypeProto, TypeProto.Tensor
+_SHAPE_DIM, _DIM_PARAM = 1, 2  # TensorShapeProto, its Dimension
+
+
+def _value(name: str, elem: int) -> bytes:
+    """A ValueInfoProto: a 2-D tensor of `elem` whose dimensions are named, not fixed."""
+    dims: list[Field] = [
+        (_SHAPE_DIM, 2, _encode([(_DIM_PARAM, 2, d.encode())])) for d in ("rows", "cols")
+    ]
+    tensor = _encode([(_TENSOR_ELEM, 0, elem), (_TENSOR_SHAPE, 2, _encode(dims))])
+    kind = _encode([(_TYPE_TENSOR, 2, tensor)])
+    return _encode([(_VALUE_NAME, 2, name.encode()), (_VALUE_TYPE, 2, kind)])
+
+
+def half_to_float() -> bytes:
+    """A model of one Cast node: input "half" (float16, any 2-D shape) to output "float"
+    (float32), for search/halfrows.py (IR version 8, opset 13: onnxruntime >= 1.17 runs it)."""
+    graph: list[Field] = [
+        (_GRAPH_NODE, 2, _node("Cast", "cast", ["half"], ["float"], [_cast_to_float()])),
+        (_GRAPH_NAME, 2, b"half_to_float"),
+        (_GRAPH_INPUT, 2, _value("half", _FLOAT16)),
+        (_GRAPH_OUTPUT, 2, _value("float", _CAST_TO_FLOAT)),
+    ]
+    opset: list[Field] = [(1, 2, b""), (2, 0, 13)]  # OperatorSetIdProto: domain, version
+    return _encode(
+        [
+            (_MODEL_IR_VERSION, 0, 8),
+            (_MODEL_OPSET, 2, _encode(opset)),
+            (_MODEL_GRAPH, 2, _encode(graph)),
+        ]
+    )

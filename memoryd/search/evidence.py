@@ -83,6 +83,12 @@ class KeywordEvidence:
             )
         return dfs
 
+    def prefetch(self, con: Connection, units: list[str]) -> None:
+        """Read ahead what `annotate` will ask of each unit (as typed, not as a prefix): the
+        texts that hold it (`searchsql.remember_matches`), before the candidates are known."""
+        for u in units:
+            searchsql.remember_matches(con, quote_term(u))
+
     def missing_identifier(self, con: Connection, query: str) -> str | None:
         """An exact identifier the query names that no text of the index holds, if any."""
         idents = [u for u in query_units(query) if identifier(u)]

@@ -1,6 +1,7 @@
 """The searcher's candidate pools and their fusion: the keyword pool (BM25 over FTS5, pruned by
 `store/ftsprune.py`), the vector pool (the vector cache or sqlite-vec, filters applied before
-ranking: vecindex.py) and `_fuse`, which merges them per chunk or per note (`ranking.relevance`).
+ranking: vecindex.py) and `_fuse`, which merges them per chunk or per note (`ranking.relevance`,
+scored by `fusion.scorer`).
 
 `Pools` is a mixin of `searcher.Searcher`: it needs the searcher's settings, vector cache,
 executor and read function, and nothing else.
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memoryd.search.ftsquery import ParsedQuery, prefix_match
+from memoryd.search.fusion import scorer
 from memoryd.search.ranking import (
     DEFAULT_SCALE,
     Candidate,
@@ -22,7 +24,6 @@ from memoryd.search.ranking import (
     SearchSettings,
     bm25_norm,
     group_by_note,
-    relevance,
     similarity_scale,
     whole_note,
 )
@@ -159,20 +160,22 @@ class Pools:
         notes = chunks if group == "none" else group_by_note(chunks)
         if annotate is not None:
             annotate(notes)
-        # coverage weighs keyword matches beside a vector pool only (ranking.relevance)
-        power = s.coverage_power if vector else 0.0
+        # coverage weighs keyword matches beside a vector pool only (ranking.relevance, scored
+        # by fusion.scorer: the same floats, the settings read once)
+        score = scorer(s, scale, s.coverage_power if vector else 0.0)
         for c in chunks:
-            c.fused, parts = relevance(c, s, scale, best_bm25, power)
-            c.components.update(parts)
-            c.components["relevance"] = c.fused
+            c.fused, kpart, vpart = score(c, best_bm25)
+            parts = c.components
+            parts["keyword"], parts["vector"], parts["relevance"] = kpart, vpart, c.fused
         if group == "none":
             return chunks
         for n in notes:
-            n.sections.sort(key=lambda c: (-c.fused, c.id))
+            if len(n.sections) > 1:
+                n.sections.sort(key=lambda c: (-c.fused, c.id))
             best = n.sections[0]
             n.id, n.match = best.id, best.match or n.match
             norm = whole_note(n, whole) if whole is not None else None
-            n.fused, parts = relevance(n, s, scale, best_bm25 if norm is None else norm, power)
-            n.components.update(parts)
-            n.components["relevance"] = n.fused
+            n.fused, kpart, vpart = score(n, best_bm25 if norm is None else norm)
+            parts = n.components
+            parts["keyword"], parts["vector"], parts["relevance"] = kpart, vpart, n.fused
         return notes

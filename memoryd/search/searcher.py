@@ -360,6 +360,10 @@ class Searcher(Pools):
         if req.group == "note" and keyword and pending is not None and keyword[0].match:
             docs = sorted({c.document_id for c in keyword if c.document_id is not None})
             whole = notetext.note_bm25(con, keyword[0].match, docs, everywhere=filtered)
+        if keyword and pending is not None and not fuzzy_used:
+            # which texts hold each query word (the evidence's coverage, after fusion), also
+            # read while the vector pool's thread works: it needs the words only
+            self.evidence.prefetch(con, query_units(req.query))
         vector: list[Candidate] = []
         scale = DEFAULT_SCALE
         if pending is not None:

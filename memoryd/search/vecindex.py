@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from memoryd.search import halfrows
 from memoryd.search.entrykeys import EntryKeys
 from memoryd.search.hashrows import HashRows
 from memoryd.store import entities, searchsql, vectors
@@ -47,10 +48,6 @@ def popcount_rows(codes: np.ndarray) -> np.ndarray:
     return popcount_table(codes)
 
 
-# The re-scoring's float32 copies stay under the daemon's fixed mmap threshold (core/malloc.py,
-# 256 KB): a larger block is mapped fresh on every query and paid for in page faults (a 100K
-# query's 2,000 rows as one 3 MB copy: 8.7 ms of CPU against 4.2 in blocks, under load 7).
-SCRATCH_BYTES = 128 * 1024
 # Rows of codes the Hamming scan takes at a time: its XOR (128 KB) and counts stay in the cache
 # and in buffers of the thread's own (`scratch`), where three arrays of the store's length per
 # code word were mapped and unmapped per query (800 KB each at 100K: 4.8-7 ms against 1.6-2).
@@ -107,19 +104,14 @@ def nearest_codes(codes_t: np.ndarray, query_code: np.ndarray, m: int) -> np.nda
     return np.argpartition(ham, m - 1)[:m]
 
 
-def dot(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """rows (float16) . query, in float32, on this thread: a BLAS call would wake OpenBLAS's
-    worker threads, which costs 10-40 ms on a busy machine for 2,000 rows."""
-    return np.einsum("ij,j->i", rows.astype(np.float32), query)
-
-
 def rescore(full: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """dot(full[rows], query), a block of rows at a time (each float32 copy SCRATCH_BYTES at
-    most): the same similarities without a fresh mapping per query."""
+    """full[rows] . query in float32, a block of rows at a time (halfrows.py: the float16 rows
+    made float32 without a fresh mapping per query, by onnxruntime where it is loaded), on this
+    thread: a BLAS call would wake OpenBLAS's worker threads, which costs 10-40 ms on a busy
+    machine for 2,000 rows."""
     out = np.empty(len(rows), dtype=np.float32)
-    step = max(16, SCRATCH_BYTES // (4 * max(1, full.shape[1])))
-    for start in range(0, len(rows), step):
-        out[start : start + step] = dot(full[rows[start : start + step]], query)
+    for start, block in halfrows.float32_blocks(full, rows):
+        out[start : start + len(block)] = np.einsum("ij,j->i", block, query)
     return out
 
 

@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from memoryd.store import ftsprune, rowsnippets
+from memoryd.store import ftsprune, rowsnippets, wordrows
 from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -383,24 +383,24 @@ def snippets(
 
 def matching(con: Connection, match: str, ids: Sequence[int], df: int | None = None) -> set[int]:
     """Those of the given entries that match the FTS5 expression (`df`, its document frequency
-    when known: 0 answers at once). FTS5 reads the expression's matches once and SQLite keeps
-    those among the ids (`rowid + 0` keeps the ids from becoming one FTS5 lookup each: each
-    lookup parses the expression again, through the Python `cjk` tokenizer, and seeks the
-    term's whole doclist; 1,500 candidates at 100K chunks took ~0.3 s that way, 5 ms this
-    way)."""
+    when known: 0 answers at once). SQLite: from the expression's matches, read once into an
+    array and remembered while the connection's data version holds (store/wordrows.py: a
+    lookup per id parses the expression again, through the Python `cjk` tokenizer, and seeks
+    the term's doclist: 1,500 candidates at 100K chunks took ~0.3 s that way; a read of the
+    doclist 1-2.5 ms a word, then ~0.02 ms each time the word is asked again)."""
     ids = list(ids)
     if not ids or df == 0:
         return set()
     if is_postgres(con):  # one lookup: the GIN index and `id = ANY(...)`
         return _pg().matching(con, match, ids)
-    return {
-        int(r[0])
-        for r in con.execute(
-            "SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?"
-            " AND (rowid + 0) IN (SELECT value FROM json_each(?))",
-            [match, json.dumps(ids)],
-        )
-    }
+    return wordrows.holding(con, match, ids)
+
+
+def remember_matches(con: Connection, match: str) -> None:
+    """Read the expression's matches ahead of a `matching` (SQLite: store/wordrows.py keeps
+    them for the connection's data version); PostgreSQL: nothing to read ahead."""
+    if not is_postgres(con):
+        wordrows.bitmap(con, match)
 
 
 def match_count(con: Connection, match: str, cap: int) -> int:
