@@ -250,3 +250,23 @@ def test_an_older_database_gets_the_indexes_when_it_migrates(
         assert _pool(s, match, "TRUE", [], 5, True) == _pool(s, match, "TRUE", [], 5, False)
     finally:
         s.close()
+
+
+def test_a_remembered_document_frequency_follows_a_write(store: PgStore) -> None:
+    """The df memo (shared by the keyword pool and the evidence) is checked against N even
+    when N was read earlier in the same transaction (entry_count first, as the evidence
+    asks)."""
+    fill(store, 20)
+
+    def counts(con: Connection) -> tuple[int, int]:
+        return fts.entry_count(con), fts.match_count(con, '"zebra"', 10_000)
+
+    n, df = store.read(counts)
+    assert df == 0
+    store.run_write(
+        lambda con: con.execute(
+            "INSERT INTO entries(kind, content, content_hash, type, created_at, updated_at)"
+            " VALUES ('memory', 'a zebra', 'h-zebra', 'note', 0, 0)"
+        )
+    )
+    assert store.read(counts) == (n + 1, 1)
