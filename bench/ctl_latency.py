@@ -6,7 +6,8 @@
 Writes a deterministic workspace of about --chunks chunks (or --notes notes), starts `memoryd
 run` on it in keyword mode, waits for the first reconcile, then times, interleaved so that
 machine noise hits all of them alike: the installed `memoryctl` beside this Python (what pip
-put in the environment's bin), any other installed one (`--ctl scratch=/tmp/v/bin/memoryctl`),
+put in the environment's bin), any other installed one (`--ctl scratch=/tmp/v/bin/memoryctl`;
+installed ones run without this process's PYTHONPATH, so each imports its own package),
 `python -m memoryd.ctl`, the source tree's launcher (`python -S -I bin/memoryctl`), optionally
 an older ctl.py (`--baseline`), and `rg -i -l WORD` over the same workspace. Prints p50/p95 in
 ms and, for each command, the median of its per-run ratios to rg (each run of a command is
@@ -78,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"import sys; sys.path.insert(0, {str(old)!r}); from memoryd.ctl import main; "
                 "sys.exit(main())",
             ]  # fmt: skip
+        # an installed command runs the package installed with it, not this process's PYTHONPATH
+        installed = {"memoryctl (installed)", *(x.split("=", 1)[0] for x in a.ctl)}
+        clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         times: dict[str, list[float]] = {name: [] for name in variants}
         # the floor under every memoryctl: the same request from this (warm) process, and the
         # daemon's own time for it (took_ms)
@@ -102,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                     [*cmd, "--socket", sock, "search", query, "--mode", "keyword"],
                     capture_output=True,
                     text=True,
+                    env=clean if name in installed else None,
                 )
                 times[name].append((time.perf_counter() - t) * 1000)
                 if done.returncode != 0:

@@ -878,6 +878,36 @@ def test_default_timeouts(monkeypatch: pytest.MonkeyPatch, short_dir: Path) -> N
 # --- socket path, version, imports, docs ---------------------------------------------------------
 
 
+@pytest.mark.parametrize("tmpdir", ["given", "missing", "a file", "relative", "unset"])
+def test_the_temp_folder_is_tempfiles_without_importing_it(tmpdir: str, tmp_path: Path) -> None:
+    """memoryctl finds the default socket's temp folder as tempfile.gettempdir() does, without
+    importing tempfile (random, shutil, ...: twice the rest of its start-up)."""
+    (tmp_path / "given").mkdir()
+    (tmp_path / "a file").write_text("")
+    env = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", "TEMP", "TMP")}
+    if tmpdir != "unset":
+        env["TMPDIR"] = "given" if tmpdir == "relative" else str(tmp_path / tmpdir)
+    env["TEMP"] = str(tmp_path / "given") if tmpdir == "missing" else "/nowhere"
+    codes = (
+        "import tempfile; print(tempfile.gettempdir())",
+        "import sys; from memoryd.ctl.client import temp_dir; print(temp_dir()); "
+        "print('tempfile' in sys.modules)",
+    )
+    answers = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env=env,
+        )
+        for code in codes
+    ]
+    assert answers[0].returncode == answers[1].returncode == 0, answers[1].stderr
+    assert answers[1].stdout == answers[0].stdout + "False\n"
+
+
 def test_socket_path_follows_the_daemons_rule(tmp_path: Path) -> None:
     from memoryd.core.config import default_socket_path
 
@@ -1151,7 +1181,6 @@ def test_an_export_that_cannot_be_written_keeps_the_old_file(
 ) -> None:
     """The export goes to a temporary file renamed over the target: a failure half-way (disk
     full) leaves the previous export whole and no temporary file behind."""
-    from memoryd.ctl import admin
 
     target = tmp_path / "memories.jsonl"
     target.write_text("previous export\n")
@@ -1159,7 +1188,7 @@ def test_an_export_that_cannot_be_written_keeps_the_old_file(
     def full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(admin.os, "fsync", full)
+    monkeypatch.setattr(os, "fsync", full)  # admin imports os where it writes
     code, _, err = ctl_run("export", "-o", str(target))
     assert code == 2 and "No space left" in err
     assert target.read_text() == "previous export\n"

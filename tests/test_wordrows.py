@@ -46,6 +46,12 @@ def test_holding_is_the_probe_of_entries_fts(make_app: Any) -> None:
             found = app.store.read(lambda con, m=match: wordrows.holding(con, m, asked))
             probe = app.store.read(lambda con, m=match: _probe(con, m, asked))
             assert found == probe, match
+        # the document frequency, counted from the remembered rows, is FTS5's count up to a cap
+        for cap in (3, 10_000):
+            counted = app.store.read(lambda con, m=match, c=cap: searchsql.match_count(con, m, c))
+            every = app.store.read(lambda con, m=match: len(_probe(con, m, ids)))
+            kept = app.store.read(lambda con, m=match: wordrows.count(con, m))
+            assert kept == every and counted == min(every, cap), match
     got = app.store.read(lambda con: searchsql.matching(con, '"deploy"', ids))
     assert got and got == app.store.read(lambda con: _probe(con, '"deploy"', ids))
 

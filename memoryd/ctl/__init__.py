@@ -17,7 +17,6 @@ May import: the standard library and memoryd.ctl only (tests/test_architecture.p
 
 from __future__ import annotations
 
-import os
 import sys
 
 from memoryd.ctl.client import (
@@ -150,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(cmd, args)
     except BrokenPipeError:  # stdout closed early (`memoryctl list | head`): not an error
+        import os
+
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except KeyboardInterrupt:

@@ -3,7 +3,6 @@ export/import, notes and links. Same conventions as handlers.py (p_ params, s_ s
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
@@ -187,6 +186,7 @@ def write_private(path: str, data: str) -> None:
     temporary file beside it (0600) is synced and renamed over it, so an interrupted export
     never leaves a truncated file where a good one was. A path that is not a regular file (a
     pipe, /dev/stdout) is written in place."""
+    import os  # only here: memoryctl's start-up does without it (fsenv.py)
     import stat as _stat
 
     try:

@@ -10,9 +10,10 @@ every request, memories included.
 from __future__ import annotations
 
 import _socket  # the C module: `socket` costs its enums and `selectors` at every start
-import os
 import stat
 import sys
+
+from memoryd.ctl import fsenv
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # `typing` is not free to import; annotations are never evaluated at run time
@@ -114,16 +115,16 @@ def login_socket_paths(env: Mapping[str, str] | None = None) -> list[str]:
     """The default socket path under the login session's runtime folder when the environment
     lost it: /run/user/UID (systemd-logind; the folder must be ours) on Linux, the per-user
     temp folder (getconf DARWIN_USER_TEMP_DIR) on macOS."""
-    env = os.environ if env is None else env
+    env = fsenv.environ() if env is None else env
     out: list[str] = []
     if not env.get("XDG_RUNTIME_DIR"):
-        runtime = os.path.join(LOGIN_RUNTIME_BASE, str(os.getuid()))
+        runtime = fsenv.join(LOGIN_RUNTIME_BASE, str(fsenv.getuid()))
         try:
-            st = os.stat(runtime)
+            st = fsenv.stat(runtime)
         except OSError:
             st = None
-        if st is not None and st.st_uid == os.getuid():
-            out.append(os.path.join(runtime, "memoryd", "memoryd.sock"))
+        if st is not None and st.st_uid == fsenv.getuid():
+            out.append(fsenv.join(runtime, "memoryd", "memoryd.sock"))
     if sys.platform == "darwin" and not env.get("TMPDIR"):
         import subprocess
 
@@ -138,7 +139,7 @@ def login_socket_paths(env: Mapping[str, str] | None = None) -> list[str]:
         except (OSError, subprocess.SubprocessError):
             tmp = ""
         if tmp:
-            out.append(os.path.join(tmp, f"memoryd-{os.getuid()}", "memoryd.sock"))
+            out.append(fsenv.join(tmp, f"memoryd-{fsenv.getuid()}", "memoryd.sock"))
     return out
 
 
@@ -146,32 +147,47 @@ def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
     """--socket, else $MEMORYD_SOCKET, else the daemon's default (memoryd.core.runtime's rule:
     with XDG_RUNTIME_DIR unset, <temp>/memoryd-<uid>/, or <data dir>/run/ when another user
     took that name first)."""
-    env = os.environ if env is None else env
+    env = fsenv.environ() if env is None else env
     chosen = explicit or env.get("MEMORYD_SOCKET")
     if chosen:
-        return os.path.expanduser(chosen)
+        return fsenv.expanduser(chosen)
     runtime = env.get("XDG_RUNTIME_DIR")
     if runtime:
-        return os.path.join(runtime, "memoryd", "memoryd.sock")
-    import tempfile  # only on this path: it pulls in random, shutil, ...
-
-    folder = os.path.join(tempfile.gettempdir(), f"memoryd-{os.getuid()}")
+        return fsenv.join(runtime, "memoryd", "memoryd.sock")
+    folder = fsenv.join(temp_dir(), f"memoryd-{fsenv.getuid()}")
     if _foreign(folder):  # taken by someone else: the daemon listens in its fallback folder
-        data = env.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-        return os.path.join(data, "memoryd", "run", "memoryd.sock")
-    return os.path.join(folder, "memoryd.sock")
+        data = env.get("XDG_DATA_HOME") or fsenv.expanduser("~/.local/share")
+        return fsenv.join(data, "memoryd", "run", "memoryd.sock")
+    return fsenv.join(folder, "memoryd.sock")
+
+
+def temp_dir() -> str:
+    """tempfile.gettempdir() without importing tempfile, which imports random, shutil and more
+    (twice the rest of memoryctl's start-up): the first of $TMPDIR, $TEMP, $TMP, /tmp, /var/tmp
+    and /usr/tmp that is a folder we may write to, as tempfile's first that takes a test file.
+    tempfile itself answers when it is imported already (its answer may be set) or none fits."""
+    if "tempfile" not in sys.modules:
+        env = fsenv.environ()  # tempfile reads os.environ, whatever env socket_path was given
+        names = [env.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
+        for folder in [*(name for name in names if name), "/tmp", "/var/tmp", "/usr/tmp"]:
+            folder = folder if folder == "." else fsenv.abspath(folder)
+            if fsenv.writable_dir(folder):
+                return folder
+    import tempfile
+
+    return tempfile.gettempdir()
 
 
 def _foreign(folder: str) -> bool:
     """memoryd.core.runtime.untrusted_folder's test: a folder that exists and is not a private
     folder of ours (a symlink, a file, another user's, or writable by others)."""
     try:
-        st = os.lstat(folder)
+        st = fsenv.lstat(folder)
     except OSError:
         return False
     return (
         not stat.S_ISDIR(st.st_mode)
-        or st.st_uid != os.getuid()
+        or st.st_uid != fsenv.getuid()
         or bool(stat.S_IMODE(st.st_mode) & 0o022)
     )
 
@@ -180,11 +196,11 @@ def resolve_socket(explicit: str | None = None, env: Mapping[str, str] | None = 
     """socket_path(); when that is only the default and nothing is there, the default under the
     login session's runtime folder if a daemon listens there (a shell without XDG_RUNTIME_DIR:
     `sudo -u`, `su`, cron, ssh without pam_systemd)."""
-    env = os.environ if env is None else env
+    env = fsenv.environ() if env is None else env
     path = socket_path(explicit, env)
-    if explicit or env.get("MEMORYD_SOCKET") or os.path.exists(path):
+    if explicit or env.get("MEMORYD_SOCKET") or fsenv.exists(path):
         return path
-    return next((p for p in login_socket_paths(env) if os.path.exists(p)), path)
+    return next((p for p in login_socket_paths(env) if fsenv.exists(p)), path)
 
 
 class ClientError(Exception):
@@ -205,16 +221,16 @@ class UsageError(Exception):
 
 def untrusted_folder(path: str) -> str | None:
     """Why the socket's folder cannot be trusted, or None. A missing folder is left to connect()."""
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = fsenv.dirname(fsenv.abspath(path))
     try:
-        st = os.stat(folder)
+        st = fsenv.stat(folder)
     except OSError:
         return None
-    if st.st_uid != os.getuid():
+    if st.st_uid != fsenv.getuid():
         return (
             f"refusing the socket folder {folder}: it belongs to uid {st.st_uid}, not to you "
-            f"(uid {os.getuid()}), so another user may be listening there. Remove it (the daemon "
-            "makes its own) or pass --socket PATH"
+            f"(uid {fsenv.getuid()}), so another user may be listening there. Remove it (the "
+            "daemon makes its own) or pass --socket PATH"
         )
     if stat.S_IMODE(st.st_mode) & 0o022:
         return (
@@ -296,11 +312,11 @@ class Client:
             raise Unreachable(why)
         sock = self._connect_retrying()
         uid = peer_uid(sock)
-        if uid is not None and uid != os.getuid():
+        if uid is not None and uid != fsenv.getuid():
             sock.close()
             raise Unreachable(
                 f"refusing to talk to {self.path}: the process listening there runs as uid {uid}, "
-                f"not as you (uid {os.getuid()}); another user may have taken the socket"
+                f"not as you (uid {fsenv.getuid()}); another user may have taken the socket"
             )
         return sock
 
@@ -374,7 +390,7 @@ def _read_line(sock: _socket.socket) -> bytes:
 
 def _is_socket(path: str) -> bool:
     try:
-        return stat.S_ISSOCK(os.stat(path).st_mode)
+        return stat.S_ISSOCK(fsenv.stat(path).st_mode)
     except OSError:
         return False
 
@@ -384,9 +400,7 @@ def version() -> str:
     import re
 
     try:
-        init = os.path.join(
-            os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__init__.py"
-        )
+        init = fsenv.join(fsenv.dirname(fsenv.dirname(fsenv.abspath(__file__))), "__init__.py")
         with open(init, encoding="utf-8") as f:
             m = re.search(r"^__version__\s*=\s*[\"']([^\"']+)[\"']", f.read(), re.MULTILINE)
         if m:

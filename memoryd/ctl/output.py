@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
+
+from memoryd.ctl import fsenv
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ def emit_json(result: Any) -> int:
 
 
 def use_color() -> bool:
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    return sys.stdout.isatty() and not fsenv.environ().get("NO_COLOR")
 
 
 def highlight(text: str, color: bool, ranges: Any = None) -> str:
@@ -366,6 +367,6 @@ class Progress:
 
 def _columns() -> int:
     try:
-        return os.get_terminal_size().columns
+        return fsenv.terminal_columns()
     except OSError:
         return 80

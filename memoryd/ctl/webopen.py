@@ -4,11 +4,11 @@ and open a one-time sign-in link in the browser (standard library only)."""
 
 from __future__ import annotations
 
-import os
 import stat
 import sys
 import time
 
+from memoryd.ctl import fsenv
 from memoryd.ctl.client import Client, ClientError, loads
 from memoryd.ctl.output import emit_json
 
@@ -35,8 +35,8 @@ def read_state(path: str) -> dict[str, Any]:
     """web.json, if it is ours and private (a file others could write might send the browser
     elsewhere)."""
     try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        st = fsenv.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != fsenv.getuid() or st.st_mode & 0o077:
             raise ClientError(-32006, f"{path} is not a private file of yours; not using it")
         with open(path, encoding="utf-8") as f:
             state = loads(f.read())

@@ -49,6 +49,8 @@ class KeywordEvidence:
         if not units:
             return dfs
         n = searchsql.entry_count(con)
+        if not prefix:  # read once: the document frequencies below are counted from them
+            self.prefetch(con, units)
         chunk_ids = [sec.id for c in candidates for sec in (c.sections or [c])]
         weights: dict[str, float] = {}
         found: dict[int, list[str]] = {}

@@ -407,6 +407,9 @@ def match_count(con: Connection, match: str, cap: int) -> int:
     """How many entries match the FTS5 expression, counted up to `cap` (a document frequency)."""
     if is_postgres(con):
         return _pg().match_count(con, match, cap)
+    known = wordrows.count(con, match)  # its matches were read for the evidence already
+    if known is not None:
+        return min(known, cap)
     row = con.execute(
         "SELECT count(*) FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)",
         [match, cap],

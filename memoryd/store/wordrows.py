@@ -9,7 +9,9 @@ same words come back in the next searches (a person refines a query, an agent as
 subject, the keyword and hybrid searches of one query ask the same words), so the doclist is
 read once into a bitmap over the rowids (12.5 KB at 100K entries, whatever the word), in about
 the time of one such read (`group_concat`, parsed by numpy), and each later ask is a look at
-the candidates' bits (~0.02 ms).
+the candidates' bits (~0.02 ms). The number of rows read is kept beside it: the word's
+document frequency, which the evidence asks first (`searchsql.match_count`), is then counted
+from it instead of by another read.
 
 Kept per connection under its data version (store/connmemo.py: another connection's commit or
 this one's own change forgets every bitmap), at most `MAX_BYTES` a connection (2 MB: 160 words
@@ -31,7 +33,9 @@ from memoryd.store.protocol import Connection
 MAX_BYTES = 2 << 20  # remembered per connection: 160 words' bitmaps at 100K entries
 MAX_ROWID = (1 << 24) - 1  # bitmaps up to 2 MB (16 MB of bools while one is built)
 
-_memo: weakref.WeakKeyDictionary[Any, tuple[Version, OrderedDict[str, np.ndarray], list[int]]] = (
+# per connection: (data version, {expression: (bitmap, how many rows match)}, [bytes kept])
+_Kept = OrderedDict[str, tuple[np.ndarray, int]]
+_memo: weakref.WeakKeyDictionary[Any, tuple[Version, _Kept, list[int]]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -47,30 +51,45 @@ def _read(con: Connection, match: str) -> np.ndarray:
     return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, np.int64)
 
 
+def _kept(con: Connection) -> _Kept | None:
+    """This connection's remembered bitmaps under its current data version (None: nothing is
+    kept, PostgreSQL)."""
+    version = data_version(con)
+    if version is None:
+        return None
+    known = _memo.get(con)
+    if known is None or known[0] != version:
+        known = _memo[con] = (version, OrderedDict(), [0])
+    return known[1]
+
+
+def count(con: Connection, match: str) -> int | None:
+    """How many rows match the expression, when its bitmap is remembered (no read otherwise)."""
+    kept = _kept(con)
+    found = kept.get(match) if kept is not None else None
+    return found[1] if found is not None else None
+
+
 def bitmap(con: Connection, match: str) -> np.ndarray:
     """Bit i (little-endian within each byte, uint8) is set when rowid i matches the expression.
     Rowids out of a bitmap's reach (negative, or past `MAX_ROWID`: a store of over 16M entries)
     give their sorted ids instead (int64), not remembered."""
-    version = data_version(con)
-    known = _memo.get(con) if version is not None else None
-    if version is not None and (known is None or known[0] != version):
-        known = _memo[con] = (version, OrderedDict(), [0])
-    if known is not None:
-        found = known[1].get(match)
-        if found is not None:
-            known[1].move_to_end(match)
-            return found
+    kept = _kept(con)
+    found = kept.get(match) if kept is not None else None
+    if kept is not None and found is not None:
+        kept.move_to_end(match)
+        return found[0]
     ids = _read(con, match)
     if len(ids) and (ids[0] < 0 or ids[-1] > MAX_ROWID):
         return ids
     held = np.zeros(int(ids[-1]) + 1 if len(ids) else 0, dtype=bool)
     held[ids] = True
     bits = np.packbits(held, bitorder="little")
-    if known is not None and bits.nbytes <= MAX_BYTES:
-        arrays, total = known[1], known[2]
-        while arrays and total[0] + bits.nbytes > MAX_BYTES:
-            total[0] -= arrays.popitem(last=False)[1].nbytes
-        arrays[match] = bits
+    if kept is not None and bits.nbytes <= MAX_BYTES:
+        total = _memo[con][2]
+        while kept and total[0] + bits.nbytes > MAX_BYTES:
+            total[0] -= kept.popitem(last=False)[1][0].nbytes
+        kept[match] = (bits, len(ids))
         total[0] += bits.nbytes
     return bits
 
@@ -82,7 +101,7 @@ def holding(con: Connection, match: str, ids: Sequence[int]) -> set[int]:
     bits = bitmap(con, match)
     want = np.fromiter(ids, dtype=np.int64, count=len(ids))
     if bits.dtype != np.uint8:  # rowids out of a bitmap's reach: the ids themselves
-        return {int(i) for i in want[np.isin(want, bits)]}
+        return set(want[np.isin(want, bits)].tolist())
     inside = want[(want >= 0) & (want < 8 * len(bits))]
     on = (bits[inside >> 3] >> (inside & 7).astype(np.uint8)) & 1
-    return {int(i) for i in inside[on.astype(bool)]}
+    return set(inside[on.astype(bool)].tolist())
