@@ -10,8 +10,8 @@ executor and read function, and nothing else.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -34,6 +34,20 @@ from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
 
 T = TypeVar("T")
+Whole = tuple[dict[int, float], float | None]  # notetext.note_bm25's: BM25 by note, the norm
+
+
+class Soon(Generic[T]):
+    """A read handed to another thread, asked for later: `result()` waits for it once it has
+    started, and otherwise cancels it and runs `here` on the caller's thread instead, so a
+    busy executor (every worker taken) never makes the caller wait behind other work."""
+
+    def __init__(self, future: Future[T], here: Callable[[], T]) -> None:
+        self.future, self.here = future, here
+
+    def result(self) -> T:
+        return self.here() if self.future.cancel() else self.future.result()
+
 
 EXACT_SCAN_MAX = 20_000  # a filter leaving at most this many entries: exact vector scan
 KNN_MAX = 4096  # never ask the nearest-neighbour search for more than this
@@ -139,13 +153,14 @@ class Pools:
         group: str,
         best_bm25: float | None = None,
         annotate: Callable[[list[Candidate]], None] | None = None,
-        whole: tuple[dict[int, float], float | None] | None = None,
+        whole: Whole | Soon[Whole] | None = None,
     ) -> list[Candidate]:
         """Merge the pools and score each chunk; with group "note", score each note by its own
         ranks in the pools (fusion per note) and keep its chunks as sections. `annotate` sets
         the keyword coverage of each candidate (and of a note's sections) before scoring.
         `whole` (hybrid answers): each note's BM25 over the whole note and the norm its
-        keyword part is measured against then (store/notetext.py, `ranking.whole_note`)."""
+        keyword part is measured against then (store/notetext.py, `ranking.whole_note`); as a
+        `Soon` (read on another thread), asked for after `annotate`, so the two overlap."""
         s = self.settings
         by_id: dict[int, Candidate] = {c.id: c for c in keyword}
         for c in vector:
@@ -160,6 +175,8 @@ class Pools:
         notes = chunks if group == "none" else group_by_note(chunks)
         if annotate is not None:
             annotate(notes)
+        if isinstance(whole, Soon):
+            whole = whole.result()
         # coverage weighs keyword matches beside a vector pool only (ranking.relevance, scored
         # by fusion.scorer: the same floats, the settings read once)
         score = scorer(s, scale, s.coverage_power if vector else 0.0)

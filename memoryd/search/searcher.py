@@ -50,7 +50,7 @@ from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
 from memoryd.search.ftsquery import STOP_WORDS, parse_query
-from memoryd.search.pools import Pools
+from memoryd.search.pools import Pools, Soon, Whole
 from memoryd.search.ranking import (
     DEFAULT_SCALE,
     SIGNAL_SHARE,
@@ -352,14 +352,19 @@ class Searcher(Pools):
                     fuzzy_used = True
                     out["corrected_query"] = rewritten.corrected_query
 
-        # BM25 over whole notes, for a hybrid answer grouped by note (issue 19.2): read while the
-        # vector pool's thread is still at work (at 100K chunks it outlasts the keyword pool by
-        # ~7 ms on a quiet machine; this read costs ~4), not after it; dropped below when no
+        # BM25 over whole notes, for a hybrid answer grouped by note (issue 19.2): read on a
+        # search thread as soon as the keyword pool is known, while this one reads the
+        # evidence's words ahead, waits for the vector pool and fuses (`_fuse` asks for it
+        # after the evidence: at 100K chunks ~3 ms beside ~3-5); dropped below when no
         # neighbour makes the answer hybrid
-        whole = None
+        whole: Soon[Whole] | None = None
         if req.group == "note" and keyword and pending is not None and keyword[0].match:
             docs = sorted({c.document_id for c in keyword if c.document_id is not None})
-            whole = notetext.note_bm25(con, keyword[0].match, docs, everywhere=filtered)
+            note_bm25 = functools.partial(
+                notetext.note_bm25, match=keyword[0].match, doc_ids=docs, everywhere=filtered
+            )
+            soon = self._executor().submit(self._read, req, note_bm25)
+            whole = Soon(soon, functools.partial(note_bm25, con))
         if keyword and pending is not None and not fuzzy_used:
             # which texts hold each query word (the evidence's coverage, after fusion), also
             # read while the vector pool's thread works: it needs the words only
@@ -407,7 +412,8 @@ class Searcher(Pools):
         def kbase(con: Connection, match: str, w: str, p: list[Any], n: int) -> list[Candidate]:
             return self._keyword_pool(con, match, w, p, n, beside=pool["beside"])  # unfiltered
 
-        if not vector:
+        if not vector and whole is not None:
+            whole.future.cancel()  # not started, or its answer unused
             whole = None
         fused = self._fuse(keyword, vector, scale, req.group, norm, annotate, whole)
         if mode == "hybrid" and s.entity_weight:

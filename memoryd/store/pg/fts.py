@@ -298,21 +298,21 @@ def doc_freqs(
         missing = [(k, leaf) for k, leaf in zip(keys, leaves, strict=True) if k not in fresh]
         known = getattr(con, "n", None)
         if not missing and known is not None:  # N read already in this transaction
-            n = max(known, 1)
-            break
-        counts = "".join(f", memoryd_entry_df({sql}, s.n, ?)" for _, (sql, _) in missing)
-        row = one(
-            con.execute(
-                f"SELECT s.n{counts} FROM (SELECT {N_SQL} AS n) s",
-                [p for _, (_, ps) in missing for p in [*ps, cap]],
+            n = max(int(known), 1)
+        else:
+            counts = "".join(f", memoryd_entry_df({sql}, s.n, ?)" for _, (sql, _) in missing)
+            row = one(
+                con.execute(
+                    f"SELECT s.n{counts} FROM (SELECT {N_SQL} AS n) s",
+                    [p for _, (_, ps) in missing for p in [*ps, cap]],
+                )
             )
-        )
-        _remember_n(con, int(row[0] or 0))
-        n = max(int(row[0]), 1)
-        if len(memo) > MEMO_MAX:
-            memo.clear()
-        for (k, _), df in zip(missing, row[1:], strict=True):
-            fresh[k] = memo[k] = (int(df), n, now)
+            _remember_n(con, int(row[0] or 0))
+            n = max(int(row[0]), 1)
+            if len(memo) > MEMO_MAX:
+                memo.clear()
+            for (k, _), df in zip(missing, row[1:], strict=True):
+                fresh[k] = memo[k] = (int(df), n, now)
         stale = [k for k in keys if fresh[k][1] != n]  # counted when N was another
         if not stale or attempt:
             break

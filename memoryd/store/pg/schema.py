@@ -11,8 +11,8 @@ runs on both), plus what a shared database needs.
   (the `simple` configuration), as the SQLite `cjk` tokenizer does.
 - Whole notes (v4): `notes_fts`, one tsvector a note for BM25 over the whole note, and
   `notes_stats` (store/pg/notes.py).
-- The keyword pool's bound (v5): `entries_fts_top`, a GIN index of each chunk's lexemes that
-  rank high in it (store/pg/ftstop.py).
+- The keyword pool's bound (v5, v6): `entries_fts_top35` and `entries_fts_top25`, GIN indexes
+  of each chunk's lexemes that rank high in it (store/pg/ftstop.py).
 - Migrations run once per database, under an advisory lock, recorded in `meta.schema_version`.
 """
 
@@ -425,12 +425,25 @@ def _v5_fts_top(cur: psycopg.Cursor) -> None:
     cur.execute(fts.DF_SCHEMA)
 
 
+def _v6_fts_tiers(cur: psycopg.Cursor) -> None:
+    """The keyword pool's bound in two tiers (r >= 0.35 and r >= 0.25: store/pg/ftstop.py) in
+    place of v5's first version, one index at r >= 0.3 (a database that ran it has
+    `entries_fts_top`); where v5 made the tiers already, nothing to do."""
+    from memoryd.store.pg import ftstop
+
+    cur.execute(
+        "DROP INDEX IF EXISTS entries_fts_top; DROP FUNCTION IF EXISTS memoryd_fts_top(tsvector)"
+    )
+    cur.execute(ftstop.SCHEMA)
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
     _v3_entity_dates,
     _v4_note_text,
     _v5_fts_top,
+    _v6_fts_tiers,
 ]
 
 
