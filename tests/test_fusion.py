@@ -1,4 +1,4 @@
-"""search/fusion.py: `scorer` gives `ranking.relevance`'s value and parts, to the last bit, for
+"""search/ranking.py: `relevance` gives `scorer`'s value and parts, to the last bit, for
 every kind of candidate (keyword only, vector only, both, partial, with or without coverage,
 no BM25 norm) under both fusions and any weights, scale and coverage power."""
 
@@ -10,8 +10,7 @@ import random
 import pytest
 
 from memoryd.core.sections import SearchConfig
-from memoryd.search.fusion import scorer
-from memoryd.search.ranking import Candidate, Scale, relevance
+from memoryd.search.ranking import Candidate, Scale, relevance, scorer
 
 
 def _candidates(rng: random.Random, n: int) -> list[Candidate]:

@@ -1,7 +1,6 @@
 """The searcher's candidate pools and their fusion: the keyword pool (BM25 over FTS5, pruned by
 `store/ftsprune.py`), the vector pool (the vector cache or sqlite-vec, filters applied before
-ranking: vecindex.py) and `_fuse`, which merges them per chunk or per note (`ranking.relevance`,
-scored by `fusion.scorer`).
+ranking: vecindex.py) and `_fuse`, which merges them per chunk or per note (`ranking.scorer`).
 
 `Pools` is a mixin of `searcher.Searcher`: it needs the searcher's settings, vector cache,
 executor and read function, and nothing else.
@@ -16,7 +15,6 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from memoryd.search.ftsquery import ParsedQuery, prefix_match
-from memoryd.search.fusion import scorer
 from memoryd.search.ranking import (
     DEFAULT_SCALE,
     Candidate,
@@ -24,6 +22,7 @@ from memoryd.search.ranking import (
     SearchSettings,
     bm25_norm,
     group_by_note,
+    scorer,
     similarity_scale,
     whole_note,
 )
@@ -177,8 +176,8 @@ class Pools:
             annotate(notes)
         if isinstance(whole, Soon):
             whole = whole.result()
-        # coverage weighs keyword matches beside a vector pool only (ranking.relevance, scored
-        # by fusion.scorer: the same floats, the settings read once)
+        # coverage weighs keyword matches beside a vector pool only (ranking.scorer: the
+        # settings read once for every candidate)
         score = scorer(s, scale, s.coverage_power if vector else 0.0)
         for c in chunks:
             c.fused, kpart, vpart = score(c, best_bm25)

@@ -1,7 +1,7 @@
 """Search: candidate pools (keyword, vector), fusion per note, ranking signals, fallback tiers.
 
 Tiers, in order (mode "auto"):
-  hybrid   keyword pool + vector pool, fused per note (`ranking.relevance`);
+  hybrid   keyword pool + vector pool, fused per note (`ranking.scorer`);
   keyword  when there is no model (or no vectors yet);
   vector   when the keyword index finds nothing but vectors do;
   fuzzy    when the keyword index finds nothing: query terms are corrected against the index's
