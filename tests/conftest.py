@@ -36,6 +36,14 @@ def settle(app: Any) -> None:
     assert app.embedder.counts()["pending"] == 0
 
 
+def migrations_before(monkeypatch: pytest.MonkeyPatch, module: Any, step: Any) -> None:
+    """Stores opened from now on migrate only up to `step`, not including it: an older store.
+    `module` holds the backend's MIGRATIONS (memoryd.store.migrations, memoryd.store.pg.schema);
+    `monkeypatch.undo()` gives the newer ones back."""
+    steps = module.MIGRATIONS
+    monkeypatch.setattr(module, "MIGRATIONS", steps[: steps.index(step)])
+
+
 def write_synced(app: Any, rel: str, text: str) -> None:
     """Write a note into the app's workspace and index it as the watcher would (sync_paths)."""
     path = Path(app.cfg.workspace) / rel

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import migrations_before
 from test_entity_store import consistent, rows
 
 from memoryd.search import entities as entity_search
@@ -65,8 +66,7 @@ def test_m007_dates_the_mentions_of_an_existing_sqlite_store(
 ) -> None:
     from memoryd.store import migrations
 
-    old = migrations.MIGRATIONS[: migrations.MIGRATIONS.index(migrations.m007_entity_dates)]
-    monkeypatch.setattr(migrations, "MIGRATIONS", old)
+    migrations_before(monkeypatch, migrations, migrations.m007_entity_dates)
     before = _old_store(make_app, monkeypatch)
     app = make_app(model=None)
     indexes = {r[0] for r in rows(app, "SELECT name FROM sqlite_master WHERE type = 'index'")}

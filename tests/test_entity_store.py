@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_synced
+from conftest import migrations_before, write_synced
 
 from memoryd.search import entities as entity_search
 from memoryd.store import entities as store_entities
@@ -127,8 +127,7 @@ def test_m006_gives_an_old_store_its_entities(
 ) -> None:
     from memoryd.store import migrations
 
-    old = migrations.MIGRATIONS[: migrations.MIGRATIONS.index(migrations.m006_entities)]
-    monkeypatch.setattr(migrations, "MIGRATIONS", old)
+    migrations_before(monkeypatch, migrations, migrations.m006_entities)
     monkeypatch.setattr(store_entities, "index_memory", lambda *a: None)  # no tables yet
     monkeypatch.setattr(store_entities, "index_document", lambda *a: 0)
     app = make_app(model=None)

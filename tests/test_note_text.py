@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import q, settle
+from conftest import migrations_before, q, settle
 
 from memoryd.search.ftsquery import parse_query
 from memoryd.search.ranking import Candidate, whole_note
@@ -71,8 +71,7 @@ def test_m008_fills_the_rows_of_an_existing_store(
 ) -> None:
     from memoryd.store import migrations
 
-    old = migrations.MIGRATIONS[: migrations.MIGRATIONS.index(migrations.m008_note_text)]
-    monkeypatch.setattr(migrations, "MIGRATIONS", old)
+    migrations_before(monkeypatch, migrations, migrations.m008_note_text)
     monkeypatch.setattr(notetext, "refresh", lambda con, path: None)  # no table before m008
     app = make_app(model=None, dailylog={"enabled": False})
     (app.cfg.workspace / "trip.md").write_text("# Trip\n\n## Day 1\n\nLisbon trams.\n")
@@ -106,8 +105,7 @@ def test_m009_drops_the_rows_of_notes_that_expired_before(
 ) -> None:
     from memoryd.store import migrations
 
-    old = migrations.MIGRATIONS[: migrations.MIGRATIONS.index(migrations.m009_note_text_expiry)]
-    monkeypatch.setattr(migrations, "MIGRATIONS", old)
+    migrations_before(monkeypatch, migrations, migrations.m009_note_text_expiry)
     app = make_app(model=None, dailylog={"enabled": False})
     _expired_and_kept(app)
     app.memories.expire()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import wait_for
+from conftest import migrations_before, wait_for
 from work import cpu_seconds
 
 from memoryd.core.errors import InvalidInput, NotFound
@@ -264,8 +264,7 @@ def test_m005_upgrades_an_index_and_reindexes_every_note(
     from memoryd.store import migrations
 
     # an index built before m005: old chunking, no links, file mtimes as creation times
-    old = migrations.MIGRATIONS[: migrations.MIGRATIONS.index(migrations.m005_links)]
-    monkeypatch.setattr(migrations, "MIGRATIONS", old)
+    migrations_before(monkeypatch, migrations, migrations.m005_links)
     app = make_app(model=None)
     shutil.copytree(VAULT, app.cfg.workspace, dirs_exist_ok=True)
     app.indexer.reconcile()

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import settle
+from conftest import migrations_before, settle
 
 from memoryd.store import notetext
 
@@ -123,8 +123,7 @@ def test_an_older_database_gets_the_rows_when_it_migrates(
 ) -> None:
     from memoryd.store.pg import notes, schema
 
-    old = schema.MIGRATIONS[: schema.MIGRATIONS.index(schema._v4_note_text)]
-    monkeypatch.setattr(schema, "MIGRATIONS", old)
+    migrations_before(monkeypatch, schema, schema._v4_note_text)
     monkeypatch.setattr(notes, "refresh", lambda con, path: None)  # no table before v4
     app = pg_app(make_app, pg_dsn, model=None)
     (app.cfg.workspace / "trip.md").write_text("# Trip\n\n## Day 1\n\nLisbon trams.\n")
