@@ -172,16 +172,25 @@ def test_names_are_capitalised_words_that_no_sentence_start_explains() -> None:
 # --- through the searcher (fake embedder) -------------------------------------------------------
 
 
-def _runbooks(app: Any) -> None:
-    ws = app.cfg.workspace
-    (ws / "runbooks").mkdir(parents=True)
-    (ws / "runbooks" / "err-auth-2202.md").write_text(
-        "# ERR_AUTH_2202\n\nTo fix ERR_AUTH_2202 the client must refresh its session token.\n"
-    )
-    (ws / "runbooks" / "networking.md").write_text(
-        "# Container networking\n\nContainers talk over a bridge network by default.\n"
-    )
+def _notes(app: Any, files: dict[str, str]) -> None:
+    """Write the notes into the app's workspace and index them (a reconcile)."""
+    for rel, text in files.items():
+        path = app.cfg.workspace / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     app.indexer.reconcile()
+
+
+def _runbooks(app: Any) -> None:
+    _notes(
+        app,
+        {
+            "runbooks/err-auth-2202.md": "# ERR_AUTH_2202\n\nTo fix ERR_AUTH_2202 the client"
+            " must refresh its session token.\n",
+            "runbooks/networking.md": "# Container networking\n\nContainers talk over a bridge"
+            " network by default.\n",
+        },
+    )
 
 
 @pytest.mark.parametrize("mode", ["auto", "hybrid", "keyword", "vector"])
@@ -221,15 +230,14 @@ def test_a_numbered_identifier_is_named_by_a_range_around_its_number() -> None:
 
 
 def _sheet(app: Any) -> None:
-    ws = app.cfg.workspace
-    (ws / "notes").mkdir(parents=True, exist_ok=True)
-    (ws / "notes" / "oncall.md").write_text(
-        "# On-call sheet\n\n| Kafka | kafka-broker-01.eu to 06.eu, kafka-broker-01.us to 03.us |\n"
+    _notes(
+        app,
+        {
+            "notes/oncall.md": "# On-call sheet\n\n| Kafka | kafka-broker-01.eu to 06.eu,"
+            " kafka-broker-01.us to 03.us |\n",
+            "notes/disk.md": "# Disk\n\nkafka-broker-04.eu ran out of burst credits in March.\n",
+        },
     )
-    (ws / "notes" / "disk.md").write_text(
-        "# Disk\n\nkafka-broker-04.eu ran out of burst credits in March.\n"
-    )
-    app.indexer.reconcile()
 
 
 @pytest.mark.parametrize("mode", ["auto", "hybrid", "keyword", "vector"])
@@ -251,12 +259,13 @@ def test_an_absent_numbered_identifier_inside_a_written_range_is_answered_by_tha
     if mode == "vector":
         return  # the fake embedder finds the long note below the floor: nothing more to filter
     # a filter restricts the answer, and the score stays what the unfiltered search gave
-    (app.cfg.workspace / "ops").mkdir()
-    (app.cfg.workspace / "ops" / "hosts.md").write_text(
-        "# Hosts\n\nEvery host we run, with its owner, its rack and its role in the"
-        " platform, as the team keeps it: kafka-broker-01.us to 03.us.\n"
+    _notes(
+        app,
+        {
+            "ops/hosts.md": "# Hosts\n\nEvery host we run, with its owner, its rack and its role"
+            " in the platform, as the team keeps it: kafka-broker-01.us to 03.us.\n"
+        },
     )
-    app.indexer.reconcile()
     settle(app)
     every = q(app, "kafka-broker-02.us", mode=mode)["hits"]
     assert {h["path"] for h in every} == {"notes/oncall.md", "ops/hosts.md"}
@@ -294,13 +303,13 @@ def test_a_no_answer_query_offers_the_typo_correction(make_app: Any) -> None:
 
 
 def _redis(app: Any) -> None:
-    ws = app.cfg.workspace
-    (ws / "runbooks").mkdir(parents=True, exist_ok=True)
-    (ws / "runbooks" / "redis.md").write_text(
-        "# Redis cluster\n\nTo migrate a Redis cluster, snapshot it and restore on the new host.\n"
-        "Then run reconcile_ledger() on the new host.\n"
+    _notes(
+        app,
+        {
+            "runbooks/redis.md": "# Redis cluster\n\nTo migrate a Redis cluster, snapshot it and"
+            " restore on the new host.\nThen run reconcile_ledger() on the new host.\n"
+        },
     )
-    app.indexer.reconcile()
 
 
 @pytest.mark.parametrize("mode", ["auto", "hybrid", "keyword"])
@@ -352,11 +361,14 @@ def test_a_code_name_no_note_holds_returns_no_hits_alone(make_app: Any, mode: st
 def test_an_absent_rare_word_does_not_empty_a_question(make_app: Any) -> None:
     """Issue 19.3's example: a claim ending "in Passeriformes" keeps its note."""
     app = make_app(dailylog={"enabled": False})
-    (app.cfg.workspace / "birds.md").write_text(
-        "# Sex determination\n\nSex determination in somatic cells of songbirds is autonomous.\n"
+    _notes(
+        app,
+        {
+            "birds.md": "# Sex determination\n\nSex determination in somatic cells of songbirds"
+            " is autonomous.\n",
+            "fish.md": "# Zebrafish\n\nZebrafish fins regrow.\n",
+        },
     )
-    (app.cfg.workspace / "fish.md").write_text("# Zebrafish\n\nZebrafish fins regrow.\n")
-    app.indexer.reconcile()
     settle(app)
     res = q(app, "sex determination in somatic cells in Passeriformes", explain=True)
     assert [h["path"] for h in res["hits"]][:1] == ["birds.md"]
@@ -368,12 +380,14 @@ def test_a_query_no_text_holds_as_typed_finds_the_words_it_cuts_short(make_app: 
     retrospectives; a query with a word some note holds as typed is not widened, nor is one
     beside a vector pool (the neighbours answer there)."""
     app = make_app(dailylog={"enabled": False})
-    (app.cfg.workspace / "cadence.md").write_text(
-        "# Meeting cadence\n\nSprint planning is every second Monday; retrospectives are on"
-        " the Friday before.\n"
+    _notes(
+        app,
+        {
+            "cadence.md": "# Meeting cadence\n\nSprint planning is every second Monday;"
+            " retrospectives are on the Friday before.\n",
+            "retry.md": "# Retries\n\nThe client retries three times.\n",
+        },
     )
-    (app.cfg.workspace / "retry.md").write_text("# Retries\n\nThe client retries three times.\n")
-    app.indexer.reconcile()
     settle(app)
     res = q(app, "when is the retro", mode="keyword")
     assert "cadence.md" in [h["path"] for h in res["hits"]]
