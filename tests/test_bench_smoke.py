@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from bench.__main__ import run_all
 from bench.quality import metrics
@@ -91,3 +92,17 @@ def test_pg_knn_searches_at_least_ef_150(tmp_path: Path, pg_dsn: str) -> None:
     finally:
         store.close()
     assert _hnsw_options(pg_dsn) == ["m=16", "ef_construction=200"]
+
+
+def test_entities_bench_lists_the_misses_of_a_set_it_was_not_asked_to_score(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # a dev split, or a set outside --only, is scored when its misses are asked for
+    from bench import entities
+
+    assert (
+        entities.main(["--reps", "0", "--no-index", "--only", "gold", "--misses", "wikigold_dev"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "WikiGold dev" in out and "false_positives:" in out and "wikigold-" in out
