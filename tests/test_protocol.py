@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -203,6 +204,44 @@ def test_an_unexpected_exception_is_answered_logged_and_survived(
     assert boom_answer["error"]["code"] == -32603
     assert "kaboom" in boom_answer["error"]["message"]
     assert ping["result"]["pong"] is True
+
+
+@pytest.mark.sqlite_only("the socket's shutdown never reaches the store")
+def test_shutdown_closes_a_connection_that_stopped_reading(make_app: Any, short_dir: Path) -> None:
+    """A client that sends requests and never reads the answers leaves them half-sent in the
+    server's buffer. Shutdown still closes that connection, promptly: before, the handler's
+    close waited for bytes the client would never take, and so did the daemon's stop."""
+    from memoryd.serve.server import Server
+
+    app = make_app(model=None)
+    path = short_dir / "t.sock"
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        server = Server(app, app.cfg.server, path)
+        await server.start()
+        client = socket.socket(socket.AF_UNIX)
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        client.setblocking(False)
+        try:
+            await loop.sock_connect(client, str(path))
+            asks = (req("ping") + b"\n") * 50_000
+            with contextlib.suppress(TimeoutError):  # until the server stops reading
+                await asyncio.wait_for(loop.sock_sendall(client, asks), 3)
+            deadline = time.monotonic() + 30
+            streams = server._streams.open
+            while not any(t.get_write_buffer_size() for t in list(streams)):  # type: ignore[attr-defined]
+                assert time.monotonic() < deadline, "the server never buffered an answer"
+                await asyncio.sleep(0.01)
+            started = time.monotonic()
+            await asyncio.wait_for(server.close(), 30)
+            assert not streams
+            return time.monotonic() - started
+        finally:
+            client.close()
+
+    took = asyncio.run(main())
+    assert took < app.cfg.server.shutdown_timeout_s + 5
 
 
 # --- the socket folder -------------------------------------------------------------------------

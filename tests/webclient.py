@@ -56,6 +56,8 @@ class WebHarness:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
 
     def close(self) -> None:
+        if self.loop.is_closed():
+            return
         self.call(self.server.close())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)

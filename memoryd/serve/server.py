@@ -39,6 +39,7 @@ from memoryd.serve.protocol import (
     error_response,
     leading_id,
 )
+from memoryd.serve.streams import Connections
 
 log = get_logger("memoryd.serve.server")
 # Pending connections the kernel queues before accept(): asyncio would use 100, and a burst of
@@ -208,6 +209,7 @@ class Server:
         self.limit = request_limit(
             settings.max_request_bytes, getattr(notes, "max_bytes", settings.max_request_bytes)
         )
+        self._streams = Connections(self._handle, self.limit + 1)
         self.requests_total = 0
         self.errors_total = 0
         self.evicted_total = 0
@@ -215,8 +217,8 @@ class Server:
     async def start(self) -> None:
         sock = self._inherited if self._inherited is not None else bind_socket(self.path)
         sock.setblocking(False)
-        self._server = await asyncio.start_unix_server(
-            self._handle, sock=sock, limit=self.limit + 1, backlog=BACKLOG
+        self._server = await asyncio.get_running_loop().create_unix_server(
+            self._streams.protocol, sock=sock, backlog=BACKLOG
         )
         log.info("listening", socket=str(self.path), inherited=not self._owns_path)
 
@@ -228,11 +230,7 @@ class Server:
             await asyncio.wait_for(self._idle.wait(), self.settings.shutdown_timeout_s)
         except TimeoutError:
             log.warning("requests still running at shutdown", inflight=self._inflight)
-        tasks = [*self._connections, *self._closing]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._streams.shutdown()
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)

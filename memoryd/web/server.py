@@ -21,6 +21,7 @@ from memoryd.core.errors import MemorydError, Unavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.core.sections import WebConfig
 from memoryd.serve.app import App
+from memoryd.serve.streams import Connections
 from memoryd.web import actions, auth, routes
 from memoryd.web.http import MAX_HEAD, BadRequest, Request, Response, encode, read_request
 from memoryd.web.peers import tcp_peer_uid
@@ -45,16 +46,6 @@ SECURITY_HEADERS = [
 ]
 
 
-_ACCEPTING = frozenset({"WebServer._handle", "BaseSelectorEventLoop._accept_connection2"})
-
-
-def _starting(task: asyncio.Task[Any], registered: set[asyncio.Task[Any]]) -> bool:
-    """A connection's task that has not yet reached the point where close() can see it."""
-    if task.done() or task in registered:
-        return False
-    return getattr(task.get_coro(), "__qualname__", "") in _ACCEPTING
-
-
 class WebServer:
     def __init__(self, settings: WebConfig, data_dir: Path, *, workers: int = WORKERS) -> None:
         self.settings = settings
@@ -68,7 +59,7 @@ class WebServer:
         self._lock = asyncio.Lock()
         self._static = routes.load_static()
         self._shell = routes.Shell()
-        self._conns: set[asyncio.Task[Any]] = set()
+        self._conns = Connections(self._handle, MAX_HEAD + 1)
         self.requests_total = 0
         self.refused_total = 0
 
@@ -99,11 +90,11 @@ class WebServer:
             if self._server is not None:
                 return {**self.info(), "started": False}
             try:
-                server = await asyncio.start_server(
-                    self._handle,
+                loop = asyncio.get_running_loop()
+                server = await loop.create_server(
+                    self._conns.protocol,
                     self.settings.host,
                     self.settings.port,
-                    limit=MAX_HEAD + 1,
                     reuse_address=True,
                 )
             except OSError as exc:
@@ -124,26 +115,13 @@ class WebServer:
             return {**self.info(), "started": True}
 
     async def close(self) -> None:
+        """Stop listening and close every connection before returning: no socket of ours
+        outlives the page (a half-sent answer to a client that stopped reading included)."""
         async with self._lock:
             if self._server is None:
                 return
             self._server.close()
-            # a connection accepted just now has a handler task that has not run yet (accept,
-            # transport, protocol, task: a few turns of the loop); a task cancelled before its
-            # first step never reaches its `finally`, so its transport would stay open: let
-            # every such task start (and register) first
-            for _ in range(1000):
-                if not any(_starting(t, self._conns) for t in asyncio.all_tasks()):
-                    break
-                await asyncio.sleep(0)
-            while self._conns:
-                tasks = list(self._conns)
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                self._conns.difference_update(tasks)
-            for _ in range(3):  # the transports' close callbacks, scheduled by the handlers
-                await asyncio.sleep(0)
+            await self._conns.shutdown()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
             if self._pool is not None:
@@ -156,11 +134,8 @@ class WebServer:
     # -- connections --------------------------------------------------------------------------
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._conns.add(task)
         try:
-            if len(self._conns) > MAX_CONNECTIONS or not self._same_user(writer):
+            if len(self._conns.tasks) > MAX_CONNECTIONS or not self._same_user(writer):
                 self.refused_total += 1
                 writer.write(encode(Response.text(403, "refused"), keep_alive=False))
                 await writer.drain()
@@ -187,14 +162,9 @@ class WebServer:
         except Exception:
             log.exception("web connection failed")
         finally:
-            # registered until the transport is really closed (close() waits for it): the
-            # socket itself is closed by a callback writer.close() schedules
-            try:
-                writer.close()
-                with contextlib.suppress(Exception):
-                    await writer.wait_closed()
-            finally:
-                self._conns.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
 
     def _same_user(self, writer: asyncio.StreamWriter) -> bool:
         """Another local user's connection is refused before it says anything (Linux; the
