@@ -284,6 +284,27 @@ def entries_with_hashes(
     return out
 
 
+def entries_with_ids(
+    con: Connection, ids: Sequence[int], hashes: Sequence[str], where: str, params: Sequence[Any]
+) -> list[tuple[int, str, int | None]]:
+    """entries_with_hashes' rows read by entry id: those of the given entries (a superset of
+    the entries that carry the hashes: search/entrykeys.py) that carry one of the hashes and
+    pass the filter (200 rows by id at 100K: ~0.9 ms, against ~1.9 through the hash index)."""
+    if not ids:
+        return []
+    wanted = set(hashes)
+    return [
+        (int(i), str(h), None if doc is None else int(doc))
+        for i, h, doc in con.execute(
+            "SELECT e.id, e.content_hash, e.document_id FROM entries e"
+            " LEFT JOIN documents d ON d.id = e.document_id"
+            f" WHERE e.id IN (SELECT value FROM json_each(?)) AND {where}",
+            [json.dumps([int(i) for i in ids]), *params],
+        )
+        if h in wanted
+    ]
+
+
 def filtered_entries(
     con: Connection, where: str, params: Sequence[Any], limit: int
 ) -> list[tuple[int, str, int | None]]:
