@@ -124,7 +124,14 @@ class EntryKeys:
             found = [np.zeros(0, dtype=np.int64)]
             if self._sorted:  # (after a reset, the sorted keys are an old read's)
                 lo = np.searchsorted(self._by_key, want, side="left")
-                hi = np.searchsorted(self._by_key, want, side="right")
-                found += [self._ids_by_key[a:b] for a, b in zip(lo, hi, strict=True) if b > a]
-            found.append(self._ids[self._sorted : n][np.isin(self._keys[self._sorted : n], want)])
-            return np.unique(np.concatenate(found))
+                runs = np.searchsorted(self._by_key, want, side="right") - lo
+                at = runs > 0
+                lo, runs = lo[at], runs[at]  # each key's run of chunks (one, unless shared)
+                out = np.cumsum(runs) - runs  # where each run starts in the answer
+                every = np.repeat(lo - out, runs) + np.arange(int(runs.sum()))
+                found.append(self._ids_by_key[every])
+            if n > self._sorted:
+                recent = self._keys[self._sorted : n]
+                found.append(self._ids[self._sorted : n][np.isin(recent, want)])
+            # in id order, the table's (an id twice, for two hashes of one key, is harmless)
+            return np.sort(np.concatenate(found))
