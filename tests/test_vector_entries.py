@@ -94,7 +94,8 @@ def test_the_neighbours_entries_by_id_are_those_by_hash(
         out = []
         for q in rng.normal(size=(8, DIM)).astype(np.float32):
             q /= np.linalg.norm(q)
-            out.append(nearest_entries(con, cache, model_id, DIM, q, (where, params), 20, None, 400))
+            flt = (where, params)
+            out.append(nearest_entries(con, cache, model_id, DIM, q, flt, 20, None, 400))
         return out
 
     through_ids = app.store.read(pools)
