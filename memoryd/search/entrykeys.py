@@ -12,8 +12,9 @@ Why it stays exact without being told of writes:
   anew), and a deleted chunk's id is never given to another chunk; a deleted chunk's row here
   is never asked for again (its mentions went with it; `chunks_with` may name it, and the
   read by id finds nothing) and only takes room, until the rows outnumber the entries twice
-  over and everything is read again (a search on an older snapshot at that moment could miss
-  a chunk the newer one had deleted: the price of not re-reading on every write);
+  over (looked at every RECOUNT_S) and everything is read again (a search on an older
+  snapshot at that moment could miss a chunk the newer one had deleted: the price of not
+  re-reading on every write);
 - memories change in place (an update, an import reusing an id) and are left out: their
   hashes are read each time (`split`), as are ids not found here;
 - a checkpoint restore replaces the database: the vector cache's `invalidate()` resets this.
@@ -30,6 +31,7 @@ The daemon builds it at start-up (vecindex.VectorCache.warm).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,6 +42,7 @@ from memoryd.store.protocol import Connection
 
 LOAD = 20_000  # entries read per statement while loading
 RESORT = 4096  # chunks added since the keys were last sorted, compared one by one until then
+RECOUNT_S = 30.0  # how often the rows are compared with the entries (a count: ~1 ms at 100K)
 
 
 class EntryKeys:
@@ -52,6 +55,7 @@ class EntryKeys:
         self._n = 0
         self._after = 0  # the highest entry id read, of any kind
         self._sorted = 0  # the first chunks, whose keys are in _by_key (sorted) with their ids
+        self._counted = -RECOUNT_S  # when (monotonic) the rows were last compared with the entries
         self._by_key = np.zeros(0, dtype=np.uint64)
         self._ids_by_key = np.zeros(0, dtype=np.int64)
 
@@ -78,8 +82,13 @@ class EntryKeys:
         self._n = need
 
     def _sync(self, con: Connection) -> None:
-        if self._n > 2 * searchsql.entry_count(con) + 4096:  # mostly deleted chunks: read anew
-            self._n, self._after, self._sorted = 0, 0, 0
+        # mostly deleted chunks: read anew (checked every RECOUNT_S: every search reads the
+        # vector pool's entries through here, and under writes each would count them again)
+        now = time.monotonic()
+        if now - self._counted >= RECOUNT_S:
+            self._counted = now
+            if self._n > 2 * searchsql.entry_count(con) + 4096:
+                self._n, self._after, self._sorted = 0, 0, 0
         while True:
             rows = searchsql.entries_after(con, self._after, LOAD)
             if not rows:

@@ -424,7 +424,7 @@ def _carrying(
     (entrykeys.chunks_with) and every memory's (whose text changes in place) when there are
     few of them; otherwise through the content-hash index."""
     if isinstance(index, VectorCache) and not is_postgres(con):
-        memories = searchsql.memory_ids(con)
+        memories = searchsql.memory_ids(con, MEMORIES_BY_ID + 1)
         if len(memories) <= MEMORIES_BY_ID:
             ids = [*index.entry_keys.chunks_with(con, hashes).tolist(), *memories]
             return searchsql.entries_with_ids(con, ids, hashes, where, params)

@@ -333,9 +333,13 @@ def entries_after(con: Connection, after: int, limit: int) -> list[tuple[int, bo
     ]
 
 
-def memory_ids(con: Connection) -> list[int]:
-    """The ids of every memory (off the index by kind)."""
-    return [int(r[0]) for r in con.execute("SELECT id FROM entries WHERE kind = 'memory'")]
+def memory_ids(con: Connection, limit: int = -1) -> list[int]:
+    """The ids of every memory (off the index by kind); with a `limit`, at most that many."""
+    if limit >= 0:
+        sql, args = "SELECT id FROM entries WHERE kind = 'memory' LIMIT ?", [limit]
+    else:
+        sql, args = "SELECT id FROM entries WHERE kind = 'memory'", []
+    return [int(r[0]) for r in con.execute(sql, args)]
 
 
 def hashes_of(con: Connection, ids: Sequence[int]) -> list[str]:
