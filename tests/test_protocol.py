@@ -244,6 +244,47 @@ def test_shutdown_closes_a_connection_that_stopped_reading(make_app: Any, short_
     assert took < app.cfg.server.shutdown_timeout_s + 5
 
 
+@pytest.mark.sqlite_only("the socket's shutdown never reaches the store")
+def test_shutdown_lets_an_answer_being_read_finish(make_app: Any, short_dir: Path) -> None:
+    """The other side of closing what a client does not read: an answer a client IS reading
+    when the daemon stops still arrives whole."""
+    from memoryd.serve.server import Server
+
+    app = make_app(model=None)
+    text = "# big\n\n" + "a line of the note that is long enough to count\n" * 20_000
+    (app.cfg.workspace / "big.md").write_text(text)
+    path = short_dir / "t.sock"
+
+    async def main() -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        server = Server(app, app.cfg.server, path)
+        await server.start()
+        client = socket.socket(socket.AF_UNIX)
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        client.setblocking(False)
+        try:
+            await loop.sock_connect(client, str(path))
+            await loop.sock_sendall(client, req("note.read", {"path": "big.md"}) + b"\n")
+            streams = server._streams.open
+            deadline = time.monotonic() + 30
+            while not any(t.get_write_buffer_size() for t in list(streams)):  # type: ignore[attr-defined]
+                assert time.monotonic() < deadline, "the server never buffered the answer"
+                await asyncio.sleep(0.01)
+            closing = asyncio.create_task(server.close())
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = await asyncio.wait_for(loop.sock_recv(client, 1 << 16), 10)
+                assert chunk, f"the answer was cut at {len(data)} bytes"
+                data += chunk
+            await asyncio.wait_for(closing, 30)
+            return dict(json.loads(data))
+        finally:
+            client.close()
+
+    answer = asyncio.run(main())
+    assert answer["result"]["content"] == text
+
+
 # --- the socket folder -------------------------------------------------------------------------
 
 
