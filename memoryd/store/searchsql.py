@@ -398,8 +398,11 @@ def matching(con: Connection, match: str, ids: Sequence[int], df: int | None = N
 
 def remember_matches(con: Connection, match: str) -> None:
     """Read the expression's matches ahead of a `matching` (SQLite: store/wordrows.py keeps
-    them for the connection's data version); PostgreSQL: nothing to read ahead."""
-    if not is_postgres(con):
+    them for the connection's data version); PostgreSQL: the expression is noted, and the first
+    `matching` of the read asks for every noted one in its statement (store/pg/fts.py)."""
+    if is_postgres(con):
+        _pg().remember_matches(con, match)
+    else:
         wordrows.bitmap(con, match)
 
 

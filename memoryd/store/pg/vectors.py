@@ -82,6 +82,27 @@ def similarities(
     return {str(h): float(s) for h, s in rows}
 
 
+def prewarm(con: Connection) -> list[str]:
+    """pg_prewarm the active model's HNSW index and table, when the extension is there and
+    they fit in half of shared_buffers. Returns what was read (nothing otherwise)."""
+    active = con.execute("SELECT id FROM models WHERE active = 1 AND complete = 1").fetchone()
+    if active is None:
+        return []
+    table = table_name(int(active[0]))
+    row = con.execute(
+        "SELECT to_regprocedure('pg_prewarm(regclass,text,text,bigint,bigint)') IS NOT NULL,"
+        " (SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'),"
+        " coalesce(pg_relation_size(to_regclass(?)), 0)"
+        " + coalesce(pg_relation_size(to_regclass(?)), 0)",
+        (table, f"{table}_hnsw"),
+    ).fetchone()
+    if row is None or not row[0] or not row[2] or int(row[2]) > int(row[1]) // 2:
+        return []
+    names = [f"{table}_hnsw", table]
+    con.execute("SELECT pg_prewarm(?::regclass), pg_prewarm(?::regclass)", names)
+    return names
+
+
 class PgVectorIndex:
     """The VectorCache interface, answered by the server's HNSW index."""
 
@@ -89,7 +110,11 @@ class PgVectorIndex:
         """Nothing is cached here."""
 
     def warm(self, con: Connection) -> None:
-        """Nothing to load: the index lives in the server."""
+        """Nothing to load: the index lives in the server. Where the server has the pg_prewarm
+        extension, the active model's HNSW index and vectors are read into its shared buffers
+        (when both fit in half of them), so the first searches after a server restart do not
+        read them from disk page by page (docs/team.md, "Search on PostgreSQL")."""
+        prewarm(con)
 
     def knn(
         self, con: Connection, model_id: int, dim: int, query: np.ndarray, k: int
