@@ -93,3 +93,53 @@ def test_warm_prewarms_the_vectors_where_pg_prewarm_is_installed(pg_dsn: str) ->
         store.read(index.warm)
     finally:
         store.close()
+
+
+def test_knn_and_its_entries_in_one_statement(make_app: Any, pg_dsn: str) -> None:
+    """PgVectorIndex.knn_entries: what knn and then entries_with_hashes answer, under filters
+    on the entries and on their documents."""
+    import time
+
+    import numpy as np
+    from conftest import settle
+
+    from memoryd.store import searchsql, vectors
+    from memoryd.store.entries import Filters, filter_sql
+
+    app = make_app(store={"backend": "postgres", "dsn": pg_dsn})
+    for rel, text in {
+        "ops/deploy.md": "# Deploy\n\nWe deploy the api with blue green releases.\n",
+        "proj/alpha/auth.md": "# Auth\n\nSessions expire after twelve hours.\n",
+        "proj/beta/cache.md": "# Cache\n\nRedis keeps hot sessions.\n",
+        "proj/beta/copy.md": "# Cache\n\nRedis keeps hot sessions.\n",  # the same text twice
+    }.items():
+        path = app.cfg.workspace / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    app.indexer.reconcile()
+    app.memories.add("Sessions are stored in redis", tags=["cache"], namespace="team")
+    settle(app)
+    index = app.store.vector_index()
+    model_id, _, dim = app.store.read(vectors.active_model)
+    query = np.random.default_rng(3).normal(size=dim).astype(np.float32)
+    now = time.time()
+    for filters in (
+        Filters(),
+        Filters(path_prefix="proj/beta"),
+        Filters(namespace="team", kind="memory"),
+        Filters(tags=("cache",)),
+        Filters(path_prefix="nowhere"),
+    ):
+        flt = filter_sql(filters, now, wide=True)
+        for k in (1, 3, 200):
+
+            def apart(con: Any, k: int = k, flt: Any = flt) -> Any:
+                near = index.knn(con, model_id, dim, query, k)
+                found = searchsql.entries_with_hashes(con, [h for h, _ in near], *flt)
+                return near, sorted(found)
+
+            def together(con: Any, k: int = k, flt: Any = flt) -> Any:
+                near, found = index.knn_entries(con, model_id, query, k, flt)
+                return near, sorted(found)
+
+            assert app.store.read(together) == app.store.read(apart), (filters, k)
