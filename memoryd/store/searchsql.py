@@ -206,11 +206,14 @@ _BEST: PerVersion[tuple[float, float | None]] = PerVersion(64)
 
 
 def note_best(con: Connection, key: Hashable, now: float, best: float | None) -> None:
-    _BEST.put(con, data_version(con), key, (now, best))
+    if not is_postgres(con):  # there the expiry check below is a round trip every search
+        _BEST.put(con, data_version(con), key, (now, best))
 
 
 def known_best(con: Connection, key: Hashable, now: float) -> tuple[bool, float | None]:
-    """(whether it is known, the best BM25) from note_best, without ranking anything."""
+    """(whether it is known, the best BM25) from note_best, without ranking anything. Not
+    kept on PostgreSQL: search asks on every search, filtered or not, and the check that no
+    entry expired since would cost a round trip where the answer is used only when filtered."""
     found, known = _BEST.get(con, data_version(con), key)
     if not found or known is None:
         return False, None
