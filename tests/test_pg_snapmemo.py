@@ -172,3 +172,25 @@ def test_the_evidence_words_in_one_statement(stores: tuple[Any, Any]) -> None:
     assert got['"apple" again'] == alone['"apple"']
     assert got["fewer ids"] == alone['"tart"'] & set(ids[:2])
     assert len(statements) == 3
+
+
+def test_n_of_the_idf_comes_with_the_begin(stores: tuple[Any, Any], pg_dsn: str) -> None:
+    """N of the keyword IDF (store/pg/fts.py): read with a read's BEGIN where it is the
+    planner's estimate (10,000 entries or more), the same as N_SQL; counted below."""
+    import psycopg
+
+    from memoryd.store.pg import fts
+
+    a, _ = stores
+    _note(a, "n.md", ["one", "two", "three"])
+
+    def n(con: Any) -> tuple[int | None, int, int]:
+        preset = con.n
+        exact = int(con.execute(f"SELECT {fts.N_SQL}").fetchall()[0][0])
+        return preset, fts.entry_count(con), exact
+
+    assert a.read(n) == (None, 3, 3)  # a small store: counted, when asked
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:  # the planner's estimate, as large
+        admin.execute("UPDATE pg_class SET reltuples = 12345 WHERE oid = 'all_entries'::regclass")
+    assert a.read(n) == (12345, 12345, 12345)
+    assert a.read(n, scope="all") == (12345, 12345, 12345)

@@ -32,7 +32,7 @@ from pgvector.psycopg import register_vector
 
 from memoryd.core.errors import Refused, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
-from memoryd.store.pg import schema
+from memoryd.store.pg import fts, schema
 from memoryd.store.pg.conn import PgConnection
 from memoryd.store.pg.vectors import SESSION_EF, PgVectorIndex
 from memoryd.store.protocol import Connection, VectorIndex, one
@@ -216,19 +216,23 @@ class PgStore:
 
     def read(self, fn: Callable[[Connection], T], *, scope: str | None = None) -> T:
         """Run fn inside one read-only transaction (a consistent snapshot: REPEATABLE READ)."""
-        # one round trip: the transaction, its scope, and its snapshot (the data version:
-        # PgConnection), which the SELECT takes
+        # one round trip: the transaction, its scope, its snapshot (the data version:
+        # PgConnection), which the SELECT takes, and N of the keyword IDF where it is the
+        # planner's estimate (store/pg/fts.py)
         begin = (
             "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT "
             + ("set_config('memoryd.scope', 'all', true), " if scope == "all" else "")
-            + "pg_current_snapshot()::text"
+            + f"pg_current_snapshot()::text, {fts.N_LARGE_SQL}"
         )
         with self._first(begin) as (raw, cur):
             try:
                 cur.nextset()
-                version = str(one(cur)[-1])
+                row = one(cur)
                 owner = self._scopes["all" if scope == "all" else None]
-                return fn(PgConnection(raw, owner.memo, SESSION_EF, True, version, owner))
+                con = PgConnection(raw, owner.memo, SESSION_EF, True, str(row[-2]), owner)
+                if row[-1] is not None:
+                    con.n = int(row[-1])
+                return fn(con)
             finally:
                 if not raw.closed:
                     raw.execute("ROLLBACK")

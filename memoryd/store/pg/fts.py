@@ -343,8 +343,15 @@ def _remember_n(con: Connection, n: int) -> None:
 # N of the IDF: the planner's row estimate once the table is large (a count(*) would cost
 # ~4 ms a pool at 100K entries; IDF needs no exact N), an exact count while it is small.
 N_SQL = (
-    "(SELECT CASE WHEN c.reltuples >= 10000 THEN c.reltuples::bigint"
+    f"(SELECT CASE WHEN c.reltuples >= {LARGE} THEN c.reltuples::bigint"
     " ELSE (SELECT count(*) FROM entries) END FROM pg_class c"
+    " WHERE c.oid = 'all_entries'::regclass)"
+)
+# N_SQL where it is the estimate, NULL where it would count: read with every read's BEGIN
+# (PgStore.read: a catalog lookup, no round trip of its own), so a search whose document
+# frequencies are remembered asks the server nothing for N.
+N_LARGE_SQL = (
+    f"(SELECT CASE WHEN c.reltuples >= {LARGE} THEN c.reltuples::bigint END FROM pg_class c"
     " WHERE c.oid = 'all_entries'::regclass)"
 )
 
