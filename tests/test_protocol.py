@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -206,42 +207,79 @@ def test_an_unexpected_exception_is_answered_logged_and_survived(
     assert ping["result"]["pong"] is True
 
 
+@contextlib.asynccontextmanager
+async def slow_reader(app: Any, path: Path) -> AsyncIterator[tuple[Any, socket.socket]]:
+    """A Server on `path` and a connected client with a tiny receive buffer, which reads only
+    when the test reads (so an answer it has not read stays in the server's write buffer)."""
+    from memoryd.serve.server import Server
+
+    server = Server(app, app.cfg.server, path)
+    await server.start()
+    client = socket.socket(socket.AF_UNIX)
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    client.setblocking(False)
+    try:
+        await asyncio.get_running_loop().sock_connect(client, str(path))
+        yield server, client
+    finally:
+        client.close()
+
+
+async def until_buffered(server: Any) -> None:
+    """Until one of the server's connections holds unsent bytes."""
+    deadline = time.monotonic() + 30
+    while not any(t.get_write_buffer_size() for t in list(server._streams.open)):
+        assert time.monotonic() < deadline, "the server never buffered an answer"
+        await asyncio.sleep(0.01)
+
+
 @pytest.mark.sqlite_only("the socket's shutdown never reaches the store")
 def test_shutdown_closes_a_connection_that_stopped_reading(make_app: Any, short_dir: Path) -> None:
     """A client that sends requests and never reads the answers leaves them half-sent in the
     server's buffer. Shutdown still closes that connection, promptly: before, the handler's
     close waited for bytes the client would never take, and so did the daemon's stop."""
-    from memoryd.serve.server import Server
-
     app = make_app(model=None)
-    path = short_dir / "t.sock"
 
     async def main() -> float:
         loop = asyncio.get_running_loop()
-        server = Server(app, app.cfg.server, path)
-        await server.start()
-        client = socket.socket(socket.AF_UNIX)
-        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        client.setblocking(False)
-        try:
-            await loop.sock_connect(client, str(path))
+        async with slow_reader(app, short_dir / "t.sock") as (server, client):
             asks = (req("ping") + b"\n") * 50_000
             with contextlib.suppress(TimeoutError):  # until the server stops reading
                 await asyncio.wait_for(loop.sock_sendall(client, asks), 3)
-            deadline = time.monotonic() + 30
-            streams = server._streams.open
-            while not any(t.get_write_buffer_size() for t in list(streams)):  # type: ignore[attr-defined]
-                assert time.monotonic() < deadline, "the server never buffered an answer"
-                await asyncio.sleep(0.01)
+            await until_buffered(server)
             started = time.monotonic()
             await asyncio.wait_for(server.close(), 30)
-            assert not streams
+            assert not server._streams.open
             return time.monotonic() - started
-        finally:
-            client.close()
 
     took = asyncio.run(main())
     assert took < app.cfg.server.shutdown_timeout_s + 5
+
+
+@pytest.mark.sqlite_only("the socket's shutdown never reaches the store")
+def test_shutdown_lets_an_answer_being_read_finish(make_app: Any, short_dir: Path) -> None:
+    """The other side of closing what a client does not read: an answer a client IS reading
+    when the daemon stops still arrives whole."""
+    app = make_app(model=None)
+    text = "# big\n\n" + "a line of the note that is long enough to count\n" * 20_000
+    (app.cfg.workspace / "big.md").write_text(text)
+
+    async def main() -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        async with slow_reader(app, short_dir / "t.sock") as (server, client):
+            await loop.sock_sendall(client, req("note.read", {"path": "big.md"}) + b"\n")
+            await until_buffered(server)
+            closing = asyncio.create_task(server.close())
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = await asyncio.wait_for(loop.sock_recv(client, 1 << 16), 10)
+                assert chunk, f"the answer was cut at {len(data)} bytes"
+                data += chunk
+            await asyncio.wait_for(closing, 30)
+            return dict(json.loads(data))
+
+    answer = asyncio.run(main())
+    assert answer["result"]["content"] == text
 
 
 # --- the socket folder -------------------------------------------------------------------------

@@ -25,6 +25,8 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Coroutine[Any, 
 # the loop's task that turns an accepted socket into a transport (one per connection)
 _ACCEPTING = "BaseSelectorEventLoop._accept_connection2"
 SETTLE_TURNS = 1000
+# how long shutdown lets a half-sent answer go on to a client that is reading it
+FLUSH_GRACE_S = 2.0
 
 
 class Connections:
@@ -55,13 +57,16 @@ class Connections:
                 return
             await asyncio.sleep(0)
 
-    async def shutdown(self) -> None:
-        """Cancel every handler and close every socket now, unsent bytes dropped; returns when
+    async def shutdown(self, grace_s: float = FLUSH_GRACE_S) -> None:
+        """Cancel every handler; give answers still being sent `grace_s` to reach a client
+        that reads them; then close every socket left, unsent bytes dropped. Returns when
         every socket is closed."""
         await self.settle()
         tasks = list(self.tasks)
         for task in tasks:
             task.cancel()
+        if tasks:  # each handler's `finally` closes its writer, which sends what is buffered
+            await asyncio.wait(tasks, timeout=grace_s)
         # abort, not close: close() would wait for a reader that may never read
         for transport in list(self.open):
             if isinstance(transport, asyncio.Transport):
