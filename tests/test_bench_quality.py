@@ -255,3 +255,17 @@ def test_weights_are_chosen_leaving_the_set_out() -> None:
     assert held["c"]["chosen"] == d and held["c"]["held_out"] == [0.2, 0.2]
     assert held["c"]["own_best"] == [other, [0.8, 0.8]]
     assert held["a"]["chosen"] == other  # chosen on b and c: (0.9 + 0.2) / 2 < (0.5 + 0.8) / 2
+
+
+def test_a_floor_keeps_a_share_that_hurts_another_set_from_being_chosen() -> None:
+    from bench import weights
+
+    table = {
+        "a": {"0.2": [0.6, 0.8], "0.0": [0.5, 0.8], "0.5": [0.9, 0.8]},
+        "b": {"0.2": [0.6, 0.8], "0.0": [0.6, 0.8], "0.5": [0.59, 0.8]},  # falls at 0.5
+        "c": {"0.2": [0.7, 0.9], "0.0": [0.7, 0.9], "0.5": [0.7, 0.9]},
+    }
+    assert weights.loso(table)["c"]["chosen"] == "0.5"  # the best mean of a and b
+    held = weights.loso(table, "0.0")
+    assert held["c"]["chosen"] == "0.2" and held["a"]["chosen"] == "0.2"
+    assert held["b"]["chosen"] == "0.5"  # chosen on a and c, where nothing falls

@@ -1,5 +1,6 @@
 """Issue 19.2: a hybrid answer weighs a note found by keywords by BM25 over the whole note
-(store/notetext.py, ranking.whole_note); the note's FTS5 row follows the note."""
+(store/notetext.py, ranking.whole_note), keywords alone partly (ranking.keyword_note); the
+note's FTS5 row follows the note."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from conftest import migrations_before, q, settle
 
 from memoryd.search.ftsquery import parse_query
-from memoryd.search.ranking import Candidate, whole_note
+from memoryd.search.ranking import WHOLE_NOTE_SHARE, Candidate, keyword_note, whole_note
 from memoryd.store import notetext
 
 pytestmark = pytest.mark.backends  # each test that builds an App runs on SQLite and PostgreSQL
@@ -148,12 +149,28 @@ def test_a_hybrid_answer_explains_the_whole_note_bm25(make_app: Any) -> None:
     match = parsed.match_any or parsed.match
     assert top["explain"]["bm25"] == _whole(app, match)[0]["deploy.md"]
     assert "chunk_bm25" in top["explain"]
-    # keywords alone, or raw chunks: each chunk by its own BM25, as before
-    for res in (
-        q(app, "deploy rollback", mode="keyword", explain=True),
-        q(app, "deploy rollback", mode="hybrid", group="none", explain=True),
+    # keywords alone: partly the whole note (`keyword_note`)
+    alone = q(app, "deploy rollback", mode="keyword", explain=True)["hits"]
+    assert alone[0]["path"] == "deploy.md" and "chunk_bm25" in alone[0]["explain"]
+    # raw chunks: each chunk by its own BM25, as before
+    res = q(app, "deploy rollback", mode="hybrid", group="none", explain=True)
+    assert all("chunk_bm25" not in h["explain"] for h in res["hits"])
+
+
+def test_keywords_alone_weigh_a_note_partly_by_the_whole_note() -> None:
+    note = Candidate(id=7, document_id=3, keyword_rank=2, bm25=-9.0)
+    keyword_note(note, ({3: -4.0}, -8.0), -10.0)  # its chunk 0.9 of the best, the note 0.5
+    share = WHOLE_NOTE_SHARE
+    assert note.bm25 == pytest.approx(-10.0 * ((1 - share) * 0.9 + share * 0.5))
+    assert note.components["chunk_bm25"] == -9.0
+    # a memory, a note with no row, no whole-note norm: its chunk's, as before
+    for c, whole in (
+        (Candidate(id=1, keyword_rank=1, bm25=-2.0), ({3: -4.0}, -8.0)),
+        (Candidate(id=3, document_id=4, keyword_rank=1, bm25=-2.0), ({3: -4.0}, -8.0)),
+        (Candidate(id=4, document_id=3, keyword_rank=1, bm25=-2.0), ({}, None)),
     ):
-        assert all("chunk_bm25" not in h["explain"] for h in res["hits"])
+        keyword_note(c, whole, -10.0)
+        assert c.bm25 == -2.0 and "chunk_bm25" not in c.components
 
 
 def test_the_best_of_every_note_is_remembered_until_a_write(make_app: Any) -> None:
@@ -207,8 +224,15 @@ def test_a_note_about_every_word_outranks_a_section_repeating_one(make_app: Any)
         assert res["mode"] == mode
         return {h["path"]: h["explain"] for h in res["hits"]}
 
-    chunks = explained("keyword")  # each note by its best chunk: the repeated word wins
-    assert chunks["repeat.md"]["bm25"] < chunks["spread.md"]["bm25"]
+    chunks = explained("keyword")  # keywords alone: mostly by the best chunk
+    assert chunks["repeat.md"]["chunk_bm25"] < chunks["spread.md"]["chunk_bm25"]
+    best = min(e["chunk_bm25"] for e in chunks.values())  # the pool's best chunk is a hit's
+    parsed = parse_query("trams fado castle")
+    every, note_best = _whole(app, parsed.match_any or parsed.match)
+    for path, e in chunks.items():  # a fifth by the whole note
+        blend = (1 - WHOLE_NOTE_SHARE) * min(1.0, e["chunk_bm25"] / best)
+        blend += WHOLE_NOTE_SHARE * min(1.0, every[path] / (note_best or 1.0))
+        assert e["bm25"] == pytest.approx(best * blend)
     whole = explained("hybrid")
     assert whole["spread.md"]["bm25"] == scores["spread.md"]
     assert whole["repeat.md"]["bm25"] == scores["repeat.md"]

@@ -22,6 +22,7 @@ from memoryd.search.ranking import (
     SearchSettings,
     bm25_norm,
     group_by_note,
+    keyword_note,
     scorer,
     similarity_scale,
     whole_note,
@@ -157,8 +158,9 @@ class Pools:
         """Merge the pools and score each chunk; with group "note", score each note by its own
         ranks in the pools (fusion per note) and keep its chunks as sections. `annotate` sets
         the keyword coverage of each candidate (and of a note's sections) before scoring.
-        `whole` (hybrid answers): each note's BM25 over the whole note and the norm its
-        keyword part is measured against then (store/notetext.py, `ranking.whole_note`); as a
+        `whole`: each note's BM25 over the whole note and the best of them
+        (store/notetext.py): in a hybrid answer the note's keyword part is measured by it
+        (`ranking.whole_note`), with keywords alone partly (`ranking.keyword_note`); as a
         `Soon` (read on another thread), asked for after `annotate`, so the two overlap."""
         s = self.settings
         by_id: dict[int, Candidate] = {c.id: c for c in keyword}
@@ -190,7 +192,11 @@ class Pools:
                 n.sections.sort(key=lambda c: (-c.fused, c.id))
             best = n.sections[0]
             n.id, n.match = best.id, best.match or n.match
-            norm = whole_note(n, whole) if whole is not None else None
+            norm = None
+            if whole is not None and vector:
+                norm = whole_note(n, whole)
+            elif whole is not None:
+                keyword_note(n, whole, best_bm25)  # keywords alone: partly the whole note
             n.fused, kpart, vpart = score(n, best_bm25 if norm is None else norm)
             parts = n.components
             parts["keyword"], parts["vector"], parts["relevance"] = kpart, vpart, n.fused

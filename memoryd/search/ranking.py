@@ -62,6 +62,10 @@ ABSENT_FLOOR = 0.25  # what a query's words that no text holds leave of a hit's 
 # A chunk shorter than this many characters ranks by its similarity pulled toward its note's
 # (`steadied`); chosen leaving each labelled set out from 300, 600, 1000 (BENCHMARKS.md, 19.2).
 STEADY_CHARS = 600
+# With keywords alone, the share of a note's keyword part that comes from BM25 over the whole
+# note (the rest from its best chunk's): `keyword_note`; chosen leaving each labelled set out
+# from 0 to 1 (BENCHMARKS.md, issue 19.2, branch rank6).
+WHOLE_NOTE_SHARE = 0.2
 
 
 class SearchSettings(Protocol):
@@ -326,6 +330,28 @@ def whole_note(note: Candidate, whole: tuple[dict[int, float], float | None]) ->
         note.components["chunk_bm25"] = note.bm25
     note.bm25 = scores[doc]
     return best
+
+
+def keyword_note(
+    note: Candidate, whole: tuple[dict[int, float], float | None], best: float | None
+) -> None:
+    """With keywords alone (no vector pool), a note found by the keyword pool is weighed by its
+    best chunk's BM25 relative to the query's best match (`best`), and for WHOLE_NOTE_SHARE of
+    it by BM25 over the whole note relative to the best of the pool's notes: a chat question
+    asks about one line, which the best chunk measures (whole notes alone cost chat-logs 0.019
+    nDCG@10: its questions name people who speak in every line of their sessions), while a
+    note about the words throughout is the better answer on the technical sets (issue 19.2).
+    Sets the note's `bm25` to the blend, on `best`'s scale (its best chunk's stays in
+    components["chunk_bm25"]); a memory, or a note with no whole-note row, is its own whole
+    and keeps its chunk's."""
+    scores, whole_best = whole
+    doc = note.document_id
+    if not best or not whole_best or doc is None or note.bm25 is None or doc not in scores:
+        return
+    chunk = min(1.0, note.bm25 / best)  # both negative: 1 for the best match
+    as_whole = min(1.0, scores[doc] / whole_best)
+    note.components["chunk_bm25"] = note.bm25
+    note.bm25 = best * ((1.0 - WHOLE_NOTE_SHARE) * chunk + WHOLE_NOTE_SHARE * as_whole)
 
 
 def admitted(

@@ -352,13 +352,13 @@ class Searcher(Pools):
                     fuzzy_used = True
                     out["corrected_query"] = rewritten.corrected_query
 
-        # BM25 over whole notes, for a hybrid answer grouped by note (issue 19.2): read on a
-        # search thread as soon as the keyword pool is known, while this one reads the
-        # evidence's words ahead, waits for the vector pool and fuses (`_fuse` asks for it
-        # after the evidence: at 100K chunks ~3 ms beside ~3-5); dropped below when no
-        # neighbour makes the answer hybrid
+        # BM25 over whole notes, for an answer grouped by note (issue 19.2; with keywords
+        # alone it weighs a fifth: `ranking.keyword_note`): read on a search thread as soon
+        # as the keyword pool is known, while this one reads the evidence's words ahead, waits
+        # for the vector pool and fuses (`_fuse` asks for it after the evidence: at 100K
+        # chunks ~3 ms beside ~3-5)
         whole: Soon[Whole] | None = None
-        if req.group == "note" and keyword and pending is not None and keyword[0].match:
+        if req.group == "note" and keyword and keyword[0].match:
             docs = sorted({c.document_id for c in keyword if c.document_id is not None})
             note_bm25 = functools.partial(
                 notetext.note_bm25, match=keyword[0].match, doc_ids=docs, everywhere=filtered
@@ -412,9 +412,6 @@ class Searcher(Pools):
         def kbase(con: Connection, match: str, w: str, p: list[Any], n: int) -> list[Candidate]:
             return self._keyword_pool(con, match, w, p, n, beside=pool["beside"])  # unfiltered
 
-        if not vector and whole is not None:
-            whole.future.cancel()  # not started, or its answer unused
-            whole = None
         fused = self._fuse(keyword, vector, scale, req.group, norm, annotate, whole)
         if mode == "hybrid" and s.entity_weight:
             entityboost.boost(con, req.query, fused, s.entity_weight)  # issue 20.3
