@@ -392,10 +392,15 @@ def nearest_entries(
         return _masked(con, index, (model_id, dim, qvec), rest, size, knn_max, start, groups)
     if found is None:
         k = min(max(size, start or 0), knn_max)
+        both = getattr(index, "knn_entries", None)  # PostgreSQL: one statement for both
         while True:
-            nearest = index.knn(con, model_id, dim, qvec, k)
-            sims = {h: 1.0 - d for h, d in nearest}
-            found = searchsql.entries_with_hashes(con, list(sims), where, params)
+            if both is not None:
+                nearest, found = both(con, model_id, qvec, k, (where, params))
+                sims = {h: 1.0 - d for h, d in nearest}
+            else:
+                nearest = index.knn(con, model_id, dim, qvec, k)
+                sims = {h: 1.0 - d for h, d in nearest}
+                found = searchsql.entries_with_hashes(con, list(sims), where, params)
             if len(found) >= size or len(nearest) < k:
                 break
             if k >= knn_max:

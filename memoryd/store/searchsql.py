@@ -206,11 +206,14 @@ _BEST: PerVersion[tuple[float, float | None]] = PerVersion(64)
 
 
 def note_best(con: Connection, key: Hashable, now: float, best: float | None) -> None:
-    _BEST.put(con, data_version(con), key, (now, best))
+    if not is_postgres(con):  # there the expiry check below is a round trip every search
+        _BEST.put(con, data_version(con), key, (now, best))
 
 
 def known_best(con: Connection, key: Hashable, now: float) -> tuple[bool, float | None]:
-    """(whether it is known, the best BM25) from note_best, without ranking anything."""
+    """(whether it is known, the best BM25) from note_best, without ranking anything. Not
+    kept on PostgreSQL: search asks on every search, filtered or not, and the check that no
+    entry expired since would cost a round trip where the answer is used only when filtered."""
     found, known = _BEST.get(con, data_version(con), key)
     if not found or known is None:
         return False, None
@@ -398,8 +401,11 @@ def matching(con: Connection, match: str, ids: Sequence[int], df: int | None = N
 
 def remember_matches(con: Connection, match: str) -> None:
     """Read the expression's matches ahead of a `matching` (SQLite: store/wordrows.py keeps
-    them for the connection's data version); PostgreSQL: nothing to read ahead."""
-    if not is_postgres(con):
+    them for the connection's data version); PostgreSQL: the expression is noted, and the first
+    `matching` of the read asks for every noted one in its statement (store/pg/fts.py)."""
+    if is_postgres(con):
+        _pg().remember_matches(con, match)
+    else:
         wordrows.bitmap(con, match)
 
 

@@ -60,12 +60,23 @@ def drop_inactive(con: Connection) -> list[str]:
     return dropped
 
 
+# PostgreSQL: the active model per read snapshot (store/connmemo.py): each search's vector pool
+# asks for it, a round trip of its own; a snapshot where nothing was written since knows it.
+_ACTIVE: PerVersion[tuple[int, str, int] | None] = PerVersion(1)
+
+
 def active_model(con: Connection) -> tuple[int, str, int] | None:
     """(id, key, dim) of the model search may use: active, and backfilled once completely."""
+    version = data_version(con) if is_postgres(con) else None
+    found, known = _ACTIVE.get(con, version, None)
+    if found:
+        return known
     rows = con.execute(
         "SELECT id, key, dim FROM models WHERE active = 1 AND complete = 1"
     ).fetchall()
-    return (int(rows[0][0]), str(rows[0][1]), int(rows[0][2])) if rows else None
+    out = (int(rows[0][0]), str(rows[0][1]), int(rows[0][2])) if rows else None
+    _ACTIVE.put(con, version, None, out)
+    return out
 
 
 def mark_complete(con: Connection, model_id: int) -> list[str]:
@@ -231,7 +242,10 @@ def model_count(con: Connection, model_id: int) -> int:
 
 # The counts while the data version holds: status and stats are polled (the web page's status
 # every 2 s, scripts), and at 100K the two DISTINCT counts cost 20-80 ms of CPU a call; a store
-# where nothing was written since answers from memory. PostgreSQL counts every time.
+# where nothing was written since answers from memory. PostgreSQL: while a read's snapshot is
+# the same (store/connmemo.py): there they cost 1-1.5 s of the server's CPU at 100K chunks, and
+# search asks for the pending count every 2 s while texts are pending (searcher.py), every 30 s
+# otherwise; inside a write they are counted.
 _COUNTS: PerVersion[dict[str, int]] = PerVersion(2)
 
 

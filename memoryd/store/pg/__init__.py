@@ -32,7 +32,7 @@ from pgvector.psycopg import register_vector
 
 from memoryd.core.errors import Refused, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
-from memoryd.store.pg import schema
+from memoryd.store.pg import fts, schema
 from memoryd.store.pg.conn import PgConnection
 from memoryd.store.pg.vectors import SESSION_EF, PgVectorIndex
 from memoryd.store.protocol import Connection, VectorIndex, one
@@ -89,8 +89,9 @@ class PgStore:
         self.listening = False  # the listener's connection is up (status)
         self.last_error: str | None = None  # the last "server unreachable" seen (status)
         self.down_since: float | None = None  # set while the server does not answer
-        # per read scope (this workspace, "all"): what fts.py remembers between searches
-        self._memos: dict[str | None, dict[Any, Any]] = {None: {}, "all": {}}
+        # per read scope (this workspace, "all"): what fts.py remembers between searches, and
+        # what connmemo.PerVersion keeps under a read's snapshot (the scope is its owner)
+        self._scopes: dict[str | None, _Scope] = {None: _Scope(), "all": _Scope()}
         try:
             with psycopg.connect(
                 settings.conninfo, autocommit=True, connect_timeout=_timeout(settings)
@@ -117,7 +118,9 @@ class PgStore:
             configure=self._configure,
             timeout=settings.connect_timeout_s,
             reconnect_timeout=0,  # keep trying forever in the background
-            check=psycopg_pool.ConnectionPool.check_connection,
+            # no round trip when a connection is lent: the first statement of each use checks
+            # it (`_first`), and a connection the server dropped is replaced there
+            check=_known_broken,
             open=False,
             name="memoryd",
         )
@@ -182,6 +185,27 @@ class PgStore:
             self.down_since = None
             log.info("PostgreSQL server reachable again", down_s=down)
 
+    @contextmanager
+    def _first(
+        self, sql: str, params: list[Any] | None = None
+    ) -> Iterator[tuple[psycopg.Connection[Any], psycopg.Cursor[Any]]]:
+        """A pooled connection and the cursor of its first statement. The pool lends a
+        connection without asking the server first (psycopg_pool's check_connection is a round
+        trip of its own, one a read: three a hybrid search); a connection the server dropped
+        meanwhile (a restart, an idle timeout) fails this statement, which then runs on another
+        one (the pool replaces the dead one), so a request after the server is back works."""
+        for attempt in range(self.settings.pool_max + 1):
+            with self._connection() as raw:
+                try:
+                    cur = raw.execute(sql, params)
+                except psycopg.OperationalError:
+                    dead = raw.closed or raw.pgconn.status != psycopg.pq.ConnStatus.OK
+                    if dead and attempt < self.settings.pool_max:
+                        continue  # back to the pool, which drops it
+                    raise
+                yield raw, cur
+                return
+
     def _pool_busy(self) -> bool:
         """Every connection the pool may hold is open and lent out: a wait for one timed out
         because of load, not because the server is gone."""
@@ -192,13 +216,23 @@ class PgStore:
 
     def read(self, fn: Callable[[Connection], T], *, scope: str | None = None) -> T:
         """Run fn inside one read-only transaction (a consistent snapshot: REPEATABLE READ)."""
-        with self._connection() as raw:
-            raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        # one round trip: the transaction, its scope, its snapshot (the data version:
+        # PgConnection), which the SELECT takes, and N of the keyword IDF where it is the
+        # planner's estimate (store/pg/fts.py)
+        begin = (
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT "
+            + ("set_config('memoryd.scope', 'all', true), " if scope == "all" else "")
+            + f"pg_current_snapshot()::text, {fts.N_LARGE_SQL}"
+        )
+        with self._first(begin) as (raw, cur):
             try:
-                if scope == "all":
-                    raw.execute("SELECT set_config('memoryd.scope', 'all', true)")
-                memo = self._memos["all" if scope == "all" else None]
-                return fn(PgConnection(raw, memo, SESSION_EF, snapshot=True))
+                cur.nextset()
+                row = one(cur)
+                owner = self._scopes["all" if scope == "all" else None]
+                con = PgConnection(raw, owner.memo, SESSION_EF, True, str(row[-2]), owner)
+                if row[-1] is not None:
+                    con.n = int(row[-1])
+                return fn(con)
             finally:
                 if not raw.closed:
                     raw.execute("ROLLBACK")
@@ -209,12 +243,13 @@ class PgStore:
         `durable` is accepted for the SQLite interface: every PostgreSQL commit is durable.
         scope="all": the views show every workspace's rows (vector collection must not take
         another workspace's vectors for orphans)."""
-        with self._lock, self._connection() as raw:
-            raw.execute("BEGIN")
+        begin = "BEGIN"
+        if scope == "all":
+            begin += "; SELECT set_config('memoryd.scope', 'all', true)"
+        with self._lock, self._first(begin) as (raw, _):
             try:
-                if scope == "all":
-                    raw.execute("SELECT set_config('memoryd.scope', 'all', true)")
-                yield PgConnection(raw, self._memos["all" if scope == "all" else None], SESSION_EF)
+                memo = self._scopes["all" if scope == "all" else None].memo
+                yield PgConnection(raw, memo, SESSION_EF)
             except BaseException:
                 _rollback(raw)
                 raise
@@ -241,8 +276,8 @@ class PgStore:
         """Yields True in the one daemon that holds the named advisory lock (jobs that must run
         once per database: expiry, prune, vector collection), False in the others."""
         key = _lock_key(name)
-        with self._connection() as raw:
-            got = bool(one(raw.execute("SELECT pg_try_advisory_lock(%s)", [key]))[0])
+        with self._first("SELECT pg_try_advisory_lock(%s)", [key]) as (raw, cur):
+            got = bool(one(cur)[0])
             try:
                 yield got
             finally:
@@ -253,8 +288,8 @@ class PgStore:
         """Whether the server answers now: {"ok": True, "server": version} or {"ok": False,
         "error": ...}."""
         try:
-            with self._connection() as raw:
-                version = one(raw.execute("SHOW server_version"))[0]
+            with self._first("SHOW server_version") as (_, cur):
+                version = one(cur)[0]
             return {"ok": True, "server": str(version)}
         except StoreUnavailable as exc:
             return {"ok": False, "error": exc.message}
@@ -371,8 +406,7 @@ class PgStore:
         return []
 
     def optimize(self) -> None:
-        with self._connection() as raw:
-            raw.execute("ANALYZE all_entries")
+        with self._first("ANALYZE all_entries") as (raw, _):
             raw.execute("ANALYZE embeddings")
 
     def backup_to(self, target: Path) -> None:
@@ -389,8 +423,8 @@ class PgStore:
         at, size = self._size
         if time.monotonic() - at > 60:
             try:
-                with self._connection() as raw:
-                    size = int(one(raw.execute("SELECT pg_database_size(current_database())"))[0])
+                with self._first("SELECT pg_database_size(current_database())") as (_, cur):
+                    size = int(one(cur)[0])
             except StoreUnavailable:
                 return size
             self._size = (time.monotonic(), size)
@@ -407,12 +441,27 @@ class PgStore:
             self.pool.close(timeout=5)
 
 
+class _Scope:
+    """One read scope's memory: fts.py's `memo` (document frequencies), and the owner under
+    which connmemo.PerVersion keeps values read in this scope's snapshots."""
+
+    def __init__(self) -> None:
+        self.memo: dict[Any, Any] = {}
+
+
 def _rollback(raw: psycopg.Connection[Any]) -> None:
     """End a failed write's transaction; a broken connection has nothing left to end."""
     if raw.closed or raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
         return
     with suppress(psycopg.Error):
         raw.execute("ROLLBACK")
+
+
+def _known_broken(con: psycopg.Connection[Any]) -> None:
+    """The pool's check before lending a connection: only what the client knows already (a
+    connection closed or broken on its last use), no round trip (PgStore._first)."""
+    if con.closed or con.pgconn.status != psycopg.pq.ConnStatus.OK:
+        raise psycopg.OperationalError("the connection is broken")
 
 
 def _timeout(settings: PgSettings) -> int:

@@ -72,7 +72,12 @@ class PgConnection:
     in a read-only transaction (`snapshot`: PgStore.read's, where it cannot change;
     fts.entry_count). `hnsw_ef`: the hnsw.ef_search the session was set
     up with (PgStore's pooled connections, with relaxed iterative scans), so a knn that needs
-    it sets nothing (store/pg/vectors.py); None: unknown."""
+    it sets nothing (store/pg/vectors.py); None: unknown. `version` (a read-only
+    transaction's): its snapshot, `pg_current_snapshot()` as text, what PostgreSQL has for
+    SQLite's data version: two snapshots with the same text see the same committed data, so a
+    value read under one holds under the other (store/connmemo.py keeps such values per
+    `owner`, the store's scope, as SQLite keeps them per connection); None: nothing is
+    remembered (a write's own changes are not in its snapshot's text)."""
 
     dialect = DIALECT
 
@@ -82,12 +87,20 @@ class PgConnection:
         memo: dict[Any, Any] | None = None,
         hnsw_ef: int | None = None,
         snapshot: bool = False,
+        version: str | None = None,
+        owner: object | None = None,
     ) -> None:
         self.raw = raw
         self.memo: dict[Any, Any] = {} if memo is None else memo
         self.hnsw_ef = hnsw_ef
         self.snapshot = snapshot
+        self.version = version if snapshot else None
+        self.owner = owner
         self.n: int | None = None
+        # the evidence's expressions noted ahead, and `matching`'s answers not yet asked for
+        # (store/pg/fts.py): one statement for every word of a query
+        self.ahead: list[str] = []
+        self.matched: dict[tuple[str, tuple[int, ...]], set[int]] = {}
         self._changes = 0
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:

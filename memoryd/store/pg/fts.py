@@ -343,8 +343,15 @@ def _remember_n(con: Connection, n: int) -> None:
 # N of the IDF: the planner's row estimate once the table is large (a count(*) would cost
 # ~4 ms a pool at 100K entries; IDF needs no exact N), an exact count while it is small.
 N_SQL = (
-    "(SELECT CASE WHEN c.reltuples >= 10000 THEN c.reltuples::bigint"
+    f"(SELECT CASE WHEN c.reltuples >= {LARGE} THEN c.reltuples::bigint"
     " ELSE (SELECT count(*) FROM entries) END FROM pg_class c"
+    " WHERE c.oid = 'all_entries'::regclass)"
+)
+# N_SQL where it is the estimate, NULL where it would count: read with every read's BEGIN
+# (PgStore.read: a catalog lookup, no round trip of its own), so a search whose document
+# frequencies are remembered asks the server nothing for N.
+N_LARGE_SQL = (
+    f"(SELECT CASE WHEN c.reltuples >= {LARGE} THEN c.reltuples::bigint END FROM pg_class c"
     " WHERE c.oid = 'all_entries'::regclass)"
 )
 
@@ -418,15 +425,48 @@ def _ellipsis(content: str, snip: str, open_mark: str, close_mark: str) -> str:
     return head + snip.strip() + tail
 
 
+MATCHING_MAX = 8  # expressions answered by one statement of `matching`
+
+
+def remember_matches(con: Connection, match: str) -> None:
+    """Note an expression that `matching` will be asked about (the evidence reads each query
+    word ahead: searchsql.remember_matches), on the read's connection."""
+    ahead: list[str] | None = getattr(con, "ahead", None)
+    if ahead is not None and match not in ahead:
+        ahead.append(match)
+
+
 def matching(con: Connection, match: str, ids: Sequence[int]) -> set[int]:
-    q, qparams = tsquery(match)
-    return {
-        int(r[0])
-        for r in con.execute(
-            f"SELECT e.id FROM (SELECT {q} AS q) q, entries e WHERE e.fts @@ q.q AND e.id = ANY(?)",
-            [*qparams, list(ids)],
-        )
-    }
+    """Those of the entries that match the expression: one lookup on the primary key, and
+    with it every expression noted ahead (remember_matches) for the same ids, so the evidence's
+    words cost one round trip, not one each (PgConnection.matched keeps the other answers for
+    the rest of the read). The same rows, the same test (`fts @@ q`) for each."""
+    key = tuple(ids)
+    matched: dict[tuple[str, tuple[int, ...]], set[int]] | None = getattr(con, "matched", None)
+    if matched is not None and (match, key) in matched:
+        return matched.pop((match, key))
+    ahead: list[str] = getattr(con, "ahead", None) or []
+    exprs = [match] + [m for m in ahead if m != match and (m, key) not in (matched or {})]
+    exprs = exprs[:MATCHING_MAX] if matched is not None else [match]
+    cols, params = [], []
+    for i, m in enumerate(exprs):
+        q, qparams = tsquery(m)
+        cols.append(f"{q} AS q{i}")
+        params += qparams
+    tests = [f"e.fts @@ q.q{i}" for i in range(len(exprs))]
+    found: list[set[int]] = [set() for _ in exprs]
+    for row in con.execute(
+        f"SELECT e.id, {', '.join(tests)} FROM (SELECT {', '.join(cols)}) q, entries e"
+        f" WHERE e.id = ANY(?) AND ({' OR '.join(tests)})",
+        [*params, list(ids)],
+    ):
+        for i, hit in enumerate(row[1:]):
+            if hit:
+                found[i].add(int(row[0]))
+    if matched is not None:
+        for m, got in zip(exprs[1:], found[1:], strict=True):
+            matched[(m, key)] = got
+    return found[0]
 
 
 def match_count(con: Connection, match: str, cap: int) -> int:

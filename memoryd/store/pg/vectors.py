@@ -8,6 +8,9 @@ any other daemon stored, with nothing to load or invalidate.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from memoryd.store.protocol import Connection
@@ -51,13 +54,7 @@ def knn(con: Connection, table: str, query: np.ndarray, k: int) -> list[tuple[st
     (at least EF_SEARCH_MIN, at most pgvector's 1,000), and iterative scans let a large k get all
     its rows. Both settings go in one statement (one round trip), or none when the session
     already has them (`hnsw_ef`, PgStore's connections: SESSION_EF)."""
-    ef = max(EF_SEARCH_MIN, min(int(k), EF_SEARCH_MAX))
-    if getattr(con, "hnsw_ef", None) != ef:
-        con.execute(
-            "SELECT set_config('hnsw.ef_search', ?, true),"
-            " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-            (str(ef),),
-        )
+    _session(con, k)
     q = as_vector(query)
     rows = con.execute(
         f"SELECT m.content_hash, v.embedding <=> ? AS distance FROM {table} v"
@@ -66,6 +63,45 @@ def knn(con: Connection, table: str, query: np.ndarray, k: int) -> list[tuple[st
     ).fetchall()
     out = sorted(((str(h), float(d)) for h, d in rows), key=lambda t: (t[1], t[0]))
     return out
+
+
+def knn_entries(
+    con: Connection, table: str, query: np.ndarray, k: int, where: str, params: Sequence[Any]
+) -> tuple[list[tuple[str, float]], list[tuple[int, str, int | None]]]:
+    """`knn` and then searchsql.entries_with_hashes of its hashes in one statement (one round
+    trip instead of two, and no list of k parameters to plan): the k nearest texts
+    (content_hash, cosine distance), nearest first, and (entry id, content hash, document id)
+    of the entries that carry one of them and pass the filter (entries.filter_sql's `where`
+    over e and d, and its parameters)."""
+    _session(con, k)
+    q = as_vector(query)
+    near: dict[str, float] = {}
+    found: list[tuple[int, str, int | None]] = []
+    for h, dist, i, doc in con.execute(
+        "WITH n AS MATERIALIZED (SELECT m.content_hash AS h, v.embedding <=> ? AS dist"
+        f" FROM {table} v JOIN embeddings m ON m.id = v.rowid"
+        " ORDER BY v.embedding <=> ? LIMIT ?)"
+        " SELECT n.h, n.dist, e.id, e.document_id FROM n"
+        " LEFT JOIN (entries e LEFT JOIN documents d ON d.id = e.document_id)"
+        f" ON e.content_hash = n.h AND {where}",
+        [q, q, int(k), *params],
+    ):
+        near[str(h)] = float(dist)
+        if i is not None:
+            found.append((int(i), str(h), None if doc is None else int(doc)))
+    nearest = sorted(near.items(), key=lambda t: (t[1], t[0]))
+    return nearest, found
+
+
+def _session(con: Connection, k: int) -> None:
+    """The HNSW settings a knn of k asks for, unless the session has them (knn)."""
+    ef = max(EF_SEARCH_MIN, min(int(k), EF_SEARCH_MAX))
+    if getattr(con, "hnsw_ef", None) != ef:
+        con.execute(
+            "SELECT set_config('hnsw.ef_search', ?, true),"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+            (str(ef),),
+        )
 
 
 def similarities(
@@ -82,6 +118,27 @@ def similarities(
     return {str(h): float(s) for h, s in rows}
 
 
+def prewarm(con: Connection) -> list[str]:
+    """pg_prewarm the active model's HNSW index and table, when the extension is there and
+    they fit in half of shared_buffers. Returns what was read (nothing otherwise)."""
+    active = con.execute("SELECT id FROM models WHERE active = 1 AND complete = 1").fetchone()
+    if active is None:
+        return []
+    table = table_name(int(active[0]))
+    row = con.execute(
+        "SELECT to_regprocedure('pg_prewarm(regclass,text,text,bigint,bigint)') IS NOT NULL,"
+        " (SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'),"
+        " coalesce(pg_relation_size(to_regclass(?)), 0)"
+        " + coalesce(pg_relation_size(to_regclass(?)), 0)",
+        (table, f"{table}_hnsw"),
+    ).fetchone()
+    if row is None or not row[0] or not row[2] or int(row[2]) > int(row[1]) // 2:
+        return []
+    names = [f"{table}_hnsw", table]
+    con.execute("SELECT pg_prewarm(?::regclass), pg_prewarm(?::regclass)", names)
+    return names
+
+
 class PgVectorIndex:
     """The VectorCache interface, answered by the server's HNSW index."""
 
@@ -89,7 +146,11 @@ class PgVectorIndex:
         """Nothing is cached here."""
 
     def warm(self, con: Connection) -> None:
-        """Nothing to load: the index lives in the server."""
+        """Nothing to load: the index lives in the server. Where the server has the pg_prewarm
+        extension, the active model's HNSW index and vectors are read into its shared buffers
+        (when both fit in half of them), so the first searches after a server restart do not
+        read them from disk page by page (docs/team.md, "Search on PostgreSQL")."""
+        prewarm(con)
 
     def knn(
         self, con: Connection, model_id: int, dim: int, query: np.ndarray, k: int
@@ -102,3 +163,17 @@ class PgVectorIndex:
         self, con: Connection, model_id: int, dim: int, query: np.ndarray, wanted: set[str]
     ) -> dict[str, float]:
         return similarities(con, table_name(model_id), query, sorted(wanted))
+
+    def knn_entries(
+        self,
+        con: Connection,
+        model_id: int,
+        query: np.ndarray,
+        k: int,
+        flt: tuple[str, Sequence[Any]],
+    ) -> tuple[list[tuple[str, float]], list[tuple[int, str, int | None]]]:
+        """knn, and the entries of its texts that pass the filter, in one statement
+        (search/vecindex.py's nearest_entries asks for both)."""
+        if k <= 0:
+            return [], []
+        return knn_entries(con, table_name(model_id), query, k, flt[0], flt[1])
