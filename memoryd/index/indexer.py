@@ -28,6 +28,7 @@ from memoryd.core.errors import InvalidInput, describe
 from memoryd.core.fsutil import within
 from memoryd.core.logsetup import get_logger
 from memoryd.index.attachments import OtherFiles
+from memoryd.index.folders import FileState, Skip, differences, walk
 from memoryd.memory.validation import check_str
 from memoryd.store import Store, docpaths, entries, links, notetext
 from memoryd.store import entities as store_entities
@@ -69,10 +70,6 @@ class Note:
 MAX_SKIPPED_LISTED = 1000
 
 
-class Skip(Exception):
-    """This file is not indexed; the message says why."""
-
-
 @dataclass
 class Report:
     indexed: int = 0
@@ -90,19 +87,6 @@ class Report:
     @property
     def changed(self) -> bool:
         return bool(self.indexed or self.deleted or self.moved)
-
-
-@dataclass(frozen=True, slots=True)
-class FileState:
-    """A file the scan found. Lean, because a reconcile holds one per file of the workspace at
-    once: with `real` a Path and a `__dict__`, a scan of 24,368 notes held 16 MB of Python
-    objects, and the hourly reconcile left ~8 MB of the daemon's memory resident after it
-    (BENCHMARKS.md, issue 23.2, branch soak5)."""
-
-    path: str  # workspace-relative, '/' separated
-    real: str | Path  # the file to open: the path in the workspace, or a symlink's target
-    size: int
-    mtime: float
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -215,42 +199,8 @@ class Indexer:
         only inner symlinks. Files skipped on the way are logged (and counted in `report`);
         the names of the other files seen are kept (self.others)."""
         found: dict[str, FileState] = {}
-        others: set[str] = set()
-        seen_dirs: set[str] = set()
-        if under in (".", ""):
-            self.skipped.clear()  # a whole walk finds again every file still skipped
-        follow = self.settings.follow_symlinks
-        for dirpath, dirnames, filenames in os.walk(self.root / under, followlinks=follow):
-            real_dir = os.path.realpath(dirpath)
-            if real_dir in seen_dirs or not self._inside(real_dir):
-                dirnames[:] = []
-                if not self._inside(real_dir):
-                    log.warning(
-                        "skipped folder: symlink leads outside the workspace", path=shown(dirpath)
-                    )
-                continue
-            seen_dirs.add(real_dir)
-            rel_dir = Path(dirpath).relative_to(self.root).as_posix()
-            if self.settings.skip_hidden:
-                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            if self.private:
-                under = "" if rel_dir == "." else f"{rel_dir}/"
-                dirnames[:] = [d for d in dirnames if not self.is_private(under + d)]
-            for name in filenames:
-                rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-                if not path_accepted(rel, self.settings) or self.is_private(rel):
-                    if self.others.wanted(rel):
-                        others.add(rel)
-                    continue
-                try:
-                    state = self._stat(rel)
-                except Skip as exc:
-                    self._skip(rel, exc, report)
-                    continue
-                except FileNotFoundError:
-                    continue
-                found[rel] = state
-        self.others.replace(under, others)
+        for _, files in walk(self, report, under):
+            found.update(files)
         return found
 
     def _skip(self, rel: str, exc: Skip, report: Report | None) -> None:
@@ -327,19 +277,13 @@ class Indexer:
         with self._lock:
             started = time.perf_counter()
             report = Report()
-            on_disk = self.scan(report)
-            indexed = self.store.read(entries.documents)
-            vanished = {p: d for p, d in indexed.items() if p not in on_disk}
-            todo = [
-                s
-                for p, s in on_disk.items()
-                if p not in indexed or indexed[p].size != s.size or indexed[p].mtime != s.mtime
-            ]
-            report.unchanged += len(on_disk) - len(todo)
-            self._apply(todo, vanished, report, progress)
+            # a folder at a time: one folder's files and stored rows held, not the workspace's
+            diff = differences(self, report)
+            report.unchanged += diff.unchanged
+            self._apply(diff.todo, diff.vanished, report, progress)
             report.took_ms = round((time.perf_counter() - started) * 1000, 1)
             self.last_reconcile = {"at": self.clock(), **report.as_dict()}
-            log.info("reconciled", files=len(on_disk), **_brief(report))
+            log.info("reconciled", files=diff.files, **_brief(report))
             return report
 
     def sync_paths(self, paths: Iterable[Path]) -> Report:

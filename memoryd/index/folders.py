@@ -1,0 +1,156 @@
+"""The indexer's walk of the workspace a folder at a time, and the reconcile's comparison of each
+folder with the documents stored for it.
+
+A reconcile compared a scan of the whole workspace (a `FileState` per file) with every stored
+document (a `DocumentInfo` per note) at once: at 24K notes ~17 MB of Python objects at its peak,
+and the hourly reconcile left ~5 MB of the daemon's memory resident after it (the allocator's
+arenas that other threads' objects landed in meanwhile stay; BENCHMARKS.md, issue 23.2). Here it
+holds one folder's files and reads that folder's documents one row at a time; only the
+differences (new, changed and vanished files) are kept for the whole walk, because a move is
+recognised across folders (its old path's hash)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from memoryd.core.logsetup import get_logger
+from memoryd.index.attachments import OtherFiles
+from memoryd.store import docpaths
+from memoryd.store.entries import DocumentInfo
+from memoryd.store.protocol import Connection, Store
+from memoryd.text.pathrules import PathRules, path_accepted, shown
+
+log = get_logger("memoryd.index.indexer")
+
+
+class Skip(Exception):
+    """This file is not indexed; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """A file the walk found. Lean (`__slots__`, the path to open as a `str`): a walk of 24,368
+    notes held 16 MB of these with a `Path` and a `__dict__` each, 7.7 MB without (BENCHMARKS.md,
+    issue 23.2, branch soak5); the reconcile now holds one folder's at a time."""
+
+    path: str  # workspace-relative, '/' separated
+    real: str | Path  # the file to open: the path in the workspace, or a symlink's target
+    size: int
+    mtime: float
+
+
+class WalkSettings(PathRules, Protocol):
+    @property
+    def follow_symlinks(self) -> bool: ...
+
+
+class Walker(Protocol):
+    """What the walk reads of the indexer (memoryd.index.indexer.Indexer)."""
+
+    root: Path
+    private: tuple[str, ...]
+    skipped: dict[str, str]
+    others: OtherFiles
+    store: Store
+
+    @property
+    def settings(self) -> WalkSettings: ...
+
+    def is_private(self, rel: str) -> bool: ...
+
+    def _inside(self, real: str) -> bool: ...
+
+    def _stat(self, rel: str) -> FileState: ...
+
+    def _skip(self, rel: str, exc: Skip, report: Any) -> None: ...
+
+
+def walk(ix: Walker, report: Any, under: str = ".") -> Iterator[tuple[str, dict[str, FileState]]]:
+    """(folder, its accepted regular files) for every folder under the workspace (or its folder
+    `under`), following only inner symlinks; "" is the workspace's top. Files skipped on the way
+    are logged (and counted in `report`, an indexer Report or None); when the walk ends, the
+    names of the other files seen are kept (ix.others)."""
+    others: set[str] = set()
+    seen_dirs: set[str] = set()
+    if under in (".", ""):
+        ix.skipped.clear()  # a whole walk finds again every file still skipped
+    s = ix.settings
+    for dirpath, dirnames, filenames in os.walk(ix.root / under, followlinks=s.follow_symlinks):
+        real_dir = os.path.realpath(dirpath)
+        if real_dir in seen_dirs or not ix._inside(real_dir):
+            dirnames[:] = []
+            if not ix._inside(real_dir):
+                log.warning(
+                    "skipped folder: symlink leads outside the workspace", path=shown(dirpath)
+                )
+            continue
+        seen_dirs.add(real_dir)
+        rel_dir = Path(dirpath).relative_to(ix.root).as_posix()
+        folder = "" if rel_dir == "." else rel_dir
+        prefix = folder + "/" if folder else ""
+        if s.skip_hidden:
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        if ix.private:
+            dirnames[:] = [d for d in dirnames if not ix.is_private(prefix + d)]
+        found: dict[str, FileState] = {}
+        for name in filenames:
+            rel = prefix + name
+            if not path_accepted(rel, s) or ix.is_private(rel):
+                if ix.others.wanted(rel):
+                    others.add(rel)
+                continue
+            try:
+                found[rel] = ix._stat(rel)
+            except Skip as exc:
+                ix._skip(rel, exc, report)
+            except FileNotFoundError:
+                continue
+        yield folder, found
+    ix.others.replace(under, others)
+
+
+class Differences:
+    """What a reconcile found different, folder by folder: the files to index (new or with
+    another size or mtime than stored) and the stored documents whose file is gone."""
+
+    def __init__(self) -> None:
+        self.todo: list[FileState] = []
+        self.vanished: dict[str, DocumentInfo] = {}
+        self.files = 0
+        self.unchanged = 0
+        self._folders: set[str] = set()
+
+    def folder(self, con: Connection, folder: str, found: dict[str, FileState]) -> None:
+        """Compare one folder's files with the documents stored directly in it."""
+        self._folders.add(folder)
+        self.files += len(found)
+        for path, sha, size, mtime in docpaths.in_folder(con, folder):
+            state = found.pop(path, None)
+            if state is None:
+                self.vanished[path] = DocumentInfo(path, sha, size, mtime)
+            elif state.size == size and state.mtime == mtime:
+                self.unchanged += 1
+            else:
+                self.todo.append(state)
+        self.todo.extend(found.values())  # not stored yet
+
+    def rest(self, con: Connection) -> None:
+        """The stored documents of every folder the walk did not reach (gone, now hidden,
+        excluded, memoryd's own, or an alias of a folder already walked)."""
+        for path, sha, size, mtime in docpaths.every(con):
+            if path.rpartition("/")[0] not in self._folders:
+                self.vanished[path] = DocumentInfo(path, sha, size, mtime)
+
+
+def differences(ix: Walker, report: Any) -> Differences:
+    """Walk the workspace a folder at a time against the store."""
+    diff = Differences()
+    for folder, found in walk(ix, report):
+        ix.store.read(functools.partial(diff.folder, folder=folder, found=found))
+    ix.store.read(diff.rest)
+    return diff
