@@ -11,6 +11,7 @@ from conftest import q, settle
 
 from memoryd.search import bounds
 from memoryd.search.ranking import SIGNAL_SHARE, Candidate, order
+from memoryd.store import searchsql
 
 
 def _final(c: Candidate, rng: random.Random, memory: bool, nudges: float) -> float:
@@ -55,17 +56,7 @@ def test_no_bound_with_a_negative_weight() -> None:
     assert bounds.nudge_max(S()) is None  # type: ignore[arg-type]
 
 
-def _hits(res: dict[str, Any]) -> list[Any]:
-    return [(h["id"], h["score"], h.get("sections"), h.get("explain")) for h in res["hits"]]
-
-
-@pytest.mark.parametrize("group", ["note", "none"])
-def test_hits_are_those_of_scoring_every_candidate(
-    make_app: Any, monkeypatch: Any, group: str
-) -> None:
-    """Notes and memories (importance, tiers, access counts): every mode and limit answers the
-    same with the bounds as with every candidate scored."""
-    app = make_app(dailylog={"enabled": False})
+def _notes_and_memories(app: Any) -> None:
     rng = random.Random(3)
     words = ["deploy", "rollback", "budget", "kafka", "cluster", "invoice", "retro", "queue"]
     for i in range(60):
@@ -78,6 +69,48 @@ def test_hits_are_those_of_scoring_every_candidate(
     settle(app)
     for i in range(20):
         q(app, words[i % len(words)], limit=3)  # access counts on some memories
+
+
+def test_rows_the_keyword_pool_read_are_the_rows(make_app: Any) -> None:
+    """The signal columns the keyword pool hands over (searchsql.Seen) are the rows' own, and
+    the signal summary and rows made partly from them are those read from the table."""
+    app = make_app(dailylog={"enabled": False})
+    _notes_and_memories(app)
+    if app.store.backend != "sqlite":
+        pytest.skip("the summary is SQLite's")
+
+    def check(con: Any) -> None:
+        seen: searchsql.Seen = {}
+        found = searchsql.keyword_pool(con, '"kafka" OR "queue"', "1 = 1", [], 30, seen=seen)
+        assert {i for i, _, _ in found} <= set(seen)
+        assert searchsql.signal_rows(con, seen, seen) == searchsql.signal_rows(con, seen)
+        every = [int(r[0]) for r in con.execute("SELECT id FROM entries ORDER BY id")]
+        ids = [*every[::3], max(every) + 7]  # some seen, some not, memories, one gone
+        backed, tail = ids[: len(ids) // 2], ids[len(ids) // 2 :]
+        with_seen = searchsql.signal_summary(con, backed, tail, seen)
+        assert with_seen == searchsql.signal_summary(con, backed, tail)
+        assert with_seen is not None and with_seen[2]  # memories among them
+        known = [i for i in ids if i in seen]
+        assert known and searchsql.signal_summary(con, known, [], seen) == (
+            searchsql.signal_summary(con, known, [])
+        )
+        assert searchsql.signal_rows(con, ids, seen) == searchsql.signal_rows(con, ids)
+
+    app.store.read(check)
+
+
+def _hits(res: dict[str, Any]) -> list[Any]:
+    return [(h["id"], h["score"], h.get("sections"), h.get("explain")) for h in res["hits"]]
+
+
+@pytest.mark.parametrize("group", ["note", "none"])
+def test_hits_are_those_of_scoring_every_candidate(
+    make_app: Any, monkeypatch: Any, group: str
+) -> None:
+    """Notes and memories (importance, tiers, access counts): every mode and limit answers the
+    same with the bounds as with every candidate scored."""
+    app = make_app(dailylog={"enabled": False})
+    _notes_and_memories(app)
     app.searcher.clock = lambda: 2e9  # the memories' decay
     requests = [
         (query, mode, limit)
@@ -103,5 +136,17 @@ def test_hits_are_those_of_scoring_every_candidate(
     monkeypatch.setattr(bounds, "reachable", counted)
     bounded = answers()
     assert sum(read) > 0, "some candidates were never read"
+    # the same without the keyword pool's rows handed over (searchsql.Seen)
+    summary, rows = searchsql.signal_summary, searchsql.signal_rows
+    handed: list[int] = []
+
+    def summary_read(con: Any, backed: Any, tail: Any, seen: Any = None) -> Any:
+        handed.append(len(seen or ()))
+        return summary(con, backed, tail)
+
+    monkeypatch.setattr(searchsql, "signal_summary", summary_read)
+    monkeypatch.setattr(searchsql, "signal_rows", lambda con, ids, seen=None: rows(con, ids))
+    assert answers() == bounded
+    assert app.store.backend != "sqlite" or max(handed) > 0
     monkeypatch.setattr(bounds, "nudge_max", lambda s: None)  # every candidate scored
     assert answers() == bounded

@@ -10,17 +10,29 @@ Why it stays exact without being told of writes:
 - new entries have ids above every id seen (AUTOINCREMENT); each call reads those first;
 - a chunk's content never changes in place (an edited note's chunks are deleted and inserted
   anew), and a deleted chunk's id is never given to another chunk; a deleted chunk's row here
-  is never asked for again (its mentions went with it) and only takes room, until the rows
-  outnumber the entries twice over and everything is read again;
+  is never asked for again (its mentions went with it; `chunks_with` may name it, and the
+  read by id finds nothing) and only takes room, until the rows outnumber the entries twice
+  over (looked at every RECOUNT_S) and everything is read again (a search on an older
+  snapshot at that moment could miss a chunk the newer one had deleted: the price of not
+  re-reading on every write);
 - memories change in place (an update, an import reusing an id) and are left out: their
   hashes are read each time (`split`), as are ids not found here;
 - a checkpoint restore replaces the database: the vector cache's `invalidate()` resets this.
-It is built on the first search that needs it (about 100 ms at 100K chunks), not at startup.
+It is built when first needed (about 100 ms at 100K chunks).
+
+The vector pool also finds its neighbours' entries through it (`chunks_with`): the ids of the
+chunks whose hash key is one of the neighbours' hashes, read by id (~0.9 ms for 200 at 100K
+chunks, against ~1.9 through the content-hash index: BENCHMARKS.md, branch q6). For that the
+keys are also kept sorted, with their ids in key order (16 bytes more a chunk, 1.6 MB at
+100K), sorted again once RESORT chunks were added since; those are compared one by one.
+The daemon builds it at start-up (vecindex.VectorCache.warm).
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -29,6 +41,8 @@ from memoryd.store import searchsql
 from memoryd.store.protocol import Connection
 
 LOAD = 20_000  # entries read per statement while loading
+RESORT = 4096  # chunks added since the keys were last sorted, compared one by one until then
+RECOUNT_S = 30.0  # how often the rows are compared with the entries (a count: ~1 ms at 100K)
 
 
 class EntryKeys:
@@ -40,10 +54,14 @@ class EntryKeys:
         self._keys = np.zeros(0, dtype=np.uint64)
         self._n = 0
         self._after = 0  # the highest entry id read, of any kind
+        self._sorted = 0  # the first chunks, whose keys are in _by_key (sorted) with their ids
+        self._counted = -RECOUNT_S  # when (monotonic) the rows were last compared with the entries
+        self._by_key = np.zeros(0, dtype=np.uint64)
+        self._ids_by_key = np.zeros(0, dtype=np.int64)
 
     def reset(self) -> None:
         with self._lock:
-            self._n, self._after = 0, 0
+            self._n, self._after, self._sorted = 0, 0, 0
 
     def __len__(self) -> int:
         return self._n
@@ -64,8 +82,13 @@ class EntryKeys:
         self._n = need
 
     def _sync(self, con: Connection) -> None:
-        if self._n > 2 * searchsql.entry_count(con) + 4096:  # mostly deleted chunks: read anew
-            self._n, self._after = 0, 0
+        # mostly deleted chunks: read anew (checked every RECOUNT_S: every search reads the
+        # vector pool's entries through here, and under writes each would count them again)
+        now = time.monotonic()
+        if now - self._counted >= RECOUNT_S:
+            self._counted = now
+            if self._n > 2 * searchsql.entry_count(con) + 4096:
+                self._n, self._after, self._sorted = 0, 0, 0
         while True:
             rows = searchsql.entries_after(con, self._after, LOAD)
             if not rows:
@@ -91,3 +114,33 @@ class EntryKeys:
         known = (ids[pos] == chunks) if len(ids) else np.zeros(len(chunks), bool)
         rest = [int(i) for i in want[is_memory]] + [int(i) for i in chunks[~known]]
         return keys[pos[known]], searchsql.hashes_of(con, rest)
+
+    def chunks_with(self, con: Connection, hashes: Sequence[str]) -> np.ndarray:
+        """The ids of the chunks known here whose content hash may be one of `hashes`: every
+        chunk that carries one of them (a chunk's hash never changes), and a chunk too many
+        where two hashes share a key (callers check the rows' hashes). Memories are not here."""
+        if not hashes:
+            return np.zeros(0, dtype=np.int64)
+        width = max(len(h) for h in hashes)
+        want = np.sort(keys_of(np.array([h.encode() for h in hashes], f"S{width + -width % 8}")))
+        with self._lock:
+            self._sync(con)
+            n = self._n
+            if n - self._sorted > RESORT or self._sorted > n:
+                order = np.argsort(self._keys[:n], kind="stable")
+                self._by_key, self._ids_by_key = self._keys[:n][order], self._ids[:n][order]
+                self._sorted = n
+            found = [np.zeros(0, dtype=np.int64)]
+            if self._sorted:  # (after a reset, the sorted keys are an old read's)
+                lo = np.searchsorted(self._by_key, want, side="left")
+                runs = np.searchsorted(self._by_key, want, side="right") - lo
+                at = runs > 0
+                lo, runs = lo[at], runs[at]  # each key's run of chunks (one, unless shared)
+                out = np.cumsum(runs) - runs  # where each run starts in the answer
+                every = np.repeat(lo - out, runs) + np.arange(int(runs.sum()))
+                found.append(self._ids_by_key[every])
+            if n > self._sorted:
+                recent = self._keys[self._sorted : n]
+                found.append(self._ids[self._sorted : n][np.isin(recent, want)])
+            # in id order, the table's (an id twice, for two hashes of one key, is harmless)
+            return np.sort(np.concatenate(found))

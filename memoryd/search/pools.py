@@ -82,7 +82,8 @@ class Pools:
         part later (`ranking.relevance`, coverage), not its place in the pool (issue 19.2).
         `pool`, _keyword_pool's: `narrow`, the filter may leave few texts (`narrowing`);
         `beside`, ranks half of a large index's matches on another thread at the same time
-        (`_beside`); `pre`, an entities filter checked on FTS5's rowids (`keyword_prefilter`).
+        (`_beside`); `pre`, an entities filter checked on FTS5's rowids (`keyword_prefilter`);
+        `seen`, the signal columns of the rows read on `con` (searchsql.Seen).
         `widen` (keywords alone, no vector pool): when no text holds any of the words as typed,
         their prefixes are searched instead (`ftsquery.prefix_match`: "when is the retro" finds
         the retrospectives), as weak evidence (`partial`, like a typo correction). Beside a
@@ -111,9 +112,10 @@ class Pools:
         narrow: bool = False,
         beside: searchsql.Beside | None = None,
         pre: searchsql.Prefilter | None = None,
+        seen: searchsql.Seen | None = None,
     ) -> list[Candidate]:
         found = searchsql.keyword_pool(
-            con, match, where, params, size, narrow=narrow, beside=beside, pre=pre
+            con, match, where, params, size, narrow=narrow, beside=beside, pre=pre, seen=seen
         )
         return [
             Candidate(id=i, document_id=doc, keyword_rank=rank, bm25=score, match=match)

@@ -319,7 +319,14 @@ class Searcher(Pools):
         where, params = filter_sql(req.filters, now)
         out: dict[str, Any] = {"query": req.query}
         pre = keyword_prefilter(req.filters, now)  # an entities filter, checked on FTS5's rowids
-        pool: dict[str, Any] = {"narrow": narrowing(req.filters), "beside": self._beside(req)}
+        # the keyword pools' rows read on `con`: the signal summary and rows need not read
+        # them again (searchsql.Seen)
+        seen: searchsql.Seen = {}
+        pool: dict[str, Any] = {
+            "narrow": narrowing(req.filters),
+            "beside": self._beside(req),
+            "seen": seen,
+        }
         base = base_filters(req.filters)
         plain, bwhere, bparams = req.filters == base, *filter_sql(base, now)
         filtered, norm_soon = s.fusion == "weighted" and not plain, None
@@ -443,7 +450,7 @@ class Searcher(Pools):
                 out["absent"] = absent
         if req.group == "note":
             listed_sections(ranked, scale, cjk=cjk, corrected=corrected)
-        out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale)
+        out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale, seen)
         if not out["hits"] and fuzzy_used and rewritten is not None:
             out["suggestion"] = rewritten.corrected_query  # what it found does not answer
         if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
@@ -482,26 +489,31 @@ class Searcher(Pools):
         return [c for c in fused if c.keyword_rank is not None]
 
     def _signal_rows(
-        self, con: Connection, candidates: list[Candidate], limit: int
+        self,
+        con: Connection,
+        candidates: list[Candidate],
+        limit: int,
+        seen: searchsql.Seen | None = None,
     ) -> tuple[dict[int, dict[str, Any]], float | None]:
         """The signal rows of the candidates that can still reach the first `limit`
         (bounds.reachable), and the newest `updated_at` of the backed ones; every row and None
         when the bounds cannot be known (PostgreSQL, an entry gone, an id twice, a negative
-        access count or weight)."""
+        access count or weight). `seen`: rows read on `con` already (searchsql.Seen)."""
         ids = [c.id for c in candidates]
         nudges = bounds.nudge_max(self.settings)
         summary = None
         if nudges is not None and len(set(ids)) == len(ids) and len(ids) > limit:
             backed = [c.id for c in candidates if not c.tail]
-            summary = searchsql.signal_summary(con, backed, [c.id for c in candidates if c.tail])
+            tail = [c.id for c in candidates if c.tail]
+            summary = searchsql.signal_summary(con, backed, tail, seen)
         if summary is not None:
             count, newest, memories, low = summary
             if count == len(ids) and (low is None or low >= 0):
                 keep = bounds.reachable(candidates, memories, limit, nudges or 0.0)
-                raw = searchsql.signal_rows(con, (c.id for c in keep))
+                raw = searchsql.signal_rows(con, (c.id for c in keep), seen)
                 if len(raw) == len(keep):  # the same snapshot: always, but checked
                     return raw, newest
-        return searchsql.signal_rows(con, ids), None
+        return searchsql.signal_rows(con, ids, seen), None
 
     def _finish(
         self,
@@ -512,12 +524,13 @@ class Searcher(Pools):
         req: SearchRequest,
         mode: str,
         scale: Scale = DEFAULT_SCALE,
+        seen: searchsql.Seen | None = None,
     ) -> list[dict[str, Any]]:
         if not candidates:
             return []
         # Score the candidates from a few columns; build full records only for the winners.
         # Only those that can still reach the first `limit` are read and scored (bounds.py).
-        raw, newest = self._signal_rows(con, candidates, limit)
+        raw, newest = self._signal_rows(con, candidates, limit, seen)
         if newest is None:
             # Recency is measured from the newest of the texts ranked, not from the wall clock:
             # the same query on the same index gives the same order hours apart (issue 19.4).

@@ -30,6 +30,7 @@ from memoryd.search import halfrows
 from memoryd.search.entrykeys import EntryKeys
 from memoryd.search.hashrows import HashRows
 from memoryd.store import entities, searchsql, vectors
+from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection, Store, VectorIndex
 
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
@@ -156,7 +157,7 @@ class VectorCache:
         self._hashes = HashRows()  # the content hash of each row, and the row of each hash
         self._mean_n = 0
         self._mean = np.zeros(0, dtype=np.float32)
-        self.entry_keys = EntryKeys()  # built by the first knn_among
+        self.entry_keys = EntryKeys()  # built by warm() or the first search
         # knn_among's last mask per connection: (entry ids, rows' hashes, rows, mask)
         self._masks: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
 
@@ -250,12 +251,15 @@ class VectorCache:
         return vectors.model_count(con, model_id)
 
     def warm(self, con: Connection) -> None:
-        """Load the active model's vectors now (startup), so no query pays for it."""
+        """Load the active model's vectors now (startup), and the chunks' hash keys the vector
+        pool finds its entries by (`_carrying`), so no query pays for them."""
         active = vectors.active_model(con)
         if active is None or self.count(con, active[0]) < self.min_vectors:
             return
         with self._lock:
             self._sync(con, active[0], active[2])
+        if not is_postgres(con):
+            self.entry_keys.chunks_with(con, ["0" * 64])  # reads and sorts them
 
     def knn(
         self, con: Connection, model_id: int, dim: int, query: np.ndarray, k: int
@@ -400,7 +404,7 @@ def nearest_entries(
             else:
                 nearest = index.knn(con, model_id, dim, qvec, k)
                 sims = {h: 1.0 - d for h, d in nearest}
-                found = searchsql.entries_with_hashes(con, list(sims), where, params)
+                found = _carrying(con, index, list(sims), where, params)
             if len(found) >= size or len(nearest) < k:
                 break
             if k >= knn_max:
@@ -412,6 +416,24 @@ def nearest_entries(
         ((sims[h], i, doc) for i, h, doc in found if h in sims), key=lambda t: (-t[0], t[1])
     )
     return scored[:size]
+
+
+MEMORIES_BY_ID = 128  # memories read by id beside the chunks of the hashes, at most
+
+
+def _carrying(
+    con: Connection, index: VectorIndex, hashes: list[str], where: str, params: list[Any]
+) -> list[tuple[int, str, int | None]]:
+    """searchsql.entries_with_hashes: the entries that carry the hashes and pass the filter.
+    SQLite with the in-memory cache: read by id, the chunks' from its entry keys
+    (entrykeys.chunks_with) and every memory's (whose text changes in place) when there are
+    few of them; otherwise through the content-hash index."""
+    if isinstance(index, VectorCache) and not is_postgres(con):
+        memories = searchsql.memory_ids(con, MEMORIES_BY_ID + 1)
+        if len(memories) <= MEMORIES_BY_ID:
+            ids = [*index.entry_keys.chunks_with(con, hashes).tolist(), *memories]
+            return searchsql.entries_with_ids(con, ids, hashes, where, params)
+    return searchsql.entries_with_hashes(con, hashes, where, params)
 
 
 def _masked(
