@@ -382,6 +382,8 @@ class Searcher(Pools):
             vector, scale = pending.result()
         # No padding: a vector neighbour is a candidate only at or above the model's floor.
         vector = [c for c in vector if (c.similarity or 0.0) >= scale[0]]
+        # what follows asks of the vector pool's texts (PostgreSQL: one round trip, not three)
+        searchsql.read_ahead(con, [c.id for c in vector], seen)
         if req.group == "note":
             steadied(vector, searchsql.text_lengths(con, several_chunks(vector)))
 

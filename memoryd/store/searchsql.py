@@ -198,10 +198,13 @@ def keyword_pool(
     ranking may come from the rows that hold every word alone (`ftsprune`: when no other row can
     outrank them, the same rows in the same order). With `pre` (an entities filter)
     the first try ranks only the matches it passes, whatever `narrow` says: the check is a
-    probe of a set made once, before each match is scored or looked up. `seen` (SQLite): the
-    signal columns of every row read on `con` are put in it (Seen)."""
-    if is_postgres(con):
-        return _pg().keyword_pool(con, match, where, params, size)
+    probe of a set made once, before each match is scored or looked up. `seen`: the signal
+    columns of every row read on `con` are put in it (Seen)."""
+    if is_postgres(con):  # the signal columns read with the rows
+        found = _pg_pool().keyword_pool(con, match, where, params, size, _SIGNALS)
+        if seen is not None:
+            seen.update((r[0], tuple(r[3:])) for r in found)
+        return [(i, score, doc) for i, score, doc, *_ in found]
     if narrow and pre is None:
         return _all_matches(con, match, where, params, size, seen)
     first = size + RANKED_FIRST_SLACK
@@ -385,22 +388,44 @@ def signal_summary(
     the `backed` ones (recency counts from it), the ids of the memories among them, and the
     lowest access count (a frequency signal is in 0..1 only from 0 up). Those in `seen` (read
     on `con` in this transaction already) are summed up from it and not read again (distinct
-    ids: searcher._signal_rows). None on PostgreSQL."""
+    ids: searcher._signal_rows). PostgreSQL: the rows of those not in `seen` are read into it
+    (the rows are read anyway), so `signal_rows` reads nothing after; None without `seen`."""
     if is_postgres(con):
-        return None  # the rows are read anyway (searcher._finish)
+        if seen is None:
+            return None  # the rows are read anyway (searcher._finish)
+        missing = [i for i in (*backed, *tail) if i not in seen]
+        if missing:
+            rows = con.execute(
+                f"SELECT id, {', '.join(SIGNAL_COLUMNS)} FROM entries WHERE id = ANY(?)", [missing]
+            )
+            seen.update((int(r[0]), tuple(r[1:])) for r in rows)
+        return _seen_summary(seen, backed, tail)
     if not seen:
         return _summary(con, backed, tail)
-    rows = [seen[i] for i in (*backed, *tail) if i in seen]
     count, newest, memories, low = _summary(
         con, [i for i in backed if i not in seen], [i for i in tail if i not in seen]
     )
+    seen_count, seen_newest, seen_memories, seen_low = _seen_summary(seen, backed, tail)
+    return (
+        count + seen_count,
+        max((d for d in (seen_newest, newest) if d is not None), default=None),
+        memories | seen_memories,
+        min((c for c in (seen_low, low) if c is not None), default=None),
+    )
+
+
+def _seen_summary(
+    seen: Seen, backed: Sequence[int], tail: Sequence[int]
+) -> tuple[int, float | None, set[int], int | None]:
+    """signal_summary's figures over those of the entries in `seen`."""
+    rows = [seen[i] for i in (*backed, *tail) if i in seen]
     dates = [float(seen[i][_UPDATED]) for i in backed if i in seen]
     counts = [int(r[_ACCESS]) for r in rows]
     return (
-        count + len(rows),
-        max(dates + ([] if newest is None else [newest]), default=None),
-        memories | {i for i in (*backed, *tail) if i in seen and seen[i][_KIND] == "memory"},
-        min(counts + ([] if low is None else [low]), default=None),
+        len(rows),
+        max(dates, default=None),
+        {i for i in (*backed, *tail) if i in seen and seen[i][_KIND] == "memory"},
+        min(counts, default=None),
     )
 
 
@@ -440,8 +465,22 @@ def _per_id(con: Connection, column: str, ids: Sequence[int]) -> list[tuple[Any,
 
 
 def text_lengths(con: Connection, ids: Sequence[int]) -> dict[int, int]:
-    """Characters of each entry's text, per id (the ranking steadies short chunks' similarity)."""
+    """Characters of each entry's text, per id (the ranking steadies short chunks' similarity);
+    PostgreSQL: as `read_ahead` read them, when it did."""
+    known = _pg_held().lengths(con, ids) if is_postgres(con) else None
+    if known is not None:
+        return known
     return {int(i): int(n or 0) for i, n in _per_id(con, "length(content)", ids)}
+
+
+def read_ahead(con: Connection, ids: Sequence[int], seen: Seen) -> None:
+    """Read now what search asks of these entries next (the vector pool's): PostgreSQL, in one
+    statement, their signal columns (into `seen`), their lengths and which hold each
+    expression noted for `matching` (store/pg/held.py); SQLite: nothing."""
+    if not is_postgres(con):
+        return
+    rows = _pg_held().read_ahead(con, list(ids), _SIGNALS)
+    seen.update((r[0], tuple(r[1:])) for r in rows)
 
 
 def texts(con: Connection, ids: Sequence[int]) -> dict[int, str]:
@@ -474,7 +513,7 @@ def matching(con: Connection, match: str, ids: Sequence[int], df: int | None = N
     if not ids or df == 0:
         return set()
     if is_postgres(con):  # one lookup: the GIN index and `id = ANY(...)`
-        return _pg().matching(con, match, ids)
+        return _pg_held().matching(con, match, ids)
     return wordrows.holding(con, match, ids)
 
 
@@ -483,7 +522,7 @@ def remember_matches(con: Connection, match: str) -> None:
     them for the connection's data version); PostgreSQL: the expression is noted, and the first
     `matching` of the read asks for every noted one in its statement (store/pg/fts.py)."""
     if is_postgres(con):
-        _pg().remember_matches(con, match)
+        _pg_held().remember_matches(con, match)
     else:
         wordrows.bitmap(con, match)
 
@@ -545,3 +584,15 @@ def _pg() -> Any:
     from memoryd.store.pg import fts
 
     return fts
+
+
+def _pg_pool() -> Any:
+    from memoryd.store.pg import pool  # the keyword pool, imported on first use as _pg's
+
+    return pool
+
+
+def _pg_held() -> Any:
+    from memoryd.store.pg import held  # which entries hold which term; reads ahead
+
+    return held

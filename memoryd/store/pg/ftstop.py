@@ -111,16 +111,18 @@ def pool(
     dfs: Sequence[int],
     filtered: tuple[str, Sequence[Any]],
     size: int,
-) -> list[tuple[int, float, int | None]] | None:
+    more: tuple[str, Sequence[Any]] = ("", ()),
+) -> list[tuple[Any, ...]] | None:
     """The best `size` matches ranked from the rows the bound cannot rule out, when that is
     provably the whole ranking; None when every match must be ranked. `leaves`: the query's
     single-word terms (`words`); `rank`: the ranking expression over `e.fts` and its parameters
     (fts.weighted_rank), `idfs` and `dfs` its terms' IDF and document frequencies; `filtered`:
-    the filter (an expression over e and d) and its parameters."""
+    the filter (an expression over e and d) and its parameters; `more`: more columns of each
+    row (`, expression ...`) and their parameters. Rows: (id, score, document id, *more)."""
     for tier in tiers(sum(dfs), size):
-        found = _first(con, leaves, rank, filtered, size, tier)
+        found = _first(con, leaves, rank, filtered, size, tier, more)
         bound = tier * (sum(idfs) - min(idfs))
-        if len(found) >= size and -found[-1][1] > bound * (1 + MARGIN):
+        if len(found) >= size and -float(found[-1][1]) > bound * (1 + MARGIN):
             return found
     return None
 
@@ -132,7 +134,8 @@ def _first(
     filtered: tuple[str, Sequence[Any]],
     size: int,
     tier: float,
-) -> list[tuple[int, float, int | None]]:
+    more: tuple[str, Sequence[Any]],
+) -> list[tuple[Any, ...]]:
     """The best `size` of the rows holding every term or one with r >= tier; none when a term
     is not one lexeme (checked in the statement: `ok`)."""
     any_sql = " || ".join(sql for sql, _ in leaves)
@@ -141,12 +144,13 @@ def _first(
     ps = [p for _, leaf in leaves for p in leaf]
     where, params = filtered
     rank_sql, rank_params = rank
+    more_sql, more_params = more
     rows = con.execute(
-        f"SELECT e.id, {rank_sql} AS score, e.document_id"
+        f"SELECT e.id, {rank_sql} AS score, e.document_id{more_sql}"
         f" FROM (SELECT ({any_sql}) AS q, ({all_sql}) AS qa, ({one_each}) AS ok) q,"
         " entries e LEFT JOIN documents d ON d.id = e.document_id"
         f" WHERE q.ok AND (e.fts @@ q.qa OR {top_sql('e.fts', tier)} @@ q.q) AND {where}"
         " ORDER BY score, e.id LIMIT ?",
-        [*rank_params, *ps, *ps, *ps, *params, size],
+        [*rank_params, *more_params, *ps, *ps, *ps, *params, size],
     ).fetchall()
-    return [(int(i), float(s), None if doc is None else int(doc)) for i, s, doc in rows]
+    return [tuple(r) for r in rows]
