@@ -22,7 +22,8 @@ from memoryd.store.protocol import Connection
 _BATCH = 500
 SIGNAL_COLUMNS = ("kind", "importance", "access_count", "tier", "updated_at", "last_accessed_at")
 _BM25 = ftsprune.BM25
-_SIGNALS = ", ".join(f"e.{c}" for c in SIGNAL_COLUMNS)
+_SIGNAL_LIST = [f"e.{c}" for c in SIGNAL_COLUMNS]
+_SIGNALS = ", ".join(_SIGNAL_LIST)
 
 # The signal columns (SIGNAL_COLUMNS, in order) of the entries the keyword pool read on the
 # search's own connection, by id: the rows are in hand for the join already, and what one read
@@ -201,7 +202,7 @@ def keyword_pool(
     probe of a set made once, before each match is scored or looked up. `seen`: the signal
     columns of every row read on `con` are put in it (Seen)."""
     if is_postgres(con):  # the signal columns read with the rows
-        found = _pg_pool().keyword_pool(con, match, where, params, size, _SIGNALS)
+        found = _pg_pool().keyword_pool(con, match, where, params, size, _SIGNAL_LIST)
         if seen is not None:
             seen.update((r[0], tuple(r[3:])) for r in found)
         return [(i, score, doc) for i, score, doc, *_ in found]

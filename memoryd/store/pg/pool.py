@@ -20,45 +20,54 @@ def keyword_pool(
     where: str,
     params: Sequence[Any],
     size: int,
-    columns: str = "",
+    columns: Sequence[str] = (),
 ) -> list[tuple[Any, ...]]:
     """(entry id, score (lower is better), document id, *columns) of the best `size` matches
     that pass the filter: an OR of common words first from the rows that can reach the pool
     (store/pg/ftstop.py), else every match ranked. `columns`: more of each row's columns
-    (`e.x, ...`, fixed SQL), read with it (searchsql.Seen). The rows read also tell which of
-    them hold each of the query's terms (`_note_held`: the evidence's `matching`)."""
+    (`e.x`, fixed SQL), read with it (searchsql.Seen). The rows read also tell which of them
+    hold each of the query's terms (`_note_held`: the evidence's `matching`)."""
     b = fts._Builder(match)
     q, qparams = b.parse() or fts._EMPTY, b.params
     leaves = b.leaves[: fts.MAX_RANKED_TERMS]
     rank, rparams, idfs, dfs = fts._ranking(con, leaves)
-    held, hparams = _held_sql(leaves)
-    more = held + (f", {columns}" if columns else "")
+    shape = _shape(leaves, columns)
     if ftstop.words(match, leaves, q):
-        found = ftstop.pool(
-            con, leaves, (rank, rparams), idfs, dfs, (where, params), size, (more, hparams)
-        )
+        found = ftstop.pool(con, leaves, (rank, rparams), idfs, dfs, (where, params), size, shape)
         if found is not None:
             return _note_held(con, leaves, found)
-    rows = con.execute(
-        f"SELECT e.id, {rank} AS score, e.document_id{more}"
+    sql, args = shape[1](
+        f"SELECT e.id, {rank} AS score, e.document_id{shape[0]}"
         f" FROM (SELECT {q} AS q) q, entries e LEFT JOIN documents d ON d.id = e.document_id"
         f" WHERE e.fts @@ q.q AND {where} ORDER BY score, e.id LIMIT ?",
-        [*rparams, *hparams, *qparams, *params, size],
-    ).fetchall()
-    return _note_held(con, leaves, rows)
+        [*rparams, *qparams, *params, size],
+    )
+    return _note_held(con, leaves, con.execute(sql, args).fetchall())
 
 
-def _held_sql(leaves: Sequence[tuple[str, list[Any]]]) -> tuple[str, list[Any]]:
-    """`, e.fts @@ term` for each term, and their parameters (the pool's rows are in hand)."""
-    sql = "".join(f", e.fts @@ {t}" for t, _ in leaves)
-    return sql, [p for _, ps in leaves for p in ps]
+def _shape(leaves: Sequence[tuple[str, list[Any]]], columns: Sequence[str]) -> ftstop.Shape:
+    """The ranked rows' `e.fts` and `columns` (as c0, c1, ...), and the statement around their
+    ranking: the best rows' id, score and document id, whether each holds each term (`fts @@
+    term`), their `columns`, in the ranking's order. The tests run on the best `size` rows only:
+    in the ranking's own select they ran on every row ranked (~1,500 of them at 100K chunks for
+    two common words: 16.3 against 13.1 ms of the server's time)."""
+    inner = ", e.fts" + "".join(f", {c} AS c{i}" for i, c in enumerate(columns))
+    tests = "".join(f", p.fts @@ {t}" for t, _ in leaves)
+    cols = "".join(f", p.c{i}" for i in range(len(columns)))
+    head = f"SELECT p.id, p.score, p.document_id{tests}{cols} FROM ("
+    tparams = [p for _, ps in leaves for p in ps]
+
+    def wrap(sql: str, params: list[Any]) -> tuple[str, list[Any]]:
+        return f"{head}{sql}) p ORDER BY p.score, p.id", [*tparams, *params]
+
+    return inner, wrap
 
 
 def _note_held(
     con: Connection, leaves: Sequence[tuple[str, list[Any]]], rows: Sequence[Sequence[Any]]
 ) -> list[tuple[Any, ...]]:
-    """The pool's rows without their `_held_sql` columns, which go to the read's record of
-    which entries hold which term (PgConnection.held: `matching` answers from it)."""
+    """The pool's rows without their tests (`_shape`), which go to the read's record of which
+    entries hold which term (PgConnection.held: `matching` answers from it)."""
     k = len(leaves)
     held: dict[Any, tuple[set[int], set[int]]] | None = getattr(con, "held", None)
     if held is not None and rows:
