@@ -11,7 +11,7 @@ from typing import Any
 from memoryd.search.ranking import SIGNAL_SHARE, Candidate, Scale
 from memoryd.search.request import SearchRequest
 from memoryd.search.snippets import _CLOSE, _OPEN, plain_snippet, render_snippet
-from memoryd.store import entries, hitrows, searchsql
+from memoryd.store import entries, searchrows, searchsql
 
 
 def render(
@@ -27,7 +27,7 @@ def render(
     # the records, the snippets and the sections' records (PostgreSQL: one round trip)
     more = [sec.id for c in top for sec in c.sections or () if sec.id != c.id]
     by_match = _by_match(top)
-    records, snippets, known = hitrows.hit_rows(
+    records, snippets, known = searchrows.hit_rows(
         con, [c.id for c in top], by_match, more if req.group == "note" else [], (_OPEN, _CLOSE)
     )
     hits = []

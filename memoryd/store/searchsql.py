@@ -394,12 +394,8 @@ def signal_summary(
     if is_postgres(con):
         if seen is None:
             return None  # the rows are read anyway (searcher._finish)
-        missing = [i for i in (*backed, *tail) if i not in seen]
-        if missing:
-            rows = con.execute(
-                f"SELECT id, {', '.join(SIGNAL_COLUMNS)} FROM entries WHERE id = ANY(?)", [missing]
-            )
-            seen.update((int(r[0]), tuple(r[1:])) for r in rows)
+        rows = signal_rows(con, [i for i in (*backed, *tail) if i not in seen])
+        seen.update((i, tuple(r[c] for c in SIGNAL_COLUMNS)) for i, r in rows.items())
         return _seen_summary(seen, backed, tail)
     if not seen:
         return _summary(con, backed, tail)
@@ -472,16 +468,6 @@ def text_lengths(con: Connection, ids: Sequence[int]) -> dict[int, int]:
     if known is not None:
         return known
     return {int(i): int(n or 0) for i, n in _per_id(con, "length(content)", ids)}
-
-
-def read_ahead(con: Connection, ids: Sequence[int], seen: Seen) -> None:
-    """Read now what search asks of these entries next (the vector pool's): PostgreSQL, in one
-    statement, their signal columns (into `seen`), their lengths and which hold each
-    expression noted for `matching` (store/pg/held.py); SQLite: nothing."""
-    if not is_postgres(con):
-        return
-    rows = _pg_held().read_ahead(con, list(ids), _SIGNALS)
-    seen.update((r[0], tuple(r[1:])) for r in rows)
 
 
 def texts(con: Connection, ids: Sequence[int]) -> dict[int, str]:
@@ -594,6 +580,6 @@ def _pg_pool() -> Any:
 
 
 def _pg_held() -> Any:
-    from memoryd.store.pg import held  # which entries hold which term; reads ahead
+    from memoryd.store.pg import held  # which entries hold which term; lengths read ahead
 
     return held

@@ -1,7 +1,13 @@
-"""The rows of a search's hits (search/hits.py): the winners' records, their snippets and the
-records of their notes' other sections. SQLite reads them as it always has (the records, then
-the snippets of each expression: store/rowsnippets.py); PostgreSQL in one statement, where they
-were three round trips (issue 23.4): the same records, the same ts_headline of each."""
+"""Rows a search reads in fewer round trips on PostgreSQL (issue 23.4), SQLite as before.
+
+- `hit_rows`: the winners' records, their snippets and the records of their notes' other
+  sections (search/hits.py). SQLite reads them as it always has (the records, then the
+  snippets of each expression: store/rowsnippets.py); PostgreSQL in one statement, where they
+  were three round trips: the same records, the same ts_headline of each.
+- `read_ahead`: what search asks of the vector pool's texts once it is known (their signal
+  columns, lengths, which hold each query word), one statement on PostgreSQL where it was three;
+  nothing on SQLite, whose reads cost no round trip.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,18 @@ from typing import Any
 from memoryd.store import entries, searchsql
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
+
+
+def read_ahead(con: Connection, ids: Sequence[int], seen: searchsql.Seen) -> None:
+    """Read now what search asks of these entries next: PostgreSQL, in one statement, their
+    signal columns (into `seen`: searchsql.Seen), their lengths (searchsql.text_lengths) and
+    which hold each expression noted for `matching` (store/pg/held.py); SQLite: nothing."""
+    if not is_postgres(con):
+        return
+    from memoryd.store.pg import held  # imported on first use: SQLite never loads it
+
+    columns = ", ".join(f"e.{c}" for c in searchsql.SIGNAL_COLUMNS)
+    seen.update((r[0], tuple(r[1:])) for r in held.read_ahead(con, list(ids), columns))
 
 
 def hit_rows(
