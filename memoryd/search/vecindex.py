@@ -372,6 +372,9 @@ def nearest_entries(
     knn_max: int,
     start: int | None = None,
     among: tuple[Sequence[Sequence[int]], str, list[Any]] | None = None,
+    *,
+    first: list[tuple[str, float]] | None = None,
+    seen: searchsql.Seen | None = None,
 ) -> list[tuple[float, int, int | None]]:
     """The vector pool's rows: (similarity, entry id, document id) of the `size` entries
     nearest the query that pass the filter `flt` (entries.filter_sql's where and params),
@@ -395,16 +398,17 @@ def nearest_entries(
         groups, rest = among[0], (among[1], among[2])
         return _masked(con, index, (model_id, dim, qvec), rest, size, knn_max, start, groups)
     if found is None:
-        k = min(max(size, start or 0), knn_max)
+        k = first_k(size, knn_max, start)
         both = getattr(index, "knn_entries", None)  # PostgreSQL: one statement for both
         while True:
             if both is not None:
                 nearest, found = both(con, model_id, qvec, k, (where, params))
                 sims = {h: 1.0 - d for h, d in nearest}
             else:
-                nearest = index.knn(con, model_id, dim, qvec, k)
+                nearest = first if first is not None else index.knn(con, model_id, dim, qvec, k)
+                first = None  # a wider k-NN is this thread's
                 sims = {h: 1.0 - d for h, d in nearest}
-                found = _carrying(con, index, list(sims), where, params)
+                found = _carrying(con, index, list(sims), where, params, seen)
             if len(found) >= size or len(nearest) < k:
                 break
             if k >= knn_max:
@@ -418,11 +422,21 @@ def nearest_entries(
     return scored[:size]
 
 
+def first_k(size: int, knn_max: int, start: int | None = None) -> int:
+    """How many nearest texts nearest_entries' k-NN asks for first."""
+    return min(max(size, start or 0), knn_max)
+
+
 MEMORIES_BY_ID = 128  # memories read by id beside the chunks of the hashes, at most
 
 
 def _carrying(
-    con: Connection, index: VectorIndex, hashes: list[str], where: str, params: list[Any]
+    con: Connection,
+    index: VectorIndex,
+    hashes: list[str],
+    where: str,
+    params: list[Any],
+    seen: searchsql.Seen | None = None,
 ) -> list[tuple[int, str, int | None]]:
     """searchsql.entries_with_hashes: the entries that carry the hashes and pass the filter.
     SQLite with the in-memory cache: read by id, the chunks' from its entry keys
@@ -432,8 +446,8 @@ def _carrying(
         memories = searchsql.memory_ids(con, MEMORIES_BY_ID + 1)
         if len(memories) <= MEMORIES_BY_ID:
             ids = [*index.entry_keys.chunks_with(con, hashes).tolist(), *memories]
-            return searchsql.entries_with_ids(con, ids, hashes, where, params)
-    return searchsql.entries_with_hashes(con, hashes, where, params)
+            return searchsql.entries_with_ids(con, ids, hashes, where, params, seen)
+    return searchsql.entries_with_hashes(con, hashes, where, params, seen)
 
 
 def _masked(
