@@ -29,7 +29,13 @@ from memoryd.search.ranking import (
     whole_note,
 )
 from memoryd.search.request import SearchRequest, narrowing, vector_mask, wide_first
-from memoryd.search.vecindex import VectorCache, first_k, nearest_entries
+from memoryd.search.vecindex import (
+    Neighbours,
+    VectorCache,
+    first_k,
+    nearest_entries,
+    neighbours,
+)
 from memoryd.store import searchsql, vectors
 from memoryd.store.dialect import is_postgres
 from memoryd.store.entries import Filters, filter_sql
@@ -54,12 +60,12 @@ class Soon(Generic[T]):
 @dataclass(frozen=True)
 class Nearest:
     """The vector pool as its own thread leaves it (`Pools._vector_knn`): `pool`, the whole
-    pool, when that thread read it all; else `knn`, the in-memory cache's nearest texts (the
-    first k of nearest_entries), whose entries the search reads on its own connection
+    pool, when that thread read it all; else `knn`, the in-memory cache's first k-NN
+    (vecindex.neighbours), whose entries the search reads on its own connection
     (`Pools._vector_entries`), with the active model (id, key, dimensions) and the query."""
 
     pool: tuple[list[Candidate], Scale] | None
-    knn: list[tuple[str, float]] | None = None
+    knn: Neighbours | None = None
     model: tuple[int, str, int] | None = None
     qvec: np.ndarray | None = None
 
@@ -173,7 +179,7 @@ class Pools:
         ):
             return Nearest(self._vector_rest(con, here, filters, now, size))
         model_id, _, dim = active
-        knn = self.vector_cache.knn(con, model_id, dim, qvec, first_k(size, KNN_MAX))
+        knn = neighbours(con, self.vector_cache, model_id, dim, qvec, first_k(size, KNN_MAX))
         return Nearest(None, knn, active, qvec)
 
     def _vector_entries(

@@ -94,7 +94,7 @@ def exact_json_floats(con: Connection) -> bool:
     the same (17 significant digits: SQLite 3.54 does), checked once a process."""
     if not _EXACT:
         row = con.execute("SELECT json_array(0.1 + 0.2, -2.0 / 3, 1e-300 / 3)").fetchone()
-        _EXACT.append(json.loads(row[0]) == [0.1 + 0.2, -2.0 / 3, 1e-300 / 3])
+        _EXACT.append(row is not None and json.loads(row[0]) == [0.1 + 0.2, -2.0 / 3, 1e-300 / 3])
     return _EXACT[0]
 
 
@@ -119,8 +119,8 @@ def note_bm25(
         # one row (two JSON arrays) instead of one a note: the search thread that reads this
         # beside the search's own (searcher.py) takes the GIL once, not back for each of
         # ~200 rows while the search runs Python (1-3 ms it waited at 100K chunks)
-        row = con.execute(_NOTE_BM25_JSON, args).fetchone()
-        ids, bm25s = json.loads(row[0]), json.loads(row[1])
+        row = con.execute(_NOTE_BM25_JSON, args).fetchone()  # an aggregate: always one
+        ids, bm25s = (json.loads(row[0]), json.loads(row[1])) if row else ([], [])
         scores = {int(i): float(s) for i, s in zip(ids, bm25s, strict=True)}
     else:
         scores = {int(i): float(s) for i, s in con.execute(_NOTE_BM25, args)}
