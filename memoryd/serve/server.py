@@ -225,7 +225,7 @@ class Server:
     async def close(self) -> None:
         """Stop accepting, let requests in flight finish (bounded), close connections."""
         if self._server is not None:
-            self._server.close()
+            await self._streams.stop_accepting(self._server)
         try:
             await asyncio.wait_for(self._idle.wait(), self.settings.shutdown_timeout_s)
         except TimeoutError:

@@ -1,16 +1,22 @@
 """Connections: the bookkeeping that lets a stream server close every connection it accepted.
 
-asyncio.start_server and start_unix_server leave three ways for a socket to outlive the server's
-close(): a socket accepted a moment ago is not yet a transport; a handler task cancelled before
-its first step never runs its `finally`; and StreamWriter.close() waits for unsent bytes, which a
-client that stopped reading never takes (a handler awaiting wait_closed() then never ends, and
-neither does the shutdown that gathers it). Both servers (the Unix socket and the web page) build
-their connections here instead, so that shutdown() can end every one of them:
+asyncio.start_server and start_unix_server leave four ways for a socket to outlive the server's
+close():
+- a socket accepted a moment before close() is handed to a task that makes its transport; when
+  that task first runs after close(), the transport's constructor fails (Python 3.11: the
+  server's `_attach` asserts it still has sockets) after taking the socket, and the task swallows
+  the error: nobody closes that socket until the garbage collector warns about it;
+- a socket accepted a moment ago is not yet a transport;
+- a handler task cancelled before its first step never runs its `finally`;
+- StreamWriter.close() waits for unsent bytes, which a client that stopped reading never takes (a
+  handler awaiting wait_closed() then never ends, and neither does the shutdown that gathers it).
+Both servers (the Unix socket and the web page) build their connections here instead, so that
+every one of them ends:
 
     conns = Connections(handler, limit)
     server = await loop.create_server(conns.protocol, host, port)
     ...
-    server.close()
+    await conns.stop_accepting(server)   # not server.close()
     await conns.shutdown()
 """
 
@@ -49,9 +55,19 @@ class Connections:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
+    async def stop_accepting(self, server: asyncio.AbstractServer) -> None:
+        """Stop listening: no new connection is accepted, and every socket accepted before
+        becomes a tracked transport before the server closes (closing first would leave a
+        socket accepted a moment ago with no owner; see the module's docstring)."""
+        loop = asyncio.get_running_loop()
+        for sock in getattr(server, "sockets", ()) or ():
+            loop.remove_reader(sock.fileno())  # no accept runs from here on
+        await self.settle()
+        server.close()
+
     async def settle(self) -> None:
         """Let sockets accepted just now become transports (and handlers), so that shutdown()
-        sees them; call after the server stopped listening."""
+        sees them."""
         for _ in range(SETTLE_TURNS):
             if not any(_accepting(t) for t in asyncio.all_tasks()):
                 return

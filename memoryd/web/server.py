@@ -120,7 +120,7 @@ class WebServer:
         async with self._lock:
             if self._server is None:
                 return
-            self._server.close()
+            await self._conns.stop_accepting(self._server)
             await self._conns.shutdown()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
