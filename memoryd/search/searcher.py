@@ -49,7 +49,7 @@ from memoryd.search import bounds, concepts, entityboost, ranges
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
-from memoryd.search.ftsquery import STOP_WORDS, parse_query, quote_term
+from memoryd.search.ftsquery import STOP_WORDS, parse_query
 from memoryd.search.pools import Nearest, Pools, Soon, Whole
 from memoryd.search.ranking import (
     DEFAULT_SCALE,
@@ -79,7 +79,7 @@ from memoryd.search.request import (
     resolved_entities,
 )
 from memoryd.search.vecindex import vector_index
-from memoryd.store import Store, notetext, searchsql, wordrows
+from memoryd.store import Store, notetext, searchsql
 from memoryd.store.entries import filter_sql
 from memoryd.store.protocol import Connection
 from memoryd.store.tokenizer import has_cjk
@@ -290,32 +290,21 @@ class Searcher(Pools):
     def _run(self, req: SearchRequest, limit: int, qvec: np.ndarray | None) -> dict[str, Any]:
         now = self.clock()
         size = self.pool_size(limit)
-        submitted: list[Future[Any]] = []
-
-        def answer(con: Connection) -> dict[str, Any]:
-            pending: Future[Nearest] | None = None
-            ahead: Future[wordrows.Ahead | None] = Future()
-            if qvec is not None and req.mode in ("auto", "vector", "hybrid"):
-                # On a thread and read connection of its own, beside the keyword pool (SQLite
-                # and numpy release the GIL): the query's words this connection has not read
-                # yet (the evidence's: wordrows.adopt), then the vector pool's nearest texts,
-                # whose entries are read on this connection (pools.Nearest).
-                units = [quote_term(u) for u in query_units(req.query)]
-                words = searchsql.unknown_matches(con, units)
-
-                def other(tcon: Connection) -> Nearest:
-                    ahead.set_result(searchsql.matches_ahead(tcon, words))
-                    return self._vector_knn(tcon, qvec, req.filters, now, size)
-
-                pending = self._executor().submit(self._read, req, other)
-                submitted.append(pending)
-            return self._answer(con, req, limit, now, size, pending, ahead)
-
+        pending: Future[Nearest] | None = None
+        if qvec is not None and req.mode in ("auto", "vector", "hybrid"):
+            # The vector pool's nearest texts are found on its own thread and read connection,
+            # beside the keyword pool (SQLite and numpy both release the GIL); their entries
+            # are read on this one's (pools.Nearest).
+            pending = self._executor().submit(
+                self._read,
+                req,
+                lambda con: self._vector_knn(con, qvec, req.filters, now, size),
+            )
         try:
-            return self._read(req, answer)
+            return self._read(req, lambda con: self._answer(con, req, limit, now, size, pending))
         finally:
-            for fut in submitted:
-                fut.cancel()
+            if pending is not None:
+                pending.cancel()
 
     def _answer(
         self,
@@ -325,7 +314,6 @@ class Searcher(Pools):
         now: float,
         size: int,
         pending: Future[Nearest] | None,
-        ahead: Future[wordrows.Ahead | None],
     ) -> dict[str, Any]:
         s = self.settings
         parsed = parse_query(req.query)
@@ -386,11 +374,8 @@ class Searcher(Pools):
             soon = self._executor().submit(self._read, req, note_bm25)
             whole = Soon(soon, functools.partial(note_bm25, con))
         if keyword and pending is not None and not fuzzy_used:
-            # which texts hold each query word (the evidence's coverage, after fusion): those
-            # the vector pool's thread has read, kept here when the index is the same; the
-            # rest read here
-            if ahead.done():
-                searchsql.adopt_matches(con, ahead.result())
+            # which texts hold each query word (the evidence's coverage, after fusion), also
+            # read while the vector pool's thread works: it needs the words only
             self.evidence.prefetch(con, query_units(req.query))
         vector: list[Candidate] = []
         scale = DEFAULT_SCALE

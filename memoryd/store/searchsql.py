@@ -505,24 +505,6 @@ def remember_matches(con: Connection, match: str) -> None:
         wordrows.bitmap(con, match)
 
 
-def matches_ahead(con: Connection, matches: Sequence[str]) -> wordrows.Ahead | None:
-    """SQLite: the expressions' matches read on this connection for another one, with what
-    they were read from (wordrows.read_ahead; `adopt_matches` keeps them there); PostgreSQL:
-    None (its `matching` asks for every noted expression in one statement)."""
-    return None if is_postgres(con) or not matches else wordrows.read_ahead(con, matches)
-
-
-def adopt_matches(con: Connection, ahead: wordrows.Ahead | None) -> None:
-    """Keep on `con` what `matches_ahead` read elsewhere, when it holds for `con`'s snapshot."""
-    if ahead is not None and not is_postgres(con):
-        wordrows.adopt(con, ahead)
-
-
-def unknown_matches(con: Connection, matches: Sequence[str]) -> list[str]:
-    """Those of the expressions whose matches `con` has not read (SQLite; PostgreSQL: none)."""
-    return [] if is_postgres(con) else wordrows.unknown(con, matches)
-
-
 def match_count(con: Connection, match: str, cap: int) -> int:
     """How many entries match the FTS5 expression, counted up to `cap` (a document frequency)."""
     if is_postgres(con):
