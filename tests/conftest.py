@@ -55,14 +55,15 @@ def write_synced(app: Any, rel: str, text: str) -> None:
 # A deadline bounds a hang; it is not a speed target (those are in the bench suite). CI's two
 # cores, busy with the rest of the suite, have taken over 10 s for what takes 50 ms on an idle
 # machine (a daemon subprocess noticing a file and indexing it on PostgreSQL), so no deadline is
-# shorter than this. A condition that holds returns at once whatever the deadline.
-MIN_DEADLINE_S = 30.0
+# shorter than this: wait_for's, and every wait a test makes for something that should happen
+# (an event, a subprocess's first answer). A condition that holds returns at once.
+DEADLINE_S = 30.0
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:
     """Poll until predicate() is truthy; fail with a clear message at the deadline (at least
-    MIN_DEADLINE_S)."""
-    timeout = max(timeout, MIN_DEADLINE_S)
+    DEADLINE_S)."""
+    timeout = max(timeout, DEADLINE_S)
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -470,7 +471,7 @@ def no_leaked_threads() -> Iterator[None]:
     def leaked() -> list[threading.Thread]:
         return [t for t in threading.enumerate() if t not in before and t.is_alive()]
 
-    deadline = time.monotonic() + MIN_DEADLINE_S
+    deadline = time.monotonic() + DEADLINE_S
     while leaked() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not leaked(), f"threads left running: {leaked()}"

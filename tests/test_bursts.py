@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import wait_for
+from conftest import DEADLINE_S, wait_for
 
 from memoryd.store import entries
 
@@ -59,7 +59,7 @@ def test_a_deleted_folder_removes_only_its_notes(make_app: Any) -> None:
 def started(make_app: Any) -> Any:
     app = make_app(model=None)
     app.start(jobs=False)
-    assert app.ready.wait(10)
+    assert app.ready.wait(DEADLINE_S)
     wait_for(lambda: app.watcher is not None and app.watcher.alive)
     return app
 

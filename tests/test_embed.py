@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import DEADLINE_S, ROOT
 
 from memoryd.core.errors import Unavailable
 from memoryd.index import embed
@@ -84,7 +84,7 @@ def test_holder_states_and_query_cache() -> None:
     h = ModelHolder(lambda: fake, description="fake", query_cache_size=2)
     h.on_ready.append(fired.set)
     h.start()
-    assert h.wait_ready(5) and fired.wait(5) and h.state == "ready"
+    assert h.wait_ready(DEADLINE_S) and fired.wait(DEADLINE_S) and h.state == "ready"
     v1 = h.embed_query("hello")
     v2 = h.embed_query("hello")
     assert v1 is v2 and h.cache_info()["hits"] == 1 and len(fake.seen) == 1
@@ -227,7 +227,7 @@ def test_a_background_run_waits_while_a_search_is_in_flight() -> None:
         worker.start()
         assert not done.wait(0.3)
         assert fake.seen == ["a query runs at once"]
-    assert done.wait(10)
+    assert done.wait(DEADLINE_S)
     worker.join()
     assert sorted(fake.seen[1:]) == ["a text to embed", "another one"]
     assert holder.gate.active == 0

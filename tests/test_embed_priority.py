@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from conftest import wait_for
+from conftest import DEADLINE_S, wait_for
 
 from memoryd.index.embed import FakeEmbedder, ModelHolder
 from memoryd.store import entries
@@ -55,7 +55,7 @@ def in_thread(fn: Any) -> tuple[threading.Thread, list[Any]]:
 def test_a_batch_in_progress_does_not_block_a_query_or_an_add(make_app: Any) -> None:
     app, fake = gated_app(make_app, 10)
     try:
-        assert fake.inside.wait(10)  # a background batch is running and held
+        assert fake.inside.wait(DEADLINE_S)  # a background batch is running and held
         t, out = in_thread(lambda: app.model.embed_query("where do otters sleep"))
         t.join(5)
         assert out and out[0].shape == (64,), "the query waited behind the batch"
@@ -96,7 +96,7 @@ def embedded(app: Any, hashes: set[str]) -> bool:
 def test_an_edited_note_is_embedded_before_the_backlog(make_app: Any) -> None:
     app, fake = gated_app(make_app, 30, embedding={"batch_size": 2})
     try:
-        assert fake.inside.wait(10)
+        assert fake.inside.wait(DEADLINE_S)
         fake.gate.release()  # first batch: the newest notes of the backlog
         wait_for(lambda: len(fake.batches) == 1)
         assert all("number 29" in t or "number 28" in t for t in fake.batches[0])
@@ -268,7 +268,7 @@ def test_polled_counts_follow_every_batch_and_cost_nothing_between(
     real = vectors._counts
     monkeypatch.setattr(vectors, "_counts", lambda con, m: reads.append(m) or real(con, m))
     try:
-        assert fake.inside.wait(10)  # the first batch is held: nothing commits meanwhile
+        assert fake.inside.wait(DEADLINE_S)  # the first batch is held: nothing commits meanwhile
         first = app.status()["vectors"]["pending"]
         assert first == 8
         before = len(reads)

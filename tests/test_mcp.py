@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import MIN_DEADLINE_S
+from conftest import DEADLINE_S
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -523,7 +523,7 @@ def test_two_agents_racing_on_one_note_and_the_daily_log(
 
         first = await a.call_tool("remember", {"content": "opens the daily log"})
         assert not first.is_error, text(first)
-        deadline = time.monotonic() + MIN_DEADLINE_S  # the watcher indexes the new daily log
+        deadline = time.monotonic() + DEADLINE_S  # the watcher indexes the new daily log
         while not (
             listed := (await a.call_tool("list_notes", {"path": "daily"}))
         ).structured_content["items"]:

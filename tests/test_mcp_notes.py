@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import DEADLINE_S
 from mcp import ClientSession
 from test_mcp import ROOT, text, with_session
 
@@ -231,7 +232,7 @@ def test_a_line_the_bridge_cannot_parse_is_answered_with_its_id(tmp_path: Path) 
         ]:
             proc.stdin.write(line)
             proc.stdin.flush()
-            answer = read_line(proc, 10)
+            answer = read_line(proc, DEADLINE_S)
             assert answer is not None, line
             assert answer["id"] == rid and answer["error"]["code"] == code, answer
         # an unreadable id gets no answer, and the server still serves what follows
@@ -241,7 +242,7 @@ def test_a_line_the_bridge_cannot_parse_is_answered_with_its_id(tmp_path: Path) 
             b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
         )
         proc.stdin.flush()
-        answer = read_line(proc, 10)
+        answer = read_line(proc, DEADLINE_S)
         assert answer is not None and answer["id"] == 1 and "result" in answer
     finally:
         proc.kill()

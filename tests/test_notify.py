@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import DEADLINE_S, ROOT
 
 from memoryd.serve.notify import Notifier, listen_fds
 
@@ -197,7 +197,7 @@ def test_listen_fds_adopts_the_socket_passed_at_fd_3(short_dir: Path) -> None:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert line, proc.communicate(timeout=10)[1]
+        assert line, proc.communicate(timeout=DEADLINE_S)[1]
         report = json.loads(line)
         assert report == {
             "count": 1,
@@ -210,7 +210,7 @@ def test_listen_fds_adopts_the_socket_passed_at_fd_3(short_dir: Path) -> None:
             client.settimeout(5)
             client.connect(str(path))
             assert client.recv(100) == b"hello from the activated service"
-        _, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=DEADLINE_S)
         assert proc.returncode == 0, err
     finally:
         if proc.poll() is None:

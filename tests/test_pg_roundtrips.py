@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from conftest import DEADLINE_S
 
 from memoryd.store import entries
 
@@ -16,7 +17,7 @@ def test_connections_the_server_dropped_are_replaced(pg_dsn: str) -> None:
 
     store = PgStore(PgSettings(pg_dsn, "ws", "test:ws", pool_min=3, pool_max=3))
     try:
-        store.pool.wait(timeout=10)
+        store.pool.wait(timeout=DEADLINE_S)
         mem = entries.NewMemory("kept across dropped connections", "h-kept", "fact")
         store.run_write(lambda con: entries.insert_memory(con, mem, 1.0))
         for i in range(2):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import DEADLINE_S
 
 from memoryd.cli import describe_os_error
 from memoryd.core.config import Config
@@ -397,7 +398,7 @@ def test_a_burst_of_connections_is_queued_not_refused(daemon_factory: Any) -> No
             s.close()
     # beyond max_connections each new client evicts an idle one; those being evicted (or gone)
     # do not count, so a client right after the burst never finds the server "full"
-    answers = [rpc(d.socket, "ping", timeout=10) for _ in range(5)]
+    answers = [rpc(d.socket, "ping", timeout=DEADLINE_S) for _ in range(5)]
     assert refused == 0
     assert all(a.get("result", {}).get("pong") for a in answers), answers[:3]
 

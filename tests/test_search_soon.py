@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from conftest import DEADLINE_S
+
 from memoryd.search.pools import Soon
 
 
@@ -20,7 +22,7 @@ def test_started_reads_are_waited_for_and_queued_ones_run_here() -> None:
             return "thread"
 
         running = Soon(pool.submit(slow), lambda: here.append("x") or "here")
-        assert started.wait(10)
+        assert started.wait(DEADLINE_S)
         queued = Soon(pool.submit(lambda: "thread"), lambda: "here")  # the one worker is busy
         assert queued.result() == "here"  # not waited for: cancelled and read here
         assert queued.future.cancelled()

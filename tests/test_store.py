@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DEADLINE_S
 
 from memoryd.store import SqliteStore, Store, entries, vectors
 from memoryd.store.entries import DocumentInfo, Filters, NewChunk, NewMemory
@@ -200,7 +201,7 @@ def test_readers_do_not_block_the_writer(store: Store) -> None:
 
     t = threading.Thread(target=writer)
     t.start()
-    assert done.wait(5), "writer blocked by an open reader"
+    assert done.wait(DEADLINE_S), "writer blocked by an open reader"
     t.join()
     assert con.execute("SELECT count(*) FROM entries").fetchall()[0][0] == 0  # snapshot
     con.execute("COMMIT")
