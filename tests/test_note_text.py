@@ -237,3 +237,22 @@ def test_a_note_about_every_word_outranks_a_section_repeating_one(make_app: Any)
     assert whole["spread.md"]["bm25"] == scores["spread.md"]
     assert whole["repeat.md"]["bm25"] == scores["repeat.md"]
     assert whole["spread.md"]["keyword_part"] > whole["repeat.md"]["keyword_part"]
+
+
+@pytest.mark.sqlite_only("SQLite's JSON arrays; PostgreSQL: store/pg/notes.py")
+def test_the_scores_read_as_json_are_the_scores_read_row_by_row(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23.3: note_bm25 reads its rows as two JSON arrays (one row for the search thread
+    to take the GIL back for); this SQLite writes every digit, so the floats are the same."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    words = ["lisbon", "trams", "fado", "porto", "tiles", "river"]
+    for i in range(40):
+        text = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 9))
+        (app.cfg.workspace / f"n{i:02}.md").write_text(f"# Note {i}\n\n{text}.\n\n## More\n\n{i}\n")
+    app.indexer.reconcile()
+    assert app.store.read(notetext.exact_json_floats)
+    as_json = {m: _whole(app, m) for m in ('"lisbon"', '"trams" OR "porto"', '"fado" AND "river"')}
+    monkeypatch.setattr(notetext, "_EXACT", [False])  # row by row, as before
+    assert {m: _whole(app, m) for m in as_json} == as_json
+    assert all(scores for scores, _ in as_json.values())

@@ -42,11 +42,31 @@ def _note(store: Any, path: str, texts: list[str]) -> None:
     )
 
 
+# PostgreSQL's snapshot is the whole server's: any transaction that takes an id (another
+# database's write, autovacuum's analyze) moves it. A check that needs two reads under one
+# snapshot is tried again until nothing committed between them; it still fails if that never
+# happens (a version that changed with no commit, say).
+TRIES = 50
+
+
+def _under_one_snapshot(pair: Any) -> Any:
+    """pair() -> (same_snapshot, result), until same_snapshot; its result."""
+    for _ in range(TRIES):
+        same, result = pair()
+        if same:
+            return result
+    raise AssertionError(f"no two reads under one snapshot in {TRIES} tries")
+
+
 def test_the_version_holds_while_nothing_is_committed(stores: tuple[Any, Any]) -> None:
     a, b = stores
-    first = a.read(data_version)
-    assert isinstance(first, str) and first == a.read(data_version)
-    assert a.read(data_version, scope="all") == first  # the scope is its own memo, same data
+
+    def read_twice() -> tuple[bool, str]:
+        first, again = a.read(data_version), a.read(data_version, scope="all")
+        return first == again, first  # the scope is its own memo, same data
+
+    first = _under_one_snapshot(read_twice)
+    assert isinstance(first, str)
     _note(b, "other.md", ["another daemon's note"])  # another daemon commits
     second = a.read(data_version)
     assert second != first
@@ -90,8 +110,11 @@ def test_an_open_write_commits_later(stores: tuple[Any, Any]) -> None:
             n = int(rcon.execute("SELECT count(*) FROM entries").fetchall()[0][0])
             memo.put(rcon, data_version(rcon), "n", n)
 
-        a.read(remember)
-        assert a.read(lambda rcon: memo.get(rcon, data_version(rcon), "n")) == (True, 0)
+        def remembered() -> tuple[bool, Any]:
+            filed = a.read(lambda rcon: (remember(rcon), data_version(rcon))[1])
+            return a.read(lambda rcon: (data_version(rcon) == filed, memo.get(rcon, filed, "n")))
+
+        assert _under_one_snapshot(remembered) == (True, 0)
     assert a.read(lambda rcon: memo.get(rcon, data_version(rcon), "n")) == (False, None)
 
 
@@ -118,8 +141,13 @@ def test_counts_and_the_active_model_stay_exact(stores: tuple[Any, Any]) -> None
         con.execute = spy
         return vectors.counts(con, model)
 
-    assert a.read(counted)["pending"] == 2
-    assert statements == []  # nothing written since: from memory
+    def counted_again() -> tuple[bool, dict[str, int]]:
+        filed = a.read(lambda con: (vectors.counts(con, model), data_version(con))[1])
+        statements.clear()
+        return a.read(lambda con: (data_version(con) == filed, counted(con)))
+
+    assert _under_one_snapshot(counted_again)["pending"] == 2
+    assert statements == []  # nothing committed since: from memory
     vec = np.ones(4, dtype=np.float32)
     hashes = [h for (h,) in a.read(lambda con: con.execute("SELECT content_hash FROM entries"))]
     a.run_write(lambda con: vectors.store(con, model, [(hashes[0], vec)], 2.0))

@@ -12,6 +12,7 @@ import pytest
 from test_entity_filter_vectors import DIM, _vectors_for_every_text
 
 from memoryd.search import entrykeys, vecindex
+from memoryd.search.request import narrowing
 from memoryd.search.vecindex import VectorCache, nearest_entries
 from memoryd.store import searchsql, vectors
 from memoryd.store.entries import Filters, filter_sql
@@ -102,3 +103,48 @@ def test_the_neighbours_entries_by_id_are_those_by_hash(
     rng = np.random.default_rng(5)
     monkeypatch.setattr(vecindex, "MEMORIES_BY_ID", -1)
     assert app.store.read(pools) == through_ids
+
+
+@pytest.mark.sqlite_only("VectorCache is SQLite's in-memory index (PostgreSQL: HNSW, unchanged)")
+def test_the_pool_found_on_its_thread_and_read_on_the_searchs_is_the_same(make_app: Any) -> None:
+    """Issue 23.3: the vector pool's thread finds the nearest texts (vecindex.neighbours), the
+    search's connection reads their entries (pools._vector_entries) and keeps their signal
+    columns (searchsql.Seen): the pool of one read, and the rows signal_rows reads."""
+    app = make_app(model=None)
+    ws = Path(app.cfg.workspace)
+    (ws / "log" / "a").mkdir(parents=True)
+    for i in range(90):
+        (ws / "log" / ("a" if i % 3 else "") / f"note-{i:03}.md").write_text(f"Change {i % 40}.\n")
+    assert app.indexer.reconcile().errors == []
+    app.memories.add(content="Deploys go out on Tuesday")
+    app.memories.add(content="Change 7.")  # a memory with a chunk's text
+    model_id = app.store.run_write(lambda con: vectors.ensure_model(con, "syn/32", "syn", DIM, 1.0))
+    _vectors_for_every_text(app, model_id)
+    app.store.run_write(lambda con: vectors.mark_complete(con, model_id))
+    s = app.searcher
+    s.vector_cache = VectorCache(min_vectors=10, rerank=3)
+    app.store.read(s.vector_cache.warm)
+
+    def rows(pool: Any) -> list[tuple[Any, ...]]:
+        return [(c.id, c.document_id, c.vector_rank, c.similarity) for c in pool[0]]
+
+    for q in np.random.default_rng(7).normal(size=(6, DIM)).astype(np.float32):
+        q /= np.linalg.norm(q)
+        for f in (Filters(), Filters(kind="memory"), Filters(path_prefix="log/a")):
+            whole = app.store.read(lambda con, f=f, q=q: s._vector_pool(con, q, f, 1e9, 20))
+            found = app.store.read(lambda con, f=f, q=q: s._vector_knn(con, q, f, 1e9, 20))
+            assert (found.pool is None) == (not narrowing(f, vector=True))  # else read there
+            seen: searchsql.Seen = {}
+            split = app.store.read(
+                lambda con, f=f, found=found, seen=seen: s._vector_entries(
+                    con, found, f, 1e9, 20, seen
+                )
+            )
+            assert rows(split) == rows(whole) and split[1] == whole[1] and whole[0]
+            if found.pool is not None:
+                assert not seen
+                continue
+            ids = [c.id for c in split[0]]
+            read = app.store.read(lambda con, ids=ids: searchsql.signal_rows(con, ids))
+            kept = {i: dict(zip(searchsql.SIGNAL_COLUMNS, seen[i], strict=True)) for i in ids}
+            assert kept == read

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -28,8 +29,15 @@ from memoryd.search.ranking import (
     whole_note,
 )
 from memoryd.search.request import SearchRequest, narrowing, vector_mask, wide_first
-from memoryd.search.vecindex import nearest_entries
+from memoryd.search.vecindex import (
+    Neighbours,
+    VectorCache,
+    first_k,
+    nearest_entries,
+    neighbours,
+)
 from memoryd.store import searchsql, vectors
+from memoryd.store.dialect import is_postgres
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
 
@@ -47,6 +55,19 @@ class Soon(Generic[T]):
 
     def result(self) -> T:
         return self.here() if self.future.cancel() else self.future.result()
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """The vector pool as its own thread leaves it (`Pools._vector_knn`): `pool`, the whole
+    pool, when that thread read it all; else `knn`, the in-memory cache's first k-NN
+    (vecindex.neighbours), whose entries the search reads on its own connection
+    (`Pools._vector_entries`), with the active model (id, key, dimensions) and the query."""
+
+    pool: tuple[list[Candidate], Scale] | None
+    knn: Neighbours | None = None
+    model: tuple[int, str, int] | None = None
+    qvec: np.ndarray | None = None
 
 
 EXACT_SCAN_MAX = 20_000  # a filter leaving at most this many entries: exact vector scan
@@ -134,13 +155,77 @@ class Pools:
         active = vectors.active_model(con)
         if active is None or active[2] != int(qvec.shape[-1]):
             return [], DEFAULT_SCALE
-        model_id, key, dim = active
+        return self._vector_rest(con, Nearest(None, None, active, qvec), filters, now, size)
+
+    def _vector_knn(
+        self, con: Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
+    ) -> Nearest:
+        """The vector pool's part on a thread of its own (searcher._run), beside the keyword
+        pool: with the in-memory cache on SQLite and no filter that narrows the texts or names
+        entities, the nearest texts alone; their entries are read afterwards on the search's
+        own connection (`_vector_entries`), in its read transaction: its later statements (the
+        signal summary and rows) then have them (searchsql.Seen), and this thread is done
+        before the keyword pool is (at 100K chunks the k-NN ~3 ms, the entries ~1.5 ms of
+        CPU, the keyword pool ~4.5). Otherwise the whole pool, here."""
+        active = vectors.active_model(con)
+        if active is None or active[2] != int(qvec.shape[-1]):
+            return Nearest(([], DEFAULT_SCALE))
+        here = Nearest(None, None, active, qvec)
+        if (
+            is_postgres(con)
+            or not isinstance(self.vector_cache, VectorCache)
+            or narrowing(filters, vector=True)
+            or filters.entities
+        ):
+            return Nearest(self._vector_rest(con, here, filters, now, size))
+        model_id, _, dim = active
+        knn = neighbours(con, self.vector_cache, model_id, dim, qvec, first_k(size, KNN_MAX))
+        return Nearest(None, knn, active, qvec)
+
+    def _vector_entries(
+        self,
+        con: Connection,
+        found: Nearest,
+        filters: Filters,
+        now: float,
+        size: int,
+        seen: searchsql.Seen | None = None,
+    ) -> tuple[list[Candidate], Scale]:
+        """The vector pool from what its thread left (`_vector_knn`), its entries read on `con`
+        (the search's: their signal columns go in `seen`)."""
+        if found.pool is not None:
+            return found.pool
+        return self._vector_rest(con, found, filters, now, size, seen)
+
+    def _vector_rest(
+        self,
+        con: Connection,
+        found: Nearest,
+        filters: Filters,
+        now: float,
+        size: int,
+        seen: searchsql.Seen | None = None,
+    ) -> tuple[list[Candidate], Scale]:
+        assert found.model is not None and found.qvec is not None
+        model_id, key, dim = found.model
         where, params = filter_sql(filters, now, wide=True)  # a common name: checked per text
         exact = EXACT_SCAN_MAX if narrowing(filters, vector=True) else None
         flt, start = (where, params), wide_first(filters, size, con)
         among = vector_mask(filters, now) if start is not None else None  # a wide one
         scored = nearest_entries(
-            con, self.vector_cache, model_id, dim, qvec, flt, size, exact, KNN_MAX, start, among
+            con,
+            self.vector_cache,
+            model_id,
+            dim,
+            found.qvec,
+            flt,
+            size,
+            exact,
+            KNN_MAX,
+            start,
+            among,
+            first=found.knn,
+            seen=seen,
         )
         return [
             Candidate(id=i, document_id=doc, vector_rank=rank, similarity=sim)

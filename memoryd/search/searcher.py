@@ -50,7 +50,7 @@ from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
 from memoryd.search.ftsquery import STOP_WORDS, parse_query
-from memoryd.search.pools import Pools, Soon, Whole
+from memoryd.search.pools import Nearest, Pools, Soon, Whole
 from memoryd.search.ranking import (
     DEFAULT_SCALE,
     SIGNAL_SHARE,
@@ -290,14 +290,15 @@ class Searcher(Pools):
     def _run(self, req: SearchRequest, limit: int, qvec: np.ndarray | None) -> dict[str, Any]:
         now = self.clock()
         size = self.pool_size(limit)
-        pending: Future[tuple[list[Candidate], Scale]] | None = None
+        pending: Future[Nearest] | None = None
         if qvec is not None and req.mode in ("auto", "vector", "hybrid"):
-            # The vector pool runs on its own thread and read connection, beside the keyword
-            # pool: SQLite and numpy both release the GIL.
+            # The vector pool's nearest texts are found on its own thread and read connection,
+            # beside the keyword pool (SQLite and numpy both release the GIL); their entries
+            # are read on this one's (pools.Nearest).
             pending = self._executor().submit(
                 self._read,
                 req,
-                lambda con: self._vector_pool(con, qvec, req.filters, now, size),
+                lambda con: self._vector_knn(con, qvec, req.filters, now, size),
             )
         try:
             return self._read(req, lambda con: self._answer(con, req, limit, now, size, pending))
@@ -312,7 +313,7 @@ class Searcher(Pools):
         limit: int,
         now: float,
         size: int,
-        pending: Future[tuple[list[Candidate], Scale]] | None,
+        pending: Future[Nearest] | None,
     ) -> dict[str, Any]:
         s = self.settings
         parsed = parse_query(req.query)
@@ -378,8 +379,9 @@ class Searcher(Pools):
             self.evidence.prefetch(con, query_units(req.query))
         vector: list[Candidate] = []
         scale = DEFAULT_SCALE
-        if pending is not None:
-            vector, scale = pending.result()
+        if pending is not None:  # its entries read here: their rows go in `seen` too
+            nearest = pending.result()
+            vector, scale = self._vector_entries(con, nearest, req.filters, now, size, seen)
         # No padding: a vector neighbour is a candidate only at or above the model's floor.
         vector = [c for c in vector if (c.similarity or 0.0) >= scale[0]]
         # what follows asks of the vector pool's texts (PostgreSQL: one round trip, not three)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -372,6 +372,9 @@ def nearest_entries(
     knn_max: int,
     start: int | None = None,
     among: tuple[Sequence[Sequence[int]], str, list[Any]] | None = None,
+    *,
+    first: Neighbours | None = None,
+    seen: searchsql.Seen | None = None,
 ) -> list[tuple[float, int, int | None]]:
     """The vector pool's rows: (similarity, entry id, document id) of the `size` entries
     nearest the query that pass the filter `flt` (entries.filter_sql's where and params),
@@ -395,16 +398,18 @@ def nearest_entries(
         groups, rest = among[0], (among[1], among[2])
         return _masked(con, index, (model_id, dim, qvec), rest, size, knn_max, start, groups)
     if found is None:
-        k = min(max(size, start or 0), knn_max)
+        k = first_k(size, knn_max, start)
         both = getattr(index, "knn_entries", None)  # PostgreSQL: one statement for both
         while True:
             if both is not None:
                 nearest, found = both(con, model_id, qvec, k, (where, params))
                 sims = {h: 1.0 - d for h, d in nearest}
             else:
-                nearest = index.knn(con, model_id, dim, qvec, k)
+                nearest = first.nearest if first else index.knn(con, model_id, dim, qvec, k)
                 sims = {h: 1.0 - d for h, d in nearest}
-                found = _carrying(con, index, list(sims), where, params)
+                chunks = first.chunks if first else None
+                found = _carrying(con, index, list(sims), where, params, seen, chunks)
+                first = None  # a wider k-NN is this thread's
             if len(found) >= size or len(nearest) < k:
                 break
             if k >= knn_max:
@@ -418,22 +423,53 @@ def nearest_entries(
     return scored[:size]
 
 
+def first_k(size: int, knn_max: int, start: int | None = None) -> int:
+    """How many nearest texts nearest_entries' k-NN asks for first."""
+    return min(max(size, start or 0), knn_max)
+
+
+class Neighbours(NamedTuple):
+    """nearest_entries' first k-NN on the in-memory cache, found on a thread of its own: the
+    nearest texts (content hash, cosine distance), nearest first, and the ids of the chunks
+    that may carry them (entrykeys.chunks_with); their entries are read by the caller."""
+
+    nearest: list[tuple[str, float]]
+    chunks: np.ndarray
+
+
+def neighbours(
+    con: Connection, cache: VectorCache, model_id: int, dim: int, qvec: np.ndarray, k: int
+) -> Neighbours:
+    """The first k-NN of nearest_entries (k: `first_k`) without reading any entry."""
+    nearest = cache.knn(con, model_id, dim, qvec, k)
+    return Neighbours(nearest, cache.entry_keys.chunks_with(con, [h for h, _ in nearest]))
+
+
 MEMORIES_BY_ID = 128  # memories read by id beside the chunks of the hashes, at most
 
 
 def _carrying(
-    con: Connection, index: VectorIndex, hashes: list[str], where: str, params: list[Any]
+    con: Connection,
+    index: VectorIndex,
+    hashes: list[str],
+    where: str,
+    params: list[Any],
+    seen: searchsql.Seen | None = None,
+    chunks: np.ndarray | None = None,
 ) -> list[tuple[int, str, int | None]]:
     """searchsql.entries_with_hashes: the entries that carry the hashes and pass the filter.
     SQLite with the in-memory cache: read by id, the chunks' from its entry keys
-    (entrykeys.chunks_with) and every memory's (whose text changes in place) when there are
-    few of them; otherwise through the content-hash index."""
+    (entrykeys.chunks_with, or `chunks` when they were found already) and every memory's
+    (whose text changes in place) when there are few of them; otherwise through the
+    content-hash index."""
     if isinstance(index, VectorCache) and not is_postgres(con):
         memories = searchsql.memory_ids(con, MEMORIES_BY_ID + 1)
         if len(memories) <= MEMORIES_BY_ID:
-            ids = [*index.entry_keys.chunks_with(con, hashes).tolist(), *memories]
-            return searchsql.entries_with_ids(con, ids, hashes, where, params)
-    return searchsql.entries_with_hashes(con, hashes, where, params)
+            if chunks is None:
+                chunks = index.entry_keys.chunks_with(con, hashes)
+            ids = [*chunks.tolist(), *memories]
+            return searchsql.entries_with_ids(con, ids, hashes, where, params, seen)
+    return searchsql.entries_with_hashes(con, hashes, where, params, seen)
 
 
 def _masked(

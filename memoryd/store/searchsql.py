@@ -202,7 +202,9 @@ def keyword_pool(
     probe of a set made once, before each match is scored or looked up. `seen`: the signal
     columns of every row read on `con` are put in it (Seen)."""
     if is_postgres(con):  # the signal columns read with the rows
-        found = _pg_pool().keyword_pool(con, match, where, params, size, _SIGNAL_LIST)
+        from memoryd.store.pg import pool  # imported on first use: SQLite never loads it
+
+        found = pool.keyword_pool(con, match, where, params, size, _SIGNAL_LIST)
         if seen is not None:
             seen.update((r[0], tuple(r[3:])) for r in found)
         return [(i, score, doc) for i, score, doc, *_ in found]
@@ -261,28 +263,39 @@ def known_best(con: Connection, key: Hashable, now: float) -> tuple[bool, float 
 
 
 _ENTRY_ROWS = (
-    "SELECT e.id, e.content_hash, e.document_id FROM entries e"
+    "SELECT e.id, e.content_hash, e.document_id{} FROM entries e"
     " LEFT JOIN documents d ON d.id = e.document_id WHERE "
 )
 
 
 def _entry_rows(
-    con: Connection, condition: str, params: Sequence[Any]
+    con: Connection, condition: str, params: Sequence[Any], seen: Seen | None = None
 ) -> Iterator[tuple[int, str, int | None]]:
-    """(entry id, content hash, document id) of the entries matching `condition`."""
-    for i, h, doc in con.execute(_ENTRY_ROWS + condition, params):
+    """(entry id, content hash, document id) of the entries matching `condition`; with `seen`
+    (SQLite), each row's signal columns are put in it too (Seen)."""
+    if seen is None:
+        for i, h, doc in con.execute(_ENTRY_ROWS.format("") + condition, params):
+            yield int(i), str(h), None if doc is None else int(doc)
+        return
+    for i, h, doc, *signals in con.execute(_ENTRY_ROWS.format(", " + _SIGNALS) + condition, params):
+        seen[int(i)] = tuple(signals)
         yield int(i), str(h), None if doc is None else int(doc)
 
 
 def entries_with_hashes(
-    con: Connection, hashes: Sequence[str], where: str, params: Sequence[Any]
+    con: Connection,
+    hashes: Sequence[str],
+    where: str,
+    params: Sequence[Any],
+    seen: Seen | None = None,
 ) -> list[tuple[int, str, int | None]]:
     """(entry id, content hash, document id) of the entries that carry one of the hashes and
     pass the filter. SQLite: one statement over a JSON array of the hashes (the vector pool's
-    200 at 100K: 1.7 ms of CPU against 3.1 for an IN list of 200 parameters, under load)."""
+    200 at 100K: 1.7 ms of CPU against 3.1 for an IN list of 200 parameters, under load), the
+    rows' signal columns put in `seen` when given (the search's own connection: Seen)."""
     if not is_postgres(con):
         condition = f"e.content_hash IN (SELECT value FROM json_each(?)) AND {where}"
-        return list(_entry_rows(con, condition, [json.dumps(list(hashes)), *params]))
+        return list(_entry_rows(con, condition, [json.dumps(list(hashes)), *params], seen))
     out: list[tuple[int, str, int | None]] = []
     for start in range(0, len(hashes), _BATCH):
         part = list(hashes[start : start + _BATCH])
@@ -292,16 +305,22 @@ def entries_with_hashes(
 
 
 def entries_with_ids(
-    con: Connection, ids: Sequence[int], hashes: Sequence[str], where: str, params: Sequence[Any]
+    con: Connection,
+    ids: Sequence[int],
+    hashes: Sequence[str],
+    where: str,
+    params: Sequence[Any],
+    seen: Seen | None = None,
 ) -> list[tuple[int, str, int | None]]:
     """entries_with_hashes' rows read by entry id: those of the given entries (a superset of
     the entries that carry the hashes: search/entrykeys.py) that carry one of the hashes and
-    pass the filter (200 rows by id at 100K: ~0.9 ms, against ~1.9 through the hash index)."""
+    pass the filter (200 rows by id at 100K: ~0.9 ms, against ~1.9 through the hash index).
+    `seen`: as entries_with_hashes' (SQLite)."""
     if not ids:
         return []
     wanted = set(hashes)
     condition = f"e.id IN (SELECT value FROM json_each(?)) AND {where}"
-    rows = _entry_rows(con, condition, [json.dumps([int(i) for i in ids]), *params])
+    rows = _entry_rows(con, condition, [json.dumps([int(i) for i in ids]), *params], seen)
     return [row for row in rows if row[1] in wanted]
 
 
@@ -571,12 +590,6 @@ def _pg() -> Any:
     from memoryd.store.pg import fts
 
     return fts
-
-
-def _pg_pool() -> Any:
-    from memoryd.store.pg import pool  # the keyword pool, imported on first use as _pg's
-
-    return pool
 
 
 def _pg_held() -> Any:
