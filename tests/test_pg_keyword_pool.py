@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from memoryd.store.pg import PgSettings, PgStore, fts, ftstop
+from memoryd.store.pg import PgSettings, PgStore, fts, ftstop, pool
 from memoryd.store.protocol import Connection
 
 WORDS = ["deploy", "cluster", "invoice", "refund", "shard", "tenant", "backup", "alert", "queue"]
@@ -103,7 +103,7 @@ def test_the_index_keeps_the_lexemes_that_rank_high(store: PgStore, tier: float)
 
 def _pool(store: PgStore, match: str, where: str, params: list[Any], size: int, fast: bool) -> Any:
     def read(con: Connection) -> Any:
-        return fts.keyword_pool(con, match, where, params, size)
+        return pool.keyword_pool(con, match, where, params, size)
 
     if fast:
         return store.read(read)

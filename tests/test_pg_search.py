@@ -169,14 +169,14 @@ def test_scope_is_accepted_on_sqlite(make_app: Any) -> None:
 )
 @given(st.text(alphabet=st.sampled_from(list(ALPHABET)), max_size=60) | st.text(max_size=60))
 def test_no_input_raises(make_app: Any, pg_dsn: str, text: str) -> None:
-    from memoryd.store.pg import fts
+    from memoryd.store.pg import fts, pool
 
     store = _store(make_app, pg_dsn)
     p = parse_query(text)
     for match in (p.match, p.match_any, text):
         if match is not None:
             store.read(lambda con, m=match: fts.match_count(con, m, 10))
-            found = store.read(lambda con, m=match: fts.keyword_pool(con, m, "1 = 1", [], 5))
+            found = store.read(lambda con, m=match: pool.keyword_pool(con, m, "1 = 1", [], 5))
             ids = [i for i, _, _ in found] or [1]
             store.read(lambda con, m=match, i=ids: fts.snippets(con, m, i, "\x02", "\x03"))
 

@@ -167,16 +167,17 @@ def test_counts_and_the_active_model_stay_exact(stores: tuple[Any, Any]) -> None
 
 def test_the_evidence_words_in_one_statement(stores: tuple[Any, Any]) -> None:
     """searchsql.matching after remember_matches: every noted word answered by the first
-    statement, each word's rows as asked alone."""
+    statement, each word's rows as asked alone; asked again, or for fewer ids, the read
+    knows the answer (PgConnection.held: one snapshot)."""
     from memoryd.store import searchsql
-    from memoryd.store.pg import fts
+    from memoryd.store.pg import held
 
     a, _ = stores
     texts = ["apple pie", "apple tart", "pear tart", "plum jam", "the and of"]
     _note(a, "fruit.md", texts)
     ids = [int(i) for (i,) in a.read(lambda con: con.execute("SELECT id FROM entries"))]
     words = ['"apple"', '"tart"', '"plum"', '"the"', '"kiwi"']
-    alone = {w: a.read(lambda con, w=w: fts.matching(con, w, ids)) for w in words}
+    alone = {w: a.read(lambda con, w=w: held.matching(con, w, ids)) for w in words}
     assert alone['"apple"'] and alone['"tart"'] and not alone['"kiwi"'] and not alone['"the"']
     statements: list[str] = []
 
@@ -191,7 +192,7 @@ def test_the_evidence_words_in_one_statement(stores: tuple[Any, Any]) -> None:
         for w in words:
             searchsql.remember_matches(con, w)
         out = {w: searchsql.matching(con, w, ids) for w in words}
-        out['"apple" again'] = searchsql.matching(con, '"apple"', ids)  # asked twice: read again
+        out['"apple" again'] = searchsql.matching(con, '"apple"', ids)  # asked twice: known
         out["fewer ids"] = searchsql.matching(con, '"tart"', ids[:2])
         return out
 
@@ -199,7 +200,7 @@ def test_the_evidence_words_in_one_statement(stores: tuple[Any, Any]) -> None:
     assert {w: got[w] for w in words} == alone
     assert got['"apple" again'] == alone['"apple"']
     assert got["fewer ids"] == alone['"tart"'] & set(ids[:2])
-    assert len(statements) == 3
+    assert len(statements) == 1
 
 
 def test_n_of_the_idf_comes_with_the_begin(stores: tuple[Any, Any], pg_dsn: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from memoryd.search.ranking import SIGNAL_SHARE, Candidate, Scale
 from memoryd.search.request import SearchRequest
 from memoryd.search.snippets import _CLOSE, _OPEN, plain_snippet, render_snippet
-from memoryd.store import entries, searchsql
+from memoryd.store import entries, searchrows, searchsql
 
 
 def render(
@@ -24,8 +24,12 @@ def render(
     secret_kinds: Callable[[str, str], list[str]] | None,
 ) -> list[dict[str, Any]]:
     """The hits for the ranked candidates `top` (already cut to the limit)."""
-    records = entries.get_many(con, [c.id for c in top])
-    snippets = _snippets(con, top)
+    # the records, the snippets and the sections' records (PostgreSQL: one round trip)
+    more = [sec.id for c in top for sec in c.sections or () if sec.id != c.id]
+    by_match = _by_match(top)
+    records, snippets, known = searchrows.hit_rows(
+        con, [c.id for c in top], by_match, more if req.group == "note" else [], (_OPEN, _CLOSE)
+    )
     hits = []
     for c in top:
         rec = records.get(c.id)
@@ -82,7 +86,7 @@ def render(
             if c.tail:  # a neighbour under `alone`, after every backed hit (ranking.followers)
                 hit["explain"]["tail"] = True
         hits.append(hit)
-    fill_sections(con, hits)
+    fill_sections(con, hits, known)
     if req.workspace == "all":
         foreign = searchsql.foreign_workspaces(con, [h["id"] for h in hits])
         for h in hits:
@@ -91,24 +95,25 @@ def render(
     return hits
 
 
-def _snippets(con: Any, top: list[Candidate]) -> dict[int, str]:
-    """Snippets for the final hits only (a snippet per match would cost too much at scale)."""
+def _by_match(top: list[Candidate]) -> dict[str, list[int]]:
+    """The ids of the final hits by the expression that found them: snippets for the final hits
+    only (a snippet per match would cost too much at scale)."""
     by_match: dict[str, list[int]] = {}
     for c in top:
         if c.match:
             by_match.setdefault(c.match, []).append(c.id)
-    out: dict[int, str] = {}
-    for match, ids in by_match.items():
-        out.update(searchsql.snippets(con, match, ids, _OPEN, _CLOSE))
-    return out
+    return by_match
 
 
-def fill_sections(con: Any, hits: list[dict[str, Any]]) -> None:
-    """Line ranges and headings of the other matching sections of each note."""
+def fill_sections(
+    con: Any, hits: list[dict[str, Any]], known: dict[int, dict[str, Any]] | None = None
+) -> None:
+    """Line ranges and headings of the other matching sections of each note (`known`: their
+    records, read with the hits' own)."""
     ids = [sec["id"] for h in hits for sec in h.get("sections", ())]
     if not ids:
         return
-    records = entries.get_many(con, ids)
+    records = known if known is not None else entries.get_many(con, ids)
     for h in hits:
         for sec in h.get("sections", ()):
             rec = records.get(sec["id"])

@@ -79,7 +79,7 @@ from memoryd.search.request import (
     resolved_entities,
 )
 from memoryd.search.vecindex import vector_index
-from memoryd.store import Store, notetext, searchsql
+from memoryd.store import Store, notetext, searchrows, searchsql
 from memoryd.store.entries import filter_sql
 from memoryd.store.protocol import Connection
 from memoryd.store.tokenizer import has_cjk
@@ -384,6 +384,8 @@ class Searcher(Pools):
             vector, scale = self._vector_entries(con, nearest, req.filters, now, size, seen)
         # No padding: a vector neighbour is a candidate only at or above the model's floor.
         vector = [c for c in vector if (c.similarity or 0.0) >= scale[0]]
+        # what follows asks of the vector pool's texts (PostgreSQL: one round trip, not three)
+        searchrows.read_ahead(con, [c.id for c in vector], seen)
         if req.group == "note":
             steadied(vector, searchsql.text_lengths(con, several_chunks(vector)))
 

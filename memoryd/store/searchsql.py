@@ -22,7 +22,8 @@ from memoryd.store.protocol import Connection
 _BATCH = 500
 SIGNAL_COLUMNS = ("kind", "importance", "access_count", "tier", "updated_at", "last_accessed_at")
 _BM25 = ftsprune.BM25
-_SIGNALS = ", ".join(f"e.{c}" for c in SIGNAL_COLUMNS)
+_SIGNAL_LIST = [f"e.{c}" for c in SIGNAL_COLUMNS]
+_SIGNALS = ", ".join(_SIGNAL_LIST)
 
 # The signal columns (SIGNAL_COLUMNS, in order) of the entries the keyword pool read on the
 # search's own connection, by id: the rows are in hand for the join already, and what one read
@@ -198,10 +199,15 @@ def keyword_pool(
     ranking may come from the rows that hold every word alone (`ftsprune`: when no other row can
     outrank them, the same rows in the same order). With `pre` (an entities filter)
     the first try ranks only the matches it passes, whatever `narrow` says: the check is a
-    probe of a set made once, before each match is scored or looked up. `seen` (SQLite): the
-    signal columns of every row read on `con` are put in it (Seen)."""
-    if is_postgres(con):
-        return _pg().keyword_pool(con, match, where, params, size)
+    probe of a set made once, before each match is scored or looked up. `seen`: the signal
+    columns of every row read on `con` are put in it (Seen)."""
+    if is_postgres(con):  # the signal columns read with the rows
+        from memoryd.store.pg import pool  # imported on first use: SQLite never loads it
+
+        found = pool.keyword_pool(con, match, where, params, size, _SIGNAL_LIST)
+        if seen is not None:
+            seen.update((r[0], tuple(r[3:])) for r in found)
+        return [(i, score, doc) for i, score, doc, *_ in found]
     if narrow and pre is None:
         return _all_matches(con, match, where, params, size, seen)
     first = size + RANKED_FIRST_SLACK
@@ -402,22 +408,40 @@ def signal_summary(
     the `backed` ones (recency counts from it), the ids of the memories among them, and the
     lowest access count (a frequency signal is in 0..1 only from 0 up). Those in `seen` (read
     on `con` in this transaction already) are summed up from it and not read again (distinct
-    ids: searcher._signal_rows). None on PostgreSQL."""
+    ids: searcher._signal_rows). PostgreSQL: the rows of those not in `seen` are read into it
+    (the rows are read anyway), so `signal_rows` reads nothing after; None without `seen`."""
     if is_postgres(con):
-        return None  # the rows are read anyway (searcher._finish)
+        if seen is None:
+            return None  # the rows are read anyway (searcher._finish)
+        rows = signal_rows(con, [i for i in (*backed, *tail) if i not in seen])
+        seen.update((i, tuple(r[c] for c in SIGNAL_COLUMNS)) for i, r in rows.items())
+        return _seen_summary(seen, backed, tail)
     if not seen:
         return _summary(con, backed, tail)
-    rows = [seen[i] for i in (*backed, *tail) if i in seen]
     count, newest, memories, low = _summary(
         con, [i for i in backed if i not in seen], [i for i in tail if i not in seen]
     )
+    seen_count, seen_newest, seen_memories, seen_low = _seen_summary(seen, backed, tail)
+    return (
+        count + seen_count,
+        max((d for d in (seen_newest, newest) if d is not None), default=None),
+        memories | seen_memories,
+        min((c for c in (seen_low, low) if c is not None), default=None),
+    )
+
+
+def _seen_summary(
+    seen: Seen, backed: Sequence[int], tail: Sequence[int]
+) -> tuple[int, float | None, set[int], int | None]:
+    """signal_summary's figures over those of the entries in `seen`."""
+    rows = [seen[i] for i in (*backed, *tail) if i in seen]
     dates = [float(seen[i][_UPDATED]) for i in backed if i in seen]
     counts = [int(r[_ACCESS]) for r in rows]
     return (
-        count + len(rows),
-        max(dates + ([] if newest is None else [newest]), default=None),
-        memories | {i for i in (*backed, *tail) if i in seen and seen[i][_KIND] == "memory"},
-        min(counts + ([] if low is None else [low]), default=None),
+        len(rows),
+        max(dates, default=None),
+        {i for i in (*backed, *tail) if i in seen and seen[i][_KIND] == "memory"},
+        min(counts, default=None),
     )
 
 
@@ -457,7 +481,11 @@ def _per_id(con: Connection, column: str, ids: Sequence[int]) -> list[tuple[Any,
 
 
 def text_lengths(con: Connection, ids: Sequence[int]) -> dict[int, int]:
-    """Characters of each entry's text, per id (the ranking steadies short chunks' similarity)."""
+    """Characters of each entry's text, per id (the ranking steadies short chunks' similarity);
+    PostgreSQL: as `read_ahead` read them, when it did."""
+    known = _pg_held().lengths(con, ids) if is_postgres(con) else None
+    if known is not None:
+        return known
     return {int(i): int(n or 0) for i, n in _per_id(con, "length(content)", ids)}
 
 
@@ -491,7 +519,7 @@ def matching(con: Connection, match: str, ids: Sequence[int], df: int | None = N
     if not ids or df == 0:
         return set()
     if is_postgres(con):  # one lookup: the GIN index and `id = ANY(...)`
-        return _pg().matching(con, match, ids)
+        return _pg_held().matching(con, match, ids)
     return wordrows.holding(con, match, ids)
 
 
@@ -500,7 +528,7 @@ def remember_matches(con: Connection, match: str) -> None:
     them for the connection's data version); PostgreSQL: the expression is noted, and the first
     `matching` of the read asks for every noted one in its statement (store/pg/fts.py)."""
     if is_postgres(con):
-        _pg().remember_matches(con, match)
+        _pg_held().remember_matches(con, match)
     else:
         wordrows.bitmap(con, match)
 
@@ -562,3 +590,9 @@ def _pg() -> Any:
     from memoryd.store.pg import fts
 
     return fts
+
+
+def _pg_held() -> Any:
+    from memoryd.store.pg import held  # which entries hold which term; lengths read ahead
+
+    return held

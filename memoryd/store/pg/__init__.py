@@ -21,6 +21,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,9 @@ class PgStore:
         self.path = Path("postgresql")  # for logs; there is no file
         self._lock = threading.RLock()  # one writer per daemon, as with SQLite
         self._closed = False
+        # ends reads' transactions after their answer (_end_later)
+        self._ender: ThreadPoolExecutor | None = None
+        self._ender_lock = threading.Lock()
         self._size: tuple[float, int] = (0.0, 0)
         self._callbacks: list[Callable[[dict[str, Any]], None]] = []
         self._listener: threading.Thread | None = None
@@ -150,7 +154,11 @@ class PgStore:
     # -- connections --------------------------------------------------------------------------
 
     @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def _connection(
+        self, kept: Callable[[], bool] | None = None
+    ) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection, given back when the block ends, unless `kept()` says it was
+        handed on (`_end_later`)."""
         if self._closed:
             raise StoreError("the store is closed")
         # While the server is known to be down, wait only briefly for a connection: a search
@@ -160,8 +168,12 @@ class PgStore:
         if self.down_since is not None:
             timeout = min(timeout, DOWN_WAIT_S)
         try:
-            with self.pool.connection(timeout=timeout) as con:
+            con = self.pool.getconn(timeout=timeout)
+            try:
                 yield con
+            finally:
+                if kept is None or not kept():
+                    self.pool.putconn(con)
         except psycopg.errors.QueryCanceled as exc:
             raise StoreError(
                 f"a statement ran longer than store.statement_timeout_ms "
@@ -187,7 +199,7 @@ class PgStore:
 
     @contextmanager
     def _first(
-        self, sql: str, params: list[Any] | None = None
+        self, sql: str, params: list[Any] | None = None, kept: Callable[[], bool] | None = None
     ) -> Iterator[tuple[psycopg.Connection[Any], psycopg.Cursor[Any]]]:
         """A pooled connection and the cursor of its first statement. The pool lends a
         connection without asking the server first (psycopg_pool's check_connection is a round
@@ -195,7 +207,7 @@ class PgStore:
         meanwhile (a restart, an idle timeout) fails this statement, which then runs on another
         one (the pool replaces the dead one), so a request after the server is back works."""
         for attempt in range(self.settings.pool_max + 1):
-            with self._connection() as raw:
+            with self._connection(kept) as raw:
                 try:
                     cur = raw.execute(sql, params)
                 except psycopg.OperationalError:
@@ -224,7 +236,8 @@ class PgStore:
             + ("set_config('memoryd.scope', 'all', true), " if scope == "all" else "")
             + f"pg_current_snapshot()::text, {fts.N_LARGE_SQL}"
         )
-        with self._first(begin) as (raw, cur):
+        handed = False
+        with self._first(begin, kept=lambda: handed) as (raw, cur):
             try:
                 cur.nextset()
                 row = one(cur)
@@ -232,10 +245,40 @@ class PgStore:
                 con = PgConnection(raw, owner.memo, SESSION_EF, True, str(row[-2]), owner)
                 if row[-1] is not None:
                     con.n = int(row[-1])
-                return fn(con)
-            finally:
+                result = fn(con)
+            except BaseException:
                 if not raw.closed:
                     raw.execute("ROLLBACK")
+                raise
+            handed = self._end_later(raw)
+            return result
+
+    def _end_later(self, raw: psycopg.Connection[Any]) -> bool:
+        """End a read's transaction on the ender thread, which then gives the connection back
+        to the pool: the reader has its answer one round trip sooner (a hybrid search makes
+        three reads, and their ROLLBACKs waited on a busy server: 0.2-7 ms each, BENCHMARKS.md
+        issue 23.4). A read-only transaction ended a little later changes nothing it read.
+        False (ended here) while the store closes."""
+        with self._ender_lock:
+            if self._closed or raw.closed:
+                ended = False
+            else:
+                if self._ender is None:
+                    self._ender = ThreadPoolExecutor(1, thread_name_prefix="memoryd-pg-end")
+                self._ender.submit(self._end, raw)
+                ended = True
+        if not ended and not raw.closed:
+            raw.execute("ROLLBACK")
+        return ended
+
+    def _end(self, raw: psycopg.Connection[Any]) -> None:
+        try:
+            if not raw.closed:
+                raw.execute("ROLLBACK")
+        except psycopg.Error:
+            pass  # a broken connection: the pool replaces it
+        finally:
+            self.pool.putconn(raw)
 
     @contextmanager
     def write(self, *, durable: bool = False, scope: str | None = None) -> Iterator[PgConnection]:
@@ -434,7 +477,11 @@ class PgStore:
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
+            with self._ender_lock:
+                self._closed = True
+                ender, self._ender = self._ender, None
+            if ender is not None:
+                ender.shutdown(wait=True)  # every read's connection back in the pool
             self._stop.set()
             if self._listener is not None:
                 self._listener.join(timeout=LISTEN_POLL_S + 5)

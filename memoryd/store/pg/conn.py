@@ -97,10 +97,16 @@ class PgConnection:
         self.version = version if snapshot else None
         self.owner = owner
         self.n: int | None = None
-        # the evidence's expressions noted ahead, and `matching`'s answers not yet asked for
-        # (store/pg/fts.py): one statement for every word of a query
+        # the evidence's expressions noted ahead (store/pg/fts.py: one statement for every word
+        # of a query), and what this read knows of which entries hold which tsquery: by its
+        # SQL and parameters, (the entries looked at, those of them holding it); the keyword
+        # pool's rows and `matching`'s answers (a read-only transaction's: one snapshot)
         self.ahead: list[str] = []
-        self.matched: dict[tuple[str, tuple[int, ...]], set[int]] = {}
+        self.held: dict[tuple[str, tuple[Any, ...]], tuple[set[int], set[int]]] | None = (
+            {} if snapshot else None
+        )
+        # the entries' lengths read ahead in a read-only transaction (store/pg/held.py)
+        self.lengths: dict[int, int] | None = {} if snapshot else None
         self._changes = 0
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:

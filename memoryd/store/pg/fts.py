@@ -35,7 +35,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from memoryd.store.pg import ftstop
 from memoryd.store.protocol import Connection, one
 from memoryd.store.tokenizer import cjk_runs
 
@@ -356,48 +355,46 @@ N_LARGE_SQL = (
 )
 
 
-def keyword_pool(
-    con: Connection, match: str, where: str, params: Sequence[Any], size: int
-) -> list[tuple[int, float, int | None]]:
-    """(entry id, score (lower is better), document id) of the best `size` matches that pass
-    the filter: an OR of common words first from the rows that can reach the pool
-    (store/pg/ftstop.py), else every match ranked."""
-    b = _Builder(match)
-    q, qparams = b.parse() or _EMPTY, b.params
-    leaves = b.leaves[:MAX_RANKED_TERMS]
-    rank, rparams, idfs, dfs = _ranking(con, leaves)
-    if ftstop.words(match, leaves, q):
-        found = ftstop.pool(con, leaves, (rank, rparams), idfs, dfs, (where, params), size)
-        if found is not None:
-            return found
-    rows = con.execute(
-        f"SELECT e.id, {rank} AS score, e.document_id"
-        f" FROM (SELECT {q} AS q) q, entries e LEFT JOIN documents d ON d.id = e.document_id"
-        f" WHERE e.fts @@ q.q AND {where} ORDER BY score, e.id LIMIT ?",
-        [*rparams, *qparams, *params, size],
-    )
-    return [(int(i), float(s), None if doc is None else int(doc)) for i, s, doc in rows]
+def term_key(sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
+    """A tsquery's identity: its SQL and parameters (a term reads the same from the pool's
+    expression and from the evidence's quoted word)."""
+    return sql, tuple(params)
 
 
 def snippets(
     con: Connection, match: str, ids: Sequence[int], open_mark: str, close_mark: str
 ) -> dict[int, str]:
     """ts_headline of the content, matches wrapped in the markers; '…' where text was cut."""
-    b = _Builder(match)
-    q, qparams = b.parse() or _EMPTY, b.params
-    options = (
-        f'StartSel="{open_mark}", StopSel="{close_mark}", MaxWords={SNIPPET_WORDS},'
-        f" MinWords={SNIPPET_WORDS // 2}, ShortWord=0, HighlightAll=false"
-    )
+    h = Headline(match, open_mark, close_mark)
     out: dict[int, str] = {}
     for i, content, snip in con.execute(
-        f"SELECT e.id, e.content, ts_headline('{CONFIG}', e.content, q.q, ?)"
-        f" FROM (SELECT {q} AS q) q, entries e WHERE e.id = ANY(?)",
-        [options, *qparams, list(ids)],  # in the order the ?s appear
+        f"SELECT e.id, e.content, {h.sql('q.q')} FROM (SELECT {h.q} AS q) q, entries e"
+        " WHERE e.id = ANY(?)",
+        [*h.params, *h.qparams, list(ids)],  # in the order the ?s appear
     ):
-        snip = _mark_cjk(str(snip), b.cjk, open_mark, close_mark)
-        out[int(i)] = _ellipsis(str(content), snip, open_mark, close_mark)
+        out[int(i)] = h.finish(str(content), str(snip))
     return out
+
+
+class Headline:
+    """The snippet of one expression: its tsquery (`q`, `qparams`), the ts_headline column
+    over a given tsquery column (`sql`, with `params`), and the text made of its result
+    (`finish`: the CJK runs marked, '…' where text was cut)."""
+
+    def __init__(self, match: str, open_mark: str, close_mark: str) -> None:
+        b = _Builder(match)
+        self.q, self.qparams, self.cjk = b.parse() or _EMPTY, b.params, b.cjk
+        self.marks = open_mark, close_mark
+        self.params = [
+            f'StartSel="{open_mark}", StopSel="{close_mark}", MaxWords={SNIPPET_WORDS},'
+            f" MinWords={SNIPPET_WORDS // 2}, ShortWord=0, HighlightAll=false"
+        ]
+
+    def sql(self, column: str) -> str:
+        return f"ts_headline('{CONFIG}', e.content, {column}, ?)"
+
+    def finish(self, content: str, snip: str) -> str:
+        return _ellipsis(content, _mark_cjk(snip, self.cjk, *self.marks), *self.marks)
 
 
 def _mark_cjk(snip: str, runs: Sequence[str], open_mark: str, close_mark: str) -> str:
@@ -423,50 +420,6 @@ def _ellipsis(content: str, snip: str, open_mark: str, close_mark: str) -> str:
     head = "" if text.startswith(plain[:20]) else "…"
     tail = "" if text.endswith(plain[-20:]) else "…"
     return head + snip.strip() + tail
-
-
-MATCHING_MAX = 8  # expressions answered by one statement of `matching`
-
-
-def remember_matches(con: Connection, match: str) -> None:
-    """Note an expression that `matching` will be asked about (the evidence reads each query
-    word ahead: searchsql.remember_matches), on the read's connection."""
-    ahead: list[str] | None = getattr(con, "ahead", None)
-    if ahead is not None and match not in ahead:
-        ahead.append(match)
-
-
-def matching(con: Connection, match: str, ids: Sequence[int]) -> set[int]:
-    """Those of the entries that match the expression: one lookup on the primary key, and
-    with it every expression noted ahead (remember_matches) for the same ids, so the evidence's
-    words cost one round trip, not one each (PgConnection.matched keeps the other answers for
-    the rest of the read). The same rows, the same test (`fts @@ q`) for each."""
-    key = tuple(ids)
-    matched: dict[tuple[str, tuple[int, ...]], set[int]] | None = getattr(con, "matched", None)
-    if matched is not None and (match, key) in matched:
-        return matched.pop((match, key))
-    ahead: list[str] = getattr(con, "ahead", None) or []
-    exprs = [match] + [m for m in ahead if m != match and (m, key) not in (matched or {})]
-    exprs = exprs[:MATCHING_MAX] if matched is not None else [match]
-    cols, params = [], []
-    for i, m in enumerate(exprs):
-        q, qparams = tsquery(m)
-        cols.append(f"{q} AS q{i}")
-        params += qparams
-    tests = [f"e.fts @@ q.q{i}" for i in range(len(exprs))]
-    found: list[set[int]] = [set() for _ in exprs]
-    for row in con.execute(
-        f"SELECT e.id, {', '.join(tests)} FROM (SELECT {', '.join(cols)}) q, entries e"
-        f" WHERE e.id = ANY(?) AND ({' OR '.join(tests)})",
-        [*params, list(ids)],
-    ):
-        for i, hit in enumerate(row[1:]):
-            if hit:
-                found[i].add(int(row[0]))
-    if matched is not None:
-        for m, got in zip(exprs[1:], found[1:], strict=True):
-            matched[(m, key)] = got
-    return found[0]
 
 
 def match_count(con: Connection, match: str, cap: int) -> int:

@@ -27,10 +27,14 @@ checked in the statement). Phrases, prefixes, CJK runs, NOT and a single word ra
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memoryd.store.protocol import Connection
+
+# More columns for the ranked rows' select (`, e.x ...`), and what turns that select and its
+# parameters into the statement run (store/pg/pool.py: a select over it)
+Shape = tuple[str, Callable[[str, list[Any]], tuple[str, list[Any]]]]
 
 # The tiers: a lexeme is kept in memoryd_fts_top(fts, t) when its ts_rank_cd reaches t. Measured
 # on the latency bench's 40 two-word queries (BENCHMARKS.md, issue 23.4), the rows a pool of 200
@@ -111,16 +115,19 @@ def pool(
     dfs: Sequence[int],
     filtered: tuple[str, Sequence[Any]],
     size: int,
-) -> list[tuple[int, float, int | None]] | None:
+    shape: Shape | None = None,
+) -> list[tuple[Any, ...]] | None:
     """The best `size` matches ranked from the rows the bound cannot rule out, when that is
     provably the whole ranking; None when every match must be ranked. `leaves`: the query's
     single-word terms (`words`); `rank`: the ranking expression over `e.fts` and its parameters
     (fts.weighted_rank), `idfs` and `dfs` its terms' IDF and document frequencies; `filtered`:
-    the filter (an expression over e and d) and its parameters."""
+    the filter (an expression over e and d) and its parameters; `shape`: more columns of the
+    ranked rows (`, e.x ...`) and the statement around the ranking that reads the rows
+    (store/pg/pool.py). Rows: (id, score, document id, *what `shape` adds)."""
     for tier in tiers(sum(dfs), size):
-        found = _first(con, leaves, rank, filtered, size, tier)
+        found = _first(con, leaves, rank, filtered, size, tier, shape)
         bound = tier * (sum(idfs) - min(idfs))
-        if len(found) >= size and -found[-1][1] > bound * (1 + MARGIN):
+        if len(found) >= size and -float(found[-1][1]) > bound * (1 + MARGIN):
             return found
     return None
 
@@ -132,7 +139,8 @@ def _first(
     filtered: tuple[str, Sequence[Any]],
     size: int,
     tier: float,
-) -> list[tuple[int, float, int | None]]:
+    shape: Shape | None,
+) -> list[tuple[Any, ...]]:
     """The best `size` of the rows holding every term or one with r >= tier; none when a term
     is not one lexeme (checked in the statement: `ok`)."""
     any_sql = " || ".join(sql for sql, _ in leaves)
@@ -141,12 +149,14 @@ def _first(
     ps = [p for _, leaf in leaves for p in leaf]
     where, params = filtered
     rank_sql, rank_params = rank
-    rows = con.execute(
-        f"SELECT e.id, {rank_sql} AS score, e.document_id"
+    sql, args = (
+        f"SELECT e.id, {rank_sql} AS score, e.document_id{shape[0] if shape else ''}"
         f" FROM (SELECT ({any_sql}) AS q, ({all_sql}) AS qa, ({one_each}) AS ok) q,"
         " entries e LEFT JOIN documents d ON d.id = e.document_id"
         f" WHERE q.ok AND (e.fts @@ q.qa OR {top_sql('e.fts', tier)} @@ q.q) AND {where}"
         " ORDER BY score, e.id LIMIT ?",
         [*rank_params, *ps, *ps, *ps, *params, size],
-    ).fetchall()
-    return [(int(i), float(s), None if doc is None else int(doc)) for i, s, doc in rows]
+    )
+    if shape is not None:
+        sql, args = shape[1](sql, args)
+    return [tuple(r) for r in con.execute(sql, args).fetchall()]

@@ -1,0 +1,127 @@
+"""What one PostgreSQL read knows of which entries hold which term, and the rows a search
+reads ahead (issue 23.4: round trips).
+
+The evidence asks, for each word of the query, which of the candidates hold it
+(searchsql.matching). A read-only transaction sees one snapshot, so what it learnt once holds
+for the rest of it: PgConnection.held keeps, per tsquery (its SQL and parameters), the entries
+looked at and those holding it. The keyword pool's rows tell it for the pool's terms
+(store/pg/pool.py); `matching` reads only the entries not known yet, with every expression
+noted ahead (`remember_matches`) in the same statement; `read_ahead` reads, in one statement,
+what a hybrid search asks next of the vector pool's entries: their signal columns, their
+lengths and which of them hold each noted expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memoryd.store.pg import fts
+from memoryd.store.protocol import Connection
+
+MATCHING_MAX = 8  # expressions answered by one statement of `matching`
+
+
+def remember_matches(con: Connection, match: str) -> None:
+    """Note an expression that `matching` will be asked about (the evidence reads each query
+    word ahead: searchsql.remember_matches), on the read's connection."""
+    ahead: list[str] | None = getattr(con, "ahead", None)
+    if ahead is not None and match not in ahead:
+        ahead.append(match)
+
+
+Key = tuple[str, tuple[Any, ...]]  # a tsquery's SQL and parameters (fts.term_key)
+Held = dict[Key, tuple[set[int], set[int]]]  # per tsquery: the entries looked at, those holding it
+
+
+def matching(con: Connection, match: str, ids: Sequence[int]) -> set[int]:
+    """Those of the entries that match the expression. What the read knows already answers
+    (PgConnection.held: the keyword pool's rows, each with whether it holds each of the query's
+    terms, `read_ahead`'s and earlier answers); the rest is one lookup on the primary key, and
+    with it every expression noted ahead (remember_matches) for the same ids, so the evidence's
+    words cost one round trip, not one each. The same rows, the same test (`fts @@ q`)."""
+    held: Held | None = getattr(con, "held", None)
+    q, qparams = fts.tsquery(match)
+    key = fts.term_key(q, qparams)
+    if held is not None and key in held:
+        known, found = held[key]
+        if known.issuperset(ids):
+            return found.intersection(ids)
+    exprs = [(key, q, qparams)]
+    if held is not None:
+        exprs += _noted(con, skip=match)[: MATCHING_MAX - 1]
+    # the ids some of the expressions do not know yet
+    unknown = [
+        i
+        for i in ids
+        if held is None or any(i not in held.get(k, ((), ()))[0] for k, _, _ in exprs)
+    ]
+    found_now = _holding(con, exprs, unknown, "", only_holding=True)[1]
+    if held is None:
+        return found_now[0]
+    return held[key][1].intersection(ids)
+
+
+def read_ahead(con: Connection, ids: Sequence[int], columns: str) -> list[tuple[Any, ...]]:
+    """(id, *columns) of the entries, in one statement, and with them what a search asks of
+    them next: their lengths (`lengths`) and which hold each expression noted ahead (`matching`),
+    kept for the rest of the read. `columns`: fixed SQL over `e`."""
+    if not ids:
+        return []
+    exprs = _noted(con)[:MATCHING_MAX]
+    rows, _ = _holding(con, exprs, list(ids), f", length(e.content), {columns}")
+    lengths: dict[int, int] | None = getattr(con, "lengths", None)
+    if lengths is not None:
+        lengths.update((int(r[0]), int(r[1] or 0)) for r in rows)
+    return [(int(r[0]), *r[2:]) for r in rows]
+
+
+def lengths(con: Connection, ids: Sequence[int]) -> dict[int, int] | None:
+    """The entries' lengths as `read_ahead` read them, when it read every one of them."""
+    known: dict[int, int] | None = getattr(con, "lengths", None)
+    if not known or any(i not in known for i in ids):
+        return None
+    return {i: known[i] for i in ids}
+
+
+def _noted(con: Connection, skip: str | None = None) -> list[tuple[Key, str, list[Any]]]:
+    """The expressions noted ahead (remember_matches) as tsqueries, `skip` left out."""
+    out = []
+    for m in getattr(con, "ahead", None) or []:
+        if m != skip:
+            q, params = fts.tsquery(m)
+            out.append((fts.term_key(q, params), q, params))
+    return out
+
+
+def _holding(
+    con: Connection,
+    exprs: Sequence[tuple[Key, str, list[Any]]],
+    ids: list[int],
+    columns: str,
+    only_holding: bool = False,
+) -> tuple[list[tuple[Any, ...]], list[set[int]]]:
+    """One statement over the entries by id: (id, *columns) of each (`only_holding`: of those
+    holding one of the expressions), and per expression the ids holding it; what it learnt
+    goes to the read's record (PgConnection.held)."""
+    cols, params = [], []
+    for i, (_, q, qparams) in enumerate(exprs):
+        cols.append(f"{q} AS q{i}")
+        params += qparams
+    tests = [f"e.fts @@ q.q{i}" for i in range(len(exprs))]
+    source = f"(SELECT {', '.join(cols)}) q, entries e" if exprs else "entries e"
+    where = f" AND ({' OR '.join(tests)})" if only_holding and tests else ""
+    rows = con.execute(
+        f"SELECT e.id{columns}{''.join(', ' + t for t in tests)} FROM {source}"
+        f" WHERE e.id = ANY(?){where}",
+        [*params, ids],
+    ).fetchall()
+    width = len(rows[0]) - len(exprs) if rows else 0
+    found: list[set[int]] = [{int(r[0]) for r in rows if r[width + j]} for j in range(len(exprs))]
+    held: Held | None = getattr(con, "held", None)
+    if held is not None:
+        for (k, _, _), got in zip(exprs, found, strict=True):
+            known, holding = held.setdefault(k, (set(), set()))
+            known.update(ids)
+            holding.update(got)
+    return [tuple(r[:width]) for r in rows], found

@@ -1,0 +1,78 @@
+"""Rows a search reads in fewer round trips on PostgreSQL (issue 23.4), SQLite as before.
+
+- `hit_rows`: the winners' records, their snippets and the records of their notes' other
+  sections (search/hits.py). SQLite reads them as it always has (the records, then the
+  snippets of each expression: store/rowsnippets.py); PostgreSQL in one statement, where they
+  were three round trips: the same records, the same ts_headline of each.
+- `read_ahead`: what search asks of the vector pool's texts once it is known (their signal
+  columns, lengths, which hold each query word), one statement on PostgreSQL where it was three;
+  nothing on SQLite, whose reads cost no round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memoryd.store import entries, searchsql
+from memoryd.store.dialect import is_postgres
+from memoryd.store.protocol import Connection
+
+
+def read_ahead(con: Connection, ids: Sequence[int], seen: searchsql.Seen) -> None:
+    """Read now what search asks of these entries next: PostgreSQL, in one statement, their
+    signal columns (into `seen`: searchsql.Seen), their lengths (searchsql.text_lengths) and
+    which hold each expression noted for `matching` (store/pg/held.py); SQLite: nothing."""
+    if not is_postgres(con):
+        return
+    from memoryd.store.pg import held  # imported on first use: SQLite never loads it
+
+    columns = ", ".join(f"e.{c}" for c in searchsql.SIGNAL_COLUMNS)
+    seen.update((r[0], tuple(r[1:])) for r in held.read_ahead(con, list(ids), columns))
+
+
+def hit_rows(
+    con: Connection,
+    ids: Sequence[int],
+    by_match: dict[str, list[int]],
+    more: Sequence[int],
+    marks: tuple[str, str],
+) -> tuple[dict[int, dict[str, Any]], dict[int, str], dict[int, dict[str, Any]] | None]:
+    """(records of `ids`, snippets of the ids of each expression of `by_match`, records of
+    `more`): `marks` wrap the matches. SQLite: None for `more`'s records (read when they are
+    asked for, as before: hits.fill_sections)."""
+    if not is_postgres(con):
+        found, snippets = entries.get_many(con, ids), {}
+        for match, matched in by_match.items():
+            snippets.update(searchsql.snippets(con, match, matched, *marks))
+        return found, snippets, None
+    from memoryd.store.pg.fts import Headline  # imported on first use: SQLite never loads it
+
+    heads = [(Headline(match, *marks), matched) for match, matched in by_match.items()]
+    cols = "".join(
+        f", CASE WHEN e.id = ANY(?) THEN {h.sql(f'q.q{j}')} END" for j, (h, _) in enumerate(heads)
+    )
+    source = entries.RECORD_FROM
+    if heads:
+        tsq = ", ".join(f"{h.q} AS q{j}" for j, (h, _) in enumerate(heads))
+        source = f"(SELECT {tsq}) q, {source}"
+    wanted = list(dict.fromkeys([*ids, *more]))
+    rows = con.execute(
+        f"SELECT {entries.RECORD_COLUMNS}{cols} FROM {source} WHERE e.id = ANY(?)",
+        [
+            *(p for h, matched in heads for p in (list(matched), *h.params)),
+            *(p for h, _ in heads for p in h.qparams),
+            wanted,
+        ],
+    ).fetchall()
+    width = len(rows[0]) - len(heads) if rows else 0
+    records: dict[int, dict[str, Any]] = {}
+    out: dict[int, str] = {}
+    for row in rows:
+        rec = entries.row_to_record(row[:width])
+        records[rec["id"]] = rec
+        for (h, _), snip in zip(heads, row[width:], strict=True):
+            if snip is not None:
+                out[rec["id"]] = h.finish(str(rec["content"]), str(snip))
+    top = set(ids)
+    return {i: r for i, r in records.items() if i in top}, out, records
