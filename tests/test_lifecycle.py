@@ -4,12 +4,11 @@ deletion, checkpoints, export/import, the secret guard, near-duplicates, budgets
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import apps_apart
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from work import calls
@@ -271,20 +270,12 @@ memories_strategy = st.lists(
 def test_export_import_round_trip_loses_nothing(
     make_app: Any, new_store: Any, mems: list[dict]
 ) -> None:
-    base = Path(tempfile.mkdtemp(prefix="roundtrip-"))  # fresh stores for every example
-    stores = [new_store(), new_store()]
-    apps: list[Any] = []
-    try:
-        opts: dict[str, Any] = {
-            "model": None,
-            "dailylog": {"enabled": False},
-            "secrets": {"mode": "off"},
-            "workspace": str(base / "ws"),
-        }
-        src = make_app(**opts, data_dir=str(base / "src"), store=stores[0])
-        apps.append(src)
-        dst = make_app(**opts, data_dir=str(base / "dst"), store=stores[1])
-        apps.append(dst)
+    sections: dict[str, Any] = {
+        "model": None,
+        "dailylog": {"enabled": False},
+        "secrets": {"mode": "off"},
+    }
+    with apps_apart(make_app, new_store, ("src", "dst"), **sections) as (src, dst):
         for m in mems:
             src.memories.add(**m, ttl=None)
         exported = src.store.read(lambda con: list(transfer.export(con)))
@@ -295,14 +286,6 @@ def test_export_import_round_trip_loses_nothing(
         assert again == exported
         counts = dst.memories.import_items(exported)
         assert counts["imported"] == 0 and counts["skipped_duplicates"] == len(exported)
-    finally:
-        # each example's Apps and databases go now, as in test_transfer: held to the end, 15
-        # examples' worth of PostgreSQL connections ran the server out of them under CI's load
-        for app in apps:
-            make_app.close(app)
-        for store in stores:
-            new_store.release(store)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_secret_guard_refuses_warns_redacts_and_flags(make_app: Any) -> None:

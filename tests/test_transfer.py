@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import apps_apart
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -55,19 +54,8 @@ plans = st.lists(
 def test_round_trip_keeps_ids_history_and_access_log(
     make_app: Any, new_store: Any, plan: list
 ) -> None:
-    base = Path(tempfile.mkdtemp(prefix="rt-"))
-    stores = [new_store(), new_store()]
-    apps: list[Any] = []
-    try:
-        opts: dict[str, Any] = {
-            "model": None,
-            "secrets": {"mode": "off"},
-            "workspace": str(base / "ws"),
-        }
-        src = make_app(**opts, data_dir=str(base / "src"), store=stores[0])
-        apps.append(src)
-        dst = make_app(**opts, data_dir=str(base / "dst"), store=stores[1])
-        apps.append(dst)
+    sections: dict[str, Any] = {"model": None, "secrets": {"mode": "off"}}
+    with apps_apart(make_app, new_store, ("src", "dst"), **sections) as (src, dst):
         t = [1_800_000_000.0]
         src.memories.clock = lambda: t[0]
         for mem, uses, change, delete in plan:
@@ -98,14 +86,6 @@ def test_round_trip_keeps_ids_history_and_access_log(
         # ids stay unique afterwards: a new memory gets an id no exported one had
         new = dst.memories.add("a memory made after the import").id
         assert new > max([i["id"] for i in exported], default=0)
-    finally:
-        # each example's Apps and databases go now: 20 examples' worth held to the end took
-        # seconds to close, and a released database is reused by the next example
-        for app in apps:
-            make_app.close(app)
-        for store in stores:
-            new_store.release(store)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_import_renumbers_only_when_the_id_is_taken(make_app: Any, new_store: Any) -> None:
