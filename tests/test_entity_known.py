@@ -100,3 +100,45 @@ def test_a_link_written_before_the_titled_note_is_indexed_names_it_once_the_note
         " GROUP BY x.entity_id, y.entity_id",
     )
     assert sorted(rows(app, "SELECT a, b, count FROM relations")) == sorted(pairs)
+
+
+def test_a_first_name_written_before_the_full_name_was_indexed_is_the_person(app: Any) -> None:
+    """The answer does not depend on the order notes are indexed in: "Caroline" in a daily note
+    and a memory read before her own note is Caroline Baker once that note is indexed, as it
+    is when her note comes first."""
+    write_synced(app, "daily/2026-03-01.md", "# Standup\n\nLunch with Caroline about quotas.\n")
+    m = app.memories.add(content="Caroline prefers Signal.")
+    assert "caroline" in keys_in(app, "daily/2026-03-01.md")
+    write_synced(
+        app, "people/caroline-baker.md", "# Caroline Baker\n\nCaroline's team owns billing.\n"
+    )
+    assert "caroline baker" in keys_in(app, "daily/2026-03-01.md")
+    assert rows(app, "SELECT key FROM entities WHERE key = 'caroline'") == []
+    assert ("caroline baker",) in rows(
+        app,
+        "SELECT n.key FROM mentions x JOIN entities n ON n.id = x.entity_id WHERE x.entry_id = ?",
+        (m.id,),
+    )
+    write_synced(app, "daily/2026-03-02.md", "# Standup\n\nCaroline again.\n")
+    assert "caroline baker" in keys_in(app, "daily/2026-03-02.md")
+    assert "caroline" not in keys_in(app, "daily/2026-03-02.md")
+    counts = dict(rows(app, "SELECT entity_id, count(*) FROM mentions GROUP BY entity_id"))
+    assert dict(rows(app, "SELECT id, mentions FROM entities")) == counts
+
+
+def test_a_first_name_that_is_a_place_is_not_adopted(app: Any) -> None:
+    write_synced(app, "trips/a.md", "# Trip\n\nWe moved to Paris in May. Paris was warm.\n")
+    write_synced(app, "people/p.md", "# Paris Hilton\n\nParis Hilton said hello.\n")
+    assert "paris" in keys_in(app, "trips/a.md")
+
+
+def test_a_first_name_in_a_list_field_is_the_person_too(app: Any) -> None:
+    """`participants: [Maya]` names the one Maya Okafor as the text's "Maya:" does, whether her
+    full name was indexed before this note or after it."""
+    write_synced(app, "chats/a.md", "---\nparticipants: [Maya, Tom]\n---\n# Chat\n\nMaya: hi\n")
+    write_synced(app, "chats/b.md", "# Chat\n\nRavi: Maya Okafor? She asked about rescues.\n")
+    write_synced(app, "chats/c.md", "---\nparticipants: [Maya, Ada]\n---\n# Chat\n\nMaya: hey\n")
+    for path in ("chats/a.md", "chats/c.md"):
+        assert "maya okafor" in keys_in(app, path)
+        assert "maya" not in keys_in(app, path)
+    assert rows(app, "SELECT key FROM entities WHERE key = 'maya'") == []

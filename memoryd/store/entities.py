@@ -174,7 +174,9 @@ _FIRST_NAME_OF = (
     "SELECT key, name, type FROM entities WHERE type = 'person' AND substr(key, 1, ?) = ?"
 )
 _FIRST_NAME_OF_SQLITE = _FIRST_NAME_OF + " AND key > ? AND key < ?"
-_WRITTEN_BY = frozenset(("wikilink", "alias", "name", "mention"))
+# a list field's value (`people: [Maya]`) is written like a name in the text; a note's own
+# title, and its aliases and file name (keyed to the title), are its own and never re-keyed
+_WRITTEN_BY = frozenset(("wikilink", "alias", "name", "mention", "front_matter"))
 _ADOPTED = frozenset(("file", "front_matter"))  # a note's file name and front-matter aliases
 
 
@@ -183,11 +185,13 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
     entity has as its key that is a surface form of exactly one entity (`Caz`, written in
     another note's front-matter `aliases` of Caroline Baker; `[[caroline-baker]]`, the file name
     of the note titled Caroline Baker), or a one-word name that is the first name of exactly one
-    person of two or three words. Read when the entry is indexed: a name is resolved through the
-    entries indexed before it (`reindex` reads every note again)."""
+    person of two or three words (in the text or in a list field such as `people:`; a note's
+    own title, aliases and file name stay its own). Read when the entry is indexed: a name is
+    resolved through the entries indexed before it, and adopt_first_names re-keys the first
+    names written before their person's full name was indexed."""
     if not mentions:
         return []
-    own = {m.key for m in mentions if m.source in ("title", "front_matter")}
+    own = {m.key for m in mentions if m.source in ("title", "file")}
     found: dict[str, tuple[str, str, str]] = {}
     asked: set[str] = set()
     for m in mentions:
@@ -208,13 +212,7 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
             continue
         rows = con.execute(_FORM_OF, (key, key)).fetchall()
         if not rows and " " not in key and key.isalpha():
-            first = key + " "
-            if is_postgres(con):
-                rows = con.execute(_FIRST_NAME_OF, (len(first), first)).fetchall()
-            else:
-                params = (len(first), first, first, first + "\uffff")
-                rows = con.execute(_FIRST_NAME_OF_SQLITE, params).fetchall()
-            rows = [r for r in rows if str(r[0]).count(" ") <= 2]
+            rows = _people_named(con, key)
         if len(rows) == 1:
             found[key] = (str(rows[0][0]), str(rows[0][1]), str(rows[0][2]))
     if not found:
@@ -228,6 +226,44 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
             kind = m.type if m.type != "other" else hit[2]
             out.append(replace(m, key=hit[0], name=hit[1], type=kind))
     return out
+
+
+def _people_named(con: Connection, first: str) -> list[tuple[Any, ...]]:
+    """(key, name, type) of every person of two or three words whose first name is `first`."""
+    prefix = first + " "
+    if is_postgres(con):
+        rows = con.execute(_FIRST_NAME_OF, (len(prefix), prefix)).fetchall()
+    else:
+        params = (len(prefix), prefix, prefix, prefix + "\uffff")
+        rows = con.execute(_FIRST_NAME_OF_SQLITE, params).fetchall()
+    return [tuple(r) for r in rows if str(r[0]).count(" ") <= 2]
+
+
+def adopt_first_names(con: Connection, mentions: Iterable[Mention]) -> int:
+    """known_as's first-name rule for the entries indexed before: a person of two or three
+    words whom these (just stored) mentions name adopts the entity of their first name alone
+    ("Caroline", written in notes and memories indexed before "Caroline Baker" was) when that
+    name reads as a person or as nothing else and she is the only person of that first name.
+    Without it the answer would depend on the order entries were indexed in (a daily note read
+    before the person's own note). A first name two full names share stays its own; one adopted
+    stays adopted when a second full name comes later. Returns how many entries changed."""
+    changed, seen = 0, set()
+    for m in mentions:
+        key = m.key
+        if key in seen or m.type != "person":
+            continue
+        seen.add(key)
+        words = key.split(" ")
+        first = words[0]
+        if not 2 <= len(words) <= 3 or len(first) < 2 or not first.isalpha():
+            continue
+        bare = con.execute("SELECT type FROM entities WHERE key = ?", (first,)).fetchall()
+        if not bare or str(bare[0][0]) not in ("person", "other"):
+            continue
+        people = _people_named(con, first)
+        if len(people) == 1 and str(people[0][0]) == key:
+            changed += adopt(con, first, key)
+    return changed
 
 
 def adopt(con: Connection, old_key: str, new_key: str) -> int:
@@ -281,7 +317,9 @@ def index_memory(con: Connection, entry_id: int, content: str, tags: Iterable[st
     forget(con, entry_id)
     rows = con.execute("SELECT created_at FROM entries WHERE id = ?", (entry_id,)).fetchall()
     if rows:
-        remember(con, entry_id, float(rows[0][0]), known_as(con, memory_mentions(content, tags)))
+        found = known_as(con, memory_mentions(content, tags))
+        remember(con, entry_id, float(rows[0][0]), found)
+        adopt_first_names(con, found)
 
 
 def reindex_memory(con: Connection, entry_id: int) -> None:
@@ -315,6 +353,7 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
     for m in ordered:  # its file name and aliases, written before it was indexed, name it
         if m.source in _ADOPTED and (old := canonical_key(m.surface)) != m.key:
             adopt(con, old, m.key)
+    adopt_first_names(con, ordered)
     return n
 
 
@@ -330,6 +369,8 @@ def backfill_memories(con: Connection, table: str = "entries") -> int:
     for entry_id, at, content, tags in rows:
         found = known_as(con, memory_mentions(str(content), _tags(tags)))
         remember(con, int(entry_id), float(at), found, ids)
+        if adopt_first_names(con, found):
+            ids.clear()  # an adopted first name's entity is gone
     return len(rows)
 
 

@@ -34,7 +34,8 @@ punctuation stripped, white space collapsed; tags keep their "#". A wikilink ali
 alias maps to its target's key, and so does the file name of a note that is an entity. A first
 name or a surname alone maps to the one full name of a person the same text writes with it
 ("Caroline's" beside "Caroline Baker"; _part_names). Across notes the store resolves names the
-same way (memoryd/store/entities.known_as).
+same way, whichever entry was indexed first (memoryd/store/entities.known_as and
+adopt_first_names).
 """
 
 from __future__ import annotations
