@@ -63,6 +63,8 @@ def test_memoryctl_entity_commands(d: Any) -> None:
 
     done = d.ctl("search", "Oskar", "--entity", "Lisbon", "-l")
     assert (done.returncode, done.stdout) == (0, "trip.md\n")
+    done = d.ctl("search", "Oskar", "--entity", "Nobody Known")
+    assert done.returncode == 1 and "no entity named 'Nobody Known'" in done.stderr
     done = d.ctl("search", "lindqvist", "--kind", "entity")
     assert done.returncode == 0 and "Oskar Lindqvist (person" in done.stdout
 
@@ -101,5 +103,9 @@ def test_mcp_about_related_and_the_search_filter(d: Any, tmp_path: Path) -> None
                     "search", {"query": "Oskar", "filters": {"entities": ["billing-svc"]}}
                 )
                 assert "ops.md" in text(hits) and "trip.md" not in text(hits)
+                none = await s.call_tool(
+                    "search", {"query": "Oskar", "filters": {"entities": ["Nobody Known"]}}
+                )
+                assert "no entity named 'Nobody Known'" in text(none)
 
     anyio.run(main)

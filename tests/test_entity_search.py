@@ -64,7 +64,10 @@ def test_entity_filter_fills_a_narrow_set_at_limit_100(app: Any) -> None:
     with_melanie = call(app, "search", query="Lisbon", entities=["Melanie", "Caroline Baker"])
     assert {h["path"] for h in with_melanie["hits"]} == {"trip.md"}
     assert call(app, "search", query="Lisbon", entities=["Melanie", "Kubernetes"])["hits"] == []
-    assert not call(app, "search", query="payments", entities=["Nobody Known"])["hits"]
+    unknown = call(app, "search", query="payments", entities=["Nobody Known", "Melanie"])
+    assert not unknown["hits"]
+    assert unknown["unknown_entities"] == ["Nobody Known"]  # why: no such entity
+    assert "unknown_entities" not in with_melanie
     listed = call(app, "list", kind="all", entities=["Lisbon"], limit=50)
     assert {i.get("path") for i in listed["items"]} == {"people.md", "trip.md"}
 

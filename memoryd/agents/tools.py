@@ -127,6 +127,9 @@ def fmt_hits(res: dict[str, Any]) -> str:
         lines += [f"[{i['id']}] {_one_line(i.get('summary', ''), 100)}" for i in rest]
     if not hits and not rest:
         lines = ["No results."]
+    if res.get("unknown_entities"):  # why a filter matched nothing: the agent can ask `entities`
+        names = ", ".join(repr(n) for n in res["unknown_entities"])
+        lines.append(f"(no entity named {names}: the entities filter matches nothing)")
     return "\n".join(lines)
 
 

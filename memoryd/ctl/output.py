@@ -159,6 +159,8 @@ def print_search(result: dict[str, Any]) -> None:
             print(f"{rank:>2}. {text(item.get('score'))[:5]}  #{item['id']}  {item.get('summary')}")
     if not hits and not index:
         print("no results")
+    for name in result.get("unknown_entities") or []:
+        print(f"no entity named {name!r} (memoryctl entities lists them)", file=sys.stderr)
 
 
 RECORD_FIELDS = (

@@ -189,6 +189,11 @@ class Searcher(Pools):
             ]
         if req.max_tokens is not None:
             result.update(lifecycle.budgeted(result["hits"], req.max_tokens))
+        groups = req.filters.entity_ids
+        if groups and not all(groups):  # say why nothing can match, as `entity NAME` would
+            result["unknown_entities"] = [
+                n for n, ids in zip(req.filters.entities, groups, strict=True) if not ids
+            ]
         pending = self._pending_vectors(req)
         if pending:
             result["pending_vectors"] = pending
