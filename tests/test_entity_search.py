@@ -230,6 +230,33 @@ def test_a_name_the_extractor_finds_in_only_some_of_its_texts_lifts_nothing(
     assert len(shares("what does Maya review?")) == 2
 
 
+def test_a_name_is_judged_by_the_form_the_query_writes_it_in(make_app: Any) -> None:
+    """ "Maya" asked of Maya Okafor counts the texts that hold "maya" (three write the 3D tool
+    in lowercase, which is no mention), not the one text that holds "Maya Okafor": lifting her
+    two mentions would sink the rest. Her full name asked is found where it is written."""
+    from memoryd.search import entityboost
+    from memoryd.search.ranking import Candidate
+
+    a = make_app(model=None)
+    ws = Path(a.cfg.workspace)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "people.md").write_text("# Maya Okafor\n\nMaya Okafor runs the render farm.\n")
+    (ws / "review.md").write_text("# Review\n\nMaya reviews the renders.\n")
+    for i in range(3):
+        (ws / f"tool{i}.md").write_text(f"# Tool {i}\n\nscene {i} was modelled in maya.\n")
+    assert a.indexer.reconcile().errors == []
+
+    def shares(query: str) -> dict[int, float]:
+        def read(con: Any) -> dict[int, float]:
+            ids = [int(r[0]) for r in con.execute("SELECT id FROM entries").fetchall()]
+            return entityboost.shares(con, query, [Candidate(id=i) for i in ids])
+
+        return dict(a.store.read(read))
+
+    assert shares("what does Maya render?") == {}
+    assert len(shares("what does Maya Okafor render?")) == 2
+
+
 @pytest.mark.sqlite_only("an SQL function on an SQLite connection; PostgreSQL ranks its own way")
 def test_a_wide_filter_checked_by_its_set_in_memory_passes_what_the_sql_set_does(
     app: Any,

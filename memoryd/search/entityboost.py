@@ -40,9 +40,11 @@ def query_keys(query: str) -> list[str]:
 def shares(con: Connection, query: str, candidates: Sequence[Candidate]) -> dict[int, float]:
     """{chunk id: the IDF-weighted share of the query's named entities it mentions} for the
     candidates and their sections; empty when the query names no known entity."""
-    keys = query_keys(query)
-    named = entityread.named(con, keys) if keys else {}
-    named = {e: df for e, df in named.items() if _found_where_written(con, e, df)}
+    named: dict[int, int] = {}
+    for key in query_keys(query):  # each entity judged by the form the query wrote it in
+        for e, df in entityread.named(con, [key]).items():
+            if e not in named and _found_where_written(con, key, df):
+                named[e] = df
     if not named:
         return {}
     n = searchsql.entry_count(con)
@@ -56,15 +58,15 @@ def shares(con: Connection, query: str, candidates: Sequence[Candidate]) -> dict
 RELIABLE = 0.75  # an entity counts only where its mentions are this share of its name's texts
 
 
-def _found_where_written(con: Connection, entity_id: int, mentions: int) -> bool:
-    """Whether the extractor finds this entity in most texts that hold its name (at least
-    RELIABLE of them). A name that is also a word the extractor must leave at the start of a
-    sentence ("Go is mostly in the C family") or in lowercase ("Google's" vs "google it") is
-    recognised in only some of its texts: boosting those would sink the texts it missed, which
-    are as much about it (go-faq: "What are Go's ancestors?" lost its answer, which opens with
-    "Go is")."""
-    rows = con.execute("SELECT name FROM entities WHERE id = ?", (entity_id,)).fetchall()
-    name = str(rows[0][0]) if rows else ""
+def _found_where_written(con: Connection, name: str, mentions: int) -> bool:
+    """Whether the extractor finds the entity in most texts that hold the name the query wrote
+    it by (at least RELIABLE of them; `mentions`: the entries that mention it in any form). A
+    name that is also a word the extractor must leave at the start of a sentence ("Go is mostly
+    in the C family") or in lowercase ("Google's" vs "google it") is recognised in only some of
+    its texts: boosting those would sink the texts it missed, which are as much about it (go-faq:
+    "What are Go's ancestors?" lost its answer, which opens with "Go is"). The query's form, not
+    the entity's canonical name: "Maya" asked of Maya Okafor counts the texts that hold "Maya"
+    (a phrase no text but one holds would pass every time)."""
     if not any(ch.isalnum() for ch in name):
         return True
     cap = int(mentions / RELIABLE) + 1
