@@ -142,3 +142,10 @@ def test_a_first_name_in_a_list_field_is_the_person_too(app: Any) -> None:
         assert "maya okafor" in keys_in(app, path)
         assert "maya" not in keys_in(app, path)
     assert rows(app, "SELECT key FROM entities WHERE key = 'maya'") == []
+
+
+def test_a_wikilink_by_file_name_in_a_list_field_is_the_titled_person(app: Any) -> None:
+    write_synced(app, "people/caroline-baker.md", "---\naliases: [Caz]\n---\n# Caroline Baker\n")
+    write_synced(app, "sync.md", '---\npeople: ["[[caroline-baker]]", Caz]\n---\n# Sync\n\nHi.\n')
+    assert "caroline baker" in keys_in(app, "sync.md")
+    assert not {"caroline-baker", "caz"} & keys_in(app, "sync.md")
