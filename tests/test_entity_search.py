@@ -298,3 +298,21 @@ def test_a_wide_filter_checked_by_its_set_in_memory_passes_what_the_sql_set_does
     app.store.read(same)
     app.memories.add(content="Oskar Lindqvist moved the Tuesday deploy")
     app.store.read(same)
+
+
+def test_a_source_line_is_the_line_its_text_is_from(make_app: Any) -> None:
+    """A page's source gives the line its text stands on: a name in a front-matter list and in
+    the text further down shows the text's line; a memory named by its tag alone shows the
+    memory's own first line, not the bare tag."""
+    a = make_app(model=None)
+    ws = Path(a.cfg.workspace)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "sync.md").write_text(
+        "---\npeople: [Oskar Lindqvist]\n---\n# Sync\n\nIntro.\n\nLater Oskar Lindqvist called.\n"
+    )
+    assert a.indexer.reconcile().errors == []
+    a.memories.add(content="Deploys go out on Fridays.\nNever on Mondays.", tags=["payments"])
+    (src,) = call(a, "entity", name="Oskar Lindqvist")["sources"]
+    assert (src["line"], src["text"]) == (8, "Later Oskar Lindqvist called.")
+    (mem,) = call(a, "entity", name="#payments")["sources"]
+    assert (mem["line"], mem["text"]) == (1, "Deploys go out on Fridays.")

@@ -82,15 +82,25 @@ def _resolve(store: Store, name: str) -> list[EntityRow]:
     return rows
 
 
-def _line(content: str, start: int, line: int, surface: str) -> str:
-    """The mentioning line as written: the entry's line `line` when it holds the surface form,
-    else the first line that does (a note's first chunk may start with its aliases)."""
+def _line(content: str, start: int, line: int, surface: str, memory: bool) -> tuple[int, str]:
+    """The mentioning line as written, and its number: the entry's line `line` when it holds
+    the surface form, else the first line that does (the mention may stand in front matter,
+    above the chunk's text: `people: [Caroline]`, with "Caroline said" further down). A form no
+    line holds (a memory's tag; a front-matter value the text never writes) gives a memory's
+    first line, a note's front-matter line the form itself."""
     lines = content.split("\n")
     at = line - start
     if 0 <= at < len(lines) and surface.lower() in lines[at].lower():
-        return lines[at].strip()[:300]
+        return line, lines[at].strip()[:300]
     low = surface.lower().lstrip("#@")
-    return next((ln.strip()[:300] for ln in lines if low in ln.lower()), surface)
+    for i, ln in enumerate(lines):
+        if low in ln.lower():
+            return start + i, ln.strip()[:300]
+    if memory:
+        first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+        if first is not None:
+            return start + first, lines[first].strip()[:300]
+    return line, surface
 
 
 def _ranked(newest: list[tuple[Any, ...]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -137,11 +147,12 @@ def _source(e: dict[str, Any], text: tuple[str, int, str | None] | None) -> dict
         heading = json.loads(heading_json or "[]")
         if heading:
             item["heading"] = " > ".join(heading)
+    line, shown = _line(content, start, int(e["line"]), str(e["surface"]), e["kind"] != "chunk")
     item.update(
         {
             "id": int(e["id"]),
-            "line": int(e["line"]),
-            "text": _line(content, start, int(e["line"]), str(e["surface"])),
+            "line": line,
+            "text": shown,
             "mentions": int(e["total"]),
             "date": _date(e["created_at"]),
         }
