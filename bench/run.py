@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -60,6 +61,7 @@ def make_config(root: Path, **sections: Any) -> Any:
     from memoryd.core.config import Config
 
     sock_dir = Path(tempfile.mkdtemp(prefix="mdb-", dir="/tmp"))
+    atexit.register(shutil.rmtree, sock_dir, ignore_errors=True)  # short: AF_UNIX paths
     if EMBEDDING_MODEL is not None and "embedding" not in sections:
         sections["embedding"] = {"model": EMBEDDING_MODEL}
     data = {
@@ -320,6 +322,7 @@ def self_rss_mb() -> float:
 class Daemon:
     def __init__(self, root: Path, workspace: Path, model: bool) -> None:
         self.sock = Path(tempfile.mkdtemp(prefix="mdb-", dir="/tmp")) / "s.sock"
+        atexit.register(shutil.rmtree, self.sock.parent, ignore_errors=True)
         root.mkdir(parents=True, exist_ok=True)
         self.cfg_path = root / "daemon.toml"
         cfg = {

