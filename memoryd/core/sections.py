@@ -50,7 +50,7 @@ class SearchConfig:
     vector_weight: float = _f(0.4, "float", 0.0, 100.0)
     partial_match_weight: float = _f(0.15, "float", 0.0, 1.0)
     coverage_power: float = _f(3.0, "float", 0.0, 16.0)
-    entity_weight: float = _f(0.2, "float", 0.0, 10.0)
+    entity_weight: float = _f(0.4, "float", 0.0, 10.0)
     weak_neighbours: bool = _f(True, "bool")
     importance_weight: float = _f(0.1, "float", 0.0, 100.0)
     recency_weight: float = _f(0.1, "float", 0.0, 100.0)

@@ -11,9 +11,9 @@ holds); a note's share is its best section's. Its relevance is then multiplied b
 pools are fused.
 
 A name counts only where the extractor finds it in most of the texts that hold it
-(`RELIABLE`). `entity_weight` is 0.2, chosen leaving each set in bench/data out (`python -m
-bench.weights --entity`; no set falls at 0.1-0.4; BENCHMARKS.md, "Issue 20.3 after the
-merges"). 0 turns it off.
+(`RELIABLE`). `entity_weight` is 0.4, chosen leaving each set in bench/data out among the
+weights under which no other set falls below its figures without it (`python -m bench.weights
+--entity`; BENCHMARKS.md, "Stop 33 (lead)"). 0 turns it off.
 """
 
 from __future__ import annotations
