@@ -1,5 +1,5 @@
 """python -m bench.entities_spacy [--model NAME] [--combine MODE;...] [--only SET,...]
-                                 [--misses MODE:SET] [--json]
+                                 [--misses MODE:SET] [--overlap] [--json]
 python -m bench.entities_spacy --cost MODE [--reps N] [--embed-every K]
 python -m bench.entities_spacy --rss MODE
 
@@ -15,7 +15,9 @@ surface; on the own set a first name or surname alone names the one full name sp
 it, as the rules resolve it); bench/spacy_ner.py's MODES (spaCy's names merged into the rules'
 mentions afterwards); `v[person=1,system=1|person=3|-1]` (bench/spacy_ner.Voter: spaCy votes
 inside the extraction: the votes a rule name spaCy labels gets | the names spaCy alone finds
-added, with their vote | a person vote for a rule name spaCy does not call a person). `--cost`
+added, with their vote | a person vote for a rule name spaCy does not call a person).
+`--overlap` (with `rules` and `spacy` among the modes) counts, per set, the person and system
+names both readers find on the same line with the same key, and those only one finds. `--cost`
 times extraction with one mode against keyword- and embedding-mode indexing; `--rss` reads the
 process's RSS before and after loading the model and after each of three extractions with it.
 See BENCHMARKS.md, "Issue 20.1: spaCy's small English pipeline beside the rules (branch ner8)".
@@ -114,12 +116,35 @@ def run_set(name: str, modes: list[str], nlp: Any, path: Path | None) -> dict[st
                     if own or m.type in ("person", "system", "place", "other")
                 ]
             pred[mode] |= {(sid, ln, k, t) for ln, k, t in got if k not in ignore}
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for mode in modes:
         res = {"items": len(rows), "scores": scores(pred[mode], gold)}
         res["misses"] = _diff(pred[mode], gold)
         out[mode] = res
+    if "rules" in pred and "spacy" in pred:
+        out["rules"]["overlap"] = {
+            t: overlap(pred["rules"], pred["spacy"], gold, t) for t in ("person", "system")
+        }
     return out
+
+
+def overlap(rules: set[Triple], spacy: set[Triple], gold: set[Triple], kind: str) -> str:
+    """Where the two readers' names of one type (item, line, key) agree and differ: how many
+    each part holds, how many of them are right, and the share of the gold names in the union."""
+    r = {x[:3] for x in rules if x[3] == kind}
+    s = {x[:3] for x in spacy if x[3] == kind}
+    g = {x[:3] for x in gold if x[3] == kind}
+
+    def part(name: str, xs: set[tuple[str, int, str]]) -> str:
+        right = len(xs & g)
+        return f"{name} {len(xs)} ({right} right, P {right / len(xs) if xs else 0:.3f})"
+
+    both = r & s
+    return (
+        f"gold {len(g)}: {part('rules', r)}; {part('spaCy', s)}; {part('both', both)}, "
+        f"R {len(both & g) / len(g) if g else 0:.3f}; {part('rules only', r - s)}; "
+        f"{part('spaCy only', s - r)}; either R {len((r | s) & g) / len(g) if g else 0:.3f}"
+    )
 
 
 class _Memo:
@@ -297,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", help="sets to score (gold, wikigold_dev, ...; default all)")
     p.add_argument("--rows", default="person,system", help="types to print")
     p.add_argument("--misses", help="MODE:SET: list that mode's misses on that set")
+    p.add_argument(
+        "--overlap", action="store_true", help="with rules and spacy: where the two agree"
+    )
     p.add_argument("--json", action="store_true")
     p.add_argument("--cost", metavar="MODE", help="time extraction with this v[...] mode")
     p.add_argument("--reps", type=int, default=3)
@@ -337,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
                 for t in rows
             )
             print(f"  {mode:<{width}}{cells}")
+        if args.overlap and "overlap" in res.get("rules", {}):
+            for t, line in res["rules"]["overlap"].items():
+                print(f"  {t}: {line}")
     if args.misses:
         mode, _, s = args.misses.partition(":")
         for kind, lines in result[s][mode]["misses"].items():
