@@ -9,7 +9,8 @@ the learned typer off (the rules alone: the baseline of issue 20.1's typer, same
 `--reps 0` scores quality only; `--only` scores the sets named; `--tagger` puts the span tagger
 of bench/span_tagger.py (measured for issue 20.1, not shipped) in place of the rules' names, or
 with `--tagger-add` lets it add those types only where the rules found no name. See
-BENCHMARKS.md, "Entities: extraction" and "Issue 20.1: span detection".
+BENCHMARKS.md, "Entities: extraction" and "Issue 20.1: span detection". spaCy's recogniser
+beside the rules (measured, not shipped) is scored by bench/entities_spacy.py.
 """
 
 from __future__ import annotations
