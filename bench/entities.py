@@ -244,19 +244,26 @@ def speed(reps: int = 5, index: bool = True) -> dict[str, Any]:
     return out
 
 
+def written_workspace(notes: list[tuple[str, str]], root: Path) -> Any:
+    """A config under `root` whose workspace holds these (path, text) notes."""
+    from bench.run import make_config
+
+    cfg = make_config(root)
+    for path, text in notes:
+        f = Path(cfg.workspace) / path
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text, encoding="utf-8")
+    return cfg
+
+
 def keyword_index_seconds(notes: list[tuple[str, str]]) -> tuple[float, float]:
     """Cold keyword-mode indexing (reconcile) of the same notes: (wall, CPU) seconds."""
-    from bench.run import make_config
     from memoryd.index.embed import ModelHolder
     from memoryd.serve.app import App
 
     root = Path(tempfile.mkdtemp(prefix="memoryd-bench-ent-"))
     try:
-        cfg = make_config(root)
-        for path, text in notes:
-            f = Path(cfg.workspace) / path
-            f.parent.mkdir(parents=True, exist_ok=True)
-            f.write_text(text, encoding="utf-8")
+        cfg = written_workspace(notes, root)
         app = App(cfg, model=ModelHolder(None, description="keyword only"))
         try:
             t, c = time.perf_counter(), time.process_time()

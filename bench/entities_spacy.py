@@ -290,16 +290,12 @@ def _embed_index(notes: list[tuple[str, str]]) -> tuple[float, float]:
     import tempfile
     import time
 
-    from bench.run import make_config
+    from bench.entities import written_workspace
     from memoryd.serve.app import App, default_model_holder
 
     root = Path(tempfile.mkdtemp(prefix="memoryd-bench-spacy-"))
     try:
-        cfg = make_config(root)
-        for path, text in notes:
-            f = Path(cfg.workspace) / path
-            f.parent.mkdir(parents=True, exist_ok=True)
-            f.write_text(text, encoding="utf-8")
+        cfg = written_workspace(notes, root)
         app = App(cfg, model=default_model_holder(cfg))
         try:
             app.model.start()
