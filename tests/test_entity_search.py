@@ -19,6 +19,18 @@ def call(app: Any, method: str, **params: Any) -> Any:
     return api.lookup(method, params).fn(app, params)
 
 
+def shares(app: Any, query: str) -> dict[int, float]:
+    """The entity signal's share of every entry for `query` (search/entityboost.py)."""
+    from memoryd.search import entityboost
+    from memoryd.search.ranking import Candidate
+
+    def read(con: Any) -> dict[int, float]:
+        ids = [int(r[0]) for r in con.execute("SELECT id FROM entries").fetchall()]
+        return entityboost.shares(con, query, [Candidate(id=i) for i in ids])
+
+    return dict(app.store.read(read))
+
+
 @pytest.fixture
 def app(make_app: Any) -> Any:
     a = make_app(model=None)
@@ -207,9 +219,6 @@ def test_a_name_the_extractor_finds_in_only_some_of_its_texts_lifts_nothing(
     """The entity signal counts only names the extractor finds in most texts that hold them:
     "Go" opens a sentence in one note (a common word there, not a mention) and is named in two
     others, so lifting those two would sink the first, which is as much about Go."""
-    from memoryd.search import entityboost
-    from memoryd.search.ranking import Candidate
-
     a = make_app(model=None)
     ws = Path(a.cfg.workspace)
     ws.mkdir(parents=True, exist_ok=True)
@@ -219,24 +228,14 @@ def test_a_name_the_extractor_finds_in_only_some_of_its_texts_lifts_nothing(
     (ws / "maya.md").write_text("# Maya\n\nMaya reviews the builds.\n")
     assert a.indexer.reconcile().errors == []
 
-    def shares(query: str) -> dict[int, float]:
-        def read(con: Any) -> dict[int, float]:
-            ids = [int(r[0]) for r in con.execute("SELECT id FROM entries").fetchall()]
-            return entityboost.shares(con, query, [Candidate(id=i) for i in ids])
-
-        return dict(a.store.read(read))
-
-    assert shares("What are Go's ancestors?") == {}
-    assert len(shares("what does Maya review?")) == 2
+    assert shares(a, "What are Go's ancestors?") == {}
+    assert len(shares(a, "what does Maya review?")) == 2
 
 
 def test_a_name_is_judged_by_the_form_the_query_writes_it_in(make_app: Any) -> None:
     """ "Maya" asked of Maya Okafor counts the texts that hold "maya" (three write the 3D tool
     in lowercase, which is no mention), not the one text that holds "Maya Okafor": lifting her
     two mentions would sink the rest. Her full name asked is found where it is written."""
-    from memoryd.search import entityboost
-    from memoryd.search.ranking import Candidate
-
     a = make_app(model=None)
     ws = Path(a.cfg.workspace)
     ws.mkdir(parents=True, exist_ok=True)
@@ -246,15 +245,8 @@ def test_a_name_is_judged_by_the_form_the_query_writes_it_in(make_app: Any) -> N
         (ws / f"tool{i}.md").write_text(f"# Tool {i}\n\nscene {i} was modelled in maya.\n")
     assert a.indexer.reconcile().errors == []
 
-    def shares(query: str) -> dict[int, float]:
-        def read(con: Any) -> dict[int, float]:
-            ids = [int(r[0]) for r in con.execute("SELECT id FROM entries").fetchall()]
-            return entityboost.shares(con, query, [Candidate(id=i) for i in ids])
-
-        return dict(a.store.read(read))
-
-    assert shares("what does Maya render?") == {}
-    assert len(shares("what does Maya Okafor render?")) == 2
+    assert shares(a, "what does Maya render?") == {}
+    assert len(shares(a, "what does Maya Okafor render?")) == 2
 
 
 @pytest.mark.sqlite_only("an SQL function on an SQLite connection; PostgreSQL ranks its own way")
