@@ -6,8 +6,10 @@ stays within its size."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from memoryd.search.pools import WordsAhead
 from memoryd.store import searchsql, wordrows
 from memoryd.store.entries import NewMemory, insert_memory
 
@@ -100,3 +102,70 @@ def test_matches_read_ahead_are_those_asked_after(make_app: Any) -> None:
 
     kept, found = app.store.read(ahead)
     assert kept and found == app.store.read(lambda con: _probe(con, '"deploy"', ids))
+
+
+def test_matches_read_on_another_connection_are_kept_only_for_the_same_index(
+    make_app: Any,
+) -> None:
+    """Issue 23.3: the vector pool's thread reads the query's new words on its own connection
+    (`wordrows.read_ahead`); the search's connection keeps them (`adopt`) only when its keyword
+    index is the one they were read from (the same generation), and then answers from them."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    ids = _notes(app)
+    words = ['"deploy"', '"w3"', '"absent"']
+
+    def elsewhere() -> wordrows.Ahead:  # another thread: another read connection
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(app.store.read, lambda c: wordrows.read_ahead(c, words)).result()
+
+    ahead = elsewhere()
+
+    def adopted(con: Any, ahead: wordrows.Ahead) -> tuple[list[str], int, list[str]]:
+        before = wordrows.unknown(con, words)
+        return before, wordrows.adopt(con, ahead), wordrows.unknown(con, words)
+
+    assert app.store.read(lambda con: adopted(con, ahead)) == (words, 3, [])
+    for m in words:
+        found = app.store.read(
+            lambda con, m=m: (wordrows.holding(con, m, ids), wordrows.count(con, m))
+        )
+        probe = app.store.read(lambda con, m=m: _probe(con, m, ids))
+        assert found == (probe, len(probe)), m
+
+    stale = elsewhere()  # read before a write that adds a text holding "deploy"
+    with app.store.write() as con:
+        new, _ = insert_memory(
+            con, NewMemory(content="We deploy on Fridays.", content_hash="m2", type="fact"), 1.0
+        )
+    assert app.store.read(lambda con: adopted(con, stale)) == (words, 0, words)  # not kept
+    everything = [*ids, int(new)]
+    found = app.store.read(lambda con: wordrows.holding(con, '"deploy"', everything))
+    assert int(new) in found and found == app.store.read(
+        lambda con: _probe(con, '"deploy"', everything)
+    )
+
+
+def test_each_new_word_is_read_once_by_the_thread_that_comes_to_it_first(make_app: Any) -> None:
+    """pools.WordsAhead: the vector pool's thread reads the words the search has not taken, the
+    search reads the rest, and the search's connection then holds every word's matches."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    ids = _notes(app)
+    words = ['"deploy"', '"w3"', '"rollback"']
+    ahead = WordsAhead(list(words))
+    assert ahead.mine() == words  # the search came first: every word is its own
+    ahead.words_ahead(None)  # type: ignore[arg-type]  # nothing left: no read
+    assert WordsAhead([]).mine() is None  # nothing was new
+
+    ahead = WordsAhead(list(words))
+    with ThreadPoolExecutor(1) as pool:  # the vector pool's thread came first
+        pool.submit(app.store.read, ahead.words_ahead).result()
+    assert ahead.mine() == []
+
+    def adopted(con: Any) -> list[str]:
+        ahead.adopt(con)
+        return wordrows.unknown(con, words)
+
+    assert app.store.read(adopted) == []
+    for m in words:
+        found = app.store.read(lambda con, m=m: wordrows.holding(con, m, ids))
+        assert found == app.store.read(lambda con, m=m: _probe(con, m, ids)), m

@@ -8,6 +8,7 @@ executor and read function, and nothing else.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from memoryd.search.vecindex import (
     nearest_entries,
     neighbours,
 )
-from memoryd.store import searchsql, vectors
+from memoryd.store import searchrows, searchsql, vectors, wordrows
 from memoryd.store.dialect import is_postgres
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
@@ -55,6 +56,47 @@ class Soon(Generic[T]):
 
     def result(self) -> T:
         return self.here() if self.future.cancel() else self.future.result()
+
+
+class WordsAhead:
+    """The query's words the search's connection has not read yet (which texts hold each: the
+    evidence's coverage, search/evidence.py), each read by whichever thread comes to it first:
+    the vector pool's after its k-NN (`words_ahead`; the search's connection keeps them when
+    its index is the same generation: `adopt`), or the search's after its keyword pool
+    (`mine`). On two cores the k-NN is done before the keyword pool is, and a new word's read
+    (~1.2 ms at 100K chunks) leaves the search's thread; all of them read before the k-NN
+    delayed the vector pool as much (BENCHMARKS.md, issue 23.3, branches q7 and q8)."""
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+        self._lock = threading.Lock()
+        self._taken: set[str] = set()
+        self._read: list[wordrows.Ahead] = []
+
+    def _take(self, word: str) -> bool:
+        with self._lock:
+            if word in self._taken:
+                return False
+            self._taken.add(word)
+            return True
+
+    def mine(self) -> list[str] | None:
+        """The words the search's thread reads itself (those the vector pool's has not begun);
+        None when no word was left to that thread (every word read already, PostgreSQL)."""
+        return [w for w in self.words if self._take(w)] if self.words else None
+
+    def words_ahead(self, con: Connection) -> None:
+        """On the vector pool's thread, after its k-NN: each word the search has not taken."""
+        for word in self.words:
+            if self._take(word):
+                found = searchrows.words_ahead(con, [word])
+                if found is not None:
+                    self._read.append(found)
+
+    def adopt(self, con: Connection) -> None:
+        """On the search's connection, once the vector pool's thread is done."""
+        for found in self._read:
+            searchrows.adopt_words(con, found)
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,8 @@ from memoryd.search import bounds, concepts, entityboost, ranges
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
-from memoryd.search.ftsquery import STOP_WORDS, parse_query
-from memoryd.search.pools import Nearest, Pools, Soon, Whole
+from memoryd.search.ftsquery import STOP_WORDS, parse_query, quote_term
+from memoryd.search.pools import Nearest, Pools, Soon, Whole, WordsAhead
 from memoryd.search.ranking import (
     DEFAULT_SCALE,
     SIGNAL_SHARE,
@@ -98,6 +98,11 @@ class QueryEmbedder(Protocol):
 
 class Rewriter(Protocol):
     def rewrite(self, con: Connection, terms: Sequence[str]) -> Any: ...
+
+
+def _quoted(query: str) -> list[str]:
+    """The query's units as the evidence asks for them (KeywordEvidence.prefetch)."""
+    return [quote_term(u) for u in query_units(query)]
 
 
 # --- the searcher ------------------------------------------------------------------------------
@@ -295,21 +300,31 @@ class Searcher(Pools):
     def _run(self, req: SearchRequest, limit: int, qvec: np.ndarray | None) -> dict[str, Any]:
         now = self.clock()
         size = self.pool_size(limit)
-        pending: Future[Nearest] | None = None
-        if qvec is not None and req.mode in ("auto", "vector", "hybrid"):
-            # The vector pool's nearest texts are found on its own thread and read connection,
-            # beside the keyword pool (SQLite and numpy both release the GIL); their entries
-            # are read on this one's (pools.Nearest).
-            pending = self._executor().submit(
-                self._read,
-                req,
-                lambda con: self._vector_knn(con, qvec, req.filters, now, size),
-            )
+        submitted: list[Future[Nearest]] = []
+
+        def answer(con: Connection) -> dict[str, Any]:
+            pending, ahead = None, WordsAhead([])
+            if qvec is not None and req.mode in ("auto", "vector", "hybrid"):
+                # The vector pool's nearest texts are found on its own thread and read
+                # connection, beside the keyword pool (SQLite and numpy both release the GIL),
+                # then the query's words this connection has not read (pools.WordsAhead); their
+                # entries are read on this one's (pools.Nearest).
+                ahead = WordsAhead(searchrows.new_words(con, _quoted(req.query)))
+
+                def nearest(other: Connection) -> Nearest:
+                    found = self._vector_knn(other, qvec, req.filters, now, size)
+                    ahead.words_ahead(other)
+                    return found
+
+                pending = self._executor().submit(self._read, req, nearest)
+                submitted.append(pending)
+            return self._answer(con, req, limit, now, size, pending, ahead)
+
         try:
-            return self._read(req, lambda con: self._answer(con, req, limit, now, size, pending))
+            return self._read(req, answer)
         finally:
-            if pending is not None:
-                pending.cancel()
+            for fut in submitted:
+                fut.cancel()
 
     def _answer(
         self,
@@ -319,6 +334,7 @@ class Searcher(Pools):
         now: float,
         size: int,
         pending: Future[Nearest] | None,
+        ahead: WordsAhead,
     ) -> dict[str, Any]:
         s = self.settings
         parsed = parse_query(req.query)
@@ -379,13 +395,18 @@ class Searcher(Pools):
             soon = self._executor().submit(self._read, req, note_bm25)
             whole = Soon(soon, functools.partial(note_bm25, con))
         if keyword and pending is not None and not fuzzy_used:
-            # which texts hold each query word (the evidence's coverage, after fusion), also
-            # read while the vector pool's thread works: it needs the words only
-            self.evidence.prefetch(con, query_units(req.query))
+            # which texts hold each query word (the evidence's coverage, after fusion), read
+            # here while the vector pool's thread works, but those it has begun to read
+            mine = ahead.mine()
+            if mine is None:
+                self.evidence.prefetch(con, query_units(req.query))
+            for match in mine or ():
+                searchsql.remember_matches(con, match)
         vector: list[Candidate] = []
         scale = DEFAULT_SCALE
         if pending is not None:  # its entries read here: their rows go in `seen` too
             nearest = pending.result()
+            ahead.adopt(con)
             vector, scale = self._vector_entries(con, nearest, req.filters, now, size, seen)
         # No padding: a vector neighbour is a candidate only at or above the model's floor.
         vector = [c for c in vector if (c.similarity or 0.0) >= scale[0]]

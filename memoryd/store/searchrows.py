@@ -7,6 +7,8 @@
 - `read_ahead`: what search asks of the vector pool's texts once it is known (their signal
   columns, lengths, which hold each query word), one statement on PostgreSQL where it was three;
   nothing on SQLite, whose reads cost no round trip.
+- `new_words`, `words_ahead`, `adopt_words` (SQLite): which texts hold each of the query's
+  words, read on the vector pool's thread for the search's connection (store/wordrows.py).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memoryd.store import entries, searchsql
+from memoryd.store import entries, searchsql, wordrows
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
 
@@ -29,6 +31,23 @@ def read_ahead(con: Connection, ids: Sequence[int], seen: searchsql.Seen) -> Non
 
     columns = ", ".join(f"e.{c}" for c in searchsql.SIGNAL_COLUMNS)
     seen.update((r[0], tuple(r[1:])) for r in held.read_ahead(con, list(ids), columns))
+
+
+def new_words(con: Connection, matches: Sequence[str]) -> list[str]:
+    """Those of the one-term expressions whose matches `con` has not read yet (SQLite; none on
+    PostgreSQL, whose `matching` asks for every noted expression in one statement)."""
+    return [] if is_postgres(con) else wordrows.unknown(con, matches)
+
+
+def words_ahead(con: Connection, matches: Sequence[str]) -> wordrows.Ahead | None:
+    """The expressions' matches read on this connection for another one (`adopt_words`)."""
+    return None if is_postgres(con) or not matches else wordrows.read_ahead(con, matches)
+
+
+def adopt_words(con: Connection, ahead: wordrows.Ahead | None) -> None:
+    """Keep on `con` what `words_ahead` read elsewhere, when it holds for `con`'s snapshot."""
+    if ahead is not None and not is_postgres(con):
+        wordrows.adopt(con, ahead)
 
 
 def hit_rows(

@@ -23,11 +23,13 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from memoryd.store.connmemo import Version, data_version
+from memoryd.store.ftsprune import generation
 from memoryd.store.protocol import Connection
 
 MAX_BYTES = 2 << 20  # remembered per connection: 160 words' bitmaps at 100K entries
@@ -79,7 +81,11 @@ def bitmap(con: Connection, match: str) -> np.ndarray:
     if kept is not None and found is not None:
         kept.move_to_end(match)
         return found[0]
-    ids = _read(con, match)
+    return _keep(con, kept, match, _read(con, match))
+
+
+def _keep(con: Connection, kept: _Kept | None, match: str, ids: np.ndarray) -> np.ndarray:
+    """The bitmap of the matching rowids `ids` (ascending), remembered when it can be."""
     if len(ids) and (ids[0] < 0 or ids[-1] > MAX_ROWID):
         return ids
     held = np.zeros(int(ids[-1]) + 1 if len(ids) else 0, dtype=bool)
@@ -92,6 +98,40 @@ def bitmap(con: Connection, match: str) -> np.ndarray:
         kept[match] = (bits, len(ids))
         total[0] += bits.nbytes
     return bits
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """Expressions' matching rowids read on another connection (`read_ahead`), and the keyword
+    index's generation there (ftsprune.generation: every change to the index rewrites it)."""
+
+    key: bytes | None
+    ids: dict[str, np.ndarray]
+
+
+def unknown(con: Connection, matches: Sequence[str]) -> list[str]:
+    """Those of the expressions whose matches this connection does not keep."""
+    kept = _kept(con)
+    return [m for m in matches if kept is not None and m not in kept]
+
+
+def read_ahead(con: Connection, matches: Sequence[str]) -> Ahead:
+    """The expressions' matches, read on this connection for another one (`adopt`): the vector
+    pool's thread reads a query's new words after its k-NN, while the search ranks its keyword
+    pool (issue 23.3)."""
+    return Ahead(generation(con), {m: _read(con, m) for m in matches})
+
+
+def adopt(con: Connection, ahead: Ahead) -> int:
+    """Keep on `con` the matches read ahead on another connection, when its keyword index is
+    the one they were read from (the same generation: the same rows match); how many kept."""
+    kept = _kept(con)
+    if kept is None or ahead.key is None or not ahead.ids or generation(con) != ahead.key:
+        return 0
+    for match, ids in ahead.ids.items():
+        if match not in kept:
+            _keep(con, kept, match, ids)
+    return len(ahead.ids)
 
 
 def holding(con: Connection, match: str, ids: Sequence[int]) -> set[int]:
