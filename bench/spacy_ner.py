@@ -47,7 +47,13 @@ def load(model: str = "en_core_web_sm") -> Any:
     shared tok2vec, the tagger, parser and lemmatizer are not loaded: the names it finds on
     1,592 lines of the public sets are the same without the shared tok2vec, at 0.78x the CPU
     (without the parser one line of them differs: its sentence bounds end a name)."""
-    import spacy
+    try:
+        import spacy
+    except ImportError as e:  # no dependency of memoryd's: installed beside it to measure it
+        raise SystemExit(
+            "spaCy is not installed: `pip install --target DIR spacy` and the model, then"
+            " PYTHONPATH=DIR (BENCHMARKS.md, issue 20.1, branch ner8)"
+        ) from e
 
     rest = ["tok2vec", "tagger", "parser", "senter", "lemmatizer", "attribute_ruler"]
     nlp = spacy.load(model, exclude=rest)
