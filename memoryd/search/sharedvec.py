@@ -1,0 +1,84 @@
+"""The vector cache of a daemon whose store other daemons write too (PostgreSQL).
+
+The in-memory cache (vecindex.VectorCache: sign-bit codes, then float16 re-scoring) answers the
+vector pool in the daemon instead of the server's HNSW index: at 10K chunks the index's knn of
+200 texts was ~7-9 ms of the server's time and a round trip, the cache's ~1 ms of this
+process's (BENCHMARKS.md, issue 23.4, branch pg8). What SQLite's cache learns from its own
+daemon (`invalidate()` after a collection or a restore) this one must learn from the database,
+which any daemon may change:
+
+- new vectors (another daemon embedded a text, this one did): rows have ids (embeddings.id, a
+  sequence) above every id seen, so the highest id tells whether there are any, and they are
+  read by id, as SQLite's are. It is asked once per snapshot: a read whose snapshot
+  (`connmemo.data_version`: `pg_current_snapshot()`, read with the BEGIN) is the one of the
+  last check sees nothing committed since, so it asks the server nothing.
+- a model switch: the active model's id changes and everything is read again.
+- ids going backwards (the database replaced): everything is read again.
+- deleted vectors (collected orphans) stay in the cache: a text no entry carries any more
+  answers no entry in the vector pool (searchsql.entries_with_hashes reads the entries of the
+  nearest texts), as an orphan still in the HNSW index does before it is collected; they only
+  take a place among the nearest texts, which the pool widens past when too few entries are
+  left (vecindex.nearest_entries). A re-embedded text gets a new row, found by id.
+`invalidate()` (another daemon changed entries: PgStore's LISTEN/NOTIFY) then costs a check of
+the highest id on the next query, never a reload.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memoryd.search.vecindex import VectorCache
+from memoryd.store import vectors
+from memoryd.store.connmemo import data_version
+from memoryd.store.protocol import Connection
+
+
+class SharedVectorCache(VectorCache):
+    """VectorCache for a shared store: follows other daemons' writes through the database."""
+
+    masks = False  # no entry keys (entrykeys.py is SQLite's): filters go through the k-NN
+
+    def __init__(self, *, min_vectors: int = 5_000, rerank: int = 10) -> None:
+        super().__init__(min_vectors=min_vectors, rerank=rerank)
+        self._checked: tuple[int, object] | None = None  # (model id, snapshot) of the last check
+        # the active model (id, key, dimensions) as the last search read it: the vector
+        # pool's thread asks `held` for it (pools.Pools._vector_thread)
+        self.model: tuple[int, str, int] | None = None
+
+    def invalidate(self) -> None:
+        """Another daemon (or this one) changed the database: the next query looks for new
+        rows, whatever its snapshot (a write's own commits do not change a read's text)."""
+        with self._lock:
+            self._checked = None
+
+    def _sync(self, con: Connection, model_id: int, dim: int, newest: int | None = None) -> None:
+        version = data_version(con)
+        if (
+            version is not None
+            and self._model_id == model_id
+            and self._checked == (model_id, version)
+        ):
+            return  # nothing committed since the last check
+        if newest is None:
+            newest = vectors.newest_id(con)
+        if newest is not None and newest < self._max_rowid:
+            self._model_id = None  # the ids went backwards: another database, read it all
+        super()._sync(con, model_id, dim, newest)
+        self._checked = None if version is None else (model_id, version)
+
+    def held(self, model_id: int, query: np.ndarray, k: int) -> list[tuple[str, float]] | None:
+        """knn over the rows held now, without asking the database (the vector pool's own
+        thread, which then opens no read: pools.Pools._shared_knn); None when they are not
+        the model's. The search checks afterwards, on its own read, that nothing was added
+        since (`current`), and asks again if something was."""
+        if self._model_id != model_id or not self._n:
+            return None
+        return self._nearest(query, k)
+
+    def current(self, con: Connection, model_id: int, dim: int) -> bool:
+        """Whether what `held` answered from is what this read sees: the same model, and no
+        row added (a check of the highest id once per snapshot: `_sync`)."""
+        with self._lock:
+            before = (self._model_id, self._n)
+            self._sync(con, model_id, dim)
+            return before == (model_id, self._n)
