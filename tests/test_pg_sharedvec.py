@@ -113,15 +113,18 @@ def test_held_answers_from_memory_and_current_tells_when_it_was_stale(
     _add(b, model, [f"h{i}" for i in range(10)], data[:10])
     cache = SharedVectorCache(min_vectors=5, rerank=3)
     assert cache.held(model, data[0], 3) is None  # nothing loaded: the pool reads for itself
-    assert a.read(lambda con: cache.current(con, model, DIM)) is False  # loaded now
-    assert cache.held(model, data[0], 3) == a.read(
-        lambda con: cache.knn(con, model, DIM, data[0], 3)
-    )
-    assert a.read(lambda con: cache.current(con, model, DIM)) is True
+    assert a.read(lambda con: cache.current(con, model, DIM, 0)) is False  # loaded now
+    near = a.read(lambda con: cache.knn(con, model, DIM, data[0], 3))
+    assert cache.held(model, data[0], 3) == (near, 10)
+    assert a.read(lambda con: cache.current(con, model, DIM, 10)) is True
     _add(b, model, ["h15"], data[15:16])
-    assert cache.held(model, data[15], 1)[0][0] != "h15"  # type: ignore[index]
-    assert a.read(lambda con: cache.current(con, model, DIM)) is False  # stale: asked again
-    assert cache.held(model, data[15], 1)[0][0] == "h15"  # type: ignore[index]
+    held = cache.held(model, data[15], 1)
+    assert held is not None and held[0][0][0] != "h15" and held[1] == 10
+    # another search read the new row meanwhile: this one's answer is still stale
+    a.read(lambda con: cache.knn(con, model, DIM, data[0], 1))
+    assert a.read(lambda con: cache.current(con, model, DIM, 10)) is False
+    held = cache.held(model, data[15], 1)
+    assert held is not None and held[0][0][0] == "h15" and held[1] == 11
     assert cache.held(model + 1, data[15], 1) is None  # another model: not this one's rows
 
 

@@ -69,6 +69,7 @@ class Nearest:
     knn: Neighbours | None = None
     model: tuple[int, str, int] | None = None
     qvec: np.ndarray | None = None
+    rows: int = 0  # the cache's rows `knn` was found among (SharedVectorCache.held)
 
 
 _NO_CHUNKS = np.zeros(0, dtype=np.int64)  # PostgreSQL reads a neighbour's entries by hash
@@ -174,9 +175,10 @@ class Pools:
         ):
             model = cache.model
             if model is not None and model[2] == int(qvec.shape[-1]):
-                nearest = cache.held(model[0], qvec, first_k(size, KNN_MAX))
-                if nearest is not None:
-                    return Nearest(None, Neighbours(nearest, _NO_CHUNKS), model, qvec)
+                held = cache.held(model[0], qvec, first_k(size, KNN_MAX))
+                if held is not None:
+                    nearest = Neighbours(held[0], _NO_CHUNKS)
+                    return Nearest(None, nearest, model, qvec, held[1])
         return self._read(req, lambda con: self._vector_knn(con, qvec, filters, now, size))
 
     def _vector_knn(
@@ -224,7 +226,7 @@ class Pools:
             active = vectors.active_model(con)
             if active is None or active[2] != int(found.qvec.shape[-1]):
                 return [], DEFAULT_SCALE
-            if found.model != active or not cache.current(con, active[0], active[2]):
+            if found.model != active or not cache.current(con, active[0], active[2], found.rows):
                 found = Nearest(None, None, active, found.qvec)
         return self._vector_rest(con, found, filters, now, size, seen)
 

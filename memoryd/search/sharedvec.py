@@ -66,19 +66,21 @@ class SharedVectorCache(VectorCache):
         super()._sync(con, model_id, dim, newest)
         self._checked = None if version is None else (model_id, version)
 
-    def held(self, model_id: int, query: np.ndarray, k: int) -> list[tuple[str, float]] | None:
+    def held(
+        self, model_id: int, query: np.ndarray, k: int
+    ) -> tuple[list[tuple[str, float]], int] | None:
         """knn over the rows held now, without asking the database (the vector pool's own
-        thread, which then opens no read: pools.Pools._shared_knn); None when they are not
-        the model's. The search checks afterwards, on its own read, that nothing was added
-        since (`current`), and asks again if something was."""
+        thread, which then opens no read: pools.Pools._vector_thread), and how many rows it
+        looked at; None when they are not the model's. The search checks afterwards, on its
+        own read, that those were every row its snapshot has (`current`), and asks again
+        if not."""
         if self._model_id != model_id or not self._n:
             return None
         return self._nearest(query, k)
 
-    def current(self, con: Connection, model_id: int, dim: int) -> bool:
-        """Whether what `held` answered from is what this read sees: the same model, and no
-        row added (a check of the highest id once per snapshot: `_sync`)."""
+    def current(self, con: Connection, model_id: int, dim: int, rows: int) -> bool:
+        """Whether `rows` rows of the model (what `held` looked at) are every row this read
+        sees: the highest id is checked once per snapshot (`_sync`) and new rows are read."""
         with self._lock:
-            before = (self._model_id, self._n)
             self._sync(con, model_id, dim)
-            return before == (model_id, self._n)
+            return self._model_id == model_id and self._n == rows
