@@ -1,9 +1,10 @@
 """Issue 23.4: the vector pool on PostgreSQL from the daemon's own copy of the vectors
 (search/sharedvec.py), which follows what other daemons write to the shared database: new
-vectors by id, checked once per snapshot; a model switch and ids going backwards read
-everything again. The answers are those of the server's HNSW index (store.vector_cache =
-false) on a store small enough for both to be exact, the similarities within the float16
-copy's error, and a hybrid search makes no knn statement."""
+vectors by id once per snapshot, a model switch, ids going backwards; the vector pool's thread
+asks the server nothing, and the search's own read brings the pool's entries with what it asks
+of them next (store/pg/held.py: hash_rows); the answers are those of the server's HNSW index
+(store.vector_cache = false) on a store small enough for both to be exact, the similarities
+within the float16 copy's error."""
 
 from __future__ import annotations
 
@@ -103,6 +104,30 @@ def test_another_daemons_vectors_are_found_once_per_snapshot(stores: tuple[Any, 
     assert a.read(knn)[0][0] == "h35" and cache._full is buffer and len(cache) == 40
 
 
+def test_held_answers_from_memory_and_current_tells_when_it_was_stale(
+    stores: tuple[Any, Any],
+) -> None:
+    a, b = stores
+    model = _model(b)
+    data = _vecs(20, 2)
+    _add(b, model, [f"h{i}" for i in range(10)], data[:10])
+    cache = SharedVectorCache(min_vectors=5, rerank=3)
+    assert cache.held(model, data[0], 3) is None  # nothing loaded: the pool reads for itself
+    assert a.read(lambda con: cache.current(con, model, DIM, 0)) is False  # loaded now
+    near = a.read(lambda con: cache.knn(con, model, DIM, data[0], 3))
+    assert cache.held(model, data[0], 3) == (near, 10)
+    assert a.read(lambda con: cache.current(con, model, DIM, 10)) is True
+    _add(b, model, ["h15"], data[15:16])
+    held = cache.held(model, data[15], 1)
+    assert held is not None and held[0][0][0] != "h15" and held[1] == 10
+    # another search read the new row meanwhile: this one's answer is still stale
+    a.read(lambda con: cache.knn(con, model, DIM, data[0], 1))
+    assert a.read(lambda con: cache.current(con, model, DIM, 10)) is False
+    held = cache.held(model, data[15], 1)
+    assert held is not None and held[0][0][0] == "h15" and held[1] == 11
+    assert cache.held(model + 1, data[15], 1) is None  # another model: not this one's rows
+
+
 def test_a_new_model_or_ids_going_backwards_reload(stores: tuple[Any, Any]) -> None:
     a, b = stores
     model = _model(b)
@@ -149,7 +174,7 @@ def _app(make_app: Any, dsn: str, cached: bool) -> Any:
 def test_the_answers_are_the_server_index_answers(make_app: Any, pg_dsn: str) -> None:
     """Every mode, grouped and not, filtered and not: the same hits and scores with the
     vectors in the daemon as with the server's HNSW index (a store this small is exact in
-    both), and a hybrid search makes no knn statement: one for the nearest texts' entries."""
+    both), and a hybrid search makes no knn statement and no read ahead of its own."""
     from memoryd.search.searcher import SearchRequest
     from memoryd.store.entries import Filters
     from memoryd.store.pg.conn import PgConnection
@@ -184,4 +209,5 @@ def test_the_answers_are_the_server_index_answers(make_app: Any, pg_dsn: str) ->
         PgConnection.execute = real  # type: ignore[method-assign]
     assert result["mode"] == "hybrid" and result["hits"]
     assert not [s for s in statements if "<=>" in s], statements
+    assert not [s for s in statements if s.startswith("SELECT e.id, length(e.content)")]
     assert sum(s.startswith("SELECT e.id, e.content_hash, e.document_id") for s in statements) == 1

@@ -295,11 +295,7 @@ class Searcher(Pools):
             # The vector pool's nearest texts are found on its own thread and read connection,
             # beside the keyword pool (SQLite and numpy both release the GIL); their entries
             # are read on this one's (pools.Nearest).
-            pending = self._executor().submit(
-                self._read,
-                req,
-                lambda con: self._vector_knn(con, qvec, req.filters, now, size),
-            )
+            pending = self._executor().submit(self._vector_thread, req, qvec, now, size)
         try:
             return self._read(req, lambda con: self._answer(con, req, limit, now, size, pending))
         finally:

@@ -2,11 +2,10 @@
 
 The in-memory cache (vecindex.VectorCache: sign-bit codes, then float16 re-scoring) answers the
 vector pool in the daemon instead of the server's HNSW index: at 10K chunks the index's knn of
-200 texts was ~7-9 ms of the server's time, the cache's ~1.6 ms of this process's
-(BENCHMARKS.md, issue 23.4, branch pg8); the pool's thread then reads the entries of the nearest
-texts in one statement (searchsql.entries_with_hashes), beside the keyword pool, as before.
-What SQLite's cache learns from its own daemon (`invalidate()` after a collection or a
-restore) this one must learn from the database, which any daemon may change:
+200 texts was ~7-9 ms of the server's time and a round trip, the cache's ~1 ms of this
+process's (BENCHMARKS.md, issue 23.4, branch pg8). What SQLite's cache learns from its own
+daemon (`invalidate()` after a collection or a restore) this one must learn from the database,
+which any daemon may change:
 
 - new vectors (another daemon embedded a text, this one did): rows have ids (embeddings.id, a
   sequence) above every id seen, so the highest id tells whether there are any, and they are
@@ -25,6 +24,8 @@ the highest id on the next query, never a reload.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from memoryd.search.vecindex import VectorCache
 from memoryd.store import vectors
@@ -46,6 +47,9 @@ class SharedVectorCache(VectorCache):
     def __init__(self, *, min_vectors: int = 5_000, rerank: int = RERANK) -> None:
         super().__init__(min_vectors=min_vectors, rerank=rerank)
         self._checked: tuple[int, object] | None = None  # (model id, snapshot) of the last check
+        # the active model (id, key, dimensions) as the last search read it: the vector
+        # pool's thread asks `held` for it (pools.Pools._vector_thread)
+        self.model: tuple[int, str, int] | None = None
 
     def invalidate(self) -> None:
         """Another daemon (or this one) changed the database: the next query looks for new
@@ -67,3 +71,22 @@ class SharedVectorCache(VectorCache):
             self._model_id = None  # the ids went backwards: another database, read it all
         super()._sync(con, model_id, dim, newest)
         self._checked = None if version is None else (model_id, version)
+
+    def held(
+        self, model_id: int, query: np.ndarray, k: int
+    ) -> tuple[list[tuple[str, float]], int] | None:
+        """knn over the rows held now, without asking the database (the vector pool's own
+        thread, which then opens no read: pools.Pools._vector_thread), and how many rows it
+        looked at; None when they are not the model's. The search checks afterwards, on its
+        own read, that those were every row its snapshot has (`current`), and asks again
+        if not."""
+        if self._model_id != model_id or not self._n:
+            return None
+        return self._nearest(query, k)
+
+    def current(self, con: Connection, model_id: int, dim: int, rows: int) -> bool:
+        """Whether `rows` rows of the model (what `held` looked at) are every row this read
+        sees: the highest id is checked once per snapshot (`_sync`) and new rows are read."""
+        with self._lock:
+            self._sync(con, model_id, dim)
+            return self._model_id == model_id and self._n == rows

@@ -273,10 +273,15 @@ class VectorCache:
         """The k nearest texts as (content_hash, cosine distance), nearest first."""
         with self._lock:
             self._sync(con, model_id, dim)
+        return self._nearest(query, k)[0]
+
+    def _nearest(self, query: np.ndarray, k: int) -> tuple[list[tuple[str, float]], int]:
+        """knn over the rows the cache holds now, and how many rows those were."""
+        with self._lock:
             codes, full, hashes, n = self._view()
             mean = self._mean
         if n == 0 or k <= 0:
-            return []
+            return [], n
         q = np.asarray(query, dtype=np.float32)
         if n <= self.min_vectors:
             cand = np.arange(n)
@@ -288,7 +293,7 @@ class VectorCache:
         k = min(k, len(cand))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(cand) else np.arange(len(cand))
         top = top[np.lexsort((cand[top], -sims[top]))]
-        return [(hashes[int(cand[i])].decode(), float(1.0 - sims[i])) for i in top]
+        return [(hashes[int(cand[i])].decode(), float(1.0 - sims[i])) for i in top], n
 
     def knn_among(
         self,

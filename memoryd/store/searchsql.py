@@ -295,6 +295,10 @@ def entries_with_hashes(
     if not is_postgres(con):
         condition = f"e.content_hash IN (SELECT value FROM json_each(?)) AND {where}"
         return list(_entry_rows(con, condition, [json.dumps(list(hashes)), *params], seen))
+    if seen is not None:  # the search's own read: with what it asks of them next
+        from memoryd.store.pg import held  # imported on first use: SQLite never loads it
+
+        return held.hash_rows(con, hashes, where, params, _SIGNALS, seen)
     return list(_entry_rows(con, f"e.content_hash = ANY(?) AND {where}", [list(hashes), *params]))
 
 
