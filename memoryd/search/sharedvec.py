@@ -2,8 +2,11 @@
 
 The in-memory cache (vecindex.VectorCache: sign-bit codes, then float16 re-scoring) answers the
 vector pool in the daemon instead of the server's HNSW index: at 10K chunks the index's knn of
-200 texts was ~7-9 ms of the server's time and a round trip, the cache's ~1 ms of this
-process's (BENCHMARKS.md, issue 23.4, branch pg8). What SQLite's cache learns from its own
+200 texts was ~7-9 ms of the server's time and a round trip, the cache's ~1.6 ms of this
+process's CPU (~3 at 100K: BENCHMARKS.md, issue 23.4, branch pg8), on the pool's thread with
+no read of its own; the pool's entries then come with what the search reads of them next, in
+one statement on the search's read (pools.Pools._vector_entries, store/pg/held.py:
+hash_rows). What SQLite's cache learns from its own
 daemon (`invalidate()` after a collection or a restore) this one must learn from the database,
 which any daemon may change:
 
