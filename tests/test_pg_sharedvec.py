@@ -211,3 +211,25 @@ def test_the_answers_are_the_server_index_answers(make_app: Any, pg_dsn: str) ->
     assert not [s for s in statements if "<=>" in s], statements
     assert not [s for s in statements if s.startswith("SELECT e.id, length(e.content)")]
     assert sum(s.startswith("SELECT e.id, e.content_hash, e.document_id") for s in statements) == 1
+
+
+def test_the_server_answers_while_the_vectors_are_first_read(stores: tuple[Any, Any]) -> None:
+    """The daemon's start-up reads every vector under the cache's lock (11 s at 100K chunks):
+    a search meanwhile gets the server's HNSW answer instead of waiting, and `held` none."""
+    from memoryd.store.pg.vectors import PgVectorIndex
+
+    a, b = stores
+    model = _model(b)
+    data = _vecs(12, 4)
+    _add(b, model, [f"h{i}" for i in range(12)], data)
+    cache = SharedVectorCache(min_vectors=5, rerank=3)
+    served = a.read(lambda con: PgVectorIndex().knn(con, model, DIM, data[3], 3))
+    with cache._lock:  # as warm() holds it while it reads
+        assert cache.held(model, data[3], 3) is None
+        assert a.read(lambda con: cache.knn(con, model, DIM, data[3], 3)) == served
+        sims = a.read(lambda con: cache.similarities(con, model, DIM, data[3], {"h3"}))
+        assert sims["h3"] == pytest.approx(1.0, abs=1e-6)
+    assert len(cache) == 0  # nothing was read meanwhile
+    near = a.read(lambda con: cache.knn(con, model, DIM, data[3], 3))  # now it reads them
+    assert len(cache) == 12 and near[0][0] == "h3"
+    assert cache.held(model, data[3], 3) == (near, 12)

@@ -23,7 +23,9 @@ which any daemon may change:
   take a place among the nearest texts, which the pool widens past when too few entries are
   left (vecindex.nearest_entries). A re-embedded text gets a new row, found by id.
 `invalidate()` (another daemon changed entries: PgStore's LISTEN/NOTIFY) then costs a check of
-the highest id on the next query, never a reload.
+the highest id on the next query, never a reload. While the vectors are first read (the
+daemon's start-up, ~11 s at 100K chunks), the server's HNSW index answers the searches that
+come meanwhile, as with `store.vector_cache = false`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import numpy as np
 from memoryd.search.vecindex import VectorCache
 from memoryd.store import vectors
 from memoryd.store.connmemo import data_version
+from memoryd.store.pg.vectors import PgVectorIndex
 from memoryd.store.protocol import Connection
 
 
@@ -50,6 +53,7 @@ class SharedVectorCache(VectorCache):
     def __init__(self, *, min_vectors: int = 5_000, rerank: int = RERANK) -> None:
         super().__init__(min_vectors=min_vectors, rerank=rerank)
         self._checked: tuple[int, object] | None = None  # (model id, snapshot) of the last check
+        self._loaded: int | None = None  # the model whose vectors were read in full once
         # the active model (id, key, dimensions) as the last search read it: the vector
         # pool's thread asks `held` for it (pools.Pools._vector_thread)
         self.model: tuple[int, str, int] | None = None
@@ -72,8 +76,31 @@ class SharedVectorCache(VectorCache):
             newest = vectors.newest_id(con)
         if newest is not None and newest < self._max_rowid:
             self._model_id = None  # the ids went backwards: another database, read it all
+        if self._model_id != model_id:
+            self._loaded = None
         super()._sync(con, model_id, dim, newest)
+        self._loaded = model_id
         self._checked = None if version is None else (model_id, version)
+
+    def _loading(self, model_id: int) -> bool:
+        """Whether another thread is reading this model's vectors for the first time (the
+        daemon's start-up: 11 s at 100K chunks, under the lock): then the server's HNSW index
+        answers instead of making the search wait for the whole load."""
+        return self._loaded != model_id and self._lock.locked()
+
+    def knn(
+        self, con: Connection, model_id: int, dim: int, query: np.ndarray, k: int
+    ) -> list[tuple[str, float]]:
+        if self._loading(model_id):
+            return PgVectorIndex().knn(con, model_id, dim, query, k)
+        return super().knn(con, model_id, dim, query, k)
+
+    def similarities(
+        self, con: Connection, model_id: int, dim: int, query: np.ndarray, wanted: set[str]
+    ) -> dict[str, float]:
+        if self._loading(model_id):
+            return PgVectorIndex().similarities(con, model_id, dim, query, wanted)
+        return super().similarities(con, model_id, dim, query, wanted)
 
     def held(
         self, model_id: int, query: np.ndarray, k: int
@@ -83,7 +110,7 @@ class SharedVectorCache(VectorCache):
         looked at; None when they are not the model's. The search checks afterwards, on its
         own read, that those were every row its snapshot has (`current`), and asks again
         if not."""
-        if self._model_id != model_id or not self._n:
+        if self._loaded != model_id or not self._n:  # not read in full yet: knn answers
             return None
         return self._nearest(query, k)
 
