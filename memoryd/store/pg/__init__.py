@@ -61,6 +61,9 @@ class PgSettings:
     pool_max: int = 8
     statement_timeout_ms: int = 30000
     connect_timeout_s: float = 5.0
+    # the vector pool from the daemon's own copy of the vectors (search/sharedvec.py), not
+    # from the server's HNSW index (store.vector_cache; off by default: docs/team.md)
+    vector_cache: bool = False
 
 
 def unavailable(exc: BaseException) -> StoreUnavailable:
@@ -359,9 +362,11 @@ class PgStore:
             "listening": self.listening if self._listener is not None else None,
         }
 
-    def vector_index(self) -> VectorIndex:
-        """The server's HNSW index answers nearest-neighbour queries (store/pg/vectors.py)."""
-        return PgVectorIndex()
+    def vector_index(self) -> VectorIndex | None:
+        """The server's HNSW index answers nearest-neighbour queries (store/pg/vectors.py), by
+        default; None with store.vector_cache: the searcher keeps the vectors in memory and
+        follows other daemons' writes (search/sharedvec.py)."""
+        return None if self.settings.vector_cache else PgVectorIndex()
 
     # -- other daemons' changes (LISTEN/NOTIFY) ------------------------------------------------
 

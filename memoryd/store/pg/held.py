@@ -76,6 +76,47 @@ def read_ahead(con: Connection, ids: Sequence[int], columns: str) -> list[tuple[
     return [(int(r[0]), *r[2:]) for r in rows]
 
 
+def hash_rows(
+    con: Connection,
+    hashes: Sequence[str],
+    where: str,
+    params: Sequence[Any],
+    columns: str,
+    seen: dict[int, tuple[Any, ...]],
+) -> list[tuple[int, str, int | None]]:
+    """searchsql.entries_with_hashes on the search's own read, with what `read_ahead` would
+    read of the same entries next, in the same statement (the vector pool's entries when the
+    daemon found its nearest texts: search/sharedvec.py): (entry id, content hash, document
+    id) of the entries that carry one of the hashes and pass the filter (`where` over e and
+    d), their `columns` into `seen` (searchsql.Seen), their lengths and which hold each
+    expression noted ahead kept for the rest of the read."""
+    if not hashes:
+        return []
+    exprs = _noted(con)[:MATCHING_MAX]
+    cols = f", e.content_hash, e.document_id, length(e.content), {columns}"
+    condition = (f"e.content_hash = ANY(?) AND {where}", [list(hashes), *params])
+    rows, _ = _holding(con, exprs, None, cols, condition=condition)
+    known: dict[int, int] | None = getattr(con, "lengths", None)
+    out: list[tuple[int, str, int | None]] = []
+    for i, h, doc, length, *signals in rows:
+        seen[int(i)] = tuple(signals)
+        if known is not None:
+            known[int(i)] = int(length or 0)
+        out.append((int(i), str(h), None if doc is None else int(doc)))
+    return out
+
+
+def known(con: Connection, ids: Sequence[int], seen: dict[int, Any]) -> bool:
+    """Whether this read has every entry's signal columns (`seen`), length and answer for
+    each expression noted ahead already (`hash_rows`): read_ahead need not read them."""
+    lengths: dict[int, int] | None = getattr(con, "lengths", None)
+    held: Held | None = getattr(con, "held", None)
+    if lengths is None or held is None:
+        return False
+    sets = [held.get(k, (set(), set()))[0] for k, _, _ in _noted(con)[:MATCHING_MAX]]
+    return all(i in seen and i in lengths and all(i in s for s in sets) for i in ids)
+
+
 def lengths(con: Connection, ids: Sequence[int]) -> dict[int, int] | None:
     """The entries' lengths as `read_ahead` read them, when it read every one of them."""
     known: dict[int, int] | None = getattr(con, "lengths", None)
@@ -97,25 +138,33 @@ def _noted(con: Connection, skip: str | None = None) -> list[tuple[Key, str, lis
 def _holding(
     con: Connection,
     exprs: Sequence[tuple[Key, str, list[Any]]],
-    ids: list[int],
+    ids: list[int] | None,
     columns: str,
     only_holding: bool = False,
+    condition: tuple[str, list[Any]] | None = None,
 ) -> tuple[list[tuple[Any, ...]], list[set[int]]]:
     """One statement over the entries by id: (id, *columns) of each (`only_holding`: of those
     holding one of the expressions), and per expression the ids holding it; what it learnt
-    goes to the read's record (PgConnection.held)."""
+    goes to the read's record (PgConnection.held). `condition` (SQL over e and d, and its
+    parameters), where `ids` is None: the entries it passes instead of those by id."""
     cols, params = [], []
     for i, (_, q, qparams) in enumerate(exprs):
         cols.append(f"{q} AS q{i}")
         params += qparams
     tests = [f"e.fts @@ q.q{i}" for i in range(len(exprs))]
     source = f"(SELECT {', '.join(cols)}) q, entries e" if exprs else "entries e"
+    if condition is None:
+        condition = ("e.id = ANY(?)", [ids])
+    else:
+        source += " LEFT JOIN documents d ON d.id = e.document_id"
     where = f" AND ({' OR '.join(tests)})" if only_holding and tests else ""
     rows = con.execute(
         f"SELECT e.id{columns}{''.join(', ' + t for t in tests)} FROM {source}"
-        f" WHERE e.id = ANY(?){where}",
-        [*params, ids],
+        f" WHERE {condition[0]}{where}",
+        [*params, *condition[1]],
     ).fetchall()
+    if ids is None:
+        ids = [int(r[0]) for r in rows]
     width = len(rows[0]) - len(exprs) if rows else 0
     found: list[set[int]] = [{int(r[0]) for r in rows if r[width + j]} for j in range(len(exprs))]
     held: Held | None = getattr(con, "held", None)
