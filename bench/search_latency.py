@@ -60,7 +60,7 @@ def make_queries(vecs: np.ndarray, n: int) -> tuple[list[str], np.ndarray]:
     return words, qv.astype(np.float32)
 
 
-def open_app(root: Path, backend: str, dsn: str | None) -> Any:
+def open_app(root: Path, backend: str, dsn: str | None, vector_cache: bool = False) -> Any:
     # The daemon's default model (the offline one) runs on onnxruntime, loaded at start-up, and
     # the vector cache's re-scoring converts its float16 rows with it when it is loaded
     # (memoryd/search/halfrows.py); the stub model here loads nothing, so load it as that does.
@@ -75,6 +75,7 @@ def open_app(root: Path, backend: str, dsn: str | None) -> Any:
 
         dsn = pg_load.plain(str(dsn))
         store = {"backend": "postgres", "dsn": dsn, "workspace_id": pg_load.WORKSPACE}
+        store["vector_cache"] = vector_cache
     app = App(run.make_config(root, store=store), model=ModelHolder(None, description="stub"))
     app.store.read(app.searcher.vector_cache.warm)  # as the daemon's start-up does
     try:  # and the keyword pool's bounds of the common words (issue 23.3)
@@ -198,7 +199,11 @@ def _pg_recall(
 
 
 def measure(
-    root: Path, queries: int, backends: list[str], dsn: str | None = None
+    root: Path,
+    queries: int,
+    backends: list[str],
+    dsn: str | None = None,
+    vector_cache: bool = False,
 ) -> dict[str, Any]:
     """Every backend's memoryd and raw latencies for the same queries, interleaved."""
     from memoryd.search.searcher import SearchRequest
@@ -213,7 +218,7 @@ def measure(
         for backend in backends:
             if backend == "postgres" and dsn is None:
                 dsn = _embedded(stack, root, vecs, result)
-            apps[backend] = app = open_app(root, backend, dsn)
+            apps[backend] = app = open_app(root, backend, dsn, vector_cache)
             stack.callback(app.close)
             raws[backend] = raw = Raw(app, vecs)
             stack.callback(raw.close)
@@ -318,6 +323,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="sqlite")
     p.add_argument("--dsn", help="a PostgreSQL database (default: an embedded server, temporary)")
     p.add_argument("--json", type=Path, help="also write the result here")
+    p.add_argument(
+        "--vector-cache",
+        action="store_true",
+        help="PostgreSQL: the vectors in the daemon (store.vector_cache, off by default)",
+    )
     args = p.parse_args(argv)
     from memoryd.core import logsetup
 
@@ -331,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         from bench import pg_load
 
         pg_load.load(dsn, args.root / "data" / "memoryd.db", np.load(args.root / "vecs.npy"))
-    result = measure(args.root, args.queries, backends, dsn)
+    result = measure(args.root, args.queries, backends, dsn, args.vector_cache)
     print(report(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
