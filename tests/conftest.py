@@ -30,6 +30,16 @@ def q(app: Any, query: str, **kw: Any) -> dict[str, Any]:
     return app.searcher.search(SearchRequest(query=query, **kw))
 
 
+def with_notes(app: Any, texts: dict[str, str]) -> Any:
+    """`app` with these notes (workspace-relative path -> text) written and indexed."""
+    for rel, text in texts.items():
+        path = Path(app.cfg.workspace) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    app.indexer.reconcile()
+    return app
+
+
 def settle(app: Any) -> None:
     app.model.start()
     assert app.model.wait_ready(10), app.model.reason

@@ -26,14 +26,9 @@ QUERIES = ["deploy", "deploy canary", "sessions redis", '"green release"', "depl
 
 @pytest.fixture
 def app(make_app: Any, pg_dsn: str) -> Any:
-    from conftest import settle
+    from conftest import settle, with_notes
 
-    app = make_app(store={"backend": "postgres", "dsn": pg_dsn})
-    for rel, text in TEXTS.items():
-        path = app.cfg.workspace / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    app.indexer.reconcile()
+    app = with_notes(make_app(store={"backend": "postgres", "dsn": pg_dsn}), TEXTS)
     app.memories.add("Deploys happen on tuesdays", tags=["deploy"], namespace="team")
     settle(app)
     return app

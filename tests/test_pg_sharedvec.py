@@ -159,14 +159,10 @@ TEXTS = {
 
 
 def _app(make_app: Any, dsn: str, cached: bool) -> Any:
-    from conftest import settle
+    from conftest import settle, with_notes
 
-    app = make_app(store={"backend": "postgres", "dsn": dsn, "vector_cache": cached})
-    for rel, text in TEXTS.items():
-        path = app.cfg.workspace / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    app.indexer.reconcile()
+    store = {"backend": "postgres", "dsn": dsn, "vector_cache": cached}
+    app = with_notes(make_app(store=store), TEXTS)
     app.memories.add("Deploys happen on tuesdays", tags=["deploy"], namespace="team")
     settle(app)
     return app
