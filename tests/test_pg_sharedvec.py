@@ -55,7 +55,7 @@ def _model(store: Any) -> int:
 
 
 def test_the_store_leaves_the_vectors_to_the_searcher_unless_told(pg_dsn: str) -> None:
-    from memoryd.search.vecindex import vector_index
+    from memoryd.search.sharedvec import vector_index
     from memoryd.store.pg.vectors import PgVectorIndex
 
     cached, served = _store(pg_dsn, "ws-a"), _store(pg_dsn, "ws-a", vector_cache=False)

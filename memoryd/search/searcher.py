@@ -78,7 +78,7 @@ from memoryd.search.request import (
     narrowing,
     resolved_entities,
 )
-from memoryd.search.vecindex import vector_index
+from memoryd.search.sharedvec import vector_index
 from memoryd.store import Store, notetext, searchrows, searchsql
 from memoryd.store.entries import filter_sql
 from memoryd.store.protocol import Connection
@@ -317,9 +317,8 @@ class Searcher(Pools):
                     return found
 
                 # a shared store's cache answers without a read (pools._vector_thread)
-                pending = self._executor().submit(
-                    self._vector_thread, req, qvec, now, size, nearest
-                )
+                run = self._executor().submit
+                pending = run(self._vector_thread, req, qvec, now, size, nearest)
                 submitted.append(pending)
             return self._answer(con, req, limit, now, size, pending, ahead)
 

@@ -37,7 +37,7 @@ from memoryd.search.vecindex import VectorCache
 from memoryd.store import vectors
 from memoryd.store.connmemo import data_version
 from memoryd.store.pg.vectors import PgVectorIndex
-from memoryd.store.protocol import Connection
+from memoryd.store.protocol import Connection, Store, VectorIndex
 
 
 class SharedVectorCache(VectorCache):
@@ -121,3 +121,14 @@ class SharedVectorCache(VectorCache):
         with self._lock:
             self._sync(con, model_id, dim)
             return self._model_id == model_id and self._n == rows
+
+
+def vector_index(store: Store) -> VectorIndex:
+    """The nearest-neighbour index for a store: the one the database keeps (PostgreSQL's HNSW
+    index, memoryd/store/pg/vectors.py, unless store.vector_cache), else an in-memory cache over
+    the stored vectors (vecindex.VectorCache; a shared store's: SharedVectorCache, which follows
+    other daemons' writes)."""
+    index = store.vector_index()
+    if index is not None:
+        return index
+    return SharedVectorCache() if store.shared else VectorCache()

@@ -31,7 +31,7 @@ from memoryd.search.entrykeys import EntryKeys
 from memoryd.search.hashrows import HashRows
 from memoryd.store import entities, searchsql, vectors
 from memoryd.store.dialect import is_postgres
-from memoryd.store.protocol import Connection, Store, VectorIndex
+from memoryd.store.protocol import Connection, VectorIndex
 
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
@@ -363,21 +363,6 @@ class VectorCache:
         idx = np.array(sorted(rows), dtype=np.int64)
         sims = rescore(full, idx, np.asarray(query, dtype=np.float32))
         return {hashes[int(i)].decode(): float(s) for i, s in zip(idx, sims, strict=True)}
-
-
-def vector_index(store: Store) -> VectorIndex:
-    """The nearest-neighbour index for a store: the one the database keeps (PostgreSQL's HNSW
-    index, memoryd/store/pg/vectors.py, unless store.vector_cache), else this in-memory
-    cache over the stored vectors (a shared store's: search/sharedvec.py, which follows other
-    daemons' writes)."""
-    index = store.vector_index()
-    if index is not None:
-        return index
-    if store.shared:
-        from memoryd.search.sharedvec import SharedVectorCache
-
-        return SharedVectorCache()
-    return VectorCache()
 
 
 def nearest_entries(
