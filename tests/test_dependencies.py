@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -141,3 +142,27 @@ def test_the_check_catches_an_undeclared_import(tmp_path: Path) -> None:
         "memoryd/core.py: imports jsonschema, but jsonschema is not in dependencies",
         "memoryd/core.py: imports left_pad; add it to IMPORT_TO_DIST and declare it",
     ]
+
+
+def test_every_module_outside_an_extra_imports_without_the_extras() -> None:
+    """`pip install '.[offline]'` installs no psycopg, pgvector or mcp: every memoryd module
+    that no extra owns (FEATURE_EXTRA) imports without them (search/ once imported
+    memoryd.store.pg at module level, and the daemon could not start on such an install).
+    One fresh interpreter with those distributions' modules hidden."""
+    extras_only = {mod for mod, dist in IMPORT_TO_DIST.items() if dist not in declared()[0]}
+    pkg = ROOT / "memoryd"
+    names = sorted(
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for p in pkg.rglob("*.py")
+        if not any(p.relative_to(ROOT).as_posix().startswith(f) for f in FEATURE_EXTRA)
+        and p.name != "__main__.py"
+    )
+    code = (
+        "import importlib, sys\n"
+        f"for m in {sorted(extras_only)!r}: sys.modules[m] = None\n"
+        f"for n in {names!r}: importlib.import_module(n)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

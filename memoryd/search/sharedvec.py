@@ -36,7 +36,6 @@ import numpy as np
 from memoryd.search.vecindex import VectorCache
 from memoryd.store import vectors
 from memoryd.store.connmemo import data_version
-from memoryd.store.pg.vectors import PgVectorIndex
 from memoryd.store.protocol import Connection, Store, VectorIndex
 
 
@@ -93,14 +92,14 @@ class SharedVectorCache(VectorCache):
         self, con: Connection, model_id: int, dim: int, query: np.ndarray, k: int
     ) -> list[tuple[str, float]]:
         if self._loading(model_id):
-            return PgVectorIndex().knn(con, model_id, dim, query, k)
+            return _server_index().knn(con, model_id, dim, query, k)
         return super().knn(con, model_id, dim, query, k)
 
     def similarities(
         self, con: Connection, model_id: int, dim: int, query: np.ndarray, wanted: set[str]
     ) -> dict[str, float]:
         if self._loading(model_id):
-            return PgVectorIndex().similarities(con, model_id, dim, query, wanted)
+            return _server_index().similarities(con, model_id, dim, query, wanted)
         return super().similarities(con, model_id, dim, query, wanted)
 
     def held(
@@ -132,3 +131,12 @@ def vector_index(store: Store) -> VectorIndex:
     if index is not None:
         return index
     return SharedVectorCache() if store.shared else VectorCache()
+
+
+def _server_index() -> VectorIndex:
+    """The server's HNSW index, while the copy is first read. Imported here: memoryd.store.pg
+    needs the postgres extra, and every daemon imports this module (only a PostgreSQL store
+    gets this far)."""
+    from memoryd.store.pg.vectors import PgVectorIndex
+
+    return PgVectorIndex()
