@@ -30,6 +30,21 @@ def q(app: Any, query: str, **kw: Any) -> dict[str, Any]:
     return app.searcher.search(SearchRequest(query=query, **kw))
 
 
+@contextlib.contextmanager
+def pg_stores(dsn: str, *workspaces: str, **settings: Any) -> Iterator[tuple[Any, ...]]:
+    """A PgStore per workspace on the database `dsn` (two daemons sharing it), closed after."""
+    from memoryd.store.pg import PgSettings, PgStore
+
+    made: list[Any] = []
+    try:
+        for w in workspaces:
+            made.append(PgStore(PgSettings(dsn, w, f"test:{w}", **settings)))
+        yield tuple(made)
+    finally:
+        for store in made:
+            store.close()
+
+
 def with_notes(app: Any, texts: dict[str, str]) -> Any:
     """`app` with these notes (workspace-relative path -> text) written and indexed."""
     for rel, text in texts.items():

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import pg_stores
 
 from memoryd.search.sharedvec import SharedVectorCache
 from memoryd.store import vectors
@@ -21,21 +22,11 @@ from memoryd.store import vectors
 DIM = 8
 
 
-def _store(dsn: str, workspace: str, **kw: Any) -> Any:
-    from memoryd.store.pg import PgSettings, PgStore
-
-    kw.setdefault("vector_cache", True)  # this file's subject; the default is off
-    return PgStore(PgSettings(dsn, workspace, f"test:{workspace}", **kw))
-
-
 @pytest.fixture
-def stores(pg_dsn: str) -> Iterator[tuple[Any, Any]]:
-    a, b = _store(pg_dsn, "ws-a"), _store(pg_dsn, "ws-b")
-    try:
-        yield a, b
-    finally:
-        a.close()
-        b.close()
+def stores(pg_dsn: str) -> Iterator[tuple[Any, ...]]:
+    # vector_cache: this file's subject; the default is off
+    with pg_stores(pg_dsn, "ws-a", "ws-b", vector_cache=True) as two:
+        yield two
 
 
 def _vecs(n: int, seed: int) -> np.ndarray:
@@ -58,13 +49,12 @@ def test_the_store_leaves_the_vectors_to_the_searcher_unless_told(pg_dsn: str) -
     from memoryd.search.sharedvec import vector_index
     from memoryd.store.pg.vectors import PgVectorIndex
 
-    cached, served = _store(pg_dsn, "ws-a"), _store(pg_dsn, "ws-a", vector_cache=False)
-    try:
+    with (
+        pg_stores(pg_dsn, "ws-a", vector_cache=True) as (cached,),
+        pg_stores(pg_dsn, "ws-a", vector_cache=False) as (served,),
+    ):
         assert isinstance(vector_index(cached), SharedVectorCache)
         assert isinstance(vector_index(served), PgVectorIndex)
-    finally:
-        cached.close()
-        served.close()
 
 
 def test_another_daemons_vectors_are_found_once_per_snapshot(stores: tuple[Any, Any]) -> None:

@@ -11,25 +11,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import pg_stores
 
 from memoryd.store import entries, vectors
 from memoryd.store.connmemo import PerVersion, data_version
 
 
-def _store(dsn: str, workspace: str = "ws-a") -> Any:
-    from memoryd.store.pg import PgSettings, PgStore
-
-    return PgStore(PgSettings(dsn, workspace, f"test:{workspace}"))
-
-
 @pytest.fixture
-def stores(pg_dsn: str) -> Iterator[tuple[Any, Any]]:
-    a, b = _store(pg_dsn, "ws-a"), _store(pg_dsn, "ws-b")
-    try:
-        yield a, b
-    finally:
-        a.close()
-        b.close()
+def stores(pg_dsn: str) -> Iterator[tuple[Any, ...]]:
+    with pg_stores(pg_dsn, "ws-a", "ws-b") as two:
+        yield two
 
 
 def _note(store: Any, path: str, texts: list[str]) -> None:
