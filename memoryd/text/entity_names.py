@@ -7,12 +7,9 @@ type votes each gets from its neighbours. Pure functions of strings.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from itertools import accumulate
 
 from memoryd.text import entity_cues as cues
 from memoryd.text import entity_typer
@@ -284,105 +281,144 @@ _POSSESSORS = cues.words("my your his her our their")
 _DETERMINERS = cues.words("the a an this that these those my our your their his her its")
 
 
+def _lists() -> tuple[
+    frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str]
+]:
+    """The shipped lists _run_votes reads: first names (only names, words too), systems, places,
+    common words (each loaded once; this tuple saves a call per list per name)."""
+    got = _LISTS
+    if not got:
+        names, worded = cues.first_names()
+        got.extend((names, worded, cues.systems()[0], cues.places(), cues.common_words()))
+    return got[0], got[1], got[2], got[3], got[4]
+
+
+_LISTS: list[frozenset[str]] = []
+_PERSON_AFTER, _PERSON_AFTER_WEAK, _ROLES = cues.PERSON_AFTER, cues.PERSON_AFTER_WEAK, cues.ROLES
+_PERSON_BEFORE, _PERSON_BEFORE_2 = cues.PERSON_BEFORE, cues.PERSON_BEFORE_2
+_SYSTEM_BEFORE, _SYSTEM_BEFORE_2, _SYSTEM_AFTER = (
+    cues.SYSTEM_BEFORE,
+    cues.SYSTEM_BEFORE_2,
+    cues.SYSTEM_AFTER,
+)
+_PLACE_BEFORE, _PLACE_BEFORE_2, _PLACE_AFTER = (
+    cues.PLACE_BEFORE,
+    cues.PLACE_BEFORE_2,
+    cues.PLACE_AFTER,
+)
+_SYSTEM_SUFFIX = cues.SYSTEM_SUFFIX
+_V_VERSION, _VERSION_GAP = cues.V_VERSION.fullmatch, cues.VERSION_GAP.match
+
+
 def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, float]:
-    """The type votes of one run; `speakers` are the names that open two lines or more."""
-    v: dict[str, float] = defaultdict(float)  # a plain dict once returned
+    """The type votes of one run; `speakers` are the names that open two lines or more. (Each
+    vote adds to its type in the order written here, which is also the order the types enter
+    the dict: the typer's features list them so.)"""
+    v: dict[str, float] = {}
+    get = v.get
     first, last = _word_key(words[0]), _word_key(words[-1])
-    text = " ".join(words)
-    prev = run.before[-1] if run.before else ""
-    prev2 = " ".join(run.before)
-    after, tight = run.after, run.after_gap == " "
+    n = len(words)
+    text = " ".join(words) if n > 1 else words[0]
+    before = run.before
+    prev = before[-1] if before else ""
+    prev2 = " ".join(before) if len(before) > 1 else prev
+    after, after_gap = run.after, run.after_gap
+    tight = after_gap == " "
     possessive = words[-1].endswith(("'s", "’s"))
     shouted = text.isupper()  # an acronym is rarely a person
-    names, worded = cues.first_names()
+    names, worded, systems, places, common = _lists()
     if run.honorific:
-        v[PERSON] += 3
-    if after in cues.PERSON_AFTER and ")" not in run.after_gap:  # not "Caroline (at Ledgerly) said"
-        weak = after in cues.PERSON_AFTER_WEAK or shouted
-        v[PERSON] += 1 if weak else 2
+        v[PERSON] = get(PERSON, 0.0) + 3
+    if after in _PERSON_AFTER and ")" not in after_gap:  # not "Caroline (at Ledgerly) said"
+        weak = after in _PERSON_AFTER_WEAK or shouted
+        v[PERSON] = get(PERSON, 0.0) + (1 if weak else 2)
     if words == run.words and _speaker(run) and canonical_key(text) in speakers:
-        v[PERSON] += 1.5
+        v[PERSON] = get(PERSON, 0.0) + 1.5
     if run.field_type:
-        v[run.field_type] += 2
-    if not shouted and not _PERSONAL.isdisjoint(run.window):
-        v[PERSON] += 1
-    if not shouted and prev in cues.PERSON_BEFORE:
-        v[PERSON] += 1
-    if not shouted and prev in cues.ROLES and len(words) > 1:
-        v[PERSON] += 1.5  # "CEO Ana Souza", "guitarist John Petrucci"
-    elif not shouted and run.after_gap == ", " and _role_after(run.window):
-        v[PERSON] += 1.5  # "Ana Souza, CEO of Nimbus", "Ana Souza, the founder"
-    if prev2 in cues.PERSON_BEFORE_2:
-        v[PERSON] += 2
-    if prev2 in cues.SYSTEM_BEFORE_2:
-        v[SYSTEM] += 2
+        v[run.field_type] = get(run.field_type, 0.0) + 2
+    if not shouted:
+        if not _PERSONAL.isdisjoint(run.window):
+            v[PERSON] = get(PERSON, 0.0) + 1
+        if prev in _PERSON_BEFORE:
+            v[PERSON] = get(PERSON, 0.0) + 1
+        if prev in _ROLES and n > 1:
+            v[PERSON] = get(PERSON, 0.0) + 1.5  # "CEO Ana Souza", "guitarist John Petrucci"
+        elif after_gap == ", " and _role_after(run.window):
+            v[PERSON] = (
+                get(PERSON, 0.0) + 1.5
+            )  # "Ana Souza, CEO of Nimbus", "Ana Souza, the founder"
+    if prev2 in _PERSON_BEFORE_2:
+        v[PERSON] = get(PERSON, 0.0) + 2
+    if prev2 in _SYSTEM_BEFORE_2:
+        v[SYSTEM] = get(SYSTEM, 0.0) + 2
     if possessive:
-        v[PERSON] += 0.5
-    if tight and after in cues.SYSTEM_AFTER and not (possessive and first in names):
-        v[SYSTEM] += 2  # "the Billing service"; not "Caroline's team"
+        v[PERSON] = get(PERSON, 0.0) + 0.5
+    if tight and after in _SYSTEM_AFTER and not (possessive and first in names):
+        v[SYSTEM] = get(SYSTEM, 0.0) + 2  # "the Billing service"; not "Caroline's team"
     lowered = text.lower()
     if possessive:  # "Cuba's" is Cuba
         lowered = POSSESSIVE.sub("", lowered)
-    if lowered in cues.systems()[0]:
-        v[SYSTEM] += 3  # a well-known system: "Kafka", "Visual Studio Code"
-    elif lowered in cues.places():
-        v[PLACE] += 2  # a country, a region, a large city: "India", "Georgia", "Lisbon"
-    if len(words) > 1 and (last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX):
-        v[SYSTEM] += 3
-    elif len(words) > 1 and first not in names:  # not "Frank Church", "Helen Park"
-        if last in cues.ORG_SUFFIX_2:
-            v[SYSTEM] += 3
-        elif last in cues.PLACE_SUFFIX_2:
-            v[PLACE] += 2
-    if tight and len(words) == 1 and after in cues.PLACE_AFTER:
-        v[PLACE] += 1.5
-    if (tight and cues.V_VERSION.fullmatch(after)) or (
-        run.after_gap[:1] == " " and cues.VERSION_GAP.match(run.after_gap)
-    ):
-        v[SYSTEM] += 2
-    if prev in cues.SYSTEM_BEFORE:
-        v[SYSTEM] += 1
+    if lowered in systems:
+        v[SYSTEM] = get(SYSTEM, 0.0) + 3  # a well-known system: "Kafka", "Visual Studio Code"
+    elif lowered in places:
+        v[PLACE] = get(PLACE, 0.0) + 2  # a country, a region, a large city: "India", "Lisbon"
+    if n > 1:
+        if last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX:
+            v[SYSTEM] = get(SYSTEM, 0.0) + 3
+        elif first not in names:  # not "Frank Church", "Helen Park"
+            if last in cues.ORG_SUFFIX_2:
+                v[SYSTEM] = get(SYSTEM, 0.0) + 3
+            elif last in cues.PLACE_SUFFIX_2:
+                v[PLACE] = get(PLACE, 0.0) + 2
+    elif tight and after in _PLACE_AFTER:
+        v[PLACE] = get(PLACE, 0.0) + 1.5
+    if (tight and _V_VERSION(after)) or (after_gap[:1] == " " and _VERSION_GAP(after_gap)):
+        v[SYSTEM] = get(SYSTEM, 0.0) + 2
+    if prev in _SYSTEM_BEFORE:
+        v[SYSTEM] = get(SYSTEM, 0.0) + 1
     if (  # "my Gmail password", "our Lyft": a brand; "her Father" is a title's noun
         prev in _POSSESSORS
-        and len(words) == 1
+        and n == 1
         and not possessive
         and not shouted
         and len(first) > 3  # the common-words list starts at four letters
-        and first not in cues.common_words()
+        and first not in common
     ):
-        v[SYSTEM] += 1
-    if any(_camel_word(w) for w in words):
-        v[SYSTEM] += 1.5
+        v[SYSTEM] = get(SYSTEM, 0.0) + 1
+    if any(map(_camel_word, words)):
+        v[SYSTEM] = get(SYSTEM, 0.0) + 1.5
     if _HAS_DIGIT(text):
-        v[SYSTEM] += 1
-    if any(len(w) > 5 and w.lower().endswith(cues.SYSTEM_SUFFIX) for w in words):
-        v[SYSTEM] += 1
-    if prev in cues.PLACE_BEFORE and not possessive:  # "at Sam's" is Sam's place
-        v[PLACE] += 1
+        v[SYSTEM] = get(SYSTEM, 0.0) + 1
+    for w in words:
+        if len(w) > 5 and w.lower().endswith(_SYSTEM_SUFFIX):
+            v[SYSTEM] = get(SYSTEM, 0.0) + 1
+            break
+    if prev in _PLACE_BEFORE and not possessive:  # "at Sam's" is Sam's place
+        v[PLACE] = get(PLACE, 0.0) + 1
     elif prev == "to" and not possessive:
-        v[PLACE] += 0.75
-    if prev2 in cues.PLACE_BEFORE_2 or prev in cues.PLACE_BEFORE_2:
-        v[PLACE] += 2
-    if len(words) > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
-        v[PLACE] += 2
-    if 2 <= len(words) <= 3 and not shouted:
+        v[PLACE] = get(PLACE, 0.0) + 0.75
+    if prev2 in _PLACE_BEFORE_2 or prev in _PLACE_BEFORE_2:
+        v[PLACE] = get(PLACE, 0.0) + 2
+    if n > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
+        v[PLACE] = get(PLACE, 0.0) + 2
+    if 2 <= n <= 3 and not shouted:
         if (
             (first in names or (first in worded and not run.initial))
             and last not in names
             and all((w[1:].islower() and w.isalpha()) or _INITIAL(w) for w in words)
         ):
-            v[PERSON] += 1  # a first name and a surname: "Helen Park", "Mark Twain"
-    elif len(words) == 1 and first in names and not shouted:
-        v[PERSON] += 0.5  # a first name alone: "Lena"
+            v[PERSON] = get(PERSON, 0.0) + 1  # a first name and a surname: "Helen Park"
+    elif n == 1 and first in names and not shouted:
+        v[PERSON] = get(PERSON, 0.0) + 0.5  # a first name alone: "Lena"
     if (
         not v
-        and len(words) == 2
+        and n == 2
         and prev not in _DETERMINERS
         and all(w[1:].islower() and w.isalpha() for w in words)
-        and not (first in cues.common_words() and last in cues.common_words())
+        and not (first in common and last in common)
     ):
-        v[PERSON] += 0.5
-    return dict(v)
+        v[PERSON] = 0.5
+    return v
 
 
 # A short acronym is as often a common noun (SMS, TV, RRF) as a name: the typer leaves it alone.
@@ -404,9 +440,16 @@ def lower_systems(lines: Sequence[tuple[int, str]], out: list[Raw]) -> None:
     found = _lower_forms().intersection(text.split())
     if not found:
         return
-    starts = list(accumulate((len(line) + 1 for _, line in lines[:-1]), initial=0))
-    for m in _lower_words_rx(tuple(sorted({known[w] for w in found}))).finditer(text):
-        add(out, m.group(), lines[bisect_right(starts, m.start()) - 1][0], "name", SYSTEM, 3.0)
+    words = tuple(sorted({known[w] for w in found}))
+    rx = _lower_words_rx(words)
+    # line by line, those that hold one of the words: the pattern looks at most one character
+    # around a match, and a line's end reads as the text's "\n" does
+    for n, line in lines:
+        for w in words:
+            if w in line:
+                for m in rx.finditer(line):
+                    add(out, m.group(), n, "name", SYSTEM, 3.0)
+                break
 
 
 @cache

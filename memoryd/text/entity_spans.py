@@ -42,6 +42,8 @@ def _fold(ch: str) -> str:
 @lru_cache(maxsize=65536)
 def canonical_key(name: str) -> str:
     """'Mélanie's' -> 'melanie'; '#Billing' -> '#billing'; '@caro' -> 'caro'."""
+    if name.isascii() and name.replace(" ", "").isalnum():  # what the rest leaves as it is
+        return " ".join(name.lower().split())  # but for case and spaces: two names in three
     s = unicodedata.normalize("NFKC", name).strip(_STRIP).lstrip("@")
     s = POSSESSIVE.sub("", s).strip(_STRIP)
     s = "".join(_fold(c) for c in s) if not s.isascii() else s
@@ -51,6 +53,8 @@ def canonical_key(name: str) -> str:
 @lru_cache(maxsize=65536)
 def display_name(surface: str) -> str:
     """The surface without possessive and surrounding punctuation: "Melanie's" -> "Melanie"."""
+    if surface.isascii() and surface.replace(" ", "").isalnum():
+        return " ".join(surface.split())
     s = unicodedata.normalize("NFKC", surface).strip(_STRIP).lstrip("@")
     return " ".join(POSSESSIVE.sub("", s).strip(_STRIP).split())
 
@@ -63,7 +67,9 @@ WIKI = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
 _URL = re.compile(r"\b(?:https?|ftp|wss?)://([^\s/?#<>()\[\]\"'`]+)[^\s<>()\[\]\"'`]*(?<![.,;:!?])")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@(?:[\w-]+\.)+[A-Za-z]{2,}\b")
 _AT = re.compile(r"(?<![\w@.])@([A-Za-z][\w.-]*[A-Za-z0-9_])")
-_TAG = re.compile(r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")
+# A pattern that opens with what it looks behind at is tried at every position; these open with
+# the character or the set the match starts with (which re scans for), then look behind past it.
+_TAG = re.compile(r"#(?<!\S.)([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")  # after a space
 _HOST = re.compile(r"(?<![\w@/.-])([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9-]+)+)(?![\w-]|\.\w)")
 _SNAKE = re.compile(r"(?<![\w-])[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_?(?:\(\))?(?![\w-])")
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\)")
@@ -72,7 +78,7 @@ _KEBAB = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])")
 _MIXED = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*(?![\w-])")
 _CODE_WORD = re.compile(r"^[A-Za-z_][\w.-]*[A-Za-z0-9_]$")
 _DOTTED_NAME = re.compile(
-    r"(?<![\w.])[A-Z][A-Za-z0-9]*\.(?:js|JS|ts|NET|io|IO|ai|py|rb|rs|jl)(?!\w|\.\w)"
+    r"[A-Z](?<![\w.].)[A-Za-z0-9]*\.(?:js|JS|ts|NET|io|IO|ai|py|rb|rs|jl)(?!\w|\.\w)"
 )
 _QUOTED = re.compile(r"[\"“]([A-Z][^\"”\n]{2,80})[\"”]")
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -108,10 +114,16 @@ _GATES = (  # (a literal every match holds, the gate, its bit): a match implies 
     (".", re.compile(r"\.(?<=[a-z0-9]\.)[a-z0-9-].*"), DOT_B),  # host.name
     ("_", re.compile(r"_[A-Za-z0-9].*"), SNAKE_B),
     ("()", re.compile(r"\(\).*"), CALL_B),
-    ("", re.compile(r"[A-Z](?<=[a-z][A-Z]).*"), CAMEL_B),
     ("-", re.compile(r"-(?<=[a-z0-9]-)[a-z0-9].*"), HYPHEN_B),  # kebab-case
-    ("", re.compile(r"[0-9](?<=[A-Za-z-][0-9]).*"), DIGIT_B),  # the first digit of SEV2, build-7
 )
+# Two gates are a pair of adjacent characters of two ASCII classes, which a pattern can only
+# find by trying every capital or digit: they are found as two bytes in the text mapped one byte
+# a character (bytes.translate: each letter and digit to its class; "-" and the rest stay).
+# CAMEL_B: a lower-case letter then an upper-case one; DIGIT_B: a letter or "-" then a digit
+# (the first digit of SEV2, build-7).
+_LOWER, _UPPER = b"abcdefghijklmnopqrstuvwxyz", b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_CLASSES = bytes.maketrans(_LOWER + _UPPER + b"0123456789", b"a" * 26 + b"A" * 26 + b"0" * 10)
+_PAIR_GATES = ((b"aA", CAMEL_B), (b"a0", DIGIT_B), (b"A0", DIGIT_B), (b"-0", DIGIT_B))
 _CJK_LINE = re.compile(f"[{_CJK}].*")
 _IDENTS = (
     (_HOST, "host", DOT_B),
@@ -124,12 +136,27 @@ _IDENTS = (
 def line_shapes(text: str, starts: list[int]) -> list[int]:
     """The shape bits of each line of `text`, whose lines start at the offsets `starts`."""
     masks = [0] * len(starts)
-    gates = _GATES if text.isascii() else (*_GATES, ("", _CJK_LINE, CJK_B))
+    ascii_ = text.isascii()
+    gates = _GATES if ascii_ else (*_GATES, ("", _CJK_LINE, CJK_B))
     for literal, rx, bit in gates:
         if literal not in text:
             continue
         for m in rx.finditer(text):
             masks[bisect_right(starts, m.start()) - 1] |= bit
+    # one byte a character: "?" stands for every character outside ASCII
+    classes = (text.encode("ascii") if ascii_ else text.encode("ascii", "replace")).translate(
+        _CLASSES
+    )
+    last = len(starts) - 1
+    for pair, bit in _PAIR_GATES:
+        find = classes.find
+        at = find(pair)
+        while at >= 0:  # the first of a line; then the next line's
+            i = bisect_right(starts, at) - 1
+            masks[i] |= bit
+            if i == last:
+                break
+            at = find(pair, starts[i + 1])
     return masks
 
 
