@@ -150,3 +150,43 @@ def test_lower_systems_line_by_line(texts: list[str]) -> None:
             n = lines[bisect_right(starts, m.start()) - 1][0]
             spans.add(want, m.group(), n, "name", "system", 3.0)
     assert got == want
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(
+        alphabet=st.one_of(
+            st.sampled_from(list("AaZzÉéǅ'’-_ \n\n.:#|1MayaTheNew")),
+            st.characters(exclude_categories=["Cs"]),
+        ),
+        max_size=160,
+    )
+)
+def test_line_caps_of_the_whole_text_are_each_lines_namewords(text: str) -> None:
+    """names() finds the capitalised words of every line in one scan of the joined text: the
+    words _namewords finds line by line, at the same offsets."""
+    from memoryd.text import entity_names as names
+
+    want = [(i, c) for i, line in enumerate(text.split("\n")) if (c := names._namewords(line))]
+    assert names._line_caps(text) == want
+
+
+def test_a_mention_made_without_init_is_a_mention() -> None:
+    """_resolve makes its mentions without the frozen dataclass's __init__: equal, hashed,
+    printed and pickled as Mention(...) is, and still frozen."""
+    import dataclasses
+    import pickle
+
+    import pytest
+
+    from memoryd.text.entities import Mention, _mention
+
+    args = ("caroline baker", "Caroline Baker", "person", 3, "Caroline's", "name")
+    fast, plain = _mention(*args), Mention(*args)
+    assert fast == plain and hash(fast) == hash(plain) and repr(fast) == repr(plain)
+    assert type(fast) is Mention and vars(fast) == vars(plain)
+    assert list(vars(fast)) == list(vars(plain))
+    assert pickle.loads(pickle.dumps(fast)) == plain
+    assert dataclasses.astuple(fast) == args
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.line = 4  # type: ignore[misc]

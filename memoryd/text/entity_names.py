@@ -32,7 +32,6 @@ _CAPWORD = re.compile(
 )
 _WORD_RX = r"[^\W\d_][\w]*(?:['’\-][^\W_]+)*['’]?"
 _WORD = re.compile(_WORD_RX)
-_LETTER = re.compile(r"[^\W\d_]").search  # a word starts at every letter no word has taken
 _LETTER_AT = re.compile(r"[^\W\d_]").match
 _PAIRS = re.compile(rf"({_WORD_RX})([\W\d_]*)").findall  # the words, each with the gap after
 # What follows a run: the gap to the next word (everything but letters), and up to three words
@@ -109,8 +108,40 @@ def _namewords(line: str) -> list[tuple[int, int, str]]:
     return caps
 
 
-def _runs(line: str, n: int) -> list[_Run]:
-    caps = _namewords(line)
+def _line_caps(text: str) -> list[tuple[int, list[tuple[int, int, str]]]]:
+    """_namewords of every line of `text` ("\n"-separated) that has some, as (line index,
+    words): one scan of the whole text (a word never spans a line end, and a line's first
+    character looks behind at "\n" as at nothing), the offsets made the line's."""
+    out: list[tuple[int, list[tuple[int, int, str]]]] = []
+    known = _NAMEWORDS
+    count, rfind = text.count, text.rfind
+    i = line_start = seen = 0
+    current: list[tuple[int, int, str]] | None = None
+    for m in _CAPWORD.finditer(text):
+        w = m.group()
+        ok = known.get(w)
+        if ok is None:
+            if len(known) >= 65536:
+                known.clear()
+            ok = known[w] = _nameword(w)
+        if not ok:
+            continue
+        s = m.start()
+        k = count("\n", seen, s)
+        seen = s
+        if k or current is None:
+            i += k
+            line_start = rfind("\n", 0, s) + 1
+            current = []
+            out.append((i, current))
+        current.append((s - line_start, m.end() - line_start, w))
+    return out
+
+
+def _runs(line: str, n: int, caps: list[tuple[int, int, str]] | None = None) -> list[_Run]:
+    """The runs of capitalised words of a line; `caps` its _namewords when known."""
+    if caps is None:
+        caps = _namewords(line)
     if not caps:
         return []
     heading = "#" in line[:4] and atx_heading(line) is not None
@@ -119,7 +150,7 @@ def _runs(line: str, n: int) -> list[_Run]:
     field_type = cues.LINE_FIELDS.get(field.group(1).lower()) if field else None
     runs: list[_Run] = []
     honorifics, connectors, initial_gap = cues.HONORIFICS, cues.CONNECTORS, _INITIAL_GAP
-    pairs, letter, letter_at = _PAIRS, _LETTER, _LETTER_AT
+    pairs, letter_at = _PAIRS, _LETTER_AT
     i, ncaps = 0, len(caps)
     while i < ncaps:
         j = i + 1
@@ -145,7 +176,7 @@ def _runs(line: str, n: int) -> list[_Run]:
         # (one starting where the window does) is not one of them. (word, gap after it) pairs:
         # the last gap runs to the run, as no letter stands there.
         lo = s - 32 if s > 32 else 0
-        before = pairs(line, lo, s) if s and letter(line, 0, s) else []
+        before = pairs(line, lo, s) if s else []  # none when no letter stands before
         if before and lo and letter_at(line, lo):
             del before[0]
         if len(before) < 2 and lo:
@@ -186,11 +217,10 @@ def _runs(line: str, n: int) -> list[_Run]:
                 all_initial,
                 field_type,
                 window,
+                line[end : caps[j][0]] if j < ncaps else "",
             )
         )
         i = j
-        if i < ncaps:
-            runs[-1].tail = line[end : caps[i][0]]
     return runs
 
 
@@ -201,13 +231,13 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
         while words and words[0].lower() in cues.CONNECTORS:
             words.pop(0)
         return words
-    common = cues.common_words()
+    names, _worded, systems, places, common = _lists()
     lowered = " ".join(words).lower()
-    if lowered in cues.systems()[0] or lowered in cues.places():
+    if lowered in systems or lowered in places:
         return words  # "Kafka can replace cron", "Lisbon was warm": a known name opens it
     if (
         len(words) <= 3
-        and _word_key(words[0]) in cues.first_names()[0]
+        and _word_key(words[0]) in names
         and (len(words) == 1 or all(w[1:].islower() and w.isalpha() for w in words))
     ):
         return words  # "# Caroline Baker", "Caroline left early.": a first name opens it
@@ -432,10 +462,11 @@ _COORDINATED = re.compile(
 )
 
 
-def lower_systems(lines: Sequence[tuple[int, str]], out: list[Raw]) -> None:
+def lower_systems(lines: Sequence[tuple[int, str]], out: list[Raw], text: str = "") -> None:
     """Well-known systems written in lower case ("mysql", "jquery"; not an English word): one
-    look at the whole text's words as bytes, then one pattern for those it holds."""
-    text = "\n".join(line for _, line in lines)
+    look at the whole text's words as bytes, then one pattern for those it holds. `text`: the
+    lines joined by "\n", when the caller has it."""
+    text = text or "\n".join(line for _, line in lines)
     known = _lower_known()
     found = _lower_forms().intersection(text.split())
     if not found:
@@ -482,9 +513,10 @@ def names(
 ) -> list[tuple[str, str]]:
     """Add the names in `lines` to `out`; return the pairs of keys written as coordinated
     names. A name a code span writes as a word (`systemctl stop patroni`) votes system."""
-    lower_systems(lines, out)
+    text = "\n".join(line for _, line in lines)
+    lower_systems(lines, out, text)
     named = frozenset(known)  # what front matter and wikilinks name: the typer drops none of it
-    runs = [r for n, line in lines if not line.islower() for r in _runs(line, n)]
+    runs = [r for i, caps in _line_caps(text) for r in _runs(lines[i][1], lines[i][0], caps)]
     seen: set[str] = set()
     speakers: set[str] = set()
     for r in runs:

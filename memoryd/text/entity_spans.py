@@ -202,8 +202,13 @@ def _kebab_ok(word: str) -> bool:
         any(ch.isdigit() for ch in word)
         or len(parts) > 2
         or parts[-1] in _INFRA
-        or any(len(p) >= 4 and p not in cues.common_words() for p in parts)
+        or _uncommon_part(parts)
     )
+
+
+def _uncommon_part(parts: list[str]) -> bool:
+    common = cues.common_words()  # once, not once a part
+    return any(len(p) >= 4 and p not in common for p in parts)
 
 
 def _host_ok(host: str) -> bool:
@@ -222,6 +227,9 @@ def _shaped(key: str, source: str) -> str:
     return SYSTEM if source == "code" and key in cues.systems()[0] else IDENTIFIER
 
 
+_COMMAND = re.compile(r"[a-z][a-z0-9_-]{2,}").fullmatch  # a code span's first word
+
+
 def code_span(text: str, n: int, out: list[Raw]) -> None:
     """Identifiers inside `inline code`: every identifier-shaped word, or the span itself when
     it is one word."""
@@ -231,7 +239,7 @@ def code_span(text: str, n: int, out: list[Raw]) -> None:
         return
     seen: set[str] = set()
     first = t.split(" ", 1)[0]
-    if re.fullmatch(r"[a-z][a-z0-9_-]{2,}", first) and first not in cues.common_words():
+    if _COMMAND(first) and first not in cues.common_words():
         seen.add(first)
         add(out, first, n, "code", IDENTIFIER, 3.0, key=first)
     for m in _HOST.finditer(t):
