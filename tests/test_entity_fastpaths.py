@@ -190,3 +190,31 @@ def test_a_mention_made_without_init_is_a_mention() -> None:
     assert dataclasses.astuple(fast) == args
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.line = 4  # type: ignore[misc]
+
+
+_IDENT_LINE = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(list("aAzZ09-_.@/ ()xX1bQéÉ٣")),
+        st.characters(exclude_categories=["Cs"], exclude_characters="\n"),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_IDENT_LINE)
+def test_identifier_patterns_match_nothing_before_their_first_run(line: str) -> None:
+    """explicit() starts the host, snake_case, camelCase, kebab-case and SEV2 patterns at the
+    run that holds their gate's first match: every match they find from the line's start."""
+    for rx, start in (
+        (spans._HOST, spans._HOST_FROM),
+        (spans._SNAKE, spans._SNAKE_FROM),
+        (spans._CAMEL, spans._CAMEL_FROM),
+        (spans._KEBAB, spans._KEBAB_FROM),
+        (spans._MIXED, spans._MIXED_FROM),
+    ):
+        for text in (line, "x " + line, line + " a-b_c.io", "Q" + line + "d1"):
+            at = spans._first_run(text, start)
+            want = [(m.span(), m.groups()) for m in rx.finditer(text)]
+            got = [(m.span(), m.groups()) for m in rx.finditer(text, at)] if at >= 0 else []
+            assert got == want, (rx.pattern, text)

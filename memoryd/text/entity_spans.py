@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -125,12 +126,37 @@ _LOWER, _UPPER = b"abcdefghijklmnopqrstuvwxyz", b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _CLASSES = bytes.maketrans(_LOWER + _UPPER + b"0123456789", b"a" * 26 + b"A" * 26 + b"0" * 10)
 _PAIR_GATES = ((b"aA", CAMEL_B), (b"a0", DIGIT_B), (b"A0", DIGIT_B), (b"-0", DIGIT_B))
 _CJK_LINE = re.compile(f"[{_CJK}].*")
+# Where a pattern can first match in a line: each of its matches holds two characters its gate
+# finds (a dot between host labels, "_x", "aB", a hyphen between kebab words, a digit after a
+# letter or "-") and starts where a run of the characters it may follow ends, so none starts
+# before the run that holds the line's first gate match (_first_run). (gate, the run's
+# characters but letters and digits); a pattern that opens with what it looks behind at tries
+# every position, so this saves the positions before.
+_HOST_FROM = (re.compile(r"\.(?<=[a-z0-9]\.)[a-z0-9-]").search, "_@/.-")
+_SNAKE_FROM = (re.compile(r"_[A-Za-z0-9]").search, "_-")
+_CAMEL_FROM = (re.compile(r"[A-Z](?<=[a-z][A-Z])").search, "_-")
+_KEBAB_FROM = (re.compile(r"-(?<=[a-z0-9]-)[a-z0-9]").search, "_-")
+_MIXED_FROM = (re.compile(r"[0-9](?<=[A-Za-z-][0-9])").search, "_-")
 _IDENTS = (
-    (_HOST, "host", DOT_B),
-    (_SNAKE, "code", SNAKE_B),
-    (_CALL, "code", CALL_B),
-    (_CAMEL, "code", CAMEL_B),
+    (_HOST, "host", DOT_B, _HOST_FROM),
+    (_SNAKE, "code", SNAKE_B, _SNAKE_FROM),
+    (_CALL, "code", CALL_B, None),
+    (_CAMEL, "code", CAMEL_B, _CAMEL_FROM),
 )
+
+
+def _first_run(line: str, start: tuple[Callable[[str], re.Match[str] | None], str] | None) -> int:
+    """Where the run of characters that holds the first match of the gate `start` begins
+    (letters, digits and the given ones); -1 without a match; 0 without a gate."""
+    if start is None:
+        return 0
+    m = start[0](line)
+    if m is None:
+        return -1
+    p, chars = m.start(), start[1]
+    while p and (line[p - 1].isalnum() or line[p - 1] in chars):
+        p -= 1
+    return p
 
 
 def line_shapes(text: str, starts: list[int]) -> list[int]:
@@ -315,10 +341,10 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
         for m in _DOTTED_NAME.finditer(line):
             add(out, m.group(), n, "name", SYSTEM, 3.0)
             line = blank(line, m.start(), m.end())
-    for rx, source, bit in _IDENTS:
-        if not has & bit:
+    for rx, source, bit, start in _IDENTS:
+        if not has & bit or (at := _first_run(line, start)) < 0:
             continue
-        for m in rx.finditer(line):
+        for m in rx.finditer(line, at):
             w = m.group(1) if rx is not _SNAKE and rx is not _CAMEL else m.group(0)
             if rx is _HOST:
                 if not _host_ok(w):
@@ -328,11 +354,13 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
             k = canonical_key(w)
             add(out, w, n, source, _shaped(k, source), 3.0, key=k)
             line = blank(line, m.start(), m.end())
-    for m in _KEBAB.finditer(line) if has & HYPHEN_B else ():
+    at = _first_run(line, _KEBAB_FROM) if has & HYPHEN_B else -1
+    for m in _KEBAB.finditer(line, at) if at >= 0 else ():
         if _kebab_ok(m.group(0)):
             add(out, m.group(0), n, "code", IDENTIFIER, 3.0, key=m.group(0))
             line = blank(line, m.start(), m.end())
-    for m in _MIXED.finditer(line) if has & DIGIT_B else ():
+    at = _first_run(line, _MIXED_FROM) if has & DIGIT_B else -1
+    for m in _MIXED.finditer(line, at) if at >= 0 else ():
         w = m.group(0)
         if len(w) >= 4 and any(c.isalpha() for c in w) and not cues.VERSION.match(w):
             k = canonical_key(w)
