@@ -256,6 +256,15 @@ def _shaped(key: str, source: str) -> str:
 _COMMAND = re.compile(r"[a-z][a-z0-9_-]{2,}").fullmatch  # a code span's first word
 
 
+_SPAN_IDENTS = (  # a code span's identifiers, and where each pattern can first match
+    (_SNAKE, _SNAKE_FROM),
+    (_CALL, None),  # a call holds "()"
+    (_CAMEL, _CAMEL_FROM),
+    (_MIXED, _MIXED_FROM),
+    (_KEBAB, _KEBAB_FROM),
+)
+
+
 def code_span(text: str, n: int, out: list[Raw]) -> None:
     """Identifiers inside `inline code`: every identifier-shaped word, or the span itself when
     it is one word."""
@@ -268,13 +277,15 @@ def code_span(text: str, n: int, out: list[Raw]) -> None:
     if _COMMAND(first) and first not in cues.common_words():
         seen.add(first)
         add(out, first, n, "code", IDENTIFIER, 3.0, key=first)
-    for m in _HOST.finditer(t):
+    at = _first_run(t, _HOST_FROM)
+    for m in _HOST.finditer(t, at) if at >= 0 else ():
         if _host_ok(m.group(1)):
             seen.add(m.group(1))
             add(out, m.group(1), n, "host", IDENTIFIER, 3.0, key=m.group(1))
             t = blank(t, m.start(), m.end())
-    for rx in (_SNAKE, _CALL, _CAMEL, _MIXED, _KEBAB):
-        for m in rx.finditer(t):
+    for rx, start in _SPAN_IDENTS:
+        at = _first_run(t, start) if start is not None else 0 if "()" in t else -1
+        for m in rx.finditer(t, at) if at >= 0 else ():
             w = _identifier(m.group(1) if rx is _CALL else m.group(0))
             if len(w) >= 3 and w not in seen:
                 seen.add(w)
