@@ -371,12 +371,10 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
             v[PERSON] = get(PERSON, 0.0) + 1
         if prev in _PERSON_BEFORE:
             v[PERSON] = get(PERSON, 0.0) + 1
-        if prev in _ROLES and n > 1:
-            v[PERSON] = get(PERSON, 0.0) + 1.5  # "CEO Ana Souza", "guitarist John Petrucci"
-        elif after_gap == ", " and _role_after(run.window):
-            v[PERSON] = (
-                get(PERSON, 0.0) + 1.5
-            )  # "Ana Souza, CEO of Nimbus", "Ana Souza, the founder"
+        if (prev in _ROLES and n > 1) or (after_gap == ", " and _role_after(run.window)):
+            # "CEO Ana Souza", "guitarist John Petrucci"; "Ana Souza, CEO of Nimbus", "Ana
+            # Souza, the founder"
+            v[PERSON] = get(PERSON, 0.0) + 1.5
     if prev2 in _PERSON_BEFORE_2:
         v[PERSON] = get(PERSON, 0.0) + 2
     if prev2 in _SYSTEM_BEFORE_2:
