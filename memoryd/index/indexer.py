@@ -478,7 +478,7 @@ class Indexer:
         tags = obsidian.expand_tags([*fm.tags, *obsidian.inline_tags(body, masked)])
         if fm.aliases and chunks:  # aliases are other names of the note: make them searchable
             c = chunks[0]
-            content = f"aliases: {', '.join(fm.aliases)}\n\n{c.content}"
+            content = markdown.with_aliases(c.content, fm.aliases)
             chunks[0] = markdown.Chunk(
                 c.seq,
                 content,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -538,6 +538,25 @@ def _overlap(
         tail.insert(0, (number, line))
         size += cost
     return ([tail], size) if tail else ([], 0)
+
+
+ALIASES_LINE = "aliases: "
+
+
+def with_aliases(content: str, aliases: Sequence[str]) -> str:
+    """A note's first chunk with its front-matter aliases above its text, so the note is found
+    by its other names; those two lines stand on no line of the file (aliases_lines)."""
+    return f"{ALIASES_LINE}{', '.join(aliases)}\n\n{content}"
+
+
+def aliases_lines(content: str, start_line: int) -> int:
+    """How many lines at the top of a chunk's content `with_aliases` wrote (0 or 2): a note's
+    chunk that starts below front matter (`start_line` > 1) and opens with them."""
+    if start_line > 1 and content.startswith(ALIASES_LINE):
+        head = content.split("\n", 2)
+        if len(head) == 3 and head[1] == "":
+            return 2
+    return 0
 
 
 def parse_document(
