@@ -397,22 +397,19 @@ class Indexer:
             return None
         if current is None and by_sha.get(sha):
             old = by_sha[sha].pop(0)
-            self.store.run_write(
-                lambda con: entries.move_document(con, old, state.path, state.mtime)
-            )
+            # chunks and vectors stay; the mentions are read again, as the file name is a form
+            # of the note's title (`[[new-name]]` names it, `[[old-name]]` in no new note does)
+            moved = self._parse(state.path, self._text(state, data))
+
+            def move(con: Any) -> None:
+                entries.move_document(con, old, state.path, state.mtime)
+                store_entities.reindex_document(con, state.path, moved.mentions)
+
+            self.store.run_write(move)
             report.moved += 1
             log.info("moved", path=state.path, old_path=old)
             return old
-        text, encoding, lossy = markdown.decode(data)
-        if lossy:
-            log.warning(
-                "invalid text, indexed with replacement characters",
-                path=state.path,
-                encoding=encoding,
-            )
-        if self.preprocess is not None:
-            text = self.preprocess(state.path, text)
-        note = self._parse(state.path, text)
+        note = self._parse(state.path, self._text(state, data))
         doc = DocumentInfo(state.path, sha, state.size, state.mtime, note.fm.raw)
         new_chunks = [
             NewChunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
@@ -451,6 +448,18 @@ class Indexer:
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return None
+
+    def _text(self, state: FileState, data: bytes) -> str:
+        """The file's text as indexed: decoded (a warning when bytes were replaced) and through
+        the preprocess hook."""
+        text, encoding, lossy = markdown.decode(data)
+        if lossy:
+            log.warning(
+                "invalid text, indexed with replacement characters",
+                path=state.path,
+                encoding=encoding,
+            )
+        return text if self.preprocess is None else self.preprocess(state.path, text)
 
     def _parse(self, path: str, text: str) -> Note:
         """Front matter, chunks, tags (front matter and inline) and links of one note."""

@@ -370,6 +370,17 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
     return n
 
 
+def reindex_document(con: Connection, path: str, mentions: Sequence[Mention]) -> int:
+    """The note at `path` keeps its chunks but its mentions are read again (it was moved: its
+    new file name is a form of its title, the old one no longer)."""
+    for (entry_id,) in con.execute(
+        "SELECT e.id FROM entries e JOIN documents d ON d.id = e.document_id WHERE d.path = ?",
+        (path,),
+    ).fetchall():
+        forget(con, int(entry_id))
+    return index_document(con, path, mentions)
+
+
 def backfill_memories(con: Connection, table: str = "entries") -> int:
     """Extract the mentions of every memory that has none (a migration to the entity schema;
     PostgreSQL's reads its table `all_entries`, as no workspace is set while it migrates)."""
