@@ -121,6 +121,18 @@ def test_delete_move_and_expiry_keep_mentions_exact(app: Any) -> None:
     consistent(app)
 
 
+def test_a_daily_notes_mentions_are_dated_by_its_file_name(app: Any) -> None:
+    """A daily note (`2026-03-03.md`, no front-matter date) was written that day: its mentions,
+    and so the entity's first and last seen, carry that date, not the file's mtime."""
+    write_synced(app, "journal/2026-03-03.md", "# 2026-03-03\n\nMelanie called about Lisbon.\n")
+    write_synced(app, "journal/2026-03-09.md", "# 2026-03-09\n\nMelanie again.\n")
+    page = entity_search.page(app.store, "Melanie")
+    assert (page["first_seen"], page["last_seen"]) == (
+        "2026-03-03T00:00:00Z",
+        "2026-03-09T00:00:00Z",
+    )
+
+
 def test_a_moved_note_is_named_by_its_new_file_name(app: Any) -> None:
     """A note's file name is a form of its title: after a move `[[new-name]]` names the person
     and the old file name is no longer one of her forms, as if the note had been indexed there

@@ -403,6 +403,7 @@ class Indexer:
 
             def move(con: Any) -> None:
                 entries.move_document(con, old, state.path, state.mtime)
+                _set_dates(con, state.path, moved.fm)
                 store_entities.reindex_document(con, state.path, moved.mentions)
 
             self.store.run_write(move)
@@ -431,9 +432,7 @@ class Indexer:
             )
             notetext.refresh(con, state.path)  # the whole note's keyword row (issue 19.2)
             links.replace_links(con, state.path, note.links)
-            if fm.created_at is not None or fm.updated_at is not None:
-                updated = fm.updated_at if fm.updated_at is not None else fm.created_at
-                links.set_dates(con, state.path, fm.created_at, updated)
+            _set_dates(con, state.path, fm)
             # after the dates: each mention carries its chunk's
             store_entities.index_document(con, state.path, note.mentions)
             return count
@@ -542,3 +541,13 @@ def _brief(r: Report) -> dict[str, Any]:
     return {k: v for k, v in r.as_dict().items() if v and k != "errors"} | (
         {"errors": len(r.errors)} if r.errors else {}
     )
+
+
+def _set_dates(con: Any, path: str, fm: markdown.FrontMatter) -> None:
+    """A note's own dates in place of its file's mtime: its front matter's `date`/`created` and
+    `updated`, else the date its file name is (a daily note, `2026-03-03.md`)."""
+    if fm.created_at is not None or fm.updated_at is not None:
+        updated = fm.updated_at if fm.updated_at is not None else fm.created_at
+        links.set_dates(con, path, fm.created_at, updated)
+    elif (named := markdown.date_of_name(path)) is not None:
+        links.set_dates(con, path, named, None)

@@ -540,6 +540,21 @@ def _overlap(
     return ([tail], size) if tail else ([], 0)
 
 
+_DATE_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.(?:md|markdown|txt)", re.IGNORECASE)
+
+
+def date_of_name(path: str) -> float | None:
+    """The date a note's file name is (a daily note: `journal/2026-03-03.md`), as a timestamp at
+    midnight UTC, as a front-matter `date: 2026-03-03` gives; None for any other name."""
+    m = _DATE_NAME.fullmatch(path.rsplit("/", 1)[-1])
+    if m is None:
+        return None
+    try:
+        return datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=UTC).timestamp()
+    except ValueError:  # 2026-02-30
+        return None
+
+
 ALIASES_LINE = "aliases: "
 
 
