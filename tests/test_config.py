@@ -124,6 +124,30 @@ def test_validation_names_the_key(data: dict, message: str) -> None:
     assert "\n" not in exc.value.message
 
 
+def test_every_bad_key_and_value_is_named_at_once() -> None:
+    """A configuration with several mistakes names each of them in one line, so a person fixes
+    them in one go instead of one per start."""
+    data = {
+        "bogus": 1,
+        "workspace": 5,
+        "search": {"entity_weight": "x", "serach_limit": 3},
+        "indexer": {"chunk_max_tokens": 0},
+        "jobs": 7,
+    }
+    with pytest.raises(ConfigError) as exc:
+        Config.from_dict(data)
+    for part in (
+        "unknown key 'bogus'",
+        "workspace: expected a path",
+        "search.entity_weight: expected a number",
+        "unknown key 'search.serach_limit'",
+        "indexer.chunk_max_tokens: expected an integer",
+        "jobs: expected a table",
+    ):
+        assert part in exc.value.message
+    assert "\n" not in exc.value.message
+
+
 def test_toml_syntax_error_names_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[search\nrrf_k = 1\n")

@@ -30,7 +30,7 @@ def test_import_is_all_or_nothing_across_batches_and_names_the_files_line(
     path = tmp_path / "big.jsonl"
     path.write_text(_lines(items))
     done = d.ctl("import", str(path))
-    assert done.returncode == 1
+    assert done.returncode == 2  # an item the daemon refuses: bad input, as a usage error
     assert done.stderr.startswith(f"memoryctl: {path}: line 41: content")
     assert "nothing was imported" in done.stderr
     assert d.call("stats")["memories"] == 0  # the batches before the bad one were not stored
@@ -42,7 +42,7 @@ def test_import_is_all_or_nothing_across_batches_and_names_the_files_line(
         + _lines([{"content": "four"}, {"content": "five\x00"}])
     )
     done = d.ctl("import", str(path))
-    assert done.returncode == 1 and ": line 5: content" in done.stderr, done.stderr
+    assert done.returncode == 2 and ": line 5: content" in done.stderr, done.stderr
     assert d.call("stats")["memories"] == 0
 
     path.write_text(_lines(items[:40]))

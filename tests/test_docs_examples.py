@@ -71,6 +71,11 @@ def test_every_memoryctl_example_is_a_valid_command_line(
     (d.workspace / "journal").mkdir()
     (d.workspace / "journal" / "today.md").write_text("# Today\n")
     wait_for(lambda: d.ctl("search", "deploy", "-l").returncode == 0, timeout=30)
+    # `git log -1 --format=%B | memoryctl add -` needs a commit to read: an empty message is
+    # content the daemon refuses, which exits 2 like a usage error
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "Deploy the auth fix"], check=True)
     block = sh_blocks(ROOT / "docs" / "memoryctl.md")[-1]
     results = run_lines(d, block, tmp_path)
     bad = [(line, code, err) for line, code, err in results if code not in (0, 1)]

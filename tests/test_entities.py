@@ -90,6 +90,16 @@ def test_sentence_initial_common_words_are_not_entities() -> None:
         assert word not in kinds
 
 
+def test_a_sentence_initial_word_before_a_short_first_name_is_dropped() -> None:
+    """ "Later Ana Lima fixed it": a first name of three letters is no plain word, so the
+    sentence's first word goes and the name stays (it was "Later Ana Lima")."""
+    for text, key in (
+        ("Later Ana Lima fixed the webhook.\n", "ana lima"),
+        ("Yesterday Tom Okafor called.\n", "tom okafor"),
+    ):
+        assert set(found(extract(text))) == {key}
+
+
 def test_sentence_initial_name_kept_when_named_elsewhere_or_cued() -> None:
     kinds = found(extract("Caroline is late.\nI told Caroline twice.\n"))
     assert "caroline" in kinds

@@ -59,7 +59,11 @@ def test_memoryctl_entity_commands(d: Any) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith("Melanie (")
     assert "  Oskar Lindqvist" in done.stdout and "    Caroline Baker" in done.stdout
-    assert d.ctl("related", "Melanie", "--depth", "9").returncode == 1  # the daemon refuses
+    # an argument the daemon refuses is a usage error (2), not "nothing found" (1)
+    assert d.ctl("related", "Melanie", "--depth", "9").returncode == 2
+    assert d.ctl("entities", "--type", "bogus").returncode == 2
+    assert d.ctl("search", "Oskar", "--limit", "0").returncode == 2
+    assert d.ctl("entity", "Nobody Known").returncode == 1  # not found: 1
 
     done = d.ctl("search", "Oskar", "--entity", "Lisbon", "-l")
     assert (done.returncode, done.stdout) == (0, "trip.md\n")

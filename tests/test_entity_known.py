@@ -126,6 +126,21 @@ def test_a_first_name_written_before_the_full_name_was_indexed_is_the_person(app
     assert dict(rows(app, "SELECT id, mentions FROM entities")) == counts
 
 
+@pytest.mark.parametrize("full_first", [False, True])
+def test_a_first_name_read_as_a_system_is_the_person_too(app: Any, full_first: bool) -> None:
+    """ "José's plan" reads like a system's plan to the extractor; José is a first name and José
+    García the only person of that name, so it is him, whichever note was indexed first."""
+    person = ("people/jose.md", "# José García\n\nJosé García runs the platform team.\n")
+    if full_first:
+        write_synced(app, *person)
+    write_synced(app, "daily/d.md", "# Standup\n\nMet with Ana. José's plan: staging first.\n")
+    if not full_first:
+        write_synced(app, *person)
+    assert "jose garcia" in keys_in(app, "daily/d.md")
+    assert rows(app, "SELECT key FROM entities WHERE key = 'jose'") == []
+    assert rows(app, "SELECT type FROM entities WHERE key = 'jose garcia'") == [("person",)]
+
+
 def test_a_first_name_that_is_a_place_is_not_adopted(app: Any) -> None:
     write_synced(app, "trips/a.md", "# Trip\n\nWe moved to Paris in May. Paris was warm.\n")
     write_synced(app, "people/p.md", "# Paris Hilton\n\nParis Hilton said hello.\n")

@@ -308,3 +308,30 @@ def test_a_source_line_is_the_line_its_text_is_from(make_app: Any) -> None:
     assert (src["line"], src["text"]) == (8, "Later Oskar Lindqvist called.")
     (mem,) = call(a, "entity", name="#payments")["sources"]
     assert (mem["line"], mem["text"]) == (1, "Deploys go out on Fridays.")
+
+
+def test_a_source_line_in_a_note_with_aliases_is_the_files_line(make_app: Any) -> None:
+    """A note's first chunk carries its front-matter aliases above its text (so the note is found
+    by them): the lines of the file still count from the file, and a line of text is shown
+    before the note's heading or its aliases."""
+    a = make_app(model=None)
+    ws = Path(a.cfg.workspace)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "ana.md").write_text(
+        "---\naliases: [Nina]\ntags: [person]\n---\n# Ana Lima\n\n"
+        "Ana Lima runs the platform team.\nNina said the webhook retries must be idempotent.\n"
+    )
+    (ws / "billing.md").write_text(
+        "---\ntitle: Billing\naliases: [billing-svc]\n---\n# Billing\n\nIntro.\n\n"
+        "Later Ana Lima fixed the webhook.\n"
+    )
+    assert a.indexer.reconcile().errors == []
+    by_path = {s["path"]: s for s in call(a, "entity", name="Ana Lima")["sources"]}
+    assert (by_path["ana.md"]["line"], by_path["ana.md"]["text"]) == (
+        7,
+        "Ana Lima runs the platform team.",
+    )
+    assert (by_path["billing.md"]["line"], by_path["billing.md"]["text"]) == (
+        9,
+        "Later Ana Lima fixed the webhook.",
+    )

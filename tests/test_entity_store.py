@@ -121,6 +121,37 @@ def test_delete_move_and_expiry_keep_mentions_exact(app: Any) -> None:
     consistent(app)
 
 
+def test_a_daily_notes_mentions_are_dated_by_its_file_name(app: Any) -> None:
+    """A daily note (`2026-03-03.md`, no front-matter date) was written that day: its mentions,
+    and so the entity's first and last seen, carry that date, not the file's mtime."""
+    write_synced(app, "journal/2026-03-03.md", "# 2026-03-03\n\nMelanie called about Lisbon.\n")
+    write_synced(app, "journal/2026-03-09.md", "# 2026-03-09\n\nMelanie again.\n")
+    page = entity_search.page(app.store, "Melanie")
+    assert (page["first_seen"], page["last_seen"]) == (
+        "2026-03-03T00:00:00Z",
+        "2026-03-09T00:00:00Z",
+    )
+
+
+def test_a_moved_note_is_named_by_its_new_file_name(app: Any) -> None:
+    """A note's file name is a form of its title: after a move `[[new-name]]` names the person
+    and the old file name is no longer one of her forms, as if the note had been indexed there
+    (its chunks and vectors are kept)."""
+    write_synced(app, "people/caroline-baker.md", "# Caroline Baker\n\nCaroline runs billing.\n")
+    before = rows(app, "SELECT id FROM entries WHERE kind = 'chunk'")
+    (Path(app.cfg.workspace) / "people" / "caroline-baker.md").rename(
+        Path(app.cfg.workspace) / "people" / "cbaker.md"
+    )
+    assert app.indexer.reconcile().moved == 1
+    assert rows(app, "SELECT id FROM entries WHERE kind = 'chunk'") == before
+    forms = {str(r[0]) for r in rows(app, "SELECT surface FROM mentions")}
+    assert "cbaker" in forms and "caroline-baker" not in forms
+    write_synced(app, "daily.md", "# Standup\n\nLunch with [[cbaker]].\n")
+    assert entity(app, "cbaker") is None
+    assert entity(app, "caroline baker")[3] == 4
+    consistent(app)
+
+
 @pytest.mark.sqlite_only("migration m006 of the SQLite schema (PostgreSQL: v2, the same step)")
 def test_m006_gives_an_old_store_its_entities(
     make_app: Any, monkeypatch: pytest.MonkeyPatch

@@ -138,6 +138,9 @@ def test_dates_in_front_matter_drive_since_and_until(app: Any) -> None:
     assert created["Project Alpha.md"] == "2024-01-05T14:30:00Z"  # 'YYYY-MM-DD HH:MM'
     assert created["Café Ünïcode.md"] == "2024-02-10T00:00:00Z"  # a date only
     assert created["Projects/Sub/Deep Note.md"] == "2023-12-31T23:59:00Z"
+    assert (
+        created["Daily Notes/2024-01-05.md"] == "2024-01-05T00:00:00Z"
+    )  # its name, no front matter
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     for unparsed in ("Projects/Beta.md", "People/Ann.md"):  # 'not-a-date', '2024/03/04'
         assert created[unparsed].startswith(today), unparsed  # the file's own time instead

@@ -87,10 +87,11 @@ class Config:
         env: Mapping[str, str] | None = None,
     ) -> Config:
         env = os.environ if env is None else env
+        problems: list[str] = []  # every bad key and value at once, not one per start
         known = set(TOP_LEVEL) | set(SECTIONS)
         for key in data:
             if key not in known:
-                raise ConfigError(f"unknown key {key!r}{_suggest(key, known)}")
+                problems.append(f"unknown key {key!r}{_suggest(key, known)}")
         base = base_dir or Path.cwd()
         paths = {
             "workspace": default_workspace(env),
@@ -99,7 +100,21 @@ class Config:
         }
         for key in TOP_LEVEL:
             if key in data:
-                paths[key] = _path(data[key], key, base, env)
+                try:
+                    paths[key] = _path(data[key], key, base, env)
+                except ConfigError as exc:
+                    problems.append(exc.message)
+        sections: dict[str, Any] = {}
+        for name, klass in SECTIONS.items():
+            raw = data.get(name, {})
+            if not isinstance(raw, Mapping):
+                problems.append(f"{name}: expected a table ([{name}]), got {raw!r}")
+                continue
+            section = _section(name, klass, raw, problems)
+            if section is not None:
+                sections[name] = section
+        if problems:
+            raise ConfigError("; ".join(problems))
         if os.path.normpath(paths["data_dir"]) == os.path.normpath(paths["workspace"]):
             raise ConfigError(
                 "data_dir: must not be the workspace itself (the database, checkpoints and trash "
@@ -111,12 +126,6 @@ class Config:
                 f"socket: path {paths['socket']} is longer than {MAX_SOCKET_PATH} bytes "
                 "(Unix socket paths are limited); choose a shorter one"
             )
-        sections: dict[str, Any] = {}
-        for name, klass in SECTIONS.items():
-            raw = data.get(name, {})
-            if not isinstance(raw, Mapping):
-                raise ConfigError(f"{name}: expected a table ([{name}]), got {raw!r}")
-            sections[name] = _section(name, klass, raw)
         idx, srch = sections["indexer"], sections["search"]
         if idx.chunk_overlap_tokens >= idx.chunk_max_tokens:
             raise ConfigError(
@@ -174,13 +183,20 @@ def _expand_vars(value: str, env: Mapping[str, str]) -> str:
         return value
 
 
-def _section(name: str, klass: type, raw: Mapping[str, Any]) -> Any:
+def _section(name: str, klass: type, raw: Mapping[str, Any], problems: list[str]) -> Any:
+    """The section's dataclass, or None when a key or value is bad (each one added to
+    `problems`)."""
     flds = {f.name: f for f in fields(klass)}
+    values, bad = {}, len(problems)
     for key in raw:
         if key not in flds:
-            raise ConfigError(f"unknown key '{name}.{key}'{_suggest(key, list(flds))}")
-    values = {key: _check(f"{name}.{key}", raw[key], flds[key].metadata["spec"]) for key in raw}
-    return klass(**values)
+            problems.append(f"unknown key '{name}.{key}'{_suggest(key, list(flds))}")
+            continue
+        try:
+            values[key] = _check(f"{name}.{key}", raw[key], flds[key].metadata["spec"])
+        except ConfigError as exc:
+            problems.append(exc.message)
+    return klass(**values) if len(problems) == bad else None
 
 
 def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:

@@ -189,6 +189,6 @@ def run(cmd: Any, args: Any) -> int:
     except UsageError as exc:
         return fail(as_json, "usage", str(exc), EXIT_USAGE)
     except ClientError as exc:
-        return fail(as_json, "daemon", exc.message, EXIT_ERROR, exc.code, exc.data)
+        return fail(as_json, "daemon", exc.message, exc.exit_status, exc.code, exc.data)
     except Unreachable as exc:
         return fail(as_json, "unreachable", str(exc), EXIT_UNREACHABLE)

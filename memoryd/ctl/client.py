@@ -210,6 +210,12 @@ class ClientError(Exception):
         super().__init__(message)
         self.code, self.message, self.data = code, message, data
 
+    @property
+    def exit_status(self) -> int:
+        """2 when the daemon refused an argument (-32602: out of range, unknown, wrong form), a
+        usage error as one memoryctl catches itself; else 1."""
+        return 2 if self.code == -32602 else 1
+
 
 class Unreachable(Exception):
     """No daemon answered on the socket (or none we trust); the message says why and what to do."""

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from memoryd.ctl.client import Client
 
-EXIT_OK, EXIT_ERROR = 0, 1
+EXIT_OK = 0
 
 
 def split_list(value: str | None) -> list[str] | None:
@@ -278,7 +278,7 @@ def r_delete(c: Client, a: Namespace) -> int:
         try:
             res = c.call("delete", {"id": entry_id, **given({"dry_run": a.dry_run})})
         except ClientError as exc:
-            status = EXIT_ERROR
+            status = max(status, exc.exit_status)
             if a.json:
                 error = {"kind": "daemon", "code": exc.code, "message": exc.message}
                 results.append({"id": entry_id, "error": error})

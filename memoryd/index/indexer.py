@@ -397,22 +397,20 @@ class Indexer:
             return None
         if current is None and by_sha.get(sha):
             old = by_sha[sha].pop(0)
-            self.store.run_write(
-                lambda con: entries.move_document(con, old, state.path, state.mtime)
-            )
+            # chunks and vectors stay; the mentions are read again, as the file name is a form
+            # of the note's title (`[[new-name]]` names it, `[[old-name]]` in no new note does)
+            moved = self._parse(state.path, self._text(state, data))
+
+            def move(con: Any) -> None:
+                entries.move_document(con, old, state.path, state.mtime)
+                _set_dates(con, state.path, moved.fm)
+                store_entities.reindex_document(con, state.path, moved.mentions)
+
+            self.store.run_write(move)
             report.moved += 1
             log.info("moved", path=state.path, old_path=old)
             return old
-        text, encoding, lossy = markdown.decode(data)
-        if lossy:
-            log.warning(
-                "invalid text, indexed with replacement characters",
-                path=state.path,
-                encoding=encoding,
-            )
-        if self.preprocess is not None:
-            text = self.preprocess(state.path, text)
-        note = self._parse(state.path, text)
+        note = self._parse(state.path, self._text(state, data))
         doc = DocumentInfo(state.path, sha, state.size, state.mtime, note.fm.raw)
         new_chunks = [
             NewChunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
@@ -434,9 +432,7 @@ class Indexer:
             )
             notetext.refresh(con, state.path)  # the whole note's keyword row (issue 19.2)
             links.replace_links(con, state.path, note.links)
-            if fm.created_at is not None or fm.updated_at is not None:
-                updated = fm.updated_at if fm.updated_at is not None else fm.created_at
-                links.set_dates(con, state.path, fm.created_at, updated)
+            _set_dates(con, state.path, fm)
             # after the dates: each mention carries its chunk's
             store_entities.index_document(con, state.path, note.mentions)
             return count
@@ -451,6 +447,18 @@ class Indexer:
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return None
+
+    def _text(self, state: FileState, data: bytes) -> str:
+        """The file's text as indexed: decoded (a warning when bytes were replaced) and through
+        the preprocess hook."""
+        text, encoding, lossy = markdown.decode(data)
+        if lossy:
+            log.warning(
+                "invalid text, indexed with replacement characters",
+                path=state.path,
+                encoding=encoding,
+            )
+        return text if self.preprocess is None else self.preprocess(state.path, text)
 
     def _parse(self, path: str, text: str) -> Note:
         """Front matter, chunks, tags (front matter and inline) and links of one note."""
@@ -478,7 +486,7 @@ class Indexer:
         tags = obsidian.expand_tags([*fm.tags, *obsidian.inline_tags(body, masked)])
         if fm.aliases and chunks:  # aliases are other names of the note: make them searchable
             c = chunks[0]
-            content = f"aliases: {', '.join(fm.aliases)}\n\n{c.content}"
+            content = markdown.with_aliases(c.content, fm.aliases)
             chunks[0] = markdown.Chunk(
                 c.seq,
                 content,
@@ -533,3 +541,13 @@ def _brief(r: Report) -> dict[str, Any]:
     return {k: v for k, v in r.as_dict().items() if v and k != "errors"} | (
         {"errors": len(r.errors)} if r.errors else {}
     )
+
+
+def _set_dates(con: Any, path: str, fm: markdown.FrontMatter) -> None:
+    """A note's own dates in place of its file's mtime: its front matter's `date`/`created` and
+    `updated`, else the date its file name is (a daily note, `2026-03-03.md`)."""
+    if fm.created_at is not None or fm.updated_at is not None:
+        updated = fm.updated_at if fm.updated_at is not None else fm.created_at
+        links.set_dates(con, path, fm.created_at, updated)
+    elif (named := markdown.date_of_name(path)) is not None:
+        links.set_dates(con, path, named, None)

@@ -19,7 +19,7 @@ from memoryd.core.errors import InvalidInput, NotFound, describe
 from memoryd.core.timeutil import iso
 from memoryd.store import Store, entityread
 from memoryd.store.entityread import EntityRow
-from memoryd.text.markdown import estimate_tokens
+from memoryd.text.markdown import aliases_lines, estimate_tokens
 
 # the types memoryd.text.entities gives
 TYPES = ("person", "system", "place", "identifier", "tag", "other")
@@ -82,30 +82,49 @@ def _resolve(store: Store, name: str) -> list[EntityRow]:
     return rows
 
 
-def _line(content: str, start: int, line: int, surface: str, memory: bool) -> tuple[int, str]:
-    """The mentioning line as written, and its number: the entry's line `line` when it holds
-    the surface form, else the first line that does (the mention may stand in front matter,
-    above the chunk's text: `people: [Caroline]`, with "Caroline said" further down). A form no
-    line holds (a memory's tag; a front-matter value the text never writes) gives a memory's
-    first line, a note's front-matter line the form itself."""
+def _line(
+    content: str, start: int, pairs: Sequence[tuple[int, str]], memory: bool
+) -> tuple[int, str]:
+    """The mentioning line as written, and its number, for an entry's mentions `pairs` (line,
+    surface form): the first mention whose line holds its form, a line of text before a heading;
+    else the first line of the text that holds one of the forms (the mention may stand in front
+    matter, above the chunk's text: `people: [Caroline]`, with "Caroline said" further down),
+    then the aliases line the indexer put above a note's first chunk, which stands on no line of
+    the file (the front-matter line is given). A form no line holds (a memory's tag; a
+    front-matter value the text never writes) gives a memory's first line, a note's front-matter
+    line the form itself."""
     lines = content.split("\n")
-    at = line - start
-    if 0 <= at < len(lines) and surface.lower() in lines[at].lower():
-        return line, lines[at].strip()[:300]
-    low = surface.lower().lstrip("#@")
-    for i, ln in enumerate(lines):
-        if low in ln.lower():
-            return start + i, ln.strip()[:300]
+    pad = 0 if memory else aliases_lines(content, start)
+    ordered = sorted(pairs)
+    heading: tuple[int, str] | None = None
+    for line, surface in ordered:
+        at = line - start + pad
+        if pad <= at < len(lines) and surface.lower() in lines[at].lower():
+            text = lines[at].strip()[:300]
+            if not text.startswith("#"):
+                return line, text
+            heading = heading or (line, text)
+    if heading is not None:
+        return heading
+    forms = {s.lower().lstrip("#@") for _, s in ordered} - {""}
+    body = range(pad, len(lines))
+    held = [i for i in body if any(f in lines[i].lower() for f in forms)]
+    for i in sorted(held, key=lambda i: lines[i].lstrip().startswith("#")):
+        return start + i - pad, lines[i].strip()[:300]
+    first_line, first_form = ordered[0] if ordered else (start, "")
+    for i in range(pad):
+        if any(f in lines[i].lower() for f in forms):
+            return first_line, lines[i].strip()[:300]
     if memory:
         first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
         if first is not None:
             return start + first, lines[first].strip()[:300]
-    return line, surface
+    return first_line, first_form
 
 
 def _ranked(newest: list[tuple[Any, ...]]) -> tuple[list[dict[str, Any]], list[str]]:
     """The mentions read (entityread.newest) as sources: one per note (its chunks' mentions
-    summed; the first line and least surface form of its most mentioning chunk) and per memory,
+    summed; the mentions of its most mentioning chunk) and per memory,
     those that mention it most first, then the newest; and the surface forms, most written
     first. Lists, not dicts, until the end: a common name has a thousand mentions to group."""
     forms = Counter(r[5] for r in newest)
@@ -113,28 +132,26 @@ def _ranked(newest: list[tuple[Any, ...]]) -> tuple[list[dict[str, Any]], list[s
     for entry_id, kind, path, at, line, surface in newest:
         cur = per.get(entry_id)
         if cur is None:
-            per[entry_id] = [1, line, surface, at, kind, path]
+            per[entry_id] = [1, [(int(line), str(surface))], at, kind, path]
         else:
             cur[0] += 1
-            if line < cur[1]:
-                cur[1] = line
-            if surface < cur[2]:
-                cur[2] = surface
-    # [total, newest date, id, count, line, surface, kind, path] per note path or memory id
+            cur[1].append((int(line), str(surface)))
+    # [total, newest date, id, count, mentions (line, surface), kind, path] per note path or
+    # memory id
     by: dict[Any, list[Any]] = {}
-    for entry_id, (n, line, surface, at, kind, path) in per.items():
+    for entry_id, (n, pairs, at, kind, path) in per.items():
         k = ("note", path) if kind == "chunk" else ("memory", entry_id)
         cur = by.get(k)
         if cur is None:
-            by[k] = [n, at, entry_id, n, line, surface, kind, path]
+            by[k] = [n, at, entry_id, n, pairs, kind, path]
         else:
             cur[0] += n
             if at > cur[1]:
                 cur[1] = at
             if n > cur[3]:
-                cur[2:6] = [entry_id, n, line, surface]
+                cur[2:5] = [entry_id, n, pairs]
     order = sorted(by.values(), key=lambda v: (-v[0], -float(v[1]), v[2]))
-    keys = ("total", "created_at", "id", "count", "line", "surface", "kind", "path")
+    keys = ("total", "created_at", "id", "count", "pairs", "kind", "path")
     aliases = sorted(forms, key=lambda f: (-forms[f], f))[:ALIASES]
     return [dict(zip(keys, v, strict=True)) for v in order], aliases
 
@@ -147,7 +164,7 @@ def _source(e: dict[str, Any], text: tuple[str, int, str | None] | None) -> dict
         heading = json.loads(heading_json or "[]")
         if heading:
             item["heading"] = " > ".join(heading)
-    line, shown = _line(content, start, int(e["line"]), str(e["surface"]), e["kind"] != "chunk")
+    line, shown = _line(content, start, e["pairs"], e["kind"] != "chunk")
     item.update(
         {
             "id": int(e["id"]),

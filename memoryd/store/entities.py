@@ -31,6 +31,7 @@ import numpy as np
 from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
+from memoryd.text import entity_cues as cues
 from memoryd.text.entities import Mention, canonical_key, extract
 
 _UPSERT = (
@@ -200,11 +201,7 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
             key in asked
             or key in own
             or m.source not in _WRITTEN_BY
-            or m.type
-            not in (
-                "person",
-                "other",
-            )
+            or not _person_like(key, m.type)
         ):
             continue
         asked.add(key)
@@ -223,9 +220,24 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
         if hit is None:
             out.append(m)
         else:
-            kind = m.type if m.type != "other" else hit[2]
+            kind = m.type if m.type == "person" else hit[2]
             out.append(replace(m, key=hit[0], name=hit[1], type=kind))
     return out
+
+
+def _person_like(key: str, kind: str) -> bool:
+    """A name that may stand for a person: typed person or other, or one word of the shipped
+    first names that are no English word, typed otherwise from its sentence ("José's plan" read
+    as a system's), unless it is a well-known system or place."""
+    if kind in ("person", "other"):
+        return True
+    return (
+        kind == "system"
+        and " " not in key
+        and key in cues.first_names()[0]
+        and key not in cues.systems()[0]
+        and key not in cues.places()
+    )
 
 
 def _people_named(con: Connection, first: str) -> list[tuple[Any, ...]]:
@@ -243,7 +255,8 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention]) -> int:
     """known_as's first-name rule for the entries indexed before: a person of two or three
     words whom these (just stored) mentions name adopts the entity of their first name alone
     ("Caroline", written in notes and memories indexed before "Caroline Baker" was) when that
-    name reads as a person or as nothing else and she is the only person of that first name.
+    name reads as a person or as nothing else (or is a known first name read as a system:
+    _person_like) and she is the only person of that first name.
     Without it the answer would depend on the order entries were indexed in (a daily note read
     before the person's own note). A first name two full names share stays its own; one adopted
     stays adopted when a second full name comes later. Returns how many entries changed."""
@@ -258,7 +271,7 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention]) -> int:
         if not 2 <= len(words) <= 3 or len(first) < 2 or not first.isalpha():
             continue
         bare = con.execute("SELECT type FROM entities WHERE key = ?", (first,)).fetchall()
-        if not bare or str(bare[0][0]) not in ("person", "other"):
+        if not bare or not _person_like(first, str(bare[0][0])):
             continue
         people = _people_named(con, first)
         if len(people) == 1 and str(people[0][0]) == key:
@@ -355,6 +368,17 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
             adopt(con, old, m.key)
     adopt_first_names(con, ordered)
     return n
+
+
+def reindex_document(con: Connection, path: str, mentions: Sequence[Mention]) -> int:
+    """The note at `path` keeps its chunks but its mentions are read again (it was moved: its
+    new file name is a form of its title, the old one no longer)."""
+    for (entry_id,) in con.execute(
+        "SELECT e.id FROM entries e JOIN documents d ON d.id = e.document_id WHERE d.path = ?",
+        (path,),
+    ).fetchall():
+        forget(con, int(entry_id))
+    return index_document(con, path, mentions)
 
 
 def backfill_memories(con: Connection, table: str = "entries") -> int:

@@ -254,9 +254,12 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
             words.pop()
         return words
     if run.initial and not run.honorific and canonical_key(" ".join(words)) not in known:
+        names = cues.first_names()[0]
 
-        def plain(w: str) -> bool:
+        def plain(w: str) -> bool:  # a first name is no plain word: "Later Ana Lima"
             k = _word_key(w)
+            if k in names:
+                return False
             parts = k.split("-")
             return k in common or len(k) <= 3 or all(p in common or len(p) <= 3 for p in parts)
 

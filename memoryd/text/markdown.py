@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -538,6 +538,40 @@ def _overlap(
         tail.insert(0, (number, line))
         size += cost
     return ([tail], size) if tail else ([], 0)
+
+
+_DATE_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.(?:md|markdown|txt)", re.IGNORECASE)
+
+
+def date_of_name(path: str) -> float | None:
+    """The date a note's file name is (a daily note: `journal/2026-03-03.md`), as a timestamp at
+    midnight UTC, as a front-matter `date: 2026-03-03` gives; None for any other name."""
+    m = _DATE_NAME.fullmatch(path.rsplit("/", 1)[-1])
+    if m is None:
+        return None
+    try:
+        return datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=UTC).timestamp()
+    except ValueError:  # 2026-02-30
+        return None
+
+
+ALIASES_LINE = "aliases: "
+
+
+def with_aliases(content: str, aliases: Sequence[str]) -> str:
+    """A note's first chunk with its front-matter aliases above its text, so the note is found
+    by its other names; those two lines stand on no line of the file (aliases_lines)."""
+    return f"{ALIASES_LINE}{', '.join(aliases)}\n\n{content}"
+
+
+def aliases_lines(content: str, start_line: int) -> int:
+    """How many lines at the top of a chunk's content `with_aliases` wrote (0 or 2): a note's
+    chunk that starts below front matter (`start_line` > 1) and opens with them."""
+    if start_line > 1 and content.startswith(ALIASES_LINE):
+        head = content.split("\n", 2)
+        if len(head) == 3 and head[1] == "":
+            return 2
+    return 0
 
 
 def parse_document(
