@@ -254,7 +254,6 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
             words.pop()
         return words
     if run.initial and not run.honorific and canonical_key(" ".join(words)) not in known:
-        names = cues.first_names()[0]
 
         def plain(w: str) -> bool:  # a first name is no plain word: "Later Ana Lima"
             k = _word_key(w)
