@@ -1,13 +1,16 @@
-"""python -m bench entities [--json] [--reps N] [--dev] [--no-index] [--rules] [--misses SET]
-                           [--only SET,...] [--tagger PATH [--tagger-add TYPES] [--tagger-floor M]]
+"""python -m bench entities [--json] [--reps N] [--dev] [--no-index] [--bare] [--rules]
+                           [--misses SET] [--only SET,...]
+                           [--tagger PATH [--tagger-add TYPES] [--tagger-floor M]]
 
 Entity extraction (memoryd/text/entities.py): precision, recall and F1 per type on the labelled
 sets in bench/data/entities (gold.txt, written for memoryd; wnut17-test.jsonl, WNUT-17's test
 set; crossner-ai-test.jsonl, CrossNER's AI test set), then its speed beside the chunker and
 beside keyword-mode indexing over the same notes (every corpus in bench/data). `--rules` turns
 the learned typer off (the rules alone: the baseline of issue 20.1's typer, same run).
-`--reps 0` scores quality only; `--only` scores the sets named; `--tagger` puts the span tagger
-of bench/span_tagger.py (measured for issue 20.1, not shipped) in place of the rules' names, or
+`--bare` also times indexing without extraction and entity rows, for what extraction adds to
+it (see `speed`). `--reps 0` scores quality only; `--only` scores the sets named; `--tagger`
+puts the span tagger of bench/span_tagger.py (measured for issue 20.1, not shipped) in place
+of the rules' names, or
 with `--tagger-add` lets it add those types only where the rules found no name. See
 BENCHMARKS.md, "Entities: extraction" and "Issue 20.1: span detection". spaCy's recogniser
 beside the rules (measured, not shipped) is scored by bench/entities_spacy.py.
@@ -177,11 +180,18 @@ def corpus_notes() -> list[tuple[str, str]]:
     return notes
 
 
-def speed(reps: int = 5, index: bool = True) -> dict[str, Any]:
+def speed(reps: int = 5, index: bool = True, bare: bool = False) -> dict[str, Any]:
     """Best of `reps` passes each, in CPU time of this process (the machine is shared: wall
     time swings with the neighbours' load; these are pure functions, so on an idle machine CPU
     time is their wall time): the chunker alone, and extraction, over the same notes.
-    Keyword indexing is wall time (its fsyncs are part of its cost), best of two."""
+    Keyword indexing is wall time (its fsyncs are part of its cost), best of two.
+
+    `added_over_index_cpu` divides extraction's CPU by indexing's, and indexing runs the same
+    extraction and writes the entity rows: a share of indexing, not what extraction adds to
+    indexing without it. With `bare`, indexing is also timed without extraction and entity rows
+    (and with extraction but no rows), alternated with the full runs, best of two each:
+    `added_over_index_bare_cpu` is extraction's CPU over that bare indexing's, and
+    `full_over_bare_cpu` - 1 what extraction and its rows add to it."""
     notes = corpus_notes()
     chunks = sum(
         len(chunk_markdown(b, first_line=f))
@@ -233,9 +243,21 @@ def speed(reps: int = 5, index: bool = True) -> dict[str, Any]:
         "added_over_chunker": added_s / chunk_s,
     }
     if index:
-        runs = [keyword_index_seconds(notes) for _ in range(2)]
+        variants = ("full", "none", "extract") if bare else ("full",)
+        timed: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}
+        for _ in range(2):
+            for v in variants:
+                timed[v].append(keyword_index_seconds(notes, v))
+        runs = timed["full"]
         index_s = min(r[0] for r in runs)
         index_cpu = min(r[1] for r in runs)
+        if bare:
+            none_cpu = min(r[1] for r in timed["none"])
+            extract_cpu = min(r[1] for r in timed["extract"])
+            out["index_bare_cpu_chunks_per_s"] = chunks / none_cpu
+            out["added_over_index_bare_cpu"] = added_s / none_cpu
+            out["extract_over_bare_cpu"] = extract_cpu / none_cpu
+            out["full_over_bare_cpu"] = index_cpu / none_cpu
         out["index_chunks_per_s"] = chunks / index_s
         out["extract_over_index"] = extract_s / index_s
         out["added_over_index"] = added_s / index_s
@@ -256,20 +278,32 @@ def written_workspace(notes: list[tuple[str, str]], root: Path) -> Any:
     return cfg
 
 
-def keyword_index_seconds(notes: list[tuple[str, str]]) -> tuple[float, float]:
-    """Cold keyword-mode indexing (reconcile) of the same notes: (wall, CPU) seconds."""
+def keyword_index_seconds(
+    notes: list[tuple[str, str]], variant: str = "full"
+) -> tuple[float, float]:
+    """Cold keyword-mode indexing (reconcile) of the same notes: (wall, CPU) seconds. `variant`
+    as bench.entity_graph.index_variant has it: `full`, `extract` (no entity rows) or `none`
+    (neither extraction nor rows)."""
+    from memoryd.index import indexer
     from memoryd.index.embed import ModelHolder
     from memoryd.serve.app import App
+    from memoryd.store import entities as store_entities
 
     root = Path(tempfile.mkdtemp(prefix="memoryd-bench-ent-"))
     try:
         cfg = written_workspace(notes, root)
         app = App(cfg, model=ModelHolder(None, description="keyword only"))
+        saved = (indexer.entities.extract_document, store_entities.index_document)
+        if variant == "none":
+            indexer.entities.extract_document = lambda *a, **k: []  # type: ignore[assignment]
+        if variant in ("none", "extract"):
+            store_entities.index_document = lambda *a, **k: 0  # type: ignore[assignment]
         try:
             t, c = time.perf_counter(), time.process_time()
             app.indexer.reconcile()
             return time.perf_counter() - t, time.process_time() - c
         finally:
+            indexer.entities.extract_document, store_entities.index_document = saved
             app.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -321,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dev", action="store_true", help="also score the dev splits (for tuning)")
     p.add_argument("--no-index", action="store_true", help="skip the keyword indexing timing")
     p.add_argument(
+        "--bare",
+        action="store_true",
+        help="also time indexing without extraction and entity rows (what extraction adds)",
+    )
+    p.add_argument(
         "--rules",
         action="store_true",
         help="the rules alone, without the learned typer (memoryd/text/entity_typer.py)",
@@ -361,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         if (only is None and (args.dev or not name.endswith("_dev"))) or (only and name in only):
             result[name] = evaluate_wnut(path)
     if args.reps:
-        result["speed"] = speed(args.reps, index=not args.no_index)
+        result["speed"] = speed(args.reps, index=not args.no_index, bare=args.bare)
     if args.json:
         for res in result.values():
             res.pop("misses", None)
@@ -402,6 +441,13 @@ def main(argv: list[str] | None = None) -> int:
             f"  keyword-mode indexing, CPU time   {s['index_cpu_chunks_per_s']:>16.0f} chunks/s\n"
             f"  added extraction CPU / indexing CPU     {s['added_over_index_cpu']:>10.2f}"
             "  (target <= 0.15)"
+        )
+    if "index_bare_cpu_chunks_per_s" in s:
+        print(
+            f"  bare indexing (no extraction), CPU {s['index_bare_cpu_chunks_per_s']:>6.0f}/s\n"
+            f"  added extraction CPU / that CPU         {s['added_over_index_bare_cpu']:>10.2f}\n"
+            f"  indexing CPU, extraction only / bare    {s['extract_over_bare_cpu']:>10.2f}\n"
+            f"  indexing CPU, full / bare               {s['full_over_bare_cpu']:>10.2f}"
         )
     return 0
 

@@ -363,7 +363,30 @@ def _resolve(raws: list[Raw], pairs: Sequence[tuple[str, str]] = ()) -> list[Men
             if full is not None:
                 r.key = full
     raws.sort(key=_LINE)
-    return [Mention(r.key, names[r.key], types[r.key], r.line, r.surface, r.source) for r in raws]
+    return [_mention(r.key, names[r.key], types[r.key], r.line, r.surface, r.source) for r in raws]
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _mention(key: str, name: str, type_: str, line: int, surface: str, source: str) -> Mention:
+    """Mention(...) without the frozen dataclass's __init__ (a guarded setattr per field): the
+    same fields in the same instance dict, in half the time (a note's every mention is one)."""
+    m = _new(Mention)
+    _set(
+        m,
+        "__dict__",
+        {
+            "key": key,
+            "name": name,
+            "type": type_,
+            "line": line,
+            "surface": surface,
+            "source": source,
+        },
+    )
+    return m
 
 
 def extract(text: str, first_line: int = 1, *, tags: Iterable[str] = ()) -> list[Mention]:

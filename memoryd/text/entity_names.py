@@ -7,12 +7,9 @@ type votes each gets from its neighbours. Pure functions of strings.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from itertools import accumulate
 
 from memoryd.text import entity_cues as cues
 from memoryd.text import entity_typer
@@ -35,7 +32,6 @@ _CAPWORD = re.compile(
 )
 _WORD_RX = r"[^\W\d_][\w]*(?:['’\-][^\W_]+)*['’]?"
 _WORD = re.compile(_WORD_RX)
-_LETTER = re.compile(r"[^\W\d_]").search  # a word starts at every letter no word has taken
 _LETTER_AT = re.compile(r"[^\W\d_]").match
 _PAIRS = re.compile(rf"({_WORD_RX})([\W\d_]*)").findall  # the words, each with the gap after
 # What follows a run: the gap to the next word (everything but letters), and up to three words
@@ -112,8 +108,40 @@ def _namewords(line: str) -> list[tuple[int, int, str]]:
     return caps
 
 
-def _runs(line: str, n: int) -> list[_Run]:
-    caps = _namewords(line)
+def _line_caps(text: str) -> list[tuple[int, list[tuple[int, int, str]]]]:
+    """_namewords of every line of `text` ("\n"-separated) that has some, as (line index,
+    words): one scan of the whole text (a word never spans a line end, and a line's first
+    character looks behind at "\n" as at nothing), the offsets made the line's."""
+    out: list[tuple[int, list[tuple[int, int, str]]]] = []
+    known = _NAMEWORDS
+    count, rfind = text.count, text.rfind
+    i = line_start = seen = 0
+    current: list[tuple[int, int, str]] | None = None
+    for m in _CAPWORD.finditer(text):
+        w = m.group()
+        ok = known.get(w)
+        if ok is None:
+            if len(known) >= 65536:
+                known.clear()
+            ok = known[w] = _nameword(w)
+        if not ok:
+            continue
+        s = m.start()
+        k = count("\n", seen, s)
+        seen = s
+        if k or current is None:
+            i += k
+            line_start = rfind("\n", 0, s) + 1
+            current = []
+            out.append((i, current))
+        current.append((s - line_start, m.end() - line_start, w))
+    return out
+
+
+def _runs(line: str, n: int, caps: list[tuple[int, int, str]] | None = None) -> list[_Run]:
+    """The runs of capitalised words of a line; `caps` its _namewords when known."""
+    if caps is None:
+        caps = _namewords(line)
     if not caps:
         return []
     heading = "#" in line[:4] and atx_heading(line) is not None
@@ -122,7 +150,7 @@ def _runs(line: str, n: int) -> list[_Run]:
     field_type = cues.LINE_FIELDS.get(field.group(1).lower()) if field else None
     runs: list[_Run] = []
     honorifics, connectors, initial_gap = cues.HONORIFICS, cues.CONNECTORS, _INITIAL_GAP
-    pairs, letter, letter_at = _PAIRS, _LETTER, _LETTER_AT
+    pairs, letter_at = _PAIRS, _LETTER_AT
     i, ncaps = 0, len(caps)
     while i < ncaps:
         j = i + 1
@@ -148,7 +176,7 @@ def _runs(line: str, n: int) -> list[_Run]:
         # (one starting where the window does) is not one of them. (word, gap after it) pairs:
         # the last gap runs to the run, as no letter stands there.
         lo = s - 32 if s > 32 else 0
-        before = pairs(line, lo, s) if s and letter(line, 0, s) else []
+        before = pairs(line, lo, s) if s else []  # none when no letter stands before
         if before and lo and letter_at(line, lo):
             del before[0]
         if len(before) < 2 and lo:
@@ -189,11 +217,10 @@ def _runs(line: str, n: int) -> list[_Run]:
                 all_initial,
                 field_type,
                 window,
+                line[end : caps[j][0]] if j < ncaps else "",
             )
         )
         i = j
-        if i < ncaps:
-            runs[-1].tail = line[end : caps[i][0]]
     return runs
 
 
@@ -204,13 +231,13 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
         while words and words[0].lower() in cues.CONNECTORS:
             words.pop(0)
         return words
-    common = cues.common_words()
+    names, _worded, systems, places, common = _lists()
     lowered = " ".join(words).lower()
-    if lowered in cues.systems()[0] or lowered in cues.places():
+    if lowered in systems or lowered in places:
         return words  # "Kafka can replace cron", "Lisbon was warm": a known name opens it
     if (
         len(words) <= 3
-        and _word_key(words[0]) in cues.first_names()[0]
+        and _word_key(words[0]) in names
         and (len(words) == 1 or all(w[1:].islower() and w.isalpha() for w in words))
     ):
         return words  # "# Caroline Baker", "Caroline left early.": a first name opens it
@@ -227,7 +254,6 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
             words.pop()
         return words
     if run.initial and not run.honorific and canonical_key(" ".join(words)) not in known:
-        names = cues.first_names()[0]
 
         def plain(w: str) -> bool:  # a first name is no plain word: "Later Ana Lima"
             k = _word_key(w)
@@ -287,105 +313,142 @@ _POSSESSORS = cues.words("my your his her our their")
 _DETERMINERS = cues.words("the a an this that these those my our your their his her its")
 
 
+def _lists() -> tuple[
+    frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str]
+]:
+    """The shipped lists _run_votes reads: first names (only names, words too), systems, places,
+    common words (each loaded once; this tuple saves a call per list per name)."""
+    got = _LISTS
+    if not got:
+        names, worded = cues.first_names()
+        got.extend((names, worded, cues.systems()[0], cues.places(), cues.common_words()))
+    return got[0], got[1], got[2], got[3], got[4]
+
+
+_LISTS: list[frozenset[str]] = []
+_PERSON_AFTER, _PERSON_AFTER_WEAK, _ROLES = cues.PERSON_AFTER, cues.PERSON_AFTER_WEAK, cues.ROLES
+_PERSON_BEFORE, _PERSON_BEFORE_2 = cues.PERSON_BEFORE, cues.PERSON_BEFORE_2
+_SYSTEM_BEFORE, _SYSTEM_BEFORE_2, _SYSTEM_AFTER = (
+    cues.SYSTEM_BEFORE,
+    cues.SYSTEM_BEFORE_2,
+    cues.SYSTEM_AFTER,
+)
+_PLACE_BEFORE, _PLACE_BEFORE_2, _PLACE_AFTER = (
+    cues.PLACE_BEFORE,
+    cues.PLACE_BEFORE_2,
+    cues.PLACE_AFTER,
+)
+_SYSTEM_SUFFIX = cues.SYSTEM_SUFFIX
+_V_VERSION, _VERSION_GAP = cues.V_VERSION.fullmatch, cues.VERSION_GAP.match
+
+
 def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, float]:
-    """The type votes of one run; `speakers` are the names that open two lines or more."""
-    v: dict[str, float] = defaultdict(float)  # a plain dict once returned
+    """The type votes of one run; `speakers` are the names that open two lines or more. (Each
+    vote adds to its type in the order written here, which is also the order the types enter
+    the dict: the typer's features list them so.)"""
+    v: dict[str, float] = {}
+    get = v.get
     first, last = _word_key(words[0]), _word_key(words[-1])
-    text = " ".join(words)
-    prev = run.before[-1] if run.before else ""
-    prev2 = " ".join(run.before)
-    after, tight = run.after, run.after_gap == " "
+    n = len(words)
+    text = " ".join(words) if n > 1 else words[0]
+    before = run.before
+    prev = before[-1] if before else ""
+    prev2 = " ".join(before) if len(before) > 1 else prev
+    after, after_gap = run.after, run.after_gap
+    tight = after_gap == " "
     possessive = words[-1].endswith(("'s", "’s"))
     shouted = text.isupper()  # an acronym is rarely a person
-    names, worded = cues.first_names()
+    names, worded, systems, places, common = _lists()
     if run.honorific:
-        v[PERSON] += 3
-    if after in cues.PERSON_AFTER and ")" not in run.after_gap:  # not "Caroline (at Ledgerly) said"
-        weak = after in cues.PERSON_AFTER_WEAK or shouted
-        v[PERSON] += 1 if weak else 2
+        v[PERSON] = get(PERSON, 0.0) + 3
+    if after in _PERSON_AFTER and ")" not in after_gap:  # not "Caroline (at Ledgerly) said"
+        weak = after in _PERSON_AFTER_WEAK or shouted
+        v[PERSON] = get(PERSON, 0.0) + (1 if weak else 2)
     if words == run.words and _speaker(run) and canonical_key(text) in speakers:
-        v[PERSON] += 1.5
+        v[PERSON] = get(PERSON, 0.0) + 1.5
     if run.field_type:
-        v[run.field_type] += 2
-    if not shouted and not _PERSONAL.isdisjoint(run.window):
-        v[PERSON] += 1
-    if not shouted and prev in cues.PERSON_BEFORE:
-        v[PERSON] += 1
-    if not shouted and prev in cues.ROLES and len(words) > 1:
-        v[PERSON] += 1.5  # "CEO Ana Souza", "guitarist John Petrucci"
-    elif not shouted and run.after_gap == ", " and _role_after(run.window):
-        v[PERSON] += 1.5  # "Ana Souza, CEO of Nimbus", "Ana Souza, the founder"
-    if prev2 in cues.PERSON_BEFORE_2:
-        v[PERSON] += 2
-    if prev2 in cues.SYSTEM_BEFORE_2:
-        v[SYSTEM] += 2
+        v[run.field_type] = get(run.field_type, 0.0) + 2
+    if not shouted:
+        if not _PERSONAL.isdisjoint(run.window):
+            v[PERSON] = get(PERSON, 0.0) + 1
+        if prev in _PERSON_BEFORE:
+            v[PERSON] = get(PERSON, 0.0) + 1
+        if (prev in _ROLES and n > 1) or (after_gap == ", " and _role_after(run.window)):
+            # "CEO Ana Souza", "guitarist John Petrucci"; "Ana Souza, CEO of Nimbus", "Ana
+            # Souza, the founder"
+            v[PERSON] = get(PERSON, 0.0) + 1.5
+    if prev2 in _PERSON_BEFORE_2:
+        v[PERSON] = get(PERSON, 0.0) + 2
+    if prev2 in _SYSTEM_BEFORE_2:
+        v[SYSTEM] = get(SYSTEM, 0.0) + 2
     if possessive:
-        v[PERSON] += 0.5
-    if tight and after in cues.SYSTEM_AFTER and not (possessive and first in names):
-        v[SYSTEM] += 2  # "the Billing service"; not "Caroline's team"
+        v[PERSON] = get(PERSON, 0.0) + 0.5
+    if tight and after in _SYSTEM_AFTER and not (possessive and first in names):
+        v[SYSTEM] = get(SYSTEM, 0.0) + 2  # "the Billing service"; not "Caroline's team"
     lowered = text.lower()
     if possessive:  # "Cuba's" is Cuba
         lowered = POSSESSIVE.sub("", lowered)
-    if lowered in cues.systems()[0]:
-        v[SYSTEM] += 3  # a well-known system: "Kafka", "Visual Studio Code"
-    elif lowered in cues.places():
-        v[PLACE] += 2  # a country, a region, a large city: "India", "Georgia", "Lisbon"
-    if len(words) > 1 and (last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX):
-        v[SYSTEM] += 3
-    elif len(words) > 1 and first not in names:  # not "Frank Church", "Helen Park"
-        if last in cues.ORG_SUFFIX_2:
-            v[SYSTEM] += 3
-        elif last in cues.PLACE_SUFFIX_2:
-            v[PLACE] += 2
-    if tight and len(words) == 1 and after in cues.PLACE_AFTER:
-        v[PLACE] += 1.5
-    if (tight and cues.V_VERSION.fullmatch(after)) or (
-        run.after_gap[:1] == " " and cues.VERSION_GAP.match(run.after_gap)
-    ):
-        v[SYSTEM] += 2
-    if prev in cues.SYSTEM_BEFORE:
-        v[SYSTEM] += 1
+    if lowered in systems:
+        v[SYSTEM] = get(SYSTEM, 0.0) + 3  # a well-known system: "Kafka", "Visual Studio Code"
+    elif lowered in places:
+        v[PLACE] = get(PLACE, 0.0) + 2  # a country, a region, a large city: "India", "Lisbon"
+    if n > 1:
+        if last in cues.ORG_SUFFIX or first in cues.ORG_PREFIX:
+            v[SYSTEM] = get(SYSTEM, 0.0) + 3
+        elif first not in names:  # not "Frank Church", "Helen Park"
+            if last in cues.ORG_SUFFIX_2:
+                v[SYSTEM] = get(SYSTEM, 0.0) + 3
+            elif last in cues.PLACE_SUFFIX_2:
+                v[PLACE] = get(PLACE, 0.0) + 2
+    elif tight and after in _PLACE_AFTER:
+        v[PLACE] = get(PLACE, 0.0) + 1.5
+    if (tight and _V_VERSION(after)) or (after_gap[:1] == " " and _VERSION_GAP(after_gap)):
+        v[SYSTEM] = get(SYSTEM, 0.0) + 2
+    if prev in _SYSTEM_BEFORE:
+        v[SYSTEM] = get(SYSTEM, 0.0) + 1
     if (  # "my Gmail password", "our Lyft": a brand; "her Father" is a title's noun
         prev in _POSSESSORS
-        and len(words) == 1
+        and n == 1
         and not possessive
         and not shouted
         and len(first) > 3  # the common-words list starts at four letters
-        and first not in cues.common_words()
+        and first not in common
     ):
-        v[SYSTEM] += 1
-    if any(_camel_word(w) for w in words):
-        v[SYSTEM] += 1.5
+        v[SYSTEM] = get(SYSTEM, 0.0) + 1
+    if any(map(_camel_word, words)):
+        v[SYSTEM] = get(SYSTEM, 0.0) + 1.5
     if _HAS_DIGIT(text):
-        v[SYSTEM] += 1
-    if any(len(w) > 5 and w.lower().endswith(cues.SYSTEM_SUFFIX) for w in words):
-        v[SYSTEM] += 1
-    if prev in cues.PLACE_BEFORE and not possessive:  # "at Sam's" is Sam's place
-        v[PLACE] += 1
+        v[SYSTEM] = get(SYSTEM, 0.0) + 1
+    for w in words:
+        if len(w) > 5 and w.lower().endswith(_SYSTEM_SUFFIX):
+            v[SYSTEM] = get(SYSTEM, 0.0) + 1
+            break
+    if prev in _PLACE_BEFORE and not possessive:  # "at Sam's" is Sam's place
+        v[PLACE] = get(PLACE, 0.0) + 1
     elif prev == "to" and not possessive:
-        v[PLACE] += 0.75
-    if prev2 in cues.PLACE_BEFORE_2 or prev in cues.PLACE_BEFORE_2:
-        v[PLACE] += 2
-    if len(words) > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
-        v[PLACE] += 2
-    if 2 <= len(words) <= 3 and not shouted:
+        v[PLACE] = get(PLACE, 0.0) + 0.75
+    if prev2 in _PLACE_BEFORE_2 or prev in _PLACE_BEFORE_2:
+        v[PLACE] = get(PLACE, 0.0) + 2
+    if n > 1 and (first in cues.PLACE_PREFIX or last in cues.PLACE_SUFFIX):
+        v[PLACE] = get(PLACE, 0.0) + 2
+    if 2 <= n <= 3 and not shouted:
         if (
             (first in names or (first in worded and not run.initial))
             and last not in names
             and all((w[1:].islower() and w.isalpha()) or _INITIAL(w) for w in words)
         ):
-            v[PERSON] += 1  # a first name and a surname: "Helen Park", "Mark Twain"
-    elif len(words) == 1 and first in names and not shouted:
-        v[PERSON] += 0.5  # a first name alone: "Lena"
+            v[PERSON] = get(PERSON, 0.0) + 1  # a first name and a surname: "Helen Park"
+    elif n == 1 and first in names and not shouted:
+        v[PERSON] = get(PERSON, 0.0) + 0.5  # a first name alone: "Lena"
     if (
         not v
-        and len(words) == 2
+        and n == 2
         and prev not in _DETERMINERS
         and all(w[1:].islower() and w.isalpha() for w in words)
-        and not (first in cues.common_words() and last in cues.common_words())
+        and not (first in common and last in common)
     ):
-        v[PERSON] += 0.5
-    return dict(v)
+        v[PERSON] = 0.5
+    return v
 
 
 # A short acronym is as often a common noun (SMS, TV, RRF) as a name: the typer leaves it alone.
@@ -399,17 +462,25 @@ _COORDINATED = re.compile(
 )
 
 
-def lower_systems(lines: Sequence[tuple[int, str]], out: list[Raw]) -> None:
+def lower_systems(lines: Sequence[tuple[int, str]], out: list[Raw], text: str = "") -> None:
     """Well-known systems written in lower case ("mysql", "jquery"; not an English word): one
-    look at the whole text's words as bytes, then one pattern for those it holds."""
-    text = "\n".join(line for _, line in lines)
+    look at the whole text's words as bytes, then one pattern for those it holds. `text`: the
+    lines joined by "\n", when the caller has it."""
+    text = text or "\n".join(line for _, line in lines)
     known = _lower_known()
     found = _lower_forms().intersection(text.split())
     if not found:
         return
-    starts = list(accumulate((len(line) + 1 for _, line in lines[:-1]), initial=0))
-    for m in _lower_words_rx(tuple(sorted({known[w] for w in found}))).finditer(text):
-        add(out, m.group(), lines[bisect_right(starts, m.start()) - 1][0], "name", SYSTEM, 3.0)
+    words = tuple(sorted({known[w] for w in found}))
+    rx = _lower_words_rx(words)
+    # line by line, those that hold one of the words: the pattern looks at most one character
+    # around a match, and a line's end reads as the text's "\n" does
+    for n, line in lines:
+        for w in words:
+            if w in line:
+                for m in rx.finditer(line):
+                    add(out, m.group(), n, "name", SYSTEM, 3.0)
+                break
 
 
 @cache
@@ -442,9 +513,10 @@ def names(
 ) -> list[tuple[str, str]]:
     """Add the names in `lines` to `out`; return the pairs of keys written as coordinated
     names. A name a code span writes as a word (`systemctl stop patroni`) votes system."""
-    lower_systems(lines, out)
+    text = "\n".join(line for _, line in lines)
+    lower_systems(lines, out, text)
     named = frozenset(known)  # what front matter and wikilinks name: the typer drops none of it
-    runs = [r for n, line in lines if not line.islower() for r in _runs(line, n)]
+    runs = [r for i, caps in _line_caps(text) for r in _runs(lines[i][1], lines[i][0], caps)]
     seen: set[str] = set()
     speakers: set[str] = set()
     for r in runs:

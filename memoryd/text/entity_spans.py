@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -42,6 +43,8 @@ def _fold(ch: str) -> str:
 @lru_cache(maxsize=65536)
 def canonical_key(name: str) -> str:
     """'Mélanie's' -> 'melanie'; '#Billing' -> '#billing'; '@caro' -> 'caro'."""
+    if name.isascii() and name.replace(" ", "").isalnum():  # what the rest leaves as it is
+        return " ".join(name.lower().split())  # but for case and spaces: two names in three
     s = unicodedata.normalize("NFKC", name).strip(_STRIP).lstrip("@")
     s = POSSESSIVE.sub("", s).strip(_STRIP)
     s = "".join(_fold(c) for c in s) if not s.isascii() else s
@@ -51,6 +54,8 @@ def canonical_key(name: str) -> str:
 @lru_cache(maxsize=65536)
 def display_name(surface: str) -> str:
     """The surface without possessive and surrounding punctuation: "Melanie's" -> "Melanie"."""
+    if surface.isascii() and surface.replace(" ", "").isalnum():
+        return " ".join(surface.split())
     s = unicodedata.normalize("NFKC", surface).strip(_STRIP).lstrip("@")
     return " ".join(POSSESSIVE.sub("", s).strip(_STRIP).split())
 
@@ -63,7 +68,9 @@ WIKI = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
 _URL = re.compile(r"\b(?:https?|ftp|wss?)://([^\s/?#<>()\[\]\"'`]+)[^\s<>()\[\]\"'`]*(?<![.,;:!?])")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@(?:[\w-]+\.)+[A-Za-z]{2,}\b")
 _AT = re.compile(r"(?<![\w@.])@([A-Za-z][\w.-]*[A-Za-z0-9_])")
-_TAG = re.compile(r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")
+# A pattern that opens with what it looks behind at is tried at every position; these open with
+# the character or the set the match starts with (which re scans for), then look behind past it.
+_TAG = re.compile(r"#(?<!\S.)([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")  # after a space
 _HOST = re.compile(r"(?<![\w@/.-])([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9-]+)+)(?![\w-]|\.\w)")
 _SNAKE = re.compile(r"(?<![\w-])[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_?(?:\(\))?(?![\w-])")
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\)")
@@ -72,7 +79,7 @@ _KEBAB = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])")
 _MIXED = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*(?![\w-])")
 _CODE_WORD = re.compile(r"^[A-Za-z_][\w.-]*[A-Za-z0-9_]$")
 _DOTTED_NAME = re.compile(
-    r"(?<![\w.])[A-Z][A-Za-z0-9]*\.(?:js|JS|ts|NET|io|IO|ai|py|rb|rs|jl)(?!\w|\.\w)"
+    r"[A-Z](?<![\w.].)[A-Za-z0-9]*\.(?:js|JS|ts|NET|io|IO|ai|py|rb|rs|jl)(?!\w|\.\w)"
 )
 _QUOTED = re.compile(r"[\"“]([A-Z][^\"”\n]{2,80})[\"”]")
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -108,28 +115,74 @@ _GATES = (  # (a literal every match holds, the gate, its bit): a match implies 
     (".", re.compile(r"\.(?<=[a-z0-9]\.)[a-z0-9-].*"), DOT_B),  # host.name
     ("_", re.compile(r"_[A-Za-z0-9].*"), SNAKE_B),
     ("()", re.compile(r"\(\).*"), CALL_B),
-    ("", re.compile(r"[A-Z](?<=[a-z][A-Z]).*"), CAMEL_B),
     ("-", re.compile(r"-(?<=[a-z0-9]-)[a-z0-9].*"), HYPHEN_B),  # kebab-case
-    ("", re.compile(r"[0-9](?<=[A-Za-z-][0-9]).*"), DIGIT_B),  # the first digit of SEV2, build-7
 )
+# Two gates are a pair of adjacent characters of two ASCII classes, which a pattern can only
+# find by trying every capital or digit: they are found as two bytes in the text mapped one byte
+# a character (bytes.translate: each letter and digit to its class; "-" and the rest stay).
+# CAMEL_B: a lower-case letter then an upper-case one; DIGIT_B: a letter or "-" then a digit
+# (the first digit of SEV2, build-7).
+_LOWER, _UPPER = b"abcdefghijklmnopqrstuvwxyz", b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_CLASSES = bytes.maketrans(_LOWER + _UPPER + b"0123456789", b"a" * 26 + b"A" * 26 + b"0" * 10)
+_PAIR_GATES = ((b"aA", CAMEL_B), (b"a0", DIGIT_B), (b"A0", DIGIT_B), (b"-0", DIGIT_B))
 _CJK_LINE = re.compile(f"[{_CJK}].*")
+# Where a pattern can first match in a line: each of its matches holds two characters its gate
+# finds (a dot between host labels, "_x", "aB", a hyphen between kebab words, a digit after a
+# letter or "-") and starts where a run of the characters it may follow ends, so none starts
+# before the run that holds the line's first gate match (_first_run). (gate, the run's
+# characters but letters and digits); a pattern that opens with what it looks behind at tries
+# every position, so this saves the positions before.
+_HOST_FROM = (re.compile(r"\.(?<=[a-z0-9]\.)[a-z0-9-]").search, "_@/.-")
+_SNAKE_FROM = (re.compile(r"_[A-Za-z0-9]").search, "_-")
+_CAMEL_FROM = (re.compile(r"[A-Z](?<=[a-z][A-Z])").search, "_-")
+_KEBAB_FROM = (re.compile(r"-(?<=[a-z0-9]-)[a-z0-9]").search, "_-")
+_MIXED_FROM = (re.compile(r"[0-9](?<=[A-Za-z-][0-9])").search, "_-")
 _IDENTS = (
-    (_HOST, "host", DOT_B),
-    (_SNAKE, "code", SNAKE_B),
-    (_CALL, "code", CALL_B),
-    (_CAMEL, "code", CAMEL_B),
+    (_HOST, "host", DOT_B, _HOST_FROM),
+    (_SNAKE, "code", SNAKE_B, _SNAKE_FROM),
+    (_CALL, "code", CALL_B, None),
+    (_CAMEL, "code", CAMEL_B, _CAMEL_FROM),
 )
+
+
+def _first_run(line: str, start: tuple[Callable[[str], re.Match[str] | None], str] | None) -> int:
+    """Where the run of characters that holds the first match of the gate `start` begins
+    (letters, digits and the given ones); -1 without a match; 0 without a gate."""
+    if start is None:
+        return 0
+    m = start[0](line)
+    if m is None:
+        return -1
+    p, chars = m.start(), start[1]
+    while p and (line[p - 1].isalnum() or line[p - 1] in chars):
+        p -= 1
+    return p
 
 
 def line_shapes(text: str, starts: list[int]) -> list[int]:
     """The shape bits of each line of `text`, whose lines start at the offsets `starts`."""
     masks = [0] * len(starts)
-    gates = _GATES if text.isascii() else (*_GATES, ("", _CJK_LINE, CJK_B))
+    ascii_ = text.isascii()
+    gates = _GATES if ascii_ else (*_GATES, ("", _CJK_LINE, CJK_B))
     for literal, rx, bit in gates:
         if literal not in text:
             continue
         for m in rx.finditer(text):
             masks[bisect_right(starts, m.start()) - 1] |= bit
+    # one byte a character: "?" stands for every character outside ASCII
+    classes = (text.encode("ascii") if ascii_ else text.encode("ascii", "replace")).translate(
+        _CLASSES
+    )
+    last = len(starts) - 1
+    for pair, bit in _PAIR_GATES:
+        find = classes.find
+        at = find(pair)
+        while at >= 0:  # the first of a line; then the next line's
+            i = bisect_right(starts, at) - 1
+            masks[i] |= bit
+            if i == last:
+                break
+            at = find(pair, starts[i + 1])
     return masks
 
 
@@ -175,8 +228,13 @@ def _kebab_ok(word: str) -> bool:
         any(ch.isdigit() for ch in word)
         or len(parts) > 2
         or parts[-1] in _INFRA
-        or any(len(p) >= 4 and p not in cues.common_words() for p in parts)
+        or _uncommon_part(parts)
     )
+
+
+def _uncommon_part(parts: list[str]) -> bool:
+    common = cues.common_words()  # once, not once a part
+    return any(len(p) >= 4 and p not in common for p in parts)
 
 
 def _host_ok(host: str) -> bool:
@@ -195,6 +253,18 @@ def _shaped(key: str, source: str) -> str:
     return SYSTEM if source == "code" and key in cues.systems()[0] else IDENTIFIER
 
 
+_COMMAND = re.compile(r"[a-z][a-z0-9_-]{2,}").fullmatch  # a code span's first word
+
+
+_SPAN_IDENTS = (  # a code span's identifiers, and where each pattern can first match
+    (_SNAKE, _SNAKE_FROM),
+    (_CALL, None),  # a call holds "()"
+    (_CAMEL, _CAMEL_FROM),
+    (_MIXED, _MIXED_FROM),
+    (_KEBAB, _KEBAB_FROM),
+)
+
+
 def code_span(text: str, n: int, out: list[Raw]) -> None:
     """Identifiers inside `inline code`: every identifier-shaped word, or the span itself when
     it is one word."""
@@ -204,16 +274,18 @@ def code_span(text: str, n: int, out: list[Raw]) -> None:
         return
     seen: set[str] = set()
     first = t.split(" ", 1)[0]
-    if re.fullmatch(r"[a-z][a-z0-9_-]{2,}", first) and first not in cues.common_words():
+    if _COMMAND(first) and first not in cues.common_words():
         seen.add(first)
         add(out, first, n, "code", IDENTIFIER, 3.0, key=first)
-    for m in _HOST.finditer(t):
+    at = _first_run(t, _HOST_FROM)
+    for m in _HOST.finditer(t, at) if at >= 0 else ():
         if _host_ok(m.group(1)):
             seen.add(m.group(1))
             add(out, m.group(1), n, "host", IDENTIFIER, 3.0, key=m.group(1))
             t = blank(t, m.start(), m.end())
-    for rx in (_SNAKE, _CALL, _CAMEL, _MIXED, _KEBAB):
-        for m in rx.finditer(t):
+    for rx, start in _SPAN_IDENTS:
+        at = _first_run(t, start) if start is not None else 0 if "()" in t else -1
+        for m in rx.finditer(t, at) if at >= 0 else ():
             w = _identifier(m.group(1) if rx is _CALL else m.group(0))
             if len(w) >= 3 and w not in seen:
                 seen.add(w)
@@ -280,10 +352,10 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
         for m in _DOTTED_NAME.finditer(line):
             add(out, m.group(), n, "name", SYSTEM, 3.0)
             line = blank(line, m.start(), m.end())
-    for rx, source, bit in _IDENTS:
-        if not has & bit:
+    for rx, source, bit, start in _IDENTS:
+        if not has & bit or (at := _first_run(line, start)) < 0:
             continue
-        for m in rx.finditer(line):
+        for m in rx.finditer(line, at):
             w = m.group(1) if rx is not _SNAKE and rx is not _CAMEL else m.group(0)
             if rx is _HOST:
                 if not _host_ok(w):
@@ -293,11 +365,13 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
             k = canonical_key(w)
             add(out, w, n, source, _shaped(k, source), 3.0, key=k)
             line = blank(line, m.start(), m.end())
-    for m in _KEBAB.finditer(line) if has & HYPHEN_B else ():
+    at = _first_run(line, _KEBAB_FROM) if has & HYPHEN_B else -1
+    for m in _KEBAB.finditer(line, at) if at >= 0 else ():
         if _kebab_ok(m.group(0)):
             add(out, m.group(0), n, "code", IDENTIFIER, 3.0, key=m.group(0))
             line = blank(line, m.start(), m.end())
-    for m in _MIXED.finditer(line) if has & DIGIT_B else ():
+    at = _first_run(line, _MIXED_FROM) if has & DIGIT_B else -1
+    for m in _MIXED.finditer(line, at) if at >= 0 else ():
         w = m.group(0)
         if len(w) >= 4 and any(c.isalpha() for c in w) and not cues.VERSION.match(w):
             k = canonical_key(w)

@@ -246,7 +246,7 @@ class Typer:
 
 def _sums(rows: list[tuple[float, ...]]) -> list[float]:
     """Each class's weights summed, in the rows' order (summed in C)."""
-    return [sum(c) for c in zip(*rows, strict=True)] if rows else [0.0] * len(CLASSES)
+    return list(map(sum, zip(*rows, strict=True))) if rows else [0.0] * len(CLASSES)
 
 
 # decide_name's memory: a name's weight rows, for the typer _NAME_ROWS_OF holds (another typer
