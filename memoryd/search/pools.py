@@ -112,6 +112,7 @@ class Nearest:
     model: tuple[int, str, int] | None = None
     qvec: np.ndarray | None = None
     rows: int = 0  # the cache's rows `knn` was found among (SharedVectorCache.held)
+    carried: Any = None  # what the pool's read read ahead for the search (searchrows.carried)
 
 
 _NO_CHUNKS = np.zeros(0, dtype=np.int64)  # PostgreSQL reads a neighbour's entries by hash
@@ -128,7 +129,7 @@ class Pools:
     def _executor(self) -> ThreadPoolExecutor:
         raise NotImplementedError
 
-    def _read(self, req: SearchRequest, fn: Callable[[Connection], T]) -> T:
+    def _read(self, req: SearchRequest, fn: Callable[[Connection], T], **how: Any) -> T:
         raise NotImplementedError
 
     def keyword_candidates(
@@ -209,13 +210,15 @@ class Pools:
         now: float,
         size: int,
         pool: Callable[[Connection], Nearest],
+        snapshot: str | None = None,
     ) -> Nearest:
         """The vector pool's thread (searcher._run): on a shared store's cache with no filter
         that narrows the texts or names entities, the nearest texts from the rows it holds,
         with no read of its own (`SharedVectorCache.held`: no BEGIN, no statement, no
         ROLLBACK); their entries are read with what search asks of them next, on the search's
         own read, which first checks that the cache was current (`_vector_entries`).
-        Otherwise `pool` (`_vector_knn`, then the words ahead) on a read of its own."""
+        Otherwise `pool` (`_vector_knn`, then the words ahead) on a read of its own, under
+        the search's `snapshot` when it has one (PgStore.read)."""
         cache, filters = self.vector_cache, req.filters
         if isinstance(cache, SharedVectorCache) and not (
             narrowing(filters, vector=True) or filters.entities
@@ -226,7 +229,7 @@ class Pools:
                 if held is not None:
                     nearest = Neighbours(held[0], _NO_CHUNKS)
                     return Nearest(None, nearest, model, qvec, held[1])
-        return self._read(req, pool)
+        return self._read(req, pool, snapshot=snapshot)
 
     def _vector_knn(
         self, con: Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
@@ -263,7 +266,10 @@ class Pools:
         seen: searchsql.Seen | None = None,
     ) -> tuple[list[Candidate], Scale]:
         """The vector pool from what its thread left (`_vector_knn`), its entries read on `con`
-        (the search's: their signal columns go in `seen`)."""
+        (the search's: their signal columns go in `seen`), and what its read read ahead for
+        this one when both saw the same snapshot (searchrows.carried: PostgreSQL)."""
+        if seen is not None:
+            searchrows.adopt_carried(con, found.carried, seen)
         if found.pool is not None:
             return found.pool
         cache = self.vector_cache

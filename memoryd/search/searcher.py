@@ -285,10 +285,9 @@ class Searcher(Pools):
             self._pending_future = self._executor().submit(self.pending_vectors)
         return value
 
-    def _read(self, req: SearchRequest, fn: Callable[[Connection], T]) -> T:
-        """store.read, over every workspace's notes when the request asks for it (PostgreSQL;
-        the SQLite store holds one workspace)."""
-        return self.store.read(fn, scope="all" if req.workspace == "all" else None)
+    def _read(self, req: SearchRequest, fn: Callable[[Connection], T], **how: Any) -> T:
+        """store.read, over every workspace's notes when asked (PostgreSQL), `how` it says."""
+        return self.store.read(fn, scope="all" if req.workspace == "all" else None, **how)
 
     def pool_size(self, limit: int) -> int:
         """Chunks per pool: the same for every limit up to max_limit (issue 19.4), so the first
@@ -308,22 +307,23 @@ class Searcher(Pools):
                 # The vector pool's nearest texts are found on its own thread and read
                 # connection, beside the keyword pool (SQLite and numpy both release the GIL),
                 # then the query's words this connection has not read (pools.WordsAhead); their
-                # entries are read on this one's (pools.Nearest).
+                # entries are read on this one's (pools.Nearest). PostgreSQL: under this read's
+                # snapshot (`export`), with what the search asks of them next (note_ahead).
                 ahead = WordsAhead(searchrows.new_words(con, _quoted(req.query)))
 
                 def nearest(other: Connection) -> Nearest:
+                    searchrows.note_ahead(other, _quoted(req.query))
                     found = self._vector_knn(other, qvec, req.filters, now, size)
                     ahead.words_ahead(other)
-                    return found
+                    return replace(found, carried=searchrows.carried(other))
 
-                # a shared store's cache answers without a read (pools._vector_thread)
-                run = self._executor().submit
-                pending = run(self._vector_thread, req, qvec, now, size, nearest)
+                run, snapshot = self._executor().submit, getattr(con, "exported", None)
+                pending = run(self._vector_thread, req, qvec, now, size, nearest, snapshot)
                 submitted.append(pending)
             return self._answer(con, req, limit, now, size, pending, ahead)
 
         try:
-            return self._read(req, answer)
+            return self._read(req, answer, export=qvec is not None)
         finally:
             for fut in submitted:
                 fut.cancel()

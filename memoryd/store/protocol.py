@@ -94,9 +94,18 @@ class Store(Protocol):
     shared: bool
     file_backed: bool
 
-    def read(self, fn: Callable[[Connection], T], *, scope: str | None = None) -> T:
+    def read(
+        self,
+        fn: Callable[[Connection], T],
+        *,
+        scope: str | None = None,
+        export: bool = False,
+        snapshot: str | None = None,
+    ) -> T:
         """fn inside one read transaction (a consistent snapshot). scope="all": every
-        workspace's rows (a shared store; a file holds one workspace, so it changes nothing)."""
+        workspace's rows (a shared store; a file holds one workspace, so it changes nothing).
+        `export` and `snapshot` (PostgreSQL; a file's reads ignore them): the connection names
+        its snapshot (`exported`), and another read takes that snapshot by its name."""
         ...
 
     def write(

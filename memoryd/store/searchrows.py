@@ -6,7 +6,9 @@
   were three round trips: the same records, the same ts_headline of each.
 - `read_ahead`: what search asks of the vector pool's texts once it is known (their signal
   columns, lengths, which hold each query word), one statement on PostgreSQL where it was three;
-  nothing on SQLite, whose reads cost no round trip.
+  nothing on SQLite, whose reads cost no round trip. `note_ahead`, `carried`, `adopt_carried`
+  (PostgreSQL): the vector pool's own read, under the search's snapshot, reads the same with
+  its k-NN, and the search's read keeps it: no statement of its own.
 - `new_words`, `words_ahead`, `adopt_words` (SQLite): which texts hold each of the query's
   words, read on the vector pool's thread for the search's connection (store/wordrows.py).
 """
@@ -33,6 +35,35 @@ def read_ahead(con: Connection, ids: Sequence[int], seen: searchsql.Seen) -> Non
         return
     columns = ", ".join(f"e.{c}" for c in searchsql.SIGNAL_COLUMNS)
     seen.update((r[0], tuple(r[1:])) for r in held.read_ahead(con, list(ids), columns))
+
+
+def note_ahead(con: Connection, matches: Sequence[str]) -> None:
+    """PostgreSQL: note the expressions the search's evidence will ask about on another read
+    (the vector pool's), whose k-NN then reads which of its entries hold each, with their
+    lengths and signal columns (store/pg/held.py `carry`); SQLite: nothing."""
+    if is_postgres(con):
+        from memoryd.store.pg import held
+
+        held.note_carry(con, matches, ", ".join(f"e.{c}" for c in searchsql.SIGNAL_COLUMNS))
+
+
+def carried(con: Connection) -> Any:
+    """What a read kept for another one (`note_ahead`), for `adopt_carried`; None on SQLite."""
+    if not is_postgres(con):
+        return None
+    from memoryd.store.pg import held
+
+    return held.carried(con)
+
+
+def adopt_carried(con: Connection, found: Any, seen: searchsql.Seen) -> bool:
+    """Keep on the search's read what `carried` took from another read when both saw the same
+    snapshot: `read_ahead` then reads nothing of those entries. Whether it was kept."""
+    if found is None or not is_postgres(con):
+        return False
+    from memoryd.store.pg import held
+
+    return held.adopt(con, found, seen)
 
 
 def new_words(con: Connection, matches: Sequence[str]) -> list[str]:

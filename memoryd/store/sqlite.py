@@ -93,9 +93,17 @@ class SqliteStore:
                 self._readers.append(con)
         return con
 
-    def read(self, fn: Callable[[Connection], T], *, scope: str | None = None) -> T:
+    def read(
+        self,
+        fn: Callable[[Connection], T],
+        *,
+        scope: str | None = None,
+        export: bool = False,
+        snapshot: str | None = None,
+    ) -> T:
         """Run fn on this thread's reader inside one read transaction (a consistent snapshot).
-        `scope` is accepted for the Store interface: the file holds one workspace."""
+        `scope`, `export` and `snapshot` are accepted for the Store interface: the file holds
+        one workspace, and each reader's snapshot is its own."""
         con = self.reader()
         con.execute("BEGIN")
         try:

@@ -18,6 +18,7 @@ notification's payload; after an outage it reconnects by itself and calls them w
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +40,8 @@ from memoryd.store.pg.vectors import SESSION_EF, PgVectorIndex
 from memoryd.store.protocol import Connection, VectorIndex, one
 
 T = TypeVar("T")
+# pg_export_snapshot()'s names (hex, hex, decimal): the only text `read` puts in its SQL
+_SNAPSHOT_NAME = re.compile(r"[0-9A-F]{8}-[0-9A-F]{8}-[0-9]{1,10}")
 log = get_logger("memoryd.store")
 
 __all__ = ["PgSettings", "PgStore"]
@@ -218,6 +221,9 @@ class PgStore:
                     if dead and attempt < self.settings.pool_max:
                         continue  # back to the pool, which drops it
                     raise
+                except psycopg.Error:
+                    _rollback(raw)  # a statement that failed: its transaction ends here
+                    raise
                 yield raw, cur
                 return
 
@@ -229,23 +235,59 @@ class PgStore:
             "pool_available", 0
         )
 
-    def read(self, fn: Callable[[Connection], T], *, scope: str | None = None) -> T:
-        """Run fn inside one read-only transaction (a consistent snapshot: REPEATABLE READ)."""
-        # one round trip: the transaction, its scope, its snapshot (the data version:
-        # PgConnection), which the SELECT takes, and N of the keyword IDF where it is the
-        # planner's estimate (store/pg/fts.py)
+    def read(
+        self,
+        fn: Callable[[Connection], T],
+        *,
+        scope: str | None = None,
+        export: bool = False,
+        snapshot: str | None = None,
+    ) -> T:
+        """Run fn inside one read-only transaction (a consistent snapshot: REPEATABLE READ).
+        `export`: the connection's `exported` names its snapshot (pg_export_snapshot) while fn
+        runs; `snapshot`: such a name, so that this read sees what that one sees (a hybrid
+        search's vector pool beside its keyword pool: what it reads ahead for the search then
+        holds under the search's snapshot, searchrows.carried). A snapshot no longer there (its
+        read ended) is not an error: this read takes a snapshot of its own."""
+        if snapshot is not None and _SNAPSHOT_NAME.fullmatch(snapshot):
+            began = [False]
+            try:
+                return self._read(fn, scope, export, snapshot, began)
+            except (psycopg.errors.UndefinedObject, psycopg.errors.InvalidParameterValue):
+                if began[0]:
+                    raise
+        return self._read(fn, scope, export, None, [False])
+
+    def _read(
+        self,
+        fn: Callable[[Connection], T],
+        scope: str | None,
+        export: bool,
+        snapshot: str | None,
+        began: list[bool],
+    ) -> T:
+        # one round trip: the transaction, its snapshot (imported: `read`), its scope, its
+        # snapshot's text (the data version: PgConnection), which the SELECT takes, and N of
+        # the keyword IDF where it is the planner's estimate (store/pg/fts.py)
         begin = (
-            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT "
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+            + (f"SET TRANSACTION SNAPSHOT '{snapshot}'; " if snapshot is not None else "")
+            + "SELECT "
             + ("set_config('memoryd.scope', 'all', true), " if scope == "all" else "")
+            + ("pg_export_snapshot(), " if export else "")
             + f"pg_current_snapshot()::text, {fts.N_LARGE_SQL}"
         )
         handed = False
         with self._first(begin, kept=lambda: handed) as (raw, cur):
+            began[0] = True
             try:
-                cur.nextset()
+                while cur.description is None and cur.nextset():
+                    pass
                 row = one(cur)
                 owner = self._scopes["all" if scope == "all" else None]
                 con = PgConnection(raw, owner.memo, SESSION_EF, True, str(row[-2]), owner)
+                if export:
+                    con.exported = str(row[-3])
                 if row[-1] is not None:
                     con.n = int(row[-1])
                 result = fn(con)

@@ -107,6 +107,11 @@ class PgConnection:
         )
         # the entries' lengths read ahead in a read-only transaction (store/pg/held.py)
         self.lengths: dict[int, int] | None = {} if snapshot else None
+        # the signal columns (searchsql.SIGNAL_COLUMNS) of the entries the vector pool read
+        # with its nearest texts, for the search's read (store/pg/held.py `carry`)
+        self.signals: dict[int, tuple[Any, ...]] = {}
+        self.carry: str | None = None  # the columns asked for them (held.note_carry)
+        self.exported: str | None = None  # its snapshot's name (PgStore.read's `export`)
         self._changes = 0
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:

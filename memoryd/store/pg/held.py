@@ -174,3 +174,86 @@ def _holding(
             known.update(ids)
             holding.update(got)
     return [tuple(r[:width]) for r in rows], found
+
+
+def note_carry(con: Connection, matches: Sequence[str], columns: str) -> None:
+    """Ask this read's k-NN (store/pg/vectors.py knn_entries) to read, with its entries, what
+    a search asks of them next, for that search's read (`carried`): their lengths, `columns`
+    (fixed SQL over `e`: the signal columns) and which hold each expression (noted ahead)."""
+    if getattr(con, "held", None) is None:
+        return
+    for match in matches:
+        remember_matches(con, match)
+    con.carry = columns  # type: ignore[attr-defined]
+
+
+def carry_sql(con: Connection) -> tuple[str, str, list[Any], list[Key]] | None:
+    """What `note_carry` asked of a k-NN's entries: (the select's more columns over `e`:
+    length, the columns, a test of each expression noted ahead; the FROM's first source and
+    its parameters; the expressions' keys); None when nothing was asked."""
+    columns = getattr(con, "carry", None)
+    if not columns or getattr(con, "held", None) is None:
+        return None
+    exprs = _noted(con)[:MATCHING_MAX]
+    cols = f", length(e.content), {columns}"
+    cols += "".join(f", e.fts @@ q.q{i}" for i in range(len(exprs)))
+    source = ""
+    if exprs:
+        source = "(SELECT " + ", ".join(f"{q} AS q{i}" for i, (_, q, _) in enumerate(exprs))
+        source += ") q, "
+    return cols, source, [p for _, _, ps in exprs for p in ps], [k for k, _, _ in exprs]
+
+
+def carry(con: Connection, keys: Sequence[Key], rows: Sequence[Sequence[Any]]) -> None:
+    """Keep on `con` what `carry_sql`'s columns read of each entry (id, length, *signal
+    columns, *tests): its length, its signal columns (`signals`) and which expressions it
+    holds (`held`), for searchrows.carried."""
+    held: Held | None = getattr(con, "held", None)
+    lengths: dict[int, int] | None = getattr(con, "lengths", None)
+    signals: dict[int, tuple[Any, ...]] | None = getattr(con, "signals", None)
+    if held is None or lengths is None or signals is None:
+        return
+    width = len(rows[0]) - len(keys) if rows else 0
+    for r in rows:
+        lengths[int(r[0])] = int(r[1] or 0)
+        signals[int(r[0])] = tuple(r[2:width])
+    ids = [int(r[0]) for r in rows]
+    for j, k in enumerate(keys):
+        known, found = held.setdefault(k, (set(), set()))
+        known.update(ids)
+        found.update(int(r[0]) for r in rows if r[width + j])
+
+
+Carried = tuple[str, dict[int, tuple[Any, ...]], dict[int, int], Held]
+
+
+def carried(con: Connection) -> Carried | None:
+    """What `carry` kept on this read, with its snapshot (PgConnection.version); None when
+    it kept nothing."""
+    version = getattr(con, "version", None)
+    signals = getattr(con, "signals", None)
+    if version is None or not signals:
+        return None
+    return version, signals, con.lengths or {}, con.held or {}  # type: ignore[attr-defined]
+
+
+def adopt(con: Connection, found: Carried | None, seen: dict[int, tuple[Any, ...]]) -> bool:
+    """Keep on the search's read what another read `carry` kept, when both saw the same
+    snapshot (the same `pg_current_snapshot()`: PgStore.read's `snapshot`); the signal
+    columns go in `seen` (searchsql.Seen). Whether it was kept."""
+    held: Held | None = getattr(con, "held", None)
+    lengths: dict[int, int] | None = getattr(con, "lengths", None)
+    if found is None or held is None or lengths is None:
+        return False
+    version, signals, their_lengths, their_held = found
+    if version != getattr(con, "version", None):
+        return False
+    for i, row in signals.items():
+        seen.setdefault(i, row)
+    for i, n in their_lengths.items():
+        lengths.setdefault(i, n)
+    for k, (known, holding) in their_held.items():
+        mine = held.setdefault(k, (set(), set()))
+        mine[0].update(known)
+        mine[1].update(holding)
+    return True

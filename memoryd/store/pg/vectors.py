@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from memoryd.store.pg import held
 from memoryd.store.protocol import Connection
 from memoryd.store.tables import table_name
 
@@ -72,23 +73,33 @@ def knn_entries(
     trip instead of two, and no list of k parameters to plan): the k nearest texts
     (content_hash, cosine distance), nearest first, and (entry id, content hash, document id)
     of the entries that carry one of them and pass the filter (entries.filter_sql's `where`
-    over e and d, and its parameters)."""
+    over e and d, and its parameters). In a read-only transaction the same statement reads
+    what the search asks of those entries next (their lengths, signal columns and which hold
+    each expression noted ahead: held.carry), which it takes when it shares the snapshot
+    (searchrows.carried)."""
     _session(con, k)
     q = as_vector(query)
     near: dict[str, float] = {}
     found: list[tuple[int, str, int | None]] = []
-    for h, dist, i, doc in con.execute(
+    more = held.carry_sql(con)
+    cols, source, mparams, keys = more if more is not None else ("", "", [], [])
+    carried: list[tuple[Any, ...]] = []
+    for h, dist, i, doc, *rest in con.execute(
         "WITH n AS MATERIALIZED (SELECT m.content_hash AS h, v.embedding <=> ? AS dist"
         f" FROM {table} v JOIN embeddings m ON m.id = v.rowid"
         " ORDER BY v.embedding <=> ? LIMIT ?)"
-        " SELECT n.h, n.dist, e.id, e.document_id FROM n"
+        f" SELECT n.h, n.dist, e.id, e.document_id{cols} FROM {source}n"
         " LEFT JOIN (entries e LEFT JOIN documents d ON d.id = e.document_id)"
         f" ON e.content_hash = n.h AND {where}",
-        [q, q, int(k), *params],
+        [q, q, int(k), *mparams, *params],
     ):
         near[str(h)] = float(dist)
         if i is not None:
             found.append((int(i), str(h), None if doc is None else int(doc)))
+            if more is not None:
+                carried.append((i, *rest))
+    if more is not None:
+        held.carry(con, keys, carried)
     nearest = sorted(near.items(), key=lambda t: (t[1], t[0]))
     return nearest, found
 
