@@ -354,6 +354,11 @@ def keyword_note(
     note.bm25 = best * ((1.0 - WHOLE_NOTE_SHARE) * chunk + WHOLE_NOTE_SHARE * as_whole)
 
 
+def _keyed(c: Candidate) -> bool:
+    """Whether a candidate holds one of the query's words (`admitted`)."""
+    return c.coverage > 0 if c.coverage is not None else c.keyword_rank is not None
+
+
 def admitted(
     candidates: list[Candidate], scale: Scale, cjk: bool = False, corrected: bool = False
 ) -> list[Candidate]:
@@ -366,9 +371,7 @@ def admitted(
     had its chance (`corrected`: modes auto and fuzzy) and still no candidate holds any of the
     query's words, similarity must reach the model's `unkeyed` floor, when it has one."""
 
-    def keyed(c: Candidate) -> bool:
-        return c.coverage > 0 if c.coverage is not None else c.keyword_rank is not None
-
+    keyed = _keyed
     alone = scale[2]
     unkeyed = scale[4] if len(scale) > 4 and scale[4] is not None else alone
     if corrected and not any(keyed(c) for c in candidates):
@@ -449,14 +452,23 @@ def damp(candidates: Sequence[Candidate], absent_share: float) -> float:
 
 
 def listed_sections(
-    notes: Sequence[Candidate], scale: Scale, cjk: bool = False, corrected: bool = False
+    notes: Sequence[Candidate],
+    scale: Scale,
+    cjk: bool = False,
+    corrected: bool = False,
+    every: Sequence[Candidate] | None = None,
 ) -> None:
     """Keep, under each note, only the sections that would have been hits themselves (issue
     19.5): admitted by the same rules and floor as hits (`admitted`: a keyword match, or a
-    similarity at the `alone` floor). The note's own best section stays.
+    similarity at the `alone` floor). The note's own best section stays. `every`: all the
+    notes ranked, when `notes` are only the hits shown (the sections of the others are never
+    read: issue 23.3); whether any of their sections holds a query word decides the `unkeyed`
+    floor, as when they are all listed.
 
     Not also cut to the `limit` best chunks: measured, that cost chat-logs 0.032 and go-faq
     0.021 line-level Recall@10 more than the floor alone (BENCHMARKS.md, issue 19)."""
+    if every is not None and corrected:
+        corrected = not any(_keyed(sec) for n in every for sec in n.sections)
     best = {
         c.id for c in admitted([sec for n in notes for sec in n.sections], scale, cjk, corrected)
     }
