@@ -211,7 +211,8 @@ def scorer(s: SearchSettings, scale: Scale, coverage_power: float) -> Score:
     its common words little; the searcher passes 0 when there is no vector pool: BM25 alone
     already weighs the words by IDF), and by `partial_match_weight` when it comes from a typo
     correction. `strength` and `rank_weight` are written out inline: a call each costs more
-    than the arithmetic, ~400 times a search."""
+    than the arithmetic, ~400 times a search; so are min(1, x) and max(0, x), as the value each
+    returns (x if x < 1 else 1; x if x > 0 else 0: the same float, NaN included)."""
     wk, wv = s.keyword_weight, s.vector_weight
     total = (wk + wv) or 1.0
     kshare, vshare = wk / total, wv / total
@@ -226,9 +227,11 @@ def scorer(s: SearchSettings, scale: Scale, coverage_power: float) -> Score:
             partial *= c.coverage**power
         kw = 0.0
         if c.bm25 is not None and best:
-            kw = min(1.0, c.bm25 / best)  # both negative: 1 for the best match
+            kw = c.bm25 / best  # both negative: 1 for the best match
+            kw = kw if kw < 1.0 else 1.0
         sim = c.similarity
-        vec = 0.0 if sim is None else min(1.0, max(0.0, (sim - floor) / span))
+        vec = 0.0 if sim is None else (sim - floor) / span
+        vec = (vec if vec < 1.0 else 1.0) if vec > 0.0 else 0.0
         kpart = kshare * kw * partial
         vpart = vshare * vec
         return kpart + vpart, kpart, vpart
@@ -239,7 +242,8 @@ def scorer(s: SearchSettings, scale: Scale, coverage_power: float) -> Score:
             partial *= c.coverage**power
         kw = 0.0 if c.keyword_rank is None else (k + 1) / (k + c.keyword_rank)
         sim = c.similarity
-        strong = 0.0 if sim is None else min(1.0, max(0.0, (sim - floor) / span))
+        strong = 0.0 if sim is None else (sim - floor) / span
+        strong = (strong if strong < 1.0 else 1.0) if strong > 0.0 else 0.0
         vec = (0.0 if c.vector_rank is None else (k + 1) / (k + c.vector_rank)) * strong
         kpart = kshare * kw * partial
         vpart = vshare * vec
