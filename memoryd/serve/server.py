@@ -313,7 +313,8 @@ class Server:
             try:
                 # readuntil, not readline: over the limit it leaves the line in the buffer,
                 # so the answer can carry the id the line starts with
-                line = await asyncio.wait_for(reader.readuntil(b"\n"), timeout)
+                async with asyncio.timeout(timeout):  # no task of its own (as wait_for's)
+                    line = await reader.readuntil(b"\n")
             except TimeoutError:
                 return
             except asyncio.IncompleteReadError as exc:
@@ -407,8 +408,8 @@ class Server:
             fut = asyncio.get_running_loop().run_in_executor(
                 self._pool, method.fn, self.app, params
             )
-            timeout = None if method.slow else self.settings.request_timeout_s
-            result = await asyncio.wait_for(fut, timeout)
+            async with asyncio.timeout(None if method.slow else self.settings.request_timeout_s):
+                result = await fut
         except MemorydError as exc:
             self.errors_total += 1
             return None if notification else error_response(req_id, exc.code, exc.message, exc.data)
