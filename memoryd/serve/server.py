@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
+from memoryd.core import logsetup
 from memoryd.core.errors import AlreadyRunning, MemorydError, TooLarge, Unavailable, describe
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
@@ -435,7 +436,9 @@ class Server:
             self._inflight -= 1
             if self._inflight == 0:
                 self._idle.set()
-        log.debug("request", method=name, ms=round((time.perf_counter() - started) * 1000, 2))
+        if logsetup.enabled("debug"):
+            ms = round((time.perf_counter() - started) * 1000, 2)
+            log.debug("request", method=name, ms=ms)
         if notification:
             return None
         return {"jsonrpc": "2.0", "id": req_id, "result": result}
