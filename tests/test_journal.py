@@ -141,3 +141,19 @@ def test_a_failed_model_names_the_fix(daemon_factory: Any, tmp_path: Path) -> No
     d.stop()
     failed = [x for x in _json_lines(d.log()) if x.get("event", "").startswith("embedding model")]
     assert any("memoryd[offline]" in x.get("fix", "") for x in failed), failed
+
+
+def test_enabled_says_which_lines_are_written(tmp_path: Path) -> None:
+    """logsetup.enabled (the server checks it before its per-request debug line, issue 23.3)
+    agrees with what the level filter writes, at every configured level."""
+    import io
+
+    for level in ("debug", "info", "warning", "error"):
+        stream = io.StringIO()
+        logsetup.configure(level, "json", stream=stream)
+        log = logsetup.get_logger("memoryd.test")
+        for name in ("debug", "info", "warning", "error"):
+            getattr(log, name)("line", level=name)
+        written = {x["level"] for x in _json_lines(stream.getvalue())}
+        assert written == {n for n in ("debug", "info", "warning", "error") if logsetup.enabled(n)}
+        assert logsetup.enabled(level)

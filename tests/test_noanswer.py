@@ -431,3 +431,11 @@ def test_real_model_no_answer_and_an_answerable_paraphrase(make_app: Any) -> Non
     assert "mould" in res["hits"][0]["content"]
     res = q(app, "which race is Tom running?")
     assert "marathon" in res["hits"][0]["content"]
+
+
+def test_query_units_remembered_are_a_fresh_list_each_time() -> None:
+    """query_units keeps the last queries' units (issue 23.3): a caller that changes the list
+    it got changes nothing for the next caller."""
+    first = query_units("deploy the rollback plan")
+    first.append("changed")
+    assert query_units("deploy the rollback plan") == ["deploy", "rollback", "plan"]

@@ -49,6 +49,68 @@ def test_the_first_limit_are_always_among_the_reachable() -> None:
         assert [c.id for c in order(list(keep))[:limit]] == everything, trial
 
 
+def test_clamps_written_out_are_min_and_max() -> None:
+    """bounds._cut and ranking.scorer write min(1, max(0, x)) out as the value it returns
+    (issue 23.3): the same cut and the same scores as with the calls, at the clamps, signed
+    zeros, infinities and NaN included."""
+    import dataclasses
+    import itertools
+    import math
+
+    from memoryd.core.sections import SearchConfig
+    from memoryd.search.ranking import DEFAULT_SCALE, scorer
+
+    def clamp(x: float) -> float:
+        return min(1.0, max(0.0, x))
+
+    def cut(part: list[Candidate], k: int, nudges: float) -> set[int]:  # bounds._cut as it was
+        lows = [clamp((1 - SIGNAL_SHARE) * c.components.get("relevance", 0.0)) for c in part]
+        highs = [
+            clamp((1 - SIGNAL_SHARE) * c.components.get("relevance", 0.0) + nudges) for c in part
+        ]
+        if len(part) <= k:
+            return {id(c) for c in part}
+        bar = sorted(lows, reverse=True)[k - 1] - bounds.MARGIN
+        return {id(c) for c, hi in zip(part, highs, strict=True) if hi >= bar}
+
+    odd = [0.0, -0.0, 1.0, 1.0000001, -1e-300, 0.5, 2.0, -2.0, math.inf, -math.inf, math.nan]
+    rng = random.Random(3)
+    for trial in range(300):
+        part = [
+            Candidate(id=i, components={"relevance": rng.choice([*odd, rng.random()])})
+            for i in range(rng.randint(1, 30))
+        ]
+        k, nudges = rng.randint(1, 12), rng.choice([0.0, 0.05, SIGNAL_SHARE])
+        assert bounds._cut(part, set(), k, nudges) == cut(part, k, nudges), trial
+
+    def same(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+        return all(
+            (x == y and math.copysign(1, x) == math.copysign(1, y)) or (x != x and y != y)
+            for x, y in zip(a, b, strict=True)
+        )
+
+    for fusion in ("weighted", "rrf"):
+        s = dataclasses.replace(SearchConfig(), fusion=fusion)
+        score = scorer(s, DEFAULT_SCALE, 0.5)
+        floor, top = DEFAULT_SCALE[0], DEFAULT_SCALE[1]
+        for sim, bm25, best in itertools.product(
+            [None, *odd], [None, -3.0, -1.0, 0.5], [None, -2.0]
+        ):
+            c = Candidate(id=1, similarity=sim, bm25=bm25, keyword_rank=2, vector_rank=3)
+            got = score(c, best)
+            partial = 1.0
+            kw = 0.0 if bm25 is None or not best else min(1.0, bm25 / best)
+            strong = 0.0 if sim is None else clamp((sim - floor) / (top - floor))
+            if fusion == "rrf":
+                k = s.rrf_k
+                kw = (k + 1) / (k + 2)
+                strong *= (k + 1) / (k + 3)
+            total = s.keyword_weight + s.vector_weight
+            kpart = s.keyword_weight / total * kw * partial
+            vpart = s.vector_weight / total * strong
+            assert same(got, (kpart + vpart, kpart, vpart)), (fusion, sim, bm25, best)
+
+
 def test_no_bound_with_a_negative_weight() -> None:
     class S:
         importance_weight, recency_weight, frequency_weight = 0.1, -0.1, 0.05

@@ -83,6 +83,45 @@ def test_a_section_below_the_floor_is_not_listed() -> None:
     assert [c.id for c in note.sections] == [1, 2, 3]
 
 
+def test_the_hits_sections_listed_alone_are_those_listed_with_every_note() -> None:
+    """The searcher lists the sections of the hits shown only (issue 23.3): for every mix of
+    keyed and unkeyed notes, with and without the `unkeyed` floor (`corrected`) and CJK, the
+    same sections as when every ranked note's are listed."""
+    import itertools
+    import random
+
+    from memoryd.search.ranking import Candidate, Scale, listed_sections
+
+    rnd = random.Random(7)
+    scale = Scale(0.10, 0.90, 0.20, 0.5, 0.3)
+
+    def notes(seed: int) -> list[Candidate]:
+        rnd.seed(seed)
+        out = []
+        for n in range(8):
+            secs = []
+            for k in range(rnd.randint(1, 4)):
+                keyed = rnd.random() < 0.3
+                secs.append(
+                    Candidate(
+                        id=n * 10 + k,
+                        keyword_rank=n + 1 if keyed else None,
+                        coverage=rnd.choice([None, 0.0, 0.5]) if keyed else rnd.choice([None, 0.0]),
+                        similarity=rnd.choice([None, 0.15, 0.25, 0.35, 0.6]),
+                    )
+                )
+            out.append(Candidate(id=n * 10, document_id=n, sections=secs))
+        return out
+
+    for seed, cjk, corrected in itertools.product(range(200), (False, True), (False, True)):
+        whole, alone = notes(seed), notes(seed)
+        listed_sections(whole, scale, cjk, corrected)
+        listed_sections(alone[:3], scale, cjk, corrected, alone)
+        assert [[s.id for s in n.sections] for n in whole[:3]] == [
+            [s.id for s in n.sections] for n in alone[:3]
+        ], (seed, cjk, corrected)
+
+
 def test_a_keyword_pool_ranked_in_two_halves_is_the_pool_ranked_whole(
     make_app: Any, monkeypatch: Any
 ) -> None:

@@ -287,3 +287,20 @@ def test_status_names_every_skipped_file_with_its_reason(daemon_factory: Any) ->
     (ws / "big.md").write_text("# Big\n\nsmall now\n")  # fixed: no longer listed
     (ws / "x.md").unlink()
     wait_for(lambda: len(d.call("status")["index"]["skipped"]) == 1, timeout=30)
+
+
+def test_iso_remembers_times_it_wrote_and_stays_bounded() -> None:
+    """timeutil.iso keeps the text of times met lately (issue 23.3): the same text as
+    strftime's, for float and int seconds alike, and never more than _ISO_SEEN_MAX of them."""
+    from memoryd.core import timeutil
+
+    def fresh(ts: float) -> str:
+        return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    for ts in (0, 0.0, 1.9999999, 1700000000.5, 1700000000, 253402300799.0):
+        assert timeutil.iso(ts) == fresh(ts)
+        assert timeutil.iso(ts) == fresh(ts)  # remembered
+    assert timeutil.iso(None) is None
+    for n in range(timeutil._ISO_SEEN_MAX + 10):
+        assert timeutil.iso(1e9 + n) == fresh(1e9 + n)
+    assert len(timeutil._ISO_SEEN) <= timeutil._ISO_SEEN_MAX

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memoryd.store import rowsnippets, searchsql
+from memoryd.store import entries, rowsnippets, searchrows, searchsql
 from memoryd.store.entries import NewMemory, insert_memory
 
 _LONG = (
@@ -102,3 +102,72 @@ def test_snippets_of_no_row_or_gone_rows(make_app: Any) -> None:
     assert set(got[2]) <= {ids[0]}
     # the private table is left empty (its rows live in a transaction rolled back)
     assert rowsnippets._shadow().execute("SELECT count(*) FROM rows_fts").fetchall() == [(0,)]
+
+
+_MATCHES = (
+    '"deploy"',
+    '"deploy" OR "rollback"',
+    '"rollback plan" OR "cache"',
+    '"deplo"* OR "rollb"*',
+    'NEAR("deploy" "rollback", 5)',
+    '{heading_path tags} : "deploy"',
+    '"数据库"',
+    '"数据" OR "deploy"',
+)
+
+
+def test_rows_without_cjk_take_the_plain_table_with_the_same_snippets(make_app: Any) -> None:
+    """A row alone, with an expression, both without a CJK character, is snipped in the table
+    tokenized by the tokenizer `cjk` wraps (no Python call per column): the same snippets as
+    `entries_fts` gives, row by row; with a CJK character anywhere, the `cjk` table."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    ids = _rows(app)
+
+    def check(con: Any) -> set[bool]:
+        paths = set()
+        for entry_id in ids:
+            row = con.execute(
+                "SELECT id, content, heading_path, tags FROM entries WHERE id = ?", [entry_id]
+            ).fetchall()
+            for match in _MATCHES:
+                looked_up = {
+                    int(i): str(s)
+                    for i, s in con.execute(
+                        "SELECT rowid, snippet(entries_fts, 0, '\x02', '\x03', '…', 24)"
+                        " FROM entries_fts WHERE entries_fts MATCH ? AND rowid = ?",
+                        [match, entry_id],
+                    )
+                }
+                assert rowsnippets.snippets_of(row, match, "\x02", "\x03") == looked_up, match
+                paths.add(rowsnippets._has_cjk(row, match))
+        return paths
+
+    assert app.store.read(check) == {True, False}  # both tables were asked
+    for plain in (True, False):
+        shadow = rowsnippets._shadow(plain=plain)
+        assert shadow.execute("SELECT count(*) FROM rows_fts").fetchall() == [(0,)]
+
+
+def test_hit_rows_are_the_records_snippets_and_section_lines(make_app: Any) -> None:
+    """searchrows.hit_rows (SQLite) reads each record once for the record and its snippets, and
+    of the other sections only what hits.fill_sections asks: the same as entries.get_many."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    ids = _rows(app)
+    top, more = ids[:6], ids[6:]
+
+    def read(con: Any) -> None:
+        by_match = {'"deploy" OR "rollback"': top[:4], '"数据库" OR "w3"': top[4:]}
+        records, snippets, lines = searchrows.hit_rows(con, top, by_match, more, ("\x02", "\x03"))
+        assert records == entries.get_many(con, top)
+        expected: dict[int, str] = {}
+        for match, matched in by_match.items():
+            expected.update(searchsql.snippets(con, match, matched, "\x02", "\x03"))
+        assert snippets == expected and snippets
+        full = entries.get_many(con, more)
+        assert lines is not None and set(lines) == set(full)
+        for i, rec in full.items():
+            for key in ("heading_path", "start_line", "end_line"):
+                assert lines[i][key] == rec.get(key), (i, key)
+        assert searchrows.hit_rows(con, top, {}, [], ("<", ">"))[2] is None
+
+    app.store.read(read)

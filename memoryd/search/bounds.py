@@ -53,18 +53,17 @@ def _cut(part: Sequence[Candidate], memories: set[int], k: int, nudges: float) -
     """The members of `part` (by identity) whose upper bound reaches its k-th best lower one."""
     if k <= 0:
         return set()
-    share = 1 - SIGNAL_SHARE
-    lows: list[float] = []
-    highs: list[float] = []
-    for c in part:  # ~400 at 100K: the clamps written out
-        if c.id in memories:
-            lows.append(0.0)
-            highs.append(1.0)
-        else:
-            base = share * c.components.get("relevance", 0.0)
-            lows.append(min(1.0, max(0.0, base)))
-            highs.append(min(1.0, max(0.0, base + nudges)))
     if len(part) <= k:
         return {id(c) for c in part}
+    share = 1 - SIGNAL_SHARE
+    # ~400 at 100K: min(1, max(0, x)) written out as what it returns (a call of each costs
+    # ~0.2 us, 0.1 ms a search), memories (0..1) apart
+    bases = [share * c.components.get("relevance", 0.0) for c in part]
+    lows = [(x if x < 1.0 else 1.0) if x > 0.0 else 0.0 for x in bases]
+    highs = [(x if x < 1.0 else 1.0) if x > 0.0 else 0.0 for x in (b + nudges for b in bases)]
+    if memories:
+        for n, c in enumerate(part):
+            if c.id in memories:
+                lows[n], highs[n] = 0.0, 1.0
     bar = sorted(lows, reverse=True)[k - 1] - MARGIN
     return {id(c) for c, hi in zip(part, highs, strict=True) if hi >= bar}

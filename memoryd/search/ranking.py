@@ -4,6 +4,7 @@ function here is tested on plain values. See docs/protocol.md, "Scores"."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -211,7 +212,8 @@ def scorer(s: SearchSettings, scale: Scale, coverage_power: float) -> Score:
     its common words little; the searcher passes 0 when there is no vector pool: BM25 alone
     already weighs the words by IDF), and by `partial_match_weight` when it comes from a typo
     correction. `strength` and `rank_weight` are written out inline: a call each costs more
-    than the arithmetic, ~400 times a search."""
+    than the arithmetic, ~400 times a search; so are min(1, x) and max(0, x), as the value each
+    returns (x if x < 1 else 1; x if x > 0 else 0: the same float, NaN included)."""
     wk, wv = s.keyword_weight, s.vector_weight
     total = (wk + wv) or 1.0
     kshare, vshare = wk / total, wv / total
@@ -226,9 +228,11 @@ def scorer(s: SearchSettings, scale: Scale, coverage_power: float) -> Score:
             partial *= c.coverage**power
         kw = 0.0
         if c.bm25 is not None and best:
-            kw = min(1.0, c.bm25 / best)  # both negative: 1 for the best match
+            kw = c.bm25 / best  # both negative: 1 for the best match
+            kw = kw if kw < 1.0 else 1.0
         sim = c.similarity
-        vec = 0.0 if sim is None else min(1.0, max(0.0, (sim - floor) / span))
+        vec = 0.0 if sim is None else (sim - floor) / span
+        vec = (vec if vec < 1.0 else 1.0) if vec > 0.0 else 0.0
         kpart = kshare * kw * partial
         vpart = vshare * vec
         return kpart + vpart, kpart, vpart
@@ -239,7 +243,8 @@ def scorer(s: SearchSettings, scale: Scale, coverage_power: float) -> Score:
             partial *= c.coverage**power
         kw = 0.0 if c.keyword_rank is None else (k + 1) / (k + c.keyword_rank)
         sim = c.similarity
-        strong = 0.0 if sim is None else min(1.0, max(0.0, (sim - floor) / span))
+        strong = 0.0 if sim is None else (sim - floor) / span
+        strong = (strong if strong < 1.0 else 1.0) if strong > 0.0 else 0.0
         vec = (0.0 if c.vector_rank is None else (k + 1) / (k + c.vector_rank)) * strong
         kpart = kshare * kw * partial
         vpart = vshare * vec
@@ -354,6 +359,11 @@ def keyword_note(
     note.bm25 = best * ((1.0 - WHOLE_NOTE_SHARE) * chunk + WHOLE_NOTE_SHARE * as_whole)
 
 
+def _keyed(c: Candidate) -> bool:
+    """Whether a candidate holds one of the query's words (`admitted`)."""
+    return c.coverage > 0 if c.coverage is not None else c.keyword_rank is not None
+
+
 def admitted(
     candidates: list[Candidate], scale: Scale, cjk: bool = False, corrected: bool = False
 ) -> list[Candidate]:
@@ -366,9 +376,7 @@ def admitted(
     had its chance (`corrected`: modes auto and fuzzy) and still no candidate holds any of the
     query's words, similarity must reach the model's `unkeyed` floor, when it has one."""
 
-    def keyed(c: Candidate) -> bool:
-        return c.coverage > 0 if c.coverage is not None else c.keyword_rank is not None
-
+    keyed = _keyed
     alone = scale[2]
     unkeyed = scale[4] if len(scale) > 4 and scale[4] is not None else alone
     if corrected and not any(keyed(c) for c in candidates):
@@ -449,14 +457,23 @@ def damp(candidates: Sequence[Candidate], absent_share: float) -> float:
 
 
 def listed_sections(
-    notes: Sequence[Candidate], scale: Scale, cjk: bool = False, corrected: bool = False
+    notes: Sequence[Candidate],
+    scale: Scale,
+    cjk: bool = False,
+    corrected: bool = False,
+    every: Sequence[Candidate] | None = None,
 ) -> None:
     """Keep, under each note, only the sections that would have been hits themselves (issue
     19.5): admitted by the same rules and floor as hits (`admitted`: a keyword match, or a
-    similarity at the `alone` floor). The note's own best section stays.
+    similarity at the `alone` floor). The note's own best section stays. `every`: all the
+    notes ranked, when `notes` are only the hits shown (the sections of the others are never
+    read: issue 23.3); whether any of their sections holds a query word decides the `unkeyed`
+    floor, as when they are all listed.
 
     Not also cut to the `limit` best chunks: measured, that cost chat-logs 0.032 and go-faq
     0.021 line-level Recall@10 more than the floor alone (BENCHMARKS.md, issue 19)."""
+    if every is not None and corrected:
+        corrected = not any(_keyed(sec) for n in every for sec in n.sections)
     best = {
         c.id for c in admitted([sec for n in notes for sec in n.sections], scale, cjk, corrected)
     }
@@ -475,7 +492,13 @@ def absent_identifier(df: dict[str, int]) -> str | None:
 def query_units(text: str) -> list[str]:
     """The query's topical units, each once, lowercased: its words that are not stop words; a
     token the tokenizer splits ("db-replica-05.eu", "Tom's") as one phrase, as FTS5 matches it;
-    for a long CJK run (a sentence with no spaces) its topical bigrams instead of the run."""
+    for a long CJK run (a sentence with no spaces) its topical bigrams instead of the run.
+    Remembered for the last queries (a search asks four or five times: ~16 us each)."""
+    return list(_units(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _units(text: str) -> tuple[str, ...]:
     out: dict[str, None] = {}
     for token in text.split():
         token = strip_possessive(token.rstrip("?!.,;:"))
@@ -490,7 +513,7 @@ def query_units(text: str) -> list[str]:
             out[" ".join(words)] = None
         elif len(words) == 1 and words[0] not in STOP_WORDS and words[0] not in ("or", "not"):
             out[words[0]] = None
-    return list(out)
+    return tuple(out)
 
 
 def identifier(unit: str) -> bool:

@@ -105,9 +105,6 @@ def _quoted(query: str) -> list[str]:
     return [quote_term(u) for u in query_units(query)]
 
 
-# --- the searcher ------------------------------------------------------------------------------
-
-
 class Searcher(Pools):
     """Answers SearchRequests against the store; keyword search never waits for the model."""
 
@@ -480,9 +477,8 @@ class Searcher(Pools):
             damp(ranked, share)
             if req.explain:
                 out["absent"] = absent
-        if req.group == "note":
-            listed_sections(ranked, scale, cjk=cjk, corrected=corrected)
-        out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale, seen)
+        listing = ranked if req.group == "note" else None  # whose hits' sections are listed
+        out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale, seen, listing)
         if not out["hits"] and fuzzy_used and rewritten is not None:
             out["suggestion"] = rewritten.corrected_query  # what it found does not answer
         if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
@@ -557,6 +553,7 @@ class Searcher(Pools):
         mode: str,
         scale: Scale = DEFAULT_SCALE,
         seen: searchsql.Seen | None = None,
+        every: list[Candidate] | None = None,
     ) -> list[dict[str, Any]]:
         if not candidates:
             return []
@@ -587,8 +584,9 @@ class Searcher(Pools):
                 nudges["tier"] = SIGNAL_SHARE * max(-1.0, min(1.0, boost))  # this much
             c.final = min(1.0, max(0.0, (1 - SIGNAL_SHARE) * rel + sum(nudges.values())))
             c.components["updated_at"] = float(r["updated_at"])
-        candidates = order(candidates)
-        top = candidates[:limit]
+        top = order(candidates)[:limit]
+        if every is not None:  # the hits' sections only: the others' go unread (issue 23.3)
+            listed_sections(top, scale, has_cjk(req.query), req.mode in ("auto", "fuzzy"), every)
         return hits_.render(
             con,
             top,

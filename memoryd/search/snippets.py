@@ -9,6 +9,10 @@ import re
 
 _OPEN, _CLOSE = "\x02", "\x03"  # what FTS5 wraps matches in; turned into ranges by render_snippet
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>~|])")
+# render_snippet's patterns, compiled once (it runs for every hit: issue 23.3)
+_TOUCHING = re.compile(f"{_CLOSE}(\\s*){_OPEN}")  # one match ending where the next begins
+_SPACES = re.compile(" {2,}")
+_MARKS = re.compile(f"([{_OPEN}{_CLOSE}])")
 
 
 def escape_markdown(text: str) -> str:
@@ -22,14 +26,14 @@ def render_snippet(marked: str) -> tuple[str, list[list[int]]]:
     """An FTS5 snippet with \\x02/\\x03 around matches -> one line of plain text and the
     [start, end) character ranges of its matches (adjacent matches are one range; a range never
     starts or ends on a space and is never empty)."""
-    text = re.sub(f"{_CLOSE}(\\s*){_OPEN}", r"\1", " ".join(marked.split()))
-    text = re.sub(" {2,}", " ", text)
+    text = _TOUCHING.sub(r"\1", " ".join(marked.split()))
+    text = _SPACES.sub(" ", text)
     out: list[str] = []
     ranges: list[list[int]] = []
     size = 0
     inside = False
     last = ""
-    for part in re.split(f"([{_OPEN}{_CLOSE}])", text):
+    for part in _MARKS.split(text):
         if part in (_OPEN, _CLOSE):
             inside = part == _OPEN
             continue

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
+from memoryd.core import logsetup
 from memoryd.core.errors import AlreadyRunning, MemorydError, TooLarge, Unavailable, describe
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
@@ -313,7 +314,8 @@ class Server:
             try:
                 # readuntil, not readline: over the limit it leaves the line in the buffer,
                 # so the answer can carry the id the line starts with
-                line = await asyncio.wait_for(reader.readuntil(b"\n"), timeout)
+                async with asyncio.timeout(timeout):  # no task of its own (as wait_for's)
+                    line = await reader.readuntil(b"\n")
             except TimeoutError:
                 return
             except asyncio.IncompleteReadError as exc:
@@ -407,8 +409,8 @@ class Server:
             fut = asyncio.get_running_loop().run_in_executor(
                 self._pool, method.fn, self.app, params
             )
-            timeout = None if method.slow else self.settings.request_timeout_s
-            result = await asyncio.wait_for(fut, timeout)
+            async with asyncio.timeout(None if method.slow else self.settings.request_timeout_s):
+                result = await fut
         except MemorydError as exc:
             self.errors_total += 1
             return None if notification else error_response(req_id, exc.code, exc.message, exc.data)
@@ -434,7 +436,9 @@ class Server:
             self._inflight -= 1
             if self._inflight == 0:
                 self._idle.set()
-        log.debug("request", method=name, ms=round((time.perf_counter() - started) * 1000, 2))
+        if logsetup.enabled("debug"):
+            ms = round((time.perf_counter() - started) * 1000, 2)
+            log.debug("request", method=name, ms=ms)
         if notification:
             return None
         return {"jsonrpc": "2.0", "id": req_id, "result": result}

@@ -1,9 +1,10 @@
 """Rows a search reads in fewer round trips on PostgreSQL (issue 23.4), SQLite as before.
 
 - `hit_rows`: the winners' records, their snippets and the records of their notes' other
-  sections (search/hits.py). SQLite reads them as it always has (the records, then the
-  snippets of each expression: store/rowsnippets.py); PostgreSQL in one statement, where they
-  were three round trips: the same records, the same ts_headline of each.
+  sections (search/hits.py). SQLite reads the records, makes the snippets of each expression
+  from those rows (store/rowsnippets.py: their text is not read twice) and reads only the
+  heading and lines of the other sections; PostgreSQL in one statement, where they were three
+  round trips: the same records, the same ts_headline of each.
 - `read_ahead`: what search asks of the vector pool's texts once it is known (their signal
   columns, lengths, which hold each query word), one statement on PostgreSQL where it was three;
   nothing on SQLite, whose reads cost no round trip. `note_ahead`, `carried`, `adopt_carried`
@@ -15,10 +16,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from memoryd.store import entries, searchsql, wordrows
+from memoryd.store import entries, rowsnippets, searchsql, wordrows
+from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
 
@@ -83,6 +86,29 @@ def adopt_words(con: Connection, ahead: wordrows.Ahead | None) -> None:
         wordrows.adopt(con, ahead)
 
 
+# where a record's row (entries.RECORD_COLUMNS) holds its id and the columns entries_fts indexes
+_ROW_TEXT = tuple(entries._NAMES.index(c) for c in ("id", "content", "heading_path", "tags"))
+
+
+def section_lines(con: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The heading path and lines of each entry (SQLite), as its record has them (None but
+    for a chunk): what hits.fill_sections reads of a note's other sections."""
+    rows = con.execute(
+        "SELECT id, kind, heading_path, start_line, end_line FROM entries"
+        " WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps([int(i) for i in ids])],
+    )
+    out: dict[int, dict[str, Any]] = {}
+    for entry_id, kind, heading, start, end in rows:
+        chunk = kind == "chunk"
+        out[int(entry_id)] = {
+            "heading_path": json.loads(heading or "[]") if chunk else None,
+            "start_line": start if chunk else None,
+            "end_line": end if chunk else None,
+        }
+    return out
+
+
 def hit_rows(
     con: Connection,
     ids: Sequence[int],
@@ -91,13 +117,23 @@ def hit_rows(
     marks: tuple[str, str],
 ) -> tuple[dict[int, dict[str, Any]], dict[int, str], dict[int, dict[str, Any]] | None]:
     """(records of `ids`, snippets of the ids of each expression of `by_match`, records of
-    `more`): `marks` wrap the matches. SQLite: None for `more`'s records (read when they are
-    asked for, as before: hits.fill_sections)."""
+    `more`): `marks` wrap the matches. SQLite: of `more`, only the heading path and lines
+    (`section_lines`: all hits.fill_sections asks of them)."""
     if not is_postgres(con):
-        found, snippets = entries.get_many(con, ids), {}
+        # the records' rows give the snippets their text (no second read of it), and the other
+        # sections need only their heading and lines (search/hits.fill_sections)
+        stored: list[Sequence[Any]] = []
+        for part, places in in_batches(ids):  # entries.get_many's rows
+            where = f"e.id IN ({places})"
+            sql = f"SELECT {entries.RECORD_COLUMNS} FROM {entries.RECORD_FROM} WHERE {where}"
+            stored.extend(con.execute(sql, part))
+        found = {int(row[0]): entries.row_to_record(row) for row in stored}
+        text = {int(row[0]): tuple(row[k] for k in _ROW_TEXT) for row in stored}
+        snippets: dict[int, str] = {}
         for match, matched in by_match.items():
-            snippets.update(searchsql.snippets(con, match, matched, *marks))
-        return found, snippets, None
+            mine = [text[i] for i in matched if i in text]
+            snippets.update(rowsnippets.snippets_of(mine, match, *marks))
+        return found, snippets, section_lines(con, more) if more else None
     from memoryd.store.pg.fts import Headline  # imported on first use: SQLite never loads it
 
     heads = [(Headline(match, *marks), matched) for match, matched in by_match.items()]
