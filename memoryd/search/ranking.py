@@ -493,8 +493,12 @@ def query_units(text: str) -> list[str]:
     """The query's topical units, each once, lowercased: its words that are not stop words; a
     token the tokenizer splits ("db-replica-05.eu", "Tom's") as one phrase, as FTS5 matches it;
     for a long CJK run (a sentence with no spaces) its topical bigrams instead of the run.
-    Remembered for the last queries (a search asks four or five times: ~16 us each)."""
-    return list(_units(text))
+    Remembered for the last short queries (a search asks four or five times: ~16 us each; a
+    pasted page is not kept)."""
+    return list(_units(text) if len(text) <= _REMEMBERED else _units.__wrapped__(text))
+
+
+_REMEMBERED = 2000  # characters: the longest query whose units are remembered
 
 
 @functools.lru_cache(maxsize=64)
