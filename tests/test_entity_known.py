@@ -141,6 +141,23 @@ def test_a_first_name_read_as_a_system_is_the_person_too(app: Any, full_first: b
     assert rows(app, "SELECT type FROM entities WHERE key = 'jose garcia'") == [("person",)]
 
 
+@pytest.mark.parametrize("link_first", [False, True])
+def test_a_first_name_is_the_untyped_full_name_a_link_gives(app: Any, link_first: bool) -> None:
+    """`[[Caroline Baker]]` (a note with no heading, so no sentence types her) and "Met Caroline
+    today" in a daily note are one person, whichever was indexed first; "George Street" (a
+    street) does not take "George"."""
+    link = ("notes.md", "# Notes\n\n- [[Caroline Baker]] owns the invoice job\n")
+    daily = ("daily/d.md", "# Standup\n\nMet Caroline today.\n")
+    for path, text in (link, daily) if link_first else (daily, link):
+        write_synced(app, path, text)
+    assert "caroline baker" in keys_in(app, "daily/d.md")
+    assert rows(app, "SELECT type FROM entities WHERE key = 'caroline baker'") == [("person",)]
+    assert rows(app, "SELECT key FROM entities WHERE key = 'caroline'") == []
+    write_synced(app, "walk.md", "# Walk\n\nWe walked down [[George Street]].\n")
+    write_synced(app, "call.md", "# Call\n\nGeorge said hi.\n")
+    assert "george" in keys_in(app, "call.md")
+
+
 def test_a_first_name_that_is_a_place_is_not_adopted(app: Any) -> None:
     write_synced(app, "trips/a.md", "# Trip\n\nWe moved to Paris in May. Paris was warm.\n")
     write_synced(app, "people/p.md", "# Paris Hilton\n\nParis Hilton said hello.\n")

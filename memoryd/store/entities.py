@@ -172,7 +172,8 @@ _FORM_OF = (
 # The range lets SQLite use the key's index; substr keeps it exact where a collation is not
 # bytewise (PostgreSQL's may order "caroline baker" apart from "caroline ").
 _FIRST_NAME_OF = (
-    "SELECT key, name, type FROM entities WHERE type = 'person' AND substr(key, 1, ?) = ?"
+    "SELECT key, name, type FROM entities WHERE type IN ('person', 'other')"
+    " AND substr(key, 1, ?) = ?"
 )
 _FIRST_NAME_OF_SQLITE = _FIRST_NAME_OF + " AND key > ? AND key < ?"
 # a list field's value (`people: [Maya]`) is written like a name in the text; a note's own
@@ -241,14 +242,47 @@ def _person_like(key: str, kind: str) -> bool:
 
 
 def _people_named(con: Connection, first: str) -> list[tuple[Any, ...]]:
-    """(key, name, type) of every person of two or three words whose first name is `first`."""
+    """(key, name, type) of every person of two or three words whose first name is `first`:
+    typed person, or untyped and written like one (_named_like_person)."""
     prefix = first + " "
     if is_postgres(con):
         rows = con.execute(_FIRST_NAME_OF, (len(prefix), prefix)).fetchall()
     else:
         params = (len(prefix), prefix, prefix, prefix + "\uffff")
         rows = con.execute(_FIRST_NAME_OF_SQLITE, params).fetchall()
-    return [tuple(r) for r in rows if str(r[0]).count(" ") <= 2]
+    return [
+        tuple(r)
+        for r in rows
+        if str(r[0]).count(" ") <= 2
+        and (str(r[2]) == "person" or _named_like_person(str(r[0]), str(r[1])))
+    ]
+
+
+def _named_like_person(key: str, name: str) -> bool:
+    """An untyped name of two or three capitalised words that opens with a shipped first name
+    (one that is no English word) and is no known place or software: `[[Caroline Baker]]`, a
+    note's title no sentence typed. Within one note such a name takes its first name alone
+    (text/entities.py, _part_names); across notes it does too."""
+    words, parts = name.split(), key.split(" ")
+    return (
+        2 <= len(words) <= 3
+        and all(w[:1].isupper() and w.isalpha() for w in words)
+        and parts[0] in cues.first_names()[0]
+        and parts[-1] not in _NOT_A_SURNAME
+        and not any(parts[-1] in names for names in cues.first_names())  # "Mary Rose"
+        and key not in cues.places()
+        and key not in cues.systems()[0]
+    )
+
+
+# a last word that makes a place or an organisation of a name: "George Street", "Austin Energy"
+_NOT_A_SURNAME = (
+    cues.PLACE_SUFFIX
+    | cues.PLACE_SUFFIX_2
+    | cues.ORG_SUFFIX
+    | cues.ORG_SUFFIX_2
+    | cues.SYSTEM_AFTER
+)
 
 
 def adopt_first_names(con: Connection, mentions: Iterable[Mention]) -> int:
@@ -263,7 +297,9 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention]) -> int:
     changed, seen = 0, set()
     for m in mentions:
         key = m.key
-        if key in seen or m.type != "person":
+        if key in seen or not (
+            m.type == "person" or (m.type == "other" and _named_like_person(key, m.name))
+        ):
             continue
         seen.add(key)
         words = key.split(" ")
@@ -308,7 +344,15 @@ def adopt(con: Connection, old_key: str, new_key: str) -> int:
             entry_id,
             float(rows[0][5]),  # the entry's date, which each of its mentions carries
             [
-                Mention(new_key, name, kind, int(line), str(surface), "wikilink")
+                # an untyped full name is a person when its first name alone was written as one
+                Mention(
+                    new_key,
+                    name,
+                    "person" if kind == "other" and str(t) == "person" else kind,
+                    int(line),
+                    str(surface),
+                    "wikilink",
+                )
                 if key == old_key
                 else Mention(str(key), str(n), str(t), int(line), str(surface), "name")
                 for key, n, t, line, surface, _ in rows
