@@ -30,8 +30,8 @@ import numpy as np
 
 from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
+from memoryd.store.firstnames import named_like_person, people_named, person_like
 from memoryd.store.protocol import Connection
-from memoryd.text import entity_cues as cues
 from memoryd.text.entities import Mention, canonical_key, extract
 
 _UPSERT = (
@@ -169,13 +169,6 @@ _FORM_OF = (
     "SELECT DISTINCT e.key, e.name, e.type FROM mentions m JOIN entities e ON e.id = m.entity_id"
     " WHERE m.surface_key = ? AND e.key != ? LIMIT 2"
 )
-# The range lets SQLite use the key's index; substr keeps it exact where a collation is not
-# bytewise (PostgreSQL's may order "caroline baker" apart from "caroline ").
-_FIRST_NAME_OF = (
-    "SELECT key, name, type FROM entities WHERE type IN ('person', 'other')"
-    " AND substr(key, 1, ?) = ?"
-)
-_FIRST_NAME_OF_SQLITE = _FIRST_NAME_OF + " AND key > ? AND key < ?"
 # a list field's value (`people: [Maya]`) is written like a name in the text; a note's own
 # title, and its aliases and file name (keyed to the title), are its own and never re-keyed
 _WRITTEN_BY = frozenset(("wikilink", "alias", "name", "mention", "front_matter"))
@@ -202,7 +195,7 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
             key in asked
             or key in own
             or m.source not in _WRITTEN_BY
-            or not _person_like(key, m.type)
+            or not person_like(key, m.type)
         ):
             continue
         asked.add(key)
@@ -210,7 +203,7 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
             continue
         rows = con.execute(_FORM_OF, (key, key)).fetchall()
         if not rows and " " not in key and key.isalpha():
-            rows = _people_named(con, key)
+            rows = people_named(con, key)
         if len(rows) == 1:
             found[key] = (str(rows[0][0]), str(rows[0][1]), str(rows[0][2]))
     if not found:
@@ -226,71 +219,12 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
     return out
 
 
-def _person_like(key: str, kind: str) -> bool:
-    """A name that may stand for a person: typed person or other, or one word of the shipped
-    first names that are no English word, typed otherwise from its sentence ("José's plan" read
-    as a system's), unless it is a well-known system or place."""
-    if kind in ("person", "other"):
-        return True
-    return (
-        kind == "system"
-        and " " not in key
-        and key in cues.first_names()[0]
-        and key not in cues.systems()[0]
-        and key not in cues.places()
-    )
-
-
-def _people_named(con: Connection, first: str) -> list[tuple[Any, ...]]:
-    """(key, name, type) of every person of two or three words whose first name is `first`:
-    typed person, or untyped and written like one (_named_like_person)."""
-    prefix = first + " "
-    if is_postgres(con):
-        rows = con.execute(_FIRST_NAME_OF, (len(prefix), prefix)).fetchall()
-    else:
-        params = (len(prefix), prefix, prefix, prefix + "\uffff")
-        rows = con.execute(_FIRST_NAME_OF_SQLITE, params).fetchall()
-    return [
-        tuple(r)
-        for r in rows
-        if str(r[0]).count(" ") <= 2
-        and (str(r[2]) == "person" or _named_like_person(str(r[0]), str(r[1])))
-    ]
-
-
-def _named_like_person(key: str, name: str) -> bool:
-    """An untyped name of two or three capitalised words that opens with a shipped first name
-    (one that is no English word) and is no known place or software: `[[Caroline Baker]]`, a
-    note's title no sentence typed. Within one note such a name takes its first name alone
-    (text/entities.py, _part_names); across notes it does too."""
-    words, parts = name.split(), key.split(" ")
-    return (
-        2 <= len(words) <= 3
-        and all(w[:1].isupper() and w.isalpha() for w in words)
-        and parts[0] in cues.first_names()[0]
-        and parts[-1] not in _NOT_A_SURNAME
-        and not any(parts[-1] in names for names in cues.first_names())  # "Mary Rose"
-        and key not in cues.places()
-        and key not in cues.systems()[0]
-    )
-
-
-# a last word that makes a place or an organisation of a name: "George Street", "Austin Energy"
-_NOT_A_SURNAME = (
-    cues.PLACE_SUFFIX
-    | cues.PLACE_SUFFIX_2
-    | cues.ORG_SUFFIX
-    | cues.ORG_SUFFIX_2
-    | cues.SYSTEM_AFTER
-)
-
-
 def adopt_first_names(con: Connection, mentions: Iterable[Mention]) -> int:
     """known_as's first-name rule for the entries indexed before: a person of two or three
     words whom these (just stored) mentions name adopts the entity of their first name alone
     ("Caroline", written in notes and memories indexed before "Caroline Baker" was) when that
     name reads as a person or as nothing else (or is a known first name read as a system:
-    _person_like) and she is the only person of that first name.
+    firstnames.person_like) and she is the only person of that first name.
     Without it the answer would depend on the order entries were indexed in (a daily note read
     before the person's own note). A first name two full names share stays its own; one adopted
     stays adopted when a second full name comes later. Returns how many entries changed."""
@@ -298,7 +232,7 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention]) -> int:
     for m in mentions:
         key = m.key
         if key in seen or not (
-            m.type == "person" or (m.type == "other" and _named_like_person(key, m.name))
+            m.type == "person" or (m.type == "other" and named_like_person(key, m.name))
         ):
             continue
         seen.add(key)
@@ -307,9 +241,9 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention]) -> int:
         if not 2 <= len(words) <= 3 or len(first) < 2 or not first.isalpha():
             continue
         bare = con.execute("SELECT type FROM entities WHERE key = ?", (first,)).fetchall()
-        if not bare or not _person_like(first, str(bare[0][0])):
+        if not bare or not person_like(first, str(bare[0][0])):
             continue
-        people = _people_named(con, first)
+        people = people_named(con, first)
         if len(people) == 1 and str(people[0][0]) == key:
             changed += adopt(con, first, key)
     return changed

@@ -1,0 +1,77 @@
+"""Which stored people a first name written alone may stand for (store/entities.py's
+first-name rule: known_as and adopt_first_names). Reads only; both backends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryd.store.dialect import is_postgres
+from memoryd.store.protocol import Connection
+from memoryd.text import entity_cues as cues
+
+# The range lets SQLite use the key's index; substr keeps it exact where a collation is not
+# bytewise (PostgreSQL's may order "caroline baker" apart from "caroline ").
+_FIRST_NAME_OF = (
+    "SELECT key, name, type FROM entities WHERE type IN ('person', 'other')"
+    " AND substr(key, 1, ?) = ?"
+)
+_FIRST_NAME_OF_SQLITE = _FIRST_NAME_OF + " AND key > ? AND key < ?"
+
+
+def person_like(key: str, kind: str) -> bool:
+    """A name that may stand for a person: typed person or other, or one word of the shipped
+    first names that are no English word, typed otherwise from its sentence ("José's plan" read
+    as a system's), unless it is a well-known system or place."""
+    if kind in ("person", "other"):
+        return True
+    return (
+        kind == "system"
+        and " " not in key
+        and key in cues.first_names()[0]
+        and key not in cues.systems()[0]
+        and key not in cues.places()
+    )
+
+
+def people_named(con: Connection, first: str) -> list[tuple[Any, ...]]:
+    """(key, name, type) of every person of two or three words whose first name is `first`:
+    typed person, or untyped and written like one (named_like_person)."""
+    prefix = first + " "
+    if is_postgres(con):
+        rows = con.execute(_FIRST_NAME_OF, (len(prefix), prefix)).fetchall()
+    else:
+        params = (len(prefix), prefix, prefix, prefix + "\uffff")
+        rows = con.execute(_FIRST_NAME_OF_SQLITE, params).fetchall()
+    return [
+        tuple(r)
+        for r in rows
+        if str(r[0]).count(" ") <= 2
+        and (str(r[2]) == "person" or named_like_person(str(r[0]), str(r[1])))
+    ]
+
+
+def named_like_person(key: str, name: str) -> bool:
+    """An untyped name of two or three capitalised words that opens with a shipped first name
+    (one that is no English word) and is no known place or software: `[[Caroline Baker]]`, a
+    note's title no sentence typed. Within one note such a name takes its first name alone
+    (text/entities.py, _part_names); across notes it does too."""
+    words, parts = name.split(), key.split(" ")
+    return (
+        2 <= len(words) <= 3
+        and all(w[:1].isupper() and w.isalpha() for w in words)
+        and parts[0] in cues.first_names()[0]
+        and parts[-1] not in _NOT_A_SURNAME
+        and not any(parts[-1] in names for names in cues.first_names())  # "Mary Rose"
+        and key not in cues.places()
+        and key not in cues.systems()[0]
+    )
+
+
+# a last word that makes a place or an organisation of a name: "George Street", "Austin Energy"
+_NOT_A_SURNAME = (
+    cues.PLACE_SUFFIX
+    | cues.PLACE_SUFFIX_2
+    | cues.ORG_SUFFIX
+    | cues.ORG_SUFFIX_2
+    | cues.SYSTEM_AFTER
+)
