@@ -45,6 +45,26 @@ def pg_stores(dsn: str, *workspaces: str, **settings: Any) -> Iterator[tuple[Any
             store.close()
 
 
+# A few notes and queries the PostgreSQL search tests share (test_pg_searchrows, test_pg_carry,
+# test_pg_sharedvec): code, prose, a phrase, a prefix and a CJK note.
+SEARCH_TEXTS = {
+    "ops/deploy.md": "# Deploy\n\nWe deploy the api with blue green releases and a canary.\n\n"
+    "## Rollback\n\nA failed deploy rolls back to the last green release.\n",
+    "ops/incident.md": "# Incident\n\nThe canary failed; the deploy was rolled back.\n",
+    "proj/auth.md": "# Auth\n\nSessions expire after twelve hours; tokens rotate daily.\n",
+    "proj/cache.md": "# Cache\n\nRedis keeps hot sessions and the deploy keys.\n",
+    "notes/cjk.md": "# 数据库\n\n数据库的备份每天运行一次。deploy 之前先备份。\n",
+}
+SEARCH_QUERIES = [
+    "deploy",
+    "deploy canary",
+    "sessions redis",
+    '"green release"',
+    "deploy*",
+    "数据库 备份",
+]
+
+
 def with_notes(app: Any, texts: dict[str, str]) -> Any:
     """`app` with these notes (workspace-relative path -> text) written and indexed."""
     for rel, text in texts.items():

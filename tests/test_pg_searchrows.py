@@ -12,16 +12,9 @@ import re
 from typing import Any
 
 import pytest
+from conftest import SEARCH_QUERIES, SEARCH_TEXTS
 
-TEXTS = {
-    "ops/deploy.md": "# Deploy\n\nWe deploy the api with blue green releases and a canary.\n\n"
-    "## Rollback\n\nA failed deploy rolls back to the last green release.\n",
-    "ops/incident.md": "# Incident\n\nThe canary failed; the deploy was rolled back.\n",
-    "proj/auth.md": "# Auth\n\nSessions expire after twelve hours; tokens rotate daily.\n",
-    "proj/cache.md": "# Cache\n\nRedis keeps hot sessions and the deploy keys.\n",
-    "notes/cjk.md": "# 数据库\n\n数据库的备份每天运行一次。deploy 之前先备份。\n",
-}
-QUERIES = ["deploy", "deploy canary", "sessions redis", '"green release"', "deploy*", "数据库 备份"]
+TEXTS, QUERIES = SEARCH_TEXTS, SEARCH_QUERIES
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import pg_stores
+from conftest import SEARCH_TEXTS, pg_stores
 
 from memoryd.search.sharedvec import SharedVectorCache
 from memoryd.store import vectors
@@ -138,13 +138,9 @@ def test_a_new_model_or_ids_going_backwards_reload(stores: tuple[Any, Any]) -> N
     assert len(cache) == 1 and near[0][0] == "y0"
 
 
-TEXTS = {
-    "ops/deploy.md": "# Deploy\n\nWe deploy the api with blue green releases and a canary.\n\n"
-    "## Rollback\n\nA failed deploy rolls back to the last green release.\n",
-    "ops/incident.md": "# Incident\n\nThe canary failed; the deploy was rolled back.\n",
-    "proj/auth.md": "# Auth\n\nSessions expire after twelve hours; tokens rotate daily.\n",
-    "proj/cache.md": "# Cache\n\nRedis keeps hot sessions and the deploy keys.\n",
-    "proj/copy.md": "# Cache\n\nRedis keeps hot sessions and the deploy keys.\n",  # a text twice
+TEXTS = {  # no CJK note; one text twice
+    **{path: text for path, text in SEARCH_TEXTS.items() if path != "notes/cjk.md"},
+    "proj/copy.md": SEARCH_TEXTS["proj/cache.md"],
 }
 
 
