@@ -399,12 +399,13 @@ class Indexer:
             old = by_sha[sha].pop(0)
             # chunks and vectors stay; the mentions are read again, as the file name is a form
             # of the note's title (`[[new-name]]` names it, `[[old-name]]` in no new note does)
-            moved = self._parse(state.path, self._text(state, data))
+            text, fm, body, first = self._front(state.path, self._text(state, data))
+            mentions = entities.extract_document(fm, body, first, text, state.path)
 
             def move(con: Any) -> None:
                 entries.move_document(con, old, state.path, state.mtime)
-                _set_dates(con, state.path, moved.fm)
-                store_entities.reindex_document(con, state.path, moved.mentions)
+                _set_dates(con, state.path, fm)
+                store_entities.reindex_document(con, state.path, mentions)
 
             self.store.run_write(move)
             report.moved += 1
@@ -460,13 +461,19 @@ class Indexer:
             )
         return text if self.preprocess is None else self.preprocess(state.path, text)
 
-    def _parse(self, path: str, text: str) -> Note:
-        """Front matter, chunks, tags (front matter and inline) and links of one note."""
-        s = self.settings
+    def _front(self, path: str, text: str) -> tuple[str, markdown.FrontMatter, str, int]:
+        """The note's text with its line ends made "\n", its front matter (a warning when it
+        is ignored), its body and the body's first line."""
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         fm, body, first = markdown.parse_front_matter(text)
         if fm.error:
             log.warning("front matter ignored", path=path, reason=fm.error)
+        return text, fm, body, first
+
+    def _parse(self, path: str, text: str) -> Note:
+        """Front matter, chunks, tags (front matter and inline) and links of one note."""
+        s = self.settings
+        text, fm, body, first = self._front(path, text)
         chunks = markdown.chunk_markdown(
             body,
             first_line=first,
