@@ -162,12 +162,19 @@ def test_lower_systems_line_by_line(texts: list[str]) -> None:
         max_size=160,
     )
 )
-def test_line_caps_of_the_whole_text_are_each_lines_namewords(text: str) -> None:
+def test_line_caps_of_the_whole_text_are_each_lines_words(text: str) -> None:
     """names() finds the capitalised words of every line in one scan of the joined text: the
-    words _namewords finds line by line, at the same offsets."""
+    words a scan of each line finds, at the same offsets."""
     from memoryd.text import entity_names as names
 
-    want = [(i, c) for i, line in enumerate(text.split("\n")) if (c := names._namewords(line))]
+    def plain(line: str) -> list[tuple[int, int, str]]:
+        return [
+            (m.start(), m.end(), m.group())
+            for m in names._CAPWORD.finditer(line)
+            if names._nameword(m.group())
+        ]
+
+    want = [(i, c) for i, line in enumerate(text.split("\n")) if (c := plain(line))]
     assert names._line_caps(text) == want
 
 

@@ -90,27 +90,10 @@ def clear_caches() -> None:
     entity_typer.clear_caches()
 
 
-def _namewords(line: str) -> list[tuple[int, int, str]]:
-    """(start, end, word) of the capitalised words of `line` that can be part of a name."""
-    if line.islower():  # no upper-case letter: no name (a third of the lines of notes)
-        return []
-    caps = []
-    known = _NAMEWORDS
-    for m in _CAPWORD.finditer(line):
-        w = m.group()
-        ok = known.get(w)
-        if ok is None:
-            if len(known) >= 65536:
-                known.clear()
-            ok = known[w] = _nameword(w)
-        if ok:
-            caps.append((m.start(), m.end(), w))
-    return caps
-
-
 def _line_caps(text: str) -> list[tuple[int, list[tuple[int, int, str]]]]:
-    """_namewords of every line of `text` ("\n"-separated) that has some, as (line index,
-    words): one scan of the whole text (a word never spans a line end, and a line's first
+    """The capitalised words that can be part of a name, (start, end, word) in their line, of
+    every line of `text` ("\n"-separated) that has some, as (line index, words): one scan of the
+    whole text (a word never spans a line end, and a line's first
     character looks behind at "\n" as at nothing), the offsets made the line's."""
     out: list[tuple[int, list[tuple[int, int, str]]]] = []
     known = _NAMEWORDS
@@ -138,10 +121,9 @@ def _line_caps(text: str) -> list[tuple[int, list[tuple[int, int, str]]]]:
     return out
 
 
-def _runs(line: str, n: int, caps: list[tuple[int, int, str]] | None = None) -> list[_Run]:
-    """The runs of capitalised words of a line; `caps` its _namewords when known."""
-    if caps is None:
-        caps = _namewords(line)
+def _runs(line: str, n: int, caps: list[tuple[int, int, str]]) -> list[_Run]:
+    """The runs of capitalised words of a line; `caps` its words that can be part of a name
+    (_line_caps)."""
     if not caps:
         return []
     heading = "#" in line[:4] and atx_heading(line) is not None
