@@ -65,6 +65,15 @@ SEARCH_QUERIES = [
 ]
 
 
+def pg_search_app(make_app: Any, dsn: str) -> Any:
+    """An app on PostgreSQL holding SEARCH_TEXTS and a team memory, settled (the PostgreSQL
+    search tests' fixture)."""
+    app = with_notes(make_app(store={"backend": "postgres", "dsn": dsn}), SEARCH_TEXTS)
+    app.memories.add("Deploys happen on tuesdays", tags=["deploy"], namespace="team")
+    settle(app)
+    return app
+
+
 def with_notes(app: Any, texts: dict[str, str]) -> Any:
     """`app` with these notes (workspace-relative path -> text) written and indexed."""
     for rel, text in texts.items():

@@ -11,20 +11,15 @@ import re
 from typing import Any
 
 import pytest
-from conftest import SEARCH_QUERIES, SEARCH_TEXTS
+from conftest import SEARCH_QUERIES, pg_search_app
 
-TEXTS, QUERIES = SEARCH_TEXTS, SEARCH_QUERIES
+QUERIES = SEARCH_QUERIES
 READ_AHEAD = "SELECT e.id, length(e.content)"  # held.read_ahead's statement
 
 
 @pytest.fixture
 def app(make_app: Any, pg_dsn: str) -> Any:
-    from conftest import settle, with_notes
-
-    app = with_notes(make_app(store={"backend": "postgres", "dsn": pg_dsn}), TEXTS)
-    app.memories.add("Deploys happen on tuesdays", tags=["deploy"], namespace="team")
-    settle(app)
-    return app
+    return pg_search_app(make_app, pg_dsn)
 
 
 def _count(con: Any) -> int:
