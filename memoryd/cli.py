@@ -136,24 +136,44 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    daemon = args.command == "run"
     try:
         return int(args.func(args) or 0)
     except ConfigError as exc:
-        print(f"memoryd: configuration error: {exc.message}", file=sys.stderr)
-        return 2
+        return _fail(daemon, f"configuration error: {exc.message}", 2)
     except MemorydError as exc:
-        print(f"memoryd: {exc.message}", file=sys.stderr)
-        return 1
+        return _fail(daemon, exc.message, 1)
     except OSError as exc:  # a folder or file memoryd needs cannot be used: say which, no traceback
-        print(f"memoryd: cannot start: {describe_os_error(exc)}", file=sys.stderr)
-        return 1
-    except Exception as exc:
-        if type(exc).__module__ != "apsw":  # a bug: keep the traceback
-            raise
-        print(f"memoryd: cannot open the database: {exc}", file=sys.stderr)
-        return 1
+        return _fail(daemon, f"cannot start: {describe_os_error(exc)}", 1)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if type(exc).__module__ == "apsw":
+            return _fail(daemon, f"cannot open the database: {exc}", 1)
+        from memoryd.core import logsetup
+
+        if not (daemon and logsetup.renders_json()):
+            raise  # a bug: keep the traceback
+        # a bug in the daemon: its traceback as one JSON line (the log's `exception`)
+        logsetup.get_logger("memoryd").exception("stopped by an unexpected error")
+        return 1
+
+
+def _fail(daemon: bool, message: str, status: int) -> int:
+    """Say why memoryd stops: `memoryd: MESSAGE` on stderr, except that the daemon, whose
+    stderr is a log of JSON lines off a terminal, writes it as one of them (event "fatal"),
+    and also on stderr when the log goes to a file."""
+    if daemon:
+        from memoryd.core import logsetup
+
+        if logsetup.renders_json() is None:  # the configuration could not be read
+            logsetup.configure()
+        if logsetup.renders_json():
+            logsetup.get_logger("memoryd").error("fatal", error=message, exit_status=status)
+            if logsetup.writes_stderr():
+                return status
+    print(f"memoryd: {message}", file=sys.stderr)
+    return status
 
 
 def describe_os_error(exc: OSError) -> str:

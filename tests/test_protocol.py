@@ -397,10 +397,9 @@ def test_read_only_data_dir_is_one_clear_line(tmp_path: Path, short_dir: Path) -
     )
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
-    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("memoryd:")]
-    assert lines == [
-        f"memoryd: cannot start: {ro} is on a read-only file system; "
-        "point data_dir (or the path) elsewhere"
+    lines = [json.loads(ln) for ln in done.stderr.splitlines()]  # off a terminal: JSON lines
+    assert [ln["error"] for ln in lines if ln["event"] == "fatal"] == [
+        f"cannot start: {ro} is on a read-only file system; point data_dir (or the path) elsewhere"
     ]
 
 

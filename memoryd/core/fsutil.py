@@ -9,6 +9,7 @@ never leaves a folder others can write to."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import secrets
@@ -36,7 +37,7 @@ PRIVATE_DIR, SHARED_DIR = 0o700, 0o755  # data (data_dir, sockets, logs); worksp
 
 def make_dirs(path: Path, mode: int = PRIVATE_DIR) -> None:
     """mkdir -p with `mode` for every folder it creates (the umask can only narrow it); folders
-    that exist are left as they are."""
+    that exist are left as they are. NotADirectoryError when something else is in the way."""
     missing: list[Path] = []
     here = Path(path)
     while not os.path.isdir(here):
@@ -47,6 +48,8 @@ def make_dirs(path: Path, mode: int = PRIVATE_DIR) -> None:
     for folder in reversed(missing):
         with contextlib.suppress(FileExistsError):
             folder.mkdir(mode=mode)
+    if not os.path.isdir(path):  # a file (or a dangling symlink) is in the way
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(path))
 
 
 def process_umask() -> int:

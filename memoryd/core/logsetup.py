@@ -36,7 +36,7 @@ LEVELS = {
 }
 RATE_LIMIT = 5  # lines of one kind let through per window
 RATE_WINDOW_S = 1.0
-_state: dict[str, Any] = {"level": logging.INFO, "name": "info", "stream": None}
+_state: dict[str, Any] = {"level": logging.INFO, "name": "info", "stream": None, "json": None}
 
 
 class RateLimiter:
@@ -145,6 +145,7 @@ def configure(
             stream = sys.stderr
     tty = hasattr(stream, "isatty") and stream.isatty()
     as_json = fmt == "json" or (fmt == "auto" and not tty)
+    _state["json"], _state["stream"] = as_json, stream
     if as_json:  # progress bars (model downloads) are not log lines: none in a JSON log
         os.environ.setdefault("TQDM_DISABLE", "1")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -276,7 +277,7 @@ def reset() -> None:
         if getattr(h, "_memoryd", False):
             root.removeHandler(h)
     logging.captureWarnings(False)
-    _state.update(level=logging.INFO, name="info", stream=None)
+    _state.update(level=logging.INFO, name="info", stream=None, json=None)
     global _limiter
     _limiter = RateLimiter()
 
@@ -290,3 +291,14 @@ def enabled(level: str) -> bool:
     checks before it logs, since a line dropped still costs ~15 us (the lazy logger is bound
     again for each line, and the processors run until the filter drops it)."""
     return LEVELS[level] >= _state["level"]
+
+
+def renders_json() -> bool | None:
+    """Whether configure() made the log JSON lines (None before it ran): `memoryd run` then
+    says why it stops as one of them, so a log reader (journald, jq) never meets a plain line."""
+    return _state["json"]
+
+
+def writes_stderr() -> bool:
+    """Whether the configured log goes to stderr (not to a `[logging] file`)."""
+    return _state["stream"] is sys.stderr

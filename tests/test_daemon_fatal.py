@@ -1,0 +1,155 @@
+"""Why `memoryd run` stops, said where its log is read: one JSON line off a terminal (journald,
+launchd's log file, a pipe), a plain `memoryd: ...` line on one, both when the log is a file.
+Every way of failing to start is covered, so a log reader never meets a line it cannot parse."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def _config(tmp: Path, short: Path, **over: str) -> Path:
+    paths = {
+        "workspace": str(tmp / "ws"),
+        "data_dir": str(tmp / "data"),
+        "socket": str(short / "f.sock"),
+    } | over
+    cfg = tmp / "c.toml"
+    cfg.write_text(
+        "".join(f'{k} = "{v}"\n' for k, v in paths.items()) + "[embedding]\nenabled = false\n"
+    )
+    return cfg
+
+
+def _bad_config(tmp: Path, short: Path) -> Path:
+    cfg = _config(tmp, short)
+    cfg.write_text(cfg.read_text() + '[search]\nrrf_k = "sixty"\n')
+    return cfg
+
+
+def _file_as_workspace(tmp: Path, short: Path) -> Path:
+    (tmp / "afile").write_text("x\n")
+    return _config(tmp, short, workspace=str(tmp / "afile"))
+
+
+def _file_as_data_dir(tmp: Path, short: Path) -> Path:
+    (tmp / "afile").write_text("x\n")
+    return _config(tmp, short, data_dir=str(tmp / "afile"))
+
+
+def _file_as_socket_folder(tmp: Path, short: Path) -> Path:
+    (short / "afile").write_text("x\n")
+    return _config(tmp, short, socket=str(short / "afile" / "s.sock"))
+
+
+FAILURES = {
+    "configuration": (_bad_config, 2, "search.rrf_k"),
+    "workspace is a file": (_file_as_workspace, 1, "afile is not a folder"),
+    "data_dir is a file": (_file_as_data_dir, 1, "is not a folder"),
+    "socket folder is a file": (_file_as_socket_folder, 1, "is not a folder"),
+}
+
+
+def _run(cfg: Path, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memoryd", "run", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **kw,
+    )
+
+
+@pytest.mark.parametrize("name", list(FAILURES))
+def test_off_a_terminal_the_reason_is_one_json_line(
+    name: str, tmp_path: Path, short_dir: Path
+) -> None:
+    make, status, words = FAILURES[name]
+    done = _run(make(tmp_path, short_dir))
+    assert done.returncode == status, done.stderr
+    lines = [json.loads(ln) for ln in done.stderr.splitlines()]  # every line is JSON
+    fatal = [ln for ln in lines if ln["event"] == "fatal"]
+    assert len(fatal) == 1, done.stderr
+    assert fatal[0]["level"] == "error" and fatal[0]["exit_status"] == status
+    assert words in fatal[0]["error"]
+
+
+def test_a_second_daemon_says_so_in_json(daemon_factory: Any) -> None:
+    d = daemon_factory()
+    done = _run(d.config_path, env=d.env)
+    assert done.returncode == 1
+    fatal = [json.loads(ln) for ln in done.stderr.splitlines()][-1]
+    assert fatal["event"] == "fatal" and "already" in fatal["error"]
+
+
+def test_with_a_log_file_the_reason_is_in_it_and_on_stderr(tmp_path: Path, short_dir: Path) -> None:
+    cfg = _file_as_workspace(tmp_path, short_dir)
+    log = tmp_path / "logs" / "memoryd.log"
+    cfg.write_text(cfg.read_text() + f'[logging]\nfile = "{log}"\n')
+    done = _run(cfg)
+    assert done.returncode == 1
+    assert done.stderr.startswith("memoryd: cannot start: ") and "afile" in done.stderr
+    fatal = [json.loads(ln) for ln in log.read_text().splitlines()][-1]
+    assert fatal["event"] == "fatal" and "afile" in fatal["error"]
+
+
+def test_on_a_terminal_the_reason_is_a_plain_line(tmp_path: Path, short_dir: Path) -> None:
+    cfg = _bad_config(tmp_path, short_dir)
+    main, tty = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "memoryd", "run", "--config", str(cfg)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=tty,
+            timeout=60,
+        )
+        os.close(tty)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(main)
+    assert done.returncode == 2
+    text = out.decode()
+    assert text.startswith("memoryd: configuration error: search.rrf_k"), text
+    assert "{" not in text
+
+
+def test_a_bug_in_the_daemon_is_one_json_line_with_its_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from memoryd import cli
+    from memoryd.core import logsetup
+
+    def boom(args: Any) -> int:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "cmd_run", boom)
+    stream = io.StringIO()
+    try:
+        logsetup.configure("info", "json", stream=stream)
+        assert cli.main(["run"]) == 1
+        (line,) = [json.loads(ln) for ln in stream.getvalue().splitlines()]
+        assert line["event"] == "stopped by an unexpected error"
+        assert "RuntimeError: boom" in line["exception"]
+        logsetup.configure("info", "console", stream=stream)  # a terminal: the traceback
+        with pytest.raises(RuntimeError):
+            cli.main(["run"])
+    finally:
+        logsetup.reset()
