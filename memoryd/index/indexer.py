@@ -89,6 +89,9 @@ class Report:
         return bool(self.indexed or self.deleted or self.moved)
 
 
+ROOT_AWAY = "the workspace folder is missing (moved, deleted or unmounted); the index is kept"
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -277,6 +280,9 @@ class Indexer:
         with self._lock:
             started = time.perf_counter()
             report = Report()
+            if self._root_away(report):
+                self.last_reconcile = {"at": self.clock(), **report.as_dict()}
+                return report
             # a folder at a time: one folder's files and stored rows held, not the workspace's
             diff = differences(self, report)
             report.unchanged += diff.unchanged
@@ -292,6 +298,8 @@ class Indexer:
         with self._lock:
             started = time.perf_counter()
             report = Report()
+            if self._root_away(report):
+                return report
             rels = [rel for rel in (self.relpath(Path(p)) for p in paths) if rel is not None]
             # only the documents at or under these paths, not the whole table (issue 23.2)
             indexed = self.store.read(lambda con: docpaths.documents_at(con, rels))
@@ -331,6 +339,16 @@ class Indexer:
             if report.changed or report.skipped:
                 log.info("synced", **_brief(report))
             return report
+
+    def _root_away(self, report: Report) -> bool:
+        """The workspace folder itself is gone (unmounted, moved away, deleted): nothing is
+        applied, so the index is not emptied of every note (and re-embedded when it is back);
+        the App looks for the folder and reconciles when it returns."""
+        if _is_dir(self.root):
+            return False
+        report.errors.append(f"{ROOT_AWAY}: {self.root}")
+        log.error(ROOT_AWAY, root=str(self.root))
+        return True
 
     def _scan_under(self, rel: str) -> dict[str, FileState]:
         if rel in (".", ""):

@@ -126,6 +126,7 @@ class Watcher:
     ) -> None:
         self.root = Path(os.path.abspath(root))
         self._bases = {self.root, Path(os.path.realpath(self.root))}
+        self.identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the folder watched
         self.on_change = on_change
         self.debounce = _check_debounce(debounce)
         self.accept = accept
@@ -170,6 +171,8 @@ class Watcher:
         if not os.path.isdir(root):
             raise NotADirectoryError(errno.ENOTDIR, f"cannot watch {root}: not a folder", root)
         _check_watch_limit(root)
+        st = os.stat(root)
+        self.identity = (st.st_dev, st.st_ino)  # the folder watched; the App compares it
         try:
             observer = _make_observer(self._overflowed)  # opens its inotify instance here
         except Exception as exc:

@@ -180,6 +180,8 @@ class DailyLog:
         line = self.render(record, when) + "\n"
         try:
             with self.lock:
+                if not os.path.isdir(self.workspace):  # not made again: a drive not mounted
+                    raise FileNotFoundError(errno.ENOENT, "the workspace folder is missing")
                 self._check_inside(path.parent)
                 make_dirs(path.parent, SHARED_DIR)
                 self._check_inside(path.parent)

@@ -53,6 +53,7 @@ from memoryd.core.errors import (
     StoreError,
     StoreUnavailable,
     TooLarge,
+    Unavailable,
     describe,
 )
 from memoryd.core.fsutil import (
@@ -65,7 +66,7 @@ from memoryd.core.fsutil import (
 )
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
-from memoryd.index.indexer import Indexer, sha256_bytes
+from memoryd.index.indexer import ROOT_AWAY, Indexer, sha256_bytes
 from memoryd.memory.lifecycle import summary
 from memoryd.memory.validation import check_str, guard
 from memoryd.notes.fsops import (
@@ -124,8 +125,14 @@ class Notes:
         return within(real, str(self.root_real))
 
     def resolve(self, path: object, what: str = "path") -> tuple[str, Path]:
-        """(relative path, full path) of a note the API may touch; raises InvalidInput."""
-        rel = self._as_on_disk(normalize(path, what))
+        """(relative path, full path) of a note the API may touch; raises InvalidInput, and
+        Unavailable while the workspace folder is gone (nothing is made in its place)."""
+        rel = normalize(path, what)
+        if not os.path.isdir(self.root):
+            raise Unavailable(
+                f"{ROOT_AWAY}: {self.root}; notes can be read and written once it is back"
+            )
+        rel = self._as_on_disk(rel)
         if not path_accepted(rel, self.indexer.settings):
             raise InvalidInput(
                 f"{what}: {describe(rel)} is not a note memoryd indexes (notes are files matching "

@@ -21,7 +21,7 @@ from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.index.embed import ModelHolder, background_threads, load_embedder, resolve_model
 from memoryd.index.embedworker import EmbedWorker
-from memoryd.index.indexer import Indexer
+from memoryd.index.indexer import ROOT_AWAY, Indexer
 from memoryd.index.watcher import Watcher
 from memoryd.memory import checkpoints, lifecycle
 from memoryd.memory.dailylog import DailyLog, marker_ids
@@ -32,7 +32,8 @@ from memoryd.search.neardup import NearDuplicates
 from memoryd.search.searcher import Searcher
 from memoryd.serve.jobs import Jobs, daemon_jobs
 from memoryd.serve.searchlog import SearchLog
-from memoryd.store import entries, ftsprune
+from memoryd.serve.workspaceguard import WorkspaceGuard
+from memoryd.store import Store, entries, ftsprune
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
 
@@ -84,6 +85,7 @@ class App:
         prepare_dirs(cfg)
         checkpoints.clean_partial(cfg.data_dir)
         self.store = open_store(cfg)
+        prepare_workspace(cfg, self.store)
         self.model = model if model is not None else default_model_holder(cfg)
         # rebuilt in the background after index changes, never by a query (issue 23)
         self.fuzzy = FuzzyMatcher(cfg.search.fuzzy_min_similarity, read=self.store.read)
@@ -162,6 +164,11 @@ class App:
         )
         self.watcher: Watcher | None = None
         self.watcher_error: str | None = None
+        self.workspace_guard = WorkspaceGuard(
+            cfg.workspace,
+            watched=lambda: self.watcher.identity if self.watcher is not None else None,
+            rewatch=self._rewatch,
+        )
         self.ready = threading.Event()  # the first reconcile is done
         self._reconcile_lock = threading.Lock()
         self._reconcile_wanted = False
@@ -226,7 +233,9 @@ class App:
 
     def _startup(self, progress: Callable[[str], None] | None) -> None:
         try:
-            self.start_watcher()
+            if self.workspace_guard.check() != "away":
+                self.start_watcher()
+            self.workspace_guard.start()
 
             def report(line: str) -> None:
                 if progress is not None:
@@ -268,6 +277,15 @@ class App:
             )
             return
         self.watcher = w
+
+    def _rewatch(self) -> None:
+        """The workspace folder is back (or another is at its path): watch it, catch up."""
+        old, self.watcher = self.watcher, None
+        if old is not None:
+            old.stop(flush=False)
+        self.watcher_error = None
+        self.start_watcher()
+        self.reconcile_soon("the workspace folder is back")
 
     def reconcile(self, report: Callable[[str], None] | None = None) -> Any:
         """indexer.reconcile with progress: `index.progress` in status while it runs, and one
@@ -341,6 +359,7 @@ class App:
     def close(self) -> None:
         """Stop the watcher and workers, finish the write in progress, close the database."""
         self.jobs.shutdown(wait=True)
+        self.workspace_guard.stop()
         if self.watcher is not None:
             self.watcher.stop()
         if self._bg is not None:
@@ -411,7 +430,10 @@ class App:
                 ),
             },
             "model": self.model.status(),
-            "watcher": {"alive": watcher_alive, "error": self.watcher_error},
+            "watcher": {
+                "alive": watcher_alive,
+                "error": self.workspace_guard.error or self.watcher_error,
+            },
             "index": {
                 "initial_reconcile_done": self.ready.is_set(),
                 "last_reconcile": _iso_at(self.indexer.last_reconcile),
@@ -440,7 +462,20 @@ def _iso_at(rep: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def prepare_dirs(cfg: Config) -> None:
-    """data_dir private (0700); the workspace created if missing."""
+    """data_dir private (0700); the workspace is App.prepare_workspace's."""
     make_dirs(cfg.data_dir, PRIVATE_DIR)
     os.chmod(cfg.data_dir, 0o700)
-    make_dirs(Path(cfg.workspace), SHARED_DIR)
+
+
+def prepare_workspace(cfg: Config, store: Store) -> None:
+    """The workspace made when missing, unless notes are indexed from it: then it is away (a
+    drive not mounted yet, a symlink to it dangling), and a new empty folder in its place would
+    have the reconcile empty the index (WorkspaceGuard waits for it). A file in the way stops
+    start-up (make_dirs: NotADirectoryError)."""
+    ws = Path(cfg.workspace)
+    if os.path.isdir(ws):
+        return
+    if not os.path.exists(ws) and store.read(entries.documents):
+        log.error(ROOT_AWAY + "; not made again", root=str(ws))
+        return
+    make_dirs(ws, SHARED_DIR)

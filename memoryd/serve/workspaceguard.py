@@ -1,0 +1,87 @@
+"""The workspace folder itself: gone (a drive not mounted, the folder moved away or deleted)
+and back.
+
+While it is gone the indexer applies nothing (`Indexer._root_away`: the index is not emptied of
+every note, to be re-read and re-embedded when it returns), nothing is written in its place (the
+daily log, `note write`), and `status` says so. A look at the folder every few seconds notices
+its return, or another folder now at its path (a drive mounted again, a vault restored): the
+watcher then watches the new folder and a reconcile catches up with what changed meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from memoryd.core.logsetup import get_logger
+from memoryd.index.indexer import ROOT_AWAY
+
+log = get_logger("memoryd.serve.workspaceguard")
+
+CHECK_EVERY_S = 5.0  # a stat of one folder: nothing, even on a laptop's battery
+
+
+class WorkspaceGuard:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        watched: Callable[[], tuple[int, int] | None],
+        rewatch: Callable[[], None],
+        interval: float = CHECK_EVERY_S,
+    ) -> None:
+        """`watched()`: (st_dev, st_ino) of the folder the watcher watches, None without one;
+        `rewatch()`: watch the folder now at `root` and reconcile."""
+        self.root = Path(root)
+        self.watched = watched
+        self.rewatch = rewatch
+        self.interval = interval
+        self.away = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def error(self) -> str | None:
+        """What status says while the folder is gone (looked at now: the last check may be a
+        few seconds old)."""
+        away = self.away or not os.path.isdir(self.root)
+        return f"{ROOT_AWAY}: {self.root}" if away else None
+
+    def check(self) -> str | None:
+        """Look once: "away" when the folder is gone, "back" when it returned (or another
+        folder took its path) and was watched again, None when nothing changed."""
+        try:
+            st = os.stat(self.root)
+        except OSError:
+            st = None
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            if not self.away:
+                self.away = True
+                log.error(ROOT_AWAY, root=str(self.root))
+            return "away"
+        watched = self.watched()
+        if not self.away and (watched is None or watched == (st.st_dev, st.st_ino)):
+            return None
+        self.away = False
+        log.warning("the workspace folder is back; watching it again", root=str(self.root))
+        self.rewatch()
+        return "back"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="memoryd-workspace", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.check()
+            except Exception:  # never the end of the daemon
+                log.exception("workspace check failed")

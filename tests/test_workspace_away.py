@@ -1,0 +1,107 @@
+"""The workspace folder itself gone (a drive not mounted, the vault moved away or deleted) and
+back: the index is kept, nothing is written in its place, and its return is noticed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import wait_for
+
+from memoryd.core.errors import Unavailable
+from memoryd.search.searcher import SearchRequest
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+
+def paths(app: Any, query: str) -> list[str]:
+    req = SearchRequest(query=query, mode="keyword", limit=100, record_access=False)
+    return sorted(h["path"] for h in app.searcher.search(req)["hits"] if h.get("path"))
+
+
+def started(make_app: Any, notes: dict[str, str]) -> Any:
+    app = make_app(model=None)
+    ws = Path(app.cfg.workspace)
+    for name, text in notes.items():
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_text(text)
+    app.start(jobs=False)
+    wait_for(app.ready.is_set)
+    wait_for(lambda: paths(app, "lighthouse") == sorted(notes))
+    return app
+
+
+NOTES = {"a.md": "# A\n\nThe lighthouse log\n", "sub/b.md": "# B\n\nA lighthouse keeper\n"}
+
+
+@pytest.mark.parametrize("how", ["moved away", "deleted", "a dangling symlink"])
+def test_gone_keeps_the_index_writes_nothing_in_its_place_and_back_catches_up(
+    make_app: Any, tmp_path: Path, how: str
+) -> None:
+    app = started(make_app, NOTES)
+    ws = Path(app.cfg.workspace)
+    away = tmp_path / "away"
+    os.rename(ws, away)
+    if how == "deleted":
+        kept = tmp_path / "kept"
+        os.rename(away, kept)  # what the user gets back later is another folder
+        away = kept
+    elif how == "a dangling symlink":
+        os.symlink(tmp_path / "unmounted", ws)
+    # every way the index is brought up to date applies nothing while it is gone
+    report = app.reconcile()
+    assert report.deleted == 0 and "workspace folder is missing" in report.errors[0]
+    assert app.indexer.sync_paths([ws / "a.md", ws / "sub"]).deleted == 0
+    assert paths(app, "lighthouse") == sorted(NOTES)
+    assert app.workspace_guard.check() == "away"
+    assert "workspace folder is missing" in app.status()["watcher"]["error"]
+    # nothing is made in its place: a memory is kept, its daily-log line is not written there
+    rec = app.memories.add("a lighthouse memory while the vault is away")
+    assert app.memories.get(rec.id)["id"] == rec.id
+    with pytest.raises(Unavailable, match="workspace folder is missing"):
+        app.notes.write("c.md", "# C\n")
+    assert not os.path.isdir(ws)
+    # back (a drive mounted again): watched again, and what changed meanwhile is caught up
+    if os.path.islink(ws):
+        os.unlink(ws)
+    (away / "sub" / "b.md").unlink()
+    (away / "c.md").write_text("# C\n\nA lighthouse in the fog\n")
+    os.rename(away, ws)
+    assert app.workspace_guard.check() == "back"
+    assert app.status()["watcher"]["error"] is None
+    wait_for(lambda: paths(app, "lighthouse") == ["a.md", "c.md"])
+    (ws / "d.md").write_text("# D\n\nThe lighthouse again\n")  # the new folder is watched
+    wait_for(lambda: paths(app, "lighthouse") == ["a.md", "c.md", "d.md"])
+
+
+def test_another_folder_at_its_path_is_watched(make_app: Any, tmp_path: Path) -> None:
+    """A folder swapped for another between two looks (a restore, a remount) is watched anew."""
+    app = started(make_app, NOTES)
+    ws = Path(app.cfg.workspace)
+    os.rename(ws, tmp_path / "old")
+    (ws / "sub").mkdir(parents=True)
+    (ws / "a.md").write_text("# A\n\nThe lighthouse log\n")
+    assert app.workspace_guard.check() == "back"
+    wait_for(lambda: paths(app, "lighthouse") == ["a.md"])
+    (ws / "sub" / "e.md").write_text("# E\n\nA lighthouse in the new folder\n")
+    wait_for(lambda: paths(app, "lighthouse") == ["a.md", "sub/e.md"])
+    assert app.workspace_guard.check() is None
+
+
+def test_a_start_with_notes_indexed_does_not_make_it_again(make_app: Any, tmp_path: Path) -> None:
+    app = started(make_app, NOTES)
+    ws = Path(app.cfg.workspace)
+    app.close()
+    os.rename(ws, tmp_path / "away")
+    again = make_app(model=None)
+    again.start(jobs=False)
+    wait_for(again.ready.is_set)
+    assert not os.path.exists(ws)
+    assert paths(again, "lighthouse") == sorted(NOTES)
+    assert "workspace folder is missing" in again.status()["watcher"]["error"]
+    os.rename(tmp_path / "away", ws)
+    wait_for(lambda: again.workspace_guard.check() is None)  # back: watched from then on
+    (ws / "f.md").write_text("# F\n\nThe last lighthouse\n")
+    wait_for(lambda: paths(again, "lighthouse") == ["a.md", "f.md", "sub/b.md"])
