@@ -71,6 +71,9 @@ def test_gone_keeps_the_index_writes_nothing_in_its_place_and_back_catches_up(
     os.rename(away, ws)
     assert app.workspace_guard.check() == "back"
     assert app.status()["watcher"]["error"] is None
+    # the memory's daily-log line is written now, and not indexed again as a note's text
+    logs = list((ws / app.cfg.dailylog.folder).glob("*.md"))
+    assert any("while the vault is away" in p.read_text() for p in logs)
     wait_for(lambda: paths(app, "lighthouse") == ["a.md", "c.md"])
     (ws / "d.md").write_text("# D\n\nThe lighthouse again\n")  # the new folder is watched
     wait_for(lambda: paths(app, "lighthouse") == ["a.md", "c.md", "d.md"])

@@ -76,6 +76,9 @@ class DailyLogSettings(Protocol):
 _MARKER_IDS = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->[ \t]*(?=[\r\n]|\Z)")
 
 
+MAX_WAITING = 10_000  # lines kept for a workspace folder that is gone; the memories are stored
+
+
 def marker_ids(text: str) -> set[int]:
     """The memory ids of the daily-log markers that end lines of `text`."""
     return {int(m.group("id")) for m in _MARKER_IDS.finditer(text)}
@@ -138,6 +141,8 @@ class DailyLog:
         # Held for every change of a log file; memoryd.notes.notes takes it too (App passes it), so
         # a note.append and a daily-log line never race on the same file.
         self.lock = threading.Lock()
+        # memories added while the workspace folder was gone (a drive not mounted), bounded
+        self.waiting: list[dict[str, Any]] = []
 
     def folder(self) -> Path:
         return self.workspace / self.settings.folder
@@ -206,8 +211,16 @@ class DailyLog:
                     os.close(fd)
         except OSError as exc:
             log.error("daily log append failed", path=str(path), error=str(exc))
+            if not os.path.isdir(self.workspace) and len(self.waiting) < MAX_WAITING:
+                self.waiting.append(record)  # written when the workspace folder is back
             return None
         return path
+
+    def append_waiting(self) -> int:
+        """The lines of the memories added while the workspace folder was gone, now it is
+        back (in the order they were added); returns how many were written."""
+        waiting, self.waiting = self.waiting, []
+        return sum(self.append(record) is not None for record in waiting)
 
     def _check_inside(self, folder: Path) -> None:
         """The log's folder must resolve inside the workspace: a symlinked `daily/` (or year

@@ -285,6 +285,7 @@ class App:
             old.stop(flush=False)
         self.watcher_error = None
         self.start_watcher()
+        self.dailylog.append_waiting()
         self.reconcile_soon("the workspace folder is back")
 
     def reconcile(self, report: Callable[[str], None] | None = None) -> Any:
