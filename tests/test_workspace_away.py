@@ -60,8 +60,14 @@ def test_gone_keeps_the_index_writes_nothing_in_its_place_and_back_catches_up(
     # nothing is made in its place: a memory is kept, its daily-log line is not written there
     rec = app.memories.add("a lighthouse memory while the vault is away")
     assert app.memories.get(rec.id)["id"] == rec.id
-    with pytest.raises(Unavailable, match="workspace folder is missing"):
-        app.notes.write("c.md", "# C\n")
+    for door in (
+        lambda: app.notes.write("c.md", "# C\n"),
+        lambda: app.notes.read("a.md"),
+        lambda: app.notes.move("a.md", "z.md"),
+        lambda: app.notes.trash("a.md"),  # it would only have left the index
+    ):
+        with pytest.raises(Unavailable, match="workspace folder is missing"):
+            door()
     assert not os.path.isdir(ws)
     # back (a drive mounted again): watched again, and what changed meanwhile is caught up
     if os.path.islink(ws):

@@ -128,10 +128,7 @@ class Notes:
         """(relative path, full path) of a note the API may touch; raises InvalidInput, and
         Unavailable while the workspace folder is gone (nothing is made in its place)."""
         rel = normalize(path, what)
-        if not os.path.isdir(self.root):
-            raise Unavailable(
-                f"{ROOT_AWAY}: {self.root}; notes can be read and written once it is back"
-            )
+        self._root_here()
         rel = self._as_on_disk(rel)
         if not path_accepted(rel, self.indexer.settings):
             raise InvalidInput(
@@ -150,6 +147,14 @@ class Notes:
                 "not a note"
             )
         return rel, full
+
+    def _root_here(self) -> None:
+        """Unavailable while the workspace folder is gone: nothing is made in its place, and a
+        delete would only leave the index (WorkspaceGuard, serve/workspaceguard.py)."""
+        if not os.path.isdir(self.root):
+            raise Unavailable(
+                f"{ROOT_AWAY}: {self.root}; notes can be read, written and deleted once it is back"
+            )
 
     def _as_on_disk(self, rel: str) -> str:
         """`rel` with each part that does not exist replaced by the one entry of its folder that
@@ -495,6 +500,7 @@ class Notes:
         nothing is lost) and its chunks leave the index."""
         if self.trash_dir is None:
             raise Refused("deleting notes needs a trash folder; this Notes has none")
+        self._root_here()
         # a symlink is deleted itself: the link goes to the trash, never what it points to
         rel, full = self.indexer.resolve_path(path, keep_link=True)
         if self.indexer.holds_private(rel):
