@@ -11,6 +11,7 @@ import pytest
 from conftest import wait_for
 
 from memoryd.core.errors import Unavailable
+from memoryd.ctl.output import status_summary
 from memoryd.search.searcher import SearchRequest
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
@@ -57,6 +58,7 @@ def test_gone_keeps_the_index_writes_nothing_in_its_place_and_back_catches_up(
     assert paths(app, "lighthouse") == sorted(NOTES)
     assert app.workspace_guard.check() == "away"
     assert "workspace folder is missing" in app.status()["watcher"]["error"]
+    assert "needs attention: workspace folder missing" in status_summary(app.status())
     # nothing is made in its place: a memory is kept, its daily-log line is not written there
     rec = app.memories.add("a lighthouse memory while the vault is away")
     assert app.memories.get(rec.id)["id"] == rec.id

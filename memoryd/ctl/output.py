@@ -210,7 +210,10 @@ def status_summary(res: dict[str, Any]) -> str:
     problems = []
     if store.get("ok") is False:
         problems.append("store unreachable")
-    if (res.get("watcher") or {}).get("alive") is False:
+    watcher = res.get("watcher") or {}
+    if "workspace folder is missing" in (watcher.get("error") or ""):
+        problems.append("workspace folder missing (index kept)")
+    elif watcher.get("alive") is False:
         problems.append("watcher stopped")
     if model.get("state") == "failed":
         problems.append("embedding model failed")
