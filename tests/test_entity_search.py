@@ -335,3 +335,35 @@ def test_a_source_line_in_a_note_with_aliases_is_the_files_line(make_app: Any) -
         9,
         "Later Ana Lima fixed the webhook.",
     )
+
+
+def test_a_name_said_alone_means_its_one_entity_at_every_door(make_app: Any) -> None:
+    """A person's first name no note writes alone, a tag without its "#": the page, the graph
+    and the search filter resolve it to the one entity it can mean, as the indexer resolves
+    "Caroline" written alone; a name that could mean several, or none, names the nearest."""
+    a = make_app(model=None)
+    ws = Path(a.cfg.workspace)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "standup.md").write_text(
+        "# Standup\n\nMet José García about the refund flow. #payments\n\n"
+        "## Later\n\nAna Lima and Ana Souza reviewed the refund flow.\n"
+    )
+    assert a.indexer.reconcile().errors == []
+    for name in ("JOSÉ", "jose", "José's"):
+        assert call(a, "entity", name=name)["name"] == "José García"
+        assert call(a, "related", name=name)["nodes"][0]["name"] == "José García"
+        hits = call(a, "search", query="refund", mode="keyword", entities=[name])["hits"]
+        assert [h["path"] for h in hits] == ["standup.md"]
+    assert call(a, "entity", name="payments")["name"] == "#payments"
+    with pytest.raises(NotFound) as two:  # two Anas: neither is guessed
+        call(a, "entity", name="Ana")
+    assert {s["name"] for s in two.value.data["suggestions"]} == {"Ana Lima", "Ana Souza"}
+    assert "did you mean" in two.value.message
+    hits = call(a, "search", query="refund", mode="keyword", entities=["Ana"])
+    assert hits["hits"] == [] and hits["unknown_entities"] == ["Ana"]
+    with pytest.raises(NotFound) as part:  # a part of a name is suggested, never taken
+        call(a, "entity", name="Garc")
+    assert [s["name"] for s in part.value.data["suggestions"]] == ["José García"]
+    with pytest.raises(NotFound) as none:
+        call(a, "entity", name="Nobody Known")
+    assert none.value.data == {"suggestions": []}

@@ -76,10 +76,19 @@ def find(store: Store, query: str, limit: int, types: Sequence[str] = ()) -> dic
 
 
 def _resolve(store: Store, name: str) -> list[EntityRow]:
+    """The entities `name` means (entityread.by_name: its key, a surface form of theirs, or the
+    one entity it means said alone); else NotFound naming the nearest names (`suggestions`)."""
     rows = store.read(lambda con: entityread.by_name(con, name))
-    if not rows:
-        raise NotFound(f"no entity named {describe(name)} (memoryctl entities lists them)")
-    return rows
+    if rows:
+        return rows
+    near = store.read(lambda con: entityread.matching(con, name, 5))
+    brief = [_brief(row) for row, _ in near]
+    hint = ", ".join(f"{b['name']} ({b['type']})" for b in brief)
+    raise NotFound(
+        f"no entity named {describe(name)}"
+        + (f"; did you mean {hint}?" if hint else " (memoryctl entities lists them)"),
+        data={"suggestions": brief},
+    )
 
 
 def _line(

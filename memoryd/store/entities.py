@@ -424,7 +424,22 @@ def resolve(con: Connection, name: str) -> list[int]:
     key = name_key(name)
     if not key:
         return []
-    return [int(r[0]) for r in con.execute(RESOLVE_SQL, resolve_params(key)).fetchall()]
+    ids = [int(r[0]) for r in con.execute(RESOLVE_SQL, resolve_params(key)).fetchall()]
+    return ids or said_alone(con, key)
+
+
+def said_alone(con: Connection, key: str) -> list[int]:
+    """The one entity a name said alone means when it is no entity's key or form: a person's
+    first name (as the indexer resolves "Caroline" written alone to the one Caroline) or a tag
+    without its "#"; none when it could mean several."""
+    like = key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + " %"
+    rows = con.execute(
+        "SELECT id FROM entities WHERE key = ?"
+        " UNION SELECT id FROM entities WHERE type = 'person' AND key LIKE ? ESCAPE '\\'"
+        " LIMIT 2",
+        ["#" + key, like],
+    ).fetchall()
+    return [int(rows[0][0])] if len(rows) == 1 else []
 
 
 # An entities filter whose names are mentioned at most this many times (rows of `mentions`) is

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryd.store.dialect import is_postgres
-from memoryd.store.entities import FORMS_SQL, RESOLVE_SQL, name_key, resolve_params
+from memoryd.store.entities import (
+    FORMS_SQL,
+    RESOLVE_SQL,
+    name_key,
+    resolve_params,
+    said_alone,
+)
 from memoryd.store.protocol import Connection
 
 
@@ -54,12 +60,18 @@ def by_name(con: Connection, name: str) -> list[EntityRow]:
     key = name_key(name)
     if not key:
         return []
-    return _rows(
+    rows = _rows(
         con,
         f"SELECT {_COLS} FROM entities n WHERE n.id IN ({RESOLVE_SQL}) AND {_visible(con)}"
         " ORDER BY n.key = ? DESC, n.mentions DESC, n.id",
         [*resolve_params(key), key],
     )
+    if rows:
+        return rows
+    alone = said_alone(con, key)  # "José" for the one José, "db" for #db
+    if not alone:
+        return []
+    return _rows(con, f"SELECT {_COLS} FROM entities n WHERE n.id = ? AND {_visible(con)}", alone)
 
 
 def _like(text: str) -> str:
