@@ -569,3 +569,48 @@ def test_listings_show_times_to_the_minute() -> None:
         "2026-11-23 19:36 memory [7] : s",
         "2026-11-23 08:05 a.md — A",
     ]
+
+
+def test_requests_piped_in_are_all_answered_when_stdin_closes(daemon_factory: Any) -> None:
+    """A script that writes its requests and closes stdin gets every answer: the requests in
+    flight are not cancelled by the end of input (a cancelled one is not waited for)."""
+    import json
+    import subprocess
+
+    d = daemon_factory()
+    d.call("add", {"content": "The lighthouse keeper logs the fog"})
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "script", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *(
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "search", "arguments": {"query": "lighthouse fog"}},
+            }
+            for i in range(2, 6)
+        ),
+        {"jsonrpc": "2.0", "id": 6, "method": "tools/list"},
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "memoryd", "mcp", "--socket", str(d.socket)],
+        input="".join(json.dumps(m) + "\n" for m in lines),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S * 4,
+        cwd=str(ROOT),
+        env=d.env,
+    )
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert sorted(answers) == [1, 2, 3, 4, 5, 6], done.stderr
+    assert all("lighthouse" in answers[i]["result"]["content"][0]["text"] for i in range(2, 6))

@@ -91,7 +91,7 @@ async def serve(bridge: Bridge, prefix: str = "") -> None:
     server = build_server(bridge, prefix)
     async with stdio_server() as (read, write):
         answering = AnswerUnparsed(read, write)
-        await server.run(answering, write, server.create_initialization_options())
+        await server.run(answering, answering.write, server.create_initialization_options())
 
 
 def readable_id(exc: Exception) -> int | str | None:
@@ -121,17 +121,38 @@ class AnswerUnparsed:
     invalid request -32600), instead of leaving the client to wait for its timeout."""
 
     def __init__(self, inner: Any, write: Any) -> None:
-        self.inner, self.write = inner, write
+        self.inner = inner
+        self.write = Answers(write, self)  # the server writes through it too
+        self.open: set[int | str] = set()  # ids of the requests read and not yet answered
 
     def __getattr__(self, name: str) -> Any:  # last_context and the like
         return getattr(self.inner, name)
 
     async def receive(self) -> Any:
+        import anyio
+
         while True:
-            item = await self.inner.receive()
+            try:
+                item = await self.inner.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                await self._drain()
+                raise
             if not isinstance(item, Exception):
+                rid = _message_id(item, "JSONRPCRequest")
+                if rid is not None:
+                    self.open.add(rid)
+                self.open.discard(_cancelled(item))  # a cancelled request gets no answer
                 return item
             await self._answer(item)
+
+    async def _drain(self) -> None:
+        """stdin closed (a script that pipes its requests in and closes): the requests already
+        read are answered before the server stops, instead of being cancelled unanswered."""
+        import anyio
+
+        with anyio.move_on_after(DRAIN_S):
+            while self.open:
+                await anyio.sleep(0.01)
 
     async def _answer(self, exc: Exception) -> None:
         import mcp.types as types
@@ -167,6 +188,56 @@ class AnswerUnparsed:
             raise StopAsyncIteration from None
 
     async def __aenter__(self) -> AnswerUnparsed:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self.inner.__aexit__(*exc)
+
+
+DRAIN_S = 120.0  # at most this long for the answers still owed when stdin closes
+
+
+def _message_id(item: Any, *kinds: str) -> int | str | None:
+    """The id of a SessionMessage whose JSON-RPC message is one of `kinds`, else None."""
+    message = getattr(item, "message", None)
+    root = getattr(message, "root", message)  # a RootModel in older SDKs, the message in newer
+    if root is None or type(root).__name__ not in kinds:
+        return None
+    rid = getattr(root, "id", None)
+    return rid if isinstance(rid, int | str) else None
+
+
+def _cancelled(item: Any) -> Any:
+    """The id a `notifications/cancelled` names, else None."""
+    message = getattr(item, "message", None)
+    root = getattr(message, "root", message)
+    if getattr(root, "method", None) != "notifications/cancelled":
+        return None
+    params = getattr(root, "params", None) or {}
+    return params.get("requestId") if isinstance(params, dict) else None
+
+
+class Answers:
+    """The SDK's write stream, noting which requests have been answered (AnswerUnparsed._drain
+    waits for the rest when stdin closes)."""
+
+    def __init__(self, inner: Any, reader: AnswerUnparsed) -> None:
+        self.inner, self.reader = inner, reader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def send(self, item: Any) -> None:
+        await self.inner.send(item)
+        rid = _message_id(item, "JSONRPCResponse", "JSONRPCError")
+        if rid is not None:
+            self.reader.open.discard(rid)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> Answers:
         await self.inner.__aenter__()
         return self
 
