@@ -59,6 +59,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from memoryd.core.logsetup import get_logger
+from memoryd.index import fstype
 
 log = get_logger("memoryd.index.watcher")
 
@@ -127,6 +128,7 @@ class Watcher:
         self.root = Path(os.path.abspath(root))
         self._bases = {self.root, Path(os.path.realpath(self.root))}
         self.identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the folder watched
+        self.filesystem: str | None = None  # its fstype (index/fstype.py), when it can be told
         self.on_change = on_change
         self.debounce = _check_debounce(debounce)
         self.accept = accept
@@ -173,6 +175,15 @@ class Watcher:
         _check_watch_limit(root)
         st = os.stat(root)
         self.identity = (st.st_dev, st.st_ino)  # the folder watched; the App compares it
+        self.filesystem = fstype.filesystem(root)
+        if fstype.remote(self.filesystem):
+            log.warning(
+                "the workspace is on a network or shared file system: a change made from "
+                "another machine (or the host) raises no file event here; the reconcile job "
+                "finds it (jobs.reconcile_interval)",
+                root=root,
+                filesystem=self.filesystem,
+            )
         try:
             observer = _make_observer(self._overflowed)  # opens its inotify instance here
         except Exception as exc:

@@ -19,6 +19,7 @@ from memoryd.core.config import Config
 from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
+from memoryd.index import fstype
 from memoryd.index.embed import ModelHolder, background_threads, load_embedder, resolve_model
 from memoryd.index.embedworker import EmbedWorker
 from memoryd.index.indexer import ROOT_AWAY, Indexer
@@ -434,6 +435,8 @@ class App:
             "watcher": {
                 "alive": watcher_alive,
                 "error": self.workspace_guard.error or self.watcher_error,
+                "filesystem": self.watcher.filesystem if self.watcher is not None else None,
+                "remote": self.watcher is not None and fstype.remote(self.watcher.filesystem),
             },
             "index": {
                 "initial_reconcile_done": self.ready.is_set(),
