@@ -153,3 +153,48 @@ def test_a_bug_in_the_daemon_is_one_json_line_with_its_traceback(
             cli.main(["run"])
     finally:
         logsetup.reset()
+
+
+def _garbage(db: Path) -> None:
+    db.write_bytes(os.urandom(100_000))
+
+
+def _header_only(db: Path) -> None:
+    db.write_bytes(b"SQLite format 3\x00")
+
+
+def _cut_short(db: Path) -> None:
+    db.write_bytes(db.read_bytes()[: db.stat().st_size // 2])
+
+
+def _schema_damaged(db: Path) -> None:
+    data = bytearray(db.read_bytes())
+    for i in range(100, 4096, 7):  # page 1 holds sqlite_master
+        data[i] ^= 0x5A
+    db.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", [_garbage, _header_only, _cut_short, _schema_damaged])
+def test_a_damaged_database_is_named_with_where_its_newest_copy_is(
+    damage: Any, make_app: Any
+) -> None:
+    app = make_app(model=None)
+    app.memories.add("a memory to lose")
+    cfg_path = Path(app.cfg.data_dir).parent / "damaged.toml"
+    cfg_path.write_text(
+        f'workspace = "{app.cfg.workspace}"\ndata_dir = "{app.cfg.data_dir}"\n'
+        f'socket = "{app.cfg.socket}"\n[embedding]\nenabled = false\n'
+    )
+    app.close()
+    db = Path(app.cfg.data_dir) / "memoryd.db"
+    snapshots = Path(app.cfg.data_dir) / "snapshots"
+    snapshots.mkdir()
+    (snapshots / "memoryd-20261126T000000Z.db").write_bytes(db.read_bytes())
+    damage(db)
+    done = _run(cfg_path)
+    assert done.returncode == 1, done.stderr
+    fatal = [json.loads(ln) for ln in done.stderr.splitlines()][-1]
+    assert fatal["event"] == "fatal", done.stderr
+    assert "is not a readable SQLite database" in fatal["error"]
+    assert "FTS5" not in fatal["error"]
+    assert str(snapshots / "memoryd-20261126T000000Z.db") in fatal["error"]

@@ -58,6 +58,25 @@ def ensure_private_file(path: Path) -> None:
         os.chmod(path, 0o600)
 
 
+def damaged(path: Path, exc: BaseException) -> str:
+    """What to do about a database file SQLite cannot read: where the newest copy is."""
+    copies = [
+        p
+        for folder in ("snapshots", "checkpoints")
+        for p in (path.parent / folder).glob("*")
+        if p.is_file() and not p.name.endswith(("-wal", "-shm", ".partial"))
+    ]
+    newest = max(copies, key=lambda p: p.stat().st_mtime, default=None)
+    fix = (
+        f"stop memoryd, move it (and any {path.name}-wal) away and copy the newest copy, "
+        f"{newest}, in its place"
+        if newest is not None
+        else "stop memoryd and move it (and any -wal file) away: a new index is built from the "
+        "workspace (memories come back only from an export: memoryctl import)"
+    )
+    return f"{path} is not a readable SQLite database ({exc}): damaged, or not memoryd's; {fix}"
+
+
 def connect(path: Path | str, *, writer: bool) -> tuple[apsw.Connection, bool]:
     """Open one connection; returns (connection, whether sqlite-vec loaded)."""
     try:
@@ -65,6 +84,11 @@ def connect(path: Path | str, *, writer: bool) -> tuple[apsw.Connection, bool]:
     except apsw.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from exc
     con.set_busy_timeout(BUSY_TIMEOUT_MS)
+    try:  # reads the header and the schema: a damaged file says so here, not as a missing FTS5
+        con.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    except (apsw.NotADBError, apsw.CorruptError) as exc:
+        con.close()
+        raise StoreError(damaged(Path(path), exc)) from exc
     tokenizer.register(con)
     vec = _load_vec(con)
     con.execute("PRAGMA foreign_keys = ON")
