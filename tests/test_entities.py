@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -363,3 +364,26 @@ def test_an_organisation_named_by_its_last_word_is_a_system() -> None:
     kinds = found(extract(text))
     assert kinds.get("wellcome society") == "system"
     assert kinds.get("kestrel robotics") == "system"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We met Zoë Dünner in Zürich with José García.",
+        "Madame de Staël wrote to Anaïs Nin about Chloë's plan.",
+        "---\naliases: [Zoë D.]\npeople: [Renée Müller]\n---\n# Zoë Dünner\n\nMet Renée in Köln.\n",
+    ],
+)
+def test_text_written_decomposed_gives_the_mentions_of_its_composed_twin(text: str) -> None:
+    """NFD text (a letter, then its combining mark, as some macOS apps, PDFs and keyboards
+    write it) was cut at the mark: "Zoe" and "Garci" instead of Zoë Dünner and José García."""
+    import unicodedata
+
+    def seen(t: str) -> list[tuple[str, str, int]]:
+        return [(m.name, m.type, m.line) for m in extract_note(t, "people/x.md")]
+
+    composed = unicodedata.normalize("NFC", text)
+    assert seen(unicodedata.normalize("NFD", text)) == seen(composed)
+    body = composed.split("---\n")[-1]
+    nfd_body = unicodedata.normalize("NFD", body)
+    assert [m.name for m in extract(nfd_body)] == [m.name for m in extract(body)]

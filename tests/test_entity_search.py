@@ -367,3 +367,20 @@ def test_a_name_said_alone_means_its_one_entity_at_every_door(make_app: Any) -> 
     with pytest.raises(NotFound) as none:
         call(a, "entity", name="Nobody Known")
     assert none.value.data == {"suggestions": []}
+
+
+def test_a_note_written_decomposed_has_its_people_whole_on_their_page(make_app: Any) -> None:
+    import unicodedata
+
+    a = make_app(model=None)
+    ws = Path(a.cfg.workspace)
+    ws.mkdir(parents=True, exist_ok=True)
+    text = "# Trip\n\nWe met Zoë Dünner and José García in Zürich.\n"
+    (ws / "trip.md").write_text(unicodedata.normalize("NFD", text))
+    assert a.indexer.reconcile().errors == []
+    page = call(a, "entity", name="Zoë Dünner")
+    assert page["name"] == "Zoë Dünner" and page["type"] == "person"
+    (source,) = page["sources"]
+    assert source["line"] == 3
+    assert unicodedata.normalize("NFC", source["text"]) == text.split("\n")[2]
+    assert call(a, "entity", name="jose garcia")["name"] == "José García"

@@ -19,6 +19,7 @@ from memoryd.core.errors import InvalidInput, NotFound, describe
 from memoryd.core.timeutil import iso
 from memoryd.store import Store, entityread
 from memoryd.store.entityread import EntityRow
+from memoryd.text.entities import nfc
 from memoryd.text.markdown import aliases_lines, estimate_tokens
 
 # the types memoryd.text.entities gives
@@ -102,6 +103,7 @@ def _line(
     the file (the front-matter line is given). A form no line holds (a memory's tag; a
     front-matter value the text never writes) gives a memory's first line, a note's front-matter
     line the form itself."""
+    content = nfc(content)  # the forms are NFC (text/entities.py); a note may be written NFD
     lines = content.split("\n")
     pad = 0 if memory else aliases_lines(content, start)
     ordered = sorted(pairs)

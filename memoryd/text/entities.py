@@ -41,6 +41,7 @@ adopt_first_names).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -389,12 +390,20 @@ def _mention(key: str, name: str, type_: str, line: int, surface: str, source: s
     return m
 
 
+def nfc(text: str) -> str:
+    """Text with its letters composed (NFC): a name written decomposed ("Zoe" + U+0308, as some
+    macOS apps, PDFs and keyboards write it) is one word, not cut at the combining mark. Free
+    for text that is NFC already (the check is a C loop; ASCII passes at once)."""
+    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+
+
 def extract(text: str, first_line: int = 1, *, tags: Iterable[str] = ()) -> list[Mention]:
     """The mentions in a memory's text or a note's body (front matter removed) whose first line
     is `first_line`; `tags` (a memory's tags) are mentions on the first line."""
+    text = nfc(text)
     out: list[Raw] = []
     for t in tags:
-        tag = str(t).strip().lstrip("#").lower()
+        tag = nfc(str(t)).strip().lstrip("#").lower()
         if tag:
             add(out, "#" + tag, first_line, "tag", TAG, 5.0, key="#" + tag)
     pairs = _scan(text, first_line, out, set())
@@ -412,6 +421,9 @@ def extract_document(
 ) -> list[Mention]:
     """extract_note for a file already parsed (parse_front_matter's three values and the file's
     text): what the indexer calls, so front matter is not parsed twice."""
+    if not unicodedata.is_normalized("NFC", text):  # rare: parsed again from the NFC text
+        text = nfc(text)
+        fm, body, first = parse_front_matter(text)
     head = text.split("\n", first - 1)[: first - 1] if first > 1 else []
     title, title_line = fm.title, 1
     if title:
