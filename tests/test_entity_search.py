@@ -4,6 +4,7 @@ graph walk, through the method table."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -384,3 +385,21 @@ def test_a_note_written_decomposed_has_its_people_whole_on_their_page(make_app: 
     assert source["line"] == 3
     assert unicodedata.normalize("NFC", source["text"]) == text.split("\n")[2]
     assert call(a, "entity", name="jose garcia")["name"] == "José García"
+
+
+def test_tags_written_decomposed_are_the_tags_typed_composed(make_app: Any) -> None:
+    """A tag is one tag however its accents are encoded: a note's inline and front-matter tags
+    and a memory's tags written NFD are found by a filter typed NFC, and the reverse."""
+    import unicodedata
+
+    nfd = functools.partial(unicodedata.normalize, "NFD")
+    a = make_app(model=None)
+    ws = Path(a.cfg.workspace)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "cafe.md").write_text(nfd("---\ntags: [Zürich]\n---\n# Café\n\nThe #café list.\n"))
+    assert a.indexer.reconcile().errors == []
+    a.memories.add(content="a fondue evening", tags=[nfd("Zürich"), nfd("café")])
+    for tag in ("café", "zürich", nfd("café")):
+        hits = call(a, "search", query="list fondue", mode="keyword", tags=[tag])["hits"]
+        assert len(hits) == 2, (tag, hits)
+    assert unicodedata.is_normalized("NFC", "".join(hits[0]["tags"]))

@@ -21,7 +21,7 @@ from memoryd.core.errors import InvalidInput, Refused, TooLarge, describe
 from memoryd.core.timeutil import parse_bound, parse_duration, parse_time
 from memoryd.memory import lifecycle
 from memoryd.text import secretguard
-from memoryd.text.markdown import sha256_text
+from memoryd.text.markdown import nfc, sha256_text
 
 MAX_INT = 2**63 - 1  # SQLite's INTEGER range
 MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z, the last second ISO 8601 can show
@@ -82,7 +82,7 @@ def check_tags(value: object) -> tuple[str, ...]:
         raise InvalidInput(f"tags: expected a list of strings or 'a,b,c', got {_kind(value)}")
     out: list[str] = []
     for t in value:
-        tag = check_str(t, "tags", limit=200).strip().lstrip("#").lower()
+        tag = nfc(check_str(t, "tags", limit=200)).strip().lstrip("#").lower()
         if not tag:
             continue
         if len(tag) > 64 or not _NAME.match(tag):

@@ -19,8 +19,7 @@ from memoryd.core.errors import InvalidInput, NotFound, describe
 from memoryd.core.timeutil import iso
 from memoryd.store import Store, entityread
 from memoryd.store.entityread import EntityRow
-from memoryd.text.entities import nfc
-from memoryd.text.markdown import aliases_lines, estimate_tokens
+from memoryd.text.markdown import aliases_lines, estimate_tokens, nfc
 
 # the types memoryd.text.entities gives
 TYPES = ("person", "system", "place", "identifier", "tag", "other")

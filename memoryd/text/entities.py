@@ -78,7 +78,7 @@ __all__ = [
     "extract_note",
     "in_lines",
 ]
-from memoryd.text.markdown import FrontMatter, atx_heading, fenced, parse_front_matter
+from memoryd.text.markdown import FrontMatter, atx_heading, fenced, nfc, parse_front_matter
 
 
 @dataclass(frozen=True)
@@ -388,13 +388,6 @@ def _mention(key: str, name: str, type_: str, line: int, surface: str, source: s
         },
     )
     return m
-
-
-def nfc(text: str) -> str:
-    """Text with its letters composed (NFC): a name written decomposed ("Zoe" + U+0308, as some
-    macOS apps, PDFs and keyboards write it) is one word, not cut at the combining mark. Free
-    for text that is NFC already (the check is a C loop; ASCII passes at once)."""
-    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
 
 
 def extract(text: str, first_line: int = 1, *, tags: Iterable[str] = ()) -> list[Mention]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -120,6 +121,13 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def nfc(text: str) -> str:
+    """Text with its letters composed (NFC): a name written decomposed ("Zoe" + U+0308, as some
+    macOS apps, PDFs and keyboards write it) is one word, not cut at the combining mark. Free
+    for text that is NFC already (the check is a C loop; ASCII passes at once)."""
+    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+
+
 def _tags(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         items: list[Any] = re.split(r"[,\s]+", value)
@@ -129,7 +137,7 @@ def _tags(value: Any) -> tuple[str, ...]:
         return ()
     out: list[str] = []
     for item in items:
-        tag = str(item).strip().lstrip("#").lower()
+        tag = nfc(str(item)).strip().lstrip("#").lower()
         if tag and tag not in out:
             out.append(tag)
     return tuple(out)

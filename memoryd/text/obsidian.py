@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from memoryd.text.markdown import atx_heading, fenced
+from memoryd.text.markdown import atx_heading, fenced, nfc
 
 _TICKS = re.compile(r"`+")
 _TAG = re.compile(r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")
@@ -98,7 +98,7 @@ def expand_tags(tags: Iterable[str]) -> tuple[str, ...]:
     """Lower-cased and unique, in order, then the parents nested tags imply (a/b/c: a, a/b)."""
     out: list[str] = []
     for tag in tags:
-        t = "/".join(p for p in tag.strip().lstrip("#").lower().split("/") if p)
+        t = "/".join(p for p in nfc(tag).strip().lstrip("#").lower().split("/") if p)
         if t and t not in out:
             out.append(t)
     for tag in list(out):
