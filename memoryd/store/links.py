@@ -7,6 +7,7 @@ note created later answers links written before it. Functions take an open apsw 
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -70,8 +71,10 @@ def links_from(con: Connection, path: str) -> list[StoredLink]:
 
 
 def links_named(con: Connection, keys: Sequence[str]) -> list[StoredLink]:
-    """Every link whose target names one of `keys` (lower-cased file names without .md)."""
-    keys = list(dict.fromkeys(keys))
+    """Every link whose target names one of `keys` (obsidian.note_key: folded file names
+    without .md). A link stored before keys were composed (NFC) may hold its name decomposed:
+    each key is looked up in both forms."""
+    keys = list(dict.fromkeys(f for k in keys for f in (k, unicodedata.normalize("NFD", k))))
     if not keys:
         return []
     return _rows(con, f"l.target_key IN ({','.join('?' * len(keys))})", keys)

@@ -50,12 +50,19 @@ class Link:
         return note_key(self.target) if self.target else ""
 
 
+def fold(text: str) -> str:
+    """How names and paths are compared: lower-cased and composed (NFC), so a link written
+    decomposed (NFD: "Cafe" + U+0301) finds "Café.md" and a file named decomposed (as macOS
+    names them) is found by a link typed composed."""
+    return nfc(text).lower()
+
+
 def note_key(path: str) -> str:
     """'Folder/My Note.md' -> 'my note'."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
     if name.lower().endswith(".md"):
         name = name[:-3]
-    return name.strip().lower()
+    return fold(name.strip())
 
 
 def mask_code(body: str) -> str:
@@ -185,7 +192,7 @@ class Resolver:
 
     def __init__(self, paths: Iterable[str], files: Iterable[str] = ()) -> None:
         self.paths = set(paths)
-        self._lower = {p.lower(): p for p in sorted(self.paths)}
+        self._lower = {fold(p): p for p in sorted(self.paths)}
         self._by_key: dict[str, list[str]] = {}
         for p in sorted(self.paths):
             self._by_key.setdefault(note_key(p), []).append(p)
@@ -193,8 +200,8 @@ class Resolver:
         self._files_lower: dict[str, str] = {}
         self._files_by_name: dict[str, list[str]] = {}
         for f in sorted(set(files) - self.paths):
-            self._files_lower.setdefault(f.lower(), f)
-            self._files_by_name.setdefault(f.rsplit("/", 1)[-1].lower(), []).append(f)
+            self._files_lower.setdefault(fold(f), f)
+            self._files_by_name.setdefault(fold(f.rsplit("/", 1)[-1]), []).append(f)
 
     def candidates(self, link: Link) -> list[str]:
         """Every note (else file) a [[wikilink]] written by name could mean, by path."""
@@ -204,14 +211,14 @@ class Resolver:
         with_ext = target if target.lower().endswith(".md") else target + ".md"
         found = self._by_key.get(note_key(with_ext), [])
         if "/" in target:  # a partial path: it must be the end of the note's path
-            suffix = "/" + with_ext.lower()
-            found = [p for p in found if ("/" + p.lower()).endswith(suffix)]
+            suffix = "/" + fold(with_ext)
+            found = [p for p in found if ("/" + fold(p)).endswith(suffix)]
         if found:
             return found
-        files = self._files_by_name.get(target.rsplit("/", 1)[-1].lower(), [])
+        files = self._files_by_name.get(fold(target.rsplit("/", 1)[-1]), [])
         if "/" in target:
-            suffix = "/" + target.lower()
-            files = [f for f in files if ("/" + f.lower()).endswith(suffix)]
+            suffix = "/" + fold(target)
+            files = [f for f in files if ("/" + fold(f)).endswith(suffix)]
         return files
 
     def resolve(self, link: Link, source: str) -> str | None:
@@ -242,7 +249,7 @@ class Resolver:
     def _exact(self, path: str, *, note_first: bool = False) -> str | None:
         """The note (or file) at this path, case-insensitive; with note_first, `path` may
         leave out a note's .md ([[folder/Note]])."""
-        lower = path.lower()
+        lower = fold(path)
         if note_first and not lower.endswith(".md") and lower + ".md" in self._lower:
             return self._lower[lower + ".md"]
         return self._lower.get(lower) or self._files_lower.get(lower)
