@@ -41,3 +41,49 @@ def test_links_resolve_and_backlinks_are_found_across_the_two_forms(make_app: An
             "written-nfc.md",
             "written-nfd.md",
         ], name
+
+
+NOTES = {
+    "a.md": "# Trip\n\nThe café in Zürich served crème brûlée.\n",
+    "b.md": "# Trip two\n\nAnother café near Köln with naïve art.\n",
+}
+QUERIES = [
+    ("café", ["a.md", "b.md"]),
+    ("Zürich", ["a.md"]),
+    ("köln naïve", ["b.md"]),
+    ('"crème brûlée"', ["a.md"]),
+]
+
+
+def _same_notes_either_form(a: Any, mode: str) -> None:
+    for query, want in QUERIES:
+        for form in (query, nfd(query)):
+            hits = call(a, "search", query=form, mode=mode)["hits"]
+            assert sorted({h["path"] for h in hits if h.get("path")}) == want, (form, hits)
+
+
+@pytest.mark.parametrize("mode", ["keyword", "auto"])
+def test_a_query_typed_decomposed_finds_what_its_composed_twin_finds(
+    make_app: Any, mode: str
+) -> None:
+    """A query typed NFD was cut at its combining marks ("Zu", "rich"): Zürich found nothing."""
+    a = make_app()
+    ws = Path(a.cfg.workspace)
+    ws.mkdir(parents=True, exist_ok=True)
+    for name, text in NOTES.items():
+        (ws / name).write_text(text)
+    assert a.indexer.reconcile().errors == []
+    _same_notes_either_form(a, mode)
+
+
+@pytest.mark.sqlite_only(
+    "FTS5's unicode61 folds a decomposed note's text; PostgreSQL's parser does not (docs/team.md)"
+)
+def test_a_note_written_decomposed_is_found_by_either_form(make_app: Any) -> None:
+    a = make_app()
+    ws = Path(a.cfg.workspace)
+    ws.mkdir(parents=True, exist_ok=True)
+    for name, text in NOTES.items():
+        (ws / name).write_text(nfd(text))
+    assert a.indexer.reconcile().errors == []
+    _same_notes_either_form(a, "keyword")

@@ -3,6 +3,7 @@ edges build and the searcher and the hit renderer read), and what its filters am
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -97,6 +98,15 @@ def vector_mask(f: Filters, now: float) -> tuple[Any, str, list[Any]] | None:
         return None
     where, params = filter_sql(replace(f, entities=(), entity_ids=None), now)
     return f.entity_ids, where, params
+
+
+def composed(req: SearchRequest) -> SearchRequest:
+    """The request with its query composed (NFC): a query typed decomposed ("Zu" + U+0308 +
+    "rich") has its words whole, not cut at the combining mark (the index folds either form)."""
+    q = req.query
+    if not isinstance(q, str) or unicodedata.is_normalized("NFC", q):
+        return req
+    return replace(req, query=unicodedata.normalize("NFC", q))
 
 
 def resolved_entities(req: SearchRequest, read: Callable[..., Any]) -> SearchRequest:

@@ -74,6 +74,7 @@ from memoryd.search.request import (
     WORKSPACES,
     SearchRequest,
     base_filters,
+    composed,
     keyword_prefilter,
     narrowing,
     resolved_entities,
@@ -172,6 +173,7 @@ class Searcher(Pools):
             or req.max_tokens < 1
         ):
             raise InvalidInput("max_tokens: expected a positive integer")
+        req = composed(req)
         req = resolved_entities(req, functools.partial(self._read, req))  # once, for every pool
         if req.concepts:
             if not 2 <= len(req.concepts) <= 5 or not all(
