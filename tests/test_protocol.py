@@ -439,3 +439,46 @@ def test_a_value_of_the_wrong_type_reaching_sql_is_invalid_params(daemon_factory
     )
     assert [a.get("error", {}).get("code") for a in answers[:2]] == [-32602, -32602]
     assert answers[2]["result"]["pong"] is True
+
+
+@pytest.mark.sqlite_only("the socket file never reaches the store")
+def test_a_socket_file_removed_under_the_daemon_is_made_again(
+    make_app: Any, short_dir: Path
+) -> None:
+    """A temp-folder cleaner (macOS clears its temp folders of files untouched for days) took
+    the socket file, folder and all: the daemon ran on, unreachable. It now listens again at
+    the same path; a file someone else put there is left alone."""
+    from memoryd.serve.server import Server
+
+    app = make_app()
+    folder = short_dir / "rt"
+    path = folder / "m.sock"
+
+    async def ping() -> bool:
+        reader, writer = await asyncio.open_unix_connection(str(path))
+        writer.write(req("ping") + b"\n")
+        await writer.drain()
+        answer = json.loads(await reader.readline())
+        writer.close()
+        return bool(answer["result"]["pong"])
+
+    async def main() -> None:
+        server = Server(app, app.cfg.server, path)
+        await server.start()
+        try:
+            assert await ping()
+            assert not await server.relisten_if_removed()  # still there: nothing to do
+            path.unlink()
+            folder.rmdir()
+            assert await server.relisten_if_removed()
+            assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+            assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+            assert await ping()
+            path.unlink()
+            path.write_text("someone else's\n")
+            assert not await server.relisten_if_removed()
+            assert path.read_text() == "someone else's\n"
+        finally:
+            await server.close()
+
+    asyncio.run(main())

@@ -26,6 +26,7 @@ from memoryd.serve.notify import Notifier, listen_fds
 from memoryd.serve.server import Server
 
 log = logsetup.get_logger("memoryd.serve.daemon")
+SOCKET_CHECK_S = 30.0  # how often the socket file is looked for (Server.relisten_if_removed)
 
 
 def apply_reloadable(old: Config, new: Config) -> tuple[Config, list[str], list[str]]:
@@ -121,11 +122,13 @@ class Daemon:
         watchdog = None
         if self.notifier.watchdog_interval:
             watchdog = asyncio.create_task(self._watchdog(self.notifier.watchdog_interval))
+        relisten = asyncio.create_task(self._keep_socket(SOCKET_CHECK_S))
         try:
             await self._stop.wait()
         finally:
             self.notifier.stopping()
             log.info("stopping")
+            relisten.cancel()
             if watchdog is not None:
                 watchdog.cancel()
             if page is not None:
@@ -137,6 +140,16 @@ class Daemon:
             log.info("stopped")
             self.notifier.close()
         return 0
+
+    async def _keep_socket(self, interval: float) -> None:
+        # a socket file removed by a temp-folder cleaner is made again (Server.relisten_if_removed)
+        while True:
+            await asyncio.sleep(interval)
+            if self.server is not None:
+                try:
+                    await self.server.relisten_if_removed()
+                except Exception:  # never the end of the daemon
+                    log.exception("socket check failed")
 
     async def _watchdog(self, interval: float) -> None:
         # Pinged from the event loop itself: a wedged loop stops pinging and gets restarted.

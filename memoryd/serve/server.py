@@ -198,6 +198,8 @@ class Server:
         self._inherited = sock
         self._owns_path = sock is None
         self._server: asyncio.base_events.Server | None = None
+        self._socket_ino: int | None = None  # the socket file we made (relisten_if_removed)
+        self._other_seen = False
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memoryd-rpc")
         self._connections: dict[asyncio.Task[Any], _Conn] = {}
         # evicted connections whose handlers have not finished closing: they no longer count
@@ -217,11 +219,45 @@ class Server:
 
     async def start(self) -> None:
         sock = self._inherited if self._inherited is not None else bind_socket(self.path)
+        await self._listen(sock)
+        log.info("listening", socket=str(self.path), inherited=not self._owns_path)
+
+    async def _listen(self, sock: socket.socket) -> None:
         sock.setblocking(False)
+        if self._owns_path:
+            self._socket_ino = os.lstat(self.path).st_ino
         self._server = await asyncio.get_running_loop().create_unix_server(
             self._streams.protocol, sock=sock, backlog=BACKLOG
         )
-        log.info("listening", socket=str(self.path), inherited=not self._owns_path)
+
+    async def relisten_if_removed(self) -> bool:
+        """A socket file removed under us (a temp-folder cleaner: macOS clears its temp folders
+        of files untouched for days, systemd-tmpfiles ages /tmp) left the daemon running and
+        unreachable: listen again at the same path (its folder checked and made again as at
+        start-up). Only a path that is gone is taken back; anything else there is left alone."""
+        if not self._owns_path or self._server is None:
+            return False
+        try:
+            ino = os.lstat(self.path).st_ino
+        except FileNotFoundError:
+            ino = None
+        if ino is not None:
+            if ino != self._socket_ino and not self._other_seen:
+                self._other_seen = True
+                log.warning(
+                    "another file took the socket's path; it is left alone", socket=str(self.path)
+                )
+            return False
+        old = self._server
+        try:
+            sock = bind_socket(self.path)
+        except (OSError, MemorydError) as exc:
+            log.error("the socket file was removed and cannot be made again", error=str(exc))
+            return False
+        await self._listen(sock)
+        await self._streams.stop_accepting(old)  # its file is gone: no client can reach it
+        log.warning("the socket file was removed; listening again", socket=str(self.path))
+        return True
 
     async def close(self) -> None:
         """Stop accepting, let requests in flight finish (bounded), close connections."""
