@@ -243,3 +243,54 @@ def test_scheduled_jobs_due_together_run_on_one_thread() -> None:
     finally:
         jobs.shutdown()
     assert len({ident for runs in seen.values() for ident in runs}) == 1
+
+
+def test_a_jobs_interval_counts_across_restarts(tmp_path: Path, monkeypatch: Any) -> None:
+    """A daemon restarted more often than a job's interval (a laptop shut down every evening)
+    never ran its daily jobs: each start counted the day again. The last run (and, before the
+    first, the first start) is kept in data_dir/jobs.json; an overdue job runs soon after a
+    start, once."""
+    from memoryd.serve import jobs as jobs_mod
+
+    class Daily:
+        snapshot_interval = 86400.0
+
+    first = time.time()  # the scheduler's own clock is real: the fake one runs ahead of it
+    now = [first]
+    monkeypatch.setattr(jobs_mod.time, "time", lambda: now[0])
+    state = tmp_path / "jobs.json"
+    ran: list[float] = []
+
+    def start() -> Jobs:
+        j = Jobs(
+            {"snapshot": (lambda: ran.append(now[0]) or {}, "snapshot_interval")},
+            settings=Daily,
+            state_file=state,
+        )
+        j.start()
+        return j
+
+    def next_run(j: Jobs) -> float:
+        return float(j._scheduler.get_job("snapshot").next_run_time.timestamp())
+
+    j = start()  # the first start: a day from now
+    assert next_run(j) == pytest.approx(now[0] + 86400)
+    j.shutdown()
+    now[0] += 8 * 3600  # the next morning, before the day is up: still a day from the first
+    j = start()
+    assert next_run(j) == pytest.approx(first + 86400)
+    j.shutdown()
+    now[0] += 20 * 3600  # overdue: soon after this start, not a day later
+    j = start()
+    assert next_run(j) == pytest.approx(now[0] + jobs_mod.START_DELAY_S)
+    j.run_now("snapshot")  # as the scheduler would
+    j.shutdown()
+    assert ran == [now[0]]
+    j = start()  # counted from that run
+    assert next_run(j) == pytest.approx(now[0] + 86400)
+    assert j.list()[0]["last_run_at"] is not None  # shown after a restart too
+    j.shutdown()
+    state.write_text("{not json")  # unreadable: counted from now, with a warning, no crash
+    j = start()
+    assert next_run(j) == pytest.approx(now[0] + 86400)
+    j.shutdown()

@@ -162,6 +162,7 @@ class App:
             ),
             settings=lambda: self.cfg.jobs,
             clock=lambda: self.clock(),
+            state_file=cfg.data_dir / "jobs.json",  # last runs, kept across restarts
         )
         self.watcher: Watcher | None = None
         self.watcher_error: str | None = None

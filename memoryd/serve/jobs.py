@@ -17,15 +17,18 @@ and say so in their result; backfill and reconcile are this daemon's own work.
 from __future__ import annotations
 
 import collections
+import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core.config import Config
 from memoryd.core.errors import NotFound, describe
+from memoryd.core.fsutil import atomic_write
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.index.embedworker import EmbedWorker
@@ -35,6 +38,7 @@ from memoryd.store import Store, entries, vectors
 log = get_logger("memoryd.serve.jobs")
 
 ACCESS_LOG_DAYS = 90
+START_DELAY_S = 120.0  # an overdue job waits this long after a start (the start-up reconcile first)
 Job = Callable[[], dict[str, Any]]
 
 
@@ -238,11 +242,55 @@ class Jobs:
         *,
         settings: Callable[[], Any],
         clock: Callable[[], float] = time.time,
+        state_file: Path | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.states = {name: JobState(name, fn, key) for name, (fn, key) in jobs.items()}
         self._scheduler: Any = None
+        # when each job last ran, and since when its interval counts, across restarts: a daemon
+        # restarted more often than a job's interval (a laptop shut down every evening) would
+        # otherwise never run its daily jobs (snapshot, optimize, quick_check)
+        self.state_file = state_file
+        self._save_lock = threading.Lock()
+        self._saved: dict[str, dict[str, float | None]] = self._load()
+        for name, st in self.states.items():
+            st.last_run_at = self._saved.get(name, {}).get("last_run_at")
+
+    def _load(self) -> dict[str, dict[str, float | None]]:
+        if self.state_file is None or not self.state_file.exists():
+            return {}
+        try:
+            data = json.loads(self.state_file.read_text(encoding="utf-8"))
+            return {
+                str(k): {
+                    f: float(v[f]) if isinstance(v.get(f), int | float) else None
+                    for f in ("last_run_at", "counting_from")
+                }
+                for k, v in data.items()
+                if isinstance(v, dict)
+            }
+        except (OSError, ValueError, AttributeError) as exc:
+            log.warning("job times unreadable; intervals count from now", error=str(exc))
+            return {}
+
+    def _save(self) -> None:
+        if self.state_file is None:
+            return
+        try:
+            data = json.dumps(self._saved, sort_keys=True).encode()
+            atomic_write(self.state_file, data, mode=0o600)
+        except OSError as exc:  # the jobs still run; only the next start counts from then
+            log.warning("job times not saved", error=str(exc))
+
+    def _first_run(self, name: str, seconds: float) -> float:
+        """The first run after a start: an interval after the last run (or, for a job that has
+        not run yet, after the first start), but not sooner than START_DELAY_S from now. Real
+        time, as the scheduler's (self.clock may be a test's)."""
+        now = time.time()
+        saved = self._saved.setdefault(name, {"last_run_at": None, "counting_from": now})
+        base = saved.get("last_run_at") or saved.get("counting_from") or now
+        return max(base + seconds, now + min(seconds, START_DELAY_S))
 
     def interval(self, name: str) -> float:
         return float(getattr(self.settings(), self.states[name].interval_key))
@@ -256,14 +304,17 @@ class Jobs:
         )
         for name in self.states:
             self._schedule(name)
+        self._save()
         self._scheduler.start()
 
     def _schedule(self, name: str) -> None:
         seconds = self.interval(name)
+        first = datetime.fromtimestamp(self._first_run(name, seconds), UTC)
         self._scheduler.add_job(
             self._scheduled,
             "interval",
             seconds=seconds,
+            next_run_time=first,
             args=[name],
             id=name,
             name=name,
@@ -312,6 +363,9 @@ class Jobs:
             st.recent.append(
                 {"at": iso(st.last_run_at), "duration_ms": st.last_duration_ms, "error": error}
             )
+            with self._save_lock:
+                self._saved.setdefault(name, {})["last_run_at"] = time.time()
+                self._save()
             st.lock.release()
         if error is None:
             log.info("job done", job=name, duration_ms=st.last_duration_ms, **(result or {}))
