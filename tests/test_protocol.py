@@ -482,3 +482,31 @@ def test_a_socket_file_removed_under_the_daemon_is_made_again(
             await server.close()
 
     asyncio.run(main())
+
+
+def test_a_log_file_rotated_away_is_opened_again_at_its_name(tmp_path: Path) -> None:
+    """logrotate (or newsyslog, or a person) moved the log file: the lines went on into the
+    rotated file for good, a SIGHUP included (the same name was kept open). The daemon looks
+    every 30 s (and configure() at SIGHUP) and opens the name again."""
+    from memoryd.core import logsetup
+
+    log_file = tmp_path / "logs" / "memoryd.log"
+    try:
+        logsetup.configure("info", "json", log_file)
+        logsetup.get_logger("t").info("before")
+        assert not logsetup.reopen_if_moved()
+        log_file.rename(tmp_path / "logs" / "memoryd.log.1")
+        assert logsetup.reopen_if_moved()
+        logsetup.get_logger("t").info("after")
+        lines = [json.loads(ln)["event"] for ln in log_file.read_text().splitlines()]
+        assert lines[-1] == "after" and "before" not in lines
+        assert stat.S_IMODE(os.stat(log_file).st_mode) == 0o600
+        log_file.unlink()  # deleted: made again too, at SIGHUP
+        logsetup.configure("info", "json", log_file)
+        logsetup.get_logger("t").info("again")
+        assert json.loads(log_file.read_text().splitlines()[-1])["event"] == "again"
+    finally:
+        stream = logsetup._state.pop("file_stream", None)
+        logsetup.reset()
+        if stream is not None:
+            stream.close()

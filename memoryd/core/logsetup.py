@@ -130,10 +130,11 @@ def configure(
     if name not in LEVELS:
         raise ValueError(f"unknown log level {level!r}")
     _state["level"], _state["name"] = LEVELS[name], name
+    _state["args"] = (level, fmt, file) if stream is None else None
     old = _state.get("file_stream")
     if stream is None:
         if file:
-            if old is None or old.name != str(file):
+            if old is None or old.name != str(file) or _moved(old):
                 _private_dirs(Path(file).parent)
                 stream = open(  # noqa: SIM115
                     file, "a", buffering=1, encoding="utf-8", opener=_private_opener
@@ -243,6 +244,27 @@ def _route_loguru() -> None:
         return
 
 
+def _moved(stream: TextIO) -> bool:
+    """Whether the log file's name no longer leads to the open file (logrotate, newsyslog or a
+    person moved or deleted it): the lines would go on into the rotated file, or nowhere."""
+    try:
+        on_disk, open_ = os.stat(stream.name), os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return True
+    return (on_disk.st_dev, on_disk.st_ino) != (open_.st_dev, open_.st_ino)
+
+
+def reopen_if_moved() -> bool:
+    """Open the log file again at its name when it was rotated away (the daemon looks every
+    30 s, and at SIGHUP); True when it did."""
+    old, args = _state.get("file_stream"), _state.get("args")
+    if old is None or args is None or not _moved(old):
+        return False
+    configure(*args)
+    get_logger("memoryd.logsetup").info("log file reopened after it was moved", file=old.name)
+    return True
+
+
 def _private_dirs(folder: Path) -> None:
     """The log folder (and parents we create) 0700, whatever the umask."""
     missing = []
@@ -277,7 +299,7 @@ def reset() -> None:
         if getattr(h, "_memoryd", False):
             root.removeHandler(h)
     logging.captureWarnings(False)
-    _state.update(level=logging.INFO, name="info", stream=None, json=None)
+    _state.update(level=logging.INFO, name="info", stream=None, json=None, args=None)
     global _limiter
     _limiter = RateLimiter()
 

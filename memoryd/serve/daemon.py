@@ -26,7 +26,7 @@ from memoryd.serve.notify import Notifier, listen_fds
 from memoryd.serve.server import Server
 
 log = logsetup.get_logger("memoryd.serve.daemon")
-SOCKET_CHECK_S = 30.0  # how often the socket file is looked for (Server.relisten_if_removed)
+PATHS_CHECK_S = 30.0  # how often the socket and log files are looked for
 
 
 def apply_reloadable(old: Config, new: Config) -> tuple[Config, list[str], list[str]]:
@@ -122,7 +122,7 @@ class Daemon:
         watchdog = None
         if self.notifier.watchdog_interval:
             watchdog = asyncio.create_task(self._watchdog(self.notifier.watchdog_interval))
-        relisten = asyncio.create_task(self._keep_socket(SOCKET_CHECK_S))
+        relisten = asyncio.create_task(self._keep_paths(PATHS_CHECK_S))
         try:
             await self._stop.wait()
         finally:
@@ -141,15 +141,17 @@ class Daemon:
             self.notifier.close()
         return 0
 
-    async def _keep_socket(self, interval: float) -> None:
-        # a socket file removed by a temp-folder cleaner is made again (Server.relisten_if_removed)
+    async def _keep_paths(self, interval: float) -> None:
+        # a socket file removed by a temp-folder cleaner is made again (Server.relisten_if_removed),
+        # and a log file rotated away is opened again at its name
         while True:
             await asyncio.sleep(interval)
-            if self.server is not None:
-                try:
+            try:
+                logsetup.reopen_if_moved()
+                if self.server is not None:
                     await self.server.relisten_if_removed()
-                except Exception:  # never the end of the daemon
-                    log.exception("socket check failed")
+            except Exception:  # never the end of the daemon
+                log.exception("socket or log file check failed")
 
     async def _watchdog(self, interval: float) -> None:
         # Pinged from the event loop itself: a wedged loop stops pinging and gets restarted.
