@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import with_notes
 
 from memoryd.core.errors import InvalidInput, NotFound
 from memoryd.serve import methods as api
@@ -18,6 +19,11 @@ pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
 def call(app: Any, method: str, **params: Any) -> Any:
     return api.lookup(method, params).fn(app, params)
+
+
+def indexed(make_app: Any, notes: dict[str, str]) -> Any:
+    """An App (no model) whose workspace holds `notes` (path -> text), reconciled."""
+    return with_notes(make_app(model=None), notes)
 
 
 def shares(app: Any, query: str) -> dict[int, float]:
@@ -297,13 +303,10 @@ def test_a_source_line_is_the_line_its_text_is_from(make_app: Any) -> None:
     """A page's source gives the line its text stands on: a name in a front-matter list and in
     the text further down shows the text's line; a memory named by its tag alone shows the
     memory's own first line, not the bare tag."""
-    a = make_app(model=None)
-    ws = Path(a.cfg.workspace)
-    ws.mkdir(parents=True, exist_ok=True)
-    (ws / "sync.md").write_text(
+    sync = (
         "---\npeople: [Oskar Lindqvist]\n---\n# Sync\n\nIntro.\n\nLater Oskar Lindqvist called.\n"
     )
-    assert a.indexer.reconcile().errors == []
+    a = indexed(make_app, {"sync.md": sync})
     a.memories.add(content="Deploys go out on Fridays.\nNever on Mondays.", tags=["payments"])
     (src,) = call(a, "entity", name="Oskar Lindqvist")["sources"]
     assert (src["line"], src["text"]) == (8, "Later Oskar Lindqvist called.")
@@ -315,18 +318,15 @@ def test_a_source_line_in_a_note_with_aliases_is_the_files_line(make_app: Any) -
     """A note's first chunk carries its front-matter aliases above its text (so the note is found
     by them): the lines of the file still count from the file, and a line of text is shown
     before the note's heading or its aliases."""
-    a = make_app(model=None)
-    ws = Path(a.cfg.workspace)
-    ws.mkdir(parents=True, exist_ok=True)
-    (ws / "ana.md").write_text(
-        "---\naliases: [Nina]\ntags: [person]\n---\n# Ana Lima\n\n"
-        "Ana Lima runs the platform team.\nNina said the webhook retries must be idempotent.\n"
+    a = indexed(
+        make_app,
+        {
+            "ana.md": "---\naliases: [Nina]\ntags: [person]\n---\n# Ana Lima\n\n"
+            "Ana Lima runs the platform team.\nNina said the webhook retries must be idempotent.\n",
+            "billing.md": "---\ntitle: Billing\naliases: [billing-svc]\n---\n# Billing\n\n"
+            "Intro.\n\nLater Ana Lima fixed the webhook.\n",
+        },
     )
-    (ws / "billing.md").write_text(
-        "---\ntitle: Billing\naliases: [billing-svc]\n---\n# Billing\n\nIntro.\n\n"
-        "Later Ana Lima fixed the webhook.\n"
-    )
-    assert a.indexer.reconcile().errors == []
     by_path = {s["path"]: s for s in call(a, "entity", name="Ana Lima")["sources"]}
     assert (by_path["ana.md"]["line"], by_path["ana.md"]["text"]) == (
         7,
@@ -342,14 +342,11 @@ def test_a_name_said_alone_means_its_one_entity_at_every_door(make_app: Any) -> 
     """A person's first name no note writes alone, a tag without its "#": the page, the graph
     and the search filter resolve it to the one entity it can mean, as the indexer resolves
     "Caroline" written alone; a name that could mean several, or none, names the nearest."""
-    a = make_app(model=None)
-    ws = Path(a.cfg.workspace)
-    ws.mkdir(parents=True, exist_ok=True)
-    (ws / "standup.md").write_text(
+    standup = (
         "# Standup\n\nMet José García about the refund flow. #payments\n\n"
         "## Later\n\nAna Lima and Ana Souza reviewed the refund flow.\n"
     )
-    assert a.indexer.reconcile().errors == []
+    a = indexed(make_app, {"standup.md": standup})
     for name in ("JOSÉ", "jose", "José's"):
         assert call(a, "entity", name=name)["name"] == "José García"
         assert call(a, "related", name=name)["nodes"][0]["name"] == "José García"
@@ -373,12 +370,8 @@ def test_a_name_said_alone_means_its_one_entity_at_every_door(make_app: Any) -> 
 def test_a_note_written_decomposed_has_its_people_whole_on_their_page(make_app: Any) -> None:
     import unicodedata
 
-    a = make_app(model=None)
-    ws = Path(a.cfg.workspace)
-    ws.mkdir(parents=True, exist_ok=True)
     text = "# Trip\n\nWe met Zoë Dünner and José García in Zürich.\n"
-    (ws / "trip.md").write_text(unicodedata.normalize("NFD", text))
-    assert a.indexer.reconcile().errors == []
+    a = indexed(make_app, {"trip.md": unicodedata.normalize("NFD", text)})
     page = call(a, "entity", name="Zoë Dünner")
     assert page["name"] == "Zoë Dünner" and page["type"] == "person"
     (source,) = page["sources"]
@@ -393,11 +386,7 @@ def test_tags_written_decomposed_are_the_tags_typed_composed(make_app: Any) -> N
     import unicodedata
 
     nfd = functools.partial(unicodedata.normalize, "NFD")
-    a = make_app(model=None)
-    ws = Path(a.cfg.workspace)
-    ws.mkdir(parents=True, exist_ok=True)
-    (ws / "cafe.md").write_text(nfd("---\ntags: [Zürich]\n---\n# Café\n\nThe #café list.\n"))
-    assert a.indexer.reconcile().errors == []
+    a = indexed(make_app, {"cafe.md": nfd("---\ntags: [Zürich]\n---\n# Café\n\nThe #café list.\n")})
     a.memories.add(content="a fondue evening", tags=[nfd("Zürich"), nfd("café")])
     for tag in ("café", "zürich", nfd("café")):
         hits = call(a, "search", query="list fondue", mode="keyword", tags=[tag])["hits"]

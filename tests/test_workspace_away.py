@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import wait_for
+from conftest import wait_for, with_notes
 
 from memoryd.core.errors import Unavailable
 from memoryd.ctl.output import status_summary
@@ -23,11 +23,7 @@ def paths(app: Any, query: str) -> list[str]:
 
 
 def started(make_app: Any, notes: dict[str, str]) -> Any:
-    app = make_app(model=None)
-    ws = Path(app.cfg.workspace)
-    for name, text in notes.items():
-        (ws / name).parent.mkdir(parents=True, exist_ok=True)
-        (ws / name).write_text(text)
+    app = with_notes(make_app(model=None), notes)
     app.start(jobs=False)
     wait_for(app.ready.is_set)
     wait_for(lambda: paths(app, "lighthouse") == sorted(notes))
