@@ -7,14 +7,16 @@ import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
-from conftest import DEADLINE_S, ROOT
+from conftest import DEADLINE_S, ROOT, with_notes
 
 from memoryd.core.errors import Unavailable
 from memoryd.index import embed
 from memoryd.index.embed import FakeEmbedder, ModelHolder, offline_files, resolve_model
+from memoryd.search.searcher import SearchRequest
 
 
 def cfg(**kw: object) -> SimpleNamespace:
@@ -261,3 +263,44 @@ def test_a_background_run_is_held_back_for_a_bounded_time() -> None:
         assert gate.wait_clear() is False
     assert gate.held_s > 0
     assert gate.wait_clear() is True
+
+
+class PoisonedEmbedder(FakeEmbedder):
+    """Fails on any batch holding a text with "POISON" in it (a text the model cannot take);
+    with `broken`, on every batch (the model itself at fault)."""
+
+    broken = False
+
+    def embed_batch(self, texts: Any) -> np.ndarray:
+        if self.broken or any("POISON" in t for t in texts):
+            raise RuntimeError("the model cannot take this input")
+        return super().embed_batch(texts)
+
+
+@pytest.mark.backends
+def test_a_text_the_model_fails_on_does_not_hold_the_others_back(make_app: Any) -> None:
+    """One text the model raised on failed its whole batch, and the worker retried that batch
+    forever: every text behind it stayed without a vector. Now it is set aside (keyword search
+    still finds it), the rest of its batch and the backlog are embedded, and status counts it;
+    a model that fails on every text is still an error that is retried."""
+    fake = PoisonedEmbedder()
+    app = make_app(model=ModelHolder(lambda: fake, description="poisoned fake"))
+    app.model.start()
+    assert app.model.wait_ready(DEADLINE_S)
+    notes = {f"n{i}.md": f"# Harbour {i}\n\nThe harbour log, page {i}.\n" for i in range(12)}
+    notes["n5.md"] = "# Harbour 5\n\nA POISON chunk among the pages.\n"  # in a batch of 8
+    with_notes(app, notes)
+    app.memories.add("the POISON pill text")  # alone: its batch of one is probed
+    app.memories.add("harbour memory")
+    app.embedder.run()
+    status = app.status()["vectors"]
+    assert status["failed"] == 2 and status["pending"] == 2 and status["done"] == 12
+    assert app.embedder.run()["embedded"] == 0  # set aside: no retry loop, no error
+    hits = app.searcher.search(SearchRequest(query="POISON", mode="keyword"))["hits"]
+    assert len(hits) == 2  # still found by keyword
+    fake.broken = True
+    app.memories.add("a text after the model broke")
+    app.memories.add("and another one")
+    with pytest.raises(RuntimeError):
+        app.embedder.run()
+    assert app.status()["vectors"]["failed"] == 2  # not blamed on the texts

@@ -33,6 +33,8 @@ from memoryd.store import Store, vectors
 log = get_logger("memoryd.index.embed")
 
 RATE_WINDOW_S = 60.0
+MAX_FAILED = 256  # texts set aside at most (each widens the pending window by one)
+PROBE = "memoryd"  # a text any model embeds: tells a failing model from a failing text
 IDLE_TRIM_S = 30.0
 # While texts keep coming (an add every few seconds never leaves the worker idle for 30 s), freed
 # memory goes back at least this often: searches and foreground embeddings free buffers between
@@ -89,6 +91,10 @@ class EmbedWorker:
         self._clear_below: int | None = None
         self._full_scan_at = 0.0
         self._completed: int | None = None  # the model marked complete by this worker
+        # texts the model failed on while others of their batch embedded (content hash ->
+        # error): skipped until the daemon restarts, so one text the model cannot take does not
+        # hold every other text back; they stay found by keyword (status: vectors.failed)
+        self.failed: dict[str, str] = {}
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="memoryd-embed", daemon=True)
@@ -174,19 +180,57 @@ class EmbedWorker:
         background = getattr(self.model, "embed_background", None)
         return background(texts) if background is not None else self.model.embed_batch(texts)
 
+    def _embed_each(
+        self, todo: list[tuple[str, str, str]]
+    ) -> tuple[list[tuple[str, str, str]], np.ndarray]:
+        """The batch's vectors. When the model fails on the batch: each text alone, and those it
+        fails on are set aside (self.failed), unless the model fails on a probe text as well:
+        then the model is at fault, not the texts, and the error goes up (backoff, retry)."""
+        try:
+            return todo, self._embed([text for _, text, _ in todo])
+        except Exception as exc:
+            batch_error = exc
+        done: list[tuple[str, str, str]] = []
+        vecs: list[np.ndarray] = []
+        errors: dict[str, str] = {}
+        for item in todo:
+            try:
+                vecs.append(self._embed([item[1]])[0])
+                done.append(item)
+            except Exception as exc:
+                errors[item[0]] = f"{type(exc).__name__}: {exc}"
+        if errors and not self._model_works():  # the model broke, not these texts: retry
+            raise batch_error
+        for h, _, source in todo:
+            if h in errors:
+                if len(self.failed) < MAX_FAILED:
+                    self.failed[h] = errors[h]
+                log.error("the model failed on a text; no vector", source=source, error=errors[h])
+        return done, np.stack(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)
+
+    def _model_works(self) -> bool:
+        try:
+            self._embed([PROBE])
+        except Exception:
+            return False
+        return True
+
     def _window(self, model_id: int) -> list[tuple[str, str, str]]:
         """The next texts to embed, newest first: everything since the last clear look when it
         is known, else (and every FULL_SCAN_S) the whole store."""
         clear = self._clear_below
         full = clear is None or time.monotonic() - self._full_scan_at > FULL_SCAN_S
 
+        size = self.window + len(self.failed)
+
         def read(con: Any) -> tuple[int, list[tuple[str, str, str]]]:
             top = vectors.top_entry_id(con)
             if full or clear is None:
-                return top, vectors.pending_newest(con, model_id, self.window)
-            return top, vectors.pending_since(con, model_id, self.window, clear)
+                return top, vectors.pending_newest(con, model_id, size)
+            return top, vectors.pending_since(con, model_id, size, clear)
 
         top, window = self.store.read(read)
+        window = [w for w in window if w[0] not in self.failed]
         if full:
             self._full_scan_at = time.monotonic()
         # Not on a shared database: there, concurrent transactions can commit ids out of order,
@@ -241,7 +285,7 @@ class EmbedWorker:
                         break
                     todo, window = window[: self.batch_size], window[self.batch_size :]
                     self.current = todo[0][2]
-                    vecs = self._embed([text for _, text, _ in todo])
+                    todo, vecs = self._embed_each(todo)
                     now = self.clock()
                     items = [(h, vecs[i]) for i, (h, _, _) in enumerate(todo)]
                     new = self.store.run_write(

@@ -426,6 +426,7 @@ class App:
                 "done": vec["done"],
                 "embedding": self.embedder.running,
                 "last_error": self.embedder.last_error,
+                "failed": len(self.embedder.failed),
                 **(
                     self.embedder.progress(pending=vec["pending"])
                     if vec["pending"] is not None
