@@ -15,7 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memoryd.core.errors import InvalidInput, MemorydError, NotFound, StoreError, describe
+from memoryd.core.errors import (
+    InvalidInput,
+    MemorydError,
+    NotFound,
+    StoreError,
+    check_int,
+    describe,
+)
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import parse_time
 from memoryd.memory import lifecycle
@@ -291,10 +298,8 @@ class Memories:
     def list(
         self, filters: Filters, *, limit: int = 20, offset: int = 0
     ) -> tuple[list[dict[str, Any]], int]:
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidInput("limit: expected an integer from 1 to 1000")
-        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**62:
-            raise InvalidInput("offset: expected a non-negative integer")
+        check_int(limit, "limit", 1, 1000)
+        check_int(offset, "offset", 0)
         now = self.clock()
         return self.store.read(
             lambda con: entries.list_entries(con, filters, now=now, limit=limit, offset=offset)
@@ -385,8 +390,7 @@ class Memories:
 
         if not isinstance(items, list):
             raise InvalidInput("items: expected a list of exported memories")
-        if isinstance(first_line, bool) or not isinstance(first_line, int) or first_line < 1:
-            raise InvalidInput("first_line: expected a positive integer")
+        first_line = check_int(first_line, "first_line", 1)
         if not isinstance(dry_run, bool):
             raise InvalidInput("dry_run: expected true or false")
         if not isinstance(allow_secrets, bool):  # also when no item reaches the secret guard

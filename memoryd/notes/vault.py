@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from memoryd.core.errors import InvalidInput, NotFound, describe
+from memoryd.core.errors import InvalidInput, NotFound, check_int, describe
 from memoryd.notes.notes import normalize
 from memoryd.store import Store
 from memoryd.store import links as store_links
@@ -119,10 +119,8 @@ def neighbourhood(
     Nodes are {id, kind, label, path, depth, degree}: kind "note", "attachment" or "missing"
     (a link to no file); edges are {source, target, kind} with kind "link" or "embed". Other
     kinds of node and edge (entities and their mentions) can join the same shape."""
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= GRAPH_MAX_DEPTH:
-        raise InvalidInput(f"depth: expected 1 to {GRAPH_MAX_DEPTH}")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= GRAPH_MAX_NODES:
-        raise InvalidInput(f"limit: expected 1 to {GRAPH_MAX_NODES}")
+    check_int(depth, "depth", 1, GRAPH_MAX_DEPTH)
+    check_int(limit, "limit", 1, GRAPH_MAX_NODES)
     files = frozenset(files)
 
     def read(con: Any) -> dict[str, Any]:

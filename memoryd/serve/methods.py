@@ -108,7 +108,7 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         until=check_bound(params.get("until"), "until"),
         min_importance=(
             check_int(params["min_importance"], "min_importance", 1, 10)
-            if params.get("min_importance") is not None
+            if "min_importance" in params
             else None
         ),
         include_expired=param_bool(params, "include_expired"),
@@ -159,6 +159,10 @@ def used(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.used(params.get("id"))
 
 
+def _search_limit(app: App, params: dict[str, Any]) -> int:
+    return param_int(params, "limit", app.cfg.search.default_limit, 1, app.cfg.search.max_limit)
+
+
 @method("list", FILTER_PARAMS | {"limit", "offset"})
 def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     filters = filters_from(params, default_kind="memory")
@@ -166,8 +170,8 @@ def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
         filters = replace(filters, namespace=app.cfg.memories.default_namespace)
     items, total = app.memories.list(
         filters,
-        limit=param_int(params, "limit", 20),
-        offset=param_int(params, "offset", 0),
+        limit=param_int(params, "limit", 20, 1, 1000),
+        offset=param_int(params, "offset", 0, 0),
     )
     return {"items": items, "total": total}
 
@@ -204,9 +208,7 @@ def prune(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("session_start", {"namespace", "max_tokens"})
 def session_start(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """The constitutional memories, most important first, within a token budget."""
-    budget = param_int(params, "max_tokens", app.cfg.lifecycle.session_max_tokens)
-    if budget < 1:
-        raise InvalidInput("max_tokens: expected a positive integer")
+    budget = param_int(params, "max_tokens", app.cfg.lifecycle.session_max_tokens, 1)
     ns = params.get("namespace")
     ns = check_name(ns, "namespace") if ns not in (None, "", "*") else (ns or None)
     ns = ns or app.cfg.memories.default_namespace
@@ -332,11 +334,11 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(use_decay, bool):
         raise InvalidInput("use_decay: expected true or false")
     if params.get("kind") == "entity":  # entities themselves, by name (search/entities.py)
-        limit = param_int(params, "limit", app.cfg.search.default_limit)
-        if not 1 <= limit <= app.cfg.search.max_limit:
-            raise InvalidInput(f"limit: expected 1 to {app.cfg.search.max_limit}")
         return entity_search.find(
-            app.store, query, limit, entity_search.check_types(params.get("type"))
+            app.store,
+            query,
+            _search_limit(app, params),
+            entity_search.check_types(params.get("type")),
         )
     filters = filters_from(params, default_kind=None)
     if filters.namespace is None:
@@ -345,13 +347,15 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     found = app.searcher.search(
         SearchRequest(
             query=query if isinstance(query, str) else "",
-            limit=params.get("limit"),
+            limit=param_int(
+                params, "limit", app.cfg.search.default_limit, 1, app.cfg.search.max_limit
+            ),
             mode=mode,
             filters=filters,
             explain=param_bool(params, "explain"),
             use_decay=use_decay,
             include_constitutional=param_bool(params, "include_constitutional"),
-            max_tokens=params.get("max_tokens"),
+            max_tokens=param_int(params, "max_tokens", 1, 1) if "max_tokens" in params else None,
             concepts=tuple(concepts),
             group=params.get("group", "note"),
             workspace=params.get("workspace", "this"),
