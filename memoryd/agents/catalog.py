@@ -19,7 +19,18 @@ ALL_TOOLS: list[ToolSpec] = sorted(
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in ALL_TOOLS}
 SMALL = 256  # characters a short answer's copy may always take (its path, sha256, flags)
 ESSENTIAL = frozenset({"id", "path", "new_path", "sha256", "offset", "next_offset", "total"})
-ITEM_KEYS = ESSENTIAL | {"kind", "score", "line", "start_line", "heading", "target", "summary"}
+ITEM_KEYS = ESSENTIAL | {
+    "kind",
+    "score",
+    "line",
+    "start_line",
+    "heading",
+    "target",
+    "summary",
+    "name",
+    "from",
+    "to",
+}
 DESTRUCTIVE = frozenset({"forget", "write_note", "move_note", "edit_note", "delete_note"})
 
 

@@ -12,9 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memoryd.agents.argcheck import check_arguments
 from memoryd.agents.hints import ERROR_NAMES, HINTS, SECRET_HINT
 from memoryd.ctl import Client, ClientError, Unreachable
 from memoryd.text.markdown import estimate_tokens
+
+CLEARABLE = ("expires_at", "source", "context")  # update: null clears them (protocol.md)
+INVALID = -32602  # invalid params: a bad argument, said as the daemon says it
 
 # --- the bridge to the daemon ------------------------------------------------------------------
 
@@ -44,11 +48,14 @@ class Bridge:
     def _socket(self) -> str:
         return next((s for s in self.sockets if _is_socket(s)), self.sockets[0])
 
-    def call(self, method: str, params: dict[str, Any]) -> Any:
+    def call(self, method: str, params: dict[str, Any], keep_null: Sequence[str] = ()) -> Any:
+        """The daemon's answer; params that are None are left out (not given), except those
+        in `keep_null`, where null means something (update's expires_at: null clears it)."""
         if len(self.sockets) > 1:
             self.client.path = self._socket()
+        sent = {k: v for k, v in params.items() if v is not None or k in keep_null}
         try:
-            return self.client.call(method, {k: v for k, v in params.items() if v is not None})
+            return self.client.call(method, sent)
         except Unreachable as exc:
             raise ToolFailure(str(exc), {"code": "unreachable"}) from None
         except ClientError as exc:
@@ -251,6 +258,10 @@ MEMORY_FIELDS: dict[str, Any] = {
     "source": {**STR, "description": "where it came from (a URL, a file, 'user')"},
     "context": STR,
     "ttl": {**STR, "description": "expire after this long: '90m', '7d'"},
+    "expires_at": {
+        **TIME,
+        "description": "expire at this time (ISO 8601 or unix seconds; not with ttl)",
+    },
     "tier": {
         "type": "string",
         "enum": ["constitutional", "critical", "important", "normal", "temporary", "deprecated"],
@@ -434,8 +445,22 @@ TOOLS: list[ToolSpec] = [
         "update",
         "Change a memory in place (content, tags, type, importance, tier, triggers, ...). Only "
         "the fields given change. Its id stays the same and its history is kept.",
-        _obj({"id": {**INT, "minimum": 1}, "content": STR, **MEMORY_FIELDS}, ("id",)),
-        run_method("update"),
+        _obj(
+            {
+                "id": {**INT, "minimum": 1},
+                "content": STR,
+                **MEMORY_FIELDS,
+                "expires_at": {
+                    "type": ["string", "number", "null"],
+                    "description": "expire at this time (ISO 8601 or unix seconds); null = "
+                    "never expires",
+                },
+                "source": {"type": ["string", "null"], "description": "null = none"},
+                "context": {"type": ["string", "null"], "description": "null = none"},
+            },
+            ("id",),
+        ),
+        lambda b, a: b.call("update", a, keep_null=CLEARABLE),
         fmt_record,
         read_only=False,
     ),
@@ -569,24 +594,12 @@ def call_tool(
     if spec is None:
         return f"unknown tool {name!r} (tools: {', '.join(table)})", None, True
     args = dict(arguments or {})
-    problems = check_arguments(spec, args)
-    if problems:
-        return f"{name}: {problems}", {"error": {"code": "invalid_arguments"}}, True
+    problems = check_arguments(spec.schema, args)
+    if problems:  # the daemon's words and code for a bad param (invalid input, -32602)
+        text = f"{name}: {problems} ({ERROR_NAMES[INVALID]}, code {INVALID})"
+        return text, {"error": {"code": INVALID, "message": problems}}, True
     try:
         result = spec.run(bridge, args)
     except ToolFailure as exc:
         return exc.message, {"error": exc.data}, True
     return spec.text(result), result, False
-
-
-def check_arguments(spec: ToolSpec, args: dict[str, Any]) -> str | None:
-    import jsonschema
-
-    errors = sorted(
-        jsonschema.Draft202012Validator(spec.schema).iter_errors(args), key=lambda e: e.path
-    )
-    if not errors:
-        return None
-    return "; ".join(
-        (f"{'.'.join(map(str, e.path))}: " if e.path else "") + e.message for e in errors[:5]
-    )
