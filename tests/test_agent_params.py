@@ -120,13 +120,13 @@ def integer_arguments() -> list[tuple[str, str, dict[str, Any]]]:
     return out
 
 
-# null means "not given" (add) or "unchanged" (update) for a memory's fields, and delete's
-# params are "exactly one of": there null is refused by that rule, not the integer check
+# null means "not given" (add) or "unchanged" (update) for a memory's fields, and for a filter
+# (min_importance); delete's params are "exactly one of": null is refused by that rule
 NULL_IS_ABSENT = {"add", "update", "remember", "delete", "forget"}
 
 
-def bad_values(low: int, high: int | None, where: str = "") -> list[Any]:
-    null = [] if where in NULL_IS_ABSENT else [None]
+def bad_values(low: int, high: int | None, where: str = "", param: str = "") -> list[Any]:
+    null = [] if where in NULL_IS_ABSENT or param == "min_importance" else [None]  # a filter
     return [*null, low - 1, -1, "5", 5.5, True, *([high + 1] if high is not None else [])]
 
 
@@ -207,7 +207,8 @@ def test_every_integer_param_on_the_socket_says_one_message(
     base = METHOD_BASE.get(method, {})
     if param != "id" and method in ("validate", "update", "get", "used", "history", "promote"):
         base = {**base, "id": 1}
-    for value in bad_values(low, high, method if param != "id" or method == "delete" else ""):
+    where = method if param != "id" or method == "delete" else ""
+    for value in bad_values(low, high, where, param):
         answer = rpc(sock, method, {**base, param: value})
         error = answer.get("error")
         assert error is not None, f"{method} took {param}={value!r}: {answer}"
@@ -223,7 +224,7 @@ def test_a_bad_integer_reads_the_same_on_mcp_and_on_the_socket(
     schema = {(t, a): s for t, a, s in integer_arguments()}[(tool, arg)]
     bridge = Bridge(sock, None)
     null_too = "" if param == "id" and method != "delete" else method
-    for value in bad_values(schema.get("minimum", 0), schema.get("maximum"), null_too):
+    for value in bad_values(schema.get("minimum", 0), schema.get("maximum"), null_too, param):
         text, structured, failed = catalog.call(
             bridge, tool, with_arg(TOOL_BASE.get(tool, {}), arg, value)
         )
@@ -403,3 +404,44 @@ def test_update_can_clear_an_expiry_and_remember_can_set_one() -> None:
     _, _, failed = catalog.call(bridge, "remember", {"content": "x", "expires_at": "2099-01-01"})
     assert not failed and sent[-1] == ("add", {"content": "x", "expires_at": "2099-01-01"})
     assert describe(None) == "null"
+
+
+# --- text arguments: empty, white space, another type ------------------------------------------
+
+# (tool, argument, the rest of a valid call) -> (method, param, the rest of its request)
+TEXT_ARGS = [
+    ("search", "query", {}, "search", {}),
+    ("remember", "content", {}, "add", {}),
+    ("match_triggers", "prompt", {}, "match_triggers", {}),
+    ("about", "name", {}, "entity", {}),
+    ("related", "name", {}, "related", {}),
+    ("read_note", "path", {}, "note.read", {}),
+    ("write_note", "path", {"content": "x"}, "note.write", {"content": "x"}),
+    ("append_to_note", "path", {"content": "x"}, "note.append", {"content": "x"}),
+    ("move_note", "new_path", {"path": "a.md"}, "note.move", {"path": "a.md"}),
+    ("links", "path", {}, "links", {}),
+    ("backlinks", "path", {}, "backlinks", {}),
+    ("delete_note", "path", {}, "note.read", {}),
+    ("get", "path", {}, "get", {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arg", "args", "method", "params"),
+    TEXT_ARGS,
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_an_empty_or_mistyped_text_reads_the_same_on_both_doors(
+    sock: str, tool: str, arg: str, args: dict[str, Any], method: str, params: dict[str, Any]
+) -> None:
+    """'' (refused by the tool's schema), white space (refused by the daemon, relayed) and a
+    number: the socket's message is the tool's, perhaps with a hint after it."""
+    bridge = Bridge(sock, None)
+    for value in ("", "   ", 5):
+        _, structured, failed = catalog.call(bridge, tool, {**args, arg: value})
+        error = rpc(sock, method, {**params, arg: value}).get("error")
+        assert failed and error is not None and error["code"] == -32602, (tool, value, error)
+        said = structured["error"]["message"]
+        assert error["message"].startswith(said), (said, error["message"])
+        expected = f"{arg}: must not be empty" if isinstance(value, str) else f"{arg}: expected a "
+        assert said.startswith(expected), said

@@ -239,7 +239,9 @@ class Memories:
         """A note of the workspace by path, or one of its sections (by heading text)."""
         rel = check_str(path, "path", limit=4096).strip().strip("/")
         if not rel:
-            raise InvalidInput("path: expected a workspace-relative path")
+            raise InvalidInput(
+                "path: must not be empty (a workspace-relative path like 'notes/idea.md')"
+            )
         sec = None if section is None else check_str(section, "section", limit=1000).strip()
         chunks = self.store.read(lambda con: entries.document_chunks(con, rel))
         if not chunks:

@@ -29,7 +29,10 @@ def note_path(path: object, paths: list[str], files: Iterable[str] = ()) -> str:
 def _choose(path: object, paths: list[str], files: Iterable[str]) -> tuple[str, list[str]]:
     """(the note or attachment meant, the other paths the same name could mean)."""
     if not isinstance(path, str):
-        raise InvalidInput("path: expected a workspace-relative note path or a note name")
+        raise InvalidInput(
+            f"path: expected a string, got {describe(path)} (a workspace-relative note path or a "
+            "note name)"
+        )
     # the notes API's rules ('..', NUL, control characters); a leading '/' means the vault's root
     wanted = normalize(path.strip().replace("\\", "/").lstrip("/"))
     if wanted in paths:

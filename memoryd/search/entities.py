@@ -35,8 +35,10 @@ ALIASES = 20
 
 
 def check_name(name: Any) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInput(f"name: expected an entity's name, got {describe(name)}")
+    if not isinstance(name, str):
+        raise InvalidInput(f"name: expected a string, got {describe(name)} (an entity's name)")
+    if not name.strip():
+        raise InvalidInput("name: must not be empty")
     if len(name) > 500:
         raise InvalidInput("name: at most 500 characters")
     return name.strip()

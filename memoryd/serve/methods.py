@@ -94,9 +94,11 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
     if isinstance(names, str):
         names = [names]
     if names is not None and (
-        not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names)
+        not isinstance(names, list) or not all(isinstance(n, str) for n in names)
     ):
-        raise InvalidInput("entities: expected a list of names")
+        raise InvalidInput(f"entities: expected a list of names, got {describe(names)}")
+    if names and not all(n.strip() for n in names):
+        raise InvalidInput("entities: a name must not be empty")
     return Filters(
         entities=tuple(check_str(n, "entities", limit=500) for n in names or ()),
         kind=kind,
@@ -108,7 +110,7 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         until=check_bound(params.get("until"), "until"),
         min_importance=(
             check_int(params["min_importance"], "min_importance", 1, 10)
-            if "min_importance" in params
+            if params.get("min_importance") is not None
             else None
         ),
         include_expired=param_bool(params, "include_expired"),
@@ -222,6 +224,8 @@ def session_start(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("match_triggers", {"prompt", "namespace"})
 def match_triggers(app: App, params: dict[str, Any]) -> dict[str, Any]:
     prompt = check_str(params.get("prompt"), "prompt", limit=1_000_000)
+    if not prompt.strip():  # as the MCP tool's schema says: nothing can match an empty text
+        raise InvalidInput("prompt: must not be empty")
     ns = param_namespace(params)
     found = app.store.read(lambda con: lifecycle.matching(con, app.triggers, prompt, ns))
     return {"memories": found}
@@ -325,8 +329,10 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(params.get("concepts", []), list | None):
         raise InvalidInput("concepts: expected a list of 2 to 5 strings")
     query = params.get("query", "")
-    if not concepts and (not isinstance(query, str) or not query.strip()):
-        raise InvalidInput("search: query must be a non-empty string (or give concepts)")
+    if not concepts and not isinstance(query, str):
+        raise InvalidInput(f"query: expected a string, got {describe(query)} (or give concepts)")
+    if not concepts and not query.strip():
+        raise InvalidInput("query: must not be empty (or give concepts)")
     mode = params.get("mode", "auto")
     if not isinstance(mode, str):
         raise InvalidInput("mode: expected a string")
