@@ -445,3 +445,62 @@ def test_an_empty_or_mistyped_text_reads_the_same_on_both_doors(
         assert error["message"].startswith(said), (said, error["message"])
         expected = f"{arg}: must not be empty" if isinstance(value, str) else f"{arg}: expected a "
         assert said.startswith(expected), said
+
+
+# --- the structured copy never holds a list cut short -------------------------------------------
+
+MEMORY = {
+    "id": 53,
+    "kind": "memory",
+    "content": "The VPN gateway for the Lisbon office is vpn-lis-02",
+    "type": "fact",
+    "tags": ["net", "vpn", "lisbon", "office"],
+    "importance": 5,
+    "namespace": "default",
+    "created_at": "2026-11-26T18:55:38Z",
+    "updated_at": "2026-11-26T18:55:38Z",
+    "last_accessed_at": "2026-11-26T18:55:38Z",
+    "tier": "deprecated",
+    "triggers": ["lisbon vpn", "office gateway"],
+    "content_hash": "a" * 64,
+}
+PAGE = {
+    "name": "Caroline Baker",
+    "key": "caroline baker",
+    "type": "person",
+    "aliases": ["Caro", "Caroline", "Caroline's", "Cazzie", "caroline-baker"],
+    "mentions": 8,
+    "relations": [{"name": f"Name {i}", "type": "person", "together": 1} for i in range(6)],
+    "sources": [
+        {"kind": "note", "path": f"p{i}.md", "line": i, "text": "t " * 30} for i in range(4)
+    ],
+}
+
+
+def value_lists(value: Any, where: str = "") -> dict[str, list[Any]]:
+    """Every list of scalars in `value`, by where it is."""
+    out: dict[str, list[Any]] = {}
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out |= value_lists(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        if value and not any(isinstance(v, dict | list) for v in value):
+            out[where] = value
+        for i, v in enumerate(value):
+            if isinstance(v, dict | list):
+                out |= value_lists(v, f"{where}[{i}]")
+    return out
+
+
+@pytest.mark.parametrize("record", [MEMORY, PAGE], ids=["memory", "entity page"])
+@pytest.mark.parametrize("text_length", [40, 180, 260, 330, 420])
+def test_a_list_of_values_is_kept_whole_or_left_out(
+    record: dict[str, Any], text_length: int
+) -> None:
+    """A memory's tags cut to [] told the agent it had none; now a list of values (tags,
+    triggers, aliases) is whole or absent, while result lists may lose items from the end."""
+    out = catalog.fit(record, "x" * text_length)
+    before = value_lists(record)
+    for where, values in value_lists(out).items():
+        assert values == before[where], (where, values, before[where])
+    assert catalog.size(out) <= max(text_length, catalog.SMALL)

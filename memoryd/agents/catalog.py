@@ -43,9 +43,10 @@ def fit(structured: Any, text: str) -> Any:
     """The structured copy of a tool's answer, no larger than its text (or than SMALL
     characters, so that a one-line answer's copy keeps its path and sha256): null fields dropped,
     then prose the text already holds (a note's content, a memory's text), then prose at all,
-    then the fields of list items other than ITEM_KEYS, then list items from the end
-    (`"truncated": true` says so). The text is what the agent
-    reads; the copy gives it the ids, paths, shas and offsets to act on."""
+    then the fields of list items other than ITEM_KEYS, then items of result lists from the end
+    and, last, whole fields (`"truncated": true` says so); a list of values (tags) is never
+    cut. The text is what the agent reads; the copy gives it the ids, paths, shas and offsets
+    to act on."""
     limit = max(len(text), SMALL)
     out = _pruned(structured)
     if size(out) <= limit:
@@ -62,7 +63,10 @@ def fit(structured: Any, text: str) -> Any:
         return out if size(out) <= limit else {"truncated": True}
     out = {**out, "truncated": True}
     while size(out) > limit:
-        lists = [(k, v) for k, v in out.items() if isinstance(v, list) and v]
+        # a list of results (hits, links, sources) loses items from the end; a list of values
+        # (tags, aliases, triggers) is never cut, since a shorter one would say something false
+        # (a memory without its tags): it is kept whole or left out with the other fields below
+        lists = [(k, v) for k, v in out.items() if isinstance(v, list) and v and _items(v)]
         if lists:
             key, longest = max(lists, key=lambda kv: size(kv[1]))
             out[key] = longest[:-1]
@@ -73,6 +77,10 @@ def fit(structured: Any, text: str) -> Any:
         # the fields an agent acts on (ids, paths, shas, offsets) go last
         del out[max(rest, key=lambda k: (k not in ESSENTIAL, size(out[k])))]
     return out
+
+
+def _items(values: list[Any]) -> bool:
+    return all(isinstance(v, dict) for v in values)
 
 
 def _prose(s: str) -> bool:
