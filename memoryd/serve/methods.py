@@ -22,6 +22,7 @@ from memoryd.memory.memories import (
 )
 from memoryd.memory.validation import check_bound, check_int, check_str
 from memoryd.notes import vault
+from memoryd.notes.fsops import normalize as note_path
 from memoryd.search import entities as entity_search
 from memoryd.search.searcher import SearchRequest
 from memoryd.serve import (
@@ -75,9 +76,10 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         type_list = tuple(check_name(t, "type") for t in types)
     else:
         raise InvalidInput("type: expected a string or a list of strings")
+    # a folder as note.list reads it ('', '.' or '/' = all; './a', 'a//b' and 'a\\b' are 'a/b';
+    # '..' and absolute paths refused): one rule for every param naming a workspace path
     path = params.get("path")
-    if path is not None:
-        path = check_str(path, "path", limit=4096)
+    path = None if path in (None, "", ".", "/") else note_path(path)
     source = params.get("source")
     if source is not None:
         source = check_str(source, "source", limit=1000)
@@ -150,9 +152,11 @@ def get(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("path") is not None:
         if params.get("id") is not None:
             raise InvalidInput("get: give id, or path (and section), not both")
-        return app.memories.get_note(params["path"], params.get("section"))
+        return app.memories.get_note(note_path(params["path"]), params.get("section"))
     if params.get("section") is not None:
         raise InvalidInput("get: section needs a path")
+    if "id" not in params:
+        raise InvalidInput("get: give id, or path (and section)")
     return app.memories.get(params.get("id"))
 
 
