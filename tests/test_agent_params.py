@@ -504,3 +504,36 @@ def test_a_list_of_values_is_kept_whole_or_left_out(
     for where, values in value_lists(out).items():
         assert values == before[where], (where, values, before[where])
     assert catalog.size(out) <= max(text_length, catalog.SMALL)
+
+
+# --- a time range the wrong way round; ttl in seconds; an unknown entity's code ----------------
+
+
+@pytest.mark.parametrize("method", ["search", "list"])
+def test_a_range_ending_before_it_starts_is_refused_not_answered_empty(
+    sock: str, method: str
+) -> None:
+    params = {"since": "2026-12-01", "until": "2026-01-01"}
+    base = {"query": "memory"} if method == "search" else {}
+    error = rpc(sock, method, {**base, **params}).get("error")
+    assert error is not None and error["code"] == -32602
+    assert error["message"].startswith("until: '2026-01-01' is not after since ('2026-12-01')")
+    text, _, failed = catalog.call(Bridge(sock, None), "search", {"query": "memory", **params})
+    assert failed and "until: '2026-01-01' is not after since" in text
+    ok = rpc(sock, method, {**base, "since": "2026-03-05", "until": "2026-03-05"})
+    assert "result" in ok  # a bare date as until is the end of that day
+
+
+def test_remember_takes_a_ttl_in_seconds_as_the_socket_does(sock: str) -> None:
+    text, structured, failed = catalog.call(
+        Bridge(sock, None), "remember", {"content": "expires in an hour, in seconds", "ttl": 3600}
+    )
+    assert not failed, text
+    got = rpc(sock, "get", {"id": structured["id"]})["result"]
+    assert got["expires_at"] is not None
+
+
+def test_an_unknown_entity_reads_as_a_not_found_error(sock: str) -> None:
+    text, structured, failed = catalog.call(Bridge(sock, None), "about", {"name": "Nobody Xyz"})
+    assert failed and "(not found, code -32004)" in text
+    assert structured["error"]["code"] == -32004

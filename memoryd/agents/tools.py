@@ -257,7 +257,10 @@ MEMORY_FIELDS: dict[str, Any] = {
     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
     "source": {**STR, "description": "where it came from (a URL, a file, 'user')"},
     "context": STR,
-    "ttl": {**STR, "description": "expire after this long: '90m', '7d'"},
+    "ttl": {
+        "type": ["string", "number"],
+        "description": "expire after this long: '90m', '7d', or seconds",
+    },
     "expires_at": {
         **TIME,
         "description": "expire at this time (ISO 8601 or unix seconds; not with ttl)",

@@ -23,9 +23,9 @@ def describe(value: object) -> str:
     if isinstance(value, str):
         if _SHOWABLE.fullmatch(value) and not _KEYLIKE.search(value.replace("/", " ")):
             return repr(value)
-        return f"a text of {len(value)} characters"
+        return f"a text of {len(value)} character{'' if len(value) == 1 else 's'}"
     if isinstance(value, list | tuple):
-        return f"a list of {len(value)} items"
+        return f"a list of {len(value)} item{'' if len(value) == 1 else 's'}"
     if isinstance(value, dict):
         return "an object"
     return f"a {type(value).__name__}"

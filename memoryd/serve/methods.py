@@ -101,6 +101,15 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         raise InvalidInput(f"entities: expected a list of names, got {describe(names)}")
     if names and not all(n.strip() for n in names):
         raise InvalidInput("entities: a name must not be empty")
+    since, until = (
+        check_bound(params.get("since"), "since"),
+        check_bound(params.get("until"), "until"),
+    )
+    if since is not None and until is not None and until <= since:  # swapped, most likely
+        raise InvalidInput(
+            f"until: {describe(params['until'])} is not after since ({describe(params['since'])}):"
+            " nothing can match"
+        )
     return Filters(
         entities=tuple(check_str(n, "entities", limit=500) for n in names or ()),
         kind=kind,
@@ -108,8 +117,8 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         tags=check_tags(params["tags"]) if params.get("tags") is not None else (),
         source=source,
         path_prefix=path,
-        since=check_bound(params.get("since"), "since"),
-        until=check_bound(params.get("until"), "until"),
+        since=since,
+        until=until,
         min_importance=(
             check_int(params["min_importance"], "min_importance", 1, 10)
             if params.get("min_importance") is not None
