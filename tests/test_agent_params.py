@@ -537,3 +537,13 @@ def test_an_unknown_entity_reads_as_a_not_found_error(sock: str) -> None:
     text, structured, failed = catalog.call(Bridge(sock, None), "about", {"name": "Nobody Xyz"})
     assert failed and "(not found, code -32004)" in text
     assert structured["error"]["code"] == -32004
+
+
+def test_under_a_prefix_errors_name_the_tools_as_the_agent_calls_them() -> None:
+    from memoryd.agents.mcp import prefixed
+
+    said = "edit_note: no heading 'X' in the note (headings: none) (not found, code -32004)"
+    assert prefixed(said, "edit_note", "md_") == "md_" + said
+    listed = prefixed("unknown tool 'nope' (tools: search, ...)", "nope", "md_")
+    assert listed.startswith("unknown tool 'md_nope' (tools: md_search, md_remember,")
+    assert prefixed("Created a.md (sha256 ab)", "write_note", "md_") == "Created a.md (sha256 ab)"
