@@ -547,3 +547,29 @@ def test_under_a_prefix_errors_name_the_tools_as_the_agent_calls_them() -> None:
     listed = prefixed("unknown tool 'nope' (tools: search, ...)", "nope", "md_")
     assert listed.startswith("unknown tool 'md_nope' (tools: md_search, md_remember,")
     assert prefixed("Created a.md (sha256 ab)", "write_note", "md_") == "Created a.md (sha256 ab)"
+
+
+# every boolean param of every method, given a word: one message, the value said
+BOOLS = [
+    ("search", "explain", {"query": "memory"}),
+    ("search", "use_decay", {"query": "memory"}),
+    ("search", "include_expired", {"query": "memory"}),
+    ("add", "skip_near_duplicates", {"content": "a boolean probe"}),
+    ("add", "allow_secrets", {"content": "a boolean probe"}),
+    ("validate", "useful", {"id": 1}),
+    ("import", "dry_run", {"items": []}),
+    ("import", "allow_secrets", {"items": []}),
+    ("prune", "dry_run", {}),
+    ("reindex", "full", {}),
+    ("note.write", "allow_secrets", {"path": "b.md", "content": "x"}),
+]
+
+
+@pytest.mark.parametrize(("method", "param", "base"), BOOLS, ids=lambda v: str(v)[:20])
+def test_every_boolean_param_says_one_message(
+    sock: str, method: str, param: str, base: dict[str, Any]
+) -> None:
+    for value in ("yes", 1):
+        error = rpc(sock, method, {**base, param: value}).get("error")
+        assert error is not None and error["code"] == -32602, (method, param, value)
+        assert error["message"] == f"{param}: expected true or false, got {describe(value)}"

@@ -142,7 +142,8 @@ class Memories:
         if unknown:
             raise InvalidInput(f"add: unknown field {', '.join(sorted(unknown))}")
         if not isinstance(skip_near_duplicates, bool):
-            raise InvalidInput("skip_near_duplicates: expected true or false")
+            shown = describe(skip_near_duplicates)
+            raise InvalidInput(f"skip_near_duplicates: expected true or false, got {shown}")
         if content is None:
             raise InvalidInput("add: content is required")
         raw = {"content": content, **fields}
@@ -360,7 +361,7 @@ class Memories:
         """Record one outcome (useful or not); it also counts as an access."""
         eid = check_id(entry_id)
         if not isinstance(useful, bool):
-            raise InvalidInput("useful: expected true or false")
+            raise InvalidInput(f"useful: expected true or false, got {describe(useful)}")
         now = self.clock()
 
         def run(con: Any) -> dict[str, Any]:
@@ -394,9 +395,11 @@ class Memories:
             raise InvalidInput("items: expected a list of exported memories")
         first_line = check_int(first_line, "first_line", 1)
         if not isinstance(dry_run, bool):
-            raise InvalidInput("dry_run: expected true or false")
+            raise InvalidInput(f"dry_run: expected true or false, got {describe(dry_run)}")
         if not isinstance(allow_secrets, bool):  # also when no item reaches the secret guard
-            raise InvalidInput("allow_secrets: expected true or false")
+            raise InvalidInput(
+                f"allow_secrets: expected true or false, got {describe(allow_secrets)}"
+            )
         now = self.clock()
         checked = []
         for n, item in enumerate(items):

@@ -225,7 +225,7 @@ def guard(
     check_fields lowercased tags and type (an AWS key id lowercased is no longer one): they are
     looked at as given."""
     if not isinstance(allow, bool):
-        raise InvalidInput("allow_secrets: expected true or false")
+        raise InvalidInput(f"allow_secrets: expected true or false, got {describe(allow)}")
     out = Guarded(dict(values))
     if mode == "off":
         return out

@@ -351,7 +351,7 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
         raise InvalidInput("mode: expected a string")
     use_decay = params.get("use_decay", True)
     if not isinstance(use_decay, bool):
-        raise InvalidInput("use_decay: expected true or false")
+        raise InvalidInput(f"use_decay: expected true or false, got {describe(use_decay)}")
     if params.get("kind") == "entity":  # entities themselves, by name (search/entities.py)
         return entity_search.find(
             app.store,
