@@ -64,6 +64,8 @@ def fmt_about(r: dict[str, Any]) -> str:
             f" {_day(x.get('first'))} .. {_day(x.get('last'))}"
             for x in r["relations"]
         ]
+    if r.get("relations_cut"):
+        lines.append("- ... more (raise max_tokens, or call related)")
     return "\n".join(lines)
 
 

@@ -184,7 +184,9 @@ def page(
 ) -> dict[str, Any]:
     """What the index knows about `name`: type, aliases, first and last seen, the notes and
     memories that mention it most (each with its mentioning line) and its strongest relations,
-    within `max_tokens` (the sources are cut first; `has_more` says so)."""
+    within `max_tokens`: the weakest relations go first when the page without sources is over
+    it (`relations_cut`), then the sources are cut (`has_more`); the name's own fields and its
+    first source always come."""
     name = check_name(name)
     check_int(max_tokens, "max_tokens", 50)
     check_int(relations, "relations", 0, 100)
@@ -228,6 +230,10 @@ def page(
     if len(rows) > 1:
         out["also"] = [_brief(r) for r in rows[1:6]]
     used = estimate_tokens(json.dumps(out, ensure_ascii=False))
+    while used > max_tokens and out["relations"]:  # the weakest relations go first
+        out["relations"].pop()
+        out["relations_cut"] = True
+        used = estimate_tokens(json.dumps(out, ensure_ascii=False))
     kept: list[dict[str, Any]] = []
     # texts are read a page at a time, only for the sources that can still fit
     for at in range(0, len(ranked), SOURCE_PAGE):
