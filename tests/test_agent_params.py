@@ -573,3 +573,16 @@ def test_every_boolean_param_says_one_message(
         error = rpc(sock, method, {**base, param: value}).get("error")
         assert error is not None and error["code"] == -32602, (method, param, value)
         assert error["message"] == f"{param}: expected true or false, got {describe(value)}"
+
+
+def test_an_empty_append_is_refused_not_reported_as_appended(sock: str) -> None:
+    before = rpc(sock, "note.read", {"path": "a.md"})["result"]["sha256"]
+    error = rpc(sock, "note.append", {"path": "a.md", "content": ""}).get("error")
+    assert error is not None and error["message"].startswith("content: must not be empty")
+    _, structured, failed = catalog.call(
+        Bridge(sock, None), "append_to_note", {"path": "a.md", "content": ""}
+    )
+    assert failed and structured["error"]["message"] == "content: must not be empty"
+    assert rpc(sock, "note.read", {"path": "a.md"})["result"]["sha256"] == before
+    assert "error" in rpc(sock, "note.append", {"path": "fresh.md", "content": ""})
+    assert "error" in rpc(sock, "note.read", {"path": "fresh.md"})  # no empty note made

@@ -529,7 +529,10 @@ TOOLS: list[ToolSpec] = [
         "append_to_note",
         "Append text to the end of a note (on a new line), creating it if missing. Front "
         "matter is untouched. Searchable at once.",
-        _obj({"path": NOTE_PATH, "content": STR, "expected_sha256": SHA}, ("path", "content")),
+        _obj(
+            {"path": NOTE_PATH, "content": {**STR, "minLength": 1}, "expected_sha256": SHA},
+            ("path", "content"),
+        ),
         run_method("note.append"),
         lambda r: (
             f"Appended to {r['path']} (sha256 {r['sha256']})"

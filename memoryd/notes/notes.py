@@ -408,6 +408,8 @@ class Notes:
         allow_secrets: object = False,
     ) -> dict[str, Any]:
         """Add text at the end (on a new line); creates the note if it does not exist."""
+        if content == "":  # it would change nothing, or create an empty note, and say "appended"
+            raise InvalidInput("content: must not be empty (nothing to append)")
         rel, full, added, expected = self._incoming(path, content, expected_sha256, allow_secrets)
         with self._lock, os_errors(rel):
             for attempt in range(5):  # appends commute: one that raced another is made again
