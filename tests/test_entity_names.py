@@ -70,6 +70,20 @@ def test_a_first_name_keeps_a_name_that_opens_a_sentence_or_a_heading() -> None:
     assert {(m.key, m.type) for m in ms} == {("caroline baker", "person")}
 
 
+def test_a_short_first_name_with_an_accent_opens_a_name_as_its_plain_twin_does() -> None:
+    """'Zoë Müller prefers ...' gave 'Müller' alone (a word of three letters at a sentence's start
+    is plain unless the shipped first names hold it, and they are written without accents);
+    'Zoe Muller prefers ...' gave the whole name. Both do now, after 'Ask' too (stop 35)."""
+    for text, name in [
+        ("Zoë Müller prefers PostgreSQL for the warehouse.", "Zoë Müller"),
+        ("Ask Zoë Müller before changing the schema.", "Zoë Müller"),
+        ("Noé Duval owns the budget.", "Noé Duval"),
+        ("Zoe Muller prefers PostgreSQL for the warehouse.", "Zoe Muller"),
+    ]:
+        people = [(m.name, m.type) for m in extract(text) if m.type == "person"]
+        assert people == [(name, "person")], (text, people)
+
+
 def test_a_first_name_and_a_surname_are_a_person_and_a_middle_initial_joins_them() -> None:
     kinds = found(extract("The report by Helen Park and George F. Hauser was late.\n"))
     assert kinds.get("helen park") == "person"

@@ -256,7 +256,7 @@ class FakeBridge(Bridge):
     def __init__(self, answers: dict[str, Any], namespace: str | None = None) -> None:
         self.answers, self.namespace, self.calls = answers, namespace, []
 
-    def call(self, method: str, params: dict[str, Any]) -> Any:
+    def call(self, method: str, params: dict[str, Any], keep_null: Any = ()) -> Any:
         self.calls.append((method, params))
         return self.answers[method]
 
@@ -264,7 +264,7 @@ class FakeBridge(Bridge):
 def test_arguments_are_checked_against_the_schema() -> None:
     b = FakeBridge({})
     for name, args, needle in [
-        ("search", {}, "'query' is a required property"),
+        ("search", {}, "query: expected a string, got nothing (it is required)"),
         ("search", {"query": "x", "limit": "ten"}, "limit"),
         ("search", {"query": "x", "bogus": 1}, "bogus"),
         ("feedback", {"id": 1, "verdict": "great"}, "verdict"),

@@ -51,6 +51,11 @@ def test_note_tools_over_the_sdk_with_a_prefix(daemon_factory: Any, tmp_path: Pa
         assert all(n.startswith("memoryd_") for n in names)
         bare = await s.call_tool("search", {"query": "x"})
         assert bare.is_error and "memoryd_" in text(bare)
+        # errors name the tool as it was called, and the tools it may call instead
+        wrong = await s.call_tool("memoryd_nope", {})
+        assert "'memoryd_nope'" in text(wrong) and "memoryd_search, memoryd_remember" in text(wrong)
+        bad = await call("search", {"query": "x", "limit": 0})
+        assert text(bad).startswith("memoryd_search: limit: expected an integer from 1 to 100")
 
         wrote = await call("write_note", {"path": "p/plan.md", "content": NOTE})
         assert not wrote.is_error, text(wrote)

@@ -60,7 +60,7 @@ def test_workspace_paths_resolve_in_one_place(make_app: Any, tmp_path: Path) -> 
         (".", "outside the workspace"),
         ("../x.md", "outside the workspace"),
         ("loop", "cannot resolve"),
-        ("", "expected a workspace-relative path"),
+        ("", "path: must not be empty"),
         (["d"], "expected a string"),
         ("a\x00b", "NUL"),
     ]:

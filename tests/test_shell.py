@@ -66,6 +66,7 @@ def test_describe_never_repeats_a_credential_or_a_document() -> None:
     assert describe(LONG) == "a text of 5000 characters"
     assert describe("ghp_" + "a1" * 18).startswith("a text of")
     assert describe(None) == "null" and describe([1, 2]) == "a list of 2 items"
+    assert describe("🙂") == "a text of 1 character"  # not "1 characters"
     assert describe(10**40) == "a number of 41 digits"
 
 

@@ -19,7 +19,18 @@ ALL_TOOLS: list[ToolSpec] = sorted(
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in ALL_TOOLS}
 SMALL = 256  # characters a short answer's copy may always take (its path, sha256, flags)
 ESSENTIAL = frozenset({"id", "path", "new_path", "sha256", "offset", "next_offset", "total"})
-ITEM_KEYS = ESSENTIAL | {"kind", "score", "line", "start_line", "heading", "target", "summary"}
+ITEM_KEYS = ESSENTIAL | {
+    "kind",
+    "score",
+    "line",
+    "start_line",
+    "heading",
+    "target",
+    "summary",
+    "name",
+    "from",
+    "to",
+}
 DESTRUCTIVE = frozenset({"forget", "write_note", "move_note", "edit_note", "delete_note"})
 
 
@@ -32,9 +43,10 @@ def fit(structured: Any, text: str) -> Any:
     """The structured copy of a tool's answer, no larger than its text (or than SMALL
     characters, so that a one-line answer's copy keeps its path and sha256): null fields dropped,
     then prose the text already holds (a note's content, a memory's text), then prose at all,
-    then the fields of list items other than ITEM_KEYS, then list items from the end
-    (`"truncated": true` says so). The text is what the agent
-    reads; the copy gives it the ids, paths, shas and offsets to act on."""
+    then the fields of list items other than ITEM_KEYS, then items of result lists from the end
+    and, last, whole fields (`"truncated": true` says so); a list of values (tags) is never
+    cut. The text is what the agent reads; the copy gives it the ids, paths, shas and offsets
+    to act on."""
     limit = max(len(text), SMALL)
     out = _pruned(structured)
     if size(out) <= limit:
@@ -51,7 +63,10 @@ def fit(structured: Any, text: str) -> Any:
         return out if size(out) <= limit else {"truncated": True}
     out = {**out, "truncated": True}
     while size(out) > limit:
-        lists = [(k, v) for k, v in out.items() if isinstance(v, list) and v]
+        # a list of results (hits, links, sources) loses items from the end; a list of values
+        # (tags, aliases, triggers) is never cut, since a shorter one would say something false
+        # (a memory without its tags): it is kept whole or left out with the other fields below
+        lists = [(k, v) for k, v in out.items() if isinstance(v, list) and v and _items(v)]
         if lists:
             key, longest = max(lists, key=lambda kv: size(kv[1]))
             out[key] = longest[:-1]
@@ -62,6 +77,10 @@ def fit(structured: Any, text: str) -> Any:
         # the fields an agent acts on (ids, paths, shas, offsets) go last
         del out[max(rest, key=lambda k: (k not in ESSENTIAL, size(out[k])))]
     return out
+
+
+def _items(values: list[Any]) -> bool:
+    return all(isinstance(v, dict) for v in values)
 
 
 def _prose(s: str) -> bool:

@@ -26,10 +26,11 @@ def _closest(b: Bridge, name: str, exc: ToolFailure) -> ToolFailure:
     if exc.data.get("code") != -32004:
         return exc
     hits = b.call("search", {"query": name, "kind": "entity", "limit": 5}).get("hits") or []
+    code = " (not found, code -32004)"  # as every other error the tools relay
     if not hits:
-        return ToolFailure(f"Nothing in the notes or memories is named {name!r}.", exc.data)
+        return ToolFailure(f"Nothing in the notes or memories is named {name!r}{code}.", exc.data)
     names = ", ".join(f"{h['name']} ({h['type']})" for h in hits)
-    return ToolFailure(f"No entity is named {name!r}; the closest: {names}.", exc.data)
+    return ToolFailure(f"No entity is named {name!r}{code}; the closest: {names}.", exc.data)
 
 
 def run_about(b: Bridge, args: dict[str, Any]) -> Any:
@@ -63,6 +64,8 @@ def fmt_about(r: dict[str, Any]) -> str:
             f" {_day(x.get('first'))} .. {_day(x.get('last'))}"
             for x in r["relations"]
         ]
+    if r.get("relations_cut"):
+        lines.append("- ... more (raise max_tokens, or call related)")
     return "\n".join(lines)
 
 

@@ -66,6 +66,8 @@ def build_server(bridge: Bridge, prefix: str = "") -> Any:
         )
         if name.startswith("\0"):
             text = f"unknown tool {params.name!r}: this server's tools are named {prefix}NAME"
+        elif prefix:
+            text = prefixed(text, name, prefix)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             structured_content=structured,
@@ -83,6 +85,15 @@ def build_server(bridge: Bridge, prefix: str = "") -> Any:
         on_list_tools=list_tools,
         on_call_tool=on_call,
     )
+
+
+def prefixed(text: str, name: str, prefix: str) -> str:
+    """A tool's answer as the agent called it: its own name with the prefix at the head of an
+    error (`memoryd_search: limit: ...`), and the names it may call instead prefixed too."""
+    if name not in catalog.BY_NAME:
+        names = ", ".join(prefix + t.name for t in catalog.ALL_TOOLS)
+        return f"unknown tool {prefix + name!r} (tools: {names})"
+    return prefix + text if text.startswith(name + ": ") else text
 
 
 async def serve(bridge: Bridge, prefix: str = "") -> None:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryd.agents.hints import ERROR_NAMES
 from memoryd.agents.tools import (
     INT,
+    INVALID,
     NOTE_PATH,
     SHA,
     STR,
@@ -24,6 +26,8 @@ from memoryd.agents.tools import (
     _obj,
 )
 from memoryd.text.markdown import atx_heading, fenced
+
+NOT_FOUND = -32004
 
 # --- read_note with paging ---------------------------------------------------------------------
 
@@ -62,13 +66,21 @@ def run_read_note(b: Bridge, args: dict[str, Any]) -> dict[str, Any]:
     note = b.call("note.read", {"path": args["path"]})
     whole = args.get("offset") is None and args.get("limit") is None
     unit = args.get("unit") or "lines"
-    part = page(note["content"], int(args.get("offset") or 0), args.get("limit"), unit)
+    asked = int(args.get("offset") or 0)
+    part = page(note["content"], asked, args.get("limit"), unit)
+    if asked != part["offset"]:  # past the end (or inside a character): say what was asked
+        part["asked"] = asked
     out = {k: note.get(k) for k in ("path", "sha256", "size")}
     return {**out, "content": note["content"]} if whole else {**out, **part}
 
 
 def fmt_read_note(r: dict[str, Any]) -> str:
     head = f"{r['path']} (sha256 {r['sha256']}, {r['size']} bytes)"
+    if "unit" in r and not r["content"] and r["offset"] >= r["total"]:
+        return (
+            f"{head[:-1]}, nothing from offset {r.get('asked', r['offset'])}: the note has "
+            f"{r['total']} {r['unit']})"
+        )
     if "unit" in r:
         unit = r["unit"]
         last = r["offset"] + _count(r["content"], unit) - 1
@@ -97,6 +109,13 @@ def _headings(lines: list[str]) -> list[tuple[int, int, tuple[str, ...]]]:
     return out
 
 
+def _refused(message: str, code: int = INVALID) -> ToolFailure:
+    """An edit the tool itself refuses, said as a daemon error is: the text with its name and
+    code, the structured copy with the code an agent can test."""
+    text = f"edit_note: {message} ({ERROR_NAMES[code]}, code {code})"
+    return ToolFailure(text, {"code": code, "message": message})
+
+
 def find_section(lines: list[str], heading: str) -> tuple[int, int]:
     """(heading line index, index after its section's last line) of the heading named: its
     text ('Setup', '## Setup') or its path ('Install > Setup'), case-insensitive."""
@@ -109,52 +128,85 @@ def find_section(lines: list[str], heading: str) -> tuple[int, int]:
     ]
     if not found:
         names = ", ".join(repr(" > ".join(p)) for _, _, p in heads[:20]) or "none"
-        raise ToolFailure(f"edit_note: no heading {heading!r} in the note (headings: {names})")
+        raise _refused(f"no heading {heading!r} in the note (headings: {names})", NOT_FOUND)
     if len(found) > 1:
         where = ", ".join(str(i + 1) for i, _ in found)
-        raise ToolFailure(
-            f"edit_note: heading {heading!r} occurs {len(found)} times (lines {where}): name it "
-            "by its path, e.g. 'Parent > Heading'"
+        paths = {path for i, _, path in heads if i in {f for f, _ in found}}
+        if len(paths) == 1:  # its path names them all alike: no heading can tell them apart
+            raise _refused(
+                f"heading {heading!r} occurs {len(found)} times (lines {where}), each with the "
+                f"path {' > '.join(paths.pop())!r}: change one with action 'replace' and a find "
+                "text only it holds, or rewrite the note with write_note"
+            )
+        raise _refused(
+            f"heading {heading!r} occurs {len(found)} times (lines {where}): name it by its "
+            "path, e.g. 'Parent > Heading'"
         )
     start, level = found[0]
     end = next((i for i, lv, _ in heads if i > start and lv <= level), len(lines))
     return start, end
 
 
-def _block(content: str) -> list[str]:
-    return (content.rstrip("\n") + "\n").splitlines(keepends=True) if content.strip() else []
+def _block(content: str, nl: str = "\n") -> list[str]:
+    if not content.strip():
+        return []
+    return [line + nl for line in _lines_of(content, nl).rstrip(nl).split(nl)]
+
+
+def _lines_of(text: str, nl: str) -> str:
+    """The agent's text with the note's line ending (a CRLF note stays CRLF throughout)."""
+    return text.replace("\r\n", "\n").replace("\n", nl) if nl != "\n" else text
+
+
+def _newline(text: str) -> str:
+    """CRLF for a note whose every line ends so, else LF."""
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf == text.count("\n") else "\n"
+
+
+_TAKES = {"replace": ("find", "replace", "count"), "section": ("heading", "content")}
 
 
 def edit(text: str, args: dict[str, Any]) -> tuple[str, str]:
     """The note's new text and a one-line account of the change."""
-    action = args["action"]
+    action, nl = args["action"], _newline(text)
+    takes = _TAKES["replace" if action == "replace" else "section"]
+    stray = [k for k in (*_TAKES["replace"], *_TAKES["section"]) if k in args and k not in takes]
+    if stray:
+        raise _refused(
+            f"{', '.join(stray)}: not an argument of action {action!r} (it takes "
+            f"{', '.join(takes)}); nothing was changed"
+        )
     if action == "replace":
         find, count = args.get("find"), args.get("count", 1)
         if not find or "replace" not in args:
-            raise ToolFailure("edit_note: action 'replace' needs find and replace")
+            raise _refused("action 'replace' needs find and replace")
+        find, replace = _lines_of(find, nl), _lines_of(args["replace"], nl)
         found = text.count(find)
         if found != count:
-            raise ToolFailure(
-                f"edit_note: the text to find occurs {found} time(s), not the {count} expected "
+            raise _refused(
+                f"the text to find occurs {found} time(s), not the {count} expected "
                 "(count); nothing was changed. Give a longer, unique text or the right count."
             )
-        return text.replace(find, args["replace"]), f"replaced {found} occurrence(s)"
+        if find == replace:
+            return text, "nothing to change: the replacement is the text found"
+        return text.replace(find, replace), f"replaced {found} occurrence(s)"
     heading, content = args.get("heading"), args.get("content")
     if not heading or content is None:
-        raise ToolFailure(f"edit_note: action {action!r} needs heading and content")
+        raise _refused(f"action {action!r} needs heading and content")
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
+        lines[-1] += nl
     start, end = find_section(lines, heading)
-    block = _block(content)
+    block = _block(content, nl)
     if action == "replace_section":
-        gap = ["\n"] if end < len(lines) and block else []
+        gap = [nl] if end < len(lines) and block else []
         # the note's own spacing: a blank line under the heading stays
-        lead = ["\n"] if start + 1 < end and not lines[start + 1].strip() and block else []
+        lead = [nl] if start + 1 < end and not lines[start + 1].strip() and block else []
         new = [*lines[: start + 1], *lead, *block, *gap, *lines[end:]]
         what = f"replaced the section under line {start + 1}"
     elif action == "insert_before":
-        new = [*lines[:start], *block, *(["\n"] if block else []), *lines[start:]]
+        new = [*lines[:start], *block, *([nl] if block else []), *lines[start:]]
         what = f"inserted {len(block)} line(s) before line {start + 1}"
     else:  # insert_after: right under the heading line
         new = [*lines[: start + 1], *block, *lines[start + 1 :]]

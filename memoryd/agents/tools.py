@@ -5,16 +5,29 @@ server in memoryd/agents/mcp.py only lists the table and hands calls to it.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memoryd.agents.argcheck import check_arguments
+from memoryd.agents.formats import (
+    fmt_added,
+    fmt_forgot,
+    fmt_hits,
+    fmt_items,
+    fmt_json,
+    fmt_memories,
+    fmt_record,
+    fmt_session,
+)
 from memoryd.agents.hints import ERROR_NAMES, HINTS, SECRET_HINT
 from memoryd.ctl import Client, ClientError, Unreachable
 from memoryd.text.markdown import estimate_tokens
+
+CLEARABLE = ("expires_at", "source", "context")  # update: null clears them (protocol.md)
+INVALID = -32602  # invalid params: a bad argument, said as the daemon says it
 
 # --- the bridge to the daemon ------------------------------------------------------------------
 
@@ -44,11 +57,14 @@ class Bridge:
     def _socket(self) -> str:
         return next((s for s in self.sockets if _is_socket(s)), self.sockets[0])
 
-    def call(self, method: str, params: dict[str, Any]) -> Any:
+    def call(self, method: str, params: dict[str, Any], keep_null: Sequence[str] = ()) -> Any:
+        """The daemon's answer; params that are None are left out (not given), except those
+        in `keep_null`, where null means something (update's expires_at: null clears it)."""
         if len(self.sockets) > 1:
             self.client.path = self._socket()
+        sent = {k: v for k, v in params.items() if v is not None or k in keep_null}
         try:
-            return self.client.call(method, {k: v for k, v in params.items() if v is not None})
+            return self.client.call(method, sent)
         except Unreachable as exc:
             raise ToolFailure(str(exc), {"code": "unreachable"}) from None
         except ClientError as exc:
@@ -80,141 +96,6 @@ def _is_socket(path: str) -> bool:
         return stat.S_ISSOCK(os.stat(path).st_mode)
     except OSError:
         return False
-
-
-# --- formatting --------------------------------------------------------------------------------
-
-
-def _one_line(text: str, width: int) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def _where(hit: dict[str, Any]) -> str:
-    if hit.get("kind") == "chunk" or hit.get("path"):
-        heading = " > ".join(hit.get("heading_path") or [])
-        loc = f"{hit.get('path')}:{hit.get('start_line')}"
-        return f"{loc} {heading}".strip()
-    tags = " ".join(f"#{t}" for t in hit.get("tags") or [])
-    return f"memory {hit.get('type') or ''} {tags}".strip()
-
-
-def fmt_hits(res: dict[str, Any]) -> str:
-    hits = res.get("hits") or []
-    head = f"{res.get('total', len(hits))} result(s), {res.get('mode', 'search')}"
-    if res.get("model_state"):
-        head += f" (keyword-only: the embedding model is {res['model_state']})"
-    elif res.get("pending_vectors"):
-        head += f" ({res['pending_vectors']} texts not embedded yet: keyword-only for those)"
-    lines = [head + ":"]
-    shown = set()
-    for h in hits:
-        shown.add(h.get("id"))
-        score = h.get("score")
-        text = h.get("snippet") or h.get("content") or ""
-        lines.append(
-            f"[{h.get('id')}] {_where(h)} · {score:.2f} — {_one_line(text, 300)}"
-            if isinstance(score, int | float)
-            else f"[{h.get('id')}] {_where(h)} — {_one_line(text, 300)}"
-        )
-        for s in h.get("sections") or []:
-            lines.append(
-                f"    also {' > '.join(s.get('heading_path') or [])} L{s.get('start_line')}"
-            )
-    rest = [i for i in res.get("index") or [] if i.get("id") not in shown]
-    if rest:
-        lines.append("Over the token budget (get ID for details):")
-        lines += [f"[{i['id']}] {_one_line(i.get('summary', ''), 100)}" for i in rest]
-    if not hits and not rest:
-        lines = ["No results."]
-    if res.get("unknown_entities"):  # why a filter matched nothing: the agent can ask `entities`
-        names = ", ".join(repr(n) for n in res["unknown_entities"])
-        lines.append(f"(no entity named {names}: the entities filter matches nothing)")
-    return "\n".join(lines)
-
-
-def fmt_record(rec: dict[str, Any]) -> str:
-    if "content" in rec and "path" in rec and "sha256" in rec:  # note.read
-        return f"{rec['path']} (sha256 {rec['sha256']}, {rec['size']} bytes)\n\n{rec['content']}"
-    if rec.get("kind") == "note":  # get {path, section?}
-        head = str(rec.get("path"))
-        if rec.get("section"):
-            head += f" § {rec['section']}"
-        if rec.get("start_line"):
-            head += f" (lines {rec['start_line']}-{rec.get('end_line')})"
-        return f"{head}\n\n{rec.get('content', '')}"
-    meta = {
-        k: rec.get(k)
-        for k in ("id", "kind", "type", "tier", "tags", "importance", "namespace", "path")
-        if rec.get(k) not in (None, [], "")
-    }
-    meta.update({k: rec[k] for k in ("created_at", "updated_at") if rec.get(k)})
-    return json.dumps(meta, ensure_ascii=False) + "\n\n" + str(rec.get("content", ""))
-
-
-def fmt_added(res: dict[str, Any]) -> str:
-    out = f"Remembered as [{res.get('id')}]" if res.get("stored", True) else "Not stored"
-    if res.get("duplicate"):
-        out = f"Already known as [{res.get('id')}] (duplicate)"
-    for w in res.get("warnings") or []:
-        out += f"\nwarning: {w}"
-    near = res.get("near_duplicates") or []
-    if near:
-        out += "\nnear duplicates: " + ", ".join(f"[{n['id']}]" for n in near)
-    return out
-
-
-def _when(value: object) -> str:
-    """'2026-11-23T19:36:09Z' as '2026-11-23 19:36' (UTC): a third fewer tokens a line, and
-    minutes are precise enough for the agent; the structured copy keeps the full time."""
-    text = str(value or "")
-    if len(text) >= 16 and text[10:11] == "T" and text.endswith("Z"):
-        return f"{text[:10]} {text[11:16]}"
-    return text
-
-
-def fmt_items(res: dict[str, Any]) -> str:
-    lines = []
-    for i in res.get("items") or []:
-        if i.get("kind") == "memory":
-            lines.append(
-                f"{_when(i.get('at'))} memory [{i['id']}] {i.get('change', '')}: {i['summary']}"
-            )
-        else:
-            when = _when(i.get("at") or i.get("mtime"))
-            tags = " ".join(f"#{t}" for t in i.get("tags") or [])
-            lines.append(f"{when} {i['path']} — {i.get('title', '')} {tags}".rstrip())
-    if "total" in res:
-        lines.insert(0, f"{res['total']} note(s), times in UTC:")
-    return "\n".join(lines) or "Nothing."
-
-
-def fmt_memories(res: dict[str, Any]) -> str:
-    mems = res.get("memories") or []
-    if not mems:
-        return "No memories."
-    return "\n".join(
-        f"[{m['id']}] ({m.get('tier') or m.get('type')}) {_one_line(m['content'], 400)}"
-        for m in mems
-    )
-
-
-def fmt_forgot(res: dict[str, Any]) -> str:
-    """A delete's answer, with the copies that still hold the text (delete's still_in)."""
-    out = f"Forgot [{res.get('id')}]"
-    copies = res.get("still_in") or []
-    if copies:
-        names = ", ".join(f"{c.get('kind')} {c.get('name')}" for c in copies)
-        out += (
-            f". Its text is still in {len(copies)} older copy(ies) of the store ({names}); "
-            "the user can delete them with `memoryctl checkpoint delete NAME` "
-            "(`--snapshot` for a snapshot)"
-        )
-    return out
-
-
-def fmt_json(res: Any) -> str:
-    return json.dumps(res, ensure_ascii=False, separators=(",", ":"))
 
 
 # --- tools -------------------------------------------------------------------------------------
@@ -250,7 +131,14 @@ MEMORY_FIELDS: dict[str, Any] = {
     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
     "source": {**STR, "description": "where it came from (a URL, a file, 'user')"},
     "context": STR,
-    "ttl": {**STR, "description": "expire after this long: '90m', '7d'"},
+    "ttl": {
+        "type": ["string", "number"],
+        "description": "expire after this long: '90m', '7d', or seconds",
+    },
+    "expires_at": {
+        **TIME,
+        "description": "expire at this time (ISO 8601 or unix seconds; not with ttl)",
+    },
     "tier": {
         "type": "string",
         "enum": ["constitutional", "critical", "important", "normal", "temporary", "deprecated"],
@@ -379,15 +267,6 @@ def run_session_context(b: Bridge, args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def fmt_session(res: dict[str, Any]) -> str:
-    parts = ["Standing memories:", fmt_memories(res)]
-    if res.get("has_more_memories"):
-        parts.append("(more constitutional memories than the budget holds; raise max_tokens)")
-    if res.get("recent"):
-        parts += ["", "Recent activity:", fmt_items({"items": res["recent"]})]
-    return "\n".join(parts)
-
-
 TOOLS: list[ToolSpec] = [
     ToolSpec(
         "search",
@@ -434,8 +313,22 @@ TOOLS: list[ToolSpec] = [
         "update",
         "Change a memory in place (content, tags, type, importance, tier, triggers, ...). Only "
         "the fields given change. Its id stays the same and its history is kept.",
-        _obj({"id": {**INT, "minimum": 1}, "content": STR, **MEMORY_FIELDS}, ("id",)),
-        run_method("update"),
+        _obj(
+            {
+                "id": {**INT, "minimum": 1},
+                "content": STR,
+                **MEMORY_FIELDS,
+                "expires_at": {
+                    "type": ["string", "number", "null"],
+                    "description": "expire at this time (ISO 8601 or unix seconds); null = "
+                    "never expires",
+                },
+                "source": {"type": ["string", "null"], "description": "null = none"},
+                "context": {"type": ["string", "null"], "description": "null = none"},
+            },
+            ("id",),
+        ),
+        lambda b, a: b.call("update", a, keep_null=CLEARABLE),
         fmt_record,
         read_only=False,
     ),
@@ -501,7 +394,10 @@ TOOLS: list[ToolSpec] = [
         "append_to_note",
         "Append text to the end of a note (on a new line), creating it if missing. Front "
         "matter is untouched. Searchable at once.",
-        _obj({"path": NOTE_PATH, "content": STR, "expected_sha256": SHA}, ("path", "content")),
+        _obj(
+            {"path": NOTE_PATH, "content": {**STR, "minLength": 1}, "expected_sha256": SHA},
+            ("path", "content"),
+        ),
         run_method("note.append"),
         lambda r: (
             f"Appended to {r['path']} (sha256 {r['sha256']})"
@@ -569,24 +465,12 @@ def call_tool(
     if spec is None:
         return f"unknown tool {name!r} (tools: {', '.join(table)})", None, True
     args = dict(arguments or {})
-    problems = check_arguments(spec, args)
-    if problems:
-        return f"{name}: {problems}", {"error": {"code": "invalid_arguments"}}, True
+    problems = check_arguments(spec.schema, args)
+    if problems:  # the daemon's words and code for a bad param (invalid input, -32602)
+        text = f"{name}: {problems} ({ERROR_NAMES[INVALID]}, code {INVALID})"
+        return text, {"error": {"code": INVALID, "message": problems}}, True
     try:
         result = spec.run(bridge, args)
     except ToolFailure as exc:
         return exc.message, {"error": exc.data}, True
     return spec.text(result), result, False
-
-
-def check_arguments(spec: ToolSpec, args: dict[str, Any]) -> str | None:
-    import jsonschema
-
-    errors = sorted(
-        jsonschema.Draft202012Validator(spec.schema).iter_errors(args), key=lambda e: e.path
-    )
-    if not errors:
-        return None
-    return "; ".join(
-        (f"{'.'.join(map(str, e.path))}: " if e.path else "") + e.message for e in errors[:5]
-    )

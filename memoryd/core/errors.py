@@ -23,12 +23,28 @@ def describe(value: object) -> str:
     if isinstance(value, str):
         if _SHOWABLE.fullmatch(value) and not _KEYLIKE.search(value.replace("/", " ")):
             return repr(value)
-        return f"a text of {len(value)} characters"
+        return f"a text of {len(value)} character{'' if len(value) == 1 else 's'}"
     if isinstance(value, list | tuple):
-        return f"a list of {len(value)} items"
+        return f"a list of {len(value)} item{'' if len(value) == 1 else 's'}"
     if isinstance(value, dict):
         return "an object"
     return f"a {type(value).__name__}"
+
+
+def int_expected(field: str, value: object, low: int, high: int | None = None) -> str:
+    """The one message for an integer param that is missing, of the wrong type or out of range
+    (every method on the socket, and the MCP tools' own check, say it the same way)."""
+    bounds = f"from {low} to {high}" if high is not None else f"of at least {low}"
+    return f"{field}: expected an integer {bounds}, got {describe(value)}"
+
+
+def check_int(value: object, field: str, low: int, high: int | None = None) -> int:
+    """An integer from `low` to `high` (None: up to the 64-bit limit), else InvalidInput with
+    int_expected's message; null is refused too (a param that is not given is absent)."""
+    top = 2**63 - 1 if high is None else high
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= top:
+        raise InvalidInput(int_expected(field, value, low, high))
+    return value
 
 
 class MemorydError(Exception):

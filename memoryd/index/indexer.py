@@ -159,7 +159,9 @@ class Indexer:
         resolve the folders on the way but not the last name (a symlink names itself)."""
         text = check_str(path, "path", limit=4096).strip()
         if not text:
-            raise InvalidInput("path: expected a workspace-relative path")
+            raise InvalidInput(
+                "path: must not be empty (a workspace-relative path like 'notes/idea.md')"
+            )
         raw = self.root / text
         try:
             last = keep_link and raw.name not in ("", ".", "..")

@@ -15,7 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memoryd.core.errors import InvalidInput, MemorydError, NotFound, StoreError, describe
+from memoryd.core.errors import (
+    InvalidInput,
+    MemorydError,
+    NotFound,
+    StoreError,
+    check_int,
+    describe,
+)
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import parse_time
 from memoryd.memory import lifecycle
@@ -135,7 +142,8 @@ class Memories:
         if unknown:
             raise InvalidInput(f"add: unknown field {', '.join(sorted(unknown))}")
         if not isinstance(skip_near_duplicates, bool):
-            raise InvalidInput("skip_near_duplicates: expected true or false")
+            shown = describe(skip_near_duplicates)
+            raise InvalidInput(f"skip_near_duplicates: expected true or false, got {shown}")
         if content is None:
             raise InvalidInput("add: content is required")
         raw = {"content": content, **fields}
@@ -232,7 +240,9 @@ class Memories:
         """A note of the workspace by path, or one of its sections (by heading text)."""
         rel = check_str(path, "path", limit=4096).strip().strip("/")
         if not rel:
-            raise InvalidInput("path: expected a workspace-relative path")
+            raise InvalidInput(
+                "path: must not be empty (a workspace-relative path like 'notes/idea.md')"
+            )
         sec = None if section is None else check_str(section, "section", limit=1000).strip()
         chunks = self.store.read(lambda con: entries.document_chunks(con, rel))
         if not chunks:
@@ -291,10 +301,8 @@ class Memories:
     def list(
         self, filters: Filters, *, limit: int = 20, offset: int = 0
     ) -> tuple[list[dict[str, Any]], int]:
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidInput("limit: expected an integer from 1 to 1000")
-        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**62:
-            raise InvalidInput("offset: expected a non-negative integer")
+        check_int(limit, "limit", 1, 1000)
+        check_int(offset, "offset", 0)
         now = self.clock()
         return self.store.read(
             lambda con: entries.list_entries(con, filters, now=now, limit=limit, offset=offset)
@@ -353,7 +361,7 @@ class Memories:
         """Record one outcome (useful or not); it also counts as an access."""
         eid = check_id(entry_id)
         if not isinstance(useful, bool):
-            raise InvalidInput("useful: expected true or false")
+            raise InvalidInput(f"useful: expected true or false, got {describe(useful)}")
         now = self.clock()
 
         def run(con: Any) -> dict[str, Any]:
@@ -385,12 +393,13 @@ class Memories:
 
         if not isinstance(items, list):
             raise InvalidInput("items: expected a list of exported memories")
-        if isinstance(first_line, bool) or not isinstance(first_line, int) or first_line < 1:
-            raise InvalidInput("first_line: expected a positive integer")
+        first_line = check_int(first_line, "first_line", 1)
         if not isinstance(dry_run, bool):
-            raise InvalidInput("dry_run: expected true or false")
+            raise InvalidInput(f"dry_run: expected true or false, got {describe(dry_run)}")
         if not isinstance(allow_secrets, bool):  # also when no item reaches the secret guard
-            raise InvalidInput("allow_secrets: expected true or false")
+            raise InvalidInput(
+                f"allow_secrets: expected true or false, got {describe(allow_secrets)}"
+            )
         now = self.clock()
         checked = []
         for n, item in enumerate(items):

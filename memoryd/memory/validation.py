@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoryd.core.errors import InvalidInput, Refused, TooLarge, describe
+from memoryd.core.errors import InvalidInput, Refused, TooLarge, check_int, describe
 from memoryd.core.timeutil import parse_bound, parse_duration, parse_time
 from memoryd.memory import lifecycle
 from memoryd.text import secretguard
@@ -33,14 +33,10 @@ TEXT_FIELDS = ("content", "context", "source", "tags", "triggers", "type", "name
 NAME_FIELDS = ("type", "namespace")
 
 
-def _kind(value: object) -> str:
-    return "null" if value is None else type(value).__name__
-
-
 def check_str(value: object, field: str, *, limit: int | None = None) -> str:
     """A string that SQLite and JSON can carry: no NUL, no lone surrogate, within `limit`."""
     if not isinstance(value, str):
-        raise InvalidInput(f"{field}: expected a string, got {_kind(value)}")
+        raise InvalidInput(f"{field}: expected a string, got {describe(value)}")
     if "\x00" in value:
         raise InvalidInput(f"{field}: must not contain NUL characters")
     try:
@@ -79,7 +75,7 @@ def check_tags(value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [t for t in re.split(r"[,\s]+", check_str(value, "tags")) if t]
     if not isinstance(value, list | tuple):
-        raise InvalidInput(f"tags: expected a list of strings or 'a,b,c', got {_kind(value)}")
+        raise InvalidInput(f"tags: expected a list of strings or 'a,b,c', got {describe(value)}")
     out: list[str] = []
     for t in value:
         tag = nfc(check_str(t, "tags", limit=200)).strip().lstrip("#").lower()
@@ -97,18 +93,11 @@ def check_tags(value: object) -> tuple[str, ...]:
 def check_tag(value: object, field: str = "tag") -> str:
     """Exactly one tag (delete by tag): a string that check_tags keeps one tag of."""
     if not isinstance(value, str):
-        raise InvalidInput(f"{field}: expected one tag, got {_kind(value)}")
+        raise InvalidInput(f"{field}: expected one tag, got {describe(value)}")
     tags = check_tags([value])
     if len(tags) != 1:
         raise InvalidInput(f"{field}: expected one tag, got an empty one")
     return tags[0]
-
-
-def check_int(value: object, field: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        shown = value if isinstance(value, int) and not isinstance(value, bool) else _kind(value)
-        raise InvalidInput(f"{field}: expected an integer from {low} to {high}, got {shown}")
-    return value
 
 
 def check_importance(value: object) -> int:
@@ -116,7 +105,7 @@ def check_importance(value: object) -> int:
 
 
 def check_count(value: object, field: str) -> int:
-    return check_int(value, field, 0, MAX_INT)
+    return check_int(value, field, 0)
 
 
 def check_confidence(value: object) -> float:
@@ -126,7 +115,7 @@ def check_confidence(value: object) -> float:
         or not math.isfinite(value)
         or not 0 <= value <= 1
     ):
-        raise InvalidInput(f"confidence: expected a number from 0 to 1, got {_kind(value)}")
+        raise InvalidInput(f"confidence: expected a number from 0 to 1, got {describe(value)}")
     return float(value)
 
 
@@ -172,9 +161,7 @@ def check_text(value: object, field: str, limit: int = MAX_CONTEXT) -> str | Non
 
 
 def check_id(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT:
-        raise InvalidInput(f"id: expected a positive integer, got {_kind(value)}")
-    return value
+    return check_int(value, "id", 1)
 
 
 def expiry(ttl: object, expires_at: object, now: float) -> float | None:
@@ -238,7 +225,7 @@ def guard(
     check_fields lowercased tags and type (an AWS key id lowercased is no longer one): they are
     looked at as given."""
     if not isinstance(allow, bool):
-        raise InvalidInput("allow_secrets: expected true or false")
+        raise InvalidInput(f"allow_secrets: expected true or false, got {describe(allow)}")
     out = Guarded(dict(values))
     if mode == "off":
         return out

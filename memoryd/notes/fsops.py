@@ -56,8 +56,15 @@ def check_sha(value: object) -> str | None:
 
 def normalize(path: object, what: str = "path") -> str:
     """A clean workspace-relative path ('a/b.md'), or InvalidInput. Pure: no file access."""
-    if not isinstance(path, str) or not path.strip():
-        raise InvalidInput(f"{what}: expected a workspace-relative path like 'notes/idea.md'")
+    if not isinstance(path, str):
+        raise InvalidInput(
+            f"{what}: expected a string, got {describe(path)} (a workspace-relative path like "
+            "'notes/idea.md')"
+        )
+    if not path.strip():
+        raise InvalidInput(
+            f"{what}: must not be empty (a workspace-relative path like 'notes/idea.md')"
+        )
     check_str(path, what)  # no NUL, no lone surrogate
     if any(unicodedata.category(ch) == "Cc" for ch in path):
         raise InvalidInput(f"{what}: contains a control character")

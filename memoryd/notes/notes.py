@@ -149,8 +149,7 @@ class Notes:
         return rel, full
 
     def _root_here(self) -> None:
-        """Unavailable while the workspace folder is gone: nothing is made in its place, and a
-        delete would only leave the index (WorkspaceGuard, serve/workspaceguard.py)."""
+        """Unavailable while the workspace folder is gone (serve/workspaceguard.py)."""
         if not os.path.isdir(self.root):
             raise Unavailable(
                 f"{ROOT_AWAY}: {self.root}; notes can be read, written and deleted once it is back"
@@ -420,6 +419,8 @@ class Notes:
         allow_secrets: object = False,
     ) -> dict[str, Any]:
         """Add text at the end (on a new line); creates the note if it does not exist."""
+        if content == "":  # it would change nothing, or create an empty note, and say "appended"
+            raise InvalidInput("content: must not be empty (nothing to append)")
         rel, full, added, expected = self._incoming(path, content, expected_sha256, allow_secrets)
         with self._lock, os_errors(rel):
             for attempt in range(5):  # appends commute: one that raced another is made again

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from memoryd.core.errors import InvalidInput, NotFound, describe
+from memoryd.core.errors import InvalidInput, NotFound, check_int, describe
 from memoryd.notes.notes import normalize
 from memoryd.store import Store
 from memoryd.store import links as store_links
@@ -29,7 +29,10 @@ def note_path(path: object, paths: list[str], files: Iterable[str] = ()) -> str:
 def _choose(path: object, paths: list[str], files: Iterable[str]) -> tuple[str, list[str]]:
     """(the note or attachment meant, the other paths the same name could mean)."""
     if not isinstance(path, str):
-        raise InvalidInput("path: expected a workspace-relative note path or a note name")
+        raise InvalidInput(
+            f"path: expected a string, got {describe(path)} (a workspace-relative note path or a "
+            "note name)"
+        )
     # the notes API's rules ('..', NUL, control characters); a leading '/' means the vault's root
     wanted = normalize(path.strip().replace("\\", "/").lstrip("/"))
     if wanted in paths:
@@ -119,10 +122,8 @@ def neighbourhood(
     Nodes are {id, kind, label, path, depth, degree}: kind "note", "attachment" or "missing"
     (a link to no file); edges are {source, target, kind} with kind "link" or "embed". Other
     kinds of node and edge (entities and their mentions) can join the same shape."""
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= GRAPH_MAX_DEPTH:
-        raise InvalidInput(f"depth: expected 1 to {GRAPH_MAX_DEPTH}")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= GRAPH_MAX_NODES:
-        raise InvalidInput(f"limit: expected 1 to {GRAPH_MAX_NODES}")
+    check_int(depth, "depth", 1, GRAPH_MAX_DEPTH)
+    check_int(limit, "limit", 1, GRAPH_MAX_NODES)
     files = frozenset(files)
 
     def read(con: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from memoryd.core.errors import InvalidInput, NotFound, describe
+from memoryd.core.errors import InvalidInput, NotFound, check_int, describe
 from memoryd.core.timeutil import iso
 from memoryd.store import Store, entityread
 from memoryd.store.entityread import EntityRow
@@ -35,8 +35,10 @@ ALIASES = 20
 
 
 def check_name(name: Any) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInput(f"name: expected an entity's name, got {describe(name)}")
+    if not isinstance(name, str):
+        raise InvalidInput(f"name: expected a string, got {describe(name)} (an entity's name)")
+    if not name.strip():
+        raise InvalidInput("name: must not be empty")
     if len(name) > 500:
         raise InvalidInput("name: at most 500 characters")
     return name.strip()
@@ -192,12 +194,12 @@ def page(
 ) -> dict[str, Any]:
     """What the index knows about `name`: type, aliases, first and last seen, the notes and
     memories that mention it most (each with its mentioning line) and its strongest relations,
-    within `max_tokens` (the sources are cut first; `has_more` says so)."""
+    within `max_tokens`: the weakest relations go first when the page without sources is over
+    it (`relations_cut`), then the sources are cut (`has_more`); the name's own fields and its
+    first source always come."""
     name = check_name(name)
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 50:
-        raise InvalidInput("max_tokens: expected an integer of at least 50")
-    if isinstance(relations, bool) or not isinstance(relations, int) or not 0 <= relations <= 100:
-        raise InvalidInput(f"relations: expected 0 to 100, got {describe(relations)}")
+    check_int(max_tokens, "max_tokens", 50)
+    check_int(relations, "relations", 0, 100)
     rows = _resolve(store, name)
     main = rows[0]
 
@@ -238,6 +240,10 @@ def page(
     if len(rows) > 1:
         out["also"] = [_brief(r) for r in rows[1:6]]
     used = estimate_tokens(json.dumps(out, ensure_ascii=False))
+    while used > max_tokens and out["relations"]:  # the weakest relations go first
+        out["relations"].pop()
+        out["relations_cut"] = True
+        used = estimate_tokens(json.dumps(out, ensure_ascii=False))
     kept: list[dict[str, Any]] = []
     # texts are read a page at a time, only for the sources that can still fit
     for at in range(0, len(ranked), SOURCE_PAGE):
@@ -265,8 +271,7 @@ def listing(
     store: Store, *, types: Sequence[str] = (), since: float | None = None, top: int = 50
 ) -> dict[str, Any]:
     """The most mentioned entities (`entities [--type] [--since] [--top N]`)."""
-    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:
-        raise InvalidInput(f"top: expected 1 to {MAX_TOP}, got {describe(top)}")
+    check_int(top, "top", 1, MAX_TOP)
     rows = store.read(lambda con: entityread.top(con, top, types, since))
     return {"entities": [_brief(r) for r in rows], "count": len(rows)}
 
@@ -275,10 +280,8 @@ def related(store: Store, name: str, *, depth: int = 1, top: int = 10) -> dict[s
     """The graph around `name`, breadth first: its `top` strongest relations, theirs at depth 2,
     and so on; each entity once, at its first depth. Edges carry the co-mention counts."""
     name = check_name(name)
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
-        raise InvalidInput(f"depth: expected 1 to {MAX_DEPTH}, got {describe(depth)}")
-    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 100:
-        raise InvalidInput(f"top: expected 1 to 100, got {describe(top)}")
+    check_int(depth, "depth", 1, MAX_DEPTH)
+    check_int(top, "top", 1, 100)
     root = _resolve(store, name)[0]
 
     def walk(con: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -42,7 +42,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from memoryd.core.errors import InvalidInput, Unavailable, describe
+from memoryd.core.errors import InvalidInput, Unavailable, check_int, describe
 from memoryd.memory import lifecycle
 from memoryd.memory.lifecycle import tier_decay
 from memoryd.search import bounds, concepts, entityboost, ranges
@@ -163,16 +163,9 @@ class Searcher(Pools):
                 f"group: expected one of {', '.join(GROUPS)}, got {describe(req.group)}"
             )
         limit = req.limit if req.limit is not None else s.default_limit
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= s.max_limit:
-            raise InvalidInput(
-                f"limit: expected an integer from 1 to {s.max_limit}, got {describe(limit)}"
-            )
-        if req.max_tokens is not None and (
-            isinstance(req.max_tokens, bool)
-            or not isinstance(req.max_tokens, int)
-            or req.max_tokens < 1
-        ):
-            raise InvalidInput("max_tokens: expected a positive integer")
+        check_int(limit, "limit", 1, s.max_limit)
+        if req.max_tokens is not None:
+            check_int(req.max_tokens, "max_tokens", 1)
         req = composed(req)
         req = resolved_entities(req, functools.partial(self._read, req))  # once, for every pool
         if req.concepts:

@@ -22,6 +22,7 @@ from memoryd.memory.memories import (
 )
 from memoryd.memory.validation import check_bound, check_int, check_str
 from memoryd.notes import vault
+from memoryd.notes.fsops import normalize as note_path
 from memoryd.search import entities as entity_search
 from memoryd.search.searcher import SearchRequest
 from memoryd.serve import (
@@ -75,9 +76,10 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         type_list = tuple(check_name(t, "type") for t in types)
     else:
         raise InvalidInput("type: expected a string or a list of strings")
+    # a folder as note.list reads it ('', '.' or '/' = all; './a', 'a//b' and 'a\\b' are 'a/b';
+    # '..' and absolute paths refused): one rule for every param naming a workspace path
     path = params.get("path")
-    if path is not None:
-        path = check_str(path, "path", limit=4096)
+    path = None if path in (None, "", ".", "/") else note_path(path)
     source = params.get("source")
     if source is not None:
         source = check_str(source, "source", limit=1000)
@@ -94,9 +96,20 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
     if isinstance(names, str):
         names = [names]
     if names is not None and (
-        not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names)
+        not isinstance(names, list) or not all(isinstance(n, str) for n in names)
     ):
-        raise InvalidInput("entities: expected a list of names")
+        raise InvalidInput(f"entities: expected a list of names, got {describe(names)}")
+    if names and not all(n.strip() for n in names):
+        raise InvalidInput("entities: a name must not be empty")
+    since, until = (
+        check_bound(params.get("since"), "since"),
+        check_bound(params.get("until"), "until"),
+    )
+    if since is not None and until is not None and until <= since:  # swapped, most likely
+        raise InvalidInput(
+            f"until: {describe(params['until'])} is not after since ({describe(params['since'])}):"
+            " nothing can match"
+        )
     return Filters(
         entities=tuple(check_str(n, "entities", limit=500) for n in names or ()),
         kind=kind,
@@ -104,8 +117,8 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
         tags=check_tags(params["tags"]) if params.get("tags") is not None else (),
         source=source,
         path_prefix=path,
-        since=check_bound(params.get("since"), "since"),
-        until=check_bound(params.get("until"), "until"),
+        since=since,
+        until=until,
         min_importance=(
             check_int(params["min_importance"], "min_importance", 1, 10)
             if params.get("min_importance") is not None
@@ -148,15 +161,21 @@ def get(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("path") is not None:
         if params.get("id") is not None:
             raise InvalidInput("get: give id, or path (and section), not both")
-        return app.memories.get_note(params["path"], params.get("section"))
+        return app.memories.get_note(note_path(params["path"]), params.get("section"))
     if params.get("section") is not None:
         raise InvalidInput("get: section needs a path")
+    if "id" not in params:
+        raise InvalidInput("get: give id, or path (and section)")
     return app.memories.get(params.get("id"))
 
 
 @method("used", {"id"})
 def used(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.used(params.get("id"))
+
+
+def _search_limit(app: App, params: dict[str, Any]) -> int:
+    return param_int(params, "limit", app.cfg.search.default_limit, 1, app.cfg.search.max_limit)
 
 
 @method("list", FILTER_PARAMS | {"limit", "offset"})
@@ -166,8 +185,8 @@ def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
         filters = replace(filters, namespace=app.cfg.memories.default_namespace)
     items, total = app.memories.list(
         filters,
-        limit=param_int(params, "limit", 20),
-        offset=param_int(params, "offset", 0),
+        limit=param_int(params, "limit", 20, 1, 1000),
+        offset=param_int(params, "offset", 0, 0),
     )
     return {"items": items, "total": total}
 
@@ -204,9 +223,7 @@ def prune(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("session_start", {"namespace", "max_tokens"})
 def session_start(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """The constitutional memories, most important first, within a token budget."""
-    budget = param_int(params, "max_tokens", app.cfg.lifecycle.session_max_tokens)
-    if budget < 1:
-        raise InvalidInput("max_tokens: expected a positive integer")
+    budget = param_int(params, "max_tokens", app.cfg.lifecycle.session_max_tokens, 1)
     ns = params.get("namespace")
     ns = check_name(ns, "namespace") if ns not in (None, "", "*") else (ns or None)
     ns = ns or app.cfg.memories.default_namespace
@@ -220,6 +237,8 @@ def session_start(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("match_triggers", {"prompt", "namespace"})
 def match_triggers(app: App, params: dict[str, Any]) -> dict[str, Any]:
     prompt = check_str(params.get("prompt"), "prompt", limit=1_000_000)
+    if not prompt.strip():  # as the MCP tool's schema says: nothing can match an empty text
+        raise InvalidInput("prompt: must not be empty")
     ns = param_namespace(params)
     found = app.store.read(lambda con: lifecycle.matching(con, app.triggers, prompt, ns))
     return {"memories": found}
@@ -323,20 +342,22 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(params.get("concepts", []), list | None):
         raise InvalidInput("concepts: expected a list of 2 to 5 strings")
     query = params.get("query", "")
-    if not concepts and (not isinstance(query, str) or not query.strip()):
-        raise InvalidInput("search: query must be a non-empty string (or give concepts)")
+    if not concepts and not isinstance(query, str):
+        raise InvalidInput(f"query: expected a string, got {describe(query)} (or give concepts)")
+    if not concepts and not query.strip():
+        raise InvalidInput("query: must not be empty (or give concepts)")
     mode = params.get("mode", "auto")
     if not isinstance(mode, str):
         raise InvalidInput("mode: expected a string")
     use_decay = params.get("use_decay", True)
     if not isinstance(use_decay, bool):
-        raise InvalidInput("use_decay: expected true or false")
+        raise InvalidInput(f"use_decay: expected true or false, got {describe(use_decay)}")
     if params.get("kind") == "entity":  # entities themselves, by name (search/entities.py)
-        limit = param_int(params, "limit", app.cfg.search.default_limit)
-        if not 1 <= limit <= app.cfg.search.max_limit:
-            raise InvalidInput(f"limit: expected 1 to {app.cfg.search.max_limit}")
         return entity_search.find(
-            app.store, query, limit, entity_search.check_types(params.get("type"))
+            app.store,
+            query,
+            _search_limit(app, params),
+            entity_search.check_types(params.get("type")),
         )
     filters = filters_from(params, default_kind=None)
     if filters.namespace is None:
@@ -345,13 +366,15 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     found = app.searcher.search(
         SearchRequest(
             query=query if isinstance(query, str) else "",
-            limit=params.get("limit"),
+            limit=param_int(
+                params, "limit", app.cfg.search.default_limit, 1, app.cfg.search.max_limit
+            ),
             mode=mode,
             filters=filters,
             explain=param_bool(params, "explain"),
             use_decay=use_decay,
             include_constitutional=param_bool(params, "include_constitutional"),
-            max_tokens=params.get("max_tokens"),
+            max_tokens=param_int(params, "max_tokens", 1, 1) if "max_tokens" in params else None,
             concepts=tuple(concepts),
             group=params.get("group", "note"),
             workspace=params.get("workspace", "this"),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryd.core.errors import InvalidInput
 from memoryd.memory.validation import check_bound
 from memoryd.search import entities
 from memoryd.serve.app import App
@@ -18,10 +17,8 @@ from memoryd.serve.registry import method, param_int
 def entity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """The entity page: type, aliases, first and last seen, the notes and memories that mention
     it most (each with its line), its strongest relations; within max_tokens."""
-    budget = param_int(params, "max_tokens", entities.PAGE_TOKENS)
-    relations = param_int(params, "relations", 10)
-    if not 0 <= relations <= 100:
-        raise InvalidInput(f"relations: expected 0 to 100, got {relations}")
+    budget = param_int(params, "max_tokens", entities.PAGE_TOKENS, 50)
+    relations = param_int(params, "relations", 10, 0, 100)
     name = entities.check_name(params.get("name"))
     return entities.page(app.store, name, max_tokens=budget, relations=relations)
 
@@ -33,13 +30,14 @@ def entities_(app: App, params: dict[str, Any]) -> dict[str, Any]:
         app.store,
         types=entities.check_types(params.get("type")),
         since=check_bound(params.get("since"), "since"),
-        top=param_int(params, "top", 50),
+        top=param_int(params, "top", 50, 1, entities.MAX_TOP),
     )
 
 
 @method("related", {"name", "depth", "top"})
 def related(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """The graph around an entity, `depth` steps of co-mentions, `top` per entity."""
-    depth, top = param_int(params, "depth", 1), param_int(params, "top", 10)
+    depth = param_int(params, "depth", 1, 1, entities.MAX_DEPTH)
+    top = param_int(params, "top", 10, 1, 100)
     name = entities.check_name(params.get("name"))
     return entities.related(app.store, name, depth=depth, top=top)

@@ -14,10 +14,7 @@ from memoryd.serve.registry import method, param_int, param_namespace
 
 
 def _limit(params: dict[str, Any], default: int, most: int = 1000) -> int:
-    n = param_int(params, "limit", default)
-    if not 1 <= n <= most:
-        raise InvalidInput(f"limit: expected 1 to {most}, got {n}")
-    return n
+    return param_int(params, "limit", default, 1, most)
 
 
 @method("note.read", {"path"})
@@ -55,9 +52,7 @@ def note_append(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("note.list", {"path", "limit", "offset"})
 def note_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Indexed notes under a folder: {items: [{path, size, mtime, title, tags}], total}."""
-    offset = param_int(params, "offset", 0)
-    if offset < 0:
-        raise InvalidInput("offset: expected 0 or more")
+    offset = param_int(params, "offset", 0, 0)
     return app.notes.list(params.get("path"), limit=_limit(params, 50), offset=offset)
 
 
@@ -94,6 +89,6 @@ def graph(app: App, params: dict[str, Any]) -> dict[str, Any]:
         app.store,
         params.get("path"),
         app.indexer.others.snapshot(),
-        depth=param_int(params, "depth", 2),
-        limit=param_int(params, "limit", 500),
+        depth=param_int(params, "depth", 2, 1, vault.GRAPH_MAX_DEPTH),
+        limit=param_int(params, "limit", 500, 1, vault.GRAPH_MAX_NODES),
     )

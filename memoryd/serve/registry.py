@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memoryd.core.errors import InvalidInput, describe
+from memoryd.core.errors import InvalidInput, check_int, describe
 from memoryd.memory.memories import check_name
 from memoryd.memory.validation import check_str
 
@@ -81,11 +81,12 @@ def param_bool(params: dict[str, Any], key: str) -> bool:
     return value
 
 
-def param_int(params: dict[str, Any], key: str, default: int) -> int:
-    value = params.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**63:
-        raise InvalidInput(f"{key}: expected an integer")
-    return value
+def param_int(
+    params: dict[str, Any], key: str, default: int, low: int, high: int | None = None
+) -> int:
+    """An integer param from `low` to `high`, `default` when it is not given; null is refused
+    (it is not "not given"), with the one message of every integer param (int_expected)."""
+    return check_int(params.get(key, default), key, low, high)
 
 
 def param_namespace(params: dict[str, Any]) -> str | None:

@@ -418,7 +418,9 @@ class Server:
         req_id = msg.get("id")
         notification = "id" not in msg
         if not (req_id is None or isinstance(req_id, str | int)) or isinstance(req_id, bool):
-            return error_response(None, INVALID_REQUEST, "id must be a string or a number")
+            return error_response(
+                None, INVALID_REQUEST, f"id must be a string or an integer, got {describe(req_id)}"
+            )
         if msg.get("jsonrpc") != "2.0":
             return error_response(req_id, INVALID_REQUEST, 'jsonrpc must be "2.0"')
         name = msg.get("method")

@@ -239,7 +239,7 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
 
         def plain(w: str) -> bool:  # a first name is no plain word: "Later Ana Lima"
             k = _word_key(w)
-            if k in names:
+            if k in names or (not k.isascii() and canonical_key(k) in names):  # Zoë, Noé
                 return False
             parts = k.split("-")
             return k in common or len(k) <= 3 or all(p in common or len(p) <= 3 for p in parts)

@@ -1,0 +1,148 @@
+"""How the MCP tools' answers read as compact text (tools.py's table names these): one line a
+hit, record or item, times to the minute, the token budget's leftovers by id."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def _one_line(text: str, width: int) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _where(hit: dict[str, Any]) -> str:
+    if hit.get("kind") == "chunk" or hit.get("path"):
+        heading = " > ".join(hit.get("heading_path") or [])
+        loc = f"{hit.get('path')}:{hit.get('start_line')}"
+        return f"{loc} {heading}".strip()
+    tags = " ".join(f"#{t}" for t in hit.get("tags") or [])
+    return f"memory {hit.get('type') or ''} {tags}".strip()
+
+
+def fmt_hits(res: dict[str, Any]) -> str:
+    hits = res.get("hits") or []
+    head = f"{res.get('total', len(hits))} result(s), {res.get('mode', 'search')}"
+    if res.get("model_state"):
+        head += f" (keyword-only: the embedding model is {res['model_state']})"
+    elif res.get("pending_vectors"):
+        head += f" ({res['pending_vectors']} texts not embedded yet: keyword-only for those)"
+    lines = [head + ":"]
+    shown = set()
+    for h in hits:
+        shown.add(h.get("id"))
+        score = h.get("score")
+        text = h.get("snippet") or h.get("content") or ""
+        lines.append(
+            f"[{h.get('id')}] {_where(h)} · {score:.2f} — {_one_line(text, 300)}"
+            if isinstance(score, int | float)
+            else f"[{h.get('id')}] {_where(h)} — {_one_line(text, 300)}"
+        )
+        for s in h.get("sections") or []:
+            lines.append(
+                f"    also {' > '.join(s.get('heading_path') or [])} L{s.get('start_line')}"
+            )
+    rest = [i for i in res.get("index") or [] if i.get("id") not in shown]
+    if rest:
+        lines.append("Over the token budget (get ID for details):")
+        lines += [f"[{i['id']}] {_one_line(i.get('summary', ''), 100)}" for i in rest]
+    if not hits and not rest:
+        lines = ["No results."]
+    if res.get("unknown_entities"):  # why a filter matched nothing: the agent can ask `entities`
+        names = ", ".join(repr(n) for n in res["unknown_entities"])
+        lines.append(f"(no entity named {names}: the entities filter matches nothing)")
+    return "\n".join(lines)
+
+
+def fmt_record(rec: dict[str, Any]) -> str:
+    if "content" in rec and "path" in rec and "sha256" in rec:  # note.read
+        return f"{rec['path']} (sha256 {rec['sha256']}, {rec['size']} bytes)\n\n{rec['content']}"
+    if rec.get("kind") == "note":  # get {path, section?}
+        head = str(rec.get("path"))
+        if rec.get("section"):
+            head += f" § {rec['section']}"
+        if rec.get("start_line"):
+            head += f" (lines {rec['start_line']}-{rec.get('end_line')})"
+        return f"{head}\n\n{rec.get('content', '')}"
+    meta = {
+        k: rec.get(k)
+        for k in ("id", "kind", "type", "tier", "tags", "importance", "namespace", "path")
+        if rec.get(k) not in (None, [], "")
+    }
+    meta.update({k: rec[k] for k in ("created_at", "updated_at") if rec.get(k)})
+    return json.dumps(meta, ensure_ascii=False) + "\n\n" + str(rec.get("content", ""))
+
+
+def fmt_added(res: dict[str, Any]) -> str:
+    out = f"Remembered as [{res.get('id')}]" if res.get("stored", True) else "Not stored"
+    if res.get("duplicate"):
+        out = f"Already known as [{res.get('id')}] (duplicate)"
+    for w in res.get("warnings") or []:
+        out += f"\nwarning: {w}"
+    near = res.get("near_duplicates") or []
+    if near:
+        out += "\nnear duplicates: " + ", ".join(f"[{n['id']}]" for n in near)
+    return out
+
+
+def _when(value: object) -> str:
+    """'2026-11-23T19:36:09Z' as '2026-11-23 19:36' (UTC): a third fewer tokens a line, and
+    minutes are precise enough for the agent; the structured copy keeps the full time."""
+    text = str(value or "")
+    if len(text) >= 16 and text[10:11] == "T" and text.endswith("Z"):
+        return f"{text[:10]} {text[11:16]}"
+    return text
+
+
+def fmt_items(res: dict[str, Any]) -> str:
+    lines = []
+    for i in res.get("items") or []:
+        if i.get("kind") == "memory":
+            lines.append(
+                f"{_when(i.get('at'))} memory [{i['id']}] {i.get('change', '')}: {i['summary']}"
+            )
+        else:
+            when = _when(i.get("at") or i.get("mtime"))
+            tags = " ".join(f"#{t}" for t in i.get("tags") or [])
+            lines.append(f"{when} {i['path']} — {i.get('title', '')} {tags}".rstrip())
+    if "total" in res:
+        lines.insert(0, f"{res['total']} note(s), times in UTC:")
+    return "\n".join(lines) or "Nothing."
+
+
+def fmt_memories(res: dict[str, Any]) -> str:
+    mems = res.get("memories") or []
+    if not mems:
+        return "No memories."
+    return "\n".join(
+        f"[{m['id']}] ({m.get('tier') or m.get('type')}) {_one_line(m['content'], 400)}"
+        for m in mems
+    )
+
+
+def fmt_forgot(res: dict[str, Any]) -> str:
+    """A delete's answer, with the copies that still hold the text (delete's still_in)."""
+    out = f"Forgot [{res.get('id')}]"
+    copies = res.get("still_in") or []
+    if copies:
+        names = ", ".join(f"{c.get('kind')} {c.get('name')}" for c in copies)
+        out += (
+            f". Its text is still in {len(copies)} older copy(ies) of the store ({names}); "
+            "the user can delete them with `memoryctl checkpoint delete NAME` "
+            "(`--snapshot` for a snapshot)"
+        )
+    return out
+
+
+def fmt_json(res: Any) -> str:
+    return json.dumps(res, ensure_ascii=False, separators=(",", ":"))
+
+
+def fmt_session(res: dict[str, Any]) -> str:
+    parts = ["Standing memories:", fmt_memories(res)]
+    if res.get("has_more_memories"):
+        parts.append("(more constitutional memories than the budget holds; raise max_tokens)")
+    if res.get("recent"):
+        parts += ["", "Recent activity:", fmt_items({"items": res["recent"]})]
+    return "\n".join(parts)
