@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from memoryd.core.config import Config, dsn_has_password
+from memoryd.core.config import Config, check_dsn
 from memoryd.core.errors import ConfigError, MemorydError, Refused, StoreError
 
 Say = Callable[[str], None]
@@ -62,11 +62,7 @@ def target_config(cfg: Config, dsn: str | None) -> Config:
     """The config with --dsn in place of store.dsn (refused when it holds a password)."""
     if dsn is None:
         return cfg
-    if dsn_has_password(dsn):
-        raise ConfigError(
-            "--dsn: holds a password; remove it and set PGPASSWORD, use ~/.pgpass, or point "
-            "store.password_file at a file only you can read"
-        )
+    check_dsn(dsn, "--dsn")
     return dataclasses.replace(cfg, store=dataclasses.replace(cfg.store, dsn=dsn))
 
 
