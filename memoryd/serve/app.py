@@ -72,6 +72,7 @@ class App:
         *,
         model: ModelHolder | None = None,
         clock: Callable[[], float] = time.time,
+        claim_workspace: bool = False,
     ) -> None:
         self.cfg = cfg
         self.clock = clock
@@ -83,7 +84,7 @@ class App:
         malloc.fix_mmap_threshold()  # buffers of a few MB are unmapped when freed (issue 23.2)
         prepare_dirs(cfg)
         checkpoints.clean_partial(cfg.data_dir)
-        self.store = open_store(cfg)
+        self.store = open_store(cfg, claim=claim_workspace)  # the daemon's: store/pg/claim.py
         self.model = model if model is not None else default_model_holder(cfg)
         # rebuilt in the background after index changes, never by a query (issue 23)
         self.fuzzy = FuzzyMatcher(cfg.search.fuzzy_min_similarity, read=self.store.read)

@@ -34,7 +34,7 @@ from pgvector.psycopg import register_vector
 
 from memoryd.core.errors import Refused, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
-from memoryd.store.pg import fts, schema
+from memoryd.store.pg import claim, fts, schema
 from memoryd.store.pg.conn import PgConnection
 from memoryd.store.pg.vectors import SESSION_EF, PgVectorIndex
 from memoryd.store.protocol import Connection, VectorIndex, one
@@ -67,6 +67,9 @@ class PgSettings:
     # the vector pool from the daemon's own copy of the vectors (search/sharedvec.py), not
     # from the server's HNSW index (store.vector_cache; off by default: docs/team.md)
     vector_cache: bool = False
+    # hold this workspace id for the store's life (`memoryd run`): a second daemon with the
+    # same id is refused (pg/claim.py)
+    claim: bool = False
 
 
 def unavailable(exc: BaseException) -> StoreUnavailable:
@@ -102,24 +105,40 @@ class PgStore:
         # per read scope (this workspace, "all"): what fts.py remembers between searches, and
         # what connmemo.PerVersion keeps under a read's snapshot (the scope is its owner)
         self._scopes: dict[str | None, _Scope] = {None: _Scope(), "all": _Scope()}
+        # the connection that holds this workspace's lock (settings.claim), until the listener
+        # listens on it
+        self._holder: psycopg.Connection[Any] | None = None
         try:
-            with psycopg.connect(
+            con = psycopg.connect(
                 settings.conninfo, autocommit=True, connect_timeout=_timeout(settings)
-            ) as con:
-                con.execute(
-                    "SELECT set_config('memoryd.workspace', %s, false)", [settings.workspace_id]
-                )
-                schema.migrate(con)
-                now = time.time()
-                con.execute(
-                    "INSERT INTO workspaces(id, label, first_seen, last_seen)"
-                    " VALUES (%s, %s, %s, %s)"
-                    " ON CONFLICT (id) DO UPDATE SET label = excluded.label,"
-                    " last_seen = excluded.last_seen",
-                    [settings.workspace_id, settings.workspace_label, now, now],
-                )
+            )
         except psycopg.OperationalError as exc:
             raise StoreError(f"cannot open the PostgreSQL store: {_first_line(exc)}") from exc
+        try:
+            con.execute(
+                "SELECT set_config('memoryd.workspace', %s, false)", [settings.workspace_id]
+            )
+            schema.migrate(con)
+            if settings.claim and not claim.take(con, settings.workspace_id):
+                raise claim.refuse(con, settings.workspace_id)
+            now = time.time()
+            con.execute(
+                "INSERT INTO workspaces(id, label, first_seen, last_seen)"
+                " VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (id) DO UPDATE SET label = excluded.label,"
+                " last_seen = excluded.last_seen",
+                [settings.workspace_id, settings.workspace_label, now, now],
+            )
+        except psycopg.OperationalError as exc:
+            con.close()
+            raise StoreError(f"cannot open the PostgreSQL store: {_first_line(exc)}") from exc
+        except BaseException:
+            con.close()
+            raise
+        if settings.claim:
+            self._holder = con
+        else:
+            con.close()
         self.pool = psycopg_pool.ConnectionPool(
             settings.conninfo,
             min_size=settings.pool_min,
@@ -435,11 +454,18 @@ class PgStore:
         while not self._stop.is_set():
             connected = False
             try:
-                with psycopg.connect(
-                    self.settings.conninfo,
-                    autocommit=True,
-                    connect_timeout=_timeout(self.settings),
+                held, self._holder = self._holder, None
+                with (
+                    held
+                    if held is not None
+                    else psycopg.connect(
+                        self.settings.conninfo,
+                        autocommit=True,
+                        connect_timeout=_timeout(self.settings),
+                    )
                 ) as con:
+                    if held is None and self.settings.claim:
+                        claim.take_again(con, self.settings.workspace_id)
                     con.execute(f"LISTEN {schema.NOTIFY_CHANNEL}")
                     connected, self.listening, backoff = True, True, LISTEN_RETRY_S
                     self.down_since = None
@@ -532,6 +558,9 @@ class PgStore:
             self._stop.set()
             if self._listener is not None:
                 self._listener.join(timeout=LISTEN_POLL_S + 5)
+            if self._holder is not None:  # the listener never took it
+                self._holder.close()
+                self._holder = None
             self.pool.close(timeout=5)
 
 
