@@ -217,12 +217,8 @@ def _refuse_conflicts(raw: Any, lite: Any, workspace: str, mem_ids: list[int]) -
         "; nothing was written. Move the memories with `memoryctl export` / `memoryctl import` "
         "instead (known texts are skipped, taken ids renumbered; docs/team.md)"
     )
-    taken = pc.taken_ids(raw, "all_entries", mem_ids)
-    if taken:
-        raise Refused(f"the target already holds entries with ids of memories here: {taken}{fix}")
-    same = pc.taken_memory_texts(raw, pc.sqlite_memory_keys(lite))
-    if same:
-        raise Refused(f"the target already holds memories with the same texts (ids {same}){fix}")
+    # This workspace's own notes first: a daemon on PostgreSQL that indexed them may hold the
+    # very ids of the memories below, and --replace-notes, not export/import, is the way out.
     held = pc.workspace_documents(raw, workspace)
     if held:
         raise Refused(
@@ -231,6 +227,12 @@ def _refuse_conflicts(raw: Any, lite: Any, workspace: str, mem_ids: list[int]) -
             "machine's files: --replace-notes removes them and copies the SQLite store's index "
             "(and its vectors) in their place"
         )
+    taken = pc.taken_ids(raw, "all_entries", mem_ids)
+    if taken:
+        raise Refused(f"the target already holds entries with ids of memories here: {taken}{fix}")
+    same = pc.taken_memory_texts(raw, pc.sqlite_memory_keys(lite))
+    if same:
+        raise Refused(f"the target already holds memories with the same texts (ids {same}){fix}")
 
 
 def _write(
