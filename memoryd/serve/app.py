@@ -341,6 +341,7 @@ class App:
 
     def close(self) -> None:
         """Stop the watcher and workers, finish the write in progress, close the database."""
+        self.indexer.stopping.set()  # a reconcile under way ends after its file in hand
         self.jobs.shutdown(wait=True)
         if self.watcher is not None:
             self.watcher.stop()
