@@ -355,3 +355,32 @@ def test_team_sql_split_roles_run_memoryd(make_app: Any, team_db: Any, tmp_path:
         assert call(app, "status")["db_bytes"] > 0
     finally:
         app.close()
+
+
+def test_an_older_sqlite_store_is_copied_and_left_as_it_was(
+    make_app: Any, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/team.md: "The SQLite file is left as it was". A store of an earlier schema version
+    (here before m008) was upgraded in place by the copy; it is now read from an upgraded copy,
+    which goes afterwards."""
+    import hashlib
+
+    from conftest import migrations_before, settle
+
+    from memoryd.store import migrations
+
+    migrations_before(monkeypatch, migrations, migrations.m008_note_text)
+    app = make_app(dailylog={"enabled": False})  # memories only: today's indexer needs m008
+    ids = [call(app, "add", content=t)["id"] for t in ("postgres 17 it is", "deploy on tuesdays")]
+    settle(app)
+    cfg = app.cfg
+    app.close()
+    monkeypatch.undo()
+    before = hashlib.sha256(cfg.db_path.read_bytes()).hexdigest()
+    said: list[str] = []
+    result = storemigrate.migrate(cfg, dsn=pg_dsn, say=said.append)
+    assert result["target"]["memories"] == len(ids)
+    assert result["target"]["vectors"] == result["source"]["vectors"] > 0
+    assert hashlib.sha256(cfg.db_path.read_bytes()).hexdigest() == before
+    assert any("has schema version 7" in line for line in said), said
+    assert not [p.name for p in cfg.data_dir.iterdir() if ".migrate-" in p.name or ".bak" in p.name]

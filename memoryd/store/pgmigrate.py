@@ -32,6 +32,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from memoryd.core.config import Config, check_dsn
@@ -94,15 +95,57 @@ def migrate(
     lock = acquire_lock(cfg.lock_path)  # AlreadyRunning while a daemon uses this data_dir
     try:
         workspace = workspace_id(tcfg)
-        store = SqliteStore(cfg.db_path)
+        copy = _upgraded_copy(cfg, say)
         try:
-            return store.read(
-                lambda lite: _copy(lite, info, workspace, cfg, dry_run, replace_notes, say)
-            )
+            store = SqliteStore(copy or cfg.db_path)
+            try:
+                return store.read(
+                    lambda lite: _copy(lite, info, workspace, cfg, dry_run, replace_notes, say)
+                )
+            finally:
+                store.close()
         finally:
-            store.close()
+            if copy is not None:
+                for p in copy.parent.glob(copy.name + "*"):  # -wal, -shm, .pre-vN.bak
+                    p.unlink(missing_ok=True)
     finally:
         os.close(lock)
+
+
+def _upgraded_copy(cfg: Config, say: Say) -> Path | None:
+    """An older store is read from a copy that opening upgrades (SqliteStore migrates what it
+    opens), so the SQLite file stays as it was, as the rules promise: None when the file's
+    schema is this memoryd's."""
+    import apsw
+
+    from memoryd.store import db, migrations
+    from memoryd.store.migrations import MIGRATIONS
+
+    con = apsw.Connection(str(cfg.db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        version = migrations.schema_version(con)
+        if version >= len(MIGRATIONS):
+            return None
+        copy = cfg.db_path.with_name(f".{cfg.db_path.name}.migrate-{os.getpid()}")
+        for p in copy.parent.glob(copy.name + "*"):
+            p.unlink()
+        say(
+            f"{cfg.db_path} has schema version {version} (this memoryd's is {len(MIGRATIONS)}): "
+            "reading an upgraded copy of it; the file stays as it was"
+        )
+        old = os.umask(0o077)  # the copy holds every memory: owner-only
+        try:
+            con.execute("VACUUM INTO ?", (str(copy),))
+        finally:
+            os.umask(old)
+        writer, _ = db.connect(copy, writer=True)
+        try:
+            migrations.migrate(writer)  # no snapshot of a copy that goes after the copy
+        finally:
+            writer.close()
+        return copy
+    finally:
+        con.close()
 
 
 def _copy(
