@@ -164,6 +164,35 @@ def test_notes_a_daemon_indexed_already_are_refused_or_replaced(make_app: Any, p
     assert len(call(pg, "search", query="blue green rollout", mode="keyword")["hits"]) == 1
 
 
+def test_notes_indexed_on_postgresql_holding_the_memories_ids_point_to_replace_notes(
+    make_app: Any, pg_dsn: str
+) -> None:
+    """The workspace grew before its daemon moved to PostgreSQL: indexed there first, its notes
+    took the ids of the SQLite store's memories. The refusal names --replace-notes (those ids
+    are this workspace's own index), not export/import, and --replace-notes copies with the
+    memories' ids kept."""
+    from conftest import settle
+
+    cfg, ids = _sqlite_store(make_app, settle)
+    sections = "\n\n".join(f"## Part {i}\n\nStep {i} of the long guide." for i in range(40))
+    (cfg.workspace / "guide.md").write_text(f"# Guide\n\n{sections}\n")
+    early = make_app(data_dir=str(cfg.data_dir), store={"backend": "postgres", "dsn": pg_dsn})
+    early.indexer.reconcile()
+    early.close()
+    import psycopg
+
+    with psycopg.connect(pg_dsn) as con:  # the notes' chunks hold the memories' ids
+        row = con.execute("SELECT count(*) FROM all_entries WHERE id = ANY(%s)", [ids]).fetchone()
+        assert row is not None and row[0] == len(ids)
+    with pytest.raises(Refused, match="--replace-notes") as refused:
+        storemigrate.migrate(cfg, dsn=pg_dsn)
+    assert "memoryctl export" not in str(refused.value)
+    result = storemigrate.migrate(cfg, dsn=pg_dsn, replace_notes=True)
+    assert result["target"]["memories"] == len(ids)
+    pg = make_app(data_dir=str(cfg.data_dir), store={"backend": "postgres", "dsn": pg_dsn})
+    assert call(pg, "get", id=ids[0])["content"] == "the team uses postgres 17"
+
+
 def test_dry_run_and_a_count_mismatch_write_nothing(
     make_app: Any, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -326,3 +355,32 @@ def test_team_sql_split_roles_run_memoryd(make_app: Any, team_db: Any, tmp_path:
         assert call(app, "status")["db_bytes"] > 0
     finally:
         app.close()
+
+
+def test_an_older_sqlite_store_is_copied_and_left_as_it_was(
+    make_app: Any, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/team.md: "The SQLite file is left as it was". A store of an earlier schema version
+    (here before m008) was upgraded in place by the copy; it is now read from an upgraded copy,
+    which goes afterwards."""
+    import hashlib
+
+    from conftest import migrations_before, settle
+
+    from memoryd.store import migrations
+
+    migrations_before(monkeypatch, migrations, migrations.m008_note_text)
+    app = make_app(dailylog={"enabled": False})  # memories only: today's indexer needs m008
+    ids = [call(app, "add", content=t)["id"] for t in ("postgres 17 it is", "deploy on tuesdays")]
+    settle(app)
+    cfg = app.cfg
+    app.close()
+    monkeypatch.undo()
+    before = hashlib.sha256(cfg.db_path.read_bytes()).hexdigest()
+    said: list[str] = []
+    result = storemigrate.migrate(cfg, dsn=pg_dsn, say=said.append)
+    assert result["target"]["memories"] == len(ids)
+    assert result["target"]["vectors"] == result["source"]["vectors"] > 0
+    assert hashlib.sha256(cfg.db_path.read_bytes()).hexdigest() == before
+    assert any("has schema version 7" in line for line in said), said
+    assert not [p.name for p in cfg.data_dir.iterdir() if ".migrate-" in p.name or ".bak" in p.name]

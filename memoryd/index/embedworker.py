@@ -348,4 +348,21 @@ class EmbedWorker:
 
     def counts(self) -> dict[str, int]:
         model_id = self.model_id
-        return self.store.read(lambda con: vectors.counts(con, model_id))
+        if model_id is not None:
+            return self.store.read(lambda con: vectors.counts(con, model_id))
+        return self.store.read(lambda con: vectors.counts(con, self._stored_model(con)))
+
+    def _stored_model(self, con: Any) -> int | None:
+        """Before this worker registered its model (the first seconds after a start, or the
+        whole first scan of a large workspace): the stored model it will use, so that status
+        and a search's pending_vectors do not call every text pending after a restart. The
+        loaded model's row when it is ready (none yet: a new model, every text is pending);
+        while it loads, the store's active model; none without a model."""
+        ident = self.model.identity if self.model.state == "ready" else None
+        if ident is not None:
+            rows = con.execute("SELECT id FROM models WHERE key = ?", (ident.key,)).fetchall()
+        elif self.model.state == "loading":
+            rows = con.execute("SELECT id FROM models WHERE active = 1 ORDER BY id").fetchall()
+        else:
+            return None
+        return int(rows[0][0]) if rows else None

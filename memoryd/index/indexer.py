@@ -131,6 +131,9 @@ class Indexer:
         self.on_change = on_change
         self.clock = clock
         self._lock = threading.RLock()
+        # set when the daemon stops: a reconcile under way ends after the file in hand (the
+        # next start's reconcile indexes the rest), instead of the store closing under it
+        self.stopping = threading.Event()
         self.totals = Report()
         # the files skipped now, by path, with the reason (status names them); bounded
         self.skipped: dict[str, str] = {}
@@ -290,6 +293,8 @@ class Indexer:
             report.unchanged += diff.unchanged
             self._apply(diff.todo, diff.vanished, report, progress)
             report.took_ms = round((time.perf_counter() - started) * 1000, 1)
+            if self.stopping.is_set():  # cut short (_apply): not a reconcile of the workspace
+                return report
             self.last_reconcile = {"at": self.clock(), **report.as_dict()}
             log.info("reconciled", files=diff.files, **_brief(report))
             return report
@@ -375,6 +380,9 @@ class Indexer:
         total = len(todo)
         moved_from: set[str] = set()
         for n, state in enumerate(sorted(todo, key=lambda s: s.path), start=1):
+            if self.stopping.is_set():
+                log.info("indexing stopped: memoryd is stopping", left=total - n + 1)
+                return
             try:
                 old = self._index_one(state, by_sha, report)
                 if old is not None:

@@ -216,15 +216,14 @@ def page(
 
     rel, dates, newest, (first, last) = store.read(read)
     ranked, forms = _ranked(newest)
-    # every mention read: their count is this daemon's; else the stored count (on PostgreSQL,
-    # every workspace's, as in the listing)
-    count = len(newest) if len(newest) < WINDOW else main.mentions
     out: dict[str, Any] = {
         "name": main.name,
         "key": main.key,
         "type": main.type,
         "aliases": [a for a in forms if a != main.name],
-        "mentions": count,
+        # the stored count, as `entities`, `related` and kind "entity" give it (on a shared
+        # PostgreSQL store, every workspace's)
+        "mentions": main.mentions,
         "first_seen": _date(first),
         "last_seen": _date(last),
         "relations": [

@@ -74,6 +74,7 @@ class App:
         *,
         model: ModelHolder | None = None,
         clock: Callable[[], float] = time.time,
+        claim_workspace: bool = False,
     ) -> None:
         self.cfg = cfg
         self.clock = clock
@@ -85,7 +86,7 @@ class App:
         malloc.fix_mmap_threshold()  # buffers of a few MB are unmapped when freed (issue 23.2)
         prepare_dirs(cfg)
         checkpoints.clean_partial(cfg.data_dir)
-        self.store = open_store(cfg)
+        self.store = open_store(cfg, claim=claim_workspace)  # the daemon's: store/pg/claim.py
         prepare_workspace(cfg, self.store)
         self.model = model if model is not None else default_model_holder(cfg)
         # rebuilt in the background after index changes, never by a query (issue 23)
@@ -361,6 +362,7 @@ class App:
 
     def close(self) -> None:
         """Stop the watcher and workers, finish the write in progress, close the database."""
+        self.indexer.stopping.set()  # a reconcile under way ends after its file in hand
         self.jobs.shutdown(wait=True)
         self.workspace_guard.stop()
         if self.watcher is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
 import signal
 from collections.abc import Callable
@@ -98,7 +99,9 @@ class Daemon:
             socket=str(cfg.socket),
             config=str(cfg.source) if cfg.source else None,
         )
-        self.app = app = await loop.run_in_executor(None, App, cfg)
+        self.app = app = await loop.run_in_executor(
+            None, functools.partial(App, cfg, claim_workspace=True)
+        )
         inherited = listen_fds()
         self.server = Server(app, cfg.server, cfg.socket, sock=inherited[0] if inherited else None)
         try:

@@ -22,8 +22,10 @@ WORKSPACE_ID_FILE = "workspace-id"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
 
-def open_store(cfg: Config) -> Store:
-    """The store for this config: `SqliteStore` or `PgStore` (memoryd.store.protocol.Store)."""
+def open_store(cfg: Config, *, claim: bool = False) -> Store:
+    """The store for this config: `SqliteStore` or `PgStore` (memoryd.store.protocol.Store).
+    `claim` (the daemon): on PostgreSQL, hold the workspace id; another daemon holding it is
+    AlreadyRunning (store/pg/claim.py)."""
     if cfg.store.backend == "sqlite":
         return SqliteStore(cfg.db_path)
     try:
@@ -42,6 +44,7 @@ def open_store(cfg: Config) -> Store:
             statement_timeout_ms=cfg.store.statement_timeout_ms,
             connect_timeout_s=cfg.store.connect_timeout_s,
             vector_cache=cfg.store.vector_cache,
+            claim=claim,
         )
     )
 

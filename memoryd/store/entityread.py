@@ -135,15 +135,18 @@ def _in(ids: Sequence[int]) -> str:
 
 def newest(con: Connection, entity_id: int, window: int) -> list[tuple[Any, ...]]:
     """The entity's newest `window` mentions this daemon sees, newest first: (entry id, kind,
-    path, date, line, surface). Read off the mentions' key (entity, date, ...): the cost is the
-    window's, not the entity's mention count."""
+    path, date, line, surface). Read off the mentions' key (entity, date, entry, ...): the cost
+    is the window's, not the entity's mention count. The chunks of a note share its date: the
+    order goes on by entry, line and surface (SQLite's key, backwards), so which chunk's line a
+    source shows, and which mentions a full window holds, are the same on both backends."""
     return [
         tuple(r)
         for r in con.execute(
             "SELECT m.entry_id, x.kind, d.path, m.created_at, m.line, m.surface"
             " FROM mentions m JOIN entries x ON x.id = m.entry_id"
             " LEFT JOIN documents d ON d.id = x.document_id"
-            " WHERE m.entity_id = ? ORDER BY m.created_at DESC LIMIT ?",
+            " WHERE m.entity_id = ?"
+            " ORDER BY m.created_at DESC, m.entry_id DESC, m.line DESC, m.surface DESC LIMIT ?",
             (entity_id, window),
         ).fetchall()
     ]
@@ -179,7 +182,7 @@ def related(con: Connection, ids: Sequence[int], limit: int) -> list[tuple[Entit
     """The entities most often mentioned in the same entry as one of `ids`, with the number of
     entries that mention both. For one entity (the page, the graph walk) the strongest of each
     end of the pairs come off the indexes by count (relations_a_count, relations_b_count), with
-    room for ties at the cut."""
+    every tie at the cut."""
     if len(ids) == 1:
         return _related_one(con, ids[0], limit)
     marks = _in(ids)
@@ -197,19 +200,24 @@ def related(con: Connection, ids: Sequence[int], limit: int) -> list[tuple[Entit
 
 
 def _related_one(con: Connection, entity_id: int, limit: int) -> list[tuple[EntityRow, int]]:
-    room = 2 * limit + 10
+    # Each end of the pairs gives every relation at least as strong as its limit-th strongest
+    # (off relations_a_count / relations_b_count): the ties at the cut are all in, so the order
+    # below (count, then mentions, then key) picks among them the same on both backends.
     side = (
-        "SELECT * FROM (SELECT {other} AS other, count AS n FROM relations rl"
-        " WHERE {this} = ? AND {visible} ORDER BY count DESC LIMIT ?) AS {name}"
+        "SELECT {other} AS other, count AS n FROM relations rl WHERE {this} = ? AND {visible}"
+        " AND count >= coalesce((SELECT count FROM relations rl WHERE {this} = ? AND {visible}"
+        " ORDER BY count DESC LIMIT 1 OFFSET ?), 0)"
     )
-    a_side = side.format(other="b", this="a", visible=_visible(con, "rl", "b"), name="ra")
-    b_side = side.format(other="a", this="b", visible=_visible(con, "rl", "a"), name="rb")
+    a_side = side.format(other="b", this="a", visible=_visible(con, "rl", "b"))
+    b_side = side.format(other="a", this="b", visible=_visible(con, "rl", "a"))
     sql = (
         f"SELECT {_COLS}, r.n FROM ({a_side} UNION ALL {b_side}) AS r"
         " JOIN entities n ON n.id = r.other"
         " ORDER BY r.n DESC, n.mentions DESC, n.key LIMIT ?"
     )
-    rows = con.execute(sql, [entity_id, room, entity_id, room, limit]).fetchall()
+    cut = max(limit - 1, 0)
+    params = [entity_id, entity_id, cut] * 2 + [limit]
+    rows = con.execute(sql, params).fetchall()
     return [
         (EntityRow(int(i), str(k), str(n), str(t), int(c)), int(cnt)) for i, k, n, t, c, cnt in rows
     ]

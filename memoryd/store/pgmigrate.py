@@ -32,9 +32,10 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from memoryd.core.config import Config, dsn_has_password
+from memoryd.core.config import Config, check_dsn
 from memoryd.core.errors import ConfigError, MemorydError, Refused, StoreError
 
 Say = Callable[[str], None]
@@ -62,11 +63,7 @@ def target_config(cfg: Config, dsn: str | None) -> Config:
     """The config with --dsn in place of store.dsn (refused when it holds a password)."""
     if dsn is None:
         return cfg
-    if dsn_has_password(dsn):
-        raise ConfigError(
-            "--dsn: holds a password; remove it and set PGPASSWORD, use ~/.pgpass, or point "
-            "store.password_file at a file only you can read"
-        )
+    check_dsn(dsn, "--dsn")
     return dataclasses.replace(cfg, store=dataclasses.replace(cfg.store, dsn=dsn))
 
 
@@ -98,15 +95,57 @@ def migrate(
     lock = acquire_lock(cfg.lock_path)  # AlreadyRunning while a daemon uses this data_dir
     try:
         workspace = workspace_id(tcfg)
-        store = SqliteStore(cfg.db_path)
+        copy = _upgraded_copy(cfg, say)
         try:
-            return store.read(
-                lambda lite: _copy(lite, info, workspace, cfg, dry_run, replace_notes, say)
-            )
+            store = SqliteStore(copy or cfg.db_path)
+            try:
+                return store.read(
+                    lambda lite: _copy(lite, info, workspace, cfg, dry_run, replace_notes, say)
+                )
+            finally:
+                store.close()
         finally:
-            store.close()
+            if copy is not None:
+                for p in copy.parent.glob(copy.name + "*"):  # -wal, -shm, .pre-vN.bak
+                    p.unlink(missing_ok=True)
     finally:
         os.close(lock)
+
+
+def _upgraded_copy(cfg: Config, say: Say) -> Path | None:
+    """An older store is read from a copy that opening upgrades (SqliteStore migrates what it
+    opens), so the SQLite file stays as it was, as the rules promise: None when the file's
+    schema is this memoryd's."""
+    import apsw
+
+    from memoryd.store import db, migrations
+    from memoryd.store.migrations import MIGRATIONS
+
+    con = apsw.Connection(str(cfg.db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        version = migrations.schema_version(con)
+        if version >= len(MIGRATIONS):
+            return None
+        copy = cfg.db_path.with_name(f".{cfg.db_path.name}.migrate-{os.getpid()}")
+        for p in copy.parent.glob(copy.name + "*"):
+            p.unlink()
+        say(
+            f"{cfg.db_path} has schema version {version} (this memoryd's is {len(MIGRATIONS)}): "
+            "reading an upgraded copy of it; the file stays as it was"
+        )
+        old = os.umask(0o077)  # the copy holds every memory: owner-only
+        try:
+            con.execute("VACUUM INTO ?", (str(copy),))
+        finally:
+            os.umask(old)
+        writer, _ = db.connect(copy, writer=True)
+        try:
+            migrations.migrate(writer)  # no snapshot of a copy that goes after the copy
+        finally:
+            writer.close()
+        return copy
+    finally:
+        con.close()
 
 
 def _copy(
@@ -221,12 +260,8 @@ def _refuse_conflicts(raw: Any, lite: Any, workspace: str, mem_ids: list[int]) -
         "; nothing was written. Move the memories with `memoryctl export` / `memoryctl import` "
         "instead (known texts are skipped, taken ids renumbered; docs/team.md)"
     )
-    taken = pc.taken_ids(raw, "all_entries", mem_ids)
-    if taken:
-        raise Refused(f"the target already holds entries with ids of memories here: {taken}{fix}")
-    same = pc.taken_memory_texts(raw, pc.sqlite_memory_keys(lite))
-    if same:
-        raise Refused(f"the target already holds memories with the same texts (ids {same}){fix}")
+    # This workspace's own notes first: a daemon on PostgreSQL that indexed them may hold the
+    # very ids of the memories below, and --replace-notes, not export/import, is the way out.
     held = pc.workspace_documents(raw, workspace)
     if held:
         raise Refused(
@@ -235,6 +270,12 @@ def _refuse_conflicts(raw: Any, lite: Any, workspace: str, mem_ids: list[int]) -
             "machine's files: --replace-notes removes them and copies the SQLite store's index "
             "(and its vectors) in their place"
         )
+    taken = pc.taken_ids(raw, "all_entries", mem_ids)
+    if taken:
+        raise Refused(f"the target already holds entries with ids of memories here: {taken}{fix}")
+    same = pc.taken_memory_texts(raw, pc.sqlite_memory_keys(lite))
+    if same:
+        raise Refused(f"the target already holds memories with the same texts (ids {same}){fix}")
 
 
 def _write(

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,8 +34,8 @@ from pgvector.psycopg import register_vector
 
 from memoryd.core.errors import Refused, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
-from memoryd.store.pg import fts, schema
-from memoryd.store.pg.conn import PgConnection
+from memoryd.store.pg import claim, fts, schema
+from memoryd.store.pg.conn import PgConnection, connection_lost, first_line, known_broken, rollback
 from memoryd.store.pg.vectors import SESSION_EF, PgVectorIndex
 from memoryd.store.protocol import Connection, VectorIndex, one
 
@@ -67,11 +67,14 @@ class PgSettings:
     # the vector pool from the daemon's own copy of the vectors (search/sharedvec.py), not
     # from the server's HNSW index (store.vector_cache; off by default: docs/team.md)
     vector_cache: bool = False
+    # hold this workspace id for the store's life (`memoryd run`): a second daemon with the
+    # same id is refused (pg/claim.py)
+    claim: bool = False
 
 
 def unavailable(exc: BaseException) -> StoreUnavailable:
     return StoreUnavailable(
-        f"the PostgreSQL server is unreachable ({_first_line(exc)}); nothing was written. memoryd "
+        f"the PostgreSQL server is unreachable ({first_line(exc)}); nothing was written. memoryd "
         "reconnects by itself when it is back"
     )
 
@@ -102,24 +105,40 @@ class PgStore:
         # per read scope (this workspace, "all"): what fts.py remembers between searches, and
         # what connmemo.PerVersion keeps under a read's snapshot (the scope is its owner)
         self._scopes: dict[str | None, _Scope] = {None: _Scope(), "all": _Scope()}
+        # the connection that holds this workspace's lock (settings.claim), until the listener
+        # listens on it
+        self._holder: psycopg.Connection[Any] | None = None
         try:
-            with psycopg.connect(
+            con = psycopg.connect(
                 settings.conninfo, autocommit=True, connect_timeout=_timeout(settings)
-            ) as con:
-                con.execute(
-                    "SELECT set_config('memoryd.workspace', %s, false)", [settings.workspace_id]
-                )
-                schema.migrate(con)
-                now = time.time()
-                con.execute(
-                    "INSERT INTO workspaces(id, label, first_seen, last_seen)"
-                    " VALUES (%s, %s, %s, %s)"
-                    " ON CONFLICT (id) DO UPDATE SET label = excluded.label,"
-                    " last_seen = excluded.last_seen",
-                    [settings.workspace_id, settings.workspace_label, now, now],
-                )
+            )
         except psycopg.OperationalError as exc:
-            raise StoreError(f"cannot open the PostgreSQL store: {_first_line(exc)}") from exc
+            raise StoreError(f"cannot open the PostgreSQL store: {first_line(exc)}") from exc
+        try:
+            con.execute(
+                "SELECT set_config('memoryd.workspace', %s, false)", [settings.workspace_id]
+            )
+            schema.migrate(con)
+            if settings.claim and not claim.take(con, settings.workspace_id):
+                raise claim.refuse(con, settings.workspace_id)
+            now = time.time()
+            con.execute(
+                "INSERT INTO workspaces(id, label, first_seen, last_seen)"
+                " VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (id) DO UPDATE SET label = excluded.label,"
+                " last_seen = excluded.last_seen",
+                [settings.workspace_id, settings.workspace_label, now, now],
+            )
+        except psycopg.OperationalError as exc:
+            con.close()
+            raise StoreError(f"cannot open the PostgreSQL store: {first_line(exc)}") from exc
+        except BaseException:
+            con.close()
+            raise
+        if settings.claim:
+            self._holder = con
+        else:
+            con.close()
         self.pool = psycopg_pool.ConnectionPool(
             settings.conninfo,
             min_size=settings.pool_min,
@@ -130,7 +149,7 @@ class PgStore:
             reconnect_timeout=0,  # keep trying forever in the background
             # no round trip when a connection is lent: the first statement of each use checks
             # it (`_first`), and a connection the server dropped is replaced there
-            check=_known_broken,
+            check=known_broken,
             open=False,
             name="memoryd",
         )
@@ -186,14 +205,14 @@ class PgStore:
                 f"({self.settings.statement_timeout_ms} ms) and was cancelled"
             ) from exc
         except (psycopg_pool.PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            if not _connection_lost(exc):  # a deadlock, a serialization failure: not an outage
-                raise StoreError(f"the PostgreSQL server refused: {_first_line(exc)}") from exc
+            if not connection_lost(exc):  # a deadlock, a serialization failure: not an outage
+                raise StoreError(f"the PostgreSQL server refused: {first_line(exc)}") from exc
             if isinstance(exc, psycopg_pool.PoolTimeout) and self._pool_busy():
                 raise StoreUnavailable(
                     f"all {self.settings.pool_max} connections to the PostgreSQL server were "
                     f"busy for {timeout:g} s (store.pool_size); nothing was written, try again"
                 ) from None
-            self.last_error = _first_line(exc)
+            self.last_error = first_line(exc)
             if self.down_since is None:
                 self.down_since = time.time()
                 log.error("PostgreSQL server unreachable", error=self.last_error)
@@ -222,7 +241,7 @@ class PgStore:
                         continue  # back to the pool, which drops it
                     raise
                 except psycopg.Error:
-                    _rollback(raw)  # a statement that failed: its transaction ends here
+                    rollback(raw)  # a statement that failed: its transaction ends here
                     raise
                 yield raw, cur
                 return
@@ -339,7 +358,7 @@ class PgStore:
                 memo = self._scopes["all" if scope == "all" else None].memo
                 yield PgConnection(raw, memo, SESSION_EF)
             except BaseException:
-                _rollback(raw)
+                rollback(raw)
                 raise
             try:
                 raw.execute("COMMIT")
@@ -348,7 +367,7 @@ class PgStore:
                 # committed. Say so; a retry is safe (the same memory added again is answered
                 # as a duplicate of the stored one).
                 raise StoreUnavailable(
-                    f"the connection to PostgreSQL broke while committing ({_first_line(exc)}): "
+                    f"the connection to PostgreSQL broke while committing ({first_line(exc)}): "
                     "the change may or may not be stored. Retrying is safe: the same memory "
                     "added again is answered as a duplicate"
                 ) from None
@@ -435,11 +454,18 @@ class PgStore:
         while not self._stop.is_set():
             connected = False
             try:
-                with psycopg.connect(
-                    self.settings.conninfo,
-                    autocommit=True,
-                    connect_timeout=_timeout(self.settings),
+                held, self._holder = self._holder, None
+                with (
+                    held
+                    if held is not None
+                    else psycopg.connect(
+                        self.settings.conninfo,
+                        autocommit=True,
+                        connect_timeout=_timeout(self.settings),
+                    )
                 ) as con:
+                    if held is None and self.settings.claim:
+                        claim.take_again(con, self.settings.workspace_id)
                     con.execute(f"LISTEN {schema.NOTIFY_CHANNEL}")
                     connected, self.listening, backoff = True, True, LISTEN_RETRY_S
                     self.down_since = None
@@ -454,11 +480,11 @@ class PgStore:
                 if not connected and self.down_since is None:
                     # the server refuses connections: requests fail fast from now on, without
                     # each waiting connect_timeout_s for the pool first
-                    self.last_error = _first_line(exc)
+                    self.last_error = first_line(exc)
                     self.down_since = time.time()
                     log.error("PostgreSQL server unreachable", error=self.last_error)
                 if not warned:  # once per outage, not once per retry
-                    log.warning("change listener lost the server; retrying", error=_first_line(exc))
+                    log.warning("change listener lost the server; retrying", error=first_line(exc))
                     warned = True
             finally:
                 self.listening = False
@@ -532,6 +558,9 @@ class PgStore:
             self._stop.set()
             if self._listener is not None:
                 self._listener.join(timeout=LISTEN_POLL_S + 5)
+            if self._holder is not None:  # the listener never took it
+                self._holder.close()
+                self._holder = None
             self.pool.close(timeout=5)
 
 
@@ -543,38 +572,8 @@ class _Scope:
         self.memo: dict[Any, Any] = {}
 
 
-def _rollback(raw: psycopg.Connection[Any]) -> None:
-    """End a failed write's transaction; a broken connection has nothing left to end."""
-    if raw.closed or raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-        return
-    with suppress(psycopg.Error):
-        raw.execute("ROLLBACK")
-
-
-def _known_broken(con: psycopg.Connection[Any]) -> None:
-    """The pool's check before lending a connection: only what the client knows already (a
-    connection closed or broken on its last use), no round trip (PgStore._first)."""
-    if con.closed or con.pgconn.status != psycopg.pq.ConnStatus.OK:
-        raise psycopg.OperationalError("the connection is broken")
-
-
 def _timeout(settings: PgSettings) -> int:
     return max(1, round(settings.connect_timeout_s))
-
-
-def _connection_lost(exc: BaseException) -> bool:
-    """The server is gone (or refuses connections for now), as opposed to an error in a
-    statement: no SQLSTATE (a client-side connection failure), class 08 (connection
-    exception) or 57P01-57P03 (shut down, crashed, starting)."""
-    if isinstance(exc, psycopg_pool.PoolTimeout | psycopg.InterfaceError):
-        return True
-    state = getattr(exc, "sqlstate", None)
-    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _lock_key(name: str) -> int:

@@ -10,10 +10,12 @@ branch on `is_postgres(con)`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from functools import lru_cache
 from typing import Any
 
 import psycopg
+import psycopg_pool
 
 from memoryd.store.dialect import POSTGRES as DIALECT
 
@@ -134,3 +136,36 @@ class PgConnection:
     @property
     def in_transaction(self) -> bool:
         return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+
+# --- a connection's failures (PgStore's) ---------------------------------------------------
+
+
+def rollback(raw: psycopg.Connection[Any]) -> None:
+    """End a failed write's transaction; a broken connection has nothing left to end."""
+    if raw.closed or raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        return
+    with suppress(psycopg.Error):
+        raw.execute("ROLLBACK")
+
+
+def known_broken(con: psycopg.Connection[Any]) -> None:
+    """The pool's check before lending a connection: only what the client knows already (a
+    connection closed or broken on its last use), no round trip (PgStore._first)."""
+    if con.closed or con.pgconn.status != psycopg.pq.ConnStatus.OK:
+        raise psycopg.OperationalError("the connection is broken")
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """The server is gone (or refuses connections for now), as opposed to an error in a
+    statement: no SQLSTATE (a client-side connection failure), class 08 (connection
+    exception) or 57P01-57P03 (shut down, crashed, starting)."""
+    if isinstance(exc, psycopg_pool.PoolTimeout | psycopg.InterfaceError):
+        return True
+    state = getattr(exc, "sqlstate", None)
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
