@@ -112,3 +112,20 @@ def test_a_start_with_notes_indexed_does_not_make_it_again(make_app: Any, tmp_pa
     wait_for(lambda: again.workspace_guard.check() is None)  # back: watched from then on
     (ws / "f.md").write_text("# F\n\nThe last lighthouse\n")
     wait_for(lambda: paths(again, "lighthouse") == ["a.md", "f.md", "sub/b.md"])
+
+
+def test_a_watcher_that_stopped_is_started_again(make_app: Any) -> None:
+    """A watcher whose threads died (an inotify error, a bug) left changes to the hourly
+    reconcile, and status said "watcher stopped" for good: the guard's look starts it again."""
+    app = started(make_app, NOTES)
+    ws = Path(app.cfg.workspace)
+    assert app.workspace_guard.check() is None
+    assert app.watcher is not None
+    app.watcher.stop(flush=False)  # its threads end, as a crash would end them
+    assert app.status()["watcher"]["alive"] is False
+    assert app.workspace_guard.check() == "restarted"
+    assert app.status()["watcher"]["alive"] is True
+    (ws / "e.md").write_text("# E\n\nThe lighthouse, watched again\n")
+    wait_for(lambda: paths(app, "lighthouse") == ["a.md", "e.md", "sub/b.md"])
+    app.watcher.stop(flush=False)
+    assert app.workspace_guard.check() is None  # not again within the minute

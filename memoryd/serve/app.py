@@ -170,6 +170,7 @@ class App:
         self.workspace_guard = WorkspaceGuard(
             cfg.workspace,
             watched=lambda: self.watcher.identity if self.watcher is not None else None,
+            stopped=lambda: self.watcher is not None and not self.watcher.alive,
             rewatch=self._rewatch,
         )
         self.ready = threading.Event()  # the first reconcile is done

@@ -6,6 +6,7 @@ every note, to be re-read and re-embedded when it returns), nothing is written i
 daily log, `note write`), and `status` says so. A look at the folder every few seconds notices
 its return, or another folder now at its path (a drive mounted again, a vault restored): the
 watcher then watches the new folder and a reconcile catches up with what changed meanwhile.
+The same look starts a watcher whose threads died again (at most once a minute).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from memoryd.index.indexer import ROOT_AWAY
 log = get_logger("memoryd.serve.workspaceguard")
 
 CHECK_EVERY_S = 5.0  # a stat of one folder: nothing, even on a laptop's battery
+RESTART_EVERY_S = 60.0  # a watcher that keeps dying is started again at most this often
 
 
 class WorkspaceGuard:
@@ -31,15 +34,19 @@ class WorkspaceGuard:
         *,
         watched: Callable[[], tuple[int, int] | None],
         rewatch: Callable[[], None],
+        stopped: Callable[[], bool] = lambda: False,
         interval: float = CHECK_EVERY_S,
     ) -> None:
         """`watched()`: (st_dev, st_ino) of the folder the watcher watches, None without one;
-        `rewatch()`: watch the folder now at `root` and reconcile."""
+        `stopped()`: whether that watcher's threads died; `rewatch()`: watch the folder now at
+        `root` and reconcile."""
         self.root = Path(root)
         self.watched = watched
+        self.stopped = stopped
         self.rewatch = rewatch
         self.interval = interval
         self.away = False
+        self._restarted_at = -RESTART_EVERY_S
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -52,7 +59,8 @@ class WorkspaceGuard:
 
     def check(self) -> str | None:
         """Look once: "away" when the folder is gone, "back" when it returned (or another
-        folder took its path) and was watched again, None when nothing changed."""
+        folder took its path) and was watched again, "restarted" when the watcher had stopped
+        (an inotify error, a bug: at most once a minute), None when nothing changed."""
         try:
             st = os.stat(self.root)
         except OSError:
@@ -63,7 +71,14 @@ class WorkspaceGuard:
                 log.error(ROOT_AWAY, root=str(self.root))
             return "away"
         watched = self.watched()
-        if not self.away and (watched is None or watched == (st.st_dev, st.st_ino)):
+        if not self.away and watched is not None and watched == (st.st_dev, st.st_ino):
+            if not self.stopped() or time.monotonic() - self._restarted_at < RESTART_EVERY_S:
+                return None
+            self._restarted_at = time.monotonic()
+            log.warning("the file watcher had stopped; watching again", root=str(self.root))
+            self.rewatch()
+            return "restarted"
+        if not self.away and watched is None:
             return None
         self.away = False
         log.warning("the workspace folder is back; watching it again", root=str(self.root))
