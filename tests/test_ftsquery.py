@@ -79,6 +79,26 @@ def test_possessives_and_command_line_options(con: apsw.Connection) -> None:
     assert parse_query("deploy -friday").negated == ("friday",)
 
 
+@pytest.mark.parametrize(
+    ("query", "negated", "found"),
+    [
+        ("ledgerctl `freeze -eu`", (), True),  # an option in code: its word asked about
+        ("`ledgerctl freeze` -region", ("region",), False),  # outside the code: an exclusion
+        ('`freeze "eu"` ledgerctl', (), True),  # quotes in code: the code's own
+        ("`ledgerctl NOT freeze`", (), False),  # an operator in code: a word (no row has it)
+        ("`ledgerctl OR nothing` freeze", (), False),  # no OR inside code: all words needed
+        ("unbalanced ` ledgerctl -freeze", ("freeze",), False),  # a lone backtick: no code
+    ],
+)
+def test_code_spans_are_plain_words(
+    con: apsw.Connection, query: str, negated: tuple[str, ...], found: bool
+) -> None:
+    """A question quoting a command ("Can I use `go build -cover`?") excluded `cover`, the very
+    word it asks about: inside backticks, dashes, quotes and operators are the code's own."""
+    assert parse_query(query).negated == negated
+    assert (rows(con, query) == ["ledgerctl freeze the writers in the eu region"]) is found
+
+
 def test_cjk_words_and_questions(con: apsw.Connection) -> None:
     assert rows(con, "数据库") == ["我们的数据库很慢，李明负责"]
     assert rows(con, "李明 -friday") == ["我们的数据库很慢，李明负责"]

@@ -6,6 +6,8 @@ Supported syntax (as in web search boxes):
   prefix*          words starting with prefix (stemmed like every term; see parse_query)
   a OR b           either (uppercase OR between two terms or phrases)
   -term, NOT term  must not match (a query of negations only matches nothing)
+  `code`           plain words: no operator inside backticks (`go build -cover` asks about
+                   cover, it does not exclude it)
 Everything else (unbalanced quotes, parentheses, column filters like `content:`, NEAR, ^, +,
 stray operators, control characters) is treated as plain text: every term is emitted as a quoted
 FTS5 string, so no input can raise an FTS5 syntax error.
@@ -199,7 +201,21 @@ def quote_term(term: str) -> str:
 
 def _clean(text: str) -> str:
     # control characters and the characters FTS5 treats as syntax inside barewords
+    text = _CODE_SPAN.sub(_plain_code, text) if "`" in text else text
     return "".join(" " if (ord(c) < 32 or c in "()[]{}^:+") else c for c in text)
+
+
+_CODE_SPAN = re.compile(r"`([^`]*)`")
+_CODE_DASHES_QUOTES = re.compile(r'(?<!\S)-+(?=\S)|"')
+_CODE_OPERATORS = re.compile(r"\b(?:OR|NOT|AND|NEAR)\b")
+
+
+def _plain_code(m: re.Match[str]) -> str:
+    """A `code span` of the query as plain words: its option dashes, quotes and uppercase
+    operators are the code's own (`go build -cover`, `a OR b` in a shell line), not the
+    query's, so its words are asked about, as an option's is (`--region`, parse_query)."""
+    code = _CODE_DASHES_QUOTES.sub(" ", m.group(1))
+    return " " + _CODE_OPERATORS.sub(lambda o: o.group().lower(), code) + " "
 
 
 def _words(text: str) -> list[str]:
