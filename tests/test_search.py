@@ -95,6 +95,27 @@ def test_query_syntax_phrases_prefix_or_not(make_app: Any) -> None:
     assert len(q(app, "checklist NOT friday")["hits"]) == 1
 
 
+@pytest.mark.parametrize("mode", ["auto", "hybrid", "vector"])
+def test_what_a_query_excludes_no_pool_returns(make_app: Any, mode: str) -> None:
+    """`-term` was applied by the keyword pool only: the vector pool (and auto's fallback to
+    it) still returned the texts holding the excluded word, phrase or prefix."""
+    audit = "ledger audit with José from finance"
+    close = "the ledger close, finance's month end"
+    load = "finance ledger load test of the close"
+    app = make_app()
+    app.model.start()
+    for text in (audit, close, load):
+        app.memories.add(text)
+    settle(app)
+    for query, kept in [
+        ("ledger finance -José", [close, load]),
+        ('ledger finance -"load test"', [audit, close]),
+        ("ledger finance NOT audit* -load", [close]),
+    ]:
+        got = sorted(h["content"] for h in q(app, query, mode=mode)["hits"])
+        assert got == sorted(kept), (query, got)
+
+
 def test_tiers_hybrid_vector_keyword_fuzzy(make_app: Any) -> None:
     app = make_app()
     app.memories.add("docker networking uses a bridge by default")

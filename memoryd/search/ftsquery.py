@@ -192,6 +192,7 @@ class ParsedQuery:
     negated: tuple[str, ...]
     match_any: str | None = None  # any positive group may match: recall for questions
     quoted: bool = False  # a phrase in quotes: the words as typed were asked for
+    excluded: tuple[str, ...] = ()  # the FTS5 expressions a hit must not match (`-term`)
 
 
 def quote_term(term: str) -> str:
@@ -316,8 +317,9 @@ def parse_query(text: str) -> ParsedQuery:
         for g, t, lo in zip(groups, topical, loosened, strict=True)
         if not g[0].startswith("NOT ")
     ]
+    excluded = tuple(g[0][4:] for g in groups if g[0].startswith("NOT "))
     if not positives:
-        return ParsedQuery(None, tuple(dict.fromkeys(terms)), tuple(negated))
+        return ParsedQuery(None, tuple(dict.fromkeys(terms)), tuple(negated), excluded=excluded)
     parts = [("(" + " OR ".join(g) + ")") if len(g) > 1 else g[0] for g, _, _ in positives]
     loose = [lo or p for p, (_, t, lo) in zip(parts, positives, strict=True) if t]
     match = " AND ".join(parts)
@@ -328,7 +330,9 @@ def parse_query(text: str) -> ParsedQuery:
             match = f"({match}) {g[0]}"
             if match_any is not None:
                 match_any = f"({match_any}) {g[0]}"
-    return ParsedQuery(match, tuple(dict.fromkeys(terms)), tuple(negated), match_any, quoted)
+    return ParsedQuery(
+        match, tuple(dict.fromkeys(terms)), tuple(negated), match_any, quoted, excluded
+    )
 
 
 def prefix_match(parsed: ParsedQuery) -> str | None:

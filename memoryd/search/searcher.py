@@ -402,8 +402,12 @@ class Searcher(Pools):
             nearest = pending.result()
             ahead.adopt(con)
             vector, scale = self._vector_entries(con, nearest, req.filters, now, size, seen)
-        # No padding: a vector neighbour is a candidate only at or above the model's floor.
+        # No padding: a vector neighbour is a candidate only at or above the model's floor,
+        # and never one that holds what the query excludes (`-term`, as the keyword pool)
         vector = [c for c in vector if (c.similarity or 0.0) >= scale[0]]
+        if vector and parsed.excluded:
+            held = searchsql.matching(con, " OR ".join(parsed.excluded), [c.id for c in vector])
+            vector = [c for c in vector if c.id not in held]
         # what follows asks of the vector pool's texts (PostgreSQL: one round trip, not three)
         searchrows.read_ahead(con, [c.id for c in vector], seen)
         if req.group == "note":
