@@ -48,6 +48,7 @@ FEATURE_EXTRA = {
     "memoryd/store/pg/": "postgres",
     "memoryd/store/pgmigrate.py": "postgres",
     "memoryd/store/backend.py": "postgres",  # builds the conninfo only for backend = "postgres"
+    "memoryd/core/dsn.py": "postgres",  # libpq reads a dsn when psycopg is there, else a regex
     "memoryd/index/multilingual.py": "multilingual",
 }
 LOCAL = {"memoryd", "bench", "tests", "conftest", "pgserver"}

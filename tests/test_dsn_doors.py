@@ -114,7 +114,7 @@ def test_the_daemon_refuses_a_malformed_dsn_before_starting(tmp_path: Path) -> N
 
 
 def test_a_well_formed_dsn_passes() -> None:
-    from memoryd.core.config import check_dsn
+    from memoryd.core.dsn import check_dsn
 
     for ok in [
         "",

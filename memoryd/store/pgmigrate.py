@@ -35,7 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryd.core.config import Config, check_dsn
+from memoryd.core.config import Config
+from memoryd.core.dsn import check_dsn
 from memoryd.core.errors import ConfigError, MemorydError, Refused, StoreError
 
 Say = Callable[[str], None]
