@@ -198,3 +198,47 @@ def test_a_damaged_database_is_named_with_where_its_newest_copy_is(
     assert "is not a readable SQLite database" in fatal["error"]
     assert "FTS5" not in fatal["error"]
     assert str(snapshots / "memoryd-20261126T000000Z.db") in fatal["error"]
+
+
+def test_a_log_reader_that_went_away_costs_lines_not_requests(daemon_factory: Any) -> None:
+    """`memoryd run 2>&1 | head` or a closed terminal: every log line raised EPIPE in whatever
+    logged it, so an `add` was stored and not answered, and the watcher died ("watcher
+    stopped"). A failed write now costs the line only."""
+    from conftest import rpc, wait_for
+
+    d = daemon_factory()
+    d.stop()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memoryd", "run", "--config", str(d.config_path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=d.env,
+    )
+    try:
+        assert proc.stderr is not None
+        proc.stderr.readline()  # the daemon logs, and its reader goes away
+        proc.stderr.close()
+
+        def answers() -> bool:
+            try:
+                return rpc(d.socket, "ping", timeout=2).get("result", {}).get("pong") is True
+            except OSError:
+                return False
+
+        wait_for(answers, timeout=30)
+        for i in range(3):
+            answer = rpc(d.socket, "add", {"content": f"the pipe memory number {i}"})
+            assert "id" in answer["result"], answer
+        (d.workspace / "pipe.md").write_text("# Pipe\n\nA note about the broken pipe\n")
+        wait_for(
+            lambda: rpc(d.socket, "search", {"query": "broken pipe note", "mode": "keyword"})[
+                "result"
+            ]["hits"]
+        )
+        status = rpc(d.socket, "status")["result"]
+        assert status["watcher"]["alive"] is True
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.wait(30)

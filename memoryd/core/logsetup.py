@@ -17,6 +17,7 @@ because the level is checked by a processor reading module state, not baked into
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -24,7 +25,7 @@ import threading
 import time
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import structlog
 
@@ -147,6 +148,7 @@ def configure(
     tty = hasattr(stream, "isatty") and stream.isatty()
     as_json = fmt == "json" or (fmt == "auto" and not tty)
     _state["json"], _state["stream"] = as_json, stream
+    quiet = cast(TextIO, QuietStream(stream))  # a failed write costs the line, not the caller
     if as_json:  # progress bars (model downloads) are not log lines: none in a JSON log
         os.environ.setdefault("TQDM_DISABLE", "1")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -170,7 +172,7 @@ def configure(
             else structlog.processors.StackInfoRenderer(),
             renderer,
         ],
-        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        logger_factory=structlog.PrintLoggerFactory(file=quiet),
         cache_logger_on_first_use=False,
     )
     # stdlib loggers (apscheduler, watchdog, psycopg, huggingface_hub, warnings) go to the same
@@ -179,7 +181,7 @@ def configure(
     for h in list(root.handlers):
         if getattr(h, "_memoryd", False):
             root.removeHandler(h)
-    handler = logging.StreamHandler(stream)
+    handler = logging.StreamHandler(quiet)
     handler._memoryd = True  # type: ignore[attr-defined]
     handler.addFilter(_StdlibRateLimit())
     handler.setFormatter(
@@ -242,6 +244,31 @@ def _route_loguru() -> None:
         loguru.logger.add(_loguru_sink, level="DEBUG" if _state["name"] == "debug" else "INFO")
     except Exception:
         return
+
+
+class QuietStream:
+    """The log's stream, whose write errors are swallowed (and counted): a log reader that went
+    away (the terminal closed, a pipe whose reader exited: EPIPE, EIO) or a full disk made every
+    line raise in whatever logged it, so an `add` was stored and not answered, and the watcher
+    and the model loader died of their own log lines."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+        self.dropped = 0
+
+    def write(self, text: str) -> int:
+        try:
+            return self.inner.write(text)
+        except (OSError, ValueError):  # ValueError: the stream was closed
+            self.dropped += 1
+            return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.inner.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def _moved(stream: TextIO) -> bool:
