@@ -304,3 +304,26 @@ def test_a_text_the_model_fails_on_does_not_hold_the_others_back(make_app: Any) 
     with pytest.raises(RuntimeError):
         app.embedder.run()
     assert app.status()["vectors"]["failed"] == 2  # not blamed on the texts
+
+
+@pytest.mark.backends
+def test_a_query_the_model_fails_on_is_answered_by_keywords(make_app: Any) -> None:
+    """A query the model raised on was an internal error (-32603) in every mode: auto and
+    hybrid now answer it by keywords and say so (model_state), vector mode refuses it."""
+    from memoryd.core.errors import Unavailable
+
+    fake = PoisonedEmbedder()
+    app = make_app(model=ModelHolder(lambda: fake, description="poisoned fake"))
+    app.model.start()
+    assert app.model.wait_ready(DEADLINE_S)
+    app.memories.add("a POISON word here")
+    app.memories.add("a plain word there")
+    app.embedder.run()
+    for mode in ("auto", "hybrid"):
+        res = app.searcher.search(SearchRequest(query="POISON word", mode=mode))
+        assert res["mode"] == "keyword" and res["model_state"] == "unable to embed this query"
+        assert [h["content"] for h in res["hits"]][0] == "a POISON word here"
+    with pytest.raises(Unavailable, match="failed on this query"):
+        app.searcher.search(SearchRequest(query="POISON word", mode="vector"))
+    plain = app.searcher.search(SearchRequest(query="plain word", mode="auto"))
+    assert plain["mode"] == "hybrid" and "model_state" not in plain

@@ -9,11 +9,15 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
+from memoryd.core.errors import Unavailable
+from memoryd.core.logsetup import get_logger
 from memoryd.store import searchsql
 from memoryd.store.entities import is_wide, resolve_filter, rowid_sql
 from memoryd.store.entityrowids import rowid_check
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
+
+log = get_logger("memoryd.search")
 
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
 GROUPS = ("note", "none")
@@ -98,6 +102,35 @@ def vector_mask(f: Filters, now: float) -> tuple[Any, str, list[Any]] | None:
         return None
     where, params = filter_sql(replace(f, entities=(), entity_ids=None), now)
     return f.entity_ids, where, params
+
+
+QUERY_FAILED = "unable to embed this query"  # a search's model_state: keywords answered it
+
+
+def query_vector(model: Any, req: SearchRequest) -> Any:
+    """The query's vector; a query the model raises on is answered by keywords in auto and
+    hybrid mode (None, and the answer's model_state says QUERY_FAILED), refused in vector mode
+    (it was an internal error, -32603, in every mode)."""
+    try:
+        return model.embed_query(req.query)
+    except Exception as exc:
+        why = f"{type(exc).__name__}: {exc}"
+        if req.mode == "vector":
+            raise Unavailable(f"the embedding model failed on this query ({why})") from exc
+        log.warning("the model failed on a query; keywords answer it", error=why)
+        return None
+
+
+def model_note(model: Any, req: SearchRequest, query_vec: Any) -> str | None:
+    """Why an auto or hybrid answer could only use keywords, for its `model_state`: the model
+    is still loading (the first seconds after start) or failed, or it raised on this query."""
+    if model is None or req.mode not in ("auto", "hybrid"):
+        return None
+    if model.state in ("loading", "failed"):
+        return str(model.state)
+    if query_vec is None and model.state == "ready" and not req.concepts:
+        return QUERY_FAILED
+    return None
 
 
 def composed(req: SearchRequest) -> SearchRequest:

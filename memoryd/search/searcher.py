@@ -76,7 +76,9 @@ from memoryd.search.request import (
     base_filters,
     composed,
     keyword_prefilter,
+    model_note,
     narrowing,
+    query_vector,
     resolved_entities,
 )
 from memoryd.search.sharedvec import vector_index
@@ -168,6 +170,7 @@ class Searcher(Pools):
             check_int(req.max_tokens, "max_tokens", 1)
         req = composed(req)
         req = resolved_entities(req, functools.partial(self._read, req))  # once, for every pool
+        query_vec: np.ndarray | None = None
         if req.concepts:
             if not 2 <= len(req.concepts) <= 5 or not all(
                 isinstance(c, str) and c.strip() for c in req.concepts
@@ -194,8 +197,8 @@ class Searcher(Pools):
         pending = self._pending_vectors(req)
         if pending:
             result["pending_vectors"] = pending
-        if self.model is not None and self._model_not_ready(req):
-            result["model_state"] = self.model.state  # this answer could only use keywords
+        if note := model_note(self.model, req, query_vec):
+            result["model_state"] = note  # this answer could only use keywords
         result["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return result
 
@@ -227,16 +230,7 @@ class Searcher(Pools):
             if req.mode == "vector":
                 raise Unavailable(f"the embedding model is {self.model.state}; try mode keyword")
             return None
-        return self.model.embed_query(req.query)
-
-    def _model_not_ready(self, req: SearchRequest) -> bool:
-        """A search that would use vectors answered by keyword because the model is still
-        loading (the first seconds after start): the caller should know."""
-        return (
-            req.mode in ("auto", "hybrid")
-            and self.model is not None
-            and self.model.state in ("loading", "failed")
-        )
+        return query_vector(self.model, req)
 
     def _secret_kinds(self, content_hash: str, content: str) -> list[str]:
         """secretguard.kinds, remembered by content hash (scanning costs ~0.15 ms a hit)."""
