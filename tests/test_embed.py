@@ -322,7 +322,7 @@ def test_a_query_the_model_fails_on_is_answered_by_keywords(make_app: Any) -> No
     for mode in ("auto", "hybrid"):
         res = app.searcher.search(SearchRequest(query="POISON word", mode=mode))
         assert res["mode"] == "keyword" and res["model_state"] == "unable to embed this query"
-        assert [h["content"] for h in res["hits"]][0] == "a POISON word here"
+        assert res["hits"][0]["content"] == "a POISON word here"
     with pytest.raises(Unavailable, match="failed on this query"):
         app.searcher.search(SearchRequest(query="POISON word", mode="vector"))
     plain = app.searcher.search(SearchRequest(query="plain word", mode="auto"))
