@@ -218,3 +218,48 @@ def test_drift_report(make_app: Any) -> None:
     assert d["missing_on_disk"] == ["b.md"]
     assert d["files_missing_from_index"] == ["c.md"]
     assert d["total"] == 3
+
+
+def doc_paths(app: Any) -> list[str]:
+    return sorted(
+        r[0]
+        for r in app.store.read(lambda con: con.execute("SELECT path FROM documents").fetchall())
+    )
+
+
+@pytest.mark.parametrize("first", ["alias", "real folder"])
+@pytest.mark.parametrize("door", ["reconcile", "event at the real path", "event at the alias"])
+def test_a_folder_reached_through_a_symlink_is_indexed_once_under_its_real_path(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch, first: str, door: str
+) -> None:
+    """A symlinked folder inside the workspace (and a loop back to its parent) is the real
+    folder: its files are indexed once, under the real path, whichever way the walk (in either
+    order of the folder's entries) or an event reaches them first, and status --check finds
+    no drift."""
+    import memoryd.index.folders as folders
+
+    walk = os.walk
+
+    def ordered(top: Any, **kw: Any) -> Any:  # the walk meets the alias first, or last
+        for dirpath, dirnames, filenames in walk(top, **kw):
+            dirnames.sort(key=lambda d: (d == "link") != (first == "alias"))
+            yield dirpath, dirnames, filenames
+
+    monkeypatch.setattr(folders.os, "walk", ordered)
+    app = make_app()
+    ws = app.cfg.workspace
+    write(ws / "projects/plan.md", "# Plan\n\nquokka migration\n")
+    os.symlink("projects", ws / "link")
+    os.symlink("..", ws / "projects" / "up")  # a loop back to the top
+    app.indexer.reconcile()
+    if door != "reconcile":
+        write(ws / "projects/plan.md", "# Plan\n\nquokka migration, numbat rollout\n")
+        seen = ws / ("projects" if door == "event at the real path" else "link") / "plan.md"
+        app.indexer.sync_paths([seen])
+    assert doc_paths(app) == ["projects/plan.md"]
+    assert search_paths(app, "quokka") == ["projects/plan.md"]
+    if door != "reconcile":
+        assert search_paths(app, "numbat") == ["projects/plan.md"]
+    assert app.indexer.drift()["total"] == 0
+    assert not app.indexer.reconcile().changed
+    assert doc_paths(app) == ["projects/plan.md"]

@@ -28,7 +28,7 @@ from memoryd.core.errors import InvalidInput, describe
 from memoryd.core.fsutil import within
 from memoryd.core.logsetup import get_logger
 from memoryd.index.attachments import OtherFiles
-from memoryd.index.folders import FileState, Skip, differences, walk
+from memoryd.index.folders import FileState, Skip, canonical, differences, walk
 from memoryd.memory.validation import check_str
 from memoryd.store import Store, docpaths, entries, links, notetext
 from memoryd.store import entities as store_entities
@@ -307,7 +307,12 @@ class Indexer:
             report = Report()
             if self._root_away(report):
                 return report
-            rels = [rel for rel in (self.relpath(Path(p)) for p in paths) if rel is not None]
+            # a file under a symlinked folder is indexed as the real folder's file (folders.py)
+            rels = [
+                canonical(self, rel)
+                for rel in (self.relpath(Path(p)) for p in paths)
+                if rel is not None
+            ]
             # only the documents at or under these paths, not the whole table (issue 23.2)
             indexed = self.store.read(lambda con: docpaths.documents_at(con, rels))
             todo: dict[str, FileState] = {}
