@@ -147,7 +147,8 @@ def test_odd_files_are_skipped_or_decoded_never_fatal(make_app: Any, tmp_path: P
     assert search_paths(app, "hidden") == []
     assert search_paths(app, "text") == []
     assert sorted(search_paths(app, "inner")) == ["link-in.md", "real.md"]
-    assert search_paths(app, "tapir") == ["latin1.md"]  # decoded with replacement chars
+    assert search_paths(app, "tapir") == ["latin1.md"]
+    assert search_paths(app, "café") == ["latin1.md"]  # its bytes read as Windows-1252
     assert r.skipped >= 3  # big, link-out, fifo
 
 

@@ -162,8 +162,12 @@ def test_decode_byte_order_marks() -> None:
         decoded, _, lossy = decode(data)
         assert decoded == text and not lossy, encoding
     assert decode(text.encode())[0] == text
-    decoded, encoding, lossy = decode(b"caf\xe9")
-    assert decoded == "caf\ufffd" and encoding == "utf-8" and lossy
+    # bytes that are not UTF-8 are Windows-1252 (Latin-1), valid UTF-8 around them stays
+    decoded, encoding, lossy = decode(b"caf\xe9 \x93quoted\x94 \xc3\xa9t\xc3\xa9 \x81")
+    assert decoded == "caf\xe9 \u201cquoted\u201d \xe9t\xe9 \x81"
+    assert encoding == "utf-8+windows-1252" and not lossy
+    decoded, encoding, lossy = decode(b"\xff\xfe" + "ab".encode("utf-16-le") + b"\x00")
+    assert decoded == "ab\ufffd" and encoding == "utf-16-le" and lossy
 
 
 def test_obsidian_front_matter_fields() -> None:

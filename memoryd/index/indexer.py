@@ -5,9 +5,9 @@ A file is re-indexed only when its SHA-256 differs from the stored one; a stat c
 with the same hash appeared is a move: its chunks keep their rows (and, through their text
 hashes, their vectors) under the new path. Odd files (too large, unreadable, symlink loops,
 symlinks leading out of the workspace, names that are not UTF-8, vanishing mid-read) are skipped
-with one log line each; text in UTF-16/32 with a byte order mark is decoded, invalid UTF-8 gets
-replacement characters; a file that would make more than `max_chunks_per_file` chunks keeps its
-first ones. Nothing here raises for a bad file.
+with one log line each; text in UTF-16/32 with a byte order mark is decoded, bytes that are not
+UTF-8 are read as Windows-1252; a file that would make more than `max_chunks_per_file` chunks
+keeps its first ones. Nothing here raises for a bad file.
 """
 
 from __future__ import annotations
@@ -492,6 +492,8 @@ class Indexer:
                 path=state.path,
                 encoding=encoding,
             )
+        elif encoding.endswith(markdown.LEGACY):
+            log.info("not UTF-8: its other bytes read as Windows-1252", path=state.path)
         return text if self.preprocess is None else self.preprocess(state.path, text)
 
     def _front(self, path: str, text: str) -> tuple[str, markdown.FrontMatter, str, int]:

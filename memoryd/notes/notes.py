@@ -81,6 +81,7 @@ from memoryd.notes.fsops import (
 )
 from memoryd.store import Store, entries
 from memoryd.store import notes as store_notes
+from memoryd.text import markdown
 from memoryd.text.pathrules import path_accepted
 
 log = get_logger("memoryd.notes.notes")
@@ -374,9 +375,11 @@ class Notes:
             raise NotFound(f"no note at {describe(rel)}")
         with self._folder(rel, real.parent) as dfd:
             data, st = self._read_at(dfd, real.name, rel)
+        text, encoding, _ = markdown.decode(data)  # as the indexer reads it
         return {
             "path": rel,
-            "content": data.decode("utf-8", errors="replace"),
+            "content": text,
+            "encoding": encoding,
             "sha256": sha256_bytes(data),
             "size": len(data),
             "mtime": iso(st.st_mtime),
@@ -428,10 +431,7 @@ class Notes:
                 if attempt == 0:
                     self._check_expected(rel, expected, current[0] if current else None)
                 old = current[0] if current else b""
-                sep = b"\n" if old and not old.endswith(b"\n") else b""
-                data = old + sep + added
-                if not data.endswith(b"\n"):
-                    data += b"\n"
+                data = old + appended(old, added)
                 self._check_size(rel, len(data))
                 self._ensure_parent(full, rel)
                 mode = stat.S_IMODE(current[1].st_mode) if current else None
@@ -583,6 +583,16 @@ class Notes:
                 f"{rel}: {size} bytes is over the {self.limit()}-byte note limit "
                 f"({self._limit_key()})"
             )
+
+
+def appended(old: bytes, added: bytes) -> bytes:
+    """The bytes that put `added` (UTF-8) at the end of a note holding `old`, on a line of its
+    own and ending with a line end, in the note's own encoding (a UTF-16 note stays UTF-16)."""
+    text, encoding, _ = markdown.decode(old)
+    more = added.decode("utf-8")
+    sep = "\n" if text and not text.endswith(("\n", "\r")) else ""
+    end = "" if more.endswith("\n") else "\n"
+    return markdown.encode_like(sep + more + end, encoding)
 
 
 def note_item(d: dict[str, Any]) -> dict[str, Any]:
