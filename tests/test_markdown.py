@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from work import calls, cpu_seconds
 
 from memoryd.text.markdown import (
@@ -208,3 +209,34 @@ def test_heading_lines_parse_in_linear_time() -> None:
     }
     for line, expected in cases.items():
         assert atx_heading(line) == expected, line
+
+
+@pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        ("date: 2024-02-30", "2024-02-30"),  # a typo in a date
+        ("created: 2024-13-01", "2024-13-01"),
+        ("updated: 0000-01-01", "0000-01-01"),
+        ("due: 2024-01-01T25:00:00", "2024-01-01T25:00:00"),
+        ("expires: 2024-02-30", "2024-02-30"),
+        ("n: !!int abc", "abc"),
+        ("n: !!float abc", "abc"),
+        ("n: !!timestamp 2024-02-30", "2024-02-30"),
+        ("n: !!binary 'not base64!'", "not base64!"),
+        ("n: !custom thing", "thing"),  # a tag of another tool's
+        ("n: !custom [a, b]", ["a", "b"]),
+        ("n: !!python/object:os.system {}", {}),
+    ],
+)
+def test_a_value_yaml_cannot_make_is_its_text_and_costs_nothing_else(
+    line: str, value: object
+) -> None:
+    """One odd value (a date that does not exist, a tag of another tool) no longer makes the
+    whole front matter ignored: the note keeps its tags, aliases and title."""
+    fm, body, first = parse_front_matter(
+        f"---\ntitle: Plan\ntags: [infra]\naliases: [P1]\n{line}\n---\nbody\n"
+    )
+    assert fm.error is None
+    assert fm.tags == ("infra",) and fm.aliases == ("P1",) and fm.title == "Plan"
+    assert list(fm.raw.values())[-1] == value
+    assert body == "body\n" and first == 7

@@ -17,6 +17,7 @@ still chunked), and `max_chunks` stops chunking early.
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import math
 import re
@@ -189,9 +190,13 @@ def _timestamp(value: Any) -> float | None:
     return None
 
 
-def _load_yaml(source: str) -> Any:
-    """yaml.safe_load without aliases: an alias can make a few hundred bytes expand into
-    gigabytes once the value is copied (the "billion laughs"), so any alias is refused."""
+@functools.cache
+def _loader() -> Any:
+    """yaml.SafeLoader without aliases (an alias can make a few hundred bytes expand into
+    gigabytes once the value is copied, the "billion laughs", so any alias is refused) and
+    lenient about values, as Obsidian is: a value its tag cannot make (`date: 2024-02-30`,
+    `!!int abc`, bad `!!binary`) is its text, and an unknown tag (`!custom x`, `!!python/...`)
+    is ignored, so one odd value never costs the note its tags and aliases."""
     import yaml
 
     class NoAliasLoader(yaml.SafeLoader):
@@ -200,7 +205,34 @@ def _load_yaml(source: str) -> Any:
                 raise _Refused("YAML aliases (*name) are not allowed in front matter")
             return super().compose_node(parent, index)
 
-    loader = NoAliasLoader(source)
+    def lenient(make: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        def construct(loader: Any, node: Any) -> Any:
+            try:
+                return make(loader, node)
+            except (ValueError, OverflowError, yaml.constructor.ConstructorError):
+                if isinstance(node, yaml.ScalarNode):
+                    return loader.construct_scalar(node)
+                raise
+
+        return construct
+
+    def untagged(loader: Any, node: Any) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            return loader.construct_scalar(node)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_mapping(node, deep=True)
+
+    for kind in ("timestamp", "int", "float", "binary"):
+        tag = f"tag:yaml.org,2002:{kind}"
+        NoAliasLoader.add_constructor(tag, lenient(yaml.SafeLoader.yaml_constructors[tag]))
+    NoAliasLoader.add_constructor(None, untagged)
+    return NoAliasLoader
+
+
+def _load_yaml(source: str) -> Any:
+    """yaml.safe_load through _loader()."""
+    loader = _loader()(source)
     try:
         return loader.get_single_data()
     finally:
@@ -240,7 +272,7 @@ def parse_front_matter(
         first_line = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
         return FrontMatter(error=f"invalid YAML: {first_line}"), text, 1
     except (RecursionError, MemoryError, ValueError, TypeError, OverflowError) as exc:
-        return FrontMatter(error=f"front matter refused ({type(exc).__name__})"), body, first
+        return FrontMatter(error=f"front matter refused ({_why(exc)})"), body, first
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -248,8 +280,14 @@ def parse_front_matter(
     try:
         fm = _front_matter(data)
     except (RecursionError, MemoryError, ValueError, TypeError, OverflowError) as exc:
-        return FrontMatter(error=f"front matter refused ({type(exc).__name__})"), body, first
+        return FrontMatter(error=f"front matter refused ({_why(exc)})"), body, first
     return fm, body, first
+
+
+def _why(exc: BaseException) -> str:
+    """An exception as a log reason: its kind and the first line of its message, cut short."""
+    first = str(exc).splitlines()[0][:120] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _front_matter(data: dict[Any, Any]) -> FrontMatter:
