@@ -606,6 +606,8 @@ def test_export_writes_json_lines(
     code, out, err = ctl_run("export", "-o", str(target))
     assert code == 0 and out == "" and "exported 2 memories" in err
     assert target.read_text() == '{"content": "a"}\n{"content": "b"}\n'
+    code, out, err = ctl_run("--json", "export", "-o", str(target))
+    assert code == 0 and err == "" and json.loads(out) == {"count": 2, "path": str(target)}
 
 
 # --- output --------------------------------------------------------------------------------------
@@ -1448,3 +1450,68 @@ def test_a_full_listen_backlog_is_retried_not_reported(
     with pytest.raises(ctl_client.Unreachable, match="queue of new connections stayed full"):
         ctl_client.Client(path, timeout=0.2).connect()
     server.close()
+
+
+# Every command and action of the table, as a script would run it with --json (stub results).
+JSON_ARGV: dict[str, list[str]] = {
+    "add": ["add", "hello"],
+    "search": ["search", "auth"],
+    "get": ["get", "7"],
+    "list": ["list"],
+    "update": ["update", "7", "--importance", "8"],
+    "delete": ["rm", "4", "5"],
+    "stats": ["stats"],
+    "status": ["status", "--check"],
+    "reindex": ["reindex"],
+    "ping": ["ping"],
+    "jobs": ["jobs"],
+    "jobs list": ["jobs", "list"],
+    "jobs run": ["jobs", "run", "expiry"],
+    "prune": ["prune", "--dry-run"],
+    "session": ["session"],
+    "triggers": ["triggers", "deploy"],
+    "validate": ["validate", "7"],
+    "candidates": ["candidates"],
+    "promote": ["promote", "7"],
+    "history": ["history", "7"],
+    "used": ["used", "7"],
+    "recent": ["recent"],
+    "checkpoint": ["checkpoint"],
+    "checkpoint create": ["checkpoint", "create", "cp"],
+    "checkpoint restore": ["checkpoint", "restore", "cp"],
+    "checkpoint list": ["checkpoint", "list"],
+    "checkpoint delete": ["checkpoint", "delete", "cp"],
+    "export": ["export", "-o", "{tmp}/out.jsonl"],
+    "import": ["import", "{tmp}/in.jsonl"],
+    "note": ["note", "read", "a.md"],
+    "note read": ["note", "read", "a.md"],
+    "note write": ["note", "write", "a.md", "text"],
+    "note append": ["note", "append", "a.md", "text"],
+    "note list": ["note", "list"],
+    "note move": ["note", "move", "a.md", "b.md"],
+    "links": ["links", "a.md"],
+    "backlinks": ["backlinks", "b.md"],
+    "entity": ["entity", "Caroline"],
+    "entities": ["entities"],
+    "related": ["related", "Caroline"],
+}
+NOT_IN_JSON_ARGV = {"open"}  # needs a web page's state file: tests/test_web.py runs it
+
+
+def test_every_command_with_json_prints_one_json_document_and_nothing_else(
+    ctl_run: Callable[..., tuple[int, str, str]], stub: Stub, tmp_path: Path
+) -> None:
+    """`memoryctl --json COMMAND | jq` reads JSON from every command: one document on stdout
+    (also when the command writes a file), nothing on stderr; the table's commands and
+    actions are all here."""
+    from memoryd.ctl.table import COMMANDS
+
+    named = {c.name for c in COMMANDS} | {f"{c.name} {a.name}" for c in COMMANDS for a in c.actions}
+    assert named - NOT_IN_JSON_ARGV == set(JSON_ARGV)
+    (tmp_path / "in.jsonl").write_text('{"content": "a"}\n')
+    for name, argv in JSON_ARGV.items():
+        args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+        code, out, err = ctl_run("--json", *args)
+        assert err == "", (name, err)
+        assert isinstance(json.loads(out), dict | list), name
+        assert code in (0, 1), (name, code)

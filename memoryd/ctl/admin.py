@@ -227,6 +227,8 @@ def r_export(c: Client, a: Namespace) -> int:
         sys.stdout.write(lines)
         return EXIT_OK
     write_private(a.output, lines)
+    if a.json:  # what was written, as JSON: stdout is never empty under --json
+        return emit_json({"count": res["count"], "path": a.output})
     print(f"exported {res['count']} memories to {a.output}", file=sys.stderr)
     return EXIT_OK
 
