@@ -264,3 +264,31 @@ def test_a_folder_reached_through_a_symlink_is_indexed_once_under_its_real_path(
     assert app.indexer.drift()["total"] == 0
     assert not app.indexer.reconcile().changed
     assert doc_paths(app) == ["projects/plan.md"]
+
+
+@pytest.mark.parametrize("path", ["a/one.md", "a", "."])
+def test_reindex_of_a_path_with_full_reads_its_notes_again(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """`memoryctl reindex PATH --full` chunks the notes at or under PATH again even when their
+    bytes did not change (after an upgrade that reads notes differently, as Latin-1 bytes
+    are now): it ignored --full and answered "unchanged"."""
+    from memoryd.serve import methods as api
+    from memoryd.text import markdown
+
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    write(ws / "a/one.md", "# One\n\nquokka\n")
+    write(ws / "b/two.md", "# Two\n\nwombat\n")
+    decode = markdown.decode
+    with monkeypatch.context() as m:  # an older reader, which made other text of the bytes
+        m.setattr(markdown, "decode", lambda data: (decode(data)[0] + "stale\n", "utf-8", False))
+        app.indexer.reconcile()
+    assert sorted(search_paths(app, "stale")) == ["a/one.md", "b/two.md"]
+    params: dict[str, Any] = {"path": path}
+    assert api.lookup("reindex", params).fn(app, params)["indexed"] == 0
+    params = {"path": path, "full": True}
+    res = api.lookup("reindex", params).fn(app, params)
+    assert res["indexed"] == (2 if path == "." else 1)
+    assert search_paths(app, "stale") == ([] if path == "." else ["b/two.md"])
+    assert search_paths(app, "quokka") == ["a/one.md"]

@@ -531,10 +531,11 @@ class Notes:
             **index,
         }
 
-    def forget_hashes(self) -> None:
-        """Make the next reconcile read, chunk and store every note again, in place (search
-        keeps answering meanwhile; vectors are reused through their text hashes)."""
-        self.store.run_write(entries.forget_document_hashes)
+    def forget_hashes(self, under: str | None = None) -> None:
+        """Make the next reconcile read, chunk and store every note again (or those at or under
+        the workspace path `under`), in place (search keeps answering meanwhile; vectors are
+        reused through their text hashes)."""
+        self.store.run_write(lambda con: entries.forget_document_hashes(con, under))
 
     def list(self, path: object = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
         """Indexed notes under a folder (or all), by path, with title and tags."""

@@ -414,7 +414,11 @@ def status(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("reindex", {"path", "full"}, slow=True)
 def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("path") is not None:
-        _, full = app.indexer.resolve_path(params["path"], root_ok=True)
+        rel, full = app.indexer.resolve_path(params["path"], root_ok=True)
+        if param_bool(params, "full") and rel not in (".", ""):
+            app.notes.forget_hashes(rel)  # its notes are read and chunked again
+        elif param_bool(params, "full"):
+            app.notes.forget_hashes()
         return app.indexer.sync_paths([full]).as_dict()
     if param_bool(params, "full"):
         # Forget every stored hash: each file is read, chunked and stored again in place (search
