@@ -1515,3 +1515,20 @@ def test_every_command_with_json_prints_one_json_document_and_nothing_else(
         assert err == "", (name, err)
         assert isinstance(json.loads(out), dict | list), name
         assert code in (0, 1), (name, code)
+
+
+def test_the_commands_that_exit_1_on_nothing_found_are_the_ones_the_docs_name() -> None:
+    """The listings whose empty answer exits 1 (the table's `found`) are the ones named in
+    --help, in docs/memoryctl.md's exit-status table, and no others."""
+    from memoryd.ctl.parser import EPILOG
+    from memoryd.ctl.table import COMMANDS
+
+    rows = [(c.name, c) for c in COMMANDS]
+    rows += [(f"{c.name} {a.name}", a) for c in COMMANDS for a in c.actions]
+    listings = {name for name, r in rows if r.found is not None}
+    docs = (ROOT / "docs" / "memoryctl.md").read_text()
+    row = next(line for line in docs.splitlines() if line.startswith("| 1 | nothing found:"))
+    named = set(re.findall(r"`([a-z ]+)`", row.split("answered with no items")[0]))
+    assert named == listings
+    helped = EPILOG.split("nothing found (")[1].split(")")[0]
+    assert {n.strip() for n in " ".join(helped.split()).split(",")} == listings
