@@ -1532,3 +1532,12 @@ def test_the_commands_that_exit_1_on_nothing_found_are_the_ones_the_docs_name() 
     assert named == listings
     helped = EPILOG.split("nothing found (")[1].split(")")[0]
     assert {n.strip() for n in " ".join(helped.split()).split(",")} == listings
+
+
+def test_the_pages_memoryctl_open_takes_are_the_ones_the_docs_name() -> None:
+    from memoryd.ctl.webopen import PAGES
+
+    docs = (ROOT / "docs" / "memoryctl.md").read_text()
+    row = next(line for line in docs.splitlines() if line.startswith("| `open [PAGE]"))
+    named = re.findall(r"`(\w+)`", row.split("PAGE is ")[1].split(", NOTE")[0])
+    assert sorted(named) == sorted(PAGES)
