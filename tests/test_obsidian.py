@@ -277,3 +277,35 @@ def test_m005_upgrades_an_index_and_reindexes_every_note(
     assert report.indexed == 5 and report.errors == []
     assert len(vault.links(app.store, "Home.md")["links"]) == 6
     assert {c["path"] for c in chunks(app, tags=("debugging",))} == {"Home.md"}
+
+
+@pytest.mark.parametrize("named", ["NFC", "NFD"])  # the file's name: Linux, or a Mac's
+@pytest.mark.parametrize("written", ["NFC", "NFD"])  # the names typed in links and requests
+def test_names_match_across_unicode_normal_forms(make_app: Any, named: str, written: str) -> None:
+    """`Café Plan` typed (NFC) is the note a Mac named `Café Plan.md` (NFD), and the other way
+    round: links, backlinks, the graph and a note asked for by name all find it, as do an
+    attachment's links."""
+    import unicodedata
+
+    def form(kind: str, text: str) -> str:
+        return unicodedata.normalize(kind, text)  # type: ignore[arg-type]
+
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    note = form(named, "Café Plan.md")
+    picture = form(named, "naïve.png")
+    (ws / note).write_text("# Plan\n\nquokka\n")
+    (ws / picture).write_bytes(b"\x89PNG\r\n\x1a\n")
+    link, typed = form(written, "Café Plan"), form(written, "naïve.png")
+    (ws / "home.md").write_text(f"# Home\n\n[[{link}]] and ![[{typed}]] and [[{link}|the plan]]\n")
+    app.indexer.reconcile()
+    files = app.indexer.others.snapshot()
+    out = vault.links(app.store, "home.md", files)
+    assert [x["path"] for x in out["links"]] == [note, picture, note]
+    for asked in (link, form(written, "Café Plan.md")):
+        back = vault.backlinks(app.store, asked, files)
+        assert back["path"] == note and [b["path"] for b in back["backlinks"]] == ["home.md"] * 2
+    assert [b["path"] for b in vault.backlinks(app.store, typed, files)["backlinks"]] == ["home.md"]
+    graph = vault.neighbourhood(app.store, link, files)
+    assert graph["center"] == note
+    assert {n["id"] for n in graph["nodes"]} == {note, "home.md", picture}
