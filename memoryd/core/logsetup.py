@@ -208,7 +208,7 @@ def _noop(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
     return event
 
 
-_HOOKS = {"thread": threading.excepthook, "unraisable": sys.unraisablehook}
+_HOOKS: dict[str, Any] = {"thread": threading.excepthook, "unraisable": sys.unraisablehook}
 
 
 def _uncaught_in_thread(args: Any) -> None:
