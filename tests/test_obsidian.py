@@ -309,3 +309,47 @@ def test_names_match_across_unicode_normal_forms(make_app: Any, named: str, writ
     graph = vault.neighbourhood(app.store, link, files)
     assert graph["center"] == note
     assert {n["id"] for n in graph["nodes"]} == {note, "home.md", picture}
+
+
+@pytest.mark.parametrize("written", ["NFC", "NFD"])
+@pytest.mark.parametrize(
+    "door",
+    ["search path", "list path", "note.list", "reindex", "delete path", "note.read", "backlinks"],
+)
+def test_every_door_taking_a_path_finds_it_in_either_unicode_form(
+    make_app: Any, written: str, door: str
+) -> None:
+    """A folder a Mac named `Été` (NFD) answers every door that takes a workspace path when
+    `Été` is typed composed (NFC), as the note.* methods already did."""
+    import unicodedata
+
+    from memoryd.serve import methods as api
+
+    def call(name: str, **params: Any) -> Any:
+        return api.lookup(name, params).fn(app, params)
+
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    folder = unicodedata.normalize("NFD", "Été")
+    (ws / folder).mkdir()
+    (ws / folder / "plan.md").write_text("# Plan\n\nquokka\n")
+    (ws / "other.md").write_text("# Other\n\nquokka [[plan]]\n")
+    app.indexer.reconcile()
+    typed = unicodedata.normalize(written, "Été")  # type: ignore[arg-type]
+    note = f"{folder}/plan.md"
+    if door == "search path":
+        res = call("search", query="quokka", mode="keyword", path=typed)
+        assert [h["path"] for h in res["hits"]] == [note]
+    elif door == "list path":
+        assert [x["path"] for x in call("list", kind="chunk", path=typed)["items"]] == [note]
+    elif door == "note.list":
+        assert [x["path"] for x in call("note.list", path=typed)["items"]] == [note]
+    elif door == "reindex":
+        (ws / note).write_text("# Plan\n\nnumbat\n")
+        assert call("reindex", path=f"{typed}/plan.md")["indexed"] == 1
+    elif door == "delete path":
+        assert call("delete", path=typed, dry_run=True)["paths"] == [note]
+    elif door == "note.read":
+        assert call("note.read", path=f"{typed}/plan.md")["path"] == note
+    else:
+        assert call("backlinks", path=f"{typed}/plan.md")["path"] == note

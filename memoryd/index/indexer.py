@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core.errors import InvalidInput, describe
-from memoryd.core.fsutil import within
+from memoryd.core.fsutil import as_on_disk, within
 from memoryd.core.logsetup import get_logger
 from memoryd.index.attachments import OtherFiles
 from memoryd.index.folders import FileState, Skip, canonical, differences, walk
@@ -165,7 +165,7 @@ class Indexer:
             raise InvalidInput(
                 "path: must not be empty (a workspace-relative path like 'notes/idea.md')"
             )
-        raw = self.root / text
+        raw = self.root / as_on_disk(self.root, text)  # 'café' typed: the 'café' on disk
         try:
             last = keep_link and raw.name not in ("", ".", "..")
             full = raw.parent.resolve() / raw.name if last else raw.resolve()

@@ -40,7 +40,6 @@ import shutil
 import stat
 import threading
 import time
-import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -59,6 +58,7 @@ from memoryd.core.errors import (
 from memoryd.core.fsutil import (
     PRIVATE_DIR,
     SHARED_DIR,
+    as_on_disk,
     atomic_write_at,
     fsync_dir,
     make_dirs,
@@ -157,26 +157,9 @@ class Notes:
             )
 
     def _as_on_disk(self, rel: str) -> str:
-        """`rel` with each part that does not exist replaced by the one entry of its folder that
-        is the same text up to Unicode normalization (NFC), if there is one: 'café.md' typed
-        composed finds the note saved decomposed (by macOS, or a vault synced from it) instead
-        of creating a second note that looks the same. Names are otherwise kept as given."""
-        parts = rel.split("/")
-        folder = self.root
-        for i, part in enumerate(parts):
-            if os.path.lexists(folder / part):
-                folder = folder / part
-                continue
-            key = unicodedata.normalize("NFC", part)
-            try:
-                same = [n for n in os.listdir(folder) if unicodedata.normalize("NFC", n) == key]
-            except OSError:  # the folder does not exist (yet): nor does anything under it
-                break
-            if len(same) != 1:
-                break
-            parts[i] = same[0]
-            folder = folder / same[0]
-        return "/".join(parts)
+        """fsutil.as_on_disk in this workspace: 'café.md' typed composed is the note saved
+        decomposed, instead of a second note that looks the same."""
+        return as_on_disk(self.root, rel)
 
     def limit(self) -> int:
         return min(self.settings.max_bytes, self.indexer.settings.max_file_bytes)
@@ -539,7 +522,7 @@ class Notes:
 
     def list(self, path: object = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
         """Indexed notes under a folder (or all), by path, with title and tags."""
-        prefix = "" if path in (None, "", ".", "/") else normalize(path)
+        prefix = "" if path in (None, "", ".", "/") else self._as_on_disk(normalize(path))
         items, total = self.store.read(
             lambda con: store_notes.list_documents(con, prefix, limit, offset)
         )
