@@ -1541,3 +1541,75 @@ def test_the_pages_memoryctl_open_takes_are_the_ones_the_docs_name() -> None:
     row = next(line for line in docs.splitlines() if line.startswith("| `open [PAGE]"))
     named = re.findall(r"`(\w+)`", row.split("PAGE is ")[1].split(", NOTE")[0])
     assert sorted(named) == sorted(PAGES)
+
+
+LATIN1 = "caf\udce9 na\udcefve"  # what Python makes of b"caf\xe9 na\xefve" (Latin-1) in argv
+
+
+@pytest.mark.parametrize(
+    ("argv", "via", "param"),
+    [
+        (["add", LATIN1], "argv", "content"),
+        (["add", "-"], "stdin", "content"),
+        (["triggers", LATIN1], "argv", "prompt"),
+        (["triggers", "-"], "stdin", "prompt"),
+        (["search", LATIN1], "argv", "query"),
+        (["note", "write", "a.md"], "stdin", "content"),
+        (["note", "append", "a.md"], "stdin", "content"),
+        (["note", "write", "a.md", "--file", "{file}"], "file", "content"),
+        (["note", "append", "a.md", "--file", "{file}"], "file", "content"),
+        (["note", "write", "a.md", LATIN1], "argv", "content"),
+    ],
+)
+def test_text_that_is_not_utf8_is_read_as_the_daemon_reads_a_note(
+    ctl_run: Callable[..., tuple[int, str, str]],
+    stub: Stub,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    via: str,
+    param: str,
+) -> None:
+    """Latin-1 text given to memoryctl, as an argument, on stdin (strict UTF-8, as in an
+    en_US.UTF-8 locale) or in a --file, is sent as the text it is (`café naïve`): it was a
+    traceback (stdin), a 'lone surrogate' refusal (arguments) or 'cannot read' (--file)."""
+    data = "café naïve\n".encode("latin-1")
+    (tmp_path / "in.txt").write_bytes(data)
+    stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    code, _, err = ctl_run(*(a.replace("{file}", str(tmp_path / "in.txt")) for a in argv))
+    assert code in (0, 1), err
+    assert stub.params[param].rstrip("\n") == "café naïve"
+
+
+def test_a_json_lines_file_that_is_not_utf8_is_a_usage_error(
+    ctl_run: Callable[..., tuple[int, str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "in.jsonl").write_bytes(b'{"content": "caf\xe9"}\n')
+    code, _, err = ctl_run("import", str(tmp_path / "in.jsonl"))
+    assert code == 2 and err.endswith("in.jsonl: not UTF-8 (byte 0xe9 at offset 16)\n")
+    stdin = io.TextIOWrapper(io.BytesIO(b"\xff\n"), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    code, _, err = ctl_run("import", "-")
+    assert code == 2 and err == "memoryctl: cannot read stdin: not UTF-8 (byte 0xff at offset 0)\n"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"plain",
+        b"caf\xe9",
+        b"\x93quoted\x94 \xc3\xa9t\xc3\xa9",
+        b"\x81\x8d\x8f\x90\x9d",
+        b"x\xff\xfe\xc3",
+    ],
+)
+def test_memoryctl_reads_bytes_that_are_not_utf8_as_the_daemon_does(data: bytes) -> None:
+    """ctl/textin.py is the standard-library copy of text/decoding.py's rule."""
+    from memoryd.ctl.textin import decode_utf8, repair
+    from memoryd.text.decoding import decode
+
+    assert decode_utf8(data) == decode(data)[0]
+    assert repair(data.decode("utf-8", "surrogateescape")) == decode(data)[0]

@@ -274,15 +274,15 @@ def test_reindex_of_a_path_with_full_reads_its_notes_again(
     bytes did not change (after an upgrade that reads notes differently, as Latin-1 bytes
     are now): it ignored --full and answered "unchanged"."""
     from memoryd.serve import methods as api
-    from memoryd.text import markdown
+    from memoryd.text import decoding
 
     app = make_app(model=None)
     ws = app.cfg.workspace
     write(ws / "a/one.md", "# One\n\nquokka\n")
     write(ws / "b/two.md", "# Two\n\nwombat\n")
-    decode = markdown.decode
+    decode = decoding.decode
     with monkeypatch.context() as m:  # an older reader, which made other text of the bytes
-        m.setattr(markdown, "decode", lambda data: (decode(data)[0] + "stale\n", "utf-8", False))
+        m.setattr(decoding, "decode", lambda data: (decode(data)[0] + "stale\n", "utf-8", False))
         app.indexer.reconcile()
     assert sorted(search_paths(app, "stale")) == ["a/one.md", "b/two.md"]
     params: dict[str, Any] = {"path": path}

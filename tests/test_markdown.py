@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from work import calls, cpu_seconds
 
+from memoryd.text.decoding import decode
 from memoryd.text.markdown import (
     chunk_markdown,
-    decode,
     estimate_tokens,
     parse_document,
     parse_front_matter,

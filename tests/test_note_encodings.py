@@ -11,7 +11,7 @@ import pytest
 
 from memoryd.search.searcher import SearchRequest
 from memoryd.serve import methods as api
-from memoryd.text.markdown import decode
+from memoryd.text.decoding import decode
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 

@@ -7,7 +7,7 @@ import sys
 import time
 
 from memoryd.ctl.client import Client, ClientError, UsageError, encode_request
-from memoryd.ctl.handlers import given, page_footer, read_text
+from memoryd.ctl.handlers import given, page_footer, read_text, stdin_text
 from memoryd.ctl.output import (
     Progress,
     bar,
@@ -317,8 +317,8 @@ def _note_content(a: Namespace) -> str:
     if a.file is not None:
         if a.text is not None:
             raise UsageError("give the text or --file, not both")
-        return read_text(a.file)
-    return sys.stdin.read() if a.text in (None, "-") else a.text
+        return read_text(a.file, lenient=True)
+    return stdin_text() if a.text in (None, "-") else a.text
 
 
 def p_note_write(a: Namespace) -> dict[str, Any]:

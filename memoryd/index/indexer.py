@@ -33,7 +33,8 @@ from memoryd.memory.validation import check_str
 from memoryd.store import Store, docpaths, entries, links, notetext
 from memoryd.store import entities as store_entities
 from memoryd.store.entries import DocumentInfo, NewChunk
-from memoryd.text import entities, markdown, obsidian
+from memoryd.text import decoding, entities, markdown, obsidian
+from memoryd.text.decoding import LEGACY
 from memoryd.text.pathrules import PathRules, path_accepted, shown, valid_name
 
 log = get_logger("memoryd.index.indexer")
@@ -485,14 +486,14 @@ class Indexer:
     def _text(self, state: FileState, data: bytes) -> str:
         """The file's text as indexed: decoded (a warning when bytes were replaced) and through
         the preprocess hook."""
-        text, encoding, lossy = markdown.decode(data)
+        text, encoding, lossy = decoding.decode(data)
         if lossy:
             log.warning(
                 "invalid text, indexed with replacement characters",
                 path=state.path,
                 encoding=encoding,
             )
-        elif encoding.endswith(markdown.LEGACY):
+        elif encoding.endswith(LEGACY):
             log.info("not UTF-8: its other bytes read as Windows-1252", path=state.path)
         return text if self.preprocess is None else self.preprocess(state.path, text)
 

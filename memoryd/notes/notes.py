@@ -79,9 +79,9 @@ from memoryd.notes.fsops import (
     os_errors,
     sha_now,
 )
-from memoryd.store import Store, entries
+from memoryd.store import Store, docpaths, entries
 from memoryd.store import notes as store_notes
-from memoryd.text import markdown
+from memoryd.text import decoding
 from memoryd.text.pathrules import path_accepted
 
 log = get_logger("memoryd.notes.notes")
@@ -358,7 +358,7 @@ class Notes:
             raise NotFound(f"no note at {describe(rel)}")
         with self._folder(rel, real.parent) as dfd:
             data, st = self._read_at(dfd, real.name, rel)
-        text, encoding, _ = markdown.decode(data)  # as the indexer reads it
+        text, encoding, _ = decoding.decode(data)  # as the indexer reads it
         return {
             "path": rel,
             "content": text,
@@ -518,7 +518,10 @@ class Notes:
         """Make the next reconcile read, chunk and store every note again (or those at or under
         the workspace path `under`), in place (search keeps answering meanwhile; vectors are
         reused through their text hashes)."""
-        self.store.run_write(lambda con: entries.forget_document_hashes(con, under))
+        if under is None:
+            self.store.run_write(entries.forget_document_hashes)
+        else:
+            self.store.run_write(lambda con: docpaths.forget_hashes_under(con, under))
 
     def list(self, path: object = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
         """Indexed notes under a folder (or all), by path, with title and tags."""
@@ -572,11 +575,11 @@ class Notes:
 def appended(old: bytes, added: bytes) -> bytes:
     """The bytes that put `added` (UTF-8) at the end of a note holding `old`, on a line of its
     own and ending with a line end, in the note's own encoding (a UTF-16 note stays UTF-16)."""
-    text, encoding, _ = markdown.decode(old)
+    text, encoding, _ = decoding.decode(old)
     more = added.decode("utf-8")
     sep = "\n" if text and not text.endswith(("\n", "\r")) else ""
     end = "" if more.endswith("\n") else "\n"
-    return markdown.encode_like(sep + more + end, encoding)
+    return decoding.encode_like(sep + more + end, encoding)
 
 
 def note_item(d: dict[str, Any]) -> dict[str, Any]:

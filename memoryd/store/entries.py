@@ -443,18 +443,11 @@ def replace_document(
     return count
 
 
-def forget_document_hashes(con: Connection, under: str | None = None) -> None:
+def forget_document_hashes(con: Connection) -> None:
     """Every document looks changed to the next reconcile (reindex full); memories' entities
-    are read again now. With `under` (a workspace file or folder), only the documents at or
-    under it, and no memory."""
-    if under is None:
-        con.execute("UPDATE documents SET sha256 = '', size = -1")
-        entities.reindex_memories(con)
-        return
-    con.execute(
-        "UPDATE documents SET sha256 = '', size = -1 WHERE path = ? OR substr(path, 1, ?) = ?",
-        (under, len(under) + 1, under + "/"),
-    )
+    are read again now."""
+    con.execute("UPDATE documents SET sha256 = '', size = -1")
+    entities.reindex_memories(con)
 
 
 def touch_document(con: Connection, path: str, size: int, mtime: float) -> None:

@@ -16,7 +16,6 @@ still chunked), and `max_chunks` stops chunking early.
 
 from __future__ import annotations
 
-import codecs
 import functools
 import hashlib
 import math
@@ -64,62 +63,6 @@ class Chunk:
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-_BOMS = (
-    (b"\x00\x00\xfe\xff", "utf-32-be"),
-    (b"\xff\xfe\x00\x00", "utf-32-le"),  # before UTF-16 LE, whose BOM it starts with
-    (b"\xef\xbb\xbf", "utf-8"),
-    (b"\xfe\xff", "utf-16-be"),
-    (b"\xff\xfe", "utf-16-le"),
-)
-
-
-LEGACY = "windows-1252"  # what the bytes of a note that are not UTF-8 are read as
-
-
-def _legacy_bytes(exc: UnicodeError) -> tuple[str, int]:
-    """A codecs error handler: each byte that is not UTF-8 read as Windows-1252 (Latin-1 with
-    printable 0x80-0x9F), as an older editor on Windows or a Latin-1 system wrote it; the five
-    bytes Windows-1252 leaves undefined as Latin-1's."""
-    assert isinstance(exc, UnicodeDecodeError)
-    bad = exc.object[exc.start : exc.end]
-    return "".join(bytes([b]).decode(LEGACY, errors="ignore") or chr(b) for b in bad), exc.end
-
-
-codecs.register_error("memoryd-legacy", _legacy_bytes)
-
-
-def decode(data: bytes) -> tuple[str, str, bool]:
-    """(text, encoding, lossy): UTF-8, or UTF-8/16/32 as announced by a byte order mark (the
-    mark is dropped). In UTF-8 text, bytes that are not UTF-8 are read as Windows-1252
-    (`café` written in Latin-1 stays `café`, valid UTF-8 around it stays as it is): encoding
-    is then "utf-8+windows-1252". Undecodable UTF-16/32 becomes U+FFFD and sets `lossy`."""
-    encoding, start = "utf-8", 0
-    for bom, name in _BOMS:
-        if data.startswith(bom):
-            encoding, start = name, len(bom)
-            break
-    payload = data[start:]
-    try:
-        return payload.decode(encoding), encoding, False
-    except UnicodeDecodeError:
-        if encoding == "utf-8":
-            return payload.decode(encoding, errors="memoryd-legacy"), f"utf-8+{LEGACY}", False
-        return payload.decode(encoding, errors="replace"), encoding, True
-
-
-def encode_like(text: str, encoding: str) -> bytes:
-    """Text to add to a note whose bytes decode() read as `encoding`: in the note's own UTF-16
-    or UTF-32 (without a second byte order mark), else UTF-8."""
-    if encoding.startswith(("utf-16", "utf-32")):
-        return text.encode(encoding)  # the -le/-be codecs write no byte order mark
-    return text.encode("utf-8")
-
-
-def bom_of(data: bytes) -> bytes:
-    """The byte order mark `data` starts with, or b""."""
-    return next((bom for bom, _ in _BOMS if data.startswith(bom)), b"")
 
 
 # Chinese, Japanese and Korean characters: tokenizers spend about one token (often more) on
