@@ -353,3 +353,26 @@ def test_every_door_taking_a_path_finds_it_in_either_unicode_form(
         assert call("note.read", path=f"{typed}/plan.md")["path"] == note
     else:
         assert call("backlinks", path=f"{typed}/plan.md")["path"] == note
+
+
+def test_a_note_of_front_matter_only_is_found_by_its_aliases_tags_and_values(
+    make_app: Any,
+) -> None:
+    """A note that is all properties (a person, a map of notes) had no chunk: its aliases,
+    tags and values were found nowhere (search, list --tags), though README says aliases are
+    searchable. Its front matter is now its one chunk."""
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "people").mkdir()
+    (ws / "people" / "zed.md").write_text(
+        "---\naliases: [Zorblaxian]\ntags: [person]\ncompany: Acmecorp\n---\n"
+    )
+    (ws / "empty.md").write_text("")
+    (ws / "blank fm.md").write_text("---\n---\n")
+    app.indexer.reconcile()
+    for query in ("Zorblaxian", "Acmecorp"):
+        res = app.searcher.search(SearchRequest(query=query, mode="keyword", record_access=False))
+        assert [h["path"] for h in res["hits"]] == ["people/zed.md"], query
+    found = chunks(app, tags=("person",))
+    assert [(c["path"], c["start_line"], c["end_line"]) for c in found] == [("people/zed.md", 1, 5)]
+    assert [c["path"] for c in chunks(app)] == ["people/zed.md"]  # empty notes make none

@@ -525,9 +525,14 @@ class Indexer:
                 setting="indexer.max_chunks_per_file",
             )
             chunks = chunks[: s.max_chunks_per_file]
+        if not chunks and first > 1 and fm.raw:
+            # a note of properties only (a person, a map of notes): its front matter, as
+            # written, is its one chunk, so its aliases, tags and values are found
+            block = "\n".join(text.split("\n")[: first - 1])
+            chunks = [markdown.Chunk(0, block, (), 1, first - 1, markdown.sha256_text(block))]
         masked = obsidian.mask_code(body)
         tags = obsidian.expand_tags([*fm.tags, *obsidian.inline_tags(body, masked)])
-        if fm.aliases and chunks:  # aliases are other names of the note: make them searchable
+        if fm.aliases and chunks and chunks[0].start_line >= first:  # other names: searchable
             c = chunks[0]
             content = markdown.with_aliases(c.content, fm.aliases)
             chunks[0] = markdown.Chunk(
