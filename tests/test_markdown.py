@@ -240,3 +240,24 @@ def test_a_value_yaml_cannot_make_is_its_text_and_costs_nothing_else(
     assert fm.tags == ("infra",) and fm.aliases == ("P1",) and fm.title == "Plan"
     assert list(fm.raw.values())[-1] == value
     assert body == "body\n" and first == 7
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "tags", "aliases"),
+    [
+        ("tags", "[infra, null, ops]", ("infra", "ops"), ()),
+        ("tags", "\n  - infra\n  -\n  - ops", ("infra", "ops"), ()),  # an empty item
+        ("tags", "[infra, [nested], {k: v}, yes]", ("infra",), ()),
+        ("tags", "[infra, 2024]", ("infra", "2024"), ()),
+        ("tags", "infra, ops", ("infra", "ops"), ()),
+        ("aliases", "[P1, null, [x], {k: v}, true]", (), ("P1",)),
+        ("aliases", "\n  - P1\n  -\n  - P2", (), ("P1", "P2")),
+    ],
+)
+def test_every_list_field_keeps_its_text_items_only(
+    field: str, value: str, tags: tuple[str, ...], aliases: tuple[str, ...]
+) -> None:
+    """An empty item (`- `, which Obsidian's property editor can leave), yes/no or a nested
+    list is no tag or alias: a null item was the tag `none`, a list the tag `['x']`."""
+    fm, _, _ = parse_front_matter(f"---\n{field}: {value}\n---\nbody\n")
+    assert fm.error is None and fm.tags == tags and fm.aliases == aliases

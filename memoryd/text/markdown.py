@@ -114,6 +114,8 @@ def _tags(value: Any) -> tuple[str, ...]:
         return ()
     out: list[str] = []
     for item in items:
+        if item is None or isinstance(item, bool | list | dict):
+            continue  # an empty item (`- `), yes/no, a nested list: no tag, not "none"
         tag = nfc(str(item)).strip().lstrip("#").lower()
         if tag and tag not in out:
             out.append(tag)
@@ -135,11 +137,9 @@ def _timestamp(value: Any) -> float | None:
 
 @functools.cache
 def _loader() -> Any:
-    """yaml.SafeLoader without aliases (an alias can make a few hundred bytes expand into
-    gigabytes once the value is copied, the "billion laughs", so any alias is refused) and
-    lenient about values, as Obsidian is: a value its tag cannot make (`date: 2024-02-30`,
-    `!!int abc`, bad `!!binary`) is its text, and an unknown tag (`!custom x`, `!!python/...`)
-    is ignored, so one odd value never costs the note its tags and aliases."""
+    """yaml.SafeLoader without aliases (a few hundred bytes can expand into gigabytes, the
+    "billion laughs") and lenient about values, as Obsidian is: a value its tag cannot make
+    (`date: 2024-02-30`, `!!int abc`) is its text, an unknown tag (`!custom x`) is ignored."""
     import yaml
 
     class NoAliasLoader(yaml.SafeLoader):
