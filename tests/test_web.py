@@ -640,3 +640,19 @@ def test_every_api_error_is_a_json_error_object(
     assert ans.status == status
     error = ans.json()["error"]
     assert isinstance(error["code"], int) and error["message"]
+
+
+@pytest.mark.parametrize("word", ["maybe", "2", "tru", "%20"])
+def test_a_boolean_query_param_that_is_neither_true_nor_false_is_refused(
+    web: WebHarness, word: str
+) -> None:
+    """`explain=maybe` was read as false without a word; every boolean param of a route now
+    takes 1/true/yes/on or 0/false/no/off and refuses the rest."""
+    web.sign_in()
+    for param in ("explain", "include_deprecated", "include_expired"):
+        ans = web.request("GET", f"/api/search?query=redis&{param}={word}")
+        if word != "%20":
+            assert ans.status == 400 and param in ans.json()["error"]["message"]
+        else:
+            assert ans.status == 200  # an empty value counts as not given
+    assert web.request("GET", "/api/search?query=redis&explain=Yes").status == 200
