@@ -16,7 +16,6 @@ still chunked), and `max_chunks` stops chunking early.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import re
@@ -28,6 +27,8 @@ from typing import Any
 
 from memoryd.core.errors import InvalidInput
 from memoryd.core.timeutil import parse_time
+from memoryd.text.frontyaml import Refused as _Refused
+from memoryd.text.frontyaml import load as _load_yaml
 
 _ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -133,57 +134,6 @@ def _timestamp(value: Any) -> float | None:
         except InvalidInput:
             return None
     return None
-
-
-@functools.cache
-def _loader() -> Any:
-    """yaml.SafeLoader without aliases (a few hundred bytes can expand into gigabytes, the
-    "billion laughs") and lenient about values, as Obsidian is: a value its tag cannot make
-    (`date: 2024-02-30`, `!!int abc`) is its text, an unknown tag (`!custom x`) is ignored."""
-    import yaml
-
-    class NoAliasLoader(yaml.SafeLoader):
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            if self.check_event(yaml.AliasEvent):
-                raise _Refused("YAML aliases (*name) are not allowed in front matter")
-            return super().compose_node(parent, index)
-
-    def lenient(make: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-        def construct(loader: Any, node: Any) -> Any:
-            try:
-                return make(loader, node)
-            except (ValueError, OverflowError, yaml.constructor.ConstructorError):
-                if isinstance(node, yaml.ScalarNode):
-                    return loader.construct_scalar(node)
-                raise
-
-        return construct
-
-    def untagged(loader: Any, node: Any) -> Any:
-        if isinstance(node, yaml.ScalarNode):
-            return loader.construct_scalar(node)
-        if isinstance(node, yaml.SequenceNode):
-            return loader.construct_sequence(node, deep=True)
-        return loader.construct_mapping(node, deep=True)
-
-    for kind in ("timestamp", "int", "float", "binary"):
-        tag = f"tag:yaml.org,2002:{kind}"
-        NoAliasLoader.add_constructor(tag, lenient(yaml.SafeLoader.yaml_constructors[tag]))
-    NoAliasLoader.add_constructor(None, untagged)
-    return NoAliasLoader
-
-
-def _load_yaml(source: str) -> Any:
-    """yaml.safe_load through _loader()."""
-    loader = _loader()(source)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
-
-
-class _Refused(Exception):
-    """Front matter that is closed but not accepted (too large, aliases): the body is kept."""
 
 
 def parse_front_matter(
