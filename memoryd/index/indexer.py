@@ -308,11 +308,9 @@ class Indexer:
             report = Report()
             if self._root_away(report):
                 return report
-            # a file under a symlinked folder is indexed as the real folder's file (folders.py)
+            # a file under a symlinked folder is the real folder's file (folders.canonical)
             rels = [
-                canonical(self, rel)
-                for rel in (self.relpath(Path(p)) for p in paths)
-                if rel is not None
+                canonical(self, r) for r in map(self.relpath, map(Path, paths)) if r is not None
             ]
             # only the documents at or under these paths, not the whole table (issue 23.2)
             indexed = self.store.read(lambda con: docpaths.documents_at(con, rels))
