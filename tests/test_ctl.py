@@ -606,6 +606,8 @@ def test_export_writes_json_lines(
     code, out, err = ctl_run("export", "-o", str(target))
     assert code == 0 and out == "" and "exported 2 memories" in err
     assert target.read_text() == '{"content": "a"}\n{"content": "b"}\n'
+    code, out, err = ctl_run("--json", "export", "-o", str(target))
+    assert code == 0 and err == "" and json.loads(out) == {"count": 2, "path": str(target)}
 
 
 # --- output --------------------------------------------------------------------------------------
@@ -1448,3 +1450,166 @@ def test_a_full_listen_backlog_is_retried_not_reported(
     with pytest.raises(ctl_client.Unreachable, match="queue of new connections stayed full"):
         ctl_client.Client(path, timeout=0.2).connect()
     server.close()
+
+
+# Every command and action of the table, as a script would run it with --json (stub results).
+JSON_ARGV: dict[str, list[str]] = {
+    "add": ["add", "hello"],
+    "search": ["search", "auth"],
+    "get": ["get", "7"],
+    "list": ["list"],
+    "update": ["update", "7", "--importance", "8"],
+    "delete": ["rm", "4", "5"],
+    "stats": ["stats"],
+    "status": ["status", "--check"],
+    "reindex": ["reindex"],
+    "ping": ["ping"],
+    "jobs": ["jobs"],
+    "jobs list": ["jobs", "list"],
+    "jobs run": ["jobs", "run", "expiry"],
+    "prune": ["prune", "--dry-run"],
+    "session": ["session"],
+    "triggers": ["triggers", "deploy"],
+    "validate": ["validate", "7"],
+    "candidates": ["candidates"],
+    "promote": ["promote", "7"],
+    "history": ["history", "7"],
+    "used": ["used", "7"],
+    "recent": ["recent"],
+    "checkpoint": ["checkpoint"],
+    "checkpoint create": ["checkpoint", "create", "cp"],
+    "checkpoint restore": ["checkpoint", "restore", "cp"],
+    "checkpoint list": ["checkpoint", "list"],
+    "checkpoint delete": ["checkpoint", "delete", "cp"],
+    "export": ["export", "-o", "{tmp}/out.jsonl"],
+    "import": ["import", "{tmp}/in.jsonl"],
+    "note": ["note", "read", "a.md"],
+    "note read": ["note", "read", "a.md"],
+    "note write": ["note", "write", "a.md", "text"],
+    "note append": ["note", "append", "a.md", "text"],
+    "note list": ["note", "list"],
+    "note move": ["note", "move", "a.md", "b.md"],
+    "links": ["links", "a.md"],
+    "backlinks": ["backlinks", "b.md"],
+    "entity": ["entity", "Caroline"],
+    "entities": ["entities"],
+    "related": ["related", "Caroline"],
+}
+NOT_IN_JSON_ARGV = {"open"}  # needs a web page's state file: tests/test_web.py runs it
+
+
+def test_every_command_with_json_prints_one_json_document_and_nothing_else(
+    ctl_run: Callable[..., tuple[int, str, str]], stub: Stub, tmp_path: Path
+) -> None:
+    """`memoryctl --json COMMAND | jq` reads JSON from every command: one document on stdout
+    (also when the command writes a file), nothing on stderr; the table's commands and
+    actions are all here."""
+    from memoryd.ctl.table import COMMANDS
+
+    named = {c.name for c in COMMANDS} | {f"{c.name} {a.name}" for c in COMMANDS for a in c.actions}
+    assert named - NOT_IN_JSON_ARGV == set(JSON_ARGV)
+    (tmp_path / "in.jsonl").write_text('{"content": "a"}\n')
+    for name, argv in JSON_ARGV.items():
+        args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+        code, out, err = ctl_run("--json", *args)
+        assert err == "", (name, err)
+        assert isinstance(json.loads(out), dict | list), name
+        assert code in (0, 1), (name, code)
+
+
+def test_the_commands_that_exit_1_on_nothing_found_are_the_ones_the_docs_name() -> None:
+    """The listings whose empty answer exits 1 (the table's `found`) are the ones named in
+    --help, in docs/memoryctl.md's exit-status table, and no others."""
+    from memoryd.ctl.parser import EPILOG
+    from memoryd.ctl.table import COMMANDS
+
+    rows = [(c.name, c) for c in COMMANDS]
+    rows += [(f"{c.name} {a.name}", a) for c in COMMANDS for a in c.actions]
+    listings = {name for name, r in rows if r.found is not None}
+    docs = (ROOT / "docs" / "memoryctl.md").read_text()
+    row = next(line for line in docs.splitlines() if line.startswith("| 1 | nothing found:"))
+    named = set(re.findall(r"`([a-z ]+)`", row.split("answered with no items")[0]))
+    assert named == listings
+    helped = EPILOG.split("nothing found (")[1].split(")")[0]
+    assert {n.strip() for n in " ".join(helped.split()).split(",")} == listings
+
+
+def test_the_pages_memoryctl_open_takes_are_the_ones_the_docs_name() -> None:
+    from memoryd.ctl.webopen import PAGES
+
+    docs = (ROOT / "docs" / "memoryctl.md").read_text()
+    row = next(line for line in docs.splitlines() if line.startswith("| `open [PAGE]"))
+    named = re.findall(r"`(\w+)`", row.split("PAGE is ")[1].split(", NOTE")[0])
+    assert sorted(named) == sorted(PAGES)
+
+
+LATIN1 = "caf\udce9 na\udcefve"  # what Python makes of b"caf\xe9 na\xefve" (Latin-1) in argv
+
+
+@pytest.mark.parametrize(
+    ("argv", "via", "param"),
+    [
+        (["add", LATIN1], "argv", "content"),
+        (["add", "-"], "stdin", "content"),
+        (["triggers", LATIN1], "argv", "prompt"),
+        (["triggers", "-"], "stdin", "prompt"),
+        (["search", LATIN1], "argv", "query"),
+        (["note", "write", "a.md"], "stdin", "content"),
+        (["note", "append", "a.md"], "stdin", "content"),
+        (["note", "write", "a.md", "--file", "{file}"], "file", "content"),
+        (["note", "append", "a.md", "--file", "{file}"], "file", "content"),
+        (["note", "write", "a.md", LATIN1], "argv", "content"),
+    ],
+)
+def test_text_that_is_not_utf8_is_read_as_the_daemon_reads_a_note(
+    ctl_run: Callable[..., tuple[int, str, str]],
+    stub: Stub,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    via: str,
+    param: str,
+) -> None:
+    """Latin-1 text given to memoryctl, as an argument, on stdin (strict UTF-8, as in an
+    en_US.UTF-8 locale) or in a --file, is sent as the text it is (`café naïve`): it was a
+    traceback (stdin), a 'lone surrogate' refusal (arguments) or 'cannot read' (--file)."""
+    data = "café naïve\n".encode("latin-1")
+    (tmp_path / "in.txt").write_bytes(data)
+    stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    code, _, err = ctl_run(*(a.replace("{file}", str(tmp_path / "in.txt")) for a in argv))
+    assert code in (0, 1), err
+    assert stub.params[param].rstrip("\n") == "café naïve"
+
+
+def test_a_json_lines_file_that_is_not_utf8_is_a_usage_error(
+    ctl_run: Callable[..., tuple[int, str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "in.jsonl").write_bytes(b'{"content": "caf\xe9"}\n')
+    code, _, err = ctl_run("import", str(tmp_path / "in.jsonl"))
+    assert code == 2 and err.endswith("in.jsonl: not UTF-8 (byte 0xe9 at offset 16)\n")
+    stdin = io.TextIOWrapper(io.BytesIO(b"\xff\n"), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    code, _, err = ctl_run("import", "-")
+    assert code == 2 and err == "memoryctl: cannot read stdin: not UTF-8 (byte 0xff at offset 0)\n"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"plain",
+        b"caf\xe9",
+        b"\x93quoted\x94 \xc3\xa9t\xc3\xa9",
+        b"\x81\x8d\x8f\x90\x9d",
+        b"x\xff\xfe\xc3",
+    ],
+)
+def test_memoryctl_reads_bytes_that_are_not_utf8_as_the_daemon_does(data: bytes) -> None:
+    """ctl/textin.py is the standard-library copy of text/decoding.py's rule."""
+    from memoryd.ctl.textin import decode_utf8, repair
+    from memoryd.text.decoding import decode
+
+    assert decode_utf8(data) == decode(data)[0]
+    assert repair(data.decode("utf-8", "surrogateescape")) == decode(data)[0]

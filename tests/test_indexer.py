@@ -147,7 +147,8 @@ def test_odd_files_are_skipped_or_decoded_never_fatal(make_app: Any, tmp_path: P
     assert search_paths(app, "hidden") == []
     assert search_paths(app, "text") == []
     assert sorted(search_paths(app, "inner")) == ["link-in.md", "real.md"]
-    assert search_paths(app, "tapir") == ["latin1.md"]  # decoded with replacement chars
+    assert search_paths(app, "tapir") == ["latin1.md"]
+    assert search_paths(app, "café") == ["latin1.md"]  # its bytes read as Windows-1252
     assert r.skipped >= 3  # big, link-out, fifo
 
 
@@ -218,3 +219,76 @@ def test_drift_report(make_app: Any) -> None:
     assert d["missing_on_disk"] == ["b.md"]
     assert d["files_missing_from_index"] == ["c.md"]
     assert d["total"] == 3
+
+
+def doc_paths(app: Any) -> list[str]:
+    return sorted(
+        r[0]
+        for r in app.store.read(lambda con: con.execute("SELECT path FROM documents").fetchall())
+    )
+
+
+@pytest.mark.parametrize("first", ["alias", "real folder"])
+@pytest.mark.parametrize("door", ["reconcile", "event at the real path", "event at the alias"])
+def test_a_folder_reached_through_a_symlink_is_indexed_once_under_its_real_path(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch, first: str, door: str
+) -> None:
+    """A symlinked folder inside the workspace (and a loop back to its parent) is the real
+    folder: its files are indexed once, under the real path, whichever way the walk (in either
+    order of the folder's entries) or an event reaches them first, and status --check finds
+    no drift."""
+    import memoryd.index.folders as folders
+
+    walk = os.walk
+
+    def ordered(top: Any, **kw: Any) -> Any:  # the walk meets the alias first, or last
+        for dirpath, dirnames, filenames in walk(top, **kw):
+            dirnames.sort(key=lambda d: (d == "link") != (first == "alias"))
+            yield dirpath, dirnames, filenames
+
+    monkeypatch.setattr(folders.os, "walk", ordered)
+    app = make_app()
+    ws = app.cfg.workspace
+    write(ws / "projects/plan.md", "# Plan\n\nquokka migration\n")
+    os.symlink("projects", ws / "link")
+    os.symlink("..", ws / "projects" / "up")  # a loop back to the top
+    app.indexer.reconcile()
+    if door != "reconcile":
+        write(ws / "projects/plan.md", "# Plan\n\nquokka migration, numbat rollout\n")
+        seen = ws / ("projects" if door == "event at the real path" else "link") / "plan.md"
+        app.indexer.sync_paths([seen])
+    assert doc_paths(app) == ["projects/plan.md"]
+    assert search_paths(app, "quokka") == ["projects/plan.md"]
+    if door != "reconcile":
+        assert search_paths(app, "numbat") == ["projects/plan.md"]
+    assert app.indexer.drift()["total"] == 0
+    assert not app.indexer.reconcile().changed
+    assert doc_paths(app) == ["projects/plan.md"]
+
+
+@pytest.mark.parametrize("path", ["a/one.md", "a", "."])
+def test_reindex_of_a_path_with_full_reads_its_notes_again(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """`memoryctl reindex PATH --full` chunks the notes at or under PATH again even when their
+    bytes did not change (after an upgrade that reads notes differently, as Latin-1 bytes
+    are now): it ignored --full and answered "unchanged"."""
+    from memoryd.serve import methods as api
+    from memoryd.text import decoding
+
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    write(ws / "a/one.md", "# One\n\nquokka\n")
+    write(ws / "b/two.md", "# Two\n\nwombat\n")
+    decode = decoding.decode
+    with monkeypatch.context() as m:  # an older reader, which made other text of the bytes
+        m.setattr(decoding, "decode", lambda data: (decode(data)[0] + "stale\n", "utf-8", False))
+        app.indexer.reconcile()
+    assert sorted(search_paths(app, "stale")) == ["a/one.md", "b/two.md"]
+    params: dict[str, Any] = {"path": path}
+    assert api.lookup("reindex", params).fn(app, params)["indexed"] == 0
+    params = {"path": path, "full": True}
+    res = api.lookup("reindex", params).fn(app, params)
+    assert res["indexed"] == (2 if path == "." else 1)
+    assert search_paths(app, "stale") == ([] if path == "." else ["b/two.md"])
+    assert search_paths(app, "quokka") == ["a/one.md"]

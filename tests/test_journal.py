@@ -46,6 +46,20 @@ def configure(*args, **kwargs):
     logging.getLogger().error("a plain root logger line")
     warnings.warn("something is deprecated", UserWarning)
     logger.warning("fastembed: the model download failed, retrying")
+    import threading
+
+    def crash():
+        raise RuntimeError("a thread crashed")
+
+    t = threading.Thread(target=crash, name="crasher")
+    t.start()
+    t.join()
+
+    class Odd:
+        def __del__(self):
+            raise ValueError("a __del__ failed")
+
+    Odd()
     time.sleep(1.1)  # past the rate limit's window: the next line says how many were dropped
     logging.getLogger("psycopg.pool").warning("error connecting in 'pool-1': refused")
 
@@ -90,6 +104,11 @@ def test_every_log_line_is_json_whoever_wrote_it(daemon_factory: Any, tmp_path: 
     assert len(pool) == RATE_LIMIT + 1
     assert pool[-1]["repeated"] == 200 - RATE_LIMIT
     assert all("timestamp" in x and "level" in x for x in lines)
+    # what Python reports itself: one line each, the traceback inside
+    crashed = [x for x in lines if x["event"] == "uncaught exception in a thread"]
+    assert crashed[0]["thread"] == "crasher" and "a thread crashed" in crashed[0]["exception"]
+    ignored = [x for x in lines if x["event"] == "exception ignored"]
+    assert "a __del__ failed" in ignored[0]["exception"]
 
 
 def test_the_rate_limiter_counts_what_it_drops() -> None:

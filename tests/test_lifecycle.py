@@ -430,3 +430,31 @@ def test_lifecycle_through_memoryctl(daemon_factory: Any, tmp_path: Path) -> Non
     assert out["hits"][0]["content"].startswith("Deploy needs the VPN")
     out = json.loads(ok("--json", "search", "deploy", "--max-tokens", "300"))
     assert {"index", "tokens_used", "has_more", "total"} <= set(out)
+
+
+@pytest.mark.parametrize(
+    ("method", "extra"),
+    [
+        ("validate", {"useful": True}),
+        ("promote", {}),
+        ("update", {"importance": 3}),
+        ("delete", {}),
+        ("history", {}),
+    ],
+)
+def test_every_memory_only_method_names_a_chunk_and_a_missing_id(
+    make_app: Any, method: str, extra: dict[str, Any]
+) -> None:
+    """Given a note's chunk, each method that works on memories says it is a chunk (-32602,
+    memoryctl exit 2); given an id that names nothing, that there is no such entry (-32004).
+    history answered both with an empty list ("no changes recorded")."""
+    from memoryd.core.errors import NotFound
+
+    app = make_app(model=None)
+    (app.cfg.workspace / "n.md").write_text("# N\n\nquokka\n")
+    app.indexer.reconcile()
+    chunk = app.searcher.search(SearchRequest(query="quokka", record_access=False))["hits"][0]
+    with pytest.raises(InvalidInput, match="chunk"):
+        call(app, method, id=chunk["id"], **extra)
+    with pytest.raises(NotFound):
+        call(app, method, id=987654, **extra)

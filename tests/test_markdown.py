@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from work import calls, cpu_seconds
 
+from memoryd.text.decoding import decode
 from memoryd.text.markdown import (
     chunk_markdown,
-    decode,
     estimate_tokens,
     parse_document,
     parse_front_matter,
@@ -162,8 +163,12 @@ def test_decode_byte_order_marks() -> None:
         decoded, _, lossy = decode(data)
         assert decoded == text and not lossy, encoding
     assert decode(text.encode())[0] == text
-    decoded, encoding, lossy = decode(b"caf\xe9")
-    assert decoded == "caf\ufffd" and encoding == "utf-8" and lossy
+    # bytes that are not UTF-8 are Windows-1252 (Latin-1), valid UTF-8 around them stays
+    decoded, encoding, lossy = decode(b"caf\xe9 \x93quoted\x94 \xc3\xa9t\xc3\xa9 \x81")
+    assert decoded == "caf\xe9 \u201cquoted\u201d \xe9t\xe9 \x81"
+    assert encoding == "utf-8+windows-1252" and not lossy
+    decoded, encoding, lossy = decode(b"\xff\xfe" + "ab".encode("utf-16-le") + b"\x00")
+    assert decoded == "ab\ufffd" and encoding == "utf-16-le" and lossy
 
 
 def test_obsidian_front_matter_fields() -> None:
@@ -204,3 +209,55 @@ def test_heading_lines_parse_in_linear_time() -> None:
     }
     for line, expected in cases.items():
         assert atx_heading(line) == expected, line
+
+
+@pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        ("date: 2024-02-30", "2024-02-30"),  # a typo in a date
+        ("created: 2024-13-01", "2024-13-01"),
+        ("updated: 0000-01-01", "0000-01-01"),
+        ("due: 2024-01-01T25:00:00", "2024-01-01T25:00:00"),
+        ("expires: 2024-02-30", "2024-02-30"),
+        ("n: !!int abc", "abc"),
+        ("n: !!float abc", "abc"),
+        ("n: !!timestamp 2024-02-30", "2024-02-30"),
+        ("n: !!binary 'not base64!'", "not base64!"),
+        ("n: !custom thing", "thing"),  # a tag of another tool's
+        ("n: !custom [a, b]", ["a", "b"]),
+        ("n: !!python/object:os.system {}", {}),
+    ],
+)
+def test_a_value_yaml_cannot_make_is_its_text_and_costs_nothing_else(
+    line: str, value: object
+) -> None:
+    """One odd value (a date that does not exist, a tag of another tool) no longer makes the
+    whole front matter ignored: the note keeps its tags, aliases and title."""
+    fm, body, first = parse_front_matter(
+        f"---\ntitle: Plan\ntags: [infra]\naliases: [P1]\n{line}\n---\nbody\n"
+    )
+    assert fm.error is None
+    assert fm.tags == ("infra",) and fm.aliases == ("P1",) and fm.title == "Plan"
+    assert list(fm.raw.values())[-1] == value
+    assert body == "body\n" and first == 7
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "tags", "aliases"),
+    [
+        ("tags", "[infra, null, ops]", ("infra", "ops"), ()),
+        ("tags", "\n  - infra\n  -\n  - ops", ("infra", "ops"), ()),  # an empty item
+        ("tags", "[infra, [nested], {k: v}, yes]", ("infra",), ()),
+        ("tags", "[infra, 2024]", ("infra", "2024"), ()),
+        ("tags", "infra, ops", ("infra", "ops"), ()),
+        ("aliases", "[P1, null, [x], {k: v}, true]", (), ("P1",)),
+        ("aliases", "\n  - P1\n  -\n  - P2", (), ("P1", "P2")),
+    ],
+)
+def test_every_list_field_keeps_its_text_items_only(
+    field: str, value: str, tags: tuple[str, ...], aliases: tuple[str, ...]
+) -> None:
+    """An empty item (`- `, which Obsidian's property editor can leave), yes/no or a nested
+    list is no tag or alias: a null item was the tag `none`, a list the tag `['x']`."""
+    fm, _, _ = parse_front_matter(f"---\n{field}: {value}\n---\nbody\n")
+    assert fm.error is None and fm.tags == tags and fm.aliases == aliases

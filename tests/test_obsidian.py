@@ -277,3 +277,102 @@ def test_m005_upgrades_an_index_and_reindexes_every_note(
     assert report.indexed == 5 and report.errors == []
     assert len(vault.links(app.store, "Home.md")["links"]) == 6
     assert {c["path"] for c in chunks(app, tags=("debugging",))} == {"Home.md"}
+
+
+@pytest.mark.parametrize("named", ["NFC", "NFD"])  # the file's name: Linux, or a Mac's
+@pytest.mark.parametrize("written", ["NFC", "NFD"])  # the names typed in links and requests
+def test_names_match_across_unicode_normal_forms(make_app: Any, named: str, written: str) -> None:
+    """`Café Plan` typed (NFC) is the note a Mac named `Café Plan.md` (NFD), and the other way
+    round: links, backlinks, the graph and a note asked for by name all find it, as do an
+    attachment's links."""
+    import unicodedata
+
+    def form(kind: str, text: str) -> str:
+        return unicodedata.normalize(kind, text)  # type: ignore[arg-type]
+
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    note = form(named, "Café Plan.md")
+    picture = form(named, "naïve.png")
+    (ws / note).write_text("# Plan\n\nquokka\n")
+    (ws / picture).write_bytes(b"\x89PNG\r\n\x1a\n")
+    link, typed = form(written, "Café Plan"), form(written, "naïve.png")
+    (ws / "home.md").write_text(f"# Home\n\n[[{link}]] and ![[{typed}]] and [[{link}|the plan]]\n")
+    app.indexer.reconcile()
+    files = app.indexer.others.snapshot()
+    out = vault.links(app.store, "home.md", files)
+    assert [x["path"] for x in out["links"]] == [note, picture, note]
+    for asked in (link, form(written, "Café Plan.md")):
+        back = vault.backlinks(app.store, asked, files)
+        assert back["path"] == note and [b["path"] for b in back["backlinks"]] == ["home.md"] * 2
+    assert [b["path"] for b in vault.backlinks(app.store, typed, files)["backlinks"]] == ["home.md"]
+    graph = vault.neighbourhood(app.store, link, files)
+    assert graph["center"] == note
+    assert {n["id"] for n in graph["nodes"]} == {note, "home.md", picture}
+
+
+@pytest.mark.parametrize("written", ["NFC", "NFD"])
+@pytest.mark.parametrize(
+    "door",
+    ["search path", "list path", "note.list", "reindex", "delete path", "note.read", "backlinks"],
+)
+def test_every_door_taking_a_path_finds_it_in_either_unicode_form(
+    make_app: Any, written: str, door: str
+) -> None:
+    """A folder a Mac named `Été` (NFD) answers every door that takes a workspace path when
+    `Été` is typed composed (NFC), as the note.* methods already did."""
+    import unicodedata
+
+    from memoryd.serve import methods as api
+
+    def call(name: str, **params: Any) -> Any:
+        return api.lookup(name, params).fn(app, params)
+
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    folder = unicodedata.normalize("NFD", "Été")
+    (ws / folder).mkdir()
+    (ws / folder / "plan.md").write_text("# Plan\n\nquokka\n")
+    (ws / "other.md").write_text("# Other\n\nquokka [[plan]]\n")
+    app.indexer.reconcile()
+    typed = unicodedata.normalize(written, "Été")  # type: ignore[arg-type]
+    note = f"{folder}/plan.md"
+    if door == "search path":
+        res = call("search", query="quokka", mode="keyword", path=typed)
+        assert [h["path"] for h in res["hits"]] == [note]
+    elif door == "list path":
+        assert [x["path"] for x in call("list", kind="chunk", path=typed)["items"]] == [note]
+    elif door == "note.list":
+        assert [x["path"] for x in call("note.list", path=typed)["items"]] == [note]
+    elif door == "reindex":
+        (ws / note).write_text("# Plan\n\nnumbat\n")
+        assert call("reindex", path=f"{typed}/plan.md")["indexed"] == 1
+    elif door == "delete path":
+        assert call("delete", path=typed, dry_run=True)["paths"] == [note]
+    elif door == "note.read":
+        assert call("note.read", path=f"{typed}/plan.md")["path"] == note
+    else:
+        assert call("backlinks", path=f"{typed}/plan.md")["path"] == note
+
+
+def test_a_note_of_front_matter_only_is_found_by_its_aliases_tags_and_values(
+    make_app: Any,
+) -> None:
+    """A note that is all properties (a person, a map of notes) had no chunk: its aliases,
+    tags and values were found nowhere (search, list --tags), though README says aliases are
+    searchable. Its front matter is now its one chunk."""
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "people").mkdir()
+    (ws / "people" / "zed.md").write_text(
+        "---\naliases: [Zorblaxian]\ntags: [person]\ncompany: Acmecorp\n---\n"
+    )
+    (ws / "empty.md").write_text("")
+    (ws / "blank fm.md").write_text("---\n---\n")
+    app.indexer.reconcile()
+    for query in ("Zorblaxian", "Acmecorp"):
+        res = app.searcher.search(SearchRequest(query=query, mode="keyword", record_access=False))
+        assert [h["path"] for h in res["hits"]] == ["people/zed.md"], query
+    found = chunks(app, tags=("person",))
+    assert [(c["path"], c["start_line"], c["end_line"]) for c in found] == [("people/zed.md", 1, 5)]
+    assert [c["path"] for c in chunks(app)] == ["people/zed.md"]  # empty notes make none

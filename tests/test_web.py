@@ -611,3 +611,48 @@ def test_entity_routes_are_the_entity_methods(web: WebHarness) -> None:
         ("/api/related?name=redis&depth=9", 400),
     ]:
         assert web.request("GET", bad).status == status, bad
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status"),
+    [
+        ("GET", "/api/nothing", None, 404),
+        ("POST", "/api/nothing", {}, 404),
+        ("POST", "/api/search", {}, 405),
+        ("GET", "/api/memory/update", None, 405),
+        ("POST", "/api/memory/update", "not json", 400),
+        ("POST", "/api/memory/update", [1, 2], 400),
+        ("GET", "/api/search?query=x&mode=bogus", None, 400),
+        ("GET", "/api/memory?id=99999", None, 404),
+    ],
+)
+def test_every_api_error_is_a_json_error_object(
+    web: WebHarness, method: str, path: str, body: Any, status: int
+) -> None:
+    """A script reading the API gets {"error": {"code", "message"}} for every refusal: an
+    unknown route and a wrong method were plain text ("not here"), a body that is not JSON had
+    no code."""
+    web.sign_in()
+    if body == "not json":
+        ans = web.request(method, path, headers={"Content-Type": "application/json"}, raw=b"x")
+    else:
+        ans = web.request(method, path, body)
+    assert ans.status == status
+    error = ans.json()["error"]
+    assert isinstance(error["code"], int) and error["message"]
+
+
+@pytest.mark.parametrize("word", ["maybe", "2", "tru", "%20"])
+def test_a_boolean_query_param_that_is_neither_true_nor_false_is_refused(
+    web: WebHarness, word: str
+) -> None:
+    """`explain=maybe` was read as false without a word; every boolean param of a route now
+    takes 1/true/yes/on or 0/false/no/off and refuses the rest."""
+    web.sign_in()
+    for param in ("explain", "include_deprecated", "include_expired"):
+        ans = web.request("GET", f"/api/search?query=redis&{param}={word}")
+        if word != "%20":
+            assert ans.status == 400 and param in ans.json()["error"]["message"]
+        else:
+            assert ans.status == 200  # an empty value counts as not given
+    assert web.request("GET", "/api/search?query=redis&explain=Yes").status == 200

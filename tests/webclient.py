@@ -72,6 +72,7 @@ class WebHarness:
         headers: dict[str, str] | None = None,
         session: bool = True,
         host: str | None = None,
+        raw: bytes | None = None,
     ) -> Answer:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         conn.skip_host = True  # type: ignore[attr-defined]
@@ -82,7 +83,7 @@ class WebHarness:
             hdrs["X-CSRF-Token"] = self.csrf
         hdrs.update(headers or {})
         hdrs = {k: v for k, v in hdrs.items() if v is not None}
-        data = json.dumps(body).encode() if body is not None else None
+        data = json.dumps(body).encode() if body is not None else raw
         if data is not None:
             hdrs["Content-Type"] = "application/json"
             hdrs["Content-Length"] = str(len(data))

@@ -13,6 +13,7 @@ import errno
 import fcntl
 import os
 import secrets
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,29 @@ _FLAGS = (
     | getattr(os, "O_NOFOLLOW", 0)
     | getattr(os, "O_CLOEXEC", 0)
 )
+
+
+def as_on_disk(root: Path, rel: str) -> str:
+    """The workspace path `rel` as it is written on disk: each part that does not exist is
+    replaced by the one entry of its folder that is the same text up to Unicode normalization
+    (NFC), if there is one, so 'café.md' typed composed finds the note saved decomposed (by
+    macOS, or a vault synced from it). Names are otherwise kept as given."""
+    parts = rel.split("/")
+    folder = root
+    for i, part in enumerate(parts):
+        if os.path.lexists(folder / part):
+            folder = folder / part
+            continue
+        key = unicodedata.normalize("NFC", part)
+        try:
+            same = [n for n in os.listdir(folder) if unicodedata.normalize("NFC", n) == key]
+        except OSError:  # the folder does not exist (yet): nor does anything under it
+            break
+        if len(same) != 1:
+            break
+        parts[i] = same[0]
+        folder = folder / same[0]
+    return "/".join(parts)
 
 
 def within(real: str, folder: str) -> bool:

@@ -3,8 +3,9 @@
 Every line goes through structlog's renderer, whoever wrote it: memoryd's own loggers; the
 standard library's `logging` (apscheduler, watchdog, psycopg's pool, huggingface_hub) through
 a ProcessorFormatter; loguru (fastembed) through a sink that hands each record to structlog;
-and `warnings` (captured into logging). So `journalctl --user -u memoryd -o cat | jq .` reads
-every line.
+`warnings` (captured into logging); and the exceptions Python reports itself (uncaught in a
+thread, ignored in a `__del__`), with their traceback in the line. So
+`journalctl --user -u memoryd -o cat | jq .` reads every line.
 
 A line that repeats (the same logger, level and event, more than RATE_LIMIT times within
 RATE_WINDOW_S seconds: a pool retrying a lost server dozens of times a second) is dropped after
@@ -198,6 +199,7 @@ def configure(
     root.setLevel(max(logging.WARNING, LEVELS[name]))
     logging.captureWarnings(True)
     _route_loguru()
+    _route_uncaught()
     if old is not None and old is not stream:  # a SIGHUP moved the log elsewhere
         if _state.get("file_stream") is old:
             del _state["file_stream"]
@@ -206,6 +208,43 @@ def configure(
 
 def _noop(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
     return event
+
+
+_HOOKS: dict[str, Any] = {"thread": threading.excepthook, "unraisable": sys.unraisablehook}
+
+
+def _uncaught_in_thread(args: Any) -> None:
+    if args.exc_type is SystemExit:
+        return
+    get_logger("memoryd").error(
+        "uncaught exception in a thread",
+        thread=getattr(args.thread, "name", None),
+        exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
+    )
+
+
+def _unraisable(u: Any) -> None:
+    try:
+        where = u.err_msg or f"Exception ignored in: {u.object!r}"
+    except Exception:
+        where = "Exception ignored"
+    get_logger("memoryd").error(
+        "exception ignored",
+        where=where[:300],
+        exc_info=(u.exc_type, u.exc_value, u.exc_traceback),
+    )
+
+
+def _route_uncaught() -> None:
+    """What Python itself reports on stderr, an exception no code caught in a thread (a
+    watcher's, a pool's) or one it had to ignore (in a __del__), goes through the renderer as
+    one line with its traceback, not as a bare traceback among the JSON lines."""
+    if threading.excepthook is not _uncaught_in_thread:
+        _HOOKS["thread"] = threading.excepthook  # reset() puts them back
+    if sys.unraisablehook is not _unraisable:
+        _HOOKS["unraisable"] = sys.unraisablehook
+    threading.excepthook = _uncaught_in_thread
+    sys.unraisablehook = _unraisable
 
 
 _LOGURU_LEVELS = {
@@ -326,6 +365,8 @@ def reset() -> None:
         if getattr(h, "_memoryd", False):
             root.removeHandler(h)
     logging.captureWarnings(False)
+    threading.excepthook = _HOOKS["thread"]
+    sys.unraisablehook = _HOOKS["unraisable"]
     _state.update(level=logging.INFO, name="info", stream=None, json=None, args=None)
     global _limiter
     _limiter = RateLimiter()

@@ -7,7 +7,7 @@ import sys
 import time
 
 from memoryd.ctl.client import Client, ClientError, UsageError, encode_request
-from memoryd.ctl.handlers import given, page_footer, read_text
+from memoryd.ctl.handlers import given, page_footer, read_text, stdin_text
 from memoryd.ctl.output import (
     Progress,
     bar,
@@ -227,6 +227,8 @@ def r_export(c: Client, a: Namespace) -> int:
         sys.stdout.write(lines)
         return EXIT_OK
     write_private(a.output, lines)
+    if a.json:  # what was written, as JSON: stdout is never empty under --json
+        return emit_json({"count": res["count"], "path": a.output})
     print(f"exported {res['count']} memories to {a.output}", file=sys.stderr)
     return EXIT_OK
 
@@ -315,8 +317,8 @@ def _note_content(a: Namespace) -> str:
     if a.file is not None:
         if a.text is not None:
             raise UsageError("give the text or --file, not both")
-        return read_text(a.file)
-    return sys.stdin.read() if a.text in (None, "-") else a.text
+        return read_text(a.file, lenient=True)
+    return stdin_text() if a.text in (None, "-") else a.text
 
 
 def p_note_write(a: Namespace) -> dict[str, Any]:

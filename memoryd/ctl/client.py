@@ -68,8 +68,27 @@ def dumps(obj: Any, *, ascii: bool = True) -> str:
 
 
 def encode_request(obj: Any) -> bytes:
-    """A request as UTF-8 JSON (a CJK character costs 3 bytes, not the 6 of a \\u escape); text
-    that is not valid Unicode (a lone surrogate) is sent escaped, for the daemon to refuse."""
+    """A request as UTF-8 JSON (a CJK character costs 3 bytes, not the 6 of a \\u escape).
+    An argument made of bytes that are not UTF-8 (Python surrogate-escapes them in sys.argv) is
+    read as the daemon reads a note's (ctl/textin.py: `café` typed in a Latin-1 terminal
+    is `café`); other text that is not valid Unicode (a lone surrogate) is sent escaped, for the
+    daemon to refuse."""
+    try:
+        return dumps(obj, ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    from memoryd.ctl.textin import repair
+
+    def fixed(value: Any) -> Any:
+        if isinstance(value, str):
+            return repair(value)
+        if isinstance(value, list):
+            return [fixed(v) for v in value]
+        if isinstance(value, dict):
+            return {k: fixed(v) for k, v in value.items()}
+        return value
+
+    obj = fixed(obj)
     try:
         return dumps(obj, ascii=False).encode("utf-8")
     except UnicodeEncodeError:

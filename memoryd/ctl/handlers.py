@@ -89,15 +89,37 @@ def given(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None and v is not False}
 
 
-def read_text(name: str) -> str:
-    """A file's text, or stdin's for '-'."""
+def read_text(name: str, *, lenient: bool = False) -> str:
+    """A file's text, or stdin's for '-', as UTF-8. lenient (the text of a memory or a note):
+    bytes that are not UTF-8 are read as Windows-1252, as the daemon reads a note's
+    (ctl/textin.py); otherwise such bytes are a usage error naming where they are."""
     if name == "-":
-        return sys.stdin.read()
+        buf = getattr(sys.stdin, "buffer", None)
+        if buf is None:  # a text stream someone set (tests): already text
+            return sys.stdin.read()
+        data = buf.read()
+    else:
+        try:
+            with open(name, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
     try:
-        with open(name, encoding="utf-8") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}") from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if lenient:
+            from memoryd.ctl.textin import decode_utf8
+
+            return decode_utf8(data)
+        shown = "stdin" if name == "-" else name
+        raise UsageError(
+            f"cannot read {shown}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+
+
+def stdin_text() -> str:
+    """The text piped in (add -, triggers -, note write/append), read_text's lenient way."""
+    return read_text("-", lenient=True)
 
 
 def filter_params(a: Namespace) -> dict[str, Any]:
@@ -147,7 +169,7 @@ def by_id(a: Namespace) -> dict[str, Any]:
 
 
 def p_add(a: Namespace) -> dict[str, Any]:
-    content = sys.stdin.read() if a.text == "-" else a.text
+    content = stdin_text() if a.text == "-" else a.text
     return {
         "content": content,
         **memory_params(a),
@@ -352,7 +374,7 @@ def s_session(res: dict[str, Any], a: Namespace) -> int:
 
 
 def p_triggers(a: Namespace) -> dict[str, Any]:
-    prompt = sys.stdin.read() if a.prompt == "-" else a.prompt
+    prompt = stdin_text() if a.prompt == "-" else a.prompt
     return given({"prompt": prompt, "namespace": a.namespace})
 
 

@@ -28,9 +28,10 @@ examples:
 
 exit status:
   0  ok (a search or listing found something, as with grep and rg)
-  1  nothing found (search, list, recent, note list, links, backlinks, triggers, candidates,
-     history, checkpoint list), the daemon answered with an error (no such entry, entity or
-     note; a failure), or `status --check` found drift
+  1  nothing found (search, list, recent, note list, links, backlinks, entities, triggers,
+     candidates, history, checkpoint list), the daemon answered with an error (no such entry,
+     entity or note; a failure), `status --check` found drift, or `jobs run` ran a job that
+     failed
   2  usage error: bad arguments (a bad option, a --since/--until outside the time grammar), an
      input file that cannot be read, or an argument the daemon refuses (--limit 0, --depth 9)
   3  memoryd is unreachable: no socket, stale socket, permission denied, timeout, or a socket

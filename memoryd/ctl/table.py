@@ -254,7 +254,11 @@ COMMANDS: tuple[Command, ...] = (
         slow=True,
         args=(
             arg("path", nargs="?", metavar="PATH", help="workspace-relative file or folder"),
-            arg("--full", action="store_true", help="re-read and re-chunk every file"),
+            arg(
+                "--full",
+                action="store_true",
+                help="re-read and re-chunk every file (under PATH, with one)",
+            ),
             arg("--no-progress", action="store_true", help="print only the result"),
         ),
         examples=("memoryctl reindex", "memoryctl reindex notes/projects --full"),

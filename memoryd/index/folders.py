@@ -53,6 +53,7 @@ class Walker(Protocol):
     """What the walk reads of the indexer (memoryd.index.indexer.Indexer)."""
 
     root: Path
+    root_real: Path
     private: tuple[str, ...]
     skipped: dict[str, str]
     others: OtherFiles
@@ -82,7 +83,9 @@ def walk(ix: Walker, report: Any, under: str = ".") -> Iterator[tuple[str, dict[
     s = ix.settings
     for dirpath, dirnames, filenames in os.walk(ix.root / under, followlinks=s.follow_symlinks):
         real_dir = os.path.realpath(dirpath)
-        if real_dir in seen_dirs or not ix._inside(real_dir):
+        rel_dir = Path(dirpath).relative_to(ix.root).as_posix()
+        folder = "" if rel_dir == "." else rel_dir
+        if real_dir in seen_dirs or not ix._inside(real_dir) or alias_of(ix, folder) is not None:
             dirnames[:] = []
             if not ix._inside(real_dir):
                 log.warning(
@@ -90,8 +93,6 @@ def walk(ix: Walker, report: Any, under: str = ".") -> Iterator[tuple[str, dict[
                 )
             continue
         seen_dirs.add(real_dir)
-        rel_dir = Path(dirpath).relative_to(ix.root).as_posix()
-        folder = "" if rel_dir == "." else rel_dir
         prefix = folder + "/" if folder else ""
         if s.skip_hidden:
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -112,6 +113,37 @@ def walk(ix: Walker, report: Any, under: str = ".") -> Iterator[tuple[str, dict[
                 continue
         yield folder, found
     ix.others.replace(under, others)
+
+
+def alias_of(ix: Walker, folder: str) -> str | None:
+    """The workspace folder that `folder` ("" for the top) stands for through a symlink on its
+    way (`notes/link -> ../projects`, a loop `a/up -> ..`), when the walk visits that folder
+    under its own name; None for a folder that is itself, or whose target the walk skips (a
+    hidden or private folder, outside the workspace). The files of a folder reached two ways are
+    indexed once, under the real folder's path, whichever way the walk or a watcher's event
+    came first."""
+    own = os.path.join(ix.root_real, folder) if folder else str(ix.root_real)
+    real = os.path.realpath(ix.root / folder) if folder else own
+    if real == own or not ix._inside(real):
+        return None
+    target = Path(os.path.relpath(real, ix.root_real)).as_posix()
+    target = "" if target == "." else target
+    hidden = ix.settings.skip_hidden and any(p.startswith(".") for p in target.split("/") if p)
+    if hidden or (target and ix.is_private(target)):
+        return None
+    return target
+
+
+def canonical(ix: Walker, rel: str) -> str:
+    """A workspace path as the walk indexes it: a file under a symlinked folder that stands for
+    another workspace folder (alias_of) is that folder's file."""
+    folder, _, name = rel.rpartition("/")
+    if not folder:
+        return rel
+    target = alias_of(ix, folder)
+    if target is None:
+        return rel
+    return f"{target}/{name}" if target else name
 
 
 class Differences:

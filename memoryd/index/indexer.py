@@ -5,9 +5,9 @@ A file is re-indexed only when its SHA-256 differs from the stored one; a stat c
 with the same hash appeared is a move: its chunks keep their rows (and, through their text
 hashes, their vectors) under the new path. Odd files (too large, unreadable, symlink loops,
 symlinks leading out of the workspace, names that are not UTF-8, vanishing mid-read) are skipped
-with one log line each; text in UTF-16/32 with a byte order mark is decoded, invalid UTF-8 gets
-replacement characters; a file that would make more than `max_chunks_per_file` chunks keeps its
-first ones. Nothing here raises for a bad file.
+with one log line each; text in UTF-16/32 with a byte order mark is decoded, bytes that are not
+UTF-8 are read as Windows-1252; a file that would make more than `max_chunks_per_file` chunks
+keeps its first ones. Nothing here raises for a bad file.
 """
 
 from __future__ import annotations
@@ -25,15 +25,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core.errors import InvalidInput, describe
-from memoryd.core.fsutil import within
+from memoryd.core.fsutil import as_on_disk, within
 from memoryd.core.logsetup import get_logger
 from memoryd.index.attachments import OtherFiles
-from memoryd.index.folders import FileState, Skip, differences, walk
+from memoryd.index.folders import FileState, Skip, canonical, differences, walk
 from memoryd.memory.validation import check_str
 from memoryd.store import Store, docpaths, entries, links, notetext
 from memoryd.store import entities as store_entities
 from memoryd.store.entries import DocumentInfo, NewChunk
-from memoryd.text import entities, markdown, obsidian
+from memoryd.text import decoding, entities, markdown, obsidian
+from memoryd.text.decoding import LEGACY
 from memoryd.text.pathrules import PathRules, path_accepted, shown, valid_name
 
 log = get_logger("memoryd.index.indexer")
@@ -165,7 +166,7 @@ class Indexer:
             raise InvalidInput(
                 "path: must not be empty (a workspace-relative path like 'notes/idea.md')"
             )
-        raw = self.root / text
+        raw = self.root / as_on_disk(self.root, text)  # 'café' typed: the 'café' on disk
         try:
             last = keep_link and raw.name not in ("", ".", "..")
             full = raw.parent.resolve() / raw.name if last else raw.resolve()
@@ -307,7 +308,10 @@ class Indexer:
             report = Report()
             if self._root_away(report):
                 return report
-            rels = [rel for rel in (self.relpath(Path(p)) for p in paths) if rel is not None]
+            # a file under a symlinked folder is the real folder's file (folders.canonical)
+            rels = [
+                canonical(self, r) for r in map(self.relpath, map(Path, paths)) if r is not None
+            ]
             # only the documents at or under these paths, not the whole table (issue 23.2)
             indexed = self.store.read(lambda con: docpaths.documents_at(con, rels))
             todo: dict[str, FileState] = {}
@@ -480,13 +484,15 @@ class Indexer:
     def _text(self, state: FileState, data: bytes) -> str:
         """The file's text as indexed: decoded (a warning when bytes were replaced) and through
         the preprocess hook."""
-        text, encoding, lossy = markdown.decode(data)
+        text, encoding, lossy = decoding.decode(data)
         if lossy:
             log.warning(
                 "invalid text, indexed with replacement characters",
                 path=state.path,
                 encoding=encoding,
             )
+        elif encoding.endswith(LEGACY):
+            log.info("not UTF-8: its other bytes read as Windows-1252", path=state.path)
         return text if self.preprocess is None else self.preprocess(state.path, text)
 
     def _front(self, path: str, text: str) -> tuple[str, markdown.FrontMatter, str, int]:
@@ -517,9 +523,14 @@ class Indexer:
                 setting="indexer.max_chunks_per_file",
             )
             chunks = chunks[: s.max_chunks_per_file]
+        if not chunks and first > 1 and fm.raw:
+            # a note of properties only (a person, a map of notes): its front matter, as
+            # written, is its one chunk, so its aliases, tags and values are found
+            block = "\n".join(text.split("\n")[: first - 1])
+            chunks = [markdown.Chunk(0, block, (), 1, first - 1, markdown.sha256_text(block))]
         masked = obsidian.mask_code(body)
         tags = obsidian.expand_tags([*fm.tags, *obsidian.inline_tags(body, masked)])
-        if fm.aliases and chunks:  # aliases are other names of the note: make them searchable
+        if fm.aliases and chunks and chunks[0].start_line >= first:  # other names: searchable
             c = chunks[0]
             content = markdown.with_aliases(c.content, fm.aliases)
             chunks[0] = markdown.Chunk(

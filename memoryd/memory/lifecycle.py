@@ -156,6 +156,13 @@ def _decoded(value: str | None) -> Any:
 def history(con: Connection, entry_id: int) -> list[dict[str, Any]]:
     from memoryd.core.timeutil import iso
 
+    kind = lcstore.kind_of(con, entry_id)
+    if kind is None:
+        raise NotFound(f"no entry with id {entry_id}")
+    if kind != "memory":
+        raise InvalidInput(
+            f"entry {entry_id} is a chunk of a workspace file; history is kept for memories"
+        )
     rows = lcstore.history_rows(con, entry_id)
     return [
         {"at": iso(ts), "field": f, "old": _decoded(o), "new": _decoded(n)} for ts, f, o, n in rows

@@ -40,7 +40,6 @@ import shutil
 import stat
 import threading
 import time
-import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -59,6 +58,7 @@ from memoryd.core.errors import (
 from memoryd.core.fsutil import (
     PRIVATE_DIR,
     SHARED_DIR,
+    as_on_disk,
     atomic_write_at,
     fsync_dir,
     make_dirs,
@@ -79,8 +79,9 @@ from memoryd.notes.fsops import (
     os_errors,
     sha_now,
 )
-from memoryd.store import Store, entries
+from memoryd.store import Store, docpaths, entries
 from memoryd.store import notes as store_notes
+from memoryd.text import decoding
 from memoryd.text.pathrules import path_accepted
 
 log = get_logger("memoryd.notes.notes")
@@ -156,26 +157,9 @@ class Notes:
             )
 
     def _as_on_disk(self, rel: str) -> str:
-        """`rel` with each part that does not exist replaced by the one entry of its folder that
-        is the same text up to Unicode normalization (NFC), if there is one: 'café.md' typed
-        composed finds the note saved decomposed (by macOS, or a vault synced from it) instead
-        of creating a second note that looks the same. Names are otherwise kept as given."""
-        parts = rel.split("/")
-        folder = self.root
-        for i, part in enumerate(parts):
-            if os.path.lexists(folder / part):
-                folder = folder / part
-                continue
-            key = unicodedata.normalize("NFC", part)
-            try:
-                same = [n for n in os.listdir(folder) if unicodedata.normalize("NFC", n) == key]
-            except OSError:  # the folder does not exist (yet): nor does anything under it
-                break
-            if len(same) != 1:
-                break
-            parts[i] = same[0]
-            folder = folder / same[0]
-        return "/".join(parts)
+        """fsutil.as_on_disk in this workspace: 'café.md' typed composed is the note saved
+        decomposed, instead of a second note that looks the same."""
+        return as_on_disk(self.root, rel)
 
     def limit(self) -> int:
         return min(self.settings.max_bytes, self.indexer.settings.max_file_bytes)
@@ -374,9 +358,11 @@ class Notes:
             raise NotFound(f"no note at {describe(rel)}")
         with self._folder(rel, real.parent) as dfd:
             data, st = self._read_at(dfd, real.name, rel)
+        text, encoding, _ = decoding.decode(data)  # as the indexer reads it
         return {
             "path": rel,
-            "content": data.decode("utf-8", errors="replace"),
+            "content": text,
+            "encoding": encoding,
             "sha256": sha256_bytes(data),
             "size": len(data),
             "mtime": iso(st.st_mtime),
@@ -428,10 +414,7 @@ class Notes:
                 if attempt == 0:
                     self._check_expected(rel, expected, current[0] if current else None)
                 old = current[0] if current else b""
-                sep = b"\n" if old and not old.endswith(b"\n") else b""
-                data = old + sep + added
-                if not data.endswith(b"\n"):
-                    data += b"\n"
+                data = old + appended(old, added)
                 self._check_size(rel, len(data))
                 self._ensure_parent(full, rel)
                 mode = stat.S_IMODE(current[1].st_mode) if current else None
@@ -531,14 +514,18 @@ class Notes:
             **index,
         }
 
-    def forget_hashes(self) -> None:
-        """Make the next reconcile read, chunk and store every note again, in place (search
-        keeps answering meanwhile; vectors are reused through their text hashes)."""
-        self.store.run_write(entries.forget_document_hashes)
+    def forget_hashes(self, under: str | None = None) -> None:
+        """Make the next reconcile read, chunk and store every note again (or those at or under
+        the workspace path `under`), in place (search keeps answering meanwhile; vectors are
+        reused through their text hashes)."""
+        if under is None:
+            self.store.run_write(entries.forget_document_hashes)
+        else:
+            self.store.run_write(lambda con: docpaths.forget_hashes_under(con, under))
 
     def list(self, path: object = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
         """Indexed notes under a folder (or all), by path, with title and tags."""
-        prefix = "" if path in (None, "", ".", "/") else normalize(path)
+        prefix = "" if path in (None, "", ".", "/") else self._as_on_disk(normalize(path))
         items, total = self.store.read(
             lambda con: store_notes.list_documents(con, prefix, limit, offset)
         )
@@ -583,6 +570,16 @@ class Notes:
                 f"{rel}: {size} bytes is over the {self.limit()}-byte note limit "
                 f"({self._limit_key()})"
             )
+
+
+def appended(old: bytes, added: bytes) -> bytes:
+    """The bytes that put `added` (UTF-8) at the end of a note holding `old`, on a line of its
+    own and ending with a line end, in the note's own encoding (a UTF-16 note stays UTF-16)."""
+    text, encoding, _ = decoding.decode(old)
+    more = added.decode("utf-8")
+    sep = "\n" if text and not text.endswith(("\n", "\r")) else ""
+    end = "" if more.endswith("\n") else "\n"
+    return decoding.encode_like(sep + more + end, encoding)
 
 
 def note_item(d: dict[str, Any]) -> dict[str, Any]:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from memoryd import __version__
 from memoryd.core.errors import InvalidInput, Unavailable, describe
+from memoryd.core.fsutil import as_on_disk
 from memoryd.memory import checkpoints, lifecycle, transfer
 from memoryd.memory.memories import (
     ADD_FIELDS,
@@ -61,7 +63,11 @@ FILTER_PARAMS = frozenset(
 )
 
 
-def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters:
+def filters_from(
+    params: dict[str, Any], *, default_kind: str | None, root: Path | None = None
+) -> Filters:
+    """The filter params as Filters; a `path` under `root` (the workspace) is taken as it is
+    written on disk (fsutil.as_on_disk: 'café' typed finds the folder a Mac named)."""
     kind = params.get("kind", default_kind)
     if kind == "all":
         kind = None
@@ -80,6 +86,8 @@ def filters_from(params: dict[str, Any], *, default_kind: str | None) -> Filters
     # '..' and absolute paths refused): one rule for every param naming a workspace path
     path = params.get("path")
     path = None if path in (None, "", ".", "/") else note_path(path)
+    if path is not None and root is not None:
+        path = as_on_disk(root, path)  # 'café' typed: the folder a Mac named 'café'
     source = params.get("source")
     if source is not None:
         source = check_str(source, "source", limit=1000)
@@ -180,7 +188,7 @@ def _search_limit(app: App, params: dict[str, Any]) -> int:
 
 @method("list", FILTER_PARAMS | {"limit", "offset"})
 def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    filters = filters_from(params, default_kind="memory")
+    filters = filters_from(params, default_kind="memory", root=app.cfg.workspace)
     if filters.namespace is None:
         filters = replace(filters, namespace=app.cfg.memories.default_namespace)
     items, total = app.memories.list(
@@ -359,7 +367,7 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
             _search_limit(app, params),
             entity_search.check_types(params.get("type")),
         )
-    filters = filters_from(params, default_kind=None)
+    filters = filters_from(params, default_kind=None, root=app.cfg.workspace)
     if filters.namespace is None:
         filters = replace(filters, namespace=app.cfg.memories.default_namespace)
     started = time.perf_counter()
@@ -414,7 +422,11 @@ def status(app: App, params: dict[str, Any]) -> dict[str, Any]:
 @method("reindex", {"path", "full"}, slow=True)
 def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("path") is not None:
-        _, full = app.indexer.resolve_path(params["path"], root_ok=True)
+        rel, full = app.indexer.resolve_path(params["path"], root_ok=True)
+        if param_bool(params, "full") and rel not in (".", ""):
+            app.notes.forget_hashes(rel)  # its notes are read and chunked again
+        elif param_bool(params, "full"):
+            app.notes.forget_hashes()
         return app.indexer.sync_paths([full]).as_dict()
     if param_bool(params, "full"):
         # Forget every stored hash: each file is read, chunked and stored again in place (search

@@ -63,3 +63,12 @@ def _storable(rel: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def forget_hashes_under(con: Connection, rel: str) -> None:
+    """The documents at or under the workspace path `rel` look changed to the next sync
+    (reindex PATH --full): read and chunked again even when their bytes did not change."""
+    con.execute(
+        "UPDATE documents SET sha256 = '', size = -1 WHERE path = ? OR substr(path, 1, ?) = ?",
+        (rel, len(rel) + 1, rel + "/"),
+    )

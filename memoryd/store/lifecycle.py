@@ -78,6 +78,12 @@ def add_access(con: Connection, entry_id: int, ts: float, query: str, rank: int)
     )
 
 
+def kind_of(con: Connection, entry_id: int) -> str | None:
+    """An entry's kind ("memory" or "chunk"), or None when there is no entry with that id."""
+    rows = con.execute("SELECT kind FROM entries WHERE id = ?", (entry_id,)).fetchall()
+    return str(rows[0][0]) if rows else None
+
+
 def feedback(con: Connection, entry_id: int) -> tuple[str, str, int, int, float] | None:
     """(kind, tier, useful_count, validation_count, confidence) or None. On PostgreSQL the row stays
     locked until the transaction ends: two daemons validating the same memory at once would

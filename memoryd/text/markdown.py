@@ -27,6 +27,8 @@ from typing import Any
 
 from memoryd.core.errors import InvalidInput
 from memoryd.core.timeutil import parse_time
+from memoryd.text.frontyaml import Refused as _Refused
+from memoryd.text.frontyaml import load as _load_yaml
 
 _ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -62,30 +64,6 @@ class Chunk:
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-_BOMS = (
-    (b"\x00\x00\xfe\xff", "utf-32-be"),
-    (b"\xff\xfe\x00\x00", "utf-32-le"),  # before UTF-16 LE, whose BOM it starts with
-    (b"\xef\xbb\xbf", "utf-8"),
-    (b"\xfe\xff", "utf-16-be"),
-    (b"\xff\xfe", "utf-16-le"),
-)
-
-
-def decode(data: bytes) -> tuple[str, str, bool]:
-    """(text, encoding, lossy): UTF-8, or UTF-8/16/32 as announced by a byte order mark (the
-    mark is dropped). Undecodable bytes become U+FFFD and set `lossy`."""
-    encoding, start = "utf-8", 0
-    for bom, name in _BOMS:
-        if data.startswith(bom):
-            encoding, start = name, len(bom)
-            break
-    payload = data[start:]
-    try:
-        return payload.decode(encoding), encoding, False
-    except UnicodeDecodeError:
-        return payload.decode(encoding, errors="replace"), encoding, True
 
 
 # Chinese, Japanese and Korean characters: tokenizers spend about one token (often more) on
@@ -137,6 +115,8 @@ def _tags(value: Any) -> tuple[str, ...]:
         return ()
     out: list[str] = []
     for item in items:
+        if item is None or isinstance(item, bool | list | dict):
+            continue  # an empty item (`- `), yes/no, a nested list: no tag, not "none"
         tag = nfc(str(item)).strip().lstrip("#").lower()
         if tag and tag not in out:
             out.append(tag)
@@ -154,28 +134,6 @@ def _timestamp(value: Any) -> float | None:
         except InvalidInput:
             return None
     return None
-
-
-def _load_yaml(source: str) -> Any:
-    """yaml.safe_load without aliases: an alias can make a few hundred bytes expand into
-    gigabytes once the value is copied (the "billion laughs"), so any alias is refused."""
-    import yaml
-
-    class NoAliasLoader(yaml.SafeLoader):
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            if self.check_event(yaml.AliasEvent):
-                raise _Refused("YAML aliases (*name) are not allowed in front matter")
-            return super().compose_node(parent, index)
-
-    loader = NoAliasLoader(source)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
-
-
-class _Refused(Exception):
-    """Front matter that is closed but not accepted (too large, aliases): the body is kept."""
 
 
 def parse_front_matter(
@@ -207,7 +165,7 @@ def parse_front_matter(
         first_line = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
         return FrontMatter(error=f"invalid YAML: {first_line}"), text, 1
     except (RecursionError, MemoryError, ValueError, TypeError, OverflowError) as exc:
-        return FrontMatter(error=f"front matter refused ({type(exc).__name__})"), body, first
+        return FrontMatter(error=f"front matter refused ({_why(exc)})"), body, first
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -215,8 +173,14 @@ def parse_front_matter(
     try:
         fm = _front_matter(data)
     except (RecursionError, MemoryError, ValueError, TypeError, OverflowError) as exc:
-        return FrontMatter(error=f"front matter refused ({type(exc).__name__})"), body, first
+        return FrontMatter(error=f"front matter refused ({_why(exc)})"), body, first
     return fm, body, first
+
+
+def _why(exc: BaseException) -> str:
+    """An exception as a log reason: its kind and the first line of its message, cut short."""
+    first = str(exc).splitlines()[0][:120] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _front_matter(data: dict[Any, Any]) -> FrontMatter:

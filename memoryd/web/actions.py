@@ -23,6 +23,7 @@ from memoryd.core.errors import (
     Refused,
     TooLarge,
     Unavailable,
+    describe,
 )
 from memoryd.serve.app import App
 from memoryd.serve.registry import lookup
@@ -61,6 +62,7 @@ INT_PARAMS = frozenset(
     }
 )
 BOOL_PARAMS = frozenset({"include_deprecated", "include_expired", "explain", "useful"})
+TRUE, FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
 LIST_VALUED = frozenset({"tags"})
 
 
@@ -129,11 +131,11 @@ def error(exc: MemorydError) -> Response:
 
 def params_from(values: dict[str, Any], names: tuple[str, ...] | frozenset[str]) -> dict[str, Any]:
     """The named params, from a query string (text: numbers, booleans and comma lists are
-    read as the API takes them) or a JSON body (as sent). Empty strings count as not given."""
+    read as the API takes them) or a JSON body (as sent). Blank strings count as not given."""
     out: dict[str, Any] = {}
     for name in names:
         value = values.get(name)
-        if value is None or value == "":
+        if value is None or (isinstance(value, str) and not value.strip()):
             continue
         if isinstance(value, str):
             if name in INT_PARAMS:
@@ -142,7 +144,10 @@ def params_from(values: dict[str, Any], names: tuple[str, ...] | frozenset[str])
                 except ValueError:
                     raise InvalidInput(f"{name}: expected an integer") from None
             elif name in BOOL_PARAMS:
-                value = value.lower() in ("1", "true", "yes", "on")
+                word = value.strip().lower()
+                if word not in TRUE | FALSE:
+                    raise InvalidInput(f"{name}: expected true or false, got {describe(value)}")
+                value = word in TRUE
             elif name in LIST_VALUED:
                 value = [t.strip() for t in value.split(",") if t.strip()]
         out[name] = value

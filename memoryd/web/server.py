@@ -229,15 +229,21 @@ class WebServer:
                 )
         route = routes.ROUTES.get(("GET" if req.method == "HEAD" else req.method, req.path))
         if route is None:
-            known = any(path == req.path for _, path in routes.ROUTES)
-            return Response.text(405 if known else 404, "not here")
+            allowed = sorted({m for m, path in routes.ROUTES if path == req.path})
+            if not req.path.startswith("/api/"):
+                return Response.text(405 if allowed else 404, "not here")
+            if not allowed:  # the API answers JSON, a route it does not have too
+                return api_error(404, -32601, f"no route {req.path} (docs/web.md)")
+            resp = api_error(405, -32601, f"{req.path} takes {' or '.join(allowed)}")
+            resp.headers.append(("Allow", ", ".join(allowed)))
+            return resp
         loop = asyncio.get_running_loop()
         assert self._pool is not None
         started = time.perf_counter()
         try:
             result = await loop.run_in_executor(self._pool, route.fn, ctx, req)
         except BadRequest as exc:
-            return Response.json({"error": {"message": exc.message}}, exc.status)
+            return api_error(exc.status, -32600, exc.message)
         except MemorydError as exc:
             return actions.error(exc)
         except Exception as exc:
@@ -266,3 +272,8 @@ class WebServer:
             f"Max-Age={int(self.settings.session_hours * 3600)}"
         )
         return Response(303, b"", headers=[("Location", nxt), ("Set-Cookie", cookie)])
+
+
+def api_error(status: int, code: int, message: str) -> Response:
+    """An API route's error in the shape of every other: {"error": {"code", "message"}}."""
+    return Response.json({"error": {"code": code, "message": message}}, status)
