@@ -369,6 +369,16 @@ def m009_note_text_expiry(con: apsw.Connection) -> None:
     )
 
 
+def m010_read_notes_again(con: apsw.Connection) -> None:
+    """Every note is read again at the next reconcile (sha256 cleared, as m005 and m006 did),
+    so an upgraded store holds what a new one would: notes in Latin-1 (Windows-1252) decoded,
+    front matter with one odd value kept, a note of front matter alone as its one chunk, a
+    symlinked folder under its real path, names written decomposed (NFD) whole. Chunks whose text
+    is unchanged keep their vectors (they are keyed by the text's hash): nothing is embedded
+    twice."""
+    con.execute("UPDATE documents SET sha256 = '', mtime = -1")
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
@@ -379,6 +389,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m007_entity_dates,
     m008_note_text,
     m009_note_text_expiry,
+    m010_read_notes_again,
 ]
 
 

@@ -463,6 +463,12 @@ def _v7_inline_fts(cur: psycopg.Cursor) -> None:
         cur.execute(f"UPDATE {table} SET fts = fts || ''::tsvector WHERE {out_of_line}")
 
 
+def _v8_read_notes_again(cur: psycopg.Cursor) -> None:
+    """Every workspace's notes are read again at their daemon's next reconcile: store/migrations.py
+    m010 says why (what the indexer reads differently since); vectors are kept."""
+    cur.execute("UPDATE all_documents SET sha256 = '', mtime = -1")
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
@@ -471,6 +477,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v5_fts_top,
     _v6_fts_tiers,
     _v7_inline_fts,
+    _v8_read_notes_again,
 ]
 
 
