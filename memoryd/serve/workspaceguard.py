@@ -48,6 +48,7 @@ class WorkspaceGuard:
         self.away = False
         self._restarted_at = -RESTART_EVERY_S
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     @property
@@ -60,7 +61,12 @@ class WorkspaceGuard:
     def check(self) -> str | None:
         """Look once: "away" when the folder is gone, "back" when it returned (or another
         folder took its path) and was watched again, "restarted" when the watcher had stopped
-        (an inotify error, a bug: at most once a minute), None when nothing changed."""
+        (an inotify error, a bug: at most once a minute), None when nothing changed. One look at
+        a time (the guard's thread, start-up, a test): a watcher is replaced once."""
+        with self._lock:
+            return self._check()
+
+    def _check(self) -> str | None:
         try:
             st = os.stat(self.root)
         except OSError:
