@@ -238,9 +238,11 @@ class Server:
         if not self._owns_path or self._server is None:
             return False
         try:
-            ino = os.lstat(self.path).st_ino
+            ino: int | None = os.lstat(self.path).st_ino
         except FileNotFoundError:
             ino = None
+        except OSError:  # something else in the way (a file where the folder was)
+            ino = -1
         if ino is not None:
             if ino != self._socket_ino and not self._other_seen:
                 self._other_seen = True
@@ -252,8 +254,11 @@ class Server:
         try:
             sock = bind_socket(self.path)
         except (OSError, MemorydError) as exc:
-            log.error("the socket file was removed and cannot be made again", error=str(exc))
+            if not self._other_seen:  # said once, not every 30 s
+                self._other_seen = True
+                log.error("the socket file was removed and cannot be made again", error=str(exc))
             return False
+        self._other_seen = False
         await self._listen(sock)
         await self._streams.stop_accepting(old)  # its file is gone: no client can reach it
         log.warning("the socket file was removed; listening again", socket=str(self.path))
