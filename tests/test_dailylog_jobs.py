@@ -294,3 +294,8 @@ def test_a_jobs_interval_counts_across_restarts(tmp_path: Path, monkeypatch: Any
     j = start()
     assert next_run(j) == pytest.approx(now[0] + 86400)
     j.shutdown()
+    for odd in ('{"snapshot": {"last_run_at": 1e300}}', '{"snapshot": {"last_run_at": NaN}}'):
+        state.write_text(odd)  # a clock that was ahead, a hand-edited file: from now
+        j = start()
+        assert next_run(j) == pytest.approx(now[0] + 86400)
+        j.shutdown()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -290,6 +291,8 @@ class Jobs:
         now = time.time()
         saved = self._saved.setdefault(name, {"last_run_at": None, "counting_from": now})
         base = saved.get("last_run_at") or saved.get("counting_from") or now
+        if not math.isfinite(base) or base > now:  # a clock that was ahead, a hand-edited file
+            base = now
         return max(base + seconds, now + min(seconds, START_DELAY_S))
 
     def interval(self, name: str) -> float:
