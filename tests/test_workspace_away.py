@@ -129,3 +129,28 @@ def test_a_watcher_that_stopped_is_started_again(make_app: Any) -> None:
     wait_for(lambda: paths(app, "lighthouse") == ["a.md", "e.md", "sub/b.md"])
     app.watcher.stop(flush=False)
     assert app.workspace_guard.check() is None  # not again within the minute
+
+
+def test_the_guard_stopped_while_it_starts_never_raises(tmp_path: Path) -> None:
+    """stop() joined a thread start() had made and not yet started (RuntimeError: the daemon
+    stopped at once after it answered exited 1); a start() after stop() started a thread."""
+    import threading
+
+    from memoryd.serve.workspaceguard import WorkspaceGuard
+
+    errors: list[BaseException] = []
+    for _ in range(300):
+        guard = WorkspaceGuard(tmp_path, watched=lambda: None, rewatch=lambda: None)
+        starting = threading.Thread(target=guard.start)
+        starting.start()
+        try:
+            guard.stop()
+        except RuntimeError as exc:
+            errors.append(exc)
+        starting.join()
+        assert guard._thread is None or not guard._thread.is_alive() or guard._stop.is_set()
+    assert errors == []
+    late = WorkspaceGuard(tmp_path, watched=lambda: None, rewatch=lambda: None)
+    late.stop()
+    late.start()
+    assert late._thread is None

@@ -237,6 +237,8 @@ class App:
 
     def _startup(self, progress: Callable[[str], None] | None) -> None:
         try:
+            if self.indexer.stopping.is_set():  # closed as it started (a stop at once)
+                return
             if self.workspace_guard.check() != "away":
                 self.start_watcher()
             self.workspace_guard.start()
@@ -366,10 +368,10 @@ class App:
         self.indexer.stopping.set()  # a reconcile under way ends after its file in hand
         self.jobs.shutdown(wait=True)
         self.workspace_guard.stop()
+        if self._bg is not None:  # start-up first: it may be starting the watcher right now
+            self._bg.join(timeout=30)
         if self.watcher is not None:
             self.watcher.stop()
-        if self._bg is not None:
-            self._bg.join(timeout=30)
         self.embedder.stop()
         self.model.close()
         self.searcher.close()

@@ -92,13 +92,21 @@ class WorkspaceGuard:
         return "back"
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="memoryd-workspace", daemon=True)
-        self._thread.start()
+        """Look every `interval` seconds, on a thread; nothing once stop() was called (a daemon
+        stopped while it started)."""
+        with self._lock:
+            if self._stop.is_set() or self._thread is not None:
+                return
+            thread = threading.Thread(target=self._run, name="memoryd-workspace", daemon=True)
+            thread.start()
+            self._thread = thread
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        with self._lock:  # a start() under way has finished: its thread is started
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=5)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
