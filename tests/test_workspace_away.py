@@ -58,6 +58,10 @@ def test_gone_keeps_the_index_writes_nothing_in_its_place_and_back_catches_up(
     # nothing is made in its place: a memory is kept, its daily-log line is not written there
     rec = app.memories.add("a lighthouse memory while the vault is away")
     assert app.memories.get(rec.id)["id"] == rec.id
+    gone = app.memories.add("a memory forgotten before the vault is back")
+    app.memories.delete(gone.id)
+    changed = app.memories.add("a memory first written one way")
+    app.memories.update(changed.id, {"content": "a memory then written another way"})
     for door in (
         lambda: app.notes.write("c.md", "# C\n"),
         lambda: app.notes.read("a.md"),
@@ -76,8 +80,9 @@ def test_gone_keeps_the_index_writes_nothing_in_its_place_and_back_catches_up(
     assert app.workspace_guard.check() == "back"
     assert app.status()["watcher"]["error"] is None
     # the memory's daily-log line is written now, and not indexed again as a note's text
-    logs = list((ws / app.cfg.dailylog.folder).glob("*.md"))
-    assert any("while the vault is away" in p.read_text() for p in logs)
+    logs = "".join(p.read_text() for p in (ws / app.cfg.dailylog.folder).glob("*.md"))
+    assert "while the vault is away" in logs and "then written another way" in logs
+    assert "forgotten" not in logs and "first written" not in logs  # as stored now
     wait_for(lambda: paths(app, "lighthouse") == ["a.md", "c.md"])
     (ws / "d.md").write_text("# D\n\nThe lighthouse again\n")  # the new folder is watched
     wait_for(lambda: paths(app, "lighthouse") == ["a.md", "c.md", "d.md"])

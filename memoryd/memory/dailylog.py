@@ -216,11 +216,15 @@ class DailyLog:
             return None
         return path
 
-    def append_waiting(self) -> int:
+    def append_waiting(
+        self, current: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda r: r
+    ) -> int:
         """The lines of the memories added while the workspace folder was gone, now it is
-        back (in the order they were added); returns how many were written."""
+        back (in the order they were added), each as `current` reads it now (None: deleted
+        meanwhile, no line; updated: its new text); returns how many were written."""
         waiting, self.waiting = self.waiting, []
-        return sum(self.append(record) is not None for record in waiting)
+        now = (current(record) for record in waiting)
+        return sum(self.append(record) is not None for record in now if record is not None)
 
     def _check_inside(self, folder: Path) -> None:
         """The log's folder must resolve inside the workspace: a symlinked `daily/` (or year

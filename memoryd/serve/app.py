@@ -16,6 +16,7 @@ from typing import Any
 from memoryd import __version__
 from memoryd.core import collector, malloc
 from memoryd.core.config import Config
+from memoryd.core.errors import MemorydError
 from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
@@ -291,8 +292,15 @@ class App:
             old.stop(flush=False)
         self.watcher_error = None
         self.start_watcher()
-        self.dailylog.append_waiting()
+        self.dailylog.append_waiting(self._stored_memory)
         self.reconcile_soon("the workspace folder is back")
+
+    def _stored_memory(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        """A memory as stored now (None once deleted): a daily-log line written late."""
+        try:
+            return self.memories.get(int(record["id"]))
+        except MemorydError:
+            return None
 
     def reconcile(self, report: Callable[[str], None] | None = None) -> Any:
         """indexer.reconcile with progress: `index.progress` in status while it runs, and one
