@@ -538,6 +538,35 @@ def daemon_factory(
             d.stop(signal.SIGKILL)
 
 
+@contextlib.contextmanager
+def module_daemon(
+    tmp_path_factory: pytest.TempPathFactory, name: str, notes: dict[str, str]
+) -> Iterator[DaemonProcess]:
+    """A real daemon (keyword mode) on tmp dirs for a whole module's tests, its workspace
+    holding `notes` (daemon_factory is function-scoped); killed and cleaned up after."""
+    base = tmp_path_factory.mktemp(name)
+    short = tempfile.mkdtemp(prefix=f"md{name[:2]}-", dir="/tmp")
+    ws = base / "ws"
+    ws.mkdir()
+    for rel, text in notes.items():
+        (ws / rel).write_text(text)
+    cfg = {
+        "workspace": str(ws),
+        "data_dir": str(base / "data"),
+        "socket": f"{short}/s.sock",
+        "embedding": {"enabled": False},
+        "logging": {"level": "info"},
+    }
+    (base / "config.toml").write_text(to_toml(cfg))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    d = DaemonProcess(base / "config.toml", cfg, env).start()
+    try:
+        yield d
+    finally:
+        d.stop(signal.SIGKILL)
+        shutil.rmtree(short, ignore_errors=True)
+
+
 def to_toml(data: dict[str, Any]) -> str:
     """A test config as TOML."""
     import tomli_w

@@ -11,15 +11,11 @@ structured copy of an entity answer names its items."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import DaemonProcess, rpc, to_toml, wait_for
+from conftest import module_daemon, rpc, wait_for
 
 from memoryd.agents import catalog, notetools
 from memoryd.agents.tools import Bridge
@@ -177,26 +173,11 @@ def test_an_argument_only_the_bridge_reads_is_refused_in_the_daemon_words(
 @pytest.fixture(scope="module")
 def sock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One real daemon for the module (keyword mode), with a note and a memory."""
-    base = tmp_path_factory.mktemp("agentparams")
-    short = tempfile.mkdtemp(prefix="mda-", dir="/tmp")
-    ws = base / "ws"
-    ws.mkdir()
-    (ws / "a.md").write_text("# A\n\nAlpha text.\n")
-    cfg = {
-        "workspace": str(ws),
-        "data_dir": str(base / "data"),
-        "socket": f"{short}/s.sock",
-        "embedding": {"enabled": False},
-        "logging": {"level": "info"},
-    }
-    (base / "config.toml").write_text(to_toml(cfg))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-    d = DaemonProcess(base / "config.toml", cfg, env).start()
-    assert "result" in rpc(cfg["socket"], "add", {"content": "memory one"})
-    wait_for(lambda: rpc(cfg["socket"], "note.read", {"path": "a.md"}).get("result"))
-    yield cfg["socket"]
-    d.stop(signal.SIGKILL)
-    shutil.rmtree(short, ignore_errors=True)
+    with module_daemon(tmp_path_factory, "agentparams", {"a.md": "# A\n\nAlpha text.\n"}) as d:
+        socket = str(d.socket)
+        assert "result" in rpc(socket, "add", {"content": "memory one"})
+        wait_for(lambda: rpc(socket, "note.read", {"path": "a.md"}).get("result"))
+        yield socket
 
 
 @pytest.mark.parametrize(("method", "param"), sorted(SOCKET_INTS), ids=lambda v: str(v))

@@ -88,35 +88,14 @@ def cases() -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def conn(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """One daemon for the module (daemon_factory is function-scoped; its DaemonProcess is not)."""
-    import os
-    import shutil
-    import signal
-    import tempfile
+    """One daemon for the module (conftest.module_daemon)."""
+    from conftest import module_daemon, wait_for
 
-    from conftest import DaemonProcess, to_toml, wait_for
-
-    base = tmp_path_factory.mktemp("params")
-    short = tempfile.mkdtemp(prefix="mdp-", dir="/tmp")
-    ws = base / "ws"
-    ws.mkdir()
-    (ws / "a.md").write_text("# A\n\nsee [[B]]\n")
-    cfg = {
-        "workspace": str(ws),
-        "data_dir": str(base / "data"),
-        "socket": f"{short}/s.sock",
-        "embedding": {"enabled": False},
-        "logging": {"level": "info"},
-    }
-    (base / "config.toml").write_text(to_toml(cfg))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-    d = DaemonProcess(base / "config.toml", cfg, env).start()
-    c = Conn(cfg["socket"])
-    assert "result" in c.call("add", {"content": "memory one"})
-    wait_for(lambda: c.call("links", {"path": "a.md"}).get("result") is not None)
-    yield c
-    d.stop(signal.SIGKILL)
-    shutil.rmtree(short, ignore_errors=True)
+    with module_daemon(tmp_path_factory, "params", {"a.md": "# A\n\nsee [[B]]\n"}) as d:
+        c = Conn(str(d.socket))
+        assert "result" in c.call("add", {"content": "memory one"})
+        wait_for(lambda: c.call("links", {"path": "a.md"}).get("result") is not None)
+        yield c
 
 
 @pytest.mark.parametrize("value", list(WRONG.values()), ids=list(WRONG))
