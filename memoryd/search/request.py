@@ -3,7 +3,6 @@ edges build and the searcher and the hit renderer read), and what its filters am
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -16,6 +15,7 @@ from memoryd.store.entities import is_wide, resolve_filter, rowid_sql
 from memoryd.store.entityrowids import rowid_check
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
+from memoryd.text.markdown import nfc
 
 log = get_logger("memoryd.search")
 
@@ -136,10 +136,8 @@ def model_note(model: Any, req: SearchRequest, query_vec: Any) -> str | None:
 def composed(req: SearchRequest) -> SearchRequest:
     """The request with its query composed (NFC): a query typed decomposed ("Zu" + U+0308 +
     "rich") has its words whole, not cut at the combining mark (the index folds either form)."""
-    q = req.query
-    if not isinstance(q, str) or unicodedata.is_normalized("NFC", q):
-        return req
-    return replace(req, query=unicodedata.normalize("NFC", q))
+    q = nfc(req.query) if isinstance(req.query, str) else req.query
+    return req if q is req.query else replace(req, query=q)
 
 
 def resolved_entities(req: SearchRequest, read: Callable[..., Any]) -> SearchRequest:

@@ -199,7 +199,7 @@ class Server:
         self._owns_path = sock is None
         self._server: asyncio.base_events.Server | None = None
         self._socket_ino: int | None = None  # the socket file we made (relisten_if_removed)
-        self._other_seen = False
+        self._problem_said = False  # a lasting socket problem is logged once
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memoryd-rpc")
         self._connections: dict[asyncio.Task[Any], _Conn] = {}
         # evicted connections whose handlers have not finished closing: they no longer count
@@ -244,8 +244,8 @@ class Server:
         except OSError:  # something else in the way (a file where the folder was)
             ino = -1
         if ino is not None:
-            if ino != self._socket_ino and not self._other_seen:
-                self._other_seen = True
+            if ino != self._socket_ino and not self._problem_said:
+                self._problem_said = True
                 log.warning(
                     "another file took the socket's path; it is left alone", socket=str(self.path)
                 )
@@ -254,11 +254,11 @@ class Server:
         try:
             sock = bind_socket(self.path)
         except (OSError, MemorydError) as exc:
-            if not self._other_seen:  # said once, not every 30 s
-                self._other_seen = True
+            if not self._problem_said:  # said once, not every 30 s
+                self._problem_said = True
                 log.error("the socket file was removed and cannot be made again", error=str(exc))
             return False
-        self._other_seen = False
+        self._problem_said = False
         await self._listen(sock)
         await self._streams.stop_accepting(old)  # its file is gone: no client can reach it
         log.warning("the socket file was removed; listening again", socket=str(self.path))

@@ -41,7 +41,6 @@ adopt_first_names).
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -414,8 +413,8 @@ def extract_document(
 ) -> list[Mention]:
     """extract_note for a file already parsed (parse_front_matter's three values and the file's
     text): what the indexer calls, so front matter is not parsed twice."""
-    if not unicodedata.is_normalized("NFC", text):  # rare: parsed again from the NFC text
-        text = nfc(text)
+    if (composed := nfc(text)) is not text:  # rare: parsed again from the NFC text
+        text = composed
         fm, body, first = parse_front_matter(text)
     head = text.split("\n", first - 1)[: first - 1] if first > 1 else []
     title, title_line = fm.title, 1
