@@ -538,6 +538,20 @@ def daemon_factory(
             d.stop(signal.SIGKILL)
 
 
+def slow_model() -> tuple[Any, threading.Event]:
+    """A fake model holder whose load waits (at most 30 s) until the event is set: a daemon in
+    its first seconds, the model still loading."""
+    from memoryd.index.embed import FakeEmbedder, ModelHolder
+
+    release = threading.Event()
+
+    def load() -> FakeEmbedder:
+        release.wait(30)
+        return FakeEmbedder()
+
+    return ModelHolder(load, description="a model that loads slowly"), release
+
+
 @contextlib.contextmanager
 def module_daemon(
     tmp_path_factory: pytest.TempPathFactory, name: str, notes: dict[str, str]

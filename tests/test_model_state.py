@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from conftest import q
+from conftest import q, slow_model
 
 from memoryd.agents.tools import fmt_hits
 from memoryd.ctl.output import pending_note
 
 
 def test_a_search_before_the_model_is_ready_says_it_used_keywords_only(make_app: Any) -> None:
-    from memoryd.index.embed import FakeEmbedder, ModelHolder
-
-    release = threading.Event()
-
-    def slow_loader() -> FakeEmbedder:
-        release.wait(30)
-        return FakeEmbedder()
-
-    holder = ModelHolder(slow_loader, description="slow fake")
+    holder, release = slow_model()
     app = make_app(model=holder)
     app.memories.add("the deploy runbook lives in ops/deploy.md")
     holder.start()

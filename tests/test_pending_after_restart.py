@@ -6,12 +6,11 @@ model loaded and after it was ready; on both backends."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import settle, wait_for
+from conftest import settle, slow_model, wait_for
 
 from memoryd.serve import methods as api
 
@@ -54,16 +53,8 @@ def test_nothing_is_pending_before_the_worker_registers_its_model(make_app: Any)
 
 
 def test_nothing_is_pending_while_the_model_loads(make_app: Any) -> None:
-    from memoryd.index.embed import FakeEmbedder, ModelHolder
-
     _embedded_store(make_app)
-    release = threading.Event()
-
-    def load() -> Any:
-        release.wait(30)
-        return FakeEmbedder()
-
-    holder = ModelHolder(load, description="a model that loads slowly")
+    holder, release = slow_model()
     app = make_app(model=holder)
     holder.start()
     try:
