@@ -538,6 +538,25 @@ def daemon_factory(
             d.stop(signal.SIGKILL)
 
 
+@pytest.fixture
+def team(make_app: Any, pg_dsn: str, tmp_path: Path) -> Callable[[str], Any]:
+    """team(name): an App of its own (workspace, data dir, socket) on the shared database."""
+
+    def make(name: str, model: Any = None, **sections: Any) -> Any:
+        base = tmp_path / name
+        return make_app(
+            model=model,
+            workspace=str(base / "ws"),
+            data_dir=str(base / "data"),
+            socket=str(base / "s.sock"),
+            dailylog={"enabled": False},
+            store={"backend": "postgres", "dsn": pg_dsn, "workspace_id": name},
+            **sections,
+        )
+
+    return make
+
+
 def slow_model() -> tuple[Any, threading.Event]:
     """A fake model holder whose load waits (at most 30 s) until the event is set: a daemon in
     its first seconds, the model still loading."""

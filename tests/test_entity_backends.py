@@ -5,7 +5,7 @@ asked: the page, `entities`, `related` and `search` with `kind: "entity"`."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -54,23 +54,11 @@ def test_relations_that_tie_at_the_cut_are_picked_by_mentions(make_app: Any) -> 
 
 
 def test_one_mention_count_for_an_entity_at_every_door_of_a_shared_store(
-    make_app: Any, pg_dsn: str, tmp_path: Path, backend: str
+    team: Callable[[str], Any], backend: str
 ) -> None:
     if backend != "postgres":
         pytest.skip("several daemons share a PostgreSQL store")
-
-    def daemon(name: str) -> Any:
-        base = tmp_path / name
-        return make_app(
-            model=None,
-            workspace=str(base / "ws"),
-            data_dir=str(base / "data"),
-            socket=str(base / "s.sock"),
-            dailylog={"enabled": False},
-            store={"backend": "postgres", "dsn": pg_dsn, "workspace_id": name},
-        )
-
-    alice, bob = daemon("alice"), daemon("bob")
+    alice, bob = team("alice"), team("bob")
     with_notes(alice, {"a.md": "# A\n\nPriya Raman runs the deploys.\n"})
     with_notes(bob, {"b.md": "# B\n\nPriya Raman owns billing.\n\nPriya Raman said so.\n"})
     for app in (alice, bob):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +18,6 @@ from memoryd.store import entries
 
 def call(app: Any, method: str, **params: Any) -> Any:
     return api.lookup(method, params).fn(app, params)
-
-
-@pytest.fixture
-def team(make_app: Any, pg_dsn: str, tmp_path: Path) -> Callable[[str], Any]:
-    """team(name): an App of its own (workspace, data dir, socket) on the shared database."""
-
-    def make(name: str, model: Any = None, **sections: Any) -> Any:
-        base = tmp_path / name
-        return make_app(
-            model=model,
-            workspace=str(base / "ws"),
-            data_dir=str(base / "data"),
-            socket=str(base / "s.sock"),
-            dailylog={"enabled": False},
-            store={"backend": "postgres", "dsn": pg_dsn, "workspace_id": name},
-            **sections,
-        )
-
-    return make
 
 
 def test_same_text_added_by_two_daemons_at_once_is_one_memory(
