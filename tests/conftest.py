@@ -557,6 +557,15 @@ def team(make_app: Any, pg_dsn: str, tmp_path: Path) -> Callable[[str], Any]:
     return make
 
 
+def texts_of(chars: str, max_size: int, *, lines: bool = True) -> Any:
+    """Hypothesis texts drawn often from `chars` (the characters the rule under test turns on)
+    and from any other character (no surrogate; no newline unless `lines`)."""
+    from hypothesis import strategies as st
+
+    other = st.characters(exclude_categories=["Cs"], exclude_characters="" if lines else "\n")
+    return st.text(alphabet=st.one_of(st.sampled_from(list(chars)), other), max_size=max_size)
+
+
 def slow_model() -> tuple[Any, threading.Event]:
     """A fake model holder whose load waits (at most 30 s) until the event is set: a daemon in
     its first seconds, the model still loading."""

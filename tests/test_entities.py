@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import texts_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -226,13 +227,7 @@ def test_in_lines_gives_a_chunk_its_mentions() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.text(
-        alphabet=st.one_of(
-            st.sampled_from(list("[]|#@`~\"'’「」【】《》:._-()\n ")),
-            st.characters(exclude_categories=["Cs"]),
-        ),
-        max_size=300,
-    ),
+    texts_of("[]|#@`~\"'’「」【】《》:._-()\n ", 300),
     st.integers(min_value=1, max_value=50),
 )
 def test_any_input_never_raises_and_lines_are_inside_the_text(text: str, first: int) -> None:
@@ -308,15 +303,7 @@ def test_coordinated_names_share_a_type_but_a_short_acronym_takes_none() -> None
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.text(
-        alphabet=st.one_of(
-            st.sampled_from(list('[]#@`"“:/._-()0123456789 aZ')),
-            st.characters(exclude_categories=["Cs"], exclude_characters="\n"),
-        ),
-        max_size=120,
-    )
-)
+@given(texts_of('[]#@`"“:/._-()0123456789 aZ', 120, lines=False))
 def test_shape_bits_never_hide_a_span(line: str) -> None:
     """explicit() with the bits line_shapes gives a line finds what it finds with every bit set
     (the bits only skip patterns that cannot match)."""

@@ -7,18 +7,13 @@ import re
 from bisect import bisect_right
 from itertools import accumulate
 
+from conftest import texts_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryd.text import entity_spans as spans
 
-_MIXED_TEXT = st.text(
-    alphabet=st.one_of(
-        st.sampled_from(list("aAzZqQ09-_ .#\n\t\"'`@/é日")),
-        st.characters(exclude_categories=["Cs"]),
-    ),
-    max_size=160,
-)
+_MIXED_TEXT = texts_of("aAzZqQ09-_ .#\n\t\"'`@/é日", 160)
 
 
 def _starts(text: str) -> list[int]:
@@ -44,13 +39,7 @@ def test_pair_gates_give_the_bits_of_their_patterns(text: str) -> None:
     assert [b & pair_bits for b in got] == want
 
 
-_WORDISH = st.text(
-    alphabet=st.one_of(
-        st.sampled_from(list("aZ09 '’@#.-_()\t\"“”「」éÉßİǅﬁ")),
-        st.characters(exclude_categories=["Cs"]),
-    ),
-    max_size=40,
-)
+_WORDISH = texts_of("aZ09 '’@#.-_()\t\"“”「」éÉßİǅﬁ", 40)
 
 
 @settings(max_examples=400, deadline=None)
@@ -75,13 +64,7 @@ def test_canonical_key_and_display_name_fast_path(name: str) -> None:
         assert spans.display_name.__wrapped__(s) == plain_display(s)
 
 
-_LINE = st.text(
-    alphabet=st.one_of(
-        st.sampled_from(list("#aAZz09.-_ \t@/\"'`()jsNETio")),
-        st.characters(exclude_categories=["Cs"], exclude_characters="\n"),
-    ),
-    max_size=80,
-)
+_LINE = texts_of("#aAZz09.-_ \t@/\"'`()jsNETio", 80, lines=False)
 
 
 @settings(max_examples=400, deadline=None)
@@ -153,15 +136,7 @@ def test_lower_systems_line_by_line(texts: list[str]) -> None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(
-    st.text(
-        alphabet=st.one_of(
-            st.sampled_from(list("AaZzÉéǅ'’-_ \n\n.:#|1MayaTheNew")),
-            st.characters(exclude_categories=["Cs"]),
-        ),
-        max_size=160,
-    )
-)
+@given(texts_of("AaZzÉéǅ'’-_ \n\n.:#|1MayaTheNew", 160))
 def test_line_caps_of_the_whole_text_are_each_lines_words(text: str) -> None:
     """names() finds the capitalised words of every line in one scan of the joined text: the
     words a scan of each line finds, at the same offsets."""
@@ -199,13 +174,7 @@ def test_a_mention_made_without_init_is_a_mention() -> None:
         fast.line = 4  # type: ignore[misc]
 
 
-_IDENT_LINE = st.text(
-    alphabet=st.one_of(
-        st.sampled_from(list("aAzZ09-_.@/ ()xX1bQéÉ٣")),
-        st.characters(exclude_categories=["Cs"], exclude_characters="\n"),
-    ),
-    max_size=60,
-)
+_IDENT_LINE = texts_of("aAzZ09-_.@/ ()xX1bQéÉ٣", 60, lines=False)
 
 
 @settings(max_examples=500, deadline=None)
