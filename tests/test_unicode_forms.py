@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import migrations_before
 
 from memoryd.serve import methods as api
 
@@ -76,14 +77,61 @@ def test_a_query_typed_decomposed_finds_what_its_composed_twin_finds(
     _same_notes_either_form(a, mode)
 
 
-@pytest.mark.sqlite_only(
-    "FTS5's unicode61 folds a decomposed note's text; PostgreSQL's parser does not (docs/team.md)"
-)
-def test_a_note_written_decomposed_is_found_by_either_form(make_app: Any) -> None:
-    a = make_app()
+# decomposed everywhere a keyword row reads: the text, a heading, a tag (and the file's name)
+NFD_NOTES = {
+    **NOTES,
+    nfd("Müller.md"): nfd("---\ntags: [équipe]\n---\n# Größe\n\nThe supplier.\n"),
+}
+NFD_QUERIES = [*QUERIES, ("größe", [nfd("Müller.md")])]
+
+
+def _written_decomposed(a: Any) -> None:
     ws = Path(a.cfg.workspace)
     ws.mkdir(parents=True, exist_ok=True)
-    for name, text in NOTES.items():
+    for name, text in NFD_NOTES.items():
         (ws / name).write_text(nfd(text))
     assert a.indexer.reconcile().errors == []
-    _same_notes_either_form(a, "keyword")
+
+
+def _found_either_form(a: Any) -> None:
+    for query, want in NFD_QUERIES:
+        for form in (query, nfd(query)):
+            hits = call(a, "search", query=form, mode="keyword")["hits"]
+            assert sorted({h["path"] for h in hits if h.get("path")}) == want, (form, hits)
+    hits = call(a, "search", query="supplier", mode="keyword", tags=["équipe"])["hits"]
+    assert [h["path"] for h in hits] == [nfd("Müller.md")]
+
+
+def test_a_note_written_decomposed_is_found_by_either_form(make_app: Any) -> None:
+    """PostgreSQL's parser cut "Zu\u0308rich" at its mark, so a note written NFD (text, heading,
+    tag or file name) was found on SQLite only, whose unicode61 folds both forms."""
+    a = make_app()
+    _written_decomposed(a)
+    _found_either_form(a)
+
+
+def test_a_database_indexed_before_v9_finds_its_decomposed_notes_once_upgraded(
+    make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """Schema v9 indexes again, composed, the keyword rows written decomposed, with no note
+    read again (SQLite's index always folded them: nothing to upgrade)."""
+    if backend == "sqlite":
+        pytest.skip("FTS5's unicode61 folded decomposed text from the start")
+    from memoryd.store.pg import schema
+
+    store = {"store": {"backend": "postgres", "dsn": request.getfixturevalue("pg_dsn")}}
+    migrations_before(monkeypatch, schema, schema._v9_composed_words)
+    # v1's trigger as it was: the text as written
+    monkeypatch.setattr(
+        schema,
+        "_nfc_function",
+        lambda cur: cur.execute(schema._NFC_FUNCTION.replace("@BODY@", "t")),
+    )
+    old = make_app(**store)
+    _written_decomposed(old)
+    assert call(old, "search", query="Zürich", mode="keyword")["hits"] == []  # as before
+    old.close()
+    monkeypatch.undo()
+    new = make_app(**store)  # the same database, migrated
+    _found_either_form(new)
+    assert new.indexer.reconcile().unchanged == len(NFD_NOTES)  # no note read again

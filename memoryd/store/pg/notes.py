@@ -149,10 +149,14 @@ CREATE TRIGGER notes_fts_gone AFTER DELETE ON notes_fts
 """
 
 
-def fill(con: Connection, workspace: str | None = None) -> None:
-    """The rows of every note (schema v4), or of one workspace's (a copied store: pgmigrate,
-    the latency bench's load), from the chunks as stored."""
-    where, params = ("d.workspace = ?", [workspace]) if workspace is not None else ("true", [])
+def fill(con: Connection, workspace: str | None = None, ids: Sequence[int] | None = None) -> None:
+    """The rows of every note (schema v4), of one workspace's (a copied store: pgmigrate, the
+    latency bench's load) or of the notes `ids` (schema v9), from the chunks as stored."""
+    where, params = "true", list[Any]()
+    if workspace is not None:
+        where, params = ("d.workspace = ?", [workspace])
+    elif ids is not None:
+        where, params = ("d.id = ANY(?)", [list(ids)])
     rows = _ROW.format(documents="all_documents", entries="all_entries", where=where)
     con.execute(_UPSERT.format(rows=rows), params)
 

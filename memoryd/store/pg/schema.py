@@ -140,7 +140,9 @@ def _v1_initial(cur: psycopg.Cursor) -> None:
     )
     cur.execute(_SQLITE_FUNCTIONS)
     cur.execute(_CJK_FUNCTION.replace("@CLASS@", CJK_CLASS).replace("@NONWORD@", nonword_class()))
-    cur.execute(_FTS_TRIGGER.replace("@CONFIG@", TS_CONFIG))
+    _nfc_function(cur)
+    cur.execute(_FTS_FILL.replace("@CONFIG@", TS_CONFIG))
+    cur.execute(_FTS_TRIGGER)
     cur.execute(_NOTIFY_TRIGGERS)
     cur.execute(
         """
@@ -243,11 +245,28 @@ END
 $fn$;
 """
 
-_FTS_TRIGGER = """
-CREATE FUNCTION memoryd_entries_fill() RETURNS trigger
+# Text written decomposed (NFD: a letter, then its combining mark, as macOS names files and some
+# apps write text) is indexed composed: the english parser cuts a word at a combining mark
+# ("Jose" and a stray mark), where SQLite's unicode61 folds both forms. Queries are composed
+# in Python (search/request.py). Only a UTF8 database can normalize; another keeps the text.
+_NFC_FUNCTION = """
+CREATE OR REPLACE FUNCTION memoryd_nfc(t TEXT) RETURNS TEXT
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$ SELECT @BODY@ $fn$;
+"""
+
+
+def _nfc_function(cur: psycopg.Cursor) -> None:
+    utf8 = one(cur.execute("SHOW server_encoding"))[0] == "UTF8"
+    cur.execute(_NFC_FUNCTION.replace("@BODY@", "normalize(t, NFC)" if utf8 else "t"))
+
+
+_FTS_FILL = """
+CREATE OR REPLACE FUNCTION memoryd_entries_fill() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 DECLARE
     title TEXT := '';
+    content TEXT;
+    heading TEXT;
 BEGIN
     IF NEW.kind = 'chunk' AND NEW.workspace IS NULL THEN
         NEW.workspace := current_setting('memoryd.workspace');
@@ -256,18 +275,23 @@ BEGIN
         SELECT regexp_replace(path, '^.*/|\\.md$', '', 'g') INTO title
             FROM all_documents WHERE id = NEW.document_id;
     END IF;
+    content := memoryd_nfc(NEW.content);
+    title := memoryd_nfc(title);
+    heading := memoryd_nfc(NEW.heading_path);
     NEW.fts :=
-        setweight(to_tsvector('@CONFIG@', memoryd_fts_text(NEW.content)), 'A')
-        || setweight(to_tsvector('simple', memoryd_cjk_bigrams(NEW.content)), 'A')
-        || setweight(to_tsvector('simple', memoryd_cjk_chars(NEW.content)), 'A')
+        setweight(to_tsvector('@CONFIG@', memoryd_fts_text(content)), 'A')
+        || setweight(to_tsvector('simple', memoryd_cjk_bigrams(content)), 'A')
+        || setweight(to_tsvector('simple', memoryd_cjk_chars(content)), 'A')
         || setweight(to_tsvector('@CONFIG@', memoryd_fts_text(coalesce(title, ''))), 'B')
-        || setweight(to_tsvector('@CONFIG@', memoryd_fts_text(coalesce(NEW.heading_path, ''))), 'C')
-        || setweight(to_tsvector('simple', memoryd_cjk_bigrams(NEW.heading_path)), 'C')
-        || setweight(to_tsvector('simple', memoryd_cjk_chars(NEW.heading_path)), 'C')
-        || setweight(to_tsvector('@CONFIG@', memoryd_fts_text(NEW.tags)), 'D');
+        || setweight(to_tsvector('@CONFIG@', memoryd_fts_text(coalesce(heading, ''))), 'C')
+        || setweight(to_tsvector('simple', memoryd_cjk_bigrams(heading)), 'C')
+        || setweight(to_tsvector('simple', memoryd_cjk_chars(heading)), 'C')
+        || setweight(to_tsvector('@CONFIG@', memoryd_fts_text(memoryd_nfc(NEW.tags))), 'D');
     RETURN NEW;
 END
 $fn$;
+"""
+_FTS_TRIGGER = """
 CREATE TRIGGER entries_fill BEFORE INSERT OR UPDATE OF content, heading_path, tags, kind
     ON all_entries FOR EACH ROW EXECUTE FUNCTION memoryd_entries_fill();
 """
@@ -469,6 +493,33 @@ def _v8_read_notes_again(cur: psycopg.Cursor) -> None:
     cur.execute("UPDATE all_documents SET sha256 = '', mtime = -1")
 
 
+def _v9_composed_words(cur: psycopg.Cursor) -> None:
+    """Decomposed text indexed composed (`memoryd_nfc`, above): the trigger's function again,
+    then the keyword rows of every chunk, heading, tag or file name written decomposed, and
+    their notes' whole-note rows."""
+    from memoryd.store.pg import notes
+    from memoryd.store.pg.conn import PgConnection
+
+    _nfc_function(cur)
+    cur.execute(_FTS_FILL.replace("@CONFIG@", TS_CONFIG))
+    if one(cur.execute("SELECT memoryd_nfc('e\u0301') = 'e\u0301'"))[0]:
+        return  # a database that cannot normalize: nothing would change
+    # (`content = content` is enough: the trigger fires on an UPDATE OF content)
+    changed = cur.execute(
+        """
+        UPDATE all_entries e SET content = content
+        WHERE content IS NOT NFC NORMALIZED
+           OR heading_path IS NOT NFC NORMALIZED
+           OR tags IS NOT NFC NORMALIZED
+           OR document_id IN (SELECT id FROM all_documents WHERE path IS NOT NFC NORMALIZED)
+        RETURNING document_id
+        """
+    ).fetchall()
+    ids = sorted({row[0] for row in changed if row[0] is not None})
+    if ids:
+        notes.fill(PgConnection(cur.connection), ids=ids)
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
@@ -478,6 +529,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v6_fts_tiers,
     _v7_inline_fts,
     _v8_read_notes_again,
+    _v9_composed_words,
 ]
 
 
