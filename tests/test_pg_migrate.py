@@ -236,6 +236,34 @@ def test_refused_while_a_daemon_holds_the_store(make_app: Any, pg_dsn: str) -> N
     assert sum(_pg_counts(pg_dsn).values()) == 0
 
 
+def test_refused_while_a_daemon_on_postgresql_uses_the_workspace_id(
+    make_app: Any, pg_dsn: str
+) -> None:
+    """A daemon on PostgreSQL with this workspace id (its lock, store/pg/claim.py) reads the
+    index the copy writes under that id, and --replace-notes removes: refused, nothing
+    written; copied once it stops."""
+    import psycopg
+    from conftest import settle
+
+    from memoryd.store.backend import workspace_id
+    from memoryd.store.pg import claim
+
+    cfg, _ = _sqlite_store(make_app, settle)
+    early = make_app(data_dir=str(cfg.data_dir), store={"backend": "postgres", "dsn": pg_dsn})
+    early.indexer.reconcile()  # its notes, and the workspaces table, on PostgreSQL
+    early.close()
+    before = _pg_counts(pg_dsn)
+    workspace = workspace_id(storemigrate.target_config(cfg, pg_dsn))
+    with psycopg.connect(pg_dsn, autocommit=True) as daemon:
+        assert claim.take(daemon, workspace)
+        for replace in (False, True):
+            with pytest.raises(AlreadyRunning, match="another memoryd uses workspace id"):
+                storemigrate.migrate(cfg, dsn=pg_dsn, replace_notes=replace)
+        assert _pg_counts(pg_dsn) == before
+    result = storemigrate.migrate(cfg, dsn=pg_dsn, replace_notes=True)
+    assert result["target"]["chunks"] == result["source"]["chunks"]
+
+
 def test_cli_prints_both_counts(
     make_app: Any, pg_dsn: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

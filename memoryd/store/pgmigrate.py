@@ -162,8 +162,8 @@ def _copy(
     from pgvector.psycopg import register_vector
 
     from memoryd.store import entries
+    from memoryd.store.pg import claim, schema
     from memoryd.store.pg import copy as pc
-    from memoryd.store.pg import schema
 
     def progress(label: str, n: int, total: int) -> None:
         if total >= pc.BATCH:
@@ -183,6 +183,12 @@ def _copy(
     except psycopg.OperationalError as exc:
         raise StoreError(f"cannot connect to PostgreSQL: {_first_line(exc)}") from None
     try:
+        # A daemon on PostgreSQL may run with this workspace id (another machine, or this one
+        # before its data_dir moved): the copy would write under it, and --replace-notes
+        # remove the index it reads. Its lock (store/pg/claim.py) is held for the copy.
+        if not claim.take(raw, workspace):
+            raise claim.refuse(raw, workspace)
+        raw.commit()  # (the lock is the session's; the copy's transaction starts below)
         # One transaction for everything, the schema too: a failed or dry run leaves no trace.
         raw.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         raw.execute("SELECT set_config('memoryd.workspace', %s, true)", [workspace])

@@ -2,8 +2,9 @@
 never share one"). A daemon (`memoryd run`) holds a session advisory lock keyed by its workspace
 id on one connection for its whole life, the one its change listener then listens on: a second
 daemon started with the same id is refused at once, instead of each reconciling the index of
-that workspace to its own folder, in turn, without a word. Apps that only open the store
-(tests, `memoryd store migrate`) take no lock, as SQLite's App takes no data_dir lock.
+that workspace to its own folder, in turn, without a word. `memoryd store migrate` holds it
+for its copy (which writes under the workspace id, and with --replace-notes removes its index).
+Apps that only open the store (tests) take no lock, as SQLite's App takes no data_dir lock.
 
 If the connection breaks (the server restarted), the lock goes with it: the listener takes it
 again when it reconnects, and logs an error when another daemon holds it by then."""
