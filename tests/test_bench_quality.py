@@ -269,3 +269,64 @@ def test_a_floor_keeps_a_share_that_hurts_another_set_from_being_chosen() -> Non
     held = weights.loso(table, "0.0")
     assert held["c"]["chosen"] == "0.2" and held["a"]["chosen"] == "0.2"
     assert held["b"]["chosen"] == "0.5"  # chosen on a and c, where nothing falls
+
+
+def test_a_held_out_conversation_set_is_written_outside_and_run_with_extra(
+    tmp_path: Path,
+) -> None:
+    """bench/heldout.py turns LoCoMo's shape (sessions of turns, questions naming their
+    evidence turns) into a set folder outside the repository, and `--extra` runs it alone."""
+    from bench import heldout
+
+    def turn(i: str, who: str, text: str, **more: str) -> dict:
+        return {"dia_id": i, "speaker": who, "text": text, **more}
+
+    talk = {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            turn("D1:1", "Ana", "I adopted a   greyhound called Pixel."),
+            turn("D1:2", "Ben", "Lovely!", blip_caption="a dog on a sofa"),
+        ],
+        "session_2_date_time": "9:00 am on 9 June, 2023",
+        "session_2": [turn("D2:1", "Ben", "My sister moved to Lisbon in spring.")],
+    }
+
+    def ask(question: str, evidence: str, category: int) -> dict:
+        return {"question": question, "answer": "-", "evidence": [evidence], "category": category}
+
+    qa = [
+        ask("What is Ana's dog called?", "D1:1", 1),
+        ask("Where does Ben's sister live?", "D2:1; D1:2", 4),
+        ask("What is Ben's cat called?", "D1:2", 5),
+        ask("Unknown turn?", "D9:9", 2),
+    ]
+    src = tmp_path / "locomo10.json"
+    src.write_text(json.dumps([{"sample_id": "conv-1", "conversation": talk, "qa": qa}]))
+    out = tmp_path / "locomo"
+    assert heldout.main(["locomo", str(src), str(out)]) == 0
+    assert heldout.main(["locomo", str(src), str(Path(quality.ROOT) / "x")]) == 2  # not inside
+    ds = quality.load_set(out)
+    assert quality.check_labels(ds) == []
+    note = (out / "corpus" / "conv-1" / "session_01.md").read_text()
+    assert note.splitlines() == [
+        "# Chat with Ana and Ben, 1:56 pm on 8 May, 2023",
+        "",
+        "Ana: I adopted a greyhound called Pixel.",
+        "Ben: Lovely! [shares a photo: a dog on a sofa]",
+    ]
+    rows = (out / "qrels" / "test.tsv").read_text().splitlines()[1:]
+    assert rows == [
+        "conv-1-000\tconv-1/session_01.md\t2\t3",
+        "conv-1-001\tconv-1/session_02.md\t2\t3",
+        "conv-1-001\tconv-1/session_01.md\t2\t4",
+    ]  # category 5 and evidence naming no turn left out
+    report = io.StringIO()
+    with redirect_stdout(report):
+        args = ["--fake", "--json", "--modes", "keyword", "--extra", str(out)]
+        code = quality.main([*args, "--cache", str(tmp_path / "c"), "--out", str(tmp_path / "o")])
+    assert code == 0
+    got = json.loads(report.getvalue())["sets"]
+    assert list(got) == ["locomo"] and got["locomo"]["modes"]["keyword"]["answerable"] == 2
+    assert got["locomo"]["modes"]["keyword"]["recall@10"] > 0
