@@ -272,7 +272,13 @@ class PgStore:
             began = [False]
             try:
                 return self._read(fn, scope, export, snapshot, began)
-            except (psycopg.errors.UndefinedObject, psycopg.errors.InvalidParameterValue):
+            except (
+                psycopg.errors.UndefinedObject,
+                psycopg.errors.InvalidParameterValue,
+                # its transaction ending as this one imports it: "the source process ... is
+                # not running anymore" (the export's file not yet removed)
+                psycopg.errors.ObjectNotInPrerequisiteState,
+            ):
                 if began[0]:
                     raise
         return self._read(fn, scope, export, None, [False])
