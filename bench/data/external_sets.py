@@ -36,7 +36,12 @@ GUIDE_BYTES = 400_000  # unlabelled Go guides kept beside the FAQ (keeps indexin
 
 
 def _write(name: str, notes: dict[str, str], queries: list[dict], qrels: list[tuple]) -> None:
-    out = HERE / name
+    write_set(HERE / name, notes, queries, qrels)
+    print(f"{name}: {len(notes)} notes, {len(queries)} queries")
+
+
+def write_set(out: Path, notes: dict[str, str], queries: list[dict], qrels: list[tuple]) -> None:
+    """A set folder in bench's layout (also bench/heldout.py's, outside the repository)."""
     shutil.rmtree(out / "corpus", ignore_errors=True)
     for rel, text in notes.items():
         p = out / "corpus" / rel
@@ -49,7 +54,6 @@ def _write(name: str, notes: dict[str, str], queries: list[dict], qrels: list[tu
     rows = ["query-id\tcorpus-id\tscore\tlines"]
     rows += [f"{q}\t{p}\t{s}\t{','.join(map(str, lines))}" for q, p, s, lines in qrels]
     (out / "qrels" / "test.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    print(f"{name}: {len(notes)} notes, {len(queries)} queries")
 
 
 def _strip_front_matter(text: str) -> str:
