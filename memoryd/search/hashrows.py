@@ -23,8 +23,15 @@ WIDTH = 64  # bytes a row holds (a hex SHA-256); a longer hash widens the buffer
 def keys_of(packed: np.ndarray) -> np.ndarray:
     """A 64-bit key per fixed-width bytes row (its 8-byte words XORed together)."""
     width = packed.dtype.itemsize
+    if not width:
+        return np.zeros(0, np.uint64)
     words = np.ascontiguousarray(packed).view(np.uint64).reshape(len(packed), width // 8)
-    return np.bitwise_xor.reduce(words, axis=1) if width else np.zeros(0, np.uint64)
+    # (XORed word by word: numpy 2.5's stubs type no `bitwise_xor.reduce(words, axis=1)`,
+    # and mypy failed on Python 3.12+, where pip installs it)
+    key = words[:, 0].copy()
+    for word in range(1, words.shape[1]):
+        key ^= words[:, word]
+    return key
 
 
 class HashRows:

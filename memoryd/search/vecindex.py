@@ -232,8 +232,7 @@ class VectorCache:
             rows = vectors.rows_after(con, model_id, self._max_rowid, LOAD_ROWS)
             if not rows:
                 break
-            block = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32)
-            block = block.reshape(-1, dim)
+            block = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(-1, dim)
             self._reserve(len(rows))
             n = self._n
             self._full[n : n + len(rows)] = block
