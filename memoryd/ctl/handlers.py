@@ -44,7 +44,8 @@ TIME_GRAMMAR = (
 def when(value: str) -> str:
     """A --since/--until value, checked against the daemon's grammar (core/timeutil.py):
     unix seconds, a duration back from now (90m, 24h, 7d, 2w, 30s), or an ISO 8601 date or
-    date-time. Sent as given; the daemon resolves it (a bare date as --until is the whole day)."""
+    date-time. Sent as given (time_value); the daemon resolves it (a bare date as --until is
+    the whole day)."""
     text = value.strip()
     ok = False
     try:
@@ -75,11 +76,21 @@ def when(value: str) -> str:
 
 
 def time_value(value: str | None) -> str | float | None:
-    """An ISO 8601 time or a duration as given, or unix seconds as a number."""
+    """An ISO 8601 time or a duration as given, or unix seconds as a number; a date written
+    in digits alone (20261126, ISO 8601's basic form) stays a date, as the daemon reads it."""
     if value is None:
         return None
+    text = value.strip()
+    if len(text) == 8 and text.isdigit():
+        from datetime import date
+
+        try:
+            date.fromisoformat(text)
+            return text
+        except ValueError:
+            pass
     try:
-        return float(value)
+        return float(text)
     except ValueError:
         return value
 
