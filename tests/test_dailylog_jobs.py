@@ -299,3 +299,46 @@ def test_a_jobs_interval_counts_across_restarts(tmp_path: Path, monkeypatch: Any
         j = start()
         assert next_run(j) == pytest.approx(now[0] + 86400)
         j.shutdown()
+
+
+@pytest.mark.parametrize("step", [-3600.0, -86400.0 * 365])
+def test_jobs_run_on_after_the_wall_clock_steps_back(monkeypatch: Any, step: float) -> None:
+    """APScheduler sleeps until a wall-clock time: when the wall clock stepped back (an NTP
+    correction of a clock that ran ahead, a VM restored), no job ran until it caught up again,
+    an hour later for an hour's step. The jobs' clock watch reschedules them from now."""
+    from datetime import datetime, timedelta
+
+    from apscheduler.executors import base as executors
+    from apscheduler.schedulers import base as schedulers
+    from apscheduler.triggers import interval as triggers
+
+    from memoryd.serve import jobs as jobs_mod
+
+    moved = [0.0]
+
+    class Wall(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return datetime.now(tz) + timedelta(seconds=moved[0])
+
+    for module in (executors, schedulers, triggers):
+        monkeypatch.setattr(module, "datetime", Wall)
+    monkeypatch.setattr(jobs_mod, "CLOCK_WATCH_S", 0.05)
+
+    class Often:
+        expiry_interval = 0.3
+
+    runs: list[float] = []
+    jobs = Jobs(
+        {"expiry": (lambda: runs.append(time.monotonic()) or {}, "expiry_interval")},
+        settings=Often,
+        wall=lambda: time.time() + moved[0],
+    )
+    jobs.start()
+    try:
+        wait_for(lambda: len(runs) >= 2, timeout=30)
+        moved[0] = step
+        before = len(runs)
+        wait_for(lambda: len(runs) >= before + 3, timeout=30)
+    finally:
+        jobs.shutdown()
