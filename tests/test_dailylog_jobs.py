@@ -342,3 +342,18 @@ def test_jobs_run_on_after_the_wall_clock_steps_back(monkeypatch: Any, step: flo
         wait_for(lambda: len(runs) >= before + 3, timeout=30)
     finally:
         jobs.shutdown()
+
+
+@pytest.mark.sqlite_only("snapshots copy the SQLite file (PgStore.backup_to refuses)")
+def test_a_snapshot_is_kept_after_the_wall_clock_ran_ahead(make_app: Any) -> None:
+    """Snapshots made while the wall clock ran ahead (2090) sort after today's by name: the
+    job pruned to the newest names and deleted the snapshot it had just made, every day."""
+    app = make_app(model=None, jobs={"snapshot_keep": 2})
+    folder = app.cfg.data_dir / "snapshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    for day in (1, 2):
+        (folder / f"memoryd-209001{day:02d}T000000Z.db").write_bytes(b"")
+    made = app.jobs.run_now("snapshot")["result"]
+    assert made["snapshot"] not in made["removed"]
+    assert (folder / made["snapshot"]).stat().st_size > 0
+    assert len(list(folder.glob("memoryd-*.db"))) == 2

@@ -148,12 +148,21 @@ def snapshot(
         return {"skipped": "jobs.snapshot_keep is 0"}
     name = time.strftime("memoryd-%Y%m%dT%H%M%SZ.db", time.gmtime(now))
     store.backup_to(folder / name)
-    removed = prune_snapshots(folder, keep)
+    removed = prune_snapshots(folder, keep, made=name)
     return {"snapshot": name, "removed": removed}
 
 
-def prune_snapshots(folder: Path, keep: int) -> list[str]:
+def prune_snapshots(folder: Path, keep: int, made: str | None = None) -> list[str]:
+    """Removes all but the `keep` newest snapshots by name (the UTC time each was made),
+    never `made`, the one just written: snapshots made while the wall clock ran ahead (a bad
+    hardware clock, since corrected) are named after it, and the newest by name would not be
+    the newest made; the job would delete the snapshot it had just made, each day."""
     snaps = sorted(folder.glob("memoryd-*.db"))
+    if made is not None and (folder / made) in snaps:
+        later = [p.name for p in snaps if p.name > made]
+        if later:
+            log.warning("snapshots named after now: the wall clock ran ahead", names=later)
+        snaps = [p for p in snaps if p.name != made] + [folder / made]
     old = snaps[:-keep] if keep else snaps
     for p in old:
         p.unlink(missing_ok=True)
