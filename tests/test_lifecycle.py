@@ -458,3 +458,29 @@ def test_every_memory_only_method_names_a_chunk_and_a_missing_id(
         call(app, method, id=chunk["id"], **extra)
     with pytest.raises(NotFound):
         call(app, method, id=987654, **extra)
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_a_path_deleted_twice_in_one_second_keeps_both_copies(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """The trash has a folder per second (UTC): the second delete of a note written again
+    within that second (an agent's retry; the wall clock stepped back) replaced the first
+    copy, or moved a folder into the first one's."""
+    import time as time_mod
+
+    frozen = time_mod.gmtime()
+    monkeypatch.setattr(time_mod, "gmtime", lambda *_: frozen)
+    app = make_app(model=None, dailylog={"enabled": False})
+    ws = app.cfg.workspace
+    path = "gone" if kind == "folder" else "gone.md"
+    note = ws / "gone" / "a.md" if kind == "folder" else ws / "gone.md"
+    trashed = []
+    for version in ("first", "second"):
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(f"# Gone\n\nthe {version} version\n")
+        app.indexer.reconcile()
+        trashed.append(Path(call(app, "delete", path=path)["trash"]))
+    assert trashed[0] != trashed[1]
+    texts = [(t / "a.md").read_text() if kind == "folder" else t.read_text() for t in trashed]
+    assert "first" in texts[0] and "second" in texts[1]

@@ -497,7 +497,14 @@ class Notes:
         here = os.path.lexists(full)
         if not here and not paths:
             raise NotFound(f"nothing at {describe(rel)} in the workspace or the index")
-        target = self.trash_dir / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        # a folder per second (UTC); a second delete of the same path within that second (or
+        # after the wall clock stepped back) gets a folder of its own instead of replacing the
+        # first one's copy: nothing is lost
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        target, n = self.trash_dir / stamp, 1
+        while os.path.lexists(target / rel):
+            n += 1
+            target = self.trash_dir / f"{stamp}-{n}"
         index: dict[str, Any] = {}
         if not dry_run:
             with self._lock, os_errors(rel):
