@@ -357,3 +357,30 @@ def test_a_snapshot_is_kept_after_the_wall_clock_ran_ahead(make_app: Any) -> Non
     assert made["snapshot"] not in made["removed"]
     assert (folder / made["snapshot"]).stat().st_size > 0
     assert len(list(folder.glob("memoryd-*.db"))) == 2
+
+
+@pytest.mark.parametrize("zone", ["UTC+3", "<+0545>-5:45", "Foo/Bar", "Australia/Lord_Howe"])
+def test_the_daemon_runs_in_any_zone_libc_reads(daemon_factory: Any, zone: str) -> None:
+    """TZ=UTC+3 (a POSIX zone), <+0545>-5:45 or a misspelt zone stopped the daemon at start:
+    the scheduler asked tzlocal for the local zone, which refuses what libc reads. The daily
+    log is named by libc's local date, as the person's day."""
+    import subprocess
+    import sys
+
+    d = daemon_factory(extra_env={"TZ": zone})
+    made = d.call("add", {"content": "a memory in another zone"})["memory"]["created_at"]
+    ts = datetime.fromisoformat(made.replace("Z", "+00:00")).timestamp()
+    day = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import datetime; print(f'{{datetime.datetime.fromtimestamp({ts}):%Y-%m-%d}}')",
+        ],
+        env={"TZ": zone},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    log = Path(d.cfg["workspace"]) / "daily" / f"{day}.md"
+    assert "a memory in another zone" in log.read_text()
+    assert all(j["next_run_at"].endswith("Z") for j in d.call("jobs")["jobs"])

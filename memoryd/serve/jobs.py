@@ -319,8 +319,11 @@ class Jobs:
         from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.schedulers.background import BackgroundScheduler
 
+        # UTC, as every time given to it: APScheduler's default zone is tzlocal's reading of
+        # $TZ, which raises on what libc takes (TZ=UTC+3, "<+0545>-5:45", a misspelt zone)
+        # and stopped the daemon at start
         self._scheduler = BackgroundScheduler(
-            daemon=True, executors={"default": ThreadPoolExecutor(JOB_THREADS)}
+            daemon=True, executors={"default": ThreadPoolExecutor(JOB_THREADS)}, timezone=UTC
         )
         for name in self.states:
             self._schedule(name)
