@@ -538,12 +538,15 @@ class Notes:
         )
         return {"items": [note_item(d) for d in items], "total": total}
 
-    def recent(self, *, namespace: str | None, since: float | None, limit: int) -> dict[str, Any]:
-        """Recently added or changed memories and recently modified notes, newest first."""
+    def recent(
+        self, *, namespace: str | None, since: float | None, limit: int, now: float
+    ) -> dict[str, Any]:
+        """Recently added or changed memories (not expired at `now`) and recently modified
+        notes, newest first."""
 
         def q(con: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             return (
-                store_notes.recent_memories(con, namespace, since, limit),
+                store_notes.recent_memories(con, namespace, since, limit, now),
                 store_notes.recent_documents(con, since, limit),
             )
 
