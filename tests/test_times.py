@@ -202,3 +202,21 @@ def _times(value: Any) -> list[str]:
     if isinstance(value, str) and len(value) == 20 and value[10] == "T" and value[-1] == "Z":
         return [value]
     return []
+
+
+def test_a_past_expiry_is_refused_by_every_door_that_sets_one(daemon_factory: Any) -> None:
+    """add refused an expires_at in the past (a mistaken year or zone); update stored it and
+    the memory vanished at once. memoryctl's update --expires is the same door."""
+    d = daemon_factory()
+    mid = d.call("add", {"content": "a memory whose expiry is set again"})["id"]
+    for method, params in (
+        ("add", {"content": "born expired"}),
+        ("update", {"id": mid}),
+    ):
+        for past in ("2020-01-01", 1_000_000_000, "2020-01-01T00:00:00+05:30"):
+            error = rpc(d.socket, method, {**params, "expires_at": past}).get("error")
+            assert error is not None and error["code"] == -32602, (method, past, error)
+            assert "expires_at: is in the past" in error["message"]
+    out = d.ctl("update", str(mid), "--expires", "2020-01-01")
+    assert out.returncode == 2 and "in the past" in out.stderr + out.stdout
+    assert d.call("get", {"id": mid})["expires_at"] is None
