@@ -10,6 +10,7 @@ them (hits, list, recent, note list, entity pages)."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +20,8 @@ from conftest import rpc, wait_for
 from memoryd.core import timeutil
 from memoryd.core.errors import InvalidInput
 from memoryd.memory.validation import check_bound, check_time
+from memoryd.search.request import SearchRequest
+from memoryd.store.entries import Filters
 from memoryd.text import markdown
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
@@ -220,3 +223,32 @@ def test_a_past_expiry_is_refused_by_every_door_that_sets_one(daemon_factory: An
     out = d.ctl("update", str(mid), "--expires", "2020-01-01")
     assert out.returncode == 2 and "in the past" in out.stderr + out.stdout
     assert d.call("get", {"id": mid})["expires_at"] is None
+
+
+@pytest.mark.parametrize("field", ["date", "created", "updated"])
+def test_a_note_dated_ahead_does_not_take_every_other_notes_recency(
+    make_app: Any, field: str
+) -> None:
+    """Recency counts from the newest text ranked: a note whose front matter dates it ahead
+    (a meeting next week, a year mistyped 2090) was the newest, and every note written today
+    counted as decades old beside it. Its update time is the moment it was read; the date
+    itself still filters (`since`)."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    ws = app.cfg.workspace
+    (ws / "today.md").write_text("# Today\n\nThe kelpie rota moved to Tuesday.\n")
+    (ws / "ahead.md").write_text(f"---\n{field}: 2090-01-01\n---\n# Ahead\n\nThe kelpie rota.\n")
+    app.indexer.reconcile()
+    hits = {
+        h["path"]: h
+        for h in app.searcher.search(SearchRequest(query="kelpie rota", explain=True, limit=10))[
+            "hits"
+        ]
+    }
+    assert hits["today.md"]["explain"]["recency"] > 0.9 * hits["ahead.md"]["explain"]["recency"]
+    assert hits["ahead.md"]["updated_at"] <= timeutil.iso(time.time() + 1)
+    if field != "updated":  # the note's date still says when it is, for since/until
+        assert hits["ahead.md"]["created_at"] == "2090-01-01T00:00:00Z"
+        since = SearchRequest(
+            query="kelpie rota", filters=Filters(since=datetime(2089, 1, 1, tzinfo=UTC).timestamp())
+        )
+        assert [h["path"] for h in app.searcher.search(since)["hits"]] == ["ahead.md"]

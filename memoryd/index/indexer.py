@@ -433,10 +433,11 @@ class Indexer:
             # of the note's title (`[[new-name]]` names it, `[[old-name]]` in no new note does)
             text, fm, body, first = self._front(state.path, self._text(state, data))
             mentions = entities.extract_document(fm, body, first, text, state.path)
+            now = self.clock()
 
             def move(con: Any) -> None:
                 entries.move_document(con, old, state.path, state.mtime)
-                _set_dates(con, state.path, fm)
+                _set_dates(con, state.path, fm, now)
                 store_entities.reindex_document(con, state.path, mentions)
 
             self.store.run_write(move)
@@ -465,7 +466,7 @@ class Indexer:
             )
             notetext.refresh(con, state.path)  # the whole note's keyword row (issue 19.2)
             links.replace_links(con, state.path, note.links)
-            _set_dates(con, state.path, fm)
+            _set_dates(con, state.path, fm, now)
             # after the dates: each mention carries its chunk's
             store_entities.index_document(con, state.path, note.mentions)
             return count
@@ -589,11 +590,14 @@ def _brief(r: Report) -> dict[str, Any]:
     )
 
 
-def _set_dates(con: Any, path: str, fm: markdown.FrontMatter) -> None:
+def _set_dates(con: Any, path: str, fm: markdown.FrontMatter, now: float) -> None:
     """A note's own dates in place of its file's mtime: its front matter's `date`/`created` and
-    `updated`, else the date its file name is (a daily note, `2026-03-03.md`)."""
+    `updated`, else the date its file name is (a daily note, `2026-03-03.md`). An update time
+    after `now`, the moment the note is read (a meeting note dated next week, a year mistyped
+    2062), is `now`: recency counts from the newest text ranked, and a note dated ahead would
+    be the newest, every other note's recency measured from its date."""
     if fm.created_at is not None or fm.updated_at is not None:
         updated = fm.updated_at if fm.updated_at is not None else fm.created_at
-        links.set_dates(con, path, fm.created_at, updated)
+        links.set_dates(con, path, fm.created_at, min(updated, now))
     elif (named := markdown.date_of_name(path)) is not None:
         links.set_dates(con, path, named, None)
