@@ -433,11 +433,10 @@ class Indexer:
             # of the note's title (`[[new-name]]` names it, `[[old-name]]` in no new note does)
             text, fm, body, first = self._front(state.path, self._text(state, data))
             mentions = entities.extract_document(fm, body, first, text, state.path)
-            now = self.clock()
 
             def move(con: Any) -> None:
                 entries.move_document(con, old, state.path, state.mtime)
-                _set_dates(con, state.path, fm, now)
+                _set_dates(con, state.path, fm, self.clock())
                 store_entities.reindex_document(con, state.path, mentions)
 
             self.store.run_write(move)
@@ -593,11 +592,9 @@ def _brief(r: Report) -> dict[str, Any]:
 def _set_dates(con: Any, path: str, fm: markdown.FrontMatter, now: float) -> None:
     """A note's own dates in place of its file's mtime: its front matter's `date`/`created` and
     `updated`, else the date its file name is (a daily note, `2026-03-03.md`). An update time
-    after `now`, the moment the note is read (a meeting note dated next week, a year mistyped
-    2062), is `now`: recency counts from the newest text ranked, and a note dated ahead would
-    be the newest, every other note's recency measured from its date."""
+    after `now` is `now`: a note dated ahead is not the newest text, for recency (test_times)."""
     if fm.created_at is not None or fm.updated_at is not None:
-        updated = fm.updated_at if fm.updated_at is not None else fm.created_at
+        updated = next(t for t in (fm.updated_at, fm.created_at, now) if t is not None)
         links.set_dates(con, path, fm.created_at, min(updated, now))
     elif (named := markdown.date_of_name(path)) is not None:
         links.set_dates(con, path, named, None)

@@ -232,7 +232,7 @@ def matching(
     expired at `now` (as search, list and session_start leave them out until the expiry job
     deletes them)."""
     found = index.match(con, prompt)
-    for gone in entries.expired_among(con, list(found), now):
+    for gone in lcstore.expired_among(con, list(found), now):
         del found[gone]
     records = entries.get_many(con, list(found))
     return [

@@ -62,6 +62,7 @@ from memoryd.core.fsutil import (
     atomic_write_at,
     fsync_dir,
     make_dirs,
+    unused_folder,
     within,
 )
 from memoryd.core.logsetup import get_logger
@@ -497,14 +498,7 @@ class Notes:
         here = os.path.lexists(full)
         if not here and not paths:
             raise NotFound(f"nothing at {describe(rel)} in the workspace or the index")
-        # a folder per second (UTC); a second delete of the same path within that second (or
-        # after the wall clock stepped back) gets a folder of its own instead of replacing the
-        # first one's copy: nothing is lost
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        target, n = self.trash_dir / stamp, 1
-        while os.path.lexists(target / rel):
-            n += 1
-            target = self.trash_dir / f"{stamp}-{n}"
+        target = unused_folder(self.trash_dir, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()), rel)
         index: dict[str, Any] = {}
         if not dry_run:
             with self._lock, os_errors(rel):
@@ -538,11 +532,8 @@ class Notes:
         )
         return {"items": [note_item(d) for d in items], "total": total}
 
-    def recent(
-        self, *, namespace: str | None, since: float | None, limit: int, now: float
-    ) -> dict[str, Any]:
-        """Recently added or changed memories (not expired at `now`) and recently modified
-        notes, newest first."""
+    def recent(self, *, namespace: str | None, since: float | None, limit: int, now: float) -> Any:
+        """Memories added or changed (not expired at `now`), notes modified, newest first."""
 
         def q(con: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             return (

@@ -191,15 +191,6 @@ def get_many(con: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     return out
 
 
-def expired_among(con: Connection, ids: Sequence[int], now: float) -> set[int]:
-    """Those of `ids` whose expiry has passed at `now` (the expiry job deletes them later)."""
-    out: set[int] = set()
-    for part, marks in in_batches(ids):
-        sql = f"SELECT id FROM entries WHERE id IN ({marks}) AND expires_at <= ?"
-        out.update(int(row[0]) for row in con.execute(sql, [*part, now]))
-    return out
-
-
 def list_entries(
     con: Connection,
     f: Filters,
