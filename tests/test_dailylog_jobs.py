@@ -384,3 +384,15 @@ def test_the_daemon_runs_in_any_zone_libc_reads(daemon_factory: Any, zone: str) 
     log = Path(d.cfg["workspace"]) / "daily" / f"{day}.md"
     assert "a memory in another zone" in log.read_text()
     assert all(j["next_run_at"].endswith("Z") for j in d.call("jobs")["jobs"])
+
+
+def test_uptime_counts_on_after_the_wall_clock_steps_back(make_app: Any) -> None:
+    """status's uptime_s was the wall clock minus the start: an hour's step back made it
+    negative (`memoryctl status`: "up -3599s")."""
+    from memoryd.serve import methods as api
+
+    moved = [0.0]
+    app = make_app(model=None, dailylog={"enabled": False})
+    app.clock = lambda: time.time() + moved[0]
+    moved[0] = -3600.0
+    assert api.lookup("status", {}).fn(app, {})["uptime_s"] >= 0
