@@ -1613,3 +1613,41 @@ def test_memoryctl_reads_bytes_that_are_not_utf8_as_the_daemon_does(data: bytes)
 
     assert decode_utf8(data) == decode(data)[0]
     assert repair(data.decode("utf-8", "surrogateescape")) == decode(data)[0]
+
+
+# every option memoryctl reads as a number or a time: a value that is no finite number (inf,
+# nan, 1e400) went out as JSON's non-standard Infinity/NaN, which the daemon cannot parse
+# ("parse error", exit 1); it is a usage error naming the option, and nothing is sent
+NUMBER_OPTIONS = [
+    ["search", "q", "--since"],
+    ["search", "q", "--until"],
+    ["list", "--since"],
+    ["list", "--until"],
+    ["recent", "--since"],
+    ["entities", "--since"],
+    ["add", "text", "--confidence"],
+    ["status", "--watch", "--interval"],
+]
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-inf", "1e400", "infd"])
+@pytest.mark.parametrize("argv", NUMBER_OPTIONS, ids=lambda a: " ".join(a))
+def test_a_number_that_is_not_finite_is_a_usage_error_naming_the_option(
+    ctl_run: Callable[..., tuple[int, str, str]], stub: Stub, argv: list[str], value: str
+) -> None:
+    code, _, err = (
+        ctl_run(*argv, value)
+        if not value.startswith("-")
+        else ctl_run(*argv[:-1], f"{argv[-1]}={value}")
+    )
+    assert code == 2 and argv[-1] in err, err
+    assert stub.requests == []  # nothing was sent
+
+
+def test_an_expiry_that_is_no_finite_number_is_sent_as_text(
+    ctl_run: Callable[..., tuple[int, str, str]], stub: Stub
+) -> None:
+    """--expires is the daemon's to check (its grammar names expires_at): sent as text, never
+    as JSON's Infinity."""
+    ctl_run("add", "text", "--expires", "inf")
+    assert stub.requests[-1]["params"]["expires_at"] == "inf"

@@ -299,3 +299,100 @@ def test_a_jobs_interval_counts_across_restarts(tmp_path: Path, monkeypatch: Any
         j = start()
         assert next_run(j) == pytest.approx(now[0] + 86400)
         j.shutdown()
+
+
+@pytest.mark.parametrize("step", [-3600.0, -86400.0 * 365])
+def test_jobs_run_on_after_the_wall_clock_steps_back(monkeypatch: Any, step: float) -> None:
+    """APScheduler sleeps until a wall-clock time: when the wall clock stepped back (an NTP
+    correction of a clock that ran ahead, a VM restored), no job ran until it caught up again,
+    an hour later for an hour's step. The jobs' clock watch reschedules them from now."""
+    from datetime import datetime, timedelta
+
+    from apscheduler.executors import base as executors
+    from apscheduler.schedulers import base as schedulers
+    from apscheduler.triggers import interval as triggers
+
+    from memoryd.serve import jobs as jobs_mod
+
+    moved = [0.0]
+
+    class Wall(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return datetime.now(tz) + timedelta(seconds=moved[0])
+
+    for module in (executors, schedulers, triggers):
+        monkeypatch.setattr(module, "datetime", Wall)
+    monkeypatch.setattr(jobs_mod, "CLOCK_WATCH_S", 0.05)
+
+    class Often:
+        expiry_interval = 0.3
+
+    runs: list[float] = []
+    jobs = Jobs(
+        {"expiry": (lambda: runs.append(time.monotonic()) or {}, "expiry_interval")},
+        settings=Often,
+        wall=lambda: time.time() + moved[0],
+    )
+    jobs.start()
+    try:
+        wait_for(lambda: len(runs) >= 2, timeout=30)
+        moved[0] = step
+        before = len(runs)
+        wait_for(lambda: len(runs) >= before + 3, timeout=30)
+    finally:
+        jobs.shutdown()
+
+
+@pytest.mark.sqlite_only("snapshots copy the SQLite file (PgStore.backup_to refuses)")
+def test_a_snapshot_is_kept_after_the_wall_clock_ran_ahead(make_app: Any) -> None:
+    """Snapshots made while the wall clock ran ahead (2090) sort after today's by name: the
+    job pruned to the newest names and deleted the snapshot it had just made, every day."""
+    app = make_app(model=None, jobs={"snapshot_keep": 2})
+    folder = app.cfg.data_dir / "snapshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    for day in (1, 2):
+        (folder / f"memoryd-209001{day:02d}T000000Z.db").write_bytes(b"")
+    made = app.jobs.run_now("snapshot")["result"]
+    assert made["snapshot"] not in made["removed"]
+    assert (folder / made["snapshot"]).stat().st_size > 0
+    assert len(list(folder.glob("memoryd-*.db"))) == 2
+
+
+@pytest.mark.parametrize("zone", ["UTC+3", "<+0545>-5:45", "Foo/Bar", "Australia/Lord_Howe"])
+def test_the_daemon_runs_in_any_zone_libc_reads(daemon_factory: Any, zone: str) -> None:
+    """TZ=UTC+3 (a POSIX zone), <+0545>-5:45 or a misspelt zone stopped the daemon at start:
+    the scheduler asked tzlocal for the local zone, which refuses what libc reads. The daily
+    log is named by libc's local date, as the person's day."""
+    import subprocess
+    import sys
+
+    d = daemon_factory(extra_env={"TZ": zone})
+    made = d.call("add", {"content": "a memory in another zone"})["memory"]["created_at"]
+    ts = datetime.fromisoformat(made.replace("Z", "+00:00")).timestamp()
+    day = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import datetime; print(f'{{datetime.datetime.fromtimestamp({ts}):%Y-%m-%d}}')",
+        ],
+        env={"TZ": zone},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    log = Path(d.cfg["workspace"]) / "daily" / f"{day}.md"
+    assert "a memory in another zone" in log.read_text()
+    assert all(j["next_run_at"].endswith("Z") for j in d.call("jobs")["jobs"])
+
+
+def test_uptime_counts_on_after_the_wall_clock_steps_back(make_app: Any) -> None:
+    """status's uptime_s was the wall clock minus the start: an hour's step back made it
+    negative (`memoryctl status`: "up -3599s")."""
+    from memoryd.serve import methods as api
+
+    moved = [0.0]
+    app = make_app(model=None, dailylog={"enabled": False})
+    app.clock = lambda: time.time() + moved[0]
+    moved[0] = -3600.0
+    assert api.lookup("status", {}).fn(app, {})["uptime_s"] >= 0

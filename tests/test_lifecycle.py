@@ -458,3 +458,65 @@ def test_every_memory_only_method_names_a_chunk_and_a_missing_id(
         call(app, method, id=chunk["id"], **extra)
     with pytest.raises(NotFound):
         call(app, method, id=987654, **extra)
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_a_path_deleted_twice_in_one_second_keeps_both_copies(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """The trash has a folder per second (UTC): the second delete of a note written again
+    within that second (an agent's retry; the wall clock stepped back) replaced the first
+    copy, or moved a folder into the first one's."""
+    import time as time_mod
+
+    frozen = time_mod.gmtime()
+    monkeypatch.setattr(time_mod, "gmtime", lambda *_: frozen)
+    app = make_app(model=None, dailylog={"enabled": False})
+    ws = app.cfg.workspace
+    path = "gone" if kind == "folder" else "gone.md"
+    note = ws / "gone" / "a.md" if kind == "folder" else ws / "gone.md"
+    trashed = []
+    for version in ("first", "second"):
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(f"# Gone\n\nthe {version} version\n")
+        app.indexer.reconcile()
+        trashed.append(Path(call(app, "delete", path=path)["trash"]))
+    assert trashed[0] != trashed[1]
+    texts = [(t / "a.md").read_text() if kind == "folder" else t.read_text() for t in trashed]
+    assert "first" in texts[0] and "second" in texts[1]
+
+
+def test_an_expired_memory_is_left_out_by_every_door_until_the_job(make_app: Any) -> None:
+    """Expired memories wait for the expiry job (every 5 min) to be deleted; meanwhile search,
+    list and session_start left them out, but match_triggers still fired an expired memory's
+    phrases into an agent's prompt and recent_activity listed it."""
+    now = [1_800_000_000.0]
+    app = make_app(model=None, dailylog={"enabled": False})
+    app.clock = app.memories.clock = app.searcher.clock = lambda: now[0]
+    gone = app.memories.add(
+        "Zorblax cache is warm until noon",
+        ttl="1h",
+        tier="constitutional",
+        triggers=["zorblax cache"],
+    ).id
+    kept = app.memories.add(
+        "Zorblax cache lives on host seven", tier="constitutional", triggers=["zorblax cache"]
+    ).id
+    doors = {
+        "search": lambda: [h["id"] for h in call(app, "search", query="zorblax")["hits"]],
+        "list": lambda: [i["id"] for i in call(app, "list")["items"]],
+        "session_start": lambda: [m["id"] for m in call(app, "session_start")["memories"]],
+        "match_triggers": lambda: [
+            m["id"]
+            for m in call(app, "match_triggers", prompt="is the zorblax cache warm?")["memories"]
+        ],
+        "recent_activity": lambda: [i["id"] for i in call(app, "recent_activity")["items"]],
+    }
+    for door, ids in doors.items():
+        assert sorted(ids()) == sorted([gone, kept]), door
+    now[0] += 3601
+    for door, ids in doors.items():
+        assert ids() == [kept], door
+    assert gone in [
+        h["id"] for h in call(app, "search", query="zorblax", include_expired=True)["hits"]
+    ]

@@ -105,8 +105,14 @@ INT = {"type": "integer"}
 BOOL = {"type": "boolean"}
 TIME = {
     "type": ["string", "number"],
-    "description": "ISO 8601 date or time (2026-11-22, 2026-11-22T10:00:00Z) or unix seconds",
+    "description": "ISO 8601 date or time (2026-11-22, 2026-11-22T10:00:00Z; naive = UTC) or "
+    "unix seconds",
 }
+_BOUND_TEXT = (
+    "a duration back from now ('24h', '7d'), an ISO 8601 date or time "
+    "(2026-11-22, 2026-11-22T10:00:00Z; naive = UTC) or unix seconds"
+)
+BOUND = {"type": ["string", "number"], "description": _BOUND_TEXT}  # every since/until
 TAGS = {"type": "array", "items": STR, "description": "tags (lowercase words)"}
 NAMESPACE = {
     "type": "string",
@@ -187,8 +193,8 @@ SEARCH_SCHEMA: dict[str, Any] = {
     },
     "tags": {**TAGS, "description": "every tag listed must be present"},
     "path": {**STR, "description": "only notes under this workspace folder or path prefix"},
-    "since": TIME,
-    "until": TIME,
+    "since": BOUND,
+    "until": {**BOUND, "description": _BOUND_TEXT + "; a bare date includes that day"},
     "namespace": NAMESPACE,
     "max_tokens": {
         **INT,
@@ -437,11 +443,7 @@ TOOLS: list[ToolSpec] = [
         _obj(
             {
                 "limit": {**INT, "minimum": 1, "maximum": 1000},
-                "since": {
-                    **TIME,
-                    "description": "ISO time, unix seconds, or a duration back "
-                    "from now ('24h', '7d')",
-                },
+                "since": BOUND,
                 "namespace": NAMESPACE,
             }
         ),

@@ -158,3 +158,14 @@ def acquire_lock(path: Path) -> int:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def unused_folder(parent: Path, stamp: str, rel: str) -> Path:
+    """parent/stamp, else parent/stamp-2, -3 ...: the first where `rel` is free (the trash has a
+    folder per second: a path deleted twice within one, or after the wall clock stepped back,
+    never replaces the first copy)."""
+    target, n = parent / stamp, 1
+    while os.path.lexists(target / rel):
+        n += 1
+        target = parent / f"{stamp}-{n}"
+    return target

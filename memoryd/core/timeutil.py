@@ -1,16 +1,21 @@
 """Time helpers: unix seconds inside, ISO 8601 UTC at the edges, human durations in config/API.
 
-One grammar for every `since`/`until` (parse_bound), the same as memoryctl's (ctl/when.py):
-a duration back from now (`90m`, `24h`, `7d`, `2w`, `30s`), an ISO 8601 date or date-time
-(naive = UTC), or unix seconds. A bare date as `until` means the end of that day: `until`
-is exclusive (created before it), so `--until 2024-03-05` includes all of March 5th.
+The one grammar of every time a caller gives (parse_time; parse_bound adds durations), the
+same as memoryctl's (ctl/handlers.py `when`): a duration back from now (`90m`, `24h`, `7d`,
+`2w`, `30s`; since/until only), an ISO 8601 date (`2026-11-26`, `20261126`, `2026-W48-4`) or
+date-time (naive = UTC; `Z` or an offset), or unix seconds (a number, or a string of one that is
+not a date). A bare date is midnight UTC of that day; as `until` it means the end of that day:
+`until` is exclusive (created before it), so `--until 2024-03-05` includes all of March 5th.
+Times lie between MIN_TIME and MAX_TIME (1970 to 9999, what ISO output shows): `iso` shows any
+stored value inside them, and `in_range` brings a note's own dates into them.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime
 
 from memoryd.core.errors import InvalidInput, describe
 
@@ -18,7 +23,12 @@ _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$", re.IGNORECASE)
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$", re.IGNORECASE)
 _DATE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
+_NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*$")
+MIN_TIME = 0.0  # 1970-01-01T00:00:00Z
+MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z, the last second ISO 8601 can show
+DAY = 86400.0
 BOUND_HINT = "a duration back from now (90m, 24h, 7d), an ISO 8601 date or time, or unix seconds"
+TIME_HINT = "an ISO 8601 date like 2026-11-22 or 2026-11-22T10:00:00Z, or unix seconds"
 
 
 def now() -> float:
@@ -31,13 +41,22 @@ _ISO_SEEN: dict[float, str] = {}
 _ISO_SEEN_MAX = 4096
 
 
+def in_range(ts: float) -> float:
+    """A time brought into MIN_TIME..MAX_TIME (what the API takes and ISO output shows)."""
+    return min(max(ts, MIN_TIME), MAX_TIME)
+
+
 def iso(ts: float | None) -> str | None:
-    """Unix seconds -> '2026-11-22T16:40:00Z' (None stays None)."""
+    """Unix seconds -> '2026-11-22T16:40:00Z' (None stays None). A stored time outside 1970 to
+    9999 (a note dated in year 1, an old import's 1e20) shows as the nearest one inside: every
+    page that prints a time (a hit, an entity's first and last seen, a job) renders it."""
     if ts is None:
         return None
     text = _ISO_SEEN.get(ts)
     if text is None:
-        text = datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if math.isnan(ts):
+            return None
+        text = datetime.fromtimestamp(in_range(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         if len(_ISO_SEEN) >= _ISO_SEEN_MAX:
             _ISO_SEEN.clear()
         _ISO_SEEN[ts] = text
@@ -63,30 +82,52 @@ def parse_duration(value: object, *, what: str = "duration") -> float:
     return seconds
 
 
-def parse_time(value: object, *, what: str = "time") -> float:
-    """ISO 8601 date/datetime (naive = UTC), or unix seconds -> unix seconds."""
+def _day(text: str) -> float | None:
+    """An ISO 8601 date alone (2026-11-26, 20261126, 2026-W48-4) -> its midnight UTC, else
+    None (a date that does not exist, 2026-02-30, is None too)."""
+    try:
+        day = date.fromisoformat(text)
+    except ValueError:
+        return None
+    return datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
+
+
+def parse_iso(value: str) -> float | None:
+    """An ISO 8601 date or date-time (naive = UTC, `Z` or an offset) -> unix seconds; None
+    for any other text. Dates before year 1 or after 9999 are None; the result is not
+    range-checked (in_range, or the callers' checks)."""
+    text = value.strip()
+    if (day := _day(text)) is not None:
+        return day
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        dt = datetime.fromisoformat(text)
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+        return dt.timestamp()
+    except (ValueError, OverflowError):  # 2026-02-30; 0001-01-01T00:00+05:00 (before year 1)
+        return None
+
+
+def parse_time(value: object, *, what: str = "time", until: bool = False) -> float:
+    """A time (the grammar above, without durations) -> unix seconds. `until`: a bare date is
+    the end of that day (the start of the next). Raises InvalidInput. A string of digits is a
+    date when it is one (20261126: ISO 8601's basic form), else unix seconds."""
     if isinstance(value, bool):
-        raise InvalidInput(
-            f"{what}: expected an ISO 8601 date or unix seconds, got {describe(value)}"
-        )
+        raise InvalidInput(f"{what}: expected {TIME_HINT}, got {describe(value)}")
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            dt = datetime.fromisoformat(text)
-        except ValueError:
-            pass
-        else:
-            if dt.tzinfo is None:
-                dt = dt.replace(tzinfo=UTC)
-            return dt.timestamp()
-    raise InvalidInput(
-        f"{what}: expected an ISO 8601 date like 2026-11-22 or 2026-11-22T10:00:00Z, "
-        f"got {describe(value)}"
-    )
+        if (day := _day(value.strip())) is not None:
+            return day + DAY if until else day
+        if _NUMBER.match(value):
+            return float(value)
+        if (ts := parse_iso(value)) is not None:
+            return ts
+        if _DATE.match(value):
+            raise InvalidInput(f"{what}: not a valid date; expected {TIME_HINT}")
+    raise InvalidInput(f"{what}: expected {TIME_HINT}, got {describe(value)}")
 
 
 def parse_bound(
@@ -98,18 +139,9 @@ def parse_bound(
     if isinstance(value, str) and (m := _AGO.match(value)):
         seconds = float(m.group(1)) * _UNITS[m.group(2).lower()]
         return (time.time() if now is None else now) - seconds
-    if isinstance(value, str) and _DATE.match(value):
-        try:
-            day = datetime.fromisoformat(value.strip()).replace(tzinfo=UTC)
-        except ValueError:
-            raise InvalidInput(f"{what}: not a valid date; expected {BOUND_HINT}") from None
-        return (day + timedelta(days=1) if until else day).timestamp()
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            pass
     try:
-        return parse_time(value, what=what)
-    except InvalidInput:
+        return parse_time(value, what=what, until=until)
+    except InvalidInput as exc:
+        if "not a valid date" in exc.message:
+            raise InvalidInput(f"{what}: not a valid date; expected {BOUND_HINT}") from None
         raise InvalidInput(f"{what}: expected {BOUND_HINT}") from None

@@ -41,47 +41,83 @@ TIME_GRAMMAR = (
 )
 
 
+def _finite(text: str) -> float | None:
+    """A finite number written as text (inf and nan are not: JSON cannot carry them, and no
+    time or weight is one), else None."""
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if number - number == 0 else None  # false for inf and nan
+
+
+def _usage(message: str) -> Exception:
+    """An argparse usage error (exit 2, naming the option) that the fast path, which catches
+    ValueError, also hands over to argparse."""
+    import argparse
+
+    class BadValue(argparse.ArgumentTypeError, ValueError):
+        pass
+
+    return BadValue(message)
+
+
 def when(value: str) -> str:
     """A --since/--until value, checked against the daemon's grammar (core/timeutil.py):
     unix seconds, a duration back from now (90m, 24h, 7d, 2w, 30s), or an ISO 8601 date or
-    date-time. Sent as given; the daemon resolves it (a bare date as --until is the whole day)."""
+    date-time. Sent as given (time_value); the daemon resolves it (a bare date as --until is
+    the whole day)."""
     text = value.strip()
-    ok = False
-    try:
-        float(text)
-        ok = True
-    except ValueError:
-        if text[-1:].lower() in ("s", "m", "h", "d", "w") and text[:-1].strip():
-            try:
-                ok = float(text[:-1]) >= 0
-            except ValueError:
-                ok = False
-        if not ok:
-            from datetime import datetime
-
-            try:
-                datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" else text)
-                ok = bool(text)
-            except ValueError:
-                ok = False
+    ok = _finite(text) is not None
+    if not ok and text[-1:].lower() in ("s", "m", "h", "d", "w") and text[:-1].strip():
+        ago = _finite(text[:-1])
+        ok = ago is not None and ago >= 0
     if not ok:
-        import argparse
+        from datetime import datetime
 
-        class TimeError(argparse.ArgumentTypeError, ValueError):
-            pass
-
-        raise TimeError(f"expected {TIME_GRAMMAR}, not {value!r}")
+        try:
+            datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" else text)
+            ok = bool(text)
+        except ValueError:
+            ok = False
+    if not ok:
+        raise _usage(f"expected {TIME_GRAMMAR}, not {value!r}")
     return text
 
 
+def finite(value: str) -> float:
+    """A number option (--confidence): finite, else a usage error naming it (argparse)."""
+    number = _finite(value)
+    if number is None:
+        raise _usage(f"expected a number, not {value!r}")
+    return number
+
+
+def interval(value: str) -> float:
+    """A polling interval in seconds (--interval): finite and positive."""
+    number = _finite(value)
+    if number is None or number <= 0:
+        raise _usage(f"expected a positive number of seconds, not {value!r}")
+    return number
+
+
 def time_value(value: str | None) -> str | float | None:
-    """An ISO 8601 time or a duration as given, or unix seconds as a number."""
+    """An ISO 8601 time or a duration as given, or unix seconds as a number; a date written
+    in digits alone (20261126, ISO 8601's basic form) stays a date, as the daemon reads it,
+    and text that is no finite number (inf) stays text, for the daemon to refuse by name."""
     if value is None:
         return None
-    try:
-        return float(value)
-    except ValueError:
-        return value
+    text = value.strip()
+    if len(text) == 8 and text.isdigit():
+        from datetime import date
+
+        try:
+            date.fromisoformat(text)
+            return text
+        except ValueError:
+            pass
+    number = _finite(text)
+    return value if number is None else number
 
 
 def given(params: dict[str, Any]) -> dict[str, Any]:

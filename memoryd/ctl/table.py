@@ -73,7 +73,7 @@ def memory_options(update: bool = False) -> tuple[Any, ...]:
         arg("--type", help="fact, preference, decision, ... (default fact)"),
         arg("--tags", help="comma separated tags" + (" (replaces them)" if update else "")),
         arg("--importance", type=int, metavar="N", help="1-10 (default 5)"),
-        arg("--confidence", type=float, metavar="F", help="0-1 (default 1)"),
+        arg("--confidence", type=h.finite, metavar="F", help="0-1 (default 1)"),
         arg("--source", help="who or what said it"),
         arg("--context", help="free text context"),
         ("exclusive", tuple(expiry)),
@@ -235,7 +235,7 @@ COMMANDS: tuple[Command, ...] = (
             arg("--watch", action="store_true", help="a progress bar until the work is done"),
             arg(
                 "--interval",
-                type=float,
+                type=h.interval,
                 default=1.0,
                 metavar="S",
                 help="seconds between polls with --watch (default 1)",

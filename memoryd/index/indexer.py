@@ -436,7 +436,7 @@ class Indexer:
 
             def move(con: Any) -> None:
                 entries.move_document(con, old, state.path, state.mtime)
-                _set_dates(con, state.path, fm)
+                _set_dates(con, state.path, fm, self.clock())
                 store_entities.reindex_document(con, state.path, mentions)
 
             self.store.run_write(move)
@@ -465,7 +465,7 @@ class Indexer:
             )
             notetext.refresh(con, state.path)  # the whole note's keyword row (issue 19.2)
             links.replace_links(con, state.path, note.links)
-            _set_dates(con, state.path, fm)
+            _set_dates(con, state.path, fm, now)
             # after the dates: each mention carries its chunk's
             store_entities.index_document(con, state.path, note.mentions)
             return count
@@ -589,11 +589,12 @@ def _brief(r: Report) -> dict[str, Any]:
     )
 
 
-def _set_dates(con: Any, path: str, fm: markdown.FrontMatter) -> None:
+def _set_dates(con: Any, path: str, fm: markdown.FrontMatter, now: float) -> None:
     """A note's own dates in place of its file's mtime: its front matter's `date`/`created` and
-    `updated`, else the date its file name is (a daily note, `2026-03-03.md`)."""
+    `updated`, else the date its file name is (a daily note, `2026-03-03.md`). An update time
+    after `now` is `now`: a note dated ahead is not the newest text, for recency (test_times)."""
     if fm.created_at is not None or fm.updated_at is not None:
-        updated = fm.updated_at if fm.updated_at is not None else fm.created_at
-        links.set_dates(con, path, fm.created_at, updated)
+        updated = next(t for t in (fm.updated_at, fm.created_at, now) if t is not None)
+        links.set_dates(con, path, fm.created_at, min(updated, now))
     elif (named := markdown.date_of_name(path)) is not None:
         links.set_dates(con, path, named, None)

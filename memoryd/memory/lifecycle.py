@@ -226,10 +226,14 @@ delete_ids = lcstore.delete_ids
 
 
 def matching(
-    con: Connection, index: TriggerIndex, prompt: str, namespace: str | None
+    con: Connection, index: TriggerIndex, prompt: str, namespace: str | None, now: float
 ) -> list[dict[str, Any]]:
-    """Memories whose trigger phrases occur in the prompt (of one namespace, or all)."""
+    """Memories whose trigger phrases occur in the prompt (of one namespace, or all), not
+    expired at `now` (as search, list and session_start leave them out until the expiry job
+    deletes them)."""
     found = index.match(con, prompt)
+    for gone in lcstore.expired_among(con, list(found), now):
+        del found[gone]
     records = entries.get_many(con, list(found))
     return [
         {**records[i], "matched": found[i]}

@@ -321,6 +321,9 @@ class Memories:
         if not changes:
             raise InvalidInput("update: nothing to change (give content, type, tags, ...)")
         values = check_fields(changes, self.settings.max_content_bytes, now)
+        if values.get("expires_at") is not None and values["expires_at"] <= now:
+            # as add: a past expiry is a mistaken date or zone (to forget: delete)
+            raise InvalidInput("expires_at: is in the past")
         values = guard(values, self.secrets_mode, allow, changes).values
         phrases = values.pop("triggers", None)
 

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memoryd.core.errors import InvalidInput, Refused, TooLarge, check_int, describe
-from memoryd.core.timeutil import parse_bound, parse_duration, parse_time
+from memoryd.core.timeutil import MAX_TIME, parse_bound, parse_duration, parse_time
 from memoryd.memory import lifecycle
 from memoryd.text import secretguard
 from memoryd.text.markdown import nfc, sha256_text
 
 MAX_INT = 2**63 - 1  # SQLite's INTEGER range
-MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z, the last second ISO 8601 can show
 MAX_SOURCE = 200
 MAX_CONTEXT = 2000
 _NAME = re.compile(r"^[\w][\w.:/-]{0,63}$", re.UNICODE)
@@ -133,10 +132,23 @@ def check_time(value: object, field: str) -> float:
         check_str(value, field, limit=100)
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidInput(f"{field}: expected a finite time")
-    ts = _quiet(parse_time, value, field)
+    try:
+        ts = _quiet(parse_time, value, field)
+    except InvalidInput:
+        if field == "expires_at" and isinstance(value, str) and _is_duration(value):
+            raise InvalidInput("expires_at: expected a time, not a duration (give ttl)") from None
+        raise
     if not 0 <= ts <= MAX_TIME:
         raise InvalidInput(f"{field}: out of range (1970-01-01 to 9999-12-31)")
     return ts
+
+
+def _is_duration(value: str) -> bool:
+    try:
+        parse_duration(value)
+    except InvalidInput:
+        return False
+    return True
 
 
 def check_bound(value: object, field: str, *, now: float | None = None) -> float | None:

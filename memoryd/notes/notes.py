@@ -62,6 +62,7 @@ from memoryd.core.fsutil import (
     atomic_write_at,
     fsync_dir,
     make_dirs,
+    unused_folder,
     within,
 )
 from memoryd.core.logsetup import get_logger
@@ -497,7 +498,7 @@ class Notes:
         here = os.path.lexists(full)
         if not here and not paths:
             raise NotFound(f"nothing at {describe(rel)} in the workspace or the index")
-        target = self.trash_dir / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        target = unused_folder(self.trash_dir, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()), rel)
         index: dict[str, Any] = {}
         if not dry_run:
             with self._lock, os_errors(rel):
@@ -531,12 +532,12 @@ class Notes:
         )
         return {"items": [note_item(d) for d in items], "total": total}
 
-    def recent(self, *, namespace: str | None, since: float | None, limit: int) -> dict[str, Any]:
-        """Recently added or changed memories and recently modified notes, newest first."""
+    def recent(self, *, namespace: str | None, since: float | None, limit: int, now: float) -> Any:
+        """Memories added or changed (not expired at `now`), notes modified, newest first."""
 
         def q(con: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             return (
-                store_notes.recent_memories(con, namespace, since, limit),
+                store_notes.recent_memories(con, namespace, since, limit, now),
                 store_notes.recent_documents(con, since, limit),
             )
 

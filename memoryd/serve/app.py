@@ -80,6 +80,7 @@ class App:
         self.cfg = cfg
         self.clock = clock
         self.started_at = clock()
+        self._started = time.monotonic()  # uptime: the wall clock may step back (or forward)
         self.search_log = SearchLog(clock)
         # set by the daemon when it can serve the web page (memoryd.web): starts it, says where
         self.open_page: Callable[[], dict[str, Any]] | None = None
@@ -427,7 +428,7 @@ class App:
             "version": __version__,
             "pid": os.getpid(),
             "started_at": iso(self.started_at),
-            "uptime_s": round(self.clock() - self.started_at, 1),
+            "uptime_s": round(time.monotonic() - self._started, 1),
             "workspace": str(self.cfg.workspace),
             "data_dir": str(self.cfg.data_dir),
             "socket": str(self.cfg.socket),

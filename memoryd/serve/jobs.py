@@ -40,6 +40,10 @@ log = get_logger("memoryd.serve.jobs")
 
 ACCESS_LOG_DAYS = 90
 START_DELAY_S = 120.0  # an overdue job waits this long after a start (the start-up reconcile first)
+# The wall clock is compared with the monotonic one this often; a step back of more than
+# CLOCK_STEP_S reschedules every job from now (see Jobs._watch_clock).
+CLOCK_WATCH_S = 5.0
+CLOCK_STEP_S = 60.0
 Job = Callable[[], dict[str, Any]]
 
 
@@ -144,12 +148,21 @@ def snapshot(
         return {"skipped": "jobs.snapshot_keep is 0"}
     name = time.strftime("memoryd-%Y%m%dT%H%M%SZ.db", time.gmtime(now))
     store.backup_to(folder / name)
-    removed = prune_snapshots(folder, keep)
+    removed = prune_snapshots(folder, keep, made=name)
     return {"snapshot": name, "removed": removed}
 
 
-def prune_snapshots(folder: Path, keep: int) -> list[str]:
+def prune_snapshots(folder: Path, keep: int, made: str | None = None) -> list[str]:
+    """Removes all but the `keep` newest snapshots by name (the UTC time each was made),
+    never `made`, the one just written: snapshots made while the wall clock ran ahead (a bad
+    hardware clock, since corrected) are named after it, and the newest by name would not be
+    the newest made; the job would delete the snapshot it had just made, each day."""
     snaps = sorted(folder.glob("memoryd-*.db"))
+    if made is not None and (folder / made) in snaps:
+        later = [p.name for p in snaps if p.name > made]
+        if later:
+            log.warning("snapshots named after now: the wall clock ran ahead", names=later)
+        snaps = [p for p in snaps if p.name != made] + [folder / made]
     old = snaps[:-keep] if keep else snaps
     for p in old:
         p.unlink(missing_ok=True)
@@ -244,9 +257,13 @@ class Jobs:
         settings: Callable[[], Any],
         clock: Callable[[], float] = time.time,
         state_file: Path | None = None,
+        wall: Callable[[], float] | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
+        # the scheduler's clock, time.time (a test moves it, and APScheduler's with it)
+        self.wall = wall if wall is not None else lambda: time.time()
+        self._watching = threading.Event()
         self.states = {name: JobState(name, fn, key) for name, (fn, key) in jobs.items()}
         self._scheduler: Any = None
         # when each job last ran, and since when its interval counts, across restarts: a daemon
@@ -288,7 +305,7 @@ class Jobs:
         """The first run after a start: an interval after the last run (or, for a job that has
         not run yet, after the first start), but not sooner than START_DELAY_S from now. Real
         time, as the scheduler's (self.clock may be a test's)."""
-        now = time.time()
+        now = self.wall()
         saved = self._saved.setdefault(name, {"last_run_at": None, "counting_from": now})
         base = saved.get("last_run_at") or saved.get("counting_from") or now
         if not math.isfinite(base) or base > now:  # a clock that was ahead, a hand-edited file
@@ -302,13 +319,39 @@ class Jobs:
         from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.schedulers.background import BackgroundScheduler
 
+        # UTC, as every time given to it: APScheduler's default zone is tzlocal's reading of
+        # $TZ, which raises on what libc takes (TZ=UTC+3, "<+0545>-5:45", a misspelt zone)
+        # and stopped the daemon at start
         self._scheduler = BackgroundScheduler(
-            daemon=True, executors={"default": ThreadPoolExecutor(JOB_THREADS)}
+            daemon=True, executors={"default": ThreadPoolExecutor(JOB_THREADS)}, timezone=UTC
         )
         for name in self.states:
             self._schedule(name)
         self._save()
         self._scheduler.start()
+        self._watching.clear()
+        threading.Thread(target=self._watch_clock, name="memoryd-clock", daemon=True).start()
+
+    def _watch_clock(self) -> None:
+        """APScheduler sleeps until the next run's wall-clock time, measured when it fell
+        asleep: after the wall clock steps back (an NTP correction of a clock that ran ahead, a
+        VM restored, `date -s`), it would run no job until the wall clock caught up again, an
+        hour later for an hour's step, years for a clock that had started in the future. A
+        step back of more than CLOCK_STEP_S reschedules every job an interval from now. A step
+        forward (or a resume from sleep) needs nothing: each job that came due runs once
+        (coalesce)."""
+        offset = self.wall() - time.monotonic()
+        while not self._watching.wait(CLOCK_WATCH_S):
+            now = self.wall() - time.monotonic()
+            moved, offset = now - offset, now
+            if moved < -CLOCK_STEP_S:
+                log.warning("the wall clock moved back; jobs rescheduled", seconds=round(moved))
+                try:
+                    self.reschedule()
+                except Exception as exc:  # stopping meanwhile: nothing left to reschedule
+                    log.warning("jobs not rescheduled", error=f"{type(exc).__name__}: {exc}")
+            elif moved > CLOCK_STEP_S:
+                log.info("the wall clock moved forward; jobs due run once", seconds=round(moved))
 
     def _schedule(self, name: str) -> None:
         seconds = self.interval(name)
@@ -335,6 +378,7 @@ class Jobs:
             self._schedule(name)
 
     def shutdown(self, wait: bool = True) -> None:
+        self._watching.set()
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=wait)
             self._scheduler = None
@@ -367,7 +411,7 @@ class Jobs:
                 {"at": iso(st.last_run_at), "duration_ms": st.last_duration_ms, "error": error}
             )
             with self._save_lock:
-                self._saved.setdefault(name, {})["last_run_at"] = time.time()
+                self._saved.setdefault(name, {})["last_run_at"] = self.wall()
                 self._save()
             st.lock.release()
         if error is None:

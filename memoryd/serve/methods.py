@@ -248,7 +248,8 @@ def match_triggers(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if not prompt.strip():  # as the MCP tool's schema says: nothing can match an empty text
         raise InvalidInput("prompt: must not be empty")
     ns = param_namespace(params)
-    found = app.store.read(lambda con: lifecycle.matching(con, app.triggers, prompt, ns))
+    now = app.clock()
+    found = app.store.read(lambda con: lifecycle.matching(con, app.triggers, prompt, ns, now))
     return {"memories": found}
 
 

@@ -75,10 +75,12 @@ def recent_activity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     ns = param_namespace(params) if params.get("namespace") != "" else None
     ns = ns or app.cfg.memories.default_namespace
     namespace = None if ns == "*" else ns
+    now = app.clock()
     return app.notes.recent(
         namespace=namespace,
-        since=since_from(params.get("since"), app.clock()),
+        since=since_from(params.get("since"), now),
         limit=_limit(params, 20),
+        now=now,
     )
 
 

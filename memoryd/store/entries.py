@@ -6,7 +6,6 @@ Functions take an open apsw connection; the Store decides transactions and durab
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,21 +130,15 @@ def filter_sql(f: Filters, now: float, wide: bool = False) -> tuple[str, list[An
     return (" AND ".join(parts) or "1 = 1"), params
 
 
-_MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
-
-
 def _iso(ts: Any) -> str | None:
-    """ISO time of a stored timestamp; one stored out of range (an old import let 1e20 in)
-    shows as the nearest representable time instead of failing every list and search."""
+    """ISO time of a stored timestamp (timeutil.iso: one stored out of range, an old import's
+    1e20, shows as the nearest representable time instead of failing every list and search)."""
     if ts is None:
         return None
     try:
-        value = float(ts)
+        return iso(float(ts))
     except (TypeError, ValueError):
         return None
-    if math.isnan(value):
-        return None
-    return iso(min(max(value, 0.0), _MAX_TIME))
 
 
 def row_to_record(row: Sequence[Any]) -> dict[str, Any]:

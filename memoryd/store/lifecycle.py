@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
 
@@ -233,3 +234,12 @@ def by_namespace(con: Connection) -> dict[str, int]:
             "SELECT namespace, count(*) FROM entries WHERE kind = 'memory' GROUP BY namespace"
         )
     }
+
+
+def expired_among(con: Connection, ids: Sequence[int], now: float) -> set[int]:
+    """Those of `ids` whose expiry has passed at `now` (the expiry job deletes them later)."""
+    out: set[int] = set()
+    for part, marks in in_batches(ids):
+        sql = f"SELECT id FROM entries WHERE id IN ({marks}) AND expires_at <= ?"
+        out.update(int(row[0]) for row in con.execute(sql, [*part, now]))
+    return out

@@ -94,11 +94,13 @@ def _tags(con: Connection, ids: list[int]) -> dict[int, list[str]]:
 
 
 def recent_memories(
-    con: Connection, namespace: str | None, since: float | None, limit: int
+    con: Connection, namespace: str | None, since: float | None, limit: int, now: float
 ) -> list[dict[str, Any]]:
     """Memories most recently added or changed first: id, namespace, type, tier, content,
-    created_at, updated_at (unix seconds). namespace None = every namespace."""
-    where, params = ["kind = 'memory'"], list[object]()
+    created_at, updated_at (unix seconds). namespace None = every namespace. Expired ones are
+    left out, as from search and list, until the expiry job deletes them."""
+    where = ["kind = 'memory'", "(expires_at IS NULL OR expires_at > ?)"]
+    params: list[object] = [now]
     if namespace is not None:
         where.append("namespace = ?")
         params.append(namespace)

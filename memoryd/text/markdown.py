@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from memoryd.core.errors import InvalidInput
-from memoryd.core.timeutil import parse_time
+from memoryd.core.timeutil import in_range, parse_iso
 from memoryd.text.frontyaml import Refused as _Refused
 from memoryd.text.frontyaml import load as _load_yaml
 
@@ -124,16 +123,25 @@ def _tags(value: Any) -> tuple[str, ...]:
 
 
 def _timestamp(value: Any) -> float | None:
+    """A front-matter date as unix seconds, as the API reads one (timeutil.parse_iso: naive =
+    UTC, a bare date is its midnight UTC), brought into 1970..9999 (a note dated 1900 is dated
+    1970-01-01, as the API shows and filters it); None for anything else (a number, a date
+    that does not exist, text)."""
     if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
-    if isinstance(value, str):
         try:
-            return parse_time(value)  # the API's reading of an ISO date (naive = UTC)
-        except InvalidInput:
+            ts = (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+        except (OverflowError, ValueError):  # before year 1 once its offset is applied
             return None
-    return None
+    elif isinstance(value, date):
+        ts = datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
+    elif isinstance(value, str):
+        parsed = parse_iso(value)
+        if parsed is None:
+            return None
+        ts = parsed
+    else:
+        return None
+    return in_range(ts)
 
 
 def parse_front_matter(
@@ -517,12 +525,13 @@ _DATE_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.(?:md|markdown|txt)", re.IGNO
 
 def date_of_name(path: str) -> float | None:
     """The date a note's file name is (a daily note: `journal/2026-03-03.md`), as a timestamp at
-    midnight UTC, as a front-matter `date: 2026-03-03` gives; None for any other name."""
+    midnight UTC, as a front-matter `date: 2026-03-03` gives; None for any other name (and for
+    a date that does not exist, 2026-02-30, or year 0)."""
     m = _DATE_NAME.fullmatch(path.rsplit("/", 1)[-1])
     if m is None:
         return None
     try:
-        return datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=UTC).timestamp()
+        return in_range(datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=UTC).timestamp())
     except ValueError:  # 2026-02-30
         return None
 
