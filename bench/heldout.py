@@ -3,6 +3,7 @@ the repository (their licences do not let them be committed), for `python -m ben
 --extra DIR` (BENCHMARKS.md, "Stop 36: a held-out conversation set").
 
     python -m bench.heldout locomo SRC OUT
+    python -m bench.heldout titles VAULT OUT
 
 `locomo`: LoCoMo10 (github.com/snap-research/LoCoMo, `data/locomo10.json`; CC BY-NC 4.0, so
 measured, never committed): ten long conversations between two people. Each session becomes
@@ -11,6 +12,11 @@ time, then one line per turn, `Speaker: text` (a shared photo's caption in brack
 text). Each question of categories 1-4 becomes a query; its evidence turns (`D3:7`) become
 evidence lines. Category 5 (adversarial: facts the conversation never states) is left out:
 no retrieval score tells them apart (issue 19 accepts that), and they have no evidence.
+
+`titles`: known-item search by title in any vault (e.g. the Obsidian help vault,
+github.com/obsidianmd/obsidian-help, `en/`): each file name that no other note shares is a
+query, its note the answer (judged per note). Obsidian shows a note's file name as its title,
+so its notes seldom write a `# Title` line.
 """
 
 from __future__ import annotations
@@ -84,7 +90,32 @@ def _external_sets() -> Any:
     return module
 
 
-SETS = {"locomo": locomo}
+def titles(src: Path, out: Path) -> tuple[int, int]:
+    """Known-item search by title in a vault whose notes are titled by their file names, as
+    Obsidian shows them (no `# Title` line): every note under SRC is a note; every file name
+    (without `.md`) that no other note shares is a query, its note the one relevant answer."""
+    notes = {
+        p.relative_to(src).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted(src.rglob("*.md"))
+        if not any(part.startswith(".") for part in p.relative_to(src).parts)
+    }
+    by_stem: dict[str, list[str]] = {}
+    for rel in notes:
+        by_stem.setdefault(Path(rel).stem.lower(), []).append(rel)
+    queries: list[dict[str, Any]] = []
+    qrels: list[tuple[str, str, int, list[int]]] = []
+    for _stem, rels in sorted(by_stem.items()):
+        if len(rels) == 1:
+            qid = f"t{len(queries) + 1:04d}"
+            queries.append(
+                {"_id": qid, "text": Path(rels[0]).stem, "type": "title", "no_answer": False}
+            )
+            qrels.append((qid, rels[0], 2, []))
+    _external_sets().write_set(out, notes, queries, qrels)
+    return len(notes), len(queries)
+
+
+SETS = {"locomo": locomo, "titles": titles}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     name, src, out = args[0], Path(args[1]), Path(args[2])
-    if src.is_dir():
+    if name == "locomo" and src.is_dir():
         src = src / "data" / "locomo10.json"
     if Path(__file__).resolve().parent.parent in out.resolve().parents:
         print(f"{out} is inside the repository; held-out sets stay outside it", file=sys.stderr)

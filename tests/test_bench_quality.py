@@ -330,3 +330,19 @@ def test_a_held_out_conversation_set_is_written_outside_and_run_with_extra(
     got = json.loads(report.getvalue())["sets"]
     assert list(got) == ["locomo"] and got["locomo"]["modes"]["keyword"]["answerable"] == 2
     assert got["locomo"]["modes"]["keyword"]["recall@10"] > 0
+
+
+def test_a_titles_set_asks_each_unshared_file_name(tmp_path: Path) -> None:
+    from bench import heldout
+
+    vault = tmp_path / "vault"
+    for rel in ("Create a vault.md", "a/Aliases.md", "b/aliases.md", ".obsidian/x.md", "Sync.md"):
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text(f"Text of {rel}.\n")
+    out = tmp_path / "titles"
+    assert heldout.main(["titles", str(vault), str(out)]) == 0
+    ds = quality.load_set(out)
+    assert sorted(ds.notes) == ["Create a vault.md", "Sync.md", "a/Aliases.md", "b/aliases.md"]
+    asked = {q.text: list(ds.qrels[qid]) for qid, q in ds.queries.items()}
+    assert asked == {"Create a vault": ["Create a vault.md"], "Sync": ["Sync.md"]}
+    assert not ds.line_level and quality.check_labels(ds) == []
