@@ -33,7 +33,7 @@ from memoryd.memory.validation import check_str
 from memoryd.store import Store, docpaths, entries, links, notetext
 from memoryd.store import entities as store_entities
 from memoryd.store.entries import DocumentInfo, NewChunk
-from memoryd.text import decoding, entities, markdown, obsidian
+from memoryd.text import decoding, entities, markdown, notehead, obsidian
 from memoryd.text.decoding import LEGACY
 from memoryd.text.pathrules import PathRules, path_accepted, shown, valid_name
 
@@ -530,17 +530,7 @@ class Indexer:
             chunks = [markdown.Chunk(0, block, (), 1, first - 1, markdown.sha256_text(block))]
         masked = obsidian.mask_code(body)
         tags = obsidian.expand_tags([*fm.tags, *obsidian.inline_tags(body, masked)])
-        if fm.aliases and chunks and chunks[0].start_line >= first:  # other names: searchable
-            c = chunks[0]
-            content = markdown.with_aliases(c.content, fm.aliases)
-            chunks[0] = markdown.Chunk(
-                c.seq,
-                content,
-                c.heading_path,
-                c.start_line,
-                c.end_line,
-                markdown.sha256_text(content),
-            )
+        chunks = notehead.dressed(chunks, path, fm, body, first)  # title, aliases
         mentions = entities.extract_document(fm, body, first, text, path)
         return Note(fm, chunks, tags, obsidian.links(body, first, masked), mentions)
 

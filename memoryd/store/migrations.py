@@ -379,6 +379,12 @@ def m010_read_notes_again(con: apsw.Connection) -> None:
     con.execute("UPDATE documents SET sha256 = '', mtime = -1")
 
 
+def m011_note_titles(con: apsw.Connection) -> None:
+    """Read every note again (as m010): a note that writes no `# Title` files its chunks under
+    its title (text/notehead.py), which the keyword index then holds. Nothing is embedded."""
+    m010_read_notes_again(con)
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
@@ -390,6 +396,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m008_note_text,
     m009_note_text_expiry,
     m010_read_notes_again,
+    m011_note_titles,
 ]
 
 

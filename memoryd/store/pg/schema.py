@@ -520,6 +520,11 @@ def _v9_composed_words(cur: psycopg.Cursor) -> None:
         notes.fill(PgConnection(cur.connection), ids=ids)
 
 
+def _v10_note_titles(cur: psycopg.Cursor) -> None:
+    """Every workspace's notes are read again (as v8): store/migrations.py m011 says why."""
+    _v8_read_notes_again(cur)
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
@@ -530,6 +535,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v7_inline_fts,
     _v8_read_notes_again,
     _v9_composed_words,
+    _v10_note_titles,
 ]
 
 

@@ -1,0 +1,63 @@
+"""What a note's chunks carry besides their text: the note's title as the root of their heading
+path when the note writes no level-1 heading (Obsidian shows a note's file name as its title, so
+its notes seldom write `# Title`), and its front-matter aliases above the first chunk's text
+(markdown.with_aliases). Headings are in the keyword index on both backends, so a note is found
+by its title; nothing of this is embedded (a chunk's vector is its text's)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import PurePosixPath
+
+from memoryd.text import markdown
+from memoryd.text.markdown import Chunk, FrontMatter
+
+# a level-1 heading may be there (C-speed looks; `has_title_heading` then reads the lines)
+_MAYBE_ATX = re.compile(r"^ {0,3}#(?:[ \t]|$)", re.M)
+_MAYBE_SETEXT = re.compile(r"^ {0,3}=+[ \t]*$", re.M)
+
+
+def has_title_heading(body: str) -> bool:
+    """Whether the body writes a level-1 heading (`# Title`, or `Title` over `===`) outside
+    code blocks."""
+    if not _MAYBE_ATX.search(body) and not _MAYBE_SETEXT.search(body):
+        return False
+    prev = ""
+    for line, code in markdown.fenced(body.split("\n")):
+        if code:
+            prev = ""
+            continue
+        h = markdown.atx_heading(line)
+        if h is not None and h[0] == 1:
+            return True
+        if h is None and prev.strip() and _MAYBE_SETEXT.fullmatch(line):
+            return True
+        prev = "" if h is not None else line
+    return False
+
+
+def title_of(path: str, fm: FrontMatter, body: str) -> str | None:
+    """The title a note's chunks are filed under when it writes none: front-matter `title`,
+    else the file name without `.md`; None when the note writes its own or the name holds no
+    letter (`2026-03-03.md`, `001.md`: a date or a number says nothing a heading would)."""
+    if has_title_heading(body):
+        return None
+    title = fm.title or PurePosixPath(path).stem
+    title = " ".join(title.split())
+    return title if any(ch.isalpha() for ch in title) else None
+
+
+def dressed(chunks: list[Chunk], path: str, fm: FrontMatter, body: str, first: int) -> list[Chunk]:
+    """The note's chunks with its title as their heading path's root and its aliases above the
+    first one's text (when that text starts below the front matter)."""
+    title = title_of(path, fm, body)
+    if title is not None:
+        chunks = [dataclasses.replace(c, heading_path=(title, *c.heading_path)) for c in chunks]
+    if fm.aliases and chunks and chunks[0].start_line >= first:  # other names: searchable
+        c = chunks[0]
+        content = markdown.with_aliases(c.content, fm.aliases)
+        chunks[0] = dataclasses.replace(
+            c, content=content, content_hash=markdown.sha256_text(content)
+        )
+    return chunks
