@@ -14,11 +14,11 @@ from memoryd.ctl.output import (
     flatten,
     location,
     one_line,
-    pending_note,
     print_entity_hits,
     print_record,
     print_rows,
     print_search,
+    search_notes,
 )
 
 TYPE_CHECKING = False
@@ -220,7 +220,11 @@ def search_found(res: Any) -> bool:
 
 
 def search_paths(res: Any) -> list[str]:
+    """The paths of the notes found (printed by the caller), and on stderr what the answer
+    says beside them (search_notes: how many more the limit left out, ...)."""
     hits = (res.get("hits") or []) if isinstance(res, dict) else []
+    for note in search_notes(res) if isinstance(res, dict) else []:
+        print(note, file=sys.stderr)
     return list(dict.fromkeys(h["path"] for h in hits if isinstance(h, dict) and h.get("path")))
 
 
@@ -229,8 +233,7 @@ def s_search(res: dict[str, Any], a: Namespace) -> int:
         print_entity_hits(res)
         return EXIT_OK
     print_search(res)
-    note = pending_note(res)
-    if note:
+    for note in search_notes(res):
         print(note, file=sys.stderr)
     return EXIT_OK
 
