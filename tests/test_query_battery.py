@@ -53,6 +53,8 @@ def test_the_doors_say_what_the_answer_left_out() -> None:
     notes = search_notes(res)
     assert "(1 shown; at least 7 more: raise -n, up to 100, or narrow it)" in notes
     assert any(f"first {MAX_TERMS} words and phrases; 3 more were left out" in n for n in notes)
+    budgeted = {**res, "hits": [], "index": [{"id": 1}, {"id": 2}], "total": 2}  # --max-tokens
+    assert "(2 shown; at least 7 more" in search_notes(budgeted)[-1]
     text = fmt_hits(res)
     assert "at least 7 more result(s)" in text and "3 more were left out" in text
     assert MAX_QUERY_TERMS == MAX_TERMS  # memoryctl does not import the search package
@@ -74,3 +76,30 @@ def test_memoryctl_search_end_to_end(daemon_factory: Any) -> None:
     assert out.stdout.split() == ["ops/network.md"], out.stderr
     out = d.ctl("search", "--", " ".join(f"w{i}" for i in range(70)))
     assert "6 more were left out" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "param"),
+    [
+        ("search", {"query": "NAME", "kind": "entity"}, "query"),
+        ("entity", {"name": "NAME"}, "name"),
+        ("related", {"name": "NAME"}, "name"),
+        ("search", {"query": "deploy", "entities": ["NAME"]}, "entities"),
+    ],
+)
+def test_a_long_name_is_refused_by_its_limit_at_every_door(
+    make_app: Any, method: str, params: dict[str, Any], param: str
+) -> None:
+    """A 60 KB name pasted where a name goes: `search --kind entity` made it a LIKE pattern
+    SQLite refuses (-32603, "LIKE or GLOB pattern too complex"); every door that takes a name
+    refuses it by its limit, naming the param."""
+    from memoryd.core.errors import MemorydError
+    from memoryd.serve import methods as api
+
+    app = with_notes(make_app(), {"a.md": "# A\n\nCaroline Baker deploys billing-svc.\n"})
+    big = "Caroline " * 7000
+    sent = {k: ([big] if v == ["NAME"] else big if v == "NAME" else v) for k, v in params.items()}
+    with pytest.raises(MemorydError) as caught:
+        api.lookup(method, sent).fn(app, sent)
+    assert caught.value.code in (-32602, -32005) and caught.value.message.startswith(param)
+    assert "500" in caught.value.message

@@ -121,7 +121,7 @@ def search_notes(result: dict[str, Any]) -> list[str]:
         )
     more = result.get("more")
     if more:
-        shown = len(result.get("hits") or [])
+        shown = result.get("total", len(result.get("hits") or []))  # a budget's summaries too
         notes.append(f"({shown} shown; at least {more} more: raise -n, up to 100, or narrow it)")
     return notes
 
