@@ -17,6 +17,8 @@ literal between word boundaries: `Ctrl+E` is not `Ctrl+End`), in Python. Checks,
 - literal: every token kind alone, inside a sentence and quoted: a keyword search at limit 100
   (`kind: chunk`, as `memoryctl search -l`) finds every note the oracle finds, or says how many
   more there are (`more`); each in every mode without an error;
+- absent: an exact string no note holds (an IP, an email, a URL, a path, a key chord, a date,
+  a tag or mention, an identifier) answers nothing in every mode, alone or in a question;
 - wordless: a query with no letter or digit (`#`, `...`, an emoji, a zero-width space) answers
   nothing in every mode (no vector neighbours as padding);
 - odd: quotes, operators, `*`, stop words only, one character, control characters, tabs and
@@ -108,6 +110,21 @@ LITERALS = {
 }
 # Sentences the literals are put in, as a question would hold them.
 SENTENCES = ("where is {} used?", "notes about {} please")
+# Exact strings no note holds (rg: none): answered by nothing, not by weak vector neighbours.
+ABSENT = [
+    "10.9.9.9",
+    "nobody@example.com",
+    "https://nothing.example/x",
+    "src/lib/none.rs",
+    "Ctrl+Alt+Q",
+    "title:nothing",
+    "2031-01-01",
+    "#nonexistenttag",
+    "@nobody",
+    "ERR_99",
+    "compute_nothing()",
+    "what is at 10.9.9.9?",
+]
 WORDLESS = ["#", "@", "-", "*", "...", "?", ",", ":)", "&&", "=>", "()", "🚀", "🚀🎉", "\u200b"]
 
 
@@ -255,6 +272,13 @@ class Battery:
             self.literal("sampled", lit, lit)
         for word in ("deploys", "monitoring"):  # in every filler note: more than the limit
             self.literal("limit 5", word, word, limit=5)
+        for q in ABSENT:
+            held = self.rg(q.removeprefix("what is at ").rstrip("?"))
+            for mode in MODES:
+                res = self.answer("absent", q, mode=mode, limit=LIMIT)
+                if res is not None and not held:
+                    n = len(res["hits"])
+                    self.add("absent", q, n == 0, f"{mode}: {n} hit(s)")
         for q in WORDLESS:
             for mode in MODES:
                 res = self.answer("wordless", q, mode=mode, limit=LIMIT)

@@ -27,7 +27,7 @@ def test_the_battery_passes(make_app: Any) -> None:
     failed = [f"{r.check}: {r.query[:60]!r}: {r.detail[:160]}" for r in rows if not r.ok]
     assert not failed, "\n".join(failed)
     checks = {r.check.split()[0] for r in rows}
-    assert {"literal", "quoted", "sentence", "limit", "wordless", "operators"} <= checks
+    assert {"literal", "quoted", "sentence", "limit", "absent", "wordless", "operators"} <= checks
 
 
 def test_more_counts_the_matches_a_full_pool_left_out(make_app: Any) -> None:
