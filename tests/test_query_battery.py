@@ -76,6 +76,11 @@ def test_memoryctl_search_end_to_end(daemon_factory: Any) -> None:
     assert out.stdout.split() == ["ops/network.md"], out.stderr
     out = d.ctl("search", "--", " ".join(f"w{i}" for i in range(70)))
     assert "6 more were left out" in out.stderr
+    page = ("deploy monitoring " * 12000)[:200_000]  # past the system's 128 KB an argument
+    out = d.ctl("search", "-", "-n", "3", input=page)  # `-` reads it from stdin, as `add -`
+    assert out.returncode == 0 and "more were left out" in out.stderr, out.stderr
+    out = d.ctl("search", "-l", "-", input="title:draft\n")
+    assert out.stdout.split() == ["ops/network.md"], out.stderr
 
 
 @pytest.mark.parametrize(

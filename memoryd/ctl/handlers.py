@@ -190,6 +190,8 @@ def s_add(res: dict[str, Any], a: Namespace) -> int:
 
 
 def p_search(a: Namespace) -> dict[str, Any]:
+    if a.query == "-":  # as `add -` and `triggers -`: a pasted page, past the shell's limits
+        a.query = stdin_text()
     if not a.query and not a.concepts:
         raise UsageError("search needs a QUERY (or --concepts a,b)")
     params = {
