@@ -26,7 +26,9 @@ literal between word boundaries: `Ctrl+E` is not `Ctrl+End`), in Python. Checks,
   and with every flag, never an error but a -32602 that names its param; the long ones say how
   many of their words the keyword search left out (`terms_ignored`);
 - operators: `a OR b` finds the notes of either, `a -b` none with b, `"x y"` only the phrase;
-- filters: odd values (`#tag`, `./path/`, dates, entities) answer or are refused by name.
+- filters: odd values (`#tag`, `./path/`, dates, entities) answer or are refused by name;
+- every answer is printed as memoryctl prints it and worded as the MCP search tool words it,
+  without raising.
 
 Exit status 1 when a check fails; `tests/test_query_battery.py` runs it on both backends.
 """
@@ -184,6 +186,8 @@ FILTERS: dict[str, tuple[dict[str, Any], str, set[str] | None]] = {
 }
 FLAGS: list[dict[str, Any]] = [
     {"group": "none"},
+    {"workspace": "all"},
+    {"concepts": ["deploy", "monitoring"]},
     {"explain": True},
     {"max_tokens": 50},
     {"include_constitutional": True},
@@ -214,10 +218,29 @@ class Battery:
         resp = self.call({"query": query, **params})
         err = resp.get("error")
         if err is None:
+            self.rendered(check, query, resp["result"])
             return dict(resp["result"])
         named = err.get("code") == -32602 and re.match(r"\w+: ", str(err.get("message")))
         self.add(check, query, bool(named), f"{params}: error {err.get('code')} {err['message']}")
         return None
+
+    def rendered(self, check: str, query: str, result: dict[str, Any]) -> None:
+        """The answer as memoryctl prints it (hits, notes on stderr) and as the MCP search tool
+        words it: a row when either raises."""
+        import contextlib
+        import io
+
+        from memoryd.agents.formats import fmt_hits
+        from memoryd.ctl.output import print_search, search_notes
+
+        try:
+            sink = io.StringIO()
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                print_search(result)
+            search_notes(result)
+            fmt_hits(result)
+        except Exception as exc:  # any raise is the finding
+            self.add(check, query, False, f"rendering raised {type(exc).__name__}: {exc}")
 
     def rg(self, literal: str) -> set[str]:
         """`rg -i -l -w -F literal` over the workspace's files."""
