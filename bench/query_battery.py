@@ -79,6 +79,7 @@ NOTES = {
     "misc/phrase.md": "# Rock\n\nrock and roll, never roll and rock.\n",
     "misc/numbers.md": "# Numbers\n\nOrder 12345 shipped. 0xFF is 255. 1e-9 tolerance. 3.5 "
     "stars. Port 8080.\n",
+    "logs/api.md": "# API log\n\n2026-03-07T09:15:00Z GET /v1/statements 200\n",
     "misc/zw.md": "# Zero width\n\nsome\u200bthing joined; non\u00a0breaking space.\n",
     # the words of the literals above, apart: a literal must not find them
     "misc/apart.md": "# Apart\n\nThe title of a draft. Users, jane and C. Ctrl and Shift and P, "
@@ -295,6 +296,12 @@ class Battery:
             self.literal("sampled", lit, lit)
         for word in ("deploys", "monitoring"):  # in every filler note: more than the limit
             self.literal("limit 5", word, word, limit=5)
+        for date in ("2026-03-07", "2026/03/07"):  # only inside an ISO 8601 date-time
+            for mode in ("auto", "keyword", "hybrid", "vector"):  # fuzzy: typos only
+                res = self.answer("date in a timestamp", date, mode=mode, limit=LIMIT)
+                if res is not None and self.own:
+                    got = {h.get("path") for h in res["hits"]}
+                    self.add("date in a timestamp", date, "logs/api.md" in got, f"{mode}: {got}")
         for q in ABSENT:
             held = self.rg(q.removeprefix("what is at ").rstrip("?"))
             for mode in MODES:

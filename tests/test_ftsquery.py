@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.search.ftsquery import MAX_TERMS, parse_query, prefix_match, quote_term
+from memoryd.search.ftsquery import (
+    MAX_TERMS,
+    parse_query,
+    prefix_match,
+    quote_term,
+    unit_term,
+)
 from memoryd.store import tokenizer
 
 
@@ -133,6 +139,18 @@ def test_a_joined_token_is_not_found_where_its_words_are_apart() -> None:
         c.execute("insert into t(content) values (?)", (text,))
     assert rows(c, "title:draft") == ["the title:draft key"]
     assert rows(c, "14:30") == ["at 14:30"]
+
+
+def test_a_date_is_found_inside_a_date_time() -> None:
+    """`2026-03-05` in a log stamped `2026-03-05T10:00:00Z`, which the tokenizer reads as
+    `2026 03 05t10 00 00z`: the date's last number may go on (unit_term); a version does not."""
+    c = fts_table()
+    for text in ["at 2026-03-05T10:00:00Z GET", "v2.3.10 released", "on 2026-03-05 we met"]:
+        c.execute("insert into t(content) values (?)", (text,))
+    assert rows(c, "2026-03-05") == ["at 2026-03-05T10:00:00Z GET", "on 2026-03-05 we met"]
+    assert rows(c, "2026/03/05") == rows(c, "2026-03-05")
+    assert rows(c, "v2.3.1") == []
+    assert unit_term("2026 03 05") == '"2026 03 05"*' and unit_term("2 3 1") == '"2 3 1"'
 
 
 def test_words_past_the_term_limit_are_counted() -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
-from memoryd.search.ftsquery import negation, quote_term
+from memoryd.search.ftsquery import negation, quote_term, unit_term
 from memoryd.search.fuzzy import common_words
 from memoryd.search.ranking import identifier, idf, query_units
 from memoryd.store import searchsql
@@ -133,7 +133,7 @@ def absent_units(con: Connection, query: str, evidence: DocFreq) -> tuple[list[s
     if not units:
         return [], 0.0
     n = searchsql.entry_count(con)
-    dfs = {u: evidence.doc_freq(con, quote_term(u), n) for u in units}
+    dfs = {u: evidence.doc_freq(con, unit_term(u), n) for u in units}
     weights = {u: idf(df, max(n, df)) for u, df in dfs.items()}
     absent = [u for u, df in dfs.items() if df == 0]
     total = sum(weights.values())

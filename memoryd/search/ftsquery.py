@@ -205,6 +205,17 @@ def quote_term(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+_DATE = re.compile(r"\d{4} \d{1,2} \d{1,2}")
+
+
+def unit_term(unit: str) -> str:
+    """A query's word or phrase (a unit) as FTS5 matches it: a date (`2026 03 05`, typed
+    `2026-03-05` or `2026/03/05`) also as the start of an ISO 8601 date-time, which the
+    tokenizer reads as `2026 03 05t10 00 00z` (so `2026-03-05` finds a log line stamped
+    `2026-03-05T10:00:00Z`, as `rg` does); anything else as it is."""
+    return quote_term(unit) + ("*" if _DATE.fullmatch(unit) else "")
+
+
 def _clean(text: str) -> str:
     """Control characters and brackets as spaces; `:`, `+` and `^` too, except inside a token,
     where they join its words as `.`, `-` and `/` do: `https://example.com/docs`, `14:30`,
@@ -303,7 +314,7 @@ def parse_query(text: str) -> ParsedQuery:
             elif len(words) == 1:
                 expr = quote_term(words[0]) + ("*" if prefix else "")
             else:  # "e-mail", "foo.bar": the tokenizer splits them; keep them adjacent
-                expr = quote_term(" ".join(words))
+                expr = unit_term(" ".join(words))
         count += 1
         lowered = [w.lower() for w in words]
         if negative:

@@ -49,7 +49,7 @@ from memoryd.search import bounds, concepts, entityboost, ranges
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
-from memoryd.search.ftsquery import STOP_WORDS, parse_query, quote_term
+from memoryd.search.ftsquery import STOP_WORDS, parse_query, unit_term
 from memoryd.search.more import more_hits
 from memoryd.search.pools import Nearest, Pools, Soon, Whole, WordsAhead
 from memoryd.search.ranking import (
@@ -108,7 +108,7 @@ class Rewriter(Protocol):
 
 def _quoted(query: str) -> list[str]:
     """The query's units as the evidence asks for them (KeywordEvidence.prefetch)."""
-    return [quote_term(u) for u in query_units(query)]
+    return [unit_term(u) for u in query_units(query)]
 
 
 class Searcher(Pools):
