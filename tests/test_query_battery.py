@@ -53,6 +53,8 @@ def test_the_doors_say_what_the_answer_left_out() -> None:
     notes = search_notes(res)
     assert "(1 shown; at least 7 more: raise -n, up to 100, or narrow it)" in notes
     assert any(f"first {MAX_TERMS} words and phrases; 3 more were left out" in n for n in notes)
+    why = {"mode": "keyword", "hits": [], "unanswered": "no text contains 'err_99'"}  # --explain
+    assert search_notes(why) == ["why nothing: no text contains 'err_99'"]
     budgeted = {**res, "hits": [], "index": [{"id": 1}, {"id": 2}], "total": 2}  # --max-tokens
     assert "(2 shown; at least 7 more" in search_notes(budgeted)[-1]
     text = fmt_hits(res)
