@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.search.ftsquery import parse_query, prefix_match, quote_term
+from memoryd.search.ftsquery import (
+    MAX_TERMS,
+    parse_query,
+    prefix_match,
+    quote_term,
+    unit_term,
+)
 from memoryd.store import tokenizer
 
 
@@ -97,6 +103,63 @@ def test_code_spans_are_plain_words(
     word it asks about: inside backticks, dashes, quotes and operators are the code's own."""
     assert parse_query(query).negated == negated
     assert (rows(con, query) == ["ledgerctl freeze the writers in the eu region"]) is found
+
+
+@pytest.mark.parametrize(
+    ("query", "match"),
+    [
+        ("https://example.com/docs/api", '"https example com docs api"'),  # a URL
+        ("http://intranet.local:8080/wiki", '"http intranet local 8080 wiki"'),
+        ("14:30", '"14 30"'),  # a time
+        ("fe80::1ff:fe23", '"fe80 1ff fe23"'),  # an IPv6 address
+        ("C:\\Users\\jane", '"C Users jane"'),  # a Windows path
+        ("title:draft", '"title draft"'),  # a column filter: plain text, its words together
+        ("Ctrl+Shift+P", '"Ctrl Shift P"'),  # a key chord
+        ("a+b=c", '"a b c"'),
+        ("x^2", '"x 2"'),
+        ("foo.bar()", '"foo bar"'),  # as `.`, `-`, `/` and `_` always did
+        ("src/app/main.py", '"src app main py"'),
+        ("Note: deploy", '"Note" AND "deploy"'),  # at a token's edge: nothing to join
+        ("+1 deploy", '"1" AND "deploy"'),
+        ("C++", '"C"'),  # symbols the index does not hold (BENCHMARKS.md: left)
+        ("deploy :: ^ + :)", '"deploy"'),
+        ("f(x)", '"f" AND "x"'),  # brackets separate: a call's arguments go apart
+    ],
+)
+def test_inner_punctuation_keeps_a_tokens_words_together(query: str, match: str) -> None:
+    """`:`, `+` and `^` inside a token join its words as `.`, `-` and `/` do (a phrase, as the
+    tokenizer reads the text): `14:30` or `title:draft` asked for each of their words
+    anywhere, and found every note with a 14 in it."""
+    assert parse_query(query).match == match
+
+
+def test_a_joined_token_is_not_found_where_its_words_are_apart() -> None:
+    c = fts_table()
+    for text in ["the title:draft key", "the title of a draft", "at 14:30", "room 14 of 30"]:
+        c.execute("insert into t(content) values (?)", (text,))
+    assert rows(c, "title:draft") == ["the title:draft key"]
+    assert rows(c, "14:30") == ["at 14:30"]
+
+
+def test_a_date_is_found_inside_a_date_time() -> None:
+    """`2026-03-05` in a log stamped `2026-03-05T10:00:00Z`, which the tokenizer reads as
+    `2026 03 05t10 00 00z`: the date's last number may go on (unit_term); a version does not."""
+    c = fts_table()
+    for text in ["at 2026-03-05T10:00:00Z GET", "v2.3.10 released", "on 2026-03-05 we met"]:
+        c.execute("insert into t(content) values (?)", (text,))
+    assert rows(c, "2026-03-05") == ["at 2026-03-05T10:00:00Z GET", "on 2026-03-05 we met"]
+    assert rows(c, "2026/03/05") == rows(c, "2026-03-05")
+    assert rows(c, "v2.3.1") == []
+    assert unit_term("2026 03 05") == '"2026 03 05"*' and unit_term("2 3 1") == '"2 3 1"'
+
+
+def test_words_past_the_term_limit_are_counted() -> None:
+    """A pasted page is matched by its first MAX_TERMS words and phrases; the rest are counted
+    (the answer's `terms_ignored`), operators not."""
+    words = [f"w{i}" for i in range(MAX_TERMS + 7)]
+    assert parse_query(" ".join(words)).ignored == 7
+    assert parse_query(" ".join(words[:MAX_TERMS]) + " OR AND -- ... x").ignored == 1
+    assert parse_query("deploy monitoring").ignored == 0
 
 
 def test_cjk_words_and_questions(con: apsw.Connection) -> None:

@@ -439,3 +439,29 @@ def test_query_units_remembered_are_a_fresh_list_each_time() -> None:
     first = query_units("deploy the rollback plan")
     first.append("changed")
     assert query_units("deploy the rollback plan") == ["deploy", "rollback", "plan"]
+
+
+@pytest.mark.parametrize(
+    ("query", "units"),
+    [
+        ("10.9.9.9", {"10 9 9 9"}),  # an address
+        ("nobody@example.com", {"nobody example com"}),
+        ("https://nothing.example/x", {"https nothing example x"}),
+        ("what lives in (src/lib/none.rs)?", {"src lib none rs"}),  # in a sentence
+        ("Ctrl+Alt+Q", {"ctrl alt q"}),
+        ("title:nothing", {"title nothing"}),
+        ("2031-01-01", {"2031 01 01"}),  # numbers in three parts
+        ("#release-train", {"release train"}),  # a tag, a mention
+        ("@nobody", {"nobody"}),
+        ("e-mail", set()),  # prose: a note may write "email"
+        ("state-of-the-art", set()),
+        ("covid-19", set()),
+        ("deadc0de", set()),
+        ("deploy -10.9.9.9", set()),  # excluded, not asked about
+    ],
+)
+def test_literals_are_exact_strings_no_prose_writes(query: str, units: set[str]) -> None:
+    """A literal no text holds answers nothing, as an identifier does (answerability.py)."""
+    from memoryd.search.answerability import literal_units
+
+    assert literal_units(query) == units

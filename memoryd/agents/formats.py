@@ -52,6 +52,13 @@ def fmt_hits(res: dict[str, Any]) -> str:
     if res.get("unknown_entities"):  # why a filter matched nothing: the agent can ask `entities`
         names = ", ".join(repr(n) for n in res["unknown_entities"])
         lines.append(f"(no entity named {names}: the entities filter matches nothing)")
+    if res.get("terms_ignored"):
+        lines.append(
+            f"(keywords matched the query's first 64 words and phrases; "
+            f"{res['terms_ignored']} more were left out)"
+        )
+    if res.get("more"):
+        lines.append(f"(at least {res['more']} more result(s): raise limit or narrow the query)")
     return "\n".join(lines)
 
 

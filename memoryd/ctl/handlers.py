@@ -14,11 +14,11 @@ from memoryd.ctl.output import (
     flatten,
     location,
     one_line,
-    pending_note,
     print_entity_hits,
     print_record,
     print_rows,
     print_search,
+    search_notes,
 )
 
 TYPE_CHECKING = False
@@ -226,6 +226,8 @@ def s_add(res: dict[str, Any], a: Namespace) -> int:
 
 
 def p_search(a: Namespace) -> dict[str, Any]:
+    if a.query == "-":  # as `add -` and `triggers -`: a pasted page, past the shell's limits
+        a.query = stdin_text()
     if not a.query and not a.concepts:
         raise UsageError("search needs a QUERY (or --concepts a,b)")
     params = {
@@ -256,7 +258,11 @@ def search_found(res: Any) -> bool:
 
 
 def search_paths(res: Any) -> list[str]:
+    """The paths of the notes found (printed by the caller), and on stderr what the answer
+    says beside them (search_notes: how many more the limit left out, ...)."""
     hits = (res.get("hits") or []) if isinstance(res, dict) else []
+    for note in search_notes(res) if isinstance(res, dict) else []:
+        print(note, file=sys.stderr)
     return list(dict.fromkeys(h["path"] for h in hits if isinstance(h, dict) and h.get("path")))
 
 
@@ -265,8 +271,7 @@ def s_search(res: dict[str, Any], a: Namespace) -> int:
         print_entity_hits(res)
         return EXIT_OK
     print_search(res)
-    note = pending_note(res)
-    if note:
+    for note in search_notes(res):
         print(note, file=sys.stderr)
     return EXIT_OK
 

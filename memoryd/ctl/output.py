@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from typing import Any, TextIO
 
 EXIT_OK = 0
+MAX_QUERY_TERMS = 64  # memoryd.search.ftsquery.MAX_TERMS (not imported: memoryctl's start-up)
 
 
 def emit_json(result: Any) -> int:
@@ -105,6 +106,26 @@ def pending_note(result: dict[str, Any]) -> str | None:
             "(`memoryctl status --watch` shows the progress)"
         )
     return None
+
+
+def search_notes(result: dict[str, Any]) -> list[str]:
+    """What a search's answer says beside its hits, for stderr (stdout holds the hits, or with
+    -l the paths): keyword results only, why nothing answers (--explain), the words of a long
+    query left out, and how many more hits the limit left out (as `rg -l` would list them)."""
+    notes = [n for n in [pending_note(result)] if n]
+    if result.get("unanswered"):  # with --explain: why nothing answers
+        notes.append(f"why nothing: {result['unanswered']}")
+    ignored = result.get("terms_ignored")
+    if ignored:
+        notes.append(
+            f"note: the keyword search used the query's first {MAX_QUERY_TERMS} words and "
+            f"phrases; {ignored} more were left out"
+        )
+    more = result.get("more")
+    if more:
+        shown = result.get("total", len(result.get("hits") or []))  # a budget's summaries too
+        notes.append(f"({shown} shown; at least {more} more: raise -n, up to 100, or narrow it)")
+    return notes
 
 
 def print_entity_hits(result: dict[str, Any]) -> None:

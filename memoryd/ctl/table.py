@@ -131,7 +131,12 @@ COMMANDS: tuple[Command, ...] = (
         found=h.search_found,
         paths=h.search_paths,
         args=(
-            arg("query", metavar="QUERY", nargs="?", help='words, "a phrase", pre*, a OR b'),
+            arg(
+                "query",
+                metavar="QUERY",
+                nargs="?",
+                help='words, "a phrase", pre*, a OR b; - reads it from stdin',
+            ),
             PATHS,
             arg("-n", "--limit", type=int, metavar="N", help="at most N hits"),
             arg("--mode", choices=["auto", "keyword", "vector", "hybrid", "fuzzy"]),

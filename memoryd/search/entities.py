@@ -32,6 +32,7 @@ MAX_DEPTH = 3
 # every mention.
 WINDOW = 500
 ALIASES = 20
+MAX_NAME = 500  # characters of a name asked about (`entity`, `related`, `search --kind entity`)
 
 
 def check_name(name: Any) -> str:
@@ -39,8 +40,8 @@ def check_name(name: Any) -> str:
         raise InvalidInput(f"name: expected a string, got {describe(name)} (an entity's name)")
     if not name.strip():
         raise InvalidInput("name: must not be empty")
-    if len(name) > 500:
-        raise InvalidInput("name: at most 500 characters")
+    if len(name) > MAX_NAME:
+        raise InvalidInput(f"name: at most {MAX_NAME} characters")
     return name.strip()
 
 
@@ -68,7 +69,11 @@ def _date(ts: Any) -> str | None:
 def find(store: Store, query: str, limit: int, types: Sequence[str] = ()) -> dict[str, Any]:
     """`search` with kind "entity": entities whose name or a surface form matches the query,
     the exact name first, then a surface form, a name that starts with it, a word of a name
-    that does, a name that holds it; each group most mentioned first. Score 1.0 .. 0.2."""
+    that does, a name that holds it; each group most mentioned first. Score 1.0 .. 0.2. The
+    query is a name, held to a name's limit (`entity`, `related`): a longer one was a LIKE
+    pattern SQLite refuses, answered as an internal error."""
+    if len(query) > MAX_NAME:
+        raise InvalidInput(f'query: at most {MAX_NAME} characters with kind "entity" (a name)')
     found = store.read(lambda con: entityread.matching(con, query, limit, types))
     hits = [
         {**_brief(row), "kind": "entity", "key": row.key, "score": round(1.0 - 0.2 * rank, 2)}

@@ -5,7 +5,7 @@ are in ranking.py; the SQL in store/searchsql.py."""
 
 from __future__ import annotations
 
-from memoryd.search.ftsquery import quote_term
+from memoryd.search.ftsquery import quote_term, unit_term
 from memoryd.search.ranking import (
     Candidate,
     absent_identifier,
@@ -55,7 +55,7 @@ class KeywordEvidence:
         weights: dict[str, float] = {}
         found: dict[int, list[str]] = {}
         for u in units:
-            expr = quote_term(u) + ("*" if prefix else "")
+            expr = quote_term(u) + "*" if prefix else unit_term(u)
             df = dfs[u] = self.doc_freq(con, expr, n)
             weights[u] = idf(df, max(n, df))
             for i in searchsql.matching(con, expr, chunk_ids, df if df < DF_CAP else None):
@@ -89,9 +89,9 @@ class KeywordEvidence:
         """Read ahead what `annotate` will ask of each unit (as typed, not as a prefix): the
         texts that hold it (`searchsql.remember_matches`), before the candidates are known."""
         for u in units:
-            searchsql.remember_matches(con, quote_term(u))
+            searchsql.remember_matches(con, unit_term(u))
 
     def missing_identifier(self, con: Connection, query: str) -> str | None:
         """An exact identifier the query names that no text of the index holds, if any."""
         idents = [u for u in query_units(query) if identifier(u)]
-        return absent_identifier({u: self.doc_freq(con, quote_term(u)) for u in idents})
+        return absent_identifier({u: self.doc_freq(con, unit_term(u)) for u in idents})

@@ -8,9 +8,12 @@ Supported syntax (as in web search boxes):
   -term, NOT term  must not match (a query of negations only matches nothing)
   `code`           plain words: no operator inside backticks (`go build -cover` asks about
                    cover, it does not exclude it)
-Everything else (unbalanced quotes, parentheses, column filters like `content:`, NEAR, ^, +,
-stray operators, control characters) is treated as plain text: every term is emitted as a quoted
-FTS5 string, so no input can raise an FTS5 syntax error.
+Everything else (unbalanced quotes, parentheses, column filters like `content:`, NEAR, AND, ^,
++, stray operators, control characters) is treated as plain text: every term is emitted as a
+quoted FTS5 string, so no input can raise an FTS5 syntax error. A token's inner punctuation
+keeps its words adjacent, as the tokenizer splits the text's (`foo.bar`, `v2.3.1`, `10.0.0.12`,
+`https://x.org/a`, `title:draft`, `Ctrl+Shift+P`: phrases); brackets separate (a call's
+arguments, `reconcile_ledger(since=x)`, need not be written as the query writes them).
 
 Chinese, Japanese and Korean: the index's tokenizer (store/tokenizer.py) turns a quoted CJK run
 into a phrase of its overlapping bigrams, so "数据库" is matched inside any sentence that has it.
@@ -165,6 +168,7 @@ STOP_WORDS = frozenset(
         "yourself",
     ]
 )
+_OPERATORS = ("OR", "NOT", "AND", "NEAR")
 _TOKEN = re.compile(r'-?"[^"]*"?\*?|[^\s"]+')
 _WORDISH = re.compile(r"\w", re.UNICODE)
 _SPLIT = re.compile(r"[^\w]+", re.UNICODE)
@@ -193,6 +197,7 @@ class ParsedQuery:
     match_any: str | None = None  # any positive group may match: recall for questions
     quoted: bool = False  # a phrase in quotes: the words as typed were asked for
     excluded: tuple[str, ...] = ()  # the FTS5 expressions a hit must not match (`-term`)
+    ignored: int = 0  # the words and phrases past the first MAX_TERMS, left out
 
 
 def quote_term(term: str) -> str:
@@ -200,12 +205,30 @@ def quote_term(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+_DATE = re.compile(r"\d{4} \d{1,2} \d{1,2}")
+
+
+def unit_term(unit: str) -> str:
+    """A query's word or phrase (a unit) as FTS5 matches it: a date (`2026 03 05`, typed
+    `2026-03-05` or `2026/03/05`) also as the start of an ISO 8601 date-time, which the
+    tokenizer reads as `2026 03 05t10 00 00z` (so `2026-03-05` finds a log line stamped
+    `2026-03-05T10:00:00Z`, as `rg` does); anything else as it is."""
+    return quote_term(unit) + ("*" if _DATE.fullmatch(unit) else "")
+
+
 def _clean(text: str) -> str:
-    # control characters and the characters FTS5 treats as syntax inside barewords
+    """Control characters and brackets as spaces; `:`, `+` and `^` too, except inside a token,
+    where they join its words as `.`, `-` and `/` do: `https://example.com/docs`, `14:30`,
+    `C:\\Users`, `title:draft`, `Ctrl+Shift+P` and `x^2` keep their words adjacent (a phrase),
+    as the text writes them, instead of asking for each word anywhere."""
     text = _CODE_SPAN.sub(_plain_code, text) if "`" in text else text
-    return "".join(" " if (ord(c) < 32 or c in "()[]{}^:+") else c for c in text)
+    text = "".join(" " if (ord(c) < 32 or c in "()[]{}") else c for c in text)
+    return _EDGE_JOINERS.sub(" ", text) if _JOINERS.search(text) else text
 
 
+_JOINERS = re.compile(r"[:+^]")
+# a joiner at a token's edge (`Note:`, `+1`, a lone `:`): nothing to join
+_EDGE_JOINERS = re.compile(r"(?<!\S)[:+^]+|[:+^]+(?!\S)")
 _CODE_SPAN = re.compile(r"`([^`]*)`")
 _CODE_DASHES_QUOTES = re.compile(r'(?<!\S)-+(?=\S)|"')
 _CODE_OPERATORS = re.compile(r"\b(?:OR|NOT|AND|NEAR)\b")
@@ -251,10 +274,11 @@ def parse_query(text: str) -> ParsedQuery:
     negate_next = False
     or_next = False
     quoted = False
-    count = 0
+    count = ignored = 0
     for raw in _TOKEN.findall(text):
-        if count >= MAX_TERMS:
-            break
+        if count >= MAX_TERMS:  # counted, so the answer can say so (`terms_ignored`)
+            ignored += raw not in _OPERATORS and _WORDISH.search(raw) is not None
+            continue
         if raw == "OR":
             or_next = bool(groups)
             continue
@@ -290,7 +314,7 @@ def parse_query(text: str) -> ParsedQuery:
             elif len(words) == 1:
                 expr = quote_term(words[0]) + ("*" if prefix else "")
             else:  # "e-mail", "foo.bar": the tokenizer splits them; keep them adjacent
-                expr = quote_term(" ".join(words))
+                expr = unit_term(" ".join(words))
         count += 1
         lowered = [w.lower() for w in words]
         if negative:
@@ -319,7 +343,9 @@ def parse_query(text: str) -> ParsedQuery:
     ]
     excluded = tuple(g[0][4:] for g in groups if g[0].startswith("NOT "))
     if not positives:
-        return ParsedQuery(None, tuple(dict.fromkeys(terms)), tuple(negated), excluded=excluded)
+        return ParsedQuery(
+            None, tuple(dict.fromkeys(terms)), tuple(negated), excluded=excluded, ignored=ignored
+        )
     parts = [("(" + " OR ".join(g) + ")") if len(g) > 1 else g[0] for g, _, _ in positives]
     loose = [lo or p for p, (_, t, lo) in zip(parts, positives, strict=True) if t]
     match = " AND ".join(parts)
@@ -331,7 +357,7 @@ def parse_query(text: str) -> ParsedQuery:
             if match_any is not None:
                 match_any = f"({match_any}) {g[0]}"
     return ParsedQuery(
-        match, tuple(dict.fromkeys(terms)), tuple(negated), match_any, quoted, excluded
+        match, tuple(dict.fromkeys(terms)), tuple(negated), match_any, quoted, excluded, ignored
     )
 
 

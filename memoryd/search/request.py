@@ -105,12 +105,22 @@ def vector_mask(f: Filters, now: float) -> tuple[Any, str, list[Any]] | None:
 
 
 QUERY_FAILED = "unable to embed this query"  # a search's model_state: keywords answered it
+WORDLESS = "the query has no letter or digit to search for"  # its `unanswered` with explain
+
+
+def wordless(query: str) -> bool:
+    """Whether a query holds no letter or digit (`#`, `...`, `:)`, `&&`, an emoji, a zero-width
+    space): no keyword to match, and nothing the model reads as meaning (it embeds every such
+    text as the same unknown token, whose nearest notes are noise), so nothing answers it."""
+    return not any(ch.isalnum() for ch in query)
 
 
 def query_vector(model: Any, req: SearchRequest) -> Any:
     """The query's vector; a query the model raises on is answered by keywords in auto and
     hybrid mode (None, and the answer's model_state says QUERY_FAILED), refused in vector mode
     (it was an internal error, -32603, in every mode)."""
+    if wordless(req.query):
+        return None
     try:
         return model.embed_query(req.query)
     except Exception as exc:
@@ -129,7 +139,7 @@ def model_note(model: Any, req: SearchRequest, query_vec: Any) -> str | None:
     if model.state in ("loading", "failed"):
         return str(model.state)
     if query_vec is None and model.state == "ready" and not req.concepts:
-        return QUERY_FAILED
+        return None if wordless(req.query) else QUERY_FAILED
     return None
 
 

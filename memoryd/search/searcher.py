@@ -49,7 +49,8 @@ from memoryd.search import bounds, concepts, entityboost, ranges
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
-from memoryd.search.ftsquery import STOP_WORDS, parse_query, quote_term
+from memoryd.search.ftsquery import STOP_WORDS, parse_query, unit_term
+from memoryd.search.more import more_hits
 from memoryd.search.pools import Nearest, Pools, Soon, Whole, WordsAhead
 from memoryd.search.ranking import (
     DEFAULT_SCALE,
@@ -71,6 +72,7 @@ from memoryd.search.ranking import (
 from memoryd.search.request import (
     GROUPS,
     MODES,
+    WORDLESS,
     WORKSPACES,
     SearchRequest,
     base_filters,
@@ -80,6 +82,7 @@ from memoryd.search.request import (
     narrowing,
     query_vector,
     resolved_entities,
+    wordless,
 )
 from memoryd.search.sharedvec import vector_index
 from memoryd.store import Store, notetext, searchrows, searchsql
@@ -105,7 +108,7 @@ class Rewriter(Protocol):
 
 def _quoted(query: str) -> list[str]:
     """The query's units as the evidence asks for them (KeywordEvidence.prefetch)."""
-    return [quote_term(u) for u in query_units(query)]
+    return [unit_term(u) for u in query_units(query)]
 
 
 class Searcher(Pools):
@@ -183,6 +186,8 @@ class Searcher(Pools):
                 raise InvalidInput("query: must be a non-empty string")
             query_vec = self._query_vector(req)
             result = self._run(req, limit, query_vec)
+            if req.explain and wordless(req.query):
+                result["unanswered"] = WORDLESS
         if req.include_constitutional:
             result["hits"] = self._pinned(req) + [
                 h for h in result["hits"] if h.get("tier") != "constitutional"
@@ -328,6 +333,8 @@ class Searcher(Pools):
         parsed = parse_query(req.query)
         where, params = filter_sql(req.filters, now)
         out: dict[str, Any] = {"query": req.query}
+        if parsed.ignored and req.mode != "vector":  # a pasted page: words past the 64th
+            out["terms_ignored"] = parsed.ignored
         pre = keyword_prefilter(req.filters, now)  # an entities filter, checked on FTS5's rowids
         # the keyword pools' rows read on `con`: the signal summary and rows need not read
         # them again (searchsql.Seen)
@@ -472,6 +479,12 @@ class Searcher(Pools):
                 out["absent"] = absent
         listing = ranked if req.group == "note" else None  # whose hits' sections are listed
         out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale, seen, listing)
+        full = len(keyword) >= size and not fuzzy_used and missing is None  # search/more.py
+        again = functools.partial(
+            kpool, con, (keyword[0].match if full else None) or "", where, params
+        )
+        if more := more_hits(ranked, limit, req.group, full, again):
+            out["more"] = more
         if not out["hits"] and fuzzy_used and rewritten is not None:
             out["suggestion"] = rewritten.corrected_query  # what it found does not answer
         if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:

@@ -55,6 +55,8 @@
       el("span", {}, ` · ${res.took_ms} ms in the daemon, ${Math.round(ms)} ms here`),
       res.suggestion ? el("span", {}, " · did you mean ", el("b", {}, res.suggestion), "?") : null,
       res.reason ? el("span", {}, ` · ${res.reason}`) : null,
+      res.more ? el("span", { id: "more" }, ` · at least ${res.more} more: raise the limit or narrow it`) : null,
+      res.terms_ignored ? el("span", {}, ` · the keyword search used the first 64 words; ${res.terms_ignored} more were left out`) : null,
     ].filter(Boolean));
     results.replaceChildren(...res.hits.map(hit));
   }
