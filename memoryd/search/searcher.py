@@ -4,9 +4,8 @@ Tiers, in order (mode "auto"):
   hybrid   keyword pool + vector pool, fused per note (`ranking.scorer`);
   keyword  when there is no model (or no vectors yet);
   vector   when the keyword index finds nothing but vectors do;
-  fuzzy    when the keyword index finds nothing: query terms are corrected against the index's
-           vocabulary ("dokcer netwrking" -> docker network) and searched again (fused with the
-           vector pool when there is one).
+  fuzzy    when the keyword index finds nothing: query terms corrected against the index's
+           vocabulary ("dokcer netwrking" -> docker network), searched again (and fused).
 Every response names the mode that answered it.
 
 What a hit is (see docs/protocol.md, "Scores"):
@@ -27,7 +26,7 @@ What a hit is (see docs/protocol.md, "Scores"):
   counts from the newest text ranked, so the order depends on neither the limit nor the clock;
 - `score` is in 0..1 and means the same in every query: 1 = the best keyword match on every
   query word that is also as similar as the top of the model's scale.
-The pure parts live in ranking.py (fusion, scores, order) and snippets.py, tested without a DB.
+Pure parts: ranking.py (fusion, scores, order), snippets.py; tested without a DB.
 """
 
 from __future__ import annotations
@@ -88,6 +87,7 @@ from memoryd.search.sharedvec import vector_index
 from memoryd.store import Store, notetext, searchrows, searchsql
 from memoryd.store.entries import filter_sql
 from memoryd.store.protocol import Connection
+from memoryd.store.searchsql import Seen
 from memoryd.store.tokenizer import has_cjk
 from memoryd.text import secretguard
 
@@ -186,7 +186,7 @@ class Searcher(Pools):
                 raise InvalidInput("query: must be a non-empty string")
             query_vec = self._query_vector(req)
             result = self._run(req, limit, query_vec)
-            if req.explain and wordless(req.query):
+            if req.explain and wordless(req.query):  # (no letter or digit: nothing to find)
                 result["unanswered"] = WORDLESS
         if req.include_constitutional:
             result["hits"] = self._pinned(req) + [
@@ -523,11 +523,7 @@ class Searcher(Pools):
         return [c for c in fused if c.keyword_rank is not None]
 
     def _signal_rows(
-        self,
-        con: Connection,
-        candidates: list[Candidate],
-        limit: int,
-        seen: searchsql.Seen | None = None,
+        self, con: Connection, candidates: list[Candidate], limit: int, seen: Seen | None = None
     ) -> tuple[dict[int, dict[str, Any]], float | None]:
         """The signal rows of the candidates that can still reach the first `limit`
         (bounds.reachable), and the newest `updated_at` of the backed ones; every row and None
