@@ -169,3 +169,15 @@ def unused_folder(parent: Path, stamp: str, rel: str) -> Path:
         n += 1
         target = parent / f"{stamp}-{n}"
     return target
+
+
+def resolved(path: Path) -> Path:
+    """`path.resolve()` that refuses a symlink loop on every Python: OSError (ELOOP). Python
+    3.13's non-strict resolve returns a looping path as it is, where 3.11 raised RuntimeError;
+    a missing part is no error (as in non-strict resolve)."""
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise
+    return path.resolve()

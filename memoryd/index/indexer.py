@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core.errors import InvalidInput, describe
-from memoryd.core.fsutil import as_on_disk, within
+from memoryd.core.fsutil import as_on_disk, resolved, within
 from memoryd.core.logsetup import get_logger
 from memoryd.index.attachments import OtherFiles
 from memoryd.index.folders import FileState, Skip, canonical, differences, walk
@@ -169,7 +169,7 @@ class Indexer:
         raw = self.root / as_on_disk(self.root, text)  # 'café' typed: the 'café' on disk
         try:
             last = keep_link and raw.name not in ("", ".", "..")
-            full = raw.parent.resolve() / raw.name if last else raw.resolve()
+            full = resolved(raw.parent) / raw.name if last else resolved(raw)
         except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, ...
             raise InvalidInput(f"path: cannot resolve {describe(text)} ({exc})") from None
         rel = self.relpath(full)
