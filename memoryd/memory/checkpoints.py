@@ -30,7 +30,7 @@ from memoryd.core.errors import InvalidInput, NotFound, Refused, describe
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.memory.dailylog import DailyLog
-from memoryd.store import Store, entries, files
+from memoryd.store import Store, db, entries, files
 from memoryd.store.migrations import MIGRATIONS
 
 log = get_logger("memoryd.memory.checkpoints")
@@ -161,14 +161,14 @@ def restore(
     work = folder(data_dir) / f".restore-{stamp}.db.tmp"
     try:
         if version < len(MIGRATIONS):
-            _remove_db(work)
+            db.remove_db_files(work)
             files.migrated_copy(path, work)
             source, migrated = work, True
         high = store.read(entries.id_high_water)
         store.restore_from(source)
         store.run_write(lambda con: entries.raise_id_high_water(con, high))
     finally:
-        _remove_db(work)
+        db.remove_db_files(work)
     log.info("checkpoint restored", name=name, migrated=migrated, safety_copy=safety.stem)
     after_restore()
     # lines of memories the restore took away (added after the checkpoint) leave the daily log
@@ -185,11 +185,6 @@ def restore(
         "safety_copy": safety.stem,
         "reconcile": report.as_dict(),
     }
-
-
-def _remove_db(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
 
 
 def _regular_stat(path: Path) -> os.stat_result | None:

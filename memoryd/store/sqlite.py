@@ -9,7 +9,6 @@ index data (chunks of workspace files, vectors) commits with NORMAL.
 from __future__ import annotations
 
 import errno
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,7 +18,6 @@ from typing import Any, TypeVar
 import apsw
 
 from memoryd.core.errors import DiskFull, StoreError
-from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.store import db
 from memoryd.store.migrations import migrate
 from memoryd.store.protocol import Connection, VectorIndex, one
@@ -196,32 +194,19 @@ class SqliteStore:
             self._writer.execute("PRAGMA optimize")
 
     def backup_to(self, target: Path) -> None:
-        """Online backup (VACUUM INTO): a consistent copy while the daemon runs."""
-        make_dirs(target.parent, PRIVATE_DIR)
-        tmp = target.with_name(target.name + ".tmp")
-        if tmp.exists():
-            tmp.unlink()
-        db.ensure_private_file(tmp)
-        os.unlink(tmp)  # VACUUM INTO wants a new file; its mode follows the umask below
-        old = os.umask(0o077)
+        """Online backup (VACUUM INTO): a consistent copy while the daemon runs, all or nothing
+        (db.vacuum_into)."""
         try:
             con = apsw.Connection(str(self.path))  # its own connection: readers are query_only
             try:
                 con.set_busy_timeout(db.BUSY_TIMEOUT_MS)
-                con.execute("VACUUM INTO ?", (str(tmp),))
+                db.vacuum_into(con, target)
             finally:
                 con.close()
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, target)
-        except BaseException as exc:
-            tmp.unlink(missing_ok=True)  # a failed or interrupted copy leaves nothing behind
-            if isinstance(exc, apsw.FullError) or (
-                isinstance(exc, OSError) and exc.errno == errno.ENOSPC
-            ):
+        except (apsw.FullError, OSError) as exc:
+            if isinstance(exc, apsw.FullError) or exc.errno == errno.ENOSPC:
                 raise disk_full(exc) from None
             raise
-        finally:
-            os.umask(old)
 
     def restore_from(self, source: Path) -> None:
         """Replace the whole database with `source` through SQLite's backup API, under the
