@@ -20,7 +20,7 @@ from memoryd.core.errors import MemorydError
 from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
-from memoryd.index import fstype
+from memoryd.index import chunking, fstype
 from memoryd.index.embed import ModelHolder, background_threads, load_embedder, resolve_model
 from memoryd.index.embedworker import EmbedWorker
 from memoryd.index.indexer import ROOT_AWAY, Indexer
@@ -130,6 +130,9 @@ class App:
             trash=cfg.data_dir / "trash",
             secrets_mode=cfg.secrets.mode,
         )
+        # another chunk size than the index was built with: every note is read again (its
+        # first reconcile), as a change of model re-embeds (index/chunking.py)
+        chunking.check(self.store, cfg.indexer, self.notes.forget_hashes)
         self.near_duplicates = NearDuplicates(
             self.store,
             self.model,
@@ -356,6 +359,7 @@ class App:
         """Take reloadable settings from a new configuration (SIGHUP)."""
         self.cfg = cfg
         self.searcher.settings = cfg.search
+        self.fuzzy.min_similarity = cfg.search.fuzzy_min_similarity
         self.searcher.lifecycle = cfg.lifecycle
         self.searcher.flag_secrets = cfg.secrets.flag_workspace_hits
         self.memories.secrets_mode = cfg.secrets.mode

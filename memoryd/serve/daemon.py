@@ -201,7 +201,7 @@ class Daemon:
         if self.app is not None:
             self.app.apply_config(cfg)
         if self.server is not None:
-            self.server.settings = cfg.server
+            self.server.apply(cfg.server, cfg.notes.max_bytes)
         logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
         log.info("configuration reloaded", changed=applied or None)
         if restart:

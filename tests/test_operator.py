@@ -1,0 +1,129 @@
+"""The operator's door: what a daemon run as a service for months meets between its starts and
+reloads (docs/service.md, docs/configuration.md).
+
+- A restart with other chunking settings reads every note again (index/chunking.py), so the
+  index holds what a new one would, and one with the same settings reads nothing again.
+- A reload (SIGHUP) applies each key it says it applies to the part of the daemon that uses it,
+  not only to the configuration object: the typo matcher's threshold, the request limit a
+  larger `notes.max_bytes` needs.
+- An upgrade's migrations are named in the log, every step of them.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import rpc, to_toml, wait_for
+
+from memoryd.serve import methods as api
+
+pytestmark = pytest.mark.backends
+
+NOTE = "# Handbook\n\n" + "\n\n".join(
+    f"## Part {i}\n\n"
+    + " ".join(f"paragraph{i} word{j} about the quokka handbook" for j in range(40))
+    for i in range(6)
+)
+
+
+def call(app: Any, method: str, **params: Any) -> Any:
+    return api.lookup(method, params).fn(app, params)
+
+
+def chunks(app: Any) -> int:
+    return int(call(app, "stats")["chunks"])
+
+
+def chunk_texts(app: Any) -> list[str]:
+    rows = app.store.read(
+        lambda con: con.execute(
+            "SELECT content FROM entries WHERE kind = 'chunk' ORDER BY content"
+        ).fetchall()
+    )
+    return [r[0] for r in rows]
+
+
+def test_a_restart_with_other_chunking_reads_every_note_again(
+    make_app: Any, new_store: Any, tmp_path: Path
+) -> None:
+    big = {"chunk_max_tokens": 200, "chunk_overlap_tokens": 30}
+    small = {"chunk_max_tokens": 48, "chunk_overlap_tokens": 8}
+    app = make_app(model=None, indexer=big)
+    (app.cfg.workspace / "handbook.md").write_text(NOTE)
+    app.indexer.reconcile()
+    before = chunks(app)
+    make_app.close(app)
+
+    app = make_app(model=None, indexer=small)  # the restart, with smaller chunks
+    report = app.indexer.reconcile()
+    assert report.indexed == 1, "the unchanged note was not read again"
+    fresh = make_app(
+        model=None,
+        indexer=small,
+        workspace=str(app.cfg.workspace),
+        data_dir=str(tmp_path / "fresh"),
+        store=new_store(),
+        dailylog={"enabled": False},
+    )
+    fresh.indexer.reconcile()
+    assert chunks(app) == chunks(fresh) > before
+    assert chunk_texts(app) == chunk_texts(fresh)
+    make_app.close(app)
+
+    app = make_app(model=None, indexer=small)  # the same settings again: nothing is read
+    report = app.indexer.reconcile()
+    assert report.indexed == 0 and report.unchanged >= 1
+
+
+def _reload(d: Any, **sections: dict[str, Any]) -> None:
+    cfg = json.loads(json.dumps(d.cfg))
+    for name, values in sections.items():
+        cfg.setdefault(name, {}).update(values)
+    d.config_path.write_text(to_toml(cfg))
+    d.cfg = cfg
+    seen = d.log().count("configuration reloaded")
+    assert d.proc is not None
+    d.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: d.log().count("configuration reloaded") > seen)
+
+
+def test_reload_reaches_the_typo_matcher(daemon_factory: Any) -> None:
+    """search.fuzzy_min_similarity (all of [search] reloads): the matcher takes it too."""
+    d = daemon_factory()
+    (d.workspace / "net.md").write_text("# Docker\n\nDocker networking uses bridges.\n")
+    wait_for(lambda: d.call("search", {"query": "docker", "mode": "keyword"})["hits"])
+    # the typo vocabulary is rebuilt in the background after an index change
+    wait_for(lambda: d.call("search", {"query": "dokcer netwrking"})["hits"])
+    _reload(d, search={"fuzzy_min_similarity": 1.0})
+    assert d.call("search", {"query": "dokcer netwrking"})["hits"] == []
+    _reload(d, search={"fuzzy_min_similarity": 0.4})
+    assert d.call("search", {"query": "dokcer netwrking"})["hits"]
+
+
+def test_reload_of_notes_max_bytes_raises_the_request_limit(daemon_factory: Any) -> None:
+    """notes.max_bytes reloads, and the request limit is raised to fit such a note (docs:
+    "raised to fit a note of notes.max_bytes"), for the connections made after the reload."""
+    d = daemon_factory(notes={"max_bytes": 1024}, server={"max_request_bytes": 1024})
+    text = "# Big\n\n" + "word " * 20_000  # 100 KB
+    params = {"path": "big.md", "content": text}
+    assert "error" in rpc(d.socket, "note.write", params)
+    _reload(d, notes={"max_bytes": 200_000})
+    answer = rpc(d.socket, "note.write", params)
+    assert "error" not in answer, answer
+    assert (d.workspace / "big.md").read_text() == text
+
+
+@pytest.mark.sqlite_only("the PostgreSQL fixtures hand out databases migrated already")
+def test_every_migration_step_is_in_the_log(daemon_factory: Any) -> None:
+    from memoryd.store.migrations import MIGRATIONS
+
+    d = daemon_factory(logging={"level": "info", "format": "json"})
+    lines = [json.loads(line) for line in d.log().splitlines() if line.startswith("{")]
+    done = [line for line in lines if line.get("event") == "schema migrated"]
+    assert len(done) == 1, [line.get("event") for line in lines][:20]
+    assert done[0]["steps"] == [step.__name__ for step in MIGRATIONS]
+    assert (done[0]["from_version"], done[0]["to_version"]) == (0, len(MIGRATIONS))
