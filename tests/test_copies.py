@@ -1,4 +1,5 @@
-"""Copies of the SQLite file (docs/service.md, "Backups"): every copy memoryd makes of a live
+"""Copies of the SQLite file (docs/service.md, "Backups and restore"): its commands, run as
+written, and every copy memoryd makes of a live
 database (a checkpoint, a scheduled snapshot, the backup before a migration) exists only
 complete, and one that fails (a full disk) leaves nothing behind, not even the journal SQLite
 made beside its temp file.
@@ -10,13 +11,17 @@ the temp file's journal. No root, no mount.
 
 from __future__ import annotations
 
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, wait_for
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX resource limits")
 
@@ -83,3 +88,87 @@ def test_a_failed_copy_leaves_nothing_behind(tmp_path: Path, door: str) -> None:
         str(p.relative_to(data)) for p in data.rglob("*") if p.is_file() and p.name not in own
     )
     assert left == [], f"a failed {door} left {left}"
+
+
+# --- docs/service.md, "Backups and restore", run as written ---------------------------------
+
+SERVICE_MD = ROOT / "docs" / "service.md"
+EXAMPLE_SNAPSHOT = "memoryd-20261126T030000Z"
+
+
+def doc_commands(marker: str) -> list[str]:
+    text = SERVICE_MD.read_text(encoding="utf-8")
+    found = re.search(rf"<!-- sh:{re.escape(marker)}[ -]", text)
+    assert found, f"no <!-- sh:{marker} --> block in {SERVICE_MD}"
+    start = text.index("```sh\n", found.start()) + 6
+    block = text[start : text.index("```", start)]
+    return [line.strip() for line in block.splitlines() if line.strip()]
+
+
+def answers(d: Any) -> dict[str, Any]:
+    """What a user sees: every memory, and a search's hits with their scores."""
+    listed = d.call("list", {"limit": 100, "namespace": "*"})["items"]
+    hits = d.call("search", {"query": "quokka handbook", "mode": "keyword", "namespace": "*"})
+    return {
+        "memories": sorted((m["id"], m["content"]) for m in listed),
+        "hits": [(h["id"], h.get("path"), round(h["score"], 6)) for h in hits["hits"]],
+    }
+
+
+def test_the_backup_and_restore_commands_of_service_md(daemon_factory: Any, tmp_path: Path) -> None:
+    """Each command of the three blocks, word by word (the snapshot's name and the data_dir
+    are this test's; systemctl is the test's stop and start): each exits 0, a restore while
+    running and one into a new data_dir give back the answers of the day of the copy."""
+    d = daemon_factory(jobs={"snapshot_keep": 3})
+    (d.workspace / "handbook.md").write_text("# Quokka handbook\n\nFeed the quokka at noon.\n")
+    d.call("add", {"content": "The quokka handbook lives in the wiki"})
+    d.call("add", {"content": "Quokkas were moved to the north enclosure", "tags": ["zoo"]})
+    wait_for(lambda: len(answers(d)["hits"]) == 3)
+    snap = d.call("jobs.run", {"name": "snapshot"})["result"]["snapshot"].removesuffix(".db")
+    before = answers(d)
+    env = {k: v for k, v in d.env.items()}
+
+    def run(line: str, data_dir: Path) -> None:
+        line = line.replace(EXAMPLE_SNAPSHOT, snap)
+        line = line.replace("~/.local/share/memoryd", str(data_dir))
+        words = shlex.split(line)
+        if words[0] == "memoryctl":
+            out = subprocess.run(
+                [sys.executable, "-m", "memoryd.ctl", "--socket", str(d.socket), *words[1:]],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=tmp_path,
+                timeout=120,
+            )
+            assert out.returncode == 0, (line, out.stdout, out.stderr)
+            if words[1:3] == ["checkpoint", "list"]:
+                assert snap in out.stdout
+        elif words[0] == "cp":
+            source = Path(d.cfg["data_dir"]) / "snapshots" / words[1]
+            shutil.copy(source, words[2])
+        else:
+            raise AssertionError(f"a command this test does not know: {line}")
+
+    data_dir = Path(d.cfg["data_dir"])
+    for line in doc_commands("backup"):
+        run(line, data_dir)
+    assert (tmp_path / "memories.jsonl").stat().st_size > 0
+    d.call("add", {"content": "Added after the copies: the quokka moved again"})
+    assert answers(d) != before
+    for line in doc_commands("restore"):
+        run(line, data_dir)
+    assert answers(d) == before
+
+    d.call("add", {"content": "Added after the restore: the quokka moved once more"})
+    fresh = tmp_path / "new-machine"
+    fresh.mkdir(mode=0o700)
+    for line in doc_commands("restore-stopped"):
+        if line == "systemctl --user stop memoryd":
+            assert d.stop() == 0
+        elif line == "systemctl --user start memoryd":
+            d = daemon_factory(data_dir=str(fresh), jobs={"snapshot_keep": 3})
+        else:
+            run(line, fresh)
+    wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"])
+    assert answers(d) == before
