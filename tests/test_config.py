@@ -239,3 +239,38 @@ def test_a_pattern_that_cannot_match_stops_startup(pattern: str) -> None:
         Config.from_dict({"indexer": {"exclude": ["drafts/", pattern]}})
     ok = Config.from_dict({"indexer": {"exclude": ["[!a-c]*.md", "!keep.md", "\\#x.md"]}})
     assert ok.indexer.exclude == ["[!a-c]*.md", "!keep.md", "\\#x.md"]
+
+
+def _default(section: str, key: str) -> object:
+    return getattr(getattr(Config.from_dict({}), section), key)
+
+
+def test_defaults_quoted_in_the_docs_are_the_code_s() -> None:
+    """README's configuration table (`[section]` | `key = value`, ...) and the key | default
+    tables of docs/configuration.md quote defaults: each must be the code's (README said
+    keyword_weight = 0.7 while the code and config.example.toml said 0.6)."""
+    quoted: list[tuple[str, str, str, str]] = []  # (where, section, key, TOML value)
+    for line in (ROOT / "README.md").read_text().splitlines():
+        row = re.match(r"\| `\[(\w+)\]` \| (.*?) \|", line)
+        if row:
+            for key, value in re.findall(r"`(\w+) = ([^`]+)`", row.group(2)):
+                quoted.append(("README.md", row.group(1), key, value))
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    for part in re.split(r"\n## ", doc)[1:]:
+        title = re.match(r"`\[(\w+)\]`", part)
+        if not title:
+            continue
+        for key, value in re.findall(r"^\| `(\w+)` \| `([^`]+)` \|", part, flags=re.M):
+            quoted.append(("docs/configuration.md", title.group(1), key, value))
+    assert len(quoted) >= 15, quoted
+    wrong = []
+    for where, section, key, value in quoted:
+        if value.endswith("..."):
+            continue
+        assert key in {f.name for f in dataclasses.fields(SECTIONS[section])}, (where, key)
+        said = tomllib.loads(f"v = {value}")["v"]
+        if said != _default(section, key):
+            wrong.append(
+                f"{where}: {section}.{key} = {value}, the code's is {_default(section, key)!r}"
+            )
+    assert not wrong, wrong
