@@ -127,3 +127,29 @@ def test_every_migration_step_is_in_the_log(daemon_factory: Any) -> None:
     assert len(done) == 1, [line.get("event") for line in lines][:20]
     assert done[0]["steps"] == [step.__name__ for step in MIGRATIONS]
     assert (done[0]["from_version"], done[0]["to_version"]) == (0, len(MIGRATIONS))
+
+
+def test_status_while_starting_does_not_call_the_watcher_stopped(make_app: Any) -> None:
+    """READY=1 comes before start-up starts the watcher: `systemctl start` returns and a
+    `memoryctl status` then said "needs attention: watcher stopped" of a healthy daemon."""
+    import threading
+
+    from memoryd.ctl.output import status_summary
+
+    app = make_app(model=None)
+    gate = threading.Event()
+    start_watcher = app.start_watcher
+
+    def held() -> None:
+        gate.wait(30)
+        start_watcher()
+
+    app.start_watcher = held
+    app.start(jobs=False)
+    try:
+        status = app.status()
+        assert status["watcher"]["alive"] is None
+        assert "watcher stopped" not in status_summary(status)
+    finally:
+        gate.set()
+    wait_for(lambda: app.status()["watcher"]["alive"] is True)

@@ -426,7 +426,12 @@ class App:
         except StoreUnavailable as exc:  # status still answers: it says the server is gone
             counts, vec = None, {"done": None, "pending": None}
             store.update(ok=False, error=store.get("error") or exc.message)
-        watcher_alive = self.watcher is not None and self.watcher.alive
+        # null while start-up has yet to start it (status right after READY=1 said "watcher
+        # stopped"); false when it died or could not start (watcher_error says why)
+        starting = self._bg is not None and self._bg.is_alive() and self.watcher_error is None
+        watcher_alive: bool | None = (
+            self.watcher.alive if self.watcher is not None else (None if starting else False)
+        )
         out: dict[str, Any] = {
             "version": __version__,
             "pid": os.getpid(),

@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import os
 import signal
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -50,6 +51,18 @@ def apply_reloadable(old: Config, new: Config) -> tuple[Config, list[str], list[
             cfg, **{section: dataclasses.replace(getattr(cfg, section), **values)}
         )
     return cfg, applied, restart
+
+
+def activated_path(sock: socket.socket, cfg: Config) -> Path:
+    """The path of the socket the service manager handed over (the config's when it has none
+    to tell: an abstract or unnamed socket)."""
+    try:
+        name = sock.getsockname()
+    except OSError:
+        return cfg.socket
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    return Path(name) if isinstance(name, str) and name.startswith("/") else cfg.socket
 
 
 class PageHost(Protocol):
@@ -99,10 +112,14 @@ class Daemon:
             socket=str(cfg.socket),
             config=str(cfg.source) if cfg.source else None,
         )
+        inherited = listen_fds()
+        if inherited:
+            # socket activation: the socket is the service manager's, wherever the config says;
+            # status, the log and the workspace's list of memoryd's own files name that one
+            cfg = self.cfg = dataclasses.replace(cfg, socket=activated_path(inherited[0], cfg))
         self.app = app = await loop.run_in_executor(
             None, functools.partial(App, cfg, claim_workspace=True)
         )
-        inherited = listen_fds()
         self.server = Server(app, cfg.server, cfg.socket, sock=inherited[0] if inherited else None)
         try:
             await self.server.start()
@@ -196,6 +213,8 @@ class Daemon:
             log.error("reload failed; keeping the running configuration", error=exc.message)
             self.notifier.ready("reload failed; running configuration kept")
             return
+        if self.server is not None and not self.server.owns_path:  # socket activation
+            new = dataclasses.replace(new, socket=self.cfg.socket)
         cfg, applied, restart = apply_reloadable(self.cfg, new)
         self.cfg = cfg
         if self.app is not None:

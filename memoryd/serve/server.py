@@ -217,6 +217,11 @@ class Server:
         self.errors_total = 0
         self.evicted_total = 0
 
+    @property
+    def owns_path(self) -> bool:
+        """False under socket activation: the socket file is the service manager's."""
+        return self._owns_path
+
     def apply(self, settings: ServerSettings, note_max_bytes: int) -> None:
         """Reloaded settings (SIGHUP): the timeouts, and the request limit raised to fit a note
         of the new notes.max_bytes, for the connections accepted from now on."""
