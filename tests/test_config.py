@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import subprocess
 import sys
@@ -274,3 +275,42 @@ def test_defaults_quoted_in_the_docs_are_the_code_s() -> None:
                 f"{where}: {section}.{key} = {value}, the code's is {_default(section, key)!r}"
             )
     assert not wrong, wrong
+
+
+def test_an_environment_variable_nothing_reads_is_named() -> None:
+    """MEMORYD_LOG_LEVEL=debug (for MEMORYD_LOGGING_LEVEL) was ignored without a word, while a
+    misspelt key of a known section stops startup: `config check` and the daemon's log name it,
+    with the variable meant. Every override the docs name is read; the clients' are left be."""
+    from memoryd.core.config import OTHER_ENV, env_names, unread_env
+
+    env = {
+        "MEMORYD_LOG_LEVEL": "debug",
+        "MEMORYD_SERACH_FUZZY": "off",
+        "MEMORYD_NAMESPACE": "agent",
+        "MEMORYD_MCP_PREFIX": "m_",
+        "MEMORYD_CONFIG": "/nowhere",
+        **{name: "1" for name in env_names()},
+    }
+    assert unread_env(env) == [
+        ("MEMORYD_LOG_LEVEL", "MEMORYD_LOGGING_LEVEL"),
+        ("MEMORYD_SERACH_FUZZY", "MEMORYD_SEARCH_FUZZY"),
+    ]
+    docs = (ROOT / "README.md").read_text() + (ROOT / "docs" / "configuration.md").read_text()
+    named = {
+        name
+        for name in re.findall(r"MEMORYD_[A-Z_]+[A-Z]", docs)
+        if name not in OTHER_ENV and not name.startswith("MEMORYD_TEST_")
+    }
+    assert named - set(env_names()) == set()
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd", "config", "check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MEMORYD_LOG_LEVEL": "debug"},
+    )
+    assert out.returncode == 0
+    assert (
+        "MEMORYD_LOG_LEVEL is not a setting memoryd reads (did you mean MEMORYD_LOGGING_LEVEL?)"
+        in out.stderr
+    )

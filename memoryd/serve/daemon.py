@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core import logsetup, runtime
-from memoryd.core.config import RELOADABLE, Config, diff, load_config
+from memoryd.core.config import RELOADABLE, Config, diff, load_config, unread_env
 from memoryd.core.errors import MemorydError
 from memoryd.core.fsutil import acquire_lock, process_umask
 from memoryd.serve.app import App, prepare_dirs
@@ -234,6 +234,8 @@ def run(config_path: Path | None = None, page: Callable[[Config], PageHost] | No
     cfg = load_config(config_path)
     process_umask()  # under `umask 000` nothing we create may be writable by others
     logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
+    for var, hint in unread_env():
+        log.warning(f"an environment variable memoryd does not read; ignored{hint}", variable=var)
     temp = runtime.temp_socket_path()
     why = runtime.untrusted_folder(temp.parent)
     if why is not None and cfg.socket == runtime.fallback_socket_path():
