@@ -172,3 +172,39 @@ def test_the_backup_and_restore_commands_of_service_md(daemon_factory: Any, tmp_
             run(line, fresh)
     wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"])
     assert answers(d) == before
+
+
+def test_a_copy_moved_over_the_live_file_is_refused_not_written_into(make_app: Any) -> None:
+    """`mv snapshot.db memoryd.db` while the daemon runs (the restore docs/service.md says to
+    do stopped): the writer went on writing into the old, unlinked file (lost at the next
+    start) and a new reader read the new file with the old one's WAL ("database disk image is
+    malformed"). Now writes and new readers are refused with what to do, and status says so."""
+    import threading
+
+    from memoryd.core.errors import StoreUnavailable
+    from memoryd.serve import methods as api
+
+    def call(method: str, **params: Any) -> Any:
+        return api.lookup(method, params).fn(app, params)
+
+    app = make_app(model=None)
+    call("add", content="stored before the copy")
+    copy = app.cfg.data_dir / "copy.db"
+    app.store.backup_to(copy)
+    copy.replace(app.cfg.db_path)
+    with pytest.raises(StoreUnavailable, match="replaced or removed while memoryd was running"):
+        call("add", content="would have gone to the old file")
+    errors: list[BaseException] = []
+
+    def search() -> None:  # a thread of its own: a new reader connection
+        try:
+            call("search", query="stored")
+        except BaseException as exc:
+            errors.append(exc)
+
+    worker = threading.Thread(target=search)
+    worker.start()
+    worker.join(30)
+    assert [type(e) for e in errors] == [StoreUnavailable]
+    store = app.status()["store"]
+    assert store["ok"] is False and "checkpoint restore" in store["error"]
