@@ -208,3 +208,24 @@ def test_a_copy_moved_over_the_live_file_is_refused_not_written_into(make_app: A
     assert [type(e) for e in errors] == [StoreUnavailable]
     store = app.status()["store"]
     assert store["ok"] is False and "checkpoint restore" in store["error"]
+
+
+def test_a_checkpoint_chunked_with_other_settings_is_chunked_again_on_restore(
+    make_app: Any,
+) -> None:
+    """index/chunking.py at a restore too: the checkpoint's notes were chunked with the
+    settings of its day; the reconcile after the restore reads them with today's."""
+    from memoryd.serve import methods as api
+
+    note = "# Handbook\n\n" + "feed the quokka leaves at noon and count them twice. " * 120
+    app = make_app(model=None, indexer={"chunk_max_tokens": 200, "chunk_overlap_tokens": 30})
+    (app.cfg.workspace / "handbook.md").write_text(note)
+    app.indexer.reconcile()
+    api.lookup("checkpoint.create", {"name": "big"}).fn(app, {"name": "big"})
+    make_app.close(app)
+    app = make_app(model=None, indexer={"chunk_max_tokens": 48, "chunk_overlap_tokens": 8})
+    app.indexer.reconcile()
+    small = api.lookup("stats", {}).fn(app, {})["chunks"]
+    res = api.lookup("checkpoint.restore", {"name": "big"}).fn(app, {"name": "big"})
+    assert res["reconcile"]["indexed"] == 1
+    assert api.lookup("stats", {}).fn(app, {})["chunks"] == small

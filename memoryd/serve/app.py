@@ -202,6 +202,8 @@ class App:
         self.fuzzy.invalidate()
         self.triggers.invalidate()
         self.embedder.wake()
+        # a copy chunked with other settings: the reconcile after the restore reads every note
+        chunking.check(self.store, self.cfg.indexer, self.notes.forget_hashes)
 
     def _changed_elsewhere(self, info: dict[str, Any]) -> None:
         """Another daemon on the shared database changed memories, chunks or trigger phrases
