@@ -300,7 +300,7 @@ def test_an_environment_variable_nothing_reads_is_named() -> None:
         name
         for name in re.findall(r"MEMORYD_[A-Z_]+[A-Z]", docs)
         if name not in OTHER_ENV and not name.startswith("MEMORYD_TEST_")
-    }
+    } - {"MEMORYD_LOG_LEVEL"}  # the docs' example of a misspelt section
     assert named - set(env_names()) == set()
     out = subprocess.run(
         [sys.executable, "-m", "memoryd", "config", "check"],
