@@ -153,3 +153,29 @@ def test_status_while_starting_does_not_call_the_watcher_stopped(make_app: Any) 
     finally:
         gate.set()
     wait_for(lambda: app.status()["watcher"]["alive"] is True)
+
+
+@pytest.mark.parametrize("shared", ["data_dir", "socket"])
+def test_a_second_daemon_on_one_data_dir_or_socket_refuses_clearly(
+    daemon_factory: Any, tmp_path: Path, short_dir: Path, shared: str
+) -> None:
+    first = daemon_factory()
+    other = {
+        "data_dir": str(tmp_path / "second-data"),
+        "socket": str(short_dir / "second.sock"),
+        "workspace": str(tmp_path / "second-ws"),
+    }
+    other[shared] = first.cfg[shared]
+    second = daemon_factory(wait=False, **other)
+    assert second.proc is not None
+    assert second.proc.wait(60) == 1
+    fatal = [
+        json.loads(line)
+        for line in second.log().splitlines()
+        if line.startswith("{") and '"fatal"' in line
+    ]
+    said = {"data_dir": "is already using", "socket": "is already running on"}[shared]
+    assert len(fatal) == 1 and said in fatal[0]["error"], second.log()[-2000:]
+    assert first.call("ping")["pong"] is True
+    if shared == "socket":  # refused before a store was made in its own data_dir
+        assert not (tmp_path / "second-data" / "memoryd.db").exists()

@@ -25,7 +25,7 @@ from memoryd.core.errors import MemorydError
 from memoryd.core.fsutil import acquire_lock, process_umask
 from memoryd.serve.app import App, prepare_dirs
 from memoryd.serve.notify import Notifier, listen_fds
-from memoryd.serve.server import Server
+from memoryd.serve.server import Server, prepare_socket_path
 
 log = logsetup.get_logger("memoryd.serve.daemon")
 PATHS_CHECK_S = 30.0  # how often the socket and log files are looked for
@@ -93,6 +93,10 @@ class Daemon:
         self._sigints = 0
 
     def run(self) -> int:
+        if not os.environ.get("LISTEN_FDS"):
+            # a daemon answering on the socket already: say so before a store is made and
+            # migrated in a data_dir of this config's that nothing will use
+            prepare_socket_path(self.cfg.socket)
         prepare_dirs(self.cfg)
         lock_fd = acquire_lock(self.cfg.lock_path)
         try:
