@@ -179,3 +179,36 @@ def test_a_second_daemon_on_one_data_dir_or_socket_refuses_clearly(
     assert first.call("ping")["pong"] is True
     if shared == "socket":  # refused before a store was made in its own data_dir
         assert not (tmp_path / "second-data" / "memoryd.db").exists()
+
+
+def test_export_and_import_carry_vectors_before_the_first_backfill_ends(
+    make_app: Any, new_store: Any, tmp_path: Path
+) -> None:
+    """docs/service.md's restore on a new machine: `memoryctl import` into a daemon still
+    embedding its notes for the first time (hours on a large workspace). Import stored a vector
+    only for a model whose first backfill had finished, so it dropped every one and the daemon
+    embedded them all again; export --vectors wrote none from such a store either."""
+    app = make_app()
+    app.model.start()
+    assert app.model.wait_ready(30)
+    for text in ("The quokka handbook lives in the wiki", "Quokkas moved north"):
+        call(app, "add", content=text)
+    app.embedder.run()
+    items = call(app, "export", namespace="*", vectors=True)["items"]
+    assert all(item.get("vector") for item in items)
+
+    new = make_app(
+        workspace=str(tmp_path / "new-ws"),
+        data_dir=str(tmp_path / "new-data"),
+        store=new_store(),
+        dailylog={"enabled": False},
+    )
+    (new.cfg.workspace / "notes.md").write_text("# Notes\n\nstill waiting for a vector\n")
+    new.indexer.reconcile()
+    new.model.start()
+    assert new.model.wait_ready(30)
+    new.embedder.ensure_model()  # the model is known; its first backfill has not run
+    answer = call(new, "import", items=items)
+    assert answer["imported"] == 2 and answer["vectors"] == 2
+    again = call(new, "export", namespace="*", vectors=True)["items"]
+    assert sorted(i["vector"] for i in again) == sorted(i["vector"] for i in items)
