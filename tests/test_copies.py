@@ -206,8 +206,11 @@ def test_a_copy_moved_over_the_live_file_is_refused_not_written_into(make_app: A
     worker.start()
     worker.join(30)
     assert [type(e) for e in errors] == [StoreUnavailable]
-    store = app.status()["store"]
-    assert store["ok"] is False and "checkpoint restore" in store["error"]
+    status = app.status()
+    assert status["store"]["ok"] is False and "checkpoint restore" in status["store"]["error"]
+    from memoryd.ctl.output import status_summary
+
+    assert "database file replaced under the daemon: restart it" in status_summary(status)
 
 
 def test_a_checkpoint_chunked_with_other_settings_is_chunked_again_on_restore(
