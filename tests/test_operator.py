@@ -212,3 +212,31 @@ def test_export_and_import_carry_vectors_before_the_first_backfill_ends(
     assert answer["imported"] == 2 and answer["vectors"] == 2
     again = call(new, "export", namespace="*", vectors=True)["items"]
     assert sorted(i["vector"] for i in again) == sorted(i["vector"] for i in items)
+
+
+def test_a_store_older_than_its_daily_log_hands_out_no_id_the_log_names(
+    make_app: Any, new_store: Any, tmp_path: Path
+) -> None:
+    """A snapshot copied into data_dir (docs/service.md's restore on a new machine) is older
+    than the workspace's daily log: its sequence handed out again the ids of the memories added
+    after the copy, and deleting such a new memory took the old memory's line, the only trace
+    left of it, out of the log. (A store without memories, made to import an export into, keeps
+    the ids: test_transfer.)"""
+    older_store, older_dir = new_store(), str(tmp_path / "restored")
+    older = make_app(  # the copy: one memory, from before
+        model=None, data_dir=older_dir, store=older_store, workspace=str(tmp_path / "then")
+    )
+    call(older, "add", content="from the day of the copy")
+    make_app.close(older)
+
+    app = make_app(model=None)  # the workspace's log goes on without it
+    logged = [call(app, "add", content=text)["id"] for text in ("kept in the log", "logged")]
+    log_text = "".join(p.read_text() for p in sorted((app.cfg.workspace / "daily").glob("*.md")))
+    make_app.close(app)
+
+    older = make_app(model=None, data_dir=older_dir, store=older_store)  # restored here
+    new_id = call(older, "add", content="added after the restore")["id"]
+    assert new_id > max(logged)
+    call(older, "delete", id=new_id)
+    after = "".join(p.read_text() for p in sorted((older.cfg.workspace / "daily").glob("*.md")))
+    assert after == log_text

@@ -133,6 +133,7 @@ class App:
         # another chunk size than the index was built with: every note is read again (its
         # first reconcile), as a change of model re-embeds (index/chunking.py)
         chunking.check(self.store, cfg.indexer, self.notes.forget_hashes)
+        self._ids_above_the_log()
         self.near_duplicates = NearDuplicates(
             self.store,
             self.model,
@@ -194,6 +195,24 @@ class App:
         """The daily log was rewritten by us: index it now (the watcher then finds nothing new)."""
         if paths:
             self.indexer.sync_paths(paths)
+
+    def _ids_above_the_log(self) -> None:
+        """A store older than its daily log (a snapshot copied into data_dir, the restore of
+        docs/service.md): its id sequence was behind ids the log names, so a new memory took
+        such an id, and deleting it took the old line of that id out of the log too. New ids
+        start above every id the log names (ids are never reused). Not in a store without
+        memories: one made to import an export into keeps the ids the log names (as its lines
+        are those memories)."""
+        if not self.store.read(entries.counts).get("memories"):
+            return
+        logged = self.dailylog.highest_id()
+        if logged > self.store.read(entries.id_high_water):
+            self.store.run_write(lambda con: entries.raise_id_high_water(con, logged))
+            log.warning(
+                "the daily log names memories this store never had (restored from an older "
+                "copy?): new ids start above them",
+                highest_logged_id=logged,
+            )
 
     def after_restore(self) -> None:
         """The database was replaced under us (checkpoint restore): forget cached state."""
