@@ -161,6 +161,7 @@ class Daemon:
             await self.server.close()
             await loop.run_in_executor(None, app.close)
             self._restore_signals(loop)
+            logsetup.report_dropped()
             log.info("stopped")
             self.notifier.close()
         return 0
@@ -171,6 +172,7 @@ class Daemon:
         while True:
             await asyncio.sleep(interval)
             try:
+                logsetup.report_dropped()
                 logsetup.reopen_if_moved()
                 if self.server is not None:
                     await self.server.relisten_if_removed()
