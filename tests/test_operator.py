@@ -240,3 +240,14 @@ def test_a_store_older_than_its_daily_log_hands_out_no_id_the_log_names(
     call(older, "delete", id=new_id)
     after = "".join(p.read_text() for p in sorted((older.cfg.workspace / "daily").glob("*.md")))
     assert after == log_text
+
+
+@pytest.mark.sqlite_only("the environment is read before the store is opened")
+def test_the_daemon_names_an_environment_variable_it_does_not_read(daemon_factory: Any) -> None:
+    d = daemon_factory(extra_env={"MEMORYD_LOG_LEVEL": "debug"})
+    lines = [json.loads(line) for line in d.log().splitlines() if line.startswith("{")]
+    said = [line for line in lines if line.get("variable") == "MEMORYD_LOG_LEVEL"]
+    assert len(said) == 1, d.log()[-2000:]
+    assert said[0]["event"] == "an environment variable memoryd does not read; ignored"
+    assert said[0]["did_you_mean"] == "MEMORYD_LOGGING_LEVEL"
+    assert said[0]["level"] == "warning"

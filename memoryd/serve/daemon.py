@@ -240,8 +240,12 @@ def run(config_path: Path | None = None, page: Callable[[Config], PageHost] | No
     cfg = load_config(config_path)
     process_umask()  # under `umask 000` nothing we create may be writable by others
     logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
-    for var, hint in unread_env():
-        log.warning(f"an environment variable memoryd does not read; ignored{hint}", variable=var)
+    for var, close in unread_env():
+        log.warning(
+            "an environment variable memoryd does not read; ignored",
+            variable=var,
+            did_you_mean=close or None,
+        )
     temp = runtime.temp_socket_path()
     why = runtime.untrusted_folder(temp.parent)
     if why is not None and cfg.socket == runtime.fallback_socket_path():
