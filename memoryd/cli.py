@@ -100,13 +100,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    from memoryd.core.config import find_config_file, load_config, to_toml
+    from memoryd.core.config import find_config_file, load_config, to_toml, unread_env
 
     if args.config_command == "path":
         found = find_config_file(args.config)
         print(found if found else "(no configuration file; defaults in use)")
         return 0
     cfg = load_config(args.config)
+    for var, close in unread_env():
+        hint = f" (did you mean {close}?)" if close else ""
+        print(f"memoryd: warning: {var} is not a setting memoryd reads{hint}", file=sys.stderr)
     if args.config_command == "check":
         print(f"configuration ok ({cfg.source or 'defaults, no file'})")
     elif args.json:

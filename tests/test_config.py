@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import subprocess
 import sys
@@ -239,3 +240,77 @@ def test_a_pattern_that_cannot_match_stops_startup(pattern: str) -> None:
         Config.from_dict({"indexer": {"exclude": ["drafts/", pattern]}})
     ok = Config.from_dict({"indexer": {"exclude": ["[!a-c]*.md", "!keep.md", "\\#x.md"]}})
     assert ok.indexer.exclude == ["[!a-c]*.md", "!keep.md", "\\#x.md"]
+
+
+def _default(section: str, key: str) -> object:
+    return getattr(getattr(Config.from_dict({}), section), key)
+
+
+def test_defaults_quoted_in_the_docs_are_the_code_s() -> None:
+    """README's configuration table (`[section]` | `key = value`, ...) and the key | default
+    tables of docs/configuration.md quote defaults: each must be the code's (README said
+    keyword_weight = 0.7 while the code and config.example.toml said 0.6)."""
+    quoted: list[tuple[str, str, str, str]] = []  # (where, section, key, TOML value)
+    for line in (ROOT / "README.md").read_text().splitlines():
+        row = re.match(r"\| `\[(\w+)\]` \| (.*?) \|", line)
+        if row:
+            for key, value in re.findall(r"`(\w+) = ([^`]+)`", row.group(2)):
+                quoted.append(("README.md", row.group(1), key, value))
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    for part in re.split(r"\n## ", doc)[1:]:
+        title = re.match(r"`\[(\w+)\]`", part)
+        if not title:
+            continue
+        for key, value in re.findall(r"^\| `(\w+)` \| `([^`]+)` \|", part, flags=re.M):
+            quoted.append(("docs/configuration.md", title.group(1), key, value))
+    assert len(quoted) >= 15, quoted
+    wrong = []
+    for where, section, key, value in quoted:
+        if value.endswith("..."):
+            continue
+        assert key in {f.name for f in dataclasses.fields(SECTIONS[section])}, (where, key)
+        said = tomllib.loads(f"v = {value}")["v"]
+        if said != _default(section, key):
+            wrong.append(
+                f"{where}: {section}.{key} = {value}, the code's is {_default(section, key)!r}"
+            )
+    assert not wrong, wrong
+
+
+def test_an_environment_variable_nothing_reads_is_named() -> None:
+    """MEMORYD_LOG_LEVEL=debug (for MEMORYD_LOGGING_LEVEL) was ignored without a word, while a
+    misspelt key of a known section stops startup: `config check` and the daemon's log name it,
+    with the variable meant. Every override the docs name is read; the clients' are left be."""
+    from memoryd.core.config import OTHER_ENV, env_names, unread_env
+
+    env = {
+        "MEMORYD_LOG_LEVEL": "debug",
+        "MEMORYD_SERACH_FUZZY": "off",
+        "MEMORYD_NAMESPACE": "agent",
+        "MEMORYD_MCP_PREFIX": "m_",
+        "MEMORYD_CONFIG": "/nowhere",
+        **{name: "1" for name in env_names()},
+    }
+    assert unread_env(env) == [
+        ("MEMORYD_LOG_LEVEL", "MEMORYD_LOGGING_LEVEL"),
+        ("MEMORYD_SERACH_FUZZY", "MEMORYD_SEARCH_FUZZY"),
+    ]
+    docs = (ROOT / "README.md").read_text() + (ROOT / "docs" / "configuration.md").read_text()
+    named = {
+        name
+        for name in re.findall(r"MEMORYD_[A-Z_]+[A-Z]", docs)
+        if name not in OTHER_ENV and not name.startswith("MEMORYD_TEST_")
+    } - {"MEMORYD_LOG_LEVEL"}  # the docs' example of a misspelt section
+    assert named - set(env_names()) == set()
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd", "config", "check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MEMORYD_LOG_LEVEL": "debug"},
+    )
+    assert out.returncode == 0
+    assert (
+        "MEMORYD_LOG_LEVEL is not a setting memoryd reads (did you mean MEMORYD_LOGGING_LEVEL?)"
+        in out.stderr
+    )

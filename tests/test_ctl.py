@@ -478,9 +478,19 @@ PARAMS = [
     (["candidates"], "promotion_candidates", {}),
     (["promote", "7"], "promote", {"id": 7, "tier": "critical"}),
     (["history", "7"], "history", {"id": 7}),
-    (["checkpoint"], "checkpoint.list", {}),
+    (["checkpoint"], "checkpoint.list", {"kind": "checkpoint"}),
+    (["checkpoint", "list", "--snapshot"], "checkpoint.list", {"kind": "snapshot"}),
     (["checkpoint", "create", "one"], "checkpoint.create", {"name": "one"}),
-    (["checkpoint", "restore", "one"], "checkpoint.restore", {"name": "one"}),
+    (
+        ["checkpoint", "restore", "one"],
+        "checkpoint.restore",
+        {"name": "one", "kind": "checkpoint"},
+    ),
+    (
+        ["checkpoint", "restore", "--snapshot", "s1"],
+        "checkpoint.restore",
+        {"name": "s1", "kind": "snapshot"},
+    ),
     (["checkpoint", "delete", "one"], "checkpoint.delete", {"name": "one", "kind": "checkpoint"}),
     (
         ["checkpoint", "delete", "--snapshot", "s1"],

@@ -258,14 +258,16 @@ def test_socket_activation_serves_the_inherited_socket(
         " [sys.executable, '-m', 'memoryd', 'run', '--config', sys.argv[1]])"
     )
     fd = listener.fileno()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", launcher, str(d.config_path)],
-        pass_fds=(3,),
-        preexec_fn=lambda: os.dup2(fd, 3),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=d.env,
-    )
+    log = tmp_path / "activated.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", launcher, str(d.config_path)],
+            pass_fds=(3,),
+            preexec_fn=lambda: os.dup2(fd, 3),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=d.env,
+        )
     try:
 
         def pong() -> bool:
@@ -276,6 +278,12 @@ def test_socket_activation_serves_the_inherited_socket(
 
         wait_for(pong, timeout=30)
         assert not d.socket.exists()  # it did not bind its own socket
+        # status and the log name the socket it serves on, not the config's unused one
+        assert rpc(path, "status")["result"]["socket"] == str(path)
+        assert f'"socket": "{path}", "event": "ready"' in log.read_text()
+        proc.send_signal(signal.SIGHUP)  # and a reload does not call that a change
+        wait_for(lambda: "configuration reloaded" in log.read_text())
+        assert "only after a restart" not in log.read_text()
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)

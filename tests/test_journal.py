@@ -176,3 +176,29 @@ def test_enabled_says_which_lines_are_written(tmp_path: Path) -> None:
         written = {x["level"] for x in _json_lines(stream.getvalue())}
         assert written == {n for n in ("debug", "info", "warning", "error") if logsetup.enabled(n)}
         assert logsetup.enabled(level)
+
+
+def test_a_burst_that_ended_is_counted_without_a_later_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The repeat limit's count rode on the next line of the kind: a burst that ended (a new
+    store's migration steps, the odd files a first scan skips) lost its lines past the fifth
+    without a trace. The daemon reports such counts every 30 s (logsetup.report_dropped)."""
+    import io
+
+    now = [100.0]
+    monkeypatch.setattr(logsetup, "_limiter", RateLimiter(clock=lambda: now[0]))
+    stream = io.StringIO()
+    logsetup.configure("info", "json", stream=stream)
+    log = logsetup.get_logger("memoryd.index.indexer")
+    for i in range(12):
+        log.warning("skipped", path=f"odd-{i}.md")
+    assert logsetup.report_dropped() == 0  # its second is not over: a later line may count it
+    now[0] += 1.5
+    assert logsetup.report_dropped() == 1
+    assert logsetup.report_dropped() == 0
+    lines = _json_lines(stream.getvalue())
+    assert len(lines) == RATE_LIMIT + 1
+    assert lines[-1]["event"] == "skipped" and lines[-1]["repeated"] == 12 - RATE_LIMIT
+    assert lines[-1]["dropped_only"] is True and lines[-1]["level"] == "warning"
+    assert lines[-1]["logger_name"] == "memoryd.index.indexer"

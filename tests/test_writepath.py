@@ -370,7 +370,7 @@ def test_failed_checkpoint_leaves_no_tmp_and_startup_cleans_up(
 ) -> None:
     import errno
 
-    import memoryd.store.sqlite as store_mod
+    import memoryd.store.db as store_mod  # db.vacuum_into: every copy of the live file
 
     app = make_app(model=None)
     call(app, "add", content="something to copy")

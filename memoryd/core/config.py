@@ -368,6 +368,38 @@ def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
+# MEMORYD_* variables read elsewhere: the clients' (memoryctl, memoryd mcp) and the test suite's
+OTHER_ENV = frozenset(
+    {"MEMORYD_CONFIG", "MEMORYD_SOCKET", "MEMORYD_NAMESPACE", "MEMORYD_MCP_PREFIX"}
+)
+
+
+def env_names() -> list[str]:
+    """Every variable that overrides a setting: MEMORYD_WORKSPACE, ..., MEMORYD_LOGGING_LEVEL."""
+    names = [f"MEMORYD_{key.upper()}" for key in TOP_LEVEL]
+    for section, klass in SECTIONS.items():
+        names += [f"MEMORYD_{section.upper()}_{f.name.upper()}" for f in fields(klass)]
+    return names
+
+
+def unread_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """The MEMORYD_* variables nothing reads, each with the closest one that is read (or ""): a
+    misspelt section
+    (MEMORYD_LOG_LEVEL) was ignored without a word, while a misspelt key stops startup."""
+    env = os.environ if env is None else env
+    known = env_names()
+    out = []
+    for var in sorted(env):
+        if not var.startswith("MEMORYD_") or var in OTHER_ENV or var.startswith("MEMORYD_TEST_"):
+            continue
+        rest = var[len("MEMORYD_") :].lower()
+        if rest in TOP_LEVEL or rest.partition("_")[0] in SECTIONS:
+            continue  # read (a misspelt key there is a ConfigError)
+        close = difflib.get_close_matches(var, known, n=1)
+        out.append((var, close[0] if close else ""))
+    return out
+
+
 def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
     env = os.environ if env is None else env
     found = find_config_file(path, env)

@@ -10,7 +10,8 @@ thread, ignored in a `__del__`), with their traceback in the line. So
 A line that repeats (the same logger, level and event, more than RATE_LIMIT times within
 RATE_WINDOW_S seconds: a pool retrying a lost server dozens of times a second) is dropped after
 the first RATE_LIMIT; the next one let through after the window carries `repeated: N`, the
-number dropped.
+number dropped, or, when none comes, a line of the kind with only that count
+(`report_dropped`, which the daemon calls every 30 s).
 
 configure() may be called again (SIGHUP): loggers already handed out follow the new level,
 because the level is checked by a processor reading module state, not baked into the logger.
@@ -72,6 +73,18 @@ class RateLimiter:
                 return True, 0
             entry[2] += 1
             return False, 0
+
+    def unreported(self) -> list[tuple[str, str, str]]:
+        """The kinds whose window is over with lines dropped that no later line has counted:
+        a burst that ended (the steps of a migration, the files a first scan skipped) was
+        dropped without a trace, since the count rides on the next line of its kind."""
+        now = self.clock()
+        with self._lock:
+            return [
+                key
+                for key, (start, _count, dropped) in self._seen.items()
+                if dropped and now - start >= self.window
+            ]
 
 
 _limiter = RateLimiter()
@@ -318,6 +331,19 @@ def _moved(stream: TextIO) -> bool:
     except (OSError, ValueError):
         return True
     return (on_disk.st_dev, on_disk.st_ino) != (open_.st_dev, open_.st_ino)
+
+
+def report_dropped() -> int:
+    """Write, for each kind of line the repeat limit dropped in a burst that has ended, one line
+    of that kind carrying `repeated: N` (as the next line of the kind would have), marked
+    `dropped_only`. The daemon calls it every 30 s and before it stops. Returns the lines."""
+    kinds = _limiter.unreported()
+    for logger_name, level, event in kinds:
+        logger = structlog.get_logger().bind(logger_name=logger_name)
+        getattr(logger, level if level in LEVELS or level == "critical" else "info")(
+            event, dropped_only=True
+        )
+    return len(kinds)
 
 
 def reopen_if_moved() -> bool:

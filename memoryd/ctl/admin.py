@@ -168,12 +168,18 @@ def s_checkpoints(res: dict[str, Any], a: Namespace) -> int:
     for cp in res["checkpoints"]:
         print(f"{cp['name']}\t{cp['created_at']}\t{cp['bytes']}")
     if not res["checkpoints"]:
-        print("no checkpoints", file=sys.stderr)
+        print(f"no {p_kind(a)['kind']}s", file=sys.stderr)
     return EXIT_OK
 
 
+def p_kind(a: Namespace) -> dict[str, Any]:
+    """--snapshot: the copy named is a scheduled snapshot (<data_dir>/snapshots/), not a
+    checkpoint; list, restore and delete take it alike."""
+    return {"kind": "snapshot" if getattr(a, "snapshot", False) else "checkpoint"}
+
+
 def p_checkpoint_delete(a: Namespace) -> dict[str, Any]:
-    return {"name": a.name, "kind": "snapshot" if a.snapshot else "checkpoint"}
+    return {"name": a.name, **p_kind(a)}
 
 
 def s_checkpoint_delete(res: dict[str, Any], a: Namespace) -> int:

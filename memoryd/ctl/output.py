@@ -229,7 +229,9 @@ def status_summary(res: dict[str, Any]) -> str:
     vectors = res.get("vectors") or {}
     skipped = index.get("skipped") or []
     problems = []
-    if store.get("ok") is False:
+    if store.get("ok") is False and store.get("backend") == "sqlite":
+        problems.append("database file replaced under the daemon: restart it")
+    elif store.get("ok") is False:
         problems.append("store unreachable")
     watcher = res.get("watcher") or {}
     if "workspace folder is missing" in (watcher.get("error") or ""):

@@ -89,6 +89,11 @@ def memory_options(update: bool = False) -> tuple[Any, ...]:
 
 ID = arg("id", type=int, metavar="ID")
 NS = arg("--namespace", metavar="NS")
+SNAPSHOT = arg(
+    "--snapshot",
+    action="store_true",
+    help="a scheduled snapshot (<data_dir>/snapshots/), not a checkpoint",
+)
 NOTE_SECRETS = arg(
     "--allow-secrets",
     action="store_true",
@@ -403,19 +408,21 @@ COMMANDS: tuple[Command, ...] = (
             ),
             Command(
                 "restore",
-                "go back to one",
+                "go back to one (or with --snapshot to a scheduled snapshot)",
                 method="checkpoint.restore",
-                params=ad.p_name,
+                params=ad.p_checkpoint_delete,
                 show=h.s_rows,
                 slow=True,
-                args=(arg("name", metavar="NAME"),),
+                args=(arg("name", metavar="NAME"), SNAPSHOT),
             ),
             Command(
                 "list",
-                "list the checkpoints (the default)",
+                "list the checkpoints (the default; with --snapshot the scheduled snapshots)",
                 method="checkpoint.list",
+                params=ad.p_kind,
                 show=ad.s_checkpoints,
                 found=listed("checkpoints"),
+                args=(SNAPSHOT,),
             ),
             Command(
                 "delete",
@@ -423,16 +430,15 @@ COMMANDS: tuple[Command, ...] = (
                 method="checkpoint.delete",
                 params=ad.p_checkpoint_delete,
                 show=ad.s_checkpoint_delete,
-                args=(
-                    arg("name", metavar="NAME"),
-                    arg("--snapshot", action="store_true", help="NAME is a snapshot"),
-                ),
+                args=(arg("name", metavar="NAME"), SNAPSHOT),
             ),
         ),
         examples=(
             "memoryctl checkpoint create before-cleanup",
             "memoryctl checkpoint restore before-cleanup",
             "memoryctl checkpoint delete before-cleanup",
+            "memoryctl checkpoint list --snapshot",
+            "memoryctl checkpoint restore --snapshot memoryd-20261126T030000Z",
         ),
     ),
     Command(

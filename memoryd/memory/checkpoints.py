@@ -30,7 +30,7 @@ from memoryd.core.errors import InvalidInput, NotFound, Refused, describe
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.memory.dailylog import DailyLog
-from memoryd.store import Store, entries, files
+from memoryd.store import Store, db, entries, files
 from memoryd.store.migrations import MIGRATIONS
 
 log = get_logger("memoryd.memory.checkpoints")
@@ -69,6 +69,21 @@ def _path(data_dir: Path, name: object) -> Path:
     return folder(data_dir) / f"{check_name(name)}.db"
 
 
+KINDS = {"checkpoint": "checkpoints", "snapshot": "snapshots"}  # kind -> folder in data_dir
+
+
+def check_kind(kind: object) -> str:
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise InvalidInput("kind: expected checkpoint or snapshot")
+    return str(kind)
+
+
+def copy_path(data_dir: Path, name: object, kind: object = "checkpoint") -> Path:
+    """A checkpoint (`memoryctl checkpoint create`) or a scheduled snapshot (the snapshot job):
+    the two kinds of copy that list, restore and delete act on alike."""
+    return data_dir / KINDS[check_kind(kind)] / f"{check_name(name)}.db"
+
+
 def create(store: Store, data_dir: Path, name: object) -> dict[str, Any]:
     path = _path(data_dir, name)
     refuse_on_postgres(store, "no checkpoint was made")
@@ -82,12 +97,7 @@ def create(store: Store, data_dir: Path, name: object) -> dict[str, Any]:
 
 def delete(data_dir: Path, name: object, kind: object = "checkpoint") -> dict[str, Any]:
     """Remove a checkpoint or a snapshot (to forget a deleted memory everywhere)."""
-    if kind == "checkpoint":
-        path = _path(data_dir, name)
-    elif kind == "snapshot":
-        path = data_dir / "snapshots" / f"{check_name(name)}.db"
-    else:
-        raise InvalidInput("kind: expected checkpoint or snapshot")
+    path = copy_path(data_dir, name, kind)
     if not path.is_file():
         raise NotFound(f"no {kind} named {describe(name)}")
     path.unlink()
@@ -95,10 +105,10 @@ def delete(data_dir: Path, name: object, kind: object = "checkpoint") -> dict[st
     return {"deleted": name, "kind": kind}
 
 
-def list_all(store: Store, data_dir: Path) -> list[dict[str, Any]]:
+def list_all(store: Store, data_dir: Path, kind: object = "checkpoint") -> list[dict[str, Any]]:
     refuse_on_postgres(store, "there are no checkpoints to list")
     out = []
-    for p in sorted(folder(data_dir).glob("*.db")):
+    for p in sorted((data_dir / KINDS[check_kind(kind)]).glob("*.db")):
         st = _regular_stat(p)
         if st is None:  # a folder, a FIFO, a dangling symlink: not a checkpoint
             continue
@@ -141,14 +151,17 @@ def restore(
     after_restore: Callable[[], None],
     sync_paths: Callable[[list[Path]], Any],
     reconcile: Callable[[], Any],
+    kind: object = "checkpoint",
 ) -> dict[str, Any]:
-    """Replace the live database with a checkpoint. `after_restore` drops what was cached of
-    the old one; `sync_paths` indexes daily log files rewritten here; `reconcile` compares the
-    workspace with the restored index (an indexer Report)."""
-    path = _path(data_dir, name)
+    """Replace the live database with a checkpoint, or a scheduled snapshot (`kind`).
+    `after_restore` drops what was cached of the old one; `sync_paths` indexes daily log files
+    rewritten here; `reconcile` compares the workspace with the restored index (an indexer
+    Report)."""
+    path = copy_path(data_dir, name, kind)
     refuse_on_postgres(store, "nothing was restored")
     if not path.is_file():
-        raise NotFound(f"no checkpoint named {describe(name)} (see checkpoint list)")
+        see = "checkpoint list" + (" --snapshot" if kind == "snapshot" else "")
+        raise NotFound(f"no {kind} named {describe(name)} (see {see})")
     version = inspect(path)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock()))
     safety = folder(data_dir) / f"pre-restore-{stamp}.db"
@@ -161,15 +174,17 @@ def restore(
     work = folder(data_dir) / f".restore-{stamp}.db.tmp"
     try:
         if version < len(MIGRATIONS):
-            _remove_db(work)
+            db.remove_db_files(work)
             files.migrated_copy(path, work)
             source, migrated = work, True
         high = store.read(entries.id_high_water)
         store.restore_from(source)
         store.run_write(lambda con: entries.raise_id_high_water(con, high))
     finally:
-        _remove_db(work)
-    log.info("checkpoint restored", name=name, migrated=migrated, safety_copy=safety.stem)
+        db.remove_db_files(work)
+    log.info(
+        "checkpoint restored", name=name, kind=kind, migrated=migrated, safety_copy=safety.stem
+    )
     after_restore()
     # lines of memories the restore took away (added after the checkpoint) leave the daily log
     rewritten = dailylog.forget_unknown(
@@ -180,16 +195,12 @@ def restore(
     report = reconcile()
     return {
         "restored": name,
+        "kind": kind,
         "schema_version": version,
         "migrated": migrated,
         "safety_copy": safety.stem,
         "reconcile": report.as_dict(),
     }
-
-
-def _remove_db(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
 
 
 def _regular_stat(path: Path) -> os.stat_result | None:

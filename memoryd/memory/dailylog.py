@@ -260,6 +260,19 @@ class DailyLog:
         gone = seen - known(seen)
         return self._rewrite(dict.fromkeys(gone), []) if gone else []
 
+    def highest_id(self) -> int:
+        """The highest memory id a line of the log names (0 for none)."""
+        if not self.folder().is_dir():
+            return 0
+        top = 0
+        for path in self._log_files(exclude=set()):
+            try:
+                self._check_inside(path.parent)
+                top = max(top, *marker_ids(_read_regular(path)), 0)
+            except OSError:
+                continue
+        return top
+
     def rewrite(self, record: dict[str, Any]) -> list[Path]:
         """Replace a memory's line with its current text (after an update or a redaction)."""
         return self._rewrite({int(record["id"]): record}, [record])

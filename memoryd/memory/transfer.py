@@ -44,7 +44,7 @@ MAX_KEPT_ID = 2**53 - 1 - 2**32
 def export(
     con: Connection, *, namespace: str | None = None, with_vectors: bool = False
 ) -> Iterator[dict[str, Any]]:
-    active = vectors.active_model(con) if with_vectors else None
+    active = vectors.embedding_model(con) if with_vectors else None
     for item in tstore.memory_rows(con, namespace):
         entry_id = item["id"]
         item["tags"] = json.loads(item["tags"])
@@ -140,8 +140,10 @@ def check_extras(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def store_items(con: Connection, items: list[dict[str, Any]], *, now: float) -> dict[str, Any]:
-    """Insert checked items (Memories.import_items) inside the caller's transaction."""
-    active = vectors.active_model(con)
+    """Insert checked items (Memories.import_items) inside the caller's transaction. An item's
+    vector is stored when it is of the model texts are embedded with (a new daemon's, whose first
+    backfill of the notes may take hours, too: every vector dropped was embedded again)."""
+    active = vectors.embedding_model(con)
     counts: dict[str, Any] = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}
     renumbered: list[dict[str, int]] = []
     ids: list[int] = []

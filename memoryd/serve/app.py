@@ -20,7 +20,7 @@ from memoryd.core.errors import MemorydError
 from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
-from memoryd.index import fstype
+from memoryd.index import chunking, fstype
 from memoryd.index.embed import ModelHolder, background_threads, load_embedder, resolve_model
 from memoryd.index.embedworker import EmbedWorker
 from memoryd.index.indexer import ROOT_AWAY, Indexer
@@ -131,6 +131,10 @@ class App:
             trash=cfg.data_dir / "trash",
             secrets_mode=cfg.secrets.mode,
         )
+        # another chunk size than the index was built with: every note is read again (its
+        # first reconcile), as a change of model re-embeds (index/chunking.py)
+        chunking.check(self.store, cfg.indexer, self.notes.forget_hashes)
+        self._ids_above_the_log()
         self.near_duplicates = NearDuplicates(
             self.store,
             self.model,
@@ -193,6 +197,24 @@ class App:
         if paths:
             self.indexer.sync_paths(paths)
 
+    def _ids_above_the_log(self) -> None:
+        """A store older than its daily log (a snapshot copied into data_dir, the restore of
+        docs/service.md): its id sequence was behind ids the log names, so a new memory took
+        such an id, and deleting it took the old line of that id out of the log too. New ids
+        start above every id the log names (ids are never reused). Not in a store without
+        memories: one made to import an export into keeps the ids the log names (as its lines
+        are those memories)."""
+        if not self.store.read(entries.counts).get("memories"):
+            return
+        logged = self.dailylog.highest_id()
+        if logged > self.store.read(entries.id_high_water):
+            self.store.run_write(lambda con: entries.raise_id_high_water(con, logged))
+            log.warning(
+                "the daily log names memories this store never had (restored from an older "
+                "copy?): new ids start above them",
+                highest_logged_id=logged,
+            )
+
     def after_restore(self) -> None:
         """The database was replaced under us (checkpoint restore): forget cached state."""
         self.embedder.model_id = None
@@ -200,6 +222,8 @@ class App:
         self.fuzzy.invalidate()
         self.triggers.invalidate()
         self.embedder.wake()
+        # a copy chunked with other settings: the reconcile after the restore reads every note
+        chunking.check(self.store, self.cfg.indexer, self.notes.forget_hashes)
 
     def _changed_elsewhere(self, info: dict[str, Any]) -> None:
         """Another daemon on the shared database changed memories, chunks or trigger phrases
@@ -357,6 +381,7 @@ class App:
         """Take reloadable settings from a new configuration (SIGHUP)."""
         self.cfg = cfg
         self.searcher.settings = cfg.search
+        self.fuzzy.min_similarity = cfg.search.fuzzy_min_similarity
         self.searcher.lifecycle = cfg.lifecycle
         self.searcher.flag_secrets = cfg.secrets.flag_workspace_hits
         self.memories.secrets_mode = cfg.secrets.mode
@@ -423,7 +448,12 @@ class App:
         except StoreUnavailable as exc:  # status still answers: it says the server is gone
             counts, vec = None, {"done": None, "pending": None}
             store.update(ok=False, error=store.get("error") or exc.message)
-        watcher_alive = self.watcher is not None and self.watcher.alive
+        # null while start-up has yet to start it (status right after READY=1 said "watcher
+        # stopped"); false when it died or could not start (watcher_error says why)
+        starting = self._bg is not None and self._bg.is_alive() and self.watcher_error is None
+        watcher_alive: bool | None = (
+            self.watcher.alive if self.watcher is not None else (None if starting else False)
+        )
         out: dict[str, Any] = {
             "version": __version__,
             "pid": os.getpid(),

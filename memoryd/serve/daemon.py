@@ -14,17 +14,18 @@ import dataclasses
 import functools
 import os
 import signal
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core import logsetup, runtime
-from memoryd.core.config import RELOADABLE, Config, diff, load_config
+from memoryd.core.config import RELOADABLE, Config, diff, load_config, unread_env
 from memoryd.core.errors import MemorydError
 from memoryd.core.fsutil import acquire_lock, process_umask
 from memoryd.serve.app import App, prepare_dirs
 from memoryd.serve.notify import Notifier, listen_fds
-from memoryd.serve.server import Server
+from memoryd.serve.server import Server, prepare_socket_path
 
 log = logsetup.get_logger("memoryd.serve.daemon")
 PATHS_CHECK_S = 30.0  # how often the socket and log files are looked for
@@ -50,6 +51,18 @@ def apply_reloadable(old: Config, new: Config) -> tuple[Config, list[str], list[
             cfg, **{section: dataclasses.replace(getattr(cfg, section), **values)}
         )
     return cfg, applied, restart
+
+
+def activated_path(sock: socket.socket, cfg: Config) -> Path:
+    """The path of the socket the service manager handed over (the config's when it has none
+    to tell: an abstract or unnamed socket)."""
+    try:
+        name = sock.getsockname()
+    except OSError:
+        return cfg.socket
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    return Path(name) if isinstance(name, str) and name.startswith("/") else cfg.socket
 
 
 class PageHost(Protocol):
@@ -80,6 +93,10 @@ class Daemon:
         self._sigints = 0
 
     def run(self) -> int:
+        if not os.environ.get("LISTEN_FDS"):
+            # a daemon answering on the socket already: say so before a store is made and
+            # migrated in a data_dir of this config's that nothing will use
+            prepare_socket_path(self.cfg.socket)
         prepare_dirs(self.cfg)
         lock_fd = acquire_lock(self.cfg.lock_path)
         try:
@@ -99,10 +116,14 @@ class Daemon:
             socket=str(cfg.socket),
             config=str(cfg.source) if cfg.source else None,
         )
+        inherited = listen_fds()
+        if inherited:
+            # socket activation: the socket is the service manager's, wherever the config says;
+            # status, the log and the workspace's list of memoryd's own files name that one
+            cfg = self.cfg = dataclasses.replace(cfg, socket=activated_path(inherited[0], cfg))
         self.app = app = await loop.run_in_executor(
             None, functools.partial(App, cfg, claim_workspace=True)
         )
-        inherited = listen_fds()
         self.server = Server(app, cfg.server, cfg.socket, sock=inherited[0] if inherited else None)
         try:
             await self.server.start()
@@ -140,6 +161,7 @@ class Daemon:
             await self.server.close()
             await loop.run_in_executor(None, app.close)
             self._restore_signals(loop)
+            logsetup.report_dropped()
             log.info("stopped")
             self.notifier.close()
         return 0
@@ -150,6 +172,7 @@ class Daemon:
         while True:
             await asyncio.sleep(interval)
             try:
+                logsetup.report_dropped()
                 logsetup.reopen_if_moved()
                 if self.server is not None:
                     await self.server.relisten_if_removed()
@@ -196,12 +219,14 @@ class Daemon:
             log.error("reload failed; keeping the running configuration", error=exc.message)
             self.notifier.ready("reload failed; running configuration kept")
             return
+        if self.server is not None and not self.server.owns_path:  # socket activation
+            new = dataclasses.replace(new, socket=self.cfg.socket)
         cfg, applied, restart = apply_reloadable(self.cfg, new)
         self.cfg = cfg
         if self.app is not None:
             self.app.apply_config(cfg)
         if self.server is not None:
-            self.server.settings = cfg.server
+            self.server.apply(cfg.server, cfg.notes.max_bytes)
         logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
         log.info("configuration reloaded", changed=applied or None)
         if restart:
@@ -215,6 +240,12 @@ def run(config_path: Path | None = None, page: Callable[[Config], PageHost] | No
     cfg = load_config(config_path)
     process_umask()  # under `umask 000` nothing we create may be writable by others
     logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
+    for var, close in unread_env():
+        log.warning(
+            "an environment variable memoryd does not read; ignored",
+            variable=var,
+            did_you_mean=close or None,
+        )
     temp = runtime.temp_socket_path()
     why = runtime.untrusted_folder(temp.parent)
     if why is not None and cfg.socket == runtime.fallback_socket_path():

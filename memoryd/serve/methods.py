@@ -279,17 +279,19 @@ def checkpoint_create(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return checkpoints.create(app.store, app.cfg.data_dir, params.get("name"))
 
 
-@method("checkpoint.list")
+@method("checkpoint.list", {"kind"})
 def checkpoint_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return {"checkpoints": checkpoints.list_all(app.store, app.cfg.data_dir)}
+    kind = params.get("kind", "checkpoint")
+    return {"checkpoints": checkpoints.list_all(app.store, app.cfg.data_dir, kind)}
 
 
-@method("checkpoint.restore", {"name"}, slow=True)
+@method("checkpoint.restore", {"name", "kind"}, slow=True)
 def checkpoint_restore(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return checkpoints.restore(
         app.store,
         app.cfg.data_dir,
         params.get("name"),
+        kind=params.get("kind", "checkpoint"),
         clock=app.clock,
         dailylog=app.dailylog,
         after_restore=app.after_restore,

@@ -217,6 +217,18 @@ class Server:
         self.errors_total = 0
         self.evicted_total = 0
 
+    @property
+    def owns_path(self) -> bool:
+        """False under socket activation: the socket file is the service manager's."""
+        return self._owns_path
+
+    def apply(self, settings: ServerSettings, note_max_bytes: int) -> None:
+        """Reloaded settings (SIGHUP): the timeouts, and the request limit raised to fit a note
+        of the new notes.max_bytes, for the connections accepted from now on."""
+        self.settings = settings
+        self.limit = request_limit(settings.max_request_bytes, note_max_bytes)
+        self._streams.limit = self.limit + 1
+
     async def start(self) -> None:
         sock = self._inherited if self._inherited is not None else bind_socket(self.path)
         await self._listen(sock)

@@ -58,6 +58,36 @@ def ensure_private_file(path: Path) -> None:
         os.chmod(path, 0o600)
 
 
+DB_SUFFIXES = ("", "-journal", "-wal", "-shm")  # a database file and what SQLite keeps beside it
+
+
+def remove_db_files(path: Path) -> None:
+    """Remove a database file and the journal, WAL and shared-memory files beside it."""
+    for suffix in DB_SUFFIXES:
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def vacuum_into(con: apsw.Connection, target: Path) -> None:
+    """A consistent copy of `con`'s database at `target` (VACUUM INTO), owner-only, all or
+    nothing: written as `target.tmp` and renamed, so `target` exists only complete. A failed or
+    interrupted copy (a full disk) leaves nothing behind: neither the temp file nor the journal
+    SQLite made beside it. Every copy memoryd makes of a live database goes through here:
+    checkpoints, snapshots, the backup before a migration."""
+    make_dirs(target.parent, PRIVATE_DIR)
+    tmp = target.with_name(target.name + ".tmp")
+    remove_db_files(tmp)  # VACUUM INTO wants a new file
+    old = os.umask(0o077)  # the copy holds every memory
+    try:
+        con.execute("VACUUM INTO ?", (str(tmp),))
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, target)
+    except BaseException:
+        remove_db_files(tmp)
+        raise
+    finally:
+        os.umask(old)
+
+
 def damaged(path: Path, exc: BaseException) -> str:
     """What to do about a database file SQLite cannot read: where the newest copy is."""
     copies = [

@@ -5,7 +5,6 @@ Add a step by appending a function to MIGRATIONS; never edit a released step.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +13,7 @@ import apsw
 
 from memoryd.core.errors import StoreError
 from memoryd.core.logsetup import get_logger
-from memoryd.store import entities, notetext, tables, tokenizer
+from memoryd.store import db, entities, notetext, tables, tokenizer
 from memoryd.store.protocol import one
 
 log = get_logger("memoryd.store")
@@ -415,12 +414,8 @@ def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
     applied: list[str] = []
     if current < len(MIGRATIONS) and current > 0 and db_path is not None:
         backup = db_path.with_name(f"{db_path.name}.pre-v{current + 1}.bak")
-        if not backup.exists():
-            old = os.umask(0o077)  # the snapshot holds every memory: owner-only
-            try:
-                con.execute("VACUUM INTO ?", (str(backup),))
-            finally:
-                os.umask(old)
+        if not backup.exists():  # it exists only complete (db.vacuum_into)
+            db.vacuum_into(con, backup)
             log.info("migration snapshot", path=str(backup))
     # Steps may rebuild a table (m003): foreign key actions must not fire while they do. The
     # pragma is a no-op inside a transaction, so it is switched around the steps.
@@ -438,7 +433,21 @@ def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
                 raise
             con.execute("COMMIT")
             applied.append(step.__name__)
-            log.info("migration applied", step=step.__name__, version=version)
     finally:
         con.execute(f"PRAGMA foreign_keys = {'ON' if fk else 'OFF'}")
+        log_applied(current, applied)
     return applied
+
+
+def log_applied(current: int, applied: list[str], **context: object) -> None:
+    """One line for a run of migrations, on both backends: the versions and every step. (A
+    line per step met the log's repeat limit, five lines of one kind a second: a new store's
+    log named m001..m005 and never the steps after.)"""
+    if applied:
+        log.info(
+            "schema migrated",
+            from_version=current,
+            to_version=current + len(applied),
+            steps=applied,
+            **context,
+        )

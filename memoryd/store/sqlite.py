@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import apsw
 
-from memoryd.core.errors import DiskFull, StoreError
-from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
+from memoryd.core.errors import DiskFull, StoreError, StoreUnavailable
+from memoryd.core.logsetup import get_logger
 from memoryd.store import db
 from memoryd.store.migrations import migrate
 from memoryd.store.protocol import Connection, VectorIndex, one
@@ -29,11 +29,22 @@ T = TypeVar("T")
 __all__ = ["SqliteStore", "disk_full"]
 
 
+log = get_logger("memoryd.store")
+
+
 def disk_full(exc: BaseException) -> DiskFull:
     return DiskFull(
         f"the disk holding the database is full ({exc}); nothing was written. "
         "Free some space and retry"
     )
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _end(con: apsw.Connection, how: str) -> None:
@@ -78,6 +89,34 @@ class SqliteStore:
         self._readers: list[apsw.Connection] = []
         self._readers_lock = threading.Lock()
         self._closed = False
+        self._identity = _identity(self.path)  # the file the writer has open
+        self._replaced_said = False
+
+    def replaced(self) -> str | None:
+        """Why the file at `path` is no longer the database this store has open, or None.
+
+        A copy moved over memoryd.db while the daemon runs (`mv snapshot.db memoryd.db`, a
+        restore by hand) leaves the writer on the old file, unlinked: every write after it is
+        lost at the next start, and a new reader opened the new file with the old file's WAL
+        ("database disk image is malformed"). So reads that need a new connection and every
+        write are refused until a restart opens the file now at the path."""
+        if _identity(self.path) == self._identity:
+            return None
+        why = (
+            f"the database file {self.path} was replaced or removed while memoryd was running "
+            "(its writes would go to the old file and be lost): restart memoryd to open the "
+            "file now at that path; to go back to a copy while it runs, use `memoryctl "
+            "checkpoint restore`"
+        )
+        if not self._replaced_said:
+            self._replaced_said = True
+            log.error("the database file was replaced under the daemon", path=str(self.path))
+        return why
+
+    def _check_file(self) -> None:
+        why = self.replaced()
+        if why is not None:
+            raise StoreUnavailable(why)
 
     # -- connections --------------------------------------------------------------------------
 
@@ -87,6 +126,7 @@ class SqliteStore:
             raise StoreError("the store is closed")
         con = getattr(self._local, "con", None)
         if con is None:
+            self._check_file()
             con, _ = db.connect(self.path, writer=False)
             self._local.con = con
             with self._readers_lock:
@@ -125,6 +165,7 @@ class SqliteStore:
         with self._lock:
             if self._closed:
                 raise StoreError("the store is closed")
+            self._check_file()
             con = self._writer
             if durable:
                 con.execute("PRAGMA synchronous = FULL")
@@ -166,7 +207,8 @@ class SqliteStore:
 
     def info(self) -> dict[str, Any]:
         """The `store` section of status (PgStore's says more: server, pool, listener)."""
-        return {"backend": self.backend, "ok": True, "error": None}
+        why = self.replaced()
+        return {"backend": self.backend, "ok": why is None, "error": why}
 
     def vector_index(self) -> VectorIndex | None:
         """None: the searcher keeps its vectors in memory (search/vecindex.py: VectorCache)."""
@@ -196,32 +238,19 @@ class SqliteStore:
             self._writer.execute("PRAGMA optimize")
 
     def backup_to(self, target: Path) -> None:
-        """Online backup (VACUUM INTO): a consistent copy while the daemon runs."""
-        make_dirs(target.parent, PRIVATE_DIR)
-        tmp = target.with_name(target.name + ".tmp")
-        if tmp.exists():
-            tmp.unlink()
-        db.ensure_private_file(tmp)
-        os.unlink(tmp)  # VACUUM INTO wants a new file; its mode follows the umask below
-        old = os.umask(0o077)
+        """Online backup (VACUUM INTO): a consistent copy while the daemon runs, all or nothing
+        (db.vacuum_into)."""
         try:
             con = apsw.Connection(str(self.path))  # its own connection: readers are query_only
             try:
                 con.set_busy_timeout(db.BUSY_TIMEOUT_MS)
-                con.execute("VACUUM INTO ?", (str(tmp),))
+                db.vacuum_into(con, target)
             finally:
                 con.close()
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, target)
-        except BaseException as exc:
-            tmp.unlink(missing_ok=True)  # a failed or interrupted copy leaves nothing behind
-            if isinstance(exc, apsw.FullError) or (
-                isinstance(exc, OSError) and exc.errno == errno.ENOSPC
-            ):
+        except (apsw.FullError, OSError) as exc:
+            if isinstance(exc, apsw.FullError) or exc.errno == errno.ENOSPC:
                 raise disk_full(exc) from None
             raise
-        finally:
-            os.umask(old)
 
     def restore_from(self, source: Path) -> None:
         """Replace the whole database with `source` through SQLite's backup API, under the

@@ -79,6 +79,14 @@ def active_model(con: Connection) -> tuple[int, str, int] | None:
     return out
 
 
+def embedding_model(con: Connection) -> tuple[int, str, int] | None:
+    """(id, key, dim) of the model texts are embedded with now, whether or not its first
+    backfill has finished (search waits for that, active_model; a vector of it is valid
+    before): what export --vectors writes and import stores."""
+    rows = con.execute("SELECT id, key, dim FROM models WHERE active = 1").fetchall()
+    return (int(rows[0][0]), str(rows[0][1]), int(rows[0][2])) if rows else None
+
+
 def mark_complete(con: Connection, model_id: int) -> list[str]:
     """The model's first full backfill is done: search may use it, older models go."""
     con.execute("UPDATE models SET complete = 1 WHERE id = ?", (model_id,))

@@ -28,6 +28,7 @@ import psycopg
 from memoryd.core.errors import StoreError
 from memoryd.core.logsetup import get_logger
 from memoryd.store import tables
+from memoryd.store.migrations import log_applied
 from memoryd.store.protocol import one
 from memoryd.store.tokenizer import CJK_CLASS
 
@@ -543,6 +544,7 @@ def migrate(con: psycopg.Connection) -> list[str]:
     """Bring the database to the current schema, once, whichever daemon gets there first: the
     others wait on the advisory lock and then find nothing to do. `con` is in autocommit mode."""
     applied: list[str] = []
+    current = 0
     with con.cursor() as cur:
         cur.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK])
         try:
@@ -574,9 +576,6 @@ def migrate(con: psycopg.Connection) -> list[str]:
                         [str(version)],
                     )
                 applied.append(step.__name__)
-                log.info(
-                    "migration applied", step=step.__name__, version=version, backend="postgres"
-                )
         except psycopg.errors.InsufficientPrivilege as exc:
             raise StoreError(
                 f"PostgreSQL refused the schema set-up ({str(exc).strip().splitlines()[0]}): "
@@ -588,4 +587,5 @@ def migrate(con: psycopg.Connection) -> list[str]:
             # the lock goes with the connection, and the first error is the one to report)
             if con.info.transaction_status != psycopg.pq.TransactionStatus.INERROR:
                 cur.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK])
+            log_applied(current, applied, backend="postgres")
     return applied
