@@ -319,6 +319,8 @@ class Indexer:
             for rel in rels:
                 full = self.root / rel if rel != "." else self.root
                 if _is_dir(full):
+                    if rel in indexed:  # a note replaced by a folder of its name
+                        vanished[rel] = indexed[rel]
                     for p, s in self._scan_under(rel).items():
                         todo[p] = s
                     prefix = "" if rel == "." else rel + "/"

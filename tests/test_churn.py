@@ -1,0 +1,116 @@
+"""A workspace that churns (editors, git, sync tools), with the real watchdog observer: once the
+events settle, the index equals the disk (every note once, with its current text; nothing that
+is gone; a moved note under its new path only), and a word planted in a note finds the notes
+that hold it. Each sequence here is one a seeded churn run found wrong (the report of branch
+walke11 names its class)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import DEADLINE_S, q, wait_for
+
+from memoryd.store import entries
+
+pytestmark = pytest.mark.backends
+
+
+def started(make_app: Any) -> Any:
+    app = make_app(model=None)
+    app.start(jobs=False)
+    assert app.ready.wait(DEADLINE_S)
+    wait_for(lambda: app.watcher is not None and app.watcher.alive)
+    return app
+
+
+def on_disk(ws: Path) -> dict[str, str]:
+    """Every *.md regular file outside dot folders (what `rg --files -g '*.md'` lists), with
+    the SHA-256 of its bytes."""
+    found = {}
+    for dirpath, dirs, files in os.walk(ws):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            full = Path(dirpath, name)
+            if name.endswith(".md") and not name.startswith(".") and full.is_file():
+                found[full.relative_to(ws).as_posix()] = hashlib.sha256(
+                    full.read_bytes()
+                ).hexdigest()
+    return found
+
+
+def in_index(app: Any) -> dict[str, str]:
+    return {p: d.sha256 for p, d in app.store.read(entries.documents).items()}
+
+
+def settled(app: Any) -> dict[str, str]:
+    """Waits (with a deadline) until the index equals the disk; returns the disk's notes."""
+    ws = app.cfg.workspace
+
+    def equal() -> bool:
+        return in_index(app) == on_disk(ws)
+
+    try:
+        wait_for(equal)
+    except AssertionError:
+        disk, idx = on_disk(ws), in_index(app)
+        raise AssertionError(
+            f"index != disk: only on disk {sorted(set(disk) - set(idx))}, only indexed "
+            f"{sorted(set(idx) - set(disk))}, stale "
+            f"{sorted(p for p in set(disk) & set(idx) if disk[p] != idx[p])}"
+        ) from None
+    return on_disk(ws)
+
+
+def found_by(app: Any, word: str) -> set[str]:
+    return {h["path"] for h in q(app, word, limit=50)["hits"] if h.get("path")}
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _file_to_folder(ws: Path) -> None:
+    """A sync tool or a script replaces a note with a folder of its name."""
+    (ws / "x.md").unlink()
+    write(ws / "x.md" / "inner.md", "# Inner\n\nquokka\n")
+
+
+def _folder_to_file(ws: Path) -> None:
+    shutil.rmtree(ws / "d")
+    write(ws / "d", "not a note: no .md")
+    write(ws / "d.md", "# D\n\nquokka\n")
+
+
+def _file_to_folder_and_back(ws: Path) -> None:
+    _file_to_folder(ws)
+    shutil.rmtree(ws / "x.md")
+    write(ws / "x.md", "# X again\n\nquokka\n")
+
+
+SEQUENCES: dict[str, Callable[[Path], None]] = {
+    "file replaced by a folder of its name": _file_to_folder,
+    "folder replaced by a file": _folder_to_file,
+    "file to folder and back": _file_to_folder_and_back,
+}
+
+
+@pytest.mark.parametrize("name", list(SEQUENCES))
+def test_the_index_equals_the_disk_after(make_app: Any, name: str) -> None:
+    app = started(make_app)
+    ws = app.cfg.workspace
+    write(ws / "x.md", "# X\n\nwombat\n")
+    write(ws / "d" / "a.md", "# A\n\nwombat\n")
+    write(ws / "keep.md", "# Keep\n\nwombat\n")
+    settled(app)
+    SEQUENCES[name](ws)
+    disk = settled(app)
+    for word in ("wombat", "quokka"):
+        holding = {p for p in disk if word in (ws / p).read_text()}
+        assert found_by(app, word) == holding, word
