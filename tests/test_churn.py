@@ -9,12 +9,13 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEADLINE_S, q, wait_for
+from conftest import DEADLINE_S, q, to_toml, wait_for
 
 from memoryd.store import entries
 
@@ -114,3 +115,33 @@ def test_the_index_equals_the_disk_after(make_app: Any, name: str) -> None:
     for word in ("wombat", "quokka"):
         holding = {p for p in disk if word in (ws / p).read_text()}
         assert found_by(app, word) == holding, word
+
+
+RULE_CHANGES = {
+    # the rule changed on reload, the note it takes out (-) or lets in (+)
+    "exclude": ({"exclude": ["drafts/"]}, "-drafts/d.md"),
+    "include": ({"include": ["**/*.md", "**/*.txt"]}, "+plain.txt"),
+    "skip_hidden": ({"skip_hidden": False}, "+.hidden/h.md"),
+}
+
+
+@pytest.mark.parametrize("rule", list(RULE_CHANGES))
+def test_a_reload_that_changes_which_files_are_notes_applies_to_the_index_at_once(
+    daemon_factory: Any, rule: str
+) -> None:
+    """SIGHUP with new indexer.include/exclude/skip_hidden: the index follows at once (it
+    waited for the hourly reconcile or a restart, so `exclude = ["drafts/"]` left the drafts
+    searchable)."""
+    change, expect = RULE_CHANGES[rule]
+    d = daemon_factory()
+    for rel, word in (("drafts/d.md", "quokka"), ("plain.txt", "quokka"), (".hidden/h.md", "x")):
+        write(d.workspace / rel, f"# Note\n\n{word} numbat\n")
+    wait_for(lambda: d.call("search", {"query": "numbat"})["hits"])
+    before = {h["path"] for h in d.call("search", {"query": "numbat"})["hits"]}
+    assert before == {"drafts/d.md"}
+    cfg = dict(d.cfg, indexer={**d.cfg.get("indexer", {}), **change})
+    d.config_path.write_text(to_toml(cfg))
+    assert d.proc is not None
+    d.proc.send_signal(signal.SIGHUP)
+    want = before - {expect[1:]} if expect[0] == "-" else before | {expect[1:]}
+    wait_for(lambda: {h["path"] for h in d.call("search", {"query": "numbat"})["hits"]} == want)

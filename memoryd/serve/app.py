@@ -42,6 +42,8 @@ from memoryd.store.backend import open_store
 log = get_logger("memoryd.serve.app")
 
 PROGRESS_EVERY_S = 10.0
+# the settings that decide which workspace files are notes and can change on a reload
+NOTE_RULE_KEYS = ("include", "exclude", "skip_hidden")
 SHARED_CACHE_MAX_AGE_S = 30.0  # caches of a shared database are rebuilt at least this often
 
 
@@ -353,7 +355,13 @@ class App:
         threading.Thread(target=run, name="memoryd-reconcile-now", daemon=True).start()
 
     def apply_config(self, cfg: Config) -> None:
-        """Take reloadable settings from a new configuration (SIGHUP)."""
+        """Take reloadable settings from a new configuration (SIGHUP). New note rules
+        (include, exclude, skip_hidden) reconcile the workspace at once: the notes they leave
+        out leave the index and the ones they let in are indexed, as the docs promise."""
+        old = self.cfg.indexer
+        rules_changed = any(
+            getattr(old, key) != getattr(cfg.indexer, key) for key in NOTE_RULE_KEYS
+        )
         self.cfg = cfg
         self.searcher.settings = cfg.search
         self.searcher.lifecycle = cfg.lifecycle
@@ -370,6 +378,8 @@ class App:
         self.jobs.reschedule()
         if self.watcher is not None:
             self.watcher.set_debounce(cfg.indexer.debounce_ms / 1000)
+        if rules_changed:
+            self.reconcile_soon("indexer.include, exclude or skip_hidden changed")
 
     def close(self) -> None:
         """Stop the watcher and workers, finish the write in progress, close the database."""
