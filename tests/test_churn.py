@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,69 @@ def test_a_reload_that_changes_which_files_are_notes_applies_to_the_index_at_onc
     d.proc.send_signal(signal.SIGHUP)
     want = before - {expect[1:]} if expect[0] == "-" else before | {expect[1:]}
     wait_for(lambda: {h["path"] for h in d.call("search", {"query": "numbat"})["hits"]} == want)
+
+
+# What editors and sync tools leave beside a note (indexer.skip_tool_files), and names like them
+# that are notes
+TOOL_FILES = [
+    "a.md~",
+    "#a.md#",
+    ".#a.md",
+    ".a.md.swp",
+    "sub/.a.md.swo",
+    "a.md___jb_tmp___",
+    "a.md___jb_old___",
+    ".~lock.a.md#",
+    "~$a.md",
+    ".syncthing.a.md.tmp",
+    "~syncthing~a.md.tmp",
+    ".a.md.icloud",
+    ".stversions/a~20261126-101010.md",
+    "sub/.stversions/a.md",
+    ".dropbox.cache/a.md",
+    "logseq/bak/pages/a/2026-11-26T10_10_10.000Z.Desktop.md",
+    "graph/logseq/version-files/a.md",
+]
+NOTES_LIKE_THEM = [
+    "a.md",
+    "a (conflicted copy 2026-11-26).md",
+    "a.sync-conflict-20261126-101010-ABCDEFG.md",
+    "notes~draft.md",
+    "#idea.md",
+    "logseq/pages/a.md",
+    "bak/a.md",
+]
+
+
+@pytest.mark.parametrize("rel", TOOL_FILES + NOTES_LIKE_THEM)
+def test_which_names_are_tool_files(rel: str) -> None:
+    from memoryd.core.sections import IndexerConfig
+    from memoryd.text.pathrules import path_accepted, tool_file
+
+    wide = IndexerConfig(include=["**/*"], skip_hidden=False)
+    assert tool_file(rel) == (rel in TOOL_FILES)
+    assert path_accepted(rel, wide) == (rel not in TOOL_FILES)
+    assert path_accepted(rel, replace(wide, skip_tool_files=False))
+
+
+def test_editors_and_sync_tools_files_are_never_notes(make_app: Any) -> None:
+    """With include = ["**/*"] and skip_hidden = false, the files an editor or a sync tool
+    writes while saving (a temp file renamed over the note, a backup, a lock, a swap file, an
+    old version) are not indexed; the note and a conflict copy are."""
+    app = make_app(model=None, indexer={"include": ["**/*"], "skip_hidden": False})
+    app.start(jobs=False)
+    assert app.ready.wait(DEADLINE_S)
+    wait_for(lambda: app.watcher is not None and app.watcher.alive)
+    ws = app.cfg.workspace
+    for rel in TOOL_FILES:
+        write(ws / rel, "# Copy\n\nnumbat\n")
+    for rel in NOTES_LIKE_THEM:
+        write(ws / rel, f"# {rel}\n\nnumbat\n")
+    # a JetBrains save and an atomic save through Syncthing's temp name, after the others
+    write(ws / "a.md___jb_tmp___", "# A\n\nnumbat saved\n")
+    os.replace(ws / "a.md___jb_tmp___", ws / "a.md")
+    write(ws / ".syncthing.a.md.tmp", "# A\n\nnumbat synced\n")
+    os.replace(ws / ".syncthing.a.md.tmp", ws / "a.md")
+    want = {rel: hashlib.sha256((ws / rel).read_bytes()).hexdigest() for rel in NOTES_LIKE_THEM}
+    wait_for(lambda: in_index(app) == want)
+    assert {h["path"] for h in q(app, "numbat", limit=50)["hits"]} == set(NOTES_LIKE_THEM)
