@@ -212,3 +212,37 @@ def test_editors_and_sync_tools_files_are_never_notes(make_app: Any) -> None:
     want = {rel: hashlib.sha256((ws / rel).read_bytes()).hexdigest() for rel in NOTES_LIKE_THEM}
     wait_for(lambda: in_index(app) == want)
     assert {h["path"] for h in q(app, "numbat", limit=50)["hits"]} == set(NOTES_LIKE_THEM)
+
+
+def _append(path: Path, text: str) -> None:
+    with open(path, "a") as f:
+        f.write(text)
+
+
+HARD_LINKS = {
+    # where the other name is, how the note is written through it
+    "same folder, in place": ("b.md", lambda p: p.write_text("# A\n\nquokka rewritten\n")),
+    "other folder, appended": ("sub/b.md", lambda p: _append(p, "\nquokka appended\n")),
+    "three names, in place": ("sub/deep/c.md", lambda p: p.write_text("# A\n\nquokka three\n")),
+}
+
+
+@pytest.mark.parametrize("case", list(HARD_LINKS))
+def test_a_hard_linked_note_written_through_one_name_is_current_under_all(
+    make_app: Any, case: str
+) -> None:
+    """The file event names only the name written through; the other names (same inode) held
+    the old text in the index until the next reconcile (a seeded churn run, seed 7)."""
+    other, save = HARD_LINKS[case]
+    app = started(make_app)
+    ws = app.cfg.workspace
+    write(ws / "a.md", "# A\n\nwombat\n")
+    (ws / other).parent.mkdir(parents=True, exist_ok=True)
+    os.link(ws / "a.md", ws / other)
+    if case.startswith("three"):
+        os.link(ws / "a.md", ws / "b.md")
+    settled(app)
+    save(ws / other)
+    disk = settled(app)
+    holding = {p for p in disk if "quokka" in (ws / p).read_text()}
+    assert len(holding) >= 2 and found_by(app, "quokka") == holding

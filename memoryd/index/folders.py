@@ -7,7 +7,8 @@ and the hourly reconcile left ~5 MB of the daemon's memory resident after it (th
 arenas that other threads' objects landed in meanwhile stay; BENCHMARKS.md, issue 23.2). Here it
 holds one folder's files and reads that folder's documents one row at a time; only the
 differences (new, changed and vanished files) are kept for the whole walk, because a move is
-recognised across folders (its old path's hash)."""
+recognised across folders (its old path's hash). And the other names of a hard-linked note,
+which change with it (other_names)."""
 
 from __future__ import annotations
 
@@ -144,6 +145,32 @@ def canonical(ix: Walker, rel: str) -> str:
     if target is None:
         return rel
     return f"{target}/{name}" if target else name
+
+
+def other_names(ix: Walker, state: FileState, old_sha: str) -> list[FileState]:
+    """The other names of a hard-linked note just indexed at `state` with new bytes: the
+    documents stored with its old bytes (`old_sha`) that are still the same file (inode). A
+    write through one name changes the note under all of them, but its file event names only
+    the one written."""
+    try:
+        st = os.stat(state.real)
+    except OSError:
+        return []
+    if st.st_nlink < 2:
+        return []
+    found = []
+    for rel in ix.store.read(functools.partial(docpaths.with_sha, sha=old_sha)):
+        if rel == state.path:
+            continue
+        try:
+            other = ix._stat(rel)
+            same = os.stat(other.real)
+        except (OSError, Skip):
+            continue  # gone or skipped: its own event or the reconcile says so
+        if (same.st_dev, same.st_ino) == (st.st_dev, st.st_ino):
+            log.info("another name of a hard-linked note changed", path=rel, via=state.path)
+            found.append(other)
+    return found
 
 
 class Differences:

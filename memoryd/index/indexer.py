@@ -28,7 +28,7 @@ from memoryd.core.errors import InvalidInput, describe
 from memoryd.core.fsutil import as_on_disk, within
 from memoryd.core.logsetup import get_logger
 from memoryd.index.attachments import OtherFiles
-from memoryd.index.folders import FileState, Skip, canonical, differences, walk
+from memoryd.index.folders import FileState, Skip, canonical, differences, other_names, walk
 from memoryd.memory.validation import check_str
 from memoryd.store import Store, docpaths, entries, links, notetext
 from memoryd.store import entities as store_entities
@@ -475,6 +475,9 @@ class Indexer:
         n = self.store.run_write(write)
         report.indexed += 1
         report.chunks += n
+        if current is not None:  # a hard-linked note changed under its other names too
+            for other in other_names(self, state, current.sha256):
+                self._index_one(other, by_sha, report)
         log.debug(
             "indexed",
             path=state.path,
