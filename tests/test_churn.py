@@ -32,8 +32,8 @@ def started(make_app: Any) -> Any:
 
 
 def on_disk(ws: Path) -> dict[str, str]:
-    """Every *.md regular file outside dot folders (what `rg --files -g '*.md'` lists), with
-    the SHA-256 of its bytes."""
+    """Every *.md file outside dot folders, symlinks to files followed (what `rg -L --files -g
+    '*.md'` lists), with the SHA-256 of its bytes."""
     found = {}
     for dirpath, dirs, files in os.walk(ws):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
@@ -219,30 +219,49 @@ def _append(path: Path, text: str) -> None:
         f.write(text)
 
 
-HARD_LINKS = {
-    # where the other name is, how the note is written through it
-    "same folder, in place": ("b.md", lambda p: p.write_text("# A\n\nquokka rewritten\n")),
-    "other folder, appended": ("sub/b.md", lambda p: _append(p, "\nquokka appended\n")),
-    "three names, in place": ("sub/deep/c.md", lambda p: p.write_text("# A\n\nquokka three\n")),
+OTHER_NAMES = {
+    # how the other name is made, where, and how the note is written through it
+    "hard link, same folder, in place": (os.link, "b.md", "rewrite"),
+    "hard link, other folder, appended": (os.link, "sub/b.md", "append"),
+    "hard links, three names, in place": (os.link, "sub/deep/c.md", "rewrite"),
+    "symlink, written through the link": (os.symlink, "b.md", "rewrite"),
+    "symlink, other folder, the file written": (os.symlink, "sub/b.md", "file"),
+    "symlink, the file saved by rename": (os.symlink, "sub/b.md", "rename"),
 }
 
 
-@pytest.mark.parametrize("case", list(HARD_LINKS))
-def test_a_hard_linked_note_written_through_one_name_is_current_under_all(
+def _save(ws: Path, other: str, how: str) -> None:
+    if how == "rewrite":
+        (ws / other).write_text("# A\n\nquokka rewritten\n")
+    elif how == "append":
+        _append(ws / other, "\nquokka appended\n")
+    elif how == "file":
+        (ws / "a.md").write_text("# A\n\nquokka in the file\n")
+    else:  # an editor's atomic save of the file itself: a new file renamed over it
+        write(ws / ".a.md.tmp", "# A\n\nquokka saved\n")
+        os.replace(ws / ".a.md.tmp", ws / "a.md")
+
+
+@pytest.mark.parametrize("case", list(OTHER_NAMES))
+def test_a_note_saved_through_one_of_its_names_is_current_under_all(
     make_app: Any, case: str
 ) -> None:
-    """The file event names only the name written through; the other names (same inode) held
-    the old text in the index until the next reconcile (a seeded churn run, seed 7)."""
-    other, save = HARD_LINKS[case]
+    """A note with other names (hard links, symlinks to it): the file event names only one of
+    them, and the others held the old text in the index until the next reconcile (a seeded
+    churn run, seed 7). The checker follows symlinks as memoryd does (`rg -L`)."""
+    make, other, how = OTHER_NAMES[case]
     app = started(make_app)
     ws = app.cfg.workspace
     write(ws / "a.md", "# A\n\nwombat\n")
     (ws / other).parent.mkdir(parents=True, exist_ok=True)
-    os.link(ws / "a.md", ws / other)
-    if case.startswith("three"):
+    target = ws / "a.md" if make is os.link else os.path.relpath(ws / "a.md", (ws / other).parent)
+    make(target, ws / other)
+    if case.startswith("hard links, three"):
         os.link(ws / "a.md", ws / "b.md")
     settled(app)
-    save(ws / other)
+    _save(ws, other, how)
     disk = settled(app)
-    holding = {p for p in disk if "quokka" in (ws / p).read_text()}
-    assert len(holding) >= 2 and found_by(app, "quokka") == holding
+    for word in ("quokka", "wombat"):
+        holding = {p for p in disk if word in (ws / p).read_text()}
+        assert found_by(app, word) == holding, word
+    assert len({p for p in disk if "quokka" in (ws / p).read_text()}) >= 2

@@ -7,8 +7,8 @@ and the hourly reconcile left ~5 MB of the daemon's memory resident after it (th
 arenas that other threads' objects landed in meanwhile stay; BENCHMARKS.md, issue 23.2). Here it
 holds one folder's files and reads that folder's documents one row at a time; only the
 differences (new, changed and vanished files) are kept for the whole walk, because a move is
-recognised across folders (its old path's hash). And the other names of a hard-linked note,
-which change with it (other_names)."""
+recognised across folders (its old path's hash). And the other names of a note (symlinks to
+it, hard links), which change with it (other_names)."""
 
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ class Walker(Protocol):
     root_real: Path
     private: tuple[str, ...]
     skipped: dict[str, str]
+    links_to: dict[str, set[str]]
     others: OtherFiles
     store: Store
 
@@ -148,27 +149,28 @@ def canonical(ix: Walker, rel: str) -> str:
 
 
 def other_names(ix: Walker, state: FileState, old_sha: str) -> list[FileState]:
-    """The other names of a hard-linked note just indexed at `state` with new bytes: the
-    documents stored with its old bytes (`old_sha`) that are still the same file (inode). A
-    write through one name changes the note under all of them, but its file event names only
-    the one written."""
+    """The other names of a note just indexed at `state` with new bytes, which changed with it:
+    the symlinks leading to its file (ix.links_to, kept by the walk) and, when it has hard
+    links, the documents stored with its old bytes (`old_sha`) that are still the same file. A
+    save through any name raises a file event for one name only (the file's own, or the hard
+    link written through)."""
     try:
         st = os.stat(state.real)
     except OSError:
         return []
-    if st.st_nlink < 2:
-        return []
+    names = set(ix.links_to.get(os.path.realpath(state.real), ()))
+    if st.st_nlink > 1:
+        names.update(ix.store.read(functools.partial(docpaths.with_sha, sha=old_sha)))
+    names.discard(state.path)
     found = []
-    for rel in ix.store.read(functools.partial(docpaths.with_sha, sha=old_sha)):
-        if rel == state.path:
-            continue
+    for rel in sorted(names):
         try:
             other = ix._stat(rel)
             same = os.stat(other.real)
         except (OSError, Skip):
             continue  # gone or skipped: its own event or the reconcile says so
         if (same.st_dev, same.st_ino) == (st.st_dev, st.st_ino):
-            log.info("another name of a hard-linked note changed", path=rel, via=state.path)
+            log.info("another name of a note changed", path=rel, via=state.path)
             found.append(other)
     return found
 

@@ -138,6 +138,9 @@ class Indexer:
         self.totals = Report()
         # the files skipped now, by path, with the reason (status names them); bounded
         self.skipped: dict[str, str] = {}
+        # the notes that are symlinks to other files, by the file they lead to (folders.py,
+        # other_names: a save through either name raises an event for the file's own name only)
+        self.links_to: dict[str, set[str]] = {}
         self.last_reconcile: dict[str, Any] | None = None
         # the names of the files that are not notes, for links to attachments
         self.others = OtherFiles(self.root, lambda: self.settings, self.is_private, self.relpath)
@@ -235,6 +238,8 @@ class Indexer:
                     raise Skip("symlink leads outside the workspace")
                 real = target
                 st = os.stat(real)
+                if len(self.links_to) < MAX_SKIPPED_LISTED or target in self.links_to:
+                    self.links_to.setdefault(target, set()).add(rel)
         except FileNotFoundError:
             raise
         except OSError as exc:
@@ -475,7 +480,7 @@ class Indexer:
         n = self.store.run_write(write)
         report.indexed += 1
         report.chunks += n
-        if current is not None:  # a hard-linked note changed under its other names too
+        if current is not None:  # a note with other names changed under them too
             for other in other_names(self, state, current.sha256):
                 self._index_one(other, by_sha, report)
         log.debug(
