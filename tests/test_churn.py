@@ -168,6 +168,10 @@ TOOL_FILES = [
     ".dropbox.cache/a.md",
     "logseq/bak/pages/a/2026-11-26T10_10_10.000Z.Desktop.md",
     "graph/logseq/version-files/a.md",
+    "._a.md",
+    "sub/._a.md",
+    ".sync/Archive/a.md",
+    ".tmp.drivedownload/a.md",
 ]
 NOTES_LIKE_THEM = [
     "a.md",
@@ -177,6 +181,8 @@ NOTES_LIKE_THEM = [
     "#idea.md",
     "logseq/pages/a.md",
     "bak/a.md",
+    "sync/Archive/a.md",
+    "_a.md",
 ]
 
 

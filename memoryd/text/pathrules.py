@@ -43,24 +43,30 @@ _TOOL_NAME = re.compile(
     r"|~\$.*"  # Microsoft Office lock
     r"|\.syncthing\..*\.tmp|~syncthing~.*\.tmp"  # Syncthing's download in progress
     r"|\..*\.icloud"  # iCloud's placeholder of a file not downloaded
+    r"|\._.*"  # macOS's AppleDouble file beside each note on a non-Mac disk or share
     r")\Z",
     re.DOTALL,
 )
-_TOOL_FOLDERS = frozenset({".stversions", ".dropbox.cache"})  # old versions, Dropbox's cache
-_TOOL_SUBFOLDERS = (("logseq", "bak"), ("logseq", "version-files"))  # Logseq's page backups
+# old versions (Syncthing), caches and downloads in progress (Dropbox, Google Drive)
+_TOOL_FOLDERS = frozenset(
+    {".stversions", ".dropbox.cache", ".tmp.drivedownload", ".tmp.driveupload"}
+)
+# Logseq's page backups, Resilio Sync's old versions
+_TOOL_SUBFOLDERS = (("logseq", "bak"), ("logseq", "version-files"), (".sync", "Archive"))
 
 
 # how a tool file's name ends or starts, or a folder of theirs shows in a path: a cheap first
 # look, so that the walk of a large workspace pays almost nothing for the rule
 _TOOL_ENDS = ("~", "#", "___", ".tmp", ".icloud", *(f".sw{c}" for c in "abcdefghijklmnop"))
-_TOOL_STARTS = ("~$", ".#")
-_TOOL_IN_PATH = re.compile(r"\.stversions/|\.dropbox\.cache/|logseq/")
+_TOOL_STARTS = ("~$", ".#", "._")
+_TOOL_IN_PATH = re.compile(r"\.stversions/|\.dropbox\.cache/|\.tmp\.drive|logseq/|\.sync/")
 
 
 def tool_file(rel: str) -> bool:
     """True for a workspace path an editor or a sync tool keeps for itself (_TOOL_NAME), or
-    one under their folders of old versions (Syncthing's `.stversions/`, Logseq's
-    `logseq/bak/` and `logseq/version-files/`, Dropbox's `.dropbox.cache/`)."""
+    one under their folders of old versions and downloads (Syncthing's `.stversions/`,
+    Logseq's `logseq/bak/` and `logseq/version-files/`, Resilio's `.sync/Archive/`, Dropbox's
+    `.dropbox.cache/`, Google Drive's `.tmp.drivedownload/` and `.tmp.driveupload/`)."""
     folder, _, name = rel.rpartition("/")
     if (name.endswith(_TOOL_ENDS) or name.startswith(_TOOL_STARTS)) and _TOOL_NAME.match(name):
         return True
