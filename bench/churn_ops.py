@@ -453,7 +453,7 @@ class Churn:
 
     def op_restart(self) -> None:
         self.d.stop()
-        ops = [o for o in OPS if o not in ("restart", "hot_save", "burst_create")]
+        ops = [o for o in OPS if o not in ("restart", "restart_busy", "hot_save", "burst_create")]
         for _ in range(self.rng.randint(1, 6)):
             getattr(self, "op_" + self.rng.choice(ops))()
         self.d.start()

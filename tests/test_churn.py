@@ -271,3 +271,47 @@ def test_a_note_saved_through_one_of_its_names_is_current_under_all(
         holding = {p for p in disk if word in (ws / p).read_text()}
         assert found_by(app, word) == holding, word
     assert len({p for p in disk if "quokka" in (ws / p).read_text()}) >= 2
+
+
+def _move_folder_out(ws: Path) -> None:
+    (ws / "d").rename(ws.parent / "away")
+
+
+def _move_folder_out_and_back(ws: Path) -> None:
+    _move_folder_out(ws)
+    wait_for(lambda: "link.md" not in in_index(app_of[ws]))
+    (ws.parent / "away").rename(ws / "d")
+
+
+TARGET_GONE: dict[str, tuple[Callable[[Path], None], bool]] = {
+    # what happens to the file a symlinked note leads to; is the symlink a note after it
+    "the file deleted": (lambda ws: (ws / "d" / "a.md").unlink(), False),
+    "the file renamed": (lambda ws: (ws / "d" / "a.md").rename(ws / "d" / "b.md"), False),
+    "its folder moved out": (_move_folder_out, False),
+    "its folder moved out and back": (_move_folder_out_and_back, True),
+    "the file deleted and made again": (
+        lambda ws: ((ws / "d" / "a.md").unlink(), write(ws / "d" / "a.md", "# A\n\nquokka\n")),
+        True,
+    ),
+}
+app_of: dict[Path, Any] = {}
+
+
+@pytest.mark.parametrize("case", list(TARGET_GONE))
+def test_a_symlinked_note_follows_its_file_away_and_back(make_app: Any, case: str) -> None:
+    """A symlink inside the workspace to a note: when the note's file goes, the symlink leads
+    nowhere and is no note (its document stayed, found by the old text); when it comes back,
+    the symlink is a note again. The events name the file, never the symlink."""
+    change, linked = TARGET_GONE[case]
+    app = started(make_app)
+    ws = app.cfg.workspace
+    app_of[ws] = app
+    write(ws / "d" / "a.md", "# A\n\nwombat\n")
+    os.symlink("d/a.md", ws / "link.md")
+    settled(app)
+    change(ws)
+    disk = settled(app)
+    assert ("link.md" in disk) == linked
+    for word in ("wombat", "quokka"):
+        holding = {p for p in disk if word in (ws / p).read_text()}
+        assert found_by(app, word) == holding, word

@@ -13,15 +13,16 @@ it, hard links), which change with it (other_names)."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core.logsetup import get_logger
 from memoryd.index.attachments import OtherFiles
-from memoryd.store import docpaths
+from memoryd.store import docpaths, entries
 from memoryd.store.entries import DocumentInfo
 from memoryd.store.protocol import Connection, Store
 from memoryd.text.pathrules import PathRules, path_accepted, shown
@@ -148,10 +149,11 @@ def canonical(ix: Walker, rel: str) -> str:
     return f"{target}/{name}" if target else name
 
 
-def other_names(ix: Walker, state: FileState, old_sha: str) -> list[FileState]:
+def other_names(ix: Walker, state: FileState, old_sha: str | None) -> list[FileState]:
     """The other names of a note just indexed at `state` with new bytes, which changed with it:
-    the symlinks leading to its file (ix.links_to, kept by the walk) and, when it has hard
-    links, the documents stored with its old bytes (`old_sha`) that are still the same file. A
+    the symlinks leading to its file (ix.links_to, kept by the walk; they are notes again when
+    the file comes back) and, when it has hard links, the documents stored with its old bytes
+    (`old_sha`, None for a new note) that are still the same file. A
     save through any name raises a file event for one name only (the file's own, or the hard
     link written through)."""
     try:
@@ -159,7 +161,7 @@ def other_names(ix: Walker, state: FileState, old_sha: str) -> list[FileState]:
     except OSError:
         return []
     names = set(ix.links_to.get(os.path.realpath(state.real), ()))
-    if st.st_nlink > 1:
+    if old_sha is not None and st.st_nlink > 1:
         names.update(ix.store.read(functools.partial(docpaths.with_sha, sha=old_sha)))
     names.discard(state.path)
     found = []
@@ -173,6 +175,43 @@ def other_names(ix: Walker, state: FileState, old_sha: str) -> list[FileState]:
             log.info("another name of a note changed", path=rel, via=state.path)
             found.append(other)
     return found
+
+
+def symlinks_to(ix: Walker, gone: Iterable[str]) -> list[str]:
+    """The notes that are symlinks (ix.links_to) to these notes that vanished or moved away:
+    the file event names the note, not the symlinks that now lead nowhere."""
+    names: set[str] = set()
+    for rel in gone:
+        names |= ix.links_to.get(os.path.realpath(os.path.join(ix.root, rel)), set())
+    return sorted(names.difference(gone))
+
+
+def drift(
+    ix: Walker, on_disk: dict[str, FileState], read: Callable[[FileState], bytes]
+) -> dict[str, Any]:
+    """The differences between the index and the files on disk (`on_disk`, a scan), changing
+    nothing: `memoryctl status --check`."""
+    indexed = ix.store.read(entries.documents)
+    missing = sorted(p for p in on_disk if p not in indexed)
+    gone = sorted(p for p in indexed if p not in on_disk)
+    stale = []
+    for p, s in on_disk.items():
+        d = indexed.get(p)
+        if d is None or (d.size == s.size and d.mtime == s.mtime):
+            continue
+        try:
+            if hashlib.sha256(read(s)).hexdigest() != d.sha256:
+                stale.append(p)
+        except (Skip, OSError):
+            stale.append(p)
+    orphans = ix.store.read(entries.orphan_chunk_count)
+    return {
+        "files_missing_from_index": missing,
+        "missing_on_disk": gone,
+        "stale": sorted(stale),
+        "orphan_chunks": int(orphans),
+        "total": len(missing) + len(gone) + len(stale) + int(orphans),
+    }
 
 
 class Differences:

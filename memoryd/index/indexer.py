@@ -27,8 +27,9 @@ from typing import Any, Protocol
 from memoryd.core.errors import InvalidInput, describe
 from memoryd.core.fsutil import as_on_disk, within
 from memoryd.core.logsetup import get_logger
+from memoryd.index import folders
 from memoryd.index.attachments import OtherFiles
-from memoryd.index.folders import FileState, Skip, canonical, differences, other_names, walk
+from memoryd.index.folders import FileState, Skip, canonical, differences, walk
 from memoryd.memory.validation import check_str
 from memoryd.store import Store, docpaths, entries, links, notetext
 from memoryd.store import entities as store_entities
@@ -414,6 +415,13 @@ class Indexer:
             chunks = self.store.run_write(functools.partial(entries.delete_document, path=p))
             report.deleted += 1
             log.info("deleted", path=p, chunks=chunks)
+        for rel in folders.symlinks_to(self, vanished):  # they lead nowhere now, or somewhere else
+            try:
+                self._index_one(self._stat(rel), {}, report)
+            except (FileNotFoundError, Skip):
+                if self.store.run_write(functools.partial(entries.delete_document, path=rel)):
+                    report.deleted += 1
+                    log.info("deleted: its symlink leads nowhere now", path=rel)
         for key in ("indexed", "unchanged", "deleted", "moved", "skipped", "chunks"):
             setattr(self.totals, key, getattr(self.totals, key) + getattr(report, key))
         if report.changed and self.on_change is not None:
@@ -480,9 +488,11 @@ class Indexer:
         n = self.store.run_write(write)
         report.indexed += 1
         report.chunks += n
-        if current is not None:  # a note with other names changed under them too
-            for other in other_names(self, state, current.sha256):
-                self._index_one(other, by_sha, report)
+        # a note with other names changed under them too
+        for other in folders.other_names(
+            self, state, current.sha256 if current is not None else None
+        ):
+            self._index_one(other, by_sha, report)
         log.debug(
             "indexed",
             path=state.path,
@@ -558,30 +568,7 @@ class Indexer:
 
     def drift(self) -> dict[str, Any]:
         """Compare the index with the workspace on disk without changing anything."""
-        on_disk = self.scan()
-        indexed = self.store.read(entries.documents)
-        missing = sorted(p for p in on_disk if p not in indexed)
-        gone = sorted(p for p in indexed if p not in on_disk)
-        stale = []
-        for p, s in on_disk.items():
-            d = indexed.get(p)
-            if d is None:
-                continue
-            if d.size == s.size and d.mtime == s.mtime:
-                continue
-            try:
-                if sha256_bytes(self._read(s)) != d.sha256:
-                    stale.append(p)
-            except (Skip, OSError):
-                stale.append(p)
-        orphans = self.store.read(entries.orphan_chunk_count)
-        return {
-            "files_missing_from_index": missing,
-            "missing_on_disk": gone,
-            "stale": sorted(stale),
-            "orphan_chunks": int(orphans),
-            "total": len(missing) + len(gone) + len(stale) + int(orphans),
-        }
+        return folders.drift(self, self.scan(), self._read)
 
 
 def _is_dir(path: Path) -> bool:
