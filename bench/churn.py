@@ -260,6 +260,13 @@ def main() -> int:
     ap.add_argument("--per-round", type=int, default=4)
     ap.add_argument("--dir", default="", help="where the workspace and data go (a temp dir)")
     ap.add_argument("--pg", action="store_true")
+    ap.add_argument(
+        "--deadline",
+        type=float,
+        default=60.0,
+        help="seconds a round's changes may take to be indexed (PostgreSQL on a loaded machine "
+        "took over 20 s for 1,400 files)",
+    )
     a = ap.parse_args()
     ops = a.ops.split(",") if a.ops else OPS
     unknown = sorted(set(ops) - set(OPS))
@@ -284,7 +291,7 @@ def main() -> int:
     fails = 0
     try:
         d.start()
-        probs = settle(d, rng)
+        probs = settle(d, rng, deadline_s=a.deadline)
         print(f"seed {a.seed} start: {len(probs)} problems", flush=True)
         for r in range(a.rounds):
             c.log.clear()
@@ -294,7 +301,7 @@ def main() -> int:
             if not d.alive():
                 print("DAEMON DIED", flush=True)
                 break
-            probs = settle(d, rng)
+            probs = settle(d, rng, deadline_s=a.deadline)
             status = "ok" if not probs else f"FAIL {len(probs)}"
             print(f"seed {a.seed} round {r}: {status} after {c.log}", flush=True)
             for p in probs[:15]:
@@ -304,7 +311,7 @@ def main() -> int:
                 # resync for the next round: a restart's reconcile
                 d.stop()
                 d.start()
-                if settle(d, rng):
+                if settle(d, rng, deadline_s=a.deadline):
                     print("    still wrong after a restart", flush=True)
     finally:
         d.stop()

@@ -230,6 +230,7 @@ OTHER_NAMES = {
     "hard link, same folder, in place": (os.link, "b.md", "rewrite"),
     "hard link, other folder, appended": (os.link, "sub/b.md", "append"),
     "hard links, three names, in place": (os.link, "sub/deep/c.md", "rewrite"),
+    "hard link renamed and edited (git pull)": (os.link, "sub/b.md", "rename_edit"),
     "symlink, written through the link": (os.symlink, "b.md", "rewrite"),
     "symlink, other folder, the file written": (os.symlink, "sub/b.md", "file"),
     "symlink, the file saved by rename": (os.symlink, "sub/b.md", "rename"),
@@ -241,6 +242,9 @@ def _save(ws: Path, other: str, how: str) -> None:
         (ws / other).write_text("# A\n\nquokka rewritten\n")
     elif how == "append":
         _append(ws / other, "\nquokka appended\n")
+    elif how == "rename_edit":
+        (ws / other).rename(ws / "moved.md")
+        _append(ws / "moved.md", "\nquokka after the move\n")
     elif how == "file":
         (ws / "a.md").write_text("# A\n\nquokka in the file\n")
     else:  # an editor's atomic save of the file itself: a new file renamed over it

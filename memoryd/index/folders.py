@@ -149,20 +149,24 @@ def canonical(ix: Walker, rel: str) -> str:
     return f"{target}/{name}" if target else name
 
 
-def other_names(ix: Walker, state: FileState, old_sha: str | None) -> list[FileState]:
+MAX_OLD_HASHES = 64  # the old bytes looked up for a new name with hard links (a batch's moves)
+
+
+def other_names(ix: Walker, state: FileState, old_shas: Iterable[str]) -> list[FileState]:
     """The other names of a note just indexed at `state` with new bytes, which changed with it:
     the symlinks leading to its file (ix.links_to, kept by the walk; they are notes again when
     the file comes back) and, when it has hard links, the documents stored with its old bytes
-    (`old_sha`, None for a new note) that are still the same file. A
-    save through any name raises a file event for one name only (the file's own, or the hard
-    link written through)."""
+    (`old_shas`: the note's own, or for a new name the vanished ones of its batch, as when a
+    hard link is renamed and edited) that are still the same file. A save through any name
+    raises a file event for one name only (the file's own, or the hard link written through)."""
     try:
         st = os.stat(state.real)
     except OSError:
         return []
     names = set(ix.links_to.get(os.path.realpath(state.real), ()))
-    if old_sha is not None and st.st_nlink > 1:
-        names.update(ix.store.read(functools.partial(docpaths.with_sha, sha=old_sha)))
+    if st.st_nlink > 1:
+        for sha in list(dict.fromkeys(old_shas))[:MAX_OLD_HASHES]:
+            names.update(ix.store.read(functools.partial(docpaths.with_sha, sha=sha)))
     names.discard(state.path)
     found = []
     for rel in sorted(names):

@@ -489,9 +489,8 @@ class Indexer:
         report.indexed += 1
         report.chunks += n
         # a note with other names changed under them too
-        for other in folders.other_names(
-            self, state, current.sha256 if current is not None else None
-        ):
+        before = [current.sha256] if current is not None else list(by_sha)
+        for other in folders.other_names(self, state, before):
             self._index_one(other, by_sha, report)
         log.debug(
             "indexed",
