@@ -433,6 +433,7 @@ RELOADABLE: frozenset[str] = frozenset(
         "indexer.include",
         "indexer.exclude",
         "indexer.skip_hidden",
+        "indexer.skip_tool_files",
         "indexer.debounce_ms",
         "dailylog.enabled",
         "dailylog.line_format",

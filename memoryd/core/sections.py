@@ -23,6 +23,7 @@ class IndexerConfig:
     include: list[str] = _f(["**/*.md"], "globs")
     exclude: list[str] = _f([], "globs")
     skip_hidden: bool = _f(True, "bool")
+    skip_tool_files: bool = _f(True, "bool")
     debounce_ms: int = _f(500, "int", 0, 60000)
     max_file_bytes: int = _f(2_000_000, "int", 1024, 1 << 31)
     chunk_max_tokens: int = _f(200, "int", 32, 2048)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from memoryd.core.logsetup import get_logger
-from memoryd.text.pathrules import PathRules, matches, path_accepted, valid_name
+from memoryd.text.pathrules import PathRules, matches, path_accepted, tool_file, valid_name
 
 log = get_logger("memoryd.index.attachments")
 
@@ -42,11 +42,14 @@ class OtherFiles:
 
     def wanted(self, rel: str) -> bool:
         """True for a path a link may name as an attachment: not a note, not hidden (with
-        indexer.skip_hidden), not excluded, not memoryd's own, a UTF-8 name."""
+        indexer.skip_hidden), not an editor's or sync tool's own file (indexer.skip_tool_files), not
+        excluded, not memoryd's own, a UTF-8 name."""
         s = self.rules()
         if not valid_name(rel) or path_accepted(rel, s):
             return False
         if s.skip_hidden and any(p.startswith(".") for p in rel.split("/")):
+            return False
+        if s.skip_tool_files and tool_file(rel):
             return False
         if matches(s.exclude, rel):
             return False

@@ -7,20 +7,22 @@ and the hourly reconcile left ~5 MB of the daemon's memory resident after it (th
 arenas that other threads' objects landed in meanwhile stay; BENCHMARKS.md, issue 23.2). Here it
 holds one folder's files and reads that folder's documents one row at a time; only the
 differences (new, changed and vanished files) are kept for the whole walk, because a move is
-recognised across folders (its old path's hash)."""
+recognised across folders (its old path's hash). And the other names of a note (symlinks to
+it, hard links), which change with it (other_names)."""
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core.logsetup import get_logger
 from memoryd.index.attachments import OtherFiles
-from memoryd.store import docpaths
+from memoryd.store import docpaths, entries
 from memoryd.store.entries import DocumentInfo
 from memoryd.store.protocol import Connection, Store
 from memoryd.text.pathrules import PathRules, path_accepted, shown
@@ -56,6 +58,7 @@ class Walker(Protocol):
     root_real: Path
     private: tuple[str, ...]
     skipped: dict[str, str]
+    links_to: dict[str, set[str]]
     others: OtherFiles
     store: Store
 
@@ -144,6 +147,75 @@ def canonical(ix: Walker, rel: str) -> str:
     if target is None:
         return rel
     return f"{target}/{name}" if target else name
+
+
+MAX_OLD_HASHES = 64  # the old bytes looked up for a new name with hard links (a batch's moves)
+
+
+def other_names(ix: Walker, state: FileState, old_shas: Iterable[str]) -> list[FileState]:
+    """The other names of a note just indexed at `state` with new bytes, which changed with it:
+    the symlinks leading to its file (ix.links_to, kept by the walk; they are notes again when
+    the file comes back) and, when it has hard links, the documents stored with its old bytes
+    (`old_shas`: the note's own, or for a new name the vanished ones of its batch, as when a
+    hard link is renamed and edited) that are still the same file. A save through any name
+    raises a file event for one name only (the file's own, or the hard link written through)."""
+    try:
+        st = os.stat(state.real)
+    except OSError:
+        return []
+    names = set(ix.links_to.get(os.path.realpath(state.real), ()))
+    if st.st_nlink > 1:
+        for sha in list(dict.fromkeys(old_shas))[:MAX_OLD_HASHES]:
+            names.update(ix.store.read(functools.partial(docpaths.with_sha, sha=sha)))
+    names.discard(state.path)
+    found = []
+    for rel in sorted(names):
+        try:
+            other = ix._stat(rel)
+            same = os.stat(other.real)
+        except (OSError, Skip):
+            continue  # gone or skipped: its own event or the reconcile says so
+        if (same.st_dev, same.st_ino) == (st.st_dev, st.st_ino):
+            log.info("another name of a note changed", path=rel, via=state.path)
+            found.append(other)
+    return found
+
+
+def symlinks_to(ix: Walker, gone: Iterable[str]) -> list[str]:
+    """The notes that are symlinks (ix.links_to) to these notes that vanished or moved away:
+    the file event names the note, not the symlinks that now lead nowhere."""
+    names: set[str] = set()
+    for rel in gone:
+        names |= ix.links_to.get(os.path.realpath(os.path.join(ix.root, rel)), set())
+    return sorted(names.difference(gone))
+
+
+def drift(
+    ix: Walker, on_disk: dict[str, FileState], read: Callable[[FileState], bytes]
+) -> dict[str, Any]:
+    """The differences between the index and the files on disk (`on_disk`, a scan), changing
+    nothing: `memoryctl status --check`."""
+    indexed = ix.store.read(entries.documents)
+    missing = sorted(p for p in on_disk if p not in indexed)
+    gone = sorted(p for p in indexed if p not in on_disk)
+    stale = []
+    for p, s in on_disk.items():
+        d = indexed.get(p)
+        if d is None or (d.size == s.size and d.mtime == s.mtime):
+            continue
+        try:
+            if hashlib.sha256(read(s)).hexdigest() != d.sha256:
+                stale.append(p)
+        except (Skip, OSError):
+            stale.append(p)
+    orphans = ix.store.read(entries.orphan_chunk_count)
+    return {
+        "files_missing_from_index": missing,
+        "missing_on_disk": gone,
+        "stale": sorted(stale),
+        "orphan_chunks": int(orphans),
+        "total": len(missing) + len(gone) + len(stale) + int(orphans),
+    }
 
 
 class Differences:

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from memoryd.core.errors import InvalidInput, describe
 from memoryd.core.fsutil import as_on_disk, resolved, within
 from memoryd.core.logsetup import get_logger
+from memoryd.index import folders
 from memoryd.index.attachments import OtherFiles
 from memoryd.index.folders import FileState, Skip, canonical, differences, walk
 from memoryd.memory.validation import check_str
@@ -138,6 +139,9 @@ class Indexer:
         self.totals = Report()
         # the files skipped now, by path, with the reason (status names them); bounded
         self.skipped: dict[str, str] = {}
+        # the notes that are symlinks to other files, by the file they lead to (folders.py,
+        # other_names: a save through either name raises an event for the file's own name only)
+        self.links_to: dict[str, set[str]] = {}
         self.last_reconcile: dict[str, Any] | None = None
         # the names of the files that are not notes, for links to attachments
         self.others = OtherFiles(self.root, lambda: self.settings, self.is_private, self.relpath)
@@ -235,6 +239,8 @@ class Indexer:
                     raise Skip("symlink leads outside the workspace")
                 real = target
                 st = os.stat(real)
+                if len(self.links_to) < MAX_SKIPPED_LISTED or target in self.links_to:
+                    self.links_to.setdefault(target, set()).add(rel)
         except FileNotFoundError:
             raise
         except OSError as exc:
@@ -319,6 +325,8 @@ class Indexer:
             for rel in rels:
                 full = self.root / rel if rel != "." else self.root
                 if _is_dir(full):
+                    if rel in indexed:  # a note replaced by a folder of its name
+                        vanished[rel] = indexed[rel]
                     for p, s in self._scan_under(rel).items():
                         todo[p] = s
                     prefix = "" if rel == "." else rel + "/"
@@ -407,6 +415,13 @@ class Indexer:
             chunks = self.store.run_write(functools.partial(entries.delete_document, path=p))
             report.deleted += 1
             log.info("deleted", path=p, chunks=chunks)
+        for rel in folders.symlinks_to(self, vanished):  # they lead nowhere now, or somewhere else
+            try:
+                self._index_one(self._stat(rel), {}, report)
+            except (FileNotFoundError, Skip):
+                if self.store.run_write(functools.partial(entries.delete_document, path=rel)):
+                    report.deleted += 1
+                    log.info("deleted: its symlink leads nowhere now", path=rel)
         for key in ("indexed", "unchanged", "deleted", "moved", "skipped", "chunks"):
             setattr(self.totals, key, getattr(self.totals, key) + getattr(report, key))
         if report.changed and self.on_change is not None:
@@ -473,6 +488,10 @@ class Indexer:
         n = self.store.run_write(write)
         report.indexed += 1
         report.chunks += n
+        # a note with other names changed under them too
+        before = [current.sha256] if current is not None else list(by_sha)
+        for other in folders.other_names(self, state, before):
+            self._index_one(other, by_sha, report)
         log.debug(
             "indexed",
             path=state.path,
@@ -538,30 +557,7 @@ class Indexer:
 
     def drift(self) -> dict[str, Any]:
         """Compare the index with the workspace on disk without changing anything."""
-        on_disk = self.scan()
-        indexed = self.store.read(entries.documents)
-        missing = sorted(p for p in on_disk if p not in indexed)
-        gone = sorted(p for p in indexed if p not in on_disk)
-        stale = []
-        for p, s in on_disk.items():
-            d = indexed.get(p)
-            if d is None:
-                continue
-            if d.size == s.size and d.mtime == s.mtime:
-                continue
-            try:
-                if sha256_bytes(self._read(s)) != d.sha256:
-                    stale.append(p)
-            except (Skip, OSError):
-                stale.append(p)
-        orphans = self.store.read(entries.orphan_chunk_count)
-        return {
-            "files_missing_from_index": missing,
-            "missing_on_disk": gone,
-            "stale": sorted(stale),
-            "orphan_chunks": int(orphans),
-            "total": len(missing) + len(gone) + len(stale) + int(orphans),
-        }
+        return folders.drift(self, self.scan(), self._read)
 
 
 def _is_dir(path: Path) -> bool:

@@ -135,7 +135,8 @@ class Notes:
         if not path_accepted(rel, self.indexer.settings):
             raise InvalidInput(
                 f"{what}: {describe(rel)} is not a note memoryd indexes (notes are files matching "
-                "indexer.include, *.md by default, outside hidden folders and indexer.exclude)"
+                "indexer.include, *.md by default, outside hidden folders and indexer.exclude, "
+                "and not an editor's or sync tool's own file)"
             )
         full = self.root / rel
         real = os.path.realpath(full)

@@ -42,6 +42,8 @@ from memoryd.store.backend import open_store
 log = get_logger("memoryd.serve.app")
 
 PROGRESS_EVERY_S = 10.0
+# the settings that decide which workspace files are notes and can change on a reload
+NOTE_RULE_KEYS = ("include", "exclude", "skip_hidden", "skip_tool_files")
 SHARED_CACHE_MAX_AGE_S = 30.0  # caches of a shared database are rebuilt at least this often
 
 
@@ -378,7 +380,13 @@ class App:
         threading.Thread(target=run, name="memoryd-reconcile-now", daemon=True).start()
 
     def apply_config(self, cfg: Config) -> None:
-        """Take reloadable settings from a new configuration (SIGHUP)."""
+        """Take reloadable settings from a new configuration (SIGHUP). New note rules
+        (include, exclude, skip_hidden, skip_tool_files) reconcile the workspace at once: the
+        notes they leave out leave the index, the ones they let in are indexed."""
+        old = self.cfg.indexer
+        rules_changed = any(
+            getattr(old, key) != getattr(cfg.indexer, key) for key in NOTE_RULE_KEYS
+        )
         self.cfg = cfg
         self.searcher.settings = cfg.search
         self.fuzzy.min_similarity = cfg.search.fuzzy_min_similarity
@@ -396,6 +404,8 @@ class App:
         self.jobs.reschedule()
         if self.watcher is not None:
             self.watcher.set_debounce(cfg.indexer.debounce_ms / 1000)
+        if rules_changed:
+            self.reconcile_soon("indexer.include, exclude, skip_hidden or skip_tool_files changed")
 
     def close(self) -> None:
         """Stop the watcher and workers, finish the write in progress, close the database."""

@@ -47,6 +47,12 @@ def in_folder(con: Connection, folder: str) -> Iterator[Row]:
     return iter(con.execute(sql, args))
 
 
+def with_sha(con: Connection, sha: str) -> list[str]:
+    """The paths of the documents whose stored bytes have this SHA-256 (the other names of a
+    hard-linked note are among them)."""
+    return [path for (path,) in con.execute("SELECT path FROM documents WHERE sha256 = ?", (sha,))]
+
+
 def every(con: Connection) -> Iterator[Row]:
     """Every document as rows read one at a time (consume them inside the read transaction)."""
     return iter(con.execute(_COLUMNS))

@@ -1,8 +1,10 @@
-"""Which workspace paths are notes (indexer.include/exclude gitignore patterns, hidden parts)
-and how a path is shown; pure, shared by the indexer and the note.* methods."""
+"""Which workspace paths are notes (indexer.include/exclude gitignore patterns, hidden parts,
+editors' and sync tools' own files) and how a path is shown; pure, shared by the indexer and
+the note.* methods."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Protocol
@@ -21,6 +23,61 @@ class PathRules(Protocol):
 
     @property
     def skip_hidden(self) -> bool: ...
+
+    @property
+    def skip_tool_files(self) -> bool: ...
+
+
+# The files editors and sync tools keep beside a note while they save it, lock it, fetch it or
+# keep an older copy of it (indexer.skip_tool_files): never notes, whatever `include` says.
+# A sync tool's conflict copy (`x (conflicted copy).md`, `x.sync-conflict-*.md`) is not one of
+# them: it holds the edits found nowhere else (docs/configuration.md says how to exclude them).
+_TOOL_NAME = re.compile(
+    r"(?:"
+    r".*~"  # the previous version: vim, emacs, nano, rsync --backup
+    r"|#.*#"  # emacs auto-save
+    r"|\.#.*"  # emacs lock (a symlink to nowhere)
+    r"|\..*\.sw[a-p]"  # vim swap
+    r"|.*___jb_(?:tmp|old)___"  # JetBrains' safe write
+    r"|\.~lock\..*#"  # LibreOffice lock
+    r"|~\$.*"  # Microsoft Office lock
+    r"|\.syncthing\..*\.tmp|~syncthing~.*\.tmp"  # Syncthing's download in progress
+    r"|\..*\.icloud"  # iCloud's placeholder of a file not downloaded
+    r"|\._.*"  # macOS's AppleDouble file beside each note on a non-Mac disk or share
+    r")\Z",
+    re.DOTALL,
+)
+# old versions (Syncthing), caches and downloads in progress (Dropbox, Google Drive)
+_TOOL_FOLDERS = frozenset(
+    {".stversions", ".dropbox.cache", ".tmp.drivedownload", ".tmp.driveupload"}
+)
+# Logseq's page backups, Resilio Sync's old versions
+_TOOL_SUBFOLDERS = (("logseq", "bak"), ("logseq", "version-files"), (".sync", "Archive"))
+
+
+# how a tool file's name ends or starts, or a folder of theirs shows in a path: a cheap first
+# look, so that the walk of a large workspace pays almost nothing for the rule
+_TOOL_ENDS = ("~", "#", "___", ".tmp", ".icloud", *(f".sw{c}" for c in "abcdefghijklmnop"))
+_TOOL_STARTS = ("~$", ".#", "._")
+_TOOL_IN_PATH = re.compile(r"\.stversions/|\.dropbox\.cache/|\.tmp\.drive|logseq/|\.sync/")
+
+
+def tool_file(rel: str) -> bool:
+    """True for a workspace path an editor or a sync tool keeps for itself (_TOOL_NAME), or
+    one under their folders of old versions and downloads (Syncthing's `.stversions/`,
+    Logseq's `logseq/bak/` and `logseq/version-files/`, Resilio's `.sync/Archive/`, Dropbox's
+    `.dropbox.cache/`, Google Drive's `.tmp.drivedownload/` and `.tmp.driveupload/`)."""
+    folder, _, name = rel.rpartition("/")
+    if (name.endswith(_TOOL_ENDS) or name.startswith(_TOOL_STARTS)) and _TOOL_NAME.match(name):
+        return True
+    if not _TOOL_IN_PATH.search(rel):
+        return False
+    folders = folder.split("/")
+    if any(p in _TOOL_FOLDERS for p in folders):
+        return True
+    return any(
+        folders[i : i + 2] == list(pair) for pair in _TOOL_SUBFOLDERS for i in range(len(folders))
+    )
 
 
 @lru_cache(maxsize=64)
@@ -41,6 +98,8 @@ def path_accepted(rel: str, s: PathRules) -> bool:
     """True for a workspace-relative path memoryd indexes as a note."""
     parts = rel.split("/")
     if s.skip_hidden and any(p.startswith(".") for p in parts):
+        return False
+    if s.skip_tool_files and tool_file(rel):
         return False
     return not matches(s.exclude, rel) and matches(s.include, rel)
 
