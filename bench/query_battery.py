@@ -419,21 +419,10 @@ def app_caller(app: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 
 def socket_caller(path: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    import socket
+    from bench.churn import rpc
 
     def call(params: dict[str, Any]) -> dict[str, Any]:
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(120)
-            s.connect(path)
-            req = {"jsonrpc": "2.0", "id": 1, "method": "search", "params": params}
-            s.sendall(json.dumps(req).encode() + b"\n")
-            buf = b""
-            while not buf.endswith(b"\n"):
-                part = s.recv(1 << 20)
-                if not part:
-                    break
-                buf += part
-        return dict(json.loads(buf))
+        return rpc(Path(path), "search", params, timeout=120)
 
     return call
 

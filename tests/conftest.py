@@ -628,3 +628,12 @@ def no_leaked_threads() -> Iterator[None]:
     while leaked() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not leaked(), f"threads left running: {leaked()}"
+
+
+def started_app(make_app: Any) -> Any:
+    """An App without a model, started (no jobs) and its file watcher alive."""
+    app = make_app(model=None)
+    app.start(jobs=False)
+    assert app.ready.wait(DEADLINE_S)
+    wait_for(lambda: app.watcher is not None and app.watcher.alive)
+    return app

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEADLINE_S, wait_for
+from conftest import started_app, wait_for
 
 from memoryd.store import entries
 
@@ -56,16 +56,8 @@ def test_a_deleted_folder_removes_only_its_notes(make_app: Any) -> None:
     assert rep.deleted == 1 and indexed(app) == {"gone-not/b.md"}
 
 
-def started(make_app: Any) -> Any:
-    app = make_app(model=None)
-    app.start(jobs=False)
-    assert app.ready.wait(DEADLINE_S)
-    wait_for(lambda: app.watcher is not None and app.watcher.alive)
-    return app
-
-
 def test_inotify_overflow_starts_a_reconcile_at_once(make_app: Any) -> None:
-    app = started(make_app)
+    app = started_app(make_app)
     app.watcher.on_change = lambda paths: None  # the events below are lost
     (app.cfg.workspace / "lost.md").write_text("# Lost\n\nnarwhal\n")
     wait_for(lambda: app.watcher.stats["events_seen"] > 0)
@@ -75,7 +67,7 @@ def test_inotify_overflow_starts_a_reconcile_at_once(make_app: Any) -> None:
 
 
 def test_a_failed_batch_starts_a_reconcile_at_once(make_app: Any) -> None:
-    app = started(make_app)
+    app = started_app(make_app)
 
     def failing(paths: list[Path]) -> None:
         raise OSError("disk hiccup")

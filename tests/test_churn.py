@@ -16,19 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEADLINE_S, q, to_toml, wait_for
+from conftest import DEADLINE_S, q, started_app, to_toml, wait_for
 
 from memoryd.store import entries
 
 pytestmark = pytest.mark.backends
-
-
-def started(make_app: Any) -> Any:
-    app = make_app(model=None)
-    app.start(jobs=False)
-    assert app.ready.wait(DEADLINE_S)
-    wait_for(lambda: app.watcher is not None and app.watcher.alive)
-    return app
 
 
 def on_disk(ws: Path) -> dict[str, str]:
@@ -105,7 +97,7 @@ SEQUENCES: dict[str, Callable[[Path], None]] = {
 
 @pytest.mark.parametrize("name", list(SEQUENCES))
 def test_the_index_equals_the_disk_after(make_app: Any, name: str) -> None:
-    app = started(make_app)
+    app = started_app(make_app)
     ws = app.cfg.workspace
     write(ws / "x.md", "# X\n\nwombat\n")
     write(ws / "d" / "a.md", "# A\n\nwombat\n")
@@ -260,7 +252,7 @@ def test_a_note_saved_through_one_of_its_names_is_current_under_all(
     them, and the others held the old text in the index until the next reconcile (a seeded
     churn run, seed 7). The checker follows symlinks as memoryd does (`rg -L`)."""
     make, other, how = OTHER_NAMES[case]
-    app = started(make_app)
+    app = started_app(make_app)
     ws = app.cfg.workspace
     write(ws / "a.md", "# A\n\nwombat\n")
     (ws / other).parent.mkdir(parents=True, exist_ok=True)
@@ -307,7 +299,7 @@ def test_a_symlinked_note_follows_its_file_away_and_back(make_app: Any, case: st
     nowhere and is no note (its document stayed, found by the old text); when it comes back,
     the symlink is a note again. The events name the file, never the symlink."""
     change, linked = TARGET_GONE[case]
-    app = started(make_app)
+    app = started_app(make_app)
     ws = app.cfg.workspace
     app_of[ws] = app
     write(ws / "d" / "a.md", "# A\n\nwombat\n")
