@@ -111,7 +111,9 @@ def test_delete_move_and_expiry_keep_mentions_exact(app: Any) -> None:
     # an edited memory, then an expired one
     app.memories.update(m.id, {"content": "Melanie prefers coffee with Oskar"})
     assert entity(app, "oskar") is not None
-    app.memories.update(m.id, {"expires_at": "2000-01-01T00:00:00Z"})
+    now = app.memories.clock()
+    app.memories.update(m.id, {"expires_at": now + 60})  # (a time past is refused)
+    app.memories.clock = lambda: now + 3600  # an hour later
     app.memories.prune()
     assert entity(app, "oskar") is None
     assert entity(app, "melanie")[3] == 1
