@@ -169,6 +169,7 @@ def test_a_second_daemon_on_one_data_dir_or_socket_refuses_clearly(
     second = daemon_factory(wait=False, **other)
     assert second.proc is not None
     assert second.proc.wait(60) == 1
+    assert second.stop() == 1  # (closes its log file)
     fatal = [
         json.loads(line)
         for line in second.log().splitlines()
