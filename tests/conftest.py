@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -97,6 +98,39 @@ def migrations_before(monkeypatch: pytest.MonkeyPatch, module: Any, step: Any) -
     `monkeypatch.undo()` gives the newer ones back."""
     steps = module.MIGRATIONS
     monkeypatch.setattr(module, "MIGRATIONS", steps[: steps.index(step)])
+
+
+def older_store(
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    backend: str,
+    sqlite_step: str,
+    pg_step: str,
+) -> dict[str, Any]:
+    """make_app's store settings for `backend`, whose stores opened from now on migrate only up
+    to the named step (memoryd.store.migrations' on SQLite, pg.schema's on PostgreSQL), not
+    including it: an older store. `monkeypatch.undo()` gives the newer steps back."""
+    if backend == "postgres":
+        from memoryd.store.pg import schema
+
+        migrations_before(monkeypatch, schema, getattr(schema, pg_step))
+        return {"store": {"backend": "postgres", "dsn": request.getfixturevalue("pg_dsn")}}
+    from memoryd.store import migrations
+
+    migrations_before(monkeypatch, migrations, getattr(migrations, sqlite_step))
+    return {}
+
+
+def doc_commands(doc: Path, marker: str) -> list[str]:
+    """The commands of the ```sh block after `<!-- sh:MARKER -->` in `doc`, one a line, as a
+    reader would type them (trailing `# comments` and blank lines left out)."""
+    text = doc.read_text(encoding="utf-8")
+    found = re.search(rf"<!-- sh:{re.escape(marker)}[ -]", text)
+    assert found, f"no <!-- sh:{marker} --> block in {doc}"
+    start = text.index("```sh\n", found.start()) + 6
+    block = text[start : text.index("```", start)]
+    lines = [re.sub(r"\s+#.*$", "", line).strip() for line in block.splitlines()]
+    return [line for line in lines if line]
 
 
 def write_synced(app: Any, rel: str, text: str) -> None:

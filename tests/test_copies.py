@@ -11,7 +11,6 @@ the temp file's journal. No root, no mount.
 
 from __future__ import annotations
 
-import re
 import shlex
 import shutil
 import subprocess
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, wait_for
+from conftest import ROOT, doc_commands, wait_for
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX resource limits")
 
@@ -96,15 +95,6 @@ SERVICE_MD = ROOT / "docs" / "service.md"
 EXAMPLE_SNAPSHOT = "memoryd-20261126T030000Z"
 
 
-def doc_commands(marker: str) -> list[str]:
-    text = SERVICE_MD.read_text(encoding="utf-8")
-    found = re.search(rf"<!-- sh:{re.escape(marker)}[ -]", text)
-    assert found, f"no <!-- sh:{marker} --> block in {SERVICE_MD}"
-    start = text.index("```sh\n", found.start()) + 6
-    block = text[start : text.index("```", start)]
-    return [line.strip() for line in block.splitlines() if line.strip()]
-
-
 def answers(d: Any) -> dict[str, Any]:
     """What a user sees: every memory, and a search's hits with their scores."""
     listed = d.call("list", {"limit": 100, "namespace": "*"})["items"]
@@ -151,19 +141,19 @@ def test_the_backup_and_restore_commands_of_service_md(daemon_factory: Any, tmp_
             raise AssertionError(f"a command this test does not know: {line}")
 
     data_dir = Path(d.cfg["data_dir"])
-    for line in doc_commands("backup"):
+    for line in doc_commands(SERVICE_MD, "backup"):
         run(line, data_dir)
     assert (tmp_path / "memories.jsonl").stat().st_size > 0
     d.call("add", {"content": "Added after the copies: the quokka moved again"})
     assert answers(d) != before
-    for line in doc_commands("restore"):
+    for line in doc_commands(SERVICE_MD, "restore"):
         run(line, data_dir)
     assert answers(d) == before
 
     d.call("add", {"content": "Added after the restore: the quokka moved once more"})
     fresh = tmp_path / "new-machine"
     fresh.mkdir(mode=0o700)
-    for line in doc_commands("restore-stopped"):
+    for line in doc_commands(SERVICE_MD, "restore-stopped"):
         if line == "systemctl --user stop memoryd":
             assert d.stop() == 0
         elif line == "systemctl --user start memoryd":

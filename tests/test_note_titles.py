@@ -78,18 +78,9 @@ def test_an_upgraded_store_files_its_notes_under_their_titles(
     make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """Schema m011 / v10: notes are read again at the next reconcile, nothing is embedded."""
-    from conftest import migrations_before, settle
+    from conftest import older_store, settle
 
-    store: dict[str, Any] = {}
-    if backend == "postgres":
-        from memoryd.store.pg import schema
-
-        store = {"store": {"backend": "postgres", "dsn": request.getfixturevalue("pg_dsn")}}
-        migrations_before(monkeypatch, schema, schema._v10_note_titles)
-    else:
-        from memoryd.store import migrations
-
-        migrations_before(monkeypatch, migrations, migrations.m011_note_titles)
+    store = older_store(monkeypatch, request, backend, "m011_note_titles", "_v10_note_titles")
     monkeypatch.setattr(notehead, "title_of", lambda path, fm, body: None)  # as before
     old = make_app(**store)
     (Path(old.cfg.workspace)).mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import doc_commands
 
 from memoryd.serve import methods as api
 
@@ -21,16 +22,6 @@ _names = iter(range(10**6))
 
 def call(app: Any, method: str, **params: Any) -> Any:
     return api.lookup(method, params).fn(app, params)
-
-
-def doc_commands(marker: str) -> list[str]:
-    text = DOC.read_text(encoding="utf-8")
-    found = re.search(rf"<!-- sh:{re.escape(marker)}[ -]", text)
-    assert found, f"no <!-- sh:{marker} --> block in {DOC}"
-    start = text.index("```sh\n", found.start()) + 6
-    block = text[start : text.index("```", start)]
-    lines = [re.sub(r"\s+#.*$", "", line).strip() for line in block.splitlines()]
-    return [line for line in lines if line]
 
 
 @pytest.fixture
@@ -82,10 +73,10 @@ def test_the_documented_backup_and_restore_exit_0_and_restore_the_rows(
     kept = call(first, "add", content="kept across the backup")["id"]
     make_app.close(first)
 
-    dump, restore = doc_commands("backup")
+    dump, restore = doc_commands(DOC, "backup")
     if marker == "backup-list":  # what an older pg_dump makes: the extension in the dump
         dump = dump.replace(" --exclude-extension=vector", "")
-        restore = doc_commands("backup-list")
+        restore = doc_commands(DOC, "backup-list")
     done = _run(dump, owned_db, tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "memoryd.dump").stat().st_size > 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import migrations_before, settle, with_notes
+from conftest import older_store, settle, with_notes
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -20,16 +20,9 @@ NOTES = {
 def test_an_upgraded_store_reads_its_notes_again_and_embeds_nothing_twice(
     make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
-    store: dict[str, Any] = {}
-    if backend == "postgres":
-        from memoryd.store.pg import schema
-
-        store = {"store": {"backend": "postgres", "dsn": request.getfixturevalue("pg_dsn")}}
-        migrations_before(monkeypatch, schema, schema._v8_read_notes_again)
-    else:
-        from memoryd.store import migrations
-
-        migrations_before(monkeypatch, migrations, migrations.m010_read_notes_again)
+    store = older_store(
+        monkeypatch, request, backend, "m010_read_notes_again", "_v8_read_notes_again"
+    )
     old = with_notes(make_app(**store), NOTES)
     settle(old)
     embedded = len(old.model.fake.seen)
