@@ -14,7 +14,7 @@ from memoryd.search import entities as entity_search
 from memoryd.store import entities as store_entities
 
 
-def _undated_store(con: Any, entries: Any, ids: dict[str, int]) -> int:
+def _undated_store(con: Any, entries: Any, ids: dict[str, int], flagged: bool = True) -> int:
     """store/entities._store as the schema before the dates wrote its rows."""
     done = set()
     for entry_id, _, mentions in entries:

@@ -7,7 +7,12 @@ Three tables (migrations.m006_entities; PostgreSQL: pg/schema.py v2):
 - `mentions(entity_id, entry_id, line, surface, surface_key)`: one row per occurrence, with the
   line it stands on (a note's line in its file; 1 for a memory) and the text as written
   (its canonical key too, so that an alias finds its entity);
-- `relations(a, b, count)`: a < b, the number of entries that mention both.
+- `relations(a, b, count)`: a < b, the number of entries that mention both among their
+  paired entities.
+
+Co-mentions are bounded per entry: an entry pairs at most 20 of its entities, its leading ones
+(store/entitypairs.py has the rule, and why), and each mention row says whether its entity is
+paired in its entry (`paired`).
 
 `mentions` rows are the truth; everything else follows from them in the database itself:
 triggers on `mentions` keep `entities.mentions` and `relations.count`, delete an entity whose
@@ -28,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from memoryd.store import entitypairs
 from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
 from memoryd.store.firstnames import named_like_person, people_named, person_like
@@ -50,6 +56,11 @@ _UPSERT = (
 # for a whole note (its chunks summed), each a batch (executemany). Deleting is the triggers'
 # work (migrations.m006): an entry's mentions also go by cascade.
 _INSERT = (
+    "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at, paired)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+# the schema of m007 to m011 (pg v3 to v10), which migrations before m012 (v11) write in
+_INSERT_UNFLAGGED = (
     "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at)"
     " VALUES (?, ?, ?, ?, ?, ?)"
 )
@@ -101,11 +112,13 @@ def _store(
     con: Connection,
     entries: Iterable[tuple[int, float, Iterable[Mention]]],
     ids: dict[str, int],
+    flagged: bool = True,
 ) -> int:
     """Store the mentions of entries that have none: (entry id, its date, its mentions) each.
     `ids` (key -> entity id) carries the entities met so far across the entries of one
-    transaction, so that each is looked up once. One row per entity, line and surface form."""
-    rows: list[tuple[int, int, int, str, str, float]] = []
+    transaction, so that each is looked up once. One row per entity, line and surface form.
+    `flagged` False: the schema before `paired` (a migration's backfill_memories)."""
+    rows: list[tuple[int, int, int, str, str, float, int]] = []
     per: dict[int, int] = {}
     pairs: dict[tuple[int, int], int] = {}
     entries = [(entry_id, at, list(mentions)) for entry_id, at, mentions in entries]
@@ -118,17 +131,33 @@ def _store(
         seen: dict[tuple[int, int, str], str] = {}
         for m in mentions:
             seen.setdefault((ids[m.key], m.line, m.surface), m.key)
-        found: set[int] = set()
+        found: dict[int, int] = {}
+        for entity_id, _, _ in seen:
+            found[entity_id] = found.get(entity_id, 0) + 1
+        paired = entitypairs.leading(found)
         for (entity_id, line, surface), key in seen.items():
-            rows.append((entity_id, entry_id, line, surface, canonical_key(surface) or key, at))
-            per[entity_id] = per.get(entity_id, 0) + 1
-            found.add(entity_id)
-        ordered = sorted(found)
+            rows.append(
+                (
+                    entity_id,
+                    entry_id,
+                    line,
+                    surface,
+                    canonical_key(surface) or key,
+                    at,
+                    int(entity_id in paired),
+                )
+            )
+        for entity_id, n in found.items():
+            per[entity_id] = per.get(entity_id, 0) + n
+        ordered = sorted(paired)
         for i, a in enumerate(ordered):
             for b in ordered[i + 1 :]:
                 pairs[a, b] = pairs.get((a, b), 0) + 1
     if rows:
-        con.executemany(_INSERT, rows)
+        if flagged:
+            con.executemany(_INSERT, rows)
+        else:
+            con.executemany(_INSERT_UNFLAGGED, [r[:-1] for r in rows])
         con.executemany(_COUNT, [(n, entity_id) for entity_id, n in per.items()])
         con.executemany(_PAIR, [(a, b, n) for (a, b), n in pairs.items()])
     return len(rows)
@@ -140,26 +169,23 @@ def remember(
     created_at: float,
     mentions: Iterable[Mention],
     ids: dict[str, int] | None = None,
+    flagged: bool = True,
 ) -> int:
     """Store the mentions of one entry that has none (new, or forgotten), dated `created_at`
     (the entry's); returns how many."""
-    return _store(con, [(entry_id, created_at, mentions)], {} if ids is None else ids)
+    return _store(con, [(entry_id, created_at, mentions)], {} if ids is None else ids, flagged)
 
 
 def recount(con: Connection) -> None:
-    """Every count again from the mentions (after mentions were copied in bulk)."""
+    """Every count again from the mentions (after mentions were copied in bulk, a migration, or
+    to check the triggers' work): each entry's paired entities, the entities' mentions and the
+    relations (entitypairs.recount)."""
+    entitypairs.recount(con)
     con.execute(
         "UPDATE entities SET mentions ="
         " (SELECT count(*) FROM mentions m WHERE m.entity_id = entities.id)"
     )
     con.execute("DELETE FROM entities WHERE mentions = 0")
-    con.execute("DELETE FROM relations")
-    con.execute(
-        "INSERT INTO relations(a, b, count) SELECT x.entity_id, y.entity_id,"
-        " count(DISTINCT x.entry_id) FROM mentions x JOIN mentions y"
-        " ON y.entry_id = x.entry_id AND y.entity_id > x.entity_id"
-        " GROUP BY x.entity_id, y.entity_id"
-    )
 
 
 # A name the store knows as another entity's: one of its surface forms (an alias a note's front
@@ -219,7 +245,7 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
     return out
 
 
-def adopt_first_names(con: Connection, mentions: Iterable[Mention]) -> int:
+def adopt_first_names(con: Connection, mentions: Iterable[Mention], flagged: bool = True) -> int:
     """known_as's first-name rule for the entries indexed before: a person of two or three
     words whom these (just stored) mentions name adopts the entity of their first name alone
     ("Caroline", written in notes and memories indexed before "Caroline Baker" was) when that
@@ -245,11 +271,11 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention]) -> int:
             continue
         people = people_named(con, first)
         if len(people) == 1 and str(people[0][0]) == key:
-            changed += adopt(con, first, key)
+            changed += adopt(con, first, key, flagged)
     return changed
 
 
-def adopt(con: Connection, old_key: str, new_key: str) -> int:
+def adopt(con: Connection, old_key: str, new_key: str, flagged: bool = True) -> int:
     """Every entry that mentions the entity `old_key` mentions `new_key` there instead (a note
     indexed later says the two are one: `[[caroline-baker]]` or "Caz" written before the note
     titled Caroline Baker, with `aliases: [Caz]`, was indexed); each such entry's mentions are
@@ -291,6 +317,7 @@ def adopt(con: Connection, old_key: str, new_key: str) -> int:
                 else Mention(str(key), str(n), str(t), int(line), str(surface), "name")
                 for key, n, t, line, surface, _ in rows
             ],
+            flagged=flagged,
         )
     return len(entry_ids)
 
@@ -368,10 +395,11 @@ def backfill_memories(con: Connection, table: str = "entries") -> int:
         " AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entry_id = x.id) ORDER BY id"
     ).fetchall()
     ids: dict[str, int] = {}
+    flagged = entitypairs.has_flags(con, is_postgres(con))
     for entry_id, at, content, tags in rows:
         found = known_as(con, memory_mentions(str(content), _tags(tags)))
-        remember(con, int(entry_id), float(at), found, ids)
-        if adopt_first_names(con, found):
+        remember(con, int(entry_id), float(at), found, ids, flagged)
+        if adopt_first_names(con, found, flagged):
             ids.clear()  # an adopted first name's entity is gone
     return len(rows)
 

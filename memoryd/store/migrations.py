@@ -13,7 +13,7 @@ import apsw
 
 from memoryd.core.errors import StoreError
 from memoryd.core.logsetup import get_logger
-from memoryd.store import db, entities, notetext, tables, tokenizer
+from memoryd.store import db, entities, entitypairs, notetext, tables, tokenizer
 from memoryd.store.protocol import one
 
 log = get_logger("memoryd.store")
@@ -323,12 +323,12 @@ def m007_entity_dates(con: apsw.Connection) -> None:
     mentions, and first and last seen, off the index instead of every mention (issue 20.6). A
     trigger keeps the date equal to the entry's when that changes (front-matter dates). The
     co-mentions are indexed by count from both ends, for the strongest relations."""
-    cols = ", ".join(tables.names(tables.MENTIONS)[:-1])
+    cols = ", ".join(c.name for c in tables.MENTIONS if c.added_by is None)
     con.execute(
         f"""
         CREATE TABLE mentions_v7(
             {tables.create_columns(tables.MENTIONS, "sqlite", " " * 12)},
-            {tables.MENTIONS[-1].ddl("sqlite")},
+            {tables.column(tables.MENTIONS, "created_at").ddl("sqlite")},
             PRIMARY KEY (entity_id, created_at, entry_id, line, surface)
         ) WITHOUT ROWID;
         INSERT INTO mentions_v7({cols}, created_at)
@@ -384,6 +384,18 @@ def m011_note_titles(con: apsw.Connection) -> None:
     m010_read_notes_again(con)
 
 
+def m012_paired(con: apsw.Connection) -> None:
+    """Co-mentions bounded per entry (issue 20; store/entitypairs.py): each mention says whether
+    its entry pairs its entity, the delete trigger undoes only the pairs counted, and the
+    relations are counted again, which removes those a list wrote before (400 hosts in one
+    chunk: 79,800 rows)."""
+    con.execute(
+        f"ALTER TABLE mentions ADD COLUMN {tables.column(tables.MENTIONS, 'paired').ddl('sqlite')}"
+    )
+    con.execute(entitypairs.SQLITE_TRIGGER)
+    entities.recount(con)
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
@@ -396,6 +408,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m009_note_text_expiry,
     m010_read_notes_again,
     m011_note_titles,
+    m012_paired,
 ]
 
 

@@ -122,14 +122,25 @@ MENTIONS: tuple[Column, ...] = (
     # the entry's created_at, kept equal to it (a trigger follows its changes): in the
     # mentions' key, so an entity's newest mentions and its first and last seen are index reads
     Column("created_at", "REAL NOT NULL", "DOUBLE PRECISION NOT NULL", "m007_entity_dates; pg v3"),
+    # 1 when the entry counts this entity's co-mentions (store/entitypairs.py: one of the
+    # entry's leading entities), the same on each of the entity's rows of the entry; the
+    # triggers on deleting a mention read it, so they undo exactly the pairs that were counted
+    Column(
+        "paired", "INTEGER NOT NULL DEFAULT 1", "INTEGER NOT NULL DEFAULT 1", "m012_paired; pg v11"
+    ),
 )
 
-# co-mentions within one entry: a < b, counted once per entry that mentions both
+# co-mentions within one entry: a < b, counted once per entry that mentions both among its
+# paired entities (store/entitypairs.py, PAIRED)
 RELATIONS: tuple[Column, ...] = (
     _c("a", "INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE"),
     _c("b", "INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE"),
     _c("count", "INTEGER NOT NULL"),
 )
+
+
+def column(columns: tuple[Column, ...], name: str) -> Column:
+    return next(c for c in columns if c.name == name)
 
 
 def names(columns: tuple[Column, ...]) -> tuple[str, ...]:

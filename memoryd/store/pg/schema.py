@@ -400,7 +400,8 @@ def _v3_entity_dates(cur: psycopg.Cursor) -> None:
     trigger keeps it equal to the entry's date; relations are indexed by count from both ends."""
     cur.execute(
         f"""
-        ALTER TABLE mentions ADD COLUMN {tables.MENTIONS[-1].name} DOUBLE PRECISION;
+        ALTER TABLE mentions ADD COLUMN {tables.column(tables.MENTIONS, "created_at").name}
+            DOUBLE PRECISION;
         UPDATE mentions m SET created_at = e.created_at FROM all_entries e
             WHERE e.id = m.entry_id;
         ALTER TABLE mentions ALTER COLUMN created_at SET NOT NULL;
@@ -526,6 +527,19 @@ def _v10_note_titles(cur: psycopg.Cursor) -> None:
     _v8_read_notes_again(cur)
 
 
+def _v11_paired(cur: psycopg.Cursor) -> None:
+    """Co-mentions bounded per entry (issue 20; store/entitypairs.py): the `paired` column, the
+    trigger function that reads it, and every workspace's relations counted again (which
+    removes those lists wrote before; SQLite: migrations.m012_paired)."""
+    from memoryd.store import entities, entitypairs
+    from memoryd.store.pg.conn import PgConnection
+
+    paired = tables.column(tables.MENTIONS, "paired")
+    cur.execute(f"ALTER TABLE mentions ADD COLUMN {paired.ddl('postgres')}")
+    cur.execute(entitypairs.PG_FUNCTION)
+    entities.recount(PgConnection(cur.connection))
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
@@ -537,6 +551,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v8_read_notes_again,
     _v9_composed_words,
     _v10_note_titles,
+    _v11_paired,
 ]
 
 

@@ -1,0 +1,156 @@
+"""Issue 20: co-mentions bounded per entry (store/entitypairs.py, PAIRED) on both backends: a list
+pairs none of its names, an entry over the bound pairs its leading names only, the counts stay
+what `recount` makes of the same mentions through edits, moves and deletes, and the migration
+(SQLite m012, PostgreSQL v11) prunes what an older store wrote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import older_store, write_synced
+from test_entity_store import consistent, entity, rows
+
+from memoryd.store import entities as store_entities
+from memoryd.store import entitypairs
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+BOUND = entitypairs.PAIRED * (entitypairs.PAIRED - 1) // 2
+
+
+def hosts(n: int, prefix: str = "db") -> list[str]:
+    return [f"{prefix}-{i:03d}.corp.example.net" for i in range(n)]
+
+
+def relations(app: Any) -> dict[tuple[Any, Any], int]:
+    return {
+        (a, b): n
+        for a, b, n in rows(
+            app,
+            "SELECT x.key, y.key, r.count FROM relations r JOIN entities x ON x.id = r.a"
+            " JOIN entities y ON y.id = r.b",
+        )
+    }
+
+
+def recounted(app: Any) -> None:
+    """The store holds what `recount` makes of its mentions: the flags, the entities' counts
+    and the relations, unchanged by counting them all again."""
+    snapshot = "SELECT entity_id, entry_id, line, surface, paired FROM mentions ORDER BY 1, 2, 3, 4"
+    before = (rows(app, snapshot), sorted(rows(app, "SELECT id, mentions FROM entities")))
+    pairs = relations(app)
+    with app.store.write() as con:
+        store_entities.recount(con)
+    assert (rows(app, snapshot), sorted(rows(app, "SELECT id, mentions FROM entities"))) == before
+    assert relations(app) == pairs
+    consistent(app)
+
+
+@pytest.fixture
+def app(make_app: Any) -> Any:
+    a = make_app(model=None)
+    Path(a.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    return a
+
+
+def test_a_list_of_400_hosts_pairs_none_and_editing_it_away_leaves_none(app: Any) -> None:
+    listed = hosts(400)
+    app.memories.add(content="Fleet: " + ", ".join(listed) + ".")
+    assert entity(app, listed[0]) is not None
+    assert relations(app) == {}  # each written once: a list, not a relationship
+    # a section of a note: a paragraph (one line the chunker splits) and a bulleted list
+    write_synced(
+        app,
+        "inventory.md",
+        "# Inventory\n\nMaya Chen and Oskar Berg own the fleet.\n\n## Hosts\n\n"
+        + ", ".join(hosts(400, "web"))
+        + ".\n\n## Caches\n\n"
+        + "\n".join(f"- {h}" for h in hosts(400, "cache"))
+        + "\n",
+    )
+    pairs = relations(app)
+    chunks = rows(app, "SELECT count(*) FROM entries WHERE kind = 'chunk'")[0][0]
+    assert pairs[("maya chen", "oskar berg")] == 1
+    # only a chunk of at most PAIRED names pairs them (the list's tail); none of the paragraph
+    assert len(pairs) <= BOUND * chunks and not any(a.startswith("web-") for a, _ in pairs)
+    consistent(app)
+    write_synced(app, "inventory.md", "# Inventory\n\nMaya Chen and Oskar Berg own the fleet.\n")
+    assert relations(app) == {("maya chen", "oskar berg"): 1}
+    assert entity(app, "web-000.corp.example.net") is None
+    recounted(app)
+
+
+def test_an_entry_over_the_bound_pairs_its_leading_names_only(app: Any) -> None:
+    # 30 hosts once each; Maya Chen and Oskar written twice (two forms: two rows each)
+    text = "Maya Chen and Oskar patched " + ", ".join(hosts(30)) + "; Maya Chen's and Oskar's."
+    found = app.memories.add(content=text).id
+    assert relations(app) == {("maya chen", "oskar"): 1}
+    flags = rows(
+        app,
+        "SELECT e.key, max(m.paired) FROM mentions m JOIN entities e ON e.id = m.entity_id"
+        " GROUP BY e.key",
+    )
+    assert {k for k, p in flags if p} == {"maya chen", "oskar"} and len(flags) == 32
+    # 20 names: at the bound, every pair
+    app.memories.update(found, {"content": "Maya Chen patched " + ", ".join(hosts(19))})
+    assert len(relations(app)) == BOUND
+    # 21: over it, each once: none
+    app.memories.update(found, {"content": "Maya Chen patched " + ", ".join(hosts(20))})
+    assert relations(app) == {}
+    recounted(app)
+
+
+def test_counts_stay_what_recount_makes_of_them_through_edits_moves_and_deletes(
+    app: Any,
+) -> None:
+    crew = ["Maya Chen", "Oskar Berg", "Lena Fischer", "Priya Raman"]
+    ids = []
+    for i in range(6):
+        names = ", ".join(crew[: i % 4 + 1])
+        listed = ", ".join(hosts(10 + 5 * i, f"n{i}"))
+        ids.append(app.memories.add(content=f"{names} met about {listed} and {crew[0]}'s plan").id)
+    for i in range(3):
+        write_synced(
+            app,
+            f"notes/n{i}.md",
+            f"# Note {i}\n\n{crew[i]} and {crew[i + 1]} met.\n\n"
+            + ", ".join(hosts(15 * (i + 1), f"x{i}"))
+            + f"\n\n{crew[i]} again; {crew[i + 1]}'s too.\n",
+        )
+    recounted(app)
+    app.memories.update(ids[0], {"content": "Maya Chen alone, with " + ", ".join(hosts(25, "n5"))})
+    app.memories.delete(ids[1])
+    app.memories.update(ids[5], {"content": "Lena Fischer and Priya Raman, no hosts"})
+    write_synced(app, "notes/n0.md", "# Note 0\n\nOskar Berg and Lena Fischer.\n")
+    (Path(app.cfg.workspace) / "notes/n1.md").rename(Path(app.cfg.workspace) / "n1-moved.md")
+    (Path(app.cfg.workspace) / "notes/n2.md").unlink()
+    app.indexer.reconcile()
+    recounted(app)
+    assert relations(app)  # some left, each exact
+
+
+def _unbounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows as the schema before m012 / v11 wrote them: every pair of an entry (and no flag:
+    conftest.migrations_before)."""
+    monkeypatch.setattr(entitypairs, "leading", set)
+
+
+def test_the_migration_prunes_the_pairs_an_older_store_wrote(
+    make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    store = older_store(monkeypatch, request, backend, "m012_paired", "_v11_paired")
+    _unbounded(monkeypatch)
+    old = make_app(model=None, **store)
+    old.memories.add(content="Maya Chen and Oskar Berg")
+    old.memories.add(content="Fleet of Maya Chen: " + ", ".join(hosts(120)))
+    assert len(relations(old)) == 1 + 121 * 120 // 2  # every pair of the list
+    old.close()
+    monkeypatch.undo()
+    new = make_app(model=None, **store)
+    assert relations(new) == {("maya chen", "oskar berg"): 1}
+    assert entity(new, "maya chen")[3] == 2
+    consistent(new)
+    new.memories.add(content="Maya Chen, Oskar Berg and Lena Fischer")
+    recounted(new)
