@@ -352,27 +352,60 @@ def reindex_memory(con: Connection, entry_id: int) -> None:
 def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> int:
     """Give each chunk of the note at `path` the mentions on its lines (the note was just
     stored: its chunks are new rows). Overlapping chunks both get a mention on a shared line;
-    the first chunk also gets those above it (front matter: aliases, people, tags)."""
+    the first chunk also gets those above it (front matter: aliases, people, tags). A line that
+    several chunks share at their edges may be cut between them (a paragraph written as one
+    line longer than a chunk, cut between words): a mention there goes to the chunks whose text
+    holds it as written (all of them when none does), not to every piece of the line: a line of
+    400 hosts cut into 13 chunks gave each chunk all 400 (5,200 rows, each chunk "mentioning"
+    hosts it does not hold, for the entity filter, the entity weight and the page alike)."""
     if not mentions:
         return 0
     ordered = sorted(known_as(con, mentions), key=lambda m: m.line)
     lines = [m.line for m in ordered]
+    rows = con.execute(
+        "SELECT e.id, e.start_line, e.end_line, e.created_at, e.content FROM entries e"
+        " JOIN documents d ON d.id = e.document_id WHERE d.path = ? ORDER BY e.seq",
+        (path,),
+    ).fetchall()
+    holders = _edge_holders(rows, ordered)
     chunks = []
-    for i, (entry_id, start, end, created_at) in enumerate(
-        con.execute(
-            "SELECT e.id, e.start_line, e.end_line, e.created_at FROM entries e JOIN documents d"
-            " ON d.id = e.document_id WHERE d.path = ? ORDER BY e.seq",
-            (path,),
-        ).fetchall()
-    ):
+    for i, (entry_id, start, end, created_at, _) in enumerate(rows):
         lo = 0 if i == 0 else bisect_left(lines, start)
-        chunks.append((int(entry_id), float(created_at), ordered[lo : bisect_right(lines, end)]))
+        found = ordered[lo : bisect_right(lines, end)]
+        if holders:
+            found = [m for m in found if i in holders.get((m.line, m.surface), (i,))]
+        chunks.append((int(entry_id), float(created_at), found))
     n = _store(con, chunks, {})
     for m in ordered:  # its file name and aliases, written before it was indexed, name it
         if m.source in _ADOPTED and (old := canonical_key(m.surface)) != m.key:
             adopt(con, old, m.key)
     adopt_first_names(con, ordered)
     return n
+
+
+def _edge_holders(
+    chunks: Sequence[Sequence[Any]], mentions: Sequence[Mention]
+) -> dict[tuple[int, str], tuple[int, ...]]:
+    """{(line, surface): the chunks (by position) whose text holds it} for the mentions on a
+    line that two or more chunks share at an edge (a chunk's first or last line), where some
+    do not hold it and at least one does. Chunks come in order: their starts and ends ascend."""
+    starts = [int(c[1]) for c in chunks]
+    edges = {int(c[1]) for c in chunks} | {int(c[2]) for c in chunks}
+    out: dict[tuple[int, str], tuple[int, ...]] = {}
+    for m in mentions:
+        if m.line not in edges or (m.line, m.surface) in out:
+            continue
+        at = bisect_right(starts, m.line) - 1  # the last chunk starting at or above the line
+        covering = []
+        while at >= 0 and int(chunks[at][2]) >= m.line:
+            covering.append(at)
+            at -= 1
+        if len(covering) < 2:
+            continue
+        holding = tuple(i for i in covering if m.surface in str(chunks[i][4]))
+        if holding and len(holding) < len(covering):
+            out[m.line, m.surface] = holding
+    return out
 
 
 def reindex_document(con: Connection, path: str, mentions: Sequence[Mention]) -> int:
