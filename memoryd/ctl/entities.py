@@ -106,6 +106,8 @@ def s_related(res: dict[str, Any], a: Namespace) -> int:
     root = nodes.get(res.get("name"), {})
     print(_brief(root) if root else str(res.get("name")))
     show(res.get("name"), 1)
+    if res.get("truncated"):
+        print(f"(stopped at {len(nodes)} entities: a smaller --top or --depth shows the rest)")
     return EXIT_OK
 
 

@@ -27,6 +27,10 @@ PAGE_TOKENS = 1000  # an entity page's default budget
 SOURCE_PAGE = 25  # sources whose text is read at once
 MAX_TOP = 1000
 MAX_DEPTH = 3
+# The most entities one `related` answer holds (the root included): the walk grows as top^depth
+# (top 100 at depth 3 reached 8,737 entities and 73,208 edges, 4.7 MB, at 100K chunks), and an
+# agent reads the answer whole. The web page's graph holds as many notes (GRAPH_MAX_NODES).
+RELATED_MAX_NODES = 500
 # An entity page reads the entity's newest mentions, at most this many (newest first, off an
 # index): its sources and aliases come from them; first and last seen and the relations from
 # every mention.
@@ -282,13 +286,18 @@ def listing(
 
 def related(store: Store, name: str, *, depth: int = 1, top: int = 10) -> dict[str, Any]:
     """The graph around `name`, breadth first: its `top` strongest relations, theirs at depth 2,
-    and so on; each entity once, at its first depth. Edges carry the co-mention counts."""
+    and so on; each entity once, at its first depth, at most RELATED_MAX_NODES of them
+    (`truncated` when more were reached: the edges to those are left out, and the walk stops
+    there). Edges carry the co-mention counts."""
     name = check_name(name)
     check_int(depth, "depth", 1, MAX_DEPTH)
     check_int(top, "top", 1, 100)
     root = _resolve(store, name)[0]
 
+    truncated = False
+
     def walk(con: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        nonlocal truncated
         nodes = [{**_brief(root), "depth": 0}]
         edges: list[dict[str, Any]] = []
         seen = {root.id: root}
@@ -296,12 +305,17 @@ def related(store: Store, name: str, *, depth: int = 1, top: int = 10) -> dict[s
         for level in range(1, depth + 1):
             nxt: list[EntityRow] = []
             for node in frontier:
+                if truncated:  # full: the entities not walked yet keep their edges to themselves
+                    break
                 for other, n in entityread.related(con, [node.id], top):
-                    edges.append({"from": node.name, "to": other.name, "together": n})
                     if other.id not in seen:
+                        if len(nodes) >= RELATED_MAX_NODES:
+                            truncated = True
+                            continue
                         seen[other.id] = other
                         nxt.append(other)
                         nodes.append({**_brief(other), "depth": level})
+                    edges.append({"from": node.name, "to": other.name, "together": n})
             frontier = nxt
         return nodes, edges
 
@@ -310,4 +324,5 @@ def related(store: Store, name: str, *, depth: int = 1, top: int = 10) -> dict[s
     unique: dict[frozenset[str], dict[str, Any]] = {}
     for e in edges:
         unique.setdefault(frozenset((e["from"], e["to"])), e)
-    return {"name": root.name, "depth": depth, "nodes": nodes, "edges": list(unique.values())}
+    out = {"name": root.name, "depth": depth, "nodes": nodes, "edges": list(unique.values())}
+    return {**out, "truncated": True} if truncated else out
