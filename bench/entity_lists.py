@@ -1,11 +1,11 @@
 """python -m bench.entity_lists [--hosts N] [--rounds R] [--json] [--backend postgres [--dsn DSN]]
 
-Issue 20: what a list of names costs the entity rows (BENCHMARKS.md, "Issue 20.7"). A note
-whose section lists N hostnames (400: the walk that found it) is indexed in keyword mode, then
-edited (a line added under the list: the whole note is indexed again, its old mentions deleted
-by the triggers, its new ones written), then deleted; and a memory naming N hosts is added,
-edited and deleted. Each write's wall time (the writer lock is held for most of it) and the
-rows it leaves in `mentions` and `relations`, per list form:
+Issue 20: what a list of names costs the entity rows (BENCHMARKS.md, "Issue 20.2: co-mentions
+bounded per entry"). A note whose section lists N hostnames (400: the walk that found it) is
+indexed in keyword mode, then edited (a line added under the list: the whole note is indexed
+again, its old mentions deleted by the triggers, its new ones written), then deleted; and a
+memory naming N hosts is added, edited and deleted. Each write's wall time (the writer lock is
+held for most of it) and the rows it leaves in `mentions` and `relations`, per list form:
 
 - `line`: the hosts written as one paragraph on one line ("a, b, c, ..."), which the chunker
   cuts between words; the form that wrote N * (N - 1) / 2 relations;

@@ -27,7 +27,7 @@ from memoryd.store.protocol import Connection
 # The most entities one entry pairs: PAIRED * (PAIRED - 1) / 2 relations at most. Real notes stay
 # under it: in the Obsidian help vault (with its release notes) and bench/data's notes, 4,126
 # chunks, 4 held more than 20 distinct entities, all lists (Credits, a list of functions, an
-# on-call cheat sheet; BENCHMARKS.md, "Issue 20.7").
+# on-call cheat sheet; BENCHMARKS.md, "Issue 20.2: co-mentions bounded per entry").
 PAIRED = 20
 
 
