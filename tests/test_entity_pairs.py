@@ -187,3 +187,75 @@ def test_related_stops_at_its_most_entities(app: Any, monkeypatch: pytest.Monkey
     assert len(cut["nodes"]) == 5 and cut["truncated"] is True
     kept = {n["name"] for n in cut["nodes"]}
     assert all(e["from"] in kept and e["to"] in kept for e in cut["edges"])
+
+
+def _lists(app: Any) -> None:
+    """Memories and a note with lists over the bound, and entries under it."""
+    app.memories.add(content="Maya Chen and Oskar Berg run " + ", ".join(hosts(30)))
+    app.memories.add(content="Maya Chen, Maya Chen's pager and Oskar's: " + ", ".join(hosts(25)))
+    app.memories.add(content="Maya Chen and Lena Fischer")
+    write_synced(
+        app,
+        "fleet.md",
+        "# Fleet\n\nMaya Chen and Oskar Berg.\n\n" + ", ".join(hosts(300, "web")) + ".\n",
+    )
+
+
+def test_export_import_and_a_full_reindex_pair_by_the_same_rule(make_app: Any) -> None:
+    from memoryd.serve import methods as api
+
+    def call(app: Any, method: str, **params: Any) -> Any:
+        return api.lookup(method, params).fn(app, params)
+
+    first = make_app(model=None)
+    Path(first.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    _lists(first)
+    items = call(first, "export")["items"]
+    call(first, "reindex", full=True)  # memories' mentions read again at once, notes at reconcile
+    recounted(first)
+    second = make_app(model=None)
+    call(second, "import", items=items)
+    assert ("maya chen", "oskar berg") in relations(second)
+    recounted(second)
+
+
+@pytest.mark.sqlite_only("checkpoints copy the SQLite file")
+def test_an_older_checkpoint_restored_is_migrated_and_pruned(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    from memoryd.serve import methods as api
+
+    store = older_store(monkeypatch, request, "sqlite", "m012_paired", "_v11_paired")
+    _unbounded(monkeypatch)
+    old = make_app(model=None, **store)
+    Path(old.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    _lists(old)
+    assert len(relations(old)) > 1000
+    params = {"name": "before"}
+    api.lookup("checkpoint.create", params).fn(old, params)  # in the schema before m012
+    old.close()
+    monkeypatch.undo()
+    app = make_app(model=None, **store)  # the live store migrated: pruned
+    pruned = relations(app)
+    assert len(pruned) < 1000
+    app.memories.add(content="Priya Raman and Oskar Berg")
+    restored = api.lookup("checkpoint.restore", params).fn(app, params)
+    assert restored["migrated"] is True
+    assert relations(app) == pruned
+    recounted(app)
+
+
+@pytest.mark.sqlite_only("copies a SQLite store to PostgreSQL")
+def test_the_copy_to_postgres_pairs_by_the_same_rule(make_app: Any, pg_dsn: str) -> None:
+    from memoryd.store import pgmigrate
+
+    lite = make_app(model=None)
+    Path(lite.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    _lists(lite)
+    before = relations(lite)
+    cfg = lite.cfg
+    lite.close()
+    pgmigrate.migrate(cfg, dsn=pg_dsn)
+    pg = make_app(model=None, store={"backend": "postgres", "dsn": pg_dsn})
+    assert relations(pg) == before
+    recounted(pg)
