@@ -311,6 +311,35 @@ def test_names_match_across_unicode_normal_forms(make_app: Any, named: str, writ
     assert {n["id"] for n in graph["nodes"]} == {note, "home.md", picture}
 
 
+def test_the_graph_walks_links_not_every_heading_link(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note's own [[#heading]] links are no edges of the graph, and it does not read them:
+    per node walked, the vault's every one of them cost 8 s at depth 3 on 3,000 notes."""
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "a.md").write_text("# A\n\n[[#Part]] and [[b]]\n\n## Part\n\nx\n")
+    (ws / "b.md").write_text("# B\n\n[[#Y]] and [[a]] and [[c#Z]]\n\n## Y\n\ny\n")
+    (ws / "c.md").write_text("# C\n\n## Z\n\n[[#Z]]\n")
+    app.indexer.reconcile()
+    asked: list[list[str]] = []
+    real = vault.store_links.links_named
+
+    def links_named(con: Any, keys: Any) -> Any:
+        asked.append(list(keys))
+        return real(con, keys)
+
+    monkeypatch.setattr(vault.store_links, "links_named", links_named)
+    graph = vault.neighbourhood(app.store, "a.md", app.indexer.others.snapshot(), depth=3)
+    assert {n["id"] for n in graph["nodes"]} == {"a.md", "b.md", "c.md"}
+    assert {(e["source"], e["target"]) for e in graph["edges"]} == {
+        ("a.md", "b.md"),
+        ("b.md", "a.md"),
+        ("b.md", "c.md"),
+    }
+    assert asked and not any("" in keys for keys in asked)
+
+
 @pytest.mark.parametrize("written", ["NFC", "NFD"])
 @pytest.mark.parametrize(
     "door",
