@@ -74,8 +74,8 @@ def has_flags(con: Connection, postgres: bool) -> bool:
     """Whether `mentions` has its `paired` column yet: a migration before SQLite's m012 and
     PostgreSQL's v11 (m007 / v3 read the memories) writes mentions in the schema of its time."""
     sql = (
-        "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()"
-        " AND table_name = 'mentions' AND column_name = 'paired'"
+        "SELECT 1 FROM pg_attribute WHERE attrelid = 'mentions'::regclass"
+        " AND attname = 'paired' AND NOT attisdropped"
         if postgres
         else "SELECT 1 FROM pragma_table_info('mentions') WHERE name = 'paired'"
     )
