@@ -15,8 +15,7 @@ from memoryd.search import vecindex
 from memoryd.search.hashrows import HashRows, keys_of
 from memoryd.search.request import vector_mask, wide_first
 from memoryd.search.vecindex import VectorCache, nearest_entries
-from memoryd.store import entities as store_entities
-from memoryd.store import vectors
+from memoryd.store import entityfilter, vectors
 from memoryd.store.entries import Filters, filter_sql
 
 DIM = 32
@@ -49,10 +48,10 @@ def _both(
         return real_knn(*args)
 
     def run(con: Any) -> int:
-        groups, n = store_entities.resolve_filter(con, (name,))
+        groups, n = entityfilter.resolve_filter(con, (name,))
         f = Filters(entities=(name,), entity_ids=groups, entity_mentions=n)
         flt = filter_sql(f, 0.0, wide=True)
-        allowed = set(store_entities.entries_of(con, groups).tolist())
+        allowed = set(entityfilter.entries_of(con, groups).tolist())
         start, mask = wide_first(f, 20, con), vector_mask(f, 0.0)
         assert start is not None  # wide: NARROW_MENTIONS is patched to 1
         same = 0
@@ -78,7 +77,7 @@ def _both(
 def test_a_wide_entity_filter_masks_the_cache_with_the_same_answer(
     make_app: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_entities, "NARROW_MENTIONS", 1)
+    monkeypatch.setattr(entityfilter, "NARROW_MENTIONS", 1)
     app = make_app(model=None)
     ws = Path(app.cfg.workspace)
     (ws / "log").mkdir(parents=True)

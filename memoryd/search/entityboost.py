@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from memoryd.search.ftsquery import quote_term
 from memoryd.search.ranking import Candidate, idf
 from memoryd.store import entityread, searchsql
-from memoryd.store.entities import name_key
+from memoryd.store.entityfilter import name_key
 from memoryd.store.protocol import Connection
 from memoryd.text.entities import extract
 

@@ -11,7 +11,7 @@ from typing import Any
 from memoryd.core.errors import Unavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.store import searchsql
-from memoryd.store.entities import is_wide, resolve_filter, rowid_sql
+from memoryd.store.entityfilter import is_wide, resolve_filter, rowid_sql
 from memoryd.store.entityrowids import rowid_check
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
@@ -73,7 +73,7 @@ def narrowing(f: Filters, vector: bool = False) -> bool:
 
 
 def wide_first(f: Filters, size: int, con: Connection) -> int | None:
-    """With a wide entities filter (store/entities.py, NARROW_MENTIONS), how many of the best
+    """With a wide entities filter (store/entityfilter.py, NARROW_MENTIONS), how many of the best
     matches a pool ranks before filtering them so that about `size` pass: its share of the
     entries, with room (a third more), instead of widening step by step. None otherwise."""
     if not f.entities or not is_wide(f.entity_mentions) or not f.entity_mentions:
@@ -151,7 +151,7 @@ def composed(req: SearchRequest) -> SearchRequest:
 
 
 def resolved_entities(req: SearchRequest, read: Callable[..., Any]) -> SearchRequest:
-    """The request with its entities filter's names resolved (store/entities.resolve_filter),
+    """The request with its entities filter's names resolved (store/entityfilter.resolve_filter),
     once a search instead of in every pool statement; `read` runs a function on a connection."""
     f = req.filters
     if not f.entities or f.entity_ids is not None:

@@ -29,7 +29,7 @@ import numpy as np
 from memoryd.search import halfrows
 from memoryd.search.entrykeys import EntryKeys
 from memoryd.search.hashrows import HashRows
-from memoryd.store import entities, searchsql, vectors
+from memoryd.store import entityfilter, searchsql, vectors
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection, VectorIndex
 
@@ -494,7 +494,7 @@ def _masked(
     after all."""
     model_id, dim, qvec = query
     where, params = rest  # the filter but its entities: those are `allowed`, checked here
-    allowed = entities.entries_of(con, among)
+    allowed = entityfilter.entries_of(con, among)
     k, want = min(max(size, start or 0), knn_max), size
     while True:
         nearest, complete, held = cache.knn_among(con, model_id, dim, qvec, want, allowed, k)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryd.store.dialect import is_postgres
-from memoryd.store.entities import (
+from memoryd.store.entityfilter import (
     FORMS_SQL,
     RESOLVE_SQL,
     name_key,

@@ -4,7 +4,7 @@ The keyword pool checks each match of an entities filter against the entries tha
 name before it ranks it (searchsql.Prefilter). As SQL, `rowid IN (SELECT entry_id FROM mentions
 ...)`, SQLite builds that set anew for every statement: for a name in 14,000 sections at 100K
 chunks, 5-9 ms a search, more than the ranking it saves for a query of a few thousand matches.
-Here the set is store/entities.entries_of's (read once per connection while nothing is written)
+Here the set is store/entityfilter.entries_of's (read once per connection while nothing is written)
 and the check is its `__contains__`, registered on the connection as an SQL function: no set
 built per statement, and a call into C per match (about 2.5 ms less per search at the median
 query, the same rows: tests/test_entity_search.py).
@@ -12,7 +12,7 @@ query, the same rows: tests/test_entity_search.py).
 The function is re-registered only when the connection's entries change (another name, or a
 write); SQLite refuses that while a statement of the connection is running (BUSY): that
 search checks the rowids with the SQL set instead, with the same answer. PostgreSQL, and an
-empty group, use the SQL (store/entities.rowid_sql).
+empty group, use the SQL (store/entityfilter.rowid_sql).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memoryd.store.entities import entries_of, rowid_sql
+from memoryd.store.entityfilter import entries_of, rowid_sql
 from memoryd.store.protocol import Connection
 
 FUNCTION = "memoryd_mentioning"  # (rowid): whether the entry mentions the filter's entities

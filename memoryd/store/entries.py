@@ -12,7 +12,7 @@ from typing import Any
 
 from memoryd.core.errors import InvalidInput, NotFound
 from memoryd.core.timeutil import iso
-from memoryd.store import entities
+from memoryd.store import entities, entityfilter
 from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -84,7 +84,7 @@ class Filters:
 
 
 def filter_sql(f: Filters, now: float, wide: bool = False) -> tuple[str, list[Any]]:
-    """Filters -> (SQL over aliases e/d, parameters). Pure. `wide`: see entities.filter_sql."""
+    """Filters -> (SQL over aliases e/d, parameters). Pure. `wide`: see entityfilter.filter_sql."""
     parts: list[str] = []
     params: list[Any] = []
     if f.kind:
@@ -94,7 +94,7 @@ def filter_sql(f: Filters, now: float, wide: bool = False) -> tuple[str, list[An
         parts.append(f"e.type IN ({','.join('?' * len(f.types))})")
         params.extend(f.types)
     if f.entities:
-        sql, more = entities.filter_sql(f.entities, f.entity_ids, wide and f.entity_mentions)
+        sql, more = entityfilter.filter_sql(f.entities, f.entity_ids, wide and f.entity_mentions)
         parts.append(sql)
         params.extend(more)
     for tag in f.tags:

@@ -71,7 +71,7 @@ Beside = Callable[[Callable[[Connection], Any]], Future[Any]]
 @dataclass(frozen=True)
 class Prefilter:
     """A filter split for the keyword pool (SQLite): `rowid`, a condition on the FTS5 rowid
-    (an entities filter: store/entities.rowid_sql) checked on every match before the ranking,
+    (an entities filter: store/entityfilter.rowid_sql) checked on every match before the ranking,
     and `where`, the rest of the filter, checked on the best ranked ones."""
 
     where: str

@@ -471,19 +471,14 @@ INLINE_FTS = ("notes_fts", "all_entries")
 
 def _v7_inline_fts(cur: psycopg.Cursor) -> None:
     """`fts` of notes_fts and all_entries with STORAGE MAIN: kept in the row where it fits a
-    page, not moved to the TOAST table when the row passes ~2 KB (a tsvector hardly
-    compresses). The keyword pool and the whole-note BM25 read it several times a row (each
-    `ts_rank_cd` and `@@` fetched an out-of-line value again): a third of the notes' and 7% of
-    the chunks' were out of line at 100K chunks, and the whole-note statement read 1,353
-    buffers where it now reads 189 (3.3 against 2.3 ms at 10K chunks, BENCHMARKS.md). The
-    values already out of line are written again (the same tsvector: `|| ''` copies it)."""
+    page, not moved to TOAST past ~2 KB (a tsvector hardly compresses; each `ts_rank_cd` and
+    `@@` fetched an out-of-line value again: 1,353 buffers read where 189 are now, BENCHMARKS.md).
+    Values already out of line are written again (the same tsvector: `|| ''` copies it)."""
     version = int(one(cur.execute("SHOW server_version_num"))[0])
     # out of line: PostgreSQL 17 says so; before, a value of 1,000 bytes or more may be
-    out_of_line = (
-        "pg_column_toast_chunk_id(fts) IS NOT NULL"
-        if version >= 170000
-        else "pg_column_size(fts) >= 1000"
-    )
+    out_of_line = "pg_column_size(fts) >= 1000"
+    if version >= 170000:
+        out_of_line = "pg_column_toast_chunk_id(fts) IS NOT NULL"
     for table in INLINE_FTS:
         cur.execute(f"ALTER TABLE {table} ALTER COLUMN fts SET STORAGE MAIN")
         cur.execute(f"UPDATE {table} SET fts = fts || ''::tsvector WHERE {out_of_line}")
@@ -528,9 +523,8 @@ def _v10_note_titles(cur: psycopg.Cursor) -> None:
 
 
 def _v11_paired(cur: psycopg.Cursor) -> None:
-    """Co-mentions bounded per entry (issue 20; store/entitypairs.py): the `paired` column, the
-    trigger function that reads it, and every workspace's relations counted again (which
-    removes those lists wrote before; SQLite: migrations.m012_paired)."""
+    """Co-mentions bounded per entry (store/entitypairs.py; SQLite: migrations.m012_paired): the
+    `paired` column, the trigger that reads it, every relation counted again (lists' go)."""
     from memoryd.store import entities, entitypairs
     from memoryd.store.pg.conn import PgConnection
 
