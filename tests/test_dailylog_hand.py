@@ -118,16 +118,32 @@ def test_an_edited_line_survives_an_update_and_goes_with_a_delete(tmp_path: Path
     assert path.read_text() == "# Memories 2026-11-26\n\n"
 
 
-def test_a_delete_reaches_a_conflict_copy_beside_the_log(tmp_path: Path) -> None:
+CONFLICT_COPIES = [
+    "2026-11-26 (conflicted copy 2026-11-26).md",  # Dropbox
+    "2026-11-26.sync-conflict-20261126-101500-ABCDEFG.md",  # Syncthing
+    "2026-11-26 (1).md",  # Google Drive, Nextcloud
+    "2026-11-26 2.md",  # iCloud
+]
+
+
+@pytest.mark.parametrize("name", CONFLICT_COPIES)
+def test_a_delete_and_an_update_reach_a_conflict_copy_beside_the_log(
+    tmp_path: Path, name: str
+) -> None:
     log, path = log_file(tmp_path, b"")
     log.append(memory(5, "melons are big"))
     log.append(memory(6, "pears are soft"))
-    copy = path.with_name("2026-11-26 (conflicted copy 2026-11-26).md")
+    log.append(memory(8, "plums are purple"))
+    copy = path.with_name(name)
     copy.write_bytes(path.read_bytes())
-    changed = log.forget([memory(5, "")])
-    assert sorted(changed) == sorted([path, copy])
+    other = path.with_name("2026-11-25.md")  # another day's log, no copy: left as it is
+    other.write_text("# Memories 2026-11-25\n")
+    assert sorted(log.forget([memory(5, "")])) == sorted([path, copy])
+    assert sorted(log.rewrite(memory(8, "plums are ripe"))) == sorted([path, copy])
     for p in (path, copy):
-        assert "melons" not in p.read_text() and "pears" in p.read_text()
+        text = p.read_text()
+        assert "melons" not in text and "pears" in text and "plums are ripe" in text
+    assert other.read_text() == "# Memories 2026-11-25\n"
 
 
 # -- the daemon: the index equals the files, on both backends ---------------------------------

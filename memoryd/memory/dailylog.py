@@ -19,9 +19,10 @@ No feedback loop, by design:
   (Notepad's "Unicode") stays in its encoding; every reader decodes it so.
 
 Forget means forget:
-  Deleting a memory removes its lines (found by their marker id, edited or not) from every log
-  file (a sync tool's conflict copy beside the log holds them too) and from any file elsewhere
-  that the index says holds them. Changing a memory rewrites its own line; a line a person
+  Deleting a memory removes its lines (found by their marker id, edited or not) from the log
+  file holding them and from the conflict copies a sync tool made beside it (files whose names
+  start with its name), else from any log file, else from any file elsewhere that the index
+  says holds them. Changing a memory rewrites its own line; a line a person
   edited stays as they wrote it, with the memory's new line under it. Such a rewrite is atomic
   (a temp file in the same folder, fsync, rename) under the same lock as appends; the caller
   then re-indexes the file at once, so the watcher's later event finds the new hash already
@@ -214,6 +215,22 @@ def _rewritten(
     return lines, hit
 
 
+def _siblings(path: Path) -> list[Path]:
+    """The .md files beside `path` whose names start with its stem: the conflict copies sync
+    tools make (Dropbox's `2026-11-26 (conflicted copy).md`, Syncthing's
+    `2026-11-26.sync-conflict-20261126-101500-ABCDEFG.md`, `2026-11-26 (1).md`, iCloud's
+    `2026-11-26 2.md`), without reading every file of the folder."""
+    try:
+        names = sorted(os.listdir(path.parent))
+    except OSError:
+        return []
+    return [
+        path.parent / n
+        for n in names
+        if n != path.name and n.startswith(path.stem) and n.endswith(".md")
+    ]
+
+
 class DailyLog:
     def __init__(
         self,
@@ -387,41 +404,56 @@ class DailyLog:
         # wherever the layout put it, also after `filename` changed.
         likely = {self.path_for(self._when(r)) for r in records}
         changed: list[Path] = []
+        pending, done = set(changes), set[Path]()
         with self.lock:
-            # every log file, not only the first holding the line: a sync tool's conflict copy
-            # beside it (`2026-11-26 (conflict).md`) holds the line too
-            for path in self._candidates(likely, set(changes)):
-                try:
-                    self._check_inside(path.parent)
-                    text, encoding = _read_regular(path)
-                except OSError:  # gone, a symlink, a FIFO, outside: not a log file to rewrite
-                    continue
-                if "<!-- m:" not in text:
-                    continue
-                lines, hit = _rewritten(text, changes, self._line_for)
-                if hit:
-                    try:
-                        _atomic_write(path, "".join(lines), encoding)
-                    except OSError as exc:
-                        log.error("daily log rewrite failed", path=str(path), error=str(exc))
-                        continue
-                    changed.append(path)
+            for path in self._candidates(likely, pending):
+                if not pending:
+                    break
+                done.add(path)
+                hit = self._rewrite_file(path, changes, changed)
+                pending.difference_update(hit)
+                # a sync tool's conflict copy beside a file holding the lines holds them too
+                for sibling in _siblings(path) if hit else ():
+                    if sibling not in done:
+                        done.add(sibling)
+                        self._rewrite_file(sibling, changes, changed)
         return changed
+
+    def _rewrite_file(
+        self, path: Path, changes: dict[int, dict[str, Any] | None], changed: list[Path]
+    ) -> set[int]:
+        """Apply `changes` to one file (atomically); the ids whose lines it held."""
+        try:
+            self._check_inside(path.parent)
+            text, encoding = _read_regular(path)
+        except OSError:  # gone, a symlink, a FIFO, outside: not a log file to rewrite
+            return set()
+        if "<!-- m:" not in text:
+            return set()
+        lines, hit = _rewritten(text, changes, self._line_for)
+        if hit:
+            try:
+                _atomic_write(path, "".join(lines), encoding)
+            except OSError as exc:
+                log.error("daily log rewrite failed", path=str(path), error=str(exc))
+                return hit
+            changed.append(path)
+        return hit
 
     def _line_for(self, record: dict[str, Any]) -> str:
         return self.render(record, self._when(record))
 
-    def _candidates(self, likely: set[Path], ids: set[int]) -> Iterator[Path]:
-        """Files that may hold the lines: the likely ones, every log file, then files elsewhere
-        in the workspace that the index says hold them (a log archived or copied elsewhere)."""
+    def _candidates(self, likely: set[Path], pending: set[int]) -> Iterator[Path]:
+        """Files that may hold the lines: the likely ones, every log file, then (while lines
+        are still missing) files elsewhere in the workspace that the index says hold them."""
         seen = set(likely)
         yield from sorted(likely)
         for path in self._log_files(exclude=likely):
             seen.add(path)
             yield path
-        if self.elsewhere is not None:
+        if pending and self.elsewhere is not None:
             try:
-                found = sorted(set(self.elsewhere(set(ids))))
+                found = sorted(set(self.elsewhere(set(pending))))
             except Exception as exc:  # the index is a hint: a failure never blocks a delete
                 log.warning("daily log lines elsewhere not looked up", error=str(exc))
                 return
