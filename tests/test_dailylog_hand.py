@@ -211,3 +211,40 @@ def test_a_memorys_line_never_joins_a_persons_last_line(make_app: Any) -> None:
     assert path.read_text().endswith("my own thought about kiwis\n")
     app.indexer.reconcile()
     assert hits(app, "kiwis") == [("chunk", path.relative_to(app.cfg.workspace).as_posix())]
+
+
+def test_a_forgotten_memorys_line_brought_back_by_git_is_text_not_a_memory(make_app: Any) -> None:
+    """`git checkout` of an older log brings back the line of a memory deleted since: the
+    memory stays forgotten (no list, no memory hit), and the text the file shows is found."""
+    app = make_app(model=None)
+    app.memories.add("the quokka census is on monday")
+    gone = app.memories.add("the wombat census is on tuesday")
+    app.indexer.reconcile()
+    path = today_log(app)
+    older = path.read_bytes()
+    app.memories.delete(gone.id)
+    assert "wombat" not in path.read_text()
+    app.indexer.reconcile()
+    path.write_bytes(older)  # git checkout HEAD~1 -- daily/DATE.md
+    app.indexer.reconcile()
+    rel = path.relative_to(app.cfg.workspace).as_posix()
+    assert hits(app, "wombat") == [("chunk", rel)]
+    assert hits(app, "quokka") == [("memory", None)]  # a stored memory's line stays left out
+    assert app.stats()["memories"] == 1  # the memory stays forgotten
+
+
+def test_an_import_makes_the_lines_it_names_the_memories_own(make_app: Any) -> None:
+    """A new store (an export to be imported into it): the log's lines are the only copy of
+    those memories and are found as text; once imported they are the memories' own again,
+    found once."""
+    app = make_app(model=None)
+    item = {"id": 41, "content": "the capybara census is on friday", "created_at": WHEN}
+    log = app.dailylog
+    path = log.path_for(log._when(item))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# Memories 2026-11-26\n\n" + log.render(item, log._when(item)) + "\n")
+    app.indexer.reconcile()
+    rel = path.relative_to(app.cfg.workspace).as_posix()
+    assert hits(app, "capybara") == [("chunk", rel)]
+    assert app.memories.import_items([item])["imported"] == 1
+    assert hits(app, "capybara") == [("memory", None)]

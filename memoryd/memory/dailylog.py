@@ -6,10 +6,13 @@ No feedback loop, by design:
   writes or fixes in them is searchable. But each line the daemon writes ends with a marker,
   `<!-- m:ID:HASH8 -->` (invisible when the markdown is rendered), where HASH8 is the first 8 hex
   digits of the SHA-256 of the memory's content. `preprocess` (the indexer's hook) blanks every
-  line whose marker hash still matches the text on that line: those lines are memories already
-  in the index, and indexing them again would show each memory twice. A line a person edited no
-  longer matches its hash, and a line a person wrote has no marker: both are indexed as normal
-  text. The state lives in the file itself, so it survives restarts; appends never rewrite the
+  line whose marker hash still matches the text on that line, if the store has its memory:
+  those lines are memories already in the index, and indexing them again would show each
+  memory twice. A line a person edited no longer matches its hash, a line a person wrote has
+  no marker, and a line of a memory the store does not have (deleted, then brought back by
+  `git checkout`; lost with a store restored from an older copy) is the only copy of its
+  text: all are indexed as normal text; an import of those memories has their files read
+  again. The state lives in the file itself, so it survives restarts; appends never rewrite the
   file (O_APPEND, one write per line), so they cannot clobber an edit made between two appends,
   and whatever an editor that rewrites the file leaves behind is what the next index sees.
   Blanked lines keep their place, so chunk line numbers stay true.
@@ -239,6 +242,7 @@ class DailyLog:
         *,
         clock: Callable[[], float] = time.time,
         elsewhere: Callable[[set[int]], Iterable[str]] | None = None,
+        known: Callable[[set[int]], set[int]] | None = None,
     ) -> None:
         self.workspace = Path(workspace)
         self.settings = settings
@@ -246,6 +250,9 @@ class DailyLog:
         # elsewhere(ids) -> workspace paths outside the log folder whose indexed text holds
         # the marker of one of these memories (a log file moved or copied elsewhere)
         self.elsewhere = elsewhere
+        # known(ids) -> those that are memories now (None: all are): a line whose memory the
+        # store does not have is indexed as text (see preprocess)
+        self.known = known
         # Held for every change of a log file; memoryd.notes.notes takes it too (App passes it), so
         # a note.append and a daily-log line never race on the same file.
         self.lock = threading.Lock()
@@ -371,6 +378,20 @@ class DailyLog:
         gone = seen - known(seen)
         return self._rewrite(dict.fromkeys(gone), []) if gone else []
 
+    def files_naming(self, ids: set[int]) -> list[Path]:
+        """The log files with a line of one of these memories."""
+        if not ids or not self.settings.enabled or not self.folder().is_dir():
+            return []
+        found = []
+        for path in self._log_files(exclude=set()):
+            try:
+                self._check_inside(path.parent)
+                if marker_ids(_read_regular(path)[0]) & ids:
+                    found.append(path)
+            except OSError:
+                continue
+        return found
+
     def highest_id(self) -> int:
         """The highest memory id a line of the log names (0 for none)."""
         if not self.folder().is_dir():
@@ -475,21 +496,41 @@ class DailyLog:
                         yield path
 
     def preprocess(self, relpath: str, text: str) -> str:
-        """Blank the log's own heading and the daemon's own, unedited lines (see the module
-        docstring): neither is worth a chunk of its own."""
+        """Blank the log's own heading and the daemon's own, unedited lines of memories the
+        store has (see the module docstring): neither is worth a chunk of its own. The line of
+        a memory the store does not have is the only copy of its text left (a store restored
+        from an older copy, a log brought back by `git checkout`): it is indexed as text, so
+        what the file shows can be found."""
         if not self.is_log_file(relpath):
             return text
         header = self._header_pattern()
         # lines and their ends alternate; every line end counts, as the indexer counts them (a
         # file saved with CR-only line ends is not one long line whose marker is nobody's)
         parts = _LINE_ENDS.split(text)
+        own: dict[int, int] = {}  # index in parts -> memory id
         for i in range(0, len(parts), 2):
             line = parts[i]
             m = _MARKER_TAIL.search(line) if "<!-- m:" in line else None
-            own = m is not None and _own(line, m)
-            if own or (header is not None and header.fullmatch(line.strip()) is not None):
+            if m is not None and _own(line, m):
+                own[i] = int(m.group("id"))
+            elif header is not None and header.fullmatch(line.strip()) is not None:
+                parts[i] = ""
+        stored = self._stored(set(own.values()), relpath) if own else set()
+        for i, entry_id in own.items():
+            if entry_id in stored:
                 parts[i] = ""
         return "".join(parts)
+
+    def _stored(self, ids: set[int], relpath: str) -> set[int]:
+        """Those of `ids` that are memories now; all of them when that cannot be known (the
+        index of a log file never fails for it: as before, the lines are taken as memories')."""
+        if self.known is None:
+            return ids
+        try:
+            return self.known(ids)
+        except Exception as exc:
+            log.warning("daily log lines taken as memories'", path=relpath, error=str(exc))
+            return ids
 
     def _header_pattern(self) -> re.Pattern[str] | None:
         """The configured header with any date in place of {date}, as a regex."""

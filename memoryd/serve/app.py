@@ -35,7 +35,7 @@ from memoryd.search.searcher import Searcher
 from memoryd.serve.jobs import Jobs, daemon_jobs
 from memoryd.serve.searchlog import SearchLog
 from memoryd.serve.workspaceguard import WorkspaceGuard
-from memoryd.store import Store, entries, ftsprune
+from memoryd.store import Store, docpaths, entries, ftsprune
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
 
@@ -110,7 +110,11 @@ class App:
         )
         self.searcher.pending_vectors = self.embedder.pending
         self.dailylog = DailyLog(
-            cfg.workspace, cfg.dailylog, clock=clock, elsewhere=self._marked_paths
+            cfg.workspace,
+            cfg.dailylog,
+            clock=clock,
+            elsewhere=self._marked_paths,
+            known=lambda ids: self.store.read(lambda con: entries.memory_ids_among(con, ids)),
         )
         self.indexer = Indexer(
             self.store,
@@ -153,6 +157,7 @@ class App:
             on_changed=[self.embedder.wake, self.triggers.invalidate],
             on_updated=[lambda rec: self._log_rewritten(self.dailylog.rewrite(rec))],
             on_removed=[lambda recs: self._log_rewritten(self.dailylog.forget(recs))],
+            on_imported=[self._log_read_again],
             copies_since=lambda since: checkpoints.copies_since(cfg.data_dir, since),
             secrets_mode=cfg.secrets.mode,
             temporary_ttl=cfg.lifecycle.temporary_ttl,
@@ -197,6 +202,21 @@ class App:
     def _log_rewritten(self, paths: list[Path]) -> None:
         """The daily log was rewritten by us: index it now (the watcher then finds nothing new)."""
         if paths:
+            self.indexer.sync_paths(paths)
+
+    def _log_read_again(self, ids: list[int]) -> None:
+        """Memories were imported with ids the daily log names (an export brought into a new
+        store): those lines, indexed as text while the store did not have them, are the
+        memories' own now. Read those log files again."""
+        paths = self.dailylog.files_naming(set(ids))
+        rels = [path.relative_to(self.cfg.workspace).as_posix() for path in paths]
+
+        def forget(con: Any) -> None:
+            for rel in rels:
+                docpaths.forget_hashes_under(con, rel)
+
+        if paths:
+            self.store.run_write(forget)
             self.indexer.sync_paths(paths)
 
     def _ids_above_the_log(self) -> None:
