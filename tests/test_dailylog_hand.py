@@ -123,6 +123,8 @@ CONFLICT_COPIES = [
     "2026-11-26.sync-conflict-20261126-101500-ABCDEFG.md",  # Syncthing
     "2026-11-26 (1).md",  # Google Drive, Nextcloud
     "2026-11-26 2.md",  # iCloud
+    "2026-11-26 - Copy.md",  # Windows Explorer
+    "Copy of 2026-11-26.md",  # older Google Drive, LibreOffice
 ]
 
 

@@ -24,7 +24,7 @@ No feedback loop, by design:
 Forget means forget:
   Deleting a memory removes its lines (found by their marker id, edited or not) from the log
   file holding them and from the conflict copies a sync tool made beside it (files whose names
-  start with its name), else from any log file, else from any file elsewhere that the index
+  hold its name), else from any log file, else from any file elsewhere that the index
   says holds them. Changing a memory rewrites its own line; a line a person
   edited stays as they wrote it, with the memory's new line under it. Such a rewrite is atomic
   (a temp file in the same folder, fsync, rename) under the same lock as appends; the caller
@@ -219,18 +219,17 @@ def _rewritten(
 
 
 def _siblings(path: Path) -> list[Path]:
-    """The .md files beside `path` whose names start with its stem: the conflict copies sync
-    tools make (Dropbox's `2026-11-26 (conflicted copy).md`, Syncthing's
+    """The .md files beside `path` whose names hold its stem: the copies sync tools and file
+    managers make (Dropbox's `2026-11-26 (conflicted copy).md`, Syncthing's
     `2026-11-26.sync-conflict-20261126-101500-ABCDEFG.md`, `2026-11-26 (1).md`, iCloud's
-    `2026-11-26 2.md`), without reading every file of the folder."""
+    `2026-11-26 2.md`, Windows' `2026-11-26 - Copy.md`, `Copy of 2026-11-26.md`), without
+    reading every file of the folder."""
     try:
         names = sorted(os.listdir(path.parent))
     except OSError:
         return []
     return [
-        path.parent / n
-        for n in names
-        if n != path.name and n.startswith(path.stem) and n.endswith(".md")
+        path.parent / n for n in names if n != path.name and path.stem in n and n.endswith(".md")
     ]
 
 
