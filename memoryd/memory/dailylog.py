@@ -257,6 +257,12 @@ class DailyLog:
         self.lock = threading.Lock()
         # memories added while the workspace folder was gone (a drive not mounted), bounded
         self.waiting: list[dict[str, Any]] = []
+        # forget_gone (team: a database other daemons share): the logged ids stored at the
+        # last look; each file's ids by its stat
+        self.team = False
+        self._stored_before: set[int] = set()
+        self._gone_lock = threading.Lock()  # one look at a time (start-up, the listener)
+        self._named: dict[Path, tuple[tuple[int, int], set[int]]] = {}
 
     def folder(self) -> Path:
         return self.workspace / self.settings.folder
@@ -331,6 +337,8 @@ class DailyLog:
             if not os.path.isdir(self.workspace) and len(self.waiting) < MAX_WAITING:
                 self.waiting.append(record)  # written when the workspace folder is back
             return None
+        if self.team:  # stored, and logged: see forget_gone
+            self._stored_before.add(int(record["id"]))
         return path
 
     def append_waiting(
@@ -390,6 +398,40 @@ class DailyLog:
             except OSError:
                 continue
         return found
+
+    def forget_gone(self, stored: Callable[[set[int]], set[int]]) -> list[Path]:
+        """Remove the lines of memories deleted elsewhere (another daemon of a shared database
+        deleted them, and its hooks rewrite its own workspace's log only): ids this log names
+        that were memories at the last look (`stored(ids)` -> those stored now) and are not
+        now. An id never seen stored (a line of an older store) is never touched; the first
+        look only takes stock. Files are read again only when their stat changed."""
+        if not self.settings.enabled or not self.folder().is_dir():
+            return []
+        with self._gone_lock:
+            gone = self._gone(stored)
+        return self._rewrite(dict.fromkeys(gone), []) if gone else []
+
+    def _gone(self, stored: Callable[[set[int]], set[int]]) -> set[int]:
+        named: set[int] = set()
+        seen: dict[Path, tuple[tuple[int, int], set[int]]] = {}
+        for path in self._log_files(exclude=set()):
+            try:
+                self._check_inside(path.parent)
+                st = path.lstat()
+                key = (st.st_mtime_ns, st.st_size)
+                cached = self._named.get(path)
+                ids = (
+                    cached[1] if cached and cached[0] == key else marker_ids(_read_regular(path)[0])
+                )
+            except OSError:
+                continue
+            seen[path] = (key, ids)
+            named |= ids
+        self._named = seen
+        now = stored(named)
+        gone = (self._stored_before & named) - now
+        self._stored_before = now
+        return gone
 
     def highest_id(self) -> int:
         """The highest memory id a line of the log names (0 for none)."""

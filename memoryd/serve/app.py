@@ -193,6 +193,9 @@ class App:
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
         self.store.on_change(self._changed_elsewhere)  # another daemon of a shared database
+        if self.store.shared:
+            self.dailylog.team = True
+            self._forget_gone()  # takes stock of the memories the daily log names
 
     def _marked_paths(self, ids: set[int]) -> list[str]:
         """Workspace files whose indexed text holds the daily-log marker of one of `ids`."""
@@ -218,6 +221,18 @@ class App:
         if paths:
             self.store.run_write(forget)
             self.indexer.sync_paths(paths)
+
+    def _forget_gone(self) -> None:
+        """Forget means forget in a team too: the daily log lines of memories another daemon
+        deleted leave this workspace's log (DailyLog.forget_gone), and it is indexed again."""
+        try:
+            self._log_rewritten(
+                self.dailylog.forget_gone(
+                    lambda ids: self.store.read(lambda con: entries.memory_ids_among(con, ids))
+                )
+            )
+        except Exception as exc:  # the next change looks again
+            log.warning("daily log lines of memories deleted elsewhere not checked", error=str(exc))
 
     def _ids_above_the_log(self) -> None:
         """A store older than its daily log (a snapshot copied into data_dir, the restore of
@@ -257,6 +272,8 @@ class App:
         )
         self.triggers.invalidate()
         self.searcher.vector_cache.invalidate()
+        if info.get("table") == "all_entries" or info.get("reason") == "reconnected":
+            self._forget_gone()
         if info.get("reason") == "reconnected":
             # back after an outage: what failed meanwhile is done now, not at the next run
             self.embedder.retry_now()
