@@ -45,6 +45,7 @@ PROGRESS_EVERY_S = 10.0
 # the settings that decide which workspace files are notes and can change on a reload
 NOTE_RULE_KEYS = ("include", "exclude", "skip_hidden", "skip_tool_files")
 SHARED_CACHE_MAX_AGE_S = 30.0  # caches of a shared database are rebuilt at least this often
+GONE_LOOK_S = 1.0  # a team: how soon after a change the daily log drops lines deleted elsewhere
 
 
 def default_model_holder(cfg: Config) -> ModelHolder:
@@ -193,6 +194,8 @@ class App:
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
         self.store.on_change(self._changed_elsewhere)  # another daemon of a shared database
+        self._gone_timer: threading.Timer | None = None
+        self._gone_timer_lock = threading.Lock()
         if self.store.shared:
             self.dailylog.team = True
             self._forget_gone()  # takes stock of the memories the daily log names
@@ -222,9 +225,20 @@ class App:
             self.store.run_write(forget)
             self.indexer.sync_paths(paths)
 
+    def _forget_gone_soon(self) -> None:
+        """One look a second at most: another daemon indexing its notes notifies per statement."""
+        with self._gone_timer_lock:
+            if self._gone_timer is not None:
+                return
+            self._gone_timer = threading.Timer(GONE_LOOK_S, self._forget_gone)
+            self._gone_timer.daemon = True
+            self._gone_timer.start()
+
     def _forget_gone(self) -> None:
         """Forget means forget in a team too: the daily log lines of memories another daemon
         deleted leave this workspace's log (DailyLog.forget_gone), and it is indexed again."""
+        with self._gone_timer_lock:
+            self._gone_timer = None
         try:
             self._log_rewritten(
                 self.dailylog.forget_gone(
@@ -273,7 +287,7 @@ class App:
         self.triggers.invalidate()
         self.searcher.vector_cache.invalidate()
         if info.get("table") == "all_entries" or info.get("reason") == "reconnected":
-            self._forget_gone()
+            self._forget_gone_soon()
         if info.get("reason") == "reconnected":
             # back after an outage: what failed meanwhile is done now, not at the next run
             self.embedder.retry_now()
@@ -447,6 +461,9 @@ class App:
     def close(self) -> None:
         """Stop the watcher and workers, finish the write in progress, close the database."""
         self.indexer.stopping.set()  # a reconcile under way ends after its file in hand
+        with self._gone_timer_lock:
+            if self._gone_timer is not None:
+                self._gone_timer.cancel()
         self.jobs.shutdown(wait=True)
         self.workspace_guard.stop()
         if self._bg is not None:  # start-up first: it may be starting the watcher right now
