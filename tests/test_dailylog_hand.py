@@ -250,3 +250,22 @@ def test_an_import_makes_the_lines_it_names_the_memories_own(make_app: Any) -> N
     assert hits(app, "capybara") == [("chunk", rel)]
     assert app.memories.import_items([item])["imported"] == 1
     assert hits(app, "capybara") == [("memory", None)]
+
+
+def test_memoryctl_end_to_end_a_notepad_log_keeps_its_form(daemon_factory: Any) -> None:
+    """`memoryd run` and memoryctl: a log re-saved by Notepad (UTF-16, CRLF, no final line
+    end) takes the next memory in its own form, and a delete leaves the person's text whole."""
+    d = daemon_factory()
+    out = d.ctl("add", "the otter census is on monday")
+    assert out.returncode == 0, out.stderr
+    log = d.workspace / "daily" / f"{datetime.now().astimezone():%Y-%m-%d}.md"
+    text = log.read_text().replace("\n", "\r\n") + "Notes from Ana"
+    log.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
+    out = d.ctl("add", "the beaver census is on friday")
+    assert out.returncode == 0, out.stderr
+    beaver = int(out.stdout.split()[-1])
+    saved, encoding, lossy = decoding.decode(log.read_bytes())
+    assert (encoding, lossy) == ("utf-16-le", False)
+    assert saved.startswith(text + "\r\n- ") and saved.endswith("-->\r\n")
+    assert d.ctl("delete", str(beaver)).returncode == 0
+    assert decoding.decode(log.read_bytes())[0] == text + "\r\n"
