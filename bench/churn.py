@@ -1,7 +1,7 @@
 """A workspace that churns, judged against the disk and rg (branch walke11, stop 36).
 
 python -m bench.churn [--seed N] [--rounds R] [--per-round K] [--model none|real] [--pg]
-                      [--ops vim,git_checkout,...] [--dir DIR]
+                      [--ops vim,git_checkout,...] [--dir DIR] [--memories]
 
 Runs a real daemon (`memoryd run`, keyword mode unless --model real; SQLite, or a PostgreSQL of
 tests/pgserver.py with --pg) on a workspace of its own, and each round applies K seeded changes
@@ -16,6 +16,15 @@ is, no row is left without its note, and a keyword search for a sample of the un
 planted in the notes finds exactly the files `rg -L -l` finds. A failing round prints the changes
 made and the differences, then restarts the daemon (its reconcile repairs them) and goes on; the
 same seed replays the same changes (their timing is the machine's).
+
+--memories (branch walkj12, stop 37) turns the daily log on and adds memories to the churn:
+added, updated and deleted through the socket, their log lines edited by hand (an atomic save),
+the log's last line saved without a line end, a conflict copy of the log, and every other op
+reaching the log files as any note. The checks then also say: every memory added and not
+deleted is stored, and no deleted one is (nothing acknowledged is lost, nothing forgotten comes
+back); a delete leaves its line in no file of the log folder; a memory's token finds the memory;
+and a token finds the files where it stands outside the daemon's own lines (a line of a stored
+memory whose marker still matches it is the memory's, left out of the index).
 """
 
 from __future__ import annotations
@@ -36,9 +45,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.churn_ops import OPS, WEIGHTS, Churn
+from bench.churn_ops import MEMORY_OPS, MEMORY_WEIGHTS, OPS, TOKEN, WEIGHTS, Churn
 
-TOKEN = re.compile(r"\bzq[a-z]{10}\b")
+# a daily log line's marker (memoryd/memory/dailylog.py, written again here: the checker does
+# not take the rule from the code it checks)
+MARKER = re.compile(r"<!-- m:(\d+):([0-9a-f]{8}) -->\s*$")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -62,7 +73,9 @@ def rpc(sock: Path, method: str, params: dict | None = None, timeout: float = 60
 
 
 class Daemon:
-    def __init__(self, base: Path, model: str, dsn: str = "", debounce: int = 500) -> None:
+    def __init__(
+        self, base: Path, model: str, dsn: str = "", debounce: int = 500, dailylog: bool = False
+    ) -> None:
         self.dsn = dsn
         self.base = base
         self.ws = base / "ws"
@@ -75,7 +88,8 @@ class Daemon:
             f"[indexer]\ndebounce_ms = {debounce}\n"
             f"[embedding]\nenabled = {str(model != 'none').lower()}\nallow_download = false\n"
             f'[logging]\nlevel = "info"\nformat = "json"\nfile = "{base / "daemon.log"}"\n'
-            '[dailylog]\nenabled = false\n[jobs]\nreconcile_interval = "7d"\n'
+            f"[dailylog]\nenabled = {str(dailylog).lower()}\n"
+            '[jobs]\nreconcile_interval = "7d"\n'
             + (f'[store]\nbackend = "postgres"\ndsn = "{dsn}"\n' if dsn else "")
         )
         self.proc: subprocess.Popen | None = None
@@ -113,6 +127,9 @@ class Daemon:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(30)
+
+    def call(self, method: str, params: dict | None = None) -> dict:
+        return rpc(self.sock, method, params)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -162,6 +179,8 @@ def index_docs(db: Path, dsn: str = "") -> dict[str, str]:
 
 
 def rows_consistent(db: Path) -> list[str]:
+    """The rows that must go together do (a daily log of the daemon's own lines alone has no
+    chunks: not counted)."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     out = []
     try:
@@ -170,7 +189,8 @@ def rows_consistent(db: Path) -> list[str]:
             "chunks without a document": f"SELECT count(*) FROM ({chunks}) "
             "WHERE document_id NOT IN (SELECT id FROM documents)",
             "documents without chunks (non-empty)": "SELECT count(*) FROM documents "
-            f"WHERE size > 0 AND id NOT IN ({chunks} AND document_id IS NOT NULL)",
+            f"WHERE size > 0 AND id NOT IN ({chunks} AND document_id IS NOT NULL)"
+            " AND path NOT LIKE 'daily/%'",
             "links without a document": "SELECT count(*) FROM links "
             "WHERE document_id NOT IN (SELECT id FROM documents)",
             "mentions without an entry": "SELECT count(*) FROM mentions "
@@ -185,16 +205,53 @@ def rows_consistent(db: Path) -> list[str]:
     return out
 
 
-def tokens_on_disk(ws: Path, notes: dict[str, str]) -> dict[str, set[str]]:
+def tokens_on_disk(
+    ws: Path, notes: dict[str, str], stored: set[int] | None = None
+) -> dict[str, set[str]]:
+    """token -> the files holding it; with `stored` (memory ids), not counting the daemon's own
+    lines of those memories in the log folder (the index leaves them out)."""
     where: dict[str, set[str]] = {}
     for rel in notes:
         try:
             text = (ws / rel).read_text(errors="replace")
         except OSError:
             continue
+        if stored is not None and rel.startswith("daily/"):
+            text = "\n".join(ln for ln in re.split(r"\r\n|\r|\n", text) if not _owned(ln, stored))
         for t in set(TOKEN.findall(text)):
             where.setdefault(t, set()).add(rel)
     return where
+
+
+def _owned(line: str, stored: set[int]) -> bool:
+    """The daemon's own line of a stored memory: its marker's hash is that of the text."""
+    m = MARKER.search(line) if "<!-- m:" in line else None
+    if m is None or int(m.group(1)) not in stored:
+        return False
+    return hashlib.sha256(line[: m.start()].strip().encode()).hexdigest()[:8] == m.group(2)
+
+
+def check_memories(
+    d: Daemon, c: Churn, sample: int, rng: random.Random
+) -> tuple[list[str], set[int]]:
+    """The memories' checks of --memories; (problems, the ids stored)."""
+    problems = list(c.problems)  # what the round's ops saw at once (cleared per round)
+    r = d.call("list", {"limit": 1000, "namespace": "*"})
+    if "error" in r:
+        return [*problems, f"list: {r['error']}"], set()
+    stored = {m["id"] for m in r["result"]["items"]}
+    for mid in sorted(set(c.memories) - stored):
+        problems.append(f"memory {mid} ({c.memories[mid]}) lost")
+    for mid in sorted(stored & set(c.forgotten)):
+        problems.append(f"deleted memory {mid} is back")
+    alive = sorted(c.memories.items())
+    rng.shuffle(alive)
+    for mid, tok in alive[:sample]:
+        r = d.call("search", {"query": tok, "kind": "memory", "mode": "keyword"})
+        ids = {h["id"] for h in (r.get("result") or {}).get("hits", [])}
+        if ids != {mid}:
+            problems.append(f"search {tok} for memory {mid}: {sorted(ids) or r.get('error')}")
+    return problems, stored
 
 
 def search_paths(sock: Path, token: str) -> set[str]:
@@ -204,7 +261,7 @@ def search_paths(sock: Path, token: str) -> set[str]:
     return {h.get("path") for h in r["result"]["hits"]}
 
 
-def compare(d: Daemon, sample: int, rng: random.Random) -> list[str]:
+def compare(d: Daemon, sample: int, rng: random.Random, c: Churn | None = None) -> list[str]:
     disk = disk_notes(d.ws)
     idx = index_docs(d.data / "memoryd.db", d.dsn)
     problems = []
@@ -221,7 +278,12 @@ def compare(d: Daemon, sample: int, rng: random.Random) -> list[str]:
         problems += rows_consistent(d.data / "memoryd.db")
     if problems:
         return problems
-    where = tokens_on_disk(d.ws, disk)
+    stored = None
+    if c is not None:
+        problems, stored = check_memories(d, c, sample, rng)
+        if problems:
+            return problems
+    where = tokens_on_disk(d.ws, disk, stored)
     toks = list(where)
     rng.shuffle(toks)
     for t in toks[:sample]:
@@ -233,19 +295,25 @@ def compare(d: Daemon, sample: int, rng: random.Random) -> list[str]:
             text=True,
         ).stdout
         want = {x[2:] for x in rg.split("\n") if x and not _hidden(x[2:])}
-        if want != where[t]:
+        if not where[t] <= want or (stored is None and want != where[t]):
             problems.append(f"checker disagrees with rg for {t}: {sorted(want ^ where[t])}")
-        if got != want:
-            problems.append(f"search {t}: index {sorted(got)} rg {sorted(want)}")
+        if got != where[t]:
+            problems.append(f"search {t}: index {sorted(got)} on disk {sorted(where[t])}")
     return problems
 
 
-def settle(d: Daemon, rng: random.Random, sample: int = 40, deadline_s: float = 20) -> list[str]:
+def settle(
+    d: Daemon,
+    rng: random.Random,
+    sample: int = 40,
+    deadline_s: float = 20,
+    c: Churn | None = None,
+) -> list[str]:
     """Let events settle (debounce 0.5 + max_wait), then compare until equal or the deadline."""
     time.sleep(1.6)
     deadline = time.monotonic() + deadline_s
     while True:
-        probs = compare(d, sample, rng)
+        probs = compare(d, sample, rng, c)
         if not probs or time.monotonic() > deadline:
             return probs
         time.sleep(1.0)
@@ -260,6 +328,7 @@ def main() -> int:
     ap.add_argument("--per-round", type=int, default=4)
     ap.add_argument("--dir", default="", help="where the workspace and data go (a temp dir)")
     ap.add_argument("--pg", action="store_true")
+    ap.add_argument("--memories", action="store_true", help="memories and their daily log too")
     ap.add_argument(
         "--deadline",
         type=float,
@@ -268,10 +337,12 @@ def main() -> int:
         "took over 20 s for 1,400 files)",
     )
     a = ap.parse_args()
-    ops = a.ops.split(",") if a.ops else OPS
-    unknown = sorted(set(ops) - set(OPS))
+    known = OPS + MEMORY_OPS if a.memories else OPS
+    weights = {**WEIGHTS, **MEMORY_WEIGHTS} if a.memories else WEIGHTS
+    ops = a.ops.split(",") if a.ops else known
+    unknown = sorted(set(ops) - set(known))
     if unknown:
-        ap.error(f"--ops: unknown {', '.join(unknown)} (known: {', '.join(OPS)})")
+        ap.error(f"--ops: unknown {', '.join(unknown)} (known: {', '.join(known)})")
     base = Path(a.dir or tempfile.mkdtemp(prefix="churn-")) / f"s{a.seed}"
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
@@ -283,25 +354,27 @@ def main() -> int:
         import pgserver
 
         dsn = pgserver.fresh_dsn("churn", migrated=True)
-    d = Daemon(base, a.model, dsn=dsn)
+    d = Daemon(base, a.model, dsn=dsn, dailylog=a.memories)
     c = Churn(d, rng)
+    mem = c if a.memories else None
     for _ in range(30):
         c.op_create()
     print(f"seed {a.seed}: workspace {d.ws}, daemon log {base / 'daemon.log'}", flush=True)
     fails = 0
     try:
         d.start()
-        probs = settle(d, rng, deadline_s=a.deadline)
+        probs = settle(d, rng, deadline_s=a.deadline, c=mem)
         print(f"seed {a.seed} start: {len(probs)} problems", flush=True)
         for r in range(a.rounds):
             c.log.clear()
-            chosen = rng.choices(ops, weights=[WEIGHTS.get(o, 1.0) for o in ops], k=a.per_round)
+            c.problems.clear()
+            chosen = rng.choices(ops, weights=[weights.get(o, 1.0) for o in ops], k=a.per_round)
             for o in chosen:
                 getattr(c, "op_" + o)()
             if not d.alive():
                 print("DAEMON DIED", flush=True)
                 break
-            probs = settle(d, rng, deadline_s=a.deadline)
+            probs = settle(d, rng, deadline_s=a.deadline, c=mem)
             status = "ok" if not probs else f"FAIL {len(probs)}"
             print(f"seed {a.seed} round {r}: {status} after {c.log}", flush=True)
             for p in probs[:15]:
@@ -311,7 +384,8 @@ def main() -> int:
                 # resync for the next round: a restart's reconcile
                 d.stop()
                 d.start()
-                if settle(d, rng, deadline_s=a.deadline):
+                c.problems.clear()  # seen by the ops; a restart cannot undo them
+                if settle(d, rng, deadline_s=a.deadline, c=mem):
                     print("    still wrong after a restart", flush=True)
     finally:
         d.stop()

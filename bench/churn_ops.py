@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import shutil
 import string
 import subprocess
@@ -13,6 +14,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+TOKEN = re.compile(r"\bzq[a-z]{10}\b")
 
 
 def word(rng: random.Random) -> str:
@@ -36,6 +39,12 @@ class Churn:
         self.ws = d.ws
         self.rng = rng
         self.log: list[str] = []
+        # --memories: the memories added and not deleted (id -> its token), the deleted ones,
+        # and what an op saw go wrong at once (a delete that left a line)
+        self.memories: dict[int, str] = {}
+        self.forgotten: dict[int, str] = {}
+        self.tokens: dict[int, set[str]] = {}  # every token a memory's text ever had
+        self.problems: list[str] = []
 
     def notes(self) -> list[Path]:
         return [
@@ -459,6 +468,110 @@ class Churn:
         self.d.start()
         self.note("restarted")
 
+    # -- memories and their daily log files (--memories; the daemon must be running) -------------
+
+    def today_log(self) -> Path:
+        return self.ws / "daily" / time.strftime("%Y-%m-%d.md")
+
+    def op_mem_add(self) -> None:
+        tok = word(self.rng)
+        r = self.d.call("add", {"content": f"churn memory {tok} to keep"})
+        res = r.get("result") or {}
+        if res.get("stored") and not res.get("duplicate"):
+            self.memories[res["id"]] = tok
+            self.tokens[res["id"]] = {tok}
+            self.note(f"memory add {res['id']}")
+        else:
+            self.problems.append(f"add refused: {r}")
+
+    def op_mem_update(self) -> None:
+        if not self.memories:
+            return
+        mid = self.rng.choice(sorted(self.memories))
+        tok = word(self.rng)
+        before = self._log_tokens()
+        r = self.d.call("update", {"id": mid, "content": f"churn memory {tok} updated"})
+        self._kept(before, mid, "update")
+        self.tokens[mid].add(tok)
+        if "error" in r:
+            self.problems.append(f"update {mid}: {r['error']}")
+            return
+        self.memories[mid] = tok
+        self.note(f"memory update {mid}")
+
+    def op_mem_delete(self) -> None:
+        if not self.memories:
+            return
+        mid = self.rng.choice(sorted(self.memories))
+        before = self._log_tokens()
+        r = self.d.call("delete", {"id": mid})
+        self._kept(before, mid, "delete")
+        if "error" in r:
+            self.problems.append(f"delete {mid}: {r['error']}")
+            return
+        self.forgotten[mid] = self.memories.pop(mid)
+        self.note(f"memory delete {mid}")
+        # forget means forget: the delete has returned, no regular file of the log folder
+        # holds the line any more
+        for p in self._log_files():
+            with contextlib.suppress(OSError):
+                if f"<!-- m:{mid}:" in p.read_text(errors="replace"):
+                    self.problems.append(f"deleted memory {mid}: its line is left in {p}")
+
+    def _log_files(self) -> list[Path]:
+        folder = self.ws / "daily"
+        files = sorted(folder.rglob("*.md")) if folder.is_dir() else []
+        return [p for p in files if p.is_file() and not p.is_symlink()]
+
+    def _log_tokens(self) -> dict[Path, set[str]]:
+        found = {}
+        for p in self._log_files():
+            with contextlib.suppress(OSError):
+                found[p] = set(TOKEN.findall(p.read_text(errors="replace")))
+        return found
+
+    def _kept(self, before: dict[Path, set[str]], mid: int, what: str) -> None:
+        """A memory's update or delete changes its own lines only: every other word of the
+        log files is still there (a person's text on a line the memory's joined is not)."""
+        after = self._log_tokens()
+        for p, toks in before.items():
+            lost = toks - after.get(p, set()) - self.tokens.get(mid, set())
+            if p in after and lost:
+                self.problems.append(f"{what} of memory {mid} took {sorted(lost)} from {p}")
+
+    def _edit_log(self, how: str) -> None:
+        p = self.today_log()
+        if p.is_symlink() or not p.is_file():
+            return
+        text = p.read_text(errors="surrogateescape")
+        if how == "hand_edit":  # an editor that saves atomically: a memory's text edited
+            lines = text.split("\n")
+            marked = [i for i, ln in enumerate(lines) if "<!-- m:" in ln]
+            if not marked:
+                return
+            i = self.rng.choice(marked)
+            lines[i] = lines[i].replace(
+                "churn memory", f"churn memory, edited {word(self.rng)}:", 1
+            )
+            tmp = p.parent / f".{p.name}.tmp"
+            tmp.write_text("\n".join(lines), errors="surrogateescape")
+            os.replace(tmp, p)
+        elif how == "no_eol":  # a person's line, saved without a line end
+            with p.open("a") as f:
+                f.write(f"{'' if text.endswith(chr(10)) else chr(10)}a thought {word(self.rng)}")
+        else:  # a sync tool's conflict copy of the day's log beside it
+            shutil.copy2(p, p.parent / f"{p.stem} (conflicted copy 2026-11-26).md")
+        self.note(f"log {how} {p.relative_to(self.ws)}")
+
+    def op_log_hand_edit(self) -> None:
+        self._edit_log("hand_edit")
+
+    def op_log_no_eol(self) -> None:
+        self._edit_log("no_eol")
+
+    def op_log_copy(self) -> None:
+        self._edit_log("copy")
+
 
 OPS = [
     "create",
@@ -505,3 +618,8 @@ WEIGHTS = {
     "git_checkout": 0.5,
     "mkdir_many": 0.7,
 }
+
+# --memories: memories added, updated and deleted through the socket, and a person's edits of
+# the daily log files (the other ops reach those files too: they pick any note)
+MEMORY_OPS = ["mem_add", "mem_update", "mem_delete", "log_hand_edit", "log_no_eol", "log_copy"]
+MEMORY_WEIGHTS = {"mem_add": 4.0, "mem_update": 1.5, "mem_delete": 1.5}

@@ -161,7 +161,13 @@ def test_the_backup_and_restore_commands_of_service_md(daemon_factory: Any, tmp_
         else:
             run(line, fresh)
     wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"])
-    assert answers(d) == before
+    after = answers(d)
+    assert after["memories"] == before["memories"]
+    # the memory added after the copy is not in it; its daily log line, the only copy of its
+    # text left, is found as text (docs/jobs.md), beside the answers of the day of the copy
+    logged = [h for h in after["hits"] if (h[1] or "").startswith("daily/")]
+    assert len(logged) == 1
+    assert [h[:2] for h in after["hits"] if h not in logged] == [h[:2] for h in before["hits"]]
 
 
 def test_a_copy_moved_over_the_live_file_is_refused_not_written_into(make_app: Any) -> None:

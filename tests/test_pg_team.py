@@ -376,3 +376,35 @@ def test_feedback_from_two_daemons_at_once_is_all_counted(team: Any) -> None:
         t.join(60)
     rec = a.memories.get(entry_id)
     assert rec["validation_count"] == 30 and rec["useful_count"] == 20, rec
+
+
+def test_a_memory_another_daemon_deletes_leaves_this_daemons_daily_log(
+    make_app: Any, pg_dsn: str, tmp_path: Path
+) -> None:
+    """Forget means forget in a team: alice logged the memory, bob deletes it; its line leaves
+    alice's daily log too (her daemon hears of the change), and a line of an id the database
+    never had (an older store's) stays (walkj12)."""
+
+    def member(name: str) -> Any:
+        base = tmp_path / name
+        return make_app(
+            model=None,
+            workspace=str(base / "ws"),
+            data_dir=str(base / "data"),
+            socket=str(base / "s.sock"),
+            store={"backend": "postgres", "dsn": pg_dsn, "workspace_id": name},
+        )
+
+    alice, bob = member("alice"), member("bob")
+    gone = alice.memories.add("the launch plan is to ship on friday")
+    kept = alice.memories.add("the retro is on monday")
+    log = next((alice.cfg.workspace / "daily").glob("*.md"))
+    older = {"id": 999_999, "content": "a line of an older store", "created_at": "2026-11-26"}
+    with log.open("a") as f:
+        f.write(alice.dailylog.render(older, alice.dailylog._when(older)) + "\n")
+    wait_for(lambda: alice.store.listening)  # a change made before would go unheard
+    bob.memories.delete(gone.id)
+    wait_for(lambda: "friday" not in log.read_text())
+    text = log.read_text()
+    assert "the retro is on monday" in text and "a line of an older store" in text
+    assert alice.memories.get(kept.id)["content"] == "the retro is on monday"

@@ -442,7 +442,7 @@ class Indexer:
             )
             report.unchanged += 1
             return None
-        if current is None and by_sha.get(sha):
+        if current is None and by_sha.get(sha) and self._reads_alike(by_sha[sha][0], state, data):
             old = by_sha[sha].pop(0)
             # chunks and vectors stay; the mentions are read again, as the file name is a form
             # of the note's title (`[[new-name]]` names it, `[[old-name]]` in no new note does)
@@ -499,6 +499,15 @@ class Indexer:
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return None
+
+    def _reads_alike(self, old: str, state: FileState, data: bytes) -> bool:
+        """Whether a file moved from `old` reads the same at its new path: the preprocess hook
+        reads by path (a daily log moved out of the log folder is read as text there, and its
+        markers are how a delete finds the lines), so its chunks are kept only if so."""
+        if self.preprocess is None:
+            return True
+        text = decoding.decode(data)[0]
+        return self.preprocess(old, text) == self.preprocess(state.path, text)
 
     def _text(self, state: FileState, data: bytes) -> str:
         """The file's text as indexed: decoded (a warning when bytes were replaced) and through

@@ -6,19 +6,30 @@ No feedback loop, by design:
   writes or fixes in them is searchable. But each line the daemon writes ends with a marker,
   `<!-- m:ID:HASH8 -->` (invisible when the markdown is rendered), where HASH8 is the first 8 hex
   digits of the SHA-256 of the memory's content. `preprocess` (the indexer's hook) blanks every
-  line whose marker hash still matches the text on that line: those lines are memories already
-  in the index, and indexing them again would show each memory twice. A line a person edited no
-  longer matches its hash, and a line a person wrote has no marker: both are indexed as normal
-  text. The state lives in the file itself, so it survives restarts; appends never rewrite the
+  line whose marker hash still matches the text on that line, if the store has its memory:
+  those lines are memories already in the index, and indexing them again would show each
+  memory twice. A line a person edited no longer matches its hash, a line a person wrote has
+  no marker, and a line of a memory the store does not have (deleted, then brought back by
+  `git checkout`; lost with a store restored from an older copy) is the only copy of its
+  text: all are indexed as normal text; an import of those memories has their files read
+  again. The state lives in the file itself, so it survives restarts; appends never rewrite the
   file (O_APPEND, one write per line), so they cannot clobber an edit made between two appends,
   and whatever an editor that rewrites the file leaves behind is what the next index sees.
   Blanked lines keep their place, so chunk line numbers stay true.
+  A person's editor decides the file's form, and an append follows it: a last line saved
+  without a line end gets one first (the memory's line never joins the person's, where a
+  delete would take their text with it), CRLF or CR files get CRLF or CR, and a UTF-16/32 file
+  (Notepad's "Unicode") stays in its encoding; every reader decodes it so.
 
 Forget means forget:
-  Deleting a memory removes its line (found by its marker id, edited or not), and changing its
-  text rewrites the line. Such a rewrite is atomic (a temp file in the same folder, fsync,
-  rename) under the same lock as appends; the caller then re-indexes the file at once, so the
-  watcher's later event finds the new hash already stored (our own write, nothing to do).
+  Deleting a memory removes its lines (found by their marker id, edited or not) from the log
+  file holding them and from the conflict copies a sync tool made beside it (files whose names
+  hold its name), else from any log file, else from any file elsewhere that the index
+  says holds them. Changing a memory rewrites its own line; a line a person
+  edited stays as they wrote it, with the memory's new line under it. Such a rewrite is atomic
+  (a temp file in the same folder, fsync, rename) under the same lock as appends; the caller
+  then re-indexes the file at once, so the watcher's later event finds the new hash already
+  stored (our own write, nothing to do).
   Lines go through the secret guard's redaction whatever the secrets mode: with allow_secrets a
   credential is stored in the database, never in a plain-text file of the workspace.
   The log is written only to regular files inside the workspace: never through a symlink
@@ -43,7 +54,7 @@ from typing import Any, Protocol
 from memoryd.core.fsutil import SHARED_DIR, atomic_write, make_dirs, within
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import parse_time
-from memoryd.text import secretguard
+from memoryd.text import decoding, secretguard
 
 log = get_logger("memoryd.memory.dailylog")
 
@@ -72,6 +83,8 @@ class DailyLogSettings(Protocol):
     @property
     def header(self) -> str: ...
 
+
+_LINE_ENDS = re.compile(r"(\r\n|\r|\n)")
 
 _MARKER_IDS = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->[ \t]*(?=[\r\n]|\Z)")
 
@@ -103,16 +116,50 @@ def _open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
     return fd
 
 
-def _read_regular(path: Path) -> str:
+def _read_regular(path: Path) -> tuple[str, str]:
+    """(text, encoding) of a log file: UTF-16/32 as its byte order mark says (a person saved
+    it so: the markers are found all the same), else UTF-8 with every other byte kept as it
+    is, so a rewrite gives back the bytes it did not change."""
     fd = _open_regular(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as f:
-        return f.read().decode("utf-8", errors="surrogateescape")
+        data = f.read()
+    encoding, start = decoding.bom(data)
+    if encoding == "utf-8":  # a UTF-8 byte order mark stays in the text (U+FEFF), as it was
+        return data.decode("utf-8", errors="surrogateescape"), encoding
+    try:
+        return data[start:].decode(encoding), encoding
+    except UnicodeDecodeError as exc:  # rewriting it would spoil it further: left as it is
+        raise OSError(errno.EILSEQ, f"not valid {encoding}", str(path)) from exc
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """fsutil.atomic_write of the text; keeps the file's mode."""
+def _atomic_write(path: Path, text: str, encoding: str = "utf-8") -> None:
+    """fsutil.atomic_write of the text in the file's encoding (with its byte order mark);
+    keeps the file's mode."""
     mode = path.stat().st_mode & 0o777
-    atomic_write(path, text.encode("utf-8", errors="surrogateescape"), mode)
+    if encoding == "utf-8":
+        data = text.encode("utf-8", errors="surrogateescape")
+    else:
+        data = ("\ufeff" + text).encode(encoding)
+    atomic_write(path, data, mode)
+
+
+def _ending(head: bytes, tail: bytes, size: int) -> tuple[str, str, str]:
+    """(encoding, separator, line end) for a line added to a file of `size` bytes that starts
+    with `head` and ends with `tail` (a few KiB, a few bytes): in the file's encoding (a UTF-16
+    file stays UTF-16), with its line end (CRLF after CRLF, CR after a lone CR: the last line's,
+    else the first line's), after a line end of its own when the last line has none (as many
+    editors save): otherwise the memory's line would join the person's last line, and
+    deleting the memory would take their text with it."""
+    encoding, mark = decoding.bom(head)
+
+    def ends(s: str) -> bool:
+        return tail.endswith(s.encode(encoding))
+
+    if ends("\n") or ends("\r"):
+        return encoding, "", "\r\n" if ends("\r\n") else "\r" if ends("\r") else "\n"
+    first = _LINE_ENDS.search(head[mark:].decode(encoding, errors="ignore"))
+    eol = first.group() if first else "\n"
+    return encoding, "" if size <= mark else eol, eol
 
 
 def _hash8(text: str) -> str:
@@ -123,6 +170,69 @@ def one_line(text: str) -> str:
     return " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
 
 
+def _own(body: str, m: re.Match[str]) -> bool:
+    """Whether a line (without its line end) is as the daemon wrote it: its marker's hash
+    is that of the text before it (a line a person edited is not)."""
+    return _hash8(body[: m.start()].strip()) == m.group("hash")
+
+
+def _rewritten(
+    text: str,
+    changes: dict[int, dict[str, Any] | None],
+    line_for: Callable[[dict[str, Any]], str],
+) -> tuple[list[str], set[int]]:
+    """The lines of a log file (each with its own line end) after `changes` (id -> the
+    memory now, None: forgotten), and the ids whose lines were found. Lines split at every
+    line end (\n, \r\n, a lone \r as old Mac editors write): a file of CR-only lines is not one
+    line whose removal would take the whole file with it. A forgotten memory's lines go,
+    edited or not (forget means forget); an updated memory's own line is written anew, but a
+    line a person edited stays as they wrote it, with the memory's new line under it."""
+    lines: list[str] = []
+    hit: set[int] = set()
+    edited: dict[int, int] = {}  # id -> index in `lines` after its last edited line
+    written: set[int] = set()
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        m = _MARKER_TAIL.search(body)
+        entry_id = int(m.group("id")) if m else None
+        if m is None or entry_id is None or entry_id not in changes:
+            lines.append(line)
+            continue
+        hit.add(entry_id)
+        new = changes[entry_id]
+        if new is None:
+            continue
+        ending = line[len(body) :]
+        if not _own(body, m):
+            lines.append(line if ending else line + "\n")
+            edited[entry_id] = len(lines)
+            continue
+        lines.append(line_for(new) + ending)
+        written.add(entry_id)
+    for entry_id, at in sorted(edited.items(), key=lambda kv: -kv[1]):
+        new = changes[entry_id]
+        if entry_id not in written and new is not None:
+            prev = lines[at - 1]
+            ending = prev[len(prev.rstrip("\r\n")) :]
+            lines.insert(at, line_for(new) + ending)
+    return lines, hit
+
+
+def _siblings(path: Path) -> list[Path]:
+    """The .md files beside `path` whose names hold its stem: the copies sync tools and file
+    managers make (Dropbox's `2026-11-26 (conflicted copy).md`, Syncthing's
+    `2026-11-26.sync-conflict-20261126-101500-ABCDEFG.md`, `2026-11-26 (1).md`, iCloud's
+    `2026-11-26 2.md`, Windows' `2026-11-26 - Copy.md`, `Copy of 2026-11-26.md`), without
+    reading every file of the folder."""
+    try:
+        names = sorted(os.listdir(path.parent))
+    except OSError:
+        return []
+    return [
+        path.parent / n for n in names if n != path.name and path.stem in n and n.endswith(".md")
+    ]
+
+
 class DailyLog:
     def __init__(
         self,
@@ -131,6 +241,7 @@ class DailyLog:
         *,
         clock: Callable[[], float] = time.time,
         elsewhere: Callable[[set[int]], Iterable[str]] | None = None,
+        known: Callable[[set[int]], set[int]] | None = None,
     ) -> None:
         self.workspace = Path(workspace)
         self.settings = settings
@@ -138,11 +249,20 @@ class DailyLog:
         # elsewhere(ids) -> workspace paths outside the log folder whose indexed text holds
         # the marker of one of these memories (a log file moved or copied elsewhere)
         self.elsewhere = elsewhere
+        # known(ids) -> those that are memories now (None: all are): a line whose memory the
+        # store does not have is indexed as text (see preprocess)
+        self.known = known
         # Held for every change of a log file; memoryd.notes.notes takes it too (App passes it), so
         # a note.append and a daily-log line never race on the same file.
         self.lock = threading.Lock()
         # memories added while the workspace folder was gone (a drive not mounted), bounded
         self.waiting: list[dict[str, Any]] = []
+        # forget_gone (team: a database other daemons share): the logged ids stored at the
+        # last look; each file's ids by its stat
+        self.team = False
+        self._stored_before: set[int] = set()
+        self._gone_lock = threading.Lock()  # one look at a time (start-up, the listener)
+        self._named: dict[Path, tuple[tuple[int, int], set[int]]] = {}
 
     def folder(self) -> Path:
         return self.workspace / self.settings.folder
@@ -182,7 +302,7 @@ class DailyLog:
             return None
         when = self._when(record)
         path = self.path_for(when)
-        line = self.render(record, when) + "\n"
+        line = self.render(record, when)
         try:
             with self.lock:
                 if not os.path.isdir(self.workspace):  # not made again: a drive not mounted
@@ -190,9 +310,12 @@ class DailyLog:
                 self._check_inside(path.parent)
                 make_dirs(path.parent, SHARED_DIR)
                 self._check_inside(path.parent)
-                fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                fd = _open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
                 try:
-                    if os.fstat(fd).st_size == 0:
+                    size = os.fstat(fd).st_size
+                    head, tail = os.pread(fd, 4096, 0), os.pread(fd, 8, max(0, size - 8))
+                    encoding, sep, eol = _ending(head, tail, size)
+                    if size <= decoding.bom(head)[1]:  # empty, or only a byte order mark
                         header = self.settings.header.format(
                             date=f"{when:%Y-%m-%d}",
                             time="",
@@ -204,8 +327,8 @@ class DailyLog:
                             importance="",
                             namespace="",
                         )
-                        line = f"{header}\n\n{line}"
-                    os.write(fd, line.encode("utf-8"))
+                        line = f"{header}{eol}{eol}{line}"
+                    os.write(fd, decoding.encode_like(sep + line + eol, encoding))
                     os.fsync(fd)
                 finally:
                     os.close(fd)
@@ -214,6 +337,8 @@ class DailyLog:
             if not os.path.isdir(self.workspace) and len(self.waiting) < MAX_WAITING:
                 self.waiting.append(record)  # written when the workspace folder is back
             return None
+        if self.team:  # stored, and logged: see forget_gone
+            self._stored_before.add(int(record["id"]))
         return path
 
     def append_waiting(
@@ -253,12 +378,60 @@ class DailyLog:
         for path in self._log_files(exclude=set()):
             try:
                 self._check_inside(path.parent)
-                text = _read_regular(path)
+                text = _read_regular(path)[0]
             except OSError:
                 continue
             seen.update(marker_ids(text))
         gone = seen - known(seen)
         return self._rewrite(dict.fromkeys(gone), []) if gone else []
+
+    def files_naming(self, ids: set[int]) -> list[Path]:
+        """The log files with a line of one of these memories."""
+        if not ids or not self.settings.enabled or not self.folder().is_dir():
+            return []
+        found = []
+        for path in self._log_files(exclude=set()):
+            try:
+                self._check_inside(path.parent)
+                if marker_ids(_read_regular(path)[0]) & ids:
+                    found.append(path)
+            except OSError:
+                continue
+        return found
+
+    def forget_gone(self, stored: Callable[[set[int]], set[int]]) -> list[Path]:
+        """Remove the lines of memories deleted elsewhere (another daemon of a shared database
+        deleted them, and its hooks rewrite its own workspace's log only): ids this log names
+        that were memories at the last look (`stored(ids)` -> those stored now) and are not
+        now. An id never seen stored (a line of an older store) is never touched; the first
+        look only takes stock. Files are read again only when their stat changed."""
+        if not self.settings.enabled or not self.folder().is_dir():
+            return []
+        with self._gone_lock:
+            gone = self._gone(stored)
+        return self._rewrite(dict.fromkeys(gone), []) if gone else []
+
+    def _gone(self, stored: Callable[[set[int]], set[int]]) -> set[int]:
+        named: set[int] = set()
+        seen: dict[Path, tuple[tuple[int, int], set[int]]] = {}
+        for path in self._log_files(exclude=set()):
+            try:
+                self._check_inside(path.parent)
+                st = path.lstat()
+                key = (st.st_mtime_ns, st.st_size)
+                cached = self._named.get(path)
+                ids = (
+                    cached[1] if cached and cached[0] == key else marker_ids(_read_regular(path)[0])
+                )
+            except OSError:
+                continue
+            seen[path] = (key, ids)
+            named |= ids
+        self._named = seen
+        now = stored(named)
+        gone = (self._stored_before & named) - now
+        self._stored_before = now
+        return gone
 
     def highest_id(self) -> int:
         """The highest memory id a line of the log names (0 for none)."""
@@ -268,7 +441,7 @@ class DailyLog:
         for path in self._log_files(exclude=set()):
             try:
                 self._check_inside(path.parent)
-                top = max(top, *marker_ids(_read_regular(path)), 0)
+                top = max(top, *marker_ids(_read_regular(path)[0]), 0)
             except OSError:
                 continue
         return top
@@ -293,42 +466,44 @@ class DailyLog:
         # wherever the layout put it, also after `filename` changed.
         likely = {self.path_for(self._when(r)) for r in records}
         changed: list[Path] = []
-        pending = set(changes)
+        pending, done = set(changes), set[Path]()
         with self.lock:
             for path in self._candidates(likely, pending):
                 if not pending:
                     break
-                try:
-                    self._check_inside(path.parent)
-                    text = _read_regular(path)
-                except OSError:  # gone, a symlink, a FIFO, outside: not a log file to rewrite
-                    continue
-                if "<!-- m:" not in text:
-                    continue
-                # Lines split at every line ending (\n, \r\n, a lone \r as old Mac editors
-                # write) and kept with their endings: a file of CR-only lines is not one line
-                # whose removal would take the whole file with it.
-                lines, hit = [], False
-                for line in text.splitlines(keepends=True):
-                    body = line.rstrip("\r\n")
-                    m = _MARKER_TAIL.search(body)
-                    entry_id = int(m.group("id")) if m else None
-                    if entry_id is not None and entry_id in changes:
-                        hit = True
-                        pending.discard(entry_id)
-                        new = changes[entry_id]
-                        if new is not None:
-                            lines.append(self.render(new, self._when(new)) + line[len(body) :])
-                        continue
-                    lines.append(line)
-                if hit:
-                    try:
-                        _atomic_write(path, "".join(lines))
-                    except OSError as exc:
-                        log.error("daily log rewrite failed", path=str(path), error=str(exc))
-                        continue
-                    changed.append(path)
+                done.add(path)
+                hit = self._rewrite_file(path, changes, changed)
+                pending.difference_update(hit)
+                # a sync tool's conflict copy beside a file holding the lines holds them too
+                for sibling in _siblings(path) if hit else ():
+                    if sibling not in done:
+                        done.add(sibling)
+                        self._rewrite_file(sibling, changes, changed)
         return changed
+
+    def _rewrite_file(
+        self, path: Path, changes: dict[int, dict[str, Any] | None], changed: list[Path]
+    ) -> set[int]:
+        """Apply `changes` to one file (atomically); the ids whose lines it held."""
+        try:
+            self._check_inside(path.parent)
+            text, encoding = _read_regular(path)
+        except OSError:  # gone, a symlink, a FIFO, outside: not a log file to rewrite
+            return set()
+        if "<!-- m:" not in text:
+            return set()
+        lines, hit = _rewritten(text, changes, self._line_for)
+        if hit:
+            try:
+                _atomic_write(path, "".join(lines), encoding)
+            except OSError as exc:
+                log.error("daily log rewrite failed", path=str(path), error=str(exc))
+                return hit
+            changed.append(path)
+        return hit
+
+    def _line_for(self, record: dict[str, Any]) -> str:
+        return self.render(record, self._when(record))
 
     def _candidates(self, likely: set[Path], pending: set[int]) -> Iterator[Path]:
         """Files that may hold the lines: the likely ones, every log file, then (while lines
@@ -362,18 +537,41 @@ class DailyLog:
                         yield path
 
     def preprocess(self, relpath: str, text: str) -> str:
-        """Blank the log's own heading and the daemon's own, unedited lines (see the module
-        docstring): neither is worth a chunk of its own."""
+        """Blank the log's own heading and the daemon's own, unedited lines of memories the
+        store has (see the module docstring): neither is worth a chunk of its own. The line of
+        a memory the store does not have is the only copy of its text left (a store restored
+        from an older copy, a log brought back by `git checkout`): it is indexed as text, so
+        what the file shows can be found."""
         if not self.is_log_file(relpath):
             return text
         header = self._header_pattern()
-        out = []
-        for line in text.split("\n"):
+        # lines and their ends alternate; every line end counts, as the indexer counts them (a
+        # file saved with CR-only line ends is not one long line whose marker is nobody's)
+        parts = _LINE_ENDS.split(text)
+        own: dict[int, int] = {}  # index in parts -> memory id
+        for i in range(0, len(parts), 2):
+            line = parts[i]
             m = _MARKER_TAIL.search(line) if "<!-- m:" in line else None
-            own = m is not None and _hash8(line[: m.start()].strip()) == m.group("hash")
-            is_header = header is not None and header.fullmatch(line.strip()) is not None
-            out.append("" if own or is_header else line)
-        return "\n".join(out)
+            if m is not None and _own(line, m):
+                own[i] = int(m.group("id"))
+            elif header is not None and header.fullmatch(line.strip()) is not None:
+                parts[i] = ""
+        stored = self._stored(set(own.values()), relpath) if own else set()
+        for i, entry_id in own.items():
+            if entry_id in stored:
+                parts[i] = ""
+        return "".join(parts)
+
+    def _stored(self, ids: set[int], relpath: str) -> set[int]:
+        """Those of `ids` that are memories now; all of them when that cannot be known (the
+        index of a log file never fails for it: as before, the lines are taken as memories')."""
+        if self.known is None:
+            return ids
+        try:
+            return self.known(ids)
+        except Exception as exc:
+            log.warning("daily log lines taken as memories'", path=relpath, error=str(exc))
+            return ids
 
     def _header_pattern(self) -> re.Pattern[str] | None:
         """The configured header with any date in place of {date}, as a regex."""

@@ -101,6 +101,7 @@ class Memories:
         on_changed: Iterable[Callable[[], object]] = (),
         on_updated: Iterable[Callable[[dict[str, Any]], object]] = (),
         on_removed: Iterable[Callable[[list[dict[str, Any]]], object]] = (),
+        on_imported: Iterable[Callable[[list[int]], object]] = (),
         copies_since: Callable[[float], list[dict[str, Any]]] | None = None,
         secrets_mode: str = "refuse",
         temporary_ttl: float = 7 * 86400,
@@ -122,6 +123,8 @@ class Memories:
         self.on_changed = list(on_changed)
         self.on_updated = list(on_updated)
         self.on_removed = list(on_removed)
+        # on_imported(ids): memories stored with ids the daily log may name already
+        self.on_imported = list(on_imported)
         # copies_since(ts) -> checkpoints and snapshots taken since ts (they hold a copy)
         self.copies_since = copies_since
 
@@ -431,6 +434,7 @@ class Memories:
                     raise
         if counts["imported"]:
             self._changed()
+            self._run(self.on_imported, list(counts.get("ids") or []))
         log.info("imported", **{k: v for k, v in counts.items() if isinstance(v, int)})
         return counts
 

@@ -35,7 +35,7 @@ from memoryd.search.searcher import Searcher
 from memoryd.serve.jobs import Jobs, daemon_jobs
 from memoryd.serve.searchlog import SearchLog
 from memoryd.serve.workspaceguard import WorkspaceGuard
-from memoryd.store import Store, entries, ftsprune
+from memoryd.store import Store, docpaths, entries, ftsprune
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
 
@@ -45,6 +45,7 @@ PROGRESS_EVERY_S = 10.0
 # the settings that decide which workspace files are notes and can change on a reload
 NOTE_RULE_KEYS = ("include", "exclude", "skip_hidden", "skip_tool_files")
 SHARED_CACHE_MAX_AGE_S = 30.0  # caches of a shared database are rebuilt at least this often
+GONE_LOOK_S = 1.0  # a team: how soon after a change the daily log drops lines deleted elsewhere
 
 
 def default_model_holder(cfg: Config) -> ModelHolder:
@@ -110,7 +111,11 @@ class App:
         )
         self.searcher.pending_vectors = self.embedder.pending
         self.dailylog = DailyLog(
-            cfg.workspace, cfg.dailylog, clock=clock, elsewhere=self._marked_paths
+            cfg.workspace,
+            cfg.dailylog,
+            clock=clock,
+            elsewhere=self._marked_paths,
+            known=lambda ids: self.store.read(lambda con: entries.memory_ids_among(con, ids)),
         )
         self.indexer = Indexer(
             self.store,
@@ -153,6 +158,7 @@ class App:
             on_changed=[self.embedder.wake, self.triggers.invalidate],
             on_updated=[lambda rec: self._log_rewritten(self.dailylog.rewrite(rec))],
             on_removed=[lambda recs: self._log_rewritten(self.dailylog.forget(recs))],
+            on_imported=[self._log_read_again],
             copies_since=lambda since: checkpoints.copies_since(cfg.data_dir, since),
             secrets_mode=cfg.secrets.mode,
             temporary_ttl=cfg.lifecycle.temporary_ttl,
@@ -188,6 +194,11 @@ class App:
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
         self.store.on_change(self._changed_elsewhere)  # another daemon of a shared database
+        self._gone_timer: threading.Timer | None = None
+        self._gone_timer_lock = threading.Lock()
+        if self.store.shared:
+            self.dailylog.team = True
+            self._forget_gone()  # takes stock of the memories the daily log names
 
     def _marked_paths(self, ids: set[int]) -> list[str]:
         """Workspace files whose indexed text holds the daily-log marker of one of `ids`."""
@@ -198,6 +209,44 @@ class App:
         """The daily log was rewritten by us: index it now (the watcher then finds nothing new)."""
         if paths:
             self.indexer.sync_paths(paths)
+
+    def _log_read_again(self, ids: list[int]) -> None:
+        """Memories were imported with ids the daily log names (an export brought into a new
+        store): those lines, indexed as text while the store did not have them, are the
+        memories' own now. Read those log files again."""
+        paths = self.dailylog.files_naming(set(ids))
+        rels = [path.relative_to(self.cfg.workspace).as_posix() for path in paths]
+
+        def forget(con: Any) -> None:
+            for rel in rels:
+                docpaths.forget_hashes_under(con, rel)
+
+        if paths:
+            self.store.run_write(forget)
+            self.indexer.sync_paths(paths)
+
+    def _forget_gone_soon(self) -> None:
+        """One look a second at most: another daemon indexing its notes notifies per statement."""
+        with self._gone_timer_lock:
+            if self._gone_timer is not None:
+                return
+            self._gone_timer = threading.Timer(GONE_LOOK_S, self._forget_gone)
+            self._gone_timer.daemon = True
+            self._gone_timer.start()
+
+    def _forget_gone(self) -> None:
+        """Forget means forget in a team too: the daily log lines of memories another daemon
+        deleted leave this workspace's log (DailyLog.forget_gone), and it is indexed again."""
+        with self._gone_timer_lock:
+            self._gone_timer = None
+        try:
+            self._log_rewritten(
+                self.dailylog.forget_gone(
+                    lambda ids: self.store.read(lambda con: entries.memory_ids_among(con, ids))
+                )
+            )
+        except Exception as exc:  # the next change looks again
+            log.warning("daily log lines of memories deleted elsewhere not checked", error=str(exc))
 
     def _ids_above_the_log(self) -> None:
         """A store older than its daily log (a snapshot copied into data_dir, the restore of
@@ -237,6 +286,8 @@ class App:
         )
         self.triggers.invalidate()
         self.searcher.vector_cache.invalidate()
+        if info.get("table") == "all_entries" or info.get("reason") == "reconnected":
+            self._forget_gone_soon()
         if info.get("reason") == "reconnected":
             # back after an outage: what failed meanwhile is done now, not at the next run
             self.embedder.retry_now()
@@ -410,6 +461,9 @@ class App:
     def close(self) -> None:
         """Stop the watcher and workers, finish the write in progress, close the database."""
         self.indexer.stopping.set()  # a reconcile under way ends after its file in hand
+        with self._gone_timer_lock:
+            if self._gone_timer is not None:
+                self._gone_timer.cancel()
         self.jobs.shutdown(wait=True)
         self.workspace_guard.stop()
         if self._bg is not None:  # start-up first: it may be starting the watcher right now

@@ -38,16 +38,21 @@ _BOMS = (
 )
 
 
+def bom(data: bytes) -> tuple[str, int]:
+    """(encoding, length of its byte order mark) as the first bytes of a file announce it;
+    ("utf-8", 0) without a mark."""
+    for mark, name in _BOMS:
+        if data.startswith(mark):
+            return name, len(mark)
+    return "utf-8", 0
+
+
 def decode(data: bytes) -> tuple[str, str, bool]:
     """(text, encoding, lossy): UTF-8, or UTF-8/16/32 as announced by a byte order mark (the
     mark is dropped). In UTF-8 text, bytes that are not UTF-8 are read as Windows-1252
     (`café` written in Latin-1 stays `café`, valid UTF-8 around it stays as it is): encoding
     is then "utf-8+windows-1252". Undecodable UTF-16/32 becomes U+FFFD and sets `lossy`."""
-    encoding, start = "utf-8", 0
-    for bom, name in _BOMS:
-        if data.startswith(bom):
-            encoding, start = name, len(bom)
-            break
+    encoding, start = bom(data)
     payload = data[start:]
     if encoding == "utf-8":
         text, legacy = decode_utf8(payload)
