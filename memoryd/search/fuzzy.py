@@ -57,8 +57,10 @@ Result: `corrections` maps each corrected word (lowercased) to its best vocabula
 correction is a prefix query of its stem; when the stemmer would rewrite that prefix so that it
 no longer leads to the stem ("deploy" -> "deploi") the longest prefix that survives is used.
 `corrected_query` shows, for each correction, the edited word when a single edit reached it
-("postgres replication" rather than the stems "postgr replic"), else the stem. rewrite() returns
-None when no term was corrected, and never raises.
+("postgres replication" rather than the stems "postgr replic"), else the stem; what a search
+answers (its `corrected_query` and `suggestion`) shows instead the word the notes write
+(as_written: "falsificaton" is shown as falsification, never the edit falsificator or the stem
+falsif). rewrite() returns None when no term was corrected, and never raises.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ import numpy as np
 from memoryd.core import malloc
 from memoryd.core.logsetup import get_logger
 from memoryd.search.ftsquery import quote_term
-from memoryd.store import entries
+from memoryd.store import entries, searchsql
 from memoryd.store import tokenizer as cjk_tokenizer
 from memoryd.store.dialect import Tokenize, query_tokenizers
 from memoryd.store.protocol import Connection
@@ -105,6 +107,22 @@ class FuzzyResult:
     match: str  # FTS5 MATCH: per term an OR group of the original and its corrections, ANDed
     corrections: dict[str, str]  # word as typed -> best correction (a vocabulary stem)
     corrected_query: str  # the query with corrections applied, e.g. "docker network"
+    # each correction: (its index among the query's words, the word as typed, the stem, the
+    # prefix query for it)
+    fixes: tuple[tuple[int, str, str, str], ...] = ()
+
+    def as_written(self, tok: Tokenize, find: Callable[[str], list[str]]) -> str:
+        """corrected_query as the notes write it: each corrected word replaced by the word
+        the texts that hold its correction write most often (`find`: a prefix query -> a few
+        of those texts), never a stem or an edit no note wrote ("falsificaton" shows as
+        falsification, not falsificator or falsif). A correction no text is found for (a
+        race with an edit) keeps its form."""
+        words = self.corrected_query.split(" ")
+        for i, typed, stem, match in self.fixes:
+            word = written_form(tok, stem, find(match), typed)
+            if word and i < len(words):
+                words[i] = word
+        return " ".join(words)
 
 
 # --- pure parts ---------------------------------------------------------------------------------
@@ -380,6 +398,7 @@ class FuzzyMatcher:
         groups: list[str] = []
         words: list[str] = []
         corrections: dict[str, str] = {}
+        fixes: list[tuple[int, str, str, str]] = []
         seen: set[str] = set()
         for word, stem in _words(tok, terms):
             if stem in seen:
@@ -401,10 +420,11 @@ class FuzzyMatcher:
             corrections[word] = best[0][0]
             alternatives = [quote_term(_stable_prefix(tok, t)) + "*" for t, _ in best]
             groups.append("(" + " OR ".join([quote_term(word), *alternatives]) + ")")
+            fixes.append((len(words), word, best[0][0], alternatives[0]))
             words.append(best[0][1])
         if not corrections:
             return None
-        return FuzzyResult(" AND ".join(groups), corrections, " ".join(words))
+        return FuzzyResult(" AND ".join(groups), corrections, " ".join(words), tuple(fixes))
 
     def _best(
         self, vocab: Vocabulary, tok: Tokenize, word: str, stem: str
@@ -459,6 +479,41 @@ def _words(tok: Tokenize, terms: Sequence[str]) -> list[tuple[str, str]]:
         ):
             out.append((data[start:end].decode("utf-8", "replace"), stem))
     return out
+
+
+def as_written(con: Connection, rewritten: FuzzyResult) -> str:
+    """The corrected query as the notes write its words (FuzzyResult.as_written), from a few
+    of the texts that hold each correction (any text: the vocabulary is the whole index's)."""
+
+    def find(match: str) -> list[str]:
+        ids = [i for i, _, _ in searchsql.keyword_pool(con, match, "1 = 1", [], 5)]
+        return list(searchsql.texts(con, ids).values())
+
+    tok, _ = query_tokenizers(con, cjk=False)
+    return rewritten.as_written(tok, find)
+
+
+def written_form(tok: Tokenize, stem: str, texts: Sequence[str], typed: str = "") -> str | None:
+    """The word (lowercased) the texts write for a stem: of its forms, the one closest to the
+    word as typed ("netwrking": networking, not network), then the most frequent, then the
+    shortest; a word whose stem only begins with it when none has it exactly (a correction is
+    a prefix query); None when the texts hold neither."""
+    data = "\n".join(texts).lower().encode("utf-8", "replace")
+    if not data:
+        return None
+    exact: dict[str, int] = {}
+    longer: dict[str, int] = {}
+    for start, end, token in tok(
+        data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=True, include_colocated=False
+    ):
+        if token.startswith(stem):
+            seen = exact if token == stem else longer
+            word = data[start:end].decode("utf-8", "replace")
+            seen[word] = seen.get(word, 0) + 1
+    counts = exact or longer
+    if not counts:
+        return None
+    return min(counts, key=lambda w: (damerau(typed, w, len(w)), -counts[w], len(w), w))
 
 
 def _stable_prefix(tok: Tokenize, stem: str) -> str:

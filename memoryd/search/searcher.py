@@ -49,6 +49,7 @@ from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
 from memoryd.search.ftsquery import STOP_WORDS, parse_query, unit_term
+from memoryd.search.fuzzy import as_written
 from memoryd.search.more import more_hits
 from memoryd.search.pools import Nearest, Pools, Soon, Whole, WordsAhead
 from memoryd.search.ranking import (
@@ -374,7 +375,7 @@ class Searcher(Pools):
                     c.partial = True  # a corrected query is weaker evidence than the typed one
                 if keyword:
                     fuzzy_used = True
-                    out["corrected_query"] = rewritten.corrected_query
+                    out["corrected_query"] = as_written(con, rewritten)
 
         # BM25 over whole notes, for an answer grouped by note (issue 19.2; with keywords
         # alone it weighs a fifth: `ranking.keyword_note`): read on a search thread as soon
@@ -486,12 +487,12 @@ class Searcher(Pools):
         if more := more_hits(ranked, limit, req.group, full, again):
             out["more"] = more
         if not out["hits"] and fuzzy_used and rewritten is not None:
-            out["suggestion"] = rewritten.corrected_query  # what it found does not answer
+            out["suggestion"] = out["corrected_query"]  # what it found does not answer
         if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
             if rewritten is None and req.mode != "fuzzy":
                 rewritten = self.fuzzy.rewrite(con, topical)
             if rewritten is not None and rewritten.corrected_query != req.query:
-                out["suggestion"] = rewritten.corrected_query
+                out["suggestion"] = as_written(con, rewritten)
         return out
 
     @staticmethod
