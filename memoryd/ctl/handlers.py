@@ -37,7 +37,8 @@ def split_list(value: str | None) -> list[str] | None:
 
 
 TIME_GRAMMAR = (
-    "a duration back from now (90m, 24h, 7d, 2w), an ISO 8601 date or time, or unix seconds"
+    "a duration back from now (90m, 24h, 7d, 2w), an ISO 8601 date or time, a year (2026) or "
+    "month (2026-11), or unix seconds"
 )
 
 
@@ -64,11 +65,13 @@ def _usage(message: str) -> Exception:
 
 def when(value: str) -> str:
     """A --since/--until value, checked against the daemon's grammar (core/timeutil.py):
-    unix seconds, a duration back from now (90m, 24h, 7d, 2w, 30s), or an ISO 8601 date or
-    date-time. Sent as given (time_value); the daemon resolves it (a bare date as --until is
-    the whole day)."""
+    unix seconds, a duration back from now (90m, 24h, 7d, 2w, 30s), an ISO 8601 date or
+    date-time, a year (2026: the daemon reads a whole number from 1000 to 9999 as one) or a
+    month (2026-11). Sent as given (time_value); the daemon resolves it (a bare date, year or
+    month as --until is the whole of it)."""
     text = value.strip()
-    ok = _finite(text) is not None
+    month = len(text) in (6, 7) and text[4:5] == "-" and text[:4].isdigit()
+    ok = _finite(text) is not None or (month and text[5:].isdigit())
     if not ok and text[-1:].lower() in ("s", "m", "h", "d", "w") and text[:-1].strip():
         ago = _finite(text[:-1])
         ok = ago is not None and ago >= 0
