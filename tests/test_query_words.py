@@ -62,3 +62,78 @@ def test_a_corrected_word_is_shown_as_the_notes_write_it(
     assert shown in fmt_hits(res)
     if field == "suggestion":
         assert f"did you mean: {shown}?" in search_notes(res)
+
+
+SYMBOL_NOTES = {
+    "csharp.md": "# Windows tool\n\nThe tool is written in C# on .NET 8; F# prices.\n",
+    "clang.md": "# Firmware\n\nThe firmware is written in C, net of the home-grown bits.\n",
+    "cpp.md": "# Engine\n\nThe engine is C++ 20 with templates.\n",
+    "shell.md": "# Shell\n\nExport $HOME/bin first, see ticket #123.\n",
+    "apart.md": "# Apart\n\nC and F at home: 123 Main St, ASP.NET, net income.\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "want"),
+    [
+        ("C#", {"csharp.md"}),
+        ('"C#"', {"csharp.md"}),
+        ("F#", {"csharp.md"}),
+        ("C++", {"cpp.md"}),
+        (".NET", {"csharp.md"}),
+        ("$HOME", {"shell.md"}),
+        ("#123", {"shell.md"}),
+        ("the C#", {"csharp.md"}),
+        ("C# F#", {"csharp.md"}),
+        ("J#", set()),  # no note writes it: nothing, not the notes about J or C
+    ],
+)
+@pytest.mark.parametrize("mode", ["auto", "keyword", "hybrid", "vector"])
+def test_a_word_its_symbols_make_is_searched_as_written(
+    make_app: Any, query: str, want: set[str], mode: str
+) -> None:
+    """`C#` listed the note about C first (the tokenizer drops `#`): a query of such words
+    finds the notes that write them, as rg -F -i -w does, in every mode."""
+    from memoryd.search.searcher import SearchRequest
+
+    app = make_app()
+    app.model.start()
+    assert app.model.wait_ready(30)
+    indexed(app, SYMBOL_NOTES)
+    app.embedder.run()
+    res = app.searcher.search(SearchRequest(query=query, mode=mode, limit=20))
+    got = {h["path"] for h in res["hits"]}
+    # the fake embedder's neighbours may clear no floor: vector mode lists none but those
+    assert got <= want if mode == "vector" else got == want, res["hits"]
+
+
+def test_a_sentence_with_a_symbol_word_is_searched_as_before(make_app: Any) -> None:
+    """Only a query of nothing but such words asks for them as written: a sentence's other
+    words still find their notes."""
+    from memoryd.search.searcher import SearchRequest
+
+    app = make_app(model=None)
+    indexed(app, SYMBOL_NOTES)
+    res = app.searcher.search(SearchRequest(query="firmware in C#", mode="keyword"))
+    assert "clang.md" in {h["path"] for h in res["hits"]}
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("C#", ["C#"]),
+        ("c++ and f#", ["c++", "f#"]),
+        ("`.NET`", [".NET"]),
+        ("$PATH?", ["$PATH"]),
+        ("#123", ["#123"]),
+        ("C# tool", []),
+        ("#oncall", []),  # a tag: found as the note tags it
+        ("node.js", []),
+        ("C", []),
+        ("", []),
+    ],
+)
+def test_symbol_words(query: str, words: list[str]) -> None:
+    from memoryd.search.symbols import symbol_words
+
+    assert symbol_words(query) == words

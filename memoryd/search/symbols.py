@@ -1,0 +1,72 @@
+"""Words whose symbols make them another word: `C#`, `F#`, `C++`, `g++`, `.NET`, `.env`, `$HOME`,
+`#123` (stop 37, branch walkh12).
+
+The index's tokenizer (unicode61; on PostgreSQL the english parser) drops `#`, `+`, `.` and `$`,
+so `C#` and `C++` are searched as `c`, `.NET` as `net` and `$HOME` as `home`: a search for `C#`
+listed the note about C first, and one for `$HOME` every note that says "home". A query made of
+nothing but such words (stop words aside) asks for them as written, as `rg -F -i -w` reads
+them: each hit must hold every one of them, between word boundaries and whatever its case
+(`.NET` is not found in `ASP.NET`, as rg does not find it there), so a query of one that no
+text holds answers nothing. The keyword pool still finds the candidates (the word without its
+symbols) and ranks them; only those that do not hold the word as written are left out, from
+both pools. A sentence with such a word in it (`how do we build the C# tool?`) is searched as
+before: its other words decide. Tags (`#oncall`) are not among them: a tag is found as the
+note writes it, `#oncall` or `tags: [oncall]`.
+
+Known limit: the keyword pool holds the best matches of the word without its symbols, so in a
+workspace where thousands of texts say `c`, a note that says `C#` can rank outside the pool;
+the index would need `c#` as a token of its own (a re-index) to find every one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memoryd.search.ftsquery import STOP_WORDS
+from memoryd.search.ranking import Candidate
+from memoryd.store import searchsql
+from memoryd.store.protocol import Connection
+
+# a short name with `#` or `++` after it, a name after a dot or a `$`, a number after `#`
+_SYMBOL_WORD = re.compile(
+    r"[A-Za-z][A-Za-z0-9]{0,3}(?:#|\+\+)|\.[A-Za-z][A-Za-z0-9_-]*|\$[A-Za-z_][A-Za-z0-9_]*|#\d+"
+)
+_QUOTES = "\"'`"
+
+
+def symbol_words(query: str) -> list[str]:
+    """The query's words written with symbols, when it holds nothing else but stop words;
+    else [] (the query is searched as it always was)."""
+    found: list[str] = []
+    for token in query.split():
+        token = token.strip(_QUOTES).rstrip(",;:!?")
+        if not token or token.lower() in STOP_WORDS:
+            continue
+        if _SYMBOL_WORD.fullmatch(token) is None:
+            return []
+        found.append(token)
+    return found
+
+
+def _pattern(word: str) -> re.Pattern[str]:
+    """The word as rg -F -i -w finds it: the literal, no word character either side."""
+    return re.compile(r"(?<!\w)" + re.escape(word) + r"(?!\w)", re.IGNORECASE)
+
+
+def holding(con: Connection, query: str, ranked: list[Candidate]) -> list[Candidate]:
+    """With a query of symbol words only (`symbol_words`), the candidates whose text (a note's
+    hit: one of its matching sections) holds every one of them as written; else all of them."""
+    words = symbol_words(query)
+    if not words or not ranked:
+        return ranked
+    ids = {c.id for c in ranked} | {s.id for c in ranked for s in c.sections}
+    texts = searchsql.texts(con, sorted(ids))
+    patterns = [_pattern(w) for w in words]
+
+    def holds(c: Candidate) -> bool:
+        return any(
+            all(p.search(texts.get(i, "")) for p in patterns)
+            for i in (c.id, *(s.id for s in c.sections))
+        )
+
+    return [c for c in ranked if holds(c)]
