@@ -137,3 +137,41 @@ def test_symbol_words(query: str, words: list[str]) -> None:
     from memoryd.search.symbols import symbol_words
 
     assert symbol_words(query) == words
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "falsificaton -popper",
+        "falsificaton NOT popper",
+        'falsificaton -"Popper wrote"',
+        "-popper falsificaton",
+    ],
+)
+@pytest.mark.parametrize("mode", ["auto", "fuzzy"])
+def test_what_a_query_excludes_the_typo_tier_leaves_out_too(
+    make_app: Any, query: str, mode: str
+) -> None:
+    """`-term` excludes in every mode (docs/protocol.md): the corrected query dropped it, and
+    the note that holds it came first."""
+    from memoryd.search.searcher import SearchRequest
+
+    app = make_app(model=None)
+    indexed(app, TYPO_NOTES)
+    res = app.searcher.search(SearchRequest(query=query, mode=mode))
+    assert res["mode"] == "fuzzy" and res["corrected_query"] == "falsification"
+    assert [h["path"] for h in res["hits"]] == ["draft.md"]
+
+
+@pytest.mark.parametrize("query", ["falsification", "templates", "Popper", "falsification -popper"])
+def test_the_fuzzy_mode_finds_a_word_spelled_right(make_app: Any, query: str) -> None:
+    """`--mode fuzzy` is typo tolerant: a query with nothing to correct is searched as typed
+    (it answered nothing)."""
+    from memoryd.search.searcher import SearchRequest
+
+    app = make_app(model=None)
+    indexed(app, TYPO_NOTES)
+    want = app.searcher.search(SearchRequest(query=query, mode="keyword"))["hits"]
+    res = app.searcher.search(SearchRequest(query=query, mode="fuzzy"))
+    assert want and res["mode"] == "fuzzy" and "corrected_query" not in res
+    assert [h["path"] for h in res["hits"]] == [h["path"] for h in want]

@@ -375,15 +375,19 @@ class FuzzyMatcher:
         finally:
             self._lock.release()
 
-    def rewrite(self, con: Connection, terms: Sequence[str]) -> FuzzyResult | None:
-        """Terms with corrections as a MATCH expression; None when nothing was corrected."""
+    def rewrite(
+        self, con: Connection, terms: Sequence[str], excluded: Sequence[str] = ()
+    ) -> FuzzyResult | None:
+        """Terms with corrections as a MATCH expression, without the texts that match any of
+        `excluded` (the query's `-term`s, FTS5 expressions: ParsedQuery.excluded); None when
+        nothing was corrected."""
         vocab = self.vocabulary(con)
         if vocab is None or not vocab.docs:
             return None
         try:
             want_cjk = any(isinstance(t, str) and cjk_tokenizer.has_cjk(t) for t in terms)
             tok, cjk = query_tokenizers(con, cjk=want_cjk)
-            return self._rewrite(vocab, tok, terms, cjk)
+            return self._rewrite(vocab, tok, terms, cjk, excluded)
         except apsw.Error as exc:
             log.warning("fuzzy rewrite failed", error=str(exc))
             return None
@@ -394,6 +398,7 @@ class FuzzyMatcher:
         tok: Tokenize,
         terms: Sequence[str],
         cjk: Tokenize | None = None,
+        excluded: Sequence[str] = (),
     ) -> FuzzyResult | None:
         groups: list[str] = []
         words: list[str] = []
@@ -424,7 +429,10 @@ class FuzzyMatcher:
             words.append(best[0][1])
         if not corrections:
             return None
-        return FuzzyResult(" AND ".join(groups), corrections, " ".join(words), tuple(fixes))
+        match = " AND ".join(groups)
+        for expression in excluded:
+            match = f"({match}) NOT {expression}"
+        return FuzzyResult(match, corrections, " ".join(words), tuple(fixes))
 
     def _best(
         self, vocab: Vocabulary, tok: Tokenize, word: str, stem: str

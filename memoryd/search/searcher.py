@@ -104,7 +104,7 @@ class QueryEmbedder(Protocol):
 
 
 class Rewriter(Protocol):
-    def rewrite(self, con: Connection, terms: Sequence[str]) -> Any: ...
+    def rewrite(self, con: Connection, terms: Sequence[str], ex: Sequence[str] = (), /) -> Any: ...
 
 
 def _quoted(query: str) -> list[str]:
@@ -351,13 +351,13 @@ class Searcher(Pools):
         # a filtered search's BM25 norm (below): known, or ranked beside the keyword pool
         nkey = (typed, base)
         known, norm = searchsql.known_best(con, nkey, now) if typed else (True, None)
-        if filtered and typed and not known and req.mode in ("auto", "keyword", "hybrid"):
+        if filtered and typed and not known and req.mode in ("auto", "keyword", "hybrid", "fuzzy"):
             best = functools.partial(searchsql.best_bm25, match=typed, where=bwhere, params=bparams)
             norm_soon = self._executor().submit(self._read, req, best)
 
         keyword: list[Candidate] = []
         fuzzy_used = False
-        if req.mode in ("auto", "keyword", "hybrid"):
+        if req.mode in ("auto", "keyword", "hybrid", "fuzzy"):  # fuzzy: unless a word corrects
             keyword = self.keyword_candidates(
                 con, parsed, where, params, size, widen=not pending, **pool, pre=pre
             )
@@ -365,7 +365,7 @@ class Searcher(Pools):
         want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
         rewritten = None
         if want_fuzzy and self.fuzzy is not None and topical:
-            rewritten = self.fuzzy.rewrite(con, topical)
+            rewritten = self.fuzzy.rewrite(con, topical, parsed.excluded)  # `-term` holds too
             if rewritten is not None:
                 keyword = self._keyword_pool(
                     con, rewritten.match, where, params, size, **pool, pre=pre
@@ -489,7 +489,7 @@ class Searcher(Pools):
             out["suggestion"] = out["corrected_query"]  # what it found does not answer
         if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
             if rewritten is None and req.mode != "fuzzy":
-                rewritten = self.fuzzy.rewrite(con, topical)
+                rewritten = self.fuzzy.rewrite(con, topical, parsed.excluded)
             if rewritten is not None and rewritten.corrected_query != req.query:
                 out["suggestion"] = fuzzy.as_written(con, rewritten)
         return out
