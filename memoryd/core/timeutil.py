@@ -6,9 +6,9 @@ same as memoryctl's (ctl/handlers.py `when`): a duration back from now (`90m`, `
 date-time (naive = UTC; `Z` or an offset), a year or a month (`2026`, `2026-11`, as a person
 means them: unix second 2026 is half an hour into 1970, so a whole number from 1000 to 9999,
 written as a number or a string, is a year), or unix seconds (a number, or a string of one that
-is not a date). A bare date is midnight UTC of that day, a year or a month its first day's;
-as `until` each means its end: `until` is exclusive (created before it), so `--until
-2024-03-05` includes all of March 5th and `--until 2026` all of 2026.
+is not a date). A bare date is midnight UTC of that day, a year, a month or a week
+(`2026-W48`) its first day's; as `until` each means its end: `until` is exclusive (created
+before it), so `--until 2024-03-05` includes all of March 5th and `--until 2026` all of 2026.
 Times lie between MIN_TIME and MAX_TIME (1970 to 9999, what ISO output shows): `iso` shows any
 stored value inside them, and `in_range` brings a note's own dates into them.
 """
@@ -27,6 +27,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$", re.IGNORECA
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$", re.IGNORECASE)
 _DATE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
 _NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*$")
+_WEEK = re.compile(r"^\s*\d{4}-?W\d{2}\s*$")  # a week without its day
 _PERIOD = re.compile(r"^\s*(\d{4})(?:-(\d{1,2}))?\s*$")  # a year, or a year and a month
 FIRST_YEAR, LAST_YEAR = 1000, 9999  # a whole number between them is a year
 MIN_TIME = 0.0  # 1970-01-01T00:00:00Z
@@ -159,7 +160,8 @@ def parse_time(value: object, *, what: str = "time", until: bool = False) -> flo
         return float(value)
     if isinstance(value, str):
         if (day := _day(value.strip())) is not None:
-            return day + DAY if until else day
+            # as until, the end of the day, or of the week (2026-W48: Monday to Sunday)
+            return day + (7 * DAY if _WEEK.match(value) else DAY) if until else day
         if _NUMBER.match(value):
             return float(value)
         if (ts := parse_iso(value)) is not None:
