@@ -4,11 +4,12 @@ The one grammar of every time a caller gives (parse_time; parse_bound adds durat
 same as memoryctl's (ctl/handlers.py `when`): a duration back from now (`90m`, `24h`, `7d`,
 `2w`, `30s`; since/until only), an ISO 8601 date (`2026-11-26`, `20261126`, `2026-W48-4`) or
 date-time (naive = UTC; `Z` or an offset), a year or a month (`2026`, `2026-11`, as a person
-means them: unix second 2026 is half an hour into 1970, so a whole number from 1000 to 9999,
-written as a number or a string, is a year), or unix seconds (a number, or a string of one that
-is not a date). A bare date is midnight UTC of that day, a year, a month or a week
-(`2026-W48`) its first day's; as `until` each means its end: `until` is exclusive (created
-before it), so `--until 2024-03-05` includes all of March 5th and `--until 2026` all of 2026.
+means them: unix second 2026 is half an hour into 1970; as since/until, so is a whole number
+from 1000 to 9999, an agent's JSON, while elsewhere a number is unix seconds, as export writes
+them), or unix seconds (a number, or a string of one that is not a date). A bare date is
+midnight UTC of that day, a year, a month or a week (`2026-W48`) its first day's; as `until`
+each means its end: `until` is exclusive (created before it), so `--until 2024-03-05` includes
+all of March 5th and `--until 2026` all of 2026.
 Times lie between MIN_TIME and MAX_TIME (1970 to 9999, what ISO output shows): `iso` shows any
 stored value inside them, and `in_range` brings a note's own dates into them.
 """
@@ -104,11 +105,13 @@ def _day(text: str) -> float | None:
     return datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
 
 
-def _period(value: object, until: bool) -> float | None:
-    """A year (`2026`, or the number 2026) or a month (`2026-11`) -> its first midnight UTC,
-    or with `until` the first of the next (9999's end is MAX_TIME + 1); None for anything
-    else. A month that does not exist (`2026-13`) raises."""
+def _period(value: object, until: bool, numbers: bool = False) -> float | None:
+    """A year (`2026`; with `numbers`, the number 2026 too) or a month (`2026-11`) -> its first
+    midnight UTC, or with `until` the first of the next (9999's end is MAX_TIME + 1); None for
+    anything else. A month that does not exist (`2026-13`) raises."""
     if isinstance(value, int | float) and not isinstance(value, bool):
+        if not numbers:
+            return None
         if not (value == int(value) and FIRST_YEAR <= value <= LAST_YEAR):
             return None
         year, month = int(value), None
@@ -180,6 +183,8 @@ def parse_bound(
     if isinstance(value, str) and (m := _AGO.match(value)):
         seconds = float(m.group(1)) * _UNITS[m.group(2).lower()]
         return (time.time() if now is None else now) - seconds
+    if isinstance(value, int | float) and (year := _period(value, until, True)) is not None:
+        return year  # a filter's 2026 is a year (no filter means 1970's first hours)
     try:
         return parse_time(value, what=what, until=until)
     except InvalidInput as exc:

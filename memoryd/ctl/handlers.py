@@ -106,11 +106,14 @@ def interval(value: str) -> float:
 
 def time_value(value: str | None) -> str | float | None:
     """An ISO 8601 time or a duration as given, or unix seconds as a number; a date written
-    in digits alone (20261126, ISO 8601's basic form) stays a date, as the daemon reads it,
+    in digits alone (20261126, ISO 8601's basic form) or a year (2026) stays text, as the
+    daemon reads it (a date, a year),
     and text that is no finite number (inf) stays text, for the daemon to refuse by name."""
     if value is None:
         return None
     text = value.strip()
+    if len(text) == 4 and text.isdigit():  # a year, as every time param reads the string
+        return text
     if len(text) == 8 and text.isdigit():
         from datetime import date
 
