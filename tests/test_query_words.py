@@ -175,3 +175,21 @@ def test_the_fuzzy_mode_finds_a_word_spelled_right(make_app: Any, query: str) ->
     res = app.searcher.search(SearchRequest(query=query, mode="fuzzy"))
     assert want and res["mode"] == "fuzzy" and "corrected_query" not in res
     assert [h["path"] for h in res["hits"]] == [h["path"] for h in want]
+
+
+def test_memoryctl_paths_only_says_what_a_corrected_search_searched_for(
+    daemon_factory: Any,
+) -> None:
+    """`search -l` prints only paths: the correction goes to stderr, as the header says it
+    without -l, and a suggestion too."""
+    d = daemon_factory()
+    for rel, text in TYPO_NOTES.items():
+        (d.workspace / rel).write_text(text)
+    d.call("reindex")
+    out = d.ctl("search", "-l", "teplmates")
+    assert out.returncode == 0 and out.stdout.split() == ["draft.md"], out.stdout + out.stderr
+    assert "searched for: templates" in out.stderr
+    out = d.ctl("search", "teplmates")
+    assert "searched for: templates" in out.stdout.splitlines()[0]
+    out = d.ctl("search", "--mode", "keyword", "teplmates")
+    assert out.returncode == 1 and "did you mean: templates?" in out.stderr, out.stderr

@@ -265,8 +265,11 @@ def search_found(res: Any) -> bool:
 
 def search_paths(res: Any) -> list[str]:
     """The paths of the notes found (printed by the caller), and on stderr what the answer
-    says beside them (search_notes: how many more the limit left out, ...)."""
+    says beside them (what a typo-tolerant search searched for instead, which the header
+    says without -l; search_notes: how many more the limit left out, ...)."""
     hits = (res.get("hits") or []) if isinstance(res, dict) else []
+    if isinstance(res, dict) and res.get("corrected_query"):
+        print(f"searched for: {res['corrected_query']}", file=sys.stderr)
     for note in search_notes(res) if isinstance(res, dict) else []:
         print(note, file=sys.stderr)
     return list(dict.fromkeys(h["path"] for h in hits if isinstance(h, dict) and h.get("path")))
