@@ -502,26 +502,29 @@ def as_written(con: Connection, rewritten: FuzzyResult) -> str:
 
 
 def written_form(tok: Tokenize, stem: str, texts: Sequence[str], typed: str = "") -> str | None:
-    """The word (lowercased) the texts write for a stem: of its forms, the one closest to the
-    word as typed ("netwrking": networking, not network), then the most frequent, then the
-    shortest; a word whose stem only begins with it when none has it exactly (a correction is
-    a prefix query); None when the texts hold neither."""
-    data = "\n".join(texts).lower().encode("utf-8", "replace")
-    if not data:
-        return None
-    exact: dict[str, int] = {}
-    longer: dict[str, int] = {}
+    """The word the texts write for a stem: of its forms, the one closest to the word as typed
+    ("netwrking": networking, not network), then the most frequent, then the shortest; a word
+    whose stem only begins with it when none has it exactly (a correction is a prefix query);
+    None when the texts hold neither. Lowercase, unless the texts never write it so (a name:
+    Popper, PostgreSQL), then as they write it most often."""
+    data = "\n".join(texts).encode("utf-8", "replace")
+    exact: dict[str, dict[str, int]] = {}  # lowercased form -> its spellings, counted
+    longer: dict[str, dict[str, int]] = {}
     for start, end, token in tok(
         data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=True, include_colocated=False
     ):
         if token.startswith(stem):
-            seen = exact if token == stem else longer
             word = data[start:end].decode("utf-8", "replace")
-            seen[word] = seen.get(word, 0) + 1
-    counts = exact or longer
-    if not counts:
+            spellings = (exact if token == stem else longer).setdefault(word.lower(), {})
+            spellings[word] = spellings.get(word, 0) + 1
+    forms = exact or longer
+    if not forms:
         return None
-    return min(counts, key=lambda w: (damerau(typed, w, len(w)), -counts[w], len(w), w))
+    count = {w: sum(spelt.values()) for w, spelt in forms.items()}
+    best = min(forms, key=lambda w: (damerau(typed, w, len(w)), -count[w], len(w), w))
+    if best in forms[best]:
+        return best
+    return max(forms[best], key=lambda w: (forms[best][w], w))
 
 
 def _stable_prefix(tok: Tokenize, stem: str) -> str:
