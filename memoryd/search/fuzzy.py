@@ -113,13 +113,15 @@ class FuzzyResult:
 
     def as_written(self, tok: Tokenize, find: Callable[[str], list[str]]) -> str:
         """corrected_query as the notes write it: each corrected word replaced by the word
-        the texts that hold its correction write most often (`find`: a prefix query -> a few
-        of those texts), never a stem or an edit no note wrote ("falsificaton" shows as
-        falsification, not falsificator or falsif). A correction no text is found for (a
-        race with an edit) keeps its form."""
+        the texts that hold its correction write (written_form; `find`: an FTS5 query -> a
+        few of the texts it matches; the stem itself first, a cheap term lookup, then the
+        correction's prefix query), never a stem or an edit no note wrote ("falsificaton"
+        shows as falsification, not falsificator or falsif). A correction no text is found
+        for (a race with an edit) keeps its form."""
         words = self.corrected_query.split(" ")
         for i, typed, stem, match in self.fixes:
-            word = written_form(tok, stem, find(match), typed)
+            word = written_form(tok, stem, find(quote_term(stem)), typed)
+            word = word or written_form(tok, stem, find(match), typed)
             if word and i < len(words):
                 words[i] = word
         return " ".join(words)
