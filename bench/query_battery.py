@@ -291,7 +291,7 @@ class Battery:
                 apart = sorted(p for p in got - want if not self.adjacent(literal, p))
                 from memoryd.search.symbols import symbol_words
 
-                if symbol_words(query):  # C# is not C: only the notes that write it
+                if symbol_words(query)[0]:  # C# is not C: only the notes that write it
                     apart = sorted(got - want)
                 self.add(check, query, not apart, f"its words apart in {apart[:3]}")
 

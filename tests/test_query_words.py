@@ -89,6 +89,8 @@ SYMBOL_NOTES = {
         ("#123", {"shell.md"}),
         ("the C#", {"csharp.md"}),
         ("C# F#", {"csharp.md"}),
+        ("C++ OR $HOME", {"cpp.md", "shell.md"}),
+        ("C# C++", set()),  # both in no note
         ("J#", set()),  # no note writes it: nothing, not the notes about J or C
     ],
 )
@@ -131,6 +133,8 @@ def test_a_sentence_with_a_symbol_word_is_searched_as_before(make_app: Any) -> N
         ("$PATH?", ["$PATH"]),
         ("#123", ["#123"]),
         ("C# tool", []),
+        ("NOT C#", []),  # an exclusion: searched as it always was
+        ("-C++ C#", []),
         ("#oncall", []),  # a tag: found as the note tags it
         ("node.js", []),
         ("C", []),
@@ -140,7 +144,7 @@ def test_a_sentence_with_a_symbol_word_is_searched_as_before(make_app: Any) -> N
 def test_symbol_words(query: str, words: list[str]) -> None:
     from memoryd.search.symbols import symbol_words
 
-    assert symbol_words(query) == words
+    assert symbol_words(query)[0] == words
 
 
 @pytest.mark.parametrize(

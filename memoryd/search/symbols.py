@@ -5,7 +5,8 @@ The index's tokenizer (unicode61; on PostgreSQL the english parser) drops `#`, `
 so `C#` and `C++` are searched as `c`, `.NET` as `net` and `$HOME` as `home`: a search for `C#`
 listed the note about C first, and one for `$HOME` every note that says "home". A query made of
 nothing but such words (stop words aside) asks for them as written, as `rg -F -i -w` reads
-them: each hit must hold every one of them, between word boundaries and whatever its case
+them: each hit must hold every one of them (any one, with `OR`; a query that excludes, `NOT`
+or `-term`, is searched as before), between word boundaries and whatever its case
 (`.NET` is not found in `ASP.NET`, as rg does not find it there), so a query of one that no
 text holds answers nothing. The keyword pool still finds the candidates (the word without its
 symbols) and ranks them; only those that do not hold the word as written are left out, from
@@ -34,18 +35,22 @@ _SYMBOL_WORD = re.compile(
 _QUOTES = "\"'`"
 
 
-def symbol_words(query: str) -> list[str]:
-    """The query's words written with symbols, when it holds nothing else but stop words;
-    else [] (the query is searched as it always was)."""
+def symbol_words(query: str) -> tuple[list[str], bool]:
+    """The query's words written with symbols, when it holds nothing else but stop words, and
+    whether any of them will do (`C# OR F#`) rather than every one; ([], False) for any other
+    query, or one that excludes (`NOT`, `-term`): it is searched as it always was."""
     found: list[str] = []
-    for token in query.split():
+    tokens = query.split()
+    if "NOT" in tokens or any(t.startswith("-") for t in tokens):
+        return [], False
+    for token in tokens:
         token = token.strip(_QUOTES).rstrip(",;:!?")
         if not token or token.lower() in STOP_WORDS:
             continue
         if _SYMBOL_WORD.fullmatch(token) is None:
-            return []
+            return [], False
         found.append(token)
-    return found
+    return found, "OR" in tokens
 
 
 def _pattern(word: str) -> re.Pattern[str]:
@@ -55,17 +60,20 @@ def _pattern(word: str) -> re.Pattern[str]:
 
 def holding(con: Connection, query: str, ranked: list[Candidate]) -> list[Candidate]:
     """With a query of symbol words only (`symbol_words`), the candidates whose text (a note's
-    hit: one of its matching sections) holds every one of them as written; else all of them."""
-    words = symbol_words(query)
+    hit: one of its matching sections) holds every one of them as written (any one, with
+    `OR`); else all of them."""
+    words, either = symbol_words(query)
     if not words or not ranked:
         return ranked
     ids = {c.id for c in ranked} | {s.id for c in ranked for s in c.sections}
     texts = searchsql.texts(con, sorted(ids))
     patterns = [_pattern(w) for w in words]
 
+    every = any if either else all
+
     def holds(c: Candidate) -> bool:
         return any(
-            all(p.search(texts.get(i, "")) for p in patterns)
+            every(p.search(texts.get(i, "")) for p in patterns)
             for i in (c.id, *(s.id for s in c.sections))
         )
 
