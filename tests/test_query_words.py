@@ -111,6 +111,10 @@ def test_a_word_its_symbols_make_is_searched_as_written(
     got = {h["path"] for h in res["hits"]}
     # the fake embedder's neighbours may clear no floor: vector mode lists none but those
     assert got <= want if mode == "vector" else got == want, res["hits"]
+    words = [w.strip('"') for w in query.split() if w not in ("the", "OR")]
+    for h in res["hits"]:  # where marked (a keyword match), the word whole: `C++`, not `C`
+        marked = {h["snippet"][a:b].lower() for a, b in h.get("highlights") or []}
+        assert marked <= {w.lower() for w in words}, (marked, h["snippet"])
 
 
 def test_a_sentence_with_a_symbol_word_is_searched_as_before(make_app: Any) -> None:

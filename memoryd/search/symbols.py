@@ -78,3 +78,19 @@ def holding(con: Connection, query: str, ranked: list[Candidate]) -> list[Candid
         )
 
     return [c for c in ranked if holds(c)]
+
+
+def widened(ranges: list[list[int]], snippet: str, query: str) -> list[list[int]]:
+    """A snippet's highlights with each match of a symbol word marked whole (`C++`, `$HOME`:
+    the index marks `C`, `HOME`), for a query of such words; else the ranges as they are."""
+    words, _ = symbol_words(query)
+    if not words:
+        return ranges
+    spans = [(m.start(), m.end()) for w in words for m in _pattern(w).finditer(snippet)]
+    out = []
+    for a, b in ranges:
+        for start, end in spans:
+            if start < b and a < end:  # they overlap
+                a, b = min(a, start), max(b, end)
+        out.append([a, b])
+    return out
