@@ -72,6 +72,7 @@ SYMBOL_NOTES = {
     "csharp.md": "# Windows tool\n\nThe tool is written in C# on .NET 8; F# prices.\n",
     "clang.md": "# Firmware\n\nThe firmware is written in C, net of the home-grown bits.\n",
     "cpp.md": "# Engine\n\nThe engine is C++ 20 with templates.\n",
+    "cpp17.md": "# Tools\n\nThe linter is built with C++17.\n",
     "shell.md": "# Shell\n\nExport $HOME/bin first, see ticket #123.\n",
     "apart.md": "# Apart\n\nC and F at home: 123 Main St, ASP.NET, net income.\n",
 }
@@ -83,13 +84,13 @@ SYMBOL_NOTES = {
         ("C#", {"csharp.md"}),
         ('"C#"', {"csharp.md"}),
         ("F#", {"csharp.md"}),
-        ("C++", {"cpp.md"}),
+        ("C++", {"cpp.md", "cpp17.md"}),  # a version may follow it
         (".NET", {"csharp.md"}),
         ("$HOME", {"shell.md"}),
         ("#123", {"shell.md"}),
         ("the C#", {"csharp.md"}),
         ("C# F#", {"csharp.md"}),
-        ("C++ OR $HOME", {"cpp.md", "shell.md"}),
+        ("C++ OR $HOME", {"cpp.md", "cpp17.md", "shell.md"}),
         ("C# C++", set()),  # both in no note
         ("J#", set()),  # no note writes it: nothing, not the notes about J or C
     ],

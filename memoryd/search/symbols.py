@@ -6,7 +6,8 @@ so `C#` and `C++` are searched as `c`, `.NET` as `net` and `$HOME` as `home`: a 
 listed the note about C first, and one for `$HOME` every note that says "home". A query made of
 nothing but such words (stop words aside) asks for them as written, as `rg -F -i -w` reads
 them: each hit must hold every one of them (any one, with `OR`; a query that excludes, `NOT`
-or `-term`, is searched as before), between word boundaries and whatever its case
+or `-term`, is searched as before), between word boundaries (a version may follow: `C++17`)
+and whatever its case
 (`.NET` is not found in `ASP.NET`, as rg does not find it there), so a query of one that no
 text holds answers nothing. The keyword pool still finds the candidates (the word without its
 symbols) and ranks them; only those that do not hold the word as written are left out, from
@@ -54,8 +55,10 @@ def symbol_words(query: str) -> tuple[list[str], bool]:
 
 
 def _pattern(word: str) -> re.Pattern[str]:
-    """The word as rg -F -i -w finds it: the literal, no word character either side."""
-    return re.compile(r"(?<!\w)" + re.escape(word) + r"(?!\w)", re.IGNORECASE)
+    """The word as rg -F -i -w finds it: the literal, no word character either side; but a
+    version may follow a word that ends with its symbol (`C++17`, `C#10` are C++ and C#)."""
+    after = r"(?![A-Za-z_])" if not word[-1].isalnum() else r"(?!\w)"
+    return re.compile(r"(?<!\w)" + re.escape(word) + after, re.IGNORECASE)
 
 
 def holding(con: Connection, query: str, ranked: list[Candidate]) -> list[Candidate]:
