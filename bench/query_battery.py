@@ -289,10 +289,10 @@ class Battery:
             # headings, stemming and markup join words the oracle sees apart): recall only
             if not check.startswith(("sentence", "sampled")) and literal not in KNOWN:
                 apart = sorted(p for p in got - want if not self.adjacent(literal, p))
-                from memoryd.search.symbols import symbol_words
+                from memoryd.search.symbols import symbol_words, written_in
 
                 if symbol_words(query)[0]:  # C# is not C: only the notes that write it
-                    apart = sorted(got - want)
+                    apart = sorted(p for p in got - want if not written_in(self.files[p], literal))
                 self.add(check, query, not apart, f"its words apart in {apart[:3]}")
 
     def run(self, sample: list[str] | None = None) -> list[Row]:

@@ -61,6 +61,11 @@ def _pattern(word: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(word) + after, re.IGNORECASE)
 
 
+def written_in(text: str, word: str) -> bool:
+    """Whether the text writes the symbol word, as a query of it asks (`_pattern`)."""
+    return _pattern(word).search(text) is not None
+
+
 def holding(con: Connection, query: str, ranked: list[Candidate]) -> list[Candidate]:
     """With a query of symbol words only (`symbol_words`), the candidates whose text (a note's
     hit: one of its matching sections) holds every one of them as written (any one, with
