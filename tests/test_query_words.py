@@ -206,3 +206,30 @@ def test_memoryctl_paths_only_says_what_a_corrected_search_searched_for(
     assert "searched for: templates" in out.stdout.splitlines()[0]
     out = d.ctl("search", "--mode", "keyword", "teplmates")
     assert out.returncode == 1 and "did you mean: templates?" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize(
+    "argv", [["search", "--dry-run"], ["search", "-popper"], ["search", "make", "--dry-run"]]
+)
+def test_text_that_starts_with_a_dash_is_told_to_go_after_two_dashes(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    """`memoryctl search --dry-run` said only "unrecognized arguments": the usage error says
+    how to search for it (docs/memoryctl.md says so too), with --json as well. No daemon: the
+    arguments are refused before any connection."""
+    import json
+    import subprocess
+    import sys
+
+    bin_ctl = Path(__file__).resolve().parent.parent / "bin" / "memoryctl"
+    sock = ["--socket", str(tmp_path / "none.sock")]
+    for json_flag in ([], ["--json"]):
+        out = subprocess.run(
+            [sys.executable, str(bin_ctl), *sock, *json_flag, *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 2, out.stdout + out.stderr
+        said = json.loads(out.stdout)["error"]["message"] if json_flag else out.stderr
+        assert f"goes after --, as in memoryctl search -- '{argv[-1]}'" in said, said
