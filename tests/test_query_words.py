@@ -42,6 +42,7 @@ CORRECTED = [
     ("falsificaton teplmates", "keyword", "suggestion"),
     ("Poper", "auto", "corrected_query"),  # a name: as the notes write it, Popper
     ("poper teplmates", "keyword", "suggestion"),
+    ("Analysis teplmates", "fuzzy", "suggestion"),  # a word not corrected: as typed
 ]
 
 

@@ -66,6 +66,7 @@ falsif). rewrite() returns None when no term was corrected, and never raises.
 from __future__ import annotations
 
 import itertools
+import re
 import string
 import threading
 import time
@@ -111,17 +112,19 @@ class FuzzyResult:
     # prefix query for it)
     fixes: tuple[tuple[int, str, str, str], ...] = ()
 
-    def as_written(self, tok: Tokenize, find: Callable[[str], list[str]]) -> str:
+    def as_written(self, tok: Tokenize, find: Callable[[str], list[str]], query: str = "") -> str:
         """corrected_query as the notes write it: each corrected word replaced by the word
         the texts that hold its correction write (written_form; `find`: an FTS5 query -> a
         few of the texts it matches; the stem itself first, a cheap term lookup, then the
         correction's prefix query), never a stem or an edit no note wrote ("falsificaton"
         shows as falsification, not falsificator or falsif). A correction no text is found
-        for (a race with an edit) keeps its form."""
-        words = self.corrected_query.split(" ")
-        for i, typed, stem, match in self.fixes:
-            word = written_form(tok, stem, find(quote_term(stem)), typed)
-            word = word or written_form(tok, stem, find(match), typed)
+        for (a race with an edit) keeps its form. The words not corrected are shown as the
+        `query` writes them (PostgreSQL, not postgresql)."""
+        typed = {w.lower(): w for w in re.findall(r"\w+", query)}
+        words = [typed.get(w, w) for w in self.corrected_query.split(" ")]
+        for i, as_typed, stem, match in self.fixes:
+            word = written_form(tok, stem, find(quote_term(stem)), as_typed)
+            word = word or written_form(tok, stem, find(match), as_typed)
             if word and i < len(words):
                 words[i] = word
         return " ".join(words)
@@ -491,7 +494,7 @@ def _words(tok: Tokenize, terms: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-def as_written(con: Connection, rewritten: FuzzyResult) -> str:
+def as_written(con: Connection, rewritten: FuzzyResult, query: str = "") -> str:
     """The corrected query as the notes write its words (FuzzyResult.as_written), from a few
     of the texts that hold each correction (any text: the vocabulary is the whole index's)."""
 
@@ -500,7 +503,7 @@ def as_written(con: Connection, rewritten: FuzzyResult) -> str:
         return list(searchsql.texts(con, ids).values())
 
     tok, _ = query_tokenizers(con, cjk=False)
-    return rewritten.as_written(tok, find)
+    return rewritten.as_written(tok, find, query)
 
 
 def written_form(tok: Tokenize, stem: str, texts: Sequence[str], typed: str = "") -> str | None:

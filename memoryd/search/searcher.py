@@ -374,7 +374,7 @@ class Searcher(Pools):
                     c.partial = True  # a corrected query is weaker evidence than the typed one
                 if keyword:
                     fuzzy_used = True
-                    out["corrected_query"] = fuzzy.as_written(con, rewritten)
+                    out["corrected_query"] = fuzzy.as_written(con, rewritten, req.query)
 
         # BM25 over whole notes, for an answer grouped by note (issue 19.2; with keywords
         # alone it weighs a fifth: `ranking.keyword_note`): read on a search thread as soon
@@ -491,7 +491,7 @@ class Searcher(Pools):
             if rewritten is None and req.mode != "fuzzy":
                 rewritten = self.fuzzy.rewrite(con, topical, parsed.excluded)
             if rewritten is not None and rewritten.corrected_query != req.query:
-                out["suggestion"] = fuzzy.as_written(con, rewritten)
+                out["suggestion"] = fuzzy.as_written(con, rewritten, req.query)
         return out
 
     @staticmethod
