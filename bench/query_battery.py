@@ -16,7 +16,8 @@ literal between word boundaries: `Ctrl+E` is not `Ctrl+End`), in Python. Checks,
 
 - literal: every token kind alone, inside a sentence and quoted: a keyword search at limit 100
   (`kind: chunk`, as `memoryctl search -l`) finds every note the oracle finds, or says how many
-  more there are (`more`); each in every mode without an error;
+  more there are (`more`); each in every mode without an error; alone or quoted, no note that
+  holds its words apart (a symbol word, `C#`, `$HOME`: no note without it as written);
 - absent: an exact string no note holds (an IP, an email, a URL, a path, a key chord, a date,
   a tag or mention, an identifier) answers nothing in every mode, alone or in a question;
 - wordless: a query with no letter or digit (`#`, `...`, an emoji, a zero-width space) answers
@@ -66,6 +67,7 @@ NOTES = {
     "http://intranet.local:8080/wiki. Mail ops@example.com or jane.doe+alerts@corp.example.org.\n"
     "Commit 3f2a9c1d7e8b4a6f0c1d2e3f4a5b6c7d8e9f0a1b fixed it; short hash deadbeef.\n"
     "Windows: C:\\Users\\jane\\AppData\\Local\\memoryd. Unix: /var/lib/postgresql/14/main.\n"
+    "Set $HOME before the build; the F# pricing job is ticket #123.\n"
     "The front matter key title:draft is not a column.\n",
     "people/team.md": "# Team\n\n@alice owns billing-svc; @bob_smith reviews. #oncall rotation "
     "is weekly. Tag #project/alpha.\nMeeting on 2026-03-05 at 14:30; the deadline is 03/15/2026. "
@@ -84,7 +86,7 @@ NOTES = {
     # the words of the literals above, apart: a literal must not find them
     "misc/apart.md": "# Apart\n\nThe title of a draft. Users, jane and C. Ctrl and Shift and P, "
     "Ctrl or E. At 14 or 30. The x and 2. Https, example com, docs, api. Intranet local 8080, a "
-    "wiki. 10 and 0 and 12. Margin of 15.\n",
+    "wiki. 10 and 0 and 12. Margin of 15. F and the home page, net income, 123 Main St.\n",
     **{f"filler/note{i:02}.md": f"# Filler {i}\n\n{FILLER}\n" for i in range(12)},
 }
 # Every token kind a search box gets, as the user types it (NOTES holds each one).
@@ -95,6 +97,8 @@ LITERALS = {
     "path": ["src/app/main.py", "/var/lib/postgresql/14/main", "C:\\Users\\jane"],
     "version": ["v2.3.1", "1.0.0-rc.2"],
     "language": ["node.js", ".NET"],
+    # the tokenizer drops their symbols (c, net, home, 123): searched as written
+    "symbol word": ["C#", "C++", "F#", "$HOME", "#123"],
     "tag and mention": ["#oncall", "#project/alpha", "@alice", "@bob_smith"],
     "address": [
         "10.0.0.12",
@@ -285,6 +289,10 @@ class Battery:
             # headings, stemming and markup join words the oracle sees apart): recall only
             if not check.startswith(("sentence", "sampled")) and literal not in KNOWN:
                 apart = sorted(p for p in got - want if not self.adjacent(literal, p))
+                from memoryd.search.symbols import symbol_words, written_in
+
+                if symbol_words(query)[0]:  # C# is not C: only the notes that write it
+                    apart = sorted(p for p in got - want if not written_in(self.files[p], literal))
                 self.add(check, query, not apart, f"its words apart in {apart[:3]}")
 
     def run(self, sample: list[str] | None = None) -> list[Row]:

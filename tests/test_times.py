@@ -196,6 +196,85 @@ def test_a_date_in_digits_alone_is_that_date_through_memoryctl(daemon_factory: A
     assert json.loads(out.stdout)["memory"]["expires_at"] == "2099-11-26T00:00:00Z"
 
 
+# a year or a month as a person means it (on main `2026` was unix second 2026, in 1970, and
+# `2026-11` refused): (value, since, until), as unix seconds of midnight UTC
+def _utc(*ymd: int) -> float:
+    return datetime(*ymd, tzinfo=UTC).timestamp()  # type: ignore[misc]
+
+
+PERIODS = [
+    ("2026", _utc(2026, 1, 1), _utc(2027, 1, 1)),
+    (" 2026 ", _utc(2026, 1, 1), _utc(2027, 1, 1)),
+    (2026, _utc(2026, 1, 1), _utc(2027, 1, 1)),  # a number: an agent's JSON (a filter only)
+    (2026.0, _utc(2026, 1, 1), _utc(2027, 1, 1)),
+    ("1999", _utc(1999, 1, 1), _utc(2000, 1, 1)),
+    ("2026-11", _utc(2026, 11, 1), _utc(2026, 12, 1)),
+    ("2026-12", _utc(2026, 12, 1), _utc(2027, 1, 1)),
+    ("2026-3", _utc(2026, 3, 1), _utc(2026, 4, 1)),
+    ("9999", _utc(9999, 1, 1), timeutil.MAX_TIME + 1),
+    ("2026-W48", _utc(2026, 11, 23), _utc(2026, 11, 30)),  # a week: Monday, to the next
+    ("2026W48", _utc(2026, 11, 23), _utc(2026, 11, 30)),
+]
+
+
+@pytest.mark.parametrize(("value", "since", "until"), PERIODS)
+def test_a_year_or_a_month_is_what_a_person_means_in_every_time_param(
+    value: Any, since: float, until: float
+) -> None:
+    assert check_bound(value, "since") == since
+    assert check_bound(value, "until") == until  # the whole year or month
+    # a number elsewhere is unix seconds, as export writes them (an import round-trips)
+    assert check_time(value, "expires_at") == (since if isinstance(value, str) else value)
+
+
+@pytest.mark.parametrize("value", ["2026-13", "2026-00", "0999-01"])
+def test_a_month_or_year_that_cannot_be_is_refused_by_name(value: str) -> None:
+    for param in ("since", "until"):
+        with pytest.raises(InvalidInput, match=f"^{param}: "):
+            check_bound(value, param)
+    with pytest.raises(InvalidInput, match=r"^since: out of range"):
+        check_bound("1969", "since")  # before 1970, as 1969-12-31 is
+
+
+def test_a_year_or_a_month_through_memoryctl_and_the_socket(daemon_factory: Any) -> None:
+    """Every command with --since/--until, and the socket's number: this year finds what was
+    added now, last year (as --until) and next year (as --since) find nothing."""
+    d = daemon_factory()
+    d.call("add", {"content": "the kelpie rota of this year"})
+    wait_for(lambda: d.call("search", {"query": "kelpie"})["hits"], timeout=30)
+    now = datetime.now(UTC)
+    year, month = str(now.year), f"{now.year}-{now.month:02}"
+    for argv, key in (
+        (["search", "kelpie"], "hits"),
+        (["list"], "items"),
+        (["recent"], "items"),
+    ):
+        for flag, value, found in (
+            (f, v, found)
+            for f, v, found in (
+                ("--since", year, True),
+                ("--since", month, True),
+                ("--until", year, True),
+                ("--until", month, True),
+                ("--until", str(now.year - 1), False),
+                ("--since", str(now.year + 1), False),
+            )
+            if f == "--since" or argv != ["recent"]  # recent has no --until
+        ):
+            out = d.ctl("--json", *argv, flag, value)
+            assert out.returncode == (0 if found else 1), (argv, flag, value, out.stderr)
+            assert bool(json.loads(out.stdout)[key]) is found, (argv, flag, value, out.stdout)
+    assert d.call("search", {"query": "kelpie", "since": now.year})["hits"]
+    assert not d.call("search", {"query": "kelpie", "until": now.year - 1})["hits"]
+    out = d.ctl("--json", "entities", "--since", month)
+    assert out.returncode in (0, 1), out.stderr
+    out = d.ctl("search", "kelpie", "--since", "2026-13")
+    assert out.returncode == 2 and "since" in out.stderr, out.stderr
+    out = d.ctl("--json", "add", "a kelpie memory for a year", "--expires", str(now.year + 1))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert json.loads(out.stdout)["memory"]["expires_at"] == f"{now.year + 1}-01-01T00:00:00Z"
+
+
 def _times(value: Any) -> list[str]:
     """Every ISO time in a result (strings shaped like 2026-11-26T10:00:00Z)."""
     if isinstance(value, dict):

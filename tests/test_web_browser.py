@@ -101,6 +101,9 @@ def test_each_page_works_in_a_real_browser(
     assert "memory" in kinds and "chunk" in kinds
     assert "redis" in page.url  # linkable: the query is in the address
     shot("search")
+    # a typo: what was searched for instead, as the notes write it (memoryctl and MCP say it too)
+    page.fill("#q", "reddis")
+    page.wait_for_function("() => document.body.innerText.includes('searched for redis')")
 
     # a note: rendered, escaped, its links and backlinks
     page.goto(f"{base}/note?path=auth.md")

@@ -28,6 +28,8 @@ def fmt_hits(res: dict[str, Any]) -> str:
         head += f" (keyword-only: the embedding model is {res['model_state']})"
     elif res.get("pending_vectors"):
         head += f" ({res['pending_vectors']} texts not embedded yet: keyword-only for those)"
+    if res.get("corrected_query"):  # typo-tolerant: what was searched for instead
+        head += f", searched for: {res['corrected_query']}"
     lines = [head + ":"]
     shown = set()
     for h in hits:
@@ -49,6 +51,8 @@ def fmt_hits(res: dict[str, Any]) -> str:
         lines += [f"[{i['id']}] {_one_line(i.get('summary', ''), 100)}" for i in rest]
     if not hits and not rest:
         lines = ["No results."]
+        if res.get("suggestion"):
+            lines.append(f"Did you mean: {res['suggestion']}?")
     if res.get("unknown_entities"):  # why a filter matched nothing: the agent can ask `entities`
         names = ", ".join(repr(n) for n in res["unknown_entities"])
         lines.append(f"(no entity named {names}: the entities filter matches nothing)")

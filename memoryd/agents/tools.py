@@ -105,12 +105,13 @@ INT = {"type": "integer"}
 BOOL = {"type": "boolean"}
 TIME = {
     "type": ["string", "number"],
-    "description": "ISO 8601 date or time (2026-11-22, 2026-11-22T10:00:00Z; naive = UTC) or "
-    "unix seconds",
+    "description": "ISO 8601 date or time (2026-11-22, 2026-11-22T10:00:00Z; naive = UTC), a "
+    "year (2026) or month (2026-11), or unix seconds",
 }
 _BOUND_TEXT = (
     "a duration back from now ('24h', '7d'), an ISO 8601 date or time "
-    "(2026-11-22, 2026-11-22T10:00:00Z; naive = UTC) or unix seconds"
+    "(2026-11-22, 2026-11-22T10:00:00Z; naive = UTC; a bare date is a UTC day), a year (2026) "
+    "or month (2026-11), or unix seconds"
 )
 BOUND = {"type": ["string", "number"], "description": _BOUND_TEXT}  # every since/until
 TAGS = {"type": "array", "items": STR, "description": "tags (lowercase words)"}
@@ -194,7 +195,7 @@ SEARCH_SCHEMA: dict[str, Any] = {
     "tags": {**TAGS, "description": "every tag listed must be present"},
     "path": {**STR, "description": "only notes under this workspace folder or path prefix"},
     "since": BOUND,
-    "until": {**BOUND, "description": _BOUND_TEXT + "; a bare date includes that day"},
+    "until": {**BOUND, "description": _BOUND_TEXT + "; a bare date, year or month includes it"},
     "namespace": NAMESPACE,
     "max_tokens": {
         **INT,

@@ -3,9 +3,13 @@
 The one grammar of every time a caller gives (parse_time; parse_bound adds durations), the
 same as memoryctl's (ctl/handlers.py `when`): a duration back from now (`90m`, `24h`, `7d`,
 `2w`, `30s`; since/until only), an ISO 8601 date (`2026-11-26`, `20261126`, `2026-W48-4`) or
-date-time (naive = UTC; `Z` or an offset), or unix seconds (a number, or a string of one that is
-not a date). A bare date is midnight UTC of that day; as `until` it means the end of that day:
-`until` is exclusive (created before it), so `--until 2024-03-05` includes all of March 5th.
+date-time (naive = UTC; `Z` or an offset), a year or a month (`2026`, `2026-11`, as a person
+means them: unix second 2026 is half an hour into 1970; as since/until, so is a whole number
+from 1000 to 9999, an agent's JSON, while elsewhere a number is unix seconds, as export writes
+them), or unix seconds (a number, or a string of one that is not a date). A bare date is
+midnight UTC of that day, a year, a month or a week (`2026-W48`) its first day's; as `until`
+each means its end: `until` is exclusive (created before it), so `--until 2024-03-05` includes
+all of March 5th and `--until 2026` all of 2026.
 Times lie between MIN_TIME and MAX_TIME (1970 to 9999, what ISO output shows): `iso` shows any
 stored value inside them, and `in_range` brings a note's own dates into them.
 """
@@ -24,11 +28,20 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$", re.IGNORECA
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$", re.IGNORECASE)
 _DATE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
 _NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*$")
+_WEEK = re.compile(r"^\s*\d{4}-?W\d{2}\s*$")  # a week without its day
+_PERIOD = re.compile(r"^\s*(\d{4})(?:-(\d{1,2}))?\s*$")  # a year, or a year and a month
+FIRST_YEAR, LAST_YEAR = 1000, 9999  # a whole number between them is a year
 MIN_TIME = 0.0  # 1970-01-01T00:00:00Z
 MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z, the last second ISO 8601 can show
 DAY = 86400.0
-BOUND_HINT = "a duration back from now (90m, 24h, 7d), an ISO 8601 date or time, or unix seconds"
-TIME_HINT = "an ISO 8601 date like 2026-11-22 or 2026-11-22T10:00:00Z, or unix seconds"
+BOUND_HINT = (
+    "a duration back from now (90m, 24h, 7d), an ISO 8601 date or time, a year (2026) or "
+    "month (2026-11), or unix seconds"
+)
+TIME_HINT = (
+    "an ISO 8601 date like 2026-11-22 or 2026-11-22T10:00:00Z, a year (2026) or month "
+    "(2026-11), or unix seconds"
+)
 
 
 def now() -> float:
@@ -92,6 +105,29 @@ def _day(text: str) -> float | None:
     return datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
 
 
+def _period(value: object, until: bool, numbers: bool = False) -> float | None:
+    """A year (`2026`; with `numbers`, the number 2026 too) or a month (`2026-11`) -> its first
+    midnight UTC, or with `until` the first of the next (9999's end is MAX_TIME + 1); None for
+    anything else. A month that does not exist (`2026-13`) raises."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if not numbers:
+            return None
+        if not (value == int(value) and FIRST_YEAR <= value <= LAST_YEAR):
+            return None
+        year, month = int(value), None
+    elif isinstance(value, str) and (m := _PERIOD.match(value)):
+        year, month = int(m.group(1)), None if m.group(2) is None else int(m.group(2))
+        if year < FIRST_YEAR or (month is not None and not 1 <= month <= 12):
+            raise InvalidInput("not a valid date")
+    else:
+        return None
+    if until:
+        year, month = (year + 1, 1) if month in (None, 12) else (year, (month or 0) + 1)
+        if year > LAST_YEAR:
+            return MAX_TIME + 1
+    return datetime(year, month or 1, 1, tzinfo=UTC).timestamp()
+
+
 def parse_iso(value: str) -> float | None:
     """An ISO 8601 date or date-time (naive = UTC, `Z` or an offset) -> unix seconds; None
     for any other text. Dates before year 1 or after 9999 are None; the result is not
@@ -112,15 +148,23 @@ def parse_iso(value: str) -> float | None:
 
 def parse_time(value: object, *, what: str = "time", until: bool = False) -> float:
     """A time (the grammar above, without durations) -> unix seconds. `until`: a bare date is
-    the end of that day (the start of the next). Raises InvalidInput. A string of digits is a
-    date when it is one (20261126: ISO 8601's basic form), else unix seconds."""
+    the end of that day (the start of the next), a year or month the end of it. Raises
+    InvalidInput. A string of digits is a date when it is one (20261126: ISO 8601's basic
+    form), a year when it has four (2026), else unix seconds."""
     if isinstance(value, bool):
         raise InvalidInput(f"{what}: expected {TIME_HINT}, got {describe(value)}")
+    try:
+        period = _period(value, until)
+    except InvalidInput:
+        raise InvalidInput(f"{what}: not a valid date; expected {TIME_HINT}") from None
+    if period is not None:
+        return period
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
         if (day := _day(value.strip())) is not None:
-            return day + DAY if until else day
+            # as until, the end of the day, or of the week (2026-W48: Monday to Sunday)
+            return day + (7 * DAY if _WEEK.match(value) else DAY) if until else day
         if _NUMBER.match(value):
             return float(value)
         if (ts := parse_iso(value)) is not None:
@@ -139,6 +183,8 @@ def parse_bound(
     if isinstance(value, str) and (m := _AGO.match(value)):
         seconds = float(m.group(1)) * _UNITS[m.group(2).lower()]
         return (time.time() if now is None else now) - seconds
+    if isinstance(value, int | float) and (year := _period(value, until, True)) is not None:
+        return year  # a filter's 2026 is a year (no filter means 1970's first hours)
     try:
         return parse_time(value, what=what, until=until)
     except InvalidInput as exc:

@@ -37,7 +37,8 @@ def split_list(value: str | None) -> list[str] | None:
 
 
 TIME_GRAMMAR = (
-    "a duration back from now (90m, 24h, 7d, 2w), an ISO 8601 date or time, or unix seconds"
+    "a duration back from now (90m, 24h, 7d, 2w), an ISO 8601 date or time, a year (2026) or "
+    "month (2026-11), or unix seconds"
 )
 
 
@@ -64,11 +65,13 @@ def _usage(message: str) -> Exception:
 
 def when(value: str) -> str:
     """A --since/--until value, checked against the daemon's grammar (core/timeutil.py):
-    unix seconds, a duration back from now (90m, 24h, 7d, 2w, 30s), or an ISO 8601 date or
-    date-time. Sent as given (time_value); the daemon resolves it (a bare date as --until is
-    the whole day)."""
+    unix seconds, a duration back from now (90m, 24h, 7d, 2w, 30s), an ISO 8601 date or
+    date-time, a year (2026: the daemon reads a whole number from 1000 to 9999 as one) or a
+    month (2026-11). Sent as given (time_value); the daemon resolves it (a bare date, year or
+    month as --until is the whole of it)."""
     text = value.strip()
-    ok = _finite(text) is not None
+    month = len(text) in (6, 7) and text[4:5] == "-" and text[:4].isdigit()
+    ok = _finite(text) is not None or (month and text[5:].isdigit())
     if not ok and text[-1:].lower() in ("s", "m", "h", "d", "w") and text[:-1].strip():
         ago = _finite(text[:-1])
         ok = ago is not None and ago >= 0
@@ -103,11 +106,14 @@ def interval(value: str) -> float:
 
 def time_value(value: str | None) -> str | float | None:
     """An ISO 8601 time or a duration as given, or unix seconds as a number; a date written
-    in digits alone (20261126, ISO 8601's basic form) stays a date, as the daemon reads it,
+    in digits alone (20261126, ISO 8601's basic form) or a year (2026) stays text, as the
+    daemon reads it (a date, a year),
     and text that is no finite number (inf) stays text, for the daemon to refuse by name."""
     if value is None:
         return None
     text = value.strip()
+    if len(text) == 4 and text.isdigit():  # a year, as every time param reads the string
+        return text
     if len(text) == 8 and text.isdigit():
         from datetime import date
 
@@ -259,8 +265,11 @@ def search_found(res: Any) -> bool:
 
 def search_paths(res: Any) -> list[str]:
     """The paths of the notes found (printed by the caller), and on stderr what the answer
-    says beside them (search_notes: how many more the limit left out, ...)."""
+    says beside them (what a typo-tolerant search searched for instead, which the header
+    says without -l; search_notes: how many more the limit left out, ...)."""
     hits = (res.get("hits") or []) if isinstance(res, dict) else []
+    if isinstance(res, dict) and res.get("corrected_query"):
+        print(f"searched for: {res['corrected_query']}", file=sys.stderr)
     for note in search_notes(res) if isinstance(res, dict) else []:
         print(note, file=sys.stderr)
     return list(dict.fromkeys(h["path"] for h in hits if isinstance(h, dict) and h.get("path")))

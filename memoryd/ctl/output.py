@@ -110,9 +110,12 @@ def pending_note(result: dict[str, Any]) -> str | None:
 
 def search_notes(result: dict[str, Any]) -> list[str]:
     """What a search's answer says beside its hits, for stderr (stdout holds the hits, or with
-    -l the paths): keyword results only, why nothing answers (--explain), the words of a long
+    -l the paths): keyword results only, a typo's correction when nothing answers (the
+    daemon's `suggestion`), why nothing answers (--explain), the words of a long
     query left out, and how many more hits the limit left out (as `rg -l` would list them)."""
     notes = [n for n in [pending_note(result)] if n]
+    if result.get("suggestion"):  # nothing answers; a typo's correction might
+        notes.append(f"did you mean: {result['suggestion']}?")
     if result.get("unanswered"):  # with --explain: why nothing answers
         notes.append(f"why nothing: {result['unanswered']}")
     ignored = result.get("terms_ignored")

@@ -39,7 +39,8 @@ exit status:
 With --json, errors are JSON objects on stdout: {"error": {"kind": "daemon"|"usage"|
 "unreachable", "message": ..., "code": ...}} (and the same exit status).
 --since/--until take a duration back from now (90m, 24h, 7d, 2w), an ISO 8601 date or time
-(naive = UTC), or unix seconds; a date as --until includes that whole day.
+(naive = UTC; a bare date is a UTC day), a year or a month (2026, 2026-11), or unix seconds; a
+date, year or month as --until includes the whole of it.
 
 The socket is --socket, else $MEMORYD_SOCKET, else $XDG_RUNTIME_DIR/memoryd/memoryd.sock
 (<temp dir>/memoryd-<uid>/memoryd.sock when XDG_RUNTIME_DIR is unset; if another user took that
@@ -56,6 +57,12 @@ class Parser(argparse.ArgumentParser):
     json_errors = False
 
     def error(self, message: str) -> Any:
+        if message.startswith("unrecognized arguments: -"):  # `search --dry-run`, `add -x`
+            first = message.split(": ", 1)[1].split(" ")[0]
+            message += (
+                f" (not an option; text that starts with '-' goes after --,"
+                f" as in memoryctl search -- '{first}')"
+            )
         if Parser.json_errors:
             from memoryd.ctl.client import UsageError
 

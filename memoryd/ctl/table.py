@@ -25,7 +25,9 @@ PATHS = arg(
     action="store_true",
     help="print only the paths of the notes found, one per line (like rg -l)",
 )
-WHEN_HELP = "a duration back (90m, 24h, 7d), an ISO 8601 date or time, or unix time"
+WHEN_HELP = (
+    "a duration back (90m, 24h, 7d), an ISO 8601 date or time, a year or month, or unix time"
+)
 
 
 FILTERS = (

@@ -57,13 +57,16 @@ Result: `corrections` maps each corrected word (lowercased) to its best vocabula
 correction is a prefix query of its stem; when the stemmer would rewrite that prefix so that it
 no longer leads to the stem ("deploy" -> "deploi") the longest prefix that survives is used.
 `corrected_query` shows, for each correction, the edited word when a single edit reached it
-("postgres replication" rather than the stems "postgr replic"), else the stem. rewrite() returns
-None when no term was corrected, and never raises.
+("postgres replication" rather than the stems "postgr replic"), else the stem; what a search
+answers (its `corrected_query` and `suggestion`) shows instead the word the notes write
+(as_written: "falsificaton" is shown as falsification, never the edit falsificator or the stem
+falsif). rewrite() returns None when no term was corrected, and never raises.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 import string
 import threading
 import time
@@ -78,7 +81,7 @@ import numpy as np
 from memoryd.core import malloc
 from memoryd.core.logsetup import get_logger
 from memoryd.search.ftsquery import quote_term
-from memoryd.store import entries
+from memoryd.store import entries, searchsql
 from memoryd.store import tokenizer as cjk_tokenizer
 from memoryd.store.dialect import Tokenize, query_tokenizers
 from memoryd.store.protocol import Connection
@@ -105,6 +108,26 @@ class FuzzyResult:
     match: str  # FTS5 MATCH: per term an OR group of the original and its corrections, ANDed
     corrections: dict[str, str]  # word as typed -> best correction (a vocabulary stem)
     corrected_query: str  # the query with corrections applied, e.g. "docker network"
+    # each correction: (its index among the query's words, the word as typed, the stem, the
+    # prefix query for it)
+    fixes: tuple[tuple[int, str, str, str], ...] = ()
+
+    def as_written(self, tok: Tokenize, find: Callable[[str], list[str]], query: str = "") -> str:
+        """corrected_query as the notes write it: each corrected word replaced by the word
+        the texts that hold its correction write (written_form; `find`: an FTS5 query -> a
+        few of the texts it matches; the stem itself first, a cheap term lookup, then the
+        correction's prefix query), never a stem or an edit no note wrote ("falsificaton"
+        shows as falsification, not falsificator or falsif). A correction no text is found
+        for (a race with an edit) keeps its form. The words not corrected are shown as the
+        `query` writes them (PostgreSQL, not postgresql)."""
+        typed = {w.lower(): w for w in re.findall(r"\w+", query)}
+        words = [typed.get(w, w) for w in self.corrected_query.split(" ")]
+        for i, as_typed, stem, match in self.fixes:
+            word = written_form(tok, stem, find(quote_term(stem)), as_typed)
+            word = word or written_form(tok, stem, find(match), as_typed)
+            if word and i < len(words):
+                words[i] = word
+        return " ".join(words)
 
 
 # --- pure parts ---------------------------------------------------------------------------------
@@ -357,15 +380,19 @@ class FuzzyMatcher:
         finally:
             self._lock.release()
 
-    def rewrite(self, con: Connection, terms: Sequence[str]) -> FuzzyResult | None:
-        """Terms with corrections as a MATCH expression; None when nothing was corrected."""
+    def rewrite(
+        self, con: Connection, terms: Sequence[str], excluded: Sequence[str] = ()
+    ) -> FuzzyResult | None:
+        """Terms with corrections as a MATCH expression, without the texts that match any of
+        `excluded` (the query's `-term`s, FTS5 expressions: ParsedQuery.excluded); None when
+        nothing was corrected."""
         vocab = self.vocabulary(con)
         if vocab is None or not vocab.docs:
             return None
         try:
             want_cjk = any(isinstance(t, str) and cjk_tokenizer.has_cjk(t) for t in terms)
             tok, cjk = query_tokenizers(con, cjk=want_cjk)
-            return self._rewrite(vocab, tok, terms, cjk)
+            return self._rewrite(vocab, tok, terms, cjk, excluded)
         except apsw.Error as exc:
             log.warning("fuzzy rewrite failed", error=str(exc))
             return None
@@ -376,10 +403,12 @@ class FuzzyMatcher:
         tok: Tokenize,
         terms: Sequence[str],
         cjk: Tokenize | None = None,
+        excluded: Sequence[str] = (),
     ) -> FuzzyResult | None:
         groups: list[str] = []
         words: list[str] = []
         corrections: dict[str, str] = {}
+        fixes: list[tuple[int, str, str, str]] = []
         seen: set[str] = set()
         for word, stem in _words(tok, terms):
             if stem in seen:
@@ -401,10 +430,14 @@ class FuzzyMatcher:
             corrections[word] = best[0][0]
             alternatives = [quote_term(_stable_prefix(tok, t)) + "*" for t, _ in best]
             groups.append("(" + " OR ".join([quote_term(word), *alternatives]) + ")")
+            fixes.append((len(words), word, best[0][0], alternatives[0]))
             words.append(best[0][1])
         if not corrections:
             return None
-        return FuzzyResult(" AND ".join(groups), corrections, " ".join(words))
+        match = " AND ".join(groups)
+        for expression in excluded:
+            match = f"({match}) NOT {expression}"
+        return FuzzyResult(match, corrections, " ".join(words), tuple(fixes))
 
     def _best(
         self, vocab: Vocabulary, tok: Tokenize, word: str, stem: str
@@ -459,6 +492,44 @@ def _words(tok: Tokenize, terms: Sequence[str]) -> list[tuple[str, str]]:
         ):
             out.append((data[start:end].decode("utf-8", "replace"), stem))
     return out
+
+
+def as_written(con: Connection, rewritten: FuzzyResult, query: str = "") -> str:
+    """The corrected query as the notes write its words (FuzzyResult.as_written), from a few
+    of the texts that hold each correction (any text: the vocabulary is the whole index's)."""
+
+    def find(match: str) -> list[str]:
+        ids = [i for i, _, _ in searchsql.keyword_pool(con, match, "1 = 1", [], 5)]
+        return list(searchsql.texts(con, ids).values())
+
+    tok, _ = query_tokenizers(con, cjk=False)
+    return rewritten.as_written(tok, find, query)
+
+
+def written_form(tok: Tokenize, stem: str, texts: Sequence[str], typed: str = "") -> str | None:
+    """The word the texts write for a stem: of its forms, the one closest to the word as typed
+    ("netwrking": networking, not network), then the most frequent, then the shortest; a word
+    whose stem only begins with it when none has it exactly (a correction is a prefix query);
+    None when the texts hold neither. Lowercase, unless the texts never write it so (a name:
+    Popper, PostgreSQL), then as they write it most often."""
+    data = "\n".join(texts).encode("utf-8", "replace")
+    exact: dict[str, dict[str, int]] = {}  # lowercased form -> its spellings, counted
+    longer: dict[str, dict[str, int]] = {}
+    for start, end, token in tok(
+        data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=True, include_colocated=False
+    ):
+        if token.startswith(stem):
+            word = data[start:end].decode("utf-8", "replace")
+            spellings = (exact if token == stem else longer).setdefault(word.lower(), {})
+            spellings[word] = spellings.get(word, 0) + 1
+    forms = exact or longer
+    if not forms:
+        return None
+    count = {w: sum(spelt.values()) for w, spelt in forms.items()}
+    best = min(forms, key=lambda w: (damerau(typed, w, len(w)), -count[w], len(w), w))
+    if best in forms[best]:
+        return best
+    return max(forms[best], key=lambda w: (forms[best][w], w))
 
 
 def _stable_prefix(tok: Tokenize, stem: str) -> str:

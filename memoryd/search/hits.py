@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from memoryd.search import symbols
 from memoryd.search.ranking import SIGNAL_SHARE, Candidate, Scale
 from memoryd.search.request import SearchRequest
 from memoryd.search.snippets import _CLOSE, _OPEN, plain_snippet, render_snippet
@@ -45,7 +46,7 @@ def render(
             "snippet": snippet or plain_snippet(rec["content"]),
         }
         if snippet and ranges:
-            hit["highlights"] = ranges
+            hit["highlights"] = symbols.widened(ranges, snippet, req.query)
         if req.group == "note" and rec["kind"] == "chunk":
             hit["sections"] = [
                 {

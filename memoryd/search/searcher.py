@@ -16,7 +16,8 @@ What a hit is (see docs/protocol.md, "Scores"):
   `unkeyed` floor if it has one; a CJK query's hits need one of its units (`cjk_alone` for
   vectors); a short chunk ranks by a similarity pulled toward its note's (`ranking.steadied`);
   a word no text holds lowers the scores (`ranking.damp`), and only a query of nothing but
-  absent names or identifiers answers nothing (`answerability.only_absent_names`); `coverage`
+  absent names or identifiers answers nothing (`answerability.only_absent_names`), and one of
+  symbol words alone (`C#`, `$HOME`) only texts that write them (`symbols`); `coverage`
   is the IDF-weighted share of the query's units in a hit's best chunk (whole-index DFs);
 - filters restrict both pools before ranking (the vector pool scans the filtered texts exactly
   when the filter leaves few of them), and BM25 is normalised without them, so a filtered search
@@ -44,7 +45,7 @@ import numpy as np
 from memoryd.core.errors import InvalidInput, Unavailable, check_int, describe
 from memoryd.memory import lifecycle
 from memoryd.memory.lifecycle import tier_decay
-from memoryd.search import bounds, concepts, entityboost, ranges
+from memoryd.search import bounds, concepts, entityboost, fuzzy, ranges, symbols
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
@@ -103,7 +104,7 @@ class QueryEmbedder(Protocol):
 
 
 class Rewriter(Protocol):
-    def rewrite(self, con: Connection, terms: Sequence[str]) -> Any: ...
+    def rewrite(self, con: Connection, terms: Sequence[str], ex: Sequence[str] = (), /) -> Any: ...
 
 
 def _quoted(query: str) -> list[str]:
@@ -336,8 +337,7 @@ class Searcher(Pools):
         if parsed.ignored and req.mode != "vector":  # a pasted page: words past the 64th
             out["terms_ignored"] = parsed.ignored
         pre = keyword_prefilter(req.filters, now)  # an entities filter, checked on FTS5's rowids
-        # the keyword pools' rows read on `con`: the signal summary and rows need not read
-        # them again (searchsql.Seen)
+        # rows the keyword pools read on `con`: the signal rows need not read them again (Seen)
         seen: searchsql.Seen = {}
         pool: dict[str, Any] = {
             "narrow": narrowing(req.filters),
@@ -351,13 +351,13 @@ class Searcher(Pools):
         # a filtered search's BM25 norm (below): known, or ranked beside the keyword pool
         nkey = (typed, base)
         known, norm = searchsql.known_best(con, nkey, now) if typed else (True, None)
-        if filtered and typed and not known and req.mode in ("auto", "keyword", "hybrid"):
+        if filtered and typed and not known and req.mode in ("auto", "keyword", "hybrid", "fuzzy"):
             best = functools.partial(searchsql.best_bm25, match=typed, where=bwhere, params=bparams)
             norm_soon = self._executor().submit(self._read, req, best)
 
         keyword: list[Candidate] = []
         fuzzy_used = False
-        if req.mode in ("auto", "keyword", "hybrid"):
+        if req.mode in ("auto", "keyword", "hybrid", "fuzzy"):  # fuzzy: unless a word corrects
             keyword = self.keyword_candidates(
                 con, parsed, where, params, size, widen=not pending, **pool, pre=pre
             )
@@ -365,7 +365,7 @@ class Searcher(Pools):
         want_fuzzy = req.mode == "fuzzy" or (req.mode == "auto" and s.fuzzy and not keyword)
         rewritten = None
         if want_fuzzy and self.fuzzy is not None and topical:
-            rewritten = self.fuzzy.rewrite(con, topical)
+            rewritten = self.fuzzy.rewrite(con, topical, parsed.excluded)  # `-term` holds too
             if rewritten is not None:
                 keyword = self._keyword_pool(
                     con, rewritten.match, where, params, size, **pool, pre=pre
@@ -374,7 +374,7 @@ class Searcher(Pools):
                     c.partial = True  # a corrected query is weaker evidence than the typed one
                 if keyword:
                     fuzzy_used = True
-                    out["corrected_query"] = rewritten.corrected_query
+                    out["corrected_query"] = fuzzy.as_written(con, rewritten, req.query)
 
         # BM25 over whole notes, for an answer grouped by note (issue 19.2; with keywords
         # alone it weighs a fifth: `ranking.keyword_note`): read on a search thread as soon
@@ -425,8 +425,7 @@ class Searcher(Pools):
         else:
             mode = req.mode
         out["mode"] = mode
-        # Scores must not depend on the filter: normalise BM25 by the best match of the query
-        # without it, so a filtered search ranks as an unfiltered one restricted.
+        # BM25 normalised by the query's best match without the filter: scores do not depend on it
         if not (keyword and filtered):
             if plain and keyword and typed and not (fuzzy_used or keyword[0].partial):
                 searchsql.note_best(con, nkey, now, keyword[0].bm25)  # unfiltered
@@ -477,6 +476,7 @@ class Searcher(Pools):
             damp(ranked, share)
             if req.explain:
                 out["absent"] = absent
+        ranked = symbols.holding(con, req.query, ranked)  # C#, .NET, $HOME alone: as written
         listing = ranked if req.group == "note" else None  # whose hits' sections are listed
         out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale, seen, listing)
         full = len(keyword) >= size and not fuzzy_used and missing is None  # search/more.py
@@ -486,12 +486,12 @@ class Searcher(Pools):
         if more := more_hits(ranked, limit, req.group, full, again):
             out["more"] = more
         if not out["hits"] and fuzzy_used and rewritten is not None:
-            out["suggestion"] = rewritten.corrected_query  # what it found does not answer
+            out["suggestion"] = out["corrected_query"]  # what it found does not answer
         if not out["hits"] and topical and self.fuzzy is not None and not fuzzy_used:
             if rewritten is None and req.mode != "fuzzy":
-                rewritten = self.fuzzy.rewrite(con, topical)
+                rewritten = self.fuzzy.rewrite(con, topical, parsed.excluded)
             if rewritten is not None and rewritten.corrected_query != req.query:
-                out["suggestion"] = rewritten.corrected_query
+                out["suggestion"] = fuzzy.as_written(con, rewritten, req.query)
         return out
 
     @staticmethod

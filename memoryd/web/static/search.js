@@ -53,6 +53,7 @@
     status.replaceChildren(...[
       el("span", {}, `${n} result${n === 1 ? "" : "s"} · mode `), el("b", { id: "mode" }, res.mode),
       el("span", {}, ` · ${res.took_ms} ms in the daemon, ${Math.round(ms)} ms here`),
+      res.corrected_query ? el("span", {}, " · searched for ", el("b", {}, res.corrected_query)) : null,
       res.suggestion ? el("span", {}, " · did you mean ", el("b", {}, res.suggestion), "?") : null,
       res.reason ? el("span", {}, ` · ${res.reason}`) : null,
       res.more ? el("span", { id: "more" }, ` · at least ${res.more} more: raise the limit or narrow it`) : null,

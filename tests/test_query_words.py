@@ -1,0 +1,236 @@
+"""What people search for that is not a plain word (stop 37, branch walkh12): a corrected word
+is shown as the notes write it, in every door that shows it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+TYPO_NOTES = {
+    "plain.md": "# Falsification\n\nPopper wrote about falsifiability and falsification of "
+    "theories. Analysis of results follows.\n",
+    "draft.md": "# Launch plan\n\nWe will falsify the results and analyze the metrics. The "
+    "engine uses templates and the firmware is compiled; a->b dereferences.\n",
+}
+
+
+def indexed(app: Any, notes: dict[str, str]) -> Path:
+    ws = app.cfg.workspace
+    ws.mkdir(parents=True, exist_ok=True)
+    for rel, text in notes.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text, encoding="utf-8")
+    app.indexer.reconcile()
+    return ws
+
+
+# (query, mode, the answer's field that shows the correction): on main these showed a stem
+# (falsif, templat, analys), an edit no note writes (falsificator, analysys) or a word of
+# the wrong form
+CORRECTED = [
+    ("falsificaton", "auto", "corrected_query"),
+    ("fasliyf", "auto", "corrected_query"),
+    ("teplmates", "auto", "corrected_query"),
+    ("analisys", "auto", "corrected_query"),
+    ("falsificaton", "keyword", "suggestion"),
+    ("teplmates", "keyword", "suggestion"),
+    ("falsificaton teplmates", "keyword", "suggestion"),
+    ("Poper", "auto", "corrected_query"),  # a name: as the notes write it, Popper
+    ("poper teplmates", "keyword", "suggestion"),
+    ("Analysis teplmates", "fuzzy", "suggestion"),  # a word not corrected: as typed
+]
+
+
+@pytest.mark.parametrize(("query", "mode", "field"), CORRECTED)
+def test_a_corrected_word_is_shown_as_the_notes_write_it(
+    make_app: Any, query: str, mode: str, field: str
+) -> None:
+    from memoryd.agents.formats import fmt_hits
+    from memoryd.ctl.output import search_notes
+    from memoryd.search.searcher import SearchRequest
+
+    app = make_app(model=None)
+    indexed(app, TYPO_NOTES)
+    res = app.searcher.search(SearchRequest(query=query, mode=mode))
+    shown = res.get(field)
+    text = " ".join(TYPO_NOTES.values())
+    # each word as the notes write it: lowercase when they write it so, else as they do
+    written = {w if w.lower() not in text else w.lower() for w in re.findall(r"\w+", text)}
+    assert shown, res
+    assert set(shown.split()) <= written, f"{shown!r} holds a word no note writes"
+    # every door that shows a search answer shows it: the MCP tool's text, memoryctl
+    assert shown in fmt_hits(res)
+    if field == "suggestion":
+        assert f"did you mean: {shown}?" in search_notes(res)
+
+
+SYMBOL_NOTES = {
+    "csharp.md": "# Windows tool\n\nThe tool is written in C# on .NET 8; F# prices.\n",
+    "clang.md": "# Firmware\n\nThe firmware is written in C, net of the home-grown bits.\n",
+    "cpp.md": "# Engine\n\nThe engine is C++ 20 with templates.\n",
+    "cpp17.md": "# Tools\n\nThe linter is built with C++17.\n",
+    "shell.md": "# Shell\n\nExport $HOME/bin first, see ticket #123.\n",
+    "apart.md": "# Apart\n\nC and F at home: 123 Main St, ASP.NET, net income.\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "want"),
+    [
+        ("C#", {"csharp.md"}),
+        ('"C#"', {"csharp.md"}),
+        ("F#", {"csharp.md"}),
+        ("C++", {"cpp.md", "cpp17.md"}),  # a version may follow it
+        (".NET", {"csharp.md"}),
+        ("$HOME", {"shell.md"}),
+        ("#123", {"shell.md"}),
+        ("the C#", {"csharp.md"}),
+        ("C# F#", {"csharp.md"}),
+        ("C++ OR $HOME", {"cpp.md", "cpp17.md", "shell.md"}),
+        ("C# C++", set()),  # both in no note
+        ("J#", set()),  # no note writes it: nothing, not the notes about J or C
+    ],
+)
+@pytest.mark.parametrize("mode", ["auto", "keyword", "hybrid", "vector"])
+def test_a_word_its_symbols_make_is_searched_as_written(
+    make_app: Any, query: str, want: set[str], mode: str
+) -> None:
+    """`C#` listed the note about C first (the tokenizer drops `#`): a query of such words
+    finds the notes that write them, as rg -F -i -w does, in every mode."""
+    from memoryd.search.searcher import SearchRequest
+
+    app = make_app()
+    app.model.start()
+    assert app.model.wait_ready(30)
+    indexed(app, SYMBOL_NOTES)
+    app.embedder.run()
+    res = app.searcher.search(SearchRequest(query=query, mode=mode, limit=20))
+    got = {h["path"] for h in res["hits"]}
+    # the fake embedder's neighbours may clear no floor: vector mode lists none but those
+    assert got <= want if mode == "vector" else got == want, res["hits"]
+    words = [w.strip('"') for w in query.split() if w not in ("the", "OR")]
+    for h in res["hits"]:  # where marked (a keyword match), the word whole: `C++`, not `C`
+        marked = {h["snippet"][a:b].lower() for a, b in h.get("highlights") or []}
+        assert marked <= {w.lower() for w in words}, (marked, h["snippet"])
+
+
+def test_a_sentence_with_a_symbol_word_is_searched_as_before(make_app: Any) -> None:
+    """Only a query of nothing but such words asks for them as written: a sentence's other
+    words still find their notes."""
+    from memoryd.search.searcher import SearchRequest
+
+    app = make_app(model=None)
+    indexed(app, SYMBOL_NOTES)
+    res = app.searcher.search(SearchRequest(query="firmware in C#", mode="keyword"))
+    assert "clang.md" in {h["path"] for h in res["hits"]}
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("C#", ["C#"]),
+        ("c++ and f#", ["c++", "f#"]),
+        ("`.NET`", [".NET"]),
+        ("$PATH?", ["$PATH"]),
+        ("#123", ["#123"]),
+        ("C# tool", []),
+        ("NOT C#", []),  # an exclusion: searched as it always was
+        ("-C++ C#", []),
+        ("#oncall", []),  # a tag: found as the note tags it
+        ("node.js", []),
+        ("C", []),
+        ("", []),
+    ],
+)
+def test_symbol_words(query: str, words: list[str]) -> None:
+    from memoryd.search.symbols import symbol_words
+
+    assert symbol_words(query)[0] == words
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "falsificaton -popper",
+        "falsificaton NOT popper",
+        'falsificaton -"Popper wrote"',
+        "-popper falsificaton",
+    ],
+)
+@pytest.mark.parametrize("mode", ["auto", "fuzzy"])
+def test_what_a_query_excludes_the_typo_tier_leaves_out_too(
+    make_app: Any, query: str, mode: str
+) -> None:
+    """`-term` excludes in every mode (docs/protocol.md): the corrected query dropped it, and
+    the note that holds it came first."""
+    from memoryd.search.searcher import SearchRequest
+
+    app = make_app(model=None)
+    indexed(app, TYPO_NOTES)
+    res = app.searcher.search(SearchRequest(query=query, mode=mode))
+    assert res["mode"] == "fuzzy" and res["corrected_query"] == "falsification"
+    assert [h["path"] for h in res["hits"]] == ["draft.md"]
+
+
+@pytest.mark.parametrize("query", ["falsification", "templates", "Popper", "falsification -popper"])
+def test_the_fuzzy_mode_finds_a_word_spelled_right(make_app: Any, query: str) -> None:
+    """`--mode fuzzy` is typo tolerant: a query with nothing to correct is searched as typed
+    (it answered nothing)."""
+    from memoryd.search.searcher import SearchRequest
+
+    app = make_app(model=None)
+    indexed(app, TYPO_NOTES)
+    want = app.searcher.search(SearchRequest(query=query, mode="keyword"))["hits"]
+    res = app.searcher.search(SearchRequest(query=query, mode="fuzzy"))
+    assert want and res["mode"] == "fuzzy" and "corrected_query" not in res
+    assert [h["path"] for h in res["hits"]] == [h["path"] for h in want]
+
+
+def test_memoryctl_paths_only_says_what_a_corrected_search_searched_for(
+    daemon_factory: Any,
+) -> None:
+    """`search -l` prints only paths: the correction goes to stderr, as the header says it
+    without -l, and a suggestion too."""
+    d = daemon_factory()
+    for rel, text in TYPO_NOTES.items():
+        (d.workspace / rel).write_text(text)
+    d.call("reindex")
+    out = d.ctl("search", "-l", "teplmates")
+    assert out.returncode == 0 and out.stdout.split() == ["draft.md"], out.stdout + out.stderr
+    assert "searched for: templates" in out.stderr
+    out = d.ctl("search", "teplmates")
+    assert "searched for: templates" in out.stdout.splitlines()[0]
+    out = d.ctl("search", "--mode", "keyword", "teplmates")
+    assert out.returncode == 1 and "did you mean: templates?" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize(
+    "argv", [["search", "--dry-run"], ["search", "-popper"], ["search", "make", "--dry-run"]]
+)
+def test_text_that_starts_with_a_dash_is_told_to_go_after_two_dashes(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    """`memoryctl search --dry-run` said only "unrecognized arguments": the usage error says
+    how to search for it (docs/memoryctl.md says so too), with --json as well. No daemon: the
+    arguments are refused before any connection."""
+    import json
+    import subprocess
+    import sys
+
+    bin_ctl = Path(__file__).resolve().parent.parent / "bin" / "memoryctl"
+    sock = ["--socket", str(tmp_path / "none.sock")]
+    for json_flag in ([], ["--json"]):
+        out = subprocess.run(
+            [sys.executable, str(bin_ctl), *sock, *json_flag, *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 2, out.stdout + out.stderr
+        said = json.loads(out.stdout)["error"]["message"] if json_flag else out.stderr
+        assert f"goes after --, as in memoryctl search -- '{argv[-1]}'" in said, said
