@@ -118,12 +118,12 @@ class Memories:
         # near_duplicates(content, namespace) -> [{id, similarity}]: set by the App
         self.near_duplicates = near_duplicates
         # on_added / on_updated / on_removed: the daily log appends, rewrites or forgets a
-        # memory's line; on_changed wakes the embed worker and the trigger index.
+        # memory's line; on_imported(ids): stored with ids the daily log may name already;
+        # on_changed wakes the embed worker and the trigger index.
         self.on_added = list(on_added)
         self.on_changed = list(on_changed)
         self.on_updated = list(on_updated)
         self.on_removed = list(on_removed)
-        # on_imported(ids): memories stored with ids the daily log may name already
         self.on_imported = list(on_imported)
         # copies_since(ts) -> checkpoints and snapshots taken since ts (they hold a copy)
         self.copies_since = copies_since
