@@ -118,15 +118,14 @@ class Memories:
         # near_duplicates(content, namespace) -> [{id, similarity}]: set by the App
         self.near_duplicates = near_duplicates
         # on_added / on_updated / on_removed: the daily log appends, rewrites or forgets a
-        # memory's line; on_imported(ids): stored with ids the daily log may name already;
+        # memory's line, on_imported(ids) reads lines that name ids stored again (an import);
         # on_changed wakes the embed worker and the trigger index.
         self.on_added = list(on_added)
         self.on_changed = list(on_changed)
         self.on_updated = list(on_updated)
         self.on_removed = list(on_removed)
         self.on_imported = list(on_imported)
-        # copies_since(ts) -> checkpoints and snapshots taken since ts (they hold a copy)
-        self.copies_since = copies_since
+        self.copies_since = copies_since  # (ts) -> checkpoints and snapshots taken since ts
 
     # -- add ------------------------------------------------------------------------------------
 
