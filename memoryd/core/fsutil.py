@@ -2,9 +2,10 @@
 service` writes): the new bytes go to a hidden temp file in the same folder (created with
 O_EXCL | O_NOFOLLOW, so never through a planted symlink), which is fsynced and renamed over the
 file; then the folder is fsynced. A failure at any step removes the temp and leaves the old file
-whole. Also: the data-dir lock (one daemon, or one `store migrate`, per database), and
-make_dirs, the one way memoryd creates folders: with an explicit mode, so that a umask of 000
-never leaves a folder others can write to."""
+whole. Also: the data-dir lock (one daemon, or one `store migrate`, per database), the
+workspace lock (one daemon per workspace folder, whatever its data_dir), and make_dirs, the one
+way memoryd creates folders: with an explicit mode, so that a umask of 000 never leaves a
+folder others can write to."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from memoryd.core.errors import AlreadyRunning
 
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _FLAGS = (
     os.O_WRONLY
     | os.O_CREAT
@@ -158,6 +160,52 @@ def acquire_lock(path: Path) -> int:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def lock_folder(folder: Path, *, why: str) -> int | None:
+    """An flock on the folder itself, taken without making any file in it: a second daemon on
+    the same folder (through any path to it) gets AlreadyRunning naming the first (its pid and
+    command line, where the system tells: Linux's /proc/locks). None when the folder is missing
+    or its file system keeps no such locks (some network file systems): nothing to hold."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _lock_holder(os.fstat(fd))
+        os.close(fd)
+        raise AlreadyRunning(
+            f"another memoryd{holder} is already serving the workspace {folder}; {why}"
+        ) from None
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _lock_holder(st: os.stat_result, locks: str = "/proc/locks") -> str:
+    """' (pid N: its command line)' of the process holding an flock on the file `st` is, from
+    Linux's /proc/locks; '' where that cannot be told."""
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open(locks, encoding="ascii", errors="replace") as f:
+            rows = [line.split() for line in f]
+    except OSError:
+        return ""
+    for row in rows:
+        # "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234 0 EOF" (a waiting lock has "->" after "1:")
+        fields = [x for x in row if x != "->"]
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == dev:
+            pid = fields[4]
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                cmd = ""
+            return f" (pid {pid}: {cmd})" if cmd else f" (pid {pid})"
+    return ""
 
 
 def unused_folder(parent: Path, stamp: str, rel: str) -> Path:

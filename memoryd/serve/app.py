@@ -34,7 +34,7 @@ from memoryd.search.neardup import NearDuplicates
 from memoryd.search.searcher import Searcher
 from memoryd.serve.jobs import Jobs, daemon_jobs
 from memoryd.serve.searchlog import SearchLog
-from memoryd.serve.workspaceguard import WorkspaceGuard
+from memoryd.serve.workspaceguard import WorkspaceGuard, WorkspaceLock
 from memoryd.store import Store, entries, ftsprune
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
@@ -89,9 +89,14 @@ class App:
         malloc.limit_arenas()  # before our threads exist: freed inference memory goes back
         malloc.fix_mmap_threshold()  # buffers of a few MB are unmapped when freed (issue 23.2)
         prepare_dirs(cfg)
+        # the daemon's: one per workspace folder (before a store is made in this data_dir) and,
+        # on PostgreSQL, one per workspace id (store/pg/claim.py)
+        self.workspace_lock = WorkspaceLock(cfg.workspace, enabled=claim_workspace)
+        self.workspace_lock.take()
         checkpoints.clean_partial(cfg.data_dir)
-        self.store = open_store(cfg, claim=claim_workspace)  # the daemon's: store/pg/claim.py
+        self.store = open_store(cfg, claim=claim_workspace)
         prepare_workspace(cfg, self.store)
+        self.workspace_lock.take()  # made just now
         self.model = model if model is not None else default_model_holder(cfg)
         # rebuilt in the background after index changes, never by a query (issue 23)
         self.fuzzy = FuzzyMatcher(cfg.search.fuzzy_min_similarity, read=self.store.read)
@@ -317,6 +322,7 @@ class App:
         old, self.watcher = self.watcher, None
         if old is not None:
             old.stop(flush=False)
+        self.workspace_lock.take_again()
         self.watcher_error = None
         self.start_watcher()
         self.dailylog.append_waiting(self._stored_memory)
@@ -421,6 +427,7 @@ class App:
         self.searcher.close()
         self.fuzzy.close()
         self.store.close()
+        self.workspace_lock.release()
         collector.release()  # what start-up froze is collectable again (a process of many apps)
 
     # -- reporting ----------------------------------------------------------------------------

@@ -7,6 +7,13 @@ daily log, `note write`), and `status` says so. A look at the folder every few s
 its return, or another folder now at its path (a drive mounted again, a vault restored): the
 watcher then watches the new folder and a reconcile catches up with what changed meanwhile.
 The same look starts a watcher whose threads died again (at most once a minute).
+
+One daemon per workspace folder (`WorkspaceLock`): two daemons with their own data_dirs on one
+folder (the service, and a `memoryd run --config other.toml` beside it) would each number
+their memories from 1 and write their daily-log lines into the same files, and a delete or an
+update in one would take out or rewrite the other's line of the same id. The daemon holds an
+flock on the folder itself (nothing is written into it); a second one refuses to start, naming
+the first.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from memoryd.core.errors import AlreadyRunning
+from memoryd.core.fsutil import lock_folder
 from memoryd.core.logsetup import get_logger
 from memoryd.index.indexer import ROOT_AWAY
 
@@ -25,6 +34,50 @@ log = get_logger("memoryd.serve.workspaceguard")
 
 CHECK_EVERY_S = 5.0  # a stat of one folder: nothing, even on a laptop's battery
 RESTART_EVERY_S = 60.0  # a watcher that keeps dying is started again at most this often
+TWO_DAEMONS = (
+    "two daemons on one workspace would delete and rewrite each other's daily-log lines; stop "
+    "that one first, or give this configuration a workspace of its own"
+)
+
+
+class WorkspaceLock:
+    """The daemon's hold on its workspace folder (see the module docstring)."""
+
+    def __init__(self, root: Path, *, enabled: bool = True) -> None:
+        self.root = Path(root)
+        self.enabled = enabled  # the daemon's App; not a test's or a tool's
+        self._fd: int | None = None
+        self._identity: tuple[int, int] | None = None
+
+    def take(self) -> None:
+        """Hold the folder now at the root (again, when another folder took its place);
+        AlreadyRunning when another daemon holds it. A missing folder is held once it is made
+        or back (`take` again then)."""
+        if not self.enabled:
+            return
+        try:
+            st = os.stat(self.root)
+        except OSError:
+            return
+        if (st.st_dev, st.st_ino) == self._identity:
+            return
+        fd = lock_folder(self.root, why=TWO_DAEMONS)
+        self.release()
+        if fd is not None:
+            self._fd, self._identity = fd, (st.st_dev, st.st_ino)
+
+    def take_again(self) -> None:
+        """`take` for a folder that came back while serving: another daemon on it is an
+        error in the log (this one goes on; the other was there first)."""
+        try:
+            self.take()
+        except AlreadyRunning as exc:
+            log.error("workspace folder held by another daemon", error=exc.message)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd = self._identity = None
 
 
 class WorkspaceGuard:
