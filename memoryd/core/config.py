@@ -111,7 +111,7 @@ class Config:
             if not isinstance(raw, Mapping):
                 problems.append(f"{name}: expected a table ([{name}]), got {raw!r}")
                 continue
-            section = _section(name, klass, raw, problems)
+            section = _section(name, klass, raw, problems, base, env)
             if section is not None:
                 sections[name] = section
         if problems:
@@ -170,21 +170,44 @@ def _suggest(key: str, options: set[str] | list[str]) -> str:
 
 
 def _path(value: Any, key: str, base: Path, env: Mapping[str, str]) -> Path:
+    """Every path setting's one rule: $VARS and ~ expanded, relative to the config file's
+    folder (`base`). A variable that is not set is an error: under a service manager the
+    shell's variables are not there, and the path would have been made with `$NAME` in it."""
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{key}: expected a path string, got {value!r}")
-    expanded = os.path.expanduser(_expand_vars(value, env))
+    expanded = os.path.expanduser(_expand_vars(value, key, env))
     p = Path(expanded)
     return p if p.is_absolute() else (base / p)
 
 
-def _expand_vars(value: str, env: Mapping[str, str]) -> str:
+def _expand_vars(value: str, key: str, env: Mapping[str, str]) -> str:
+    template = string.Template(value)
     try:
-        return string.Template(value).safe_substitute(env)
-    except ValueError:
+        names = [
+            m.group("named") or m.group("braced")
+            for m in template.pattern.finditer(value)
+            if m.group("named") or m.group("braced")
+        ]
+        missing = [n for n in names if n not in env]
+        if missing:
+            raise ConfigError(
+                f"{key}: ${missing[0]} is not set (in {value!r}); set it in memoryd's "
+                "environment (a service does not see your shell's), or write the path out "
+                "($$ for a literal $)"
+            )
+        return template.substitute(env)
+    except ValueError:  # a lone '$' (not a variable): the text as written
         return value
 
 
-def _section(name: str, klass: type, raw: Mapping[str, Any], problems: list[str]) -> Any:
+def _section(
+    name: str,
+    klass: type,
+    raw: Mapping[str, Any],
+    problems: list[str],
+    base: Path,
+    env: Mapping[str, str],
+) -> Any:
     """The section's dataclass, or None when a key or value is bad (each one added to
     `problems`)."""
     flds = {f.name: f for f in fields(klass)}
@@ -193,8 +216,14 @@ def _section(name: str, klass: type, raw: Mapping[str, Any], problems: list[str]
         if key not in flds:
             problems.append(f"unknown key '{name}.{key}'{_suggest(key, list(flds))}")
             continue
+        spec = flds[key].metadata["spec"]
         try:
-            values[key] = _check(f"{name}.{key}", raw[key], flds[key].metadata["spec"])
+            if spec[0] == "path":  # a file or folder; "" = none
+                value = raw[key]
+                ok = isinstance(value, str) and not value.strip()
+                values[key] = "" if ok else str(_path(value, f"{name}.{key}", base, env))
+            else:
+                values[key] = _check(f"{name}.{key}", raw[key], spec)
         except ConfigError as exc:
             problems.append(exc.message)
     return klass(**values) if len(problems) == bad else None
@@ -316,7 +345,9 @@ def find_config_file(
     env = os.environ if env is None else env
     for candidate, what in ((explicit, "--config"), (env.get("MEMORYD_CONFIG"), "MEMORYD_CONFIG")):
         if candidate:
-            p = Path(os.path.expanduser(str(candidate)))
+            # absolute: relative paths in it are relative to its folder, and a reload reads
+            # the same file whatever the working directory is then
+            p = Path(os.path.abspath(os.path.expanduser(str(candidate))))
             if not p.is_file():
                 raise ConfigError(f"{what}: no configuration file at {p}")
             return p
@@ -471,5 +502,13 @@ def needs_restart(changes: list[tuple[str, Any, Any]]) -> list[str]:
 
 def to_toml(cfg: Config) -> str:
     """The configuration as a TOML document that tomllib reads back into the same Config
-    (tomli-w escapes newlines, quotes, backslashes and control characters)."""
-    return tomli_w.dumps(cfg.as_dict())
+    (tomli-w escapes newlines, quotes, backslashes and control characters; a `$` in a path
+    is written `$$`, as it is read)."""
+    data = cfg.as_dict()
+    for key in TOP_LEVEL:
+        data[key] = data[key].replace("$", "$$")
+    for name, klass in SECTIONS.items():
+        for f in fields(klass):
+            if f.metadata["spec"][0] == "path":
+                data[name][f.name] = data[name][f.name].replace("$", "$$")
+    return tomli_w.dumps(data)
