@@ -125,7 +125,7 @@ def test_on_a_terminal_the_reason_is_a_plain_line(tmp_path: Path, short_dir: Pat
         os.close(main)
     assert done.returncode == 2
     text = out.decode()
-    assert text.startswith("memoryd: configuration error: search.rrf_k"), text
+    assert text.startswith(f"memoryd: configuration error: {cfg}:7: search.rrf_k"), text
     assert "{" not in text
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import tomli_w
 from pathspec import GitIgnoreSpec
 
+from memoryd.core.configsource import locate
 from memoryd.core.dsn import check_dsn
 from memoryd.core.errors import ConfigError, InvalidInput
 from memoryd.core.runtime import default_data_dir, default_socket_path
@@ -115,7 +116,7 @@ class Config:
             if section is not None:
                 sections[name] = section
         if problems:
-            raise ConfigError("; ".join(problems))
+            raise ConfigError("; ".join(problems), data={"problems": problems})
         if os.path.normpath(paths["data_dir"]) == os.path.normpath(paths["workspace"]):
             raise ConfigError(
                 "data_dir: must not be the workspace itself (the database, checkpoints and trash "
@@ -394,7 +395,8 @@ def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
             continue
         flds = {f.name: f for f in fields(SECTIONS[section])}
         if key not in flds:
-            raise ConfigError(f"{var}: unknown key '{section}.{key}'{_suggest(key, list(flds))}")
+            names = [f"MEMORYD_{section.upper()}_{name.upper()}" for name in flds]
+            raise ConfigError(f"{var}: unknown key '{section}.{key}'{_suggest(var, names)}")
         out.setdefault(section, {})[key] = _env_value(raw, flds[key].metadata["spec"])
     return out
 
@@ -435,9 +437,11 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     env = os.environ if env is None else env
     found = find_config_file(path, env)
     data: dict[str, Any] = {}
+    text = ""
     if found is not None:
         try:
-            data = tomllib.loads(found.read_text(encoding="utf-8"))
+            text = found.read_text(encoding="utf-8")
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{found}: invalid TOML: {exc}") from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -449,9 +453,13 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
                 section.update(value)
         else:
             data[key] = value
-    cfg = Config.from_dict(data, base_dir=found.parent if found else None, env=env)
-    if found is not None:
-        cfg.check_log_file(found, found.resolve())
+    try:
+        cfg = Config.from_dict(data, base_dir=found.parent if found else None, env=env)
+        if found is not None:
+            cfg.check_log_file(found, found.resolve())
+    except ConfigError as exc:  # each problem with the file and line, or the variable, it is in
+        problems = (exc.data or {}).get("problems") or [exc.message]
+        raise ConfigError("; ".join(locate(problems, found, text, env))) from None
     return dataclasses.replace(cfg, source=found)
 
 

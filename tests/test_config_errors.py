@@ -1,0 +1,155 @@
+"""A configuration error names the key and where it was written: `FILE:LINE: key: ...` for the
+config file (the form editors jump to), `MEMORYD_SEARCH_RRF_K: key: ...` for the environment;
+at start (`memoryd run`, `memoryd config check`) and at reload. Parametrised over every key of
+config.example.toml, so a key added there is covered."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, wait_for
+
+from memoryd.core.config import SECTIONS, load_config
+from memoryd.core.configsource import key_lines
+from memoryd.core.errors import ConfigError
+
+EXAMPLE = re.sub(r"^# (\w+ = .*)$", r"\1", (ROOT / "config.example.toml").read_text(), flags=re.M)
+# a value of the wrong type or out of range, per validator kind
+BAD = {
+    "int": '"ten"',
+    "float": '"x"',
+    "bool": '"yes"',
+    "str": "5",
+    "name": '""',
+    "choice": '"nope"',
+    "globs": '"*.md"',
+    "duration": '"soon"',
+    "dsn": "5",
+    "relpath": '"/abs"',
+    "logname": '"x.txt"',
+    "format": '"{nope}"',
+    "path": "5",
+}
+KEYS = ["workspace", "data_dir", "socket"] + [
+    f"{name}.{f.name}" for name, klass in SECTIONS.items() for f in dataclasses.fields(klass)
+]
+
+
+def _spec(key: str) -> str:
+    section, _, name = key.rpartition(".")
+    if not section:
+        return "path"
+    return next(
+        f.metadata["spec"][0] for f in dataclasses.fields(SECTIONS[section]) if f.name == name
+    )
+
+
+def _with(key: str, value: str) -> tuple[str, int]:
+    """The example file, uncommented, with `key` set to `value`; and that key's line."""
+    section, _, name = key.rpartition(".")
+    lines, table = EXAMPLE.splitlines(), ""
+    for i, line in enumerate(lines):
+        if line.startswith("["):
+            table = line.strip("[]")
+        elif table == section and line.startswith(f"{name} = "):
+            lines[i] = f"{name} = {value}"
+            return "\n".join(lines) + "\n", i + 1
+    raise AssertionError(f"{key} is not in config.example.toml")
+
+
+def _env() -> dict[str, str]:
+    return {"HOME": "/nonexistent-home", "XDG_RUNTIME_DIR": "/run/user/1"}
+
+
+def test_the_uncommented_example_loads(tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text(EXAMPLE.replace('"~/memoryd"', f'"{tmp_path}/ws"'))
+    load_config(f, env=_env())
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_bad_value_names_the_key_the_file_and_the_line(key: str, tmp_path: Path) -> None:
+    text, line = _with(key, BAD[_spec(key)])
+    f = tmp_path / "c.toml"
+    f.write_text(text)
+    with pytest.raises(ConfigError) as exc:
+        load_config(f, env=_env())
+    assert f"{f}:{line}: {key}: " in exc.value.message, exc.value.message
+    assert "\n" not in exc.value.message
+
+
+@pytest.mark.parametrize("section", list(SECTIONS))
+def test_a_misspelt_key_names_the_file_and_the_line(section: str, tmp_path: Path) -> None:
+    lines = EXAMPLE.splitlines()
+    at = lines.index(f"[{section}]") + 1
+    lines.insert(at, "bogus_key = 1")
+    f = tmp_path / "c.toml"
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(f, env=_env())
+    assert f"{f}:{at + 1}: unknown key '{section}.bogus_key'" in exc.value.message
+
+
+def test_a_bad_environment_value_names_the_variable(tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text("[search]\nrrf_k = 60\n")
+    env = _env() | {"MEMORYD_SEARCH_RRF_K": "sixty"}
+    with pytest.raises(ConfigError) as exc:
+        load_config(f, env=env)
+    assert exc.value.message.startswith("MEMORYD_SEARCH_RRF_K: search.rrf_k: expected")
+    env = _env() | {"MEMORYD_SEARCH_RRF": "1"}
+    with pytest.raises(ConfigError, match="did you mean 'MEMORYD_SEARCH_RRF_K'"):
+        load_config(f, env=env)
+
+
+def test_problems_come_in_the_file_s_order(tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text('[search]\nrrf_k = "x"\n[indexer]\ndebounce_ms = "y"\n[serach]\n')
+    with pytest.raises(ConfigError) as exc:
+        load_config(f, env=_env())
+    found = [int(m) for m in re.findall(rf"{re.escape(str(f))}:(\d+): ", exc.value.message)]
+    assert found == [2, 4, 5]
+
+
+def test_lines_are_found_through_toml_s_spellings() -> None:
+    text = (
+        'workspace = "x"  # a comment\n'
+        "[ search ]  # spaced\n"
+        '"rrf_k" = 5\n'
+        'header = """\n'
+        "fusion = 1\n"
+        '"""\n'
+        "fusion = 2\n"
+        "[dailylog]\n"
+        "search.fusion = 3\n"
+        "inline = { a = 1 }\n"
+    )
+    lines = key_lines(text)
+    assert lines["workspace"] == 1 and lines["search"] == 2 and lines["search.rrf_k"] == 3
+    assert lines["search.fusion"] == 7  # not the line inside the multi-line string
+    assert lines["dailylog.search.fusion"] == 9 and lines["dailylog.inline"] == 10
+
+
+def test_a_reload_with_a_bad_value_logs_the_file_and_line(daemon_factory: Any) -> None:
+    d = daemon_factory()
+    text = d.config_path.read_text()
+    d.config_path.write_text(text + '\n[lifecycle]\ndecay_floor = "high"\n')
+    line = len(text.splitlines()) + 3
+    assert d.proc is not None
+    d.proc.send_signal(signal.SIGHUP)
+
+    def failed() -> dict[str, Any] | None:
+        for ln in d.log().splitlines():
+            if ln.startswith("{") and "reload failed" in ln:
+                return dict(json.loads(ln))
+        return None
+
+    entry = wait_for(failed, timeout=30)
+    assert f"{d.config_path}:{line}: lifecycle.decay_floor: expected" in entry["error"], entry
+    assert d.call("ping")["pong"] is True  # the running configuration stays
