@@ -128,6 +128,7 @@ def test_unit_has_what_the_daemon_relies_on() -> None:
         "ExecStart=/opt/py/bin/python -m memoryd run --config /etc/m.toml",
         "ExecReload=/bin/kill -HUP $MAINPID",
         "Restart=on-failure",
+        "RestartPreventExitStatus=2",  # memoryd run's status for a configuration error
         "RestartSec=2",
         "WatchdogSec=30s",
         "TimeoutStopSec=30s",

@@ -51,6 +51,8 @@ ExecStart={exec_start}
 ExecReload=/bin/kill -HUP $MAINPID
 Restart=on-failure
 RestartSec=2
+# 2: a configuration error, which a restart cannot fix (the reason is in the journal)
+RestartPreventExitStatus=2
 WatchdogSec=30s
 TimeoutStopSec=30s
 UMask=0077
