@@ -44,14 +44,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     cfg = sub.add_parser("config", help="check or show the configuration")
     cfg_sub = cfg.add_subparsers(dest="config_command", metavar="ACTION", required=True)
-    for name, helptext in (
-        ("show", "print the effective configuration (file + environment + defaults) as TOML"),
-        ("check", "validate the configuration and say where it came from"),
-        ("path", "print the configuration file memoryd would read"),
+    for name, helptext, json_help in (
+        (
+            "show",
+            "print the effective configuration (file + environment + defaults) as TOML",
+            "JSON instead of TOML",
+        ),
+        (
+            "check",
+            "validate the configuration and say where it came from (exit 2 when invalid)",
+            'one JSON object: {"ok": true, "source", "warnings"}',
+        ),
+        ("path", "print the configuration file memoryd would read", '{"path": FILE or null}'),
     ):
-        c = cfg_sub.add_parser(name, help=helptext)
+        c = cfg_sub.add_parser(name, help=helptext, description=helptext)
         c.add_argument("--config", type=Path, help="configuration file (TOML)")
-        c.add_argument("--json", action="store_true", help="JSON instead of TOML (show)")
+        c.add_argument(
+            "--json",
+            action="store_true",
+            help=json_help + '; an invalid configuration: {"ok": false, "error", "problems"}',
+        )
         c.set_defaults(func=cmd_config)
 
     store = sub.add_parser("store", help="move the store to another backend (docs/team.md)")
@@ -100,18 +112,40 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
+    """`memoryd config path|check|show`; with --json, a configuration error is a JSON object on
+    stdout too ({"ok": false, "error", "problems"}, exit 2), as memoryctl's errors are."""
+    try:
+        return _config(args)
+    except ConfigError as exc:
+        if not args.json:
+            raise
+        problems = (exc.data or {}).get("problems") or [exc.message]
+        print(json.dumps({"ok": False, "error": exc.message, "problems": problems}))
+        return 2
+
+
+def _config(args: argparse.Namespace) -> int:
     from memoryd.core.config import find_config_file, load_config, to_toml, unread_env
 
     if args.config_command == "path":
         found = find_config_file(args.config)
-        print(found if found else "(no configuration file; defaults in use)")
+        if args.json:
+            print(json.dumps({"path": str(found) if found else None}))
+        else:
+            print(found if found else "(no configuration file; defaults in use)")
         return 0
     cfg = load_config(args.config)
+    warnings = []
     for var, close in unread_env():
         hint = f" (did you mean {close}?)" if close else ""
-        print(f"memoryd: warning: {var} is not a setting memoryd reads{hint}", file=sys.stderr)
+        warnings.append(f"{var} is not a setting memoryd reads{hint}")
+        print(f"memoryd: warning: {warnings[-1]}", file=sys.stderr)
     if args.config_command == "check":
-        print(f"configuration ok ({cfg.source or 'defaults, no file'})")
+        if args.json:
+            source = str(cfg.source) if cfg.source else None
+            print(json.dumps({"ok": True, "source": source, "warnings": warnings}))
+        else:
+            print(f"configuration ok ({cfg.source or 'defaults, no file'})")
     elif args.json:
         print(json.dumps(cfg.as_dict(), indent=2))
     else:

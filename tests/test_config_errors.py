@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +156,33 @@ def test_a_reload_with_a_bad_value_logs_the_file_and_line(daemon_factory: Any) -
     entry = wait_for(failed, timeout=30)
     assert f"{d.config_path}:{line}: lifecycle.decay_floor: expected" in entry["error"], entry
     assert d.call("ping")["pong"] is True  # the running configuration stays
+
+
+def _config_cmd(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    return subprocess.run(
+        [sys.executable, "-m", "memoryd", "config", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize("action", ["path", "check", "show"])
+def test_every_config_action_s_json_is_json_valid_or_not(action: str, tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.toml", tmp_path / "bad.toml"
+    good.write_text(f'workspace = "{tmp_path}/ws"\n')
+    bad.write_text('[search]\nrrf_k = "sixty"\n')
+    done = _config_cmd(action, "--json", "--config", str(good))
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown.get("path", shown.get("source", shown.get("workspace"))) is not None
+    missing = tmp_path / "missing.toml"
+    for path, words in ((bad, f"{bad}:2: search.rrf_k"), (missing, "no configuration file")):
+        if action == "path" and path == bad:
+            continue  # path does not read the file
+        done = _config_cmd(action, "--json", "--config", str(path))
+        assert done.returncode == 2
+        err = json.loads(done.stdout)
+        assert err["ok"] is False and words in err["error"] and err["problems"], err

@@ -459,7 +459,8 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
             cfg.check_log_file(found, found.resolve())
     except ConfigError as exc:  # each problem with the file and line, or the variable, it is in
         problems = (exc.data or {}).get("problems") or [exc.message]
-        raise ConfigError("; ".join(locate(problems, found, text, env))) from None
+        located = locate(problems, found, text, env)
+        raise ConfigError("; ".join(located), data={"problems": located}) from None
     return dataclasses.replace(cfg, source=found)
 
 
