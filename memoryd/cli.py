@@ -181,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     except MemorydError as exc:
         return _fail(daemon, exc.message, 1)
     except OSError as exc:  # a folder or file memoryd needs cannot be used: say which, no traceback
-        return _fail(daemon, f"cannot start: {describe_os_error(exc)}", 1)
+        setting = getattr(exc, "setting", None)  # the path setting it was about (daemon.run)
+        where = f"{setting}: " if setting else ""
+        return _fail(daemon, f"cannot start: {where}{describe_os_error(exc)}", 1)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
@@ -221,7 +223,7 @@ def describe_os_error(exc: OSError) -> str:
     if exc.errno in (errno.EACCES, errno.EPERM):
         return f"permission denied on {where}; it must be writable by you (uid check, chmod)"
     if exc.errno in (errno.EEXIST, errno.ENOTDIR):
-        return f"{where} is not a folder (a file is in the way); workspace and data_dir are folders"
+        return f"{where} is not a folder (a file is in the way)"
     if exc.errno == errno.ENOSPC:
         return f"no space left on the device holding {where}"
     return f"{where}: {exc.strerror or exc}"

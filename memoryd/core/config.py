@@ -155,6 +155,27 @@ class Config:
                     "choose another file, such as <data_dir>/memoryd.log"
                 )
 
+    def setting_for(self, path: str | os.PathLike[str] | None) -> str | None:
+        """The path setting a failed file operation was about: the one whose path is `path`,
+        lies inside it (a folder on the way could not be made) or holds it (a file in
+        data_dir); the most specific when several do (a data_dir inside the workspace)."""
+        if path is None:
+            return None
+        p = os.path.normpath(os.fsdecode(path))
+        best: tuple[int, str] | None = None
+        named = {k: str(getattr(self, k)) for k in TOP_LEVEL}
+        for name in ("logging.file", "embedding.model_path", "store.password_file"):
+            section, _, key = name.partition(".")
+            named[name] = getattr(getattr(self, section), key)
+        for key, value in named.items():
+            if not value:
+                continue
+            q = os.path.normpath(value)
+            related = p == q or q.startswith(p + os.sep) or p.startswith(q + os.sep)
+            if related and (best is None or len(q) > best[0]):
+                best = (len(q), key)
+        return best[1] if best else None
+
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {k: str(getattr(self, k)) for k in TOP_LEVEL}
         for name in SECTIONS:

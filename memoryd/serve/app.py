@@ -6,6 +6,7 @@ the daemon wraps one in the socket server and the process lifecycle.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -94,6 +95,9 @@ class App:
         self.workspace_lock = WorkspaceLock(cfg.workspace, enabled=claim_workspace)
         self.workspace_lock.take()
         checkpoints.clean_partial(cfg.data_dir)
+        if os.path.exists(cfg.workspace) and not os.path.isdir(cfg.workspace):
+            # a file in the way (a dangling symlink is a drive not mounted: prepare_workspace)
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(cfg.workspace))
         self.store = open_store(cfg, claim=claim_workspace)
         prepare_workspace(cfg, self.store)
         self.workspace_lock.take()  # made just now

@@ -238,6 +238,14 @@ def run(config_path: Path | None = None, page: Callable[[Config], PageHost] | No
     """`memoryd run`: load config (exit 2 on error), then run until stopped. `page` makes the
     web page for the loaded configuration (cli.py hands in memoryd.web's)."""
     cfg = load_config(config_path)
+    try:
+        return _run(cfg, page)
+    except OSError as exc:  # a folder or file a setting names cannot be used: say which setting
+        exc.setting = cfg.setting_for(exc.filename)  # type: ignore[attr-defined]
+        raise
+
+
+def _run(cfg: Config, page: Callable[[Config], PageHost] | None) -> int:
     process_umask()  # under `umask 000` nothing we create may be writable by others
     logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
     for var, close in unread_env():
