@@ -186,3 +186,12 @@ def test_every_config_action_s_json_is_json_valid_or_not(action: str, tmp_path: 
         assert done.returncode == 2
         err = json.loads(done.stdout)
         assert err["ok"] is False and words in err["error"] and err["problems"], err
+
+
+def test_a_byte_order_mark_and_crlf_are_read_and_latin1_is_named_by_line(tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    f.write_bytes(b"\xef\xbb\xbf[search]\r\nrrf_k = 5\r\n")
+    assert load_config(f, env=_env()).search.rrf_k == 5
+    f.write_bytes(b'[search]\nrrf_k = 5\n[embedding]\nmodel = "caf\xe9"\n')
+    with pytest.raises(ConfigError, match=rf"{re.escape(str(f))}:4: not UTF-8 \(byte 0xe9\)"):
+        load_config(f, env=_env())

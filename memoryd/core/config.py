@@ -461,11 +461,17 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     text = ""
     if found is not None:
         try:
-            text = found.read_text(encoding="utf-8")
+            raw = found.read_bytes()
+            text = raw.decode("utf-8-sig")  # a byte order mark (Notepad's) is no error
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{found}: invalid TOML: {exc}") from None
-        except (OSError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise ConfigError(
+                f"{found}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8"
+            ) from None
+        except OSError as exc:
             raise ConfigError(f"{found}: cannot read: {exc}") from None
     for key, value in env_overrides(env).items():
         if isinstance(value, dict):
