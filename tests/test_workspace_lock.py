@@ -57,6 +57,46 @@ def test_a_second_daemon_on_the_workspace_refuses_naming_the_first(
     assert first.call("ping")["pong"] is True
 
 
+@pytest.mark.parametrize("first_on", ["the outer folder", "the inner folder"])
+def test_a_daemon_inside_another_s_workspace_refuses(
+    daemon_factory: Any, tmp_path: Path, short_dir: Path, first_on: str
+) -> None:
+    """A workspace inside another's (or holding it): the outer daemon would index the inner
+    one's daily log as notes, each memory shown there with its marker. Whichever starts
+    second refuses."""
+    outer, inner = tmp_path / "ws", tmp_path / "ws" / "work"
+    inner.mkdir(parents=True)
+    first_ws, second_ws = (outer, inner) if first_on == "the outer folder" else (inner, outer)
+    first = daemon_factory(workspace=str(first_ws))
+    second = daemon_factory(
+        wait=False,
+        workspace=str(second_ws),
+        data_dir=str(tmp_path / "data2"),
+        socket=str(short_dir / "t.sock"),
+    )
+    error = _fatal(second)["error"]
+    assert first.proc is not None and f"pid {first.proc.pid}" in error, error
+    if first_on == "the outer folder":
+        assert f"serving the workspace {outer}, which holds {inner}" in error, error
+    else:
+        assert f"serving a workspace inside {outer}" in error, error
+
+
+def test_side_by_side_workspaces_both_run(
+    daemon_factory: Any, tmp_path: Path, short_dir: Path
+) -> None:
+    """Two workspaces in one parent folder (~/notes and ~/work) are no conflict."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    daemon_factory(workspace=str(tmp_path / "a"))
+    other = daemon_factory(
+        workspace=str(tmp_path / "b"),
+        data_dir=str(tmp_path / "data2"),
+        socket=str(short_dir / "t.sock"),
+    )
+    other.call("add", {"content": "Billing service owner is Maya"})
+
+
 def test_the_workspace_is_free_again_once_the_first_stops(
     daemon_factory: Any, tmp_path: Path, short_dir: Path
 ) -> None:
@@ -95,7 +135,9 @@ def test_a_folder_put_in_the_workspace_s_place_is_held_again(tmp_path: Path) -> 
     mine.take_again()
     with pytest.raises(AlreadyRunning):
         WorkspaceLock(ws).take()
-    WorkspaceLock(tmp_path / "old").take()  # the old folder is no longer held
+    old = WorkspaceLock(tmp_path / "old")
+    old.take()  # the old folder is no longer held
+    old.release()
     mine.release()
     other = WorkspaceLock(ws)
     other.take()
@@ -122,6 +164,8 @@ def test_the_holder_is_read_from_proc_locks(tmp_path: Path) -> None:
         f"2: FLOCK  ADVISORY  WRITE {os.getpid()} {dev} 0 EOF\n"
         f"2: -> FLOCK  ADVISORY  WRITE 99999999 {dev} 0 EOF\n"
     )
-    holder = _lock_holder(st, str(locks))
+    holder, kind = _lock_holder(st, ("WRITE",), str(locks))
     assert holder.startswith(f" (pid {os.getpid()}: ") and "python" in holder
-    assert _lock_holder(st, str(tmp_path / "none")) == ""
+    assert kind == "WRITE"
+    assert _lock_holder(st, ("READ",), str(locks)) == ("", "")  # the waiting one holds nothing
+    assert _lock_holder(st, ("WRITE",), str(tmp_path / "none")) == ("", "")

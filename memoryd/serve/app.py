@@ -85,6 +85,9 @@ class App:
         self.started_at = clock()
         self._started = time.monotonic()  # uptime: the wall clock may step back (or forward)
         self.search_log = SearchLog(clock)
+        # settings the configuration file changed that only a restart applies (set by the
+        # daemon's reload; status shows them beside the file)
+        self.restart_needed: list[str] = []
         # set by the daemon when it can serve the web page (memoryd.web): starts it, says where
         self.open_page: Callable[[], dict[str, Any]] | None = None
         malloc.limit_arenas()  # before our threads exist: freed inference memory goes back
@@ -483,6 +486,10 @@ class App:
             "workspace": str(self.cfg.workspace),
             "data_dir": str(self.cfg.data_dir),
             "socket": str(self.cfg.socket),
+            "config": {
+                "file": str(self.cfg.source) if self.cfg.source else None,
+                "restart_needed": list(self.restart_needed),
+            },
             "db_path": str(self.cfg.db_path),
             "db_bytes": self.store.size_bytes(),
             "counts": counts,

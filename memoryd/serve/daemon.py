@@ -225,6 +225,7 @@ class Daemon:
         self.cfg = cfg
         if self.app is not None:
             self.app.apply_config(cfg)
+            self.app.restart_needed = restart
         if self.server is not None:
             self.server.apply(cfg.server, cfg.notes.max_bytes)
         logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)

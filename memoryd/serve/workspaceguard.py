@@ -11,9 +11,11 @@ The same look starts a watcher whose threads died again (at most once a minute).
 One daemon per workspace folder (`WorkspaceLock`): two daemons with their own data_dirs on one
 folder (the service, and a `memoryd run --config other.toml` beside it) would each number
 their memories from 1 and write their daily-log lines into the same files, and a delete or an
-update in one would take out or rewrite the other's line of the same id. The daemon holds an
-flock on the folder itself (nothing is written into it); a second one refuses to start, naming
-the first.
+update in one would take out or rewrite the other's line of the same id; a daemon on a folder
+inside another's workspace has its daily log indexed by the other as notes (each memory shown
+there with its marker), and the other's delete can reach its lines. The daemon holds flocks on
+the folder and the folders above it (fsutil.lock_workspace; nothing is written into them); a
+second one on the same folder, inside it or above it refuses to start, naming the first.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memoryd.core.errors import AlreadyRunning
-from memoryd.core.fsutil import lock_folder
+from memoryd.core.fsutil import lock_workspace
 from memoryd.core.logsetup import get_logger
 from memoryd.index.indexer import ROOT_AWAY
 
@@ -35,8 +37,9 @@ log = get_logger("memoryd.serve.workspaceguard")
 CHECK_EVERY_S = 5.0  # a stat of one folder: nothing, even on a laptop's battery
 RESTART_EVERY_S = 60.0  # a watcher that keeps dying is started again at most this often
 TWO_DAEMONS = (
-    "two daemons on one workspace would delete and rewrite each other's daily-log lines; stop "
-    "that one first, or give this configuration a workspace of its own"
+    "two daemons over the same notes would index them twice and delete and rewrite each "
+    "other's daily-log lines; stop that one first, or give this configuration a workspace of "
+    "its own, outside the other's"
 )
 
 
@@ -46,7 +49,7 @@ class WorkspaceLock:
     def __init__(self, root: Path, *, enabled: bool = True) -> None:
         self.root = Path(root)
         self.enabled = enabled  # the daemon's App; not a test's or a tool's
-        self._fd: int | None = None
+        self._fds: list[int] = []
         self._identity: tuple[int, int] | None = None
 
     def take(self) -> None:
@@ -61,10 +64,10 @@ class WorkspaceLock:
             return
         if (st.st_dev, st.st_ino) == self._identity:
             return
-        fd = lock_folder(self.root, why=TWO_DAEMONS)
-        self.release()
-        if fd is not None:
-            self._fd, self._identity = fd, (st.st_dev, st.st_ino)
+        self.release()  # the folder that was here: the one now here is locked instead
+        self._fds = lock_workspace(self.root, why=TWO_DAEMONS)
+        if self._fds:
+            self._identity = (st.st_dev, st.st_ino)
 
     def take_again(self) -> None:
         """`take` for a folder that came back while serving: another daemon on it is an
@@ -75,9 +78,9 @@ class WorkspaceLock:
             log.error("workspace folder held by another daemon", error=exc.message)
 
     def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-        self._fd = self._identity = None
+        for fd in self._fds:
+            os.close(fd)
+        self._fds, self._identity = [], None
 
 
 class WorkspaceGuard:
