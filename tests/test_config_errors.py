@@ -195,3 +195,51 @@ def test_a_byte_order_mark_and_crlf_are_read_and_latin1_is_named_by_line(tmp_pat
     f.write_bytes(b'[search]\nrrf_k = 5\n[embedding]\nmodel = "caf\xe9"\n')
     with pytest.raises(ConfigError, match=rf"{re.escape(str(f))}:4: not UTF-8 \(byte 0xe9\)"):
         load_config(f, env=_env())
+
+
+def _pw(tmp: Path, mode: int) -> str:
+    pw = tmp / "pw"
+    pw.write_text("secret\n")
+    pw.chmod(mode)
+    return str(pw)
+
+
+STORE_MISTAKES = {
+    "postgres without a dsn": lambda tmp: 'backend = "postgres"\n',
+    "a password file others can read": lambda tmp: (
+        f'backend = "postgres"\ndsn = "host=/nonexistent dbname=x"\n'
+        f'password_file = "{_pw(tmp, 0o644)}"\n'
+    ),
+    "a password file that is not there": lambda tmp: (
+        'backend = "postgres"\ndsn = "host=/nonexistent dbname=x"\npassword_file = "none"\n'
+    ),
+    "a workspace id with a space": lambda tmp: 'workspace_id = "a b"\n',
+}
+
+
+@pytest.mark.parametrize("mistake", list(STORE_MISTAKES))
+def test_config_check_and_run_agree_on_the_store_settings(
+    mistake: str, tmp_path: Path, short_dir: Path
+) -> None:
+    """What stops `memoryd run` with a configuration error (exit 2) stops `memoryd config
+    check` too, with the same line: before, check said "configuration ok" to a postgres
+    backend without a dsn and to a password file others can read."""
+    f = tmp_path / "c.toml"
+    f.write_text(
+        f'workspace = "{tmp_path}/ws"\ndata_dir = "{tmp_path}/data"\n'
+        f'socket = "{short_dir}/c.sock"\n[embedding]\nenabled = false\n[store]\n'
+        + STORE_MISTAKES[mistake](tmp_path)
+    )
+    check = _config_cmd("check", "--config", str(f))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    run = subprocess.run(
+        [sys.executable, "-m", "memoryd", "run", "--config", str(f)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert check.returncode == run.returncode == 2, (check.stderr, run.stderr)
+    said = check.stderr.strip().removeprefix("memoryd: ")
+    fatal = next(json.loads(ln) for ln in run.stderr.splitlines() if '"fatal"' in ln)
+    assert said == fatal["error"] and f"{f}:" in said, (said, fatal)

@@ -20,7 +20,7 @@ import tomli_w
 from pathspec import GitIgnoreSpec
 
 from memoryd.core.configsource import locate
-from memoryd.core.dsn import check_dsn
+from memoryd.core.dsn import DSN_REQUIRED, WORKSPACE_ID, check_dsn, read_password_file
 from memoryd.core.errors import ConfigError, InvalidInput
 from memoryd.core.runtime import default_data_dir, default_socket_path
 from memoryd.core.sections import (
@@ -115,6 +115,14 @@ class Config:
             section = _section(name, klass, raw, problems, base, env)
             if section is not None:
                 sections[name] = section
+        store = sections.get("store")
+        if store is not None and store.backend == "postgres" and not store.dsn:
+            problems.append(DSN_REQUIRED)  # `memoryd run` said so; `config check` did not
+        if store is not None and store.workspace_id and not WORKSPACE_ID.match(store.workspace_id):
+            problems.append(
+                "store.workspace_id: expected letters, digits and . _ : - (at most 128), "
+                f"got {store.workspace_id!r}"
+            )
         if problems:
             raise ConfigError("; ".join(problems), data={"problems": problems})
         if os.path.normpath(paths["data_dir"]) == os.path.normpath(paths["workspace"]):
@@ -484,6 +492,8 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
         cfg = Config.from_dict(data, base_dir=found.parent if found else None, env=env)
         if found is not None:
             cfg.check_log_file(found, found.resolve())
+        if cfg.store.backend == "postgres" and cfg.store.password_file:
+            read_password_file(Path(cfg.store.password_file))  # readable, and by you alone
     except ConfigError as exc:  # each problem with the file and line, or the variable, it is in
         problems = (exc.data or {}).get("problems") or [exc.message]
         located = locate(problems, found, text, env)
