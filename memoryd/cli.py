@@ -141,6 +141,10 @@ def _config(args: argparse.Namespace) -> int:
         warnings.append(f"{var} is not a setting memoryd reads{hint}")
         print(f"memoryd: warning: {warnings[-1]}", file=sys.stderr)
     if args.config_command == "check":
+        if cfg.store.backend == "postgres":  # what `memoryd run` would stop on (exit 2)
+            from memoryd.store.backend import require_driver
+
+            require_driver()
         if args.json:
             source = str(cfg.source) if cfg.source else None
             print(json.dumps({"ok": True, "source": source, "warnings": warnings}))

@@ -243,3 +243,17 @@ def test_config_check_and_run_agree_on_the_store_settings(
     said = check.stderr.strip().removeprefix("memoryd: ")
     fatal = next(json.loads(ln) for ln in run.stderr.splitlines() if '"fatal"' in ln)
     assert said == fatal["error"] and f"{f}:" in said, (said, fatal)
+
+
+def test_config_check_names_a_missing_postgres_driver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memoryd.cli import main
+
+    for name in [m for m in sys.modules if m == "memoryd.store.pg" or m.startswith("psycopg")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # an install without the extra
+    f = tmp_path / "c.toml"
+    f.write_text('[store]\nbackend = "postgres"\ndsn = "host=/nonexistent dbname=x"\n')
+    assert main(["config", "check", "--config", str(f)]) == 2
+    assert "pip install 'memoryd[postgres]'" in capsys.readouterr().err

@@ -29,13 +29,9 @@ def open_store(cfg: Config, *, claim: bool = False) -> Store:
     AlreadyRunning (store/pg/claim.py)."""
     if cfg.store.backend == "sqlite":
         return SqliteStore(cfg.db_path)
-    try:
-        from memoryd.store.pg import PgSettings, PgStore
-    except ImportError as exc:
-        raise ConfigError(
-            'store.backend = "postgres" needs the PostgreSQL driver: '
-            f"pip install 'memoryd[postgres]' ({exc})"
-        ) from None
+    require_driver()
+    from memoryd.store.pg import PgSettings, PgStore
+
     return PgStore(
         PgSettings(
             conninfo(cfg),
@@ -48,6 +44,18 @@ def open_store(cfg: Config, *, claim: bool = False) -> Store:
             claim=claim,
         )
     )
+
+
+def require_driver() -> None:
+    """ConfigError unless the PostgreSQL driver is installed (`memoryd run` and `memoryd config
+    check` say the same)."""
+    try:
+        import memoryd.store.pg  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            'store.backend = "postgres" needs the PostgreSQL driver: '
+            f"pip install 'memoryd[postgres]' ({exc})"
+        ) from None
 
 
 def conninfo(cfg: Config) -> str:
