@@ -38,8 +38,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"memoryd {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run the daemon in the foreground until SIGINT/SIGTERM")
-    run.add_argument("--config", type=Path, help="configuration file (TOML)")
+    run = sub.add_parser(
+        "run",
+        help="run the daemon in the foreground until SIGINT/SIGTERM",
+        description="Run the daemon in the foreground until SIGTERM or SIGINT; SIGHUP reads the "
+        "configuration again (docs/configuration.md, Reload). One daemon per data_dir, socket "
+        "and workspace folder. Exit status: 0 stopped, 1 could not start (another daemon; a "
+        "folder or file a setting names cannot be used), 2 configuration error (the line names "
+        "the file and line, or the variable). The reason is one JSON line off a terminal.",
+    )
+    run.add_argument(
+        "--config",
+        type=Path,
+        help="configuration file (TOML); default $MEMORYD_CONFIG, else "
+        "$XDG_CONFIG_HOME/memoryd/config.toml, else the defaults",
+    )
     run.set_defaults(func=cmd_run)
 
     cfg = sub.add_parser("config", help="check or show the configuration")

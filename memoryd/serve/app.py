@@ -41,6 +41,7 @@ from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
 
 log = get_logger("memoryd.serve.app")
+WORKSPACE_META_KEY = "workspace.path"  # the folder the notes were indexed from
 
 PROGRESS_EVERY_S = 10.0
 # the settings that decide which workspace files are notes and can change on a reload
@@ -548,12 +549,28 @@ def prepare_dirs(cfg: Config) -> None:
 def prepare_workspace(cfg: Config, store: Store) -> None:
     """The workspace made when missing, unless notes are indexed from it: then it is away (a
     drive not mounted yet, a symlink to it dangling), and a new empty folder in its place would
-    have the reconcile empty the index (WorkspaceGuard waits for it). A file in the way stops
-    start-up (make_dirs: NotADirectoryError)."""
+    have the reconcile empty the index (WorkspaceGuard waits for it). Notes indexed from
+    another path (the `workspace` setting changed to a folder not made yet) are no reason to
+    wait: the folder is made and the first reconcile takes the old notes out, as it does when
+    the new folder exists. The path is kept in the store's meta table (per workspace id on
+    PostgreSQL); a store without it (made before) is taken to be from this path. A file in
+    the way stops start-up (make_dirs: NotADirectoryError)."""
     ws = Path(cfg.workspace)
-    if os.path.isdir(ws):
-        return
-    if not os.path.exists(ws) and store.read(entries.documents):
-        log.error(ROOT_AWAY + "; not made again", root=str(ws))
-        return
-    make_dirs(ws, SHARED_DIR)
+    workspace_id = store.info().get("workspace_id")
+    key = f"{WORKSPACE_META_KEY}:{workspace_id}" if workspace_id else WORKSPACE_META_KEY
+    before = store.read(lambda con: entries.get_meta(con, key))
+    if not os.path.isdir(ws):
+        elsewhere = before is not None and before != str(ws)
+        if not os.path.exists(ws) and not elsewhere and store.read(entries.documents):
+            log.error(ROOT_AWAY + "; not made again", root=str(ws))
+            return
+        if elsewhere:
+            log.info(
+                "the workspace setting changed: its folder is made, and the notes indexed "
+                "from the old one leave the index",
+                workspace=str(ws),
+                before=before,
+            )
+        make_dirs(ws, SHARED_DIR)
+    if before != str(ws):
+        store.run_write(lambda con: entries.set_meta(con, key, str(ws)))
