@@ -213,7 +213,9 @@ STORE_MISTAKES = {
     "a password file that is not there": lambda tmp: (
         'backend = "postgres"\ndsn = "host=/nonexistent dbname=x"\npassword_file = "none"\n'
     ),
-    "a workspace id with a space": lambda tmp: 'workspace_id = "a b"\n',
+    "a workspace id with a space": lambda tmp: (
+        'backend = "postgres"\ndsn = "host=/nonexistent dbname=x"\nworkspace_id = "a b"\n'
+    ),
 }
 
 

@@ -115,10 +115,11 @@ class Config:
             section = _section(name, klass, raw, problems, base, env)
             if section is not None:
                 sections[name] = section
-        store = sections.get("store")
-        if store is not None and store.backend == "postgres" and not store.dsn:
+        store = sections.get("store") or StoreConfig()
+        pg = store.backend == "postgres"  # what `memoryd run` refuses
+        if pg and not store.dsn:
             problems.append(DSN_REQUIRED)  # `memoryd run` said so; `config check` did not
-        if store is not None and store.workspace_id and not WORKSPACE_ID.match(store.workspace_id):
+        if pg and store.workspace_id and not WORKSPACE_ID.match(store.workspace_id):
             problems.append(
                 "store.workspace_id: expected letters, digits and . _ : - (at most 128), "
                 f"got {store.workspace_id!r}"
