@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 import string
 import tomllib
 from collections.abc import Mapping
@@ -463,6 +464,20 @@ def unread_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     return out
 
 
+def toml_error(found: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:
+    """`FILE:LINE:COLUMN: invalid TOML: what (the line)`, as the other errors name their
+    place; a bare word where a value goes gets the quotes it needs."""
+    m = re.search(r"^(.*) \(at line (\d+), column (\d+)\)$", str(exc))
+    if m is None:
+        return f"{found}: invalid TOML: {exc}"
+    what, line, column = m.group(1), int(m.group(2)), m.group(3)
+    lines = text.splitlines()
+    shown = lines[line - 1].strip()[:80] if 0 < line <= len(lines) else ""
+    if what == "Invalid value":
+        what += '; text is written in quotes, e.g. level = "debug", workspace = "~/notes"'
+    return f"{found}:{line}:{column}: invalid TOML: {what}" + (f" ({shown})" if shown else "")
+
+
 def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
     env = os.environ if env is None else env
     found = find_config_file(path, env)
@@ -474,7 +489,7 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
             text = raw.decode("utf-8-sig")  # a byte order mark (Notepad's) is no error
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{found}: invalid TOML: {exc}") from None
+            raise ConfigError(toml_error(found, text, exc)) from None
         except UnicodeDecodeError as exc:
             line = raw[: exc.start].count(b"\n") + 1
             raise ConfigError(
