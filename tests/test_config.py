@@ -157,6 +157,10 @@ def test_toml_syntax_error_names_the_file(tmp_path: Path) -> None:
     bad.write_text('workspace = "w"\n[logging]\nlevel = debug\n')  # a bare word: quotes
     with pytest.raises(ConfigError, match=r'bad\.toml:3:9: invalid TOML: .*level = "debug"'):
         load_config(bad, env={})
+    bad.write_text("[store]\ndsn = postgresql://u:hunter2@db/m\n")  # no quotes, a password
+    with pytest.raises(ConfigError) as exc:
+        load_config(bad, env={})
+    assert "(dsn = ...)" in exc.value.message and "hunter2" not in exc.value.message
 
 
 def test_environment_overrides(tmp_path: Path) -> None:

@@ -259,3 +259,17 @@ def test_config_check_names_a_missing_postgres_driver(
     f.write_text('[store]\nbackend = "postgres"\ndsn = "host=/nonexistent dbname=x"\n')
     assert main(["config", "check", "--config", str(f)]) == 2
     assert "pip install 'memoryd[postgres]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("key", [k for k in KEYS if _spec(k) not in ("path", "dsn")])
+def test_a_bad_value_that_looks_like_a_credential_is_not_repeated(key: str, tmp_path: Path) -> None:
+    """A token pasted into the wrong setting: the error (which goes to the journal) says what
+    was wrong, not the token."""
+    token = "sk-live-abcdefghijklmnopqrstuvwxyz123456"
+    text, _ = _with(key, f'"{token}"')
+    f = tmp_path / "c.toml"
+    f.write_text(text)
+    try:
+        load_config(f, env=_env())
+    except ConfigError as exc:
+        assert token not in exc.message

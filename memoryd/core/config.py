@@ -22,7 +22,7 @@ from pathspec import GitIgnoreSpec
 
 from memoryd.core.configsource import locate
 from memoryd.core.dsn import DSN_REQUIRED, WORKSPACE_ID, check_dsn, read_password_file
-from memoryd.core.errors import ConfigError, InvalidInput
+from memoryd.core.errors import ConfigError, InvalidInput, describe
 from memoryd.core.runtime import default_data_dir, default_socket_path
 from memoryd.core.sections import (
     SECTIONS,
@@ -111,7 +111,7 @@ class Config:
         for name, klass in SECTIONS.items():
             raw = data.get(name, {})
             if not isinstance(raw, Mapping):
-                problems.append(f"{name}: expected a table ([{name}]), got {raw!r}")
+                problems.append(f"{name}: expected a table ([{name}]), got {describe(raw)}")
                 continue
             section = _section(name, klass, raw, problems, base, env)
             if section is not None:
@@ -206,7 +206,7 @@ def _path(value: Any, key: str, base: Path, env: Mapping[str, str]) -> Path:
     folder (`base`). A variable that is not set is an error: under a service manager the
     shell's variables are not there, and the path would have been made with `$NAME` in it."""
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{key}: expected a path string, got {value!r}")
+        raise ConfigError(f"{key}: expected a path string, got {describe(value)}")
     expanded = os.path.expanduser(_expand_vars(value, key, env))
     p = Path(expanded)
     return p if p.is_absolute() else (base / p)
@@ -266,7 +266,7 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int) or not spec[1] <= value <= spec[2]:
             raise ConfigError(
-                f"{key}: expected an integer from {spec[1]} to {spec[2]}, got {value!r}"
+                f"{key}: expected an integer from {spec[1]} to {spec[2]}, got {describe(value)}"
             )
         return value
     if kind == "float":
@@ -276,24 +276,26 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
             or not spec[1] <= value <= spec[2]
         ):
             raise ConfigError(
-                f"{key}: expected a number from {spec[1]} to {spec[2]}, got {value!r}"
+                f"{key}: expected a number from {spec[1]} to {spec[2]}, got {describe(value)}"
             )
         return float(value)
     if kind == "bool":
         if not isinstance(value, bool):
-            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+            raise ConfigError(f"{key}: expected true or false, got {describe(value)}")
         return value
     if kind in ("str", "name"):
         if not isinstance(value, str) or (kind == "name" and not value.strip()):
-            raise ConfigError(f"{key}: expected a string, got {value!r}")
+            raise ConfigError(f"{key}: expected a string, got {describe(value)}")
         return value
     if kind == "choice":
         if not isinstance(value, str) or value.lower() not in spec[1]:
-            raise ConfigError(f"{key}: expected one of {', '.join(spec[1])}, got {value!r}")
+            raise ConfigError(f"{key}: expected one of {', '.join(spec[1])}, got {describe(value)}")
         return value.lower()
     if kind == "globs":  # gitignore patterns (pathspec), checked here so a bad one stops startup
         if not isinstance(value, list) or not all(isinstance(g, str) and g.strip() for g in value):
-            raise ConfigError(f"{key}: expected a list of gitignore patterns, got {value!r}")
+            raise ConfigError(
+                f"{key}: expected a list of gitignore patterns, got {describe(value)}"
+            )
         for g in value:
             try:
                 ok = GitIgnoreSpec.from_lines([g]).patterns[0].include is not None
@@ -311,13 +313,17 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         # overflows the scheduler's timedelta (a traceback at startup).
         low = MIN_JOB_INTERVAL if key.startswith("jobs.") else 0.0
         if not low <= seconds <= MAX_DURATION:
-            raise ConfigError(f"{key}: expected a duration from {low:g}s to 3650d, got {value!r}")
+            raise ConfigError(
+                f"{key}: expected a duration from {low:g}s to 3650d, got {describe(value)}"
+            )
         return seconds
     if kind == "dsn":
         # A libpq connection string or URI. The password never lives in the config file: it
         # comes from PGPASSWORD, ~/.pgpass (PGPASSFILE) or store.password_file.
         if not isinstance(value, str):
-            raise ConfigError(f"{key}: expected a PostgreSQL connection string, got {value!r}")
+            raise ConfigError(
+                f"{key}: expected a PostgreSQL connection string, got {describe(value)}"
+            )
         check_dsn(value, key)
         return value
     if kind == "relpath":
@@ -327,7 +333,9 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
             or os.path.isabs(value)
             or ".." in Path(value).parts
         ):
-            raise ConfigError(f"{key}: expected a folder inside the workspace, got {value!r}")
+            raise ConfigError(
+                f"{key}: expected a folder inside the workspace, got {describe(value)}"
+            )
         return value
     if kind == "logname":
         # A strftime pattern for the daily log's file name inside dailylog.folder (it may add
@@ -341,12 +349,12 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         ):
             raise ConfigError(
                 f"{key}: expected a strftime pattern for a .md file name like '%Y-%m-%d.md', "
-                f"got {value!r}"
+                f"got {describe(value)}"
             )
         return value
     if kind == "format":
         if not isinstance(value, str):
-            raise ConfigError(f"{key}: expected a string, got {value!r}")
+            raise ConfigError(f"{key}: expected a string, got {describe(value)}")
         try:
             names = {f for _, f, _, _ in string.Formatter().parse(value) if f is not None}
         except ValueError as exc:
@@ -472,7 +480,14 @@ def toml_error(found: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:
         return f"{found}: invalid TOML: {exc}"
     what, line, column = m.group(1), int(m.group(2)), m.group(3)
     lines = text.splitlines()
-    shown = lines[line - 1].strip()[:80] if 0 < line <= len(lines) else ""
+    raw = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    # the line's key, never its value: a dsn written without quotes may hold a password
+    if "=" in raw:
+        shown = raw.split("=", 1)[0].strip()[:60] + " = ..."
+    elif raw.startswith("["):
+        shown = raw[:80]
+    else:
+        shown = raw.split()[0][:30].split(":")[0] + " ..." if raw else ""
     if what == "Invalid value":
         what += '; text is written in quotes, e.g. level = "debug", workspace = "~/notes"'
     return f"{found}:{line}:{column}: invalid TOML: {what}" + (f" ({shown})" if shown else "")
