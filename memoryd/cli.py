@@ -138,7 +138,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def _config(args: argparse.Namespace) -> int:
-    from memoryd.core.config import find_config_file, load_config, to_toml, unread_env
+    from memoryd.core.config import doubtful, find_config_file, load_config, to_toml, unread_env
 
     if args.config_command == "path":
         found = find_config_file(args.config)
@@ -153,6 +153,9 @@ def _config(args: argparse.Namespace) -> int:
         hint = f" (did you mean {close}?)" if close else ""
         warnings.append(f"{var} is not a setting memoryd reads{hint}")
         print(f"memoryd: warning: {warnings[-1]}", file=sys.stderr)
+    for doubt in doubtful(cfg):
+        warnings.append(doubt)
+        print(f"memoryd: warning: {doubt}", file=sys.stderr)
     if args.config_command == "check":
         if cfg.store.backend == "postgres":  # what `memoryd run` would stop on (exit 2)
             from memoryd.store.backend import require_driver

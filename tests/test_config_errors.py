@@ -273,3 +273,21 @@ def test_a_bad_value_that_looks_like_a_credential_is_not_repeated(key: str, tmp_
         load_config(f, env=_env())
     except ConfigError as exc:
         assert token not in exc.message
+
+
+def test_an_empty_include_is_a_warning_in_check(tmp_path: Path) -> None:
+    """`MEMORYD_INDEXER_INCLUDE=` (a unit's Environment= line with nothing after it) is valid,
+    an index of memories only, but most likely a mistake: every note left the index without a
+    word. `config check` warns (exit 0), as the daemon's log does."""
+    f = tmp_path / "c.toml"
+    f.write_text(f'workspace = "{tmp_path}/ws"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "memoryd", "config", "check", "--json", "--config", str(f)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env | {"MEMORYD_INDEXER_INCLUDE": ""},
+    )
+    assert done.returncode == 0, done.stderr
+    assert any("indexer.include is empty" in w for w in json.loads(done.stdout)["warnings"])

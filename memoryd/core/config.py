@@ -493,6 +493,19 @@ def toml_error(found: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:
     return f"{found}:{line}:{column}: invalid TOML: {what}" + (f" ({shown})" if shown else "")
 
 
+def doubtful(cfg: Config) -> list[str]:
+    """Valid settings that are most likely a mistake, said as warnings (`memoryd config check`,
+    the daemon's log at start and reload): `MEMORYD_INDEXER_INCLUDE=` left empty made every
+    note leave the index without a word."""
+    out = []
+    if not cfg.indexer.include:
+        out.append(
+            "indexer.include is empty: no workspace file is a note, and the notes indexed "
+            "so far leave the index (memories stay)"
+        )
+    return out
+
+
 def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
     env = os.environ if env is None else env
     found = find_config_file(path, env)

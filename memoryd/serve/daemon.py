@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core import logsetup, runtime
-from memoryd.core.config import RELOADABLE, Config, diff, load_config, unread_env
+from memoryd.core.config import RELOADABLE, Config, diff, doubtful, load_config, unread_env
 from memoryd.core.errors import MemorydError
 from memoryd.core.fsutil import acquire_lock, process_umask
 from memoryd.serve.app import App, prepare_dirs
@@ -230,6 +230,8 @@ class Daemon:
             self.server.apply(cfg.server, cfg.notes.max_bytes)
         logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
         log.info("configuration reloaded", changed=applied or None)
+        for doubt in doubtful(cfg):
+            log.warning("a setting that is most likely a mistake", reason=doubt)
         if restart:
             log.warning("these settings change only after a restart", keys=restart)
         self.notifier.ready("configuration reloaded")
@@ -255,6 +257,8 @@ def _run(cfg: Config, page: Callable[[Config], PageHost] | None) -> int:
             variable=var,
             did_you_mean=close or None,
         )
+    for doubt in doubtful(cfg):
+        log.warning("a setting that is most likely a mistake", reason=doubt)
     temp = runtime.temp_socket_path()
     why = runtime.untrusted_folder(temp.parent)
     if why is not None and cfg.socket == runtime.fallback_socket_path():
