@@ -291,3 +291,20 @@ def test_an_empty_include_is_a_warning_in_check(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert any("indexer.include is empty" in w for w in json.loads(done.stdout)["warnings"])
+
+
+def test_a_reload_after_the_file_went_says_so(daemon_factory: Any, tmp_path: Path) -> None:
+    d = daemon_factory()
+    d.config_path.rename(tmp_path / "moved.toml")
+    assert d.proc is not None
+    d.proc.send_signal(signal.SIGHUP)
+
+    def failed() -> str | None:
+        for ln in d.log().splitlines():
+            if ln.startswith("{") and "reload failed" in ln:
+                return str(json.loads(ln)["error"])
+        return None
+
+    error = wait_for(failed, timeout=30)
+    assert error == f"the configuration file {d.config_path} is gone (moved or deleted)"
+    assert d.call("ping")["pong"] is True

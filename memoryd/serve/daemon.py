@@ -216,7 +216,11 @@ class Daemon:
                 None, load_config, self.cfg.source
             )
         except MemorydError as exc:
-            log.error("reload failed; keeping the running configuration", error=exc.message)
+            source = self.cfg.source
+            error = exc.message
+            if source is not None and not source.is_file():  # not "--config: ..." when the
+                error = f"the configuration file {source} is gone (moved or deleted)"  # XDG one
+            log.error("reload failed; keeping the running configuration", error=error)
             self.notifier.ready("reload failed; running configuration kept")
             return
         if self.server is not None and not self.server.owns_path:  # socket activation
