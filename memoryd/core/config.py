@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
-import re
 import string
 import tomllib
 from collections.abc import Mapping
@@ -20,7 +19,7 @@ from typing import Any
 import tomli_w
 from pathspec import GitIgnoreSpec
 
-from memoryd.core.configsource import locate
+from memoryd.core.configsource import locate, toml_error
 from memoryd.core.dsn import DSN_REQUIRED, WORKSPACE_ID, check_dsn, read_password_file
 from memoryd.core.errors import ConfigError, InvalidInput, describe
 from memoryd.core.runtime import default_data_dir, default_socket_path
@@ -470,27 +469,6 @@ def unread_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
         close = difflib.get_close_matches(var, known, n=1)
         out.append((var, close[0] if close else ""))
     return out
-
-
-def toml_error(found: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:
-    """`FILE:LINE:COLUMN: invalid TOML: what (the line)`, as the other errors name their
-    place; a bare word where a value goes gets the quotes it needs."""
-    m = re.search(r"^(.*) \(at line (\d+), column (\d+)\)$", str(exc))
-    if m is None:
-        return f"{found}: invalid TOML: {exc}"
-    what, line, column = m.group(1), int(m.group(2)), m.group(3)
-    lines = text.splitlines()
-    raw = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-    # the line's key, never its value: a dsn written without quotes may hold a password
-    if "=" in raw:
-        shown = raw.split("=", 1)[0].strip()[:60] + " = ..."
-    elif raw.startswith("["):
-        shown = raw[:80]
-    else:
-        shown = raw.split()[0][:30].split(":")[0] + " ..." if raw else ""
-    if what == "Invalid value":
-        what += '; text is written in quotes, e.g. level = "debug", workspace = "~/notes"'
-    return f"{found}:{line}:{column}: invalid TOML: {what}" + (f" ({shown})" if shown else "")
 
 
 def doubtful(cfg: Config) -> list[str]:

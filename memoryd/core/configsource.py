@@ -4,12 +4,14 @@ form editors and terminals jump to) or `MEMORYD_SEARCH_RRF_K: key: what is wrong
 
 tomllib keeps no positions, so the file's lines are read once more, here: table headers and
 `key =` lines (dotted, quoted, inside inline tables by their table's line), skipping the
-insides of multi-line strings. A key it cannot place is named without a line.
+insides of multi-line strings. A key it cannot place is named without a line. A TOML syntax
+error is placed the same way (`FILE:LINE:COLUMN`), with the line's key but never its value.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -83,3 +85,24 @@ def locate(
             parts.pop()
         out.append((where, f"{file}:{where}: {problem}") if where else (1 << 30, problem))
     return [text for _, text in sorted(out, key=lambda p: p[0])]
+
+
+def toml_error(found: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:
+    """`FILE:LINE:COLUMN: invalid TOML: what (the line)`, as the other errors name their
+    place; a bare word where a value goes gets the quotes it needs."""
+    m = re.search(r"^(.*) \(at line (\d+), column (\d+)\)$", str(exc))
+    if m is None:
+        return f"{found}: invalid TOML: {exc}"
+    what, line, column = m.group(1), int(m.group(2)), m.group(3)
+    lines = text.splitlines()
+    raw = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    # the line's key, never its value: a dsn written without quotes may hold a password
+    if "=" in raw:
+        shown = raw.split("=", 1)[0].strip()[:60] + " = ..."
+    elif raw.startswith("["):
+        shown = raw[:80]
+    else:
+        shown = raw.split()[0][:30].split(":")[0] + " ..." if raw else ""
+    if what == "Invalid value":
+        what += '; text is written in quotes, e.g. level = "debug", workspace = "~/notes"'
+    return f"{found}:{line}:{column}: invalid TOML: {what}" + (f" ({shown})" if shown else "")
