@@ -38,20 +38,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"memoryd {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run the daemon in the foreground until SIGINT/SIGTERM")
-    run.add_argument("--config", type=Path, help="configuration file (TOML)")
+    run = sub.add_parser(
+        "run",
+        help="run the daemon in the foreground until SIGINT/SIGTERM",
+        description="Run the daemon in the foreground until SIGTERM or SIGINT; SIGHUP reads the "
+        "configuration again (docs/configuration.md, Reload). One daemon per data_dir, socket "
+        "and workspace folder. Exit status: 0 stopped, 1 could not start (another daemon; a "
+        "folder or file a setting names cannot be used), 2 configuration error (the line names "
+        "the file and line, or the variable). The reason is one JSON line off a terminal.",
+    )
+    run.add_argument(
+        "--config",
+        type=Path,
+        help="configuration file (TOML); default $MEMORYD_CONFIG, else "
+        "$XDG_CONFIG_HOME/memoryd/config.toml, else the defaults",
+    )
     run.set_defaults(func=cmd_run)
 
     cfg = sub.add_parser("config", help="check or show the configuration")
     cfg_sub = cfg.add_subparsers(dest="config_command", metavar="ACTION", required=True)
-    for name, helptext in (
-        ("show", "print the effective configuration (file + environment + defaults) as TOML"),
-        ("check", "validate the configuration and say where it came from"),
-        ("path", "print the configuration file memoryd would read"),
+    for name, helptext, json_help in (
+        (
+            "show",
+            "print the effective configuration (file + environment + defaults) as TOML",
+            "JSON instead of TOML",
+        ),
+        (
+            "check",
+            "validate the configuration and say where it came from (exit 2 when invalid)",
+            'one JSON object: {"ok": true, "source", "warnings"}',
+        ),
+        ("path", "print the configuration file memoryd would read", '{"path": FILE or null}'),
     ):
-        c = cfg_sub.add_parser(name, help=helptext)
+        c = cfg_sub.add_parser(name, help=helptext, description=helptext)
         c.add_argument("--config", type=Path, help="configuration file (TOML)")
-        c.add_argument("--json", action="store_true", help="JSON instead of TOML (show)")
+        c.add_argument(
+            "--json",
+            action="store_true",
+            help=json_help + '; an invalid configuration: {"ok": false, "error", "problems"}',
+        )
         c.set_defaults(func=cmd_config)
 
     store = sub.add_parser("store", help="move the store to another backend (docs/team.md)")
@@ -100,18 +125,47 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    from memoryd.core.config import find_config_file, load_config, to_toml, unread_env
+    """`memoryd config path|check|show`; with --json, a configuration error is a JSON object on
+    stdout too ({"ok": false, "error", "problems"}, exit 2), as memoryctl's errors are."""
+    try:
+        return _config(args)
+    except ConfigError as exc:
+        if not args.json:
+            raise
+        problems = (exc.data or {}).get("problems") or [exc.message]
+        print(json.dumps({"ok": False, "error": exc.message, "problems": problems}))
+        return 2
+
+
+def _config(args: argparse.Namespace) -> int:
+    from memoryd.core.config import doubtful, find_config_file, load_config, to_toml, unread_env
 
     if args.config_command == "path":
         found = find_config_file(args.config)
-        print(found if found else "(no configuration file; defaults in use)")
+        if args.json:
+            print(json.dumps({"path": str(found) if found else None}))
+        else:
+            print(found if found else "(no configuration file; defaults in use)")
         return 0
     cfg = load_config(args.config)
+    warnings = []
     for var, close in unread_env():
         hint = f" (did you mean {close}?)" if close else ""
-        print(f"memoryd: warning: {var} is not a setting memoryd reads{hint}", file=sys.stderr)
+        warnings.append(f"{var} is not a setting memoryd reads{hint}")
+        print(f"memoryd: warning: {warnings[-1]}", file=sys.stderr)
+    for doubt in doubtful(cfg):
+        warnings.append(doubt)
+        print(f"memoryd: warning: {doubt}", file=sys.stderr)
     if args.config_command == "check":
-        print(f"configuration ok ({cfg.source or 'defaults, no file'})")
+        if cfg.store.backend == "postgres":  # what `memoryd run` would stop on (exit 2)
+            from memoryd.store.backend import require_driver
+
+            require_driver()
+        if args.json:
+            source = str(cfg.source) if cfg.source else None
+            print(json.dumps({"ok": True, "source": source, "warnings": warnings}))
+        else:
+            print(f"configuration ok ({cfg.source or 'defaults, no file'})")
     elif args.json:
         print(json.dumps(cfg.as_dict(), indent=2))
     else:
@@ -147,7 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     except MemorydError as exc:
         return _fail(daemon, exc.message, 1)
     except OSError as exc:  # a folder or file memoryd needs cannot be used: say which, no traceback
-        return _fail(daemon, f"cannot start: {describe_os_error(exc)}", 1)
+        setting = getattr(exc, "setting", None)  # the path setting it was about (daemon.run)
+        where = f"{setting}: " if setting else ""
+        return _fail(daemon, f"cannot start: {where}{describe_os_error(exc)}", 1)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
@@ -187,7 +243,7 @@ def describe_os_error(exc: OSError) -> str:
     if exc.errno in (errno.EACCES, errno.EPERM):
         return f"permission denied on {where}; it must be writable by you (uid check, chmod)"
     if exc.errno in (errno.EEXIST, errno.ENOTDIR):
-        return f"{where} is not a folder (a file is in the way); workspace and data_dir are folders"
+        return f"{where} is not a folder (a file is in the way)"
     if exc.errno == errno.ENOSPC:
         return f"no space left on the device holding {where}"
     return f"{where}: {exc.strerror or exc}"

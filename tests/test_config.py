@@ -152,8 +152,15 @@ def test_every_bad_key_and_value_is_named_at_once() -> None:
 def test_toml_syntax_error_names_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[search\nrrf_k = 1\n")
-    with pytest.raises(ConfigError, match=r"bad\.toml: invalid TOML"):
+    with pytest.raises(ConfigError, match=r"bad\.toml:1:8: invalid TOML: .* \(\[search\)$"):
         load_config(bad, env={})
+    bad.write_text('workspace = "w"\n[logging]\nlevel = debug\n')  # a bare word: quotes
+    with pytest.raises(ConfigError, match=r'bad\.toml:3:9: invalid TOML: .*level = "debug"'):
+        load_config(bad, env={})
+    bad.write_text("[store]\ndsn = postgresql://u:hunter2@db/m\n")  # no quotes, a password
+    with pytest.raises(ConfigError) as exc:
+        load_config(bad, env={})
+    assert "(dsn = ...)" in exc.value.message and "hunter2" not in exc.value.message
 
 
 def test_environment_overrides(tmp_path: Path) -> None:

@@ -49,11 +49,28 @@ def _file_as_socket_folder(tmp: Path, short: Path) -> Path:
     return _config(tmp, short, socket=str(short / "afile" / "s.sock"))
 
 
+def _folder_as_log_file(tmp: Path, short: Path) -> Path:
+    (tmp / "adir").mkdir()
+    cfg = _config(tmp, short)
+    cfg.write_text(cfg.read_text() + f'[logging]\nfile = "{tmp / "adir"}"\n')
+    return cfg
+
+
+def _file_in_the_log_file_s_way(tmp: Path, short: Path) -> Path:
+    (tmp / "afile").write_text("x\n")
+    cfg = _config(tmp, short)
+    cfg.write_text(cfg.read_text() + f'[logging]\nfile = "{tmp / "afile" / "m.log"}"\n')
+    return cfg
+
+
+# every path setting that names a place memoryd cannot use is named by its key
 FAILURES = {
     "configuration": (_bad_config, 2, "search.rrf_k"),
-    "workspace is a file": (_file_as_workspace, 1, "afile is not a folder"),
-    "data_dir is a file": (_file_as_data_dir, 1, "is not a folder"),
-    "socket folder is a file": (_file_as_socket_folder, 1, "is not a folder"),
+    "workspace is a file": (_file_as_workspace, 1, "workspace: "),
+    "data_dir is a file": (_file_as_data_dir, 1, "data_dir: "),
+    "socket folder is a file": (_file_as_socket_folder, 1, "socket folder"),
+    "logging.file is a folder": (_folder_as_log_file, 1, "logging.file: "),
+    "a file in logging.file's way": (_file_in_the_log_file_s_way, 1, "logging.file: "),
 }
 
 
@@ -79,6 +96,8 @@ def test_off_a_terminal_the_reason_is_one_json_line(
     assert len(fatal) == 1, done.stderr
     assert fatal[0]["level"] == "error" and fatal[0]["exit_status"] == status
     assert words in fatal[0]["error"]
+    if status == 1 and "socket" not in name:  # found before a store is made for nothing
+        assert not (tmp_path / "data" / "memoryd.db").exists()
 
 
 def test_a_second_daemon_says_so_in_json(daemon_factory: Any) -> None:
@@ -125,7 +144,7 @@ def test_on_a_terminal_the_reason_is_a_plain_line(tmp_path: Path, short_dir: Pat
         os.close(main)
     assert done.returncode == 2
     text = out.decode()
-    assert text.startswith("memoryd: configuration error: search.rrf_k"), text
+    assert text.startswith(f"memoryd: configuration error: {cfg}:7: search.rrf_k"), text
     assert "{" not in text
 
 

@@ -327,3 +327,17 @@ def test_a_query_the_model_fails_on_is_answered_by_keywords(make_app: Any) -> No
         app.searcher.search(SearchRequest(query="POISON word", mode="vector"))
     plain = app.searcher.search(SearchRequest(query="plain word", mode="auto"))
     assert plain["mode"] == "hybrid" and "model_state" not in plain
+
+
+def test_an_unusable_model_path_is_named_in_the_reason_of_the_model_used(tmp_path: Path) -> None:
+    """`model_path` pointing at a file (or an empty folder): the next model in the order is
+    used, and status's reason says why the configured folder was not (before: only a log line,
+    and status named the offline model as if model_path were not set)."""
+    from memoryd.core.config import Config
+
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "empty").mkdir()
+    for where, words in (("afile", "is not a folder"), ("empty", "has no .onnx file")):
+        cfg = Config.from_dict({"embedding": {"model_path": str(tmp_path / where)}})
+        _, reason = resolve_model(cfg.embedding, tmp_path / "data")
+        assert reason.startswith(f"embedding.model_path {tmp_path / where} {words}; "), reason

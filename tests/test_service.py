@@ -128,6 +128,7 @@ def test_unit_has_what_the_daemon_relies_on() -> None:
         "ExecStart=/opt/py/bin/python -m memoryd run --config /etc/m.toml",
         "ExecReload=/bin/kill -HUP $MAINPID",
         "Restart=on-failure",
+        "RestartPreventExitStatus=2",  # memoryd run's status for a configuration error
         "RestartSec=2",
         "WatchdogSec=30s",
         "TimeoutStopSec=30s",
@@ -493,3 +494,30 @@ def test_launchd_ignores_socket_activation(
 ) -> None:
     assert memoryd_service("install", "--socket-activation", "--dry-run") == 0
     assert "ignored with launchd" in capsys.readouterr().err
+
+
+def test_install_warns_of_what_the_service_would_read_otherwise(
+    fake: Fake,
+    systemd: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The service does not see this shell's variables: a `$NOTES` in a path (set here, unset
+    there: a configuration error at every start of the unit), or an XDG_DATA_HOME that moves
+    data_dir, is said at install, while a config that reads the same both ways says nothing."""
+    cfg = tmp_path / "svc.toml"
+    cfg.write_text('workspace = "$NOTES/vault"\n')
+    monkeypatch.setenv("NOTES", str(tmp_path / "n"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    assert memoryd_service("install", "--dry-run", "--config", str(cfg)) == 0
+    err = capsys.readouterr().err
+    assert "under the service manager" in err and "workspace: $NOTES is not set" in err, err
+    cfg.write_text(f'workspace = "{tmp_path}/vault"\n')
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "elsewhere"))
+    assert memoryd_service("install", "--dry-run", "--config", str(cfg)) == 0
+    err = capsys.readouterr().err
+    assert f"data_dir is {fake.home}/.local/share/memoryd under the service" in err, err
+    cfg.write_text(f'workspace = "{tmp_path}/vault"\ndata_dir = "{tmp_path}/data"\n')
+    assert memoryd_service("install", "--dry-run", "--config", str(cfg)) == 0
+    assert "under the service" not in capsys.readouterr().err

@@ -159,3 +159,30 @@ def test_the_guard_stopped_while_it_starts_never_raises(tmp_path: Path) -> None:
     late.stop()
     late.start()
     assert late._thread is None
+
+
+def test_a_workspace_setting_changed_to_a_new_folder_makes_it(
+    make_app: Any, tmp_path: Path
+) -> None:
+    """`workspace` pointed at a folder not made yet, with notes indexed from the old one: the
+    new folder is made (not taken for a drive not mounted, which left the user's first
+    `printf > ~/memoryd/x.md` failing and the old notes in every search), the old notes
+    leave the index, and a note written there is found."""
+    app = started(make_app, NOTES)
+    app.close()
+    new = tmp_path / "vault"
+    again = make_app(model=None, workspace=str(new))
+    again.start(jobs=False)
+    wait_for(again.ready.is_set)
+    assert new.is_dir()
+    assert again.status()["watcher"]["error"] is None
+    wait_for(lambda: paths(again, "lighthouse") == [])
+    (new / "c.md").write_text("# C\n\nA lighthouse far away\n")
+    wait_for(lambda: paths(again, "lighthouse") == ["c.md"])
+    again.close()
+    new.rename(tmp_path / "unplugged")  # this folder away: the drive rule again
+    third = make_app(model=None, workspace=str(new))
+    third.start(jobs=False)
+    wait_for(third.ready.is_set)
+    assert not new.exists()
+    assert paths(third, "lighthouse") == ["c.md"]

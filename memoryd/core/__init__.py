@@ -1,6 +1,7 @@
 """The foundation every other package stands on: library errors (one place, each with its
 JSON-RPC code), the configuration (TOML, env overrides, validation), time and duration parsing,
-atomic file writes and the data-dir lock, structured logging, and the allocator settings.
+atomic file writes, the data-dir and workspace locks, structured logging, and the allocator
+settings.
 
 May import: nothing of memoryd but `memoryd.core` (and `memoryd.__version__`).
 """

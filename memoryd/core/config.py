@@ -19,8 +19,9 @@ from typing import Any
 import tomli_w
 from pathspec import GitIgnoreSpec
 
-from memoryd.core.dsn import check_dsn
-from memoryd.core.errors import ConfigError, InvalidInput
+from memoryd.core.configsource import locate, toml_error
+from memoryd.core.dsn import DSN_REQUIRED, WORKSPACE_ID, check_dsn, read_password_file
+from memoryd.core.errors import ConfigError, InvalidInput, describe
 from memoryd.core.runtime import default_data_dir, default_socket_path
 from memoryd.core.sections import (
     SECTIONS,
@@ -109,13 +110,22 @@ class Config:
         for name, klass in SECTIONS.items():
             raw = data.get(name, {})
             if not isinstance(raw, Mapping):
-                problems.append(f"{name}: expected a table ([{name}]), got {raw!r}")
+                problems.append(f"{name}: expected a table ([{name}]), got {describe(raw)}")
                 continue
-            section = _section(name, klass, raw, problems)
+            section = _section(name, klass, raw, problems, base, env)
             if section is not None:
                 sections[name] = section
+        store = sections.get("store") or StoreConfig()
+        pg = store.backend == "postgres"  # what `memoryd run` refuses
+        if pg and not store.dsn:
+            problems.append(DSN_REQUIRED)  # `memoryd run` said so; `config check` did not
+        if pg and store.workspace_id and not WORKSPACE_ID.match(store.workspace_id):
+            problems.append(
+                "store.workspace_id: expected letters, digits and . _ : - (at most 128), "
+                f"got {store.workspace_id!r}"
+            )
         if problems:
-            raise ConfigError("; ".join(problems))
+            raise ConfigError("; ".join(problems), data={"problems": problems})
         if os.path.normpath(paths["data_dir"]) == os.path.normpath(paths["workspace"]):
             raise ConfigError(
                 "data_dir: must not be the workspace itself (the database, checkpoints and trash "
@@ -154,6 +164,27 @@ class Config:
                     "choose another file, such as <data_dir>/memoryd.log"
                 )
 
+    def setting_for(self, path: str | os.PathLike[str] | None) -> str | None:
+        """The path setting a failed file operation was about: the one whose path is `path`,
+        lies inside it (a folder on the way could not be made) or holds it (a file in
+        data_dir); the most specific when several do (a data_dir inside the workspace)."""
+        if path is None:
+            return None
+        p = os.path.normpath(os.fsdecode(path))
+        best: tuple[int, str] | None = None
+        named = {k: str(getattr(self, k)) for k in TOP_LEVEL}
+        for name in ("logging.file", "embedding.model_path", "store.password_file"):
+            section, _, key = name.partition(".")
+            named[name] = getattr(getattr(self, section), key)
+        for key, value in named.items():
+            if not value:
+                continue
+            q = os.path.normpath(value)
+            related = p == q or q.startswith(p + os.sep) or p.startswith(q + os.sep)
+            if related and (best is None or len(q) > best[0]):
+                best = (len(q), key)
+        return best[1] if best else None
+
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {k: str(getattr(self, k)) for k in TOP_LEVEL}
         for name in SECTIONS:
@@ -170,21 +201,44 @@ def _suggest(key: str, options: set[str] | list[str]) -> str:
 
 
 def _path(value: Any, key: str, base: Path, env: Mapping[str, str]) -> Path:
+    """Every path setting's one rule: $VARS and ~ expanded, relative to the config file's
+    folder (`base`). A variable that is not set is an error: under a service manager the
+    shell's variables are not there, and the path would have been made with `$NAME` in it."""
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{key}: expected a path string, got {value!r}")
-    expanded = os.path.expanduser(_expand_vars(value, env))
+        raise ConfigError(f"{key}: expected a path string, got {describe(value)}")
+    expanded = os.path.expanduser(_expand_vars(value, key, env))
     p = Path(expanded)
     return p if p.is_absolute() else (base / p)
 
 
-def _expand_vars(value: str, env: Mapping[str, str]) -> str:
+def _expand_vars(value: str, key: str, env: Mapping[str, str]) -> str:
+    template = string.Template(value)
     try:
-        return string.Template(value).safe_substitute(env)
-    except ValueError:
+        names = [
+            m.group("named") or m.group("braced")
+            for m in template.pattern.finditer(value)
+            if m.group("named") or m.group("braced")
+        ]
+        missing = [n for n in names if n not in env]
+        if missing:
+            raise ConfigError(
+                f"{key}: ${missing[0]} is not set (in {value!r}); set it in memoryd's "
+                "environment (a service does not see your shell's), or write the path out "
+                "($$ for a literal $)"
+            )
+        return template.substitute(env)
+    except ValueError:  # a lone '$' (not a variable): the text as written
         return value
 
 
-def _section(name: str, klass: type, raw: Mapping[str, Any], problems: list[str]) -> Any:
+def _section(
+    name: str,
+    klass: type,
+    raw: Mapping[str, Any],
+    problems: list[str],
+    base: Path,
+    env: Mapping[str, str],
+) -> Any:
     """The section's dataclass, or None when a key or value is bad (each one added to
     `problems`)."""
     flds = {f.name: f for f in fields(klass)}
@@ -193,8 +247,14 @@ def _section(name: str, klass: type, raw: Mapping[str, Any], problems: list[str]
         if key not in flds:
             problems.append(f"unknown key '{name}.{key}'{_suggest(key, list(flds))}")
             continue
+        spec = flds[key].metadata["spec"]
         try:
-            values[key] = _check(f"{name}.{key}", raw[key], flds[key].metadata["spec"])
+            if spec[0] == "path":  # a file or folder; "" = none
+                value = raw[key]
+                ok = isinstance(value, str) and not value.strip()
+                values[key] = "" if ok else str(_path(value, f"{name}.{key}", base, env))
+            else:
+                values[key] = _check(f"{name}.{key}", raw[key], spec)
         except ConfigError as exc:
             problems.append(exc.message)
     return klass(**values) if len(problems) == bad else None
@@ -205,7 +265,7 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int) or not spec[1] <= value <= spec[2]:
             raise ConfigError(
-                f"{key}: expected an integer from {spec[1]} to {spec[2]}, got {value!r}"
+                f"{key}: expected an integer from {spec[1]} to {spec[2]}, got {describe(value)}"
             )
         return value
     if kind == "float":
@@ -215,24 +275,26 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
             or not spec[1] <= value <= spec[2]
         ):
             raise ConfigError(
-                f"{key}: expected a number from {spec[1]} to {spec[2]}, got {value!r}"
+                f"{key}: expected a number from {spec[1]} to {spec[2]}, got {describe(value)}"
             )
         return float(value)
     if kind == "bool":
         if not isinstance(value, bool):
-            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+            raise ConfigError(f"{key}: expected true or false, got {describe(value)}")
         return value
     if kind in ("str", "name"):
         if not isinstance(value, str) or (kind == "name" and not value.strip()):
-            raise ConfigError(f"{key}: expected a string, got {value!r}")
+            raise ConfigError(f"{key}: expected a string, got {describe(value)}")
         return value
     if kind == "choice":
         if not isinstance(value, str) or value.lower() not in spec[1]:
-            raise ConfigError(f"{key}: expected one of {', '.join(spec[1])}, got {value!r}")
+            raise ConfigError(f"{key}: expected one of {', '.join(spec[1])}, got {describe(value)}")
         return value.lower()
     if kind == "globs":  # gitignore patterns (pathspec), checked here so a bad one stops startup
         if not isinstance(value, list) or not all(isinstance(g, str) and g.strip() for g in value):
-            raise ConfigError(f"{key}: expected a list of gitignore patterns, got {value!r}")
+            raise ConfigError(
+                f"{key}: expected a list of gitignore patterns, got {describe(value)}"
+            )
         for g in value:
             try:
                 ok = GitIgnoreSpec.from_lines([g]).patterns[0].include is not None
@@ -250,13 +312,17 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         # overflows the scheduler's timedelta (a traceback at startup).
         low = MIN_JOB_INTERVAL if key.startswith("jobs.") else 0.0
         if not low <= seconds <= MAX_DURATION:
-            raise ConfigError(f"{key}: expected a duration from {low:g}s to 3650d, got {value!r}")
+            raise ConfigError(
+                f"{key}: expected a duration from {low:g}s to 3650d, got {describe(value)}"
+            )
         return seconds
     if kind == "dsn":
         # A libpq connection string or URI. The password never lives in the config file: it
         # comes from PGPASSWORD, ~/.pgpass (PGPASSFILE) or store.password_file.
         if not isinstance(value, str):
-            raise ConfigError(f"{key}: expected a PostgreSQL connection string, got {value!r}")
+            raise ConfigError(
+                f"{key}: expected a PostgreSQL connection string, got {describe(value)}"
+            )
         check_dsn(value, key)
         return value
     if kind == "relpath":
@@ -266,7 +332,9 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
             or os.path.isabs(value)
             or ".." in Path(value).parts
         ):
-            raise ConfigError(f"{key}: expected a folder inside the workspace, got {value!r}")
+            raise ConfigError(
+                f"{key}: expected a folder inside the workspace, got {describe(value)}"
+            )
         return value
     if kind == "logname":
         # A strftime pattern for the daily log's file name inside dailylog.folder (it may add
@@ -280,12 +348,12 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         ):
             raise ConfigError(
                 f"{key}: expected a strftime pattern for a .md file name like '%Y-%m-%d.md', "
-                f"got {value!r}"
+                f"got {describe(value)}"
             )
         return value
     if kind == "format":
         if not isinstance(value, str):
-            raise ConfigError(f"{key}: expected a string, got {value!r}")
+            raise ConfigError(f"{key}: expected a string, got {describe(value)}")
         try:
             names = {f for _, f, _, _ in string.Formatter().parse(value) if f is not None}
         except ValueError as exc:
@@ -316,7 +384,9 @@ def find_config_file(
     env = os.environ if env is None else env
     for candidate, what in ((explicit, "--config"), (env.get("MEMORYD_CONFIG"), "MEMORYD_CONFIG")):
         if candidate:
-            p = Path(os.path.expanduser(str(candidate)))
+            # absolute: relative paths in it are relative to its folder, and a reload reads
+            # the same file whatever the working directory is then
+            p = Path(os.path.abspath(os.path.expanduser(str(candidate))))
             if not p.is_file():
                 raise ConfigError(f"{what}: no configuration file at {p}")
             return p
@@ -363,7 +433,8 @@ def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
             continue
         flds = {f.name: f for f in fields(SECTIONS[section])}
         if key not in flds:
-            raise ConfigError(f"{var}: unknown key '{section}.{key}'{_suggest(key, list(flds))}")
+            names = [f"MEMORYD_{section.upper()}_{name.upper()}" for name in flds]
+            raise ConfigError(f"{var}: unknown key '{section}.{key}'{_suggest(var, names)}")
         out.setdefault(section, {})[key] = _env_value(raw, flds[key].metadata["spec"])
     return out
 
@@ -400,16 +471,37 @@ def unread_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     return out
 
 
+def doubtful(cfg: Config) -> list[str]:
+    """Valid settings that are most likely a mistake, said as warnings (`memoryd config check`,
+    the daemon's log at start and reload): `MEMORYD_INDEXER_INCLUDE=` left empty made every
+    note leave the index without a word."""
+    out = []
+    if not cfg.indexer.include:
+        out.append(
+            "indexer.include is empty: no workspace file is a note, and the notes indexed "
+            "so far leave the index (memories stay)"
+        )
+    return out
+
+
 def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
     env = os.environ if env is None else env
     found = find_config_file(path, env)
     data: dict[str, Any] = {}
+    text = ""
     if found is not None:
         try:
-            data = tomllib.loads(found.read_text(encoding="utf-8"))
+            raw = found.read_bytes()
+            text = raw.decode("utf-8-sig")  # a byte order mark (Notepad's) is no error
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{found}: invalid TOML: {exc}") from None
-        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(toml_error(found, text, exc)) from None
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise ConfigError(
+                f"{found}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8"
+            ) from None
+        except OSError as exc:
             raise ConfigError(f"{found}: cannot read: {exc}") from None
     for key, value in env_overrides(env).items():
         if isinstance(value, dict):
@@ -418,9 +510,16 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
                 section.update(value)
         else:
             data[key] = value
-    cfg = Config.from_dict(data, base_dir=found.parent if found else None, env=env)
-    if found is not None:
-        cfg.check_log_file(found, found.resolve())
+    try:
+        cfg = Config.from_dict(data, base_dir=found.parent if found else None, env=env)
+        if found is not None:
+            cfg.check_log_file(found, found.resolve())
+        if cfg.store.backend == "postgres" and cfg.store.password_file:
+            read_password_file(Path(cfg.store.password_file))  # readable, and by you alone
+    except ConfigError as exc:  # each problem with the file and line, or the variable, it is in
+        problems = (exc.data or {}).get("problems") or [exc.message]
+        located = locate(problems, found, text, env)
+        raise ConfigError("; ".join(located), data={"problems": located}) from None
     return dataclasses.replace(cfg, source=found)
 
 
@@ -471,5 +570,13 @@ def needs_restart(changes: list[tuple[str, Any, Any]]) -> list[str]:
 
 def to_toml(cfg: Config) -> str:
     """The configuration as a TOML document that tomllib reads back into the same Config
-    (tomli-w escapes newlines, quotes, backslashes and control characters)."""
-    return tomli_w.dumps(cfg.as_dict())
+    (tomli-w escapes newlines, quotes, backslashes and control characters; a `$` in a path
+    is written `$$`, as it is read)."""
+    data = cfg.as_dict()
+    for key in TOP_LEVEL:
+        data[key] = data[key].replace("$", "$$")
+    for name, klass in SECTIONS.items():
+        for f in fields(klass):
+            if f.metadata["spec"][0] == "path":
+                data[name][f.name] = data[name][f.name].replace("$", "$$")
+    return tomli_w.dumps(data)

@@ -6,6 +6,7 @@ and no message repeats the password). libpq itself reads it when psycopg is inst
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from memoryd.core.errors import ConfigError
 
@@ -62,3 +63,25 @@ def dsn_has_password(dsn: str) -> bool:
         except ValueError:  # malformed (an unclosed [): user:password@ before the host
             return re.match(r"^postgres(ql)?://[^/?#@]*:[^/?#@]*@", dsn) is not None
     return re.search(r"(^|\s)password\s*=", dsn) is not None
+
+
+WORKSPACE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+DSN_REQUIRED = (
+    'store.dsn: required with store.backend = "postgres", e.g. '
+    '"postgresql://memoryd@db.internal/memoryd"'
+)
+
+
+def read_password_file(path: Path) -> str:
+    """store.password_file's password; ConfigError when it cannot be read or others can."""
+    try:
+        st = path.stat()
+        password = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"store.password_file: cannot read {path}: {exc}") from None
+    if st.st_mode & 0o077:
+        raise ConfigError(
+            f"store.password_file: {path} can be read by others (mode {st.st_mode & 0o777:o}); "
+            f"chmod 600 {path}"
+        )
+    return password

@@ -102,7 +102,7 @@ class StoreUnavailable(Unavailable):
 
 
 class AlreadyRunning(MemorydError):
-    """Another daemon already owns this database or socket."""
+    """Another daemon already owns this database, socket or workspace folder."""
 
     code = -32011
 

@@ -2,9 +2,10 @@
 service` writes): the new bytes go to a hidden temp file in the same folder (created with
 O_EXCL | O_NOFOLLOW, so never through a planted symlink), which is fsynced and renamed over the
 file; then the folder is fsynced. A failure at any step removes the temp and leaves the old file
-whole. Also: the data-dir lock (one daemon, or one `store migrate`, per database), and
-make_dirs, the one way memoryd creates folders: with an explicit mode, so that a umask of 000
-never leaves a folder others can write to."""
+whole. Also: the data-dir lock (one daemon, or one `store migrate`, per database), the
+workspace lock (one daemon per workspace folder, whatever its data_dir), and make_dirs, the one
+way memoryd creates folders: with an explicit mode, so that a umask of 000 never leaves a
+folder others can write to."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from memoryd.core.errors import AlreadyRunning
 
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _FLAGS = (
     os.O_WRONLY
     | os.O_CREAT
@@ -158,6 +160,92 @@ def acquire_lock(path: Path) -> int:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def lock_workspace(folder: Path, *, why: str) -> list[int]:
+    """flocks that keep one daemon per workspace, taken without making any file: exclusive on
+    the folder itself, shared on every folder above its real path. A second daemon on the same
+    folder (through any path to it), on a folder inside it or on one holding it gets
+    AlreadyRunning naming the first (its pid and command line where the system tells: Linux's
+    /proc/locks). Nothing held (an empty list) when the folder is missing or its file system
+    keeps no such locks (some network file systems)."""
+    fds: list[int] = []
+    try:
+        fd = _open_folder(folder)
+        if fd is None:
+            return []
+        fds.append(fd)
+        got = _flock(fd, fcntl.LOCK_EX)
+        if got is None:
+            os.close(fds.pop())
+            return []
+        if not got:
+            holder, kind = _lock_holder(os.fstat(fd), ("WRITE", "READ"))
+            where = f"a workspace inside {folder}" if kind == "READ" else f"the workspace {folder}"
+            raise AlreadyRunning(f"another memoryd{holder} is already serving {where}; {why}")
+        for parent in Path(os.path.realpath(folder)).parents:
+            pfd = _open_folder(parent)
+            if pfd is None:
+                continue
+            fds.append(pfd)
+            if _flock(pfd, fcntl.LOCK_SH) is False:
+                holder, _ = _lock_holder(os.fstat(pfd), ("WRITE",))
+                raise AlreadyRunning(
+                    f"another memoryd{holder} is already serving the workspace {parent}, "
+                    f"which holds {folder}; {why}"
+                )
+        return fds
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+
+
+def _open_folder(folder: Path) -> int | None:
+    try:
+        return os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+    except OSError:  # missing, or not ours to read: nothing to hold there
+        return None
+
+
+def _flock(fd: int, how: int) -> bool | None:
+    """True: held; False: another holds it; None: this file system keeps no flocks."""
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None
+    return True
+
+
+def _lock_holder(
+    st: os.stat_result, kinds: tuple[str, ...], locks: str = "/proc/locks"
+) -> tuple[str, str]:
+    """(' (pid N: its command line)', 'WRITE' or 'READ') of a process holding an flock of one
+    of `kinds` (in that order of preference) on the file `st` is, from Linux's /proc/locks;
+    ('', '') where that cannot be told."""
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open(locks, encoding="ascii", errors="replace") as f:
+            rows = [line.split() for line in f]
+    except OSError:
+        return "", ""
+    # "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234 0 EOF" (a waiting lock has "->" after "1:")
+    held = [[x for x in row if x != "->"] for row in rows if "->" not in row]
+    for kind in kinds:
+        for fields in held:
+            if len(fields) >= 6 and fields[1] == "FLOCK" and fields[3] == kind:
+                if fields[5] != dev:
+                    continue
+                pid = fields[4]
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                except OSError:
+                    cmd = ""
+                return (f" (pid {pid}: {cmd})" if cmd else f" (pid {pid})"), kind
+    return "", ""
 
 
 def unused_folder(parent: Path, stamp: str, rel: str) -> Path:

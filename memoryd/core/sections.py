@@ -9,7 +9,8 @@ from typing import Any
 
 # --- sections ----------------------------------------------------------------------------------
 # Each field's metadata carries its validator: ("int", lo, hi), ("float", lo, hi), ("bool",),
-# ("str",), ("choice", options), ("globs",), ("duration",).
+# ("str",), ("choice", options), ("globs",), ("duration",), ("path",) (a file or folder,
+# expanded and made absolute as the top-level paths are).
 
 
 def _f(default: Any, *spec: Any) -> Any:
@@ -64,7 +65,7 @@ class SearchConfig:
 @dataclass(frozen=True)
 class EmbeddingConfig:
     enabled: bool = _f(True, "bool")
-    model_path: str = _f("", "str")
+    model_path: str = _f("", "path")
     model: str = _f("sentence-transformers/all-MiniLM-L6-v2", "str")
     allow_download: bool = _f(True, "bool")
     batch_size: int = _f(8, "int", 1, 1024)
@@ -98,7 +99,7 @@ class WebConfig:
 class LoggingConfig:
     level: str = _f("info", "choice", ("debug", "info", "warning", "error"))
     format: str = _f("auto", "choice", ("auto", "json", "console"))
-    file: str = _f("", "str")
+    file: str = _f("", "path")
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ class StoreConfig:
 
     backend: str = _f("sqlite", "choice", ("sqlite", "postgres"))
     dsn: str = _f("", "dsn")
-    password_file: str = _f("", "str")
+    password_file: str = _f("", "path")
     workspace_id: str = _f("", "str")
     pool_size: int = _f(8, "int", 1, 1000)
     statement_timeout_ms: int = _f(30000, "int", 100, 86_400_000)

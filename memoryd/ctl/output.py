@@ -245,6 +245,9 @@ def status_summary(res: dict[str, Any]) -> str:
         problems.append("embedding model failed")
     if skipped:
         problems.append(f"{len(skipped)} file(s) skipped")
+    restart = (res.get("config") or {}).get("restart_needed") or []
+    if restart:
+        problems.append(f"restart to apply {', '.join(restart)}")
     if res.get("drift") and res["drift"].get("total"):
         problems.append(f"drift {res['drift']['total']}")
     health = "needs attention: " + ", ".join(problems) if problems else "ok"

@@ -226,6 +226,8 @@ MODEL_FIX = (
 
 
 def resolve_model(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
+    """The model to use and why (status's `model.reason`). A model_path that cannot be used
+    is named in the reason of the model used instead: the setting is not ignored silently."""
     if not cfg.enabled:
         return None, "embedding.enabled is false: keyword search only"
     if cfg.model_path:
@@ -237,6 +239,12 @@ def resolve_model(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
                 "model_path", cfg.model, f"{cfg.model}@{path.name}", path, desc
             ), desc
         log.warning("embedding.model_path unusable", reason=problem)
+        resolved, reason = _resolve_without_path(cfg, data_dir)
+        return resolved, f"{problem}; {reason}"
+    return _resolve_without_path(cfg, data_dir)
+
+
+def _resolve_without_path(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
     if wants_multilingual(cfg.model):
         if not multilingual_installed():
             reason = (

@@ -6,6 +6,7 @@ the daemon wraps one in the socket server and the process lifecycle.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -17,13 +18,12 @@ from memoryd import __version__
 from memoryd.core import collector, malloc
 from memoryd.core.config import Config
 from memoryd.core.errors import MemorydError
-from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 from memoryd.index import chunking, fstype
 from memoryd.index.embed import ModelHolder, background_threads, load_embedder, resolve_model
 from memoryd.index.embedworker import EmbedWorker
-from memoryd.index.indexer import ROOT_AWAY, Indexer
+from memoryd.index.indexer import Indexer
 from memoryd.index.watcher import Watcher
 from memoryd.memory import checkpoints, lifecycle
 from memoryd.memory.dailylog import DailyLog, marker_ids
@@ -34,8 +34,13 @@ from memoryd.search.neardup import NearDuplicates
 from memoryd.search.searcher import Searcher
 from memoryd.serve.jobs import Jobs, daemon_jobs
 from memoryd.serve.searchlog import SearchLog
-from memoryd.serve.workspaceguard import WorkspaceGuard
-from memoryd.store import Store, docpaths, entries, ftsprune
+from memoryd.serve.workspaceguard import (
+    WorkspaceGuard,
+    WorkspaceLock,
+    prepare_dirs,
+    prepare_workspace,
+)
+from memoryd.store import docpaths, entries, ftsprune
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
 
@@ -85,14 +90,25 @@ class App:
         self.started_at = clock()
         self._started = time.monotonic()  # uptime: the wall clock may step back (or forward)
         self.search_log = SearchLog(clock)
+        # settings the configuration file changed that only a restart applies (set by the
+        # daemon's reload; status shows them beside the file)
+        self.restart_needed: list[str] = []
         # set by the daemon when it can serve the web page (memoryd.web): starts it, says where
         self.open_page: Callable[[], dict[str, Any]] | None = None
         malloc.limit_arenas()  # before our threads exist: freed inference memory goes back
         malloc.fix_mmap_threshold()  # buffers of a few MB are unmapped when freed (issue 23.2)
         prepare_dirs(cfg)
+        # the daemon's: one per workspace folder (before a store is made in this data_dir) and,
+        # on PostgreSQL, one per workspace id (store/pg/claim.py)
+        self.workspace_lock = WorkspaceLock(cfg.workspace, enabled=claim_workspace)
+        self.workspace_lock.take()
         checkpoints.clean_partial(cfg.data_dir)
-        self.store = open_store(cfg, claim=claim_workspace)  # the daemon's: store/pg/claim.py
+        if os.path.exists(cfg.workspace) and not os.path.isdir(cfg.workspace):
+            # a file in the way (a dangling symlink is a drive not mounted: prepare_workspace)
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(cfg.workspace))
+        self.store = open_store(cfg, claim=claim_workspace)
         prepare_workspace(cfg, self.store)
+        self.workspace_lock.take()  # made just now
         self.model = model if model is not None else default_model_holder(cfg)
         # rebuilt in the background after index changes, never by a query (issue 23)
         self.fuzzy = FuzzyMatcher(cfg.search.fuzzy_min_similarity, read=self.store.read)
@@ -368,6 +384,7 @@ class App:
         old, self.watcher = self.watcher, None
         if old is not None:
             old.stop(flush=False)
+        self.workspace_lock.take_again()
         self.watcher_error = None
         self.start_watcher()
         self.dailylog.append_waiting(self._stored_memory)
@@ -475,6 +492,7 @@ class App:
         self.searcher.close()
         self.fuzzy.close()
         self.store.close()
+        self.workspace_lock.release()
         collector.release()  # what start-up froze is collectable again (a process of many apps)
 
     # -- reporting ----------------------------------------------------------------------------
@@ -526,6 +544,10 @@ class App:
             "workspace": str(self.cfg.workspace),
             "data_dir": str(self.cfg.data_dir),
             "socket": str(self.cfg.socket),
+            "config": {
+                "file": str(self.cfg.source) if self.cfg.source else None,
+                "restart_needed": list(self.restart_needed),
+            },
             "db_path": str(self.cfg.db_path),
             "db_bytes": self.store.size_bytes(),
             "counts": counts,
@@ -573,23 +595,3 @@ def _iso_at(rep: dict[str, Any] | None) -> dict[str, Any] | None:
     if rep is None:
         return None
     return {**rep, "at": iso(rep["at"])}
-
-
-def prepare_dirs(cfg: Config) -> None:
-    """data_dir private (0700); the workspace is App.prepare_workspace's."""
-    make_dirs(cfg.data_dir, PRIVATE_DIR)
-    os.chmod(cfg.data_dir, 0o700)
-
-
-def prepare_workspace(cfg: Config, store: Store) -> None:
-    """The workspace made when missing, unless notes are indexed from it: then it is away (a
-    drive not mounted yet, a symlink to it dangling), and a new empty folder in its place would
-    have the reconcile empty the index (WorkspaceGuard waits for it). A file in the way stops
-    start-up (make_dirs: NotADirectoryError)."""
-    ws = Path(cfg.workspace)
-    if os.path.isdir(ws):
-        return
-    if not os.path.exists(ws) and store.read(entries.documents):
-        log.error(ROOT_AWAY + "; not made again", root=str(ws))
-        return
-    make_dirs(ws, SHARED_DIR)

@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core import logsetup, runtime
-from memoryd.core.config import RELOADABLE, Config, diff, load_config, unread_env
+from memoryd.core.config import RELOADABLE, Config, diff, doubtful, load_config, unread_env
 from memoryd.core.errors import MemorydError
 from memoryd.core.fsutil import acquire_lock, process_umask
-from memoryd.serve.app import App, prepare_dirs
+from memoryd.serve.app import App
 from memoryd.serve.notify import Notifier, listen_fds
 from memoryd.serve.server import Server, prepare_socket_path
+from memoryd.serve.workspaceguard import prepare_dirs
 
 log = logsetup.get_logger("memoryd.serve.daemon")
 PATHS_CHECK_S = 30.0  # how often the socket and log files are looked for
@@ -216,7 +217,11 @@ class Daemon:
                 None, load_config, self.cfg.source
             )
         except MemorydError as exc:
-            log.error("reload failed; keeping the running configuration", error=exc.message)
+            source = self.cfg.source
+            error = exc.message
+            if source is not None and not source.is_file():  # not "--config: ..." when the
+                error = f"the configuration file {source} is gone (moved or deleted)"  # XDG one
+            log.error("reload failed; keeping the running configuration", error=error)
             self.notifier.ready("reload failed; running configuration kept")
             return
         if self.server is not None and not self.server.owns_path:  # socket activation
@@ -225,10 +230,13 @@ class Daemon:
         self.cfg = cfg
         if self.app is not None:
             self.app.apply_config(cfg)
+            self.app.restart_needed = restart
         if self.server is not None:
             self.server.apply(cfg.server, cfg.notes.max_bytes)
         logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
         log.info("configuration reloaded", changed=applied or None)
+        for doubt in doubtful(cfg):
+            log.warning("a setting that is most likely a mistake", reason=doubt)
         if restart:
             log.warning("these settings change only after a restart", keys=restart)
         self.notifier.ready("configuration reloaded")
@@ -238,6 +246,14 @@ def run(config_path: Path | None = None, page: Callable[[Config], PageHost] | No
     """`memoryd run`: load config (exit 2 on error), then run until stopped. `page` makes the
     web page for the loaded configuration (cli.py hands in memoryd.web's)."""
     cfg = load_config(config_path)
+    try:
+        return _run(cfg, page)
+    except OSError as exc:  # a folder or file a setting names cannot be used: say which setting
+        exc.setting = cfg.setting_for(exc.filename)  # type: ignore[attr-defined]
+        raise
+
+
+def _run(cfg: Config, page: Callable[[Config], PageHost] | None) -> int:
     process_umask()  # under `umask 000` nothing we create may be writable by others
     logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
     for var, close in unread_env():
@@ -246,6 +262,8 @@ def run(config_path: Path | None = None, page: Callable[[Config], PageHost] | No
             variable=var,
             did_you_mean=close or None,
         )
+    for doubt in doubtful(cfg):
+        log.warning("a setting that is most likely a mistake", reason=doubt)
     temp = runtime.temp_socket_path()
     why = runtime.untrusted_folder(temp.parent)
     if why is not None and cfg.socket == runtime.fallback_socket_path():

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memoryd.core.errors import ConfigError
 from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, atomic_write, make_dirs
 
 LABEL = "io.memoryd.daemon"
@@ -51,6 +52,8 @@ ExecStart={exec_start}
 ExecReload=/bin/kill -HUP $MAINPID
 Restart=on-failure
 RestartSec=2
+# 2: a configuration error, which a restart cannot fix (the reason is in the journal)
+RestartPreventExitStatus=2
 WatchdogSec=30s
 TimeoutStopSec=30s
 UMask=0077
@@ -161,6 +164,48 @@ def reference_files() -> dict[str, str]:
 
 
 # --- plans -------------------------------------------------------------------------------------
+
+
+# What a user service's environment holds whoever starts it (systemd's user manager, launchd),
+# besides the unit's own lines and what `systemctl --user import-environment` added.
+SERVICE_ENV = ("HOME", "USER", "LOGNAME", "SHELL", "XDG_RUNTIME_DIR", "TMPDIR", "LANG")
+
+
+def service_env_warnings(config: Path | None) -> list[str]:
+    """What the service would read differently from this shell, which has variables it does
+    not see: a `$VAR` in a path that is unset there (a configuration error at every start), or
+    another configuration file, workspace, data_dir or socket (XDG_CONFIG_HOME,
+    XDG_DATA_HOME, MEMORYD_* set in the shell: `memoryctl` here would look elsewhere)."""
+    from memoryd.core.config import TOP_LEVEL, load_config
+
+    shell = dict(os.environ)
+    plain = {k: os.environ[k] for k in SERVICE_ENV if k in os.environ}
+    try:
+        here = load_config(config, shell)
+    except ConfigError:
+        return []  # this shell's own reading fails: said by the check before, or by `run`
+    try:
+        there = load_config(config, plain)
+    except ConfigError as exc:
+        return [
+            "under the service manager, whose environment holds "
+            f"{', '.join(sorted(plain))} and the unit's lines only, the configuration reads: "
+            f"{exc.message}"
+        ]
+    out = []
+    if here.source != there.source:
+        out.append(
+            f"the service reads {there.source or 'no configuration file (defaults)'}, this "
+            f"shell {here.source or 'none'}: pass --config FILE"
+        )
+    for key in TOP_LEVEL:
+        mine, theirs = getattr(here, key), getattr(there, key)
+        if mine != theirs:
+            out.append(
+                f"{key} is {theirs} under the service but {mine} in this shell (set by a "
+                "variable the service does not see): write it in the configuration file"
+            )
+    return out
 
 
 def _say(text: str, *, err: bool = False) -> None:
@@ -455,6 +500,9 @@ def handler(args: argparse.Namespace) -> int:
         # this shell's MEMORYD_* variables, so neither does the check.
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
         load_config(config, env)
+    if action == "install":
+        for warning in service_env_warnings(config):
+            _say(f"memoryd: warning: {warning}", err=True)
     socket_activation = getattr(args, "socket_activation", False)
     if socket_activation and kind != "systemd":
         _say("memoryd: --socket-activation is for systemd; ignored with launchd", err=True)

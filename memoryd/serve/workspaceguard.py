@@ -7,6 +7,18 @@ daily log, `note write`), and `status` says so. A look at the folder every few s
 its return, or another folder now at its path (a drive mounted again, a vault restored): the
 watcher then watches the new folder and a reconcile catches up with what changed meanwhile.
 The same look starts a watcher whose threads died again (at most once a minute).
+
+One daemon per workspace folder (`WorkspaceLock`): two daemons with their own data_dirs on one
+folder (the service, and a `memoryd run --config other.toml` beside it) would each number
+their memories from 1 and write their daily-log lines into the same files, and a delete or an
+update in one would take out or rewrite the other's line of the same id; a daemon on a folder
+inside another's workspace has its daily log indexed by the other as notes (each memory shown
+there with its marker), and the other's delete can reach its lines. The daemon holds flocks on
+the folder and the folders above it (fsutil.lock_workspace; nothing is written into them); a
+second one on the same folder, inside it or above it refuses to start, naming the first.
+
+At start: `prepare_dirs` (the private data_dir) and `prepare_workspace` (the folder made, or
+waited for when notes are indexed from it).
 """
 
 from __future__ import annotations
@@ -18,13 +30,63 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from memoryd.core.config import Config
+from memoryd.core.errors import AlreadyRunning
+from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, lock_workspace, make_dirs
 from memoryd.core.logsetup import get_logger
 from memoryd.index.indexer import ROOT_AWAY
+from memoryd.store import Store, entries
 
 log = get_logger("memoryd.serve.workspaceguard")
 
+WORKSPACE_META_KEY = "workspace.path"  # the folder the notes were indexed from
 CHECK_EVERY_S = 5.0  # a stat of one folder: nothing, even on a laptop's battery
 RESTART_EVERY_S = 60.0  # a watcher that keeps dying is started again at most this often
+TWO_DAEMONS = (
+    "two daemons over the same notes would index them twice and delete and rewrite each "
+    "other's daily-log lines; stop that one first, or give this configuration a workspace of "
+    "its own, outside the other's"
+)
+
+
+class WorkspaceLock:
+    """The daemon's hold on its workspace folder (see the module docstring)."""
+
+    def __init__(self, root: Path, *, enabled: bool = True) -> None:
+        self.root = Path(root)
+        self.enabled = enabled  # the daemon's App; not a test's or a tool's
+        self._fds: list[int] = []
+        self._identity: tuple[int, int] | None = None
+
+    def take(self) -> None:
+        """Hold the folder now at the root (again, when another folder took its place);
+        AlreadyRunning when another daemon holds it. A missing folder is held once it is made
+        or back (`take` again then)."""
+        if not self.enabled:
+            return
+        try:
+            st = os.stat(self.root)
+        except OSError:
+            return
+        if (st.st_dev, st.st_ino) == self._identity:
+            return
+        self.release()  # the folder that was here: the one now here is locked instead
+        self._fds = lock_workspace(self.root, why=TWO_DAEMONS)
+        if self._fds:
+            self._identity = (st.st_dev, st.st_ino)
+
+    def take_again(self) -> None:
+        """`take` for a folder that came back while serving: another daemon on it is an
+        error in the log (this one goes on; the other was there first)."""
+        try:
+            self.take()
+        except AlreadyRunning as exc:
+            log.error("workspace folder held by another daemon", error=exc.message)
+
+    def release(self) -> None:
+        for fd in self._fds:
+            os.close(fd)
+        self._fds, self._identity = [], None
 
 
 class WorkspaceGuard:
@@ -114,3 +176,39 @@ class WorkspaceGuard:
                 self.check()
             except Exception:  # never the end of the daemon
                 log.exception("workspace check failed")
+
+
+def prepare_dirs(cfg: Config) -> None:
+    """data_dir private (0700); the workspace is prepare_workspace's."""
+    make_dirs(cfg.data_dir, PRIVATE_DIR)
+    os.chmod(cfg.data_dir, 0o700)
+
+
+def prepare_workspace(cfg: Config, store: Store) -> None:
+    """The workspace made when missing, unless notes are indexed from it: then it is away (a
+    drive not mounted yet, a symlink to it dangling), and a new empty folder in its place would
+    have the reconcile empty the index (WorkspaceGuard waits for it). Notes indexed from
+    another path (the `workspace` setting changed to a folder not made yet) are no reason to
+    wait: the folder is made and the first reconcile takes the old notes out, as it does when
+    the new folder exists. The path is kept in the store's meta table (per workspace id on
+    PostgreSQL); a store without it (made before) is taken to be from this path. A file in
+    the way stops start-up (make_dirs: NotADirectoryError)."""
+    ws = Path(cfg.workspace)
+    workspace_id = store.info().get("workspace_id")
+    key = f"{WORKSPACE_META_KEY}:{workspace_id}" if workspace_id else WORKSPACE_META_KEY
+    before = store.read(lambda con: entries.get_meta(con, key))
+    if not os.path.isdir(ws):
+        elsewhere = before is not None and before != str(ws)
+        if not os.path.exists(ws) and not elsewhere and store.read(entries.documents):
+            log.error(ROOT_AWAY + "; not made again", root=str(ws))
+            return
+        if elsewhere:
+            log.info(
+                "the workspace setting changed: its folder is made, and the notes indexed "
+                "from the old one leave the index",
+                workspace=str(ws),
+                before=before,
+            )
+        make_dirs(ws, SHARED_DIR)
+    if before != str(ws):
+        store.run_write(lambda con: entries.set_meta(con, key, str(ws)))

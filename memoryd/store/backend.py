@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memoryd.core.dsn import DSN_REQUIRED, WORKSPACE_ID, read_password_file
 from memoryd.core.errors import ConfigError
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.store.protocol import Store
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from memoryd.core.config import Config
 
 WORKSPACE_ID_FILE = "workspace-id"
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+_ID = WORKSPACE_ID
 
 
 def open_store(cfg: Config, *, claim: bool = False) -> Store:
@@ -28,13 +29,9 @@ def open_store(cfg: Config, *, claim: bool = False) -> Store:
     AlreadyRunning (store/pg/claim.py)."""
     if cfg.store.backend == "sqlite":
         return SqliteStore(cfg.db_path)
-    try:
-        from memoryd.store.pg import PgSettings, PgStore
-    except ImportError as exc:
-        raise ConfigError(
-            'store.backend = "postgres" needs the PostgreSQL driver: '
-            f"pip install 'memoryd[postgres]' ({exc})"
-        ) from None
+    require_driver()
+    from memoryd.store.pg import PgSettings, PgStore
+
     return PgStore(
         PgSettings(
             conninfo(cfg),
@@ -49,27 +46,26 @@ def open_store(cfg: Config, *, claim: bool = False) -> Store:
     )
 
 
+def require_driver() -> None:
+    """ConfigError unless the PostgreSQL driver is installed (`memoryd run` and `memoryd config
+    check` say the same)."""
+    try:
+        import memoryd.store.pg  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            'store.backend = "postgres" needs the PostgreSQL driver: '
+            f"pip install 'memoryd[postgres]' ({exc})"
+        ) from None
+
+
 def conninfo(cfg: Config) -> str:
     """store.dsn, with the password from store.password_file when one is set (libpq itself
     reads PGPASSWORD and ~/.pgpass)."""
     if not cfg.store.dsn:
-        raise ConfigError(
-            'store.dsn: required with store.backend = "postgres", e.g. '
-            '"postgresql://memoryd@db.internal/memoryd"'
-        )
+        raise ConfigError(DSN_REQUIRED)
     if not cfg.store.password_file:
         return cfg.store.dsn
-    path = Path(os.path.expanduser(cfg.store.password_file))
-    try:
-        st = path.stat()
-        password = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"store.password_file: cannot read {path}: {exc}") from None
-    if st.st_mode & 0o077:
-        raise ConfigError(
-            f"store.password_file: {path} can be read by others (mode {st.st_mode & 0o777:o}); "
-            f"chmod 600 {path}"
-        )
+    password = read_password_file(Path(os.path.expanduser(cfg.store.password_file)))
     from psycopg.conninfo import make_conninfo
 
     return make_conninfo(cfg.store.dsn, password=password)
