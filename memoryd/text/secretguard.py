@@ -12,22 +12,63 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+_KEY_NAME = (
+    r"(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key|auth[_-]?token"
+    r"|client[_-]?secret)"
+)
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("private_key", re.compile(r"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    # the whole block, header to END line (or to the end of the text when it was cut off): the
+    # base64 body is the secret, and a redaction that kept it would keep the key
+    (
+        "private_key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*)",
+            re.DOTALL,
+        ),
+    ),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})")),
-    ("slack_token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+    (
+        "gitlab_token",
+        re.compile(r"\bgl(?:pat|dt|ptt|rt|cbt|soat|ft|imt|agent)-[A-Za-z0-9_-]{20,}"),
+    ),
+    ("slack_token", re.compile(r"\bx(?:ox[abeprs]|app)-[A-Za-z0-9-]{10,}")),
+    (
+        "slack_webhook",
+        re.compile(
+            r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,}"
+        ),
+    ),
+    ("anthropic_key", re.compile(r"\bsk-ant-[a-z]+\d*-[A-Za-z0-9_-]{20,}")),
     ("openai_key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}")),
+    ("stripe_key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
+    ("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
+    ("pypi_token", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,}")),
     ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    # user:PASSWORD@ in a URL (postgresql://, mysql://, mongodb+srv://, redis://:pw@, https://)
+    (
+        "url_password",
+        re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/?#@\[\]]*:(?P<value>[^\s/?#@]+)@"),
+    ),
+    # NAME = value, NAME: value, "NAME": "value", also as .env and shell spell the name
+    # (DB_PASSWORD=, AWS_SECRET_ACCESS_KEY=, export GITHUB_TOKEN=)
     (
         "credential_assignment",
         re.compile(
-            r"(?i)\b(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|auth[_-]?token"
-            r"|client[_-]?secret)\b\s*[:=]\s*['\"]?(?P<value>[^\s'\"]{6,})"
+            r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*" + _KEY_NAME + r"\b['\"]?"
+            r"\s*[:=]\s*['\"]?(?P<value>[^\s'\"]{6,})"
         ),
     ),
 ]
+# what templates and docs write where the secret goes: ${DB_PASSWORD}, $TOKEN, <password>,
+# {{ secret }}, ****, xxxxxx, %s; not a credential
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|<[^>]*>|\{\{?[^}]*\}?\}|\*+|x+|\.+|%s"
+    r"|pass(?:word)?|passwd|pwd|secret)$"
+)
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{32,}")
 
 
@@ -49,11 +90,12 @@ def scan(text: str) -> list[Finding]:
     found: list[Finding] = []
     for kind, pattern in PATTERNS:
         for m in pattern.finditer(text):
-            start, end = (
-                (m.start("value"), m.end("value"))
-                if "value" in pattern.groupindex
-                else (m.start(), m.end())
-            )
+            if "value" in pattern.groupindex:
+                if _PLACEHOLDER.match(m.group("value")):
+                    continue
+                start, end = m.start("value"), m.end("value")
+            else:
+                start, end = m.start(), m.end()
             found.append(Finding(kind, start, end))
     for m in _TOKEN.finditer(text):
         token = m.group()
@@ -73,11 +115,23 @@ def kinds(text: str) -> list[str]:
     return sorted({f.kind for f in scan(text)})
 
 
-def redact(text: str) -> str:
+def redact(text: str, skip: frozenset[str] = frozenset()) -> str:
     pieces, last = [], 0
     for f in scan(text):
+        if f.kind in skip:
+            continue
         pieces.append(text[last : f.start])
         pieces.append(f"[REDACTED:{f.kind}]")
         last = f.end
     pieces.append(text[last:])
     return "".join(pieces)
+
+
+_GUESS = frozenset({"high_entropy_token"})
+
+
+def redact_known(text: str) -> str:
+    """The log's redaction: every kind with a known shape (keys, tokens, private keys, URL
+    passwords, NAME=value), not the high-entropy guess, which log lines full of paths, hashes
+    and ids would trip on."""
+    return redact(text, _GUESS) if text else text

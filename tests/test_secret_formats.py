@@ -1,0 +1,205 @@
+"""The secret guard on the credentials agents actually paste (walk of stop 37: secrets and
+privacy): every common format is found and redacted whole, on every door that stores text, and
+no log line carries one.
+
+Found by the walk: `postgresql://user:pass@host`, `.env` lines (`DB_PASSWORD=...`,
+`GITHUB_TOKEN=...`), JSON's `"password": "..."`, GitLab tokens and Slack webhooks were stored
+(and written to the daily log) as they were; a private key's redaction kept its body."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from memoryd.core import logsetup
+from memoryd.core.errors import Refused
+from memoryd.serve import methods as api
+from memoryd.text.secretguard import kinds, redact, redact_known
+
+KEY_BODY = "MIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0"
+
+# (text, the secret in it, the kind found)
+FORMATS = [
+    ("key AKIAIOSFODNN7EXAMPLE here", "AKIAIOSFODNN7EXAMPLE", "aws_access_key"),
+    (
+        "aws_secret_access_key = wJalrXUtnFEMIK7MDENG",
+        "wJalrXUtnFEMIK7MDENG",
+        "credential_assignment",
+    ),
+    ("ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2, "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2, "github_token"),
+    ("token glpat-xK9f3Lm2Qw8ZrT5yB7nV", "glpat-xK9f3Lm2Qw8ZrT5yB7nV", "gitlab_token"),
+    ("sk-proj-abcDEF123ghiJKL456mnoPQR789", "sk-proj-abcDEF123ghiJKL456mnoPQR789", "openai_key"),
+    (
+        "sk-ant-api03-abcdefghij0123456789-ABCD",
+        "sk-ant-api03-abcdefghij0123456789",
+        "anthropic_key",
+    ),
+    ("xoxb-1234567890-1234567890123-AbCdEfGh", "xoxb-1234567890-1234567890123", "slack_token"),
+    (
+        "hook https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXX",
+        "T0000/B0000/XXXXXXXXXXXXXXXX",
+        "slack_webhook",
+    ),
+    ("sk_live_51Habcdefghijklmnopqrst", "sk_live_51Habcdefghijklmnopqrst", "stripe_key"),
+    (
+        "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+        "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+        "huggingface_token",
+    ),
+    (
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9Pl",
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9Pl",
+        "jwt",
+    ),
+    (
+        f"-----BEGIN RSA PRIVATE KEY-----\n{KEY_BODY}\n-----END RSA PRIVATE KEY-----\nafter",
+        KEY_BODY,
+        "private_key",
+    ),
+    (f"-----BEGIN OPENSSH PRIVATE KEY-----\n{KEY_BODY}", KEY_BODY, "private_key"),  # cut off
+    ("db postgresql://alice:hunter2pw@db.internal:5432/app", "hunter2pw", "url_password"),
+    ("mongodb+srv://user:Passw0rd@cluster0.example.net/test", "Passw0rd", "url_password"),
+    ("redis://:mypassword@localhost:6379/0", "mypassword", "url_password"),
+    ("DB_PASSWORD=hunter2hunter", "hunter2hunter", "credential_assignment"),
+    ("export GITHUB_TOKEN=abcdef123456", "abcdef123456", "credential_assignment"),
+    ('{"password": "hunter2pw"}', "hunter2pw", "credential_assignment"),
+    ("password: hunter2pw", "hunter2pw", "credential_assignment"),
+]
+IDS = [f"{k}-{i}" for i, (_, _, k) in enumerate(FORMATS)]
+
+NOT_SECRETS = [
+    "The password policy says at least 12 characters.",
+    "We decided the secret: keep it simple.",
+    "password: see 1Password vault",
+    "see https://docs.python.org/3/library/os.html#os.chmod",
+    "clone ssh://git@github.com/org/repo.git",
+    "dsn = postgresql://memoryd@db.internal:5432/memoryd",
+    "example: postgresql://user:password@host/db",  # what docs write
+    "DB_PASSWORD=${DB_PASSWORD}",
+    "password = <your password>",
+    "max_tokens: 800000",
+    "commit 9c7d94f3b2a1e0d4c5b6a7f8e9d0c1b2a3f4e5d6 fixed it",
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "kind"), FORMATS, ids=IDS)
+def test_each_common_format_is_found_and_redacted_whole(text: str, secret: str, kind: str) -> None:
+    assert kind in kinds(text)
+    for out in (redact(text), redact_known(text)):
+        assert secret not in out and f"[REDACTED:{kind}]" in out
+
+
+def test_a_private_key_block_is_redacted_to_its_end_line_only() -> None:
+    text = (
+        f"before\n-----BEGIN EC PRIVATE KEY-----\n{KEY_BODY}\n-----END EC PRIVATE KEY-----\nafter"
+    )
+    assert redact(text) == "before\n[REDACTED:private_key]\nafter"
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_ordinary_text_and_placeholders_are_not_credentials(text: str) -> None:
+    assert kinds(text) == []
+
+
+def call(app: Any, method: str, **params: Any) -> Any:
+    return api.lookup(method, params).fn(app, params)
+
+
+DOORS = ["add", "update", "import", "note.write", "note.append"]
+
+
+def _through(app: Any, door: str, text: str, **extra: Any) -> Any:
+    if door == "add":
+        return call(app, "add", content=text, **extra)
+    if door == "update":
+        mid = call(app, "add", content="harmless text")["id"]
+        return call(app, "update", id=mid, content=text, **extra)
+    if door == "import":
+        return call(app, "import", items=[{"content": text}], **extra)
+    return call(app, door, path="walk.md", content=text + "\n", **extra)
+
+
+@pytest.mark.backends
+@pytest.mark.parametrize("door", DOORS)
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [FORMATS[3], FORMATS[13], FORMATS[16], FORMATS[11]],
+    ids=["gitlab", "url_password", "env_line", "private_key"],
+)
+def test_every_door_refuses_the_formats_found_by_the_walk(
+    make_app: Any, door: str, text: str, secret: str, kind: str
+) -> None:
+    app = make_app(model=None)
+    with pytest.raises(Refused) as err:
+        _through(app, door, text)
+    assert kind in err.value.message and secret not in err.value.message
+    assert secret not in json.dumps(err.value.data)
+
+
+@pytest.mark.backends
+@pytest.mark.parametrize(("text", "secret", "kind"), FORMATS, ids=IDS)
+def test_the_daily_log_never_holds_the_secret_even_when_allowed(
+    make_app: Any, text: str, secret: str, kind: str
+) -> None:
+    app = make_app(model=None)
+    call(app, "add", content=text, allow_secrets=True)
+    daily = "".join(p.read_text() for p in app.cfg.workspace.rglob("*.md"))
+    assert daily and secret not in daily and f"[REDACTED:{kind}]" in daily
+
+
+@pytest.mark.backends
+def test_redact_mode_stores_the_redacted_text(make_app: Any) -> None:
+    app = make_app(model=None, secrets={"mode": "redact"})
+    text = f"-----BEGIN RSA PRIVATE KEY-----\n{KEY_BODY}\n-----END RSA PRIVATE KEY-----"
+    rec = call(app, "add", content=f"db postgresql://a:hunter2pw@h/x and key {text}")
+    content = call(app, "get", id=rec["id"])["content"]
+    assert "hunter2pw" not in content and KEY_BODY not in content
+    assert content == "db postgresql://a:[REDACTED:url_password]@h/x and key [REDACTED:private_key]"
+
+
+SECRET_LINE = "connect postgresql://app:Sup3rSecretPw@db/app with DB_PASSWORD=hunter2hunter"
+
+
+@pytest.fixture
+def log_stream() -> Any:
+    stream = io.StringIO()
+    logsetup.set_redactor(redact_known)
+    logsetup.configure("debug", "json", stream=stream)
+    yield stream
+    logsetup.reset()
+
+
+def test_no_log_line_carries_a_credential_whoever_writes_it(log_stream: io.StringIO) -> None:
+    log = logsetup.get_logger("memoryd.test")
+    log.warning(
+        SECRET_LINE, error=ValueError(SECRET_LINE), items=[SECRET_LINE], d={"k": SECRET_LINE}
+    )
+    try:
+        raise RuntimeError(SECRET_LINE)
+    except RuntimeError:
+        log.exception("request failed", method="add")
+    logging.getLogger("psycopg.pool").warning("error connecting: %s", SECRET_LINE)
+    lines = [json.loads(x) for x in log_stream.getvalue().splitlines()]
+    assert len(lines) == 3
+    text = log_stream.getvalue()
+    assert "Sup3rSecretPw" not in text and "hunter2hunter" not in text
+    assert "[REDACTED:url_password]" in lines[0]["event"]
+    assert (
+        "RuntimeError" in lines[1]["exception"]
+        and "[REDACTED:url_password]" in lines[1]["exception"]
+    )
+
+
+def test_the_log_keeps_paths_hashes_and_ids(log_stream: io.StringIO) -> None:
+    """Only the shaped kinds: the high-entropy guess would garble ordinary log fields."""
+    path = "/tmp/pytest-of-me/pytest-1234/test_a_long_name_of_a_test0/ws/daily/2026-11-27.md"
+    sha = "9c7d94f3b2a1e0d4c5b6a7f8e9d0c1b2a3f4e5d69c7d94f3b2a1e0d4c5b6a7f8"
+    logsetup.get_logger("memoryd.test").info(
+        "indexed", path=path, sha256=sha, id="Zx9Qw8Rt7Yu6Io5P"
+    )
+    line = json.loads(log_stream.getvalue())
+    assert (line["path"], line["sha256"], line["id"]) == (path, sha, "Zx9Qw8Rt7Yu6Io5P")
