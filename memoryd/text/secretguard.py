@@ -59,15 +59,16 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "credential_assignment",
         re.compile(
             r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*" + _KEY_NAME + r"\b['\"]?"
-            r"\s*[:=]\s*['\"]?(?P<value>[^\s'\"]{6,})"
+            r"[ \t]*[:=][ \t]*['\"]?(?P<value>[^\s'\"]{6,})"
         ),
     ),
 ]
-# what templates and docs write where the secret goes: ${DB_PASSWORD}, $TOKEN, <password>,
-# {{ secret }}, ****, xxxxxx, %s; not a credential
+# what templates, docs and code write where the secret goes: ${DB_PASSWORD}, $TOKEN,
+# <password>, {{ secret }}, ****, xxxxxx, %s, os.Getenv("X"), os.environ["X"], getpass(); not
+# a credential (the value stops at a quote, so a call shows as `os.Getenv(`)
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|<[^>]*>|\{\{?[^}]*\}?\}|\*+|x+|\.+|%s"
-    r"|pass(?:word)?|passwd|pwd|secret)$"
+    r"|pass(?:word)?|passwd|pwd|secret|[A-Za-z_][\w.]*(?:\(\)?|\[))$"
 )
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{32,}")
 
