@@ -69,6 +69,14 @@ FORMATS = [
     ("export GITHUB_TOKEN=abcdef123456", "abcdef123456", "credential_assignment"),
     ('{"password": "hunter2pw"}', "hunter2pw", "credential_assignment"),
     ("password: hunter2pw", "hunter2pw", "credential_assignment"),
+    ("PGPASSWORD=hunter2hunter psql -h db", "hunter2hunter", "credential_assignment"),
+    (
+        'curl -H "Authorization: Bearer abcdef1234567890xyz"',
+        "abcdef1234567890xyz",
+        "authorization_header",
+    ),
+    ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA==", "authorization_header"),
+    ("dop_v1_" + "a1" * 32, "a1" * 32, "digitalocean_token"),
 ]
 IDS = [f"{k}-{i}" for i, (_, _, k) in enumerate(FORMATS)]
 
@@ -85,9 +93,14 @@ NOT_SECRETS = [
     "max_tokens: 800000",
     'cfg.Passwd = os.Getenv("DBPASS")',  # code that reads a secret is not one
     "password = getpass()",
+    'pad_token=str(padding.get("pad_token"))',
+    '_TOKEN = re.compile(r"[A-Za-z0-9]{32,}")',
+    '"mask_token": "[MASK]",',
     'token = os.environ["API_TOKEN"]',
     "Enter password:\n\nmysql> select 1;",  # a prompt, and the next line is not its value
     "commit 9c7d94f3b2a1e0d4c5b6a7f8e9d0c1b2a3f4e5d6 fixed it",
+    "the Authorization: Bearer header carries the token",
+    "Authorization: Bearer ${TOKEN}",
 ]
 
 

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 _KEY_NAME = (
-    r"(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key|auth[_-]?token"
+    r"(?:password|pgpassword|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key|auth[_-]?token"
     r"|client[_-]?secret)"
 )
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
@@ -48,6 +48,15 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("pypi_token", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,}")),
     ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    ("digitalocean_token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b")),
+    # an HTTP header as curl -H and HTTP clients write it: Authorization: Bearer|Basic|Token X
+    (
+        "authorization_header",
+        re.compile(
+            r"(?i)\bauthorization['\"]?[ \t]*[:=][ \t]*['\"]?(?:bearer|basic|token|bot)[ \t]+"
+            r"(?P<value>[A-Za-z0-9._~+/=-]{8,})"
+        ),
+    ),
     # user:PASSWORD@ in a URL (postgresql://, mysql://, mongodb+srv://, redis://:pw@, https://)
     (
         "url_password",
@@ -64,11 +73,11 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
 ]
 # what templates, docs and code write where the secret goes: ${DB_PASSWORD}, $TOKEN,
-# <password>, {{ secret }}, ****, xxxxxx, %s, os.Getenv("X"), os.environ["X"], getpass(); not
-# a credential (the value stops at a quote, so a call shows as `os.Getenv(`)
+# <password>, [MASK], {{ secret }}, ****, xxxxxx, %s, and code: os.Getenv("X"), os.environ["X"],
+# getpass(), str(cfg.get("token")), re.compile(...); not a credential
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|<[^>]*>|\{\{?[^}]*\}?\}|\*+|x+|\.+|%s"
-    r"|pass(?:word)?|passwd|pwd|secret|[A-Za-z_][\w.]*(?:\(\)?|\[))$"
+    r"|\[[^\]]*\]|pass(?:word)?|passwd|pwd|secret)$|^[A-Za-z_][\w.]*[(\[]"
 )
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{32,}")
 
