@@ -235,3 +235,30 @@ def test_the_bench_corpora_hold_no_shaped_credential() -> None:
     assert len(texts) > 1000
     found = {k for t in texts for k in kinds(t)}
     assert found <= {"high_entropy_token"}
+
+
+@pytest.mark.backends
+def test_the_real_daemon_keeps_credentials_out_of_its_log_and_daily_log(
+    daemon_factory: Any,
+) -> None:
+    """End to end: memoryctl add refuses without echoing, --allow-secrets stores the text but
+    the daily log line is redacted, and a log line naming a file (a skipped note whose name is a
+    .env line) carries no credential either."""
+    from conftest import wait_for
+
+    d = daemon_factory(indexer={"max_file_bytes": 1024, "debounce_ms": 100})
+    ws = Path(d.cfg["workspace"])
+    text = f"db postgresql://app:hunter2pw@db/app, -----BEGIN RSA PRIVATE KEY-----\n{KEY_BODY}"
+    refused = d.ctl("add", text)
+    assert refused.returncode == 1 and "url_password" in refused.stderr
+    assert "hunter2pw" not in refused.stderr + refused.stdout
+    kept = d.ctl("add", text, "--allow-secrets")
+    assert kept.returncode == 0, kept.stderr
+    daily = "".join(p.read_text() for p in (ws / "daily").glob("*.md"))
+    assert "[REDACTED:url_password]" in daily and "[REDACTED:private_key]" in daily
+    assert "hunter2pw" not in daily and KEY_BODY not in daily
+    (ws / "DB_PASSWORD=hunter2hunter.md").write_text("x" * 2048)
+    wait_for(lambda: "skipped file" in d.log(), timeout=20)
+    log = d.log()
+    assert "hunter2hunter" not in log and "hunter2pw" not in log and KEY_BODY not in log
+    assert "DB_PASSWORD=[REDACTED:credential_assignment]" in log
