@@ -262,3 +262,21 @@ def test_the_real_daemon_keeps_credentials_out_of_its_log_and_daily_log(
     log = d.log()
     assert "hunter2hunter" not in log and "hunter2pw" not in log and KEY_BODY not in log
     assert "DB_PASSWORD=[REDACTED:credential_assignment]" in log
+
+
+@pytest.mark.sqlite_only("the WAL file is SQLite's")
+@pytest.mark.backends
+def test_a_deleted_memory_leaves_no_file_after_the_checkpoint_job(make_app: Any) -> None:
+    """Found by the walk: the text of a deleted memory (a token stored with allow_secrets)
+    stayed in memoryd.db-wal after the delete, the checkpoint job and later writes, while the
+    docs said old WAL frames go at the next checkpoint job (RESTART left them in the file)."""
+    app = make_app(model=None)
+    marker = "ghp_Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8Nn7"
+    mid = call(app, "add", content=f"staging token {marker}", allow_secrets=True)["id"]
+    call(app, "add", content="another memory, so the WAL has frames after the secret's")
+    call(app, "delete", id=mid)
+    call(app, "jobs.run", name="checkpoint")
+    call(app, "add", content="a write after the checkpoint")
+    places = [*Path(app.cfg.data_dir).rglob("*"), *Path(app.cfg.workspace).rglob("*")]
+    holding = [p.name for p in places if p.is_file() and marker.encode() in p.read_bytes()]
+    assert holding == []
