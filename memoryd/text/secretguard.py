@@ -80,6 +80,32 @@ _PLACEHOLDER = re.compile(
     r"|\[[^\]]*\]|pass(?:word)?|passwd|pwd|secret)$|^[A-Za-z_][\w.]*[(\[]"
 )
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{32,}")
+# Text each pattern cannot match without (a plain `in`, far cheaper than a regex over the whole
+# text): a pattern runs only when one of its needles is there, so the findings are the same.
+# Case-insensitive patterns look in text.casefold(), which folds what re.IGNORECASE matches
+# (the long s, the Kelvin sign) onto the ASCII letters of the needles.
+_NEEDLES: dict[str, tuple[str, ...]] = {
+    "private_key": ("PRIVATE KEY",),
+    "aws_access_key": ("AKIA", "ASIA", "AGPA", "AIDA", "AROA"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab_token": ("gl",),
+    "slack_token": ("xox", "xapp-"),
+    "slack_webhook": ("hooks.slack.com",),
+    "anthropic_key": ("sk-ant-",),
+    "openai_key": ("sk-",),
+    "stripe_key": ("k_live_", "k_test_"),
+    "huggingface_token": ("hf_",),
+    "npm_token": ("npm_",),
+    "pypi_token": ("pypi-AgE",),
+    "google_api_key": ("AIza",),
+    "jwt": ("eyJ",),
+    "digitalocean_token": ("_v1_",),
+    "url_password": ("://",),
+}
+_FOLDED_NEEDLES: dict[str, tuple[str, ...]] = {
+    "authorization_header": ("authorization",),
+    "credential_assignment": ("pass", "pwd", "secret", "token", "key"),
+}
 
 
 def entropy(text: str) -> float:
@@ -98,7 +124,14 @@ class Finding:
 def scan(text: str) -> list[Finding]:
     """Every credential-looking span, by kind (overlaps resolved in favour of the first)."""
     found: list[Finding] = []
+    folded: str | None = None
     for kind, pattern in PATTERNS:
+        if kind in _FOLDED_NEEDLES:
+            folded = text.casefold() if folded is None else folded
+            if not any(n in folded for n in _FOLDED_NEEDLES[kind]):
+                continue
+        elif not any(n in text for n in _NEEDLES[kind]):
+            continue
         for m in pattern.finditer(text):
             if "value" in pattern.groupindex:
                 if _PLACEHOLDER.match(m.group("value")):
