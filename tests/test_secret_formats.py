@@ -280,3 +280,26 @@ def test_a_deleted_memory_leaves_no_file_after_the_checkpoint_job(make_app: Any)
     places = [*Path(app.cfg.data_dir).rglob("*"), *Path(app.cfg.workspace).rglob("*")]
     holding = [p.name for p in places if p.is_file() and marker.encode() in p.read_bytes()]
     assert holding == []
+
+
+@pytest.mark.parametrize(("text", "secret", "kind"), FORMATS, ids=IDS)
+def test_a_memorys_credential_is_never_made_an_entity(text: str, secret: str, kind: str) -> None:
+    """Found by the walk: `memoryctl entities` (and the MCP entity tools, the web page's graph)
+    listed hunter2pw, a ghp_ token and a private key's body of a memory stored with
+    --allow-secrets as identifiers."""
+    from memoryd.store.entities import memory_mentions
+
+    mentions = memory_mentions(f"Ask Lena Fischer. {text}", ["ops"])
+    assert not [m.name for m in mentions if secret in m.name or m.name in secret]
+    assert "Lena Fischer" in {m.name for m in mentions}
+
+
+@pytest.mark.backends
+def test_the_entities_listing_holds_no_credential_of_a_memory(make_app: Any) -> None:
+    app = make_app(model=None)
+    text = f"Zebulon Quarkfield set db postgresql://app:hunter2pw@db/app, {FORMATS[2][0]}"
+    call(app, "add", content=text, allow_secrets=True)
+    listing = json.dumps(call(app, "entities", top=500))
+    assert "Zebulon Quarkfield" in listing
+    for secret in ("hunter2pw", FORMATS[2][1]):
+        assert secret not in listing
