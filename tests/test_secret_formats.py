@@ -303,3 +303,48 @@ def test_the_entities_listing_holds_no_credential_of_a_memory(make_app: Any) -> 
     assert "Zebulon Quarkfield" in listing
     for secret in ("hunter2pw", FORMATS[2][1]):
         assert secret not in listing
+
+
+def _plain_scan(text: str) -> list[tuple[str, int, int]]:
+    """scan() without its shortcuts (needles, lowered patterns): every pattern over the text."""
+    from memoryd.text import secretguard as sg
+
+    found = []
+    for kind, pattern in sg.PATTERNS:
+        for m in pattern.finditer(text):
+            if "value" in pattern.groupindex:
+                if not sg._PLACEHOLDER.match(m.group("value")):
+                    found.append((kind, m.start("value"), m.end("value")))
+            else:
+                found.append((kind, m.start(), m.end()))
+    found.sort(key=lambda f: (f[1], -f[2]))
+    out: list[tuple[str, int, int]] = []
+    for f in found:
+        if not out or f[1] >= out[-1][2]:
+            out.append(f)
+    return out
+
+
+SHORTCUT_CASES = [
+    *(t for t, _, _ in FORMATS),
+    *NOT_SECRETS,
+    "pa\u017fsword = hunter2hunter",  # re.IGNORECASE's long s
+    "API_\u212aEY = abcdefgh12",  # the Kelvin sign
+    "\u0130 caf\u00e9 DB_PASSWORD=hunter2pw\u2019s",
+    "x_password_token=abcdefgh sslpassword=x_token=abcdefgh",
+    "Authorization: bearer abcdefghijk; ACCESS-KEY: abcdefgh",
+]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *SHORTCUT_CASES,
+        *(t.upper() for t in SHORTCUT_CASES),
+        *(f"\u201c{t}\u201d \u00df" for t in SHORTCUT_CASES),
+    ],
+)
+def test_scans_shortcuts_find_what_every_pattern_finds(text: str) -> None:
+    from memoryd.text.secretguard import scan
+
+    assert [(f.kind, f.start, f.end) for f in scan(text, guess=False)] == _plain_scan(text)
