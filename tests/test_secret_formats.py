@@ -348,3 +348,13 @@ def test_scans_shortcuts_find_what_every_pattern_finds(text: str) -> None:
     from memoryd.text.secretguard import scan
 
     assert [(f.kind, f.start, f.end) for f in scan(text, guess=False)] == _plain_scan(text)
+
+
+def test_the_scan_benchmark_runs_against_a_module(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import secretscan
+    from memoryd.text import secretguard
+
+    assert secretscan.main(["--against", secretguard.__file__, "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    notes = out.split(" notes", 1)[0]
+    assert f"same spans in {notes}\n" in out and "round 1:" in out
