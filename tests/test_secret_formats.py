@@ -249,11 +249,16 @@ def test_the_real_daemon_keeps_credentials_out_of_its_log_and_daily_log(
     d = daemon_factory(indexer={"max_file_bytes": 1024, "debounce_ms": 100})
     ws = Path(d.cfg["workspace"])
     text = f"db postgresql://app:hunter2pw@db/app, -----BEGIN RSA PRIVATE KEY-----\n{KEY_BODY}"
-    refused = d.ctl("add", text)
+    refused = d.ctl("add", "-", input=text)
     assert refused.returncode == 1 and "url_password" in refused.stderr
     assert "hunter2pw" not in refused.stderr + refused.stdout
-    kept = d.ctl("add", text, "--allow-secrets")
+    assert "memoryctl add - --allow-secrets" in refused.stderr  # stdin: out of `ps`
+    kept = d.ctl("add", "-", "--allow-secrets", input="placeholder text")
     assert kept.returncode == 0, kept.stderr
+    mid = kept.stdout.split()[-1]
+    changed = d.ctl("update", mid, "--content", "-", "--allow-secrets", input=text)
+    assert changed.returncode == 0, changed.stderr
+    assert "hunter2pw" in d.ctl("get", mid).stdout  # kept in the store, as allowed
     daily = "".join(p.read_text() for p in (ws / "daily").glob("*.md"))
     assert "[REDACTED:url_password]" in daily and "[REDACTED:private_key]" in daily
     assert "hunter2pw" not in daily and KEY_BODY not in daily
