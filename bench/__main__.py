@@ -5,6 +5,8 @@ python -m bench embedding | reads | bursts | soak --minutes N (bench/embedding.p
 python -m bench writeload [--chunks 10000,100000] [--rounds 3]  (bench/writeload.py)
 python -m bench entities [--json] [--misses]  (entity extraction: quality, speed; bench/entities.py)
 python -m bench targets   (the wall-clock targets the unit tests no longer assert; bench/targets.py)
+python -m bench.secretscan --against OTHER/secretguard.py  (the secret guard's scan beside another
+                          checkout's; bench/secretscan.py)
 python -m bench.churn --seed N --rounds R [--pg] [--model real]  (a churning workspace against
                           the disk and rg, with a real daemon; bench/churn.py)
 

@@ -222,6 +222,9 @@ def _fail(daemon: bool, message: str, status: int) -> int:
     """Say why memoryd stops: `memoryd: MESSAGE` on stderr, except that the daemon, whose
     stderr is a log of JSON lines off a terminal, writes it as one of them (event "fatal"),
     and also on stderr when the log goes to a file."""
+    from memoryd.text.secretguard import redact_known
+
+    message = redact_known(message)  # an error quoting a setting or a file's text
     if daemon:
         from memoryd.core import logsetup
 

@@ -22,6 +22,6 @@ HINTS = {
 SECRET_HINT = (
     "Leave the credential out (write a placeholder such as <API_KEY> instead) and call again: "
     "no tool stores credentials. A person who means to keep it can, with memoryctl's "
-    "--allow-secrets (`memoryctl add TEXT --allow-secrets`, `memoryctl note write PATH "
-    "--allow-secrets`)."
+    "--allow-secrets (`memoryctl add - --allow-secrets` or `memoryctl note write PATH "
+    "--allow-secrets` with the text on stdin, where other users' `ps` cannot see it)."
 )

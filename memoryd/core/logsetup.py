@@ -13,6 +13,10 @@ the first RATE_LIMIT; the next one let through after the window carries `repeate
 number dropped, or, when none comes, a line of the kind with only that count
 (`report_dropped`, which the daemon calls every 30 s).
 
+No line carries a credential's value: every string of a line (its event, fields, traceback)
+goes through the redactor the daemon registers (`set_redactor`, the secret guard's known kinds:
+`[REDACTED:kind]`), whoever wrote the line.
+
 configure() may be called again (SIGHUP): loggers already handed out follow the new level,
 because the level is checked by a processor reading module state, not baked into the logger.
 """
@@ -25,7 +29,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any, TextIO, cast
 
@@ -40,6 +44,37 @@ LEVELS = {
 RATE_LIMIT = 5  # lines of one kind let through per window
 RATE_WINDOW_S = 1.0
 _state: dict[str, Any] = {"level": logging.INFO, "name": "info", "stream": None, "json": None}
+_redactor: list[Callable[[str], str]] = []  # set_redactor's function (core imports no text/)
+
+
+def set_redactor(redact: Callable[[str], str] | None) -> None:
+    """The function every string of every line goes through before it is written (the daemon
+    and the CLI register the secret guard's `redact_known`); None: none."""
+    _redactor[:] = [redact] if redact is not None else []
+
+
+def _redacted(value: Any, redact: Callable[[str], str], depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return redact(value) if value else value
+    if isinstance(value, BaseException):  # error=exc: its message is text like any other
+        return redact(str(value))
+    if depth < 3 and isinstance(value, list | tuple):
+        return [_redacted(v, redact, depth + 1) for v in value]
+    if depth < 3 and isinstance(value, dict):
+        return {k: _redacted(v, redact, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _redact(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
+    """Every string of the line through the registered redactor (after the traceback became
+    the `exception` string, before rendering)."""
+    if not _redactor:
+        return event
+    redact = _redactor[0]
+    for key in list(event):
+        if not key.startswith("_"):  # _record, _from_structlog: the stdlib's own objects
+            event[key] = _redacted(event[key], redact)
+    return event
 
 
 class RateLimiter:
@@ -181,9 +216,9 @@ def configure(
             _rate_limit,
             structlog.contextvars.merge_contextvars,
             *shared,
-            structlog.processors.format_exc_info
-            if as_json
-            else structlog.processors.StackInfoRenderer(),
+            structlog.processors.StackInfoRenderer(),
+            structlog.processors.format_exc_info,  # the traceback as text, to be redacted
+            _redact,
             renderer,
         ],
         logger_factory=structlog.PrintLoggerFactory(file=quiet),
@@ -203,7 +238,8 @@ def configure(
             foreign_pre_chain=[
                 _stdlib_extras,
                 *shared,
-                structlog.processors.format_exc_info if as_json else _noop,
+                structlog.processors.format_exc_info,
+                _redact,
             ],
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
         )
@@ -217,10 +253,6 @@ def configure(
         if _state.get("file_stream") is old:
             del _state["file_stream"]
         old.close()
-
-
-def _noop(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
-    return event
 
 
 _HOOKS: dict[str, Any] = {"thread": threading.excepthook, "unraisable": sys.unraisablehook}
@@ -394,6 +426,7 @@ def reset() -> None:
     threading.excepthook = _HOOKS["thread"]
     sys.unraisablehook = _HOOKS["unraisable"]
     _state.update(level=logging.INFO, name="info", stream=None, json=None, args=None)
+    _redactor.clear()
     global _limiter
     _limiter = RateLimiter()
 

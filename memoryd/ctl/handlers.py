@@ -160,7 +160,8 @@ def read_text(name: str, *, lenient: bool = False) -> str:
 
 
 def stdin_text() -> str:
-    """The text piped in (add -, triggers -, note write/append), read_text's lenient way."""
+    """The text piped in (add -, update --content -, triggers -, note write/append), read_text's
+    lenient way."""
     return read_text("-", lenient=True)
 
 
@@ -319,7 +320,8 @@ def s_list(res: dict[str, Any], a: Namespace) -> int:
 
 
 def p_update(a: Namespace) -> dict[str, Any]:
-    params = {"id": a.id, **given({"content": a.content}), **memory_params(a)}
+    content = stdin_text() if a.content == "-" else a.content  # out of other users' `ps`
+    params = {"id": a.id, **given({"content": content}), **memory_params(a)}
     if a.no_expiry:
         params["expires_at"] = None
     return params

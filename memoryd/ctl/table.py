@@ -209,7 +209,7 @@ COMMANDS: tuple[Command, ...] = (
         method="update",
         params=h.p_update,
         show=h.s_update,
-        args=(ID, arg("--content", help="new text"), *memory_options(update=True)),
+        args=(ID, arg("--content", help="new text (- reads stdin)"), *memory_options(update=True)),
         examples=(
             "memoryctl update 42 --importance 8 --tags db,arch",
             "memoryctl update 42 --no-expiry",

@@ -260,7 +260,8 @@ def guard(
         raise Refused(
             f"looks like a credential ({what}); not stored. Remove it, or if it is meant to be "
             "kept send it again with allow_secrets: true (memoryctl: the flag goes after the "
-            "command, `memoryctl add TEXT --allow-secrets`; also for update and import)",
+            "command, `memoryctl add - --allow-secrets` with the text on stdin, where other "
+            "users' `ps` cannot see it; also for update and import)",
             data={
                 "secrets": sorted({k for ks in out.secrets.values() for k in ks}),
                 "fields": sorted(out.secrets),

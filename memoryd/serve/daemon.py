@@ -27,6 +27,7 @@ from memoryd.serve.app import App
 from memoryd.serve.notify import Notifier, listen_fds
 from memoryd.serve.server import Server, prepare_socket_path
 from memoryd.serve.workspaceguard import prepare_dirs
+from memoryd.text.secretguard import redact_known
 
 log = logsetup.get_logger("memoryd.serve.daemon")
 PATHS_CHECK_S = 30.0  # how often the socket and log files are looked for
@@ -255,6 +256,7 @@ def run(config_path: Path | None = None, page: Callable[[Config], PageHost] | No
 
 def _run(cfg: Config, page: Callable[[Config], PageHost] | None) -> int:
     process_umask()  # under `umask 000` nothing we create may be writable by others
+    logsetup.set_redactor(redact_known)  # no line carries a credential (an error quoting text)
     logsetup.configure(cfg.logging.level, cfg.logging.format, cfg.logging.file or None)
     for var, close in unread_env():
         log.warning(

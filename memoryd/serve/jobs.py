@@ -103,6 +103,10 @@ def checkpoint(store: Store, first: bool = True) -> dict[str, Any]:
     if skipped is not None:
         return skipped
     busy, wal_pages, moved = store.checkpoint("RESTART")
+    if not busy:  # all folded in: cut the WAL file, whose old frames still hold deleted text
+        # (RESTART only makes the next writes start over at its beginning; secure_delete
+        # overwrites the database's pages, not the WAL's)
+        store.checkpoint("TRUNCATE")
     return {"busy": busy, "wal_pages": wal_pages, "checkpointed": moved}
 
 
