@@ -77,7 +77,21 @@ def _nameword(w: str) -> bool:
     k = _word_key(w)
     if k in cues.STOP or k in cues.HONORIFICS or (k[-1:] == "s" and k[:-1] in cues.STOP):
         return False
+    if (cues.interjection(k) and not w.isupper()) or _contraction(k):  # not HMM, the model
+        return False
     return not (w.isupper() and (len(k) < 2 or k in cues.common_words()))
+
+
+_CONTRACTED = ("ll", "ve", "re", "m", "d", "t")
+
+
+def _contraction(k: str) -> bool:
+    """A pronoun or a verb contracted, with either apostrophe: "We'll", "I’ve", "They’re",
+    "Didn’t"."""
+    head, apostrophe, tail = k.replace("’", "'").partition("'")
+    if not apostrophe or tail not in _CONTRACTED:
+        return False
+    return head in cues.STOP or (tail == "t" and head.endswith("n") and head[:-1] in cues.STOP)
 
 
 _NAMEWORDS: dict[str, bool] = {}  # _nameword's answers: the same words come back line after line
@@ -215,7 +229,7 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
         return words
     names, _worded, systems, places, common = _lists()
     lowered = " ".join(words).lower()
-    if lowered in systems or lowered in places:
+    if lowered in systems or (lowered in places and lowered not in cues.PLACE_WORDS):
         return words  # "Kafka can replace cron", "Lisbon was warm": a known name opens it
     if (
         len(words) <= 3
@@ -245,7 +259,10 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
             return k in common or len(k) <= 3 or all(p in common or len(p) <= 3 for p in parts)
 
         if len(words) == 1:
-            cue = run.after in cues.PERSON_AFTER or words[0].endswith(("'s", "’s"))
+            # "Melanie's", "Cheney's back", not "Life's too short": 's is "is" before those words
+            cue = run.after in cues.PERSON_AFTER or (
+                words[0].endswith(("'s", "’s")) and run.window[:1] not in _IS_BEFORE
+            )
             if plain(words[0]) and not cue:
                 return []
         else:  # "Check Grafana" -> Grafana; "Julia Evans", "New York" stay whole
@@ -257,6 +274,18 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
     while words and words[0].lower() in cues.CONNECTORS:
         words.pop(0)
     return words
+
+
+# A plain word opening a sentence with 's before one of these is "it is", not its owner: "Life's
+# too short", "Nature's amazing", "Everything's been fine".
+_IS_BEFORE = {
+    (w,)
+    for w in cues.words(
+        "a an the too so not been all just really very pretty such gonna going got getting "
+        "always never still only like about what more better good great hard tough short "
+        "crazy funny amazing awesome wild weird tricky fine ok okay over here there"
+    )
+}
 
 
 def _speaker(run: _Run) -> bool:

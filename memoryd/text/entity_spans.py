@@ -226,10 +226,21 @@ def _kebab_ok(word: str) -> bool:
     parts = word.split("-")
     return (
         any(ch.isdigit() for ch in word)
-        or len(parts) > 2
+        or (len(parts) > 2 and not _compound(parts))
         or parts[-1] in _INFRA
         or _uncommon_part(parts)
     )
+
+
+# inside an English compound: "end-to-end", "one-on-one", "state-of-the-art", "step-by-step"
+_COMPOUND_INNER = cues.words("to on of by in the a an so and or for at per with over")
+
+
+def _compound(parts: list[str]) -> bool:
+    """An English compound of three words or more, no identifier: a small word joins its words,
+    which are common words or short ones (an infrastructure word at the end still makes an
+    identifier: _kebab_ok)."""
+    return any(p in _COMPOUND_INNER for p in parts[1:-1]) and not _uncommon_part(parts)
 
 
 def _uncommon_part(parts: list[str]) -> bool:

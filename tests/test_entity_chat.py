@@ -1,0 +1,89 @@
+"""Entity extraction on text nobody here wrote (stop 37's walk of LoCoMo's chats and the Obsidian
+help vault): what people type in chat before or instead of a name, contractions, a place that is
+an everyday word, a how-to's imperatives, English compounds written with hyphens. Each case was
+an entity of its own on main ("Woah Joanna" a person, "Congrats" a person with 98 mentions,
+"Life" a person, "Nice" a place, "Open Obsidian", "one-on-one" an identifier).
+memoryd/text/entity_cues.py, entity_names.py, entity_spans.py; pure."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryd.text.entities import extract
+
+
+def names(text: str) -> dict[str, str]:
+    """name -> type."""
+    return {m.name: m.type for m in extract(text)}
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Nate: Woah Joanna, that's incredible!", "Joanna"),
+        ("Joanna: Woohoo Melanie, we did it!", "Melanie"),
+        ("Maria: Yeah John, it's super important.", "John"),
+        ("Nate: Yep John, sure thing.", "John"),
+        ("James: Aww John, that's sweet.", "John"),
+        ("Evan: Whoa Sam, that's a lot.", "Sam"),
+        ("Bet Max loves the new toy.", "Max"),
+        ("Deb: Hahaha Jolene, you made my day.", "Jolene"),
+    ],
+)
+def test_an_interjection_before_a_name_is_not_part_of_it(text: str, name: str) -> None:
+    found = names(text)
+    assert name in found, found
+    assert all(n == name or " " not in n for n in found), found  # no "Woah Joanna"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Joanna: Congrats, Nate! That's awesome!",  # Nate is a name: not the speaker's
+        "Nate: Congrats on the chance to pitch.",
+        "Melanie: Haha, that's so funny.",
+        "Caroline: Awww! Hmmm, sooo cute. Yay!",
+        "Gina: Nope. Oops, my bad. Phew.",
+        "Dave: Ttyl! Anyways, bye!",
+        "Caroline: Nice! Nice to meet you.",
+        "Melanie: Life's too short. Life's tough but worth it.",
+        "Jon: We'll see. I’ll try. They’re here. Didn’t know.",
+    ],
+)
+def test_chat_words_are_no_entity(text: str) -> None:
+    allowed = {text.split(":")[0], "Nate"}
+    assert set(names(text)) <= allowed, names(text)
+
+
+def test_a_possessive_or_a_place_still_reads_as_one() -> None:
+    assert names("Melanie's car is red.") == {"Melanie": "person"}
+    assert "Mark" in names("Mark's car is red.")
+    assert "Cheney" in names("Cheney's back.")
+    assert names("We flew to Nice last May.") == {"Nice": "place"}
+    assert "HMM" in names("We trained an HMM on the tags.")  # an acronym, not "hmm"
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Open Obsidian and pick a vault.", "Obsidian"),
+        ("Launch Obsidian again.", "Obsidian"),
+        ("Select Grafana in the list.", "Grafana"),
+    ],
+)
+def test_a_how_to_s_imperative_is_not_part_of_the_name(text: str, name: str) -> None:
+    assert list(names(text)) == [name]
+
+
+@pytest.mark.parametrize(
+    "word", ["one-on-one", "end-to-end", "up-to-date", "tug-of-war", "state-of-the-art"]
+)
+def test_an_english_compound_is_no_identifier(word: str) -> None:
+    assert names(f"Sync is {word} now.") == {}
+
+
+@pytest.mark.parametrize(
+    "word", ["go-sql-driver", "order-events-consumer", "user-to-api", "payments-api-v2"]
+)
+def test_a_kebab_identifier_stays_one(word: str) -> None:
+    assert names(f"Deploy {word} now.") == {word: "identifier"}
