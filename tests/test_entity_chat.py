@@ -87,3 +87,16 @@ def test_an_english_compound_is_no_identifier(word: str) -> None:
 )
 def test_a_kebab_identifier_stays_one(word: str) -> None:
     assert names(f"Deploy {word} now.") == {word: "identifier"}
+
+
+@pytest.mark.parametrize("label", ["**Examples:**", "Recommended:", "**Tip**:"])
+@pytest.mark.parametrize("named", [False, True])
+def test_a_label_alone_on_its_lines_is_no_speaker(label: str, named: bool) -> None:
+    text = f"{label}\n- one\n{label}\n- two\n"
+    if named:  # named mid-sentence too: a name, but no person
+        text += f"See {label.strip('*:')} there.\n"
+    assert "person" not in names(text).values(), names(text)
+
+
+def test_a_speaker_of_several_lines_is_a_person() -> None:
+    assert names("Maya: hi there\nMaya: hello again\nMaya: ok then\n") == {"Maya": "person"}

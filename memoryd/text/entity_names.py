@@ -289,12 +289,13 @@ _IS_BEFORE = {
 
 
 def _speaker(run: _Run) -> bool:
-    """'Maya: ...' at the start of a line."""
+    """'Maya: ...' at the start of a line; not a label alone on its line ("**Examples:**")."""
     return (
         run.initial
         and not run.all_initial
         and run.after_gap.startswith(":")
         and len(run.words) <= 2
+        and bool(run.window)
     )
 
 
