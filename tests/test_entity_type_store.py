@@ -1,0 +1,52 @@
+"""An entity's type is the store's, not the last entry's (stop 37's walk): one memory that writes
+"@github" or a sentence the typer reads otherwise does not retype GitHub, mentioned twenty times
+as a system; an entry that mentions a name at least as often as the store did, or a note whose
+title or front matter says what it is, still does, and 'other' is always bettered. Both
+backends (memoryd/store/entities.py, _entities)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import with_notes
+
+from memoryd.serve import methods as api
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+
+def call(app: Any, method: str, **params: Any) -> Any:
+    return api.lookup(method, params).fn(app, params)
+
+
+def kind(app: Any, name: str) -> str:
+    return str(call(app, "entity", name=name)["type"])
+
+
+def test_one_entry_does_not_retype_a_well_known_entity(make_app: Any) -> None:
+    app = make_app(model=None)
+    for i in range(6):
+        call(app, "add", content=f"We pushed release {i} to GitHub and GitHub CI went green.")
+    assert kind(app, "GitHub") == "system"
+    call(app, "add", content="cc @github on the release notes.")  # an @mention votes person
+    assert kind(app, "GitHub") == "system"
+    assert call(app, "entity", name="GitHub")["mentions"] == 7  # a row per line and form
+    # the door that lists them agrees
+    listed = {e["name"]: e["type"] for e in call(app, "entities", top=100)["entities"]}
+    assert listed["GitHub"] == "system"
+
+
+def test_an_entry_that_says_more_or_a_note_that_says_what_it_is_retypes(make_app: Any) -> None:
+    app = make_app(model=None)
+    call(app, "add", content="cc @nimbus on the release notes.")
+    assert kind(app, "nimbus") == "person"
+    # two mentions typed system against one typed person: the entry outweighs the store
+    call(app, "add", content="We deployed the Nimbus service; the Nimbus service is up.")
+    assert kind(app, "nimbus") == "system"
+    # a note whose front matter says what it is wins however often the store said otherwise
+    for i in range(5):
+        call(app, "add", content=f"Deploy {i}: the Orion service restarted.")
+    assert kind(app, "Orion") == "system"
+    app = with_notes(app, {"people/orion.md": "---\ntitle: Orion\ntype: person\n---\nHi.\n"})
+    assert kind(app, "Orion") == "person"
