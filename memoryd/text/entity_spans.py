@@ -309,7 +309,8 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
     if has & WIKI_B and "[[" in line:
         for m in WIKI.finditer(line):
             target, _, alias = m.group(1).replace("\\|", "|").partition("|")
-            target = target.partition("#")[0].strip()
+            target, section, _ = target.partition("#")
+            target = target.strip()
             name = target.rstrip("/").rsplit("/", 1)[-1]
             if name.lower().endswith(".md"):
                 name = name[:-3]
@@ -319,7 +320,8 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
             if key:
                 add(out, name, n, "wikilink", key=key)
                 known.add(key)
-                if alias.strip() and canonical_key(alias) != key:
+                # a link to a heading or a block: its label names the section, not the note
+                if alias.strip() and not section and canonical_key(alias) != key:
                     add(out, alias.strip(), n, "alias", alias_to=key)
             line = blank(line, m.start(), m.end())
     if has & URL_B and "://" in line:

@@ -1,8 +1,9 @@
-"""An entity's type is the store's, not the last entry's (stop 37's walk): one memory that writes
-"@github" or a sentence the typer reads otherwise does not retype GitHub, mentioned twenty times
-as a system; an entry that mentions a name at least as often as the store did, or a note whose
-title or front matter says what it is, still does, and 'other' is always bettered. Both
-backends (memoryd/store/entities.py, _entities)."""
+"""What the store keeps of an entity, found on stop 37's walk; both backends
+(memoryd/store/entities.py, _entities; text/entity_spans.py, explicit). Its type is the
+store's, not the last entry's: one memory that writes "@github" does not retype GitHub,
+mentioned as a system many times; an entry that mentions a name at least as often as the store
+did, or a note whose title or front matter says what it is, still does, and 'other' is always
+bettered. The label of a link to a heading is no alias of the note."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from conftest import with_notes
 
+from memoryd.core.errors import NotFound
 from memoryd.serve import methods as api
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
@@ -50,3 +52,23 @@ def test_an_entry_that_says_more_or_a_note_that_says_what_it_is_retypes(make_app
     assert kind(app, "Orion") == "system"
     app = with_notes(app, {"people/orion.md": "---\ntitle: Orion\ntype: person\n---\nHi.\n"})
     assert kind(app, "Orion") == "person"
+
+
+def test_the_label_of_a_link_to_a_heading_is_no_alias_of_the_note(make_app: Any) -> None:
+    """The Obsidian help vault links `[[Settings#Files and links|Files and links]]`: the label
+    names a section of Settings, not Settings ("Account" and "Files and links" were among its
+    aliases, and asking for them gave its page). A link to the note itself keeps its alias."""
+    app = with_notes(
+        make_app(model=None),
+        {
+            "Settings.md": "# Settings\n\nWhere Obsidian is configured.\n",
+            "Sync.md": "# Sync\n\nSee [[Settings#Files and links|Files and links]] and"
+            " [[Settings#^block1|Account]], or [[Settings|the settings page]].\n",
+        },
+    )
+    page = call(app, "entity", name="Settings")
+    assert "Files and links" not in page["aliases"] and "Account" not in page["aliases"]
+    assert "the settings page" in page["aliases"]
+    for label in ("Files and links", "Account"):
+        with pytest.raises(NotFound):
+            call(app, "entity", name=label)
