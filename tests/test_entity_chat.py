@@ -100,3 +100,14 @@ def test_a_label_alone_on_its_lines_is_no_speaker(label: str, named: bool) -> No
 
 def test_a_speaker_of_several_lines_is_a_person() -> None:
     assert names("Maya: hi there\nMaya: hello again\nMaya: ok then\n") == {"Maya": "person"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Jean-Luc Picard said hi; Jean-Luc agreed.",  # a sentence opens with the given name
+        "We met Jean-Luc Picard; later Jean-Luc agreed.",
+    ],
+)
+def test_a_hyphenated_given_name_is_part_of_the_name_and_means_it_alone(text: str) -> None:
+    assert names(text) == {"Jean-Luc Picard": "person"}

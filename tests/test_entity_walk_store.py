@@ -72,3 +72,19 @@ def test_the_label_of_a_link_to_a_heading_is_no_alias_of_the_note(make_app: Any)
     for label in ("Files and links", "Account"):
         with pytest.raises(NotFound):
             call(app, "entity", name=label)
+
+
+@pytest.mark.parametrize("full_first", [False, True])
+def test_a_hyphenated_given_name_alone_is_the_person_across_notes(
+    make_app: Any, full_first: bool
+) -> None:
+    """ "Jean-Luc" in a daily note is Jean-Luc Picard of his own note, whichever came first (the
+    first-name rule of store/entities.py took letters only)."""
+    person = {"people/jlp.md": "# Jean-Luc Picard\n\nJean-Luc Picard runs the bridge.\n"}
+    daily = {"daily/d.md": "# Standup\n\nLunch with Jean-Luc about the rota.\n"}
+    app = make_app(model=None)
+    for notes in (person, daily) if full_first else (daily, person):
+        app = with_notes(app, notes)
+    page = call(app, "entity", name="Jean-Luc")
+    assert page["name"] == "Jean-Luc Picard", page
+    assert {s["path"] for s in page["sources"]} == {"people/jlp.md", "daily/d.md"}

@@ -238,7 +238,7 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
         if con.execute(_IS_ENTITY, (key,)).fetchall():
             continue
         rows = con.execute(_FORM_OF, (key, key)).fetchall()
-        if not rows and " " not in key and key.isalpha():
+        if not rows and " " not in key and key.replace("-", "").isalpha():  # "Jean-Luc" too
             rows = people_named(con, key)
         if len(rows) == 1:
             found[key] = (str(rows[0][0]), str(rows[0][1]), str(rows[0][2]))
@@ -274,7 +274,7 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention], flagged: boo
         seen.add(key)
         words = key.split(" ")
         first = words[0]
-        if not 2 <= len(words) <= 3 or len(first) < 2 or not first.isalpha():
+        if not 2 <= len(words) <= 3 or len(first) < 2 or not first.replace("-", "").isalpha():
             continue
         bare = con.execute("SELECT type FROM entities WHERE key = ?", (first,)).fetchall()
         if not bare or not person_like(first, str(bare[0][0])):

@@ -262,7 +262,7 @@ def _part_names(
         ws = key.split(" ")
         if 2 <= len(ws) <= 3 and names[key][:1].isupper():
             for w in {ws[0], ws[-1]}:
-                if len(w) > 1 and w.isalpha():
+                if len(w) > 1 and w.replace("-", "").isalpha():  # "Jean-Luc" too
                     full.setdefault(w, []).append(key)
     out: dict[str, str] = {}
     for w, keys in full.items():

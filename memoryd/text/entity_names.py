@@ -256,6 +256,8 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
             if k in names or (not k.isascii() and canonical_key(k) in names):  # Zoë, Noé
                 return False
             parts = k.split("-")
+            if len(parts) > 1 and parts[0] in names and w.istitle():  # Jean-Luc, Mary-Kate
+                return False
             return k in common or len(k) <= 3 or all(p in common or len(p) <= 3 for p in parts)
 
         if len(words) == 1:
