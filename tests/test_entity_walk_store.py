@@ -88,3 +88,17 @@ def test_a_hyphenated_given_name_alone_is_the_person_across_notes(
     page = call(app, "entity", name="Jean-Luc")
     assert page["name"] == "Jean-Luc Picard", page
     assert {s["path"] for s in page["sources"]} == {"people/jlp.md", "daily/d.md"}
+
+
+def test_a_tag_and_a_name_of_the_same_text_name_each_other(make_app: Any) -> None:
+    """ "what do we know about caroline?" with a person Caroline and a tag #caroline: the page
+    is the person's and says the tag is there too, and the other way round."""
+    app = make_app(model=None)
+    call(app, "add", content="Caroline said the rollout is done. Caroline wrote it up.")
+    call(app, "add", content="Lunch plans for the week.", tags=["caroline"])
+    page = call(app, "entity", name="caroline")
+    assert (page["name"], page["type"]) == ("Caroline", "person")
+    assert [a["name"] for a in page["also"]] == ["#caroline"], page.get("also")
+    page = call(app, "entity", name="#caroline")
+    assert (page["name"], page["type"]) == ("#caroline", "tag")
+    assert [a["name"] for a in page["also"]] == ["Caroline"], page.get("also")
