@@ -102,3 +102,21 @@ def test_a_tag_and_a_name_of_the_same_text_name_each_other(make_app: Any) -> Non
     page = call(app, "entity", name="#caroline")
     assert (page["name"], page["type"]) == ("#caroline", "tag")
     assert [a["name"] for a in page["also"]] == ["Caroline"], page.get("also")
+
+
+def test_a_name_of_several_words_that_matches_none_finds_its_words(make_app: Any) -> None:
+    """An agent asks about "the Obsidian app" or "Caroline and Melanie": `kind: "entity"` and
+    the page's suggestions (MCP's about relays both) named nothing; each word is matched then,
+    a step lower than the whole name would be, the words that are never names left out."""
+    app = make_app(model=None)
+    call(app, "add", content="Caroline said the Obsidian vault syncs. Caroline agreed.")
+    call(app, "add", content="Melanie said Obsidian works offline. Melanie agreed.")
+    hits = call(app, "search", query="Caroline and Melanie", kind="entity")["hits"]
+    assert {h["name"] for h in hits[:2]} == {"Caroline", "Melanie"}, hits
+    assert all(h["score"] <= 0.8 for h in hits)
+    hits = call(app, "search", query="the Obsidian app", kind="entity")["hits"]
+    assert hits[0]["name"] == "Obsidian", hits
+    with pytest.raises(NotFound) as missing:
+        call(app, "entity", name="the Obsidian app")
+    assert [s["name"] for s in missing.value.data["suggestions"]][:1] == ["Obsidian"]
+    assert call(app, "search", query="Nobody Known", kind="entity")["hits"] == []
