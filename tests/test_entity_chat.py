@@ -111,3 +111,14 @@ def test_a_speaker_of_several_lines_is_a_person() -> None:
 )
 def test_a_hyphenated_given_name_is_part_of_the_name_and_means_it_alone(text: str) -> None:
     assert names(text) == {"Jean-Luc Picard": "person"}
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [("「田中さん」が来た。", "田中"), ("「田中さん」 helps.", "田中"), ("【王老师】讲课。", "王")],
+)
+def test_an_honorific_inside_the_brackets_says_person_as_one_after_them_does(
+    text: str, name: str
+) -> None:
+    assert names(text) == {name: "person"}
+    assert names(text.replace("さん」", "」さん").replace("老师】", "】老师")) == {name: "person"}

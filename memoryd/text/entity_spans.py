@@ -357,6 +357,10 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
             if HAS_CJK(inner) and len(inner) <= 16:
                 after = line[m.end() : m.end() + 2]
                 person = any(after.startswith(h) for h in cues.CJK_HONORIFICS)
+                # 「田中さん」: the honorific inside the brackets says person as well
+                own = next((h for h in cues.CJK_HONORIFICS if inner.endswith(h)), "")
+                if own and HAS_CJK(inner[: -len(own)]):
+                    inner, person = inner[: -len(own)], True
                 add(out, inner, n, "quoted", PERSON if person else None)
                 line = blank(line, m.start(), m.end())
         for m in _CJK_HONORIFIC.finditer(line):
