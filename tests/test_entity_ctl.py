@@ -73,6 +73,20 @@ def test_memoryctl_entity_commands(d: Any) -> None:
     assert done.returncode == 0 and "Oskar Lindqvist (person" in done.stdout
 
 
+def test_memoryctl_entity_says_on_its_page_what_else_the_name_means(d: Any) -> None:
+    # stop 37's walk: the other entity was on stderr, lost to a script or an agent reading stdout
+    d.call("add", {"content": "Jordan Lee led the rollout. Jordan said it is done."})
+    d.call("add", {"content": "We flew to Jordan in March; Jordan is dry and warm."})
+    done = d.ctl("entity", "Jordan")
+    assert done.returncode == 0, done.stderr
+    head = done.stdout.splitlines()[:3]
+    assert head[0].startswith("Jordan  place, 1 mention,"), head  # one: no "1 mentions"
+    assert "the name also means: Jordan Lee (person, " in done.stdout, done.stdout
+    assert "also means" not in done.stderr
+    done = d.ctl("search", "jordan", "--kind", "entity")
+    assert "Jordan (place, 1 mention)" in done.stdout, done.stdout
+
+
 def test_mcp_about_related_and_the_search_filter(d: Any, tmp_path: Path) -> None:
     import anyio
     from mcp import ClientSession, StdioServerParameters

@@ -67,6 +67,9 @@ def test_describe_never_repeats_a_credential_or_a_document() -> None:
     assert describe("ghp_" + "a1" * 18).startswith("a text of")
     assert describe(None) == "null" and describe([1, 2]) == "a list of 2 items"
     assert describe("🙂") == "a text of 1 character"  # not "1 characters"
+    # a name as written, looked up: stop 37's walk had "a text of 19 characters" for these
+    assert describe("[[Jean-Luc Picard]]") == "'[[Jean-Luc Picard]]'"
+    assert describe("Melanie’s") == "'Melanie’s'" and describe("Caroline?") == "'Caroline?'"
     assert describe(10**40) == "a number of 41 digits"
 
 

@@ -42,7 +42,7 @@ def run_about(b: Bridge, args: dict[str, Any]) -> Any:
 
 def fmt_about(r: dict[str, Any]) -> str:
     lines = [
-        f"{r['name']} ({r['type']}): {r['mentions']} mentions,"
+        f"{r['name']} ({r['type']}): {r['mentions']} mention{'' if r['mentions'] == 1 else 's'},"
         f" first {_day(r.get('first_seen'))}, last {_day(r.get('last_seen'))}"
     ]
     if r.get("aliases"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from memoryd.ctl.handlers import EXIT_OK, given, time_value, when
-from memoryd.ctl.output import one_line
+from memoryd.ctl.output import mentions, one_line
 from memoryd.ctl.rows import Command, arg, listed
 
 TYPE_CHECKING = False
@@ -19,7 +19,7 @@ TYPES = ("person", "system", "place", "identifier", "tag", "other")
 
 
 def _brief(e: dict[str, Any]) -> str:
-    return f"{e.get('name')} ({e.get('type')}, {e.get('mentions')} mentions)"
+    return f"{e.get('name')} ({e.get('type')}, {mentions(e.get('mentions'))})"
 
 
 def _day(iso: Any) -> str:
@@ -33,13 +33,13 @@ def p_entity(a: Namespace) -> dict[str, Any]:
 def s_entity(res: dict[str, Any], a: Namespace) -> int:
     """The page: a header, aliases, where it is mentioned (path:line and the line), with whom."""
     print(
-        f"{res.get('name')}  {res.get('type')}, {res.get('mentions')} mentions,"
+        f"{res.get('name')}  {res.get('type')}, {mentions(res.get('mentions'))},"
         f" {_day(res.get('first_seen'))} .. {_day(res.get('last_seen'))}"
     )
     if res.get("aliases"):
         print(f"also written: {', '.join(res['aliases'])}")
-    for other in res.get("also") or []:
-        print(f"(the name also means {_brief(other)})", file=sys.stderr)
+    if res.get("also"):  # on the page, not on stderr: a script or an agent reads stdout
+        print(f"the name also means: {', '.join(_brief(o) for o in res['also'])}")
     sources = res.get("sources") or []
     if sources:
         print("\nmentioned in:")

@@ -131,6 +131,11 @@ def search_notes(result: dict[str, Any]) -> list[str]:
     return notes
 
 
+def mentions(n: Any) -> str:
+    """'1 mention', '443 mentions'."""
+    return f"{n} mention" if n == 1 else f"{n} mentions"
+
+
 def print_entity_hits(result: dict[str, Any]) -> None:
     """`search --kind entity`: one entity a line, best match first."""
     hits = result.get("hits") or []
@@ -138,7 +143,7 @@ def print_entity_hits(result: dict[str, Any]) -> None:
     for hit in hits:
         print(
             f"  {hit.get('score')}  {hit.get('name')} ({hit.get('type')}, "
-            f"{hit.get('mentions')} mentions)"
+            f"{mentions(hit.get('mentions'))})"
         )
 
 

@@ -19,6 +19,8 @@ from memoryd.core.errors import InvalidInput, NotFound, check_int, describe
 from memoryd.core.timeutil import iso
 from memoryd.store import Store, entityread
 from memoryd.store.entityread import EntityRow
+from memoryd.text import entity_cues as cues
+from memoryd.text.entities import canonical_key
 from memoryd.text.markdown import aliases_lines, estimate_tokens, nfc
 
 # the types memoryd.text.entities gives
@@ -70,6 +72,26 @@ def _date(ts: Any) -> str | None:
     return iso(float(ts)) if ts is not None else None
 
 
+def _matching(con: Any, text: str, limit: int, types: Sequence[str] = ()) -> list[Any]:
+    """entityread.matching; when the whole text matches nothing, its words do, each a step
+    lower ("the Obsidian app", "Caroline and Melanie": Obsidian; Caroline, Melanie), the
+    words that are never names left out."""
+    found = entityread.matching(con, text, limit, types)
+    words = text.split()
+    if found or len(words) < 2:
+        return list(found)
+    best: dict[int, tuple[EntityRow, int]] = {}
+    keys = [
+        k for k in dict.fromkeys(map(canonical_key, words)) if len(k) > 1 and k not in cues.STOP
+    ]
+    for word in keys[:8]:  # a name, not a text: its first few words
+        for row, rank in entityread.matching(con, word, limit, types):
+            step = min(rank + 1, 4)
+            if row.id not in best or step < best[row.id][1]:
+                best[row.id] = (row, step)
+    return sorted(best.values(), key=lambda h: (h[1], -h[0].mentions, h[0].id))[:limit]
+
+
 def find(store: Store, query: str, limit: int, types: Sequence[str] = ()) -> dict[str, Any]:
     """`search` with kind "entity": entities whose name or a surface form matches the query,
     the exact name first, then a surface form, a name that starts with it, a word of a name
@@ -78,7 +100,7 @@ def find(store: Store, query: str, limit: int, types: Sequence[str] = ()) -> dic
     pattern SQLite refuses, answered as an internal error."""
     if len(query) > MAX_NAME:
         raise InvalidInput(f'query: at most {MAX_NAME} characters with kind "entity" (a name)')
-    found = store.read(lambda con: entityread.matching(con, query, limit, types))
+    found = store.read(lambda con: _matching(con, query, limit, types))
     hits = [
         {**_brief(row), "kind": "entity", "key": row.key, "score": round(1.0 - 0.2 * rank, 2)}
         for row, rank in found
@@ -92,7 +114,7 @@ def _resolve(store: Store, name: str) -> list[EntityRow]:
     rows = store.read(lambda con: entityread.by_name(con, name))
     if rows:
         return rows
-    near = store.read(lambda con: entityread.matching(con, name, 5))
+    near = store.read(lambda con: _matching(con, name, 5))
     brief = [_brief(row) for row, _ in near]
     hint = ", ".join(f"{b['name']} ({b['type']})" for b in brief)
     raise NotFound(

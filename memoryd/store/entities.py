@@ -70,39 +70,50 @@ _PAIR = (
 
 
 def _entity(con: Connection, m: Mention) -> int:
-    """The id of the mention's entity, made (or its name or type bettered) when needed: a read
-    first, as most mentions name an entity that is there already."""
-    rows = con.execute("SELECT id, name, type FROM entities WHERE key = ?", (m.key,)).fetchall()
-    if rows:
-        entity_id, name, type_ = rows[0]
-        better_type = m.type != "other" and m.type != type_
-        better_name = name == name.lower() and m.name != name
-        if not (better_type or better_name):
-            return int(entity_id)
-    return int(con.execute(_UPSERT, (m.key, m.name, m.type)).fetchall()[0][0])
+    """The id of one mention's entity (_entities for one key; the tests' older schemas)."""
+    ids: dict[str, int] = {}
+    _entities(con, {m.key: m}, ids, {m.key: 1})
+    return ids[m.key]
 
 
-def _entities(con: Connection, firsts: dict[str, Mention], ids: dict[str, int]) -> None:
-    """_entity for many keys (the first mention of each): their rows read in one statement
-    per 500 keys; only those missing, or whose name or type the mention betters, written."""
+# Where a note says what it is: its title and its front matter (`type: person`, `people: [..]`).
+_SAYS_WHAT = frozenset(("title", "front_matter"))
+
+
+def _entities(
+    con: Connection, firsts: dict[str, Mention], ids: dict[str, int], weight: dict[str, int]
+) -> None:
+    """The entity ids of many keys (the first mention of each), made (or their name or type
+    bettered) when needed: their rows read in one statement per 500 keys; only those missing,
+    or whose name or type the mention betters, written. A typed mention retypes an entity of
+    another type (not 'other') only when these entries mention it at least as often as the
+    store did (`weight`, their mentions of each key; a note's title or front matter counts as
+    all): one memory's "@github" leaves GitHub, mentioned 20 times as a system, a system."""
     keys = [k for k in firsts if k not in ids]
-    known: dict[str, tuple[int, str, str]] = {}
+    known: dict[str, tuple[int, str, str, int]] = {}
     for at in range(0, len(keys), 500):
         part = keys[at : at + 500]
-        for entity_id, key, name, type_ in con.execute(
-            f"SELECT id, key, name, type FROM entities WHERE key IN ({','.join('?' * len(part))})",
+        for entity_id, key, name, type_, count in con.execute(
+            "SELECT id, key, name, type, mentions FROM entities"
+            f" WHERE key IN ({','.join('?' * len(part))})",
             part,
         ).fetchall():
-            known[str(key)] = (int(entity_id), str(name), str(type_))
+            known[str(key)] = (int(entity_id), str(name), str(type_), int(count or 0))
     for key in keys:
         m, row = firsts[key], known.get(key)
         if row is not None:
-            entity_id, name, type_ = row
-            better_type = m.type != "other" and m.type != type_
+            entity_id, name, type_, count = row
+            better_type = (
+                m.type != "other"
+                and m.type != type_
+                and (type_ == "other" or weight.get(key, 0) >= count)
+            )
             better_name = name == name.lower() and m.name != name
             if not (better_type or better_name):
                 ids[key] = entity_id
                 continue
+            if not better_type:
+                m = replace(m, type=type_)
         ids[key] = int(con.execute(_UPSERT, (m.key, m.name, m.type)).fetchall()[0][0])
 
 
@@ -121,10 +132,12 @@ def _store(
     pairs: dict[tuple[int, int], int] = {}
     entries = [(entry_id, at, list(mentions)) for entry_id, at, mentions in entries]
     firsts: dict[str, Mention] = {}
+    weight: dict[str, int] = {}
     for _, _, mentions in entries:
         for m in mentions:
             firsts.setdefault(m.key, m)
-    _entities(con, firsts, ids)
+            weight[m.key] = 1 << 62 if m.source in _SAYS_WHAT else weight.get(m.key, 0) + 1
+    _entities(con, firsts, ids, weight)
     for entry_id, at, mentions in entries:
         seen: dict[tuple[int, int, str], str] = {}
         for m in mentions:
@@ -226,7 +239,7 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
         if con.execute(_IS_ENTITY, (key,)).fetchall():
             continue
         rows = con.execute(_FORM_OF, (key, key)).fetchall()
-        if not rows and " " not in key and key.isalpha():
+        if not rows and " " not in key and key.replace("-", "").isalpha():  # "Jean-Luc" too
             rows = people_named(con, key)
         if len(rows) == 1:
             found[key] = (str(rows[0][0]), str(rows[0][1]), str(rows[0][2]))
@@ -262,7 +275,7 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention], flagged: boo
         seen.add(key)
         words = key.split(" ")
         first = words[0]
-        if not 2 <= len(words) <= 3 or len(first) < 2 or not first.isalpha():
+        if not 2 <= len(words) <= 3 or len(first) < 2 or not first.replace("-", "").isalpha():
             continue
         bare = con.execute("SELECT type FROM entities WHERE key = ?", (first,)).fetchall()
         if not bare or not person_like(first, str(bare[0][0])):

@@ -67,6 +67,12 @@ def by_name(con: Connection, name: str) -> list[EntityRow]:
         [*resolve_params(key), key],
     )
     if rows:
+        # the tag of the same text, or the name of the tag's: Caroline and #caroline are two
+        twin = key[1:] if key.startswith("#") else "#" + key
+        if twin and all(r.key != twin for r in rows):
+            rows += _rows(
+                con, f"SELECT {_COLS} FROM entities n WHERE n.key = ? AND {_visible(con)}", [twin]
+            )
         return rows
     alone = said_alone(con, key)  # "José" for the one José, "db" for #db
     if not alone:

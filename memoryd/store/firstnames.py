@@ -58,8 +58,8 @@ def named_like_person(key: str, name: str) -> bool:
     words, parts = name.split(), key.split(" ")
     return (
         2 <= len(words) <= 3
-        and all(w[:1].isupper() and w.isalpha() for w in words)
-        and parts[0] in cues.first_names()[0]
+        and all(w[:1].isupper() and w.replace("-", "").isalpha() for w in words)
+        and parts[0].partition("-")[0] in cues.first_names()[0]  # "Jean-Luc Picard" too
         and parts[-1] not in _NOT_A_SURNAME
         and not any(parts[-1] in names for names in cues.first_names())  # "Mary Rose"
         and key not in cues.places()

@@ -15,7 +15,8 @@ follows ("Caroline said", "Caroline:") or it is possessive; code identifiers (sn
 SCREAMING_CASE, camelCase, calls `f()`, kebab-case with a digit or an infrastructure suffix,
 letters mixed with digits such as SEV2), hostnames, URL hosts and emails. Nothing is read
 inside fenced code; `inline code` yields its identifiers only. CJK names only where marked:
-wikilinks, front matter, 「」【】《》 or quotes around them, or an honorific after them (田中さん).
+wikilinks, front matter, 「」【】《》 or quotes around them, or an honorific after them
+(田中さん) or inside the brackets (「田中さん」 is 田中).
 
 Types: person, system (projects, products, organisations), place, identifier, tag, other; votes
 from where a mention came (front-matter field, @mention, tag, code shape) and from the words
@@ -262,7 +263,7 @@ def _part_names(
         ws = key.split(" ")
         if 2 <= len(ws) <= 3 and names[key][:1].isupper():
             for w in {ws[0], ws[-1]}:
-                if len(w) > 1 and w.isalpha():
+                if len(w) > 1 and w.replace("-", "").isalpha():  # "Jean-Luc" too
                     full.setdefault(w, []).append(key)
     out: dict[str, str] = {}
     for w, keys in full.items():

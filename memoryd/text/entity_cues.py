@@ -69,6 +69,29 @@ def places() -> frozenset[str]:
     return frozenset(x for x in lines if x and not x.startswith("#"))
 
 
+# What people write in chat before or instead of a name ("Woah Joanna", "Congrats, Nate!",
+# "Yeah John"): never (part of) a name. With the spelt-out forms of `interjection`.
+INTERJECTIONS = words(
+    "congrats congratulations yeah yep yup nope nah woohoo hooray yay yikes oops whoops ugh "
+    "phew whew gosh geez jeez bye meh huh duh ttyl brb idk tbh imo imho lmao rofl ikr thx "
+    "anyways anytime c'mon"
+)
+_INTERJECTION = re.compile(
+    r"a+w+|a+h+|(?:ha){2,}h?|aha+|(?:he){2,}h?|heh|wo+a+h?|who+a+|o+h+|o+o+h*|u+[hm]+|h+m+|ya+y+|"
+    r"wo+w+|woo+(?:hoo+)?|lo+l+|omg+|so+o+|ye+s+s+|no+o+"
+)
+
+
+def interjection(key: str) -> bool:
+    """A lower-cased word that is an interjection as chat spells it: "Awww", "Hahaha", "Hmmm",
+    "Woah", "Sooo"."""
+    return key in INTERJECTIONS or _INTERJECTION.fullmatch(key) is not None
+
+
+# Places on the shipped list that are, far more often, an everyday word opening a sentence ("Nice
+# to meet you!"): read there like any other common word. Not "Turkey", "China": either is usual.
+PLACE_WORDS = words("nice")
+
 # Capitalised words that are never (part of) a name, wherever they stand: function words,
 # pronouns, interjections, days and months, and words a sentence or a heading often starts with.
 STOP = words(
@@ -151,7 +174,11 @@ LEADING = words(
     "ask tell ping call email mail text message remind invite meet thank thanks congratulate "
     "cc loop welcome check see add use try run install deploy restart stop start move send "
     "get give make set fix update upgrade review read write close follow contact like unlike "
-    "per about regarding re congrats happy dear hey hi hello"
+    "per about regarding re congrats happy dear hey hi hello bet "
+    # what a how-to tells the reader to do ("Open Obsidian", "Select Files and links")
+    "open select click press choose enable disable launch navigate drag toggle create paste "
+    "copy save rename delete tap hover insert export import download upload visit browse "
+    "expand collapse scroll configure quit reload refresh remove"
 )
 # Before a name: a person is addressed, thanked, met, asked.
 PERSON_BEFORE = words(

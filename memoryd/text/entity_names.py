@@ -77,7 +77,21 @@ def _nameword(w: str) -> bool:
     k = _word_key(w)
     if k in cues.STOP or k in cues.HONORIFICS or (k[-1:] == "s" and k[:-1] in cues.STOP):
         return False
+    if (cues.interjection(k) and not w.isupper()) or _contraction(k):  # not HMM, the model
+        return False
     return not (w.isupper() and (len(k) < 2 or k in cues.common_words()))
+
+
+_CONTRACTED = ("ll", "ve", "re", "m", "d", "t")
+
+
+def _contraction(k: str) -> bool:
+    """A pronoun or a verb contracted, with either apostrophe: "We'll", "I’ve", "They’re",
+    "Didn’t"."""
+    head, apostrophe, tail = k.replace("’", "'").partition("'")
+    if not apostrophe or tail not in _CONTRACTED:
+        return False
+    return head in cues.STOP or (tail == "t" and head.endswith("n") and head[:-1] in cues.STOP)
 
 
 _NAMEWORDS: dict[str, bool] = {}  # _nameword's answers: the same words come back line after line
@@ -215,7 +229,7 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
         return words
     names, _worded, systems, places, common = _lists()
     lowered = " ".join(words).lower()
-    if lowered in systems or lowered in places:
+    if lowered in systems or (lowered in places and lowered not in cues.PLACE_WORDS):
         return words  # "Kafka can replace cron", "Lisbon was warm": a known name opens it
     if (
         len(words) <= 3
@@ -242,10 +256,15 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
             if k in names or (not k.isascii() and canonical_key(k) in names):  # Zoë, Noé
                 return False
             parts = k.split("-")
+            if len(parts) > 1 and parts[0] in names and w.istitle():  # Jean-Luc, Mary-Kate
+                return False
             return k in common or len(k) <= 3 or all(p in common or len(p) <= 3 for p in parts)
 
         if len(words) == 1:
-            cue = run.after in cues.PERSON_AFTER or words[0].endswith(("'s", "’s"))
+            # "Melanie's", "Cheney's back", not "Life's too short": 's is "is" before those words
+            cue = run.after in cues.PERSON_AFTER or (
+                words[0].endswith(("'s", "’s")) and run.window[:1] not in _IS_BEFORE
+            )
             if plain(words[0]) and not cue:
                 return []
         else:  # "Check Grafana" -> Grafana; "Julia Evans", "New York" stay whole
@@ -259,13 +278,26 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
     return words
 
 
+# A plain word opening a sentence with 's before one of these is "it is", not its owner: "Life's
+# too short", "Nature's amazing", "Everything's been fine".
+_IS_BEFORE = {
+    (w,)
+    for w in cues.words(
+        "a an the too so not been all just really very pretty such gonna going got getting "
+        "always never still only like about what more better good great hard tough short "
+        "crazy funny amazing awesome wild weird tricky fine ok okay over here there"
+    )
+}
+
+
 def _speaker(run: _Run) -> bool:
-    """'Maya: ...' at the start of a line."""
+    """'Maya: ...' at the start of a line; not a label alone on its line ("**Examples:**")."""
     return (
         run.initial
         and not run.all_initial
         and run.after_gap.startswith(":")
         and len(run.words) <= 2
+        and bool(run.window)
     )
 
 

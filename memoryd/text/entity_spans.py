@@ -226,10 +226,21 @@ def _kebab_ok(word: str) -> bool:
     parts = word.split("-")
     return (
         any(ch.isdigit() for ch in word)
-        or len(parts) > 2
+        or (len(parts) > 2 and not _compound(parts))
         or parts[-1] in _INFRA
         or _uncommon_part(parts)
     )
+
+
+# inside an English compound: "end-to-end", "one-on-one", "state-of-the-art", "step-by-step"
+_COMPOUND_INNER = cues.words("to on of by in the a an so and or for at per with over")
+
+
+def _compound(parts: list[str]) -> bool:
+    """An English compound of three words or more, no identifier: a small word joins its words,
+    which are common words or short ones (an infrastructure word at the end still makes an
+    identifier: _kebab_ok)."""
+    return any(p in _COMPOUND_INNER for p in parts[1:-1]) and not _uncommon_part(parts)
 
 
 def _uncommon_part(parts: list[str]) -> bool:
@@ -298,7 +309,8 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
     if has & WIKI_B and "[[" in line:
         for m in WIKI.finditer(line):
             target, _, alias = m.group(1).replace("\\|", "|").partition("|")
-            target = target.partition("#")[0].strip()
+            target, section, _ = target.partition("#")
+            target = target.strip()
             name = target.rstrip("/").rsplit("/", 1)[-1]
             if name.lower().endswith(".md"):
                 name = name[:-3]
@@ -308,7 +320,8 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
             if key:
                 add(out, name, n, "wikilink", key=key)
                 known.add(key)
-                if alias.strip() and canonical_key(alias) != key:
+                # a link to a heading or a block: its label names the section, not the note
+                if alias.strip() and not section and canonical_key(alias) != key:
                     add(out, alias.strip(), n, "alias", alias_to=key)
             line = blank(line, m.start(), m.end())
     if has & URL_B and "://" in line:
@@ -344,6 +357,10 @@ def explicit(line: str, n: int, out: list[Raw], known: set[str], has: int = ANY_
             if HAS_CJK(inner) and len(inner) <= 16:
                 after = line[m.end() : m.end() + 2]
                 person = any(after.startswith(h) for h in cues.CJK_HONORIFICS)
+                # 「田中さん」: the honorific inside the brackets says person as well
+                own = next((h for h in cues.CJK_HONORIFICS if inner.endswith(h)), "")
+                if own and HAS_CJK(inner[: -len(own)]):
+                    inner, person = inner[: -len(own)], True
                 add(out, inner, n, "quoted", PERSON if person else None)
                 line = blank(line, m.start(), m.end())
         for m in _CJK_HONORIFIC.finditer(line):
