@@ -177,6 +177,20 @@ def test_the_index_follows_a_hand_edit_and_an_update(make_app: Any) -> None:
     assert hits(app, "sharp") == []
 
 
+def test_a_markers_hash_on_a_line_indexed_as_text_is_no_entity(make_app: Any) -> None:
+    """A log line indexed as text (its memory gone, or the line edited by hand) keeps its
+    marker; the marker's hash names no identifier (`memoryctl entities` listed `de6be31d`)."""
+    app = make_app(model=None)
+    app.memories.add("the standup is at nine")
+    path = today_log(app)
+    with path.open("a") as f:
+        f.write("- 10:00 [fact] Ana Lima moved the deploy to Friday <!-- m:99:de6be31d -->\n")
+    app.indexer.reconcile()
+    assert hits(app, "Friday") == [("chunk", path.relative_to(app.cfg.workspace).as_posix())]
+    keys = app.store.read(lambda con: [r[0] for r in con.execute("SELECT key FROM entities")])
+    assert "ana lima" in keys and "de6be31d" not in keys, keys
+
+
 def test_a_delete_reaches_a_log_renamed_out_of_the_log_folder(make_app: Any) -> None:
     """A plain `mv daily/DATE.md archive/`: the indexer sees it as a move; the file is read
     again at its new path (its lines are text there, and how a delete finds them)."""

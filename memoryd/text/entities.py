@@ -108,6 +108,9 @@ class Entity:
 
 
 _CODE_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
+# the marker that ends a daily-log line (memory/dailylog.py): a line indexed as text (edited by
+# hand, or its memory gone) names no identifier by it
+_LOG_MARKER = re.compile(r"<!-- m:\d+:[0-9a-f]{8} -->")
 _H1 = re.compile(r"^ {0,3}#(?=[ \t]|$).*", re.MULTILINE)  # what atx_heading reads as level 1
 
 
@@ -115,6 +118,8 @@ def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> list[t
     """Add the mentions of `body` to `out`; return the coordinated names (entity_names.names)."""
     kept: list[tuple[int, str]] = []
     code_words: set[str] = set()
+    if "<!-- m:" in body:
+        body = _LOG_MARKER.sub(lambda m: " " * len(m.group()), body)
     lines = body.split("\n")
     code = [c for _, c in fenced(lines)] if "```" in body or "~~~" in body else None
     starts = list(accumulate((len(x) + 1 for x in lines[:-1]), initial=0))
