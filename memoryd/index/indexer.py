@@ -238,9 +238,12 @@ class Indexer:
                 if not self._inside(target):
                     raise Skip("symlink leads outside the workspace")
                 real = target
-                st = os.stat(real)
+                # kept before the target is looked at: a symlink seen leading nowhere (its
+                # file deleted, moved away, not checked out yet) is a note again when the file
+                # comes back, and the file's event names the file only
                 if len(self.links_to) < MAX_SKIPPED_LISTED or target in self.links_to:
                     self.links_to.setdefault(target, set()).add(rel)
+                st = os.stat(real)
         except FileNotFoundError:
             raise
         except OSError as exc:
@@ -457,6 +460,8 @@ class Indexer:
             self.store.run_write(move)
             report.moved += 1
             log.info("moved", path=state.path, old_path=old)
+            for other in folders.other_names(self, state, ()):  # symlinks to its new path
+                self._index_one(other, by_sha, report)
             return old
         note = self._parse(state.path, self._text(state, data))
         doc = DocumentInfo(state.path, sha, state.size, state.mtime, note.fm.raw)
