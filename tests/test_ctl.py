@@ -1110,7 +1110,10 @@ def test_status_watch_plain_lines_until_idle(
     }
     stub.results["status"] = _busy_status(
         [
-            {"index": {"progress": {"done": 5, "total": 20}}, "vectors": vec},
+            {
+                "index": {"progress": {"done": 5, "total": 20, "rate_per_s": 92.4, "eta_s": 74}},
+                "vectors": vec,
+            },
             {
                 "index": {"progress": None},
                 "vectors": {**vec, "done": 400, "pending": 0, "embedding": 8, "eta_s": 1},
@@ -1125,8 +1128,8 @@ def test_status_watch_plain_lines_until_idle(
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == (
-        "index [######------------------]  25.0% 5/20 files  vectors [#####-------------------]"
-        "  24.5% 100/408  40.0/s  eta 2m05s  notes/x.md"
+        "index [######------------------]  25.0% 5/20 files  92.4/s  eta 1m14s  "
+        "vectors [#####-------------------]  24.5% 100/408  40.0/s  eta 2m05s  notes/x.md"
     )
     assert lines[1].startswith("vectors [#######################-]  98.0% 400/408")
     assert lines[-1] == "idle: vectors 408 done"
@@ -1152,7 +1155,7 @@ def test_reindex_draws_progress_from_status_while_it_runs(
 
     def status(params: dict[str, Any]) -> dict[str, Any]:
         polled.set()
-        return {**STATUS, "index": {"progress": {"done": 3, "total": 4}}}
+        return {**STATUS, "index": {"progress": {"done": 3, "total": 4, "eta_s": 2}}}
 
     def reindex(params: dict[str, Any]) -> dict[str, Any]:
         release.wait(10)
@@ -1162,7 +1165,7 @@ def test_reindex_draws_progress_from_status_while_it_runs(
     threading.Thread(target=lambda: (polled.wait(10), release.set()), daemon=True).start()
     code, out, err = ctl_run("reindex")
     assert code == 0 and out.startswith("indexed 2, unchanged 5")
-    assert "reindex [##################------]  75.0% 3/4 files" in err
+    assert "reindex [##################------]  75.0% 3/4 files  eta 2s" in err
     assert "status" in [r["method"] for r in stub.requests]
     code, out, err = ctl_run("reindex", "--no-progress")
     assert code == 0 and err == ""

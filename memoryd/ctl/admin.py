@@ -10,9 +10,9 @@ from memoryd.ctl.client import Client, ClientError, UsageError, encode_request
 from memoryd.ctl.handlers import given, page_footer, read_text, stdin_text
 from memoryd.ctl.output import (
     Progress,
-    bar,
     emit_json,
     flatten,
+    index_part,
     one_line,
     print_drift,
     print_jobs,
@@ -120,10 +120,7 @@ def r_reindex(c: Client, a: Namespace) -> int:
         except Exception:  # the poll is a courtesy; the reindex answer is what counts
             prog = None
         if isinstance(prog, dict) and prog.get("total"):
-            progress.update(
-                f"reindex {bar(prog.get('done', 0), prog['total'])} "
-                f"{prog.get('done', 0)}/{prog['total']} files"
-            )
+            progress.update(index_part("reindex", prog))
         worker.join(1.0)
     progress.finish()
     if "error" in outcome:
