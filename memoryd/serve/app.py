@@ -417,6 +417,7 @@ class App:
                 return
             last[0] = now
             log.info("indexing", done=done, total=total, rate_per_s=round(rate, 1), eta_s=eta)
+            self.embedder.wake()  # what is read so far is embedded meanwhile, on a first start too
             if report is not None:
                 report(f"{done}/{total} files")
 
