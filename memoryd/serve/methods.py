@@ -392,6 +392,9 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
         )
     )
     app.search_log.record((time.perf_counter() - started) * 1000)
+    if not app.ready.is_set():  # the notes not read yet are not found: say so
+        prog = app.index_progress or {}
+        found["indexing"] = {"done": prog.get("done", 0), "total": prog.get("total", 0)}
     return found
 
 
