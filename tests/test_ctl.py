@@ -1136,6 +1136,32 @@ def test_status_watch_plain_lines_until_idle(
     assert "\r" not in out  # not a terminal: plain lines
 
 
+@pytest.mark.parametrize(
+    ("progress", "said"),
+    [
+        (
+            {"done": 5125, "total": 15173, "eta_s": 121},
+            "first scan running (5125/15173 files, eta 2m01s)",
+        ),
+        ({"done": 0, "total": 0}, "first scan running; "),  # still listing the files
+        (None, "first scan running; "),
+    ],
+)
+def test_the_status_line_says_how_far_the_first_scan_is(
+    progress: dict[str, Any] | None, said: str
+) -> None:
+    """`memoryctl status`'s first line during a large first index: how far, and how long still
+    (stop 37's walk: "first scan running" alone, three minutes long on 15K notes)."""
+    from memoryd.ctl.output import status_summary
+
+    status = {
+        **STATUS,
+        "index": {"initial_reconcile_done": False, "progress": progress},
+        "uptime_s": 56,
+    }
+    assert said in status_summary(status) + "; "
+
+
 def test_progress_redraws_one_line_on_a_terminal() -> None:
     from memoryd.ctl.output import Progress
 

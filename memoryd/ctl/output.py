@@ -274,7 +274,12 @@ def status_summary(res: dict[str, Any]) -> str:
         pending = _count(vectors.get("pending")) + _count(vectors.get("embedding"))
         parts.append(f"vectors {text(vectors.get('done'))} done, {pending} pending")
     if index.get("initial_reconcile_done") is False:
-        parts.append("first scan running")
+        prog = index.get("progress")
+        if isinstance(prog, dict) and prog.get("total"):  # how far, and how long still
+            eta = f", eta {duration(prog['eta_s'])}" if prog.get("eta_s") is not None else ""
+            parts.append(f"first scan running ({prog.get('done', 0)}/{prog['total']} files{eta})")
+        else:
+            parts.append("first scan running")
     if res.get("uptime_s") is not None:
         parts.append(f"up {duration(res['uptime_s'])}")
     return "; ".join(parts)
