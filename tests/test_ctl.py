@@ -1134,6 +1134,18 @@ def test_status_watch_plain_lines_until_idle(
     assert lines[1].startswith("vectors [#######################-]  98.0% 400/408")
     assert lines[-1] == "idle: vectors 408 done"
     assert "\r" not in out  # not a terminal: plain lines
+    # during the first scan, the vectors' time left counts the texts found so far: a floor
+    stub.results["status"] = _busy_status(
+        [
+            {
+                "index": {"initial_reconcile_done": False, "progress": {"done": 5, "total": 20}},
+                "vectors": vec,
+            },
+            {"index": {"progress": None}, "vectors": {**vec, "pending": 0, "embedding": 0}},
+        ]
+    )
+    code, out, _ = ctl_run("status", "--watch", "--interval", "0.01")
+    assert "40.0/s  eta >2m05s  notes/x.md" in out.splitlines()[0]
 
 
 @pytest.mark.parametrize(

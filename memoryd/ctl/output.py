@@ -364,7 +364,9 @@ def progress_parts(status: dict[str, Any]) -> tuple[list[str], bool]:
             if vectors.get("rate_per_s"):
                 part += f"  {vectors['rate_per_s']:.1f}/s"
             if vectors.get("eta_s") is not None:
-                part += f"  eta {duration(vectors['eta_s'])}"
+                # while a scan still finds texts, the time left for those found so far is a floor
+                more = ">" if index.get("initial_reconcile_done") is False else ""
+                part += f"  eta {more}{duration(vectors['eta_s'])}"
             if vectors.get("current"):
                 part += f"  {one_line(vectors['current'], 40)}"
             parts.append(part)
