@@ -354,6 +354,19 @@ TARGET_BACK: dict[str, tuple[bool, Callable[[Path], None]]] = {
         lambda ws: ((ws / "d").mkdir(), write(ws / "d" / "a.md", "# A\n\nquokka\n")),
     ),
     "seen dangling at start, another note moved to its name": (False, _moved_in_from_another_note),
+    "seen dangling at start, its folder made a symlink to another folder": (
+        False,
+        lambda ws: (write(ws / "e" / "a.md", "# A\n\nquokka\n"), os.symlink("e", ws / "d")),
+    ),
+    "seen dangling at start, its name made a symlink to another note (a chain)": (
+        False,
+        lambda ws: (
+            write(ws / "real.md", "# Real\n\nquokka\n"),
+            wait_for(lambda: "real.md" in in_index(app_of[ws])),
+            (ws / "d").mkdir(),
+            os.symlink("../real.md", ws / "d" / "a.md"),
+        ),
+    ),
 }
 
 

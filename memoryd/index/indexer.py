@@ -12,6 +12,7 @@ keeps its first ones. Nothing here raises for a bad file.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import hashlib
@@ -142,6 +143,7 @@ class Indexer:
         # the notes that are symlinks to other files, by the file they lead to (folders.py,
         # other_names: a save through either name raises an event for the file's own name only)
         self.links_to: dict[str, set[str]] = {}
+        self.dangling: set[str] = set()  # the symlinks last seen leading nowhere (folders.py)
         self.last_reconcile: dict[str, Any] | None = None
         # the names of the files that are not notes, for links to attachments
         self.others = OtherFiles(self.root, lambda: self.settings, self.is_private, self.relpath)
@@ -238,12 +240,9 @@ class Indexer:
                 if not self._inside(target):
                     raise Skip("symlink leads outside the workspace")
                 real = target
-                # kept before the target is looked at: a symlink seen leading nowhere (its
-                # file deleted, moved away, not checked out yet) is a note again when the file
-                # comes back, and the file's event names the file only
                 if len(self.links_to) < MAX_SKIPPED_LISTED or target in self.links_to:
                     self.links_to.setdefault(target, set()).add(rel)
-                st = os.stat(real)
+                st = folders.stat_target(self, rel, real)
         except FileNotFoundError:
             raise
         except OSError as exc:
@@ -425,6 +424,9 @@ class Indexer:
                 if self.store.run_write(functools.partial(entries.delete_document, path=rel)):
                     report.deleted += 1
                     log.info("deleted: its symlink leads nowhere now", path=rel)
+        for state in folders.dangling_back(self) if report.changed else ():
+            with contextlib.suppress(FileNotFoundError, Skip):  # gone again, or its event says
+                self._index_one(state, {}, report)  # a symlink leads to a note again
         for key in ("indexed", "unchanged", "deleted", "moved", "skipped", "chunks"):
             setattr(self.totals, key, getattr(self.totals, key) + getattr(report, key))
         if report.changed and self.on_change is not None:
@@ -460,8 +462,6 @@ class Indexer:
             self.store.run_write(move)
             report.moved += 1
             log.info("moved", path=state.path, old_path=old)
-            for other in folders.other_names(self, state, ()):  # symlinks to its new path
-                self._index_one(other, by_sha, report)
             return old
         note = self._parse(state.path, self._text(state, data))
         doc = DocumentInfo(state.path, sha, state.size, state.mtime, note.fm.raw)
