@@ -17,6 +17,8 @@ from memoryd.ctl.output import search_notes
 from memoryd.serve import methods  # noqa: F401 (registers the socket methods)
 from memoryd.web.actions import call
 
+pytestmark = pytest.mark.backends
+
 DOORS: dict[str, Callable[[dict[str, Any]], str]] = {
     # what each door shows of one search's answer
     "socket (JSON)": lambda res: str(res.get("indexing")),
