@@ -66,3 +66,27 @@ def test_a_search_during_the_first_index_says_the_workspace_is_still_being_index
     after = call(app, "search", {"query": query})
     assert "indexing" not in after and after["hits"]
     assert "still being indexed" not in DOORS[door](after)
+
+
+def test_status_check_during_the_first_index_says_the_index_is_being_built(
+    held: Any, capsys: Any
+) -> None:
+    """`memoryctl status --check` during a first index: the files not read yet are differences
+    (exit 1 still: the index is not the disk), but no "needs attention: drift 14334" and no
+    "fix with: memoryctl reindex" (stop 37's walk, 5 s into a 15K-note first index)."""
+    from memoryd.ctl.output import print_drift, status_summary
+
+    app, gate = held
+    status = app.status(check=True)
+    drift = status["drift"]
+    assert drift["files_missing_from_index"] == ["z.md"] and drift["total"] == 1
+    assert (drift["indexing"]["done"], drift["indexing"]["total"]) == (5, 6)
+    assert "needs attention" not in status_summary(status)
+    print_drift(drift)
+    said = capsys.readouterr().out
+    assert "while the workspace is being indexed (5/6 files read)" in said
+    assert "reindex" not in said
+    gate.set()
+    assert app.ready.wait(DEADLINE_S)
+    status = app.status(check=True)
+    assert status["drift"]["total"] == 0 and status["drift"]["indexing"] is None

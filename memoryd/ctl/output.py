@@ -261,8 +261,8 @@ def status_summary(res: dict[str, Any]) -> str:
     restart = (res.get("config") or {}).get("restart_needed") or []
     if restart:
         problems.append(f"restart to apply {', '.join(restart)}")
-    if res.get("drift") and res["drift"].get("total"):
-        problems.append(f"drift {res['drift']['total']}")
+    if res.get("drift") and res["drift"].get("total") and not res["drift"].get("indexing"):
+        problems.append(f"drift {res['drift']['total']}")  # (while indexing: print_drift)
     health = "needs attention: " + ", ".join(problems) if problems else "ok"
     parts = [
         f"memoryd {res.get('version')}: {health}",
@@ -307,7 +307,15 @@ def print_drift(drift: dict[str, Any]) -> None:
     if not drift.get("total"):
         print("\nno drift: the index matches the workspace")
         return
-    print(f"\ndrift: {drift['total']} problem(s) (fix with: memoryctl reindex)")
+    prog = drift.get("indexing")
+    if isinstance(prog, dict):  # a reconcile is reading the workspace: not a problem yet
+        print(
+            f"\ndrift: {drift['total']} difference(s) while the workspace is being indexed "
+            f"({prog.get('done', 0)}/{prog.get('total', 0)} files read): check again once "
+            "`memoryctl status --watch` says idle"
+        )
+    else:
+        print(f"\ndrift: {drift['total']} problem(s) (fix with: memoryctl reindex)")
     for key in ("files_missing_from_index", "stale", "missing_on_disk"):
         for path in drift.get(key) or []:
             print(f"  {key}: {path}")

@@ -587,8 +587,8 @@ class App:
             },
         }
         out["jobs"] = self.jobs.list()
-        if check and store["ok"]:
-            out["drift"] = self.indexer.drift()
+        if check and store["ok"]:  # during a reconcile, the files it has not read yet too:
+            out["drift"] = {**self.indexer.drift(), "indexing": self.index_progress}
         return out
 
 
