@@ -21,7 +21,7 @@ def _where(hit: dict[str, Any]) -> str:
     return f"memory {hit.get('type') or ''} {tags}".strip()
 
 
-def _indexing(res: dict[str, Any]) -> str:
+def indexing_said(res: dict[str, Any]) -> str:
     """The first index since the daemon started is still running (`indexing` in the answer)."""
     prog = res.get("indexing")
     if not isinstance(prog, dict):
@@ -37,7 +37,7 @@ def fmt_hits(res: dict[str, Any]) -> str:
         head += f" (keyword-only: the embedding model is {res['model_state']})"
     elif res.get("pending_vectors"):
         head += f" ({res['pending_vectors']} texts not embedded yet: keyword-only for those)"
-    if indexing := _indexing(res):
+    if indexing := indexing_said(res):
         head += f" ({indexing})"
     if res.get("corrected_query"):  # typo-tolerant: what was searched for instead
         head += f", searched for: {res['corrected_query']}"

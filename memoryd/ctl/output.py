@@ -110,14 +110,14 @@ def pending_note(result: dict[str, Any]) -> str | None:
 
 def indexing_note(result: dict[str, Any]) -> str | None:
     """Say so when the daemon's first index since it started is still reading the workspace:
-    the notes not read yet are not found."""
+    the notes not read yet are not in an answer from the index (search, links, entities...)."""
     prog = result.get("indexing")
     if not isinstance(prog, dict):
         return None
     read = f"{prog.get('done', 0)}/{prog['total']} files read" if prog.get("total") else "listing"
     return (
-        f"note: the workspace is still being indexed ({read}): notes not read yet are not found "
-        "(`memoryctl status --watch` shows the progress)"
+        f"note: the workspace is still being indexed ({read}): notes not read yet are not in "
+        "this answer (`memoryctl status --watch` shows the progress)"
     )
 
 
@@ -126,7 +126,7 @@ def search_notes(result: dict[str, Any]) -> list[str]:
     -l the paths): keyword results only, a typo's correction when nothing answers (the
     daemon's `suggestion`), why nothing answers (--explain), the words of a long
     query left out, and how many more hits the limit left out (as `rg -l` would list them)."""
-    notes = [n for n in [indexing_note(result), pending_note(result)] if n]
+    notes = [n for n in [pending_note(result)] if n]
     if result.get("suggestion"):  # nothing answers; a typo's correction might
         notes.append(f"did you mean: {result['suggestion']}?")
     if result.get("unanswered"):  # with --explain: why nothing answers

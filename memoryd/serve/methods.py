@@ -347,7 +347,7 @@ SEARCH_PARAMS = FILTER_PARAMS | {
 }
 
 
-@method("search", SEARCH_PARAMS)
+@method("search", SEARCH_PARAMS, from_index=True)
 def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     concepts = params.get("concepts") or ()
     if not isinstance(params.get("concepts", []), list | None):
@@ -392,9 +392,6 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
         )
     )
     app.search_log.record((time.perf_counter() - started) * 1000)
-    if not app.ready.is_set():  # the notes not read yet are not found: say so
-        prog = app.index_progress or {}
-        found["indexing"] = {"done": prog.get("done", 0), "total": prog.get("total", 0)}
     return found
 
 
@@ -457,11 +454,11 @@ def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
 # --- links between notes (Obsidian vaults) ---------------------------------------------------
 
 
-@method("links", {"path"})
+@method("links", {"path"}, from_index=True)
 def note_links(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return vault.links(app.store, params.get("path"), app.indexer.others.snapshot())
 
 
-@method("backlinks", {"path"})
+@method("backlinks", {"path"}, from_index=True)
 def note_backlinks(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return vault.backlinks(app.store, params.get("path"), app.indexer.others.snapshot())

@@ -37,12 +37,33 @@ def method(
     *,
     slow: bool = False,
     own_check: frozenset[str] = frozenset(),
+    from_index: bool = False,
 ) -> Callable[[Handler], Handler]:
+    """Register a method. from_index: it answers from the notes' index, so while the first
+    index since the start still reads the workspace its answer says so (`indexing`)."""
+
     def register(fn: Handler) -> Callable[[App, dict[str, Any]], Any]:
-        METHODS[name] = Method(fn, frozenset(params), slow, own_check)
+        METHODS[name] = Method(
+            partial_while_indexing(fn) if from_index else fn, frozenset(params), slow, own_check
+        )
         return fn
 
     return register
+
+
+def partial_while_indexing(fn: Handler) -> Handler:
+    """The handler, its dict answer carrying `indexing: {done, total}` (files read and to read;
+    total 0 while they are listed) until the first index since the start is done: the notes
+    not read yet are not in it."""
+
+    def answer(app: App, params: dict[str, Any]) -> Any:
+        found = fn(app, params)
+        if isinstance(found, dict) and not app.ready.is_set():
+            prog = app.index_progress or {}
+            found["indexing"] = {"done": prog.get("done", 0), "total": prog.get("total", 0)}
+        return found
+
+    return answer
 
 
 def lookup(name: str, params: dict[str, Any]) -> Method:
