@@ -129,3 +129,32 @@ def test_status_check_during_the_first_index_says_the_index_is_being_built(
     assert app.ready.wait(DEADLINE_S)
     status = app.status(check=True)
     assert status["drift"]["total"] == 0 and status["drift"]["indexing"] is None
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("entity", {"name": "Zed Quokka"}),
+        ("related", {"name": "Zed Quokka"}),
+        ("links", {"path": "z.md"}),
+        ("backlinks", {"path": "z.md"}),
+        ("graph", {"path": "z.md"}),
+    ],
+)
+def test_not_found_during_the_first_index_says_the_workspace_is_still_being_indexed(
+    held: Any, method: str, params: dict[str, Any]
+) -> None:
+    """A note or entity not read yet: the error says why it may be missing (and, once the index
+    is done, it is found, or the error is the plain one)."""
+    from memoryd.core.errors import NotFound
+
+    app, gate = held
+    with pytest.raises(NotFound) as info:
+        call(app, method, params)
+    assert "; the workspace is still being indexed (5/6 files read)" in info.value.message
+    gate.set()
+    assert app.ready.wait(DEADLINE_S)
+    try:
+        call(app, method, params)
+    except NotFound as exc:
+        assert "still being indexed" not in exc.message

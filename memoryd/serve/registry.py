@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memoryd.core.errors import InvalidInput, check_int, describe
+from memoryd.core.errors import InvalidInput, NotFound, check_int, describe
 from memoryd.memory.memories import check_name
 from memoryd.memory.validation import check_str
 
@@ -57,7 +57,20 @@ def partial_while_indexing(fn: Handler) -> Handler:
     not read yet are not in it."""
 
     def answer(app: App, params: dict[str, Any]) -> Any:
-        found = fn(app, params)
+        try:
+            found = fn(app, params)
+        except NotFound as exc:  # no such note or entity: perhaps not read yet
+            if app.ready.is_set():
+                raise
+            prog = app.index_progress or {}
+            read = (
+                f" ({prog.get('done', 0)}/{prog['total']} files read)" if prog.get("total") else ""
+            )
+            raise NotFound(
+                f"{exc.message}; the workspace is still being indexed{read}: notes not read yet "
+                "are not known",
+                data=exc.data,
+            ) from None
         if isinstance(found, dict) and not app.ready.is_set():
             prog = app.index_progress or {}
             found["indexing"] = {"done": prog.get("done", 0), "total": prog.get("total", 0)}
