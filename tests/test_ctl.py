@@ -1174,6 +1174,30 @@ def test_the_status_line_says_how_far_the_first_scan_is(
     assert said in status_summary(status) + "; "
 
 
+@pytest.mark.parametrize("columns", [80, 200])
+def test_status_watch_on_a_terminal_shows_both_phases_whole(
+    ctl_run: Callable[..., tuple[int, str, str]],
+    stub: Stub,
+    monkeypatch: pytest.MonkeyPatch,
+    columns: int,
+) -> None:
+    """On an 80-column terminal (the default size) the line of a first index is compact (no
+    bars, no note name) so the vectors' part shows whole; before, the line was cut at 79
+    characters inside the vectors' bar, their counts and ETA never seen."""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr("memoryd.ctl.output.fsenv.terminal_columns", lambda: columns)
+    vec = {"done": 33100, "pending": 13962, "embedding": 8, "rate_per_s": 26.7, "eta_s": 5240}
+    prog = {"done": 13262, "total": 15175, "rate_per_s": 209.9, "eta_s": 57}
+    busy = {"index": {"initial_reconcile_done": False, "progress": prog}, "vectors": vec}
+    idle = {"index": {"progress": None}, "vectors": {**vec, "pending": 0, "embedding": 0}}
+    stub.results["status"] = _busy_status([busy, idle])
+    code, out, _ = ctl_run("status", "--watch", "--interval", "0.01")
+    drawn = out.split("\r\033[K")[1]  # the first line drawn
+    assert code == 0 and len(drawn) < columns
+    assert drawn.endswith("vectors 70.3% 33100/47070  26.7/s  eta >1h27m") == (columns == 80)
+    assert ("[####" in drawn) == (columns == 200), drawn
+
+
 def test_progress_redraws_one_line_on_a_terminal() -> None:
     from memoryd.ctl.output import Progress
 

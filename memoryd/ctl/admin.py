@@ -77,6 +77,8 @@ def watch(c: Client, interval: float, as_json: bool) -> int:
     while True:
         res = c.call("status")
         parts, busy = progress_parts(res)
+        if not progress.fits("  ".join(parts)):  # an 80-column terminal: no bars, no note
+            parts, busy = progress_parts(res, width=0)
         if as_json:
             print(
                 json.dumps(

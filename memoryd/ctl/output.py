@@ -338,7 +338,10 @@ def duration(seconds: float | None) -> str:
 
 
 def bar(done: int, total: int, width: int = 24) -> str:
+    """`[######------------------]  25.0%`; width 0: `25.0%` alone."""
     frac = min(max(done / total, 0.0), 1.0) if total > 0 else 1.0
+    if width <= 0:
+        return f"{frac * 100:.1f}%"
     filled = int(frac * width)
     return "[" + "#" * filled + "-" * (width - filled) + f"] {frac * 100:5.1f}%"
 
@@ -346,15 +349,16 @@ def bar(done: int, total: int, width: int = 24) -> str:
 MODEL_WORKING = ("ready", "loading")  # other states (none, failed, ...) make no vectors
 
 
-def progress_parts(status: dict[str, Any]) -> tuple[list[str], bool]:
+def progress_parts(status: dict[str, Any], width: int = 24) -> tuple[list[str], bool]:
     """The progress of a `status` answer as short parts, and whether work is still going on
-    (that will end by itself: vectors pending without a model to make them are not work)."""
+    (that will end by itself: vectors pending without a model to make them are not work).
+    width 0: compact, for a terminal too narrow for the bars (no bars, rates of files, note)."""
     parts, busy = [], False
     index = status.get("index") or {}
     prog = index.get("progress")
     if isinstance(prog, dict) and prog.get("total"):
         busy = True
-        parts.append(index_part("index", prog))
+        parts.append(index_part("index", prog, width))
     elif index.get("initial_reconcile_done") is False:
         busy = True
         parts.append("index: first scan of the workspace running")
@@ -368,14 +372,14 @@ def progress_parts(status: dict[str, Any]) -> tuple[list[str], bool]:
             parts.append(f"vectors {done} done, {waiting} pending (model {model}: keyword only)")
         elif waiting:
             busy = True
-            part = f"vectors {bar(done, total)} {done}/{total}"
+            part = f"vectors {bar(done, total, width)} {done}/{total}"
             if vectors.get("rate_per_s"):
                 part += f"  {vectors['rate_per_s']:.1f}/s"
             if vectors.get("eta_s") is not None:
                 # while a scan still finds texts, the time left for those found so far is a floor
                 more = ">" if index.get("initial_reconcile_done") is False else ""
                 part += f"  eta {more}{duration(vectors['eta_s'])}"
-            if vectors.get("current"):
+            if vectors.get("current") and width:
                 part += f"  {one_line(vectors['current'], 40)}"
             parts.append(part)
         else:
@@ -385,12 +389,12 @@ def progress_parts(status: dict[str, Any]) -> tuple[list[str], bool]:
     return parts, busy
 
 
-def index_part(label: str, prog: dict[str, Any]) -> str:
+def index_part(label: str, prog: dict[str, Any], width: int = 24) -> str:
     """`index [###---] 12.5% 100/800 files  92.4/s  eta 7s`: a reconcile's progress (status's
     index.progress), with its rate and time left as the vectors' part has them."""
     done, total = prog.get("done", 0), prog["total"]
-    part = f"{label} {bar(done, total)} {done}/{total} files"
-    if prog.get("rate_per_s"):
+    part = f"{label} {bar(done, total, width)} {done}/{total}" + (" files" if width else "")
+    if prog.get("rate_per_s") and width:
         part += f"  {prog['rate_per_s']:.1f}/s"
     if prog.get("eta_s") is not None:
         part += f"  eta {duration(prog['eta_s'])}"
@@ -413,6 +417,10 @@ class Progress:
         self._last = ""
         self._last_at = 0.0
         self._drawn = False
+
+    def fits(self, line: str) -> bool:
+        """Whether the line shows whole (always, but on a terminal narrower than it)."""
+        return not self.tty or len(line) < _columns()
 
     def update(self, line: str) -> None:
         if self.tty:
