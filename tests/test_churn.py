@@ -311,3 +311,91 @@ def test_a_symlinked_note_follows_its_file_away_and_back(make_app: Any, case: st
     for word in ("wombat", "quokka"):
         holding = {p for p in disk if word in (ws / p).read_text()}
         assert found_by(app, word) == holding, word
+
+
+def _renamed_and_back(ws: Path) -> None:
+    (ws / "d" / "a.md").rename(ws / "d" / "b.md")
+    wait_for(lambda: "link.md" not in in_index(app_of[ws]))
+    (ws / "d" / "b.md").rename(ws / "d" / "a.md")
+
+
+def _folder_renamed_and_back(ws: Path) -> None:
+    (ws / "d").rename(ws / "e")
+    wait_for(lambda: "link.md" not in in_index(app_of[ws]))
+    (ws / "e").rename(ws / "d")
+
+
+def _moved_in_from_another_note(ws: Path) -> None:
+    write(ws / "other.md", "# A\n\nquokka\n")
+    wait_for(lambda: "other.md" in in_index(app_of[ws]))
+    (ws / "d").mkdir(exist_ok=True)
+    (ws / "other.md").rename(ws / "d" / "a.md")
+
+
+TARGET_BACK: dict[str, tuple[bool, Callable[[Path], None]]] = {
+    # (is the symlink's target there when the daemon's first walk sees it, how it comes back)
+    "renamed and renamed back": (True, _renamed_and_back),
+    "its folder renamed and renamed back": (True, _folder_renamed_and_back),
+    "the symlink made while the file is away, the file written": (
+        True,
+        lambda ws: (
+            (ws / "d" / "a.md").unlink(),
+            wait_for(lambda: "d/a.md" not in in_index(app_of[ws])),
+            os.symlink("d/a.md", ws / "link2.md"),
+            write(ws / "d" / "a.md", "# A\n\nquokka\n"),
+        ),
+    ),
+    "seen dangling at start, its folder made (mkdir) and the file written": (
+        False,
+        lambda ws: write(ws / "d" / "a.md", "# A\n\nquokka\n"),
+    ),
+    "seen dangling at start, the file written into its folder (a checkout)": (
+        False,
+        lambda ws: ((ws / "d").mkdir(), write(ws / "d" / "a.md", "# A\n\nquokka\n")),
+    ),
+    "seen dangling at start, another note moved to its name": (False, _moved_in_from_another_note),
+    "seen dangling at start, its folder made a symlink to another folder": (
+        False,
+        lambda ws: (write(ws / "e" / "a.md", "# A\n\nquokka\n"), os.symlink("e", ws / "d")),
+    ),
+    "seen dangling at start, its name made a symlink to another note (a chain)": (
+        False,
+        lambda ws: (
+            write(ws / "real.md", "# Real\n\nquokka\n"),
+            wait_for(lambda: "real.md" in in_index(app_of[ws])),
+            (ws / "d").mkdir(),
+            os.symlink("../real.md", ws / "d" / "a.md"),
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(TARGET_BACK))
+def test_a_symlink_is_a_note_again_whichever_way_its_file_comes_back(
+    make_app: Any, case: str
+) -> None:
+    """A symlink whose file is missing is no note; it is one again as soon as its file is back,
+    whether the file comes back by a rename (mv back), by a folder renamed back, by mkdir and a
+    write, by a checkout, or by another note moved to its name; and whether the daemon saw the
+    symlink lead somewhere before or only ever saw it dangling (its first walk after a restart).
+    The events name the file, never the symlink (stop 37's churn, seed 4 round 11: a restart
+    while the file was away, then `git checkout` brought it back; the symlink stayed out of the
+    index until the next restart)."""
+    there, back = TARGET_BACK[case]
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    app_of[ws] = app
+    if there:
+        write(ws / "d" / "a.md", "# A\n\nwombat\n")
+    os.symlink("d/a.md", ws / "link.md")
+    write(ws / "keep.md", "# Keep\n\nwombat\n")
+    app.start(jobs=False)
+    assert app.ready.wait(DEADLINE_S)
+    wait_for(lambda: app.watcher is not None and app.watcher.alive)
+    assert ("link.md" in settled(app)) == there
+    back(ws)
+    disk = settled(app)
+    assert "link.md" in disk
+    for word in ("wombat", "quokka"):
+        holding = {p for p in disk if word in (ws / p).read_text()}
+        assert found_by(app, word) == holding, word

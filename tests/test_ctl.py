@@ -1110,7 +1110,10 @@ def test_status_watch_plain_lines_until_idle(
     }
     stub.results["status"] = _busy_status(
         [
-            {"index": {"progress": {"done": 5, "total": 20}}, "vectors": vec},
+            {
+                "index": {"progress": {"done": 5, "total": 20, "rate_per_s": 92.4, "eta_s": 74}},
+                "vectors": vec,
+            },
             {
                 "index": {"progress": None},
                 "vectors": {**vec, "done": 400, "pending": 0, "embedding": 8, "eta_s": 1},
@@ -1125,12 +1128,74 @@ def test_status_watch_plain_lines_until_idle(
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == (
-        "index [######------------------]  25.0% 5/20 files  vectors [#####-------------------]"
-        "  24.5% 100/408  40.0/s  eta 2m05s  notes/x.md"
+        "index [######------------------]  25.0% 5/20 files  92.4/s  eta 1m14s  "
+        "vectors [#####-------------------]  24.5% 100/408  40.0/s  eta 2m05s  notes/x.md"
     )
     assert lines[1].startswith("vectors [#######################-]  98.0% 400/408")
     assert lines[-1] == "idle: vectors 408 done"
     assert "\r" not in out  # not a terminal: plain lines
+    # during the first scan, the vectors' time left counts the texts found so far: a floor
+    stub.results["status"] = _busy_status(
+        [
+            {
+                "index": {"initial_reconcile_done": False, "progress": {"done": 5, "total": 20}},
+                "vectors": vec,
+            },
+            {"index": {"progress": None}, "vectors": {**vec, "pending": 0, "embedding": 0}},
+        ]
+    )
+    code, out, _ = ctl_run("status", "--watch", "--interval", "0.01")
+    assert "40.0/s  eta >2m05s  notes/x.md" in out.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    ("progress", "said"),
+    [
+        (
+            {"done": 5125, "total": 15173, "eta_s": 121},
+            "first scan running (5125/15173 files, eta 2m01s)",
+        ),
+        ({"done": 0, "total": 0}, "first scan running; "),  # still listing the files
+        (None, "first scan running; "),
+    ],
+)
+def test_the_status_line_says_how_far_the_first_scan_is(
+    progress: dict[str, Any] | None, said: str
+) -> None:
+    """`memoryctl status`'s first line during a large first index: how far, and how long still
+    (stop 37's walk: "first scan running" alone, three minutes long on 15K notes)."""
+    from memoryd.ctl.output import status_summary
+
+    status = {
+        **STATUS,
+        "index": {"initial_reconcile_done": False, "progress": progress},
+        "uptime_s": 56,
+    }
+    assert said in status_summary(status) + "; "
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_status_watch_on_a_terminal_shows_both_phases_whole(
+    ctl_run: Callable[..., tuple[int, str, str]],
+    stub: Stub,
+    monkeypatch: pytest.MonkeyPatch,
+    columns: int,
+) -> None:
+    """On an 80-column terminal (the default size) the line of a first index is compact (no
+    bars, no note name) so the vectors' part shows whole; before, the line was cut at 79
+    characters inside the vectors' bar, their counts and ETA never seen."""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr("memoryd.ctl.output.fsenv.terminal_columns", lambda: columns)
+    vec = {"done": 33100, "pending": 13962, "embedding": 8, "rate_per_s": 26.7, "eta_s": 5240}
+    prog = {"done": 13262, "total": 15175, "rate_per_s": 209.9, "eta_s": 57}
+    busy = {"index": {"initial_reconcile_done": False, "progress": prog}, "vectors": vec}
+    idle = {"index": {"progress": None}, "vectors": {**vec, "pending": 0, "embedding": 0}}
+    stub.results["status"] = _busy_status([busy, idle])
+    code, out, _ = ctl_run("status", "--watch", "--interval", "0.01")
+    drawn = out.split("\r\033[K")[1]  # the first line drawn
+    assert code == 0 and len(drawn) < columns
+    assert drawn.endswith("vectors 70.3% 33100/47070  26.7/s  eta >1h27m") == (columns == 80)
+    assert ("[####" in drawn) == (columns == 200), drawn
 
 
 def test_progress_redraws_one_line_on_a_terminal() -> None:
@@ -1152,7 +1217,7 @@ def test_reindex_draws_progress_from_status_while_it_runs(
 
     def status(params: dict[str, Any]) -> dict[str, Any]:
         polled.set()
-        return {**STATUS, "index": {"progress": {"done": 3, "total": 4}}}
+        return {**STATUS, "index": {"progress": {"done": 3, "total": 4, "eta_s": 2}}}
 
     def reindex(params: dict[str, Any]) -> dict[str, Any]:
         release.wait(10)
@@ -1162,7 +1227,7 @@ def test_reindex_draws_progress_from_status_while_it_runs(
     threading.Thread(target=lambda: (polled.wait(10), release.set()), daemon=True).start()
     code, out, err = ctl_run("reindex")
     assert code == 0 and out.startswith("indexed 2, unchanged 5")
-    assert "reindex [##################------]  75.0% 3/4 files" in err
+    assert "reindex [##################------]  75.0% 3/4 files  eta 2s" in err
     assert "status" in [r["method"] for r in stub.requests]
     code, out, err = ctl_run("reindex", "--no-progress")
     assert code == 0 and err == ""

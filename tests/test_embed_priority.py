@@ -282,3 +282,32 @@ def test_polled_counts_follow_every_batch_and_cost_nothing_between(
         for _ in range(10):
             fake.gate.release()
     wait_for(lambda: app.status()["vectors"]["pending"] == 0)
+
+
+def test_the_first_index_of_a_new_workspace_is_embedded_while_it_runs(
+    make_app: Any, monkeypatch: Any
+) -> None:
+    """On a first start the model is ready before any text is indexed (nothing pending then):
+    the texts read so far are embedded while the rest of a large workspace is read, as after a
+    restart, not only once the whole first index is done (stop 37's walk: 15K notes, vectors
+    0/23000 for the three minutes of the first index)."""
+    monkeypatch.setattr("memoryd.serve.app.PROGRESS_EVERY_S", 0.0)  # each file a log line
+    app = make_app()
+    for i in range(60):
+        (app.cfg.workspace / f"n{i:02d}.md").write_text(f"# N{i}\n\nnote text {i}\n")
+    real = app.indexer._index_one
+    gate = threading.Event()
+
+    def slow(state: Any, *args: Any, **kw: Any) -> Any:
+        if state.path == "n59.md":  # the last file waits until the test has looked
+            assert gate.wait(DEADLINE_S), "the test never let the index end"
+        return real(state, *args, **kw)
+
+    app.indexer._index_one = slow
+    app.start(jobs=False)
+    try:
+        wait_for(lambda: app.embedder.embedded_total > 0)
+        assert not app.ready.is_set()  # still the first index
+    finally:
+        gate.set()
+    assert app.ready.wait(DEADLINE_S)

@@ -21,6 +21,15 @@ def _where(hit: dict[str, Any]) -> str:
     return f"memory {hit.get('type') or ''} {tags}".strip()
 
 
+def indexing_said(res: dict[str, Any]) -> str:
+    """The first index since the daemon started is still running (`indexing` in the answer)."""
+    prog = res.get("indexing")
+    if not isinstance(prog, dict):
+        return ""
+    read = f": {prog.get('done', 0)}/{prog['total']} files read" if prog.get("total") else ""
+    return f"the workspace is still being indexed{read}"
+
+
 def fmt_hits(res: dict[str, Any]) -> str:
     hits = res.get("hits") or []
     head = f"{res.get('total', len(hits))} result(s), {res.get('mode', 'search')}"
@@ -28,6 +37,8 @@ def fmt_hits(res: dict[str, Any]) -> str:
         head += f" (keyword-only: the embedding model is {res['model_state']})"
     elif res.get("pending_vectors"):
         head += f" ({res['pending_vectors']} texts not embedded yet: keyword-only for those)"
+    if indexing := indexing_said(res):
+        head += f" ({indexing})"
     if res.get("corrected_query"):  # typo-tolerant: what was searched for instead
         head += f", searched for: {res['corrected_query']}"
     lines = [head + ":"]
@@ -53,6 +64,8 @@ def fmt_hits(res: dict[str, Any]) -> str:
         lines = ["No results."]
         if res.get("suggestion"):
             lines.append(f"Did you mean: {res['suggestion']}?")
+        if indexing:
+            lines.append(f"({indexing}: notes not read yet are not found)")
     if res.get("unknown_entities"):  # why a filter matched nothing: the agent can ask `entities`
         names = ", ".join(repr(n) for n in res["unknown_entities"])
         lines.append(f"(no entity named {names}: the entities filter matches nothing)")

@@ -21,6 +21,7 @@ from memoryd.agents.formats import (
     fmt_memories,
     fmt_record,
     fmt_session,
+    indexing_said,
 )
 from memoryd.agents.hints import ERROR_NAMES, HINTS, SECRET_HINT
 from memoryd.ctl import Client, ClientError, Unreachable
@@ -476,4 +477,8 @@ def call_tool(
         result = spec.run(bridge, args)
     except ToolFailure as exc:
         return exc.message, {"error": exc.data}, True
-    return spec.text(result), result, False
+    text = spec.text(result)
+    indexing = indexing_said(result) if isinstance(result, dict) else ""
+    if indexing and indexing not in text:  # (search says it in its first line)
+        text += f"\n({indexing}: notes not read yet are not in this answer)"
+    return text, result, False

@@ -130,6 +130,14 @@ def print_paths(paths: list[str]) -> None:
         print(path)
 
 
+def say_indexing(res: Any) -> None:
+    """On stderr, when the answer came while the first index still reads the workspace."""
+    from memoryd.ctl.output import indexing_note
+
+    if isinstance(res, dict) and (note := indexing_note(res)):
+        print(note, file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     as_json = wants_json(argv)
@@ -178,6 +186,7 @@ def run(cmd: Any, args: Any) -> int:
         if paths and cmd.paths is not None:
             listed = cmd.paths(res)
             print_paths(listed)
+            say_indexing(res)
             return EXIT_OK if listed else EXIT_NOTHING_FOUND
         if as_json:
             from memoryd.ctl.output import emit_json
@@ -185,6 +194,7 @@ def run(cmd: Any, args: Any) -> int:
             status = emit_json(res)
         else:
             status = cmd.show(res, args)
+            say_indexing(res)
         return status if found else EXIT_NOTHING_FOUND
     except UsageError as exc:
         return fail(as_json, "usage", str(exc), EXIT_USAGE)

@@ -10,9 +10,9 @@ from memoryd.ctl.client import Client, ClientError, UsageError, encode_request
 from memoryd.ctl.handlers import given, page_footer, read_text, stdin_text
 from memoryd.ctl.output import (
     Progress,
-    bar,
     emit_json,
     flatten,
+    index_part,
     one_line,
     print_drift,
     print_jobs,
@@ -77,6 +77,8 @@ def watch(c: Client, interval: float, as_json: bool) -> int:
     while True:
         res = c.call("status")
         parts, busy = progress_parts(res)
+        if not progress.fits("  ".join(parts)):  # an 80-column terminal: no bars, no note
+            parts, busy = progress_parts(res, width=0)
         if as_json:
             print(
                 json.dumps(
@@ -120,10 +122,7 @@ def r_reindex(c: Client, a: Namespace) -> int:
         except Exception:  # the poll is a courtesy; the reindex answer is what counts
             prog = None
         if isinstance(prog, dict) and prog.get("total"):
-            progress.update(
-                f"reindex {bar(prog.get('done', 0), prog['total'])} "
-                f"{prog.get('done', 0)}/{prog['total']} files"
-            )
+            progress.update(index_part("reindex", prog))
         worker.join(1.0)
     progress.finish()
     if "error" in outcome:

@@ -108,6 +108,19 @@ def pending_note(result: dict[str, Any]) -> str | None:
     return None
 
 
+def indexing_note(result: dict[str, Any]) -> str | None:
+    """Say so when the daemon's first index since it started is still reading the workspace:
+    the notes not read yet are not in an answer from the index (search, links, entities...)."""
+    prog = result.get("indexing")
+    if not isinstance(prog, dict):
+        return None
+    read = f"{prog.get('done', 0)}/{prog['total']} files read" if prog.get("total") else "listing"
+    return (
+        f"note: the workspace is still being indexed ({read}): notes not read yet are not in "
+        "this answer (`memoryctl status --watch` shows the progress)"
+    )
+
+
 def search_notes(result: dict[str, Any]) -> list[str]:
     """What a search's answer says beside its hits, for stderr (stdout holds the hits, or with
     -l the paths): keyword results only, a typo's correction when nothing answers (the
@@ -253,8 +266,8 @@ def status_summary(res: dict[str, Any]) -> str:
     restart = (res.get("config") or {}).get("restart_needed") or []
     if restart:
         problems.append(f"restart to apply {', '.join(restart)}")
-    if res.get("drift") and res["drift"].get("total"):
-        problems.append(f"drift {res['drift']['total']}")
+    if res.get("drift") and res["drift"].get("total") and not res["drift"].get("indexing"):
+        problems.append(f"drift {res['drift']['total']}")  # (while indexing: print_drift)
     health = "needs attention: " + ", ".join(problems) if problems else "ok"
     parts = [
         f"memoryd {res.get('version')}: {health}",
@@ -266,7 +279,12 @@ def status_summary(res: dict[str, Any]) -> str:
         pending = _count(vectors.get("pending")) + _count(vectors.get("embedding"))
         parts.append(f"vectors {text(vectors.get('done'))} done, {pending} pending")
     if index.get("initial_reconcile_done") is False:
-        parts.append("first scan running")
+        prog = index.get("progress")
+        if isinstance(prog, dict) and prog.get("total"):  # how far, and how long still
+            eta = f", eta {duration(prog['eta_s'])}" if prog.get("eta_s") is not None else ""
+            parts.append(f"first scan running ({prog.get('done', 0)}/{prog['total']} files{eta})")
+        else:
+            parts.append("first scan running")
     if res.get("uptime_s") is not None:
         parts.append(f"up {duration(res['uptime_s'])}")
     return "; ".join(parts)
@@ -294,7 +312,15 @@ def print_drift(drift: dict[str, Any]) -> None:
     if not drift.get("total"):
         print("\nno drift: the index matches the workspace")
         return
-    print(f"\ndrift: {drift['total']} problem(s) (fix with: memoryctl reindex)")
+    prog = drift.get("indexing")
+    if isinstance(prog, dict):  # a reconcile is reading the workspace: not a problem yet
+        print(
+            f"\ndrift: {drift['total']} difference(s) while the workspace is being indexed "
+            f"({prog.get('done', 0)}/{prog.get('total', 0)} files read): check again once "
+            "`memoryctl status --watch` says idle"
+        )
+    else:
+        print(f"\ndrift: {drift['total']} problem(s) (fix with: memoryctl reindex)")
     for key in ("files_missing_from_index", "stale", "missing_on_disk"):
         for path in drift.get(key) or []:
             print(f"  {key}: {path}")
@@ -317,7 +343,10 @@ def duration(seconds: float | None) -> str:
 
 
 def bar(done: int, total: int, width: int = 24) -> str:
+    """`[######------------------]  25.0%`; width 0: `25.0%` alone."""
     frac = min(max(done / total, 0.0), 1.0) if total > 0 else 1.0
+    if width <= 0:
+        return f"{frac * 100:.1f}%"
     filled = int(frac * width)
     return "[" + "#" * filled + "-" * (width - filled) + f"] {frac * 100:5.1f}%"
 
@@ -325,16 +354,16 @@ def bar(done: int, total: int, width: int = 24) -> str:
 MODEL_WORKING = ("ready", "loading")  # other states (none, failed, ...) make no vectors
 
 
-def progress_parts(status: dict[str, Any]) -> tuple[list[str], bool]:
+def progress_parts(status: dict[str, Any], width: int = 24) -> tuple[list[str], bool]:
     """The progress of a `status` answer as short parts, and whether work is still going on
-    (that will end by itself: vectors pending without a model to make them are not work)."""
+    (that will end by itself: vectors pending without a model to make them are not work).
+    width 0: compact, for a terminal too narrow for the bars (no bars, rates of files, note)."""
     parts, busy = [], False
     index = status.get("index") or {}
     prog = index.get("progress")
     if isinstance(prog, dict) and prog.get("total"):
         busy = True
-        done = prog.get("done", 0)
-        parts.append(f"index {bar(done, prog['total'])} {done}/{prog['total']} files")
+        parts.append(index_part("index", prog, width))
     elif index.get("initial_reconcile_done") is False:
         busy = True
         parts.append("index: first scan of the workspace running")
@@ -348,12 +377,14 @@ def progress_parts(status: dict[str, Any]) -> tuple[list[str], bool]:
             parts.append(f"vectors {done} done, {waiting} pending (model {model}: keyword only)")
         elif waiting:
             busy = True
-            part = f"vectors {bar(done, total)} {done}/{total}"
+            part = f"vectors {bar(done, total, width)} {done}/{total}"
             if vectors.get("rate_per_s"):
                 part += f"  {vectors['rate_per_s']:.1f}/s"
             if vectors.get("eta_s") is not None:
-                part += f"  eta {duration(vectors['eta_s'])}"
-            if vectors.get("current"):
+                # while a scan still finds texts, the time left for those found so far is a floor
+                more = ">" if index.get("initial_reconcile_done") is False else ""
+                part += f"  eta {more}{duration(vectors['eta_s'])}"
+            if vectors.get("current") and width:
                 part += f"  {one_line(vectors['current'], 40)}"
             parts.append(part)
         else:
@@ -361,6 +392,18 @@ def progress_parts(status: dict[str, Any]) -> tuple[list[str], bool]:
         if vectors.get("last_error"):
             parts.append(f"last error: {one_line(vectors['last_error'], 60)}")
     return parts, busy
+
+
+def index_part(label: str, prog: dict[str, Any], width: int = 24) -> str:
+    """`index [###---] 12.5% 100/800 files  92.4/s  eta 7s`: a reconcile's progress (status's
+    index.progress), with its rate and time left as the vectors' part has them."""
+    done, total = prog.get("done", 0), prog["total"]
+    part = f"{label} {bar(done, total, width)} {done}/{total}" + (" files" if width else "")
+    if prog.get("rate_per_s") and width:
+        part += f"  {prog['rate_per_s']:.1f}/s"
+    if prog.get("eta_s") is not None:
+        part += f"  eta {duration(prog['eta_s'])}"
+    return part
 
 
 def _count(value: Any) -> int:
@@ -379,6 +422,10 @@ class Progress:
         self._last = ""
         self._last_at = 0.0
         self._drawn = False
+
+    def fits(self, line: str) -> bool:
+        """Whether the line shows whole (always, but on a terminal narrower than it)."""
+        return not self.tty or len(line) < _columns()
 
     def update(self, line: str) -> None:
         if self.tty:

@@ -59,6 +59,7 @@ class Walker(Protocol):
     private: tuple[str, ...]
     skipped: dict[str, str]
     links_to: dict[str, set[str]]
+    dangling: set[str]
     others: OtherFiles
     store: Store
 
@@ -178,6 +179,38 @@ def other_names(ix: Walker, state: FileState, old_shas: Iterable[str]) -> list[F
         if (same.st_dev, same.st_ino) == (st.st_dev, st.st_ino):
             log.info("another name of a note changed", path=rel, via=state.path)
             found.append(other)
+    return found
+
+
+def stat_target(ix: Walker, rel: str, target: str) -> os.stat_result:
+    """os.stat of a symlink's target, remembering the symlinks that lead nowhere (bounded)."""
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        if len(ix.dangling) < MAX_DANGLING:
+            ix.dangling.add(rel)
+        raise
+    ix.dangling.discard(rel)
+    return st
+
+
+MAX_DANGLING = 1000
+
+
+def dangling_back(ix: Walker) -> list[FileState]:
+    """The symlinks last seen leading nowhere that lead to a note again, looked at after every
+    change: their file came back, and its event names the file, not the symlinks, however it
+    came (renamed back, checked out, its folder made or moved back or made a symlink, a link of
+    a chain made; and when the daemon only ever saw the symlink dangling, after a restart)."""
+    found = []
+    for rel in sorted(ix.dangling):
+        try:
+            found.append(ix._stat(rel))
+        except FileNotFoundError:
+            if not os.path.lexists(os.path.join(ix.root, rel)):
+                ix.dangling.discard(rel)  # the symlink itself is gone
+        except Skip:
+            ix.dangling.discard(rel)  # its own event or the reconcile says why
     return found
 
 

@@ -12,6 +12,7 @@ keeps its first ones. Nothing here raises for a bad file.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import hashlib
@@ -142,6 +143,7 @@ class Indexer:
         # the notes that are symlinks to other files, by the file they lead to (folders.py,
         # other_names: a save through either name raises an event for the file's own name only)
         self.links_to: dict[str, set[str]] = {}
+        self.dangling: set[str] = set()  # the symlinks last seen leading nowhere (folders.py)
         self.last_reconcile: dict[str, Any] | None = None
         # the names of the files that are not notes, for links to attachments
         self.others = OtherFiles(self.root, lambda: self.settings, self.is_private, self.relpath)
@@ -238,9 +240,9 @@ class Indexer:
                 if not self._inside(target):
                     raise Skip("symlink leads outside the workspace")
                 real = target
-                st = os.stat(real)
                 if len(self.links_to) < MAX_SKIPPED_LISTED or target in self.links_to:
                     self.links_to.setdefault(target, set()).add(rel)
+                st = folders.stat_target(self, rel, real)
         except FileNotFoundError:
             raise
         except OSError as exc:
@@ -422,6 +424,9 @@ class Indexer:
                 if self.store.run_write(functools.partial(entries.delete_document, path=rel)):
                     report.deleted += 1
                     log.info("deleted: its symlink leads nowhere now", path=rel)
+        for state in folders.dangling_back(self) if report.changed else ():
+            with contextlib.suppress(FileNotFoundError, Skip):  # gone again, or its event says
+                self._index_one(state, {}, report)  # a symlink leads to a note again
         for key in ("indexed", "unchanged", "deleted", "moved", "skipped", "chunks"):
             setattr(self.totals, key, getattr(self.totals, key) + getattr(report, key))
         if report.changed and self.on_change is not None:

@@ -417,6 +417,7 @@ class App:
                 return
             last[0] = now
             log.info("indexing", done=done, total=total, rate_per_s=round(rate, 1), eta_s=eta)
+            self.embedder.wake()  # what is read so far is embedded meanwhile, on a first start too
             if report is not None:
                 report(f"{done}/{total} files")
 
@@ -586,8 +587,8 @@ class App:
             },
         }
         out["jobs"] = self.jobs.list()
-        if check and store["ok"]:
-            out["drift"] = self.indexer.drift()
+        if check and store["ok"]:  # during a reconcile, the files it has not read yet too:
+            out["drift"] = {**self.indexer.drift(), "indexing": self.index_progress}
         return out
 
 

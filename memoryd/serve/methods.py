@@ -347,7 +347,7 @@ SEARCH_PARAMS = FILTER_PARAMS | {
 }
 
 
-@method("search", SEARCH_PARAMS)
+@method("search", SEARCH_PARAMS, from_index=True)
 def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     concepts = params.get("concepts") or ()
     if not isinstance(params.get("concepts", []), list | None):
@@ -454,11 +454,11 @@ def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
 # --- links between notes (Obsidian vaults) ---------------------------------------------------
 
 
-@method("links", {"path"})
+@method("links", {"path"}, from_index=True)
 def note_links(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return vault.links(app.store, params.get("path"), app.indexer.others.snapshot())
 
 
-@method("backlinks", {"path"})
+@method("backlinks", {"path"}, from_index=True)
 def note_backlinks(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return vault.backlinks(app.store, params.get("path"), app.indexer.others.snapshot())

@@ -49,7 +49,7 @@ def note_append(app: App, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@method("note.list", {"path", "limit", "offset"})
+@method("note.list", {"path", "limit", "offset"}, from_index=True)
 def note_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Indexed notes under a folder: {items: [{path, size, mtime, title, tags}], total}."""
     offset = param_int(params, "offset", 0, 0)
@@ -68,7 +68,7 @@ def since_from(value: object, now: float) -> float | None:
     return check_bound(value, "since", now=now)
 
 
-@method("recent_activity", {"limit", "since", "namespace"})
+@method("recent_activity", {"limit", "since", "namespace"}, from_index=True)
 def recent_activity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Memories added or changed and notes modified, newest first: {items: [...]}. Memories of
     the namespace given (default: memories.default_namespace; "*": all); notes are shared."""
@@ -84,7 +84,7 @@ def recent_activity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@method("graph", {"path", "depth", "limit"})
+@method("graph", {"path", "depth", "limit"}, from_index=True)
 def graph(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """A note's neighbourhood through links and backlinks: {center, nodes, edges, truncated}."""
     return vault.neighbourhood(

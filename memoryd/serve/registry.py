@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memoryd.core.errors import InvalidInput, check_int, describe
+from memoryd.core.errors import InvalidInput, NotFound, check_int, describe
 from memoryd.memory.memories import check_name
 from memoryd.memory.validation import check_str
 
@@ -37,12 +37,46 @@ def method(
     *,
     slow: bool = False,
     own_check: frozenset[str] = frozenset(),
+    from_index: bool = False,
 ) -> Callable[[Handler], Handler]:
+    """Register a method. from_index: it answers from the notes' index, so while the first
+    index since the start still reads the workspace its answer says so (`indexing`)."""
+
     def register(fn: Handler) -> Callable[[App, dict[str, Any]], Any]:
-        METHODS[name] = Method(fn, frozenset(params), slow, own_check)
+        METHODS[name] = Method(
+            partial_while_indexing(fn) if from_index else fn, frozenset(params), slow, own_check
+        )
         return fn
 
     return register
+
+
+def partial_while_indexing(fn: Handler) -> Handler:
+    """The handler, its dict answer carrying `indexing: {done, total}` (files read and to read;
+    total 0 while they are listed) until the first index since the start is done: the notes
+    not read yet are not in it."""
+
+    def answer(app: App, params: dict[str, Any]) -> Any:
+        try:
+            found = fn(app, params)
+        except NotFound as exc:  # no such note or entity: perhaps not read yet
+            if app.ready.is_set():
+                raise
+            prog = app.index_progress or {}
+            read = (
+                f" ({prog.get('done', 0)}/{prog['total']} files read)" if prog.get("total") else ""
+            )
+            raise NotFound(
+                f"{exc.message}; the workspace is still being indexed{read}: notes not read yet "
+                "are not known",
+                data=exc.data,
+            ) from None
+        if isinstance(found, dict) and not app.ready.is_set():
+            prog = app.index_progress or {}
+            found["indexing"] = {"done": prog.get("done", 0), "total": prog.get("total", 0)}
+        return found
+
+    return answer
 
 
 def lookup(name: str, params: dict[str, Any]) -> Method:

@@ -56,6 +56,12 @@
       res.corrected_query ? el("span", {}, " · searched for ", el("b", {}, res.corrected_query)) : null,
       res.suggestion ? el("span", {}, " · did you mean ", el("b", {}, res.suggestion), "?") : null,
       res.reason ? el("span", {}, ` · ${res.reason}`) : null,
+      res.indexing ? el("span", { id: "indexing" }, ` · the workspace is still being indexed` +
+        (res.indexing.total ? ` (${res.indexing.done}/${res.indexing.total} files read)` : "") +
+        ": notes not read yet are not found") : null,
+      res.model_state ? el("span", {}, ` · keyword results only: the embedding model is ${res.model_state}`)
+        : res.pending_vectors && res.mode === "keyword"
+          ? el("span", {}, ` · keyword results only for now: ${res.pending_vectors} text(s) still being embedded`) : null,
       res.more ? el("span", { id: "more" }, ` · at least ${res.more} more: raise the limit or narrow it`) : null,
       res.terms_ignored ? el("span", {}, ` · the keyword search used the first 64 words; ${res.terms_ignored} more were left out`) : null,
     ].filter(Boolean));

@@ -43,7 +43,7 @@
       bar(v.done || 0, total),
       kv([
         ["vectors", `${fmt(v.done)} / ${fmt(total)}`], ["pending", fmt(v.pending)],
-        ["rate", v.rate_per_s ? `${v.rate_per_s} texts/s` : "–"], ["ETA", duration(v.eta_s)],
+        ["rate", v.rate_per_s ? `${v.rate_per_s} texts/s` : "–"], ["ETA", (ix.initial_reconcile_done === false && v.eta_s != null ? "> " : "") + duration(v.eta_s)],
         ["now", v.current || (v.embedding ? "embedding" : "idle")],
         ["model", s.model.description || s.model.state || JSON.stringify(s.model)],
         v.last_error ? ["last error", el("span", { class: "bad" }, v.last_error)] : null,
