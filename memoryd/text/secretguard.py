@@ -190,9 +190,13 @@ def kinds(text: str) -> list[str]:
     return sorted({f.kind for f in scan(text)})
 
 
-def redact(text: str) -> str:
+def redact(text: str, *, guess: bool = True) -> str:
+    """`text` with each credential found replaced by `[REDACTED:kind]` (`guess`: the
+    high-entropy guess too)."""
+    if not text:
+        return text
     pieces, last = [], 0
-    for f in scan(text):
+    for f in scan(text, guess=guess):
         pieces.append(text[last : f.start])
         pieces.append(f"[REDACTED:{f.kind}]")
         last = f.end
@@ -204,15 +208,7 @@ def redact_known(text: str) -> str:
     """The log's redaction: every kind with a known shape (keys, tokens, private keys, URL
     passwords, NAME=value), not the high-entropy guess, which log lines full of paths, hashes
     and ids would trip on."""
-    if not text:
-        return text
-    pieces, last = [], 0
-    for f in scan(text, guess=False):
-        pieces.append(text[last : f.start])
-        pieces.append(f"[REDACTED:{f.kind}]")
-        last = f.end
-    pieces.append(text[last:])
-    return "".join(pieces)
+    return redact(text, guess=False)
 
 
 def mask_known(text: str) -> str:
