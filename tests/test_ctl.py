@@ -1083,7 +1083,13 @@ def test_search_sections_and_the_pending_vectors_note(
         "(`memoryctl status --watch` shows the progress)\n"
     )
     stub.results["search"] = {"mode": "hybrid", "hits": [hit], "took_ms": 1.0, "pending_vectors": 5}
-    assert ctl_run("search", "auth")[2] == ""  # the answer used vectors: nothing to say
+    # vectors answered for the rest: says which part was keywords only (as the MCP tool does)
+    assert ctl_run("search", "auth")[2] == (
+        "note: 5 text(s) not embedded yet: found by keywords only for now "
+        "(`memoryctl status --watch` shows the progress)\n"
+    )
+    stub.results["search"] = {"mode": "hybrid", "hits": [hit], "took_ms": 1.0}
+    assert ctl_run("search", "auth")[2] == ""  # every text has its vector: nothing to say
 
 
 # --- progress ------------------------------------------------------------------------------------

@@ -92,7 +92,8 @@ def location(entry: dict[str, Any], sep: str = "  ") -> str:
 
 
 def pending_note(result: dict[str, Any]) -> str | None:
-    """Say so when a keyword-only answer was given because vectors are still being made."""
+    """Say so when an answer was keyword-only, in all or in part, because vectors are still
+    being made."""
     state = result.get("model_state")
     if state:
         return (
@@ -103,6 +104,11 @@ def pending_note(result: dict[str, Any]) -> str | None:
     if pending > 0 and result.get("mode") == "keyword":
         return (
             f"note: keyword results only for now: {pending} text(s) are still being embedded "
+            "(`memoryctl status --watch` shows the progress)"
+        )
+    if pending > 0:  # vectors answered for the others, as the MCP search tool says too
+        return (
+            f"note: {pending} text(s) not embedded yet: found by keywords only for now "
             "(`memoryctl status --watch` shows the progress)"
         )
     return None

@@ -61,7 +61,9 @@
         ": notes not read yet are not found") : null,
       res.model_state ? el("span", {}, ` · keyword results only: the embedding model is ${res.model_state}`)
         : res.pending_vectors && res.mode === "keyword"
-          ? el("span", {}, ` · keyword results only for now: ${res.pending_vectors} text(s) still being embedded`) : null,
+          ? el("span", {}, ` · keyword results only for now: ${res.pending_vectors} text(s) still being embedded`)
+        : res.pending_vectors
+          ? el("span", {}, ` · ${res.pending_vectors} text(s) not embedded yet: found by keywords only for now`) : null,
       res.more ? el("span", { id: "more" }, ` · at least ${res.more} more: raise the limit or narrow it`) : null,
       res.terms_ignored ? el("span", {}, ` · the keyword search used the first 64 words; ${res.terms_ignored} more were left out`) : null,
     ].filter(Boolean));
