@@ -576,8 +576,8 @@ def daemon_factory(
         return d
 
     yield start
-    for d in procs:
-        if d.proc is not None and d.proc.poll() is None:
+    for d in procs:  # a daemon that exited by itself (refused to start) closes its log too
+        if d.proc is not None:
             d.stop(signal.SIGKILL)
 
 
