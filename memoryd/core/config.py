@@ -173,9 +173,8 @@ class Config:
         p = os.path.normpath(os.fsdecode(path))
         best: tuple[int, str] | None = None
         named = {k: str(getattr(self, k)) for k in TOP_LEVEL}
-        for name in ("logging.file", "embedding.model_path", "store.password_file"):
-            section, _, key = name.partition(".")
-            named[name] = getattr(getattr(self, section), key)
+        for section, key in _section_paths():
+            named[f"{section}.{key}"] = getattr(getattr(self, section), key)
         for key, value in named.items():
             if not value:
                 continue
@@ -575,8 +574,17 @@ def to_toml(cfg: Config) -> str:
     data = cfg.as_dict()
     for key in TOP_LEVEL:
         data[key] = data[key].replace("$", "$$")
-    for name, klass in SECTIONS.items():
-        for f in fields(klass):
-            if f.metadata["spec"][0] == "path":
-                data[name][f.name] = data[name][f.name].replace("$", "$$")
+    for name, key in _section_paths():
+        data[name][key] = data[name][key].replace("$", "$$")
     return tomli_w.dumps(data)
+
+
+def _section_paths() -> list[tuple[str, str]]:
+    """(section, key) of every path setting inside a section (`("path",)` in sections.py):
+    logging.file, embedding.model_path, store.password_file."""
+    return [
+        (name, f.name)
+        for name, klass in SECTIONS.items()
+        for f in fields(klass)
+        if f.metadata["spec"][0] == "path"
+    ]
