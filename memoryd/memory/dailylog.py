@@ -375,13 +375,8 @@ class DailyLog:
         if not self.settings.enabled or not self.folder().is_dir():
             return []
         seen: set[int] = set()
-        for path in self._log_files(exclude=set()):
-            try:
-                self._check_inside(path.parent)
-                text = _read_regular(path)[0]
-            except OSError:
-                continue
-            seen.update(marker_ids(text))
+        for _, ids in self._ids_by_file():
+            seen |= ids
         gone = seen - known(seen)
         return self._rewrite(dict.fromkeys(gone), []) if gone else []
 
@@ -389,15 +384,7 @@ class DailyLog:
         """The log files with a line of one of these memories."""
         if not ids or not self.settings.enabled or not self.folder().is_dir():
             return []
-        found = []
-        for path in self._log_files(exclude=set()):
-            try:
-                self._check_inside(path.parent)
-                if marker_ids(_read_regular(path)[0]) & ids:
-                    found.append(path)
-            except OSError:
-                continue
-        return found
+        return [path for path, named in self._ids_by_file() if named & ids]
 
     def forget_gone(self, stored: Callable[[set[int]], set[int]]) -> list[Path]:
         """Remove the lines of memories deleted elsewhere (another daemon of a shared database
@@ -414,18 +401,7 @@ class DailyLog:
     def _gone(self, stored: Callable[[set[int]], set[int]]) -> set[int]:
         named: set[int] = set()
         seen: dict[Path, tuple[tuple[int, int], set[int]]] = {}
-        for path in self._log_files(exclude=set()):
-            try:
-                self._check_inside(path.parent)
-                st = path.lstat()
-                key = (st.st_mtime_ns, st.st_size)
-                cached = self._named.get(path)
-                ids = (
-                    cached[1] if cached and cached[0] == key else marker_ids(_read_regular(path)[0])
-                )
-            except OSError:
-                continue
-            seen[path] = (key, ids)
+        for _, ids in self._ids_by_file(self._named, seen):
             named |= ids
         self._named = seen
         now = stored(named)
@@ -437,14 +413,35 @@ class DailyLog:
         """The highest memory id a line of the log names (0 for none)."""
         if not self.folder().is_dir():
             return 0
-        top = 0
+        return max((max(ids, default=0) for _, ids in self._ids_by_file()), default=0)
+
+    def _ids_by_file(
+        self,
+        before: dict[Path, tuple[tuple[int, int], set[int]]] | None = None,
+        seen: dict[Path, tuple[tuple[int, int], set[int]]] | None = None,
+    ) -> Iterator[tuple[Path, set[int]]]:
+        """Each log file with the memory ids its lines name (a file that cannot be read as a
+        log file left out). With `before` (path -> (stat, ids) of an earlier look), a file whose
+        mtime and size are unchanged is not read again; `seen` gets this look's."""
         for path in self._log_files(exclude=set()):
             try:
                 self._check_inside(path.parent)
-                top = max(top, *marker_ids(_read_regular(path)[0]), 0)
+                if before is None:
+                    ids = marker_ids(_read_regular(path)[0])
+                else:
+                    st = path.lstat()
+                    key = (st.st_mtime_ns, st.st_size)
+                    cached = before.get(path)
+                    ids = (
+                        cached[1]
+                        if cached and cached[0] == key
+                        else marker_ids(_read_regular(path)[0])
+                    )
+                    if seen is not None:
+                        seen[path] = (key, ids)
             except OSError:
                 continue
-        return top
+            yield path, ids
 
     def rewrite(self, record: dict[str, Any]) -> list[Path]:
         """Replace a memory's line with its current text (after an update or a redaction)."""
