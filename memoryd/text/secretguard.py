@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _KEY_NAME = (
@@ -193,12 +194,17 @@ def kinds(text: str) -> list[str]:
 def redact(text: str, *, guess: bool = True) -> str:
     """`text` with each credential found replaced by `[REDACTED:kind]` (`guess`: the
     high-entropy guess too)."""
-    if not text:
+    return _replaced(text, scan(text, guess=guess), lambda f: f"[REDACTED:{f.kind}]")
+
+
+def _replaced(text: str, found: list[Finding], by: Callable[[Finding], str]) -> str:
+    """`text` with each finding's span replaced by `by(finding)` (findings in order, apart)."""
+    if not found:
         return text
     pieces, last = [], 0
-    for f in scan(text, guess=guess):
+    for f in found:
         pieces.append(text[last : f.start])
-        pieces.append(f"[REDACTED:{f.kind}]")
+        pieces.append(by(f))
         last = f.end
     pieces.append(text[last:])
     return "".join(pieces)
@@ -215,13 +221,8 @@ def mask_known(text: str) -> str:
     """The text with every shaped credential blanked as x's (line ends kept, so lines and
     offsets stay; not spaces, which would make `user:PASSWORD@host` read as an @mention of
     host): what entity extraction reads, so a password is never made an entity."""
-    found = scan(text, guess=False)
-    if not found:
-        return text
-    pieces, last = [], 0
-    for f in found:
-        pieces.append(text[last : f.start])
-        pieces.append("".join("\n" if c == "\n" else "x" for c in text[f.start : f.end]))
-        last = f.end
-    pieces.append(text[last:])
-    return "".join(pieces)
+    return _replaced(
+        text,
+        scan(text, guess=False),
+        lambda f: "".join("\n" if c == "\n" else "x" for c in text[f.start : f.end]),
+    )
