@@ -583,7 +583,8 @@ def daemon_factory(
 
 @pytest.fixture
 def team(make_app: Any, pg_dsn: str, tmp_path: Path) -> Callable[[str], Any]:
-    """team(name): an App of its own (workspace, data dir, socket) on the shared database."""
+    """team(name): an App of its own (workspace, data dir, socket) on the shared database;
+    without a daily log unless `dailylog` says otherwise."""
 
     def make(name: str, model: Any = None, **sections: Any) -> Any:
         base = tmp_path / name
@@ -592,9 +593,8 @@ def team(make_app: Any, pg_dsn: str, tmp_path: Path) -> Callable[[str], Any]:
             workspace=str(base / "ws"),
             data_dir=str(base / "data"),
             socket=str(base / "s.sock"),
-            dailylog={"enabled": False},
             store={"backend": "postgres", "dsn": pg_dsn, "workspace_id": name},
-            **sections,
+            **{"dailylog": {"enabled": False}, **sections},
         )
 
     return make

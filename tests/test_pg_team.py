@@ -378,24 +378,12 @@ def test_feedback_from_two_daemons_at_once_is_all_counted(team: Any) -> None:
     assert rec["validation_count"] == 30 and rec["useful_count"] == 20, rec
 
 
-def test_a_memory_another_daemon_deletes_leaves_this_daemons_daily_log(
-    make_app: Any, pg_dsn: str, tmp_path: Path
-) -> None:
+def test_a_memory_another_daemon_deletes_leaves_this_daemons_daily_log(team: Any) -> None:
     """Forget means forget in a team: alice logged the memory, bob deletes it; its line leaves
     alice's daily log too (her daemon hears of the change), and a line of an id the database
     never had (an older store's) stays (walkj12)."""
-
-    def member(name: str) -> Any:
-        base = tmp_path / name
-        return make_app(
-            model=None,
-            workspace=str(base / "ws"),
-            data_dir=str(base / "data"),
-            socket=str(base / "s.sock"),
-            store={"backend": "postgres", "dsn": pg_dsn, "workspace_id": name},
-        )
-
-    alice, bob = member("alice"), member("bob")
+    with_log = {"enabled": True}
+    alice, bob = team("alice", dailylog=with_log), team("bob", dailylog=with_log)
     gone = alice.memories.add("the launch plan is to ship on friday")
     kept = alice.memories.add("the retro is on monday")
     log = next((alice.cfg.workspace / "daily").glob("*.md"))
