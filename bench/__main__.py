@@ -9,6 +9,8 @@ python -m bench.secretscan --against OTHER/secretguard.py  (the secret guard's s
                           checkout's; bench/secretscan.py)
 python -m bench.churn --seed N --rounds R [--pg] [--model real]  (a churning workspace against
                           the disk and rg, with a real daemon; bench/churn.py)
+python -m bench.roundtrip --memories N --notes N [--pg]  (an export imported into a second store
+                          beside the same notes: every answer compared; bench/roundtrip.py)
 
 Prints a table and writes bench/results/<time>.json. See BENCHMARKS.md for the figures.
 """

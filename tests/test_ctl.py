@@ -598,13 +598,54 @@ def test_import_sends_the_lines_in_batches(
     assert calls == checks + [{**c, "dry_run": False} for c in checks]  # every check first
     firsts = [c["first_line"] for c in checks]
     assert firsts[:2] == [1, 1 + len(batches[0])]
-    code, _, err = ctl_run("import", "-", stdin='{"content": "a"}\nnot json\n')
-    assert (
-        code == 2
-        and err == "memoryctl: -:2: not JSON (Expecting value: line 1 column 1 (char 0))\n"
+    code, _, err = ctl_run("import", "-", stdin='{"content": "a"}\n{"content": "b",\n')
+    # named as the daemon names a bad item's line (`FILE: line N: ...`), the column in it
+    assert code == 2 and err == (
+        "memoryctl: -: line 2: not JSON (Expecting property name enclosed in double quotes"
+        " at column 17); nothing was imported\n"
     )
     code, _, err = ctl_run("import", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "cannot read" in err and "No such file" in err
+
+
+# Every command that reads a file or stdin a person may have saved in an editor that writes a
+# byte order mark (Notepad, Excel's "UTF-8" formats): the mark is no text. It started the memory
+# (`add -` stored "\ufeffhello", a different text from "hello") or made an import file's first
+# line "not JSON".
+BOM_READERS = [
+    (["add", "-"], "add", "content"),
+    (["update", "7", "--content", "-"], "update", "content"),
+    (["note", "write", "a.md", "--file", "{file}"], "note.write", "content"),
+    (["note", "append", "a.md"], "note.append", "content"),
+    (["import", "{file}"], "import", "items"),
+    (["import", "-"], "import", "items"),
+]
+
+
+@pytest.mark.parametrize(("args", "method", "param"), BOM_READERS)
+def test_a_byte_order_mark_is_not_text(
+    ctl_run: Callable[..., tuple[int, str, str]],
+    stub: Stub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    method: str,
+    param: str,
+) -> None:
+    text = '{"content": "hello"}\n' if method == "import" else "hello\n"
+    data = b"\xef\xbb\xbf" + text.encode()
+    path = tmp_path / "in.txt"
+    path.write_bytes(data)
+    args = [str(path) if a == "{file}" else a for a in args]
+    # stdin as a terminal's pipe gives it: bytes under a text stream
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    code, _, err = ctl_run(*args)
+    assert code == 0, err
+    sent = [r["params"] for r in stub.requests if r["method"] == method][-1][param]
+    if method == "import":
+        assert sent == [{"content": "hello"}]
+    else:
+        assert sent.strip() == "hello"
 
 
 def test_export_writes_json_lines(

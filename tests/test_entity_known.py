@@ -181,3 +181,45 @@ def test_a_wikilink_by_file_name_in_a_list_field_is_the_titled_person(app: Any) 
     write_synced(app, "sync.md", '---\npeople: ["[[caroline-baker]]", Caz]\n---\n# Sync\n\nHi.\n')
     assert "caroline baker" in keys_in(app, "sync.md")
     assert not {"caroline-baker", "caz"} & keys_in(app, "sync.md")
+
+
+@pytest.mark.parametrize("note_first", [True, False], ids=["note-first", "note-after"])
+def test_an_identifier_is_its_notes_entity_whichever_was_indexed_first(
+    app: Any, note_first: bool
+) -> None:
+    """`billing-svc`, written as code in a memory and as a link by file name in another note,
+    is the entity of the note `billing-svc.md` (titled "Billing service") whether that note was
+    indexed before them or after: the identifier was resolved only when it came first (adopt),
+    so a memory added on the machine where the notes were indexed, and the same memory imported
+    on a second machine before its notes, gave two different entity pages."""
+
+    def note() -> None:
+        write_synced(
+            app,
+            "projects/billing-svc.md",
+            "---\naliases: [Billing Service]\n---\n# Billing service\n\nIt bills.\n",
+        )
+
+    if note_first:
+        note()
+    m = app.memories.add(content="Caroline moved billing-svc to PostgreSQL 17.")
+    write_synced(app, "daily/2026-03-04.md", "# Standup\n\nDeployed [[billing-svc]] twice.\n")
+    if not note_first:
+        note()
+    memory_keys = {
+        str(r[0])
+        for r in rows(
+            app,
+            "SELECT n.key FROM mentions x JOIN entities n ON n.id = x.entity_id"
+            " WHERE x.entry_id = ?",
+            (m.id,),
+        )
+    }
+    assert "billing service" in memory_keys and "billing-svc" not in memory_keys
+    assert "billing service" in keys_in(app, "daily/2026-03-04.md")
+    assert rows(app, "SELECT key FROM entities WHERE key = 'billing-svc'") == []
+    assert rows(app, "SELECT name FROM entities WHERE key = 'billing service'") == [
+        ("Billing service",)
+    ]
+    counts = dict(rows(app, "SELECT entity_id, count(*) FROM mentions GROUP BY entity_id"))
+    assert dict(rows(app, "SELECT id, mentions FROM entities")) == counts

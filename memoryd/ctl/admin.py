@@ -256,7 +256,13 @@ def import_batches(text: str, name: str) -> list[tuple[int, list[Any]]]:
         try:
             item = json.loads(line)
         except ValueError as exc:
-            raise UsageError(f"{name}:{n}: not JSON ({exc})") from None
+            # as the daemon's errors name a line (`FILE: line N: ...`); the decoder's own "line 1
+            # column 5" counted within this one line, which read as the file's first line
+            where = f" at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            raise UsageError(
+                f"{name}: line {n}: not JSON ({msg}{where}); nothing was imported"
+            ) from None
         cost = len(encode_request(item))  # as sent: UTF-8
         if not batches or n != last + 1 or size + cost > IMPORT_BATCH_BYTES:
             batches.append((n, []))

@@ -132,13 +132,14 @@ def given(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_text(name: str, *, lenient: bool = False) -> str:
-    """A file's text, or stdin's for '-', as UTF-8. lenient (the text of a memory or a note):
-    bytes that are not UTF-8 are read as Windows-1252, as the daemon reads a note's
-    (ctl/textin.py); otherwise such bytes are a usage error naming where they are."""
+    """A file's text, or stdin's for '-', as UTF-8, without a leading byte order mark. lenient
+    (the text of a memory or a note): bytes that are not UTF-8 are read as Windows-1252, as the
+    daemon reads a note's (ctl/textin.py); otherwise such bytes are a usage error naming where
+    they are."""
     if name == "-":
         buf = getattr(sys.stdin, "buffer", None)
         if buf is None:  # a text stream someone set (tests): already text
-            return sys.stdin.read()
+            return sys.stdin.read().removeprefix("\ufeff")
         data = buf.read()
     else:
         try:
@@ -146,6 +147,10 @@ def read_text(name: str, *, lenient: bool = False) -> str:
                 data = f.read()
         except OSError as exc:
             raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        # the byte order mark an editor (Notepad, Excel's "UTF-8 CSV") puts first: not text, it
+        # would start a memory's content or make an import file's first line not JSON
+        data = data[3:]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

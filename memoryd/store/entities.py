@@ -228,19 +228,21 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
     asked: set[str] = set()
     for m in mentions:
         key = m.key
-        if (
-            key in asked
-            or key in own
-            or m.source not in _WRITTEN_BY
-            or not person_like(key, m.type)
-        ):
+        # a name that may be a person's is resolved where a person writes it (a link, a name,
+        # a list field); any other (an identifier, a system: `billing-svc`, as code or as a
+        # link) wherever it stands, as adopt re-keys it when its note is indexed afterwards,
+        # and never to a person (whose forms hold first names)
+        person = person_like(key, m.type)
+        if key in asked or key in own or (person and m.source not in _WRITTEN_BY):
             continue
         asked.add(key)
         if con.execute(_IS_ENTITY, (key,)).fetchall():
             continue
         rows = con.execute(_FORM_OF, (key, key)).fetchall()
-        if not rows and " " not in key and key.replace("-", "").isalpha():  # "Jean-Luc" too
-            rows = people_named(con, key)
+        if not person:  # not a person's form either: "Jordan" the place is no Jordan Lee
+            rows = [r for r in rows if str(r[2]) != "person"]
+        elif not rows and " " not in key and key.replace("-", "").isalpha():
+            rows = people_named(con, key)  # "Jean-Luc" too
         if len(rows) == 1:
             found[key] = (str(rows[0][0]), str(rows[0][1]), str(rows[0][2]))
     if not found:

@@ -1,0 +1,154 @@
+"""The data leaves and comes back (branch walko13): a store's export imported into a second
+store beside the same notes gives the same answers, field by field (bench/roundtrip.py): stats,
+every memory, search in each mode, every entity's page and related walk. Both backends, the
+notes indexed before the import and after it (a second machine's vault synced before or after),
+twice (an import is idempotent), and a bad file changes nothing."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import settle
+
+from bench import roundtrip
+from memoryd.core.errors import MemorydError
+from memoryd.serve import methods as api
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+MODES = ("keyword", "vector", "hybrid")
+
+
+def caller(app: Any) -> roundtrip.Call:
+    return lambda method, params: api.lookup(method, params).fn(app, params)
+
+
+def _write(ws: Path, notes: dict[str, str]) -> None:
+    for rel, text in notes.items():
+        path = ws / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def _source(make_app: Any, tmp_path: Path) -> Any:
+    """A store holding seeded notes, imported memories with every field and memories added,
+    changed, used and validated through the API (their daily log lines in the workspace)."""
+    app = make_app(workspace=str(tmp_path / "ws-a"), secrets={"mode": "off"})
+    _write(Path(app.cfg.workspace), roundtrip.seeded_notes(12))
+    app.indexer.reconcile()
+    call = caller(app)
+    call("import", {"items": roundtrip.seeded_memories(30, time.time())})
+    first = call(
+        "add",
+        {
+            "content": "Caroline Baker moved billing-svc to PostgreSQL 17",
+            "tags": ["db"],
+            "triggers": ["billing database"],
+            "importance": 9,
+            "source": "meeting",
+            "context": "weekly sync",
+            "ttl": "30d",
+            "namespace": "work",
+            "tier": "critical",
+            "confidence": 0.8,
+        },
+    )["id"]
+    second = call("add", {"content": "短期の記憶: 田中さんは金曜日に東京へ"})["id"]
+    call("update", {"id": second, "tier": "constitutional", "tags": ["cjk"]})
+    call("used", {"id": first})
+    call("validate", {"id": second, "useful": True})
+    settle(app)
+    return app
+
+
+def _copy_notes(src: Any, dst: Any) -> None:
+    """The first machine's vault as a sync tool brings it (daily log included, times kept)."""
+    shutil.copytree(src.cfg.workspace, dst.cfg.workspace, dirs_exist_ok=True)
+    dst.indexer.reconcile()
+
+
+@pytest.mark.parametrize("notes_first", [True, False], ids=["notes-first", "notes-after"])
+def test_an_export_imported_beside_the_same_notes_answers_the_same(
+    make_app: Any, new_store: Any, tmp_path: Path, notes_first: bool
+) -> None:
+    src = _source(make_app, tmp_path)
+    before = roundtrip.answers(caller(src), modes=MODES)
+    assert before["stats"]["memories"] == 32 and len(before["entities"]) > 10
+    items = caller(src)("export", {"namespace": "*", "vectors": True})["items"]
+
+    dst = make_app(
+        workspace=str(tmp_path / "ws-b"),
+        data_dir=str(tmp_path / "data-b"),
+        store=new_store(),
+        secrets={"mode": "off"},
+    )
+    Path(dst.cfg.workspace).mkdir(exist_ok=True)
+    if notes_first:
+        _copy_notes(src, dst)
+    res = caller(dst)("import", {"items": items})
+    # the notes indexed first took the memories' ids there: those are renumbered
+    assert res["imported"] == len(items) and bool(res["renumbered"]) == notes_first
+    if not notes_first:
+        _copy_notes(src, dst)
+    settle(dst)
+    after = roundtrip.answers(caller(dst), modes=MODES, renumbered=res["renumbered"])
+    assert roundtrip.differences(before, after) == []
+
+    # the same file again: nothing is stored twice, no answer moves
+    again = caller(dst)("import", {"items": items})
+    assert again["imported"] == 0 and again["skipped_duplicates"] == len(items)
+    after = roundtrip.answers(caller(dst), modes=MODES, renumbered=res["renumbered"])
+    assert roundtrip.differences(before, after) == []
+
+
+def test_a_bad_file_changes_no_answer(make_app: Any, tmp_path: Path) -> None:
+    """A file with a bad item anywhere (here its last, as a half-written file ends) stores
+    nothing: every answer is as it was, and the error names the item's line."""
+    app = _source(make_app, tmp_path)
+    before = roundtrip.answers(caller(app), modes=MODES)
+    items: list[Any] = roundtrip.seeded_memories(5, time.time() + 10)
+    items = [{**i, "content": "new " + i["content"]} for i in items] + [{"content": ""}]
+    with pytest.raises(MemorydError, match="line 6: content"):
+        caller(app)("import", {"items": items})
+    assert roundtrip.differences(before, roundtrip.answers(caller(app), modes=MODES)) == []
+
+
+def test_differences_names_the_field() -> None:
+    a = {"entity:X": {"sources": [{"line": 8, "id": None}], "type": "person"}}
+    b = {"entity:X": {"sources": [{"line": 9, "id": None}], "type": "person"}, "extra": 1}
+    assert roundtrip.differences(a, b) == [
+        "entity:X.sources[0].line: 8 != 9",
+        "extra: 'missing' != 1",
+    ]
+
+
+@pytest.mark.sqlite_only("the store moved is a SQLite one; its copy is on PostgreSQL")
+def test_a_store_moved_to_postgresql_answers_the_same(
+    make_app: Any, tmp_path: Path, pg_dsn: str
+) -> None:
+    """`memoryd store migrate --to postgres` (docs/team.md, section 4): every memory, entity
+    page and related walk as it was. Search is compared as the set of hits it finds, all of
+    them (their order and scores are each backend's keyword ranking: docs/team.md, section 8)."""
+    from memoryd.store import pgmigrate
+
+    src = _source(make_app, tmp_path)
+    before = roundtrip.answers(caller(src), modes=MODES, search_limit=100)
+    cfg = src.cfg
+    make_app.close(src)
+    pgmigrate.migrate(cfg, dsn=pg_dsn, say=lambda _msg: None)
+    pg = make_app(
+        workspace=str(cfg.workspace),
+        data_dir=str(cfg.data_dir),
+        store={"backend": "postgres", "dsn": pg_dsn},
+        secrets={"mode": "off"},
+    )
+    settle(pg)
+    after = roundtrip.answers(caller(pg), modes=MODES, search_limit=100)
+    for key in [k for k in before if k.startswith("search:")]:
+        found = [roundtrip.hit_key(h) for h in before.pop(key)]
+        assert sorted(found) == sorted(roundtrip.hit_key(h) for h in after.pop(key)), key
+    assert roundtrip.differences(before, after) == []
