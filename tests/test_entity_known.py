@@ -223,3 +223,31 @@ def test_an_identifier_is_its_notes_entity_whichever_was_indexed_first(
     ]
     counts = dict(rows(app, "SELECT entity_id, count(*) FROM mentions GROUP BY entity_id"))
     assert dict(rows(app, "SELECT id, mentions FROM entities")) == counts
+
+
+@pytest.mark.parametrize("note_first", [True, False], ids=["note-first", "note-after"])
+def test_a_quoted_term_is_the_entity_a_note_names_by_it_whichever_came_first(
+    app: Any, note_first: bool
+) -> None:
+    """The same class as the identifier: 「東京プロジェクト」, quoted in a memory, is the project
+    whose note gives it as an alias, indexed before the memory or after it."""
+
+    def note() -> None:
+        write_synced(
+            app,
+            "projects/tokyo.md",
+            "---\ntitle: Tokyo project\ntype: project\naliases: [東京プロジェクト]\n---\n"
+            "# Tokyo project\n\nIt ships.\n",
+        )
+
+    if note_first:
+        note()
+    m = app.memories.add(content="田中さんは「東京プロジェクト」を担当しています。")
+    if not note_first:
+        note()
+    keys = rows(
+        app,
+        "SELECT n.key FROM mentions x JOIN entities n ON n.id = x.entity_id WHERE x.entry_id = ?",
+        (m.id,),
+    )
+    assert ("tokyo project",) in keys and ("東京プロジェクト",) not in keys

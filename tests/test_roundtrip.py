@@ -130,7 +130,8 @@ def test_differences_names_the_field() -> None:
 def test_a_store_moved_to_postgresql_answers_the_same(
     make_app: Any, tmp_path: Path, pg_dsn: str
 ) -> None:
-    """`memoryd store migrate --to postgres` (docs/team.md, section 4): every memory, entity
+    """`memoryd store migrate --to postgres` (docs/team.md, section 4), and back by export and
+    import into a new SQLite store: every memory, entity
     page and related walk as it was. Search is compared as the set of hits it finds, all of
     them (their order and scores are each backend's keyword ranking: docs/team.md, section 8)."""
     from memoryd.store import pgmigrate
@@ -148,7 +149,42 @@ def test_a_store_moved_to_postgresql_answers_the_same(
     )
     settle(pg)
     after = roundtrip.answers(caller(pg), modes=MODES, search_limit=100)
-    for key in [k for k in before if k.startswith("search:")]:
-        found = [roundtrip.hit_key(h) for h in before.pop(key)]
+    moved = dict(before)
+    for key in [k for k in moved if k.startswith("search:")]:
+        found = [roundtrip.hit_key(h) for h in moved.pop(key)]
         assert sorted(found) == sorted(roundtrip.hit_key(h) for h in after.pop(key)), key
-    assert roundtrip.differences(before, after) == []
+    assert roundtrip.differences(moved, after) == []
+
+    # and back (docs/team.md: an export imports into any store): a SQLite store of its own
+    # beside a copy of the notes answers as the first one did, search included
+    items = caller(pg)("export", {"namespace": "*", "vectors": True})["items"]
+    back = make_app(
+        workspace=str(tmp_path / "ws-back"),
+        data_dir=str(tmp_path / "data-back"),
+        secrets={"mode": "off"},
+    )
+    res = caller(back)("import", {"items": items})
+    _copy_notes(pg, back)
+    settle(back)
+    again = roundtrip.answers(
+        caller(back), modes=MODES, search_limit=100, renumbered=res["renumbered"]
+    )
+    assert roundtrip.differences(before, again) == []
+
+
+@pytest.mark.sqlite_only("checkpoints copy the SQLite file (PostgreSQL: pg_dump, docs/team.md)")
+def test_a_checkpoint_restored_answers_as_when_it_was_made(make_app: Any, tmp_path: Path) -> None:
+    """docs/service.md, "Backups and restore": a checkpoint made, then memories added, changed
+    and deleted, then the checkpoint restored: every answer is as when it was made."""
+    app = _source(make_app, tmp_path)
+    call = caller(app)
+    before = roundtrip.answers(call, modes=MODES)
+    call("checkpoint.create", {"name": "before"})
+    added = call("add", {"content": "Caroline Baker left billing-svc for the ledger team"})["id"]
+    call("update", {"id": added, "tags": ["moved"]})
+    victim = next(k for k in before if k.startswith("memory:"))
+    call("delete", {"id": before[victim]["id"]})
+    assert roundtrip.differences(before, roundtrip.answers(call, modes=MODES))
+    call("checkpoint.restore", {"name": "before"})
+    settle(app)
+    assert roundtrip.differences(before, roundtrip.answers(call, modes=MODES)) == []

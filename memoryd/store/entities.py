@@ -224,24 +224,25 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
     if not mentions:
         return []
     own = {m.key for m in mentions if m.source in ("title", "file")}
+    written = {m.key for m in mentions if m.source in _WRITTEN_BY}
     found: dict[str, tuple[str, str, str]] = {}
     asked: set[str] = set()
     for m in mentions:
         key = m.key
-        # a name that may be a person's is resolved where a person writes it (a link, a name,
-        # a list field); any other (an identifier, a system: `billing-svc`, as code or as a
-        # link) wherever it stands, as adopt re-keys it when its note is indexed afterwards,
-        # and never to a person (whose forms hold first names)
-        person = person_like(key, m.type)
-        if key in asked or key in own or (person and m.source not in _WRITTEN_BY):
+        if key in asked or key in own:
             continue
         asked.add(key)
         if con.execute(_IS_ENTITY, (key,)).fetchall():
             continue
+        # a form of one entity, however it was written (a link, a name, code: `billing-svc`,
+        # a quoted term: 「東京プロジェクト」), as adopt re-keys it when the note whose file name
+        # or alias it is comes afterwards; a name that is no person's is never one of a
+        # person's forms (a first name: "Jordan" the place is not Jordan Lee), and only a name
+        # written as a person's is a first name
         rows = con.execute(_FORM_OF, (key, key)).fetchall()
-        if not person:  # not a person's form either: "Jordan" the place is no Jordan Lee
+        if not person_like(key, m.type):
             rows = [r for r in rows if str(r[2]) != "person"]
-        elif not rows and " " not in key and key.replace("-", "").isalpha():
+        elif not rows and key in written and " " not in key and key.replace("-", "").isalpha():
             rows = people_named(con, key)  # "Jean-Luc" too
         if len(rows) == 1:
             found[key] = (str(rows[0][0]), str(rows[0][1]), str(rows[0][2]))
