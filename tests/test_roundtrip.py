@@ -35,13 +35,11 @@ def _write(ws: Path, notes: dict[str, str]) -> None:
 
 
 def _source(make_app: Any, tmp_path: Path) -> Any:
-    """A store holding seeded notes, imported memories with every field and memories added,
-    changed, used and validated through the API (their daily log lines in the workspace)."""
+    """A store holding memories added, changed, used and validated through the API (first:
+    they have the lowest ids, and their daily log lines name them), imported memories with
+    every field, then seeded notes."""
     app = make_app(workspace=str(tmp_path / "ws-a"), secrets={"mode": "off"})
-    _write(Path(app.cfg.workspace), roundtrip.seeded_notes(12))
-    app.indexer.reconcile()
     call = caller(app)
-    call("import", {"items": roundtrip.seeded_memories(30, time.time())})
     first = call(
         "add",
         {
@@ -61,6 +59,9 @@ def _source(make_app: Any, tmp_path: Path) -> Any:
     call("update", {"id": second, "tier": "constitutional", "tags": ["cjk"]})
     call("used", {"id": first})
     call("validate", {"id": second, "useful": True})
+    call("import", {"items": roundtrip.seeded_memories(30, time.time())})
+    _write(Path(app.cfg.workspace), roundtrip.seeded_notes(12))
+    app.indexer.reconcile()
     settle(app)
     return app
 
@@ -188,3 +189,35 @@ def test_a_checkpoint_restored_answers_as_when_it_was_made(make_app: Any, tmp_pa
     call("checkpoint.restore", {"name": "before"})
     settle(app)
     assert roundtrip.differences(before, roundtrip.answers(call, modes=MODES)) == []
+
+
+def test_a_renumbered_memorys_log_line_names_its_new_id(
+    make_app: Any, new_store: Any, tmp_path: Path
+) -> None:
+    """A memory whose id was taken in the store it is imported into gets a new one; its daily
+    log line, brought along with the first machine's vault, named the old id: another memory
+    here. It was indexed as text (the memory found twice), and that other memory's delete took
+    it from the log. Now the line names the new id: the memory's own, and only its delete
+    removes it."""
+    src = make_app(workspace=str(tmp_path / "ws-a"), data_dir=str(tmp_path / "data-a"))
+    alpha = caller(src)("add", {"content": "alpha memory from the laptop"})["id"]
+    items = caller(src)("export", {})["items"]
+    (log_a,) = (Path(src.cfg.workspace) / "daily").glob("*.md")
+
+    dst = make_app(
+        workspace=str(tmp_path / "ws-b"), data_dir=str(tmp_path / "data-b"), store=new_store()
+    )
+    gamma = caller(dst)("add", {"content": "gamma memory of the desktop"})["id"]
+    assert gamma == alpha  # the id is taken here
+    copied = Path(dst.cfg.workspace) / "daily" / "from-laptop.md"
+    shutil.copyfile(log_a, copied)
+    dst.indexer.reconcile()
+    res = caller(dst)("import", {"items": items})
+    (moved,) = res["renumbered"]
+    assert moved["from"] == alpha and f"<!-- m:{moved['to']}:" in copied.read_text()
+    hits = caller(dst)("search", {"query": "alpha laptop", "mode": "keyword"})["hits"]
+    assert [(h["kind"], h["id"]) for h in hits] == [("memory", moved["to"])]
+    caller(dst)("delete", {"id": gamma})
+    assert "alpha memory from the laptop" in copied.read_text()
+    caller(dst)("delete", {"id": moved["to"]})
+    assert "alpha memory" not in copied.read_text()

@@ -25,7 +25,7 @@ from memoryd.index.embed import ModelHolder, background_threads, load_embedder, 
 from memoryd.index.embedworker import EmbedWorker
 from memoryd.index.indexer import Indexer
 from memoryd.index.watcher import Watcher
-from memoryd.memory import checkpoints, lifecycle
+from memoryd.memory import checkpoints, dailyrenumber, lifecycle
 from memoryd.memory.dailylog import DailyLog, marker_ids
 from memoryd.memory.memories import Memories
 from memoryd.notes.notes import Notes
@@ -226,11 +226,12 @@ class App:
         if paths:
             self.indexer.sync_paths(paths)
 
-    def _log_read_again(self, ids: list[int]) -> None:
+    def _log_read_again(self, imported: Any) -> None:
         """Memories were imported with ids the daily log names (an export brought into a new
-        store): those lines, indexed as text while the store did not have them, are the
-        memories' own now. Read those log files again."""
-        paths = self.dailylog.files_naming(set(ids))
+        store), or renumbered, their lines naming old ids (dailyrenumber): those lines, indexed
+        as text while the store did not have them, are the memories' own now. Read them again."""
+        moved = dailyrenumber.renumber(self.dailylog, imported.moved)
+        paths = sorted({*moved, *self.dailylog.files_naming(set(imported.ids))})
         rels = [path.relative_to(self.cfg.workspace).as_posix() for path in paths]
 
         def forget(con: Any) -> None:
