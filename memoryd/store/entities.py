@@ -201,7 +201,6 @@ def recount(con: Connection) -> None:
 
 # A name the store knows as another entity's: one of its surface forms (an alias a note's front
 # matter gives, a wikilink's file name the note's title stands for), or a person's first name.
-_IS_ENTITY = "SELECT 1 FROM entities WHERE key = ?"
 _FORM_OF = (
     "SELECT DISTINCT e.key, e.name, e.type FROM mentions m JOIN entities e ON e.id = m.entity_id"
     " WHERE m.surface_key = ? AND e.key != ? LIMIT 2"
@@ -225,14 +224,19 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
         return []
     own = {m.key for m in mentions if m.source in ("title", "file")}
     written = {m.key for m in mentions if m.source in _WRITTEN_BY}
-    found: dict[str, tuple[str, str, str]] = {}
-    asked: set[str] = set()
+    first: dict[str, Mention] = {}  # each name's first mention (they share its type)
     for m in mentions:
-        key = m.key
-        if key in asked or key in own:
-            continue
-        asked.add(key)
-        if con.execute(_IS_ENTITY, (key,)).fetchall():
+        if m.key not in own:
+            first.setdefault(m.key, m)
+    keys = list(first)
+    known: set[str] = set()
+    for i in range(0, len(keys), 500):  # one round trip for the names that are entities
+        part = keys[i : i + 500]
+        sql = f"SELECT key FROM entities WHERE key IN ({', '.join('?' * len(part))})"
+        known.update(str(r[0]) for r in con.execute(sql, tuple(part)).fetchall())
+    found: dict[str, tuple[str, str, str]] = {}
+    for key, m in first.items():
+        if key in known:
             continue
         # a form of one entity, however it was written (a link, a name, code: `billing-svc`,
         # a quoted term: 「東京プロジェクト」), as adopt re-keys it when the note whose file name
