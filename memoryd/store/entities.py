@@ -6,7 +6,8 @@ Three tables (migrations.m006_entities; PostgreSQL: pg/schema.py v2):
 - `entities(id, key UNIQUE, name, type, mentions)`: one row per canonical key;
 - `mentions(entity_id, entry_id, line, surface, surface_key)`: one row per occurrence, with the
   line it stands on (a note's line in its file; 1 for a memory) and the text as written
-  (its canonical key too, so that an alias finds its entity);
+  (its canonical key too, so that an alias finds its entity), and whether the note declares
+  the name there (`declared`: DECLARES; who a first name alone is across notes, firstnames);
 - `relations(a, b, count)`: a < b, the number of entries that mention both among their
   paired entities.
 
@@ -366,8 +367,9 @@ def forget(con: Connection, entry_id: int) -> None:
 
 def memory_mentions(content: str, tags: Iterable[str]) -> list[Mention]:
     """A memory's mentions; a credential it holds (stored with allow_secrets, or in warn mode)
-    is blanked first, so a password or token never becomes an entity. Notes are read as they
-    are (the scan would add ~15% to extraction's CPU at index time, issue 20.6)."""
+    is blanked first, so a password or token never becomes an entity. A note's are blanked
+    too, on the lines where a name found may be one (text/entities.extract_document: the whole
+    note's scan would add 7-14% to extraction's CPU at index time, issue 20.6)."""
     return extract(mask_known(content), 1, tags=tags)
 
 
@@ -464,6 +466,12 @@ def backfill_memories(con: Connection, table: str = "entries") -> int:
     """Extract the mentions of every memory that has none (a migration to the entity schema;
     PostgreSQL's reads its table `all_entries`, as no workspace is set while it migrates)."""
     assert table in ("entries", "all_entries")
+    if table == "all_entries":  # firstnames.claims reads the view `entries`: every workspace's
+        con.execute(
+            "SELECT set_config('memoryd.workspace',"
+            " coalesce(current_setting('memoryd.workspace', true), ''), true),"
+            " set_config('memoryd.scope', 'all', true)"
+        )
     rows = con.execute(
         f"SELECT id, created_at, content, tags FROM {table} x WHERE kind = 'memory'"
         " AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entry_id = x.id) ORDER BY id"

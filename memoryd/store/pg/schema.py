@@ -543,12 +543,6 @@ def _v12_declared(cur: psycopg.Cursor) -> None:
     declared = tables.column(tables.MENTIONS, "declared")
     cur.execute(f"ALTER TABLE mentions ADD COLUMN {declared.ddl('postgres')}")
     _v8_read_notes_again(cur)
-    # firstnames.claims reads the view `entries`: every workspace's, for this transaction
-    cur.execute(
-        "SELECT set_config('memoryd.workspace',"
-        " coalesce(current_setting('memoryd.workspace', true), ''), true),"
-        " set_config('memoryd.scope', 'all', true)"
-    )
     entities.reindex_memories(PgConnection(cur.connection), "all_entries")
 
 
