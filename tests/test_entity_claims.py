@@ -4,11 +4,12 @@ credentials kept out of its names (text/secretguard.masked_lines). Both backends
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import older_store, write_synced
+from conftest import older_store, with_notes, write_synced
 from test_entity_known import CHATS, QUOTE, keys_in, rows
 from test_entity_store import consistent
 
@@ -67,6 +68,29 @@ def test_the_migration_frees_a_first_name_one_quote_took(
         assert "john locke" not in keys_in(new, path)
     assert "john locke" in keys_in(new, QUOTE[0])
     consistent(new)
+
+
+def test_a_claim_in_another_workspace_takes_no_first_name_here(
+    team: Callable[[str], Any], backend: str
+) -> None:
+    """On a PostgreSQL store two daemons share, Alice's note titled Lena Fischer claims "Lena"
+    in Alice's notes only: Bob's chats keep their own Lena, before and after."""
+    if backend != "postgres":
+        pytest.skip("several daemons share a PostgreSQL store")
+    alice, bob = team("alice"), team("bob")
+    with_notes(bob, {"chat.md": "# Chat\n\nLena: I went hiking today.\nLena's dog came.\n"})
+    with_notes(
+        alice,
+        {
+            "people/lf.md": "# Lena Fischer\n\nLena Fischer runs billing.\n",
+            "daily.md": "# Daily\n\nLena: the invoices are out.\n",
+        },
+    )
+    with_notes(bob, {"chat2.md": "# Chat\n\nLena: back home.\n"})
+    assert "lena fischer" in keys_in(alice, "daily.md")
+    for path in ("chat.md", "chat2.md"):
+        assert "lena" in keys_in(bob, path)
+        assert "lena fischer" not in keys_in(bob, path)
 
 
 SECRETS = (

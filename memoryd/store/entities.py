@@ -323,10 +323,12 @@ def adopt(con: Connection, old_key: str, new_key: str, columns: int = COLUMNS) -
     if not old or not new:
         return 0
     name, kind = str(new[0][0]), str(new[0][1])
-    entry_ids = [
+    entry_ids = [  # this daemon's (the view `entries`: another workspace's notes keep theirs)
         int(r[0])
         for r in con.execute(
-            "SELECT DISTINCT entry_id FROM mentions WHERE entity_id = ?", (old[0][0],)
+            "SELECT DISTINCT m.entry_id FROM mentions m JOIN entries e ON e.id = m.entry_id"
+            " WHERE m.entity_id = ?",
+            (old[0][0],),
         ).fetchall()
     ]
     declared = "m.declared" if columns == COLUMNS else "0"

@@ -58,7 +58,12 @@ def people_named(con: Connection, first: str, claimed: bool = True) -> list[tupl
 # notes or memories: evidence, not one quote ("As John Locke puts it", once, in the Obsidian
 # help vault took every "John" of three LoCoMo conversations).
 CLAIM_WRITERS = 2
-_DECLARED = "SELECT 1 FROM mentions WHERE entity_id = ? AND declared = 1 LIMIT 1"
+# (through the view `entries`: on a PostgreSQL store several daemons share, what this one's notes
+# and the memories say; a title in another workspace claims nothing here)
+_DECLARED = (
+    "SELECT 1 FROM mentions m JOIN entries e ON e.id = m.entry_id"
+    " WHERE m.entity_id = ? AND m.declared = 1 LIMIT 1"
+)
 # the notes (a memory: itself) that write the name in full, up to CLAIM_WRITERS
 _WRITERS = (
     "SELECT DISTINCT coalesce(e.document_id, -e.id) FROM mentions m"
