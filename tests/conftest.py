@@ -98,15 +98,29 @@ def migrations_before(monkeypatch: pytest.MonkeyPatch, module: Any, step: Any) -
     `monkeypatch.undo()` gives the newer ones back."""
     steps = module.MIGRATIONS
     monkeypatch.setattr(module, "MIGRATIONS", steps[: steps.index(step)])
-    flags = "_v11_paired" if module.__name__.endswith("schema") else "m012_paired"
-    if flags not in [s.__name__ for s in steps[: steps.index(step)]]:
-        # today's mention writes in that schema: no `paired` column (store/entitypairs.py)
-        from memoryd.store import entities
+    pg = module.__name__.endswith("schema")
+    before = [s.__name__ for s in steps[: steps.index(step)]]
+    columns = sum(
+        name in before
+        for name in (("_v11_paired", "_v12_declared") if pg else ("m012_paired", "m013_declared"))
+    )
+    from memoryd.store import entities
 
-        store = entities._store
-        monkeypatch.setattr(
-            entities, "_store", lambda con, rows, ids, flagged=True: store(con, rows, ids, False)
-        )
+    if columns < entities.COLUMNS:
+        # today's mention writes and reads in that schema: no `paired` column
+        # (store/entitypairs.py), no `declared` (store/firstnames.py)
+        for name, at in (("_store", 3), ("known_as", 2), ("adopt_first_names", 2), ("adopt", 3)):
+            monkeypatch.setattr(entities, name, _in_schema(getattr(entities, name), at, columns))
+
+
+def _in_schema(f: Callable[..., Any], at: int, columns: int) -> Callable[..., Any]:
+    """`f` called with its `columns` argument (positional at `at`) set to `columns`."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("columns", None)
+        return f(*args[:at], columns=columns, **kwargs)
+
+    return call
 
 
 def older_store(

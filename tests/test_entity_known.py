@@ -166,14 +166,82 @@ def test_a_first_name_that_is_a_place_is_not_adopted(app: Any) -> None:
 
 def test_a_first_name_in_a_list_field_is_the_person_too(app: Any) -> None:
     """`participants: [Maya]` names the one Maya Okafor as the text's "Maya:" does, whether her
-    full name was indexed before this note or after it."""
+    full name was indexed before this note or after it (two chats write it in full: a claim)."""
     write_synced(app, "chats/a.md", "---\nparticipants: [Maya, Tom]\n---\n# Chat\n\nMaya: hi\n")
     write_synced(app, "chats/b.md", "# Chat\n\nRavi: Maya Okafor? She asked about rescues.\n")
     write_synced(app, "chats/c.md", "---\nparticipants: [Maya, Ada]\n---\n# Chat\n\nMaya: hey\n")
+    assert "maya" in keys_in(app, "chats/c.md")  # one chat wrote her full name: no claim yet
+    write_synced(app, "chats/d.md", "# Chat\n\nLena: Maya Okafor again, about the flat.\n")
     for path in ("chats/a.md", "chats/c.md"):
         assert "maya okafor" in keys_in(app, path)
         assert "maya" not in keys_in(app, path)
     assert rows(app, "SELECT key FROM entities WHERE key = 'maya'") == []
+
+
+QUOTE = (
+    "about.md",
+    "# About\n\nAs John Locke puts it, ideas come from experience. John wrote it in 1690.\n",
+)
+CHATS = [
+    (f"chats/{i}.md", f"# Session {i}\n\nJohn: I went hiking today.\nJohn's dog came along.\n")
+    for i in range(3)
+]
+
+
+@pytest.mark.parametrize("quote_first", [True, False])
+def test_one_quoted_full_name_does_not_take_a_first_name_other_notes_write(
+    app: Any, quote_first: bool
+) -> None:
+    """One note quoting "John Locke" (and calling him John there) does not make the John of
+    other notes the philosopher, whichever was indexed first; within the quoting note he is."""
+    for path, text in [QUOTE, *CHATS] if quote_first else [*CHATS, QUOTE]:
+        write_synced(app, path, text)
+    for path, _ in CHATS:
+        assert "john" in keys_in(app, path)
+        assert "john locke" not in keys_in(app, path)
+    assert "john locke" in keys_in(app, "about.md")
+    assert rows(app, "SELECT type FROM entities WHERE key = 'john'") == [("person",)]
+    m = app.memories.add(content="John prefers the morning trail.")
+    assert rows(
+        app,
+        "SELECT n.key FROM mentions x JOIN entities n ON n.id = x.entity_id WHERE x.entry_id = ?",
+        (m.id,),
+    ) == [("john",)]
+
+
+@pytest.mark.parametrize("how", ["title", "link", "people", "second note"])
+def test_a_declared_or_twice_written_full_name_claims_the_first_name(app: Any, how: str) -> None:
+    """The first name alone is the full name once a note declares it (its title, a wikilink, a
+    `people:` field) or a second note writes it in full; the first names written before are
+    adopted, and those written after resolve to it."""
+    chats = [(path, text.replace("John", "Lena")) for path, text in CHATS]
+    write_synced(app, "about.md", "# About\n\nAs Lena Fischer puts it, plans are useless.\n")
+    write_synced(app, *chats[0])
+    assert "lena" in keys_in(app, chats[0][0])
+    claim = {
+        "title": ("people/lf.md", "# Lena Fischer\n\nLena Fischer runs billing.\n"),
+        "link": ("reading.md", "# Reading\n\n- [[Lena Fischer]] on plans\n"),
+        "people": ("sync.md", "---\npeople: [Lena Fischer]\n---\n# Sync\n\nHi.\n"),
+        "second note": ("essay.md", "# Essay\n\nLena Fischer argued for small teams.\n"),
+    }[how]
+    write_synced(app, *claim)
+    write_synced(app, *chats[1])
+    for path, _ in chats[:2]:
+        assert "lena fischer" in keys_in(app, path)
+        assert "lena" not in keys_in(app, path)
+    assert rows(app, "SELECT key FROM entities WHERE key = 'lena'") == []
+    counts = dict(rows(app, "SELECT entity_id, count(*) FROM mentions GROUP BY entity_id"))
+    assert dict(rows(app, "SELECT id, mentions FROM entities")) == counts
+
+
+def test_a_declared_full_name_claims_beside_one_only_quoted(app: Any) -> None:
+    """Of two people named John, the one a note declares claims "John" alone; the one a single
+    note quotes claims nothing."""
+    write_synced(app, *QUOTE)
+    write_synced(app, "people/js.md", "---\ntitle: John Smith\ntype: person\n---\nOur CTO.\n")
+    write_synced(app, *CHATS[0])
+    assert "john smith" in keys_in(app, CHATS[0][0])
+    assert "john locke" in keys_in(app, "about.md")
 
 
 def test_a_wikilink_by_file_name_in_a_list_field_is_the_titled_person(app: Any) -> None:

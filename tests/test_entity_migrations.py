@@ -14,7 +14,7 @@ from memoryd.search import entities as entity_search
 from memoryd.store import entities as store_entities
 
 
-def _undated_store(con: Any, entries: Any, ids: dict[str, int], flagged: bool = True) -> int:
+def _undated_store(con: Any, entries: Any, ids: dict[str, int], columns: int = 2) -> int:
     """store/entities._store as the schema before the dates wrote its rows."""
     done = set()
     for entry_id, _, mentions in entries:
@@ -38,6 +38,13 @@ def _undated_store(con: Any, entries: Any, ids: dict[str, int], flagged: bool = 
     return len(done)
 
 
+# by the entity's key: a later migration (m013, v12) reads the memories' mentions again
+_MENTIONS = (
+    "SELECT n.key, m.entry_id, m.line, m.surface FROM mentions m"
+    " JOIN entities n ON n.id = m.entity_id ORDER BY 1, 2, 3, 4"
+)
+
+
 def _old_store(make_app: Any, monkeypatch: pytest.MonkeyPatch, **store: Any) -> list[Any]:
     monkeypatch.setattr(store_entities, "_store", _undated_store)
     app = make_app(model=None, **store)
@@ -45,7 +52,7 @@ def _old_store(make_app: Any, monkeypatch: pytest.MonkeyPatch, **store: Any) -> 
     (Path(app.cfg.workspace) / "a.md").write_text("# Trip\n\nMelanie flew to Lisbon.\n")
     app.indexer.reconcile()
     app.memories.add(content="Oskar runs billing-svc with Melanie")
-    before = rows(app, "SELECT entity_id, entry_id, line, surface FROM mentions ORDER BY 1, 2, 3")
+    before = rows(app, _MENTIONS)
     assert before
     app.close()
     monkeypatch.undo()
@@ -53,7 +60,7 @@ def _old_store(make_app: Any, monkeypatch: pytest.MonkeyPatch, **store: Any) -> 
 
 
 def _dated(app: Any, before: list[Any]) -> None:
-    after = rows(app, "SELECT entity_id, entry_id, line, surface FROM mentions ORDER BY 1, 2, 3")
+    after = rows(app, _MENTIONS)
     assert after == before
     page = entity_search.page(app.store, "Melanie")
     assert page["first_seen"] and page["relations"] and page["relations"][0]["first"]
@@ -79,7 +86,7 @@ def test_v3_dates_the_mentions_of_an_existing_postgres_store(
 ) -> None:
     from memoryd.store.pg import schema
 
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
+    migrations_before(monkeypatch, schema, schema._v3_entity_dates)
     store = {"store": {"backend": "postgres", "dsn": pg_dsn}}
     before = _old_store(make_app, monkeypatch, **store)
     app = make_app(model=None, **store)

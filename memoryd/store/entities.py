@@ -6,7 +6,8 @@ Three tables (migrations.m006_entities; PostgreSQL: pg/schema.py v2):
 - `entities(id, key UNIQUE, name, type, mentions)`: one row per canonical key;
 - `mentions(entity_id, entry_id, line, surface, surface_key)`: one row per occurrence, with the
   line it stands on (a note's line in its file; 1 for a memory) and the text as written
-  (its canonical key too, so that an alias finds its entity);
+  (its canonical key too, so that an alias finds its entity), and whether the note declares
+  the name there (`declared`: DECLARES; who a first name alone is across notes, firstnames);
 - `relations(a, b, count)`: a < b, the number of entries that mention both among their
   paired entities.
 
@@ -33,7 +34,7 @@ from typing import Any
 
 from memoryd.store import entitypairs
 from memoryd.store.dialect import is_postgres
-from memoryd.store.firstnames import named_like_person, people_named, person_like
+from memoryd.store.firstnames import claims, named_like_person, people_named, person_like
 from memoryd.store.protocol import Connection
 from memoryd.text.entities import Mention, canonical_key, extract
 from memoryd.text.secretguard import mask_known
@@ -54,14 +55,24 @@ _UPSERT = (
 # for a whole note (its chunks summed), each a batch (executemany). Deleting is the triggers'
 # work (migrations.m006): an entry's mentions also go by cascade.
 _INSERT = (
-    "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at, paired)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at, paired,"
+    " declared) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-# the schema of m007 to m011 (pg v3 to v10), which migrations before m012 (v11) write in
-_INSERT_UNFLAGGED = (
+# The schemas migrations before the newest write in, by how many of the later columns they have
+# (COLUMNS: `paired`, m012 / pg v11; `declared`, m013 / pg v12): m007 to m011 (pg v3 to v10)
+# have neither.
+COLUMNS = 2
+_INSERTS = (
     "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?)"
+    " VALUES (?, ?, ?, ?, ?, ?)",
+    "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at, paired)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+    _INSERT,
 )
+# Where a note declares a name (firstnames.claims: who a first name written alone stands for in
+# other notes): its title (front matter's or its `# heading`), its file name, front matter
+# (aliases, `people:`-style lists), a wikilink's target and alias.
+DECLARES = frozenset(("title", "heading", "file", "front_matter", "alias", "wikilink"))
 _COUNT = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
 _PAIR = (
     "INSERT INTO relations(a, b, count) VALUES (?, ?, ?)"
@@ -121,13 +132,14 @@ def _store(
     con: Connection,
     entries: Iterable[tuple[int, float, Iterable[Mention]]],
     ids: dict[str, int],
-    flagged: bool = True,
+    columns: int = COLUMNS,
 ) -> int:
     """Store the mentions of entries that have none: (entry id, its date, its mentions) each.
     `ids` (key -> entity id) carries the entities met so far across the entries of one
-    transaction, so that each is looked up once. One row per entity, line and surface form.
-    `flagged` False: the schema before `paired` (a migration's backfill_memories)."""
-    rows: list[tuple[int, int, int, str, str, float, int]] = []
+    transaction, so that each is looked up once. One row per entity, line and surface form,
+    declared when any of its mentions is (DECLARES). `columns` below COLUMNS: an older
+    schema's rows (a migration's backfill_memories)."""
+    rows: list[tuple[int, int, int, str, str, float, int, int]] = []
     per: dict[int, int] = {}
     pairs: dict[tuple[int, int], int] = {}
     entries = [(entry_id, at, list(mentions)) for entry_id, at, mentions in entries]
@@ -140,8 +152,12 @@ def _store(
     _entities(con, firsts, ids, weight)
     for entry_id, at, mentions in entries:
         seen: dict[tuple[int, int, str], str] = {}
+        declared: set[tuple[int, int, str]] = set()
         for m in mentions:
-            seen.setdefault((ids[m.key], m.line, m.surface), m.key)
+            at_key = (ids[m.key], m.line, m.surface)
+            seen.setdefault(at_key, m.key)
+            if m.source in DECLARES:
+                declared.add(at_key)
         found: dict[int, int] = {}
         for entity_id, _, _ in seen:
             found[entity_id] = found.get(entity_id, 0) + 1
@@ -156,6 +172,7 @@ def _store(
                     canonical_key(surface) or key,
                     at,
                     int(entity_id in paired),
+                    int((entity_id, line, surface) in declared),
                 )
             )
         for entity_id, n in found.items():
@@ -165,10 +182,8 @@ def _store(
             for b in ordered[i + 1 :]:
                 pairs[a, b] = pairs.get((a, b), 0) + 1
     if rows:
-        if flagged:
-            con.executemany(_INSERT, rows)
-        else:
-            con.executemany(_INSERT_UNFLAGGED, [r[:-1] for r in rows])
+        width = 6 + columns  # an older schema's rows stop before the columns it lacks
+        con.executemany(_INSERTS[columns], [r[:width] for r in rows] if width < 8 else rows)
         con.executemany(_COUNT, [(n, entity_id) for entity_id, n in per.items()])
         con.executemany(_PAIR, [(a, b, n) for (a, b), n in pairs.items()])
     return len(rows)
@@ -180,11 +195,11 @@ def remember(
     created_at: float,
     mentions: Iterable[Mention],
     ids: dict[str, int] | None = None,
-    flagged: bool = True,
+    columns: int = COLUMNS,
 ) -> int:
     """Store the mentions of one entry that has none (new, or forgotten), dated `created_at`
     (the entry's); returns how many."""
-    return _store(con, [(entry_id, created_at, mentions)], {} if ids is None else ids, flagged)
+    return _store(con, [(entry_id, created_at, mentions)], {} if ids is None else ids, columns)
 
 
 def recount(con: Connection) -> None:
@@ -201,29 +216,37 @@ def recount(con: Connection) -> None:
 
 # A name the store knows as another entity's: one of its surface forms (an alias a note's front
 # matter gives, a wikilink's file name the note's title stands for), or a person's first name.
+# (an older schema's, during a migration: every form counts as declared, the rule before m013)
 _FORM_OF = (
-    "SELECT DISTINCT e.key, e.name, e.type FROM mentions m JOIN entities e ON e.id = m.entity_id"
-    " WHERE m.surface_key = ? AND e.key != ? LIMIT 2"
+    "SELECT e.key, e.name, e.type, e.id, max(@DECLARED@) FROM mentions m"
+    " JOIN entities e ON e.id = m.entity_id"
+    " WHERE m.surface_key = ? AND e.key != ? GROUP BY e.key, e.name, e.type, e.id LIMIT 2"
 )
+_FORMS_OF = (_FORM_OF.replace("@DECLARED@", "1"), _FORM_OF.replace("@DECLARED@", "m.declared"))
 # a list field's value (`people: [Maya]`) is written like a name in the text; a note's own
 # title, and its aliases and file name (keyed to the title), are its own and never re-keyed
-_WRITTEN_BY = frozenset(("wikilink", "alias", "name", "mention", "front_matter"))
+_WRITTEN_BY = frozenset(("wikilink", "alias", "name", "mention", "front_matter", "heading"))
 _ADOPTED = frozenset(("file", "front_matter"))  # a note's file name and front-matter aliases
 
 
-def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
+def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMNS) -> list[Mention]:
     """`mentions` with each name the store knows as another entity re-keyed to it: a name no
-    entity has as its key that is a surface form of exactly one entity (`Caz`, written in
-    another note's front-matter `aliases` of Caroline Baker; `[[caroline-baker]]`, the file name
-    of the note titled Caroline Baker), or a one-word name that is the first name of exactly one
-    person of two or three words (in the text or in a list field such as `people:`; a note's
-    own title, aliases and file name stay its own). Read when the entry is indexed: a name is
+    entity has as its key that is a surface form of exactly one entity, which a note declares
+    so (`Caz`, in another note's front-matter `aliases` of Caroline Baker; `[[caroline-baker]]`,
+    the file name of the note titled Caroline Baker) or which claims it (firstnames.claims), or
+    a one-word name that is the first name of exactly one person of two or three words who
+    claims it: a note declares that person (a title, front matter, a wikilink) or several notes
+    or memories write the full name. One quote of "John Locke" in one note does not make every
+    "John" of other notes the philosopher. (In a list field such as `people:` too; a note's
+    own title, aliases and file name stay its own.) Read when the entry is indexed: a name is
     resolved through the entries indexed before it, and adopt_first_names re-keys the first
-    names written before their person's full name was indexed."""
+    names written before their person's claim was indexed. (`columns` below COLUMNS: a
+    migration's older schema, which knows no claims: the rule before m013.)"""
     if not mentions:
         return []
     own = {m.key for m in mentions if m.source in ("title", "file")}
     written = {m.key for m in mentions if m.source in _WRITTEN_BY}
+    form_of, claimed = _FORMS_OF[columns == COLUMNS], columns == COLUMNS
     first: dict[str, Mention] = {}  # each name's first mention (they share its type)
     for m in mentions:
         if m.key not in own:
@@ -242,12 +265,21 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
         # a quoted term: 「東京プロジェクト」), as adopt re-keys it when the note whose file name
         # or alias it is comes afterwards; a name that is no person's is never one of a
         # person's forms (a first name: "Jordan" the place is not Jordan Lee), and only a name
-        # written as a person's is a first name
-        rows = con.execute(_FORM_OF, (key, key)).fetchall()
+        # written as a person's is a first name. A form counts only where a note declares it
+        # or its entity claims it ("John", a form of John Locke only in the note that quotes him)
+        rows = con.execute(form_of, (key, key)).fetchall()
         if not person_like(key, m.type):
             rows = [r for r in rows if str(r[2]) != "person"]
-        elif not rows and key in written and " " not in key and key.replace("-", "").isalpha():
-            rows = people_named(con, key)  # "Jean-Luc" too
+        if len(rows) == 1 and not (rows[0][4] or claims(con, int(rows[0][3]), str(rows[0][0]))):
+            rows = []
+        if (
+            not rows
+            and person_like(key, m.type)
+            and key in written
+            and " " not in key
+            and key.replace("-", "").isalpha()  # "Jean-Luc" too
+        ):
+            rows = people_named(con, key, claimed)
         if len(rows) == 1:
             found[key] = (str(rows[0][0]), str(rows[0][1]), str(rows[0][2]))
     if not found:
@@ -263,15 +295,16 @@ def known_as(con: Connection, mentions: Sequence[Mention]) -> list[Mention]:
     return out
 
 
-def adopt_first_names(con: Connection, mentions: Iterable[Mention], flagged: bool = True) -> int:
+def adopt_first_names(con: Connection, mentions: Iterable[Mention], columns: int = COLUMNS) -> int:
     """known_as's first-name rule for the entries indexed before: a person of two or three
     words whom these (just stored) mentions name adopts the entity of their first name alone
     ("Caroline", written in notes and memories indexed before "Caroline Baker" was) when that
     name reads as a person or as nothing else (or is a known first name read as a system:
-    firstnames.person_like) and she is the only person of that first name.
+    firstnames.person_like), she claims it (a note declares her, or several write her full
+    name: firstnames.claims) and she is the only person of that first name who does.
     Without it the answer would depend on the order entries were indexed in (a daily note read
-    before the person's own note). A first name two full names share stays its own; one adopted
-    stays adopted when a second full name comes later. Returns how many entries changed."""
+    before the person's own note). A first name two claiming full names share stays its own;
+    one adopted stays adopted when a second comes later. Returns how many entries changed."""
     changed, seen = 0, set()
     for m in mentions:
         key = m.key
@@ -287,33 +320,37 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention], flagged: boo
         bare = con.execute("SELECT type FROM entities WHERE key = ?", (first,)).fetchall()
         if not bare or not person_like(first, str(bare[0][0])):
             continue
-        people = people_named(con, first)
+        people = people_named(con, first, claimed=columns == COLUMNS)
         if len(people) == 1 and str(people[0][0]) == key:
-            changed += adopt(con, first, key, flagged)
+            changed += adopt(con, first, key, columns)
     return changed
 
 
-def adopt(con: Connection, old_key: str, new_key: str, flagged: bool = True) -> int:
+def adopt(con: Connection, old_key: str, new_key: str, columns: int = COLUMNS) -> int:
     """Every entry that mentions the entity `old_key` mentions `new_key` there instead (a note
     indexed later says the two are one: `[[caroline-baker]]` or "Caz" written before the note
     titled Caroline Baker, with `aliases: [Caz]`, was indexed); each such entry's mentions are
-    forgotten and remembered again, so the counts and relations stay exact. Returns how many
-    entries changed."""
+    forgotten and remembered again (each still declared or not), so the counts and relations
+    stay exact. Returns how many entries changed."""
     old = con.execute("SELECT id FROM entities WHERE key = ?", (old_key,)).fetchall()
     new = con.execute("SELECT name, type FROM entities WHERE key = ?", (new_key,)).fetchall()
     if not old or not new:
         return 0
     name, kind = str(new[0][0]), str(new[0][1])
-    entry_ids = [
+    entry_ids = [  # this daemon's (the view `entries`: another workspace's notes keep theirs)
         int(r[0])
         for r in con.execute(
-            "SELECT DISTINCT entry_id FROM mentions WHERE entity_id = ?", (old[0][0],)
+            "SELECT DISTINCT m.entry_id FROM mentions m JOIN entries e ON e.id = m.entry_id"
+            " WHERE m.entity_id = ?",
+            (old[0][0],),
         ).fetchall()
     ]
+    declared = "m.declared" if columns == COLUMNS else "0"
     for entry_id in entry_ids:
         rows = con.execute(
-            "SELECT n.key, n.name, n.type, m.line, m.surface, m.created_at FROM mentions m"
-            " JOIN entities n ON n.id = m.entity_id WHERE m.entry_id = ?",
+            "SELECT n.key, n.name, n.type, m.line, m.surface, m.created_at,"
+            f" {declared} FROM mentions m JOIN entities n ON n.id = m.entity_id"
+            " WHERE m.entry_id = ?",
             (entry_id,),
         ).fetchall()
         forget(con, entry_id)
@@ -324,18 +361,18 @@ def adopt(con: Connection, old_key: str, new_key: str, flagged: bool = True) -> 
             [
                 # an untyped full name is a person when its first name alone was written as one
                 Mention(
-                    new_key,
-                    name,
-                    "person" if kind == "other" and str(t) == "person" else kind,
+                    new_key if key == old_key else str(key),
+                    name if key == old_key else str(n),
+                    ("person" if kind == "other" and str(t) == "person" else kind)
+                    if key == old_key
+                    else str(t),
                     int(line),
                     str(surface),
-                    "wikilink",
+                    "wikilink" if was_declared else "name",
                 )
-                if key == old_key
-                else Mention(str(key), str(n), str(t), int(line), str(surface), "name")
-                for key, n, t, line, surface, _ in rows
+                for key, n, t, line, surface, _, was_declared in rows
             ],
-            flagged=flagged,
+            columns=columns,
         )
     return len(entry_ids)
 
@@ -346,8 +383,9 @@ def forget(con: Connection, entry_id: int) -> None:
 
 def memory_mentions(content: str, tags: Iterable[str]) -> list[Mention]:
     """A memory's mentions; a credential it holds (stored with allow_secrets, or in warn mode)
-    is blanked first, so a password or token never becomes an entity. Notes are read as they
-    are (the scan would add ~15% to extraction's CPU at index time, issue 20.6)."""
+    is blanked first, so a password or token never becomes an entity. A note's are blanked
+    too, on the lines where a name found may be one (text/entities.extract_document: the whole
+    note's scan would add 7-14% to extraction's CPU at index time, issue 20.6)."""
     return extract(mask_known(content), 1, tags=tags)
 
 
@@ -444,26 +482,34 @@ def backfill_memories(con: Connection, table: str = "entries") -> int:
     """Extract the mentions of every memory that has none (a migration to the entity schema;
     PostgreSQL's reads its table `all_entries`, as no workspace is set while it migrates)."""
     assert table in ("entries", "all_entries")
+    if table == "all_entries":  # firstnames.claims reads the view `entries`: every workspace's
+        con.execute(
+            "SELECT set_config('memoryd.workspace',"
+            " coalesce(current_setting('memoryd.workspace', true), ''), true),"
+            " set_config('memoryd.scope', 'all', true)"
+        )
     rows = con.execute(
         f"SELECT id, created_at, content, tags FROM {table} x WHERE kind = 'memory'"
         " AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entry_id = x.id) ORDER BY id"
     ).fetchall()
     ids: dict[str, int] = {}
-    flagged = entitypairs.has_flags(con, is_postgres(con))
+    columns = entitypairs.mention_columns(con, is_postgres(con))
     for entry_id, at, content, tags in rows:
-        found = known_as(con, memory_mentions(str(content), _tags(tags)))
-        remember(con, int(entry_id), float(at), found, ids, flagged)
-        if adopt_first_names(con, found, flagged):
+        found = known_as(con, memory_mentions(str(content), _tags(tags)), columns)
+        remember(con, int(entry_id), float(at), found, ids, columns)
+        if adopt_first_names(con, found, columns):
             ids.clear()  # an adopted first name's entity is gone
     return len(rows)
 
 
-def reindex_memories(con: Connection) -> int:
-    """Every memory's mentions read again (`reindex --full`: a newer extractor's names)."""
+def reindex_memories(con: Connection, table: str = "entries") -> int:
+    """Every memory's mentions read again (`reindex --full`: a newer extractor's names; a
+    migration, `table` as backfill_memories')."""
+    assert table in ("entries", "all_entries")
     con.execute(
-        "DELETE FROM mentions WHERE entry_id IN (SELECT id FROM entries WHERE kind = 'memory')"
+        f"DELETE FROM mentions WHERE entry_id IN (SELECT id FROM {table} WHERE kind = 'memory')"
     )
-    return backfill_memories(con)
+    return backfill_memories(con, table)
 
 
 def _tags(raw: Any) -> list[str]:

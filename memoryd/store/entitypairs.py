@@ -70,16 +70,18 @@ def recount(con: Connection) -> None:
     )
 
 
-def has_flags(con: Connection, postgres: bool) -> bool:
-    """Whether `mentions` has its `paired` column yet: a migration before SQLite's m012 and
-    PostgreSQL's v11 (m007 / v3 read the memories) writes mentions in the schema of its time."""
+def mention_columns(con: Connection, postgres: bool) -> int:
+    """How many of the later columns `mentions` has yet (store/entities.py, COLUMNS): 0 before
+    SQLite's m012 and PostgreSQL's v11 (`paired`), 1 before m013 / v12 (`declared`), 2 after. A
+    migration before them (m007 / v3 read the memories) writes mentions in the schema of its
+    time."""
     sql = (
-        "SELECT 1 FROM pg_attribute WHERE attrelid = 'mentions'::regclass"
-        " AND attname = 'paired' AND NOT attisdropped"
+        "SELECT attname FROM pg_attribute WHERE attrelid = 'mentions'::regclass"
+        " AND attname IN ('paired', 'declared') AND NOT attisdropped"
         if postgres
-        else "SELECT 1 FROM pragma_table_info('mentions') WHERE name = 'paired'"
+        else "SELECT name FROM pragma_table_info('mentions') WHERE name IN ('paired', 'declared')"
     )
-    return bool(con.execute(sql).fetchall())
+    return len(con.execute(sql).fetchall())
 
 
 # SQLite (migrations.m012_paired): the trigger on deleting a mention that m006 made, reading the

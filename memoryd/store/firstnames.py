@@ -12,7 +12,7 @@ from memoryd.text import entity_cues as cues
 # The range lets SQLite use the key's index; substr keeps it exact where a collation is not
 # bytewise (PostgreSQL's may order "caroline baker" apart from "caroline ").
 _FIRST_NAME_OF = (
-    "SELECT key, name, type FROM entities WHERE type IN ('person', 'other')"
+    "SELECT key, name, type, id FROM entities WHERE type IN ('person', 'other')"
     " AND substr(key, 1, ?) = ?"
 )
 _FIRST_NAME_OF_SQLITE = _FIRST_NAME_OF + " AND key > ? AND key < ?"
@@ -33,9 +33,10 @@ def person_like(key: str, kind: str) -> bool:
     )
 
 
-def people_named(con: Connection, first: str) -> list[tuple[Any, ...]]:
+def people_named(con: Connection, first: str, claimed: bool = True) -> list[tuple[Any, ...]]:
     """(key, name, type) of every person of two or three words whose first name is `first`:
-    typed person, or untyped and written like one (named_like_person)."""
+    typed person, or untyped and written like one (named_like_person); with `claimed`, only
+    those who claim it (claims; False: a migration's older schema, which cannot tell)."""
     prefix = first + " "
     if is_postgres(con):
         rows = con.execute(_FIRST_NAME_OF, (len(prefix), prefix)).fetchall()
@@ -43,11 +44,41 @@ def people_named(con: Connection, first: str) -> list[tuple[Any, ...]]:
         params = (len(prefix), prefix, prefix, prefix + "\uffff")
         rows = con.execute(_FIRST_NAME_OF_SQLITE, params).fetchall()
     return [
-        tuple(r)
+        (r[0], r[1], r[2])
         for r in rows
         if str(r[0]).count(" ") <= 2
         and (str(r[2]) == "person" or named_like_person(str(r[0]), str(r[1])))
+        and (not claimed or claims(con, int(r[3]), str(r[0])))
     ]
+
+
+# A full name claims its first name (or another form, such as a surname, it takes within one
+# note) written alone in other notes and memories when a note declares it (entities.DECLARES: a
+# title, a file name, front matter, a wikilink) or when it is written in full in CLAIM_WRITERS
+# notes or memories: evidence, not one quote ("As John Locke puts it", once, in the Obsidian
+# help vault took every "John" of three LoCoMo conversations).
+CLAIM_WRITERS = 2
+# (through the view `entries`: on a PostgreSQL store several daemons share, what this one's notes
+# and the memories say; a title in another workspace claims nothing here)
+_DECLARED = (
+    "SELECT 1 FROM mentions m JOIN entries e ON e.id = m.entry_id"
+    " WHERE m.entity_id = ? AND m.declared = 1 LIMIT 1"
+)
+# the notes (a memory: itself) that write the name in full, up to CLAIM_WRITERS
+_WRITERS = (
+    "SELECT DISTINCT coalesce(e.document_id, -e.id) FROM mentions m"
+    " JOIN entries e ON e.id = m.entry_id WHERE m.surface_key = ? AND m.entity_id = ?"
+    f" LIMIT {CLAIM_WRITERS}"
+)
+
+
+def claims(con: Connection, entity_id: int, key: str) -> bool:
+    """Whether the person `key` (entity `entity_id`) claims a form of its name written alone
+    outside the notes that write it in full: declared by a note, or written in full by
+    CLAIM_WRITERS notes or memories."""
+    if len(con.execute(_WRITERS, (key, entity_id)).fetchall()) >= CLAIM_WRITERS:
+        return True
+    return bool(con.execute(_DECLARED, (entity_id,)).fetchall())
 
 
 def named_like_person(key: str, name: str) -> bool:

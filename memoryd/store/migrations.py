@@ -396,6 +396,19 @@ def m012_paired(con: apsw.Connection) -> None:
     entities.recount(con)
 
 
+def m013_declared(con: apsw.Connection) -> None:
+    """Each mention says whether its note declares the name there (a title, a file name, front
+    matter, a wikilink: store/firstnames.py's claims, who a first name written alone stands for
+    across notes). Unknown for the mentions already stored, so every note is read again at the
+    next reconcile (as m010; nothing is embedded) and every memory's mentions are read again
+    now: a first name one quoted full name took ("John", 1,756 times, for "John Locke") is its
+    own again."""
+    column = tables.column(tables.MENTIONS, "declared")
+    con.execute(f"ALTER TABLE mentions ADD COLUMN {column.ddl('sqlite')}")
+    m010_read_notes_again(con)
+    entities.reindex_memories(con)
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
@@ -409,6 +422,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m010_read_notes_again,
     m011_note_titles,
     m012_paired,
+    m013_declared,
 ]
 
 

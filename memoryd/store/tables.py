@@ -128,6 +128,15 @@ MENTIONS: tuple[Column, ...] = (
     Column(
         "paired", "INTEGER NOT NULL DEFAULT 1", "INTEGER NOT NULL DEFAULT 1", "m012_paired; pg v11"
     ),
+    # 1 when the note declares the name here (its title, file name, front matter, a wikilink:
+    # entities.DECLARES); a full name claims its first name written alone in other notes only
+    # when declared somewhere or written in full in several (store/firstnames.py, claims)
+    Column(
+        "declared",
+        "INTEGER NOT NULL DEFAULT 0",
+        "INTEGER NOT NULL DEFAULT 0",
+        "m013_declared; pg v12",
+    ),
 )
 
 # co-mentions within one entry: a < b, counted once per entry that mentions both among its

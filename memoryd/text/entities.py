@@ -79,6 +79,7 @@ __all__ = [
     "in_lines",
 ]
 from memoryd.text.markdown import FrontMatter, atx_heading, fenced, nfc, parse_front_matter
+from memoryd.text.secretguard import masked_lines
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class Mention:
     type: str
     line: int
     surface: str
-    # wikilink alias front_matter title file tag mention name code host url email quoted
+    # wikilink alias front_matter title heading file tag mention name code host url email quoted
     source: str
 
 
@@ -415,10 +416,13 @@ def extract_note(text: str, path: str = "") -> list[Mention]:
 
 
 def extract_document(
-    fm: FrontMatter, body: str, first: int, text: str, path: str = ""
+    fm: FrontMatter, body: str, first: int, text: str, path: str = "", guard: bool = True
 ) -> list[Mention]:
     """extract_note for a file already parsed (parse_front_matter's three values and the file's
-    text): what the indexer calls, so front matter is not parsed twice."""
+    text): what the indexer calls, so front matter is not parsed twice. With `guard`, a
+    credential the note holds (`DB_PASSWORD=hunter2`, `api_key: sk-...`) is no name: the lines
+    where a name found may be one are read by the secret guard (secretguard.masked_lines), and
+    when it blanks any, the note is read again with them blanked, as a memory is."""
     if (composed := nfc(text)) is not text:  # rare: parsed again from the NFC text
         text = composed
         fm, body, first = parse_front_matter(text)
@@ -438,6 +442,7 @@ def extract_document(
             if h and h[0] == 1 and h[1]:
                 title, title_line = h[1], first + body.count("\n", 0, m.start())
                 break
+    heading = canonical_key(title) if title and not fm.title else ""
     if not title and path:
         title = display_name(path.rsplit("/", 1)[-1].removesuffix(".md"))
     out: list[Raw] = []
@@ -452,7 +457,18 @@ def extract_document(
         title_key, stem_key = canonical_key(title), canonical_key(stem)
         if stem_key and stem_key != title_key and title_key in map(_KEY, out):
             add(out, stem, title_line, "file", alias_to=title_key)
-    return _resolve(out, pairs)
+    found = _resolve(out, pairs)
+    if heading:  # the `# Title` names what the note is about: a declaration (store/firstnames)
+        for i, x in enumerate(found):
+            if x.line == title_line and x.key == heading and x.source == "name":
+                found[i] = _mention(x.key, x.name, x.type, x.line, x.surface, "heading")
+    if guard and (masked := masked_lines(text, found)):
+        lines = text.split("\n")
+        for number, line in masked.items():
+            lines[number - 1] = line
+        text = "\n".join(lines)
+        return extract_document(*parse_front_matter(text), text, path, guard=False)
+    return found
 
 
 def in_lines(mentions: Iterable[Mention], start: int, end: int) -> list[Mention]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 _KEY_NAME = (
     r"(?:password|pgpassword|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key|auth[_-]?token"
@@ -226,3 +227,65 @@ def mask_known(text: str) -> str:
         scan(text, guess=False),
         lambda f: "".join("\n" if c == "\n" else "x" for c in text[f.start : f.end]),
     )
+
+
+# A shaped token is one run of at least this many characters (the shortest: a Slack token's
+# `xoxb-` and 10 more), which an extracted name holding a needle is, or is inside of
+_SHORTEST_TOKEN = 15
+_SHAPED_NEEDLES = tuple(
+    n for kind, ns in _NEEDLES.items() if kind not in ("private_key", "url_password") for n in ns
+)
+_VALUE_NEEDLES = (*(n for ns in _FOLDED_NEEDLES.values() for n in ns), "://")
+
+
+class _Name(Protocol):
+    @property
+    def line(self) -> int: ...
+    @property
+    def surface(self) -> str: ...
+
+
+def masked_lines(text: str, names: Iterable[_Name]) -> dict[int, str]:
+    """{line number (from 1): the line as mask_known blanks it} for the lines of `text` where
+    a name found there (entity extraction's mentions: their line and surface) may be a
+    credential or inside one: a name of 15 characters or more that holds a token's needle
+    (`ghp_`, `sk-`, `AKIA`...), or a line that names a secret (`password`, `token`, `api_key`,
+    `authorization`, `://`) with a `:` or `=`. Those are the only lines whose masking could
+    change the names found, so the guard reads them instead of the whole note (issue 20.6's
+    budget). A text naming a private key (a block over many lines) is masked whole."""
+    if "PRIVATE KEY" in text:
+        whole = mask_known(text)
+        if whole is text:
+            return {}
+        new = whole.split("\n")
+        return {i + 1: new[i] for i, ln in enumerate(text.split("\n")) if ln != new[i]}
+    lines: list[str] | None = None
+    looked: set[int] = set()  # lines whose words were looked at
+    read: set[int] = set()  # lines the guard read
+    out: dict[int, str] = {}
+    for name in names:
+        number, surface = name.line, name.surface
+        if number in read:
+            continue
+        if not (len(surface) >= _SHORTEST_TOKEN and any(n in surface for n in _SHAPED_NEEDLES)):
+            if number in looked:
+                continue
+            looked.add(number)
+            if lines is None:
+                lines = text.split("\n")
+            line = lines[number - 1] if 0 < number <= len(lines) else ""
+            if not ("=" in line or ":" in line):
+                continue
+            low = line.lower()
+            if not any(n in low for n in _VALUE_NEEDLES):
+                continue
+        if lines is None:
+            lines = text.split("\n")
+        if not 0 < number <= len(lines):
+            continue
+        read.add(number)
+        line = lines[number - 1]
+        masked = mask_known(line)
+        if masked is not line:
+            out[number] = masked
+    return out

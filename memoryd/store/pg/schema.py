@@ -534,6 +534,18 @@ def _v11_paired(cur: psycopg.Cursor) -> None:
     entities.recount(PgConnection(cur.connection))
 
 
+def _v12_declared(cur: psycopg.Cursor) -> None:
+    """Each mention says whether its note declares the name there (store/migrations.py m013
+    says why); notes read again (as v8), memories' mentions read again now."""
+    from memoryd.store import entities
+    from memoryd.store.pg.conn import PgConnection
+
+    declared = tables.column(tables.MENTIONS, "declared")
+    cur.execute(f"ALTER TABLE mentions ADD COLUMN {declared.ddl('postgres')}")
+    _v8_read_notes_again(cur)
+    entities.reindex_memories(PgConnection(cur.connection), "all_entries")
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
@@ -546,6 +558,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v9_composed_words,
     _v10_note_titles,
     _v11_paired,
+    _v12_declared,
 ]
 
 
