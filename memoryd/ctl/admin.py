@@ -54,12 +54,21 @@ def r_status(c: Client, a: Namespace) -> int:
         print()
         index = dict(res.get("index") or {})
         skipped = index.pop("skipped", None) or []
-        details = {k: v for k, v in res.items() if k not in ("jobs", "drift", "index")}
+        backups = res.get("migration_backups") or []
+        hidden = ("jobs", "drift", "index", "migration_backups")
+        details = {k: v for k, v in res.items() if k not in hidden}
         print_rows(flatten({**details, "index": index} if "index" in res else details))
         if skipped:
             print(f"\nskipped files ({len(skipped)}):")
             for item in skipped:
                 print(f"  {item.get('path')}: {item.get('reason')}")
+        if backups:
+            print(
+                f"\nmigration backups ({len(backups)}): the store before an upgrade, the way "
+                "back to the earlier memoryd (docs/service.md#upgrading); delete once not needed"
+            )
+            for b in backups:
+                print(f"  {b.get('path')}  {b.get('bytes')} bytes  {b.get('created_at')}")
         if res.get("jobs"):
             print("\njobs:")
             print_jobs(res["jobs"], indent="  ")

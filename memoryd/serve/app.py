@@ -43,6 +43,7 @@ from memoryd.serve.workspaceguard import (
 from memoryd.store import docpaths, entries, ftsprune
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
+from memoryd.text import entity_typer
 
 log = get_logger("memoryd.serve.app")
 
@@ -337,6 +338,7 @@ class App:
             if self.workspace_guard.check() != "away":
                 self.start_watcher()
             self.workspace_guard.start()
+            entity_typer.preload()  # the data files now, not a newer install's at the first add
 
             def report(line: str) -> None:
                 if progress is not None:
@@ -587,6 +589,7 @@ class App:
             },
         }
         out["jobs"] = self.jobs.list()
+        out["migration_backups"] = checkpoints.migration_backups(self.cfg.data_dir)
         if check and store["ok"]:  # during a reconcile, the files it has not read yet too:
             out["drift"] = {**self.indexer.drift(), "indexing": self.index_progress}
         return out

@@ -34,11 +34,14 @@ from pgvector.psycopg import register_vector
 
 from memoryd.core.errors import Refused, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
-from memoryd.store.pg import claim, fts, schema
+from memoryd.store.pg import claim, fts, notes, pool, schema  # noqa: F401 (notes, pool: below)
 from memoryd.store.pg.conn import PgConnection, connection_lost, first_line, known_broken, rollback
 from memoryd.store.pg.vectors import SESSION_EF, PgVectorIndex
 from memoryd.store.protocol import Connection, VectorIndex, one
 
+# notes and pool are imported here though only writes and searches use them: a daemon imports all
+# its code at start, so a `pip install -U` under it is not half-read by the running version
+# (docs/service.md#upgrading; tests/test_upgrade.py)
 T = TypeVar("T")
 # pg_export_snapshot()'s names (hex, hex, decimal): the only text `read` puts in its SQL
 _SNAPSHOT_NAME = re.compile(r"[0-9A-F]{8}-[0-9A-F]{8}-[0-9]{1,10}")
