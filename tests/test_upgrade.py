@@ -18,6 +18,7 @@ import re
 import shlex
 import shutil
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -259,3 +260,47 @@ def test_a_daemon_reads_its_data_files_at_start(make_app: Any) -> None:
     app.start(jobs=False)
     assert app.ready.wait(30)
     assert [load.cache_info().currsize for load in loaders] == [1] * len(loaders)
+
+
+@pytest.mark.sqlite_only("the installed files, not the store")
+def test_a_daemon_whose_files_were_installed_again_says_restart_me(
+    daemon_factory: Any, tmp_path: Path
+) -> None:
+    """`pip install -U` under a running daemon: it goes on with its earlier code, so `status`
+    says so with what to do, and an error the earlier daemon gives a newer client (an unknown
+    method or param: a `--since 2026-11` an older daemon does not read) names the cause and the
+    cure, in memoryctl and in the MCP bridge alike. After a restart, nothing to say."""
+    from memoryd.agents.tools import Bridge, ToolFailure
+    from memoryd.core import installed
+
+    site = tmp_path / "site"
+    shutil.copytree(
+        Path(installed.PACKAGE), site / "memoryd", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    env = {"PYTHONPATH": str(site), "PYTHONSAFEPATH": "1"}  # this copy, not the checkout's
+    d = daemon_factory(extra_env=env)
+    status = d.call("status")
+    assert status["code_replaced"] is False
+
+    def refused() -> str:
+        out = d.ctl("note", "read", "../outside.md")
+        assert out.returncode == 2, out
+        return out.stderr
+
+    assert "earlier memoryd" not in refused()
+    loaded = time.time()
+    wait_for(lambda: time.time() > loaded + 1.5, timeout=5)  # past the second's slack
+    data = site / "memoryd" / "data" / "places-en.txt"
+    data.write_bytes(data.read_bytes())  # the install: the same file written again
+    status = d.call("status")
+    assert status["code_replaced"] is True
+    summary = d.ctl("status").stdout.splitlines()[0]
+    assert "needs attention: memoryd was installed again since it started: restart it" in summary
+    assert "earlier memoryd than this one" in refused()
+    assert "systemctl --user restart memoryd" in refused()
+    with pytest.raises(ToolFailure, match="earlier memoryd than this one"):
+        Bridge(str(d.socket), None).call("note.read", {"path": "../outside.md"})
+    assert d.stop() == 0
+    again = daemon_factory(extra_env=env)
+    assert again.call("status")["code_replaced"] is False
+    assert "earlier memoryd" not in d.ctl("note", "read", "../outside.md").stderr

@@ -269,6 +269,8 @@ def status_summary(res: dict[str, Any]) -> str:
         problems.append("embedding model failed")
     if skipped:
         problems.append(f"{len(skipped)} file(s) skipped")
+    if res.get("code_replaced"):
+        problems.append("memoryd was installed again since it started: restart it")
     restart = (res.get("config") or {}).get("restart_needed") or []
     if restart:
         problems.append(f"restart to apply {', '.join(restart)}")

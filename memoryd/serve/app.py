@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd import __version__
-from memoryd.core import collector, malloc
+from memoryd.core import collector, installed, malloc
 from memoryd.core.config import Config
 from memoryd.core.errors import MemorydError
 from memoryd.core.logsetup import get_logger
@@ -543,6 +543,7 @@ class App:
             "version": __version__,
             "pid": os.getpid(),
             "started_at": iso(self.started_at),
+            "code_replaced": installed.replaced_since(installed.LOADED_AT),  # pip install -U
             "uptime_s": round(time.monotonic() - self._started, 1),
             "workspace": str(self.cfg.workspace),
             "data_dir": str(self.cfg.data_dir),
