@@ -304,3 +304,45 @@ def test_a_daemon_whose_files_were_installed_again_says_restart_me(
     again = daemon_factory(extra_env=env)
     assert again.call("status")["code_replaced"] is False
     assert "earlier memoryd" not in d.ctl("note", "read", "../outside.md").stderr
+
+
+@pytest.mark.sqlite_only("a client's wait, not the store")
+def test_status_watch_waits_through_a_restart(daemon_factory: Any, config_dict: Any) -> None:
+    """`memoryctl status --watch` follows a first index; `systemctl --user restart memoryd`
+    (or an upgrade's) in the middle ended it with "memoryd is not running ... Start it" and exit
+    3. It says it waits, and follows the restarted daemon to the end (exit 0)."""
+    import subprocess
+    import sys
+    import threading
+
+    ws = Path(config_dict["workspace"])
+    ws.mkdir(parents=True)
+    for i in range(3000):  # a first scan that lasts while the daemon is stopped and started
+        (ws / f"n{i:04d}.md").write_text(f"# Note {i}\n\nThe numbat count on day {i}.\n")
+    d = daemon_factory()
+    ctl = [sys.executable, "-m", "memoryd.ctl", "--socket", str(d.socket)]
+    watcher = subprocess.Popen(
+        [*ctl, "status", "--watch", "--interval", "0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=d.env,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(watcher.stdout or []), daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: lines, timeout=30)
+        assert not lines[0].startswith("idle"), f"the first scan ended before the watch: {lines}"
+        assert d.stop() == 0
+        wait_for(lambda: any("waiting for memoryd to answer again" in ln for ln in lines))
+        assert watcher.poll() is None, lines
+        daemon_factory()
+        assert watcher.wait(120) == 0, lines
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+    reader.join(10)
+    if watcher.stdout is not None:
+        watcher.stdout.close()
+    assert lines[-1].startswith("idle: "), lines
