@@ -346,3 +346,29 @@ def test_status_watch_waits_through_a_restart(daemon_factory: Any, config_dict: 
     if watcher.stdout is not None:
         watcher.stdout.close()
     assert lines[-1].startswith("idle: "), lines
+
+
+def test_a_running_daemon_says_when_a_newer_memoryd_upgraded_the_shared_database(
+    backend: str, make_app: Any, config_dict: dict[str, Any]
+) -> None:
+    """A team on PostgreSQL: one machine upgrades and its first start migrates the shared
+    schema under the others' running daemons, which go on as the earlier version (and would not
+    start again). Their status says so, with what to do. (SQLite: one daemon per file.)"""
+    from memoryd.ctl.output import status_summary
+
+    app = make_app(model=None)
+    if backend == "sqlite":
+        assert "schema_newer" not in app.status()["store"]
+        return
+    assert app.status()["store"]["schema_newer"] is False
+    known = _known(backend)
+    _set_version(config_dict, known + 1)
+    try:
+        status = json.loads(json.dumps(app.status()))
+        assert status["store"]["schema_newer"] is True
+        assert status["store"]["ok"] is True  # it still answers
+        assert "a newer memoryd upgraded the shared database: upgrade this one" in (
+            status_summary(status)
+        )
+    finally:
+        _set_version(config_dict, known)

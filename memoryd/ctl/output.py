@@ -260,6 +260,8 @@ def status_summary(res: dict[str, Any]) -> str:
         problems.append("database file replaced under the daemon: restart it")
     elif store.get("ok") is False:
         problems.append("store unreachable")
+    if store.get("schema_newer"):
+        problems.append("a newer memoryd upgraded the shared database: upgrade this one")
     watcher = res.get("watcher") or {}
     if "workspace folder is missing" in (watcher.get("error") or ""):
         problems.append("workspace folder missing (index kept)")
