@@ -372,3 +372,43 @@ def test_a_running_daemon_says_when_a_newer_memoryd_upgraded_the_shared_database
         )
     finally:
         _set_version(config_dict, known)
+
+
+@pytest.mark.sqlite_only("the socket's answer at a stop, not the store")
+def test_a_request_the_stop_cuts_short_is_answered_so(
+    daemon_factory: Any, config_dict: Any
+) -> None:
+    """`systemctl --user restart memoryd` during a long `memoryctl reindex --full`: past
+    server.shutdown_timeout_s the connection was closed without a word, which memoryctl could
+    only report as "closed the connection ... (it may be stopping, or overloaded)". The request
+    is answered: the daemon is stopping and cut it short (exit 1, as a daemon's error)."""
+    ws = Path(config_dict["workspace"])
+    ws.mkdir(parents=True)
+    for i in range(3000):
+        (ws / f"n{i:04d}.md").write_text(f"# Note {i}\n\nThe numbat count on day {i}.\n")
+    d = daemon_factory(server={"shutdown_timeout_s": 0.2})
+    wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"], timeout=60)
+    import subprocess
+    import sys
+
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memoryd.ctl",
+            "--socket",
+            str(d.socket),
+            "reindex",
+            "--full",
+            "--no-progress",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=d.env,
+    ) as reindex:
+        wait_for(lambda: d.call("status")["index"]["progress"], timeout=30)
+        assert d.stop() == 0
+        out, err = reindex.communicate(timeout=60)
+    assert reindex.returncode == 1, (out, err)
+    assert "memoryd is stopping: reindex did not finish within server.shutdown_timeout_s" in err
