@@ -412,3 +412,39 @@ def test_a_request_the_stop_cuts_short_is_answered_so(
         out, err = reindex.communicate(timeout=60)
     assert reindex.returncode == 1, (out, err)
     assert "memoryd is stopping: reindex did not finish within server.shutdown_timeout_s" in err
+
+
+@pytest.mark.sqlite_only("the SQLite store's migration backup")
+def test_upgrading_again_after_going_back_copies_the_store_again(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, make_app: Any
+) -> None:
+    """Upgrade, go back to the copy as service.md says, use the earlier version a while, then
+    upgrade again: the second upgrade kept the first one's `.bak` (a file of that name
+    existed), so going back a second time lost every memory added in between."""
+    from conftest import older_store
+
+    store = older_store(monkeypatch, request, "sqlite", "m012_paired", "_v11_paired")
+    older = make_app(model=None, **store)
+    older.memories.add("before the first upgrade")
+    older.close()
+    monkeypatch.undo()
+    newer = make_app(model=None, **store)  # the first upgrade
+    newer.close()
+    data = Path(newer.cfg.data_dir)
+    backup = data / f"memoryd.db.pre-v{_known('sqlite')}.bak"
+    (data / "memoryd.db").rename(data / "memoryd.db.newer")  # going back
+    shutil.copyfile(backup, data / "memoryd.db")
+    older_store(monkeypatch, request, "sqlite", "m012_paired", "_v11_paired")
+    older = make_app(model=None, **store)
+    older.memories.add("added while back on the earlier version")
+    older.close()
+    monkeypatch.undo()
+    make_app(model=None, **store).close()  # the second upgrade
+    shutil.copyfile(backup, data / "memoryd.db")  # and back again
+    older_store(monkeypatch, request, "sqlite", "m012_paired", "_v11_paired")
+    older = make_app(model=None, **store)
+    from memoryd.serve import methods as api
+
+    items = api.lookup("list", {}).fn(older, {})["items"]
+    contents = {m["content"] for m in items}
+    assert contents == {"before the first upgrade", "added while back on the earlier version"}

@@ -448,10 +448,13 @@ def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
         raise StoreTooNew(too_new(current, db_path))
     applied: list[str] = []
     if current < len(MIGRATIONS) and current > 0 and db_path is not None:
+        # made again when one of that name exists: it is the copy of an earlier upgrade, and
+        # the store went back to it since (docs/service.md#upgrading) and has gained memories
+        # it lacks; the copy replaces it only complete (db.vacuum_into)
         backup = backup_path(db_path, current + 1)
-        if not backup.exists():  # it exists only complete (db.vacuum_into)
-            db.vacuum_into(con, backup)
-            log.info("migration snapshot", path=str(backup))
+        replaced = backup.exists()
+        db.vacuum_into(con, backup)
+        log.info("migration snapshot", path=str(backup), replaced=replaced)
     # Steps may rebuild a table (m003): foreign key actions must not fire while they do. The
     # pragma is a no-op inside a transaction, so it is switched around the steps.
     fk = int(one(con.execute("PRAGMA foreign_keys"))[0])
