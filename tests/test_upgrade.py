@@ -448,3 +448,24 @@ def test_upgrading_again_after_going_back_copies_the_store_again(
     items = api.lookup("list", {}).fn(older, {})["items"]
     contents = {m["content"] for m in items}
     assert contents == {"before the first upgrade", "added while back on the earlier version"}
+
+
+def test_an_older_daemon_is_told_by_its_start_before_this_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A daemon older than `code_replaced` says only when it started: earlier than the files of
+    this memoryctl's installation, it runs an earlier version. A daemon that has the field is
+    believed (its own files may be another installation's)."""
+    from memoryd.core import installed
+
+    (tmp_path / "memoryd").mkdir()
+    (tmp_path / "memoryd" / "cli.py").write_text("# installed now\n")
+    monkeypatch.setattr(installed, "PACKAGE", str(tmp_path / "memoryd"))
+    assert installed.daemon_older({"started_at": "2020-01-01T00:00:00Z"}) is True
+    later = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+    assert installed.daemon_older({"started_at": later}) is False
+    assert (
+        installed.daemon_older({"started_at": "2020-01-01T00:00:00Z", "code_replaced": False})
+        is False
+    )
+    assert installed.daemon_older({"started_at": "not a time"}) is False

@@ -21,11 +21,11 @@ RESTART_HINT = (
 )
 
 
-def installed_at(root: str = PACKAGE) -> float:
+def installed_at(root: str | None = None) -> float:
     """The newest change time of the package's files (ctime: an install sets it, whatever
     times the archive carried), bytecode caches left out (Python writes them as it imports)."""
     newest = 0.0
-    folders = [root]
+    folders = [root or PACKAGE]
     while folders:
         try:
             entries = list(os.scandir(folders.pop()))
@@ -43,18 +43,18 @@ def installed_at(root: str = PACKAGE) -> float:
     return newest
 
 
-def replaced_since(started: float, root: str = PACKAGE) -> bool:
+def replaced_since(started: float, root: str | None = None) -> bool:
     """Whether the package's files changed after `started` (unix seconds), a second's slack
     for a start time written in whole seconds."""
     return installed_at(root) > started + 1.0
 
 
 def daemon_older(status: dict) -> bool:
-    """Whether the daemon whose `status` this is runs an earlier memoryd than the one installed
-    here: it says so itself, or (a daemon older than that field) it started before this
-    package's files were installed."""
-    if status.get("code_replaced"):
-        return True
+    """Whether the daemon whose `status` this is runs an earlier memoryd than the one installed:
+    it says so itself, or (a daemon older than that field) it started before this package's
+    files were installed (the client's own: the same installation, as a rule)."""
+    if "code_replaced" in status:  # it can tell: its own files, wherever installed
+        return bool(status["code_replaced"])
     started = status.get("started_at")
     if not isinstance(started, str):
         return False
