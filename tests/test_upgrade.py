@@ -317,8 +317,10 @@ def test_status_watch_waits_through_a_restart(daemon_factory: Any, config_dict: 
 
     ws = Path(config_dict["workspace"])
     ws.mkdir(parents=True)
-    for i in range(3000):  # a first scan that lasts while the daemon is stopped and started
-        (ws / f"n{i:04d}.md").write_text(f"# Note {i}\n\nThe numbat count on day {i}.\n")
+    section = "## Count {}\n\nThe numbat count on day {} was {} at the {} burrow.\n\n"
+    for i in range(5000):  # a first scan that lasts while the daemon is stopped and started
+        text = "".join(section.format(i, i, i * j, ("north", "south")[j % 2]) for j in range(4))
+        (ws / f"n{i:04d}.md").write_text(f"# Note {i}\n\n{text}")
     d = daemon_factory()
     ctl = [sys.executable, "-m", "memoryd.ctl", "--socket", str(d.socket)]
     watcher = subprocess.Popen(
