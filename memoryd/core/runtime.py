@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 # SIGHUPs that came before the daemon's own handler was in place: `memoryd run` notes them from
-# its first line (cli.cmd_run), since the default action would end the process while it imports
+# its first line (cli.main), since the default action would end the process while it imports
 # and opens the store, and the daemon reloads once it serves (serve/daemon.py)
 early_hups: list[int] = []
 

@@ -4,7 +4,8 @@ Startup order matters: take the lock (one daemon per database), open the store, 
 and tell the service manager READY=1 as soon as queries are answered (keyword search over what
 is already indexed); then, in the background, load the model, start the watcher, reconcile the
 workspace and embed. SIGTERM/SIGINT drain requests in flight and finish the write in progress
-within server.shutdown_timeout_s; a second SIGINT forces exit. SIGHUP reloads the configuration.
+within server.shutdown_timeout_s (a request still running then is answered "cut short"); a second
+SIGINT forces exit. SIGHUP reloads the configuration (one while it starts: once it serves).
 """
 
 from __future__ import annotations
