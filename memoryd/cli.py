@@ -23,7 +23,8 @@ examples:
 Configuration is read from --config, $MEMORYD_CONFIG, or $XDG_CONFIG_HOME/memoryd/config.toml;
 without a file the defaults work. Query the daemon with `memoryctl`.
 
-exit status: 0 ok, 1 failed to start (e.g. already running), 2 usage or configuration error.
+exit status: 0 ok, 1 failed to start (e.g. already running), 2 usage or configuration error,
+or a store a newer memoryd upgraded (a restart cannot fix either).
 """
 
 
@@ -188,6 +189,14 @@ def cmd_store_migrate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv)[:1] == ["run"]:
+        import signal
+
+        from memoryd.core import runtime
+
+        # a reload asked for while the daemon starts (its imports and the store take a second
+        # or more): noted and done once it serves, not the end of the process
+        signal.signal(signal.SIGHUP, runtime.note_hup)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -198,8 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except ConfigError as exc:
         return _fail(daemon, f"configuration error: {exc.message}", 2)
-    except MemorydError as exc:
-        return _fail(daemon, exc.message, 1)
+    except MemorydError as exc:  # 2 for a store a newer memoryd upgraded (StoreTooNew)
+        return _fail(daemon, exc.message, exc.exit_status)
     except OSError as exc:  # a folder or file memoryd needs cannot be used: say which, no traceback
         setting = getattr(exc, "setting", None)  # the path setting it was about (daemon.run)
         where = f"{setting}: " if setting else ""

@@ -79,8 +79,8 @@ class Bridge:
                 # either: an agent cannot store a credential, a person can
                 message = exc.message.split("; not stored", 1)[0] + "; not stored."
                 text = f"memoryd {method}: {message} ({name}, code {exc.code}) {SECRET_HINT}"
-            elif exc.code in HINTS:
-                text += " " + HINTS[exc.code]
+            elif exc.code in HINTS and "earlier memoryd than this one" not in exc.message:
+                text += " " + HINTS[exc.code]  # (the client named the older daemon already)
             raise ToolFailure(
                 text, {"code": exc.code, "message": exc.message, "data": exc.data}
             ) from None

@@ -52,6 +52,9 @@ class MemorydError(Exception):
     """Base class for errors memoryd reports to users."""
 
     code: int = -32000
+    # `memoryd run` (and `memoryd store`) exit with this when it stops them: 2 for what a
+    # restart cannot fix, which the systemd unit does not restart (RestartPreventExitStatus=2)
+    exit_status: int = 1
 
     def __init__(self, message: str, *, data: dict | None = None) -> None:
         super().__init__(message)
@@ -63,6 +66,7 @@ class ConfigError(MemorydError):
     """The configuration is invalid (names the key and what is wrong)."""
 
     code = -32010
+    exit_status = 2
 
 
 class InvalidInput(MemorydError):
@@ -119,6 +123,13 @@ class Conflict(MemorydError):
     collide with something already stored."""
 
     code = -32009
+
+
+class StoreTooNew(StoreError):
+    """The store's schema was upgraded by a newer memoryd: this one cannot use it, and no
+    restart will change that (exit status 2, as a configuration error)."""
+
+    exit_status = 2
 
 
 class DiskFull(StoreError):

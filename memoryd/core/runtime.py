@@ -15,6 +15,15 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+# SIGHUPs that came before the daemon's own handler was in place: `memoryd run` notes them from
+# its first line (cli.main), since the default action would end the process while it imports
+# and opens the store, and the daemon reloads once it serves (serve/daemon.py)
+early_hups: list[int] = []
+
+
+def note_hup(signum: int, frame: object) -> None:
+    early_hups.append(signum)
+
 
 def default_data_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env

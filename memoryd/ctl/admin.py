@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from memoryd.ctl.client import Client, ClientError, UsageError, encode_request
+from memoryd.ctl.client import Client, ClientError, Unreachable, UsageError, encode_request
 from memoryd.ctl.handlers import given, page_footer, read_text, stdin_text
 from memoryd.ctl.output import (
     Progress,
@@ -54,12 +54,21 @@ def r_status(c: Client, a: Namespace) -> int:
         print()
         index = dict(res.get("index") or {})
         skipped = index.pop("skipped", None) or []
-        details = {k: v for k, v in res.items() if k not in ("jobs", "drift", "index")}
+        backups = res.get("migration_backups") or []
+        hidden = ("jobs", "drift", "index", "migration_backups")
+        details = {k: v for k, v in res.items() if k not in hidden}
         print_rows(flatten({**details, "index": index} if "index" in res else details))
         if skipped:
             print(f"\nskipped files ({len(skipped)}):")
             for item in skipped:
                 print(f"  {item.get('path')}: {item.get('reason')}")
+        if backups:
+            print(
+                f"\nmigration backups ({len(backups)}): the store before an upgrade, the way "
+                "back to the earlier memoryd (docs/service.md#upgrading); delete once not needed"
+            )
+            for b in backups:
+                print(f"  {b.get('path')}  {b.get('bytes')} bytes  {b.get('created_at')}")
         if res.get("jobs"):
             print("\njobs:")
             print_jobs(res["jobs"], indent="  ")
@@ -68,14 +77,35 @@ def r_status(c: Client, a: Namespace) -> int:
     return EXIT_ERROR if drift and drift.get("total") else EXIT_OK
 
 
+RESTART_WAIT_S = 60.0  # a watch waits this long for a daemon that stopped answering
+
+
 def watch(c: Client, interval: float, as_json: bool) -> int:
     """Poll `status` until indexing and embedding are done: a bar on a terminal, plain lines
-    (or one JSON object per poll with --json) elsewhere."""
+    (or one JSON object per poll with --json) elsewhere. A daemon that stops answering after
+    the first poll (`systemctl --user restart`, an upgrade) is waited for, RESTART_WAIT_S."""
     import json
 
     progress = Progress(sys.stdout, every=0.0)
+    gone: float | None = None  # when the daemon stopped answering (a restart, an upgrade)
+    answered = False
     while True:
-        res = c.call("status")
+        try:
+            res = c.call("status")
+        except Unreachable as exc:
+            now = time.monotonic()
+            if gone is None and answered:  # it answered before: wait for it to be back
+                gone = now
+                note = f"waiting for memoryd to answer again (up to {RESTART_WAIT_S:g}s): {exc}"
+                if as_json:
+                    print(json.dumps({"busy": True, "waiting": str(exc)}), flush=True)
+                else:
+                    progress.update(note)
+            if gone is None or now - gone > RESTART_WAIT_S:
+                raise
+            time.sleep(interval)
+            continue
+        gone, answered = None, True
         parts, busy = progress_parts(res)
         if not progress.fits("  ".join(parts)):  # an 80-column terminal: no bars, no note
             parts, busy = progress_parts(res, width=0)

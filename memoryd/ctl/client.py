@@ -324,12 +324,28 @@ class Client:
             if not isinstance(error, dict):
                 error = {"message": str(error)}
             code = error.get("code")
-            raise ClientError(
-                code if isinstance(code, int) else -32603,
-                str(error.get("message") or "unknown error"),
-                error.get("data"),
-            )
+            message = str(error.get("message") or "unknown error")
+            if code in (-32601, -32602) and method != "status":  # what an older daemon says
+                message += self._older_daemon()
+            raise ClientError(code if isinstance(code, int) else -32603, message, error.get("data"))
         return response["result"]
+
+    def _older_daemon(self) -> str:
+        """A note for an error an older daemon may give a newer client (an unknown method or
+        param): when the daemon started before this memoryd was installed, it still runs the
+        earlier version (core/installed.py)."""
+        try:
+            status = Client(self.path, min(self.timeout, 5.0)).call("status")
+            from memoryd.core import installed
+
+            if not (isinstance(status, dict) and installed.daemon_older(status)):
+                return ""
+        except Exception:  # only a note: the error itself is what counts
+            return ""
+        return (
+            "; the daemon runs an earlier memoryd than this one (it started before memoryd "
+            f"was installed again): {installed.RESTART_HINT}"
+        )
 
     def connect(self) -> _socket.socket:
         why = untrusted_folder(self.path)

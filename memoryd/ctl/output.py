@@ -260,6 +260,8 @@ def status_summary(res: dict[str, Any]) -> str:
         problems.append("database file replaced under the daemon: restart it")
     elif store.get("ok") is False:
         problems.append("store unreachable")
+    if store.get("schema_newer"):
+        problems.append("a newer memoryd upgraded the shared database: upgrade this one")
     watcher = res.get("watcher") or {}
     if "workspace folder is missing" in (watcher.get("error") or ""):
         problems.append("workspace folder missing (index kept)")
@@ -269,6 +271,8 @@ def status_summary(res: dict[str, Any]) -> str:
         problems.append("embedding model failed")
     if skipped:
         problems.append(f"{len(skipped)} file(s) skipped")
+    if res.get("code_replaced"):
+        problems.append("memoryd was installed again since it started: restart it")
     restart = (res.get("config") or {}).get("restart_needed") or []
     if restart:
         problems.append(f"restart to apply {', '.join(restart)}")

@@ -231,6 +231,21 @@ def copies(data_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
+def migration_backups(data_dir: Path) -> list[dict[str, Any]]:
+    """The copies upgrades made of the store before migrating it, oldest first
+    (`memoryd.db.pre-v12.bak` is the store as the memoryd of schema 11 left it): the way back
+    to that memoryd (docs/service.md#upgrading). Nothing removes them: status lists them."""
+    found: list[tuple[float, Path, int]] = []
+    for p in data_dir.glob("*.pre-v*.bak"):
+        st = _regular_stat(p)
+        if st is not None:
+            found.append((st.st_mtime, p, st.st_size))
+    return [
+        {"file": p.name, "path": str(p), "bytes": size, "created_at": iso(mtime)}
+        for mtime, p, size in sorted(found)
+    ]
+
+
 def copies_since(data_dir: Path, since: float) -> list[dict[str, Any]]:
     """Copies made at or after `since` (a memory created then is in them)."""
     return [

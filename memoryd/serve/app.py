@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd import __version__
-from memoryd.core import collector, malloc
+from memoryd.core import collector, installed, malloc
 from memoryd.core.config import Config
 from memoryd.core.errors import MemorydError
 from memoryd.core.logsetup import get_logger
@@ -43,6 +43,7 @@ from memoryd.serve.workspaceguard import (
 from memoryd.store import docpaths, entries, ftsprune
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
+from memoryd.text import entity_typer
 
 log = get_logger("memoryd.serve.app")
 
@@ -338,6 +339,7 @@ class App:
             if self.workspace_guard.check() != "away":
                 self.start_watcher()
             self.workspace_guard.start()
+            entity_typer.preload()  # the data files now, not a newer install's at the first add
 
             def report(line: str) -> None:
                 if progress is not None:
@@ -542,6 +544,7 @@ class App:
             "version": __version__,
             "pid": os.getpid(),
             "started_at": iso(self.started_at),
+            "code_replaced": installed.replaced_since(installed.LOADED_AT),  # pip install -U
             "uptime_s": round(time.monotonic() - self._started, 1),
             "workspace": str(self.cfg.workspace),
             "data_dir": str(self.cfg.data_dir),
@@ -588,6 +591,7 @@ class App:
             },
         }
         out["jobs"] = self.jobs.list()
+        out["migration_backups"] = checkpoints.migration_backups(self.cfg.data_dir)
         if check and store["ok"]:  # during a reconcile, the files it has not read yet too:
             out["drift"] = {**self.indexer.drift(), "indexing": self.index_progress}
         return out

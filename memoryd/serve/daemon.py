@@ -4,7 +4,8 @@ Startup order matters: take the lock (one daemon per database), open the store, 
 and tell the service manager READY=1 as soon as queries are answered (keyword search over what
 is already indexed); then, in the background, load the model, start the watcher, reconcile the
 workspace and embed. SIGTERM/SIGINT drain requests in flight and finish the write in progress
-within server.shutdown_timeout_s; a second SIGINT forces exit. SIGHUP reloads the configuration.
+within server.shutdown_timeout_s (a request still running then is answered "cut short"); a second
+SIGINT forces exit. SIGHUP reloads the configuration (one while it starts: once it serves).
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ class Daemon:
         self.server: Server | None = None
         self._stop: asyncio.Event | None = None
         self._sigints = 0
+        self._serving = False  # READY=1 sent: a SIGHUP reloads at once (before: once serving)
+        self._reload_pending = False
+        self._reload_task: asyncio.Task[None] | None = None
 
     def run(self) -> int:
         if not os.environ.get("LISTEN_FDS"):
@@ -145,6 +149,11 @@ class Daemon:
         app.start(progress=self.notifier.status)
         self.notifier.ready("serving; indexing the workspace in the background")
         log.info("ready", socket=str(cfg.socket))
+        self._serving = True
+        if self._reload_pending or runtime.early_hups:  # SIGHUP while starting: reload now
+            self._reload_pending = False
+            runtime.early_hups.clear()
+            self._reload_task = loop.create_task(self.reload())
         watchdog = None
         if self.notifier.watchdog_interval:
             watchdog = asyncio.create_task(self._watchdog(self.notifier.watchdog_interval))
@@ -192,11 +201,26 @@ class Daemon:
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> None:
         loop.add_signal_handler(signal.SIGTERM, self.request_stop, "SIGTERM")
         loop.add_signal_handler(signal.SIGINT, self._on_sigint)
-        loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(self.reload()))
+        loop.add_signal_handler(signal.SIGHUP, self._on_sighup, loop)
 
     def _restore_signals(self, loop: asyncio.AbstractEventLoop) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
+        # stopped: a reload has nothing to apply to, and SIGHUP's default would end the
+        # process (killed by a signal, not exit 0) while it closes its log
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    def _on_sighup(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Reload, once the daemon serves: a SIGHUP while it starts is applied after READY=1
+        (the App is built from the configuration read at the start), one while it stops is
+        ignored."""
+        if self._stop is not None and self._stop.is_set():
+            log.info("SIGHUP while stopping: ignored")
+        elif not self._serving:
+            self._reload_pending = True
+            log.info("SIGHUP while starting: the configuration is read again once serving")
+        else:
+            self._reload_task = loop.create_task(self.reload())
 
     def _on_sigint(self) -> None:
         self._sigints += 1

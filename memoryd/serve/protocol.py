@@ -55,6 +55,28 @@ def error_response(req_id: Any, code: int, message: str, data: Any = None) -> di
     return {"jsonrpc": "2.0", "id": req_id, "error": err}
 
 
+def cut_short(line: bytes, waited_s: float, code: int) -> dict[str, Any] | None:
+    """The answer to a request the daemon's stop cut short (it ran past
+    server.shutdown_timeout_s): said, not a connection closed without a word, since the
+    client cannot tell that from an overload. None for a notification or a line that is not
+    one request."""
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(msg, dict) or "id" not in msg:
+        return None
+    method = msg.get("method")
+    name = method if isinstance(method, str) else "the request"
+    return error_response(
+        msg["id"] if isinstance(msg["id"], str | int) else None,
+        code,
+        f"memoryd is stopping: {name} did not finish within server.shutdown_timeout_s "
+        f"({waited_s:g}s) and was cut short; what it did is kept, and it may have finished: "
+        "run it again once memoryd is back",
+    )
+
+
 def _finite(text: str) -> float:
     value = float(text)
     if math.isinf(value):

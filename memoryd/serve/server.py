@@ -35,6 +35,7 @@ from memoryd.serve.protocol import (
     METHOD_NOT_FOUND,
     ProtocolError,
     batch_error,
+    cut_short,
     decode,
     encode,
     error_response,
@@ -206,6 +207,7 @@ class Server:
         # against max_connections (a burst would otherwise find only these and be refused)
         self._closing: dict[asyncio.Task[Any], _Conn] = {}
         self._inflight = 0
+        self._stopping = False  # close() began: a request cut short is answered so
         self._idle = asyncio.Event()
         self._idle.set()
         notes = getattr(getattr(app, "cfg", None), "notes", None)
@@ -278,6 +280,7 @@ class Server:
 
     async def close(self) -> None:
         """Stop accepting, let requests in flight finish (bounded), close connections."""
+        self._stopping = True
         if self._server is not None:
             await self._streams.stop_accepting(self._server)
         try:
@@ -393,10 +396,18 @@ class Server:
                 continue
             conn.idle_since = None
             conn.served += 1
+            sending = False
             try:
                 response = await self._dispatch_line(line)
                 if response is not None:
+                    sending = True
                     await self._send(writer, response)
+            except asyncio.CancelledError:  # the stop's deadline passed: say so, then go
+                waited = self.settings.shutdown_timeout_s
+                cut = None if sending else cut_short(line, waited, Unavailable.code)
+                if self._stopping and cut is not None:
+                    writer.write(encode(cut))  # sent as the handler closes its writer
+                raise
             finally:
                 conn.idle_since = time.monotonic()
 

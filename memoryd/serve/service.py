@@ -52,7 +52,8 @@ ExecStart={exec_start}
 ExecReload=/bin/kill -HUP $MAINPID
 Restart=on-failure
 RestartSec=2
-# 2: a configuration error, which a restart cannot fix (the reason is in the journal)
+# 2: what a restart cannot fix, a configuration error or a store a newer memoryd upgraded
+# (the reason is in the journal)
 RestartPreventExitStatus=2
 WatchdogSec=30s
 TimeoutStopSec=30s

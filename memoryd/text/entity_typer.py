@@ -317,6 +317,17 @@ def _shipped() -> Typer | None:
         return None
 
 
+def preload() -> None:
+    """Read the shipped word lists and weights (memoryd/data) now, at the daemon's start: a
+    `pip install -U` under a running daemon must not hand it the new version's files at its
+    first add (docs/service.md#upgrading)."""
+    cues.common_words()
+    cues.first_names()
+    cues.systems()
+    cues.places()
+    _shipped()
+
+
 def decider() -> Decider | None:
     """The typer in use: the shipped one, or what set_decider put in its place."""
     return _override[-1] if _override else _shipped()

@@ -34,11 +34,14 @@ from pgvector.psycopg import register_vector
 
 from memoryd.core.errors import Refused, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
-from memoryd.store.pg import claim, fts, schema
+from memoryd.store.pg import claim, fts, notes, pool, schema  # noqa: F401 (notes, pool: below)
 from memoryd.store.pg.conn import PgConnection, connection_lost, first_line, known_broken, rollback
 from memoryd.store.pg.vectors import SESSION_EF, PgVectorIndex
 from memoryd.store.protocol import Connection, VectorIndex, one
 
+# notes and pool are imported here though only writes and searches use them: a daemon imports all
+# its code at start, so a `pip install -U` under it is not half-read by the running version
+# (docs/service.md#upgrading; tests/test_upgrade.py)
 T = TypeVar("T")
 # pg_export_snapshot()'s names (hex, hex, decimal): the only text `read` puts in its SQL
 _SNAPSHOT_NAME = re.compile(r"[0-9A-F]{8}-[0-9A-F]{8}-[0-9]{1,10}")
@@ -108,6 +111,7 @@ class PgStore:
         # the connection that holds this workspace's lock (settings.claim), until the listener
         # listens on it
         self._holder: psycopg.Connection[Any] | None = None
+        self._newer_said = False  # the log said a newer memoryd upgraded the schema
         try:
             con = psycopg.connect(
                 settings.conninfo, autocommit=True, connect_timeout=_timeout(settings)
@@ -398,12 +402,15 @@ class PgStore:
                     raw.execute("SELECT pg_advisory_unlock(%s)", [key])
 
     def ping(self) -> dict[str, Any]:
-        """Whether the server answers now: {"ok": True, "server": version} or {"ok": False,
-        "error": ...}."""
+        """Whether the server answers now: {"ok": True, "server": version, "schema": the
+        database's schema version} or {"ok": False, "error": ...}."""
         try:
-            with self._first("SHOW server_version") as (_, cur):
-                version = one(cur)[0]
-            return {"ok": True, "server": str(version)}
+            with self._first(
+                "SELECT current_setting('server_version'),"
+                " (SELECT value FROM meta WHERE key = 'schema_version')"
+            ) as (_, cur):
+                version, schema_version = one(cur)
+            return {"ok": True, "server": str(version), "schema": int(schema_version or 0)}
         except StoreUnavailable as exc:
             return {"ok": False, "error": exc.message}
         except StoreError as exc:
@@ -414,11 +421,18 @@ class PgStore:
         version, this daemon's workspace id, the pool and the change listener."""
         ping = self.ping()
         stats = self.pool.get_stats()
+        # another daemon of a newer memoryd migrated the shared database under this one, which
+        # goes on as the earlier version (and would not start again): upgrade it (service.md)
+        newer = ping.get("schema", 0) > len(schema.MIGRATIONS)
+        if newer and not self._newer_said:
+            self._newer_said = True
+            log.warning("a newer memoryd upgraded the shared database", schema=ping["schema"])
         return {
             "backend": self.backend,
             "ok": ping["ok"],
             "error": ping.get("error"),
             "server_version": ping.get("server"),
+            "schema_newer": newer,
             "workspace_id": self.settings.workspace_id,
             "down_since": self.down_since,
             "pool": {

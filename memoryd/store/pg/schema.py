@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from memoryd.core.errors import StoreError
+from memoryd.core.errors import StoreError, StoreTooNew
 from memoryd.core.logsetup import get_logger
 from memoryd.store import tables
 from memoryd.store.migrations import log_applied
@@ -585,9 +585,10 @@ def migrate(con: psycopg.Connection) -> list[str]:
             row = cur.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             current = int(row[0]) if row else 0
             if current > len(MIGRATIONS):
-                raise StoreError(
+                raise StoreTooNew(
                     f"the PostgreSQL schema version {current} is newer than this memoryd knows "
-                    f"({len(MIGRATIONS)}); upgrade memoryd on this machine"
+                    f"({len(MIGRATIONS)}): a newer memoryd upgraded the shared database; "
+                    "upgrade memoryd on this machine"
                 )
             for version, step in enumerate(MIGRATIONS[current:], start=current + 1):
                 with con.transaction():
