@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import older_store
 
 from memoryd.memory.dailylog import DailyLog
 from memoryd.search.searcher import SearchRequest
@@ -191,27 +192,124 @@ def test_a_markers_hash_on_a_line_indexed_as_text_is_no_entity(make_app: Any) ->
     assert "ana lima" in keys and "de6be31d" not in keys, keys
 
 
-def test_a_delete_reaches_a_log_renamed_out_of_the_log_folder(make_app: Any) -> None:
-    """A plain `mv daily/DATE.md archive/`: the indexer sees it as a move; the file is read
-    again at its new path (its lines are text there, and how a delete finds them)."""
+def _move_out(log: Path, ws: Path) -> list[Path]:
+    """`mv daily/DATE.md archive/`."""
+    moved = ws / "archive" / log.name
+    moved.parent.mkdir()
+    os.rename(log, moved)
+    return [moved]
+
+
+def _move_out_renamed(log: Path, ws: Path) -> list[Path]:
+    """Moved and renamed, two folders down."""
+    moved = ws / "archive" / "2026" / "the day we planned.md"
+    moved.parent.mkdir(parents=True)
+    os.rename(log, moved)
+    return [moved]
+
+
+def _copy_out(log: Path, ws: Path) -> list[Path]:
+    """`cp daily/DATE.md archive/`: the log stays."""
+    copy = ws / "archive" / log.name
+    copy.parent.mkdir()
+    copy.write_bytes(log.read_bytes())
+    return [log, copy]
+
+
+def _move_to_top(log: Path, ws: Path) -> list[Path]:
+    """To the top of the workspace, and the log folder removed."""
+    moved = ws / log.name
+    os.rename(log, moved)
+    log.parent.rmdir()
+    return [moved]
+
+
+MOVES = {
+    "moved out": _move_out,
+    "moved out and renamed": _move_out_renamed,
+    "copied out": _copy_out,
+    "moved to the top, log folder gone": _move_to_top,
+}
+
+
+@pytest.mark.parametrize("move", list(MOVES))
+def test_a_log_moved_out_of_the_log_folder_is_still_the_memories_log(
+    make_app: Any, move: str
+) -> None:
+    """A log a person moved, renamed or copied elsewhere in the workspace still holds the
+    memories' own lines: each memory is found once (as the memory, not again as the file's
+    text), across a restart, and an update or a delete reaches the lines there as in the log."""
     app = make_app(model=None)
     melons = app.memories.add("melons are big and green")
-    app.memories.add("pears are soft and sweet")
+    pears = app.memories.add("pears are soft and sweet")
     app.indexer.reconcile()
-    path = today_log(app)
-    archive = app.cfg.workspace / "archive"
-    archive.mkdir()
-    moved = archive / path.name
-    os.rename(path, moved)
-    report = app.indexer.reconcile()
-    assert report.deleted == 1 and report.moved == 0
+    ws = app.cfg.workspace
+    files = MOVES[move](today_log(app), ws)
+    app.indexer.reconcile()
+    assert hits(app, "melons") == [("memory", None)]
+    assert hits(app, "pears") == [("memory", None)]
+    make_app.close(app)  # the rule holds from what the store keeps, after a restart
+    app = make_app(model=None)
+    app.indexer.reconcile()
     app.memories.delete(melons.id)
-    assert "melons" not in moved.read_text() and "pears" in moved.read_text()
+    app.memories.update(pears.id, {"content": "pears are ripe in September"})
+    for path in files:
+        text = path.read_text()
+        assert "melons" not in text and "soft" not in text, (path, text)
+        assert "pears are ripe in September" in text, (path, text)
     app.indexer.reconcile()
     assert hits(app, "melons") == []
-    os.rename(moved, path)  # and back: its lines are the memories' own again, not text
+    assert hits(app, "September") == [("memory", None)]
+    # a person's line in the moved file is text there, as in the log
+    with files[-1].open("a") as f:
+        f.write("quinces need frost first\n")
     app.indexer.reconcile()
-    assert hits(app, "pears") == [("memory", None)]
+    rel = files[-1].relative_to(ws).as_posix()
+    assert hits(app, "quinces") == [("chunk", rel)]
+    assert hits(app, "September") == [("memory", None)]
+    if move == "moved out":  # and back: the lines are the memories' own there too
+        os.rename(files[0], today_log(app))
+        app.indexer.reconcile()
+        assert hits(app, "September") == [("memory", None)]
+
+
+def test_an_upgraded_store_reads_a_moved_log_again_as_the_memories_log(
+    make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """Schema m013 (SQLite) / v12 (PostgreSQL): a log moved out of the log folder, indexed as
+    text by an older memoryd, is read again at the first reconcile: its memories are found
+    once, and a delete reaches its lines."""
+    store = older_store(monkeypatch, request, backend, "m013_log_marks", "_v12_log_marks")
+    old = make_app(model=None, **store)
+    melons = old.memories.add("melons are big and green")
+    old.indexer.reconcile()
+    moved = _move_out(today_log(old), old.cfg.workspace)[0]
+    as_before = old.indexer.preprocess  # outside the log folder, an older memoryd read it as is
+    old.indexer.preprocess = lambda rel, text: (
+        as_before(rel, text) if old.dailylog.is_log_file(rel) else text
+    )
+    old.indexer.reconcile()
+    assert hits(old, "melons") == [("chunk", "archive/" + moved.name), ("memory", None)]
+    make_app.close(old)
+    monkeypatch.undo()
+    new = make_app(model=None, **store)  # the same store, migrated
+    assert new.indexer.reconcile().indexed == 1  # the moved log, read again
+    assert hits(new, "melons") == [("memory", None)]
+    new.memories.delete(melons.id)
+    assert "melons" not in moved.read_text()
+
+
+def test_a_line_quoted_in_a_note_of_a_memory_gone_is_text(make_app: Any) -> None:
+    """A marked line whose memory the store does not have is text wherever it is (the only
+    copy of its text), and so is a marked line a person edited."""
+    app = make_app(model=None)
+    app.memories.add("apricots are orange")
+    note = app.cfg.workspace / "notes" / "quoted.md"
+    note.parent.mkdir()
+    line = app.dailylog.render({"id": 999, "content": "figs are purple"}, datetime.now())
+    note.write_text(f"# Quoted\n\n{line}\n")
+    app.indexer.reconcile()
+    assert hits(app, "figs") == [("chunk", "notes/quoted.md")]
 
 
 def test_a_memorys_line_never_joins_a_persons_last_line(make_app: Any) -> None:

@@ -26,7 +26,7 @@ from memoryd.index.embedworker import EmbedWorker
 from memoryd.index.indexer import Indexer
 from memoryd.index.watcher import Watcher
 from memoryd.memory import checkpoints, lifecycle
-from memoryd.memory.dailylog import DailyLog, marker_ids
+from memoryd.memory.dailylog import DailyLog
 from memoryd.memory.memories import Memories
 from memoryd.notes.notes import Notes
 from memoryd.search.fuzzy import FuzzyMatcher
@@ -40,7 +40,7 @@ from memoryd.serve.workspaceguard import (
     prepare_dirs,
     prepare_workspace,
 )
-from memoryd.store import docpaths, entries, ftsprune
+from memoryd.store import docpaths, entries, ftsprune, logmarks
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
 
@@ -217,9 +217,8 @@ class App:
             self._forget_gone()  # takes stock of the memories the daily log names
 
     def _marked_paths(self, ids: set[int]) -> list[str]:
-        """Workspace files whose indexed text holds the daily-log marker of one of `ids`."""
-        rows = self.store.read(entries.chunks_with_markers)
-        return sorted({p for p, text in rows if marker_ids(text) & ids})
+        """Workspace files whose text, as last indexed, holds a daily-log marker of `ids`."""
+        return sorted(self.store.read(lambda con: logmarks.paths_naming(con, ids)))
 
     def _log_rewritten(self, paths: list[Path]) -> None:
         """The daily log was rewritten by us: index it now (the watcher then finds nothing new)."""
