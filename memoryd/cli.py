@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from memoryd import __version__
-from memoryd.core.errors import ConfigError, MemorydError
+from memoryd.core.errors import EXIT_CONFIG, EXIT_START, ConfigError, MemorydError
 
 EPILOG = """\
 examples:
@@ -52,6 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="configuration file (TOML); default $MEMORYD_CONFIG, else "
         "$XDG_CONFIG_HOME/memoryd/config.toml, else the defaults",
+    )
+    run.add_argument(
+        "--config-error-status",
+        type=_exit_status,
+        default=EXIT_CONFIG,
+        metavar="N",
+        help=f"exit status for a configuration error (default {EXIT_CONFIG}); the launchd agent "
+        "passes 0: a successful exit is the only one launchd does not restart (docs/service.md)",
     )
     run.set_defaults(func=cmd_run)
 
@@ -197,25 +205,33 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except ConfigError as exc:
-        return _fail(daemon, f"configuration error: {exc.message}", 2)
+        status = getattr(args, "config_error_status", EXIT_CONFIG)
+        return _fail(daemon, f"configuration error: {exc.message}", status)
     except MemorydError as exc:
-        return _fail(daemon, exc.message, 1)
+        return _fail(daemon, exc.message, EXIT_START)
     except OSError as exc:  # a folder or file memoryd needs cannot be used: say which, no traceback
         setting = getattr(exc, "setting", None)  # the path setting it was about (daemon.run)
         where = f"{setting}: " if setting else ""
-        return _fail(daemon, f"cannot start: {where}{describe_os_error(exc)}", 1)
+        return _fail(daemon, f"cannot start: {where}{describe_os_error(exc)}", EXIT_START)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
         if type(exc).__module__ == "apsw":
-            return _fail(daemon, f"cannot open the database: {exc}", 1)
+            return _fail(daemon, f"cannot open the database: {exc}", EXIT_START)
         from memoryd.core import logsetup
 
         if not (daemon and logsetup.renders_json()):
             raise  # a bug: keep the traceback
         # a bug in the daemon: its traceback as one JSON line (the log's `exception`)
         logsetup.get_logger("memoryd").exception("stopped by an unexpected error")
-        return 1
+        return EXIT_START
+
+
+def _exit_status(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 255:
+        raise argparse.ArgumentTypeError(f"{value} is not an exit status (0 to 255)")
+    return value
 
 
 def _fail(daemon: bool, message: str, status: int) -> int:

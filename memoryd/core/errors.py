@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import re
 
+# `memoryd run`'s exit statuses, by what stopped it; the service files act on them
+# (serve/service.py: systemd restarts 1, never 2; the launchd agent passes
+# --config-error-status 0, as launchd restarts every status but 0)
+EXIT_STOPPED = 0  # a clean stop (SIGTERM, SIGINT)
+EXIT_START = 1  # could not start or went on (another daemon, a folder it cannot use, a bug)
+EXIT_CONFIG = 2  # a configuration error: a restart cannot fix it
+
 # A value quoted back in a message: short, made of name-like characters, and without a long run
 # of letters and digits (what API keys and tokens look like). Anything else is described.
 # Brackets, quotes and ?! too: a name looked up as written ("[[Jean-Luc Picard]]", "Melanie’s").
