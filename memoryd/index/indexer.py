@@ -240,8 +240,7 @@ class Indexer:
                 if not self._inside(target):
                     raise Skip("symlink leads outside the workspace")
                 real = target
-                if len(self.links_to) < MAX_SKIPPED_LISTED or target in self.links_to:
-                    self.links_to.setdefault(target, set()).add(rel)
+                self.links_to.setdefault(target, set()).add(rel)
                 st = folders.stat_target(self, rel, real)
         except FileNotFoundError:
             raise
