@@ -20,8 +20,19 @@ def replace(con: Connection, path: str, ids: Iterable[int]) -> None:
     if not rows:
         return
     doc_id = int(rows[0][0])
-    con.execute("DELETE FROM log_marks WHERE document_id = ?", (doc_id,))
-    for memory_id in sorted(set(ids)):
+    now = set(ids)
+    before = {
+        int(r[0])
+        for r in con.execute(
+            "SELECT memory_id FROM log_marks WHERE document_id = ?", (doc_id,)
+        ).fetchall()
+    }
+    # only the difference: a log re-read after each append gains one id, not all again
+    for memory_id in sorted(before - now):
+        con.execute(
+            "DELETE FROM log_marks WHERE document_id = ? AND memory_id = ?", (doc_id, memory_id)
+        )
+    for memory_id in sorted(now - before):
         con.execute(
             "INSERT INTO log_marks(document_id, memory_id) VALUES (?, ?)", (doc_id, memory_id)
         )
