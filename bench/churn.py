@@ -182,17 +182,21 @@ def index_docs(db: Path, dsn: str = "") -> dict[str, str]:
 
 def rows_consistent(db: Path) -> list[str]:
     """The rows that must go together do (a daily log of the daemon's own lines alone has no
-    chunks: not counted)."""
+    chunks: not counted, in the log folder or, holding the daemon's markers, elsewhere)."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     out = []
     try:
         chunks = "SELECT document_id FROM entries WHERE kind = 'chunk'"
+        marked = con.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'log_marks'"
+        ).fetchone()[0]
+        logs = " AND id NOT IN (SELECT document_id FROM log_marks)" if marked else ""
         checks = {
             "chunks without a document": f"SELECT count(*) FROM ({chunks}) "
             "WHERE document_id NOT IN (SELECT id FROM documents)",
             "documents without chunks (non-empty)": "SELECT count(*) FROM documents "
             f"WHERE size > 0 AND id NOT IN ({chunks} AND document_id IS NOT NULL)"
-            " AND path NOT LIKE 'daily/%'",
+            " AND path NOT LIKE 'daily/%'" + logs,
             "links without a document": "SELECT count(*) FROM links "
             "WHERE document_id NOT IN (SELECT id FROM documents)",
             "mentions without an entry": "SELECT count(*) FROM mentions "
