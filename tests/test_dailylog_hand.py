@@ -347,12 +347,14 @@ def test_a_forgotten_memorys_line_brought_back_by_git_is_text_not_a_memory(make_
     assert app.stats()["memories"] == 1  # the memory stays forgotten
 
 
-def test_an_import_makes_the_lines_it_names_the_memories_own(make_app: Any) -> None:
+@pytest.mark.parametrize("wanted", [41, 1], ids=["its id kept", "its id taken here"])
+def test_an_import_makes_the_lines_it_names_the_memories_own(make_app: Any, wanted: int) -> None:
     """A new store (an export to be imported into it): the log's lines are the only copy of
     those memories and are found as text; once imported they are the memories' own again,
-    found once."""
+    found once. Also when the memory is renumbered: the new store's notes took its id (the
+    log's own chunk is entry 1), and its lines name its new id."""
     app = make_app(model=None)
-    item = {"id": 41, "content": "the capybara census is on friday", "created_at": WHEN}
+    item = {"id": wanted, "content": "the capybara census is on friday", "created_at": WHEN}
     log = app.dailylog
     path = log.path_for(log._when(item))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -360,8 +362,13 @@ def test_an_import_makes_the_lines_it_names_the_memories_own(make_app: Any) -> N
     app.indexer.reconcile()
     rel = path.relative_to(app.cfg.workspace).as_posix()
     assert hits(app, "capybara") == [("chunk", rel)]
-    assert app.memories.import_items([item])["imported"] == 1
+    counts = app.memories.import_items([item])
+    assert counts["imported"] == 1 and bool(counts["renumbered"]) == (wanted == 1), counts
     assert hits(app, "capybara") == [("memory", None)]
+    new_id = counts["ids"][0]
+    assert f"<!-- m:{new_id}:" in path.read_text()
+    app.memories.delete(new_id)  # and the delete finds the line by its new id
+    assert "capybara" not in path.read_text()
 
 
 def test_memoryctl_end_to_end_a_notepad_log_keeps_its_form(daemon_factory: Any) -> None:

@@ -101,7 +101,7 @@ class Memories:
         on_changed: Iterable[Callable[[], object]] = (),
         on_updated: Iterable[Callable[[dict[str, Any]], object]] = (),
         on_removed: Iterable[Callable[[list[dict[str, Any]]], object]] = (),
-        on_imported: Iterable[Callable[[list[int]], object]] = (),
+        on_imported: Iterable[Callable[[dict[str, Any]], object]] = (),
         copies_since: Callable[[float], list[dict[str, Any]]] | None = None,
         secrets_mode: str = "refuse",
         temporary_ttl: float = 7 * 86400,
@@ -118,7 +118,7 @@ class Memories:
         # near_duplicates(content, namespace) -> [{id, similarity}]: set by the App
         self.near_duplicates = near_duplicates
         # on_added / on_updated / on_removed: the daily log appends, rewrites or forgets a
-        # memory's line, on_imported(ids) reads lines that name ids stored again (an import);
+        # memory's line, on_imported(counts) reads lines that name ids stored again (an import);
         # on_changed wakes the embed worker and the trigger index.
         self.on_added = list(on_added)
         self.on_changed = list(on_changed)
@@ -433,7 +433,7 @@ class Memories:
                     raise
         if counts["imported"]:
             self._changed()
-            self._run(self.on_imported, list(counts.get("ids") or []))
+            self._run(self.on_imported, counts)  # its ids, and those renumbered
         log.info("imported", **{k: v for k, v in counts.items() if isinstance(v, int)})
         return counts
 

@@ -225,11 +225,19 @@ class App:
         if paths:
             self.indexer.sync_paths(paths)
 
-    def _log_read_again(self, ids: list[int]) -> None:
+    def _log_read_again(self, counts: dict[str, Any]) -> None:
         """Memories were imported with ids the daily log names (an export brought into a new
         store): those lines, indexed as text while the store did not have them, are the
-        memories' own now. Read those log files again."""
-        paths = self.dailylog.files_naming(set(ids))
+        memories' own now (a memory renumbered, its id taken here, has its lines name its new
+        id first: DailyLog.renumber). Read those log files again."""
+        moved = {int(r["from"]): int(r["to"]) for r in counts.get("renumbered") or []}
+        if moved:
+
+            def records(ids: list[int]) -> dict[int, dict[str, Any]]:
+                return self.store.read(lambda con: entries.get_many(con, ids))
+
+            self._log_rewritten(self.dailylog.renumber(moved, records))
+        paths = self.dailylog.files_naming(set(counts.get("ids") or []))
         rels = [path.relative_to(self.cfg.workspace).as_posix() for path in paths]
 
         def forget(con: Any) -> None:
