@@ -15,6 +15,7 @@ from conftest import older_store
 
 from memoryd.memory.dailylog import DailyLog
 from memoryd.search.searcher import SearchRequest
+from memoryd.serve import methods as api
 from memoryd.text import decoding
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
@@ -154,6 +155,10 @@ def test_a_delete_and_an_update_reach_a_conflict_copy_beside_the_log(
 
 def today_log(app: Any) -> Path:
     return app.cfg.workspace / "daily" / f"{datetime.now().astimezone():%Y-%m-%d}.md"
+
+
+def rpc(app: Any, method: str, **params: Any) -> Any:
+    return api.lookup(method, params).fn(app, params)
 
 
 def hits(app: Any, query: str) -> list[tuple[str, str | None]]:
@@ -297,6 +302,23 @@ def test_an_upgraded_store_reads_a_moved_log_again_as_the_memories_log(
     assert hits(new, "melons") == [("memory", None)]
     new.memories.delete(melons.id)
     assert "melons" not in moved.read_text()
+
+
+@pytest.mark.sqlite_only("checkpoints copy the SQLite file")
+def test_a_checkpoint_restore_takes_its_lines_from_a_log_moved_out_since(make_app: Any) -> None:
+    """A restore takes away the memories added since the checkpoint, and their lines, also
+    from a log moved out of the log folder after the checkpoint was made."""
+    app = make_app(model=None)
+    app.memories.add("apples were stored before the checkpoint")
+    app.indexer.reconcile()
+    rpc(app, "checkpoint.create", name="first")
+    app.memories.add("bananas were stored after the checkpoint")
+    moved = _move_out(today_log(app), app.cfg.workspace)[0]
+    app.indexer.reconcile()
+    rpc(app, "checkpoint.restore", name="first")
+    text = moved.read_text()
+    assert "apples" in text and "bananas" not in text, text
+    assert hits(app, "bananas") == [] and hits(app, "apples") == [("memory", None)]
 
 
 def test_a_line_quoted_in_a_note_of_a_memory_gone_is_text(make_app: Any) -> None:

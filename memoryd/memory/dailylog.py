@@ -235,14 +235,14 @@ class DailyLog:
         settings: DailyLogSettings,
         *,
         clock: Callable[[], float] = time.time,
-        elsewhere: Callable[[set[int]], Iterable[str]] | None = None,
+        elsewhere: Callable[[set[int] | None], Iterable[str]] | None = None,
         known: Callable[[set[int]], set[int]] | None = None,
     ) -> None:
         self.workspace = Path(workspace)
         self.settings = settings
         self.clock = clock
         # elsewhere(ids) -> workspace paths of the indexed files holding the marker of one of
-        # these memories (a log file moved or copied out of the log folder)
+        # these memories (None: of any; a log file moved or copied out of the log folder)
         self.elsewhere = elsewhere
         # known(ids) -> those that are memories now (None: all are): a line whose memory the
         # store does not have is indexed as text (see preprocess)
@@ -416,9 +416,12 @@ class DailyLog:
         seen: dict[Path, tuple[tuple[int, int], set[int]]] | None = None,
     ) -> Iterator[tuple[Path, set[int]]]:
         """Each log file with the memory ids its lines name (a file that cannot be read as a
-        log file left out). With `before` (path -> (stat, ids) of an earlier look), a file whose
-        mtime and size are unchanged is not read again; `seen` gets this look's."""
-        for path in self._log_files(exclude=set()):
+        log file left out), then each file elsewhere that the index says holds markers (a log
+        moved out of the log folder). With `before` (path -> (stat, ids) of an earlier look), a
+        file whose mtime and size are unchanged is not read again; `seen` gets this look's."""
+        files = list(self._log_files(exclude=set()))
+        known = set(files)
+        for path in [*files, *(p for p in self._marked(None) if p not in known)]:
             try:
                 self._check_inside(path.parent)
                 if before is None:
@@ -521,8 +524,8 @@ class DailyLog:
         yield from sorted(likely)
         yield from self._log_files(exclude=likely)
 
-    def _marked(self, ids: set[int]) -> list[Path]:
-        """The workspace files the index says hold a marker of one of `ids`."""
+    def _marked(self, ids: set[int] | None) -> list[Path]:
+        """The workspace files the index says hold a marker of one of `ids` (None: any)."""
         if self.elsewhere is None:
             return []
         try:

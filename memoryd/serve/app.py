@@ -216,7 +216,7 @@ class App:
             self.dailylog.team = True
             self._forget_gone()  # takes stock of the memories the daily log names
 
-    def _marked_paths(self, ids: set[int]) -> list[str]:
+    def _marked_paths(self, ids: set[int] | None) -> list[str]:
         """Workspace files whose text, as last indexed, holds a daily-log marker of `ids`."""
         return sorted(self.store.read(lambda con: logmarks.paths_naming(con, ids)))
 

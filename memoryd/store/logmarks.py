@@ -38,8 +38,13 @@ def replace(con: Connection, path: str, ids: Iterable[int]) -> None:
         )
 
 
-def paths_naming(con: Connection, ids: Iterable[int]) -> set[str]:
-    """The workspace paths of the indexed files holding a marker of one of `ids`."""
+def paths_naming(con: Connection, ids: Iterable[int] | None) -> set[str]:
+    """The workspace paths of the indexed files holding a marker of one of `ids` (None: any)."""
+    if ids is None:
+        rows = con.execute(
+            "SELECT DISTINCT d.path FROM log_marks l JOIN documents d ON d.id = l.document_id"
+        ).fetchall()
+        return {str(r[0]) for r in rows}
     found: set[str] = set()
     for part, marks in in_batches(sorted(set(ids))):
         rows = con.execute(
