@@ -305,15 +305,19 @@ def test_an_upgraded_store_reads_a_moved_log_again_as_the_memories_log(
 
 
 @pytest.mark.sqlite_only("checkpoints copy the SQLite file")
-def test_a_checkpoint_restore_takes_its_lines_from_a_log_moved_out_since(make_app: Any) -> None:
+@pytest.mark.parametrize("move", ["moved out", "moved to the top, log folder gone"])
+def test_a_checkpoint_restore_takes_its_lines_from_a_log_moved_out_since(
+    make_app: Any, move: str
+) -> None:
     """A restore takes away the memories added since the checkpoint, and their lines, also
-    from a log moved out of the log folder after the checkpoint was made."""
+    from a log moved out of the log folder after the checkpoint was made (and with the log
+    folder gone)."""
     app = make_app(model=None)
     app.memories.add("apples were stored before the checkpoint")
     app.indexer.reconcile()
     rpc(app, "checkpoint.create", name="first")
     app.memories.add("bananas were stored after the checkpoint")
-    moved = _move_out(today_log(app), app.cfg.workspace)[0]
+    moved = MOVES[move](today_log(app), app.cfg.workspace)[0]
     app.indexer.reconcile()
     rpc(app, "checkpoint.restore", name="first")
     text = moved.read_text()

@@ -367,7 +367,7 @@ class DailyLog:
         """Remove every line whose memory no longer exists (`known(ids)` returns those that
         do): after a checkpoint restore, memories added since the checkpoint are gone from the
         store, and their lines, which no delete can reach any more, must go too."""
-        if not self.settings.enabled or not self.folder().is_dir():
+        if not self.settings.enabled:  # (no log folder: the logs moved out are read still)
             return []
         seen: set[int] = set()
         for _, ids in self._ids_by_file():
@@ -377,7 +377,7 @@ class DailyLog:
 
     def files_naming(self, ids: set[int]) -> list[Path]:
         """The log files with a line of one of these memories."""
-        if not ids or not self.settings.enabled or not self.folder().is_dir():
+        if not ids or not self.settings.enabled:
             return []
         return [path for path, named in self._ids_by_file() if named & ids]
 
@@ -387,7 +387,7 @@ class DailyLog:
         that were memories at the last look (`stored(ids)` -> those stored now) and are not
         now. An id never seen stored (a line of an older store) is never touched; the first
         look only takes stock. Files are read again only when their stat changed."""
-        if not self.settings.enabled or not self.folder().is_dir():
+        if not self.settings.enabled:
             return []
         with self._gone_lock:
             gone = self._gone(stored)
@@ -406,8 +406,6 @@ class DailyLog:
 
     def highest_id(self) -> int:
         """The highest memory id a line of the log names (0 for none)."""
-        if not self.folder().is_dir():
-            return 0
         return max((max(ids, default=0) for _, ids in self._ids_by_file()), default=0)
 
     def _ids_by_file(
