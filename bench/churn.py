@@ -19,12 +19,14 @@ same seed replays the same changes (their timing is the machine's).
 
 --memories (branch walkj12, stop 37) turns the daily log on and adds memories to the churn:
 added, updated and deleted through the socket, their log lines edited by hand (an atomic save),
-the log's last line saved without a line end, a conflict copy of the log, and every other op
-reaching the log files as any note. The checks then also say: every memory added and not
-deleted is stored, and no deleted one is (nothing acknowledged is lost, nothing forgotten comes
-back); a delete leaves its line in no file of the log folder; a memory's token finds the memory;
-and a token finds the files where it stands outside the daemon's own lines (a line of a stored
-memory whose marker still matches it is the memory's, left out of the index).
+the log's last line saved without a line end, a conflict copy of the log, a log moved, renamed
+or copied out of the log folder (branch log13, stop 38), and every other op reaching the log
+files as any note. The checks then also say: every memory added and not deleted is stored, and
+no deleted one is (nothing acknowledged is lost, nothing forgotten comes back); a delete leaves
+its line in no file of the log folder, nor in a log moved out of it in an earlier round; a
+memory's token finds the memory; and a token finds the files where it stands outside the
+daemon's own lines (a line of a stored memory whose marker still matches it is the memory's,
+left out of the index wherever the file is).
 """
 
 from __future__ import annotations
@@ -180,17 +182,21 @@ def index_docs(db: Path, dsn: str = "") -> dict[str, str]:
 
 def rows_consistent(db: Path) -> list[str]:
     """The rows that must go together do (a daily log of the daemon's own lines alone has no
-    chunks: not counted)."""
+    chunks: not counted, in the log folder or, holding the daemon's markers, elsewhere)."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     out = []
     try:
         chunks = "SELECT document_id FROM entries WHERE kind = 'chunk'"
+        marked = con.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'log_marks'"
+        ).fetchone()[0]
+        logs = " AND id NOT IN (SELECT document_id FROM log_marks)" if marked else ""
         checks = {
             "chunks without a document": f"SELECT count(*) FROM ({chunks}) "
             "WHERE document_id NOT IN (SELECT id FROM documents)",
             "documents without chunks (non-empty)": "SELECT count(*) FROM documents "
             f"WHERE size > 0 AND id NOT IN ({chunks} AND document_id IS NOT NULL)"
-            " AND path NOT LIKE 'daily/%'",
+            " AND path NOT LIKE 'daily/%'" + logs,
             "links without a document": "SELECT count(*) FROM links "
             "WHERE document_id NOT IN (SELECT id FROM documents)",
             "mentions without an entry": "SELECT count(*) FROM mentions "
@@ -209,14 +215,15 @@ def tokens_on_disk(
     ws: Path, notes: dict[str, str], stored: set[int] | None = None
 ) -> dict[str, set[str]]:
     """token -> the files holding it; with `stored` (memory ids), not counting the daemon's own
-    lines of those memories in the log folder (the index leaves them out)."""
+    lines of those memories, in the log folder or in a log moved out of it (the index leaves
+    them out wherever they are)."""
     where: dict[str, set[str]] = {}
     for rel in notes:
         try:
             text = (ws / rel).read_text(errors="replace")
         except OSError:
             continue
-        if stored is not None and rel.startswith("daily/"):
+        if stored is not None and "<!-- m:" in text:
             text = "\n".join(ln for ln in re.split(r"\r\n|\r|\n", text) if not _owned(ln, stored))
         for t in set(TOKEN.findall(text)):
             where.setdefault(t, set()).add(rel)
@@ -368,6 +375,7 @@ def main() -> int:
         for r in range(a.rounds):
             c.log.clear()
             c.problems.clear()
+            c.settled_out = set(c.moved_out)  # indexed by the last round's settle
             chosen = rng.choices(ops, weights=[weights.get(o, 1.0) for o in ops], k=a.per_round)
             for o in chosen:
                 getattr(c, "op_" + o)()

@@ -45,6 +45,10 @@ class Churn:
         self.forgotten: dict[int, str] = {}
         self.tokens: dict[int, set[str]] = {}  # every token a memory's text ever had
         self.problems: list[str] = []
+        # the logs moved or copied out of the log folder, and those the daemon has indexed
+        # (moved before this round): a delete must reach those
+        self.moved_out: set[Path] = set()
+        self.settled_out: set[Path] = set()
 
     def notes(self) -> list[Path]:
         return [
@@ -513,9 +517,9 @@ class Churn:
         self.note(f"memory delete {mid}")
         # forget means forget: the delete has returned, no regular file of the log folder
         # holds the line any more
-        for p in self._log_files():
+        for p in [*self._log_files(), *sorted(self.settled_out)]:
             with contextlib.suppress(OSError):
-                if f"<!-- m:{mid}:" in p.read_text(errors="replace"):
+                if p.is_file() and f"<!-- m:{mid}:" in p.read_text(errors="replace"):
                     self.problems.append(f"deleted memory {mid}: its line is left in {p}")
 
     def _log_files(self) -> list[Path]:
@@ -572,6 +576,26 @@ class Churn:
     def op_log_copy(self) -> None:
         self._edit_log("copy")
 
+    def op_log_move_out(self) -> None:
+        """A log moved out of the log folder (`mv daily/DATE.md archive/`), moved and renamed,
+        or copied there with the log left in place."""
+        logs = [p for p in self._log_files() if "<!-- m:" in p.read_text(errors="replace")]
+        if not logs:
+            return
+        p = self.rng.choice(logs)
+        how = self.rng.choice(["move", "rename", "copy"])
+        new = p.name if how != "rename" else f"log of {p.stem} {name(self.rng)}.md"
+        dest = self.ws / "archive" / new
+        if dest.exists():
+            return
+        dest.parent.mkdir(exist_ok=True)
+        if how == "copy":
+            shutil.copy2(p, dest)
+        else:
+            os.rename(p, dest)
+        self.moved_out.add(dest)
+        self.note(f"log {how} out {p.relative_to(self.ws)} -> {dest.relative_to(self.ws)}")
+
 
 OPS = [
     "create",
@@ -621,5 +645,13 @@ WEIGHTS = {
 
 # --memories: memories added, updated and deleted through the socket, and a person's edits of
 # the daily log files (the other ops reach those files too: they pick any note)
-MEMORY_OPS = ["mem_add", "mem_update", "mem_delete", "log_hand_edit", "log_no_eol", "log_copy"]
+MEMORY_OPS = [
+    "mem_add",
+    "mem_update",
+    "mem_delete",
+    "log_hand_edit",
+    "log_no_eol",
+    "log_copy",
+    "log_move_out",
+]
 MEMORY_WEIGHTS = {"mem_add": 4.0, "mem_update": 1.5, "mem_delete": 1.5}

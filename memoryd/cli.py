@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from memoryd import __version__
-from memoryd.core.errors import ConfigError, MemorydError
+from memoryd.core.errors import EXIT_CONFIG, EXIT_START, ConfigError, MemorydError
 
 EPILOG = """\
 examples:
@@ -53,6 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="configuration file (TOML); default $MEMORYD_CONFIG, else "
         "$XDG_CONFIG_HOME/memoryd/config.toml, else the defaults",
+    )
+    run.add_argument(
+        "--config-error-status",
+        type=_exit_status,
+        default=EXIT_CONFIG,
+        metavar="N",
+        help=f"exit status for what no restart can fix: a configuration error, a store a newer "
+        f"memoryd upgraded (default {EXIT_CONFIG}); the launchd agent "
+        "passes 0: a successful exit is the only one launchd does not restart (docs/service.md)",
     )
     run.set_defaults(func=cmd_run)
 
@@ -205,26 +214,35 @@ def main(argv: list[str] | None = None) -> int:
     daemon = args.command == "run"
     try:
         return int(args.func(args) or 0)
-    except ConfigError as exc:
-        return _fail(daemon, f"configuration error: {exc.message}", 2)
-    except MemorydError as exc:  # 2 for a store a newer memoryd upgraded (StoreTooNew)
-        return _fail(daemon, exc.message, exc.exit_status)
+    except MemorydError as exc:  # ConfigError, StoreTooNew: what no restart can fix (2)
+        status = exc.exit_status
+        if status == EXIT_CONFIG:  # the launchd agent asks for 0: launchd restarts all else
+            status = getattr(args, "config_error_status", EXIT_CONFIG)
+        prefix = "configuration error: " if isinstance(exc, ConfigError) else ""
+        return _fail(daemon, prefix + exc.message, status)
     except OSError as exc:  # a folder or file memoryd needs cannot be used: say which, no traceback
         setting = getattr(exc, "setting", None)  # the path setting it was about (daemon.run)
         where = f"{setting}: " if setting else ""
-        return _fail(daemon, f"cannot start: {where}{describe_os_error(exc)}", 1)
+        return _fail(daemon, f"cannot start: {where}{describe_os_error(exc)}", EXIT_START)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
         if type(exc).__module__ == "apsw":
-            return _fail(daemon, f"cannot open the database: {exc}", 1)
+            return _fail(daemon, f"cannot open the database: {exc}", EXIT_START)
         from memoryd.core import logsetup
 
         if not (daemon and logsetup.renders_json()):
             raise  # a bug: keep the traceback
         # a bug in the daemon: its traceback as one JSON line (the log's `exception`)
         logsetup.get_logger("memoryd").exception("stopped by an unexpected error")
-        return 1
+        return EXIT_START
+
+
+def _exit_status(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 255:
+        raise argparse.ArgumentTypeError(f"{value} is not an exit status (0 to 255)")
+    return value
 
 
 def _fail(daemon: bool, message: str, status: int) -> int:

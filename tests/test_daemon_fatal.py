@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import json
 import os
+import plistlib
 import pty
+import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from memoryd.serve import service
 
 
 def _config(tmp: Path, short: Path, **over: str) -> Path:
@@ -261,3 +266,53 @@ def test_a_log_reader_that_went_away_costs_lines_not_requests(daemon_factory: An
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+# -- what the service managers do with each exit status -----------------------------------------
+
+# (why it stops) -> whether a service manager should start it again: never for a configuration
+# error (a restart cannot fix it: systemd's unit prevents it, launchd's agent exits 0 for it),
+# always for a start that failed (the other daemon stops, the folder is fixed)
+RESTARTED = {name: name != "configuration" for name in FAILURES}
+
+
+def _service_args(manager: str, cfg: Path) -> tuple[list[str], Callable[[int], bool]]:
+    """`memoryd run`'s arguments as the installed service file gives them, and whether that
+    service manager starts it again after an exit status, read from the same file."""
+    if manager == "systemd":
+        unit = service.render_unit(sys.executable, cfg)
+        keys = dict(ln.split("=", 1) for ln in unit.splitlines() if "=" in ln and ln[0] != "#")
+        argv = shlex.split(keys["ExecStart"].replace("%%", "%"))
+        assert keys["Restart"] == "on-failure"
+        prevented = {int(s) for s in keys["RestartPreventExitStatus"].split()}
+        return argv, lambda status: status != 0 and status not in prevented
+    plist = plistlib.loads(service.render_plist(sys.executable, cfg, cfg.parent).encode())
+    assert plist["KeepAlive"] == {"SuccessfulExit": False}  # restarted unless it exits 0
+    return list(plist["ProgramArguments"]), lambda status: status != 0
+
+
+@pytest.mark.parametrize("manager", ["systemd", "launchd"])
+@pytest.mark.parametrize("name", list(FAILURES))
+def test_a_service_manager_restarts_what_a_restart_can_fix(
+    name: str, manager: str, tmp_path: Path, short_dir: Path
+) -> None:
+    make, status, words = FAILURES[name]
+    argv, restarts = _service_args(manager, make(tmp_path, short_dir))
+    assert argv[:4] == [sys.executable, "-m", "memoryd", "run"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    fatal = [json.loads(ln) for ln in done.stderr.splitlines()][-1]
+    assert fatal["event"] == "fatal" and words in fatal["error"]  # the reason, logged once
+    assert fatal["exit_status"] == done.returncode
+    assert restarts(done.returncode) == RESTARTED[name], (manager, done.returncode)
+    if manager == "systemd":
+        assert done.returncode == status  # what scripts read (memoryd run --help)
+
+
+def test_the_config_error_status_is_checked() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "memoryd", "run", "--config-error-status", "300"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "not an exit status" in done.stderr

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import older_store
 
 from memoryd.memory.dailylog import DailyLog
 from memoryd.search.searcher import SearchRequest
+from memoryd.serve import methods as api
 from memoryd.text import decoding
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
@@ -155,6 +157,10 @@ def today_log(app: Any) -> Path:
     return app.cfg.workspace / "daily" / f"{datetime.now().astimezone():%Y-%m-%d}.md"
 
 
+def rpc(app: Any, method: str, **params: Any) -> Any:
+    return api.lookup(method, params).fn(app, params)
+
+
 def hits(app: Any, query: str) -> list[tuple[str, str | None]]:
     res = app.searcher.search(SearchRequest(query=query, limit=100, record_access=False))
     return sorted((h["kind"], h.get("path")) for h in res["hits"])
@@ -191,27 +197,145 @@ def test_a_markers_hash_on_a_line_indexed_as_text_is_no_entity(make_app: Any) ->
     assert "ana lima" in keys and "de6be31d" not in keys, keys
 
 
-def test_a_delete_reaches_a_log_renamed_out_of_the_log_folder(make_app: Any) -> None:
-    """A plain `mv daily/DATE.md archive/`: the indexer sees it as a move; the file is read
-    again at its new path (its lines are text there, and how a delete finds them)."""
+def _move_out(log: Path, ws: Path) -> list[Path]:
+    """`mv daily/DATE.md archive/`."""
+    moved = ws / "archive" / log.name
+    moved.parent.mkdir()
+    os.rename(log, moved)
+    return [moved]
+
+
+def _move_out_renamed(log: Path, ws: Path) -> list[Path]:
+    """Moved and renamed, two folders down."""
+    moved = ws / "archive" / "2026" / "the day we planned.md"
+    moved.parent.mkdir(parents=True)
+    os.rename(log, moved)
+    return [moved]
+
+
+def _copy_out(log: Path, ws: Path) -> list[Path]:
+    """`cp daily/DATE.md archive/`: the log stays."""
+    copy = ws / "archive" / log.name
+    copy.parent.mkdir()
+    copy.write_bytes(log.read_bytes())
+    return [log, copy]
+
+
+def _move_to_top(log: Path, ws: Path) -> list[Path]:
+    """To the top of the workspace, and the log folder removed."""
+    moved = ws / log.name
+    os.rename(log, moved)
+    log.parent.rmdir()
+    return [moved]
+
+
+MOVES = {
+    "moved out": _move_out,
+    "moved out and renamed": _move_out_renamed,
+    "copied out": _copy_out,
+    "moved to the top, log folder gone": _move_to_top,
+}
+
+
+@pytest.mark.parametrize("move", list(MOVES))
+def test_a_log_moved_out_of_the_log_folder_is_still_the_memories_log(
+    make_app: Any, move: str
+) -> None:
+    """A log a person moved, renamed or copied elsewhere in the workspace still holds the
+    memories' own lines: each memory is found once (as the memory, not again as the file's
+    text), across a restart, and an update or a delete reaches the lines there as in the log."""
     app = make_app(model=None)
     melons = app.memories.add("melons are big and green")
-    app.memories.add("pears are soft and sweet")
+    pears = app.memories.add("pears are soft and sweet")
     app.indexer.reconcile()
-    path = today_log(app)
-    archive = app.cfg.workspace / "archive"
-    archive.mkdir()
-    moved = archive / path.name
-    os.rename(path, moved)
-    report = app.indexer.reconcile()
-    assert report.deleted == 1 and report.moved == 0
+    ws = app.cfg.workspace
+    files = MOVES[move](today_log(app), ws)
+    app.indexer.reconcile()
+    assert hits(app, "melons") == [("memory", None)]
+    assert hits(app, "pears") == [("memory", None)]
+    make_app.close(app)  # the rule holds from what the store keeps, after a restart
+    app = make_app(model=None)
+    app.indexer.reconcile()
     app.memories.delete(melons.id)
-    assert "melons" not in moved.read_text() and "pears" in moved.read_text()
+    app.memories.update(pears.id, {"content": "pears are ripe in September"})
+    for path in files:
+        text = path.read_text()
+        assert "melons" not in text and "soft" not in text, (path, text)
+        assert "pears are ripe in September" in text, (path, text)
     app.indexer.reconcile()
     assert hits(app, "melons") == []
-    os.rename(moved, path)  # and back: its lines are the memories' own again, not text
+    assert hits(app, "September") == [("memory", None)]
+    # a person's line in the moved file is text there, as in the log
+    with files[-1].open("a") as f:
+        f.write("quinces need frost first\n")
     app.indexer.reconcile()
-    assert hits(app, "pears") == [("memory", None)]
+    rel = files[-1].relative_to(ws).as_posix()
+    assert hits(app, "quinces") == [("chunk", rel)]
+    assert hits(app, "September") == [("memory", None)]
+    if move == "moved out":  # and back: the lines are the memories' own there too
+        os.rename(files[0], today_log(app))
+        app.indexer.reconcile()
+        assert hits(app, "September") == [("memory", None)]
+
+
+def test_an_upgraded_store_reads_a_moved_log_again_as_the_memories_log(
+    make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """Schema m013 (SQLite) / v12 (PostgreSQL): a log moved out of the log folder, indexed as
+    text by an older memoryd, is read again at the first reconcile: its memories are found
+    once, and a delete reaches its lines."""
+    store = older_store(monkeypatch, request, backend, "m013_log_marks", "_v12_log_marks")
+    old = make_app(model=None, **store)
+    melons = old.memories.add("melons are big and green")
+    old.indexer.reconcile()
+    moved = _move_out(today_log(old), old.cfg.workspace)[0]
+    as_before = old.indexer.preprocess  # outside the log folder, an older memoryd read it as is
+    old.indexer.preprocess = lambda rel, text: (
+        as_before(rel, text) if old.dailylog.is_log_file(rel) else text
+    )
+    old.indexer.reconcile()
+    assert hits(old, "melons") == [("chunk", "archive/" + moved.name), ("memory", None)]
+    make_app.close(old)
+    monkeypatch.undo()
+    new = make_app(model=None, **store)  # the same store, migrated
+    assert new.indexer.reconcile().indexed == 1  # the moved log, read again
+    assert hits(new, "melons") == [("memory", None)]
+    new.memories.delete(melons.id)
+    assert "melons" not in moved.read_text()
+
+
+@pytest.mark.sqlite_only("checkpoints copy the SQLite file")
+@pytest.mark.parametrize("move", ["moved out", "moved to the top, log folder gone"])
+def test_a_checkpoint_restore_takes_its_lines_from_a_log_moved_out_since(
+    make_app: Any, move: str
+) -> None:
+    """A restore takes away the memories added since the checkpoint, and their lines, also
+    from a log moved out of the log folder after the checkpoint was made (and with the log
+    folder gone)."""
+    app = make_app(model=None)
+    app.memories.add("apples were stored before the checkpoint")
+    app.indexer.reconcile()
+    rpc(app, "checkpoint.create", name="first")
+    app.memories.add("bananas were stored after the checkpoint")
+    moved = MOVES[move](today_log(app), app.cfg.workspace)[0]
+    app.indexer.reconcile()
+    rpc(app, "checkpoint.restore", name="first")
+    text = moved.read_text()
+    assert "apples" in text and "bananas" not in text, text
+    assert hits(app, "bananas") == [] and hits(app, "apples") == [("memory", None)]
+
+
+def test_a_line_quoted_in_a_note_of_a_memory_gone_is_text(make_app: Any) -> None:
+    """A marked line whose memory the store does not have is text wherever it is (the only
+    copy of its text), and so is a marked line a person edited."""
+    app = make_app(model=None)
+    app.memories.add("apricots are orange")
+    note = app.cfg.workspace / "notes" / "quoted.md"
+    note.parent.mkdir()
+    line = app.dailylog.render({"id": 999, "content": "figs are purple"}, datetime.now())
+    note.write_text(f"# Quoted\n\n{line}\n")
+    app.indexer.reconcile()
+    assert hits(app, "figs") == [("chunk", "notes/quoted.md")]
 
 
 def test_a_memorys_line_never_joins_a_persons_last_line(make_app: Any) -> None:
@@ -249,12 +373,14 @@ def test_a_forgotten_memorys_line_brought_back_by_git_is_text_not_a_memory(make_
     assert app.stats()["memories"] == 1  # the memory stays forgotten
 
 
-def test_an_import_makes_the_lines_it_names_the_memories_own(make_app: Any) -> None:
+@pytest.mark.parametrize("wanted", [41, 1], ids=["its id kept", "its id taken here"])
+def test_an_import_makes_the_lines_it_names_the_memories_own(make_app: Any, wanted: int) -> None:
     """A new store (an export to be imported into it): the log's lines are the only copy of
     those memories and are found as text; once imported they are the memories' own again,
-    found once."""
+    found once. Also when the memory is renumbered: the new store's notes took its id (the
+    log's own chunk is entry 1), and its lines name its new id."""
     app = make_app(model=None)
-    item = {"id": 41, "content": "the capybara census is on friday", "created_at": WHEN}
+    item = {"id": wanted, "content": "the capybara census is on friday", "created_at": WHEN}
     log = app.dailylog
     path = log.path_for(log._when(item))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -262,8 +388,13 @@ def test_an_import_makes_the_lines_it_names_the_memories_own(make_app: Any) -> N
     app.indexer.reconcile()
     rel = path.relative_to(app.cfg.workspace).as_posix()
     assert hits(app, "capybara") == [("chunk", rel)]
-    assert app.memories.import_items([item])["imported"] == 1
+    counts = app.memories.import_items([item])
+    assert counts["imported"] == 1 and bool(counts["renumbered"]) == (wanted == 1), counts
     assert hits(app, "capybara") == [("memory", None)]
+    new_id = counts["ids"][0]
+    assert f"<!-- m:{new_id}:" in path.read_text()
+    app.memories.delete(new_id)  # and the delete finds the line by its new id
+    assert "capybara" not in path.read_text()
 
 
 def test_memoryctl_end_to_end_a_notepad_log_keeps_its_form(daemon_factory: Any) -> None:

@@ -179,9 +179,12 @@ def test_plist_parses_with_the_expected_keys(tmp_path: Path) -> None:
         "run",
         "--config",
         "/etc/m.toml",
+        "--config-error-status",  # launchd restarts every status but 0 (test_daemon_fatal.py)
+        "0",
     ]
     assert data["RunAtLoad"] is True
     assert data["KeepAlive"] == {"SuccessfulExit": False}
+    assert data["ThrottleInterval"] == 30  # a failed start tried again each half minute
     assert data["ProcessType"] == "Adaptive"
     assert data["Umask"] == 63
     logs = tmp_path / "Library" / "Logs" / "memoryd"
@@ -462,7 +465,14 @@ def test_launchd_install_update_uninstall(
         f"launchctl kickstart {fake.target}",
     ]
     data = plistlib.loads(fake.plist.read_bytes())
-    assert data["ProgramArguments"] == [PYTHON, "-m", "memoryd", "run"]
+    assert data["ProgramArguments"] == [
+        PYTHON,
+        "-m",
+        "memoryd",
+        "run",
+        "--config-error-status",
+        "0",
+    ]
     assert stat.S_IMODE(fake.plist.stat().st_mode) == 0o644
     assert Path(data["StandardErrorPath"]).parent.is_dir()  # launchd will not create it
     assert f"$ launchctl bootstrap {domain} {fake.plist}" in capsys.readouterr().out

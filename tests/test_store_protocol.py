@@ -104,6 +104,7 @@ def test_both_schemas_have_the_columns_of_the_one_list(store: Store, backend: st
         assert _sqlite_columns(store, "entries") == entries_cols
         assert _sqlite_columns(store, "documents") == document_cols
         assert _sqlite_columns(store, "links") == link_cols
+        assert _sqlite_columns(store, "log_marks") == tables.names(tables.LOG_MARKS)
         return
     assert _pg_columns(store, "all_entries") == (*entries_cols, "workspace", "fts")
     assert _pg_columns(store, "entries") == (*entries_cols, "workspace", "fts")
@@ -114,6 +115,7 @@ def test_both_schemas_have_the_columns_of_the_one_list(store: Store, backend: st
     )
     assert _pg_columns(store, "documents") == (*document_cols, "workspace")
     assert _pg_columns(store, "links") == link_cols
+    assert _pg_columns(store, "log_marks") == tables.names(tables.LOG_MARKS)
 
 
 def test_column_ddl_per_dialect() -> None:

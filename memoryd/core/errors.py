@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import re
 
+# `memoryd run`'s exit statuses, by what stopped it; the service files act on them
+# (serve/service.py: systemd restarts 1, never 2; the launchd agent passes
+# --config-error-status 0, as launchd restarts every status but 0)
+EXIT_STOPPED = 0  # a clean stop (SIGTERM, SIGINT)
+EXIT_START = 1  # could not start or went on (another daemon, a folder it cannot use, a bug)
+EXIT_CONFIG = 2  # a configuration error: a restart cannot fix it
+
 # A value quoted back in a message: short, made of name-like characters, and without a long run
 # of letters and digits (what API keys and tokens look like). Anything else is described.
 # Brackets, quotes and ?! too: a name looked up as written ("[[Jean-Luc Picard]]", "Melanie’s").
@@ -52,9 +59,9 @@ class MemorydError(Exception):
     """Base class for errors memoryd reports to users."""
 
     code: int = -32000
-    # `memoryd run` (and `memoryd store`) exit with this when it stops them: 2 for what a
-    # restart cannot fix, which the systemd unit does not restart (RestartPreventExitStatus=2)
-    exit_status: int = 1
+    # `memoryd run` (and `memoryd store`) exit with this when it stops them: EXIT_CONFIG for
+    # what a restart cannot fix, which the service files do not restart (serve/service.py)
+    exit_status: int = EXIT_START
 
     def __init__(self, message: str, *, data: dict | None = None) -> None:
         super().__init__(message)
@@ -66,7 +73,7 @@ class ConfigError(MemorydError):
     """The configuration is invalid (names the key and what is wrong)."""
 
     code = -32010
-    exit_status = 2
+    exit_status = EXIT_CONFIG
 
 
 class InvalidInput(MemorydError):
@@ -129,7 +136,7 @@ class StoreTooNew(StoreError):
     """The store's schema was upgraded by a newer memoryd: this one cannot use it, and no
     restart will change that (exit status 2, as a configuration error)."""
 
-    exit_status = 2
+    exit_status = EXIT_CONFIG
 
 
 class DiskFull(StoreError):

@@ -183,18 +183,16 @@ def other_names(ix: Walker, state: FileState, old_shas: Iterable[str]) -> list[F
 
 
 def stat_target(ix: Walker, rel: str, target: str) -> os.stat_result:
-    """os.stat of a symlink's target, remembering the symlinks that lead nowhere (bounded)."""
+    """os.stat of a symlink's target, remembering the symlinks that lead nowhere: every one
+    (a bound would leave the rest out of the index when their files come back, until the next
+    reconcile); they are files of the workspace, and a whole walk forgets those gone."""
     try:
         st = os.stat(target)
     except FileNotFoundError:
-        if len(ix.dangling) < MAX_DANGLING:
-            ix.dangling.add(rel)
+        ix.dangling.add(rel)
         raise
     ix.dangling.discard(rel)
     return st
-
-
-MAX_DANGLING = 1000
 
 
 def dangling_back(ix: Walker) -> list[FileState]:
@@ -285,7 +283,11 @@ class Differences:
 
 
 def differences(ix: Walker, report: Any) -> Differences:
-    """Walk the workspace a folder at a time against the store."""
+    """Walk the workspace a folder at a time against the store. The walk finds again every
+    symlinked note (where it leads, or that it leads nowhere): the symlink maps hold the
+    workspace's symlinks of now, and those that events found since, never every one seen."""
+    ix.links_to.clear()
+    ix.dangling.clear()
     diff = Differences()
     for folder, found in walk(ix, report):
         ix.store.read(functools.partial(diff.folder, folder=folder, found=found))

@@ -32,10 +32,10 @@ from memoryd.index import folders
 from memoryd.index.attachments import OtherFiles
 from memoryd.index.folders import FileState, Skip, canonical, differences, walk
 from memoryd.memory.validation import check_str
-from memoryd.store import Store, docpaths, entries, links, notetext
+from memoryd.store import Store, docpaths, entries, links, logmarks, notetext
 from memoryd.store import entities as store_entities
 from memoryd.store.entries import DocumentInfo, NewChunk
-from memoryd.text import decoding, entities, markdown, notehead, obsidian
+from memoryd.text import decoding, entities, logmarkers, markdown, notehead, obsidian
 from memoryd.text.decoding import LEGACY
 from memoryd.text.pathrules import PathRules, path_accepted, shown, valid_name
 
@@ -240,8 +240,7 @@ class Indexer:
                 if not self._inside(target):
                     raise Skip("symlink leads outside the workspace")
                 real = target
-                if len(self.links_to) < MAX_SKIPPED_LISTED or target in self.links_to:
-                    self.links_to.setdefault(target, set()).add(rel)
+                self.links_to.setdefault(target, set()).add(rel)
                 st = folders.stat_target(self, rel, real)
         except FileNotFoundError:
             raise
@@ -451,7 +450,9 @@ class Indexer:
             old = by_sha[sha].pop(0)
             # chunks and vectors stay; the mentions are read again, as the file name is a form
             # of the note's title (`[[new-name]]` names it, `[[old-name]]` in no new note does)
-            text, fm, body, first = self._front(state.path, self._text(state, data))
+            text, fm, body, first = self._front(
+                state.path, self._preprocessed(state.path, self._decoded(state, data))
+            )
             mentions = entities.extract_document(fm, body, first, text, state.path)
 
             def move(con: Any) -> None:
@@ -463,7 +464,9 @@ class Indexer:
             report.moved += 1
             log.info("moved", path=state.path, old_path=old)
             return old
-        note = self._parse(state.path, self._text(state, data))
+        raw = self._decoded(state, data)
+        note = self._parse(state.path, self._preprocessed(state.path, raw))
+        marks = logmarkers.marker_ids(raw)  # before the daily log blanks its own lines
         doc = DocumentInfo(state.path, sha, state.size, state.mtime, note.fm.raw)
         new_chunks = [
             NewChunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
@@ -485,6 +488,7 @@ class Indexer:
             )
             notetext.refresh(con, state.path)  # the whole note's keyword row (issue 19.2)
             links.replace_links(con, state.path, note.links)
+            logmarks.replace(con, state.path, marks)
             _set_dates(con, state.path, fm, now)
             # after the dates: each mention carries its chunk's
             store_entities.index_document(con, state.path, note.mentions)
@@ -507,16 +511,19 @@ class Indexer:
 
     def _reads_alike(self, old: str, state: FileState, data: bytes) -> bool:
         """Whether a file moved from `old` reads the same at its new path: the preprocess hook
-        reads by path (a daily log moved out of the log folder is read as text there, and its
-        markers are how a delete finds the lines), so its chunks are kept only if so."""
+        may read by path (the daily log's header is its own in the log folder), so its chunks
+        are kept only if so."""
         if self.preprocess is None:
             return True
         text = decoding.decode(data)[0]
         return self.preprocess(old, text) == self.preprocess(state.path, text)
 
-    def _text(self, state: FileState, data: bytes) -> str:
-        """The file's text as indexed: decoded (a warning when bytes were replaced) and through
-        the preprocess hook."""
+    def _preprocessed(self, path: str, text: str) -> str:
+        """The file's text as indexed: through the preprocess hook."""
+        return text if self.preprocess is None else self.preprocess(path, text)
+
+    def _decoded(self, state: FileState, data: bytes) -> str:
+        """The file's text (a warning when bytes were replaced)."""
         text, encoding, lossy = decoding.decode(data)
         if lossy:
             log.warning(
@@ -526,7 +533,7 @@ class Indexer:
             )
         elif encoding.endswith(LEGACY):
             log.info("not UTF-8: its other bytes read as Windows-1252", path=state.path)
-        return text if self.preprocess is None else self.preprocess(state.path, text)
+        return text
 
     def _front(self, path: str, text: str) -> tuple[str, markdown.FrontMatter, str, int]:
         """The note's text with its line ends made "\n", its front matter (a warning when it

@@ -186,13 +186,14 @@ def restore(
         "checkpoint restored", name=name, kind=kind, migrated=migrated, safety_copy=safety.stem
     )
     after_restore()
-    # lines of memories the restore took away (added after the checkpoint) leave the daily log
+    report = reconcile()  # first: the files the checkpoint does not know are indexed too
+    # lines of memories the restore took away (added after the checkpoint) leave the daily log,
+    # and the files the index says hold their markers (a log moved out of the log folder since)
     rewritten = dailylog.forget_unknown(
         lambda ids: store.read(lambda con: entries.memory_ids_among(con, ids))
     )
     if rewritten:
         sync_paths(rewritten)
-    report = reconcile()
     return {
         "restored": name,
         "kind": kind,

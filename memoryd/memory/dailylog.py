@@ -24,8 +24,10 @@ No feedback loop, by design:
 Forget means forget:
   Deleting a memory removes its lines (found by their marker id, edited or not) from the log
   file holding them and from the conflict copies a sync tool made beside it (files whose names
-  hold its name), else from any log file, else from any file elsewhere that the index
-  says holds them. Changing a memory rewrites its own line; a line a person
+  hold its name), else from any log file, and from every file of the workspace that the index
+  says holds them (store/logmarks.py: a log moved out of the log folder, renamed or copied,
+  whose unedited lines are blanked there as in the log, so each memory is found once). Changing
+  a memory rewrites its own lines wherever they are; a line a person
   edited stays as they wrote it, with the memory's new line under it. Such a rewrite is atomic
   (a temp file in the same folder, fsync, rename) under the same lock as appends; the caller
   then re-indexes the file at once, so the watcher's later event finds the new hash already
@@ -55,6 +57,7 @@ from memoryd.core.fsutil import SHARED_DIR, atomic_write, make_dirs, within
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import parse_time
 from memoryd.text import decoding, secretguard
+from memoryd.text.logmarkers import marker_ids
 
 log = get_logger("memoryd.memory.dailylog")
 
@@ -86,15 +89,7 @@ class DailyLogSettings(Protocol):
 
 _LINE_ENDS = re.compile(r"(\r\n|\r|\n)")
 
-_MARKER_IDS = re.compile(r"<!-- m:(?P<id>\d+):[0-9a-f]{8} -->[ \t]*(?=[\r\n]|\Z)")
-
-
 MAX_WAITING = 10_000  # lines kept for a workspace folder that is gone; the memories are stored
-
-
-def marker_ids(text: str) -> set[int]:
-    """The memory ids of the daily-log markers that end lines of `text`."""
-    return {int(m.group("id")) for m in _MARKER_IDS.finditer(text)}
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -240,14 +235,14 @@ class DailyLog:
         settings: DailyLogSettings,
         *,
         clock: Callable[[], float] = time.time,
-        elsewhere: Callable[[set[int]], Iterable[str]] | None = None,
+        elsewhere: Callable[[set[int] | None], Iterable[str]] | None = None,
         known: Callable[[set[int]], set[int]] | None = None,
     ) -> None:
         self.workspace = Path(workspace)
         self.settings = settings
         self.clock = clock
-        # elsewhere(ids) -> workspace paths outside the log folder whose indexed text holds
-        # the marker of one of these memories (a log file moved or copied elsewhere)
+        # elsewhere(ids) -> workspace paths of the indexed files holding the marker of one of
+        # these memories (None: of any; a log file moved or copied out of the log folder)
         self.elsewhere = elsewhere
         # known(ids) -> those that are memories now (None: all are): a line whose memory the
         # store does not have is indexed as text (see preprocess)
@@ -372,7 +367,7 @@ class DailyLog:
         """Remove every line whose memory no longer exists (`known(ids)` returns those that
         do): after a checkpoint restore, memories added since the checkpoint are gone from the
         store, and their lines, which no delete can reach any more, must go too."""
-        if not self.settings.enabled or not self.folder().is_dir():
+        if not self.settings.enabled:  # (no log folder: the logs moved out are read still)
             return []
         seen: set[int] = set()
         for _, ids in self._ids_by_file():
@@ -382,7 +377,7 @@ class DailyLog:
 
     def files_naming(self, ids: set[int]) -> list[Path]:
         """The log files with a line of one of these memories."""
-        if not ids or not self.settings.enabled or not self.folder().is_dir():
+        if not ids or not self.settings.enabled:
             return []
         return [path for path, named in self._ids_by_file() if named & ids]
 
@@ -392,7 +387,7 @@ class DailyLog:
         that were memories at the last look (`stored(ids)` -> those stored now) and are not
         now. An id never seen stored (a line of an older store) is never touched; the first
         look only takes stock. Files are read again only when their stat changed."""
-        if not self.settings.enabled or not self.folder().is_dir():
+        if not self.settings.enabled:
             return []
         with self._gone_lock:
             gone = self._gone(stored)
@@ -411,8 +406,6 @@ class DailyLog:
 
     def highest_id(self) -> int:
         """The highest memory id a line of the log names (0 for none)."""
-        if not self.folder().is_dir():
-            return 0
         return max((max(ids, default=0) for _, ids in self._ids_by_file()), default=0)
 
     def _ids_by_file(
@@ -421,9 +414,12 @@ class DailyLog:
         seen: dict[Path, tuple[tuple[int, int], set[int]]] | None = None,
     ) -> Iterator[tuple[Path, set[int]]]:
         """Each log file with the memory ids its lines name (a file that cannot be read as a
-        log file left out). With `before` (path -> (stat, ids) of an earlier look), a file whose
-        mtime and size are unchanged is not read again; `seen` gets this look's."""
-        for path in self._log_files(exclude=set()):
+        log file left out), then each file elsewhere that the index says holds markers (a log
+        moved out of the log folder). With `before` (path -> (stat, ids) of an earlier look), a
+        file whose mtime and size are unchanged is not read again; `seen` gets this look's."""
+        files = list(self._log_files(exclude=set()))
+        known = set(files)
+        for path in [*files, *(p for p in self._marked(None) if p not in known)]:
             try:
                 self._check_inside(path.parent)
                 if before is None:
@@ -443,6 +439,20 @@ class DailyLog:
                 continue
             yield path, ids
 
+    def renumber(
+        self, moved: dict[int, int], records: Callable[[list[int]], dict[int, dict[str, Any]]]
+    ) -> list[Path]:
+        """The lines of memories an import renumbered (old id -> new: the old one was handed
+        out here before, as in a new store whose notes took those ids) name their new id, as
+        the memory is now (`records(ids)`): a line naming an id the store does not have is
+        text, and each such memory would be found twice. An old id that is a memory here
+        names that memory's lines: left alone."""
+        stored = self._stored(set(moved), "import")
+        now = records(sorted(new for old, new in moved.items() if old not in stored))
+        found = {old: now[new] for old, new in moved.items() if new in now}
+        changes: dict[int, dict[str, Any] | None] = dict(found)
+        return self._rewrite(changes, list(found.values())) if found else []
+
     def rewrite(self, record: dict[str, Any]) -> list[Path]:
         """Replace a memory's line with its current text (after an update or a redaction)."""
         return self._rewrite({int(record["id"]): record}, [record])
@@ -451,21 +461,23 @@ class DailyLog:
         self, changes: dict[int, dict[str, Any] | None], records: list[dict[str, Any]]
     ) -> list[Path]:
         folder = self.folder()
-        if not folder.is_dir():
-            return []
         try:
             self._check_inside(folder)
         except OSError as exc:
             log.error("daily log rewrite refused", path=str(folder), error=str(exc))
             return []
+        # (a log folder that is gone: only the files the index names, below)
         # The file each memory was appended to (by the configured `filename`, which may add
         # folders), then every other log file under the folder, at any depth: a line is found
         # wherever the layout put it, also after `filename` changed.
-        likely = {self.path_for(self._when(r)) for r in records}
+        # Then every file the index says holds their markers (a log moved out of the log
+        # folder, renamed, copied): its own lines are the memories', as in the log.
+        here = folder.is_dir()
+        likely = {self.path_for(self._when(r)) for r in records} if here else set()
         changed: list[Path] = []
-        pending, done = set(changes), set[Path]()
+        pending, done = set(changes) if here else set(), set[Path]()
         with self.lock:
-            for path in self._candidates(likely, pending):
+            for path in self._candidates(likely):
                 if not pending:
                     break
                 done.add(path)
@@ -476,6 +488,9 @@ class DailyLog:
                     if sibling not in done:
                         done.add(sibling)
                         self._rewrite_file(sibling, changes, changed)
+            for path in self._marked(set(changes)):
+                if path not in done:
+                    self._rewrite_file(path, changes, changed)
         return changed
 
     def _rewrite_file(
@@ -502,24 +517,21 @@ class DailyLog:
     def _line_for(self, record: dict[str, Any]) -> str:
         return self.render(record, self._when(record))
 
-    def _candidates(self, likely: set[Path], pending: set[int]) -> Iterator[Path]:
-        """Files that may hold the lines: the likely ones, every log file, then (while lines
-        are still missing) files elsewhere in the workspace that the index says hold them."""
-        seen = set(likely)
+    def _candidates(self, likely: set[Path]) -> Iterator[Path]:
+        """Files that may hold the lines: the likely ones, then every log file."""
         yield from sorted(likely)
-        for path in self._log_files(exclude=likely):
-            seen.add(path)
-            yield path
-        if pending and self.elsewhere is not None:
-            try:
-                found = sorted(set(self.elsewhere(set(pending))))
-            except Exception as exc:  # the index is a hint: a failure never blocks a delete
-                log.warning("daily log lines elsewhere not looked up", error=str(exc))
-                return
-            for rel in found:
-                path = self.workspace / rel
-                if path not in seen:
-                    yield path
+        yield from self._log_files(exclude=likely)
+
+    def _marked(self, ids: set[int] | None) -> list[Path]:
+        """The workspace files the index says hold a marker of one of `ids` (None: any)."""
+        if self.elsewhere is None:
+            return []
+        try:
+            found = sorted(set(self.elsewhere(ids)))
+        except Exception as exc:  # the index is a hint: a failure never blocks a delete
+            log.warning("daily log lines elsewhere not looked up", error=str(exc))
+            return []
+        return [self.workspace / rel for rel in found]
 
     def _log_files(self, exclude: set[Path]) -> Iterator[Path]:
         """Every .md file under the log folder (not following symlinked folders), in order."""
@@ -534,12 +546,15 @@ class DailyLog:
                         yield path
 
     def preprocess(self, relpath: str, text: str) -> str:
-        """Blank the log's own heading and the daemon's own, unedited lines of memories the
-        store has (see the module docstring): neither is worth a chunk of its own. The line of
-        a memory the store does not have is the only copy of its text left (a store restored
-        from an older copy, a log brought back by `git checkout`): it is indexed as text, so
-        what the file shows can be found."""
-        if not self.is_log_file(relpath):
+        """Blank the daemon's own, unedited lines of memories the store has (see the module
+        docstring), in any file: a log a person moved out of the log folder, renamed or copied
+        still holds the memories' lines, and indexing them there would show each memory twice.
+        The log's heading goes too, in the log folder and in a file holding such lines. Neither
+        is worth a chunk of its own. The line of a memory the store does not have is the only
+        copy of its text left (a store restored from an older copy, a log brought back by
+        `git checkout`): it is indexed as text, so what the file shows can be found."""
+        in_folder = self.is_log_file(relpath)
+        if not in_folder and "<!-- m:" not in text:
             return text
         header = self._header_pattern()
         # lines and their ends alternate; every line end counts, as the indexer counts them (a
@@ -554,6 +569,8 @@ class DailyLog:
             elif header is not None and header.fullmatch(line.strip()) is not None:
                 parts[i] = ""
         stored = self._stored(set(own.values()), relpath) if own else set()
+        if not in_folder and not stored:
+            return text  # a note that holds no line of a memory (a line quoted, edited)
         for i, entry_id in own.items():
             if entry_id in stored:
                 parts[i] = ""

@@ -10,7 +10,6 @@ index.
 from __future__ import annotations
 
 import builtins  # the class has a method named `list`: annotations after it say builtins.list
-import functools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -102,7 +101,7 @@ class Memories:
         on_changed: Iterable[Callable[[], object]] = (),
         on_updated: Iterable[Callable[[dict[str, Any]], object]] = (),
         on_removed: Iterable[Callable[[list[dict[str, Any]]], object]] = (),
-        on_imported: Iterable[Callable[[Any], object]] = (),
+        on_imported: Iterable[Callable[[dict[str, Any]], object]] = (),
         copies_since: Callable[[float], list[dict[str, Any]]] | None = None,
         secrets_mode: str = "refuse",
         temporary_ttl: float = 7 * 86400,
@@ -119,7 +118,7 @@ class Memories:
         # near_duplicates(content, namespace) -> [{id, similarity}]: set by the App
         self.near_duplicates = near_duplicates
         # on_added / on_updated / on_removed: the daily log appends, rewrites or forgets a
-        # memory's line, on_imported(transfer.Imported) renumbers and reads lines (an import);
+        # memory's line, on_imported(counts) reads lines that name ids stored again (an import);
         # on_changed wakes the embed worker and the trigger index.
         self.on_added = list(on_added)
         self.on_changed = list(on_changed)
@@ -391,9 +390,10 @@ class Memories:
         allow_secrets: object = False,
         dry_run: object = False,
     ) -> dict[str, Any]:
-        """Store exported memories, all or nothing. Each item is checked exactly as `add` checks
-        (plus the fields only an export carries); an error names the item's line, counted from
-        `first_line` (the file's line of the first item). dry_run: check and count only."""
+        """Store exported memories, all or nothing. Each item is checked exactly as `add`
+        checks (plus the fields only an export carries); an error names the item's line,
+        counted from `first_line` (the file's line of the first item). dry_run: check and
+        count only (a client sending a large file in batches checks them all first)."""
         from memoryd.memory import transfer
 
         if not isinstance(items, list):
@@ -420,11 +420,11 @@ class Memories:
                 **self.store.read(lambda con: transfer.plan_items(con, checked)),
                 "dry_run": True,
             }
-        moved: builtins.list[tuple[int, int, str]] = []  # (old id, new id, content)
         for attempt in range(3):
             try:
-                store = functools.partial(transfer.store_items, items=checked, now=now, moved=moved)
-                counts = self.store.run_write(store, durable=True)
+                counts = self.store.run_write(
+                    lambda con: transfer.store_items(con, checked, now=now), durable=True
+                )
                 break
             except Exception as exc:
                 # another daemon stored one of these texts meanwhile: the whole import was
@@ -433,7 +433,7 @@ class Memories:
                     raise
         if counts["imported"]:
             self._changed()
-            self._run(self.on_imported, transfer.Imported(list(counts.get("ids") or []), moved))
+            self._run(self.on_imported, counts)  # its ids, and those renumbered
         log.info("imported", **{k: v for k, v in counts.items() if isinstance(v, int)})
         return counts
 

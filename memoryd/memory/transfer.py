@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,16 +29,6 @@ from memoryd.store import lifecycle as lcstore
 from memoryd.store import transfer as tstore
 from memoryd.store.protocol import Connection
 from memoryd.text import secretguard
-
-
-@dataclass(frozen=True)
-class Imported:
-    """What an import stored, for the hooks that follow it: the new memories' ids, and the
-    (old id, new id, content) of those renumbered (their id was taken in this store)."""
-
-    ids: list[int]
-    moved: list[tuple[int, int, str]]
-
 
 # Fields of an exported item that are not memory fields (checked here, not by check_fields).
 EXTRAS = frozenset({"id", "kind", "content_hash", "history", "access_log", "vector", "model"})
@@ -150,19 +139,10 @@ def check_extras(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def store_items(
-    con: Connection,
-    items: list[dict[str, Any]],
-    *,
-    now: float,
-    moved: list[tuple[int, int, str]] | None = None,
-) -> dict[str, Any]:
+def store_items(con: Connection, items: list[dict[str, Any]], *, now: float) -> dict[str, Any]:
     """Insert checked items (Memories.import_items) inside the caller's transaction. An item's
     vector is stored when it is of the model texts are embedded with (a new daemon's, whose first
-    backfill of the notes may take hours, too: every vector dropped was embedded again).
-    `moved` gets (old id, new id, content) of each item renumbered (emptied first: a retry)."""
-    if moved is not None:
-        moved.clear()
+    backfill of the notes may take hours, too: every vector dropped was embedded again)."""
     active = vectors.embedding_model(con)
     counts: dict[str, Any] = {"imported": 0, "skipped_duplicates": 0, "vectors": 0}
     renumbered: list[dict[str, int]] = []
@@ -180,8 +160,6 @@ def store_items(
         entry_id = tstore.insert_memory(con, v, wanted if keep else None)
         if wanted is not None and wanted != entry_id:
             renumbered.append({"from": wanted, "to": entry_id})
-            if moved is not None:
-                moved.append((wanted, entry_id, v["content"]))
         ids.append(entry_id)
         lifecycle.set_triggers(con, entry_id, v.get("triggers") or [])
         for ts, field, old, new in v["history"]:

@@ -25,8 +25,8 @@ from memoryd.index.embed import ModelHolder, background_threads, load_embedder, 
 from memoryd.index.embedworker import EmbedWorker
 from memoryd.index.indexer import Indexer
 from memoryd.index.watcher import Watcher
-from memoryd.memory import checkpoints, dailyrenumber, lifecycle
-from memoryd.memory.dailylog import DailyLog, marker_ids
+from memoryd.memory import checkpoints, lifecycle
+from memoryd.memory.dailylog import DailyLog
 from memoryd.memory.memories import Memories
 from memoryd.notes.notes import Notes
 from memoryd.search.fuzzy import FuzzyMatcher
@@ -40,7 +40,7 @@ from memoryd.serve.workspaceguard import (
     prepare_dirs,
     prepare_workspace,
 )
-from memoryd.store import docpaths, entries, ftsprune
+from memoryd.store import docpaths, entries, ftsprune, logmarks
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
 from memoryd.text import entity_typer
@@ -217,22 +217,28 @@ class App:
             self.dailylog.team = True
             self._forget_gone()  # takes stock of the memories the daily log names
 
-    def _marked_paths(self, ids: set[int]) -> list[str]:
-        """Workspace files whose indexed text holds the daily-log marker of one of `ids`."""
-        rows = self.store.read(entries.chunks_with_markers)
-        return sorted({p for p, text in rows if marker_ids(text) & ids})
+    def _marked_paths(self, ids: set[int] | None) -> list[str]:
+        """Workspace files whose text, as last indexed, holds a daily-log marker of `ids`."""
+        return sorted(self.store.read(lambda con: logmarks.paths_naming(con, ids)))
 
     def _log_rewritten(self, paths: list[Path]) -> None:
         """The daily log was rewritten by us: index it now (the watcher then finds nothing new)."""
         if paths:
             self.indexer.sync_paths(paths)
 
-    def _log_read_again(self, imported: Any) -> None:
+    def _log_read_again(self, counts: dict[str, Any]) -> None:
         """Memories were imported with ids the daily log names (an export brought into a new
-        store), or renumbered, their lines naming old ids (dailyrenumber): those lines, indexed
-        as text while the store did not have them, are the memories' own now. Read them again."""
-        moved = dailyrenumber.renumber(self.dailylog, imported.moved)
-        paths = sorted({*moved, *self.dailylog.files_naming(set(imported.ids))})
+        store): those lines, indexed as text while the store did not have them, are the
+        memories' own now (a memory renumbered, its id taken here, has its lines name its new
+        id first: DailyLog.renumber). Read those log files again."""
+        moved = {int(r["from"]): int(r["to"]) for r in counts.get("renumbered") or []}
+        if moved:
+
+            def records(ids: list[int]) -> dict[int, dict[str, Any]]:
+                return self.store.read(lambda con: entries.get_many(con, ids))
+
+            self._log_rewritten(self.dailylog.renumber(moved, records))
+        paths = self.dailylog.files_naming(set(counts.get("ids") or []))
         rels = [path.relative_to(self.cfg.workspace).as_posix() for path in paths]
 
         def forget(con: Any) -> None:

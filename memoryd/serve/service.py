@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memoryd.core.errors import ConfigError
+from memoryd.core.errors import EXIT_CONFIG, EXIT_STOPPED, ConfigError
 from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, atomic_write, make_dirs
 
 LABEL = "io.memoryd.daemon"
@@ -35,6 +35,7 @@ BOOTOUT_WAIT = 10.0
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 MACOS_PATH = "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin"
 FILE_MODE = 0o644
+THROTTLE_S = 30  # launchd: the least time between two starts (its default is 10)
 
 SERVICE_TEMPLATE = """\
 # memoryd as a systemd user service; written by `memoryd service install`.
@@ -52,9 +53,9 @@ ExecStart={exec_start}
 ExecReload=/bin/kill -HUP $MAINPID
 Restart=on-failure
 RestartSec=2
-# 2: what a restart cannot fix, a configuration error or a store a newer memoryd upgraded
-# (the reason is in the journal)
-RestartPreventExitStatus=2
+# {config_status}: what a restart cannot fix, a configuration error or a store a newer memoryd
+# upgraded (the reason is in the journal)
+RestartPreventExitStatus={config_status}
 WatchdogSec=30s
 TimeoutStopSec=30s
 UMask=0077
@@ -121,7 +122,7 @@ def render_unit(python: str, config: Path | None) -> str:
 
 
 def _unit(exec_start: str, path: str) -> str:
-    return SERVICE_TEMPLATE.format(exec_start=exec_start, path=path)
+    return SERVICE_TEMPLATE.format(exec_start=exec_start, path=path, config_status=EXIT_CONFIG)
 
 
 def render_socket() -> str:
@@ -132,9 +133,19 @@ def render_plist(python: str, config: Path | None, home: Path) -> str:
     logs = home / "Library" / "Logs" / "memoryd"
     data = {
         "Label": LABEL,
-        "ProgramArguments": exec_args(python, config),
+        # launchd restarts every exit status but 0 (KeepAlive has no per-status exception, as
+        # systemd's RestartPreventExitStatus): a configuration error exits 0 here, so the agent
+        # stops with one log line instead of failing again every ThrottleInterval for ever
+        "ProgramArguments": [
+            *exec_args(python, config),
+            "--config-error-status",
+            str(EXIT_STOPPED),
+        ],
         "RunAtLoad": True,
         "KeepAlive": {"SuccessfulExit": False},
+        # a start that fails (another daemon, a folder it cannot use) is tried again after
+        # 30 s, not 10: one log line a half minute; a daemon that ran longer restarts at once
+        "ThrottleInterval": THROTTLE_S,
         "ProcessType": "Adaptive",
         "Umask": 0o077,
         "ExitTimeOut": 30,

@@ -524,18 +524,6 @@ def vocabulary(con: Connection) -> list[tuple[str, int]]:
     return [(str(t), int(d)) for t, d in con.execute(f"SELECT term, doc FROM {table}")]
 
 
-def chunks_with_markers(con: Connection) -> list[tuple[str, str]]:
-    """(path, content) of every chunk holding a daily-log marker (`<!-- m:`): a memory's line
-    a person moved out of the log folder (an archived log) is indexed there as text."""
-    return [
-        (str(p), str(c))
-        for p, c in con.execute(
-            "SELECT d.path, e.content FROM entries e JOIN documents d ON d.id = e.document_id"
-            " WHERE e.kind = 'chunk' AND e.content LIKE '%<!-- m:%'"
-        )
-    ]
-
-
 def memory_ids_among(con: Connection, ids: Iterable[int]) -> set[int]:
     """Those of `ids` that are memories now."""
     found: set[int] = set()

@@ -409,6 +409,30 @@ def m013_declared(con: apsw.Connection) -> None:
     entities.reindex_memories(con)
 
 
+def m014_log_marks(con: apsw.Connection) -> None:
+    """The daily-log markers each file holds (store/logmarks.py): a memory's lines are found in
+    a log moved out of the log folder, whose own lines the index now leaves out as the log's.
+    The files whose indexed text holds a marker (such a log, read as text until now; a line a
+    person edited) are read again at the next reconcile, which fills their rows."""
+    con.execute(
+        f"""
+        CREATE TABLE log_marks(
+            {tables.create_columns(tables.LOG_MARKS, "sqlite", " " * 12)}
+        );
+        CREATE INDEX log_marks_document ON log_marks(document_id);
+        CREATE INDEX log_marks_memory ON log_marks(memory_id);
+        """
+    )
+    con.execute(READ_MARKED_AGAIN)
+
+
+# the documents with a chunk holding a daily-log marker: read again at the next reconcile
+READ_MARKED_AGAIN = (
+    "UPDATE documents SET sha256 = '', mtime = -1 WHERE id IN (SELECT document_id FROM entries"
+    " WHERE kind = 'chunk' AND content LIKE '%<!-- m:%')"
+)
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
@@ -423,6 +447,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m011_note_titles,
     m012_paired,
     m013_declared,
+    m014_log_marks,
 ]
 
 

@@ -48,6 +48,7 @@ CHECKED = (
     "triggers",
     "access_log",
     "links",
+    "log_marks",
     "mentions",
 )
 
@@ -374,6 +375,18 @@ def _write(
         ((doc_map[int(r[0])], *r[1:]) for r in pc.sqlite_rows(lite, "links", pc.LINK_COLUMNS)),
         label="links",
         total=pc.count_rows(lite, "SELECT count(*) FROM links"),
+        progress=progress,
+    )
+    pc.copy_rows(
+        raw,
+        "log_marks",
+        pc.LOG_MARK_COLUMNS,
+        (
+            (doc_map[int(r[0])], *r[1:])
+            for r in pc.sqlite_rows(lite, "log_marks", pc.LOG_MARK_COLUMNS)
+        ),
+        label="log marks",
+        total=pc.count_rows(lite, "SELECT count(*) FROM log_marks"),
         progress=progress,
     )
     entity_map = pc.copy_entities(raw, lite)

@@ -98,6 +98,17 @@ LINKS: tuple[Column, ...] = (
     _c("kind", "TEXT NOT NULL CHECK (kind IN ('wiki', 'markdown'))"),
 )
 
+# the daily-log markers each indexed file holds, by the memory's id (m013; PostgreSQL v12;
+# store/logmarks.py): how a memory's lines are found in a log a person moved or copied
+LOG_MARKS: tuple[Column, ...] = (
+    _c(
+        "document_id",
+        "INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE",
+        "BIGINT NOT NULL REFERENCES all_documents(id) ON DELETE CASCADE",
+    ),
+    _c("memory_id", "INTEGER NOT NULL"),
+)
+
 
 # Entities (m006; PostgreSQL v2): who and what the entries mention. `mentions` is a derived
 # count kept by triggers on `mentions`, as are the co-mention counts in `relations`.

@@ -31,6 +31,7 @@ Progress = Callable[[str, int, int], None]
 ENTRY_COLUMNS = tables.names(tables.ENTRIES)
 DOCUMENT_COLUMNS = tables.names(tables.DOCUMENTS)
 LINK_COLUMNS = tables.names(tables.LINKS)[1:]  # a link's id is the new database's
+LOG_MARK_COLUMNS = tables.names(tables.LOG_MARKS)
 MENTION_COLUMNS = tables.names(tables.MENTIONS)
 BATCH = 5000  # rows between two progress reports
 MARKER = "sqlite_copy:"  # meta key prefix: a store copied into this database, by workspace id
@@ -59,6 +60,7 @@ def sqlite_counts(con: Connection) -> dict[str, int]:
         "triggers": count_rows(con, "SELECT count(*) FROM triggers"),
         "access_log": count_rows(con, "SELECT count(*) FROM access_log"),
         "links": count_rows(con, "SELECT count(*) FROM links"),
+        "log_marks": count_rows(con, "SELECT count(*) FROM log_marks"),
         "mentions": count_rows(con, "SELECT count(*) FROM mentions"),
         "vectors": 0,
     }
@@ -359,6 +361,11 @@ def target_counts(
         "documents": count("SELECT count(*) FROM all_documents WHERE workspace = %s", [workspace]),
         "links": count(
             "SELECT count(*) FROM links l JOIN all_documents d ON d.id = l.document_id"
+            " WHERE d.workspace = %s",
+            [workspace],
+        ),
+        "log_marks": count(
+            "SELECT count(*) FROM log_marks l JOIN all_documents d ON d.id = l.document_id"
             " WHERE d.workspace = %s",
             [workspace],
         ),

@@ -546,6 +546,22 @@ def _v12_declared(cur: psycopg.Cursor) -> None:
     entities.reindex_memories(PgConnection(cur.connection), "all_entries")
 
 
+def _v13_log_marks(cur: psycopg.Cursor) -> None:
+    """The daily-log markers each file holds (SQLite: migrations.m014 says why); every
+    workspace's files whose indexed text holds a marker are read again."""
+    cur.execute(
+        f"""
+        CREATE TABLE log_marks(
+            {tables.create_columns(tables.LOG_MARKS, "postgres", _INDENT)}
+        );
+        CREATE INDEX log_marks_document ON log_marks(document_id);
+        CREATE INDEX log_marks_memory ON log_marks(memory_id);
+        UPDATE all_documents SET sha256 = '', mtime = -1 WHERE id IN (SELECT document_id
+            FROM all_entries WHERE kind = 'chunk' AND content LIKE '%<!-- m:%');
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
@@ -559,6 +575,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v10_note_titles,
     _v11_paired,
     _v12_declared,
+    _v13_log_marks,
 ]
 
 
