@@ -281,10 +281,10 @@ def test_a_log_moved_out_of_the_log_folder_is_still_the_memories_log(
 def test_an_upgraded_store_reads_a_moved_log_again_as_the_memories_log(
     make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
-    """Schema m013 (SQLite) / v12 (PostgreSQL): a log moved out of the log folder, indexed as
+    """Schema m014 (SQLite) / v13 (PostgreSQL): a log moved out of the log folder, indexed as
     text by an older memoryd, is read again at the first reconcile: its memories are found
     once, and a delete reaches its lines."""
-    store = older_store(monkeypatch, request, backend, "m013_log_marks", "_v12_log_marks")
+    store = older_store(monkeypatch, request, backend, "m014_log_marks", "_v13_log_marks")
     old = make_app(model=None, **store)
     melons = old.memories.add("melons are big and green")
     old.indexer.reconcile()

@@ -31,6 +31,17 @@ UNIT = ROOT / "systemd" / "memoryd.service"
 SERVICE_MD = ROOT / "docs" / "service.md"
 
 
+def _last_steps() -> tuple[str, str]:
+    """The newest migration of each backend: an older store is one step before it."""
+    from memoryd.store import migrations
+    from memoryd.store.pg import schema
+
+    return migrations.MIGRATIONS[-1].__name__, schema.MIGRATIONS[-1].__name__
+
+
+_LAST = _last_steps()
+
+
 def _not_restarted() -> set[int]:
     """The exit statuses the systemd unit does not restart (RestartPreventExitStatus=)."""
     found = re.search(r"^RestartPreventExitStatus=(.+)$", UNIT.read_text(), re.M)
@@ -132,7 +143,7 @@ def test_status_lists_the_copy_an_upgrade_made(
         app = make_app(model=None)
         assert app.status()["migration_backups"] == []
         return
-    store = older_store(monkeypatch, request, backend, "m012_paired", "_v11_paired")
+    store = older_store(monkeypatch, request, backend, *_LAST)
     old = make_app(model=None, **store)
     old.memories.add("a memory from before the upgrade")
     old.close()
@@ -425,7 +436,7 @@ def test_upgrading_again_after_going_back_copies_the_store_again(
     existed), so going back a second time lost every memory added in between."""
     from conftest import older_store
 
-    store = older_store(monkeypatch, request, "sqlite", "m012_paired", "_v11_paired")
+    store = older_store(monkeypatch, request, "sqlite", *_LAST)
     older = make_app(model=None, **store)
     older.memories.add("before the first upgrade")
     older.close()
@@ -436,14 +447,14 @@ def test_upgrading_again_after_going_back_copies_the_store_again(
     backup = data / f"memoryd.db.pre-v{_known('sqlite')}.bak"
     (data / "memoryd.db").rename(data / "memoryd.db.newer")  # going back
     shutil.copyfile(backup, data / "memoryd.db")
-    older_store(monkeypatch, request, "sqlite", "m012_paired", "_v11_paired")
+    older_store(monkeypatch, request, "sqlite", *_LAST)
     older = make_app(model=None, **store)
     older.memories.add("added while back on the earlier version")
     older.close()
     monkeypatch.undo()
     make_app(model=None, **store).close()  # the second upgrade
     shutil.copyfile(backup, data / "memoryd.db")  # and back again
-    older_store(monkeypatch, request, "sqlite", "m012_paired", "_v11_paired")
+    older_store(monkeypatch, request, "sqlite", *_LAST)
     older = make_app(model=None, **store)
     from memoryd.serve import methods as api
 

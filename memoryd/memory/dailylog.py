@@ -439,20 +439,6 @@ class DailyLog:
                 continue
             yield path, ids
 
-    def renumber(
-        self, moved: dict[int, int], records: Callable[[list[int]], dict[int, dict[str, Any]]]
-    ) -> list[Path]:
-        """The lines of memories an import renumbered (old id -> new: the old one was handed
-        out here before, as in a new store whose notes took those ids) name their new id, as
-        the memory is now (`records(ids)`): a line naming an id the store does not have is
-        text, and each such memory would be found twice. An old id that is a memory here
-        names that memory's lines: left alone."""
-        stored = self._stored(set(moved), "import")
-        now = records(sorted(new for old, new in moved.items() if old not in stored))
-        found = {old: now[new] for old, new in moved.items() if new in now}
-        changes: dict[int, dict[str, Any] | None] = dict(found)
-        return self._rewrite(changes, list(found.values())) if found else []
-
     def rewrite(self, record: dict[str, Any]) -> list[Path]:
         """Replace a memory's line with its current text (after an update or a redaction)."""
         return self._rewrite({int(record["id"]): record}, [record])

@@ -25,7 +25,7 @@ from memoryd.index.embed import ModelHolder, background_threads, load_embedder, 
 from memoryd.index.embedworker import EmbedWorker
 from memoryd.index.indexer import Indexer
 from memoryd.index.watcher import Watcher
-from memoryd.memory import checkpoints, lifecycle
+from memoryd.memory import checkpoints, dailyrenumber, lifecycle
 from memoryd.memory.dailylog import DailyLog
 from memoryd.memory.memories import Memories
 from memoryd.notes.notes import Notes
@@ -228,17 +228,18 @@ class App:
 
     def _log_read_again(self, counts: dict[str, Any]) -> None:
         """Memories were imported with ids the daily log names (an export brought into a new
-        store): those lines, indexed as text while the store did not have them, are the
-        memories' own now (a memory renumbered, its id taken here, has its lines name its new
-        id first: DailyLog.renumber). Read those log files again."""
+        store), or renumbered, their lines naming old ids (dailyrenumber: in a new store whose
+        workspace was indexed first, the notes took the low ids): those lines, indexed as text
+        while the store did not have them, are the memories' own now. Read them again."""
         moved = {int(r["from"]): int(r["to"]) for r in counts.get("renumbered") or []}
+        renamed: list[Path] = []
         if moved:
-
-            def records(ids: list[int]) -> dict[int, dict[str, Any]]:
-                return self.store.read(lambda con: entries.get_many(con, ids))
-
-            self._log_rewritten(self.dailylog.renumber(moved, records))
-        paths = self.dailylog.files_naming(set(counts.get("ids") or []))
+            now = self.store.read(lambda con: entries.get_many(con, sorted(moved.values())))
+            triples = [
+                (old, new, str(now[new]["content"])) for old, new in moved.items() if new in now
+            ]
+            renamed = dailyrenumber.renumber(self.dailylog, triples)
+        paths = sorted({*renamed, *self.dailylog.files_naming(set(counts.get("ids") or []))})
         rels = [path.relative_to(self.cfg.workspace).as_posix() for path in paths]
 
         def forget(con: Any) -> None:

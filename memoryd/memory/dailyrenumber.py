@@ -1,0 +1,71 @@
+"""The daily log after an import that renumbered memories (memoryd.memory.transfer).
+
+An export imported on a second machine beside a copy of the first one's vault (a sync tool, git)
+brings the log lines of those memories along, each ending with its marker `<!-- m:ID:HASH8 -->`.
+A memory whose id was taken there (by that machine's notes or memories) gets a new one, and its
+lines named the old id: another entry of this store, or another memory. They were then indexed
+as text (each such memory found twice, once as a line of the log), and worse, the other memory's
+delete or update took or rewrote them (dailylog.py: a line is found by its marker id). Each line
+of a renumbered memory that still holds its text (as written, or redacted as the log writes it)
+names its new id instead; the rest of the line, and its hash, stay as they were. A line a person
+edited away from that text is left as it is: there is no telling whose it is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memoryd.core.logsetup import get_logger
+from memoryd.memory import dailylog as dl
+from memoryd.text import secretguard
+
+log = get_logger("memoryd.memory.dailyrenumber")
+
+
+def renumber(daily: dl.DailyLog, moved: list[tuple[int, int, str]]) -> list[Path]:
+    """Rename the markers of renumbered memories ((old id, new id, content) each) in every log
+    file, wherever it lies; the files changed (to be indexed again). A line is a renumbered
+    memory's by its text, so where the old id is another memory of this store, that memory's
+    own lines keep it."""
+    if not moved or not daily.settings.enabled:
+        return []
+    by_old: dict[int, tuple[int, tuple[str, ...]]] = {}
+    for old, new, content in moved:
+        text = dl.one_line(content)
+        by_old.setdefault(old, (new, (text, dl.one_line(secretguard.redact(text)))))
+    changed: list[Path] = []
+    # every log file, then the files the index says hold their markers (a log moved out of
+    # the log folder, renamed, copied: store/logmarks.py)
+    files = list(daily._log_files(exclude=set())) if daily.folder().is_dir() else []
+    files += [p for p in daily._marked(set(by_old)) if p not in set(files)]
+    with daily.lock:
+        for path in files:
+            try:
+                daily._check_inside(path.parent)
+                text, encoding = dl._read_regular(path)
+            except OSError:  # gone, a symlink, a FIFO: not a log file to rewrite
+                continue
+            if "<!-- m:" not in text:
+                continue
+            lines, hit = [], False
+            for line in text.splitlines(keepends=True):
+                body = line.rstrip("\r\n")
+                m = dl._MARKER_TAIL.search(body)
+                got = by_old.get(int(m.group("id"))) if m else None
+                if (
+                    m is not None
+                    and got is not None
+                    and any(t in body[: m.start()] for t in got[1])
+                ):
+                    marker = f"<!-- m:{got[0]}:{m.group('hash')} -->"
+                    line = body[: m.start()] + marker + line[len(body) :]
+                    hit = True
+                lines.append(line)
+            if hit:
+                try:
+                    dl._atomic_write(path, "".join(lines), encoding)
+                except OSError as exc:
+                    log.error("daily log renumber failed", path=str(path), error=str(exc))
+                    continue
+                changed.append(path)
+    return changed
