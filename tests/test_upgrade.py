@@ -469,7 +469,7 @@ def test_an_older_daemon_is_told_by_its_start_before_this_install(
     """A daemon older than `code_replaced` says only when it started: earlier than the files of
     this memoryctl's installation, it runs an earlier version. A daemon that has the field is
     believed (its own files may be another installation's)."""
-    from memoryd.core import installed
+    from memoryd.ctl import installed
 
     (tmp_path / "memoryd").mkdir()
     (tmp_path / "memoryd" / "cli.py").write_text("# installed now\n")

@@ -4,8 +4,8 @@
 under a running daemon, which goes on with the code and data it loaded at its start until it
 restarts (docs/service.md#upgrading). Until then it is the earlier version: `status` says so
 (`code_replaced`), and memoryctl and the MCP bridge add it to an error an older daemon may give
-a newer client (an unknown method or param), so the cure, a restart, is named where the
-surprise is. Stdlib only: memoryctl imports it on that error path.
+a newer client (an unknown method or param; ctl/installed.py), so the cure, a restart, is named
+where the surprise is.
 """
 
 from __future__ import annotations
@@ -15,10 +15,6 @@ import time
 
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOADED_AT = time.time()  # this process's memoryd was loaded (a daemon: at its start)
-RESTART_HINT = (
-    "restart it to run the version installed now (systemctl --user restart memoryd, or "
-    "`memoryd service install` again)"
-)
 
 
 def installed_at(root: str | None = None) -> float:
@@ -47,21 +43,3 @@ def replaced_since(started: float, root: str | None = None) -> bool:
     """Whether the package's files changed after `started` (unix seconds), a second's slack
     for a start time written in whole seconds."""
     return installed_at(root) > started + 1.0
-
-
-def daemon_older(status: dict) -> bool:
-    """Whether the daemon whose `status` this is runs an earlier memoryd than the one installed:
-    it says so itself, or (a daemon older than that field) it started before this package's
-    files were installed (the client's own: the same installation, as a rule)."""
-    if "code_replaced" in status:  # it can tell: its own files, wherever installed
-        return bool(status["code_replaced"])
-    started = status.get("started_at")
-    if not isinstance(started, str):
-        return False
-    import calendar
-
-    try:
-        at = calendar.timegm(time.strptime(started, "%Y-%m-%dT%H:%M:%SZ"))
-    except (ValueError, OverflowError):
-        return False
-    return replaced_since(at)

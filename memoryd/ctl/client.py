@@ -333,10 +333,10 @@ class Client:
     def _older_daemon(self) -> str:
         """A note for an error an older daemon may give a newer client (an unknown method or
         param): when the daemon started before this memoryd was installed, it still runs the
-        earlier version (core/installed.py)."""
+        earlier version (ctl/installed.py)."""
         try:
             status = Client(self.path, min(self.timeout, 5.0)).call("status")
-            from memoryd.core import installed
+            from memoryd.ctl import installed
 
             if not (isinstance(status, dict) and installed.daemon_older(status)):
                 return ""

@@ -14,13 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryd import __version__
-from memoryd.core import collector, installed, malloc
+from memoryd.core import collector, malloc
 from memoryd.core.config import Config
 from memoryd.core.errors import MemorydError
 from memoryd.core.logsetup import get_logger
-from memoryd.core.timeutil import iso
-from memoryd.index import chunking, fstype
+from memoryd.index import chunking
 from memoryd.index.embed import ModelHolder, background_threads, load_embedder, resolve_model
 from memoryd.index.embedworker import EmbedWorker
 from memoryd.index.indexer import Indexer
@@ -32,6 +30,7 @@ from memoryd.notes.notes import Notes
 from memoryd.search.fuzzy import FuzzyMatcher
 from memoryd.search.neardup import NearDuplicates
 from memoryd.search.searcher import Searcher
+from memoryd.serve import appstatus
 from memoryd.serve.jobs import Jobs, daemon_jobs
 from memoryd.serve.searchlog import SearchLog
 from memoryd.serve.workspaceguard import (
@@ -41,7 +40,6 @@ from memoryd.serve.workspaceguard import (
     prepare_workspace,
 )
 from memoryd.store import docpaths, entries, ftsprune, logmarks
-from memoryd.store import lifecycle as lcstore
 from memoryd.store.backend import open_store
 from memoryd.text import entity_typer
 
@@ -509,102 +507,11 @@ class App:
     # -- reporting ----------------------------------------------------------------------------
 
     def stats(self, namespace: str | None = None) -> dict[str, Any]:
-        def q(con: Any) -> dict[str, Any]:
-            return {
-                **entries.counts(con, namespace),
-                "by_type": entries.by_type(con, namespace),
-                "by_tier": lcstore.by_tier(con, namespace),
-                "namespaces": lcstore.by_namespace(con),
-            }
-
-        out = self.store.read(q)
-        vec = self.embedder.counts()
-        out.update(
-            vectors=vec["done"], pending_vectors=vec["pending"], db_bytes=self.store.size_bytes()
-        )
-        return out
+        return appstatus.stats(self, namespace)
 
     def store_status(self) -> dict[str, Any]:
         """The `store` section of status: the backend and whether it answers now."""
-        out = dict(self.store.info())
-        if out.get("down_since") is not None:
-            out["down_since"] = iso(out["down_since"])
-        return out
+        return appstatus.store_status(self)
 
     def status(self, *, check: bool = False) -> dict[str, Any]:
-        from memoryd.core.errors import StoreUnavailable
-
-        store = self.store_status()
-        try:
-            counts: dict[str, Any] | None = self.store.read(entries.counts)
-            vec: dict[str, int | None] = dict(self.embedder.counts())
-        except StoreUnavailable as exc:  # status still answers: it says the server is gone
-            counts, vec = None, {"done": None, "pending": None}
-            store.update(ok=False, error=store.get("error") or exc.message)
-        # null while start-up has yet to start it (status right after READY=1 said "watcher
-        # stopped"); false when it died or could not start (watcher_error says why)
-        starting = self._bg is not None and self._bg.is_alive() and self.watcher_error is None
-        watcher_alive: bool | None = (
-            self.watcher.alive if self.watcher is not None else (None if starting else False)
-        )
-        out: dict[str, Any] = {
-            "version": __version__,
-            "pid": os.getpid(),
-            "started_at": iso(self.started_at),
-            "code_replaced": installed.replaced_since(installed.LOADED_AT),  # pip install -U
-            "uptime_s": round(time.monotonic() - self._started, 1),
-            "workspace": str(self.cfg.workspace),
-            "data_dir": str(self.cfg.data_dir),
-            "socket": str(self.cfg.socket),
-            "config": {
-                "file": str(self.cfg.source) if self.cfg.source else None,
-                "restart_needed": list(self.restart_needed),
-            },
-            "db_path": str(self.cfg.db_path),
-            "db_bytes": self.store.size_bytes(),
-            "counts": counts,
-            "store": store,
-            "vectors": {
-                "done": vec["done"],
-                "embedding": self.embedder.running,
-                "last_error": self.embedder.last_error,
-                "failed": len(self.embedder.failed),
-                **(
-                    self.embedder.progress(pending=vec["pending"])
-                    if vec["pending"] is not None
-                    else {"pending": None, "rate_per_s": None, "eta_s": None, "current": None}
-                ),
-            },
-            "model": self.model.status(),
-            "watcher": {
-                "alive": watcher_alive,
-                "error": self.workspace_guard.error or self.watcher_error,
-                "filesystem": self.watcher.filesystem if self.watcher is not None else None,
-                "remote": self.watcher is not None and fstype.remote(self.watcher.filesystem),
-            },
-            "index": {
-                "initial_reconcile_done": self.ready.is_set(),
-                "last_reconcile": _iso_at(self.indexer.last_reconcile),
-                "files_indexed": self.indexer.totals.indexed,
-                "files_unchanged": self.indexer.totals.unchanged,
-                "files_moved": self.indexer.totals.moved,
-                "files_deleted": self.indexer.totals.deleted,
-                "files_skipped": self.indexer.totals.skipped,
-                "skipped": [
-                    {"path": path, "reason": reason}
-                    for path, reason in sorted(self.indexer.skipped.items())
-                ],
-                "progress": self.index_progress,
-            },
-        }
-        out["jobs"] = self.jobs.list()
-        out["migration_backups"] = checkpoints.migration_backups(self.cfg.data_dir)
-        if check and store["ok"]:  # during a reconcile, the files it has not read yet too:
-            out["drift"] = {**self.indexer.drift(), "indexing": self.index_progress}
-        return out
-
-
-def _iso_at(rep: dict[str, Any] | None) -> dict[str, Any] | None:
-    if rep is None:
-        return None
-    return {**rep, "at": iso(rep["at"])}
+        return appstatus.status(self, check=check)

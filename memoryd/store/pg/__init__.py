@@ -35,7 +35,15 @@ from pgvector.psycopg import register_vector
 from memoryd.core.errors import Refused, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.store.pg import claim, fts, notes, pool, schema  # noqa: F401 (notes, pool: below)
-from memoryd.store.pg.conn import PgConnection, connection_lost, first_line, known_broken, rollback
+from memoryd.store.pg.conn import (
+    PgConnection,
+    connection_lost,
+    first_line,
+    known_broken,
+    lock_key,
+    rollback,
+    unavailable,
+)
 from memoryd.store.pg.vectors import SESSION_EF, PgVectorIndex
 from memoryd.store.protocol import Connection, VectorIndex, one
 
@@ -73,13 +81,6 @@ class PgSettings:
     # hold this workspace id for the store's life (`memoryd run`): a second daemon with the
     # same id is refused (pg/claim.py)
     claim: bool = False
-
-
-def unavailable(exc: BaseException) -> StoreUnavailable:
-    return StoreUnavailable(
-        f"the PostgreSQL server is unreachable ({first_line(exc)}); nothing was written. memoryd "
-        "reconnects by itself when it is back"
-    )
 
 
 class PgStore:
@@ -392,7 +393,7 @@ class PgStore:
     def exclusive(self, name: str) -> Iterator[bool]:
         """Yields True in the one daemon that holds the named advisory lock (jobs that must run
         once per database: expiry, prune, vector collection), False in the others."""
-        key = _lock_key(name)
+        key = lock_key(name)
         with self._first("SELECT pg_try_advisory_lock(%s)", [key]) as (raw, cur):
             got = bool(one(cur)[0])
             try:
@@ -594,10 +595,3 @@ class _Scope:
 
 def _timeout(settings: PgSettings) -> int:
     return max(1, round(settings.connect_timeout_s))
-
-
-def _lock_key(name: str) -> int:
-    """A stable 63-bit advisory lock key for a job name."""
-    import hashlib
-
-    return int.from_bytes(hashlib.sha256(f"memoryd:{name}".encode()).digest()[:8], "big") >> 1

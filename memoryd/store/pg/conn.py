@@ -9,6 +9,7 @@ branch on `is_postgres(con)`.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
 from functools import lru_cache
@@ -17,6 +18,7 @@ from typing import Any
 import psycopg
 import psycopg_pool
 
+from memoryd.core.errors import StoreUnavailable
 from memoryd.store.dialect import POSTGRES as DIALECT
 
 
@@ -169,3 +171,16 @@ def connection_lost(exc: BaseException) -> bool:
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def unavailable(exc: BaseException) -> StoreUnavailable:
+    """The error a request gets when the server cannot be reached (exc: the driver's)."""
+    return StoreUnavailable(
+        f"the PostgreSQL server is unreachable ({first_line(exc)}); nothing was written. memoryd "
+        "reconnects by itself when it is back"
+    )
+
+
+def lock_key(name: str) -> int:
+    """A stable 63-bit advisory lock key for a job name (PgStore.exclusive)."""
+    return int.from_bytes(hashlib.sha256(f"memoryd:{name}".encode()).digest()[:8], "big") >> 1
