@@ -98,7 +98,18 @@ def migrations_before(monkeypatch: pytest.MonkeyPatch, module: Any, step: Any) -
     `monkeypatch.undo()` gives the newer ones back."""
     steps = module.MIGRATIONS
     monkeypatch.setattr(module, "MIGRATIONS", steps[: steps.index(step)])
-    flags = "_v11_paired" if module.__name__.endswith("schema") else "m012_paired"
+    pg = module.__name__.endswith("schema")
+    if ("_v12_front_matter_values" if pg else "m013_front_matter_values") not in [
+        s.__name__ for s in steps[: steps.index(step)]
+    ]:
+        # no `props` column: notes' front-matter values are not indexed, the keyword rows hold
+        # the tags alone (store/tables.py)
+        from memoryd.store import tables
+        from memoryd.text import notehead
+
+        monkeypatch.setattr(tables, "keyword_tags", lambda row: f"{row}.tags")
+        monkeypatch.setattr(notehead, "props", lambda path, fm, body: None)
+    flags = "_v11_paired" if pg else "m012_paired"
     if flags not in [s.__name__ for s in steps[: steps.index(step)]]:
         # today's mention writes in that schema: no `paired` column (store/entitypairs.py)
         from memoryd.store import entities

@@ -68,6 +68,7 @@ class Note:
     tags: tuple[str, ...]
     links: list[obsidian.Link]
     mentions: list[entities.Mention]
+    props: str | None = None  # front-matter values each chunk's keyword row holds (notehead)
 
 
 MAX_SKIPPED_LISTED = 1000
@@ -465,8 +466,9 @@ class Indexer:
             return old
         note = self._parse(state.path, self._text(state, data))
         doc = DocumentInfo(state.path, sha, state.size, state.mtime, note.fm.raw)
+        chunk = functools.partial(NewChunk, props=note.props)  # the note's front-matter values
         new_chunks = [
-            NewChunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
+            chunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
             for c in note.chunks
         ]
         now = self.clock()
@@ -556,16 +558,18 @@ class Indexer:
                 setting="indexer.max_chunks_per_file",
             )
             chunks = chunks[: s.max_chunks_per_file]
+        props = notehead.props(path, fm, body)  # its front-matter values, for the keyword rows
         if not chunks and first > 1 and fm.raw:
             # a note of properties only (a person, a map of notes): its front matter, as
             # written, is its one chunk, so its aliases, tags and values are found
             block = "\n".join(text.split("\n")[: first - 1])
             chunks = [markdown.Chunk(0, block, (), 1, first - 1, markdown.sha256_text(block))]
+            props = None
         masked = obsidian.mask_code(body)
         tags = obsidian.expand_tags([*fm.tags, *obsidian.inline_tags(body, masked)])
         chunks = notehead.dressed(chunks, path, fm, body, first)  # title, aliases
         mentions = entities.extract_document(fm, body, first, text, path)
-        return Note(fm, chunks, tags, obsidian.links(body, first, masked), mentions)
+        return Note(fm, chunks, tags, obsidian.links(body, first, masked), mentions, props)
 
     # -- drift --------------------------------------------------------------------------------
 

@@ -2,7 +2,11 @@
 path when the note writes no level-1 heading (Obsidian shows a note's file name as its title, so
 its notes seldom write `# Title`), and its front-matter aliases above the first chunk's text
 (markdown.with_aliases). Headings are in the keyword index on both backends, so a note is found
-by its title; nothing of this is embedded (a chunk's vector is its text's)."""
+by its title; nothing of this is embedded (a chunk's vector is its text's).
+
+And its other front-matter values (`status: draft`, `project: kestrel`, `author: Ana Lima`:
+`props`), which every chunk of the note carries into its keyword row beside the note's tags,
+as rg finds them in the file; not in its text, its snippet or its vector (stop 38, fm13)."""
 
 from __future__ import annotations
 
@@ -61,3 +65,13 @@ def dressed(chunks: list[Chunk], path: str, fm: FrontMatter, body: str, first: i
             c, content=content, content_hash=markdown.sha256_text(content)
         )
     return chunks
+
+
+def props(path: str, fm: FrontMatter, body: str) -> str | None:
+    """The words of the note's front matter that its chunks' keyword rows hold beside its tags:
+    its values as written (FrontMatter.values), and its `title` when that is not the heading
+    path's root already (the note writes its own `# Title`); None when there are none."""
+    parts = [fm.values] if fm.values else []
+    if fm.title and title_of(path, fm, body) != " ".join(fm.title.split()):
+        parts.insert(0, fm.title)
+    return "\n".join(parts) or None
