@@ -108,7 +108,7 @@ def migrations_before(monkeypatch: pytest.MonkeyPatch, module: Any, step: Any) -
         from memoryd.text import notehead
 
         monkeypatch.setattr(tables, "keyword_tags", lambda row: f"{row}.tags")
-        monkeypatch.setattr(notehead, "props", lambda path, fm, body: None)
+        monkeypatch.setattr(notehead, "props", lambda path, fm, body: (None, None))
     flags = "_v11_paired" if pg else "m012_paired"
     if flags not in [s.__name__ for s in steps[: steps.index(step)]]:
         # today's mention writes in that schema: no `paired` column (store/entitypairs.py)

@@ -114,6 +114,22 @@ def test_the_tags_filter_and_the_tags_are_as_before(app: Any) -> None:
     assert hit["tags"] == ["billing"]
 
 
+def test_a_short_value_is_every_chunks_a_long_one_the_first_ones(make_app: Any) -> None:
+    """A short value is a fact about the note, as a tag (every chunk holds it: `osprey steps`
+    finds the Steps section); a long one is text, its first chunk's alone (on every chunk, a
+    long `description` put every section of its note in the pool of its words)."""
+    from conftest import with_notes
+
+    long = "synopsis: the bell ringers meet at the vestry every thursday before the service"
+    text = FRONT.replace("---\n# Plan", long + "\n---\n# Plan")
+    a = with_notes(make_app(model=None), {"plan.md": text})
+    kw = {"mode": "keyword", "group": "none", "limit": 10}
+    hits = call(a, "search", query="osprey", **kw)["hits"]
+    assert sorted(h["heading_path"] for h in hits) == [["Plan"], ["Plan", "Steps"]]
+    hits = call(a, "search", query="vestry", **kw)["hits"]
+    assert [h["heading_path"] for h in hits] == [["Plan"]]
+
+
 def test_an_edit_of_a_value_is_searched_at_once(app: Any) -> None:
     from conftest import write_synced
 
@@ -146,10 +162,14 @@ def test_values_text_reads_values_as_written() -> None:
         "first line carillon rehearsal",
     ]
     body = FRONT.split("---\n", 2)[2]
-    assert notehead.props("plan.md", fm, body) == "Tidewater plan\n" + fm.values
+    assert notehead.props("plan.md", fm, body) == ("Tidewater plan\n" + fm.values, None)
     # a title that is the heading path's root already is not repeated
     plain = markdown.parse_front_matter("---\ntitle: Cranes\n---\ntext\n")[0]
-    assert notehead.props("x.md", plain, "text\n") is None
+    assert notehead.props("x.md", plain, "text\n") == (None, None)
+    # a long value is text: the first chunk's alone
+    about = "a long description of the ledger move, its steps and the people who run it"
+    both = markdown.parse_front_matter(f"---\nowner: Bo\nabout: {about}\n---\n")[0]
+    assert notehead.props("x.md", both, "") == ("Bo", about)
     long = markdown.parse_front_matter("---\nabout: " + "word " * 2000 + "\n---\n")[0]
     assert len(long.values) <= 4096
 

@@ -13,6 +13,7 @@ keeps its first ones. Nothing here raises for a bad file.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import functools
 import hashlib
@@ -68,7 +69,8 @@ class Note:
     tags: tuple[str, ...]
     links: list[obsidian.Link]
     mentions: list[entities.Mention]
-    props: str | None = None  # front-matter values each chunk's keyword row holds (notehead)
+    # front-matter values every chunk's keyword row holds, and the first one's too (notehead)
+    props: tuple[str | None, str | None] = (None, None)
 
 
 MAX_SKIPPED_LISTED = 1000
@@ -466,11 +468,14 @@ class Indexer:
             return old
         note = self._parse(state.path, self._text(state, data))
         doc = DocumentInfo(state.path, sha, state.size, state.mtime, note.fm.raw)
-        chunk = functools.partial(NewChunk, props=note.props)  # the note's front-matter values
+        every, lead = note.props  # the note's front-matter values (notehead.props)
         new_chunks = [
-            chunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
+            NewChunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
             for c in note.chunks
         ]
+        for i, c in enumerate(new_chunks):
+            props = "\n".join(v for v in (every, lead if i == 0 else None) if v)
+            new_chunks[i] = dataclasses.replace(c, props=props or None)
         now = self.clock()
         fm = note.fm
 
@@ -564,7 +569,7 @@ class Indexer:
             # written, is its one chunk, so its aliases, tags and values are found
             block = "\n".join(text.split("\n")[: first - 1])
             chunks = [markdown.Chunk(0, block, (), 1, first - 1, markdown.sha256_text(block))]
-            props = None
+            props = (None, None)
         masked = obsidian.mask_code(body)
         tags = obsidian.expand_tags([*fm.tags, *obsidian.inline_tags(body, masked)])
         chunks = notehead.dressed(chunks, path, fm, body, first)  # title, aliases

@@ -398,10 +398,11 @@ def m012_paired(con: apsw.Connection) -> None:
 
 def m013_front_matter_values(con: apsw.Connection) -> None:
     """A note's front-matter values in its chunks' keyword rows (stop 38: `status: draft` makes
-    the note found by `draft`, as rg finds it): the `props` column, the keyword triggers that
-    index it with the tags (tables.keyword_tags; a row without it is indexed as before, so the
-    rows already there are deleted with the values they were indexed with), and every note read
-    again (as m010), which fills it. Nothing is embedded: a chunk's text is unchanged."""
+    the note found by `draft`, as rg finds it; notehead.props): the `props` column, the keyword
+    triggers that index it with the tags (tables.keyword_tags; a row without it is indexed as
+    before, so the rows already there are deleted with the values they were indexed with), and
+    every note read again (as m010), which fills it. Nothing is embedded: a chunk's text is
+    unchanged."""
     props = tables.column(tables.ENTRIES, "props")
     con.execute(f"ALTER TABLE entries ADD COLUMN {props.ddl('sqlite')}")
     new, old = tables.keyword_tags("new"), tables.keyword_tags("old")

@@ -70,7 +70,7 @@ ENTRIES: tuple[Column, ...] = (
     _c("useful_count", "INTEGER NOT NULL DEFAULT 0"),
     _c("validation_count", "INTEGER NOT NULL DEFAULT 0"),
     # a note's chunks: the note's front-matter values (text/notehead.py props), which their
-    # keyword row holds with the tags (`keyword_tags`); NULL for memories
+    # keyword rows hold with the tags (`keyword_tags`); NULL for memories
     Column("props", "TEXT", "TEXT", "m013_front_matter_values; pg v12"),
 )
 
