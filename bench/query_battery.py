@@ -78,6 +78,10 @@ NOTES = {
     "текст про базу данных. שלום עולם means hello world. مرحبا بالعالم in Arabic. Launch day 🚀 "
     "and 👍🏽 thumbs. Straße in Germany, İstanbul in Turkey.\n",
     "misc/stop.md": "# The the\n\nTo be or not to be, that is the question.\n",
+    # front-matter values: in the file, as rg reads it; in no body (stop 38)
+    "proj/plan.md": "---\nstatus: awaiting-signoff\nproject: [kestrel, osprey]\nauthor: Ana Lima\n"
+    "due: 2026-12-01\nclient:\n  name: Harbourside\ntags: [billing]\n---\n# Plan\n\n"
+    "Move the ledger in spring.\n",
     "misc/phrase.md": "# Rock\n\nrock and roll, never roll and rock.\n",
     "misc/numbers.md": "# Numbers\n\nOrder 12345 shipped. 0xFF is 255. 1e-9 tolerance. 3.5 "
     "stars. Port 8080.\n",
@@ -113,6 +117,9 @@ LITERALS = {
     "money and math": ["$1,250.50", "15%", "x^2"],
     "key and column": ["Ctrl+Shift+P", "Ctrl+E", "title:draft"],
     "cjk": ["数据库", "勉強会", "데이터베이스를"],
+    # a note's front matter: every kind of value (a word, a list's item, a name, a date, a
+    # nested value), found as rg finds it in the file
+    "front matter value": ["awaiting-signoff", "osprey", "Ana Lima", "2026-12-01", "Harbourside"],
     "script": ["Русский", "שלום", "مرحبا", "Ελληνικά", "Café", "cafe", "İstanbul", "Straße"],
 }
 # Literals whose notes are found with others the index reads alike (no precision check):
@@ -123,6 +130,15 @@ KNOWN = {
 }
 # Sentences the literals are put in, as a question would hold them.
 SENTENCES = ("where is {} used?", "notes about {} please")
+# A symbol word in every shape of query (stop 38): with other words, at a sentence's end, in
+# backticks, with an excluded word, OR a word no note holds; each hit writes it as written
+SYMBOL_SHAPES = (
+    "we ported it to {} last year.",
+    "{} tool",
+    "`{}`",
+    "{} -filler",
+    "{} OR zebra",
+)
 # Exact strings no note holds (rg: none): answered by nothing, not by weak vector neighbours.
 ABSENT = [
     "10.9.9.9",
@@ -267,19 +283,39 @@ class Battery:
         return re.search(rx, folded(self.files[path]), re.IGNORECASE) is not None
 
     def literal(
-        self, check: str, literal: str, query: str, limit: int = LIMIT, modes: tuple = MODES
+        self,
+        check: str,
+        literal: str,
+        query: str,
+        limit: int = LIMIT,
+        modes: tuple = MODES,
+        recall: bool = True,
+        **params: Any,
     ) -> None:
-        """The notes rg finds are found; with every mode in `modes` answering."""
+        """The notes rg finds are found (`recall`: the query asks for nothing else); with every
+        mode in `modes` answering. `params`: a filter (`path`), which narrows rg's notes too."""
+        from memoryd.search.symbols import written_in
+
+        # a symbol word (C#, $HOME): the oracle's own list, not the code's under test
+        symbol = literal in LITERALS["symbol word"]
         want = self.rg(literal)
+        if "path" in params:
+            want = {p for p in want if p.startswith(params["path"].rstrip("/") + "/")}
         for mode in modes:
-            res = self.answer(check, query, mode=mode, limit=limit)
-            if mode != "keyword" or res is None:
-                continue
-            res = self.answer(check, query, mode="keyword", limit=limit, kind="chunk")
+            res = self.answer(check, query, mode=mode, limit=limit, **params)
             if res is None:
                 continue
             got = {h["path"] for h in res["hits"]}
-            missing = want - got
+            if symbol:  # C# is not C, in every mode and shape of query
+                wrong = sorted(p for p in got - want if not written_in(self.files[p], literal))
+                self.add(check, query, not wrong, f"{mode}: without it as written {wrong[:3]}")
+            if mode != "keyword":
+                continue
+            res = self.answer(check, query, mode="keyword", limit=limit, kind="chunk", **params)
+            if res is None:
+                continue
+            got = {h["path"] for h in res["hits"]}
+            missing = want - got if recall else set()
             ok = len(missing) <= int(res.get("more") or 0)
             detail = f"rg {len(want)}, found {len(got)}, more {res.get('more', 0)}"
             if missing:
@@ -289,9 +325,7 @@ class Battery:
             # headings, stemming and markup join words the oracle sees apart): recall only
             if not check.startswith(("sentence", "sampled")) and literal not in KNOWN:
                 apart = sorted(p for p in got - want if not self.adjacent(literal, p))
-                from memoryd.search.symbols import symbol_words, written_in
-
-                if symbol_words(query)[0]:  # C# is not C: only the notes that write it
+                if symbol:  # C# is not C: only the notes that write it
                     apart = sorted(p for p in got - want if not written_in(self.files[p], literal))
                 self.add(check, query, not apart, f"its words apart in {apart[:3]}")
 
@@ -306,6 +340,12 @@ class Battery:
                 self.literal(f"quoted {kind}", lit, f'"{lit}"', modes=("keyword",))
                 for s in SENTENCES:
                     self.literal(f"sentence {kind}", lit, s.format(lit), modes=("keyword",))
+                if kind != "symbol word":
+                    continue
+                for s in SYMBOL_SHAPES:  # each hit writes it; rg's notes: with the word alone
+                    alone = s in ("`{}`", "{} -filler", "{} OR zebra")
+                    self.literal("symbol in a query", lit, s.format(lit), recall=alone)
+                self.literal("symbol with a filter", lit, lit, path="code")
         for lit in sample or []:
             self.literal("sampled", lit, lit)
         for word in ("deploys", "monitoring"):  # in every filler note: more than the limit
@@ -390,17 +430,18 @@ def sampled(files: dict[str, str], n: int, seed: int) -> list[str]:
     return random.Random(seed).sample(sorted(found), min(n, len(found)))
 
 
-_FRONT = re.compile(r"\A---\n.*?\n---\n", re.DOTALL)
-_SEARCHED_KEYS = re.compile(r"^(?:aliases|tags)\s*:.*(?:\n[ \t-].*)*", re.MULTILINE)
+_FRONT = re.compile(r"\A---\n(.*?\n)---\n", re.DOTALL)
+# a front-matter line's key (`status: `, `  - name: `): not searched, its value is
+_KEY = re.compile(r"^([ \t]*(?:-[ \t]+)?)[^\s:#][^:\n]*:(?=\s|$)", re.MULTILINE)
 
 
 def searched_text(text: str) -> str:
-    """A note's text as search holds it, for the oracle: front matter keeps only `tags` and
-    `aliases` (`description:` or `permalink:` values are not searched: a known limit)."""
+    """A note's text as search holds it, for the oracle: its front matter's values, not its
+    keys (stop 38: `status: draft` is found by `draft`, not by `status`), and its body."""
     m = _FRONT.match(text)
     if m is None:
         return text
-    return "\n".join(_SEARCHED_KEYS.findall(m.group())) + "\n" + text[m.end() :]
+    return _KEY.sub(r"\1", m.group(1)) + "\n" + text[m.end() :]
 
 
 def workspace_files(root: Path) -> dict[str, str]:

@@ -106,6 +106,15 @@ def migrations_before(monkeypatch: pytest.MonkeyPatch, module: Any, step: Any) -
     )
     from memoryd.store import entities
 
+    if ("_v14_front_matter_values" if pg else "m015_front_matter_values") not in before:
+        # no `props` column: notes' front-matter values are not indexed, the keyword rows hold
+        # the tags alone (store/tables.py)
+        from memoryd.store import tables
+        from memoryd.text import notehead
+
+        monkeypatch.setattr(tables, "keyword_tags", lambda row: f"{row}.tags")
+        monkeypatch.setattr(notehead, "props", lambda path, fm, body: (None, None))
+
     if columns < entities.COLUMNS:
         # today's mention writes and reads in that schema: no `paired` column
         # (store/entitypairs.py), no `declared` (store/firstnames.py)

@@ -76,6 +76,8 @@ SYMBOL_NOTES = {
     "cpp17.md": "# Tools\n\nThe linter is built with C++17.\n",
     "shell.md": "# Shell\n\nExport $HOME/bin first, see ticket #123.\n",
     "apart.md": "# Apart\n\nC and F at home: 123 Main St, ASP.NET, net income.\n",
+    # written in its front matter only, as rg reads the file (stop 38)
+    "pricing.md": "---\nlanguage: F#\n---\n# Pricing\n\nThe pricing job runs nightly.\n",
 }
 
 
@@ -84,7 +86,7 @@ SYMBOL_NOTES = {
     [
         ("C#", {"csharp.md"}),
         ('"C#"', {"csharp.md"}),
-        ("F#", {"csharp.md"}),
+        ("F#", {"csharp.md", "pricing.md"}),
         ("C++", {"cpp.md", "cpp17.md"}),  # a version may follow it
         (".NET", {"csharp.md"}),
         ("$HOME", {"shell.md"}),
@@ -119,15 +121,48 @@ def test_a_word_its_symbols_make_is_searched_as_written(
         assert marked <= {w.lower() for w in words}, (marked, h["snippet"])
 
 
-def test_a_sentence_with_a_symbol_word_is_searched_as_before(make_app: Any) -> None:
-    """Only a query of nothing but such words asks for them as written: a sentence's other
-    words still find their notes."""
+@pytest.mark.parametrize(
+    ("query", "want"),
+    [
+        ("firmware in C#", {"csharp.md"}),  # the note about C has firmware, not C#
+        ("C# tool", {"csharp.md"}),
+        ("we ported the tool to C#.", {"csharp.md"}),
+        ('"written in C#"', {"csharp.md"}),  # clang.md: "written in C,"
+        ("`C#` prices", {"csharp.md"}),
+        ("C++ -templates", {"cpp17.md"}),
+        ("C# OR firmware", {"csharp.md", "clang.md"}),  # either alternative
+        ("F# nightly", {"pricing.md", "csharp.md"}),  # pricing.md: in its front matter
+        ("export $HOME", {"shell.md"}),
+        ("J# tool", set()),  # no note writes it
+    ],
+)
+@pytest.mark.parametrize("mode", ["auto", "keyword", "hybrid"])
+def test_a_symbol_word_in_any_query_is_asked_as_written(
+    make_app: Any, query: str, want: set[str], mode: str
+) -> None:
+    """With other words, in a sentence, quoted, with `-term` or `OR` (stop 38): every hit holds
+    the symbol word as written (rg -F -i -w), or with OR another alternative; the query's
+    other words rank them."""
     from memoryd.search.searcher import SearchRequest
 
-    app = make_app(model=None)
+    app = make_app()
+    app.model.start()
+    assert app.model.wait_ready(30)
     indexed(app, SYMBOL_NOTES)
-    res = app.searcher.search(SearchRequest(query="firmware in C#", mode="keyword"))
-    assert "clang.md" in {h["path"] for h in res["hits"]}
+    app.embedder.run()
+    res = app.searcher.search(SearchRequest(query=query, mode=mode, limit=20))
+    assert {h["path"] for h in res["hits"]} == want, res["hits"]
+
+
+def test_a_symbol_word_with_a_filter_is_asked_as_written(make_app: Any) -> None:
+    from memoryd.serve import methods as api
+
+    app = make_app(model=None)
+    indexed(app, {f"team/{k}": v for k, v in SYMBOL_NOTES.items()} | {"solo/c.md": "In C.\n"})
+    for path, want in (("team", {"team/csharp.md"}), ("solo", set())):
+        params = {"query": "C# tool", "mode": "keyword", "path": path}
+        res = api.lookup("search", params).fn(app, params)
+        assert {h["path"] for h in res["hits"]} == want
 
 
 @pytest.mark.parametrize(
@@ -138,9 +173,12 @@ def test_a_sentence_with_a_symbol_word_is_searched_as_before(make_app: Any) -> N
         ("`.NET`", [".NET"]),
         ("$PATH?", ["$PATH"]),
         ("#123", ["#123"]),
-        ("C# tool", []),
-        ("NOT C#", []),  # an exclusion: searched as it always was
-        ("-C++ C#", []),
+        ("C# tool", ["C#"]),
+        ("port to C#.", ["C#"]),
+        ("(C++)", ["C++"]),
+        ("NOT C#", []),  # an exclusion: searched as the index reads it
+        ("-C++ C#", ["C#"]),
+        ("`go build -cover` C#", ["C#"]),
         ("#oncall", []),  # a tag: found as the note tags it
         ("node.js", []),
         ("C", []),

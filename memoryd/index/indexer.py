@@ -13,6 +13,7 @@ keeps its first ones. Nothing here raises for a bad file.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import functools
 import hashlib
@@ -68,6 +69,8 @@ class Note:
     tags: tuple[str, ...]
     links: list[obsidian.Link]
     mentions: list[entities.Mention]
+    # front-matter values every chunk's keyword row holds, and the first one's too (notehead)
+    props: tuple[str | None, str | None] = (None, None)
 
 
 MAX_SKIPPED_LISTED = 1000
@@ -468,10 +471,14 @@ class Indexer:
         note = self._parse(state.path, self._preprocessed(state.path, raw))
         marks = logmarkers.marker_ids(raw)  # before the daily log blanks its own lines
         doc = DocumentInfo(state.path, sha, state.size, state.mtime, note.fm.raw)
+        every, lead = note.props  # the note's front-matter values (notehead.props)
         new_chunks = [
             NewChunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
             for c in note.chunks
         ]
+        for i, c in enumerate(new_chunks):
+            props = "\n".join(v for v in (every, lead if i == 0 else None) if v)
+            new_chunks[i] = dataclasses.replace(c, props=props or None)
         now = self.clock()
         fm = note.fm
 
@@ -563,16 +570,18 @@ class Indexer:
                 setting="indexer.max_chunks_per_file",
             )
             chunks = chunks[: s.max_chunks_per_file]
+        props = notehead.props(path, fm, body)  # its front-matter values, for the keyword rows
         if not chunks and first > 1 and fm.raw:
             # a note of properties only (a person, a map of notes): its front matter, as
             # written, is its one chunk, so its aliases, tags and values are found
             block = "\n".join(text.split("\n")[: first - 1])
             chunks = [markdown.Chunk(0, block, (), 1, first - 1, markdown.sha256_text(block))]
+            props = (None, None)
         masked = obsidian.mask_code(body)
         tags = obsidian.expand_tags([*fm.tags, *obsidian.inline_tags(body, masked)])
         chunks = notehead.dressed(chunks, path, fm, body, first)  # title, aliases
         mentions = entities.extract_document(fm, body, first, text, path)
-        return Note(fm, chunks, tags, obsidian.links(body, first, masked), mentions)
+        return Note(fm, chunks, tags, obsidian.links(body, first, masked), mentions, props)
 
     # -- drift --------------------------------------------------------------------------------
 

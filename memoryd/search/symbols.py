@@ -1,23 +1,25 @@
 """Words whose symbols make them another word: `C#`, `F#`, `C++`, `g++`, `.NET`, `.env`, `$HOME`,
-`#123` (stop 37, branch walkh12).
+`#123` (stop 37, branch walkh12; in any query, stop 38, branch fm13).
 
 The index's tokenizer (unicode61; on PostgreSQL the english parser) drops `#`, `+`, `.` and `$`,
 so `C#` and `C++` are searched as `c`, `.NET` as `net` and `$HOME` as `home`: a search for `C#`
-listed the note about C first, and one for `$HOME` every note that says "home". A query made of
-nothing but such words (stop words aside) asks for them as written, as `rg -F -i -w` reads
-them: each hit must hold every one of them (any one, with `OR`; a query that excludes, `NOT`
-or `-term`, is searched as before), between word boundaries (a version may follow: `C++17`)
-and whatever its case
-(`.NET` is not found in `ASP.NET`, as rg does not find it there), so a query of one that no
-text holds answers nothing. The keyword pool still finds the candidates (the word without its
-symbols) and ranks them; only those that do not hold the word as written are left out, from
-both pools. A sentence with such a word in it (`how do we build the C# tool?`) is searched as
-before: its other words decide. Tags (`#oncall`) are not among them: a tag is found as the
-note writes it, `#oncall` or `tags: [oncall]`.
+listed the note about C first, and one for `$HOME` every note that says "home". A query that
+holds such words asks for them as written, as `rg -F -i -w` reads them, whatever else it holds
+(`C# port`, `we ported it to C# last year`, `"C# tool"`, `C# -java`, a filter): each hit must
+hold every one of them (with `OR`, one of the query's alternatives: a symbol word as written or
+another of its words), between word boundaries (a version may follow: `C++17`) and whatever its
+case (`.NET` is not found in `ASP.NET`, as rg does not find it there), in its text or its note's
+front-matter values; so a query of one that no text holds answers nothing. The keyword pool
+still finds the candidates (the word without its symbols) and ranks them, with the query's
+other words; only those that do not hold the word as written are left out, from both pools.
+A word the query excludes (`-C#`, `NOT C#`) is excluded as the index reads it (`c`: every text
+that says `c` too). Tags (`#oncall`) are not among them: a tag is found as the note writes it,
+`#oncall` or `tags: [oncall]`.
 
 Known limit: the keyword pool holds the best matches of the word without its symbols, so in a
 workspace where thousands of texts say `c`, a note that says `C#` can rank outside the pool;
-the index would need `c#` as a token of its own (a re-index) to find every one.
+the index would need `c#` as a token of its own (a re-index, and a tokenizer of our own on
+PostgreSQL too) to find every one.
 """
 
 from __future__ import annotations
@@ -34,24 +36,40 @@ _SYMBOL_WORD = re.compile(
     r"[A-Za-z][A-Za-z0-9]{0,3}(?:#|\+\+)|\.[A-Za-z][A-Za-z0-9_-]*|\$[A-Za-z_][A-Za-z0-9_]*|#\d+"
 )
 _QUOTES = "\"'`"
+_WORDS = re.compile(r"\w")
 
 
 def symbol_words(query: str) -> tuple[list[str], bool]:
-    """The query's words written with symbols, when it holds nothing else but stop words, and
-    whether any of them will do (`C# OR F#`) rather than every one; ([], False) for any other
-    query, or one that excludes (`NOT`, `-term`): it is searched as it always was."""
+    """The words written with symbols that the query asks for (not those it excludes), and
+    whether any one of the query's alternatives will do (`C# OR F#`, `C# OR rust`) rather than
+    every one of them; ([], False) for a query without such words."""
+    found, _others, either = _read(query)
+    return found, either and bool(found)
+
+
+def _read(query: str) -> tuple[list[str], list[str], bool]:
+    """(the symbol words the query asks for, its other words, whether it holds `OR`): stop
+    words, operators and the words it excludes (`-term`, `NOT term`; not a `-` inside
+    backticks, which ftsquery reads as plain text) left out."""
     found: list[str] = []
+    others: list[str] = []
+    code = False  # inside backticks
     tokens = query.split()
-    if "NOT" in tokens or any(t.startswith("-") for t in tokens):
-        return [], False
-    for token in tokens:
-        token = token.strip(_QUOTES).rstrip(",;:!?")
-        if not token or token.lower() in STOP_WORDS:
+    either = "OR" in tokens
+    after_not = False
+    for raw in tokens:
+        excluded = after_not or (raw.startswith("-") and not code)
+        after_not = raw == "NOT" and not code
+        if raw.count("`") % 2:
+            code = not code
+        token = raw.lstrip("-(").strip(_QUOTES).rstrip(",;:!?.)").strip(_QUOTES)
+        if excluded or not token or raw in ("OR", "NOT") or token.lower() in STOP_WORDS:
             continue
-        if _SYMBOL_WORD.fullmatch(token) is None:
-            return [], False
-        found.append(token)
-    return found, "OR" in tokens
+        if _SYMBOL_WORD.fullmatch(token) is not None:
+            found.append(token)
+        elif _WORDS.search(token):
+            others.append(token)
+    return found, others, either
 
 
 def _pattern(word: str) -> re.Pattern[str]:
@@ -61,29 +79,39 @@ def _pattern(word: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(word) + after, re.IGNORECASE)
 
 
+def _stem_pattern(word: str) -> re.Pattern[str]:
+    """A word as the index finds it, roughly: its first letters (all but a suffix of up to
+    three, at least four) at a word's start."""
+    stem = word[: max(4, len(word) - 3)]
+    return re.compile(r"(?<!\w)" + re.escape(stem), re.IGNORECASE)
+
+
 def written_in(text: str, word: str) -> bool:
     """Whether the text writes the symbol word, as a query of it asks (`_pattern`)."""
     return _pattern(word).search(text) is not None
 
 
 def holding(con: Connection, query: str, ranked: list[Candidate]) -> list[Candidate]:
-    """With a query of symbol words only (`symbol_words`), the candidates whose text (a note's
-    hit: one of its matching sections) holds every one of them as written (any one, with
-    `OR`); else all of them."""
-    words, either = symbol_words(query)
+    """With a query that asks for symbol words (`symbol_words`), the candidates whose text or
+    note's front-matter values (a note's hit: one of its matching sections) hold every one of
+    them as written (with `OR`, one of the query's alternatives); else all of them."""
+    words, others, either = _read(query)
     if not words or not ranked:
         return ranked
     ids = {c.id for c in ranked} | {s.id for c in ranked for s in c.sections}
-    texts = searchsql.texts(con, sorted(ids))
+    texts = searchsql.written(con, sorted(ids))
     patterns = [_pattern(w) for w in words]
+    # with OR, a text may answer by another alternative: a word of it (its stem: the index
+    # stems, `ports` finds `porting`)
+    alternatives = [_stem_pattern(w) for w in others] if either else []
 
-    every = any if either else all
+    def holds_text(text: str) -> bool:
+        if not either:
+            return all(p.search(text) for p in patterns)
+        return any(p.search(text) for p in (*patterns, *alternatives))
 
     def holds(c: Candidate) -> bool:
-        return any(
-            every(p.search(texts.get(i, "")) for p in patterns)
-            for i in (c.id, *(s.id for s in c.sections))
-        )
+        return any(holds_text(texts.get(i, "")) for i in (c.id, *(s.id for s in c.sections)))
 
     return [c for c in ranked if holds(c)]
 

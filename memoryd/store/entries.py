@@ -51,6 +51,7 @@ class NewChunk:
     heading_path: tuple[str, ...]
     start_line: int
     end_line: int
+    props: str | None = None  # the note's front-matter values, for the keyword row (notehead)
 
 
 @dataclass(frozen=True, slots=True)  # a reconcile holds one per note at once (issue 23.2)
@@ -412,10 +413,13 @@ def replace_document(
     tags_json = json.dumps(list(tags))
     count = 0
     for c in chunks:
+        # (`props` named only when there are some: a store before m015 / v14 has no such column)
+        props = ", props" if c.props is not None else ""
         con.execute(
             "INSERT INTO entries(kind, content, content_hash, type, tags, source, importance,"
             " created_at, updated_at, expires_at, document_id, seq, start_line, end_line,"
-            " heading_path) VALUES ('chunk', ?, ?, ?, ?, 'workspace', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f" heading_path{props}) VALUES ('chunk', ?, ?, ?, ?, 'workspace', ?, ?, ?, ?, ?, ?,"
+            f" ?, ?, ?{', ?' if props else ''})",
             (
                 c.content,
                 c.content_hash,
@@ -430,6 +434,7 @@ def replace_document(
                 c.start_line,
                 c.end_line,
                 json.dumps(list(c.heading_path)),
+                *([c.props] if props else []),
             ),
         )
         count += 1

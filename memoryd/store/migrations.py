@@ -355,7 +355,7 @@ def m008_note_text(con: apsw.Connection) -> None:
     """One FTS5 row per note (store/notetext.py): BM25 over the whole note beside its best
     chunk's, in hybrid answers (issue 19.2). Filled from the chunks already indexed."""
     con.execute(notetext.SCHEMA)
-    notetext.fill(con)
+    notetext.fill(con, props=False)
 
 
 def m009_note_text_expiry(con: apsw.Connection) -> None:
@@ -433,6 +433,41 @@ READ_MARKED_AGAIN = (
 )
 
 
+def m015_front_matter_values(con: apsw.Connection) -> None:
+    """A note's front-matter values in its chunks' keyword rows (stop 38: `status: draft` makes
+    the note found by `draft`, as rg finds it; notehead.props): the `props` column, the keyword
+    triggers that index it with the tags (tables.keyword_tags; a row without it is indexed as
+    before, so the rows already there are deleted with the values they were indexed with), and
+    every note read again (as m010), which fills it. Nothing is embedded: a chunk's text is
+    unchanged."""
+    props = tables.column(tables.ENTRIES, "props")
+    con.execute(f"ALTER TABLE entries ADD COLUMN {props.ddl('sqlite')}")
+    new, old = tables.keyword_tags("new"), tables.keyword_tags("old")
+    con.execute(
+        f"""
+        DROP TRIGGER entries_fts_ai;
+        DROP TRIGGER entries_fts_ad;
+        DROP TRIGGER entries_fts_au;
+        CREATE TRIGGER entries_fts_ai AFTER INSERT ON entries BEGIN
+            INSERT INTO entries_fts(rowid, content, heading_path, tags)
+            VALUES (new.id, new.content, new.heading_path, {new});
+        END;
+        CREATE TRIGGER entries_fts_ad AFTER DELETE ON entries BEGIN
+            INSERT INTO entries_fts(entries_fts, rowid, content, heading_path, tags)
+            VALUES ('delete', old.id, old.content, old.heading_path, {old});
+        END;
+        CREATE TRIGGER entries_fts_au AFTER UPDATE OF content, heading_path, tags, props
+        ON entries BEGIN
+            INSERT INTO entries_fts(entries_fts, rowid, content, heading_path, tags)
+            VALUES ('delete', old.id, old.content, old.heading_path, {old});
+            INSERT INTO entries_fts(rowid, content, heading_path, tags)
+            VALUES (new.id, new.content, new.heading_path, {new});
+        END;
+        """
+    )
+    m010_read_notes_again(con)
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
@@ -448,6 +483,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m012_paired,
     m013_declared,
     m014_log_marks,
+    m015_front_matter_values,
 ]
 
 

@@ -18,6 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from memoryd.store import tables
 from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -50,17 +51,24 @@ BEGIN
 END;
 """
 
+# the note's tags and front-matter values (tables.keyword_tags), as each of its chunks' rows
 _FILL = (
     "INSERT INTO notes_fts(rowid, content, heading_path, tags)"
     " SELECT document_id, group_concat(content, char(10)), group_concat(heading_path, ' '),"
-    " max(tags) FROM (SELECT document_id, content, heading_path, tags FROM entries"
-    " WHERE {where} ORDER BY document_id, seq) GROUP BY document_id"
+    " max(tags) FROM (SELECT document_id, content, heading_path, {tags} AS tags"
+    " FROM entries WHERE {where} ORDER BY document_id, seq) GROUP BY document_id"
 )
 
 
-def fill(con: Any) -> None:
-    """One row per note from its chunks (the migration; `refresh` keeps each one after)."""
-    con.execute(_FILL.format(where="document_id IS NOT NULL"))
+def _fill_sql(where: str, props: bool = True) -> str:
+    tags = tables.keyword_tags("entries") if props else "tags"
+    return _FILL.format(where=where, tags=tags)
+
+
+def fill(con: Any, props: bool = True) -> None:
+    """One row per note from its chunks (the migration; `refresh` keeps each one after);
+    without `props` for a store that has no such column yet (m008)."""
+    con.execute(_fill_sql("document_id IS NOT NULL", props))
 
 
 def refresh(con: Connection, path: str) -> None:
@@ -73,7 +81,7 @@ def refresh(con: Connection, path: str) -> None:
         return
     doc = "(SELECT id FROM documents WHERE path = ?)"
     con.execute(f"DELETE FROM notes_fts WHERE rowid = {doc}", (path,))
-    con.execute(_FILL.format(where=f"document_id = {doc}"), (path,))
+    con.execute(_fill_sql(f"document_id = {doc}"), (path,))
 
 
 # `rowid + 0`: checked on each match; a constraint would query once per id

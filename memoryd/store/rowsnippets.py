@@ -8,11 +8,12 @@ the rows cost a read of every match of the expression (a common word matches ~30
 100K: 2.5-4 ms a search for the 10 hits) or a lookup each (the expression parsed and its terms
 sought again per row: 0.1-0.4 ms a row, a prefix expanded again each time).
 
-So the given entries are copied, as they are stored (content, heading path, tags: the columns of
-`entries_fts`), into a table of the same columns and tokenizer in a private in-memory database of
-the calling thread, and the snippets are asked of it, inside a transaction rolled back after:
-0.3-0.5 ms for 10 hits at 100K, the same snippets (tests/test_search_stable.py compares them with
-`entries_fts` row by row). SQLite only; PostgreSQL has `ts_headline` (store/pg/fts.py).
+So the given entries are copied, as they are indexed (content, heading path, tags with the note's
+front-matter values: the columns of `entries_fts`), into a table of the same columns and
+tokenizer in a private in-memory database of the calling thread, and the snippets are asked of
+it, inside a transaction rolled back after: 0.3-0.5 ms for 10 hits at 100K, the same snippets
+(tests/test_search_stable.py compares them with `entries_fts` row by row). SQLite only;
+PostgreSQL has `ts_headline` (store/pg/fts.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import apsw
 
-from memoryd.store import tokenizer
+from memoryd.store import tables, tokenizer
 from memoryd.store.protocol import Connection
 
 # entries_fts's columns and tokenizer (migrations m001 and m004); external content there, its
@@ -77,7 +78,7 @@ def snippets(
     if not ids:
         return {}
     rows = con.execute(
-        "SELECT id, content, heading_path, tags FROM entries"
+        f"SELECT id, content, heading_path, {tables.keyword_tags('entries')} FROM entries"
         " WHERE id IN (SELECT value FROM json_each(?))",
         [json.dumps([int(i) for i in ids])],
     ).fetchall()

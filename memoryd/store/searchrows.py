@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from memoryd.store import entries, rowsnippets, searchsql, wordrows
+from memoryd.store import entries, rowsnippets, searchsql, tables, wordrows
 from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -87,7 +87,8 @@ def adopt_words(con: Connection, ahead: wordrows.Ahead | None) -> None:
 
 
 # where a record's row (entries.RECORD_COLUMNS) holds its id and the columns entries_fts indexes
-_ROW_TEXT = tuple(entries._NAMES.index(c) for c in ("id", "content", "heading_path", "tags"))
+# before its tags
+_ROW_TEXT = tuple(entries._NAMES.index(c) for c in ("id", "content", "heading_path"))
 
 
 def section_lines(con: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
@@ -123,12 +124,15 @@ def hit_rows(
         # the records' rows give the snippets their text (no second read of it), and the other
         # sections need only their heading and lines (search/hits.fill_sections)
         stored: list[Sequence[Any]] = []
+        # and, last, what the keyword row holds as its tags (with the note's front-matter values)
+        cols = f"{entries.RECORD_COLUMNS}, {tables.keyword_tags('e')}"
         for part, places in in_batches(ids):  # entries.get_many's rows
             where = f"e.id IN ({places})"
-            sql = f"SELECT {entries.RECORD_COLUMNS} FROM {entries.RECORD_FROM} WHERE {where}"
-            stored.extend(con.execute(sql, part))
-        found = {int(row[0]): entries.row_to_record(row) for row in stored}
-        text = {int(row[0]): tuple(row[k] for k in _ROW_TEXT) for row in stored}
+            stored.extend(
+                con.execute(f"SELECT {cols} FROM {entries.RECORD_FROM} WHERE {where}", part)
+            )
+        found = {int(row[0]): entries.row_to_record(row[:-1]) for row in stored}
+        text = {int(row[0]): (*(row[k] for k in _ROW_TEXT), row[-1]) for row in stored}
         snippets: dict[int, str] = {}
         for match, matched in by_match.items():
             mine = [text[i] for i in matched if i in text]

@@ -492,6 +492,13 @@ def texts(con: Connection, ids: Sequence[int]) -> dict[int, str]:
     return {int(i): str(t or "") for i, t in _per_id(con, "content", ids)}
 
 
+def written(con: Connection, ids: Sequence[int]) -> dict[int, str]:
+    """Each entry's text with its note's front-matter values (what rg reads in the note's file
+    and the keyword index holds: tables.keyword_tags), per id."""
+    column = "content || coalesce(' ' || props, '')"
+    return {int(i): str(t or "") for i, t in _per_id(con, column, ids)}
+
+
 def snippets(
     con: Connection, match: str, ids: Sequence[int], open_mark: str, close_mark: str
 ) -> dict[int, str]:

@@ -69,7 +69,17 @@ ENTRIES: tuple[Column, ...] = (
     _c("tier", "TEXT NOT NULL DEFAULT 'normal'"),
     _c("useful_count", "INTEGER NOT NULL DEFAULT 0"),
     _c("validation_count", "INTEGER NOT NULL DEFAULT 0"),
+    # a note's chunks: the note's front-matter values (text/notehead.py props), which their
+    # keyword rows hold with the tags (`keyword_tags`); NULL for memories
+    Column("props", "TEXT", "TEXT", "m015_front_matter_values; pg v14"),
 )
+
+
+def keyword_tags(row: str) -> str:
+    """The SQL text a row's keyword index holds in its `tags` column: its tags and, for a
+    note's chunk, the note's front-matter values (both backends; `row` is `new`, `old`, `e`)."""
+    return f"{row}.tags || coalesce(' ' || {row}.props, '')"
+
 
 # SQLite: `path` is UNIQUE; PostgreSQL: (workspace, path) is (pg/schema.py)
 DOCUMENTS: tuple[Column, ...] = (
@@ -98,7 +108,7 @@ LINKS: tuple[Column, ...] = (
     _c("kind", "TEXT NOT NULL CHECK (kind IN ('wiki', 'markdown'))"),
 )
 
-# the daily-log markers each indexed file holds, by the memory's id (m013; PostgreSQL v12;
+# the daily-log markers each indexed file holds, by the memory's id (m014; PostgreSQL v13;
 # store/logmarks.py): how a memory's lines are found in a log a person moved or copied
 LOG_MARKS: tuple[Column, ...] = (
     _c(

@@ -48,11 +48,58 @@ def _loader() -> Any:
 
 def load(source: str) -> Any:
     """yaml.safe_load through _loader()."""
+    return load_node(source)[0]
+
+
+def load_node(source: str) -> tuple[Any, Any]:
+    """(the data, as `load` gives it; its YAML node tree, None for an empty text): the nodes
+    keep each value as written (`1.10`, `2026-12-01 10:00`), which `values_text` reads."""
     loader = _loader()(source)
     try:
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        return (loader.construct_document(node) if node is not None else None), node
     finally:
         loader.dispose()
+
+
+# the values a note's words stand for: not a flag or an empty value (`draft: true`, `due:`)
+_NOT_WORDS = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:null")
+
+
+def values_text(node: Any, skip: frozenset[str] = frozenset(), limit: int = 4096) -> str:
+    """The values of a front-matter mapping as written, one a line, for the keyword index
+    (indexer: `status: draft`, `project: kestrel`, `author: Ana Lima` make a note found by
+    `draft`, `kestrel`, `Ana Lima`): every scalar, also inside lists and nested mappings,
+    except those of the top-level keys in `skip` (searchable already: tags, aliases, the
+    title), yes/no flags and empty values. Not the keys: `status` or `due` would match every
+    note that has the field. Cut at `limit` characters."""
+    import yaml
+
+    out: list[str] = []
+    size = 0
+
+    def walk(n: Any) -> None:
+        nonlocal size
+        if size >= limit:
+            return
+        if isinstance(n, yaml.ScalarNode):
+            if n.tag not in _NOT_WORDS and n.value.strip():
+                text = " ".join(str(n.value).split())
+                out.append(text)
+                size += len(text) + 1
+        elif isinstance(n, yaml.SequenceNode):
+            for item in n.value:
+                walk(item)
+        elif isinstance(n, yaml.MappingNode):
+            for _key, value in n.value:
+                walk(value)
+
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else None
+            if not (isinstance(name, str) and name.strip().lower() in skip):
+                walk(value)
+    return "\n".join(out)[:limit]
 
 
 class Refused(Exception):

@@ -27,7 +27,8 @@ from typing import Any
 
 from memoryd.core.timeutil import in_range, parse_iso
 from memoryd.text.frontyaml import Refused as _Refused
-from memoryd.text.frontyaml import load as _load_yaml
+from memoryd.text.frontyaml import load_node as _load_yaml
+from memoryd.text.frontyaml import values_text as _values_text
 
 _ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -49,6 +50,7 @@ class FrontMatter:
     title: str | None = None
     created_at: float | None = None  # `created` or `date`: the note's creation time
     updated_at: float | None = None  # `updated` or `modified`
+    values: str = ""  # its other values as written, for the keyword index (frontyaml.values_text)
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,7 @@ def parse_front_matter(
     import yaml
 
     try:
-        data = _load_yaml("\n".join(lines[1:end]))
+        data, node = _load_yaml("\n".join(lines[1:end]))
     except _Refused as exc:
         return FrontMatter(error=str(exc)), body, first
     except yaml.YAMLError as exc:
@@ -179,7 +181,7 @@ def parse_front_matter(
     if not isinstance(data, dict):
         return FrontMatter(error="front matter is not a mapping"), text, 1
     try:
-        fm = _front_matter(data)
+        fm = _front_matter(data, node)
     except (RecursionError, MemoryError, ValueError, TypeError, OverflowError) as exc:
         return FrontMatter(error=f"front matter refused ({_why(exc)})"), body, first
     return fm, body, first
@@ -191,7 +193,12 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-def _front_matter(data: dict[Any, Any]) -> FrontMatter:
+# keys whose values are searchable already: tags (the tags column), aliases (above the first
+# chunk's text), the title (the heading path's root, or notehead.props)
+_SEARCHABLE = frozenset({"tags", "tag", "aliases", "alias", "title"})
+
+
+def _front_matter(data: dict[Any, Any], node: Any = None) -> FrontMatter:
     importance = data.get("importance")
     if isinstance(importance, bool) or not isinstance(importance, int) or not 1 <= importance <= 10:
         importance = None
@@ -209,6 +216,7 @@ def _front_matter(data: dict[Any, Any]) -> FrontMatter:
         title=title.strip() if isinstance(title, str) and title.strip() else None,
         created_at=_timestamp(created) if created is not None else None,
         updated_at=_timestamp(updated) if updated is not None else None,
+        values=_values_text(node, _SEARCHABLE) if node is not None else "",
     )
 
 

@@ -2,7 +2,12 @@
 path when the note writes no level-1 heading (Obsidian shows a note's file name as its title, so
 its notes seldom write `# Title`), and its front-matter aliases above the first chunk's text
 (markdown.with_aliases). Headings are in the keyword index on both backends, so a note is found
-by its title; nothing of this is embedded (a chunk's vector is its text's)."""
+by its title; nothing of this is embedded (a chunk's vector is its text's).
+
+And its other front-matter values (`status: draft`, `project: kestrel`, `author: Ana Lima`:
+`props`), which the note's chunks carry into their keyword rows beside the note's tags (a long
+value: its first chunk), as rg finds them in the file; not in their text, snippets or vectors
+(stop 38, fm13)."""
 
 from __future__ import annotations
 
@@ -61,3 +66,24 @@ def dressed(chunks: list[Chunk], path: str, fm: FrontMatter, body: str, first: i
             c, content=content, content_hash=markdown.sha256_text(content)
         )
     return chunks
+
+
+# a value longer than this is text (a `description`, a `summary`), not a fact about the note
+SHORT_VALUE = 60
+
+
+def props(path: str, fm: FrontMatter, body: str) -> tuple[str | None, str | None]:
+    """The words of the note's front matter that its chunks' keyword rows hold beside its tags:
+    its values as written (FrontMatter.values), and its `title` when that is not the heading
+    path's root already (the note writes its own `# Title`). (those of every chunk, those of
+    the first one too): a short value (`status: draft`, `author: Ana Lima`, a date) is a fact
+    about the whole note, as its tags are, and every chunk holds it; a longer one is text, and
+    only the first chunk holds it (on every chunk, a `description` put each of its note's chunks
+    into the keyword pool of its words: the Obsidian help vault's "Introduction to Bases" left
+    the first 10 of its own title). None for none."""
+    values = fm.values.split("\n") if fm.values else []
+    if fm.title and title_of(path, fm, body) != " ".join(fm.title.split()):
+        values.insert(0, fm.title)
+    every = [v for v in values if len(v) <= SHORT_VALUE]
+    first = [v for v in values if len(v) > SHORT_VALUE]
+    return "\n".join(every) or None, "\n".join(first) or None

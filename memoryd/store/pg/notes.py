@@ -4,7 +4,8 @@ answer weighs a note found by keywords by BM25 over the whole note, as on SQLite
 
 The row (schema v4, `SCHEMA`):
 - `fts`: the note's chunks' tsvectors in order (store/pg/schema.py fills each from its text),
-  content (A) and heading paths (C) of every chunk, and the note's tags (D) once; not the title
+  content (A) and heading paths (C) of every chunk, and the note's tags with its front-matter
+  values (D, tables.keyword_tags) once; not the title
   (B), which FTS5's `notes_fts` does not hold either. The same words as the chunks', so nothing
   is parsed twice.
 - `length`: the note's token count (its positions), BM25's D.
@@ -31,6 +32,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from memoryd.store import tables
 from memoryd.store.pg import fts
 from memoryd.store.protocol import Connection
 
@@ -45,7 +47,7 @@ SELECT d.id, d.workspace, v.fts,
        (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(v.fts) u)
 FROM {documents} d CROSS JOIN LATERAL (
     SELECT memoryd_tsvector_agg(ts_filter(e.fts, '{{a,c}}') ORDER BY e.seq)
-           || setweight(to_tsvector('english', memoryd_fts_text(max(e.tags))), 'D') AS fts
+           || setweight(to_tsvector('english', memoryd_fts_text(max({tags}))), 'D') AS fts
     FROM {entries} e WHERE e.document_id = d.id HAVING count(*) > 0
 ) v
 WHERE {where}
@@ -149,7 +151,19 @@ CREATE TRIGGER notes_fts_gone AFTER DELETE ON notes_fts
 """
 
 
-def fill(con: Connection, workspace: str | None = None, ids: Sequence[int] | None = None) -> None:
+def _row(documents: str, entries: str, where: str, props: bool = True) -> str:
+    """_ROW: the note's tags with its front-matter values (tables.keyword_tags), or (`props`
+    False: a schema before v14) its tags alone."""
+    tags = tables.keyword_tags("e") if props else "e.tags"
+    return _ROW.format(documents=documents, entries=entries, where=where, tags=tags)
+
+
+def fill(
+    con: Connection,
+    workspace: str | None = None,
+    ids: Sequence[int] | None = None,
+    props: bool = True,
+) -> None:
     """The rows of every note (schema v4), of one workspace's (a copied store: pgmigrate, the
     latency bench's load) or of the notes `ids` (schema v9), from the chunks as stored."""
     where, params = "true", list[Any]()
@@ -157,14 +171,14 @@ def fill(con: Connection, workspace: str | None = None, ids: Sequence[int] | Non
         where, params = ("d.workspace = ?", [workspace])
     elif ids is not None:
         where, params = ("d.id = ANY(?)", [list(ids)])
-    rows = _ROW.format(documents="all_documents", entries="all_entries", where=where)
+    rows = _row("all_documents", "all_entries", where, props)
     con.execute(_UPSERT.format(rows=rows), params)
 
 
 def refresh(con: Connection, path: str) -> None:
     """The note's row, written again from its chunks as stored (the indexer, after writing
     them); none for a note without chunks."""
-    rows = _ROW.format(documents="documents", entries="entries", where="d.path = ?")
+    rows = _row("documents", "entries", "d.path = ?")
     con.execute(_UPSERT.format(rows=rows), [path])
 
 

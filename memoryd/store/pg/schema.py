@@ -21,7 +21,7 @@ runs on both), plus what a shared database needs.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import psycopg
 
@@ -151,15 +151,20 @@ def _v1_initial(cur: psycopg.Cursor) -> None:
             SELECT @DOCUMENT_NAMES@, workspace FROM all_documents
             WHERE workspace = current_setting('memoryd.workspace')
                OR current_setting('memoryd.scope', true) = 'all';
+        """.replace("@DOCUMENT_NAMES@", ", ".join(tables.names(tables.DOCUMENTS)))
+    )
+    cur.execute(_entries_view(c.name for c in tables.ENTRIES if c.added_by is None))
+
+
+def _entries_view(names: Iterable[str]) -> str:
+    """The view `entries`: this workspace's chunks and every memory, with the given columns."""
+    return f"""
         CREATE VIEW entries AS
-            SELECT @ENTRY_NAMES@, workspace, fts
+            SELECT {", ".join(names)}, workspace, fts
             FROM all_entries
             WHERE workspace IS NULL OR workspace = current_setting('memoryd.workspace')
                OR current_setting('memoryd.scope', true) = 'all';
-        """.replace("@DOCUMENT_NAMES@", ", ".join(tables.names(tables.DOCUMENTS))).replace(
-            "@ENTRY_NAMES@", ", ".join(tables.names(tables.ENTRIES))
-        )
-    )
+        """
 
 
 # SQLite's JSON functions that the shared SQL uses, over the same TEXT columns: json_each(tags)
@@ -296,6 +301,12 @@ _FTS_TRIGGER = """
 CREATE TRIGGER entries_fill BEFORE INSERT OR UPDATE OF content, heading_path, tags, kind
     ON all_entries FOR EACH ROW EXECUTE FUNCTION memoryd_entries_fill();
 """
+# v14: the tags' weight (D) holds a note's front-matter values too (tables.keyword_tags)
+_FTS_FILL_PROPS = _FTS_FILL.replace(
+    "memoryd_nfc(NEW.tags)", f"memoryd_nfc({tables.keyword_tags('NEW')})"
+)
+_FTS_TRIGGER_PROPS = _FTS_TRIGGER.replace("tags, kind", "tags, props, kind")
+assert _FTS_FILL_PROPS != _FTS_FILL and _FTS_TRIGGER_PROPS != _FTS_TRIGGER
 
 # Other daemons on the database drop their caches (trigger phrases, fuzzy vocabulary) when
 # memories, chunks or trigger phrases change: one notification per statement on the channel
@@ -438,7 +449,7 @@ def _v4_note_text(cur: psycopg.Cursor) -> None:
     from memoryd.store.pg.conn import PgConnection
 
     cur.execute(notes.SCHEMA)
-    notes.fill(PgConnection(cur.connection))
+    notes.fill(PgConnection(cur.connection), props=False)
     cur.execute("ANALYZE notes_fts")
 
 
@@ -514,7 +525,7 @@ def _v9_composed_words(cur: psycopg.Cursor) -> None:
     ).fetchall()
     ids = sorted({row[0] for row in changed if row[0] is not None})
     if ids:
-        notes.fill(PgConnection(cur.connection), ids=ids)
+        notes.fill(PgConnection(cur.connection), ids=ids, props=False)
 
 
 def _v10_note_titles(cur: psycopg.Cursor) -> None:
@@ -562,6 +573,20 @@ def _v13_log_marks(cur: psycopg.Cursor) -> None:
     )
 
 
+def _v14_front_matter_values(cur: psycopg.Cursor) -> None:
+    """A note's front-matter values in its chunks' keyword rows (SQLite: migrations.m015): the
+    `props` column (in the view `entries` too), the trigger's function that indexes it with the
+    tags, and every workspace's notes read again (as v8), which fills it."""
+    props = tables.column(tables.ENTRIES, "props")
+    cur.execute(f"ALTER TABLE all_entries ADD COLUMN {props.ddl('postgres')}")
+    cur.execute("DROP VIEW entries")
+    cur.execute(_entries_view(tables.names(tables.ENTRIES)))
+    cur.execute(_FTS_FILL_PROPS.replace("@CONFIG@", TS_CONFIG))
+    cur.execute("DROP TRIGGER entries_fill ON all_entries")
+    cur.execute(_FTS_TRIGGER_PROPS)
+    _v8_read_notes_again(cur)
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
@@ -576,6 +601,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v11_paired,
     _v12_declared,
     _v13_log_marks,
+    _v14_front_matter_values,
 ]
 
 
