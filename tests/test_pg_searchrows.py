@@ -58,7 +58,7 @@ def test_the_pools_rows_are_the_rows(app: Any) -> None:
 
 def test_read_ahead_and_hit_rows_are_the_separate_reads(app: Any) -> None:
     from memoryd.search.ftsquery import quote_term
-    from memoryd.store import entries, searchrows, searchsql
+    from memoryd.store import entries, entrytexts, searchrows, searchsql
 
     ids = _ids(app)
     words = [quote_term(w) for w in ("deploy", "sessions", "数据库")]
@@ -87,7 +87,7 @@ def test_read_ahead_and_hit_rows_are_the_separate_reads(app: Any) -> None:
         rows = searchsql.signal_rows(con, ids)
         return (
             {i: tuple(r[c] for c in searchsql.SIGNAL_COLUMNS) for i, r in rows.items()},
-            dict(searchsql._per_id(con, "length(content)", ids[:3])),
+            dict(entrytexts.per_id(con, "length(content)", ids[:3])),
             {w: searchsql.matching(con, w, ids) for w in words},
         )
 

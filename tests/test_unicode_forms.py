@@ -117,15 +117,15 @@ def test_a_database_indexed_before_v9_finds_its_decomposed_notes_once_upgraded(
     read again (SQLite's index always folded them: nothing to upgrade)."""
     if backend == "sqlite":
         pytest.skip("FTS5's unicode61 folded decomposed text from the start")
-    from memoryd.store.pg import schema
+    from memoryd.store.pg import schema, sqlfuncs
 
     store = {"store": {"backend": "postgres", "dsn": request.getfixturevalue("pg_dsn")}}
     migrations_before(monkeypatch, schema, schema._v9_composed_words)
     # v1's trigger as it was: the text as written
     monkeypatch.setattr(
-        schema,
-        "_nfc_function",
-        lambda cur: cur.execute(schema._NFC_FUNCTION.replace("@BODY@", "t")),
+        sqlfuncs,
+        "nfc_function",
+        lambda cur: cur.execute(sqlfuncs.NFC_FUNCTION.replace("@BODY@", "t")),
     )
     old = make_app(**store)
     _written_decomposed(old)

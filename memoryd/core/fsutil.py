@@ -53,6 +53,15 @@ def as_on_disk(root: Path, rel: str) -> str:
     return "/".join(parts)
 
 
+def is_dir(path: Path) -> bool:
+    """Path.is_dir, but False for a path the system refuses to look at (a name too long:
+    ENAMETOOLONG is not among the errors Path.is_dir swallows); the caller's stat then says why."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def within(real: str, folder: str) -> bool:
     """True when the real (resolved) path `real` is `folder` or lies under it; both resolved."""
     return real == folder or real.startswith(folder + os.sep)

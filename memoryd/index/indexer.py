@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core.errors import InvalidInput, describe
-from memoryd.core.fsutil import as_on_disk, resolved, within
+from memoryd.core.fsutil import as_on_disk, is_dir, resolved, within
 from memoryd.core.logsetup import get_logger
 from memoryd.index import folders
 from memoryd.index.attachments import OtherFiles
@@ -328,7 +328,7 @@ class Indexer:
             vanished: dict[str, DocumentInfo] = {}
             for rel in rels:
                 full = self.root / rel if rel != "." else self.root
-                if _is_dir(full):
+                if is_dir(full):
                     if rel in indexed:  # a note replaced by a folder of its name
                         vanished[rel] = indexed[rel]
                     for p, s in self._scan_under(rel).items():
@@ -367,7 +367,7 @@ class Indexer:
         """The workspace folder itself is gone (unmounted, moved away, deleted): nothing is
         applied, so the index is not emptied of every note (and re-embedded when it is back);
         the App looks for the folder and reconciles when it returns."""
-        if _is_dir(self.root):
+        if is_dir(self.root):
             return False
         report.errors.append(f"{ROOT_AWAY}: {self.root}")
         log.error(ROOT_AWAY, root=str(self.root))
@@ -460,7 +460,7 @@ class Indexer:
 
             def move(con: Any) -> None:
                 entries.move_document(con, old, state.path, state.mtime)
-                _set_dates(con, state.path, fm, self.clock())
+                links.note_dates(con, state.path, fm, self.clock())
                 store_entities.reindex_document(con, state.path, mentions)
 
             self.store.run_write(move)
@@ -496,7 +496,7 @@ class Indexer:
             notetext.refresh(con, state.path)  # the whole note's keyword row (issue 19.2)
             links.replace_links(con, state.path, note.links)
             logmarks.replace(con, state.path, marks)
-            _set_dates(con, state.path, fm, now)
+            links.note_dates(con, state.path, fm, now)
             # after the dates: each mention carries its chunk's
             store_entities.index_document(con, state.path, note.mentions)
             return count
@@ -590,27 +590,7 @@ class Indexer:
         return folders.drift(self, self.scan(), self._read)
 
 
-def _is_dir(path: Path) -> bool:
-    """Path.is_dir, but False for a path the system refuses to look at (a name too long:
-    ENAMETOOLONG is not among the errors Path.is_dir swallows); _stat then says why."""
-    try:
-        return path.is_dir()
-    except OSError:
-        return False
-
-
 def _brief(r: Report) -> dict[str, Any]:
     return {k: v for k, v in r.as_dict().items() if v and k != "errors"} | (
         {"errors": len(r.errors)} if r.errors else {}
     )
-
-
-def _set_dates(con: Any, path: str, fm: markdown.FrontMatter, now: float) -> None:
-    """A note's own dates in place of its file's mtime: its front matter's `date`/`created` and
-    `updated`, else the date its file name is (a daily note, `2026-03-03.md`). An update time
-    after `now` is `now`: a note dated ahead is not the newest text, for recency (test_times)."""
-    if fm.created_at is not None or fm.updated_at is not None:
-        updated = next(t for t in (fm.updated_at, fm.created_at, now) if t is not None)
-        links.set_dates(con, path, fm.created_at, min(updated, now))
-    elif (named := markdown.date_of_name(path)) is not None:
-        links.set_dates(con, path, named, None)

@@ -81,7 +81,7 @@ import numpy as np
 from memoryd.core import malloc
 from memoryd.core.logsetup import get_logger
 from memoryd.search.ftsquery import quote_term
-from memoryd.store import entries, searchsql
+from memoryd.store import entries, entrytexts, searchsql
 from memoryd.store import tokenizer as cjk_tokenizer
 from memoryd.store.dialect import Tokenize, query_tokenizers
 from memoryd.store.protocol import Connection
@@ -500,7 +500,7 @@ def as_written(con: Connection, rewritten: FuzzyResult, query: str = "") -> str:
 
     def find(match: str) -> list[str]:
         ids = [i for i, _, _ in searchsql.keyword_pool(con, match, "1 = 1", [], 5)]
-        return list(searchsql.texts(con, ids).values())
+        return list(entrytexts.texts(con, ids).values())
 
     tok, _ = query_tokenizers(con, cjk=False)
     return rewritten.as_written(tok, find, query)

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from memoryd.search.ftsquery import quote_term
 from memoryd.search.ranking import Candidate
-from memoryd.store import searchsql
+from memoryd.store import entrytexts
 from memoryd.store.protocol import Connection
 
 # between the two ends of a range: "01 to 03", "01 through 03", "01..03", "01–03", "01 - 03"
@@ -92,7 +92,7 @@ def range_pool(
     if not words:
         return []
     found = pool(con, " AND ".join(quote_term(w) for w in words), where, params, POOL)
-    texts = searchsql.texts(con, [c.id for c in found])
+    texts = entrytexts.texts(con, [c.id for c in found])
     named = [c for c in found if names_in_range(texts.get(c.id, ""), n)]
     for rank, c in enumerate(named, start=1):
         c.keyword_rank = rank

@@ -28,7 +28,7 @@ import re
 
 from memoryd.search.ftsquery import STOP_WORDS
 from memoryd.search.ranking import Candidate
-from memoryd.store import searchsql
+from memoryd.store import entrytexts
 from memoryd.store.protocol import Connection
 
 # a short name with `#` or `++` after it, a name after a dot or a `$`, a number after `#`
@@ -99,7 +99,7 @@ def holding(con: Connection, query: str, ranked: list[Candidate]) -> list[Candid
     if not words or not ranked:
         return ranked
     ids = {c.id for c in ranked} | {s.id for c in ranked for s in c.sections}
-    texts = searchsql.written(con, sorted(ids))
+    texts = entrytexts.written(con, sorted(ids))
     patterns = [_pattern(w) for w in words]
     # with OR, a text may answer by another alternative: a word of it (its stem: the index
     # stems, `ports` finds `porting`)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryd.store.protocol import Connection
+from memoryd.text.markdown import FrontMatter, date_of_name
 from memoryd.text.obsidian import Link
 
 
@@ -96,3 +97,14 @@ def set_dates(
         " WHERE kind = 'chunk' AND document_id = (SELECT id FROM documents WHERE path = ?)",
         (created_at, updated_at, path),
     )
+
+
+def note_dates(con: Connection, path: str, fm: FrontMatter, now: float) -> None:
+    """A note's own dates in place of its file's mtime: its front matter's `date`/`created` and
+    `updated`, else the date its file name is (a daily note, `2026-03-03.md`). An update time
+    after `now` is `now`: a note dated ahead is not the newest text, for recency (test_times)."""
+    if fm.created_at is not None or fm.updated_at is not None:
+        updated = next(t for t in (fm.updated_at, fm.created_at, now) if t is not None)
+        set_dates(con, path, fm.created_at, min(updated, now))
+    elif (named := date_of_name(path)) is not None:
+        set_dates(con, path, named, None)

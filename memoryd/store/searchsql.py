@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from memoryd.store import ftsprune, rowsnippets, wordrows
+from memoryd.store import entrytexts, ftsprune, rowsnippets, wordrows
 from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -466,37 +466,13 @@ def _summary(
     )
 
 
-def _per_id(con: Connection, column: str, ids: Sequence[int]) -> list[tuple[Any, Any]]:
-    """(id, `column`) of the given entries; `column` is one of this module's fixed expressions,
-    never user text."""
-    if not ids:
-        return []
-    if is_postgres(con):
-        sql = f"SELECT id, {column} FROM entries WHERE id = ANY(?)"
-        return list(con.execute(sql, [list(ids)]))
-    sql = f"SELECT id, {column} FROM entries WHERE id IN (SELECT value FROM json_each(?))"
-    return list(con.execute(sql, [json.dumps(list(ids))]))
-
-
 def text_lengths(con: Connection, ids: Sequence[int]) -> dict[int, int]:
     """Characters of each entry's text, per id (the ranking steadies short chunks' similarity);
     PostgreSQL: as `read_ahead` read them, when it did."""
     known = _pg_held().lengths(con, ids) if is_postgres(con) else None
     if known is not None:
         return known
-    return {int(i): int(n or 0) for i, n in _per_id(con, "length(content)", ids)}
-
-
-def texts(con: Connection, ids: Sequence[int]) -> dict[int, str]:
-    """Each entry's text, per id (a few: the ranking reads ranges in them, search/ranges.py)."""
-    return {int(i): str(t or "") for i, t in _per_id(con, "content", ids)}
-
-
-def written(con: Connection, ids: Sequence[int]) -> dict[int, str]:
-    """Each entry's text with its note's front-matter values (what rg reads in the note's file
-    and the keyword index holds: tables.keyword_tags), per id."""
-    column = "content || coalesce(' ' || props, '')"
-    return {int(i): str(t or "") for i, t in _per_id(con, column, ids)}
+    return {int(i): int(n or 0) for i, n in entrytexts.per_id(con, "length(content)", ids)}
 
 
 def snippets(

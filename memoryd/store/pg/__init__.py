@@ -34,7 +34,7 @@ from pgvector.psycopg import register_vector
 
 from memoryd.core.errors import Refused, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
-from memoryd.store.pg import claim, fts, notes, pool, schema  # noqa: F401 (notes, pool: below)
+from memoryd.store.pg import claim, fts, notes, pool, schema, sqlfuncs  # noqa: F401
 from memoryd.store.pg.conn import (
     PgConnection,
     connection_lost,
@@ -487,7 +487,7 @@ class PgStore:
                 ) as con:
                     if held is None and self.settings.claim:
                         claim.take_again(con, self.settings.workspace_id)
-                    con.execute(f"LISTEN {schema.NOTIFY_CHANNEL}")
+                    con.execute(f"LISTEN {sqlfuncs.NOTIFY_CHANNEL}")
                     connected, self.listening, backoff = True, True, LISTEN_RETRY_S
                     self.down_since = None
                     if connected_before:
