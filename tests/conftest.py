@@ -161,6 +161,19 @@ def older_store(
     return {}
 
 
+def indexed_by_older(make_app: Any, store: dict[str, Any], files: dict[str, str]) -> None:
+    """An older store (older_store's settings) that indexed and embedded `files` (workspace
+    path -> text), then closed: what an upgrade finds."""
+    old = make_app(**store)
+    root = Path(old.cfg.workspace)
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        (root / rel).write_text(text)
+    old.indexer.reconcile()
+    settle(old)
+    old.close()
+
+
 def doc_commands(doc: Path, marker: str) -> list[str]:
     """The commands of the ```sh block after `<!-- sh:MARKER -->` in `doc`, one a line, as a
     reader would type them (trailing `# comments` and blank lines left out)."""

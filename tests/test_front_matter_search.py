@@ -6,7 +6,6 @@ chunks' text, snippets, line numbers, vectors and the `tags` filter stay what th
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -178,17 +177,12 @@ def test_an_upgraded_store_finds_its_values(
     make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """Schema m015 / v14: notes are read again at the next reconcile; nothing is embedded."""
-    from conftest import older_store, settle
+    from conftest import indexed_by_older, older_store, settle
 
     store = older_store(
         monkeypatch, request, backend, "m015_front_matter_values", "_v14_front_matter_values"
     )
-    old = make_app(**store)
-    Path(old.cfg.workspace).mkdir(parents=True, exist_ok=True)
-    (Path(old.cfg.workspace) / "plan.md").write_text(FRONT)
-    old.indexer.reconcile()
-    settle(old)
-    old.close()
+    indexed_by_older(make_app, store, {"plan.md": FRONT})
     monkeypatch.undo()
     new = make_app(**store)
     assert new.indexer.reconcile().indexed == 1  # read again

@@ -78,16 +78,11 @@ def test_an_upgraded_store_files_its_notes_under_their_titles(
     make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """Schema m011 / v10: notes are read again at the next reconcile, nothing is embedded."""
-    from conftest import older_store, settle
+    from conftest import indexed_by_older, older_store, settle
 
     store = older_store(monkeypatch, request, backend, "m011_note_titles", "_v10_note_titles")
     monkeypatch.setattr(notehead, "title_of", lambda path, fm, body: None)  # as before
-    old = make_app(**store)
-    (Path(old.cfg.workspace)).mkdir(parents=True, exist_ok=True)
-    (Path(old.cfg.workspace) / "Kestrel migration.md").write_text("Plan the move in spring.\n")
-    old.indexer.reconcile()
-    settle(old)
-    old.close()
+    indexed_by_older(make_app, store, {"Kestrel migration.md": "Plan the move in spring.\n"})
     monkeypatch.undo()
     new = make_app(**store)
     assert new.indexer.reconcile().indexed == 1  # read again
