@@ -68,8 +68,9 @@ def _state(store: PgStore) -> dict[str, Any]:
 def test_an_older_database_keeps_its_tsvectors_in_the_rows_after_v7(
     pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    up_to_v6 = schema.MIGRATIONS[: schema.MIGRATIONS.index(schema._v7_inline_fts)]
-    monkeypatch.setattr(schema, "MIGRATIONS", up_to_v6)
+    from conftest import migrations_before
+
+    migrations_before(monkeypatch, schema, schema._v7_inline_fts)  # and today's writes in v6's
     s = PgStore(PgSettings(pg_dsn, "ws", "test:ws"))
     try:
         _write(s, 1)
