@@ -791,6 +791,27 @@ def test_other_readable_output(ctl_run: Callable[..., tuple[int, str, str]]) -> 
     assert code == 0 and out.splitlines()[0] == "job expiry done in 2.0 ms"
 
 
+def test_a_deletion_of_many_lists_the_first_twenty(
+    stub: Stub, ctl_run: Callable[..., tuple[int, str, str]]
+) -> None:
+    """`delete --tag` of 1,476 memories printed every id on one line (~10 KB); the terminal gets
+    the first 20 and a count, --json every one."""
+    stub.results["delete"] = {"deleted": 45, "ids": list(range(1, 46))}
+    out = ctl_run("delete", "--tag", "x", "--dry-run")[1]
+    first = ", ".join(map(str, range(1, 21)))
+    assert out == f"would delete 45: {first} and 25 more (--json lists them all)\n"
+    assert json.loads(ctl_run("delete", "--tag", "x", "--dry-run", "--json")[1])["ids"] == list(
+        range(1, 46)
+    )
+    stub.results["delete"] = {
+        "deleted": 21,
+        "ids": list(range(1, 22)),
+    }  # one more is shown, not counted
+    assert (
+        ctl_run("delete", "--tag", "x")[1] == f"deleted 21: {', '.join(map(str, range(1, 22)))}\n"
+    )
+
+
 # --- exit status ---------------------------------------------------------------------------------
 
 

@@ -337,6 +337,9 @@ def s_update(res: dict[str, Any], a: Namespace) -> int:
     return EXIT_OK
 
 
+LISTED_MAX = 20  # ids or paths a deletion by tag, namespace or path prints; --json has all
+
+
 def r_delete(c: Client, a: Namespace) -> int:
     selectors = given({"tag": a.tag, "namespace": a.namespace, "path": a.path})
     if len(selectors) + bool(a.ids) != 1:
@@ -345,9 +348,12 @@ def r_delete(c: Client, a: Namespace) -> int:
         res = c.call("delete", {**selectors, **given({"dry_run": a.dry_run})})
         if a.json:
             return emit_json(res)
-        listed = res.get("paths") or res.get("ids") or []
+        listed = [str(x) for x in res.get("paths") or res.get("ids") or []]
         verb = "would delete" if a.dry_run else "deleted"
-        print(f"{verb} {res['deleted']}: {', '.join(map(str, listed)) or '-'}")
+        more = len(listed) - LISTED_MAX if len(listed) > LISTED_MAX + 1 else 0
+        shown = ", ".join(listed[: len(listed) - more]) or "-"
+        tail = f" and {more} more (--json lists them all)" if more else ""
+        print(f"{verb} {res['deleted']}: {shown}{tail}")
         if res.get("trash") and res.get("paths") and not a.dry_run:
             print(f"moved to {res['trash']}")
         print_still_in(res.get("still_in") or [], a.dry_run)
