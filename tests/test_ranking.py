@@ -191,6 +191,23 @@ def test_ties_are_broken_by_relevance_then_recency() -> None:
     assert [x.id for x in search_mod.order([a, b, d, e])] == [4, 3, 2, 1]
 
 
+def test_of_hits_the_entity_boost_took_to_its_cap_the_stronger_comes_first() -> None:
+    """Two notes that name the query's entity both reach relevance 1 (the boost's cap) and tie
+    on every signal; the one the words and the vector backed better was second because its file
+    was older (the held-out titles set, "Set up Obsidian Sync"). What the boost took past the
+    cap decides before the file's time."""
+    from memoryd.search import entityboost
+
+    c = search_mod.Candidate
+    weaker = c(id=1, fused=0.88, components={"updated_at": 100.0})
+    stronger = c(id=2, fused=0.91, components={"updated_at": 50.0})
+    for x in (weaker, stronger):
+        entityboost._lift(x, 0.38, 0.4)
+        assert x.fused == 1.0 and x.components["relevance"] == 1.0
+        x.final = 0.978889
+    assert [x.id for x in search_mod.order([weaker, stronger])] == [2, 1]
+
+
 # --- notes, not fragments -----------------------------------------------------------------------
 
 

@@ -93,5 +93,7 @@ def _lift(c: Candidate, share: float, weight: float) -> None:
     if share <= 0:
         return
     c.components["entity"] = round(share, 4)
-    c.fused = min(1.0, c.fused * (1.0 + weight * share))
+    lifted = c.fused * (1.0 + weight * share)
+    c.beyond = max(0.0, lifted - 1.0)  # ties at the cap go to the stronger (ranking.order)
+    c.fused = min(1.0, lifted)
     c.components["relevance"] = c.fused

@@ -137,6 +137,10 @@ class Candidate:
     final: float = 0.0
     sections: list[Candidate] = field(default_factory=list)
     tail: bool = False  # a neighbour that follows every backed hit (`followers`)
+    # how far the entity boost took relevance past its cap of 1 (entityboost._lift): of hits
+    # tied at the cap, the one the words and the vector backed better comes first, not the
+    # newest file
+    beyond: float = 0.0
 
     @property
     def group_key(self) -> tuple[str, int]:
@@ -552,14 +556,15 @@ def bm25_norm(keyword: Sequence[Candidate]) -> float | None:
 def order(candidates: list[Candidate]) -> list[Candidate]:
     """Best first, every backed hit before the `tail` (`followers`), whose scores are capped at
     the last backed hit's so that scores fall down the list; ties (scores equal to 6 places, as
-    shown) go to relevance, then to the most recently updated, then to the lower id (stable
-    across runs)."""
+    shown) go to relevance, then to what the entity boost took past its cap (`beyond`), then to
+    the most recently updated, then to the lower id (stable across runs)."""
     ranked = sorted(
         candidates,
         key=lambda c: (
             c.tail,
             -round(c.final, 6),
             -round(c.components.get("relevance", 0.0), 9),
+            -round(c.beyond, 9),
             -c.components.get("updated_at", 0.0),
             c.id,
         ),
