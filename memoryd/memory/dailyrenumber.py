@@ -37,7 +37,8 @@ def renumber(daily: dl.DailyLog, moved: list[tuple[int, int, str]]) -> list[Path
     # every log file, then the files the index says hold their markers (a log moved out of
     # the log folder, renamed, copied: store/logmarks.py)
     files = list(daily._log_files(exclude=set())) if daily.folder().is_dir() else []
-    files += [p for p in daily._marked(set(by_old)) if p not in set(files)]
+    listed = set(files)
+    files += [p for p in daily._marked(set(by_old)) if p not in listed]
     with daily.lock:
         for path in files:
             try:
