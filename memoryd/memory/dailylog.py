@@ -483,14 +483,26 @@ class DailyLog:
         self, path: Path, changes: dict[int, dict[str, Any] | None], changed: list[Path]
     ) -> set[int]:
         """Apply `changes` to one file (atomically); the ids whose lines it held."""
+        return self.edit_file(path, lambda text: _rewritten(text, changes, self._line_for), changed)
+
+    def edit_file(
+        self,
+        path: Path,
+        edit: Callable[[str], tuple[list[str], set[int]]],
+        changed: list[Path],
+    ) -> set[int]:
+        """`edit` (a file's text -> its lines after, and the ids whose lines it changed or
+        found) applied to one log file holding markers, atomically, in its own encoding; the
+        path goes in `changed` when it was written. A file gone, a symlink, a FIFO or outside
+        the workspace is no log file to rewrite."""
         try:
             self._check_inside(path.parent)
             text, encoding = _read_regular(path)
-        except OSError:  # gone, a symlink, a FIFO, outside: not a log file to rewrite
+        except OSError:
             return set()
         if "<!-- m:" not in text:
             return set()
-        lines, hit = _rewritten(text, changes, self._line_for)
+        lines, hit = edit(text)
         if hit:
             try:
                 _atomic_write(path, "".join(lines), encoding)

@@ -15,11 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memoryd.core.logsetup import get_logger
 from memoryd.memory import dailylog as dl
 from memoryd.text import secretguard
-
-log = get_logger("memoryd.memory.dailyrenumber")
 
 
 def renumber(daily: dl.DailyLog, moved: list[tuple[int, int, str]]) -> list[Path]:
@@ -39,34 +36,23 @@ def renumber(daily: dl.DailyLog, moved: list[tuple[int, int, str]]) -> list[Path
     files = list(daily._log_files(exclude=set())) if daily.folder().is_dir() else []
     listed = set(files)
     files += [p for p in daily._marked(set(by_old)) if p not in listed]
+
+    def renamed(text: str) -> tuple[list[str], set[int]]:
+        lines: list[str] = []
+        hit: set[int] = set()
+        for line in text.splitlines(keepends=True):
+            body = line.rstrip("\r\n")
+            m = dl._MARKER_TAIL.search(body)
+            got = by_old.get(int(m.group("id"))) if m else None
+            if m is not None and got is not None and any(t in body[: m.start()] for t in got[1]):
+                line = (
+                    body[: m.start()] + f"<!-- m:{got[0]}:{m.group('hash')} -->" + line[len(body) :]
+                )
+                hit.add(int(m.group("id")))
+            lines.append(line)
+        return lines, hit
+
     with daily.lock:
         for path in files:
-            try:
-                daily._check_inside(path.parent)
-                text, encoding = dl._read_regular(path)
-            except OSError:  # gone, a symlink, a FIFO: not a log file to rewrite
-                continue
-            if "<!-- m:" not in text:
-                continue
-            lines, hit = [], False
-            for line in text.splitlines(keepends=True):
-                body = line.rstrip("\r\n")
-                m = dl._MARKER_TAIL.search(body)
-                got = by_old.get(int(m.group("id"))) if m else None
-                if (
-                    m is not None
-                    and got is not None
-                    and any(t in body[: m.start()] for t in got[1])
-                ):
-                    marker = f"<!-- m:{got[0]}:{m.group('hash')} -->"
-                    line = body[: m.start()] + marker + line[len(body) :]
-                    hit = True
-                lines.append(line)
-            if hit:
-                try:
-                    dl._atomic_write(path, "".join(lines), encoding)
-                except OSError as exc:
-                    log.error("daily log renumber failed", path=str(path), error=str(exc))
-                    continue
-                changed.append(path)
+            daily.edit_file(path, renamed, changed)
     return changed
