@@ -417,9 +417,7 @@ class DailyLog:
         log file left out), then each file elsewhere that the index says holds markers (a log
         moved out of the log folder). With `before` (path -> (stat, ids) of an earlier look), a
         file whose mtime and size are unchanged is not read again; `seen` gets this look's."""
-        files = list(self._log_files(exclude=set()))
-        known = set(files)
-        for path in [*files, *(p for p in self._marked(None) if p not in known)]:
+        for path in self.files_holding(None):
             try:
                 self._check_inside(path.parent)
                 if before is None:
@@ -438,6 +436,13 @@ class DailyLog:
             except OSError:
                 continue
             yield path, ids
+
+    def files_holding(self, ids: set[int] | None) -> list[Path]:
+        """Every log file, then each file elsewhere that the index says holds a marker of one
+        of `ids` (None: of any): a log moved out of the log folder, renamed or copied."""
+        files = list(self._log_files(exclude=set()))
+        listed = set(files)
+        return [*files, *(p for p in self._marked(ids) if p not in listed)]
 
     def rewrite(self, record: dict[str, Any]) -> list[Path]:
         """Replace a memory's line with its current text (after an update or a redaction)."""

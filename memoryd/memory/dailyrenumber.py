@@ -31,11 +31,6 @@ def renumber(daily: dl.DailyLog, moved: list[tuple[int, int, str]]) -> list[Path
         text = dl.one_line(content)
         by_old.setdefault(old, (new, (text, dl.one_line(secretguard.redact(text)))))
     changed: list[Path] = []
-    # every log file, then the files the index says hold their markers (a log moved out of
-    # the log folder, renamed, copied: store/logmarks.py)
-    files = list(daily._log_files(exclude=set())) if daily.folder().is_dir() else []
-    listed = set(files)
-    files += [p for p in daily._marked(set(by_old)) if p not in listed]
 
     def renamed(text: str) -> tuple[list[str], set[int]]:
         lines: list[str] = []
@@ -53,6 +48,6 @@ def renumber(daily: dl.DailyLog, moved: list[tuple[int, int, str]]) -> list[Path
         return lines, hit
 
     with daily.lock:
-        for path in files:
+        for path in daily.files_holding(set(by_old)):  # wherever a log lies (store/logmarks.py)
             daily.edit_file(path, renamed, changed)
     return changed
