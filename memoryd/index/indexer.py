@@ -13,7 +13,6 @@ keeps its first ones. Nothing here raises for a bad file.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import functools
 import hashlib
@@ -473,12 +472,17 @@ class Indexer:
         doc = DocumentInfo(state.path, sha, state.size, state.mtime, note.fm.raw)
         every, lead = note.props  # the note's front-matter values (notehead.props)
         new_chunks = [
-            NewChunk(c.seq, c.content, c.content_hash, c.heading_path, c.start_line, c.end_line)
-            for c in note.chunks
+            NewChunk(
+                c.seq,
+                c.content,
+                c.content_hash,
+                c.heading_path,
+                c.start_line,
+                c.end_line,
+                "\n".join(v for v in (every, lead if i == 0 else None) if v) or None,
+            )
+            for i, c in enumerate(note.chunks)
         ]
-        for i, c in enumerate(new_chunks):
-            props = "\n".join(v for v in (every, lead if i == 0 else None) if v)
-            new_chunks[i] = dataclasses.replace(c, props=props or None)
         now = self.clock()
         fm = note.fm
 
