@@ -15,9 +15,10 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-# SIGHUPs that came before the daemon's own handler was in place: `memoryd run` notes them from
-# its first line (cli.main), since the default action would end the process while it imports
-# and opens the store, and the daemon reloads once it serves (serve/daemon.py)
+# SIGHUPs that came before the daemon serves: `memoryd run` notes them from its first line
+# (cli.main), since the default action would end the process while it imports and opens the
+# store, and so does the daemon's own handler until READY=1; it reloads once it serves
+# (serve/daemon.py)
 early_hups: list[int] = []
 
 

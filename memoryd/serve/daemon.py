@@ -95,7 +95,6 @@ class Daemon:
         self._stop: asyncio.Event | None = None
         self._sigints = 0
         self._serving = False  # READY=1 sent: a SIGHUP reloads at once (before: once serving)
-        self._reload_pending = False
         self._reload_task: asyncio.Task[None] | None = None
 
     def run(self) -> int:
@@ -150,8 +149,7 @@ class Daemon:
         self.notifier.ready("serving; indexing the workspace in the background")
         log.info("ready", socket=str(cfg.socket))
         self._serving = True
-        if self._reload_pending or runtime.early_hups:  # SIGHUP while starting: reload now
-            self._reload_pending = False
+        if runtime.early_hups:  # SIGHUP while starting (cli.main's or _on_sighup's): reload now
             runtime.early_hups.clear()
             self._reload_task = loop.create_task(self.reload())
         watchdog = None
@@ -217,7 +215,7 @@ class Daemon:
         if self._stop is not None and self._stop.is_set():
             log.info("SIGHUP while stopping: ignored")
         elif not self._serving:
-            self._reload_pending = True
+            runtime.early_hups.append(signal.SIGHUP)
             log.info("SIGHUP while starting: the configuration is read again once serving")
         else:
             self._reload_task = loop.create_task(self.reload())
