@@ -438,11 +438,9 @@ class DailyLog:
             yield path, ids
 
     def files_holding(self, ids: set[int] | None) -> list[Path]:
-        """Every log file, then each file elsewhere that the index says holds a marker of one
-        of `ids` (None: of any): a log moved out of the log folder, renamed or copied."""
+        """Every log file, then the files the index says hold a marker of `ids` (None: any)."""
         files = list(self._log_files(exclude=set()))
-        listed = set(files)
-        return [*files, *(p for p in self._marked(ids) if p not in listed)]
+        return [*files, *sorted(set(self._marked(ids)).difference(files))]
 
     def rewrite(self, record: dict[str, Any]) -> list[Path]:
         """Replace a memory's line with its current text (after an update or a redaction)."""
@@ -496,14 +494,12 @@ class DailyLog:
         edit: Callable[[str], tuple[list[str], set[int]]],
         changed: list[Path],
     ) -> set[int]:
-        """`edit` (a file's text -> its lines after, and the ids whose lines it changed or
-        found) applied to one log file holding markers, atomically, in its own encoding; the
-        path goes in `changed` when it was written. A file gone, a symlink, a FIFO or outside
-        the workspace is no log file to rewrite."""
+        """`edit` (text -> lines after, ids hit) applied atomically to one log file holding
+        markers, in its encoding; `changed` gets the path when it was written."""
         try:
             self._check_inside(path.parent)
             text, encoding = _read_regular(path)
-        except OSError:
+        except OSError:  # gone, a symlink, a FIFO, outside: not a log file to rewrite
             return set()
         if "<!-- m:" not in text:
             return set()
