@@ -329,6 +329,26 @@ class Battery:
                     apart = sorted(p for p in got - want if not written_in(self.files[p], literal))
                 self.add(check, query, not apart, f"its words apart in {apart[:3]}")
 
+    def excluded(self, literal: str) -> None:
+        """`c -C#`: the notes that write the symbol word are left out, as `rg -v -F -w` reads
+        it; those that say its word without the symbol stay (stop 39: `-C#` was `NOT c`)."""
+        from memoryd.search.symbols import written_in
+
+        base, check = literal.strip("#+.$"), "symbol excluded"
+        query = f"{base} -{literal}"
+        want = {p for p in self.rg(base) if not written_in(self.files[p], literal)}
+        for mode in MODES:
+            res = self.answer(check, query, mode=mode, limit=LIMIT, kind="chunk")
+            if res is None:
+                continue
+            got = {h["path"] for h in res["hits"]}
+            wrong = sorted(p for p in got if written_in(self.files[p], literal))
+            self.add(check, query, not wrong, f"{mode}: writes it {wrong[:3]}")
+            if mode == "keyword":
+                missing = sorted(want - got)
+                ok = len(missing) <= int(res.get("more") or 0)
+                self.add(check, query, ok, f"rg {len(want)}, missing {missing[:3]}")
+
     def run(self, sample: list[str] | None = None) -> list[Row]:
         for kind, literals in LITERALS.items():
             for lit in literals:
@@ -346,6 +366,7 @@ class Battery:
                     alone = s in ("`{}`", "{} -filler", "{} OR zebra")
                     self.literal("symbol in a query", lit, s.format(lit), recall=alone)
                 self.literal("symbol with a filter", lit, lit, path="code")
+                self.excluded(lit)
         for lit in sample or []:
             self.literal("sampled", lit, lit)
         for word in ("deploys", "monitoring"):  # in every filler note: more than the limit

@@ -166,6 +166,59 @@ def test_a_symbol_word_with_a_filter_is_asked_as_written(make_app: Any) -> None:
 
 
 @pytest.mark.parametrize(
+    ("query", "want"),
+    [
+        ("written -C#", {"clang.md"}),  # the note that says C stays
+        ("firmware NOT C#", {"clang.md"}),
+        ("net -.NET", {"clang.md", "apart.md"}),  # ASP.NET is not .NET (rg -w)
+        ("home -$HOME", {"clang.md", "apart.md"}),
+        ("engine OR linter -C++", set()),
+        ("templates -C++17", {"cpp.md"}),  # not a symbol word: a plain word, as indexed
+        ("-C#", set()),  # exclusions alone match nothing
+    ],
+)
+@pytest.mark.parametrize("mode", ["auto", "keyword", "hybrid"])
+def test_a_symbol_word_excluded_is_excluded_as_written(
+    make_app: Any, query: str, want: set[str], mode: str
+) -> None:
+    """`-C#` leaves out the notes that write C#, not every note that says C (stop 39; it was
+    searched as `NOT c`), in every mode."""
+    from memoryd.search.searcher import SearchRequest
+    from memoryd.search.symbols import written_in
+
+    app = make_app()
+    app.model.start()
+    assert app.model.wait_ready(30)
+    indexed(app, SYMBOL_NOTES)
+    app.embedder.run()
+    res = app.searcher.search(SearchRequest(query=query, mode=mode, limit=20))
+    paths = {h["path"] for h in res["hits"]}
+    # keyword: exactly these; with the vector pool, these and its neighbours
+    assert paths == want if mode == "keyword" else want <= paths, res["hits"]
+    gone = query.split()[-1].lstrip("-")
+    assert not any(written_in(SYMBOL_NOTES[p], gone) for p in paths), res["hits"]
+
+
+@pytest.mark.parametrize(
+    ("text", "query", "words"),
+    [
+        ("-C# tool", "tool", ("C#",)),
+        ("tool NOT C++", "tool", ("C++",)),
+        ("(-.NET) x", "x", (".NET",)),
+        ('-"C#" x', "x", ("C#",)),
+        ('-"C# tool" x', '-"C# tool" x', ()),  # a phrase
+        ("`go -C#` x", "`go -C#` x", ()),  # the code's own option
+        ("NOT tool C#", "NOT tool C#", ()),
+        ("-c x", "-c x", ()),
+    ],
+)
+def test_the_symbol_words_a_query_excludes(text: str, query: str, words: tuple[str, ...]) -> None:
+    from memoryd.search.ftsquery import unwritten
+
+    assert unwritten(text) == (query, words)
+
+
+@pytest.mark.parametrize(
     ("query", "words"),
     [
         ("C#", ["C#"]),
@@ -176,7 +229,7 @@ def test_a_symbol_word_with_a_filter_is_asked_as_written(make_app: Any) -> None:
         ("C# tool", ["C#"]),
         ("port to C#.", ["C#"]),
         ("(C++)", ["C++"]),
-        ("NOT C#", []),  # an exclusion: searched as the index reads it
+        ("NOT C#", []),  # an exclusion: not asked for (unwritten leaves it out)
         ("-C++ C#", ["C#"]),
         ("`go build -cover` C#", ["C#"]),
         ("#oncall", []),  # a tag: found as the note tags it

@@ -189,6 +189,50 @@ def strip_possessive(token: str) -> str:
     return _POSSESSIVE.sub("", token)
 
 
+# A word the index reads without its symbols (search/symbols.py): a short name with `#` or `++`
+# after it, a name after a dot or a `$`, a number after `#`
+SYMBOL_WORD = re.compile(
+    r"[A-Za-z][A-Za-z0-9]{0,3}(?:#|\+\+)|\.[A-Za-z][A-Za-z0-9_-]*|\$[A-Za-z_][A-Za-z0-9_]*|#\d+"
+)
+WORD_QUOTES = "\"'`"
+
+
+def symbol_token(raw: str) -> str | None:
+    """The symbol word a query token writes (`C#`, `(C++)`, `-.NET`, `"$HOME"`, `C#.`), or None
+    (a plain word, a phrase's first or last word, a tag)."""
+    token = raw.lstrip("-(").rstrip(",;:!?.)")
+    if token[:1] in WORD_QUOTES or token[-1:] in WORD_QUOTES:
+        if len(token) < 3 or token[0] != token[-1]:
+            return None  # a phrase's edge (`"C# tool"`): the phrase is read as the index reads it
+        token = token[1:-1].rstrip(",;:!?.)")
+    return token if SYMBOL_WORD.fullmatch(token) else None
+
+
+def unwritten(text: str) -> tuple[str, tuple[str, ...]]:
+    """The query without the symbol words it excludes (`-C#`, `NOT C#`, `-$HOME`), and those
+    words. They are excluded as written, as `rg -F -i -w` reads them (search/symbols.py), not as
+    the index reads them: `-C#` leaves out the texts that write `C#`, not every text that says
+    `c`. A `-` inside backticks is the code's own (an option), not an exclusion."""
+    if not any(ch in text for ch in "#+.$"):
+        return text, ()
+    tokens = text.split()
+    dropped: set[int] = set()
+    words: list[str] = []
+    code = False
+    for i, raw in enumerate(tokens):
+        after_not = i > 0 and tokens[i - 1] == "NOT" and not code
+        if not code and (after_not or negation(raw.lstrip("("))):  # brackets are spaces
+            word = symbol_token(raw)
+            if word is not None:
+                words.append(word)
+                dropped.update((i - 1, i) if after_not else (i,))
+        if raw.count("`") % 2:
+            code = not code
+    if not words:
+        return text, ()
+    return " ".join(t for i, t in enumerate(tokens) if i not in dropped), tuple(words)
+
+
 @dataclass(frozen=True)
 class ParsedQuery:
     match: str | None  # every positive group must match (what the user typed)
@@ -265,7 +309,7 @@ def cjk_bigrams(words: list[str]) -> list[str]:
 
 
 def parse_query(text: str) -> ParsedQuery:
-    text = _clean(text or "")
+    text = _clean(unwritten(text or "")[0])  # `-C#`: search/symbols.py leaves its texts out
     groups: list[list[str]] = []  # OR-groups of quoted expressions, ANDed together
     topical: list[bool] = []  # per group: has a word that is not a stop word
     loosened: list[str | None] = []  # per group: its any-term form when it has one (CJK)

@@ -12,8 +12,9 @@ case (`.NET` is not found in `ASP.NET`, as rg does not find it there), in its te
 front-matter values; so a query of one that no text holds answers nothing. The keyword pool
 still finds the candidates (the word without its symbols) and ranks them, with the query's
 other words; only those that do not hold the word as written are left out, from both pools.
-A word the query excludes (`-C#`, `NOT C#`) is excluded as the index reads it (`c`: every text
-that says `c` too). Tags (`#oncall`) are not among them: a tag is found as the note writes it,
+A word the query excludes (`-C#`, `NOT C#`) is excluded as written too: the texts that write
+`C#` are left out, not every text that says `c` (ftsquery.unwritten takes it out of the index's
+query). Tags (`#oncall`) are not among them: a tag is found as the note writes it,
 `#oncall` or `tags: [oncall]`.
 
 Known limit: the keyword pool holds the best matches of the word without its symbols, so in a
@@ -26,16 +27,11 @@ from __future__ import annotations
 
 import re
 
-from memoryd.search.ftsquery import STOP_WORDS
+from memoryd.search.ftsquery import STOP_WORDS, SYMBOL_WORD, WORD_QUOTES, unwritten
 from memoryd.search.ranking import Candidate
 from memoryd.store import entrytexts
 from memoryd.store.protocol import Connection
 
-# a short name with `#` or `++` after it, a name after a dot or a `$`, a number after `#`
-_SYMBOL_WORD = re.compile(
-    r"[A-Za-z][A-Za-z0-9]{0,3}(?:#|\+\+)|\.[A-Za-z][A-Za-z0-9_-]*|\$[A-Za-z_][A-Za-z0-9_]*|#\d+"
-)
-_QUOTES = "\"'`"
 _WORDS = re.compile(r"\w")
 
 
@@ -62,10 +58,10 @@ def _read(query: str) -> tuple[list[str], list[str], bool]:
         after_not = raw == "NOT" and not code
         if raw.count("`") % 2:
             code = not code
-        token = raw.lstrip("-(").strip(_QUOTES).rstrip(",;:!?.)").strip(_QUOTES)
+        token = raw.lstrip("-(").strip(WORD_QUOTES).rstrip(",;:!?.)").strip(WORD_QUOTES)
         if excluded or not token or raw in ("OR", "NOT") or token.lower() in STOP_WORDS:
             continue
-        if _SYMBOL_WORD.fullmatch(token) is not None:
+        if SYMBOL_WORD.fullmatch(token) is not None:
             found.append(token)
         elif _WORDS.search(token):
             others.append(token)
@@ -94,12 +90,24 @@ def written_in(text: str, word: str) -> bool:
 def holding(con: Connection, query: str, ranked: list[Candidate]) -> list[Candidate]:
     """With a query that asks for symbol words (`symbol_words`), the candidates whose text or
     note's front-matter values (a note's hit: one of its matching sections) hold every one of
-    them as written (with `OR`, one of the query's alternatives); else all of them."""
+    them as written (with `OR`, one of the query's alternatives); else all of them. With one it
+    excludes (`-C#`), neither the candidates nor the sections that write it."""
     words, others, either = _read(query)
-    if not words or not ranked:
+    gone = [_pattern(w) for w in unwritten(query)[1]]  # `-C#`: those that write it, left out
+    if not (words or gone) or not ranked:
         return ranked
     ids = {c.id for c in ranked} | {s.id for c in ranked for s in c.sections}
     texts = entrytexts.written(con, sorted(ids))
+    if gone:
+
+        def free(i: int) -> bool:
+            return not any(p.search(texts.get(i, "")) for p in gone)
+
+        ranked = [c for c in ranked if free(c.id)]
+        for c in ranked:
+            c.sections = [s for s in c.sections if free(s.id)]
+        if not words:
+            return ranked
     patterns = [_pattern(w) for w in words]
     # with OR, a text may answer by another alternative: a word of it (its stem: the index
     # stems, `ports` finds `porting`)
