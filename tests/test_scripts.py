@@ -1,0 +1,169 @@
+"""Keyword search in scripts that are neither English nor CJK (stop 39, walkq14): a word keeps
+its combining marks (Hindi, Thai, Arabic, Hebrew...: a piece of a word is not a word), and Thai,
+Lao, Khmer and Myanmar, written without spaces, are searched as CJK is (a word inside a sentence
+is found where its characters are adjacent, a letter with its marks never cut), on both
+backends; migration m016 / v15 gives an older index the same words without embedding again."""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+import apsw
+import pytest
+from conftest import older_store, settle, with_notes
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memoryd.search.ftsquery import parse_query
+from memoryd.search.searcher import SearchRequest
+from memoryd.store import tokenizer
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+NOTES = {
+    "thai.md": "# บันทึก\n\nเราใช้ฐานข้อมูลสำหรับเก็บข้อมูลผู้ใช้ทุกวัน ประเทศกินี\n",
+    "lao.md": "# ບັນທຶກ\n\nພວກເຮົາໃຊ້ຖານຂໍ້ມູນເພື່ອເກັບຂໍ້ມູນ\n",
+    "khmer.md": "# កំណត់ចំណាំ\n\nយើងប្រើមូលដ្ឋានទិន្នន័យសម្រាប់រក្សាទុក\n",
+    "myanmar.md": "# မှတ်စု\n\nကျွန်ုပ်တို့သည်ဒေတာဘေ့စ်ကိုအသုံးပြုသည်\n",
+    "hindi.md": "# नोट्स\n\nहिन्दी भाषा में कार्यक्रम अच्छा था।\n",
+    "arabic.md": "# ملاحظات\n\nمكتبة كبيرة في المدينة.\n",
+    "hebrew.md": "# הערות\n\nספרייה גדולה בעיר.\n",
+    "tibetan.md": "# ཟིན་ཐོ།\n\nང་ཚོས་གཞི་གྲངས་མཛོད་བེད་སྤྱོད་བྱེད།\n",
+    "greek.md": "# Σημειώσεις\n\nΟ ΟΔΥΣΣΕΑΣ ήρθε.\n",
+    "en.md": "# Running\n\nThe nightly job runs the backup.\n",
+}
+
+# a word each note holds, inside a run of its script or between spaces
+FOUND = [
+    ("ข้อมูล", "thai.md"),  # "data", inside an unspaced sentence, twice
+    ("ฐานข้อมูล", "thai.md"),
+    ("ຂໍ້ມູນ", "lao.md"),
+    ("មូលដ្ឋានទិន្នន័យ", "khmer.md"),  # with coeng (stacked) consonants
+    ("ဒေတာဘေ့စ်", "myanmar.md"),
+    ("कार्यक्रम", "hindi.md"),  # vowel signs and a virama inside the word
+    ("हिन्दी", "hindi.md"),
+    ("مكتبة", "arabic.md"),
+    ("ספרייה", "hebrew.md"),
+    ("གཞི་གྲངས", "tibetan.md"),  # syllables with vowel signs, tsheg between them
+    ("οδυσσεας", "greek.md"),  # final sigma: Σ, σ and ς fold alike (PostgreSQL too)
+]
+# what no note holds as a word, though its letters are there: rg finds none of it
+ABSENT = [
+    "कि",  # a letter of कार्यक्रम with another vowel sign: was the piece क
+    "क",  # the bare letter: was every word that began with it
+    "ह",
+    "กินข้าว",  # Thai, "eat rice": no note
+    "กิน",  # "eat": กินี (Guinea) is กิ นี, not กิ น
+    "ข้อมูลลับ",  # "secret data": the note holds ข้อมูล, not this word
+    "ใช้ข้อมูลทุกวัน",  # a sentence of words the note holds, not as written
+    "ກິນເຂົ້າ",  # Lao, absent
+    "ផ្ទះ",  # Khmer "house", absent
+    "ကား",  # Myanmar "car", absent
+]
+
+
+@pytest.fixture
+def app(make_app: Any) -> Any:
+    return with_notes(make_app(), NOTES)
+
+
+def paths(app: Any, query: str, mode: str = "keyword") -> list[str]:
+    res = app.searcher.search(SearchRequest(query=query, mode=mode, limit=20))
+    return [h.get("path") for h in res["hits"]]
+
+
+@pytest.mark.parametrize(("query", "note"), FOUND)
+def test_a_word_is_found_inside_its_script(app: Any, query: str, note: str) -> None:
+    assert paths(app, query) == [note]
+    assert paths(app, f'"{query}"') == [note]  # quoted: the same phrase
+    assert note in paths(app, query, mode="auto")
+
+
+@pytest.mark.parametrize("query", ABSENT)
+def test_a_word_no_note_holds_finds_nothing(app: Any, query: str) -> None:
+    """No false hit: a piece of a marked word is not that word, and a Thai (Lao, Khmer,
+    Myanmar) word or sentence is never searched bigram by bigram."""
+    assert parse_query(query).match_any is None
+    for mode in ("keyword", "auto"):
+        assert paths(app, query, mode=mode) == [], mode
+
+
+@pytest.mark.parametrize("query", ["ข้อมูล", "มูล", "ดาต้า", "कार्यक्रम", "ဒေတာ"])
+def test_highlights_never_cut_a_letter_from_its_marks(app: Any, query: str) -> None:
+    res = app.searcher.search(SearchRequest(query=query, mode="keyword", limit=5))
+    for hit in res["hits"]:
+        snippet = hit["snippet"]
+        for a, b in hit["highlights"]:
+            assert snippet[a:b] == query, snippet
+            # the next character is not a mark of the last highlighted letter
+            assert b == len(snippet) or not unicodedata.category(snippet[b]).startswith("M")
+
+
+def test_english_and_cjk_are_unchanged(app: Any) -> None:
+    assert paths(app, "run") == ["en.md"]
+    assert paths(app, "backup*") == ["en.md"]
+
+
+def test_an_older_index_gets_the_new_words_without_embedding_again(
+    make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    store = older_store(
+        monkeypatch,
+        request,
+        backend,
+        "m016_marks_and_unspaced_scripts",
+        "_v15_marks_and_unspaced_scripts",
+    )
+    old = with_notes(make_app(**store), NOTES)
+    settle(old)
+    if backend == "sqlite":  # (PostgreSQL's queries are split in Python: today's words)
+        assert paths(old, "कि") == ["hindi.md"]  # the bug: a piece found the word
+        assert paths(old, "ข้อมูล") == []  # a word inside a Thai sentence: never found
+    old.close()
+    monkeypatch.undo()
+    new = make_app(**store)  # the same store, migrated
+    seen = len(new.model.fake.seen)
+    assert paths(new, "कि") == []
+    assert paths(new, "ข้อมูล") == ["thai.md"]
+    assert paths(new, "run") == ["en.md"]
+    assert new.indexer.reconcile().unchanged == len(NOTES)  # nothing read again
+    settle(new)
+    assert len(new.model.fake.seen) == seen  # nothing embedded again
+
+
+# --- the tokenizer (SQLite) ---------------------------------------------------------------------
+
+
+def _tokens(text: str, flags: int = apsw.FTS5_TOKENIZE_DOCUMENT) -> list[tuple[Any, ...]]:
+    con = apsw.Connection(":memory:")
+    tokenizer.register(con)
+    return list(
+        con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.BASE))(text.encode(), flags, None)
+    )
+
+
+@pytest.mark.sqlite_only(reason="the SQLite tokenizer itself")
+def test_a_letter_keeps_its_marks_and_stacked_letters() -> None:
+    assert tokenizer.units("ข้อมูล") == ["ข้", "อ", "มู", "ล"]
+    assert tokenizer.units("ន្ន") == ["ន្ន"]  # Khmer coeng: the letter stacked under it
+    assert tokenizer.units("数据库") == ["数", "据", "库"]  # CJK: code points, as before
+    assert [t[2:] for t in _tokens("कार्यक्रम cafe\u0301")] == [("कार्यक्रम",), ("cafe",)]
+
+
+@pytest.mark.sqlite_only(reason="the SQLite tokenizer itself")
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(  # one script a text (a mark of one on a letter of another is no grapheme)
+        st.text(alphabet=st.sampled_from(list("กขคงจฐนมลอเแใไ่้๊็ิีุูัำ a.")), max_size=40),
+        st.text(alphabet=st.sampled_from(list("ँंःािीुूेैोौ्कखगरवँ़ a.")), max_size=40),
+        st.text(alphabet=st.sampled_from(list("កខគងមយរលសអ្ាិីុូេែៃោៅំះ a.")), max_size=40),
+    )
+)
+def test_token_offsets_never_cut_a_letter_from_its_marks(text: str) -> None:
+    data = text.encode()
+    for flags in (apsw.FTS5_TOKENIZE_DOCUMENT, apsw.FTS5_TOKENIZE_QUERY):
+        for start, end, *_ in _tokens(text, flags):
+            piece = data[start:end].decode()  # on character boundaries
+            after = data[end:].decode()
+            assert not after or not unicodedata.category(after[0]).startswith("M"), (text, piece)
