@@ -167,3 +167,27 @@ def test_token_offsets_never_cut_a_letter_from_its_marks(text: str) -> None:
             piece = data[start:end].decode()  # on character boundaries
             after = data[end:].decode()
             assert not after or not unicodedata.category(after[0]).startswith("M"), (text, piece)
+
+
+# --- entities (text alone) ----------------------------------------------------------------------
+
+ENTITY_TEXTS = [
+    # a capitalised common word opening a sentence, in a script with no list of common words
+    ("Ёлка стоит в зале. Мы ели ёжиков.", set()),
+    ("Сегодня мы обсудили бюджет.", set()),
+    ("Σήμερα συζητήσαμε τον προϋπολογισμό.", set()),
+    # a name: two words, mid-sentence, or one word the text also writes mid-sentence
+    ("Ο Νίκος Παπαδόπουλος ήρθε.", {"Νίκος Παπαδόπουλος"}),
+    ("Νίκος agreed. Later we met Νίκος again.", {"Νίκος"}),
+    ("Вчера пришёл Дмитрий Иванов.", {"Дмитрий Иванов"}),
+    # scripts without case: no name is read from capitals, nothing raises
+    ("محمد عبد الله وصل إلى القاهرة. राहुल शर्मा आए। สมชาย ใจดี มา ข้อมูล", set()),
+]
+
+
+@pytest.mark.sqlite_only(reason="entities read from text alone")
+@pytest.mark.parametrize(("text", "names"), ENTITY_TEXTS)
+def test_no_entity_from_a_common_word_opening_a_sentence(text: str, names: set[str]) -> None:
+    from memoryd.text.entities import extract
+
+    assert {m.name for m in extract(text)} == names
