@@ -395,9 +395,13 @@ class Headline:
         ]
 
     def sql(self, column: str) -> str:
-        return f"ts_headline('{CONFIG}', e.content, {column}, ?)"
+        # final sigma as sigma, as the query's words have it (SIGMA); finish() writes it back
+        return f"ts_headline('{CONFIG}', translate(e.content, 'ς', 'σ'), {column}, ?)"
 
     def finish(self, content: str, snip: str) -> str:
+        if "ς" in content:  # a sigma that ends a word was a final sigma: Greek writes it so
+            close = re.escape(self.marks[1])
+            snip = re.sub(f"σ(?=(?:{close})?(?:\\W|$))", "ς", snip)
         return _ellipsis(content, _mark_cjk(snip, self.cjk, *self.marks), *self.marks)
 
 
