@@ -31,6 +31,10 @@ NOTES = {
     "hebrew.md": "# הערות\n\nספרייה גדולה בעיר.\n",
     "tibetan.md": "# ཟིན་ཐོ།\n\nང་ཚོས་གཞི་གྲངས་མཛོད་བེད་སྤྱོད་བྱེད།\n",
     "greek.md": "# Σημειώσεις\n\nΟ ΟΔΥΣΣΕΑΣ ήρθε. Ο Οδυσσέας έφυγε.\n",
+    # written decomposed (NFD), as some editors and macOS write it; and the letters NFC never
+    # composes back (क़ as U+0958, a CJK compatibility ideograph), as typed
+    "nfd.md": unicodedata.normalize("NFD", "# Заметки\n\nМой дом у моря. Ἀθῆναι.\n")
+    + "\u0958लम \uf900\n",
     "en.md": "# Running\n\nThe nightly job runs the backup.\n",
 }
 
@@ -47,6 +51,12 @@ FOUND = [
     ("ספרייה", "hebrew.md"),
     ("གཞི་གྲངས", "tibetan.md"),  # syllables with vowel signs, tsheg between them
     ("οδυσσεας", "greek.md"),  # final sigma: Σ, σ and ς fold alike (PostgreSQL too)
+    ("мой", "nfd.md"),  # typed composed, written decomposed
+    (unicodedata.normalize("NFD", "мой"), "nfd.md"),
+    ("Ἀθῆναι", "nfd.md"),
+    ("\u0958लम", "nfd.md"),  # as written (its NFC form is decomposed)
+    ("\u0915\u093cलम", "nfd.md"),
+    ("\uf900", "nfd.md"),  # as written (its NFC form is U+8C48)
 ]
 # what no note holds as a word, though its letters are there: rg finds none of it
 ABSENT = [

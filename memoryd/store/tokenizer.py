@@ -26,6 +26,11 @@ is `数据 据库 库`, found inside "我们的数据库很慢"; a one-character
 unigram anywhere; and a query whose run is cut where the document's is not ("用PostgreSQL")
 still lines up, because every document position carries its unigram.
 
+Decomposed text (NFD: "и\u0306" for й, "ε\u0301" for έ, and the letters NFC never composes,
+"\u0958" for क़ written as one code point): unicode61 folds only Latin marks away, so a token
+written decomposed is indexed as its composed twin (NFC, the form every query is given in:
+search/request.py), over the same bytes. PostgreSQL composes the whole text (memoryd_nfc).
+
 Offsets: each position spans exactly its own character, so snippet()/highlight() markers land on
 character boundaries and a matched phrase is highlighted from its first to its last character.
 
@@ -135,6 +140,12 @@ def has_cjk(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
+def rebuilt(text: str) -> bool:
+    """Whether `cjk` gives text other tokens than the tokenizer it wraps: a run of a script
+    written without spaces, or a character written decomposed (NFD)."""
+    return has_cjk(text) or not unicodedata.is_normalized("NFC", text)
+
+
 def cjk_runs(text: str) -> list[str]:
     """The runs of text in the scripts written without spaces (CJK, Thai...), in order."""
     return _RUNS.findall(text)
@@ -179,6 +190,7 @@ class CJKTokenizer:
     def __init__(self, base: apsw.FTS5Tokenizer, runs: re.Pattern[str] = _RUNS) -> None:
         self.base = base
         self.runs = runs  # _CJK_RUNS for a table made before m016 (its words cut at marks)
+        self.composes = runs is _RUNS  # m016: a token written decomposed is indexed composed
 
     def _base(self, utf8: bytes, flags: int, locale: str | None) -> list[Token]:
         # Called with offsets and colocated tokens (apsw's defaults), the base tokenizer yields
@@ -187,12 +199,41 @@ class CJKTokenizer:
 
     def __call__(self, utf8: bytes, flags: int, locale: str | None) -> Sequence[Token]:
         tokens = self._base(utf8, flags, locale)
-        if not tokens or utf8.isascii() or _MAYBE_CJK.search(utf8) is None:
+        if not tokens or utf8.isascii():
+            return tokens
+        runs = _MAYBE_CJK.search(utf8) is not None  # else no run: no regex over the text
+        if not runs and not self.composes:
             return tokens
         try:
             text = utf8.decode("utf-8")
         except UnicodeDecodeError:
             return tokens
+        if runs:
+            tokens = self._runs(utf8, text, tokens, flags, locale)
+        if self.composes and not unicodedata.is_normalized("NFC", text):
+            return self._compose(utf8, tokens, flags)
+        return tokens
+
+    def _compose(self, utf8: bytes, tokens: Sequence[Token], flags: int) -> list[Token]:
+        """Each token whose text is written decomposed (NFD: "и\u0306", "ε\u0301", "\u0958"
+        and the like), as its composed twin's (NFC, as queries are: search/request.py), over the
+        same bytes: unicode61 folds only Latin marks away, so "мой" typed did not find it."""
+        out: list[Token] = []
+        for t in tokens:
+            seg = utf8[t[0] : t[1]].decode("utf-8", "replace")
+            if unicodedata.is_normalized("NFC", seg):
+                out.append(t)
+            elif self.runs.search(seg):  # a run's character(s), as written: compose them
+                out.append((t[0], t[1], *(unicodedata.normalize("NFC", s) for s in t[2:])))
+            else:
+                again = self._base(unicodedata.normalize("NFC", seg).encode(), flags, None)
+                out.append((t[0], t[1], again[0][2]) if len(again) == 1 else t)
+        return out
+
+    def _runs(
+        self, utf8: bytes, text: str, tokens: list[Token], flags: int, locale: str | None
+    ) -> list[Token]:
+        """The tokens, those with a run of a script written without spaces rebuilt."""
         found = self.runs.search
         if found(text) is None:
             return tokens
