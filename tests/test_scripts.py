@@ -202,3 +202,63 @@ def test_no_entity_from_a_common_word_opening_a_sentence(text: str, names: set[s
     from memoryd.text.entities import extract
 
     assert {m.name for m in extract(text)} == names
+
+
+# --- headings and tags in any script ------------------------------------------------------------
+
+HEADED = {
+    "h/thai.md": "# ฐานข้อมูลลูกค้า\n\nbody one\n",
+    "h/cjk.md": "# 数据库迁移\n\nbody two\n",
+    "h/greek.md": "# Σχέδιο Αθήνα\n\nbody three\n",
+    "h/tagged.md": "---\ntags: [café, проект]\n---\nbody four\n",
+    "h/ascii.md": "# Kestrel roadmap\n\nbody five\n",
+    "h/Дорожная карта.md": "body six, no heading: the file name is the title\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "note"),
+    [
+        ("ลูกค้า", "h/thai.md"),  # a heading's word (and a title's: the file name's on PG)
+        ("数据库", "h/cjk.md"),
+        ("Αθήνα", "h/greek.md"),
+        ("проект", "h/tagged.md"),  # a tag's word
+        ("kestrel", "h/ascii.md"),
+        ("карта", "h/Дорожная карта.md"),  # a title: no heading in the text
+    ],
+)
+def test_a_heading_or_tag_in_any_script_is_found(make_app: Any, query: str, note: str) -> None:
+    """Headings and tags were stored as JSON with \\u escapes, which the keyword index read as
+    words ("u0e10u0e32"): no heading or tag but an ASCII one was ever found by its words."""
+    app = with_notes(make_app(), HEADED)
+    assert paths(app, query) == [note]
+
+
+def test_an_older_store_with_escaped_headings_finds_them_after_the_upgrade(
+    make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    import json
+
+    from memoryd.store import tables
+
+    store = older_store(
+        monkeypatch,
+        request,
+        backend,
+        "m016_marks_and_unspaced_scripts",
+        "_v15_marks_and_unspaced_scripts",
+    )
+    monkeypatch.setattr(tables, "json_list", lambda items: json.dumps(list(items)))  # as then
+    old = with_notes(make_app(**store), HEADED)
+    settle(old)
+    assert paths(old, "проект") == []  # the bug: a tag written "\\u043f..."
+    old.close()
+    monkeypatch.undo()
+    new = make_app(**store)  # migrated
+    assert paths(new, "ลูกค้า") == ["h/thai.md"]
+    assert paths(new, "проект") == ["h/tagged.md"]
+    assert paths(new, "Αθήνα") == ["h/greek.md"]
+    assert paths(new, "карта") == ["h/Дорожная карта.md"]
+    rec = new.searcher.search(SearchRequest(query="ลูกค้า", mode="keyword"))["hits"][0]
+    assert rec["heading_path"] == ["ฐานข้อมูลลูกค้า"]
+    assert new.indexer.reconcile().unchanged == len(HEADED)

@@ -472,12 +472,15 @@ def m015_front_matter_values(con: apsw.Connection) -> None:
 
 def m016_marks_and_unspaced_scripts(con: apsw.Connection) -> None:
     """A word keeps its combining marks (Hindi, Thai, Arabic with tashkeel were indexed cut at
-    each vowel sign, so a piece found every word that began with it), and Thai, Lao, Khmer and
-    Myanmar runs become bigrams as CJK ones (a word inside a sentence is found):
-    store/tokenizer.py. entries_fts and notes_fts are made again with the new option and filled
-    from `entries` (the same rows as the triggers write: tags with front-matter values). Nothing
-    is embedded or read again; the fts5vocab table and the triggers name the tables, not their
+    each vowel sign, so a piece found every word that began with it), Thai, Lao, Khmer and
+    Myanmar runs become bigrams as CJK ones (a word inside a sentence is found), a token written
+    decomposed is indexed composed (store/tokenizer.py); tags and heading paths written with
+    \\u escapes are written as text (the index read "u0e10" for a Thai heading:
+    tables.json_list). entries_fts and notes_fts are made again with the new option and filled
+    from `entries` (the rows the triggers write: tags with front-matter values). Nothing is
+    embedded or read again; the fts5vocab table and the triggers name the tables, not their
     definitions."""
+    tables.unescape_lists(con, "entries")  # (the triggers keep entries_fts meanwhile)
     sql = str(one(con.execute("SELECT sql FROM sqlite_master WHERE name = 'entries_fts'"))[0])
     con.execute("DROP TABLE entries_fts")
     con.execute(_TOKENIZE_OPTION.sub(lambda _: tokenizer.OPTION, sql, count=1))

@@ -419,13 +419,15 @@ def _v14_front_matter_values(cur: psycopg.Cursor) -> None:
 
 def _v15_marks_and_unspaced_scripts(cur: psycopg.Cursor) -> None:
     """Words keep their combining marks and Thai, Lao, Khmer and Myanmar runs become bigrams
-    (SQLite: migrations.m016 says why): the word-splitting functions again, then the keyword
-    rows of every chunk whose text, headings, tags, values or file name hold a mark or such a
-    letter, and their notes' whole-note rows. Nothing is embedded or read again."""
+    (SQLite: migrations.m016 says why): the word-splitting functions again, tags and heading
+    paths written with \\u escapes as text, then the keyword rows of every chunk whose text,
+    headings, tags, values or file name hold a mark or such a letter, and their notes'
+    whole-note rows. Nothing is embedded or read again."""
     from memoryd.store.pg import notes
     from memoryd.store.pg.conn import PgConnection
 
     cur.execute(sqlfuncs.cjk_functions(replace=True))
+    escaped = tables.unescape_lists(PgConnection(cur.connection), "all_entries")
     touched = f"[{tokenizer.MARKS}{tokenizer.SEA_CLASS}ς]"
     changed = cur.execute(
         """
@@ -436,7 +438,7 @@ def _v15_marks_and_unspaced_scripts(cur: psycopg.Cursor) -> None:
         """,
         [touched, touched],
     ).fetchall()
-    ids = sorted({row[0] for row in changed if row[0] is not None})
+    ids = sorted(escaped | {row[0] for row in changed if row[0] is not None})
     if ids:
         notes.fill(PgConnection(cur.connection), ids=ids)
 
