@@ -262,3 +262,56 @@ def test_an_older_store_with_escaped_headings_finds_them_after_the_upgrade(
     rec = new.searcher.search(SearchRequest(query="ลูกค้า", mode="keyword"))["hits"][0]
     assert rec["heading_path"] == ["ฐานข้อมูลลูกค้า"]
     assert new.indexer.reconcile().unchanged == len(HEADED)
+
+
+# --- text cut to a width (snippets without a match, memoryctl's lines, MCP's lines) -------------
+
+CUTS = [
+    "ข้อมูลผู้ใช้",  # Thai letters with vowel and tone marks
+    "कार्यक्रम क्षत्रिय",  # Devanagari signs and viramas (a conjunct stays whole)
+    unicodedata.normalize("NFD", "résumé café"),  # a decomposed accent stays on its letter
+    "family 👨\u200d👩\u200d👧 photo 👍🏽 ok",  # ZWJ sequence and skin tone
+    "flags 🇯🇵🇫🇷🇩🇪 end",  # regional indicator pairs
+    "שָׁלוֹם לְכֻלָּם",  # Hebrew niqqud
+]
+
+
+def _clips() -> list[Any]:
+    from memoryd.ctl.output import clip as ctl_clip
+    from memoryd.text.clip import clip
+
+    return [clip, ctl_clip]
+
+
+@pytest.mark.sqlite_only(reason="text alone")
+@pytest.mark.parametrize("which", [0, 1], ids=["text.clip", "memoryctl"])
+@pytest.mark.parametrize("text", CUTS)
+def test_text_is_cut_between_graphemes(text: str, which: int) -> None:
+    clip = _clips()[which]
+    for width in range(2, len(text) + 2):
+        out = clip(text, width)
+        assert len(out) <= max(width, 2)
+        if out == text:
+            continue
+        kept = out[:-1]
+        assert out.endswith("…") and text.startswith(kept)
+        rest = text[len(kept) :]
+        # what was left out does not start with a piece of the last grapheme kept
+        assert not unicodedata.category(rest[0]).startswith("M"), (width, out)
+        assert "\u200d" not in (rest[0], kept[-1:]), (width, out)
+        assert not 0x1F3FB <= ord(rest[0]) <= 0x1F3FF, (width, out)
+        flags = sum(0x1F1E6 <= ord(c) <= 0x1F1FF for c in kept)
+        assert flags % 2 == 0, (width, out)
+        assert kept[-1:] != "\u094d", (width, out)  # no virama left hanging
+
+
+@pytest.mark.sqlite_only(reason="text alone")
+def test_the_doors_cut_between_graphemes() -> None:
+    from memoryd.agents.formats import _one_line
+    from memoryd.ctl.output import one_line
+    from memoryd.search.snippets import plain_snippet
+
+    text = "ก" * 152 + "ข้อมูล" * 10  # a cut at 159 characters falls on a tone mark
+    for out in (plain_snippet(text), one_line(text, 160), _one_line(text, 160)):
+        assert out.endswith("…") and text.startswith(out[:-1])
+        assert not unicodedata.category(text[len(out) - 1]).startswith("M"), out[-4:]
