@@ -43,7 +43,7 @@ def bm25_rankings(ds: Any) -> dict[str, list[str]]:
 
     con = apsw.Connection(":memory:")
     tokenizer.register(con)
-    option = f"tokenize = '{tokenizer.TOKENIZE}'"
+    option = tokenizer.OPTION
     con.execute(f"CREATE VIRTUAL TABLE notes USING fts5(path UNINDEXED, body, {option})")
     with con:
         for path, text in ds.notes.items():

@@ -37,6 +37,7 @@ Exit status 1 when a check fails; `tests/test_query_battery.py` runs it on both 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import re
@@ -77,6 +78,10 @@ NOTES = {
     "intl/mixed.md": "# Mixed scripts\n\nCafé déjà vu naïve résumé. Ελληνικά κείμενο. Русский "
     "текст про базу данных. שלום עולם means hello world. مرحبا بالعالم in Arabic. Launch day 🚀 "
     "and 👍🏽 thumbs. Straße in Germany, İstanbul in Turkey.\n",
+    # scripts with combining marks, and those written without spaces between words (stop 39)
+    "intl/scripts.md": "# Scripts\n\nเราใช้ฐานข้อมูลสำหรับเก็บข้อมูลผู้ใช้ทุกวัน ພວກເຮົາໃຊ້ຖານຂໍ້ມູນ\n"
+    "យើងប្រើមូលដ្ឋានទិន្នន័យ ကျွန်ုပ်တို့သည်ဒေတာဘေ့စ်ကိုအသုံးပြုသည်\n"
+    "हिन्दी भाषा में कार्यक्रम अच्छा था। ང་ཚོས་གཞི་གྲངས་མཛོད། ΟΔΥΣΣΕΑΣ ήρθε.\n",
     "misc/stop.md": "# The the\n\nTo be or not to be, that is the question.\n",
     # front-matter values: in the file, as rg reads it; in no body (stop 38)
     "proj/plan.md": "---\nstatus: awaiting-signoff\nproject: [kestrel, osprey]\nauthor: Ana Lima\n"
@@ -121,7 +126,15 @@ LITERALS = {
     # nested value), found as rg finds it in the file
     "front matter value": ["awaiting-signoff", "osprey", "Ana Lima", "2026-12-01", "Harbourside"],
     "script": ["Русский", "שלום", "مرحبا", "Ελληνικά", "Café", "cafe", "İstanbul", "Straße"],
+    # a word with its vowel signs and viramas whole; Greek final sigma (Σ, ς and σ fold alike)
+    "marked script": ["कार्यक्रम", "हिन्दी", "གཞི་གྲངས", "οδυσσεας"],
+    # no spaces between words: found where its characters are adjacent, as CJK
+    "unspaced script": ["ข้อมูล", "ฐานข้อมูล", "ຂໍ້ມູນ", "មូលដ្ឋានទិន្នន័យ", "ဒေတာဘေ့စ်"],
 }
+# Words no note holds though their letters are there (a piece of a marked word, a Thai word or
+# sentence of words apart): 0 keyword hits (not `ABSENT`: no name or identifier, so the other
+# modes may answer with neighbours)
+ABSENT_WORDS = ["कि", "क", "กินข้าว", "ข้อมูลลับ", "ใช้ข้อมูลทุกวัน", "ផ្ទះ", "ကား"]
 # Literals whose notes are found with others the index reads alike (no precision check):
 KNOWN = {
     # a Hangul run of five or more syllables is also searched bigram by bigram, the rule for
@@ -270,8 +283,14 @@ class Battery:
             self.add(check, query, False, f"rendering raised {type(exc).__name__}: {exc}")
 
     def rg(self, literal: str) -> set[str]:
-        """`rg -i -l -w -F literal` over the workspace's files."""
-        rx = re.compile(r"(?<!\w)" + re.escape(literal) + r"(?!\w)", re.IGNORECASE)
+        """`rg -i -l -w -F literal` over the workspace's files (a combining mark is a word's
+        character, as in rg), or for a literal written without spaces (CJK, Thai...) the files
+        where its characters are adjacent (`rg -i -l -F`)."""
+        if _UNSPACED.search(literal):
+            low = literal.casefold()
+            return {path for path, text in self.files.items() if low in text.casefold()}
+        w = rf"[\w{_marks()}]"
+        rx = re.compile(f"(?<!{w})" + re.escape(literal) + f"(?!{w})", re.IGNORECASE)
         return {path for path, text in self.files.items() if rx.search(text)}
 
     def adjacent(self, literal: str, path: str) -> bool:
@@ -384,6 +403,12 @@ class Battery:
                 if res is not None and not held:
                     n = len(res["hits"])
                     self.add("absent", q, n == 0, f"{mode}: {n} hit(s)")
+        for q in ABSENT_WORDS:
+            if not self.rg(q):
+                res = self.answer("absent word", q, mode="keyword", limit=LIMIT)
+                if res is not None:
+                    n = len(res["hits"])
+                    self.add("absent word", q, n == 0, f"keyword: {n} hit(s)")
         for q in WORDLESS:
             for mode in MODES:
                 res = self.answer("wordless", q, mode=mode, limit=LIMIT)
@@ -425,6 +450,23 @@ class Battery:
         if got is not None:
             want = {p for p, t in self.files.items() if "rock and roll" in t.lower()}
             self.add("operators", '"rock and roll"', got == want, f"{sorted(got)}")
+
+
+# scripts written without spaces between words (the oracle's own list, not the code's under
+# test): Thai, Lao, Myanmar, Khmer, kana, Han, Hangul
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
+)
+
+
+@functools.cache
+def _marks() -> str:
+    """Every combining mark (category M*), a regex bracket body: rg's \\w holds them."""
+    import unicodedata
+
+    return "".join(
+        chr(c) for c in range(0x300, 0x1F000) if unicodedata.category(chr(c)).startswith("M")
+    )
 
 
 def folded(text: str) -> str:

@@ -24,7 +24,7 @@ from bench.run import make_config
 from memoryd.store import tokenizer
 from memoryd.text.markdown import parse_document
 
-BUILTIN = " ".join(tokenizer.BASE)
+BUILTIN = tokenizer.BASE_OPTION
 CJK = tokenizer.TOKENIZE
 CJK_LINE = (
     "我们决定用PostgreSQL作为主数据库，李明负责迁移，周六晚上停机两小时。"
@@ -35,7 +35,7 @@ CJK_LINE = (
 def fts_inserts(tokenize: str, docs: list[str]) -> float:
     con = apsw.Connection(":memory:")
     tokenizer.register(con)
-    con.execute(f"CREATE VIRTUAL TABLE t USING fts5(c, tokenize='{tokenize}')")
+    con.execute(f'CREATE VIRTUAL TABLE t USING fts5(c, tokenize="{tokenize}")')
     started = time.process_time()
     with con:
         for d in docs:
@@ -47,7 +47,7 @@ def cold_index(tokenize: str, workspace: Path, root: Path) -> float:
     from memoryd.index.embed import ModelHolder
     from memoryd.serve.app import App
 
-    tokenizer.TOKENIZE = tokenize  # the tokenize option migration m004 writes
+    tokenizer.OPTION = f'tokenize = "{tokenize}"'  # the tokenize option migration m016 writes
     try:
         cfg = make_config(root)
         shutil.copytree(workspace, cfg.workspace)
@@ -57,7 +57,7 @@ def cold_index(tokenize: str, workspace: Path, root: Path) -> float:
         took = time.process_time() - started
         app.close()
     finally:
-        tokenizer.TOKENIZE = CJK
+        tokenizer.OPTION = f'tokenize = "{CJK}"'
     return took
 
 

@@ -21,10 +21,7 @@ def fts_table() -> apsw.Connection:
     """The index's own tokenizer (cjk over porter unicode61), as entries_fts has it."""
     c = apsw.Connection(":memory:")
     tokenizer.register(c)
-    c.execute(
-        f"create virtual table t using fts5(content, heading_path, tags,"
-        f" tokenize='{tokenizer.TOKENIZE}')"
-    )
+    c.execute(f"create virtual table t using fts5(content, heading_path, tags, {tokenizer.OPTION})")
     return c
 
 

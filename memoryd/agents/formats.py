@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from memoryd.text.clip import clip
+
 
 def _one_line(text: str, width: int) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= width else line[: width - 1] + "…"
+    return clip(" ".join(str(text).split()), width)
 
 
 def _where(hit: dict[str, Any]) -> str:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memoryd.store.tokenizer import cjk_runs
+from memoryd.store.tokenizer import MARKS, cjk_runs, is_sea
 
 MAX_TERMS = 64
 MIN_CJK_SPLIT = 5  # CJK runs this long are also searched bigram by bigram in match_any
@@ -171,7 +171,7 @@ STOP_WORDS = frozenset(
 _OPERATORS = ("OR", "NOT", "AND", "NEAR")
 _TOKEN = re.compile(r'-?"[^"]*"?\*?|[^\s"]+')
 _WORDISH = re.compile(r"\w", re.UNICODE)
-_SPLIT = re.compile(r"[^\w]+", re.UNICODE)
+_SPLIT = re.compile(f"[^\\w{MARKS}]+")  # a combining mark is inside its word
 # An English possessive ("Lena's", "the Joneses'"): the word is the name, which the notes mostly
 # write without it ("Lena: ..." in a chat, "Lena said"); as a phrase "lena s" it would match only
 # the texts that repeat the possessive.
@@ -292,8 +292,10 @@ def _words(text: str) -> list[str]:
 
 def sentence_run(run: str) -> bool:
     """Whether a CJK run is taken for a sentence (searched bigram by bigram as well as whole):
-    MIN_CJK_SPLIT characters or more, and not katakana alone (a loanword: one word)."""
-    return len(run) >= MIN_CJK_SPLIT and not _KATAKANA.fullmatch(run)
+    MIN_CJK_SPLIT characters or more, and not katakana alone (a loanword: one word). A Thai,
+    Lao, Khmer or Myanmar run never is: a word of theirs is often as long (ข้อมูล), and its
+    bigrams would find notes that hold none of it."""
+    return len(run) >= MIN_CJK_SPLIT and not _KATAKANA.fullmatch(run) and not is_sea(run)
 
 
 def cjk_bigrams(words: list[str]) -> list[str]:

@@ -18,11 +18,11 @@ from memoryd.search.ftsquery import (
     sentence_run,
     strip_possessive,
 )
-from memoryd.store.tokenizer import CJK_CLASS, cjk_runs
+from memoryd.store.tokenizer import MARKS, RUN_CLASS, cjk_runs
 
-_WORD_SPLIT = re.compile(r"[^\w]+", re.UNICODE)
+_WORD_SPLIT = re.compile(f"[^\\w{MARKS}]+")
 _WORDISH = re.compile(r"\w", re.UNICODE)
-_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+_CJK_RUN = re.compile(f"[{RUN_CLASS}]+")
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from memoryd.text.clip import clip
+
 _OPEN, _CLOSE = "\x02", "\x03"  # what FTS5 wraps matches in; turned into ranges by render_snippet
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>~|])")
 # render_snippet's patterns, compiled once (it runs for every hit: issue 23.3)
@@ -58,5 +60,4 @@ def render_snippet(marked: str) -> tuple[str, list[list[int]]]:
 
 
 def plain_snippet(content: str, width: int = 160) -> str:
-    text = " ".join(content.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return clip(" ".join(content.split()), width)  # between graphemes

@@ -15,7 +15,7 @@ from memoryd.store.protocol import Connection
 
 POSTGRES = "postgres"
 # the tokenizer of entries_fts's English words (store/tokenizer.py wraps it for CJK)
-FTS5_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
+FTS5_TOKENIZER = (tokenizer.BASE[0], list(tokenizer.BASE[1:]))
 
 
 def is_postgres(con: Any) -> bool:

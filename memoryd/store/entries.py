@@ -12,7 +12,7 @@ from typing import Any
 
 from memoryd.core.errors import InvalidInput, NotFound
 from memoryd.core.timeutil import iso
-from memoryd.store import entities, entityfilter
+from memoryd.store import entities, entityfilter, tables
 from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -236,7 +236,7 @@ def insert_memory(con: Connection, m: NewMemory, now: float) -> tuple[int, bool]
             m.content,
             m.content_hash,
             m.type,
-            json.dumps(list(m.tags)),
+            tables.json_list(m.tags),
             m.source,
             m.context,
             m.confidence,
@@ -279,7 +279,7 @@ def update_memory(con: Connection, entry_id: int, changes: dict[str, Any], now: 
         return
     values = dict(changes)
     if "tags" in values:
-        values["tags"] = json.dumps(list(values["tags"]))
+        values["tags"] = tables.json_list(values["tags"])
     if "content_hash" in values or "namespace" in values:
         other = find_memory_by_hash(
             con,
@@ -410,7 +410,7 @@ def replace_document(
                 (doc.path, doc.sha256, doc.size, doc.mtime, now, meta),
             ).fetchall()[0][0]
         )
-    tags_json = json.dumps(list(tags))
+    tags_json = tables.json_list(tags)
     count = 0
     for c in chunks:
         # (`props` named only when there are some: a store before m015 / v14 has no such column)
@@ -433,7 +433,7 @@ def replace_document(
                 c.seq,
                 c.start_line,
                 c.end_line,
-                json.dumps(list(c.heading_path)),
+                tables.json_list(c.heading_path),
                 *([c.props] if props else []),
             ),
         )

@@ -212,7 +212,9 @@ def m003_stable_ids(con: apsw.Connection) -> None:
         raise RuntimeError(f"m003: foreign key check failed: {bad[:5]}")
 
 
-_TOKENIZE_OPTION = re.compile(r"tokenize\s*=\s*'[^']*'", re.IGNORECASE)
+_TOKENIZE_OPTION = re.compile(r"tokenize\s*=\s*('[^']*'|\"[^\"]*\")", re.IGNORECASE)
+# the tokenizer m004 made (m016 gives it combining marks and Thai, Lao, Khmer and Myanmar runs)
+M004_TOKENIZE = "cjk porter unicode61 remove_diacritics 2"
 
 
 def m004_cjk_tokenizer(con: apsw.Connection) -> None:
@@ -222,7 +224,7 @@ def m004_cjk_tokenizer(con: apsw.Connection) -> None:
     changes (columns and external content stay as the earlier steps made them); the triggers
     and the fts5vocab table name entries_fts and so keep working on the new table."""
     try:
-        con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.BASE))
+        con.fts5_tokenizer(tokenizer.NAME, list(M004_TOKENIZE.split()[1:]))
     except apsw.Error as exc:
         raise StoreError(
             f"migration m004 needs the FTS5 tokenizer {tokenizer.NAME!r}: open the database"
@@ -235,7 +237,7 @@ def m004_cjk_tokenizer(con: apsw.Connection) -> None:
             )
         )[0]
     )
-    option = f"tokenize = '{tokenizer.TOKENIZE}'"
+    option = f"tokenize = '{M004_TOKENIZE}'"
     if _TOKENIZE_OPTION.search(sql):
         sql = _TOKENIZE_OPTION.sub(option, sql, count=1)
     else:
@@ -468,6 +470,29 @@ def m015_front_matter_values(con: apsw.Connection) -> None:
     m010_read_notes_again(con)
 
 
+def m016_marks_and_unspaced_scripts(con: apsw.Connection) -> None:
+    """A word keeps its combining marks (Hindi, Thai, Arabic with tashkeel were indexed cut at
+    each vowel sign, so a piece found every word that began with it), Thai, Lao, Khmer and
+    Myanmar runs become bigrams as CJK ones (a word inside a sentence is found), a token written
+    decomposed is indexed composed (store/tokenizer.py); tags and heading paths written with
+    \\u escapes are written as text (the index read "u0e10" for a Thai heading:
+    tables.json_list). entries_fts and notes_fts are made again with the new option and filled
+    from `entries` (the rows the triggers write: tags with front-matter values). Nothing is
+    embedded or read again; the fts5vocab table and the triggers name the tables, not their
+    definitions."""
+    tables.unescape_lists(con, "entries")  # (the triggers keep entries_fts meanwhile)
+    sql = str(one(con.execute("SELECT sql FROM sqlite_master WHERE name = 'entries_fts'"))[0])
+    con.execute("DROP TABLE entries_fts")
+    con.execute(_TOKENIZE_OPTION.sub(lambda _: tokenizer.OPTION, sql, count=1))
+    con.execute(
+        "INSERT INTO entries_fts(rowid, content, heading_path, tags)"
+        f" SELECT id, content, heading_path, {tables.keyword_tags('entries')} FROM entries"
+    )
+    con.execute("DROP TABLE notes_fts")
+    con.execute(notetext.TABLE)
+    notetext.fill(con)
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
@@ -484,6 +509,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m013_declared,
     m014_log_marks,
     m015_front_matter_values,
+    m016_marks_and_unspaced_scripts,
 ]
 
 

@@ -22,17 +22,19 @@ from memoryd.store import tables
 from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
-from memoryd.store.tokenizer import TOKENIZE
+from memoryd.store.tokenizer import OPTION
 
 # the same column weights as the chunks' BM25 (ftsprune.BM25): content, headings, tags
 BM25 = "bm25(notes_fts, 1.0, 0.6, 0.4)"
 
-SCHEMA = f"""
+TABLE = f"""
 CREATE VIRTUAL TABLE notes_fts USING fts5(
     content, heading_path, tags,
     content = '', contentless_delete = 1,
-    tokenize = '{TOKENIZE}'
+    {OPTION}
 );
+"""
+SCHEMA = f"""{TABLE}
 CREATE TRIGGER documents_notes_ad AFTER DELETE ON documents BEGIN
     DELETE FROM notes_fts WHERE rowid = old.id;
 END;

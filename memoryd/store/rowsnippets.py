@@ -31,15 +31,14 @@ from memoryd.store.protocol import Connection
 # entries_fts's columns and tokenizer (migrations m001 and m004); external content there, its
 # own here (the rows live only inside one rolled-back transaction)
 SCHEMA = (
-    "CREATE VIRTUAL TABLE rows_fts USING fts5(content, heading_path, tags,"
-    f" tokenize = '{tokenizer.TOKENIZE}')"
+    f"CREATE VIRTUAL TABLE rows_fts USING fts5(content, heading_path, tags, {tokenizer.OPTION})"
 )
 
 # The same table with the tokenizer `cjk` wraps, for rows and an expression without a CJK
-# character: `cjk` then passes the wrapped tokenizer's tokens through unchanged, so the snippets
-# are the same, without a call into Python for each column of each row (0.2 against 0.3 ms for
-# 10 hits; issue 23.3).
-PLAIN_SCHEMA = SCHEMA.replace(tokenizer.TOKENIZE, " ".join(tokenizer.BASE))
+# (Thai...) character or one written decomposed (tokenizer.rebuilt): `cjk` then passes the
+# wrapped tokenizer's tokens through unchanged, so the snippets are the same, without a call into
+# Python for each column of each row (0.2 against 0.3 ms for 10 hits; issue 23.3).
+PLAIN_SCHEMA = SCHEMA.replace(tokenizer.TOKENIZE, tokenizer.BASE_OPTION)
 
 _local = threading.local()
 
@@ -60,9 +59,10 @@ def _shadow(plain: bool = False) -> apsw.Connection:
 
 
 def _has_cjk(rows: Sequence[Sequence[Any]], match: str) -> bool:
-    """Whether the expression or any indexed column of the rows has a CJK character."""
+    """Whether the expression or any indexed column of the rows has a CJK (Thai...) character
+    or one written decomposed: what `cjk` tokenizes otherwise than the tokenizer it wraps."""
     texts = [match, *(t for row in rows for t in row[1:])]
-    return any(isinstance(t, str) and not t.isascii() and tokenizer.has_cjk(t) for t in texts)
+    return any(isinstance(t, str) and not t.isascii() and tokenizer.rebuilt(t) for t in texts)
 
 
 def snippets(

@@ -13,8 +13,10 @@ Also the name of each model's vector table (`vec_N`), which both backends' vecto
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Dialect = Literal["sqlite", "postgres"]
 
@@ -73,6 +75,33 @@ ENTRIES: tuple[Column, ...] = (
     # keyword rows hold with the tags (`keyword_tags`); NULL for memories
     Column("props", "TEXT", "TEXT", "m015_front_matter_values; pg v14"),
 )
+
+
+def json_list(items: Iterable[str]) -> str:
+    """A `tags` or `heading_path` value: a JSON list, its text as written (not \\u escapes:
+    the keyword index reads the column's text, and "\\u0e10" is no word of a Thai heading)."""
+    return json.dumps(list(items), ensure_ascii=False)
+
+
+def unescape_lists(con: Any, table: str) -> set[int]:
+    """Migrations m016 / v15: the rows whose `tags` or `heading_path` were written with \\u
+    escapes (a heading or a tag in any script but ASCII: the keyword index held "u0e10u0e32"
+    for it) written again as text; the documents of those rows. `con` takes `?` parameters."""
+    rows = con.execute(
+        f"SELECT id, document_id, tags, heading_path FROM {table}"
+        " WHERE tags LIKE ? ESCAPE '!' OR heading_path LIKE ? ESCAPE '!'",
+        ["%\\u%", "%\\u%"],
+    ).fetchall()
+    for id_, _, tags, heading in rows:
+        con.execute(
+            f"UPDATE {table} SET tags = ?, heading_path = ? WHERE id = ?",
+            [
+                json_list(json.loads(tags or "[]")),
+                None if heading is None else json_list(json.loads(heading)),
+                id_,
+            ],
+        )
+    return {int(r[1]) for r in rows if r[1] is not None}
 
 
 def keyword_tags(row: str) -> str:

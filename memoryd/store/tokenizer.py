@@ -1,12 +1,22 @@
-"""The FTS5 tokenizer `cjk`: the built-in `porter unicode61 remove_diacritics 2`, plus bigrams
-for Chinese, Japanese and Korean.
+"""The FTS5 tokenizer `cjk`: the built-in `porter unicode61 remove_diacritics 2` with combining
+marks inside words, plus bigrams for the scripts written without spaces between words.
+
+Combining marks (`categories "L* N* Co M*"`, since migration m016): unicode61 reads only letters
+and digits as a word's characters by default, so a vowel sign, a virama or a vowel point cut a
+word in pieces (Hindi "कार्यक्रम" was indexed as क / र / यक / रम, Thai and Arabic with tashkeel
+likewise), and a query of one piece ("कि") found every word that began with its letter. A word
+is now whole with its marks, as `rg -w` reads it. Latin marks still fold away (remove_diacritics:
+"cafe\u0301" is "cafe").
 
 unicode61 makes a whole run of CJK characters one token ("我们用数据库" is one word), so a word
-inside a sentence is never found. This tokenizer wraps the built-in one (its name and arguments
-follow `cjk` in the `tokenize=` option) and passes every token through unchanged, except those
-that contain CJK characters (Han, Hiragana, Katakana, Hangul): there, each CJK run becomes one
-position per character, and the non-CJK parts of the token are tokenized again by the wrapped
-tokenizer (so "用PostgreSQL数据库" gives 用 / postgresql / 数据 据库 库).
+inside a sentence is never found; so do Thai, Lao, Khmer and Myanmar, written without spaces
+too. This tokenizer wraps the built-in one (its name and arguments follow `cjk` in the
+`tokenize=` option) and passes every token through unchanged, except those that contain
+characters of those scripts (Han, Hiragana, Katakana, Hangul; Thai, Lao, Khmer, Myanmar): there,
+each run becomes one position per character, and the other parts of the token are tokenized
+again by the wrapped tokenizer (so "用PostgreSQL数据库" gives 用 / postgresql / 数据 据库 库). A
+"character" of Thai, Lao, Khmer or Myanmar is a letter with the marks written on it (a grapheme:
+กิ, ក្ស), so a bigram or a highlight never cuts one and "กิน" is not found inside "กินี"'s กิ นี.
 
 Positions of a run c0 c1 ... cn-1:
   document   position i holds the unigram ci and, colocated, the bigram ci ci+1 (i < n-1);
@@ -15,6 +25,11 @@ A query run is thus a phrase of overlapping bigrams that ends with its last char
 is `数据 据库 库`, found inside "我们的数据库很慢"; a one-character query ("李") matches the
 unigram anywhere; and a query whose run is cut where the document's is not ("用PostgreSQL")
 still lines up, because every document position carries its unigram.
+
+Decomposed text (NFD: "и\u0306" for й, "ε\u0301" for έ, and the letters NFC never composes,
+"\u0958" for क़ written as one code point): unicode61 folds only Latin marks away, so a token
+written decomposed is indexed as its composed twin (NFC, the form every query is given in:
+search/request.py), over the same bytes. PostgreSQL composes the whole text (memoryd_nfc).
 
 Offsets: each position spans exactly its own character, so snippet()/highlight() markers land on
 character boundaries and a matched phrase is highlighted from its first to its last character.
@@ -31,15 +46,19 @@ nothing.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Any, cast
 
 import apsw
 
 NAME = "cjk"
-BASE = ("porter", "unicode61", "remove_diacritics", "2")
-# the tokenize= option of entries_fts (migration m004)
-TOKENIZE = " ".join((NAME, *BASE))
+BASE = ("porter", "unicode61", "remove_diacritics", "2", "categories", "L* N* Co M*")
+# BASE as a tokenize= option's words (an argument with spaces in single quotes, as FTS5 reads it)
+BASE_OPTION = " ".join(f"'{a}'" if " " in a else a for a in BASE)
+# the tokenizer of entries_fts and notes_fts (migrations m008, m016) and its tokenize= option
+TOKENIZE = f"{NAME} {BASE_OPTION}"
+OPTION = f'tokenize = "{TOKENIZE}"'
 
 # Scripts written without spaces between words (Korean is spaced, but particles are attached:
 # 데이터베이스를), by code point range.
@@ -61,22 +80,86 @@ CJK_CLASS = (
     "\U0001b000-\U0001b16f"  # kana supplement and extensions
     "\U00020000-\U0003134f"  # CJK extensions B-G, compatibility supplement
 )
-_CJK = re.compile(f"[{CJK_CLASS}]")
-_RUNS = re.compile(f"[{CJK_CLASS}]+")
-# lead bytes of every UTF-8 sequence that can encode a character above (E1: U+1xxx, E2: U+2xxx,
-# E3-ED: U+3000-U+DFFF, EF: U+Fxxx, F0: U+1xxxx-U+3xxxx)
-_MAYBE_CJK = re.compile(rb"[\xe1-\xed\xef\xf0]")
+# Thai, Lao, Khmer, Myanmar: no spaces between words either (m016); searched as CJK is, a phrase
+# of its characters' bigrams, but a long run is never split into its bigrams in the any-term
+# query (search/ftsquery.py sentence_run): a word no note holds finds nothing.
+SEA_CLASS = (
+    "\u0e00-\u0eff"  # Thai, Lao
+    "\u1000-\u109f"  # Myanmar
+    "\u1780-\u17ff\u19e0-\u19ff"  # Khmer, Khmer symbols
+    "\ua9e0-\ua9ff\uaa60-\uaa7f"  # Myanmar extended B and A
+)
+RUN_CLASS = CJK_CLASS + SEA_CLASS
+_SEA_BLOCKS = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0xA9E0, 0xAA7F))
+# the combining marks of those scripts (vowel signs, tone marks, viramas), and the viramas that
+# stack the next letter under their own (Khmer coeng, Myanmar virama): one character with it
+SEA_MARKS = "".join(
+    chr(c)
+    for a, b in _SEA_BLOCKS
+    for c in range(a, b + 1)
+    if unicodedata.category(chr(c)).startswith("M")
+)
+
+
+def _mark_class() -> str:
+    """A regex bracket body of every combining mark (Unicode category M*): a word's characters
+    with the letters and digits, as the index reads them (m016) and as `rg -w` does."""
+    ranges: list[str] = []
+    start: int | None = None
+    for cp in (*range(0x300, 0x1F000), *range(0xE0100, 0xE01F0), 0x10FFFF):
+        mark = cp != 0x10FFFF and unicodedata.category(chr(cp)).startswith("M")
+        if mark and start is None:
+            start = cp
+        elif not mark and start is not None:
+            ranges.append(chr(start) if start == cp - 1 else f"{chr(start)}-{chr(cp - 1)}")
+            start = None
+    return "".join(ranges)
+
+
+MARKS = _mark_class()
+# a word as the index reads it: letters, digits and combining marks (store/pg/fts.py and
+# search/ftsquery.py split queries with it)
+WORD = f"(?:[^\\W_]|[{MARKS}])+"
+_STACKERS = "\u17d2\u1039"
+UNIT = f"[^{SEA_MARKS}](?:[{SEA_MARKS}]*[{_STACKERS}][^{SEA_MARKS}])*[{SEA_MARKS}]*|[{SEA_MARKS}]+"
+_UNITS = re.compile(UNIT)
+_CJK = re.compile(f"[{RUN_CLASS}]")
+# (not from a mark: one on a letter of another script, "a\u0e47", stays on it, in its word)
+_RUNS = re.compile(f"(?![{SEA_MARKS}])[{RUN_CLASS}]+")
+_CJK_RUNS = re.compile(f"[{CJK_CLASS}]+")
+_SEA = re.compile(f"[{SEA_CLASS}]")
+# lead bytes of every UTF-8 sequence that can encode a character above (E0: U+0800-U+0FFF, E1:
+# U+1xxx, E2: U+2xxx, E3-ED: U+3000-U+DFFF, EF: U+Fxxx, F0: U+1xxxx-U+3xxxx)
+_MAYBE_CJK = re.compile(rb"[\xe0-\xed\xef\xf0]")
 
 Token = tuple[Any, ...]
 
 
 def has_cjk(text: str) -> bool:
+    """Whether text has a character of a script written without spaces (CJK, Thai...)."""
     return _CJK.search(text) is not None
 
 
+def rebuilt(text: str) -> bool:
+    """Whether `cjk` gives text other tokens than the tokenizer it wraps: a run of a script
+    written without spaces, or a character written decomposed (NFD)."""
+    return has_cjk(text) or not unicodedata.is_normalized("NFC", text)
+
+
 def cjk_runs(text: str) -> list[str]:
-    """The CJK runs of text, in order."""
+    """The runs of text in the scripts written without spaces (CJK, Thai...), in order."""
     return _RUNS.findall(text)
+
+
+def is_sea(run: str) -> bool:
+    """Whether a run holds Thai, Lao, Khmer or Myanmar (never split in the any-term query)."""
+    return _SEA.search(run) is not None
+
+
+def units(run: str) -> list[str]:
+    """A run's characters as the index counts them: code points, but a Thai, Lao, Khmer or
+    Myanmar letter with its marks (and a letter a virama stacks under it) is one."""
+    return _UNITS.findall(run) if is_sea(run) else list(run)
 
 
 def _utf8_len(ch: str) -> int:
@@ -87,15 +170,16 @@ def _utf8_len(ch: str) -> int:
 def run_tokens(run: str, start: int, query: bool) -> list[Token]:
     """The positions of one CJK run that begins at byte offset start (see the module doc)."""
     out: list[Token] = []
-    last = len(run) - 1
-    for i, ch in enumerate(run):
-        end = start + _utf8_len(ch)
+    chars = units(run)
+    last = len(chars) - 1
+    for i, ch in enumerate(chars):
+        end = start + sum(map(_utf8_len, ch))
         if i == last:
             out.append((start, end, ch))
         elif query:
-            out.append((start, end, run[i : i + 2]))
+            out.append((start, end, ch + chars[i + 1]))
         else:
-            out.append((start, end, ch, run[i : i + 2]))
+            out.append((start, end, ch, ch + chars[i + 1]))
         start = end
     return out
 
@@ -103,8 +187,10 @@ def run_tokens(run: str, start: int, query: bool) -> list[Token]:
 class CJKTokenizer:
     """One instance per FTS5 table (and per fts5_tokenizer() call): wraps a base tokenizer."""
 
-    def __init__(self, base: apsw.FTS5Tokenizer) -> None:
+    def __init__(self, base: apsw.FTS5Tokenizer, runs: re.Pattern[str] = _RUNS) -> None:
         self.base = base
+        self.runs = runs  # _CJK_RUNS for a table made before m016 (its words cut at marks)
+        self.composes = runs is _RUNS  # m016: a token written decomposed is indexed composed
 
     def _base(self, utf8: bytes, flags: int, locale: str | None) -> list[Token]:
         # Called with offsets and colocated tokens (apsw's defaults), the base tokenizer yields
@@ -113,17 +199,47 @@ class CJKTokenizer:
 
     def __call__(self, utf8: bytes, flags: int, locale: str | None) -> Sequence[Token]:
         tokens = self._base(utf8, flags, locale)
-        if not tokens or utf8.isascii() or _MAYBE_CJK.search(utf8) is None:
+        if not tokens or utf8.isascii():
+            return tokens
+        runs = _MAYBE_CJK.search(utf8) is not None  # else no run: no regex over the text
+        if not runs and not self.composes:
             return tokens
         try:
             text = utf8.decode("utf-8")
         except UnicodeDecodeError:
             return tokens
-        if not has_cjk(text):
+        if runs:
+            tokens = self._runs(utf8, text, tokens, flags, locale)
+        if self.composes and not unicodedata.is_normalized("NFC", text):
+            return self._compose(utf8, tokens, flags)
+        return tokens
+
+    def _compose(self, utf8: bytes, tokens: Sequence[Token], flags: int) -> list[Token]:
+        """Each token whose text is written decomposed (NFD: "и\u0306", "ε\u0301", "\u0958"
+        and the like), as its composed twin's (NFC, as queries are: search/request.py), over the
+        same bytes: unicode61 folds only Latin marks away, so "мой" typed did not find it."""
+        out: list[Token] = []
+        for t in tokens:
+            seg = utf8[t[0] : t[1]].decode("utf-8", "replace")
+            if unicodedata.is_normalized("NFC", seg):
+                out.append(t)
+            elif self.runs.search(seg):  # a run's character(s), as written: compose them
+                out.append((t[0], t[1], *(unicodedata.normalize("NFC", s) for s in t[2:])))
+            else:
+                again = self._base(unicodedata.normalize("NFC", seg).encode(), flags, None)
+                out.append((t[0], t[1], again[0][2]) if len(again) == 1 else t)
+        return out
+
+    def _runs(
+        self, utf8: bytes, text: str, tokens: list[Token], flags: int, locale: str | None
+    ) -> list[Token]:
+        """The tokens, those with a run of a script written without spaces rebuilt."""
+        found = self.runs.search
+        if found(text) is None:
             return tokens
         query = bool(flags & apsw.FTS5_TOKENIZE_QUERY)
         # the tokens to rebuild; the ones between them are copied a slice at a time
-        rebuild = [i for i, t in enumerate(tokens) if not t[2].isascii() and has_cjk(t[2])]
+        rebuild = [i for i, t in enumerate(tokens) if not t[2].isascii() and found(t[2])]
         out: list[Token] = []
         done = 0
         for i in rebuild:
@@ -144,7 +260,7 @@ class CJKTokenizer:
             return out
         offset = start  # byte offset of segment[pos]
         pos = 0
-        for m in _RUNS.finditer(segment):
+        for m in self.runs.finditer(segment):
             if m.start() > pos:
                 out.extend(self._base_part(segment[pos : m.start()], offset, flags, locale))
                 offset += len(segment[pos : m.start()].encode("utf-8"))
@@ -165,7 +281,10 @@ class CJKTokenizer:
 def factory(con: apsw.Connection, args: list[str]) -> CJKTokenizer:
     """FTS5 tokenizer factory: `cjk [BASE ARGS...]`, the base defaulting to BASE."""
     name, *rest = args or BASE
-    return CJKTokenizer(con.fts5_tokenizer(name, rest))
+    # a table made before m016 (no categories: its words cut at marks) gets CJK runs only, as
+    # then; m016 makes it again
+    runs = _RUNS if "categories" in rest else _CJK_RUNS
+    return CJKTokenizer(con.fts5_tokenizer(name, rest), runs)
 
 
 def register(con: apsw.Connection) -> None:

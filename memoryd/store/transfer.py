@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from memoryd.store import entities
+from memoryd.store import entities, tables
 from memoryd.store.dialect import is_postgres
 from memoryd.store.entries import raise_id_high_water
 from memoryd.store.protocol import Connection
@@ -87,7 +86,7 @@ def insert_memory(con: Connection, v: dict[str, Any], entry_id: int | None) -> i
             v["content"],
             v["content_hash"],
             v["type"],
-            json.dumps(list(v.get("tags") or ())),
+            tables.json_list(v.get("tags") or ()),
             v.get("source"),
             v.get("context"),
             v.get("confidence", 1.0),

@@ -258,7 +258,8 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
             parts = k.split("-")
             if len(parts) > 1 and parts[0] in names and w.istitle():  # Jean-Luc, Mary-Kate
                 return False
-            return k in common or len(k) <= 3 or all(p in common or len(p) <= 3 for p in parts)
+            latin = k[:1] <= "\u024f" or "\u1e00" <= k[:1] <= "\u1eff"  # Greek, Cyrillic: no list
+            return not latin or k in common or all(p in common or len(p) <= 3 for p in parts)
 
         if len(words) == 1:
             # "Melanie's", "Cheney's back", not "Life's too short": 's is "is" before those words

@@ -29,6 +29,7 @@ ts_rank_cd alone has no IDF: a common name outranked the rare word a question is
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import time
@@ -36,7 +37,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memoryd.store.protocol import Connection, one
-from memoryd.store.tokenizer import cjk_runs
+from memoryd.store.tokenizer import WORD, cjk_runs, units
 
 CONFIG = "english"  # the index's configuration (store/pg/schema.py TS_CONFIG)
 # ts_rank_cd weights, in PostgreSQL's order {D, C, B, A}: tags, headings, title, content.
@@ -51,8 +52,11 @@ MAX_RANKED_TERMS = 32  # terms of one query weighted by their IDF (the rest stil
 DF_CAP = 10_000  # document frequencies for IDF are counted up to this (as evidence.py)
 
 _TOKEN = re.compile(r'"((?:[^"]|"")*)("?)(\*?)|\(|\)|[^\s()"]+')
-_WORD = re.compile(r"[^\W_]+")
-_CJK_SPLIT = re.compile(r"[\u1100-\U0003134f]")  # a cheap pre-check; cjk_runs decides
+_WORD = re.compile(WORD)
+# Greek final sigma as sigma: PostgreSQL lowers Σ to σ alone, so ΟΔΥΣΣΕΑΣ and Οδυσσέας would
+# differ in their last letter (SQLite's unicode61 folds both; the index's memoryd_fts_text too)
+SIGMA = str.maketrans("ς", "σ")
+_CJK_SPLIT = re.compile(r"[\u0e00-\U0003134f]")  # a cheap pre-check; cjk_runs decides
 
 
 class _Builder:
@@ -145,7 +149,7 @@ class _Builder:
         rest = text
         for run in runs:
             rest = rest.replace(run, " ")
-        words = _WORD.findall(rest)
+        words = _WORD.findall(rest.translate(SIGMA))
         if words:
             if prefix:
                 head, last = words[:-1], words[-1]
@@ -391,9 +395,13 @@ class Headline:
         ]
 
     def sql(self, column: str) -> str:
-        return f"ts_headline('{CONFIG}', e.content, {column}, ?)"
+        # final sigma as sigma, as the query's words have it (SIGMA); finish() writes it back
+        return f"ts_headline('{CONFIG}', translate(e.content, 'ς', 'σ'), {column}, ?)"
 
     def finish(self, content: str, snip: str) -> str:
+        if "ς" in content:  # a sigma that ends a word was a final sigma: Greek writes it so
+            close = re.escape(self.marks[1])
+            snip = re.sub(f"σ(?=(?:{close})?(?:\\W|$))", "ς", snip)
         return _ellipsis(content, _mark_cjk(snip, self.cjk, *self.marks), *self.marks)
 
 
@@ -466,7 +474,7 @@ def stems(con: Connection, words: Sequence[str]) -> list[str | None]:
     return [r[0][0] if r[0] else None for r in rows]
 
 
-_TOKENS = re.compile(r"[^\W_]+")
+_TOKENS = re.compile(WORD)
 
 
 class Stemmer:
@@ -498,23 +506,24 @@ class Stemmer:
             runs = cjk_runs(word) if self.cjk and _CJK_SPLIT.search(word) else []
             if not runs:
                 stem_idx.append(len(spans))
-                spans.append((m.start(), m.end(), word.lower()))
+                spans.append((m.start(), m.end(), word.lower().translate(SIGMA)))
                 continue
             pos = m.start()
             for piece in re.split(f"({'|'.join(map(re.escape, runs))})", word):
                 if not piece:
                     continue
                 if piece in runs:
-                    grams = (
-                        [piece]
-                        if len(piece) == 1
-                        else [piece[i : i + 2] for i in range(len(piece) - 1)]
-                    )
-                    spans += [(pos + i, pos + i + len(g), g) for i, g in enumerate(grams)]
+                    chars = units(piece)  # a Thai letter with its marks is one
+                    grams = [a + b for a, b in itertools.pairwise(chars)] or chars
+                    at = pos
+                    for ch, g in zip(chars, grams, strict=False):
+                        spans.append((at, at + len(g), g))
+                        at += len(ch)
                 else:
                     for w in _TOKENS.finditer(piece):
                         stem_idx.append(len(spans))
-                        spans.append((pos + w.start(), pos + w.end(), w.group(0).lower()))
+                        word = w.group(0).lower().translate(SIGMA)
+                        spans.append((pos + w.start(), pos + w.end(), word))
                 pos += len(piece)
         stemmed = stems(self.con, [spans[i][2] for i in stem_idx])
         for i, s in zip(stem_idx, stemmed, strict=True):

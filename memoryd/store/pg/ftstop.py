@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memoryd.store.protocol import Connection
+from memoryd.store.tokenizer import WORD
 
 # More columns for the ranked rows' select (`, e.x ...`), and what turns that select and its
 # parameters into the statement run (store/pg/pool.py: a select over it)
@@ -51,7 +52,7 @@ MATCHES_PER_ROW = 5
 MARGIN = 1e-9  # relative: the pool's last score must beat the bound by this much
 
 _WORD_TERM = "phraseto_tsquery('english', ?)"
-_ONE_WORD = re.compile(r"[^\W_]+")
+_ONE_WORD = re.compile(WORD)
 
 
 def top_sql(column: str, tier: float) -> str:

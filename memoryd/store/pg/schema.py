@@ -26,11 +26,10 @@ import psycopg
 
 from memoryd.core.errors import StoreError, StoreTooNew
 from memoryd.core.logsetup import get_logger
-from memoryd.store import tables
+from memoryd.store import tables, tokenizer
 from memoryd.store.migrations import log_applied
 from memoryd.store.pg import sqlfuncs
 from memoryd.store.protocol import one
-from memoryd.store.tokenizer import CJK_CLASS
 
 log = get_logger("memoryd.store")
 
@@ -140,11 +139,7 @@ def _v1_initial(cur: psycopg.Cursor) -> None:
         .replace("@LINKS@", tables.create_columns(tables.LINKS, "postgres", _INDENT))
     )
     cur.execute(sqlfuncs.SQLITE_FUNCTIONS)
-    cur.execute(
-        sqlfuncs.CJK_FUNCTION.replace("@CLASS@", CJK_CLASS).replace(
-            "@NONWORD@", sqlfuncs.nonword_class()
-        )
-    )
+    cur.execute(sqlfuncs.cjk_functions(v15=False))
     sqlfuncs.nfc_function(cur)
     cur.execute(sqlfuncs.FTS_FILL.replace("@CONFIG@", TS_CONFIG))
     cur.execute(sqlfuncs.FTS_TRIGGER)
@@ -422,6 +417,32 @@ def _v14_front_matter_values(cur: psycopg.Cursor) -> None:
     _v8_read_notes_again(cur)
 
 
+def _v15_marks_and_unspaced_scripts(cur: psycopg.Cursor) -> None:
+    """Words keep their combining marks and Thai, Lao, Khmer and Myanmar runs become bigrams
+    (SQLite: migrations.m016 says why): the word-splitting functions again, tags and heading
+    paths written with \\u escapes as text, then the keyword rows of every chunk whose text,
+    headings, tags, values or file name hold a mark or such a letter, and their notes'
+    whole-note rows. Nothing is embedded or read again."""
+    from memoryd.store.pg import notes
+    from memoryd.store.pg.conn import PgConnection
+
+    cur.execute(sqlfuncs.cjk_functions(replace=True))
+    escaped = tables.unescape_lists(PgConnection(cur.connection), "all_entries")
+    touched = f"[{tokenizer.MARKS}{tokenizer.SEA_CLASS}ς]"
+    changed = cur.execute(
+        """
+        UPDATE all_entries e SET content = content
+        WHERE concat_ws(' ', content, heading_path, tags, props) ~ %s
+           OR document_id IN (SELECT id FROM all_documents WHERE path ~ %s)
+        RETURNING document_id
+        """,
+        [touched, touched],
+    ).fetchall()
+    ids = sorted(escaped | {row[0] for row in changed if row[0] is not None})
+    if ids:
+        notes.fill(PgConnection(cur.connection), ids=ids)
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
@@ -437,6 +458,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v12_declared,
     _v13_log_marks,
     _v14_front_matter_values,
+    _v15_marks_and_unspaced_scripts,
 ]
 
 

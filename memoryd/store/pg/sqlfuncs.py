@@ -9,7 +9,7 @@ import re
 
 import psycopg
 
-from memoryd.store import tables
+from memoryd.store import tables, tokenizer
 from memoryd.store.protocol import one
 
 # SQLite's JSON functions that the shared SQL uses, over the same TEXT columns: json_each(tags)
@@ -28,13 +28,14 @@ CREATE AGGREGATE json_group_array(TEXT) (
 """
 
 
-def nonword_class() -> str:
+def nonword_class(marks: bool = True) -> str:
     """A regex bracket body (ranges of \\u / \\U escapes) of every character that is not a
     letter or digit by Python's Unicode rules (`[^\\W_]`, as store/pg/fts.py splits queries).
     The index splits words with it instead of PostgreSQL's \\W, which follows the database's
     locale: in a database created with LC_CTYPE C, \\W matches every non-ASCII letter, and
     "café" was indexed as "caf" while the query asked for "café"."""
-    word = re.compile(r"[^\W_]")
+    # letters, digits and (since v15) combining marks
+    word = re.compile(tokenizer.WORD if marks else r"[^\W_]")
     ranges: list[tuple[int, int]] = []
     start: int | None = None
     for cp in range(1, 0x110000):
@@ -54,7 +55,8 @@ def nonword_class() -> str:
 
 
 CJK_FUNCTION = """
--- Words as SQLite's unicode61 tokenizer splits them (runs of letters and digits), so that
+-- Words as SQLite's unicode61 tokenizer splits them (runs of letters, digits and, since v15,
+-- combining marks; Greek final sigma as sigma, as unicode61 folds it), so that
 -- "foo.bar", "v1.2", "a_b" or an e-mail address give the same terms on both backends (the
 -- english parser alone keeps them whole as host, version or email tokens), and a CJK run is a
 -- word of its own ("用PostgreSQL作为" holds "postgresql"; its bigrams come from
@@ -62,7 +64,7 @@ CJK_FUNCTION = """
 CREATE FUNCTION memoryd_fts_text(t TEXT) RETURNS TEXT
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
     SELECT regexp_replace(
-        regexp_replace(translate(coalesce(t, ''), '_', ' '), '([@CLASS@]+)', ' \\1 ', 'g'),
+        regexp_replace(translate(coalesce(t, ''), '@FROM@', '@TO@'), '([@CLASS@]+)', ' \\1 ', 'g'),
         '[@NONWORD@]+', ' ', 'g')
 $fn$;
 -- The single characters of the CJK runs: the SQLite `cjk` tokenizer indexes each character
@@ -71,13 +73,14 @@ $fn$;
 CREATE FUNCTION memoryd_cjk_chars(t TEXT) RETURNS TEXT
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
     SELECT regexp_replace(regexp_replace(coalesce(t, ''), '[^@CLASS@]+', ' ', 'g'),
-                          '([@CLASS@])', ' \\1', 'g')
+                          '(@UNIT@)', ' \\1', 'g')
 $fn$;
 CREATE FUNCTION memoryd_cjk_bigrams(t TEXT) RETURNS TEXT
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
 DECLARE
     out TEXT := '';
     run TEXT;
+    chars TEXT[];
 BEGIN
     IF t IS NULL OR t !~ '[@CLASS@]' THEN
         RETURN '';
@@ -85,6 +88,12 @@ BEGIN
     FOR run IN SELECT m[1] FROM regexp_matches(t, '([@CLASS@]+)', 'g') AS m LOOP
         IF length(run) = 1 THEN
             out := out || ' ' || run;
+        ELSIF run ~ '[@MARKS@]' THEN
+            -- a Thai, Lao, Khmer or Myanmar letter with its marks is one character
+            chars := ARRAY(SELECT u[1] FROM regexp_matches(run, '(@UNIT@)', 'g') AS u);
+            FOR i IN 1 .. greatest(cardinality(chars) - 1, 1) LOOP
+                out := out || ' ' || chars[i] || coalesce(chars[i + 1], '');
+            END LOOP;
         ELSE
             FOR i IN 1 .. length(run) - 1 LOOP
                 out := out || ' ' || substr(run, i, 2);
@@ -95,6 +104,23 @@ BEGIN
 END
 $fn$;
 """
+
+
+def cjk_functions(v15: bool = True, replace: bool = False) -> str:
+    """CJK_FUNCTION for this tokenizer: its runs (CJK, Thai, Lao, Khmer, Myanmar), their
+    characters (a letter with its marks: tokenizer.UNIT) and the words' characters (with their
+    marks); not `v15`: as schema v1 made them (CJK runs, words cut at marks). `replace`:
+    CREATE OR REPLACE (schema v15 gives an older database the current ones)."""
+    sql = (
+        CJK_FUNCTION.replace("@CLASS@", tokenizer.RUN_CLASS if v15 else tokenizer.CJK_CLASS)
+        .replace("@MARKS@", tokenizer.SEA_MARKS)
+        .replace("@UNIT@", tokenizer.UNIT.replace("[^", "[^\\s"))  # never a space
+        .replace("@NONWORD@", nonword_class(marks=v15))
+        .replace("@FROM@", "_ς" if v15 else "_")  # final sigma as sigma (store/pg/fts.py)
+        .replace("@TO@", " σ" if v15 else " ")
+    )
+    return sql.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION") if replace else sql
+
 
 # Text written decomposed (NFD: a letter, then its combining mark, as macOS names files and some
 # apps write text) is indexed composed: the english parser cuts a word at a combining mark
