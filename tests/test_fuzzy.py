@@ -92,6 +92,23 @@ def test_rewrite_result(con: apsw.Connection) -> None:
     assert result.corrected_query == "postgres replication"  # the edited words, not the stems
 
 
+def test_a_word_cut_short_is_read_as_a_prefix_too(con: apsw.Connection) -> None:
+    """ "retro" is one edit from "retry" and the start of "retrospective": both are asked for
+    (stop 39: the typo reading alone put the retry note above the retrospective, where keyword
+    search, `ftsquery.prefix_match`, finds the retrospective)."""
+    add(con, "Sprint retrospective on Friday", "Retry the upload twice")
+    result = FuzzyMatcher().rewrite(con, ["retro"])
+    assert result is not None
+    assert '"retro"*' in result.match and '"retri"*' in result.match
+    assert set(found(con, result.match)) == {
+        "Sprint retrospective on Friday",
+        "Retry the upload twice",
+    }
+    # a typo that starts no word gets no prefix alternatives
+    result = FuzzyMatcher().rewrite(con, ["dokcer"])
+    assert result is not None and result.match == '("dokcer" OR "docker"*)'
+
+
 def test_a_stemmed_typo_needs_no_rewrite(con: apsw.Connection) -> None:
     # "kubernets" and "kubernetes" share the stem "kubernet": keyword search finds it already
     assert found(con, '"kubernets"') == [NOTES[1]]

@@ -65,6 +65,7 @@ falsif). rewrite() returns None when no term was corrected, and never raises.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 import string
@@ -223,6 +224,7 @@ class Vocabulary:
     ids: np.ndarray  # term id of each key (int32)
     generation: int = 0
     built_at: float = 0.0
+    ordered: tuple[str, ...] = ()  # every term, sorted: which ones a prefix begins (`begins`)
 
     @classmethod
     def build(
@@ -250,7 +252,13 @@ class Vocabulary:
         packed.sort()
         sorted_keys = (packed >> np.uint64(32)).astype(np.uint32)
         sorted_ids = (packed & np.uint64(0xFFFFFFFF)).astype(np.int32)
-        return cls(docs, terms, lengths, sorted_keys, sorted_ids, generation, built_at)
+        ordered = tuple(sorted(docs))
+        return cls(docs, terms, lengths, sorted_keys, sorted_ids, generation, built_at, ordered)
+
+    def begins(self, prefix: str) -> bool:
+        """Whether some term starts with prefix."""
+        at = bisect.bisect_left(self.ordered, prefix)
+        return at < len(self.ordered) and self.ordered[at].startswith(prefix)
 
     def near(self, word: str, limit: int) -> list[tuple[str, int]]:
         """Offerable terms within limit edits of word, with their distances."""
@@ -429,7 +437,11 @@ class FuzzyMatcher:
                 continue
             corrections[word] = best[0][0]
             alternatives = [quote_term(_stable_prefix(tok, t)) + "*" for t, _ in best]
-            groups.append("(" + " OR ".join([quote_term(word), *alternatives]) + ")")
+            # a word cut short ("retro" for retrospective) is read as the start of a longer
+            # word too, as keyword search reads it (ftsquery.prefix_match), not only as a typo
+            cut = [w for w in (word, word[:-1]) if word.isalpha() and vocab.begins(w)]
+            cut = [f"{quote_term(w)}*" for w in cut]
+            groups.append("(" + " OR ".join([quote_term(word), *alternatives, *cut]) + ")")
             fixes.append((len(words), word, best[0][0], alternatives[0]))
             words.append(best[0][1])
         if not corrections:
