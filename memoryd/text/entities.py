@@ -79,6 +79,7 @@ __all__ = [
     "in_lines",
 ]
 from memoryd.text.markdown import FrontMatter, atx_heading, fenced, nfc, parse_front_matter
+from memoryd.text.mdblocks import headings
 from memoryd.text.secretguard import masked_lines
 
 
@@ -113,6 +114,8 @@ _CODE_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 # hand, or its memory gone) names no identifier by it
 _LOG_MARKER = re.compile(r"<!-- m:\d+:[0-9a-f]{8} -->")
 _H1 = re.compile(r"^ {0,3}#(?=[ \t]|$).*", re.MULTILINE)  # what atx_heading reads as level 1
+_SETEXT_H1 = re.compile(r"^ {0,3}=+[ \t]*$", re.MULTILINE)
+_NOT_TEXT = ("```", "~~~", "%%", "<!--", "$$")  # what mdblocks.headings reads past
 
 
 def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> list[tuple[str, str]]:
@@ -430,13 +433,12 @@ def extract_document(
     title, title_line = fm.title, 1
     if title:
         title_line = next((i + 1 for i, ln in enumerate(head) if ln.startswith("title")), 1)
-    elif "```" in body or "~~~" in body:
-        for i, (line, code) in enumerate(fenced(body.split("\n"))):
-            h = None if code else atx_heading(line)
-            if h and h[0] == 1 and h[1]:
-                title, title_line = h[1], first + i
+    elif any(mark in body for mark in _NOT_TEXT) or _SETEXT_H1.search(body):
+        for i, level, text, _ in headings(body.split("\n")):
+            if level == 1 and text:
+                title, title_line = text, first + i
                 break
-    else:  # no code block: only the lines that open like an H1 need a look
+    else:  # no code, comment, math or setext heading: only the lines that open like an H1
         for m in _H1.finditer(body):
             h = atx_heading(m.group())
             if h and h[0] == 1 and h[1]:
