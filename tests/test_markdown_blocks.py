@@ -28,6 +28,9 @@ WRAPPED = {
     "fence in a list item": "- step:\n  ```\n  {}\n  ```",
     "fence in a callout": "> [!note] Code\n> ```\n> {}\n> ```",
     "fence in a foldable callout": "> [!tip]- Code\n> ```\n> {}\n> ```",
+    "fence under a nested list item": (
+        "1. Install:\n    - deps:\n        ```bash\n        {}\n        ```"
+    ),
     "comment block": "%%\n{}\n%%",
     "comment block opened mid-line": "Visible %% hidden from here\n{}\n%%",
     "html comment block": "<!--\n{}\n-->",
@@ -40,7 +43,15 @@ INLINE = {
     "inline html comment": "Shown <!-- {} --> shown.",
     "inline math": "Shown $${}$$ shown.",
 }
+INDENTED = {
+    "indented code block": "Run this:\n\n    {}\n    make",
+    "indented code block with a tab": "Run this:\n\n\t{}",
+}
 AFTER = "\n\n# Grace Hopper\n\nText #realtag and [[Real Link]].\n"
+
+
+def _mentions(body: str) -> set[str]:
+    return {m.key for m in entities.extract_note(body, "n.md")}
 
 
 def _check_readers(body: str, *, hidden_heading: bool) -> None:
@@ -51,6 +62,9 @@ def _check_readers(body: str, *, hidden_heading: bool) -> None:
     assert "hiddentag" not in tags and "realtag" in tags
     assert "Hidden Link" not in targets and "Hidden Md.md" not in targets
     assert "Real Link" in targets
+    named = _mentions(body)  # entities read tags and links as the index does, and no name
+    assert "#hiddentag" not in named and "hidden link" not in named, named
+    assert "#realtag" in named and "real link" in named, named
     assert "hiddentag" in "\n".join(c.content for c in chunks)  # its text stays searchable
     if hidden_heading:
         assert paths == {"Grace Hopper"}
@@ -74,6 +88,31 @@ def test_a_block_that_is_not_markdown_text_holds_no_heading_tag_or_link(construc
 @pytest.mark.parametrize("construct", list(INLINE))
 def test_an_inline_part_that_is_not_markdown_text_holds_no_tag_or_link(construct: str) -> None:
     _check_readers(INLINE[construct].format(HIDDEN_INLINE) + AFTER, hidden_heading=False)
+
+
+@pytest.mark.parametrize("construct", list(INDENTED))
+def test_an_indented_code_block_holds_no_tag_or_link(construct: str) -> None:
+    _check_readers(INDENTED[construct].format(HIDDEN_INLINE) + AFTER, hidden_heading=False)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "- item\n\n    #kept [[Kept]] (the item's second paragraph)",
+        "- item\n    - nested #kept [[Kept]]",
+        "1. step\n   more\n\n    #kept [[Kept]]",
+        "Text\n    #kept [[Kept]] (a paragraph's lazy line)",
+    ],
+)
+def test_an_indented_line_in_a_list_or_paragraph_is_text(body: str) -> None:
+    assert obsidian.inline_tags(body) == ("kept",)
+    assert [link.target for link in obsidian.links(body)] == ["Kept"]
+
+
+def test_a_list_items_fence_left_open_ends_with_the_item() -> None:
+    body = "- step\n    ```\n    #code\n# After\n\n#kept [[Kept]]\n"
+    assert obsidian.inline_tags(body) == ("kept",)
+    assert [c.heading_path for c in markdown.chunk_markdown(body)][-1] == ("After",)
 
 
 @pytest.mark.parametrize(

@@ -58,6 +58,8 @@ LINKS = [
     ("![[Other#Some Heading]]", f'href="{OTHER}#some-heading">⤷ Other › Some Heading<'),
     ("| a | [[Other\\|the other]] |\n|---|---|\n", f'href="{OTHER}">the other<'),
     ("[[Missing#Heading]]", 'class="wikilink missing" title="no such note">Missing › Heading<'),
+    ("![[Other|300]]", f'href="{OTHER}">⤷ Other<'),  # an image's width, not its name
+    ("![[Other|640x480]]", f'href="{OTHER}">⤷ Other<'),
 ]
 
 

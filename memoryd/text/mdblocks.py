@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_ANY_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})")
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
 _QUOTE = re.compile(r"^ {0,3}> ?")
 _ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
@@ -44,11 +46,24 @@ def _unquoted(line: str, depth: int | None = None) -> tuple[int, str]:
     return n, line
 
 
+def _indent(line: str) -> int:
+    """The columns of white space a line opens with (a tab to the next multiple of 4)."""
+    col = 0
+    for ch in line:
+        if ch == " ":
+            col += 1
+        elif ch == "\t":
+            col += 4 - col % 4
+        else:
+            break
+    return col
+
+
 def fenced(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
-    """Each line, with whether it belongs to a fenced code block (its fences included): the one
-    place that knows where ``` and ~~~ blocks open and close (chunker, tags, links, titles).
-    A fence inside a block quote or an Obsidian callout (`> ```css`) opens a block there too;
-    it closes at its closing fence or where the quote ends (CommonMark)."""
+    """Each line, with whether it belongs to a fenced code block (its fences included) that
+    opens at most 3 columns in: where the chunker keeps code whole and headings, titles and
+    entities read no text. A fence inside a block quote or an Obsidian callout (`> ```css`)
+    opens a block there too; it closes at its closing fence or where the quote ends."""
     fence: str | None = None
     depth = 0  # the block quote depth the open fence lives at
     for line in lines:
@@ -68,6 +83,55 @@ def fenced(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
             yield line, True
         else:
             yield line, False
+
+
+def _code(lines: Iterable[str]) -> Iterator[tuple[str, str | None]]:
+    """Each line with the code it belongs to, as CommonMark reads lists: "fence" (`fenced`'s,
+    and a fence indented under a list item, `    ```bash` below `1. step`, which closes at its
+    closing fence or at a line less indented than any item's text: the item ended),
+    "indented" (an indented code block: 4 columns in, after a blank line, outside a list),
+    else None. What tags and links are never read from (`readable` with `spans`); the chunker
+    and entities read `fenced` (a list's indented fences there: see walkr14's report)."""
+    fence: str | None = None
+    depth = 0  # the block quote depth the open fence lives at
+    nested = False  # the open fence is in a list item
+    in_list = False  # the lines read are in a list (an item, its text, blank lines in it)
+    blank = True  # the line before was blank (or began the text)
+    indented = False  # the line before was in an indented code block
+    for line in lines:
+        if fence is not None:
+            n, inner = _unquoted(line, depth) if depth else (0, line)
+            if n == depth and not (nested and inner.strip() and _indent(inner) < 2):
+                m = _ANY_FENCE.match(inner)
+                closes = m is not None and (nested or _indent(inner) <= 3)
+                if closes and m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence):
+                    fence = None
+                yield line, "fence"
+                continue
+            fence = None  # the quote or the list item ended, and the code block with it
+        depth, inner = _unquoted(line) if line.lstrip(" ").startswith(">") else (0, line)
+        text = bool(inner.strip())
+        if text and _indent(inner) >= 4 and not in_list and (blank or indented):
+            blank, indented = False, True
+            yield line, "indented"
+            continue
+        if _LIST_ITEM.match(inner):
+            in_list = True
+        elif text and _indent(inner) == 0 and (blank or inner[0] in "#>`~"):
+            in_list = False  # text at the margin after a blank line, a heading: the list ended
+        blank, indented = not text, indented and not text
+        m = _ANY_FENCE.match(inner)
+        if m and (_indent(inner) <= 3 or in_list):
+            fence, nested = m.group(2), in_list
+            yield line, "fence"
+        else:
+            yield line, None
+
+
+def code_lines(lines: Sequence[str]) -> list[bool]:
+    """Whether each line is code of any kind (`fenced`, or `_code`'s: a list's indented fence, an
+    indented code block): the lines entities read no name, tag or link in."""
+    return [c or k is not None for (_, c), (_, k) in zip(fenced(lines), _code(lines), strict=True)]
 
 
 def mask_spans(line: str) -> str:
@@ -123,13 +187,14 @@ def _hidden(text: str) -> list[tuple[int, int]]:
 
 
 def readable(lines: Sequence[str], *, spans: bool = False) -> list[tuple[str, bool]]:
-    """Each line as markdown reads it, with whether it belongs to a fenced code block (a code
-    line is given as it is): comments and math blanked, offsets kept; with `spans`, code spans
-    too."""
+    """Each line as markdown reads it, with whether it belongs to a fenced code block (`fenced`;
+    a code line is given as it is): comments and math blanked, offsets kept; with `spans`, code
+    spans and all the code `_code` finds too (what tags and links are read from)."""
     flags = [code for _, code in fenced(lines)]
+    kinds = [kind is not None or code for (_, kind), code in zip(_code(lines), flags, strict=True)]
     masked = [
-        " " * len(line) if code else mask_spans(line) if "`" in line else line
-        for line, code in zip(lines, flags, strict=True)
+        " " * len(line) if kind else mask_spans(line) if "`" in line else line
+        for line, kind in zip(lines, kinds, strict=True)
     ]
     text = "\n".join(masked)
     regions = _hidden(text) if ("%%" in text or "<!--" in text or "$$" in text) else []
@@ -145,6 +210,9 @@ def readable(lines: Sequence[str], *, spans: bool = False) -> list[tuple[str, bo
         out = "".join(parts).split("\n")
     else:
         out = masked if spans else list(lines)
+    if not spans:  # code only `_code` sees: its text (no heading starts 4 columns in)
+        each = zip(lines, out, kinds, flags, strict=True)
+        out = [line if kind and not code else seen for line, seen, kind, code in each]
     rows = zip(lines, out, flags, strict=True)
     return [(line if code else seen, code) for line, seen, code in rows]
 

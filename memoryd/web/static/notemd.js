@@ -23,7 +23,8 @@ const NoteMarkdown = (() => {
     const text = inner.replace(/\\\|/g, "|");
     const bar = text.indexOf("|");
     const link = bar < 0 ? text : text.slice(0, bar);
-    const alias = bar < 0 ? null : text.slice(bar + 1).trim() || null;
+    let alias = bar < 0 ? null : text.slice(bar + 1).trim() || null;
+    if (alias && /^\d+(x\d+)?$/.test(alias)) alias = null; // ![[image.png|300]]: a size, no name
     const hash = link.indexOf("#");
     const target = (hash < 0 ? link : link.slice(0, hash)).trim();
     const parts = hash < 0 ? [] : link.slice(hash + 1).split("#").map((p) => p.trim()).filter(Boolean);
