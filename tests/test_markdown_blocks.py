@@ -218,3 +218,27 @@ def test_the_index_keeps_no_tag_or_link_from_comments_or_math(make_app: Any) -> 
     heads = {tuple(r["heading_path"]) for r in rows if r["path"] == "Note.md"}
     assert all("Draft title" not in h and "not a heading" not in h for h in heads), heads
     assert ("Visible",) in heads
+
+
+def test_an_upgrade_reads_every_note_again_with_this_reader(make_app: Any) -> None:
+    """index/chunking.py's READER: notes indexed by a release that read markdown otherwise
+    (their record has no `reader`, or an older one) are read again at the first start, once."""
+    import json
+
+    from memoryd.index import chunking
+    from memoryd.store import entries
+
+    app = make_app(model=None)
+    (app.cfg.workspace / "Note.md").write_text(NOTE)
+    assert app.indexer.reconcile().indexed == 1
+    old = {k: v for k, v in chunking.record(app.cfg.indexer).items() if k != "reader"}
+    key = chunking.meta_key(app.store)
+    app.store.run_write(lambda con: entries.set_meta(con, key, json.dumps(old)))
+    make_app.close(app)
+
+    app = make_app(model=None)  # the upgrade
+    assert app.indexer.reconcile().indexed == 1
+    make_app.close(app)
+    app = make_app(model=None)  # and the next start: nothing to read
+    report = app.indexer.reconcile()
+    assert report.indexed == 0 and report.unchanged == 1

@@ -110,3 +110,12 @@ def test_a_math_block_holds_no_heading() -> None:
     html = render(["$$\n# not a heading\nx^2\n$$\n\n# Real"])["html"][0] or ""
     assert "<h1>Real</h1>" in html and html.count("<h1") == 1
     assert "# not a heading" in html
+
+
+def test_the_note_page_loads_the_renderer_before_its_own_script() -> None:
+    from memoryd.web import routes
+
+    page = routes.Shell().render("note", "t").body.decode()
+    scripts = [s.split('"')[0] for s in page.split('<script src="/static/')[1:]]
+    assert scripts.index("notemd.js") < scripts.index("note.js")
+    assert "NoteMarkdown.create" in (STATIC / "note.js").read_text(encoding="utf-8")
