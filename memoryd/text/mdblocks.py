@@ -29,6 +29,8 @@ _HIDDEN = re.compile(r"%%|<!--|-->|\$\$")
 _CLOSES = {"%%": "%%", "<!--": "-->", "$$": "$$"}
 # a line that cannot be the text of a setext heading: a list item, a quote, indented code
 _NOT_PARAGRAPH = re.compile(r"^(?: {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)| {0,3}>| {4}|\t)")
+# a line `_code` may read otherwise than `fenced`: 4 columns in, or a fence indented at all
+_MAYBE_MORE_CODE = re.compile(r"^(?: {4}|\t| {0,3}\t|[ \t]+(?:`{3}|~{3}))", re.M)
 # a line that may be a heading (C-speed look before the lines are read one by one)
 _MAYBE_HEADING = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|=+[ \t]*$|-+[ \t]*$)", re.M)
 
@@ -128,10 +130,14 @@ def _code(lines: Iterable[str]) -> Iterator[tuple[str, str | None]]:
             yield line, None
 
 
-def code_lines(lines: Sequence[str]) -> list[bool]:
+def code_lines(lines: Sequence[str], flags: Sequence[bool] | None = None) -> list[bool]:
     """Whether each line is code of any kind (`fenced`, or `_code`'s: a list's indented fence, an
-    indented code block): the lines entities read no name, tag or link in."""
-    return [c or k is not None for (_, c), (_, k) in zip(fenced(lines), _code(lines), strict=True)]
+    indented code block): the lines entities read no name, tag or link in. `flags`: `fenced`'s,
+    when known."""
+    flags = [c for _, c in fenced(lines)] if flags is None else flags
+    if not _MAYBE_MORE_CODE.search("\n".join(lines)):  # no line `_code` could read otherwise
+        return list(flags)
+    return [c or k is not None for c, (_, k) in zip(flags, _code(lines), strict=True)]
 
 
 def mask_spans(line: str) -> str:
@@ -191,7 +197,9 @@ def readable(lines: Sequence[str], *, spans: bool = False) -> list[tuple[str, bo
     a code line is given as it is): comments and math blanked, offsets kept; with `spans`, code
     spans and all the code `_code` finds too (what tags and links are read from)."""
     flags = [code for _, code in fenced(lines)]
-    kinds = [kind is not None or code for (_, kind), code in zip(_code(lines), flags, strict=True)]
+    if not spans and not any("%%" in x or "<!--" in x or "$$" in x for x in lines):
+        return list(zip(lines, flags, strict=True))  # nothing hidden: the lines as they are
+    kinds = code_lines(lines, flags)
     masked = [
         " " * len(line) if kind else mask_spans(line) if "`" in line else line
         for line, kind in zip(lines, kinds, strict=True)

@@ -26,8 +26,11 @@ _MAYBE_SETEXT = re.compile(r"^ {0,3}=+[ \t]*$", re.M)
 def has_title_heading(body: str) -> bool:
     """Whether the body writes a level-1 heading (`# Title`, or `Title` over `===`) outside
     code blocks, comments and math (mdblocks.headings)."""
-    if not _MAYBE_ATX.search(body) and not _MAYBE_SETEXT.search(body):
+    atx = _MAYBE_ATX.search(body)
+    if not atx and not _MAYBE_SETEXT.search(body):
         return False
+    if atx and not any(mark in body for mark in ("```", "~~~", "%%", "<!--", "$$")):
+        return True  # nothing it could be inside: a heading
     return any(level == 1 for _, level, _, _ in mdblocks.headings(body.split("\n")))
 
 
