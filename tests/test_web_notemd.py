@@ -119,3 +119,16 @@ def test_the_note_page_loads_the_renderer_before_its_own_script() -> None:
     scripts = [s.split('"')[0] for s in page.split('<script src="/static/')[1:]]
     assert scripts.index("notemd.js") < scripts.index("note.js")
     assert "NoteMarkdown.create" in (STATIC / "note.js").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        ("> [!note] Read this\n> body", 'class="callout callout-note">\n<p><strong>Read this'),
+        ("> [!tip]- \n> folded", 'class="callout callout-tip">\n<p><strong>Tip</strong>'),
+        ("> plain quote", "<blockquote>\n<p>plain quote"),
+    ],
+)
+def test_a_callout_is_a_box_with_its_title_not_its_mark(body: str, shown: str) -> None:
+    html = render([body])["html"][0] or ""
+    assert shown in html and "[!" not in html

@@ -103,6 +103,20 @@ const NoteMarkdown = (() => {
         }
       }
     });
+    md.core.ruler.after("block", "obsidian_callout", (state) => {
+      const toks = state.tokens;
+      for (let i = 0; i + 2 < toks.length; i++) {
+        if (toks[i].type !== "blockquote_open" || toks[i + 1].type !== "paragraph_open") continue;
+        const inline = toks[i + 2];
+        const m = /^\[!([\w-]+)\]([+-]?)[ \t]*(.*)$/m.exec(inline.content.split("\n")[0]);
+        if (!m) continue;
+        const kind = m[1].toLowerCase();
+        toks[i].attrJoin("class", `callout callout-${kind}`);
+        const title = m[3].trim() || kind.charAt(0).toUpperCase() + kind.slice(1);
+        const rest = inline.content.split("\n").slice(1).join("\n");
+        inline.content = `**${title}**` + (rest ? "\n" + rest : "");
+      }
+    });
     md.inline.ruler.before("link", "wikilink", (state, silent) => {
       const src = state.src;
       let start = state.pos;
