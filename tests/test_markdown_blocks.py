@@ -242,3 +242,13 @@ def test_an_upgrade_reads_every_note_again_with_this_reader(make_app: Any) -> No
     app = make_app(model=None)  # and the next start: nothing to read
     report = app.indexer.reconcile()
     assert report.indexed == 0 and report.unchanged == 1
+
+
+def test_an_entitys_line_of_text_that_opens_with_a_tag_is_no_heading() -> None:
+    """search/entities.py shows the line of text before a heading: `#ops Kestrel shipped` is a
+    tag and text (mdblocks.atx_heading), not a heading as `## Kestrel plan` is."""
+    from memoryd.search import entities as entity_search
+
+    content = "## Kestrel plan\n#ops Kestrel shipped on Monday.\n"
+    got = entity_search._line(content, 1, [(1, "Kestrel"), (2, "Kestrel")], False)
+    assert got == (2, "#ops Kestrel shipped on Monday.")
