@@ -252,3 +252,21 @@ def test_an_entitys_line_of_text_that_opens_with_a_tag_is_no_heading() -> None:
     content = "## Kestrel plan\n#ops Kestrel shipped on Monday.\n"
     got = entity_search._line(content, 1, [(1, "Kestrel"), (2, "Kestrel")], False)
     assert got == (2, "#ops Kestrel shipped on Monday.")
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [
+        ("[text](<My note.md>)", "[text](<My note.md>)"),
+        ("[text](My%20note.md#Next%20steps)", "[text](<My note.md#Next steps>)"),
+        ("[text](notes/plan.md)", "[text](notes/plan.md)"),
+        ("[[My note#Next steps|see]]", "[[My note#Next steps|see]]"),
+    ],
+)
+def test_memoryctl_links_shows_a_link_that_works_pasted_back(written: str, shown: str) -> None:
+    from memoryd.ctl.admin import as_written
+
+    (link,) = obsidian.links(written)
+    row = {k: getattr(link, k) for k in ("target", "heading", "alias", "embed", "kind")}
+    assert as_written(row) == shown
+    assert [x.target for x in obsidian.links(shown)] == [link.target]
