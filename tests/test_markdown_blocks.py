@@ -270,3 +270,21 @@ def test_memoryctl_links_shows_a_link_that_works_pasted_back(written: str, shown
     row = {k: getattr(link, k) for k in ("target", "heading", "alias", "embed", "kind")}
     assert as_written(row) == shown
     assert [x.target for x in obsidian.links(shown)] == [link.target]
+
+
+@pytest.mark.parametrize(
+    ("text", "tag"),
+    [
+        ("An #idea… for later", "idea"),
+        ("the #kestrel’s launch", "kestrel"),
+        ("#travel—then home", "travel"),
+        ("会议 #会议，明天开", "会议"),
+        ("見て #タグ。次", "タグ"),
+        ("hoy #fiesta¡ ya", "fiesta"),
+        ("#family👨‍👩‍👧 photo", "family👨‍👩‍👧"),
+        ("#a/b-c_d done", "a/b-c_d"),
+    ],
+)
+def test_a_tag_ends_at_unicode_punctuation_for_every_tag_reader(text: str, tag: str) -> None:
+    assert obsidian.inline_tags(text) == (tag,)
+    assert [m.key for m in entities.extract_note(text) if m.type == "tag"] == ["#" + tag]

@@ -35,6 +35,17 @@ _MAYBE_MORE_CODE = re.compile(r"^(?: {4}|\t| {0,3}\t|[ \t]+(?:`{3}|~{3}))", re.M
 _MAYBE_HEADING = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|=+[ \t]*$|-+[ \t]*$)", re.M)
 
 
+# What a #tag is made of, for every reader of tags (obsidian.inline_tags, the entities'): up
+# to white space, ASCII punctuation but `-`, `_` and `/`, or Unicode punctuation (Obsidian:
+# "#idea…", "#tag’s", "#会议，明天" are the tags idea, tag, 会议). The zero-width joiners an emoji
+# or a Persian word holds stay in the tag.
+TAG_BODY = (
+    "[^\\s#!\"$%&'()*+,.:;<=>?@\\[\\\\\\]^`{|}~\u00a1\u00ab\u00bb\u00bf"
+    "\u2000-\u200b\u200e-\u206f\u2e00-\u2e7f\u3000-\u303f"
+    "\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+"
+)
+
+
 def _unquoted(line: str, depth: int | None = None) -> tuple[int, str]:
     """(how many block quote markers `>` open the line, the rest); with `depth`, strip at
     most that many."""

@@ -4,8 +4,9 @@ and resolving a link to a workspace path the way Obsidian does. Pure functions, 
 - Code is never read as tags or links: fenced blocks and `inline code` are masked first, and
   so are what Obsidian hides, %%comments%% and <!-- comments -->, and $$math$$ (mdblocks).
 - An inline tag is `#` at the start of a line or after white space, then letters, digits, `_`,
-  `-` and `/`, with at least one character that is not a digit (`#123` is not a tag, as in
-  Obsidian). Tags are lower-cased; a nested tag `#a/b` also counts as `a`.
+  `-` and `/` (up to white space or punctuation, Unicode's too: mdblocks.TAG_BODY), with at
+  least one character that is not a digit (`#123` is not a tag, as in Obsidian). Tags are
+  lower-cased; a nested tag `#a/b` also counts as `a`.
 - Links: `[[note]]`, `[[note|alias]]`, `[[note#heading]]`, `[[#heading]]` (this note),
   `![[embed]]`, and markdown links `[text](path/to/note.md#heading)` to local `.md` files.
 - Resolution: a markdown link is relative to the linking note's folder (then to the
@@ -26,9 +27,9 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from memoryd.text.markdown import nfc
-from memoryd.text.mdblocks import headings, readable
+from memoryd.text.mdblocks import TAG_BODY, headings, readable
 
-_TAG = re.compile(r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")
+_TAG = re.compile(r"(?:^|(?<=\s))#(" + TAG_BODY + ")")
 _WIKI = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _MD_LINK = re.compile(
     r"(!?)\[([^\[\]\n]*)\]\(\s*(?:<([^<>\n]+)>|([^()<>\[\]\s]+))(?:\s+\"[^\"\n]*\")?\s*\)"
