@@ -288,3 +288,22 @@ def test_memoryctl_links_shows_a_link_that_works_pasted_back(written: str, shown
 def test_a_tag_ends_at_unicode_punctuation_for_every_tag_reader(text: str, tag: str) -> None:
     assert obsidian.inline_tags(text) == (tag,)
     assert [m.key for m in entities.extract_note(text) if m.type == "tag"] == ["#" + tag]
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        "---\ntitle: Kickoff: the plan\n# set by the template\ntags: x\n---\n",  # YAML error
+        "---\n# set by the template\nstatus: draft\n---\n",  # valid YAML
+        "---\njust text, not a mapping\n# set by the template\n---\n",
+    ],
+)
+def test_no_reader_takes_a_front_matter_line_for_a_heading(front: str) -> None:
+    text = front + "Body text about kestrels.\n"
+    fm, chunks = markdown.parse_document(text)
+    assert [c.heading_path for c in chunks] in ([()], [(), ()]), chunks
+    _, body, _ = markdown.parse_front_matter(text)
+    assert notehead.title_of("Kickoff.md", fm, body) == (fm.title or "Kickoff")
+    with pytest.raises(ToolFailure, match="no heading"):
+        notetools.find_section(text.splitlines(keepends=True), "set by the template")
+    assert not [m for m in entities.extract_note(text, "Kickoff.md") if m.key == "tags: x"]

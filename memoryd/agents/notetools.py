@@ -103,13 +103,9 @@ def _headings(lines: list[str]) -> list[tuple[int, int, tuple[str, ...], int]]:
     matter (a YAML `# comment` there is no heading)."""
     out: list[tuple[int, int, tuple[str, ...], int]] = []
     stack: list[tuple[int, str]] = []
-    bare = [line.rstrip("\r\n") for line in lines]
-    top = 0
-    if bare and bare[0].strip() == "---":
-        top = next((i + 1 for i in range(1, len(bare)) if bare[i].strip() in ("---", "...")), 0)
-    for i, level, title, size in headings(bare[top:]):
+    for i, level, title, size in headings([line.rstrip("\r\n") for line in lines]):
         stack = [s for s in stack if s[0] < level] + [(level, title.strip())]
-        out.append((i + top, level, tuple(t for _, t in stack), size))
+        out.append((i, level, tuple(t for _, t in stack), size))
     return out
 
 

@@ -8,9 +8,10 @@ note titles, inline tags, links, entities' titles, edit_note's sections). Pure f
   no tag or link; their text stays in the chunks (it is searchable, as rg finds it). A `%%`,
   `<!--` or `$$` with no closing one after it is text; `$$` that does not open its line closes
   on that line or is text. Comment marks inside code (`%%` in a code span) are code.
-- Headings (`headings`): ATX (`## Title ##`) and setext (`Title` over `===` or `---`), read
-  from that text: `# Title %%draft%%` is the heading "Title". A `---` under a list item, a quote
-  or a line indented as code is a thematic break, not a heading (CommonMark, Obsidian).
+- Headings (`headings`): ATX (`## Title ##`) and setext (`Title` over `===` or `---`), none
+  in a front-matter block that opens the text (one whose YAML does not parse, kept as text,
+  too), read from that text: `# Title %%draft%%` is the heading "Title". A `---` under a list
+  item, a quote or a line indented as code is a thematic break, not a heading (CommonMark).
 """
 
 from __future__ import annotations
@@ -250,16 +251,26 @@ def atx_heading(line: str) -> tuple[int, str] | None:
     return len(m.group(1)), title
 
 
+def front_matter_lines(lines: Sequence[str]) -> int:
+    """How many lines a front-matter block opens the text with (`---` to `---` or `...`), its
+    YAML valid or not (Obsidian shows one that does not parse as properties too), else 0: no
+    `# comment` in it is a heading, its closing `---` no setext underline."""
+    if not lines or lines[0].strip() != "---":
+        return 0
+    return next((i + 1 for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), 0)
+
+
 def headings(lines: Sequence[str]) -> list[tuple[int, int, str, int]]:
     """(line index, level, title, lines it takes: 1 for ATX, 2 for setext) of every heading,
     in order, as `readable` reads the lines."""
     if not _MAYBE_HEADING.search("\n".join(lines)):
         return []
     out: list[tuple[int, int, str, int]] = []
+    top = front_matter_lines(lines)
     para, para_text = -1, ""  # the line an underline would make a heading ("": none)
     prose: bool | None = None  # its block is a paragraph (not a list or a quote); None: no block
     for i, (line, code) in enumerate(readable(lines)):
-        if code or not line.strip():
+        if code or not line.strip() or i < top:
             para_text, prose = "", None
             continue
         h = atx_heading(line)

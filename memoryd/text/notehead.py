@@ -29,8 +29,9 @@ def has_title_heading(body: str) -> bool:
     atx = _MAYBE_ATX.search(body)
     if not atx and not _MAYBE_SETEXT.search(body):
         return False
-    if atx and not any(mark in body for mark in ("```", "~~~", "%%", "<!--", "$$")):
-        return True  # nothing it could be inside: a heading
+    marks = ("```", "~~~", "%%", "<!--", "$$")
+    if atx and body[:3] != "---" and not any(mark in body for mark in marks):
+        return True  # nothing it could be inside (code, a comment, front matter): a heading
     return any(level == 1 for _, level, _, _ in mdblocks.headings(body.split("\n")))
 
 
