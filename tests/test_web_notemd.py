@@ -132,3 +132,18 @@ def test_the_note_page_loads_the_renderer_before_its_own_script() -> None:
 def test_a_callout_is_a_box_with_its_title_not_its_mark(body: str, shown: str) -> None:
     html = render([body])["html"][0] or ""
     assert shown in html and "[!" not in html
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        ("- [ ] open\n- [x] done", "<li>☐ open</li>\n<li>☑ done</li>"),
+        ("- plain [ ] item", "<li>plain [ ] item</li>"),
+        ("A ==key *bit*== here", "A <mark>key <em>bit</em></mark> here"),
+        ("a == b and c == d", "<p>a == b and c == d</p>"),
+        ("`==code==` and ==x`y==", "<code>==code==</code> and ==x`y==</p>"),
+    ],
+)
+def test_tasks_and_highlights_as_obsidian_shows_them(body: str, shown: str) -> None:
+    html = render([body])["html"][0] or ""
+    assert shown in html, html

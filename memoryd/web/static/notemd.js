@@ -117,6 +117,33 @@ const NoteMarkdown = (() => {
         inline.content = `**${title}**` + (rest ? "\n" + rest : "");
       }
     });
+    md.core.ruler.after("block", "obsidian_task", (state) => {
+      const toks = state.tokens;
+      for (let i = 2; i < toks.length; i++) {
+        if (toks[i].type !== "inline" || toks[i - 2].type !== "list_item_open") continue;
+        const m = /^\[([ xX])\][ \t]/.exec(toks[i].content);
+        if (m) toks[i].content = (m[1] === " " ? "☐ " : "☑ ") + toks[i].content.slice(m[0].length);
+      }
+    });
+    md.inline.ruler.before("emphasis", "highlight", (state, silent) => {
+      const src = state.src;
+      const start = state.pos;
+      if (!src.startsWith("==", start) || /[\s=]/.test(src.charAt(start + 2) || " ")) return false;
+      const end = src.indexOf("==", start + 2);
+      if (end < 0 || end > state.posMax || /\s/.test(src.charAt(end - 1))) return false;
+      if (src.slice(start, end).includes("`")) return false; // a code span in between: text
+      if (!silent) {
+        state.push("mark_open", "mark", 1);
+        const max = state.posMax;
+        state.pos = start + 2;
+        state.posMax = end;
+        state.md.inline.tokenize(state);
+        state.posMax = max;
+        state.push("mark_close", "mark", -1);
+      }
+      state.pos = end + 2;
+      return true;
+    });
     md.inline.ruler.before("link", "wikilink", (state, silent) => {
       const src = state.src;
       let start = state.pos;
