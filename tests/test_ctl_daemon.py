@@ -123,7 +123,7 @@ def test_links_and_backlinks_on_the_fixture_vault(daemon_factory: Any, tmp_path:
         "l.8  [[Project Plan|the plan]] -> work/Project Plan.md",
         "l.9  [[Project Plan#Milestones]] -> work/Project Plan.md#Milestones",
         "l.9  ![[diagram.png]] -> (unresolved)",
-        "l.10  [meeting](work/Meeting Notes.md) -> work/Meeting Notes.md",
+        "l.10  [meeting](<work/Meeting Notes.md>) -> work/Meeting Notes.md",
         "l.11  [[Missing Note]] -> (unresolved)",
     ]
     # a note name works as a wikilink would resolve it

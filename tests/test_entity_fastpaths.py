@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryd.text import entity_spans as spans
+from memoryd.text.mdblocks import TAG_BODY
 
 _MIXED_TEXT = texts_of("aAzZqQ09-_ .#\n\t\"'`@/é日", 160)
 
@@ -73,7 +74,7 @@ def test_patterns_that_look_behind_after_their_first_character(line: str) -> Non
     """#tags and Node.js-like names: the patterns that open with the character they start with
     match what the plain ones (opening with the look behind) match."""
     plain = {
-        "_TAG": r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)",
+        "_TAG": r"(?:^|(?<=\s))#(" + TAG_BODY + ")",  # the tags' one grammar (mdblocks)
         "_DOTTED_NAME": r"(?<![\w.])[A-Z][A-Za-z0-9]*\.(?:js|JS|ts|NET|io|IO|ai|py|rb|rs|jl)"
         r"(?!\w|\.\w)",
     }

@@ -25,7 +25,7 @@ from memoryd.agents.tools import (
     ToolSpec,
     _obj,
 )
-from memoryd.text.markdown import atx_heading, fenced
+from memoryd.text.mdblocks import headings
 
 NOT_FOUND = -32004
 
@@ -97,15 +97,15 @@ def _count(text: str, unit: str) -> int:
 # --- edit_note ---------------------------------------------------------------------------------
 
 
-def _headings(lines: list[str]) -> list[tuple[int, int, tuple[str, ...]]]:
-    """(line index, level, heading path) of every heading outside code."""
-    out: list[tuple[int, int, tuple[str, ...]]] = []
+def _headings(lines: list[str]) -> list[tuple[int, int, tuple[str, ...], int]]:
+    """(line index, level, heading path, lines it takes) of every heading the chunker reads
+    (mdblocks.headings: outside code, comments and math, setext ones too), none in the front
+    matter (a YAML `# comment` there is no heading)."""
+    out: list[tuple[int, int, tuple[str, ...], int]] = []
     stack: list[tuple[int, str]] = []
-    for i, (line, code) in enumerate(fenced(lines)):
-        h = None if code else atx_heading(line)
-        if h:
-            stack = [s for s in stack if s[0] < h[0]] + [(h[0], h[1].strip())]
-            out.append((i, h[0], tuple(t for _, t in stack)))
+    for i, level, title, size in headings([line.rstrip("\r\n") for line in lines]):
+        stack = [s for s in stack if s[0] < level] + [(level, title.strip())]
+        out.append((i, level, tuple(t for _, t in stack), size))
     return out
 
 
@@ -116,22 +116,23 @@ def _refused(message: str, code: int = INVALID) -> ToolFailure:
     return ToolFailure(text, {"code": code, "message": message})
 
 
-def find_section(lines: list[str], heading: str) -> tuple[int, int]:
-    """(heading line index, index after its section's last line) of the heading named: its
+def find_section(lines: list[str], heading: str) -> tuple[int, int, int]:
+    """(heading line index, index of the line under the heading (two lines down for a setext
+    heading, `Title` over `===`), index after its section's last line) of the heading named: its
     text ('Setup', '## Setup') or its path ('Install > Setup'), case-insensitive."""
     want = [p.strip().lstrip("#").strip().lower() for p in heading.split(">")]
     heads = _headings(lines)
     found = [
-        (i, level)
-        for i, level, path in heads
+        (i, level, size)
+        for i, level, path, size in heads
         if [p.lower() for p in path[-len(want) :]] == want and len(path) >= len(want)
     ]
     if not found:
-        names = ", ".join(repr(" > ".join(p)) for _, _, p in heads[:20]) or "none"
+        names = ", ".join(repr(" > ".join(p)) for _, _, p, _ in heads[:20]) or "none"
         raise _refused(f"no heading {heading!r} in the note (headings: {names})", NOT_FOUND)
     if len(found) > 1:
-        where = ", ".join(str(i + 1) for i, _ in found)
-        paths = {path for i, _, path in heads if i in {f for f, _ in found}}
+        where = ", ".join(str(i + 1) for i, _, _ in found)
+        paths = {path for i, _, path, _ in heads if i in {f for f, _, _ in found}}
         if len(paths) == 1:  # its path names them all alike: no heading can tell them apart
             raise _refused(
                 f"heading {heading!r} occurs {len(found)} times (lines {where}), each with the "
@@ -142,9 +143,9 @@ def find_section(lines: list[str], heading: str) -> tuple[int, int]:
             f"heading {heading!r} occurs {len(found)} times (lines {where}): name it by its "
             "path, e.g. 'Parent > Heading'"
         )
-    start, level = found[0]
-    end = next((i for i, lv, _ in heads if i > start and lv <= level), len(lines))
-    return start, end
+    start, level, size = found[0]
+    end = next((i for i, lv, _, _ in heads if i > start and lv <= level), len(lines))
+    return start, start + size, end
 
 
 def _block(content: str, nl: str = "\n") -> list[str]:
@@ -197,20 +198,20 @@ def edit(text: str, args: dict[str, Any]) -> tuple[str, str]:
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += nl
-    start, end = find_section(lines, heading)
+    start, under, end = find_section(lines, heading)
     block = _block(content, nl)
     if action == "replace_section":
         gap = [nl] if end < len(lines) and block else []
         # the note's own spacing: a blank line under the heading stays
-        lead = [nl] if start + 1 < end and not lines[start + 1].strip() and block else []
-        new = [*lines[: start + 1], *lead, *block, *gap, *lines[end:]]
+        lead = [nl] if under < end and not lines[under].strip() and block else []
+        new = [*lines[:under], *lead, *block, *gap, *lines[end:]]
         what = f"replaced the section under line {start + 1}"
     elif action == "insert_before":
         new = [*lines[:start], *block, *([nl] if block else []), *lines[start:]]
         what = f"inserted {len(block)} line(s) before line {start + 1}"
-    else:  # insert_after: right under the heading line
-        new = [*lines[: start + 1], *block, *lines[start + 1 :]]
-        what = f"inserted {len(block)} line(s) after line {start + 1}"
+    else:  # insert_after: right under the heading (its underline, for a setext one)
+        new = [*lines[:under], *block, *lines[under:]]
+        what = f"inserted {len(block)} line(s) after line {under}"
     return "".join(new), what
 
 

@@ -412,11 +412,13 @@ def s_note_move(res: dict[str, Any], a: Namespace) -> int:
 
 
 def as_written(link: dict[str, Any]) -> str:
-    """A link the way the note has it: [[target#heading|alias]], [alias](target), ![[embed]]."""
+    """A link the way the note has it: [[target#heading|alias]], [alias](target), ![[embed]];
+    a markdown link's path decoded, in <> when it holds a space (`[a](<My note.md>)`), so the
+    line still works pasted into a note."""
     target = (link.get("target") or "") + (f"#{link['heading']}" if link.get("heading") else "")
     alias = link.get("alias")
-    if link.get("kind") == "markdown":
-        text = f"[{alias or ''}]({target})"
+    if link.get("kind") == "markdown":  # a path with spaces in <>, as markdown needs it
+        text = f"[{alias or ''}]({f'<{target}>' if any(c in target for c in ' ()') else target})"
     else:
         text = f"[[{target}{'|' + alias if alias else ''}]]"
     return "!" + text if link.get("embed") else text

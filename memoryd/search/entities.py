@@ -21,7 +21,7 @@ from memoryd.store import Store, entityread
 from memoryd.store.entityread import EntityRow
 from memoryd.text import entity_cues as cues
 from memoryd.text.entities import canonical_key
-from memoryd.text.markdown import aliases_lines, estimate_tokens, nfc
+from memoryd.text.markdown import aliases_lines, atx_heading, estimate_tokens, nfc
 
 # the types memoryd.text.entities gives
 TYPES = ("person", "system", "place", "identifier", "tag", "other")
@@ -144,7 +144,7 @@ def _line(
         at = line - start + pad
         if pad <= at < len(lines) and surface.lower() in lines[at].lower():
             text = lines[at].strip()[:300]
-            if not text.startswith("#"):
+            if atx_heading(text) is None:  # "#kestrel shipped" is a tag, not a heading
                 return line, text
             heading = heading or (line, text)
     if heading is not None:
@@ -152,7 +152,7 @@ def _line(
     forms = {s.lower().lstrip("#@") for _, s in ordered} - {""}
     body = range(pad, len(lines))
     held = [i for i in body if any(f in lines[i].lower() for f in forms)]
-    for i in sorted(held, key=lambda i: lines[i].lstrip().startswith("#")):
+    for i in sorted(held, key=lambda i: atx_heading(lines[i].lstrip()) is not None):
         return start + i - pad, lines[i].strip()[:300]
     first_line, first_form = ordered[0] if ordered else (start, "")
     for i in range(pad):

@@ -14,7 +14,9 @@ without a sentence-initial common word unless the same text names it elsewhere, 
 follows ("Caroline said", "Caroline:") or it is possessive; code identifiers (snake_case,
 SCREAMING_CASE, camelCase, calls `f()`, kebab-case with a digit or an infrastructure suffix,
 letters mixed with digits such as SEV2), hostnames, URL hosts and emails. Nothing is read
-inside fenced code; `inline code` yields its identifiers only. CJK names only where marked:
+inside code (fenced, indented, fenced under a list item: mdblocks.code_lines), %%comments%%,
+<!-- comments --> or $$math$$ (mdblocks.readable: what Obsidian hides names nothing, as it
+holds no tag or link); `inline code` yields its identifiers only. CJK names only where marked:
 wikilinks, front matter, 「」【】《》 or quotes around them, or an honorific after them
 (田中さん) or inside the brackets (「田中さん」 is 田中).
 
@@ -78,7 +80,8 @@ __all__ = [
     "extract_note",
     "in_lines",
 ]
-from memoryd.text.markdown import FrontMatter, atx_heading, fenced, nfc, parse_front_matter
+from memoryd.text.markdown import FrontMatter, atx_heading, nfc, parse_front_matter
+from memoryd.text.mdblocks import code_lines, headings, readable
 from memoryd.text.secretguard import masked_lines
 
 
@@ -113,6 +116,9 @@ _CODE_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 # hand, or its memory gone) names no identifier by it
 _LOG_MARKER = re.compile(r"<!-- m:\d+:[0-9a-f]{8} -->")
 _H1 = re.compile(r"^ {0,3}#(?=[ \t]|$).*", re.MULTILINE)  # what atx_heading reads as level 1
+_SETEXT_H1 = re.compile(r"^ {0,3}=+[ \t]*$", re.MULTILINE)
+_NOT_TEXT = ("```", "~~~", "%%", "<!--", "$$")  # what mdblocks.headings reads past
+_MAYBE_CODE = re.compile(r"```|~~~|^(?: {4}|\t)", re.MULTILINE)  # what code_lines may find
 
 
 def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> list[tuple[str, str]]:
@@ -122,7 +128,10 @@ def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> list[t
     if "<!-- m:" in body:
         body = _LOG_MARKER.sub(lambda m: " " * len(m.group()), body)
     lines = body.split("\n")
-    code = [c for _, c in fenced(lines)] if "```" in body or "~~~" in body else None
+    if "%%" in body or "<!--" in body or "$$" in body:  # what Obsidian hides names nothing
+        lines = [line for line, _ in readable(lines)]
+        body = "\n".join(lines)
+    code = code_lines(lines) if _MAYBE_CODE.search(body) else None
     starts = list(accumulate((len(x) + 1 for x in lines[:-1]), initial=0))
     for i, has in enumerate(line_shapes(body, starts)):
         line = lines[i]
@@ -430,13 +439,12 @@ def extract_document(
     title, title_line = fm.title, 1
     if title:
         title_line = next((i + 1 for i, ln in enumerate(head) if ln.startswith("title")), 1)
-    elif "```" in body or "~~~" in body:
-        for i, (line, code) in enumerate(fenced(body.split("\n"))):
-            h = None if code else atx_heading(line)
-            if h and h[0] == 1 and h[1]:
-                title, title_line = h[1], first + i
+    elif any(mark in body for mark in _NOT_TEXT) or _SETEXT_H1.search(body):
+        for i, level, text, _ in headings(body.split("\n")):
+            if level == 1 and text:
+                title, title_line = text, first + i
                 break
-    else:  # no code block: only the lines that open like an H1 need a look
+    else:  # no code, comment, math or setext heading: only the lines that open like an H1
         for m in _H1.finditer(body):
             h = atx_heading(m.group())
             if h and h[0] == 1 and h[1]:

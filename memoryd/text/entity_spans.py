@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from memoryd.text import entity_cues as cues
 from memoryd.text.entity_cues import IDENTIFIER, OTHER, PERSON, SYSTEM, TAG
+from memoryd.text.mdblocks import TAG_BODY
 
 
 @dataclass(slots=True)
@@ -70,7 +71,7 @@ _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@(?:[\w-]+\.)+[A-Za-z]{2,}\b")
 _AT = re.compile(r"(?<![\w@.])@([A-Za-z][\w.-]*[A-Za-z0-9_])")
 # A pattern that opens with what it looks behind at is tried at every position; these open with
 # the character or the set the match starts with (which re scans for), then look behind past it.
-_TAG = re.compile(r"#(?<!\S.)([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")  # after a space
+_TAG = re.compile(r"#(?<!\S.)(" + TAG_BODY + ")")  # after a space; the tags' grammar
 _HOST = re.compile(r"(?<![\w@/.-])([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9-]+)+)(?![\w-]|\.\w)")
 _SNAKE = re.compile(r"(?<![\w-])[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_?(?:\(\))?(?![\w-])")
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\)")

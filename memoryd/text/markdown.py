@@ -3,8 +3,9 @@
 Chunking: each section (a heading and the text up to the next heading) is one chunk when it fits
 `max_tokens`; a longer section is split at blank lines, then at line ends, then between words,
 each piece after the first starting with about `overlap_tokens` of the previous piece's tail.
-Lines inside fenced code blocks are never headings. Text before the first heading is a section
-with an empty heading path. Line numbers are 1-based and refer to the original file.
+Lines inside fenced code blocks, comments and math blocks are never headings (mdblocks: the
+headings every reader finds, setext ones too). Text before the first heading is a section with
+an empty heading path. Line numbers are 1-based and refer to the original file.
 
 A heading is never a chunk by itself: it stays with the text under it (also when a long section
 is split), and headings with no text of their own join the next text. The daily log's own
@@ -20,7 +21,7 @@ import hashlib
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -29,11 +30,10 @@ from memoryd.core.timeutil import in_range, parse_iso
 from memoryd.text.frontyaml import Refused as _Refused
 from memoryd.text.frontyaml import load_node as _load_yaml
 from memoryd.text.frontyaml import values_text as _values_text
+from memoryd.text.mdblocks import atx_heading as atx_heading
+from memoryd.text.mdblocks import fenced as fenced
+from memoryd.text.mdblocks import headings
 
-_ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_QUOTE = re.compile(r"^ {0,3}> ?")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _WORD = re.compile(r"\S+")
 MAX_FRONT_MATTER_BYTES = 65536
 
@@ -241,87 +241,26 @@ class _Section:
     head: int = 0  # how many of the first lines are the heading (1 for ATX, 2 for setext)
 
 
-def _unquoted(line: str, depth: int | None = None) -> tuple[int, str]:
-    """(how many block quote markers `>` open the line, the rest); with `depth`, strip at
-    most that many."""
-    n = 0
-    while depth is None or n < depth:
-        m = _QUOTE.match(line)
-        if m is None:
-            break
-        line = line[m.end() :]
-        n += 1
-    return n, line
-
-
-def fenced(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
-    """Each line, with whether it belongs to a fenced code block (its fences included): the one
-    place that knows where ``` and ~~~ blocks open and close (chunker, tags, links, titles).
-    A fence inside a block quote or an Obsidian callout (`> ```css`) opens a block there too;
-    it closes at its closing fence or where the quote ends (CommonMark)."""
-    fence: str | None = None
-    depth = 0  # the block quote depth the open fence lives at
-    for line in lines:
-        if fence is not None:
-            n, inner = _unquoted(line, depth) if depth else (0, line)
-            if n == depth:
-                m = _FENCE.match(inner)
-                if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                    fence = None
-                yield line, True
-                continue
-            fence = None  # the quote ended, and the code block with it
-        depth, inner = _unquoted(line) if line.lstrip(" ").startswith(">") else (0, line)
-        m = _FENCE.match(inner)
-        if m:
-            fence = m.group(1)
-            yield line, True
-        else:
-            yield line, False
-
-
 def _sections(body: str, first_line: int) -> list[_Section]:
     lines = body.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    heads = {i: (level, title, size) for i, level, title, size in headings(lines)}
     sections: list[_Section] = [_Section((), [])]
     stack: list[tuple[int, str]] = []
-    for i, (line, code) in enumerate(fenced(lines)):
-        number = first_line + i
-        if code:
-            sections[-1].lines.append((number, line))
+    skip = 0  # the underline of a setext heading, already in its section
+    for i, line in enumerate(lines):
+        if skip:
+            skip -= 1
             continue
-        h = atx_heading(line)
-        level, title = h if h else (0, "")
-        if not h and _SETEXT.match(line) and sections[-1].lines:
-            prev_no, prev = sections[-1].lines[-1]
-            if prev.strip() and not atx_heading(prev) and len(sections[-1].lines) >= 1:
-                # "Title\n====": the previous line becomes the heading of a new section
-                level = 1 if line.strip().startswith("=") else 2
-                sections[-1].lines.pop()
-                stack = [s for s in stack if s[0] < level] + [(level, prev.strip())]
-                sections.append(
-                    _Section(tuple(t for _, t in stack), [(prev_no, prev), (number, line)], 2)
-                )
-                continue
-        if h:
-            stack = [s for s in stack if s[0] < level] + [(level, title)]
-            sections.append(_Section(tuple(t for _, t in stack), [(number, line)], 1))
+        head = heads.get(i)
+        if head is None:
+            sections[-1].lines.append((first_line + i, line))
             continue
-        sections[-1].lines.append((number, line))
+        level, title, size = head
+        stack = [s for s in stack if s[0] < level] + [(level, title)]
+        rows = [(first_line + i + k, lines[i + k]) for k in range(size)]
+        sections.append(_Section(tuple(t for _, t in stack), rows, size))
+        skip = size - 1
     return sections
-
-
-def atx_heading(line: str) -> tuple[int, str] | None:
-    """(level, title) of an ATX heading line ("## Title ##"), else None. Plain string work: a
-    regex with a lazy title before optional trailing space and #s backtracks cubically on a
-    line of many spaces (4,000 spaces took 160 s)."""
-    m = _ATX_OPEN.match(line)
-    if m is None:
-        return None
-    title = line[m.end() :].strip(" \t")
-    bare = title.rstrip("#")
-    if bare != title and (not bare or bare[-1] in " \t"):  # a closing sequence of #s
-        title = bare.rstrip(" \t")
-    return len(m.group(1)), title
 
 
 def _split_words(number: int, line: str, max_tokens: int) -> list[tuple[int, str]]:

@@ -15,7 +15,7 @@ import dataclasses
 import re
 from pathlib import PurePosixPath
 
-from memoryd.text import markdown
+from memoryd.text import markdown, mdblocks
 from memoryd.text.markdown import Chunk, FrontMatter
 
 # a level-1 heading may be there (C-speed looks; `has_title_heading` then reads the lines)
@@ -25,21 +25,14 @@ _MAYBE_SETEXT = re.compile(r"^ {0,3}=+[ \t]*$", re.M)
 
 def has_title_heading(body: str) -> bool:
     """Whether the body writes a level-1 heading (`# Title`, or `Title` over `===`) outside
-    code blocks."""
-    if not _MAYBE_ATX.search(body) and not _MAYBE_SETEXT.search(body):
+    code blocks, comments and math (mdblocks.headings)."""
+    atx = _MAYBE_ATX.search(body)
+    if not atx and not _MAYBE_SETEXT.search(body):
         return False
-    prev = ""
-    for line, code in markdown.fenced(body.split("\n")):
-        if code:
-            prev = ""
-            continue
-        h = markdown.atx_heading(line)
-        if h is not None and h[0] == 1:
-            return True
-        if h is None and prev.strip() and _MAYBE_SETEXT.fullmatch(line):
-            return True
-        prev = "" if h is not None else line
-    return False
+    marks = ("```", "~~~", "%%", "<!--", "$$")
+    if atx and body[:3] != "---" and not any(mark in body for mark in marks):
+        return True  # nothing it could be inside (code, a comment, front matter): a heading
+    return any(level == 1 for _, level, _, _ in mdblocks.headings(body.split("\n")))
 
 
 def title_of(path: str, fm: FrontMatter, body: str) -> str | None:

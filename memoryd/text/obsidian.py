@@ -1,10 +1,12 @@
 """Obsidian vault conventions: inline #tags, [[wikilinks]], links to local notes, note titles,
 and resolving a link to a workspace path the way Obsidian does. Pure functions, no I/O.
 
-- Code is never read as tags or links: fenced blocks and `inline code` are masked first.
+- Code is never read as tags or links: fenced blocks and `inline code` are masked first, and
+  so are what Obsidian hides, %%comments%% and <!-- comments -->, and $$math$$ (mdblocks).
 - An inline tag is `#` at the start of a line or after white space, then letters, digits, `_`,
-  `-` and `/`, with at least one character that is not a digit (`#123` is not a tag, as in
-  Obsidian). Tags are lower-cased; a nested tag `#a/b` also counts as `a`.
+  `-` and `/` (up to white space or punctuation, Unicode's too: mdblocks.TAG_BODY), with at
+  least one character that is not a digit (`#123` is not a tag, as in Obsidian). Tags are
+  lower-cased; a nested tag `#a/b` also counts as `a`.
 - Links: `[[note]]`, `[[note|alias]]`, `[[note#heading]]`, `[[#heading]]` (this note),
   `![[embed]]`, and markdown links `[text](path/to/note.md#heading)` to local `.md` files.
 - Resolution: a markdown link is relative to the linking note's folder (then to the
@@ -24,10 +26,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from memoryd.text.markdown import atx_heading, fenced, nfc
+from memoryd.text.markdown import nfc
+from memoryd.text.mdblocks import TAG_BODY, headings, readable
 
-_TICKS = re.compile(r"`+")
-_TAG = re.compile(r"(?:^|(?<=\s))#([^\s#!\"$%&'()*+,.:;<=>?@\[\\\]^`{|}~]+)")
+_TAG = re.compile(r"(?:^|(?<=\s))#(" + TAG_BODY + ")")
 _WIKI = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _MD_LINK = re.compile(
     r"(!?)\[([^\[\]\n]*)\]\(\s*(?:<([^<>\n]+)>|([^()<>\[\]\s]+))(?:\s+\"[^\"\n]*\")?\s*\)"
@@ -66,35 +68,9 @@ def note_key(path: str) -> str:
 
 
 def mask_code(body: str) -> str:
-    """The body with fenced code blocks and code spans blanked (lines and offsets kept)."""
-    out = [
-        "" if code else _mask_spans(line) if "`" in line else line
-        for line, code in fenced(body.split("\n"))
-    ]
-    return "\n".join(out)
-
-
-def _mask_spans(line: str) -> str:
-    """Blank `code spans` in one line: a run of N backticks up to the next run of exactly N.
-    Linear time (the next run of each length is found once), whatever the line holds."""
-    runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
-    following: list[int | None] = [None] * len(runs)
-    last: dict[int, int] = {}
-    for i in range(len(runs) - 1, -1, -1):
-        n = runs[i][1] - runs[i][0]
-        following[i] = last.get(n)
-        last[n] = i
-    chars = list(line)
-    i = 0
-    while i < len(runs):
-        j = following[i]
-        if j is None:
-            i += 1
-            continue
-        start, end = runs[i][0], runs[j][1]
-        chars[start:end] = " " * (end - start)
-        i = j + 1
-    return "".join(chars)
+    """The body with what is not markdown text blanked, lines and offsets kept: fenced code
+    blocks and code spans, %%comments%%, <!-- comments --> and $$math$$ (mdblocks.readable)."""
+    return "\n".join("" if code else line for line, code in readable(body.split("\n"), spans=True))
 
 
 def _valid_tag(tag: str) -> bool:
@@ -172,16 +148,13 @@ def links(body: str, first_line: int = 1, masked: str | None = None) -> list[Lin
 
 
 def title(front_title: str | None, body: str, path: str) -> str:
-    """The note's title: front matter `title`, else its first level-1 heading, else its
-    file name without .md."""
+    """The note's title: front matter `title`, else its first level-1 heading (`# Title` or
+    `Title` over `===`), else its file name without .md."""
     if front_title:
         return front_title
-    for line, code in fenced(body.split("\n")):
-        if code:
-            continue
-        h = atx_heading(line)
-        if h and h[0] == 1 and h[1]:
-            return h[1]
+    for _, level, text, _ in headings(body.split("\n")):
+        if level == 1 and text:
+            return text
     name = path.rsplit("/", 1)[-1]
     return name[:-3] if name.lower().endswith(".md") else name
 

@@ -29,7 +29,7 @@ TYPES = {
     ".txt": "text/plain; charset=utf-8",
 }
 VENDOR = {
-    "note": ("vendor/markdown-it.min.js", "vendor/purify.min.js"),
+    "note": ("vendor/markdown-it.min.js", "vendor/purify.min.js", "notemd.js"),
     "graph": ("vendor/cytoscape.min.js",),
 }
 PAGES = {

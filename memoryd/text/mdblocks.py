@@ -1,0 +1,288 @@
+"""Which lines of a note are markdown: the one place every reader asks (the chunker's headings,
+note titles, inline tags, links, entities' titles, edit_note's sections). Pure functions.
+
+- Fenced code (``` and ~~~, longer fences, in block quotes and callouts): `fenced`.
+- What Obsidian hides or does not read as markdown: `%%comments%%` and `<!-- comments -->`
+  (inline or over several lines) and `$$math$$` blocks. `readable` blanks them (offsets kept),
+  so a `# line` in a comment or a math block is no heading, and a `#word` or `[[link]]` there is
+  no tag or link; their text stays in the chunks (it is searchable, as rg finds it). A `%%`,
+  `<!--` or `$$` with no closing one after it is text; `$$` that does not open its line closes
+  on that line or is text. Comment marks inside code (`%%` in a code span) are code.
+- Headings (`headings`): ATX (`## Title ##`) and setext (`Title` over `===` or `---`), none
+  in a front-matter block that opens the text (one whose YAML does not parse, kept as text,
+  too), read from that text: `# Title %%draft%%` is the heading "Title". A `---` under a list
+  item, a quote or a line indented as code is a thematic break, not a heading (CommonMark).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_ANY_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})")
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
+_QUOTE = re.compile(r"^ {0,3}> ?")
+_ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_TICKS = re.compile(r"`+")
+_HIDDEN = re.compile(r"%%|<!--|-->|\$\$")
+_CLOSES = {"%%": "%%", "<!--": "-->", "$$": "$$"}
+# a line that cannot be the text of a setext heading: a list item, a quote, indented code
+_NOT_PARAGRAPH = re.compile(r"^(?: {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)| {0,3}>| {4}|\t)")
+# a line `_code` may read otherwise than `fenced`: 4 columns in, or a fence indented at all
+_MAYBE_MORE_CODE = re.compile(r"^(?: {4}|\t| {0,3}\t|[ \t]+(?:`{3}|~{3}))", re.M)
+# a line that may be a heading (C-speed look before the lines are read one by one)
+_MAYBE_HEADING = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|=+[ \t]*$|-+[ \t]*$)", re.M)
+
+
+# What a #tag is made of, for every reader of tags (obsidian.inline_tags, the entities'): up
+# to white space, ASCII punctuation but `-`, `_` and `/`, or Unicode punctuation (Obsidian:
+# "#idea…", "#tag’s", "#会议，明天" are the tags idea, tag, 会议). The zero-width joiners an emoji
+# or a Persian word holds stay in the tag.
+TAG_BODY = (
+    "[^\\s#!\"$%&'()*+,.:;<=>?@\\[\\\\\\]^`{|}~\u00a1\u00ab\u00bb\u00bf"
+    "\u2000-\u200b\u200e-\u206f\u2e00-\u2e7f\u3000-\u303f"
+    "\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+"
+)
+
+
+def _unquoted(line: str, depth: int | None = None) -> tuple[int, str]:
+    """(how many block quote markers `>` open the line, the rest); with `depth`, strip at
+    most that many."""
+    n = 0
+    while depth is None or n < depth:
+        m = _QUOTE.match(line)
+        if m is None:
+            break
+        line = line[m.end() :]
+        n += 1
+    return n, line
+
+
+def _indent(line: str) -> int:
+    """The columns of white space a line opens with (a tab to the next multiple of 4)."""
+    col = 0
+    for ch in line:
+        if ch == " ":
+            col += 1
+        elif ch == "\t":
+            col += 4 - col % 4
+        else:
+            break
+    return col
+
+
+def fenced(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """Each line, with whether it belongs to a fenced code block (its fences included) that
+    opens at most 3 columns in: where the chunker keeps code whole and headings, titles and
+    entities read no text. A fence inside a block quote or an Obsidian callout (`> ```css`)
+    opens a block there too; it closes at its closing fence or where the quote ends."""
+    fence: str | None = None
+    depth = 0  # the block quote depth the open fence lives at
+    for line in lines:
+        if fence is not None:
+            n, inner = _unquoted(line, depth) if depth else (0, line)
+            if n == depth:
+                m = _FENCE.match(inner)
+                if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                    fence = None
+                yield line, True
+                continue
+            fence = None  # the quote ended, and the code block with it
+        depth, inner = _unquoted(line) if line.lstrip(" ").startswith(">") else (0, line)
+        m = _FENCE.match(inner)
+        if m:
+            fence = m.group(1)
+            yield line, True
+        else:
+            yield line, False
+
+
+def _code(lines: Iterable[str]) -> Iterator[tuple[str, str | None]]:
+    """Each line with the code it belongs to, as CommonMark reads lists: "fence" (`fenced`'s,
+    and a fence indented under a list item, `    ```bash` below `1. step`, which closes at its
+    closing fence or at a line less indented than any item's text: the item ended),
+    "indented" (an indented code block: 4 columns in, after a blank line, outside a list),
+    else None. What tags and links are never read from (`readable` with `spans`); the chunker
+    and entities read `fenced` (a list's indented fences there: see walkr14's report)."""
+    fence: str | None = None
+    depth = 0  # the block quote depth the open fence lives at
+    nested = False  # the open fence is in a list item
+    in_list = False  # the lines read are in a list (an item, its text, blank lines in it)
+    blank = True  # the line before was blank (or began the text)
+    indented = False  # the line before was in an indented code block
+    for line in lines:
+        if fence is not None:
+            n, inner = _unquoted(line, depth) if depth else (0, line)
+            if n == depth and not (nested and inner.strip() and _indent(inner) < 2):
+                m = _ANY_FENCE.match(inner)
+                closes = m is not None and (nested or _indent(inner) <= 3)
+                if closes and m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence):
+                    fence = None
+                yield line, "fence"
+                continue
+            fence = None  # the quote or the list item ended, and the code block with it
+        depth, inner = _unquoted(line) if line.lstrip(" ").startswith(">") else (0, line)
+        text = bool(inner.strip())
+        if text and _indent(inner) >= 4 and not in_list and (blank or indented):
+            blank, indented = False, True
+            yield line, "indented"
+            continue
+        if _LIST_ITEM.match(inner):
+            in_list = True
+        elif text and _indent(inner) == 0 and (blank or inner[0] in "#>`~"):
+            in_list = False  # text at the margin after a blank line, a heading: the list ended
+        blank, indented = not text, indented and not text
+        m = _ANY_FENCE.match(inner)
+        if m and (_indent(inner) <= 3 or in_list):
+            fence, nested = m.group(2), in_list
+            yield line, "fence"
+        else:
+            yield line, None
+
+
+def code_lines(lines: Sequence[str], flags: Sequence[bool] | None = None) -> list[bool]:
+    """Whether each line is code of any kind (`fenced`, or `_code`'s: a list's indented fence, an
+    indented code block): the lines entities read no name, tag or link in. `flags`: `fenced`'s,
+    when known."""
+    flags = [c for _, c in fenced(lines)] if flags is None else flags
+    if not _MAYBE_MORE_CODE.search("\n".join(lines)):  # no line `_code` could read otherwise
+        return list(flags)
+    return [c or k is not None for c, (_, k) in zip(flags, _code(lines), strict=True)]
+
+
+def mask_spans(line: str) -> str:
+    """Blank `code spans` in one line: a run of N backticks up to the next run of exactly N.
+    Linear time (the next run of each length is found once), whatever the line holds."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
+    following: list[int | None] = [None] * len(runs)
+    last: dict[int, int] = {}
+    for i in range(len(runs) - 1, -1, -1):
+        n = runs[i][1] - runs[i][0]
+        following[i] = last.get(n)
+        last[n] = i
+    chars = list(line)
+    i = 0
+    while i < len(runs):
+        j = following[i]
+        if j is None:
+            i += 1
+            continue
+        start, end = runs[i][0], runs[j][1]
+        chars[start:end] = " " * (end - start)
+        i = j + 1
+    return "".join(chars)
+
+
+def _hidden(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each comment and math part of a text whose code is blanked. Linear:
+    the next closing mark of each kind is found once for every mark."""
+    marks = [(m.start(), m.group()) for m in _HIDDEN.finditer(text)]
+    after: list[dict[str, int]] = [{}] * len(marks)  # the next mark of each kind after each
+    seen: dict[str, int] = {}
+    for i in range(len(marks) - 1, -1, -1):
+        after[i] = dict(seen)
+        seen[marks[i][1]] = i
+    out: list[tuple[int, int]] = []
+    i = 0
+    while i < len(marks):
+        start, mark = marks[i]
+        close = _CLOSES.get(mark)
+        j = after[i].get(close) if close else None
+        if j is None:  # never closed: text
+            i += 1
+            continue
+        end = marks[j][0] + len(marks[j][1])
+        if mark == "$$" and "\n" in text[start:end]:
+            line_start = text.rfind("\n", 0, start) + 1
+            if _unquoted(text[line_start:start])[1].strip():  # mid-line `$$` over lines: text
+                i += 1
+                continue
+        out.append((start, end))
+        i = j + 1
+    return out
+
+
+def readable(lines: Sequence[str], *, spans: bool = False) -> list[tuple[str, bool]]:
+    """Each line as markdown reads it, with whether it belongs to a fenced code block (`fenced`;
+    a code line is given as it is): comments and math blanked, offsets kept; with `spans`, code
+    spans and all the code `_code` finds too (what tags and links are read from)."""
+    flags = [code for _, code in fenced(lines)]
+    if not spans and not any("%%" in x or "<!--" in x or "$$" in x for x in lines):
+        return list(zip(lines, flags, strict=True))  # nothing hidden: the lines as they are
+    kinds = code_lines(lines, flags)
+    masked = [
+        " " * len(line) if kind else mask_spans(line) if "`" in line else line
+        for line, kind in zip(lines, kinds, strict=True)
+    ]
+    text = "\n".join(masked)
+    regions = _hidden(text) if ("%%" in text or "<!--" in text or "$$" in text) else []
+    if regions:
+        src = text if spans else "\n".join(lines)
+        parts: list[str] = []
+        at = 0
+        for start, end in regions:
+            parts.append(src[at:start])
+            parts.append("".join("\n" if ch == "\n" else " " for ch in src[start:end]))
+            at = end
+        parts.append(src[at:])
+        out = "".join(parts).split("\n")
+    else:
+        out = masked if spans else list(lines)
+    if not spans:  # code only `_code` sees: its text (no heading starts 4 columns in)
+        each = zip(lines, out, kinds, flags, strict=True)
+        out = [line if kind and not code else seen for line, seen, kind, code in each]
+    rows = zip(lines, out, flags, strict=True)
+    return [(line if code else seen, code) for line, seen, code in rows]
+
+
+def atx_heading(line: str) -> tuple[int, str] | None:
+    """(level, title) of an ATX heading line ("## Title ##"), else None. Plain string work: a
+    regex with a lazy title before optional trailing space and #s backtracks cubically on a
+    line of many spaces (4,000 spaces took 160 s)."""
+    m = _ATX_OPEN.match(line)
+    if m is None:
+        return None
+    title = line[m.end() :].strip(" \t")
+    bare = title.rstrip("#")
+    if bare != title and (not bare or bare[-1] in " \t"):  # a closing sequence of #s
+        title = bare.rstrip(" \t")
+    return len(m.group(1)), title
+
+
+def front_matter_lines(lines: Sequence[str]) -> int:
+    """How many lines a front-matter block opens the text with (`---` to `---` or `...`), its
+    YAML valid or not (Obsidian shows one that does not parse as properties too), else 0: no
+    `# comment` in it is a heading, its closing `---` no setext underline."""
+    if not lines or lines[0].strip() != "---":
+        return 0
+    return next((i + 1 for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), 0)
+
+
+def headings(lines: Sequence[str]) -> list[tuple[int, int, str, int]]:
+    """(line index, level, title, lines it takes: 1 for ATX, 2 for setext) of every heading,
+    in order, as `readable` reads the lines."""
+    if not _MAYBE_HEADING.search("\n".join(lines)):
+        return []
+    out: list[tuple[int, int, str, int]] = []
+    top = front_matter_lines(lines)
+    para, para_text = -1, ""  # the line an underline would make a heading ("": none)
+    prose: bool | None = None  # its block is a paragraph (not a list or a quote); None: no block
+    for i, (line, code) in enumerate(readable(lines)):
+        if code or not line.strip() or i < top:
+            para_text, prose = "", None
+            continue
+        h = atx_heading(line)
+        if h is not None:
+            out.append((i, h[0], h[1], 1))
+            para_text, prose = "", None
+            continue
+        if para_text and _SETEXT.match(line):
+            out.append((para, 1 if line.strip()[0] == "=" else 2, para_text.strip(), 2))
+            para_text, prose = "", None
+            continue
+        if prose is None:
+            prose = not _NOT_PARAGRAPH.match(line)
+        para, para_text = (i, line) if prose and not _NOT_PARAGRAPH.match(line) else (-1, "")
+    return out
