@@ -23,8 +23,9 @@ examples:
 Configuration is read from --config, $MEMORYD_CONFIG, or $XDG_CONFIG_HOME/memoryd/config.toml;
 without a file the defaults work. Query the daemon with `memoryctl`.
 
-exit status: 0 ok, 1 failed to start (e.g. already running), 2 usage or configuration error,
-or a store a newer memoryd upgraded (a restart cannot fix either).
+exit status: 0 ok, 1 failed to start (e.g. already running) or output that cannot be written
+(>/dev/full), 2 usage or configuration error, or a store a newer memoryd upgraded (a restart
+cannot fix either), 130 interrupted (Ctrl-C).
 """
 
 
@@ -206,14 +207,35 @@ def main(argv: list[str] | None = None) -> int:
         # a reload asked for while the daemon starts (its imports and the store take a second
         # or more): noted and done once it serves, not the end of the process
         signal.signal(signal.SIGHUP, runtime.note_hup)
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    daemon = args.command == "run"
+    from memoryd.ctl import stdio
+
+    # config, service, store, --help: a failed write is one line and exit 1, a reader gone
+    # (| head) a quiet 0, as memoryctl's (the daemon logs; `mcp` speaks its protocol on stdout)
+    words = sys.argv[1:] if argv is None else argv
+    stdout = stdio.guard() if words[:1] not in (["run"], ["mcp"]) else None
+    daemon = False
     try:
-        return int(args.func(args) or 0)
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help, --version, a usage error: what they wrote, flushed
+            if stdout is not None:
+                stdio.finish()
+            raise exc from None
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        daemon = args.command == "run"
+        status = int(args.func(args) or 0)
+        if stdout is not None:
+            stdio.finish()
+        return status
+    except BrokenPipeError:
+        stdio.quiet_stdout()
+        return 0
+    except stdio.OutputError as exc:
+        print(f"memoryd: cannot write the output: {exc}", file=sys.stderr)
+        return 1
     except MemorydError as exc:  # ConfigError, StoreTooNew: what no restart can fix (2)
         status = exc.exit_status
         if status == EXIT_CONFIG:  # the launchd agent asks for 0: launchd restarts all else
@@ -223,8 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a folder or file memoryd needs cannot be used: say which, no traceback
         setting = getattr(exc, "setting", None)  # the path setting it was about (daemon.run)
         where = f"{setting}: " if setting else ""
-        return _fail(daemon, f"cannot start: {where}{describe_os_error(exc)}", EXIT_START)
+        doing = "cannot start: " if daemon else ""  # (config show, store migrate: no start)
+        return _fail(daemon, f"{doing}{where}{describe_os_error(exc)}", EXIT_START)
     except KeyboardInterrupt:
+        if not daemon:  # (the daemon says how it stopped in its log)
+            print("\nmemoryd: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
         if type(exc).__module__ == "apsw":
@@ -236,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         # a bug in the daemon: its traceback as one JSON line (the log's `exception`)
         logsetup.get_logger("memoryd").exception("stopped by an unexpected error")
         return EXIT_START
+    finally:
+        if stdout is not None:
+            sys.stdout = stdout
 
 
 def _exit_status(text: str) -> int:

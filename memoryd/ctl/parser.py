@@ -36,6 +36,7 @@ exit status:
      input file that cannot be read, or an argument the daemon refuses (--limit 0, --depth 9)
   3  memoryd is unreachable: no socket, stale socket, permission denied, timeout, or a socket
      (folder) that belongs to another user
+  130  interrupted (Ctrl-C); output that cannot be written (>/dev/full, >&-) is 1
 With --json, errors are JSON objects on stdout: {"error": {"kind": "daemon"|"usage"|
 "unreachable", "message": ..., "code": ...}} (and the same exit status).
 --since/--until take a duration back from now (90m, 24h, 7d, 2w), an ISO 8601 date or time

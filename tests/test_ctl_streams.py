@@ -1,0 +1,315 @@
+"""The commands as scripts and people run them: stdout full, closed or a pipe nobody reads,
+Ctrl-C, a locale that is not UTF-8, terminals that cannot show escapes. memoryctl (bin/memoryctl,
+as installed) and the `memoryd` command's own subcommands, as subprocesses against a real daemon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pty
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import module_daemon, wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+MEMORYCTL = str(ROOT / "bin" / "memoryctl")
+NOTE = "# Café résumé\n\nMünchen meeting with Zoë about the naïve déploiement, 日本語.\n"
+
+# every command that prints, memoryctl's and memoryd's (config, service: no daemon needed)
+CTL_COMMANDS = [
+    ["status"],
+    ["--json", "status"],
+    ["search", "café"],
+    ["--json", "search", "München"],
+    ["list"],
+    ["stats"],
+    ["recent"],
+    ["jobs"],
+    ["ping"],
+    ["export"],
+    ["note", "read", "café.md"],
+    ["note", "list"],
+    ["entities"],
+    ["--version"],
+]
+MEMORYD_COMMANDS = [
+    ["config", "show"],
+    ["config", "show", "--json"],
+    ["config", "path"],
+    ["config", "check", "--json"],
+    ["--version"],
+]
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with module_daemon(tmp_path_factory, "streams", {"café.md": NOTE}) as d:
+        d.call("add", {"content": "Zoë prefers the café near München", "tags": ["x"]})
+        yield d
+
+
+def command(daemon: Any, which: str, args: list[str]) -> list[str]:
+    if which == "memoryctl":
+        return [sys.executable, MEMORYCTL, "--socket", str(daemon.socket), *args]
+    return [
+        sys.executable,
+        "-m",
+        "memoryd",
+        *args,
+        *(
+            ["--config", str(daemon.config_path)]
+            if args[0] == "config" and args[1] != "path"
+            else []
+        ),
+    ]
+
+
+def env_of(daemon: Any, **extra: str) -> dict[str, str]:
+    env = {**daemon.env, "PYTHONPATH": str(ROOT), **extra}
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def run(cmd: list[str], env: dict[str, str], **kw: Any) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(cmd, capture_output="stdout" not in kw, env=env, timeout=60, **kw)
+
+
+ALL = [("memoryctl", c) for c in CTL_COMMANDS] + [("memoryd", c) for c in MEMORYD_COMMANDS]
+IDS = [f"{w} {' '.join(c)}" for w, c in ALL]
+
+
+@pytest.mark.parametrize(("which", "args"), ALL, ids=IDS)
+def test_a_full_or_closed_stdout_is_one_line_and_exit_1(
+    daemon: Any, which: str, args: list[str]
+) -> None:
+    """`>/dev/full` was a traceback (OSError: No space left on device); `>&-` exited 0 with the
+    output lost (print to a None stdout says nothing), or an AttributeError traceback."""
+    cmd = command(daemon, which, args)
+    with open("/dev/full", "wb") as full:
+        res = subprocess.run(
+            cmd, stdout=full, stderr=subprocess.PIPE, env=env_of(daemon), timeout=60
+        )
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.decode() == f"{which}: cannot write the output: No space left on device\n"
+    closed = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *cmd],
+        stderr=subprocess.PIPE,
+        env=env_of(daemon),
+        timeout=60,
+    )
+    assert closed.returncode == 1, closed.stderr
+    assert (
+        closed.stderr.decode() == f"{which}: cannot write the output: standard output is closed\n"
+    )
+
+
+@pytest.mark.parametrize(("which", "args"), ALL, ids=IDS)
+def test_a_reader_that_went_away_ends_it_quietly(daemon: Any, which: str, args: list[str]) -> None:
+    """`| head -1`, `| false`: the pipe's reader is gone before the first write; exit 0 (as rg),
+    nothing on stderr (`memoryd config show | false` said "cannot start: a file: Broken pipe")."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        res = subprocess.run(
+            command(daemon, which, args),
+            stdout=w,
+            stderr=subprocess.PIPE,
+            env=env_of(daemon),
+            timeout=60,
+        )
+    finally:
+        os.close(w)
+    assert (res.returncode, res.stderr.decode()) == (0, "")
+
+
+class Mute:
+    """A socket that accepts and never answers: a daemon too busy to answer."""
+
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind(str(path))
+        self.sock.listen(16)
+        self.path = path
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def mute() -> Iterator[Mute]:
+    folder = tempfile.mkdtemp(prefix="mdmute-", dir="/tmp")
+    m = Mute(Path(folder) / "s.sock")
+    yield m
+    m.close()
+    os.unlink(m.path)
+    os.rmdir(folder)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["search", "café"], ""),
+        (["status", "--watch"], ""),
+        (["--json", "search", "x"], ""),
+        (["reindex"], "; memoryd goes on with the reindex (`memoryctl status --watch` follows it)"),
+        (
+            ["reindex", "--json"],
+            "; memoryd goes on with the reindex (`memoryctl status --watch` follows it)",
+        ),
+        (["import", "IN"], "; nothing was imported"),
+        (["export", "-o", "OUT"], ""),
+    ],
+)
+def test_ctrl_c_is_one_line_exit_130_nothing_written(
+    mute: Mute, tmp_path: Path, args: list[str], said: str
+) -> None:
+    """Ctrl-C while the daemon has not answered: a blank line was all it said; now what
+    became of the request, exit 130 (128 + SIGINT), nothing on stdout, no file."""
+    (tmp_path / "in.jsonl").write_text('{"content": "one"}\n')
+    args = [
+        str(tmp_path / "in.jsonl")
+        if a == "IN"
+        else str(tmp_path / "out.jsonl")
+        if a == "OUT"
+        else a
+        for a in args
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, MEMORYCTL, "--socket", str(mute.path), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    accepted = []
+
+    def connected() -> bool:  # the request is on its way: the client waits for the answer
+        mute.sock.settimeout(0.05)
+        with contextlib.suppress(TimeoutError):
+            accepted.append(mute.sock.accept()[0])
+        return bool(accepted)
+
+    wait_for(connected, timeout=30)
+    time.sleep(0.2)  # into its recv (a signal before the wait is the same KeyboardInterrupt)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    for c in accepted:
+        c.close()
+    assert proc.returncode == 130, err
+    assert out == b""
+    assert err.decode() == f"\nmemoryctl: interrupted{said}\n"
+    assert not (tmp_path / "out.jsonl").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["in.jsonl"]  # no temporary file left
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"LC_ALL": "C", "PYTHONUTF8": "0"},
+        {"PYTHONIOENCODING": "ascii"},
+        {"PYTHONIOENCODING": "latin-1"},
+        {"LC_ALL": "POSIX"},
+    ],
+    ids=["C-no-utf8-mode", "ascii", "latin-1", "POSIX"],
+)
+def test_json_and_export_are_json_in_any_locale(daemon: Any, env: dict[str, str]) -> None:
+    """In a locale whose codec cannot write é, --json printed `"caf\\xe9"` (the codec's
+    backslash escape): not JSON, and an export so written imported the text mangled."""
+    e = env_of(daemon, **{"LANG": "", "LC_ALL": "", **env})
+    for args in (["--json", "search", "café"], ["--json", "note", "read", "café.md"]):
+        res = run(command(daemon, "memoryctl", args), e)
+        assert res.returncode == 0, res.stderr
+        assert "Zoë" in json.dumps(json.loads(res.stdout), ensure_ascii=False)
+    res = run(command(daemon, "memoryctl", ["export"]), e)
+    assert res.returncode == 0, res.stderr
+    contents = [json.loads(line)["content"] for line in res.stdout.decode().splitlines()]
+    assert "Zoë prefers the café near München" in contents
+    text = run(command(daemon, "memoryctl", ["search", "café"]), e)
+    assert text.returncode == 0 and b"Traceback" not in text.stderr, text.stderr
+
+
+def on_a_terminal(cmd: list[str], env: dict[str, str], cols: int = 80) -> tuple[int, bytes]:
+    """Run cmd with stdout and stderr on a pseudo-terminal of `cols` columns: (status, bytes)."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    return proc.wait(timeout=30), out
+
+
+@pytest.mark.parametrize(
+    ("extra", "bold"),
+    [
+        ({"TERM": "xterm"}, True),
+        ({"TERM": "dumb"}, False),
+        ({"TERM": "xterm", "NO_COLOR": "1"}, False),
+    ],
+    ids=["xterm", "dumb", "no-color"],
+)
+def test_escapes_only_where_the_terminal_shows_them(
+    daemon: Any, extra: dict[str, str], bold: bool
+) -> None:
+    """TERM=dumb (Emacs' shell) showed `\\033[1m` and the watch's `\\r\\033[K` as they are."""
+    env = env_of(daemon, **extra)
+    code, out = on_a_terminal(command(daemon, "memoryctl", ["search", "café"]), env)
+    assert code == 0 and (b"\033[1m" in out) == bold, out
+    code, out = on_a_terminal(command(daemon, "memoryctl", ["status", "--watch"]), env)
+    assert code == 0 and b"idle" in out, out
+    if extra["TERM"] == "dumb":
+        assert b"\033" not in out, out
+
+
+def test_force_color_bolds_into_a_pipe(daemon: Any) -> None:
+    """FORCE_COLOR (`memoryctl search x | less -R`): bold though stdout is a pipe."""
+    plain = run(command(daemon, "memoryctl", ["search", "café"]), env_of(daemon))
+    forced = run(command(daemon, "memoryctl", ["search", "café"]), env_of(daemon, FORCE_COLOR="1"))
+    assert b"\033" not in plain.stdout and b"\033[1m" in forced.stdout
+
+
+def test_columns_narrows_the_watch_line(daemon: Any) -> None:
+    """COLUMNS=40 on a wide terminal: the redrawn line fits 40 columns, as `ls` and Python's
+    shutil read it (the watch read only the terminal's own width)."""
+    env = env_of(daemon, TERM="xterm", COLUMNS="40")
+    code, out = on_a_terminal(
+        [
+            sys.executable,
+            "-c",
+            "import sys, memoryd.ctl.output as o; p = o.Progress(sys.stdout);"
+            " p.update('x' * 100); p.finish()",
+        ],
+        env,
+        cols=200,
+    )
+    assert code == 0
+    drawn = out.split(b"\r\033[K")[1]
+    assert len(drawn) == 39, out
