@@ -264,13 +264,13 @@ def print_record(rec: dict[str, Any]) -> None:
     print(rec.get("content", ""))
 
 
-def status_summary(res: dict[str, Any]) -> str:
-    """`status` in one line: health first (what needs attention), then the counts."""
-    counts = res.get("counts") or {}
+def attention(res: dict[str, Any]) -> list[str]:
+    """What in a `status` answer a user must act on, each as one short sentence. The web page's
+    status (memoryd/web/static/status.js, `attention`) says the same words: a test holds the
+    two to one table of conditions (tests/test_status_doors.py)."""
     store = res.get("store") or {}
     model = res.get("model") or {}
     index = res.get("index") or {}
-    vectors = res.get("vectors") or {}
     skipped = index.get("skipped") or []
     problems = []
     if store.get("ok") is False and store.get("backend") == "sqlite":
@@ -295,6 +295,16 @@ def status_summary(res: dict[str, Any]) -> str:
         problems.append(f"restart to apply {', '.join(restart)}")
     if res.get("drift") and res["drift"].get("total") and not res["drift"].get("indexing"):
         problems.append(f"drift {res['drift']['total']}")  # (while indexing: print_drift)
+    return problems
+
+
+def status_summary(res: dict[str, Any]) -> str:
+    """`status` in one line: health first (what needs attention), then the counts."""
+    counts = res.get("counts") or {}
+    model = res.get("model") or {}
+    index = res.get("index") or {}
+    vectors = res.get("vectors") or {}
+    problems = attention(res)
     health = "needs attention: " + ", ".join(problems) if problems else "ok"
     parts = [
         f"memoryd {res.get('version')}: {health}",
