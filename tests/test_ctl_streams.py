@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import pty
+import re
 import select
 import signal
 import socket
@@ -313,3 +314,54 @@ def test_columns_narrows_the_watch_line(daemon: Any) -> None:
     assert code == 0
     drawn = out.split(b"\r\033[K")[1]
     assert len(drawn) == 39, out
+
+
+@pytest.mark.parametrize(
+    "args", [["add", "-"], ["import", "-"], ["search", "-"], ["triggers", "-"]]
+)
+def test_a_closed_stdin_is_a_usage_error(daemon: Any, args: list[str]) -> None:
+    """`memoryctl add - <&-` was an AttributeError traceback (sys.stdin is None)."""
+    cmd = command(daemon, "memoryctl", args)
+    res = subprocess.run(
+        ["sh", "-c", 'exec "$@" <&-', "sh", *cmd],
+        capture_output=True,
+        env=env_of(daemon),
+        timeout=60,
+    )
+    assert res.returncode == 2
+    said = "memoryctl: cannot read stdin: it is closed (<&-); pipe the text in instead\n"
+    assert res.stderr.decode() == said
+
+
+def test_stdin_at_a_terminal_says_it_waits_for_the_text(daemon: Any) -> None:
+    """`memoryctl add -` typed at a terminal sat silent, as if hung; now one line says it reads
+    the text and how to end it, and what is typed is stored."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        command(daemon, "memoryctl", ["add", "-", "--tags", "typed"]),
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env_of(daemon),
+    )
+    os.close(slave)
+    out = b""
+
+    def read() -> bytes:
+        nonlocal out
+        if select.select([master], [], [], 0.1)[0]:
+            with contextlib.suppress(OSError):
+                out += os.read(master, 4096)
+        return out
+
+    wait_for(lambda: b"Ctrl-D" in read(), timeout=30)
+    os.write(master, "typed at the terminal, café\n".encode() + b"\x04")
+    assert proc.wait(timeout=30) == 0
+    with contextlib.suppress(OSError):
+        while select.select([master], [], [], 0.2)[0] and (chunk := os.read(master, 4096)):
+            out += chunk
+    os.close(master)
+    assert b"memoryctl: reading stdin: type the text, then Ctrl-D" in out
+    assert re.search(rb"added \d+", out), out
+    found = daemon.call("list", {"tags": ["typed"]})["items"]
+    assert [m["content"] for m in found] == ["typed at the terminal, café"]
