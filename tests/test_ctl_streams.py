@@ -365,3 +365,52 @@ def test_stdin_at_a_terminal_says_it_waits_for_the_text(daemon: Any) -> None:
     assert re.search(rb"added \d+", out), out
     found = daemon.call("list", {"tags": ["typed"]})["items"]
     assert [m["content"] for m in found] == ["typed at the terminal, café"]
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2024-11-05",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+def test_mcp_with_a_closed_stdout_says_so(daemon: Any) -> None:
+    """`memoryd mcp >&-` was an AttributeError traceback from the SDK."""
+    pytest.importorskip("mcp")
+    cmd = [sys.executable, "-m", "memoryd", "mcp", "--socket", str(daemon.socket)]
+    res = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *cmd],
+        input=b"",
+        capture_output=True,
+        env=env_of(daemon),
+        timeout=60,
+    )
+    assert res.returncode == 2
+    said = "memoryd mcp: stdin and stdout carry the MCP messages; one is closed\n"
+    assert res.stderr.decode() == said
+
+
+def test_mcp_whose_client_stops_reading_ends_quietly(daemon: Any) -> None:
+    """The agent quits (its end of stdout closed) while memoryd mcp answers: was an
+    ExceptionGroup traceback (BrokenPipeError in the SDK's writer task) in the agent's log."""
+    pytest.importorskip("mcp")
+    r, w = os.pipe()
+    os.close(r)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memoryd", "mcp", "--socket", str(daemon.socket)],
+        stdin=subprocess.PIPE,
+        stdout=w,
+        stderr=subprocess.PIPE,
+        env=env_of(daemon),
+    )
+    os.close(w)
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+    proc.stdin.flush()
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err.decode()) == (0, "")
