@@ -180,7 +180,10 @@ def _config(args: argparse.Namespace) -> int:
     elif args.json:
         print(json.dumps(cfg.as_dict(), indent=2))
     else:
-        print(to_toml(cfg), end="")
+        from memoryd.ctl import stdio
+
+        toml = to_toml(cfg)  # TOML is UTF-8: elsewhere (LC_ALL=C, latin-1) \u00e9 escapes
+        print(toml if stdio.utf8() else stdio.ascii_escaped(toml), end="")
     return 0
 
 
@@ -213,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     # (| head) a quiet 0, as memoryctl's (the daemon logs; `mcp` speaks its protocol on stdout)
     words = sys.argv[1:] if argv is None else argv
     stdout = stdio.guard() if words[:1] not in (["run"], ["mcp"]) else None
+    if stdout is not None:
+        stdio.escape_unencodable()  # a non-UTF-8 locale: é as \u00e9, no UnicodeEncodeError
     daemon = False
     try:
         parser = build_parser()

@@ -414,3 +414,38 @@ def test_mcp_whose_client_stops_reading_ends_quietly(daemon: Any) -> None:
     proc.stdin.flush()
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err.decode()) == (0, "")
+
+
+LOCALES = [
+    {"LC_ALL": "C", "PYTHONUTF8": "0"},
+    {"PYTHONIOENCODING": "ascii"},
+    {"PYTHONIOENCODING": "latin-1"},
+    {"LC_ALL": "C.UTF-8"},
+]
+
+
+@pytest.mark.parametrize("env", LOCALES, ids=["C-no-utf8-mode", "ascii", "latin-1", "C.UTF-8"])
+def test_memoryd_config_in_any_locale(tmp_path: Path, env: dict[str, str]) -> None:
+    """A workspace named `notes-é` under a locale that cannot write é: `memoryd config
+    show|path|check` were UnicodeEncodeError tracebacks; `show` is TOML that reads back the
+    same paths (\\u00e9 where the locale cannot write é: TOML is UTF-8)."""
+    import tomllib
+
+    cfg = tmp_path / "cfgé.toml"
+    cfg.write_text(f'workspace = "{tmp_path}/notes-é"\ndata_dir = "{tmp_path}/data-é"\n')
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith(("MEMORYD_", "LC_", "PYTHONIO"))
+    }
+    e = {**base, "LANG": "", "PYTHONPATH": str(ROOT), **env}
+    for args in (["show"], ["show", "--json"], ["path"], ["check"], ["check", "--json"]):
+        res = subprocess.run(
+            [sys.executable, "-m", "memoryd", "config", *args, "--config", str(cfg)],
+            capture_output=True,
+            env=e,
+            timeout=60,
+        )
+        assert res.returncode == 0 and b"Traceback" not in res.stderr, (args, res.stderr)
+        if args == ["show"]:
+            assert tomllib.loads(res.stdout.decode())["workspace"] == f"{tmp_path}/notes-é"
+        if args == ["show", "--json"]:
+            assert json.loads(res.stdout)["workspace"] == f"{tmp_path}/notes-é"

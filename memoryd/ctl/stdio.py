@@ -93,6 +93,37 @@ def quiet_stdout() -> None:
         pass
 
 
+def escape_unencodable() -> None:
+    """Text stdout's codec cannot write (LC_ALL=C with PYTHONUTF8=0, PYTHONIOENCODING=ascii)
+    as \\u00e9, the escape TOML and JSON strings read back, instead of a UnicodeEncodeError; a
+    byte of a path that was not UTF-8 (surrogate-escaped in argv) as that byte. For `memoryd
+    config show` (TOML), `config path`, `check`; memoryctl's readable output keeps Python's
+    backslashreplace."""
+    import codecs
+
+    def escape(exc: UnicodeError) -> tuple[str | bytes, int]:
+        assert isinstance(exc, UnicodeEncodeError)
+        bad = exc.object[exc.start : exc.end]
+        if all("\udc80" <= c <= "\udcff" for c in bad):
+            return bytes(ord(c) - 0xDC00 for c in bad), exc.end
+        return ascii_escaped(bad), exc.end
+
+    codecs.register_error("memoryd-escape", escape)
+    stream = sys.stdout.stream if isinstance(sys.stdout, Stdout) else sys.stdout
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="memoryd-escape")
+
+
+def ascii_escaped(text: str) -> str:
+    """Each character that is not ASCII as \\u00e9 (\\U0001f600 beyond the BMP): a TOML or JSON
+    string that reads back the same, in any locale."""
+    return "".join(
+        c if c < "\x80" else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
+        for c in text
+    )
+
+
 def utf8() -> bool:
     """Whether stdout takes UTF-8 (else JSON is written as ASCII with \\u escapes, which every
     reader decodes, instead of text the locale's codec can only backslash-escape)."""
