@@ -191,12 +191,18 @@ def cmd_store_migrate(args: argparse.Namespace) -> int:
     from memoryd.core.config import load_config
     from memoryd.store.pgmigrate import migrate, report_lines
 
-    result = migrate(
-        load_config(args.config),
-        dsn=args.dsn,
-        dry_run=args.dry_run,
-        replace_notes=args.replace_notes,
-    )
+    try:
+        result = migrate(
+            load_config(args.config),
+            dsn=args.dsn,
+            dry_run=args.dry_run,
+            replace_notes=args.replace_notes,
+        )
+    except KeyboardInterrupt:  # the copy is one transaction: the server rolls it back
+        raise KeyboardInterrupt(
+            "the copy is one transaction, not committed: run it again (a copy that was "
+            "committing as you pressed Ctrl-C is found and reported as done)"
+        ) from None
     print("\n".join(report_lines(result)))
     return 0
 
@@ -252,9 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{setting}: " if setting else ""
         doing = "cannot start: " if daemon else ""  # (config show, store migrate: no start)
         return _fail(daemon, f"{doing}{where}{describe_os_error(exc)}", EXIT_START)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if not daemon:  # (the daemon says how it stopped in its log)
-            print("\nmemoryd: interrupted", file=sys.stderr)
+            said = f"; {exc.args[0]}" if exc.args else ""
+            print(f"\nmemoryd: interrupted{said}", file=sys.stderr)
         return 130
     except Exception as exc:
         if type(exc).__module__ == "apsw":

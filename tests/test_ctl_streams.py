@@ -449,3 +449,23 @@ def test_memoryd_config_in_any_locale(tmp_path: Path, env: dict[str, str]) -> No
             assert tomllib.loads(res.stdout.decode())["workspace"] == f"{tmp_path}/notes-é"
         if args == ["show", "--json"]:
             assert json.loads(res.stdout)["workspace"] == f"{tmp_path}/notes-é"
+
+
+def test_memoryd_mcp_ctrl_c_says_interrupted(daemon: Any) -> None:
+    """Ctrl-C on `memoryd mcp` run by hand: exit 130 said nothing."""
+    pytest.importorskip("mcp")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memoryd", "mcp", "--socket", str(daemon.socket)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env_of(daemon),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+    proc.stdin.flush()
+    assert b'"result"' in proc.stdout.readline()  # serving: the SDK's loop is running
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err.decode()) == (130, "\nmemoryd: interrupted\n")
