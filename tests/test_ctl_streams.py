@@ -469,3 +469,70 @@ def test_memoryd_mcp_ctrl_c_says_interrupted(daemon: Any) -> None:
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err.decode()) == (130, "\nmemoryd: interrupted\n")
+
+
+def test_ctrl_c_in_an_import_says_how_many_were_stored(mute: Mute, tmp_path: Path) -> None:
+    """Ctrl-C after some batches were stored: the import's all-or-nothing cannot hold, so the
+    line says how many were imported and that the same import again adds the rest."""
+    from memoryd.ctl.admin import IMPORT_BATCH_BYTES
+
+    line = json.dumps({"content": "x" * 2000}) + "\n"
+    n = 2 * IMPORT_BATCH_BYTES // len(line) + 10  # three batches
+    (tmp_path / "in.jsonl").write_text(line * n)
+    real: list[int] = []
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        mute.sock.settimeout(30)
+        while True:
+            try:
+                conn = mute.sock.accept()[0]
+            except OSError:
+                return
+            req = json.loads(conn.makefile("rb").readline())
+            params = req["params"]
+            if not params["dry_run"] and real:  # the second real batch: never answered
+                held.append(conn)
+                continue
+            if not params["dry_run"]:
+                real.append(len(params["items"]))
+            answer = {
+                "imported": 0 if params["dry_run"] else len(params["items"]),
+                "skipped_duplicates": 0,
+                "vectors": 0,
+            }
+            conn.sendall(
+                json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": answer}).encode() + b"\n"
+            )
+            conn.close()
+
+    import threading
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            MEMORYCTL,
+            "--socket",
+            str(mute.path),
+            "import",
+            str(tmp_path / "in.jsonl"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    wait_for(lambda: held, timeout=30)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    for c in held:
+        c.close()
+    assert proc.returncode == 130 and out == b""
+    assert err.decode() == (
+        f"\nmemoryctl: interrupted; {real[0]} memories from earlier batches were imported, the "
+        f"batch being sent may be too, the rest not; `memoryctl import {tmp_path / 'in.jsonl'}` "
+        "again imports the rest (it skips memories already stored)\n"
+    )
