@@ -30,7 +30,9 @@ cannot fix either), 130 interrupted (Ctrl-C).
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    from memoryd.ctl.parser import LoudParser  # (--help >/dev/full: said, not exit 0)
+
+    p = LoudParser(
         prog="memoryd",
         description="memoryd: a local memory daemon. Watches a workspace of markdown notes, keeps "
         "memories agents add, and answers keyword and semantic queries over a Unix socket.",
@@ -181,9 +183,10 @@ def _config(args: argparse.Namespace) -> int:
         print(json.dumps(cfg.as_dict(), indent=2))
     else:
         from memoryd.ctl import stdio
+        from memoryd.ctl.output import utf8
 
         toml = to_toml(cfg)  # TOML is UTF-8: elsewhere (LC_ALL=C, latin-1) \u00e9 escapes
-        print(toml if stdio.utf8() else stdio.ascii_escaped(toml), end="")
+        print(toml if utf8() else stdio.ascii_escaped(toml), end="")
     return 0
 
 
@@ -221,32 +224,32 @@ def main(argv: list[str] | None = None) -> int:
     # config, service, store, --help: a failed write is one line and exit 1, a reader gone
     # (| head) a quiet 0, as memoryctl's (the daemon logs; `mcp` speaks its protocol on stdout)
     words = sys.argv[1:] if argv is None else argv
-    stdout = stdio.guard() if words[:1] not in (["run"], ["mcp"]) else None
-    if stdout is not None:
+    prints = words[:1] not in (["run"], ["mcp"])
+    stdout = sys.stdout
+    if prints:
+        if stdout is None:  # `>&-`: print() would drop the output without a word
+            sys.stdout = stdio.Closed()
         stdio.escape_unencodable()  # a non-UTF-8 locale: é as \u00e9, no UnicodeEncodeError
     daemon = False
     try:
         parser = build_parser()
         try:
             args = parser.parse_args(argv)
-        except SystemExit as exc:  # --help, --version, a usage error: what they wrote, flushed
-            if stdout is not None:
-                stdio.finish()
-            raise exc from None
+        except SystemExit:  # --help, --version, a usage error: what they wrote, flushed
+            if prints:
+                sys.stdout.flush()
+            raise
         if not getattr(args, "func", None):
             parser.print_help()
             return 2
         daemon = args.command == "run"
         status = int(args.func(args) or 0)
-        if stdout is not None:
-            stdio.finish()
+        if prints:
+            sys.stdout.flush()
         return status
     except BrokenPipeError:
         stdio.quiet_stdout()
         return 0
-    except stdio.OutputError as exc:
-        print(f"memoryd: cannot write the output: {exc}", file=sys.stderr)
-        return 1
     except MemorydError as exc:  # ConfigError, StoreTooNew: what no restart can fix (2)
         status = exc.exit_status
         if status == EXIT_CONFIG:  # the launchd agent asks for 0: launchd restarts all else
@@ -254,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
         prefix = "configuration error: " if isinstance(exc, ConfigError) else ""
         return _fail(daemon, prefix + exc.message, status)
     except OSError as exc:  # a folder or file memoryd needs cannot be used: say which, no traceback
+        if prints and stdio.output_failed(exc):  # `>/dev/full`, `>&-`: as cat says it
+            print(f"memoryd: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+            return 1
         setting = getattr(exc, "setting", None)  # the path setting it was about (daemon.run)
         where = f"{setting}: " if setting else ""
         doing = "cannot start: " if daemon else ""  # (config show, store migrate: no start)
@@ -274,8 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         logsetup.get_logger("memoryd").exception("stopped by an unexpected error")
         return EXIT_START
     finally:
-        if stdout is not None:
-            sys.stdout = stdout
+        sys.stdout = stdout
 
 
 def _exit_status(text: str) -> int:

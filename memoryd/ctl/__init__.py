@@ -140,24 +140,36 @@ def say_indexing(res: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from memoryd.ctl import stdio
+    """Run one command line, its output as scripts and terminals expect (stdio.py): a write
+    that fails is one line and exit 1, a reader gone a quiet 0, Ctrl-C one line and 130."""
+    stdout = sys.stdout
+    if stdout is None:  # `>&-`: print() would drop the output without a word
+        from memoryd.ctl.stdio import Closed
 
-    stdout = stdio.guard()
+        sys.stdout = Closed()
     try:
         try:
             status = command(sys.argv[1:] if argv is None else argv)
         except SystemExit:  # argparse's --help, --version, usage error: flushed here too
-            stdio.finish()
+            sys.stdout.flush()
             raise
-        stdio.finish()
+        sys.stdout.flush()  # what is still buffered: its failure said here, not lost at exit
         return status
     except BrokenPipeError:  # stdout closed early (`memoryctl list | head`): not an error
+        from memoryd.ctl import stdio
+
         stdio.quiet_stdout()
         return EXIT_OK
-    except stdio.OutputError as exc:  # `>/dev/full`, `>&-`: as cat and echo say it
-        print(f"memoryctl: cannot write the output: {exc}", file=sys.stderr)
+    except OSError as exc:  # `>/dev/full`, `>&-`: as cat and echo say it
+        from memoryd.ctl import stdio
+
+        if not stdio.output_failed(exc):
+            raise
+        print(f"memoryctl: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt as exc:  # Ctrl-C: one line, what became of the request, 130
+        from memoryd.ctl import stdio
+
         stdio.quiet_stdout()
         said = f"; {exc.args[0]}" if exc.args else ""
         print(f"\nmemoryctl: interrupted{said}", file=sys.stderr)

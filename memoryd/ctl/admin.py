@@ -267,9 +267,9 @@ def r_export(c: Client, a: Namespace) -> int:
     import json
 
     res = c.call("export", given({"namespace": a.namespace, "vectors": a.vectors}))
-    from memoryd.ctl import stdio
+    from memoryd.ctl.output import utf8
 
-    ascii = not a.output and not stdio.utf8()  # JSON Lines readable back in any locale
+    ascii = not a.output and not utf8()  # JSON Lines readable back in any locale
     lines = "".join(json.dumps(item, ensure_ascii=ascii) + "\n" for item in res["items"])
     if not a.output:
         sys.stdout.write(lines)

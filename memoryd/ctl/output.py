@@ -18,12 +18,17 @@ MAX_QUERY_TERMS = 64  # memoryd.search.ftsquery.MAX_TERMS (not imported: memoryc
 def emit_json(result: Any) -> int:
     import json  # only here: importing json costs more than a whole search
 
-    from memoryd.ctl import stdio
-
     # text as it is where stdout takes UTF-8; elsewhere (LC_ALL=C with PYTHONUTF8=0,
     # PYTHONIOENCODING=ascii) \u escapes: valid JSON still, not the codec's \xe9
-    print(json.dumps(result, indent=2, ensure_ascii=not stdio.utf8()))
+    print(json.dumps(result, indent=2, ensure_ascii=not utf8()))
     return EXIT_OK
+
+
+def utf8() -> bool:
+    """Whether stdout takes UTF-8 (else JSON is written as ASCII with \\u escapes, which every
+    reader decodes, instead of text the locale's codec can only backslash-escape)."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower().replace("-", "")
+    return encoding in ("utf8", "utf8sig")
 
 
 def use_color() -> bool:

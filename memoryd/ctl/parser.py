@@ -51,7 +51,17 @@ Run `memoryctl COMMAND --help` for a command's options.
 """
 
 
-class Parser(argparse.ArgumentParser):
+class LoudParser(argparse.ArgumentParser):
+    """argparse, except that a write of --help, --version or a usage message that fails is not
+    hidden (argparse drops the OSError: `--help >/dev/full` exited 0 with nothing written); the
+    command's main says it, as for any output (stdio.py). The `memoryd` command's parser too."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if message:
+            (file or sys.stderr).write(message)
+
+
+class Parser(LoudParser):
     """argparse, except that with --json a usage error is raised (memoryctl prints it as a
     JSON object on stdout) instead of printed; subparsers are of this class too."""
 

@@ -1,8 +1,9 @@
 """Standard output as scripts and terminals treat it: a write that fails is one line and exit
 status 1, as for cat and echo (`memoryctl export >/dev/full`: no space left; `>&-`: stdout
 closed), never a traceback nor a silent exit 0 with the output lost; a reader that went away
-(`| head -1`) ends the command quietly (exit 0, as rg does). Used by memoryctl and by the
-`memoryd` command's own subcommands (config, service, store, --help).
+(`| head -1`) ends the command quietly (exit 0, as rg does). Used by memoryctl (imported only
+when such a thing happens) and by the `memoryd` command's own subcommands (config, service,
+store, --help).
 
 May import: the standard library only (memoryctl's start-up; tests/test_architecture.py).
 """
@@ -11,74 +12,41 @@ from __future__ import annotations
 
 import sys
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 EBADF = 9  # errno.EBADF (errno is not imported at start-up)
 
 
-class OutputError(Exception):
-    """Writing to standard output failed (not a closed pipe: that is BrokenPipeError)."""
+class Closed:
+    """sys.stdout when it is closed (`>&-`: Python sets it to None, and print() then drops the
+    text without a word): a write fails as writing to a closed descriptor does."""
 
-
-class Stdout:
-    """sys.stdout whose failed writes raise OutputError. A closed stdout (`>&-`: Python sets
-    sys.stdout to None, and print() then drops the text without a word) fails as writing to a
-    closed descriptor does."""
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
+    encoding = "utf-8"
 
     def write(self, text: str) -> int:
-        if self.stream is None:
-            if not text:
-                return 0
-            raise OutputError("standard output is closed")
-        try:
-            return int(self.stream.write(text))
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise OutputError(exc.strerror or str(exc)) from None
+        if text:
+            raise OSError(EBADF, "standard output is closed")
+        return 0
 
     def flush(self) -> None:
-        if self.stream is None:
-            return
-        try:
-            self.stream.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise OutputError(exc.strerror or str(exc)) from None
+        pass
 
     def isatty(self) -> bool:
-        return self.stream is not None and bool(self.stream.isatty())
+        return False
 
     def fileno(self) -> int:
-        if self.stream is None:
-            raise OSError(EBADF, "standard output is closed")
-        return int(self.stream.fileno())
-
-    @property
-    def encoding(self) -> str:
-        return str(getattr(self.stream, "encoding", None) or "utf-8")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
+        raise OSError(EBADF, "standard output is closed")
 
 
-def guard() -> Any:
-    """Put Stdout in place of sys.stdout; returns the stream it was, to put back."""
-    before = sys.stdout
-    if not isinstance(before, Stdout):
-        sys.stdout = Stdout(before)
-    return before
+def output_failed(exc: OSError) -> bool:
+    """Whether the OSError being handled is a write to standard output that failed: it is
+    closed, or the error is one a write gets (a full disk, an I/O error) and names no file,
+    as every error of a file memoryd opens does. (A wrapper around sys.stdout would know for
+    sure, but it cost each print a Python call: 2% of `memoryctl status`.)"""
+    import errno
 
-
-def finish() -> None:
-    """Flush what is still buffered, so that its failure is reported here, not lost at exit."""
-    sys.stdout.flush()
+    if isinstance(sys.stdout, Closed):
+        return True
+    writes = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF)
+    return exc.filename is None and exc.errno in writes
 
 
 def quiet_stdout() -> None:
@@ -86,9 +54,8 @@ def quiet_stdout() -> None:
     print `Exception ignored ... BrokenPipeError`."""
     import os
 
-    stream = sys.stdout.stream if isinstance(sys.stdout, Stdout) else sys.stdout
     try:  # noqa: SIM105 (contextlib: not imported at start-up)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (AttributeError, OSError, ValueError):
         pass
 
@@ -109,8 +76,7 @@ def escape_unencodable() -> None:
         return ascii_escaped(bad), exc.end
 
     codecs.register_error("memoryd-escape", escape)
-    stream = sys.stdout.stream if isinstance(sys.stdout, Stdout) else sys.stdout
-    reconfigure = getattr(stream, "reconfigure", None)
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
     if reconfigure is not None:
         reconfigure(errors="memoryd-escape")
 
@@ -122,10 +88,3 @@ def ascii_escaped(text: str) -> str:
         c if c < "\x80" else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
         for c in text
     )
-
-
-def utf8() -> bool:
-    """Whether stdout takes UTF-8 (else JSON is written as ASCII with \\u escapes, which every
-    reader decodes, instead of text the locale's codec can only backslash-escape)."""
-    encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower().replace("-", "")
-    return encoding in ("utf8", "utf8sig")
