@@ -200,3 +200,15 @@ def test_every_field_of_a_real_answer_is_shown_by_every_door(
             continue
         assert key in rows, f"memoryctl status does not show {key}"
         assert key in page["dts"], f"the web page does not show {key}"
+
+
+@needs_node
+@pytest.mark.sqlite_only("the answer is built here")
+def test_a_watcher_not_started_yet_is_no_problem_on_either_door(tmp_path: Path) -> None:
+    """`watcher.alive` is null in the daemon's first second (start-up has yet to start it):
+    memoryctl says ok, and the page said "not running" in red."""
+    answer = merged(OK, {"watcher": {"alive": None, "error": None}})
+    assert attention(answer) == []
+    page = web_page(answer, tmp_path)
+    assert "watcherstarting" in page["ids"]["indexing"]
+    assert "not running" not in page["text"]

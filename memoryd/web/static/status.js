@@ -89,7 +89,8 @@
         ["indexed", fmt(ix.files_indexed)], ["unchanged", fmt(ix.files_unchanged)],
         ["skipped", fmt(ix.files_skipped)],
         ["last reconcile", ix.last_reconcile ? when(ix.last_reconcile.at) : "–"],
-        ["watcher", yes(s.watcher.alive, "watching", s.watcher.error || "not running")],
+        ["watcher", s.watcher.alive === null && !s.watcher.error ? "starting" // (null: not started yet, as memoryctl reads it)
+          : yes(s.watcher.alive, "watching", s.watcher.error || "not running")],
       ]));
     const v = s.vectors;
     const total = (v.done || 0) + (v.pending || 0);
