@@ -87,6 +87,16 @@ CONDITIONS = [
         {"config": {"restart_needed": ["workspace", "socket"]}},
         "restart to apply workspace, socket",
     ),
+    (
+        "job-failed",
+        {
+            "jobs": [
+                {"name": "backfill", "last_error": None},
+                {"name": "quick_check", "last_error": "Corrupt: row 3 missing from index"},
+            ]
+        },
+        "job failed: quick_check",
+    ),
     ("drift", {"drift": {"total": 3, "indexing": None}}, "drift 3"),
 ]
 

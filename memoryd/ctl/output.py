@@ -298,6 +298,10 @@ def attention(res: dict[str, Any]) -> list[str]:
     restart = (res.get("config") or {}).get("restart_needed") or []
     if restart:
         problems.append(f"restart to apply {', '.join(restart)}")
+    jobs = res.get("jobs") or []
+    failed = [str(j.get("name")) for j in jobs if isinstance(j, dict) and j.get("last_error")]
+    if failed:  # (quick_check: the database is damaged; snapshot: no backup is being made)
+        problems.append(f"job failed: {', '.join(failed)}")
     if res.get("drift") and res["drift"].get("total") and not res["drift"].get("indexing"):
         problems.append(f"drift {res['drift']['total']}")  # (while indexing: print_drift)
     return problems

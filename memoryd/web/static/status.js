@@ -39,6 +39,8 @@
     if (s.code_replaced) out.push("memoryd was installed again since it started: restart it");
     const restart = (s.config || {}).restart_needed || [];
     if (restart.length) out.push(`restart to apply ${restart.join(", ")}`);
+    const failed = (s.jobs || []).filter((j) => j && j.last_error).map((j) => String(j.name));
+    if (failed.length) out.push(`job failed: ${failed.join(", ")}`);
     if (s.drift && s.drift.total && !s.drift.indexing) out.push(`drift ${s.drift.total}`);
     return out;
   }
