@@ -169,6 +169,10 @@ def mute() -> Iterator[Mute]:
             "; memoryd goes on with the reindex (`memoryctl status --watch` follows it)",
         ),
         (["import", "IN"], "; nothing was imported"),
+        (
+            ["jobs", "run", "snapshot"],
+            "; memoryd goes on with the job (`memoryctl jobs` shows how snapshot ended)",
+        ),
         (["export", "-o", "OUT"], ""),
     ],
 )

@@ -188,7 +188,12 @@ def p_name(a: Namespace) -> dict[str, Any]:
 
 
 def r_jobs_run(c: Client, a: Namespace) -> int:
-    res = c.call("jobs.run", {"name": a.name})
+    try:
+        res = c.call("jobs.run", {"name": a.name})
+    except KeyboardInterrupt:  # the daemon runs the job on without this client
+        raise KeyboardInterrupt(
+            f"memoryd goes on with the job (`memoryctl jobs` shows how {a.name} ended)"
+        ) from None
     if a.json:
         emit_json(res)
     elif res.get("error"):
