@@ -11,6 +11,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -540,3 +541,54 @@ def test_ctrl_c_in_an_import_says_how_many_were_stored(mute: Mute, tmp_path: Pat
         f"batch being sent may be too, the rest not; `memoryctl import {tmp_path / 'in.jsonl'}` "
         "again imports the rest (it skips memories already stored)\n"
     )
+
+
+@pytest.mark.parametrize("closed", ["2>&-", ">&- 2>&-"])
+def test_the_daemon_runs_with_its_output_closed(tmp_path: Path, closed: str) -> None:
+    """`memoryd run 2>&-` (a launcher that closes what it does not pass on) died at its first
+    log line, exit 1, without a word anywhere: the log's stream was None."""
+    from conftest import rpc, to_toml
+
+    short = tempfile.mkdtemp(prefix="mdcl-", dir="/tmp")
+    cfg = {
+        "workspace": str(tmp_path / "ws"),
+        "data_dir": str(tmp_path / "data"),
+        "socket": f"{short}/s.sock",
+        "embedding": {"enabled": False},
+    }
+    (tmp_path / "config.toml").write_text(to_toml(cfg))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    proc = subprocess.Popen(
+        [
+            "sh",
+            "-c",
+            f'exec "$@" {closed}',
+            "sh",
+            sys.executable,
+            "-m",
+            "memoryd",
+            "run",
+            "--config",
+            str(tmp_path / "config.toml"),
+        ],
+        env={**env, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+
+        def answers() -> bool:
+            assert proc.poll() is None, f"the daemon exited with {proc.returncode}"
+            try:
+                return rpc(cfg["socket"], "ping", timeout=2)["result"]["pong"] is True
+            except OSError:
+                return False
+
+        wait_for(answers, timeout=30)
+        added = rpc(cfg["socket"], "add", {"content": "logged to nowhere"})["result"]
+        assert added["id"] >= 1
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(short, ignore_errors=True)
