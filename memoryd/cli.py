@@ -23,13 +23,16 @@ examples:
 Configuration is read from --config, $MEMORYD_CONFIG, or $XDG_CONFIG_HOME/memoryd/config.toml;
 without a file the defaults work. Query the daemon with `memoryctl`.
 
-exit status: 0 ok, 1 failed to start (e.g. already running), 2 usage or configuration error,
-or a store a newer memoryd upgraded (a restart cannot fix either).
+exit status: 0 ok, 1 failed to start (e.g. already running) or output that cannot be written
+(>/dev/full), 2 usage or configuration error, or a store a newer memoryd upgraded (a restart
+cannot fix either), 130 interrupted (Ctrl-C).
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    from memoryd.ctl.parser import LoudParser  # (--help >/dev/full: said, not exit 0)
+
+    p = LoudParser(
         prog="memoryd",
         description="memoryd: a local memory daemon. Watches a workspace of markdown notes, keeps "
         "memories agents add, and answers keyword and semantic queries over a Unix socket.",
@@ -179,7 +182,11 @@ def _config(args: argparse.Namespace) -> int:
     elif args.json:
         print(json.dumps(cfg.as_dict(), indent=2))
     else:
-        print(to_toml(cfg), end="")
+        from memoryd.ctl import stdio
+        from memoryd.ctl.output import utf8
+
+        toml = to_toml(cfg)  # TOML is UTF-8: elsewhere (LC_ALL=C, latin-1) \u00e9 escapes
+        print(toml if utf8() else stdio.ascii_escaped(toml), end="")
     return 0
 
 
@@ -187,12 +194,18 @@ def cmd_store_migrate(args: argparse.Namespace) -> int:
     from memoryd.core.config import load_config
     from memoryd.store.pgmigrate import migrate, report_lines
 
-    result = migrate(
-        load_config(args.config),
-        dsn=args.dsn,
-        dry_run=args.dry_run,
-        replace_notes=args.replace_notes,
-    )
+    try:
+        result = migrate(
+            load_config(args.config),
+            dsn=args.dsn,
+            dry_run=args.dry_run,
+            replace_notes=args.replace_notes,
+        )
+    except KeyboardInterrupt:  # the copy is one transaction: the server rolls it back
+        raise KeyboardInterrupt(
+            "the copy is one transaction, not committed: run it again (a copy that was "
+            "committing as you pressed Ctrl-C is found and reported as done)"
+        ) from None
     print("\n".join(report_lines(result)))
     return 0
 
@@ -206,14 +219,37 @@ def main(argv: list[str] | None = None) -> int:
         # a reload asked for while the daemon starts (its imports and the store take a second
         # or more): noted and done once it serves, not the end of the process
         signal.signal(signal.SIGHUP, runtime.note_hup)
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    daemon = args.command == "run"
+    from memoryd.ctl import stdio
+
+    # config, service, store, --help: a failed write is one line and exit 1, a reader gone
+    # (| head) a quiet 0, as memoryctl's (the daemon logs; `mcp` speaks its protocol on stdout)
+    words = sys.argv[1:] if argv is None else argv
+    prints = words[:1] not in (["run"], ["mcp"])
+    stdout = sys.stdout
+    if prints:
+        if stdout is None:  # `>&-`: print() would drop the output without a word
+            sys.stdout = stdio.Closed()
+        stdio.escape_unencodable()  # a non-UTF-8 locale: é as \u00e9, no UnicodeEncodeError
+    daemon = False
     try:
-        return int(args.func(args) or 0)
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit:  # --help, --version, a usage error: what they wrote, flushed
+            if prints:
+                sys.stdout.flush()
+            raise
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        daemon = args.command == "run"
+        status = int(args.func(args) or 0)
+        if prints:
+            sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        stdio.quiet_stdout()
+        return 0
     except MemorydError as exc:  # ConfigError, StoreTooNew: what no restart can fix (2)
         status = exc.exit_status
         if status == EXIT_CONFIG:  # the launchd agent asks for 0: launchd restarts all else
@@ -221,10 +257,17 @@ def main(argv: list[str] | None = None) -> int:
         prefix = "configuration error: " if isinstance(exc, ConfigError) else ""
         return _fail(daemon, prefix + exc.message, status)
     except OSError as exc:  # a folder or file memoryd needs cannot be used: say which, no traceback
+        if prints and stdio.output_failed(exc):  # `>/dev/full`, `>&-`: as cat says it
+            print(f"memoryd: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+            return 1
         setting = getattr(exc, "setting", None)  # the path setting it was about (daemon.run)
         where = f"{setting}: " if setting else ""
-        return _fail(daemon, f"cannot start: {where}{describe_os_error(exc)}", EXIT_START)
-    except KeyboardInterrupt:
+        doing = "cannot start: " if daemon else ""  # (config show, store migrate: no start)
+        return _fail(daemon, f"{doing}{where}{describe_os_error(exc)}", EXIT_START)
+    except KeyboardInterrupt as exc:
+        if not daemon:  # (the daemon says how it stopped in its log)
+            said = f"; {exc.args[0]}" if exc.args else ""
+            print(f"\nmemoryd: interrupted{said}", file=sys.stderr)
         return 130
     except Exception as exc:
         if type(exc).__module__ == "apsw":
@@ -236,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         # a bug in the daemon: its traceback as one JSON line (the log's `exception`)
         logsetup.get_logger("memoryd").exception("stopped by an unexpected error")
         return EXIT_START
+    finally:
+        sys.stdout = stdout
 
 
 def _exit_status(text: str) -> int:

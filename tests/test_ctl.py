@@ -723,6 +723,8 @@ def test_snippet_bold_only_on_a_terminal_without_no_color(
 ) -> None:
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
     assert "the \033[1mauth\033[0m note" in ctl_run("search", "auth")[1]
     monkeypatch.setenv("NO_COLOR", "1")
     assert "the auth note" in ctl_run("search", "auth")[1]
@@ -1253,7 +1255,9 @@ def test_status_watch_on_a_terminal_shows_both_phases_whole(
     bars, no note name) so the vectors' part shows whole; before, the line was cut at 79
     characters inside the vectors' bar, their counts and ETA never seen."""
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
-    monkeypatch.setattr("memoryd.ctl.output.fsenv.terminal_columns", lambda: columns)
+    monkeypatch.setattr("memoryd.ctl.output.fsenv.terminal_columns", lambda fd=1: columns)
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.delenv("COLUMNS", raising=False)
     vec = {"done": 33100, "pending": 13962, "embedding": 8, "rate_per_s": 26.7, "eta_s": 5240}
     prog = {"done": 13262, "total": 15175, "rate_per_s": 209.9, "eta_s": 57}
     busy = {"index": {"initial_reconcile_done": False, "progress": prog}, "vectors": vec}

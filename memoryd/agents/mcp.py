@@ -322,7 +322,24 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if sys.stdin is None or sys.stdout is None:  # `<&-`, `>&-`: no channel to speak on
+        print(
+            "memoryd mcp: stdin and stdout carry the MCP messages; one is closed", file=sys.stderr
+        )
+        return 2
     sockets = socket_candidates(args.socket, args.config)
     bridge = Bridge(sockets, namespace, timeout=args.timeout)
-    anyio.run(serve, bridge, prefix)
-    return 0
+    try:
+        anyio.run(serve, bridge, prefix)
+    except BaseException as exc:
+        if not client_gone(exc):
+            raise
+    return 0  # the client closed its end (the agent quit): the session is over, not an error
+
+
+def client_gone(exc: BaseException) -> bool:
+    """A broken pipe on stdout (the client stopped reading), alone or in the task group's
+    ExceptionGroup, as the SDK's writer task raises it: was a traceback in the agent's log."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(client_gone(e) for e in exc.exceptions)
+    return isinstance(exc, BrokenPipeError | ConnectionResetError)

@@ -341,6 +341,9 @@ class QuietStream:
         self.dropped = 0
 
     def write(self, text: str) -> int:
+        if self.inner is None:  # started with stderr closed (`memoryd run 2>&-`): was the
+            self.dropped += 1  # daemon's death, silent, at its first log line
+            return len(text)
         try:
             return self.inner.write(text)
         except (OSError, ValueError):  # ValueError: the stream was closed
@@ -348,7 +351,7 @@ class QuietStream:
             return len(text)
 
     def flush(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             self.inner.flush()
 
     def __getattr__(self, name: str) -> Any:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 EXIT_NOTHING_FOUND = 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as the shell reports a command Ctrl-C stopped
 # global options that take a value: skipped when looking for the command's name
 _VALUE_OPTIONS = ("--socket", "--timeout")
 
@@ -139,7 +140,45 @@ def say_indexing(res: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """Run one command line, its output as scripts and terminals expect (stdio.py): a write
+    that fails is one line and exit 1, a reader gone a quiet 0, Ctrl-C one line and 130."""
+    stdout = sys.stdout
+    if stdout is None:  # `>&-`: print() would drop the output without a word
+        from memoryd.ctl.stdio import Closed
+
+        sys.stdout = Closed()
+    try:
+        try:
+            status = command(sys.argv[1:] if argv is None else argv)
+        except SystemExit:  # argparse's --help, --version, usage error: flushed here too
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()  # what is still buffered: its failure said here, not lost at exit
+        return status
+    except BrokenPipeError:  # stdout closed early (`memoryctl list | head`): not an error
+        from memoryd.ctl import stdio
+
+        stdio.quiet_stdout()
+        return EXIT_OK
+    except OSError as exc:  # `>/dev/full`, `>&-`: as cat and echo say it
+        from memoryd.ctl import stdio
+
+        if not stdio.output_failed(exc):
+            raise
+        print(f"memoryctl: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line, what became of the request, 130
+        from memoryd.ctl import stdio
+
+        stdio.quiet_stdout()
+        said = f"; {exc.args[0]}" if exc.args else ""
+        print(f"\nmemoryctl: interrupted{said}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        sys.stdout = stdout  # (main called in a process that goes on: a test, the MCP bridge)
+
+
+def command(argv: list[str]) -> int:
     as_json = wants_json(argv)
     try:
         args = parse(argv, as_json)
@@ -154,16 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         build_parser().print_help(sys.stderr)
         return EXIT_USAGE
     args.json = getattr(args, "json", False)
-    try:
-        return run(cmd, args)
-    except BrokenPipeError:  # stdout closed early (`memoryctl list | head`): not an error
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-    except KeyboardInterrupt:
-        print(file=sys.stderr)
-        return 130
+    return run(cmd, args)
 
 
 def run(cmd: Any, args: Any) -> int:

@@ -125,11 +125,17 @@ def watch(c: Client, interval: float, as_json: bool) -> int:
         time.sleep(interval)
 
 
+REINDEX_GOES_ON = "memoryd goes on with the reindex (`memoryctl status --watch` follows it)"
+
+
 def r_reindex(c: Client, a: Namespace) -> int:
     """The reindex call runs on a thread; meanwhile `status` is polled for index.progress."""
     params = given({"path": a.path, "full": a.full})
     if a.json or a.no_progress:
-        res = c.call("reindex", params)
+        try:
+            res = c.call("reindex", params)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(REINDEX_GOES_ON) from None
         return emit_json(res) if a.json else s_reindex(res, a)
     import threading
 
@@ -145,15 +151,19 @@ def r_reindex(c: Client, a: Namespace) -> int:
     worker.start()
     progress = Progress(sys.stderr)
     poller = Client(c.path, min(c.timeout, 10.0))
-    worker.join(0.5)
-    while worker.is_alive():
-        try:
-            prog = (poller.call("status").get("index") or {}).get("progress")
-        except Exception:  # the poll is a courtesy; the reindex answer is what counts
-            prog = None
-        if isinstance(prog, dict) and prog.get("total"):
-            progress.update(index_part("reindex", prog))
-        worker.join(1.0)
+    try:
+        worker.join(0.5)
+        while worker.is_alive():
+            try:
+                prog = (poller.call("status").get("index") or {}).get("progress")
+            except Exception:  # the poll is a courtesy; the reindex answer is what counts
+                prog = None
+            if isinstance(prog, dict) and prog.get("total"):
+                progress.update(index_part("reindex", prog))
+            worker.join(1.0)
+    except KeyboardInterrupt:  # the daemon reindexes on without this client
+        progress.finish()
+        raise KeyboardInterrupt(REINDEX_GOES_ON) from None
     progress.finish()
     if "error" in outcome:
         raise outcome["error"]
@@ -178,7 +188,12 @@ def p_name(a: Namespace) -> dict[str, Any]:
 
 
 def r_jobs_run(c: Client, a: Namespace) -> int:
-    res = c.call("jobs.run", {"name": a.name})
+    try:
+        res = c.call("jobs.run", {"name": a.name})
+    except KeyboardInterrupt:  # the daemon runs the job on without this client
+        raise KeyboardInterrupt(
+            f"memoryd goes on with the job (`memoryctl jobs` shows how {a.name} ended)"
+        ) from None
     if a.json:
         emit_json(res)
     elif res.get("error"):
@@ -257,7 +272,10 @@ def r_export(c: Client, a: Namespace) -> int:
     import json
 
     res = c.call("export", given({"namespace": a.namespace, "vectors": a.vectors}))
-    lines = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in res["items"])
+    from memoryd.ctl.output import utf8
+
+    ascii = not a.output and not utf8()  # JSON Lines readable back in any locale
+    lines = "".join(json.dumps(item, ensure_ascii=ascii) + "\n" for item in res["items"])
     if not a.output:
         sys.stdout.write(lines)
         return EXIT_OK
@@ -315,6 +333,9 @@ def r_import(c: Client, a: Namespace) -> int:
             params = {"items": items, "first_line": first, "dry_run": dry_run, **extra}
             try:
                 res = c.call("import", params)
+            except KeyboardInterrupt:  # Ctrl-C: what is stored, and how to finish
+                said = import_interrupted(name, dry_run, totals["imported"])
+                raise KeyboardInterrupt(said) from None
             except ClientError as exc:
                 done = totals["imported"]
                 stored = (
@@ -339,6 +360,16 @@ def r_import(c: Client, a: Namespace) -> int:
         for r in renumbered:
             print(f"  {r.get('from')} -> {r.get('to')}")
     return EXIT_OK
+
+
+def import_interrupted(name: str, dry_run: bool, done: int) -> str:
+    if dry_run:  # the checking pass: nothing is stored before every batch passed
+        return "nothing was imported"
+    return (
+        f"{done} memories from earlier batches were imported, the batch being sent may be "
+        f"too, the rest not; `memoryctl import {name}` again imports the rest (it skips "
+        "memories already stored)"
+    )
 
 
 # --- notes and links ---------------------------------------------------------------------------

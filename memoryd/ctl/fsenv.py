@@ -113,6 +113,6 @@ def expanduser(path: str) -> str:
     return os.path.expanduser(path)
 
 
-def terminal_columns() -> int:
-    """os.get_terminal_size().columns (of fd 1; OSError when it is not a terminal)."""
-    return posix.get_terminal_size(1).columns
+def terminal_columns(fd: int = 1) -> int:
+    """os.get_terminal_size(fd).columns (OSError when fd is not a terminal)."""
+    return posix.get_terminal_size(fd).columns

@@ -137,10 +137,17 @@ def read_text(name: str, *, lenient: bool = False) -> str:
     daemon reads a note's (ctl/textin.py); otherwise such bytes are a usage error naming where
     they are."""
     if name == "-":
+        if sys.stdin is None:  # `<&-`: no stdin at all (was an AttributeError traceback)
+            raise UsageError("cannot read stdin: it is closed (<&-); pipe the text in instead")
+        if sys.stdin.isatty():  # a person at a terminal, perhaps not knowing it waits for them
+            print("memoryctl: reading stdin: type the text, then Ctrl-D", file=sys.stderr)
         buf = getattr(sys.stdin, "buffer", None)
         if buf is None:  # a text stream someone set (tests): already text
             return sys.stdin.read().removeprefix("\ufeff")
-        data = buf.read()
+        try:
+            data = buf.read()
+        except OSError as exc:  # `< folder/` (EISDIR), a terminal gone (EIO)
+            raise UsageError(f"cannot read stdin: {exc.strerror or exc}") from None
     else:
         try:
             with open(name, "rb") as f:

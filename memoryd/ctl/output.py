@@ -19,12 +19,34 @@ MAX_QUERY_TERMS = 64  # memoryd.search.ftsquery.MAX_TERMS (not imported: memoryc
 def emit_json(result: Any) -> int:
     import json  # only here: importing json costs more than a whole search
 
-    print(json.dumps(result, indent=2, ensure_ascii=False))
+    # text as it is where stdout takes UTF-8; elsewhere (LC_ALL=C with PYTHONUTF8=0,
+    # PYTHONIOENCODING=ascii) \u escapes: valid JSON still, not the codec's \xe9
+    print(json.dumps(result, indent=2, ensure_ascii=not utf8()))
     return EXIT_OK
 
 
+def utf8() -> bool:
+    """Whether stdout takes UTF-8 (else JSON is written as ASCII with \\u escapes, which every
+    reader decodes, instead of text the locale's codec can only backslash-escape)."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower().replace("-", "")
+    return encoding in ("utf8", "utf8sig")
+
+
 def use_color() -> bool:
-    return sys.stdout.isatty() and not fsenv.environ().get("NO_COLOR")
+    """Bold on a terminal that can show it: never with NO_COLOR (no-color.org), always with
+    FORCE_COLOR (a pager that reads escapes, `| less -R`), else on a terminal but TERM=dumb."""
+    env = fsenv.environ()
+    if env.get("NO_COLOR"):
+        return False
+    if env.get("FORCE_COLOR"):
+        return True
+    return sys.stdout.isatty() and env.get("TERM") != "dumb"
+
+
+def redraws(stream: Any) -> bool:
+    """Whether a progress line is redrawn in place (\r and erase-line) on this stream: a
+    terminal but TERM=dumb (Emacs' shell, some CI logs), which shows escapes as they are."""
+    return bool(stream.isatty()) and fsenv.environ().get("TERM") != "dumb"
 
 
 def highlight(text: str, color: bool, ranges: Any = None) -> str:
@@ -277,13 +299,13 @@ def print_record(rec: dict[str, Any]) -> None:
     print(rec.get("content", ""))
 
 
-def status_summary(res: dict[str, Any]) -> str:
-    """`status` in one line: health first (what needs attention), then the counts."""
-    counts = res.get("counts") or {}
+def attention(res: dict[str, Any]) -> list[str]:
+    """What in a `status` answer a user must act on, each as one short sentence. The web page's
+    status (memoryd/web/static/status.js, `attention`) says the same words: a test holds the
+    two to one table of conditions (tests/test_status_doors.py)."""
     store = res.get("store") or {}
     model = res.get("model") or {}
     index = res.get("index") or {}
-    vectors = res.get("vectors") or {}
     skipped = index.get("skipped") or []
     problems = []
     if store.get("ok") is False and store.get("backend") == "sqlite":
@@ -306,8 +328,22 @@ def status_summary(res: dict[str, Any]) -> str:
     restart = (res.get("config") or {}).get("restart_needed") or []
     if restart:
         problems.append(f"restart to apply {', '.join(restart)}")
+    jobs = res.get("jobs") or []
+    failed = [str(j.get("name")) for j in jobs if isinstance(j, dict) and j.get("last_error")]
+    if failed:  # (quick_check: the database is damaged; snapshot: no backup is being made)
+        problems.append(f"job failed: {', '.join(failed)}")
     if res.get("drift") and res["drift"].get("total") and not res["drift"].get("indexing"):
         problems.append(f"drift {res['drift']['total']}")  # (while indexing: print_drift)
+    return problems
+
+
+def status_summary(res: dict[str, Any]) -> str:
+    """`status` in one line: health first (what needs attention), then the counts."""
+    counts = res.get("counts") or {}
+    model = res.get("model") or {}
+    index = res.get("index") or {}
+    vectors = res.get("vectors") or {}
+    problems = attention(res)
     health = "needs attention: " + ", ".join(problems) if problems else "ok"
     parts = [
         f"memoryd {res.get('version')}: {health}",
@@ -457,7 +493,7 @@ class Progress:
 
     def __init__(self, stream: TextIO, *, tty: bool | None = None, every: float = 2.0) -> None:
         self.stream = stream
-        self.tty = stream.isatty() if tty is None else tty
+        self.tty = redraws(stream) if tty is None else tty
         self.every = every
         self._last = ""
         self._last_at = 0.0
@@ -465,11 +501,11 @@ class Progress:
 
     def fits(self, line: str) -> bool:
         """Whether the line shows whole (always, but on a terminal narrower than it)."""
-        return not self.tty or len(line) < _columns()
+        return not self.tty or len(line) < _columns(self.stream)
 
     def update(self, line: str) -> None:
         if self.tty:
-            cols = _columns()
+            cols = _columns(self.stream)
             self.stream.write("\r\033[K" + line[: cols - 1])
             self.stream.flush()
             self._drawn = True
@@ -491,8 +527,20 @@ class Progress:
         self._drawn = False
 
 
-def _columns() -> int:
+def _columns(stream: Any) -> int:
+    """$COLUMNS when set (as `shutil.get_terminal_size` reads it), else the width of the
+    stream's terminal, else 80."""
     try:
-        return fsenv.terminal_columns()
+        cols = int(fsenv.environ().get("COLUMNS") or 0)
+    except ValueError:
+        cols = 0
+    if cols > 0:
+        return cols
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):  # not a file (a test's capture): stdout's
+        fd = 1
+    try:
+        return fsenv.terminal_columns(fd)
     except OSError:
         return 80

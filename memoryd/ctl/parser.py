@@ -36,6 +36,7 @@ exit status:
      input file that cannot be read, or an argument the daemon refuses (--limit 0, --depth 9)
   3  memoryd is unreachable: no socket, stale socket, permission denied, timeout, or a socket
      (folder) that belongs to another user
+  130  interrupted (Ctrl-C); output that cannot be written (>/dev/full, >&-) is 1
 With --json, errors are JSON objects on stdout: {"error": {"kind": "daemon"|"usage"|
 "unreachable", "message": ..., "code": ...}} (and the same exit status).
 --since/--until take a duration back from now (90m, 24h, 7d, 2w), an ISO 8601 date or time
@@ -50,7 +51,17 @@ Run `memoryctl COMMAND --help` for a command's options.
 """
 
 
-class Parser(argparse.ArgumentParser):
+class LoudParser(argparse.ArgumentParser):
+    """argparse, except that a write of --help, --version or a usage message that fails is not
+    hidden (argparse drops the OSError: `--help >/dev/full` exited 0 with nothing written); the
+    command's main says it, as for any output (stdio.py). The `memoryd` command's parser too."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if message:
+            (file or sys.stderr).write(message)
+
+
+class Parser(LoudParser):
     """argparse, except that with --json a usage error is raised (memoryctl prints it as a
     JSON object on stdout) instead of printed; subparsers are of this class too."""
 

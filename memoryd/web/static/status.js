@@ -1,22 +1,78 @@
-// Status, polled every 2 s while the tab is visible: indexing and embedding progress with rate
-// and ETA, store health, jobs, skipped files, and the last day's searches (count and p95).
+// Status, polled every 2 s while the tab is visible: what needs attention (the words of
+// `memoryctl status`'s first line), indexing and embedding progress with rate and ETA, store
+// health, jobs, skipped files, migration backups, the last day's searches (count and p95), and
+// every field of the answer under "All fields" (a field no card shows is never hidden).
 "use strict";
 (() => {
   const { el, get, when, duration, failed } = M;
   const main = document.getElementById("main");
   const POLL_MS = 2000;
   const parts = {
+    attention: el("div", { id: "attention" }),
     progress: el("div", { class: "grid", id: "progress" }),
     chart: el("div", { id: "searches" }),
     health: el("div", { class: "grid", id: "health" }),
     jobs: el("div", { id: "jobs" }),
     skipped: el("div", { id: "skipped" }),
+    backups: el("div", { id: "migration-backups" }),
+    fields: el("dl", { class: "kv", id: "fields" }),
   };
   const stamp = el("span", { class: "small muted", id: "updated" });
   main.append(el("div", { class: "row" }, el("h1", {}, "Status"), el("span", { class: "grow" }), stamp),
-    parts.progress, el("h2", {}, "Searches, last 24 hours"), parts.chart,
+    parts.attention, parts.progress, el("h2", {}, "Searches, last 24 hours"), parts.chart,
     el("h2", {}, "Store"), parts.health, el("h2", {}, "Jobs"), parts.jobs,
-    el("h2", {}, "Skipped files"), parts.skipped);
+    el("h2", {}, "Skipped files"), parts.skipped, el("h2", {}, "Migration backups"), parts.backups,
+    el("details", {}, el("summary", {}, "All fields"), parts.fields));
+
+  // What a user must act on, in the words of memoryctl's status_summary (memoryd/ctl/output.py,
+  // `attention`; tests/test_status_doors.py holds the two to one table of conditions).
+  function attention(s) {
+    const st = s.store || {}, w = s.watcher || {}, ix = s.index || {};
+    const out = [];
+    if (st.ok === false && st.backend === "sqlite") out.push("database file replaced under the daemon: restart it");
+    else if (st.ok === false) out.push("store unreachable");
+    if (st.schema_newer) out.push("a newer memoryd upgraded the shared database: upgrade this one");
+    if ((w.error || "").includes("workspace folder is missing")) out.push("workspace folder missing (index kept)");
+    else if (w.alive === false) out.push("watcher stopped");
+    if ((s.model || {}).state === "failed") out.push("embedding model failed");
+    if ((ix.skipped || []).length) out.push(`${ix.skipped.length} file(s) skipped`);
+    if (s.code_replaced) out.push("memoryd was installed again since it started: restart it");
+    const restart = (s.config || {}).restart_needed || [];
+    if (restart.length) out.push(`restart to apply ${restart.join(", ")}`);
+    const failed = (s.jobs || []).filter((j) => j && j.last_error).map((j) => String(j.name));
+    if (failed.length) out.push(`job failed: ${failed.join(", ")}`);
+    if (s.drift && s.drift.total && !s.drift.indexing) out.push(`drift ${s.drift.total}`);
+    return out;
+  }
+
+  function needs(s) {
+    const items = attention(s);
+    parts.attention.replaceChildren(items.length
+      ? el("div", { class: "card" }, el("b", { class: "bad" }, "Needs attention"),
+        el("ul", {}, items.map((t) => el("li", { class: "bad" }, t))))
+      : el("p", { class: "ok" }, "ok: nothing needs attention"));
+  }
+
+  // nested objects as dotted keys, as memoryctl status prints them (output.py, flatten)
+  const flat = (obj, prefix = "") => Object.entries(obj).flatMap(([k, v]) =>
+    v && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length
+      ? flat(v, `${prefix}${k}.`) : [[`${prefix}${k}`, v]]);
+  const text = (v) => (v === null || v === undefined || v === "" ? "–"
+    : Array.isArray(v) || typeof v === "object" ? (v.length === 0 ? "–" : JSON.stringify(v)) : String(v));
+
+  function fields(s) {
+    const { jobs, searches, stats, migration_backups, ...rest } = s;  // shown in their own parts
+    parts.fields.replaceChildren(...flat(rest).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, text(v))]));
+  }
+
+  function backups(s) {
+    const rows = s.migration_backups || [];
+    parts.backups.replaceChildren(rows.length
+      ? el("div", {}, el("p", { class: "small muted" }, "The store before an upgrade, the way back to the earlier memoryd (docs/service.md#upgrading); delete once not needed."),
+        el("table", {}, el("tr", {}, ["file", "bytes", "made"].map((h) => el("th", {}, h))),
+          rows.map((b) => el("tr", {}, el("td", {}, b.path), el("td", {}, fmt(b.bytes)), el("td", {}, when(b.created_at))))))
+      : el("p", { class: "muted" }, "None."));
+  }
 
   const kv = (pairs) => el("dl", { class: "kv" }, pairs.filter(Boolean).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   const bar = (done, total) => el("div", { class: "bar" }, el("div", { style: null, dataset: { pct: total ? Math.round((100 * done) / total) : 100 } }));
@@ -35,7 +91,8 @@
         ["indexed", fmt(ix.files_indexed)], ["unchanged", fmt(ix.files_unchanged)],
         ["skipped", fmt(ix.files_skipped)],
         ["last reconcile", ix.last_reconcile ? when(ix.last_reconcile.at) : "–"],
-        ["watcher", yes(s.watcher.alive, "watching", s.watcher.error || "not running")],
+        ["watcher", s.watcher.alive === null && !s.watcher.error ? "starting" // (null: not started yet, as memoryctl reads it)
+          : yes(s.watcher.alive, "watching", s.watcher.error || "not running")],
       ]));
     const v = s.vectors;
     const total = (v.done || 0) + (v.pending || 0);
@@ -45,7 +102,8 @@
         ["vectors", `${fmt(v.done)} / ${fmt(total)}`], ["pending", fmt(v.pending)],
         ["rate", v.rate_per_s ? `${v.rate_per_s} texts/s` : "–"], ["ETA", (ix.initial_reconcile_done === false && v.eta_s != null ? "> " : "") + duration(v.eta_s)],
         ["now", v.current || (v.embedding ? "embedding" : "idle")],
-        ["model", s.model.description || s.model.state || JSON.stringify(s.model)],
+        ["model", s.model.description || [s.model.state, s.model.model].filter(Boolean).join(" · ") || JSON.stringify(s.model)],
+        s.model.reason ? ["why", s.model.reason] : null,
         v.last_error ? ["last error", el("span", { class: "bad" }, v.last_error)] : null,
       ]));
     parts.progress.replaceChildren(indexing, embedding);
@@ -60,6 +118,10 @@
         ["backend", st.backend], ["answers", yes(st.ok, "yes", st.error || "no")],
         ["database", `${(s.db_bytes / 1048576).toFixed(1)} MiB`], ["path", s.db_path],
         ["daemon", `pid ${s.pid}, up ${duration(s.uptime_s)}, v${s.version}`],
+        ["code", yes(!s.code_replaced, "as started", "installed again since it started: restart it")],
+        st.schema_newer ? ["schema", el("span", { class: "bad" }, "a newer memoryd upgraded the shared database: upgrade this one")] : null,
+        ["configuration", yes(!((s.config || {}).restart_needed || []).length, (s.config || {}).file || "defaults, no file",
+          `restart to apply ${((s.config || {}).restart_needed || []).join(", ")}`)],
       ])),
       el("div", { class: "card" }, el("b", {}, "Contents"), kv(Object.entries(c).map(([k, v]) => [k, fmt(v)]))),
     );
@@ -136,7 +198,7 @@
     clearTimeout(timer);
     try {
       const s = await get("/api/status");
-      progress(s); chart(s.searches); health(s); jobs(s); skipped(s);
+      needs(s); progress(s); chart(s.searches); health(s); jobs(s); skipped(s); backups(s); fields(s);
       stamp.textContent = `updated ${new Date().toLocaleTimeString()}`;
     } catch (err) { failed(parts.progress, err); }
     if (!document.hidden) timer = setTimeout(poll, POLL_MS);
