@@ -592,3 +592,25 @@ def test_the_daemon_runs_with_its_output_closed(tmp_path: Path, closed: str) -> 
             proc.kill()
             proc.wait()
         shutil.rmtree(short, ignore_errors=True)
+
+
+@pytest.mark.parametrize("how", ["stdin", "file"])
+@pytest.mark.parametrize("verb", ["write", "append"])
+def test_empty_text_piped_in_leaves_the_note_as_it_was(
+    daemon: Any, tmp_path: Path, how: str, verb: str
+) -> None:
+    """`memoryctl note write a.md - </dev/null` emptied the note, exit 0: a pipeline whose first
+    command failed wiped it. Empty text from stdin or --file is refused; `""` is taken as
+    meant."""
+    daemon.call("note.write", {"path": "keep.md", "content": "# Keep\n\nEvery word.\n"})
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n")
+    args = ["note", verb, "keep.md", *(["-"] if how == "stdin" else ["--file", str(empty)])]
+    res = run(command(daemon, "memoryctl", args), env_of(daemon), stdin=subprocess.DEVNULL)
+    assert res.returncode == 2, res
+    source = "stdin" if how == "stdin" else str(empty)
+    assert f"memoryctl: {source} was empty: nothing written" in res.stderr.decode()
+    assert daemon.call("note.read", {"path": "keep.md"})["content"] == "# Keep\n\nEvery word.\n"
+    meant = run(command(daemon, "memoryctl", ["note", "write", "keep.md", ""]), env_of(daemon))
+    assert meant.returncode == 0, meant
+    assert daemon.call("note.read", {"path": "keep.md"})["content"] == ""

@@ -386,11 +386,20 @@ def s_note_read(res: dict[str, Any], a: Namespace) -> int:
 
 
 def _note_content(a: Namespace) -> str:
+    """The note's text: TEXT, --file or stdin. Empty text from a file or stdin is refused (a
+    pipeline whose first command failed would otherwise empty the note); TEXT given as `""`
+    is taken as meant."""
     if a.file is not None:
         if a.text is not None:
             raise UsageError("give the text or --file, not both")
-        return read_text(a.file, lenient=True)
-    return stdin_text() if a.text in (None, "-") else a.text
+        text, source = read_text(a.file, lenient=True), a.file
+    elif a.text in (None, "-"):
+        text, source = stdin_text(), "stdin"
+    else:
+        return str(a.text)
+    if not text.strip():
+        raise UsageError(f'{source} was empty: nothing written (to empty a note, give "" as TEXT)')
+    return text
 
 
 def p_note_write(a: Namespace) -> dict[str, Any]:
