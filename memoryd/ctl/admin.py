@@ -18,6 +18,7 @@ from memoryd.ctl.output import (
     print_jobs,
     print_rows,
     progress_parts,
+    refused_output,
     status_summary,
 )
 
@@ -233,7 +234,7 @@ def write_private(path: str, data: str) -> None:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(data)
         except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+            raise UsageError(refused_output(exc, path)) from None
         return
     folder = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
@@ -250,7 +251,7 @@ def write_private(path: str, data: str) -> None:
             raise
         os.replace(tmp, path)
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise UsageError(refused_output(exc, path)) from None
 
 
 def r_export(c: Client, a: Namespace) -> int:

@@ -22,6 +22,25 @@ def emit_json(result: Any) -> int:
     return EXIT_OK
 
 
+def refused_output(exc: OSError, where: str = "the output (stdout)") -> str:
+    """`cannot write WHERE: No space left on device; free some space and run it again`: an
+    output the system refused, with what to do (as the daemon's core/oserrors.py says it)."""
+    import errno
+
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        fix = "free some space and run it again"
+    elif code == errno.EFBIG:
+        fix = "the file size limit is reached (ulimit -f): raise it and run it again"
+    elif code == errno.EROFS:
+        fix = "it is on a read-only file system: write elsewhere"
+    elif code in (errno.EACCES, errno.EPERM):
+        fix = "you may not write there: write elsewhere, or change its permissions"
+    else:
+        fix = "nothing more was written"
+    return f"cannot write {where}: {exc.strerror or exc}; {fix}"
+
+
 def use_color() -> bool:
     return sys.stdout.isatty() and not fsenv.environ().get("NO_COLOR")
 
@@ -260,6 +279,11 @@ def status_summary(res: dict[str, Any]) -> str:
         problems.append("database file replaced under the daemon: restart it")
     elif store.get("ok") is False:
         problems.append("store unreachable")
+    if store.get("writes_refused"):  # a full disk (or quota, read-only...): reads go on
+        problems.append(f"writes refused: {store['writes_refused'].get('error')}")
+    waiting = (res.get("daily_log") or {}).get("waiting")
+    if waiting:
+        problems.append(f"{waiting} daily log line(s) waiting for the disk")
     if store.get("schema_newer"):
         problems.append("a newer memoryd upgraded the shared database: upgrade this one")
     watcher = res.get("watcher") or {}

@@ -16,6 +16,9 @@ No feedback loop, by design:
   file (O_APPEND, one write per line), so they cannot clobber an edit made between two appends,
   and whatever an editor that rewrites the file leaves behind is what the next index sees.
   Blanked lines keep their place, so chunk line numbers stay true.
+  An append is all or nothing (memory/logfile.py: a line a full disk cut short is taken back);
+  a line the system refuses waits, with every later one behind it, and is written by itself
+  once the disk takes it (the add's answer and `status` say so meanwhile).
   A person's editor decides the file's form, and an append follows it: a last line saved
   without a line end gets one first (the memory's line never joins the person's, where a
   delete would take their text with it), CRLF or CR files get CRLF or CR, and a UTF-16/32 file
@@ -45,7 +48,6 @@ import errno
 import hashlib
 import os
 import re
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -53,10 +55,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core.fsutil import SHARED_DIR, atomic_write, make_dirs, within
+from memoryd.core import oserrors
+from memoryd.core.fsutil import SHARED_DIR, make_dirs, within
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import parse_time
-from memoryd.text import decoding, secretguard
+from memoryd.memory.logfile import LINE_ENDS, append_line, read_regular, replace_text
+from memoryd.text import secretguard
 from memoryd.text.logmarkers import marker_ids
 
 log = get_logger("memoryd.memory.dailylog")
@@ -87,74 +91,7 @@ class DailyLogSettings(Protocol):
     def header(self) -> str: ...
 
 
-_LINE_ENDS = re.compile(r"(\r\n|\r|\n)")
-
-MAX_WAITING = 10_000  # lines kept for a workspace folder that is gone; the memories are stored
-
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
-def _open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
-    """A descriptor of a regular file at `path`, never through a final symlink and never
-    blocking (a FIFO planted under a log file's name would hang an open without O_NONBLOCK);
-    OSError for anything else."""
-    fd = os.open(path, flags | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, mode)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _read_regular(path: Path) -> tuple[str, str]:
-    """(text, encoding) of a log file: UTF-16/32 as its byte order mark says (a person saved
-    it so: the markers are found all the same), else UTF-8 with every other byte kept as it
-    is, so a rewrite gives back the bytes it did not change."""
-    fd = _open_regular(path, os.O_RDONLY)
-    with os.fdopen(fd, "rb") as f:
-        data = f.read()
-    encoding, start = decoding.bom(data)
-    if encoding == "utf-8":  # a UTF-8 byte order mark stays in the text (U+FEFF), as it was
-        return data.decode("utf-8", errors="surrogateescape"), encoding
-    try:
-        return data[start:].decode(encoding), encoding
-    except UnicodeDecodeError as exc:  # rewriting it would spoil it further: left as it is
-        raise OSError(errno.EILSEQ, f"not valid {encoding}", str(path)) from exc
-
-
-def _atomic_write(path: Path, text: str, encoding: str = "utf-8") -> None:
-    """fsutil.atomic_write of the text in the file's encoding (with its byte order mark);
-    keeps the file's mode."""
-    mode = path.stat().st_mode & 0o777
-    if encoding == "utf-8":
-        data = text.encode("utf-8", errors="surrogateescape")
-    else:
-        data = ("\ufeff" + text).encode(encoding)
-    atomic_write(path, data, mode)
-
-
-def _ending(head: bytes, tail: bytes, size: int) -> tuple[str, str, str]:
-    """(encoding, separator, line end) for a line added to a file of `size` bytes that starts
-    with `head` and ends with `tail` (a few KiB, a few bytes): in the file's encoding (a UTF-16
-    file stays UTF-16), with its line end (CRLF after CRLF, CR after a lone CR: the last line's,
-    else the first line's), after a line end of its own when the last line has none (as many
-    editors save): otherwise the memory's line would join the person's last line, and
-    deleting the memory would take their text with it."""
-    encoding, mark = decoding.bom(head)
-
-    def ends(s: str) -> bool:
-        return tail.endswith(s.encode(encoding))
-
-    if ends("\n") or ends("\r"):
-        return encoding, "", "\r\n" if ends("\r\n") else "\r" if ends("\r") else "\n"
-    first = _LINE_ENDS.search(head[mark:].decode(encoding, errors="ignore"))
-    eol = first.group() if first else "\n"
-    return encoding, "" if size <= mark else eol, eol
+MAX_WAITING = 10_000  # lines kept while the system refuses them; the memories are stored
 
 
 def _hash8(text: str) -> str:
@@ -250,8 +187,13 @@ class DailyLog:
         # Held for every change of a log file; memoryd.notes.notes takes it too (App passes it), so
         # a note.append and a daily-log line never race on the same file.
         self.lock = threading.Lock()
-        # memories added while the workspace folder was gone (a drive not mounted), bounded
+        # memories whose line the system refused (a full disk, the workspace folder gone while
+        # a drive is not mounted), bounded; in order; under _queue. `current` reads a memory as
+        # stored now (App: None once deleted) when its line is written late
         self.waiting: list[dict[str, Any]] = []
+        self._queue = threading.RLock()
+        self.current: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda r: r
+        self.refusals = oserrors.Refusals("daily log")
         # forget_gone (team: a database other daemons share): the logged ids stored at the
         # last look; each file's ids by its stat
         self.team = False
@@ -292,9 +234,21 @@ class DailyLog:
         return f"{body} <!-- m:{record['id']}:{_hash8(body)} -->"
 
     def append(self, record: dict[str, Any]) -> Path | None:
-        """Append one memory to the log of its local creation date. Never raises."""
+        """Append one memory to the log of its local creation date. Never raises. A line the
+        system refuses for a reason that passes (no room, a read-only file system, a
+        permission, the workspace folder gone: oserrors.PASSING) waits in `waiting`, and every
+        line after it waits behind it, in order; each new line, the daemon's look every 30 s
+        and the workspace folder's return write them (append_waiting)."""
         if not self.settings.enabled:
             return None
+        with self._queue:
+            if not self.waiting:
+                return self._append(record)
+            self._wait(record)
+            self.append_waiting()
+            return None if self.is_waiting(record["id"]) else self.path_for(self._when(record))
+
+    def _append(self, record: dict[str, Any]) -> Path | None:
         when = self._when(record)
         path = self.path_for(when)
         line = self.render(record, when)
@@ -305,46 +259,61 @@ class DailyLog:
                 self._check_inside(path.parent)
                 make_dirs(path.parent, SHARED_DIR)
                 self._check_inside(path.parent)
-                fd = _open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
-                try:
-                    size = os.fstat(fd).st_size
-                    head, tail = os.pread(fd, 4096, 0), os.pread(fd, 8, max(0, size - 8))
-                    encoding, sep, eol = _ending(head, tail, size)
-                    if size <= decoding.bom(head)[1]:  # empty, or only a byte order mark
-                        header = self.settings.header.format(
-                            date=f"{when:%Y-%m-%d}",
-                            time="",
-                            id="",
-                            type="",
-                            content="",
-                            tags="",
-                            source="",
-                            importance="",
-                            namespace="",
-                        )
-                        line = f"{header}{eol}{eol}{line}"
-                    os.write(fd, decoding.encode_like(sep + line + eol, encoding))
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                header = self.settings.header.format(
+                    date=f"{when:%Y-%m-%d}",
+                    time="",
+                    id="",
+                    type="",
+                    content="",
+                    tags="",
+                    source="",
+                    importance="",
+                    namespace="",
+                )
+                append_line(path, line, header)
         except OSError as exc:
             log.error("daily log append failed", path=str(path), error=str(exc))
-            if not os.path.isdir(self.workspace) and len(self.waiting) < MAX_WAITING:
-                self.waiting.append(record)  # written when the workspace folder is back
+            if exc.errno in oserrors.PASSING:
+                where = self.workspace if exc.errno == errno.ENOENT else path
+                self.refusals.refused(f"{where}: {exc.strerror or exc}")
+                self._wait(record)
             return None
+        self.refusals.worked()
         if self.team:  # stored, and logged: see forget_gone
             self._stored_before.add(int(record["id"]))
         return path
 
+    def _wait(self, record: dict[str, Any]) -> None:
+        if len(self.waiting) < MAX_WAITING:
+            self.waiting.append(record)
+        else:
+            log.error("daily log line dropped: too many waiting", id=record.get("id"))
+
+    def is_waiting(self, entry_id: object) -> bool:
+        """Whether this memory's line is among those waiting to be written."""
+        return any(r.get("id") == entry_id for r in self.waiting)
+
     def append_waiting(
-        self, current: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda r: r
+        self, current: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
     ) -> int:
-        """The lines of the memories added while the workspace folder was gone, now it is
-        back (in the order they were added), each as `current` reads it now (None: deleted
-        meanwhile, no line; updated: its new text); returns how many were written."""
-        waiting, self.waiting = self.waiting, []
-        now = (current(record) for record in waiting)
-        return sum(self.append(record) is not None for record in now if record is not None)
+        """Write the lines that wait (in the order they were added), each as `current` (else
+        self.current) reads it now (None: deleted meanwhile, no line; updated: its new text);
+        stops at the first that the system refuses again, the rest waiting behind it. Returns
+        how many were written."""
+        read = current or self.current
+        written = 0
+        with self._queue:
+            waiting, self.waiting = self.waiting, []
+            for i, record in enumerate(waiting):
+                now = read(record)
+                if now is not None and self._append(now) is not None:
+                    written += 1
+                elif self.waiting:  # refused again: the rest wait behind it, in order
+                    self.waiting.extend(waiting[i + 1 :])
+                    break
+        if written:
+            log.info("daily log lines written late", lines=written, waiting=len(self.waiting))
+        return written
 
     def _check_inside(self, folder: Path) -> None:
         """The log's folder must resolve inside the workspace: a symlinked `daily/` (or year
@@ -421,7 +390,7 @@ class DailyLog:
             try:
                 self._check_inside(path.parent)
                 if before is None:
-                    ids = marker_ids(_read_regular(path)[0])
+                    ids = marker_ids(read_regular(path)[0])
                 else:
                     st = path.lstat()
                     key = (st.st_mtime_ns, st.st_size)
@@ -429,7 +398,7 @@ class DailyLog:
                     ids = (
                         cached[1]
                         if cached and cached[0] == key
-                        else marker_ids(_read_regular(path)[0])
+                        else marker_ids(read_regular(path)[0])
                     )
                     if seen is not None:
                         seen[path] = (key, ids)
@@ -498,7 +467,7 @@ class DailyLog:
         markers, in its encoding; `changed` gets the path when it was written."""
         try:
             self._check_inside(path.parent)
-            text, encoding = _read_regular(path)
+            text, encoding = read_regular(path)
         except OSError:  # gone, a symlink, a FIFO, outside: not a log file to rewrite
             return set()
         if "<!-- m:" not in text:
@@ -506,7 +475,7 @@ class DailyLog:
         lines, hit = edit(text)
         if hit:
             try:
-                _atomic_write(path, "".join(lines), encoding)
+                replace_text(path, "".join(lines), encoding)
             except OSError as exc:
                 log.error("daily log rewrite failed", path=str(path), error=str(exc))
                 return hit
@@ -558,7 +527,7 @@ class DailyLog:
         header = self._header_pattern()
         # lines and their ends alternate; every line end counts, as the indexer counts them (a
         # file saved with CR-only line ends is not one long line whose marker is nobody's)
-        parts = _LINE_ENDS.split(text)
+        parts = LINE_ENDS.split(text)
         own: dict[int, int] = {}  # index in parts -> memory id
         for i in range(0, len(parts), 2):
             line = parts[i]

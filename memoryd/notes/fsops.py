@@ -16,6 +16,7 @@ import time
 import unicodedata
 from collections.abc import Iterator
 
+from memoryd.core import oserrors
 from memoryd.core.errors import InvalidInput, Refused, describe
 from memoryd.core.fsutil import write_all
 from memoryd.core.logsetup import get_logger
@@ -238,10 +239,14 @@ def sha_now(dfd: int, name: str) -> str | None:
 
 @contextlib.contextmanager
 def os_errors(rel: str) -> Iterator[None]:
-    """A file system failure (disk full, name too long, permission) is the caller's answer, as
-    Refused with the system's reason, not an internal error; the old note is still in place."""
+    """A file system failure (name too long, permission) is the caller's answer, as Refused
+    with the system's reason, not an internal error; no room (a full disk, a quota, the file
+    size limit) is DiskFull, as for every write (core/oserrors.py). The old note is still in
+    place."""
     try:
         yield
     except OSError as exc:
         log.warning("note change failed", path=rel, error=str(exc))
+        if exc.errno in oserrors.NO_ROOM:
+            raise oserrors.refused(exc, rel) from None
         raise Refused(f"cannot change {rel}: {exc.strerror or exc}") from None

@@ -132,6 +132,9 @@ class App:
             elsewhere=self._marked_paths,
             known=lambda ids: self.store.read(lambda con: entries.memory_ids_among(con, ids)),
         )
+        self.dailylog.current = self._stored_memory  # a line written late: the memory now
+        # files whose indexing a full disk refused are read once the store takes writes again
+        self.store.refusals.on_worked = lambda: self.reconcile_soon("the store takes writes again")
         self.indexer = Indexer(
             self.store,
             cfg.workspace,
@@ -395,13 +398,13 @@ class App:
         self.workspace_lock.take_again()
         self.watcher_error = None
         self.start_watcher()
-        self.dailylog.append_waiting(self._stored_memory)
+        self.dailylog.append_waiting()
         self.reconcile_soon("the workspace folder is back")
 
     def _stored_memory(self, record: dict[str, Any]) -> dict[str, Any] | None:
         """A memory as stored now (None once deleted): a daily-log line written late."""
         try:
-            return self.memories.get(int(record["id"]))
+            return self.memories.get(int(record["id"]), record_access=False)
         except MemorydError:
             return None
 

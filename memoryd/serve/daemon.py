@@ -177,7 +177,8 @@ class Daemon:
 
     async def _keep_paths(self, interval: float) -> None:
         # a socket file removed by a temp-folder cleaner is made again (Server.relisten_if_removed),
-        # and a log file rotated away is opened again at its name
+        # a log file rotated away is opened again at its name, and daily log lines the system
+        # refused are tried again
         while True:
             await asyncio.sleep(interval)
             try:
@@ -185,6 +186,10 @@ class Daemon:
                 logsetup.reopen_if_moved()
                 if self.server is not None:
                     await self.server.relisten_if_removed()
+                if self.app is not None and self.app.dailylog.waiting:  # the disk may take them
+                    await asyncio.get_running_loop().run_in_executor(
+                        None, self.app.dailylog.append_waiting
+                    )
             except Exception:  # never the end of the daemon
                 log.exception("socket or log file check failed")
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import apsw
 
+from memoryd.core import oserrors
 from memoryd.core.errors import StoreError
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.store import tokenizer
@@ -107,12 +108,22 @@ def damaged(path: Path, exc: BaseException) -> str:
     return f"{path} is not a readable SQLite database ({exc}): damaged, or not memoryd's; {fix}"
 
 
+def _why_not(path: Path | str) -> str:
+    """What the system says when the file is opened (SQLite's "unable to open database file"
+    does not say): too many open files, a permission, a read-only file system; "" if it opens."""
+    try:
+        os.close(os.open(path, os.O_RDWR))
+    except OSError as exc:
+        return f" ({exc.strerror}). {oserrors.advice(exc.errno)}"
+    return ""
+
+
 def connect(path: Path | str, *, writer: bool) -> tuple[apsw.Connection, bool]:
     """Open one connection; returns (connection, whether sqlite-vec loaded)."""
     try:
         con = apsw.Connection(str(path))
     except apsw.Error as exc:
-        raise StoreError(f"cannot open database {path}: {exc}") from exc
+        raise StoreError(f"cannot open database {path}: {exc}{_why_not(path)}") from exc
     con.set_busy_timeout(BUSY_TIMEOUT_MS)
     try:  # reads the header and the schema: a damaged file says so here, not as a missing FTS5
         con.execute("SELECT count(*) FROM sqlite_master").fetchall()

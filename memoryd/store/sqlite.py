@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 import apsw
 
-from memoryd.core.errors import DiskFull, StoreError, StoreUnavailable
+from memoryd.core import oserrors
+from memoryd.core.errors import MemorydError, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.store import db
 from memoryd.store.migrations import migrate
@@ -26,17 +27,24 @@ from memoryd.store.protocol import Connection, VectorIndex, one
 
 T = TypeVar("T")
 
-__all__ = ["SqliteStore", "disk_full"]
+__all__ = ["SqliteStore", "refusal"]
 
 
 log = get_logger("memoryd.store")
 
 
-def disk_full(exc: BaseException) -> DiskFull:
-    return DiskFull(
-        f"the disk holding the database is full ({exc}); nothing was written. "
-        "Free some space and retry"
-    )
+# SQLite's errors of a write the system refused: the errno is the connection's system_errno
+_REFUSED = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
+
+
+def refusal(exc: apsw.Error, con: apsw.Connection | None, where: Path) -> MemorydError:
+    """The client's error for a write SQLite could not make (oserrors: DiskFull when there is
+    no room, else StoreError), naming the file and what the system said."""
+    code = con.system_errno if con is not None else 0
+    if not code and isinstance(exc, apsw.FullError):
+        code = errno.ENOSPC  # (or the file's max_page_count: the same answer)
+    detail = f"{os.strerror(code)} (SQLite: {exc})" if code else f"SQLite: {exc}"
+    return oserrors.from_code(code or None, where, detail)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -91,6 +99,7 @@ class SqliteStore:
         self._closed = False
         self._identity = _identity(self.path)  # the file the writer has open
         self._replaced_said = False
+        self.refusals = oserrors.Refusals("store")  # writes the system refuses (status)
 
     def replaced(self) -> str | None:
         """Why the file at `path` is no longer the database this store has open, or None.
@@ -148,8 +157,8 @@ class SqliteStore:
         con.execute("BEGIN")
         try:
             return fn(con)
-        except apsw.FullError as exc:
-            raise disk_full(exc) from None
+        except _REFUSED as exc:
+            raise refusal(exc, con, self.path) from None
         finally:
             _end(con, "COMMIT")
 
@@ -183,8 +192,11 @@ class SqliteStore:
                     # roll it back, or every later write fails until a restart.
                     _end(con, "ROLLBACK")
                     raise
-            except apsw.FullError as exc:
-                raise disk_full(exc) from None
+                self.refusals.worked()
+            except _REFUSED as exc:
+                err = refusal(exc, con, self.path)
+                self.refusals.refused(err.message)
+                raise err from None
             finally:
                 if durable:
                     con.execute("PRAGMA synchronous = NORMAL")
@@ -208,7 +220,12 @@ class SqliteStore:
     def info(self) -> dict[str, Any]:
         """The `store` section of status (PgStore's says more: server, pool, listener)."""
         why = self.replaced()
-        return {"backend": self.backend, "ok": why is None, "error": why}
+        return {
+            "backend": self.backend,
+            "ok": why is None,
+            "error": why,
+            "writes_refused": self.refusals.info(),
+        }
 
     def vector_index(self) -> VectorIndex | None:
         """None: the searcher keeps its vectors in memory (search/vecindex.py: VectorCache)."""
@@ -247,10 +264,10 @@ class SqliteStore:
                 db.vacuum_into(con, target)
             finally:
                 con.close()
-        except (apsw.FullError, OSError) as exc:
-            if isinstance(exc, apsw.FullError) or exc.errno == errno.ENOSPC:
-                raise disk_full(exc) from None
-            raise
+        except _REFUSED as exc:
+            raise refusal(exc, None, target) from None
+        except OSError as exc:  # the folder, the rename
+            raise oserrors.refused(exc, target) from None
 
     def restore_from(self, source: Path) -> None:
         """Replace the whole database with `source` through SQLite's backup API, under the
@@ -261,8 +278,8 @@ class SqliteStore:
             with self._lock, self._writer.backup("main", src, "main") as backup:
                 while not backup.done:
                     backup.step(-1)
-        except apsw.FullError as exc:
-            raise disk_full(exc) from None
+        except _REFUSED as exc:
+            raise refusal(exc, self._writer, self.path) from None
         finally:
             src.close()
 

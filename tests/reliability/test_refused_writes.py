@@ -1,0 +1,271 @@
+"""Writes the operating system refuses (no room, the file size limit, too many open files, a
+stdout that cannot be written): every write path answers with one clear error (which path,
+what the system said, what to do: core/oserrors.py), never as done; the daemon lives on,
+`status` shows the condition, and writes work again by themselves once there is room.
+
+Real errors wherever they can be had unprivileged: SQLite's own SQLITE_FULL (max_page_count),
+the PostgreSQL server's SQLSTATE 53100 (raised by a trigger, as a full disk raises it), the
+file size limit (RLIMIT_FSIZE, lowered and raised again on a running `memoryd run`), the
+open-file limit (RLIMIT_NOFILE), /dev/full. A fault is injected only for the daily log's
+half-written line (a short write cannot be had without a full disk: the tmpfs variant in
+test_diskfull.py does it for real as root).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryd.core import oserrors
+from memoryd.core.errors import DiskFull, StoreError
+from memoryd.serve import methods as api
+
+pytestmark = pytest.mark.backends
+
+DISK_FULL, STORE_ERROR = -32013, -32012
+
+
+def call(app: Any, method: str, **params: Any) -> Any:
+    return api.lookup(method, params).fn(app, params)
+
+
+@pytest.mark.parametrize(
+    ("code", "cls", "fix"),
+    [
+        (errno.ENOSPC, DiskFull, "free some space"),
+        (errno.EDQUOT, DiskFull, "free some space"),
+        (errno.EFBIG, DiskFull, "file size limit"),
+        (errno.EROFS, StoreError, "read-only file system"),
+        (errno.EACCES, StoreError, "write permission"),
+        (errno.EMFILE, StoreError, "ulimit -n"),
+        (errno.EIO, StoreError, "I/O error"),
+    ],
+)
+def test_one_mapping_names_the_path_the_system_and_the_fix(code: int, cls: type, fix: str) -> None:
+    err = oserrors.refused(OSError(code, os.strerror(code), "/data/memoryd.db"))
+    assert type(err) is cls
+    assert err.message.startswith(f"cannot write /data/memoryd.db: {os.strerror(code)}; ")
+    assert "nothing was written" in err.message and fix.lower() in err.message.lower()
+
+
+def _inject_no_room(app: Any) -> Any:
+    """A real "disk full" from the store, and a function that gives the room back."""
+    if app.store.backend == "sqlite":  # SQLite's own SQLITE_FULL: the file may not grow
+        con = app.store._writer
+        pages = con.execute("PRAGMA page_count").fetchall()[0][0]
+        con.execute(f"PRAGMA max_page_count = {pages}")
+        return lambda: con.execute("PRAGMA max_page_count = 1073741823")
+    # the server's own SQLSTATE 53100, as it raises it when it cannot extend a file
+    ddl = (
+        "CREATE FUNCTION walkp14_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "RAISE EXCEPTION 'could not extend file \"base/1/2\": No space left on device' "
+        "USING ERRCODE = 'disk_full'; END $$; "
+        "CREATE TRIGGER walkp14_full BEFORE INSERT OR UPDATE ON all_entries "
+        "FOR EACH ROW EXECUTE FUNCTION walkp14_full()"
+    )
+    app.store.run_write(lambda con: con.execute(ddl))
+    return lambda: app.store.run_write(
+        lambda con: con.execute(
+            "DROP TRIGGER walkp14_full ON all_entries; DROP FUNCTION walkp14_full()"
+        )
+    )
+
+
+def test_no_room_is_disk_full_on_both_backends_and_status_says_so(make_app: Any) -> None:
+    app = make_app(model=None)
+    kept = call(app, "add", content="kept through the full disk")["id"]
+    give_back = _inject_no_room(app)
+    try:
+        with pytest.raises(DiskFull) as err:
+            for i in range(2000):
+                call(app, "add", content=f"filler {i} {uuid.uuid4()} " + "word " * 300)
+        assert err.value.code == DISK_FULL and "nothing was written" in err.value.message
+        refused = call(app, "status")["store"]["writes_refused"]
+        assert refused is not None and refused["error"] == err.value.message
+        assert refused["since"].endswith("Z")
+        assert call(app, "get", id=kept)["content"] == "kept through the full disk"  # reads go on
+        assert call(app, "search", query="kept full disk")["hits"]
+    finally:
+        give_back()
+    again = call(app, "add", content="written once there is room again")["id"]
+    assert call(app, "get", id=again)["content"] == "written once there is room again"
+    assert call(app, "status")["store"]["writes_refused"] is None
+
+
+def _log_lines(app: Any) -> list[str]:
+    return [
+        line
+        for f in sorted((Path(app.cfg.workspace) / "daily").glob("*.md"))
+        for line in f.read_text().splitlines()
+    ]
+
+
+def test_a_daily_log_line_the_disk_refuses_is_never_half_written_and_comes_later(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.memory import logfile
+
+    app = make_app(model=None)
+    first = call(app, "add", content="the first line fits")["id"]
+    real = logfile.write_all
+
+    def half_then_full(fd: int, data: bytes) -> None:  # as a full disk cuts a write short
+        os.write(fd, data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(logfile, "write_all", half_then_full)
+    one = call(app, "add", content="refused by the full disk")
+    two = call(app, "add", content="and this one waits behind it")
+    for answer in (one, two):
+        assert answer["stored"] and any("not in the daily log yet" in w for w in answer["warnings"])
+        assert any("No space left on device" in w for w in answer["warnings"])
+    assert [line for line in _log_lines(app) if line.startswith("- ")] == [
+        line for line in _log_lines(app) if "<!-- m:" in line
+    ]  # no half line: every memory line is whole, marker and all
+    status = call(app, "status")
+    assert status["daily_log"]["waiting"] == 2
+    assert "No space left on device" in status["daily_log"]["refused"]["error"]
+    assert call(app, "get", id=one["id"])["content"] == "refused by the full disk"
+    monkeypatch.setattr(logfile, "write_all", real)  # room again: the daemon's next look
+    assert app.dailylog.append_waiting() == 2
+    marked = [line for line in _log_lines(app) if "<!-- m:" in line]
+    assert [m.split("<!-- m:")[1].split(":")[0] for m in marked] == [
+        str(first),
+        str(one["id"]),
+        str(two["id"]),
+    ]  # in the order they were added
+    status = call(app, "status")
+    assert status["daily_log"] == {"waiting": 0, "refused": None}
+
+
+def test_a_note_the_disk_refuses_is_disk_full_and_leaves_nothing(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same answer as the store's, from the notes' door (it was -32006 "refused")."""
+    from memoryd.core import fsutil
+    from memoryd.notes import fsops
+
+    app = make_app(model=None)
+    ws = Path(app.cfg.workspace)
+    call(app, "note.write", path="kept.md", content="kept as it was")
+
+    def full(fd: int, data: bytes) -> None:
+        raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
+
+    monkeypatch.setattr(fsutil, "write_all", full)
+    monkeypatch.setattr(fsops, "write_all", full)
+    with pytest.raises(DiskFull) as err:
+        call(app, "note.write", path="kept.md", content="a change with no room")
+    assert "cannot write kept.md" in err.value.message
+    assert "file size limit" in err.value.message
+    assert (ws / "kept.md").read_text() == "kept as it was"
+    assert not [p for p in ws.rglob("*") if p.name.endswith(".tmp")]
+
+
+@pytest.mark.sqlite_only("the open-file limit of the process that opens the SQLite file")
+def test_too_many_open_files_is_named_when_a_reader_cannot_open(make_app: Any) -> None:
+    from memoryd.store import db
+
+    app = make_app(model=None)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    held: list[int] = []
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 8, hard))
+        while True:  # use up every descriptor left, then open the database
+            try:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+            except OSError as exc:
+                assert exc.errno == errno.EMFILE
+                break
+        with pytest.raises(StoreError) as err:
+            db.connect(app.cfg.db_path, writer=False)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert "Too many open files" in err.value.message
+    assert "ulimit -n" in err.value.message
+
+
+@pytest.mark.sqlite_only("the file size limit applies to the daemon's own files (the SQLite file)")
+@pytest.mark.slow
+def test_a_daemon_at_its_file_size_limit_refuses_and_resumes(daemon_factory: Any) -> None:
+    """`memoryd run` whose RLIMIT_FSIZE is lowered while it runs (ulimit -f, LimitFSIZE=):
+    every write past it is refused with -32013 naming the limit, nothing acknowledged is lost,
+    and once the limit is raised again writes work without a restart."""
+    from tests.conftest import rpc
+
+    d = daemon_factory()
+    assert d.proc is not None
+    stored = [d.call("add", {"content": "written under no limit"})["id"]]
+    data = Path(d.cfg["data_dir"])
+    biggest = max(p.stat().st_size for p in data.iterdir() if p.is_file())
+    soft, hard = resource.prlimit(d.proc.pid, resource.RLIMIT_FSIZE)
+    resource.prlimit(d.proc.pid, resource.RLIMIT_FSIZE, (biggest + 256 * 1024, hard))
+    try:
+        note = rpc(d.socket, "note.write", {"path": "big.md", "content": "x" * (biggest + 300_000)})
+        assert note["error"]["code"] == DISK_FULL, note
+        assert "file size limit" in note["error"]["message"]
+        assert not (d.workspace / "big.md").exists()
+        assert not [p for p in d.workspace.rglob("*") if p.name.endswith(".tmp")]
+        codes: list[int] = []
+        for i in range(400):
+            resp = rpc(d.socket, "add", {"content": f"filler {i} {uuid.uuid4()} " + "w " * 4000})
+            if "error" in resp:
+                codes.append(resp["error"]["code"])
+                message = resp["error"]["message"]
+                if len(codes) >= 3:
+                    break
+            else:
+                stored.append(resp["result"]["id"])
+        assert codes and set(codes) == {DISK_FULL}, codes
+        assert "file size limit" in message and "memoryd.db" in message
+        status = d.call("status")
+        assert status["store"]["writes_refused"]["error"] == message
+        assert d.call("get", {"id": stored[0]})["content"] == "written under no limit"
+        shown = d.ctl("status")
+        assert shown.returncode == 0 and "writes refused" in shown.stdout
+    finally:
+        resource.prlimit(d.proc.pid, resource.RLIMIT_FSIZE, (soft, hard))
+    again = d.call("add", {"content": "written once the limit is raised"})["id"]
+    assert d.call("status")["store"]["writes_refused"] is None
+    assert "Traceback" not in d.log()  # refusals are one line each, not a bug's traceback
+    d.stop()
+    d.start()
+    for mid in [*stored, again]:  # every acknowledged write is there after a restart
+        assert d.call("get", {"id": mid})["id"] == mid
+
+
+@pytest.mark.sqlite_only("memoryctl's stdout: the store does not matter")
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize(
+    "args",
+    [["list"], ["--json", "list"], ["export"], ["search", "kept"], ["status"], ["get", "1"]],
+    ids=" ".join,
+)
+def test_memoryctl_says_when_its_output_cannot_be_written(
+    args: list[str], daemon_factory: Any
+) -> None:
+    """`memoryctl CMD > FILE` on a full disk: one line on stderr and status 1, no traceback."""
+    d = daemon_factory()
+    d.call("add", {"content": "kept for the listing"})
+    sock = str(d.socket)
+    with open("/dev/full", "w") as full:
+        out = subprocess.run(
+            [sys.executable, "-m", "memoryd.ctl", "--socket", sock, *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.startswith("memoryctl: cannot write the output (stdout): No space left")
+    assert "Traceback" not in out.stderr and len(out.stderr.splitlines()) == 1
