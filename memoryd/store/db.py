@@ -11,6 +11,7 @@ any other way fails on entries_fts (and on any write to entries, through the tri
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import apsw
 
 from memoryd.core import oserrors
-from memoryd.core.errors import StoreError
+from memoryd.core.errors import MemorydError, StoreError
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.store import tokenizer
 
@@ -108,6 +109,20 @@ def damaged(path: Path, exc: BaseException) -> str:
     return f"{path} is not a readable SQLite database ({exc}): damaged, or not memoryd's; {fix}"
 
 
+# SQLite's errors of a write the system refused: the errno is the connection's system_errno
+REFUSED = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
+
+
+def refusal(exc: apsw.Error, con: apsw.Connection | None, where: Path) -> MemorydError:
+    """The client's error for a write SQLite could not make (oserrors: DiskFull when there is
+    no room, else StoreError), naming the file and what the system said."""
+    code = con.system_errno if con is not None else 0
+    if not code and isinstance(exc, apsw.FullError):
+        code = errno.ENOSPC  # (or the file's max_page_count: the same answer)
+    detail = f"{os.strerror(code)} (SQLite: {exc})" if code else f"SQLite: {exc}"
+    return oserrors.from_code(code or None, where, detail)
+
+
 def _why_not(path: Path | str) -> str:
     """What the system says when the file is opened (SQLite's "unable to open database file"
     does not say): too many open files, a permission, a read-only file system; "" if it opens."""
@@ -130,6 +145,10 @@ def connect(path: Path | str, *, writer: bool) -> tuple[apsw.Connection, bool]:
     except (apsw.NotADBError, apsw.CorruptError) as exc:
         con.close()
         raise StoreError(damaged(Path(path), exc)) from exc
+    except REFUSED as exc:  # a WAL file's index (-shm) needs room even to read: a full disk
+        err = refusal(exc, con, Path(path))
+        con.close()
+        raise err from None
     tokenizer.register(con)
     vec = _load_vec(con)
     con.execute("PRAGMA foreign_keys = ON")

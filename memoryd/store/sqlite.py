@@ -8,7 +8,6 @@ index data (chunks of workspace files, vectors) commits with NORMAL.
 
 from __future__ import annotations
 
-import errno
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ from typing import Any, TypeVar
 import apsw
 
 from memoryd.core import oserrors
-from memoryd.core.errors import MemorydError, StoreError, StoreUnavailable
+from memoryd.core.errors import StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.store import db
 from memoryd.store.migrations import migrate
@@ -27,24 +26,10 @@ from memoryd.store.protocol import Connection, VectorIndex, one
 
 T = TypeVar("T")
 
-__all__ = ["SqliteStore", "refusal"]
+__all__ = ["SqliteStore"]
 
 
 log = get_logger("memoryd.store")
-
-
-# SQLite's errors of a write the system refused: the errno is the connection's system_errno
-_REFUSED = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
-
-
-def refusal(exc: apsw.Error, con: apsw.Connection | None, where: Path) -> MemorydError:
-    """The client's error for a write SQLite could not make (oserrors: DiskFull when there is
-    no room, else StoreError), naming the file and what the system said."""
-    code = con.system_errno if con is not None else 0
-    if not code and isinstance(exc, apsw.FullError):
-        code = errno.ENOSPC  # (or the file's max_page_count: the same answer)
-    detail = f"{os.strerror(code)} (SQLite: {exc})" if code else f"SQLite: {exc}"
-    return oserrors.from_code(code or None, where, detail)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -89,10 +74,14 @@ class SqliteStore:
         db.ensure_private_file(self.path)
         self._lock = threading.RLock()
         self._writer, self.vec_enabled = db.connect(self.path, writer=True)
-        # Deleted content is overwritten in the file, not left in free space: forget means forget.
-        self._writer.execute("PRAGMA secure_delete = ON")
-        migrate(self._writer, self.path)
-        _fts_secure_delete(self._writer)
+        try:
+            # Deleted content is overwritten in the file, not left in free space: forget means
+            # forget.
+            self._writer.execute("PRAGMA secure_delete = ON")
+            migrate(self._writer, self.path)
+            _fts_secure_delete(self._writer)
+        except db.REFUSED as exc:  # a full disk at start: said as every refused write is
+            raise db.refusal(exc, self._writer, self.path) from None
         self._local = threading.local()
         self._readers: list[apsw.Connection] = []
         self._readers_lock = threading.Lock()
@@ -157,8 +146,8 @@ class SqliteStore:
         con.execute("BEGIN")
         try:
             return fn(con)
-        except _REFUSED as exc:
-            raise refusal(exc, con, self.path) from None
+        except db.REFUSED as exc:
+            raise db.refusal(exc, con, self.path) from None
         finally:
             _end(con, "COMMIT")
 
@@ -193,8 +182,8 @@ class SqliteStore:
                     _end(con, "ROLLBACK")
                     raise
                 self.refusals.worked()
-            except _REFUSED as exc:
-                err = refusal(exc, con, self.path)
+            except db.REFUSED as exc:
+                err = db.refusal(exc, con, self.path)
                 self.refusals.refused(err.message)
                 raise err from None
             finally:
@@ -264,8 +253,8 @@ class SqliteStore:
                 db.vacuum_into(con, target)
             finally:
                 con.close()
-        except _REFUSED as exc:
-            raise refusal(exc, None, target) from None
+        except db.REFUSED as exc:
+            raise db.refusal(exc, None, target) from None
         except OSError as exc:  # the folder, the rename
             raise oserrors.refused(exc, target) from None
 
@@ -278,8 +267,8 @@ class SqliteStore:
             with self._lock, self._writer.backup("main", src, "main") as backup:
                 while not backup.done:
                     backup.step(-1)
-        except _REFUSED as exc:
-            raise refusal(exc, self._writer, self.path) from None
+        except db.REFUSED as exc:
+            raise db.refusal(exc, self._writer, self.path) from None
         finally:
             src.close()
 

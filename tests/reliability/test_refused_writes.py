@@ -269,3 +269,48 @@ def test_memoryctl_says_when_its_output_cannot_be_written(
     assert out.returncode == 1, out.stderr
     assert out.stderr.startswith("memoryctl: cannot write the output (stdout): No space left")
     assert "Traceback" not in out.stderr and len(out.stderr.splitlines()) == 1
+
+
+@pytest.mark.sqlite_only("the copy an upgrade of the SQLite file makes first")
+def test_an_upgrade_without_room_for_its_copy_says_so_and_changes_nothing(
+    config_dict: dict[str, Any], tmp_path: Path
+) -> None:
+    """`memoryd run` on a store of the previous schema, whose `memoryd.db.pre-vN.bak` copy the
+    file size limit refuses: one line saying the database is unchanged and what is needed
+    (it was "cannot open the database: disk I/O error"), exit status 1, no temp file left."""
+    from memoryd.store import db, migrations
+    from tests.conftest import to_toml
+
+    data = Path(config_dict["data_dir"])
+    data.mkdir(parents=True)
+    con, _ = db.connect(data / "memoryd.db", writer=True)
+    last = len(migrations.MIGRATIONS) - 1
+    for version, step in enumerate(migrations.MIGRATIONS[:last], start=1):
+        con.execute("BEGIN IMMEDIATE")
+        step(con)
+        con.execute(f"PRAGMA user_version = {version}")
+        con.execute("COMMIT")
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    size = (data / "memoryd.db").stat().st_size
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(to_toml({**config_dict, "embedding": {"enabled": False}}))
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd", "run", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (size // 2, hard)),
+    )
+    assert out.returncode == 1, out.stderr
+    said = out.stderr + out.stdout
+    assert "the database was not upgraded (it is unchanged)" in said
+    assert f"memoryd.db.pre-v{last + 1}.bak" in said and "file size limit" in said
+    assert "Traceback" not in said
+    con, _ = db.connect(data / "memoryd.db", writer=False)
+    assert migrations.schema_version(con) == last
+    con.close()
+    assert not [p.name for p in data.iterdir() if ".tmp" in p.name or ".bak" in p.name]
