@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryd.core.errors import DiskFull, MemorydError, StoreError
+from memoryd.core.errors import DiskFull, MemorydError, StoreError, Unavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
 
@@ -103,6 +103,16 @@ def refused(
     if code in NO_ROOM:
         return DiskFull(text)
     return other(text)
+
+
+def client_error(exc: BaseException) -> MemorydError | None:
+    """For a request that failed on an OSError the system gave for a reason that passes (no
+    room, read-only, permission, too many open files: PASSING): its client error (DiskFull, else
+    Unavailable), so the socket's and the web page's doors answer as every write path does, not
+    "internal error". None for anything else (a bug: the caller keeps its traceback)."""
+    if isinstance(exc, OSError) and exc.errno in PASSING:
+        return refused(exc, other=Unavailable)
+    return None
 
 
 def from_code(

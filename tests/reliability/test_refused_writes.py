@@ -233,6 +233,13 @@ def test_a_daemon_at_its_file_size_limit_refuses_and_resumes(daemon_factory: Any
         assert d.call("get", {"id": stored[0]})["content"] == "written under no limit"
         shown = d.ctl("status")
         assert shown.returncode == 0 and "writes refused" in shown.stdout
+        # a method whose own file the system refuses (the web page's web.json): the same
+        # answer through the socket's door, not "internal error" with a traceback
+        resource.prlimit(d.proc.pid, resource.RLIMIT_FSIZE, (16, hard))
+        opened = rpc(d.socket, "web.open", {})
+        assert opened["error"]["code"] == DISK_FULL, opened
+        assert "web.json" in opened["error"]["message"]
+        assert "file size limit" in opened["error"]["message"]
     finally:
         resource.prlimit(d.proc.pid, resource.RLIMIT_FSIZE, (soft, hard))
     again = d.call("add", {"content": "written once the limit is raised"})["id"]
@@ -314,3 +321,29 @@ def test_an_upgrade_without_room_for_its_copy_says_so_and_changes_nothing(
     assert migrations.schema_version(con) == last
     con.close()
     assert not [p.name for p in data.iterdir() if ".tmp" in p.name or ".bak" in p.name]
+
+
+@pytest.mark.sqlite_only("memoryd's stdout: the store does not matter")
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("args", [["config", "show"], ["config", "check"]], ids=" ".join)
+def test_memoryd_says_when_its_output_cannot_be_written(
+    args: list[str], config_dict: dict[str, Any], tmp_path: Path
+) -> None:
+    """`memoryd config show > FILE` on a full disk: its output, not "cannot start: no space
+    left on the device holding a file"."""
+    from tests.conftest import to_toml
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(to_toml(config_dict))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    with open("/dev/full", "w") as full:
+        out = subprocess.run(
+            [sys.executable, "-m", "memoryd", *args, "--config", str(cfg)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+    assert out.returncode == 1, out.stderr
+    assert out.stderr == "memoryd: cannot write the output (stdout): No space left on device\n"
