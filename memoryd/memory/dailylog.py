@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import re
 import threading
@@ -56,7 +57,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core import oserrors
-from memoryd.core.fsutil import SHARED_DIR, make_dirs, within
+from memoryd.core.fsutil import SHARED_DIR, atomic_write, make_dirs, within
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import parse_time
 from memoryd.memory.logfile import LINE_ENDS, append_line, read_regular, replace_text
@@ -91,6 +92,10 @@ class DailyLogSettings(Protocol):
     def header(self) -> str: ...
 
 
+# the header is a line_format's placeholders but the date: the others are blank in it
+_NO_FIELDS = dict.fromkeys(
+    ("time", "id", "type", "content", "tags", "source", "importance", "namespace"), ""
+)
 MAX_WAITING = 10_000  # lines kept while the system refuses them; the memories are stored
 
 
@@ -194,6 +199,7 @@ class DailyLog:
         self._queue = threading.RLock()
         self.current: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda r: r
         self.refusals = oserrors.Refusals("daily log")
+        self.waiting_file: Path | None = None  # App: <data_dir>/dailylog-waiting.json
         # forget_gone (team: a database other daemons share): the logged ids stored at the
         # last look; each file's ids by its stat
         self.team = False
@@ -259,17 +265,7 @@ class DailyLog:
                 self._check_inside(path.parent)
                 make_dirs(path.parent, SHARED_DIR)
                 self._check_inside(path.parent)
-                header = self.settings.header.format(
-                    date=f"{when:%Y-%m-%d}",
-                    time="",
-                    id="",
-                    type="",
-                    content="",
-                    tags="",
-                    source="",
-                    importance="",
-                    namespace="",
-                )
+                header = self.settings.header.format(date=f"{when:%Y-%m-%d}", **_NO_FIELDS)
                 append_line(path, line, header)
         except OSError as exc:
             log.error("daily log append failed", path=str(path), error=str(exc))
@@ -286,8 +282,41 @@ class DailyLog:
     def _wait(self, record: dict[str, Any]) -> None:
         if len(self.waiting) < MAX_WAITING:
             self.waiting.append(record)
+            self._keep_waiting()
         else:
             log.error("daily log line dropped: too many waiting", id=record.get("id"))
+
+    def _keep_waiting(self) -> None:
+        """The waiting lines' ids in `waiting_file` (data_dir), so that a restart (or a crash)
+        before the disk takes them still writes them (load_waiting); removed when none wait."""
+        if self.waiting_file is None:
+            return
+        try:
+            if not self.waiting:
+                self.waiting_file.unlink(missing_ok=True)
+                return
+            ids = [int(r["id"]) for r in self.waiting]
+            atomic_write(self.waiting_file, json.dumps({"ids": ids}).encode(), 0o600)
+        except OSError as exc:  # the same disk may be full: the lines wait in memory still
+            log.warning("daily log lines waiting not saved", error=str(exc))
+
+    def load_waiting(self) -> int:
+        """At start: the lines an earlier run could not write (waiting_file), each as
+        `current` reads its memory now, to be written when the disk takes them."""
+        if self.waiting_file is None or not self.waiting_file.is_file():
+            return 0
+        try:
+            ids = json.loads(self.waiting_file.read_text())["ids"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("daily log lines waiting not read", error=str(exc))
+            return 0
+        with self._queue:
+            for entry_id in ids:
+                record = self.current({"id": entry_id}) if isinstance(entry_id, int) else None
+                if record is not None and not self.is_waiting(entry_id):
+                    self.waiting.append(record)
+        log.info("daily log lines waiting from before the restart", lines=len(self.waiting))
+        return len(self.waiting)
 
     def is_waiting(self, entry_id: object) -> bool:
         """Whether this memory's line is among those waiting to be written."""
@@ -311,6 +340,7 @@ class DailyLog:
                 elif self.waiting:  # refused again: the rest wait behind it, in order
                     self.waiting.extend(waiting[i + 1 :])
                     break
+            self._keep_waiting()
         if written:
             log.info("daily log lines written late", lines=written, waiting=len(self.waiting))
         return written

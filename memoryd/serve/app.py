@@ -133,6 +133,7 @@ class App:
             known=lambda ids: self.store.read(lambda con: entries.memory_ids_among(con, ids)),
         )
         self.dailylog.current = self._stored_memory  # a line written late: the memory now
+        self.dailylog.waiting_file = cfg.data_dir / "dailylog-waiting.json"  # across restarts
         # files whose indexing a full disk refused are read once the store takes writes again
         self.store.refusals.on_worked = lambda: self.reconcile_soon("the store takes writes again")
         self.indexer = Indexer(
@@ -348,6 +349,8 @@ class App:
                 self.start_watcher()
             self.workspace_guard.start()
             entity_typer.preload()  # the data files now, not a newer install's at the first add
+            if self.dailylog.load_waiting():  # lines an earlier run's full disk kept back
+                self.dailylog.append_waiting()
 
             def report(line: str) -> None:
                 if progress is not None:
@@ -501,6 +504,8 @@ class App:
             self.watcher.stop()
         self.embedder.stop()
         self.model.close()
+        if self.dailylog.waiting:  # a last try; the rest wait for the next start (waiting_file)
+            self.dailylog.append_waiting()
         self.searcher.close()
         self.fuzzy.close()
         self.store.close()

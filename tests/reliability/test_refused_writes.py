@@ -228,14 +228,18 @@ def test_a_daemon_at_its_file_size_limit_refuses_and_resumes(daemon_factory: Any
                 stored.append(resp["result"]["id"])
         assert codes and set(codes) == {DISK_FULL}, codes
         assert "file size limit" in message and "memoryd.db" in message
+        # now no file may grow at all (a small write could still fit under the limit above,
+        # and the first write that works clears the condition): status says so meanwhile
+        resource.prlimit(d.proc.pid, resource.RLIMIT_FSIZE, (16, hard))
+        refused = rpc(d.socket, "add", {"content": "refused at a limit of 16 bytes"})
+        assert refused["error"]["code"] == DISK_FULL, refused
         status = d.call("status")
-        assert status["store"]["writes_refused"]["error"] == message
-        assert d.call("get", {"id": stored[0]})["content"] == "written under no limit"
+        assert "file size limit" in status["store"]["writes_refused"]["error"]
         shown = d.ctl("status")
         assert shown.returncode == 0 and "writes refused" in shown.stdout
+        assert d.call("get", {"id": stored[0]})["content"] == "written under no limit"
         # a method whose own file the system refuses (the web page's web.json): the same
         # answer through the socket's door, not "internal error" with a traceback
-        resource.prlimit(d.proc.pid, resource.RLIMIT_FSIZE, (16, hard))
         opened = rpc(d.socket, "web.open", {})
         assert opened["error"]["code"] == DISK_FULL, opened
         assert "web.json" in opened["error"]["message"]
@@ -347,3 +351,37 @@ def test_memoryd_says_when_its_output_cannot_be_written(
         )
     assert out.returncode == 1, out.stderr
     assert out.stderr == "memoryd: cannot write the output (stdout): No space left on device\n"
+
+
+def test_daily_log_lines_still_waiting_at_a_stop_are_written_after_the_restart(
+    make_app: Any,
+) -> None:
+    """The lines kept back (here: the workspace folder gone, as an unmounted drive) outlive
+    the daemon: <data_dir>/dailylog-waiting.json, read at the next start, which writes them."""
+    from tests.conftest import DEADLINE_S, wait_for
+
+    app = make_app(model=None)
+    ws = Path(app.cfg.workspace)
+    first = call(app, "add", content="logged while the folder was there")["id"]
+    away = ws.with_name("ws-away")
+    ws.rename(away)
+    late = call(app, "add", content="added while the folder was away")
+    assert any("not in the daily log yet" in w for w in late["warnings"])
+    app.close()
+    saved = Path(app.cfg.data_dir) / "dailylog-waiting.json"
+    assert saved.is_file()
+    away.rename(ws)
+    again = make_app(model=None)
+    again.start(jobs=False)
+    assert again.ready.wait(DEADLINE_S)
+
+    def logged() -> list[str]:
+        return [line for line in _log_lines(again) if "<!-- m:" in line]
+
+    wait_for(lambda: len(logged()) == 2, timeout=DEADLINE_S)
+    assert [m.split("<!-- m:")[1].split(":")[0] for m in logged()] == [
+        str(first),
+        str(late["id"]),
+    ]
+    assert not saved.exists()
+    assert call(again, "status")["daily_log"]["waiting"] == 0
