@@ -17,6 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+try:
+    import resource
+except ImportError:  # not on Windows
+    resource = None  # type: ignore[assignment]
+
 from memoryd.core.errors import DiskFull, MemorydError, StoreError, Unavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import iso
@@ -70,12 +75,10 @@ def advice(code: int | None) -> str:
 
 
 def _nofile() -> str:
-    try:
-        import resource
-
-        return str(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    except (ImportError, OSError, ValueError):
+    # `resource` imported with this module: at the limit, an import (a file to open) fails too
+    if resource is None:
         return "unknown"
+    return str(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
 def strerror(code: int | None) -> str:

@@ -123,14 +123,14 @@ def refusal(exc: apsw.Error, con: apsw.Connection | None, where: Path) -> Memory
     return oserrors.from_code(code or None, where, detail)
 
 
-def _why_not(path: Path | str) -> str:
-    """What the system says when the file is opened (SQLite's "unable to open database file"
-    does not say): too many open files, a permission, a read-only file system; "" if it opens."""
+def _why_not(path: Path | str, exc: apsw.Error) -> str:
+    """Why the file cannot be opened, as the system says it when it is opened (SQLite's
+    "unable to open database file" does not say): too many open files, a permission."""
     try:
         os.close(os.open(path, os.O_RDWR))
-    except OSError as exc:
-        return f" ({exc.strerror}). {oserrors.advice(exc.errno)}"
-    return ""
+    except OSError as why:
+        return f"cannot open database {path}: {why.strerror}; {oserrors.what_to_do(why.errno)}"
+    return f"cannot open database {path}: {exc}"
 
 
 def connect(path: Path | str, *, writer: bool) -> tuple[apsw.Connection, bool]:
@@ -138,7 +138,7 @@ def connect(path: Path | str, *, writer: bool) -> tuple[apsw.Connection, bool]:
     try:
         con = apsw.Connection(str(path))
     except apsw.Error as exc:
-        raise StoreError(f"cannot open database {path}: {exc}{_why_not(path)}") from exc
+        raise StoreError(_why_not(path, exc)) from exc
     con.set_busy_timeout(BUSY_TIMEOUT_MS)
     try:  # reads the header and the schema: a damaged file says so here, not as a missing FTS5
         con.execute("SELECT count(*) FROM sqlite_master").fetchall()
