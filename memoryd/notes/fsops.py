@@ -15,6 +15,7 @@ import stat
 import time
 import unicodedata
 from collections.abc import Iterator
+from pathlib import Path
 
 from memoryd.core import oserrors
 from memoryd.core.errors import InvalidInput, Refused, describe
@@ -250,3 +251,43 @@ def os_errors(rel: str) -> Iterator[None]:
         if exc.errno in oserrors.NO_ROOM:
             raise oserrors.refused(exc, rel) from None
         raise Refused(f"cannot change {rel}: {exc.strerror or exc}") from None
+
+
+def move_whole(src: str | os.PathLike[str], dst: Path, top: Path) -> None:
+    """shutil.move of a note (or folder) to `dst` under `top` (the trash's folder of this
+    second), whole or not at all: a copy across file systems that fails (the trash's disk full)
+    removes what it copied, and the folders it made that are left empty up to `top`, so no
+    empty or cut-short copy is left in the trash; the note stays where it was. Only the copy is
+    undone: once it is complete, a failure to remove the source leaves both."""
+    import shutil
+
+    try:
+        os.rename(src, dst)
+        return
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+    folder = os.path.isdir(src) and not os.path.islink(src)
+    try:
+        if folder:
+            shutil.copytree(src, dst, symlinks=True)
+        else:
+            shutil.copy2(src, dst, follow_symlinks=False)
+    except BaseException:
+        if os.path.isdir(dst) and not os.path.islink(dst):
+            shutil.rmtree(dst, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(dst)
+        here = dst.parent
+        while here == top or top in here.parents:  # (another deletion's files keep theirs)
+            try:
+                os.rmdir(here)
+            except OSError:
+                break
+            here = here.parent
+        raise
+    if folder:
+        shutil.rmtree(src)
+    else:
+        os.unlink(src)

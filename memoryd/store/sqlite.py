@@ -229,7 +229,10 @@ class SqliteStore:
         if mode not in {"PASSIVE", "FULL", "RESTART", "TRUNCATE"}:
             raise ValueError(mode)
         with self._lock:
-            row = one(self._writer.execute(f"PRAGMA wal_checkpoint({mode})"))
+            try:
+                row = one(self._writer.execute(f"PRAGMA wal_checkpoint({mode})"))
+            except db.REFUSED as exc:  # the database must grow to take the WAL's pages
+                raise db.refusal(exc, self._writer, self.path) from None
         return int(row[0]), int(row[1]), int(row[2])
 
     def quick_check(self) -> list[str]:
@@ -240,8 +243,11 @@ class SqliteStore:
 
     def optimize(self) -> None:
         with self._lock:
-            self._writer.execute("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
-            self._writer.execute("PRAGMA optimize")
+            try:
+                self._writer.execute("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
+                self._writer.execute("PRAGMA optimize")
+            except db.REFUSED as exc:
+                raise db.refusal(exc, self._writer, self.path) from None
 
     def backup_to(self, target: Path) -> None:
         """Online backup (VACUUM INTO): a consistent copy while the daemon runs, all or nothing

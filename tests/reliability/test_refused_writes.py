@@ -385,3 +385,45 @@ def test_daily_log_lines_still_waiting_at_a_stop_are_written_after_the_restart(
     ]
     assert not saved.exists()
     assert call(again, "status")["daily_log"]["waiting"] == 0
+
+
+def test_a_note_deleted_into_a_trash_without_room_stays_and_leaves_no_copy(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`delete --path` moves the note to <data_dir>/trash: across file systems that is a copy,
+    which a full data disk cuts short. It left an empty `trash/<time>/note.md` and said
+    "nothing was written"; now the cut-short copy goes, and a note trashed before it in the
+    same second stays. (The move across file systems is simulated: EXDEV from rename, and the
+    copy's own short write; a real one is in the walk, docs/service.md.)"""
+    import shutil
+
+    from memoryd.notes import fsops
+
+    app = make_app(model=None)
+    ws = Path(app.cfg.workspace)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "gone-first.md").write_text("trashed first\n")
+    (ws / "stays.md").write_text("a note the full trash cannot take\n" * 50)
+    app.indexer.reconcile()
+    first = call(app, "delete", path="gone-first.md")
+    real_rename, real_copy = os.rename, shutil.copy2
+
+    def across(src: Any, dst: Any, *a: Any, **k: Any) -> None:
+        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+
+    def cut_short(src: Any, dst: Any, **k: Any) -> None:
+        with open(dst, "wb") as f:
+            f.write(Path(src).read_bytes()[:100])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
+
+    monkeypatch.setattr(fsops.os, "rename", across)
+    monkeypatch.setattr(shutil, "copy2", cut_short)
+    trash = Path(app.cfg.data_dir) / "trash"
+    with pytest.raises(DiskFull) as err:
+        call(app, "delete", path="stays.md")
+    monkeypatch.setattr(fsops.os, "rename", real_rename)
+    monkeypatch.setattr(shutil, "copy2", real_copy)
+    assert "stays.md" in err.value.message and "No space left on device" in err.value.message
+    assert (ws / "stays.md").read_text() == "a note the full trash cannot take\n" * 50
+    assert [p.name for p in trash.rglob("*") if p.is_file()] == ["gone-first.md"]
+    assert Path(first["trash"]).read_text() == "trashed first\n"
