@@ -46,7 +46,9 @@ PASSING = NO_ROOM | {
 
 def what_to_do(code: int | None) -> str:
     """The fix for a refused write, by errno (the sentence after the system's words)."""
-    if code in (errno.ENOSPC, errno.EDQUOT):
+    if code == errno.ENOSPC:
+        return "free some space (or files, when it has no inodes left: df -i) and retry"
+    if code == errno.EDQUOT:
         return "free some space and retry"
     if code == errno.EFBIG:
         return (

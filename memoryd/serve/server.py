@@ -160,6 +160,9 @@ def bind_socket(path: Path) -> socket.socket:
     old = os.umask(0o177)  # born 0600: no window in which others could connect
     try:
         sock.bind(str(path))
+    except OSError as exc:  # a full inode table, a read-only folder: name the socket's path
+        sock.close()
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     finally:
         os.umask(old)
     os.chmod(path, 0o600)

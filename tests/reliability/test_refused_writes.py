@@ -427,3 +427,57 @@ def test_a_note_deleted_into_a_trash_without_room_stays_and_leaves_no_copy(
     assert (ws / "stays.md").read_text() == "a note the full trash cannot take\n" * 50
     assert [p.name for p in trash.rglob("*") if p.is_file()] == ["gone-first.md"]
     assert Path(first["trash"]).read_text() == "trashed first\n"
+
+
+@pytest.mark.sqlite_only("the daemon's own files at start")
+@pytest.mark.parametrize("where", ["socket", "data_dir"])
+def test_a_start_on_a_disk_without_inodes_names_the_path(
+    where: str, config_dict: dict[str, Any], tmp_path: Path
+) -> None:
+    """A tmpfs whose inode table is full (root only: skipped otherwise) under the socket or
+    data_dir: one line naming the path (the socket's said "the device holding a file")."""
+    from tests.conftest import to_toml
+
+    mnt = tmp_path / "noinodes"
+    mnt.mkdir()
+    try:
+        out = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=4m,nr_inodes=8", "tmpfs", str(mnt)],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot mount a tmpfs here: {exc}")
+    if out.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {out.stderr.strip()}")
+    try:
+        (mnt / "in").mkdir()
+        n = 0
+        while True:  # use up the inodes
+            try:
+                (mnt / f"f{n}").touch()
+            except OSError:
+                break
+            n += 1
+        cfg = dict(config_dict)
+        path = mnt / "in" / ("m.sock" if where == "socket" else "data")
+        cfg[where] = str(path)
+        if where == "data_dir":
+            subprocess.run(["rm", str(mnt / "f0")], check=True)  # room for the folder only
+            path.mkdir()
+        (tmp_path / "c.toml").write_text(to_toml({**cfg, "embedding": {"enabled": False}}))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+        ran = subprocess.run(
+            [sys.executable, "-m", "memoryd", "run", "--config", str(tmp_path / "c.toml")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert ran.returncode == 1, ran.stderr
+        said = ran.stderr + ran.stdout
+        assert f"cannot start: {where}: no space left on the device holding {path}" in said
+        assert "df -i" in said
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=20)
