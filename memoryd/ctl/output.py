@@ -281,9 +281,11 @@ def status_summary(res: dict[str, Any]) -> str:
         problems.append("store unreachable")
     if store.get("writes_refused"):  # a full disk (or quota, read-only...): reads go on
         problems.append(f"writes refused: {store['writes_refused'].get('error')}")
-    waiting = (res.get("daily_log") or {}).get("waiting")
-    if waiting:
-        problems.append(f"{waiting} daily log line(s) waiting for the disk")
+    daily = res.get("daily_log") or {}
+    if daily.get("waiting"):
+        problems.append(f"{daily['waiting']} daily log line(s) waiting for the disk")
+    elif daily.get("refused"):  # a delete's or an update's rewrite of the log, refused
+        problems.append("daily log changes waiting for the disk")
     if store.get("schema_newer"):
         problems.append("a newer memoryd upgraded the shared database: upgrade this one")
     watcher = res.get("watcher") or {}

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import os
 import re
 import threading
@@ -57,10 +56,19 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core import oserrors
-from memoryd.core.fsutil import SHARED_DIR, atomic_write, make_dirs, within
+from memoryd.core.fsutil import SHARED_DIR, make_dirs, within
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import parse_time
-from memoryd.memory.logfile import LINE_ENDS, append_line, read_regular, replace_text
+from memoryd.memory.logfile import (
+    LINE_ENDS,
+    append_line,
+    load_ids,
+    read_regular,
+    relpath,
+    replace_text,
+    save_ids,
+    siblings,
+)
 from memoryd.text import secretguard
 from memoryd.text.logmarkers import marker_ids
 
@@ -155,21 +163,6 @@ def _rewritten(
     return lines, hit
 
 
-def _siblings(path: Path) -> list[Path]:
-    """The .md files beside `path` whose names hold its stem: the copies sync tools and file
-    managers make (Dropbox's `2026-11-26 (conflicted copy).md`, Syncthing's
-    `2026-11-26.sync-conflict-20261126-101500-ABCDEFG.md`, `2026-11-26 (1).md`, iCloud's
-    `2026-11-26 2.md`, Windows' `2026-11-26 - Copy.md`, `Copy of 2026-11-26.md`), without
-    reading every file of the folder."""
-    try:
-        names = sorted(os.listdir(path.parent))
-    except OSError:
-        return []
-    return [
-        path.parent / n for n in names if n != path.name and path.stem in n and n.endswith(".md")
-    ]
-
-
 class DailyLog:
     def __init__(
         self,
@@ -200,6 +193,10 @@ class DailyLog:
         self.current: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda r: r
         self.refusals = oserrors.Refusals("daily log")
         self.waiting_file: Path | None = None  # App: <data_dir>/dailylog-waiting.json
+        # rewrites the system refused (id -> the memory, None: deleted) and their files
+        self.unrewritten: dict[int, dict[str, Any] | None] = {}
+        self.unrewritten_paths: set[Path] = set()
+        self._refusals_seen = 0
         # forget_gone (team: a database other daemons share): the logged ids stored at the
         # last look; each file's ids by its stat
         self.team = False
@@ -289,37 +286,27 @@ class DailyLog:
     def _keep_waiting(self) -> None:
         """The waiting lines' ids in `waiting_file` (data_dir), so that a restart (or a crash)
         before the disk takes them still writes them (load_waiting); removed when none wait."""
-        if self.waiting_file is None:
-            return
-        try:
-            if not self.waiting:
-                self.waiting_file.unlink(missing_ok=True)
-                return
-            ids = [int(r["id"]) for r in self.waiting]
-            atomic_write(self.waiting_file, json.dumps({"ids": ids}).encode(), 0o600)
-        except OSError as exc:  # the same disk may be full: the lines wait in memory still
-            log.warning("daily log lines waiting not saved", error=str(exc))
+        if self.waiting_file is not None:
+            save_ids(self.waiting_file, [int(r["id"]) for r in self.waiting])
 
     def load_waiting(self) -> int:
         """At start: the lines an earlier run could not write (waiting_file), each as
         `current` reads its memory now, to be written when the disk takes them."""
-        if self.waiting_file is None or not self.waiting_file.is_file():
-            return 0
-        try:
-            ids = json.loads(self.waiting_file.read_text())["ids"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            log.warning("daily log lines waiting not read", error=str(exc))
-            return 0
         with self._queue:
-            for entry_id in ids:
-                record = self.current({"id": entry_id}) if isinstance(entry_id, int) else None
+            for entry_id in load_ids(self.waiting_file):
+                record = self.current({"id": entry_id})
                 if record is not None and not self.is_waiting(entry_id):
                     self.waiting.append(record)
-        log.info("daily log lines waiting from before the restart", lines=len(self.waiting))
         return len(self.waiting)
 
-    def is_waiting(self, entry_id: object) -> bool:
-        """Whether this memory's line is among those waiting to be written."""
+    def unforgotten(self) -> list[dict[str, Any]]:
+        """The log files still holding lines of deleted memories, whose rewrite the system
+        refused (a full disk): `still_in` of a delete; rewritten with the waiting lines."""
+        ws, forgets = self.workspace, any(r is None for r in self.unrewritten.values())
+        paths = sorted(self.unrewritten_paths) if forgets else []
+        return [{"kind": "daily_log", "name": relpath(p, ws), "path": str(p)} for p in paths]
+
+    def is_waiting(self, entry_id: object) -> bool:  # its line is among those waiting
         return any(r.get("id") == entry_id for r in self.waiting)
 
     def append_waiting(
@@ -341,6 +328,12 @@ class DailyLog:
                     self.waiting.extend(waiting[i + 1 :])
                     break
             self._keep_waiting()
+            redo, self.unrewritten, self.unrewritten_paths = self.unrewritten, {}, set()
+            if redo:  # the rewrites (a delete, an update) refused: now, as the memories are
+                again = {i: None if r is None else read(r) for i, r in redo.items()}
+                self._rewrite(again, [r for r in again.values() if r is not None])
+            if not self.waiting and not self.unrewritten:
+                self.refusals.worked()
         if written:
             log.info("daily log lines written late", lines=written, waiting=len(self.waiting))
         return written
@@ -448,6 +441,7 @@ class DailyLog:
     def _rewrite(
         self, changes: dict[int, dict[str, Any] | None], records: list[dict[str, Any]]
     ) -> list[Path]:
+        refused = len(self.unrewritten_paths), self._refusals_seen
         folder = self.folder()
         try:
             self._check_inside(folder)
@@ -472,13 +466,15 @@ class DailyLog:
                 hit = self._rewrite_file(path, changes, changed)
                 pending.difference_update(hit)
                 # a sync tool's conflict copy beside a file holding the lines holds them too
-                for sibling in _siblings(path) if hit else ():
+                for sibling in siblings(path) if hit else ():
                     if sibling not in done:
                         done.add(sibling)
                         self._rewrite_file(sibling, changes, changed)
             for path in self._marked(set(changes)):
                 if path not in done:
                     self._rewrite_file(path, changes, changed)
+            if (len(self.unrewritten_paths), self._refusals_seen) != refused:
+                self.unrewritten.update(changes)  # tried again with the waiting lines
         return changed
 
     def _rewrite_file(
@@ -508,6 +504,10 @@ class DailyLog:
                 replace_text(path, "".join(lines), encoding)
             except OSError as exc:
                 log.error("daily log rewrite failed", path=str(path), error=str(exc))
+                if exc.errno in oserrors.PASSING:  # a full disk: done again once it has room
+                    self.unrewritten_paths.add(path)
+                    self._refusals_seen += 1
+                    self.refusals.refused(f"{path}: {exc.strerror or exc}")
                 return hit
             changed.append(path)
         return hit

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import re
 import stat
 from pathlib import Path
 
 from memoryd.core.fsutil import atomic_write, write_all
+from memoryd.core.logsetup import get_logger
 from memoryd.text import decoding
+
+log = get_logger("memoryd.memory.dailylog")
 
 LINE_ENDS = re.compile(r"(\r\n|\r|\n)")
 
@@ -103,3 +107,53 @@ def append_line(path: Path, line: str, header: str) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def save_ids(path: Path, ids: list[int]) -> None:
+    """The ids of the memories whose daily log lines wait, kept in `path` for the next start
+    (removed when there are none). The same disk may be full: a failure is logged, the lines
+    wait in memory still."""
+    try:
+        if not ids:
+            path.unlink(missing_ok=True)
+        else:
+            atomic_write(path, json.dumps({"ids": ids}).encode(), 0o600)
+    except OSError as exc:
+        log.warning("daily log lines waiting not saved", error=str(exc))
+
+
+def load_ids(path: Path | None) -> list[int]:
+    """save_ids' ids ([] when there is no such file, or it cannot be read)."""
+    if path is None or not path.is_file():
+        return []
+    try:
+        ids = json.loads(path.read_text())["ids"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("daily log lines waiting not read", error=str(exc))
+        return []
+    found = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+    log.info("daily log lines waiting from before the restart", lines=len(found))
+    return found
+
+
+def siblings(path: Path) -> list[Path]:
+    """The .md files beside `path` whose names hold its stem: the copies sync tools and file
+    managers make (Dropbox's `2026-11-26 (conflicted copy).md`, Syncthing's
+    `2026-11-26.sync-conflict-20261126-101500-ABCDEFG.md`, `2026-11-26 (1).md`, iCloud's
+    `2026-11-26 2.md`, Windows' `2026-11-26 - Copy.md`, `Copy of 2026-11-26.md`), without
+    reading every file of the folder."""
+    try:
+        names = sorted(os.listdir(path.parent))
+    except OSError:
+        return []
+    return [
+        path.parent / n for n in names if n != path.name and path.stem in n and n.endswith(".md")
+    ]
+
+
+def relpath(path: Path, root: Path) -> str:
+    """`path` under `root` as a workspace path (posix), else as it is."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)

@@ -178,7 +178,10 @@ class App:
             on_updated=[lambda rec: self._log_rewritten(self.dailylog.rewrite(rec))],
             on_removed=[lambda recs: self._log_rewritten(self.dailylog.forget(recs))],
             on_imported=[self._log_read_again],
-            copies_since=lambda since: checkpoints.copies_since(cfg.data_dir, since),
+            copies_since=lambda since: [
+                *checkpoints.copies_since(cfg.data_dir, since),
+                *self.dailylog.unforgotten(),  # a full disk refused its rewrite: done later
+            ],
             secrets_mode=cfg.secrets.mode,
             temporary_ttl=cfg.lifecycle.temporary_ttl,
             near_duplicates=self.near_duplicates,
@@ -504,7 +507,7 @@ class App:
             self.watcher.stop()
         self.embedder.stop()
         self.model.close()
-        if self.dailylog.waiting:  # a last try; the rest wait for the next start (waiting_file)
+        if self.dailylog.waiting or self.dailylog.unrewritten:  # a last try (waiting_file)
             self.dailylog.append_waiting()
         self.searcher.close()
         self.fuzzy.close()

@@ -188,10 +188,9 @@ class Daemon:
                 logsetup.reopen_if_moved()
                 if self.server is not None:
                     await self.server.relisten_if_removed()
-                if self.app is not None and self.app.dailylog.waiting:  # the disk may take them
-                    await asyncio.get_running_loop().run_in_executor(
-                        None, self.app.dailylog.append_waiting
-                    )
+                log_ = self.app.dailylog if self.app is not None else None
+                if log_ is not None and (log_.waiting or log_.unrewritten):  # room again?
+                    await asyncio.get_running_loop().run_in_executor(None, log_.append_waiting)
             except Exception:  # never the end of the daemon
                 log.exception("socket or log file check failed")
 

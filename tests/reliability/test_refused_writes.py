@@ -481,3 +481,35 @@ def test_a_start_on_a_disk_without_inodes_names_the_path(
         assert "df -i" in said
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=20)
+
+
+def test_a_delete_whose_log_rewrite_the_disk_refuses_says_so_and_forgets_later(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forget means forget, a full disk or not: the delete answered `deleted` and exit 0 while
+    the text stayed in the daily log for good. Now `still_in` names the log file, status says
+    so, and the line goes once the disk has room (the waiting lines' retry)."""
+    from memoryd.memory import dailylog
+
+    app = make_app(model=None)
+    kept = call(app, "add", content="a memory that stays")["id"]
+    gone = call(app, "add", content="a memory to forget on a full disk")["id"]
+
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    real = dailylog.replace_text
+    monkeypatch.setattr(dailylog, "replace_text", full)
+    answer = call(app, "delete", id=gone)
+    assert answer["deleted"] is True
+    logs = [c for c in answer["still_in"] if c["kind"] == "daily_log"]
+    assert [c["name"] for c in logs] == [f"daily/{Path(logs[0]['path']).name}"]
+    assert any("to forget on a full disk" in line for line in _log_lines(app))
+    status = call(app, "status")
+    assert "No space left on device" in status["daily_log"]["refused"]["error"]
+    monkeypatch.setattr(dailylog, "replace_text", real)  # room again: the daemon's next look
+    app.dailylog.append_waiting()
+    lines = _log_lines(app)
+    assert not any("to forget on a full disk" in line for line in lines)
+    assert any(f"<!-- m:{kept}:" in line for line in lines)
+    assert call(app, "status")["daily_log"] == {"waiting": 0, "refused": None}
