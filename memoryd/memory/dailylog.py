@@ -277,27 +277,29 @@ class DailyLog:
         return path
 
     def _wait(self, record: dict[str, Any]) -> None:
-        if len(self.waiting) < MAX_WAITING:
-            self.waiting.append(record)
-            self._keep_waiting()
-        else:
-            log.error("daily log line dropped: too many waiting", id=record.get("id"))
+        if len(self.waiting) >= MAX_WAITING:
+            return log.error("daily log line dropped: too many waiting", id=record.get("id"))
+        self.waiting.append(record)
+        self._keep_waiting()
 
     def _keep_waiting(self) -> None:
-        """The waiting lines' ids in `waiting_file` (data_dir), so that a restart (or a crash)
-        before the disk takes them still writes them (load_waiting); removed when none wait."""
+        """The ids of the waiting lines and rewrites in `waiting_file` (data_dir), so that a
+        restart (or a crash) before the disk takes them still does them (load_waiting)."""
         if self.waiting_file is not None:
-            save_ids(self.waiting_file, [int(r["id"]) for r in self.waiting])
+            ids = [int(r["id"]) for r in self.waiting]
+            save_ids(self.waiting_file, ids, sorted(self.unrewritten))
 
     def load_waiting(self) -> int:
-        """At start: the lines an earlier run could not write (waiting_file), each as
-        `current` reads its memory now, to be written when the disk takes them."""
+        """At start: what an earlier run could not write (waiting_file), each memory as
+        `current` reads it now (a rewrite of one gone since: its lines are forgotten)."""
+        ids, redo = load_ids(self.waiting_file)
         with self._queue:
-            for entry_id in load_ids(self.waiting_file):
+            for entry_id in ids:
                 record = self.current({"id": entry_id})
                 if record is not None and not self.is_waiting(entry_id):
                     self.waiting.append(record)
-        return len(self.waiting)
+            self.unrewritten.update({i: self.current({"id": i}) for i in redo})
+        return len(self.waiting) + len(self.unrewritten)
 
     def unforgotten(self) -> list[dict[str, Any]]:
         """The log files still holding lines of deleted memories, whose rewrite the system
@@ -312,10 +314,8 @@ class DailyLog:
     def append_waiting(
         self, current: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
     ) -> int:
-        """Write the lines that wait (in the order they were added), each as `current` (else
-        self.current) reads it now (None: deleted meanwhile, no line; updated: its new text);
-        stops at the first that the system refuses again, the rest waiting behind it. Returns
-        how many were written."""
+        """Write the waiting lines in order, each memory as `current` (else self.current) reads
+        it now (None: deleted, no line), to the first refused again; then the rewrites."""
         read = current or self.current
         written = 0
         with self._queue:
@@ -327,13 +327,13 @@ class DailyLog:
                 elif self.waiting:  # refused again: the rest wait behind it, in order
                     self.waiting.extend(waiting[i + 1 :])
                     break
-            self._keep_waiting()
             redo, self.unrewritten, self.unrewritten_paths = self.unrewritten, {}, set()
             if redo:  # the rewrites (a delete, an update) refused: now, as the memories are
                 again = {i: None if r is None else read(r) for i, r in redo.items()}
                 self._rewrite(again, [r for r in again.values() if r is not None])
             if not self.waiting and not self.unrewritten:
                 self.refusals.worked()
+            self._keep_waiting()
         if written:
             log.info("daily log lines written late", lines=written, waiting=len(self.waiting))
         return written
@@ -475,6 +475,7 @@ class DailyLog:
                     self._rewrite_file(path, changes, changed)
             if (len(self.unrewritten_paths), self._refusals_seen) != refused:
                 self.unrewritten.update(changes)  # tried again with the waiting lines
+                self._keep_waiting()
         return changed
 
     def _rewrite_file(

@@ -109,31 +109,33 @@ def append_line(path: Path, line: str, header: str) -> None:
         os.close(fd)
 
 
-def save_ids(path: Path, ids: list[int]) -> None:
-    """The ids of the memories whose daily log lines wait, kept in `path` for the next start
-    (removed when there are none). The same disk may be full: a failure is logged, the lines
-    wait in memory still."""
+def save_ids(path: Path, ids: list[int], rewrite: list[int]) -> None:
+    """The ids of the memories whose daily log lines wait, and of those whose rewrite (a
+    delete, an update) waits, kept in `path` for the next start (removed when there are none).
+    The same disk may be full: a failure is logged, they wait in memory still."""
     try:
-        if not ids:
+        if not ids and not rewrite:
             path.unlink(missing_ok=True)
         else:
-            atomic_write(path, json.dumps({"ids": ids}).encode(), 0o600)
+            atomic_write(path, json.dumps({"ids": ids, "rewrite": rewrite}).encode(), 0o600)
     except OSError as exc:
         log.warning("daily log lines waiting not saved", error=str(exc))
 
 
-def load_ids(path: Path | None) -> list[int]:
-    """save_ids' ids ([] when there is no such file, or it cannot be read)."""
+def load_ids(path: Path | None) -> tuple[list[int], list[int]]:
+    """save_ids' two lists (empty when there is no such file, or it cannot be read)."""
     if path is None or not path.is_file():
-        return []
+        return [], []
     try:
-        ids = json.loads(path.read_text())["ids"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        data = json.loads(path.read_text())
+        ids, rewrite = data["ids"], data.get("rewrite", [])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         log.warning("daily log lines waiting not read", error=str(exc))
-        return []
+        return [], []
     found = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
-    log.info("daily log lines waiting from before the restart", lines=len(found))
-    return found
+    redo = [i for i in rewrite if isinstance(i, int) and not isinstance(i, bool)]
+    log.info("daily log lines waiting from before the restart", lines=len(found), redo=len(redo))
+    return found, redo
 
 
 def siblings(path: Path) -> list[Path]:

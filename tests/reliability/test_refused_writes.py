@@ -513,3 +513,34 @@ def test_a_delete_whose_log_rewrite_the_disk_refuses_says_so_and_forgets_later(
     assert not any("to forget on a full disk" in line for line in lines)
     assert any(f"<!-- m:{kept}:" in line for line in lines)
     assert call(app, "status")["daily_log"] == {"waiting": 0, "refused": None}
+
+
+def test_a_refused_forget_outlives_a_restart(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The delete's log rewrite that a full disk refused is still done after a stop (or a
+    crash) before the disk had room: its id is kept in dailylog-waiting.json."""
+    from memoryd.memory import dailylog
+    from tests.conftest import DEADLINE_S, wait_for
+
+    app = make_app(model=None)
+    gone = call(app, "add", content="forgotten across a restart")["id"]
+
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    real = dailylog.replace_text
+    monkeypatch.setattr(dailylog, "replace_text", full)
+    call(app, "delete", id=gone)
+    app.close()  # its last try is refused too
+    monkeypatch.setattr(dailylog, "replace_text", real)
+    assert (Path(app.cfg.data_dir) / "dailylog-waiting.json").is_file()
+    assert any("forgotten across a restart" in line for line in _log_lines(app))
+    again = make_app(model=None)
+    again.start(jobs=False)
+    assert again.ready.wait(DEADLINE_S)
+    wait_for(
+        lambda: not any("forgotten across a restart" in line for line in _log_lines(again)),
+        timeout=DEADLINE_S,
+    )
+    assert not (Path(app.cfg.data_dir) / "dailylog-waiting.json").exists()
