@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -214,9 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     daemon = args.command == "run"
     try:
-        status = int(args.func(args) or 0)
-        sys.stdout.flush()  # here, not at exit: a full disk under `> FILE` is said below
-        return status
+        return int(args.func(args) or 0)
     except MemorydError as exc:  # ConfigError, StoreTooNew: what no restart can fix (2)
         status = exc.exit_status
         if status == EXIT_CONFIG:  # the launchd agent asks for 0: launchd restarts all else
@@ -224,10 +221,6 @@ def main(argv: list[str] | None = None) -> int:
         prefix = "configuration error: " if isinstance(exc, ConfigError) else ""
         return _fail(daemon, prefix + exc.message, status)
     except OSError as exc:  # a folder or file memoryd needs cannot be used: say which, no traceback
-        if exc.filename is None and not daemon:  # its output (`config show > FILE`, a full disk)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            said = exc.strerror or str(exc)
-            return _fail(False, f"cannot write the output (stdout): {said}", EXIT_START)
         setting = getattr(exc, "setting", None)  # the path setting it was about (daemon.run)
         where = f"{setting}: " if setting else ""
         return _fail(daemon, f"cannot start: {where}{describe_os_error(exc)}", EXIT_START)

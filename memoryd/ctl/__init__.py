@@ -155,30 +155,15 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     args.json = getattr(args, "json", False)
     try:
-        status = run(cmd, args)
-        sys.stdout.flush()  # here, not at exit: a full disk under `> FILE` is said below
-        return status
+        return run(cmd, args)
     except BrokenPipeError:  # stdout closed early (`memoryctl list | head`): not an error
-        _drop_stdout()
-        return EXIT_OK
-    except OSError as exc:  # stdout refused: `> FILE` on a full disk, /dev/full, a quota
-        if exc.filename is not None:
-            raise
-        _drop_stdout()
-        from memoryd.ctl.output import refused_output
+        import os
 
-        print(f"memoryctl: {refused_output(exc)}", file=sys.stderr)
-        return EXIT_NOTHING_FOUND  # a failure (1): not a usage error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return 130
-
-
-def _drop_stdout() -> None:
-    """Whatever is left for stdout goes nowhere (the exit's flush would fail the same way)."""
-    import os
-
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def run(cmd: Any, args: Any) -> int:

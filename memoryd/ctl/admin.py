@@ -18,7 +18,6 @@ from memoryd.ctl.output import (
     print_jobs,
     print_rows,
     progress_parts,
-    refused_output,
     status_summary,
 )
 
@@ -215,6 +214,26 @@ def p_checkpoint_delete(a: Namespace) -> dict[str, Any]:
 def s_checkpoint_delete(res: dict[str, Any], a: Namespace) -> int:
     print(f"deleted {res.get('kind', 'checkpoint')} {res.get('deleted', a.name)}")
     return EXIT_OK
+
+
+def refused_output(exc: OSError, where: str) -> str:
+    """`cannot write FILE: No space left on device; free some space and run it again`: an
+    output file the system refused (`export -o`), with what to do (as the daemon's
+    core/oserrors.py says it)."""
+    import errno
+
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        fix = "free some space and run it again"
+    elif code == errno.EFBIG:
+        fix = "the file size limit is reached (ulimit -f): raise it and run it again"
+    elif code == errno.EROFS:
+        fix = "it is on a read-only file system: write elsewhere"
+    elif code in (errno.EACCES, errno.EPERM):
+        fix = "you may not write there: write elsewhere, or change its permissions"
+    else:
+        fix = "nothing more was written"
+    return f"cannot write {where}: {exc.strerror or exc}; {fix}"
 
 
 def write_private(path: str, data: str) -> None:

@@ -22,25 +22,6 @@ def emit_json(result: Any) -> int:
     return EXIT_OK
 
 
-def refused_output(exc: OSError, where: str = "the output (stdout)") -> str:
-    """`cannot write WHERE: No space left on device; free some space and run it again`: an
-    output the system refused, with what to do (as the daemon's core/oserrors.py says it)."""
-    import errno
-
-    code = exc.errno
-    if code in (errno.ENOSPC, errno.EDQUOT):
-        fix = "free some space and run it again"
-    elif code == errno.EFBIG:
-        fix = "the file size limit is reached (ulimit -f): raise it and run it again"
-    elif code == errno.EROFS:
-        fix = "it is on a read-only file system: write elsewhere"
-    elif code in (errno.EACCES, errno.EPERM):
-        fix = "you may not write there: write elsewhere, or change its permissions"
-    else:
-        fix = "nothing more was written"
-    return f"cannot write {where}: {exc.strerror or exc}; {fix}"
-
-
 def use_color() -> bool:
     return sys.stdout.isatty() and not fsenv.environ().get("NO_COLOR")
 
