@@ -90,6 +90,23 @@ def vacuum_into(con: apsw.Connection, target: Path) -> None:
         os.umask(old)
 
 
+def copy_before_upgrade(con: apsw.Connection, backup: Path, db_path: Path) -> None:
+    """vacuum_into for the copy an upgrade makes first: nothing is migrated without it, and a
+    copy the disk has no room for says the database is unchanged and what the copy needs."""
+    try:
+        vacuum_into(con, backup)
+    except (*REFUSED, OSError) as exc:
+        err = (
+            refusal(exc, con, backup)
+            if isinstance(exc, apsw.Error)
+            else oserrors.refused(exc, backup)
+        )
+        raise type(err)(
+            f"the database was not upgraded (it is unchanged): the copy kept before an "
+            f"upgrade needs about {db_path.stat().st_size} bytes. {err.message}"
+        ) from None
+
+
 def damaged(path: Path, exc: BaseException) -> str:
     """What to do about a database file SQLite cannot read: where the newest copy is."""
     copies = [

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import apsw
 
-from memoryd.core import oserrors
 from memoryd.core.errors import StoreError, StoreTooNew
 from memoryd.core.logsetup import get_logger
 from memoryd.store import db, entities, entitypairs, notetext, tables, tokenizer
@@ -529,18 +528,7 @@ def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
         # it lacks; the copy replaces it only complete (db.vacuum_into)
         backup = backup_path(db_path, current + 1)
         replaced = backup.exists()
-        try:
-            db.vacuum_into(con, backup)
-        except (*db.REFUSED, OSError) as exc:  # nothing is migrated without its copy
-            err = (
-                db.refusal(exc, con, backup)
-                if isinstance(exc, apsw.Error)
-                else oserrors.refused(exc, backup)
-            )
-            raise type(err)(
-                f"the database was not upgraded (it is unchanged): the copy kept before an "
-                f"upgrade needs about {db_path.stat().st_size} bytes. {err.message}"
-            ) from None
+        db.copy_before_upgrade(con, backup, db_path)
         log.info("migration snapshot", path=str(backup), replaced=replaced)
     # Steps may rebuild a table (m003): foreign key actions must not fire while they do. The
     # pragma is a no-op inside a transaction, so it is switched around the steps.
