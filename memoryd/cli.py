@@ -320,7 +320,7 @@ def describe_os_error(exc: OSError) -> str:
     if exc.errno in (errno.EEXIST, errno.ENOTDIR):
         return f"{where} is not a folder (a file is in the way)"
     if exc.errno == errno.ENOSPC:
-        return f"no space left on the device holding {where}"
+        return f"no space left on the device holding {where} (or no inodes left: df -i)"
     return f"{where}: {exc.strerror or exc}"
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import rpc, wait_for
 
-from memoryd.core.errors import Conflict, InvalidInput, NotFound, Refused, TooLarge
+from memoryd.core.errors import Conflict, DiskFull, InvalidInput, NotFound, Refused, TooLarge
 from memoryd.notes.notes import normalize, sha256_bytes
 from memoryd.search.searcher import SearchRequest
 from memoryd.serve import methods as api
@@ -248,7 +248,7 @@ def test_a_failed_write_leaves_the_old_note_and_no_temp_file(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", broken_fsync)
-    with pytest.raises(Refused, match="No space left on device"):
+    with pytest.raises(DiskFull, match="No space left on device"):  # as the store's full disk
         app.notes.write("keep.md", "the new text\n")
     monkeypatch.undo()
     assert (app.cfg.workspace / "keep.md").read_text() == "the old text\n"

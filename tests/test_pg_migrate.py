@@ -221,6 +221,36 @@ def test_dry_run_and_a_count_mismatch_write_nothing(
     assert storemigrate.migrate(cfg, dsn=pg_dsn)["target"]["memories"] == 2  # re-run works
 
 
+def test_a_full_server_disk_is_disk_full_and_writes_nothing(make_app: Any) -> None:
+    """The server's own SQLSTATE 53100 (raised by a trigger, as a full disk raises it) is
+    -32013 saying what to do, as for every write without room (was -32012 "failed")."""
+    import pgserver
+    import psycopg
+    from conftest import settle
+
+    from memoryd.core.errors import DiskFull
+
+    dsn = pgserver.fresh_dsn("full", migrated=True)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as con:
+            con.execute(
+                "CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "RAISE EXCEPTION 'could not extend file: No space left on device' "
+                "USING ERRCODE = 'disk_full'; END $$; "
+                "CREATE TRIGGER full_disk BEFORE INSERT ON all_entries "
+                "FOR EACH ROW EXECUTE FUNCTION full_disk()"
+            )
+        cfg, _ = _sqlite_store(make_app, settle)
+        with pytest.raises(DiskFull, match=r"server's disk is full.*nothing was written"):
+            storemigrate.migrate(cfg, dsn=dsn)
+        assert sum(_pg_counts(dsn).values()) == 0
+        with psycopg.connect(dsn, autocommit=True) as con:
+            con.execute("DROP TRIGGER full_disk ON all_entries; DROP FUNCTION full_disk()")
+        assert storemigrate.migrate(cfg, dsn=dsn)["target"]["memories"] == 2  # room again
+    finally:
+        pgserver.release(dsn)
+
+
 def test_refused_while_a_daemon_holds_the_store(make_app: Any, pg_dsn: str) -> None:
     from conftest import settle
 

@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 import pytest
 
-from memoryd.core.errors import DiskFull, InvalidInput, NotFound, Refused, TooLarge
+from memoryd.core.errors import DiskFull, InvalidInput, NotFound, Refused, StoreError, TooLarge
 from memoryd.search.request import SearchRequest
 from memoryd.serve import methods as api
 from memoryd.store import SqliteStore
@@ -334,8 +334,10 @@ def test_failed_commit_is_rolled_back_and_later_writes_work(make_app: Any) -> No
         raise apsw.IOError("injected: commit failed")
 
     app.store._commit = broken
-    with pytest.raises(apsw.IOError):
+    with pytest.raises(StoreError) as err:  # the client's store error, not an internal one
         app.memories.add("lost in a failed commit")
+    assert "injected: commit failed" in err.value.message
+    assert "nothing was written" in err.value.message
     app.store._commit = real
     mid = app.memories.add("written after the failure").id
     assert app.memories.get(mid)["content"] == "written after the failure"

@@ -149,6 +149,11 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     dfd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         atomic_write_at(dfd, path.name, data, mode)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        # a write on a descriptor (a full disk) names no file: name it for the message
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     finally:
         os.close(dfd)
 

@@ -231,6 +231,26 @@ def s_checkpoint_delete(res: dict[str, Any], a: Namespace) -> int:
     return EXIT_OK
 
 
+def refused_output(exc: OSError, where: str) -> str:
+    """`cannot write FILE: No space left on device; free some space and run it again`: an
+    output file the system refused (`export -o`), with what to do (as the daemon's
+    core/oserrors.py says it)."""
+    import errno
+
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        fix = "free some space and run it again"
+    elif code == errno.EFBIG:
+        fix = "the file size limit is reached (ulimit -f): raise it and run it again"
+    elif code == errno.EROFS:
+        fix = "it is on a read-only file system: write elsewhere"
+    elif code in (errno.EACCES, errno.EPERM):
+        fix = "you may not write there: write elsewhere, or change its permissions"
+    else:
+        fix = "nothing more was written"
+    return f"cannot write {where}: {exc.strerror or exc}; {fix}"
+
+
 def write_private(path: str, data: str) -> None:
     """Write a file only its owner can read (exports hold every memory), atomically: a
     temporary file beside it (0600) is synced and renamed over it, so an interrupted export
@@ -248,7 +268,7 @@ def write_private(path: str, data: str) -> None:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(data)
         except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+            raise UsageError(refused_output(exc, path)) from None
         return
     folder = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
@@ -265,7 +285,7 @@ def write_private(path: str, data: str) -> None:
             raise
         os.replace(tmp, path)
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise UsageError(refused_output(exc, path)) from None
 
 
 def r_export(c: Client, a: Namespace) -> int:

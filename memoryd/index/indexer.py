@@ -7,8 +7,7 @@ hashes, their vectors) under the new path. Odd files (too large, unreadable, sym
 symlinks leading out of the workspace, names that are not UTF-8, vanishing mid-read) are skipped
 with one log line each; text in UTF-16/32 with a byte order mark is decoded, bytes that are not
 UTF-8 are read as Windows-1252; a file that would make more than `max_chunks_per_file` chunks
-keeps its first ones. Nothing here raises for a bad file.
-"""
+keeps its first ones. Nothing here raises for a bad file."""
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core.errors import InvalidInput, describe
+from memoryd.core.errors import InvalidInput, MemorydError, describe
 from memoryd.core.fsutil import as_on_disk, is_dir, resolved, within
 from memoryd.core.logsetup import get_logger
 from memoryd.index import folders
@@ -406,8 +405,9 @@ class Indexer:
                 log.info("file vanished while reading", path=state.path)
             except Skip as exc:
                 self._skip(state.path, exc, report)
-            except Exception as exc:  # one bad file never stops the rest
-                log.exception("indexing failed", path=state.path)
+            except Exception as exc:  # one bad file never stops the rest; a refusal: no traceback
+                bug = not isinstance(exc, MemorydError)  # (a full disk is said in one line)
+                log.error("indexing failed", path=state.path, error=str(exc), exc_info=bug)
                 report.errors.append(f"{state.path}: {exc}")
             if progress is not None:
                 progress(n, total)

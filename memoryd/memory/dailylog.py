@@ -16,6 +16,9 @@ No feedback loop, by design:
   file (O_APPEND, one write per line), so they cannot clobber an edit made between two appends,
   and whatever an editor that rewrites the file leaves behind is what the next index sees.
   Blanked lines keep their place, so chunk line numbers stay true.
+  An append is all or nothing (memory/logfile.py: a line a full disk cut short is taken back);
+  a line the system refuses waits, with every later one behind it, and is written by itself
+  once the disk takes it (the add's answer and `status` say so meanwhile).
   A person's editor decides the file's form, and an append follows it: a last line saved
   without a line end gets one first (the memory's line never joins the person's, where a
   delete would take their text with it), CRLF or CR files get CRLF or CR, and a UTF-16/32 file
@@ -45,7 +48,6 @@ import errno
 import hashlib
 import os
 import re
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -53,10 +55,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core.fsutil import SHARED_DIR, atomic_write, make_dirs, within
+from memoryd.core import oserrors
+from memoryd.core.fsutil import SHARED_DIR, make_dirs, within
 from memoryd.core.logsetup import get_logger
 from memoryd.core.timeutil import parse_time
-from memoryd.text import decoding, secretguard
+from memoryd.memory.logfile import (
+    LINE_ENDS,
+    append_line,
+    load_ids,
+    read_regular,
+    relpath,
+    replace_text,
+    save_ids,
+    siblings,
+)
+from memoryd.text import secretguard
 from memoryd.text.logmarkers import marker_ids
 
 log = get_logger("memoryd.memory.dailylog")
@@ -87,74 +100,11 @@ class DailyLogSettings(Protocol):
     def header(self) -> str: ...
 
 
-_LINE_ENDS = re.compile(r"(\r\n|\r|\n)")
-
-MAX_WAITING = 10_000  # lines kept for a workspace folder that is gone; the memories are stored
-
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
-def _open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
-    """A descriptor of a regular file at `path`, never through a final symlink and never
-    blocking (a FIFO planted under a log file's name would hang an open without O_NONBLOCK);
-    OSError for anything else."""
-    fd = os.open(path, flags | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, mode)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _read_regular(path: Path) -> tuple[str, str]:
-    """(text, encoding) of a log file: UTF-16/32 as its byte order mark says (a person saved
-    it so: the markers are found all the same), else UTF-8 with every other byte kept as it
-    is, so a rewrite gives back the bytes it did not change."""
-    fd = _open_regular(path, os.O_RDONLY)
-    with os.fdopen(fd, "rb") as f:
-        data = f.read()
-    encoding, start = decoding.bom(data)
-    if encoding == "utf-8":  # a UTF-8 byte order mark stays in the text (U+FEFF), as it was
-        return data.decode("utf-8", errors="surrogateescape"), encoding
-    try:
-        return data[start:].decode(encoding), encoding
-    except UnicodeDecodeError as exc:  # rewriting it would spoil it further: left as it is
-        raise OSError(errno.EILSEQ, f"not valid {encoding}", str(path)) from exc
-
-
-def _atomic_write(path: Path, text: str, encoding: str = "utf-8") -> None:
-    """fsutil.atomic_write of the text in the file's encoding (with its byte order mark);
-    keeps the file's mode."""
-    mode = path.stat().st_mode & 0o777
-    if encoding == "utf-8":
-        data = text.encode("utf-8", errors="surrogateescape")
-    else:
-        data = ("\ufeff" + text).encode(encoding)
-    atomic_write(path, data, mode)
-
-
-def _ending(head: bytes, tail: bytes, size: int) -> tuple[str, str, str]:
-    """(encoding, separator, line end) for a line added to a file of `size` bytes that starts
-    with `head` and ends with `tail` (a few KiB, a few bytes): in the file's encoding (a UTF-16
-    file stays UTF-16), with its line end (CRLF after CRLF, CR after a lone CR: the last line's,
-    else the first line's), after a line end of its own when the last line has none (as many
-    editors save): otherwise the memory's line would join the person's last line, and
-    deleting the memory would take their text with it."""
-    encoding, mark = decoding.bom(head)
-
-    def ends(s: str) -> bool:
-        return tail.endswith(s.encode(encoding))
-
-    if ends("\n") or ends("\r"):
-        return encoding, "", "\r\n" if ends("\r\n") else "\r" if ends("\r") else "\n"
-    first = _LINE_ENDS.search(head[mark:].decode(encoding, errors="ignore"))
-    eol = first.group() if first else "\n"
-    return encoding, "" if size <= mark else eol, eol
+# the header is a line_format's placeholders but the date: the others are blank in it
+_NO_FIELDS = dict.fromkeys(
+    ("time", "id", "type", "content", "tags", "source", "importance", "namespace"), ""
+)
+MAX_WAITING = 10_000  # lines kept while the system refuses them; the memories are stored
 
 
 def _hash8(text: str) -> str:
@@ -213,21 +163,6 @@ def _rewritten(
     return lines, hit
 
 
-def _siblings(path: Path) -> list[Path]:
-    """The .md files beside `path` whose names hold its stem: the copies sync tools and file
-    managers make (Dropbox's `2026-11-26 (conflicted copy).md`, Syncthing's
-    `2026-11-26.sync-conflict-20261126-101500-ABCDEFG.md`, `2026-11-26 (1).md`, iCloud's
-    `2026-11-26 2.md`, Windows' `2026-11-26 - Copy.md`, `Copy of 2026-11-26.md`), without
-    reading every file of the folder."""
-    try:
-        names = sorted(os.listdir(path.parent))
-    except OSError:
-        return []
-    return [
-        path.parent / n for n in names if n != path.name and path.stem in n and n.endswith(".md")
-    ]
-
-
 class DailyLog:
     def __init__(
         self,
@@ -250,8 +185,18 @@ class DailyLog:
         # Held for every change of a log file; memoryd.notes.notes takes it too (App passes it), so
         # a note.append and a daily-log line never race on the same file.
         self.lock = threading.Lock()
-        # memories added while the workspace folder was gone (a drive not mounted), bounded
+        # memories whose line the system refused (a full disk, the workspace folder gone while
+        # a drive is not mounted), bounded; in order; under _queue. `current` reads a memory as
+        # stored now (App: None once deleted) when its line is written late
         self.waiting: list[dict[str, Any]] = []
+        self._queue = threading.RLock()
+        self.current: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda r: r
+        self.refusals = oserrors.Refusals("daily log")
+        self.waiting_file: Path | None = None  # App: <data_dir>/dailylog-waiting.json
+        # rewrites the system refused (id -> the memory, None: deleted) and their files
+        self.unrewritten: dict[int, dict[str, Any] | None] = {}
+        self.unrewritten_paths: set[Path] = set()
+        self._refusals_seen = 0
         # forget_gone (team: a database other daemons share): the logged ids stored at the
         # last look; each file's ids by its stat
         self.team = False
@@ -292,9 +237,21 @@ class DailyLog:
         return f"{body} <!-- m:{record['id']}:{_hash8(body)} -->"
 
     def append(self, record: dict[str, Any]) -> Path | None:
-        """Append one memory to the log of its local creation date. Never raises."""
+        """Append one memory to the log of its local creation date. Never raises. A line the
+        system refuses for a reason that passes (no room, a read-only file system, a
+        permission, the workspace folder gone: oserrors.PASSING) waits in `waiting`, and every
+        line after it waits behind it, in order; each new line, the daemon's look every 30 s
+        and the workspace folder's return write them (append_waiting)."""
         if not self.settings.enabled:
             return None
+        with self._queue:
+            if not self.waiting:
+                return self._append(record)
+            self._wait(record)
+            self.append_waiting()
+            return None if self.is_waiting(record["id"]) else self.path_for(self._when(record))
+
+    def _append(self, record: dict[str, Any]) -> Path | None:
         when = self._when(record)
         path = self.path_for(when)
         line = self.render(record, when)
@@ -305,46 +262,81 @@ class DailyLog:
                 self._check_inside(path.parent)
                 make_dirs(path.parent, SHARED_DIR)
                 self._check_inside(path.parent)
-                fd = _open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
-                try:
-                    size = os.fstat(fd).st_size
-                    head, tail = os.pread(fd, 4096, 0), os.pread(fd, 8, max(0, size - 8))
-                    encoding, sep, eol = _ending(head, tail, size)
-                    if size <= decoding.bom(head)[1]:  # empty, or only a byte order mark
-                        header = self.settings.header.format(
-                            date=f"{when:%Y-%m-%d}",
-                            time="",
-                            id="",
-                            type="",
-                            content="",
-                            tags="",
-                            source="",
-                            importance="",
-                            namespace="",
-                        )
-                        line = f"{header}{eol}{eol}{line}"
-                    os.write(fd, decoding.encode_like(sep + line + eol, encoding))
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                header = self.settings.header.format(date=f"{when:%Y-%m-%d}", **_NO_FIELDS)
+                append_line(path, line, header)
         except OSError as exc:
             log.error("daily log append failed", path=str(path), error=str(exc))
-            if not os.path.isdir(self.workspace) and len(self.waiting) < MAX_WAITING:
-                self.waiting.append(record)  # written when the workspace folder is back
+            if exc.errno in oserrors.PASSING:
+                where = self.workspace if exc.errno == errno.ENOENT else path
+                self.refusals.refused(f"{where}: {exc.strerror or exc}")
+                self._wait(record)
             return None
+        self.refusals.worked()
         if self.team:  # stored, and logged: see forget_gone
             self._stored_before.add(int(record["id"]))
         return path
 
+    def _wait(self, record: dict[str, Any]) -> None:
+        if len(self.waiting) >= MAX_WAITING:
+            return log.error("daily log line dropped: too many waiting", id=record.get("id"))
+        self.waiting.append(record)
+        self._keep_waiting()
+
+    def _keep_waiting(self) -> None:
+        """The ids of the waiting lines and rewrites in `waiting_file` (data_dir), so that a
+        restart (or a crash) before the disk takes them still does them (load_waiting)."""
+        if self.waiting_file is not None:
+            ids = [int(r["id"]) for r in self.waiting]
+            save_ids(self.waiting_file, ids, sorted(self.unrewritten))
+
+    def load_waiting(self) -> int:
+        """At start: what an earlier run could not write (waiting_file), each memory as
+        `current` reads it now (a rewrite of one gone since: its lines are forgotten)."""
+        ids, redo = load_ids(self.waiting_file)
+        with self._queue:
+            for entry_id in ids:
+                record = self.current({"id": entry_id})
+                if record is not None and not self.is_waiting(entry_id):
+                    self.waiting.append(record)
+            self.unrewritten.update({i: self.current({"id": i}) for i in redo})
+        return len(self.waiting) + len(self.unrewritten)
+
+    def unforgotten(self) -> list[dict[str, Any]]:
+        """The log files still holding lines of deleted memories, whose rewrite the system
+        refused (a full disk): `still_in` of a delete; rewritten with the waiting lines."""
+        ws, forgets = self.workspace, any(r is None for r in self.unrewritten.values())
+        paths = sorted(self.unrewritten_paths) if forgets else []
+        return [{"kind": "daily_log", "name": relpath(p, ws), "path": str(p)} for p in paths]
+
+    def is_waiting(self, entry_id: object) -> bool:  # its line is among those waiting
+        return any(r.get("id") == entry_id for r in self.waiting)
+
     def append_waiting(
-        self, current: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda r: r
+        self, current: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
     ) -> int:
-        """The lines of the memories added while the workspace folder was gone, now it is
-        back (in the order they were added), each as `current` reads it now (None: deleted
-        meanwhile, no line; updated: its new text); returns how many were written."""
-        waiting, self.waiting = self.waiting, []
-        now = (current(record) for record in waiting)
-        return sum(self.append(record) is not None for record in now if record is not None)
+        """Write the waiting lines in order, each memory as `current` (else self.current) reads
+        it now (None: deleted, no line), to the first refused again; then the rewrites."""
+        read = current or self.current
+        written = 0
+        with self._queue:
+            waiting, self.waiting = self.waiting, []
+            for i, record in enumerate(waiting):
+                now = read(record)
+                if now is not None and self._append(now) is not None:
+                    written += 1
+                elif self.waiting:  # refused again: the rest wait behind it, in order
+                    self.waiting.extend(waiting[i + 1 :])
+                    break
+            redo, self.unrewritten, self.unrewritten_paths = self.unrewritten, {}, set()
+            if redo:  # the rewrites (a delete, an update) refused: now, as the memories are
+                again = {i: None if r is None else read(r) for i, r in redo.items()}
+                self._rewrite(again, [r for r in again.values() if r is not None])
+            if not self.waiting and not self.unrewritten:
+                self.refusals.worked()
+            self._keep_waiting()
+        if written:
+            log.info("daily log lines written late", lines=written, waiting=len(self.waiting))
+        return written
 
     def _check_inside(self, folder: Path) -> None:
         """The log's folder must resolve inside the workspace: a symlinked `daily/` (or year
@@ -421,7 +413,7 @@ class DailyLog:
             try:
                 self._check_inside(path.parent)
                 if before is None:
-                    ids = marker_ids(_read_regular(path)[0])
+                    ids = marker_ids(read_regular(path)[0])
                 else:
                     st = path.lstat()
                     key = (st.st_mtime_ns, st.st_size)
@@ -429,7 +421,7 @@ class DailyLog:
                     ids = (
                         cached[1]
                         if cached and cached[0] == key
-                        else marker_ids(_read_regular(path)[0])
+                        else marker_ids(read_regular(path)[0])
                     )
                     if seen is not None:
                         seen[path] = (key, ids)
@@ -449,6 +441,7 @@ class DailyLog:
     def _rewrite(
         self, changes: dict[int, dict[str, Any] | None], records: list[dict[str, Any]]
     ) -> list[Path]:
+        refused = len(self.unrewritten_paths), self._refusals_seen
         folder = self.folder()
         try:
             self._check_inside(folder)
@@ -473,13 +466,16 @@ class DailyLog:
                 hit = self._rewrite_file(path, changes, changed)
                 pending.difference_update(hit)
                 # a sync tool's conflict copy beside a file holding the lines holds them too
-                for sibling in _siblings(path) if hit else ():
+                for sibling in siblings(path) if hit else ():
                     if sibling not in done:
                         done.add(sibling)
                         self._rewrite_file(sibling, changes, changed)
             for path in self._marked(set(changes)):
                 if path not in done:
                     self._rewrite_file(path, changes, changed)
+            if (len(self.unrewritten_paths), self._refusals_seen) != refused:
+                self.unrewritten.update(changes)  # tried again with the waiting lines
+                self._keep_waiting()
         return changed
 
     def _rewrite_file(
@@ -498,7 +494,7 @@ class DailyLog:
         markers, in its encoding; `changed` gets the path when it was written."""
         try:
             self._check_inside(path.parent)
-            text, encoding = _read_regular(path)
+            text, encoding = read_regular(path)
         except OSError:  # gone, a symlink, a FIFO, outside: not a log file to rewrite
             return set()
         if "<!-- m:" not in text:
@@ -506,9 +502,13 @@ class DailyLog:
         lines, hit = edit(text)
         if hit:
             try:
-                _atomic_write(path, "".join(lines), encoding)
+                replace_text(path, "".join(lines), encoding)
             except OSError as exc:
                 log.error("daily log rewrite failed", path=str(path), error=str(exc))
+                if exc.errno in oserrors.PASSING:  # a full disk: done again once it has room
+                    self.unrewritten_paths.add(path)
+                    self._refusals_seen += 1
+                    self.refusals.refused(f"{path}: {exc.strerror or exc}")
                 return hit
             changed.append(path)
         return hit
@@ -558,7 +558,7 @@ class DailyLog:
         header = self._header_pattern()
         # lines and their ends alternate; every line end counts, as the indexer counts them (a
         # file saved with CR-only line ends is not one long line whose marker is nobody's)
-        parts = _LINE_ENDS.split(text)
+        parts = LINE_ENDS.split(text)
         own: dict[int, int] = {}  # index in parts -> memory id
         for i in range(0, len(parts), 2):
             line = parts[i]

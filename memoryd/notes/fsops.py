@@ -15,7 +15,9 @@ import stat
 import time
 import unicodedata
 from collections.abc import Iterator
+from pathlib import Path
 
+from memoryd.core import oserrors
 from memoryd.core.errors import InvalidInput, Refused, describe
 from memoryd.core.fsutil import write_all
 from memoryd.core.logsetup import get_logger
@@ -238,10 +240,54 @@ def sha_now(dfd: int, name: str) -> str | None:
 
 @contextlib.contextmanager
 def os_errors(rel: str) -> Iterator[None]:
-    """A file system failure (disk full, name too long, permission) is the caller's answer, as
-    Refused with the system's reason, not an internal error; the old note is still in place."""
+    """A file system failure (name too long, permission) is the caller's answer, as Refused
+    with the system's reason, not an internal error; no room (a full disk, a quota, the file
+    size limit) is DiskFull, as for every write (core/oserrors.py). The old note is still in
+    place."""
     try:
         yield
     except OSError as exc:
         log.warning("note change failed", path=rel, error=str(exc))
+        if exc.errno in oserrors.NO_ROOM:
+            raise oserrors.refused(exc, rel) from None
         raise Refused(f"cannot change {rel}: {exc.strerror or exc}") from None
+
+
+def move_whole(src: str | os.PathLike[str], dst: Path, top: Path) -> None:
+    """shutil.move of a note (or folder) to `dst` under `top` (the trash's folder of this
+    second), whole or not at all: a copy across file systems that fails (the trash's disk full)
+    removes what it copied, and the folders it made that are left empty up to `top`, so no
+    empty or cut-short copy is left in the trash; the note stays where it was. Only the copy is
+    undone: once it is complete, a failure to remove the source leaves both."""
+    import shutil
+
+    try:
+        os.rename(src, dst)
+        return
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+    folder = os.path.isdir(src) and not os.path.islink(src)
+    try:
+        if folder:
+            shutil.copytree(src, dst, symlinks=True)
+        else:
+            shutil.copy2(src, dst, follow_symlinks=False)
+    except BaseException:
+        if os.path.isdir(dst) and not os.path.islink(dst):
+            shutil.rmtree(dst, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(dst)
+        here = dst.parent
+        while here == top or top in here.parents:  # (another deletion's files keep theirs)
+            try:
+                os.rmdir(here)
+            except OSError:
+                break
+            here = here.parent
+        raise
+    if folder:
+        shutil.rmtree(src)
+    else:
+        os.unlink(src)

@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat
 import threading
 import time
@@ -76,6 +75,7 @@ from memoryd.notes.fsops import (
     Changed,
     check_sha,
     guarded_replace,
+    move_whole,
     normalize,
     os_errors,
     sha_now,
@@ -505,7 +505,7 @@ class Notes:
             with self._lock, os_errors(rel):
                 if here:
                     make_dirs((target / rel).parent, PRIVATE_DIR)
-                    shutil.move(full, target / rel)
+                    move_whole(full, target / rel, target)
                 index = self._index(rel, full)
             log.info("note deleted", path=rel, trash=str(target / rel))
         return {

@@ -132,6 +132,10 @@ class App:
             elsewhere=self._marked_paths,
             known=lambda ids: self.store.read(lambda con: entries.memory_ids_among(con, ids)),
         )
+        self.dailylog.current = self._stored_memory  # a line written late: the memory now
+        self.dailylog.waiting_file = cfg.data_dir / "dailylog-waiting.json"  # across restarts
+        # files whose indexing a full disk refused are read once the store takes writes again
+        self.store.refusals.on_worked = lambda: self.reconcile_soon("the store takes writes again")
         self.indexer = Indexer(
             self.store,
             cfg.workspace,
@@ -174,7 +178,10 @@ class App:
             on_updated=[lambda rec: self._log_rewritten(self.dailylog.rewrite(rec))],
             on_removed=[lambda recs: self._log_rewritten(self.dailylog.forget(recs))],
             on_imported=[self._log_read_again],
-            copies_since=lambda since: checkpoints.copies_since(cfg.data_dir, since),
+            copies_since=lambda since: [
+                *checkpoints.copies_since(cfg.data_dir, since),
+                *self.dailylog.unforgotten(),  # a full disk refused its rewrite: done later
+            ],
             secrets_mode=cfg.secrets.mode,
             temporary_ttl=cfg.lifecycle.temporary_ttl,
             near_duplicates=self.near_duplicates,
@@ -345,6 +352,8 @@ class App:
                 self.start_watcher()
             self.workspace_guard.start()
             entity_typer.preload()  # the data files now, not a newer install's at the first add
+            if self.dailylog.load_waiting():  # lines an earlier run's full disk kept back
+                self.dailylog.append_waiting()
 
             def report(line: str) -> None:
                 if progress is not None:
@@ -395,13 +404,13 @@ class App:
         self.workspace_lock.take_again()
         self.watcher_error = None
         self.start_watcher()
-        self.dailylog.append_waiting(self._stored_memory)
+        self.dailylog.append_waiting()
         self.reconcile_soon("the workspace folder is back")
 
     def _stored_memory(self, record: dict[str, Any]) -> dict[str, Any] | None:
         """A memory as stored now (None once deleted): a daily-log line written late."""
         try:
-            return self.memories.get(int(record["id"]))
+            return self.memories.get(int(record["id"]), record_access=False)
         except MemorydError:
             return None
 
@@ -498,6 +507,8 @@ class App:
             self.watcher.stop()
         self.embedder.stop()
         self.model.close()
+        if self.dailylog.waiting or self.dailylog.unrewritten:  # a last try (waiting_file)
+            self.dailylog.append_waiting()
         self.searcher.close()
         self.fuzzy.close()
         self.store.close()

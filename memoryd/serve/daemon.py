@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import functools
 import os
 import signal
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core import logsetup, runtime
+from memoryd.core import logsetup, oserrors, runtime
 from memoryd.core.config import RELOADABLE, Config, diff, doubtful, load_config, unread_env
 from memoryd.core.errors import MemorydError
 from memoryd.core.fsutil import acquire_lock, process_umask
@@ -111,6 +112,7 @@ class Daemon:
 
     async def _main(self) -> int:
         loop = asyncio.get_running_loop()
+        loop.set_exception_handler(_loop_error)
         self._stop = asyncio.Event()
         self._install_signals(loop)
         cfg = self.cfg
@@ -177,7 +179,8 @@ class Daemon:
 
     async def _keep_paths(self, interval: float) -> None:
         # a socket file removed by a temp-folder cleaner is made again (Server.relisten_if_removed),
-        # and a log file rotated away is opened again at its name
+        # a log file rotated away is opened again at its name, and daily log lines the system
+        # refused are tried again
         while True:
             await asyncio.sleep(interval)
             try:
@@ -185,6 +188,9 @@ class Daemon:
                 logsetup.reopen_if_moved()
                 if self.server is not None:
                     await self.server.relisten_if_removed()
+                log_ = self.app.dailylog if self.app is not None else None
+                if log_ is not None and (log_.waiting or log_.unrewritten):  # room again?
+                    await asyncio.get_running_loop().run_in_executor(None, log_.append_waiting)
             except Exception:  # never the end of the daemon
                 log.exception("socket or log file check failed")
 
@@ -299,3 +305,14 @@ def _run(cfg: Config, page: Callable[[Config], PageHost] | None) -> int:
             socket=str(cfg.socket),
         )
     return Daemon(cfg, page=page(cfg) if page is not None else None).run()
+
+
+def _loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio's errors, except that the socket's accept at the open-file limit (which asyncio
+    retries a second later, the client waiting meanwhile) is one line saying what to do, not a
+    traceback each time."""
+    exc = context.get("exception")
+    if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+        log.error("new connections wait: too many open files", fix=oserrors.what_to_do(exc.errno))
+        return
+    loop.default_exception_handler(context)

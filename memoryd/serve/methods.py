@@ -153,12 +153,18 @@ ADD_PARAMS = set(ADD_FIELDS) | {"allow_secrets"}
 @method("add", ADD_PARAMS | {"skip_near_duplicates"})
 def add(app: App, params: dict[str, Any]) -> dict[str, Any]:
     added = app.memories.add(**params)
+    warnings = list(added.warnings)
+    if added.stored and app.dailylog.is_waiting(added.id):  # stored; its log line waits
+        warnings.append(
+            f"stored, but not in the daily log yet ({app.dailylog.refusals.error}); "
+            "the line is written there by itself once the disk takes it"
+        )
     return {
         "id": added.id,
         "duplicate": added.duplicate,
         "stored": added.stored,
         "memory": added.record,
-        "warnings": list(added.warnings),
+        "warnings": warnings,
         "near_duplicates": list(added.near_duplicates),
     }
 

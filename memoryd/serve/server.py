@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core import logsetup
+from memoryd.core import logsetup, oserrors
 from memoryd.core.errors import AlreadyRunning, MemorydError, TooLarge, Unavailable, describe
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
@@ -160,6 +160,9 @@ def bind_socket(path: Path) -> socket.socket:
     old = os.umask(0o177)  # born 0600: no window in which others could connect
     try:
         sock.bind(str(path))
+    except OSError as exc:  # a full inode table, a read-only folder: name the socket's path
+        sock.close()
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
@@ -496,6 +499,9 @@ class Server:
             )
         except Exception as exc:
             self.errors_total += 1
+            if (err := oserrors.client_error(exc)) is not None:  # the disk said no: not a bug
+                log.error("request refused by the system", method=name, error=err.message)
+                return None if notification else error_response(req_id, err.code, err.message)
             log.exception("request failed", method=name)
             return error_response(req_id, INTERNAL_ERROR, f"internal error: {exc}")
         finally:

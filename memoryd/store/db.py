@@ -11,6 +11,7 @@ any other way fails on entries_fts (and on any write to entries, through the tri
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -18,7 +19,8 @@ from typing import Any
 
 import apsw
 
-from memoryd.core.errors import StoreError
+from memoryd.core import oserrors
+from memoryd.core.errors import MemorydError, StoreError
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.store import tokenizer
 
@@ -88,6 +90,23 @@ def vacuum_into(con: apsw.Connection, target: Path) -> None:
         os.umask(old)
 
 
+def copy_before_upgrade(con: apsw.Connection, backup: Path, db_path: Path) -> None:
+    """vacuum_into for the copy an upgrade makes first: nothing is migrated without it, and a
+    copy the disk has no room for says the database is unchanged and what the copy needs."""
+    try:
+        vacuum_into(con, backup)
+    except (*REFUSED, OSError) as exc:
+        err = (
+            refusal(exc, con, backup)
+            if isinstance(exc, apsw.Error)
+            else oserrors.refused(exc, backup)
+        )
+        raise type(err)(
+            f"the database was not upgraded (it is unchanged): the copy kept before an "
+            f"upgrade needs about {db_path.stat().st_size} bytes. {err.message}"
+        ) from None
+
+
 def damaged(path: Path, exc: BaseException) -> str:
     """What to do about a database file SQLite cannot read: where the newest copy is."""
     copies = [
@@ -107,18 +126,46 @@ def damaged(path: Path, exc: BaseException) -> str:
     return f"{path} is not a readable SQLite database ({exc}): damaged, or not memoryd's; {fix}"
 
 
+# SQLite's errors of a write the system refused: the errno is the connection's system_errno
+REFUSED = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
+
+
+def refusal(exc: apsw.Error, con: apsw.Connection | None, where: Path) -> MemorydError:
+    """The client's error for a write SQLite could not make (oserrors: DiskFull when there is
+    no room, else StoreError), naming the file and what the system said."""
+    code = con.system_errno if con is not None else 0
+    if not code and isinstance(exc, apsw.FullError):
+        code = errno.ENOSPC  # (or the file's max_page_count: the same answer)
+    detail = f"{os.strerror(code)} (SQLite: {exc})" if code else f"SQLite: {exc}"
+    return oserrors.from_code(code or None, where, detail)
+
+
+def _why_not(path: Path | str, exc: apsw.Error) -> str:
+    """Why the file cannot be opened, as the system says it when it is opened (SQLite's
+    "unable to open database file" does not say): too many open files, a permission."""
+    try:
+        os.close(os.open(path, os.O_RDWR))
+    except OSError as why:
+        return f"cannot open database {path}: {why.strerror}; {oserrors.what_to_do(why.errno)}"
+    return f"cannot open database {path}: {exc}"
+
+
 def connect(path: Path | str, *, writer: bool) -> tuple[apsw.Connection, bool]:
     """Open one connection; returns (connection, whether sqlite-vec loaded)."""
     try:
         con = apsw.Connection(str(path))
     except apsw.Error as exc:
-        raise StoreError(f"cannot open database {path}: {exc}") from exc
+        raise StoreError(_why_not(path, exc)) from exc
     con.set_busy_timeout(BUSY_TIMEOUT_MS)
     try:  # reads the header and the schema: a damaged file says so here, not as a missing FTS5
         con.execute("SELECT count(*) FROM sqlite_master").fetchall()
     except (apsw.NotADBError, apsw.CorruptError) as exc:
         con.close()
         raise StoreError(damaged(Path(path), exc)) from exc
+    except REFUSED as exc:  # a WAL file's index (-shm) needs room even to read: a full disk
+        err = refusal(exc, con, Path(path))
+        con.close()
+        raise err from None
     tokenizer.register(con)
     vec = _load_vec(con)
     con.execute("PRAGMA foreign_keys = ON")

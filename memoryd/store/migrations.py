@@ -554,7 +554,7 @@ def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
         # it lacks; the copy replaces it only complete (db.vacuum_into)
         backup = backup_path(db_path, current + 1)
         replaced = backup.exists()
-        db.vacuum_into(con, backup)
+        db.copy_before_upgrade(con, backup, db_path)
         log.info("migration snapshot", path=str(backup), replaced=replaced)
     # Steps may rebuild a table (m003): foreign key actions must not fire while they do. The
     # pragma is a no-op inside a transaction, so it is switched around the steps.

@@ -238,6 +238,10 @@ def _copy(
             raw.rollback()
         else:
             raw.commit()
+    except psycopg.errors.DiskFull as exc:  # -32013, as for every write without room
+        from memoryd.store.pg.conn import disk_full
+
+        raise disk_full(exc) from None
     except psycopg.OperationalError as exc:
         raise StoreError(
             f"PostgreSQL failed during the copy ({_first_line(exc)}); nothing was written"

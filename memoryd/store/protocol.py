@@ -20,6 +20,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from memoryd.core.oserrors import Refusals
+
 T = TypeVar("T")
 Row = tuple[Any, ...]
 
@@ -93,6 +95,8 @@ class Store(Protocol):
     vec_enabled: bool
     shared: bool
     file_backed: bool
+    # writes the system refuses now (a full disk): status `store.writes_refused`, core/oserrors
+    refusals: Refusals
 
     def read(
         self,

@@ -8,7 +8,6 @@ index data (chunks of workspace files, vectors) commits with NORMAL.
 
 from __future__ import annotations
 
-import errno
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -18,7 +17,8 @@ from typing import Any, TypeVar
 
 import apsw
 
-from memoryd.core.errors import DiskFull, StoreError, StoreUnavailable
+from memoryd.core import oserrors
+from memoryd.core.errors import StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.store import db
 from memoryd.store.migrations import migrate
@@ -26,17 +26,10 @@ from memoryd.store.protocol import Connection, VectorIndex, one
 
 T = TypeVar("T")
 
-__all__ = ["SqliteStore", "disk_full"]
+__all__ = ["SqliteStore"]
 
 
 log = get_logger("memoryd.store")
-
-
-def disk_full(exc: BaseException) -> DiskFull:
-    return DiskFull(
-        f"the disk holding the database is full ({exc}); nothing was written. "
-        "Free some space and retry"
-    )
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -81,16 +74,21 @@ class SqliteStore:
         db.ensure_private_file(self.path)
         self._lock = threading.RLock()
         self._writer, self.vec_enabled = db.connect(self.path, writer=True)
-        # Deleted content is overwritten in the file, not left in free space: forget means forget.
-        self._writer.execute("PRAGMA secure_delete = ON")
-        migrate(self._writer, self.path)
-        _fts_secure_delete(self._writer)
+        try:
+            # Deleted content is overwritten in the file, not left in free space: forget means
+            # forget.
+            self._writer.execute("PRAGMA secure_delete = ON")
+            migrate(self._writer, self.path)
+            _fts_secure_delete(self._writer)
+        except db.REFUSED as exc:  # a full disk at start: said as every refused write is
+            raise db.refusal(exc, self._writer, self.path) from None
         self._local = threading.local()
         self._readers: list[apsw.Connection] = []
         self._readers_lock = threading.Lock()
         self._closed = False
         self._identity = _identity(self.path)  # the file the writer has open
         self._replaced_said = False
+        self.refusals = oserrors.Refusals("store")  # writes the system refuses (status)
 
     def replaced(self) -> str | None:
         """Why the file at `path` is no longer the database this store has open, or None.
@@ -148,8 +146,8 @@ class SqliteStore:
         con.execute("BEGIN")
         try:
             return fn(con)
-        except apsw.FullError as exc:
-            raise disk_full(exc) from None
+        except db.REFUSED as exc:
+            raise db.refusal(exc, con, self.path) from None
         finally:
             _end(con, "COMMIT")
 
@@ -183,8 +181,11 @@ class SqliteStore:
                     # roll it back, or every later write fails until a restart.
                     _end(con, "ROLLBACK")
                     raise
-            except apsw.FullError as exc:
-                raise disk_full(exc) from None
+                self.refusals.worked()
+            except db.REFUSED as exc:
+                err = db.refusal(exc, con, self.path)
+                self.refusals.refused(err.message)
+                raise err from None
             finally:
                 if durable:
                     con.execute("PRAGMA synchronous = NORMAL")
@@ -208,7 +209,12 @@ class SqliteStore:
     def info(self) -> dict[str, Any]:
         """The `store` section of status (PgStore's says more: server, pool, listener)."""
         why = self.replaced()
-        return {"backend": self.backend, "ok": why is None, "error": why}
+        return {
+            "backend": self.backend,
+            "ok": why is None,
+            "error": why,
+            "writes_refused": self.refusals.info(),
+        }
 
     def vector_index(self) -> VectorIndex | None:
         """None: the searcher keeps its vectors in memory (search/vecindex.py: VectorCache)."""
@@ -223,7 +229,10 @@ class SqliteStore:
         if mode not in {"PASSIVE", "FULL", "RESTART", "TRUNCATE"}:
             raise ValueError(mode)
         with self._lock:
-            row = one(self._writer.execute(f"PRAGMA wal_checkpoint({mode})"))
+            try:
+                row = one(self._writer.execute(f"PRAGMA wal_checkpoint({mode})"))
+            except db.REFUSED as exc:  # the database must grow to take the WAL's pages
+                raise db.refusal(exc, self._writer, self.path) from None
         return int(row[0]), int(row[1]), int(row[2])
 
     def quick_check(self) -> list[str]:
@@ -234,8 +243,11 @@ class SqliteStore:
 
     def optimize(self) -> None:
         with self._lock:
-            self._writer.execute("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
-            self._writer.execute("PRAGMA optimize")
+            try:
+                self._writer.execute("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
+                self._writer.execute("PRAGMA optimize")
+            except db.REFUSED as exc:
+                raise db.refusal(exc, self._writer, self.path) from None
 
     def backup_to(self, target: Path) -> None:
         """Online backup (VACUUM INTO): a consistent copy while the daemon runs, all or nothing
@@ -247,10 +259,10 @@ class SqliteStore:
                 db.vacuum_into(con, target)
             finally:
                 con.close()
-        except (apsw.FullError, OSError) as exc:
-            if isinstance(exc, apsw.FullError) or exc.errno == errno.ENOSPC:
-                raise disk_full(exc) from None
-            raise
+        except db.REFUSED as exc:
+            raise db.refusal(exc, None, target) from None
+        except OSError as exc:  # the folder, the rename
+            raise oserrors.refused(exc, target) from None
 
     def restore_from(self, source: Path) -> None:
         """Replace the whole database with `source` through SQLite's backup API, under the
@@ -261,8 +273,8 @@ class SqliteStore:
             with self._lock, self._writer.backup("main", src, "main") as backup:
                 while not backup.done:
                     backup.step(-1)
-        except apsw.FullError as exc:
-            raise disk_full(exc) from None
+        except db.REFUSED as exc:
+            raise db.refusal(exc, self._writer, self.path) from None
         finally:
             src.close()
 

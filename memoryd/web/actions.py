@@ -17,6 +17,7 @@ from typing import Any
 
 from memoryd.core.errors import (
     Conflict,
+    DiskFull,
     InvalidInput,
     MemorydError,
     NotFound,
@@ -120,6 +121,8 @@ def http_status(exc: MemorydError) -> int:
         return 403
     if isinstance(exc, Unavailable):
         return 503
+    if isinstance(exc, DiskFull):  # -32013: no room to write (Insufficient Storage)
+        return 507
     return 500
 
 

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from memoryd.core import oserrors
 from memoryd.core.config import Config
 from memoryd.core.errors import MemorydError, Unavailable
 from memoryd.core.logsetup import get_logger
@@ -247,6 +248,9 @@ class WebServer:
         except MemorydError as exc:
             return actions.error(exc)
         except Exception as exc:
+            if (err := oserrors.client_error(exc)) is not None:  # the disk said no: not a bug
+                log.error("web request refused by the system", path=req.path, error=err.message)
+                return actions.error(err)
             log.exception("web request failed", path=req.path)
             return Response.json({"error": {"message": f"internal error: {exc}"}}, 500)
         log.debug("web request", path=req.path, ms=round((time.perf_counter() - started) * 1e3, 2))

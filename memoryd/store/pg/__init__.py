@@ -32,12 +32,15 @@ import psycopg
 import psycopg_pool
 from pgvector.psycopg import register_vector
 
-from memoryd.core.errors import Refused, StoreError, StoreUnavailable
+from memoryd.core import oserrors
+from memoryd.core.errors import DiskFull, Refused, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.store.pg import claim, fts, notes, pool, schema, sqlfuncs  # noqa: F401
 from memoryd.store.pg.conn import (
     PgConnection,
+    commit,
     connection_lost,
+    disk_full,
     first_line,
     known_broken,
     lock_key,
@@ -106,6 +109,7 @@ class PgStore:
         self.listening = False  # the listener's connection is up (status)
         self.last_error: str | None = None  # the last "server unreachable" seen (status)
         self.down_since: float | None = None  # set while the server does not answer
+        self.refusals = oserrors.Refusals("store")  # the server's disk full (status)
         # per read scope (this workspace, "all"): what fts.py remembers between searches, and
         # what connmemo.PerVersion keeps under a read's snapshot (the scope is its owner)
         self._scopes: dict[str | None, _Scope] = {None: _Scope(), "all": _Scope()}
@@ -204,6 +208,8 @@ class PgStore:
             finally:
                 if kept is None or not kept():
                     self.pool.putconn(con)
+        except psycopg.errors.DiskFull as exc:
+            raise disk_full(exc) from None
         except psycopg.errors.QueryCanceled as exc:
             raise StoreError(
                 f"a statement ran longer than store.statement_timeout_ms "
@@ -364,24 +370,19 @@ class PgStore:
         begin = "BEGIN"
         if scope == "all":
             begin += "; SELECT set_config('memoryd.scope', 'all', true)"
-        with self._lock, self._first(begin) as (raw, _):
-            try:
-                memo = self._scopes["all" if scope == "all" else None].memo
-                yield PgConnection(raw, memo, SESSION_EF)
-            except BaseException:
-                rollback(raw)
-                raise
-            try:
-                raw.execute("COMMIT")
-            except psycopg.OperationalError as exc:
-                # The connection broke while committing: the server may or may not have
-                # committed. Say so; a retry is safe (the same memory added again is answered
-                # as a duplicate of the stored one).
-                raise StoreUnavailable(
-                    f"the connection to PostgreSQL broke while committing ({first_line(exc)}): "
-                    "the change may or may not be stored. Retrying is safe: the same memory "
-                    "added again is answered as a duplicate"
-                ) from None
+        try:
+            with self._lock, self._first(begin) as (raw, _):
+                try:
+                    memo = self._scopes["all" if scope == "all" else None].memo
+                    yield PgConnection(raw, memo, SESSION_EF)
+                except BaseException:
+                    rollback(raw)
+                    raise
+                commit(raw)
+        except DiskFull as err:
+            self.refusals.refused(err.message)
+            raise
+        self.refusals.worked()
 
     def run_write(
         self, fn: Callable[[Connection], T], *, durable: bool = False, scope: str | None = None
@@ -436,6 +437,7 @@ class PgStore:
             "schema_newer": newer,
             "workspace_id": self.settings.workspace_id,
             "down_since": self.down_since,
+            "writes_refused": self.refusals.info(),
             "pool": {
                 "size": stats.get("pool_size", 0),
                 "available": stats.get("pool_available", 0),

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import psycopg_pool
 
-from memoryd.core.errors import StoreUnavailable
+from memoryd.core.errors import DiskFull, StoreUnavailable
 from memoryd.store.dialect import POSTGRES as DIALECT
 
 
@@ -149,6 +149,33 @@ def rollback(raw: psycopg.Connection[Any]) -> None:
         return
     with suppress(psycopg.Error):
         raw.execute("ROLLBACK")
+
+
+def commit(raw: psycopg.Connection[Any]) -> None:
+    """COMMIT a write's transaction. The server's disk full (53100) is raised as it is (nothing
+    was committed: PgStore._connection makes it DiskFull); a connection that broke while
+    committing is StoreUnavailable, saying the change may or may not be stored."""
+    try:
+        raw.execute("COMMIT")
+    except psycopg.errors.DiskFull:
+        rollback(raw)
+        raise
+    except psycopg.OperationalError as exc:
+        # a retry is safe: the same memory added again is answered as a duplicate
+        raise StoreUnavailable(
+            f"the connection to PostgreSQL broke while committing ({first_line(exc)}): the "
+            "change may or may not be stored. Retrying is safe: the same memory added again is "
+            "answered as a duplicate"
+        ) from None
+
+
+def disk_full(exc: psycopg.Error) -> DiskFull:
+    """The server's disk is full (SQLSTATE 53100): the statement failed and its transaction
+    was rolled back; reads go on (a write's is said in status: PgStore.write)."""
+    return DiskFull(
+        f"the PostgreSQL server's disk is full ({first_line(exc)}); nothing was written. "
+        "Free some space on the server (its data directory) and retry"
+    )
 
 
 def known_broken(con: psycopg.Connection[Any]) -> None:
