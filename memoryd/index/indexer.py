@@ -32,8 +32,7 @@ from memoryd.index import folders
 from memoryd.index.attachments import OtherFiles
 from memoryd.index.folders import FileState, Skip, canonical, differences, walk
 from memoryd.memory.validation import check_str
-from memoryd.store import Store, docpaths, entries, links, logmarks, notetext
-from memoryd.store import entities as store_entities
+from memoryd.store import Store, docpaths, entityclaims, entries, links, logmarks, notetext
 from memoryd.store.entries import DocumentInfo, NewChunk
 from memoryd.text import decoding, entities, logmarkers, markdown, notehead, obsidian
 from memoryd.text.decoding import LEGACY
@@ -460,7 +459,7 @@ class Indexer:
             def move(con: Any) -> None:
                 entries.move_document(con, old, state.path, state.mtime)
                 links.note_dates(con, state.path, fm, self.clock())
-                store_entities.reindex_document(con, state.path, mentions)
+                entityclaims.reindex_note(con, state.path, mentions)
 
             self.store.run_write(move)
             report.moved += 1
@@ -487,6 +486,7 @@ class Indexer:
         fm = note.fm
 
         def write(con: Any) -> int:
+            held = entityclaims.held_by_note(con, state.path)  # what its old text claimed
             count = entries.replace_document(
                 con,
                 doc,
@@ -502,7 +502,7 @@ class Indexer:
             logmarks.replace(con, state.path, marks)
             links.note_dates(con, state.path, fm, now)
             # after the dates: each mention carries its chunk's
-            store_entities.index_document(con, state.path, note.mentions)
+            entityclaims.index_note(con, state.path, note.mentions, held)
             return count
 
         n = self.store.run_write(write)

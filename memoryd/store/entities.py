@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -345,36 +345,59 @@ def adopt(con: Connection, old_key: str, new_key: str, columns: int = COLUMNS) -
             (old[0][0],),
         ).fetchall()
     ]
-    declared = "m.declared" if columns == COLUMNS else "0"
     for entry_id in entry_ids:
-        rows = con.execute(
-            "SELECT n.key, n.name, n.type, m.line, m.surface, m.created_at,"
-            f" {declared} FROM mentions m JOIN entities n ON n.id = m.entity_id"
-            " WHERE m.entry_id = ?",
-            (entry_id,),
-        ).fetchall()
-        forget(con, entry_id)
-        remember(
+        _rewrite(
             con,
             entry_id,
-            float(rows[0][5]),  # the entry's date, which each of its mentions carries
-            [
-                # an untyped full name is a person when its first name alone was written as one
-                Mention(
-                    new_key if key == old_key else str(key),
-                    name if key == old_key else str(n),
-                    ("person" if kind == "other" and str(t) == "person" else kind)
-                    if key == old_key
-                    else str(t),
-                    int(line),
-                    str(surface),
-                    "wikilink" if was_declared else "name",
-                )
-                for key, n, t, line, surface, _, was_declared in rows
-            ],
-            columns=columns,
+            # an untyped full name is a person when its first name alone was written as one
+            lambda k, t, _: (
+                (new_key, name, "person" if kind == "other" and t == "person" else kind)
+                if k == old_key
+                else None
+            ),
+            columns,
         )
     return len(entry_ids)
+
+
+def rekey(con: Connection, entry_id: int, key: str, forms: dict[str, Mention]) -> None:
+    """The entry's mentions of the entity `key` written as one of `forms` (their surface_key)
+    are mentions of that form's entity instead (entityclaims.withdraw: a claim on it went)."""
+
+    def change(k: str, _: str, surface_key: str) -> tuple[str, str, str] | None:
+        to = forms.get(surface_key) if k == key else None
+        return None if to is None else (to.key, to.name, to.type)
+
+    _rewrite(con, entry_id, change)
+
+
+def _rewrite(
+    con: Connection,
+    entry_id: int,
+    change: Callable[[str, str, str], tuple[str, str, str] | None],
+    columns: int = COLUMNS,
+) -> None:
+    """The entry's mentions forgotten and remembered again (each still declared or not, with
+    its line, surface and date), each keyed as `change(key, type, surface_key)` says (key,
+    name, type), or as it was (None)."""
+    declared = "m.declared" if columns == COLUMNS else "0"
+    rows = con.execute(
+        "SELECT n.key, n.name, n.type, m.line, m.surface, m.created_at, m.surface_key,"
+        f" {declared} FROM mentions m JOIN entities n ON n.id = m.entity_id"
+        " WHERE m.entry_id = ?",
+        (entry_id,),
+    ).fetchall()
+    if not rows:
+        return
+    forget(con, entry_id)
+    found = []
+    for key, n, t, line, surface, _, surface_key, was_declared in rows:
+        to = change(str(key), str(t), str(surface_key))
+        k2, n2, t2 = to if to is not None else (str(key), str(n), str(t))
+        source = "wikilink" if was_declared else "name"
+        found.append(Mention(k2, n2, t2, int(line), str(surface), source))
+    # the entry's date, which each of its mentions carries
+    remember(con, entry_id, float(rows[0][5]), found, columns=columns)
 
 
 def forget(con: Connection, entry_id: int) -> None:

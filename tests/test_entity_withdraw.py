@@ -1,0 +1,82 @@
+"""Issue 20.2: a claim withdrawn (store/entityclaims.py). The names other notes and memories
+wrote that a full name took through a note's declaration or its claim go back when the note is
+deleted, edited so it no longer declares, or the memories that wrote the full name go; the
+tables then equal a rebuild's (bench/entity_rebuild.py). Both backends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import write_synced
+from test_entity_claims import memory_keys
+from test_entity_known import keys_in
+from test_entity_store import consistent
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+DAILY = ("daily.md", "# Daily\n\nLena: the invoices are out.\nThe plan came from Caz.\n")
+DECLARES = (
+    "people/lf.md",
+    "---\naliases: [Caz]\n---\n# Lena Fischer\n\nLena Fischer runs billing.\n",
+)
+
+
+def _delete(app: Any) -> None:
+    (Path(app.cfg.workspace) / DECLARES[0]).unlink()
+    app.indexer.reconcile()
+
+
+def _edit_away(app: Any) -> None:
+    write_synced(app, DECLARES[0], "# Billing\n\nThe invoices run on Tuesdays.\n")
+
+
+WITHDRAW: dict[str, Callable[[Any], None]] = {
+    "deleted": _delete,
+    "edited": _edit_away,
+}
+
+
+@pytest.mark.parametrize("how", sorted(WITHDRAW))
+def test_a_first_name_and_an_alias_go_back_when_the_declaring_note_goes(
+    make_app: Any, how: str
+) -> None:
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    for path, text in (DAILY, DECLARES):
+        write_synced(app, *(path, text))
+    assert {"lena fischer"} <= keys_in(app, DAILY[0])
+    assert "lena" not in keys_in(app, DAILY[0])
+    WITHDRAW[how](app)
+    keys = keys_in(app, DAILY[0])
+    assert {"lena", "caz"} <= keys, keys
+    assert "lena fischer" not in keys
+    consistent(app)
+
+
+def test_a_first_name_goes_back_when_a_memory_writing_the_full_name_goes(make_app: Any) -> None:
+    app = make_app(model=None)
+    first = app.memories.add(content="Lena prefers Signal.")
+    app.memories.add(content="Lena Fischer owns the billing runbook.")
+    other = app.memories.add(content="Ask Lena Fischer before a release.")
+    assert "lena fischer" in memory_keys(app, first.id)
+    app.memories.delete(other.id)
+    assert "lena" in memory_keys(app, first.id)
+    app.memories.update(first.id, {"content": "Lena prefers Signal, says Lena."})
+    assert "lena" in memory_keys(app, first.id)
+    consistent(app)
+
+
+def test_a_first_name_two_shared_goes_to_the_one_left_claiming_it(make_app: Any) -> None:
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    write_synced(app, "a.md", "# Lena Fischer\n\nRuns billing.\n")
+    write_synced(app, "b.md", "# Lena Okafor\n\nRuns support.\n")
+    write_synced(app, *DAILY)
+    assert "lena" in keys_in(app, DAILY[0])  # two claim it: it stays its own
+    (Path(app.cfg.workspace) / "a.md").unlink()
+    app.indexer.reconcile()
+    assert "lena okafor" in keys_in(app, DAILY[0])
+    consistent(app)
