@@ -521,13 +521,13 @@ class Indexer:
         return None
 
     def _reads_alike(self, old: str, state: FileState, data: bytes) -> bool:
-        """Whether a file moved from `old` reads the same at its new path: the preprocess hook
-        may read by path (the daily log's header is its own in the log folder), so its chunks
-        are kept only if so."""
-        if self.preprocess is None:
-            return True
-        text = decoding.decode(data)[0]
-        return self.preprocess(old, text) == self.preprocess(state.path, text)
+        """Whether a file moved from `old` reads the same at its new path (its chunks are kept
+        only if so): the preprocess hook may read by path (the daily log's header), and a note
+        with no title of its own files its chunks under its file name (notehead.title_of)."""
+        text, pre = decoding.decode(data)[0], self.preprocess or (lambda _, t: t)
+        fm, body, _ = markdown.parse_front_matter(pre(state.path, text).replace("\r\n", "\n"))
+        named = notehead.title_of(old, fm, body) == notehead.title_of(state.path, fm, body)
+        return named and pre(old, text) == pre(state.path, text)
 
     def _preprocessed(self, path: str, text: str) -> str:
         """The file's text as indexed: through the preprocess hook."""
