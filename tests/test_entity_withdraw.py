@@ -80,3 +80,19 @@ def test_a_first_name_two_shared_goes_to_the_one_left_claiming_it(make_app: Any)
     app.indexer.reconcile()
     assert "lena okafor" in keys_in(app, DAILY[0])
     consistent(app)
+
+
+def test_a_link_to_a_file_name_goes_back_when_the_note_is_renamed(make_app: Any) -> None:
+    """`[[caroline-baker]]` names the note titled Caroline Baker while it has that file name;
+    renamed, the link names nothing (the link is declared: it must not vouch for itself)."""
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    write_synced(app, "people/caroline-baker.md", "# Caroline Baker\n\nRuns the garden.\n")
+    write_synced(app, "plan.md", "# Plan\n\nSee [[caroline-baker]] for the budget.\n")
+    assert "caroline baker" in keys_in(app, "plan.md")
+    ws = Path(app.cfg.workspace)
+    (ws / "people/caroline-baker.md").rename(ws / "people/cb.md")
+    app.indexer.reconcile()
+    keys = keys_in(app, "plan.md")
+    assert "caroline-baker" in keys and "caroline baker" not in keys, keys
+    consistent(app)

@@ -360,15 +360,24 @@ def adopt(con: Connection, old_key: str, new_key: str, columns: int = COLUMNS) -
     return len(entry_ids)
 
 
-def rekey(con: Connection, entry_id: int, key: str, forms: dict[str, Mention]) -> None:
-    """The entry's mentions of the entity `key` written as one of `forms` (their surface_key)
-    are mentions of that form's entity instead (entityclaims.withdraw: a claim on it went)."""
+def rekey(
+    con: Connection, entry_ids: Sequence[int], key: str, read: Callable[[], dict[str, Mention]]
+) -> None:
+    """The entries' mentions of the entity `key` re-keyed as read again without them
+    (entityclaims.withdraw: a claim on their forms went): their mentions are forgotten, then
+    `read()` gives the entity each form (a surface_key) stands for now, and they are
+    remembered with it."""
+    held = {entry_id: _rows(con, entry_id) for entry_id in entry_ids}
+    for entry_id in held:
+        forget(con, entry_id)
+    forms = read()
 
     def change(k: str, _: str, surface_key: str) -> tuple[str, str, str] | None:
         to = forms.get(surface_key) if k == key else None
         return None if to is None else (to.key, to.name, to.type)
 
-    _rewrite(con, entry_id, change)
+    for entry_id, rows in held.items():
+        _put_back(con, entry_id, rows, change)
 
 
 def _rewrite(
@@ -377,19 +386,37 @@ def _rewrite(
     change: Callable[[str, str, str], tuple[str, str, str] | None],
     columns: int = COLUMNS,
 ) -> None:
-    """The entry's mentions forgotten and remembered again (each still declared or not, with
-    its line, surface and date), each keyed as `change(key, type, surface_key)` says (key,
-    name, type), or as it was (None)."""
+    """The entry's mentions forgotten and remembered again, each keyed as `change(key, type,
+    surface_key)` says (key, name, type), or as it was (None)."""
+    rows = _rows(con, entry_id, columns)
+    forget(con, entry_id)
+    _put_back(con, entry_id, rows, change, columns)
+
+
+def _rows(con: Connection, entry_id: int, columns: int = COLUMNS) -> list[tuple[Any, ...]]:
     declared = "m.declared" if columns == COLUMNS else "0"
-    rows = con.execute(
-        "SELECT n.key, n.name, n.type, m.line, m.surface, m.created_at, m.surface_key,"
-        f" {declared} FROM mentions m JOIN entities n ON n.id = m.entity_id"
-        " WHERE m.entry_id = ?",
-        (entry_id,),
-    ).fetchall()
+    return [
+        tuple(r)
+        for r in con.execute(
+            "SELECT n.key, n.name, n.type, m.line, m.surface, m.created_at, m.surface_key,"
+            f" {declared} FROM mentions m JOIN entities n ON n.id = m.entity_id"
+            " WHERE m.entry_id = ?",
+            (entry_id,),
+        ).fetchall()
+    ]
+
+
+def _put_back(
+    con: Connection,
+    entry_id: int,
+    rows: Sequence[tuple[Any, ...]],
+    change: Callable[[str, str, str], tuple[str, str, str] | None],
+    columns: int = COLUMNS,
+) -> None:
+    """An entry's mentions (_rows) remembered, each still declared or not, with its line,
+    surface and date, keyed as `change` says."""
     if not rows:
         return
-    forget(con, entry_id)
     found = []
     for key, n, t, line, surface, _, surface_key, was_declared in rows:
         to = change(str(key), str(t), str(surface_key))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from memoryd.store import entities
-from memoryd.store.firstnames import people_named
+from memoryd.store.firstnames import people_named, written_in_full
 from memoryd.store.protocol import Connection
 from memoryd.text.entities import Mention
 
@@ -36,17 +36,17 @@ _FORMS = (
 )
 # each entry that mentions the entity under one form, with its note (a memory: none)
 _TAKEN = (
-    "SELECT DISTINCT m.entry_id, e.document_id, m.surface FROM mentions m"
+    "SELECT m.entry_id, e.document_id, m.surface, m.declared FROM mentions m"
     " JOIN entries e ON e.id = m.entry_id WHERE m.entity_id = ? AND m.surface_key = ?"
 )
-# whether a note (its chunks) or a memory writes the full name itself: its forms are its own
-_WRITES_IN_NOTE = (
-    "SELECT 1 FROM mentions m JOIN entries e ON e.id = m.entry_id"
-    " WHERE e.document_id = ? AND m.entity_id = ? AND m.surface_key = ? LIMIT 1"
+# the notes (their chunks) and memories that write the full name: its forms there are their own
+_WRITERS_OF = (
+    "SELECT DISTINCT m.entry_id, e.document_id FROM mentions m"
+    " JOIN entries e ON e.id = m.entry_id WHERE m.entity_id = ? AND m.surface_key = ?"
 )
-_WRITES_IN_ENTRY = (
-    "SELECT 1 FROM mentions m WHERE m.entry_id = ? AND m.entity_id = ? AND m.surface_key = ?"
-    " LIMIT 1"
+_DECLARED_FULL = (
+    "SELECT 1 FROM mentions m JOIN entries e ON e.id = m.entry_id"
+    " WHERE m.entity_id = ? AND m.surface_key = ? AND m.declared = 1 LIMIT 1"
 )
 
 
@@ -111,27 +111,47 @@ def withdraw(con: Connection, keys: Iterable[str]) -> int:
 
 
 def _release(con: Connection, entity_id: int, key: str, kind: str) -> int:
-    """The entity's forms that other entries wrote, each read again as known_as reads it now;
-    each entry whose forms go elsewhere rewritten once (its entity may be made anew)."""
-    moved: dict[int, dict[str, Mention]] = {}
+    """The entity's forms that other entries wrote (entries that do not write its full name),
+    read again as known_as reads them without those entries (their own mentions of a form
+    would vouch for it: `[[caroline-baker]]` kept Caroline Baker's after her note was renamed,
+    as the link is declared), when one no longer stands on what the rest of the store says."""
+    own_docs, own_entries = set(), set()
+    for entry_id, doc in con.execute(_WRITERS_OF, (entity_id, key)).fetchall():
+        (own_docs.add(doc) if doc is not None else own_entries.add(int(entry_id)))
+    forms: dict[str, list[tuple[int, str]]] = {}
+    owned: set[str] = set()  # forms the notes that write the full name write too
+    stands: set[str] = set()  # forms those notes declare (`aliases: [Caz]` beside the title)
     for (form,) in con.execute(_FORMS, (entity_id, key)).fetchall():
-        form = str(form)
-        others = [
-            (int(entry_id), str(surface))
-            for entry_id, doc, surface in con.execute(_TAKEN, (entity_id, form)).fetchall()
-            if not con.execute(
-                _WRITES_IN_NOTE if doc is not None else _WRITES_IN_ENTRY,
-                (doc if doc is not None else entry_id, entity_id, key),
-            ).fetchall()
-        ]
-        if not others:
-            continue
-        guess = "person" if kind in ("person", "other") else kind
-        surface = others[0][1]
-        now = entities.known_as(con, [Mention(form, surface, guess, 1, surface, "name")])[0]
-        if now.key != key:
-            for entry_id, _ in others:
-                moved.setdefault(entry_id, {})[form] = now
-    for entry_id, forms in sorted(moved.items()):
-        entities.rekey(con, entry_id, key, forms)
-    return len(moved)
+        for entry_id, doc, surface, declared in con.execute(
+            _TAKEN, (entity_id, str(form))
+        ).fetchall():
+            own = doc in own_docs if doc is not None else int(entry_id) in own_entries
+            if not own:
+                forms.setdefault(str(form), []).append((int(entry_id), str(surface)))
+            else:
+                (stands if declared else owned).add(str(form))
+    claimed = _claims_alone(con, entity_id, key)
+    first = key.split(" ")[0]
+    loose = [f for f in forms if f not in stands and not (claimed and (f == first or f in owned))]
+    if not loose:
+        return 0
+    entry_ids = sorted({e for f in loose for e, _ in forms[f]})
+    guess = "person" if kind in ("person", "other") else kind
+
+    def read() -> dict[str, Mention]:
+        return {
+            f: entities.known_as(
+                con, [Mention(f, forms[f][0][1], guess, 1, forms[f][0][1], "name")]
+            )[0]
+            for f in loose
+        }
+
+    entities.rekey(con, entry_ids, key, read)
+    return len(entry_ids)
+
+
+def _claims_alone(con: Connection, entity_id: int, key: str) -> bool:
+    """firstnames.claims on what no other entry's form says: a declaration of the full name
+    (a title, a front-matter value, `[[Lena Fischer]]`) or CLAIM_WRITERS that write it."""
+    rows = con.execute(_DECLARED_FULL, (entity_id, key)).fetchall()
+    return bool(rows) or written_in_full(con, entity_id, key)
