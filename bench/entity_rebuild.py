@@ -1,6 +1,7 @@
 """The derived tables after any sequence of operations equal a rebuild (branch ent14, stop 39).
 
-python -m bench.entity_rebuild [--seed N] [--rounds R] [--ops K] [--pg] [--dsn DSN] [--verbose]
+python -m bench.entity_rebuild [--seed N] [--seeds S] [--rounds R] [--ops K] [--pg] [--dsn DSN]
+python -m bench.entity_rebuild --cost NOTES --dir DIR [--edits E]
 
 Each round applies K seeded operations to a workspace through the real indexer and the memory
 API of an App (keyword mode, no model): notes created, edited, deleted, moved and renamed, that
@@ -370,6 +371,83 @@ def run(
     return failed
 
 
+# -- what an edit costs: `--cost N` ------------------------------------------------------------
+
+_FIRSTS = ["Lena", "Maya", "Ravi", "Caroline", "Priya", "Tomas", "Ines", "Kenji", "Amara", "Noor"]
+_LASTS = ["Fischer", "Okafor", "Patel", "Baker", "Novak", "Silva", "Tanaka", "Moreau", "Haddad"]
+
+
+def workspace(ws: Path, notes: int, seed: int = 7) -> list[str]:
+    """`notes` notes: one of every ten a person's own (titled with her full name), the rest
+    daily notes that write full names and first names alone (each person's first name then
+    claimed, or shared); returns the people's note paths."""
+    rng = random.Random(seed)
+    people = [f"{f} {x}" for f in _FIRSTS for x in _LASTS]
+    own = []
+    for n in range(notes):
+        if n % 10 == 0:
+            who = people[(n // 10) % len(people)]
+            rel = f"people/{slug(who)}-{n}.md"
+            text = f"# {who}\n\n{who} owns the {rng.choice(WORDS)}.\n"
+            own.append(rel)
+        else:
+            rel = f"daily/{n:05d}.md"
+            lines = [f"# Day {n}", ""]
+            for _ in range(rng.randint(2, 6)):
+                who = rng.choice(people)
+                lines.append(
+                    rng.choice(
+                        [f"{who} sent the {{w}}.", f"{first(who)}: the {{w}} is done."]
+                    ).replace("{w}", rng.choice(WORDS))
+                )
+            text = "\n".join(lines) + "\n"
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text, encoding="utf-8")
+    return own
+
+
+def cost(base: Path, edits: int, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """Time `edits` edits of each kind on the store at `base` (made by `--cost N --dir D`):
+    a person's note edited so it still declares her, a daily note edited, a person's note
+    edited so it no longer declares her (her first name's mentions withdrawn) and put back.
+    Each is written, then synced as the watcher would (sync_paths), timed end to end."""
+    import time
+
+    ws = base / "ws"
+    app = open_app(base, ws, {}, time.time)
+    rng = random.Random(11)
+    own = sorted(str(p.relative_to(ws)) for p in (ws / "people").glob("*.md"))
+    daily = sorted(str(p.relative_to(ws)) for p in (ws / "daily").glob("*.md"))
+    times: dict[str, list[float]] = {"keep": [], "daily": [], "withdraw": []}
+    try:
+        for n in range(edits):
+            rel = rng.choice(own)
+            text = (ws / rel).read_text(encoding="utf-8")
+            for kind, new in (
+                ("keep", text + f"Edit {n}.\n"),
+                ("withdraw", "# Notes\n\nNo one.\n"),
+            ):
+                started = time.perf_counter()
+                (ws / rel).write_text(new, encoding="utf-8")
+                app.indexer.sync_paths([ws / rel])
+                times[kind].append(time.perf_counter() - started)
+            (ws / rel).write_text(text, encoding="utf-8")
+            app.indexer.sync_paths([ws / rel])
+            rel = rng.choice(daily)
+            text = (ws / rel).read_text(encoding="utf-8")
+            started = time.perf_counter()
+            (ws / rel).write_text(text + f"{rng.choice(_FIRSTS)} read it {n}.\n", encoding="utf-8")
+            app.indexer.sync_paths([ws / rel])
+            times["daily"].append(time.perf_counter() - started)
+            (ws / rel).write_text(text, encoding="utf-8")
+            app.indexer.sync_paths([ws / rel])
+    finally:
+        app.close()
+    out = {k: round(sorted(v)[len(v) // 2] * 1000, 2) for k, v in times.items()}
+    say(f"median ms per edit: {out}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.entity_rebuild", description=__doc__)
     ap.add_argument("--seed", type=int, default=1)
@@ -378,12 +456,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ops", type=int, default=8, help="operations per round")
     ap.add_argument("--pg", action="store_true")
     ap.add_argument("--dsn")
+    ap.add_argument("--cost", type=int, help="time edits on a store of this many notes")
+    ap.add_argument("--dir", help="--cost: the store (built there when it holds none)")
+    ap.add_argument("--edits", type=int, default=15, help="--cost: edits of each kind")
     a = ap.parse_args(argv)
     import logging
 
     import structlog
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
+    if a.cost:
+        base = Path(a.dir or tempfile.mkdtemp(prefix="entcost-", dir="/tmp"))
+        if not (base / "data").exists():  # build it: the notes (unless there), indexed
+            if not (base / "ws").exists():
+                (base / "ws").mkdir(parents=True)
+                workspace(base / "ws", a.cost)
+            app = open_app(base, base / "ws", {}, lambda: 1_800_000_000.0)
+            app.indexer.reconcile()
+            app.close()
+        import json
+
+        print(json.dumps(cost(base, a.edits, say=lambda _: None)))
+        return 0
     failed = 0
     for seed in range(a.seed, a.seed + a.seeds):
         bad = run(seed, a.rounds, a.ops, a.pg, a.dsn)

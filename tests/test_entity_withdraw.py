@@ -96,3 +96,32 @@ def test_a_link_to_a_file_name_goes_back_when_the_note_is_renamed(make_app: Any)
     keys = keys_in(app, "plan.md")
     assert "caroline-baker" in keys and "caroline baker" not in keys, keys
     consistent(app)
+
+
+def test_the_form_probe_answers_as_the_form_query(make_app: Any) -> None:
+    """entities._forms_of (two seeks, m016) gives _FORM_OF's rows for every written form: one
+    a dozen notes link, one two entities share, an entity's own key, a declared alias."""
+    from memoryd.store import entities
+
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    write_synced(app, "billing-svc.md", "---\naliases: [Billing]\n---\n# Billing service\n")
+    for n in range(12):
+        write_synced(app, f"n{n}.md", f"# N{n}\n\nSee [[billing-svc]] and Lena and Billing.\n")
+    write_synced(app, DECLARES[0], DECLARES[1])
+    write_synced(app, "o.md", "# Lena Okafor\n\nLena Okafor: hi. Lena said so.\n")
+
+    def both(con: Any) -> list[tuple[Any, Any]]:
+        forms = [str(r[0]) for r in con.execute("SELECT DISTINCT surface_key FROM mentions")]
+        return [
+            (
+                sorted(tuple(r) for r in entities._forms_of(con, f)),
+                sorted(tuple(r) for r in con.execute(entities._FORMS_OF[1], (f, f)).fetchall()),
+            )
+            for f in forms
+        ]
+
+    pairs = app.store.read(both)
+    assert len(pairs) > 10
+    for probed, queried in pairs:
+        assert probed == queried

@@ -223,6 +223,27 @@ _FORM_OF = (
     " WHERE m.surface_key = ? AND e.key != ? GROUP BY e.key, e.name, e.type, e.id LIMIT 2"
 )
 _FORMS_OF = (_FORM_OF.replace("@DECLARED@", "1"), _FORM_OF.replace("@DECLARED@", "m.declared"))
+_PROBE = "SELECT min(entity_id), max(entity_id) FROM mentions WHERE surface_key = ?"
+_ONE_DECLARED = (
+    "SELECT 1 FROM mentions WHERE surface_key = ? AND entity_id = ? AND declared = 1 LIMIT 1"
+)
+
+
+def _forms_of(con: Connection, key: str) -> list[tuple[Any, ...]]:
+    """_FORM_OF's rows for `key`, in index seeks when the form names one entity (m016: a form
+    a thousand notes link was read a thousand rows at a time): the least and greatest entity
+    that has it, then whether one of its mentions is declared."""
+    lo, hi = con.execute(_PROBE, (key,)).fetchall()[0]
+    if lo is None:
+        return []
+    if lo != hi:
+        return [tuple(r) for r in con.execute(_FORMS_OF[1], (key, key)).fetchall()]
+    row = con.execute("SELECT key, name, type, id FROM entities WHERE id = ?", (lo,)).fetchall()
+    if not row or row[0][0] == key:
+        return []
+    return [(*row[0], int(bool(con.execute(_ONE_DECLARED, (key, lo)).fetchall())))]
+
+
 # a list field's value (`people: [Maya]`) is written like a name in the text; a note's own
 # title, and its aliases and file name (keyed to the title), are its own and never re-keyed
 _WRITTEN_BY = frozenset(("wikilink", "alias", "name", "mention", "front_matter", "heading"))
@@ -267,7 +288,7 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
         # person's forms (a first name: "Jordan" the place is not Jordan Lee), and only a name
         # written as a person's is a first name. A form counts only where a note declares it
         # or its entity claims it ("John", a form of John Locke only in the note that quotes him)
-        rows = con.execute(form_of, (key, key)).fetchall()
+        rows = _forms_of(con, key) if claimed else con.execute(form_of, (key, key)).fetchall()
         if not person_like(key, m.type):
             rows = [r for r in rows if str(r[2]) != "person"]
         if len(rows) == 1 and not (rows[0][4] or claims(con, int(rows[0][3]), str(rows[0][0]))):
