@@ -389,16 +389,17 @@ def rekey(
     `read()` gives the entity each form (a surface_key) stands for now, and they are
     remembered with it."""
     held = {entry_id: _rows(con, entry_id) for entry_id in entry_ids}
-    for entry_id in held:
-        forget(con, entry_id)
+    for at in range(0, len(entry_ids), 500):
+        part = entry_ids[at : at + 500]
+        con.execute(f"DELETE FROM mentions WHERE entry_id IN ({','.join('?' * len(part))})", part)
     forms = read()
 
     def change(k: str, _: str, surface_key: str) -> tuple[str, str, str] | None:
         to = forms.get(surface_key) if k == key else None
         return None if to is None else (to.key, to.name, to.type)
 
-    for entry_id, rows in held.items():
-        _put_back(con, entry_id, rows, change)
+    # remembered in one batch (_store: a statement per table, not per entry)
+    _store(con, [_put_back(e, rows, change) for e, rows in held.items() if rows], {})
 
 
 def _rewrite(
@@ -410,8 +411,9 @@ def _rewrite(
     """The entry's mentions forgotten and remembered again, each keyed as `change(key, type,
     surface_key)` says (key, name, type), or as it was (None)."""
     rows = _rows(con, entry_id, columns)
-    forget(con, entry_id)
-    _put_back(con, entry_id, rows, change, columns)
+    if rows:
+        forget(con, entry_id)
+        _store(con, [_put_back(entry_id, rows, change)], {}, columns)
 
 
 def _rows(con: Connection, entry_id: int, columns: int = COLUMNS) -> list[tuple[Any, ...]]:
@@ -428,24 +430,20 @@ def _rows(con: Connection, entry_id: int, columns: int = COLUMNS) -> list[tuple[
 
 
 def _put_back(
-    con: Connection,
     entry_id: int,
     rows: Sequence[tuple[Any, ...]],
     change: Callable[[str, str, str], tuple[str, str, str] | None],
-    columns: int = COLUMNS,
-) -> None:
-    """An entry's mentions (_rows) remembered, each still declared or not, with its line,
-    surface and date, keyed as `change` says."""
-    if not rows:
-        return
+) -> tuple[int, float, list[Mention]]:
+    """An entry's mentions (_rows) as _store takes them again, each still declared or not,
+    with its line, surface and date (the entry's, which each carries), keyed as `change`
+    says."""
     found = []
     for key, n, t, line, surface, _, surface_key, was_declared in rows:
         to = change(str(key), str(t), str(surface_key))
         k2, n2, t2 = to if to is not None else (str(key), str(n), str(t))
         source = "wikilink" if was_declared else "name"
         found.append(Mention(k2, n2, t2, int(line), str(surface), source))
-    # the entry's date, which each of its mentions carries
-    remember(con, entry_id, float(rows[0][5]), found, columns=columns)
+    return entry_id, float(rows[0][5]), found
 
 
 def forget(con: Connection, entry_id: int) -> None:

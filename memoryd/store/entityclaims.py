@@ -17,6 +17,7 @@ name themselves."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from memoryd.store import entities
 from memoryd.store.firstnames import people_named, written_in_full
@@ -30,16 +31,23 @@ _HELD = (
     " WHERE m.entry_id IN ({}) AND (m.declared = 1 OR m.surface_key = n.key)"
 )
 # the forms (not the full name) under which this workspace's entries mention the entity
-_FORMS = (
-    "SELECT DISTINCT m.surface_key FROM mentions m JOIN entries e ON e.id = m.entry_id"
-    " WHERE m.entity_id = ? AND m.surface_key != ?"
-)
+# (any workspace's, on a shared PostgreSQL store: _TAKEN reads this one's)
+_FORMS = "SELECT DISTINCT surface_key FROM mentions WHERE entity_id = ? AND surface_key != ?"
 # each entry that mentions the entity under one form, with its note (a memory: none)
 _TAKEN = (
     "SELECT m.entry_id, e.document_id, m.surface, m.declared FROM mentions m"
     " JOIN entries e ON e.id = m.entry_id WHERE m.entity_id = ? AND m.surface_key = ?"
 )
-# the notes (their chunks) and memories that write the full name: its forms there are their own
+# whether a note (its chunks) or a memory writes the full name itself: its forms are its own
+_WRITES_IN_NOTE = (
+    "SELECT 1 FROM mentions m JOIN entries e ON e.id = m.entry_id"
+    " WHERE e.document_id = ? AND m.entity_id = ? AND m.surface_key = ? LIMIT 1"
+)
+_WRITES_IN_ENTRY = (
+    "SELECT 1 FROM mentions m WHERE m.entry_id = ? AND m.entity_id = ? AND m.surface_key = ?"
+    " LIMIT 1"
+)
+# the notes (their chunks) and memories that write the full name (when many forms are asked)
 _WRITERS_OF = (
     "SELECT DISTINCT m.entry_id, e.document_id FROM mentions m"
     " JOIN entries e ON e.id = m.entry_id WHERE m.entity_id = ? AND m.surface_key = ?"
@@ -95,18 +103,25 @@ def withdraw(con: Connection, keys: Iterable[str]) -> int:
     (itself, or another person who alone claims it), and a first name several full names
     shared goes to the one left claiming it (adopt_first_names' rule). Returns how many
     entries changed."""
-    changed = 0
-    for key in sorted(keys):
-        rows = con.execute("SELECT id, type FROM entities WHERE key = ?", (key,)).fetchall()
-        if rows:
-            changed += _release(con, int(rows[0][0]), key, str(rows[0][1]))
-        words = key.split(" ")
-        if 2 <= len(words) <= 3 and words[0].replace("-", "").isalpha():
-            bare = con.execute("SELECT 1 FROM entities WHERE key = ?", (words[0],)).fetchall()
-            if bare:
-                people = people_named(con, words[0])
-                if len(people) == 1:
-                    changed += entities.adopt(con, words[0], str(people[0][0]))
+    changed, keys = 0, sorted(keys)
+    firsts = {
+        k.split(" ")[0]
+        for k in keys
+        if 2 <= len(k.split(" ")) <= 3 and k.split(" ")[0].replace("-", "").isalpha()
+    }
+    found: dict[str, tuple[int, str]] = {}
+    for at in range(0, len(keys) + len(firsts), 500):  # which are entities: one statement
+        part = (keys + sorted(firsts))[at : at + 500]
+        sql = f"SELECT key, id, type FROM entities WHERE key IN ({','.join('?' * len(part))})"
+        for k, entity_id, kind in con.execute(sql, tuple(part)).fetchall():
+            found[str(k)] = (int(entity_id), str(kind))
+    for key in keys:
+        if key in found:
+            changed += _release(con, found[key][0], key, found[key][1])
+    for first in sorted(firsts & set(found)):  # a first name two claimed, one now
+        people = people_named(con, first)
+        if len(people) == 1:
+            changed += entities.adopt(con, first, str(people[0][0]))
     return changed
 
 
@@ -115,24 +130,37 @@ def _release(con: Connection, entity_id: int, key: str, kind: str) -> int:
     read again as known_as reads them without those entries (their own mentions of a form
     would vouch for it: `[[caroline-baker]]` kept Caroline Baker's after her note was renamed,
     as the link is declared), when one no longer stands on what the rest of the store says."""
-    own_docs, own_entries = set(), set()
-    for entry_id, doc in con.execute(_WRITERS_OF, (entity_id, key)).fetchall():
-        (own_docs.add(doc) if doc is not None else own_entries.add(int(entry_id)))
+    written = [str(r[0]) for r in con.execute(_FORMS, (entity_id, key)).fetchall()]
+    if not written:  # most entities: no form but the full name
+        return 0
+    claimed = _claims_alone(con, entity_id, key)
+    first = key.split(" ")[0]
+    written = [f for f in written if not (claimed and f == first)]  # her first name stands
+    if not written:
+        return 0
+    taken = {f: con.execute(_TAKEN, (entity_id, f)).fetchall() for f in written}
+    writes: dict[tuple[str, int], bool] = {}  # (note or memory, id) -> writes the full name
+    if sum(map(len, taken.values())) > 50:  # many: every note and memory that does, at once
+        for entry_id, doc in con.execute(_WRITERS_OF, (entity_id, key)).fetchall():
+            writes[("note", doc) if doc is not None else ("memory", int(entry_id))] = True
+
+    def own(entry_id: int, doc: Any) -> bool:
+        at = ("note", doc) if doc is not None else ("memory", entry_id)
+        if at not in writes:
+            sql = _WRITES_IN_NOTE if doc is not None else _WRITES_IN_ENTRY
+            writes[at] = bool(con.execute(sql, (at[1], entity_id, key)).fetchall())
+        return writes[at]
+
     forms: dict[str, list[tuple[int, str]]] = {}
     owned: set[str] = set()  # forms the notes that write the full name write too
     stands: set[str] = set()  # forms those notes declare (`aliases: [Caz]` beside the title)
-    for (form,) in con.execute(_FORMS, (entity_id, key)).fetchall():
-        for entry_id, doc, surface, declared in con.execute(
-            _TAKEN, (entity_id, str(form))
-        ).fetchall():
-            own = doc in own_docs if doc is not None else int(entry_id) in own_entries
-            if not own:
-                forms.setdefault(str(form), []).append((int(entry_id), str(surface)))
+    for form in written:
+        for entry_id, doc, surface, declared in taken[form]:
+            if not own(int(entry_id), doc):
+                forms.setdefault(form, []).append((int(entry_id), str(surface)))
             else:
-                (stands if declared else owned).add(str(form))
-    claimed = _claims_alone(con, entity_id, key)
-    first = key.split(" ")[0]
-    loose = [f for f in forms if f not in stands and not (claimed and (f == first or f in owned))]
+                (stands if declared else owned).add(form)
+    loose = [f for f in forms if f not in stands and not (claimed and f in owned)]
     if not loose:
         return 0
     entry_ids = sorted({e for f in loose for e, _ in forms[f]})
