@@ -1,6 +1,7 @@
 """The derived tables after any sequence of operations equal a rebuild (branch ent14, stop 39).
 
 python -m bench.entity_rebuild [--seed N] [--seeds S] [--rounds R] [--ops K] [--pg] [--dsn DSN]
+                               [--log]
 python -m bench.entity_rebuild --cost NOTES --dir DIR [--edits E]
 
 Each round applies K seeded operations to a workspace through the real indexer and the memory
@@ -16,6 +17,8 @@ compared with those of a new store built from the same files and memories: the m
 imported from an export, the workspace (a copy) reconciled, then `reindex --full`. Any
 difference is printed and counted; the same seed replays the same operations. SQLite, or
 PostgreSQL with --pg (an embedded server, or the one at --dsn: a new database per store).
+--log turns the daily log on: memories' lines go into its files, which are synced after each
+operation as the watcher would, and log_marks is compared too.
 Exit status 1 when a round differs."""
 
 from __future__ import annotations
@@ -88,12 +91,14 @@ def note_text(rng: random.Random, files: list[str]) -> str:
 class World:
     """One App over a workspace, and the operations a round applies to it."""
 
-    def __init__(self, base: Path, store: dict[str, Any], rng: random.Random) -> None:
-        self.base, self.store, self.rng = base, store, rng
+    def __init__(
+        self, base: Path, store: dict[str, Any], rng: random.Random, log: bool = False
+    ) -> None:
+        self.base, self.store, self.rng, self.log = base, store, rng, log
         self.ws = base / "ws"
         self.ws.mkdir(parents=True)
         self.now = 1_800_000_000.0
-        self.app = open_app(base, self.ws, store, lambda: self.now)
+        self.app = open_app(base, self.ws, store, lambda: self.now, log)
         self.memories: list[int] = []
 
     def rebase(self, store: dict[str, Any]) -> None:
@@ -103,7 +108,7 @@ class World:
         self.app.close()
         shutil.rmtree(self.base / "data")
         self.store = store
-        self.app = open_app(self.base, self.ws, store, lambda: self.now)
+        self.app = open_app(self.base, self.ws, store, lambda: self.now, self.log)
         build(self.app, items)
 
     def files(self) -> list[str]:
@@ -115,6 +120,12 @@ class World:
         self.app.indexer.reconcile()
 
     def op(self) -> str:
+        done = self._op()
+        if self.log:  # the watcher reads the daily log a memory's line went into
+            self.sync()
+        return done
+
+    def _op(self) -> str:
         rng, files = self.rng, self.files()
         choices = ["create", "memory_add"]
         if files:
@@ -196,7 +207,7 @@ class World:
             self.memories = alive(self.app)
             return f"import_export {len(items)}"
         self.app.close()
-        self.app = open_app(self.base, self.ws, self.store, lambda: self.now)
+        self.app = open_app(self.base, self.ws, self.store, lambda: self.now, self.log)
         return "restart"
 
 
@@ -210,7 +221,10 @@ def export(app: Any) -> list[dict[str, Any]]:
     return list(app.store.read(lambda con: list(transfer.export(con, namespace=None))))
 
 
-def open_app(base: Path, ws: Path, store: dict[str, Any], clock: Callable[[], float]) -> Any:
+def open_app(
+    base: Path, ws: Path, store: dict[str, Any], clock: Callable[[], float], log: bool = False
+) -> Any:
+    """An App (no model) on `ws`, its data in `base`; `log`: the daily log on (default off)."""
     from memoryd.core.config import Config
     from memoryd.index.embed import ModelHolder
     from memoryd.serve.app import App
@@ -220,7 +234,7 @@ def open_app(base: Path, ws: Path, store: dict[str, Any], clock: Callable[[], fl
         "data_dir": str(base / "data"),
         "socket": str(base / "s.sock"),
         "embedding": {"allow_download": False},
-        "dailylog": {"enabled": False},
+        "dailylog": {"enabled": log},
     }
     if store:
         data["store"] = store
@@ -280,7 +294,7 @@ def rebuilt(world: World, base: Path, store: dict[str, Any]) -> dict[str, set[tu
     """The tables of a new store built from the world's files and memories."""
     ws = base / "ws"
     shutil.copytree(world.ws, ws)
-    app = open_app(base, ws, store, lambda: world.now)
+    app = open_app(base, ws, store, lambda: world.now, world.log)
     try:
         build(app, export(world.app))
         return tables(app)
@@ -343,13 +357,14 @@ def run(
     pg: bool = False,
     dsn: str | None = None,
     say: Callable[[str], None] = print,
+    log: bool = False,
 ) -> int:
     """Rounds of `ops` operations; returns how many rounds differed from a rebuild."""
     failed = 0
     base = Path(tempfile.mkdtemp(prefix="entrb-", dir="/tmp"))
     try:
         with stores(pg, dsn) as new_store:
-            world = World(base / "w", new_store(), random.Random(seed))
+            world = World(base / "w", new_store(), random.Random(seed), log)
             try:
                 done: list[str] = []
                 for n in range(rounds):
@@ -456,6 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ops", type=int, default=8, help="operations per round")
     ap.add_argument("--pg", action="store_true")
     ap.add_argument("--dsn")
+    ap.add_argument("--log", action="store_true", help="the daily log on (log_marks checked)")
     ap.add_argument("--cost", type=int, help="time edits on a store of this many notes")
     ap.add_argument("--dir", help="--cost: the store (built there when it holds none)")
     ap.add_argument("--edits", type=int, default=15, help="--cost: edits of each kind")
@@ -480,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     failed = 0
     for seed in range(a.seed, a.seed + a.seeds):
-        bad = run(seed, a.rounds, a.ops, a.pg, a.dsn)
+        bad = run(seed, a.rounds, a.ops, a.pg, a.dsn, log=a.log)
         print(f"seed {seed}: {bad} of {a.rounds} rounds differ", flush=True)
         failed += bad
     print(f"{failed} rounds differ in all")
