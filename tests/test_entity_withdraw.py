@@ -136,3 +136,19 @@ def test_a_random_sequence_ends_as_a_rebuild_does(seed: int) -> None:
     rebuild on main (a claim kept after its note went, a moved note's old title)."""
     said: list[str] = []
     assert entity_rebuild.run(seed, 2, 8, say=said.append) == 0, "\n".join(said)
+
+
+def test_a_place_keeps_its_name_when_a_person_of_that_first_name_goes(make_app: Any) -> None:
+    """Withdrawing gives a shared first name to the one person left claiming it only where
+    the name alone reads as a person (adopt_first_names' rule): Jordan the country stays."""
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    write_synced(app, "trip.md", "# Trip\n\nWe flew to Jordan in May and stayed in Amman.\n")
+    write_synced(app, "a.md", "# Jordan Lee\n\nJordan Lee runs billing.\n")
+    write_synced(app, "b.md", "# Jordan Patel\n\nJordan Patel runs support.\n")
+    before = keys_in(app, "trip.md")
+    (Path(app.cfg.workspace) / "a.md").unlink()
+    app.indexer.reconcile()
+    assert keys_in(app, "trip.md") == before
+    assert "jordan patel" not in before
+    consistent(app)

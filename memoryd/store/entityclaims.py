@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memoryd.store import entities
-from memoryd.store.firstnames import people_named, written_in_full
+from memoryd.store.firstnames import people_named, person_like, written_in_full
 from memoryd.store.protocol import Connection
 from memoryd.text.entities import Mention
 
@@ -119,6 +119,8 @@ def withdraw(con: Connection, keys: Iterable[str]) -> int:
         if key in found:
             changed += _release(con, found[key][0], key, found[key][1])
     for first in sorted(firsts & set(found)):  # a first name two claimed, one now
+        if not person_like(first, found[first][1]):  # "Jordan" the place is no one's
+            continue
         people = people_named(con, first)
         if len(people) == 1:
             changed += entities.adopt(con, first, str(people[0][0]))
