@@ -136,8 +136,9 @@ def _release(con: Connection, entity_id: int, key: str, kind: str) -> int:
     if not written:  # most entities: no form but the full name
         return 0
     claimed = _claims_alone(con, entity_id, key)
-    first = key.split(" ")[0]
-    written = [f for f in written if not (claimed and f == first)]  # her first name stands
+    # a person's first name stands while she claims it on her own (people_named)
+    first = key.split(" ")[0] if kind in ("person", "other") else None
+    written = [f for f in written if not (claimed and f == first)]
     if not written:
         return 0
     taken = {f: con.execute(_TAKEN, (entity_id, f)).fetchall() for f in written}
