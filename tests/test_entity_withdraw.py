@@ -101,7 +101,7 @@ def test_a_link_to_a_file_name_goes_back_when_the_note_is_renamed(make_app: Any)
 
 
 def test_the_form_probe_answers_as_the_form_query(make_app: Any) -> None:
-    """entities._forms_of (two seeks, m016) gives _FORM_OF's rows for every written form: one
+    """entities._forms_of (two seeks, m017) gives _FORM_OF's rows for every written form: one
     a dozen notes link, one two entities share, an entity's own key, a declared alias."""
     from memoryd.store import entities
 

@@ -223,6 +223,13 @@ _FORM_OF = (
     " WHERE m.surface_key = ? AND e.key != ? GROUP BY e.key, e.name, e.type, e.id LIMIT 2"
 )
 _FORMS_OF = (_FORM_OF.replace("@DECLARED@", "1"), _FORM_OF.replace("@DECLARED@", "m.declared"))
+# SQLite m017 (the form look-up read every mention of a form, so importing beside 1,000 notes
+# that all link `[[billing-svc]]` cost 1.20-1.26x CPU, stop 38); PostgreSQL's index has had the
+# entity since v3 (pg/schema.py)
+FORM_PROBE_INDEX = """
+DROP INDEX mentions_surface;
+CREATE INDEX mentions_surface ON mentions(surface_key, entity_id, declared);
+"""
 _PROBE = "SELECT min(entity_id), max(entity_id) FROM mentions WHERE surface_key = ?"
 _ONE_DECLARED = (
     "SELECT 1 FROM mentions WHERE surface_key = ? AND entity_id = ? AND declared = 1 LIMIT 1"
@@ -230,7 +237,7 @@ _ONE_DECLARED = (
 
 
 def _forms_of(con: Connection, key: str) -> list[tuple[Any, ...]]:
-    """_FORM_OF's rows for `key`, in index seeks when the form names one entity (m016: a form
+    """_FORM_OF's rows for `key`, in index seeks when the form names one entity (m017: a form
     a thousand notes link was read a thousand rows at a time): the least and greatest entity
     that has it, then whether one of its mentions is declared."""
     lo, hi = con.execute(_PROBE, (key,)).fetchall()[0]

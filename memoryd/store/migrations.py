@@ -468,18 +468,9 @@ def m015_front_matter_values(con: apsw.Connection) -> None:
     m010_read_notes_again(con)
 
 
-def m016_form_probe(con: apsw.Connection) -> None:
-    """Which entity a form names, in index seeks (store/entities.py, _forms_of: the least and
-    the greatest entity of a surface form, then whether one of its mentions is declared): the
-    form look-up read every mention of a form, so importing beside 1,000 notes that all link
-    `[[billing-svc]]` cost 1.20-1.26x CPU (stop 38). PostgreSQL's index has the entity already
-    (pg/schema.py, v3)."""
-    con.execute(
-        """
-        DROP INDEX mentions_surface;
-        CREATE INDEX mentions_surface ON mentions(surface_key, entity_id, declared);
-        """
-    )
+def m017_form_probe(con: apsw.Connection) -> None:
+    """Which entity a form names, in two index seeks (store/entities.py, FORM_PROBE_INDEX)."""
+    con.execute(entities.FORM_PROBE_INDEX)
 
 
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
@@ -498,7 +489,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m013_declared,
     m014_log_marks,
     m015_front_matter_values,
-    m016_form_probe,
+    m017_form_probe,
 ]
 
 
