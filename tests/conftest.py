@@ -120,6 +120,10 @@ def migrations_before(monkeypatch: pytest.MonkeyPatch, module: Any, step: Any) -
         # (store/entitypairs.py), no `declared` (store/firstnames.py)
         for name, at in (("_store", 3), ("known_as", 2), ("adopt_first_names", 2), ("adopt", 3)):
             monkeypatch.setattr(entities, name, _in_schema(getattr(entities, name), at, columns))
+        # nor claims to withdraw (store/entityclaims.py reads `declared`)
+        from memoryd.store import entityclaims
+
+        monkeypatch.setattr(entityclaims, "held_by", lambda con, sql, params: set())
 
     marks = "_v13_log_marks" if pg else "m014_log_marks"
     if marks not in before:

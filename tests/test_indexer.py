@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,32 @@ def test_reconcile_new_edited_deleted_moved(make_app: Any) -> None:
     assert search_paths(app, "bison") == ["moved-b.md"]
     after = {p: (i, h) for i, p, h in chunk_rows(app)}
     assert after["moved-b.md"] == before["sub/b.md"]  # same rows: nothing re-chunked
+
+
+def test_a_moved_note_titled_by_its_file_name_is_filed_under_the_new_one(make_app: Any) -> None:
+    """A note with no title of its own files its chunks under its file name (notehead.title_of):
+    moved, it is read again, as a rebuild would file it (bench/entity_rebuild.py found the old
+    name kept); one with a title keeps its rows."""
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    write(ws / "plans.md", "aardvark facts\n")
+    write(ws / "titled.md", "# Beta\n\nbison facts\n")
+    app.indexer.reconcile()
+    before = {p: (i, h) for i, p, h in chunk_rows(app)}
+    (ws / "plans.md").rename(ws / "budget.md")
+    (ws / "titled.md").rename(ws / "beta.md")
+    r = app.indexer.reconcile()
+    assert (r.indexed, r.moved) == (1, 1)
+    heads = dict(
+        app.store.read(
+            lambda con: con.execute(
+                "SELECT d.path, e.heading_path FROM entries e JOIN documents d"
+                " ON d.id = e.document_id"
+            ).fetchall()
+        )
+    )
+    assert json.loads(heads["budget.md"]) == ["budget"]
+    assert {p: (i, h) for i, p, h in chunk_rows(app)}["beta.md"] == before["titled.md"]
 
 
 def test_touch_or_identical_save_reindexes_nothing(make_app: Any) -> None:

@@ -31,8 +31,7 @@ from memoryd.index import folders
 from memoryd.index.attachments import OtherFiles
 from memoryd.index.folders import FileState, Skip, canonical, differences, walk
 from memoryd.memory.validation import check_str
-from memoryd.store import Store, docpaths, entries, links, logmarks, notetext
-from memoryd.store import entities as store_entities
+from memoryd.store import Store, docpaths, entityclaims, entries, links, logmarks, notetext
 from memoryd.store.entries import DocumentInfo, NewChunk
 from memoryd.text import decoding, entities, logmarkers, markdown, notehead, obsidian
 from memoryd.text.decoding import LEGACY
@@ -460,7 +459,7 @@ class Indexer:
             def move(con: Any) -> None:
                 entries.move_document(con, old, state.path, state.mtime)
                 links.note_dates(con, state.path, fm, self.clock())
-                store_entities.reindex_document(con, state.path, mentions)
+                entityclaims.reindex_note(con, state.path, mentions)
 
             self.store.run_write(move)
             report.moved += 1
@@ -487,6 +486,7 @@ class Indexer:
         fm = note.fm
 
         def write(con: Any) -> int:
+            held = entityclaims.held_by_note(con, state.path)  # what its old text claimed
             count = entries.replace_document(
                 con,
                 doc,
@@ -502,7 +502,7 @@ class Indexer:
             logmarks.replace(con, state.path, marks)
             links.note_dates(con, state.path, fm, now)
             # after the dates: each mention carries its chunk's
-            store_entities.index_document(con, state.path, note.mentions)
+            entityclaims.index_note(con, state.path, note.mentions, held)
             return count
 
         n = self.store.run_write(write)
@@ -521,13 +521,13 @@ class Indexer:
         return None
 
     def _reads_alike(self, old: str, state: FileState, data: bytes) -> bool:
-        """Whether a file moved from `old` reads the same at its new path: the preprocess hook
-        may read by path (the daily log's header is its own in the log folder), so its chunks
-        are kept only if so."""
-        if self.preprocess is None:
-            return True
-        text = decoding.decode(data)[0]
-        return self.preprocess(old, text) == self.preprocess(state.path, text)
+        """Whether a file moved from `old` reads the same at its new path (its chunks are kept
+        only if so): the preprocess hook may read by path (the daily log's header), and a note
+        with no title of its own files its chunks under its file name (notehead.title_of)."""
+        text, pre = decoding.decode(data)[0], self.preprocess or (lambda _, t: t)
+        fm, body, _ = markdown.parse_front_matter(pre(state.path, text).replace("\r\n", "\n"))
+        named = notehead.title_of(old, fm, body) == notehead.title_of(state.path, fm, body)
+        return named and pre(old, text) == pre(state.path, text)
 
     def _preprocessed(self, path: str, text: str) -> str:
         """The file's text as indexed: through the preprocess hook."""

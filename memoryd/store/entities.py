@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -223,6 +223,34 @@ _FORM_OF = (
     " WHERE m.surface_key = ? AND e.key != ? GROUP BY e.key, e.name, e.type, e.id LIMIT 2"
 )
 _FORMS_OF = (_FORM_OF.replace("@DECLARED@", "1"), _FORM_OF.replace("@DECLARED@", "m.declared"))
+# SQLite m017 (the form look-up read every mention of a form, so importing beside 1,000 notes
+# that all link `[[billing-svc]]` cost 1.20-1.26x CPU, stop 38); PostgreSQL's index has had the
+# entity since v3 (pg/schema.py)
+FORM_PROBE_INDEX = """
+DROP INDEX mentions_surface;
+CREATE INDEX mentions_surface ON mentions(surface_key, entity_id, declared);
+"""
+_PROBE = "SELECT min(entity_id), max(entity_id) FROM mentions WHERE surface_key = ?"
+_ONE_DECLARED = (
+    "SELECT 1 FROM mentions WHERE surface_key = ? AND entity_id = ? AND declared = 1 LIMIT 1"
+)
+
+
+def _forms_of(con: Connection, key: str) -> list[tuple[Any, ...]]:
+    """_FORM_OF's rows for `key`, in index seeks when the form names one entity (m017: a form
+    a thousand notes link was read a thousand rows at a time): the least and greatest entity
+    that has it, then whether one of its mentions is declared."""
+    lo, hi = con.execute(_PROBE, (key,)).fetchall()[0]
+    if lo is None:
+        return []
+    if lo != hi:
+        return [tuple(r) for r in con.execute(_FORMS_OF[1], (key, key)).fetchall()]
+    row = con.execute("SELECT key, name, type, id FROM entities WHERE id = ?", (lo,)).fetchall()
+    if not row or row[0][0] == key:
+        return []
+    return [(*row[0], int(bool(con.execute(_ONE_DECLARED, (key, lo)).fetchall())))]
+
+
 # a list field's value (`people: [Maya]`) is written like a name in the text; a note's own
 # title, and its aliases and file name (keyed to the title), are its own and never re-keyed
 _WRITTEN_BY = frozenset(("wikilink", "alias", "name", "mention", "front_matter", "heading"))
@@ -267,7 +295,7 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
         # person's forms (a first name: "Jordan" the place is not Jordan Lee), and only a name
         # written as a person's is a first name. A form counts only where a note declares it
         # or its entity claims it ("John", a form of John Locke only in the note that quotes him)
-        rows = con.execute(form_of, (key, key)).fetchall()
+        rows = _forms_of(con, key) if claimed else con.execute(form_of, (key, key)).fetchall()
         if not person_like(key, m.type):
             rows = [r for r in rows if str(r[2]) != "person"]
         if len(rows) == 1 and not (rows[0][4] or claims(con, int(rows[0][3]), str(rows[0][0]))):
@@ -345,36 +373,84 @@ def adopt(con: Connection, old_key: str, new_key: str, columns: int = COLUMNS) -
             (old[0][0],),
         ).fetchall()
     ]
-    declared = "m.declared" if columns == COLUMNS else "0"
     for entry_id in entry_ids:
-        rows = con.execute(
-            "SELECT n.key, n.name, n.type, m.line, m.surface, m.created_at,"
+        _rewrite(
+            con,
+            entry_id,
+            # an untyped full name is a person when its first name alone was written as one
+            lambda k, t, _: (
+                (new_key, name, "person" if kind == "other" and t == "person" else kind)
+                if k == old_key
+                else None
+            ),
+            columns,
+        )
+    return len(entry_ids)
+
+
+def rekey(
+    con: Connection, entry_ids: Sequence[int], key: str, read: Callable[[], dict[str, Mention]]
+) -> None:
+    """The entries' mentions of the entity `key` re-keyed as read again without them
+    (entityclaims.withdraw: a claim on their forms went): their mentions are forgotten, then
+    `read()` gives the entity each form (a surface_key) stands for now, and they are
+    remembered with it."""
+    held = {entry_id: _rows(con, entry_id) for entry_id in entry_ids}
+    for at in range(0, len(entry_ids), 500):
+        part = entry_ids[at : at + 500]
+        con.execute(f"DELETE FROM mentions WHERE entry_id IN ({','.join('?' * len(part))})", part)
+    forms = read()
+
+    def change(k: str, _: str, surface_key: str) -> tuple[str, str, str] | None:
+        to = forms.get(surface_key) if k == key else None
+        return None if to is None else (to.key, to.name, to.type)
+
+    # remembered in one batch (_store: a statement per table, not per entry)
+    _store(con, [_put_back(e, rows, change) for e, rows in held.items() if rows], {})
+
+
+def _rewrite(
+    con: Connection,
+    entry_id: int,
+    change: Callable[[str, str, str], tuple[str, str, str] | None],
+    columns: int = COLUMNS,
+) -> None:
+    """The entry's mentions forgotten and remembered again, each keyed as `change(key, type,
+    surface_key)` says (key, name, type), or as it was (None)."""
+    rows = _rows(con, entry_id, columns)
+    if rows:
+        forget(con, entry_id)
+        _store(con, [_put_back(entry_id, rows, change)], {}, columns)
+
+
+def _rows(con: Connection, entry_id: int, columns: int = COLUMNS) -> list[tuple[Any, ...]]:
+    declared = "m.declared" if columns == COLUMNS else "0"
+    return [
+        tuple(r)
+        for r in con.execute(
+            "SELECT n.key, n.name, n.type, m.line, m.surface, m.created_at, m.surface_key,"
             f" {declared} FROM mentions m JOIN entities n ON n.id = m.entity_id"
             " WHERE m.entry_id = ?",
             (entry_id,),
         ).fetchall()
-        forget(con, entry_id)
-        remember(
-            con,
-            entry_id,
-            float(rows[0][5]),  # the entry's date, which each of its mentions carries
-            [
-                # an untyped full name is a person when its first name alone was written as one
-                Mention(
-                    new_key if key == old_key else str(key),
-                    name if key == old_key else str(n),
-                    ("person" if kind == "other" and str(t) == "person" else kind)
-                    if key == old_key
-                    else str(t),
-                    int(line),
-                    str(surface),
-                    "wikilink" if was_declared else "name",
-                )
-                for key, n, t, line, surface, _, was_declared in rows
-            ],
-            columns=columns,
-        )
-    return len(entry_ids)
+    ]
+
+
+def _put_back(
+    entry_id: int,
+    rows: Sequence[tuple[Any, ...]],
+    change: Callable[[str, str, str], tuple[str, str, str] | None],
+) -> tuple[int, float, list[Mention]]:
+    """An entry's mentions (_rows) as _store takes them again, each still declared or not,
+    with its line, surface and date (the entry's, which each carries), keyed as `change`
+    says."""
+    found = []
+    for key, n, t, line, surface, _, surface_key, was_declared in rows:
+        to = change(str(key), str(t), str(surface_key))
+        k2, n2, t2 = to if to is not None else (str(key), str(n), str(t))
+        source = "wikilink" if was_declared else "name"
+        found.append(Mention(k2, n2, t2, int(line), str(surface), source))
+    return entry_id, float(rows[0][5]), found
 
 
 def forget(con: Connection, entry_id: int) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from memoryd.core.errors import InvalidInput, NotFound
 from memoryd.core.timeutil import iso
-from memoryd.store import entities, entityfilter, tables
+from memoryd.store import entities, entityclaims, entityfilter, tables
 from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -298,7 +298,7 @@ def update_memory(con: Connection, entry_id: int, changes: dict[str, Any], now: 
         [*values.values(), now, entry_id],
     )
     if "content" in values or "tags" in values:
-        entities.reindex_memory(con, entry_id)
+        entityclaims.reindex_memory(con, entry_id)
 
 
 def delete_memory(con: Connection, entry_id: int) -> None:
@@ -307,7 +307,9 @@ def delete_memory(con: Connection, entry_id: int) -> None:
         raise InvalidInput(
             f"entry {entry_id} is a chunk of a workspace file; delete or edit the file instead"
         )
+    held = entityclaims.held_by(con, "?", (entry_id,))
     con.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
+    entityclaims.withdraw(con, held)
 
 
 def _kind(con: Connection, entry_id: int) -> str:
@@ -340,9 +342,12 @@ def _namespace(con: Connection, entry_id: int) -> str:
 
 def delete_expired(con: Connection, now: float) -> int:
     """Delete expired memories and expired chunks (front matter `expires`); returns how many."""
+    expired = "SELECT id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ?"
+    held = entityclaims.held_by(con, expired, (now,))
     rows = con.execute(
         "DELETE FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ? RETURNING id", (now,)
     ).fetchall()
+    entityclaims.withdraw(con, held)
     return len(rows)
 
 
@@ -464,7 +469,9 @@ def delete_document(con: Connection, path: str) -> int:
         "SELECT count(*) FROM entries e JOIN documents d ON d.id = e.document_id WHERE d.path = ?",
         (path,),
     ).fetchall()
+    held = entityclaims.held_by_note(con, path)
     con.execute("DELETE FROM documents WHERE path = ?", (path,))
+    entityclaims.withdraw(con, held)  # what the note declared names nothing now
     return int(rows[0][0])
 
 

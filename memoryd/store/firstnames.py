@@ -76,9 +76,14 @@ def claims(con: Connection, entity_id: int, key: str) -> bool:
     """Whether the person `key` (entity `entity_id`) claims a form of its name written alone
     outside the notes that write it in full: declared by a note, or written in full by
     CLAIM_WRITERS notes or memories."""
-    if len(con.execute(_WRITERS, (key, entity_id)).fetchall()) >= CLAIM_WRITERS:
+    if written_in_full(con, entity_id, key):
         return True
     return bool(con.execute(_DECLARED, (entity_id,)).fetchall())
+
+
+def written_in_full(con: Connection, entity_id: int, key: str) -> bool:
+    """Whether CLAIM_WRITERS notes or memories write the name `key` in full."""
+    return len(con.execute(_WRITERS, (key, entity_id)).fetchall()) >= CLAIM_WRITERS
 
 
 def named_like_person(key: str, name: str) -> bool:

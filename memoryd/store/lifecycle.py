@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from memoryd.store import entityclaims
 from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -168,14 +169,17 @@ def select_ids(
 
 def delete_ids(con: Connection, ids: Iterable[int]) -> int:
     """Delete memories with everything that holds their text or use: the change history (old
-    contents), the access log; triggers go by cascade."""
-    n = 0
+    contents), the access log; triggers go by cascade; a claim a deleted memory held on a
+    name (writing the full name) is withdrawn where it no longer holds (entityclaims)."""
+    n, held = 0, set()
     for i in ids:
+        held |= entityclaims.held_by(con, "?", (i,))
         con.execute("DELETE FROM entries WHERE id = ? AND kind = 'memory'", (i,))
         if con.changes():
             n += 1
             con.execute("DELETE FROM history WHERE entry_id = ?", (i,))
             con.execute("DELETE FROM access_log WHERE entry_id = ?", (i,))
+    entityclaims.withdraw(con, held)
     return n
 
 

@@ -493,6 +493,11 @@ def m016_marks_and_unspaced_scripts(con: apsw.Connection) -> None:
     notetext.fill(con)
 
 
+def m017_form_probe(con: apsw.Connection) -> None:
+    """Which entity a form names, in two index seeks (store/entities.py, FORM_PROBE_INDEX)."""
+    con.execute(entities.FORM_PROBE_INDEX)
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
@@ -510,6 +515,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m014_log_marks,
     m015_front_matter_values,
     m016_marks_and_unspaced_scripts,
+    m017_form_probe,
 ]
 
 

@@ -1,0 +1,188 @@
+"""A claim withdrawn: the names other entries wrote that an entity took through a note's
+declaration or its claim (store/entities.py, known_as, adopt and adopt_first_names;
+store/firstnames.py, claims) go back to what they stand for without it, when the entry that
+declared it, or one that wrote the full name, is edited, moved, deleted or expires.
+
+Taking is done when an entry is indexed (known_as, adopt_first_names). Without its undo, a note
+titled Lena Fischer deleted left every "Lena" of the other notes keyed to Lena Fischer until a
+reindex (stop 38), and "Caz", the alias of a note whose front matter no longer says so, stayed
+Caroline Baker's. Both backends; the doors that remove an entry's mentions call `held_by`
+before and `withdraw` after (store/entries.py, store/lifecycle.py), or call them through
+index_note, reindex_note and reindex_memory (index/indexer.py, store/entries.py).
+
+Bounded: only the entities the leaving entries declared or wrote in full are looked at, and of
+those only the mentions of a form (not the full name) in entries that do not write the full
+name themselves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from memoryd.store import entities
+from memoryd.store.firstnames import people_named, person_like, written_in_full
+from memoryd.store.protocol import Connection
+from memoryd.text.entities import Mention
+
+# the entities an entry's mentions declare (entities.DECLARES) or write in full: those whose
+# claim, or a form a note declares, may rest on it
+_HELD = (
+    "SELECT DISTINCT n.key FROM mentions m JOIN entities n ON n.id = m.entity_id"
+    " WHERE m.entry_id IN ({}) AND (m.declared = 1 OR m.surface_key = n.key)"
+)
+# the forms (not the full name) under which this workspace's entries mention the entity
+# (any workspace's, on a shared PostgreSQL store: _TAKEN reads this one's)
+_FORMS = "SELECT DISTINCT surface_key FROM mentions WHERE entity_id = ? AND surface_key != ?"
+# each entry that mentions the entity under one form, with its note (a memory: none)
+_TAKEN = (
+    "SELECT m.entry_id, e.document_id, m.surface, m.declared FROM mentions m"
+    " JOIN entries e ON e.id = m.entry_id WHERE m.entity_id = ? AND m.surface_key = ?"
+)
+# whether a note (its chunks) or a memory writes the full name itself: its forms are its own
+_WRITES_IN_NOTE = (
+    "SELECT 1 FROM mentions m JOIN entries e ON e.id = m.entry_id"
+    " WHERE e.document_id = ? AND m.entity_id = ? AND m.surface_key = ? LIMIT 1"
+)
+_WRITES_IN_ENTRY = (
+    "SELECT 1 FROM mentions m WHERE m.entry_id = ? AND m.entity_id = ? AND m.surface_key = ?"
+    " LIMIT 1"
+)
+# the notes (their chunks) and memories that write the full name (when many forms are asked)
+_WRITERS_OF = (
+    "SELECT DISTINCT m.entry_id, e.document_id FROM mentions m"
+    " JOIN entries e ON e.id = m.entry_id WHERE m.entity_id = ? AND m.surface_key = ?"
+)
+_DECLARED_FULL = (
+    "SELECT 1 FROM mentions m JOIN entries e ON e.id = m.entry_id"
+    " WHERE m.entity_id = ? AND m.surface_key = ? AND m.declared = 1 LIMIT 1"
+)
+
+
+def held_by(con: Connection, entry_sql: str, params: tuple[object, ...]) -> set[str]:
+    """The keys of the entities that the entries `entry_sql` selects (by id) declare or write
+    in full: read before their mentions go."""
+    return {str(r[0]) for r in con.execute(_HELD.format(entry_sql), params).fetchall()}
+
+
+def held_by_note(con: Connection, path: str) -> set[str]:
+    """held_by for the chunks of the note at `path`."""
+    return held_by(
+        con,
+        "SELECT e.id FROM entries e JOIN documents d ON d.id = e.document_id WHERE d.path = ?",
+        (path,),
+    )
+
+
+def index_note(con: Connection, path: str, mentions: Sequence[Mention], held: set[str]) -> int:
+    """entities.index_document for a note just stored again, whose chunks before held `held`
+    (held_by_note, read before they went): then the claims that no longer hold withdrawn."""
+    n = entities.index_document(con, path, mentions)
+    withdraw(con, held)
+    return n
+
+
+def reindex_note(con: Connection, path: str, mentions: Sequence[Mention]) -> int:
+    """entities.reindex_document (a note moved), the claims its old file name made withdrawn."""
+    held = held_by_note(con, path)
+    n = entities.reindex_document(con, path, mentions)
+    withdraw(con, held)
+    return n
+
+
+def reindex_memory(con: Connection, entry_id: int) -> None:
+    """entities.reindex_memory (its text or tags changed), the claims its old text made
+    withdrawn."""
+    held = held_by(con, "?", (entry_id,))
+    entities.reindex_memory(con, entry_id)
+    withdraw(con, held)
+
+
+def withdraw(con: Connection, keys: Iterable[str]) -> int:
+    """After mentions went: each name another entry wrote that one of `keys` took through a
+    declaration or a claim that no longer holds is keyed to what known_as reads it as now
+    (itself, or another person who alone claims it), and a first name several full names
+    shared goes to the one left claiming it (adopt_first_names' rule). Returns how many
+    entries changed."""
+    changed, keys = 0, sorted(keys)
+    firsts = {
+        k.split(" ")[0]
+        for k in keys
+        if 2 <= len(k.split(" ")) <= 3 and k.split(" ")[0].replace("-", "").isalpha()
+    }
+    found: dict[str, tuple[int, str]] = {}
+    for at in range(0, len(keys) + len(firsts), 500):  # which are entities: one statement
+        part = (keys + sorted(firsts))[at : at + 500]
+        sql = f"SELECT key, id, type FROM entities WHERE key IN ({','.join('?' * len(part))})"
+        for k, entity_id, kind in con.execute(sql, tuple(part)).fetchall():
+            found[str(k)] = (int(entity_id), str(kind))
+    for key in keys:
+        if key in found:
+            changed += _release(con, found[key][0], key, found[key][1])
+    for first in sorted(firsts & set(found)):  # a first name two claimed, one now
+        if not person_like(first, found[first][1]):  # "Jordan" the place is no one's
+            continue
+        people = people_named(con, first)
+        if len(people) == 1:
+            changed += entities.adopt(con, first, str(people[0][0]))
+    return changed
+
+
+def _release(con: Connection, entity_id: int, key: str, kind: str) -> int:
+    """The entity's forms that other entries wrote (entries that do not write its full name),
+    read again as known_as reads them without those entries (their own mentions of a form
+    would vouch for it: `[[caroline-baker]]` kept Caroline Baker's after her note was renamed,
+    as the link is declared), when one no longer stands on what the rest of the store says."""
+    written = [str(r[0]) for r in con.execute(_FORMS, (entity_id, key)).fetchall()]
+    if not written:  # most entities: no form but the full name
+        return 0
+    claimed = _claims_alone(con, entity_id, key)
+    # a person's first name stands while she claims it on her own (people_named)
+    first = key.split(" ")[0] if kind in ("person", "other") else None
+    written = [f for f in written if not (claimed and f == first)]
+    if not written:
+        return 0
+    taken = {f: con.execute(_TAKEN, (entity_id, f)).fetchall() for f in written}
+    writes: dict[tuple[str, int], bool] = {}  # (note or memory, id) -> writes the full name
+    if sum(map(len, taken.values())) > 50:  # many: every note and memory that does, at once
+        for entry_id, doc in con.execute(_WRITERS_OF, (entity_id, key)).fetchall():
+            writes[("note", doc) if doc is not None else ("memory", int(entry_id))] = True
+
+    def own(entry_id: int, doc: Any) -> bool:
+        at = ("note", doc) if doc is not None else ("memory", entry_id)
+        if at not in writes:
+            sql = _WRITES_IN_NOTE if doc is not None else _WRITES_IN_ENTRY
+            writes[at] = bool(con.execute(sql, (at[1], entity_id, key)).fetchall())
+        return writes[at]
+
+    forms: dict[str, list[tuple[int, str]]] = {}
+    owned: set[str] = set()  # forms the notes that write the full name write too
+    stands: set[str] = set()  # forms those notes declare (`aliases: [Caz]` beside the title)
+    for form in written:
+        for entry_id, doc, surface, declared in taken[form]:
+            if not own(int(entry_id), doc):
+                forms.setdefault(form, []).append((int(entry_id), str(surface)))
+            else:
+                (stands if declared else owned).add(form)
+    loose = [f for f in forms if f not in stands and not (claimed and f in owned)]
+    if not loose:
+        return 0
+    entry_ids = sorted({e for f in loose for e, _ in forms[f]})
+    guess = "person" if kind in ("person", "other") else kind
+
+    def read() -> dict[str, Mention]:
+        return {
+            f: entities.known_as(
+                con, [Mention(f, forms[f][0][1], guess, 1, forms[f][0][1], "name")]
+            )[0]
+            for f in loose
+        }
+
+    entities.rekey(con, entry_ids, key, read)
+    return len(entry_ids)
+
+
+def _claims_alone(con: Connection, entity_id: int, key: str) -> bool:
+    """firstnames.claims on what no other entry's form says: a declaration of the full name
+    (a title, a front-matter value, `[[Lena Fischer]]`) or CLAIM_WRITERS that write it."""
+    rows = con.execute(_DECLARED_FULL, (entity_id, key)).fetchall()
+    return bool(rows) or written_in_full(con, entity_id, key)
