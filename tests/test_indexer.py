@@ -231,6 +231,29 @@ def test_sync_paths_handles_moves_deletes_and_folders(make_app: Any) -> None:
     assert search_paths(app, "platypus") == ["uno.md"]
 
 
+def test_a_hard_link_renamed_and_edited_a_batch_later_updates_its_other_name(
+    make_app: Any,
+) -> None:
+    """A git pull renames a hard link and edits it; on a loaded machine the old name's event
+    and the new name's come in two batches, and the other name (a.md, the same file) kept the
+    old text until the next reconcile (a CI run, stop 39): the vanished hashes are remembered
+    a minute (folders.Vanished)."""
+    import os
+
+    app = make_app()
+    ws = app.cfg.workspace
+    write(ws / "a.md", "# A\n\nwombat\n")
+    (ws / "sub").mkdir()
+    os.link(ws / "a.md", ws / "sub/b.md")
+    app.indexer.reconcile()
+    (ws / "sub/b.md").rename(ws / "moved.md")
+    assert app.indexer.sync_paths([ws / "sub/b.md"]).deleted == 1  # the old name alone
+    with open(ws / "moved.md", "a", encoding="utf-8") as f:
+        f.write("\nquokka after the move\n")
+    app.indexer.sync_paths([ws / "moved.md"])  # a batch later
+    assert sorted(search_paths(app, "quokka")) == ["a.md", "moved.md"]
+
+
 def test_drift_report(make_app: Any) -> None:
     app = make_app()
     ws = app.cfg.workspace

@@ -153,6 +153,26 @@ def canonical(ix: Walker, rel: str) -> str:
 MAX_OLD_HASHES = 64  # the old bytes looked up for a new name with hard links (a batch's moves)
 
 
+class Vanished:
+    """The hashes of the notes that vanished in the last minute, newest first: a hard link
+    renamed and edited (a git pull) is indexed under its new name in a later batch than the one
+    its old name vanished in when the rename's two events come apart (a loaded machine), and its
+    other names are found by the old bytes' hash (other_names)."""
+
+    def __init__(self, keep_s: float = 60.0) -> None:
+        self.keep_s = keep_s
+        self._at: dict[str, float] = {}
+
+    def add(self, shas: Iterable[str], now: float) -> None:
+        for sha in shas:
+            self._at.pop(sha, None)
+            self._at[sha] = now
+        self._at = {s: t for s, t in self._at.items() if now - t <= self.keep_s}
+
+    def recent(self, now: float) -> list[str]:
+        return [s for s, t in reversed(self._at.items()) if now - t <= self.keep_s]
+
+
 def other_names(ix: Walker, state: FileState, old_shas: Iterable[str]) -> list[FileState]:
     """The other names of a note just indexed at `state` with new bytes, which changed with it:
     the symlinks leading to its file (ix.links_to, kept by the walk; they are notes again when

@@ -119,10 +119,9 @@ class Indexer:
         self.store = store
         self.root = Path(workspace)
         self.root_real = Path(os.path.realpath(self.root))
-        # memoryd's own files (data_dir: database, checkpoints, snapshots, trash; the log file;
-        # the socket) when they lie inside the workspace: never indexed, written or trashed
-        # through the API (a checkpoint would keep deleted memories searchable, the log would
-        # index itself, `delete path` could move the live database away).
+        # memoryd's own files (data_dir, the log file, the socket) inside the workspace: never
+        # indexed, written or trashed through the API (a checkpoint would keep deleted memories
+        # searchable, the log would index itself, `delete path` could move the database away)
         self.private = tuple(
             real
             for real in (os.path.realpath(p) for p in private)
@@ -140,10 +139,10 @@ class Indexer:
         self.totals = Report()
         # the files skipped now, by path, with the reason (status names them); bounded
         self.skipped: dict[str, str] = {}
-        # the notes that are symlinks to other files, by the file they lead to (folders.py,
-        # other_names: a save through either name raises an event for the file's own name only)
+        # the notes that are symlinks to other files, by the file they lead to (other_names)
         self.links_to: dict[str, set[str]] = {}
         self.dangling: set[str] = set()  # the symlinks last seen leading nowhere (folders.py)
+        self.gone = folders.Vanished()  # the hashes of notes that vanished lately (other_names)
         self.last_reconcile: dict[str, Any] | None = None
         # the names of the files that are not notes, for links to attachments
         self.others = OtherFiles(self.root, lambda: self.settings, self.is_private, self.relpath)
@@ -390,6 +389,7 @@ class Indexer:
         by_sha: dict[str, list[str]] = {}
         for p, d in vanished.items():
             by_sha.setdefault(d.sha256, []).append(p)
+        self.gone.add(by_sha, time.monotonic())
         total = len(todo)
         moved_from: set[str] = set()
         for n, state in enumerate(sorted(todo, key=lambda s: s.path), start=1):
@@ -509,7 +509,7 @@ class Indexer:
         report.indexed += 1
         report.chunks += n
         # a note with other names changed under them too
-        before = [current.sha256] if current is not None else list(by_sha)
+        before = [current.sha256] if current is not None else self.gone.recent(time.monotonic())
         for other in folders.other_names(self, state, before):
             self._index_one(other, by_sha, report)
         log.debug(
