@@ -81,6 +81,18 @@ SYMBOL_NOTES = {
 }
 
 
+def symbol_search(make_app: Any, query: str, mode: str) -> dict[str, Any]:
+    """The query's answer (limit 20) over SYMBOL_NOTES, indexed and embedded (fake model)."""
+    from memoryd.search.searcher import SearchRequest
+
+    app = make_app()
+    app.model.start()
+    assert app.model.wait_ready(30)
+    indexed(app, SYMBOL_NOTES)
+    app.embedder.run()
+    return dict(app.searcher.search(SearchRequest(query=query, mode=mode, limit=20)))
+
+
 @pytest.mark.parametrize(
     ("query", "want"),
     [
@@ -104,14 +116,8 @@ def test_a_word_its_symbols_make_is_searched_as_written(
 ) -> None:
     """`C#` listed the note about C first (the tokenizer drops `#`): a query of such words
     finds the notes that write them, as rg -F -i -w does, in every mode."""
-    from memoryd.search.searcher import SearchRequest
 
-    app = make_app()
-    app.model.start()
-    assert app.model.wait_ready(30)
-    indexed(app, SYMBOL_NOTES)
-    app.embedder.run()
-    res = app.searcher.search(SearchRequest(query=query, mode=mode, limit=20))
+    res = symbol_search(make_app, query, mode)
     got = {h["path"] for h in res["hits"]}
     # the fake embedder's neighbours may clear no floor: vector mode lists none but those
     assert got <= want if mode == "vector" else got == want, res["hits"]
@@ -143,14 +149,8 @@ def test_a_symbol_word_in_any_query_is_asked_as_written(
     """With other words, in a sentence, quoted, with `-term` or `OR` (stop 38): every hit holds
     the symbol word as written (rg -F -i -w), or with OR another alternative; the query's
     other words rank them."""
-    from memoryd.search.searcher import SearchRequest
 
-    app = make_app()
-    app.model.start()
-    assert app.model.wait_ready(30)
-    indexed(app, SYMBOL_NOTES)
-    app.embedder.run()
-    res = app.searcher.search(SearchRequest(query=query, mode=mode, limit=20))
+    res = symbol_search(make_app, query, mode)
     assert {h["path"] for h in res["hits"]} == want, res["hits"]
 
 
@@ -183,15 +183,9 @@ def test_a_symbol_word_excluded_is_excluded_as_written(
 ) -> None:
     """`-C#` leaves out the notes that write C#, not every note that says C (stop 39; it was
     searched as `NOT c`), in every mode."""
-    from memoryd.search.searcher import SearchRequest
     from memoryd.search.symbols import written_in
 
-    app = make_app()
-    app.model.start()
-    assert app.model.wait_ready(30)
-    indexed(app, SYMBOL_NOTES)
-    app.embedder.run()
-    res = app.searcher.search(SearchRequest(query=query, mode=mode, limit=20))
+    res = symbol_search(make_app, query, mode)
     paths = {h["path"] for h in res["hits"]}
     # keyword: exactly these; with the vector pool, these and its neighbours
     assert paths == want if mode == "keyword" else want <= paths, res["hits"]
