@@ -1338,7 +1338,7 @@ def test_an_export_that_cannot_be_written_keeps_the_old_file(
     def full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "fsync", full)  # admin imports os where it writes
+    monkeypatch.setattr(os, "fsync", full)  # (ctl/outfile.py's os)
     code, _, err = ctl_run("export", "-o", str(target))
     assert code == 1 and "No space left" in err  # a refused write is 1, as for stdout
     code, out, _ = ctl_run("--json", "export", "-o", str(target))
@@ -1355,10 +1355,10 @@ def test_a_signal_during_an_export_leaves_no_temporary(tmp_path: Path, name: str
     target.write_text("previous export\n")
     script = (
         "import os, signal, sys\n"
-        "from memoryd.ctl import admin\n"
+        "from memoryd.ctl import outfile\n"
         f"os.fsync = lambda fd: os.kill(os.getpid(), signal.{name})\n"
         "try:\n"
-        f"    admin.write_private({str(target)!r}, 'new\\n' * 1000)\n"
+        f"    outfile.write_private({str(target)!r}, 'new\\n' * 1000)\n"
         "except KeyboardInterrupt:\n"
         "    sys.exit(130)\n"
     )
