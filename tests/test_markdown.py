@@ -300,3 +300,14 @@ def test_unspaced_lines_are_chunked_within_the_budget(script: str, spaced: bool)
     assert set(line.replace(" ", "")) <= set(body)
     for c in chunks if not spaced else []:  # never a mark without its letter at a cut
         assert not unicodedata.category(c.content.split("\n")[-1][0]).startswith("M")
+
+
+def test_a_budget_counts_thai_as_it_counts_chinese() -> None:
+    """The budgets (search max_tokens, session_start, entity pages, MCP answers) measure with
+    estimate_tokens: 150 characters of Thai do not fit in 100 tokens, as 150 of Chinese do not."""
+    from memoryd.memory.lifecycle import budgeted
+
+    for script in ("thai", "chinese"):
+        hit = {"id": 1, "score": 1.0, "content": UNSPACED[script][:150], "path": None}
+        assert budgeted([hit], 100)["hits"] == [], script
+        assert len(budgeted([hit], 1000)["hits"]) == 1
