@@ -311,3 +311,14 @@ def test_a_budget_counts_thai_as_it_counts_chinese() -> None:
         hit = {"id": 1, "score": 1.0, "content": UNSPACED[script][:150], "path": None}
         assert budgeted([hit], 100)["hits"] == [], script
         assert len(budgeted([hit], 1000)["hits"]) == 1
+
+
+@pytest.mark.parametrize("char", ["記", "กิ"])
+def test_a_giant_unspaced_line_is_chunked_in_linear_time(char: str) -> None:
+    """A 1 MiB note of one CJK or Thai run (notes.max_bytes): each cut reads a window of the
+    line, not the rest of it (rest-of-line reads made it quadratic: 97 s a note)."""
+    cpu = {}
+    for n in (20_000, 80_000):
+        cpu[n], chunks = cpu_seconds(chunk_markdown, char * (n // len(char)), max_tokens=200)
+        assert all(estimate_tokens(c.content) <= 200 for c in chunks)
+    assert cpu[80_000] < 8 * cpu[20_000] + 0.05, cpu  # 4x the text, not 16x the time

@@ -79,9 +79,9 @@ def estimate_tokens(text: str) -> int:
     with long unbroken runs (code, URLs), whichever is larger; plus one per character of a
     script written without spaces (CJK, Thai, Lao, Khmer, Myanmar: text/scripts.py WIDE_CLASS,
     combining marks included)."""
-    cjk = 0 if text.isascii() else len(_WIDE.findall(text))
-    if cjk:
-        text = _WIDE.sub(" ", text)
+    cjk = 0
+    if not text.isascii():
+        text, cjk = _WIDE.subn(" ", text)  # (one pass: the count and the text without them)
     words = len(_WORD.findall(text))
     return math.ceil(max(words * 1.3, len(text.strip()) / 4 if cjk else len(text) / 4) + cjk)
 
@@ -269,8 +269,7 @@ def _parts(word: str) -> tuple[int, int, int]:
     token: a run of CJK or Thai is one "word" to the spaces but many tokens)."""
     if word.isascii():
         return (1 if word.strip() else 0), len(word), 0
-    wide = len(_WIDE.findall(word))
-    rest = _WIDE.sub(" ", word) if wide else word
+    rest, wide = _WIDE.subn(" ", word)
     return len(rest.split()), len(rest), wide
 
 
@@ -278,22 +277,26 @@ def _fits(words: int, chars: int, wide: int, max_tokens: int) -> bool:
     return math.ceil(max(words * 1.3, chars / 4) + wide) <= max_tokens
 
 
-def _cut(word: str, max_tokens: int) -> int:
-    """Where to cut one word too long for a chunk: the longest start that fits, not inside a
-    grapheme (a Thai letter keeps its vowel and tone marks)."""
-    if word.isascii():
-        return max_tokens * 4
-    lo, hi = 1, min(len(word), max_tokens * 4)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if _fits(*_parts(word[:mid]), max_tokens):
-            lo = mid
-        else:
-            hi = mid - 1
-    cut = lo
-    while 0 < cut < len(word) and _inside(word, cut):
+def _cut(word: str, start: int, max_tokens: int) -> int:
+    """Where to end the piece of a word too long for a chunk that begins at `start`: the
+    longest that fits, not inside a grapheme (a Thai letter keeps its vowel and tone marks).
+    Reads at most max_tokens * 4 characters: linear in the word's length overall."""
+    window = word[start : start + max_tokens * 4]
+    if window.isascii():
+        end = start + len(window)
+    else:
+        lo, hi = 1, len(window)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if _fits(*_parts(window[:mid]), max_tokens):
+                lo = mid
+            else:
+                hi = mid - 1
+        end = start + lo
+    cut = end
+    while start < cut < len(word) and _inside(word, cut):
         cut -= 1
-    return cut or lo
+    return cut if cut > start else end
 
 
 def _split_words(number: int, line: str, max_tokens: int) -> list[tuple[int, str]]:
@@ -302,16 +305,18 @@ def _split_words(number: int, line: str, max_tokens: int) -> list[tuple[int, str
     pieces: list[tuple[int, str]] = []
     current: list[str] = []
     words = chars = wide = 0
+    window = max_tokens * 4  # a longer word never fits (each character counts 1/4 at least)
     for word in line.split(" "):
-        w, c, k = _parts(word)
-        while not _fits(w, c, k, max_tokens):  # one huge token: cut by characters
-            cut = _cut(word, max_tokens)
+        start = 0
+        while len(word) - start > window or not _fits(*_parts(word[start:]), max_tokens):
+            end = _cut(word, start, max_tokens)  # one huge token: cut by characters
             if current:
                 pieces.append((number, " ".join(current)))
                 current, words, chars, wide = [], 0, 0, 0
-            pieces.append((number, word[:cut]))
-            word = word[cut:]
-            w, c, k = _parts(word)
+            pieces.append((number, word[start:end]))
+            start = end
+        word = word[start:] if start else word
+        w, c, k = _parts(word)
         if current and not _fits(words + w, chars + c + 1, wide + k, max_tokens):
             pieces.append((number, " ".join(current)))
             current, words, chars, wide = [], 0, 0, 0
