@@ -276,18 +276,19 @@ def test_a_bad_value_that_looks_like_a_credential_is_not_repeated(key: str, tmp_
 
 
 def test_an_empty_include_is_a_warning_in_check(tmp_path: Path) -> None:
-    """`MEMORYD_INDEXER_INCLUDE=` (a unit's Environment= line with nothing after it) is valid,
-    an index of memories only, but most likely a mistake: every note left the index without a
-    word. `config check` warns (exit 0), as the daemon's log does."""
+    """`include = []` is valid, an index of memories only, but most likely a mistake: every
+    note left the index without a word. `config check` warns (exit 0), as the daemon's log
+    does. (`MEMORYD_INDEXER_INCLUDE=`, a unit's Environment= line with nothing after it, is
+    unset, as every empty MEMORYD_* variable is: tests/test_env_empty.py.)"""
     f = tmp_path / "c.toml"
-    f.write_text(f'workspace = "{tmp_path}/ws"\n')
+    f.write_text(f'workspace = "{tmp_path}/ws"\n[indexer]\ninclude = []\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
     done = subprocess.run(
         [sys.executable, "-m", "memoryd", "config", "check", "--json", "--config", str(f)],
         capture_output=True,
         text=True,
         timeout=60,
-        env=env | {"MEMORYD_INDEXER_INCLUDE": ""},
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     assert any("indexer.include is empty" in w for w in json.loads(done.stdout)["warnings"])

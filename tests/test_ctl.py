@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -1337,9 +1338,33 @@ def test_an_export_that_cannot_be_written_keeps_the_old_file(
     def full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "fsync", full)  # admin imports os where it writes
+    monkeypatch.setattr(os, "fsync", full)  # (ctl/outfile.py's os)
     code, _, err = ctl_run("export", "-o", str(target))
-    assert code == 2 and "No space left" in err
+    assert code == 1 and "No space left" in err  # a refused write is 1, as for stdout
+    code, out, _ = ctl_run("--json", "export", "-o", str(target))
+    assert code == 1 and json.loads(out)["error"]["kind"] == "output"
+    assert target.read_text() == "previous export\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["memories.jsonl"]
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_signal_during_an_export_leaves_no_temporary(tmp_path: Path, name: str) -> None:
+    """SIGTERM or SIGHUP (not only Ctrl-C) while the temporary is open: it is removed, the
+    previous file is kept, and the process ends by the signal (130 for Ctrl-C)."""
+    target = tmp_path / "memories.jsonl"
+    target.write_text("previous export\n")
+    script = (
+        "import os, signal, sys\n"
+        "from memoryd.ctl import outfile\n"
+        f"os.fsync = lambda fd: os.kill(os.getpid(), signal.{name})\n"
+        "try:\n"
+        f"    outfile.write_private({str(target)!r}, 'new\\n' * 1000)\n"
+        "except KeyboardInterrupt:\n"
+        "    sys.exit(130)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    want = 130 if name == "SIGINT" else -getattr(signal, name)
+    assert res.returncode == want, res.stderr
     assert target.read_text() == "previous export\n"
     assert [p.name for p in tmp_path.iterdir()] == ["memories.jsonl"]
 

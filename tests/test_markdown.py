@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from work import calls, cpu_seconds
 
@@ -261,3 +263,62 @@ def test_every_list_field_keeps_its_text_items_only(
     list is no tag or alias: a null item was the tag `none`, a list the tag `['x']`."""
     fm, _, _ = parse_front_matter(f"---\n{field}: {value}\n---\nbody\n")
     assert fm.error is None and fm.tags == tags and fm.aliases == aliases
+
+
+# Every script written without spaces costs about a token a character (text/scripts.py): a run of
+# it is one "word" to the spaces, so counting words undercounted Thai, Lao, Khmer and Myanmar
+# (and a long unspaced CJK or Thai line was cut at 4 characters a token).
+UNSPACED = {
+    "chinese": "我们用数据库存储所有的笔记和记忆" * 40,
+    "thai": "ระบบจัดเก็บความจำทำงานบนเครื่องของคุณ" * 40,
+    "lao": "ລະບົບເກັບຄວາມຈຳເຮັດວຽກຢູ່ໃນເຄື່ອງ" * 40,
+    "khmer": "ប្រព័ន្ធរក្សាទុកការចងចាំដំណើរការលើម៉ាស៊ីន" * 40,
+    "myanmar": "မှတ်ဉာဏ်သိုလှောင်စနစ်သည်သင့်ကွန်ပျူတာပေါ်တွင်အလုပ်လုပ်သည်" * 40,
+}
+
+
+@pytest.mark.parametrize("script", sorted(UNSPACED))
+def test_unspaced_scripts_cost_a_token_a_character(script: str) -> None:
+    text = UNSPACED[script]
+    assert estimate_tokens(text) >= len(text)
+    mixed = f"see {text[:30]} and more words here"
+    assert estimate_tokens(mixed) >= 30 + 5
+
+
+@pytest.mark.parametrize("script", sorted(UNSPACED))
+@pytest.mark.parametrize("spaced", [False, True])
+def test_unspaced_lines_are_chunked_within_the_budget(script: str, spaced: bool) -> None:
+    line = UNSPACED[script]
+    if spaced:  # words of a few characters, as a sentence with some spaces
+        line = " ".join(line[i : i + 7] for i in range(0, len(line), 7))
+    chunks = chunk_markdown(f"# h\n\n{line}\n", max_tokens=100, overlap_tokens=10)
+    assert len(chunks) > 1
+    assert all(estimate_tokens(c.content) <= 100 + 10 + 4 for c in chunks), [
+        estimate_tokens(c.content) for c in chunks
+    ]
+    body = "".join(c.content.removeprefix("# h\n").replace(" ", "") for c in chunks)
+    assert set(line.replace(" ", "")) <= set(body)
+    for c in chunks if not spaced else []:  # never a mark without its letter at a cut
+        assert not unicodedata.category(c.content.split("\n")[-1][0]).startswith("M")
+
+
+def test_a_budget_counts_thai_as_it_counts_chinese() -> None:
+    """The budgets (search max_tokens, session_start, entity pages, MCP answers) measure with
+    estimate_tokens: 150 characters of Thai do not fit in 100 tokens, as 150 of Chinese do not."""
+    from memoryd.memory.lifecycle import budgeted
+
+    for script in ("thai", "chinese"):
+        hit = {"id": 1, "score": 1.0, "content": UNSPACED[script][:150], "path": None}
+        assert budgeted([hit], 100)["hits"] == [], script
+        assert len(budgeted([hit], 1000)["hits"]) == 1
+
+
+@pytest.mark.parametrize("char", ["記", "กิ"])
+def test_a_giant_unspaced_line_is_chunked_in_linear_time(char: str) -> None:
+    """A 1 MiB note of one CJK or Thai run (notes.max_bytes): each cut reads a window of the
+    line, not the rest of it (rest-of-line reads made it quadratic: 97 s a note)."""
+    cpu = {}
+    for n in (20_000, 80_000):
+        cpu[n], chunks = cpu_seconds(chunk_markdown, char * (n // len(char)), max_tokens=200)
+        assert all(estimate_tokens(c.content) <= 200 for c in chunks)
+    assert cpu[80_000] < 8 * cpu[20_000] + 0.05, cpu  # 4x the text, not 16x the time

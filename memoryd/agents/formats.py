@@ -96,7 +96,10 @@ def fmt_record(rec: dict[str, Any]) -> str:
         if rec.get(k) not in (None, [], "")
     }
     meta.update({k: rec[k] for k in ("created_at", "updated_at") if rec.get(k)})
-    return json.dumps(meta, ensure_ascii=False) + "\n\n" + str(rec.get("content", ""))
+    out = json.dumps(meta, ensure_ascii=False) + "\n\n" + str(rec.get("content", ""))
+    for c in rec.get("still_in") or []:  # an update whose log line's rewrite was refused
+        out += f"\nwarning: its old text is still in the daily log {c.get('name')} (a full disk)"
+    return out
 
 
 def fmt_added(res: dict[str, Any]) -> str:

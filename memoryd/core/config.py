@@ -419,9 +419,12 @@ def _env_value(raw: str, spec: tuple[Any, ...]) -> Any:
 
 
 def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    """The settings the MEMORYD_* variables override. A variable set empty (`MEMORYD_SOCKET=`, a
+    unit's `Environment=` line with nothing after it) is unset, as memoryctl and `memoryd mcp`
+    read theirs (`${VAR:-default}`): every MEMORYD_* variable means the same to every door."""
     out: dict[str, Any] = {}
     for var, raw in env.items():
-        if not var.startswith("MEMORYD_") or var == "MEMORYD_CONFIG":
+        if not var.startswith("MEMORYD_") or var == "MEMORYD_CONFIG" or not raw:
             continue
         rest = var[len("MEMORYD_") :].lower()
         if rest in TOP_LEVEL:
@@ -462,6 +465,8 @@ def unread_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     for var in sorted(env):
         if not var.startswith("MEMORYD_") or var in OTHER_ENV or var.startswith("MEMORYD_TEST_"):
             continue
+        if not env[var]:  # set empty: unset (env_overrides)
+            continue
         rest = var[len("MEMORYD_") :].lower()
         if rest in TOP_LEVEL or rest.partition("_")[0] in SECTIONS:
             continue  # read (a misspelt key there is a ConfigError)
@@ -472,8 +477,8 @@ def unread_env(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
 
 def doubtful(cfg: Config) -> list[str]:
     """Valid settings that are most likely a mistake, said as warnings (`memoryd config check`,
-    the daemon's log at start and reload): `MEMORYD_INDEXER_INCLUDE=` left empty made every
-    note leave the index without a word."""
+    the daemon's log at start and reload): `include = []` made every note leave the index
+    without a word."""
     out = []
     if not cfg.indexer.include:
         out.append(

@@ -24,6 +24,7 @@ from memoryd.ctl.client import (
     SLOW_TIMEOUT,
     Client,
     ClientError,
+    Refused,
     Unreachable,
     UsageError,
     resolve_socket,
@@ -47,6 +48,7 @@ __all__ = [
     "SLOW_TIMEOUT",
     "Client",
     "ClientError",
+    "Refused",
     "Unreachable",
     "UsageError",
     "build_parser",
@@ -232,3 +234,5 @@ def run(cmd: Any, args: Any) -> int:
         return fail(as_json, "daemon", exc.message, exc.exit_status, exc.code, exc.data)
     except Unreachable as exc:
         return fail(as_json, "unreachable", str(exc), EXIT_UNREACHABLE)
+    except Refused as exc:
+        return fail(as_json, "output", str(exc), EXIT_ERROR)

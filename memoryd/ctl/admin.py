@@ -231,63 +231,6 @@ def s_checkpoint_delete(res: dict[str, Any], a: Namespace) -> int:
     return EXIT_OK
 
 
-def refused_output(exc: OSError, where: str) -> str:
-    """`cannot write FILE: No space left on device; free some space and run it again`: an
-    output file the system refused (`export -o`), with what to do (as the daemon's
-    core/oserrors.py says it)."""
-    import errno
-
-    code = exc.errno
-    if code in (errno.ENOSPC, errno.EDQUOT):
-        fix = "free some space and run it again"
-    elif code == errno.EFBIG:
-        fix = "the file size limit is reached (ulimit -f): raise it and run it again"
-    elif code == errno.EROFS:
-        fix = "it is on a read-only file system: write elsewhere"
-    elif code in (errno.EACCES, errno.EPERM):
-        fix = "you may not write there: write elsewhere, or change its permissions"
-    else:
-        fix = "nothing more was written"
-    return f"cannot write {where}: {exc.strerror or exc}; {fix}"
-
-
-def write_private(path: str, data: str) -> None:
-    """Write a file only its owner can read (exports hold every memory), atomically: a
-    temporary file beside it (0600) is synced and renamed over it, so an interrupted export
-    never leaves a truncated file where a good one was. A path that is not a regular file (a
-    pipe, /dev/stdout) is written in place."""
-    import os  # only here: memoryctl's start-up does without it (fsenv.py)
-    import stat as _stat
-
-    try:
-        st = os.stat(path)
-    except OSError:
-        st = None
-    if st is not None and not _stat.S_ISREG(st.st_mode):
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(data)
-        except OSError as exc:
-            raise UsageError(refused_output(exc, path)) from None
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            with open(fd, "w", encoding="utf-8") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise UsageError(refused_output(exc, path)) from None
-
-
 def r_export(c: Client, a: Namespace) -> int:
     import json
 
@@ -299,6 +242,8 @@ def r_export(c: Client, a: Namespace) -> int:
     if not a.output:
         sys.stdout.write(lines)
         return EXIT_OK
+    from memoryd.ctl.outfile import write_private  # (only here: every start-up does without)
+
     write_private(a.output, lines)
     if a.json:  # what was written, as JSON: stdout is never empty under --json
         return emit_json({"count": res["count"], "path": a.output})

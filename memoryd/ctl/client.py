@@ -244,6 +244,11 @@ class UsageError(Exception):
     """The arguments are valid one by one but not together (or an input file is unusable)."""
 
 
+class Refused(Exception):
+    """The system refused a file memoryctl writes (a full disk, a read-only folder): exit 1, as
+    a refused standard output is."""
+
+
 def untrusted_folder(path: str) -> str | None:
     """Why the socket's folder cannot be trusted, or None. A missing folder is left to connect()."""
     folder = fsenv.dirname(fsenv.abspath(path))

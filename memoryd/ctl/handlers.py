@@ -341,6 +341,9 @@ def p_update(a: Namespace) -> dict[str, Any]:
 
 def s_update(res: dict[str, Any], a: Namespace) -> int:
     print(f"updated {res['id']}")
+    for c in res.get("still_in") or []:  # its log line's rewrite was refused (a full disk)
+        name = c.get("name")
+        print(f"  its old text is still in daily log {name}: rewritten once its disk has room")
     return EXIT_OK
 
 

@@ -195,7 +195,7 @@ class DailyLog:
         self.waiting_file: Path | None = None  # App: <data_dir>/dailylog-waiting.json
         # rewrites the system refused (id -> the memory, None: deleted) and their files
         self.unrewritten: dict[int, dict[str, Any] | None] = {}
-        self.unrewritten_paths: set[Path] = set()
+        self.unrewritten_paths: dict[Path, set[int]] = {}  # (the ids whose lines each holds)
         self._refusals_seen = 0
         # forget_gone (team: a database other daemons share): the logged ids stored at the
         # last look; each file's ids by its stat
@@ -301,11 +301,12 @@ class DailyLog:
             self.unrewritten.update({i: self.current({"id": i}) for i in redo})
         return len(self.waiting) + len(self.unrewritten)
 
-    def unforgotten(self) -> list[dict[str, Any]]:
-        """The log files still holding lines of deleted memories, whose rewrite the system
-        refused (a full disk): `still_in` of a delete; rewritten with the waiting lines."""
-        ws, forgets = self.workspace, any(r is None for r in self.unrewritten.values())
-        paths = sorted(self.unrewritten_paths) if forgets else []
+    def unforgotten(self, ids: set[int] | None = None) -> list[dict[str, Any]]:
+        """The log files still holding lines of deleted memories (or the old lines of `ids`),
+        whose rewrite the system refused (a full disk): `still_in` of a delete or an update;
+        rewritten with the waiting lines."""
+        ids = {i for i, r in self.unrewritten.items() if r is None} if ids is None else ids
+        ws, paths = self.workspace, sorted(p for p, h in self.unrewritten_paths.items() if h & ids)
         return [{"kind": "daily_log", "name": relpath(p, ws), "path": str(p)} for p in paths]
 
     def is_waiting(self, entry_id: object) -> bool:  # its line is among those waiting
@@ -327,7 +328,7 @@ class DailyLog:
                 elif self.waiting:  # refused again: the rest wait behind it, in order
                     self.waiting.extend(waiting[i + 1 :])
                     break
-            redo, self.unrewritten, self.unrewritten_paths = self.unrewritten, {}, set()
+            redo, self.unrewritten, self.unrewritten_paths = self.unrewritten, {}, {}
             if redo:  # the rewrites (a delete, an update) refused: now, as the memories are
                 again = {i: None if r is None else read(r) for i, r in redo.items()}
                 self._rewrite(again, [r for r in again.values() if r is not None])
@@ -448,12 +449,10 @@ class DailyLog:
         except OSError as exc:
             log.error("daily log rewrite refused", path=str(folder), error=str(exc))
             return []
-        # (a log folder that is gone: only the files the index names, below)
         # The file each memory was appended to (by the configured `filename`, which may add
-        # folders), then every other log file under the folder, at any depth: a line is found
-        # wherever the layout put it, also after `filename` changed.
-        # Then every file the index says holds their markers (a log moved out of the log
-        # folder, renamed, copied): its own lines are the memories', as in the log.
+        # folders), then every other log file under the folder, at any depth (a line is found
+        # wherever the layout put it), then every file the index says holds their markers (a
+        # log moved out of the log folder, renamed, copied; a log folder gone: these alone).
         here = folder.is_dir()
         likely = {self.path_for(self._when(r)) for r in records} if here else set()
         changed: list[Path] = []
@@ -506,7 +505,7 @@ class DailyLog:
             except OSError as exc:
                 log.error("daily log rewrite failed", path=str(path), error=str(exc))
                 if exc.errno in oserrors.PASSING:  # a full disk: done again once it has room
-                    self.unrewritten_paths.add(path)
+                    self.unrewritten_paths.setdefault(path, set()).update(hit)
                     self._refusals_seen += 1
                     self.refusals.refused(f"{path}: {exc.strerror or exc}")
                 return hit

@@ -103,6 +103,7 @@ class Memories:
         on_removed: Iterable[Callable[[list[dict[str, Any]]], object]] = (),
         on_imported: Iterable[Callable[[dict[str, Any]], object]] = (),
         copies_since: Callable[[float], list[dict[str, Any]]] | None = None,
+        stale_lines: Callable[[set[int]], list[dict[str, Any]]] = lambda ids: [],
         secrets_mode: str = "refuse",
         temporary_ttl: float = 7 * 86400,
         near_duplicates: Callable[[str, str], list[dict[str, Any]]] | None = None,
@@ -115,17 +116,15 @@ class Memories:
         self.temporary_ttl = temporary_ttl
         # [lifecycle]: the promotion thresholds validate and promotion_candidates judge by
         self.lifecycle = lifecycle_settings if lifecycle_settings is not None else _Defaults()
-        # near_duplicates(content, namespace) -> [{id, similarity}]: set by the App
-        self.near_duplicates = near_duplicates
+        self.near_duplicates = near_duplicates  # (content, namespace) -> [{id, similarity}]
         # on_added / on_updated / on_removed: the daily log appends, rewrites or forgets a
         # memory's line, on_imported(counts) reads lines that name ids stored again (an import);
         # on_changed wakes the embed worker and the trigger index.
-        self.on_added = list(on_added)
-        self.on_changed = list(on_changed)
-        self.on_updated = list(on_updated)
-        self.on_removed = list(on_removed)
+        self.on_added, self.on_changed = list(on_added), list(on_changed)
+        self.on_updated, self.on_removed = list(on_updated), list(on_removed)
         self.on_imported = list(on_imported)
         self.copies_since = copies_since  # (ts) -> checkpoints and snapshots taken since ts
+        self.stale_lines = stale_lines  # (ids) -> the log files whose rewrite was refused
 
     # -- add ------------------------------------------------------------------------------------
 
@@ -357,7 +356,8 @@ class Memories:
         if any(before.get(k) != rec.get(k) for k in LOGGED_FIELDS):
             self._run(self.on_updated, rec)
         self._changed()
-        return rec
+        stale = self.stale_lines({eid})  # a full disk refused its log line's rewrite: as delete
+        return {**rec, "still_in": stale} if stale else rec
 
     def promote(self, entry_id: object, tier: object = "critical") -> dict[str, Any]:
         return self.update(entry_id, {"tier": tier})

@@ -182,6 +182,7 @@ class App:
                 *checkpoints.copies_since(cfg.data_dir, since),
                 *self.dailylog.unforgotten(),  # a full disk refused its rewrite: done later
             ],
+            stale_lines=self.dailylog.unforgotten,
             secrets_mode=cfg.secrets.mode,
             temporary_ttl=cfg.lifecycle.temporary_ttl,
             near_duplicates=self.near_duplicates,

@@ -52,6 +52,10 @@ from typing import Any, cast
 
 import apsw
 
+from memoryd.text.scripts import CJK_CLASS as CJK_CLASS
+from memoryd.text.scripts import RUN_CLASS as RUN_CLASS
+from memoryd.text.scripts import SEA_CLASS as SEA_CLASS
+
 NAME = "cjk"
 BASE = ("porter", "unicode61", "remove_diacritics", "2", "categories", "L* N* Co M*")
 # BASE as a tokenize= option's words (an argument with spaces in single quotes, as FTS5 reads it)
@@ -60,36 +64,7 @@ BASE_OPTION = " ".join(f"'{a}'" if " " in a else a for a in BASE)
 TOKENIZE = f"{NAME} {BASE_OPTION}"
 OPTION = f'tokenize = "{TOKENIZE}"'
 
-# Scripts written without spaces between words (Korean is spaced, but particles are attached:
-# 데이터베이스를), by code point range.
-CJK_CLASS = (
-    "\u1100-\u11ff"  # Hangul Jamo
-    "\u2e80-\u2fdf"  # CJK radicals, Kangxi radicals
-    "\u3005-\u3007"  # 々 〆 〇
-    "\u3021-\u3029\u3031-\u3035"  # Hangzhou numerals, kana repeat marks
-    "\u3040-\u309f"  # Hiragana
-    "\u30a1-\u30fa\u30fc-\u30ff"  # Katakana (without ゠ and the middle dot ・)
-    "\u3130-\u318f"  # Hangul compatibility Jamo
-    "\u31f0-\u31ff"  # Katakana phonetic extensions
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
-    "\ua960-\ua97f"  # Hangul Jamo extended A
-    "\uac00-\ud7ff"  # Hangul syllables, Jamo extended B
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\uff66-\uff9f"  # half-width Katakana
-    "\U0001b000-\U0001b16f"  # kana supplement and extensions
-    "\U00020000-\U0003134f"  # CJK extensions B-G, compatibility supplement
-)
-# Thai, Lao, Khmer, Myanmar: no spaces between words either (m016); searched as CJK is, a phrase
-# of its characters' bigrams, but a long run is never split into its bigrams in the any-term
-# query (search/ftsquery.py sentence_run): a word no note holds finds nothing.
-SEA_CLASS = (
-    "\u0e00-\u0eff"  # Thai, Lao
-    "\u1000-\u109f"  # Myanmar
-    "\u1780-\u17ff\u19e0-\u19ff"  # Khmer, Khmer symbols
-    "\ua9e0-\ua9ff\uaa60-\uaa7f"  # Myanmar extended B and A
-)
-RUN_CLASS = CJK_CLASS + SEA_CLASS
+# the scripts written without spaces between words (one definition: text/scripts.py)
 _SEA_BLOCKS = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0xA9E0, 0xAA7F))
 # the combining marks of those scripts (vowel signs, tone marks, viramas), and the viramas that
 # stack the next letter under their own (Khmer coeng, Myanmar virama): one character with it

@@ -27,12 +27,14 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from memoryd.core.timeutil import in_range, parse_iso
+from memoryd.text.clip import _inside
 from memoryd.text.frontyaml import Refused as _Refused
 from memoryd.text.frontyaml import load_node as _load_yaml
 from memoryd.text.frontyaml import values_text as _values_text
 from memoryd.text.mdblocks import atx_heading as atx_heading
 from memoryd.text.mdblocks import fenced as fenced
 from memoryd.text.mdblocks import headings
+from memoryd.text.scripts import WIDE_CLASS
 
 _WORD = re.compile(r"\S+")
 MAX_FRONT_MATTER_BYTES = 65536
@@ -67,20 +69,19 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-# Chinese, Japanese and Korean characters: tokenizers spend about one token (often more) on
-# each, where a run of them would count as a single "word" below.
-_CJK = re.compile(
-    "[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff00-\uffef"
-    "\U00020000-\U0003ffff]"
-)
+# Characters tokenizers spend about one token (often more) on each, where a run of them would
+# count as a single "word" below: CJK, Thai, Lao, Khmer, Myanmar (text/scripts.py).
+_WIDE = re.compile(f"[{WIDE_CLASS}]")
 
 
 def estimate_tokens(text: str) -> int:
     """About the number of tokens of a text: for prose 1.3 per word, or 1 per 4 chars for text
-    with long unbroken runs (code, URLs), whichever is larger; plus one per CJK character."""
-    cjk = 0 if text.isascii() else len(_CJK.findall(text))
-    if cjk:
-        text = _CJK.sub(" ", text)
+    with long unbroken runs (code, URLs), whichever is larger; plus one per character of a
+    script written without spaces (CJK, Thai, Lao, Khmer, Myanmar: text/scripts.py WIDE_CLASS,
+    combining marks included)."""
+    cjk = 0
+    if not text.isascii():
+        text, cjk = _WIDE.subn(" ", text)  # (one pass: the count and the text without them)
     words = len(_WORD.findall(text))
     return math.ceil(max(words * 1.3, len(text.strip()) / 4 if cjk else len(text) / 4) + cjk)
 
@@ -263,31 +264,66 @@ def _sections(body: str, first_line: int) -> list[_Section]:
     return sections
 
 
+def _parts(word: str) -> tuple[int, int, int]:
+    """A word's share of estimate_tokens: its words, characters, and wide characters (each one
+    token: a run of CJK or Thai is one "word" to the spaces but many tokens)."""
+    if word.isascii():
+        return (1 if word.strip() else 0), len(word), 0
+    rest, wide = _WIDE.subn(" ", word)
+    return len(rest.split()), len(rest), wide
+
+
+def _fits(words: int, chars: int, wide: int, max_tokens: int) -> bool:
+    return math.ceil(max(words * 1.3, chars / 4) + wide) <= max_tokens
+
+
+def _cut(word: str, start: int, max_tokens: int) -> int:
+    """Where to end the piece of a word too long for a chunk that begins at `start`: the
+    longest that fits, not inside a grapheme (a Thai letter keeps its vowel and tone marks).
+    Reads at most max_tokens * 4 characters: linear in the word's length overall."""
+    window = word[start : start + max_tokens * 4]
+    if window.isascii():
+        end = start + len(window)
+    else:
+        lo, hi = 1, len(window)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if _fits(*_parts(window[:mid]), max_tokens):
+                lo = mid
+            else:
+                hi = mid - 1
+        end = start + lo
+    cut = end
+    while start < cut < len(word) and _inside(word, cut):
+        cut -= 1
+    return cut if cut > start else end
+
+
 def _split_words(number: int, line: str, max_tokens: int) -> list[tuple[int, str]]:
     """A single line too long for a chunk: split between words (or characters), in linear
-    time (the token estimate is kept as running word and character counts)."""
+    time (the token estimate is kept as running word, character and wide-character counts)."""
     pieces: list[tuple[int, str]] = []
     current: list[str] = []
-    words = chars = 0
-
-    def fits(w: int, c: int) -> bool:
-        return math.ceil(max(w * 1.3, c / 4)) <= max_tokens
-
+    words = chars = wide = 0
+    window = max_tokens * 4  # a longer word never fits (each character counts 1/4 at least)
     for word in line.split(" "):
-        while not fits(1, len(word)):  # one huge token: cut by characters
-            cut = max_tokens * 4
+        start = 0
+        while len(word) - start > window or not _fits(*_parts(word[start:]), max_tokens):
+            end = _cut(word, start, max_tokens)  # one huge token: cut by characters
             if current:
                 pieces.append((number, " ".join(current)))
-                current, words, chars = [], 0, 0
-            pieces.append((number, word[:cut]))
-            word = word[cut:]
-        added = 1 if word.strip() else 0
-        if current and not fits(words + added, chars + len(word) + 1):
+                current, words, chars, wide = [], 0, 0, 0
+            pieces.append((number, word[start:end]))
+            start = end
+        word = word[start:] if start else word
+        w, c, k = _parts(word)
+        if current and not _fits(words + w, chars + c + 1, wide + k, max_tokens):
             pieces.append((number, " ".join(current)))
-            current, words, chars = [], 0, 0
+            current, words, chars, wide = [], 0, 0, 0
         current.append(word)
-        words += added
-        chars += len(word) + (1 if len(current) > 1 else 0)
+        words += w
+        wide += k
+        chars += c + (1 if len(current) > 1 else 0)
     if current:
         pieces.append((number, " ".join(current)))
     return pieces

@@ -462,6 +462,55 @@ def test_a_delete_whose_log_rewrite_the_disk_refuses_says_so_and_forgets_later(
     assert call(app, "status")["daily_log"] == {"waiting": 0, "refused": None}
 
 
+def test_an_update_whose_log_rewrite_the_disk_refuses_says_so_as_a_delete_does(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An update (a secret taken out, say) answered as if done while its old text stayed in the
+    daily log, without a word (a delete lists the file in `still_in`). Now its answer names the
+    log file too, memoryctl and the MCP tool say it, and the line is rewritten once there is
+    room; another memory's refused rewrite is not this one's."""
+    from memoryd.agents.formats import fmt_record
+    from memoryd.memory import dailylog
+
+    app = make_app(model=None)
+    other = call(app, "add", content="a memory whose update waits too")["id"]
+    eid = call(app, "add", content="the token was hunter2 once")["id"]
+
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    real = dailylog.replace_text
+    monkeypatch.setattr(dailylog, "replace_text", full)
+    answer = call(app, "update", id=eid, content="the token was rotated")
+    assert answer["content"] == "the token was rotated"
+    logs = [c for c in answer["still_in"] if c["kind"] == "daily_log"]
+    assert [c["name"] for c in logs] == [f"daily/{Path(logs[0]['path']).name}"]
+    assert any("hunter2" in line for line in _log_lines(app))
+    assert "still in the daily log daily/" in fmt_record(answer)
+    monkeypatch.setattr(dailylog, "replace_text", real)  # room again: the daemon's next look
+    app.dailylog.append_waiting()
+    assert not any("hunter2" in line for line in _log_lines(app))
+    assert any("the token was rotated" in line for line in _log_lines(app))
+    monkeypatch.setattr(dailylog, "replace_text", full)
+    call(app, "update", id=other, content="a memory updated on a full disk")
+    monkeypatch.setattr(dailylog, "replace_text", real)
+    assert "still_in" not in call(app, "update", id=eid, tags=["rotated"])  # its line is done
+    assert "still_in" not in call(app, "get", id=eid)
+
+
+def test_an_update_answer_names_its_stale_log_in_memoryctl(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from argparse import Namespace
+
+    from memoryd.ctl.handlers import s_update
+
+    res = {"id": 7, "still_in": [{"kind": "daily_log", "name": "daily/2026-11-27.md"}]}
+    assert s_update(res, Namespace()) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("updated 7\n") and "still in daily log daily/2026-11-27.md" in out
+
+
 def test_a_refused_forget_outlives_a_restart(
     make_app: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
