@@ -23,7 +23,9 @@ TREE = {
     "a/d.md": "dingo in a",
     "a-b/x.md": "xerus in a-b",
     "a b/z.md": "zorilla in a b",
-    "a0/y.md": "yak in a0",
+    # titled: a move keeps its rows (an untitled note is filed under its file name, so a
+    # rename reads it again: stop 39, ent14)
+    "a0/y.md": "# Yak\n\nyak in a0",
     "ü/é.md": "emu in ü",
     "p/q/r/s.md": "serval deep",
 }
