@@ -1,0 +1,113 @@
+"""Issue 20.2: an entity's type is a function of its current mentions (store/entitytypes.py),
+whatever order they came in and whichever left: the type a rebuild reads. Both backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import older_store, write_synced
+from test_entity_store import consistent, rows
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+TYPED = "Lena Fischer met Ravi at the office."  # a person, by its sentence
+LINKED = "See [[Lena Fischer]] on the plan."  # untyped: a wikilink says nothing of what
+
+
+def type_of(app: Any, key: str) -> str | None:
+    found = rows(app, "SELECT type FROM entities WHERE key = ?", (key,))
+    return str(found[0][0]) if found else None
+
+
+def expected_types(app: Any) -> dict[int, str]:
+    """The rule of store/entitytypes.py written again: among the typed mentions, the type
+    declared most, then written most, then the first by name; 'other' when none is typed."""
+    votes: dict[int, list[tuple[int, int, str]]] = {}
+    for entity_id, kind, declared, n in rows(
+        app,
+        "SELECT entity_id, type, sum(declared), count(*) FROM mentions"
+        " WHERE type != 'other' GROUP BY entity_id, type",
+    ):
+        votes.setdefault(int(entity_id), []).append((-int(declared), -int(n), str(kind)))
+    return {
+        int(entity_id): min(votes[int(entity_id)])[2] if int(entity_id) in votes else "other"
+        for (entity_id,) in rows(app, "SELECT id FROM entities")
+    }
+
+
+def typed_consistent(app: Any) -> None:
+    consistent(app)
+    assert dict((int(i), str(t)) for i, t in rows(app, "SELECT id, type FROM entities")) == (
+        expected_types(app)
+    )
+
+
+def test_the_type_goes_with_the_mentions_that_gave_it(make_app: Any) -> None:
+    app = make_app(model=None)
+    typed = app.memories.add(content=TYPED)
+    app.memories.add(content=LINKED)
+    assert type_of(app, "lena fischer") == "person"
+    app.memories.update(typed.id, {"content": "Ravi is at the office."})
+    assert type_of(app, "lena fischer") == "other"  # was kept a person
+    typed_consistent(app)
+    again = app.memories.add(content=TYPED)
+    assert type_of(app, "lena fischer") == "person"
+    app.memories.delete(again.id)
+    assert type_of(app, "lena fischer") == "other"
+    typed_consistent(app)
+
+
+@pytest.mark.parametrize("order", ["system-first", "person-first"])
+def test_the_type_is_the_one_written_most_whatever_came_first(make_app: Any, order: str) -> None:
+    app = make_app(model=None)
+    system = ["We deployed Mercury to prod.", "The Mercury service is down."]
+    person = ["Mercury said hello to Ravi."]
+    added = {
+        text: app.memories.add(content=text).id
+        for text in (system + person if order == "system-first" else person + system)
+    }
+    assert type_of(app, "mercury") == "system"
+    typed_consistent(app)
+    for text in system:
+        app.memories.delete(added[text])
+    assert type_of(app, "mercury") == "person"  # was kept a system
+    typed_consistent(app)
+
+
+def test_a_note_gone_takes_its_type_with_it(make_app: Any) -> None:
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    write_synced(app, "daily.md", f"# Daily\n\n{LINKED}\n")
+    write_synced(app, "met.md", f"# Met\n\n{TYPED}\n")
+    assert type_of(app, "lena fischer") == "person"
+    (Path(app.cfg.workspace) / "met.md").unlink()
+    app.indexer.reconcile()
+    assert type_of(app, "lena fischer") == "other"
+    typed_consistent(app)
+
+
+def test_the_upgrade_types_each_mention_and_keeps_the_types_until_read_again(
+    make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """A store written before m018 / v16: its entities keep their types through the upgrade;
+    the memories are read again by it, the notes at the next reconcile, and from then on the
+    type goes with the mentions that gave it."""
+    store = older_store(monkeypatch, request, backend, "m018_mention_types", "_v16_mention_types")
+    old = make_app(model=None, **store)
+    Path(old.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    write_synced(old, "met.md", f"# Met\n\n{TYPED}\n")
+    old.memories.add(content=LINKED)
+    before = rows(old, "SELECT key, type FROM entities ORDER BY key")
+    old.close()
+    monkeypatch.undo()
+    new = make_app(model=None, **store)
+    assert rows(new, "SELECT key, type FROM entities ORDER BY key") == before
+    new.indexer.reconcile()
+    assert type_of(new, "lena fischer") == "person"
+    typed_consistent(new)
+    (Path(new.cfg.workspace) / "met.md").unlink()
+    new.indexer.reconcile()
+    assert type_of(new, "lena fischer") == "other"
+    typed_consistent(new)
