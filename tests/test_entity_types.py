@@ -39,6 +39,12 @@ def expected_types(app: Any) -> dict[int, str]:
 
 def typed_consistent(app: Any) -> None:
     consistent(app)
+    counted = "SELECT entity_id, type, declared, n FROM entity_types ORDER BY 1, 2"
+    assert rows(app, counted) == rows(
+        app,
+        "SELECT entity_id, type, sum(declared), count(*) FROM mentions WHERE type != 'other'"
+        " GROUP BY entity_id, type ORDER BY 1, 2",
+    )
     assert dict((int(i), str(t)) for i, t in rows(app, "SELECT id, type FROM entities")) == (
         expected_types(app)
     )

@@ -174,7 +174,7 @@ def _store(
         con.executemany(_COUNT, [(n, entity_id) for entity_id, n in per.items()])
         con.executemany(_PAIR, [(a, b, n) for (a, b), n in pairs.items()])
         if columns == COLUMNS:
-            entitytypes.added(con, ((r[0], r[8]) for r in rows if r[8] != "other"))
+            entitytypes.added(con, ((r[0], r[8], r[7]) for r in rows if r[8] != "other"))
     return len(rows)
 
 
@@ -325,9 +325,10 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention], columns: int
     firstnames.person_like), she claims it (a note declares her, or several write her full
     name: firstnames.claims) and she is the only person of that first name who does.
     Without it the answer would depend on the order entries were indexed in (a daily note read
-    before the person's own note). A first name two claiming full names share stays its own;
-    one adopted stays adopted when a second comes later. Returns how many entries changed."""
-    changed, seen = 0, set()
+    before the person's own note). A first name two claiming full names share stays its own,
+    whichever came first: one adopted goes back (entityclaims.withdraw) when a second person
+    of that first name who claims it comes. Returns how many entries changed."""
+    changed, seen, shared = 0, set(), set()
     for m in mentions:
         key = m.key
         if key in seen or not (
@@ -339,13 +340,29 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention], columns: int
         first = words[0]
         if not 2 <= len(words) <= 3 or len(first) < 2 or not first.replace("-", "").isalpha():
             continue
+        if columns == COLUMNS and con.execute(_HELD_ELSEWHERE, (first, first, key)).fetchall():
+            shared.add(first)  # another entity holds the first name: a second claimant?
         bare = con.execute("SELECT type FROM entities WHERE key = ?", (first,)).fetchall()
         if not bare or not person_like(first, str(bare[0][0])):
             continue
         people = people_named(con, first, claimed=columns >= 2)
         if len(people) == 1 and str(people[0][0]) == key:
             changed += adopt(con, first, key, columns)
+    for first in sorted(shared):
+        people = people_named(con, first)
+        if len(people) > 1:
+            from memoryd.store import entityclaims  # (it builds on this module)
+
+            changed += entityclaims.withdraw(con, {str(p[0]) for p in people})
     return changed
+
+
+# an entity other than the first name's own and this person's that holds the first name
+# written alone (the form index, m017: one range of `mentions(surface_key, ...)`)
+_HELD_ELSEWHERE = (
+    "SELECT 1 FROM mentions m JOIN entities e ON e.id = m.entity_id"
+    " WHERE m.surface_key = ? AND e.key NOT IN (?, ?) LIMIT 1"
+)
 
 
 def adopt(con: Connection, old_key: str, new_key: str, columns: int = COLUMNS) -> int:

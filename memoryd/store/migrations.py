@@ -502,6 +502,7 @@ def m018_mention_types(con: apsw.Connection) -> None:
     """An entity's type read from its current mentions' (store/entitytypes.py says why); the
     notes read again at the next reconcile (m010), the memories' mentions now."""
     con.execute(entitytypes.SQLITE_STEP)
+    entitytypes.retype_all(con)
     m010_read_notes_again(con)
     entities.reindex_memories(con)
 

@@ -453,7 +453,9 @@ def _v16_mention_types(cur: psycopg.Cursor) -> None:
     column = tables.column(tables.MENTIONS, "type")
     cur.execute(f"ALTER TABLE mentions ADD COLUMN {column.ddl('postgres')}")
     cur.execute("UPDATE mentions m SET type = e.type FROM entities e WHERE e.id = m.entity_id")
+    cur.execute(entitytypes.TABLE.replace("INTEGER NOT NULL REF", "BIGINT NOT NULL REF"))
     cur.execute(entitytypes.PG_FUNCTION)
+    entitytypes.retype_all(PgConnection(cur.connection))
     _v8_read_notes_again(cur)
     entities.reindex_memories(PgConnection(cur.connection), "all_entries")
 
