@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from conftest import older_store, write_synced
+from test_entity_claims import memory_keys
+from test_entity_known import keys_in
 from test_entity_store import consistent, rows
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
@@ -117,3 +119,34 @@ def test_the_upgrade_types_each_mention_and_keeps_the_types_until_read_again(
     new.indexer.reconcile()
     assert type_of(new, "lena fischer") == "other"
     typed_consistent(new)
+
+
+@pytest.mark.parametrize("order", ["daily-between", "people-first"])
+def test_a_first_name_two_people_claim_is_no_ones_whichever_came_first(
+    make_app: Any, order: str
+) -> None:
+    """Lena Fischer's note, then a daily note's "Lena" (hers: she alone claims it), then Lena
+    Okafor's note: "Lena" goes back to no one, as when both notes came before the daily one
+    (docs/protocol.md; it stayed Lena Fischer's)."""
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    first = ("a.md", "# Lena Fischer\n\nRuns billing.\n")
+    second = ("b.md", "# Lena Okafor\n\nRuns support.\n")
+    daily = ("daily.md", "# Daily\n\nLena: the invoices are out.\n")
+    memory = "Lena prefers Signal."
+    steps = [first, daily, second] if order == "daily-between" else [first, second, daily]
+    for path, text in steps:
+        if path == second[0] and order == "daily-between":
+            added = app.memories.add(content=memory)
+            assert "lena fischer" in memory_keys(app, added.id)
+        write_synced(app, path, text)
+    if order == "people-first":
+        added = app.memories.add(content=memory)
+    assert "lena" in keys_in(app, daily[0])
+    assert "lena" in memory_keys(app, added.id)
+    typed_consistent(app)
+    (Path(app.cfg.workspace) / second[0]).unlink()  # one claims it again: hers
+    app.indexer.reconcile()
+    assert "lena fischer" in keys_in(app, daily[0])
+    assert "lena fischer" in memory_keys(app, added.id)
+    typed_consistent(app)
