@@ -53,8 +53,8 @@ _UNCOUNT = """
 """
 
 # SQLite (migrations.m018): the column, each mention taking its entity's type until its entry
-# is read again (the notes at the next reconcile, the memories in the step: nothing embedded),
-# the counts, and the trigger on deleting a typed mention
+# is read again (a note when it changes or on `reindex --full`, the memories in the step), the
+# counts, and the trigger on deleting a typed mention
 SQLITE_STEP = f"""
 ALTER TABLE mentions ADD COLUMN type TEXT NOT NULL DEFAULT 'other';
 UPDATE mentions SET type = (SELECT e.type FROM entities e WHERE e.id = mentions.entity_id);

@@ -499,11 +499,11 @@ def m017_form_probe(con: apsw.Connection) -> None:
 
 
 def m018_mention_types(con: apsw.Connection) -> None:
-    """An entity's type read from its current mentions' (store/entitytypes.py says why); the
-    notes read again at the next reconcile (m010), the memories' mentions now."""
+    """An entity's type read from its current mentions' (store/entitytypes.py says why): the
+    memories' mentions read again now; a note's mentions keep their entity's type until the
+    note changes (or `reindex --full`): nothing is read again or embedded at the upgrade."""
     con.execute(entitytypes.SQLITE_STEP)
     entitytypes.retype_all(con)
-    m010_read_notes_again(con)
     entities.reindex_memories(con)
 
 

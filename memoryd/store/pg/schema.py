@@ -445,8 +445,8 @@ def _v15_marks_and_unspaced_scripts(cur: psycopg.Cursor) -> None:
 
 def _v16_mention_types(cur: psycopg.Cursor) -> None:
     """Each mention keeps its extraction's type, and an entity's type is read from its current
-    mentions (store/entitytypes.py; SQLite: migrations.m018 says why): each takes its entity's
-    until the notes are read again (as v8), memories' mentions are read again now."""
+    mentions (store/entitytypes.py; SQLite: migrations.m018 says why): a note's mentions take
+    their entity's type until it changes, memories' mentions are read again now."""
     from memoryd.store import entities, entitytypes
     from memoryd.store.pg.conn import PgConnection
 
@@ -456,7 +456,6 @@ def _v16_mention_types(cur: psycopg.Cursor) -> None:
     cur.execute(entitytypes.TABLE.replace("INTEGER NOT NULL REF", "BIGINT NOT NULL REF"))
     cur.execute(entitytypes.PG_FUNCTION)
     entitytypes.retype_all(PgConnection(cur.connection))
-    _v8_read_notes_again(cur)
     entities.reindex_memories(PgConnection(cur.connection), "all_entries")
 
 
