@@ -25,16 +25,18 @@ def type_of(app: Any, key: str) -> str | None:
 
 def expected_types(app: Any) -> dict[int, str]:
     """The rule of store/entitytypes.py written again: among the typed mentions, the type
-    declared most, then written most, then the first by name; 'other' when none is typed."""
+    declared most, then written most, then not person, then the first by name; 'other' when
+    none is typed."""
     votes: dict[int, list[tuple[int, int, str]]] = {}
     for entity_id, kind, declared, n in rows(
         app,
         "SELECT entity_id, type, sum(declared), count(*) FROM mentions"
         " WHERE type != 'other' GROUP BY entity_id, type",
     ):
-        votes.setdefault(int(entity_id), []).append((-int(declared), -int(n), str(kind)))
+        vote = (-int(declared), -int(n), kind == "person", str(kind))
+        votes.setdefault(int(entity_id), []).append(vote)
     return {
-        int(entity_id): min(votes[int(entity_id)])[2] if int(entity_id) in votes else "other"
+        int(entity_id): min(votes[int(entity_id)])[3] if int(entity_id) in votes else "other"
         for (entity_id,) in rows(app, "SELECT id FROM entities")
     }
 

@@ -3,11 +3,12 @@
 Each mention row keeps the type its extraction gave it (`mentions.type`: SQLite m018,
 PostgreSQL v16; 'other' when untyped). An entity's type is, among its mentions' types other
 than 'other', the one its notes declare most (a title, a file name, front matter, a wikilink:
-`mentions.declared`), then the one written most, then the first by name; 'other' when none is
-typed. Before, an entity kept the type of its first typed mention (bettered only when a later
-batch outweighed the store), so the type depended on the order entries came in, and stayed
-when the mentions that gave it left: "Lena Fischer" stayed a person after her note was
-deleted, where a rebuild read her as `other`.
+`mentions.declared`), then the one written most, then (a tie) any but person (a name is a
+person only on clear evidence: "cc @nimbus" beside "the Nimbus service" is a system), then the
+first by name; 'other' when none is typed. Before, an entity kept the type of its first typed
+mention (bettered only when a later batch outweighed the store), so the type depended on the
+order entries came in, and stayed when the mentions that gave it left: "Lena Fischer" stayed
+a person after her note was deleted, where a rebuild read her as `other`.
 
 Kept where the mentions change, with the least reading: adding mentions recomputes only the
 entities that gained a typed mention of another type than theirs (a mention of the winning
@@ -42,7 +43,7 @@ _COUNT = (
 # the type of the entity `entities.id` from its counts (the rule above)
 TYPE_OF = (
     "coalesce((SELECT t.type FROM entity_types t WHERE t.entity_id = entities.id"
-    " ORDER BY t.declared DESC, t.n DESC, t.type LIMIT 1), 'other')"
+    " ORDER BY t.declared DESC, t.n DESC, t.type = 'person', t.type LIMIT 1), 'other')"
 )
 _RETYPE = f"UPDATE entities SET type = {TYPE_OF} WHERE id = ? AND type != ?"
 _UNCOUNT = """
