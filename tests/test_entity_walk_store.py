@@ -2,7 +2,8 @@
 (memoryd/store/entities.py, _entities; text/entity_spans.py, explicit). Its type is its
 mentions' (store/entitytypes.py), not the last entry's: one memory that writes "@github" does
 not retype GitHub, mentioned as a system many times; mentions that outnumber the others, or a
-note whose title or front matter says what it is, do, and 'other' is always bettered. The label of a link to a heading is no alias of the note."""
+note whose title or front matter says what it is, do, and 'other' is always bettered. The
+label of a link to a heading is no alias of the note."""
 
 from __future__ import annotations
 
