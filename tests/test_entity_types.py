@@ -152,3 +152,24 @@ def test_a_first_name_two_people_claim_is_no_ones_whichever_came_first(
     assert "lena fischer" in keys_in(app, daily[0])
     assert "lena fischer" in memory_keys(app, added.id)
     typed_consistent(app)
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (1, 2, 0), (2, 1, 0), (1, 0, 2)])
+def test_a_first_name_one_claimant_writes_in_her_note_is_no_ones_when_two_claim(
+    make_app: Any, order: tuple[int, ...]
+) -> None:
+    """Lena Okafor's note writes "Lena" beside her full name (hers there); a form of one entity
+    she claims, it took every "Lena" of other notes even while Lena Fischer claimed it too,
+    when her note came first."""
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    notes = [
+        ("a.md", "# Lena Fischer\n\nRuns billing.\n"),
+        ("b.md", "# Lena Okafor\n\nLena Okafor runs support. Lena is away.\n"),
+        ("daily.md", "# Daily\n\nLena: the invoices are out.\n"),
+    ]
+    for at in order:
+        write_synced(app, *notes[at])
+    assert "lena" in keys_in(app, "daily.md")
+    assert "lena okafor" in keys_in(app, "b.md")
+    typed_consistent(app)

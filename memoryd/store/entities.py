@@ -293,6 +293,14 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
             rows = [r for r in rows if str(r[2]) != "person"]
         if len(rows) == 1 and not (rows[0][4] or claims(con, int(rows[0][3]), str(rows[0][0]))):
             rows = []
+        if (  # a first name two people claim is no one's, a form of one of them or not
+            len(rows) == 1
+            and not rows[0][4]
+            and claimed
+            and str(rows[0][0]).split(" ")[0] == key
+            and len(people_named(con, key)) > 1
+        ):
+            rows = []
         if (
             not rows
             and person_like(key, m.type)

@@ -165,7 +165,12 @@ def _release(con: Connection, entity_id: int, key: str, kind: str) -> int:
                 forms.setdefault(form, []).append((int(entry_id), str(surface)))
             else:
                 (stands if declared else owned).add(form)
-    loose = [f for f in forms if f not in stands and not (claimed and f in owned)]
+    # (a form her own notes write stands, but her first name only while she alone claims it)
+    loose = [
+        f
+        for f in forms
+        if f not in stands and not (claimed and f in owned and (alone or f != first))
+    ]
     if not loose:
         return 0
     entry_ids = sorted({e for f in loose for e, _ in forms[f]})
