@@ -102,7 +102,11 @@ def migrations_before(monkeypatch: pytest.MonkeyPatch, module: Any, step: Any) -
     before = [s.__name__ for s in steps[: steps.index(step)]]
     columns = sum(
         name in before
-        for name in (("_v11_paired", "_v12_declared") if pg else ("m012_paired", "m013_declared"))
+        for name in (
+            ("_v11_paired", "_v12_declared", "_v16_mention_types")
+            if pg
+            else ("m012_paired", "m013_declared", "m018_mention_types")
+        )
     )
     from memoryd.store import entities
 
@@ -117,7 +121,8 @@ def migrations_before(monkeypatch: pytest.MonkeyPatch, module: Any, step: Any) -
 
     if columns < entities.COLUMNS:
         # today's mention writes and reads in that schema: no `paired` column
-        # (store/entitypairs.py), no `declared` (store/firstnames.py)
+        # (store/entitypairs.py), no `declared` (store/firstnames.py), no `type`
+        # (store/entitytypes.py)
         for name, at in (("_store", 3), ("known_as", 2), ("adopt_first_names", 2), ("adopt", 3)):
             monkeypatch.setattr(entities, name, _in_schema(getattr(entities, name), at, columns))
         # nor claims to withdraw (store/entityclaims.py reads `declared`)

@@ -1,9 +1,9 @@
 """What the store keeps of an entity, found on stop 37's walk; both backends
-(memoryd/store/entities.py, _entities; text/entity_spans.py, explicit). Its type is the
-store's, not the last entry's: one memory that writes "@github" does not retype GitHub,
-mentioned as a system many times; an entry that mentions a name at least as often as the store
-did, or a note whose title or front matter says what it is, still does, and 'other' is always
-bettered. The label of a link to a heading is no alias of the note."""
+(memoryd/store/entities.py, _entities; text/entity_spans.py, explicit). Its type is its
+mentions' (store/entitytypes.py), not the last entry's: one memory that writes "@github" does
+not retype GitHub, mentioned as a system many times; mentions that outnumber the others, or a
+note whose title or front matter says what it is, do, and 'other' is always bettered. The
+label of a link to a heading is no alias of the note."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_an_entry_that_says_more_or_a_note_that_says_what_it_is_retypes(make_app
     app = make_app(model=None)
     call(app, "add", content="cc @nimbus on the release notes.")
     assert kind(app, "nimbus") == "person"
-    # two mentions typed system against one typed person: the entry outweighs the store
+    # a mention typed system against one typed person: a tie is no person
     call(app, "add", content="We deployed the Nimbus service; the Nimbus service is up.")
     assert kind(app, "nimbus") == "system"
     # a note whose front matter says what it is wins however often the store said otherwise

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from memoryd.store import entitypairs
+from memoryd.store import entitypairs, entitytypes
 from memoryd.store.dialect import is_postgres
 from memoryd.store.firstnames import claims, named_like_person, people_named, person_like
 from memoryd.store.protocol import Connection
@@ -42,8 +42,7 @@ from memoryd.text.secretguard import mask_known
 _UPSERT = (
     "INSERT INTO entities(key, name, type) VALUES (?, ?, ?)"
     " ON CONFLICT (key) DO UPDATE SET"
-    # a typed extraction wins over 'other'; a name with capitals over one without
-    " type = CASE WHEN excluded.type != 'other' THEN excluded.type ELSE entities.type END,"
+    # a name with capitals over one without (the type: entitytypes, from the mentions)
     " name = CASE WHEN entities.name = lower(entities.name) THEN excluded.name"
     " ELSE entities.name END"
     " RETURNING id"
@@ -56,17 +55,19 @@ _UPSERT = (
 # work (migrations.m006): an entry's mentions also go by cascade.
 _INSERT = (
     "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at, paired,"
-    " declared) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    " declared, type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # The schemas migrations before the newest write in, by how many of the later columns they have
-# (COLUMNS: `paired`, m012 / pg v11; `declared`, m013 / pg v12): m007 to m011 (pg v3 to v10)
-# have neither.
-COLUMNS = 2
+# (COLUMNS: `paired`, m012 / pg v11; `declared`, m013 / pg v12; `type`, m018 / pg v16): m007 to
+# m011 (pg v3 to v10) have none.
+COLUMNS = 3
 _INSERTS = (
     "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at)"
     " VALUES (?, ?, ?, ?, ?, ?)",
     "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at, paired)"
     " VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at, paired,"
+    " declared) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     _INSERT,
 )
 # Where a note declares a name (firstnames.claims: who a first name written alone stands for in
@@ -83,48 +84,32 @@ _PAIR = (
 def _entity(con: Connection, m: Mention) -> int:
     """The id of one mention's entity (_entities for one key; the tests' older schemas)."""
     ids: dict[str, int] = {}
-    _entities(con, {m.key: m}, ids, {m.key: 1})
+    _entities(con, {m.key: m}, ids)
     return ids[m.key]
 
 
-# Where a note says what it is: its title and its front matter (`type: person`, `people: [..]`).
-_SAYS_WHAT = frozenset(("title", "front_matter"))
-
-
-def _entities(
-    con: Connection, firsts: dict[str, Mention], ids: dict[str, int], weight: dict[str, int]
-) -> None:
-    """The entity ids of many keys (the first mention of each), made (or their name or type
-    bettered) when needed: their rows read in one statement per 500 keys; only those missing,
-    or whose name or type the mention betters, written. A typed mention retypes an entity of
-    another type (not 'other') only when these entries mention it at least as often as the
-    store did (`weight`, their mentions of each key; a note's title or front matter counts as
-    all): one memory's "@github" leaves GitHub, mentioned 20 times as a system, a system."""
+def _entities(con: Connection, firsts: dict[str, Mention], ids: dict[str, int]) -> None:
+    """The entity ids of many keys (the first mention of each), made (or their name bettered)
+    when needed: their rows read in one statement per 500 keys; only those missing, or whose
+    name the mention betters, written. A new entity takes its first mention's type; _store
+    then reads the type of those its mentions may retype from all their mentions
+    (entitytypes)."""
     keys = [k for k in firsts if k not in ids]
-    known: dict[str, tuple[int, str, str, int]] = {}
+    known: dict[str, tuple[int, str]] = {}
     for at in range(0, len(keys), 500):
         part = keys[at : at + 500]
-        for entity_id, key, name, type_, count in con.execute(
-            "SELECT id, key, name, type, mentions FROM entities"
-            f" WHERE key IN ({','.join('?' * len(part))})",
+        for entity_id, key, name in con.execute(
+            f"SELECT id, key, name FROM entities WHERE key IN ({','.join('?' * len(part))})",
             part,
         ).fetchall():
-            known[str(key)] = (int(entity_id), str(name), str(type_), int(count or 0))
+            known[str(key)] = (int(entity_id), str(name))
     for key in keys:
         m, row = firsts[key], known.get(key)
         if row is not None:
-            entity_id, name, type_, count = row
-            better_type = (
-                m.type != "other"
-                and m.type != type_
-                and (type_ == "other" or weight.get(key, 0) >= count)
-            )
-            better_name = name == name.lower() and m.name != name
-            if not (better_type or better_name):
+            entity_id, name = row
+            if not (name == name.lower() and m.name != name):
                 ids[key] = entity_id
                 continue
-            if not better_type:
-                m = replace(m, type=type_)
         ids[key] = int(con.execute(_UPSERT, (m.key, m.name, m.type)).fetchall()[0][0])
 
 
@@ -139,25 +124,26 @@ def _store(
     transaction, so that each is looked up once. One row per entity, line and surface form,
     declared when any of its mentions is (DECLARES). `columns` below COLUMNS: an older
     schema's rows (a migration's backfill_memories)."""
-    rows: list[tuple[int, int, int, str, str, float, int, int]] = []
+    rows: list[tuple[int, int, int, str, str, float, int, int, str]] = []
     per: dict[int, int] = {}
     pairs: dict[tuple[int, int], int] = {}
     entries = [(entry_id, at, list(mentions)) for entry_id, at, mentions in entries]
     firsts: dict[str, Mention] = {}
-    weight: dict[str, int] = {}
     for _, _, mentions in entries:
         for m in mentions:
             firsts.setdefault(m.key, m)
-            weight[m.key] = 1 << 62 if m.source in _SAYS_WHAT else weight.get(m.key, 0) + 1
-    _entities(con, firsts, ids, weight)
+    _entities(con, firsts, ids)
     for entry_id, at, mentions in entries:
         seen: dict[tuple[int, int, str], str] = {}
         declared: set[tuple[int, int, str]] = set()
+        typed: dict[tuple[int, int, str], str] = {}  # the row's type: its first typed mention's
         for m in mentions:
             at_key = (ids[m.key], m.line, m.surface)
             seen.setdefault(at_key, m.key)
             if m.source in DECLARES:
                 declared.add(at_key)
+            if m.type != "other":
+                typed.setdefault(at_key, m.type)
         found: dict[int, int] = {}
         for entity_id, _, _ in seen:
             found[entity_id] = found.get(entity_id, 0) + 1
@@ -173,6 +159,7 @@ def _store(
                     at,
                     int(entity_id in paired),
                     int((entity_id, line, surface) in declared),
+                    typed.get((entity_id, line, surface), "other"),
                 )
             )
         for entity_id, n in found.items():
@@ -183,9 +170,11 @@ def _store(
                 pairs[a, b] = pairs.get((a, b), 0) + 1
     if rows:
         width = 6 + columns  # an older schema's rows stop before the columns it lacks
-        con.executemany(_INSERTS[columns], [r[:width] for r in rows] if width < 8 else rows)
+        con.executemany(_INSERTS[columns], [r[:width] for r in rows] if width < 9 else rows)
         con.executemany(_COUNT, [(n, entity_id) for entity_id, n in per.items()])
         con.executemany(_PAIR, [(a, b, n) for (a, b), n in pairs.items()])
+        if columns == COLUMNS:
+            entitytypes.added(con, ((r[0], r[8], r[7]) for r in rows if r[8] != "other"))
     return len(rows)
 
 
@@ -202,16 +191,19 @@ def remember(
     return _store(con, [(entry_id, created_at, mentions)], {} if ids is None else ids, columns)
 
 
-def recount(con: Connection) -> None:
+def recount(con: Connection, types: bool = True) -> None:
     """Every count again from the mentions (after mentions were copied in bulk, a migration, or
     to check the triggers' work): each entry's paired entities, the entities' mentions and the
-    relations (entitypairs.recount)."""
+    relations (entitypairs.recount), and with `types` (a schema that has `mentions.type`)
+    their types (entitytypes)."""
     entitypairs.recount(con)
     con.execute(
         "UPDATE entities SET mentions ="
         " (SELECT count(*) FROM mentions m WHERE m.entity_id = entities.id)"
     )
     con.execute("DELETE FROM entities WHERE mentions = 0")
+    if types:
+        entitytypes.retype_all(con)
 
 
 # A name the store knows as another entity's: one of its surface forms (an alias a note's front
@@ -274,7 +266,8 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
         return []
     own = {m.key for m in mentions if m.source in ("title", "file")}
     written = {m.key for m in mentions if m.source in _WRITTEN_BY}
-    form_of, claimed = _FORMS_OF[columns == COLUMNS], columns == COLUMNS
+    claimed = columns >= 2  # `declared` (m013)
+    form_of = _FORMS_OF[claimed]
     first: dict[str, Mention] = {}  # each name's first mention (they share its type)
     for m in mentions:
         if m.key not in own:
@@ -300,6 +293,14 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
             rows = [r for r in rows if str(r[2]) != "person"]
         if len(rows) == 1 and not (rows[0][4] or claims(con, int(rows[0][3]), str(rows[0][0]))):
             rows = []
+        if (  # a first name two people claim is no one's, a form of one of them or not
+            len(rows) == 1
+            and not rows[0][4]
+            and claimed
+            and str(rows[0][0]).split(" ")[0] == key
+            and len(people_named(con, key)) > 1
+        ):
+            rows = []
         if (
             not rows
             and person_like(key, m.type)
@@ -318,8 +319,9 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
         if hit is None:
             out.append(m)
         else:
-            kind = m.type if m.type == "person" else hit[2]
-            out.append(replace(m, key=hit[0], name=hit[1], type=kind))
+            # the mention keeps its own type: its entity's is read from all its mentions
+            # (entitytypes), so that it does not depend on which came first
+            out.append(replace(m, key=hit[0], name=hit[1]))
     return out
 
 
@@ -331,9 +333,10 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention], columns: int
     firstnames.person_like), she claims it (a note declares her, or several write her full
     name: firstnames.claims) and she is the only person of that first name who does.
     Without it the answer would depend on the order entries were indexed in (a daily note read
-    before the person's own note). A first name two claiming full names share stays its own;
-    one adopted stays adopted when a second comes later. Returns how many entries changed."""
-    changed, seen = 0, set()
+    before the person's own note). A first name two claiming full names share stays its own,
+    whichever came first: one adopted goes back (entityclaims.withdraw) when a second person
+    of that first name who claims it comes. Returns how many entries changed."""
+    changed, seen, shared = 0, set(), set()
     for m in mentions:
         key = m.key
         if key in seen or not (
@@ -345,13 +348,29 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention], columns: int
         first = words[0]
         if not 2 <= len(words) <= 3 or len(first) < 2 or not first.replace("-", "").isalpha():
             continue
+        if columns == COLUMNS and con.execute(_HELD_ELSEWHERE, (first, first, key)).fetchall():
+            shared.add(first)  # another entity holds the first name: a second claimant?
         bare = con.execute("SELECT type FROM entities WHERE key = ?", (first,)).fetchall()
         if not bare or not person_like(first, str(bare[0][0])):
             continue
-        people = people_named(con, first, claimed=columns == COLUMNS)
+        people = people_named(con, first, claimed=columns >= 2)
         if len(people) == 1 and str(people[0][0]) == key:
             changed += adopt(con, first, key, columns)
+    for first in sorted(shared):
+        people = people_named(con, first)
+        if len(people) > 1:
+            from memoryd.store import entityclaims  # (it builds on this module)
+
+            changed += entityclaims.withdraw(con, {str(p[0]) for p in people})
     return changed
+
+
+# an entity other than the first name's own and this person's that holds the first name
+# written alone (the form index, m017: one range of `mentions(surface_key, ...)`)
+_HELD_ELSEWHERE = (
+    "SELECT 1 FROM mentions m JOIN entities e ON e.id = m.entity_id"
+    " WHERE m.surface_key = ? AND e.key NOT IN (?, ?) LIMIT 1"
+)
 
 
 def adopt(con: Connection, old_key: str, new_key: str, columns: int = COLUMNS) -> int:
@@ -364,7 +383,7 @@ def adopt(con: Connection, old_key: str, new_key: str, columns: int = COLUMNS) -
     new = con.execute("SELECT name, type FROM entities WHERE key = ?", (new_key,)).fetchall()
     if not old or not new:
         return 0
-    name, kind = str(new[0][0]), str(new[0][1])
+    name = str(new[0][0])
     entry_ids = [  # this daemon's (the view `entries`: another workspace's notes keep theirs)
         int(r[0])
         for r in con.execute(
@@ -377,12 +396,9 @@ def adopt(con: Connection, old_key: str, new_key: str, columns: int = COLUMNS) -
         _rewrite(
             con,
             entry_id,
-            # an untyped full name is a person when its first name alone was written as one
-            lambda k, t, _: (
-                (new_key, name, "person" if kind == "other" and t == "person" else kind)
-                if k == old_key
-                else None
-            ),
+            # each keeps its type: an untyped full name is a person when its first name alone
+            # was written as one more often than otherwise (entitytypes)
+            lambda k, _: (new_key, name) if k == old_key else None,
             columns,
         )
     return len(entry_ids)
@@ -401,9 +417,9 @@ def rekey(
         con.execute(f"DELETE FROM mentions WHERE entry_id IN ({','.join('?' * len(part))})", part)
     forms = read()
 
-    def change(k: str, _: str, surface_key: str) -> tuple[str, str, str] | None:
+    def change(k: str, surface_key: str) -> tuple[str, str] | None:
         to = forms.get(surface_key) if k == key else None
-        return None if to is None else (to.key, to.name, to.type)
+        return None if to is None else (to.key, to.name)
 
     # remembered in one batch (_store: a statement per table, not per entry)
     _store(con, [_put_back(e, rows, change) for e, rows in held.items() if rows], {})
@@ -412,11 +428,11 @@ def rekey(
 def _rewrite(
     con: Connection,
     entry_id: int,
-    change: Callable[[str, str, str], tuple[str, str, str] | None],
+    change: Callable[[str, str], tuple[str, str] | None],
     columns: int = COLUMNS,
 ) -> None:
-    """The entry's mentions forgotten and remembered again, each keyed as `change(key, type,
-    surface_key)` says (key, name, type), or as it was (None)."""
+    """The entry's mentions forgotten and remembered again, each keyed as `change(key,
+    surface_key)` says (key, name), or as it was (None); each keeps its type."""
     rows = _rows(con, entry_id, columns)
     if rows:
         forget(con, entry_id)
@@ -424,11 +440,12 @@ def _rewrite(
 
 
 def _rows(con: Connection, entry_id: int, columns: int = COLUMNS) -> list[tuple[Any, ...]]:
-    declared = "m.declared" if columns == COLUMNS else "0"
+    declared = "m.declared" if columns >= 2 else "0"
+    kind = "m.type" if columns >= 3 else "n.type"  # each mention's own (m018)
     return [
         tuple(r)
         for r in con.execute(
-            "SELECT n.key, n.name, n.type, m.line, m.surface, m.created_at, m.surface_key,"
+            f"SELECT n.key, n.name, {kind}, m.line, m.surface, m.created_at, m.surface_key,"
             f" {declared} FROM mentions m JOIN entities n ON n.id = m.entity_id"
             " WHERE m.entry_id = ?",
             (entry_id,),
@@ -439,17 +456,17 @@ def _rows(con: Connection, entry_id: int, columns: int = COLUMNS) -> list[tuple[
 def _put_back(
     entry_id: int,
     rows: Sequence[tuple[Any, ...]],
-    change: Callable[[str, str, str], tuple[str, str, str] | None],
+    change: Callable[[str, str], tuple[str, str] | None],
 ) -> tuple[int, float, list[Mention]]:
     """An entry's mentions (_rows) as _store takes them again, each still declared or not,
     with its line, surface and date (the entry's, which each carries), keyed as `change`
     says."""
     found = []
     for key, n, t, line, surface, _, surface_key, was_declared in rows:
-        to = change(str(key), str(t), str(surface_key))
-        k2, n2, t2 = to if to is not None else (str(key), str(n), str(t))
+        to = change(str(key), str(surface_key))
+        k2, n2 = to if to is not None else (str(key), str(n))
         source = "wikilink" if was_declared else "name"
-        found.append(Mention(k2, n2, t2, int(line), str(surface), source))
+        found.append(Mention(k2, n2, str(t), int(line), str(surface), source))
     return entry_id, float(rows[0][5]), found
 
 

@@ -136,9 +136,11 @@ def _release(con: Connection, entity_id: int, key: str, kind: str) -> int:
     if not written:  # most entities: no form but the full name
         return 0
     claimed = _claims_alone(con, entity_id, key)
-    # a person's first name stands while she claims it on her own (people_named)
+    # a person's first name stands while she claims it on her own and no other person of that
+    # first name claims it too (people_named: then it is no one's, whichever came first)
     first = key.split(" ")[0] if kind in ("person", "other") else None
-    written = [f for f in written if not (claimed and f == first)]
+    alone = claimed and (first not in written or len(people_named(con, str(first))) <= 1)
+    written = [f for f in written if not (alone and f == first)]
     if not written:
         return 0
     taken = {f: con.execute(_TAKEN, (entity_id, f)).fetchall() for f in written}
@@ -163,7 +165,12 @@ def _release(con: Connection, entity_id: int, key: str, kind: str) -> int:
                 forms.setdefault(form, []).append((int(entry_id), str(surface)))
             else:
                 (stands if declared else owned).add(form)
-    loose = [f for f in forms if f not in stands and not (claimed and f in owned)]
+    # (a form her own notes write stands, but her first name only while she alone claims it)
+    loose = [
+        f
+        for f in forms
+        if f not in stands and not (claimed and f in owned and (alone or f != first))
+    ]
     if not loose:
         return 0
     entry_ids = sorted({e for f in loose for e, _ in forms[f]})

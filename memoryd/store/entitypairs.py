@@ -72,14 +72,15 @@ def recount(con: Connection) -> None:
 
 def mention_columns(con: Connection, postgres: bool) -> int:
     """How many of the later columns `mentions` has yet (store/entities.py, COLUMNS): 0 before
-    SQLite's m012 and PostgreSQL's v11 (`paired`), 1 before m013 / v12 (`declared`), 2 after. A
-    migration before them (m007 / v3 read the memories) writes mentions in the schema of its
-    time."""
+    SQLite's m012 and PostgreSQL's v11 (`paired`), 1 before m013 / v12 (`declared`), 2 before
+    m018 / v16 (`type`), 3 after. A migration before them (m007 / v3 read the memories) writes
+    mentions in the schema of its time."""
     sql = (
         "SELECT attname FROM pg_attribute WHERE attrelid = 'mentions'::regclass"
-        " AND attname IN ('paired', 'declared') AND NOT attisdropped"
+        " AND attname IN ('paired', 'declared', 'type') AND NOT attisdropped"
         if postgres
-        else "SELECT name FROM pragma_table_info('mentions') WHERE name IN ('paired', 'declared')"
+        else "SELECT name FROM pragma_table_info('mentions')"
+        " WHERE name IN ('paired', 'declared', 'type')"
     )
     return len(con.execute(sql).fetchall())
 

@@ -13,7 +13,7 @@ import apsw
 
 from memoryd.core.errors import StoreError, StoreTooNew
 from memoryd.core.logsetup import get_logger
-from memoryd.store import db, entities, entitypairs, notetext, tables, tokenizer
+from memoryd.store import db, entities, entitypairs, entitytypes, notetext, tables, tokenizer
 from memoryd.store.protocol import one
 
 log = get_logger("memoryd.store")
@@ -395,7 +395,7 @@ def m012_paired(con: apsw.Connection) -> None:
         f"ALTER TABLE mentions ADD COLUMN {tables.column(tables.MENTIONS, 'paired').ddl('sqlite')}"
     )
     con.execute(entitypairs.SQLITE_TRIGGER)
-    entities.recount(con)
+    entities.recount(con, types=False)
 
 
 def m013_declared(con: apsw.Connection) -> None:
@@ -498,6 +498,15 @@ def m017_form_probe(con: apsw.Connection) -> None:
     con.execute(entities.FORM_PROBE_INDEX)
 
 
+def m018_mention_types(con: apsw.Connection) -> None:
+    """An entity's type read from its current mentions' (store/entitytypes.py says why): the
+    memories' mentions read again now; a note's mentions keep their entity's type until the
+    note changes (or `reindex --full`): nothing is read again or embedded at the upgrade."""
+    con.execute(entitytypes.SQLITE_STEP)
+    entitytypes.retype_all(con)
+    entities.reindex_memories(con)
+
+
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m001_initial,
     m002_lifecycle,
@@ -516,6 +525,7 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     m015_front_matter_values,
     m016_marks_and_unspaced_scripts,
     m017_form_probe,
+    m018_mention_types,
 ]
 
 

@@ -187,6 +187,14 @@ MENTIONS: tuple[Column, ...] = (
         "INTEGER NOT NULL DEFAULT 0",
         "m013_declared; pg v12",
     ),
+    # the type this mention's extraction gave ('other': untyped); its entity's type is read
+    # from its mentions' (store/entitytypes.py)
+    Column(
+        "type",
+        "TEXT NOT NULL DEFAULT 'other'",
+        "TEXT NOT NULL DEFAULT 'other'",
+        "m018_mention_types; pg v16",
+    ),
 )
 
 # co-mentions within one entry: a < b, counted once per entry that mentions both among its

@@ -372,7 +372,7 @@ def _v11_paired(cur: psycopg.Cursor) -> None:
     paired = tables.column(tables.MENTIONS, "paired")
     cur.execute(f"ALTER TABLE mentions ADD COLUMN {paired.ddl('postgres')}")
     cur.execute(entitypairs.PG_FUNCTION)
-    entities.recount(PgConnection(cur.connection))
+    entities.recount(PgConnection(cur.connection), types=False)
 
 
 def _v12_declared(cur: psycopg.Cursor) -> None:
@@ -443,6 +443,22 @@ def _v15_marks_and_unspaced_scripts(cur: psycopg.Cursor) -> None:
         notes.fill(PgConnection(cur.connection), ids=ids)
 
 
+def _v16_mention_types(cur: psycopg.Cursor) -> None:
+    """Each mention keeps its extraction's type, and an entity's type is read from its current
+    mentions (store/entitytypes.py; SQLite: migrations.m018 says why): a note's mentions take
+    their entity's type until it changes, memories' mentions are read again now."""
+    from memoryd.store import entities, entitytypes
+    from memoryd.store.pg.conn import PgConnection
+
+    column = tables.column(tables.MENTIONS, "type")
+    cur.execute(f"ALTER TABLE mentions ADD COLUMN {column.ddl('postgres')}")
+    cur.execute("UPDATE mentions m SET type = e.type FROM entities e WHERE e.id = m.entity_id")
+    cur.execute(entitytypes.TABLE.replace("INTEGER NOT NULL REF", "BIGINT NOT NULL REF"))
+    cur.execute(entitytypes.PG_FUNCTION)
+    entitytypes.retype_all(PgConnection(cur.connection))
+    entities.reindex_memories(PgConnection(cur.connection), "all_entries")
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
@@ -459,6 +475,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v13_log_marks,
     _v14_front_matter_values,
     _v15_marks_and_unspaced_scripts,
+    _v16_mention_types,
 ]
 
 
