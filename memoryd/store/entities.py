@@ -33,7 +33,6 @@ from dataclasses import replace
 from typing import Any
 
 from memoryd.store import entitypairs, entitytypes
-from memoryd.store.dialect import is_postgres
 from memoryd.store.firstnames import claims, named_like_person, people_named, person_like
 from memoryd.store.protocol import Connection
 from memoryd.text.entities import Mention, canonical_key, extract
@@ -73,6 +72,8 @@ _INSERTS = (
 # Where a note declares a name (firstnames.claims: who a first name written alone stands for in
 # other notes): its title (front matter's or its `# heading`), its file name, front matter
 # (aliases, `people:`-style lists), a wikilink's target and alias.
+# what gives back a first name two claiming people share (entityclaims.withdraw)
+Settle = Callable[[Connection, set[str]], int] | None
 DECLARES = frozenset(("title", "heading", "file", "front_matter", "alias", "wikilink"))
 _COUNT = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
 _PAIR = (
@@ -325,7 +326,9 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
     return out
 
 
-def adopt_first_names(con: Connection, mentions: Iterable[Mention], columns: int = COLUMNS) -> int:
+def adopt_first_names(
+    con: Connection, mentions: Iterable[Mention], columns: int = COLUMNS, settle: Settle = None
+) -> int:
     """known_as's first-name rule for the entries indexed before: a person of two or three
     words whom these (just stored) mentions name adopts the entity of their first name alone
     ("Caroline", written in notes and memories indexed before "Caroline Baker" was) when that
@@ -335,7 +338,8 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention], columns: int
     Without it the answer would depend on the order entries were indexed in (a daily note read
     before the person's own note). A first name two claiming full names share stays its own,
     whichever came first: one adopted goes back (entityclaims.withdraw) when a second person
-    of that first name who claims it comes. Returns how many entries changed."""
+    of that first name who claims it comes (`settle`: entityclaims.withdraw, given by the
+    callers, as that module builds on this one). Returns how many entries changed."""
     changed, seen, shared = 0, set(), set()
     for m in mentions:
         key = m.key
@@ -358,10 +362,8 @@ def adopt_first_names(con: Connection, mentions: Iterable[Mention], columns: int
             changed += adopt(con, first, key, columns)
     for first in sorted(shared):
         people = people_named(con, first)
-        if len(people) > 1:
-            from memoryd.store import entityclaims  # (it builds on this module)
-
-            changed += entityclaims.withdraw(con, {str(p[0]) for p in people})
+        if len(people) > 1 and settle is not None:
+            changed += settle(con, {str(p[0]) for p in people})
     return changed
 
 
@@ -482,26 +484,30 @@ def memory_mentions(content: str, tags: Iterable[str]) -> list[Mention]:
     return extract(mask_known(content), 1, tags=tags)
 
 
-def index_memory(con: Connection, entry_id: int, content: str, tags: Iterable[str]) -> None:
+def index_memory(
+    con: Connection, entry_id: int, content: str, tags: Iterable[str], settle: Settle = None
+) -> None:
     """A memory's mentions, after it was added or its text or tags changed."""
     forget(con, entry_id)
     rows = con.execute("SELECT created_at FROM entries WHERE id = ?", (entry_id,)).fetchall()
     if rows:
         found = known_as(con, memory_mentions(content, tags))
         remember(con, entry_id, float(rows[0][0]), found)
-        adopt_first_names(con, found)
+        adopt_first_names(con, found, settle=settle)
 
 
-def reindex_memory(con: Connection, entry_id: int) -> None:
+def reindex_memory(con: Connection, entry_id: int, settle: Settle = None) -> None:
     """index_memory from the stored row (after an update)."""
     rows = con.execute(
         "SELECT content, tags FROM entries WHERE id = ? AND kind = 'memory'", (entry_id,)
     ).fetchall()
     if rows:
-        index_memory(con, entry_id, str(rows[0][0]), _tags(rows[0][1]))
+        index_memory(con, entry_id, str(rows[0][0]), _tags(rows[0][1]), settle)
 
 
-def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> int:
+def index_document(
+    con: Connection, path: str, mentions: Sequence[Mention], settle: Settle = None
+) -> int:
     """Give each chunk of the note at `path` the mentions on its lines (the note was just
     stored: its chunks are new rows). Overlapping chunks both get a mention on a shared line;
     the first chunk also gets those above it (front matter: aliases, people, tags). A line that
@@ -531,7 +537,7 @@ def index_document(con: Connection, path: str, mentions: Sequence[Mention]) -> i
     for m in ordered:  # its file name and aliases, written before it was indexed, name it
         if m.source in _ADOPTED and (old := canonical_key(m.surface)) != m.key:
             adopt(con, old, m.key)
-    adopt_first_names(con, ordered)
+    adopt_first_names(con, ordered, settle=settle)
     return n
 
 
@@ -560,7 +566,9 @@ def _edge_holders(
     return out
 
 
-def reindex_document(con: Connection, path: str, mentions: Sequence[Mention]) -> int:
+def reindex_document(
+    con: Connection, path: str, mentions: Sequence[Mention], settle: Settle = None
+) -> int:
     """The note at `path` keeps its chunks but its mentions are read again (it was moved: its
     new file name is a form of its title, the old one no longer)."""
     for (entry_id,) in con.execute(
@@ -568,41 +576,7 @@ def reindex_document(con: Connection, path: str, mentions: Sequence[Mention]) ->
         (path,),
     ).fetchall():
         forget(con, int(entry_id))
-    return index_document(con, path, mentions)
-
-
-def backfill_memories(con: Connection, table: str = "entries") -> int:
-    """Extract the mentions of every memory that has none (a migration to the entity schema;
-    PostgreSQL's reads its table `all_entries`, as no workspace is set while it migrates)."""
-    assert table in ("entries", "all_entries")
-    if table == "all_entries":  # firstnames.claims reads the view `entries`: every workspace's
-        con.execute(
-            "SELECT set_config('memoryd.workspace',"
-            " coalesce(current_setting('memoryd.workspace', true), ''), true),"
-            " set_config('memoryd.scope', 'all', true)"
-        )
-    rows = con.execute(
-        f"SELECT id, created_at, content, tags FROM {table} x WHERE kind = 'memory'"
-        " AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entry_id = x.id) ORDER BY id"
-    ).fetchall()
-    ids: dict[str, int] = {}
-    columns = entitypairs.mention_columns(con, is_postgres(con))
-    for entry_id, at, content, tags in rows:
-        found = known_as(con, memory_mentions(str(content), _tags(tags)), columns)
-        remember(con, int(entry_id), float(at), found, ids, columns)
-        if adopt_first_names(con, found, columns):
-            ids.clear()  # an adopted first name's entity is gone
-    return len(rows)
-
-
-def reindex_memories(con: Connection, table: str = "entries") -> int:
-    """Every memory's mentions read again (`reindex --full`: a newer extractor's names; a
-    migration, `table` as backfill_memories')."""
-    assert table in ("entries", "all_entries")
-    con.execute(
-        f"DELETE FROM mentions WHERE entry_id IN (SELECT id FROM {table} WHERE kind = 'memory')"
-    )
-    return backfill_memories(con, table)
+    return index_document(con, path, mentions, settle)
 
 
 def _tags(raw: Any) -> list[str]:

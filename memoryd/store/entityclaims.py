@@ -76,7 +76,7 @@ def held_by_note(con: Connection, path: str) -> set[str]:
 def index_note(con: Connection, path: str, mentions: Sequence[Mention], held: set[str]) -> int:
     """entities.index_document for a note just stored again, whose chunks before held `held`
     (held_by_note, read before they went): then the claims that no longer hold withdrawn."""
-    n = entities.index_document(con, path, mentions)
+    n = entities.index_document(con, path, mentions, withdraw)
     withdraw(con, held)
     return n
 
@@ -84,7 +84,7 @@ def index_note(con: Connection, path: str, mentions: Sequence[Mention], held: se
 def reindex_note(con: Connection, path: str, mentions: Sequence[Mention]) -> int:
     """entities.reindex_document (a note moved), the claims its old file name made withdrawn."""
     held = held_by_note(con, path)
-    n = entities.reindex_document(con, path, mentions)
+    n = entities.reindex_document(con, path, mentions, withdraw)
     withdraw(con, held)
     return n
 
@@ -93,7 +93,7 @@ def reindex_memory(con: Connection, entry_id: int) -> None:
     """entities.reindex_memory (its text or tags changed), the claims its old text made
     withdrawn."""
     held = held_by(con, "?", (entry_id,))
-    entities.reindex_memory(con, entry_id)
+    entities.reindex_memory(con, entry_id, withdraw)
     withdraw(con, held)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from memoryd.core.errors import InvalidInput, NotFound
 from memoryd.core.timeutil import iso
-from memoryd.store import entities, entityclaims, entityfilter, tables
+from memoryd.store import entities, entitybackfill, entityclaims, entityfilter, tables
 from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -247,7 +247,7 @@ def insert_memory(con: Connection, m: NewMemory, now: float) -> tuple[int, bool]
             m.tier,
         ),
     ).fetchall()
-    entities.index_memory(con, int(rows[0][0]), m.content, m.tags)
+    entities.index_memory(con, int(rows[0][0]), m.content, m.tags, entityclaims.withdraw)
     return int(rows[0][0]), False
 
 
@@ -450,7 +450,7 @@ def forget_document_hashes(con: Connection) -> None:
     """Every document looks changed to the next reconcile (reindex full); memories' entities
     are read again now."""
     con.execute("UPDATE documents SET sha256 = '', size = -1")
-    entities.reindex_memories(con)
+    entitybackfill.reindex_memories(con)
 
 
 def touch_document(con: Connection, path: str, size: int, mtime: float) -> None:

@@ -14,6 +14,7 @@ import apsw
 from memoryd.core.errors import StoreError, StoreTooNew
 from memoryd.core.logsetup import get_logger
 from memoryd.store import db, entities, entitypairs, entitytypes, notetext, tables, tokenizer
+from memoryd.store.entitybackfill import backfill_memories, reindex_memories
 from memoryd.store.protocol import one
 
 log = get_logger("memoryd.store")
@@ -350,7 +351,7 @@ def m007_entity_dates(con: apsw.Connection) -> None:
         CREATE INDEX relations_b_count ON relations(b, count);
         """
     )
-    entities.backfill_memories(con)  # a store older than m006 (its memories have none yet)
+    backfill_memories(con)  # a store older than m006 (its memories have none yet)
 
 
 def m008_note_text(con: apsw.Connection) -> None:
@@ -408,7 +409,7 @@ def m013_declared(con: apsw.Connection) -> None:
     column = tables.column(tables.MENTIONS, "declared")
     con.execute(f"ALTER TABLE mentions ADD COLUMN {column.ddl('sqlite')}")
     m010_read_notes_again(con)
-    entities.reindex_memories(con)
+    reindex_memories(con)
 
 
 def m014_log_marks(con: apsw.Connection) -> None:
@@ -504,28 +505,12 @@ def m018_mention_types(con: apsw.Connection) -> None:
     note changes (or `reindex --full`): nothing is read again or embedded at the upgrade."""
     con.execute(entitytypes.SQLITE_STEP)
     entitytypes.retype_all(con)
-    entities.reindex_memories(con)
+    reindex_memories(con)
 
 
+# every step above, in the order of its number
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
-    m001_initial,
-    m002_lifecycle,
-    m003_stable_ids,
-    m004_cjk_tokenizer,
-    m005_links,
-    m006_entities,
-    m007_entity_dates,
-    m008_note_text,
-    m009_note_text_expiry,
-    m010_read_notes_again,
-    m011_note_titles,
-    m012_paired,
-    m013_declared,
-    m014_log_marks,
-    m015_front_matter_values,
-    m016_marks_and_unspaced_scripts,
-    m017_form_probe,
-    m018_mention_types,
+    f for name, f in sorted(globals().items()) if re.fullmatch(r"m\d{3}_\w+", name)
 ]
 
 

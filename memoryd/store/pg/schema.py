@@ -265,10 +265,10 @@ def _v3_entity_dates(cur: psycopg.Cursor) -> None:
             EXECUTE FUNCTION memoryd_entry_dated();
         """
     )
-    from memoryd.store import entities
+    from memoryd.store import entitybackfill
     from memoryd.store.pg.conn import PgConnection
 
-    entities.backfill_memories(PgConnection(cur.connection), "all_entries")
+    entitybackfill.backfill_memories(PgConnection(cur.connection), "all_entries")
 
 
 def _v4_note_text(cur: psycopg.Cursor) -> None:
@@ -378,13 +378,13 @@ def _v11_paired(cur: psycopg.Cursor) -> None:
 def _v12_declared(cur: psycopg.Cursor) -> None:
     """Each mention says whether its note declares the name there (store/migrations.py m013
     says why); notes read again (as v8), memories' mentions read again now."""
-    from memoryd.store import entities
+    from memoryd.store import entitybackfill
     from memoryd.store.pg.conn import PgConnection
 
     declared = tables.column(tables.MENTIONS, "declared")
     cur.execute(f"ALTER TABLE mentions ADD COLUMN {declared.ddl('postgres')}")
     _v8_read_notes_again(cur)
-    entities.reindex_memories(PgConnection(cur.connection), "all_entries")
+    entitybackfill.reindex_memories(PgConnection(cur.connection), "all_entries")
 
 
 def _v13_log_marks(cur: psycopg.Cursor) -> None:
@@ -447,7 +447,7 @@ def _v16_mention_types(cur: psycopg.Cursor) -> None:
     """Each mention keeps its extraction's type, and an entity's type is read from its current
     mentions (store/entitytypes.py; SQLite: migrations.m018 says why): a note's mentions take
     their entity's type until it changes, memories' mentions are read again now."""
-    from memoryd.store import entities, entitytypes
+    from memoryd.store import entitybackfill, entitytypes
     from memoryd.store.pg.conn import PgConnection
 
     column = tables.column(tables.MENTIONS, "type")
@@ -456,7 +456,7 @@ def _v16_mention_types(cur: psycopg.Cursor) -> None:
     cur.execute(entitytypes.TABLE.replace("INTEGER NOT NULL REF", "BIGINT NOT NULL REF"))
     cur.execute(entitytypes.PG_FUNCTION)
     entitytypes.retype_all(PgConnection(cur.connection))
-    entities.reindex_memories(PgConnection(cur.connection), "all_entries")
+    entitybackfill.reindex_memories(PgConnection(cur.connection), "all_entries")
 
 
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
