@@ -10,11 +10,16 @@ Each test prints its figures (`-s` shows them); RELIABILITY.md has the last full
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 FULL = os.environ.get("MEMORYD_RELIABILITY_SCALE", "small").lower() == "full"
 
@@ -71,3 +76,25 @@ class Conn:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(mnt: Path, options: str) -> Iterator[Path]:
+    """A small tmpfs (`options`: mount's -o) at mnt for the block, unmounted after; the test is
+    skipped where none can be mounted (not root)."""
+    mnt.mkdir()
+    try:
+        out = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mnt)],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot mount a tmpfs here: {exc}")
+    if out.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {out.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=20)

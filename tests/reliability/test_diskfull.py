@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,8 @@ import pytest
 from memoryd.core.errors import DiskFull
 from memoryd.serve import methods as api
 
+from .support import mounted_tmpfs
+
 DISK_FULL = -32013
 
 
@@ -30,23 +31,8 @@ def call(app: Any, method: str, **params: Any) -> Any:
 
 @pytest.fixture
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "full"
-    mnt.mkdir()
-    try:
-        out = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=6m,mode=0700", "tmpfs", str(mnt)],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"cannot mount a tmpfs here: {exc}")
-    if out.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {out.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "full", "size=6m,mode=0700") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=20)
 
 
 def _fill(folder: Path, leave: int) -> Path:

@@ -28,6 +28,8 @@ from memoryd.core import oserrors
 from memoryd.core.errors import DiskFull, StoreError
 from memoryd.serve import methods as api
 
+from .support import mounted_tmpfs
+
 pytestmark = pytest.mark.backends
 
 DISK_FULL, STORE_ERROR = -32013, -32012
@@ -385,20 +387,7 @@ def test_a_start_on_a_disk_without_inodes_names_the_path(
     data_dir: one line naming the path (the socket's said "the device holding a file")."""
     from tests.conftest import to_toml
 
-    mnt = tmp_path / "noinodes"
-    mnt.mkdir()
-    try:
-        out = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=4m,nr_inodes=8", "tmpfs", str(mnt)],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"cannot mount a tmpfs here: {exc}")
-    if out.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {out.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "noinodes", "size=4m,nr_inodes=8") as mnt:
         (mnt / "in").mkdir()
         n = 0
         while True:  # use up the inodes
@@ -426,8 +415,6 @@ def test_a_start_on_a_disk_without_inodes_names_the_path(
         said = ran.stderr + ran.stdout
         assert f"cannot start: {where}: no space left on the device holding {path}" in said
         assert "df -i" in said
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=20)
 
 
 def test_a_delete_whose_log_rewrite_the_disk_refuses_says_so_and_forgets_later(
