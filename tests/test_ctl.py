@@ -1362,7 +1362,17 @@ def test_a_signal_during_an_export_leaves_no_temporary(tmp_path: Path, name: str
         "except KeyboardInterrupt:\n"
         "    sys.exit(130)\n"
     )
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+
+    def as_from_a_terminal() -> None:  # a runner started by nohup or `&` ignores them
+        for sig in (signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)
+
+    res = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        timeout=60,
+        preexec_fn=as_from_a_terminal,
+    )
     want = 130 if name == "SIGINT" else -getattr(signal, name)
     assert res.returncode == want, res.stderr
     assert target.read_text() == "previous export\n"
