@@ -29,6 +29,7 @@ nothing (issue 19.7).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from memoryd.store.tokenizer import MARKS, cjk_runs, is_sea
@@ -208,6 +209,18 @@ def symbol_token(raw: str) -> str | None:
     return token if SYMBOL_WORD.fullmatch(token) else None
 
 
+def query_tokens(query: str) -> Iterator[tuple[str, bool, bool]]:
+    """The query's tokens as typed (split at white space), each with whether it lies inside a
+    `code span` and whether it follows a `NOT` outside one: what `unwritten` and
+    search/symbols.py read a query by."""
+    code = after_not = False
+    for raw in query.split():
+        yield raw, code, after_not
+        after_not = raw == "NOT" and not code
+        if raw.count("`") % 2:
+            code = not code
+
+
 def unwritten(text: str) -> tuple[str, tuple[str, ...]]:
     """The query without the symbol words it excludes (`-C#`, `NOT C#`, `-$HOME`), and those
     words. They are excluded as written, as `rg -F -i -w` reads them (search/symbols.py), not as
@@ -215,22 +228,18 @@ def unwritten(text: str) -> tuple[str, tuple[str, ...]]:
     `c`. A `-` inside backticks is the code's own (an option), not an exclusion."""
     if not any(ch in text for ch in "#+.$"):
         return text, ()
-    tokens = text.split()
+    tokens = list(query_tokens(text))
     dropped: set[int] = set()
     words: list[str] = []
-    code = False
-    for i, raw in enumerate(tokens):
-        after_not = i > 0 and tokens[i - 1] == "NOT" and not code
+    for i, (raw, code, after_not) in enumerate(tokens):
         if not code and (after_not or negation(raw.lstrip("("))):  # brackets are spaces
             word = symbol_token(raw)
             if word is not None:
                 words.append(word)
                 dropped.update((i - 1, i) if after_not else (i,))
-        if raw.count("`") % 2:
-            code = not code
     if not words:
         return text, ()
-    return " ".join(t for i, t in enumerate(tokens) if i not in dropped), tuple(words)
+    return " ".join(t[0] for i, t in enumerate(tokens) if i not in dropped), tuple(words)
 
 
 @dataclass(frozen=True)
@@ -247,6 +256,13 @@ class ParsedQuery:
 def quote_term(term: str) -> str:
     """One FTS5 string literal."""
     return '"' + term.replace('"', '""') + '"'
+
+
+def prefixes(word: str) -> tuple[str, str]:
+    """What a word read as the start of longer ones is searched as, each a prefix: the word, and
+    the word less its last letter, as the porter stemmer rewrites a prefix too ("deploy" is
+    stemmed "deploi", which would miss "deployment", stem "deploy")."""
+    return word, word[:-1]
 
 
 _DATE = re.compile(r"\d{4} \d{1,2} \d{1,2}")
@@ -354,9 +370,7 @@ def parse_query(text: str) -> ParsedQuery:
             if not words:
                 continue
             if len(words) == 1 and prefix and len(words[0]) >= 4:
-                # The porter stemmer rewrites the prefix too ("deploy" -> "deploi"), which would
-                # miss "deployment" (stem "deploy"): also accept the prefix less its last letter.
-                expr = f"({quote_term(words[0])}* OR {quote_term(words[0][:-1])}*)"
+                expr = "(" + " OR ".join(f"{quote_term(w)}*" for w in prefixes(words[0])) + ")"
             elif len(words) == 1:
                 expr = quote_term(words[0]) + ("*" if prefix else "")
             else:  # "e-mail", "foo.bar": the tokenizer splits them; keep them adjacent
@@ -424,7 +438,9 @@ def prefix_match(parsed: ParsedQuery) -> str | None:
     ]
     if not words:
         return None
-    expr = " OR ".join(f"({quote_term(w)}* OR {quote_term(w[:-1])}*)" for w in words)
+    expr = " OR ".join(
+        "(" + " OR ".join(f"{quote_term(p)}*" for p in prefixes(w)) + ")" for w in words
+    )
     for n in parsed.negated:
         expr = f"({expr}) NOT {quote_term(n)}"
     return expr

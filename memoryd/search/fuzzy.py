@@ -81,7 +81,7 @@ import numpy as np
 
 from memoryd.core import malloc
 from memoryd.core.logsetup import get_logger
-from memoryd.search.ftsquery import quote_term
+from memoryd.search.ftsquery import prefixes, quote_term
 from memoryd.store import entries, entrytexts, searchsql
 from memoryd.store import tokenizer as cjk_tokenizer
 from memoryd.store.dialect import Tokenize, query_tokenizers
@@ -439,7 +439,7 @@ class FuzzyMatcher:
             alternatives = [quote_term(_stable_prefix(tok, t)) + "*" for t, _ in best]
             # a word cut short ("retro" for retrospective) is read as the start of a longer
             # word too, as keyword search reads it (ftsquery.prefix_match), not only as a typo
-            cut = [w for w in (word, word[:-1]) if word.isalpha() and vocab.begins(w)]
+            cut = [w for w in prefixes(word) if word.isalpha() and vocab.begins(w)]
             cut = [f"{quote_term(w)}*" for w in cut]
             groups.append("(" + " OR ".join([quote_term(word), *alternatives, *cut]) + ")")
             fixes.append((len(words), word, best[0][0], alternatives[0]))

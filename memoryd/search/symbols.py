@@ -27,7 +27,13 @@ from __future__ import annotations
 
 import re
 
-from memoryd.search.ftsquery import STOP_WORDS, SYMBOL_WORD, WORD_QUOTES, unwritten
+from memoryd.search.ftsquery import (
+    STOP_WORDS,
+    SYMBOL_WORD,
+    WORD_QUOTES,
+    query_tokens,
+    unwritten,
+)
 from memoryd.search.ranking import Candidate
 from memoryd.store import entrytexts
 from memoryd.store.protocol import Connection
@@ -49,15 +55,9 @@ def _read(query: str) -> tuple[list[str], list[str], bool]:
     backticks, which ftsquery reads as plain text) left out."""
     found: list[str] = []
     others: list[str] = []
-    code = False  # inside backticks
-    tokens = query.split()
-    either = "OR" in tokens
-    after_not = False
-    for raw in tokens:
+    either = "OR" in query.split()
+    for raw, code, after_not in query_tokens(query):
         excluded = after_not or (raw.startswith("-") and not code)
-        after_not = raw == "NOT" and not code
-        if raw.count("`") % 2:
-            code = not code
         token = raw.lstrip("-(").strip(WORD_QUOTES).rstrip(",;:!?.)").strip(WORD_QUOTES)
         if excluded or not token or raw in ("OR", "NOT") or token.lower() in STOP_WORDS:
             continue
