@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memoryd.core.errors import Refused, StoreUnavailable
+from memoryd.core.errors import InvalidInput, Refused, StoreUnavailable
 from memoryd.serve import methods as api
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
@@ -128,3 +128,102 @@ def test_deleting_a_memory_removes_its_history(make_app: Any) -> None:
     assert app.store.read(rows) >= 2
     call(app, "delete", id=mid)
     assert app.store.read(rows) == 0
+
+
+# --- lists that page (walkw16) -----------------------------------------------------------------
+#
+# A list pages by a cursor: the answer's `next_cursor` names its last entry, and the next page
+# starts after it, so writes between two pages neither repeat an entry nor skip one that was
+# there before (an offset counts rows, which every add and delete moves: the web page's "Older
+# memories" showed a memory twice after an agent added one, and skipped one after a delete).
+# Every method that takes `offset` takes `cursor` too, read from the method table.
+
+
+def _paged_methods() -> set[str]:
+    return {name for name, m in api.METHODS.items() if "offset" in m.params}
+
+
+def test_every_method_that_pages_by_offset_also_takes_a_cursor() -> None:
+    assert _paged_methods() == set(PAGED), "a list that pages: add it to PAGED below"
+    for name in PAGED:
+        assert "cursor" in api.METHODS[name].params, name
+
+
+def _seed_memories(app: Any, n: int) -> list[int]:
+    app.memories.clock = lambda: 1_800_000_000.0  # every memory at one time: ties by id
+    return [call(app, "add", content=f"memory {i} of the paging walk")["id"] for i in range(n)]
+
+
+def _seed_notes(app: Any, n: int) -> list[str]:
+    paths = [f"walk/n{i:02d}.md" for i in range(n)]
+    for p in paths:
+        call(app, "note.write", path=p, content=f"# {p}\n\nnote of the paging walk\n")
+    return paths
+
+
+def _write_memory(app: Any, i: int) -> None:
+    call(app, "add", content=f"written while paging {i}")
+
+
+def _write_note(app: Any, i: int) -> None:
+    call(app, "note.write", path=f"walk/a{i:02d}.md", content=f"# new {i}\n")  # sorts first
+    call(app, "note.write", path=f"walk/z{i:02d}.md", content=f"# new {i}\n")  # sorts last
+
+
+PAGED: dict[str, tuple[Any, Any, str, dict[str, Any]]] = {
+    # method: (seed, a write between pages, the key that names an item, params)
+    "list": (_seed_memories, _write_memory, "id", {}),
+    "note.list": (_seed_notes, _write_note, "path", {"path": "walk"}),
+}
+
+
+PAST_THE_END = {"list": "0.0:1", "note.list": "walk/zzz"}  # older than all; after every path
+
+
+@pytest.mark.parametrize("method", sorted(PAGED))
+def test_paging_while_writes_happen_repeats_and_skips_nothing(make_app: Any, method: str) -> None:
+    app = make_app(model=None, dailylog={"enabled": False})
+    seed, write, key, params = PAGED[method]
+    before = seed(app, 11)
+    if method == "list":
+        app.memories.clock = lambda: 1_800_000_000.0 + len(seen)  # later adds are newer
+    seen: list[Any] = []
+    cursor, pages = None, 0
+    while True:
+        page = call(app, method, limit=3, **params, **({"cursor": cursor} if cursor else {}))
+        seen += [item[key] for item in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+        write(app, pages)
+        pages += 1
+        assert pages < 20, "the pages never end"
+    assert len(seen) == len(set(seen)), f"repeated: {seen}"
+    assert set(before) <= set(seen), f"skipped: {set(before) - set(seen)}"
+    if method == "note.list":  # the notes written after the cursor's place are listed too
+        assert [p for p in seen if "/z" in p], seen
+    # the last page says it is the last; past the end is an empty last page, not an error
+    assert call(app, method, limit=1000, **params)["next_cursor"] is None
+    past = call(app, method, limit=3, cursor=PAST_THE_END[method], **params)
+    assert past["items"] == [] and past["next_cursor"] is None
+    with pytest.raises(InvalidInput, match="cursor"):
+        call(app, method, cursor=1, **params)
+    with pytest.raises(InvalidInput, match="not both"):
+        call(app, method, cursor=page_cursor(app, method, params), offset=3, **params)
+
+
+def page_cursor(app: Any, method: str, params: dict[str, Any]) -> str:
+    cursor = call(app, method, limit=1, **params)["next_cursor"]
+    assert isinstance(cursor, str)
+    return cursor
+
+
+def test_a_deleted_entry_s_cursor_still_starts_the_next_page(make_app: Any) -> None:
+    app = make_app(model=None, dailylog={"enabled": False})
+    ids = _seed_memories(app, 6)  # newest first: ids[5], ids[4], ...
+    first = call(app, "list", limit=2)
+    assert [m["id"] for m in first["items"]] == [ids[5], ids[4]]
+    call(app, "delete", id=ids[4])  # the entry the cursor names
+    call(app, "delete", id=ids[3])  # and the one after it
+    rest = call(app, "list", limit=10, cursor=first["next_cursor"])
+    assert [m["id"] for m in rest["items"]] == [ids[2], ids[1], ids[0]]

@@ -18,7 +18,9 @@ ALL_TOOLS: list[ToolSpec] = sorted(
 )
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in ALL_TOOLS}
 SMALL = 256  # characters a short answer's copy may always take (its path, sha256, flags)
-ESSENTIAL = frozenset({"id", "path", "new_path", "sha256", "offset", "next_offset", "total"})
+ESSENTIAL = frozenset(
+    {"id", "path", "new_path", "sha256", "offset", "next_offset", "next_cursor", "total"}
+)
 ITEM_KEYS = ESSENTIAL | {
     "kind",
     "score",

@@ -136,6 +136,9 @@ def fmt_items(res: dict[str, Any]) -> str:
             lines.append(f"{when} {i['path']} — {i.get('title', '')} {tags}".rstrip())
     if "total" in res:
         lines.insert(0, f"{res['total']} note(s), times in UTC:")
+    if res.get("next_cursor"):
+        shown = len(res.get("items") or [])
+        lines.append(f"({shown} shown; the next page: cursor {json.dumps(res['next_cursor'])})")
     return "\n".join(lines) or "Nothing."
 
 

@@ -422,6 +422,10 @@ TOOLS: list[ToolSpec] = [
                 "path": {**STR, "description": "folder, e.g. 'projects'"},
                 "limit": {**INT, "minimum": 1, "maximum": 1000},
                 "offset": {**INT, "minimum": 0},
+                "cursor": {
+                    **STR,
+                    "description": "the next page: the cursor the previous page gave",
+                },
             }
         ),
         run_method("note.list"),

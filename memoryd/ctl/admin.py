@@ -391,7 +391,7 @@ def s_note_append(res: dict[str, Any], a: Namespace) -> int:
 
 
 def p_note_list(a: Namespace) -> dict[str, Any]:
-    return given({"path": a.path, "limit": a.limit, "offset": a.offset})
+    return given({"path": a.path, "limit": a.limit, "offset": a.offset, "cursor": a.cursor})
 
 
 def s_note_list(res: dict[str, Any], a: Namespace) -> int:
@@ -403,7 +403,7 @@ def s_note_list(res: dict[str, Any], a: Namespace) -> int:
         print(f"{item['path']}\t{item.get('size')}\t{item.get('mtime')}\t{title}\t{tags}")
     if not items:
         print("no notes", file=sys.stderr)
-    page_footer(len(items), a.offset or 0, res.get("total", len(items)))
+    page_footer(res, a.offset or 0)
     return EXIT_OK
 
 

@@ -305,16 +305,31 @@ def s_get(res: dict[str, Any], a: Namespace) -> int:
 
 def p_list(a: Namespace) -> dict[str, Any]:
     params = {**filter_params(a), "limit": a.limit, "offset": a.offset}
+    if a.cursor is not None:
+        params["cursor"] = a.cursor
     if getattr(a, "paths", False) and not a.kind:
         params["kind"] = "chunk"  # -l lists the notes' paths: memories have none
     return params
 
 
-def page_footer(shown: int, offset: int, total: int) -> None:
-    """`(N shown of M; next page: --offset K)` on stderr: stdout holds only the rows."""
-    end = offset + shown
-    more = f"; next page: --offset {end}" if end < total else ""
+def page_footer(res: dict[str, Any], offset: int) -> None:
+    """`(N shown of M; next page: --cursor C)` on stderr: stdout holds only the rows. The
+    cursor, not an offset: entries added or deleted meanwhile move every offset (a daemon
+    older than cursors gives none: the offset then)."""
+    shown = len(res.get("items") or [])
+    total = res.get("total", shown)
+    following = res.get("next_cursor")
+    if "next_cursor" not in res:
+        more = f"; next page: --offset {offset + shown}" if offset + shown < total else ""
+    else:
+        more = f"; next page: --cursor {shell_word(str(following))}" if following else ""
     print(f"({shown} shown of {total}{more})", file=sys.stderr)
+
+
+def shell_word(text: str) -> str:
+    """`text` as one word of a POSIX shell command line (shlex.quote, without importing it)."""
+    safe = text and all(c.isascii() and (c.isalnum() or c in "@%+=:,./-_") for c in text)
+    return text if safe else "'" + text.replace("'", "'\"'\"'") + "'"
 
 
 def s_list(res: dict[str, Any], a: Namespace) -> int:
@@ -327,7 +342,7 @@ def s_list(res: dict[str, Any], a: Namespace) -> int:
         )
     if not items:
         print("nothing found", file=sys.stderr)
-    page_footer(len(items), a.offset, res["total"])
+    page_footer(res, a.offset or 0)
     return EXIT_OK
 
 

@@ -101,6 +101,10 @@ NOTE_SECRETS = arg(
     action="store_true",
     help="write it even if it looks like a credential",
 )
+CURSOR_HELP = (
+    "start after the page that printed this cursor (its next page: ...), with the same "
+    "filters: nothing repeated or skipped while entries are added or deleted"
+)
 IF_SHA = arg("--if-sha256", metavar="SHA", help="only if the note is still at this sha256")
 NOTE_TEXT = (
     arg("text", nargs="?", metavar="TEXT", help="the text (default: read stdin; - = stdin)"),
@@ -197,10 +201,12 @@ COMMANDS: tuple[Command, ...] = (
             FILTERS,
             arg("-n", "--limit", type=int, default=20, metavar="N", help="default 20"),
             arg("--offset", type=int, default=0, metavar="N", help="skip the first N"),
+            arg("--cursor", metavar="C", help=CURSOR_HELP),
         ),
         examples=(
             "memoryctl list --type decision --since 2026-01-01",
             "memoryctl list --kind chunk --path notes -n 50 --offset 50",
+            "memoryctl list -n 50 --cursor 1795765762.9921:12",
         ),
     ),
     Command(
@@ -511,6 +517,7 @@ COMMANDS: tuple[Command, ...] = (
                     arg("path", nargs="?", metavar="PATH"),
                     arg("-n", "--limit", type=int, metavar="N"),
                     arg("--offset", type=int, metavar="N"),
+                    arg("--cursor", metavar="C", help=CURSOR_HELP),
                 ),
             ),
             Command(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from memoryd.core import pagecursor
 from memoryd.core.errors import (
     InvalidInput,
     MemorydError,
@@ -300,14 +301,20 @@ class Memories:
             log.warning("access not recorded", ids=ids[:10], error=exc.message)
 
     def list(
-        self, filters: Filters, *, limit: int = 20, offset: int = 0
-    ) -> tuple[list[dict[str, Any]], int]:
+        self, filters: Filters, *, limit: int = 20, offset: int = 0, cursor: object = None
+    ) -> tuple[builtins.list[dict[str, Any]], int, str | None]:
+        """A page, newest first, how many match, and the next page's cursor (None: the last)."""
         check_int(limit, "limit", 1, 1000)
-        check_int(offset, "offset", 0)
-        now = self.clock()
-        return self.store.read(
-            lambda con: entries.list_entries(con, filters, now=now, limit=limit, offset=offset)
+        after = pagecursor.read_entry_cursor(cursor)
+        pagecursor.one_way(after, check_int(offset, "offset", 0))
+        now, keys = self.clock(), builtins.list[tuple[float, int]]()
+        items, total = self.store.read(
+            lambda con: entries.list_entries(
+                con, filters, now=now, limit=limit + 1, offset=offset, after=after, keys=keys
+            )
         )
+        following = pagecursor.entry_cursor(*keys[limit - 1]) if len(items) > limit else None
+        return items[:limit], total, following
 
     # -- update, validate, promote --------------------------------------------------------------
 

@@ -43,6 +43,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from memoryd.core import pagecursor
 from memoryd.core.errors import (
     Conflict,
     InvalidInput,
@@ -525,13 +526,20 @@ class Notes:
         else:
             self.store.run_write(lambda con: docpaths.forget_hashes_under(con, under))
 
-    def list(self, path: object = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
-        """Indexed notes under a folder (or all), by path, with title and tags."""
+    def list(
+        self, path: object = None, limit: int = 50, offset: int = 0, cursor: object = None
+    ) -> dict[str, Any]:
+        """Indexed notes under a folder (or all), by path, with title and tags; `next_cursor`,
+        the page's last path (None on the last page), is where the next page starts."""
         prefix = "" if path in (None, "", ".", "/") else self._as_on_disk(normalize(path))
+        after = pagecursor.read_path_cursor(cursor)
+        pagecursor.one_way(after, offset)
         items, total = self.store.read(
-            lambda con: store_notes.list_documents(con, prefix, limit, offset)
+            lambda con: store_notes.list_documents(con, prefix, limit + 1, offset, after)
         )
-        return {"items": [note_item(d) for d in items], "total": total}
+        following = items[limit - 1]["path"] if len(items) > limit else None
+        page = [note_item(d) for d in items[:limit]]
+        return {"items": page, "total": total, "next_cursor": following}
 
     def recent(self, *, namespace: str | None, since: float | None, limit: int, now: float) -> Any:
         """Memories added or changed (not expired at `now`), notes modified, newest first."""

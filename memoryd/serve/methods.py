@@ -192,17 +192,18 @@ def _search_limit(app: App, params: dict[str, Any]) -> int:
     return param_int(params, "limit", app.cfg.search.default_limit, 1, app.cfg.search.max_limit)
 
 
-@method("list", FILTER_PARAMS | {"limit", "offset"})
+@method("list", FILTER_PARAMS | {"limit", "offset", "cursor"})
 def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     filters = filters_from(params, default_kind="memory", root=app.cfg.workspace)
     if filters.namespace is None:
         filters = replace(filters, namespace=app.cfg.memories.default_namespace)
-    items, total = app.memories.list(
+    items, total, following = app.memories.list(
         filters,
         limit=param_int(params, "limit", 20, 1, 1000),
         offset=param_int(params, "offset", 0, 0),
+        cursor=params.get("cursor"),
     )
-    return {"items": items, "total": total}
+    return {"items": items, "total": total, "next_cursor": following}
 
 
 @method("update", (ADD_PARAMS - {"content"}) | {"id", "content"})

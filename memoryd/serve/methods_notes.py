@@ -49,11 +49,14 @@ def note_append(app: App, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@method("note.list", {"path", "limit", "offset"}, from_index=True)
+@method("note.list", {"path", "limit", "offset", "cursor"}, from_index=True)
 def note_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    """Indexed notes under a folder: {items: [{path, size, mtime, title, tags}], total}."""
+    """Indexed notes under a folder: {items: [{path, size, mtime, title, tags}], total,
+    next_cursor}."""
     offset = param_int(params, "offset", 0, 0)
-    return app.notes.list(params.get("path"), limit=_limit(params, 50), offset=offset)
+    return app.notes.list(
+        params.get("path"), limit=_limit(params, 50), offset=offset, cursor=params.get("cursor")
+    )
 
 
 @method("note.move", {"path", "new_path", "expected_sha256"})

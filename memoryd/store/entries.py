@@ -200,17 +200,29 @@ def list_entries(
     limit: int,
     offset: int,
     newest_first: bool = True,
+    after: tuple[float, int] | None = None,
+    keys: list[tuple[float, int]] | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
+    """A page of the entries `f` matches, by creation time then id, and how many match.
+    `after` (the page before's last creation time and id) starts after that entry; `keys`
+    gets each entry's (creation time, id) as stored, for the next page's cursor."""
     where, params = filter_sql(f, now)
     total = con.execute(f"SELECT count(*) FROM {RECORD_FROM} WHERE {where}", params).fetchall()[0][
         0
     ]
     order = "DESC" if newest_first else "ASC"
+    if after is not None:
+        past = "<" if newest_first else ">"
+        where += f" AND (e.created_at {past} ? OR (e.created_at = ? AND e.id {past} ?))"
+        params = [*params, after[0], after[0], after[1]]
     rows = con.execute(
         f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE {where} "
         f"ORDER BY e.created_at {order}, e.id {order} LIMIT ? OFFSET ?",
         [*params, limit, offset],
     ).fetchall()
+    if keys is not None:
+        at = _NAMES.index("created_at")
+        keys.extend((float(r[at]), int(r[0])) for r in rows)
     return [row_to_record(r) for r in rows], int(total)
 
 

@@ -18,11 +18,14 @@ def _prefix_sql(prefix: str) -> tuple[str, list[Any]]:
 
 
 def list_documents(
-    con: Connection, prefix: str, limit: int, offset: int
+    con: Connection, prefix: str, limit: int, offset: int, after: str | None = None
 ) -> tuple[list[dict[str, Any]], int]:
-    """Indexed files under `prefix` ('' for all), by path: path, size, mtime, meta, title."""
+    """Indexed files under `prefix` ('' for all), by path: path, size, mtime, meta, title;
+    `after` (the last path of the page before) starts after that path."""
     where, params = _prefix_sql(prefix)
     total = con.execute(f"SELECT count(*) FROM documents d WHERE {where}", params).fetchall()[0][0]
+    if after is not None:
+        where, params = f"{where} AND d.path > ?", [*params, after]
     rows = con.execute(
         f"SELECT d.id, d.path, d.size, d.mtime, d.meta FROM documents d WHERE {where}"
         " ORDER BY d.path LIMIT ? OFFSET ?",

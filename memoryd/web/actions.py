@@ -8,6 +8,7 @@ that says what kind of error it is."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import threading
 import time
@@ -31,7 +32,18 @@ from memoryd.serve.registry import lookup
 from memoryd.web.http import Request, Response
 
 TRASH_KEEP = 100
-LIST_PARAMS = ("type", "tier", "tags", "namespace", "since", "until", "limit", "offset", "source")
+LIST_PARAMS = (
+    "type",
+    "tier",
+    "tags",
+    "namespace",
+    "since",
+    "until",
+    "limit",
+    "offset",
+    "cursor",
+    "source",
+)
 SEARCH_PARAMS = (
     "query",
     "mode",
@@ -142,10 +154,11 @@ def params_from(values: dict[str, Any], names: tuple[str, ...] | frozenset[str])
             continue
         if isinstance(value, str):
             if name in INT_PARAMS:
-                try:
+                # text that is no integer goes on as it is: the method refuses it in its own
+                # words, as the socket does (`limit: expected an integer from 1 to 1000, got
+                # 'x'`)
+                with contextlib.suppress(ValueError):
                     value = int(value)
-                except ValueError:
-                    raise InvalidInput(f"{name}: expected an integer") from None
             elif name in BOOL_PARAMS:
                 word = value.strip().lower()
                 if word not in TRUE | FALSE:
@@ -205,7 +218,7 @@ def note(ctx: Context, req: Request) -> Any:
 
 
 def notes(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "note.list", params_from(req.query, ("path", "limit", "offset")))
+    return call(ctx.app, "note.list", params_from(req.query, ("path", "limit", "offset", "cursor")))
 
 
 def graph(ctx: Context, req: Request) -> Any:

@@ -26,7 +26,10 @@
   );
   for (const f of Object.values(filters)) f.addEventListener("change", () => load(true));
 
-  let offset = 0;
+  // the next page starts after the last memory shown (the answer's next_cursor), never at a
+  // count: a memory added or deleted meanwhile (from this page, or by an agent) moves counts
+  let cursor = null;
+  let shown = 0;
   let lastDay = null;
   const PAGE = 100;
 
@@ -38,7 +41,7 @@
 
   async function load(fresh) {
     const v = values();
-    if (fresh) { offset = 0; lastDay = null; list.replaceChildren(); setParams(v); }
+    if (fresh) { cursor = null; shown = 0; lastDay = null; list.replaceChildren(); setParams(v); }
     try {
       const single = p.get("id");
       if (single && fresh && !Object.values(v).some(Boolean)) {
@@ -47,15 +50,16 @@
         summary.textContent = `memory #${single} · clear the address's id to see all`;
         return;
       }
-      const res = await get("/api/memories", { ...v, limit: PAGE, offset });
+      const res = await get("/api/memories", cursor ? { ...v, limit: PAGE, cursor } : { ...v, limit: PAGE });
       for (const m of res.items) {
         const d = day(m.created_at);
         if (d !== lastDay) { list.append(dayHead(m.created_at)); lastDay = d; }
         list.append(card(m));
       }
-      offset += res.items.length;
-      summary.textContent = `${res.total} memories${res.total > offset ? `, ${offset} shown` : ""}`;
-      more.hidden = offset >= res.total;
+      shown += res.items.length;
+      cursor = res.next_cursor || null;
+      summary.textContent = `${res.total} memories${cursor ? `, ${shown} shown` : ""}`;
+      more.hidden = !cursor;
     } catch (err) { failed(list, err); }
   }
 
