@@ -227,3 +227,102 @@ def test_a_deleted_entry_s_cursor_still_starts_the_next_page(make_app: Any) -> N
     call(app, "delete", id=ids[3])  # and the one after it
     rest = call(app, "list", limit=10, cursor=first["next_cursor"])
     assert [m["id"] for m in rest["items"]] == [ids[2], ids[1], ids[0]]
+
+
+# --- the web page's JSON routes: the socket's words for the same mistakes (walkw16) -------------
+
+
+@pytest.fixture
+def web(make_app: Any) -> Any:
+    from webclient import WebHarness
+
+    app = make_app(model=None, dailylog={"enabled": False})
+    call(app, "note.write", path="db.md", content="# DB\n\nWe chose Postgres.\n")
+    mem = call(app, "add", content="Redis runs on port 6380")["id"]
+    h = WebHarness(app)
+    h.mem = mem  # type: ignore[attr-defined]
+    h.sign_in()
+    yield h
+    h.close()
+
+
+def _route_params(web: Any, method: str, path: str) -> list[str]:
+    """What a route takes, as its own refusal of an unknown param lists it."""
+    ans = web.request(method, path + "?bogus=1" if method == "GET" else path, {"bogus": 1})
+    said = ans.json()["error"]["message"]
+    listed = said.split("(accepted: ", 1)[1].rstrip(")")
+    return [] if listed == "none" else listed.split(", ")
+
+
+def _routes() -> list[tuple[str, str]]:
+    from memoryd.web import routes
+
+    return sorted(routes.ROUTES)
+
+
+@pytest.mark.parametrize(("method", "path"), _routes(), ids=lambda v: str(v))
+def test_every_route_refuses_a_param_it_does_not_take(web: Any, method: str, path: str) -> None:
+    """`/api/memories?kind=chunk` listed memories and `/api/search?...&entities=Caroline` every
+    hit, the filter silently left out; an update's `tier` in the body was dropped while the
+    content changed. A route now refuses what it does not take, as the socket refuses an
+    unknown param, and says what it takes."""
+    if method == "GET":
+        ans = web.request(method, f"{path}?bogus=1")
+    else:
+        ans = web.request(method, path, {"bogus": 1})
+    assert ans.status == 400, ans.text
+    error = ans.json()["error"]
+    assert error["code"] == -32602
+    assert error["message"].startswith(f"{path}: unknown param 'bogus' (accepted: "), error
+
+
+@pytest.mark.parametrize(("method", "path"), _routes(), ids=lambda v: str(v))
+def test_every_integer_param_of_every_route_is_refused_in_the_socket_words(
+    web: Any, method: str, path: str
+) -> None:
+    """`/api/memories?limit=x` said `limit: expected an integer`; the socket says
+    `limit: expected an integer from 1 to 1000, got 'x'`: the route now passes the text on and
+    the method refuses it in its words."""
+    from memoryd.web.actions import INT_PARAMS
+
+    takes = _route_params(web, method, path)
+    for name in set(takes) & INT_PARAMS:
+        given = {"query": "redis", "name": "Redis", "path": "db.md", "id": web.mem}
+        base = {k: v for k, v in given.items() if k in takes and k != name}
+        if method == "GET":
+            q = "&".join(f"{k}={v}" for k, v in {**base, name: "x"}.items())
+            ans = web.request("GET", f"{path}?{q}")
+        else:
+            ans = web.request("POST", path, {**base, name: "x"})
+        error = ans.json()["error"]
+        assert ans.status == 400 and error["code"] == -32602, (name, error)
+        assert error["message"].startswith(f"{name}: expected an integer "), (name, error)
+        assert error["message"].endswith(", got 'x'"), (name, error)
+
+
+@pytest.mark.parametrize(
+    ("failure", "code", "status"),
+    [
+        (RuntimeError("boom"), -32603, 500),
+        (TypeError("Bad binding argument type supplied - argument #1: type list"), -32602, 400),
+        (OSError(28, "No space left on device"), -32013, 507),
+    ],
+    ids=["bug", "unchecked type", "disk full"],
+)
+def test_an_unexpected_failure_answers_as_on_the_socket(
+    web: Any, monkeypatch: pytest.MonkeyPatch, failure: Exception, code: int, status: int
+) -> None:
+    """The web page's answer to a failure no method turned into an error had no `code` (the
+    socket's -32603), and a value of the wrong type that reached SQL was a 500 where the socket
+    says -32602: one function (registry.unexpected) answers for both doors now."""
+    from memoryd.serve.registry import unexpected
+
+    def fail(app: Any, params: dict[str, Any]) -> Any:
+        raise failure
+
+    monkeypatch.setitem(api.METHODS, "get", api.Method(fail, api.METHODS["get"].params))
+    ans = web.request("GET", "/api/memory?id=1")
+    assert ans.status == status, ans.text
+    error = ans.json()["error"]
+    assert error["code"] == code == unexpected(failure, "/api/memory")[0], error
+    assert error["message"] == unexpected(failure, "/api/memory")[1]

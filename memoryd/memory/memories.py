@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memoryd.core import pagecursor
 from memoryd.core.errors import (
     InvalidInput,
     MemorydError,
@@ -43,7 +42,7 @@ from memoryd.memory.validation import (
     expiry,
     guard,
 )
-from memoryd.store import Store, entries
+from memoryd.store import Store, entries, pages
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.entries import Filters, NewMemory
 
@@ -303,18 +302,12 @@ class Memories:
     def list(
         self, filters: Filters, *, limit: int = 20, offset: int = 0, cursor: object = None
     ) -> tuple[builtins.list[dict[str, Any]], int, str | None]:
-        """A page, newest first, how many match, and the next page's cursor (None: the last)."""
         check_int(limit, "limit", 1, 1000)
-        after = pagecursor.read_entry_cursor(cursor)
-        pagecursor.one_way(after, check_int(offset, "offset", 0))
-        now, keys = self.clock(), builtins.list[tuple[float, int]]()
-        items, total = self.store.read(
-            lambda con: entries.list_entries(
-                con, filters, now=now, limit=limit + 1, offset=offset, after=after, keys=keys
-            )
+        check_int(offset, "offset", 0)
+        now = self.clock()  # (the page, how many match, the next page's cursor or None)
+        return self.store.read(
+            lambda con: pages.entry_page(con, filters, now, limit, offset, cursor)
         )
-        following = pagecursor.entry_cursor(*keys[limit - 1]) if len(items) > limit else None
-        return items[:limit], total, following
 
     # -- update, validate, promote --------------------------------------------------------------
 

@@ -43,7 +43,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core import pagecursor
 from memoryd.core.errors import (
     Conflict,
     InvalidInput,
@@ -81,7 +80,7 @@ from memoryd.notes.fsops import (
     os_errors,
     sha_now,
 )
-from memoryd.store import Store, docpaths, entries
+from memoryd.store import Store, docpaths, entries, pages
 from memoryd.store import notes as store_notes
 from memoryd.text import decoding
 from memoryd.text.pathrules import path_accepted
@@ -529,17 +528,10 @@ class Notes:
     def list(
         self, path: object = None, limit: int = 50, offset: int = 0, cursor: object = None
     ) -> dict[str, Any]:
-        """Indexed notes under a folder (or all), by path, with title and tags; `next_cursor`,
-        the page's last path (None on the last page), is where the next page starts."""
+        """Indexed notes under a folder (or all), by path, with title and tags; next_cursor."""
         prefix = "" if path in (None, "", ".", "/") else self._as_on_disk(normalize(path))
-        after = pagecursor.read_path_cursor(cursor)
-        pagecursor.one_way(after, offset)
-        items, total = self.store.read(
-            lambda con: store_notes.list_documents(con, prefix, limit + 1, offset, after)
-        )
-        following = items[limit - 1]["path"] if len(items) > limit else None
-        page = [note_item(d) for d in items[:limit]]
-        return {"items": page, "total": total, "next_cursor": following}
+        got = self.store.read(lambda c: pages.document_page(c, prefix, limit, offset, cursor))
+        return {"items": [note_item(d) for d in got[0]], "total": got[1], "next_cursor": got[2]}
 
     def recent(self, *, namespace: str | None, since: float | None, limit: int, now: float) -> Any:
         """Memories added or changed (not expired at `now`), notes modified, newest first."""

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memoryd.core import oserrors
 from memoryd.core.errors import InvalidInput, NotFound, check_int, describe
 from memoryd.memory.memories import check_name
 from memoryd.memory.validation import check_str
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from memoryd.serve.app import App
 
 Handler = Callable[["App", dict[str, Any]], Any]
+INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603  # as serve/protocol.py names them
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,20 @@ def check_strings(params: dict[str, Any]) -> None:
                 stack.append((where, v))
         elif isinstance(value, list):
             stack.extend((where, v) for v in value)
+
+
+def unexpected(exc: Exception, name: str) -> tuple[int, str, str]:
+    """What a failure no method turned into a MemorydError answers on every door (the socket,
+    the web page's routes): (code, message, what to log). The system's refusal (a full disk,
+    a read-only folder) is its client error; a value of the wrong type that reached SQL is the
+    caller's mistake (-32602; the traceback shows the missing check); anything else is a bug
+    (-32603)."""
+    if (err := oserrors.client_error(exc)) is not None:
+        return err.code, err.message, "refused by the system"
+    if isinstance(exc, TypeError) and str(exc).startswith("Bad binding argument type"):
+        said = f"invalid params: a value of {name} has the wrong type"
+        return INVALID_PARAMS, said, "failed on an unchecked value type"
+    return INTERNAL_ERROR, f"internal error: {exc}", "failed"
 
 
 def param_bool(params: dict[str, Any], key: str) -> bool:

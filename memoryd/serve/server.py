@@ -21,11 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core import logsetup, oserrors
+from memoryd.core import logsetup
 from memoryd.core.errors import AlreadyRunning, MemorydError, TooLarge, Unavailable, describe
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 from memoryd.serve import methods as api
+from memoryd.serve import registry
 from memoryd.serve.app import App
 from memoryd.serve.protocol import (
     INTERNAL_ERROR,
@@ -486,24 +487,16 @@ class Server:
         except TimeoutError:
             self.errors_total += 1
             return error_response(req_id, INTERNAL_ERROR, f"{name} timed out")
-        except TypeError as exc:
-            self.errors_total += 1
-            if not str(exc).startswith("Bad binding argument type"):
-                log.exception("request failed", method=name)
-                return error_response(req_id, INTERNAL_ERROR, f"internal error: {exc}")
-            # a request value reached SQL with a type no check caught (a list for a name, ...):
-            # the caller's mistake, answered as such; the traceback shows the missing check
-            log.exception("request failed on an unchecked value type", method=name)
-            return error_response(
-                req_id, INVALID_PARAMS, f"invalid params: a value of {name} has the wrong type"
-            )
         except Exception as exc:
             self.errors_total += 1
-            if (err := oserrors.client_error(exc)) is not None:  # the disk said no: not a bug
-                log.error("request refused by the system", method=name, error=err.message)
-                return None if notification else error_response(req_id, err.code, err.message)
-            log.exception("request failed", method=name)
-            return error_response(req_id, INTERNAL_ERROR, f"internal error: {exc}")
+            code, message, what = registry.unexpected(exc, name)
+            if code in (INTERNAL_ERROR, INVALID_PARAMS):  # a bug, or a check that is missing
+                log.exception(f"request {what}", method=name)
+            else:
+                log.error(f"request {what}", method=name, error=message)
+            if notification and code not in (INTERNAL_ERROR, INVALID_PARAMS):
+                return None
+            return error_response(req_id, code, message)
         finally:
             self._inflight -= 1
             if self._inflight == 0:

@@ -203,26 +203,22 @@ def list_entries(
     after: tuple[float, int] | None = None,
     keys: list[tuple[float, int]] | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
-    """A page of the entries `f` matches, by creation time then id, and how many match.
-    `after` (the page before's last creation time and id) starts after that entry; `keys`
-    gets each entry's (creation time, id) as stored, for the next page's cursor."""
+    """`after`: a page cursor's (created_at, id); `keys` gets each row's (store/pages.py)."""
     where, params = filter_sql(f, now)
     total = con.execute(f"SELECT count(*) FROM {RECORD_FROM} WHERE {where}", params).fetchall()[0][
         0
     ]
     order = "DESC" if newest_first else "ASC"
-    if after is not None:
+    if after is not None:  # the entries after that one, in this order (a row value compared)
         past = "<" if newest_first else ">"
-        where += f" AND (e.created_at {past} ? OR (e.created_at = ? AND e.id {past} ?))"
-        params = [*params, after[0], after[0], after[1]]
+        where, params = f"{where} AND (e.created_at, e.id) {past} (?, ?)", [*params, *after]
     rows = con.execute(
         f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} WHERE {where} "
         f"ORDER BY e.created_at {order}, e.id {order} LIMIT ? OFFSET ?",
         [*params, limit, offset],
     ).fetchall()
     if keys is not None:
-        at = _NAMES.index("created_at")
-        keys.extend((float(r[at]), int(r[0])) for r in rows)
+        keys.extend((float(r[_NAMES.index("created_at")]), int(r[0])) for r in rows)
     return [row_to_record(r) for r in rows], int(total)
 
 

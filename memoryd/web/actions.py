@@ -23,6 +23,7 @@ from memoryd.core.errors import (
     MemorydError,
     NotFound,
     Refused,
+    StoreUnavailable,
     TooLarge,
     Unavailable,
     describe,
@@ -120,22 +121,25 @@ def call(app: App, name: str, params: dict[str, Any]) -> Any:
     return lookup(name, params).fn(app, params)
 
 
+STATUS = {
+    NotFound.code: 404,
+    InvalidInput.code: 400,
+    Conflict.code: 409,
+    TooLarge.code: 413,
+    Refused.code: 403,
+    Unavailable.code: 503,
+    StoreUnavailable.code: 503,
+    DiskFull.code: 507,  # no room to write (Insufficient Storage)
+}
+
+
+def status_of(code: int) -> int:
+    """The HTTP status that says what kind of error a JSON-RPC code is (500: the others)."""
+    return STATUS.get(code, 500)
+
+
 def http_status(exc: MemorydError) -> int:
-    if isinstance(exc, NotFound):
-        return 404
-    if isinstance(exc, InvalidInput):
-        return 400
-    if isinstance(exc, Conflict):
-        return 409
-    if isinstance(exc, TooLarge):
-        return 413
-    if isinstance(exc, Refused):
-        return 403
-    if isinstance(exc, Unavailable):
-        return 503
-    if isinstance(exc, DiskFull):  # -32013: no room to write (Insufficient Storage)
-        return 507
-    return 500
+    return status_of(exc.code)
 
 
 def error(exc: MemorydError) -> Response:
@@ -144,9 +148,16 @@ def error(exc: MemorydError) -> Response:
     )
 
 
-def params_from(values: dict[str, Any], names: tuple[str, ...] | frozenset[str]) -> dict[str, Any]:
+def params_from(values: dict[str, Any], names: tuple[str, ...], route: str) -> dict[str, Any]:
     """The named params, from a query string (text: numbers, booleans and comma lists are
-    read as the API takes them) or a JSON body (as sent). Blank strings count as not given."""
+    read as the API takes them) or a JSON body (as sent). Blank strings count as not given.
+    Any other param is refused as the socket refuses one (`/api/memories: unknown param
+    'kind' (accepted: ...)`): left out, a filter would silently not apply."""
+    unknown = set(values) - set(names)
+    if unknown:
+        shown = ", ".join(sorted(describe(k) for k in unknown))
+        accepted = ", ".join(sorted(names)) or "none"
+        raise InvalidInput(f"{route}: unknown param {shown} (accepted: {accepted})")
     out: dict[str, Any] = {}
     for name in names:
         value = values.get(name)
@@ -174,24 +185,24 @@ def params_from(values: dict[str, Any], names: tuple[str, ...] | frozenset[str])
 
 
 def search(ctx: Context, req: Request) -> Any:
-    params = params_from(req.query, SEARCH_PARAMS)
+    params = params_from(req.query, SEARCH_PARAMS, req.path)
     params.setdefault("limit", 20)
     return call(ctx.app, "search", params)
 
 
 def memories(ctx: Context, req: Request) -> Any:
-    params = params_from(req.query, LIST_PARAMS)
+    params = params_from(req.query, LIST_PARAMS, req.path)
     params.setdefault("limit", 100)
     return call(ctx.app, "list", params)
 
 
 def memory(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "get", params_from(req.query, ("id",)))
+    return call(ctx.app, "get", params_from(req.query, ("id",), req.path))
 
 
 def facets(ctx: Context, req: Request) -> Any:
     """What the filters offer: namespaces, types and tiers (from `stats`)."""
-    stats = call(ctx.app, "stats", params_from(req.query, ("namespace",)))
+    stats = call(ctx.app, "stats", params_from(req.query, ("namespace",), req.path))
     return {
         "namespaces": stats.get("namespaces"),
         "by_type": stats.get("by_type"),
@@ -202,7 +213,7 @@ def facets(ctx: Context, req: Request) -> Any:
 
 def note(ctx: Context, req: Request) -> Any:
     """A note, its links and backlinks, and where to open it."""
-    path = req.query.get("path", "")
+    path = params_from(req.query, ("path",), req.path).get("path", "")
     found = call(ctx.app, "note.read", {"path": path})
     links = call(ctx.app, "links", {"path": found["path"]})
     backlinks = call(ctx.app, "backlinks", {"path": found["path"]})
@@ -218,27 +229,33 @@ def note(ctx: Context, req: Request) -> Any:
 
 
 def notes(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "note.list", params_from(req.query, ("path", "limit", "offset", "cursor")))
+    return call(
+        ctx.app,
+        "note.list",
+        params_from(req.query, ("path", "limit", "offset", "cursor"), req.path),
+    )
 
 
 def graph(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "graph", params_from(req.query, ("path", "depth", "limit")))
+    return call(ctx.app, "graph", params_from(req.query, ("path", "depth", "limit"), req.path))
 
 
 def entities(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "entities", params_from(req.query, ("type", "since", "top")))
+    return call(ctx.app, "entities", params_from(req.query, ("type", "since", "top"), req.path))
 
 
 def entity(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "entity", params_from(req.query, ("name", "max_tokens", "relations")))
+    return call(
+        ctx.app, "entity", params_from(req.query, ("name", "max_tokens", "relations"), req.path)
+    )
 
 
 def related(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "related", params_from(req.query, ("name", "depth", "top")))
+    return call(ctx.app, "related", params_from(req.query, ("name", "depth", "top"), req.path))
 
 
 def status(ctx: Context, req: Request) -> Any:
-    out = call(ctx.app, "status", {})
+    out = call(ctx.app, "status", params_from(req.query, (), req.path))
     out["searches"] = call(ctx.app, "searches", {})
     out["stats"] = call(ctx.app, "stats", {"namespace": "*"})
     return out
@@ -247,20 +264,20 @@ def status(ctx: Context, req: Request) -> Any:
 def memory_update(ctx: Context, req: Request) -> Any:
     body = _body(req)
     fields = ("id", "content", "type", "tags", "importance", "source", "context", "namespace")
-    return call(ctx.app, "update", params_from(body, fields))
+    return call(ctx.app, "update", params_from(body, fields, req.path))
 
 
 def memory_validate(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "validate", params_from(_body(req), ("id", "useful")))
+    return call(ctx.app, "validate", params_from(_body(req), ("id", "useful"), req.path))
 
 
 def memory_tier(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "promote", params_from(_body(req), ("id", "tier")))
+    return call(ctx.app, "promote", params_from(_body(req), ("id", "tier"), req.path))
 
 
 def memory_delete(ctx: Context, req: Request) -> Any:
     """Delete through the API's door, keeping the memory as it was for undo."""
-    params = params_from(_body(req), ("id",))
+    params = params_from(_body(req), ("id",), req.path)
     record = call(ctx.app, "get", params)
     if record.get("kind") != "memory":
         raise InvalidInput("only memories are deleted here; edit or delete the note instead")
@@ -270,13 +287,14 @@ def memory_delete(ctx: Context, req: Request) -> Any:
 
 
 def trash(ctx: Context, req: Request) -> Any:
+    params_from(req.query, (), req.path)
     return {"items": ctx.trash.list()}
 
 
 def trash_restore(ctx: Context, req: Request) -> Any:
     """Undo a delete: the memory as it was goes back through `import` (a new id: ids are never
     reused)."""
-    key = _body(req).get("key")
+    key = params_from(_body(req), ("key",), req.path).get("key")
     if isinstance(key, bool) or not isinstance(key, int):
         raise InvalidInput("key: expected the number of a deleted memory in the trash")
     entry = ctx.trash.take(key)

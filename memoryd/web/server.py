@@ -16,12 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from memoryd.core import oserrors
 from memoryd.core.config import Config
 from memoryd.core.errors import MemorydError, Unavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.core.sections import WebConfig
 from memoryd.serve.app import App
+from memoryd.serve.registry import unexpected
 from memoryd.serve.streams import Connections
 from memoryd.web import actions, auth, routes
 from memoryd.web.http import MAX_HEAD, BadRequest, Request, Response, encode, read_request
@@ -247,12 +247,13 @@ class WebServer:
             return api_error(exc.status, -32600, exc.message)
         except MemorydError as exc:
             return actions.error(exc)
-        except Exception as exc:
-            if (err := oserrors.client_error(exc)) is not None:  # the disk said no: not a bug
-                log.error("web request refused by the system", path=req.path, error=err.message)
-                return actions.error(err)
-            log.exception("web request failed", path=req.path)
-            return Response.json({"error": {"message": f"internal error: {exc}"}}, 500)
+        except Exception as exc:  # answered as the socket answers it (registry.unexpected)
+            code, message, what = unexpected(exc, route.path)
+            if code in (-32602, -32603):  # a bug, or a check that is missing
+                log.exception(f"web request {what}", path=req.path)
+            else:
+                log.error(f"web request {what}", path=req.path, error=message)
+            return api_error(actions.status_of(code), code, message)
         log.debug("web request", path=req.path, ms=round((time.perf_counter() - started) * 1e3, 2))
         return Response.json(result)
 
