@@ -4,6 +4,8 @@ file was written, and a deleted memory's history gone with it."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -326,3 +328,52 @@ def test_an_unexpected_failure_answers_as_on_the_socket(
     error = ans.json()["error"]
     assert error["code"] == code == unexpected(failure, "/api/memory")[0], error
     assert error["message"] == unexpected(failure, "/api/memory")[1]
+
+
+# --- docs/protocol.md names every param of every method (walkw16) -----------------------------
+
+
+def _method_sections() -> dict[str, str]:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "protocol.md").read_text()
+    parts = re.split(r"^### ", text, flags=re.M)
+    found = {}
+    for part in parts[1:]:
+        head = re.match(r"`([\w.]+)`", part)
+        if head:
+            found[head.group(1)] = part.split("\n## ", 1)[0]
+    return found
+
+
+FILTERS_DOC = (
+    (Path(__file__).resolve().parent.parent / "docs" / "protocol.md")
+    .read_text()
+    .split("### Filters", 1)[1]
+    .split("## Methods", 1)[0]
+)
+SAME_AS = {"update": "add"}  # update: "at least one of the `add` params"
+
+
+@pytest.mark.parametrize("method", sorted(api.METHODS))
+def test_every_param_of_every_method_is_in_its_section_of_the_protocol_doc(method: str) -> None:
+    """The method table and docs/protocol.md agree param by param (the method list itself is
+    checked in test_ctl.py): a param added to a method is documented with it. A method that
+    takes the filters may name them in "Filters"; update names add's."""
+    section = _method_sections()[method]
+    also = _method_sections().get(SAME_AS.get(method, ""), "")
+    for param in sorted(api.METHODS[method].params):
+        named = f"`{param}`" in section or f'"{param}"' in section or f"`{param}`" in also
+        filters = "Filters" in section and f"`{param}`" in FILTERS_DOC
+        assert named or filters, f"{method}: param {param} is not in docs/protocol.md"
+
+
+@pytest.mark.parametrize("method", sorted(api.METHODS))
+def test_every_param_a_method_s_table_documents_exists(method: str) -> None:
+    """The other way round: a param row of a method's table in docs/protocol.md names a param
+    the method takes (a renamed param leaves no stale row behind)."""
+    section = _method_sections()[method]
+    tables = re.findall(r"^\| param \|.*\n\|[-|]+\|\n((?:\|.*\n)+)", section, flags=re.M)
+    for table in tables:
+        for first_cell in re.findall(r"^\| ([^|]+) \|", table, flags=re.M):
+            for name in re.findall(r"`([\w.]+)`", first_cell):
+                assert name in api.METHODS[method].params, f"{method}: {name} is documented only"
+    assert tables or method not in ("add", "search", "delete"), f"{method}: no param table read"
