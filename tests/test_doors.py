@@ -377,3 +377,76 @@ def test_every_param_a_method_s_table_documents_exists(method: str) -> None:
             for name in re.findall(r"`([\w.]+)`", first_cell):
                 assert name in api.METHODS[method].params, f"{method}: {name} is documented only"
     assert tables or method not in ("add", "search", "delete"), f"{method}: no param table read"
+
+
+# --- a required param left out: one message on every door (walkw16) ----------------------------
+
+NOT_STRICTLY = {("search", "query")}  # "not needed with concepts": search says so itself
+
+
+def _starred() -> set[tuple[str, str]]:
+    found = set()
+    for method, section in _method_sections().items():
+        for name in re.findall(r'"(\w+)"\*', section) + re.findall(r"`(\w+)`\*", section):
+            found.add((method, name))
+    return found - NOT_STRICTLY
+
+
+def test_the_required_params_are_the_ones_the_protocol_doc_stars() -> None:
+    required = {(name, p) for name, m in api.METHODS.items() for p in m.required}
+    assert required == _starred(), required ^ _starred()
+
+
+REQUIRED = sorted((name, p) for name, m in api.METHODS.items() for p in m.required)
+
+
+@pytest.mark.parametrize(("method", "param"), REQUIRED, ids=lambda v: str(v))
+def test_a_required_param_left_out_is_said_one_way(make_app: Any, method: str, param: str) -> None:
+    """Left out, a required param was `add: content is required`, `id: expected an integer of
+    at least 1, got null` (nothing was sent), `name: letters, digits, ...`, `jobs.run: name:
+    expected a job name`: now the words of the MCP tools' check, and null stays a wrong value."""
+    from memoryd.serve.registry import missing
+
+    app = make_app(model=None, dailylog={"enabled": False})
+    others = {p: GIVEN[p] for p in api.METHODS[method].required if p != param}
+    with pytest.raises(InvalidInput) as err:
+        call(app, method, **others)
+    assert err.value.message == missing(param)
+    assert err.value.message.endswith("got nothing (it is required)")
+
+
+GIVEN: dict[str, Any] = {"id": 1, "useful": True, "path": "a.md", "content": "x", "name": "n"}
+GIVEN |= {"new_path": "b.md", "prompt": "p", "items": []}
+
+# the MCP tools that call one method with the same argument name (agents/*.py tables)
+TOOL_METHOD = {
+    "remember": "add",
+    "update": "update",
+    "forget": "delete",
+    "match_triggers": "match_triggers",
+    "read_note": "note.read",
+    "write_note": "note.write",
+    "append_to_note": "note.append",
+    "move_note": "note.move",
+    "links": "links",
+    "backlinks": "backlinks",
+    "about": "entity",
+    "related": "related",
+}
+
+
+def test_an_mcp_tool_says_a_left_out_argument_as_the_socket_does() -> None:
+    from memoryd.agents import catalog
+    from memoryd.serve.registry import missing
+
+    compared = 0
+    for tool, method in sorted(TOOL_METHOD.items()):
+        schema = catalog.BY_NAME[tool].schema
+        for arg in schema.get("required", []):
+            if method == "delete" or arg in api.METHODS[method].required:
+                args = {a: GIVEN[a] for a in schema["required"] if a != arg}
+                bridge = catalog.Bridge("/nowhere/memoryd.sock", None)  # the check answers first
+                _, structured, failed = catalog.call(bridge, tool, args)
+                assert failed and structured["error"]["message"] == missing(arg), (tool, arg)
+                compared += 1
+    assert compared >= len(TOOL_METHOD)

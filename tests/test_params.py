@@ -40,6 +40,7 @@ BASE: dict[str, dict[str, Any]] = {
     "note.move": {"path": "a.md", "new_path": "c.md"},
     "entity": {"name": "Nobody"},
     "related": {"name": "Nobody"},
+    "graph": {"path": "a.md"},
 }
 WRONG: dict[str, Any] = {
     "list": [{"x": 1}],

@@ -150,7 +150,7 @@ def ping(app: App, params: dict[str, Any]) -> dict[str, Any]:
 ADD_PARAMS = set(ADD_FIELDS) | {"allow_secrets"}
 
 
-@method("add", ADD_PARAMS | {"skip_near_duplicates"})
+@method("add", ADD_PARAMS | {"skip_near_duplicates"}, required=("content",))
 def add(app: App, params: dict[str, Any]) -> dict[str, Any]:
     added = app.memories.add(**params)
     warnings = list(added.warnings)
@@ -183,7 +183,7 @@ def get(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.get(params.get("id"))
 
 
-@method("used", {"id"})
+@method("used", {"id"}, required=("id",))
 def used(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.used(params.get("id"))
 
@@ -206,7 +206,7 @@ def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"items": items, "total": total, "next_cursor": following}
 
 
-@method("update", (ADD_PARAMS - {"content"}) | {"id", "content"})
+@method("update", (ADD_PARAMS - {"content"}) | {"id", "content"}, required=("id",))
 def update(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.update(params.get("id"), {k: v for k, v in params.items() if k != "id"})
 
@@ -249,7 +249,7 @@ def session_start(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"memories": found, "tokens_used": used, "total": total, "has_more": len(found) < total}
 
 
-@method("match_triggers", {"prompt", "namespace"})
+@method("match_triggers", {"prompt", "namespace"}, required=("prompt",))
 def match_triggers(app: App, params: dict[str, Any]) -> dict[str, Any]:
     prompt = check_str(params.get("prompt"), "prompt", limit=1_000_000)
     if not prompt.strip():  # as the MCP tool's schema says: nothing can match an empty text
@@ -260,7 +260,7 @@ def match_triggers(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"memories": found}
 
 
-@method("validate", {"id", "useful"})
+@method("validate", {"id", "useful"}, required=("id", "useful"))
 def validate(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.validate(params.get("id"), params.get("useful"))
 
@@ -270,18 +270,18 @@ def promotion_candidates(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"candidates": app.memories.promotion_candidates()}
 
 
-@method("promote", {"id", "tier"})
+@method("promote", {"id", "tier"}, required=("id",))
 def promote(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.promote(params.get("id"), params.get("tier", "critical"))
 
 
-@method("history", {"id"})
+@method("history", {"id"}, required=("id",))
 def history(app: App, params: dict[str, Any]) -> dict[str, Any]:
     entry_id = check_id(params.get("id"))
     return {"id": entry_id, "history": app.store.read(lambda con: lifecycle.history(con, entry_id))}
 
 
-@method("checkpoint.create", {"name"}, slow=True)
+@method("checkpoint.create", {"name"}, slow=True, required=("name",))
 def checkpoint_create(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return checkpoints.create(app.store, app.cfg.data_dir, params.get("name"))
 
@@ -292,7 +292,7 @@ def checkpoint_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"checkpoints": checkpoints.list_all(app.store, app.cfg.data_dir, kind)}
 
 
-@method("checkpoint.restore", {"name", "kind"}, slow=True)
+@method("checkpoint.restore", {"name", "kind"}, slow=True, required=("name",))
 def checkpoint_restore(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return checkpoints.restore(
         app.store,
@@ -323,6 +323,7 @@ def export(app: App, params: dict[str, Any]) -> dict[str, Any]:
     {"items", "first_line", "allow_secrets", "dry_run"},
     slow=True,
     own_check=frozenset({"items"}),
+    required=("items",),
 )
 def import_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.import_items(
@@ -333,7 +334,7 @@ def import_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@method("checkpoint.delete", {"name", "kind"})
+@method("checkpoint.delete", {"name", "kind"}, required=("name",))
 def checkpoint_delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return checkpoints.delete(
         app.cfg.data_dir, params.get("name"), params.get("kind", "checkpoint")
@@ -450,7 +451,7 @@ def jobs(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"jobs": app.jobs.list()}
 
 
-@method("jobs.run", {"name"}, slow=True)
+@method("jobs.run", {"name"}, slow=True, required=("name",))
 def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
     name = params.get("name")
     if not isinstance(name, str):
@@ -461,11 +462,11 @@ def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
 # --- links between notes (Obsidian vaults) ---------------------------------------------------
 
 
-@method("links", {"path"}, from_index=True)
+@method("links", {"path"}, from_index=True, required=("path",))
 def note_links(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return vault.links(app.store, params.get("path"), app.indexer.others.snapshot())
 
 
-@method("backlinks", {"path"}, from_index=True)
+@method("backlinks", {"path"}, from_index=True, required=("path",))
 def note_backlinks(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return vault.backlinks(app.store, params.get("path"), app.indexer.others.snapshot())

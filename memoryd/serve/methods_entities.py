@@ -13,7 +13,7 @@ from memoryd.serve.app import App
 from memoryd.serve.registry import method, param_int
 
 
-@method("entity", {"name", "max_tokens", "relations"}, from_index=True)
+@method("entity", {"name", "max_tokens", "relations"}, from_index=True, required=("name",))
 def entity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """The entity page: type, aliases, first and last seen, the notes and memories that mention
     it most (each with its line), its strongest relations; within max_tokens."""
@@ -34,7 +34,7 @@ def entities_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@method("related", {"name", "depth", "top"}, from_index=True)
+@method("related", {"name", "depth", "top"}, from_index=True, required=("name",))
 def related(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """The graph around an entity, `depth` steps of co-mentions, `top` per entity."""
     depth = param_int(params, "depth", 1, 1, entities.MAX_DEPTH)

@@ -17,13 +17,17 @@ def _limit(params: dict[str, Any], default: int, most: int = 1000) -> int:
     return param_int(params, "limit", default, 1, most)
 
 
-@method("note.read", {"path"})
+@method("note.read", {"path"}, required=("path",))
 def note_read(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """The whole file: {path, content, sha256, size, mtime}."""
     return app.notes.read(params.get("path"))
 
 
-@method("note.write", {"path", "content", "expected_sha256", "allow_secrets"})
+@method(
+    "note.write",
+    {"path", "content", "expected_sha256", "allow_secrets"},
+    required=("path", "content"),
+)
 def note_write(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Create or replace a note atomically: {path, sha256, created}."""
     if "content" not in params:
@@ -36,7 +40,11 @@ def note_write(app: App, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@method("note.append", {"path", "content", "expected_sha256", "allow_secrets"})
+@method(
+    "note.append",
+    {"path", "content", "expected_sha256", "allow_secrets"},
+    required=("path", "content"),
+)
 def note_append(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Add text at the end of a note (created if missing): {path, sha256, created}."""
     if "content" not in params:
@@ -59,7 +67,7 @@ def note_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@method("note.move", {"path", "new_path", "expected_sha256"})
+@method("note.move", {"path", "new_path", "expected_sha256"}, required=("path", "new_path"))
 def note_move(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Rename a note, never over another: {path, new_path, sha256}."""
     return app.notes.move(params.get("path"), params.get("new_path"), params.get("expected_sha256"))
@@ -87,7 +95,7 @@ def recent_activity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@method("graph", {"path", "depth", "limit"}, from_index=True)
+@method("graph", {"path", "depth", "limit"}, from_index=True, required=("path",))
 def graph(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """A note's neighbourhood through links and backlinks: {center, nodes, edges, truncated}."""
     return vault.neighbourhood(

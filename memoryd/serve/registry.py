@@ -28,6 +28,7 @@ class Method:
     params: frozenset[str]
     slow: bool = False  # runs long (reindex, jobs): no request timeout
     own_check: frozenset[str] = frozenset()  # params the library checks item by item
+    required: tuple[str, ...] = ()  # params a request must give (docs/protocol.md: `name`*)
 
 
 METHODS: dict[str, Method] = {}
@@ -40,14 +41,15 @@ def method(
     slow: bool = False,
     own_check: frozenset[str] = frozenset(),
     from_index: bool = False,
+    required: tuple[str, ...] = (),
 ) -> Callable[[Handler], Handler]:
     """Register a method. from_index: it answers from the notes' index, so while the first
-    index since the start still reads the workspace its answer says so (`indexing`)."""
+    index since the start still reads the workspace its answer says so (`indexing`).
+    required: the params a request must give (one message for any left out: `missing`)."""
 
     def register(fn: Handler) -> Callable[[App, dict[str, Any]], Any]:
-        METHODS[name] = Method(
-            partial_while_indexing(fn) if from_index else fn, frozenset(params), slow, own_check
-        )
+        handler = partial_while_indexing(fn) if from_index else fn
+        METHODS[name] = Method(handler, frozenset(params), slow, own_check, required)
         return fn
 
     return register
@@ -89,8 +91,21 @@ def lookup(name: str, params: dict[str, Any]) -> Method:
         allowed = ", ".join(sorted(m.params)) or "none"
         shown = ", ".join(sorted(describe(k) for k in unknown))
         raise InvalidInput(f"{name}: unknown param {shown} (accepted: {allowed})")
+    for param in m.required:
+        if param not in params:
+            raise InvalidInput(missing(param))
     check_strings({k: v for k, v in params.items() if k not in m.own_check})
     return m
+
+
+WANTED = {"id": "an integer of at least 1", "useful": "true or false", "items": "a list"}
+
+
+def missing(param: str) -> str:
+    """A required param left out, as the MCP tools' own check says it (agents/argcheck.py):
+    `id: expected an integer of at least 1, got nothing (it is required)`. A param given as
+    null is a wrong value, and its method says so (`got null`)."""
+    return f"{param}: expected {WANTED.get(param, 'a string')}, got nothing (it is required)"
 
 
 def check_strings(params: dict[str, Any]) -> None:
