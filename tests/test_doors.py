@@ -450,3 +450,28 @@ def test_an_mcp_tool_says_a_left_out_argument_as_the_socket_does() -> None:
                 assert failed and structured["error"]["message"] == missing(arg), (tool, arg)
                 compared += 1
     assert compared >= len(TOOL_METHOD)
+
+
+@pytest.mark.parametrize(
+    ("answer", "offset", "said"),
+    [
+        ({"items": [1, 2], "total": 9, "next_cursor": "17.5:4"}, 0, "next page: --cursor 17.5:4"),
+        ({"items": [1], "total": 9, "next_cursor": "my notes/a b.md"}, 0, "'my notes/a b.md'"),
+        ({"items": [1], "total": 9, "next_cursor": "it's.md"}, 0, "--cursor 'it'\"'\"'s.md'"),
+        ({"items": [1, 2], "total": 2, "next_cursor": None}, 0, "(2 shown of 2)"),
+        ({"items": [1, 2], "total": 9}, 4, "next page: --offset 6"),  # a daemon before cursors
+    ],
+)
+def test_memoryctl_s_page_footer_gives_the_cursor_as_a_shell_word(
+    capsys: pytest.CaptureFixture[str], answer: dict[str, Any], offset: int, said: str
+) -> None:
+    from memoryd.ctl.handlers import page_footer
+
+    page_footer(answer, offset)
+    err = capsys.readouterr().err
+    assert said in err, err
+    if answer.get("next_cursor"):
+        import shlex
+
+        word = err.split("--cursor ", 1)[1].rsplit(")", 1)[0]
+        assert shlex.split(word) == [answer["next_cursor"]]
