@@ -475,3 +475,18 @@ def test_memoryctl_s_page_footer_gives_the_cursor_as_a_shell_word(
 
         word = err.split("--cursor ", 1)[1].rsplit(")", 1)[0]
         assert shlex.split(word) == [answer["next_cursor"]]
+
+
+def test_every_method_is_behind_an_mcp_tool_or_named_as_not_offered() -> None:
+    """docs/agents.md: the tools table's "daemon method" column, and the paragraph "What no
+    tool offers": a new method is one or the other, so an agent's door cannot drift silently."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "agents.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \|.*\| ([^|]+) \| [^|]+ \|$", text, flags=re.M)
+    behind = {m for _, col in rows for m in re.findall(r"`([\w.]+)`", col)} & set(api.METHODS)
+    para = text.split("**What no tool offers.**", 1)[1].split("\n\n", 1)[0]
+    not_offered = set(re.findall(r"`([\w.]+)`", para)) & set(api.METHODS)
+    from memoryd.agents import catalog
+
+    assert {t for t, _ in rows} == set(catalog.BY_NAME), "the tools table lists every tool"
+    assert behind | not_offered == set(api.METHODS), set(api.METHODS) - behind - not_offered
+    assert not behind & not_offered, behind & not_offered
