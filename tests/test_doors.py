@@ -490,3 +490,23 @@ def test_every_method_is_behind_an_mcp_tool_or_named_as_not_offered() -> None:
     assert {t for t, _ in rows} == set(catalog.BY_NAME), "the tools table lists every tool"
     assert behind | not_offered == set(api.METHODS), set(api.METHODS) - behind - not_offered
     assert not behind & not_offered, behind & not_offered
+
+
+@pytest.mark.parametrize("value", ["yesterday", "-7d", True, [2026]])
+def test_a_time_outside_the_grammar_is_said_alike_by_the_daemon_and_memoryctl(
+    make_app: Any, value: Any
+) -> None:
+    """The daemon said `since: expected a duration back from now (90m, 24h, 7d), ...` without
+    the value; memoryctl (which checks first) names 2w too and the value: one text now, kept
+    twice since memoryctl imports nothing of the daemon's."""
+    from memoryd.core.errors import describe
+    from memoryd.core.timeutil import BOUND_HINT
+    from memoryd.ctl.handlers import TIME_GRAMMAR
+
+    assert BOUND_HINT == TIME_GRAMMAR
+    app = make_app(model=None)
+    for method in ("list", "search", "recent_activity", "entities"):
+        extra = {"query": "x"} if method == "search" else {}
+        with pytest.raises(InvalidInput) as err:
+            call(app, method, since=value, **extra)
+        assert err.value.message == f"since: expected {BOUND_HINT}, got {describe(value)}"

@@ -34,8 +34,8 @@ FIRST_YEAR, LAST_YEAR = 1000, 9999  # a whole number between them is a year
 MIN_TIME = 0.0  # 1970-01-01T00:00:00Z
 MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z, the last second ISO 8601 can show
 DAY = 86400.0
-BOUND_HINT = (
-    "a duration back from now (90m, 24h, 7d), an ISO 8601 date or time, a year (2026) or "
+BOUND_HINT = (  # memoryctl says the same (ctl/handlers.py TIME_GRAMMAR, tests/test_doors.py)
+    "a duration back from now (90m, 24h, 7d, 2w), an ISO 8601 date or time, a year (2026) or "
     "month (2026-11), or unix seconds"
 )
 TIME_HINT = (
@@ -179,7 +179,7 @@ def parse_bound(
 ) -> float:
     """A `since` or `until` value (the grammar above) -> unix seconds. A bare date as `until`
     is the start of the next day (the bound is exclusive). Raises InvalidInput, describing the
-    accepted forms without repeating the value."""
+    accepted forms and the value as every param's check shows one (describe)."""
     if isinstance(value, str) and (m := _AGO.match(value)):
         seconds = float(m.group(1)) * _UNITS[m.group(2).lower()]
         return (time.time() if now is None else now) - seconds
@@ -190,4 +190,4 @@ def parse_bound(
     except InvalidInput as exc:
         if "not a valid date" in exc.message:
             raise InvalidInput(f"{what}: not a valid date; expected {BOUND_HINT}") from None
-        raise InvalidInput(f"{what}: expected {BOUND_HINT}") from None
+        raise InvalidInput(f"{what}: expected {BOUND_HINT}, got {describe(value)}") from None
