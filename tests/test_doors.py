@@ -4,7 +4,10 @@ file was written, and a deleted memory's history gone with it."""
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -510,3 +513,47 @@ def test_a_time_outside_the_grammar_is_said_alike_by_the_daemon_and_memoryctl(
         with pytest.raises(InvalidInput) as err:
             call(app, method, since=value, **extra)
         assert err.value.message == f"since: expected {BOUND_HINT}, got {describe(value)}"
+
+
+# --- the web page's lists go on by the cursor (walkw16) ---------------------------------------
+
+NODE = shutil.which("node")
+
+
+def _page(page: str, answers: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(answers))
+    assert NODE is not None
+    webdom = Path(__file__).resolve().parent / "webdom.js"
+    out = subprocess.run(
+        [NODE, str(webdom), page, str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    shown: dict[str, Any] = json.loads(out.stdout)
+    assert shown["errors"] == [], shown["errors"]
+    return shown
+
+
+MEMORY = {"id": 7, "kind": "memory", "content": "x", "type": "fact", "tags": [], "tier": "normal"}
+MEMORY |= {"importance": 5, "namespace": "default", "created_at": "2026-11-27T08:00:00Z"}
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed (the page's JS)")
+@pytest.mark.parametrize("last", [False, True], ids=["more", "last"])
+@pytest.mark.parametrize(
+    ("page", "route", "item", "button", "count"),
+    [
+        ("memories", "/api/memories", MEMORY, "more", "summary"),
+        ("note", "/api/notes", {"path": "a.md", "title": "A"}, "more-notes", "notes-count"),
+    ],
+)
+def test_a_page_s_list_offers_more_exactly_while_the_answer_has_a_next_cursor(
+    tmp_path: Path, page: str, route: str, item: Any, button: str, count: str, last: bool
+) -> None:
+    """The notes picker showed the first 200 notes of any vault and no more; the memories
+    timeline went on by offset (a memory deleted from the page made the next page skip one).
+    Both go on after the last item shown, and offer more exactly while there is more."""
+    answer = {"items": [item, item], "total": 5, "next_cursor": None if last else "c"}
+    shown = _page(page, {route: answer, "/api/trash": {"items": []}}, tmp_path)
+    assert (button in shown["hidden"]) is last, shown
+    assert ("2 shown" in shown["ids"][count]) is not last, shown["ids"][count]

@@ -1,7 +1,8 @@
 // Runs a page of the web UI (memoryd/web/static/*.js) under node with a minimal DOM, no
 // browser: `node tests/webdom.js PAGE ANSWERS.json`. ANSWERS maps an API path to its JSON
 // answer; each `get` of the page is answered from it. Prints one JSON object: the page's text
-// by element id ({"attention": "...", ...}), the whole text, and every <dt> (a key shown).
+// by element id ({"attention": "...", ...}), the whole text, every <dt> (a key shown) and the
+// ids of the elements hidden.
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -25,12 +26,15 @@ class Element extends Node {
     this.dataset = {};
     this.style = {};
     this.className = "";
-    this.hidden = false;
     this.classList = { add: (c) => { this.className += ` ${c}`; } };
   }
   set textContent(v) { this.children = [new Text(v)]; }
   get textContent() { return this.children.map((c) => c.textContent).join(""); }
   setAttribute(k, v) { this.attributes[k] = v; }
+  get value() { return this.attributes.value ?? ""; } // a form field's value, as its attribute
+  set value(v) { this.attributes.value = String(v); }
+  get hidden() { return "hidden" in this.attributes; } // the property reflects the attribute
+  set hidden(v) { if (v) this.attributes.hidden = ""; else delete this.attributes.hidden; }
   getAttribute(k) { return this.attributes[k]; }
   get id() { return this.attributes.id; }
   addEventListener() {}
@@ -85,11 +89,13 @@ setImmediate(function done(n = 0) {
   if (pending && n < 100) return setImmediate(() => done(n + 1));
   const ids = {};
   const dts = [];
+  const hidden = [];
   main.walk((e) => {
     if (e.id) ids[e.id] = e.textContent;
+    if (e.id && e.hidden) hidden.push(e.id);
     if (e.tagName === "DT") dts.push(e.textContent);
   });
   const errors = [];
   main.walk((e) => { if (e.className === "error") errors.push(e.textContent); });
-  process.stdout.write(JSON.stringify({ ids, text: main.textContent, dts, errors }));
+  process.stdout.write(JSON.stringify({ ids, text: main.textContent, dts, errors, hidden }));
 });

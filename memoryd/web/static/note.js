@@ -8,15 +8,26 @@
   const path = params().get("path");
   if (!path) { pick(); return; }
 
+  // every note, 200 at a time: "More notes" goes on after the last path shown (the answer's
+  // next_cursor), so notes written or deleted meanwhile neither repeat nor go missing
   async function pick() {
-    main.append(el("h1", {}, "Notes"));
-    const list = el("div", {});
-    main.append(list);
-    try {
-      const res = await get("/api/notes", { limit: 200 });
-      list.append(el("p", { class: "muted" }, `${res.total} indexed notes (first 200):`),
-        el("ul", {}, res.items.map((n) => el("li", {}, noteLink(n.path, n.title || n.path)))));
-    } catch (err) { failed(list, err); }
+    const head = el("p", { class: "muted", id: "notes-count" });
+    const list = el("ul", { id: "notes" });
+    const more = el("button", { id: "more-notes", hidden: true, onclick: () => page() }, "More notes");
+    main.append(el("h1", {}, "Notes"), head, list, more);
+    let cursor = null;
+    let shown = 0;
+    async function page() {
+      try {
+        const res = await get("/api/notes", cursor ? { limit: 200, cursor } : { limit: 200 });
+        list.append(...res.items.map((n) => el("li", {}, noteLink(n.path, n.title || n.path))));
+        shown += res.items.length;
+        cursor = res.next_cursor || null;
+        head.textContent = `${res.total} indexed notes${cursor ? ` (${shown} shown)` : ""}:`;
+        more.hidden = !cursor;
+      } catch (err) { failed(head, err); }
+    }
+    await page();
   }
 
   function frontMatter(text) {
