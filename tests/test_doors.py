@@ -292,7 +292,7 @@ def test_every_integer_param_of_every_route_is_refused_in_the_socket_words(
 
     takes = _route_params(web, method, path)
     for name in set(takes) & INT_PARAMS:
-        given = {"query": "redis", "name": "Redis", "path": "db.md", "id": web.mem}
+        given = {"query": "redis", "name": "Redis", "path": "db.md", "id": web.mem, "useful": True}
         base = {k: v for k, v in given.items() if k in takes and k != name}
         if method == "GET":
             q = "&".join(f"{k}={v}" for k, v in {**base, name: "x"}.items())
