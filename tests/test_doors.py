@@ -557,3 +557,14 @@ def test_a_page_s_list_offers_more_exactly_while_the_answer_has_a_next_cursor(
     shown = _page(page, {route: answer, "/api/trash": {"items": []}}, tmp_path)
     assert (button in shown["hidden"]) is last, shown
     assert ("2 shown" in shown["ids"][count]) is not last, shown["ids"][count]
+
+
+def test_memoryctl_s_paths_only_listing_says_its_next_page_on_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from memoryd.ctl import say_next_page
+
+    say_next_page({"items": [{"path": "a b.md"}], "next_cursor": "a b.md"})
+    assert capsys.readouterr() == ("", "(next page: --cursor 'a b.md')\n")
+    say_next_page({"items": [{"path": "a.md"}], "next_cursor": None})
+    assert capsys.readouterr() == ("", "")

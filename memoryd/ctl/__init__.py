@@ -133,6 +133,15 @@ def print_paths(paths: list[str]) -> None:
         print(path)
 
 
+def say_next_page(res: Any) -> None:
+    """On stderr, after a page of paths (`list -l`, `note list -l`) that is not the last: the
+    cursor of the next one (stdout holds only the paths)."""
+    if isinstance(res, dict) and res.get("next_cursor"):
+        from memoryd.ctl.handlers import shell_word
+
+        print(f"(next page: --cursor {shell_word(str(res['next_cursor']))})", file=sys.stderr)
+
+
 def say_indexing(res: Any) -> None:
     """On stderr, when the answer came while the first index still reads the workspace."""
     from memoryd.ctl.output import indexing_note
@@ -218,6 +227,7 @@ def run(cmd: Any, args: Any) -> int:
         if paths and cmd.paths is not None:
             listed = cmd.paths(res)
             print_paths(listed)
+            say_next_page(res)
             say_indexing(res)
             return EXIT_OK if listed else EXIT_NOTHING_FOUND
         if as_json:
