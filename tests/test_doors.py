@@ -568,3 +568,31 @@ def test_memoryctl_s_paths_only_listing_says_its_next_page_on_stderr(
     assert capsys.readouterr() == ("", "(next page: --cursor 'a b.md')\n")
     say_next_page({"items": [{"path": "a.md"}], "next_cursor": None})
     assert capsys.readouterr() == ("", "")
+
+
+def test_the_entity_list_says_when_more_match_than_top_let_through(make_app: Any) -> None:
+    """`entities --top 2` of ten answered two with `count: 2` and no word of the others; it
+    does not page (its order moves with every write), so it says there are more."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    for i, name in enumerate(["Ana Lima", "Bruno Costa", "Carla Dias"]):
+        call(app, "note.write", path=f"p{i}.md", content=f"# {name}\n\n{name} said hello.\n")
+    every = call(app, "entities", top=1000)
+    assert every["has_more"] is False and every["count"] == len(every["entities"]) >= 3
+    cut = call(app, "entities", top=2)
+    assert cut["has_more"] is True and cut["count"] == 2
+    assert cut["entities"] == every["entities"][:2]
+    exact = call(app, "entities", top=every["count"])
+    assert exact["has_more"] is False
+
+
+def test_memoryctl_entities_says_there_are_more_on_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from memoryd.ctl.entities import s_entities
+
+    row = {"name": "Ana Lima", "type": "person", "mentions": 3}
+    s_entities({"entities": [row], "count": 1, "has_more": True}, None)  # type: ignore[arg-type]
+    out, err = capsys.readouterr()
+    assert out == "3\tperson\tAna Lima\n" and "more: raise --top" in err
+    s_entities({"entities": [row], "count": 1, "has_more": False}, None)  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""

@@ -78,6 +78,8 @@ def s_entities(res: dict[str, Any], a: Namespace) -> int:
         print(f"{e.get('mentions')}\t{e.get('type')}\t{e.get('name')}")
     if not items:
         print("no entities", file=sys.stderr)
+    elif res.get("has_more"):
+        print(f"({len(items)} shown; more: raise --top, up to 1000)", file=sys.stderr)
     return EXIT_OK
 
 

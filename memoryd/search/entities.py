@@ -300,10 +300,12 @@ def page(
 def listing(
     store: Store, *, types: Sequence[str] = (), since: float | None = None, top: int = 50
 ) -> dict[str, Any]:
-    """The most mentioned entities (`entities [--type] [--since] [--top N]`)."""
+    """The most mentioned entities (`entities [--type] [--since] [--top N]`); `has_more`: more
+    match than `top` let through (read one more to know)."""
     check_int(top, "top", 1, MAX_TOP)
-    rows = store.read(lambda con: entityread.top(con, top, types, since))
-    return {"entities": [_brief(r) for r in rows], "count": len(rows)}
+    rows = store.read(lambda con: entityread.top(con, top + 1, types, since))
+    kept = [_brief(r) for r in rows[:top]]
+    return {"entities": kept, "count": len(kept), "has_more": len(rows) > top}
 
 
 def related(store: Store, name: str, *, depth: int = 1, top: int = 10) -> dict[str, Any]:

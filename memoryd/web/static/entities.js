@@ -25,6 +25,7 @@
     main.append(el("div", { class: "row" }, el("h1", {}, "Entities"), el("span", { class: "grow" }), find, type, since, top),
       summary, list);
     let rows = [];
+    let more = false;
     const show = () => {
       const needle = find.value.trim().toLowerCase();
       const kept = needle ? rows.filter((r) => r.name.toLowerCase().includes(needle)) : rows;
@@ -32,13 +33,13 @@
         el("div", { class: "head" }, entityLink(r.name), " ", badge(r.type)),
         el("div", { class: "small muted" }, `${r.mentions} mention${r.mentions === 1 ? "" : "s"}`))));
       summary.textContent = rows.length
-        ? `${kept.length} of the ${rows.length} most mentioned${type.value ? ` (${type.value})` : ""}`
+        ? `${kept.length} of the ${rows.length} most mentioned${type.value ? ` (${type.value})` : ""}${more ? " (there are more: a larger top shows them)" : ""}`
         : "No entities yet: they are found in notes and memories as they are indexed.";
     };
     async function load() {
       const v = { type: type.value, since: since.value, top: top.value };
       setParams(v);
-      try { rows = (await get("/api/entities", v)).entities; show(); }
+      try { const res = await get("/api/entities", v); rows = res.entities; more = Boolean(res.has_more); show(); }
       catch (err) { failed(list, err); }
     }
     for (const c of [type, since, top]) c.addEventListener("change", load);
