@@ -596,3 +596,20 @@ def test_memoryctl_entities_says_there_are_more_on_stderr(
     assert out == "3\tperson\tAna Lima\n" and "more: raise --top" in err
     s_entities({"entities": [row], "count": 1, "has_more": False}, None)  # type: ignore[arg-type]
     assert capsys.readouterr().err == ""
+
+
+def test_recent_activity_says_when_its_limit_left_some_out(make_app: Any) -> None:
+    """`recent_activity` is a list with a limit and no page: it says when the limit cut it,
+    memories and notes alike (one more of each is read to know)."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    for i in range(3):
+        call(app, "add", content=f"recent memory {i}")
+    call(app, "note.write", path="r.md", content="# R\n")
+    assert call(app, "recent_activity", limit=4)["has_more"] is False
+    assert call(app, "recent_activity", limit=3)["has_more"] is True
+    assert call(app, "recent_activity", limit=1000)["has_more"] is False
+    from memoryd.agents.formats import fmt_items
+
+    cut = call(app, "recent_activity", limit=2)
+    assert "more: raise limit" in fmt_items(cut)
+    assert "more" not in fmt_items(call(app, "recent_activity", limit=4))

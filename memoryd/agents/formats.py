@@ -136,6 +136,8 @@ def fmt_items(res: dict[str, Any]) -> str:
             lines.append(f"{when} {i['path']} — {i.get('title', '')} {tags}".rstrip())
     if "total" in res:
         lines.insert(0, f"{res['total']} note(s), times in UTC:")
+    if res.get("has_more"):  # recent_activity: its limit left some out
+        lines.append(f"({len(res.get('items') or [])} shown; more: raise limit or narrow since)")
     if res.get("next_cursor"):
         shown = len(res.get("items") or [])
         lines.append(f"({shown} shown; the next page: cursor {json.dumps(res['next_cursor'])})")

@@ -547,4 +547,6 @@ def s_recent(res: dict[str, Any], a: Namespace) -> int:
         print(f"{when}\t{what}\t{one_line(summary, 80)}")
     if not items:
         print("nothing recent", file=sys.stderr)
+    elif res.get("has_more"):
+        print(f"({len(items)} shown; more: raise -n (to 1000) or narrow --since)", file=sys.stderr)
     return EXIT_OK

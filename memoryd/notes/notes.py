@@ -534,12 +534,13 @@ class Notes:
         return {"items": [note_item(d) for d in got[0]], "total": got[1], "next_cursor": got[2]}
 
     def recent(self, *, namespace: str | None, since: float | None, limit: int, now: float) -> Any:
-        """Memories added or changed (not expired at `now`), notes modified, newest first."""
+        """Memories added or changed (not expired at `now`), notes modified, newest first;
+        `has_more`: `limit` left some out (one more of each is read to know)."""
 
         def q(con: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             return (
-                store_notes.recent_memories(con, namespace, since, limit, now),
-                store_notes.recent_documents(con, since, limit),
+                store_notes.recent_memories(con, namespace, since, limit + 1, now),
+                store_notes.recent_documents(con, since, limit + 1),
             )
 
         memories, docs = self.store.read(q)
@@ -564,7 +565,7 @@ class Notes:
         for d in docs:
             items.append((d["mtime"], {"kind": "note", "at": iso(d["mtime"]), **note_item(d)}))
         items.sort(key=lambda pair: pair[0], reverse=True)
-        return {"items": [item for _, item in items[:limit]]}
+        return {"items": [item for _, item in items[:limit]], "has_more": len(items) > limit}
 
     def _check_size(self, rel: str, size: int) -> None:
         if size > self.limit():
