@@ -615,3 +615,30 @@ def test_recent_activity_says_when_its_limit_left_some_out(make_app: Any) -> Non
     cut = call(app, "recent_activity", limit=2)
     assert "more: raise limit" in fmt_items(cut)
     assert "more" not in fmt_items(call(app, "recent_activity", limit=4))
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "body"),
+    [
+        ("/api/memory/update", "update", {"importance": "7"}),
+        ("/api/memory/update", "update", {"content": ""}),
+        ("/api/memory/validate", "validate", {"useful": "yes"}),
+        ("/api/memory/tier", "promote", {"tier": 3}),
+        ("/api/memory/delete", "delete", {}),
+    ],
+)
+@pytest.mark.parametrize("as_text", [True, False], ids=["id as text", "id"])
+def test_a_json_body_is_taken_as_sent_as_the_socket_takes_it(
+    web: Any, path: str, method: str, body: dict[str, Any], as_text: bool
+) -> None:
+    """A JSON body's `"id": "5"` or `"importance": "7"` was read as a number, and `"content":
+    ""` as not given ("nothing to change"): the socket refuses each, and now so does the page's
+    route, in the same words."""
+    params = {"id": str(web.mem) if as_text else web.mem, **body}
+    if not as_text and not body:
+        return  # a plain delete: nothing wrong to compare
+    with pytest.raises(InvalidInput) as err:
+        call(web.app, method, **params)
+    ans = web.request("POST", path, params)
+    assert ans.status == 400, ans.text
+    assert ans.json()["error"] == {"code": -32602, "message": err.value.message}

@@ -148,16 +148,21 @@ def error(exc: MemorydError) -> Response:
     )
 
 
-def params_from(values: dict[str, Any], names: tuple[str, ...], route: str) -> dict[str, Any]:
-    """The named params, from a query string (text: numbers, booleans and comma lists are
-    read as the API takes them) or a JSON body (as sent). Blank strings count as not given.
-    Any other param is refused as the socket refuses one (`/api/memories: unknown param
-    'kind' (accepted: ...)`): left out, a filter would silently not apply."""
+def params_from(
+    values: dict[str, Any], names: tuple[str, ...], route: str, *, text: bool = True
+) -> dict[str, Any]:
+    """The named params, from a query string (`text`: numbers, booleans and comma lists are
+    read as the API takes them; blank counts as not given) or a JSON body (as sent, as the
+    socket takes it: `"id": "5"` is refused as there). Any other param is refused as the
+    socket refuses one (`/api/memories: unknown param 'kind' (accepted: ...)`): left out, a
+    filter would silently not apply."""
     unknown = set(values) - set(names)
     if unknown:
         shown = ", ".join(sorted(describe(k) for k in unknown))
         accepted = ", ".join(sorted(names)) or "none"
         raise InvalidInput(f"{route}: unknown param {shown} (accepted: {accepted})")
+    if not text:
+        return {name: values[name] for name in names if name in values}
     out: dict[str, Any] = {}
     for name in names:
         value = values.get(name)
@@ -264,20 +269,22 @@ def status(ctx: Context, req: Request) -> Any:
 def memory_update(ctx: Context, req: Request) -> Any:
     body = _body(req)
     fields = ("id", "content", "type", "tags", "importance", "source", "context", "namespace")
-    return call(ctx.app, "update", params_from(body, fields, req.path))
+    return call(ctx.app, "update", params_from(body, fields, req.path, text=False))
 
 
 def memory_validate(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "validate", params_from(_body(req), ("id", "useful"), req.path))
+    return call(
+        ctx.app, "validate", params_from(_body(req), ("id", "useful"), req.path, text=False)
+    )
 
 
 def memory_tier(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "promote", params_from(_body(req), ("id", "tier"), req.path))
+    return call(ctx.app, "promote", params_from(_body(req), ("id", "tier"), req.path, text=False))
 
 
 def memory_delete(ctx: Context, req: Request) -> Any:
     """Delete through the API's door, keeping the memory as it was for undo."""
-    params = params_from(_body(req), ("id",), req.path)
+    params = params_from(_body(req), ("id",), req.path, text=False)
     record = call(ctx.app, "get", params)
     if record.get("kind") != "memory":
         raise InvalidInput("only memories are deleted here; edit or delete the note instead")
@@ -294,7 +301,7 @@ def trash(ctx: Context, req: Request) -> Any:
 def trash_restore(ctx: Context, req: Request) -> Any:
     """Undo a delete: the memory as it was goes back through `import` (a new id: ids are never
     reused)."""
-    key = params_from(_body(req), ("key",), req.path).get("key")
+    key = params_from(_body(req), ("key",), req.path, text=False).get("key")
     if isinstance(key, bool) or not isinstance(key, int):
         raise InvalidInput("key: expected the number of a deleted memory in the trash")
     entry = ctx.trash.take(key)
