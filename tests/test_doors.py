@@ -642,3 +642,36 @@ def test_a_json_body_is_taken_as_sent_as_the_socket_takes_it(
     ans = web.request("POST", path, params)
     assert ans.status == 400, ans.text
     assert ans.json()["error"] == {"code": -32602, "message": err.value.message}
+
+
+def test_read_note_s_next_page_of_a_note_changed_meanwhile_is_a_conflict(make_app: Any) -> None:
+    """read_note pages a long note by line offsets: an edit between two pages moved them, and
+    the next page repeated a line (or skipped one) without a word. Given the sha256 of the page
+    before (as every other note tool takes it), the next page of another version is refused."""
+    from memoryd.agents import catalog
+
+    app = make_app(model=None, dailylog={"enabled": False})
+
+    class Local(catalog.Bridge):
+        def call(self, method: str, params: dict[str, Any], keep_null: Any = ()) -> Any:
+            return api.lookup(method, params).fn(app, params)
+
+    bridge = Local.__new__(Local)
+    bridge.namespace = None
+    call(app, "note.write", path="long.md", content="".join(f"line {i}\n" for i in range(10)))
+    text, first, failed = catalog.call(bridge, "read_note", {"path": "long.md", "limit": 3})
+    assert not failed and "with expected_sha256" in text
+    nxt = {"path": "long.md", "offset": first["next_offset"], "limit": 3}
+    _, same, failed = catalog.call(bridge, "read_note", {**nxt, "expected_sha256": first["sha256"]})
+    assert not failed and same["content"] == "line 3\nline 4\nline 5\n"
+    call(
+        app,
+        "note.write",
+        path="long.md",
+        content="new\n" + "".join(f"line {i}\n" for i in range(10)),
+    )
+    text, out, failed = catalog.call(
+        bridge, "read_note", {**nxt, "expected_sha256": first["sha256"]}
+    )
+    assert failed and out["error"]["code"] == -32009 and "from offset 0" in text
+    assert out["error"]["data"]["current_sha256"] != first["sha256"]

@@ -107,7 +107,10 @@ def test_note_tools_over_the_sdk_with_a_prefix(daemon_factory: Any, tmp_path: Pa
         # paging: lines, then bytes cut at character boundaries
         (ws / "long.md").write_text("".join(f"line {i} é\n" for i in range(100)))
         page = await call("read_note", {"path": "long.md", "offset": 10, "limit": 5})
-        assert "lines 10-14 of 100 (from 0); more from offset 15)\n\nline 10 é\n" in text(page)
+        assert "lines 10-14 of 100 (from 0); more from offset 15, with expected_sha256" in text(
+            page
+        )
+        assert "to be told if it changes)\n\nline 10 é\n" in text(page)
         assert "line 14 é\n" in text(page) and "line 15" not in text(page)
         assert page.structured_content["total"] == 100
         assert page.structured_content["next_offset"] == 15

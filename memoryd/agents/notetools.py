@@ -64,6 +64,14 @@ def page(content: str, offset: int, limit: int | None, unit: str) -> dict[str, A
 
 def run_read_note(b: Bridge, args: dict[str, Any]) -> dict[str, Any]:
     note = b.call("note.read", {"path": args["path"]})
+    expected = args.get("expected_sha256")
+    if expected and expected.lower() != note["sha256"]:  # the next page of another version
+        raise ToolFailure(
+            f"memoryd read_note: {note['path']} changed since the page you read (conflict): "
+            f"its offsets moved, so this page would repeat or skip text. Current sha256: "
+            f"{note['sha256']}. Read it again from offset 0.",
+            {"code": -32009, "data": {"current_sha256": note["sha256"]}},
+        )
     whole = args.get("offset") is None and args.get("limit") is None
     unit = args.get("unit") or "lines"
     asked = int(args.get("offset") or 0)
@@ -85,7 +93,11 @@ def fmt_read_note(r: dict[str, Any]) -> str:
         unit = r["unit"]
         last = r["offset"] + _count(r["content"], unit) - 1
         shown = f"{unit} {r['offset']}-{last} of {r['total']} (from 0)"
-        more = f"; more from offset {r['next_offset']}" if r["next_offset"] is not None else "; end"
+        more = (
+            f"; more from offset {r['next_offset']}, with expected_sha256 to be told if it changes"
+            if r["next_offset"] is not None
+            else "; end"
+        )
         head = f"{head[:-1]}, {shown}{more})"
     return f"{head}\n\n{r.get('content', '')}"
 
@@ -285,13 +297,14 @@ NOTE_TOOLS: list[ToolSpec] = [
         "sha256; pass that sha256 to write_note/edit_note/append_to_note/move_note/delete_note "
         "so a concurrent edit is never overwritten. For a long note read a page: offset and "
         "limit in lines (or bytes with unit 'bytes'); the answer gives the total and the next "
-        "offset.",
+        "offset; pass its sha256 with the next page to be told if the note changed between.",
         _obj(
             {
                 "path": NOTE_PATH,
                 "offset": {**INT, "minimum": 0, "description": "first line (or byte), from 0"},
                 "limit": {**INT, "minimum": 1, "description": "lines (or bytes) to return"},
                 "unit": {"type": "string", "enum": ["lines", "bytes"]},
+                "expected_sha256": SHA,
             },
             ("path",),
         ),
