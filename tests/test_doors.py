@@ -463,6 +463,7 @@ def test_an_mcp_tool_says_a_left_out_argument_as_the_socket_does() -> None:
         ({"items": [1, 2], "total": 9, "next_cursor": "17.5:4"}, 0, "next page: --cursor 17.5:4"),
         ({"items": [1], "total": 9, "next_cursor": "my notes/a b.md"}, 0, "'my notes/a b.md'"),
         ({"items": [1], "total": 9, "next_cursor": "it's.md"}, 0, "--cursor 'it'\"'\"'s.md'"),
+        ({"items": [1], "total": 9, "next_cursor": "-draft.md"}, 0, "--cursor=-draft.md)"),
         ({"items": [1, 2], "total": 2, "next_cursor": None}, 0, "(2 shown of 2)"),
         ({"items": [1, 2], "total": 9}, 4, "next page: --offset 6"),  # a daemon before cursors
     ],
@@ -470,6 +471,7 @@ def test_an_mcp_tool_says_a_left_out_argument_as_the_socket_does() -> None:
 def test_memoryctl_s_page_footer_gives_the_cursor_as_a_shell_word(
     capsys: pytest.CaptureFixture[str], answer: dict[str, Any], offset: int, said: str
 ) -> None:
+    from memoryd.ctl import build_parser
     from memoryd.ctl.handlers import page_footer
 
     page_footer(answer, offset)
@@ -478,8 +480,9 @@ def test_memoryctl_s_page_footer_gives_the_cursor_as_a_shell_word(
     if answer.get("next_cursor"):
         import shlex
 
-        word = err.split("--cursor ", 1)[1].rsplit(")", 1)[0]
-        assert shlex.split(word) == [answer["next_cursor"]]
+        option = err.split("next page: ", 1)[1].rsplit(")", 1)[0]
+        args = build_parser().parse_args(["note", "list", *shlex.split(option)])
+        assert args.cursor == answer["next_cursor"]
 
 
 def test_every_method_is_behind_an_mcp_tool_or_named_as_not_offered() -> None:

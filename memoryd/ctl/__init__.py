@@ -137,9 +137,9 @@ def say_next_page(res: Any) -> None:
     """On stderr, after a page of paths (`list -l`, `note list -l`) that is not the last: the
     cursor of the next one (stdout holds only the paths)."""
     if isinstance(res, dict) and res.get("next_cursor"):
-        from memoryd.ctl.handlers import shell_word
+        from memoryd.ctl.handlers import cursor_option
 
-        print(f"(next page: --cursor {shell_word(str(res['next_cursor']))})", file=sys.stderr)
+        print(f"(next page: {cursor_option(res['next_cursor'])})", file=sys.stderr)
 
 
 def say_indexing(res: Any) -> None:

@@ -322,8 +322,15 @@ def page_footer(res: dict[str, Any], offset: int) -> None:
     if "next_cursor" not in res:
         more = f"; next page: --offset {offset + shown}" if offset + shown < total else ""
     else:
-        more = f"; next page: --cursor {shell_word(str(following))}" if following else ""
+        more = f"; next page: {cursor_option(following)}" if following else ""
     print(f"({shown} shown of {total}{more})", file=sys.stderr)
+
+
+def cursor_option(cursor: object) -> str:
+    """`--cursor C` as a command line takes it back (`--cursor=-x.md` for one that starts with
+    a dash, which argparse would read as an option)."""
+    word = shell_word(str(cursor))
+    return f"--cursor={word}" if word.startswith("-") else f"--cursor {word}"
 
 
 def shell_word(text: str) -> str:
