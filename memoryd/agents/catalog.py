@@ -5,6 +5,8 @@ name prefix, and the rule that a tool's structured copy is never larger than its
 from __future__ import annotations
 
 import json
+import sys
+import traceback
 from typing import Any
 
 from memoryd.agents.entitytools import ENTITY_TOOLS
@@ -31,7 +33,14 @@ ITEM_KEYS = ESSENTIAL | {
     "from",
     "to",
 }
-DESTRUCTIVE = frozenset({"forget", "write_note", "move_note", "edit_note", "delete_note"})
+# MCP tool annotations for the tools that change something (read_only=False): destructive =
+# may overwrite or remove what is there (update replaces a memory's fields), not only add to
+# it; idempotent = a second call with the same arguments changes nothing more (forget, move
+# and delete find nothing the second time; write_note writes the same bytes). Not idempotent:
+# remember (a second memory), update (a history row a call), feedback (a count), append and
+# edit_note (an insert or a replace by a text its replacement holds happens again).
+DESTRUCTIVE = frozenset({"update", "forget", "write_note", "move_note", "edit_note", "delete_note"})
+IDEMPOTENT = frozenset({"forget", "write_note", "move_note", "delete_note"})
 
 
 def size(value: Any) -> int:
@@ -126,3 +135,24 @@ def call(bridge: Bridge, name: str, arguments: dict[str, Any] | None) -> tuple[s
     if structured is not None and not isinstance(structured, dict):
         structured = {"result": structured}
     return text, (None if structured is None else fit(structured, text)), is_error
+
+
+def call_safely(
+    bridge: Bridge, name: str, arguments: dict[str, Any] | None
+) -> tuple[str, Any, bool]:
+    """call(), but a failure nobody foresaw (a bug, an answer of an older daemon that does not
+    read as expected) is a tool error the agent reads (isError, with what failed), and its
+    traceback goes to stderr, instead of a JSON-RPC error with code 0 and Python's words."""
+    try:
+        return call(bridge, name, arguments)
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        text = (
+            f"{name}: memoryd mcp could not complete this call ({type(exc).__name__}: {exc}), "
+            "an error in memoryd itself; the MCP server's log (stderr) has the details"
+        )
+        return (
+            text,
+            {"error": {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}},
+            True,
+        )

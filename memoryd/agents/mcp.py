@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 from memoryd import __version__
-from memoryd.agents import catalog
+from memoryd.agents import catalog, wire
 from memoryd.agents.tools import Bridge
 from memoryd.ctl import client, socket_path
 
@@ -46,6 +46,7 @@ def build_server(bridge: Bridge, prefix: str = "") -> Any:
             annotations=types.ToolAnnotations(
                 read_only_hint=t.read_only,
                 destructive_hint=t.name in catalog.DESTRUCTIVE,
+                idempotent_hint=None if t.read_only else t.name in catalog.IDEMPOTENT,
                 open_world_hint=False,
             ),
         )
@@ -62,7 +63,7 @@ def build_server(bridge: Bridge, prefix: str = "") -> Any:
         elif prefix:
             name = "\0" + name  # unprefixed names are not this server's
         text, structured, is_error = await anyio.to_thread.run_sync(
-            catalog.call, bridge, name, params.arguments
+            catalog.call_safely, bridge, name, params.arguments
         )
         if name.startswith("\0"):
             text = f"unknown tool {params.name!r}: this server's tools are named {prefix}NAME"
@@ -74,7 +75,7 @@ def build_server(bridge: Bridge, prefix: str = "") -> Any:
             is_error=is_error,
         )
 
-    return Server(
+    server = Server(
         "memoryd",
         version=__version__,
         instructions="memoryd is the user's local memory: notes in a markdown workspace plus "
@@ -85,6 +86,8 @@ def build_server(bridge: Bridge, prefix: str = "") -> Any:
         on_list_tools=list_tools,
         on_call_tool=on_call,
     )
+    server.middleware.append(wire.plain_errors)
+    return server
 
 
 def prefixed(text: str, name: str, prefix: str) -> str:
@@ -100,21 +103,22 @@ async def serve(bridge: Bridge, prefix: str = "") -> None:
     from mcp.server.stdio import stdio_server
 
     server = build_server(bridge, prefix)
-    async with stdio_server() as (read, write):
+    stdin: Any = wire.StdinLines()  # strict UTF-8 (memoryd.agents.wire)
+    async with stdio_server(stdin=stdin) as (read, write):
         answering = AnswerUnparsed(read, write)
         await server.run(answering, answering.write, server.create_initialization_options())
 
 
 def readable_id(exc: Exception) -> int | str | None:
     """The request id of a line the SDK could not take, when it can be read: from the parsed
-    object (valid JSON, not a valid message) or from the raw text (JSON cut short)."""
-    errors = getattr(exc, "errors", None)
-    for err in errors() if callable(errors) else []:
+    object (valid JSON, not a valid message) or from the raw text (JSON cut short, or bytes
+    that are not UTF-8)."""
+    for err in _errors(exc):
         value = err.get("input")
         if isinstance(value, dict) and "id" in value:
             rid = value["id"]
             ok = isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
-            return rid if ok else None
+            return rid if ok and _writable(rid) else None
         if isinstance(value, str) and '"id"' in value:
             m = _ID.search(value)
             if m:
@@ -122,8 +126,22 @@ def readable_id(exc: Exception) -> int | str | None:
                     rid = json.loads(m.group(1))
                 except ValueError:
                     return None
-                return rid if isinstance(rid, int | str) else None
+                return rid if isinstance(rid, int | str) and _writable(rid) else None
     return None
+
+
+def _errors(exc: Exception) -> list[dict[str, Any]]:
+    errors = getattr(exc, "errors", None)
+    return list(errors()) if callable(errors) else []
+
+
+def _array(error: dict[str, Any]) -> bool:
+    return error.get("type") == "model_type" and isinstance(error.get("input"), list)
+
+
+def _writable(rid: int | str) -> bool:
+    """An id that can be written back as UTF-8 (one read from bytes that are not cannot)."""
+    return not isinstance(rid, str) or not any("\udc80" <= c <= "\udcff" for c in rid)
 
 
 class AnswerUnparsed:
@@ -169,20 +187,29 @@ class AnswerUnparsed:
         import mcp.types as types
         from mcp.shared.message import SessionMessage
 
-        rid = readable_id(exc)
-        kinds = {e.get("type") for e in (exc.errors() if hasattr(exc, "errors") else [])}
-        code, what = (
-            (types.PARSE_ERROR, "parse error: the line is not valid JSON")
-            if "json_invalid" in kinds
-            else (types.INVALID_REQUEST, "invalid request: not a valid JSON-RPC 2.0 message")
+        errors = _errors(exc)
+        kinds = {e.get("type") for e in errors}
+        batch = next(  # the whole line an array (not a member of the message, as params)
+            (e["input"] for e in errors if len(e.get("loc", ())) <= 1 and _array(e)), None
         )
-        print(f"memoryd mcp: {what} (id {rid!r})", file=sys.stderr)
-        if rid is None:
-            return
-        error = types.JSONRPCError(
-            jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=what)
-        )
-        await self.write.send(SessionMessage(error))
+        if batch is not None:  # each request in it is told, rather than left to time out
+            code, what, ids = types.INVALID_REQUEST, wire.BATCH, wire.batch_ids(batch)
+        else:
+            code, what = (
+                (types.PARSE_ERROR, "parse error: the line is not valid UTF-8 (MCP messages are)")
+                if "string_unicode" in kinds
+                else (types.PARSE_ERROR, "parse error: the line is not valid JSON")
+                if "json_invalid" in kinds
+                else (types.INVALID_REQUEST, "invalid request: not a valid JSON-RPC 2.0 message")
+            )
+            rid = readable_id(exc)
+            ids = [] if rid is None else [rid]
+        print(f"memoryd mcp: {what} (id {', '.join(map(repr, ids)) or None})", file=sys.stderr)
+        for rid in ids:
+            error = types.JSONRPCError(
+                jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=what)
+            )
+            await self.write.send(SessionMessage(error))
 
     async def aclose(self) -> None:
         await self.inner.aclose()
