@@ -175,6 +175,12 @@ ANSWERED = {
         -32602,
         "invalid params for tools/call: arguments: ",
     ),
+    "an unknown tool": (
+        line(call(13, "nosuch", {})),
+        13,
+        -32602,
+        "unknown tool 'nosuch' (tools: search, remember, get,",
+    ),
     "an unknown method": (
         line({"jsonrpc": "2.0", "id": 12, "method": "memory/search"}),
         12,

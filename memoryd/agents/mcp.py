@@ -57,17 +57,19 @@ def build_server(bridge: Bridge, prefix: str = "") -> Any:
         return types.ListToolsResult(tools=tools)
 
     async def on_call(ctx: Any, params: Any) -> Any:
+        from mcp.shared.exceptions import MCPError
+
         name = params.name
-        if prefix and name.startswith(prefix):
-            name = name[len(prefix) :]
-        elif prefix:
-            name = "\0" + name  # unprefixed names are not this server's
+        if prefix and not name.startswith(prefix):  # unprefixed names are not this server's
+            unknown = f"unknown tool {name!r}: this server's tools are named {prefix}NAME"
+            raise MCPError(code=types.INVALID_PARAMS, message=unknown)
+        name = name[len(prefix) :]
+        if name not in catalog.BY_NAME:  # a protocol error, as MCP has it (not a tool's)
+            raise MCPError(code=types.INVALID_PARAMS, message=prefixed("", name, prefix))
         text, structured, is_error = await anyio.to_thread.run_sync(
             catalog.call_safely, bridge, name, params.arguments
         )
-        if name.startswith("\0"):
-            text = f"unknown tool {params.name!r}: this server's tools are named {prefix}NAME"
-        elif prefix:
+        if prefix:
             text = prefixed(text, name, prefix)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
