@@ -175,6 +175,21 @@ ANSWERED = {
         -32602,
         "invalid params for tools/call: arguments: ",
     ),
+    "a progressToken of neither type": (
+        line(
+            {
+                **call(14, "search", {"query": "x"}),
+                "params": {
+                    "name": "search",
+                    "arguments": {"query": "x"},
+                    "_meta": {"progressToken": {"x": 1}},
+                },
+            }
+        ),
+        14,
+        -32602,
+        "invalid params for tools/call: _meta.progressToken: expected a string or an integer",
+    ),
     "an unknown tool": (
         line(call(13, "nosuch", {})),
         13,

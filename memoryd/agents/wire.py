@@ -119,7 +119,7 @@ async def plain_errors(ctx: Any, call_next: Any) -> Any:
     try:
         return await call_next(ctx)
     except ValidationError as exc:
-        said = "; ".join(_problem(e) for e in exc.errors()[:3])
+        said = "; ".join(_problem(e) for e in _one_per_place(exc.errors())[:3])
         raise MCPError(
             code=INVALID_PARAMS, message=f"invalid params for {ctx.method}: {said}"
         ) from None
@@ -132,6 +132,29 @@ async def plain_errors(ctx: Any, call_next: Any) -> Any:
             message = NOT_INITIALIZED.format(method=ctx.method)
             raise MCPError(code=INVALID_PARAMS, message=message) from None
         raise
+
+
+_TYPES = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false"}
+
+
+def _one_per_place(errors: list[Any]) -> list[Any]:
+    """One error a place: a value none of a union's types took (a progressToken that is
+    neither a string nor an integer) is one error naming them, not one a type."""
+    out: dict[tuple[Any, ...], Any] = {}
+    for e in errors:
+        loc = tuple(e.get("loc", ()))
+        if len(loc) > 1 and loc[-1] in _TYPES:
+            place = loc[:-1]
+            if place in out and "wanted" in out[place]:
+                out[place]["wanted"].append(_TYPES[loc[-1]])
+                continue
+            e = {**e, "loc": place, "wanted": [_TYPES[loc[-1]]]}
+            loc = place
+        out.setdefault(loc, e)
+    for e in out.values():
+        if "wanted" in e:
+            e["msg"] = "expected " + " or ".join(e["wanted"])
+    return list(out.values())
 
 
 def _problem(error: Any) -> str:
