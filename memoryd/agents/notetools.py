@@ -247,6 +247,8 @@ def run_delete_note(b: Bridge, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def fmt_links(r: dict[str, Any]) -> str:
+    if not r["links"]:  # as memoryctl says it
+        return _others(r) + f"{r['path']} links to nothing"
     lines = [f"{r['path']} links to {len(r['links'])}:"]
     for x in r["links"]:
         to = x["path"] or "(unresolved)"
@@ -257,6 +259,8 @@ def fmt_links(r: dict[str, Any]) -> str:
 
 
 def fmt_backlinks(r: dict[str, Any]) -> str:
+    if not r["backlinks"]:
+        return _others(r) + f"nothing links to {r['path']}"
     lines = [f"{len(r['backlinks'])} link(s) to {r['path']}:"]
     lines += [
         f"{x['path']}:{x['line']}" + (f" #{x['heading']}" if x.get("heading") else "")
