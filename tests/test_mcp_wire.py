@@ -423,3 +423,25 @@ def test_a_failure_nobody_foresaw_is_a_tool_error_not_a_protocol_error(
     assert "the MCP server's log (stderr) has the details" in text
     assert structured["error"]["code"] == "internal"
     assert "Traceback" in capsys.readouterr().err
+
+
+@pytest.mark.sqlite_only("argument parsing; no store involved")
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "abc"])
+@pytest.mark.parametrize("door", ["memoryd mcp", "memoryctl"])
+def test_a_timeout_no_call_could_keep_is_refused_at_start_by_both_doors(
+    door: str, value: str, tmp_path: Path
+) -> None:
+    """`--timeout 0` made every tool call answer that the daemon had closed the connection,
+    and -5, nan, inf a Python error each call; memoryctl refused them (exit 2) already."""
+    argv = ["-m", "memoryd", "mcp"] if door == "memoryd mcp" else ["-m", "memoryd.ctl", "status"]
+    sock = str(tmp_path / "none.sock")
+    done = subprocess.run(
+        [sys.executable, *argv, "--socket", sock, f"--timeout={value}"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        cwd=str(ROOT),
+    )
+    assert done.returncode == 2, done
+    assert f"--timeout: expected a positive number of seconds, got '{value}'" in done.stderr

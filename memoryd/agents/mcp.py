@@ -23,6 +23,7 @@ from memoryd import __version__
 from memoryd.agents import catalog, wire
 from memoryd.agents.tools import Bridge
 from memoryd.ctl import client, socket_path
+from memoryd.ctl.parser import seconds
 
 PREFIX_ENV = "MEMORYD_MCP_PREFIX"
 _PREFIX = re.compile(r"^[A-Za-z0-9_-]{0,32}$")
@@ -325,7 +326,9 @@ def add_parser(sub: Any) -> None:
         help="this agent's default memory namespace (default: $MEMORYD_NAMESPACE, else the "
         "daemon's)",
     )
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the daemon")
+    p.add_argument(
+        "--timeout", type=seconds, default=60.0, help="seconds to wait for the daemon (60)"
+    )
     p.add_argument(
         "--prefix",
         default=None,
