@@ -445,3 +445,36 @@ def test_a_timeout_no_call_could_keep_is_refused_at_start_by_both_doors(
     )
     assert done.returncode == 2, done
     assert f"--timeout: expected a positive number of seconds, got '{value}'" in done.stderr
+
+
+@pytest.mark.sqlite_only("argument checking; no store involved")
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("a b", "expected a short name (letters, digits"),
+        ("n" * 300, "at most 64 characters), got 300"),
+        ("*", "'*' (every namespace) can be searched but not remembered into"),
+    ],
+)
+@pytest.mark.parametrize("where", ["--namespace", "MEMORYD_NAMESPACE"])
+def test_a_namespace_the_daemon_would_refuse_stops_the_bridge_at_start(
+    where: str, value: str, said: str, tmp_path: Path
+) -> None:
+    """It was taken, and then every remember (and search, for most) of the session failed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    argv = [sys.executable, "-m", "memoryd", "mcp", "--socket", str(tmp_path / "none.sock")]
+    if where == "--namespace":
+        argv += ["--namespace", value]
+    else:
+        env["MEMORYD_NAMESPACE"] = value
+    done = subprocess.run(
+        argv,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=DEADLINE_S,
+        cwd=str(ROOT),
+    )
+    assert done.returncode == 2 and f"memoryd mcp: {where}: " in done.stderr, done
+    assert said in done.stderr

@@ -346,6 +346,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         print("memoryd mcp needs the MCP SDK: pip install 'memoryd[mcp]'", file=sys.stderr)
         return 2
     namespace = args.namespace or os.environ.get("MEMORYD_NAMESPACE") or None
+    if namespace is not None:  # refused now, not by every call of the session
+        where = "--namespace" if args.namespace else "MEMORYD_NAMESPACE"
+        problem = namespace_problem(namespace)
+        if problem:
+            print(f"memoryd mcp: {where}: {problem}", file=sys.stderr)
+            return 2
     prefix = args.prefix if args.prefix is not None else os.environ.get(PREFIX_ENV, "")
     if not _PREFIX.match(prefix):
         print(
@@ -367,6 +373,24 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         if not client_gone(exc):
             raise
     return 0  # the client closed its end (the agent quit): the session is over, not an error
+
+
+def namespace_problem(namespace: str) -> str | None:
+    """What is wrong with an agent's default namespace, in the daemon's words, else None."""
+    from memoryd.core.errors import MemorydError
+    from memoryd.memory.validation import check_name
+
+    if namespace.strip() == "*":
+        return (
+            "'*' (every namespace) can be searched but not remembered into: give one "
+            "namespace (search takes namespace '*' call by call)"
+        )
+    try:
+        check_name(namespace[:65], "namespace")  # (cut: over 64 is said by the name's rule)
+    except MemorydError as exc:
+        said = str(exc).removeprefix("namespace: ")
+        return said + (f", got {len(namespace)}" if len(namespace) > 64 else "")
+    return None
 
 
 def client_gone(exc: BaseException) -> bool:
