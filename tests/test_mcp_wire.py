@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 import pytest
 from conftest import DEADLINE_S, wait_for
+from jsonschema import Draft202012Validator
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -376,14 +377,53 @@ def test_ten_calls_in_flight_on_one_session_each_get_their_own_answer(
         assert f"The {w} was seen" in text and sum(x in text for x in words) == 1, (w, text)
 
 
+def test_a_daemon_restarted_under_a_session_is_an_error_then_works_again(
+    daemon_factory: Any, tmp_path: Path
+) -> None:
+    """The agent's session outlives its daemon: while it is down each call is a tool error
+    that says so, and the first call once it is back works, with the memory stored before."""
+    first = daemon_factory()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memoryd", "mcp", "--socket", str(first.socket)],
+        cwd=str(ROOT),
+        env=first.env,
+    )
+    seen: list[tuple[bool, str]] = []
+
+    async def search(s: ClientSession) -> None:
+        result = await s.call_tool("search", {"query": "kingfisher", "kind": "memory"})
+        seen.append((bool(result.is_error), result.content[0].text))  # type: ignore[union-attr]
+
+    async def main() -> None:
+        with open(tmp_path / "mcp-stderr.log", "a") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as s,
+            ):
+                await s.initialize()
+                stored = await s.call_tool("remember", {"content": "The kingfisher nests"})
+                assert not stored.is_error
+                await anyio.to_thread.run_sync(first.stop)
+                await search(s)
+                await anyio.to_thread.run_sync(daemon_factory)  # same socket, same store
+                await search(s)
+
+    anyio.run(main)
+    (down, said_down), (up, said_up) = seen
+    assert down and "memoryd is not running" in said_down, said_down
+    assert not up and "The kingfisher nests" in said_up, said_up
+
+
 # --- the tools' annotations ---------------------------------------------------------------------
 
 
 @pytest.mark.sqlite_only("the tool table; no store involved")
 def test_annotations_say_what_each_tool_does(tmp_path: Path) -> None:
-    """readOnlyHint for the tools that change nothing; of the others, destructiveHint for
-    those that overwrite or remove (update too: it replaces a memory's fields), idempotentHint
-    for those a repeat leaves as they were."""
+    """Every input schema is one a host can check arguments with; readOnlyHint for the tools
+    that change nothing; of the others, destructiveHint for those that overwrite or remove
+    (update too: it replaces a memory's fields), idempotentHint for those a repeat leaves as
+    they were."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "memoryd", "mcp", "--socket", str(tmp_path / "none.sock")],
@@ -395,7 +435,12 @@ def test_annotations_say_what_each_tool_does(tmp_path: Path) -> None:
             await s.initialize()
             return (await s.list_tools()).tools
 
-    hints = {t.name: t.annotations for t in anyio.run(main)}
+    listed = anyio.run(main)
+    for tool in listed:  # as a host reads them: valid Draft 2020-12 schemas of an object
+        Draft202012Validator.check_schema(tool.input_schema)
+        assert tool.input_schema["type"] == "object", tool.name
+        assert tool.output_schema is None  # (none declared: docs/agents.md says why)
+    hints = {t.name: t.annotations for t in listed}
     writes = {"remember", "update", "forget", "feedback", "write_note", "append_to_note"}
     writes |= {"move_note", "edit_note", "delete_note"}
     assert {n for n, a in hints.items() if not a.read_only_hint} == writes
