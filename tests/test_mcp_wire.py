@@ -157,7 +157,21 @@ ANSWERED = {
         -32700,
         "not valid UTF-8",
     ),
-    "JSON cut short": (b'{"jsonrpc":"2.0","id":8,"method":"ping"\n', 8, -32700, "not valid JSON"),
+    "JSON cut short": (
+        b'{"jsonrpc":"2.0","id":8,"method":"ping"\n',
+        8,
+        -32700,
+        "not valid JSON (EOF while parsing an object at the end of the line)",
+    ),
+    "nested past the parser's depth": (
+        b'{"jsonrpc":"2.0","id":15,"method":"ping","params":{"x":'
+        + b"[" * 300
+        + b"]" * 300
+        + b"}}\n",
+        15,
+        -32700,
+        "not valid JSON (recursion limit exceeded at column",
+    ),
     "params a list": (
         b'{"jsonrpc":"2.0","id":9,"method":"tools/list","params":[1]}\n',
         9,
@@ -257,8 +271,8 @@ def test_a_request_whose_id_is_not_a_string_or_integer_is_logged_not_answered(
 @pytest.mark.sqlite_only("the bridge's own framing; no store involved")
 def test_quiet_lines_and_every_kind_of_id_and_line_end(pipe: Pipe) -> None:
     """A notification nobody knows, an answer to a request never sent, blank lines: silence
-    (and nothing on stderr for a blank line); ids of every valid type and CRLF ends answered;
-    a 5 MB line read whole."""
+    (and nothing on stderr for a blank line); ids of every valid type, CRLF ends and a byte
+    order mark answered; a 5 MB line read whole."""
     pipe.initialize()
     pipe.send(b"\n  \n\r\n")
     pipe.send(line({"jsonrpc": "2.0", "method": "notifications/unheard_of", "params": {}}))
@@ -267,6 +281,8 @@ def test_quiet_lines_and_every_kind_of_id_and_line_end(pipe: Pipe) -> None:
     ids: list[Any] = ["a string", 0, -3, 2**70, ""]
     for rid in ids:
         pipe.send(line({"jsonrpc": "2.0", "id": rid, "method": "ping"}).replace(b"\n", b"\r\n"))
+    ids.append("bom")  # a byte order mark before a message (Windows tools write one)
+    pipe.send(b"\xef\xbb\xbf" + line({"jsonrpc": "2.0", "id": "bom", "method": "ping"}))
     big = call("big", "search", {"query": "word " * (1 << 20)})
     pipe.send(line(big))
     pipe.send(line(PING))

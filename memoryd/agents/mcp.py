@@ -138,6 +138,25 @@ def _errors(exc: Exception) -> list[dict[str, Any]]:
     return list(errors()) if callable(errors) else []
 
 
+def _why(errors: list[dict[str, Any]]) -> str:
+    """Where the JSON parser stopped and why (`EOF while parsing an object at column 46`,
+    `recursion limit exceeded ...`), for the client's developer; a message is one line."""
+    for e in errors:
+        said = (e.get("ctx") or {}).get("error")
+        if e.get("type") == "json_invalid" and isinstance(said, str):
+            said = _WHERE.sub(lambda m: _where(m[1], m[2]), said)
+            return f" ({said})"
+    return ""
+
+
+_WHERE = re.compile(r" at line (\d+) column (\d+)$")
+
+
+def _where(line: str, column: str) -> str:
+    """The parser's place on the one line a message is (line 2 is past its end)."""
+    return f" at column {column}" if line == "1" else " at the end of the line"
+
+
 def _array(error: dict[str, Any]) -> bool:
     return error.get("type") == "model_type" and isinstance(error.get("input"), list)
 
@@ -201,7 +220,7 @@ class AnswerUnparsed:
             code, what = (
                 (types.PARSE_ERROR, "parse error: the line is not valid UTF-8 (MCP messages are)")
                 if "string_unicode" in kinds
-                else (types.PARSE_ERROR, "parse error: the line is not valid JSON")
+                else (types.PARSE_ERROR, "parse error: the line is not valid JSON" + _why(errors))
                 if "json_invalid" in kinds
                 else (types.INVALID_REQUEST, "invalid request: not a valid JSON-RPC 2.0 message")
             )

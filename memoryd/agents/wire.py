@@ -41,8 +41,9 @@ class StdinLines:
     """The lines of stdin for the SDK's reader (`stdio_server(stdin=...)` iterates it): UTF-8
     kept strict by surrogateescape (a byte that is not UTF-8 becomes a lone surrogate, which
     the SDK's parser refuses with `string_unicode`, answered as a parse error), lines ended by
-    LF only (a CR before it is JSON white space), and requests with an id of the wrong type
-    logged and skipped."""
+    LF only (a CR before it is JSON white space), a byte order mark before a message dropped
+    (as Windows tools write one), blank lines skipped, and requests with an id of the wrong
+    type logged and skipped."""
 
     def __init__(self, buffer: Any = None) -> None:
         import anyio
@@ -59,6 +60,8 @@ class StdinLines:
             line = await self.file.readline()
             if not line:
                 raise StopAsyncIteration
+            if line.startswith("\ufeff"):  # a byte order mark (RFC 8259: may be ignored)
+                line = line[1:]
             if not line.strip():
                 continue  # a blank line is no message (and no error)
             odd = odd_id(line)
