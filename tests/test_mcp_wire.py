@@ -539,3 +539,42 @@ def test_a_namespace_the_daemon_would_refuse_stops_the_bridge_at_start(
     )
     assert done.returncode == 2 and f"memoryd mcp: {where}: " in done.stderr, done
     assert said in done.stderr
+
+
+@pytest.mark.sqlite_only("the bridge's own stderr; no store involved")
+@pytest.mark.parametrize("stderr", ["closed (2>&-)", "a pipe its reader closed"])
+def test_the_session_goes_on_whatever_became_of_stderr(stderr: str, tmp_path: Path) -> None:
+    """Each line the bridge logs (a configuration it cannot read, a line it cannot parse, an
+    id it cannot answer, a batch) went to stdout, the protocol's channel, when stderr was
+    closed, and ended the session when stderr's reader had gone (EPIPE)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    env["MEMORYD_CONFIG"] = str(tmp_path / "missing.toml")  # logged at start
+    argv = [sys.executable, "-m", "memoryd", "mcp", "--namespace", "agent"]
+    if stderr.startswith("closed"):
+        argv = ["sh", "-c", 'exec "$@" 2>&-', "sh", *argv]
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=str(ROOT),
+        env=env,
+    )
+    assert proc.stderr is not None
+    proc.stderr.close()
+    lines = [
+        line(INIT),
+        line(INITIALIZED),
+        b"garbage\n",
+        b'{"jsonrpc":"2.0","id":null,"method":"ping"}\n',
+        b'[{"jsonrpc":"2.0","id":"in-batch","method":"ping"}]\n',
+        b'{"jsonrpc":"2.0","id":"latin","method":"ping","params":{"x":"\xe9"}}\n',
+        line(call("tool", "search", {"query": "x"})),  # no daemon: a tool error
+        line(PING),
+    ]
+    out, _ = proc.communicate(b"".join(lines), timeout=DEADLINE_S * 2)
+    answers = [json.loads(x) for x in out.splitlines()]  # every line on stdout is JSON-RPC
+    assert sorted(str(a["id"]) for a in answers) == sorted(
+        ["init", "in-batch", "latin", "tool", "after"]
+    ), out
+    assert proc.returncode == 0

@@ -5,13 +5,13 @@ name prefix, and the rule that a tool's structured copy is never larger than its
 from __future__ import annotations
 
 import json
-import sys
 import traceback
 from typing import Any
 
 from memoryd.agents.entitytools import ENTITY_TOOLS
 from memoryd.agents.notetools import NOTE_TOOLS
 from memoryd.agents.tools import TOOLS, Bridge, ToolSpec, call_tool
+from memoryd.agents.wire import say
 
 _ORDER = ["search", "remember", "get", "update", "forget", "session_context", "match_triggers"]
 ALL_TOOLS: list[ToolSpec] = sorted(
@@ -146,7 +146,7 @@ def call_safely(
     try:
         return call(bridge, name, arguments)
     except Exception as exc:
-        traceback.print_exc(file=sys.stderr)
+        say(traceback.format_exc().rstrip())
         text = (
             f"{name}: memoryd mcp could not complete this call ({type(exc).__name__}: {exc}), "
             "an error in memoryd itself; the MCP server's log (stderr) has the details"

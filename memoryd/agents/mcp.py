@@ -226,7 +226,7 @@ class AnswerUnparsed:
             )
             rid = readable_id(exc)
             ids = [] if rid is None else [rid]
-        print(f"memoryd mcp: {what} (id {', '.join(map(repr, ids)) or None})", file=sys.stderr)
+        wire.say(f"memoryd mcp: {what} (id {', '.join(map(repr, ids)) or None})")
         for rid in ids:
             error = types.JSONRPCError(
                 jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=what)
@@ -325,7 +325,7 @@ def socket_candidates(explicit: str | None, config: str | None) -> list[str]:
         first = str(load_config(Path(config) if config else None).socket)
     except (MemorydError, OSError) as exc:
         first = socket_path(None)
-        print(f"memoryd mcp: {exc}; using the default socket {first}", file=sys.stderr)
+        wire.say(f"memoryd mcp: {exc}; using the default socket {first}")
     return [first, *(p for p in client.login_socket_paths() if p != first)]
 
 
@@ -362,27 +362,24 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         import anyio
         import mcp  # noqa: F401
     except ImportError:
-        print("memoryd mcp needs the MCP SDK: pip install 'memoryd[mcp]'", file=sys.stderr)
+        wire.say("memoryd mcp needs the MCP SDK: pip install 'memoryd[mcp]'")
         return 2
     namespace = args.namespace or os.environ.get("MEMORYD_NAMESPACE") or None
     if namespace is not None:  # refused now, not by every call of the session
         where = "--namespace" if args.namespace else "MEMORYD_NAMESPACE"
         problem = namespace_problem(namespace)
         if problem:
-            print(f"memoryd mcp: {where}: {problem}", file=sys.stderr)
+            wire.say(f"memoryd mcp: {where}: {problem}")
             return 2
     prefix = args.prefix if args.prefix is not None else os.environ.get(PREFIX_ENV, "")
     if not _PREFIX.match(prefix):
-        print(
+        wire.say(
             f"memoryd mcp: the tool name prefix may hold up to 32 letters, digits, '_' and '-' "
-            f"(got {len(prefix)} characters with others)",
-            file=sys.stderr,
+            f"(got {len(prefix)} characters with others)"
         )
         return 2
     if sys.stdin is None or sys.stdout is None:  # `<&-`, `>&-`: no channel to speak on
-        print(
-            "memoryd mcp: stdin and stdout carry the MCP messages; one is closed", file=sys.stderr
-        )
+        wire.say("memoryd mcp: stdin and stdout carry the MCP messages; one is closed")
         return 2
     sockets = socket_candidates(args.socket, args.config)
     bridge = Bridge(sockets, namespace, timeout=args.timeout)

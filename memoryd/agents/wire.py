@@ -29,6 +29,20 @@ BATCH = (
 )
 
 
+def say(text: str) -> None:
+    """One line on stderr, for whoever reads the bridge's log; never fatal and never on stdout:
+    stderr may be closed (`2>&-`: sys.stderr is None, and print would fall back to stdout, the
+    protocol's channel), a pipe its reader closed (EPIPE), or full. The session goes on."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(text + "\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
 class _Unowned(io.TextIOWrapper):
     """A text layer over stdin's buffer that never closes it (the process still owns fd 0)."""
 
@@ -67,10 +81,9 @@ class StdinLines:
             odd = odd_id(line)
             if odd is None:
                 return line
-            print(
+            say(
                 f"memoryd mcp: invalid request: its id is {odd} (MCP ids are strings or "
-                f"integers); not run, and not answered (there is no id to answer with)",
-                file=sys.stderr,
+                f"integers); not run, and not answered (there is no id to answer with)"
             )
 
 
