@@ -247,8 +247,9 @@ def test_an_integer_written_with_a_zero_fraction_is_that_integer(
         text, _, _ = catalog.call(Bridge(sock, None), tool, with_arg(base, arg, given))
         assert "expected an integer" not in text, text
         said.append(text)
-    if catalog.BY_NAME[tool].read_only:
-        assert said[0] == said[1]
+        assert "could not complete" not in text, text
+    if tool in ("search", "get", "read_note", "about", "related"):  # (not a listing a daily
+        assert said[0] == said[1]  # log note, written after another test's memory, can grow)
 
 
 @pytest.mark.parametrize(

@@ -578,3 +578,49 @@ def test_the_session_goes_on_whatever_became_of_stderr(stderr: str, tmp_path: Pa
         ["init", "in-batch", "latin", "tool", "after"]
     ), out
     assert proc.returncode == 0
+
+
+# --- under a prefix, every tool named as the agent calls it -------------------------------------
+
+
+def bare_mentions(text: str, prefix: str) -> list[str]:
+    """Tools named without the prefix: a name with an underscore anywhere outside a path or
+    quotes, a plain-word tool in memoryd's phrases for it."""
+    import re
+
+    bare = [
+        m[1]
+        for m in re.finditer(r"(?<![\w/.'\-])([a-z]+_[a-z_]+)(?![\w'/\-]|\.\w)", text)
+        if m[1] in catalog.BY_NAME
+    ]
+    plain = [
+        p
+        for name, ps in catalog.PLAIN_MENTIONS.items()
+        for p in ps
+        if text.count(p) > text.count(p.replace(name, prefix + name, 1))
+    ]
+    return bare + plain
+
+
+@pytest.mark.sqlite_only("the tool table; no store involved")
+def test_under_a_prefix_descriptions_instructions_and_hints_name_the_tools_as_called() -> None:
+    """The errors named the prefix at their head, but a conflict's hint still said 'Read the
+    note again (read_note)', the tool descriptions 'pass that sha256 to write_note', and the
+    server's instructions 'Call session_context': names this server does not answer to."""
+    from memoryd.agents import mcp as bridge_mcp
+    from memoryd.agents.hints import HINTS
+
+    for tool in bridge_mcp.listed_tools("md_"):
+        said = json.dumps([tool.description, tool.input_schema])
+        assert not bare_mentions(said, "md_"), (tool.name, bare_mentions(said, "md_"))
+    instructions = catalog.named(bridge_mcp.INSTRUCTIONS, "md_")
+    assert not bare_mentions(instructions, "md_") and "md_session_context" in instructions
+    for hint in HINTS.values():
+        assert not bare_mentions(catalog.named(hint, "md_"), "md_"), hint
+    # an error keeps a path and a quoted heading as written
+    error = "edit_note: no heading 'read_note' in walk/read_note.md (not found, code -32004)"
+    said = catalog.named(bridge_mcp.prefixed(error, "edit_note", "md_"), "md_")
+    assert said == "md_" + error
+    # an answer's body is a note's words: only memoryd's own phrases change in it
+    body = "Over the token budget (get ID for details):\n[3] a note about read_note"
+    assert catalog.named(body, "md_", everywhere=False) == body.replace("(get", "(md_get")

@@ -5,6 +5,7 @@ name prefix, and the rule that a tool's structured copy is never larger than its
 from __future__ import annotations
 
 import json
+import re
 import traceback
 from typing import Any
 
@@ -19,6 +20,20 @@ ALL_TOOLS: list[ToolSpec] = sorted(
     key=lambda t: _ORDER.index(t.name) if t.name in _ORDER else len(_ORDER),
 )
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in ALL_TOOLS}
+# memoryd's own phrases that name a tool by a plain word (search, get, ...): under a prefix each
+# is said as the agent calls it. A name with an underscore (read_note) is found on its own.
+PLAIN_MENTIONS = {
+    "search": ("from search results", "search before asking", "or search with entities"),
+    "get": ("then get (by id)", "(get ID for details)"),
+    "update": ("prefer update with tier",),
+    "related": ("or call related",),
+    "remember": ("remember durable facts",),
+}
+_UNDERSCORED = re.compile(
+    r"(?<![\w/.'\-])("
+    + "|".join(sorted((t.name for t in ALL_TOOLS if "_" in t.name), key=len, reverse=True))
+    + r")(?![\w'/\-]|\.\w)"
+)
 SMALL = 256  # characters a short answer's copy may always take (its path, sha256, flags)
 ESSENTIAL = frozenset({"id", "path", "new_path", "sha256", "offset", "next_offset", "total"})
 ITEM_KEYS = ESSENTIAL | {
@@ -156,3 +171,35 @@ def call_safely(
             {"error": {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}},
             True,
         )
+
+
+def named(text: str, prefix: str, everywhere: bool = True) -> str:
+    """`text` (memoryd's words) with the tools it names as the agent calls them under `prefix`
+    (`Read the note again (memoryd_read_note)`): the plain-word tools in memoryd's phrases for
+    them, and, with `everywhere` (descriptions, instructions, errors; not an answer's body,
+    which quotes notes), each tool named with an underscore outside a path or quotes."""
+    if not prefix:
+        return text
+    if everywhere:
+        text = _UNDERSCORED.sub(lambda m: prefix + m[1], text)
+    for name, phrases in PLAIN_MENTIONS.items():
+        for phrase in phrases:
+            if phrase in text:
+                text = text.replace(phrase, phrase.replace(name, prefix + name, 1))
+    return text
+
+
+def named_in(schema: Any, prefix: str) -> Any:
+    """A tool's input schema with its descriptions naming the tools as the agent calls them."""
+    if not prefix:
+        return schema
+    if isinstance(schema, dict):
+        return {
+            k: named(v, prefix)
+            if k == "description" and isinstance(v, str)
+            else named_in(v, prefix)
+            for k, v in schema.items()
+        }
+    if isinstance(schema, list):
+        return [named_in(v, prefix) for v in schema]
+    return schema

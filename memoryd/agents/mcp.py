@@ -39,20 +39,7 @@ def build_server(bridge: Bridge, prefix: str = "") -> Any:
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
-    tools = [
-        types.Tool(
-            name=prefix + t.name,
-            description=t.description,
-            input_schema=t.schema,
-            annotations=types.ToolAnnotations(
-                read_only_hint=t.read_only,
-                destructive_hint=t.name in catalog.DESTRUCTIVE,
-                idempotent_hint=None if t.read_only else t.name in catalog.IDEMPOTENT,
-                open_world_hint=False,
-            ),
-        )
-        for t in catalog.ALL_TOOLS
-    ]
+    tools = listed_tools(prefix)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=tools)
@@ -70,8 +57,8 @@ def build_server(bridge: Bridge, prefix: str = "") -> Any:
         text, structured, is_error = await anyio.to_thread.run_sync(
             catalog.call_safely, bridge, name, params.arguments
         )
-        if prefix:
-            text = prefixed(text, name, prefix)
+        if prefix:  # the tools named as the agent calls them (in an error: in every word)
+            text = catalog.named(prefixed(text, name, prefix), prefix, everywhere=is_error)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             structured_content=structured,
@@ -81,16 +68,41 @@ def build_server(bridge: Bridge, prefix: str = "") -> Any:
     server = Server(
         "memoryd",
         version=__version__,
-        instructions="memoryd is the user's local memory: notes in a markdown workspace plus "
-        "memories agents add. Call session_context at the start of a task, search before "
-        "asking the user something they may have said before, remember durable facts and "
-        "decisions, and use read_note, then edit_note (or write_note) with expected_sha256, to "
-        "change notes.",
+        instructions=catalog.named(INSTRUCTIONS, prefix),
         on_list_tools=list_tools,
         on_call_tool=on_call,
     )
     server.middleware.append(wire.plain_errors)
     return server
+
+
+INSTRUCTIONS = (
+    "memoryd is the user's local memory: notes in a markdown workspace plus memories agents "
+    "add. Call session_context at the start of a task, search before asking the user something "
+    "they may have said before, remember durable facts and decisions, and use read_note, then "
+    "edit_note (or write_note) with expected_sha256, to change notes."
+)
+
+
+def listed_tools(prefix: str = "") -> list[Any]:
+    """The tools as tools/list gives them: each name after `prefix`, and every tool their
+    descriptions name said as the agent calls it."""
+    import mcp.types as types
+
+    return [
+        types.Tool(
+            name=prefix + t.name,
+            description=catalog.named(t.description, prefix),
+            input_schema=catalog.named_in(t.schema, prefix),
+            annotations=types.ToolAnnotations(
+                read_only_hint=t.read_only,
+                destructive_hint=t.name in catalog.DESTRUCTIVE,
+                idempotent_hint=None if t.read_only else t.name in catalog.IDEMPOTENT,
+                open_world_hint=False,
+            ),
+        )
+        for t in catalog.ALL_TOOLS
+    ]
 
 
 def prefixed(text: str, name: str, prefix: str) -> str:

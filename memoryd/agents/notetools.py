@@ -286,10 +286,10 @@ NOTE_TOOLS: list[ToolSpec] = [
     ToolSpec(
         "read_note",
         "Read a markdown note from the workspace, front matter included. Returns its text and "
-        "sha256; pass that sha256 to write_note/edit_note/append_to_note/move_note/delete_note "
-        "so a concurrent edit is never overwritten. For a long note read a page: offset and "
-        "limit in lines (or bytes with unit 'bytes'); the answer gives the total and the next "
-        "offset.",
+        "sha256; pass that sha256 to write_note, edit_note, append_to_note, move_note or "
+        "delete_note so a concurrent edit is never overwritten. For a long note read a page: "
+        "offset and limit in lines (or bytes with unit 'bytes'); the answer gives the total "
+        "and the next offset.",
         _obj(
             {
                 "path": NOTE_PATH,
