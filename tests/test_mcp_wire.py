@@ -624,3 +624,27 @@ def test_under_a_prefix_descriptions_instructions_and_hints_name_the_tools_as_ca
     # an answer's body is a note's words: only memoryd's own phrases change in it
     body = "Over the token budget (get ID for details):\n[3] a note about read_note"
     assert catalog.named(body, "md_", everywhere=False) == body.replace("(get", "(md_get")
+
+
+@pytest.mark.sqlite_only("the bridge's own stdin; no store involved")
+def test_a_child_process_cannot_take_a_message_off_the_wire() -> None:
+    """The bridge reads stdin through a private copy of fd 0 and points fd 0 at /dev/null
+    (as the SDK's reader did before memoryd read stdin itself): a child that reads its stdin
+    (here `cat`) sees nothing, and every message stays the bridge's."""
+    code = (
+        "import anyio, subprocess\n"
+        "from memoryd.agents.wire import StdinLines\n"
+        "lines = StdinLines()\n"
+        "child = subprocess.run(['cat'], capture_output=True, timeout=10)\n"
+        "async def main():\n"
+        "    return [line async for line in lines]\n"
+        "print(repr((child.stdout, anyio.run(main))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=b'{"id": 1}\n{"id": 2}\n',
+        capture_output=True,
+        timeout=DEADLINE_S,
+        cwd=str(ROOT),
+    )
+    assert done.stdout.decode().strip() == repr((b"", ['{"id": 1}\n', '{"id": 2}\n'])), done

@@ -1,7 +1,8 @@
 """What `memoryd mcp` reads off stdin before the MCP SDK does, and the protocol errors it says in
 words a client's developer can act on (memoryd.agents.mcp serves; this is the wire's edge).
 
-- stdin is read as the UTF-8 MCP requires: a line holding other bytes is refused (-32700 with
+- stdin is read from a private copy of fd 0, fd 0 itself pointed at /dev/null (so no child
+  process takes a message off the wire), as the UTF-8 MCP requires: a line holding other bytes is refused (-32700 with
   the line's id, by mcp.AnswerUnparsed) instead of reaching a memory or a note with U+FFFD in
   place of what was written, as the SDK's own reader (errors="replace") would let it.
 - A request whose id is null, a fraction, true/false, an object or a list cannot be answered
@@ -62,7 +63,7 @@ class StdinLines:
     def __init__(self, buffer: Any = None) -> None:
         import anyio
 
-        raw = sys.stdin.buffer if buffer is None else buffer
+        raw = claimed_stdin() if buffer is None else buffer
         text = _Unowned(raw, encoding="utf-8", errors="surrogateescape", newline="\n")
         self.file = anyio.wrap_file(text)
 
@@ -85,6 +86,27 @@ class StdinLines:
                 f"memoryd mcp: invalid request: its id is {odd} (MCP ids are strings or "
                 f"integers); not run, and not answered (there is no id to answer with)"
             )
+
+
+def claimed_stdin() -> Any:
+    """The MCP channel's bytes, read from a private copy of fd 0 while fd 0 itself points at
+    /dev/null, as the SDK's own reader does: a child process (or a stray read of sys.stdin)
+    cannot take a message off the wire. sys.stdin's buffer where that cannot be done."""
+    import fcntl
+    import os
+
+    try:
+        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        return sys.stdin.buffer
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    except OSError:
+        os.close(private)
+        return sys.stdin.buffer
+    return os.fdopen(private, "rb")
 
 
 def odd_id(line: str) -> str | None:
