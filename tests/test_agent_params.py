@@ -221,6 +221,37 @@ def test_a_bad_integer_reads_the_same_on_mcp_and_on_the_socket(
         assert structured["error"]["code"] == error["code"] == -32602
 
 
+# a valid value of each integer argument (its minimum, or what makes sense), written 2.0
+GOOD_INT = {("session_context", "max_tokens"): 300, ("about", "max_tokens"): 300}
+
+
+@pytest.mark.parametrize(
+    ("tool", "arg"), sorted((t, a) for t, a, _ in integer_arguments()), ids=lambda v: str(v)
+)
+def test_an_integer_written_with_a_zero_fraction_is_that_integer(
+    sock: str, tool: str, arg: str
+) -> None:
+    """JSON Schema counts 3.0 as an integer, so the tool's schema takes it (and so do hosts
+    that check arguments against it): the daemon must then get 3, not refuse `got 3.0`, and
+    read_note's paging must not fail on it (it answered a JSON-RPC error with code 0). The
+    answer is the one the integer gets."""
+    schema = {(t, a): s for t, a, s in integer_arguments()}[(tool, arg)]
+    value = GOOD_INT.get((tool, arg), max(schema.get("minimum", 0), 1))
+    base = TOOL_BASE.get(tool, {})
+    if tool in ("update", "forget", "feedback") and arg != "id":
+        base = {**base, "id": 999_999}  # changes nothing the module's other tests read
+    if arg == "id" and tool in ("update", "forget", "feedback"):
+        value = 999_999
+    said = []
+    for given in (float(value), value):
+        text, _, _ = catalog.call(Bridge(sock, None), tool, with_arg(base, arg, given))
+        assert "expected an integer" not in text, text
+        said.append(text)
+        assert "could not complete" not in text, text
+    if tool in ("search", "get", "read_note", "about", "related"):  # (not a listing a daily
+        assert said[0] == said[1]  # log note, written after another test's memory, can grow)
+
+
 @pytest.mark.parametrize(
     ("tool", "args", "said"),
     [

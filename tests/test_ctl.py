@@ -884,7 +884,8 @@ def test_stale_socket_and_non_socket_exit_3(
     plain = short_dir / "plain"
     plain.write_text("")
     assert main(["--socket", str(plain), "ping"]) == 3
-    assert "is not a socket" in capsys.readouterr().err
+    said = capsys.readouterr().err  # (the hint names memoryd: no "it" without a noun before)
+    assert "is not a socket. If memoryd listens elsewhere, pass --socket PATH" in said
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")

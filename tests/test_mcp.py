@@ -16,6 +16,7 @@ from conftest import DEADLINE_S
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from memoryd.agents import catalog
 from memoryd.agents.catalog import BY_NAME
 from memoryd.agents.tools import Bridge, call_tool, fmt_hits
 
@@ -614,3 +615,24 @@ def test_requests_piped_in_are_all_answered_when_stdin_closes(daemon_factory: An
     answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
     assert sorted(answers) == [1, 2, 3, 4, 5, 6], done.stderr
     assert all("lighthouse" in answers[i]["result"]["content"][0]["text"] for i in range(2, 6))
+
+
+EMPTY_ANSWERS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "search": ({"search": {"query": "x", "hits": []}}, {"query": "x"}),
+    "list_notes": ({"note.list": {"items": [], "total": 0}}, {}),
+    "recent_activity": ({"recent_activity": {"items": []}}, {}),
+    "match_triggers": ({"match_triggers": {"memories": []}}, {"prompt": "x"}),
+    "links": ({"links": {"path": "a.md", "links": []}}, {"path": "a.md"}),
+    "backlinks": ({"backlinks": {"path": "a.md", "backlinks": []}}, {"path": "a.md"}),
+}
+
+
+@pytest.mark.sqlite_only("formatting only")
+@pytest.mark.parametrize("tool", sorted(EMPTY_ANSWERS))
+def test_an_empty_listing_reads_as_a_sentence(tool: str) -> None:
+    """Nothing found is said (as memoryctl says it), not a heading over nothing: 'a.md links
+    to 0:' and '0 note(s), times in UTC:' read as if the list had been lost."""
+    answers, args = EMPTY_ANSWERS[tool]
+    said, _, failed = catalog.call(FakeBridge(answers), tool, args)
+    assert not failed and said.strip() and not said.rstrip().endswith(":"), said
+    assert not any(ch.isdigit() for ch in said.split("\n")[0].replace("a.md", "")), said

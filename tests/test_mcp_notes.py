@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from conftest import DEADLINE_S
 from mcp import ClientSession
+from mcp.shared.exceptions import MCPError
 from test_mcp import ROOT, text, with_session
 
 from memoryd.agents import catalog, notetools
@@ -49,11 +50,15 @@ def test_note_tools_over_the_sdk_with_a_prefix(daemon_factory: Any, tmp_path: Pa
         names = {t.name for t in (await s.list_tools()).tools}
         assert {"memoryd_search", "memoryd_edit_note", "memoryd_delete_note"} <= names
         assert all(n.startswith("memoryd_") for n in names)
-        bare = await s.call_tool("search", {"query": "x"})
-        assert bare.is_error and "memoryd_" in text(bare)
-        # errors name the tool as it was called, and the tools it may call instead
-        wrong = await s.call_tool("memoryd_nope", {})
-        assert "'memoryd_nope'" in text(wrong) and "memoryd_search, memoryd_remember" in text(wrong)
+        # an unknown tool is a protocol error (JSON-RPC -32602), as MCP has it, naming the tool
+        # as it was called and the tools it may call instead
+        with pytest.raises(MCPError) as bare:
+            await s.call_tool("search", {"query": "x"})
+        assert bare.value.error.code == -32602 and "memoryd_NAME" in bare.value.error.message
+        with pytest.raises(MCPError) as wrong:
+            await s.call_tool("memoryd_nope", {})
+        said = wrong.value.error.message
+        assert "'memoryd_nope'" in said and "memoryd_search, memoryd_remember" in said
         bad = await call("search", {"query": "x", "limit": 0})
         assert text(bad).startswith("memoryd_search: limit: expected an integer from 1 to 100")
 

@@ -28,6 +28,23 @@ def check_arguments(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
     return "; ".join(dict.fromkeys(schema_message(e) for e in list(first.values())[:5]))
 
 
+def integral(schema: dict[str, Any], value: Any) -> Any:
+    """`value` (arguments that passed the schema) with each integer given as 2.0 or 1e1 made
+    2 and 10: JSON Schema counts a number with no fraction as an integer, so the check above
+    lets it through, and the daemon takes only JSON integers (`got 2.0`), and a page of a note
+    was cut by it."""
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if isinstance(value, float) and "integer" in kinds and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        return {k: integral(props[k], v) if k in props else v for k, v in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [integral(schema["items"], v) for v in value]
+    return value
+
+
 _TYPE_WORDS = {
     "string": "a string",
     "boolean": "true or false",

@@ -5,11 +5,14 @@ name prefix, and the rule that a tool's structured copy is never larger than its
 from __future__ import annotations
 
 import json
+import re
+import traceback
 from typing import Any
 
 from memoryd.agents.entitytools import ENTITY_TOOLS
 from memoryd.agents.notetools import NOTE_TOOLS
 from memoryd.agents.tools import TOOLS, Bridge, ToolSpec, call_tool
+from memoryd.agents.wire import say
 
 _ORDER = ["search", "remember", "get", "update", "forget", "session_context", "match_triggers"]
 ALL_TOOLS: list[ToolSpec] = sorted(
@@ -17,6 +20,20 @@ ALL_TOOLS: list[ToolSpec] = sorted(
     key=lambda t: _ORDER.index(t.name) if t.name in _ORDER else len(_ORDER),
 )
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in ALL_TOOLS}
+# memoryd's own phrases that name a tool by a plain word (search, get, ...): under a prefix each
+# is said as the agent calls it. A name with an underscore (read_note) is found on its own.
+PLAIN_MENTIONS = {
+    "search": ("from search results", "search before asking", "or search with entities"),
+    "get": ("then get (by id)", "(get ID for details)"),
+    "update": ("prefer update with tier",),
+    "related": ("or call related",),
+    "remember": ("remember durable facts",),
+}
+_UNDERSCORED = re.compile(
+    r"(?<![\w/.'\-])("
+    + "|".join(sorted((t.name for t in ALL_TOOLS if "_" in t.name), key=len, reverse=True))
+    + r")(?![\w'/\-]|\.\w)"
+)
 SMALL = 256  # characters a short answer's copy may always take (its path, sha256, flags)
 ESSENTIAL = frozenset(
     {"id", "path", "new_path", "sha256", "offset", "next_offset", "next_cursor", "total"}
@@ -33,7 +50,14 @@ ITEM_KEYS = ESSENTIAL | {
     "from",
     "to",
 }
-DESTRUCTIVE = frozenset({"forget", "write_note", "move_note", "edit_note", "delete_note"})
+# MCP tool annotations for the tools that change something (read_only=False): destructive =
+# may overwrite or remove what is there (update replaces a memory's fields), not only add to
+# it; idempotent = a second call with the same arguments changes nothing more (forget, move
+# and delete find nothing the second time; write_note writes the same bytes). Not idempotent:
+# remember (a second memory), update (a history row a call), feedback (a count), append and
+# edit_note (an insert or a replace by a text its replacement holds happens again).
+DESTRUCTIVE = frozenset({"update", "forget", "write_note", "move_note", "edit_note", "delete_note"})
+IDEMPOTENT = frozenset({"forget", "write_note", "move_note", "delete_note"})
 
 
 def size(value: Any) -> int:
@@ -128,3 +152,56 @@ def call(bridge: Bridge, name: str, arguments: dict[str, Any] | None) -> tuple[s
     if structured is not None and not isinstance(structured, dict):
         structured = {"result": structured}
     return text, (None if structured is None else fit(structured, text)), is_error
+
+
+def call_safely(
+    bridge: Bridge, name: str, arguments: dict[str, Any] | None
+) -> tuple[str, Any, bool]:
+    """call(), but a failure nobody foresaw (a bug, an answer of an older daemon that does not
+    read as expected) is a tool error the agent reads (isError, with what failed), and its
+    traceback goes to stderr, instead of a JSON-RPC error with code 0 and Python's words."""
+    try:
+        return call(bridge, name, arguments)
+    except Exception as exc:
+        say(traceback.format_exc().rstrip())
+        text = (
+            f"{name}: memoryd mcp could not complete this call ({type(exc).__name__}: {exc}), "
+            "an error in memoryd itself; the MCP server's log (stderr) has the details"
+        )
+        return (
+            text,
+            {"error": {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}},
+            True,
+        )
+
+
+def named(text: str, prefix: str, everywhere: bool = True) -> str:
+    """`text` (memoryd's words) with the tools it names as the agent calls them under `prefix`
+    (`Read the note again (memoryd_read_note)`): the plain-word tools in memoryd's phrases for
+    them, and, with `everywhere` (descriptions, instructions, errors; not an answer's body,
+    which quotes notes), each tool named with an underscore outside a path or quotes."""
+    if not prefix:
+        return text
+    if everywhere:
+        text = _UNDERSCORED.sub(lambda m: prefix + m[1], text)
+    for name, phrases in PLAIN_MENTIONS.items():
+        for phrase in phrases:
+            if phrase in text:
+                text = text.replace(phrase, phrase.replace(name, prefix + name, 1))
+    return text
+
+
+def named_in(schema: Any, prefix: str) -> Any:
+    """A tool's input schema with its descriptions naming the tools as the agent calls them."""
+    if not prefix:
+        return schema
+    if isinstance(schema, dict):
+        return {
+            k: named(v, prefix)
+            if k == "description" and isinstance(v, str)
+            else named_in(v, prefix)
+            for k, v in schema.items()
+        }
+    if isinstance(schema, list):
+        return [named_in(v, prefix) for v in schema]
+    return schema

@@ -134,6 +134,8 @@ def fmt_items(res: dict[str, Any]) -> str:
             when = _when(i.get("at") or i.get("mtime"))
             tags = " ".join(f"#{t}" for t in i.get("tags") or [])
             lines.append(f"{when} {i['path']} — {i.get('title', '')} {tags}".rstrip())
+    if "total" in res and not lines:  # a sentence, not a heading over nothing
+        return "No notes." if not res["total"] else f"{res['total']} note(s), none past offset"
     if "total" in res:
         lines.insert(0, f"{res['total']} note(s), times in UTC:")
     if res.get("has_more"):  # recent_activity: its limit left some out

@@ -20,9 +20,10 @@ import sys
 from typing import Any
 
 from memoryd import __version__
-from memoryd.agents import catalog
+from memoryd.agents import catalog, wire
 from memoryd.agents.tools import Bridge
 from memoryd.ctl import client, socket_path
+from memoryd.ctl.parser import seconds
 
 PREFIX_ENV = "MEMORYD_MCP_PREFIX"
 _PREFIX = re.compile(r"^[A-Za-z0-9_-]{0,32}$")
@@ -38,53 +39,70 @@ def build_server(bridge: Bridge, prefix: str = "") -> Any:
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
-    tools = [
-        types.Tool(
-            name=prefix + t.name,
-            description=t.description,
-            input_schema=t.schema,
-            annotations=types.ToolAnnotations(
-                read_only_hint=t.read_only,
-                destructive_hint=t.name in catalog.DESTRUCTIVE,
-                open_world_hint=False,
-            ),
-        )
-        for t in catalog.ALL_TOOLS
-    ]
+    tools = listed_tools(prefix)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=tools)
 
     async def on_call(ctx: Any, params: Any) -> Any:
+        from mcp.shared.exceptions import MCPError
+
         name = params.name
-        if prefix and name.startswith(prefix):
-            name = name[len(prefix) :]
-        elif prefix:
-            name = "\0" + name  # unprefixed names are not this server's
+        if prefix and not name.startswith(prefix):  # unprefixed names are not this server's
+            unknown = f"unknown tool {name!r}: this server's tools are named {prefix}NAME"
+            raise MCPError(code=types.INVALID_PARAMS, message=unknown)
+        name = name[len(prefix) :]
+        if name not in catalog.BY_NAME:  # a protocol error, as MCP has it (not a tool's)
+            raise MCPError(code=types.INVALID_PARAMS, message=prefixed("", name, prefix))
         text, structured, is_error = await anyio.to_thread.run_sync(
-            catalog.call, bridge, name, params.arguments
+            catalog.call_safely, bridge, name, params.arguments
         )
-        if name.startswith("\0"):
-            text = f"unknown tool {params.name!r}: this server's tools are named {prefix}NAME"
-        elif prefix:
-            text = prefixed(text, name, prefix)
+        if prefix:  # the tools named as the agent calls them (in an error: in every word)
+            text = catalog.named(prefixed(text, name, prefix), prefix, everywhere=is_error)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             structured_content=structured,
             is_error=is_error,
         )
 
-    return Server(
+    server = Server(
         "memoryd",
         version=__version__,
-        instructions="memoryd is the user's local memory: notes in a markdown workspace plus "
-        "memories agents add. Call session_context at the start of a task, search before "
-        "asking the user something they may have said before, remember durable facts and "
-        "decisions, and use read_note, then edit_note (or write_note) with expected_sha256, to "
-        "change notes.",
+        instructions=catalog.named(INSTRUCTIONS, prefix),
         on_list_tools=list_tools,
         on_call_tool=on_call,
     )
+    server.middleware.append(wire.plain_errors)
+    return server
+
+
+INSTRUCTIONS = (
+    "memoryd is the user's local memory: notes in a markdown workspace plus memories agents "
+    "add. Call session_context at the start of a task, search before asking the user something "
+    "they may have said before, remember durable facts and decisions, and use read_note, then "
+    "edit_note (or write_note) with expected_sha256, to change notes."
+)
+
+
+def listed_tools(prefix: str = "") -> list[Any]:
+    """The tools as tools/list gives them: each name after `prefix`, and every tool their
+    descriptions name said as the agent calls it."""
+    import mcp.types as types
+
+    return [
+        types.Tool(
+            name=prefix + t.name,
+            description=catalog.named(t.description, prefix),
+            input_schema=catalog.named_in(t.schema, prefix),
+            annotations=types.ToolAnnotations(
+                read_only_hint=t.read_only,
+                destructive_hint=t.name in catalog.DESTRUCTIVE,
+                idempotent_hint=None if t.read_only else t.name in catalog.IDEMPOTENT,
+                open_world_hint=False,
+            ),
+        )
+        for t in catalog.ALL_TOOLS
+    ]
 
 
 def prefixed(text: str, name: str, prefix: str) -> str:
@@ -100,21 +118,22 @@ async def serve(bridge: Bridge, prefix: str = "") -> None:
     from mcp.server.stdio import stdio_server
 
     server = build_server(bridge, prefix)
-    async with stdio_server() as (read, write):
+    stdin: Any = wire.StdinLines()  # strict UTF-8 (memoryd.agents.wire)
+    async with stdio_server(stdin=stdin) as (read, write):
         answering = AnswerUnparsed(read, write)
         await server.run(answering, answering.write, server.create_initialization_options())
 
 
 def readable_id(exc: Exception) -> int | str | None:
     """The request id of a line the SDK could not take, when it can be read: from the parsed
-    object (valid JSON, not a valid message) or from the raw text (JSON cut short)."""
-    errors = getattr(exc, "errors", None)
-    for err in errors() if callable(errors) else []:
+    object (valid JSON, not a valid message) or from the raw text (JSON cut short, or bytes
+    that are not UTF-8)."""
+    for err in _errors(exc):
         value = err.get("input")
         if isinstance(value, dict) and "id" in value:
             rid = value["id"]
             ok = isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
-            return rid if ok else None
+            return rid if ok and _writable(rid) else None
         if isinstance(value, str) and '"id"' in value:
             m = _ID.search(value)
             if m:
@@ -122,8 +141,41 @@ def readable_id(exc: Exception) -> int | str | None:
                     rid = json.loads(m.group(1))
                 except ValueError:
                     return None
-                return rid if isinstance(rid, int | str) else None
+                return rid if isinstance(rid, int | str) and _writable(rid) else None
     return None
+
+
+def _errors(exc: Exception) -> list[dict[str, Any]]:
+    errors = getattr(exc, "errors", None)
+    return list(errors()) if callable(errors) else []
+
+
+def _why(errors: list[dict[str, Any]]) -> str:
+    """Where the JSON parser stopped and why (`EOF while parsing an object at column 46`,
+    `recursion limit exceeded ...`), for the client's developer; a message is one line."""
+    for e in errors:
+        said = (e.get("ctx") or {}).get("error")
+        if e.get("type") == "json_invalid" and isinstance(said, str):
+            said = _WHERE.sub(lambda m: _where(m[1], m[2]), said)
+            return f" ({said})"
+    return ""
+
+
+_WHERE = re.compile(r" at line (\d+) column (\d+)$")
+
+
+def _where(line: str, column: str) -> str:
+    """The parser's place on the one line a message is (line 2 is past its end)."""
+    return f" at column {column}" if line == "1" else " at the end of the line"
+
+
+def _array(error: dict[str, Any]) -> bool:
+    return error.get("type") == "model_type" and isinstance(error.get("input"), list)
+
+
+def _writable(rid: int | str) -> bool:
+    """An id that can be written back as UTF-8 (one read from bytes that are not cannot)."""
+    return not isinstance(rid, str) or not any("\udc80" <= c <= "\udcff" for c in rid)
 
 
 class AnswerUnparsed:
@@ -169,20 +221,29 @@ class AnswerUnparsed:
         import mcp.types as types
         from mcp.shared.message import SessionMessage
 
-        rid = readable_id(exc)
-        kinds = {e.get("type") for e in (exc.errors() if hasattr(exc, "errors") else [])}
-        code, what = (
-            (types.PARSE_ERROR, "parse error: the line is not valid JSON")
-            if "json_invalid" in kinds
-            else (types.INVALID_REQUEST, "invalid request: not a valid JSON-RPC 2.0 message")
+        errors = _errors(exc)
+        kinds = {e.get("type") for e in errors}
+        batch = next(  # the whole line an array (not a member of the message, as params)
+            (e["input"] for e in errors if len(e.get("loc", ())) <= 1 and _array(e)), None
         )
-        print(f"memoryd mcp: {what} (id {rid!r})", file=sys.stderr)
-        if rid is None:
-            return
-        error = types.JSONRPCError(
-            jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=what)
-        )
-        await self.write.send(SessionMessage(error))
+        if batch is not None:  # each request in it is told, rather than left to time out
+            code, what, ids = types.INVALID_REQUEST, wire.BATCH, wire.batch_ids(batch)
+        else:
+            code, what = (
+                (types.PARSE_ERROR, "parse error: the line is not valid UTF-8 (MCP messages are)")
+                if "string_unicode" in kinds
+                else (types.PARSE_ERROR, "parse error: the line is not valid JSON" + _why(errors))
+                if "json_invalid" in kinds
+                else (types.INVALID_REQUEST, "invalid request: not a valid JSON-RPC 2.0 message")
+            )
+            rid = readable_id(exc)
+            ids = [] if rid is None else [rid]
+        wire.say(f"memoryd mcp: {what} (id {', '.join(map(repr, ids)) or None})")
+        for rid in ids:
+            error = types.JSONRPCError(
+                jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=what)
+            )
+            await self.write.send(SessionMessage(error))
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -276,7 +337,7 @@ def socket_candidates(explicit: str | None, config: str | None) -> list[str]:
         first = str(load_config(Path(config) if config else None).socket)
     except (MemorydError, OSError) as exc:
         first = socket_path(None)
-        print(f"memoryd mcp: {exc}; using the default socket {first}", file=sys.stderr)
+        wire.say(f"memoryd mcp: {exc}; using the default socket {first}")
     return [first, *(p for p in client.login_socket_paths() if p != first)]
 
 
@@ -296,7 +357,9 @@ def add_parser(sub: Any) -> None:
         help="this agent's default memory namespace (default: $MEMORYD_NAMESPACE, else the "
         "daemon's)",
     )
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the daemon")
+    p.add_argument(
+        "--timeout", type=seconds, default=60.0, help="seconds to wait for the daemon (60)"
+    )
     p.add_argument(
         "--prefix",
         default=None,
@@ -311,21 +374,24 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         import anyio
         import mcp  # noqa: F401
     except ImportError:
-        print("memoryd mcp needs the MCP SDK: pip install 'memoryd[mcp]'", file=sys.stderr)
+        wire.say("memoryd mcp needs the MCP SDK: pip install 'memoryd[mcp]'")
         return 2
     namespace = args.namespace or os.environ.get("MEMORYD_NAMESPACE") or None
+    if namespace is not None:  # refused now, not by every call of the session
+        where = "--namespace" if args.namespace else "MEMORYD_NAMESPACE"
+        problem = namespace_problem(namespace)
+        if problem:
+            wire.say(f"memoryd mcp: {where}: {problem}")
+            return 2
     prefix = args.prefix if args.prefix is not None else os.environ.get(PREFIX_ENV, "")
     if not _PREFIX.match(prefix):
-        print(
+        wire.say(
             f"memoryd mcp: the tool name prefix may hold up to 32 letters, digits, '_' and '-' "
-            f"(got {len(prefix)} characters with others)",
-            file=sys.stderr,
+            f"(got {len(prefix)} characters with others)"
         )
         return 2
     if sys.stdin is None or sys.stdout is None:  # `<&-`, `>&-`: no channel to speak on
-        print(
-            "memoryd mcp: stdin and stdout carry the MCP messages; one is closed", file=sys.stderr
-        )
+        wire.say("memoryd mcp: stdin and stdout carry the MCP messages; one is closed")
         return 2
     sockets = socket_candidates(args.socket, args.config)
     bridge = Bridge(sockets, namespace, timeout=args.timeout)
@@ -335,6 +401,24 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         if not client_gone(exc):
             raise
     return 0  # the client closed its end (the agent quit): the session is over, not an error
+
+
+def namespace_problem(namespace: str) -> str | None:
+    """What is wrong with an agent's default namespace, in the daemon's words, else None."""
+    from memoryd.core.errors import MemorydError
+    from memoryd.memory.validation import check_name
+
+    if namespace.strip() == "*":
+        return (
+            "'*' (every namespace) can be searched but not remembered into: give one "
+            "namespace (search takes namespace '*' call by call)"
+        )
+    try:
+        check_name(namespace[:65], "namespace")  # (cut: over 64 is said by the name's rule)
+    except MemorydError as exc:
+        said = str(exc).removeprefix("namespace: ")
+        return said + (f", got {len(namespace)}" if len(namespace) > 64 else "")
+    return None
 
 
 def client_gone(exc: BaseException) -> bool:

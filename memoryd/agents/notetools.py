@@ -259,6 +259,8 @@ def run_delete_note(b: Bridge, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def fmt_links(r: dict[str, Any]) -> str:
+    if not r["links"]:  # as memoryctl says it
+        return _others(r) + f"{r['path']} links to nothing"
     lines = [f"{r['path']} links to {len(r['links'])}:"]
     for x in r["links"]:
         to = x["path"] or "(unresolved)"
@@ -269,6 +271,8 @@ def fmt_links(r: dict[str, Any]) -> str:
 
 
 def fmt_backlinks(r: dict[str, Any]) -> str:
+    if not r["backlinks"]:
+        return _others(r) + f"nothing links to {r['path']}"
     lines = [f"{len(r['backlinks'])} link(s) to {r['path']}:"]
     lines += [
         f"{x['path']}:{x['line']}" + (f" #{x['heading']}" if x.get("heading") else "")
@@ -294,10 +298,11 @@ NOTE_TOOLS: list[ToolSpec] = [
     ToolSpec(
         "read_note",
         "Read a markdown note from the workspace, front matter included. Returns its text and "
-        "sha256; pass that sha256 to write_note/edit_note/append_to_note/move_note/delete_note "
-        "so a concurrent edit is never overwritten. For a long note read a page: offset and "
-        "limit in lines (or bytes with unit 'bytes'); the answer gives the total and the next "
-        "offset; pass its sha256 with the next page to be told if the note changed between.",
+        "sha256; pass that sha256 to write_note, edit_note, append_to_note, move_note or "
+        "delete_note so a concurrent edit is never overwritten. For a long note read a page: "
+        "offset and limit in lines (or bytes with unit 'bytes'); the answer gives the total "
+        "and the next offset; pass its sha256 with the next page to be told if the note "
+        "changed between.",
         _obj(
             {
                 "path": NOTE_PATH,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memoryd.agents.argcheck import check_arguments
+from memoryd.agents.argcheck import check_arguments, integral
 from memoryd.agents.formats import (
     fmt_added,
     fmt_forgot,
@@ -477,6 +477,7 @@ def call_tool(
     if problems:  # the daemon's words and code for a bad param (invalid input, -32602)
         text = f"{name}: {problems} ({ERROR_NAMES[INVALID]}, code {INVALID})"
         return text, {"error": {"code": INVALID, "message": problems}}, True
+    args = integral(spec.schema, args)  # 2.0 passed the schema as an integer: the daemon's 2
     try:
         result = spec.run(bridge, args)
     except ToolFailure as exc:

@@ -395,7 +395,9 @@ class Client:
             return f"memoryd is not running (no socket at {path}). {START_HINT} {ELSEWHERE_HINT}"
         if isinstance(exc, ConnectionRefusedError):
             if not _is_socket(path):
-                return f"{path} is not a socket. {ELSEWHERE_HINT}"
+                # (no daemon was named before it: "it" would have nothing to stand for)
+                hint = ELSEWHERE_HINT.replace("If it listens", "If memoryd listens", 1)
+                return f"{path} is not a socket. {hint}"
             return (
                 f"memoryd is not running (stale socket at {path}: nothing accepts connections). "
                 f"{START_HINT}"

@@ -106,7 +106,9 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width)
 
 
-def _seconds(value: str) -> float:
+def seconds(value: str) -> float:
+    """A --timeout value: memoryctl's and `memoryd mcp`'s (0, a negative number, nan or inf
+    would make every call fail, and 0 said the daemon had closed the connection)."""
     try:
         seconds = float(value)
     except ValueError:
@@ -134,7 +136,7 @@ def common_options() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--timeout",
-        type=_seconds,
+        type=seconds,
         default=argparse.SUPPRESS,
         metavar="S",
         help="seconds to wait for the answer (default 30; 600 for reindex, jobs "
