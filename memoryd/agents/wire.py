@@ -2,9 +2,10 @@
 words a client's developer can act on (memoryd.agents.mcp serves; this is the wire's edge).
 
 - stdin is read from a private copy of fd 0, fd 0 itself pointed at /dev/null (so no child
-  process takes a message off the wire), as the UTF-8 MCP requires: a line holding other bytes is refused (-32700 with
-  the line's id, by mcp.AnswerUnparsed) instead of reaching a memory or a note with U+FFFD in
-  place of what was written, as the SDK's own reader (errors="replace") would let it.
+  process takes a message off the wire), as the UTF-8 MCP requires: a line holding other
+  bytes is refused (-32700 with the line's id, by mcp.AnswerUnparsed) instead of reaching a
+  memory or a note with U+FFFD in place of what was written, as the SDK's own reader
+  (errors="replace") would let it.
 - A request whose id is null, a fraction, true/false, an object or a list cannot be answered
   (no id to answer with): it is logged on stderr and not run (the SDK would take it for a
   notification and drop it without a word).
