@@ -406,7 +406,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def namespace_problem(namespace: str) -> str | None:
     """What is wrong with an agent's default namespace, in the daemon's words, else None."""
     from memoryd.core.errors import MemorydError
-    from memoryd.memory.validation import check_name
+    from memoryd.core.names import check_name
 
     if namespace.strip() == "*":
         return (

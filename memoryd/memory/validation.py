@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memoryd.core.errors import InvalidInput, Refused, TooLarge, check_int, describe
+from memoryd.core.names import NAME, check_name, check_str
 from memoryd.core.timeutil import MAX_TIME, parse_bound, parse_duration, parse_time
 from memoryd.memory import lifecycle
 from memoryd.text import secretguard
@@ -26,25 +27,10 @@ from memoryd.text.markdown import nfc, sha256_text
 MAX_INT = 2**63 - 1  # SQLite's INTEGER range
 MAX_SOURCE = 200
 MAX_CONTEXT = 2000
-_NAME = re.compile(r"^[\w][\w.:/-]{0,63}$", re.UNICODE)
+_NAME = NAME  # (the one rule: core/names.py)
 TEXT_FIELDS = ("content", "context", "source", "tags", "triggers", "type", "namespace")
 # Names cannot carry "[REDACTED:kind]": in redact mode a credential in one is refused instead.
 NAME_FIELDS = ("type", "namespace")
-
-
-def check_str(value: object, field: str, *, limit: int | None = None) -> str:
-    """A string that SQLite and JSON can carry: no NUL, no lone surrogate, within `limit`."""
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field}: expected a string, got {describe(value)}")
-    if "\x00" in value:
-        raise InvalidInput(f"{field}: must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(f"{field}: not valid Unicode (a lone surrogate)") from None
-    if limit is not None and len(value) > limit:
-        raise TooLarge(f"{field}: longer than {limit} characters")
-    return value
 
 
 def check_content(content: object, max_bytes: int) -> str:
@@ -58,16 +44,6 @@ def check_content(content: object, max_bytes: int) -> str:
             "(memories.max_content_bytes); split it or save it as a note in the workspace"
         )
     return text
-
-
-def check_name(value: object, field: str) -> str:
-    text = check_str(value, field, limit=200).strip()
-    if not _NAME.match(text):
-        raise InvalidInput(
-            f"{field}: expected a short name (letters, digits, '_', '-', '.', ':', '/'; "
-            "at most 64 characters)"
-        )
-    return text.lower() if field == "type" else text
 
 
 def check_tags(value: object) -> tuple[str, ...]:
