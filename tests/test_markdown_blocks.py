@@ -46,6 +46,8 @@ INLINE = {
     "inline comment": "Shown %%{}%% shown.",
     "inline html comment": "Shown <!-- {} --> shown.",
     "inline math": "Shown $${}$$ shown.",
+    "inline math in single dollars": "Shown $x = {}$ shown.",
+    "inline math after a price": "It cost $5, so $x {}$ shown.",
 }
 INDENTED = {
     "indented code block": "Run this:\n\n    {}\n    make",
@@ -148,6 +150,37 @@ def test_a_backtick_run_with_backticks_after_it_is_a_code_span_not_a_fence() -> 
     assert obsidian.inline_tags(body) == ("kept",)
     assert [h[2] for h in mdblocks.headings(body.split("\n"))] == ["After"]
     assert [link.target for link in obsidian.links(body)] == ["Kept"]
+
+
+@pytest.mark.parametrize(
+    ("body", "tags"),
+    [
+        ("$5 #budget", ("budget",)),  # a price, then a tag
+        ("Ana paid $5 #budget, Bo $6 #food", ("budget", "food")),  # a space before each `$`
+        ("It costs $ 5 #budget$", ("budget",)),  # a space after the opening `$`
+        ("Escaped \\$x #kept\\$", ("kept",)),
+        ("`$x` #kept $y", ("kept",)),  # a `$` in code opens nothing
+    ],
+)
+def test_a_dollar_that_opens_no_math_hides_nothing(body: str, tags: tuple[str, ...]) -> None:
+    assert obsidian.inline_tags(body) == tags
+    assert {m.key for m in entities.extract_note(body, "n.md") if m.key.startswith("#")} == {
+        f"#{t}" for t in tags
+    }
+
+
+def test_a_line_that_opens_with_a_comment_or_math_is_read_after_it() -> None:
+    """The hidden part is blanked, and the line is still the text it was, not indented code."""
+    body = "%% draft %% Grace Hopper wrote #kept\n$$x$$ and [[Kept]]\n\n%%c%% Launch Plan\n===\n"
+    assert obsidian.inline_tags(body) == ("kept",)
+    assert "grace hopper" in _mentions(body) and "#kept" in _mentions(body)
+    assert [h[2] for h in mdblocks.headings(body.split("\n"))] == ["Launch Plan"]
+
+
+def test_a_heading_keeps_its_inline_math() -> None:
+    body = "# Cost $O(n)$ of a scan\n\nText.\n"
+    assert markdown.chunk_markdown(body)[0].heading_path == ("Cost $O(n)$ of a scan",)
+    assert obsidian.title(None, body, "n.md") == "Cost $O(n)$ of a scan"
 
 
 @pytest.mark.parametrize(

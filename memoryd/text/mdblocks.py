@@ -6,7 +6,10 @@ note titles, inline tags, links, entities' titles, edit_note's sections). Pure f
   one reader for the chunker (a code block is never split at its blank lines) and for
   headings, titles, tags, links and entities. "```x```" is a code span, no fence.
 - What Obsidian hides or does not read as markdown: `%%comments%%` and `<!-- comments -->`
-  (inline or over several lines) and `$$math$$` blocks. `readable` blanks them (offsets kept),
+  (inline or over several lines), `$$math$$` blocks and `$inline math$` (a `$` with no white
+  space after it up to the next `$` on its line with no white space before it: `$5 #budget`
+  is a price and a tag; headings keep inline math in their titles). `readable` blanks them
+  (offsets kept),
   so a `# line` in a comment or a math block is no heading, and a `#word` or `[[link]]` there is
   no tag or link; their text stays in the chunks (it is searchable, as rg finds it). A `%%`,
   `<!--` or `$$` with no closing one after it is text; `$$` that does not open its line closes
@@ -242,11 +245,59 @@ def _hidden(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def readable(lines: Sequence[str], *, spans: bool = False) -> list[tuple[str, bool]]:
+_DOLLAR = re.compile(r"(?<![\\$])\$(?!\$)")  # a `$` alone, not escaped
+
+
+def _inline_math(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each `$inline math$` of a text whose code, comments and math blocks
+    are blanked: a `$` with no white space after it up to the next `$` on its line with no
+    white space before it (Obsidian's rule: `$5 #budget` and `$5 and $6` are text). Linear: the
+    next closing `$` of each is found once."""
+    marks = [m.start() for m in _DOLLAR.finditer(text)]
+    closer: list[int | None] = [None] * len(marks)  # the next `$` that may close, after each
+    last: int | None = None
+    for i in range(len(marks) - 1, -1, -1):
+        closer[i] = last
+        if marks[i] > 0 and not text[marks[i] - 1].isspace():
+            last = i
+    out: list[tuple[int, int]] = []
+    i = 0
+    while i < len(marks):
+        start, j = marks[i], closer[i]
+        if start + 1 < len(text) and not text[start + 1].isspace() and j is not None:
+            end = marks[j] + 1
+            if text.find("\n", start, end) < 0:  # on one line
+                out.append((start, end))
+                i = j + 1
+                continue
+        i += 1
+    return out
+
+
+def _blank(text: str, regions: Iterable[tuple[int, int]]) -> str:
+    """The text with each (start, end) region blanked, line breaks and offsets kept."""
+    parts: list[str] = []
+    at = 0
+    for start, end in sorted(regions):
+        start = max(start, at)
+        if start >= end:
+            continue
+        parts.append(text[at:start])
+        parts.append("".join("\n" if ch == "\n" else " " for ch in text[start:end]))
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def readable(
+    lines: Sequence[str], *, spans: bool = False, math: bool = True
+) -> list[tuple[str, bool]]:
     """Each line as markdown reads it, with whether it belongs to a fenced code block (`fenced`;
-    a code line is given as it is): comments and math blanked, offsets kept; with `spans`, code
-    spans and all the code `_code` finds too (what tags and links are read from)."""
-    if not spans and not any("%%" in x or "<!--" in x or "$$" in x for x in lines):
+    a code line is given as it is): comments and math blanked (`$$blocks$$`, and with `math`
+    `$inline math$` too), offsets kept; with `spans`, code spans and all the code `_kinds`
+    finds too (what tags and links are read from)."""
+    marks = ("%%", "<!--", "$") if math else ("%%", "<!--", "$$")
+    if not spans and not any(mark in x for x in lines for mark in marks):
         return list(fenced(lines))  # nothing hidden: the lines as they are
     every = _all_kinds(lines)
     flags = [kind == "fence" for kind in every]
@@ -257,16 +308,10 @@ def readable(lines: Sequence[str], *, spans: bool = False) -> list[tuple[str, bo
     ]
     text = "\n".join(masked)
     regions = _hidden(text) if ("%%" in text or "<!--" in text or "$$" in text) else []
+    if math and "$" in text:
+        regions += _inline_math(_blank(text, regions) if regions else text)
     if regions:
-        src = text if spans else "\n".join(lines)
-        parts: list[str] = []
-        at = 0
-        for start, end in regions:
-            parts.append(src[at:start])
-            parts.append("".join("\n" if ch == "\n" else " " for ch in src[start:end]))
-            at = end
-        parts.append(src[at:])
-        out = "".join(parts).split("\n")
+        out = _blank(text if spans else "\n".join(lines), regions).split("\n")
     else:
         out = masked if spans else list(lines)
     if not spans:  # code only `_code` sees: its text (no heading starts 4 columns in)
@@ -301,14 +346,16 @@ def front_matter_lines(lines: Sequence[str]) -> int:
 
 def headings(lines: Sequence[str]) -> list[tuple[int, int, str, int]]:
     """(line index, level, title, lines it takes: 1 for ATX, 2 for setext) of every heading,
-    in order, as `readable` reads the lines."""
+    in order, as `readable` reads the lines (`$inline math$` stays in a title, as Obsidian shows
+    it; whether a line can be a paragraph's is read from the line as written: a comment that
+    opens a line does not make it indented code)."""
     if not _MAYBE_HEADING.search("\n".join(lines)):
         return []
     out: list[tuple[int, int, str, int]] = []
     top = front_matter_lines(lines)
     para, para_text = -1, ""  # the line an underline would make a heading ("": none)
     prose: bool | None = None  # its block is a paragraph (not a list or a quote); None: no block
-    for i, (line, code) in enumerate(readable(lines)):
+    for i, (line, code) in enumerate(readable(lines, math=False)):
         if code or not line.strip() or i < top:
             para_text, prose = "", None
             continue
@@ -321,7 +368,8 @@ def headings(lines: Sequence[str]) -> list[tuple[int, int, str, int]]:
             out.append((para, 1 if line.strip()[0] == "=" else 2, para_text.strip(), 2))
             para_text, prose = "", None
             continue
+        written = _NOT_PARAGRAPH.match(lines[i]) is None
         if prose is None:
-            prose = not _NOT_PARAGRAPH.match(line)
-        para, para_text = (i, line) if prose and not _NOT_PARAGRAPH.match(line) else (-1, "")
+            prose = written
+        para, para_text = (i, line) if prose and written else (-1, "")
     return out
