@@ -132,40 +132,76 @@ def from_code(
     return DiskFull(text) if code in NO_ROOM else other(text)
 
 
+# how long `writes_refused` is shown after the last refused write, once one has worked since:
+# a disk with a little room refuses some writes and takes others, and status stays one answer
+REFUSED_WINDOW_S = 600.0
+
+
 class Refusals:
-    """Whether writes are being refused now (status: `store.writes_refused`, and the daily
-    log's `waiting`): set by the first refused write, with one warning in the log; cleared by
-    the next write that works, with one info line. Thread-safe enough: plain assignments."""
+    """Whether writes are refused (status: `store.writes_refused`, the daily log's `refused`),
+    by one rule a person can read: from the first refused write until none was refused for
+    REFUSED_WINDOW_S and one has worked since (not flipping at each write while a nearly full
+    disk takes some and refuses others), with the time of the last refusal and of the last
+    write that worked. One warning in the log when it starts, one info line when it ends; the
+    `on_worked` hook at each first write that works after a refusal (a retry is due). Thread-
+    safe enough: plain assignments."""
 
     def __init__(self, what: str) -> None:
         self.what = what  # "store", "daily log": the log lines' subject
-        self.since: float | None = None
-        self.error: str | None = None
+        self.since: float | None = None  # the first refusal of this spell
+        self.error: str | None = None  # the last refusal's message
+        self.last_refused: float | None = None
+        self.last_worked: float | None = None  # the last write that worked, in this spell
+        self.count = 0  # refusals in this spell
         # called once writes work again (App: reconcile, for files whose indexing was refused)
         self.on_worked: Callable[[], None] | None = None
 
     def refused(self, error: str) -> None:
-        first = self.since is None
-        self.error = error
-        if first:
-            self.since = time.time()
+        now = time.time()
+        self.error, self.last_refused, self.count = error, now, self.count + 1
+        if self.since is None:
+            self.since, self.last_worked = now, None
             log.warning(f"{self.what} writes refused", error=error)
 
     def worked(self) -> None:
-        since = self.since
-        if since is None:
+        if self.since is None:
             return
-        self.since, self.error = None, None
-        log.info(f"{self.what} writes work again", refused_s=round(time.time() - since, 1))
-        if self.on_worked is not None:
+        now = time.time()
+        again = self.last_worked is None or self.last_worked < (self.last_refused or 0.0)
+        self.last_worked = now
+        if again and self.on_worked is not None:  # the first write that works after a refusal
             try:
                 self.on_worked()
             except Exception:  # never the writer's failure
                 log.exception("after writes work again")
+        self._over(now)
+
+    def _over(self, now: float) -> bool:
+        """End the spell once no write was refused for the window and one has worked since."""
+        since, last, worked = self.since, self.last_refused, self.last_worked
+        if since is None:
+            return True
+        if worked is None or last is None or worked < last or now - last < REFUSED_WINDOW_S:
+            return False
+        self.since, self.error, self.last_refused, self.last_worked = None, None, None, None
+        log.info(
+            f"{self.what} writes work again",
+            refused_s=round((last or now) - since, 1),
+            refusals=self.count,
+        )
+        self.count = 0
+        return True
 
     def info(self) -> dict[str, Any] | None:
-        """{"since": ISO time, "error": the last refusal's message}, or None."""
-        since, error = self.since, self.error
-        if since is None:
+        """None, or {"since": ISO time of the first refusal, "error": the last one's message,
+        "last_refused", "last_worked" (ISO times; null: none since the first refusal),
+        "refusals": how many}."""
+        if self._over(time.time()):
             return None
-        return {"since": iso(since), "error": error}
+        return {
+            "since": iso(self.since),
+            "error": self.error,
+            "last_refused": iso(self.last_refused),
+            "last_worked": iso(self.last_worked),
+            "refusals": self.count,
+        }
