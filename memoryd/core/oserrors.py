@@ -45,7 +45,9 @@ PASSING = NO_ROOM | {
 
 
 def what_to_do(code: int | None) -> str:
-    """The fix for a refused write, by errno (the sentence after the system's words)."""
+    """The fix for a refused write (or a folder memoryd cannot use), by errno: the sentence
+    after the system's words. memoryctl's stdlib copy (ctl/outfile.refused_output) knows the
+    same errnos (tests/test_shared_helpers.py holds the two to one table)."""
     if code == errno.ENOSPC:
         return "free some space (or files, when it has no inodes left: df -i) and retry"
     if code == errno.EDQUOT:
@@ -56,7 +58,7 @@ def what_to_do(code: int | None) -> str:
             "and retry"
         )
     if code == errno.EROFS:
-        return "it is on a read-only file system: remount it read-write (or move data_dir)"
+        return "remount it read-write, or point data_dir (or the path) elsewhere"
     if code in (errno.EACCES, errno.EPERM):
         return "the daemon may not write there: give its user write permission"
     if code in (errno.EMFILE, errno.ENFILE):
@@ -67,6 +69,12 @@ def what_to_do(code: int | None) -> str:
         )
     if code == errno.EIO:
         return "the disk reported an I/O error: check it (dmesg), then retry"
+    if code in (errno.EEXIST, errno.ENOTDIR):
+        return (
+            "a file is in the way where a folder must be: move it, or point the setting elsewhere"
+        )
+    if code == errno.EISDIR:
+        return "it is a folder: name a file"
     return "retry once the cause is fixed"
 
 
@@ -85,6 +93,14 @@ def _nofile() -> str:
 
 def strerror(code: int | None) -> str:
     return os.strerror(code) if code else "refused by the system"
+
+
+def describe(exc: OSError, where: str | Path | None = None) -> str:
+    """`PATH: No space left on device; free some space ... and retry`: an OSError as one line
+    that names the path, what the system said and what to do (a folder or file memoryd needs
+    at start-up, `memoryd run`'s and every other command's last word)."""
+    path = where if where is not None else exc.filename if exc.filename is not None else "a file"
+    return f"{path}: {exc.strerror or strerror(exc.errno)}; {what_to_do(exc.errno)}"
 
 
 def message(where: str | Path | None, code: int | None, detail: str | None = None) -> str:
