@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import sys
 from pathlib import Path
@@ -263,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         setting = getattr(exc, "setting", None)  # the path setting it was about (daemon.run)
         where = f"{setting}: " if setting else ""
         doing = "cannot start: " if daemon else ""  # (config show, store migrate: no start)
-        return _fail(daemon, f"{doing}{where}{describe_os_error(exc)}", EXIT_START)
+        from memoryd.core.oserrors import describe
+
+        return _fail(daemon, f"{doing}{where}{describe(exc)}", EXIT_START)
     except KeyboardInterrupt as exc:
         if not daemon:  # (the daemon says how it stopped in its log)
             said = f"; {exc.args[0]}" if exc.args else ""
@@ -308,20 +309,6 @@ def _fail(daemon: bool, message: str, status: int) -> int:
                 return status
     print(f"memoryd: {message}", file=sys.stderr)
     return status
-
-
-def describe_os_error(exc: OSError) -> str:
-    """`PATH is on a read-only file system; ...`: one line that names the path and the fix."""
-    where = exc.filename if exc.filename is not None else "a file"
-    if exc.errno == errno.EROFS:
-        return f"{where} is on a read-only file system; point data_dir (or the path) elsewhere"
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return f"permission denied on {where}; it must be writable by you (uid check, chmod)"
-    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
-        return f"{where} is not a folder (a file is in the way)"
-    if exc.errno == errno.ENOSPC:
-        return f"no space left on the device holding {where} (or no inodes left: df -i)"
-    return f"{where}: {exc.strerror or exc}"
 
 
 if __name__ == "__main__":

@@ -31,6 +31,10 @@ WRAPPED = {
     "fence under a nested list item": (
         "1. Install:\n    - deps:\n        ```bash\n        {}\n        ```"
     ),
+    "fence on a list item's line": "- ```bash\n  {}\n  ```",
+    "tilde fence on an ordered item's line": "1. ~~~\n   {}\n   ~~~",
+    "fence under a wide ordered marker": "10. Run:\n    ~~~sh\n    {}\n    ~~~",
+    "fence under a nested item's line": "- a\n  - ```\n    {}\n    ```",
     "comment block": "%%\n{}\n%%",
     "comment block opened mid-line": "Visible %% hidden from here\n{}\n%%",
     "html comment block": "<!--\n{}\n-->",
@@ -42,6 +46,8 @@ INLINE = {
     "inline comment": "Shown %%{}%% shown.",
     "inline html comment": "Shown <!-- {} --> shown.",
     "inline math": "Shown $${}$$ shown.",
+    "inline math in single dollars": "Shown $x = {}$ shown.",
+    "inline math after a price": "It cost $5, so $x {}$ shown.",
 }
 INDENTED = {
     "indented code block": "Run this:\n\n    {}\n    make",
@@ -113,6 +119,68 @@ def test_a_list_items_fence_left_open_ends_with_the_item() -> None:
     body = "- step\n    ```\n    #code\n# After\n\n#kept [[Kept]]\n"
     assert obsidian.inline_tags(body) == ("kept",)
     assert [c.heading_path for c in markdown.chunk_markdown(body)][-1] == ("After",)
+
+
+LIST_FENCES = {
+    "under a dash item": "- step:\n  ```sh\n{}\n  ```\n- next step",
+    "under an ordered item": "1. step:\n   ~~~\n{}\n   ~~~\n2. next step",
+    "under a wide ordered marker": "10. step:\n    ```sh\n{}\n    ```\n11. next step",
+    "under a nested item": "- a\n  - b:\n    ```sh\n{}\n    ```\n  - next step",
+    "on the item's line": "- ```sh\n{}\n  ```\n- next step",
+}
+
+
+@pytest.mark.parametrize("where", list(LIST_FENCES))
+def test_the_chunker_keeps_a_list_items_fence_whole(where: str) -> None:
+    """The chunker reads fences as every other reader does: a long section is split between
+    paragraphs, never at a blank line inside a list item's code block."""
+    indent = " " * (4 if "wide" in where or "nested" in where else 3 if "ordered" in where else 2)
+    lines = ["make deps", "", "# build it", "make all", "", "make install"]
+    code = "\n".join(f"{indent}{line}" if line else "" for line in lines)
+    body = "# Setup\n\n" + "Words to fill the section. " * 6 + "\n\n"
+    body += LIST_FENCES[where].format(code) + "\n\nMore words after the list. " * 3 + "\n"
+    chunks = markdown.chunk_markdown(body, max_tokens=60, overlap_tokens=0)
+    holding = [c for c in chunks if "make deps" in c.content or "make install" in c.content]
+    assert len(holding) == 1 and "# build it" in holding[0].content, [c.content for c in chunks]
+    assert {p for c in chunks for p in c.heading_path} == {"Setup"}
+
+
+def test_a_backtick_run_with_backticks_after_it_is_a_code_span_not_a_fence() -> None:
+    body = "Run ```make``` first.\n```make``` again #kept\n\n# After\n\n[[Kept]]\n"
+    assert obsidian.inline_tags(body) == ("kept",)
+    assert [h[2] for h in mdblocks.headings(body.split("\n"))] == ["After"]
+    assert [link.target for link in obsidian.links(body)] == ["Kept"]
+
+
+@pytest.mark.parametrize(
+    ("body", "tags"),
+    [
+        ("$5 #budget", ("budget",)),  # a price, then a tag
+        ("Ana paid $5 #budget, Bo $6 #food", ("budget", "food")),  # a space before each `$`
+        ("It costs $ 5 #budget$", ("budget",)),  # a space after the opening `$`
+        ("Escaped \\$x #kept\\$", ("kept",)),
+        ("`$x` #kept $y", ("kept",)),  # a `$` in code opens nothing
+    ],
+)
+def test_a_dollar_that_opens_no_math_hides_nothing(body: str, tags: tuple[str, ...]) -> None:
+    assert obsidian.inline_tags(body) == tags
+    assert {m.key for m in entities.extract_note(body, "n.md") if m.key.startswith("#")} == {
+        f"#{t}" for t in tags
+    }
+
+
+def test_a_line_that_opens_with_a_comment_or_math_is_read_after_it() -> None:
+    """The hidden part is blanked, and the line is still the text it was, not indented code."""
+    body = "%% draft %% Grace Hopper wrote #kept\n$$x$$ and [[Kept]]\n\n%%c%% Launch Plan\n===\n"
+    assert obsidian.inline_tags(body) == ("kept",)
+    assert "grace hopper" in _mentions(body) and "#kept" in _mentions(body)
+    assert [h[2] for h in mdblocks.headings(body.split("\n"))] == ["Launch Plan"]
+
+
+def test_a_heading_keeps_its_inline_math() -> None:
+    body = "# Cost $O(n)$ of a scan\n\nText.\n"
+    assert markdown.chunk_markdown(body)[0].heading_path == ("Cost $O(n)$ of a scan",)
+    assert obsidian.title(None, body, "n.md") == "Cost $O(n)$ of a scan"
 
 
 @pytest.mark.parametrize(

@@ -399,8 +399,8 @@ def test_read_only_data_dir_is_one_clear_line(tmp_path: Path, short_dir: Path) -
     assert "Traceback" not in done.stderr
     lines = [json.loads(ln) for ln in done.stderr.splitlines()]  # off a terminal: JSON lines
     assert [ln["error"] for ln in lines if ln["event"] == "fatal"] == [
-        f"cannot start: data_dir: {ro} is on a read-only file system; point data_dir (or the "
-        "path) elsewhere"
+        f"cannot start: data_dir: {ro}: Read-only file system; remount it read-write, or point "
+        "data_dir (or the path) elsewhere"
     ]
 
 

@@ -252,13 +252,14 @@ def test_what_a_query_excludes_the_typo_tier_leaves_out_too(
     make_app: Any, query: str, mode: str
 ) -> None:
     """`-term` excludes in every mode (docs/protocol.md): the corrected query dropped it, and
-    the note that holds it came first."""
+    the note that holds it came first. The correction shown is the word the answer writes
+    (draft.md: falsify), not the one only the excluded note writes (falsification)."""
     from memoryd.search.searcher import SearchRequest
 
     app = make_app(model=None)
     indexed(app, TYPO_NOTES)
     res = app.searcher.search(SearchRequest(query=query, mode=mode))
-    assert res["mode"] == "fuzzy" and res["corrected_query"] == "falsification"
+    assert res["mode"] == "fuzzy" and res["corrected_query"] == "falsify"
     assert [h["path"] for h in res["hits"]] == ["draft.md"]
 
 
@@ -319,3 +320,49 @@ def test_text_that_starts_with_a_dash_is_told_to_go_after_two_dashes(
         assert out.returncode == 2, out.stdout + out.stderr
         said = json.loads(out.stdout)["error"]["message"] if json_flag else out.stderr
         assert f"goes after --, as in memoryctl search -- '{argv[-1]}'" in said, said
+
+
+# each: the notes, then the word the answer's first hit writes for "retro" (one edit from
+# "retry", and the start of "retrospective": the typo tier asks for both)
+RETRO = {
+    "the retrospective first": (
+        {
+            "cadence.md": "# Cadence\n\nThe sprint retrospective is on Friday. The retrospective"
+            " notes go in the wiki after the retrospective.\n",
+            "retry.md": "# Uploads\n\nThe client tries the upload, then a retry.\n",
+        },
+        "retrospective",
+    ),
+    "the retry first": (
+        {
+            "cadence.md": "# Cadence\n\nSprint planning is on Monday, the retrospective on"
+            " Friday, with many other words that make this note long and its match weak.\n",
+            "retry.md": "# Retry\n\nRetry, retry, retry: the upload retry.\n",
+        },
+        "retry",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(RETRO))
+def test_the_corrected_query_shows_the_word_the_answer_writes(
+    make_app: Any, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo-tier answer's `corrected_query` (and memoryctl's "searched for" line, the MCP
+    tool's text) names the word its first hit writes, the prefix reading's ("retrospective")
+    where that hit holds it, not the best correction ("retry") no hit above it writes."""
+    from memoryd.agents.formats import fmt_hits
+    from memoryd.ctl.output import print_search
+    from memoryd.search.searcher import SearchRequest
+
+    notes, word = RETRO[case]
+    app = make_app(model=None)
+    indexed(app, notes)
+    res = app.searcher.search(SearchRequest(query="when is the retro", mode="fuzzy"))
+    assert res["mode"] == "fuzzy", res
+    first = res["hits"][0]["content"].lower()
+    assert word in first, (res["corrected_query"], first)
+    assert res["corrected_query"].split()[-1] == word
+    print_search(res)
+    assert f"searched for: {res['corrected_query']}" in capsys.readouterr().out
+    assert res["corrected_query"] in fmt_hits(res)

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from conftest import DEADLINE_S
 
-from memoryd.cli import describe_os_error
 from memoryd.core.config import Config
 from memoryd.core.errors import ConfigError, InvalidInput, NotFound, Refused
+from memoryd.core.oserrors import describe
 from memoryd.search.searcher import SearchRequest
 from memoryd.serve import methods as api
 from memoryd.store import entries
@@ -192,7 +192,7 @@ def test_data_dir_equal_to_the_workspace_is_a_config_error(tmp_path: Path) -> No
 
 def test_a_workspace_that_is_a_file_gets_a_one_line_reason(tmp_path: Path) -> None:
     exc = FileExistsError(errno.EEXIST, "File exists", str(tmp_path / "ws"))
-    assert "is not a folder" in describe_os_error(exc)
+    assert "a file is in the way where a folder must be" in describe(exc)
 
 
 # --- files that are not what their name says ---------------------------------------------------

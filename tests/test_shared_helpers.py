@@ -1,10 +1,13 @@
 """Helpers that replaced copies made by parallel branches: one fenced-code scanner (chunker, tags,
 links, titles), one workspace-path resolver (delete path, reindex path), one note-path check
-(notes API, links, backlinks)."""
+(notes API, links, backlinks), one describer of a refused write on the daemon's side (and
+memoryctl's standard-library copy held to its cases)."""
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +89,64 @@ def test_links_take_the_notes_api_path_rules(make_app: Any) -> None:
     for bad in ("../Home.md", "Ho\x07me", "~/Home.md", "a\x00"):
         with pytest.raises(InvalidInput):
             vault.links(app.store, bad)
+
+
+# Every describer of a refused write knows the same errnos: the daemon's (core/oserrors.describe,
+# `memoryd run`'s last word and every write path's message) and memoryctl's standard-library
+# copy (ctl/outfile.refused_output, `export -o FILE`): (errno, the words both say; None: neither
+# has a case for it, both say their fallback).
+REFUSALS = [
+    (errno.ENOSPC, "df -i"),
+    (errno.EDQUOT, "free some space"),
+    (errno.EFBIG, "ulimit -f"),
+    (errno.EROFS, "remount"),
+    (errno.EACCES, "write permission"),
+    (errno.EPERM, "write permission"),
+    (errno.EMFILE, "ulimit -n"),
+    (errno.ENFILE, "ulimit -n"),
+    (errno.EIO, "dmesg"),
+    (errno.EEXIST, "a file is in the way"),
+    (errno.ENOTDIR, "a file is in the way"),
+    (errno.EISDIR, "it is a folder"),
+    (errno.ENOENT, None),
+    (errno.EINVAL, None),
+]
+
+
+def _describers() -> list[tuple[Callable[[OSError], str], str]]:
+    """Each describer, with the fix it says for an errno it has no case for."""
+    from memoryd.core import oserrors
+    from memoryd.ctl.outfile import refused_output
+
+    def ctl(exc: OSError) -> str:
+        return refused_output(exc, "/x/out.json")
+
+    unknown = OSError(0, "odd")
+    return [
+        (oserrors.describe, oserrors.describe(unknown).split("; ", 1)[1]),
+        (ctl, ctl(unknown).split("; ", 1)[1]),
+    ]
+
+
+@pytest.mark.parametrize(("code", "words"), REFUSALS, ids=[errno.errorcode[c] for c, _ in REFUSALS])
+@pytest.mark.parametrize("which", [0, 1], ids=["oserrors", "memoryctl"])
+def test_every_describer_of_a_refusal_knows_the_same_cases(
+    code: int, words: str | None, which: int
+) -> None:
+    describe, fallback = _describers()[which]
+    said = describe(OSError(code, os.strerror(code), "/x/out.json"))
+    assert "/x/out.json" in said and os.strerror(code) in said
+    if words is None:
+        assert said.endswith(fallback), said
+    else:
+        assert words in said.lower() and not said.endswith(fallback), said
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["oserrors", "memoryctl"])
+def test_no_describer_has_a_case_the_table_lacks(which: int) -> None:
+    """A case added to one describer and not to the table (and so to the other) fails here."""
+    describe, fallback = _describers()[which]
+    known = {c for c, words in REFUSALS if words is not None}
+    for code in errno.errorcode:
+        said = describe(OSError(code, os.strerror(code), "/x/out.json"))
+        assert said.endswith(fallback) or code in known, errno.errorcode[code]

@@ -48,6 +48,14 @@ OK: dict[str, Any] = {
     "migration_backups": [],
 }
 
+REFUSED = {
+    "since": "2026-11-27T08:00:01Z",
+    "error": "cannot write /d/memoryd.db: No space left on device; nothing was written.",
+    "last_refused": "2026-11-27T08:00:05Z",
+    "last_worked": "2026-11-27T08:00:09Z",
+    "refusals": 2,
+}
+
 # (case, what differs from OK, the words every door says)
 CONDITIONS = [
     (
@@ -98,6 +106,26 @@ CONDITIONS = [
         "job failed: quick_check",
     ),
     ("drift", {"drift": {"total": 3, "indexing": None}}, "drift 3"),
+    (
+        "writes-refused",
+        {"store": {"writes_refused": {**REFUSED, "last_worked": None}}},
+        f"writes refused: {REFUSED['error']}",
+    ),
+    (  # a nearly full disk: some writes work, some are refused (not flipping: oserrors)
+        "writes-refused-some-work",
+        {"store": {"writes_refused": REFUSED}},
+        f"writes refused at 08:00:05, working since 08:00:09: {REFUSED['error']}",
+    ),
+    (
+        "daily-log-waiting",
+        {"daily_log": {"waiting": 2, "rewrites": 1, "refused": REFUSED}},
+        "2 daily log line(s) waiting for the disk",
+    ),
+    (
+        "daily-log-rewrites",
+        {"daily_log": {"waiting": 0, "rewrites": 1, "refused": REFUSED}},
+        "daily log changes waiting for the disk",
+    ),
 ]
 
 
@@ -153,7 +181,7 @@ def test_every_condition_at_once_in_the_same_words_and_order(tmp_path: Path) -> 
             continue  # one store state at a time
         answer = merged(answer, patch)
     said = attention(answer)
-    assert len(said) >= len(CONDITIONS) - 2
+    assert len(said) >= len(CONDITIONS) - 4  # one store state, one writes_refused, one daily
     page = web_page(answer, tmp_path)
     assert page["ids"]["attention"] == "Needs attention" + "".join(said)
 

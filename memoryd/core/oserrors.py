@@ -45,7 +45,9 @@ PASSING = NO_ROOM | {
 
 
 def what_to_do(code: int | None) -> str:
-    """The fix for a refused write, by errno (the sentence after the system's words)."""
+    """The fix for a refused write (or a folder memoryd cannot use), by errno: the sentence
+    after the system's words. memoryctl's stdlib copy (ctl/outfile.refused_output) knows the
+    same errnos (tests/test_shared_helpers.py holds the two to one table)."""
     if code == errno.ENOSPC:
         return "free some space (or files, when it has no inodes left: df -i) and retry"
     if code == errno.EDQUOT:
@@ -56,7 +58,7 @@ def what_to_do(code: int | None) -> str:
             "and retry"
         )
     if code == errno.EROFS:
-        return "it is on a read-only file system: remount it read-write (or move data_dir)"
+        return "remount it read-write, or point data_dir (or the path) elsewhere"
     if code in (errno.EACCES, errno.EPERM):
         return "the daemon may not write there: give its user write permission"
     if code in (errno.EMFILE, errno.ENFILE):
@@ -67,6 +69,12 @@ def what_to_do(code: int | None) -> str:
         )
     if code == errno.EIO:
         return "the disk reported an I/O error: check it (dmesg), then retry"
+    if code in (errno.EEXIST, errno.ENOTDIR):
+        return (
+            "a file is in the way where a folder must be: move it, or point the setting elsewhere"
+        )
+    if code == errno.EISDIR:
+        return "it is a folder: name a file"
     return "retry once the cause is fixed"
 
 
@@ -85,6 +93,14 @@ def _nofile() -> str:
 
 def strerror(code: int | None) -> str:
     return os.strerror(code) if code else "refused by the system"
+
+
+def describe(exc: OSError, where: str | Path | None = None) -> str:
+    """`PATH: No space left on device; free some space ... and retry`: an OSError as one line
+    that names the path, what the system said and what to do (a folder or file memoryd needs
+    at start-up, `memoryd run`'s and every other command's last word)."""
+    path = where if where is not None else exc.filename if exc.filename is not None else "a file"
+    return f"{path}: {exc.strerror or strerror(exc.errno)}; {what_to_do(exc.errno)}"
 
 
 def message(where: str | Path | None, code: int | None, detail: str | None = None) -> str:
@@ -132,40 +148,76 @@ def from_code(
     return DiskFull(text) if code in NO_ROOM else other(text)
 
 
+# how long `writes_refused` is shown after the last refused write, once one has worked since:
+# a disk with a little room refuses some writes and takes others, and status stays one answer
+REFUSED_WINDOW_S = 600.0
+
+
 class Refusals:
-    """Whether writes are being refused now (status: `store.writes_refused`, and the daily
-    log's `waiting`): set by the first refused write, with one warning in the log; cleared by
-    the next write that works, with one info line. Thread-safe enough: plain assignments."""
+    """Whether writes are refused (status: `store.writes_refused`, the daily log's `refused`),
+    by one rule a person can read: from the first refused write until none was refused for
+    REFUSED_WINDOW_S and one has worked since (not flipping at each write while a nearly full
+    disk takes some and refuses others), with the time of the last refusal and of the last
+    write that worked. One warning in the log when it starts, one info line when it ends; the
+    `on_worked` hook at each first write that works after a refusal (a retry is due). Thread-
+    safe enough: plain assignments."""
 
     def __init__(self, what: str) -> None:
         self.what = what  # "store", "daily log": the log lines' subject
-        self.since: float | None = None
-        self.error: str | None = None
+        self.since: float | None = None  # the first refusal of this spell
+        self.error: str | None = None  # the last refusal's message
+        self.last_refused: float | None = None
+        self.last_worked: float | None = None  # the last write that worked, in this spell
+        self.count = 0  # refusals in this spell
         # called once writes work again (App: reconcile, for files whose indexing was refused)
         self.on_worked: Callable[[], None] | None = None
 
     def refused(self, error: str) -> None:
-        first = self.since is None
-        self.error = error
-        if first:
-            self.since = time.time()
+        now = time.time()
+        self.error, self.last_refused, self.count = error, now, self.count + 1
+        if self.since is None:
+            self.since, self.last_worked = now, None
             log.warning(f"{self.what} writes refused", error=error)
 
     def worked(self) -> None:
-        since = self.since
-        if since is None:
+        if self.since is None:
             return
-        self.since, self.error = None, None
-        log.info(f"{self.what} writes work again", refused_s=round(time.time() - since, 1))
-        if self.on_worked is not None:
+        now = time.time()
+        again = self.last_worked is None or self.last_worked < (self.last_refused or 0.0)
+        self.last_worked = now
+        if again and self.on_worked is not None:  # the first write that works after a refusal
             try:
                 self.on_worked()
             except Exception:  # never the writer's failure
                 log.exception("after writes work again")
+        self._over(now)
+
+    def _over(self, now: float) -> bool:
+        """End the spell once no write was refused for the window and one has worked since."""
+        since, last, worked = self.since, self.last_refused, self.last_worked
+        if since is None:
+            return True
+        if worked is None or last is None or worked < last or now - last < REFUSED_WINDOW_S:
+            return False
+        self.since, self.error, self.last_refused, self.last_worked = None, None, None, None
+        log.info(
+            f"{self.what} writes work again",
+            refused_s=round((last or now) - since, 1),
+            refusals=self.count,
+        )
+        self.count = 0
+        return True
 
     def info(self) -> dict[str, Any] | None:
-        """{"since": ISO time, "error": the last refusal's message}, or None."""
-        since, error = self.since, self.error
-        if since is None:
+        """None, or {"since": ISO time of the first refusal, "error": the last one's message,
+        "last_refused", "last_worked" (ISO times; null: none since the first refusal),
+        "refusals": how many}."""
+        if self._over(time.time()):
             return None
-        return {"since": iso(since), "error": error}
+        return {
+            "since": iso(self.since),
+            "error": self.error,
+            "last_refused": iso(self.last_refused),
+            "last_worked": iso(self.last_worked),
+            "refusals": self.count,
+        }

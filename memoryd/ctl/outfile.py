@@ -23,19 +23,30 @@ class _Signalled(BaseException):
 
 def refused_output(exc: OSError, where: str) -> str:
     """`cannot write FILE: No space left on device; free some space and run it again`: an
-    output file the system refused (`export -o`), with what to do (as the daemon's
-    core/oserrors.py says it)."""
+    output file the system refused (`export -o`), with what to do: the cases of the daemon's
+    core/oserrors.what_to_do, in the standard library alone (tests/test_shared_helpers.py
+    holds the two to one table)."""
     import errno
 
     code = exc.errno
-    if code in (errno.ENOSPC, errno.EDQUOT):
+    if code == errno.ENOSPC:
+        fix = "free some space (or files, when it has no inodes left: df -i) and run it again"
+    elif code == errno.EDQUOT:
         fix = "free some space and run it again"
     elif code == errno.EFBIG:
         fix = "the file size limit is reached (ulimit -f): raise it and run it again"
     elif code == errno.EROFS:
-        fix = "it is on a read-only file system: write elsewhere"
+        fix = "remount it read-write, or write elsewhere"
     elif code in (errno.EACCES, errno.EPERM):
-        fix = "you may not write there: write elsewhere, or change its permissions"
+        fix = "you may not write there: write elsewhere, or give yourself write permission"
+    elif code in (errno.EMFILE, errno.ENFILE):
+        fix = "too many open files (ulimit -n): close some, or raise the limit, and run it again"
+    elif code == errno.EIO:
+        fix = "the disk reported an I/O error: check it (dmesg), then run it again"
+    elif code in (errno.EEXIST, errno.ENOTDIR):
+        fix = "a file is in the way where a folder must be: write elsewhere"
+    elif code == errno.EISDIR:
+        fix = "it is a folder: name a file"
     else:
         fix = "nothing more was written"
     return f"cannot write {where}: {exc.strerror or exc}; {fix}"

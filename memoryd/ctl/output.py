@@ -312,12 +312,18 @@ def attention(res: dict[str, Any]) -> list[str]:
         problems.append("database file replaced under the daemon: restart it")
     elif store.get("ok") is False:
         problems.append("store unreachable")
-    if store.get("writes_refused"):  # a full disk (or quota, read-only...): reads go on
-        problems.append(f"writes refused: {store['writes_refused'].get('error')}")
+    refused = store.get("writes_refused")
+    if refused:  # a full disk (or quota, read-only...): reads go on
+        last, worked = refused.get("last_refused") or "", refused.get("last_worked") or ""
+        if worked and worked >= last:  # a nearly full disk: some writes work, some do not
+            when = f" at {last[11:19]}, working since {worked[11:19]}"
+        else:
+            when = ""
+        problems.append(f"writes refused{when}: {refused.get('error')}")
     daily = res.get("daily_log") or {}
     if daily.get("waiting"):
         problems.append(f"{daily['waiting']} daily log line(s) waiting for the disk")
-    elif daily.get("refused"):  # a delete's or an update's rewrite of the log, refused
+    elif daily.get("rewrites"):  # a delete's, an update's or an import's rewrite, refused
         problems.append("daily log changes waiting for the disk")
     if store.get("schema_newer"):
         problems.append("a newer memoryd upgraded the shared database: upgrade this one")

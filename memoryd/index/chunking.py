@@ -35,8 +35,11 @@ META_KEY = "indexer.chunking"
 # How memoryd reads a note's markdown (its headings, tags, links and entities), raised when a
 # release reads it otherwise, so an upgraded index holds what a new one would: 2 (walkr14) reads
 # no heading, tag, link or name in %%comments%%, <!-- comments -->, $$math$$, indented code or
-# a list's fences, and setext headings for every reader (text/mdblocks.py).
-READER = 2
+# a list's fences, and setext headings for every reader (text/mdblocks.py); 3 (small16) has one
+# reader of fences for the chunker too: a fence in a list item (under it at any indent, or on
+# its own line, `- ```sh`) is one block, not split at its blank lines, and "```x```" is a code
+# span, no fence.
+READER = 3
 
 
 def record(settings: Any) -> dict[str, Any]:

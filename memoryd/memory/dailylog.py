@@ -196,6 +196,7 @@ class DailyLog:
         # rewrites the system refused (id -> the memory, None: deleted) and their files
         self.unrewritten: dict[int, dict[str, Any] | None] = {}
         self.unrewritten_paths: dict[Path, set[int]] = {}  # (the ids whose lines each holds)
+        self.unrenumbered: dict[int, int] = {}  # an import's renumbering refused: old -> new id
         self._refusals_seen = 0
         # forget_gone (team: a database other daemons share): the logged ids stored at the
         # last look; each file's ids by its stat
@@ -287,19 +288,29 @@ class DailyLog:
         restart (or a crash) before the disk takes them still does them (load_waiting)."""
         if self.waiting_file is not None:
             ids = [int(r["id"]) for r in self.waiting]
-            save_ids(self.waiting_file, ids, sorted(self.unrewritten))
+            save_ids(self.waiting_file, ids, sorted(self.unrewritten), self.unrenumbered)
+
+    def rewrites_waiting(self) -> int:
+        """How many memories' rewrites of the log wait for the disk (a delete's, an update's,
+        an import's renumbering)."""
+        return len(self.unrewritten) + len(self.unrenumbered)
+
+    @property
+    def pending(self) -> bool:  # lines or rewrites wait for the disk (append_waiting does them)
+        return bool(self.waiting or self.unrewritten or self.unrenumbered)
 
     def load_waiting(self) -> int:
         """At start: what an earlier run could not write (waiting_file), each memory as
         `current` reads it now (a rewrite of one gone since: its lines are forgotten)."""
-        ids, redo = load_ids(self.waiting_file)
+        ids, redo, moved = load_ids(self.waiting_file)
         with self._queue:
             for entry_id in ids:
                 record = self.current({"id": entry_id})
                 if record is not None and not self.is_waiting(entry_id):
                     self.waiting.append(record)
             self.unrewritten.update({i: self.current({"id": i}) for i in redo})
-        return len(self.waiting) + len(self.unrewritten)
+            self.unrenumbered.update(moved)
+        return len(self.waiting) + self.rewrites_waiting()
 
     def unforgotten(self, ids: set[int] | None = None) -> list[dict[str, Any]]:
         """The log files still holding lines of deleted memories (or the old lines of `ids`),
@@ -332,7 +343,12 @@ class DailyLog:
             if redo:  # the rewrites (a delete, an update) refused: now, as the memories are
                 again = {i: None if r is None else read(r) for i, r in redo.items()}
                 self._rewrite(again, [r for r in again.values() if r is not None])
-            if not self.waiting and not self.unrewritten:
+            moved, self.unrenumbered = self.unrenumbered, {}
+            if moved:  # an import's renumbering refused: now, as the memories read
+                from memoryd.memory import dailyrenumber  # (it builds on this module)
+
+                dailyrenumber.renumber_again(self, moved, read)
+            if not self.pending:
                 self.refusals.worked()
             self._keep_waiting()
         if written:

@@ -13,7 +13,9 @@ edited away from that text is left as it is: there is no telling whose it is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from memoryd.memory import dailylog as dl
 from memoryd.text import secretguard
@@ -23,7 +25,8 @@ def renumber(daily: dl.DailyLog, moved: list[tuple[int, int, str]]) -> list[Path
     """Rename the markers of renumbered memories ((old id, new id, content) each) in every log
     file, wherever it lies; the files changed (to be indexed again). A line is a renumbered
     memory's by its text, so where the old id is another memory of this store, that memory's
-    own lines keep it."""
+    own lines keep it. A file the disk refuses to rewrite (a full disk) is done again with the
+    log's waiting lines (DailyLog.append_waiting, kept across a restart), as a delete's is."""
     if not moved or not daily.settings.enabled:
         return []
     by_old: dict[int, tuple[int, tuple[str, ...]]] = {}
@@ -48,6 +51,25 @@ def renumber(daily: dl.DailyLog, moved: list[tuple[int, int, str]]) -> list[Path
         return lines, hit
 
     with daily.lock:
+        refused = daily._refusals_seen
         for path in daily.files_holding(set(by_old)):  # wherever a log lies (store/logmarks.py)
             daily.edit_file(path, renamed, changed)
+        if daily._refusals_seen != refused:  # all of it again later: a line done is not found
+            daily.unrenumbered.update({old: new for old, (new, _) in by_old.items()})
+            daily._keep_waiting()
     return changed
+
+
+def renumber_again(
+    daily: dl.DailyLog,
+    moved: dict[int, int],
+    read: Callable[[dict[str, Any]], dict[str, Any] | None],
+) -> list[Path]:
+    """The renumbering a full disk refused (old id -> new), each memory as `read` reads it now
+    (one deleted since: its lines are left as they are)."""
+    triples = []
+    for old, new in moved.items():
+        record = read({"id": new})
+        if record is not None and record.get("content") is not None:
+            triples.append((old, new, str(record["content"])))
+    return renumber(daily, triples)

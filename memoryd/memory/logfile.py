@@ -109,33 +109,52 @@ def append_line(path: Path, line: str, header: str) -> None:
         os.close(fd)
 
 
-def save_ids(path: Path, ids: list[int], rewrite: list[int]) -> None:
-    """The ids of the memories whose daily log lines wait, and of those whose rewrite (a
-    delete, an update) waits, kept in `path` for the next start (removed when there are none).
-    The same disk may be full: a failure is logged, they wait in memory still."""
+def save_ids(
+    path: Path, ids: list[int], rewrite: list[int], renumber: dict[int, int] | None = None
+) -> None:
+    """The ids of the memories whose daily log lines wait, of those whose rewrite (a delete,
+    an update) waits, and the renumbering (old id -> new) an import's rewrite waits for, kept
+    in `path` for the next start (removed when there are none). The same disk may be full: a
+    failure is logged, they wait in memory still."""
+    moved = sorted((renumber or {}).items())
     try:
-        if not ids and not rewrite:
+        if not ids and not rewrite and not moved:
             path.unlink(missing_ok=True)
         else:
-            atomic_write(path, json.dumps({"ids": ids, "rewrite": rewrite}).encode(), 0o600)
+            data = {"ids": ids, "rewrite": rewrite, "renumber": moved}
+            atomic_write(path, json.dumps(data).encode(), 0o600)
     except OSError as exc:
         log.warning("daily log lines waiting not saved", error=str(exc))
 
 
-def load_ids(path: Path | None) -> tuple[list[int], list[int]]:
-    """save_ids' two lists (empty when there is no such file, or it cannot be read)."""
+def _ints(items: object) -> list[int]:
+    return (
+        [i for i in items if isinstance(i, int) and not isinstance(i, bool)]
+        if isinstance(items, list)
+        else []
+    )
+
+
+def load_ids(path: Path | None) -> tuple[list[int], list[int], dict[int, int]]:
+    """save_ids' lists (empty when there is no such file, or it cannot be read)."""
     if path is None or not path.is_file():
-        return [], []
+        return [], [], {}
     try:
         data = json.loads(path.read_text())
-        ids, rewrite = data["ids"], data.get("rewrite", [])
+        ids, rewrite, renumber = data["ids"], data.get("rewrite", []), data.get("renumber", [])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         log.warning("daily log lines waiting not read", error=str(exc))
-        return [], []
-    found = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
-    redo = [i for i in rewrite if isinstance(i, int) and not isinstance(i, bool)]
-    log.info("daily log lines waiting from before the restart", lines=len(found), redo=len(redo))
-    return found, redo
+        return [], [], {}
+    found, redo = _ints(ids), _ints(rewrite)
+    pairs = [p for p in renumber if isinstance(p, list)] if isinstance(renumber, list) else []
+    moved = {p[0]: p[1] for p in map(_ints, pairs) if len(p) == 2}
+    log.info(
+        "daily log lines waiting from before the restart",
+        lines=len(found),
+        redo=len(redo),
+        renumber=len(moved),
+    )
+    return found, redo, moved
 
 
 def siblings(path: Path) -> list[Path]:

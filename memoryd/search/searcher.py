@@ -374,7 +374,7 @@ class Searcher(Pools):
                     c.partial = True  # a corrected query is weaker evidence than the typed one
                 if keyword:
                     fuzzy_used = True
-                    out["corrected_query"] = fuzzy.as_written(con, rewritten, req.query)
+                    out["corrected_query"] = ""  # as the answer's texts write it (below)
 
         # BM25 over whole notes, for an answer grouped by note (issue 19.2; with keywords
         # alone it weighs a fifth: `ranking.keyword_note`): read on a search thread as soon
@@ -477,6 +477,10 @@ class Searcher(Pools):
             if req.explain:
                 out["absent"] = absent
         ranked = symbols.holding(con, req.query, ranked)  # C#, .NET, $HOME alone: as written
+        if fuzzy_used and rewritten is not None:  # the words the answer's first texts write
+            used = [c.id for c in ranked if c.keyword_rank is not None][:5]
+            ids = used or [c.id for c in keyword[:5]]
+            out["corrected_query"] = fuzzy.as_written(con, rewritten, req.query, ids)
         listing = ranked if req.group == "note" else None  # whose hits' sections are listed
         out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale, seen, listing)
         full = len(keyword) >= size and not fuzzy_used and missing is None  # search/more.py

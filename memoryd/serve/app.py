@@ -508,7 +508,7 @@ class App:
             self.watcher.stop()
         self.embedder.stop()
         self.model.close()
-        if self.dailylog.waiting or self.dailylog.unrewritten:  # a last try (waiting_file)
+        if self.dailylog.pending:  # a last try (waiting_file)
             self.dailylog.append_waiting()
         self.searcher.close()
         self.fuzzy.close()

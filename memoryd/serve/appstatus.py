@@ -107,7 +107,11 @@ def status(app: Any, *, check: bool = False) -> dict[str, Any]:
     }
     # memories stored whose daily log line the system refused: written by themselves later
     log_refused = app.dailylog.refusals.info()
-    out["daily_log"] = {"waiting": len(app.dailylog.waiting), "refused": log_refused}
+    out["daily_log"] = {
+        "waiting": len(app.dailylog.waiting),
+        "rewrites": app.dailylog.rewrites_waiting(),
+        "refused": log_refused,
+    }
     out["jobs"] = app.jobs.list()
     out["migration_backups"] = checkpoints.migration_backups(app.cfg.data_dir)
     if check and store["ok"]:  # during a reconcile, the files it has not read yet too:

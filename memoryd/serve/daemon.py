@@ -189,7 +189,7 @@ class Daemon:
                 if self.server is not None:
                     await self.server.relisten_if_removed()
                 log_ = self.app.dailylog if self.app is not None else None
-                if log_ is not None and (log_.waiting or log_.unrewritten):  # room again?
+                if log_ is not None and log_.pending:  # room again?
                     await asyncio.get_running_loop().run_in_executor(None, log_.append_waiting)
             except Exception:  # never the end of the daemon
                 log.exception("socket or log file check failed")

@@ -15,10 +15,10 @@ follows ("Caroline said", "Caroline:") or it is possessive; code identifiers (sn
 SCREAMING_CASE, camelCase, calls `f()`, kebab-case with a digit or an infrastructure suffix,
 letters mixed with digits such as SEV2), hostnames, URL hosts and emails. Nothing is read
 inside code (fenced, indented, fenced under a list item: mdblocks.code_lines), %%comments%%,
-<!-- comments --> or $$math$$ (mdblocks.readable: what Obsidian hides names nothing, as it
-holds no tag or link); `inline code` yields its identifiers only. CJK names only where marked:
-wikilinks, front matter, 「」【】《》 or quotes around them, or an honorific after them
-(田中さん) or inside the brackets (「田中さん」 is 田中).
+<!-- comments -->, $$math$$ or $inline math$ (mdblocks.readable: what Obsidian hides names
+nothing, as it holds no tag or link); `inline code` yields its identifiers only. CJK names only
+where marked: wikilinks, front matter, 「」【】《》 or quotes around them, or an honorific after
+them (田中さん) or inside the brackets (「田中さん」 is 田中).
 
 Types: person, system (projects, products, organisations), place, identifier, tag, other; votes
 from where a mention came (front-matter field, @mention, tag, code shape) and from the words
@@ -128,10 +128,11 @@ def _scan(body: str, first_line: int, out: list[Raw], known: set[str]) -> list[t
     if "<!-- m:" in body:
         body = _LOG_MARKER.sub(lambda m: " " * len(m.group()), body)
     lines = body.split("\n")
-    if "%%" in body or "<!--" in body or "$$" in body:  # what Obsidian hides names nothing
+    # code as written: a line that opens with a comment is no indented code once it is blanked
+    code = code_lines(lines) if _MAYBE_CODE.search(body) else None
+    if "%%" in body or "<!--" in body or "$" in body:  # what Obsidian hides names nothing
         lines = [line for line, _ in readable(lines)]
         body = "\n".join(lines)
-    code = code_lines(lines) if _MAYBE_CODE.search(body) else None
     starts = list(accumulate((len(x) + 1 for x in lines[:-1]), initial=0))
     for i, has in enumerate(line_shapes(body, starts)):
         line = lines[i]

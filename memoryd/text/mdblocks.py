@@ -1,9 +1,15 @@
 """Which lines of a note are markdown: the one place every reader asks (the chunker's headings,
 note titles, inline tags, links, entities' titles, edit_note's sections). Pure functions.
 
-- Fenced code (``` and ~~~, longer fences, in block quotes and callouts): `fenced`.
+- Fenced code (``` and ~~~, longer fences, in block quotes and callouts, in list items: under
+  the item at any indent from its content column, or on the item's line, `- ```sh`): `fenced`,
+  one reader for the chunker (a code block is never split at its blank lines) and for
+  headings, titles, tags, links and entities. "```x```" is a code span, no fence.
 - What Obsidian hides or does not read as markdown: `%%comments%%` and `<!-- comments -->`
-  (inline or over several lines) and `$$math$$` blocks. `readable` blanks them (offsets kept),
+  (inline or over several lines), `$$math$$` blocks and `$inline math$` (a `$` with no white
+  space after it up to the next `$` on its line with no white space before it: `$5 #budget`
+  is a price and a tag; headings keep inline math in their titles). `readable` blanks them
+  (offsets kept),
   so a `# line` in a comment or a math block is no heading, and a `#word` or `[[link]]` there is
   no tag or link; their text stays in the chunks (it is searchable, as rg finds it). A `%%`,
   `<!--` or `$$` with no closing one after it is text; `$$` that does not open its line closes
@@ -19,9 +25,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_ANY_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})")
-_LIST_ITEM = re.compile(r"^[ \t]*(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
+# a fence: 3 or more backticks (whose info string holds no backtick: "```x```" is a code span)
+# or tildes
+_ANY_FENCE = re.compile(r"^([ \t]*)(?:(`{3,})(?=[^`]*$)|(~{3,}))")
 _QUOTE = re.compile(r"^ {0,3}> ?")
 _ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
@@ -30,8 +36,8 @@ _HIDDEN = re.compile(r"%%|<!--|-->|\$\$")
 _CLOSES = {"%%": "%%", "<!--": "-->", "$$": "$$"}
 # a line that cannot be the text of a setext heading: a list item, a quote, indented code
 _NOT_PARAGRAPH = re.compile(r"^(?: {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)| {0,3}>| {4}|\t)")
-# a line `_code` may read otherwise than `fenced`: 4 columns in, or a fence indented at all
-_MAYBE_MORE_CODE = re.compile(r"^(?: {4}|\t| {0,3}\t|[ \t]+(?:`{3}|~{3}))", re.M)
+# a line an indented code block may hold: 4 columns in
+_MAYBE_INDENTED = re.compile(r"^(?: {4}|\t| {0,3}\t)", re.M)
 # a line that may be a heading (C-speed look before the lines are read one by one)
 _MAYBE_HEADING = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|=+[ \t]*$|-+[ \t]*$)", re.M)
 
@@ -73,83 +79,118 @@ def _indent(line: str) -> int:
     return col
 
 
-def fenced(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
-    """Each line, with whether it belongs to a fenced code block (its fences included) that
-    opens at most 3 columns in: where the chunker keeps code whole and headings, titles and
-    entities read no text. A fence inside a block quote or an Obsidian callout (`> ```css`)
-    opens a block there too; it closes at its closing fence or where the quote ends."""
-    fence: str | None = None
-    depth = 0  # the block quote depth the open fence lives at
-    for line in lines:
-        if fence is not None:
-            n, inner = _unquoted(line, depth) if depth else (0, line)
-            if n == depth:
-                m = _FENCE.match(inner)
-                if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                    fence = None
-                yield line, True
-                continue
-            fence = None  # the quote ended, and the code block with it
-        depth, inner = _unquoted(line) if line.lstrip(" ").startswith(">") else (0, line)
-        m = _FENCE.match(inner)
-        if m:
-            fence = m.group(1)
-            yield line, True
+_ITEM = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?=[ \t]|$)")  # a list marker, where its indent ends
+_OPENS_BLOCK = re.compile(r"[ \t]*(?:#|>|`{3}|~{3}|(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$))")
+
+
+def _columns(text: str, col: int) -> int:
+    """The column reached after the white space that opens `text`, from column `col`."""
+    for ch in text:
+        if ch == " ":
+            col += 1
+        elif ch == "\t":
+            col += 4 - col % 4
         else:
-            yield line, False
+            break
+    return col
 
 
-def _code(lines: Iterable[str]) -> Iterator[tuple[str, str | None]]:
-    """Each line with the code it belongs to, as CommonMark reads lists: "fence" (`fenced`'s,
-    and a fence indented under a list item, `    ```bash` below `1. step`, which closes at its
-    closing fence or at a line less indented than any item's text: the item ended),
-    "indented" (an indented code block: 4 columns in, after a blank line, outside a list),
-    else None. What tags and links are never read from (`readable` with `spans`); the chunker
-    and entities read `fenced` (a list's indented fences there: see walkr14's report)."""
+def _item(inner: str, col: int) -> tuple[int, str] | None:
+    """(the content column, the text after the marker) of a list item line whose marker starts
+    at column `col`, else None. A marker followed by 5 or more columns of space, or by nothing,
+    has its content one column after it (CommonMark: the rest is indented code)."""
+    start = len(inner) - len(inner.lstrip(" \t"))
+    m = _ITEM.match(inner, start)
+    if m is None:
+        return None
+    rest = inner[m.end() :]
+    after = col + (m.end() - start)
+    content = _columns(rest, after)
+    body = rest.lstrip(" \t")
+    if not body or content - after > 4:
+        content = after + 1
+    return content, body
+
+
+def _kinds(lines: Iterable[str]) -> Iterator[str | None]:
+    """What code each line belongs to, as CommonMark reads lists and quotes: "fence" (a fenced
+    code block, its fences included: one that opens at most 3 columns in, in a block quote or a
+    callout too, or in a list item, on the item's own line (`- ```sh`) or under it at any
+    indent from the item's content column; it closes at its closing fence, where the quote
+    ends, or at a line less indented than the item's content: the item ended), "indented" (an
+    indented code block: 4 columns in, after a blank line, outside a list), else None."""
     fence: str | None = None
-    depth = 0  # the block quote depth the open fence lives at
-    nested = False  # the open fence is in a list item
-    in_list = False  # the lines read are in a list (an item, its text, blank lines in it)
+    depth = 0  # the block quote depth of the open fence
+    base = 0  # the content column of the list item the open fence is in (0: none)
+    items: list[int] = []  # the content columns of the open list items, innermost last
+    quoted = 0  # the quote depth of the line before
     blank = True  # the line before was blank (or began the text)
     indented = False  # the line before was in an indented code block
     for line in lines:
         if fence is not None:
             n, inner = _unquoted(line, depth) if depth else (0, line)
-            if n == depth and not (nested and inner.strip() and _indent(inner) < 2):
+            col = _indent(inner)
+            if n == depth and (col >= base or not inner.strip()):
                 m = _ANY_FENCE.match(inner)
-                closes = m is not None and (nested or _indent(inner) <= 3)
-                if closes and m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence):
+                mark = (m.group(2) or m.group(3)) if m else ""
+                if (base or col <= 3) and mark[:1] == fence[0] and len(mark) >= len(fence):
                     fence = None
-                yield line, "fence"
+                yield "fence"
                 continue
             fence = None  # the quote or the list item ended, and the code block with it
         depth, inner = _unquoted(line) if line.lstrip(" ").startswith(">") else (0, line)
-        text = bool(inner.strip())
-        if text and _indent(inner) >= 4 and not in_list and (blank or indented):
-            blank, indented = False, True
-            yield line, "indented"
+        if depth != quoted:
+            items, quoted = [], depth
+        if not inner.strip():
+            blank = True
+            yield None
             continue
-        if _LIST_ITEM.match(inner):
-            in_list = True
-        elif text and _indent(inner) == 0 and (blank or inner[0] in "#>`~"):
-            in_list = False  # text at the margin after a blank line, a heading: the list ended
-        blank, indented = not text, indented and not text
-        m = _ANY_FENCE.match(inner)
-        if m and (_indent(inner) <= 3 or in_list):
-            fence, nested = m.group(2), in_list
-            yield line, "fence"
+        col = _indent(inner)
+        if col >= 4 and not items and (blank or indented):
+            blank, indented = False, True
+            yield "indented"
+            continue
+        if items and col < items[-1] and (blank or _OPENS_BLOCK.match(inner)):
+            items = [c for c in items if c <= col]  # the items this line is not inside ended
+        blank = indented = False
+        rest, at = inner, col
+        while (item := _item(rest, at)) is not None:  # `- 1. ```sh`: items in items
+            items = [c for c in items if c <= at] + [item[0]]
+            rest, at = item[1], item[0]
+        if rest is not inner:  # a list item's line: a fence right after its marker opens
+            m = _ANY_FENCE.match(rest)
+            fence_at = at if m else -1
         else:
-            yield line, None
+            m = _ANY_FENCE.match(inner)
+            fence_at = col if m and (col <= 3 or (items and col >= items[-1])) else -1
+        if m is not None and fence_at >= 0:
+            fence, base = m.group(2) or m.group(3), (items[-1] if items else 0)
+            yield "fence"
+        else:
+            yield None
 
 
-def code_lines(lines: Sequence[str], flags: Sequence[bool] | None = None) -> list[bool]:
-    """Whether each line is code of any kind (`fenced`, or `_code`'s: a list's indented fence, an
-    indented code block): the lines entities read no name, tag or link in. `flags`: `fenced`'s,
-    when known."""
-    flags = [c for _, c in fenced(lines)] if flags is None else flags
-    if not _MAYBE_MORE_CODE.search("\n".join(lines)):  # no line `_code` could read otherwise
-        return list(flags)
-    return [c or k is not None for c, (_, k) in zip(flags, _code(lines), strict=True)]
+def fenced(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """Each line, with whether it belongs to a fenced code block, its fences included (`_kinds`:
+    at most 3 columns in, in a block quote or a callout, in a list item): where the chunker
+    keeps code whole and headings, titles, tags, links and entities read no text."""
+    lines = list(lines)
+    if not any("```" in x or "~~~" in x for x in lines):
+        return ((line, False) for line in lines)
+    return ((line, kind == "fence") for line, kind in zip(lines, _kinds(lines), strict=True))
+
+
+def _all_kinds(lines: Sequence[str]) -> list[str | None]:
+    """`_kinds` as a list, read only where a line could open a fence or indented code."""
+    if any("```" in x or "~~~" in x for x in lines) or _MAYBE_INDENTED.search("\n".join(lines)):
+        return list(_kinds(lines))
+    return [None] * len(lines)
+
+
+def code_lines(lines: Sequence[str]) -> list[bool]:
+    """Whether each line is code of any kind (`fenced`, or an indented code block: `_kinds`):
+    the lines entities read no name, tag or link in."""
+    return [kind is not None for kind in _all_kinds(lines)]
 
 
 def mask_spans(line: str) -> str:
@@ -204,30 +245,73 @@ def _hidden(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def readable(lines: Sequence[str], *, spans: bool = False) -> list[tuple[str, bool]]:
+_DOLLAR = re.compile(r"(?<![\\$])\$(?!\$)")  # a `$` alone, not escaped
+
+
+def _inline_math(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each `$inline math$` of a text whose code, comments and math blocks
+    are blanked: a `$` with no white space after it up to the next `$` on its line with no
+    white space before it (Obsidian's rule: `$5 #budget` and `$5 and $6` are text). Linear: the
+    next closing `$` of each is found once."""
+    marks = [m.start() for m in _DOLLAR.finditer(text)]
+    closer: list[int | None] = [None] * len(marks)  # the next `$` that may close, after each
+    last: int | None = None
+    for i in range(len(marks) - 1, -1, -1):
+        closer[i] = last
+        if marks[i] > 0 and not text[marks[i] - 1].isspace():
+            last = i
+    out: list[tuple[int, int]] = []
+    i = 0
+    while i < len(marks):
+        start, j = marks[i], closer[i]
+        if start + 1 < len(text) and not text[start + 1].isspace() and j is not None:
+            end = marks[j] + 1
+            if text.find("\n", start, end) < 0:  # on one line
+                out.append((start, end))
+                i = j + 1
+                continue
+        i += 1
+    return out
+
+
+def _blank(text: str, regions: Iterable[tuple[int, int]]) -> str:
+    """The text with each (start, end) region blanked, line breaks and offsets kept."""
+    parts: list[str] = []
+    at = 0
+    for start, end in sorted(regions):
+        start = max(start, at)
+        if start >= end:
+            continue
+        parts.append(text[at:start])
+        parts.append("".join("\n" if ch == "\n" else " " for ch in text[start:end]))
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def readable(
+    lines: Sequence[str], *, spans: bool = False, math: bool = True
+) -> list[tuple[str, bool]]:
     """Each line as markdown reads it, with whether it belongs to a fenced code block (`fenced`;
-    a code line is given as it is): comments and math blanked, offsets kept; with `spans`, code
-    spans and all the code `_code` finds too (what tags and links are read from)."""
-    flags = [code for _, code in fenced(lines)]
-    if not spans and not any("%%" in x or "<!--" in x or "$$" in x for x in lines):
-        return list(zip(lines, flags, strict=True))  # nothing hidden: the lines as they are
-    kinds = code_lines(lines, flags)
+    a code line is given as it is): comments and math blanked (`$$blocks$$`, and with `math`
+    `$inline math$` too), offsets kept; with `spans`, code spans and all the code `_kinds`
+    finds too (what tags and links are read from)."""
+    marks = ("%%", "<!--", "$") if math else ("%%", "<!--", "$$")
+    if not spans and not any(mark in x for x in lines for mark in marks):
+        return list(fenced(lines))  # nothing hidden: the lines as they are
+    every = _all_kinds(lines)
+    flags = [kind == "fence" for kind in every]
+    kinds = [kind is not None for kind in every]
     masked = [
         " " * len(line) if kind else mask_spans(line) if "`" in line else line
         for line, kind in zip(lines, kinds, strict=True)
     ]
     text = "\n".join(masked)
     regions = _hidden(text) if ("%%" in text or "<!--" in text or "$$" in text) else []
+    if math and "$" in text:
+        regions += _inline_math(_blank(text, regions) if regions else text)
     if regions:
-        src = text if spans else "\n".join(lines)
-        parts: list[str] = []
-        at = 0
-        for start, end in regions:
-            parts.append(src[at:start])
-            parts.append("".join("\n" if ch == "\n" else " " for ch in src[start:end]))
-            at = end
-        parts.append(src[at:])
-        out = "".join(parts).split("\n")
+        out = _blank(text if spans else "\n".join(lines), regions).split("\n")
     else:
         out = masked if spans else list(lines)
     if not spans:  # code only `_code` sees: its text (no heading starts 4 columns in)
@@ -262,14 +346,16 @@ def front_matter_lines(lines: Sequence[str]) -> int:
 
 def headings(lines: Sequence[str]) -> list[tuple[int, int, str, int]]:
     """(line index, level, title, lines it takes: 1 for ATX, 2 for setext) of every heading,
-    in order, as `readable` reads the lines."""
+    in order, as `readable` reads the lines (`$inline math$` stays in a title, as Obsidian shows
+    it; whether a line can be a paragraph's is read from the line as written: a comment that
+    opens a line does not make it indented code)."""
     if not _MAYBE_HEADING.search("\n".join(lines)):
         return []
     out: list[tuple[int, int, str, int]] = []
     top = front_matter_lines(lines)
     para, para_text = -1, ""  # the line an underline would make a heading ("": none)
     prose: bool | None = None  # its block is a paragraph (not a list or a quote); None: no block
-    for i, (line, code) in enumerate(readable(lines)):
+    for i, (line, code) in enumerate(readable(lines, math=False)):
         if code or not line.strip() or i < top:
             para_text, prose = "", None
             continue
@@ -282,7 +368,8 @@ def headings(lines: Sequence[str]) -> list[tuple[int, int, str, int]]:
             out.append((para, 1 if line.strip()[0] == "=" else 2, para_text.strip(), 2))
             para_text, prose = "", None
             continue
+        written = _NOT_PARAGRAPH.match(lines[i]) is None
         if prose is None:
-            prose = not _NOT_PARAGRAPH.match(line)
-        para, para_text = (i, line) if prose and not _NOT_PARAGRAPH.match(line) else (-1, "")
+            prose = written
+        para, para_text = (i, line) if prose and written else (-1, "")
     return out

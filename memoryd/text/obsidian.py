@@ -2,7 +2,8 @@
 and resolving a link to a workspace path the way Obsidian does. Pure functions, no I/O.
 
 - Code is never read as tags or links: fenced blocks and `inline code` are masked first, and
-  so are what Obsidian hides, %%comments%% and <!-- comments -->, and $$math$$ (mdblocks).
+  so are what Obsidian hides, %%comments%% and <!-- comments -->, and $$math$$ and $inline
+  math$ (mdblocks).
 - An inline tag is `#` at the start of a line or after white space, then letters, digits, `_`,
   `-` and `/` (up to white space or punctuation, Unicode's too: mdblocks.TAG_BODY), with at
   least one character that is not a digit (`#123` is not a tag, as in Obsidian). Tags are
@@ -69,7 +70,8 @@ def note_key(path: str) -> str:
 
 def mask_code(body: str) -> str:
     """The body with what is not markdown text blanked, lines and offsets kept: fenced code
-    blocks and code spans, %%comments%%, <!-- comments --> and $$math$$ (mdblocks.readable)."""
+    blocks and code spans, %%comments%%, <!-- comments -->, $$math$$ and $inline math$
+    (mdblocks.readable)."""
     return "\n".join("" if code else line for line, code in readable(body.split("\n"), spans=True))
 
 

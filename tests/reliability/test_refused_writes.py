@@ -81,7 +81,9 @@ def _inject_no_room(app: Any) -> Any:
     )
 
 
-def test_no_room_is_disk_full_on_both_backends_and_status_says_so(make_app: Any) -> None:
+def test_no_room_is_disk_full_on_both_backends_and_status_says_so(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     app = make_app(model=None)
     kept = call(app, "add", content="kept through the full disk")["id"]
     give_back = _inject_no_room(app)
@@ -99,6 +101,9 @@ def test_no_room_is_disk_full_on_both_backends_and_status_says_so(make_app: Any)
         give_back()
     again = call(app, "add", content="written once there is room again")["id"]
     assert call(app, "get", id=again)["content"] == "written once there is room again"
+    shown = call(app, "status")["store"]["writes_refused"]  # refused in the last minutes
+    assert shown is not None and shown["last_worked"] >= shown["last_refused"]
+    monkeypatch.setattr(oserrors, "REFUSED_WINDOW_S", 0.0)  # the window past
     assert call(app, "status")["store"]["writes_refused"] is None
 
 
@@ -124,6 +129,7 @@ def test_a_daily_log_line_the_disk_refuses_is_never_half_written_and_comes_later
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(logfile, "write_all", half_then_full)
+    monkeypatch.setattr(oserrors, "REFUSED_WINDOW_S", 0.0)  # cleared by the first write
     one = call(app, "add", content="refused by the full disk")
     two = call(app, "add", content="and this one waits behind it")
     for answer in (one, two):
@@ -145,7 +151,7 @@ def test_a_daily_log_line_the_disk_refuses_is_never_half_written_and_comes_later
         str(two["id"]),
     ]  # in the order they were added
     status = call(app, "status")
-    assert status["daily_log"] == {"waiting": 0, "refused": None}
+    assert status["daily_log"] == {"waiting": 0, "rewrites": 0, "refused": None}
 
 
 def test_a_note_the_disk_refuses_is_disk_full_and_leaves_nothing(
@@ -249,7 +255,9 @@ def test_a_daemon_at_its_file_size_limit_refuses_and_resumes(daemon_factory: Any
     finally:
         resource.prlimit(d.proc.pid, resource.RLIMIT_FSIZE, (soft, hard))
     again = d.call("add", {"content": "written once the limit is raised"})["id"]
-    assert d.call("status")["store"]["writes_refused"] is None
+    shown = d.call("status")["store"]["writes_refused"]  # refused in the last minutes: shown,
+    assert shown["last_worked"] >= shown["last_refused"]  # with the write that worked since
+    assert "working since" in d.ctl("status").stdout
     assert "Traceback" not in d.log()  # refusals are one line each, not a bug's traceback
     d.stop()
     d.start()
@@ -413,7 +421,8 @@ def test_a_start_on_a_disk_without_inodes_names_the_path(
         )
         assert ran.returncode == 1, ran.stderr
         said = ran.stderr + ran.stdout
-        assert f"cannot start: {where}: no space left on the device holding {path}" in said
+        assert f"cannot start: {where}: {path}" in said  # (the folder, or a file in it)
+        assert "No space left on device; free some space" in said
         assert "df -i" in said
 
 
@@ -434,6 +443,7 @@ def test_a_delete_whose_log_rewrite_the_disk_refuses_says_so_and_forgets_later(
 
     real = dailylog.replace_text
     monkeypatch.setattr(dailylog, "replace_text", full)
+    monkeypatch.setattr(oserrors, "REFUSED_WINDOW_S", 0.0)  # cleared by the first write
     answer = call(app, "delete", id=gone)
     assert answer["deleted"] is True
     logs = [c for c in answer["still_in"] if c["kind"] == "daily_log"]
@@ -441,12 +451,13 @@ def test_a_delete_whose_log_rewrite_the_disk_refuses_says_so_and_forgets_later(
     assert any("to forget on a full disk" in line for line in _log_lines(app))
     status = call(app, "status")
     assert "No space left on device" in status["daily_log"]["refused"]["error"]
+    assert status["daily_log"]["rewrites"] == 1
     monkeypatch.setattr(dailylog, "replace_text", real)  # room again: the daemon's next look
     app.dailylog.append_waiting()
     lines = _log_lines(app)
     assert not any("to forget on a full disk" in line for line in lines)
     assert any(f"<!-- m:{kept}:" in line for line in lines)
-    assert call(app, "status")["daily_log"] == {"waiting": 0, "refused": None}
+    assert call(app, "status")["daily_log"] == {"waiting": 0, "rewrites": 0, "refused": None}
 
 
 def test_an_update_whose_log_rewrite_the_disk_refuses_says_so_as_a_delete_does(
@@ -527,3 +538,83 @@ def test_a_refused_forget_outlives_a_restart(
         timeout=DEADLINE_S,
     )
     assert not (Path(app.cfg.data_dir) / "dailylog-waiting.json").exists()
+
+
+def test_writes_refused_is_one_answer_while_a_nearly_full_disk_takes_some(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A disk with a little room refuses some writes and takes others: `writes_refused` flipped
+    between null and set at each write. Now it is set from the first refusal until none came for
+    REFUSED_WINDOW_S and a write has worked since, with the times of the last of each."""
+    from types import SimpleNamespace
+
+    clock = SimpleNamespace(now=1_800_000_000.0)
+    monkeypatch.setattr(oserrors, "time", SimpleNamespace(time=lambda: clock.now))
+    retried: list[float] = []
+    r = oserrors.Refusals("store")
+    r.on_worked = lambda: retried.append(clock.now)
+    r.worked()
+    assert r.info() is None and retried == []
+    for error in ("cannot write a: No space left on device", "cannot write b: No space left"):
+        r.refused(error)
+        clock.now += 5
+        assert r.info() is not None  # refused, and after a write that worked too
+        r.worked()
+        r.worked()  # (the retry hook: once per recovery)
+        clock.now += 5
+        assert r.info() is not None
+    info = r.info()
+    assert info is not None and info["refusals"] == 2 and info["error"].startswith("cannot write b")
+    assert info["since"] < info["last_refused"] < info["last_worked"]
+    assert len(retried) == 2
+    clock.now += oserrors.REFUSED_WINDOW_S
+    assert r.info() is None  # none refused for the window, and a write worked since
+    r.refused("cannot write c: No space left on device")
+    clock.now += 2 * oserrors.REFUSED_WINDOW_S
+    assert r.info() is not None  # no write has worked since: still refused, however long
+    r.worked()
+    assert r.info() is None
+
+
+def test_an_imports_renumbering_the_disk_refuses_is_done_once_there_is_room(
+    make_app: Any, new_store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import renumbers a memory whose id is taken and renames its line's marker in the log
+    files a vault brought along; a full disk refused that rewrite and nothing tried it again:
+    the line named the other memory for good (its delete took the line). Now it waits and is
+    done with the log's waiting lines, as a refused delete's rewrite is, across a restart too."""
+    import shutil
+
+    from memoryd.memory import dailylog
+
+    src = make_app(workspace=str(tmp_path / "ws-a"), data_dir=str(tmp_path / "data-a"))
+    alpha = call(src, "add", content="alpha memory from the laptop")["id"]
+    items = call(src, "export")["items"]
+    (log_a,) = (Path(src.cfg.workspace) / "daily").glob("*.md")
+    dst = make_app(
+        workspace=str(tmp_path / "ws-b"), data_dir=str(tmp_path / "data-b"), store=new_store()
+    )
+    assert call(dst, "add", content="gamma memory of the desktop")["id"] == alpha  # taken
+    copied = Path(dst.cfg.workspace) / "daily" / "from-laptop.md"
+    shutil.copyfile(log_a, copied)
+    dst.indexer.reconcile()
+
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    real = dailylog.replace_text
+    monkeypatch.setattr(dailylog, "replace_text", full)
+    (moved,) = call(dst, "import", items=items)["renumbered"]
+    assert f"<!-- m:{alpha}:" in copied.read_text()  # refused: the old id still
+    status = call(dst, "status")
+    assert status["daily_log"]["rewrites"] == 1
+    from memoryd.ctl.output import attention
+
+    assert "daily log changes waiting for the disk" in attention(status)
+    saved = (Path(dst.cfg.data_dir) / "dailylog-waiting.json").read_text()
+    assert f"[{alpha}, {moved['to']}]" in saved  # kept for a restart
+    monkeypatch.setattr(dailylog, "replace_text", real)  # room again: the daemon's next look
+    dst.dailylog.append_waiting()
+    assert f"<!-- m:{moved['to']}:" in copied.read_text()
+    assert call(dst, "status")["daily_log"]["rewrites"] == 0
+    assert not (Path(dst.cfg.data_dir) / "dailylog-waiting.json").exists()

@@ -31,6 +31,15 @@
     const out = [];
     if (st.ok === false && st.backend === "sqlite") out.push("database file replaced under the daemon: restart it");
     else if (st.ok === false) out.push("store unreachable");
+    const refused = st.writes_refused;
+    if (refused) {
+      const last = refused.last_refused || "", worked = refused.last_worked || "";
+      const when = worked && worked >= last ? ` at ${last.slice(11, 19)}, working since ${worked.slice(11, 19)}` : "";
+      out.push(`writes refused${when}: ${refused.error}`);
+    }
+    const daily = s.daily_log || {};
+    if (daily.waiting) out.push(`${daily.waiting} daily log line(s) waiting for the disk`);
+    else if (daily.rewrites) out.push("daily log changes waiting for the disk");
     if (st.schema_newer) out.push("a newer memoryd upgraded the shared database: upgrade this one");
     if ((w.error || "").includes("workspace folder is missing")) out.push("workspace folder missing (index kept)");
     else if (w.alive === false) out.push("watcher stopped");
