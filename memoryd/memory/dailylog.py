@@ -45,7 +45,6 @@ Forget means forget:
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import re
 import threading
@@ -69,14 +68,11 @@ from memoryd.memory.logfile import (
     save_ids,
     siblings,
 )
+from memoryd.memory.loglines import _MARKER_TAIL, _hash8, _own, _rewritten, one_line
 from memoryd.text import secretguard
 from memoryd.text.logmarkers import marker_ids
 
 log = get_logger("memoryd.memory.dailylog")
-
-# a memory's marker at the end of its line, searched from its literal start: linear on any line
-# (a pattern anchored at the line's start backtracks quadratically on a line of many spaces)
-_MARKER_TAIL = re.compile(r"<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
 
 
 class DailyLogSettings(Protocol):
@@ -105,62 +101,6 @@ _NO_FIELDS = dict.fromkeys(
     ("time", "id", "type", "content", "tags", "source", "importance", "namespace"), ""
 )
 MAX_WAITING = 10_000  # lines kept while the system refuses them; the memories are stored
-
-
-def _hash8(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
-
-
-def one_line(text: str) -> str:
-    return " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
-
-
-def _own(body: str, m: re.Match[str]) -> bool:
-    """Whether a line (without its line end) is as the daemon wrote it: its marker's hash
-    is that of the text before it (a line a person edited is not)."""
-    return _hash8(body[: m.start()].strip()) == m.group("hash")
-
-
-def _rewritten(
-    text: str,
-    changes: dict[int, dict[str, Any] | None],
-    line_for: Callable[[dict[str, Any]], str],
-) -> tuple[list[str], set[int]]:
-    """The lines of a log file (each with its own line end) after `changes` (id -> the
-    memory now, None: forgotten), and the ids whose lines were found. Lines split at every
-    line end (\n, \r\n, a lone \r as old Mac editors write): a file of CR-only lines is not one
-    line whose removal would take the whole file with it. A forgotten memory's lines go,
-    edited or not (forget means forget); an updated memory's own line is written anew, but a
-    line a person edited stays as they wrote it, with the memory's new line under it."""
-    lines: list[str] = []
-    hit: set[int] = set()
-    edited: dict[int, int] = {}  # id -> index in `lines` after its last edited line
-    written: set[int] = set()
-    for line in text.splitlines(keepends=True):
-        body = line.rstrip("\r\n")
-        m = _MARKER_TAIL.search(body)
-        entry_id = int(m.group("id")) if m else None
-        if m is None or entry_id is None or entry_id not in changes:
-            lines.append(line)
-            continue
-        hit.add(entry_id)
-        new = changes[entry_id]
-        if new is None:
-            continue
-        ending = line[len(body) :]
-        if not _own(body, m):
-            lines.append(line if ending else line + "\n")
-            edited[entry_id] = len(lines)
-            continue
-        lines.append(line_for(new) + ending)
-        written.add(entry_id)
-    for entry_id, at in sorted(edited.items(), key=lambda kv: -kv[1]):
-        new = changes[entry_id]
-        if entry_id not in written and new is not None:
-            prev = lines[at - 1]
-            ending = prev[len(prev.rstrip("\r\n")) :]
-            lines.insert(at, line_for(new) + ending)
-    return lines, hit
 
 
 class DailyLog:
@@ -197,6 +137,8 @@ class DailyLog:
         self.unrewritten: dict[int, dict[str, Any] | None] = {}
         self.unrewritten_paths: dict[Path, set[int]] = {}  # (the ids whose lines each holds)
         self.unrenumbered: dict[int, int] = {}  # an import's renumbering refused: old -> new id
+        # App: dailyrenumber.renumber_again (which builds on this module), to do those again
+        self.renumber_again: Callable[..., Any] | None = None
         self._refusals_seen = 0
         # forget_gone (team: a database other daemons share): the logged ids stored at the
         # last look; each file's ids by its stat
@@ -345,9 +287,10 @@ class DailyLog:
                 self._rewrite(again, [r for r in again.values() if r is not None])
             moved, self.unrenumbered = self.unrenumbered, {}
             if moved:  # an import's renumbering refused: now, as the memories read
-                from memoryd.memory import dailyrenumber  # (it builds on this module)
-
-                dailyrenumber.renumber_again(self, moved, read)
+                if self.renumber_again is None:  # (App sets it) nothing to do it: kept
+                    self.unrenumbered = moved
+                else:
+                    self.renumber_again(self, moved, read)
             if not self.pending:
                 self.refusals.worked()
             self._keep_waiting()

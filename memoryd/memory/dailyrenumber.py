@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.memory import dailylog as dl
+from memoryd.memory.loglines import _MARKER_TAIL, one_line
 from memoryd.text import secretguard
 
 
@@ -31,8 +32,8 @@ def renumber(daily: dl.DailyLog, moved: list[tuple[int, int, str]]) -> list[Path
         return []
     by_old: dict[int, tuple[int, tuple[str, ...]]] = {}
     for old, new, content in moved:
-        text = dl.one_line(content)
-        by_old.setdefault(old, (new, (text, dl.one_line(secretguard.redact(text)))))
+        text = one_line(content)
+        by_old.setdefault(old, (new, (text, one_line(secretguard.redact(text)))))
     changed: list[Path] = []
 
     def renamed(text: str) -> tuple[list[str], set[int]]:
@@ -40,7 +41,7 @@ def renumber(daily: dl.DailyLog, moved: list[tuple[int, int, str]]) -> list[Path
         hit: set[int] = set()
         for line in text.splitlines(keepends=True):
             body = line.rstrip("\r\n")
-            m = dl._MARKER_TAIL.search(body)
+            m = _MARKER_TAIL.search(body)
             got = by_old.get(int(m.group("id"))) if m else None
             if m is not None and got is not None and any(t in body[: m.start()] for t in got[1]):
                 line = (

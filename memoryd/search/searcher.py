@@ -45,7 +45,7 @@ import numpy as np
 from memoryd.core.errors import InvalidInput, Unavailable, check_int, describe
 from memoryd.memory import lifecycle
 from memoryd.memory.lifecycle import tier_decay
-from memoryd.search import bounds, concepts, entityboost, fuzzy, ranges, symbols
+from memoryd.search import bounds, concepts, entityboost, ranges, spelled, symbols
 from memoryd.search import hits as hits_
 from memoryd.search.answerability import absent_units, only_absent_names
 from memoryd.search.evidence import KeywordEvidence
@@ -376,11 +376,9 @@ class Searcher(Pools):
                     fuzzy_used = True
                     out["corrected_query"] = ""  # as the answer's texts write it (below)
 
-        # BM25 over whole notes, for an answer grouped by note (issue 19.2; with keywords
-        # alone it weighs a fifth: `ranking.keyword_note`): read on a search thread as soon
-        # as the keyword pool is known, while this one reads the evidence's words ahead, waits
-        # for the vector pool and fuses (`_fuse` asks for it after the evidence: at 100K
-        # chunks ~3 ms beside ~3-5)
+        # BM25 over whole notes for an answer by note (19.2; keywords alone: a fifth,
+        # `ranking.keyword_note`), on a search thread once the keyword pool is known, while this
+        # one reads the evidence's words, waits for the vector pool and fuses (~3 ms at 100K)
         whole: Soon[Whole] | None = None
         if req.group == "note" and keyword and keyword[0].match:
             docs = sorted({c.document_id for c in keyword if c.document_id is not None})
@@ -478,9 +476,7 @@ class Searcher(Pools):
                 out["absent"] = absent
         ranked = symbols.holding(con, req.query, ranked)  # C#, .NET, $HOME alone: as written
         if fuzzy_used and rewritten is not None:  # the words the answer's first texts write
-            used = [c.id for c in ranked if c.keyword_rank is not None][:5]
-            ids = used or [c.id for c in keyword[:5]]
-            out["corrected_query"] = fuzzy.as_written(con, rewritten, req.query, ids)
+            out["corrected_query"] = spelled.answered(con, rewritten, req.query, ranked, keyword)
         listing = ranked if req.group == "note" else None  # whose hits' sections are listed
         out["hits"] = self._finish(con, ranked, limit, now, req, mode, scale, seen, listing)
         full = len(keyword) >= size and not fuzzy_used and missing is None  # search/more.py
@@ -495,7 +491,7 @@ class Searcher(Pools):
             if rewritten is None and req.mode != "fuzzy":
                 rewritten = self.fuzzy.rewrite(con, topical, parsed.excluded)
             if rewritten is not None and rewritten.corrected_query != req.query:
-                out["suggestion"] = fuzzy.as_written(con, rewritten, req.query)
+                out["suggestion"] = spelled.as_written(con, rewritten, req.query)
         return out
 
     @staticmethod

@@ -134,6 +134,7 @@ class App:
         )
         self.dailylog.current = self._stored_memory  # a line written late: the memory now
         self.dailylog.waiting_file = cfg.data_dir / "dailylog-waiting.json"  # across restarts
+        self.dailylog.renumber_again = dailyrenumber.renumber_again  # (a refused renumbering)
         # files whose indexing a full disk refused are read once the store takes writes again
         self.store.refusals.on_worked = lambda: self.reconcile_soon("the store takes writes again")
         self.indexer = Indexer(
