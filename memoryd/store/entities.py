@@ -407,20 +407,37 @@ def adopt(con: Connection, old_key: str, new_key: str, columns: int = COLUMNS) -
 
 
 def rekey(
-    con: Connection, entry_ids: Sequence[int], key: str, read: Callable[[], dict[str, Mention]]
+    con: Connection,
+    entry_ids: Sequence[int],
+    key: str,
+    read: Callable[[], dict[str, Mention]],
+    forms: Sequence[str] = (),
 ) -> None:
     """The entries' mentions of the entity `key` re-keyed as read again without them
     (entityclaims.withdraw: a claim on their forms went): their mentions are forgotten, then
     `read()` gives the entity each form (a surface_key) stands for now, and they are
     remembered with it."""
     held = {entry_id: _rows(con, entry_id) for entry_id in entry_ids}
+    # with `forms` (surface keys), only the entity's mentions under them go before the read
+    # (they would vouch for themselves), the rest after: what else the entries hold still
+    # counts (a note that declares Lena Okafor, whose "Lena" is read again, still claims it)
+    entity = con.execute("SELECT id FROM entities WHERE key = ?", (key,)).fetchall()
+    hide = sorted(forms) if entity else []
+    for at in range(0, len(entry_ids), 500) if hide else ():
+        part = entry_ids[at : at + 500]
+        con.execute(
+            f"DELETE FROM mentions WHERE entry_id IN ({','.join('?' * len(part))})"
+            f" AND entity_id = ? AND surface_key IN ({','.join('?' * len(hide))})",
+            (*part, entity[0][0], *hide),
+        )
+    found = read() if hide else {}
     for at in range(0, len(entry_ids), 500):
         part = entry_ids[at : at + 500]
         con.execute(f"DELETE FROM mentions WHERE entry_id IN ({','.join('?' * len(part))})", part)
-    forms = read()
+    found = found if hide else read()
 
     def change(k: str, surface_key: str) -> tuple[str, str] | None:
-        to = forms.get(surface_key) if k == key else None
+        to = found.get(surface_key) if k == key else None
         return None if to is None else (to.key, to.name)
 
     # remembered in one batch (_store: a statement per table, not per entry)
