@@ -501,11 +501,13 @@ def m017_form_probe(con: apsw.Connection) -> None:
 
 def m018_mention_types(con: apsw.Connection) -> None:
     """An entity's type read from its current mentions' (store/entitytypes.py says why): the
-    memories' mentions read again now; a note's mentions keep their entity's type until the
-    note changes (or `reindex --full`): nothing is read again or embedded at the upgrade."""
+    memories' mentions read again now; a note's mentions take their entity's type until the
+    first start reads every note again, in the background (entitytypes.read_notes_again):
+    nothing is embedded again."""
     con.execute(entitytypes.SQLITE_STEP)
     entitytypes.retype_all(con)
     reindex_memories(con)
+    entitytypes.read_notes_again(con)
 
 
 # every step above, in the order of its number
