@@ -103,7 +103,7 @@ def test_the_upgrade_reads_the_notes_again_once_and_types_them_as_a_new_index(
 ) -> None:
     """A store written before m018 / v16: the step types each note's mentions as their entity
     was (a memory typed "Lena Fischer" a person, so the daily note's untyped link became a
-    person's too); the first start reads every note again, once (nothing embedded), so the
+    person's too); the first reconcile reads every note again, once (nothing embedded), so the
     mentions are typed as a new index types them, and the type goes with the memory that gave
     it (before: the upgraded store kept her a person after the memory went, until the note
     changed or `reindex --full`)."""
@@ -116,7 +116,7 @@ def test_the_upgrade_reads_the_notes_again_once_and_types_them_as_a_new_index(
     old.close()
     monkeypatch.undo()
     new = make_app(model=None, **store)
-    report = new.indexer.reconcile()  # the first start reads every note again (the daily
+    report = new.indexer.reconcile()  # the first reconcile reads every note again (the daily
     assert report.indexed >= 1 and report.unchanged == 0  # log's file too, when it is on)
     mentioned = "SELECT surface, line, type FROM mentions ORDER BY 1, 2, 3"
     upgraded = rows(new, mentioned)

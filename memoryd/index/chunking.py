@@ -11,8 +11,7 @@ vectors are keyed by the text's hash), as a change of model re-embeds by itself.
 
 The record also holds READER, how notes' markdown is read: a release that reads it otherwise
 raises it, and the first start after the upgrade reads every note again the same way (an info
-line, not a warning: nothing was misconfigured). A schema step that needs the notes read again
-drops the record's reader (store/entitytypes.read_notes_again: m018 / v16), with the same effect.
+line, not a warning: nothing was misconfigured).
 
 The record lives in the store's `meta` table: one key for the SQLite file, one per workspace id
 in a shared PostgreSQL database (each machine chunks its own notes). A store without a record (a
@@ -73,8 +72,8 @@ def check(store: Store, settings: Any, forget_hashes: Callable[[], None]) -> lis
     elif prev and prev.get("reader", 1) != READER:  # an upgrade, not a setting: info
         forget_hashes()
         log.info(
-            "this release reads notes otherwise (their markdown, or their names' types): every "
-            "note is read again in the background (nothing is embedded again)",
+            "this release reads notes' markdown otherwise: every note is read again in the "
+            "background (nothing is embedded again)",
             reader=[prev.get("reader", 1), READER],
         )
     store.run_write(lambda con: entries.set_meta(con, key, json.dumps(now, sort_keys=True)))

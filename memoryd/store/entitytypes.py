@@ -20,7 +20,6 @@ its key order (SQLite's `mentions` is keyed by entity; PostgreSQL's `mentions_en
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from memoryd.store.protocol import Connection
@@ -55,7 +54,7 @@ _UNCOUNT = """
 """
 
 # SQLite (migrations.m018): the column, each mention taking its entity's type until its entry
-# is read again (the memories in the step, the notes at the first start: read_notes_again), the
+# is read again (the memories in the step, the notes at the next reconcile: sha256 cleared), the
 # counts, and the trigger on deleting a typed mention
 SQLITE_STEP = f"""
 ALTER TABLE mentions ADD COLUMN type TEXT NOT NULL DEFAULT 'other';
@@ -104,31 +103,3 @@ def retype_all(con: Connection) -> None:
         " sum(declared), count(*) FROM mentions WHERE type != 'other' GROUP BY entity_id, type"
     )
     con.execute(f"UPDATE entities SET type = {TYPE_OF}")
-
-
-# index/chunking.py's record of how the notes were read (META_KEY; one per workspace on a shared
-# PostgreSQL database)
-CHUNKING_RECORD = "indexer.chunking"
-
-
-def read_notes_again(con: Connection) -> None:
-    """Have the first start after the upgrade read every note again, once, as a new reader of
-    markdown does (index/chunking.py's READER: nothing is embedded again): each chunking record
-    loses its `reader`, as an older release's had none. The step types each note's mentions as
-    its entity was (no note is read while the schema moves); without the read a store upgraded
-    across it kept them so until the note changed or `reindex --full`, where a new index types
-    each mention as its text does ("Lena Fischer" a person in every note once a memory typed
-    her, and still when that memory went)."""
-    rows = con.execute(
-        "SELECT key, value FROM meta WHERE key = ? OR key LIKE ?",
-        (CHUNKING_RECORD, CHUNKING_RECORD + ":%"),
-    ).fetchall()
-    for key, value in rows:
-        try:
-            record = json.loads(str(value))
-        except ValueError:
-            continue  # the start reads every note again for a record it cannot read
-        if isinstance(record, dict) and record.pop("reader", None) is not None:
-            con.execute(
-                "UPDATE meta SET value = ? WHERE key = ?", (json.dumps(record, sort_keys=True), key)
-            )
