@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import write_synced
+from test_entity_claims import memory_keys
 from test_entity_known import keys_in, rows
 from test_entity_store import consistent
 
@@ -116,6 +117,37 @@ def test_a_link_to_an_old_file_name_in_a_note_that_writes_the_name_goes_back(
             (path,),
         )
         assert linked == [("john-locke",)], (path, linked)  # was lena fischer
+    consistent(app)
+
+
+def test_a_form_two_people_hold_is_the_one_who_claims_it(make_app: Any) -> None:
+    """ "Lena" is Lena Fischer's in the one note that writes her (no claim: one writer) and
+    Lena Okafor's in her own note (declared): a memory's "Lena" is Lena Okafor's, as in a
+    rebuild, which adopted it when her note came. The form look-up found two entities and
+    kept it no one's (seed 60)."""
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    write_synced(app, "notes.md", "# Notes\n\nAsk Lena Fischer about it.\nLena said no.\n")
+    write_synced(app, "lo.md", "# Lena Okafor\n\nLena: the budget is done.\n")
+    added = app.memories.add(content="Lena wrote back about the dog.")
+    assert memory_keys(app, added.id) == {"lena okafor"}  # was {"lena"}
+    consistent(app)
+
+
+def test_a_link_that_says_nothing_of_what_a_person_is_still_claims_her_first_name(
+    make_app: Any,
+) -> None:
+    """ "Ravi" (no shipped first name) written alone, then Ravi Patel typed a person by one
+    note, then claimed by another's `[[Ravi Patel]]`, a link that types nothing: the claim
+    takes "Ravi" as a rebuild does (adopt_first_names read the link's own type, `other`, and
+    skipped it; known_as reads the entity's, a person: seed 52)."""
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    added = app.memories.add(content="Ravi wrote back about the release.")
+    write_synced(app, "a.md", "# Standup\n\nRavi Patel said the release is done.\n")
+    assert memory_keys(app, added.id) == {"ravi"}  # one writer: no claim yet
+    write_synced(app, "b.md", "# Plan\n\nSee [[Ravi Patel]] on the invoice.\n")
+    assert memory_keys(app, added.id) == {"ravi patel"}  # was {"ravi"}
     consistent(app)
 
 

@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from memoryd.store import entitypairs, entitytypes
-from memoryd.store.firstnames import claims, named_like_person, people_named, person_like
+from memoryd.store.firstnames import claims, people_named, person_like
 from memoryd.store.protocol import Connection
 from memoryd.text.entities import Mention, canonical_key, extract
 from memoryd.text.secretguard import mask_known
@@ -292,8 +292,9 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
         rows = _forms_of(con, key) if claimed else con.execute(form_of, (key, key)).fetchall()
         if not person_like(key, m.type):
             rows = [r for r in rows if str(r[2]) != "person"]
-        if len(rows) == 1 and not (rows[0][4] or claims(con, int(rows[0][3]), str(rows[0][0]))):
-            rows = []
+        # (of several, those: a form of two people's that only one claims, "Lena" written in
+        # a note of Lena Fischer's that is no claim of hers, is the other's)
+        rows = [r for r in rows if r[4] or claims(con, int(r[3]), str(r[0]))]
         if (  # a first name two people claim is no one's, a form of one of them or not
             len(rows) == 1
             and not rows[0][4]
@@ -343,9 +344,9 @@ def adopt_first_names(
     changed, seen, shared = 0, set(), set()
     for m in mentions:
         key = m.key
-        if key in seen or not (
-            m.type == "person" or (m.type == "other" and named_like_person(key, m.name))
-        ):
+        # an untyped mention too: whether the name is a person's is the entity's (people_named),
+        # as known_as reads it ("[[Ravi Patel]]" says nothing, "Ravi Patel said" elsewhere does)
+        if key in seen or m.type not in ("person", "other"):
             continue
         seen.add(key)
         words = key.split(" ")
