@@ -150,6 +150,23 @@ def test_a_link_that_says_nothing_of_what_a_person_is_still_claims_her_first_nam
     consistent(app)
 
 
+def test_a_person_only_by_the_first_names_she_took_gives_them_back(make_app: Any) -> None:
+    """Ravi Patel, a person by one note's sentence and claimed by another's link, took the
+    memory's "Ravi"; that note gone, only the first name he took ("Ravi wrote back", typed a
+    person) kept him a person, and a person who claims keeps the name: for good, where a
+    rebuild (the link alone types nothing) never gives it (seeds 36, 43, 58)."""
+    app = make_app(model=None)
+    Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
+    added = app.memories.add(content="Ravi wrote back about the release.")
+    write_synced(app, "a.md", "# Standup\n\nRavi Patel said the release is done.\n")
+    write_synced(app, "b.md", "# Plan\n\nSee [[Ravi Patel]] on the invoice.\n")
+    assert memory_keys(app, added.id) == {"ravi patel"}
+    (Path(app.cfg.workspace) / "a.md").unlink()
+    app.indexer.reconcile()
+    assert memory_keys(app, added.id) == {"ravi"}  # was {"ravi patel"}
+    consistent(app)
+
+
 @pytest.mark.parametrize(("seed", "rounds"), [(1, 4), (25, 3)])
 def test_the_rounds_that_differed_end_as_a_rebuild_does(seed: int, rounds: int) -> None:
     """bench/entity_rebuild.py's sequences that found the three (SQLite; `--pg` for

@@ -268,6 +268,7 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
     own = {m.key for m in mentions if m.source in ("title", "file")}
     written = {m.key for m in mentions if m.source in _WRITTEN_BY}
     claimed = columns >= 2  # `declared` (m013)
+    typed = columns == COLUMNS  # `type` (m018): a person without the first names she took
     form_of = _FORMS_OF[claimed]
     first: dict[str, Mention] = {}  # each name's first mention (they share its type)
     for m in mentions:
@@ -300,7 +301,7 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
             and not rows[0][4]
             and claimed
             and str(rows[0][0]).split(" ")[0] == key
-            and len(people_named(con, key)) > 1
+            and [str(p[0]) for p in people_named(con, key, typed=typed)] != [str(rows[0][0])]
         ):
             rows = []
         if (
@@ -310,7 +311,7 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
             and " " not in key
             and key.replace("-", "").isalpha()  # "Jean-Luc" too
         ):
-            rows = people_named(con, key, claimed)
+            rows = people_named(con, key, claimed, typed)
         if len(rows) == 1:
             found[key] = (str(rows[0][0]), str(rows[0][1]), str(rows[0][2]))
     if not found:
@@ -358,7 +359,7 @@ def adopt_first_names(
         bare = con.execute("SELECT type FROM entities WHERE key = ?", (first,)).fetchall()
         if not bare or not person_like(first, str(bare[0][0])):
             continue
-        people = people_named(con, first, claimed=columns >= 2)
+        people = people_named(con, first, columns >= 2, columns == COLUMNS)
         if len(people) == 1 and str(people[0][0]) == key:
             changed += adopt(con, first, key, columns)
     for first in sorted(shared):

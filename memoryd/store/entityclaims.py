@@ -230,7 +230,8 @@ def _release(con: Connection, entity_id: int, key: str, kind: str) -> int:
     # a person's first name stands while she claims it on her own and no other person of that
     # first name claims it too (people_named: then it is no one's, whichever came first)
     first = key.split(" ")[0] if kind in ("person", "other") else None
-    alone = claimed and (first not in written or len(people_named(con, str(first))) <= 1)
+    people = [str(p[0]) for p in people_named(con, str(first))] if first in written else []
+    alone = claimed and (first not in written or people == [key])
     written = [f for f in written if not (alone and f == first)]
     if not written:
         return 0
