@@ -98,29 +98,40 @@ def test_a_note_gone_takes_its_type_with_it(make_app: Any) -> None:
     typed_consistent(app)
 
 
-def test_the_upgrade_types_each_mention_and_keeps_the_types_until_read_again(
+def test_the_upgrade_reads_the_notes_again_once_and_types_them_as_a_new_index(
     make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
-    """A store written before m018 / v16: its entities keep their types through the upgrade
-    (nothing read again but the memories), and from then on the type goes with the mentions
-    that gave it."""
+    """A store written before m018 / v16: the step types each note's mentions as their entity
+    was (a memory typed "Lena Fischer" a person, so the daily note's untyped link became a
+    person's too); the first reconcile reads every note again, once (nothing embedded), so the
+    mentions are typed as a new index types them, and the type goes with the memory that gave
+    it (before: the upgraded store kept her a person after the memory went, until the note
+    changed or `reindex --full`)."""
     store = older_store(monkeypatch, request, backend, "m018_mention_types", "_v16_mention_types")
     old = make_app(model=None, **store)
     Path(old.cfg.workspace).mkdir(parents=True, exist_ok=True)
-    write_synced(old, "met.md", f"# Met\n\n{TYPED}\n")
-    old.memories.add(content=LINKED)
-    before = rows(old, "SELECT key, type FROM entities ORDER BY key")
+    typed = old.memories.add(content=TYPED)
+    write_synced(old, "daily.md", f"# Daily\n\n{LINKED}\n")
+    assert type_of(old, "lena fischer") == "person"
     old.close()
     monkeypatch.undo()
     new = make_app(model=None, **store)
-    assert rows(new, "SELECT key, type FROM entities ORDER BY key") == before
-    assert new.indexer.reconcile().unchanged == 1  # the notes are not read again
-    assert type_of(new, "lena fischer") == "person"
-    typed_consistent(new)
-    (Path(new.cfg.workspace) / "met.md").unlink()
+    report = new.indexer.reconcile()  # the first reconcile reads every note again (the daily
+    assert report.indexed >= 1 and report.unchanged == 0  # log's file too, when it is on)
+    mentioned = "SELECT surface, line, type FROM mentions ORDER BY 1, 2, 3"
+    upgraded = rows(new, mentioned)
+    assert ("Lena Fischer", 3, "other") in upgraded  # the link says nothing of what she is
+    new.notes.forget_hashes()  # what `reindex --full` reads
     new.indexer.reconcile()
-    assert type_of(new, "lena fischer") == "other"
+    assert rows(new, mentioned) == upgraded
     typed_consistent(new)
+    new.memories.delete(typed.id)
+    assert type_of(new, "lena fischer") == "other"  # was kept a person
+    typed_consistent(new)
+    new.close()
+    again = make_app(model=None, **store)  # and the next start reads nothing
+    report = again.indexer.reconcile()
+    assert report.indexed == 0 and report.unchanged >= 1
 
 
 @pytest.mark.parametrize("order", ["daily-between", "people-first"])

@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from memoryd.store import entitypairs, entitytypes
-from memoryd.store.firstnames import claims, named_like_person, people_named, person_like
+from memoryd.store.firstnames import claims, people_named, person_like
 from memoryd.store.protocol import Connection
 from memoryd.text.entities import Mention, canonical_key, extract
 from memoryd.text.secretguard import mask_known
@@ -268,6 +268,7 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
     own = {m.key for m in mentions if m.source in ("title", "file")}
     written = {m.key for m in mentions if m.source in _WRITTEN_BY}
     claimed = columns >= 2  # `declared` (m013)
+    typed = columns == COLUMNS  # `type` (m018): a person without the first names she took
     form_of = _FORMS_OF[claimed]
     first: dict[str, Mention] = {}  # each name's first mention (they share its type)
     for m in mentions:
@@ -292,14 +293,15 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
         rows = _forms_of(con, key) if claimed else con.execute(form_of, (key, key)).fetchall()
         if not person_like(key, m.type):
             rows = [r for r in rows if str(r[2]) != "person"]
-        if len(rows) == 1 and not (rows[0][4] or claims(con, int(rows[0][3]), str(rows[0][0]))):
-            rows = []
+        # (of several, those: a form of two people's that only one claims, "Lena" written in
+        # a note of Lena Fischer's that is no claim of hers, is the other's)
+        rows = [r for r in rows if r[4] or claims(con, int(r[3]), str(r[0]))]
         if (  # a first name two people claim is no one's, a form of one of them or not
             len(rows) == 1
             and not rows[0][4]
             and claimed
             and str(rows[0][0]).split(" ")[0] == key
-            and len(people_named(con, key)) > 1
+            and [str(p[0]) for p in people_named(con, key, typed=typed)] != [str(rows[0][0])]
         ):
             rows = []
         if (
@@ -309,7 +311,7 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
             and " " not in key
             and key.replace("-", "").isalpha()  # "Jean-Luc" too
         ):
-            rows = people_named(con, key, claimed)
+            rows = people_named(con, key, claimed, typed)
         if len(rows) == 1:
             found[key] = (str(rows[0][0]), str(rows[0][1]), str(rows[0][2]))
     if not found:
@@ -343,9 +345,9 @@ def adopt_first_names(
     changed, seen, shared = 0, set(), set()
     for m in mentions:
         key = m.key
-        if key in seen or not (
-            m.type == "person" or (m.type == "other" and named_like_person(key, m.name))
-        ):
+        # an untyped mention too: whether the name is a person's is the entity's (people_named),
+        # as known_as reads it ("[[Ravi Patel]]" says nothing, "Ravi Patel said" elsewhere does)
+        if key in seen or m.type not in ("person", "other"):
             continue
         seen.add(key)
         words = key.split(" ")
@@ -357,7 +359,7 @@ def adopt_first_names(
         bare = con.execute("SELECT type FROM entities WHERE key = ?", (first,)).fetchall()
         if not bare or not person_like(first, str(bare[0][0])):
             continue
-        people = people_named(con, first, claimed=columns >= 2)
+        people = people_named(con, first, columns >= 2, columns == COLUMNS)
         if len(people) == 1 and str(people[0][0]) == key:
             changed += adopt(con, first, key, columns)
     for first in sorted(shared):
@@ -407,20 +409,37 @@ def adopt(con: Connection, old_key: str, new_key: str, columns: int = COLUMNS) -
 
 
 def rekey(
-    con: Connection, entry_ids: Sequence[int], key: str, read: Callable[[], dict[str, Mention]]
+    con: Connection,
+    entry_ids: Sequence[int],
+    key: str,
+    read: Callable[[], dict[str, Mention]],
+    forms: Sequence[str] = (),
 ) -> None:
     """The entries' mentions of the entity `key` re-keyed as read again without them
     (entityclaims.withdraw: a claim on their forms went): their mentions are forgotten, then
     `read()` gives the entity each form (a surface_key) stands for now, and they are
     remembered with it."""
     held = {entry_id: _rows(con, entry_id) for entry_id in entry_ids}
+    # with `forms` (surface keys), only the entity's mentions under them go before the read
+    # (they would vouch for themselves), the rest after: what else the entries hold still
+    # counts (a note that declares Lena Okafor, whose "Lena" is read again, still claims it)
+    entity = con.execute("SELECT id FROM entities WHERE key = ?", (key,)).fetchall()
+    hide = sorted(forms) if entity else []
+    for at in range(0, len(entry_ids), 500) if hide else ():
+        part = entry_ids[at : at + 500]
+        con.execute(
+            f"DELETE FROM mentions WHERE entry_id IN ({','.join('?' * len(part))})"
+            f" AND entity_id = ? AND surface_key IN ({','.join('?' * len(hide))})",
+            (*part, entity[0][0], *hide),
+        )
+    found = read() if hide else {}
     for at in range(0, len(entry_ids), 500):
         part = entry_ids[at : at + 500]
         con.execute(f"DELETE FROM mentions WHERE entry_id IN ({','.join('?' * len(part))})", part)
-    forms = read()
+    found = found if hide else read()
 
     def change(k: str, surface_key: str) -> tuple[str, str] | None:
-        to = forms.get(surface_key) if k == key else None
+        to = found.get(surface_key) if k == key else None
         return None if to is None else (to.key, to.name)
 
     # remembered in one batch (_store: a statement per table, not per entry)

@@ -52,6 +52,26 @@ _WRITERS_OF = (
     "SELECT DISTINCT m.entry_id, e.document_id FROM mentions m"
     " JOIN entries e ON e.id = m.entry_id WHERE m.entity_id = ? AND m.surface_key = ?"
 )
+# whether a note (its chunks) or a memory writes in full another name whose first or last word
+# is the form `?` (substr: as firstnames' look-up, exact on PostgreSQL's collations)
+_NAMESAKE = (
+    " JOIN entities n ON n.id = m.entity_id WHERE {} = ? AND m.surface_key = n.key"
+    " AND n.key != ? AND (substr(n.key, 1, ?) = ? OR substr(n.key, length(n.key) - ? + 1) = ?)"
+    " LIMIT 1"
+)
+_NAMESAKE_IN_NOTE = "SELECT 1 FROM mentions m JOIN entries e ON e.id = m.entry_id" + (
+    _NAMESAKE.format("e.document_id")
+)
+_NAMESAKE_IN_ENTRY = "SELECT 1 FROM mentions m" + _NAMESAKE.format("m.entry_id")
+# whether a note (its chunks) or a memory declares the full name (a title, `[[Lena Fischer]]`)
+# or, a note, names it by its file name (`?`: the note titled so; not a link to that name)
+_DECLARES_IN_NOTE = (
+    "SELECT 1 FROM mentions m JOIN entries e ON e.id = m.entry_id WHERE e.document_id = ?"
+    " AND m.entity_id = ? AND m.declared = 1 AND (m.surface_key = ? OR m.surface = ?"
+    " AND NOT EXISTS (SELECT 1 FROM links l WHERE l.document_id = e.document_id"
+    " AND l.line = m.line)) LIMIT 1"
+)
+_DECLARES_IN_ENTRY = _WRITES_IN_ENTRY.replace(" LIMIT 1", " AND m.declared = 1 LIMIT 1")
 _DECLARED_FULL = (
     "SELECT 1 FROM mentions m JOIN entries e ON e.id = m.entry_id"
     " WHERE m.entity_id = ? AND m.surface_key = ? AND m.declared = 1 LIMIT 1"
@@ -76,7 +96,9 @@ def held_by_note(con: Connection, path: str) -> set[str]:
 def index_note(con: Connection, path: str, mentions: Sequence[Mention], held: set[str]) -> int:
     """entities.index_document for a note just stored again, whose chunks before held `held`
     (held_by_note, read before they went): then the claims that no longer hold withdrawn."""
-    n = entities.index_document(con, path, mentions, withdraw)
+    settle = _Settle()
+    n = entities.index_document(con, path, mentions, settle)
+    settle.own_names(con, _NOTE_CHUNKS, (path,), mentions)
     withdraw(con, held)
     return n
 
@@ -84,17 +106,86 @@ def index_note(con: Connection, path: str, mentions: Sequence[Mention], held: se
 def reindex_note(con: Connection, path: str, mentions: Sequence[Mention]) -> int:
     """entities.reindex_document (a note moved), the claims its old file name made withdrawn."""
     held = held_by_note(con, path)
-    n = entities.reindex_document(con, path, mentions, withdraw)
+    settle = _Settle()
+    n = entities.reindex_document(con, path, mentions, settle)
+    settle.own_names(con, _NOTE_CHUNKS, (path,), mentions)
     withdraw(con, held)
     return n
+
+
+def index_memory(con: Connection, entry_id: int, content: str, tags: Sequence[str]) -> None:
+    """entities.index_memory (a memory added or imported), its own first names settled too."""
+    settle = _Settle()
+    entities.index_memory(con, entry_id, content, tags, settle)
+    if settle.keys:
+        found = entities.memory_mentions(content, tags)
+        settle.own_names(con, "?", (entry_id,), found)
 
 
 def reindex_memory(con: Connection, entry_id: int) -> None:
     """entities.reindex_memory (its text or tags changed), the claims its old text made
     withdrawn."""
     held = held_by(con, "?", (entry_id,))
-    entities.reindex_memory(con, entry_id, withdraw)
+    settle = _Settle()
+    entities.reindex_memory(con, entry_id, settle)
+    if settle.keys:
+        rows = con.execute("SELECT content, tags FROM entries WHERE id = ?", (entry_id,))
+        for content, tags in rows.fetchall():
+            found = entities.memory_mentions(str(content), entities._tags(tags))
+            settle.own_names(con, "?", (entry_id,), found)
     withdraw(con, held)
+
+
+_NOTE_CHUNKS = (
+    "SELECT e.id FROM entries e JOIN documents d ON d.id = e.document_id WHERE d.path = ?"
+)
+# the entries (of those `{}` selects) whose first name `?` alone is keyed to the person `?`
+_OWN_FIRST = (
+    "SELECT DISTINCT m.entry_id FROM mentions m JOIN entities n ON n.id = m.entity_id"
+    " WHERE m.entry_id IN ({}) AND n.key = ? AND m.surface_key = ?"
+)
+
+
+class _Settle:
+    """adopt_first_names' `settle` (withdraw) for one entry being indexed, which keeps the
+    people it settled: the entry's own first names were read (known_as) before its mentions,
+    which made the second claimant, were stored, so withdraw's re-reading, which leaves the
+    names of an entry that writes the full name as they are, misses them. A note declaring
+    Lena Okafor that writes "Lena Fischer" and "Lena" alone kept that "Lena" Lena Fischer's
+    where a rebuild, with both claimants, leaves it no one's."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+
+    def __call__(self, con: Connection, keys: set[str]) -> int:
+        self.keys |= keys
+        return withdraw(con, keys)
+
+    def own_names(
+        self, con: Connection, entry_sql: str, params: tuple[object, ...], raw: Sequence[Mention]
+    ) -> int:
+        """The entry's first names alone that known_as (not the extraction, which keys a first
+        name within one text: text/entities._part_names) gave to a settled person, read again
+        now that every claim is stored. `raw`: the entry's mentions as extracted."""
+        alone = {m.key for m in raw if " " not in m.key}
+        changed = 0
+        for key in sorted(self.keys):
+            first = key.split(" ")[0]
+            if first not in alone:
+                continue
+            sql = _OWN_FIRST.format(entry_sql)
+            ids = [int(r[0]) for r in con.execute(sql, (*params, key, first)).fetchall()]
+            if not ids:
+                continue
+            m = next(m for m in raw if m.key == first)
+            again = Mention(first, m.name, m.type, 1, m.surface, "name")
+
+            def read(first: str = first, again: Mention = again) -> dict[str, Mention]:
+                return {first: entities.known_as(con, [again])[0]}
+
+            entities.rekey(con, ids, key, read, [first])
+            changed += len(ids)
+        return changed
 
 
 def withdraw(con: Connection, keys: Iterable[str]) -> int:
@@ -139,7 +230,8 @@ def _release(con: Connection, entity_id: int, key: str, kind: str) -> int:
     # a person's first name stands while she claims it on her own and no other person of that
     # first name claims it too (people_named: then it is no one's, whichever came first)
     first = key.split(" ")[0] if kind in ("person", "other") else None
-    alone = claimed and (first not in written or len(people_named(con, str(first))) <= 1)
+    people = [str(p[0]) for p in people_named(con, str(first))] if first in written else []
+    alone = claimed and (first not in written or people == [key])
     written = [f for f in written if not (alone and f == first)]
     if not written:
         return 0
@@ -149,19 +241,49 @@ def _release(con: Connection, entity_id: int, key: str, kind: str) -> int:
         for entry_id, doc in con.execute(_WRITERS_OF, (entity_id, key)).fetchall():
             writes[("note", doc) if doc is not None else ("memory", int(entry_id))] = True
 
-    def own(entry_id: int, doc: Any) -> bool:
+    words = {key.split(" ")[0], key.split(" ")[-1]} if first is not None else set()
+    asked: dict[tuple[str, int, str], bool] = {}  # (note or memory, id, question) -> answer
+    stems: dict[tuple[str, int], str] = {}
+
+    def ask(at: tuple[str, int], what: str, sql: str, params: tuple[object, ...]) -> bool:
+        if (*at, what) not in asked:
+            asked[(*at, what)] = bool(con.execute(sql, (at[1], *params)).fetchall())
+        return asked[(*at, what)]
+
+    def own(entry_id: int, doc: Any, form: str, declared: int) -> bool:
+        """Whether the note or memory keyed this form to the entity from its own text, as its
+        extraction does again in a rebuild, not from the store (known_as, adopt): it writes
+        the full name, and the form is a first or last word of it that no other name it
+        writes in full shares (text/entities._part_names: "Lena" beside "Lena Fischer" alone,
+        not beside "Lena Okafor" too), or a form it declares beside its declaration of the
+        full name (`aliases: [Caz]` under the title; not `[[john-locke]]`, her old file
+        name, in a note that only writes her name)."""
         at = ("note", doc) if doc is not None else ("memory", entry_id)
         if at not in writes:
             sql = _WRITES_IN_NOTE if doc is not None else _WRITES_IN_ENTRY
             writes[at] = bool(con.execute(sql, (at[1], entity_id, key)).fetchall())
-        return writes[at]
+        if not writes[at]:
+            return False
+        note = doc is not None
+        if form in words and not declared:
+            sql = _NAMESAKE_IN_NOTE if note else _NAMESAKE_IN_ENTRY
+            n = len(form) + 1
+            return not ask(at, form, sql, (key, n, f"{form} ", n, f" {form}"))
+        if not declared:
+            return True
+        if not note:
+            return ask(at, "", _DECLARES_IN_ENTRY, (entity_id, key))
+        if at not in stems:  # its file name, keyed to its title (extract_document)
+            path = con.execute("SELECT path FROM documents WHERE id = ?", (doc,)).fetchall()
+            stems[at] = str(path[0][0]).rsplit("/", 1)[-1].removesuffix(".md") if path else ""
+        return ask(at, "", _DECLARES_IN_NOTE, (entity_id, key, stems[at]))
 
     forms: dict[str, list[tuple[int, str]]] = {}
     owned: set[str] = set()  # forms the notes that write the full name write too
     stands: set[str] = set()  # forms those notes declare (`aliases: [Caz]` beside the title)
     for form in written:
         for entry_id, doc, surface, declared in taken[form]:
-            if not own(int(entry_id), doc):
+            if not own(int(entry_id), doc, form, int(declared)):
                 forms.setdefault(form, []).append((int(entry_id), str(surface)))
             else:
                 (stands if declared else owned).add(form)
@@ -184,7 +306,7 @@ def _release(con: Connection, entity_id: int, key: str, kind: str) -> int:
             for f in loose
         }
 
-    entities.rekey(con, entry_ids, key, read)
+    entities.rekey(con, entry_ids, key, read, loose)
     return len(entry_ids)
 
 

@@ -54,7 +54,7 @@ _UNCOUNT = """
 """
 
 # SQLite (migrations.m018): the column, each mention taking its entity's type until its entry
-# is read again (a note when it changes or on `reindex --full`, the memories in the step), the
+# is read again (the memories in the step, the notes at the next reconcile: sha256 cleared), the
 # counts, and the trigger on deleting a typed mention
 SQLITE_STEP = f"""
 ALTER TABLE mentions ADD COLUMN type TEXT NOT NULL DEFAULT 'other';

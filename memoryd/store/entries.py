@@ -12,7 +12,7 @@ from typing import Any
 
 from memoryd.core.errors import InvalidInput, NotFound
 from memoryd.core.timeutil import iso
-from memoryd.store import entities, entitybackfill, entityclaims, entityfilter, tables
+from memoryd.store import entitybackfill, entityclaims, entityfilter, tables
 from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -255,7 +255,7 @@ def insert_memory(con: Connection, m: NewMemory, now: float) -> tuple[int, bool]
             m.tier,
         ),
     ).fetchall()
-    entities.index_memory(con, int(rows[0][0]), m.content, m.tags, entityclaims.withdraw)
+    entityclaims.index_memory(con, int(rows[0][0]), m.content, m.tags)
     return int(rows[0][0]), False
 
 

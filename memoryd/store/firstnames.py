@@ -33,7 +33,9 @@ def person_like(key: str, kind: str) -> bool:
     )
 
 
-def people_named(con: Connection, first: str, claimed: bool = True) -> list[tuple[Any, ...]]:
+def people_named(
+    con: Connection, first: str, claimed: bool = True, typed: bool = True
+) -> list[tuple[Any, ...]]:
     """(key, name, type) of every person of two or three words whose first name is `first`:
     typed person, or untyped and written like one (named_like_person); with `claimed`, only
     those who claim it (claims; False: a migration's older schema, which cannot tell)."""
@@ -47,9 +49,31 @@ def people_named(con: Connection, first: str, claimed: bool = True) -> list[tupl
         (r[0], r[1], r[2])
         for r in rows
         if str(r[0]).count(" ") <= 2
-        and (str(r[2]) == "person" or named_like_person(str(r[0]), str(r[1])))
+        and (
+            (str(r[2]) == "person" and (not typed or _person_by_itself(con, int(r[3]), first)))
+            or named_like_person(str(r[0]), str(r[1]))
+        )
         and (not claimed or claims(con, int(r[3]), str(r[0])))
     ]
+
+
+# the entity's typed mentions but its first name alone (the type rule of store/entitytypes.py)
+_TYPED_BUT = (
+    "SELECT type, sum(declared), count(*) FROM mentions WHERE entity_id = ? AND surface_key != ?"
+    " AND type != 'other' GROUP BY type"
+)
+
+
+def _person_by_itself(con: Connection, entity_id: int, first: str) -> bool:
+    """Whether a person-typed entity is a person without the first names alone it took: its
+    type counts them (an untyped full name whose "Ravi" is written as a person's), so one typed
+    a person only by them would claim them for good, where a rebuild, which reads the first
+    names before any claim, never gives them."""
+    votes = [
+        (-int(d), -int(n), str(t) == "person", str(t))
+        for t, d, n in con.execute(_TYPED_BUT, (entity_id, first)).fetchall()
+    ]
+    return bool(votes) and min(votes)[3] == "person"
 
 
 # A full name claims its first name (or another form, such as a surname, it takes within one

@@ -501,11 +501,15 @@ def m017_form_probe(con: apsw.Connection) -> None:
 
 def m018_mention_types(con: apsw.Connection) -> None:
     """An entity's type read from its current mentions' (store/entitytypes.py says why): the
-    memories' mentions read again now; a note's mentions keep their entity's type until the
-    note changes (or `reindex --full`): nothing is read again or embedded at the upgrade."""
+    memories' mentions read again now; a note's mentions take their entity's type until the
+    next reconcile reads every note again (as m010): before, an upgraded store kept them so
+    until the note changed or `reindex --full` ("Lena Fischer" a person in a daily note that
+    only links her, still after the memory that typed her went), where a new index types each
+    mention as its text does. Nothing is embedded again."""
     con.execute(entitytypes.SQLITE_STEP)
     entitytypes.retype_all(con)
     reindex_memories(con)
+    m010_read_notes_again(con)
 
 
 # every step above, in the order of its number

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryd.store import entities, entityclaims, tables
+from memoryd.store import entityclaims, tables
 from memoryd.store.dialect import is_postgres
 from memoryd.store.entries import raise_id_high_water
 from memoryd.store.protocol import Connection
@@ -104,7 +104,5 @@ def insert_memory(con: Connection, v: dict[str, Any], entry_id: int | None) -> i
     if entry_id is not None and is_postgres(con):
         # SQLite's AUTOINCREMENT moves past an id given by hand; a PostgreSQL sequence does not
         raise_id_high_water(con, entry_id)
-    entities.index_memory(
-        con, int(rows[0][0]), v["content"], v.get("tags") or (), entityclaims.withdraw
-    )
+    entityclaims.index_memory(con, int(rows[0][0]), v["content"], v.get("tags") or ())
     return int(rows[0][0])

@@ -1,8 +1,9 @@
 """Word lists and cues for entity extraction (memoryd/text/entities.py): which capitalised words
 are never names, and which neighbouring words say person, system or place; and three shipped
 lists in memoryd/data (README there: sources and licences): first names (1990 US Census), names
-of well-known systems, and countries, regions and large cities. English only; everything else
-is typed from where it came.
+of well-known systems, and countries, regions and large cities. English only, but for the words
+that open a sentence in six other languages of the Latin script (sentence-starters.txt);
+everything else is typed from where it came.
 """
 
 from __future__ import annotations
@@ -67,6 +68,15 @@ def places() -> frozenset[str]:
     data = importlib.resources.files("memoryd").joinpath("data", "places-en.txt")
     lines = (x.strip().lower() for x in data.read_text(encoding="utf-8").splitlines())
     return frozenset(x for x in lines if x and not x.startswith("#"))
+
+
+@cache
+def sentence_starters() -> frozenset[str]:
+    """Words that open a sentence in six other languages written in Latin script and are no
+    name there ("Heute", "Donc", "Pero"; memoryd/data/sentence-starters.txt), lower-cased."""
+    data = importlib.resources.files("memoryd").joinpath("data", "sentence-starters.txt")
+    lines = data.read_text(encoding="utf-8").splitlines()
+    return frozenset(w for x in lines if not x.startswith("#") for w in x.lower().split())
 
 
 # What people write in chat before or instead of a name ("Woah Joanna", "Congrats, Nate!",

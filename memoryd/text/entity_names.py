@@ -234,24 +234,27 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
     if (
         len(words) <= 3
         and _word_key(words[0]) in names
+        and not _starter(words[0])  # another language's opener: "Dann" (German "then")
         and (len(words) == 1 or all(w[1:].islower() and w.isalpha() for w in words))
     ):
         return words  # "# Caroline Baker", "Caroline left early.": a first name opens it
     if run.all_initial:
-        if len(words) == 1 and _word_key(words[0]) in common:
+
+        def worded(w: str) -> bool:
+            return _word_key(w) in common or _starter(w)
+
+        if len(words) == 1 and worded(words[0]):
             return words if canonical_key(words[0]) in known else []
-        while (
-            words and _word_key(words[0]) in common and canonical_key(" ".join(words)) not in known
-        ):
+        while words and worded(words[0]) and canonical_key(" ".join(words)) not in known:
             words.pop(0)
-        while (
-            words and _word_key(words[-1]) in common and canonical_key(" ".join(words)) not in known
-        ):
+        while words and worded(words[-1]) and canonical_key(" ".join(words)) not in known:
             words.pop()
         return words
     if run.initial and not run.honorific and canonical_key(" ".join(words)) not in known:
 
         def plain(w: str) -> bool:  # a first name is no plain word: "Later Ana Lima"
+            if _starter(w):  # "Heute", "Donc", "Pero"
+                return True
             k = _word_key(w)
             if k in names or (not k.isascii() and canonical_key(k) in names):  # Zoë, Noé
                 return False
@@ -341,6 +344,14 @@ def _lists() -> tuple[
 
 
 _LISTS: list[frozenset[str]] = []
+
+
+def _starter(w: str) -> bool:
+    """Another language's sentence opener, no name there ("Heute", "Donc"), as it opens one:
+    not in capitals ("KEINE BREMSEN" is shouted or a title, as English capitals are read)."""
+    return not w.isupper() and _word_key(w) in cues.sentence_starters()
+
+
 _PERSON_AFTER, _PERSON_AFTER_WEAK, _ROLES = cues.PERSON_AFTER, cues.PERSON_AFTER_WEAK, cues.ROLES
 _PERSON_BEFORE, _PERSON_BEFORE_2 = cues.PERSON_BEFORE, cues.PERSON_BEFORE_2
 _SYSTEM_BEFORE, _SYSTEM_BEFORE_2, _SYSTEM_AFTER = (

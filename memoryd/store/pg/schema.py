@@ -446,7 +446,8 @@ def _v15_marks_and_unspaced_scripts(cur: psycopg.Cursor) -> None:
 def _v16_mention_types(cur: psycopg.Cursor) -> None:
     """Each mention keeps its extraction's type, and an entity's type is read from its current
     mentions (store/entitytypes.py; SQLite: migrations.m018 says why): a note's mentions take
-    their entity's type until it changes, memories' mentions are read again now."""
+    their entity's type until the next reconcile reads every note again, memories' mentions are
+    read again now."""
     from memoryd.store import entitybackfill, entitytypes
     from memoryd.store.pg.conn import PgConnection
 
@@ -457,6 +458,7 @@ def _v16_mention_types(cur: psycopg.Cursor) -> None:
     cur.execute(entitytypes.PG_FUNCTION)
     entitytypes.retype_all(PgConnection(cur.connection))
     entitybackfill.reindex_memories(PgConnection(cur.connection), "all_entries")
+    _v8_read_notes_again(cur)  # each workspace's notes, at its daemon's next reconcile
 
 
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [

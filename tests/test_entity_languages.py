@@ -1,0 +1,144 @@
+"""Entity extraction in notes written in other languages of the Latin script: a word that opens
+a sentence there and is no name ("Heute", "Dann", "Aber", "Pero", "Donc") is dropped as an
+English common word is (memoryd/data/sentence-starters.txt, text/entity_names._keep), and the
+names in the same sentences, at their start too, are still found."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryd.text.entities import extract
+
+# (language, text, names that must be found, words that must not be names)
+CASES = [
+    (
+        "de",
+        "Heute habe ich mit Lena Fischer gesprochen. Dann sind wir nach Berlin gefahren. "
+        "Aber das Wetter war schlecht. Morgen treffe ich Thomas Müller. Jonas hat angerufen. "
+        "Leider kommt Anna Schmidt nicht. Danach schrieb Klaus eine Mail. Vielleicht kommt "
+        "Sabine Weber auch. Gestern war Markus krank. Trotzdem haben wir Kubernetes aktualisiert.",
+        {
+            "Lena Fischer",
+            "Berlin",
+            "Thomas Müller",
+            "Jonas",
+            "Anna Schmidt",
+            "Klaus",
+            "Sabine Weber",
+            "Markus",
+            "Kubernetes",
+        },
+        {
+            "Heute",
+            "Dann",
+            "Aber",
+            "Morgen",
+            "Leider",
+            "Danach",
+            "Vielleicht",
+            "Gestern",
+            "Trotzdem",
+        },
+    ),
+    (
+        "fr",
+        "Donc nous avons parlé avec Claire Dubois hier. Ensuite elle est partie à Paris. "
+        "Mais le projet avance bien. Demain je vois Julien Martin. Pierre a répondu. "
+        "Alors Sophie Bernard a relancé le déploiement. Pourtant Nicolas était absent. "
+        "Enfin nous avons migré vers PostgreSQL.",
+        {
+            "Claire Dubois",
+            "Paris",
+            "Julien Martin",
+            "Pierre",
+            "Sophie Bernard",
+            "Nicolas",
+            "PostgreSQL",
+        },
+        {"Donc", "Ensuite", "Mais", "Demain", "Alors", "Pourtant", "Enfin"},
+    ),
+    (
+        "es",
+        "Pero no pudimos terminar el informe. Hoy hablé con Carlos García en Madrid. Luego "
+        "fuimos a comer. También llamó Lucía Fernández. Pedro revisó el código. Entonces "
+        "Javier subió los cambios a GitHub. Mañana viene Elena Ruiz. Después Miguel cerró "
+        "la incidencia.",
+        {
+            "Carlos García",
+            "Madrid",
+            "Lucía Fernández",
+            "Pedro",
+            "Javier",
+            "GitHub",
+            "Elena Ruiz",
+            "Miguel",
+        },
+        {"Pero", "Luego", "También", "Entonces", "Mañana", "Después"},
+    ),
+    (
+        "it",
+        "Oggi ho parlato con Marco Rossi. Poi siamo andati a Milano. Però il progetto è in "
+        "ritardo. Domani vedo Giulia Bianchi. Luca ha scritto. Allora Francesca ha riavviato "
+        "Redis. Purtroppo Alessandro non c'era. Comunque Chiara Romano ha approvato.",
+        {
+            "Marco Rossi",
+            "Milano",
+            "Giulia Bianchi",
+            "Luca",
+            "Francesca",
+            "Redis",
+            "Alessandro",
+            "Chiara Romano",
+        },
+        {"Oggi", "Però", "Domani", "Allora", "Purtroppo", "Comunque"},
+    ),
+    (
+        "nl",
+        "Vandaag heb ik met Pieter Bakker gesproken. Daarna gingen we naar Amsterdam. Maar "
+        "het regende. Morgen zie ik Sanne Jansen. Daan belde terug. Gisteren heeft Emma de "
+        "release gedaan. Misschien komt Lotte Visser ook. Helaas was Bram ziek.",
+        {"Pieter Bakker", "Amsterdam", "Sanne Jansen", "Daan", "Emma", "Lotte Visser", "Bram"},
+        {"Vandaag", "Daarna", "Maar", "Morgen", "Gisteren", "Misschien", "Helaas"},
+    ),
+    (
+        "pt",
+        "Hoje falei com João Silva. Depois fomos a Lisboa. Mas o projeto está atrasado. Amanhã "
+        "vejo Ana Costa. Pedro respondeu. Então Mariana Souza abriu o ticket no Jira. Ontem "
+        "Rafael corrigiu o erro. Talvez Beatriz Lima venha.",
+        {
+            "João Silva",
+            "Lisboa",
+            "Ana Costa",
+            "Pedro",
+            "Mariana Souza",
+            "Jira",
+            "Rafael",
+            "Beatriz Lima",
+        },
+        {"Hoje", "Depois", "Amanhã", "Então", "Ontem", "Talvez"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("lang", "text", "names", "not_names"), CASES, ids=[c[0] for c in CASES])
+def test_another_languages_sentence_opener_is_no_name(
+    lang: str, text: str, names: set[str], not_names: set[str]
+) -> None:
+    found = {m.name for m in extract(text, 1)}
+    assert not found & not_names, sorted(found & not_names)
+    assert names <= found, sorted(names - found)
+
+
+def test_a_heading_or_a_table_row_of_such_words_is_no_name() -> None:
+    """A daily note's `## Heute Morgen` section, as `## This Morning`; a table's first column."""
+    text = "## Heute Morgen\n\nLena Fischer rief an.\n\n| Danach | Berlin |\n|---|---|\n"
+    found = {m.name for m in extract(text, 1)}
+    assert not found & {"Heute Morgen", "Heute", "Morgen", "Danach"}, found
+    assert {"Lena Fischer", "Berlin"} <= found
+
+
+def test_a_first_name_that_opens_a_sentence_in_english_stays_a_name() -> None:
+    """The words are dropped only where they open a sentence with no cue: "Dann said" (a
+    shipped first name, and German "then") keeps Dann; mid-sentence every word is as before."""
+    found = {m.name for m in extract("Dann said the deploy is done. We asked Dann twice.", 1)}
+    assert "Dann" in found
