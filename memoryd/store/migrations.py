@@ -501,14 +501,19 @@ def m017_form_probe(con: apsw.Connection) -> None:
 
 def m018_mention_types(con: apsw.Connection) -> None:
     """An entity's type read from its current mentions' (store/entitytypes.py says why): the
-    memories' mentions read again now; a note's mentions take their entity's type until the
-    next reconcile reads every note again (as m010): before, an upgraded store kept them so
-    until the note changed or `reindex --full` ("Lena Fischer" a person in a daily note that
-    only links her, still after the memory that typed her went), where a new index types each
-    mention as its text does. Nothing is embedded again."""
+    memories' mentions read again now; a note's mentions take their entity's type until m019
+    has every note read again."""
     con.execute(entitytypes.SQLITE_STEP)
     entitytypes.retype_all(con)
     reindex_memories(con)
+
+
+def m019_types_read_from_the_notes(con: apsw.Connection) -> None:
+    """Every note read again at the next reconcile (as m010), so each note's mentions are typed
+    as its text types them, as in a new index: after m018 alone an upgraded store kept them as
+    their entity was typed until the note changed or `reindex --full` ("Lena Fischer" a person
+    in a daily note that only links her, still after the memory that typed her went); a step
+    of its own, for the stores m018 already upgraded. Nothing is embedded again."""
     m010_read_notes_again(con)
 
 

@@ -446,8 +446,8 @@ def _v15_marks_and_unspaced_scripts(cur: psycopg.Cursor) -> None:
 def _v16_mention_types(cur: psycopg.Cursor) -> None:
     """Each mention keeps its extraction's type, and an entity's type is read from its current
     mentions (store/entitytypes.py; SQLite: migrations.m018 says why): a note's mentions take
-    their entity's type until the next reconcile reads every note again, memories' mentions are
-    read again now."""
+    their entity's type until v17 has every note read again, memories' mentions are read again
+    now."""
     from memoryd.store import entitybackfill, entitytypes
     from memoryd.store.pg.conn import PgConnection
 
@@ -458,7 +458,12 @@ def _v16_mention_types(cur: psycopg.Cursor) -> None:
     cur.execute(entitytypes.PG_FUNCTION)
     entitytypes.retype_all(PgConnection(cur.connection))
     entitybackfill.reindex_memories(PgConnection(cur.connection), "all_entries")
-    _v8_read_notes_again(cur)  # each workspace's notes, at its daemon's next reconcile
+
+
+def _v17_types_read_from_the_notes(cur: psycopg.Cursor) -> None:
+    """Every workspace's notes read again at its daemon's next reconcile (SQLite: m019 says
+    why); nothing is embedded again."""
+    _v8_read_notes_again(cur)
 
 
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
@@ -478,6 +483,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v14_front_matter_values,
     _v15_marks_and_unspaced_scripts,
     _v16_mention_types,
+    _v17_types_read_from_the_notes,
 ]
 
 
