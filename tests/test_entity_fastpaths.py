@@ -118,7 +118,7 @@ def test_patterns_that_look_behind_after_their_first_character(line: str) -> Non
 def test_lower_systems_line_by_line(texts: list[str]) -> None:
     """lower_systems reads the lines that hold a word found, one by one: what the plain form
     (one pattern over the joined text, each match's line found by its offset) finds."""
-    from memoryd.text import entity_names as names
+    from memoryd.text import entity_lower as names
 
     lines = [(10 + i, t) for i, t in enumerate(texts)]
     got: list[spans.Raw] = []

@@ -369,8 +369,7 @@ def adopt_first_names(
     return changed
 
 
-# an entity other than the first name's own and this person's that holds the first name
-# written alone (the form index, m017: one range of `mentions(surface_key, ...)`)
+# another entity than the first name's and this person's holding it alone (m017's form index)
 _HELD_ELSEWHERE = (
     "SELECT 1 FROM mentions m JOIN entities e ON e.id = m.entity_id"
     " WHERE m.surface_key = ? AND e.key NOT IN (?, ?) LIMIT 1"
@@ -388,23 +387,18 @@ def adopt(con: Connection, old_key: str, new_key: str, columns: int = COLUMNS) -
     if not old or not new:
         return 0
     name = str(new[0][0])
-    entry_ids = [  # this daemon's (the view `entries`: another workspace's notes keep theirs)
-        int(r[0])
-        for r in con.execute(
-            "SELECT DISTINCT m.entry_id FROM mentions m JOIN entries e ON e.id = m.entry_id"
-            " WHERE m.entity_id = ?",
-            (old[0][0],),
-        ).fetchall()
-    ]
+    rows = con.execute(  # this daemon's (the view `entries`: another workspace's notes keep theirs)
+        "SELECT DISTINCT m.entry_id FROM mentions m JOIN entries e ON e.id = m.entry_id"
+        " WHERE m.entity_id = ?",
+        (old[0][0],),
+    ).fetchall()
+    entry_ids = [int(r[0]) for r in rows]
+
+    def renamed(k: str, _: str) -> tuple[str, str] | None:  # each keeps its type (entitytypes)
+        return (new_key, name) if k == old_key else None
+
     for entry_id in entry_ids:
-        _rewrite(
-            con,
-            entry_id,
-            # each keeps its type: an untyped full name is a person when its first name alone
-            # was written as one more often than otherwise (entitytypes)
-            lambda k, _: (new_key, name) if k == old_key else None,
-            columns,
-        )
+        _rewrite(con, entry_id, renamed, columns)
     return len(entry_ids)
 
 
@@ -420,9 +414,8 @@ def rekey(
     `read()` gives the entity each form (a surface_key) stands for now, and they are
     remembered with it."""
     held = {entry_id: _rows(con, entry_id) for entry_id in entry_ids}
-    # with `forms` (surface keys), only the entity's mentions under them go before the read
-    # (they would vouch for themselves), the rest after: what else the entries hold still
-    # counts (a note that declares Lena Okafor, whose "Lena" is read again, still claims it)
+    # with `forms` (surface keys) only the entity's mentions under them go before the read, the
+    # rest after: what else the entries hold still counts (a note declaring Lena Okafor does)
     entity = con.execute("SELECT id FROM entities WHERE key = ?", (key,)).fetchall()
     hide = sorted(forms) if entity else []
     for at in range(0, len(entry_ids), 500) if hide else ():
