@@ -509,11 +509,9 @@ def m018_mention_types(con: apsw.Connection) -> None:
 
 
 def m019_types_read_from_the_notes(con: apsw.Connection) -> None:
-    """Every note read again at the next reconcile (as m010), so each note's mentions are typed
-    as its text types them, as in a new index: after m018 alone an upgraded store kept them as
-    their entity was typed until the note changed or `reindex --full` ("Lena Fischer" a person
-    in a daily note that only links her, still after the memory that typed her went); a step
-    of its own, for the stores m018 already upgraded. Nothing is embedded again."""
+    """Every note read again at the next reconcile (as m010), its mentions typed as its text
+    types them (after m018 alone they kept their entity's type until the note changed: "Lena
+    Fischer" a person in a note that only links her); nothing is embedded again."""
     m010_read_notes_again(con)
 
 
