@@ -22,7 +22,7 @@ from pathspec import GitIgnoreSpec
 from memoryd.core.configsource import locate, toml_error
 from memoryd.core.dsn import DSN_REQUIRED, WORKSPACE_ID, check_dsn, read_password_file
 from memoryd.core.errors import ConfigError, InvalidInput, describe
-from memoryd.core.runtime import default_data_dir, default_socket_path
+from memoryd.core.runtime import default_data_dir, default_socket_path, xdg
 from memoryd.core.sections import (
     SECTIONS,
     DailyLogConfig,
@@ -389,7 +389,7 @@ def find_config_file(
             if not p.is_file():
                 raise ConfigError(f"{what}: no configuration file at {p}")
             return p
-    base = env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    base = xdg("XDG_CONFIG_HOME", env) or os.path.expanduser("~/.config")
     p = Path(base) / "memoryd" / "config.toml"
     return p if p.is_file() else None
 

@@ -136,7 +136,7 @@ def login_socket_paths(env: Mapping[str, str] | None = None) -> list[str]:
     temp folder (getconf DARWIN_USER_TEMP_DIR) on macOS."""
     env = fsenv.environ() if env is None else env
     out: list[str] = []
-    if not env.get("XDG_RUNTIME_DIR"):
+    if not _xdg("XDG_RUNTIME_DIR", env):
         runtime = fsenv.join(LOGIN_RUNTIME_BASE, str(fsenv.getuid()))
         try:
             st = fsenv.stat(runtime)
@@ -170,14 +170,21 @@ def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
     chosen = explicit or env.get("MEMORYD_SOCKET")
     if chosen:
         return fsenv.expanduser(chosen)
-    runtime = env.get("XDG_RUNTIME_DIR")
+    runtime = _xdg("XDG_RUNTIME_DIR", env)
     if runtime:
         return fsenv.join(runtime, "memoryd", "memoryd.sock")
     folder = fsenv.join(temp_dir(), f"memoryd-{fsenv.getuid()}")
     if _foreign(folder):  # taken by someone else: the daemon listens in its fallback folder
-        data = env.get("XDG_DATA_HOME") or fsenv.expanduser("~/.local/share")
+        data = _xdg("XDG_DATA_HOME", env) or fsenv.expanduser("~/.local/share")
         return fsenv.join(data, "memoryd", "run", "memoryd.sock")
     return fsenv.join(folder, "memoryd.sock")
+
+
+def _xdg(name: str, env: Mapping[str, str]) -> str | None:
+    """memoryd.core.runtime.xdg: $name when it is an absolute path, else None (the XDG
+    specification says a relative value is ignored)."""
+    value = env.get(name)
+    return value if value and value.startswith("/") else None
 
 
 def temp_dir() -> str:

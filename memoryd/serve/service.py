@@ -26,6 +26,7 @@ from pathlib import Path
 
 from memoryd.core.errors import EXIT_CONFIG, EXIT_STOPPED, ConfigError
 from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, atomic_write, make_dirs
+from memoryd.core.runtime import xdg
 
 LABEL = "io.memoryd.daemon"
 SERVICE_UNIT = "memoryd.service"
@@ -428,7 +429,7 @@ def build_plan(
     python = os.path.abspath(sys.executable)  # not resolved: a venv's python is a symlink
     home = Path.home()
     if kind == "systemd":
-        config_home = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+        config_home = Path(xdg("XDG_CONFIG_HOME") or home / ".config")
         return systemd_plan(
             action,
             python=python,
@@ -459,7 +460,7 @@ def user_manager_problem(env: dict[str, str] | None = None) -> str | None:
     """Why `systemctl --user` cannot reach a user manager here, or None: it talks to
     $XDG_RUNTIME_DIR/systemd/private (or the session bus beside it)."""
     env = dict(os.environ) if env is None else env
-    runtime = env.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
+    runtime = xdg("XDG_RUNTIME_DIR", env) or f"/run/user/{os.getuid()}"
     if not os.path.isdir(runtime):
         return (
             f"no systemd user manager for this session (XDG_RUNTIME_DIR is unset and {runtime} "
