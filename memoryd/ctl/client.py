@@ -169,7 +169,7 @@ def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
     env = fsenv.environ() if env is None else env
     chosen = explicit or env.get("MEMORYD_SOCKET")
     if chosen:
-        return fsenv.expanduser(chosen)
+        return given_path(chosen, env)
     runtime = _xdg("XDG_RUNTIME_DIR", env)
     if runtime:
         return fsenv.join(runtime, "memoryd", "memoryd.sock")
@@ -178,6 +178,51 @@ def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
         data = _xdg("XDG_DATA_HOME", env) or fsenv.expanduser("~/.local/share")
         return fsenv.join(data, "memoryd", "run", "memoryd.sock")
     return fsenv.join(folder, "memoryd.sock")
+
+
+def given_path(path: str, env: Mapping[str, str]) -> str:
+    """A socket path as given (--socket, $MEMORYD_SOCKET) read as the daemon reads its path
+    settings (memoryd.core.config._path), so both find one socket from one spelling: $VARS and
+    ${VARS} expanded ($$ for a literal $; a variable that is not set, or a `$` that starts none,
+    leaves the text as written, which the error then shows), then `~`; a trailing slash
+    dropped. An MCP client's `env` or `args` and a unit's Environment= line are not expanded by
+    a shell."""
+    if "$" in path:
+        path = _expand_vars(path, env)
+    path = fsenv.expanduser(path)
+    return path.rstrip("/") or path
+
+
+_NAME_CHARS = frozenset("_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _expand_vars(text: str, env: Mapping[str, str]) -> str:
+    """string.Template(text).substitute(env) without importing string (and re): the text as
+    written when a name is not set or a `$` starts no name."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] != "$":
+            out.append(text[i])
+            i += 1
+            continue
+        if text.startswith("$$", i):
+            out.append("$")
+            i += 2
+            continue
+        braced = text.startswith("${", i)
+        start = i + 2 if braced else i + 1
+        end = start
+        while end < len(text) and text[end] in _NAME_CHARS:
+            end += 1
+        name = text[start:end]
+        if not name or name[0].isdigit() or (braced and not text.startswith("}", end)):
+            return text
+        if name not in env:
+            return text
+        out.append(env[name])
+        i = end + 1 if braced else end
+    return "".join(out)
 
 
 def _xdg(name: str, env: Mapping[str, str]) -> str | None:
