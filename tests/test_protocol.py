@@ -310,8 +310,11 @@ def test_a_symlinked_socket_folder_is_refused(short_dir: Path) -> None:
     real = short_dir / "real"
     real.mkdir(mode=0o700)
     (short_dir / "link").symlink_to(real)
-    with pytest.raises(AlreadyRunning, match="not a folder"):
+    with pytest.raises(AlreadyRunning, match=f"is a symlink \\(to {real}\\).* in the folder"):
         prepare_socket_path(short_dir / "link" / "s.sock")
+    (short_dir / "file").write_text("")
+    with pytest.raises(AlreadyRunning, match="is not a folder"):
+        prepare_socket_path(short_dir / "file" / "s.sock")
 
 
 @pytest.mark.skipif(not ROOT, reason="needs root to make a folder another uid owns")
