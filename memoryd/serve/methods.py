@@ -7,13 +7,14 @@ the library functions they are passed to.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from memoryd import __version__
-from memoryd.core.errors import InvalidInput, Unavailable, describe
+from memoryd.core.errors import InvalidInput, NotFound, Unavailable, describe
 from memoryd.core.fsutil import as_on_disk
 from memoryd.memory import checkpoints, lifecycle, transfer
 from memoryd.memory.memories import (
@@ -438,7 +439,18 @@ def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
             app.notes.forget_hashes(rel)  # its notes are read and chunked again
         elif param_bool(params, "full"):
             app.notes.forget_hashes()
-        return app.indexer.sync_paths([full]).as_dict()
+        report = app.indexer.sync_paths([full])
+        if (
+            not (report.indexed or report.unchanged or report.deleted or report.moved)
+            and not (report.skipped or report.errors)
+            and not os.path.lexists(full)
+            and os.path.isdir(app.indexer.root)  # (a workspace away says so in status)
+        ):  # a typo said nothing: "indexed 0, unchanged 0, ..." and exit 0
+            raise NotFound(
+                f"path: no file or folder {describe(rel)} in the workspace, and none indexed "
+                "there (paths are workspace-relative)"
+            )
+        return report.as_dict()
     if param_bool(params, "full"):
         # Forget every stored hash: each file is read, chunked and stored again in place (search
         # keeps answering meanwhile; vectors are reused through their text hashes).
