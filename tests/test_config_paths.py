@@ -134,3 +134,26 @@ def test_the_daemon_logs_to_a_home_relative_file(tmp_path: Path, short_dir: Path
 
 def _text(path: Path) -> str:
     return path.read_text() if path.exists() else ""
+
+
+@pytest.mark.parametrize("spelling", ["$CONFS/c.toml", "${CONFS}/c.toml", "~/conf/c.toml"])
+@pytest.mark.parametrize("door", ["--config", "MEMORYD_CONFIG"])
+def test_the_config_file_path_reads_as_every_path_setting(
+    door: str, spelling: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The configuration file's own path expands `~` and `$VARS` as the paths in it do (an MCP
+    client's `env`, a unit's Environment= line: no shell expands MEMORYD_CONFIG there); before,
+    `$CONFS/c.toml` was looked for as a file under a folder named `$CONFS`."""
+    cfg_file = _config(tmp_path, "logging.file", "d.log")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    env = {"CONFS": str(tmp_path / "conf"), "HOME": str(tmp_path)}
+    if door == "MEMORYD_CONFIG":
+        cfg = load_config(None, env={**env, "MEMORYD_CONFIG": spelling})
+    else:
+        cfg = load_config(Path(spelling), env=env)
+    assert cfg.source == cfg_file
+    with pytest.raises(ConfigError, match=rf"^{door}: \$NOT_SET_HERE is not set"):
+        if door == "MEMORYD_CONFIG":
+            load_config(None, env={"MEMORYD_CONFIG": "$NOT_SET_HERE/c.toml"})
+        else:
+            load_config(Path("$NOT_SET_HERE/c.toml"), env={})

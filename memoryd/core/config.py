@@ -383,9 +383,11 @@ def find_config_file(
     env = os.environ if env is None else env
     for candidate, what in ((explicit, "--config"), (env.get("MEMORYD_CONFIG"), "MEMORYD_CONFIG")):
         if candidate:
-            # absolute: relative paths in it are relative to its folder, and a reload reads
-            # the same file whatever the working directory is then
-            p = Path(os.path.abspath(os.path.expanduser(str(candidate))))
+            # read as every path setting is ($VARS, ~: an MCP client's env or a unit's
+            # Environment= line runs no shell); absolute: relative paths in it are relative to
+            # its folder, and a reload reads the same file whatever the working directory is
+            text = _expand_vars(str(candidate), what, env)
+            p = Path(os.path.abspath(os.path.expanduser(text)))
             if not p.is_file():
                 raise ConfigError(f"{what}: no configuration file at {p}")
             return p
