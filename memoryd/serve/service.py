@@ -503,11 +503,16 @@ def handler(args: argparse.Namespace) -> int:
     action = args.service_action
     config = getattr(args, "config", None)
     if config is not None:
-        config = config.expanduser().resolve()
-        if not config.is_file():
-            _say(f"memoryd: no configuration file at {config}", err=True)
+        from memoryd.core.config import find_config_file, load_config
+
+        # as `memoryd run --config` reads it: $VARS and ~ expanded, made absolute but not
+        # resolved (a symlinked config's relative paths are relative to the link's folder)
+        try:
+            config = find_config_file(config)
+        except ConfigError as exc:
+            _say(f"memoryd: {exc.message}", err=True)
             return 2
-        from memoryd.core.config import load_config
+        assert config is not None
 
         # A ConfigError now beats a service that fails to start. The service does not see
         # this shell's MEMORYD_* variables, so neither does the check.
