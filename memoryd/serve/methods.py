@@ -15,7 +15,7 @@ from typing import Any
 
 from memoryd import __version__
 from memoryd.core.errors import InvalidInput, NotFound, Unavailable, describe
-from memoryd.core.fsutil import as_on_disk
+from memoryd.core.fsutil import as_on_disk, from_absolute
 from memoryd.memory import checkpoints, lifecycle, transfer
 from memoryd.memory.memories import (
     ADD_FIELDS,
@@ -85,7 +85,7 @@ def filters_from(
         raise InvalidInput("type: expected a string or a list of strings")
     # a folder as note.list reads it ('', '.' or '/' = all; './a', 'a//b' and 'a\\b' are 'a/b';
     # '..' and absolute paths refused): one rule for every param naming a workspace path
-    path = params.get("path")
+    path = from_absolute(params.get("path"), root)
     path = None if path in (None, "", ".", "/") else note_path(path)
     if path is not None and root is not None:
         path = as_on_disk(root, path)  # 'café' typed: the folder a Mac named 'café'
@@ -176,7 +176,8 @@ def get(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("path") is not None:
         if params.get("id") is not None:
             raise InvalidInput("get: give id, or path (and section), not both")
-        return app.memories.get_note(note_path(params["path"]), params.get("section"))
+        rel = note_path(from_absolute(params["path"], app.cfg.workspace))
+        return app.memories.get_note(rel, params.get("section"))
     if params.get("section") is not None:
         raise InvalidInput("get: section needs a path")
     if "id" not in params:
@@ -476,9 +477,11 @@ def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("links", {"path"}, from_index=True, required=("path",))
 def note_links(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return vault.links(app.store, params.get("path"), app.indexer.others.snapshot())
+    path = from_absolute(params.get("path"), app.cfg.workspace)
+    return vault.links(app.store, path, app.indexer.others.snapshot())
 
 
 @method("backlinks", {"path"}, from_index=True, required=("path",))
 def note_backlinks(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return vault.backlinks(app.store, params.get("path"), app.indexer.others.snapshot())
+    path = from_absolute(params.get("path"), app.cfg.workspace)
+    return vault.backlinks(app.store, path, app.indexer.others.snapshot())
