@@ -157,3 +157,24 @@ def test_the_config_file_path_reads_as_every_path_setting(
             load_config(None, env={"MEMORYD_CONFIG": "$NOT_SET_HERE/c.toml"})
         else:
             load_config(Path("$NOT_SET_HERE/c.toml"), env={})
+
+
+@pytest.mark.parametrize("given", ["XDG_RUNTIME_DIR", "MEMORYD_SOCKET", "file"])
+def test_a_socket_path_too_long_says_where_it_came_from(given: str, tmp_path: Path) -> None:
+    """A default socket path made too long by XDG_RUNTIME_DIR says it is the default (the user
+    set no `socket`), and every case names the setting that fixes it."""
+    long = "/tmp/" + "x" * 120
+    env = {"HOME": str(tmp_path)}
+    path = None
+    if given == "XDG_RUNTIME_DIR":
+        env["XDG_RUNTIME_DIR"] = long
+    elif given == "MEMORYD_SOCKET":
+        env["MEMORYD_SOCKET"] = long + "/s.sock"
+    else:
+        path = tmp_path / "c.toml"
+        path.write_text(f'socket = "{long}/s.sock"\n')
+    with pytest.raises(ConfigError) as exc:
+        load_config(path, env=env)
+    assert "is longer than 100 bytes" in exc.value.message
+    assert "set `socket` to a shorter one" in exc.value.message
+    assert ("(the default" in exc.value.message) == (given == "XDG_RUNTIME_DIR")

@@ -133,9 +133,12 @@ class Config:
                 "'<workspace>/.memoryd'"
             )
         if len(str(paths["socket"]).encode()) > MAX_SOCKET_PATH:
+            where = (
+                "" if "socket" in data else " (the default, from XDG_RUNTIME_DIR or the data dir)"
+            )
             raise ConfigError(
-                f"socket: path {paths['socket']} is longer than {MAX_SOCKET_PATH} bytes "
-                "(Unix socket paths are limited); choose a shorter one"
+                f"socket: path {paths['socket']}{where} is longer than {MAX_SOCKET_PATH} bytes "
+                "(Unix socket paths are limited); set `socket` to a shorter one"
             )
         idx, srch = sections["indexer"], sections["search"]
         if idx.chunk_overlap_tokens >= idx.chunk_max_tokens:
