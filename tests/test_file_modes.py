@@ -47,9 +47,11 @@ def test_every_file_we_create_has_the_mode_of_its_kind(
         assert wrote.returncode == 0, wrote.stderr
         out = d.ctl("export", "-o", str(export))
         assert out.returncode == 0, out.stderr
-        if backend == "sqlite":  # PostgreSQL refuses checkpoints (docs/team.md)
+        if backend == "sqlite":  # PostgreSQL refuses checkpoints and snapshots (docs/team.md)
             made = d.ctl("checkpoint", "create", "modes")
             assert made.returncode == 0, made.stderr
+            snap = d.ctl("jobs", "run", "snapshot")
+            assert snap.returncode == 0, snap.stdout + snap.stderr
         wait_for(lambda: list((d.workspace / "daily").glob("*.md")), timeout=30)
         wait_for(lambda: (data / "web.json").exists() and log_file.exists(), timeout=30)
         assert json.loads((data / "web.json").read_text())["token"]
@@ -60,6 +62,7 @@ def test_every_file_we_create_has_the_mode_of_its_kind(
         assert data / "web.json" in own and data / "memoryd.lock" in own
         if backend == "sqlite":
             assert data / "memoryd.db-wal" in own and list((data / "checkpoints").iterdir())
+            assert len([p for p in own if "snapshot" in p.name]) >= 1, own
         loose = [f"{p} {_mode(p):04o}" for p in own if _mode(p) & 0o077]
         assert loose == []
         # the workspace's: as an editor's, the umask narrowed to at least 022
