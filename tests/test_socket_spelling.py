@@ -103,3 +103,30 @@ def test_memoryctl_finds_a_daemon_by_the_same_unexpanded_variable(short_dir: Pat
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
+
+
+@pytest.mark.parametrize("config", ["MEMORYD_CONFIG", "XDG_CONFIG_HOME", "none"])
+@pytest.mark.parametrize("spelling", ["run/m.sock", "./run/m.sock/", "$SUB/m.sock"])
+def test_a_relative_memoryd_socket_is_where_the_daemon_reads_it(
+    config: str,
+    spelling: str,
+    short_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Relative to the configuration file's folder (docs/configuration.md: paths in the file or
+    the environment), as the daemon reads the same variable; the working directory without a
+    file. memoryctl read it relative to the working directory whatever the file."""
+    env = _env(short_dir, spelling)
+    env["SUB"] = "sub dir"
+    conf = short_dir / "conf dir" / "memoryd" / "config.toml"
+    conf.parent.mkdir(parents=True)
+    conf.write_text(f'workspace = "{short_dir / "ws"}"\n')
+    if config == "MEMORYD_CONFIG":
+        env["MEMORYD_CONFIG"] = "$ROOT/conf dir/memoryd/config.toml"
+    elif config == "XDG_CONFIG_HOME":
+        env["XDG_CONFIG_HOME"] = str(short_dir / "conf dir")
+    monkeypatch.chdir(short_dir / "conf dir")  # another folder than the file's
+    daemons = str(load_config(None, env).socket)
+    assert client.socket_path(None, env) == daemons
+    monkeypatch.setattr(os, "environ", env)
+    assert mcp.resolve_socket(None, None) == daemons

@@ -167,9 +167,13 @@ def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
     with XDG_RUNTIME_DIR unset, <temp>/memoryd-<uid>/, or <data dir>/run/ when another user
     took that name first)."""
     env = fsenv.environ() if env is None else env
-    chosen = explicit or env.get("MEMORYD_SOCKET")
+    if explicit:
+        return given_path(explicit, env)  # relative: to the working directory, as any argument
+    chosen = env.get("MEMORYD_SOCKET")
     if chosen:
-        return given_path(chosen, env)
+        path = given_path(chosen, env)
+        # relative: to the configuration file's folder, as the daemon reads the same variable
+        return path if path.startswith("/") else fsenv.join(_config_folder(env), path)
     runtime = _xdg("XDG_RUNTIME_DIR", env)
     if runtime:
         return fsenv.join(runtime, "memoryd", "memoryd.sock")
@@ -184,13 +188,15 @@ def given_path(path: str, env: Mapping[str, str]) -> str:
     """A socket path as given (--socket, $MEMORYD_SOCKET) read as the daemon reads its path
     settings (memoryd.core.config._path), so both find one socket from one spelling: $VARS and
     ${VARS} expanded ($$ for a literal $; a variable that is not set, or a `$` that starts none,
-    leaves the text as written, which the error then shows), then `~`; a trailing slash
-    dropped. An MCP client's `env` or `args` and a unit's Environment= line are not expanded by
-    a shell."""
+    leaves the text as written, which the error then shows), then `~`; a trailing slash and
+    `.` parts dropped. An MCP client's `env` or `args` and a unit's Environment= line are not
+    expanded by a shell."""
     if "$" in path:
         path = _expand_vars(path, env)
     path = fsenv.expanduser(path)
-    return path.rstrip("/") or path
+    # as pathlib reads it: empty and `.` parts dropped (`./a//b/` is `a/b`), `..` kept
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    return ("/" if path.startswith("/") else "") + "/".join(parts) or path
 
 
 _NAME_CHARS = frozenset("_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -223,6 +229,24 @@ def _expand_vars(text: str, env: Mapping[str, str]) -> str:
         out.append(env[name])
         i = end + 1 if braced else end
     return "".join(out)
+
+
+def _config_folder(env: Mapping[str, str]) -> str:
+    """The folder of the configuration file the daemon reads with this environment
+    (memoryd.core.config.find_config_file: $MEMORYD_CONFIG, else
+    $XDG_CONFIG_HOME/memoryd/config.toml when it exists), else the working directory."""
+    given = env.get("MEMORYD_CONFIG")
+    if given:
+        found = fsenv.abspath(fsenv.expanduser(_expand_vars(given, env)))
+    else:
+        base = _xdg("XDG_CONFIG_HOME", env) or fsenv.expanduser("~/.config")
+        found = fsenv.join(base, "memoryd", "config.toml")
+        try:
+            if not stat.S_ISREG(fsenv.stat(found).st_mode):
+                return fsenv.abspath(".")
+        except OSError:
+            return fsenv.abspath(".")
+    return fsenv.dirname(found)
 
 
 def _xdg(name: str, env: Mapping[str, str]) -> str | None:
