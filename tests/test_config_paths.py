@@ -178,3 +178,27 @@ def test_a_socket_path_too_long_says_where_it_came_from(given: str, tmp_path: Pa
     assert "is longer than 100 bytes" in exc.value.message
     assert "set `socket` to a shorter one" in exc.value.message
     assert ("(the default" in exc.value.message) == (given == "XDG_RUNTIME_DIR")
+
+
+WORKSPACE_KEYS = [
+    f"{name}.{f.name}"
+    for name, klass in SECTIONS.items()
+    for f in dataclasses.fields(klass)
+    if f.metadata["spec"][0] in ("relpath", "logname")
+]
+
+
+@pytest.mark.parametrize("value", ["~/journal", "~", "~/journal/%Y-%m-%d.md"])
+@pytest.mark.parametrize("key", WORKSPACE_KEYS)
+def test_a_path_inside_the_workspace_refuses_the_home_folder(
+    key: str, value: str, tmp_path: Path
+) -> None:
+    """The settings that name a place inside the workspace (dailylog.folder, .filename) refuse
+    `~/...` as they refuse an absolute path: every other path setting reads `~` as the home
+    folder, and these made a folder literally named `~` in the workspace."""
+    assert set(WORKSPACE_KEYS) == {"dailylog.folder", "dailylog.filename"}
+    section, _, name = key.partition(".")
+    with pytest.raises(ConfigError, match=f"{key}: expected"):
+        Config.from_dict({"workspace": str(tmp_path / "ws"), section: {name: value}}, env={})
+    fine = "~draft" if name == "folder" else "~%Y-%m-%d.md"  # a name that starts with ~
+    Config.from_dict({"workspace": str(tmp_path / "ws"), section: {name: fine}}, env={})

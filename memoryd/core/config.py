@@ -331,7 +331,7 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         if (
             not isinstance(value, str)
             or not value.strip()
-            or os.path.isabs(value)
+            or os.path.isabs(os.path.expanduser(value))  # `~/journal` is not in the workspace
             or ".." in Path(value).parts
         ):
             raise ConfigError(
@@ -344,7 +344,7 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         if (
             not isinstance(value, str)
             or not value.endswith(".md")
-            or os.path.isabs(value)
+            or os.path.isabs(os.path.expanduser(value))
             or ".." in Path(value).parts
             or "%" not in value
         ):
