@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         doing = "cannot start: " if daemon else ""  # (config show, store migrate: no start)
         from memoryd.core.oserrors import describe
 
-        return _fail(daemon, f"{doing}{where}{describe(exc)}", EXIT_START)
+        return _fail(daemon, f"{doing}{where}{describe(exc, setting=setting)}", EXIT_START)
     except KeyboardInterrupt as exc:
         if not daemon:  # (the daemon says how it stopped in its log)
             said = f"; {exc.args[0]}" if exc.args else ""

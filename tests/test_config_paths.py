@@ -134,3 +134,71 @@ def test_the_daemon_logs_to_a_home_relative_file(tmp_path: Path, short_dir: Path
 
 def _text(path: Path) -> str:
     return path.read_text() if path.exists() else ""
+
+
+@pytest.mark.parametrize("spelling", ["$CONFS/c.toml", "${CONFS}/c.toml", "~/conf/c.toml"])
+@pytest.mark.parametrize("door", ["--config", "MEMORYD_CONFIG"])
+def test_the_config_file_path_reads_as_every_path_setting(
+    door: str, spelling: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The configuration file's own path expands `~` and `$VARS` as the paths in it do (an MCP
+    client's `env`, a unit's Environment= line: no shell expands MEMORYD_CONFIG there); before,
+    `$CONFS/c.toml` was looked for as a file under a folder named `$CONFS`."""
+    cfg_file = _config(tmp_path, "logging.file", "d.log")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    env = {"CONFS": str(tmp_path / "conf"), "HOME": str(tmp_path)}
+    if door == "MEMORYD_CONFIG":
+        cfg = load_config(None, env={**env, "MEMORYD_CONFIG": spelling})
+    else:
+        cfg = load_config(Path(spelling), env=env)
+    assert cfg.source == cfg_file
+    with pytest.raises(ConfigError, match=rf"^{door}: \$NOT_SET_HERE is not set"):
+        if door == "MEMORYD_CONFIG":
+            load_config(None, env={"MEMORYD_CONFIG": "$NOT_SET_HERE/c.toml"})
+        else:
+            load_config(Path("$NOT_SET_HERE/c.toml"), env={})
+
+
+@pytest.mark.parametrize("given", ["XDG_RUNTIME_DIR", "MEMORYD_SOCKET", "file"])
+def test_a_socket_path_too_long_says_where_it_came_from(given: str, tmp_path: Path) -> None:
+    """A default socket path made too long by XDG_RUNTIME_DIR says it is the default (the user
+    set no `socket`), and every case names the setting that fixes it."""
+    long = "/tmp/" + "x" * 120
+    env = {"HOME": str(tmp_path)}
+    path = None
+    if given == "XDG_RUNTIME_DIR":
+        env["XDG_RUNTIME_DIR"] = long
+    elif given == "MEMORYD_SOCKET":
+        env["MEMORYD_SOCKET"] = long + "/s.sock"
+    else:
+        path = tmp_path / "c.toml"
+        path.write_text(f'socket = "{long}/s.sock"\n')
+    with pytest.raises(ConfigError) as exc:
+        load_config(path, env=env)
+    assert "is longer than 100 bytes" in exc.value.message
+    assert "set `socket` to a shorter one" in exc.value.message
+    assert ("(the default" in exc.value.message) == (given == "XDG_RUNTIME_DIR")
+
+
+WORKSPACE_KEYS = [
+    f"{name}.{f.name}"
+    for name, klass in SECTIONS.items()
+    for f in dataclasses.fields(klass)
+    if f.metadata["spec"][0] in ("relpath", "logname")
+]
+
+
+@pytest.mark.parametrize("value", ["~/journal", "~", "~/journal/%Y-%m-%d.md"])
+@pytest.mark.parametrize("key", WORKSPACE_KEYS)
+def test_a_path_inside_the_workspace_refuses_the_home_folder(
+    key: str, value: str, tmp_path: Path
+) -> None:
+    """The settings that name a place inside the workspace (dailylog.folder, .filename) refuse
+    `~/...` as they refuse an absolute path: every other path setting reads `~` as the home
+    folder, and these made a folder literally named `~` in the workspace."""
+    assert set(WORKSPACE_KEYS) == {"dailylog.folder", "dailylog.filename"}
+    section, _, name = key.partition(".")
+    with pytest.raises(ConfigError, match=f"{key}: expected"):
+        Config.from_dict({"workspace": str(tmp_path / "ws"), section: {name: value}}, env={})
+    fine = "~draft" if name == "folder" else "~%Y-%m-%d.md"  # a name that starts with ~
+    Config.from_dict({"workspace": str(tmp_path / "ws"), section: {name: fine}}, env={})

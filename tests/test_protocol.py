@@ -310,8 +310,11 @@ def test_a_symlinked_socket_folder_is_refused(short_dir: Path) -> None:
     real = short_dir / "real"
     real.mkdir(mode=0o700)
     (short_dir / "link").symlink_to(real)
-    with pytest.raises(AlreadyRunning, match="not a folder"):
+    with pytest.raises(AlreadyRunning, match=f"is a symlink \\(to {real}\\).* in the folder"):
         prepare_socket_path(short_dir / "link" / "s.sock")
+    (short_dir / "file").write_text("")
+    with pytest.raises(AlreadyRunning, match="is not a folder"):
+        prepare_socket_path(short_dir / "file" / "s.sock")
 
 
 @pytest.mark.skipif(not ROOT, reason="needs root to make a folder another uid owns")
@@ -381,27 +384,43 @@ def _can_mount_read_only() -> bool:
 
 
 @pytest.mark.skipif(not _can_mount_read_only(), reason="needs unshare -rm (user namespaces)")
-def test_read_only_data_dir_is_one_clear_line(tmp_path: Path, short_dir: Path) -> None:
-    ro = tmp_path / "data"
+@pytest.mark.parametrize("key", ["data_dir", "workspace", "logging.file", "socket"])
+def test_a_read_only_path_is_one_clear_line_naming_its_setting(
+    key: str, tmp_path: Path, short_dir: Path
+) -> None:
+    """Every path setting on a read-only file system: one line naming the setting to point
+    elsewhere (a workspace or log file there was told to move data_dir)."""
+    ro = short_dir / "ro"
     ro.mkdir()
+    paths = {
+        "workspace": tmp_path / "ws",
+        "data_dir": tmp_path / "data",
+        "socket": short_dir / "s.sock",
+        "logging.file": tmp_path / "d.log",
+    }
+    paths[key] = ro / ("d.log" if key == "logging.file" else "s.sock" if key == "socket" else "x")
     cfg = tmp_path / "c.toml"
     cfg.write_text(
-        f'workspace = "{tmp_path / "ws"}"\ndata_dir = "{ro}"\nsocket = "{short_dir / "s.sock"}"\n'
-        "[embedding]\nenabled = false\n"
+        f'workspace = "{paths["workspace"]}"\ndata_dir = "{paths["data_dir"]}"\n'
+        f'socket = "{paths["socket"]}"\n[embedding]\nenabled = false\n'
+        f'[logging]\nfile = "{paths["logging.file"]}"\n'
     )
     script = (
-        f"mount -t tmpfs -o ro tmpfs {ro} && exec {sys.executable} -m memoryd run --config {cfg}"
+        f"mount -t tmpfs -o ro,mode=700 tmpfs {ro} && "
+        f"exec {sys.executable} -m memoryd run --config {cfg}"
     )
     done = subprocess.run(
         ["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=60
     )
-    assert done.returncode == 1
+    assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
-    lines = [json.loads(ln) for ln in done.stderr.splitlines()]  # off a terminal: JSON lines
-    assert [ln["error"] for ln in lines if ln["event"] == "fatal"] == [
-        f"cannot start: data_dir: {ro}: Read-only file system; remount it read-write, or point "
-        "data_dir (or the path) elsewhere"
-    ]
+    said = (
+        f"cannot start: {key}: {paths[key]}: Read-only file system; remount it read-write, or "
+        f"point {key} elsewhere"
+    )
+    # one line: plain beside a log file, else (off a terminal) one of the JSON lines
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == f"memoryd: {said}" or json.loads(last)["error"] == said, done.stderr
 
 
 def test_log_file_is_created_private(tmp_path: Path) -> None:

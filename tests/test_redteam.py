@@ -510,8 +510,31 @@ def test_forgetting_a_line_keeps_the_rest_of_a_log_with_other_line_endings(
 @pytest.mark.parametrize("path", ["x" * 300, "y" * 300 + "/a.md", "z" * 300 + ".md"])
 def test_reindex_of_a_name_too_long_is_not_an_internal_error(make_app: Any, path: str) -> None:
     app = make_app(model=None)
-    res = call(app, "reindex", path=path)  # nothing there: nothing indexed, no -32603
-    assert res["indexed"] == 0 and res["deleted"] == 0
+    try:  # nothing there: no -32603
+        res = call(app, "reindex", path=path)
+    except NotFound as exc:  # a name that is no file (the system refused to look: none)
+        assert "no file or folder" in str(exc)
+    else:  # one the system refused to read: skipped, with a log line
+        assert res["indexed"] == 0 and res["deleted"] == 0 and res["skipped"] == 1
+
+
+@pytest.mark.parametrize("path", ["nosuch.md", "nosuch", "a/nosuch.md", "~"])
+def test_reindex_of_a_path_with_nothing_there_says_so(make_app: Any, path: str) -> None:
+    """A mistyped path was an empty success ("indexed 0, unchanged 0, ...", exit 0); one whose
+    note was deleted still drops it from the index, and an existing file that is no note is
+    skipped, as before."""
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "a").mkdir(parents=True, exist_ok=True)
+    (ws / "a" / "gone.md").write_text("# Gone\n\nsoon deleted\n")
+    (ws / "a" / "x.txt").write_text("not a note")
+    call(app, "reindex")
+    with pytest.raises(NotFound, match=f"no file or folder '{path}' in the workspace"):
+        call(app, "reindex", path=path)
+    (ws / "a" / "gone.md").unlink()
+    assert call(app, "reindex", path="a/gone.md")["deleted"] == 1
+    assert call(app, "reindex", path="a/x.txt")["indexed"] == 0  # there: no error
+    assert call(app, "reindex", path="a")["deleted"] == 0
 
 
 def test_import_never_reuses_the_id_of_a_deleted_memory_or_chunk(make_app: Any) -> None:

@@ -451,6 +451,32 @@ def test_config_must_exist_and_be_valid(fake: Fake, systemd: None, tmp_path: Pat
     assert not fake.unit_dir.exists()
 
 
+@pytest.mark.parametrize("spelling", ["link", "$CONFS/memoryd.toml"])
+def test_the_unit_names_the_config_as_memoryd_run_reads_it(
+    spelling: str, fake: Fake, systemd: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A symlinked configuration (a dotfiles layout) stays the link: its relative paths are
+    relative to the link's folder for `memoryd run --config LINK`, and the service must read
+    the same ones (it resolved the link, so the service's workspace was another folder); a
+    `$VAR` in --config is expanded as `memoryd run` expands it."""
+    real = tmp_path / "dotfiles" / "memoryd.toml"
+    real.parent.mkdir()
+    real.write_text('workspace = "notes"\n')
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    (folder / "memoryd.toml").symlink_to(real)
+    monkeypatch.setenv("CONFS", str(folder))
+    given = str(folder / "memoryd.toml") if spelling == "link" else spelling
+    assert memoryd_service("install", "--config", given) == 0
+    unit = (fake.unit_dir / "memoryd.service").read_text()
+    named = folder / "memoryd.toml"
+    assert f"ExecStart={PYTHON} -m memoryd run --config {named}" in unit.splitlines()
+    from memoryd.core.config import load_config
+
+    assert load_config(named, {}).workspace == folder / "notes"
+    assert memoryd_service("install", "--config", "$NOT_SET_HERE/m.toml") == 2
+
+
 # --- launchd -----------------------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -71,6 +72,26 @@ def test_describe_never_repeats_a_credential_or_a_document() -> None:
     assert describe("[[Jean-Luc Picard]]") == "'[[Jean-Luc Picard]]'"
     assert describe("Melanie’s") == "'Melanie’s'" and describe("Caroline?") == "'Caroline?'"
     assert describe(10**40) == "a number of 41 digits"
+    # paths as people write them (walku16: "~/x.md" was "a text of 6 characters")
+    for path in ("~/x.md", "notes/50% done.md", "$HOME/n.md", "a=b;c.md", "{x}*.md"):
+        assert describe(path) == repr(path)
+    assert describe("$" + "Ab1" * 8).startswith("a text of")  # key-like still hidden
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [("~/x.md", "is absolute"), ("a/../../50% done.md", "leaves the workspace"), ("./~", None)],
+)
+def test_a_refused_note_path_is_quoted(path: str, why: str | None) -> None:
+    """Every refusal of a note path names it as given (the doors: note.*, MCP, the web page)."""
+    from memoryd.core.errors import InvalidInput
+    from memoryd.notes.fsops import normalize
+
+    if why is None:
+        assert normalize(path) == "~"  # a file named "~" is a note's name like any other
+        return
+    with pytest.raises(InvalidInput, match=f"^path: {re.escape(repr(path))} {why}"):
+        normalize(path)
 
 
 def test_cjk_token_estimate_counts_each_character() -> None:

@@ -22,7 +22,7 @@ from pathspec import GitIgnoreSpec
 from memoryd.core.configsource import locate, toml_error
 from memoryd.core.dsn import DSN_REQUIRED, WORKSPACE_ID, check_dsn, read_password_file
 from memoryd.core.errors import ConfigError, InvalidInput, describe
-from memoryd.core.runtime import default_data_dir, default_socket_path
+from memoryd.core.runtime import default_data_dir, default_socket_path, xdg
 from memoryd.core.sections import (
     SECTIONS,
     DailyLogConfig,
@@ -133,9 +133,12 @@ class Config:
                 "'<workspace>/.memoryd'"
             )
         if len(str(paths["socket"]).encode()) > MAX_SOCKET_PATH:
+            where = (
+                "" if "socket" in data else " (the default, from XDG_RUNTIME_DIR or the data dir)"
+            )
             raise ConfigError(
-                f"socket: path {paths['socket']} is longer than {MAX_SOCKET_PATH} bytes "
-                "(Unix socket paths are limited); choose a shorter one"
+                f"socket: path {paths['socket']}{where} is longer than {MAX_SOCKET_PATH} bytes "
+                "(Unix socket paths are limited); set `socket` to a shorter one"
             )
         idx, srch = sections["indexer"], sections["search"]
         if idx.chunk_overlap_tokens >= idx.chunk_max_tokens:
@@ -328,7 +331,7 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         if (
             not isinstance(value, str)
             or not value.strip()
-            or os.path.isabs(value)
+            or os.path.isabs(os.path.expanduser(value))  # `~/journal` is not in the workspace
             or ".." in Path(value).parts
         ):
             raise ConfigError(
@@ -341,7 +344,7 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         if (
             not isinstance(value, str)
             or not value.endswith(".md")
-            or os.path.isabs(value)
+            or os.path.isabs(os.path.expanduser(value))
             or ".." in Path(value).parts
             or "%" not in value
         ):
@@ -383,13 +386,15 @@ def find_config_file(
     env = os.environ if env is None else env
     for candidate, what in ((explicit, "--config"), (env.get("MEMORYD_CONFIG"), "MEMORYD_CONFIG")):
         if candidate:
-            # absolute: relative paths in it are relative to its folder, and a reload reads
-            # the same file whatever the working directory is then
-            p = Path(os.path.abspath(os.path.expanduser(str(candidate))))
+            # read as every path setting is ($VARS, ~: an MCP client's env or a unit's
+            # Environment= line runs no shell); absolute: relative paths in it are relative to
+            # its folder, and a reload reads the same file whatever the working directory is
+            text = _expand_vars(str(candidate), what, env)
+            p = Path(os.path.abspath(os.path.expanduser(text)))
             if not p.is_file():
                 raise ConfigError(f"{what}: no configuration file at {p}")
             return p
-    base = env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    base = xdg("XDG_CONFIG_HOME", env) or os.path.expanduser("~/.config")
     p = Path(base) / "memoryd" / "config.toml"
     return p if p.is_file() else None
 

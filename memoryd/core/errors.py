@@ -13,8 +13,9 @@ EXIT_CONFIG = 2  # a configuration error: a restart cannot fix it
 
 # A value quoted back in a message: short, made of name-like characters, and without a long run
 # of letters and digits (what API keys and tokens look like). Anything else is described.
-# Brackets, quotes and ?! too: a name looked up as written ("[[Jean-Luc Picard]]", "Melanie’s").
-_SHOWABLE = re.compile(r"[\w .,:/#@+()'&\[\]’‘\"!?-]{1,64}")
+# Brackets, quotes and ?! too: a name looked up as written ("[[Jean-Luc Picard]]", "Melanie’s");
+# and what file names and paths hold besides (`~/x.md`, `50% done.md`, `$HOME/n.md`, `{a}.md`).
+_SHOWABLE = re.compile(r"[\w .,:/#@+()'&\[\]’‘\"!?~%$=;*{}^-]{1,64}")
 _KEYLIKE = re.compile(r"[A-Za-z0-9_+/=-]{16,}")
 
 

@@ -30,6 +30,23 @@ _FLAGS = (
 )
 
 
+def from_absolute(path: object, root: Path | None) -> object:
+    """An absolute path (or one written `~/...`) to a place inside the workspace `root`, by the
+    path it is configured as or the folder it resolves to, as its workspace-relative path ('.'
+    for the workspace itself): a path completed by the shell or given by an agent names the same
+    note as the relative one, as `reindex` and `delete --path` took it. Anything else is
+    returned as given, for normalize to judge (an absolute path elsewhere is refused there)."""
+    if root is None or not isinstance(path, str) or not path.startswith(("/", "~/")):
+        return path
+    text = os.path.normpath(os.path.expanduser(path))  # '..' folded: it leaves, or stays out
+    for base in dict.fromkeys((os.path.normpath(root), os.path.realpath(root))):
+        if text == base:
+            return "."
+        if text.startswith(base.rstrip("/") + "/"):
+            return text[len(base.rstrip("/")) + 1 :]
+    return path
+
+
 def as_on_disk(root: Path, rel: str) -> str:
     """The workspace path `rel` as it is written on disk: each part that does not exist is
     replaced by the one entry of its folder that is the same text up to Unicode normalization

@@ -95,12 +95,16 @@ def strerror(code: int | None) -> str:
     return os.strerror(code) if code else "refused by the system"
 
 
-def describe(exc: OSError, where: str | Path | None = None) -> str:
+def describe(exc: OSError, where: str | Path | None = None, setting: str | None = None) -> str:
     """`PATH: No space left on device; free some space ... and retry`: an OSError as one line
     that names the path, what the system said and what to do (a folder or file memoryd needs
-    at start-up, `memoryd run`'s and every other command's last word)."""
+    at start-up, `memoryd run`'s and every other command's last word). `setting`: the path
+    setting that names it (workspace, logging.file, ...), the one to point elsewhere."""
     path = where if where is not None else exc.filename if exc.filename is not None else "a file"
-    return f"{path}: {exc.strerror or strerror(exc.errno)}; {what_to_do(exc.errno)}"
+    fix = what_to_do(exc.errno)
+    if setting:  # not data_dir whatever the path was (a read-only workspace was told so)
+        fix = fix.replace("data_dir (or the path)", setting).replace("the setting", setting)
+    return f"{path}: {exc.strerror or strerror(exc.errno)}; {fix}"
 
 
 def message(where: str | Path | None, code: int | None, detail: str | None = None) -> str:

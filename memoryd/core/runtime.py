@@ -1,10 +1,12 @@
 """Where the daemon listens by default, the rule memoryctl follows too (ctl/client.py keeps a
 stdlib copy; tests/test_ctl.py checks both agree).
 
-$XDG_RUNTIME_DIR/memoryd/memoryd.sock; without XDG_RUNTIME_DIR, <temp dir>/memoryd-<uid>/ —
-unless that name is taken by a folder we cannot trust (another user made it first, it is a
-symlink or a file, or others can write to it): then <default data dir>/run/memoryd.sock, a
-folder only we can create, so another user cannot keep the daemon from starting.
+$XDG_RUNTIME_DIR/memoryd/memoryd.sock; without XDG_RUNTIME_DIR (or with a relative one, which
+the XDG specification says to ignore, as every XDG variable here: `xdg`),
+<temp dir>/memoryd-<uid>/ — unless that name is taken by a folder we cannot trust (another
+user made it first, it is a symlink or a file, or others can write to it): then
+<default data dir>/run/memoryd.sock, a folder only we can create, so another user cannot keep
+the daemon from starting.
 """
 
 from __future__ import annotations
@@ -26,9 +28,18 @@ def note_hup(signum: int, frame: object) -> None:
     early_hups.append(signum)
 
 
-def default_data_dir(env: Mapping[str, str] | None = None) -> Path:
+def xdg(name: str, env: Mapping[str, str] | None = None) -> str | None:
+    """$XDG_<name> when it is an absolute path, else None (unset): the XDG Base Directory
+    specification says a relative value is invalid and is ignored (`XDG_DATA_HOME=data` would
+    otherwise put the store in whatever folder the daemon was started from). Every reader of
+    an XDG variable goes through here (ctl/client.py keeps a stdlib copy, `_xdg`)."""
     env = os.environ if env is None else env
-    base = env.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    value = env.get(name)
+    return value if value and os.path.isabs(value) else None
+
+
+def default_data_dir(env: Mapping[str, str] | None = None) -> Path:
+    base = xdg("XDG_DATA_HOME", env) or os.path.expanduser("~/.local/share")
     return Path(base) / "memoryd"
 
 
@@ -56,8 +67,7 @@ def fallback_socket_path(env: Mapping[str, str] | None = None) -> Path:
 
 
 def default_socket_path(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    runtime = env.get("XDG_RUNTIME_DIR")
+    runtime = xdg("XDG_RUNTIME_DIR", env)
     if runtime:
         return Path(runtime) / "memoryd" / "memoryd.sock"
     temp = temp_socket_path()

@@ -136,7 +136,7 @@ def login_socket_paths(env: Mapping[str, str] | None = None) -> list[str]:
     temp folder (getconf DARWIN_USER_TEMP_DIR) on macOS."""
     env = fsenv.environ() if env is None else env
     out: list[str] = []
-    if not env.get("XDG_RUNTIME_DIR"):
+    if not _xdg("XDG_RUNTIME_DIR", env):
         runtime = fsenv.join(LOGIN_RUNTIME_BASE, str(fsenv.getuid()))
         try:
             st = fsenv.stat(runtime)
@@ -167,17 +167,93 @@ def socket_path(explicit: str | None = None, env: Mapping[str, str] | None = Non
     with XDG_RUNTIME_DIR unset, <temp>/memoryd-<uid>/, or <data dir>/run/ when another user
     took that name first)."""
     env = fsenv.environ() if env is None else env
-    chosen = explicit or env.get("MEMORYD_SOCKET")
+    if explicit:
+        return given_path(explicit, env)  # relative: to the working directory, as any argument
+    chosen = env.get("MEMORYD_SOCKET")
     if chosen:
-        return fsenv.expanduser(chosen)
-    runtime = env.get("XDG_RUNTIME_DIR")
+        path = given_path(chosen, env)
+        # relative: to the configuration file's folder, as the daemon reads the same variable
+        return path if path.startswith("/") else fsenv.join(_config_folder(env), path)
+    runtime = _xdg("XDG_RUNTIME_DIR", env)
     if runtime:
         return fsenv.join(runtime, "memoryd", "memoryd.sock")
     folder = fsenv.join(temp_dir(), f"memoryd-{fsenv.getuid()}")
     if _foreign(folder):  # taken by someone else: the daemon listens in its fallback folder
-        data = env.get("XDG_DATA_HOME") or fsenv.expanduser("~/.local/share")
+        data = _xdg("XDG_DATA_HOME", env) or fsenv.expanduser("~/.local/share")
         return fsenv.join(data, "memoryd", "run", "memoryd.sock")
     return fsenv.join(folder, "memoryd.sock")
+
+
+def given_path(path: str, env: Mapping[str, str]) -> str:
+    """A socket path as given (--socket, $MEMORYD_SOCKET) read as the daemon reads its path
+    settings (memoryd.core.config._path), so both find one socket from one spelling: $VARS and
+    ${VARS} expanded ($$ for a literal $; a variable that is not set, or a `$` that starts none,
+    leaves the text as written, which the error then shows), then `~`; a trailing slash and
+    `.` parts dropped. An MCP client's `env` or `args` and a unit's Environment= line are not
+    expanded by a shell."""
+    if "$" in path:
+        path = _expand_vars(path, env)
+    path = fsenv.expanduser(path)
+    # as pathlib reads it: empty and `.` parts dropped (`./a//b/` is `a/b`), `..` kept
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    return ("/" if path.startswith("/") else "") + "/".join(parts) or path
+
+
+_NAME_CHARS = frozenset("_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _expand_vars(text: str, env: Mapping[str, str]) -> str:
+    """string.Template(text).substitute(env) without importing string (and re): the text as
+    written when a name is not set or a `$` starts no name."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] != "$":
+            out.append(text[i])
+            i += 1
+            continue
+        if text.startswith("$$", i):
+            out.append("$")
+            i += 2
+            continue
+        braced = text.startswith("${", i)
+        start = i + 2 if braced else i + 1
+        end = start
+        while end < len(text) and text[end] in _NAME_CHARS:
+            end += 1
+        name = text[start:end]
+        if not name or name[0].isdigit() or (braced and not text.startswith("}", end)):
+            return text
+        if name not in env:
+            return text
+        out.append(env[name])
+        i = end + 1 if braced else end
+    return "".join(out)
+
+
+def _config_folder(env: Mapping[str, str]) -> str:
+    """The folder of the configuration file the daemon reads with this environment
+    (memoryd.core.config.find_config_file: $MEMORYD_CONFIG, else
+    $XDG_CONFIG_HOME/memoryd/config.toml when it exists), else the working directory."""
+    given = env.get("MEMORYD_CONFIG")
+    if given:
+        found = fsenv.abspath(fsenv.expanduser(_expand_vars(given, env)))
+    else:
+        base = _xdg("XDG_CONFIG_HOME", env) or fsenv.expanduser("~/.config")
+        found = fsenv.join(base, "memoryd", "config.toml")
+        try:
+            if not stat.S_ISREG(fsenv.stat(found).st_mode):
+                return fsenv.abspath(".")
+        except OSError:
+            return fsenv.abspath(".")
+    return fsenv.dirname(found)
+
+
+def _xdg(name: str, env: Mapping[str, str]) -> str | None:
+    """memoryd.core.runtime.xdg: $name when it is an absolute path, else None (the XDG
+    specification says a relative value is ignored)."""
+    value = env.get(name)
+    return value if value and value.startswith("/") else None
 
 
 def temp_dir() -> str:

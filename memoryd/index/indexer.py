@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd.core.errors import InvalidInput, MemorydError, describe
-from memoryd.core.fsutil import as_on_disk, is_dir, resolved, within
+from memoryd.core.fsutil import as_on_disk, from_absolute, is_dir, resolved, within
 from memoryd.core.logsetup import get_logger
 from memoryd.index import folders
 from memoryd.index.attachments import OtherFiles
@@ -166,7 +166,7 @@ class Indexer:
         full path). InvalidInput when it is not text, cannot be resolved (a symlink loop) or
         lies outside the workspace (or is the workspace itself, unless root_ok). keep_link:
         resolve the folders on the way but not the last name (a symlink names itself)."""
-        text = check_str(path, "path", limit=4096).strip()
+        text = str(from_absolute(check_str(path, "path", limit=4096).strip(), self.root))
         if not text:
             raise InvalidInput(
                 "path: must not be empty (a workspace-relative path like 'notes/idea.md')"

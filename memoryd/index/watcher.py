@@ -190,7 +190,12 @@ class Watcher:
             raise _start_error(root, exc) from exc
         observer.name = "memoryd-watch-observer"
         try:
-            observer.schedule(_Handler(self), root, recursive=True, event_filter=CONTENT_EVENTS)
+            # the folder itself, not a symlink naming it (`workspace = "~/notes"`, a link to a
+            # synced folder): watchdog watches a symlink as a symlink (IN_DONT_FOLLOW), which
+            # has no events for the files in the folder; the events name the real folder's
+            # paths, which _inside takes as the root's
+            real = os.path.realpath(root)
+            observer.schedule(_Handler(self), real, recursive=True, event_filter=CONTENT_EVENTS)
             observer.start()
         except Exception as exc:
             observer.stop()  # the inotify reader thread runs from the constructor on

@@ -85,13 +85,19 @@ def ending(head: bytes, tail: bytes, size: int) -> tuple[str, str, str]:
     return encoding, "" if size <= mark else eol, eol
 
 
+# A daily log file is a note of the workspace: made as an editor makes one, 0666 less the umask
+# (0644 under the usual 022; the daemon narrows any umask to at least 022), like a new note
+# (notes/notes.py) and unlike memoryd's own files (data_dir, the log, the socket: 0600)
+NOTE_MODE = 0o666
+
+
 def append_line(path: Path, line: str, header: str) -> None:
-    """Append `line` to the log file at `path` (made 0600 if missing) in the file's encoding
+    """Append `line` to the log file at `path` (made NOTE_MODE if missing) in the file's encoding
     and line ends (`ending`); an empty file (or one holding only a byte order mark) gets
     `header` and a blank line first. All or nothing: a write the system cuts short (a full
     disk, the file size limit) is taken back, so no half line is left for the next line to
     join; the OSError is raised."""
-    fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, NOTE_MODE)
     try:
         size = os.fstat(fd).st_size
         head, tail = os.pread(fd, 4096, 0), os.pread(fd, 8, max(0, size - 8))

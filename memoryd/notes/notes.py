@@ -1,11 +1,10 @@
 """Whole notes through the daemon: read, write, append, list, move files in the workspace.
 
-Paths are workspace-relative, '/'-separated. Refused, with InvalidInput: absolute paths, `..`
-anywhere, NUL bytes, control and bidirectional-override characters, empty names, and any target
-the indexer would not index (not `*.md` under the default `indexer.include`, inside a hidden
-folder, excluded by `indexer.exclude`): a note written through the API is always a note the
-index knows. A path that differs from an existing note's only in Unicode normalization
-(composed or decomposed accents) names that note.
+Paths are workspace-relative, '/'-separated (an absolute one inside it is read so). Refused,
+with InvalidInput: other absolute paths, `..`, NUL bytes, control and bidi characters, empty
+names, and any target the indexer would not index (not `*.md` under the default include, in a
+hidden folder, excluded): a note written through the API is always one the index knows. A path
+that differs from a note's only in Unicode normalization (NFC or NFD accents) names that note.
 
 Symlinks: a folder or file reached through a symlink must really be inside the workspace (the
 real path is checked); writes, appends and moves refuse a note that is itself a symlink (the
@@ -59,6 +58,7 @@ from memoryd.core.fsutil import (
     SHARED_DIR,
     as_on_disk,
     atomic_write_at,
+    from_absolute,
     fsync_dir,
     make_dirs,
     unused_folder,
@@ -129,7 +129,7 @@ class Notes:
     def resolve(self, path: object, what: str = "path") -> tuple[str, Path]:
         """(relative path, full path) of a note the API may touch; raises InvalidInput, and
         Unavailable while the workspace folder is gone (nothing is made in its place)."""
-        rel = normalize(path, what)
+        rel = normalize(from_absolute(path, self.root), what)
         self._root_here()
         rel = self._as_on_disk(rel)
         if not path_accepted(rel, self.indexer.settings):

@@ -7,14 +7,15 @@ the library functions they are passed to.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from memoryd import __version__
-from memoryd.core.errors import InvalidInput, Unavailable, describe
-from memoryd.core.fsutil import as_on_disk
+from memoryd.core.errors import InvalidInput, NotFound, Unavailable, describe
+from memoryd.core.fsutil import as_on_disk, from_absolute
 from memoryd.memory import checkpoints, lifecycle, transfer
 from memoryd.memory.memories import (
     ADD_FIELDS,
@@ -84,7 +85,7 @@ def filters_from(
         raise InvalidInput("type: expected a string or a list of strings")
     # a folder as note.list reads it ('', '.' or '/' = all; './a', 'a//b' and 'a\\b' are 'a/b';
     # '..' and absolute paths refused): one rule for every param naming a workspace path
-    path = params.get("path")
+    path = from_absolute(params.get("path"), root)
     path = None if path in (None, "", ".", "/") else note_path(path)
     if path is not None and root is not None:
         path = as_on_disk(root, path)  # 'café' typed: the folder a Mac named 'café'
@@ -175,7 +176,8 @@ def get(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("path") is not None:
         if params.get("id") is not None:
             raise InvalidInput("get: give id, or path (and section), not both")
-        return app.memories.get_note(note_path(params["path"]), params.get("section"))
+        rel = note_path(from_absolute(params["path"], app.cfg.workspace))
+        return app.memories.get_note(rel, params.get("section"))
     if params.get("section") is not None:
         raise InvalidInput("get: section needs a path")
     if "id" not in params:
@@ -438,7 +440,18 @@ def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
             app.notes.forget_hashes(rel)  # its notes are read and chunked again
         elif param_bool(params, "full"):
             app.notes.forget_hashes()
-        return app.indexer.sync_paths([full]).as_dict()
+        report = app.indexer.sync_paths([full])
+        if (
+            not (report.indexed or report.unchanged or report.deleted or report.moved)
+            and not (report.skipped or report.errors)
+            and not os.path.lexists(full)
+            and os.path.isdir(app.indexer.root)  # (a workspace away says so in status)
+        ):  # a typo said nothing: "indexed 0, unchanged 0, ..." and exit 0
+            raise NotFound(
+                f"path: no file or folder {describe(rel)} in the workspace, and none indexed "
+                "there (paths are workspace-relative)"
+            )
+        return report.as_dict()
     if param_bool(params, "full"):
         # Forget every stored hash: each file is read, chunked and stored again in place (search
         # keeps answering meanwhile; vectors are reused through their text hashes).
@@ -464,9 +477,11 @@ def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("links", {"path"}, from_index=True, required=("path",))
 def note_links(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return vault.links(app.store, params.get("path"), app.indexer.others.snapshot())
+    path = from_absolute(params.get("path"), app.cfg.workspace)
+    return vault.links(app.store, path, app.indexer.others.snapshot())
 
 
 @method("backlinks", {"path"}, from_index=True, required=("path",))
 def note_backlinks(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return vault.backlinks(app.store, params.get("path"), app.indexer.others.snapshot())
+    path = from_absolute(params.get("path"), app.cfg.workspace)
+    return vault.backlinks(app.store, path, app.indexer.others.snapshot())

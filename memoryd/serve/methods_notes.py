@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from memoryd.core.errors import InvalidInput
+from memoryd.core.fsutil import from_absolute
 from memoryd.memory.validation import check_bound
 from memoryd.notes import vault
 from memoryd.serve.app import App
@@ -62,9 +63,8 @@ def note_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """Indexed notes under a folder: {items: [{path, size, mtime, title, tags}], total,
     next_cursor}."""
     offset = param_int(params, "offset", 0, 0)
-    return app.notes.list(
-        params.get("path"), limit=_limit(params, 50), offset=offset, cursor=params.get("cursor")
-    )
+    path, cursor = from_absolute(params.get("path"), app.cfg.workspace), params.get("cursor")
+    return app.notes.list(path, limit=_limit(params, 50), offset=offset, cursor=cursor)
 
 
 @method("note.move", {"path", "new_path", "expected_sha256"}, required=("path", "new_path"))
@@ -100,7 +100,7 @@ def graph(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """A note's neighbourhood through links and backlinks: {center, nodes, edges, truncated}."""
     return vault.neighbourhood(
         app.store,
-        params.get("path"),
+        from_absolute(params.get("path"), app.cfg.workspace),
         app.indexer.others.snapshot(),
         depth=param_int(params, "depth", 2, 1, vault.GRAPH_MAX_DEPTH),
         limit=param_int(params, "limit", 500, 1, vault.GRAPH_MAX_NODES),

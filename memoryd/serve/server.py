@@ -107,8 +107,13 @@ def check_socket_folder(folder: Path) -> None:
     clients' requests), so neither is ever "fixed" with a chmod: we say what is wrong instead.
     """
     st = os.lstat(folder)
+    if stat.S_ISLNK(st.st_mode):  # another user's link could lead anywhere: never followed
+        raise AlreadyRunning(
+            f"socket folder {folder} is a symlink (to {os.readlink(folder)}), which memoryd "
+            "never follows; set `socket` to a path in the folder it leads to"
+        )
     if not stat.S_ISDIR(st.st_mode):
-        raise AlreadyRunning(f"socket folder {folder} is not a folder (a symlink or a file)")
+        raise AlreadyRunning(f"socket folder {folder} is not a folder (a file); set `socket`")
     if st.st_uid != os.getuid():
         raise AlreadyRunning(
             f"socket folder {folder} belongs to uid {st.st_uid}, not to you (uid {os.getuid()}); "

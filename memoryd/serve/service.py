@@ -26,6 +26,7 @@ from pathlib import Path
 
 from memoryd.core.errors import EXIT_CONFIG, EXIT_STOPPED, ConfigError
 from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, atomic_write, make_dirs
+from memoryd.core.runtime import xdg
 
 LABEL = "io.memoryd.daemon"
 SERVICE_UNIT = "memoryd.service"
@@ -428,7 +429,7 @@ def build_plan(
     python = os.path.abspath(sys.executable)  # not resolved: a venv's python is a symlink
     home = Path.home()
     if kind == "systemd":
-        config_home = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+        config_home = Path(xdg("XDG_CONFIG_HOME") or home / ".config")
         return systemd_plan(
             action,
             python=python,
@@ -459,7 +460,7 @@ def user_manager_problem(env: dict[str, str] | None = None) -> str | None:
     """Why `systemctl --user` cannot reach a user manager here, or None: it talks to
     $XDG_RUNTIME_DIR/systemd/private (or the session bus beside it)."""
     env = dict(os.environ) if env is None else env
-    runtime = env.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
+    runtime = xdg("XDG_RUNTIME_DIR", env) or f"/run/user/{os.getuid()}"
     if not os.path.isdir(runtime):
         return (
             f"no systemd user manager for this session (XDG_RUNTIME_DIR is unset and {runtime} "
@@ -502,11 +503,16 @@ def handler(args: argparse.Namespace) -> int:
     action = args.service_action
     config = getattr(args, "config", None)
     if config is not None:
-        config = config.expanduser().resolve()
-        if not config.is_file():
-            _say(f"memoryd: no configuration file at {config}", err=True)
+        from memoryd.core.config import find_config_file, load_config
+
+        # as `memoryd run --config` reads it: $VARS and ~ expanded, made absolute but not
+        # resolved (a symlinked config's relative paths are relative to the link's folder)
+        try:
+            config = find_config_file(config)
+        except ConfigError as exc:
+            _say(f"memoryd: {exc.message}", err=True)
             return 2
-        from memoryd.core.config import load_config
+        assert config is not None
 
         # A ConfigError now beats a service that fails to start. The service does not see
         # this shell's MEMORYD_* variables, so neither does the check.
