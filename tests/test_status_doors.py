@@ -69,6 +69,11 @@ CONDITIONS = [
         "store unreachable",
     ),
     (
+        "checkpoint-blocked",
+        {"store": {"checkpoint_blocked": {"since": "t", "error": "memoryd.db-wal (9 MB)"}}},
+        "checkpoint blocked: memoryd.db-wal (9 MB)",
+    ),
+    (
         "schema-newer",
         {"store": {"backend": "postgres", "schema_newer": True}},
         "a newer memoryd upgraded the shared database: upgrade this one",

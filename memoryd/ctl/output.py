@@ -320,6 +320,8 @@ def attention(res: dict[str, Any]) -> list[str]:
         else:
             when = ""
         problems.append(f"writes refused{when}: {refused.get('error')}")
+    if store.get("checkpoint_blocked"):  # another program's transaction: the WAL grows
+        problems.append(f"checkpoint blocked: {store['checkpoint_blocked'].get('error')}")
     daily = res.get("daily_log") or {}
     if daily.get("waiting"):
         problems.append(f"{daily['waiting']} daily log line(s) waiting for the disk")

@@ -322,11 +322,14 @@ class Notes:
         when the database is reachable again)."""
         try:
             report = self.indexer.sync_paths(list(paths))
+            refused = report.refused  # the store refused the note's own write (one file's)
         except (StoreError, StoreUnavailable) as exc:
-            log.warning("note written; indexing it waits for the store", path=rel, error=str(exc))
+            refused = exc.message
+        if refused is not None:
+            log.warning("note written; indexing it waits for the store", path=rel, error=refused)
             return {
                 "indexed": False,
-                "warning": f"the file was written; the index is not updated yet ({exc.message}) "
+                "warning": f"the file was written; the index is not updated yet ({refused}) "
                 "and catches up by itself once the store answers: do not retry",
             }
         if report.errors:

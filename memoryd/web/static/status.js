@@ -37,6 +37,7 @@
       const when = worked && worked >= last ? ` at ${last.slice(11, 19)}, working since ${worked.slice(11, 19)}` : "";
       out.push(`writes refused${when}: ${refused.error}`);
     }
+    if (st.checkpoint_blocked) out.push(`checkpoint blocked: ${st.checkpoint_blocked.error}`);
     const daily = s.daily_log || {};
     if (daily.waiting) out.push(`${daily.waiting} daily log line(s) waiting for the disk`);
     else if (daily.rewrites) out.push("daily log changes waiting for the disk");

@@ -1,0 +1,286 @@
+"""Other programs on the store file (stop 40, walkx16): the sqlite3 shell, DB Browser, a backup
+or sync tool with memoryd.db open while the daemon runs.
+
+- A write lock another program holds (`BEGIN IMMEDIATE` left open): every write door (add,
+  update, a note's write, the watcher's indexing, a job) answers -32014 naming the cause after
+  the busy timeout, not "internal error: database is locked" with a traceback; nothing is half
+  written; status says `writes refused`; once the lock is let go the store takes writes again
+  by itself (no other write needed) and the workspace is reconciled, so a note changed
+  meanwhile is found.
+- A read transaction another program holds open: checkpoints cannot fold the WAL in, and it
+  grows with every write. Status says so (`checkpoint_blocked`, naming the program where the
+  system tells), and the WAL is folded in and cut again once the reader ends, without waiting
+  for the next checkpoint job.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+from conftest import wait_for
+
+from memoryd.core.errors import StoreBusy, StoreUnavailable
+from memoryd.core.fsutil import sqlite_lock_holders
+from memoryd.ctl.output import attention
+from memoryd.serve import methods as api
+from memoryd.store import db
+from memoryd.store import sqlite as sqlite_store
+
+pytestmark = pytest.mark.sqlite_only("file locks of the SQLite file; PostgreSQL has its own")
+
+
+def call(app: Any, method: str, **params: Any) -> Any:
+    return api.lookup(method, params).fn(app, params)
+
+
+@pytest.fixture
+def quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A short busy timeout and short retries, so a held lock answers within a second."""
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 300)
+    monkeypatch.setattr(sqlite_store, "BUSY_RETRY_S", 0.1)
+    monkeypatch.setattr(sqlite_store, "WAL_RETRY_S", 0.2)
+
+
+def other_program(path: Path) -> apsw.Connection:
+    """A connection of another program: plain apsw, as the sqlite3 shell opens the file."""
+    con = apsw.Connection(str(path))
+    con.set_busy_timeout(0)
+    return con
+
+
+# each write door, and what it leaves when refused: (door, call it, whether it raises)
+def _add(app: Any) -> Any:
+    return call(app, "add", content="the lock held by another program")
+
+
+def _update(app: Any) -> Any:
+    return call(app, "update", id=app.kept_id, content="changed while the lock was held")
+
+
+def _note_write(app: Any) -> Any:
+    return call(app, "note.write", path="held.md", content="# Held\n\nwritten under a lock\n")
+
+
+def _note_append(app: Any) -> Any:
+    return call(app, "note.append", path="kept.md", content="appended under a lock\n")
+
+
+def _job(app: Any) -> Any:
+    return app.store.optimize()  # the optimize job's write
+
+
+DOORS: dict[str, Callable[[Any], Any]] = {
+    "add": _add,
+    "update": _update,
+    "note.write": _note_write,
+    "note.append": _note_append,
+    "job": _job,
+}
+
+
+@pytest.mark.parametrize("door", list(DOORS))
+def test_a_write_lock_held_by_another_program_is_a_clear_refusal_and_caught_up_after(
+    make_app: Any, quick: None, door: str
+) -> None:
+    app = make_app(model=None)
+    app.store._writer.set_busy_timeout(db.BUSY_TIMEOUT_MS)
+    app.kept_id = call(app, "add", content="stored before the lock")["id"]
+    call(app, "note.write", path="kept.md", content="# Kept\n\nbefore the lock\n")
+    before = app.stats(namespace="*")
+    holder = other_program(app.cfg.db_path)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        if door.startswith("note."):  # the file is written: the answer says the index waits
+            out = DOORS[door](app)
+            assert out["indexed"] is False and "another program" in out["warning"]
+            assert "do not retry" in out["warning"]
+        else:
+            with pytest.raises(StoreBusy) as err:
+                DOORS[door](app)
+            assert err.value.code == StoreUnavailable.code == -32014
+            assert "another program" in err.value.message
+            assert "holds its write lock" in err.value.message
+            assert "nothing was written" in err.value.message
+        refused = app.status()["store"]["writes_refused"]
+        assert refused and "holds its write lock" in refused["error"]
+        assert attention(app.status())[0].startswith("writes refused: cannot write")
+        assert app.stats(namespace="*") == before  # nothing half written
+        assert call(app, "search", query="stored before the lock")["hits"]  # reads go on
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    # no other write is needed: the store looks again by itself, and reconciles
+    wait_for(lambda: app.status()["store"]["writes_refused"] is None)
+    if door.startswith("note."):
+        words = "written under a lock" if door == "note.write" else "appended under a lock"
+        wait_for(lambda: call(app, "search", query=words, mode="keyword")["hits"])
+    DOORS[door](app)  # and the same write works now
+
+
+def test_a_note_changed_under_the_lock_is_indexed_once_it_is_let_go(
+    make_app: Any, quick: None
+) -> None:
+    """The watcher's indexing of a file changed while another program held the lock failed and
+    nothing read the file again until the hourly reconcile."""
+    app = make_app(model=None)
+    app.start(jobs=False)
+    wait_for(app.ready.is_set)
+    holder = other_program(app.cfg.db_path)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        (app.cfg.workspace / "quokka.md").write_text("# Quokka\n\nquokkas live on Rottnest\n")
+        wait_for(lambda: app.status()["store"]["writes_refused"], timeout=20)
+        assert not call(app, "search", query="quokkas", mode="keyword")["hits"]
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    wait_for(lambda: call(app, "search", query="quokkas", mode="keyword")["hits"], timeout=20)
+
+
+def test_a_read_transaction_held_open_is_said_in_status_and_the_wal_cut_after(
+    make_app: Any, quick: None
+) -> None:
+    app = make_app(model=None)
+    call(app, "add", content="before the reader")
+    app.store.checkpoint("TRUNCATE")
+    reader = other_program(app.cfg.db_path)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM documents").fetchall()
+    try:
+        for n in range(5):
+            call(app, "add", content=f"written while another program reads, number {n}")
+        busy, _, _ = app.store.checkpoint("RESTART")  # what the checkpoint job runs
+        assert busy
+        store = app.status()["store"]
+        assert store["wal_bytes"] > 0
+        blocked = store["checkpoint_blocked"]
+        assert blocked and "cannot be folded into the database" in blocked["error"]
+        assert "grows with every write" in blocked["error"]
+        assert any(
+            w.startswith("checkpoint blocked: memoryd.db-wal (") for w in attention(app.status())
+        )
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    # folded in and cut by the store's own retry, not the next checkpoint job (15 min)
+    wait_for(lambda: app.status()["store"]["checkpoint_blocked"] is None)
+    assert app.status()["store"]["wal_bytes"] == 0
+    assert not [w for w in attention(app.status()) if w.startswith("checkpoint")]
+
+
+HOLD = textwrap.dedent(
+    """
+    import sys, time, apsw
+    con = apsw.Connection(sys.argv[1])
+    con.execute(sys.argv[2])
+    con.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    print("held", flush=True)
+    sys.stdin.readline()
+    con.execute("COMMIT")
+    """
+)
+
+
+@pytest.fixture
+def holder(tmp_path: Path) -> Iterator[Callable[[Path, str], subprocess.Popen[str]]]:
+    """Another process holding a transaction on the file until its stdin is closed."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def hold(path: Path, begin: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLD, str(path), begin],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        procs.append(proc)
+        assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+        return proc
+
+    yield hold
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/locks"), reason="Linux names the holder")
+@pytest.mark.parametrize("writer", [True, False])
+def test_the_program_holding_the_lock_is_named(tmp_path: Path, holder: Any, writer: bool) -> None:
+    path = tmp_path / "x.db"
+    con = apsw.Connection(str(path))
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("CREATE TABLE t(x)")
+    con.execute("INSERT INTO t VALUES (1)")  # a WAL frame: a reader's snapshot then pins it
+    proc = holder(path, "BEGIN IMMEDIATE" if writer else "BEGIN")
+    try:
+        [who] = sqlite_lock_holders(path, writer=writer)
+        assert who.startswith(f" (pid {proc.pid}: {sys.executable} -c")
+        if not writer:  # (a writer reads too: it holds a read lock as well)
+            assert sqlite_lock_holders(path, writer=True) == []
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(30)
+        con.close()
+    assert sqlite_lock_holders(path, writer=writer) == []
+
+
+def test_memoryctl_add_under_another_programs_lock_names_it_and_the_daemon_catches_up(
+    daemon_factory: Any, holder: Any
+) -> None:
+    """End to end: `memoryd run`, a second process holding the write lock, memoryctl."""
+    d = daemon_factory()
+    db_path = Path(d.cfg["data_dir"]) / "memoryd.db"
+    proc = holder(db_path, "BEGIN IMMEDIATE")
+    try:
+        (d.workspace / "wombat.md").write_text("# Wombat\n\nwombats dig burrows\n")
+        out = d.ctl("add", "a memory while the lock is held")
+        assert out.returncode == 1, out
+        assert f"another program (pid {proc.pid}:" in out.stderr
+        assert "holds its write lock" in out.stderr and "Traceback" not in d.log()
+        status = d.ctl("status")
+        assert "needs attention: writes refused: cannot write" in status.stdout
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(30)
+    wait_for(lambda: d.call("status")["store"]["writes_refused"] is None, timeout=30)
+    wait_for(lambda: d.call("search", {"query": "wombats"})["hits"], timeout=30)
+    assert d.ctl("add", "a memory while the lock is held").returncode == 0
+    assert d.stop() == 0
+
+
+@pytest.mark.parametrize("side", ["-wal", "-shm"])
+def test_a_wal_or_shm_removed_under_the_daemon_loses_nothing_acknowledged(
+    daemon_factory: Any, side: str
+) -> None:
+    """`rm memoryd.db-wal` (a cleaner, a sync client) while the daemon runs: it went on
+    writing into the unlinked WAL, and a crash then lost every memory added since the last
+    checkpoint, though each had been acknowledged. Now what the WAL holds is folded into
+    memoryd.db at once, writes are refused until a restart, and a kill -9 loses nothing."""
+    import signal
+
+    d = daemon_factory()
+    db_path = Path(d.cfg["data_dir"]) / "memoryd.db"
+    kept = d.call("add", {"content": "acknowledged before the file went"})["id"]
+    Path(f"{db_path}{side}").unlink()
+    out = d.ctl("add", "a memory after the file went")
+    assert out.returncode == 1
+    assert f"memoryd.db{side} was removed or replaced while memoryd was running" in out.stderr
+    assert "every write it held is in the database file" in out.stderr
+    assert "restart memoryd" in out.stderr
+    status = d.ctl("status")
+    assert "needs attention: database file replaced under the daemon: restart it" in status.stdout
+    d.stop(signal.SIGKILL)  # a crash: nothing folds the WAL in at a clean stop
+    d = daemon_factory()
+    assert d.call("get", {"id": kept})["content"] == "acknowledged before the file went"
+    assert d.ctl("add", "a memory after the restart").returncode == 0
