@@ -7,6 +7,10 @@ or sync tool with memoryd.db open while the daemon runs.
   written; status says `writes refused`; once the lock is let go the store takes writes again
   by itself (no other write needed) and the workspace is reconciled, so a note changed
   meanwhile is found.
+- PostgreSQL: a table another session locked (a user's migration, `LOCK TABLE`) made every
+  write wait the whole statement_timeout and the request end in "add timed out" (the
+  request timeout is as long), saying nothing; now lock_timeout (5 s) and the same -32014
+  naming the session (pg_locks), status `writes refused`, and the same catching up.
 - A read transaction another program holds open: checkpoints cannot fold the WAL in, and it
   grows with every write. Status says so (`checkpoint_blocked`, naming the program where the
   system tells), and the WAL is folded in and cut again once the reader ends, without waiting
@@ -34,7 +38,8 @@ from memoryd.serve import methods as api
 from memoryd.store import db
 from memoryd.store import sqlite as sqlite_store
 
-pytestmark = pytest.mark.sqlite_only("file locks of the SQLite file; PostgreSQL has its own")
+# SQLite's file locks, but for the one PostgreSQL test at the end (a table another session
+# locked): the two stores' locks have nothing in common to parametrise over
 
 
 def call(app: Any, method: str, **params: Any) -> Any:
@@ -284,3 +289,36 @@ def test_a_wal_or_shm_removed_under_the_daemon_loses_nothing_acknowledged(
     d = daemon_factory()
     assert d.call("get", {"id": kept})["content"] == "acknowledged before the file went"
     assert d.ctl("add", "a memory after the restart").returncode == 0
+
+
+def test_a_table_another_session_locked_is_a_clear_refusal_on_postgres(
+    team: Any, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    from memoryd.store.pg import locks
+
+    monkeypatch.setattr(locks, "LOCK_TIMEOUT_MS", 500)
+    monkeypatch.setattr(locks, "RETRY_S", 0.1)
+    app = team("a")
+    call(app, "note.write", path="kept.md", content="# Kept\n\nbefore the lock\n")
+    other = psycopg.connect(pg_dsn)  # a user's migration, in a transaction
+    other.execute("LOCK TABLE all_entries IN ACCESS EXCLUSIVE MODE")
+    try:
+        with pytest.raises(StoreBusy) as err:
+            call(app, "add", content="a memory while the table is locked")
+        assert err.value.code == -32014
+        assert f"another session (pid {other.info.backend_pid}" in err.value.message
+        assert "AccessExclusiveLock on all_entries" in err.value.message
+        assert "nothing was written" in err.value.message
+        out = call(app, "note.write", path="held.md", content="# Held\n\nnumbats dig\n")
+        assert out["indexed"] is False and "do not retry" in out["warning"]
+        said = attention(app.status())
+        assert said and said[0].startswith("writes refused: the PostgreSQL server made")
+        assert "store unreachable" not in said
+    finally:
+        other.rollback()
+        other.close()
+    wait_for(lambda: app.status()["store"]["writes_refused"] is None)
+    wait_for(lambda: call(app, "search", query="numbats", mode="keyword")["hits"])
+    assert call(app, "add", content="a memory while the table is locked")["id"]
