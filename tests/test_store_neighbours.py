@@ -322,3 +322,27 @@ def test_a_table_another_session_locked_is_a_clear_refusal_on_postgres(
     wait_for(lambda: app.status()["store"]["writes_refused"] is None)
     wait_for(lambda: call(app, "search", query="numbats", mode="keyword")["hits"])
     assert call(app, "add", content="a memory while the table is locked")["id"]
+
+
+def test_a_write_past_the_request_timeout_says_it_goes_on_and_it_does(
+    daemon_factory: Any, holder: Any
+) -> None:
+    """A write queued behind another program's lock past server.request_timeout_s was answered
+    "add timed out", nothing in the log, though it went on and was stored a moment later."""
+    from conftest import rpc
+
+    d = daemon_factory(server={"request_timeout_s": 1})
+    db_path = Path(d.cfg["data_dir"]) / "memoryd.db"
+    proc = holder(db_path, "BEGIN IMMEDIATE")
+    try:
+        resp = rpc(d.socket, "add", {"content": "a memory that outlives its request"})
+        message = resp["error"]["message"]
+        assert message.startswith("add timed out: it did not finish within")
+        assert "server.request_timeout_s (1 s)" in message and "may still complete" in message
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()  # let go within the busy timeout: the add goes on and is stored
+        proc.wait(30)
+    found = wait_for(lambda: d.call("list", {"limit": 5})["items"], timeout=30)
+    assert [m["content"] for m in found] == ["a memory that outlives its request"]
+    assert "request timed out; it goes on" in d.log()
