@@ -346,3 +346,30 @@ def test_a_write_past_the_request_timeout_says_it_goes_on_and_it_does(
     found = wait_for(lambda: d.call("list", {"limit": 5})["items"], timeout=30)
     assert [m["content"] for m in found] == ["a memory that outlives its request"]
     assert "request timed out; it goes on" in d.log()
+
+
+def test_a_start_that_must_write_under_another_programs_lock_says_so(
+    daemon_factory: Any, holder: Any, tmp_path: Path
+) -> None:
+    """A start whose migration must write while another program holds the write lock ended
+    with a traceback ("unexpected error"); it is one line naming the program, exit 1 (the
+    service manager tries again), and the next start once it is let go works."""
+    data = tmp_path / "locked"
+    data.mkdir(mode=0o700)
+    con = apsw.Connection(str(data / "memoryd.db"))  # an empty database, in WAL mode
+    con.execute("PRAGMA journal_mode = WAL")
+    con.close()
+    proc = holder(data / "memoryd.db", "BEGIN IMMEDIATE")
+    try:
+        d = daemon_factory(wait=False, data_dir=str(data))
+        assert d.proc is not None
+        assert d.proc.wait(60) == 1
+        log = d.log()
+        assert f"another program (pid {proc.pid}:" in log and "holds its write lock" in log
+        assert "Traceback" not in log
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(30)
+    d = daemon_factory(data_dir=str(data))
+    assert d.call("status")["store"]["ok"] is True

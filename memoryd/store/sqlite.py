@@ -95,6 +95,9 @@ class SqliteStore:
             _fts_secure_delete(self._writer)
         except db.REFUSED as exc:  # a full disk at start: said as every refused write is
             raise db.refusal(exc, self._writer, self.path) from None
+        except BUSY:  # another program's lock on the file at start (a migration's write)
+            self._writer.close()
+            raise self._busy(writing=True) from None
         self._local = threading.local()
         self._readers: list[apsw.Connection] = []
         self._readers_lock = threading.Lock()
