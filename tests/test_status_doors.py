@@ -64,6 +64,12 @@ CONDITIONS = [
         "database file replaced under the daemon: restart it",
     ),
     (
+        "sqlite-removed",
+        {"store": {"ok": False, "error": "removed", "recovered": "/d/memoryd.db.recovered"}},
+        "database file removed under the daemon: stop it, move /d/memoryd.db.recovered back, "
+        "start it",
+    ),
+    (
         "store-unreachable",
         {"store": {"backend": "postgres", "ok": False, "error": "refused"}},
         "store unreachable",
@@ -186,7 +192,7 @@ def test_every_condition_at_once_in_the_same_words_and_order(tmp_path: Path) -> 
             continue  # one store state at a time
         answer = merged(answer, patch)
     said = attention(answer)
-    assert len(said) >= len(CONDITIONS) - 4  # one store state, one writes_refused, one daily
+    assert len(said) >= len(CONDITIONS) - 5  # store states, one writes_refused, one daily...
     page = web_page(answer, tmp_path)
     assert page["ids"]["attention"] == "Needs attention" + "".join(said)
 

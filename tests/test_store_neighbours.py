@@ -373,3 +373,31 @@ def test_a_start_that_must_write_under_another_programs_lock_says_so(
         proc.wait(30)
     d = daemon_factory(data_dir=str(data))
     assert d.call("status")["store"]["ok"] is True
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="Linux tells a removed file")
+def test_a_database_removed_under_the_daemon_is_copied_out_before_anything_is_lost(
+    daemon_factory: Any,
+) -> None:
+    """`rm memoryd.db` while the daemon runs: the daemon said "restart memoryd", and the
+    restart made an empty store, every memory gone (they were only in the removed file, which
+    the daemon still had open). Now a copy of it is written to memoryd.db.recovered at once,
+    and the message and status say to move it back before starting again."""
+    import signal
+
+    d = daemon_factory()
+    db_path = Path(d.cfg["data_dir"]) / "memoryd.db"
+    kept = d.call("add", {"content": "the only copy is in the removed file"})["id"]
+    db_path.unlink()
+    out = d.ctl("add", "a memory after the file went")
+    recovered = Path(f"{db_path}.recovered")
+    assert out.returncode == 1
+    assert f"everything it held is copied to {recovered}" in out.stderr
+    status = d.ctl("status")
+    assert f"stop it, move {recovered} back, start it" in status.stdout
+    d.stop(signal.SIGKILL)
+    recovered.replace(db_path)  # what the message says to do
+    for side in ("-wal", "-shm"):  # the removed file's, beside no file now
+        Path(f"{db_path}{side}").unlink(missing_ok=True)
+    d = daemon_factory()
+    assert d.call("get", {"id": kept})["content"] == "the only copy is in the removed file"

@@ -308,7 +308,12 @@ def attention(res: dict[str, Any]) -> list[str]:
     index = res.get("index") or {}
     skipped = index.get("skipped") or []
     problems = []
-    if store.get("ok") is False and store.get("backend") == "sqlite":
+    if store.get("recovered"):  # removed: a restart alone would make an empty store
+        problems.append(
+            f"database file removed under the daemon: stop it, move {store['recovered']} "
+            "back, start it"
+        )
+    elif store.get("ok") is False and store.get("backend") == "sqlite":
         problems.append("database file replaced under the daemon: restart it")
     elif store.get("ok") is False:
         problems.append("store unreachable")

@@ -49,6 +49,23 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def _unlinked(path: Path) -> bool:
+    """Whether this process has `path` open with its last name gone: Linux shows such a file
+    under /proc/self/fd as "PATH (deleted)"; False where that cannot be told."""
+    gone = f"{os.path.join(os.path.realpath(path.parent), path.name)} (deleted)"
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") == gone:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def _mb(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
 
@@ -108,6 +125,7 @@ class SqliteStore:
         self._sides = {s: _identity(Path(f"{self.path}{s}")) for s in SIDE_FILES}
         self._side_gone: str | None = None  # why, once one of them was removed or replaced
         self._replaced_said = False
+        self._saved: Path | None = None  # where a removed file's content was copied to
         self.refusals = oserrors.Refusals("store")  # writes the system refuses (status)
         self._timers: dict[str, threading.Timer] = {}  # retries (_later), cancelled by close
         # since when a transaction (another program's read, most often) keeps checkpoints from
@@ -124,17 +142,46 @@ class SqliteStore:
         write are refused until a restart opens the file now at the path. The same for its
         -wal and -shm files (side_gone)."""
         if _identity(self.path) != self._identity:
-            why = (
+            if not self._replaced_said:
+                self._replaced_said = True
+                self._saved = self._save_removed()
+                log.error(
+                    "the database file was replaced under the daemon",
+                    path=str(self.path),
+                    saved=str(self._saved) if self._saved else None,
+                )
+            if self._saved is not None:
+                return (
+                    f"the database file {self.path} was removed while memoryd was running: "
+                    f"everything it held is copied to {self._saved}. Stop memoryd, move that "
+                    f"copy to {self.path} (with no {self.path.name}-wal or -shm beside it: "
+                    "they were the removed file's) and start it again (a start without it "
+                    "makes an empty store)"
+                )
+            return (
                 f"the database file {self.path} was replaced or removed while memoryd was "
                 "running (its writes would go to the old file and be lost): restart memoryd to "
                 "open the file now at that path; to go back to a copy while it runs, use "
                 "`memoryctl checkpoint restore`"
             )
-            if not self._replaced_said:
-                self._replaced_said = True
-                log.error("the database file was replaced under the daemon", path=str(self.path))
-            return why
         return self._side_gone or self.side_gone()
+
+    def _save_removed(self) -> Path | None:
+        """When memoryd.db was removed (`rm`, a cleaner; not moved away, not replaced: the
+        file the writer has open has no name left, Linux's /proc says), a copy of all it holds
+        at `memoryd.db.recovered`, through the writer that still has it open: a restart would
+        otherwise make an empty store, every memory gone. None otherwise, or when no copy
+        could be made."""
+        if os.path.lexists(self.path) or not _unlinked(self.path):
+            return None
+        target = self.path.with_name(self.path.name + ".recovered")
+        try:
+            with self._lock:
+                db.vacuum_into(self._writer, target)
+        except (apsw.Error, OSError) as exc:
+            log.error("no copy of the removed database could be made", error=str(exc))
+            return None
+        return target
 
     def side_gone(self) -> str | None:
         """Why memoryd.db-wal or -shm is not the file SQLite has open any more, or None.
@@ -354,6 +401,7 @@ class SqliteStore:
             "ok": why is None,
             "error": why,
             "writes_refused": self.refusals.info(),
+            "recovered": str(self._saved) if why is not None and self._saved else None,
             "wal_bytes": self._wal_bytes(),
             "checkpoint_blocked": None
             if held is None
