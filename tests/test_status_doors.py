@@ -70,6 +70,11 @@ CONDITIONS = [
         "start it",
     ),
     (
+        "sqlite-moved",
+        {"store": {"ok": False, "error": "moved", "moved_to": "/e/memoryd.db"}},
+        "database file moved under the daemon to /e/memoryd.db: move it back, restart it",
+    ),
+    (
         "store-unreachable",
         {"store": {"backend": "postgres", "ok": False, "error": "refused"}},
         "store unreachable",
@@ -192,7 +197,7 @@ def test_every_condition_at_once_in_the_same_words_and_order(tmp_path: Path) -> 
             continue  # one store state at a time
         answer = merged(answer, patch)
     said = attention(answer)
-    assert len(said) >= len(CONDITIONS) - 5  # store states, one writes_refused, one daily...
+    assert len(said) >= len(CONDITIONS) - 6  # store states, one writes_refused, one daily...
     page = web_page(answer, tmp_path)
     assert page["ids"]["attention"] == "Needs attention" + "".join(said)
 

@@ -401,3 +401,28 @@ def test_a_database_removed_under_the_daemon_is_copied_out_before_anything_is_lo
         Path(f"{db_path}{side}").unlink(missing_ok=True)
     d = daemon_factory()
     assert d.call("get", {"id": kept})["content"] == "the only copy is in the removed file"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="Linux tells where it went")
+def test_a_database_folder_renamed_under_the_daemon_is_named_where_it_went(
+    make_app: Any, tmp_path: Path
+) -> None:
+    """The data_dir folder renamed while the daemon runs: "restart memoryd to open the file now
+    at that path" made an empty store there. Now the error and status name where it went."""
+    app = make_app(model=None, data_dir=str(tmp_path / "data"))
+    call(app, "add", content="in the folder that moves")
+    moved = tmp_path / "data-moved"
+    (tmp_path / "data").rename(moved)
+    try:
+        with pytest.raises(StoreUnavailable) as err:
+            call(app, "add", content="after the move")
+        assert f"was moved to {moved / 'memoryd.db'}" in err.value.message
+        assert "move it back" in err.value.message
+        said = attention(app.status())
+        assert said[0] == (
+            f"database file moved under the daemon to {moved / 'memoryd.db'}: move it back, "
+            "restart it"
+        )
+    finally:
+        moved.rename(tmp_path / "data")
+    assert call(app, "add", content="after the move back")["id"]

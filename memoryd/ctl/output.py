@@ -313,6 +313,10 @@ def attention(res: dict[str, Any]) -> list[str]:
             f"database file removed under the daemon: stop it, move {store['recovered']} "
             "back, start it"
         )
+    elif store.get("moved_to"):  # a folder renamed: a restart alone makes an empty store
+        problems.append(
+            f"database file moved under the daemon to {store['moved_to']}: move it back, restart it"
+        )
     elif store.get("ok") is False and store.get("backend") == "sqlite":
         problems.append("database file replaced under the daemon: restart it")
     elif store.get("ok") is False:

@@ -49,21 +49,22 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def _unlinked(path: Path) -> bool:
-    """Whether this process has `path` open with its last name gone: Linux shows such a file
-    under /proc/self/fd as "PATH (deleted)"; False where that cannot be told."""
-    gone = f"{os.path.join(os.path.realpath(path.parent), path.name)} (deleted)"
+def _open_as(identity: tuple[int, int] | None) -> str | None:
+    """The name the file `identity` (st_dev, st_ino), which this process has open, has now:
+    Linux's /proc/self/fd shows it, "PATH (deleted)" when it has none left. None where that
+    cannot be told."""
     try:
         fds = os.listdir("/proc/self/fd")
     except OSError:
-        return False
+        return None
     for fd in fds:
         try:
-            if os.readlink(f"/proc/self/fd/{fd}") == gone:
-                return True
+            st = os.stat(f"/proc/self/fd/{fd}")  # the open file, named or not
+            if (st.st_dev, st.st_ino) == identity:
+                return os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             continue
-    return False
+    return None
 
 
 def _mb(size: int) -> str:
@@ -126,6 +127,7 @@ class SqliteStore:
         self._side_gone: str | None = None  # why, once one of them was removed or replaced
         self._replaced_said = False
         self._saved: Path | None = None  # where a removed file's content was copied to
+        self._now_at: str | None = None  # the name the file has now (/proc), once replaced
         self.refusals = oserrors.Refusals("store")  # writes the system refuses (status)
         self._timers: dict[str, threading.Timer] = {}  # retries (_later), cancelled by close
         # since when a transaction (another program's read, most often) keeps checkpoints from
@@ -142,6 +144,7 @@ class SqliteStore:
         write are refused until a restart opens the file now at the path. The same for its
         -wal and -shm files (side_gone)."""
         if _identity(self.path) != self._identity:
+            self._now_at = _open_as(self._identity)  # moved, removed, or neither
             if not self._replaced_said:
                 self._replaced_said = True
                 self._saved = self._save_removed()
@@ -158,6 +161,13 @@ class SqliteStore:
                     "they were the removed file's) and start it again (a start without it "
                     "makes an empty store)"
                 )
+            moved = self._moved_to()
+            if moved is not None:
+                return (
+                    f"the database file {self.path} was moved to {moved} while memoryd was "
+                    f"running (a folder renamed): move it back, or point data_dir to its "
+                    "folder, and restart memoryd (a start without it makes an empty store)"
+                )
             return (
                 f"the database file {self.path} was replaced or removed while memoryd was "
                 "running (its writes would go to the old file and be lost): restart memoryd to "
@@ -166,13 +176,20 @@ class SqliteStore:
             )
         return self._side_gone or self.side_gone()
 
+    def _moved_to(self) -> str | None:
+        """Where memoryd.db is now when it was moved away (its folder renamed), else None."""
+        now = self._now_at
+        if now and not now.endswith(" (deleted)") and not os.path.lexists(self.path):
+            return now
+        return None
+
     def _save_removed(self) -> Path | None:
         """When memoryd.db was removed (`rm`, a cleaner; not moved away, not replaced: the
         file the writer has open has no name left, Linux's /proc says), a copy of all it holds
         at `memoryd.db.recovered`, through the writer that still has it open: a restart would
         otherwise make an empty store, every memory gone. None otherwise, or when no copy
         could be made."""
-        if os.path.lexists(self.path) or not _unlinked(self.path):
+        if os.path.lexists(self.path) or not (self._now_at or "").endswith(" (deleted)"):
             return None
         target = self.path.with_name(self.path.name + ".recovered")
         try:
@@ -402,6 +419,7 @@ class SqliteStore:
             "error": why,
             "writes_refused": self.refusals.info(),
             "recovered": str(self._saved) if why is not None and self._saved else None,
+            "moved_to": self._moved_to() if why is not None else None,
             "wal_bytes": self._wal_bytes(),
             "checkpoint_blocked": None
             if held is None

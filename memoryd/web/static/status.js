@@ -30,6 +30,7 @@
     const st = s.store || {}, w = s.watcher || {}, ix = s.index || {};
     const out = [];
     if (st.recovered) out.push(`database file removed under the daemon: stop it, move ${st.recovered} back, start it`);
+    else if (st.moved_to) out.push(`database file moved under the daemon to ${st.moved_to}: move it back, restart it`);
     else if (st.ok === false && st.backend === "sqlite") out.push("database file replaced under the daemon: restart it");
     else if (st.ok === false) out.push("store unreachable");
     const refused = st.writes_refused;
