@@ -24,13 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core.errors import (
-    InvalidInput,
-    MemorydError,
-    StoreError,
-    StoreUnavailable,
-    describe,
-)
+from memoryd.core.errors import InvalidInput, MemorydError, describe
 from memoryd.core.fsutil import as_on_disk, is_dir, resolved, within
 from memoryd.core.logsetup import get_logger
 from memoryd.index import folders
@@ -89,14 +83,9 @@ class Report:
     chunks: int = 0
     took_ms: float = 0.0
     errors: list[str] = field(default_factory=list)
-    # the store's refusal of a file's write (a full disk, another program's lock): the file
-    # is read again once writes work (Refusals.on_worked); not part of the report's answer
-    refused: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        del out["refused"]
-        return out
+        return asdict(self)
 
     @property
     def changed(self) -> bool:
@@ -419,8 +408,6 @@ class Indexer:
                 bug = not isinstance(exc, MemorydError)  # (a full disk is said in one line)
                 log.error("indexing failed", path=state.path, error=str(exc), exc_info=bug)
                 report.errors.append(f"{state.path}: {exc}")
-                if isinstance(exc, StoreError | StoreUnavailable):
-                    report.refused = exc.message
             if progress is not None:
                 progress(n, total)
         for p in vanished:

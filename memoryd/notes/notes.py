@@ -316,13 +316,11 @@ class Notes:
 
     def _index(self, rel: str, *paths: Path) -> dict[str, Any]:
         """Index what was just changed. The file change is done whatever happens here: a store
-        that fails (PostgreSQL unreachable, a full disk) does not make the answer an error (a
-        client told "nothing was written" would retry, and append twice); the answer says the
-        file was written and the index catches up (the reconcile job, or the reconcile made
-        when the database is reachable again)."""
+        that fails or refuses its write (PostgreSQL away, a full disk, another program's lock)
+        makes no error of the answer (a client would append twice); the index catches up."""
         try:
             report = self.indexer.sync_paths(list(paths))
-            refused = report.refused  # the store refused the note's own write (one file's)
+            refused = self.store.refusals.error if report.errors else None
         except (StoreError, StoreUnavailable) as exc:
             refused = exc.message
         if refused is not None:

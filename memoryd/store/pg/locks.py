@@ -16,7 +16,8 @@ from typing import Any
 
 import psycopg
 
-from memoryd.core.errors import StoreBusy
+from memoryd.core.errors import MemorydError, StoreBusy
+from memoryd.core.oserrors import Refusals
 from memoryd.store.pg.conn import first_line, rollback
 
 LOCK_TIMEOUT_MS = 5000
@@ -62,16 +63,24 @@ def busy(con: psycopg.Connection[Any], exc: psycopg.Error) -> StoreBusy:
 
 
 class Watch:
-    """Looks every RETRY_S, while a write is refused on a lock, whether any is left; calls
-    `free` at the first look that finds none. `first` lends a pooled connection
+    """Looks every RETRY_S, while a write is refused on a lock, whether any is left; the first
+    look that finds none ends the refusal (`refusals.worked`). `first` lends a pooled connection
     (PgStore._first), `closed` says when to stop."""
 
-    def __init__(self, first: Callable[..., Any], closed: Callable[[], bool]) -> None:
+    def __init__(
+        self, first: Callable[..., Any], closed: Callable[[], bool], refusals: Refusals
+    ) -> None:
         self._first = first
         self._closed = closed
         self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
-        self.free: Callable[[], None] = lambda: None
+        self.refusals = refusals
+
+    def refused(self, err: MemorydError) -> None:
+        """A write refused: said in status; one refused on a lock is looked at again."""
+        self.refusals.refused(err.message)
+        if isinstance(err, StoreBusy):
+            self.start()
 
     def start(self) -> None:
         with self._lock:
@@ -95,7 +104,7 @@ class Watch:
         if held:
             self.start()
         else:
-            self.free()
+            self.refusals.worked()
 
     def stop(self) -> None:
         with self._lock:
