@@ -479,9 +479,9 @@ class SqliteStore:
 
     def _try_checkpoint(self) -> None:
         self._fired("wal")
-        if self._closed or self._wal_held is None or self.replaced() is not None:
-            return
         with self._lock:
+            if self._closed or self._wal_held is None or self.replaced() is not None:
+                return
             con = self._writer
             con.set_busy_timeout(0)  # a look: a request's write is not kept waiting
             try:
