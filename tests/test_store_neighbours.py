@@ -426,3 +426,28 @@ def test_a_database_folder_renamed_under_the_daemon_is_named_where_it_went(
     finally:
         moved.rename(tmp_path / "data")
     assert call(app, "add", content="after the move back")["id"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="Linux tells a removed file")
+def test_a_copy_moved_over_the_live_file_keeps_the_writes_it_replaced(make_app: Any) -> None:
+    """A sync client or a restore by hand moves a copy over memoryd.db: what was written
+    since that copy was taken lived only in the replaced file, gone at the restart. Now it is
+    kept beside it (memoryd.db.replaced), and the message says where."""
+    app = make_app(model=None)
+    copy = app.cfg.data_dir / "copy.db"
+    app.store.backup_to(copy)
+    added = call(app, "add", content="written after the copy was taken")["id"]
+    copy.replace(app.cfg.db_path)
+    with pytest.raises(StoreUnavailable) as err:
+        call(app, "add", content="would have gone to the old file")
+    kept = app.cfg.data_dir / "memoryd.db.replaced"
+    assert f"the file it replaced, with every write memoryd made, is at {kept})" in (
+        err.value.message
+    )
+    assert attention(app.status())[0] == "database file replaced under the daemon: restart it"
+    con = apsw.Connection(str(kept), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        rows = con.execute("SELECT content FROM entries WHERE id = ?", (added,)).fetchall()
+    finally:
+        con.close()
+    assert rows == [("written after the copy was taken",)]

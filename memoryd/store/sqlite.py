@@ -153,7 +153,7 @@ class SqliteStore:
                     path=str(self.path),
                     saved=str(self._saved) if self._saved else None,
                 )
-            if self._saved is not None:
+            if self._saved is not None and self._saved.suffix == ".recovered":
                 return (
                     f"the database file {self.path} was removed while memoryd was running: "
                     f"everything it held is copied to {self._saved}. Stop memoryd, move that "
@@ -168,11 +168,13 @@ class SqliteStore:
                     f"running (a folder renamed): move it back, or point data_dir to its "
                     "folder, and restart memoryd (a start without it makes an empty store)"
                 )
+            old = self._saved or (self._now_at if os.path.lexists(self.path) else None)
+            kept = f" (the file it replaced, with every write memoryd made, is at {old})"
             return (
                 f"the database file {self.path} was replaced or removed while memoryd was "
                 "running (its writes would go to the old file and be lost): restart memoryd to "
                 "open the file now at that path; to go back to a copy while it runs, use "
-                "`memoryctl checkpoint restore`"
+                f"`memoryctl checkpoint restore`{kept if old else ''}"
             )
         return self._side_gone or self.side_gone()
 
@@ -184,14 +186,16 @@ class SqliteStore:
         return None
 
     def _save_removed(self) -> Path | None:
-        """When memoryd.db was removed (`rm`, a cleaner; not moved away, not replaced: the
-        file the writer has open has no name left, Linux's /proc says), a copy of all it holds
-        at `memoryd.db.recovered`, through the writer that still has it open: a restart would
-        otherwise make an empty store, every memory gone. None otherwise, or when no copy
-        could be made."""
-        if os.path.lexists(self.path) or not (self._now_at or "").endswith(" (deleted)"):
+        """When the file the writer has open has no name left (Linux's /proc says: `rm
+        memoryd.db`, a cleaner, or a copy moved over it), a copy of all it holds, through the
+        writer that still has it open: at `memoryd.db.recovered` when the path is empty (a
+        restart would otherwise make an empty store, every memory gone), else at
+        `memoryd.db.replaced` (the writes made since the copy moved over it was taken). None
+        otherwise, or when no copy could be made."""
+        if not (self._now_at or "").endswith(" (deleted)"):
             return None
-        target = self.path.with_name(self.path.name + ".recovered")
+        gone = not os.path.lexists(self.path)
+        target = self.path.with_name(self.path.name + (".recovered" if gone else ".replaced"))
         try:
             with self._lock:
                 db.vacuum_into(self._writer, target)
@@ -418,7 +422,9 @@ class SqliteStore:
             "ok": why is None,
             "error": why,
             "writes_refused": self.refusals.info(),
-            "recovered": str(self._saved) if why is not None and self._saved else None,
+            "recovered": str(self._saved)
+            if why is not None and self._saved and self._saved.suffix == ".recovered"
+            else None,
             "moved_to": self._moved_to() if why is not None else None,
             "wal_bytes": self._wal_bytes(),
             "checkpoint_blocked": None
