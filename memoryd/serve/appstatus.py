@@ -48,9 +48,13 @@ def status(app: Any, *, check: bool = False) -> dict[str, Any]:
         vec: dict[str, int | None] = dict(app.embedder.counts())
     except StoreBusy as exc:  # another program's lock: the store answers, writes would wait
         counts, vec = None, {"done": None, "pending": None}
+        now = iso(time.time())
         store["writes_refused"] = store.get("writes_refused") or {
-            "since": iso(time.time()),
+            "since": now,
             "error": exc.message,
+            "last_refused": now,
+            "last_worked": None,
+            "refusals": 0,
         }
     except StoreUnavailable as exc:  # status still answers: it says the server is gone
         counts, vec = None, {"done": None, "pending": None}

@@ -379,7 +379,10 @@ class SqliteStore:
     def _try_free(self) -> None:
         self._fired("busy")
         with self._lock:
-            if self._closed or self.refusals.since is None or self.replaced() is not None:
+            r = self.refusals  # a write worked since the last refusal: nothing to look for
+            if self._closed or r.since is None or (r.last_worked or 0) >= (r.last_refused or 0):
+                return
+            if self.replaced() is not None:
                 return
             con = self._writer
             con.set_busy_timeout(0)  # a look, not a wait: the requests' writes wait their turn
