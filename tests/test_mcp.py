@@ -636,3 +636,18 @@ def test_an_empty_listing_reads_as_a_sentence(tool: str) -> None:
     said, _, failed = catalog.call(FakeBridge(answers), tool, args)
     assert not failed and said.strip() and not said.rstrip().endswith(":"), said
     assert not any(ch.isdigit() for ch in said.split("\n")[0].replace("a.md", "")), said
+
+
+def test_every_error_the_daemon_answers_has_a_name_over_mcp() -> None:
+    """-32013 (disk full) and -32014 (store unavailable: a server away, another program's lock
+    on the SQLite file) reached agents as a bare "error"."""
+    from memoryd.agents.hints import ERROR_NAMES
+    from memoryd.core import errors
+
+    never_answered = {errors.MemorydError.code, errors.ConfigError.code, errors.AlreadyRunning.code}
+    codes = {
+        cls.code
+        for cls in vars(errors).values()
+        if isinstance(cls, type) and issubclass(cls, errors.MemorydError)
+    }
+    assert sorted(codes - never_answered - set(ERROR_NAMES)) == []

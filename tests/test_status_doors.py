@@ -64,9 +64,25 @@ CONDITIONS = [
         "database file replaced under the daemon: restart it",
     ),
     (
+        "sqlite-removed",
+        {"store": {"ok": False, "error": "removed", "recovered": "/d/memoryd.db.recovered"}},
+        "database file removed under the daemon: stop it, move /d/memoryd.db.recovered back, "
+        "start it",
+    ),
+    (
+        "sqlite-moved",
+        {"store": {"ok": False, "error": "moved", "moved_to": "/e/memoryd.db"}},
+        "database file moved under the daemon to /e/memoryd.db: move it back, restart it",
+    ),
+    (
         "store-unreachable",
         {"store": {"backend": "postgres", "ok": False, "error": "refused"}},
         "store unreachable",
+    ),
+    (
+        "checkpoint-blocked",
+        {"store": {"checkpoint_blocked": {"since": "t", "error": "memoryd.db-wal (9 MB)"}}},
+        "checkpoint blocked: memoryd.db-wal (9 MB)",
     ),
     (
         "schema-newer",
@@ -181,7 +197,7 @@ def test_every_condition_at_once_in_the_same_words_and_order(tmp_path: Path) -> 
             continue  # one store state at a time
         answer = merged(answer, patch)
     said = attention(answer)
-    assert len(said) >= len(CONDITIONS) - 4  # one store state, one writes_refused, one daily
+    assert len(said) >= len(CONDITIONS) - 6  # store states, one writes_refused, one daily...
     page = web_page(answer, tmp_path)
     assert page["ids"]["attention"] == "Needs attention" + "".join(said)
 

@@ -11,6 +11,8 @@ ERROR_NAMES = {
     -32003: "unavailable",
     -32009: "conflict",
     -32012: "store error",
+    -32013: "disk full",
+    -32014: "store unavailable",
     -32601: "unknown method",
 }
 HINTS = {

@@ -114,6 +114,12 @@ class StoreUnavailable(Unavailable):
     code = -32014
 
 
+class StoreBusy(StoreUnavailable):
+    """Another program holds the SQLite database's write lock (a write transaction open in the
+    sqlite3 shell, DB Browser, a backup or sync tool) past the busy timeout: nothing was
+    written; retry once it lets go (the daemon catches up by itself)."""
+
+
 class AlreadyRunning(MemorydError):
     """Another daemon already owns this database, socket or workspace folder."""
 

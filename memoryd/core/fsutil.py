@@ -256,27 +256,59 @@ def _lock_holder(
     """(' (pid N: its command line)', 'WRITE' or 'READ') of a process holding an flock of one
     of `kinds` (in that order of preference) on the file `st` is, from Linux's /proc/locks;
     ('', '') where that cannot be told."""
+    held = _held_locks(st, "FLOCK", locks)
+    for kind in kinds:
+        for pid, mode, _start in held:
+            if mode == kind:
+                return _who(pid), kind
+    return "", ""
+
+
+def _held_locks(st: os.stat_result, lock: str, locks: str) -> list[tuple[str, str, str]]:
+    """(pid, 'WRITE' or 'READ', first byte) of each lock of type `lock` (FLOCK, POSIX) held on
+    the file `st` is, from Linux's /proc/locks ([] where it cannot be read)."""
     dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
     try:
         with open(locks, encoding="ascii", errors="replace") as f:
             rows = [line.split() for line in f]
     except OSError:
-        return "", ""
+        return []
     # "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234 0 EOF" (a waiting lock has "->" after "1:")
-    held = [[x for x in row if x != "->"] for row in rows if "->" not in row]
-    for kind in kinds:
-        for fields in held:
-            if len(fields) >= 6 and fields[1] == "FLOCK" and fields[3] == kind:
-                if fields[5] != dev:
-                    continue
-                pid = fields[4]
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-                except OSError:
-                    cmd = ""
-                return (f" (pid {pid}: {cmd})" if cmd else f" (pid {pid})"), kind
-    return "", ""
+    return [
+        (row[4], row[3], row[6])
+        for row in rows
+        if "->" not in row and len(row) >= 7 and row[1] == lock and row[5] == dev
+    ]
+
+
+def _who(pid: str) -> str:
+    """' (pid N: its command line)', or ' (pid N)' when /proc does not say."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        cmd = ""
+    return f" (pid {pid}: {cmd})" if cmd else f" (pid {pid})"
+
+
+def sqlite_lock_holders(db: Path, *, writer: bool, locks: str = "/proc/locks") -> list[str]:
+    """' (pid N: its command line)' of each other process holding, on the SQLite database `db`
+    in WAL mode, its write lock (`writer`) or a read lock on a snapshot (what keeps a
+    checkpoint from finishing): SQLite takes them as POSIX locks on bytes of `db`-shm, the
+    write lock at byte 120 and the readers' at 123..127 (sqlite.org/walformat.html). [] where
+    that cannot be told (not Linux, no -shm)."""
+    try:
+        st = os.stat(f"{db}-shm")
+    except OSError:
+        return []
+    wanted = {"120"} if writer else {"124", "125", "126", "127"}  # 123: reads the file alone
+    me = str(os.getpid())
+    found = {
+        pid
+        for pid, _mode, start in _held_locks(st, "POSIX", locks)
+        if start in wanted and pid != me
+    }
+    return [_who(pid) for pid in sorted(found)]
 
 
 def unused_folder(parent: Path, stamp: str, rel: str) -> Path:

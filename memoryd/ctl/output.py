@@ -308,7 +308,16 @@ def attention(res: dict[str, Any]) -> list[str]:
     index = res.get("index") or {}
     skipped = index.get("skipped") or []
     problems = []
-    if store.get("ok") is False and store.get("backend") == "sqlite":
+    if store.get("recovered"):  # removed: a restart alone would make an empty store
+        problems.append(
+            f"database file removed under the daemon: stop it, move {store['recovered']} "
+            "back, start it"
+        )
+    elif store.get("moved_to"):  # a folder renamed: a restart alone makes an empty store
+        problems.append(
+            f"database file moved under the daemon to {store['moved_to']}: move it back, restart it"
+        )
+    elif store.get("ok") is False and store.get("backend") == "sqlite":
         problems.append("database file replaced under the daemon: restart it")
     elif store.get("ok") is False:
         problems.append("store unreachable")
@@ -320,6 +329,8 @@ def attention(res: dict[str, Any]) -> list[str]:
         else:
             when = ""
         problems.append(f"writes refused{when}: {refused.get('error')}")
+    if store.get("checkpoint_blocked"):  # another program's transaction: the WAL grows
+        problems.append(f"checkpoint blocked: {store['checkpoint_blocked'].get('error')}")
     daily = res.get("daily_log") or {}
     if daily.get("waiting"):
         problems.append(f"{daily['waiting']} daily log line(s) waiting for the disk")

@@ -316,19 +316,18 @@ class Notes:
 
     def _index(self, rel: str, *paths: Path) -> dict[str, Any]:
         """Index what was just changed. The file change is done whatever happens here: a store
-        that fails (PostgreSQL unreachable, a full disk) does not make the answer an error (a
-        client told "nothing was written" would retry, and append twice); the answer says the
-        file was written and the index catches up (the reconcile job, or the reconcile made
-        when the database is reachable again)."""
+        that fails or refuses its write now (PostgreSQL away, a full disk, another program's
+        lock) makes no error of the answer (a client would append twice); the index catches up."""
+        refusals, before = self.store.refusals, self.store.refusals.last_refused
         try:
             report = self.indexer.sync_paths(list(paths))
+            refused = refusals.error if report.errors and refusals.last_refused != before else None
         except (StoreError, StoreUnavailable) as exc:
-            log.warning("note written; indexing it waits for the store", path=rel, error=str(exc))
-            return {
-                "indexed": False,
-                "warning": f"the file was written; the index is not updated yet ({exc.message}) "
-                "and catches up by itself once the store answers: do not retry",
-            }
+            refused = exc.message
+        if refused is not None:
+            log.warning("note written; indexing it waits for the store", path=rel, error=refused)
+            warning = f"the file was written; the index is not updated yet ({refused}) and "
+            return {"indexed": False, "warning": warning + "catches up by itself: do not retry"}
         if report.errors:
             log.warning("note written but indexing failed", errors=report.errors)
         return {}

@@ -135,8 +135,10 @@ class App:
         self.dailylog.current = self._stored_memory  # a line written late: the memory now
         self.dailylog.waiting_file = cfg.data_dir / "dailylog-waiting.json"  # across restarts
         self.dailylog.renumber_again = dailyrenumber.renumber_again  # (a refused renumbering)
-        # files whose indexing a full disk refused are read once the store takes writes again
-        self.store.refusals.on_worked = lambda: self.reconcile_soon("the store takes writes again")
+        # files whose indexing a full disk (or another program's lock on the SQLite file)
+        # refused are read once the store takes writes again, and the vectors it refused are
+        # written without waiting out the embedder's backoff
+        self.store.refusals.on_worked = self._writes_work_again
         self.indexer = Indexer(
             self.store,
             cfg.workspace,
@@ -223,6 +225,10 @@ class App:
         if self.store.shared:
             self.dailylog.team = True
             self._forget_gone()  # takes stock of the memories the daily log names
+
+    def _writes_work_again(self) -> None:
+        self.embedder.retry_now()
+        self.reconcile_soon("the store takes writes again")
 
     def _marked_paths(self, ids: set[int] | None) -> list[str]:
         """Workspace files whose text, as last indexed, holds a daily-log marker of `ids`."""

@@ -40,12 +40,22 @@ def store_status(app: Any) -> dict[str, Any]:
 
 
 def status(app: Any, *, check: bool = False) -> dict[str, Any]:
-    from memoryd.core.errors import StoreUnavailable
+    from memoryd.core.errors import StoreBusy, StoreUnavailable
 
     store = store_status(app)
     try:
         counts: dict[str, Any] | None = app.store.read(entries.counts)
         vec: dict[str, int | None] = dict(app.embedder.counts())
+    except StoreBusy as exc:  # another program's lock: the store answers, writes would wait
+        counts, vec = None, {"done": None, "pending": None}
+        now = iso(time.time())
+        store["writes_refused"] = store.get("writes_refused") or {
+            "since": now,
+            "error": exc.message,
+            "last_refused": now,
+            "last_worked": None,
+            "refusals": 0,
+        }
     except StoreUnavailable as exc:  # status still answers: it says the server is gone
         counts, vec = None, {"done": None, "pending": None}
         store.update(ok=False, error=store.get("error") or exc.message)

@@ -489,9 +489,17 @@ class Server:
         except MemorydError as exc:
             self.errors_total += 1
             return None if notification else error_response(req_id, exc.code, exc.message, exc.data)
-        except TimeoutError:
+        except TimeoutError:  # the method goes on in its thread: say so, here and in the log
             self.errors_total += 1
-            return error_response(req_id, INTERNAL_ERROR, f"{name} timed out")
+            limit = self.settings.request_timeout_s
+            log.warning("request timed out; it goes on", method=name, timeout_s=limit)
+            return error_response(
+                req_id,
+                INTERNAL_ERROR,
+                f"{name} timed out: it did not finish within server.request_timeout_s "
+                f"({limit:g} s) and goes on in the daemon, so it may still complete (the log "
+                "says when it does)",
+            )
         except Exception as exc:
             self.errors_total += 1
             code, message, what = registry.unexpected(exc, name)

@@ -30,12 +30,11 @@ from typing import Any, TypeVar
 
 import psycopg
 import psycopg_pool
-from pgvector.psycopg import register_vector
 
 from memoryd.core import oserrors
-from memoryd.core.errors import DiskFull, Refused, StoreError, StoreUnavailable
+from memoryd.core.errors import DiskFull, Refused, StoreBusy, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
-from memoryd.store.pg import claim, fts, notes, pool, schema, sqlfuncs  # noqa: F401
+from memoryd.store.pg import claim, fts, locks, notes, pool, schema, session, sqlfuncs  # noqa: F401
 from memoryd.store.pg.conn import (
     PgConnection,
     commit,
@@ -110,6 +109,8 @@ class PgStore:
         self.last_error: str | None = None  # the last "server unreachable" seen (status)
         self.down_since: float | None = None  # set while the server does not answer
         self.refusals = oserrors.Refusals("store")  # the server's disk full (status)
+        # writes refused on another session's lock: looks until it is gone (pg/locks.py)
+        self._lock_watch = locks.Watch(self._first, lambda: self._closed, self.refusals)
         # per read scope (this workspace, "all"): what fts.py remembers between searches, and
         # what connmemo.PerVersion keeps under a read's snapshot (the scope is its owner)
         self._scopes: dict[str | None, _Scope] = {None: _Scope(), "all": _Scope()}
@@ -165,25 +166,7 @@ class PgStore:
         self.pool.open(wait=False)
 
     def _configure(self, con: psycopg.Connection[Any]) -> None:
-        """Every pooled connection: autocommit (read() and write() open their transactions
-        explicitly), this daemon's workspace, the statement timeout, pgvector's types; the
-        HNSW search settings of a default search's vector pool (so its knn sets nothing:
-        store/pg/vectors.py), and no JIT: no statement of memoryd's reaches jit_above_cost at
-        100K chunks, and one that did (a keyword pool of common words at a few million) would
-        pay tens of ms compiling a plan that runs once (BENCHMARKS.md, issue 23.4)."""
-        con.autocommit = True
-        register_vector(con)
-        con.execute(
-            "SELECT set_config('memoryd.workspace', %s, false),"
-            " set_config('statement_timeout', %s, false), set_config('jit', 'off', false),"
-            " set_config('hnsw.ef_search', %s, false),"
-            " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
-            [
-                self.settings.workspace_id,
-                str(self.settings.statement_timeout_ms),
-                str(SESSION_EF),
-            ],
-        )
+        session.configure(con, self.settings.workspace_id, self.settings.statement_timeout_ms)
 
     # -- connections --------------------------------------------------------------------------
 
@@ -205,6 +188,8 @@ class PgStore:
             con = self.pool.getconn(timeout=timeout)
             try:
                 yield con
+            except psycopg.errors.LockNotAvailable as exc:  # another session's lock (55P03)
+                raise locks.busy(con, exc) from None
             finally:
                 if kept is None or not kept():
                     self.pool.putconn(con)
@@ -379,8 +364,8 @@ class PgStore:
                     rollback(raw)
                     raise
                 commit(raw)
-        except DiskFull as err:
-            self.refusals.refused(err.message)
+        except (DiskFull, StoreBusy) as err:
+            self._lock_watch.refused(err)  # (a full disk's too: said in status)
             raise
         self.refusals.worked()
 
@@ -579,6 +564,7 @@ class PgStore:
             if ender is not None:
                 ender.shutdown(wait=True)  # every read's connection back in the pool
             self._stop.set()
+            self._lock_watch.stop()
             if self._listener is not None:
                 self._listener.join(timeout=LISTEN_POLL_S + 5)
             if self._holder is not None:  # the listener never took it

@@ -29,7 +29,9 @@
   function attention(s) {
     const st = s.store || {}, w = s.watcher || {}, ix = s.index || {};
     const out = [];
-    if (st.ok === false && st.backend === "sqlite") out.push("database file replaced under the daemon: restart it");
+    if (st.recovered) out.push(`database file removed under the daemon: stop it, move ${st.recovered} back, start it`);
+    else if (st.moved_to) out.push(`database file moved under the daemon to ${st.moved_to}: move it back, restart it`);
+    else if (st.ok === false && st.backend === "sqlite") out.push("database file replaced under the daemon: restart it");
     else if (st.ok === false) out.push("store unreachable");
     const refused = st.writes_refused;
     if (refused) {
@@ -37,6 +39,7 @@
       const when = worked && worked >= last ? ` at ${last.slice(11, 19)}, working since ${worked.slice(11, 19)}` : "";
       out.push(`writes refused${when}: ${refused.error}`);
     }
+    if (st.checkpoint_blocked) out.push(`checkpoint blocked: ${st.checkpoint_blocked.error}`);
     const daily = s.daily_log || {};
     if (daily.waiting) out.push(`${daily.waiting} daily log line(s) waiting for the disk`);
     else if (daily.rewrites) out.push("daily log changes waiting for the disk");

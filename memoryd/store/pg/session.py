@@ -1,0 +1,31 @@
+"""What every pooled connection of PgStore is set to when the pool opens it (its `configure`
+hook): autocommit (read() and write() open their transactions explicitly), this daemon's
+workspace, the statement and lock timeouts, pgvector's types, the HNSW search settings of a
+default search's vector pool (so its knn sets nothing: store/pg/vectors.py), and no JIT: no
+statement of memoryd's reaches jit_above_cost at 100K chunks, and one that did (a keyword pool
+of common words at a few million) would pay tens of ms compiling a plan that runs once
+(BENCHMARKS.md, issue 23.4). The lock timeout: store/pg/locks.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from memoryd.store.pg import locks
+from memoryd.store.pg.vectors import SESSION_EF
+
+
+def configure(con: psycopg.Connection[Any], workspace_id: str, statement_timeout_ms: int) -> None:
+    con.autocommit = True
+    register_vector(con)
+    con.execute(
+        "SELECT set_config('memoryd.workspace', %s, false),"
+        " set_config('statement_timeout', %s, false), set_config('jit', 'off', false),"
+        " set_config('lock_timeout', %s, false),"
+        " set_config('hnsw.ef_search', %s, false),"
+        " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+        [workspace_id, str(statement_timeout_ms), str(locks.LOCK_TIMEOUT_MS), str(SESSION_EF)],
+    )
