@@ -298,7 +298,7 @@ def test_quiet_lines_and_every_kind_of_id_and_line_end(pipe: Pipe) -> None:
 def test_initialize_answers_a_version_it_speaks(pipe: Pipe, version: str) -> None:
     """A request before initialize is told to initialize (ping is answered); an older version
     we speak is answered with itself, any other with the newest we speak."""
-    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+    from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
     pipe.send(line({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
     pipe.send(line({"jsonrpc": "2.0", "id": 2, "method": "ping"}))

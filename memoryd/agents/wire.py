@@ -152,7 +152,7 @@ async def plain_errors(ctx: Any, call_next: Any) -> Any:
     that the request came before `initialize`. Tool errors are not touched (they are results
     with isError, made by memoryd.agents.catalog)."""
     from mcp.shared.exceptions import MCPError
-    from mcp_types import INVALID_PARAMS
+    from mcp.types import INVALID_PARAMS
     from pydantic import ValidationError
 
     try:
