@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from work import calls
 
 pytestmark = pytest.mark.backends
 
@@ -75,3 +76,34 @@ def test_by_vector_names_the_same_memories(make_app: Any) -> None:
     assert len(many) == 10 and {n["id"] for n in many} <= set(series)
     sims = [n["similarity"] for n in many]
     assert sims == sorted(sims, reverse=True) and min(sims) >= 0.92
+
+
+def _filled(app: Any, similar: int, total: int, namespace: str) -> None:
+    """`total` memories in `namespace`, `similar` of them saying nearly SERIES."""
+    for i in range(total):
+        text = SERIES.format(i=i) if i < similar else f"note {i} word{i} thing{i * 7} other{i * 13}"
+        app.memories.add(text, namespace=namespace)
+
+
+@pytest.mark.parametrize("model", [None, "fake"])
+def test_the_check_does_not_grow_with_similar_memories(make_app: Any, model: Any) -> None:
+    """The same number of memories in two namespaces, 30 of them similar in one, all 240 in
+    the other: the check makes the same number of calls in both (it may score every memory of
+    the namespace, as numpy or SQL does, but never handles each similar one in Python: the
+    best 10 are chosen without a Python call per candidate; by words, 20 keyword matches at
+    most are compared)."""
+    app = make_app(model=model)
+    if model is not None:
+        _ready(app)
+    _filled(app, 30, 240, "few")
+    _filled(app, 240, 240, "many")
+    app.embedder.run()
+    for ns in ("few", "many"):  # warm: caches read, queries planned
+        app.near_duplicates(SERIES.format(i=10_000), ns)
+    counts = {}
+    for ns in ("few", "many"):
+        counts[ns], found = calls(app.near_duplicates, SERIES.format(i=10_000), ns)
+        assert len(found) == 10 if model else 20
+    # 210 more similar memories: ~420 more calls before (two per similar memory); a few calls
+    # apart is the texts' own (a 3-digit number parses a little differently) and the pool's
+    assert abs(counts["many"] - counts["few"]) <= 25, counts
