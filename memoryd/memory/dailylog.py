@@ -68,7 +68,7 @@ from memoryd.memory.logfile import (
     save_ids,
     siblings,
 )
-from memoryd.memory.loglines import _MARKER_TAIL, _hash8, _own, _rewritten, one_line
+from memoryd.memory.loglines import MARKER_TAIL, hash8, one_line, own_line, rewritten_lines
 from memoryd.text import secretguard
 from memoryd.text.logmarkers import marker_ids
 
@@ -177,7 +177,7 @@ class DailyLog:
         # The whole line is redacted, not field by field: every placeholder (type, namespace,
         # and any the format adds later) reaches the file only through the secret guard.
         body = one_line(secretguard.redact(body))
-        return f"{body} <!-- m:{record['id']}:{_hash8(body)} -->"
+        return f"{body} <!-- m:{record['id']}:{hash8(body)} -->"
 
     def append(self, record: dict[str, Any]) -> Path | None:
         """Append one memory to the log of its local creation date. Never raises. A line the
@@ -440,7 +440,9 @@ class DailyLog:
         self, path: Path, changes: dict[int, dict[str, Any] | None], changed: list[Path]
     ) -> set[int]:
         """Apply `changes` to one file (atomically); the ids whose lines it held."""
-        return self.edit_file(path, lambda text: _rewritten(text, changes, self._line_for), changed)
+        return self.edit_file(
+            path, lambda text: rewritten_lines(text, changes, self._line_for), changed
+        )
 
     def edit_file(
         self,
@@ -520,8 +522,8 @@ class DailyLog:
         own: dict[int, int] = {}  # index in parts -> memory id
         for i in range(0, len(parts), 2):
             line = parts[i]
-            m = _MARKER_TAIL.search(line) if "<!-- m:" in line else None
-            if m is not None and _own(line, m):
+            m = MARKER_TAIL.search(line) if "<!-- m:" in line else None
+            if m is not None and own_line(line, m):
                 own[i] = int(m.group("id"))
             elif header is not None and header.fullmatch(line.strip()) is not None:
                 parts[i] = ""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.memory import dailylog as dl
-from memoryd.memory.loglines import _MARKER_TAIL, one_line
+from memoryd.memory.loglines import MARKER_TAIL, one_line
 from memoryd.text import secretguard
 
 
@@ -41,7 +41,7 @@ def renumber(daily: dl.DailyLog, moved: list[tuple[int, int, str]]) -> list[Path
         hit: set[int] = set()
         for line in text.splitlines(keepends=True):
             body = line.rstrip("\r\n")
-            m = _MARKER_TAIL.search(body)
+            m = MARKER_TAIL.search(body)
             got = by_old.get(int(m.group("id"))) if m else None
             if m is not None and got is not None and any(t in body[: m.start()] for t in got[1]):
                 line = (

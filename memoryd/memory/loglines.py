@@ -11,10 +11,10 @@ from typing import Any
 
 # a memory's marker at the end of its line, searched from its literal start: linear on any line
 # (a pattern anchored at the line's start backtracks quadratically on a line of many spaces)
-_MARKER_TAIL = re.compile(r"<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
+MARKER_TAIL = re.compile(r"<!-- m:(?P<id>\d+):(?P<hash>[0-9a-f]{8}) -->\s*$")
 
 
-def _hash8(text: str) -> str:
+def hash8(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
@@ -22,13 +22,13 @@ def one_line(text: str) -> str:
     return " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
 
 
-def _own(body: str, m: re.Match[str]) -> bool:
+def own_line(body: str, m: re.Match[str]) -> bool:
     """Whether a line (without its line end) is as the daemon wrote it: its marker's hash
     is that of the text before it (a line a person edited is not)."""
-    return _hash8(body[: m.start()].strip()) == m.group("hash")
+    return hash8(body[: m.start()].strip()) == m.group("hash")
 
 
-def _rewritten(
+def rewritten_lines(
     text: str,
     changes: dict[int, dict[str, Any] | None],
     line_for: Callable[[dict[str, Any]], str],
@@ -45,7 +45,7 @@ def _rewritten(
     written: set[int] = set()
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\r\n")
-        m = _MARKER_TAIL.search(body)
+        m = MARKER_TAIL.search(body)
         entry_id = int(m.group("id")) if m else None
         if m is None or entry_id is None or entry_id not in changes:
             lines.append(line)
@@ -55,7 +55,7 @@ def _rewritten(
         if new is None:
             continue
         ending = line[len(body) :]
-        if not _own(body, m):
+        if not own_line(body, m):
             lines.append(line if ending else line + "\n")
             edited[entry_id] = len(lines)
             continue
