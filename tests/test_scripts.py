@@ -116,16 +116,16 @@ def test_english_and_cjk_are_unchanged(app: Any) -> None:
     assert paths(app, "backup*") == ["en.md"]
 
 
+# the step that brought the scripts' words (SQLite, PostgreSQL), and the later one that reads
+# every note again for its names' types (m019 / v17: not the scripts step's doing)
+BEFORE_THE_SCRIPTS = ("m016_marks_and_unspaced_scripts", "_v15_marks_and_unspaced_scripts")
+BEFORE_THE_NOTES_READ_AGAIN = ("m019_types_read_from_the_notes", "_v17_types_read_from_the_notes")
+
+
 def test_an_older_index_gets_the_new_words_without_embedding_again(
     make_app: Any, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
-    store = older_store(
-        monkeypatch,
-        request,
-        backend,
-        "m016_marks_and_unspaced_scripts",
-        "_v15_marks_and_unspaced_scripts",
-    )
+    store = older_store(monkeypatch, request, backend, *BEFORE_THE_SCRIPTS)
     old = with_notes(make_app(**store), NOTES)
     settle(old)
     if backend == "sqlite":  # (PostgreSQL's queries are split in Python: today's words)
@@ -133,14 +133,7 @@ def test_an_older_index_gets_the_new_words_without_embedding_again(
         assert paths(old, "ข้อมูล") == []  # a word inside a Thai sentence: never found
     old.close()
     monkeypatch.undo()
-    # (m019 / v17, later, read every note again once for its names' types: not this step's)
-    older_store(
-        monkeypatch,
-        request,
-        backend,
-        "m019_types_read_from_the_notes",
-        "_v17_types_read_from_the_notes",
-    )
+    older_store(monkeypatch, request, backend, *BEFORE_THE_NOTES_READ_AGAIN)
     new = make_app(**store)  # the same store, migrated
     seen = len(new.model.fake.seen)
     assert paths(new, "कि") == []
@@ -249,27 +242,14 @@ def test_an_older_store_with_escaped_headings_finds_them_after_the_upgrade(
 
     from memoryd.store import tables
 
-    store = older_store(
-        monkeypatch,
-        request,
-        backend,
-        "m016_marks_and_unspaced_scripts",
-        "_v15_marks_and_unspaced_scripts",
-    )
+    store = older_store(monkeypatch, request, backend, *BEFORE_THE_SCRIPTS)
     monkeypatch.setattr(tables, "json_list", lambda items: json.dumps(list(items)))  # as then
     old = with_notes(make_app(**store), HEADED)
     settle(old)
     assert paths(old, "проект") == []  # the bug: a tag written "\\u043f..."
     old.close()
     monkeypatch.undo()
-    # (m019 / v17, later, read every note again once for its names' types: not this step's)
-    older_store(
-        monkeypatch,
-        request,
-        backend,
-        "m019_types_read_from_the_notes",
-        "_v17_types_read_from_the_notes",
-    )
+    older_store(monkeypatch, request, backend, *BEFORE_THE_NOTES_READ_AGAIN)
     new = make_app(**store)  # migrated
     assert paths(new, "ลูกค้า") == ["h/thai.md"]
     assert paths(new, "проект") == ["h/tagged.md"]

@@ -68,15 +68,7 @@ def _unquoted(line: str, depth: int | None = None) -> tuple[int, str]:
 
 def _indent(line: str) -> int:
     """The columns of white space a line opens with (a tab to the next multiple of 4)."""
-    col = 0
-    for ch in line:
-        if ch == " ":
-            col += 1
-        elif ch == "\t":
-            col += 4 - col % 4
-        else:
-            break
-    return col
+    return _columns(line, 0)
 
 
 _ITEM = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?=[ \t]|$)")  # a list marker, where its indent ends
