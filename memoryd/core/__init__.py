@@ -1,5 +1,6 @@
 """The foundation every other package stands on: library errors (one place, each with its
-JSON-RPC code), the configuration (TOML, env overrides, validation), time and duration parsing,
+JSON-RPC code), the configuration (TOML, env overrides, validation), the rule of a string the
+store can carry and of a short name (names.py), time and duration parsing,
 atomic file writes, the data-dir and workspace locks, structured logging, and the allocator
 settings.
 
