@@ -216,6 +216,7 @@ class App:
         self.ready = threading.Event()  # the first reconcile is done
         self._reconcile_lock = threading.Lock()
         self._reconcile_wanted = False
+        self._reconciling: list[threading.Thread] = []  # reconcile_soon's, joined by close
         self.index_progress: dict[str, Any] | None = None  # while a reconcile runs
         self._bg: threading.Thread | None = None
         self.model.on_ready.append(self.embedder.wake)
@@ -468,10 +469,15 @@ class App:
         def run() -> None:
             with self._reconcile_lock:
                 self._reconcile_wanted = False
+            if self.indexer.stopping.is_set():  # closing: the next start reconciles
+                return
             log.warning("reconciling the workspace now", reason=reason)
             self.jobs.run_now("reconcile")
 
-        threading.Thread(target=run, name="memoryd-reconcile-now", daemon=True).start()
+        thread = threading.Thread(target=run, name="memoryd-reconcile-now", daemon=True)
+        with self._reconcile_lock:  # (started under it: close never joins one not started)
+            self._reconciling = [t for t in self._reconciling if t.is_alive()] + [thread]
+            thread.start()
 
     def apply_config(self, cfg: Config) -> None:
         """Take reloadable settings from a new configuration (SIGHUP). New note rules
@@ -508,6 +514,10 @@ class App:
             if self._gone_timer is not None:
                 self._gone_timer.cancel()
         self.jobs.shutdown(wait=True)
+        with self._reconcile_lock:
+            reconciling = list(self._reconciling)
+        for thread in reconciling:  # a reconcile run now (reconcile_soon) reads the store
+            thread.join(timeout=30)
         self.workspace_guard.stop()
         if self._bg is not None:  # start-up first: it may be starting the watcher right now
             self._bg.join(timeout=30)
