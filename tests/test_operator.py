@@ -12,6 +12,7 @@ reloads (docs/service.md, docs/configuration.md).
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -155,17 +156,26 @@ def test_status_while_starting_does_not_call_the_watcher_stopped(make_app: Any) 
     wait_for(lambda: app.status()["watcher"]["alive"] is True)
 
 
-@pytest.mark.parametrize("shared", ["data_dir", "socket"])
+@pytest.mark.parametrize("shared", ["data_dir", "socket", "database"])
 def test_a_second_daemon_on_one_data_dir_or_socket_refuses_clearly(
-    daemon_factory: Any, tmp_path: Path, short_dir: Path, shared: str
+    daemon_factory: Any, tmp_path: Path, short_dir: Path, shared: str, backend: str
 ) -> None:
+    """`database`: the first daemon's memoryd.db hard-linked into the second's own data_dir.
+    The lock beside the database did not see it (another folder, another lock file), so the
+    second started on the same file with a WAL of its own: two WALs for one database."""
+    if shared == "database" and backend != "sqlite":
+        pytest.skip("a PostgreSQL database is no file")
     first = daemon_factory()
     other = {
         "data_dir": str(tmp_path / "second-data"),
         "socket": str(short_dir / "second.sock"),
         "workspace": str(tmp_path / "second-ws"),
     }
-    other[shared] = first.cfg[shared]
+    if shared == "database":
+        os.makedirs(other["data_dir"], mode=0o700)
+        os.link(Path(first.cfg["data_dir"]) / "memoryd.db", Path(other["data_dir"]) / "memoryd.db")
+    else:
+        other[shared] = first.cfg[shared]
     second = daemon_factory(wait=False, **other)
     assert second.proc is not None
     assert second.proc.wait(60) == 1
@@ -175,9 +185,16 @@ def test_a_second_daemon_on_one_data_dir_or_socket_refuses_clearly(
         for line in second.log().splitlines()
         if line.startswith("{") and '"fatal"' in line
     ]
-    said = {"data_dir": "is already using", "socket": "is already running on"}[shared]
+    said = {
+        "data_dir": "is already using",
+        "socket": "is already running on",
+        "database": "is already using the database",
+    }[shared]
     assert len(fatal) == 1 and said in fatal[0]["error"], second.log()[-2000:]
     assert first.call("ping")["pong"] is True
+    if shared == "database":
+        assert "2 names (hard links); give this daemon a copy" in fatal[0]["error"]
+        assert not (tmp_path / "second-data" / "memoryd.db-wal").exists()
     if shared == "socket":  # refused before a store was made in its own data_dir
         assert not (tmp_path / "second-data" / "memoryd.db").exists()
 

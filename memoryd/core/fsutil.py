@@ -193,6 +193,34 @@ def acquire_lock(path: Path) -> int:
     return fd
 
 
+def hold_database(db: Path) -> int | None:
+    """An flock on the SQLite database file itself, held while the daemon runs. The lock file
+    beside it (acquire_lock) keeps a second daemon off this data_dir; this one keeps it off the
+    same database reached by another name: a hard link of memoryd.db in another data_dir is
+    the same file, and SQLite keeps its -wal and -shm beside the name it opened, so two daemons
+    through two names would each keep a WAL of their own for one database and corrupt it.
+    flock is per open file, apart from SQLite's own POSIX locks (and never taken by SQLite), so
+    it neither blocks nor is released by them. The file is made owner-only when missing, as the
+    store makes it. None where the file system keeps no flocks. Not for network file systems,
+    where flock can be a POSIX lock in disguise (the caller checks: SQLite's WAL is not safe
+    there anyway)."""
+    fd = os.open(db, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o600)
+    got = _flock(fd, fcntl.LOCK_EX)
+    if got:
+        return fd
+    if got is None:
+        os.close(fd)
+        return None
+    holder, _ = _lock_holder(os.fstat(fd), ("WRITE",))
+    links = os.fstat(fd).st_nlink
+    os.close(fd)
+    if links > 1:
+        why = f"the file has {links} names (hard links); give this daemon a copy of its own"
+    else:
+        why = "stop it first"
+    raise AlreadyRunning(f"another memoryd{holder} is already using the database {db}: {why}")
+
+
 def lock_workspace(folder: Path, *, why: str) -> list[int]:
     """flocks that keep one daemon per workspace, taken without making any file: exclusive on
     the folder itself, shared on every folder above its real path. A second daemon on the same

@@ -24,7 +24,8 @@ from typing import Any, Protocol
 from memoryd.core import logsetup, oserrors, runtime
 from memoryd.core.config import RELOADABLE, Config, diff, doubtful, load_config, unread_env
 from memoryd.core.errors import MemorydError
-from memoryd.core.fsutil import acquire_lock, process_umask
+from memoryd.core.fsutil import acquire_lock, hold_database, process_umask
+from memoryd.index.fstype import filesystem, remote
 from memoryd.serve.app import App
 from memoryd.serve.notify import Notifier, listen_fds
 from memoryd.serve.server import Server, prepare_socket_path
@@ -106,8 +107,15 @@ class Daemon:
         prepare_dirs(self.cfg)
         lock_fd = acquire_lock(self.cfg.lock_path)
         try:
+            db_fd = _hold_database(self.cfg)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        try:
             return asyncio.run(self._main())
         finally:
+            if db_fd is not None:  # after the store closed: SQLite's handles are gone by now
+                os.close(db_fd)
             os.close(lock_fd)
 
     async def _main(self) -> int:
@@ -316,3 +324,11 @@ def _loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> Non
         log.error("new connections wait: too many open files", fix=oserrors.what_to_do(exc.errno))
         return
     loop.default_exception_handler(context)
+
+
+def _hold_database(cfg: Config) -> int | None:
+    """The SQLite database held by this daemon whatever name reaches it (hold_database); not on
+    PostgreSQL, nor on a network file system."""
+    if cfg.store.backend != "sqlite" or remote(filesystem(str(cfg.data_dir))):
+        return None
+    return hold_database(cfg.db_path)
