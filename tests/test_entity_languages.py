@@ -142,3 +142,44 @@ def test_a_first_name_that_opens_a_sentence_in_english_stays_a_name() -> None:
     shipped first name, and German "then") keeps Dann; mid-sentence every word is as before."""
     found = {m.name for m in extract("Dann said the deploy is done. We asked Dann twice.", 1)}
     assert "Dann" in found
+
+
+GERMAN_NOTE = (
+    "Gestern hat Anna mit dem Team über die Datenbank gesprochen. Der Server in Berlin startet "
+    "nach dem Update nicht mehr, weil die Konfiguration fehlt. Wir müssen die Dokumentation für "
+    "Kubernetes und den Rechnungsdienst aktualisieren. Thomas Müller kümmert sich um die "
+    "Migration zu PostgreSQL. Frau Schmidt hat das Budget geprüft, und [[Wartungsfenster]] ist "
+    "am Montag; das Wartungsfenster dauert zwei Stunden."
+)
+
+
+def test_german_nouns_are_no_names_but_its_names_are() -> None:
+    """German writes every noun capitalised, so mid-sentence capitals, which mark a name in
+    English, made an entity of each noun of a German note (Team, Datenbank, Server,
+    Konfiguration, Dokumentation, Rechnungsdienst, Migration, Budget). On a German line a lone
+    capitalised word is a name only with a sign: a shipped first name, place or system, an
+    honorific, a spelling no noun has (PostgreSQL), or a name the text gives elsewhere (a
+    wikilink, a full name)."""
+    found = {m.name for m in extract(GERMAN_NOTE, 1)}
+    nouns = {"Team", "Datenbank", "Server", "Konfiguration", "Dokumentation", "Update"}
+    nouns |= {"Rechnungsdienst", "Migration", "Budget", "Stunden", "Montag"}
+    assert not found & nouns, sorted(found & nouns)
+    names = {"Anna", "Berlin", "Kubernetes", "Thomas Müller", "PostgreSQL", "Schmidt"}
+    assert names | {"Wartungsfenster"} <= found, sorted(names - found)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "The Server team met in Berlin with Anna; Datadog paged Thomas.",
+        "We watched Die Hard und the rest at the Kino with Anna.",  # one German word or two
+        "Ludwig von Mises wrote about der Markt and the Kommissar in the text.",
+    ],
+)
+def test_an_english_line_with_german_words_keeps_its_capitals(line: str) -> None:
+    """The German rule reads the line's grammar words: an English line quoting a German word
+    or two, or a name with `von`, keeps mid-sentence capitals as names."""
+    found = {m.name for m in extract(line, 1)}
+    capitals = {w.strip(";,.") for w in line.split()[1:] if w[:1].isupper() and w.isalpha()}
+    one_word = {w for w in capitals if w not in {"Die", "Hard", "Ludwig", "Mises"}}
+    assert one_word <= {x for n in found for x in n.split()}, (one_word, found)

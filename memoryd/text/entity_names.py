@@ -60,6 +60,7 @@ class _Run:
     field_type: str | None  # the line starts "Attendees:" or another field that types names
     window: tuple[str, ...]  # the three words after, lower-cased
     tail: str = ""  # what stands between the run and the next run of its line, if any
+    nouns: bool = False  # a German line: every noun capitalised, a lone capital no name's sign
 
 
 def _word_key(w: str) -> str:
@@ -144,6 +145,7 @@ def _runs(line: str, n: int, caps: list[tuple[int, int, str]]) -> list[_Run]:
     all_initial = heading or line.lstrip().startswith("|")
     field = _FIELD.match(line) if ":" in line else None
     field_type = cues.LINE_FIELDS.get(field.group(1).lower()) if field else None
+    nouns = cues.german(line)
     runs: list[_Run] = []
     honorifics, connectors, initial_gap = cues.HONORIFICS, cues.CONNECTORS, _INITIAL_GAP
     pairs, letter_at = _PAIRS, _LETTER_AT
@@ -214,6 +216,7 @@ def _runs(line: str, n: int, caps: list[tuple[int, int, str]]) -> list[_Run]:
                 field_type,
                 window,
                 line[end : caps[j][0]] if j < ncaps else "",
+                nouns,
             )
         )
         i = j
@@ -221,7 +224,15 @@ def _runs(line: str, n: int, caps: list[tuple[int, int, str]]) -> list[_Run]:
 
 
 def _keep(run: _Run, known: set[str]) -> list[str]:
-    """The run's words that make a name ([] when none), dropping sentence-initial common words."""
+    """The run's words that make a name ([] when none), dropping sentence-initial common words
+    and, on a German line, a lone noun ("Der Server startet", "über die Datenbank")."""
+    words = _kept(run, known)
+    if run.nouns and len(words) == 1 and not run.honorific and _noun(words[0], known):
+        return []
+    return words
+
+
+def _kept(run: _Run, known: set[str]) -> list[str]:
     words = list(run.words)
     if not (run.initial or run.all_initial):  # mid-sentence: the run is a name as it is
         while words and words[0].lower() in cues.CONNECTORS:
@@ -344,6 +355,25 @@ def _lists() -> tuple[
 
 
 _LISTS: list[frozenset[str]] = []
+
+
+def _noun(w: str, known: set[str]) -> bool:
+    """A capitalised word of a German line that may be any noun: written as a word is (not
+    PostgreSQL, not ERP) and on none of the shipped lists of first names (English and German),
+    systems and places, nor named elsewhere in the text (a link, front matter, a full name
+    written mid-sentence before it)."""
+    if not (w.isalpha() and w[1:].islower()):
+        return False
+    names, _worded, systems, places, _common = _lists()
+    k = _word_key(w)
+    return not (
+        k in names
+        or k in cues.german_first_names()
+        or k in systems
+        or k in places
+        or _word_canonical(w) in known
+        or k in known
+    )
 
 
 def _starter(w: str) -> bool:
@@ -501,6 +531,8 @@ def names(
     speakers: set[str] = set()
     for r in runs:
         if r.all_initial:
+            continue
+        if r.nouns and len(r.words) == 1:  # a German noun mid-sentence tells nothing
             continue
         if not r.initial:  # names written mid-sentence tell which sentence-initial words are
             known.add(canonical_key(" ".join(r.words)))
