@@ -189,3 +189,29 @@ def connect(path: Path | str, *, writer: bool) -> tuple[apsw.Connection, bool]:
         # keeps the default.
         con.execute("PRAGMA cache_size = -512")
     return con, vec
+
+
+def backup_path(db_path: Path, version: int) -> Path:
+    """The copy of the store made before its upgrade to schema `version` (kept until deleted):
+    `memoryd.db.pre-v12.bak` holds the store as schema 11's memoryd left it."""
+    return db_path.with_name(f"{db_path.name}.pre-v{version}.bak")
+
+
+def too_new(current: int, known: int, db_path: Path | None) -> str:
+    """Why a store a newer memoryd upgraded cannot be opened, and the ways on: that memoryd, or
+    back to the copy its upgrade made of the store this one knows, schema `known`
+    (docs/service.md)."""
+    why = (
+        f"database schema version {current} is newer than this memoryd knows ({known}): "
+        "a newer memoryd upgraded it; run that version (upgrade memoryd)"
+    )
+    if db_path is None:
+        return why
+    copy = backup_path(db_path, known + 1)
+    if not copy.is_file():
+        return f"{why}, or use another data_dir"
+    return (
+        f"{why}, or go back to the store as it was before that upgrade, {copy}: with memoryd "
+        f"stopped, move {db_path.name} (and any {db_path.name}-wal) away and copy that file to "
+        f"{db_path} (memories added since are only in the daily log; docs/service.md#upgrading)"
+    )

@@ -515,6 +515,14 @@ def m019_types_read_from_the_notes(con: apsw.Connection) -> None:
     m010_read_notes_again(con)
 
 
+def m020_german_nouns(con: apsw.Connection) -> None:
+    """Entities read again from every note (at the next reconcile, as m010) and memory (now):
+    on a German line a lone capitalised word is a name only with a sign (text/entity_names.py),
+    so the nouns a German note made entities of (Datenbank, Server) go; nothing is embedded."""
+    m010_read_notes_again(con)
+    reindex_memories(con)
+
+
 # every step above, in the order of its number
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     f for name, f in sorted(globals().items()) if re.fullmatch(r"m\d{3}_\w+", name)
@@ -525,42 +533,17 @@ def schema_version(con: apsw.Connection) -> int:
     return int(one(con.execute("PRAGMA user_version"))[0])
 
 
-def backup_path(db_path: Path, version: int) -> Path:
-    """The copy of the store made before its upgrade to schema `version` (kept until deleted):
-    `memoryd.db.pre-v12.bak` holds the store as schema 11's memoryd left it."""
-    return db_path.with_name(f"{db_path.name}.pre-v{version}.bak")
-
-
-def too_new(current: int, db_path: Path | None) -> str:
-    """Why a store a newer memoryd upgraded cannot be opened, and the ways on: that memoryd, or
-    back to the copy its upgrade made of the store this one knows (docs/service.md)."""
-    why = (
-        f"database schema version {current} is newer than this memoryd knows ({len(MIGRATIONS)}): "
-        "a newer memoryd upgraded it; run that version (upgrade memoryd)"
-    )
-    if db_path is None:
-        return why
-    known = backup_path(db_path, len(MIGRATIONS) + 1)
-    if not known.is_file():
-        return f"{why}, or use another data_dir"
-    return (
-        f"{why}, or go back to the store as it was before that upgrade, {known}: with memoryd "
-        f"stopped, move {db_path.name} (and any {db_path.name}-wal) away and copy that file to "
-        f"{db_path} (memories added since are only in the daily log; docs/service.md#upgrading)"
-    )
-
-
 def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
     """Apply pending migrations, one transaction each; snapshot a non-empty database first."""
     current = schema_version(con)
     if current > len(MIGRATIONS):
-        raise StoreTooNew(too_new(current, db_path))
+        raise StoreTooNew(db.too_new(current, len(MIGRATIONS), db_path))
     applied: list[str] = []
     if current < len(MIGRATIONS) and current > 0 and db_path is not None:
         # made again when one of that name exists: it is the copy of an earlier upgrade, and
         # the store went back to it since (docs/service.md#upgrading) and has gained memories
         # it lacks; the copy replaces it only complete (db.vacuum_into)
-        backup = backup_path(db_path, current + 1)
+        backup = db.backup_path(db_path, current + 1)
         replaced = backup.exists()
         db.copy_before_upgrade(con, backup, db_path)
         log.info("migration snapshot", path=str(backup), replaced=replaced)

@@ -244,7 +244,10 @@ def _kept(run: _Run, known: set[str]) -> list[str]:
         return words  # "Kafka can replace cron", "Lisbon was warm": a known name opens it
     if (
         len(words) <= 3
-        and _word_key(words[0]) in names
+        and (
+            _word_key(words[0]) in names
+            or (run.nouns and _word_key(words[0]) in cues.german_first_names())
+        )
         and not _starter(words[0])  # another language's opener: "Dann" (German "then")
         and (len(words) == 1 or all(w[1:].islower() and w.isalpha() for w in words))
     ):

@@ -466,6 +466,16 @@ def _v17_types_read_from_the_notes(cur: psycopg.Cursor) -> None:
     _v8_read_notes_again(cur)
 
 
+def _v18_german_nouns(cur: psycopg.Cursor) -> None:
+    """Entities read again from every workspace's notes (at its daemon's next reconcile) and
+    from every memory (now): SQLite's m020 says why; nothing is embedded again."""
+    from memoryd.store import entitybackfill
+    from memoryd.store.pg.conn import PgConnection
+
+    _v8_read_notes_again(cur)
+    entitybackfill.reindex_memories(PgConnection(cur.connection), "all_entries")
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
@@ -484,6 +494,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v15_marks_and_unspaced_scripts,
     _v16_mention_types,
     _v17_types_read_from_the_notes,
+    _v18_german_nouns,
 ]
 
 
