@@ -183,3 +183,11 @@ def test_an_english_line_with_german_words_keeps_its_capitals(line: str) -> None
     capitals = {w.strip(";,.") for w in line.split()[1:] if w[:1].isupper() and w.isalpha()}
     one_word = {w for w in capitals if w not in {"Die", "Hard", "Ludwig", "Mises"}}
     assert one_word <= {x for n in found for x in n.split()}, (one_word, found)
+
+
+def test_a_german_first_name_alone_is_a_person() -> None:
+    """German lines have none of the English cues ("said", "she"): a first name on the German
+    list is a person there, opening a sentence or not."""
+    text = "Klaus sagt, das Update ist fertig. Gestern hat Uwe den Server neu gestartet."
+    found = {(m.name, m.type) for m in extract(text, 1)}
+    assert {("Klaus", "person"), ("Uwe", "person")} <= found, found

@@ -181,6 +181,7 @@ ROLES = words(
 
 # Words inside a multi-word name: "Bank of America", "Ludwig van Beethoven".
 CONNECTORS = words("of de van von der den da del della di du la le al bin ibn y")
+GERMAN_CONNECTORS = CONNECTORS - {"der", "den"}  # on a German line the articles they are
 
 # After a name: says a person did something (a word of speech or thought), or is a speaker.
 PERSON_AFTER = words(

@@ -147,7 +147,8 @@ def _runs(line: str, n: int, caps: list[tuple[int, int, str]]) -> list[_Run]:
     field_type = cues.LINE_FIELDS.get(field.group(1).lower()) if field else None
     nouns = cues.german(line)
     runs: list[_Run] = []
-    honorifics, connectors, initial_gap = cues.HONORIFICS, cues.CONNECTORS, _INITIAL_GAP
+    honorifics, initial_gap = cues.HONORIFICS, _INITIAL_GAP
+    connectors = cues.GERMAN_CONNECTORS if nouns else cues.CONNECTORS  # der, den: articles
     pairs, letter_at = _PAIRS, _LETTER_AT
     i, ncaps = 0, len(caps)
     while i < ncaps:
@@ -369,14 +370,8 @@ def _noun(w: str, known: set[str]) -> bool:
         return False
     names, _worded, systems, places, _common = _lists()
     k = _word_key(w)
-    return not (
-        k in names
-        or k in cues.german_first_names()
-        or k in systems
-        or k in places
-        or _word_canonical(w) in known
-        or k in known
-    )
+    listed = k in names or k in cues.german_first_names() or k in systems or k in places
+    return not (listed or k in known or _word_canonical(w) in known)
 
 
 def _starter(w: str) -> bool:
@@ -420,6 +415,8 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
     names, worded, systems, places, common = _lists()
     if run.honorific:
         v[PERSON] = get(PERSON, 0.0) + 3
+    if run.nouns and first in cues.german_first_names():  # "Klaus sagt": no English cue there
+        v[PERSON] = get(PERSON, 0.0) + 2
     if after in _PERSON_AFTER and ")" not in after_gap:  # not "Caroline (at Ledgerly) said"
         weak = after in _PERSON_AFTER_WEAK or shouted
         v[PERSON] = get(PERSON, 0.0) + (1 if weak else 2)
