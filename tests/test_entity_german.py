@@ -13,7 +13,7 @@ from test_entity_claims import memory_keys
 from test_entity_known import keys_in
 from test_entity_store import consistent
 
-from memoryd.text import entity_cues
+from memoryd.text import entity_german
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -33,7 +33,7 @@ def test_an_older_store_loses_the_nouns_it_made_entities_of(
     read German lines) holds an entity for each noun; once migrated, the memory is read again
     at once and the note at the next reconcile: the nouns go, the names stay, counts exact."""
     store = older_store(monkeypatch, request, backend, "m020_german_nouns", "_v18_german_nouns")
-    monkeypatch.setattr(entity_cues, "german", lambda line: False)
+    monkeypatch.setattr(entity_german, "german", lambda line: False)
     old = make_app(model=None, **store)
     Path(old.cfg.workspace).mkdir(parents=True, exist_ok=True)
     write_synced(old, *NOTE)

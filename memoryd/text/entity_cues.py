@@ -79,45 +79,6 @@ def sentence_starters() -> frozenset[str]:
     return frozenset(w for x in lines if not x.startswith("#") for w in x.lower().split())
 
 
-@cache
-def german_first_names() -> frozenset[str]:
-    """First names common in German-speaking countries (memoryd/data/first-names-de.txt),
-    lower-cased: a sign of a name on a German line, where every noun is capitalised."""
-    data = importlib.resources.files("memoryd").joinpath("data", "first-names-de.txt")
-    lines = data.read_text(encoding="utf-8").splitlines()
-    return frozenset(w for x in lines if not x.startswith("#") for w in x.split())
-
-
-# German's grammar words (articles, pronouns, prepositions, conjunctions, auxiliaries) that
-# English prose does not use. A line with several of them, more than English ones, is German,
-# where every noun is capitalised ("Der Server startet nach dem Update nicht"): there a lone
-# capitalised word is no sign of a name.
-GERMAN_GRAMMAR = words(
-    "der die das den dem des und ist nicht mit für auf wir ich sie ein eine einen einem einer "
-    "zu von im bei nach über wird werden haben sind auch noch nur schon sich dass oder aber "
-    "wenn weil kann muss müssen wurde kein keine diese dieser dieses uns unsere unser ihre zum "
-    "zur vom beim durch gegen ohne hatte sollte damit jetzt"
-)
-ENGLISH_GRAMMAR = words(
-    "the of and to is in it that for on with as was are be this we you not but or at by from "
-    "have has an they he she will would can there which their been were our its"
-)
-_GERMAN_GATE = (" der ", " die ", " das ", " und ", " ist ", " nicht ", " ich ", " wir ", " mit ")
-_LOWER_WORD = re.compile(r"[a-zäöüß]+").findall
-
-
-def german(line: str) -> bool:
-    """The line is German prose: at least two distinct German grammar words, more than the
-    English ones (a German name or a quoted phrase in an English line is not enough)."""
-    if not any(g in line for g in _GERMAN_GATE):  # German prose has them in lower case
-        return False
-    found = _LOWER_WORD(line.lower())
-    de = {w for w in found if w in GERMAN_GRAMMAR}
-    return len(de) >= 2 and sum(w in GERMAN_GRAMMAR for w in found) > sum(
-        w in ENGLISH_GRAMMAR for w in found
-    )
-
-
 # What people write in chat before or instead of a name ("Woah Joanna", "Congrats, Nate!",
 # "Yeah John"): never (part of) a name. With the spelt-out forms of `interjection`.
 INTERJECTIONS = words(

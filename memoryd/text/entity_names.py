@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoryd.text import entity_cues as cues
-from memoryd.text import entity_typer
+from memoryd.text import entity_german, entity_typer
 from memoryd.text.entity_cues import PERSON, PLACE, SYSTEM
 from memoryd.text.entity_lower import lower_systems
 from memoryd.text.entity_spans import POSSESSIVE, Raw, add, canonical_key
@@ -136,16 +136,15 @@ def _line_caps(text: str) -> list[tuple[int, list[tuple[int, int, str]]]]:
     return out
 
 
-def _runs(line: str, n: int, caps: list[tuple[int, int, str]]) -> list[_Run]:
+def _runs(line: str, n: int, caps: list[tuple[int, int, str]], nouns: bool) -> list[_Run]:
     """The runs of capitalised words of a line; `caps` its words that can be part of a name
-    (_line_caps)."""
+    (_line_caps); `nouns`: the line is German (_german_lines)."""
     if not caps:
         return []
     heading = "#" in line[:4] and atx_heading(line) is not None
     all_initial = heading or line.lstrip().startswith("|")
     field = _FIELD.match(line) if ":" in line else None
     field_type = cues.LINE_FIELDS.get(field.group(1).lower()) if field else None
-    nouns = cues.german(line)
     runs: list[_Run] = []
     honorifics, initial_gap = cues.HONORIFICS, _INITIAL_GAP
     connectors = cues.GERMAN_CONNECTORS if nouns else cues.CONNECTORS  # der, den: articles
@@ -247,7 +246,7 @@ def _kept(run: _Run, known: set[str]) -> list[str]:
         len(words) <= 3
         and (
             _word_key(words[0]) in names
-            or (run.nouns and _word_key(words[0]) in cues.german_first_names())
+            or (run.nouns and _word_key(words[0]) in entity_german.first_names())
         )
         and not _starter(words[0])  # another language's opener: "Dann" (German "then")
         and (len(words) == 1 or all(w[1:].islower() and w.isalpha() for w in words))
@@ -370,7 +369,7 @@ def _noun(w: str, known: set[str]) -> bool:
         return False
     names, _worded, systems, places, _common = _lists()
     k = _word_key(w)
-    listed = k in names or k in cues.german_first_names() or k in systems or k in places
+    listed = k in names or k in entity_german.first_names() or k in systems or k in places
     return not (listed or k in known or _word_canonical(w) in known)
 
 
@@ -415,7 +414,7 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
     names, worded, systems, places, common = _lists()
     if run.honorific:
         v[PERSON] = get(PERSON, 0.0) + 3
-    if run.nouns and first in cues.german_first_names():  # "Klaus sagt": no English cue there
+    if run.nouns and first in entity_german.first_names():  # "Klaus sagt": no English cue there
         v[PERSON] = get(PERSON, 0.0) + 2
     if after in _PERSON_AFTER and ")" not in after_gap:  # not "Caroline (at Ledgerly) said"
         weak = after in _PERSON_AFTER_WEAK or shouted
@@ -526,7 +525,10 @@ def names(
     text = "\n".join(line for _, line in lines)
     lower_systems(lines, out, text)
     named = frozenset(known)  # what front matter and wikilinks name: the typer drops none of it
-    runs = [r for i, caps in _line_caps(text) for r in _runs(lines[i][1], lines[i][0], caps)]
+    german = entity_german.german_lines(lines, text)
+    runs = [
+        r for i, caps in _line_caps(text) for r in _runs(lines[i][1], lines[i][0], caps, german(i))
+    ]
     seen: set[str] = set()
     speakers: set[str] = set()
     for r in runs:
