@@ -211,3 +211,46 @@ def test_a_german_notes_headings_tables_and_lists_name_no_nouns() -> None:
     assert not found & nouns, sorted(found & nouns)
     names = {"Anna", "Berlin", "Klaus", "Kubernetes", "Thomas Müller", "Confluence", "Grafana"}
     assert names <= found, sorted(names - found)
+
+
+@pytest.mark.parametrize(
+    ("line", "names", "nouns"),
+    [
+        (
+            "Notiz: Kunde Siemens will das Angebot bis Montag, Ansprechpartner ist Herr Becker.",
+            {"Siemens", "Becker"},
+            {"Kunde Siemens", "Angebot", "Montag", "Ansprechpartner"},
+        ),
+        (
+            "Kunde Thomas Müller hat angerufen, das Ticket ist bei Jira.",
+            {"Thomas Müller", "Jira"},
+            {"Kunde Thomas Müller", "Ticket"},
+        ),
+        (
+            "Meeting mit Jonas und Lea: wir haben die API Keys rotiert und den Grafana Alert "
+            "angepasst.",
+            {"Jonas", "Lea", "Grafana"},
+            {"Grafana Alert", "Keys", "Alert"},
+        ),
+        (
+            "Die Deutsche Bahn hat den Zug nach München gestrichen, also sind wir mit dem Auto "
+            "gefahren.",
+            {"Deutsche Bahn", "München"},
+            {"Zug", "Auto"},
+        ),
+        (
+            "Frau Dr. Weber hat die Rechnung an die Buchhaltung geschickt.",
+            {"Weber"},
+            {"Rechnung", "Buchhaltung"},
+        ),
+    ],
+)
+def test_a_name_on_a_german_line_keeps_none_of_the_nouns_beside_it(
+    line: str, names: set[str], nouns: set[str]
+) -> None:
+    """A noun written next to a name ("Kunde Siemens", "den Grafana Alert") is no part of it,
+    a place as German writes it (München: memoryd/data/places-de.txt) is a place, and a line of
+    few grammar words ("hat", "die") is German too."""
+    found = {m.name for m in extract(line, 1)}
+    assert names <= found, sorted(names - found)
+    assert not found & nouns, sorted(found & nouns)

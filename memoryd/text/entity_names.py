@@ -227,9 +227,7 @@ def _keep(run: _Run, known: set[str]) -> list[str]:
     """The run's words that make a name ([] when none), dropping sentence-initial common words
     and, on a German line, a lone noun ("Der Server startet", "über die Datenbank")."""
     words = _kept(run, known)
-    if run.nouns and len(words) == 1 and not run.honorific and _noun(words[0], known):
-        return []
-    return words
+    return entity_german.trim(words, known) if run.nouns and not run.honorific else words
 
 
 def _kept(run: _Run, known: set[str]) -> list[str]:
@@ -360,19 +358,6 @@ def _lists() -> tuple[
 _LISTS: list[frozenset[str]] = []
 
 
-def _noun(w: str, known: set[str]) -> bool:
-    """A capitalised word of a German line that may be any noun: written as a word is (not
-    PostgreSQL, not ERP) and on none of the shipped lists of first names (English and German),
-    systems and places, nor named elsewhere in the text (a link, front matter, a full name
-    written mid-sentence before it)."""
-    if not (w.isalpha() and w[1:].islower()):
-        return False
-    names, _worded, systems, places, _common = _lists()
-    k = _word_key(w)
-    listed = k in names or k in entity_german.first_names() or k in systems or k in places
-    return not (listed or k in known or _word_canonical(w) in known)
-
-
 def _starter(w: str) -> bool:
     """Another language's sentence opener, no name there ("Heute", "Donc"), as it opens one:
     not in capitals ("KEINE BREMSEN" is shouted or a title, as English capitals are read)."""
@@ -416,6 +401,8 @@ def _run_votes(run: _Run, words: list[str], speakers: set[str]) -> dict[str, flo
         v[PERSON] = get(PERSON, 0.0) + 3
     if run.nouns and first in entity_german.first_names():  # "Klaus sagt": no English cue there
         v[PERSON] = get(PERSON, 0.0) + 2
+    elif run.nouns and text.lower() in entity_german.places():  # "Köln", "Österreich"
+        v[PLACE] = get(PLACE, 0.0) + 2
     if after in _PERSON_AFTER and ")" not in after_gap:  # not "Caroline (at Ledgerly) said"
         weak = after in _PERSON_AFTER_WEAK or shouted
         v[PERSON] = get(PERSON, 0.0) + (1 if weak else 2)
@@ -534,7 +521,7 @@ def names(
     for r in runs:
         if r.all_initial:
             continue
-        if r.nouns and len(r.words) == 1:  # a German noun mid-sentence tells nothing
+        if r.nouns and not entity_german.full_name(r.words):  # German nouns tell nothing
             continue
         if not r.initial:  # names written mid-sentence tell which sentence-initial words are
             known.add(canonical_key(" ".join(r.words)))
