@@ -22,10 +22,15 @@ def _day(iso: Any) -> str:
 
 
 def _closest(b: Bridge, name: str, exc: ToolFailure) -> ToolFailure:
-    """A not-found answer that names the closest entities (search kind entity)."""
+    """A not-found answer that names the closest entities: the daemon's own suggestions (those
+    `entity` and memoryctl name: a misspelt name's too), else search kind entity's (an older
+    daemon gave none)."""
     if exc.data.get("code") != -32004:
         return exc
-    hits = b.call("search", {"query": name, "kind": "entity", "limit": 5}).get("hits") or []
+    data = exc.data.get("data")
+    hits = data.get("suggestions") if isinstance(data, dict) else None
+    if not isinstance(hits, list):
+        hits = b.call("search", {"query": name, "kind": "entity", "limit": 5}).get("hits") or []
     code = " (not found, code -32004)"  # as every other error the tools relay
     if not hits:
         return ToolFailure(f"Nothing in the notes or memories is named {name!r}{code}.", exc.data)

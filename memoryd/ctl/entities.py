@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from memoryd.ctl.handlers import EXIT_OK, given, time_value, when
+from memoryd.ctl.handlers import EXIT_OK, cursor_option, given, time_value, when
 from memoryd.ctl.output import mentions, one_line
 from memoryd.ctl.rows import Command, arg, listed
 
@@ -68,7 +68,7 @@ def s_entity(res: dict[str, Any], a: Namespace) -> int:
 
 
 def p_entities(a: Namespace) -> dict[str, Any]:
-    return given({"type": a.type, "since": time_value(a.since), "top": a.top})
+    return given({"type": a.type, "since": time_value(a.since), "top": a.top, "cursor": a.cursor})
 
 
 def s_entities(res: dict[str, Any], a: Namespace) -> int:
@@ -78,7 +78,11 @@ def s_entities(res: dict[str, Any], a: Namespace) -> int:
         print(f"{e.get('mentions')}\t{e.get('type')}\t{e.get('name')}")
     if not items:
         print("no entities", file=sys.stderr)
-    elif res.get("has_more"):
+    elif res.get("next_cursor"):  # the same flags and this cursor give the next page
+        print(
+            f"({len(items)} shown; next page: {cursor_option(res['next_cursor'])})", file=sys.stderr
+        )
+    elif res.get("has_more"):  # a daemon older than the cursor
         print(f"({len(items)} shown; more: raise --top, up to 1000)", file=sys.stderr)
     return EXIT_OK
 
@@ -113,6 +117,10 @@ def s_related(res: dict[str, Any], a: Namespace) -> int:
     return EXIT_OK
 
 
+ENTITIES_CURSOR = (
+    "start after the page that printed this cursor (its next page: ...), with the same --type"
+    " and --since"
+)
 NAME = arg("name", metavar="NAME", help="a name as written: Caroline, caroline's, an alias")
 
 COMMANDS: tuple[Command, ...] = (
@@ -139,9 +147,14 @@ COMMANDS: tuple[Command, ...] = (
         args=(
             arg("--type", help=f"only these types (a,b): {', '.join(TYPES)}"),
             arg("--since", type=when, metavar="WHEN", help="mentioned since: 7d, a date"),
-            arg("--top", type=int, metavar="N", help="at most N (default 50)"),
+            arg("--top", type=int, metavar="N", help="at most N a page (default 50)"),
+            arg("--cursor", metavar="C", help=ENTITIES_CURSOR),
         ),
-        examples=("memoryctl entities --type person --top 20", "memoryctl entities --since 30d"),
+        examples=(
+            "memoryctl entities --type person --top 20",
+            "memoryctl entities --since 30d",
+            "memoryctl entities --top 100 --cursor '42:caroline baker'",
+        ),
     ),
     Command(
         "related",

@@ -15,8 +15,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from memoryd.core import pagecursor
 from memoryd.core.errors import InvalidInput, NotFound, check_int, describe
 from memoryd.core.timeutil import iso
+from memoryd.search.fuzzy import damerau
 from memoryd.store import Store, entityread
 from memoryd.store.entityread import EntityRow
 from memoryd.text import entity_cues as cues
@@ -114,14 +116,36 @@ def _resolve(store: Store, name: str) -> list[EntityRow]:
     rows = store.read(lambda con: entityread.by_name(con, name))
     if rows:
         return rows
-    near = store.read(lambda con: _matching(con, name, 5))
-    brief = [_brief(row) for row, _ in near]
+    near = [row for row, _ in store.read(lambda con: _matching(con, name, 5))]
+    brief = [_brief(row) for row in near or _misspelt(store, name)]
     hint = ", ".join(f"{b['name']} ({b['type']})" for b in brief)
     raise NotFound(
         f"no entity named {describe(name)}"
         + (f"; did you mean {hint}?" if hint else " (memoryctl entities lists them)"),
         data={"suggestions": brief},
     )
+
+
+SPELLINGS = 5000  # the most mentioned names of the first letter a misspelt name is compared with
+
+
+def _misspelt(store: Store, name: str) -> list[EntityRow]:
+    """The names `name` is a misspelling of ("Caroln": Caroline Baker; "kestral": Kestrel): a
+    name, or a word of it, one edit away (two from six letters on: search.fuzzy's rule), among
+    the most mentioned names of its first letter; the nearest first, then the most mentioned."""
+    key = canonical_key(name)
+    if not key or len(key) < 3:
+        return []
+    limit = 1 if len(key) < 6 else 2
+    rows = store.read(lambda con: entityread.starting(con, key[0], SPELLINGS))
+    near: list[tuple[int, EntityRow]] = []
+    for row in rows:
+        words = [row.key, *row.key.split()] if " " not in key else [row.key]
+        d = min(damerau(key, w.lstrip("#@"), limit) for w in words)
+        if d <= limit:
+            near.append((d, row))
+    near.sort(key=lambda h: (h[0], -h[1].mentions, h[1].key))
+    return [row for _, row in near[:5]]
 
 
 def _line(
@@ -269,17 +293,25 @@ def page(
     }
     if len(rows) > 1:
         out["also"] = [_brief(r) for r in rows[1:6]]
+
+    # texts are read a page at a time, only for the sources that can still fit; the first
+    # source always comes, so the relations make room for it
+    def texts(part: list[dict[str, Any]]) -> dict[int, Any]:
+        wanted = [int(e["id"]) for e in part]
+        return store.read(functools.partial(entityread.texts, entry_ids=wanted))
+
+    found = texts(ranked[:SOURCE_PAGE])
+    first = _source(ranked[0], found.get(int(ranked[0]["id"]))) if ranked else None
+    reserved = estimate_tokens(json.dumps(first, ensure_ascii=False)) if first else 0
     used = estimate_tokens(json.dumps(out, ensure_ascii=False))
-    while used > max_tokens and out["relations"]:  # the weakest relations go first
+    while used + reserved > max_tokens and out["relations"]:  # the weakest relations go first
         out["relations"].pop()
         out["relations_cut"] = True
         used = estimate_tokens(json.dumps(out, ensure_ascii=False))
     kept: list[dict[str, Any]] = []
-    # texts are read a page at a time, only for the sources that can still fit
     for at in range(0, len(ranked), SOURCE_PAGE):
         part = ranked[at : at + SOURCE_PAGE]
-        wanted = [int(e["id"]) for e in part]
-        found = store.read(functools.partial(entityread.texts, entry_ids=wanted))
+        found = found if at == 0 else texts(part)
         for e in part:
             item = _source(e, found.get(int(e["id"])))
             cost = estimate_tokens(json.dumps(item, ensure_ascii=False))
@@ -298,14 +330,32 @@ def page(
 
 
 def listing(
-    store: Store, *, types: Sequence[str] = (), since: float | None = None, top: int = 50
+    store: Store,
+    *,
+    types: Sequence[str] = (),
+    since: float | None = None,
+    top: int = 50,
+    cursor: object = None,
 ) -> dict[str, Any]:
-    """The most mentioned entities (`entities [--type] [--since] [--top N]`); `has_more`: more
-    match than `top` let through (read one more to know)."""
+    """The most mentioned entities (`entities [--type] [--since] [--top N] [--cursor C]`), ties
+    by key, `top` a page; `has_more`: more match than this page holds (read one more to know),
+    and `next_cursor` (the page's last entity: core/pagecursor.py), passed back as `cursor`,
+    gives the next page, which starts after that entity."""
     check_int(top, "top", 1, MAX_TOP)
-    rows = store.read(lambda con: entityread.top(con, top + 1, types, since))
+    after = pagecursor.read_entity_cursor(cursor)
+    rows = store.read(lambda con: entityread.top(con, top + 1, types, since, after))
     kept = [_brief(r) for r in rows[:top]]
-    return {"entities": kept, "count": len(kept), "has_more": len(rows) > top}
+    following = (
+        pagecursor.entity_cursor(rows[top - 1].mentions, rows[top - 1].key)
+        if len(rows) > top
+        else None
+    )
+    return {
+        "entities": kept,
+        "count": len(kept),
+        "has_more": len(rows) > top,
+        "next_cursor": following,
+    }
 
 
 def related(store: Store, name: str, *, depth: int = 1, top: int = 10) -> dict[str, Any]:

@@ -23,14 +23,16 @@ def entity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return entities.page(app.store, name, max_tokens=budget, relations=relations)
 
 
-@method("entities", {"type", "since", "top"}, from_index=True)
+@method("entities", {"type", "since", "top", "cursor"}, from_index=True)
 def entities_(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    """The most mentioned entities, of these types, mentioned since a date."""
+    """The most mentioned entities, of these types, mentioned since a date, `top` a page; the
+    next page after `cursor` (the previous page's next_cursor)."""
     return entities.listing(
         app.store,
         types=entities.check_types(params.get("type")),
         since=check_bound(params.get("since"), "since"),
         top=param_int(params, "top", 50, 1, entities.MAX_TOP),
+        cursor=params.get("cursor"),
     )
 
 

@@ -246,7 +246,9 @@ def graph(ctx: Context, req: Request) -> Any:
 
 
 def entities(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "entities", params_from(req.query, ("type", "since", "top"), req.path))
+    return call(
+        ctx.app, "entities", params_from(req.query, ("type", "since", "top", "cursor"), req.path)
+    )
 
 
 def entity(ctx: Context, req: Request) -> Any:
