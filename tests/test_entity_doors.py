@@ -206,3 +206,29 @@ def test_memoryctl_and_mcp_doors(daemon_factory: Any, tmp_path: Any) -> None:
                 assert not out.is_error and text.startswith("Caroline Baker (person)"), text
 
     anyio.run(main)
+
+
+def test_an_entity_only_an_expired_entry_mentions_is_gone_from_every_door(
+    make_app: Any,
+) -> None:
+    """search and list leave an expired memory out from the moment it expires; the entity
+    doors named its people until the expiry job ran (every 5 minutes): now they run it first."""
+    app = make_app(model=None)
+    now = [1_800_000_000.0]
+    app.memories.clock = app.searcher.clock = lambda: now[0]
+    call(app, "add", content="Caroline Baker met Quintessa Delacroix about ZEPH-9002.", ttl=60)
+    call(app, "add", content="Caroline Baker reviewed OPS-77 with Raj Patel.")
+    assert call(app, "entity", name="Quintessa Delacroix")["mentions"] == 1
+    now[0] += 61
+    assert call(app, "search", query="Quintessa", mode="keyword")["hits"] == []
+    for name in ("Quintessa Delacroix", "ZEPH-9002"):
+        for method in ("entity", "related"):
+            with pytest.raises(NotFound):
+                call(app, method, name=name)
+        assert call(app, "search", query=name, kind="entity")["hits"] == []
+    listed = [e["name"] for e in call(app, "entities", top=1000)["entities"]]
+    assert "Quintessa Delacroix" not in listed and "Raj Patel" in listed
+    nodes = [n["name"] for n in call(app, "related", name="Caroline Baker", top=100)["nodes"]]
+    assert "Quintessa Delacroix" not in nodes and "Raj Patel" in nodes
+    page = call(app, "entity", name="Caroline Baker")
+    assert page["mentions"] == 1 and page["total_sources"] == 1

@@ -29,7 +29,7 @@ from memoryd.notes.fsops import normalize as note_path
 from memoryd.search import entities as entity_search
 from memoryd.search.searcher import SearchRequest
 from memoryd.serve import (
-    methods_entities,  # noqa: F401  (registers entity, entities, related)
+    methods_entities,  # registers entity, entities, related; expired_gone
     methods_notes,  # noqa: F401  (registers note.* and recent_activity)
 )
 from memoryd.serve.app import App
@@ -374,6 +374,7 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(use_decay, bool):
         raise InvalidInput(f"use_decay: expected true or false, got {describe(use_decay)}")
     if params.get("kind") == "entity":  # entities themselves, by name (search/entities.py)
+        methods_entities.expired_gone(app)
         return entity_search.find(
             app.store,
             query,
