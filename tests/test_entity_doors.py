@@ -232,3 +232,23 @@ def test_an_entity_only_an_expired_entry_mentions_is_gone_from_every_door(
     assert "Quintessa Delacroix" not in nodes and "Raj Patel" in nodes
     page = call(app, "entity", name="Caroline Baker")
     assert page["mentions"] == 1 and page["total_sources"] == 1
+
+
+def test_type_picks_among_the_entities_a_name_means(make_app: Any) -> None:
+    """Jordan the place and Jordan Lee, who is "Jordan" alone: the page said the name also
+    means the other, with no way to ask for it but its full name; `type` picks (every door)."""
+    app = make_app(model=None)
+    call(app, "add", content="Jordan Lee led the rollout. Jordan said it is done.")
+    call(app, "add", content="We flew to Jordan in March; Jordan is dry and warm.")
+    page = call(app, "entity", name="Jordan")
+    assert page["type"] == "place" and [a["name"] for a in page["also"]] == ["Jordan Lee"]
+    page = call(app, "entity", name="Jordan", type="person")
+    assert page["name"] == "Jordan Lee" and [a["name"] for a in page["also"]] == ["Jordan"]
+    assert call(app, "related", name="Jordan", type="person")["name"] == "Jordan Lee"
+    assert call(app, "related", name="Jordan", type="place")["name"] == "Jordan"
+    with pytest.raises(NotFound) as none:
+        call(app, "entity", name="Jordan", type="tag")
+    assert "no tag named 'Jordan'; the name means Jordan (place)" in str(none.value)
+    assert {s["name"] for s in none.value.data["suggestions"]} == {"Jordan", "Jordan Lee"}
+    with pytest.raises(InvalidInput, match="type: expected one of person"):
+        call(app, "related", name="Jordan", type="human")

@@ -15,6 +15,11 @@ NAME = {
     "minLength": 1,
     "description": "a name as the notes write it: 'Caroline', 'billing-svc', an alias",
 }
+PICK = {
+    "type": "string",
+    "enum": ["person", "system", "place", "identifier", "tag", "other"],
+    "description": "the one of this type, when the name means several",
+}
 
 
 def _day(iso: Any) -> str:
@@ -102,7 +107,7 @@ ENTITY_TOOLS: list[ToolSpec] = [
         "before answering a question about one. Returns its type, the names it is written as, "
         "first and last seen, the notes (path:line) and memories that mention it most, each "
         "with its line, and who or what it is mentioned with. Fits max_tokens (default 1000).",
-        _obj({"name": NAME, "max_tokens": {**INT, "minimum": 50}}, ("name",)),
+        _obj({"name": NAME, "max_tokens": {**INT, "minimum": 50}, "type": PICK}, ("name",)),
         run_about,
         fmt_about,
     ),
@@ -115,6 +120,7 @@ ENTITY_TOOLS: list[ToolSpec] = [
                 "name": NAME,
                 "depth": {**INT, "minimum": 1, "maximum": 3},
                 "top": {**INT, "minimum": 1, "maximum": 100, "description": "per entity (10)"},
+                "type": PICK,
             },
             ("name",),
         ),

@@ -27,7 +27,10 @@ def _day(iso: Any) -> str:
 
 
 def p_entity(a: Namespace) -> dict[str, Any]:
-    return {"name": a.name, **given({"max_tokens": a.max_tokens, "relations": a.relations})}
+    return {
+        "name": a.name,
+        **given({"max_tokens": a.max_tokens, "relations": a.relations, "type": a.type}),
+    }
 
 
 def s_entity(res: dict[str, Any], a: Namespace) -> int:
@@ -88,7 +91,7 @@ def s_entities(res: dict[str, Any], a: Namespace) -> int:
 
 
 def p_related(a: Namespace) -> dict[str, Any]:
-    return {"name": a.name, **given({"depth": a.depth, "top": a.top})}
+    return {"name": a.name, **given({"depth": a.depth, "top": a.top, "type": a.type})}
 
 
 def s_related(res: dict[str, Any], a: Namespace) -> int:
@@ -121,6 +124,11 @@ ENTITIES_CURSOR = (
     "start after the page that printed this cursor (its next page: ...), with the same --type"
     " and --since"
 )
+PICK = arg(
+    "--type",
+    metavar="TYPE",
+    help=f"the one of this type when the name means several ({', '.join(TYPES)})",
+)
 NAME = arg("name", metavar="NAME", help="a name as written: Caroline, caroline's, an alias")
 
 COMMANDS: tuple[Command, ...] = (
@@ -134,8 +142,13 @@ COMMANDS: tuple[Command, ...] = (
             NAME,
             arg("--max-tokens", type=int, metavar="N", help="answer budget (default 1000)"),
             arg("--relations", type=int, metavar="N", help="strongest relations shown (10)"),
+            PICK,
         ),
-        examples=('memoryctl entity "Caroline Baker"', "memoryctl entity billing-svc --json"),
+        examples=(
+            'memoryctl entity "Caroline Baker"',
+            "memoryctl entity billing-svc --json",
+            "memoryctl entity Jordan --type person",
+        ),
     ),
     Command(
         "entities",
@@ -166,6 +179,7 @@ COMMANDS: tuple[Command, ...] = (
             NAME,
             arg("--depth", type=int, metavar="N", help="steps out, 1 to 3 (default 1)"),
             arg("--top", type=int, metavar="N", help="relations per entity (default 10)"),
+            PICK,
         ),
         examples=("memoryctl related Caroline --depth 2",),
     ),

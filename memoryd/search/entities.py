@@ -110,10 +110,30 @@ def find(store: Store, query: str, limit: int, types: Sequence[str] = ()) -> dic
     return {"hits": hits, "mode": "entity", "total": len(hits)}
 
 
-def _resolve(store: Store, name: str) -> list[EntityRow]:
+def check_type(type_: Any) -> str | None:
+    """One entity type, or None (`entity` and `related` pick by it)."""
+    if type_ is None:
+        return None
+    if not isinstance(type_, str) or type_.strip().lower() not in TYPES:
+        raise InvalidInput(f"type: expected one of {', '.join(TYPES)}, got {describe(type_)}")
+    return type_.strip().lower()
+
+
+def _resolve(store: Store, name: str, type_: str | None = None) -> list[EntityRow]:
     """The entities `name` means (entityread.by_name: its key, a surface form of theirs, or the
-    one entity it means said alone); else NotFound naming the nearest names (`suggestions`)."""
+    one entity it means said alone), those of `type_` first when given (Jordan the person
+    before Jordan the place); else NotFound naming the nearest names (`suggestions`)."""
     rows = store.read(lambda con: entityread.by_name(con, name))
+    if rows and type_ is not None:
+        picked = [r for r in rows if r.type == type_]
+        if not picked:
+            brief = [_brief(r) for r in rows[:5]]
+            names = ", ".join(f"{b['name']} ({b['type']})" for b in brief)
+            raise NotFound(
+                f"no {type_} named {describe(name)}; the name means {names}",
+                data={"suggestions": brief},
+            )
+        return picked + [r for r in rows if r.type != type_]
     if rows:
         return rows
     near = [row for row, _ in store.read(lambda con: _matching(con, name, 5))]
@@ -245,7 +265,12 @@ def _source(e: dict[str, Any], text: tuple[str, int, str | None] | None) -> dict
 
 
 def page(
-    store: Store, name: str, *, max_tokens: int = PAGE_TOKENS, relations: int = 10
+    store: Store,
+    name: str,
+    *,
+    max_tokens: int = PAGE_TOKENS,
+    relations: int = 10,
+    type_: str | None = None,
 ) -> dict[str, Any]:
     """What the index knows about `name`: type, aliases, first and last seen, the notes and
     memories that mention it most (each with its mentioning line) and its strongest relations,
@@ -255,7 +280,7 @@ def page(
     name = check_name(name)
     check_int(max_tokens, "max_tokens", 50)
     check_int(relations, "relations", 0, 100)
-    rows = _resolve(store, name)
+    rows = _resolve(store, name, check_type(type_))
     main = rows[0]
 
     def read(con: Any) -> tuple[Any, ...]:
@@ -358,7 +383,9 @@ def listing(
     }
 
 
-def related(store: Store, name: str, *, depth: int = 1, top: int = 10) -> dict[str, Any]:
+def related(
+    store: Store, name: str, *, depth: int = 1, top: int = 10, type_: str | None = None
+) -> dict[str, Any]:
     """The graph around `name`, breadth first: its `top` strongest relations, theirs at depth 2,
     and so on; each entity once, at its first depth, at most RELATED_MAX_NODES of them
     (`truncated` when more were reached: the edges to those are left out, and the walk stops
@@ -366,7 +393,7 @@ def related(store: Store, name: str, *, depth: int = 1, top: int = 10) -> dict[s
     name = check_name(name)
     check_int(depth, "depth", 1, MAX_DEPTH)
     check_int(top, "top", 1, 100)
-    root = _resolve(store, name)[0]
+    root = _resolve(store, name, check_type(type_))[0]
 
     truncated = False
 

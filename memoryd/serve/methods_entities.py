@@ -27,15 +27,17 @@ def expired_gone(app: App) -> None:
         app.jobs.run_now("expiry")
 
 
-@method("entity", {"name", "max_tokens", "relations"}, from_index=True, required=("name",))
+@method("entity", {"name", "max_tokens", "relations", "type"}, from_index=True, required=("name",))
 def entity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """The entity page: type, aliases, first and last seen, the notes and memories that mention
-    it most (each with its line), its strongest relations; within max_tokens."""
+    it most (each with its line), its strongest relations; within max_tokens; `type` picks
+    among the entities a name means."""
     budget = param_int(params, "max_tokens", entities.PAGE_TOKENS, 50)
     relations = param_int(params, "relations", 10, 0, 100)
     name = entities.check_name(params.get("name"))
+    type_ = entities.check_type(params.get("type"))
     expired_gone(app)
-    return entities.page(app.store, name, max_tokens=budget, relations=relations)
+    return entities.page(app.store, name, max_tokens=budget, relations=relations, type_=type_)
 
 
 @method("entities", {"type", "since", "top", "cursor"}, from_index=True)
@@ -55,11 +57,12 @@ def entities_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@method("related", {"name", "depth", "top"}, from_index=True, required=("name",))
+@method("related", {"name", "depth", "top", "type"}, from_index=True, required=("name",))
 def related(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """The graph around an entity, `depth` steps of co-mentions, `top` per entity."""
     depth = param_int(params, "depth", 1, 1, entities.MAX_DEPTH)
     top = param_int(params, "top", 10, 1, 100)
     name = entities.check_name(params.get("name"))
+    type_ = entities.check_type(params.get("type"))
     expired_gone(app)
-    return entities.related(app.store, name, depth=depth, top=top)
+    return entities.related(app.store, name, depth=depth, top=top, type_=type_)

@@ -253,12 +253,16 @@ def entities(ctx: Context, req: Request) -> Any:
 
 def entity(ctx: Context, req: Request) -> Any:
     return call(
-        ctx.app, "entity", params_from(req.query, ("name", "max_tokens", "relations"), req.path)
+        ctx.app,
+        "entity",
+        params_from(req.query, ("name", "max_tokens", "relations", "type"), req.path),
     )
 
 
 def related(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "related", params_from(req.query, ("name", "depth", "top"), req.path))
+    return call(
+        ctx.app, "related", params_from(req.query, ("name", "depth", "top", "type"), req.path)
+    )
 
 
 def status(ctx: Context, req: Request) -> Any:

@@ -72,7 +72,7 @@
     const box = el("div", { id: "entity" });
     main.append(el("div", { class: "row" }, el("a", { href: "/entities" }, "← every entity")), box);
     let e;
-    try { e = await get("/api/entity", { name, max_tokens: 4000, relations: 25 }); }
+    try { e = await get("/api/entity", { name, max_tokens: 4000, relations: 25, type: p.get("type") || "" }); }
     catch (err) { failed(box, err); return; }
     const facts = el("dl", { class: "kv" },
       el("dt", {}, "type"), el("dd", {}, e.type),
