@@ -15,11 +15,8 @@ NAME = {
     "minLength": 1,
     "description": "a name as the notes write it: 'Caroline', 'billing-svc', an alias",
 }
-PICK = {
-    "type": "string",
-    "enum": ["person", "system", "place", "identifier", "tag", "other"],
-    "description": "the one of this type, when the name means several",
-}
+# the one of this type, when the name means several (the page's "also")
+PICK = {"type": "string", "enum": ["person", "system", "place", "identifier", "tag", "other"]}
 
 
 def _day(iso: Any) -> str:
@@ -106,7 +103,8 @@ ENTITY_TOOLS: list[ToolSpec] = [
         "What the notes and memories say about a person, system, place or identifier: call it "
         "before answering a question about one. Returns its type, the names it is written as, "
         "first and last seen, the notes (path:line) and memories that mention it most, each "
-        "with its line, and who or what it is mentioned with. Fits max_tokens (default 1000).",
+        "with its line, and who or what it is mentioned with. Fits max_tokens (default 1000). "
+        "type picks one when the name means several.",
         _obj({"name": NAME, "max_tokens": {**INT, "minimum": 50}, "type": PICK}, ("name",)),
         run_about,
         fmt_about,
