@@ -252,3 +252,29 @@ def test_type_picks_among_the_entities_a_name_means(make_app: Any) -> None:
     assert {s["name"] for s in none.value.data["suggestions"]} == {"Jordan", "Jordan Lee"}
     with pytest.raises(InvalidInput, match="type: expected one of person"):
         call(app, "related", name="Jordan", type="human")
+
+
+def test_related_fits_max_tokens_and_so_does_the_mcp_text(make_app: Any) -> None:
+    """A hub's walk had no budget: depth 2, top 100 on a 100K-chunk store is 500 entities and
+    145 KB, read whole by an agent (the MCP tool now asks for 2,000 tokens by default)."""
+    from memoryd.agents.entitytools import fmt_related
+    from memoryd.text.markdown import estimate_tokens
+
+    app = make_app(model=None)
+    for i in range(30):
+        call(
+            app, "add", content=f"Kestrel shipped with Dev{chr(65 + i % 26)}{i} Tester and QA-{i}."
+        )
+    whole = call(app, "related", name="Kestrel", depth=2, top=100)
+    assert "truncated" not in whole and len(whole["nodes"]) > 40
+    for budget in (50, 200, 800):
+        part = call(app, "related", name="Kestrel", depth=2, top=100, max_tokens=budget)
+        assert part["truncated"] and part["nodes"][0]["name"] == "Kestrel"
+        assert part["tokens_used"] <= budget or len(part["nodes"]) == 1, part["tokens_used"]
+        assert part["nodes"] == whole["nodes"][: len(part["nodes"])]  # the nearest first
+        kept = {n["name"] for n in part["nodes"]}
+        assert all(e["from"] in kept and e["to"] in kept for e in part["edges"])
+        assert estimate_tokens(fmt_related(part)) <= max(budget, part["tokens_used"])
+    roomy = call(app, "related", name="Kestrel", depth=2, top=100, max_tokens=100_000)
+    assert roomy["nodes"] == whole["nodes"] and roomy["edges"] == whole["edges"]
+    assert "truncated" not in roomy

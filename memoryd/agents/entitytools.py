@@ -76,9 +76,12 @@ def fmt_about(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+RELATED_TOKENS = 2000  # the related tool's budget when the agent gives none
+
+
 def run_related(b: Bridge, args: dict[str, Any]) -> Any:
     try:
-        return b.call("related", args)
+        return b.call("related", {"max_tokens": RELATED_TOKENS, **args})
     except ToolFailure as exc:
         raise _closest(b, args["name"], exc) from None
 
@@ -93,7 +96,9 @@ def fmt_related(r: dict[str, Any]) -> str:
     if len(lines) == 1:
         lines.append("- nothing: no section or memory mentions it with another name")
     if r.get("truncated"):
-        lines.append(f"- ... stopped at {len(types)} entities (a smaller top or depth)")
+        lines.append(
+            f"- ... stopped at {len(types)} entities (raise max_tokens, or a smaller top or depth)"
+        )
     return "\n".join(lines)
 
 
@@ -112,12 +117,14 @@ ENTITY_TOOLS: list[ToolSpec] = [
     ToolSpec(
         "related",
         "Who and what an entity is mentioned with, with counts; depth 2 or 3 walks further out "
-        "(their relations in turn). For the graph around a person, project or system.",
+        "(their relations in turn). For the graph around a person, project or system. Fits "
+        "max_tokens (default 2000).",
         _obj(
             {
                 "name": NAME,
                 "depth": {**INT, "minimum": 1, "maximum": 3},
                 "top": {**INT, "minimum": 1, "maximum": 100, "description": "per entity (10)"},
+                "max_tokens": {**INT, "minimum": 50},
                 "type": PICK,
             },
             ("name",),

@@ -91,7 +91,10 @@ def s_entities(res: dict[str, Any], a: Namespace) -> int:
 
 
 def p_related(a: Namespace) -> dict[str, Any]:
-    return {"name": a.name, **given({"depth": a.depth, "top": a.top, "type": a.type})}
+    return {
+        "name": a.name,
+        **given({"depth": a.depth, "top": a.top, "type": a.type, "max_tokens": a.max_tokens}),
+    }
 
 
 def s_related(res: dict[str, Any], a: Namespace) -> int:
@@ -116,7 +119,10 @@ def s_related(res: dict[str, Any], a: Namespace) -> int:
     print(_brief(root) if root else str(res.get("name")))
     show(res.get("name"), 1)
     if res.get("truncated"):
-        print(f"(stopped at {len(nodes)} entities: a smaller --top or --depth shows the rest)")
+        print(
+            f"(stopped at {len(nodes)} entities: a smaller --top or --depth, or a larger"
+            " --max-tokens, shows the rest)"
+        )
     return EXIT_OK
 
 
@@ -179,6 +185,7 @@ COMMANDS: tuple[Command, ...] = (
             NAME,
             arg("--depth", type=int, metavar="N", help="steps out, 1 to 3 (default 1)"),
             arg("--top", type=int, metavar="N", help="relations per entity (default 10)"),
+            arg("--max-tokens", type=int, metavar="N", help="answer budget (default: none)"),
             PICK,
         ),
         examples=("memoryctl related Caroline --depth 2",),

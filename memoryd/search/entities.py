@@ -384,15 +384,24 @@ def listing(
 
 
 def related(
-    store: Store, name: str, *, depth: int = 1, top: int = 10, type_: str | None = None
+    store: Store,
+    name: str,
+    *,
+    depth: int = 1,
+    top: int = 10,
+    type_: str | None = None,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
     """The graph around `name`, breadth first: its `top` strongest relations, theirs at depth 2,
     and so on; each entity once, at its first depth, at most RELATED_MAX_NODES of them
     (`truncated` when more were reached: the edges to those are left out, and the walk stops
-    there). Edges carry the co-mention counts."""
+    there). Edges carry the co-mention counts. `max_tokens`: the answer is cut to fit
+    (_fit)."""
     name = check_name(name)
     check_int(depth, "depth", 1, MAX_DEPTH)
     check_int(top, "top", 1, 100)
+    if max_tokens is not None:
+        check_int(max_tokens, "max_tokens", 50)
     root = _resolve(store, name, check_type(type_))[0]
 
     truncated = False
@@ -426,4 +435,35 @@ def related(
     for e in edges:
         unique.setdefault(frozenset((e["from"], e["to"])), e)
     out = {"name": root.name, "depth": depth, "nodes": nodes, "edges": list(unique.values())}
-    return {**out, "truncated": True} if truncated else out
+    if truncated:
+        out["truncated"] = True
+    return out if max_tokens is None else _fit(out, max_tokens)
+
+
+def _fit(out: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """The walk within `max_tokens`: the first entities in the order they were reached (the
+    nearest and strongest first; the root always) and the edges between those, as many as fit;
+    `truncated` when any was cut, and `tokens_used`."""
+    nodes, edges = out["nodes"], out["edges"]
+
+    def cut(k: int) -> dict[str, Any]:
+        kept = {n["name"] for n in nodes[:k]}
+        inside = [e for e in edges if e["from"] in kept and e["to"] in kept]
+        part = {**out, "nodes": nodes[:k], "edges": inside}
+        if k < len(nodes):
+            part["truncated"] = True
+        return part
+
+    def cost(part: dict[str, Any]) -> int:
+        return estimate_tokens(json.dumps(part, ensure_ascii=False))
+
+    lo, hi = 1, len(nodes)  # the largest k that fits, the root's own always
+    if cost(cut(hi)) > max_tokens:
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if cost(cut(mid)) <= max_tokens:
+                lo = mid
+            else:
+                hi = mid - 1
+    best = cut(hi)
+    return {**best, "tokens_used": cost(best)}

@@ -57,12 +57,15 @@ def entities_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@method("related", {"name", "depth", "top", "type"}, from_index=True, required=("name",))
+@method(
+    "related", {"name", "depth", "top", "type", "max_tokens"}, from_index=True, required=("name",)
+)
 def related(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """The graph around an entity, `depth` steps of co-mentions, `top` per entity."""
     depth = param_int(params, "depth", 1, 1, entities.MAX_DEPTH)
     top = param_int(params, "top", 10, 1, 100)
     name = entities.check_name(params.get("name"))
     type_ = entities.check_type(params.get("type"))
+    budget = None if "max_tokens" not in params else param_int(params, "max_tokens", 0, 50)
     expired_gone(app)
-    return entities.related(app.store, name, depth=depth, top=top, type_=type_)
+    return entities.related(app.store, name, depth=depth, top=top, type_=type_, max_tokens=budget)

@@ -261,7 +261,9 @@ def entity(ctx: Context, req: Request) -> Any:
 
 def related(ctx: Context, req: Request) -> Any:
     return call(
-        ctx.app, "related", params_from(req.query, ("name", "depth", "top", "type"), req.path)
+        ctx.app,
+        "related",
+        params_from(req.query, ("name", "depth", "top", "type", "max_tokens"), req.path),
     )
 
 
