@@ -611,6 +611,11 @@ def test_entity_routes_are_the_entity_methods(web: WebHarness) -> None:
         ("/api/related?name=redis&depth=9", 400),
     ]:
         assert web.request("GET", bad).status == status, bad
+    # a misspelt name: the page links the names it comes close to (ent17)
+    missing = web.request("GET", "/api/entity?name=rediss")
+    assert missing.status == 404
+    near = missing.json()["error"]["data"]["suggestions"]
+    assert "redis" in {s["name"].lower() for s in near}, near
 
 
 @pytest.mark.parametrize(

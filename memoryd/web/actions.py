@@ -143,9 +143,13 @@ def http_status(exc: MemorydError) -> int:
 
 
 def error(exc: MemorydError) -> Response:
-    return Response.json(
-        {"error": {"code": exc.code, "message": exc.message}}, status=http_status(exc)
-    )
+    """{"error": {"code", "message"}}, and `data.suggestions` of a name no entity has (the
+    entity page links them; nothing else of an error's data is passed on)."""
+    body: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    data = exc.data if isinstance(exc.data, dict) else {}
+    if isinstance(data.get("suggestions"), list):
+        body["data"] = {"suggestions": data["suggestions"]}
+    return Response.json({"error": body}, status=http_status(exc))
 
 
 def params_from(

@@ -73,7 +73,14 @@
     main.append(el("div", { class: "row" }, el("a", { href: "/entities" }, "← every entity")), box);
     let e;
     try { e = await get("/api/entity", { name, max_tokens: 4000, relations: 25, type: p.get("type") || "" }); }
-    catch (err) { failed(box, err); return; }
+    catch (err) {
+      failed(box, err);
+      // a name no entity has: the names it comes closest to, each a link to its page
+      const near = (err.data && err.data.suggestions) || [];
+      if (near.length) box.append(el("p", { id: "entity-suggestions" }, "Did you mean ",
+        near.flatMap((s, i) => [i ? ", " : "", entityLink(s.name), ` (${s.type})`]), "?"));
+      return;
+    }
     const facts = el("dl", { class: "kv" },
       el("dt", {}, "type"), el("dd", {}, e.type),
       el("dt", {}, "mentions"), el("dd", {}, String(e.mentions)),
