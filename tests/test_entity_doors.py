@@ -278,3 +278,22 @@ def test_related_fits_max_tokens_and_so_does_the_mcp_text(make_app: Any) -> None
     roomy = call(app, "related", name="Kestrel", depth=2, top=100, max_tokens=100_000)
     assert roomy["nodes"] == whole["nodes"] and roomy["edges"] == whole["edges"]
     assert "truncated" not in roomy
+
+
+def test_list_says_which_names_no_entity_has_as_search_does(app: Any) -> None:
+    """`search --entity Nobody` said "no entity named 'Nobody'"; `list --entity Nobody` only
+    "nothing found", as if the name were known and unmentioned."""
+    for method, extra in (("list", {}), ("search", {"query": "the", "mode": "keyword"})):
+        res = call(app, method, entities=["Caroline", "Nobody Known"], **extra)
+        assert res["unknown_entities"] == ["Nobody Known"], (method, res)
+        res = call(app, method, entities=["Caroline"], **extra)
+        assert "unknown_entities" not in res
+
+
+def test_memoryctl_list_says_an_unknown_name_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    from argparse import Namespace
+
+    from memoryd.ctl.handlers import s_list
+
+    s_list({"items": [], "total": 0, "unknown_entities": ["Nobody"]}, Namespace(offset=0))
+    assert "no entity named 'Nobody' (memoryctl entities lists them)" in capsys.readouterr().err
