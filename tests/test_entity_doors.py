@@ -297,3 +297,10 @@ def test_memoryctl_list_says_an_unknown_name_on_stderr(capsys: pytest.CaptureFix
 
     s_list({"items": [], "total": 0, "unknown_entities": ["Nobody"]}, Namespace(offset=0))
     assert "no entity named 'Nobody' (memoryctl entities lists them)" in capsys.readouterr().err
+
+
+def test_kind_entity_finds_a_misspelt_name_as_the_suggestions_do(app: Any) -> None:
+    hits = call(app, "search", query="Caroln", kind="entity")["hits"]
+    assert [(h["name"], h["score"]) for h in hits][:1] == [("Caroline Baker", 0.1)]
+    assert call(app, "search", query="Caroln", kind="entity", type="system")["hits"] == []
+    assert call(app, "search", query="Xyzzyqq", kind="entity")["hits"] == []

@@ -55,7 +55,8 @@ def fmt_about(r: dict[str, Any]) -> str:
     if r.get("aliases"):
         lines.append(f"Also written: {', '.join(r['aliases'])}")
     if r.get("also"):
-        lines.append("The name also means: " + ", ".join(a["name"] for a in r["also"]))
+        others = ", ".join(f"{a['name']} ({a['type']})" for a in r["also"])
+        lines.append(f"The name also means: {others} (type picks one)")
     if r.get("sources"):
         lines += ["", "Mentioned in (most first, then newest):"]
     for s in r.get("sources") or []:

@@ -42,7 +42,8 @@ def s_entity(res: dict[str, Any], a: Namespace) -> int:
     if res.get("aliases"):
         print(f"also written: {', '.join(res['aliases'])}")
     if res.get("also"):  # on the page, not on stderr: a script or an agent reads stdout
-        print(f"the name also means: {', '.join(_brief(o) for o in res['also'])}")
+        also = ", ".join(_brief(o) for o in res["also"])
+        print(f"the name also means: {also} (--type picks one)")
     sources = res.get("sources") or []
     if sources:
         print("\nmentioned in:")

@@ -97,7 +97,8 @@ def _matching(con: Any, text: str, limit: int, types: Sequence[str] = ()) -> lis
 def find(store: Store, query: str, limit: int, types: Sequence[str] = ()) -> dict[str, Any]:
     """`search` with kind "entity": entities whose name or a surface form matches the query,
     the exact name first, then a surface form, a name that starts with it, a word of a name
-    that does, a name that holds it; each group most mentioned first. Score 1.0 .. 0.2. The
+    that does, a name that holds it; each group most mentioned first. Score 1.0 .. 0.2; when
+    none matches, the names it is a misspelling of (_misspelt), 0.1. The
     query is a name, held to a name's limit (`entity`, `related`): a longer one was a LIKE
     pattern SQLite refuses, answered as an internal error."""
     if len(query) > MAX_NAME:
@@ -107,6 +108,11 @@ def find(store: Store, query: str, limit: int, types: Sequence[str] = ()) -> dic
         {**_brief(row), "kind": "entity", "key": row.key, "score": round(1.0 - 0.2 * rank, 2)}
         for row, rank in found
     ]
+    if not hits:  # a misspelt name: the names `entity` suggests for it, scored lowest
+        near = [r for r in _misspelt(store, query) if not types or r.type in types]
+        hits = [
+            {**_brief(row), "kind": "entity", "key": row.key, "score": 0.1} for row in near[:limit]
+        ]
     return {"hits": hits, "mode": "entity", "total": len(hits)}
 
 
