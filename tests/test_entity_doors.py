@@ -304,3 +304,25 @@ def test_kind_entity_finds_a_misspelt_name_as_the_suggestions_do(app: Any) -> No
     assert [(h["name"], h["score"]) for h in hits][:1] == [("Caroline Baker", 0.1)]
     assert call(app, "search", query="Caroln", kind="entity", type="system")["hits"] == []
     assert call(app, "search", query="Xyzzyqq", kind="entity")["hits"] == []
+
+
+def test_a_failing_expiry_is_not_run_again_by_every_entity_request(make_app: Any) -> None:
+    """The expiry the entity doors start is the job's: a failure is logged and listed by
+    `jobs`, the answer still comes, and the next requests do not each run it again."""
+    app = make_app(model=None)
+    now = [1_800_000_000.0]
+    app.memories.clock = app.searcher.clock = lambda: now[0]
+    call(app, "add", content="Quintessa Delacroix met Raj Patel.", ttl=60)
+    now[0] += 61
+
+    def broken() -> int:
+        raise OSError(28, "No space left on device")
+
+    app.memories.expire = broken
+    st = app.jobs.states["expiry"]
+    for _ in range(3):
+        assert call(app, "entity", name="Raj Patel")["name"] == "Raj Patel"
+    assert st.runs == 1 and "No space left" in (st.last_error or "")
+    now[0] += 31  # tried again after a while
+    call(app, "entities")
+    assert st.runs == 2

@@ -5,6 +5,8 @@ live in methods.py."""
 
 from __future__ import annotations
 
+import math
+import weakref
 from typing import Any
 
 from memoryd.memory.validation import check_bound
@@ -12,6 +14,9 @@ from memoryd.search import entities
 from memoryd.serve.app import App
 from memoryd.serve.registry import method, param_int
 from memoryd.store import lifecycle
+
+EXPIRY_RETRY_S = 30.0
+_FRUITLESS: weakref.WeakKeyDictionary[App, float] = weakref.WeakKeyDictionary()
 
 
 def expired_gone(app: App) -> None:
@@ -21,10 +26,18 @@ def expired_gone(app: App) -> None:
     kind "entity" still named a person only an expired memory mentioned. One look-up in the
     expiry index when nothing is due; else the job, run now (after a run of it under way; it
     deletes through the same door as `delete`, and a failure is the job's, logged and listed
-    by `jobs`, never this answer's)."""
+    by `jobs`, never this answer's). When a run this started removed nothing though something
+    was due (it failed, or another daemon of a shared store runs the job), none is started
+    again for EXPIRY_RETRY_S: not a failing job run per request."""
+    if "expiry" not in app.jobs.states:
+        return
     now = app.memories.clock()
-    if "expiry" in app.jobs.states and app.store.read(lambda con: lifecycle.any_expired(con, now)):
-        app.jobs.run_now("expiry")
+    if now - _FRUITLESS.get(app, -math.inf) < EXPIRY_RETRY_S:
+        return
+    if app.store.read(lambda con: lifecycle.any_expired(con, now)):
+        done = app.jobs.run_now("expiry")
+        if done.get("error") or not (done.get("result") or {}).get("removed"):
+            _FRUITLESS[app] = now
 
 
 @method("entity", {"name", "max_tokens", "relations", "type"}, from_index=True, required=("name",))
