@@ -41,6 +41,7 @@ TO_METHOD = {
     ("about", "max_tokens"): ("entity", "max_tokens"),
     ("related", "depth"): ("related", "depth"),
     ("related", "top"): ("related", "top"),
+    ("related", "max_tokens"): ("related", "max_tokens"),
 }
 MCP_ONLY = {
     ("read_note", "offset"),
@@ -79,6 +80,7 @@ SOCKET_INTS: dict[tuple[str, str], tuple[int, int | None]] = {
     ("entities", "top"): (1, 1000),
     ("related", "depth"): (1, 3),
     ("related", "top"): (1, 100),
+    ("related", "max_tokens"): (50, None),
     ("graph", "depth"): (1, 4),
     ("graph", "limit"): (1, 2000),
     ("get", "id"): (1, None),

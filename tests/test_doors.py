@@ -564,6 +564,21 @@ def test_a_page_s_list_offers_more_exactly_while_the_answer_has_a_next_cursor(
     assert ("2 shown" in shown["ids"][count]) is not last, shown["ids"][count]
 
 
+@pytest.mark.skipif(NODE is None, reason="node is not installed (the page's JS)")
+@pytest.mark.parametrize("last", [False, True], ids=["more", "last"])
+def test_the_entity_list_offers_more_exactly_while_the_answer_has_a_next_cursor(
+    tmp_path: Path, last: bool
+) -> None:
+    """The entities page said "a larger top shows them" and stopped at 500 (ent17): it goes on
+    by the cursor, as the memories and notes lists do."""
+    row = {"name": "Ana Lima", "type": "person", "mentions": 3}
+    answer = {"entities": [row, row], "count": 2, "has_more": not last}
+    answer["next_cursor"] = None if last else "3:ana lima"
+    shown = _page("entities", {"/api/entities": answer}, tmp_path)
+    assert ("entities-more" in shown["hidden"]) is last, shown
+    assert ("there are more" in shown["ids"]["entities-summary"]) is not last, shown
+
+
 def test_memoryctl_s_paths_only_listing_says_its_next_page_on_stderr(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -577,7 +592,7 @@ def test_memoryctl_s_paths_only_listing_says_its_next_page_on_stderr(
 
 def test_the_entity_list_says_when_more_match_than_top_let_through(make_app: Any) -> None:
     """`entities --top 2` of ten answered two with `count: 2` and no word of the others; it
-    does not page (its order moves with every write), so it says there are more."""
+    says there are more (and, since ent17, pages: tests/test_entity_doors.py)."""
     app = make_app(model=None, dailylog={"enabled": False})
     for i, name in enumerate(["Ana Lima", "Bruno Costa", "Carla Dias"]):
         call(app, "note.write", path=f"p{i}.md", content=f"# {name}\n\n{name} said hello.\n")

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from conftest import ROOT, wait_for
@@ -592,6 +593,11 @@ def test_entity_routes_are_the_entity_methods(web: WebHarness) -> None:
     web.sign_in()
     listed = web.api("GET", "/api/entities?top=50")
     assert listed == api.METHODS["entities"].fn(web.app, {"top": 50})
+    first = web.api("GET", "/api/entities?top=2")  # the list pages by cursor here too (ent17)
+    following = web.api("GET", f"/api/entities?top=2&cursor={quote(first['next_cursor'])}")
+    assert first["entities"] + following["entities"] == listed["entities"][:4]
+    picked = web.api("GET", "/api/related?name=redis&type=system&max_tokens=200")
+    assert picked["name"].lower() == "redis" and picked.get("tokens_used", 0) <= 200
     assert "redis" in {e["name"].lower() for e in listed["entities"]}
     page = web.api("GET", "/api/entity?name=redis&relations=5&max_tokens=2000")
     assert page == api.METHODS["entity"].fn(
@@ -611,6 +617,11 @@ def test_entity_routes_are_the_entity_methods(web: WebHarness) -> None:
         ("/api/related?name=redis&depth=9", 400),
     ]:
         assert web.request("GET", bad).status == status, bad
+    # a misspelt name: the page links the names it comes close to (ent17)
+    missing = web.request("GET", "/api/entity?name=rediss")
+    assert missing.status == 404
+    near = missing.json()["error"]["data"]["suggestions"]
+    assert "redis" in {s["name"].lower() for s in near}, near
 
 
 @pytest.mark.parametrize(

@@ -168,6 +168,22 @@ def test_each_page_works_in_a_real_browser(
     assert page.evaluate("window.memorydGraph.getElementById('Postgres').length") == 1
     page.evaluate("window.memorydGraph.getElementById('Postgres').emit('tap')")
     page.wait_for_function("new URLSearchParams(location.search).get('name') === 'Postgres'")
+    # a misspelt name: the error and a link to each name it comes close to (ent17)
+    page.goto(f"{base}/entities?name=Rediss")
+    page.wait_for_selector("#entity-suggestions a.entity")
+    assert redis in page.inner_text("#entity-suggestions")
+    page.click(f"#entity-suggestions a.entity:text-is('{redis}')")
+    page.wait_for_selector("#entity-sources .source")
+    assert page.inner_text("#entity h1") == redis
+    # the list pages: "more" adds the next page below, none repeated
+    page.goto(f"{base}/entities?top=50")
+    page.wait_for_selector(".entity-row")
+    first = page.eval_on_selector_all(".entity-row", "els => els.map(e => e.dataset.name)")
+    if page.is_visible("#entities-more"):
+        page.click("#entities-more")
+        page.wait_for_function(f"document.querySelectorAll('.entity-row').length > {len(first)}")
+        both = page.eval_on_selector_all(".entity-row", "els => els.map(e => e.dataset.name)")
+        assert both[: len(first)] == first and len(set(both)) == len(both)
 
     # status: progress, the search chart, jobs
     page.goto(f"{base}/status")

@@ -15,6 +15,8 @@ NAME = {
     "minLength": 1,
     "description": "a name as the notes write it: 'Caroline', 'billing-svc', an alias",
 }
+# the one of this type, when the name means several (the page's "also")
+PICK = {"type": "string", "enum": ["person", "system", "place", "identifier", "tag", "other"]}
 
 
 def _day(iso: Any) -> str:
@@ -22,10 +24,15 @@ def _day(iso: Any) -> str:
 
 
 def _closest(b: Bridge, name: str, exc: ToolFailure) -> ToolFailure:
-    """A not-found answer that names the closest entities (search kind entity)."""
+    """A not-found answer that names the closest entities: the daemon's own suggestions (those
+    `entity` and memoryctl name: a misspelt name's too), else search kind entity's (an older
+    daemon gave none)."""
     if exc.data.get("code") != -32004:
         return exc
-    hits = b.call("search", {"query": name, "kind": "entity", "limit": 5}).get("hits") or []
+    data = exc.data.get("data")
+    hits = data.get("suggestions") if isinstance(data, dict) else None
+    if not isinstance(hits, list):
+        hits = b.call("search", {"query": name, "kind": "entity", "limit": 5}).get("hits") or []
     code = " (not found, code -32004)"  # as every other error the tools relay
     if not hits:
         return ToolFailure(f"Nothing in the notes or memories is named {name!r}{code}.", exc.data)
@@ -48,7 +55,8 @@ def fmt_about(r: dict[str, Any]) -> str:
     if r.get("aliases"):
         lines.append(f"Also written: {', '.join(r['aliases'])}")
     if r.get("also"):
-        lines.append("The name also means: " + ", ".join(a["name"] for a in r["also"]))
+        others = ", ".join(f"{a['name']} ({a['type']})" for a in r["also"])
+        lines.append(f"The name also means: {others} (type picks one)")
     if r.get("sources"):
         lines += ["", "Mentioned in (most first, then newest):"]
     for s in r.get("sources") or []:
@@ -69,9 +77,12 @@ def fmt_about(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+RELATED_TOKENS = 2000  # the related tool's budget when the agent gives none
+
+
 def run_related(b: Bridge, args: dict[str, Any]) -> Any:
     try:
-        return b.call("related", args)
+        return b.call("related", {"max_tokens": RELATED_TOKENS, **args})
     except ToolFailure as exc:
         raise _closest(b, args["name"], exc) from None
 
@@ -86,7 +97,9 @@ def fmt_related(r: dict[str, Any]) -> str:
     if len(lines) == 1:
         lines.append("- nothing: no section or memory mentions it with another name")
     if r.get("truncated"):
-        lines.append(f"- ... stopped at {len(types)} entities (a smaller top or depth)")
+        lines.append(
+            f"- ... stopped at {len(types)} entities (raise max_tokens, or a smaller top or depth)"
+        )
     return "\n".join(lines)
 
 
@@ -96,20 +109,24 @@ ENTITY_TOOLS: list[ToolSpec] = [
         "What the notes and memories say about a person, system, place or identifier: call it "
         "before answering a question about one. Returns its type, the names it is written as, "
         "first and last seen, the notes (path:line) and memories that mention it most, each "
-        "with its line, and who or what it is mentioned with. Fits max_tokens (default 1000).",
-        _obj({"name": NAME, "max_tokens": {**INT, "minimum": 50}}, ("name",)),
+        "with its line, and who or what it is mentioned with. Fits max_tokens (default 1000). "
+        "type picks one when the name means several.",
+        _obj({"name": NAME, "max_tokens": {**INT, "minimum": 50}, "type": PICK}, ("name",)),
         run_about,
         fmt_about,
     ),
     ToolSpec(
         "related",
         "Who and what an entity is mentioned with, with counts; depth 2 or 3 walks further out "
-        "(their relations in turn). For the graph around a person, project or system.",
+        "(their relations in turn). For the graph around a person, project or system. Fits "
+        "max_tokens (default 2000).",
         _obj(
             {
                 "name": NAME,
                 "depth": {**INT, "minimum": 1, "maximum": 3},
                 "top": {**INT, "minimum": 1, "maximum": 100, "description": "per entity (10)"},
+                "max_tokens": {**INT, "minimum": 50},
+                "type": PICK,
             },
             ("name",),
         ),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from memoryd.ctl.handlers import EXIT_OK, given, time_value, when
+from memoryd.ctl.handlers import EXIT_OK, cursor_option, given, time_value, when
 from memoryd.ctl.output import mentions, one_line
 from memoryd.ctl.rows import Command, arg, listed
 
@@ -27,7 +27,10 @@ def _day(iso: Any) -> str:
 
 
 def p_entity(a: Namespace) -> dict[str, Any]:
-    return {"name": a.name, **given({"max_tokens": a.max_tokens, "relations": a.relations})}
+    return {
+        "name": a.name,
+        **given({"max_tokens": a.max_tokens, "relations": a.relations, "type": a.type}),
+    }
 
 
 def s_entity(res: dict[str, Any], a: Namespace) -> int:
@@ -39,7 +42,8 @@ def s_entity(res: dict[str, Any], a: Namespace) -> int:
     if res.get("aliases"):
         print(f"also written: {', '.join(res['aliases'])}")
     if res.get("also"):  # on the page, not on stderr: a script or an agent reads stdout
-        print(f"the name also means: {', '.join(_brief(o) for o in res['also'])}")
+        also = ", ".join(_brief(o) for o in res["also"])
+        print(f"the name also means: {also} (--type picks one)")
     sources = res.get("sources") or []
     if sources:
         print("\nmentioned in:")
@@ -68,7 +72,7 @@ def s_entity(res: dict[str, Any], a: Namespace) -> int:
 
 
 def p_entities(a: Namespace) -> dict[str, Any]:
-    return given({"type": a.type, "since": time_value(a.since), "top": a.top})
+    return given({"type": a.type, "since": time_value(a.since), "top": a.top, "cursor": a.cursor})
 
 
 def s_entities(res: dict[str, Any], a: Namespace) -> int:
@@ -78,13 +82,20 @@ def s_entities(res: dict[str, Any], a: Namespace) -> int:
         print(f"{e.get('mentions')}\t{e.get('type')}\t{e.get('name')}")
     if not items:
         print("no entities", file=sys.stderr)
-    elif res.get("has_more"):
+    elif res.get("next_cursor"):  # the same flags and this cursor give the next page
+        print(
+            f"({len(items)} shown; next page: {cursor_option(res['next_cursor'])})", file=sys.stderr
+        )
+    elif res.get("has_more"):  # a daemon older than the cursor
         print(f"({len(items)} shown; more: raise --top, up to 1000)", file=sys.stderr)
     return EXIT_OK
 
 
 def p_related(a: Namespace) -> dict[str, Any]:
-    return {"name": a.name, **given({"depth": a.depth, "top": a.top})}
+    return {
+        "name": a.name,
+        **given({"depth": a.depth, "top": a.top, "type": a.type, "max_tokens": a.max_tokens}),
+    }
 
 
 def s_related(res: dict[str, Any], a: Namespace) -> int:
@@ -109,10 +120,22 @@ def s_related(res: dict[str, Any], a: Namespace) -> int:
     print(_brief(root) if root else str(res.get("name")))
     show(res.get("name"), 1)
     if res.get("truncated"):
-        print(f"(stopped at {len(nodes)} entities: a smaller --top or --depth shows the rest)")
+        print(
+            f"(stopped at {len(nodes)} entities: a smaller --top or --depth, or a larger"
+            " --max-tokens, shows the rest)"
+        )
     return EXIT_OK
 
 
+ENTITIES_CURSOR = (
+    "start after the page that printed this cursor (its next page: ...), with the same --type"
+    " and --since"
+)
+PICK = arg(
+    "--type",
+    metavar="TYPE",
+    help=f"the one of this type when the name means several ({', '.join(TYPES)})",
+)
 NAME = arg("name", metavar="NAME", help="a name as written: Caroline, caroline's, an alias")
 
 COMMANDS: tuple[Command, ...] = (
@@ -126,8 +149,13 @@ COMMANDS: tuple[Command, ...] = (
             NAME,
             arg("--max-tokens", type=int, metavar="N", help="answer budget (default 1000)"),
             arg("--relations", type=int, metavar="N", help="strongest relations shown (10)"),
+            PICK,
         ),
-        examples=('memoryctl entity "Caroline Baker"', "memoryctl entity billing-svc --json"),
+        examples=(
+            'memoryctl entity "Caroline Baker"',
+            "memoryctl entity billing-svc --json",
+            "memoryctl entity Jordan --type person",
+        ),
     ),
     Command(
         "entities",
@@ -139,9 +167,14 @@ COMMANDS: tuple[Command, ...] = (
         args=(
             arg("--type", help=f"only these types (a,b): {', '.join(TYPES)}"),
             arg("--since", type=when, metavar="WHEN", help="mentioned since: 7d, a date"),
-            arg("--top", type=int, metavar="N", help="at most N (default 50)"),
+            arg("--top", type=int, metavar="N", help="at most N a page (default 50)"),
+            arg("--cursor", metavar="C", help=ENTITIES_CURSOR),
         ),
-        examples=("memoryctl entities --type person --top 20", "memoryctl entities --since 30d"),
+        examples=(
+            "memoryctl entities --type person --top 20",
+            "memoryctl entities --since 30d",
+            "memoryctl entities --top 100 --cursor '42:caroline baker'",
+        ),
     ),
     Command(
         "related",
@@ -153,6 +186,8 @@ COMMANDS: tuple[Command, ...] = (
             NAME,
             arg("--depth", type=int, metavar="N", help="steps out, 1 to 3 (default 1)"),
             arg("--top", type=int, metavar="N", help="relations per entity (default 10)"),
+            arg("--max-tokens", type=int, metavar="N", help="answer budget (default: none)"),
+            PICK,
         ),
         examples=("memoryctl related Caroline --depth 2",),
     ),

@@ -349,6 +349,8 @@ def s_list(res: dict[str, Any], a: Namespace) -> int:
         )
     if not items:
         print("nothing found", file=sys.stderr)
+    for name in res.get("unknown_entities") or []:  # as search says it
+        print(f"no entity named {name!r} (memoryctl entities lists them)", file=sys.stderr)
     page_footer(res, a.offset or 0)
     return EXIT_OK
 

@@ -15,8 +15,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from memoryd.core import pagecursor
 from memoryd.core.errors import InvalidInput, NotFound, check_int, describe
 from memoryd.core.timeutil import iso
+from memoryd.search.fuzzy import damerau
 from memoryd.store import Store, entityread
 from memoryd.store.entityread import EntityRow
 from memoryd.text import entity_cues as cues
@@ -95,7 +97,8 @@ def _matching(con: Any, text: str, limit: int, types: Sequence[str] = ()) -> lis
 def find(store: Store, query: str, limit: int, types: Sequence[str] = ()) -> dict[str, Any]:
     """`search` with kind "entity": entities whose name or a surface form matches the query,
     the exact name first, then a surface form, a name that starts with it, a word of a name
-    that does, a name that holds it; each group most mentioned first. Score 1.0 .. 0.2. The
+    that does, a name that holds it; each group most mentioned first. Score 1.0 .. 0.2; when
+    none matches, the names it is a misspelling of (_misspelt), 0.1. The
     query is a name, held to a name's limit (`entity`, `related`): a longer one was a LIKE
     pattern SQLite refuses, answered as an internal error."""
     if len(query) > MAX_NAME:
@@ -105,23 +108,70 @@ def find(store: Store, query: str, limit: int, types: Sequence[str] = ()) -> dic
         {**_brief(row), "kind": "entity", "key": row.key, "score": round(1.0 - 0.2 * rank, 2)}
         for row, rank in found
     ]
+    if not hits:  # a misspelt name: the names `entity` suggests for it, scored lowest
+        near = [r for r in _misspelt(store, query) if not types or r.type in types]
+        hits = [
+            {**_brief(row), "kind": "entity", "key": row.key, "score": 0.1} for row in near[:limit]
+        ]
     return {"hits": hits, "mode": "entity", "total": len(hits)}
 
 
-def _resolve(store: Store, name: str) -> list[EntityRow]:
+def check_type(type_: Any) -> str | None:
+    """One entity type, or None (`entity` and `related` pick by it)."""
+    if type_ is None:
+        return None
+    if not isinstance(type_, str) or type_.strip().lower() not in TYPES:
+        raise InvalidInput(f"type: expected one of {', '.join(TYPES)}, got {describe(type_)}")
+    return type_.strip().lower()
+
+
+def _resolve(store: Store, name: str, type_: str | None = None) -> list[EntityRow]:
     """The entities `name` means (entityread.by_name: its key, a surface form of theirs, or the
-    one entity it means said alone); else NotFound naming the nearest names (`suggestions`)."""
+    one entity it means said alone), those of `type_` first when given (Jordan the person
+    before Jordan the place); else NotFound naming the nearest names (`suggestions`)."""
     rows = store.read(lambda con: entityread.by_name(con, name))
+    if rows and type_ is not None:
+        picked = [r for r in rows if r.type == type_]
+        if not picked:
+            brief = [_brief(r) for r in rows[:5]]
+            names = ", ".join(f"{b['name']} ({b['type']})" for b in brief)
+            raise NotFound(
+                f"no {type_} named {describe(name)}; the name means {names}",
+                data={"suggestions": brief},
+            )
+        return picked + [r for r in rows if r.type != type_]
     if rows:
         return rows
-    near = store.read(lambda con: _matching(con, name, 5))
-    brief = [_brief(row) for row, _ in near]
+    near = [row for row, _ in store.read(lambda con: _matching(con, name, 5))]
+    brief = [_brief(row) for row in near or _misspelt(store, name)]
     hint = ", ".join(f"{b['name']} ({b['type']})" for b in brief)
     raise NotFound(
         f"no entity named {describe(name)}"
         + (f"; did you mean {hint}?" if hint else " (memoryctl entities lists them)"),
         data={"suggestions": brief},
     )
+
+
+SPELLINGS = 5000  # the most mentioned names of the first letter a misspelt name is compared with
+
+
+def _misspelt(store: Store, name: str) -> list[EntityRow]:
+    """The names `name` is a misspelling of ("Caroln": Caroline Baker; "kestral": Kestrel): a
+    name, or a word of it, one edit away (two from six letters on: search.fuzzy's rule), among
+    the most mentioned names of its first letter; the nearest first, then the most mentioned."""
+    key = canonical_key(name)
+    if not key or len(key) < 3:
+        return []
+    limit = 1 if len(key) < 6 else 2
+    rows = store.read(lambda con: entityread.starting(con, key[0], SPELLINGS))
+    near: list[tuple[int, EntityRow]] = []
+    for row in rows:
+        words = [row.key, *row.key.split()] if " " not in key else [row.key]
+        d = min(damerau(key, w.lstrip("#@"), limit) for w in words)
+        if d <= limit:
+            near.append((d, row))
+    near.sort(key=lambda h: (h[0], -h[1].mentions, h[1].key))
+    return [row for _, row in near[:5]]
 
 
 def _line(
@@ -221,7 +271,12 @@ def _source(e: dict[str, Any], text: tuple[str, int, str | None] | None) -> dict
 
 
 def page(
-    store: Store, name: str, *, max_tokens: int = PAGE_TOKENS, relations: int = 10
+    store: Store,
+    name: str,
+    *,
+    max_tokens: int = PAGE_TOKENS,
+    relations: int = 10,
+    type_: str | None = None,
 ) -> dict[str, Any]:
     """What the index knows about `name`: type, aliases, first and last seen, the notes and
     memories that mention it most (each with its mentioning line) and its strongest relations,
@@ -231,7 +286,7 @@ def page(
     name = check_name(name)
     check_int(max_tokens, "max_tokens", 50)
     check_int(relations, "relations", 0, 100)
-    rows = _resolve(store, name)
+    rows = _resolve(store, name, check_type(type_))
     main = rows[0]
 
     def read(con: Any) -> tuple[Any, ...]:
@@ -269,17 +324,25 @@ def page(
     }
     if len(rows) > 1:
         out["also"] = [_brief(r) for r in rows[1:6]]
+
+    # texts are read a page at a time, only for the sources that can still fit; the first
+    # source always comes, so the relations make room for it
+    def texts(part: list[dict[str, Any]]) -> dict[int, Any]:
+        wanted = [int(e["id"]) for e in part]
+        return store.read(functools.partial(entityread.texts, entry_ids=wanted))
+
+    found = texts(ranked[:SOURCE_PAGE])
+    first = _source(ranked[0], found.get(int(ranked[0]["id"]))) if ranked else None
+    reserved = estimate_tokens(json.dumps(first, ensure_ascii=False)) if first else 0
     used = estimate_tokens(json.dumps(out, ensure_ascii=False))
-    while used > max_tokens and out["relations"]:  # the weakest relations go first
+    while used + reserved > max_tokens and out["relations"]:  # the weakest relations go first
         out["relations"].pop()
         out["relations_cut"] = True
         used = estimate_tokens(json.dumps(out, ensure_ascii=False))
     kept: list[dict[str, Any]] = []
-    # texts are read a page at a time, only for the sources that can still fit
     for at in range(0, len(ranked), SOURCE_PAGE):
         part = ranked[at : at + SOURCE_PAGE]
-        wanted = [int(e["id"]) for e in part]
-        found = store.read(functools.partial(entityread.texts, entry_ids=wanted))
+        found = found if at == 0 else texts(part)
         for e in part:
             item = _source(e, found.get(int(e["id"])))
             cost = estimate_tokens(json.dumps(item, ensure_ascii=False))
@@ -298,25 +361,54 @@ def page(
 
 
 def listing(
-    store: Store, *, types: Sequence[str] = (), since: float | None = None, top: int = 50
+    store: Store,
+    *,
+    types: Sequence[str] = (),
+    since: float | None = None,
+    top: int = 50,
+    cursor: object = None,
 ) -> dict[str, Any]:
-    """The most mentioned entities (`entities [--type] [--since] [--top N]`); `has_more`: more
-    match than `top` let through (read one more to know)."""
+    """The most mentioned entities (`entities [--type] [--since] [--top N] [--cursor C]`), ties
+    by key, `top` a page; `has_more`: more match than this page holds (read one more to know),
+    and `next_cursor` (the page's last entity: core/pagecursor.py), passed back as `cursor`,
+    gives the next page, which starts after that entity."""
     check_int(top, "top", 1, MAX_TOP)
-    rows = store.read(lambda con: entityread.top(con, top + 1, types, since))
+    after = pagecursor.read_entity_cursor(cursor)
+    rows = store.read(lambda con: entityread.top(con, top + 1, types, since, after))
     kept = [_brief(r) for r in rows[:top]]
-    return {"entities": kept, "count": len(kept), "has_more": len(rows) > top}
+    following = (
+        pagecursor.entity_cursor(rows[top - 1].mentions, rows[top - 1].key)
+        if len(rows) > top
+        else None
+    )
+    return {
+        "entities": kept,
+        "count": len(kept),
+        "has_more": len(rows) > top,
+        "next_cursor": following,
+    }
 
 
-def related(store: Store, name: str, *, depth: int = 1, top: int = 10) -> dict[str, Any]:
+def related(
+    store: Store,
+    name: str,
+    *,
+    depth: int = 1,
+    top: int = 10,
+    type_: str | None = None,
+    max_tokens: int | None = None,
+) -> dict[str, Any]:
     """The graph around `name`, breadth first: its `top` strongest relations, theirs at depth 2,
     and so on; each entity once, at its first depth, at most RELATED_MAX_NODES of them
     (`truncated` when more were reached: the edges to those are left out, and the walk stops
-    there). Edges carry the co-mention counts."""
+    there). Edges carry the co-mention counts. `max_tokens`: the answer is cut to fit
+    (_fit)."""
     name = check_name(name)
     check_int(depth, "depth", 1, MAX_DEPTH)
     check_int(top, "top", 1, 100)
-    root = _resolve(store, name)[0]
+    if max_tokens is not None:
+        check_int(max_tokens, "max_tokens", 50)
+    root = _resolve(store, name, check_type(type_))[0]
 
     truncated = False
 
@@ -349,4 +441,35 @@ def related(store: Store, name: str, *, depth: int = 1, top: int = 10) -> dict[s
     for e in edges:
         unique.setdefault(frozenset((e["from"], e["to"])), e)
     out = {"name": root.name, "depth": depth, "nodes": nodes, "edges": list(unique.values())}
-    return {**out, "truncated": True} if truncated else out
+    if truncated:
+        out["truncated"] = True
+    return out if max_tokens is None else _fit(out, max_tokens)
+
+
+def _fit(out: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """The walk within `max_tokens`: the first entities in the order they were reached (the
+    nearest and strongest first; the root always) and the edges between those, as many as fit;
+    `truncated` when any was cut, and `tokens_used`."""
+    nodes, edges = out["nodes"], out["edges"]
+
+    def cut(k: int) -> dict[str, Any]:
+        kept = {n["name"] for n in nodes[:k]}
+        inside = [e for e in edges if e["from"] in kept and e["to"] in kept]
+        part = {**out, "nodes": nodes[:k], "edges": inside}
+        if k < len(nodes):
+            part["truncated"] = True
+        return part
+
+    def cost(part: dict[str, Any]) -> int:
+        return estimate_tokens(json.dumps(part, ensure_ascii=False))
+
+    lo, hi = 1, len(nodes)  # the largest k that fits, the root's own always
+    if cost(cut(hi)) > max_tokens:
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if cost(cut(mid)) <= max_tokens:
+                lo = mid
+            else:
+                hi = mid - 1
+    best = cut(hi)
+    return {**best, "tokens_used": cost(best)}

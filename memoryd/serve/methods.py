@@ -29,7 +29,7 @@ from memoryd.notes.fsops import normalize as note_path
 from memoryd.search import entities as entity_search
 from memoryd.search.searcher import SearchRequest
 from memoryd.serve import (
-    methods_entities,  # noqa: F401  (registers entity, entities, related)
+    methods_entities,  # registers entity, entities, related; expired_gone
     methods_notes,  # noqa: F401  (registers note.* and recent_activity)
 )
 from memoryd.serve.app import App
@@ -43,6 +43,7 @@ from memoryd.serve.registry import (  # noqa: F401  (METHODS, Method, lookup: se
     param_int,
     param_namespace,
 )
+from memoryd.store.entityfilter import resolve_filter
 from memoryd.store.entries import Filters
 
 FILTER_PARAMS = frozenset(
@@ -199,13 +200,21 @@ def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     filters = filters_from(params, default_kind="memory", root=app.cfg.workspace)
     if filters.namespace is None:
         filters = replace(filters, namespace=app.cfg.memories.default_namespace)
+    limit = param_int(params, "limit", 20, 1, 1000)
+    offset = param_int(params, "offset", 0, 0)
+    if filters.entities:  # resolved once, as search does: the names no entity has are said
+        groups, n = app.store.read(lambda con: resolve_filter(con, filters.entities))
+        filters = replace(filters, entity_ids=groups, entity_mentions=n)
     items, total, following = app.memories.list(
-        filters,
-        limit=param_int(params, "limit", 20, 1, 1000),
-        offset=param_int(params, "offset", 0, 0),
-        cursor=params.get("cursor"),
+        filters, limit=limit, offset=offset, cursor=params.get("cursor")
     )
-    return {"items": items, "total": total, "next_cursor": following}
+    out: dict[str, Any] = {"items": items, "total": total, "next_cursor": following}
+    unknown = [
+        n for n, ids in zip(filters.entities, filters.entity_ids or (), strict=False) if not ids
+    ]
+    if unknown:  # why nothing can match, as search says it
+        out["unknown_entities"] = unknown
+    return out
 
 
 @method("update", (ADD_PARAMS - {"content"}) | {"id", "content"}, required=("id",))
@@ -374,6 +383,7 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(use_decay, bool):
         raise InvalidInput(f"use_decay: expected true or false, got {describe(use_decay)}")
     if params.get("kind") == "entity":  # entities themselves, by name (search/entities.py)
+        methods_entities.expired_gone(app)
         return entity_search.find(
             app.store,
             query,

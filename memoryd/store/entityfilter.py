@@ -13,12 +13,36 @@ import numpy as np
 from memoryd.store.connmemo import PerVersion, data_version
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
-from memoryd.text.entities import canonical_key
+from memoryd.text.entities import canonical_key, extract
 
 
 def name_key(name: str) -> str:
     """The key a name given by a person or an agent is looked up by ("#x" for a tag)."""
     return canonical_key(name.strip())
+
+
+def written_key(name: str) -> str:
+    """The key of the one entity a name is written as, read as the indexer reads text, when its
+    own key names none: a URL's host (`https://web-3.example.com/x`), a link's target
+    (`[[Caroline Baker|Caro]]`), a host with its port, an address after `mailto:`; "" when the
+    text names no entity or several ("Caroline and Melanie"), or only its own key, and for
+    words that are no link ("the Obsidian app" is no name of Obsidian: its words are matched
+    for the suggestions, search/entities.py)."""
+    text = name.strip()
+    if any(c.isspace() for c in text) and not (text.startswith("[[") and text.endswith("]]")):
+        return ""
+    keys = {m.key for m in extract(text)}
+    if len(keys) != 1:
+        return ""
+    (key,) = keys
+    return "" if key == name_key(name) else key
+
+
+def _ids(con: Connection, key: str) -> list[int]:
+    if not key:
+        return []
+    ids = [int(r[0]) for r in con.execute(RESOLVE_SQL, resolve_params(key)).fetchall()]
+    return ids or said_alone(con, key)
 
 
 # The entities written in a form (its key twice): one index seek per distinct entity on
@@ -41,12 +65,9 @@ def resolve_params(key: str) -> list[str]:
 
 def resolve(con: Connection, name: str) -> list[int]:
     """The entities a name means: the one whose canonical key it is, and those it is a
-    surface form (an alias, a possessive, another case) of."""
-    key = name_key(name)
-    if not key:
-        return []
-    ids = [int(r[0]) for r in con.execute(RESOLVE_SQL, resolve_params(key)).fetchall()]
-    return ids or said_alone(con, key)
+    surface form (an alias, a possessive, another case) of; else the one entity it is written
+    as (written_key: a URL for its host, a `[[link|alias]]` for its target)."""
+    return _ids(con, name_key(name)) or _ids(con, written_key(name))
 
 
 def said_alone(con: Connection, key: str) -> list[int]:

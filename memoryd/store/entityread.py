@@ -21,6 +21,7 @@ from memoryd.store.entityfilter import (
     name_key,
     resolve_params,
     said_alone,
+    written_key,
 )
 from memoryd.store.protocol import Connection
 
@@ -56,8 +57,14 @@ def _rows(con: Connection, sql: str, params: Sequence[Any]) -> list[EntityRow]:
 
 def by_name(con: Connection, name: str) -> list[EntityRow]:
     """The entities a name means (its key, or a surface form of theirs), most mentioned first;
-    the one whose key it is comes first."""
-    key = name_key(name)
+    the one whose key it is comes first; else those of the name it is written as (a URL's host,
+    a `[[link|alias]]`'s target: entityfilter.written_key)."""
+    rows = _by_key(con, name_key(name))
+    written = written_key(name) if not rows else ""
+    return _by_key(con, written) if written else rows
+
+
+def _by_key(con: Connection, key: str) -> list[EntityRow]:
     if not key:
         return []
     rows = _rows(
@@ -91,6 +98,12 @@ def matching(con: Connection, text: str, limit: int, types: Sequence[str] = ()) 
     key = name_key(text)
     if not key:
         return []
+    found = _matching_key(con, key, limit, types)
+    written = written_key(text) if not found else ""
+    return _matching_key(con, written, limit, types) if written else found
+
+
+def _matching_key(con: Connection, key: str, limit: int, types: Sequence[str]) -> list[Any]:
     like = _like(key)
     type_sql = f" AND n.type IN ({','.join('?' * len(types))})" if types else ""
     sql = (
@@ -111,13 +124,32 @@ def matching(con: Connection, text: str, limit: int, types: Sequence[str] = ()) 
     ]
 
 
+def starting(con: Connection, first: str, limit: int) -> list[EntityRow]:
+    """The most mentioned entities whose key starts with the character `first` (a range of the
+    key's index): the names a misspelt one is compared with (search/entities.py)."""
+    return _rows(
+        con,
+        f"SELECT {_COLS} FROM entities n WHERE n.key >= ? AND n.key < ? AND {_visible(con)}"
+        " ORDER BY n.mentions DESC, n.key LIMIT ?",
+        [first, chr(ord(first) + 1), limit],
+    )
+
+
 def top(
-    con: Connection, limit: int, types: Sequence[str] = (), since: float | None = None
+    con: Connection,
+    limit: int,
+    types: Sequence[str] = (),
+    since: float | None = None,
+    after: tuple[int, str] | None = None,
 ) -> list[EntityRow]:
     """The most mentioned entities (of these types; mentioned by an entry dated `since` or
-    later), most mentioned first."""
+    later), most mentioned first, ties by key; `after` (mentions, key): those that come after
+    that entity in this order (a page cursor's, store/pages.py)."""
     where = [_visible(con)]
     params: list[Any] = []
+    if after is not None:
+        where.append("(n.mentions < ? OR (n.mentions = ? AND n.key > ?))")
+        params.extend([after[0], after[0], after[1]])
     if types:
         where.append(f"n.type IN ({','.join('?' * len(types))})")
         params.extend(types)

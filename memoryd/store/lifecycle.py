@@ -139,6 +139,13 @@ def constitutional_ids(con: Connection, namespace: str | None, now: float) -> li
     ]
 
 
+def any_expired(con: Connection, now: float) -> bool:
+    """Whether an entry (a memory, or a note's chunk by front-matter `expires`) has expired and
+    is still stored: one look-up in entries_expires."""
+    sql = "SELECT 1 FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT 1"
+    return bool(con.execute(sql, (now,)).fetchall())
+
+
 def select_ids(
     con: Connection,
     *,

@@ -143,9 +143,13 @@ def http_status(exc: MemorydError) -> int:
 
 
 def error(exc: MemorydError) -> Response:
-    return Response.json(
-        {"error": {"code": exc.code, "message": exc.message}}, status=http_status(exc)
-    )
+    """{"error": {"code", "message"}}, and `data.suggestions` of a name no entity has (the
+    entity page links them; nothing else of an error's data is passed on)."""
+    body: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    data = exc.data if isinstance(exc.data, dict) else {}
+    if isinstance(data.get("suggestions"), list):
+        body["data"] = {"suggestions": data["suggestions"]}
+    return Response.json({"error": body}, status=http_status(exc))
 
 
 def params_from(
@@ -246,17 +250,25 @@ def graph(ctx: Context, req: Request) -> Any:
 
 
 def entities(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "entities", params_from(req.query, ("type", "since", "top"), req.path))
+    return call(
+        ctx.app, "entities", params_from(req.query, ("type", "since", "top", "cursor"), req.path)
+    )
 
 
 def entity(ctx: Context, req: Request) -> Any:
     return call(
-        ctx.app, "entity", params_from(req.query, ("name", "max_tokens", "relations"), req.path)
+        ctx.app,
+        "entity",
+        params_from(req.query, ("name", "max_tokens", "relations", "type"), req.path),
     )
 
 
 def related(ctx: Context, req: Request) -> Any:
-    return call(ctx.app, "related", params_from(req.query, ("name", "depth", "top"), req.path))
+    return call(
+        ctx.app,
+        "related",
+        params_from(req.query, ("name", "depth", "top", "type", "max_tokens"), req.path),
+    )
 
 
 def status(ctx: Context, req: Request) -> Any:

@@ -29,6 +29,7 @@ const M = (() => {
       const msg = (data && data.error && data.error.message) || `${resp.status} ${resp.statusText}`;
       const err = new Error(msg);
       err.status = resp.status;
+      err.data = (data && data.error && data.error.data) || null;
       throw err;
     }
     return data;

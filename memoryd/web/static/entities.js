@@ -26,6 +26,9 @@
       summary, list);
     let rows = [];
     let more = false;
+    let next = null; // the next page's cursor (null on the last page)
+    const moreButton = el("button", { type: "button", id: "entities-more", hidden: true }, "more");
+    main.append(moreButton);
     const show = () => {
       const needle = find.value.trim().toLowerCase();
       const kept = needle ? rows.filter((r) => r.name.toLowerCase().includes(needle)) : rows;
@@ -33,16 +36,23 @@
         el("div", { class: "head" }, entityLink(r.name), " ", badge(r.type)),
         el("div", { class: "small muted" }, `${r.mentions} mention${r.mentions === 1 ? "" : "s"}`))));
       summary.textContent = rows.length
-        ? `${kept.length} of the ${rows.length} most mentioned${type.value ? ` (${type.value})` : ""}${more ? " (there are more: a larger top shows them)" : ""}`
+        ? `${kept.length} of the ${rows.length} most mentioned${type.value ? ` (${type.value})` : ""}${more ? " (there are more: \u201cmore\u201d shows the next page)" : ""}`
         : "No entities yet: they are found in notes and memories as they are indexed.";
+      moreButton.hidden = !next;
     };
-    async function load() {
+    // a page, or the next one after the cursor (the same type and since), added below
+    async function load(cursor) {
       const v = { type: type.value, since: since.value, top: top.value };
-      setParams(v);
-      try { const res = await get("/api/entities", v); rows = res.entities; more = Boolean(res.has_more); show(); }
+      if (!cursor) setParams(v);
+      try {
+        const res = await get("/api/entities", cursor ? { ...v, cursor } : v);
+        rows = cursor ? rows.concat(res.entities) : res.entities;
+        more = Boolean(res.has_more); next = res.next_cursor || null; show();
+      }
       catch (err) { failed(list, err); }
     }
-    for (const c of [type, since, top]) c.addEventListener("change", load);
+    moreButton.addEventListener("click", () => { if (next) load(next); });
+    for (const c of [type, since, top]) c.addEventListener("change", () => load());
     find.addEventListener("input", show);
     load();
   }
@@ -62,8 +72,15 @@
     const box = el("div", { id: "entity" });
     main.append(el("div", { class: "row" }, el("a", { href: "/entities" }, "← every entity")), box);
     let e;
-    try { e = await get("/api/entity", { name, max_tokens: 4000, relations: 25 }); }
-    catch (err) { failed(box, err); return; }
+    try { e = await get("/api/entity", { name, max_tokens: 4000, relations: 25, type: p.get("type") || "" }); }
+    catch (err) {
+      failed(box, err);
+      // a name no entity has: the names it comes closest to, each a link to its page
+      const near = (err.data && err.data.suggestions) || [];
+      if (near.length) box.append(el("p", { id: "entity-suggestions" }, "Did you mean ",
+        near.flatMap((s, i) => [i ? ", " : "", entityLink(s.name), ` (${s.type})`]), "?"));
+      return;
+    }
     const facts = el("dl", { class: "kv" },
       el("dt", {}, "type"), el("dd", {}, e.type),
       el("dt", {}, "mentions"), el("dd", {}, String(e.mentions)),

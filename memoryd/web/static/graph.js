@@ -97,7 +97,7 @@
     const degree = new Map();
     for (const e of r.edges) for (const x of [e.from, e.to]) degree.set(x, (degree.get(x) || 0) + 1);
     return {
-      center: r.name, truncated: false,
+      center: r.name, truncated: Boolean(r.truncated),
       nodes: r.nodes.map((n) => ({ id: n.name, label: n.name, kind: "entity", type: n.type, mentions: n.mentions, depth: n.depth, degree: degree.get(n.name) || 0 })),
       edges: r.edges.map((e) => ({ source: e.from, target: e.to, together: e.together })),
     };
