@@ -22,6 +22,7 @@ from memoryd.agents.formats import (
     fmt_record,
     fmt_session,
     indexing_said,
+    kept_said,
 )
 from memoryd.agents.hints import ERROR_NAMES, HINTS, SECRET_HINT
 from memoryd.ctl import Client, ClientError, Unreachable
@@ -394,7 +395,7 @@ TOOLS: list[ToolSpec] = [
         run_method("note.write"),
         lambda r: (
             f"{'Created' if r.get('created') else 'Wrote'} {r['path']} (sha256 {r['sha256']})"
-            + (f". {r['warning']}" if r.get("warning") else "")
+            + kept_said(r)
         ),
         read_only=False,
     ),
@@ -407,10 +408,7 @@ TOOLS: list[ToolSpec] = [
             ("path", "content"),
         ),
         run_method("note.append"),
-        lambda r: (
-            f"Appended to {r['path']} (sha256 {r['sha256']})"
-            + (f". {r['warning']}" if r.get("warning") else "")
-        ),
+        lambda r: f"Appended to {r['path']} (sha256 {r['sha256']})" + kept_said(r),
         read_only=False,
     ),
     ToolSpec(

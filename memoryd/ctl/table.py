@@ -231,6 +231,7 @@ COMMANDS: tuple[Command, ...] = (
             arg("--tag", help="every memory with this tag"),
             arg("--namespace", metavar="NS", help="every memory in this namespace"),
             arg("--path", help="a workspace file or folder (moved to the trash)"),
+            IF_SHA,
             arg("--dry-run", action="store_true", help="only say what would go"),
         ),
         examples=("memoryctl rm 41 42", "memoryctl delete --tag scratch --dry-run"),

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memoryd.core import oserrors
-from memoryd.core.errors import InvalidInput, Refused, describe
+from memoryd.core.errors import Conflict, InvalidInput, Refused, describe
 from memoryd.core.fsutil import write_all
 from memoryd.core.logsetup import get_logger
 from memoryd.index.indexer import sha256_bytes
@@ -54,6 +54,28 @@ def check_sha(value: object) -> str | None:
             f"that must not exist yet), got {describe(value)}"
         )
     return value.lower()
+
+
+def check_expected(rel: str, expected: str | None, current: bytes | None) -> None:
+    """Conflict when the note's bytes (None: no note) are not the version `expected` names."""
+    if expected is None:
+        return
+    if current is None:
+        if expected != "":
+            raise Conflict(
+                f"{rel} no longer exists (expected sha256 {expected[:12]}…); "
+                "read the workspace again",
+                data={"path": rel, "current_sha256": None},
+            )
+        return
+    actual = sha256_bytes(current)
+    if expected != actual:
+        what = "already exists" if expected == "" else "changed since you read it"
+        raise Conflict(
+            f"{rel} {what} (sha256 is {actual[:12]}…, not {expected[:12] or 'absent'}); "
+            "read it again, merge, and retry with the new sha256",
+            data={"path": rel, "current_sha256": actual},
+        )
 
 
 def normalize(path: object, what: str = "path") -> str:
