@@ -24,7 +24,7 @@ from memoryd.agents.formats import (
     indexing_said,
     kept_said,
 )
-from memoryd.agents.hints import ERROR_NAMES, HINTS, SECRET_HINT
+from memoryd.agents.hints import ERROR_NAMES, HINTS, MEMORY_CONFLICT_HINT, SECRET_HINT
 from memoryd.ctl import Client, ClientError, Unreachable
 from memoryd.text.markdown import estimate_tokens
 
@@ -81,7 +81,9 @@ class Bridge:
                 message = exc.message.split("; not stored", 1)[0] + "; not stored."
                 text = f"memoryd {method}: {message} ({name}, code {exc.code}) {SECRET_HINT}"
             elif exc.code in HINTS and "earlier memoryd than this one" not in exc.message:
-                text += " " + HINTS[exc.code]  # (the client named the older daemon already)
+                memory = isinstance(exc.data, dict) and "current_updated_at" in exc.data
+                # (the client named the older daemon already)
+                text += " " + (MEMORY_CONFLICT_HINT if memory else HINTS[exc.code])
             raise ToolFailure(
                 text, {"code": exc.code, "message": exc.message, "data": exc.data}
             ) from None
@@ -334,6 +336,10 @@ TOOLS: list[ToolSpec] = [
                 },
                 "source": {"type": ["string", "null"], "description": "null = none"},
                 "context": {"type": ["string", "null"], "description": "null = none"},
+                "expected_updated_at": {
+                    "type": "string",
+                    "description": "the updated_at get gave: if it changed since, a conflict",
+                },
             },
             ("id",),
         ),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from memoryd.core.errors import (
+    Conflict,
     InvalidInput,
     MemorydError,
     NotFound,
@@ -24,7 +25,7 @@ from memoryd.core.errors import (
     describe,
 )
 from memoryd.core.logsetup import get_logger
-from memoryd.core.timeutil import parse_time
+from memoryd.core.timeutil import iso, parse_time
 from memoryd.memory import lifecycle
 from memoryd.memory.validation import (
     ADD_FIELDS,
@@ -197,7 +198,7 @@ class Memories:
         try:
             entry_id, duplicate, record = self.store.run_write(_insert, durable=True)
         except Exception as exc:
-            if not same_text_stored(exc):
+            if not lcstore.same_text_stored(exc):
                 raise
             # Another daemon sharing the database stored the same text between our check and
             # our insert: the unique index refused ours (nothing of it was written). It is the
@@ -316,6 +317,8 @@ class Memories:
         now = self.clock()
         changes = dict(changes)
         allow = changes.pop("allow_secrets", False)
+        at = changes.pop("expected_updated_at", None)  # the version read: else a conflict
+        expected = None if at is None else iso(parse_time(at, what="expected_updated_at"))
         unknown = set(changes) - ADD_FIELDS
         if unknown:
             raise InvalidInput(f"cannot update {', '.join(sorted(unknown))}")
@@ -329,10 +332,17 @@ class Memories:
         phrases = values.pop("triggers", None)
 
         def _update(con: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+            stamp = lcstore.lock_entry(con, eid, now)  # (a second writer waits for this one)
             before = entries.get(con, eid)
             if before is None:
                 raise NotFound(f"no entry with id {eid}")
-            entries.update_memory(con, eid, values, now)
+            if expected is not None and (now_at := before["updated_at"]) != expected:
+                said = f"updated_at is {now_at}, not {expected}); nothing was changed. Get it"
+                raise Conflict(
+                    f"memory {eid} changed since you read it ({said} again, merge, and retry",
+                    data={"id": eid, "current_updated_at": now_at},
+                )
+            entries.update_memory(con, eid, values, stamp)
             if phrases is not None:
                 lifecycle.set_triggers(con, eid, phrases)
             after = entries.get(con, eid)
@@ -343,7 +353,7 @@ class Memories:
         try:
             before, rec = self.store.run_write(_update, durable=True)
         except Exception as exc:
-            if not same_text_stored(exc):
+            if not lcstore.same_text_stored(exc):
                 raise
             # another daemon stored this text in the namespace since our check: the same
             # refusal as the check's, and nothing of the update was written
@@ -429,7 +439,7 @@ class Memories:
             except Exception as exc:
                 # another daemon stored one of these texts meanwhile: the whole import was
                 # rolled back; run it again, and that text counts as a duplicate
-                if not same_text_stored(exc) or attempt == 2:
+                if not lcstore.same_text_stored(exc) or attempt == 2:
                     raise
         if counts["imported"]:
             self._changed()
@@ -569,16 +579,6 @@ class _Defaults:
 
     promotion_min_useful = 5
     promotion_min_ratio = 0.9
-
-
-def same_text_stored(exc: BaseException) -> bool:
-    """The database's unique index on a memory's (namespace, content hash) refused a write:
-    on PostgreSQL, another daemon stored the same text at the same time. Read from the
-    exception's SQLSTATE (23505) and constraint name, so psycopg need not be imported."""
-    if getattr(exc, "sqlstate", None) != "23505":
-        return False
-    diag = getattr(exc, "diag", None)
-    return getattr(diag, "constraint_name", None) == "entries_memory_hash"
 
 
 def _sections(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:

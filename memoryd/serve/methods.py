@@ -208,8 +208,13 @@ def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"items": items, "total": total, "next_cursor": following}
 
 
-@method("update", (ADD_PARAMS - {"content"}) | {"id", "content"}, required=("id",))
+@method(
+    "update",
+    (ADD_PARAMS - {"content"}) | {"id", "content", "expected_updated_at"},
+    required=("id",),
+)
 def update(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """Change fields of a memory; with expected_updated_at, only the version read."""
     return app.memories.update(params.get("id"), {k: v for k, v in params.items() if k != "id"})
 
 

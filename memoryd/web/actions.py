@@ -268,7 +268,18 @@ def status(ctx: Context, req: Request) -> Any:
 
 def memory_update(ctx: Context, req: Request) -> Any:
     body = _body(req)
-    fields = ("id", "content", "type", "tags", "importance", "source", "context", "namespace")
+    # expected_updated_at: the version the form was opened on (a change since: 409, conflict)
+    fields: tuple[str, ...] = (
+        "id",
+        "content",
+        "type",
+        "tags",
+        "importance",
+        "source",
+        "context",
+        "namespace",
+    )
+    fields = (*fields, "expected_updated_at")
     return call(ctx.app, "update", params_from(body, fields, req.path, text=False))
 
 
