@@ -85,3 +85,16 @@ def test_the_web_form_saves_only_over_the_version_it_showed(make_app: Any) -> No
         assert ok.status == 200 and app.memories.get(mid)["content"] == "Redis: 6380"
     finally:
         h.close()
+
+
+def test_memoryctl_update_if_updated(daemon_factory: Any) -> None:
+    d = daemon_factory(dailylog={"enabled": False})
+    mid = d.call("add", {"content": "the cache TTL is 60 s"})["id"]
+    read = d.call("get", {"id": mid})["updated_at"]
+    d.call("update", {"id": mid, "tags": ["cache"]})  # someone else, meanwhile
+    stale = d.ctl("update", str(mid), "--content", "TTL 90 s", "--if-updated", read)
+    assert stale.returncode == 1 and "changed since you read it" in stale.stderr, stale
+    assert d.call("get", {"id": mid})["content"] == "the cache TTL is 60 s"
+    now = d.call("get", {"id": mid})["updated_at"]
+    assert d.ctl("update", str(mid), "--content", "TTL 90 s", "--if-updated", now).returncode == 0
+    assert d.call("get", {"id": mid})["content"] == "TTL 90 s"

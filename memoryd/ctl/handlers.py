@@ -356,6 +356,7 @@ def s_list(res: dict[str, Any], a: Namespace) -> int:
 def p_update(a: Namespace) -> dict[str, Any]:
     content = stdin_text() if a.content == "-" else a.content  # out of other users' `ps`
     params = {"id": a.id, **given({"content": content}), **memory_params(a)}
+    params |= given({"expected_updated_at": a.if_updated})
     if a.no_expiry:
         params["expires_at"] = None
     return params

@@ -215,7 +215,16 @@ COMMANDS: tuple[Command, ...] = (
         method="update",
         params=h.p_update,
         show=h.s_update,
-        args=(ID, arg("--content", help="new text (- reads stdin)"), *memory_options(update=True)),
+        args=(
+            ID,
+            arg("--content", help="new text (- reads stdin)"),
+            *memory_options(update=True),
+            arg(
+                "--if-updated",
+                metavar="AT",
+                help="only if the memory is still at this updated_at (as get --json shows it)",
+            ),
+        ),
         examples=(
             "memoryctl update 42 --importance 8 --tags db,arch",
             "memoryctl update 42 --no-expiry",
