@@ -11,6 +11,7 @@ bridge."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
@@ -23,6 +24,7 @@ from memoryd.agents import catalog
 from memoryd.agents.tools import Bridge
 from memoryd.core.errors import Conflict, Refused
 from memoryd.index.indexer import sha256_bytes
+from memoryd.notes import fsops
 from memoryd.serve import methods as api
 from memoryd.text.decoding import decode
 
@@ -241,3 +243,74 @@ def test_memoryctl_delete_path_if_sha256(daemon_factory: Any) -> None:
     now = sha256_bytes(path.read_bytes())
     assert d.ctl("delete", "--path", "n.md", "--if-sha256", now).returncode == 0
     assert not path.exists()
+
+
+def test_an_editors_save_by_rename_during_the_swap_is_never_deleted(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vim (backupcopy=no), VS Code's safe save and sync tools rename a new file over the note.
+    One that lands after the daemon's last check and before its rename was deleted on main
+    (the rename replaced a file nothing had checked, and it had no other name)."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    path = app.cfg.workspace / "n.md"
+    path.write_text("# N\n\nold\n")
+    saves: list[str] = []
+
+    def person_saves(text: str) -> None:
+        def save() -> None:
+            monkeypatch.setattr(fsops, "before_swap", None, raising=False)  # once
+            tmp = path.with_name(".n.md.swp~")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+            saves.append(text)
+
+        monkeypatch.setattr(fsops, "before_swap", save, raising=False)
+
+    read = call(app, "note.read", path="n.md")
+    person_saves("# N\n\nold\nthe person's line\n")
+    with pytest.raises(Conflict):
+        call(
+            app, "note.write", path="n.md", content="# N\n\nagent\n", expected_sha256=read["sha256"]
+        )
+    assert saves and path.read_text() == "# N\n\nold\nthe person's line\n"
+    person_saves("# N\n\nold\nthe person's line\nand another\n")
+    call(app, "note.append", path="n.md", content="agent line")  # made again on top of it
+    assert path.read_text() == "# N\n\nold\nthe person's line\nand another\nagent line\n"
+    assert sorted(p.name for p in app.cfg.workspace.iterdir()) == ["n.md"]  # no temp left
+
+
+def test_agents_appends_while_an_editor_saves_by_rename(make_app: Any) -> None:
+    """A person's editor saving by rename (reloading the note first, as Obsidian and vim's
+    autoread do) while an agent appends: every append answers (on main some were refused,
+    `cannot change n.md: No such file or directory`, when the backup link met the rename),
+    and no line the editor saved is lost (on main a rename between the check and the swap was
+    deleted). An agent line the editor's own reload-and-save missed is the editor's race."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    path = app.cfg.workspace / "n.md"
+    path.write_text("# N\n")
+    stop = threading.Event()
+    saved: list[str] = []
+
+    def editor() -> None:
+        tmp = path.with_name(".n.md.swp~")
+        while not stop.is_set():
+            line = f"editor {len(saved)}\n"
+            tmp.write_text(path.read_text() + line)
+            os.replace(tmp, path)
+            saved.append(line)
+            stop.wait(0.005)  # a fast typist's saves, not a flood: appends get through too
+
+    thread = threading.Thread(target=editor, daemon=True)
+    thread.start()
+    try:
+        for n in range(100):
+            # a note that changed on each of the five tries is a conflict (documented); any
+            # other error fails the test
+            with contextlib.suppress(Conflict):
+                call(app, "note.append", path="n.md", content=f"agent {n}")
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    text = path.read_text()
+    assert len(saved) > 20, len(saved)  # the race was run
+    assert [line for line in saved if line not in text] == []

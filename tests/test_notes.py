@@ -12,6 +12,7 @@ import pytest
 from conftest import rpc, wait_for
 
 from memoryd.core.errors import Conflict, DiskFull, InvalidInput, NotFound, Refused, TooLarge
+from memoryd.notes import fsops
 from memoryd.notes.notes import normalize, sha256_bytes
 from memoryd.search.searcher import SearchRequest
 from memoryd.serve import methods as api
@@ -576,18 +577,17 @@ def test_a_daily_log_line_written_during_an_append_is_not_lost(
     app = make_app(model=None)
     day = app.notes.append("daily/today.md", "# Today")["path"]
     monkeypatch.setattr(app.dailylog, "path_for", lambda when: app.cfg.workspace / day)
-    real_replace = os.replace
     raced: list[threading.Thread] = []
 
-    def replace_with_a_racing_daily_log(src: Any, dst: Any, **kw: Any) -> None:
+    def a_racing_daily_log() -> None:
         if not raced:  # the memory is added while the append is about to rename
             t = threading.Thread(target=app.memories.add, args=("raced into the daily log",))
             raced.append(t)
             t.start()
             t.join(timeout=0.5)  # done at once unless the daily log waits for the append
-        real_replace(src, dst, **kw)
 
-    monkeypatch.setattr(os, "replace", replace_with_a_racing_daily_log)
+    # between the append's last check and its swap (notes/fsops.py guarded_replace)
+    monkeypatch.setattr(fsops, "before_swap", a_racing_daily_log)
     app.notes.append(day, "- the agent's line")
     raced[0].join(timeout=10)
     monkeypatch.undo()

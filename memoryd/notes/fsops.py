@@ -5,6 +5,7 @@ last moment before a change."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import os
@@ -14,8 +15,9 @@ import signal
 import stat
 import time
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from memoryd.core import oserrors
 from memoryd.core.errors import Conflict, InvalidInput, Refused, describe
@@ -183,6 +185,61 @@ def _closed_elsewhere(fd: int) -> bool:
         return True
 
 
+# Called between guarded_replace's check and its swap, where a test puts an editor's save.
+before_swap: Callable[[], None] | None = None
+_RENAME_EXCHANGE = 2  # Linux renameat2's RENAME_EXCHANGE, macOS renameatx_np's RENAME_SWAP
+
+
+def _exchange_call() -> Any:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    fn = getattr(libc, "renameat2", None) or getattr(libc, "renameatx_np", None)
+    if fn is not None:
+        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+        fn.restype = ctypes.c_int
+    return fn
+
+
+_EXCHANGE = _exchange_call()
+
+
+def _exchange(dfd: int, a: str, b: str) -> bool:
+    """Swap the names `a` and `b` in the folder `dfd` in one step; False where the system or
+    the file system cannot (then nothing was done)."""
+    if _EXCHANGE is None:
+        return False
+    if _EXCHANGE(dfd, os.fsencode(a), dfd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM):
+        return False
+    raise OSError(err, os.strerror(err), b)
+
+
+def _swap_in(dfd: int, tmp: str, name: str, old_fd: int, new_fd: int) -> None:
+    """Put the temp in the note's place. The file there must still be the one checked
+    (`old_fd`): an editor that saved by rename after the check (vim, VS Code, a sync tool) put
+    another file there, which a plain rename would delete with no name left. So the two names
+    are exchanged and the one taken out is looked at: not the file checked, it is put back and
+    Changed raised. Where names cannot be exchanged (NFS, an old kernel), a plain rename."""
+    if not _exchange(dfd, tmp, name):
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        return
+    out = os.stat(tmp, dir_fd=dfd, follow_symlinks=False).st_ino
+    if out == os.fstat(old_fd).st_ino:
+        os.unlink(tmp, dir_fd=dfd)  # the old file (its backup name keeps it until checked)
+        return
+    _exchange(dfd, tmp, name)  # the editor's file back in its place
+    if os.stat(tmp, dir_fd=dfd, follow_symlinks=False).st_ino != os.fstat(new_fd).st_ino:
+        # a third save between the two exchanges: keep it beside the note, never delete it
+        kept = f"{name[:-3] if name.endswith('.md') else name} (conflict {secrets.token_hex(3)}).md"
+        os.rename(tmp, kept, src_dir_fd=dfd, dst_dir_fd=dfd)
+        log.warning("a note was saved twice during a replacement; one copy kept", kept=kept)
+    raise Changed(name)
+
+
 def guarded_replace(dfd: int, tmp: str, name: str, based_on: bytes | None, data: bytes) -> None:
     """Make the temp `tmp` (holding `data`) the file `name`, only if `name` holds `based_on`
     (None: it must not exist) at the moment of the swap, and never lose bytes someone appended
@@ -194,7 +251,9 @@ def guarded_replace(dfd: int, tmp: str, name: str, based_on: bytes | None, data:
     keeps a second name until the swap is known good: after the rename its bytes are read again
     through a descriptor held since the check; when they changed, the old file is renamed back
     (with everything written to it, now and later) and bytes appended to ours in that instant
-    are appended to it. Where the file system has no hard links, only the check is made."""
+    are appended to it. Where the file system has no hard links, only the check is made. The
+    swap itself exchanges the names (_swap_in), so an editor's save by rename that lands after
+    the check is put back, not deleted."""
     if based_on is None:  # a new note: link() never replaces a file that appeared meanwhile
         try:
             os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
@@ -225,13 +284,19 @@ def guarded_replace(dfd: int, tmp: str, name: str, based_on: bytes | None, data:
                 != os.fstat(old_fd).st_ino
             ):
                 raise Changed(name)  # the file was swapped between our open and the link
+        except FileNotFoundError:
+            # the file checked was renamed over meanwhile (an editor's save): Linux refuses to
+            # link a file whose last name just went; a change, not a failure of the write
+            raise Changed(name) from None
         except OSError as exc:
             if exc.errno not in _NO_LINKS:
                 raise
             backup = None
         new_fd = os.open(tmp, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
         try:
-            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            if before_swap is not None:
+                before_swap()  # (tests: an editor's save by rename lands here)
+            _swap_in(dfd, tmp, name, old_fd, new_fd)
             idle = _closed_elsewhere(old_fd)
             late = _read_fd(old_fd)
             if late == based_on and idle:
