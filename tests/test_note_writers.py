@@ -22,9 +22,9 @@ import pytest
 
 from memoryd.agents import catalog
 from memoryd.agents.tools import Bridge
+from memoryd.core import swap
 from memoryd.core.errors import Conflict, Refused
 from memoryd.index.indexer import sha256_bytes
-from memoryd.notes import fsops
 from memoryd.serve import methods as api
 from memoryd.text.decoding import decode
 
@@ -258,13 +258,13 @@ def test_an_editors_save_by_rename_during_the_swap_is_never_deleted(
 
     def person_saves(text: str) -> None:
         def save() -> None:
-            monkeypatch.setattr(fsops, "before_swap", None, raising=False)  # once
+            monkeypatch.setattr(swap, "before_swap", None, raising=False)  # once
             tmp = path.with_name(".n.md.swp~")
             tmp.write_text(text)
             os.replace(tmp, path)
             saves.append(text)
 
-        monkeypatch.setattr(fsops, "before_swap", save, raising=False)
+        monkeypatch.setattr(swap, "before_swap", save, raising=False)
 
     read = call(app, "note.read", path="n.md")
     person_saves("# N\n\nold\nthe person's line\n")
@@ -314,3 +314,32 @@ def test_agents_appends_while_an_editor_saves_by_rename(make_app: Any) -> None:
     text = path.read_text()
     assert len(saved) > 20, len(saved)  # the race was run
     assert [line for line in saved if line not in text] == []
+
+
+def test_a_persons_save_of_the_daily_log_during_a_line_rewrite_is_kept(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Updating or forgetting a memory rewrites its daily log line (read, edit, rename). A person
+    saving that day's note in their editor between the read and the rename lost their text on
+    main; now the rewrite is made again on top of their save."""
+    app = make_app(model=None)
+    mid = app.memories.add(content="the cache TTL is 60 s").id
+    [path] = [p for p in app.cfg.workspace.rglob("*.md") if "60 s" in p.read_text()]
+    saves: list[str] = []
+
+    def person_saves() -> None:
+        monkeypatch.setattr(swap, "before_swap", None)  # once
+        tmp = path.with_name("." + path.name + ".swp~")
+        tmp.write_text(path.read_text() + "- the person's own line\n")
+        os.replace(tmp, path)
+        saves.append("saved")
+
+    monkeypatch.setattr(swap, "before_swap", person_saves)
+    app.memories.update(mid, {"content": "the cache TTL is 90 s"})
+    text = path.read_text()
+    assert saves and "- the person's own line\n" in text
+    assert "the cache TTL is 90 s" in text and "60 s" not in text
+    monkeypatch.setattr(swap, "before_swap", person_saves)
+    app.memories.delete(mid)  # a forgotten memory's line goes, the person's stays
+    text = path.read_text()
+    assert text.count("- the person's own line\n") == 2 and "TTL" not in text

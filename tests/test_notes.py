@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from conftest import rpc, wait_for
 
+from memoryd.core import swap
 from memoryd.core.errors import Conflict, DiskFull, InvalidInput, NotFound, Refused, TooLarge
-from memoryd.notes import fsops
 from memoryd.notes.notes import normalize, sha256_bytes
 from memoryd.search.searcher import SearchRequest
 from memoryd.serve import methods as api
@@ -586,8 +586,8 @@ def test_a_daily_log_line_written_during_an_append_is_not_lost(
             t.start()
             t.join(timeout=0.5)  # done at once unless the daily log waits for the append
 
-    # between the append's last check and its swap (notes/fsops.py guarded_replace)
-    monkeypatch.setattr(fsops, "before_swap", a_racing_daily_log)
+    # between the append's last check and its swap (core/swap.py guarded_replace)
+    monkeypatch.setattr(swap, "before_swap", a_racing_daily_log)
     app.notes.append(day, "- the agent's line")
     raced[0].join(timeout=10)
     monkeypatch.undo()

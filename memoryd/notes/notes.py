@@ -66,6 +66,7 @@ from memoryd.core.fsutil import (
     within,
 )
 from memoryd.core.logsetup import get_logger
+from memoryd.core.swap import READ_FLAGS, Changed, bytes_now, guarded_replace
 from memoryd.core.timeutil import iso
 from memoryd.index.indexer import ROOT_AWAY, Indexer, sha256_bytes
 from memoryd.memory.lifecycle import summary
@@ -73,12 +74,8 @@ from memoryd.memory.validation import check_str, guard
 from memoryd.notes import keep
 from memoryd.notes.fsops import (
     DIR_FLAGS,
-    READ_FLAGS,
-    Changed,
-    bytes_now,
     check_expected,
     check_sha,
-    guarded_replace,
     move_whole,
     normalize,
     os_errors,
@@ -284,7 +281,7 @@ class Notes:
         based_on: bytes | bool | None = True,
     ) -> None:
         """fsutil.atomic_write_at; with `based_on` (the bytes the new text was made from, None:
-        no file), through fsops.guarded_replace: when the file does not hold them at the moment
+        no file), through core.swap.guarded_replace: when the file does not hold them at the moment
         of the swap (an editor saved or appended, the daily log added a line), nothing of the
         new text stays and Changed is raised. True: replace regardless. The old file's
         extended attributes go to the new one (keep.copy_xattrs)."""
