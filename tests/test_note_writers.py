@@ -343,3 +343,17 @@ def test_a_persons_save_of_the_daily_log_during_a_line_rewrite_is_kept(
     app.memories.delete(mid)  # a forgotten memory's line goes, the person's stays
     text = path.read_text()
     assert text.count("- the person's own line\n") == 2 and "TTL" not in text
+
+
+@pytest.mark.parametrize("door", ["note.write", "note.append"])
+def test_a_symlinked_note_is_refused_naming_its_target(make_app: Any, door: str) -> None:
+    """A write through a symlink would replace the link with a file; the refusal names the note
+    to write instead (on main: 'the note it points to', which an agent cannot act on)."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    (app.cfg.workspace / "real").mkdir()
+    (app.cfg.workspace / "real" / "target.md").write_text("# T\n")
+    (app.cfg.workspace / "link.md").symlink_to("real/target.md")
+    with pytest.raises(Refused, match=r"link.md is a symlink to real/target.md; write to real/"):
+        call(app, door, path="link.md", content="x")
+    assert (app.cfg.workspace / "link.md").is_symlink()
+    assert call(app, door, path="real/target.md", content="x")["path"] == "real/target.md"

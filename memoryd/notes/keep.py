@@ -22,6 +22,7 @@ import contextlib
 import os
 import re
 import stat
+from pathlib import Path
 
 from memoryd.core.errors import Refused
 from memoryd.text import decoding
@@ -101,6 +102,16 @@ def _may_write(st: os.stat_result) -> bool:
     if st.st_gid == os.getegid() or st.st_gid in os.getgroups():
         return bool(st.st_mode & stat.S_IWGRP)
     return bool(st.st_mode & stat.S_IWOTH)
+
+
+def symlinked(rel: str, full: Path, root_real: Path) -> str:
+    """The refusal of a write to a note that is a symlink, naming the note it leads to (the
+    agent's next call) when that is in the workspace."""
+    real = Path(os.path.realpath(full))
+    if real.is_relative_to(root_real) and real != root_real:
+        target = real.relative_to(root_real).as_posix()
+        return f"{rel} is a symlink to {target}; write to {target} instead"
+    return f"{rel} is a symlink; write to the note it points to instead"
 
 
 def other_names(rel: str, st: os.stat_result) -> dict[str, str]:

@@ -237,7 +237,7 @@ class Notes:
         except (FileNotFoundError, NotADirectoryError):
             return None
         if stat.S_ISLNK(st.st_mode):
-            raise Refused(f"{rel} is a symlink; write to the note it points to instead")
+            raise Refused(keep.symlinked(rel, self.root / rel, self.root_real))
         if stat.S_ISDIR(st.st_mode):
             raise InvalidInput(f"{rel} is a folder, not a note")
         return self._read_at(dfd, name, rel)
