@@ -357,3 +357,26 @@ def test_a_symlinked_note_is_refused_naming_its_target(make_app: Any, door: str)
         call(app, door, path="link.md", content="x")
     assert (app.cfg.workspace / "link.md").is_symlink()
     assert call(app, door, path="real/target.md", content="x")["path"] == "real/target.md"
+
+
+def test_a_write_without_a_version_names_the_one_it_replaced(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No expected_sha256: whatever is there is replaced, and the answer's replaced_sha256 is
+    that version, also when a person saved in the instant before the swap (on main their save
+    was deleted and the answer named nothing)."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    path = app.cfg.workspace / "n.md"
+    path.write_text("# N\n\nold\n")
+    person = "# N\n\nold\nthe person's line\n"
+
+    def save() -> None:
+        monkeypatch.setattr(swap, "before_swap", None)  # once
+        tmp = path.with_name(".n.md.swp~")
+        tmp.write_text(person)
+        os.replace(tmp, path)
+
+    monkeypatch.setattr(swap, "before_swap", save)
+    out = call(app, "note.write", path="n.md", content="# N\n\nagent\n")
+    assert path.read_text() == "# N\n\nagent\n"
+    assert out["replaced_sha256"] == sha256_bytes(person.encode())

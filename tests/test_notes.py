@@ -263,17 +263,14 @@ def test_writes_go_through_a_temp_file_and_a_rename(
     app.notes.write("n.md", "old\n")
     (app.cfg.workspace / "n.md").chmod(0o640)
     seen: list[tuple[str, str, str]] = []
-    real_replace = os.replace
 
-    def spy(src: Any, dst: Any, **dir_fds: int) -> None:
-        # at the moment of the rename the note is still whole and old; the temp is whole and new
-        # (both names are relative to the folder's descriptor: no path is looked up again)
-        assert set(dir_fds) == {"src_dir_fd", "dst_dir_fd"} and "/" not in src + dst
+    def spy() -> None:
+        # at the moment of the swap the note is still whole and old; the temp is whole and new
         folder = app.cfg.workspace
-        seen.append(((folder / dst).read_text(), (folder / src).read_text(), src))
-        real_replace(src, dst, **dir_fds)
+        [tmp] = [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+        seen.append(((folder / "n.md").read_text(), tmp.read_text(), tmp.name))
 
-    monkeypatch.setattr(os, "replace", spy)
+    monkeypatch.setattr(swap, "before_swap", spy)
     app.notes.write("n.md", "new\n")
     assert seen[0][:2] == ("old\n", "new\n")
     assert seen[0][2].startswith(".n.md.") and seen[0][2].endswith(".tmp")
@@ -512,7 +509,8 @@ def test_a_folder_swapped_for_a_symlink_is_not_read_through(
 def test_a_target_swapped_for_a_symlink_is_replaced_not_followed(
     make_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """rename() replaces a symlink at the target, it never writes through it."""
+    """A symlink planted at the target after the checks is never written through: the swap
+    finds a file it did not check there and the write is refused (it was replaced before)."""
     from memoryd.notes import notes as notes_mod
 
     app = make_app(model=None)
@@ -529,9 +527,10 @@ def test_a_target_swapped_for_a_symlink_is_replaced_not_followed(
         return out
 
     monkeypatch.setattr(notes_mod.Notes, "_ensure_parent", ensure_then_link)
-    app.notes.write("t.md", "mine\n")
+    with pytest.raises(Refused, match=r"t\.md is a symlink"):
+        app.notes.write("t.md", "mine\n")
     assert (outside / "secret.md").read_text() == "outside secret\n"
-    assert not (ws / "t.md").is_symlink() and (ws / "t.md").read_text() == "mine\n"
+    assert (ws / "t.md").is_symlink()  # left as it was found
 
 
 def test_a_name_that_differs_only_in_unicode_normalization_is_the_same_note(

@@ -19,10 +19,12 @@ is written as given (read, edit, write back)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 from memoryd.core.errors import Refused
 from memoryd.text import decoding
@@ -60,6 +62,22 @@ def encode_as(text: str, old: bytes) -> tuple[bytes, str]:
         with contextlib.suppress(UnicodeEncodeError):
             return text.encode(decoding.LEGACY), encoding
     return text.encode("utf-8"), "utf-8"
+
+
+def replacing(
+    rel: str, data: bytes, current: tuple[bytes, os.stat_result] | None
+) -> tuple[bytes, dict[str, Any]]:
+    """(the bytes to write, what the answer adds) for `data` (UTF-8) replacing `current` (the
+    note's bytes and stat; None: a new note, written as given): refused when read-only, in its
+    encoding, and the answer names the version replaced, the encoding kept, other names."""
+    if current is None:
+        return data, {}
+    check_writable(rel, current[1])
+    out, encoding = encode_as(data.decode("utf-8"), current[0])
+    said: dict[str, Any] = {"replaced_sha256": hashlib.sha256(current[0]).hexdigest()}
+    if encoding != "utf-8":
+        said["encoding"] = encoding
+    return out, said | other_names(rel, current[1])
 
 
 def appended(old: bytes, added: bytes) -> bytes:

@@ -278,21 +278,17 @@ class Notes:
         data: bytes,
         mode: int | None,
         *,
-        based_on: bytes | bool | None = True,
+        based_on: bytes | None,
     ) -> None:
         """fsutil.atomic_write_at; with `based_on` (the bytes the new text was made from, None:
         no file), through core.swap.guarded_replace: when the file does not hold them at the moment
         of the swap (an editor saved or appended, the daily log added a line), nothing of the
-        new text stays and Changed is raised. True: replace regardless. The old file's
-        extended attributes go to the new one (keep.copy_xattrs)."""
-        old = based_on if isinstance(based_on, bytes) else None
+        new text stays and Changed is raised. The old file's extended attributes go to the new
+        one (keep.copy_xattrs)."""
 
         def swap(tmp: str) -> None:
             keep.copy_xattrs(dfd, name, tmp)
-            if based_on is True:
-                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-            else:
-                guarded_replace(dfd, tmp, name, old, data)
+            guarded_replace(dfd, tmp, name, based_on, data)
 
         atomic_write_at(dfd, name, data, mode, replace=swap)
 
@@ -362,32 +358,34 @@ class Notes:
         rel, full, data, expected = self._incoming(path, content, expected_sha256, allow_secrets)
         self._check_size(rel, len(data))
         with self._lock, os_errors(rel):
-            current = self._peek(full, rel)
-            check_expected(rel, expected, current[0] if current else None)
-            kept: dict[str, Any] = {}
-            if current is not None:  # in its encoding and line ends; never a read-only one
-                keep.check_writable(rel, current[1])
-                data, encoding = keep.encode_as(data.decode("utf-8"), current[0])
-                self._check_size(rel, len(data))
-                kept = {"replaced_sha256": sha256_bytes(current[0])}
-                kept |= {"encoding": encoding} if encoding != "utf-8" else {}
-                kept |= keep.other_names(rel, current[1])
-            self._ensure_parent(full, rel)
-            mode = stat.S_IMODE(current[1].st_mode) if current else None
-            based_on = (current[0] if current else None) if expected is not None else True
-            with self._folder(rel, full.parent) as dfd:
-                try:
-                    self._atomic_write(dfd, full.name, data, mode, based_on=based_on)
-                except Changed:
-                    raise Conflict(
-                        f"{rel} changed while it was being written; read it again and retry",
-                        data={"path": rel, "current_sha256": sha_now(dfd, full.name)},
-                    ) from None
+            for _ in range(5):  # without expected: the version replaced is the one it names
+                current = self._peek(full, rel)
+                check_expected(rel, expected, current[0] if current else None)
+                out, kept = keep.replacing(rel, data, current)  # its encoding; not read-only
+                self._check_size(rel, len(out))
+                self._ensure_parent(full, rel)
+                mode = stat.S_IMODE(current[1].st_mode) if current else None
+                with self._folder(rel, full.parent) as dfd:
+                    try:
+                        old = current[0] if current else None
+                        self._atomic_write(dfd, full.name, out, mode, based_on=old)
+                        break
+                    except Changed:
+                        if expected is not None:
+                            raise Conflict(
+                                f"{rel} changed while it was being written; read it again and "
+                                "retry",
+                                data={"path": rel, "current_sha256": sha_now(dfd, full.name)},
+                            ) from None
+            else:
+                raise Conflict(
+                    f"{rel} kept changing while it was written; retry", data={"path": rel}
+                )
             index = self._index(rel, full)
-        log.info("note written", path=rel, bytes=len(data), created=current is None)
+        log.info("note written", path=rel, bytes=len(out), created=current is None)
         if "warning" in kept and "warning" in index:  # both said
             index["warning"] = f"{kept['warning']}; {index['warning']}"
-        sha = sha256_bytes(data)
+        sha = sha256_bytes(out)
         return {"path": rel, "sha256": sha, "created": current is None, **kept, **index}
 
     def append(
