@@ -14,10 +14,14 @@ from webclient import WebHarness
 
 from memoryd.agents import catalog
 from memoryd.agents.tools import Bridge
-from memoryd.core.errors import Conflict, NotFound
-from memoryd.serve import methods  # noqa: F401  (the method table the web page calls)
+from memoryd.core.errors import Conflict, InvalidInput, NotFound
+from memoryd.serve import methods as api  # (also the method table the web page calls)
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+
+def call(app: Any, name: str, **params: Any) -> Any:
+    return api.lookup(name, params).fn(app, params)
 
 
 def test_an_update_from_a_stale_read_is_a_conflict(make_app: Any) -> None:
@@ -98,3 +102,32 @@ def test_memoryctl_update_if_updated(daemon_factory: Any) -> None:
     now = d.call("get", {"id": mid})["updated_at"]
     assert d.ctl("update", str(mid), "--content", "TTL 90 s", "--if-updated", now).returncode == 0
     assert d.call("get", {"id": mid})["content"] == "TTL 90 s"
+
+
+def test_forget_takes_only_the_version_read(make_app: Any) -> None:
+    """Forgetting a memory another agent changed since: a conflict, nothing deleted (the socket
+    `delete` by id, the MCP forget tool, the web page's Delete)."""
+    app = make_app(model=None, dailylog={"enabled": False})
+    mid = app.memories.add(content="the cache TTL is 60 s").id
+    read = app.memories.get(mid)["updated_at"]
+    now = app.memories.update(mid, {"content": "the cache TTL is 90 s"})["updated_at"]
+    for dry_run in (True, False):
+        with pytest.raises(Conflict, match="nothing was deleted") as exc:
+            call(app, "delete", id=mid, expected_updated_at=read, dry_run=dry_run)
+        assert exc.value.data == {"id": mid, "current_updated_at": now}
+    assert app.memories.get(mid)["content"] == "the cache TTL is 90 s"
+    with pytest.raises(InvalidInput, match="expected_updated_at: only with id"):
+        call(app, "delete", tag="x", expected_updated_at=now)
+    assert call(app, "delete", id=mid, expected_updated_at=now)["deleted"] is True
+    with pytest.raises(NotFound):
+        app.memories.get(mid)
+    h = WebHarness(app)  # the web page's Delete sends the version it shows
+    try:
+        h.sign_in()
+        other = app.memories.add(content="deploys on Tuesdays").id
+        shown = app.memories.get(other)["updated_at"]
+        app.memories.update(other, {"tags": ["ops"]})
+        ans = h.request("POST", "/api/memory/delete", {"id": other, "expected_updated_at": shown})
+        assert ans.status == 409 and app.memories.get(other)["tags"] == ["ops"]
+    finally:
+        h.close()

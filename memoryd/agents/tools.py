@@ -351,7 +351,16 @@ TOOLS: list[ToolSpec] = [
         "forget",
         "Delete one memory by id, for good (for outdated memories prefer update with "
         "tier 'deprecated'). Notes are not deleted here.",
-        _obj({"id": {**INT, "minimum": 1}}, ("id",)),
+        _obj(
+            {
+                "id": {**INT, "minimum": 1},
+                "expected_updated_at": {
+                    "type": "string",
+                    "description": "the updated_at get gave: if it changed since, a conflict",
+                },
+            },
+            ("id",),
+        ),
         run_method("delete"),
         fmt_forgot,
         read_only=False,

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from memoryd.core.errors import (
-    Conflict,
     InvalidInput,
     MemorydError,
     NotFound,
@@ -25,7 +24,7 @@ from memoryd.core.errors import (
     describe,
 )
 from memoryd.core.logsetup import get_logger
-from memoryd.core.timeutil import iso, parse_time
+from memoryd.core.timeutil import parse_time
 from memoryd.memory import lifecycle
 from memoryd.memory.validation import (
     ADD_FIELDS,
@@ -249,7 +248,7 @@ class Memories:
         chunks = self.store.read(lambda con: entries.document_chunks(con, rel))
         if not chunks:
             raise NotFound(f"no indexed note at {describe(rel)}")
-        sections = _sections(chunks)
+        sections = lifecycle.note_sections(chunks)
         if sec:
             chosen = [c for c in chunks if (c["heading_path"] or [""])[-1] == sec]
             if not chosen:
@@ -317,8 +316,7 @@ class Memories:
         now = self.clock()
         changes = dict(changes)
         allow = changes.pop("allow_secrets", False)
-        at = changes.pop("expected_updated_at", None)  # the version read: else a conflict
-        expected = None if at is None else iso(parse_time(at, what="expected_updated_at"))
+        expected = lifecycle.expected_at(changes.pop("expected_updated_at", None))
         unknown = set(changes) - ADD_FIELDS
         if unknown:
             raise InvalidInput(f"cannot update {', '.join(sorted(unknown))}")
@@ -332,16 +330,9 @@ class Memories:
         phrases = values.pop("triggers", None)
 
         def _update(con: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-            stamp = lcstore.lock_entry(con, eid, now)  # (a second writer waits for this one)
-            before = entries.get(con, eid)
+            stamp, before = lifecycle.held(con, eid, now, expected, "changed")
             if before is None:
                 raise NotFound(f"no entry with id {eid}")
-            if expected is not None and (now_at := before["updated_at"]) != expected:
-                said = f"updated_at is {now_at}, not {expected}); nothing was changed. Get it"
-                raise Conflict(
-                    f"memory {eid} changed since you read it ({said} again, merge, and retry",
-                    data={"id": eid, "current_updated_at": now_at},
-                )
             entries.update_memory(con, eid, values, stamp)
             if phrases is not None:
                 lifecycle.set_triggers(con, eid, phrases)
@@ -475,8 +466,13 @@ class Memories:
 
     # -- delete, prune, expire ------------------------------------------------------------------
 
-    def delete(self, entry_id: object, *, dry_run: bool = False) -> dict[str, Any]:
+    def delete(
+        self, entry_id: object, *, dry_run: bool = False, expected_updated_at: object = None
+    ) -> dict[str, Any]:
+        """One memory; with expected_updated_at only that version (checked as the row is
+        deleted, holding it: a change made since is a Conflict and nothing goes)."""
         eid = check_id(entry_id)
+        expected = lifecycle.expected_at(expected_updated_at)
 
         def check(con: Any) -> list[int]:
             rec = entries.get(con, eid)
@@ -489,7 +485,13 @@ class Memories:
                 )
             return [eid]
 
-        return self._remove(self.store.read(check), dry_run=dry_run, why="deleted")[0]
+        def guard(con: Any) -> object:
+            return lifecycle.held(con, eid, 0.0, expected, "deleted")
+
+        ids = self.store.read(check)
+        if dry_run:
+            self.store.read(guard)
+        return self._remove(ids, dry_run=dry_run, why="deleted", guard=guard)[0]
 
     def delete_where(
         self, *, tag: object = None, namespace: object = None, dry_run: bool = False
@@ -534,16 +536,25 @@ class Memories:
         return n + chunks
 
     def _remove(
-        self, ids: builtins.list[int], *, dry_run: bool, why: str
+        self,
+        ids: builtins.list[int],
+        *,
+        dry_run: bool,
+        why: str,
+        guard: Callable[[Any], object] | None = None,
     ) -> tuple[dict[str, Any], builtins.list[dict[str, Any]]]:
         """Delete memories by id through the hooks; the answer names the checkpoints and
         snapshots taken since the oldest of them was created: they still hold a copy."""
         records = self.store.read(lambda con: entries.get_many(con, ids))
         found = [records[i] for i in ids if i in records]
         if not dry_run and found:
-            self.store.run_write(
-                lambda con: lcstore.delete_ids(con, [r["id"] for r in found]), durable=True
-            )
+
+            def remove(con: Any) -> None:
+                if guard is not None:  # in the delete's transaction
+                    guard(con)
+                lcstore.delete_ids(con, [r["id"] for r in found])
+
+            self.store.run_write(remove, durable=True)
             self._run(self.on_removed, found)
             self._changed()
             log.info(why, ids=[r["id"] for r in found][:50], count=len(found))
@@ -579,22 +590,3 @@ class _Defaults:
 
     promotion_min_useful = 5
     promotion_min_ratio = 0.9
-
-
-def _sections(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for c in chunks:
-        hp = c["heading_path"] or []
-        heading = hp[-1] if hp else None
-        if out and out[-1]["heading_path"] == hp:
-            out[-1]["end_line"] = c["end_line"]
-            continue
-        out.append(
-            {
-                "heading": heading,
-                "heading_path": hp,
-                "start_line": c["start_line"],
-                "end_line": c["end_line"],
-            }
-        )
-    return out

@@ -218,7 +218,10 @@ def update(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.update(params.get("id"), {k: v for k, v in params.items() if k != "id"})
 
 
-@method("delete", {"id", "tag", "namespace", "path", "dry_run", "expected_sha256"})
+@method(
+    "delete",
+    {"id", "tag", "namespace", "path", "dry_run", "expected_sha256", "expected_updated_at"},
+)
 def delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """One of: id; tag (memories carrying it); namespace (all its memories); path (a workspace
     file or folder: moved to <data_dir>/trash, its chunks leave the index; with
@@ -230,8 +233,11 @@ def delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
     sha = params.get("expected_sha256")
     if sha is not None and "path" not in given:
         raise InvalidInput("expected_sha256: only with path (the note's version note.read gave)")
+    at = params.get("expected_updated_at")
+    if at is not None and "id" not in given:
+        raise InvalidInput("expected_updated_at: only with id (the memory's version get gave)")
     if "id" in given:
-        res = app.memories.delete(params["id"], dry_run=dry)
+        res = app.memories.delete(params["id"], dry_run=dry, expected_updated_at=at)
         return {**res, "deleted": True, "id": res["ids"][0]}
     if "path" in given:
         return app.notes.trash(params["path"], dry_run=dry, expected_sha256=sha)

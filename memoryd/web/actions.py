@@ -295,8 +295,8 @@ def memory_tier(ctx: Context, req: Request) -> Any:
 
 def memory_delete(ctx: Context, req: Request) -> Any:
     """Delete through the API's door, keeping the memory as it was for undo."""
-    params = params_from(_body(req), ("id",), req.path, text=False)
-    record = call(ctx.app, "get", params)
+    params = params_from(_body(req), ("id", "expected_updated_at"), req.path, text=False)
+    record = call(ctx.app, "get", {"id": params.get("id")})
     if record.get("kind") != "memory":
         raise InvalidInput("only memories are deleted here; edit or delete the note instead")
     result = call(ctx.app, "delete", params)

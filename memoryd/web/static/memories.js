@@ -140,7 +140,8 @@
     const short = m.content.length > 80 ? m.content.slice(0, 80) + "…" : m.content;
     if (!window.confirm(`Delete memory #${m.id}?\n\n${short}`)) return;
     try {
-      const res = await post("/api/memory/delete", { id: m.id });
+      // only the version shown: a change made since (an agent) is a conflict, not deleted
+      const res = await post("/api/memory/delete", { id: m.id, expected_updated_at: m.updated_at });
       box.remove();
       loadTrash();
       toast(`memory #${m.id} deleted`, { label: "Undo", run: () => restore(res.trash_key) });
