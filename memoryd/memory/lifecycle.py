@@ -321,12 +321,13 @@ def expected_at(value: object) -> str | None:
 
 
 def held(
-    con: Connection, entry_id: int, now: float, expected: str | None, what: str
+    con: Connection, entry_id: int, now: float, expected: str | None, what: str, lock: bool = True
 ) -> tuple[float, dict[str, Any] | None]:
     """(the time to stamp a change with, the record) of a memory about to change, its row held
     until the transaction ends (store.lifecycle.lock_entry); Conflict when `expected` is not
-    its updated_at: someone changed it since the caller read it, and nothing is `what`."""
-    stamp = lcstore.lock_entry(con, entry_id, now)
+    its updated_at: someone changed it since the caller read it, and nothing is `what`.
+    `lock` False: a look only (a dry run's, in a read-only transaction)."""
+    stamp = lcstore.lock_entry(con, entry_id, now) if lock else now
     rec = entries.get(con, entry_id)
     if expected is not None and rec is not None and (at := rec["updated_at"]) != expected:
         raise Conflict(

@@ -490,7 +490,7 @@ class Memories:
 
         ids = self.store.read(check)
         if dry_run:
-            self.store.read(guard)
+            self.store.read(lambda con: lifecycle.held(con, eid, 0.0, expected, "deleted", False))
         return self._remove(ids, dry_run=dry_run, why="deleted", guard=guard)[0]
 
     def delete_where(
