@@ -11,6 +11,8 @@ python -m bench.churn --seed N --rounds R [--pg] [--model real]  (a churning wor
                           the disk and rg, with a real daemon; bench/churn.py)
 python -m bench.roundtrip --memories N --notes N [--pg]  (an export imported into a second store
                           beside the same notes: every answer compared; bench/roundtrip.py)
+python -m bench.editors [--seconds S] [--rounds R]  (an editor's saves and an agent's appends on
+                          one note, with a real daemon; bench/editors.py)
 
 Prints a table and writes bench/results/<time>.json. See BENCHMARKS.md for the figures.
 """

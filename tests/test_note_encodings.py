@@ -67,7 +67,8 @@ def test_an_append_keeps_the_notes_encoding(make_app: Any, kind: str) -> None:
     data = path.read_bytes()
     text, encoding, lossy = decode(data)
     assert not lossy and encoding == decode(ENCODERS[kind](TEXT))[1]
-    assert text.startswith("# Café notes") and text.endswith("résumé\n- numbat rollout ✓\n")
+    eol = "\r\n" if kind == "crlf" else "\n"  # a CRLF note's line ends, not a mix
+    assert text.startswith("# Café notes") and text.endswith(f"résumé{eol}- numbat rollout ✓{eol}")
     assert text.count("\ufeff") == 0  # one byte order mark at most, and it is not text
     assert [h["path"] for h in hits(app, "numbat")] == ["n.md"]
     assert [h["path"] for h in hits(app, "résumé")] == ["n.md"]

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from conftest import rpc, wait_for
 
+from memoryd.core import swap
 from memoryd.core.errors import Conflict, DiskFull, InvalidInput, NotFound, Refused, TooLarge
 from memoryd.notes.notes import normalize, sha256_bytes
 from memoryd.search.searcher import SearchRequest
@@ -262,17 +263,14 @@ def test_writes_go_through_a_temp_file_and_a_rename(
     app.notes.write("n.md", "old\n")
     (app.cfg.workspace / "n.md").chmod(0o640)
     seen: list[tuple[str, str, str]] = []
-    real_replace = os.replace
 
-    def spy(src: Any, dst: Any, **dir_fds: int) -> None:
-        # at the moment of the rename the note is still whole and old; the temp is whole and new
-        # (both names are relative to the folder's descriptor: no path is looked up again)
-        assert set(dir_fds) == {"src_dir_fd", "dst_dir_fd"} and "/" not in src + dst
+    def spy() -> None:
+        # at the moment of the swap the note is still whole and old; the temp is whole and new
         folder = app.cfg.workspace
-        seen.append(((folder / dst).read_text(), (folder / src).read_text(), src))
-        real_replace(src, dst, **dir_fds)
+        [tmp] = [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+        seen.append(((folder / "n.md").read_text(), tmp.read_text(), tmp.name))
 
-    monkeypatch.setattr(os, "replace", spy)
+    monkeypatch.setattr(swap, "before_swap", spy)
     app.notes.write("n.md", "new\n")
     assert seen[0][:2] == ("old\n", "new\n")
     assert seen[0][2].startswith(".n.md.") and seen[0][2].endswith(".tmp")
@@ -511,7 +509,8 @@ def test_a_folder_swapped_for_a_symlink_is_not_read_through(
 def test_a_target_swapped_for_a_symlink_is_replaced_not_followed(
     make_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """rename() replaces a symlink at the target, it never writes through it."""
+    """A symlink planted at the target after the checks is never written through: the swap
+    finds a file it did not check there and the write is refused (it was replaced before)."""
     from memoryd.notes import notes as notes_mod
 
     app = make_app(model=None)
@@ -528,9 +527,10 @@ def test_a_target_swapped_for_a_symlink_is_replaced_not_followed(
         return out
 
     monkeypatch.setattr(notes_mod.Notes, "_ensure_parent", ensure_then_link)
-    app.notes.write("t.md", "mine\n")
+    with pytest.raises(Refused, match=r"t\.md is a symlink"):
+        app.notes.write("t.md", "mine\n")
     assert (outside / "secret.md").read_text() == "outside secret\n"
-    assert not (ws / "t.md").is_symlink() and (ws / "t.md").read_text() == "mine\n"
+    assert (ws / "t.md").is_symlink()  # left as it was found
 
 
 def test_a_name_that_differs_only_in_unicode_normalization_is_the_same_note(
@@ -576,18 +576,17 @@ def test_a_daily_log_line_written_during_an_append_is_not_lost(
     app = make_app(model=None)
     day = app.notes.append("daily/today.md", "# Today")["path"]
     monkeypatch.setattr(app.dailylog, "path_for", lambda when: app.cfg.workspace / day)
-    real_replace = os.replace
     raced: list[threading.Thread] = []
 
-    def replace_with_a_racing_daily_log(src: Any, dst: Any, **kw: Any) -> None:
+    def a_racing_daily_log() -> None:
         if not raced:  # the memory is added while the append is about to rename
             t = threading.Thread(target=app.memories.add, args=("raced into the daily log",))
             raced.append(t)
             t.start()
             t.join(timeout=0.5)  # done at once unless the daily log waits for the append
-        real_replace(src, dst, **kw)
 
-    monkeypatch.setattr(os, "replace", replace_with_a_racing_daily_log)
+    # between the append's last check and its swap (core/swap.py guarded_replace)
+    monkeypatch.setattr(swap, "before_swap", a_racing_daily_log)
     app.notes.append(day, "- the agent's line")
     raced[0].join(timeout=10)
     monkeypatch.undo()

@@ -68,7 +68,7 @@ BOOLS = {
     "full",
     "useful",
 }
-NUMBERS = {"confidence", "ttl", "expires_at", "since", "until"}
+NUMBERS = {"confidence", "ttl", "expires_at", "since", "until", "expected_updated_at"}
 LISTS = {"tags", "triggers", "items", "type", "tier", "concepts", "entities"}  # [] is right
 HUGE = 2**62  # inside the 64-bit range the protocol lets through: a range check must answer
 

@@ -181,3 +181,13 @@ def fmt_session(res: dict[str, Any]) -> str:
     if res.get("recent"):
         parts += ["", "Recent activity:", fmt_items({"items": res["recent"]})]
     return "\n".join(parts)
+
+
+def kept_said(r: dict[str, Any]) -> str:
+    """What a note write's answer adds for the agent: the encoding the note was kept in (not
+    plain UTF-8), the version it replaced, a warning (other names kept the old text; not
+    indexed yet)."""
+    out = f"; kept in {r['encoding']}" if r.get("encoding") else ""
+    if r.get("replaced_sha256"):
+        out += f"; it replaced sha256 {r['replaced_sha256']}"
+    return out + (f". {r['warning']}" if r.get("warning") else "")

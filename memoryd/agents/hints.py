@@ -21,6 +21,11 @@ HINTS = {
     -32601: "The running daemon is older than this MCP server: restart it (memoryd run, or "
     "systemctl --user restart memoryd).",
 }
+# a conflict on a memory (update with expected_updated_at), not a note
+MEMORY_CONFLICT_HINT = (
+    "Get the memory again (get), merge your change into it, and retry with the updated_at get "
+    "returned."
+)
 SECRET_HINT = (
     "Leave the credential out (write a placeholder such as <API_KEY> instead) and call again: "
     "no tool stores credentials. A person who means to keep it can, with memoryctl's "

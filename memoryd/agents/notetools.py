@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryd.agents.formats import kept_said
 from memoryd.agents.hints import ERROR_NAMES
 from memoryd.agents.tools import (
     INT,
@@ -242,7 +243,8 @@ def run_edit_note(b: Bridge, args: dict[str, Any]) -> dict[str, Any]:
     wrote = b.call(
         "note.write", {"path": note["path"], "content": new, "expected_sha256": note["sha256"]}
     )
-    return {"path": wrote["path"], "sha256": wrote["sha256"], "changed": True, "edit": what}
+    said = {k: wrote[k] for k in ("encoding", "indexed", "warning") if k in wrote}
+    return {"path": wrote["path"], "sha256": wrote["sha256"], "changed": True, "edit": what, **said}
 
 
 def run_delete_note(b: Bridge, args: dict[str, Any]) -> dict[str, Any]:
@@ -254,7 +256,8 @@ def run_delete_note(b: Bridge, args: dict[str, Any]) -> dict[str, Any]:
             f"deleted. Current sha256: {note['sha256']}.",
             {"code": -32009, "data": {"current_sha256": note["sha256"]}},
         )
-    res = b.call("delete", {"path": note["path"]})
+    # the version read (or given) is the one deleted: a save after this read is a conflict
+    res = b.call("delete", {"path": note["path"], "expected_sha256": note["sha256"]})
     return {"path": note["path"], "trash": res.get("trash"), "deleted": res.get("deleted")}
 
 
@@ -342,7 +345,7 @@ NOTE_TOOLS: list[ToolSpec] = [
         run_edit_note,
         lambda r: (
             f"{'Edited' if r['changed'] else 'Unchanged'} {r['path']}: {r['edit']}"
-            f" (sha256 {r['sha256']})"
+            f" (sha256 {r['sha256']})" + kept_said(r)
         ),
         read_only=False,
     ),

@@ -22,8 +22,9 @@ from memoryd.agents.formats import (
     fmt_record,
     fmt_session,
     indexing_said,
+    kept_said,
 )
-from memoryd.agents.hints import ERROR_NAMES, HINTS, SECRET_HINT
+from memoryd.agents.hints import ERROR_NAMES, HINTS, MEMORY_CONFLICT_HINT, SECRET_HINT
 from memoryd.ctl import Client, ClientError, Unreachable
 from memoryd.text.markdown import estimate_tokens
 
@@ -80,7 +81,9 @@ class Bridge:
                 message = exc.message.split("; not stored", 1)[0] + "; not stored."
                 text = f"memoryd {method}: {message} ({name}, code {exc.code}) {SECRET_HINT}"
             elif exc.code in HINTS and "earlier memoryd than this one" not in exc.message:
-                text += " " + HINTS[exc.code]  # (the client named the older daemon already)
+                memory = isinstance(exc.data, dict) and "current_updated_at" in exc.data
+                # (the client named the older daemon already)
+                text += " " + (MEMORY_CONFLICT_HINT if memory else HINTS[exc.code])
             raise ToolFailure(
                 text, {"code": exc.code, "message": exc.message, "data": exc.data}
             ) from None
@@ -333,6 +336,10 @@ TOOLS: list[ToolSpec] = [
                 },
                 "source": {"type": ["string", "null"], "description": "null = none"},
                 "context": {"type": ["string", "null"], "description": "null = none"},
+                "expected_updated_at": {
+                    "type": "string",
+                    "description": "the updated_at get gave: if it changed since, a conflict",
+                },
             },
             ("id",),
         ),
@@ -344,7 +351,16 @@ TOOLS: list[ToolSpec] = [
         "forget",
         "Delete one memory by id, for good (for outdated memories prefer update with "
         "tier 'deprecated'). Notes are not deleted here.",
-        _obj({"id": {**INT, "minimum": 1}}, ("id",)),
+        _obj(
+            {
+                "id": {**INT, "minimum": 1},
+                "expected_updated_at": {
+                    "type": "string",
+                    "description": "the updated_at get gave: if it changed since, a conflict",
+                },
+            },
+            ("id",),
+        ),
         run_method("delete"),
         fmt_forgot,
         read_only=False,
@@ -394,7 +410,7 @@ TOOLS: list[ToolSpec] = [
         run_method("note.write"),
         lambda r: (
             f"{'Created' if r.get('created') else 'Wrote'} {r['path']} (sha256 {r['sha256']})"
-            + (f". {r['warning']}" if r.get("warning") else "")
+            + kept_said(r)
         ),
         read_only=False,
     ),
@@ -407,10 +423,7 @@ TOOLS: list[ToolSpec] = [
             ("path", "content"),
         ),
         run_method("note.append"),
-        lambda r: (
-            f"Appended to {r['path']} (sha256 {r['sha256']})"
-            + (f". {r['warning']}" if r.get("warning") else "")
-        ),
+        lambda r: f"Appended to {r['path']} (sha256 {r['sha256']})" + kept_said(r),
         read_only=False,
     ),
     ToolSpec(

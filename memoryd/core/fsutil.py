@@ -138,7 +138,7 @@ def atomic_write_at(
     is looked up again). `mode`: the new file's permission bits (None: 0o666 less the umask).
     `before_replace` runs after the temp is written and fsynced, just before the rename; if it
     raises, nothing is replaced. `replace(tmp)`: makes the temp the file instead of a plain
-    rename (notes.fsops.guarded_replace compares and swaps); if it raises, the temp is removed."""
+    rename (core.swap.guarded_replace compares and swaps); if it raises, the temp is removed."""
     tmp = f".{name}.{secrets.token_hex(4)}.tmp"
     fd = os.open(tmp, _FLAGS, 0o666 if mode is None else mode, dir_fd=dfd)
     try:

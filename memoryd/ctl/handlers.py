@@ -358,6 +358,7 @@ def s_list(res: dict[str, Any], a: Namespace) -> int:
 def p_update(a: Namespace) -> dict[str, Any]:
     content = stdin_text() if a.content == "-" else a.content  # out of other users' `ps`
     params = {"id": a.id, **given({"content": content}), **memory_params(a)}
+    params |= given({"expected_updated_at": a.if_updated})
     if a.no_expiry:
         params["expires_at"] = None
     return params
@@ -378,8 +379,13 @@ def r_delete(c: Client, a: Namespace) -> int:
     selectors = given({"tag": a.tag, "namespace": a.namespace, "path": a.path})
     if len(selectors) + bool(a.ids) != 1:
         raise UsageError("delete needs IDs, or exactly one of --tag, --namespace, --path")
+    if a.if_sha256 is not None and not a.path:
+        raise UsageError(
+            "--if-sha256 goes with --path (a note's version, as note read --json shows)"
+        )
     if selectors:
-        res = c.call("delete", {**selectors, **given({"dry_run": a.dry_run})})
+        sha = given({"expected_sha256": a.if_sha256})
+        res = c.call("delete", {**selectors, **sha, **given({"dry_run": a.dry_run})})
         if a.json:
             return emit_json(res)
         listed = [str(x) for x in res.get("paths") or res.get("ids") or []]

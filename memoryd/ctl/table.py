@@ -215,7 +215,16 @@ COMMANDS: tuple[Command, ...] = (
         method="update",
         params=h.p_update,
         show=h.s_update,
-        args=(ID, arg("--content", help="new text (- reads stdin)"), *memory_options(update=True)),
+        args=(
+            ID,
+            arg("--content", help="new text (- reads stdin)"),
+            *memory_options(update=True),
+            arg(
+                "--if-updated",
+                metavar="AT",
+                help="only if the memory is still at this updated_at (as get --json shows it)",
+            ),
+        ),
         examples=(
             "memoryctl update 42 --importance 8 --tags db,arch",
             "memoryctl update 42 --no-expiry",
@@ -231,6 +240,7 @@ COMMANDS: tuple[Command, ...] = (
             arg("--tag", help="every memory with this tag"),
             arg("--namespace", metavar="NS", help="every memory in this namespace"),
             arg("--path", help="a workspace file or folder (moved to the trash)"),
+            IF_SHA,
             arg("--dry-run", action="store_true", help="only say what would go"),
         ),
         examples=("memoryctl rm 41 42", "memoryctl delete --tag scratch --dry-run"),

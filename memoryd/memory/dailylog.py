@@ -57,6 +57,7 @@ from typing import Any, Protocol
 from memoryd.core import oserrors
 from memoryd.core.fsutil import SHARED_DIR, make_dirs, within
 from memoryd.core.logsetup import get_logger
+from memoryd.core.swap import Changed
 from memoryd.core.timeutil import parse_time
 from memoryd.memory.logfile import (
     LINE_ENDS,
@@ -451,18 +452,24 @@ class DailyLog:
         changed: list[Path],
     ) -> set[int]:
         """`edit` (text -> lines after, ids hit) applied atomically to one log file holding
-        markers, in its encoding; `changed` gets the path when it was written."""
-        try:
-            self._check_inside(path.parent)
-            text, encoding = read_regular(path)
-        except OSError:  # gone, a symlink, a FIFO, outside: not a log file to rewrite
-            return set()
-        if "<!-- m:" not in text:
-            return set()
-        lines, hit = edit(text)
-        if hit:
+        markers, in its encoding, over the bytes it was read from: a person's save in between
+        (their editor, by rename or in place) is read again, never overwritten; `changed` gets
+        the path when it was written."""
+        for _ in range(5):
             try:
-                replace_text(path, "".join(lines), encoding)
+                self._check_inside(path.parent)
+                text, encoding, raw = read_regular(path)
+            except OSError:  # gone, a symlink, a FIFO, outside: not a log file to rewrite
+                return set()
+            if "<!-- m:" not in text:
+                return set()
+            lines, hit = edit(text)
+            if not hit:
+                return hit
+            try:
+                replace_text(path, "".join(lines), encoding, based_on=raw)
+            except Changed:
+                continue
             except OSError as exc:
                 log.error("daily log rewrite failed", path=str(path), error=str(exc))
                 if exc.errno in oserrors.PASSING:  # a full disk: done again once it has room
@@ -471,6 +478,9 @@ class DailyLog:
                     self.refusals.refused(f"{path}: {exc.strerror or exc}")
                 return hit
             changed.append(path)
+            return hit
+        log.warning("daily log kept changing during its rewrite; it waits", path=str(path))
+        self.unrewritten_paths.setdefault(path, set()).update(hit)  # (as a full disk's)
         return hit
 
     def _line_for(self, record: dict[str, Any]) -> str:

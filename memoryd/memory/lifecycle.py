@@ -14,7 +14,8 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memoryd.core.errors import InvalidInput, NotFound
+from memoryd.core.errors import Conflict, InvalidInput, NotFound
+from memoryd.core.timeutil import iso, parse_time
 from memoryd.store import entries
 from memoryd.store import lifecycle as lcstore
 from memoryd.store.protocol import Connection
@@ -312,3 +313,47 @@ def budgeted(
         "total": len(hits),
         "has_more": len(details) < len(hits),
     }
+
+
+def expected_at(value: object) -> str | None:
+    """An `expected_updated_at` as records show an updated_at (to the second), or None."""
+    return None if value is None else iso(parse_time(value, what="expected_updated_at"))
+
+
+def held(
+    con: Connection, entry_id: int, now: float, expected: str | None, what: str, lock: bool = True
+) -> tuple[float, dict[str, Any] | None]:
+    """(the time to stamp a change with, the record) of a memory about to change, its row held
+    until the transaction ends (store.lifecycle.lock_entry); Conflict when `expected` is not
+    its updated_at: someone changed it since the caller read it, and nothing is `what`.
+    `lock` False: a look only (a dry run's, in a read-only transaction)."""
+    stamp = lcstore.lock_entry(con, entry_id, now) if lock else now
+    rec = entries.get(con, entry_id)
+    if expected is not None and rec is not None and (at := rec["updated_at"]) != expected:
+        raise Conflict(
+            f"memory {entry_id} changed since you read it (updated_at is {at}, not {expected}); "
+            f"nothing was {what}. Get it again, merge, and retry",
+            data={"id": entry_id, "current_updated_at": at},
+        )
+    return stamp, rec
+
+
+def note_sections(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A note's sections (heading, heading path, first and last line) from its chunks in order:
+    the chunks of one section are one (get by path lists them)."""
+    out: list[dict[str, Any]] = []
+    for c in chunks:
+        hp = c["heading_path"] or []
+        heading = hp[-1] if hp else None
+        if out and out[-1]["heading_path"] == hp:
+            out[-1]["end_line"] = c["end_line"]
+            continue
+        out.append(
+            {
+                "heading": heading,
+                "heading_path": hp,
+                "start_line": c["start_line"],
+                "end_line": c["end_line"],
+            }
+        )
+    return out

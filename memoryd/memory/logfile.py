@@ -14,6 +14,7 @@ from pathlib import Path
 
 from memoryd.core.fsutil import atomic_write, write_all
 from memoryd.core.logsetup import get_logger
+from memoryd.core.swap import guarded_write
 from memoryd.text import decoding
 
 log = get_logger("memoryd.memory.dailylog")
@@ -39,31 +40,37 @@ def open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
     return fd
 
 
-def read_regular(path: Path) -> tuple[str, str]:
-    """(text, encoding) of a log file: UTF-16/32 as its byte order mark says (a person saved
-    it so: the markers are found all the same), else UTF-8 with every other byte kept as it
-    is, so a rewrite gives back the bytes it did not change."""
+def read_regular(path: Path) -> tuple[str, str, bytes]:
+    """(text, encoding, bytes) of a log file: UTF-16/32 as its byte order mark says (a person
+    saved it so: the markers are found all the same), else UTF-8 with every other byte kept as
+    it is, so a rewrite gives back the bytes it did not change."""
     fd = open_regular(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as f:
         data = f.read()
     encoding, start = decoding.bom(data)
     if encoding == "utf-8":  # a UTF-8 byte order mark stays in the text (U+FEFF), as it was
-        return data.decode("utf-8", errors="surrogateescape"), encoding
+        return data.decode("utf-8", errors="surrogateescape"), encoding, data
     try:
-        return data[start:].decode(encoding), encoding
+        return data[start:].decode(encoding), encoding, data
     except UnicodeDecodeError as exc:  # rewriting it would spoil it further: left as it is
         raise OSError(errno.EILSEQ, f"not valid {encoding}", str(path)) from exc
 
 
-def replace_text(path: Path, text: str, encoding: str = "utf-8") -> None:
+def replace_text(
+    path: Path, text: str, encoding: str = "utf-8", based_on: bytes | None = None
+) -> None:
     """fsutil.atomic_write of the text in the file's encoding (with its byte order mark);
-    keeps the file's mode."""
+    keeps the file's mode. With `based_on` (the bytes the text was made from), only over those:
+    a person's save since (their editor, by rename or in place) raises swap.Changed and stays."""
     mode = path.stat().st_mode & 0o777
     if encoding == "utf-8":
         data = text.encode("utf-8", errors="surrogateescape")
     else:
         data = ("\ufeff" + text).encode(encoding)
-    atomic_write(path, data, mode)
+    if based_on is None:
+        atomic_write(path, data, mode)
+    else:
+        guarded_write(path, data, mode, based_on)
 
 
 def ending(head: bytes, tail: bytes, size: int) -> tuple[str, str, str]:

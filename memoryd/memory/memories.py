@@ -197,7 +197,7 @@ class Memories:
         try:
             entry_id, duplicate, record = self.store.run_write(_insert, durable=True)
         except Exception as exc:
-            if not same_text_stored(exc):
+            if not lcstore.same_text_stored(exc):
                 raise
             # Another daemon sharing the database stored the same text between our check and
             # our insert: the unique index refused ours (nothing of it was written). It is the
@@ -248,7 +248,7 @@ class Memories:
         chunks = self.store.read(lambda con: entries.document_chunks(con, rel))
         if not chunks:
             raise NotFound(f"no indexed note at {describe(rel)}")
-        sections = _sections(chunks)
+        sections = lifecycle.note_sections(chunks)
         if sec:
             chosen = [c for c in chunks if (c["heading_path"] or [""])[-1] == sec]
             if not chosen:
@@ -316,6 +316,7 @@ class Memories:
         now = self.clock()
         changes = dict(changes)
         allow = changes.pop("allow_secrets", False)
+        expected = lifecycle.expected_at(changes.pop("expected_updated_at", None))
         unknown = set(changes) - ADD_FIELDS
         if unknown:
             raise InvalidInput(f"cannot update {', '.join(sorted(unknown))}")
@@ -329,10 +330,10 @@ class Memories:
         phrases = values.pop("triggers", None)
 
         def _update(con: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-            before = entries.get(con, eid)
+            stamp, before = lifecycle.held(con, eid, now, expected, "changed")
             if before is None:
                 raise NotFound(f"no entry with id {eid}")
-            entries.update_memory(con, eid, values, now)
+            entries.update_memory(con, eid, values, stamp)
             if phrases is not None:
                 lifecycle.set_triggers(con, eid, phrases)
             after = entries.get(con, eid)
@@ -343,7 +344,7 @@ class Memories:
         try:
             before, rec = self.store.run_write(_update, durable=True)
         except Exception as exc:
-            if not same_text_stored(exc):
+            if not lcstore.same_text_stored(exc):
                 raise
             # another daemon stored this text in the namespace since our check: the same
             # refusal as the check's, and nothing of the update was written
@@ -429,7 +430,7 @@ class Memories:
             except Exception as exc:
                 # another daemon stored one of these texts meanwhile: the whole import was
                 # rolled back; run it again, and that text counts as a duplicate
-                if not same_text_stored(exc) or attempt == 2:
+                if not lcstore.same_text_stored(exc) or attempt == 2:
                     raise
         if counts["imported"]:
             self._changed()
@@ -465,8 +466,13 @@ class Memories:
 
     # -- delete, prune, expire ------------------------------------------------------------------
 
-    def delete(self, entry_id: object, *, dry_run: bool = False) -> dict[str, Any]:
+    def delete(
+        self, entry_id: object, *, dry_run: bool = False, expected_updated_at: object = None
+    ) -> dict[str, Any]:
+        """One memory; with expected_updated_at only that version (checked as the row is
+        deleted, holding it: a change made since is a Conflict and nothing goes)."""
         eid = check_id(entry_id)
+        expected = lifecycle.expected_at(expected_updated_at)
 
         def check(con: Any) -> list[int]:
             rec = entries.get(con, eid)
@@ -479,7 +485,13 @@ class Memories:
                 )
             return [eid]
 
-        return self._remove(self.store.read(check), dry_run=dry_run, why="deleted")[0]
+        def guard(con: Any) -> object:
+            return lifecycle.held(con, eid, 0.0, expected, "deleted")
+
+        ids = self.store.read(check)
+        if dry_run:
+            self.store.read(lambda con: lifecycle.held(con, eid, 0.0, expected, "deleted", False))
+        return self._remove(ids, dry_run=dry_run, why="deleted", guard=guard)[0]
 
     def delete_where(
         self, *, tag: object = None, namespace: object = None, dry_run: bool = False
@@ -524,16 +536,25 @@ class Memories:
         return n + chunks
 
     def _remove(
-        self, ids: builtins.list[int], *, dry_run: bool, why: str
+        self,
+        ids: builtins.list[int],
+        *,
+        dry_run: bool,
+        why: str,
+        guard: Callable[[Any], object] | None = None,
     ) -> tuple[dict[str, Any], builtins.list[dict[str, Any]]]:
         """Delete memories by id through the hooks; the answer names the checkpoints and
         snapshots taken since the oldest of them was created: they still hold a copy."""
         records = self.store.read(lambda con: entries.get_many(con, ids))
         found = [records[i] for i in ids if i in records]
         if not dry_run and found:
-            self.store.run_write(
-                lambda con: lcstore.delete_ids(con, [r["id"] for r in found]), durable=True
-            )
+
+            def remove(con: Any) -> None:
+                if guard is not None:  # in the delete's transaction
+                    guard(con)
+                lcstore.delete_ids(con, [r["id"] for r in found])
+
+            self.store.run_write(remove, durable=True)
             self._run(self.on_removed, found)
             self._changed()
             log.info(why, ids=[r["id"] for r in found][:50], count=len(found))
@@ -569,32 +590,3 @@ class _Defaults:
 
     promotion_min_useful = 5
     promotion_min_ratio = 0.9
-
-
-def same_text_stored(exc: BaseException) -> bool:
-    """The database's unique index on a memory's (namespace, content hash) refused a write:
-    on PostgreSQL, another daemon stored the same text at the same time. Read from the
-    exception's SQLSTATE (23505) and constraint name, so psycopg need not be imported."""
-    if getattr(exc, "sqlstate", None) != "23505":
-        return False
-    diag = getattr(exc, "diag", None)
-    return getattr(diag, "constraint_name", None) == "entries_memory_hash"
-
-
-def _sections(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for c in chunks:
-        hp = c["heading_path"] or []
-        heading = hp[-1] if hp else None
-        if out and out[-1]["heading_path"] == hp:
-            out[-1]["end_line"] = c["end_line"]
-            continue
-        out.append(
-            {
-                "heading": heading,
-                "heading_path": hp,
-                "start_line": c["start_line"],
-                "end_line": c["end_line"],
-            }
-        )
-    return out

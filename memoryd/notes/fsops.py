@@ -6,21 +6,16 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import re
-import secrets
-import signal
-import stat
-import time
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
 from memoryd.core import oserrors
-from memoryd.core.errors import InvalidInput, Refused, describe
-from memoryd.core.fsutil import write_all
+from memoryd.core.errors import Conflict, InvalidInput, Refused, describe
 from memoryd.core.logsetup import get_logger
+from memoryd.core.swap import bytes_now
 from memoryd.index.indexer import sha256_bytes
 from memoryd.memory.validation import check_str
 
@@ -37,11 +32,6 @@ DIR_FLAGS = (
     | getattr(os, "O_NOFOLLOW", 0)
     | getattr(os, "O_CLOEXEC", 0)
 )
-# O_NONBLOCK: opening a FIFO named like a note would otherwise wait for a writer forever, and a
-# few such requests would take every worker thread of the daemon (no effect on regular files).
-READ_FLAGS = (
-    os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-)
 
 
 def check_sha(value: object) -> str | None:
@@ -54,6 +44,28 @@ def check_sha(value: object) -> str | None:
             f"that must not exist yet), got {describe(value)}"
         )
     return value.lower()
+
+
+def check_expected(rel: str, expected: str | None, current: bytes | None) -> None:
+    """Conflict when the note's bytes (None: no note) are not the version `expected` names."""
+    if expected is None:
+        return
+    if current is None:
+        if expected != "":
+            raise Conflict(
+                f"{rel} no longer exists (expected sha256 {expected[:12]}…); "
+                "read the workspace again",
+                data={"path": rel, "current_sha256": None},
+            )
+        return
+    actual = sha256_bytes(current)
+    if expected != actual:
+        what = "already exists" if expected == "" else "changed since you read it"
+        raise Conflict(
+            f"{rel} {what} (sha256 is {actual[:12]}…, not {expected[:12] or 'absent'}); "
+            "read it again, merge, and retry with the new sha256",
+            data={"path": rel, "current_sha256": actual},
+        )
 
 
 def normalize(path: object, what: str = "path") -> str:
@@ -92,145 +104,6 @@ def normalize(path: object, what: str = "path") -> str:
     if not parts:
         raise InvalidInput(f"{what}: {describe(path)} names the workspace itself, not a note")
     return "/".join(parts)
-
-
-class Changed(Exception):
-    """The file changed between reading it and replacing it."""
-
-
-def bytes_now(dfd: int, name: str) -> bytes | None:
-    """The file's bytes now (None: no file); a FIFO put in the note's place reads as b"" (which
-    matches no sha256 a caller read) instead of blocking."""
-    try:
-        fd = os.open(name, READ_FLAGS, dir_fd=dfd)
-    except FileNotFoundError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
-        return f.read()
-
-
-def _read_fd(fd: int) -> bytes:
-    """Every byte of the open file, from its start (whatever the file offset is)."""
-    chunks, at = [], 0
-    while block := os.pread(fd, 1 << 20, at):
-        chunks.append(block)
-        at += len(block)
-    return b"".join(chunks)
-
-
-def _append_at(dfd: int, name: str, data: bytes) -> None:
-    fd = os.open(name, os.O_WRONLY | os.O_APPEND | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
-    try:
-        write_all(fd, data)
-    finally:
-        os.close(fd)
-
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NO_LINKS = (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.EOPNOTSUPP)
-
-
-_LEASE_WAIT_S = 0.05
-
-
-def _closed_elsewhere(fd: int) -> bool:
-    """False while another descriptor (an editor about to append) still holds the file `fd` is
-    open on, after waiting up to 50 ms for it to close. Linux answers through a write lease,
-    which is refused while the file is open elsewhere; it is taken and dropped at once (its
-    break signal is set to SIGWINCH, ignored by default). Elsewhere, or where leases are off:
-    True (only the bytes can be compared)."""
-    setlease = getattr(fcntl, "F_SETLEASE", None)
-    if setlease is None:
-        return True
-    deadline = time.monotonic() + _LEASE_WAIT_S
-    while True:
-        try:
-            fcntl.fcntl(fd, getattr(fcntl, "F_SETSIG", 10), signal.SIGWINCH)
-            fcntl.fcntl(fd, setlease, fcntl.F_WRLCK)
-        except OSError as exc:
-            if exc.errno != errno.EAGAIN:
-                return True  # leases unavailable (not the owner, leases-enable 0, NFS)
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.001)  # the other writer is between its open and its close
-            continue
-        fcntl.fcntl(fd, setlease, fcntl.F_UNLCK)
-        return True
-
-
-def guarded_replace(dfd: int, tmp: str, name: str, based_on: bytes | None, data: bytes) -> None:
-    """Make the temp `tmp` (holding `data`) the file `name`, only if `name` holds `based_on`
-    (None: it must not exist) at the moment of the swap, and never lose bytes someone appended
-    to the old file meanwhile (an editor, a script's `>>`): raises Changed, with `name` holding
-    the old file and whatever was appended, and nothing of `data`.
-
-    The check before the rename cannot see a writer that opened the old file before it and
-    writes after it (the bytes would go to a file no longer in the workspace). So the old file
-    keeps a second name until the swap is known good: after the rename its bytes are read again
-    through a descriptor held since the check; when they changed, the old file is renamed back
-    (with everything written to it, now and later) and bytes appended to ours in that instant
-    are appended to it. Where the file system has no hard links, only the check is made."""
-    if based_on is None:  # a new note: link() never replaces a file that appeared meanwhile
-        try:
-            os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
-        except FileExistsError:
-            raise Changed(name) from None
-        except OSError as exc:
-            if exc.errno not in _NO_LINKS:
-                raise
-            if bytes_now(dfd, name) is not None:
-                raise Changed(name) from None
-            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-            return
-        os.unlink(tmp, dir_fd=dfd)
-        return
-    try:
-        old_fd = os.open(name, READ_FLAGS, dir_fd=dfd)
-    except FileNotFoundError:
-        raise Changed(name) from None
-    backup_name = f".{name}.{secrets.token_hex(4)}.old"
-    backup: str | None = backup_name
-    try:
-        if not stat.S_ISREG(os.fstat(old_fd).st_mode) or _read_fd(old_fd) != based_on:
-            raise Changed(name)
-        try:
-            os.link(name, backup_name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
-            if (
-                os.stat(backup_name, dir_fd=dfd, follow_symlinks=False).st_ino
-                != os.fstat(old_fd).st_ino
-            ):
-                raise Changed(name)  # the file was swapped between our open and the link
-        except OSError as exc:
-            if exc.errno not in _NO_LINKS:
-                raise
-            backup = None
-        new_fd = os.open(tmp, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
-        try:
-            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-            idle = _closed_elsewhere(old_fd)
-            late = _read_fd(old_fd)
-            if late == based_on and idle:
-                return
-            if backup is None:  # cannot put the old file back: keep its new bytes, after ours
-                log.warning("a note changed during its replacement; its new bytes kept at the end")
-                _append_at(dfd, name, late[len(based_on) :] if late.startswith(based_on) else late)
-                return
-            os.replace(backup, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-            backup = None
-            ours = _read_fd(new_fd)
-            if len(ours) > len(data):  # appended to our file in the instant it was in place
-                _append_at(dfd, name, ours[len(data) :])
-            raise Changed(name)
-        finally:
-            os.close(new_fd)
-    finally:
-        os.close(old_fd)
-        if backup is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(backup, dir_fd=dfd)
 
 
 def sha_now(dfd: int, name: str) -> str | None:

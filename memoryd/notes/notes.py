@@ -26,8 +26,9 @@ an append and the daily log's own appends to the same file both survive).
 Every change is indexed before the call returns (`Indexer.sync_paths`), so the note is
 searchable at once; the watcher's later event finds it unchanged. A file system failure (disk
 full, name too long) is a Refused with the system's reason, and the old note stays. Notes are
-written exactly as given: front matter is the caller's to keep (read, edit, write back), and
-`append` never touches it.
+written as given, in the encoding and line ends of the note they replace (notes/keep.py: also
+its mode and extended attributes; a read-only note is refused): front matter is the caller's to
+keep (read, edit, write back), and `append` never touches it.
 """
 
 from __future__ import annotations
@@ -65,16 +66,16 @@ from memoryd.core.fsutil import (
     within,
 )
 from memoryd.core.logsetup import get_logger
+from memoryd.core.swap import READ_FLAGS, Changed, bytes_now, guarded_replace
 from memoryd.core.timeutil import iso
 from memoryd.index.indexer import ROOT_AWAY, Indexer, sha256_bytes
 from memoryd.memory.lifecycle import summary
 from memoryd.memory.validation import check_str, guard
+from memoryd.notes import keep
 from memoryd.notes.fsops import (
     DIR_FLAGS,
-    READ_FLAGS,
-    Changed,
+    check_expected,
     check_sha,
-    guarded_replace,
     move_whole,
     normalize,
     os_errors,
@@ -236,7 +237,7 @@ class Notes:
         except (FileNotFoundError, NotADirectoryError):
             return None
         if stat.S_ISLNK(st.st_mode):
-            raise Refused(f"{rel} is a symlink; write to the note it points to instead")
+            raise Refused(keep.symlinked(rel, self.root / rel, self.root_real))
         if stat.S_ISDIR(st.st_mode):
             raise InvalidInput(f"{rel} is a folder, not a note")
         return self._read_at(dfd, name, rel)
@@ -248,27 +249,6 @@ class Notes:
             return None
         with self._folder(rel, full.parent) as dfd:
             return self._current(dfd, full.name, rel)
-
-    @staticmethod
-    def _check_expected(rel: str, expected: str | None, current: bytes | None) -> None:
-        if expected is None:
-            return
-        if current is None:
-            if expected != "":
-                raise Conflict(
-                    f"{rel} no longer exists (expected sha256 {expected[:12]}…); "
-                    "read the workspace again",
-                    data={"path": rel, "current_sha256": None},
-                )
-            return
-        actual = sha256_bytes(current)
-        if expected != actual:
-            what = "already exists" if expected == "" else "changed since you read it"
-            raise Conflict(
-                f"{rel} {what} (sha256 is {actual[:12]}…, not {expected[:12] or 'absent'}); "
-                "read it again, merge, and retry with the new sha256",
-                data={"path": rel, "current_sha256": actual},
-            )
 
     def _encode(self, content: object, what: str = "content") -> bytes:
         if not isinstance(content, str):
@@ -298,19 +278,17 @@ class Notes:
         data: bytes,
         mode: int | None,
         *,
-        based_on: bytes | bool | None = True,
+        based_on: bytes | None,
     ) -> None:
         """fsutil.atomic_write_at; with `based_on` (the bytes the new text was made from, None:
-        no file), through fsops.guarded_replace: when the file does not hold them at the moment
+        no file), through core.swap.guarded_replace: when the file does not hold them at the moment
         of the swap (an editor saved or appended, the daily log added a line), nothing of the
-        new text stays and Changed is raised. True: replace regardless."""
-        if based_on is True:
-            atomic_write_at(dfd, name, data, mode)
-            return
-        old = based_on if isinstance(based_on, bytes) else None
+        new text stays and Changed is raised. The old file's extended attributes go to the new
+        one (keep.copy_xattrs)."""
 
         def swap(tmp: str) -> None:
-            guarded_replace(dfd, tmp, name, old, data)
+            keep.copy_xattrs(dfd, name, tmp)
+            guarded_replace(dfd, tmp, name, based_on, data)
 
         atomic_write_at(dfd, name, data, mode, replace=swap)
 
@@ -380,22 +358,35 @@ class Notes:
         rel, full, data, expected = self._incoming(path, content, expected_sha256, allow_secrets)
         self._check_size(rel, len(data))
         with self._lock, os_errors(rel):
-            current = self._peek(full, rel)
-            self._check_expected(rel, expected, current[0] if current else None)
-            self._ensure_parent(full, rel)
-            mode = stat.S_IMODE(current[1].st_mode) if current else None
-            based_on = (current[0] if current else None) if expected is not None else True
-            with self._folder(rel, full.parent) as dfd:
-                try:
-                    self._atomic_write(dfd, full.name, data, mode, based_on=based_on)
-                except Changed:
-                    raise Conflict(
-                        f"{rel} changed while it was being written; read it again and retry",
-                        data={"path": rel, "current_sha256": sha_now(dfd, full.name)},
-                    ) from None
+            for _ in range(5):  # without expected: the version replaced is the one it names
+                current = self._peek(full, rel)
+                check_expected(rel, expected, current[0] if current else None)
+                out, kept = keep.replacing(rel, data, current)  # its encoding; not read-only
+                self._check_size(rel, len(out))
+                self._ensure_parent(full, rel)
+                mode = stat.S_IMODE(current[1].st_mode) if current else None
+                with self._folder(rel, full.parent) as dfd:
+                    try:
+                        old = current[0] if current else None
+                        self._atomic_write(dfd, full.name, out, mode, based_on=old)
+                        break
+                    except Changed:
+                        if expected is not None:
+                            raise Conflict(
+                                f"{rel} changed while it was being written; read it again and "
+                                "retry",
+                                data={"path": rel, "current_sha256": sha_now(dfd, full.name)},
+                            ) from None
+            else:
+                raise Conflict(
+                    f"{rel} kept changing while it was written; retry", data={"path": rel}
+                )
             index = self._index(rel, full)
-        log.info("note written", path=rel, bytes=len(data), created=current is None)
-        return {"path": rel, "sha256": sha256_bytes(data), "created": current is None, **index}
+        log.info("note written", path=rel, bytes=len(out), created=current is None)
+        if "warning" in kept and "warning" in index:  # both said
+            index["warning"] = f"{kept['warning']}; {index['warning']}"
+        sha = sha256_bytes(out)
+        return {"path": rel, "sha256": sha, "created": current is None, **kept, **index}
 
     def append(
         self,
@@ -413,9 +404,11 @@ class Notes:
             for attempt in range(5):  # appends commute: one that raced another is made again
                 current = self._peek(full, rel)
                 if attempt == 0:
-                    self._check_expected(rel, expected, current[0] if current else None)
+                    check_expected(rel, expected, current[0] if current else None)
+                if current is not None:
+                    keep.check_writable(rel, current[1])
                 old = current[0] if current else b""
-                data = old + appended(old, added)
+                data = old + keep.appended(old, added)
                 self._check_size(rel, len(data))
                 self._ensure_parent(full, rel)
                 mode = stat.S_IMODE(current[1].st_mode) if current else None
@@ -447,7 +440,7 @@ class Notes:
             current = self._peek(full, rel)
             if current is None:
                 raise NotFound(f"no note at {describe(rel)}")
-            self._check_expected(rel, expected, current[0])
+            check_expected(rel, expected, current[0])
             if os.path.lexists(new_full):
                 raise Refused(f"{new_rel} already exists; move or delete it first")
             self._ensure_parent(new_full, new_rel)
@@ -480,14 +473,20 @@ class Notes:
         log.info("note moved", path=rel, new_path=new_rel)
         return {"path": rel, "new_path": new_rel, "sha256": sha256_bytes(current[0]), **index}
 
-    def trash(self, path: object, *, dry_run: bool = False) -> dict[str, Any]:
+    def trash(
+        self, path: object, *, dry_run: bool = False, expected_sha256: object = None
+    ) -> dict[str, Any]:
         """Delete by workspace path: the file (or folder) moves to <data_dir>/trash/<time>/ (so
-        nothing is lost) and its chunks leave the index."""
+        nothing is lost) and its chunks leave the index; with `expected_sha256`, only the note
+        at that version (checked under the writers' lock, as a write's)."""
         if self.trash_dir is None:
             raise Refused("deleting notes needs a trash folder; this Notes has none")
         self._root_here()
         # a symlink is deleted itself: the link goes to the trash, never what it points to
         rel, full = self.indexer.resolve_path(path, keep_link=True)
+        expected = check_sha(expected_sha256)
+        if expected == "":
+            raise InvalidInput('expected_sha256: "" makes no sense for a delete')
         if self.indexer.holds_private(rel):
             raise InvalidInput(
                 f"path: {describe(rel)} is or holds memoryd's own data (data_dir, log file or "
@@ -500,13 +499,18 @@ class Notes:
             raise NotFound(f"nothing at {describe(rel)} in the workspace or the index")
         target = unused_folder(self.trash_dir, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()), rel)
         index: dict[str, Any] = {}
-        if not dry_run:
-            with self._lock, os_errors(rel):
+        with self._lock, os_errors(rel):
+            if expected is not None and not here:
+                check_expected(rel, expected, None)
+            elif expected is not None:
+                with self._folder(rel, full.parent) as dfd:
+                    check_expected(rel, expected, bytes_now(dfd, full.name))
+            if not dry_run:
                 if here:
                     make_dirs((target / rel).parent, PRIVATE_DIR)
                     move_whole(full, target / rel, target)
                 index = self._index(rel, full)
-            log.info("note deleted", path=rel, trash=str(target / rel))
+                log.info("note deleted", path=rel, trash=str(target / rel))
         return {
             "deleted": len(paths),
             "paths": paths,
@@ -572,16 +576,6 @@ class Notes:
                 f"{rel}: {size} bytes is over the {self.limit()}-byte note limit "
                 f"({self._limit_key()})"
             )
-
-
-def appended(old: bytes, added: bytes) -> bytes:
-    """The bytes that put `added` (UTF-8) at the end of a note holding `old`, on a line of its
-    own and ending with a line end, in the note's own encoding (a UTF-16 note stays UTF-16)."""
-    text, encoding, _ = decoding.decode(old)
-    more = added.decode("utf-8")
-    sep = "\n" if text and not text.endswith(("\n", "\r")) else ""
-    end = "" if more.endswith("\n") else "\n"
-    return decoding.encode_like(sep + more + end, encoding)
 
 
 def note_item(d: dict[str, Any]) -> dict[str, Any]:

@@ -217,24 +217,39 @@ def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@method("update", (ADD_PARAMS - {"content"}) | {"id", "content"}, required=("id",))
+@method(
+    "update",
+    (ADD_PARAMS - {"content"}) | {"id", "content", "expected_updated_at"},
+    required=("id",),
+)
 def update(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """Change fields of a memory; with expected_updated_at, only the version read."""
     return app.memories.update(params.get("id"), {k: v for k, v in params.items() if k != "id"})
 
 
-@method("delete", {"id", "tag", "namespace", "path", "dry_run"})
+@method(
+    "delete",
+    {"id", "tag", "namespace", "path", "dry_run", "expected_sha256", "expected_updated_at"},
+)
 def delete(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """One of: id; tag (memories carrying it); namespace (all its memories); path (a workspace
-    file or folder: moved to <data_dir>/trash, its chunks leave the index)."""
+    file or folder: moved to <data_dir>/trash, its chunks leave the index; with
+    expected_sha256, only the note at that version)."""
     given = [k for k in ("id", "tag", "namespace", "path") if params.get(k) is not None]
     if len(given) != 1:
         raise InvalidInput("delete: give exactly one of id, tag, namespace, path")
     dry = param_bool(params, "dry_run")
+    sha = params.get("expected_sha256")
+    if sha is not None and "path" not in given:
+        raise InvalidInput("expected_sha256: only with path (the note's version note.read gave)")
+    at = params.get("expected_updated_at")
+    if at is not None and "id" not in given:
+        raise InvalidInput("expected_updated_at: only with id (the memory's version get gave)")
     if "id" in given:
-        res = app.memories.delete(params["id"], dry_run=dry)
+        res = app.memories.delete(params["id"], dry_run=dry, expected_updated_at=at)
         return {**res, "deleted": True, "id": res["ids"][0]}
     if "path" in given:
-        return app.notes.trash(params["path"], dry_run=dry)
+        return app.notes.trash(params["path"], dry_run=dry, expected_sha256=sha)
     return app.memories.delete_where(
         tag=params.get("tag"), namespace=params.get("namespace"), dry_run=dry
     )

@@ -7,6 +7,7 @@ memoryd.memory.lifecycle.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -254,3 +255,28 @@ def expired_among(con: Connection, ids: Sequence[int], now: float) -> set[int]:
         sql = f"SELECT id FROM entries WHERE id IN ({marks}) AND expires_at <= ?"
         out.update(int(row[0]) for row in con.execute(sql, [*part, now]))
     return out
+
+
+def same_text_stored(exc: BaseException) -> bool:
+    """The database's unique index on a memory's (namespace, content hash) refused a write:
+    on PostgreSQL, another daemon stored the same text at the same time. Read from the
+    exception's SQLSTATE (23505) and constraint name, so psycopg need not be imported."""
+    if getattr(exc, "sqlstate", None) != "23505":
+        return False
+    diag = getattr(exc, "diag", None)
+    return getattr(diag, "constraint_name", None) == "entries_memory_hash"
+
+
+def lock_entry(con: Connection, entry_id: int, now: float) -> float:
+    """The time to stamp a change of the entry with: `now`, or the second after its last
+    change when that was in this second or later, so every change shows another `updated_at`
+    (update's expected_updated_at compares them, to the second as records show them). On
+    PostgreSQL the row stays locked until the transaction ends: a read of it that follows sees
+    the last committed change, and a second writer waits (SQLite has one writer anyway)."""
+    lock = " FOR UPDATE" if is_postgres(con) else ""
+    rows = con.execute("SELECT updated_at FROM entries WHERE id = ?" + lock, (entry_id,))
+    last = rows.fetchall()
+    if not last or last[0][0] is None:
+        return now
+    floor = math.floor(float(last[0][0]))
+    return now if math.floor(now) > floor else floor + 1.0

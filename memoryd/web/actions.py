@@ -280,7 +280,18 @@ def status(ctx: Context, req: Request) -> Any:
 
 def memory_update(ctx: Context, req: Request) -> Any:
     body = _body(req)
-    fields = ("id", "content", "type", "tags", "importance", "source", "context", "namespace")
+    # expected_updated_at: the version the form was opened on (a change since: 409, conflict)
+    fields: tuple[str, ...] = (
+        "id",
+        "content",
+        "type",
+        "tags",
+        "importance",
+        "source",
+        "context",
+        "namespace",
+    )
+    fields = (*fields, "expected_updated_at")
     return call(ctx.app, "update", params_from(body, fields, req.path, text=False))
 
 
@@ -296,8 +307,8 @@ def memory_tier(ctx: Context, req: Request) -> Any:
 
 def memory_delete(ctx: Context, req: Request) -> Any:
     """Delete through the API's door, keeping the memory as it was for undo."""
-    params = params_from(_body(req), ("id",), req.path, text=False)
-    record = call(ctx.app, "get", params)
+    params = params_from(_body(req), ("id", "expected_updated_at"), req.path, text=False)
+    record = call(ctx.app, "get", {"id": params.get("id")})
     if record.get("kind") != "memory":
         raise InvalidInput("only memories are deleted here; edit or delete the note instead")
     result = call(ctx.app, "delete", params)

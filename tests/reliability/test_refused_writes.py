@@ -158,8 +158,7 @@ def test_a_note_the_disk_refuses_is_disk_full_and_leaves_nothing(
     make_app: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same answer as the store's, from the notes' door (it was -32006 "refused")."""
-    from memoryd.core import fsutil
-    from memoryd.notes import fsops
+    from memoryd.core import fsutil, swap
 
     app = make_app(model=None)
     ws = Path(app.cfg.workspace)
@@ -169,7 +168,7 @@ def test_a_note_the_disk_refuses_is_disk_full_and_leaves_nothing(
         raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
 
     monkeypatch.setattr(fsutil, "write_all", full)
-    monkeypatch.setattr(fsops, "write_all", full)
+    monkeypatch.setattr(swap, "write_all", full)
     with pytest.raises(DiskFull) as err:
         call(app, "note.write", path="kept.md", content="a change with no room")
     assert "cannot write kept.md" in err.value.message

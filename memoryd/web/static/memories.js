@@ -106,13 +106,15 @@
     const tags = el("input", { name: "tags", value: (m.tags || []).join(", "), size: 24 });
     const importance = el("input", { name: "importance", type: "number", min: 1, max: 10, value: m.importance, style: null });
     const save = async () => {
-      const changes = { id: m.id };
+      // the version the form was opened on: a change made since (an agent, another tab) is a
+      // conflict the toast shows, never overwritten
+      const changes = { id: m.id, expected_updated_at: m.updated_at };
       if (content.value !== m.content) changes.content = content.value;
       if (type.value.trim() !== m.type) changes.type = type.value.trim();
       const newTags = tags.value.split(",").map((t) => t.trim()).filter(Boolean);
       if (newTags.join(",") !== (m.tags || []).join(",")) changes.tags = newTags;
       if (Number(importance.value) !== m.importance) changes.importance = Number(importance.value);
-      if (Object.keys(changes).length === 1) { render(box, m); return; }
+      if (Object.keys(changes).length === 2) { render(box, m); return; }
       try { render(box, await post("/api/memory/update", changes)); toast(`memory #${m.id} saved`); }
       catch (err) { toast(err.message); }
     };
@@ -138,7 +140,8 @@
     const short = m.content.length > 80 ? m.content.slice(0, 80) + "…" : m.content;
     if (!window.confirm(`Delete memory #${m.id}?\n\n${short}`)) return;
     try {
-      const res = await post("/api/memory/delete", { id: m.id });
+      // only the version shown: a change made since (an agent) is a conflict, not deleted
+      const res = await post("/api/memory/delete", { id: m.id, expected_updated_at: m.updated_at });
       box.remove();
       loadTrash();
       toast(`memory #${m.id} deleted`, { label: "Undo", run: () => restore(res.trash_key) });
