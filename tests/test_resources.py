@@ -10,7 +10,10 @@ its WAL) and a page cache: after a few hundred, a daemon at its open-file limit.
 
 from __future__ import annotations
 
+import json
 import os
+import resource
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -86,3 +89,55 @@ def test_reloads_that_reconcile_leave_no_files_open(daemon_factory: Any) -> None
         reload(n)
     after = open_fds(d.proc.pid)
     assert after <= before + 2, f"{after - before} more open files after {ROUNDS} reloads"
+
+
+def _events(daemon: Any, prefix: str) -> list[dict[str, Any]]:
+    out = []
+    for line in daemon.log().splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and str(rec.get("event", "")).startswith(prefix):
+            out.append(rec)
+    return out
+
+
+@pytest.mark.sqlite_only("accept() is the socket server's, the same whatever the store")
+def test_accept_at_the_open_file_limit(daemon_factory: Any) -> None:
+    """The daemon at its open-file limit (RLIMIT_NOFILE, set for it alone): a new client waits
+    in the kernel's queue; the daemon says so in one log line, does not call accept() thousands
+    of times a second (asyncio before CPython gh-151615 did, each call logged: a core busy
+    and a flooded log), and answers the waiting client once descriptors are free again."""
+    d = daemon_factory(server={"first_request_timeout_s": 120, "idle_timeout_s": 120})
+    assert d.proc is not None
+    pid = d.proc.pid
+    soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (open_fds(pid) + 4, hard))
+    held = []
+    try:
+        for _ in range(12):  # idle clients: the daemon takes what it can, the rest queue
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(d.socket))
+            held.append(s)
+        wait_for(lambda: _events(d, "new connections wait"), timeout=30)
+        waiting = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        held.append(waiting)
+        waiting.settimeout(60)
+        waiting.connect(str(d.socket))
+        waiting.sendall(b'{"jsonrpc": "2.0", "id": 7, "method": "ping"}\n')
+        for s in held[:-1]:
+            s.close()
+        answer = json.loads(waiting.makefile("rb").readline())
+        assert answer["result"]["pong"] is True
+    finally:
+        for s in held:
+            s.close()
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+    refused = _events(d, "new connections wait")
+    said = sum(int(r.get("repeated", 1)) for r in refused)
+    assert said == 1, f"the refusals were logged {said} times, not once: {refused}"
+    # each retry (debug): one a second while it lasted, where asyncio's own made up to the
+    # backlog (1024) a round
+    tries = sum(int(r.get("repeated", 1)) for r in _events(d, "accept() refused; tried again"))
+    assert 1 <= tries < 100, tries

@@ -166,8 +166,10 @@ class Refusals:
     `on_worked` hook at each first write that works after a refusal (a retry is due). Thread-
     safe enough: plain assignments."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, *, started: str = "", ended: str = "") -> None:
         self.what = what  # "store", "daily log": the log lines' subject
+        self.started = started or f"{what} writes refused"  # the log lines' events
+        self.ended = ended or f"{what} writes work again"
         self.since: float | None = None  # the first refusal of this spell
         self.error: str | None = None  # the last refusal's message
         self.last_refused: float | None = None
@@ -181,7 +183,7 @@ class Refusals:
         self.error, self.last_refused, self.count = error, now, self.count + 1
         if self.since is None:
             self.since, self.last_worked = now, None
-            log.warning(f"{self.what} writes refused", error=error)
+            log.warning(self.started, error=error)
 
     def worked(self) -> None:
         if self.since is None:
@@ -205,7 +207,7 @@ class Refusals:
             return False
         self.since, self.error, self.last_refused, self.last_worked = None, None, None, None
         log.info(
-            f"{self.what} writes work again",
+            self.ended,
             refused_s=round((last or now) - since, 1),
             refusals=self.count,
         )
