@@ -10,6 +10,8 @@ its WAL) and a page cache: after a few hundred, a daemon at its open-file limit.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -20,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import to_toml, wait_for
+from conftest import rpc, to_toml, wait_for
+
+from memoryd.serve import streams
 
 pytestmark = [
     pytest.mark.backends,
@@ -141,3 +145,81 @@ def test_accept_at_the_open_file_limit(daemon_factory: Any) -> None:
     # backlog (1024) a round
     tries = sum(int(r.get("repeated", 1)) for r in _events(d, "accept() refused; tried again"))
     assert 1 <= tries < 100, tries
+
+
+def _asks_and_never_reads(path: Path, request: bytes) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(str(path))
+    s.sendall(request)
+    return s
+
+
+@pytest.mark.sqlite_only("the socket server's sending, the same whatever the store")
+def test_clients_that_never_read_their_answer_do_not_lock_others_out(
+    daemon_factory: Any,
+) -> None:
+    """Every place of max_connections held by a client that asked for a big answer and never
+    read it (a stopped process): each is dropped once it has taken none of its answer for
+    request_timeout_s, and the next client is answered (before: refused, -32003, for as
+    long as those clients lived)."""
+    d = daemon_factory(server={"max_connections": 3, "request_timeout_s": 1.0})
+    (d.workspace / "big.md").write_text("# Big\n\n" + "lorem ipsum " * 60000)
+    ask = b'{"jsonrpc": "2.0", "id": 1, "method": "note.read", "params": {"path": "big.md"}}\n'
+    stuck = [_asks_and_never_reads(d.socket, ask) for _ in range(3)]
+    try:  # each has its answer (the debug log's line for each request)
+
+        def answered_reads() -> int:
+            reads = [r for r in _events(d, "request") if r.get("method") == "note.read"]
+            return sum(int(r.get("repeated", 1)) for r in reads)
+
+        wait_for(lambda: answered_reads() >= 3, timeout=60)
+
+        def pong() -> bool:
+            try:
+                return "result" in rpc(d.socket, "ping", timeout=10)
+            except OSError:  # refused at max_connections, closed as it is sent
+                return False
+
+        assert wait_for(pong, timeout=60)
+        dropped = [r for r in _events(d, "dropped a client that took none of its answer")]
+        assert dropped
+    finally:
+        for s in stuck:
+            s.close()
+
+
+async def _drain_to(reads_per_round: int) -> str:
+    """streams.drain to a client over a real socket pair: 'done', or 'dropped'."""
+    ours, theirs = socket.socketpair()
+    theirs.setblocking(False)
+    _, writer = await asyncio.open_connection(sock=ours)
+    writer.write(b"x" * 4_000_000)
+    stop = asyncio.Event()
+
+    async def client() -> None:
+        while not stop.is_set():
+            for _ in range(reads_per_round):
+                with contextlib.suppress(BlockingIOError):
+                    theirs.recv(65536)
+            await asyncio.sleep(0.05)
+
+    task = asyncio.create_task(client())
+    try:
+        await asyncio.wait_for(streams.drain(writer, 0.5), 60)
+        return "done"
+    except TimeoutError:
+        return "waited for ever"
+    except ConnectionResetError:
+        return "dropped"
+    finally:
+        stop.set()
+        await task
+        writer.close()
+        theirs.close()
+
+
+def test_drain_drops_a_client_that_reads_nothing_and_waits_for_one_that_reads() -> None:
+    """The rule both servers (the Unix socket, the web page) send their answers by."""
+    assert asyncio.run(_drain_to(0)) == "dropped"
+    assert asyncio.run(_drain_to(2)) == "done"

@@ -42,7 +42,7 @@ from memoryd.serve.protocol import (
     error_response,
     leading_id,
 )
-from memoryd.serve.streams import Connections
+from memoryd.serve.streams import Connections, drain
 
 log = get_logger("memoryd.serve.server")
 # Pending connections the kernel queues before accept(): asyncio would use 100, and a burst of
@@ -421,8 +421,9 @@ class Server:
                 conn.idle_since = time.monotonic()
 
     async def _send(self, writer: asyncio.StreamWriter, payload: Any) -> None:
+        """A client that takes none of its answer for request_timeout_s is dropped."""
         writer.write(encode(payload))
-        await writer.drain()
+        await drain(writer, self.settings.request_timeout_s)
 
     # -- requests -----------------------------------------------------------------------------
 

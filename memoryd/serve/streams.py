@@ -105,6 +105,32 @@ class Connections:
             await asyncio.sleep(0)
 
 
+async def drain(writer: asyncio.StreamWriter, stall_s: float) -> None:
+    """writer.drain(), except that a client that takes none of what is sent for `stall_s` is
+    dropped (its socket aborted, ConnectionResetError raised): one that never reads its answer
+    (a stopped process, a hung agent) held its connection, a descriptor and, on the Unix
+    socket, a place of max_connections that no other client could take, for as long as it
+    lived. A slow reader that takes some of it in each `stall_s` goes on."""
+    transport = writer.transport
+    while True:
+        before = transport.get_write_buffer_size()
+        try:
+            async with asyncio.timeout(stall_s):
+                await writer.drain()
+            return
+        except TimeoutError:
+            if transport.get_write_buffer_size() < before:
+                continue
+            left = transport.get_write_buffer_size()
+            transport.abort()
+            log.warning(
+                "dropped a client that took none of its answer", waited_s=stall_s, unsent=left
+            )
+            raise ConnectionResetError(
+                f"the client took none of its answer in {stall_s:g} s"
+            ) from None
+
+
 def _accepting(task: asyncio.Task[Any]) -> bool:
     return not task.done() and getattr(task.get_coro(), "__qualname__", "") == _ACCEPTING
 
