@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import resource
@@ -24,7 +25,8 @@ from typing import Any
 import pytest
 from conftest import rpc, to_toml, wait_for
 
-from memoryd.serve import streams
+from memoryd.core.errors import Unavailable
+from memoryd.serve import registry, streams
 
 pytestmark = [
     pytest.mark.backends,
@@ -223,3 +225,17 @@ def test_drain_drops_a_client_that_reads_nothing_and_waits_for_one_that_reads() 
     """The rule both servers (the Unix socket, the web page) send their answers by."""
     assert asyncio.run(_drain_to(0)) == "dropped"
     assert asyncio.run(_drain_to(2)) == "done"
+
+
+@pytest.mark.parametrize("method", ["note.read", "search", "note.write", "/api/note"])
+@pytest.mark.parametrize("code", [errno.EMFILE, errno.ENFILE])
+def test_out_of_descriptors_is_not_called_a_refused_write(method: str, code: int) -> None:
+    """A request whose open() failed at the open-file limit, on every door (the socket, the
+    web page's routes: registry.unexpected): it says the open failed and what to do, and does
+    not call a read `cannot write ...; nothing was written` (note.read said so)."""
+    failure = OSError(code, os.strerror(code), "/home/u/notes")
+    error_code, message, _ = registry.unexpected(failure, method)
+    assert error_code == Unavailable.code
+    assert message.startswith(f"cannot open /home/u/notes: {os.strerror(code)}. "), message
+    assert "write" not in message.split(". ", 1)[0], message
+    assert "ulimit -n" in message, message

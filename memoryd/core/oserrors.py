@@ -135,6 +135,10 @@ def client_error(exc: BaseException) -> MemorydError | None:
     room, read-only, permission, too many open files: PASSING): its client error (DiskFull, else
     Unavailable), so the socket's and the web page's doors answer as every write path does, not
     "internal error". None for anything else (a bug: the caller keeps its traceback)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+        # an open that failed, for a read as often as for a write (note.read, a search's
+        # reader): not "cannot write ...; nothing was written"
+        return Unavailable(f"cannot open {exc.filename}: {exc.strerror}. {advice(exc.errno)}")
     if isinstance(exc, OSError) and exc.errno in PASSING:
         return refused(exc, other=Unavailable)
     return None
