@@ -239,3 +239,25 @@ def test_out_of_descriptors_is_not_called_a_refused_write(method: str, code: int
     assert message.startswith(f"cannot open /home/u/notes: {os.strerror(code)}. "), message
     assert "write" not in message.split(". ", 1)[0], message
     assert "ulimit -n" in message, message
+
+
+@pytest.mark.sqlite_only("the socket server's places, the same whatever the store")
+def test_a_burst_of_clients_over_max_connections_is_served_in_turn(daemon_factory: Any) -> None:
+    """More clients at once than max_connections: each waits for a place and is answered;
+    none is refused at once with -32003 "too many connections" (500 clients against 64
+    places: 436 were), nor closed as "idle" while its request was on its way."""
+    d = daemon_factory(server={"max_connections": 2, "first_request_timeout_s": 60})
+    (d.workspace / "a.md").write_text("# Alpha\n\nthe alpha note about sync\n")
+    answers: list[dict[str, Any]] = []
+
+    def one(i: int) -> None:
+        answers.append(rpc(d.socket, "search", {"query": f"alpha sync {i}"}, timeout=120))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    refused = [a["error"] for a in answers if "error" in a]
+    assert not refused, refused
+    assert len(answers) == 24
