@@ -450,8 +450,9 @@ def test_connections_being_evicted_do_not_count_against_the_limit(make_app: Any)
     already left finish at once while the evicted ones are still closing. Counting those made
     the server answer "too many connections (all running a request)" with none running."""
     import dataclasses
+    import time
 
-    from memoryd.serve.server import Server, _Conn
+    from memoryd.serve.server import EVICT_AFTER_S, Server, _Conn
 
     class Writer:
         def write(self, data: bytes) -> None:
@@ -466,7 +467,8 @@ def test_connections_being_evicted_do_not_count_against_the_limit(make_app: Any)
     )
     try:
         for key in ("a", "b"):
-            server._connections[key] = _Conn(Writer())  # type: ignore[index]
+            conn = server._connections[key] = _Conn(Writer())  # type: ignore[index]
+            conn.idle_since = time.monotonic() - EVICT_AFTER_S  # silent long enough (res17)
         assert [server._make_room() for _ in range(3)] == [True, True, True]
         assert server.evicted_total == 1 and list(server._closing) == ["a"]
     finally:

@@ -135,6 +135,10 @@ def client_error(exc: BaseException) -> MemorydError | None:
     room, read-only, permission, too many open files: PASSING): its client error (DiskFull, else
     Unavailable), so the socket's and the web page's doors answer as every write path does, not
     "internal error". None for anything else (a bug: the caller keeps its traceback)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+        # an open that failed, for a read as often as for a write (note.read, a search's
+        # reader): not "cannot write ...; nothing was written"
+        return Unavailable(f"cannot open {exc.filename}: {exc.strerror}. {advice(exc.errno)}")
     if isinstance(exc, OSError) and exc.errno in PASSING:
         return refused(exc, other=Unavailable)
     return None
@@ -166,8 +170,10 @@ class Refusals:
     `on_worked` hook at each first write that works after a refusal (a retry is due). Thread-
     safe enough: plain assignments."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, *, started: str = "", ended: str = "") -> None:
         self.what = what  # "store", "daily log": the log lines' subject
+        self.started = started or f"{what} writes refused"  # the log lines' events
+        self.ended = ended or f"{what} writes work again"
         self.since: float | None = None  # the first refusal of this spell
         self.error: str | None = None  # the last refusal's message
         self.last_refused: float | None = None
@@ -181,7 +187,7 @@ class Refusals:
         self.error, self.last_refused, self.count = error, now, self.count + 1
         if self.since is None:
             self.since, self.last_worked = now, None
-            log.warning(f"{self.what} writes refused", error=error)
+            log.warning(self.started, error=error)
 
     def worked(self) -> None:
         if self.since is None:
@@ -205,7 +211,7 @@ class Refusals:
             return False
         self.since, self.error, self.last_refused, self.last_worked = None, None, None, None
         log.info(
-            f"{self.what} writes work again",
+            self.ended,
             refused_s=round((last or now) - since, 1),
             refusals=self.count,
         )

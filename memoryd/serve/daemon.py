@@ -29,6 +29,7 @@ from memoryd.index.fstype import filesystem, remote
 from memoryd.serve.app import App
 from memoryd.serve.notify import Notifier, listen_fds
 from memoryd.serve.server import Server, prepare_socket_path
+from memoryd.serve.streams import EventLoop
 from memoryd.serve.workspaceguard import prepare_dirs
 from memoryd.text.secretguard import redact_known
 
@@ -112,7 +113,8 @@ class Daemon:
             os.close(lock_fd)
             raise
         try:
-            return asyncio.run(self._main())
+            with asyncio.Runner(loop_factory=EventLoop) as runner:  # accept() at the fd limit
+                return runner.run(self._main())
         finally:
             if db_fd is not None:  # after the store closed: SQLite's handles are gone by now
                 os.close(db_fd)

@@ -42,13 +42,16 @@ from memoryd.serve.protocol import (
     error_response,
     leading_id,
 )
-from memoryd.serve.streams import Connections
+from memoryd.serve.streams import Connections, drain
 
 log = get_logger("memoryd.serve.server")
 # Pending connections the kernel queues before accept(): asyncio would use 100, and a burst of
 # clients beyond that gets EAGAIN from connect() at once on a Unix socket (no waiting). The
 # kernel caps it at net.core.somaxconn.
 BACKLOG = 1024
+# A connection silent this long may be closed to make room at max_connections: a burst's own
+# new clients, whose requests are on their way, are not taken for idle ones
+EVICT_AFTER_S = 0.5
 
 
 # A request line carries a note of notes.max_bytes as JSON text: UTF-8 (memoryctl sends it
@@ -190,8 +193,9 @@ class _Conn:
 class Server:
     """Idle connections cannot lock others out: a connection that sends nothing is closed after
     `first_request_timeout_s` (then `idle_timeout_s` between requests), and at
-    `max_connections` a new client makes room by closing the connection idle the longest; only
-    when every connection is running a request is the new one refused (-32003, retry)."""
+    `max_connections` a new client makes room by closing the connection idle the longest (silent
+    for EVICT_AFTER_S at least); while none is, the new one waits, up to
+    `first_request_timeout_s`, for one to be, then it is refused (-32003, retry)."""
 
     def __init__(
         self,
@@ -219,6 +223,7 @@ class Server:
         self._stopping = False  # close() began: a request cut short is answered so
         self._idle = asyncio.Event()
         self._idle.set()
+        self._room = asyncio.Event()  # set when a connection ends or finishes a request
         notes = getattr(getattr(app, "cfg", None), "notes", None)
         self.limit = request_limit(
             settings.max_request_bytes, getattr(notes, "max_bytes", settings.max_request_bytes)
@@ -311,7 +316,12 @@ class Server:
         """At the connection limit, close the connection idle the longest; False if none is."""
         if len(self._connections) < self.settings.max_connections:
             return True
-        idle = [(t, c) for t, c in self._connections.items() if c.idle_since is not None]
+        now = time.monotonic()
+        idle = [
+            (t, c)
+            for t, c in self._connections.items()
+            if c.idle_since is not None and now - c.idle_since >= EVICT_AFTER_S
+        ]
         if not idle:
             return False
         task, oldest = min(idle, key=lambda tc: tc[1].idle_since or 0.0)
@@ -332,6 +342,24 @@ class Server:
             oldest.writer.close()
         return True
 
+    async def _room_made(self) -> bool:
+        """_make_room, waiting (up to first_request_timeout_s) for a connection to end, finish
+        its request or stay silent EVICT_AFTER_S: a burst of clients (`xargs -P` over
+        memoryctl, many agents at once) is served in turn, none refused at once (-32003) nor
+        closed as idle while its request is on its way."""
+        try:
+            async with asyncio.timeout(
+                max(self.settings.first_request_timeout_s, 2 * EVICT_AFTER_S)
+            ):
+                while not self._make_room():
+                    self._room.clear()
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(EVICT_AFTER_S):  # one may be idle by then
+                            await self._room.wait()
+        except TimeoutError:
+            return False
+        return True
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -342,7 +370,7 @@ class Server:
                 log.warning("refused connection from another user", uid=uid)
                 await self._send(writer, error_response(None, INVALID_REQUEST, "permission denied"))
                 return
-            if not self._make_room():
+            if not await self._room_made():
                 limit = self.settings.max_connections
                 await self._send(
                     writer,
@@ -362,6 +390,7 @@ class Server:
         finally:
             self._connections.pop(task, None)
             self._closing.pop(task, None)
+            self._room.set()
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -419,10 +448,12 @@ class Server:
                 raise
             finally:
                 conn.idle_since = time.monotonic()
+                self._room.set()
 
     async def _send(self, writer: asyncio.StreamWriter, payload: Any) -> None:
+        """A client that takes none of its answer for request_timeout_s is dropped."""
         writer.write(encode(payload))
-        await writer.drain()
+        await drain(writer, self.settings.request_timeout_s)
 
     # -- requests -----------------------------------------------------------------------------
 

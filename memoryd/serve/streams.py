@@ -23,8 +23,14 @@ every one of them ends:
 from __future__ import annotations
 
 import asyncio
+import errno
 from collections.abc import Callable, Coroutine
 from typing import Any
+
+from memoryd.core import oserrors
+from memoryd.core.logsetup import get_logger
+
+log = get_logger("memoryd.serve.streams")
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Coroutine[Any, Any, None]]
 
@@ -33,6 +39,9 @@ _ACCEPTING = "BaseSelectorEventLoop._accept_connection2"
 SETTLE_TURNS = 1000
 # how long shutdown lets a half-sent answer go on to a client that is reading it
 FLUSH_GRACE_S = 2.0
+# accept() refused for want of a file descriptor or memory: tried again this much later
+ACCEPT_RETRY_S = 1.0
+OUT_OF = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
 class Connections:
@@ -96,6 +105,32 @@ class Connections:
             await asyncio.sleep(0)
 
 
+async def drain(writer: asyncio.StreamWriter, stall_s: float) -> None:
+    """writer.drain(), except that a client that takes none of what is sent for `stall_s` is
+    dropped (its socket aborted, ConnectionResetError raised): one that never reads its answer
+    (a stopped process, a hung agent) held its connection, a descriptor and, on the Unix
+    socket, a place of max_connections that no other client could take, for as long as it
+    lived. A slow reader that takes some of it in each `stall_s` goes on."""
+    transport = writer.transport
+    while True:
+        before = transport.get_write_buffer_size()
+        try:
+            async with asyncio.timeout(stall_s):
+                await writer.drain()
+            return
+        except TimeoutError:
+            if transport.get_write_buffer_size() < before:
+                continue
+            left = transport.get_write_buffer_size()
+            transport.abort()
+            log.warning(
+                "dropped a client that took none of its answer", waited_s=stall_s, unsent=left
+            )
+            raise ConnectionResetError(
+                f"the client took none of its answer in {stall_s:g} s"
+            ) from None
+
+
 def _accepting(task: asyncio.Task[Any]) -> bool:
     return not task.done() and getattr(task.get_coro(), "__qualname__", "") == _ACCEPTING
 
@@ -123,3 +158,63 @@ class _Protocol(asyncio.StreamReaderProtocol):
         finally:
             if self._mine is not None:
                 self._conns.open.discard(self._mine)
+
+
+class EventLoop(asyncio.SelectorEventLoop):
+    """The daemon's loop (`asyncio.Runner(loop_factory=EventLoop)`): asyncio's, but for what
+    accept() does when the process is out of file descriptors (or the system out of memory).
+
+    asyncio (CPython before gh-151615) goes on calling accept() after such a refusal, up to the
+    listen backlog (1024) times a round, each time scheduling one more retry and calling the
+    exception handler: at the open-file limit, thousands of failed accepts and log calls a
+    second, a core busy while nothing can be served. Here the first refusal ends the round,
+    the socket is not watched for ACCEPT_RETRY_S, then accepts are tried again (the clients
+    wait in the kernel's queue meanwhile). The log says it once, as for refused writes
+    (oserrors.Refusals: a warning when accepts start failing, an info line once none failed for
+    ten minutes and one worked), and each retry at debug level."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.accepts = oserrors.Refusals(
+            "accept",
+            started="new connections wait: accept() refused",
+            ended="new connections accepted again",
+        )
+
+    def _accept_connection(
+        self,
+        protocol_factory: Callable[[], asyncio.BaseProtocol],
+        sock: Any,
+        sslcontext: Any = None,
+        server: Any = None,
+        backlog: int = 100,
+        *rest: Any,
+    ) -> None:
+        for _ in range(backlog):
+            try:
+                conn, addr = sock.accept()
+                conn.setblocking(False)
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionAbortedError:  # that client gave up: the next one
+                continue
+            except OSError as exc:
+                if exc.errno not in OUT_OF:
+                    raise  # the loop logs it and goes on, as asyncio's does
+                self.accepts.refused(oserrors.what_to_do(exc.errno) or str(exc.strerror))
+                log.debug("accept() refused; tried again in a second", error=exc.strerror)
+                self._remove_reader(sock.fileno())  # type: ignore[attr-defined]
+                args = (protocol_factory, sock, sslcontext, server, backlog, *rest)
+                self.call_later(ACCEPT_RETRY_S, self._accept_again, *args)
+                return
+            self.accepts.worked()
+            accept = self._accept_connection2(  # type: ignore[attr-defined]
+                protocol_factory, conn, {"peername": addr}, sslcontext, server, *rest
+            )
+            self.create_task(accept)
+
+    def _accept_again(self, protocol_factory: Any, sock: Any, *args: Any) -> None:
+        server = args[1] if len(args) > 1 else None
+        if sock.fileno() == -1 or (server is not None and not server.is_serving()):
+            return  # closed meanwhile (a stop, a socket file made again)
+        self._start_serving(protocol_factory, sock, *args)  # type: ignore[attr-defined]

@@ -117,7 +117,8 @@ class SqliteStore:
             self._writer.close()
             raise self._busy(writing=True) from None
         self._local = threading.local()
-        self._readers: list[apsw.Connection] = []
+        # (thread, its read connection): a thread's is closed once that thread has ended
+        self._readers: list[tuple[threading.Thread, apsw.Connection]] = []
         self._readers_lock = threading.Lock()
         self._closed = False
         self._identity = _identity(self.path)  # the file the writer has open
@@ -255,7 +256,9 @@ class SqliteStore:
     # -- connections --------------------------------------------------------------------------
 
     def reader(self) -> apsw.Connection:
-        """This thread's read connection (opened on first use)."""
+        """This thread's read connection (opened on first use). Those of threads that have
+        ended (a reconcile_soon's, a timer's) are closed here: kept, each held two file
+        descriptors and its page cache for as long as the daemon ran."""
         if self._closed:
             raise StoreError("the store is closed")
         con = getattr(self._local, "con", None)
@@ -264,7 +267,11 @@ class SqliteStore:
             con, _ = db.connect(self.path, writer=False)
             self._local.con = con
             with self._readers_lock:
-                self._readers.append(con)
+                ended = [c for t, c in self._readers if not t.is_alive()]
+                self._readers = [(t, c) for t, c in self._readers if t.is_alive()]
+                self._readers.append((threading.current_thread(), con))
+            for old in ended:
+                old.close(True)  # force: a statement its thread left unfinished
         return con
 
     def read(
@@ -574,7 +581,7 @@ class SqliteStore:
                 for timer in self._timers.values():
                     timer.cancel()
                 self._timers.clear()
-                for con in self._readers:
+                for _, con in self._readers:
                     con.close()
                 self._readers.clear()
             try:

@@ -22,7 +22,7 @@ from memoryd.core.logsetup import get_logger
 from memoryd.core.sections import WebConfig
 from memoryd.serve.app import App
 from memoryd.serve.registry import unexpected
-from memoryd.serve.streams import Connections
+from memoryd.serve.streams import Connections, drain
 from memoryd.web import actions, auth, routes
 from memoryd.web.http import MAX_HEAD, BadRequest, Request, Response, encode, read_request
 from memoryd.web.peers import tcp_peer_uid
@@ -139,21 +139,21 @@ class WebServer:
             if len(self._conns.tasks) > MAX_CONNECTIONS or not self._same_user(writer):
                 self.refused_total += 1
                 writer.write(encode(Response.text(403, "refused"), keep_alive=False))
-                await writer.drain()
+                await drain(writer, IDLE_TIMEOUT_S)
                 return
             while True:
                 try:
                     req = await asyncio.wait_for(read_request(reader), IDLE_TIMEOUT_S)
                 except BadRequest as exc:
                     writer.write(encode(Response.text(exc.status, exc.message), keep_alive=False))
-                    await writer.drain()
+                    await drain(writer, IDLE_TIMEOUT_S)
                     return
                 if req is None:
                     return
                 resp = await self.respond(req)
                 keep = req.keep_alive
                 writer.write(encode(resp, keep_alive=keep, head_only=req.method == "HEAD"))
-                await writer.drain()
+                await drain(writer, IDLE_TIMEOUT_S)
                 if not keep:
                     return
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
