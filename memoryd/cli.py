@@ -285,9 +285,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _exit_status(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
     if not 0 <= value <= 255:
-        raise argparse.ArgumentTypeError(f"{value} is not an exit status (0 to 255)")
+        raise argparse.ArgumentTypeError(
+            f"expected an exit status, a whole number from 0 to 255 (as in "
+            f"--config-error-status 0), not {text!r}"
+        )
     return value
 
 

@@ -51,14 +51,117 @@ Run `memoryctl COMMAND --help` for a command's options.
 """
 
 
+HELP_FLAGS = ("-h", "--help")
+# what a value of each type looks like, for the message when one is not
+EXPECTED = {int: ("a whole number", "5"), float: ("a number", "0.5")}
+
+
 class LoudParser(argparse.ArgumentParser):
-    """argparse, except that a write of --help, --version or a usage message that fails is not
-    hidden (argparse drops the OSError: `--help >/dev/full` exited 0 with nothing written); the
-    command's main says it, as for any output (stdio.py). The `memoryd` command's parser too."""
+    """argparse, with the mistakes people make said the way they can act on them, the same on
+    `memoryd` and `memoryctl` (both parsers are of this class, and their subparsers):
+    - `-h` anywhere before `--` shows the help of the command the line names (`memoryctl -h
+      note read` is note read's, not memoryctl's);
+    - an unknown command, action or choice, or an option that is not one, says the closest
+      (`memoryctl serch`: did you mean 'search'?), and the command it was given to reports it,
+      with its own usage (argparse left an unknown option to the top parser);
+    - a value of the wrong type says what was expected and gives an example (`-n x`: expected
+      a whole number, as in --limit 5) instead of `invalid int value`;
+    - a write of --help, --version or a usage message that fails is not hidden (argparse drops
+      the OSError: `--help >/dev/full` exited 0 with nothing written); the command's main says
+      it, as for any output (stdio.py)."""
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        argv = sys.argv[1:] if args is None else list(args)
+        words = argv[: argv.index("--")] if "--" in argv else argv
+        if any(word in HELP_FLAGS for word in words):
+            self._named_command(words).print_help()
+            self.exit()
+        return super().parse_args(argv, namespace)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:  # a subcommand says it, with its own usage, before the top parser would
+            self.error(self.unrecognized(extras))
+        return parsed, extras
+
+    def unrecognized(self, extras: list[str]) -> str:
+        message = f"unrecognized arguments: {' '.join(extras)}"
+        first = extras[0]
+        if first.startswith("--"):
+            known = [flag for flag in self._option_string_actions if flag.startswith("--")]
+            close = closest(first.partition("=")[0], known)
+            if close:
+                return message + f" (did you mean {close[0]}?)"
+        commands = _subcommands(self)
+        if first.startswith("-") and commands:  # `memoryctl --serch`: the command, dashed
+            close = closest(first.lstrip("-"), list(commands))
+            if close:
+                return message + f" (did you mean the command {close[0]}?)"
+        return message
+
+    def _named_command(self, words: list[str]) -> argparse.ArgumentParser:
+        """The deepest subcommand the words name (the parser itself when they name none)."""
+        parser: argparse.ArgumentParser = self
+        for word in words:
+            choices = _subcommands(parser)
+            if choices is not None and word in choices:
+                parser = choices[word]
+        return parser
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is None or value in action.choices:
+            return
+        choices = [str(c) for c in action.choices]
+        close = closest(str(value), choices)
+        guess = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        listed = ", ".join(map(repr, choices))
+        raise argparse.ArgumentError(
+            action, f"invalid choice: {value!r}{guess} (choose from {listed})"
+        )
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        type_func = self._registry_get("type", action.type, action.type)
+        if type_func not in EXPECTED:
+            return super()._get_value(action, arg_string)
+        try:
+            return type_func(arg_string)
+        except ValueError:
+            what, example = EXPECTED[type_func]
+            if isinstance(action.default, type_func) and not isinstance(action.default, bool):
+                example = str(action.default)
+            flag = next((f for f in action.option_strings if f.startswith("--")), None)
+            shown = f"{flag or self.prog} {example}"  # --limit 5; memoryctl get 5
+            raise argparse.ArgumentError(
+                action, f"expected {what} (as in {shown}), not {arg_string!r}"
+            ) from None
 
     def _print_message(self, message: str, file: Any = None) -> None:
         if message:
             (file or sys.stderr).write(message)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, Any] | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices
+    return None
+
+
+def closest(word: str, known: list[str]) -> list[str]:
+    """The known words `word` is most likely a slip for: one a letter or two away, the same
+    in another case (the closest), or those it starts (an abbreviation argparse did not
+    take: at most two).
+    Read only on the error path (difflib is not imported at start)."""
+    import difflib
+
+    low = word.lower()
+    same = [k for k in known if k.lower() == low]
+    if same:
+        return same[:1]
+    close = difflib.get_close_matches(low, known, n=1, cutoff=0.6)
+    if not close and len(word.lstrip("-")) >= 2:
+        close = [k for k in known if k.startswith(low)][:2]
+    return close
 
 
 class Parser(LoudParser):
@@ -67,13 +170,17 @@ class Parser(LoudParser):
 
     json_errors = False
 
+    def unrecognized(self, extras: list[str]) -> str:
+        message = super().unrecognized(extras)
+        if message.endswith("?)") or not extras[0].startswith("-"):
+            return message
+        command = self.prog if " " in self.prog else f"{self.prog} search"
+        return message + (  # `search --dry-run`, `add -x`: text, not a slip for an option
+            f" (not an option; text that starts with '-' goes after --,"
+            f" as in {command} -- '{extras[0]}')"
+        )
+
     def error(self, message: str) -> Any:
-        if message.startswith("unrecognized arguments: -"):  # `search --dry-run`, `add -x`
-            first = message.split(": ", 1)[1].split(" ")[0]
-            message += (
-                f" (not an option; text that starts with '-' goes after --,"
-                f" as in memoryctl search -- '{first}')"
-            )
         if Parser.json_errors:
             from memoryd.ctl.client import UsageError
 

@@ -1,0 +1,197 @@
+"""The help and the mistakes of both programs, `memoryd` and `memoryctl`, over every parser they
+build (argparse's actions walked, not a list kept by hand): an unknown command, action, choice or
+option says the closest; a value of the wrong type says what was expected with an example; `-h`
+anywhere shows the help of the command the line names. One wording for both (ctl/parser.py's
+LoudParser is the class of every parser and subparser of the two)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from memoryd import cli, ctl
+from memoryd.ctl.parser import Parser
+
+
+@pytest.fixture(autouse=True)
+def _plain_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Parser, "json_errors", False)  # usage errors printed, as on a terminal
+    monkeypatch.setenv("COLUMNS", "100")
+
+
+PROGRAMS = {"memoryctl": ctl.build_parser, "memoryd": cli.build_parser}
+
+
+def _subs(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:  # type: ignore[type-arg]
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
+def walk(parser: argparse.ArgumentParser, path: list[str]) -> Iterator[tuple[list[str], Any]]:
+    """(command words, parser) for the parser and every subcommand under it (aliases once)."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            seen: set[int] = set()
+            for name, sub in action.choices.items():
+                if id(sub) not in seen:
+                    seen.add(id(sub))
+                    yield from walk(sub, [*path, name])
+
+
+def every(kind: str) -> list[Any]:
+    """pytest params: (program, command words, parser[, action]) over both programs."""
+    out = []
+    for prog, build in PROGRAMS.items():
+        for path, parser in walk(build(), []):
+            sub = _subs(parser)
+            if kind == "parser" or (kind == "commands" and sub is not None):
+                out.append(pytest.param(prog, path, id=" ".join([prog, *path])))
+            elif kind in ("typed", "option") and not (sub is not None and sub.required):
+                for action in parser._actions:
+                    if kind == "typed" and _typed(action):
+                        ident = " ".join([prog, *path, action.dest])
+                        out.append(pytest.param(prog, path, action.dest, id=ident))
+                    if kind == "option" and any(f.startswith("--") for f in action.option_strings):
+                        flag = next(f for f in action.option_strings if f.startswith("--"))
+                        if flag not in ("--help", "--version"):
+                            ident = " ".join([prog, *path, flag])
+                            out.append(pytest.param(prog, path, flag, id=ident))
+    return out
+
+
+def _typed(action: argparse.Action) -> bool:
+    kind = action.type
+    return kind is not None and kind is not str and getattr(kind, "__name__", "") != "Path"
+
+
+def leaf(prog: str, path: list[str]) -> argparse.ArgumentParser:
+    parser = PROGRAMS[prog]()
+    for word in path:
+        sub = _subs(parser)
+        assert sub is not None
+        parser = sub.choices[word]
+    return parser
+
+
+def needed(parser: argparse.ArgumentParser, but: str | None = None) -> list[str]:
+    """The least a command line for this parser must hold: its required options and positionals
+    (a valid value each), so the mistake under test is the one reported."""
+    words: list[str] = []
+    for action in parser._actions:
+        if action.dest == but or isinstance(action, argparse._SubParsersAction):
+            continue
+        value = str(action.choices[0] if action.choices else 1)  # type: ignore[index]
+        if action.option_strings and action.required:
+            words += [action.option_strings[-1], value]
+        elif not action.option_strings and action.nargs not in ("?", "*"):
+            words.append(value)
+    return words
+
+
+def error_of(prog: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as exc:
+        PROGRAMS[prog]().parse_args(argv)
+    assert exc.value.code == 2, argv
+    err = capsys.readouterr().err
+    return err.strip().splitlines()[-1]
+
+
+def _typo(word: str) -> str:
+    return word + word[-1]  # one letter doubled: `searchh`, `rmm`, `--limitt`
+
+
+@pytest.mark.parametrize(("prog", "path"), every("commands"))
+def test_an_unknown_command_or_action_says_the_closest(
+    prog: str, path: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`memoryctl serch` listed 31 commands and left the reader to find the one meant."""
+    parser = leaf(prog, path)
+    sub = _subs(parser)
+    assert sub is not None
+    for name in sub.choices:
+        said = error_of(prog, [*path, _typo(name)], capsys)
+        assert f"did you mean '{name}'?" in said, said
+        assert said.startswith(f"{parser.prog}: error: "), said  # the parser of that level
+
+
+@pytest.mark.parametrize(("prog", "path", "flag"), every("option"))
+def test_an_unknown_option_says_the_closest_in_its_commands_words(
+    prog: str, path: list[str], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`memoryctl search deploy --limt 5` said "unrecognized arguments" under memoryctl's usage
+    (or told to put the text after --); the command that was given it says the option meant."""
+    parser = leaf(prog, path)
+    said = error_of(prog, [*path, *needed(parser), _typo(flag)], capsys)
+    assert f"did you mean {flag}?" in said, said
+    assert said.startswith(f"{parser.prog}: error: unrecognized arguments"), said
+
+
+@pytest.mark.parametrize(("prog", "path", "dest"), every("typed"))
+def test_a_value_of_the_wrong_type_says_what_was_expected(
+    prog: str, path: list[str], dest: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-n x` said `invalid int value: 'x'`, and `--config-error-status x` named a private
+    function (`invalid _exit_status value`): every typed value says what it expected."""
+    parser = leaf(prog, path)
+    action = next(a for a in parser._actions if a.dest == dest)
+    bad = "x!"
+    given = [action.option_strings[-1], bad] if action.option_strings else [bad]
+    said = error_of(prog, [*path, *needed(parser, but=dest), *given], capsys)
+    assert "expected" in said and repr(bad) in said, said
+    assert "invalid" not in said, said
+
+
+@pytest.mark.parametrize(("prog", "path"), every("parser"))
+def test_help_anywhere_shows_the_help_of_the_command_named(
+    prog: str, path: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`memoryctl -h note read` showed memoryctl's help, `memoryctl note -h read` note's: a -h
+    anywhere before `--` shows the help of the command the words name."""
+    want = leaf(prog, path).format_help()
+    for flag in ("-h", "--help"):
+        for argv in ([flag, *path], [*path, flag], [*path[:1], flag, *path[1:]]):
+            with pytest.raises(SystemExit) as exc:
+                PROGRAMS[prog]().parse_args(argv)
+            assert exc.value.code == 0
+            assert capsys.readouterr().out == want, argv
+
+
+def test_help_after_two_dashes_is_text(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ctl.build_parser().parse_args(["search", "--", "-h"])
+    assert args.query == "-h"
+
+
+@pytest.mark.parametrize(
+    ("prog", "argv", "said"),
+    [
+        ("memoryctl", ["serch", "deploy"], "did you mean 'search'?"),
+        ("memoryctl", ["SEARCH", "deploy"], "did you mean 'search'?"),
+        ("memoryctl", ["--serch"], "did you mean the command search?"),
+        ("memoryctl", ["search", "x", "--mode", "key"], "did you mean 'keyword'?"),
+        ("memoryctl", ["search", "x", "-n", "ten"], "expected a whole number (as in --limit"),
+        ("memoryctl", ["get", "abc"], "expected a whole number (as in memoryctl get 5)"),
+        ("memoryctl", ["search", "--dry-run"], "goes after --, as in memoryctl search --"),
+        ("memoryctl", ["add", "x", "-q"], "goes after --, as in memoryctl add -- '-q'"),
+        ("memoryd", ["rn"], "did you mean 'run'?"),
+        ("memoryd", ["run", "--confg", "x"], "did you mean --config?"),
+        ("memoryd", ["run", "--config-error-status", "x"], "a whole number from 0 to 255"),
+        ("memoryd", ["run", "--config-error-status", "300"], "a whole number from 0 to 255"),
+    ],
+)
+def test_mistakes_as_a_person_makes_them(
+    prog: str, argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert said in error_of(prog, argv, capsys)
+
+
+def test_an_unknown_option_with_json_is_a_json_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    assert ctl.main(["--json", "--socket", "/nonexistent/s", "search", "x", "--limt", "3"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["kind"] == "usage" and "did you mean --limit?" in error["message"], error
