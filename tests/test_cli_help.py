@@ -7,7 +7,10 @@ LoudParser is the class of every parser and subparser of the two)."""
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -195,3 +198,45 @@ def test_an_unknown_option_with_json_is_a_json_usage_error(
     assert ctl.main(["--json", "--socket", "/nonexistent/s", "search", "x", "--limt", "3"]) == 2
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["kind"] == "usage" and "did you mean --limit?" in error["message"], error
+
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAM_LINES = {
+    "memoryd": ["-m", "memoryd"],
+    "memoryctl": [str(ROOT / "bin" / "memoryctl")],
+    "python -m memoryd.ctl": ["-m", "memoryd.ctl"],
+    "python -m memoryd.agents.mcp": ["-m", "memoryd.agents.mcp"],
+}
+
+
+@pytest.mark.parametrize("program", PROGRAM_LINES)
+def test_every_program_says_the_package_version(program: str) -> None:
+    """`python -m memoryd.agents.mcp --version` (and --help) printed nothing and exited 0: the
+    module had no `__main__`. Each program's --version is the installed package's."""
+    from importlib import metadata
+
+    out = subprocess.run(
+        [sys.executable, *PROGRAM_LINES[program], "--version"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    name = "memoryctl" if "ctl" in program else "memoryd"
+    assert out.stdout == f"{name} {metadata.version('memoryd')}\n"
+
+
+def test_the_bridge_module_has_the_flags_of_memoryd_mcp() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd.agents.mcp", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    bridge = leaf("memoryd", ["mcp"])
+    for action in bridge._actions:
+        for flag in action.option_strings:
+            assert flag in out.stdout, flag
