@@ -12,12 +12,12 @@ from memoryd.core.errors import EXIT_CONFIG, EXIT_START, ConfigError, MemorydErr
 
 EPILOG = """\
 examples:
-  memoryd run                         start in the foreground (Ctrl-C stops it)
-  memoryd run --config ~/notes.toml   use another configuration file
-  memoryd config show                 print the effective configuration as TOML
-  memoryd service install             run at login as a user service (systemd/launchd)
-  memoryd mcp --namespace claude      MCP server on stdio for an AI agent (docs/agents.md)
-  memoryd store migrate --to postgres copy the SQLite store into PostgreSQL (docs/team.md)
+  memoryd run                          start in the foreground (Ctrl-C stops it)
+  memoryd run --config ~/notes.toml    use another configuration file
+  memoryd config show                  print the effective configuration as TOML
+  memoryd service install              run at login as a user service (systemd/launchd)
+  memoryd mcp --namespace claude       MCP server on stdio for an AI agent (docs/agents.md)
+  memoryd store migrate --to postgres  copy the SQLite store into PostgreSQL (docs/team.md)
 
 Configuration is read from --config, $MEMORYD_CONFIG, or $XDG_CONFIG_HOME/memoryd/config.toml;
 without a file the defaults work. Query the daemon with `memoryctl`.
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--config",
         type=Path,
+        metavar="FILE",
         help="configuration file (TOML); default $MEMORYD_CONFIG, else "
         "$XDG_CONFIG_HOME/memoryd/config.toml, else the defaults",
     )
@@ -83,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("path", "print the configuration file memoryd would read", '{"path": FILE or null}'),
     ):
         c = cfg_sub.add_parser(name, help=helptext, description=helptext)
-        c.add_argument("--config", type=Path, help="configuration file (TOML)")
+        c.add_argument("--config", type=Path, metavar="FILE", help="configuration file (TOML)")
         c.add_argument(
             "--json",
             action="store_true",
@@ -114,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="remove this workspace's notes a daemon on PostgreSQL indexed already, and copy "
         "the SQLite index in their place",
     )
-    mig.add_argument("--config", type=Path, help="configuration file (TOML)")
+    mig.add_argument("--config", type=Path, metavar="FILE", help="configuration file (TOML)")
     mig.set_defaults(func=cmd_store_migrate)
 
     try:

@@ -7,6 +7,8 @@ LoudParser is the class of every parser and subparser of the two)."""
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -240,3 +242,83 @@ def test_the_bridge_module_has_the_flags_of_memoryd_mcp() -> None:
     for action in bridge._actions:
         for flag in action.option_strings:
             assert flag in out.stdout, flag
+
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+_COMMAND_LINE = re.compile(r"`((?:memoryctl|memoryd) [^`\n]*)`")
+_OTHER_COMMAND = re.compile(r"\|\||&&|\||;|#|>|\$\(")
+
+
+def command_lines(text: str) -> Iterator[str]:
+    """Every memoryd or memoryctl command line a text shows: in `code`, or a line of a code
+    block (or of --help's examples), cut where another command or a comment starts."""
+    found = [m.group(1) for m in _COMMAND_LINE.finditer(text)]
+    for line in text.splitlines():
+        for part in _OTHER_COMMAND.split(line.strip().removeprefix("$ ")):
+            if part.strip().startswith(("memoryctl ", "memoryd ")):
+                found.append(part.strip())
+    for line in found:
+        line = re.split(r"\s{2,}", _OTHER_COMMAND.split(line)[0])[0]  # (an aligned comment)
+        if line.split(" ", 2)[1].endswith(":"):  # `memoryd mcp: --namespace: ...`, a message
+            continue
+        try:
+            yield from [shlex.split(line)]
+        except ValueError:  # an unbalanced quote in prose
+            yield line.split()
+
+
+def _flags_of(prog: str, words: list[str]) -> Iterator[tuple[argparse.ArgumentParser, str]]:
+    """(the parser the words name, a --flag they give it), up to a `--`."""
+    parser = PROGRAMS[prog]()
+    for word in words:
+        if word == "--":
+            return
+        sub = _subs(parser)
+        if sub is not None and word in sub.choices:
+            parser = sub.choices[word]
+        elif word.startswith("--"):
+            yield parser, word.partition("=")[0].rstrip(":,.)")
+
+
+def test_every_documented_flag_exists_on_its_command() -> None:
+    """A flag the README or docs/*.md show on a command line is one that command takes."""
+    missing = []
+    for doc in DOCS:
+        for words in command_lines(doc.read_text()):
+            for parser, flag in _flags_of(words[0], words[1:]):
+                if flag != "--" and flag not in parser._option_string_actions:
+                    missing.append(f"{doc.name}: {' '.join(words)}: {flag}")
+    assert not missing, "\n".join(missing)
+
+
+@pytest.mark.parametrize(("prog", "path"), every("parser"))
+def test_every_option_is_explained_and_documented(prog: str, path: list[str]) -> None:
+    """`--help` says what each option and argument is for (`memoryctl session --max-tokens N`
+    and `export -o FILE` said nothing, `search --mode` not its default), and the README or
+    docs/*.md name every long option (`export --output` was in neither)."""
+    docs = "\n".join(doc.read_text() for doc in DOCS)
+    for action in leaf(prog, path)._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            continue
+        shown = action.option_strings or [action.metavar or action.dest]
+        assert action.help, f"{prog} {' '.join(path)} {shown[-1]}: no help"
+        for flag in action.option_strings:
+            if flag.startswith("--"):
+                assert flag in docs, f"{prog} {' '.join(path)} {flag}: not in the docs"
+
+
+def help_examples() -> list[Any]:
+    out = []
+    for prog, build in PROGRAMS.items():
+        for _path, parser in walk(build(), []):
+            for words in command_lines(parser.epilog or ""):
+                if words[0] == prog and not any(w.isupper() for w in words):  # COMMAND --help
+                    out.append(pytest.param(prog, words[1:], id=" ".join(words)))
+    return out
+
+
+@pytest.mark.parametrize(("prog", "argv"), help_examples())
+def test_every_example_in_help_parses(prog: str, argv: list[str]) -> None:
+    """The examples --help gives are command lines the parser takes, as written."""
+    args = PROGRAMS[prog]().parse_args(argv)
+    assert args.command

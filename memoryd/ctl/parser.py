@@ -304,4 +304,36 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for cmd in COMMANDS:
         if only is None or only in (cmd.name, *cmd.aliases):
             _add_command(sub, cmd, common)
+    if only is None:
+        _group_commands(p, sub)
     return p
+
+
+# `memoryctl --help` lists the commands by what they work on (every command in one group: a
+# command the table adds and this leaves out is listed under "other", and a test says so)
+GROUPS = (
+    ("search", ("search", "recent", "triggers", "session")),
+    (
+        "memories",
+        (
+            *("add", "get", "list", "update", "delete", "history", "validate", "used"),
+            *("promote", "candidates", "prune", "export", "import"),
+        ),
+    ),
+    ("notes", ("note", "links", "backlinks", "reindex", "open")),
+    ("entities", ("entity", "entities", "related")),
+    ("admin", ("status", "stats", "ping", "jobs", "checkpoint")),
+)
+
+
+def _group_commands(p: argparse.ArgumentParser, sub: Any) -> None:
+    """The help's one list of commands as titled groups (argparse's groups hold any action:
+    the list's rows, one per command, move into them; usage and parsing are unchanged)."""
+    listed = next(g for g in p._action_groups if sub in g._group_actions)
+    p._action_groups.remove(listed)
+    rows = {row.dest: row for row in sub._get_subactions()}
+    for title, names in GROUPS:
+        group = p.add_argument_group(f"{title} commands")
+        group._group_actions.extend(rows.pop(name) for name in names if name in rows)
+    if rows:
+        p.add_argument_group("other commands")._group_actions.extend(rows.values())

@@ -17,6 +17,12 @@ if TYPE_CHECKING:
     from typing import Any
 
 TIERS = ("constitutional", "critical", "important", "normal", "temporary", "deprecated")
+MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
+LIMIT = "search.default_limit, 10"
+SESSION_TOKENS = "token budget (default lifecycle.session_max_tokens, 500)"
+CHECKPOINT = "the checkpoint's name"
+NOTE_HELP = "a workspace-relative path, or a note's name as a wikilink names it"
+NOTE_PATH = arg("path", metavar="PATH", help="the note, relative to the workspace")
 
 
 PATHS = arg(
@@ -89,8 +95,8 @@ def memory_options(update: bool = False) -> tuple[Any, ...]:
     )
 
 
-ID = arg("id", type=int, metavar="ID")
-NS = arg("--namespace", metavar="NS")
+ID = arg("id", type=int, metavar="ID", help="the memory's id (as list and search show it)")
+NS = arg("--namespace", metavar="NS", help="default: memories.default_namespace")
 SNAPSHOT = arg(
     "--snapshot",
     action="store_true",
@@ -119,7 +125,7 @@ COMMANDS: tuple[Command, ...] = (
         params=h.p_add,
         show=h.s_add,
         args=(
-            arg("text", metavar="TEXT"),
+            arg("text", metavar="TEXT", help="the memory; - reads it from stdin"),
             *memory_options(),
             arg("--namespace", metavar="NS", help="agent or project namespace"),
             arg(
@@ -149,8 +155,10 @@ COMMANDS: tuple[Command, ...] = (
                 help='words, "a phrase", pre*, a OR b; - reads it from stdin',
             ),
             PATHS,
-            arg("-n", "--limit", type=int, metavar="N", help="at most N hits"),
-            arg("--mode", choices=["auto", "keyword", "vector", "hybrid", "fuzzy"]),
+            arg("-n", "--limit", type=int, metavar="N", help=f"at most N hits (default {LIMIT})"),
+            arg(
+                "--mode", choices=MODES, help="default auto: the best ready (hybrid once embedded)"
+            ),
             arg(
                 "--chunks",
                 action="store_true",
@@ -158,7 +166,7 @@ COMMANDS: tuple[Command, ...] = (
             ),
             arg("--explain", action="store_true", help="show each ranking component"),
             arg("--concepts", help="2-5 comma separated concepts that must all match"),
-            arg("--max-tokens", type=int, metavar="N", help="token budget for the details"),
+            arg("--max-tokens", type=int, metavar="N", help="details for the hits that fit"),
             arg(
                 "--constitutional",
                 action="store_true",
@@ -227,7 +235,7 @@ COMMANDS: tuple[Command, ...] = (
         run=h.r_delete,
         aliases=("rm",),
         args=(
-            arg("ids", type=int, nargs="*", metavar="ID"),
+            arg("ids", type=int, nargs="*", metavar="ID", help="memory ids"),
             arg("--tag", help="every memory with this tag"),
             arg("--namespace", metavar="NS", help="every memory in this namespace"),
             arg("--path", help="a workspace file or folder (moved to the trash)"),
@@ -313,7 +321,7 @@ COMMANDS: tuple[Command, ...] = (
                 "run a job now and wait for it",
                 run=ad.r_jobs_run,
                 slow=True,
-                args=(arg("name", metavar="NAME"),),
+                args=(arg("name", metavar="NAME", help="the job (memoryctl jobs lists them)"),),
             ),
         ),
         examples=("memoryctl jobs", "memoryctl jobs run reconcile"),
@@ -332,7 +340,7 @@ COMMANDS: tuple[Command, ...] = (
         method="session_start",
         params=h.p_session,
         show=h.s_session,
-        args=(arg("--max-tokens", type=int, metavar="N"), NS),
+        args=(arg("--max-tokens", type=int, metavar="N", help=SESSION_TOKENS), NS),
     ),
     Command(
         "triggers",
@@ -341,7 +349,7 @@ COMMANDS: tuple[Command, ...] = (
         params=h.p_triggers,
         show=h.s_triggers,
         found=listed("memories"),
-        args=(arg("prompt", metavar="PROMPT"), NS),
+        args=(arg("prompt", metavar="PROMPT", help="the text to look in"), NS),
     ),
     Command(
         "validate",
@@ -349,7 +357,7 @@ COMMANDS: tuple[Command, ...] = (
         method="validate",
         params=h.p_validate,
         show=h.s_validate,
-        args=(ID, arg("--not-useful", action="store_true")),
+        args=(ID, arg("--not-useful", action="store_true", help="it was not useful")),
     ),
     Command(
         "candidates",
@@ -364,7 +372,7 @@ COMMANDS: tuple[Command, ...] = (
         method="promote",
         params=h.p_promote,
         show=h.s_promote,
-        args=(ID, arg("--tier", choices=TIERS, default="critical")),
+        args=(ID, arg("--tier", choices=TIERS, default="critical", help="default critical")),
     ),
     Command(
         "history",
@@ -394,7 +402,7 @@ COMMANDS: tuple[Command, ...] = (
         paths=paths_of("items"),
         args=(
             PATHS,
-            arg("-n", "--limit", type=int, metavar="N"),
+            arg("-n", "--limit", type=int, metavar="N", help="at most N (default 20)"),
             arg("--since", type=h.when, metavar="WHEN", help=WHEN_HELP),
             NS,
         ),
@@ -412,7 +420,7 @@ COMMANDS: tuple[Command, ...] = (
                 params=ad.p_name,
                 show=h.s_rows,
                 slow=True,
-                args=(arg("name", metavar="NAME"),),
+                args=(arg("name", metavar="NAME", help=CHECKPOINT),),
             ),
             Command(
                 "restore",
@@ -421,7 +429,7 @@ COMMANDS: tuple[Command, ...] = (
                 params=ad.p_checkpoint_delete,
                 show=h.s_rows,
                 slow=True,
-                args=(arg("name", metavar="NAME"), SNAPSHOT),
+                args=(arg("name", metavar="NAME", help=CHECKPOINT), SNAPSHOT),
             ),
             Command(
                 "list",
@@ -438,7 +446,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="checkpoint.delete",
                 params=ad.p_checkpoint_delete,
                 show=ad.s_checkpoint_delete,
-                args=(arg("name", metavar="NAME"), SNAPSHOT),
+                args=(arg("name", metavar="NAME", help=CHECKPOINT), SNAPSHOT),
             ),
         ),
         examples=(
@@ -455,7 +463,7 @@ COMMANDS: tuple[Command, ...] = (
         run=ad.r_export,
         slow=True,
         args=(
-            arg("-o", "--output", metavar="FILE"),
+            arg("-o", "--output", metavar="FILE", help="write FILE (default: stdout)"),
             NS,
             arg("--vectors", action="store_true", help="include the vectors"),
         ),
@@ -467,7 +475,7 @@ COMMANDS: tuple[Command, ...] = (
         run=ad.r_import,
         slow=True,
         args=(
-            arg("file", metavar="FILE"),
+            arg("file", metavar="FILE", help="JSON lines, as export writes them"),
             arg(
                 "--allow-secrets",
                 action="store_true",
@@ -486,7 +494,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.read",
                 params=ad.p_path,
                 show=ad.s_note_read,
-                args=(arg("path", metavar="PATH"),),
+                args=(NOTE_PATH,),
             ),
             Command(
                 "write",
@@ -494,7 +502,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.write",
                 params=ad.p_note_write,
                 show=ad.s_note_write,
-                args=(arg("path", metavar="PATH"), *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
+                args=(NOTE_PATH, *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
             ),
             Command(
                 "append",
@@ -502,7 +510,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.append",
                 params=ad.p_note_write,
                 show=ad.s_note_append,
-                args=(arg("path", metavar="PATH"), *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
+                args=(NOTE_PATH, *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
             ),
             Command(
                 "list",
@@ -514,9 +522,9 @@ COMMANDS: tuple[Command, ...] = (
                 paths=paths_of("items"),
                 args=(
                     PATHS,
-                    arg("path", nargs="?", metavar="PATH"),
-                    arg("-n", "--limit", type=int, metavar="N"),
-                    arg("--offset", type=int, metavar="N"),
+                    arg("path", nargs="?", metavar="PATH", help="a folder (default: all)"),
+                    arg("-n", "--limit", type=int, metavar="N", help="at most N (default 50)"),
+                    arg("--offset", type=int, metavar="N", help="skip the first N"),
                     arg("--cursor", metavar="C", help=CURSOR_HELP),
                 ),
             ),
@@ -526,7 +534,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.move",
                 params=ad.p_note_move,
                 show=ad.s_note_move,
-                args=(arg("path", metavar="PATH"), arg("new_path", metavar="NEW_PATH"), IF_SHA),
+                args=(NOTE_PATH, arg("new_path", metavar="NEW_PATH", help="where to"), IF_SHA),
             ),
         ),
         examples=(
@@ -543,7 +551,7 @@ COMMANDS: tuple[Command, ...] = (
         show=ad.s_links,
         found=listed("links"),
         paths=paths_of("links"),
-        args=(arg("path", metavar="NOTE"), PATHS),
+        args=(arg("path", metavar="NOTE", help=NOTE_HELP), PATHS),
         examples=("memoryctl links projects/api.md",),
     ),
     Command(
@@ -554,7 +562,7 @@ COMMANDS: tuple[Command, ...] = (
         show=ad.s_backlinks,
         found=listed("backlinks"),
         paths=paths_of("backlinks"),
-        args=(arg("path", metavar="NOTE"), PATHS),
+        args=(arg("path", metavar="NOTE", help=NOTE_HELP), PATHS),
         examples=("memoryctl backlinks projects/api.md",),
     ),
 )

@@ -568,7 +568,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "--dry-run", action="store_true", help="print files and commands, change nothing"
         )
         if name == "install":
-            a.add_argument("--config", type=Path, help="configuration file the service runs with")
+            a.add_argument(
+                "--config",
+                type=Path,
+                metavar="FILE",
+                help="configuration file the service runs with",
+            )
             a.add_argument(
                 "--socket-activation",
                 action="store_true",
