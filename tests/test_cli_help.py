@@ -322,3 +322,20 @@ def test_every_example_in_help_parses(prog: str, argv: list[str]) -> None:
     """The examples --help gives are command lines the parser takes, as written."""
     args = PROGRAMS[prog]().parse_args(argv)
     assert args.command
+
+
+def _section(doc: str, title: str) -> str:
+    return (ROOT / "docs" / doc).read_text().split(title, 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_exit_statuses_in_help_are_the_documented_ones() -> None:
+    """One list of exit statuses, said twice: memoryctl --help and docs/memoryctl.md's table;
+    memoryd run --help and docs/service.md's table."""
+    ctl_help = PROGRAMS["memoryctl"]().epilog or ""
+    in_help = set(re.findall(r"^  (\d+)  ", ctl_help, re.M))
+    in_docs = set(re.findall(r"^\| (\d+) \|", _section("memoryctl.md", "## Exit status"), re.M))
+    assert in_help == in_docs == {"0", "1", "2", "3", "130"}, (in_help, in_docs)
+    run_help = leaf("memoryd", ["run"]).description or ""
+    said = set(re.findall(r"\b(\d) (?:stopped|could not start|configuration error)", run_help))
+    table = _section("service.md", "| why `memoryd run` stops |")
+    assert said == set(re.findall(r"^\|[^|]+\| (\d)\b", table, re.M)) == {"0", "1", "2"}, said
