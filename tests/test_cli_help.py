@@ -339,3 +339,30 @@ def test_the_exit_statuses_in_help_are_the_documented_ones() -> None:
     said = set(re.findall(r"\b(\d) (?:stopped|could not start|configuration error)", run_help))
     table = _section("service.md", "| why `memoryd run` stops |")
     assert said == set(re.findall(r"^\|[^|]+\| (\d)\b", table, re.M)) == {"0", "1", "2"}, said
+
+
+@pytest.mark.parametrize(("prog", "path"), every("parser"))
+def test_a_missing_argument_or_value_says_what_it_takes(
+    prog: str, path: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`memoryctl note` said `required: ACTION`, `search x --mode` `expected one argument`:
+    each now says what goes there (the actions, the choices, or the argument's help)."""
+    parser = leaf(prog, path)
+    sub = _subs(parser)
+    if sub is not None and sub.required:
+        said = error_of(prog, path, capsys)
+        assert f"ACTION (one of {', '.join(sub.choices)})" in said, said
+    for action in parser._actions:
+        takes_value = action.nargs is None and action.option_strings
+        if not takes_value or action.const is not None or action.default == argparse.SUPPRESS:
+            continue  # (a flag; a global option given before a command, below)
+        flag = action.option_strings[-1]
+        said = error_of(prog, [*path, *needed(parser), flag], capsys)
+        assert said.startswith(f"{parser.prog}: error: argument "), said
+        assert "expected one argument, " in said and len(said.split(", ", 1)[1]) > 3, said
+
+
+def test_a_missing_global_value_says_what_it_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    said = error_of("memoryctl", ["--socket"], capsys)
+    want = "expected one argument, PATH: the daemon's socket (default: $MEMORYD_SOCKET, else"
+    assert want in said, said

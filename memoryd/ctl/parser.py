@@ -99,6 +99,28 @@ class LoudParser(argparse.ArgumentParser):
                 return message + f" (did you mean the command {close[0]}?)"
         return message
 
+    def error(self, message: str) -> Any:
+        super().error(self.explained(message))
+
+    def explained(self, message: str) -> str:
+        """argparse's message for a missing argument or value, with what it takes: `the
+        following arguments are required: ACTION (read, write, ...)`, `argument --mode:
+        expected one argument (auto, keyword, ...)`, else the argument's help."""
+        missing = message.startswith(REQUIRED)
+        if missing:
+            names = message[len(REQUIRED) :].split(", ")
+        elif message.startswith("argument ") and message.endswith(": expected one argument"):
+            names = [message[len("argument ") : -len(": expected one argument")]]
+        else:
+            return message
+        said = []
+        for name in names:
+            action = next((a for a in self._actions if _name(a) == name), None)
+            said.append((name, _takes(action) if action is not None else ""))
+        if missing:
+            return REQUIRED + ", ".join(f"{n} ({t})" if t else n for n, t in said)
+        return f"{message}, {said[0][1]}" if said[0][1] else message
+
     def _named_command(self, words: list[str]) -> argparse.ArgumentParser:
         """The deepest subcommand the words name (the parser itself when they name none)."""
         parser: argparse.ArgumentParser = self
@@ -138,6 +160,28 @@ class LoudParser(argparse.ArgumentParser):
     def _print_message(self, message: str, file: Any = None) -> None:
         if message:
             (file or sys.stderr).write(message)
+
+
+REQUIRED = "the following arguments are required: "
+
+
+def _name(action: argparse.Action) -> str:
+    """The name argparse's messages give an argument (its own _get_action_name)."""
+    if action.option_strings:
+        return "/".join(action.option_strings)
+    return str(action.metavar or action.dest)
+
+
+def _takes(action: argparse.Action) -> str:
+    """What an argument takes, in a few words: its choices, else its value's name and help."""
+    if action.choices is not None:
+        return "one of " + ", ".join(map(str, action.choices))
+    if not action.help or action.help == argparse.SUPPRESS:
+        return ""
+    if not action.option_strings:
+        return action.help
+    value = action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+    return f"{value}: {action.help}"
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, Any] | None:
@@ -181,11 +225,12 @@ class Parser(LoudParser):
         )
 
     def error(self, message: str) -> Any:
+        message = self.explained(message)
         if Parser.json_errors:
             from memoryd.ctl.client import UsageError
 
             raise UsageError(f"{self.prog}: {message}")
-        super().error(message)
+        argparse.ArgumentParser.error(self, message)
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
