@@ -265,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
         doing = "cannot start: " if daemon else ""  # (config show, store migrate: no start)
         from memoryd.core.oserrors import describe
 
-        return _fail(daemon, f"{doing}{where}{describe(exc, setting=setting)}", EXIT_START)
+        note = getattr(exc, "note", None)  # a default path under a HOME that cannot be used
+        said = describe(exc, setting=setting) + (f"; {note}" if note else "")
+        return _fail(daemon, f"{doing}{where}{said}", EXIT_START)
     except KeyboardInterrupt as exc:
         if not daemon:  # (the daemon says how it stopped in its log)
             said = f"; {exc.args[0]}" if exc.args else ""

@@ -128,3 +128,31 @@ def test_memoryd_config_show_with_home_empty_reads_the_passwd_entry(tmp_path: Pa
     assert out.returncode == 0, out.stderr
     entry = pwd.getpwuid(os.getuid()).pw_dir.rstrip("/")
     assert f'"data_dir": "{entry}/.local/share/memoryd"' in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_a_start_refused_under_a_home_that_cannot_hold_the_store_says_home(
+    tmp_path: Path, given: bool
+) -> None:
+    """`memoryd run` with HOME pointing at a file (or a folder it may not write: root may, so a
+    file stands in) said only `data_dir: HOME/.local: Not a directory`: a path the user never
+    wrote. It now says the path is data_dir's default under HOME; a data_dir the user set is
+    left at the first part."""
+    home = tmp_path / "home-file"
+    home.write_text("")
+    extra = {"MEMORYD_DATA_DIR": str(home / "d")} if given else {}
+    env = _env(str(home), PYTHONPATH=str(ROOT), MEMORYD_SOCKET=str(tmp_path / "s"), **extra)
+    env["MEMORYD_WORKSPACE"] = str(tmp_path / "ws")
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd", "run"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert out.returncode == 1, out.stderr
+    said = out.stderr.strip().splitlines()[-1]
+    assert "data_dir: " in said and "Not a directory" in said, said
+    note = f"data_dir is its default, under HOME={home}: set HOME to your home folder"
+    assert (note in said) is not given, said

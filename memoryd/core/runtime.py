@@ -17,6 +17,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from memoryd.core.errors import ConfigError
+
 # SIGHUPs that came before the daemon serves: `memoryd run` notes them from its first line
 # (cli.main), since the default action would end the process while it imports and opens the
 # store, and so does the daemon's own handler until READY=1; it reloads once it serves
@@ -55,8 +57,6 @@ def home(setting: str, env: Mapping[str, str] | None = None) -> str:
         return pwd.getpwuid(os.getuid()).pw_dir
     except KeyError:
         pass
-    from memoryd.core.errors import ConfigError
-
     said = f"HOME is {'set to ' + repr(value) if value else 'not set'}"
     instead = ""
     if setting.replace(".", "_").isidentifier() and setting.islower():  # workspace, logging.file
@@ -121,6 +121,24 @@ def default_socket_path(env: Mapping[str, str] | None = None) -> Path:
     if untrusted_folder(temp.parent) is not None:
         return fallback_socket_path(env)
     return temp
+
+
+def home_default_note(setting: str | None, value: object) -> str | None:
+    """For a start refused on a path that is its setting's default under the home folder (HOME
+    pointing at a missing or read-only folder): the note that says so, as the user did not
+    write that path anywhere; else None."""
+    if setting not in DEFAULT_PATHS:
+        return None
+    try:
+        default, home_folder = DEFAULT_PATHS[setting](), home(setting)
+    except ConfigError:
+        return None
+    if value != default or not str(default).startswith(home_folder.rstrip("/") + "/"):
+        return None
+    return (
+        f"{setting} is its default, under HOME={home_folder}: set HOME to your home folder, or "
+        f"set {setting} (MEMORYD_{setting.upper()}) to a folder of yours"
+    )
 
 
 # each top-level path setting's default, computed only when the setting is not given
