@@ -239,8 +239,8 @@ def main(argv: list[str] | None = None) -> int:
             if prints:
                 sys.stdout.flush()
             raise
-        if not getattr(args, "func", None):
-            parser.print_help()
+        if not getattr(args, "func", None):  # a usage error: the help on stderr, as memoryctl's
+            parser.print_help(sys.stderr)
             return 2
         daemon = args.command == "run"
         status = int(args.func(args) or 0)

@@ -366,3 +366,18 @@ def test_a_missing_global_value_says_what_it_takes(capsys: pytest.CaptureFixture
     said = error_of("memoryctl", ["--socket"], capsys)
     want = "expected one argument, PATH: the daemon's socket (default: $MEMORYD_SOCKET, else"
     assert want in said, said
+
+
+@pytest.mark.parametrize("program", ["memoryd", "memoryctl"])
+def test_no_command_is_a_usage_error_with_the_help_on_stderr(program: str) -> None:
+    """`memoryd` alone printed its help on stdout with exit 2, memoryctl on stderr: both say it
+    as a usage error (stdout stays empty for a script that reads it)."""
+    out = subprocess.run(
+        [sys.executable, *PROGRAM_LINES[program]],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert out.returncode == 2 and out.stdout == "", out.stdout
+    assert out.stderr.startswith(f"usage: {program} "), out.stderr
