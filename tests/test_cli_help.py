@@ -381,3 +381,17 @@ def test_no_command_is_a_usage_error_with_the_help_on_stderr(program: str) -> No
     )
     assert out.returncode == 2 and out.stdout == "", out.stdout
     assert out.stderr.startswith(f"usage: {program} "), out.stderr
+
+
+@pytest.mark.parametrize(("prog", "path"), every("parser"))
+def test_version_anywhere_is_the_programs(
+    prog: str, path: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`memoryctl search x --version` suggested `--json`: --version after a command is the
+    program's version, as -h anywhere is the command's help."""
+    import memoryd
+
+    with pytest.raises(SystemExit) as exc:
+        PROGRAMS[prog]().parse_args([*path, "--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"{prog} {memoryd.__version__}\n"

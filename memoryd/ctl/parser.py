@@ -60,7 +60,7 @@ class LoudParser(argparse.ArgumentParser):
     """argparse, with the mistakes people make said the way they can act on them, the same on
     `memoryd` and `memoryctl` (both parsers are of this class, and their subparsers):
     - `-h` anywhere before `--` shows the help of the command the line names (`memoryctl -h
-      note read` is note read's, not memoryctl's);
+      note read` is note read's, not memoryctl's), and `--version` the program's version;
     - an unknown command, action or choice, or an option that is not one, says the closest
       (`memoryctl serch`: did you mean 'search'?), and the command it was given to reports it,
       with its own usage (argparse left an unknown option to the top parser);
@@ -76,6 +76,8 @@ class LoudParser(argparse.ArgumentParser):
         if any(word in HELP_FLAGS for word in words):
             self._named_command(words).print_help()
             self.exit()
+        if "--version" in words and "--version" in self._option_string_actions:
+            argv = ["--version"]  # `memoryctl search x --version`: the program's, not a typo
         return super().parse_args(argv, namespace)
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
@@ -88,10 +90,10 @@ class LoudParser(argparse.ArgumentParser):
         message = f"unrecognized arguments: {' '.join(extras)}"
         first = extras[0]
         if first.startswith("--"):
-            known = [flag for flag in self._option_string_actions if flag.startswith("--")]
-            close = closest(first.partition("=")[0], known)
+            known = {f[2:]: f for f in self._option_string_actions if f.startswith("--")}
+            close = closest(first.partition("=")[0][2:], list(known))  # (names, not dashes)
             if close:
-                return message + f" (did you mean {close[0]}?)"
+                return message + f" (did you mean {known[close[0]]}?)"
         commands = _subcommands(self)
         if first.startswith("-") and commands:  # `memoryctl --serch`: the command, dashed
             close = closest(first.lstrip("-"), list(commands))
