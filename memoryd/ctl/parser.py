@@ -81,6 +81,10 @@ class LoudParser(argparse.ArgumentParser):
         return super().parse_args(argv, namespace)
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if args is not None and _subcommands(self) is None:  # a command's own words
+            unknown = self._unknown_options(args)
+            if unknown:  # before its value is read as something else (`delete --tags x`: ID)
+                self.error(self.unrecognized(unknown))
         parsed, extras = super().parse_known_args(args, namespace)
         if extras:  # a subcommand says it, with its own usage, before the top parser would
             self.error(self.unrecognized(extras))
@@ -122,6 +126,19 @@ class LoudParser(argparse.ArgumentParser):
         if missing:
             return REQUIRED + ", ".join(f"{n} ({t})" if t else n for n, t in said)
         return f"{message}, {said[0][1]}" if said[0][1] else message
+
+    def _unknown_options(self, args: list[str]) -> list[str]:
+        """The `--words` before a `--` that name none of this parser's options (nor start one
+        alone, an abbreviation argparse takes)."""
+        known = [flag for flag in self._option_string_actions if flag.startswith("--")]
+        unknown = []
+        for word in args:
+            if word == "--":
+                break
+            flag = word.partition("=")[0]
+            if flag.startswith("--") and not any(k.startswith(flag) for k in known):
+                unknown.append(word)
+        return unknown
 
     def _named_command(self, words: list[str]) -> argparse.ArgumentParser:
         """The deepest subcommand the words name (the parser itself when they name none)."""
@@ -218,7 +235,10 @@ class Parser(LoudParser):
 
     def unrecognized(self, extras: list[str]) -> str:
         message = super().unrecognized(extras)
+        text = [a for a in self._actions if not a.option_strings and a.type in (None, str)]
         if message.endswith("?)") or not extras[0].startswith("-"):
+            return message
+        if " " in self.prog and not text:  # (`get --idd`: an ID goes there, not text)
             return message
         command = self.prog if " " in self.prog else f"{self.prog} search"
         return message + (  # `search --dry-run`, `add -x`: text, not a slip for an option
