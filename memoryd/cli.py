@@ -12,19 +12,21 @@ from memoryd.core.errors import EXIT_CONFIG, EXIT_START, ConfigError, MemorydErr
 
 EPILOG = """\
 examples:
-  memoryd run                          start in the foreground (Ctrl-C stops it)
+  memoryd run                          run in the foreground (Ctrl-C stops it)
   memoryd run --config ~/notes.toml    use another configuration file
-  memoryd config show                  print the effective configuration as TOML
-  memoryd service install              run at login as a user service (systemd/launchd)
-  memoryd mcp --namespace claude       MCP server on stdio for an AI agent (docs/agents.md)
-  memoryd store migrate --to postgres  copy the SQLite store into PostgreSQL (docs/team.md)
+  memoryd config show                  the effective configuration as TOML
+  memoryd service install              run at login (systemd/launchd)
+  memoryd mcp --namespace claude       MCP server on stdio for an AI agent
+  memoryd store migrate --to postgres  copy the SQLite store into PostgreSQL
 
-Configuration is read from --config, $MEMORYD_CONFIG, or $XDG_CONFIG_HOME/memoryd/config.toml;
-without a file the defaults work. Query the daemon with `memoryctl`.
+Configuration is read from --config, $MEMORYD_CONFIG, or
+$XDG_CONFIG_HOME/memoryd/config.toml; without a file the defaults work. Query
+the daemon with `memoryctl`; docs/agents.md for MCP, docs/team.md for
+PostgreSQL.
 
-exit status: 0 ok, 1 failed to start (e.g. already running) or output that cannot be written
-(>/dev/full), 2 usage or configuration error, or a store a newer memoryd upgraded (a restart
-cannot fix either), 130 interrupted (Ctrl-C).
+exit status: 0 ok, 1 failed to start (e.g. already running) or output that
+cannot be written (>/dev/full), 2 usage or configuration error, or a store a
+newer memoryd upgraded (a restart cannot fix either), 130 interrupted (Ctrl-C).
 """
 
 
@@ -33,8 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = LoudParser(
         prog="memoryd",
-        description="memoryd: a local memory daemon. Watches a workspace of markdown notes, keeps "
-        "memories agents add, and answers keyword and semantic queries over a Unix socket.",
+        description="memoryd: a local memory daemon. Watches a workspace of markdown notes,\n"
+        "keeps memories agents add, and answers keyword and semantic queries over a\nUnix socket.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -400,3 +400,15 @@ def test_version_anywhere_is_the_programs(
         PROGRAMS[prog]().parse_args([*path, "--version"])
     assert exc.value.code == 0
     assert capsys.readouterr().out == f"{prog} {memoryd.__version__}\n"
+
+
+@pytest.mark.parametrize(("prog", "path"), every("parser"))
+def test_help_fits_an_80_column_terminal(
+    prog: str, path: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default terminal is 80 columns: the epilogs were written to 98 (every line of
+    memoryctl's exit statuses wrapped), memoryd's description was one line of 158, a command's
+    description (`status`) one of 123, and `--tier {constitutional,...}` ran to 97."""
+    monkeypatch.setenv("COLUMNS", "80")
+    for line in leaf(prog, path).format_help().splitlines():
+        assert len(line) <= 80, line

@@ -22,32 +22,35 @@ examples:
   memoryctl search "what database did we pick?"
   memoryctl search deploy --tags ops --mode keyword -n 5 --explain
   memoryctl --json list --type decision
-  memoryctl status --check        # exit 1 when the index drifted from the workspace
-  memoryctl status --watch        # a progress bar while indexing and embedding
+  memoryctl status --check     # exit 1 when the index drifted from the files
+  memoryctl status --watch     # a progress bar while indexing and embedding
   memoryctl jobs run reconcile
 
 exit status:
-  0  ok (a search or listing found something, as with grep and rg)
-  1  nothing found (search, list, recent, note list, links, backlinks, entities, triggers,
-     candidates, history, checkpoint list), the daemon answered with an error (no such entry,
-     entity or note; a failure), `status --check` found drift, or `jobs run` ran a job that
-     failed
-  2  usage error: bad arguments (a bad option, a --since/--until outside the time grammar), an
-     input file that cannot be read, or an argument the daemon refuses (--limit 0, --depth 9)
-  3  memoryd is unreachable: no socket, stale socket, permission denied, timeout, or a socket
-     (folder) that belongs to another user
-  130  interrupted (Ctrl-C); output that cannot be written (>/dev/full, >&-) is 1
-With --json, errors are JSON objects on stdout: {"error": {"kind": "daemon"|"usage"|
-"unreachable", "message": ..., "code": ...}} (and the same exit status).
---since/--until take a duration back from now (90m, 24h, 7d, 2w), an ISO 8601 date or time
-(naive = UTC; a bare date is a UTC day), a year or a month (2026, 2026-11), or unix seconds; a
-date, year or month as --until includes the whole of it.
+  0    ok (a search or listing found something, as with grep and rg)
+  1    nothing found (search, list, recent, note list, links, backlinks,
+       entities, triggers, candidates, history, checkpoint list), the daemon
+       answered with an error (no such entry, entity or note; a failure),
+       `status --check` found drift, or `jobs run` ran a job that failed
+  2    usage error: bad arguments (a bad option, a --since/--until outside
+       the time grammar), an input file that cannot be read, or an argument
+       the daemon refuses (--limit 0, --depth 9)
+  3    memoryd is unreachable: no socket, stale socket, permission denied,
+       timeout, or a socket (folder) that belongs to another user
+  130  interrupted (Ctrl-C); output that cannot be written (>/dev/full, >&-)
+       is 1
+With --json, errors are JSON objects on stdout (and the same exit status):
+{"error": {"kind": "daemon"|"usage"|"unreachable", "message": ..., "code": ...}}
+--since/--until take a duration back from now (90m, 24h, 7d, 2w), an ISO 8601
+date or time (naive = UTC; a bare date is a UTC day), a year or a month (2026,
+2026-11), or unix seconds; a date, year or month as --until includes all of it.
 
-The socket is --socket, else $MEMORYD_SOCKET, else $XDG_RUNTIME_DIR/memoryd/memoryd.sock
-(<temp dir>/memoryd-<uid>/memoryd.sock when XDG_RUNTIME_DIR is unset; if another user took that
-folder first, ~/.local/share/memoryd/run/memoryd.sock, as the daemon does; or the login
-session's /run/user/<uid>/memoryd/memoryd.sock if a daemon listens there and not in the temp dir).
-Run `memoryctl COMMAND --help` for a command's options.
+The socket is --socket, else $MEMORYD_SOCKET, else
+$XDG_RUNTIME_DIR/memoryd/memoryd.sock (<temp dir>/memoryd-<uid>/memoryd.sock
+when XDG_RUNTIME_DIR is unset; if another user took that folder first,
+~/.local/share/memoryd/run/memoryd.sock, as the daemon does; or the login
+session's /run/user/<uid>/memoryd/memoryd.sock if a daemon listens there and
+not in the temp dir). Run `memoryctl COMMAND --help` for a command's options.
 """
 
 
@@ -335,11 +338,13 @@ def _add_args(sp: argparse.ArgumentParser, specs: tuple[Any, ...]) -> None:
 
 def _add_command(sub: Any, cmd: Command, common: argparse.ArgumentParser) -> None:
     examples = "examples:\n" + "\n".join(f"  {e}" for e in cmd.examples) if cmd.examples else None
+    import textwrap  # (argparse imports it too, to format help)
+
     sp = sub.add_parser(
         cmd.name,
         parents=[common],
         help=cmd.help,
-        description=cmd.help,
+        description=textwrap.fill(cmd.help, Formatter(cmd.name)._width),  # (raw: not wrapped)
         aliases=list(cmd.aliases),
         epilog=examples,
         formatter_class=Formatter,

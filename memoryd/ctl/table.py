@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 TIERS = ("constitutional", "critical", "important", "normal", "temporary", "deprecated")
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
+TIER_HELP = "lifecycle tier: " + ", ".join(TIERS)
+PROMOTE = f"{TIER_HELP} (default critical)"
 LIMIT = "search.default_limit, 10"
 SESSION_TOKENS = "token budget (default lifecycle.session_max_tokens, 500)"
 CHECKPOINT = "the checkpoint's name"
@@ -85,7 +87,7 @@ def memory_options(update: bool = False) -> tuple[Any, ...]:
         arg("--source", help="who or what said it"),
         arg("--context", help="free text context"),
         ("exclusive", tuple(expiry)),
-        arg("--tier", choices=TIERS, help="lifecycle tier (default normal)"),
+        arg("--tier", choices=TIERS, metavar="TIER", help=f"{TIER_HELP} (default normal)"),
         arg("--triggers", help="comma separated phrases that recall this memory"),
         arg(
             "--allow-secrets",
@@ -372,7 +374,7 @@ COMMANDS: tuple[Command, ...] = (
         method="promote",
         params=h.p_promote,
         show=h.s_promote,
-        args=(ID, arg("--tier", choices=TIERS, default="critical", help="default critical")),
+        args=(ID, arg("--tier", choices=TIERS, default="critical", metavar="TIER", help=PROMOTE)),
     ),
     Command(
         "history",
