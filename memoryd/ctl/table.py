@@ -44,7 +44,8 @@ FILTERS = (
         arg(
             "--kind",
             choices=["memory", "chunk", "all", "entity"],
-            help="memories or file chunks (search: entity finds entities by name)",
+            help="memories or file chunks (default: list memory, search all; search: entity "
+            "finds entities by name)",
         ),
         arg(
             "--entity",
@@ -168,7 +169,13 @@ COMMANDS: tuple[Command, ...] = (
             ),
             arg("--explain", action="store_true", help="show each ranking component"),
             arg("--concepts", help="2-5 comma separated concepts that must all match"),
-            arg("--max-tokens", type=int, metavar="N", help="details for the hits that fit"),
+            arg(
+                "--max-tokens",
+                type=int,
+                metavar="N",
+                help="full details for the hits that fit "
+                "in N tokens, a line for the rest (default: no budget)",
+            ),
             arg(
                 "--constitutional",
                 action="store_true",
