@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from memoryd import __version__
 from memoryd.core.errors import EXIT_CONFIG, EXIT_START, ConfigError, MemorydError
@@ -236,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
         try:
-            args = parser.parse_args(argv)
+            args = _parse(parser, argv, words)
         except SystemExit:  # --help, --version, a usage error: what they wrote, flushed
             if prints:
                 sys.stdout.flush()
@@ -287,6 +288,22 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_START
     finally:
         sys.stdout = stdout
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str] | None, words: list[str]) -> Any:
+    """The arguments; with --json (config's) a usage error is the JSON object of a
+    configuration error on stdout, exit 2, as memoryctl --json says its usage errors."""
+    from memoryd.ctl.client import UsageError
+    from memoryd.ctl.parser import LoudParser
+
+    LoudParser.json_errors = "--json" in (words[: words.index("--")] if "--" in words else words)
+    try:
+        return parser.parse_args(argv)
+    except UsageError as exc:
+        print(json.dumps({"ok": False, "error": str(exc), "problems": [str(exc)]}))
+        raise SystemExit(2) from None
+    finally:
+        LoudParser.json_errors = False
 
 
 def _exit_status(text: str) -> int:

@@ -412,3 +412,22 @@ def test_help_fits_an_80_column_terminal(
     monkeypatch.setenv("COLUMNS", "80")
     for line in leaf(prog, path).format_help().splitlines():
         assert len(line) <= 80, line
+
+
+@pytest.mark.parametrize("action", ["show", "check", "path"])
+@pytest.mark.parametrize("mistake", [["--confg", "x"], ["--json-x"]])
+def test_memoryd_config_json_says_a_usage_error_as_json(
+    action: str, mistake: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`memoryd config show --json` says a bad configuration as JSON on stdout (as memoryctl
+    --json says every error); a usage error was argparse's text on stderr instead."""
+    import json
+
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["config", action, "--json", *mistake])
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    said = json.loads(out)
+    assert said["ok"] is False and said["problems"] == [said["error"]], said
+    assert said["error"].startswith(f"memoryd config {action}: unrecognized arguments: "), said
+    assert err == ""

@@ -108,8 +108,15 @@ class LoudParser(argparse.ArgumentParser):
                 return message + f" (did you mean the command {close[0]}?)"
         return message
 
+    json_errors = False  # with --json a usage error is raised (UsageError), for main to print
+
     def error(self, message: str) -> Any:
-        super().error(self.explained(message))
+        message = self.explained(message)
+        if self.json_errors:
+            from memoryd.ctl.client import UsageError
+
+            raise UsageError(f"{self.prog}: {message}")
+        super().error(message)
 
     def explained(self, message: str) -> str:
         """argparse's message for a missing argument or value, with what it takes: `the
@@ -231,10 +238,10 @@ def closest(word: str, known: list[str]) -> list[str]:
 
 
 class Parser(LoudParser):
-    """argparse, except that with --json a usage error is raised (memoryctl prints it as a
-    JSON object on stdout) instead of printed; subparsers are of this class too."""
+    """memoryctl's: with --json (Parser.json_errors) a usage error is a JSON object on stdout
+    (memoryctl's main prints it); text that starts with '-' is told to go after --."""
 
-    json_errors = False
+    json_errors = False  # (its own: memoryd's LoudParser.json_errors is not memoryctl's)
 
     def unrecognized(self, extras: list[str]) -> str:
         message = super().unrecognized(extras)
@@ -248,14 +255,6 @@ class Parser(LoudParser):
             f" (not an option; text that starts with '-' goes after --,"
             f" as in {command} -- '{extras[0]}')"
         )
-
-    def error(self, message: str) -> Any:
-        message = self.explained(message)
-        if Parser.json_errors:
-            from memoryd.ctl.client import UsageError
-
-            raise UsageError(f"{self.prog}: {message}")
-        argparse.ArgumentParser.error(self, message)
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
