@@ -342,6 +342,7 @@ COMMANDS: tuple[Command, ...] = (
         params=h.p_dry_run,
         show=h.s_prune,
         args=(arg("--dry-run", action="store_true", help="only say what would go"),),
+        examples=("memoryctl prune --dry-run",),
     ),
     Command(
         "session",
@@ -350,6 +351,7 @@ COMMANDS: tuple[Command, ...] = (
         params=h.p_session,
         show=h.s_session,
         args=(arg("--max-tokens", type=int, metavar="N", help=SESSION_TOKENS), NS),
+        examples=("memoryctl session --max-tokens 600 --namespace claude",),
     ),
     Command(
         "triggers",
@@ -359,6 +361,7 @@ COMMANDS: tuple[Command, ...] = (
         show=h.s_triggers,
         found=listed("memories"),
         args=(arg("prompt", metavar="PROMPT", help="the text to look in"), NS),
+        examples=('echo "$PROMPT" | memoryctl triggers -',),
     ),
     Command(
         "validate",
@@ -367,6 +370,7 @@ COMMANDS: tuple[Command, ...] = (
         params=h.p_validate,
         show=h.s_validate,
         args=(ID, arg("--not-useful", action="store_true", help="it was not useful")),
+        examples=("memoryctl validate 42 --not-useful",),
     ),
     Command(
         "candidates",
@@ -382,6 +386,7 @@ COMMANDS: tuple[Command, ...] = (
         params=h.p_promote,
         show=h.s_promote,
         args=(ID, arg("--tier", choices=TIERS, default="critical", metavar="TIER", help=PROMOTE)),
+        examples=("memoryctl promote 42 --tier constitutional",),
     ),
     Command(
         "history",
