@@ -8,31 +8,16 @@ from __future__ import annotations
 from memoryd.ctl import admin as ad
 from memoryd.ctl import entities as en
 from memoryd.ctl import handlers as h
+from memoryd.ctl import rows as rw
 from memoryd.ctl import webopen as wo
-from memoryd.ctl.rows import Command, arg, listed, paths_of
+from memoryd.ctl.rows import PATHS, Command, arg, listed, paths_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from argparse import Namespace
     from typing import Any
 
-TIERS = ("constitutional", "critical", "important", "normal", "temporary", "deprecated")
-MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
-TIER_HELP = "lifecycle tier: " + ", ".join(TIERS)
-PROMOTE = f"{TIER_HELP} (default critical)"
-LIMIT = "search.default_limit, 10"
-SESSION_TOKENS = "token budget (default lifecycle.session_max_tokens, 500)"
-CHECKPOINT = "the checkpoint's name"
-NOTE_HELP = "a workspace-relative path, or a note's name as a wikilink names it"
-NOTE_PATH = arg("path", metavar="PATH", help="the note, relative to the workspace")
-
-
-PATHS = arg(
-    "-l",
-    "--paths",
-    action="store_true",
-    help="print only the paths of the notes found, one per line (like rg -l)",
-)
+TIERS = rw.TIERS
 WHEN_HELP = (
     "a duration back (90m, 24h, 7d), an ISO 8601 date or time, a year or month, or unix time"
 )
@@ -88,7 +73,7 @@ def memory_options(update: bool = False) -> tuple[Any, ...]:
         arg("--source", help="who or what said it"),
         arg("--context", help="free text context"),
         ("exclusive", tuple(expiry)),
-        arg("--tier", choices=TIERS, metavar="TIER", help=f"{TIER_HELP} (default normal)"),
+        arg("--tier", choices=TIERS, metavar="TIER", help=f"{rw.TIER_HELP} (default normal)"),
         arg("--triggers", help="comma separated phrases that recall this memory"),
         arg(
             "--allow-secrets",
@@ -158,10 +143,8 @@ COMMANDS: tuple[Command, ...] = (
                 help='words, "a phrase", pre*, a OR b; - reads it from stdin',
             ),
             PATHS,
-            arg("-n", "--limit", type=int, metavar="N", help=f"at most N hits (default {LIMIT})"),
-            arg(
-                "--mode", choices=MODES, help="default auto: the best ready (hybrid once embedded)"
-            ),
+            arg("-n", "--limit", type=int, metavar="N", help=rw.LIMIT),
+            arg("--mode", choices=rw.MODES, help=rw.MODE),
             arg(
                 "--chunks",
                 action="store_true",
@@ -350,7 +333,7 @@ COMMANDS: tuple[Command, ...] = (
         method="session_start",
         params=h.p_session,
         show=h.s_session,
-        args=(arg("--max-tokens", type=int, metavar="N", help=SESSION_TOKENS), NS),
+        args=(arg("--max-tokens", type=int, metavar="N", help=rw.SESSION_TOKENS), NS),
         examples=("memoryctl session --max-tokens 600 --namespace claude",),
     ),
     Command(
@@ -385,7 +368,7 @@ COMMANDS: tuple[Command, ...] = (
         method="promote",
         params=h.p_promote,
         show=h.s_promote,
-        args=(ID, arg("--tier", choices=TIERS, default="critical", metavar="TIER", help=PROMOTE)),
+        args=(ID, rw.PROMOTE),
         examples=("memoryctl promote 42 --tier constitutional",),
     ),
     Command(
@@ -434,7 +417,7 @@ COMMANDS: tuple[Command, ...] = (
                 params=ad.p_name,
                 show=h.s_rows,
                 slow=True,
-                args=(arg("name", metavar="NAME", help=CHECKPOINT),),
+                args=(arg("name", metavar="NAME", help=rw.CHECKPOINT),),
             ),
             Command(
                 "restore",
@@ -443,7 +426,7 @@ COMMANDS: tuple[Command, ...] = (
                 params=ad.p_checkpoint_delete,
                 show=h.s_rows,
                 slow=True,
-                args=(arg("name", metavar="NAME", help=CHECKPOINT), SNAPSHOT),
+                args=(arg("name", metavar="NAME", help=rw.CHECKPOINT), SNAPSHOT),
             ),
             Command(
                 "list",
@@ -460,7 +443,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="checkpoint.delete",
                 params=ad.p_checkpoint_delete,
                 show=ad.s_checkpoint_delete,
-                args=(arg("name", metavar="NAME", help=CHECKPOINT), SNAPSHOT),
+                args=(arg("name", metavar="NAME", help=rw.CHECKPOINT), SNAPSHOT),
             ),
         ),
         examples=(
@@ -508,7 +491,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.read",
                 params=ad.p_path,
                 show=ad.s_note_read,
-                args=(NOTE_PATH,),
+                args=(rw.NOTE_PATH,),
             ),
             Command(
                 "write",
@@ -516,7 +499,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.write",
                 params=ad.p_note_write,
                 show=ad.s_note_write,
-                args=(NOTE_PATH, *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
+                args=(rw.NOTE_PATH, *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
             ),
             Command(
                 "append",
@@ -524,7 +507,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.append",
                 params=ad.p_note_write,
                 show=ad.s_note_append,
-                args=(NOTE_PATH, *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
+                args=(rw.NOTE_PATH, *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
             ),
             Command(
                 "list",
@@ -548,7 +531,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.move",
                 params=ad.p_note_move,
                 show=ad.s_note_move,
-                args=(NOTE_PATH, arg("new_path", metavar="NEW_PATH", help="where to"), IF_SHA),
+                args=(rw.NOTE_PATH, arg("new_path", metavar="NEW_PATH", help="where to"), IF_SHA),
             ),
         ),
         examples=(
@@ -565,7 +548,7 @@ COMMANDS: tuple[Command, ...] = (
         show=ad.s_links,
         found=listed("links"),
         paths=paths_of("links"),
-        args=(arg("path", metavar="NOTE", help=NOTE_HELP), PATHS),
+        args=(arg("path", metavar="NOTE", help=rw.NOTE_HELP), PATHS),
         examples=("memoryctl links projects/api.md",),
     ),
     Command(
@@ -576,7 +559,7 @@ COMMANDS: tuple[Command, ...] = (
         show=ad.s_backlinks,
         found=listed("backlinks"),
         paths=paths_of("backlinks"),
-        args=(arg("path", metavar="NOTE", help=NOTE_HELP), PATHS),
+        args=(arg("path", metavar="NOTE", help=rw.NOTE_HELP), PATHS),
         examples=("memoryctl backlinks projects/api.md",),
     ),
 )
