@@ -6,25 +6,28 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from memoryd import __version__
 from memoryd.core.errors import EXIT_CONFIG, EXIT_START, ConfigError, MemorydError
 
 EPILOG = """\
 examples:
-  memoryd run                         start in the foreground (Ctrl-C stops it)
-  memoryd run --config ~/notes.toml   use another configuration file
-  memoryd config show                 print the effective configuration as TOML
-  memoryd service install             run at login as a user service (systemd/launchd)
-  memoryd mcp --namespace claude      MCP server on stdio for an AI agent (docs/agents.md)
-  memoryd store migrate --to postgres copy the SQLite store into PostgreSQL (docs/team.md)
+  memoryd run                          run in the foreground (Ctrl-C stops it)
+  memoryd run --config ~/notes.toml    use another configuration file
+  memoryd config show                  the effective configuration as TOML
+  memoryd service install              run at login (systemd/launchd)
+  memoryd mcp --namespace claude       MCP server on stdio for an AI agent
+  memoryd store migrate --to postgres  copy the SQLite store into PostgreSQL
 
-Configuration is read from --config, $MEMORYD_CONFIG, or $XDG_CONFIG_HOME/memoryd/config.toml;
-without a file the defaults work. Query the daemon with `memoryctl`.
+Configuration is read from --config, $MEMORYD_CONFIG, or
+$XDG_CONFIG_HOME/memoryd/config.toml; without a file the defaults work. Query
+the daemon with `memoryctl`; docs/agents.md for MCP, docs/team.md for
+PostgreSQL.
 
-exit status: 0 ok, 1 failed to start (e.g. already running) or output that cannot be written
-(>/dev/full), 2 usage or configuration error, or a store a newer memoryd upgraded (a restart
-cannot fix either), 130 interrupted (Ctrl-C).
+exit status: 0 ok, 1 failed to start (e.g. already running) or output that
+cannot be written (>/dev/full), 2 usage or configuration error, or a store a
+newer memoryd upgraded (a restart cannot fix either), 130 interrupted (Ctrl-C).
 """
 
 
@@ -33,8 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = LoudParser(
         prog="memoryd",
-        description="memoryd: a local memory daemon. Watches a workspace of markdown notes, keeps "
-        "memories agents add, and answers keyword and semantic queries over a Unix socket.",
+        description="memoryd: a local memory daemon. Watches a workspace of markdown notes,\n"
+        "keeps memories agents add, and answers keyword and semantic queries over a\nUnix socket.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -53,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--config",
         type=Path,
+        metavar="FILE",
         help="configuration file (TOML); default $MEMORYD_CONFIG, else "
         "$XDG_CONFIG_HOME/memoryd/config.toml, else the defaults",
     )
@@ -83,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("path", "print the configuration file memoryd would read", '{"path": FILE or null}'),
     ):
         c = cfg_sub.add_parser(name, help=helptext, description=helptext)
-        c.add_argument("--config", type=Path, help="configuration file (TOML)")
+        c.add_argument("--config", type=Path, metavar="FILE", help="configuration file (TOML)")
         c.add_argument(
             "--json",
             action="store_true",
@@ -114,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="remove this workspace's notes a daemon on PostgreSQL indexed already, and copy "
         "the SQLite index in their place",
     )
-    mig.add_argument("--config", type=Path, help="configuration file (TOML)")
+    mig.add_argument("--config", type=Path, metavar="FILE", help="configuration file (TOML)")
     mig.set_defaults(func=cmd_store_migrate)
 
     try:
@@ -233,13 +237,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
         try:
-            args = parser.parse_args(argv)
+            args = _parse(parser, argv, words)
         except SystemExit:  # --help, --version, a usage error: what they wrote, flushed
             if prints:
                 sys.stdout.flush()
             raise
-        if not getattr(args, "func", None):
-            parser.print_help()
+        if not getattr(args, "func", None):  # a usage error: the help on stderr, as memoryctl's
+            parser.print_help(sys.stderr)
             return 2
         daemon = args.command == "run"
         status = int(args.func(args) or 0)
@@ -264,7 +268,9 @@ def main(argv: list[str] | None = None) -> int:
         doing = "cannot start: " if daemon else ""  # (config show, store migrate: no start)
         from memoryd.core.oserrors import describe
 
-        return _fail(daemon, f"{doing}{where}{describe(exc, setting=setting)}", EXIT_START)
+        note = getattr(exc, "note", None)  # a default path under a HOME that cannot be used
+        said = describe(exc, setting=setting) + (f"; {note}" if note else "")
+        return _fail(daemon, f"{doing}{where}{said}", EXIT_START)
     except KeyboardInterrupt as exc:
         if not daemon:  # (the daemon says how it stopped in its log)
             said = f"; {exc.args[0]}" if exc.args else ""
@@ -284,10 +290,32 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = stdout
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str] | None, words: list[str]) -> Any:
+    """The arguments; with --json (config's) a usage error is the JSON object of a
+    configuration error on stdout, exit 2, as memoryctl --json says its usage errors."""
+    from memoryd.ctl.client import UsageError
+    from memoryd.ctl.parser import LoudParser
+
+    LoudParser.json_errors = "--json" in (words[: words.index("--")] if "--" in words else words)
+    try:
+        return parser.parse_args(argv)
+    except UsageError as exc:
+        print(json.dumps({"ok": False, "error": str(exc), "problems": [str(exc)]}))
+        raise SystemExit(2) from None
+    finally:
+        LoudParser.json_errors = False
+
+
 def _exit_status(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
     if not 0 <= value <= 255:
-        raise argparse.ArgumentTypeError(f"{value} is not an exit status (0 to 255)")
+        raise argparse.ArgumentTypeError(
+            f"expected an exit status, a whole number from 0 to 255 (as in "
+            f"--config-error-status 0), not {text!r}"
+        )
     return value
 
 

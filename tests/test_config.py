@@ -69,12 +69,13 @@ def test_defaults_work_without_any_file(tmp_path: Path) -> None:
             "XDG_CONFIG_HOME": str(tmp_path),
             "XDG_DATA_HOME": "/x/data",
             "XDG_RUNTIME_DIR": "/run/user/5",
+            "HOME": "/x/home",  # (the HOME of the environment given, as every variable)
         },
     )
     assert cfg.source is None
     assert cfg.data_dir == Path("/x/data/memoryd")
     assert cfg.socket == Path("/run/user/5/memoryd/memoryd.sock")
-    assert cfg.workspace == Path("~/memoryd").expanduser()
+    assert cfg.workspace == Path("/x/home/memoryd")
     no_runtime = load_config(None, env={"XDG_CONFIG_HOME": str(tmp_path)})
     assert f"memoryd-{__import__('os').getuid()}" in str(no_runtime.socket)
 

@@ -1010,8 +1010,12 @@ def test_help_lists_every_command_with_examples(capsys: pytest.CaptureFixture[st
         main(["--help"])
     out = capsys.readouterr().out
     for command in _commands():
-        assert re.search(rf"^    {command}\b.* \w", out, re.M), command
+        assert re.search(rf"^  {command}\b.* \w", out, re.M), command
     assert "examples:" in out and "exit status:" in out and "MEMORYD_SOCKET" in out
+    # grouped by what they work on, every command in a group of its own kind
+    for title in ("search", "memories", "notes", "entities", "admin"):
+        assert f"\n{title} commands:\n" in out, title
+    assert "other commands:" not in out
 
 
 def _commands() -> list[str]:

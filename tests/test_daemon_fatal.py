@@ -315,4 +315,4 @@ def test_the_config_error_status_is_checked() -> None:
         text=True,
         timeout=60,
     )
-    assert done.returncode == 2 and "not an exit status" in done.stderr
+    assert done.returncode == 2 and "a whole number from 0 to 255" in done.stderr

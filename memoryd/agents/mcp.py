@@ -341,32 +341,71 @@ def socket_candidates(explicit: str | None, config: str | None) -> list[str]:
     return [first, *(p for p in client.login_socket_paths() if p != first)]
 
 
+DESCRIPTION = (
+    "Run an MCP server on stdin/stdout for an AI agent (Claude Code, Cursor, Codex, Claude "
+    "Desktop). It forwards each tool call to the running daemon; see docs/agents.md. Exit "
+    "status: 0 the agent closed the session, 2 a bad flag or value, or the MCP SDK is not "
+    "installed (pip install 'memoryd[mcp]')."
+)
+
+
 def add_parser(sub: Any) -> None:
+    """`memoryd mcp` (cli.py)."""
     p = sub.add_parser(
         "mcp",
         help="serve MCP over stdio for AI agents (bridges to the running daemon)",
-        description="Run an MCP server on stdin/stdout for an AI agent (Claude Code, Cursor, "
-        "Codex, Claude Desktop). It forwards each tool call to the running daemon; see "
-        "docs/agents.md.",
+        description=DESCRIPTION,
     )
-    p.add_argument("--socket", help="daemon socket (default: $MEMORYD_SOCKET or the config's)")
-    p.add_argument("--config", help="configuration file to take the socket path from")
+    add_arguments(p)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The bridge's flags, the same under `memoryd mcp` and `python -m memoryd.agents.mcp`."""
+    p.add_argument(
+        "--socket",
+        metavar="PATH",
+        help="the daemon's socket (default: $MEMORYD_SOCKET, else the config's `socket`)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="configuration file to take the socket path from (default: $MEMORYD_CONFIG, "
+        "else $XDG_CONFIG_HOME/memoryd/config.toml)",
+    )
     p.add_argument(
         "--namespace",
         default=None,
+        metavar="NS",
         help="this agent's default memory namespace (default: $MEMORYD_NAMESPACE, else the "
-        "daemon's)",
+        "daemon's `memories.default_namespace`)",
     )
     p.add_argument(
-        "--timeout", type=seconds, default=60.0, help="seconds to wait for the daemon (60)"
+        "--timeout",
+        type=seconds,
+        default=60.0,
+        metavar="S",
+        help="seconds to wait for the daemon's answer to a tool call (default 60)",
     )
     p.add_argument(
         "--prefix",
         default=None,
+        metavar="TEXT",
         help=f"put this before every tool name, e.g. memoryd_ (memoryd_search); default: "
         f"${PREFIX_ENV}, else none",
     )
     p.set_defaults(func=cmd_mcp)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m memoryd.agents.mcp`: the bridge `memoryd mcp` runs, with its flags, --help
+    and --version (it did nothing and exited 0: no `__main__` here)."""
+    from memoryd.ctl.parser import LoudParser
+
+    parser = LoudParser(prog="python -m memoryd.agents.mcp", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"memoryd {__version__}")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -427,3 +466,7 @@ def client_gone(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(client_gone(e) for e in exc.exceptions)
     return isinstance(exc, BrokenPipeError | ConnectionResetError)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

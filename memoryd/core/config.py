@@ -22,7 +22,15 @@ from pathspec import GitIgnoreSpec
 from memoryd.core.configsource import locate, toml_error
 from memoryd.core.dsn import DSN_REQUIRED, WORKSPACE_ID, check_dsn, read_password_file
 from memoryd.core.errors import ConfigError, InvalidInput, describe
-from memoryd.core.runtime import default_data_dir, default_socket_path, xdg
+from memoryd.core.runtime import (  # noqa: F401 (default_*: importable from here, as before)
+    DEFAULT_PATHS,
+    default_data_dir,
+    default_socket_path,
+    default_workspace,
+    expand_home,
+    home_or_absolute,
+    xdg,
+)
 from memoryd.core.sections import (
     SECTIONS,
     DailyLogConfig,
@@ -95,17 +103,13 @@ class Config:
             if key not in known:
                 problems.append(f"unknown key {key!r}{_suggest(key, known)}")
         base = base_dir or Path.cwd()
-        paths = {
-            "workspace": default_workspace(env),
-            "data_dir": default_data_dir(env),
-            "socket": default_socket_path(env),
-        }
-        for key in TOP_LEVEL:
-            if key in data:
-                try:
-                    paths[key] = _path(data[key], key, base, env)
-                except ConfigError as exc:
-                    problems.append(exc.message)
+        paths: dict[str, Path] = {}
+        for key in TOP_LEVEL:  # a default only when not set (it may need a home folder)
+            try:
+                given = key in data
+                paths[key] = _path(data[key], key, base, env) if given else DEFAULT_PATHS[key](env)
+            except ConfigError as exc:
+                problems.append(exc.message)
         sections: dict[str, Any] = {}
         for name, klass in SECTIONS.items():
             raw = data.get(name, {})
@@ -157,7 +161,7 @@ class Config:
         would corrupt it (the config would not load at the next start)."""
         if not self.logging.file:
             return
-        log_file = os.path.normpath(os.path.expanduser(self.logging.file))
+        log_file = os.path.normpath(expand_home(self.logging.file, "logging.file"))
         db = str(self.db_path)
         own = [db, db + "-wal", db + "-shm", db + "-journal", str(self.lock_path), str(self.socket)]
         for path in [*own, *map(str, others)]:
@@ -208,7 +212,7 @@ def _path(value: Any, key: str, base: Path, env: Mapping[str, str]) -> Path:
     shell's variables are not there, and the path would have been made with `$NAME` in it."""
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{key}: expected a path string, got {describe(value)}")
-    expanded = os.path.expanduser(_expand_vars(value, key, env))
+    expanded = expand_home(_expand_vars(value, key, env), key, env)
     p = Path(expanded)
     return p if p.is_absolute() else (base / p)
 
@@ -331,7 +335,7 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         if (
             not isinstance(value, str)
             or not value.strip()
-            or os.path.isabs(os.path.expanduser(value))  # `~/journal` is not in the workspace
+            or home_or_absolute(value)  # `~/journal` is not in the workspace
             or ".." in Path(value).parts
         ):
             raise ConfigError(
@@ -344,7 +348,7 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
         if (
             not isinstance(value, str)
             or not value.endswith(".md")
-            or os.path.isabs(os.path.expanduser(value))
+            or home_or_absolute(value)
             or ".." in Path(value).parts
             or "%" not in value
         ):
@@ -370,13 +374,6 @@ def _check(key: str, value: Any, spec: tuple[Any, ...]) -> Any:
     raise AssertionError(kind)
 
 
-# --- defaults ----------------------------------------------------------------------------------
-
-
-def default_workspace(env: Mapping[str, str] | None = None) -> Path:
-    return Path(os.path.expanduser("~/memoryd"))
-
-
 # --- loading -----------------------------------------------------------------------------------
 
 
@@ -390,11 +387,14 @@ def find_config_file(
             # Environment= line runs no shell); absolute: relative paths in it are relative to
             # its folder, and a reload reads the same file whatever the working directory is
             text = _expand_vars(str(candidate), what, env)
-            p = Path(os.path.abspath(os.path.expanduser(text)))
+            p = Path(os.path.abspath(expand_home(text, what, env)))
             if not p.is_file():
                 raise ConfigError(f"{what}: no configuration file at {p}")
             return p
-    base = xdg("XDG_CONFIG_HOME", env) or os.path.expanduser("~/.config")
+    try:
+        base = xdg("XDG_CONFIG_HOME", env) or expand_home("~/.config", "XDG_CONFIG_HOME", env)
+    except ConfigError:  # no home folder: no file there (the paths that need one say so)
+        return None
     p = Path(base) / "memoryd" / "config.toml"
     return p if p.is_file() else None
 

@@ -29,7 +29,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, TextIO, cast
 
@@ -170,6 +170,19 @@ def _stdlib_extras(logger: Any, method: str, event: MutableMapping[str, Any]) ->
     return event
 
 
+def colors(stream: Any, env: Mapping[str, str] | None = None) -> bool:
+    """Whether the terminal log is in colour, by memoryctl's rule (ctl/output.use_color): never
+    with NO_COLOR, always with FORCE_COLOR, else on a terminal whose TERM is set and not dumb
+    (TERM unset or dumb showed the escapes as text)."""
+    env = os.environ if env is None else env
+    if env.get("NO_COLOR"):
+        return False
+    if env.get("FORCE_COLOR"):
+        return True
+    term = env.get("TERM") or "dumb"
+    return bool(hasattr(stream, "isatty") and stream.isatty()) and term != "dumb"
+
+
 def configure(
     level: str = "info",
     fmt: str = "auto",
@@ -204,7 +217,7 @@ def configure(
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if as_json
-        else structlog.dev.ConsoleRenderer(colors=tty)
+        else structlog.dev.ConsoleRenderer(colors=colors(stream))
     )
     shared: list[Any] = [
         structlog.processors.add_log_level,

@@ -105,12 +105,25 @@ def normpath(path: str) -> str:
 
 
 def expanduser(path: str) -> str:
-    """os.path.expanduser; os only for a path that starts with `~`."""
+    """`~` as the daemon reads it (memoryd.core.runtime.home): $HOME when it is an absolute
+    path, else (unset, empty or relative) the password database's entry; with neither, the path
+    as given (the daemon refuses it; here it is a path that is not found). `~user` as
+    os.path.expanduser reads it. os only for a path that starts with `~`."""
     if not path.startswith("~"):
         return path
     import os
 
-    return os.path.expanduser(path)
+    if path != "~" and not path.startswith("~/"):
+        return os.path.expanduser(path)
+    home = os.environ.get("HOME") or ""
+    if not os.path.isabs(home):  # `HOME=` made ~/.config `/.config`
+        import pwd
+
+        try:
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except KeyError:
+            return path
+    return home.rstrip("/") + path[1:] or "/"
 
 
 def terminal_columns(fd: int = 1) -> int:

@@ -34,19 +34,27 @@ def utf8() -> bool:
 
 def use_color() -> bool:
     """Bold on a terminal that can show it: never with NO_COLOR (no-color.org), always with
-    FORCE_COLOR (a pager that reads escapes, `| less -R`), else on a terminal but TERM=dumb."""
+    FORCE_COLOR (a pager that reads escapes, `| less -R`), else where `escapes` says."""
     env = fsenv.environ()
     if env.get("NO_COLOR"):
         return False
     if env.get("FORCE_COLOR"):
         return True
-    return sys.stdout.isatty() and env.get("TERM") != "dumb"
+    return escapes(sys.stdout)
+
+
+def escapes(stream: Any) -> bool:
+    """Whether this stream shows terminal escapes (bold; a progress line redrawn in place with
+    \r and erase-line): a terminal whose TERM names one, not TERM=dumb (Emacs' shell, some CI
+    logs) nor TERM unset or empty (`env -i`, cron, a service's pty), which show escapes as they
+    are; as git reads TERM. The daemon's terminal log follows the same rule (core/logsetup)."""
+    term = fsenv.environ().get("TERM") or "dumb"
+    return bool(stream.isatty()) and term != "dumb"
 
 
 def redraws(stream: Any) -> bool:
-    """Whether a progress line is redrawn in place (\r and erase-line) on this stream: a
-    terminal but TERM=dumb (Emacs' shell, some CI logs), which shows escapes as they are."""
-    return bool(stream.isatty()) and fsenv.environ().get("TERM") != "dumb"
+    """Whether a progress line is redrawn in place on this stream (`escapes`)."""
+    return escapes(stream)
 
 
 def highlight(text: str, color: bool, ranges: Any = None) -> str:

@@ -75,3 +75,28 @@ def paths_of(key: str, field: str = "path") -> Callable[[Any], list[str]]:
         return list(dict.fromkeys(i[field] for i in items if isinstance(i, dict) and i.get(field)))
 
     return paths
+
+
+# words the table's rows share (here, beside `arg`: table.py is near its 600 lines)
+TIERS = ("constitutional", "critical", "important", "normal", "temporary", "deprecated")
+MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")
+TIER_HELP = "lifecycle tier: " + ", ".join(TIERS)
+PROMOTE = arg(
+    "--tier",
+    choices=TIERS,
+    default="critical",
+    metavar="TIER",
+    help=TIER_HELP + " (default critical)",
+)
+LIMIT = "at most N hits (default search.default_limit, 10)"
+MODE = "default auto: the best ready (hybrid once embedded)"
+SESSION_TOKENS = "token budget (default lifecycle.session_max_tokens, 500)"
+CHECKPOINT = "the checkpoint's name"
+NOTE_HELP = "a workspace-relative path, or a note's name as a wikilink names it"
+NOTE_PATH = arg("path", metavar="PATH", help="the note, relative to the workspace")
+PATHS = arg(
+    "-l",
+    "--paths",
+    action="store_true",
+    help="print only the paths of the notes found, one per line (like rg -l)",
+)

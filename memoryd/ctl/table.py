@@ -8,23 +8,16 @@ from __future__ import annotations
 from memoryd.ctl import admin as ad
 from memoryd.ctl import entities as en
 from memoryd.ctl import handlers as h
+from memoryd.ctl import rows as rw
 from memoryd.ctl import webopen as wo
-from memoryd.ctl.rows import Command, arg, listed, paths_of
+from memoryd.ctl.rows import PATHS, Command, arg, listed, paths_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from argparse import Namespace
     from typing import Any
 
-TIERS = ("constitutional", "critical", "important", "normal", "temporary", "deprecated")
-
-
-PATHS = arg(
-    "-l",
-    "--paths",
-    action="store_true",
-    help="print only the paths of the notes found, one per line (like rg -l)",
-)
+TIERS = rw.TIERS
 WHEN_HELP = (
     "a duration back (90m, 24h, 7d), an ISO 8601 date or time, a year or month, or unix time"
 )
@@ -36,7 +29,8 @@ FILTERS = (
         arg(
             "--kind",
             choices=["memory", "chunk", "all", "entity"],
-            help="memories or file chunks (search: entity finds entities by name)",
+            help="memories or file chunks (default: list memory, search all; search: entity "
+            "finds entities by name)",
         ),
         arg(
             "--entity",
@@ -79,7 +73,7 @@ def memory_options(update: bool = False) -> tuple[Any, ...]:
         arg("--source", help="who or what said it"),
         arg("--context", help="free text context"),
         ("exclusive", tuple(expiry)),
-        arg("--tier", choices=TIERS, help="lifecycle tier (default normal)"),
+        arg("--tier", choices=TIERS, metavar="TIER", help=f"{rw.TIER_HELP} (default normal)"),
         arg("--triggers", help="comma separated phrases that recall this memory"),
         arg(
             "--allow-secrets",
@@ -89,8 +83,8 @@ def memory_options(update: bool = False) -> tuple[Any, ...]:
     )
 
 
-ID = arg("id", type=int, metavar="ID")
-NS = arg("--namespace", metavar="NS")
+ID = arg("id", type=int, metavar="ID", help="the memory's id (as list and search show it)")
+NS = arg("--namespace", metavar="NS", help="default: memories.default_namespace")
 SNAPSHOT = arg(
     "--snapshot",
     action="store_true",
@@ -119,7 +113,7 @@ COMMANDS: tuple[Command, ...] = (
         params=h.p_add,
         show=h.s_add,
         args=(
-            arg("text", metavar="TEXT"),
+            arg("text", metavar="TEXT", help="the memory; - reads it from stdin"),
             *memory_options(),
             arg("--namespace", metavar="NS", help="agent or project namespace"),
             arg(
@@ -149,8 +143,8 @@ COMMANDS: tuple[Command, ...] = (
                 help='words, "a phrase", pre*, a OR b; - reads it from stdin',
             ),
             PATHS,
-            arg("-n", "--limit", type=int, metavar="N", help="at most N hits"),
-            arg("--mode", choices=["auto", "keyword", "vector", "hybrid", "fuzzy"]),
+            arg("-n", "--limit", type=int, metavar="N", help=rw.LIMIT),
+            arg("--mode", choices=rw.MODES, help=rw.MODE),
             arg(
                 "--chunks",
                 action="store_true",
@@ -158,7 +152,13 @@ COMMANDS: tuple[Command, ...] = (
             ),
             arg("--explain", action="store_true", help="show each ranking component"),
             arg("--concepts", help="2-5 comma separated concepts that must all match"),
-            arg("--max-tokens", type=int, metavar="N", help="token budget for the details"),
+            arg(
+                "--max-tokens",
+                type=int,
+                metavar="N",
+                help="full details for the hits that fit "
+                "in N tokens, a line for the rest (default: no budget)",
+            ),
             arg(
                 "--constitutional",
                 action="store_true",
@@ -236,7 +236,7 @@ COMMANDS: tuple[Command, ...] = (
         run=h.r_delete,
         aliases=("rm",),
         args=(
-            arg("ids", type=int, nargs="*", metavar="ID"),
+            arg("ids", type=int, nargs="*", metavar="ID", help="memory ids"),
             arg("--tag", help="every memory with this tag"),
             arg("--namespace", metavar="NS", help="every memory in this namespace"),
             arg("--path", help="a workspace file or folder (moved to the trash)"),
@@ -323,7 +323,7 @@ COMMANDS: tuple[Command, ...] = (
                 "run a job now and wait for it",
                 run=ad.r_jobs_run,
                 slow=True,
-                args=(arg("name", metavar="NAME"),),
+                args=(arg("name", metavar="NAME", help="the job (memoryctl jobs lists them)"),),
             ),
         ),
         examples=("memoryctl jobs", "memoryctl jobs run reconcile"),
@@ -335,6 +335,7 @@ COMMANDS: tuple[Command, ...] = (
         params=h.p_dry_run,
         show=h.s_prune,
         args=(arg("--dry-run", action="store_true", help="only say what would go"),),
+        examples=("memoryctl prune --dry-run",),
     ),
     Command(
         "session",
@@ -342,7 +343,8 @@ COMMANDS: tuple[Command, ...] = (
         method="session_start",
         params=h.p_session,
         show=h.s_session,
-        args=(arg("--max-tokens", type=int, metavar="N"), NS),
+        args=(arg("--max-tokens", type=int, metavar="N", help=rw.SESSION_TOKENS), NS),
+        examples=("memoryctl session --max-tokens 600 --namespace claude",),
     ),
     Command(
         "triggers",
@@ -351,7 +353,8 @@ COMMANDS: tuple[Command, ...] = (
         params=h.p_triggers,
         show=h.s_triggers,
         found=listed("memories"),
-        args=(arg("prompt", metavar="PROMPT"), NS),
+        args=(arg("prompt", metavar="PROMPT", help="the text to look in"), NS),
+        examples=('echo "$PROMPT" | memoryctl triggers -',),
     ),
     Command(
         "validate",
@@ -359,7 +362,8 @@ COMMANDS: tuple[Command, ...] = (
         method="validate",
         params=h.p_validate,
         show=h.s_validate,
-        args=(ID, arg("--not-useful", action="store_true")),
+        args=(ID, arg("--not-useful", action="store_true", help="it was not useful")),
+        examples=("memoryctl validate 42 --not-useful",),
     ),
     Command(
         "candidates",
@@ -374,7 +378,8 @@ COMMANDS: tuple[Command, ...] = (
         method="promote",
         params=h.p_promote,
         show=h.s_promote,
-        args=(ID, arg("--tier", choices=TIERS, default="critical")),
+        args=(ID, rw.PROMOTE),
+        examples=("memoryctl promote 42 --tier constitutional",),
     ),
     Command(
         "history",
@@ -404,7 +409,7 @@ COMMANDS: tuple[Command, ...] = (
         paths=paths_of("items"),
         args=(
             PATHS,
-            arg("-n", "--limit", type=int, metavar="N"),
+            arg("-n", "--limit", type=int, metavar="N", help="at most N (default 20)"),
             arg("--since", type=h.when, metavar="WHEN", help=WHEN_HELP),
             NS,
         ),
@@ -422,7 +427,7 @@ COMMANDS: tuple[Command, ...] = (
                 params=ad.p_name,
                 show=h.s_rows,
                 slow=True,
-                args=(arg("name", metavar="NAME"),),
+                args=(arg("name", metavar="NAME", help=rw.CHECKPOINT),),
             ),
             Command(
                 "restore",
@@ -431,7 +436,7 @@ COMMANDS: tuple[Command, ...] = (
                 params=ad.p_checkpoint_delete,
                 show=h.s_rows,
                 slow=True,
-                args=(arg("name", metavar="NAME"), SNAPSHOT),
+                args=(arg("name", metavar="NAME", help=rw.CHECKPOINT), SNAPSHOT),
             ),
             Command(
                 "list",
@@ -448,7 +453,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="checkpoint.delete",
                 params=ad.p_checkpoint_delete,
                 show=ad.s_checkpoint_delete,
-                args=(arg("name", metavar="NAME"), SNAPSHOT),
+                args=(arg("name", metavar="NAME", help=rw.CHECKPOINT), SNAPSHOT),
             ),
         ),
         examples=(
@@ -465,7 +470,7 @@ COMMANDS: tuple[Command, ...] = (
         run=ad.r_export,
         slow=True,
         args=(
-            arg("-o", "--output", metavar="FILE"),
+            arg("-o", "--output", metavar="FILE", help="write FILE (default: stdout)"),
             NS,
             arg("--vectors", action="store_true", help="include the vectors"),
         ),
@@ -477,7 +482,7 @@ COMMANDS: tuple[Command, ...] = (
         run=ad.r_import,
         slow=True,
         args=(
-            arg("file", metavar="FILE"),
+            arg("file", metavar="FILE", help="JSON lines, as export writes them"),
             arg(
                 "--allow-secrets",
                 action="store_true",
@@ -496,7 +501,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.read",
                 params=ad.p_path,
                 show=ad.s_note_read,
-                args=(arg("path", metavar="PATH"),),
+                args=(rw.NOTE_PATH,),
             ),
             Command(
                 "write",
@@ -504,7 +509,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.write",
                 params=ad.p_note_write,
                 show=ad.s_note_write,
-                args=(arg("path", metavar="PATH"), *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
+                args=(rw.NOTE_PATH, *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
             ),
             Command(
                 "append",
@@ -512,7 +517,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.append",
                 params=ad.p_note_write,
                 show=ad.s_note_append,
-                args=(arg("path", metavar="PATH"), *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
+                args=(rw.NOTE_PATH, *NOTE_TEXT, IF_SHA, NOTE_SECRETS),
             ),
             Command(
                 "list",
@@ -524,9 +529,9 @@ COMMANDS: tuple[Command, ...] = (
                 paths=paths_of("items"),
                 args=(
                     PATHS,
-                    arg("path", nargs="?", metavar="PATH"),
-                    arg("-n", "--limit", type=int, metavar="N"),
-                    arg("--offset", type=int, metavar="N"),
+                    arg("path", nargs="?", metavar="PATH", help="a folder (default: all)"),
+                    arg("-n", "--limit", type=int, metavar="N", help="at most N (default 50)"),
+                    arg("--offset", type=int, metavar="N", help="skip the first N"),
                     arg("--cursor", metavar="C", help=CURSOR_HELP),
                 ),
             ),
@@ -536,7 +541,7 @@ COMMANDS: tuple[Command, ...] = (
                 method="note.move",
                 params=ad.p_note_move,
                 show=ad.s_note_move,
-                args=(arg("path", metavar="PATH"), arg("new_path", metavar="NEW_PATH"), IF_SHA),
+                args=(rw.NOTE_PATH, arg("new_path", metavar="NEW_PATH", help="where to"), IF_SHA),
             ),
         ),
         examples=(
@@ -553,7 +558,7 @@ COMMANDS: tuple[Command, ...] = (
         show=ad.s_links,
         found=listed("links"),
         paths=paths_of("links"),
-        args=(arg("path", metavar="NOTE"), PATHS),
+        args=(arg("path", metavar="NOTE", help=rw.NOTE_HELP), PATHS),
         examples=("memoryctl links projects/api.md",),
     ),
     Command(
@@ -564,7 +569,7 @@ COMMANDS: tuple[Command, ...] = (
         show=ad.s_backlinks,
         found=listed("backlinks"),
         paths=paths_of("backlinks"),
-        args=(arg("path", metavar="NOTE"), PATHS),
+        args=(arg("path", metavar="NOTE", help=rw.NOTE_HELP), PATHS),
         examples=("memoryctl backlinks projects/api.md",),
     ),
 )

@@ -288,7 +288,8 @@ def run(config_path: Path | None = None, page: Callable[[Config], PageHost] | No
     try:
         return _run(cfg, page)
     except OSError as exc:  # a folder or file a setting names cannot be used: say which setting
-        exc.setting = cfg.setting_for(exc.filename)  # type: ignore[attr-defined]
+        exc.setting = setting = cfg.setting_for(exc.filename)  # type: ignore[attr-defined]
+        exc.note = runtime.home_default_note(setting, getattr(cfg, setting or "", None))  # type: ignore[attr-defined]
         raise
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from memoryd.core.errors import EXIT_CONFIG, EXIT_STOPPED, ConfigError
 from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, atomic_write, make_dirs
+from memoryd.core.runtime import home as home_folder
 from memoryd.core.runtime import xdg
 
 LABEL = "io.memoryd.daemon"
@@ -427,7 +428,7 @@ def build_plan(
 ) -> Plan:
     """The plan for this installation: this Python, this user's home and config folders."""
     python = os.path.abspath(sys.executable)  # not resolved: a venv's python is a symlink
-    home = Path.home()
+    home = Path(home_folder("HOME"))  # (Path.home() raised a bare RuntimeError without one)
     if kind == "systemd":
         config_home = Path(xdg("XDG_CONFIG_HOME") or home / ".config")
         return systemd_plan(
@@ -567,7 +568,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "--dry-run", action="store_true", help="print files and commands, change nothing"
         )
         if name == "install":
-            a.add_argument("--config", type=Path, help="configuration file the service runs with")
+            a.add_argument(
+                "--config",
+                type=Path,
+                metavar="FILE",
+                help="configuration file the service runs with",
+            )
             a.add_argument(
                 "--socket-activation",
                 action="store_true",
