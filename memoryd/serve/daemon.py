@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core import logsetup, oserrors, runtime
+from memoryd.core import crashlog, logsetup, oserrors, runtime
 from memoryd.core.config import RELOADABLE, Config, diff, doubtful, load_config, unread_env
 from memoryd.core.errors import MemorydError
 from memoryd.core.fsutil import acquire_lock, hold_database, process_umask
@@ -111,9 +111,11 @@ class Daemon:
         except BaseException:
             os.close(lock_fd)
             raise
+        crash = crashlog.enable(self.cfg.data_dir)  # (the data_dir is ours: after the locks)
         try:
             return asyncio.run(self._main())
         finally:
+            crashlog.disable(crash)
             if db_fd is not None:  # after the store closed: SQLite's handles are gone by now
                 os.close(db_fd)
             os.close(lock_fd)
