@@ -136,3 +136,137 @@ def test_onnxruntime_writes_nothing_past_the_json_log(daemon_factory: Any, tmp_p
     ready = [x for x in lines if x["event"] == "embedding model ready"]
     assert ready, lines
     assert ready[0]["model"].endswith("@model"), ready  # embedding.model_path's model
+
+
+def test_lines_written_at_once_from_many_threads_stay_whole(tmp_path: Path) -> None:
+    """memoryd's own lines and the libraries' (two loggers, two locks) on one unbuffered stderr
+    (the unit's PYTHONUNBUFFERED=1): a line was written as two pieces (print's text, then its
+    newline), so another thread's line landed between them, two JSON objects on one line."""
+    import io
+    import logging
+    import threading
+
+    from memoryd.core import logsetup
+
+    path = tmp_path / "stderr.txt"
+    raw = open(path, "wb", buffering=0)  # noqa: SIM115
+    stream = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+    logsetup.configure("info", "json", stream=stream)
+    logsetup._limiter.limit = logsetup._limiter.repeat_limit = 10**9  # every line written
+    own, lib = logsetup.get_logger("memoryd.test"), logging.getLogger("psycopg.pool")
+    start = threading.Barrier(6)
+
+    def write(i: int) -> None:
+        start.wait()
+        for n in range(600):
+            if i % 2:
+                own.warning("own line", n=n)
+            else:
+                lib.warning("library line %d", n)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stream.close()
+    lines = json_lines(path.read_text())
+    assert len(lines) == 6 * 600
+
+
+def test_a_failure_that_recurs_is_counted_not_written_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A warning or error repeating every few seconds for as long as its cause lasts (a pool
+    reconnecting to a PostgreSQL server that is down, a job failing at each run) was a line per
+    try, ~30,000 an hour, the burst limit (5 a second) never reached: now REPEAT_LIMIT lines a
+    kind (and file) per REPEAT_WINDOW_S, then the count. Info lines are not limited so."""
+    import io
+    import logging
+
+    from memoryd.core import logsetup
+    from memoryd.core.logsetup import REPEAT_LIMIT, REPEAT_WINDOW_S, RateLimiter
+
+    now = [100.0]
+    monkeypatch.setattr(logsetup, "_limiter", RateLimiter(clock=lambda: now[0]))
+    stream = io.StringIO()
+    logsetup.configure("info", "json", stream=stream)
+    jobs, pool = logsetup.get_logger("memoryd.serve.jobs"), logging.getLogger("psycopg.pool")
+    hour = 3600
+    for second in range(0, hour, 2):  # a try every 2 s for an hour
+        now[0] = 100.0 + second
+        jobs.error("job failed", job="expiry", error="StoreUnavailable: unreachable")
+        pool.warning("reconnection attempt in pool %r failed after %s sec", "memoryd", second)
+        jobs.warning("skipped", path=f"odd-{second % 3}.md")  # three files: three kinds
+        jobs.info("job done", job="backfill")
+        logsetup.report_dropped()
+    now[0] += REPEAT_WINDOW_S  # the cause is over: the last window's count is said too
+    logsetup.report_dropped()
+    lines = json_lines(stream.getvalue())
+
+    def said(kind: list[dict[str, Any]]) -> int:
+        return sum((not x.get("dropped_only")) + x.get("repeated", 0) for x in kind)
+
+    tries = hour // 2
+    windows = hour / REPEAT_WINDOW_S
+    for logger_name, event in (("memoryd.serve.jobs", "job failed"), ("psycopg.pool", "recon")):
+        kind = [x for x in lines if x["logger_name"] == logger_name and event in x["event"]]
+        assert len(kind) <= windows * (REPEAT_LIMIT + 1), len(kind)
+        assert said(kind) == tries  # every try written or counted
+    skipped = [x for x in lines if x["event"] == "skipped"]
+    assert {x["path"] for x in skipped} == {"odd-0.md", "odd-1.md", "odd-2.md"}
+    assert len(skipped) <= 3 * windows * (REPEAT_LIMIT + 1)
+    assert said(skipped) == tries
+    assert len([x for x in lines if x["event"] == "job done"]) == tries
+
+
+def test_a_job_that_works_again_says_so_once() -> None:
+    """A job failing at each run is counted (above); the run that works again says how many
+    runs failed, once, so a reader sees the end of the failure without counting lines."""
+    import io
+    from types import SimpleNamespace
+
+    from memoryd.core import logsetup
+    from memoryd.serve.jobs import Jobs
+
+    stream = io.StringIO()
+    logsetup.configure("info", "json", stream=stream)
+    down = [True]
+
+    def flaky() -> dict[str, Any]:
+        if down[0]:
+            raise RuntimeError("the store is away")
+        return {"ok": 1}
+
+    settings = SimpleNamespace(expiry_interval=300.0)
+    jobs = Jobs({"flaky": (flaky, "expiry_interval")}, settings=lambda: settings)
+    for _ in range(3):
+        assert jobs.run_now("flaky")["error"]
+    down[0] = False
+    for _ in range(2):
+        assert jobs.run_now("flaky")["error"] is None
+    lines = json_lines(stream.getvalue())
+    again = [x for x in lines if x["event"] == "job works again"]
+    assert [(x["job"], x["failed_runs"], x["level"]) for x in again] == [("flaky", 3, "info")]
+    assert [x["event"] for x in lines].count("job failed") == 3
+
+
+def test_the_counts_are_said_when_the_daemon_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from memoryd.core import logsetup
+    from memoryd.core.logsetup import REPEAT_LIMIT, RateLimiter
+
+    now = [100.0]
+    monkeypatch.setattr(logsetup, "_limiter", RateLimiter(clock=lambda: now[0]))
+    stream = io.StringIO()
+    logsetup.configure("info", "json", stream=stream)
+    log = logsetup.get_logger("memoryd.serve.app")
+    for second in range(40):  # a failure each second, the window (10 minutes) not over
+        now[0] = 100.0 + second
+        log.error("a batch of file changes was not applied", error="StoreUnavailable")
+    assert logsetup.report_dropped() == 0
+    assert logsetup.report_dropped(everything=True) == 1  # the daemon stops
+    lines = json_lines(stream.getvalue())
+    assert len(lines) == REPEAT_LIMIT + 1
+    assert lines[-1]["repeated"] == 40 - REPEAT_LIMIT and lines[-1]["dropped_only"] is True

@@ -182,7 +182,7 @@ class Daemon:
             await self.server.close()
             await loop.run_in_executor(None, app.close)
             self._restore_signals(loop)
-            logsetup.report_dropped()
+            logsetup.report_dropped(everything=True)  # the counts of a failure still going on
             log.info("stopped")
             self.notifier.close()
         return 0
