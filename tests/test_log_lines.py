@@ -270,3 +270,26 @@ def test_the_counts_are_said_when_the_daemon_stops(monkeypatch: pytest.MonkeyPat
     lines = json_lines(stream.getvalue())
     assert len(lines) == REPEAT_LIMIT + 1
     assert lines[-1]["repeated"] == 40 - REPEAT_LIMIT and lines[-1]["dropped_only"] is True
+
+
+def test_a_count_line_reads_as_the_lines_it_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library's lines are counted by their message before its arguments; the count line
+    showed that template ("error connecting in %r: %s"), not a line as the library wrote it."""
+    import io
+    import logging
+
+    from memoryd.core import logsetup
+    from memoryd.core.logsetup import REPEAT_LIMIT, RateLimiter
+
+    now = [100.0]
+    monkeypatch.setattr(logsetup, "_limiter", RateLimiter(clock=lambda: now[0]))
+    stream = io.StringIO()
+    logsetup.configure("info", "json", stream=stream)
+    pool = logging.getLogger("psycopg.pool")
+    for second in range(30):
+        now[0] = 100.0 + second
+        pool.warning("error connecting in %r: %s", "memoryd", "connection refused")
+    assert logsetup.report_dropped(everything=True) == 1
+    last = json_lines(stream.getvalue())[-1]
+    assert last["event"] == "error connecting in 'memoryd': connection refused"
+    assert last["repeated"] == 30 - REPEAT_LIMIT and last["logger_name"] == "psycopg.pool"

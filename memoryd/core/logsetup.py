@@ -106,11 +106,20 @@ class RateLimiter:
         self.repeat_limit, self.repeat_window = repeat_limit, repeat_window
         self._seen: dict[Kind, list[float]] = {}  # kind -> [start, count, dropped]
         self._repeats: dict[Kind, list[float]] = {}
+        self._shown: dict[tuple[str, str, str], str] = {}  # a library's line as it read
         self._lock = threading.Lock()
 
-    def allow(self, logger: str, level: str, event: str, path: str = "") -> tuple[bool, int]:
+    def allow(
+        self, logger: str, level: str, event: str, path: str = "", shown: str = ""
+    ) -> tuple[bool, int]:
+        """`event` is what makes the kind (a library's message before its arguments);
+        `shown`, the line as written, which a count line of the kind repeats."""
         now = self.clock()
         with self._lock:
+            if shown:
+                if len(self._shown) > 4096:
+                    self._shown.clear()
+                self._shown[(logger, level, event[:200])] = shown[:1000]
             burst = (logger, level, event[:200], "")
             allowed, dropped = self._count(self._seen, burst, now, self.limit, self.window)
             if not allowed or level not in _LOUD:
@@ -140,6 +149,11 @@ class RateLimiter:
             return True, 0
         entry[2] += 1
         return False, 0
+
+    def shown(self, logger: str, level: str, event: str) -> str:
+        """The last line of a kind as it was written (a library's, its arguments in place)."""
+        with self._lock:
+            return self._shown.get((logger, level, event[:200]), event)
 
     def close_windows(self) -> None:
         """End every window that dropped lines now (the daemon stops: its counts are said)."""
@@ -185,7 +199,8 @@ def _rate_limit(logger: Any, method: str, event: MutableMapping[str, Any]) -> An
     name = str(event.get("logger_name") or event.get("logger") or "")
     path = event.get("path")
     where = path if isinstance(path, str) else ""
-    allowed, dropped = _limiter.allow(name, method, str(event.get("event")), where)
+    kind = event.pop("_kind", None) or str(event.get("event"))  # (report_dropped's line)
+    allowed, dropped = _limiter.allow(name, method, kind, where)
     if not allowed:
         raise structlog.DropEvent
     if dropped:
@@ -199,9 +214,11 @@ class _StdlibRateLimit(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = str(record.msg)
+            shown = record.getMessage() if record.args else ""
         except Exception:
-            message = ""
-        allowed, dropped = _limiter.allow(record.name, record.levelname.lower(), message)
+            message = shown = ""
+        level = record.levelname.lower()
+        allowed, dropped = _limiter.allow(record.name, level, message, shown=shown)
         if dropped:
             record.repeated = dropped
         return allowed
@@ -433,7 +450,7 @@ def report_dropped(everything: bool = False) -> int:
         logger = structlog.get_logger().bind(logger_name=logger_name)
         fields: dict[str, Any] = {"path": path} if path else {}
         getattr(logger, level if level in LEVELS or level == "critical" else "info")(
-            event, dropped_only=True, **fields
+            _limiter.shown(logger_name, level, event), _kind=event, dropped_only=True, **fields
         )
     return len(kinds)
 
