@@ -214,27 +214,27 @@ def cmd_store_migrate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if (sys.argv[1:] if argv is None else argv)[:1] == ["run"]:
-        import signal
-
-        from memoryd.core import runtime
-
-        # a reload asked for while the daemon starts (its imports and the store take a second
-        # or more): noted and done once it serves, not the end of the process
-        signal.signal(signal.SIGHUP, runtime.note_hup)
-    from memoryd.ctl import stdio
-
+    words = sys.argv[1:] if argv is None else argv
     # config, service, store, --help: a failed write is one line and exit 1, a reader gone
     # (| head) a quiet 0, as memoryctl's (the daemon logs; `mcp` speaks its protocol on stdout)
-    words = sys.argv[1:] if argv is None else argv
     prints = words[:1] not in (["run"], ["mcp"])
     stdout = sys.stdout
-    if prints:
-        if stdout is None:  # `>&-`: print() would drop the output without a word
-            sys.stdout = stdio.Closed()
-        stdio.escape_unencodable()  # a non-UTF-8 locale: é as \u00e9, no UnicodeEncodeError
     daemon = False
     try:
+        if words[:1] == ["run"]:
+            import signal
+
+            from memoryd.core import runtime
+
+            # a reload asked for while the daemon starts (its imports and the store take a
+            # second or more): noted and done once it serves, not the end of the process
+            signal.signal(signal.SIGHUP, runtime.note_hup)
+        from memoryd.ctl import stdio
+
+        if prints:
+            if stdout is None:  # `>&-`: print() would drop the output without a word
+                sys.stdout = stdio.Closed()
+            stdio.escape_unencodable()  # a non-UTF-8 locale: é as \u00e9, no UnicodeEncodeError
         parser = build_parser()
         try:
             args = _parse(parser, argv, words)
@@ -272,9 +272,10 @@ def main(argv: list[str] | None = None) -> int:
         said = describe(exc, setting=setting) + (f"; {note}" if note else "")
         return _fail(daemon, f"{doing}{where}{said}", EXIT_START)
     except KeyboardInterrupt as exc:
-        if not daemon:  # (the daemon says how it stopped in its log)
-            said = f"; {exc.args[0]}" if exc.args else ""
-            print(f"\nmemoryd: interrupted{said}", file=sys.stderr)
+        if daemon or words[:1] == ["run"]:  # Ctrl-C before its own handler is in place
+            return _interrupted()
+        said = f"; {exc.args[0]}" if exc.args else ""
+        print(f"\nmemoryd: interrupted{said}", file=sys.stderr)
         return 130
     except Exception as exc:
         if type(exc).__module__ == "apsw":
@@ -317,6 +318,18 @@ def _exit_status(text: str) -> int:
             f"--config-error-status 0), not {text!r}"
         )
     return value
+
+
+def _interrupted() -> int:
+    """`memoryd run` stopped by Ctrl-C (SIGINT) before its event loop handles the signal (the
+    imports, the configuration, the store opening): said in its log as one line, as a stop is,
+    not a bare traceback or nothing."""
+    from memoryd.core import logsetup
+
+    if logsetup.renders_json() is None:  # before the configuration was read
+        logsetup.configure()
+    logsetup.get_logger("memoryd").info("interrupted while starting", signal="SIGINT")
+    return 130
 
 
 def _fail(daemon: bool, message: str, status: int) -> int:

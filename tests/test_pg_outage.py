@@ -170,3 +170,39 @@ def test_a_busy_pool_is_not_an_outage(pg_dsn: str) -> None:
         release.set()
         t.join(10)
         store.close()
+
+
+def test_an_outage_is_one_line_and_its_end_one_line(private_pg: Any, make_app: Any) -> None:
+    """A pooled connection the server dropped was retried on another (`_first`), and leaving
+    that retry counted as a request that worked: 'PostgreSQL server reachable again' a second
+    into the outage, then 'unreachable' again. The end of an outage is said once, when it ends."""
+    import io
+    import json
+
+    from memoryd.core import logsetup
+
+    app = make_app(
+        dailylog={"enabled": False},
+        store={"backend": "postgres", "dsn": private_pg.dsn(), "connect_timeout_s": 5},
+    )
+    app.start()
+    wait_for(app.ready.is_set, timeout=30)
+    for _ in range(3):  # connections in the pool, which the stop cuts
+        call(app, "search", query="basement")
+    stream = io.StringIO()
+    logsetup.configure("info", "json", stream=stream)
+    private_pg.stop()
+    for _ in range(4):
+        _, exc = timed(lambda: call(app, "search", query="basement"))
+        assert isinstance(exc, StoreUnavailable), exc
+
+    def events() -> list[str]:
+        return [json.loads(x)["event"] for x in stream.getvalue().splitlines() if x.strip()]
+
+    assert "PostgreSQL server reachable again" not in events()
+    assert events().count("PostgreSQL server unreachable") == 1
+    private_pg.start()
+    wait_for(lambda: app.status()["store"]["ok"], timeout=15)
+    call(app, "search", query="basement")
+    assert events().count("PostgreSQL server reachable again") == 1
+    assert events().count("PostgreSQL server unreachable") == 1

@@ -11,7 +11,11 @@ A line that repeats (the same logger, level and event, more than RATE_LIMIT time
 RATE_WINDOW_S seconds: a pool retrying a lost server dozens of times a second) is dropped after
 the first RATE_LIMIT; the next one let through after the window carries `repeated: N`, the
 number dropped, or, when none comes, a line of the kind with only that count
-(`report_dropped`, which the daemon calls every 30 s).
+(`report_dropped`, which the daemon calls every 30 s). A warning or error that recurs at a slower
+pace (a failure each second or each minute for as long as PostgreSQL is down: the pool's
+reconnection attempts, a job failing at each run, each batch of file changes refused) is let
+through REPEAT_LIMIT times per REPEAT_WINDOW_S (10 minutes) per kind and file (its `path`), then
+counted the same way: a line per kind every 10 minutes, not thousands an hour.
 
 No line carries a credential's value: every string of a line (its event, fields, traceback)
 goes through the redactor the daemon registers (`set_redactor`, the secret guard's known kinds:
@@ -43,6 +47,8 @@ LEVELS = {
 }
 RATE_LIMIT = 5  # lines of one kind let through per window
 RATE_WINDOW_S = 1.0
+REPEAT_LIMIT = 10  # warnings and errors of one kind let through per REPEAT_WINDOW_S
+REPEAT_WINDOW_S = 600.0
 _state: dict[str, Any] = {"level": logging.INFO, "name": "info", "stream": None, "json": None}
 _redactor: list[Callable[[str], str]] = []  # set_redactor's function (core imports no text/)
 
@@ -77,49 +83,102 @@ def _redact(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
     return event
 
 
+Kind = tuple[str, str, str, str]  # logger, level, event, path ("" for a line about no file)
+_LOUD = frozenset({"warning", "error", "critical", "exception"})
+
+
 class RateLimiter:
-    """Counts lines by (logger, level, event) in fixed windows: `allow` says whether a line
-    goes out, and how many of its kind were dropped since the last one that did."""
+    """Counts lines in fixed windows: `allow` says whether a line goes out, and how many of its
+    kind were dropped since the last one that did. Two limits: `limit` lines of a kind (logger,
+    level, event) per `window` (a burst), and, for warnings and errors, `repeat_limit` lines of
+    a kind about one file (or none) per `repeat_window` (a failure that recurs every few
+    seconds for an hour: a pool retrying a server that is down, a job failing at each run)."""
 
     def __init__(
         self,
         limit: int = RATE_LIMIT,
         window: float = RATE_WINDOW_S,
         clock: Any = time.monotonic,
+        repeat_limit: int = REPEAT_LIMIT,
+        repeat_window: float = REPEAT_WINDOW_S,
     ) -> None:
         self.limit, self.window, self.clock = limit, window, clock
-        self._seen: dict[tuple[str, str, str], list[float]] = {}  # key -> [start, count, dropped]
+        self.repeat_limit, self.repeat_window = repeat_limit, repeat_window
+        self._seen: dict[Kind, list[float]] = {}  # kind -> [start, count, dropped]
+        self._repeats: dict[Kind, list[float]] = {}
+        self._shown: dict[tuple[str, str, str], str] = {}  # a library's line as it read
         self._lock = threading.Lock()
 
-    def allow(self, logger: str, level: str, event: str) -> tuple[bool, int]:
-        key = (logger, level, event[:200])
+    def allow(
+        self, logger: str, level: str, event: str, path: str = "", shown: str = ""
+    ) -> tuple[bool, int]:
+        """`event` is what makes the kind (a library's message before its arguments);
+        `shown`, the line as written, which a count line of the kind repeats."""
         now = self.clock()
         with self._lock:
-            entry = self._seen.get(key)
-            if entry is None or now - entry[0] >= self.window:
-                dropped = int(entry[2]) if entry is not None else 0
-                self._seen[key] = [now, 1, 0]
-                if len(self._seen) > 4096:  # forget old kinds (a bounded table)
-                    for old in [k for k, v in self._seen.items() if now - v[0] >= self.window]:
-                        del self._seen[old]
-                return True, dropped
-            entry[1] += 1
-            if entry[1] <= self.limit:
-                return True, 0
-            entry[2] += 1
-            return False, 0
+            if shown:
+                if len(self._shown) > 4096:
+                    self._shown.clear()
+                self._shown[(logger, level, event[:200])] = shown[:1000]
+            burst = (logger, level, event[:200], "")
+            allowed, dropped = self._count(self._seen, burst, now, self.limit, self.window)
+            if not allowed or level not in _LOUD:
+                return allowed, dropped
+            kind = (logger, level, event[:200], path[:300])
+            table, limit, window = self._repeats, self.repeat_limit, self.repeat_window
+            allowed, earlier = self._count(table, kind, now, limit, window)
+            if not allowed:  # the burst's count it carried goes on with this one
+                table[kind][2] += dropped
+                return False, 0
+            return True, dropped + earlier
 
-    def unreported(self) -> list[tuple[str, str, str]]:
+    @staticmethod
+    def _count(
+        table: dict[Kind, list[float]], kind: Kind, now: float, limit: int, window: float
+    ) -> tuple[bool, int]:
+        entry = table.get(kind)
+        if entry is None or now - entry[0] >= window:
+            dropped = int(entry[2]) if entry is not None else 0
+            table[kind] = [now, 1, 0]
+            if len(table) > 4096:  # forget old kinds (a bounded table)
+                for old in [k for k, v in table.items() if now - v[0] >= window]:
+                    del table[old]
+            return True, dropped
+        entry[1] += 1
+        if entry[1] <= limit:
+            return True, 0
+        entry[2] += 1
+        return False, 0
+
+    def shown(self, logger: str, level: str, event: str) -> str:
+        """The last line of a kind as it was written (a library's, its arguments in place)."""
+        with self._lock:
+            return self._shown.get((logger, level, event[:200]), event)
+
+    def close_windows(self) -> None:
+        """End every window that dropped lines now (the daemon stops: its counts are said)."""
+        with self._lock:
+            for table in (self._seen, self._repeats):
+                for entry in table.values():
+                    if entry[2]:
+                        entry[0] = float("-inf")
+
+    def unreported(self) -> list[Kind]:
         """The kinds whose window is over with lines dropped that no later line has counted:
         a burst that ended (the steps of a migration, the files a first scan skipped) was
         dropped without a trace, since the count rides on the next line of its kind."""
         now = self.clock()
         with self._lock:
-            return [
-                key
-                for key, (start, _count, dropped) in self._seen.items()
-                if dropped and now - start >= self.window
-            ]
+            kinds = {
+                key: None
+                for table, window in (
+                    (self._seen, self.window),
+                    (self._repeats, self.repeat_window),
+                )
+                for key, (start, _count, dropped) in table.items()
+                if dropped and now - start >= window
+            }
+        return list(kinds)
 
 
 _limiter = RateLimiter()
@@ -138,7 +197,10 @@ def _filter_level(
 
 def _rate_limit(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
     name = str(event.get("logger_name") or event.get("logger") or "")
-    allowed, dropped = _limiter.allow(name, method, str(event.get("event")))
+    path = event.get("path")
+    where = path if isinstance(path, str) else ""
+    kind = event.pop("_kind", None) or str(event.get("event"))  # (report_dropped's line)
+    allowed, dropped = _limiter.allow(name, method, kind, where)
     if not allowed:
         raise structlog.DropEvent
     if dropped:
@@ -152,9 +214,11 @@ class _StdlibRateLimit(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = str(record.msg)
+            shown = record.getMessage() if record.args else ""
         except Exception:
-            message = ""
-        allowed, dropped = _limiter.allow(record.name, record.levelname.lower(), message)
+            message = shown = ""
+        level = record.levelname.lower()
+        allowed, dropped = _limiter.allow(record.name, level, message, shown=shown)
         if dropped:
             record.repeated = dropped
         return allowed
@@ -234,7 +298,9 @@ def configure(
             _redact,
             renderer,
         ],
-        logger_factory=structlog.PrintLoggerFactory(file=quiet),
+        # one write per line (PrintLogger's print() wrote the text, then the newline: another
+        # thread's line landed between them, two JSON objects on one line)
+        logger_factory=structlog.WriteLoggerFactory(file=quiet),
         cache_logger_on_first_use=False,
     )
     # stdlib loggers (apscheduler, watchdog, psycopg, huggingface_hub, warnings) go to the same
@@ -343,6 +409,9 @@ def _route_loguru() -> None:
         return
 
 
+_WRITE_LOCK = threading.Lock()
+
+
 class QuietStream:
     """The log's stream, whose write errors are swallowed (and counted): a log reader that went
     away (the terminal closed, a pipe whose reader exited: EPIPE, EIO) or a full disk made every
@@ -358,7 +427,8 @@ class QuietStream:
             self.dropped += 1  # daemon's death, silent, at its first log line
             return len(text)
         try:
-            return self.inner.write(text)
+            with _WRITE_LOCK:  # structlog's lines and the standard library's hold locks of
+                return self.inner.write(text)  # their own: one line at a time, whole
         except (OSError, ValueError):  # ValueError: the stream was closed
             self.dropped += 1
             return len(text)
@@ -381,15 +451,19 @@ def _moved(stream: TextIO) -> bool:
     return (on_disk.st_dev, on_disk.st_ino) != (open_.st_dev, open_.st_ino)
 
 
-def report_dropped() -> int:
+def report_dropped(everything: bool = False) -> int:
     """Write, for each kind of line the repeat limit dropped in a burst that has ended, one line
     of that kind carrying `repeated: N` (as the next line of the kind would have), marked
-    `dropped_only`. The daemon calls it every 30 s and before it stops. Returns the lines."""
+    `dropped_only`. The daemon calls it every 30 s, and before it stops with `everything` (the
+    counts of windows not over yet too). Returns the lines."""
+    if everything:
+        _limiter.close_windows()
     kinds = _limiter.unreported()
-    for logger_name, level, event in kinds:
+    for logger_name, level, event, path in kinds:
         logger = structlog.get_logger().bind(logger_name=logger_name)
+        fields: dict[str, Any] = {"path": path} if path else {}
         getattr(logger, level if level in LEVELS or level == "critical" else "info")(
-            event, dropped_only=True
+            _limiter.shown(logger_name, level, event), _kind=event, dropped_only=True, **fields
         )
     return len(kinds)
 

@@ -281,12 +281,29 @@ def background_threads(configured: int, resolved: ResolvedModel | None = None) -
     return max(1, min(4, os.cpu_count() or 1))
 
 
+ORT_SEVERITY = 4  # fatal only: see quiet_onnxruntime
+
+
+def quiet_onnxruntime() -> None:
+    """onnxruntime's C++ logger writes straight to fd 2, past the JSON log, in colour: a
+    model_path model with an unused initializer ("Removing initializer ..."), a thread-affinity
+    call a container refuses. Only fatal messages now; an error that matters reaches memoryd as
+    the exception of the call that failed, and is logged as one JSON line."""
+    try:
+        import onnxruntime as ort
+    except ImportError:  # fastembed says so when it is imported
+        return
+    ort.set_default_logger_severity(ORT_SEVERITY)
+
+
 def load_embedder(
     resolved: ResolvedModel, *, cache_dir: Path, threads: int = 1, batch_size: int = 8
 ) -> Embedder:
     """The offline package's model through onnxruntime directly (index/onnxembed.py: the same
     vectors, ~26 MB less memory than through fastembed); the multilingual one through its own
     engine; any other model through fastembed."""
+    if resolved.tier != "multilingual":
+        quiet_onnxruntime()
     if resolved.tier == "offline_package" and resolved.model_dir is not None:
         from memoryd.index.onnxembed import OnnxEmbedder
 

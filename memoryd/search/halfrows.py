@@ -54,7 +54,7 @@ def _session() -> Any:
                 opts.intra_op_num_threads = opts.inter_op_num_threads = 1
                 opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 opts.enable_cpu_mem_arena = False  # both ends are bound: it allocates nothing
-                opts.log_severity_level = 3
+                opts.log_severity_level = 4  # fatal only: nothing on fd 2 (index/embed.py)
                 _SESSION = ort.InferenceSession(
                     onnxgraph.half_to_float(), opts, providers=["CPUExecutionProvider"]
                 )

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core import logsetup, oserrors, runtime
+from memoryd.core import crashlog, logsetup, oserrors, runtime
 from memoryd.core.config import RELOADABLE, Config, diff, doubtful, load_config, unread_env
 from memoryd.core.errors import MemorydError
 from memoryd.core.fsutil import acquire_lock, hold_database, process_umask
@@ -112,10 +112,12 @@ class Daemon:
         except BaseException:
             os.close(lock_fd)
             raise
+        crash = crashlog.enable(self.cfg.data_dir)  # (the data_dir is ours: after the locks)
         try:
             with asyncio.Runner(loop_factory=EventLoop) as runner:  # accept() at the fd limit
                 return runner.run(self._main())
         finally:
+            crashlog.disable(crash)
             if db_fd is not None:  # after the store closed: SQLite's handles are gone by now
                 os.close(db_fd)
             os.close(lock_fd)
@@ -182,7 +184,7 @@ class Daemon:
             await self.server.close()
             await loop.run_in_executor(None, app.close)
             self._restore_signals(loop)
-            logsetup.report_dropped()
+            logsetup.report_dropped(everything=True)  # the counts of a failure still going on
             log.info("stopped")
             self.notifier.close()
         return 0

@@ -230,6 +230,7 @@ class JobState:
     running: bool = False
     runs: int = 0
     failures: int = 0
+    failing: int = 0  # runs failed in a row: the run that works again says how many, once
     last_run_at: float | None = None
     last_result: dict[str, Any] | None = None
     last_error: str | None = None
@@ -404,9 +405,11 @@ class Jobs:
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             st.failures += 1
+            st.failing += 1
             log.error("job failed", job=name, error=error)
         finally:
             st.running = False
+            recovered, st.failing = (st.failing, 0) if error is None else (0, st.failing)
             st.runs += 1
             st.last_run_at = self.clock()
             st.last_duration_ms = round((time.perf_counter() - started) * 1000, 1)
@@ -419,6 +422,8 @@ class Jobs:
                 self._save()
             st.lock.release()
         if error is None:
+            if recovered:  # (a failure that recurs is written 10 times in 10 minutes, then
+                log.info("job works again", job=name, failed_runs=recovered)  # counted)
             log.info("job done", job=name, duration_ms=st.last_duration_ms, **(result or {}))
         return {
             "name": name,

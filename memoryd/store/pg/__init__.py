@@ -54,6 +54,7 @@ from memoryd.store.protocol import Connection, VectorIndex, one
 # (docs/service.md#upgrading; tests/test_upgrade.py)
 T = TypeVar("T")
 # pg_export_snapshot()'s names (hex, hex, decimal): the only text `read` puts in its SQL
+_CONN_OK = psycopg.pq.ConnStatus.OK
 _SNAPSHOT_NAME = re.compile(r"[0-9A-F]{8}-[0-9A-F]{8}-[0-9]{1,10}")
 log = get_logger("memoryd.store")
 
@@ -213,10 +214,17 @@ class PgStore:
                 self.down_since = time.time()
                 log.error("PostgreSQL server unreachable", error=self.last_error)
             raise unavailable(exc) from None
-        if self.down_since is not None:
-            down = round(time.time() - self.down_since, 1)
-            self.down_since = None
-            log.info("PostgreSQL server reachable again", down_s=down)
+        # (a connection the server dropped, left for another one by `_first`, is no sign that
+        # the server is back: the outage's end was said a second into it, then its start again)
+        if self.down_since is not None and not con.closed and con.pgconn.status == _CONN_OK:
+            self._back()
+
+    def _back(self) -> None:
+        """The server answers again: said once, by whichever of a request and the change
+        listener sees it first (the listener said nothing, so a request later did not either)."""
+        since, self.down_since = self.down_since, None
+        if since is not None:
+            log.info("PostgreSQL server reachable again", down_s=round(time.time() - since, 1))
 
     @contextmanager
     def _first(
@@ -476,7 +484,7 @@ class PgStore:
                         claim.take_again(con, self.settings.workspace_id)
                     con.execute(f"LISTEN {sqlfuncs.NOTIFY_CHANNEL}")
                     connected, self.listening, backoff = True, True, LISTEN_RETRY_S
-                    self.down_since = None
+                    self._back()
                     if connected_before:
                         log.info("change listener reconnected; caches dropped")
                         self._fire({"reason": "reconnected"})
