@@ -200,11 +200,10 @@ def hold_database(db: Path) -> int | None:
     the same file, and SQLite keeps its -wal and -shm beside the name it opened, so two daemons
     through two names would each keep a WAL of their own for one database and corrupt it.
     flock is per open file, apart from SQLite's own POSIX locks (and never taken by SQLite), so
-    it neither blocks nor is released by them. The file is made owner-only when missing, as the
-    store makes it. None where the file system keeps no flocks. Not for network file systems,
-    where flock can be a POSIX lock in disguise (the caller checks: SQLite's WAL is not safe
-    there anyway)."""
-    fd = os.open(db, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o600)
+    it neither blocks nor is released by them. None where the file system keeps no flocks. Not
+    for network file systems, where flock can be a POSIX lock in disguise (the caller checks:
+    SQLite's WAL is not safe there anyway)."""
+    fd = os.open(db, os.O_RDWR | _CLOEXEC)
     got = _flock(fd, fcntl.LOCK_EX)
     if got:
         return fd

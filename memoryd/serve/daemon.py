@@ -99,6 +99,7 @@ class Daemon:
         self._sigints = 0
         self._serving = False  # READY=1 sent: a SIGHUP reloads at once (before: once serving)
         self._reload_task: asyncio.Task[None] | None = None
+        self._db_fd: int | None = None  # the flock on the SQLite database (_hold_database)
 
     def run(self) -> int:
         if not os.environ.get("LISTEN_FDS"):
@@ -108,7 +109,7 @@ class Daemon:
         prepare_dirs(self.cfg)
         lock_fd = acquire_lock(self.cfg.lock_path)
         try:
-            db_fd = _hold_database(self.cfg)
+            self._db_fd = _hold_database(self.cfg)  # None: no database yet (see _main)
         except BaseException:
             os.close(lock_fd)
             raise
@@ -118,8 +119,8 @@ class Daemon:
                 return runner.run(self._main())
         finally:
             crashlog.disable(crash)
-            if db_fd is not None:  # after the store closed: SQLite's handles are gone by now
-                os.close(db_fd)
+            if self._db_fd is not None:  # after the store closed: SQLite's handles are gone
+                os.close(self._db_fd)
             os.close(lock_fd)
 
     async def _main(self) -> int:
@@ -143,6 +144,12 @@ class Daemon:
         self.app = app = await loop.run_in_executor(
             None, functools.partial(App, cfg, claim_workspace=True)
         )
+        if self._db_fd is None:  # a new store: its file exists once App made it
+            try:
+                self._db_fd = _hold_database(cfg)
+            except BaseException:
+                await loop.run_in_executor(None, app.close)
+                raise
         self.server = Server(app, cfg.server, cfg.socket, sock=inherited[0] if inherited else None)
         try:
             await self.server.start()
@@ -333,7 +340,10 @@ def _loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> Non
 
 def _hold_database(cfg: Config) -> int | None:
     """The SQLite database held by this daemon whatever name reaches it (hold_database); not on
-    PostgreSQL, nor on a network file system."""
+    PostgreSQL, nor on a network file system; None while there is no database (a start that
+    stops on its workspace makes none: the store makes it, and then it is held)."""
     if cfg.store.backend != "sqlite" or remote(filesystem(str(cfg.data_dir))):
+        return None
+    if not cfg.db_path.exists():
         return None
     return hold_database(cfg.db_path)
