@@ -160,6 +160,14 @@ class _Protocol(asyncio.StreamReaderProtocol):
                 self._conns.open.discard(self._mine)
 
 
+# The private parts of asyncio's selector loop EventLoop builds on (CPython 3.11 to 3.13); a
+# Python without them keeps asyncio's own accept loop.
+_ASYNCIO_PARTS = all(
+    hasattr(asyncio.SelectorEventLoop, name)
+    for name in ("_accept_connection", "_accept_connection2", "_start_serving", "_remove_reader")
+)
+
+
 class EventLoop(asyncio.SelectorEventLoop):
     """The daemon's loop (`asyncio.Runner(loop_factory=EventLoop)`): asyncio's, but for what
     accept() does when the process is out of file descriptors (or the system out of memory).
@@ -190,6 +198,9 @@ class EventLoop(asyncio.SelectorEventLoop):
         backlog: int = 100,
         *rest: Any,
     ) -> None:
+        if not _ASYNCIO_PARTS:  # a Python whose asyncio is built otherwise: its own accept
+            args = (protocol_factory, sock, sslcontext, server, backlog, *rest)
+            return super()._accept_connection(*args)  # type: ignore[misc]
         for _ in range(backlog):
             try:
                 conn, addr = sock.accept()
