@@ -147,6 +147,11 @@ def pending_note(result: dict[str, Any]) -> str | None:
     """Say so when an answer was keyword-only, in all or in part, because vectors are still
     being made."""
     state = result.get("model_state")
+    if state == "failed":
+        return (
+            "note: keyword results only: the embedding model failed to load "
+            "(`memoryctl status` says why)"
+        )
     if state:
         return (
             f"note: keyword results only: the embedding model is {state} "
@@ -156,6 +161,11 @@ def pending_note(result: dict[str, Any]) -> str | None:
     if pending > 0 and result.get("mode") == "keyword":
         return (
             f"note: keyword results only for now: {pending} text(s) are still being embedded "
+            "(`memoryctl status --watch` shows the progress)"
+        )
+    if pending > 0 and result.get("mode") == "vector":  # (no keyword answers vector mode)
+        return (
+            f"note: {pending} text(s) not embedded yet: not found by meaning until they are "
             "(`memoryctl status --watch` shows the progress)"
         )
     if pending > 0:  # vectors answered for the others, as the MCP search tool says too

@@ -125,6 +125,7 @@ class App:
             self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
         )
         self.searcher.pending_vectors = self.embedder.pending
+        self.searcher.registered = lambda: self.embedder.model_id
         self.dailylog = DailyLog(
             cfg.workspace,
             cfg.dailylog,
