@@ -178,8 +178,8 @@ def refuse_no_vectors(con: Connection, model: Any, pending: int | None, mine: bo
     left = f"{pending} text(s) still to embed" if pending else "texts still being embedded"
     raise Unavailable(
         f"vector search has no vectors of {ident.name} yet: {left} (a first index or a change "
-        "of model; until every text has one, no search compares vectors and mode auto or "
-        "keyword answers by keyword; `memoryctl status --watch` shows the progress)"
+        "of model); mode auto or keyword answers by keyword meanwhile (`memoryctl status "
+        "--watch` shows the progress)"
     )
 
 

@@ -19,7 +19,13 @@ from memoryd.core.config import Config
 from memoryd.core.errors import MemorydError
 from memoryd.core.logsetup import get_logger
 from memoryd.index import chunking
-from memoryd.index.embed import ModelHolder, background_threads, load_embedder, resolve_model
+from memoryd.index.embed import (
+    ModelHolder,
+    background_threads,
+    load_embedder,
+    model_fix,
+    resolve_model,
+)
 from memoryd.index.embedworker import EmbedWorker
 from memoryd.index.indexer import Indexer
 from memoryd.index.watcher import Watcher
@@ -72,6 +78,7 @@ def default_model_holder(cfg: Config) -> ModelHolder:
         description=resolved.description,
         query_cache_size=cfg.embedding.query_cache_size,
         background_threads=background_threads(cfg.embedding.threads, resolved),
+        fix=model_fix(resolved),
     )
 
 
