@@ -14,6 +14,7 @@ from memoryd.agents.formats import fmt_hits
 from memoryd.core.errors import Unavailable
 from memoryd.ctl.output import pending_note
 from memoryd.index.embed import FakeEmbedder, ModelHolder
+from memoryd.index.embedworker import ModelNotActive
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -163,3 +164,10 @@ def test_a_search_on_a_shared_database_whose_model_another_daemon_changed(
     assert all(h["explain"]["similarity"] is None for h in res["hits"])
     with pytest.raises(Unavailable, match="same model"):
         q(a, "switching models", mode="vector")
+    # and its worker writes no vector of a model the database dropped (a foreign key error
+    # at every retry before), saying why in status
+    a.memories.add("a second memory while the models differ")
+    with pytest.raises(ModelNotActive, match="must use the same embedding"):
+        a.embedder.run()
+    keys = a.store.read(lambda con: con.execute("SELECT key FROM models").fetchall())
+    assert keys == [("fake-twin/64",)]

@@ -44,6 +44,10 @@ BUSY_TRIM_S = 10.0
 FULL_SCAN_S = 600.0  # how often the whole store is checked for texts without a vector
 
 
+class ModelNotActive(RuntimeError):
+    """The store's active model is another daemon's (a shared database)."""
+
+
 class Model(Protocol):
     state: str
 
@@ -260,6 +264,7 @@ class EmbedWorker:
             model_id = self.ensure_model()
             if model_id is None:
                 return {"embedded": 0, "pending": self.pending(), "model": self.model.state}
+            model_id = self._still_active(model_id)
             embedded, batches = 0, 0
             self.running = True
             self._samples.clear()
@@ -310,6 +315,26 @@ class EmbedWorker:
                     duration_ms=round((time.perf_counter() - started) * 1000, 1),
                 )
             return {"embedded": embedded, **({"pending": self.pending()} if report else {})}
+
+    def _still_active(self, model_id: int) -> int:
+        """The model's id, when it is still the store's active model. On a shared database
+        another daemon with another model may have made its own the active one (docs/team.md:
+        every daemon must use one): this daemon's vectors would be dropped when that one's
+        backfill completes, and written into a table gone afterwards. Say so, and embed nothing
+        (the loop retries: the other daemon may switch back, and then its row is looked up
+        again)."""
+        current = self.store.read(vectors.embedding_model)
+        if current is None or current[0] == model_id:
+            return model_id
+        ident = self.model.identity
+        if ident is not None and current[1] == ident.key:  # registered again, under a new id
+            self.model_id = None
+            return self.ensure_model() or model_id
+        raise ModelNotActive(
+            f"another daemon of this shared database made {current[1]} its embedding model; "
+            f"this daemon's is {ident.key if ident else '?'}: every daemon of a shared database "
+            "must use the same embedding.model (docs/team.md); nothing is embedded until they do"
+        )
 
     def _count(self, new: int) -> None:
         self.embedded_total += new
