@@ -355,6 +355,10 @@ def attention(res: dict[str, Any]) -> list[str]:
         problems.append("watcher stopped")
     if model.get("state") == "failed":
         problems.append("embedding model failed")
+    elif model.get("state") == "none" and not str(model.get("reason") or "").startswith(
+        "embedding.enabled is false"  # (embedding off by choice: keyword search is the point)
+    ):  # the model configured cannot be had: a package to install (model.reason says which)
+        problems.append("no embedding model: keyword search only")
     if skipped:
         problems.append(f"{len(skipped)} file(s) skipped")
     if res.get("code_replaced"):
