@@ -5,10 +5,13 @@ answer instead of answering "no results"."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
-from conftest import q
+from conftest import DEADLINE_S, q, wait_for
 
 from memoryd.agents.formats import fmt_hits
 from memoryd.core.errors import Unavailable
@@ -171,3 +174,87 @@ def test_a_search_on_a_shared_database_whose_model_another_daemon_changed(
         a.embedder.run()
     keys = a.store.read(lambda con: con.execute("SELECT key FROM models").fetchall())
     assert keys == [("fake-twin/64",)]
+
+
+class Gated(FakeEmbedder):
+    """A model whose runs wait for `go` (a long backlog, a slow model: multilingual-e5-small
+    embeds ~4 texts a second on two loaded cores); `runs` counts the runs begun."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = threading.Event()
+        self.runs = 0
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.runs += 1
+        assert self.go.wait(DEADLINE_S)
+        return super().embed_batch(texts)
+
+
+def backlog(make_app: Any, texts: int = 12) -> tuple[Any, Gated]:
+    gated = Gated()
+    holder = ModelHolder(None, description="gated (test)")
+    app = make_app(model=holder, dailylog={"enabled": False}, embedding={"batch_size": 1})
+    for i in range(texts):  # (no model yet: add embeds nothing for its near-duplicate check)
+        app.memories.add(f"memory number {i} of a long backlog")
+    holder.set_embedder(gated)
+    return app, gated
+
+
+def test_the_backfill_job_leaves_a_backlog_to_the_worker_embedding_it(make_app: Any) -> None:
+    """`memoryctl jobs run backfill` (and the scheduled job, overdue at a start) during a
+    change of model waited for the worker's whole backlog: hours at 100K chunks; memoryctl
+    timed out."""
+    app, gated = backlog(make_app)
+    app.embedder.start()
+    wait_for(lambda: gated.runs >= 1)  # the worker is at it, held in its first run
+    job = ThreadResult(lambda: app.jobs.run_now("backfill"))
+    done = job.wait()
+    gated.go.set()
+    assert done, "the backfill job waited for the worker's backlog"
+    assert job.value["error"] is None
+    assert job.value["result"]["running"] is True and job.value["result"]["embedded"] == 0
+
+
+def test_a_stop_ends_the_backfill_jobs_run_after_its_batch(make_app: Any) -> None:
+    """The job's run (when the worker was idle at that moment) went on with the backlog after
+    the daemon was told to stop, and App.close waited for it in jobs.shutdown: SIGTERM during
+    a change of model did not stop the daemon until SIGKILL."""
+    app, gated = backlog(make_app)
+    job = ThreadResult(lambda: app.jobs.run_now("backfill"))
+    wait_for(lambda: gated.runs >= 1)
+    app.embedder.stopping()  # what App.close does first
+    gated.go.set()
+    assert job.wait()
+    assert job.value["result"]["embedded"] <= 1
+    assert app.embedder.counts()["pending"] >= 11  # left for the next start
+
+
+def test_close_tells_the_backfill_to_stop_before_waiting_for_the_jobs(make_app: Any) -> None:
+    app = make_app(dailylog={"enabled": False})
+    seen: list[bool] = []
+    shutdown = app.jobs.shutdown
+
+    def watching(wait: bool = True) -> None:
+        seen.append(app.embedder._stop.is_set())
+        shutdown(wait=wait)
+
+    app.jobs.shutdown = watching
+    make_app.close(app)
+    assert seen == [True]
+
+
+class ThreadResult:
+    """A call on a thread of its own; `wait` is whether it returned within the deadline."""
+
+    def __init__(self, fn: Any) -> None:
+        self.value: Any = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Any) -> None:
+        self.value = fn()
+
+    def wait(self) -> bool:
+        self._thread.join(DEADLINE_S)
+        return not self._thread.is_alive()

@@ -149,7 +149,7 @@ def refuse_vector_mode(model: Any, req: SearchRequest) -> None:
     if state == "failed":
         raise Unavailable(f"vector search needs the embedding model: {reason}")
     if state != "ready":
-        why = reason or "none is configured"
+        why = reason.removesuffix("; keyword search only") or "none is configured"
         raise Unavailable(f"vector search needs an embedding model: {why}; try mode keyword")
 
 

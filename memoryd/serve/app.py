@@ -518,6 +518,7 @@ class App:
     def close(self) -> None:
         """Stop the watcher and workers, finish the write in progress, close the database."""
         self.indexer.stopping.set()  # a reconcile under way ends after its file in hand
+        self.embedder.stopping()  # and a backfill (the job's too, which jobs.shutdown awaits)
         with self._gone_timer_lock:
             if self._gone_timer is not None:
                 self._gone_timer.cancel()
