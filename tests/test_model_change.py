@@ -258,3 +258,16 @@ class ThreadResult:
     def wait(self) -> bool:
         self._thread.join(DEADLINE_S)
         return not self._thread.is_alive()
+
+
+def test_near_duplicates_are_found_while_a_new_model_re_embeds(make_app: Any) -> None:
+    """add's near-duplicate check compared the new text with the memories that had a vector
+    of the new model only: during a change of model's backfill it missed the others (all of
+    them, in its first minutes). Until the backfill is done, words compare every memory."""
+    embedded_by_fake(make_app)
+    app = make_app(model=ready(Twin()), dailylog={"enabled": False})
+    rec = app.memories.add("switching models keeps the search up")
+    assert [d["id"] for d in rec.near_duplicates] == [1]
+    app.embedder.run()  # the twin's backfill done: by meaning again
+    rec = app.memories.add("switching the models keeps search up")
+    assert rec.near_duplicates  # (#2, the nearer one by the fake's vectors)
