@@ -129,6 +129,11 @@ class EmbedWorker:
             self._thread.join(timeout)
 
     @property
+    def complete(self) -> bool:
+        """Whether this worker found every text embedded by its model (marked complete)."""
+        return self.model_id is not None and self._completed == self.model_id
+
+    @property
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 

@@ -76,12 +76,11 @@ class NearDuplicates:
         return self._by_words(text, namespace)
 
     def _complete(self) -> bool:
-        """Whether every text has a vector of the model (its first backfill is done): until
-        then (a change of model re-embeds everything, for hours at 100K chunks) the memories
-        not embedded yet would not be compared at all, and words compare every one."""
-        model_id = self.embedder.model_id
-        active = self.store.read(vectors.active_model)
-        return active is not None and active[0] == model_id
+        """Whether every text has a vector of the model (its first backfill is done, as this
+        daemon's worker saw it: no read of the store): until then (a change of model
+        re-embeds everything, for hours at 100K chunks) the memories not embedded yet would
+        not be compared at all, and words compare every one."""
+        return self.embedder.complete
 
     def _by_vector(self, text: str, namespace: str) -> list[dict[str, Any]]:
         model_id = self.embedder.model_id
