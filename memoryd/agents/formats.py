@@ -31,13 +31,25 @@ def indexing_said(res: dict[str, Any]) -> str:
     return f"the workspace is still being indexed{read}"
 
 
+def model_said(res: dict[str, Any]) -> str:
+    """Why the answer is keyword-only, in all or in part (`model_state`, `pending_vectors`)."""
+    state, pending = res.get("model_state"), res.get("pending_vectors")
+    if state == "failed":
+        return "keyword-only: the embedding model failed to load"
+    if state:
+        return f"keyword-only: the embedding model is {state}"
+    if pending and res.get("mode") == "vector":  # (no keyword answers vector mode)
+        return f"{pending} texts not embedded yet: not found until they are"
+    if pending:
+        return f"{pending} texts not embedded yet: keyword-only for those"
+    return ""
+
+
 def fmt_hits(res: dict[str, Any]) -> str:
     hits = res.get("hits") or []
     head = f"{res.get('total', len(hits))} result(s), {res.get('mode', 'search')}"
-    if res.get("model_state"):
-        head += f" (keyword-only: the embedding model is {res['model_state']})"
-    elif res.get("pending_vectors"):
-        head += f" ({res['pending_vectors']} texts not embedded yet: keyword-only for those)"
+    if said := model_said(res):
+        head += f" ({said})"
     if indexing := indexing_said(res):
         head += f" ({indexing})"
     if res.get("corrected_query"):  # typo-tolerant: what was searched for instead
@@ -63,6 +75,8 @@ def fmt_hits(res: dict[str, Any]) -> str:
         lines += [f"[{i['id']}] {_one_line(i.get('summary', ''), 100)}" for i in rest]
     if not hits and not rest:
         lines = ["No results."]
+        if said:  # (keywords alone found nothing: the model could not help this answer)
+            lines.append(f"({said})")
         if res.get("suggestion"):
             lines.append(f"Did you mean: {res['suggestion']}?")
         if indexing:

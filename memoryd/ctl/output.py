@@ -155,6 +155,11 @@ def pending_note(result: dict[str, Any]) -> str | None:
     """Say so when an answer was keyword-only, in all or in part, because vectors are still
     being made."""
     state = result.get("model_state")
+    if state == "failed":
+        return (
+            "note: keyword results only: the embedding model failed to load "
+            "(`memoryctl status` says why)"
+        )
     if state:
         return (
             f"note: keyword results only: the embedding model is {state} "
@@ -164,6 +169,11 @@ def pending_note(result: dict[str, Any]) -> str | None:
     if pending > 0 and result.get("mode") == "keyword":
         return (
             f"note: keyword results only for now: {pending} text(s) are still being embedded "
+            "(`memoryctl status --watch` shows the progress)"
+        )
+    if pending > 0 and result.get("mode") == "vector":  # (no keyword answers vector mode)
+        return (
+            f"note: {pending} text(s) not embedded yet: not found by meaning until they are "
             "(`memoryctl status --watch` shows the progress)"
         )
     if pending > 0:  # vectors answered for the others, as the MCP search tool says too
@@ -353,6 +363,10 @@ def attention(res: dict[str, Any]) -> list[str]:
         problems.append("watcher stopped")
     if model.get("state") == "failed":
         problems.append("embedding model failed")
+    elif model.get("state") == "none" and not str(model.get("reason") or "").startswith(
+        "embedding.enabled is false"  # (embedding off by choice: keyword search is the point)
+    ):  # the model configured cannot be had: a package to install (model.reason says which)
+        problems.append("no embedding model: keyword search only")
     if skipped:
         problems.append(f"{len(skipped)} file(s) skipped")
     if res.get("code_replaced"):

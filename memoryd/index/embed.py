@@ -225,6 +225,17 @@ MODEL_FIX = (
 )
 
 
+def model_fix(resolved: ResolvedModel) -> str:
+    """What to do when this model fails to load (status's reason, the log line)."""
+    if resolved.tier == "model_path":  # a folder still being copied, another kind of model
+        return (
+            f"check the folder embedding.model_path {resolved.model_dir} (a copy not finished? "
+            'a model fastembed knows as embedding.model?), or set it to "" for the default '
+            "model; then restart memoryd"
+        )
+    return MODEL_FIX
+
+
 def resolve_model(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
     """The model to use and why (status's `model.reason`). A model_path that cannot be used
     is named in the reason of the model used instead: the setting is not ignored silently."""
@@ -364,8 +375,10 @@ class ModelHolder:
         description: str,
         query_cache_size: int = 512,
         background_threads: int = 1,
+        fix: str = MODEL_FIX,
     ) -> None:
         self._loader = loader
+        self.fix = fix  # what to do when the model fails to load
         self.background_threads = max(1, background_threads)
         self._pool: ThreadPoolExecutor | None = None
         self.state = "none" if loader is None else "idle"
@@ -401,11 +414,11 @@ class ModelHolder:
         try:
             embedder = self._loader()
         except Exception as exc:
-            self.state, self.reason = "failed", f"model failed to load: {exc}; {MODEL_FIX}"
+            self.state, self.reason = "failed", f"model failed to load: {exc}; {self.fix}"
             log.error(
                 "embedding model failed to load; keyword search only",
                 error=str(exc),
-                fix=MODEL_FIX,
+                fix=self.fix,
             )
             return
         malloc.trim()  # loading leaves ~60 MB of freed parse and optimisation buffers behind

@@ -44,6 +44,10 @@ BUSY_TRIM_S = 10.0
 FULL_SCAN_S = 600.0  # how often the whole store is checked for texts without a vector
 
 
+class ModelNotActive(RuntimeError):
+    """The store's active model is another daemon's (a shared database)."""
+
+
 class Model(Protocol):
     state: str
 
@@ -112,12 +116,22 @@ class EmbedWorker:
         self._retry.set()
         self._wake.set()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stopping(self) -> None:
+        """The daemon stops: runs going (the worker's, the backfill job's) end after their
+        batch in hand; `stop` then waits for the worker."""
         self._stop.set()
         self._retry.set()
         self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.stopping()
         if self._thread is not None:
             self._thread.join(timeout)
+
+    @property
+    def complete(self) -> bool:
+        """Whether this worker found every text embedded by its model (marked complete)."""
+        return self.model_id is not None and self._completed == self.model_id
 
     @property
     def alive(self) -> bool:
@@ -253,63 +267,101 @@ class EmbedWorker:
         max_batches: int | None = None,
         stop: threading.Event | None = None,
         report: bool = True,
+        wait: bool = True,
     ) -> dict:
         """Embed pending texts until none are left (or max_batches). Returns counts (the
-        pending count only when `report`)."""
-        with self._run_lock:
-            model_id = self.ensure_model()
-            if model_id is None:
-                return {"embedded": 0, "pending": self.pending(), "model": self.model.state}
-            embedded, batches = 0, 0
-            self.running = True
-            self._samples.clear()
-            self._samples.append((time.monotonic(), self.embedded_total))
-            started = time.perf_counter()
-            last_log = time.monotonic()
-            window: list[tuple[str, str, str]] = []
-            try:
-                while max_batches is None or batches < max_batches:
-                    if stop is not None and stop.is_set():
-                        break
-                    if not window or self._changed.is_set():
-                        self._changed.clear()
-                        window = self._window(model_id)
-                    if not window:
-                        if self._completed != model_id:
-                            dropped = self.store.run_write(
-                                lambda con: vectors.mark_complete(con, model_id)
-                            )
-                            self._completed = model_id
-                            if dropped:
-                                log.info("old model vectors dropped", models=dropped)
-                        break
-                    todo, window = window[: self.batch_size], window[self.batch_size :]
-                    self.current = todo[0][2]
-                    todo, vecs = self._embed_each(todo)
-                    now = self.clock()
-                    items = [(h, vecs[i]) for i, (h, _, _) in enumerate(todo)]
-                    new = self.store.run_write(
-                        functools.partial(vectors.store, model_id=model_id, items=items, now=now)
-                    )
-                    embedded += new
-                    batches += 1
-                    self._count(new)
-                    if self.on_progress is not None:
-                        self.on_progress({"embedded": embedded})
-                    if time.monotonic() - last_log >= self.log_every:
-                        last_log = time.monotonic()
-                        log.info("embedding", **self.progress())
-            finally:
-                self.running = False
-                self.current = None
-            self.last_error = None
-            if embedded:
-                log.info(
-                    "embedded",
-                    texts=embedded,
-                    duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        pending count only when `report`). Without `wait`, a run already going (the worker's
+        own, which embeds the whole backlog: hours after a change of model at 100K chunks)
+        is left to it: {"embedded": 0, "running": true} at once."""
+        if not self._run_lock.acquire(blocking=wait):
+            out: dict[str, Any] = {"embedded": 0, "running": True}
+            return {**out, "pending": self.pending()} if report else out
+        try:
+            return self._run(max_batches, stop, report)
+        finally:
+            self._run_lock.release()
+
+    def backfill(self) -> dict:
+        """The backfill job's run: none while the worker is at it (the job waited for the
+        whole backlog, `jobs run backfill` timed out), and it stops with the worker when the
+        daemon stops (it went on with the backlog: the daemon did not stop until SIGKILL)."""
+        return self.run(stop=self._stop, wait=False)
+
+    def _run(self, max_batches: int | None, stop: threading.Event | None, report: bool) -> dict:
+        model_id = self.ensure_model()
+        if model_id is None:
+            return {"embedded": 0, "pending": self.pending(), "model": self.model.state}
+        model_id = self._still_active(model_id)
+        embedded, batches = 0, 0
+        self.running = True
+        self._samples.clear()
+        self._samples.append((time.monotonic(), self.embedded_total))
+        started = time.perf_counter()
+        last_log = time.monotonic()
+        window: list[tuple[str, str, str]] = []
+        try:
+            while max_batches is None or batches < max_batches:
+                if stop is not None and stop.is_set():
+                    break
+                if not window or self._changed.is_set():
+                    self._changed.clear()
+                    window = self._window(model_id)
+                if not window:
+                    if self._completed != model_id:
+                        dropped = self.store.run_write(
+                            lambda con: vectors.mark_complete(con, model_id)
+                        )
+                        self._completed = model_id
+                        if dropped:
+                            log.info("old model vectors dropped", models=dropped)
+                    break
+                todo, window = window[: self.batch_size], window[self.batch_size :]
+                self.current = todo[0][2]
+                todo, vecs = self._embed_each(todo)
+                now = self.clock()
+                items = [(h, vecs[i]) for i, (h, _, _) in enumerate(todo)]
+                new = self.store.run_write(
+                    functools.partial(vectors.store, model_id=model_id, items=items, now=now)
                 )
-            return {"embedded": embedded, **({"pending": self.pending()} if report else {})}
+                embedded += new
+                batches += 1
+                self._count(new)
+                if self.on_progress is not None:
+                    self.on_progress({"embedded": embedded})
+                if time.monotonic() - last_log >= self.log_every:
+                    last_log = time.monotonic()
+                    log.info("embedding", **self.progress())
+        finally:
+            self.running = False
+            self.current = None
+        self.last_error = None
+        if embedded:
+            log.info(
+                "embedded",
+                texts=embedded,
+                duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            )
+        return {"embedded": embedded, **({"pending": self.pending()} if report else {})}
+
+    def _still_active(self, model_id: int) -> int:
+        """The model's id, when it is still the store's active model. On a shared database
+        another daemon with another model may have made its own the active one (docs/team.md:
+        every daemon must use one): this daemon's vectors would be dropped when that one's
+        backfill completes, and written into a table gone afterwards. Say so, and embed nothing
+        (the loop retries: the other daemon may switch back, and then its row is looked up
+        again)."""
+        current = self.store.read(vectors.embedding_model)
+        if current is None or current[0] == model_id:
+            return model_id
+        ident = self.model.identity
+        if ident is not None and current[1] == ident.key:  # registered again, under a new id
+            self.model_id = None
+            return self.ensure_model() or model_id
+        raise ModelNotActive(
+            f"another daemon of this shared database made {current[1]} its embedding model; "
+            f"this daemon's is {ident.key if ident else '?'}: every daemon of a shared database "
+            "must use the same embedding.model (docs/team.md); nothing is embedded until they do"
+        )
 
     def _count(self, new: int) -> None:
         self.embedded_total += new

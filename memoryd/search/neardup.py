@@ -70,9 +70,17 @@ class NearDuplicates:
     def __call__(self, text: str, namespace: str) -> list[dict[str, Any]]:
         """[{id, similarity}] of the memories in `namespace` that say nearly `text`."""
         vec_ok = self.store.vec_enabled  # without sqlite-vec there is no knn: use words
-        if vec_ok and self.model.state == "ready" and self.embedder.ensure_model() is not None:
+        ready = self.model.state == "ready" and self.embedder.ensure_model() is not None
+        if vec_ok and ready and self._complete():
             return self._by_vector(text, namespace)
         return self._by_words(text, namespace)
+
+    def _complete(self) -> bool:
+        """Whether every text has a vector of the model (its first backfill is done, as this
+        daemon's worker saw it: no read of the store): until then (a change of model
+        re-embeds everything, for hours at 100K chunks) the memories not embedded yet would
+        not be compared at all, and words compare every one."""
+        return self.embedder.complete
 
     def _by_vector(self, text: str, namespace: str) -> list[dict[str, Any]]:
         model_id = self.embedder.model_id

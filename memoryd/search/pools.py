@@ -125,6 +125,7 @@ class Pools:
 
     settings: SearchSettings
     vector_cache: Any
+    model: Any  # the query's model (index/embed.ModelHolder): its identity names its vectors
 
     def _executor(self) -> ThreadPoolExecutor:
         raise NotImplementedError
@@ -193,13 +194,25 @@ class Pools:
         """Runs a function of a read connection on a search thread (keyword_pool's `beside`)."""
         return lambda fn: self._executor().submit(self._read, req, fn)
 
+    def _usable(self, model: tuple[int, str, int] | None, qvec: np.ndarray) -> bool:
+        """Whether the store's vectors of `model` (the active one, or the one the shared cache
+        holds) can be compared with a query embedded by this daemon's model: the same model
+        (its key: name and dimension), not only the same dimension. multilingual-e5-small and
+        all-MiniLM-L6-v2 both make 384 numbers, and the store's active model is another than
+        the daemon's for a moment after a change of model (before the worker registers the
+        new one) and for as long as another daemon of a shared database uses another model."""
+        if model is None or model[2] != int(qvec.shape[-1]):
+            return False
+        ident = getattr(self.model, "identity", None)
+        return ident is None or model[1] == ident.key
+
     def _vector_pool(
         self, con: Connection, qvec: np.ndarray, filters: Filters, now: float, size: int
     ) -> tuple[list[Candidate], Scale]:
         """The `size` nearest entries that pass the filters, nearest first, and the model's
         similarity scale; filters restrict the candidates before ranking (vecindex.py)."""
         active = vectors.active_model(con)
-        if active is None or active[2] != int(qvec.shape[-1]):
+        if active is None or not self._usable(active, qvec):
             return [], DEFAULT_SCALE
         return self._vector_rest(con, Nearest(None, None, active, qvec), filters, now, size)
 
@@ -224,7 +237,7 @@ class Pools:
             narrowing(filters, vector=True) or filters.entities
         ):
             model = cache.model
-            if model is not None and model[2] == int(qvec.shape[-1]):
+            if model is not None and self._usable(model, qvec):
                 held = cache.held(model[0], qvec, first_k(size, KNN_MAX))
                 if held is not None:
                     nearest = Neighbours(held[0], _NO_CHUNKS)
@@ -242,7 +255,7 @@ class Pools:
         before the keyword pool is (at 100K chunks the k-NN ~3 ms, the entries ~1.5 ms of
         CPU, the keyword pool ~4.5). Otherwise the whole pool, here."""
         active = vectors.active_model(con)
-        if active is None or active[2] != int(qvec.shape[-1]):
+        if active is None or not self._usable(active, qvec):
             return Nearest(([], DEFAULT_SCALE))
         here = Nearest(None, None, active, qvec)
         if (
@@ -277,7 +290,7 @@ class Pools:
             # `held` answered from what the cache had: still this read's, or ask again here
             assert found.qvec is not None
             active = vectors.active_model(con)
-            if active is None or active[2] != int(found.qvec.shape[-1]):
+            if active is None or not self._usable(active, found.qvec):
                 return [], DEFAULT_SCALE
             if found.model != active or not cache.current(con, active[0], active[2], found.rows):
                 found = Nearest(None, None, active, found.qvec)

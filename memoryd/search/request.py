@@ -119,6 +119,9 @@ def query_vector(model: Any, req: SearchRequest) -> Any:
     """The query's vector; a query the model raises on is answered by keywords in auto and
     hybrid mode (None, and the answer's model_state says QUERY_FAILED), refused in vector mode
     (it was an internal error, -32603, in every mode)."""
+    if model is None or model.state != "ready":
+        refuse_vector_mode(model, req)  # vector mode says why (auto and hybrid: keywords)
+        return None
     if wordless(req.query):
         return None
     try:
@@ -129,6 +132,55 @@ def query_vector(model: Any, req: SearchRequest) -> Any:
             raise Unavailable(f"the embedding model failed on this query ({why})") from exc
         log.warning("the model failed on a query; keywords answer it", error=why)
         return None
+
+
+def refuse_vector_mode(model: Any, req: SearchRequest) -> None:
+    """Vector mode without a model ready to embed the query says why, with what to do: it has
+    no keywords to answer with (auto and hybrid answer by keywords and say so: model_note)."""
+    if req.mode != "vector":
+        return
+    state = "none" if model is None else str(model.state)
+    reason = "" if model is None else str(getattr(model, "reason", "") or "")
+    if state == "loading":
+        raise Unavailable(
+            "vector search waits for the embedding model, still loading (the first seconds "
+            "after a start): try again in a moment, or mode auto or keyword"
+        )
+    if state == "failed":
+        raise Unavailable(f"vector search needs the embedding model: {reason}")
+    if state != "ready":
+        why = reason.removesuffix("; keyword search only") or "none is configured"
+        raise Unavailable(f"vector search needs an embedding model: {why}; try mode keyword")
+
+
+def refuse_no_vectors(con: Connection, model: Any, pending: int | None, mine: bool) -> None:
+    """A vector search that found nothing says why when the store has no usable vectors of
+    the daemon's model (not when it has them, or when there is no text at all): its first
+    backfill is still running (the first index of a workspace, or a change of model: no
+    search compares vectors of two models), or, on a shared database, another daemon made
+    another model the active one (`mine`: the daemon's worker registered its model, which
+    was the active one then)."""
+    from memoryd.store import vectors
+
+    ident = getattr(model, "identity", None)
+    active = vectors.active_model(con)
+    if ident is None or (active is not None and active[1] == ident.key):
+        return
+    current = vectors.embedding_model(con)
+    if mine and current is not None and current[1] != ident.key:  # (not before it registers)
+        raise Unavailable(
+            f"vector search is unavailable: the database's embedding model is {current[1]}, "
+            f"this daemon's is {ident.key}; every daemon of a shared database must use the "
+            "same model (docs/team.md): try mode keyword"
+        )
+    if not pending and vectors.top_entry_id(con) == 0:
+        return  # nothing stored: nothing to find
+    left = f"{pending} text(s) still to embed" if pending else "texts still being embedded"
+    raise Unavailable(
+        f"vector search has no vectors of {ident.name} yet: {left} (a first index or a change "
+        "of model); mode auto or keyword answers by keyword meanwhile (`memoryctl status "
+        "--watch` shows the progress)"
+    )
 
 
 def model_note(model: Any, req: SearchRequest, query_vec: Any) -> str | None:

@@ -42,7 +42,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from memoryd.core.errors import InvalidInput, Unavailable, check_int, describe
+from memoryd.core.errors import InvalidInput, check_int, describe
 from memoryd.memory import lifecycle
 from memoryd.memory.lifecycle import tier_decay
 from memoryd.search import bounds, concepts, entityboost, ranges, spelled, symbols
@@ -81,6 +81,7 @@ from memoryd.search.request import (
     model_note,
     narrowing,
     query_vector,
+    refuse_no_vectors,
     resolved_entities,
     wordless,
 )
@@ -135,6 +136,7 @@ class Searcher(Pools):
         self.lifecycle = lifecycle_settings
         self.flag_secrets = flag_secrets
         self.pending_vectors = pending_vectors
+        self.registered: Callable[[], object] | None = None  # the worker's model id (App)
         self.vector_cache = vector_index(store)
         self._pool: ThreadPoolExecutor | None = None
         self._secrets: dict[str, list[str]] = {}
@@ -201,6 +203,9 @@ class Searcher(Pools):
                 n for n, ids in zip(req.filters.entities, groups, strict=True) if not ids
             ]
         pending = self._pending_vectors(req)
+        if req.mode == "vector" and query_vec is not None and not result["hits"]:
+            mine = self.registered is not None and self.registered() is not None
+            self._read(req, lambda con: refuse_no_vectors(con, self.model, pending, mine))
         if pending:
             result["pending_vectors"] = pending
         if note := model_note(self.model, req, query_vec):
@@ -228,13 +233,7 @@ class Searcher(Pools):
         return concepts.answer(con, req, vecs, now, size, self.settings.rrf_k, pools, finish)
 
     def _query_vector(self, req: SearchRequest) -> np.ndarray | None:
-        if req.mode in ("keyword", "fuzzy") or self.model is None:
-            if req.mode == "vector" and self.model is None:
-                raise Unavailable("vector search needs an embedding model; none is configured")
-            return None
-        if self.model.state != "ready":
-            if req.mode == "vector":
-                raise Unavailable(f"the embedding model is {self.model.state}; try mode keyword")
+        if req.mode in ("keyword", "fuzzy"):
             return None
         return query_vector(self.model, req)
 

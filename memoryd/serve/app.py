@@ -19,7 +19,13 @@ from memoryd.core.config import Config
 from memoryd.core.errors import MemorydError
 from memoryd.core.logsetup import get_logger
 from memoryd.index import chunking
-from memoryd.index.embed import ModelHolder, background_threads, load_embedder, resolve_model
+from memoryd.index.embed import (
+    ModelHolder,
+    background_threads,
+    load_embedder,
+    model_fix,
+    resolve_model,
+)
 from memoryd.index.embedworker import EmbedWorker
 from memoryd.index.indexer import Indexer
 from memoryd.index.watcher import Watcher
@@ -72,6 +78,7 @@ def default_model_holder(cfg: Config) -> ModelHolder:
         description=resolved.description,
         query_cache_size=cfg.embedding.query_cache_size,
         background_threads=background_threads(cfg.embedding.threads, resolved),
+        fix=model_fix(resolved),
     )
 
 
@@ -125,6 +132,7 @@ class App:
             self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
         )
         self.searcher.pending_vectors = self.embedder.pending
+        self.searcher.registered = lambda: self.embedder.model_id
         self.dailylog = DailyLog(
             cfg.workspace,
             cfg.dailylog,
@@ -510,6 +518,7 @@ class App:
     def close(self) -> None:
         """Stop the watcher and workers, finish the write in progress, close the database."""
         self.indexer.stopping.set()  # a reconcile under way ends after its file in hand
+        self.embedder.stopping()  # and a backfill (the job's too, which jobs.shutdown awaits)
         with self._gone_timer_lock:
             if self._gone_timer is not None:
                 self._gone_timer.cancel()

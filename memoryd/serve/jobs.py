@@ -69,7 +69,7 @@ def expiry(store: Store, memories: Memories) -> dict[str, Any]:
 
 
 def backfill(embedder: EmbedWorker) -> dict[str, Any]:
-    return embedder.run()
+    return embedder.backfill()
 
 
 def optimize(

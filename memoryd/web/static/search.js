@@ -59,9 +59,12 @@
       res.indexing ? el("span", { id: "indexing" }, ` · the workspace is still being indexed` +
         (res.indexing.total ? ` (${res.indexing.done}/${res.indexing.total} files read)` : "") +
         ": notes not read yet are not found") : null,
-      res.model_state ? el("span", {}, ` · keyword results only: the embedding model is ${res.model_state}`)
+      res.model_state === "failed" ? el("span", {}, " · keyword results only: the embedding model failed to load")
+        : res.model_state ? el("span", {}, ` · keyword results only: the embedding model is ${res.model_state}`)
         : res.pending_vectors && res.mode === "keyword"
           ? el("span", {}, ` · keyword results only for now: ${res.pending_vectors} text(s) still being embedded`)
+        : res.pending_vectors && res.mode === "vector"
+          ? el("span", {}, ` · ${res.pending_vectors} text(s) not embedded yet: not found until they are`)
         : res.pending_vectors
           ? el("span", {}, ` · ${res.pending_vectors} text(s) not embedded yet: found by keywords only for now`) : null,
       res.more ? el("span", { id: "more" }, ` · at least ${res.more} more: raise the limit or narrow it`) : null,

@@ -46,7 +46,9 @@
     if (st.schema_newer) out.push("a newer memoryd upgraded the shared database: upgrade this one");
     if ((w.error || "").includes("workspace folder is missing")) out.push("workspace folder missing (index kept)");
     else if (w.alive === false) out.push("watcher stopped");
-    if ((s.model || {}).state === "failed") out.push("embedding model failed");
+    const model = s.model || {};
+    if (model.state === "failed") out.push("embedding model failed");
+    else if (model.state === "none" && !String(model.reason || "").startsWith("embedding.enabled is false")) out.push("no embedding model: keyword search only");
     if ((ix.skipped || []).length) out.push(`${ix.skipped.length} file(s) skipped`);
     if (s.code_replaced) out.push("memoryd was installed again since it started: restart it");
     const restart = (s.config || {}).restart_needed || [];
