@@ -78,7 +78,8 @@ def test_an_export_imported_beside_the_same_notes_answers_the_same(
 ) -> None:
     src = _source(make_app, tmp_path)
     before = roundtrip.answers(caller(src), modes=MODES)
-    assert before["stats"]["memories"] == 32 and len(before["entities"]) > 10
+    # 32 seeded, 4 of them expired: answers() runs the expiry job first, as an entity call would
+    assert before["stats"]["memories"] == 28 and len(before["entities"]) > 10
     items = caller(src)("export", {"namespace": "*", "vectors": True})["items"]
 
     dst = make_app(
