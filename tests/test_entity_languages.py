@@ -254,3 +254,20 @@ def test_a_name_on_a_german_line_keeps_none_of_the_nouns_beside_it(
     found = {m.name for m in extract(line, 1)}
     assert names <= found, sorted(names - found)
     assert not found & nouns, sorted(found & nouns)
+
+
+def test_a_german_chats_speakers_are_people_and_its_nouns_are_not() -> None:
+    """A speaker who opens several lines is a person whatever the language (Jannis is on no
+    list), while the chat's nouns (Datenbank, Server, Deployment, Logs) are not names."""
+    text = (
+        "# Chat\n\n"
+        "Jannis: hallo, wie geht es dir heute? Ich bin noch im Büro und die Datenbank ist "
+        "langsam.\n"
+        "Merle: mir geht es gut, aber der Server ist wieder kaputt und das Deployment hängt.\n"
+        "Jannis: ich schaue mir das gleich an, die Logs sind in Grafana.\n"
+        "Merle: danke, und sag mir Bescheid wenn es wieder läuft.\n"
+    )
+    found = {(m.name, m.type) for m in extract_note(text)}
+    assert {("Jannis", "person"), ("Merle", "person"), ("Grafana", "system")} <= found, found
+    nouns = {"Büro", "Datenbank", "Server", "Deployment", "Logs", "Bescheid"}
+    assert not {name for name, _ in found} & nouns, found

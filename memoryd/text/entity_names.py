@@ -521,9 +521,9 @@ def names(
     for r in runs:
         if r.all_initial:
             continue
-        if r.nouns and not entity_german.full_name(r.words):  # German nouns tell nothing
-            continue
         if not r.initial:  # names written mid-sentence tell which sentence-initial words are
+            if r.nouns and not entity_german.full_name(r.words):  # German nouns tell nothing
+                continue
             known.add(canonical_key(" ".join(r.words)))
             if 1 < len(r.words) < 4:  # "Caroline left." after "Caroline Baker joined"
                 known.add(_word_canonical(r.words[0]))
