@@ -30,6 +30,14 @@ def phrases(text: str) -> frozenset[str]:
     return frozenset(p.strip() for p in text.split("|"))
 
 
+def data_lines(name: str) -> list[str]:
+    """A shipped list's lines (memoryd/data/NAME), stripped and lower-cased, without blank
+    lines and `#` comments."""
+    data = importlib.resources.files("memoryd").joinpath("data", name)
+    lines = (x.strip().lower() for x in data.read_text(encoding="utf-8").splitlines())
+    return [x for x in lines if x and not x.startswith("#")]
+
+
 @cache
 def common_words() -> frozenset[str]:
     """The shipped list of common English words (4+ letters; see memoryd/data/README.md)."""
@@ -53,9 +61,7 @@ def first_names() -> tuple[frozenset[str], frozenset[str]]:
 def systems() -> tuple[frozenset[str], frozenset[str]]:
     """The shipped names of well-known systems (memoryd/data/systems-en.txt), lower-cased: (every
     name, the one-word names that are a system in lower case too: not an English word)."""
-    data = importlib.resources.files("memoryd").joinpath("data", "systems-en.txt")
-    names = [x.strip().lower() for x in data.read_text(encoding="utf-8").splitlines()]
-    names = [x for x in names if x and not x.startswith("#")]
+    names = data_lines("systems-en.txt")
     every = frozenset(x.lstrip("~") for x in names)
     lower = frozenset(x for x in names if x[0] != "~" and " " not in x and len(x) >= 3)
     return every, lower
@@ -65,18 +71,14 @@ def systems() -> tuple[frozenset[str], frozenset[str]]:
 def places() -> frozenset[str]:
     """The shipped names of countries, regions and large cities (memoryd/data/places-en.txt),
     lower-cased."""
-    data = importlib.resources.files("memoryd").joinpath("data", "places-en.txt")
-    lines = (x.strip().lower() for x in data.read_text(encoding="utf-8").splitlines())
-    return frozenset(x for x in lines if x and not x.startswith("#"))
+    return frozenset(data_lines("places-en.txt"))
 
 
 @cache
 def sentence_starters() -> frozenset[str]:
     """Words that open a sentence in six other languages written in Latin script and are no
     name there ("Heute", "Donc", "Pero"; memoryd/data/sentence-starters.txt), lower-cased."""
-    data = importlib.resources.files("memoryd").joinpath("data", "sentence-starters.txt")
-    lines = data.read_text(encoding="utf-8").splitlines()
-    return frozenset(w for x in lines if not x.startswith("#") for w in x.lower().split())
+    return frozenset(w for x in data_lines("sentence-starters.txt") for w in x.split())
 
 
 # What people write in chat before or instead of a name ("Woah Joanna", "Congrats, Nate!",

@@ -4,7 +4,6 @@ capitalised word is no sign of a name (text/entity_names.py reads these). Which 
 
 from __future__ import annotations
 
-import importlib.resources
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -18,18 +17,14 @@ from memoryd.text.entity_spans import canonical_key
 def first_names() -> frozenset[str]:
     """First names common in German-speaking countries (memoryd/data/first-names-de.txt),
     lower-cased: a sign of a name on a German line, where every noun is capitalised."""
-    data = importlib.resources.files("memoryd").joinpath("data", "first-names-de.txt")
-    lines = data.read_text(encoding="utf-8").splitlines()
-    return frozenset(w for x in lines if not x.startswith("#") for w in x.split())
+    return frozenset(w for x in cues.data_lines("first-names-de.txt") for w in x.split())
 
 
 @cache
 def places() -> frozenset[str]:
     """Places as German writes them (memoryd/data/places-de.txt: München, Österreich, Wien),
     lower-cased: a sign of a name on a German line."""
-    data = importlib.resources.files("memoryd").joinpath("data", "places-de.txt")
-    lines = (x.strip().lower() for x in data.read_text(encoding="utf-8").splitlines())
-    return frozenset(x for x in lines if x and not x.startswith("#"))
+    return frozenset(cues.data_lines("places-de.txt"))
 
 
 # German's grammar words (articles, pronouns, prepositions, conjunctions, auxiliaries) that
@@ -48,15 +43,21 @@ ENGLISH_GRAMMAR = words(
 )
 
 
-def english(line: str) -> bool:
-    """The line reads as English: two English grammar words or more, more than German ones."""
-    found = _LOWER_WORD(line.lower())
-    en = sum(w in ENGLISH_GRAMMAR for w in found)
-    return en >= 2 and en > sum(w in GERMAN_GRAMMAR for w in found)
-
-
 _GERMAN_GATE = (" der ", " die ", " das ", " und ", " ist ", " nicht ", " ich ", " wir ", " mit ")
 _LOWER_WORD = re.compile(r"[a-zäöüß]+").findall
+
+
+def _grammar(line: str) -> tuple[int, int, int]:
+    """The line's German grammar words (distinct, all) and English ones."""
+    found = _LOWER_WORD(line.lower())
+    de = [w for w in found if w in GERMAN_GRAMMAR]
+    return len(set(de)), len(de), sum(w in ENGLISH_GRAMMAR for w in found)
+
+
+def english(line: str) -> bool:
+    """The line reads as English: two English grammar words or more, more than German ones."""
+    _, de, en = _grammar(line)
+    return en >= 2 and en > de
 
 
 def german(line: str) -> bool:
@@ -64,11 +65,8 @@ def german(line: str) -> bool:
     English ones (a German name or a quoted phrase in an English line is not enough)."""
     if not any(g in line for g in _GERMAN_GATE):  # German prose has them in lower case
         return False
-    found = _LOWER_WORD(line.lower())
-    de = {w for w in found if w in GERMAN_GRAMMAR}
-    return len(de) >= 2 and sum(w in GERMAN_GRAMMAR for w in found) > sum(
-        w in ENGLISH_GRAMMAR for w in found
-    )
+    distinct, de, en = _grammar(line)
+    return distinct >= 2 and de > en
 
 
 def german_lines(lines: Sequence[tuple[int, str]], text: str) -> Callable[[int], bool]:
@@ -77,7 +75,7 @@ def german_lines(lines: Sequence[tuple[int, str]], text: str) -> Callable[[int],
     lines, which have too few grammar words to tell ("## Datenbank Migration"), but not a line
     that reads as English. `text`: the lines joined (one look for German words in all)."""
     if not any(g in text for g in _GERMAN_GATE):
-        return _NONE
+        return _none
     said = [german(line) for _, line in lines]
     count = sum(said)
     if count < 2 or 2 * count < sum(line.count(" ") >= 5 for _, line in lines):
@@ -133,6 +131,3 @@ def trim(words: list[str], known: set[str]) -> list[str]:
 
 def _none(i: int) -> bool:
     return False
-
-
-_NONE = _none
