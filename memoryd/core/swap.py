@@ -233,16 +233,31 @@ def guarded_replace(dfd: int, tmp: str, name: str, based_on: bytes | None, data:
                 os.unlink(backup, dir_fd=dfd)
 
 
+def guarded_write_at(
+    dfd: int,
+    name: str,
+    data: bytes,
+    mode: int | None,
+    based_on: bytes | None,
+    before: Callable[[str], None] | None = None,
+) -> None:
+    """fsutil.atomic_write_at of `data` over `name` in the folder `dfd`, through guarded_replace:
+    Changed when the file no longer holds `based_on` (nothing of `data` stays). `before(tmp)`
+    runs on the written temp file just before the swap (notes copy the old file's xattrs)."""
+
+    def swap(tmp: str) -> None:
+        if before is not None:
+            before(tmp)
+        guarded_replace(dfd, tmp, name, based_on, data)
+
+    atomic_write_at(dfd, name, data, mode, replace=swap)
+
+
 def guarded_write(path: Path, data: bytes, mode: int | None, based_on: bytes) -> None:
-    """fsutil.atomic_write of `data` over `path`, through guarded_replace: Changed when the file
-    no longer holds `based_on` (nothing of `data` stays)."""
+    """guarded_write_at of `data` over `path`."""
     dfd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
     try:
-
-        def swap(tmp: str) -> None:
-            guarded_replace(dfd, tmp, path.name, based_on, data)
-
-        atomic_write_at(dfd, path.name, data, mode, replace=swap)
+        guarded_write_at(dfd, path.name, data, mode, based_on)
     except OSError as exc:
         if exc.filename is not None:
             raise

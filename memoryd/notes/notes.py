@@ -58,7 +58,6 @@ from memoryd.core.fsutil import (
     PRIVATE_DIR,
     SHARED_DIR,
     as_on_disk,
-    atomic_write_at,
     from_absolute,
     fsync_dir,
     make_dirs,
@@ -66,7 +65,7 @@ from memoryd.core.fsutil import (
     within,
 )
 from memoryd.core.logsetup import get_logger
-from memoryd.core.swap import READ_FLAGS, Changed, bytes_now, guarded_replace
+from memoryd.core.swap import READ_FLAGS, Changed, bytes_now, guarded_write_at
 from memoryd.core.timeutil import iso
 from memoryd.index.indexer import ROOT_AWAY, Indexer, sha256_bytes
 from memoryd.memory.lifecycle import summary
@@ -280,17 +279,16 @@ class Notes:
         *,
         based_on: bytes | None,
     ) -> None:
-        """fsutil.atomic_write_at; with `based_on` (the bytes the new text was made from, None:
-        no file), through core.swap.guarded_replace: when the file does not hold them at the moment
+        """core.swap.guarded_write_at; with `based_on` (the bytes the new text was made from,
+        None: no file): when the file does not hold them at the moment
         of the swap (an editor saved or appended, the daily log added a line), nothing of the
         new text stays and Changed is raised. The old file's extended attributes go to the new
         one (keep.copy_xattrs)."""
 
-        def swap(tmp: str) -> None:
+        def xattrs(tmp: str) -> None:
             keep.copy_xattrs(dfd, name, tmp)
-            guarded_replace(dfd, tmp, name, based_on, data)
 
-        atomic_write_at(dfd, name, data, mode, replace=swap)
+        guarded_write_at(dfd, name, data, mode, based_on, before=xattrs)
 
     def _index(self, rel: str, *paths: Path) -> dict[str, Any]:
         """Index what was just changed. The file change is done whatever happens here: a store
