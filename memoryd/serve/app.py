@@ -32,6 +32,7 @@ from memoryd.index.watcher import Watcher
 from memoryd.memory import checkpoints, dailyrenumber, lifecycle
 from memoryd.memory.dailylog import DailyLog
 from memoryd.memory.memories import Memories
+from memoryd.notes import leftovers
 from memoryd.notes.notes import Notes
 from memoryd.search.fuzzy import FuzzyMatcher
 from memoryd.search.neardup import NearDuplicates
@@ -366,6 +367,7 @@ class App:
             if self.indexer.stopping.is_set():  # closed as it started (a stop at once)
                 return
             if self.workspace_guard.check() != "away":
+                self._clear_leftovers()
                 self.start_watcher()
             self.workspace_guard.start()
             entity_typer.preload()  # the data files now, not a newer install's at the first add
@@ -391,6 +393,19 @@ class App:
         finally:
             self.ready.set()
             self.embedder.wake()
+
+    def _clear_leftovers(self) -> None:
+        """What note writes cut short by an earlier run's end left beside notes (leftovers)."""
+        try:
+            leftovers.clear(
+                self.cfg.workspace,
+                self.cfg.data_dir / "recovered",
+                self.cfg.indexer,
+                self.dailylog.lock,  # every note and daily-log write holds it
+                set(self.indexer.private),
+            )
+        except OSError as exc:  # a folder it cannot read: the reconcile says so too
+            log.warning("could not clear what writes cut short left", error=str(exc))
 
     def start_watcher(self) -> None:
         w = Watcher(
