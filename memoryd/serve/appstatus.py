@@ -99,6 +99,8 @@ def status(app: Any, *, check: bool = False) -> dict[str, Any]:
             "error": app.workspace_guard.error or app.watcher_error,
             "filesystem": app.watcher.filesystem if app.watcher is not None else None,
             "remote": app.watcher is not None and fstype.remote(app.watcher.filesystem),
+            # the folders inotify may not watch (its limits), polled instead; None when none
+            "polled": app.watcher.poller.info() if app.watcher is not None else None,
         },
         "index": {
             "initial_reconcile_done": app.ready.is_set(),
