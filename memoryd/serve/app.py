@@ -215,6 +215,9 @@ class App:
         )
         self.watcher: Watcher | None = None
         self.watcher_error: str | None = None
+        # what each server did at its connection limit since the start (status: connections):
+        # "socket" and "web" (serve/places.Places.info), "accept" (streams.EventLoop's)
+        self.doors: dict[str, Callable[[], dict[str, Any]]] = {}
         self.workspace_guard = WorkspaceGuard(
             cfg.workspace,
             watched=lambda: self.watcher.identity if self.watcher is not None else None,

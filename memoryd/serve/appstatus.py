@@ -124,6 +124,9 @@ def status(app: Any, *, check: bool = False) -> dict[str, Any]:
         "rewrites": app.dailylog.rewrites_waiting(),
         "refused": log_refused,
     }
+    # since the start: connections that waited for a place, were refused, were closed for room
+    # (max_connections; the web page's 32), and accept() refused for want of descriptors
+    out["connections"] = {name: info() for name, info in sorted(app.doors.items())}
     out["jobs"] = app.jobs.list()
     out["migration_backups"] = checkpoints.migration_backups(app.cfg.data_dir)
     if check and store["ok"]:  # during a reconcile, the files it has not read yet too:
