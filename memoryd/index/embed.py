@@ -49,7 +49,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memoryd.core import malloc
+from memoryd.core import malloc, threads
 from memoryd.core.errors import Unavailable
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
@@ -501,7 +501,7 @@ class ModelHolder:
     def _background_pool(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(
+                self._pool = threads.Pool(  # at the thread limit: the threads it has
                     self.background_threads,
                     thread_name_prefix="memoryd-embed-bg",
                     initializer=malloc.lower_thread_priority,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryd.core import collector, malloc
+from memoryd.core import collector, malloc, threads
 from memoryd.core.config import Config
 from memoryd.core.errors import MemorydError
 from memoryd.core.logsetup import get_logger
@@ -487,8 +487,13 @@ class App:
 
         thread = threading.Thread(target=run, name="memoryd-reconcile-now", daemon=True)
         with self._reconcile_lock:  # (started under it: close never joins one not started)
-            self._reconciling = [t for t in self._reconciling if t.is_alive()] + [thread]
-            thread.start()
+            self._reconciling = [t for t in self._reconciling if t.is_alive()]
+            try:
+                threads.start(thread, "the reconcile thread")
+            except threads.ThreadLimit:  # the reconcile job's next run does it (logged)
+                self._reconcile_wanted = False
+                return
+            self._reconciling.append(thread)
 
     def apply_config(self, cfg: Config) -> None:
         """Take reloadable settings from a new configuration (SIGHUP). New note rules

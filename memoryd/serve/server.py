@@ -17,11 +17,10 @@ import stat
 import struct
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core import logsetup
+from memoryd.core import logsetup, threads
 from memoryd.core.errors import AlreadyRunning, MemorydError, TooLarge, Unavailable, describe
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
@@ -201,7 +200,7 @@ class Server:
         self._server: asyncio.base_events.Server | None = None
         self._socket_ino: int | None = None  # the socket file we made (relisten_if_removed)
         self._problem_said = False  # a lasting socket problem is logged once
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memoryd-rpc")
+        self._pool = threads.Pool(max_workers=workers, thread_name_prefix="memoryd-rpc")
         # max_connections, one rule with the web page's (serve/places.py); status tells of it
         self.places = places.Places(
             lambda: self.settings.max_connections,

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from memoryd.core import threads
 from memoryd.core.config import Config
 from memoryd.core.errors import MemorydError, Unavailable
 from memoryd.core.logsetup import get_logger
@@ -120,7 +121,7 @@ class WebServer:
             doors = getattr(app, "doors", None)
             if isinstance(doors, dict):  # status: what the limit did since the start
                 doors["web"] = self.places.info
-            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="memoryd-web")
+            self._pool = threads.Pool(self.workers, thread_name_prefix="memoryd-web")
             self.state_file = auth.write_state(
                 self.data_dir, host=self.settings.host, port=port, token=self.guard.token
             )
