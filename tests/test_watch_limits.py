@@ -79,3 +79,51 @@ def test_a_vault_past_the_watch_limit_is_polled_and_said(
     (ws / "archive/2025/new.md").unlink()
     wait_for(lambda: found(app, "wombat") == [])
     assert app.status()["watcher"]["polled"]["folders"] == 4
+
+
+SITECUSTOMIZE = """
+import errno, os
+_limit = int(os.environ.get("FAKE_MAX_WATCHES", "0") or 0)
+if _limit:
+    from watchdog.observers import inotify_c
+    _real = inotify_c.InotifyFD.add_callback
+    _count = [0]
+    def add_callback(self, path, *a, **kw):
+        if _count[0] >= _limit:
+            raise OSError(errno.ENOSPC, "inotify watch limit reached")
+        _count[0] += 1
+        return _real(self, path, *a, **kw)
+    inotify_c.InotifyFD.add_callback = add_callback
+"""
+
+
+def test_memoryd_run_past_the_watch_limit_says_so_and_sees_every_change(
+    daemon_factory: Any, config_dict: dict[str, Any], tmp_path: Path
+) -> None:
+    """The real daemon with room for 2 watches (the root and one folder): the other folders are
+    polled; `memoryctl status` says so in its first line; a note written in a polled folder is
+    found within seconds, not at the hourly reconcile; the log says it once."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    env = {
+        "FAKE_MAX_WATCHES": "2",
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+    }
+    ws = Path(config_dict["workspace"])
+    for rel in ("a/one.md", "b/two.md", "b/deep/three.md", "c/four.md"):
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(f"# {rel}\n\nfirst words\n")
+    d = daemon_factory(extra_env=env)
+    wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"])
+    polled = d.call("status")["watcher"]["polled"]
+    assert polled is not None and polled["folders"] == 3, polled  # 5 folders, 2 watched
+    first = d.ctl("status").stdout.splitlines()[0]
+    assert "3 folder(s) polled every 5 s, not watched (fs.inotify.max_user_watches reached)" in (
+        first
+    ), first
+    for rel in ("a/one.md", "b/two.md", "b/deep/three.md", "c/four.md"):
+        (d.workspace / rel).write_text(f"# {rel}\n\nthe word pangolin\n")
+    wait_for(lambda: len(d.call("search", {"query": "pangolin"})["hits"]) == 4, timeout=30)
+    said = [line for line in d.log().splitlines() if "inotify limit reached" in line]
+    assert len(said) == 1, said
