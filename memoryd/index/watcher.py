@@ -27,6 +27,10 @@ not: the indexer keeps the names of the other files (attachments) current with i
 When the kernel's event queue overflows, events are lost: the watcher calls `on_overflow` so the
 owner can compare the whole workspace with the index at once.
 
+A folder the kernel will not watch (fs.inotify.max_user_watches reached: the watches are the
+user's, shared with every program) is polled instead, and with no inotify instance at all
+(fs.inotify.max_user_instances) every folder is: index/watchpoll.py; `stats["polled"]` says so.
+
 One dispatcher thread calls `on_change` with sorted, unique absolute paths, so deliveries never
 overlap; an exception there goes to `on_error` (or the log) and the watcher carries on.
 """
