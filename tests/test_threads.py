@@ -151,3 +151,21 @@ def test_the_web_page_without_threads_answers_503_with_the_fix(
         assert h.api("GET", "/api/status")["version"]
     finally:
         h.close()
+
+
+@pytest.mark.sqlite_only("the SQLite store's retry timers")
+def test_a_retry_timer_without_a_thread_is_asked_for_again_later(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refused write's retry (or a blocked checkpoint's) starts a timer thread: without one
+    the write's own answer stands, and the next refusal asks for the timer again (the name was
+    kept as 'waiting' for ever)."""
+    app = make_app(model=None)
+    store = app.store
+    flag = refuse_threads(monkeypatch)
+    store._later("busy", 0.01, lambda: None)  # no raise: logged
+    assert "busy" not in store._timers
+    flag[0] = False
+    fired = threading.Event()
+    store._later("busy", 0.01, fired.set)
+    assert fired.wait(10)

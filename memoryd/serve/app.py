@@ -280,9 +280,13 @@ class App:
         with self._gone_timer_lock:
             if self._gone_timer is not None:
                 return
-            self._gone_timer = threading.Timer(GONE_LOOK_S, self._forget_gone)
-            self._gone_timer.daemon = True
-            self._gone_timer.start()
+            timer = threading.Timer(GONE_LOOK_S, self._forget_gone)
+            timer.daemon = True
+            try:
+                threads.start(timer, "the look at other daemons' forgotten memories")
+            except threads.ThreadLimit:  # (logged) the next notification asks again
+                return
+            self._gone_timer = timer
 
     def _forget_gone(self) -> None:
         """Forget means forget in a team too: the daily log lines of memories another daemon
