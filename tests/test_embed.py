@@ -341,3 +341,58 @@ def test_an_unusable_model_path_is_named_in_the_reason_of_the_model_used(tmp_pat
         cfg = Config.from_dict({"embedding": {"model_path": str(tmp_path / where)}})
         _, reason = resolve_model(cfg.embedding, tmp_path / "data")
         assert reason.startswith(f"embedding.model_path {tmp_path / where} {words}; "), reason
+
+
+def model_folder(where: Path, weights: bytes, tokenizer: str = '{"v": 1}') -> Path:
+    where.mkdir(parents=True)
+    (where / "model.onnx").write_bytes(weights)
+    (where / "tokenizer.json").write_text(tokenizer)
+    (where / "README.md").write_text("a model")
+    return where
+
+
+def test_a_model_folders_fingerprint_is_its_weights_and_tokenizer(tmp_path: Path) -> None:
+    """embedding.model_path's model is named by its folder and this fingerprint: other weights
+    of the same size at the same path are another model; a copy elsewhere is the same."""
+    from memoryd.index.identity import folder_fingerprint
+
+    one = folder_fingerprint(model_folder(tmp_path / "a" / "model", b"weights-1" * 1000))
+    assert len(one) == 12
+    assert folder_fingerprint(model_folder(tmp_path / "b" / "model", b"weights-1" * 1000)) == one
+    assert folder_fingerprint(model_folder(tmp_path / "c" / "model", b"weights-2" * 1000)) != one
+    vocab = model_folder(tmp_path / "d" / "model", b"weights-1" * 1000, '{"v": 2}')
+    assert folder_fingerprint(vocab) != one  # another tokenizer gives other vectors too
+    (tmp_path / "a" / "model" / "README.md").write_text("edited")
+    assert folder_fingerprint(tmp_path / "a" / "model") == one  # what is not the model
+
+
+@pytest.mark.model
+def test_a_model_replaced_at_the_same_path_is_another_model(tmp_path: Path) -> None:
+    """The real loader on a model_path folder (the offline model's files): model.onnx replaced
+    by other bytes that load to the same dimension (an unused initializer added) keeps the
+    folder's name but not its identity, so its vectors are made again; the older key is the one
+    adopted from before fingerprints."""
+    from test_log_lines import _with_unused_initializer
+
+    found = offline_files()
+    if found is None:
+        pytest.skip("the offline model is not installed")
+    onnx, tokenizer = found
+    folder = embed.assemble_offline_dir(tmp_path / "model", onnx, tokenizer)
+    config = cfg(model_path=str(folder))
+
+    def identity() -> Any:
+        resolved, _ = resolve_model(config, tmp_path)
+        assert resolved is not None and resolved.tier == "model_path"
+        return embed.load_embedder(resolved, cache_dir=tmp_path).identity
+
+    first = identity()
+    assert first.name.startswith("sentence-transformers/all-MiniLM-L6-v2@model#")
+    assert first.adopts == "sentence-transformers/all-MiniLM-L6-v2@model/384"
+    assert identity() == first  # loaded again, unchanged: the same model
+    swapped = folder / "model.onnx"
+    swapped.unlink()  # (a symlink to the package's file)
+    swapped.write_bytes(_with_unused_initializer(onnx.read_bytes()))
+    second = identity()
+    assert second.dim == first.dim and second.name != first.name
+    assert second.adopts == first.adopts

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -271,3 +272,62 @@ def test_near_duplicates_are_found_while_a_new_model_re_embeds(make_app: Any) ->
     app.embedder.run()  # the twin's backfill done: by meaning again
     rec = app.memories.add("switching the models keeps search up")
     assert rec.near_duplicates  # (#2, the nearer one by the fake's vectors)
+
+
+# -- a local model (embedding.model_path) swapped at the same path (stop 42, branch res18) ------
+
+
+class Local(FakeEmbedder):
+    """A model_path model as load_embedder names it: the folder and its weights' fingerprint,
+    taking over the vectors stored under the folder's name alone (before fingerprints)."""
+
+    def __init__(self, fingerprint: str, salt: str = "") -> None:
+        super().__init__(name=f"m@model#{fingerprint}")
+        self.identity = replace(self.identity, adopts="m@model/64")
+        self.salt = salt  # other weights: other vectors
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        return super().embed_batch([f"{t} {self.salt}" for t in texts])
+
+
+def embedded_by(make_app: Any, embedder: FakeEmbedder) -> None:
+    first = make_app(model=ready(embedder), dailylog={"enabled": False})
+    first.memories.add(TEXT)
+    first.embedder.run()
+    assert q(first, "switching models", mode="vector")["hits"]
+    make_app.close(first)
+
+
+def models(app: Any) -> list[tuple[str, int]]:
+    return app.store.read(lambda con: con.execute("SELECT key, active FROM models").fetchall())
+
+
+def test_other_weights_at_the_same_model_path_are_embedded_again(make_app: Any) -> None:
+    """model.onnx replaced by other weights of the same dimension, the folder's name unchanged:
+    the vectors were kept as the new model's (keyed by the folder's name); now the fingerprint
+    differs, so the texts are embedded again and search waits for them, as for a change of model."""
+    embedded_by(make_app, Local("aaaaaaaaaaaa"))
+    new = Local("bbbbbbbbbbbb", salt="other weights")
+    app = make_app(model=ready(new), dailylog={"enabled": False})
+    assert app.embedder.ensure_model() is not None
+    assert app.embedder.counts()["pending"] == 1  # the old weights' vectors are not the new's
+    with pytest.raises(Unavailable, match="no vectors of m@model#bbbbbbbbbbbb yet"):
+        q(app, "switching models", mode="vector")
+    app.embedder.run()
+    assert f"{TEXT} other weights" in new.seen
+    assert q(app, "switching models", mode="vector")["hits"]
+    assert models(app) == [("m@model#bbbbbbbbbbbb/64", 1)]
+
+
+def test_a_model_paths_vectors_from_before_fingerprints_are_kept(make_app: Any) -> None:
+    """An upgrade: the store's vectors are keyed by the folder's name alone; the same folder,
+    now named with its fingerprint, takes them over once instead of embedding everything again."""
+    embedded_by(make_app, FakeEmbedder(name="m@model"))
+    same = Local("cccccccccccc")
+    app = make_app(model=ready(same), dailylog={"enabled": False})
+    assert app.embedder.counts()["pending"] == 0  # before it registers too (status at start)
+    assert app.embedder.ensure_model() is not None
+    assert app.embedder.counts()["pending"] == 0
+    assert q(app, "switching models", mode="vector")["hits"]
+    assert not [t for t in same.seen if TEXT in t]  # queries alone: nothing embedded again
+    assert models(app) == [("m@model#cccccccccccc/64", 1)]

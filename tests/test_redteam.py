@@ -452,7 +452,8 @@ def test_connections_being_evicted_do_not_count_against_the_limit(make_app: Any)
     import dataclasses
     import time
 
-    from memoryd.serve.server import EVICT_AFTER_S, Server, _Conn
+    from memoryd.serve.places import EVICT_AFTER_S, Place
+    from memoryd.serve.server import Server
 
     class Writer:
         def write(self, data: bytes) -> None:
@@ -467,10 +468,10 @@ def test_connections_being_evicted_do_not_count_against_the_limit(make_app: Any)
     )
     try:
         for key in ("a", "b"):
-            conn = server._connections[key] = _Conn(Writer())  # type: ignore[index]
+            conn = server.places.conns[key] = Place(Writer())
             conn.idle_since = time.monotonic() - EVICT_AFTER_S  # silent long enough (res17)
-        assert [server._make_room() for _ in range(3)] == [True, True, True]
-        assert server.evicted_total == 1 and list(server._closing) == ["a"]
+        assert [server.places.make_room() for _ in range(3)] == [True, True, True]
+        assert server.places.evicted == 1 and list(server.places.closing) == ["a"]
     finally:
         server._pool.shutdown()
 

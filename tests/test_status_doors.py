@@ -95,6 +95,22 @@ CONDITIONS = [
         "workspace folder missing (index kept)",
     ),
     ("watcher-stopped", {"watcher": {"alive": False, "error": "inotify limit"}}, "watcher stopped"),
+    (
+        "watcher-polling",
+        {
+            "watcher": {
+                "polled": {
+                    "folders": 3,
+                    "every_s": 5.0,
+                    "limit": "fs.inotify.max_user_watches",
+                    "value": 8192,
+                    "raise": "sudo sysctl fs.inotify.max_user_watches=524288",
+                }
+            }
+        },
+        "3 folder(s) polled every 5 s, not watched (fs.inotify.max_user_watches reached): "
+        "sudo sysctl fs.inotify.max_user_watches=524288",
+    ),
     ("model-failed", {"model": {"state": "failed", "reason": "no onnx"}}, "embedding model failed"),
     (
         "model-not-installed",

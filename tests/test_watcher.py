@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 from conftest import wait_for
 
 from memoryd.index.watcher import Watcher
@@ -190,3 +195,105 @@ def test_folder_events(tmp_path: Path) -> None:
         wait_for(lambda: sink.all().count(tmp_path / "new") >= 2)
     finally:
         w.stop()
+
+
+def refuse_watches(
+    monkeypatch: pytest.MonkeyPatch, code: int, refused: Callable[[str], bool]
+) -> None:
+    """inotify_add_watch fails with `code` (a limit) for the folders `refused` names."""
+    from watchdog.observers import inotify_c
+
+    real = inotify_c.InotifyFD.add_callback
+
+    def add_callback(self: Any, path: bytes, *a: Any, **kw: Any) -> Any:
+        if refused(os.fsdecode(path)):
+            raise OSError(code, "inotify watch limit reached")
+        return real(self, path, *a, **kw)
+
+    monkeypatch.setattr(inotify_c.InotifyFD, "add_callback", add_callback)
+
+
+def tree(root: Path) -> list[Path]:
+    folders = [root / "a", root / "a" / "deep", root / "b", root / "b" / "deep" / "er"]
+    for f in folders:
+        f.mkdir(parents=True)
+        (f / "old.md").write_text("old")
+    return folders
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EMFILE])
+def test_folders_past_the_watch_limit_are_polled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    """A user at fs.inotify.max_user_watches (other programs hold the rest): the folders the
+    kernel refuses are polled, their changes delivered, and stats say how many and what to raise;
+    once watches are free again they are watched."""
+    folders = tree(tmp_path)
+    refusing = [True]
+    refuse_watches(monkeypatch, code, lambda p: refusing[0] and "deep" in p)
+    sink = Sink()
+    w = Watcher(tmp_path, sink, debounce=0.1, accept=lambda p: p.suffix == ".md")
+    w.poller.every = 0.2
+    w.start()
+    try:
+        polled = w.stats["polled"]
+        assert polled["folders"] == 3  # a/deep, b/deep, b/deep/er
+        assert polled["limit"] == (
+            "fs.inotify.max_user_instances"
+            if code == errno.EMFILE
+            else "fs.inotify.max_user_watches"
+        )
+        assert polled["raise"].startswith("sudo sysctl fs.inotify.max_user_")
+        assert w.alive
+        for f in folders:  # watched or not, each change arrives
+            (f / "new.md").write_text("new")
+            (f / "old.md").write_text("changed, longer")
+        (folders[3] / "skip.tmp").write_text("not accepted")
+        expected = {f / n for f in folders for n in ("new.md", "old.md")}
+        wait_for(lambda: expected <= set(sink.all()), timeout=10)
+        assert folders[3] / "skip.tmp" not in sink.all()
+        (folders[1] / "old.md").unlink()  # vanished
+        (folders[1] / "sub").mkdir()  # a folder appeared in a polled folder: polled too
+        (folders[1] / "sub" / "s.md").write_text("s")
+        wait_for(lambda: sink.all().count(folders[1] / "old.md") >= 2, timeout=10)
+        wait_for(lambda: folders[1] / "sub" / "s.md" in sink.all(), timeout=10)
+        assert w.stats["polled"]["folders"] == 4
+        (folders[1] / "sub" / "t.md").write_text("t")
+        wait_for(lambda: folders[1] / "sub" / "t.md" in sink.all(), timeout=10)
+        refusing[0] = False  # the watches are free again: watched from the next round on
+        wait_for(lambda: w.stats["polled"] is None, timeout=10)
+        w.poller.every = 3600.0  # no more polling: what follows is seen by inotify
+        (folders[3] / "later.md").write_text("later")
+        wait_for(lambda: folders[3] / "later.md" in sink.all(), timeout=10)
+        assert w.alive
+    finally:
+        w.stop()
+
+
+def test_no_inotify_instance_at_all_polls_every_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """inotify_init fails (fs.inotify.max_user_instances): the watcher still starts, polling."""
+    from watchdog.observers import inotify_c
+
+    folders = tree(tmp_path)
+
+    def no_instance(cls: Any) -> int:
+        raise OSError(errno.EMFILE, "inotify instance limit reached")
+
+    monkeypatch.setattr(inotify_c.InotifyFD, "_create_inotify_fd", classmethod(no_instance))
+    monkeypatch.setattr(inotify_c.InotifyFD, "_instance", None)
+    sink = Sink()
+    w = Watcher(tmp_path, sink, debounce=0.1, accept=lambda p: p.suffix == ".md")
+    w.poller.every = 0.2
+    w.start()
+    try:
+        assert w.alive
+        polled = w.stats["polled"]
+        assert polled["folders"] == 6 and polled["limit"] == "fs.inotify.max_user_instances"
+        (tmp_path / "top.md").write_text("top")
+        (folders[3] / "new.md").write_text("new")
+        wait_for(lambda: {tmp_path / "top.md", folders[3] / "new.md"} <= set(sink.all()))
+    finally:
+        w.stop()
+    assert not w.alive

@@ -361,6 +361,12 @@ def attention(res: dict[str, Any]) -> list[str]:
         problems.append("workspace folder missing (index kept)")
     elif watcher.get("alive") is False:
         problems.append("watcher stopped")
+    polled = watcher.get("polled")
+    if polled:  # an inotify limit: those folders are polled, not watched
+        problems.append(
+            f"{polled['folders']} folder(s) polled every {polled['every_s']:g} s, not watched "
+            f"({polled['limit']} reached): {polled['raise']}"
+        )
     if model.get("state") == "failed":
         problems.append("embedding model failed")
     elif model.get("state") == "none" and not str(model.get("reason") or "").startswith(

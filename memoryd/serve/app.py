@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryd.core import collector, malloc
+from memoryd.core import collector, malloc, threads
 from memoryd.core.config import Config
 from memoryd.core.errors import MemorydError
 from memoryd.core.logsetup import get_logger
@@ -216,6 +216,9 @@ class App:
         )
         self.watcher: Watcher | None = None
         self.watcher_error: str | None = None
+        # what each server did at its connection limit since the start (status: connections):
+        # "socket" and "web" (serve/places.Places.info), "accept" (streams.EventLoop's)
+        self.doors: dict[str, Callable[[], dict[str, Any]]] = {}
         self.workspace_guard = WorkspaceGuard(
             cfg.workspace,
             watched=lambda: self.watcher.identity if self.watcher is not None else None,
@@ -278,9 +281,13 @@ class App:
         with self._gone_timer_lock:
             if self._gone_timer is not None:
                 return
-            self._gone_timer = threading.Timer(GONE_LOOK_S, self._forget_gone)
-            self._gone_timer.daemon = True
-            self._gone_timer.start()
+            timer = threading.Timer(GONE_LOOK_S, self._forget_gone)
+            timer.daemon = True
+            try:
+                threads.start(timer, "the look at other daemons' forgotten memories")
+            except threads.ThreadLimit:  # (logged) the next notification asks again
+                return
+            self._gone_timer = timer
 
     def _forget_gone(self) -> None:
         """Forget means forget in a team too: the daily log lines of memories another daemon
@@ -499,8 +506,13 @@ class App:
 
         thread = threading.Thread(target=run, name="memoryd-reconcile-now", daemon=True)
         with self._reconcile_lock:  # (started under it: close never joins one not started)
-            self._reconciling = [t for t in self._reconciling if t.is_alive()] + [thread]
-            thread.start()
+            self._reconciling = [t for t in self._reconciling if t.is_alive()]
+            try:
+                threads.start(thread, "the reconcile thread")
+            except threads.ThreadLimit:  # the reconcile job's next run does it (logged)
+                self._reconcile_wanted = False
+                return
+            self._reconciling.append(thread)
 
     def apply_config(self, cfg: Config) -> None:
         """Take reloadable settings from a new configuration (SIGHUP). New note rules

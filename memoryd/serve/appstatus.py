@@ -99,6 +99,8 @@ def status(app: Any, *, check: bool = False) -> dict[str, Any]:
             "error": app.workspace_guard.error or app.watcher_error,
             "filesystem": app.watcher.filesystem if app.watcher is not None else None,
             "remote": app.watcher is not None and fstype.remote(app.watcher.filesystem),
+            # the folders inotify may not watch (its limits), polled instead; None when none
+            "polled": app.watcher.poller.info() if app.watcher is not None else None,
         },
         "index": {
             "initial_reconcile_done": app.ready.is_set(),
@@ -122,6 +124,9 @@ def status(app: Any, *, check: bool = False) -> dict[str, Any]:
         "rewrites": app.dailylog.rewrites_waiting(),
         "refused": log_refused,
     }
+    # since the start: connections that waited for a place, were refused, were closed for room
+    # (max_connections; the web page's 32), and accept() refused for want of descriptors
+    out["connections"] = {name: info() for name, info in sorted(app.doors.items())}
     out["jobs"] = app.jobs.list()
     out["migration_backups"] = checkpoints.migration_backups(app.cfg.data_dir)
     if check and store["ok"]:  # during a reconcile, the files it has not read yet too:

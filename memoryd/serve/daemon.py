@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core import crashlog, logsetup, oserrors, runtime
+from memoryd.core import crashlog, logsetup, oserrors, runtime, threads
 from memoryd.core.config import RELOADABLE, Config, diff, doubtful, load_config, unread_env
 from memoryd.core.errors import MemorydError
 from memoryd.core.fsutil import acquire_lock, hold_database, process_umask
@@ -126,6 +126,8 @@ class Daemon:
     async def _main(self) -> int:
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(_loop_error)
+        # run_in_executor(None, ...): at the thread limit, the threads it has (core/threads.py)
+        loop.set_default_executor(threads.Pool(thread_name_prefix="memoryd-loop"))
         self._stop = asyncio.Event()
         self._install_signals(loop)
         cfg = self.cfg

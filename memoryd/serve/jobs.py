@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from memoryd.core import threads
 from memoryd.core.config import Config
 from memoryd.core.errors import NotFound, describe
 from memoryd.core.fsutil import atomic_write
@@ -321,14 +322,21 @@ class Jobs:
         return float(getattr(self.settings(), self.states[name].interval_key))
 
     def start(self) -> None:
-        from apscheduler.executors.pool import ThreadPoolExecutor
+        from apscheduler.executors.pool import BasePoolExecutor
         from apscheduler.schedulers.background import BackgroundScheduler
+
+        class JobPool(BasePoolExecutor):
+            """APScheduler's thread pool, as core/threads.Pool: at the thread limit a run
+            waits for a thread the pool has, or is skipped (logged; the next one is due)."""
+
+            def __init__(self, workers: int) -> None:
+                super().__init__(threads.Pool(workers, thread_name_prefix="memoryd-job"))
 
         # UTC, as every time given to it: APScheduler's default zone is tzlocal's reading of
         # $TZ, which raises on what libc takes (TZ=UTC+3, "<+0545>-5:45", a misspelt zone)
         # and stopped the daemon at start
         self._scheduler = BackgroundScheduler(
-            daemon=True, executors={"default": ThreadPoolExecutor(JOB_THREADS)}, timezone=UTC
+            daemon=True, executors={"default": JobPool(JOB_THREADS)}, timezone=UTC
         )
         for name in self.states:
             self._schedule(name)

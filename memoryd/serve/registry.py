@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memoryd.core import oserrors
+from memoryd.core import oserrors, threads
 from memoryd.core.errors import InvalidInput, NotFound, check_int, describe
 from memoryd.memory.memories import check_name
 from memoryd.memory.validation import check_str
@@ -132,6 +132,9 @@ def unexpected(exc: Exception, name: str) -> tuple[int, str, str]:
     caller's mistake (-32602; the traceback shows the missing check); anything else is a bug
     (-32603)."""
     if (err := oserrors.client_error(exc)) is not None:
+        return err.code, err.message, "refused by the system"
+    if threads.is_thread_limit(exc):  # a library's thread (core/threads.py): retry
+        err = threads.refused("a thread")
         return err.code, err.message, "refused by the system"
     if isinstance(exc, TypeError) and str(exc).startswith("Bad binding argument type"):
         said = f"invalid params: a value of {name} has the wrong type"

@@ -17,16 +17,15 @@ import stat
 import struct
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.core import logsetup
+from memoryd.core import logsetup, threads
 from memoryd.core.errors import AlreadyRunning, MemorydError, TooLarge, Unavailable, describe
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
 from memoryd.core.logsetup import get_logger
 from memoryd.serve import methods as api
-from memoryd.serve import registry
+from memoryd.serve import places, registry
 from memoryd.serve.app import App
 from memoryd.serve.protocol import (
     INTERNAL_ERROR,
@@ -49,9 +48,7 @@ log = get_logger("memoryd.serve.server")
 # clients beyond that gets EAGAIN from connect() at once on a Unix socket (no waiting). The
 # kernel caps it at net.core.somaxconn.
 BACKLOG = 1024
-# A connection silent this long may be closed to make room at max_connections: a burst's own
-# new clients, whose requests are on their way, are not taken for idle ones
-EVICT_AFTER_S = 0.5
+EVICT_AFTER_S = places.EVICT_AFTER_S  # (serve/places.py)
 
 
 # A request line carries a note of notes.max_bytes as JSON text: UTF-8 (memoryctl sends it
@@ -179,17 +176,6 @@ def bind_socket(path: Path) -> socket.socket:
     return sock
 
 
-class _Conn:
-    """One client connection: idle since when (None while a request runs), requests served."""
-
-    __slots__ = ("idle_since", "served", "writer")
-
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self.writer = writer
-        self.idle_since: float | None = time.monotonic()
-        self.served = 0
-
-
 class Server:
     """Idle connections cannot lock others out: a connection that sends nothing is closed after
     `first_request_timeout_s` (then `idle_timeout_s` between requests), and at
@@ -214,16 +200,17 @@ class Server:
         self._server: asyncio.base_events.Server | None = None
         self._socket_ino: int | None = None  # the socket file we made (relisten_if_removed)
         self._problem_said = False  # a lasting socket problem is logged once
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memoryd-rpc")
-        self._connections: dict[asyncio.Task[Any], _Conn] = {}
-        # evicted connections whose handlers have not finished closing: they no longer count
-        # against max_connections (a burst would otherwise find only these and be refused)
-        self._closing: dict[asyncio.Task[Any], _Conn] = {}
+        self._pool = threads.Pool(max_workers=workers, thread_name_prefix="memoryd-rpc")
+        # max_connections, one rule with the web page's (serve/places.py); status tells of it
+        self.places = places.Places(
+            lambda: self.settings.max_connections,
+            lambda: self.settings.first_request_timeout_s,
+            _close_idle,
+        )
         self._inflight = 0
         self._stopping = False  # close() began: a request cut short is answered so
         self._idle = asyncio.Event()
         self._idle.set()
-        self._room = asyncio.Event()  # set when a connection ends or finishes a request
         notes = getattr(getattr(app, "cfg", None), "notes", None)
         self.limit = request_limit(
             settings.max_request_bytes, getattr(notes, "max_bytes", settings.max_request_bytes)
@@ -231,7 +218,6 @@ class Server:
         self._streams = Connections(self._handle, self.limit + 1)
         self.requests_total = 0
         self.errors_total = 0
-        self.evicted_total = 0
 
     @property
     def owns_path(self) -> bool:
@@ -249,6 +235,12 @@ class Server:
         sock = self._inherited if self._inherited is not None else bind_socket(self.path)
         await self._listen(sock)
         log.info("listening", socket=str(self.path), inherited=not self._owns_path)
+        doors = getattr(self.app, "doors", None)
+        if isinstance(doors, dict):  # status: what the limits did since the start
+            doors["socket"] = self.places.info
+            accepts = getattr(asyncio.get_running_loop(), "accept_info", None)
+            if accepts is not None:
+                doors["accept"] = accepts
 
     async def _listen(self, sock: socket.socket) -> None:
         sock.setblocking(False)
@@ -312,54 +304,6 @@ class Server:
 
     # -- connections --------------------------------------------------------------------------
 
-    def _make_room(self) -> bool:
-        """At the connection limit, close the connection idle the longest; False if none is."""
-        if len(self._connections) < self.settings.max_connections:
-            return True
-        now = time.monotonic()
-        idle = [
-            (t, c)
-            for t, c in self._connections.items()
-            if c.idle_since is not None and now - c.idle_since >= EVICT_AFTER_S
-        ]
-        if not idle:
-            return False
-        task, oldest = min(idle, key=lambda tc: tc[1].idle_since or 0.0)
-        oldest.idle_since = None  # never picked twice
-        self._closing[task] = self._connections.pop(task)
-        self.evicted_total += 1
-        log.info("closed an idle connection to make room", connections=len(self._connections))
-        with contextlib.suppress(Exception):
-            oldest.writer.write(
-                encode(
-                    error_response(
-                        None,
-                        Unavailable.code,
-                        "connection closed: idle while the server was at max_connections",
-                    )
-                )
-            )
-            oldest.writer.close()
-        return True
-
-    async def _room_made(self) -> bool:
-        """_make_room, waiting (up to first_request_timeout_s) for a connection to end, finish
-        its request or stay silent EVICT_AFTER_S: a burst of clients (`xargs -P` over
-        memoryctl, many agents at once) is served in turn, none refused at once (-32003) nor
-        closed as idle while its request is on its way."""
-        try:
-            async with asyncio.timeout(
-                max(self.settings.first_request_timeout_s, 2 * EVICT_AFTER_S)
-            ):
-                while not self._make_room():
-                    self._room.clear()
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(EVICT_AFTER_S):  # one may be idle by then
-                            await self._room.wait()
-        except TimeoutError:
-            return False
-        return True
-
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -370,7 +314,8 @@ class Server:
                 log.warning("refused connection from another user", uid=uid)
                 await self._send(writer, error_response(None, INVALID_REQUEST, "permission denied"))
                 return
-            if not await self._room_made():
+            conn = await self.places.take(task, writer)
+            if conn is None:
                 limit = self.settings.max_connections
                 await self._send(
                     writer,
@@ -381,22 +326,19 @@ class Server:
                     ),
                 )
                 return
-            conn = self._connections[task] = _Conn(writer)
             await self._serve(reader, writer, conn)
         except (ConnectionError, asyncio.CancelledError):
             pass
         except Exception:
             log.exception("connection failed")
         finally:
-            self._connections.pop(task, None)
-            self._closing.pop(task, None)
-            self._room.set()
+            self.places.leave(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
     async def _serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Conn
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: places.Place
     ) -> None:
         limit = self.limit
         while True:
@@ -432,8 +374,7 @@ class Server:
                 return
             if not line.strip():
                 continue
-            conn.idle_since = None
-            conn.served += 1
+            self.places.busy(conn)
             sending = False
             try:
                 response = await self._dispatch_line(line)
@@ -447,8 +388,7 @@ class Server:
                     writer.write(encode(cut))  # sent as the handler closes its writer
                 raise
             finally:
-                conn.idle_since = time.monotonic()
-                self._room.set()
+                self.places.idle(conn)
 
     async def _send(self, writer: asyncio.StreamWriter, payload: Any) -> None:
         """A client that takes none of its answer for request_timeout_s is dropped."""
@@ -551,3 +491,17 @@ class Server:
         if notification:
             return None
         return {"jsonrpc": "2.0", "id": req_id, "result": result}
+
+
+def _close_idle(place: places.Place) -> None:
+    """A connection closed to make room at max_connections hears why."""
+    place.writer.write(
+        encode(
+            error_response(
+                None,
+                Unavailable.code,
+                "connection closed: idle while the server was at max_connections",
+            )
+        )
+    )
+    place.writer.close()

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from memoryd.core import oserrors
 from memoryd.core.logsetup import get_logger
+from memoryd.core.timeutil import iso
 
 log = get_logger("memoryd.serve.streams")
 
@@ -188,6 +190,18 @@ class EventLoop(asyncio.SelectorEventLoop):
             started="new connections wait: accept() refused",
             ended="new connections accepted again",
         )
+        self.accepts_refused = 0  # since the start (the spell's count above ends with it)
+        self.accepts_last_refused: float | None = None
+        self.accepts_error: str | None = None
+
+    def accept_info(self) -> dict[str, Any]:
+        """For status: accept() refusals (out of file descriptors or memory) since the start,
+        the last one's time and what to do; the clients waited in the kernel's queue."""
+        return {
+            "refused": self.accepts_refused,
+            "last_refused": iso(self.accepts_last_refused),
+            "error": self.accepts_error,
+        }
 
     def _accept_connection(
         self,
@@ -212,7 +226,10 @@ class EventLoop(asyncio.SelectorEventLoop):
             except OSError as exc:
                 if exc.errno not in OUT_OF:
                     raise  # the loop logs it and goes on, as asyncio's does
-                self.accepts.refused(oserrors.what_to_do(exc.errno) or str(exc.strerror))
+                said = oserrors.what_to_do(exc.errno) or str(exc.strerror)
+                self.accepts.refused(said)
+                self.accepts_refused += 1
+                self.accepts_last_refused, self.accepts_error = time.time(), said
                 log.debug("accept() refused; tried again in a second", error=exc.strerror)
                 self._remove_reader(sock.fileno())  # type: ignore[attr-defined]
                 args = (protocol_factory, sock, sslcontext, server, backlog, *rest)

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from memoryd.core import threads
 from memoryd.core.config import Config
 from memoryd.core.errors import AlreadyRunning
 from memoryd.core.fsutil import PRIVATE_DIR, SHARED_DIR, lock_workspace, make_dirs
@@ -160,7 +161,10 @@ class WorkspaceGuard:
             if self._stop.is_set() or self._thread is not None:
                 return
             thread = threading.Thread(target=self._run, name="memoryd-workspace", daemon=True)
-            thread.start()
+            try:
+                threads.start(thread, "the thread that watches the workspace folder")
+            except threads.ThreadLimit:  # (logged) the daemon goes on without this look
+                return
             self._thread = thread
 
     def stop(self) -> None:

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import apsw
 
-from memoryd.core import oserrors
+from memoryd.core import oserrors, threads
 from memoryd.core.errors import StoreBusy, StoreError, StoreUnavailable
 from memoryd.core.fsutil import sqlite_lock_holders
 from memoryd.core.logsetup import get_logger
@@ -371,7 +371,11 @@ class SqliteStore:
             timer.daemon = True
             timer.name = f"memoryd-store-{name}"
             self._timers[name] = timer
-        timer.start()
+        try:
+            threads.start(timer, f"the store's {name} retry")
+        except threads.ThreadLimit:  # (logged) the next write that needs it asks again
+            with self._readers_lock:
+                self._timers.pop(name, None)
 
     def _fired(self, name: str) -> None:
         with self._readers_lock:

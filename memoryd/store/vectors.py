@@ -19,11 +19,21 @@ from memoryd.store.protocol import Connection, one
 from memoryd.store.tables import table_name as table_name  # callers name it vectors.table_name
 
 
-def ensure_model(con: Connection, key: str, name: str, dim: int, now: float) -> int:
-    """Register the model, create its vec0 table, and make it the only active one."""
+def ensure_model(
+    con: Connection, key: str, name: str, dim: int, now: float, adopts: str | None = None
+) -> int:
+    """Register the model, create its vec0 table, and make it the only active one. `adopts`: the
+    key of the same model's vectors stored under its older name (a local model's folder before
+    its fingerprint was part of its key), taken over once instead of embedding everything again."""
     if dim <= 0 or dim > 8192:
         raise StoreError(f"unreasonable embedding dimension {dim}")
     rows = con.execute("SELECT id, dim FROM models WHERE key = ?", (key,)).fetchall()
+    if not rows and adopts is not None and adopts != key:
+        con.execute(
+            "UPDATE models SET key = ?, name = ? WHERE key = ? AND dim = ?",
+            (key, name, adopts, dim),
+        )
+        rows = con.execute("SELECT id, dim FROM models WHERE key = ?", (key,)).fetchall()
     if rows:
         model_id = int(rows[0][0])
         if int(rows[0][1]) != dim:

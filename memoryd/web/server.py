@@ -16,10 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from memoryd.core import threads
 from memoryd.core.config import Config
 from memoryd.core.errors import MemorydError, Unavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.core.sections import WebConfig
+from memoryd.serve import places
 from memoryd.serve.app import App
 from memoryd.serve.registry import unexpected
 from memoryd.serve.streams import Connections, drain
@@ -32,6 +34,7 @@ log = get_logger("memoryd.web")
 WORKERS = 2
 IDLE_TIMEOUT_S = 60.0
 MAX_CONNECTIONS = 32
+FIRST_REQUEST_S = 10.0  # server.first_request_timeout_s's default, until start() reads it
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
@@ -61,8 +64,14 @@ class WebServer:
         self._static = routes.load_static()
         self._shell = routes.Shell()
         self._conns = Connections(self._handle, MAX_HEAD + 1)
+        # MAX_CONNECTIONS by the socket's rule (serve/places.py): a new connection waits up to
+        # the server's first_request_timeout_s for a place; only a silent one is closed for it
+        self._first_request_s = FIRST_REQUEST_S
+        self.places = places.Places(
+            lambda: MAX_CONNECTIONS, lambda: self._first_request_s, _close_idle
+        )
         self.requests_total = 0
-        self.refused_total = 0
+        self.refused_total = 0  # another user's connection, another site's request
 
     @classmethod
     def for_config(cls, cfg: Config) -> WebServer:
@@ -107,7 +116,12 @@ class WebServer:
             port = int(server.sockets[0].getsockname()[1])
             self.guard = auth.Guard(port=port, session_s=self.settings.session_hours * 3600)
             self.ctx = actions.Context(app, actions.Trash())
-            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="memoryd-web")
+            server_cfg = getattr(getattr(app, "cfg", None), "server", None)
+            self._first_request_s = getattr(server_cfg, "first_request_timeout_s", FIRST_REQUEST_S)
+            doors = getattr(app, "doors", None)
+            if isinstance(doors, dict):  # status: what the limit did since the start
+                doors["web"] = self.places.info
+            self._pool = threads.Pool(self.workers, thread_name_prefix="memoryd-web")
             self.state_file = auth.write_state(
                 self.data_dir, host=self.settings.host, port=port, token=self.guard.token
             )
@@ -135,10 +149,22 @@ class WebServer:
     # -- connections --------------------------------------------------------------------------
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
         try:
-            if len(self._conns.tasks) > MAX_CONNECTIONS or not self._same_user(writer):
+            if not self._same_user(writer):
                 self.refused_total += 1
                 writer.write(encode(Response.text(403, "refused"), keep_alive=False))
+                await drain(writer, IDLE_TIMEOUT_S)
+                return
+            place = await self.places.take(task, writer)
+            if place is None:
+                busy = Response.text(
+                    503,
+                    f"too many connections ({MAX_CONNECTIONS}, all running a request); "
+                    "retry shortly",
+                )
+                busy.headers.append(("Retry-After", "1"))
+                writer.write(encode(busy, keep_alive=False))
                 await drain(writer, IDLE_TIMEOUT_S)
                 return
             while True:
@@ -150,12 +176,14 @@ class WebServer:
                     return
                 if req is None:
                     return
+                self.places.busy(place)
                 resp = await self.respond(req)
                 keep = req.keep_alive
                 writer.write(encode(resp, keep_alive=keep, head_only=req.method == "HEAD"))
                 await drain(writer, IDLE_TIMEOUT_S)
                 if not keep:
                     return
+                self.places.idle(place)
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
@@ -163,6 +191,7 @@ class WebServer:
         except Exception:
             log.exception("web connection failed")
         finally:
+            self.places.leave(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -282,3 +311,9 @@ class WebServer:
 def api_error(status: int, code: int, message: str) -> Response:
     """An API route's error in the shape of every other: {"error": {"code", "message"}}."""
     return Response.json({"error": {"code": code, "message": message}}, status)
+
+
+def _close_idle(place: places.Place) -> None:
+    """A keep-alive connection silent between requests, closed for a newcomer at the limit (a
+    browser opens another when it needs one)."""
+    place.writer.close()

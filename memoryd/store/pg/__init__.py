@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 
-from memoryd.core import oserrors
+from memoryd.core import oserrors, threads
 from memoryd.core.errors import DiskFull, Refused, StoreBusy, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.store.pg import claim, fts, locks, notes, pool, schema, session, sqlfuncs  # noqa: F401
@@ -338,9 +338,12 @@ class PgStore:
                 ended = False
             else:
                 if self._ender is None:
-                    self._ender = ThreadPoolExecutor(1, thread_name_prefix="memoryd-pg-end")
-                self._ender.submit(self._end, raw)
-                ended = True
+                    self._ender = threads.Pool(1, thread_name_prefix="memoryd-pg-end")
+                try:
+                    self._ender.submit(self._end, raw)
+                    ended = True
+                except threads.ThreadLimit:  # ended here, then
+                    ended = False
         if not ended and not raw.closed:
             raw.execute("ROLLBACK")
         return ended

@@ -46,6 +46,8 @@
     if (st.schema_newer) out.push("a newer memoryd upgraded the shared database: upgrade this one");
     if ((w.error || "").includes("workspace folder is missing")) out.push("workspace folder missing (index kept)");
     else if (w.alive === false) out.push("watcher stopped");
+    const polled = w.polled;
+    if (polled) out.push(`${polled.folders} folder(s) polled every ${polled.every_s} s, not watched (${polled.limit} reached): ${polled.raise}`);
     const model = s.model || {};
     if (model.state === "failed") out.push("embedding model failed");
     else if (model.state === "none" && !String(model.reason || "").startsWith("embedding.enabled is false")) out.push("no embedding model: keyword search only");
