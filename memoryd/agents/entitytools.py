@@ -56,7 +56,7 @@ def fmt_about(r: dict[str, Any]) -> str:
         lines.append(f"Also written: {', '.join(r['aliases'])}")
     if r.get("also"):
         others = ", ".join(f"{a['name']} ({a['type']})" for a in r["also"])
-        lines.append(f"The name also means: {others} (type picks one)")
+        lines.append(f"The name is also written for: {others} (a full name or type asks for one)")
     if r.get("sources"):
         lines += ["", "Mentioned in (most first, then newest):"]
     for s in r.get("sources") or []:
@@ -89,17 +89,25 @@ def run_related(b: Bridge, args: dict[str, Any]) -> Any:
 
 def fmt_related(r: dict[str, Any]) -> str:
     types = {n["name"]: n["type"] for n in r.get("nodes") or []}
-    lines = [f"{r['name']}: mentioned with (depth {r['depth']})"]
+    head = "mentioned with" if "nodes" in r and r["name"] in types else "more of the walk"
+    lines = [f"{r['name']}: {head} (depth {r['depth']})"]
     lines += [
-        f"- {e['from']} -- {e['to']} ({types.get(e['to'], '?')}): {e['together']}x"
+        f"- {e['from']} -- {e['to']} ({types.get(e['to'], types.get(e['from'], '?'))}):"
+        f" {e['together']}x"
         for e in r.get("edges") or []
     ]
     if len(lines) == 1:
         lines.append("- nothing: no section or memory mentions it with another name")
-    if r.get("truncated"):
+    if r.get("also"):
+        others = ", ".join(f"{a['name']} ({a['type']})" for a in r["also"])
+        lines.append(f"The name is also written for: {others} (a full name or type asks for one)")
+    if r.get("next_cursor"):
         lines.append(
-            f"- ... stopped at {len(types)} entities (raise max_tokens, or a smaller top or depth)"
+            f"- ... {len(types)} entities on this page; the next: the same call with"
+            f" cursor={r['next_cursor']}"
         )
+    if r.get("truncated"):
+        lines.append("- the walk stopped at 500 entities (a smaller top or depth reaches the rest)")
     return "\n".join(lines)
 
 
@@ -119,7 +127,7 @@ ENTITY_TOOLS: list[ToolSpec] = [
         "related",
         "Who and what an entity is mentioned with, with counts; depth 2 or 3 walks further out "
         "(their relations in turn). For the graph around a person, project or system. Fits "
-        "max_tokens (default 2000).",
+        "max_tokens (default 2000); a longer walk comes in pages (cursor).",
         _obj(
             {
                 "name": NAME,
@@ -127,6 +135,7 @@ ENTITY_TOOLS: list[ToolSpec] = [
                 "top": {**INT, "minimum": 1, "maximum": 100, "description": "per entity (10)"},
                 "max_tokens": {**INT, "minimum": 50},
                 "type": PICK,
+                "cursor": {**STR, "description": "the next page: the last answer's cursor"},
             },
             ("name",),
         ),

@@ -86,7 +86,7 @@ from memoryd.search.request import (
     wordless,
 )
 from memoryd.search.sharedvec import vector_index
-from memoryd.store import Store, notetext, searchrows, searchsql
+from memoryd.store import Store, entityread, notetext, searchrows, searchsql
 from memoryd.store.entries import filter_sql
 from memoryd.store.protocol import Connection
 from memoryd.store.searchsql import Seen
@@ -202,6 +202,7 @@ class Searcher(Pools):
             result["unknown_entities"] = [
                 n for n, ids in zip(req.filters.entities, groups, strict=True) if not ids
             ]
+        result.update(entityread.also_answer(req.filters))  # other entities a name is for
         pending = self._pending_vectors(req)
         if req.mode == "vector" and query_vec is not None and not result["hits"]:
             mine = self.registered is not None and self.registered() is not None

@@ -43,7 +43,7 @@ from memoryd.serve.registry import (  # noqa: F401  (METHODS, Method, lookup: se
     param_int,
     param_namespace,
 )
-from memoryd.store.entityfilter import resolve_filter
+from memoryd.store.entityread import also_answer, resolved
 from memoryd.store.entries import Filters
 
 FILTER_PARAMS = frozenset(
@@ -203,8 +203,7 @@ def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     limit = param_int(params, "limit", 20, 1, 1000)
     offset = param_int(params, "offset", 0, 0)
     if filters.entities:  # resolved once, as search does: the names no entity has are said
-        groups, n = app.store.read(lambda con: resolve_filter(con, filters.entities))
-        filters = replace(filters, entity_ids=groups, entity_mentions=n)
+        filters = app.store.read(lambda con: resolved(con, filters))
     items, total, following = app.memories.list(
         filters, limit=limit, offset=offset, cursor=params.get("cursor")
     )
@@ -214,6 +213,7 @@ def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     ]
     if unknown:  # why nothing can match, as search says it
         out["unknown_entities"] = unknown
+    out.update(also_answer(filters))  # the other entities a name is written for
     return out
 
 
