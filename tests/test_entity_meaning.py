@@ -242,3 +242,80 @@ def test_memoryctl_related_pages_by_the_cursor_it_prints(
         cursor = shlex.split(option)[1]
     whole = call(app, "related", name="Kestrel", depth=2, top=100)
     assert sorted(shown) == sorted(n["name"] for n in whole["nodes"][1:])
+
+
+def test_a_real_daemon_pages_related_through_memoryctl_and_mcp(
+    daemon_factory: Any, tmp_path: Any
+) -> None:
+    """memoryctl's --cursor and the MCP tool's cursor, on a daemon: every page's entities once,
+    together the whole walk; and `search --entity Jordan` says the other Jordan on stderr."""
+    import re
+    import shlex
+    import sys
+
+    import anyio
+    from conftest import wait_for
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    d = daemon_factory(workspace=str(tmp_path / "ws"))
+    for i in range(12):
+        d.call("add", {"content": f"Kestrel shipped with Dev{chr(65 + i)}{i} Tester and QA-{i}."})
+    for text in MEMORIES:
+        d.call("add", {"content": text})
+    wait_for(lambda: d.call("entities", {})["entities"], timeout=30)
+    whole = d.call("related", {"name": "Kestrel", "depth": 2, "top": 100})
+    want = sorted(n["name"] for n in whole["nodes"][1:])
+
+    shown: list[str] = []
+    args = ["related", "Kestrel", "--depth", "2", "--top", "100", "--max-tokens", "150"]
+    for _ in range(60):
+        done = d.ctl(*args)
+        assert done.returncode == 0, done.stderr
+        shown += [
+            ln.split(" (")[0].strip() for ln in done.stdout.splitlines()[1:] if "(above)" not in ln
+        ]
+        if "next page: " not in done.stderr:
+            break
+        option = done.stderr.split("next page: ", 1)[1].strip().removesuffix(")")
+        args = [*args[:8], *shlex.split(option)]
+    assert sorted(shown) == want
+    done = d.ctl("search", "zeta", "--entity", "Jordan", "--mode", "keyword")
+    assert "'Jordan' means Jordan (place); it is also written for Jordan Lee (person" in (
+        done.stderr
+    ), done.stderr
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memoryd", "mcp", "--socket", str(d.socket)],
+        cwd=str(Path(__file__).resolve().parents[1]),
+    )
+
+    async def main() -> list[str]:
+        got: list[str] = []
+        with open(tmp_path / "mcp-stderr.log", "a") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as s,
+            ):
+                await s.initialize()
+                call: dict[str, Any] = {"name": "Kestrel", "depth": 2, "top": 100}
+                call["max_tokens"] = 150
+                for _ in range(60):
+                    out = await s.call_tool("related", call)
+                    text = "\n".join(getattr(c, "text", "") for c in out.content)
+                    assert not out.is_error, text
+                    got += [
+                        m.group(1)
+                        for m in re.finditer(r"^- .+? -- (.+?) \(", text, re.M)
+                        if m.group(1) != "Kestrel"
+                    ]
+                    cursor = re.search(r"cursor=(\S+)$", text, re.M)
+                    if cursor is None:
+                        assert "cursor" in call, "one page: nothing was paged"
+                        return got
+                    call["cursor"] = cursor.group(1)
+        return got
+
+    edges_to = anyio.run(main)  # each entity is the far end of the edge that reached it
+    assert set(edges_to) == set(want)

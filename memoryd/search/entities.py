@@ -455,7 +455,7 @@ def related(
         unique.setdefault(frozenset((e["from"], e["to"])), e)
     fresh = [(i, n) for i, n in nodes if i not in given]
     out: dict[str, Any] = {"name": root.name, "depth": depth}
-    if len(rows) > 1:
+    if len(rows) > 1 and not given:  # on the first page (the others' budget is the walk's)
         out["also"] = [_brief(r) for r in rows[1 : 1 + entityread.ALSO]]
     if truncated:
         out["truncated"] = True
