@@ -101,7 +101,8 @@ def resolved(con: Connection, f: Filters) -> Filters:
         groups.append((rows[0].id,) if rows else ())
         counts.append(rows[0].mentions if rows else 0)
         # the one it means, then the others (none when it is written for one alone)
-        also.append(tuple((r.name, r.type, r.mentions) for r in rows[: 1 + ALSO][len(rows) < 2 :]))
+        several = rows[: 1 + ALSO] if len(rows) > 1 else []
+        also.append(tuple((r.name, r.type, r.mentions) for r in several))
     return replace(
         f, entity_ids=tuple(groups), entity_mentions=min(counts), entity_also=tuple(also)
     )
