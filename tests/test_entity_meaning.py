@@ -319,3 +319,62 @@ def test_a_real_daemon_pages_related_through_memoryctl_and_mcp(
 
     edges_to = anyio.run(main)  # each entity is the far end of the edge that reached it
     assert set(edges_to) == set(want)
+
+
+def test_the_web_graph_s_more_adds_the_next_page(make_app: Any, tmp_path: Path) -> None:
+    """graph.js under node (tests/webdom.js): the first page of the walk is drawn with a
+    "more" button; a click asks for the next page by its cursor and draws both; the last page
+    has no button. A name written for several entities names the others under the graph."""
+    import json
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (the page's JS)")
+    app = make_app(model=None)
+    _hub(app, 12)
+    for text in MEMORIES:
+        call(app, "add", content=text)
+    first = call(app, "related", name="Kestrel", depth=2, top=10, max_tokens=300)
+    second = call(
+        app,
+        "related",
+        name="Kestrel",
+        depth=2,
+        top=10,
+        max_tokens=100_000,
+        cursor=first["next_cursor"],
+    )
+    assert first["has_more"] and "next_cursor" not in second
+    webdom = Path(__file__).resolve().parent / "webdom.js"
+
+    def page(name: str, pages: list[Any], *clicks: str) -> dict[str, Any]:
+        answers = tmp_path / "answers.json"
+        entities = call(app, "entities", top=500)
+        answers.write_text(
+            json.dumps({"/api/entities": entities, "/api/related": {"__pages__": pages}})
+        )
+        search = f"?of=entities&name={quote(name)}&depth=2"
+        out = subprocess.run(
+            [node, str(webdom), "graph", str(answers), search, *clicks],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        shown: dict[str, Any] = json.loads(out.stdout)
+        assert shown["errors"] == [], shown["errors"]
+        return shown
+
+    n1, n2 = len(first["nodes"]), len(second["nodes"])
+    one = page("Kestrel", [first, second])
+    assert one["ids"]["graph-info"].startswith(f"{n1} nodes, ") and "graph-more" in one["ids"]
+    both = page("Kestrel", [first, second], "graph-more")
+    assert both["ids"]["graph-info"].startswith(f"{n1 + n2} nodes, ")
+    assert "graph-more" not in both["ids"]
+    asked = [u for u in both["fetched"] if u.startswith("/api/related")]
+    assert len(asked) == 2 and "max_tokens=8000" in asked[0] and "cursor" not in asked[0]
+    assert f"cursor={quote(first['next_cursor'], safe='')}" in asked[1].replace("%2F", "/")
+    jordan = page("Jordan", [call(app, "related", name="Jordan", depth=2, max_tokens=8000)])
+    assert "also written for Jordan Lee (person)" in jordan["ids"]["graph-also"]
