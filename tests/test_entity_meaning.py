@@ -378,3 +378,26 @@ def test_the_web_graph_s_more_adds_the_next_page(make_app: Any, tmp_path: Path) 
     assert f"cursor={quote(first['next_cursor'], safe='')}" in asked[1].replace("%2F", "/")
     jordan = page("Jordan", [call(app, "related", name="Jordan", depth=2, max_tokens=8000)])
     assert "also written for Jordan Lee (person)" in jordan["ids"]["graph-also"]
+
+
+def test_the_mcp_text_of_a_later_page_types_the_entities_it_adds() -> None:
+    """A later page's edge from an entity of an earlier page gave that entity the new one's
+    type ("Set up Obsidian Sync -- Obsidian (other)": Obsidian is a system)."""
+    from memoryd.agents.entitytools import fmt_related
+
+    later = {
+        "name": "Sync",
+        "depth": 2,
+        "nodes": [{"name": "Set up Obsidian Sync", "type": "other", "mentions": 9, "depth": 1}],
+        "edges": [
+            {"from": "Sync", "to": "Set up Obsidian Sync", "together": 9},
+            {"from": "Set up Obsidian Sync", "to": "Obsidian", "together": 9},
+        ],
+        "has_more": True,
+        "next_cursor": "r1.2.10.eNpjnsXEzwgAAqEAsA",
+    }
+    text = fmt_related(later)
+    assert "- Sync -- Set up Obsidian Sync (other): 9x" in text
+    assert "- Obsidian -- Set up Obsidian Sync (other): 9x" in text
+    assert "Obsidian (other)" not in text
+    assert text.startswith("Sync: more of the walk") and "cursor=r1.2.10." in text

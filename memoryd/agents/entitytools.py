@@ -91,11 +91,9 @@ def fmt_related(r: dict[str, Any]) -> str:
     types = {n["name"]: n["type"] for n in r.get("nodes") or []}
     head = "mentioned with" if "nodes" in r and r["name"] in types else "more of the walk"
     lines = [f"{r['name']}: {head} (depth {r['depth']})"]
-    lines += [
-        f"- {e['from']} -- {e['to']} ({types.get(e['to'], types.get(e['from'], '?'))}):"
-        f" {e['together']}x"
-        for e in r.get("edges") or []
-    ]
+    for e in r.get("edges") or []:  # the entity of this page on the right, with its type
+        near, far = (e["to"], e["from"]) if e["to"] not in types else (e["from"], e["to"])
+        lines.append(f"- {near} -- {far} ({types.get(far, '?')}): {e['together']}x")
     if len(lines) == 1:
         lines.append("- nothing: no section or memory mentions it with another name")
     if r.get("also"):
