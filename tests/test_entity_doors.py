@@ -248,7 +248,7 @@ def test_type_picks_among_the_entities_a_name_means(make_app: Any) -> None:
     assert call(app, "related", name="Jordan", type="place")["name"] == "Jordan"
     with pytest.raises(NotFound) as none:
         call(app, "entity", name="Jordan", type="tag")
-    assert "no tag named 'Jordan'; the name means Jordan (place)" in str(none.value)
+    assert "no tag named 'Jordan'; the name is written for Jordan (place)" in str(none.value)
     assert {s["name"] for s in none.value.data["suggestions"]} == {"Jordan", "Jordan Lee"}
     with pytest.raises(InvalidInput, match="type: expected one of person"):
         call(app, "related", name="Jordan", type="human")

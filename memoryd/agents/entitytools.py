@@ -15,7 +15,7 @@ NAME = {
     "minLength": 1,
     "description": "a name as the notes write it: 'Caroline', 'billing-svc', an alias",
 }
-# the one of this type, when the name means several (the page's "also")
+# the one of this type, when the name is written for several (the page's "also")
 PICK = {"type": "string", "enum": ["person", "system", "place", "identifier", "tag", "other"]}
 
 
@@ -116,7 +116,7 @@ ENTITY_TOOLS: list[ToolSpec] = [
         "before answering a question about one. Returns its type, the names it is written as, "
         "first and last seen, the notes (path:line) and memories that mention it most, each "
         "with its line, and who or what it is mentioned with. Fits max_tokens (default 1000). "
-        "type picks one when the name means several.",
+        "type picks one when the name is written for several.",
         _obj({"name": NAME, "max_tokens": {**INT, "minimum": 50}, "type": PICK}, ("name",)),
         run_about,
         fmt_about,

@@ -159,7 +159,7 @@ ENTITIES_CURSOR = (
 PICK = arg(
     "--type",
     metavar="TYPE",
-    help=f"the one of this type when the name means several ({', '.join(TYPES)})",
+    help=f"the one of this type when the name is written for several ({', '.join(TYPES)})",
 )
 NAME = arg("name", metavar="NAME", help="a name as written: Caroline, caroline's, an alias")
 

@@ -136,7 +136,7 @@ def _resolve(store: Store, name: str, type_: str | None = None) -> list[EntityRo
             brief = [_brief(r) for r in rows[:5]]
             names = ", ".join(f"{b['name']} ({b['type']})" for b in brief)
             raise NotFound(
-                f"no {type_} named {describe(name)}; the name means {names}",
+                f"no {type_} named {describe(name)}; the name is written for {names}",
                 data={"suggestions": brief},
             )
         return picked + [r for r in rows if r.type != type_]
