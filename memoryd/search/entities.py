@@ -418,7 +418,8 @@ def related(
     after = pagecursor.read_related_cursor(cursor)
     if after is not None and after[:3] != (root.id, depth, top):
         raise InvalidInput(
-            "cursor: from another walk (pass it back with the same name, depth and top)"
+            "cursor: from another walk (pass it back with the same name, depth and top; from"
+            " another store, start again without it)"
         )
     given = after[3] if after is not None else frozenset()
 
