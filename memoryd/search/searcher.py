@@ -197,12 +197,8 @@ class Searcher(Pools):
             ]
         if req.max_tokens is not None:
             result.update(lifecycle.budgeted(result["hits"], req.max_tokens))
-        groups = req.filters.entity_ids
-        if groups and not all(groups):  # say why nothing can match, as `entity NAME` would
-            result["unknown_entities"] = [
-                n for n, ids in zip(req.filters.entities, groups, strict=True) if not ids
-            ]
-        result.update(entityread.also_answer(req.filters))  # other entities a name is for
+        # why nothing can match, as `entity NAME` would; the other entities a name is for
+        result.update(entityread.filter_answer(req.filters))
         pending = self._pending_vectors(req)
         if req.mode == "vector" and query_vec is not None and not result["hits"]:
             mine = self.registered is not None and self.registered() is not None

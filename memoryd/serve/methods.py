@@ -43,7 +43,7 @@ from memoryd.serve.registry import (  # noqa: F401  (METHODS, Method, lookup: se
     param_int,
     param_namespace,
 )
-from memoryd.store.entityread import also_answer, resolved
+from memoryd.store.entityread import filter_answer, resolved
 from memoryd.store.entries import Filters
 
 FILTER_PARAMS = frozenset(
@@ -208,13 +208,7 @@ def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
         filters, limit=limit, offset=offset, cursor=params.get("cursor")
     )
     out: dict[str, Any] = {"items": items, "total": total, "next_cursor": following}
-    unknown = [
-        n for n, ids in zip(filters.entities, filters.entity_ids or (), strict=False) if not ids
-    ]
-    if unknown:  # why nothing can match, as search says it
-        out["unknown_entities"] = unknown
-    out.update(also_answer(filters))  # the other entities a name is written for
-    return out
+    return out | filter_answer(filters)  # unknown names, the others a name is for: as search
 
 
 @method(

@@ -108,18 +108,21 @@ def resolved(con: Connection, f: Filters) -> Filters:
     )
 
 
-def also_answer(f: Filters) -> dict[str, Any]:
-    """A resolved filter's part of a search's or list's answer, for the names written for more
-    than one entity: `means` {name: the one it means} and `also` {name: the others} (name,
-    type, mentions), as the entity page names them. Pure."""
+def filter_answer(f: Filters) -> dict[str, Any]:
+    """A resolved filter's part of a search's or list's answer (one wording on both):
+    `unknown_entities`, the names no entity has (nothing can match), and for the names written
+    for more than one entity `means` {name: the one it means} and `also` {name: the others}
+    (name, type, mentions), as the entity page names them. Pure."""
+    out: dict[str, Any] = {}
+    unknown = [n for n, ids in zip(f.entities, f.entity_ids or (), strict=False) if not ids]
+    if unknown:
+        out["unknown_entities"] = unknown
     rows = [(n, r) for n, r in zip(f.entities, f.entity_also, strict=False) if r]
-    if not rows:
-        return {}
-    brief = [[{"name": n, "type": t, "mentions": c} for n, t, c in r] for _, r in rows]
-    return {
-        "means": {name: b[0] for (name, _), b in zip(rows, brief, strict=True)},
-        "also": {name: b[1:] for (name, _), b in zip(rows, brief, strict=True)},
-    }
+    if rows:
+        brief = [[{"name": n, "type": t, "mentions": c} for n, t, c in r] for _, r in rows]
+        out["means"] = {name: b[0] for (name, _), b in zip(rows, brief, strict=True)}
+        out["also"] = {name: b[1:] for (name, _), b in zip(rows, brief, strict=True)}
+    return out
 
 
 def _by_key(con: Connection, key: str) -> list[EntityRow]:
