@@ -1518,6 +1518,37 @@ def test_the_fast_parser_agrees_with_argparse(argv: list[str]) -> None:
     assert vars(fast) == {**slow, "command": cmd.name}
 
 
+def _repeated_options() -> list[list[str]]:
+    """A command line per option that may be repeated (action "append"), given twice."""
+    from memoryd.ctl.fastparse import _specs
+    from memoryd.ctl.table import BY_NAME
+
+    out = []
+    for cmd in dict.fromkeys(BY_NAME.values()):
+        positionals, options, _ = _specs(cmd)
+        if cmd.actions:
+            continue
+        fill = [("7" if kw.get("type") is int else "x") for _, kw in positionals]
+        fill = [w for w, (_, kw) in zip(fill, positionals, strict=True) if kw.get("nargs") != "?"]
+        for flag, (_, kw) in options.items():
+            if kw.get("action") == "append" and flag.startswith("--"):
+                out.append([cmd.name, *fill, flag, "Jordan", flag, "Raj Patel"])
+    return out
+
+
+@pytest.mark.parametrize("argv", _repeated_options(), ids=lambda v: " ".join(v)[:40])
+def test_a_repeated_option_keeps_every_value_on_the_fast_path(argv: list[str]) -> None:
+    """`search x --entity A --entity B` sent only B from the fast parser (argparse: both), so a
+    filter meant for two names found what the last one alone mentions (stop 42, ent18)."""
+    from memoryd.ctl.fastparse import fast_parse
+    from memoryd.ctl.table import BY_NAME
+
+    slow = vars(ctl.build_parser(ctl.command_name(argv)).parse_args(argv))
+    fast = fast_parse(argv, BY_NAME[argv[0]])
+    assert fast is not None and vars(fast) == {**slow, "command": argv[0]}
+    assert ["Jordan", "Raj Patel"] in slow.values()
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -248,7 +248,7 @@ def test_type_picks_among_the_entities_a_name_means(make_app: Any) -> None:
     assert call(app, "related", name="Jordan", type="place")["name"] == "Jordan"
     with pytest.raises(NotFound) as none:
         call(app, "entity", name="Jordan", type="tag")
-    assert "no tag named 'Jordan'; the name means Jordan (place)" in str(none.value)
+    assert "no tag named 'Jordan'; the name is written for Jordan (place)" in str(none.value)
     assert {s["name"] for s in none.value.data["suggestions"]} == {"Jordan", "Jordan Lee"}
     with pytest.raises(InvalidInput, match="type: expected one of person"):
         call(app, "related", name="Jordan", type="human")
@@ -269,7 +269,8 @@ def test_related_fits_max_tokens_and_so_does_the_mcp_text(make_app: Any) -> None
     assert "truncated" not in whole and len(whole["nodes"]) > 40
     for budget in (50, 200, 800):
         part = call(app, "related", name="Kestrel", depth=2, top=100, max_tokens=budget)
-        assert part["truncated"] and part["nodes"][0]["name"] == "Kestrel"
+        assert part["has_more"] and part["nodes"][0]["name"] == "Kestrel"
+        assert "truncated" not in part  # the walk is whole: its next page is a cursor away
         assert part["tokens_used"] <= budget or len(part["nodes"]) == 1, part["tokens_used"]
         assert part["nodes"] == whole["nodes"][: len(part["nodes"])]  # the nearest first
         kept = {n["name"] for n in part["nodes"]}

@@ -15,7 +15,7 @@ from memoryd.search import vecindex
 from memoryd.search.hashrows import HashRows, keys_of
 from memoryd.search.request import vector_mask, wide_first
 from memoryd.search.vecindex import VectorCache, nearest_entries
-from memoryd.store import entityfilter, vectors
+from memoryd.store import entityfilter, entityread, vectors
 from memoryd.store.entries import Filters, filter_sql
 
 DIM = 32
@@ -48,7 +48,7 @@ def _both(
         return real_knn(*args)
 
     def run(con: Any) -> int:
-        groups, n = entityfilter.resolve_filter(con, (name,))
+        groups, n = entityread.resolve_filter(con, (name,))
         f = Filters(entities=(name,), entity_ids=groups, entity_mentions=n)
         flt = filter_sql(f, 0.0, wide=True)
         allowed = set(entityfilter.entries_of(con, groups).tolist())

@@ -149,12 +149,12 @@ def test_a_wide_entity_filter_passes_the_same_entries(
 ) -> None:
     """A name mentioned more than NARROW_MENTIONS times is checked entry by entry (the vector
     pool's nearest texts) instead of as a set: the same entries pass, the same hits come."""
-    from memoryd.store import entityfilter
+    from memoryd.store import entityfilter, entityread
     from memoryd.store.entries import Filters, filter_sql
 
     def passing(names: tuple[str, ...], wide: bool) -> list[int]:
         def read(con: Any) -> list[int]:
-            groups, n = entityfilter.resolve_filter(con, names)
+            groups, n = entityread.resolve_filter(con, names)
             f = Filters(entities=names, entity_ids=groups, entity_mentions=n)
             where, params = filter_sql(f, 0.0, wide=wide)
             return sorted(
@@ -264,11 +264,11 @@ def test_a_wide_filter_checked_by_its_set_in_memory_passes_what_the_sql_set_does
     connection) passes the FTS5 rows the SQL set does, for one name, two, another name on the
     same connection, after a write, and while a statement of the connection runs (the SQL
     then)."""
-    from memoryd.store import entityfilter
+    from memoryd.store import entityfilter, entityread
     from memoryd.store.entityrowids import rowid_check
 
     def rows(con: Any, names: tuple[str, ...], check: bool) -> list[int]:
-        groups, _ = entityfilter.resolve_filter(con, names)
+        groups, _ = entityread.resolve_filter(con, names)
         cond, params = rowid_check(groups, con) if check else entityfilter.rowid_sql(groups)
         return [
             int(r[0])
@@ -287,7 +287,7 @@ def test_a_wide_filter_checked_by_its_set_in_memory_passes_what_the_sql_set_does
         assert len(rows(con, sets[0], True)) >= 31
         running = con.execute("SELECT id FROM entries")  # a statement left running
         running.fetchone()
-        groups, _ = entityfilter.resolve_filter(con, sets[1])
+        groups, _ = entityread.resolve_filter(con, sets[1])
         assert rowid_check(groups, con) == entityfilter.rowid_sql(groups)  # SQLite: BUSY
         assert rows(con, sets[1], True) == rows(con, sets[1], False)
         running.close()

@@ -12,7 +12,7 @@ from conftest import migrations_before, write_synced
 
 from memoryd.search import entities as entity_search
 from memoryd.store import entities as store_entities
-from memoryd.store import entityfilter, entitypairs
+from memoryd.store import entitypairs, entityread
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
@@ -91,10 +91,9 @@ def test_wikilink_alias_and_possessive_are_one_entity(app: Any) -> None:
     e = entity(app, "caroline baker")
     assert e is not None and e[1] == "Caroline Baker"
     assert entity(app, "caro") is None  # the alias is a surface form, not an entity
-    assert entityfilter.resolve is not None
-    ids = app.store.read(lambda con: entityfilter.resolve(con, "Caro"))
-    assert ids == app.store.read(lambda con: entityfilter.resolve(con, "caroline baker's"))
-    assert len(ids) == 1
+    ids = app.store.read(lambda con: entityread.resolve_filter(con, ["Caro"]))
+    assert ids == app.store.read(lambda con: entityread.resolve_filter(con, ["caroline baker's"]))
+    assert len(ids[0]) == 1 and len(ids[0][0]) == 1
     consistent(app)
 
 

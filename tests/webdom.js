@@ -1,14 +1,17 @@
 // Runs a page of the web UI (memoryd/web/static/*.js) under node with a minimal DOM, no
-// browser: `node tests/webdom.js PAGE ANSWERS.json`. ANSWERS maps an API path to its JSON
-// answer; each `get` of the page is answered from it. Prints one JSON object: the page's text
-// by element id ({"attention": "...", ...}), the whole text, every <dt> (a key shown) and the
-// ids of the elements hidden.
+// browser: `node tests/webdom.js PAGE ANSWERS.json [SEARCH] [CLICK...]`. ANSWERS maps an API
+// path to its JSON answer, or to {"__pages__": [...]} for one answer per request in turn; each
+// `get` of the page is answered from it. SEARCH is the page's `location.search`; each CLICK, an
+// element id, is clicked once the page settled (the graph's "more"). Cytoscape is a stub that
+// keeps the elements it was given. Prints one JSON object: the page's text by element id
+// ({"attention": "...", ...}), the whole text, every <dt> (a key shown), the ids of the elements
+// hidden and the URLs fetched.
 "use strict";
 const fs = require("fs");
 const path = require("path");
 const vm = require("vm");
 
-const [page, answersFile] = process.argv.slice(2);
+const [page, answersFile, search = "", ...clicks] = process.argv.slice(2);
 const answers = JSON.parse(fs.readFileSync(answersFile, "utf8"));
 const STATIC = path.join(__dirname, "..", "memoryd", "web", "static");
 
@@ -37,7 +40,7 @@ class Element extends Node {
   set hidden(v) { if (v) this.attributes.hidden = ""; else delete this.attributes.hidden; }
   getAttribute(k) { return this.attributes[k]; }
   get id() { return this.attributes.id; }
-  addEventListener() {}
+  addEventListener(kind, fn) { if (kind === "click") this.onclickFn = fn; }
   append(...nodes) {
     for (const n of nodes) this.children.push(n instanceof Node ? n : new Text(n));
   }
@@ -59,6 +62,7 @@ const byId = (id) => { let found = null; body.walk((e) => { if (!found && e.id =
 
 const document = {
   body,
+  head: new Element("head"),
   hidden: true, // one poll, no timer
   createElement: (tag) => new Element(tag),
   createTextNode: (text) => new Text(text),
@@ -69,23 +73,44 @@ const document = {
   addEventListener() {},
 };
 let pending = 0;
+const fetched = [];
+const served = {};
 const fetch = async (url) => {
   pending += 1;
+  fetched.push(url);
   const key = url.split("?")[0];
-  const data = answers[key];
+  let data = answers[key];
+  if (data && data.__pages__) data = data.__pages__[(served[key] = (served[key] || 0) + 1) - 1];
   pending -= 1;
   return { ok: data !== undefined, status: data === undefined ? 404 : 200, statusText: "", json: async () => data };
 };
 const context = vm.createContext({
   document, fetch, Node, console, URLSearchParams, Date, Math, JSON, Object, Array, Number, String,
   Promise, Proxy, setTimeout: () => 0, clearTimeout: () => {}, matchMedia: () => ({ matches: false }),
-  location: { search: "", pathname: `/${page}` }, history: { replaceState() {} },
+  location: { search, pathname: `/${page}` }, history: { replaceState() {} },
+  performance: { now: () => 0 }, window: {}, cytoscape: (opts) => {
+    const graph = { opts, on() {}, destroy() {} };
+    context.drawn = opts.elements.length;
+    return graph;
+  },
 });
 for (const name of ["common.js", `${page}.js`]) {
   vm.runInContext(fs.readFileSync(path.join(STATIC, name), "utf8"), context, { filename: name });
 }
 setTimeout(() => {}, 0);
-setImmediate(function done(n = 0) {
+const settle = (then, n = 0) => setImmediate(() => (n < 20 ? settle(then, n + 1) : then()));
+settle(function click() {
+  const id = clicks.shift();
+  if (id === undefined) return done();
+  const target = byId(id);
+  if (!target || !target.onclickFn) {
+    process.stderr.write(`webdom: no element #${id} to click\n`);
+    process.exit(3);
+  }
+  target.onclickFn();
+  settle(click);
+});
+function done(n = 0) {
   if (pending && n < 100) return setImmediate(() => done(n + 1));
   const ids = {};
   const dts = [];
@@ -97,5 +122,5 @@ setImmediate(function done(n = 0) {
   });
   const errors = [];
   main.walk((e) => { if (e.className === "error") errors.push(e.textContent); });
-  process.stdout.write(JSON.stringify({ ids, text: main.textContent, dts, errors, hidden }));
-});
+  process.stdout.write(JSON.stringify({ ids, text: main.textContent, dts, errors, hidden, fetched }));
+}

@@ -15,7 +15,7 @@ NAME = {
     "minLength": 1,
     "description": "a name as the notes write it: 'Caroline', 'billing-svc', an alias",
 }
-# the one of this type, when the name means several (the page's "also")
+# the one of this type, when the name is written for several (the page's "also")
 PICK = {"type": "string", "enum": ["person", "system", "place", "identifier", "tag", "other"]}
 
 
@@ -56,7 +56,7 @@ def fmt_about(r: dict[str, Any]) -> str:
         lines.append(f"Also written: {', '.join(r['aliases'])}")
     if r.get("also"):
         others = ", ".join(f"{a['name']} ({a['type']})" for a in r["also"])
-        lines.append(f"The name also means: {others} (type picks one)")
+        lines.append(f"The name is also written for: {others} (a full name or type asks for one)")
     if r.get("sources"):
         lines += ["", "Mentioned in (most first, then newest):"]
     for s in r.get("sources") or []:
@@ -89,17 +89,23 @@ def run_related(b: Bridge, args: dict[str, Any]) -> Any:
 
 def fmt_related(r: dict[str, Any]) -> str:
     types = {n["name"]: n["type"] for n in r.get("nodes") or []}
-    lines = [f"{r['name']}: mentioned with (depth {r['depth']})"]
-    lines += [
-        f"- {e['from']} -- {e['to']} ({types.get(e['to'], '?')}): {e['together']}x"
-        for e in r.get("edges") or []
-    ]
+    head = "mentioned with" if "nodes" in r and r["name"] in types else "more of the walk"
+    lines = [f"{r['name']}: {head} (depth {r['depth']})"]
+    for e in r.get("edges") or []:  # the entity of this page on the right, with its type
+        near, far = (e["to"], e["from"]) if e["to"] not in types else (e["from"], e["to"])
+        lines.append(f"- {near} -- {far} ({types.get(far, '?')}): {e['together']}x")
     if len(lines) == 1:
         lines.append("- nothing: no section or memory mentions it with another name")
-    if r.get("truncated"):
+    if r.get("also"):
+        others = ", ".join(f"{a['name']} ({a['type']})" for a in r["also"])
+        lines.append(f"The name is also written for: {others} (a full name or type asks for one)")
+    if r.get("next_cursor"):
         lines.append(
-            f"- ... stopped at {len(types)} entities (raise max_tokens, or a smaller top or depth)"
+            f"- ... {len(types)} entities on this page; the next: the same call with"
+            f" cursor={r['next_cursor']}"
         )
+    if r.get("truncated"):
+        lines.append("- the walk stopped at 500 entities (a smaller top or depth reaches the rest)")
     return "\n".join(lines)
 
 
@@ -110,7 +116,7 @@ ENTITY_TOOLS: list[ToolSpec] = [
         "before answering a question about one. Returns its type, the names it is written as, "
         "first and last seen, the notes (path:line) and memories that mention it most, each "
         "with its line, and who or what it is mentioned with. Fits max_tokens (default 1000). "
-        "type picks one when the name means several.",
+        "type picks one when the name is written for several.",
         _obj({"name": NAME, "max_tokens": {**INT, "minimum": 50}, "type": PICK}, ("name",)),
         run_about,
         fmt_about,
@@ -119,7 +125,7 @@ ENTITY_TOOLS: list[ToolSpec] = [
         "related",
         "Who and what an entity is mentioned with, with counts; depth 2 or 3 walks further out "
         "(their relations in turn). For the graph around a person, project or system. Fits "
-        "max_tokens (default 2000).",
+        "max_tokens (default 2000); a longer walk comes in pages (cursor).",
         _obj(
             {
                 "name": NAME,
@@ -127,6 +133,7 @@ ENTITY_TOOLS: list[ToolSpec] = [
                 "top": {**INT, "minimum": 1, "maximum": 100, "description": "per entity (10)"},
                 "max_tokens": {**INT, "minimum": 50},
                 "type": PICK,
+                "cursor": {**STR, "description": "the next page: the last answer's cursor"},
             },
             ("name",),
         ),

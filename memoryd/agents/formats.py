@@ -84,6 +84,14 @@ def fmt_hits(res: dict[str, Any]) -> str:
     if res.get("unknown_entities"):  # why a filter matched nothing: the agent can ask `entities`
         names = ", ".join(repr(n) for n in res["unknown_entities"])
         lines.append(f"(no entity named {names}: the entities filter matches nothing)")
+    means = res.get("means") or {}
+    for name, others in (res.get("also") or {}).items():  # a name written for several
+        m = means.get(name) or {}
+        alt = ", ".join(f"{o['name']} ({o['type']})" for o in others)
+        lines.append(
+            f"(the entities filter took {name!r} for {m.get('name')} ({m.get('type')});"
+            f" it is also written for {alt}: filter by that full name for one of them)"
+        )
     if res.get("terms_ignored"):
         lines.append(
             f"(keywords matched the query's first 64 words and phrases; "

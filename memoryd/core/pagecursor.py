@@ -5,13 +5,17 @@ pages neither repeat an entry nor skip one (an offset counts rows, which a write
 A `list` cursor is the last memory's creation time and id, `1795765762.9921:12` (the order
 is newest first, ties by id); a `note.list` cursor is the last note's path (the order is by
 path). An `entities` cursor is the last entity's mention count and key, `42:caroline baker`
-(the order is most mentioned first, ties by key). Each is text a client passes back as it got
-it, on any door."""
+(the order is most mentioned first, ties by key). A `related` cursor names the walk and the
+entities its pages gave (related_cursor). Each is text a client passes back as it got it, on
+any door."""
 
 from __future__ import annotations
 
+import base64
 import math
 import re
+import zlib
+from collections.abc import Iterable
 
 from memoryd.core.errors import InvalidInput, describe
 
@@ -67,3 +71,58 @@ def read_entity_cursor(value: object) -> tuple[int, str] | None:
             f"cursor: expected the next_cursor of an earlier entities answer, got {describe(value)}"
         )
     return int(found.group(1)), found.group(2)
+
+
+# A `related` cursor: the walk's root, depth and top, and the ids of the entities its pages
+# gave so far (sorted, as deltas in varints, deflated, base64url). The walk is redone for each
+# page (the graph may have changed since the last): the next page holds the entities it
+# reaches that no page gave, so none repeats and none still reached is skipped.
+_RELATED = re.compile(r"r(\d{1,19})\.([1-9])\.(\d{1,3})\.([A-Za-z0-9_-]*)")
+MAX_RELATED_IDS = 100_000  # bytes a cursor's ids may inflate to (500 ids take under 3,000)
+
+
+def related_cursor(root: int, depth: int, top: int, given: Iterable[int]) -> str:
+    out = bytearray()
+    prev = 0
+    for i in sorted(set(given)):
+        d, prev = i - prev, i
+        while d >= 0x80:
+            out.append((d & 0x7F) | 0x80)
+            d >>= 7
+        out.append(d)
+    body = base64.urlsafe_b64encode(zlib.compress(bytes(out), 9)).decode().rstrip("=")
+    return f"r{int(root)}.{int(depth)}.{int(top)}.{body}"
+
+
+def read_related_cursor(value: object) -> tuple[int, int, int, frozenset[int]] | None:
+    """(root id, depth, top, the ids given so far) from a `related` cursor; None when none."""
+    if value is None:
+        return None
+    found = _RELATED.fullmatch(value) if isinstance(value, str) else None
+    ids: list[int] = []
+    try:
+        if found is None:
+            raise ValueError
+        body = found.group(4)
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        inflate = zlib.decompressobj()
+        data = inflate.decompress(raw, MAX_RELATED_IDS)
+        if inflate.unconsumed_tail or not inflate.eof:
+            raise ValueError
+        prev = shift = acc = 0
+        for byte in data:
+            acc |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                prev += acc
+                ids.append(prev)
+                acc = shift = 0
+        if shift:
+            raise ValueError
+    except (ValueError, zlib.error):
+        raise InvalidInput(
+            f"cursor: expected the next_cursor of an earlier related answer, got "
+            f"{describe(value if not isinstance(value, str) else value[:60])}"
+        ) from None
+    assert found is not None
+    return int(found.group(1)), int(found.group(2)), int(found.group(3)), frozenset(ids)

@@ -43,7 +43,7 @@ def s_entity(res: dict[str, Any], a: Namespace) -> int:
         print(f"also written: {', '.join(res['aliases'])}")
     if res.get("also"):  # on the page, not on stderr: a script or an agent reads stdout
         also = ", ".join(_brief(o) for o in res["also"])
-        print(f"the name also means: {also} (--type picks one)")
+        print(f"the name is also written for: {also} (a full name or --type asks for one)")
     sources = res.get("sources") or []
     if sources:
         print("\nmentioned in:")
@@ -94,19 +94,32 @@ def s_entities(res: dict[str, Any], a: Namespace) -> int:
 def p_related(a: Namespace) -> dict[str, Any]:
     return {
         "name": a.name,
-        **given({"depth": a.depth, "top": a.top, "type": a.type, "max_tokens": a.max_tokens}),
+        **given(
+            {
+                "depth": a.depth,
+                "top": a.top,
+                "type": a.type,
+                "max_tokens": a.max_tokens,
+                "cursor": a.cursor,
+            }
+        ),
     }
 
 
 def s_related(res: dict[str, Any], a: Namespace) -> int:
-    """The walk as a tree: each entity under the one it was reached from, with the count."""
+    """The walk as a tree: each entity under the one it was reached from, with the count. A
+    page after the first (--cursor) starts under the entities of earlier pages it continues
+    from, each marked "(above)"."""
     nodes = {n.get("name"): n for n in res.get("nodes") or []}
     children: dict[Any, list[tuple[Any, Any]]] = {}
     placed = {res.get("name")}
     for e in res.get("edges") or []:
         src, dst = e.get("from"), e.get("to")
-        if dst in placed:
-            continue
+        if dst in placed or dst not in nodes:
+            if src in nodes and src not in placed:  # reached from an earlier page's entity
+                dst, src = src, dst
+            else:
+                continue
         placed.add(dst)
         children.setdefault(src, []).append((dst, e.get("together")))
 
@@ -117,12 +130,24 @@ def s_related(res: dict[str, Any], a: Namespace) -> int:
             show(child, depth + 1)
 
     root = nodes.get(res.get("name"), {})
-    print(_brief(root) if root else str(res.get("name")))
+    print(_brief(root) if root else f"{res.get('name')} (above)")
     show(res.get("name"), 1)
+    for earlier in [p for p in children if p not in nodes and p != res.get("name")]:
+        print(f"  {earlier} (above)")
+        show(earlier, 2)
+    if res.get("also"):
+        also = ", ".join(_brief(o) for o in res["also"])
+        print(f"the name is also written for: {also} (a full name or --type asks for one)")
+    if res.get("next_cursor"):  # the same name, --depth and --top, and this cursor
+        print(
+            f"({len(nodes)} shown; next page: {cursor_option(res['next_cursor'])})",
+            file=sys.stderr,
+        )
     if res.get("truncated"):
         print(
-            f"(stopped at {len(nodes)} entities: a smaller --top or --depth, or a larger"
-            " --max-tokens, shows the rest)"
+            "(the walk stopped at its bound, 500 entities: a smaller --top or --depth"
+            " reaches the rest)",
+            file=sys.stderr,
         )
     return EXIT_OK
 
@@ -134,7 +159,7 @@ ENTITIES_CURSOR = (
 PICK = arg(
     "--type",
     metavar="TYPE",
-    help=f"the one of this type when the name means several ({', '.join(TYPES)})",
+    help=f"the one of this type when the name is written for several ({', '.join(TYPES)})",
 )
 NAME = arg("name", metavar="NAME", help="a name as written: Caroline, caroline's, an alias")
 
@@ -186,9 +211,23 @@ COMMANDS: tuple[Command, ...] = (
             NAME,
             arg("--depth", type=int, metavar="N", help="steps out, 1 to 3 (default 1)"),
             arg("--top", type=int, metavar="N", help="relations per entity (default 10)"),
-            arg("--max-tokens", type=int, metavar="N", help="answer budget (default: none)"),
+            arg(
+                "--max-tokens",
+                type=int,
+                metavar="N",
+                help="a page's budget (default: none, the whole walk)",
+            ),
             PICK,
+            arg(
+                "--cursor",
+                metavar="C",
+                help="the next page of the walk (the cursor the last page printed), with the"
+                " same NAME, --depth and --top",
+            ),
         ),
-        examples=("memoryctl related Caroline --depth 2",),
+        examples=(
+            "memoryctl related Caroline --depth 2",
+            "memoryctl related Caroline --depth 2 --top 50 --max-tokens 2000",
+        ),
     ),
 )

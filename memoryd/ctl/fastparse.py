@@ -114,7 +114,11 @@ def fast_parse(argv: list[str], cmd: Command) -> Namespace | None:
                     continue
                 if i >= len(argv) or (argv[i].startswith("-") and argv[i] != "-"):
                     return None
-                values[dest] = _convert(kw, argv[i])
+                value = _convert(kw, argv[i])
+                # a repeated option (--entity A --entity B) keeps every value, as argparse does
+                values[dest] = (
+                    [*(values[dest] or ()), value] if kw.get("action") == "append" else value
+                )
                 i += 1
             elif not seen_command:
                 seen_command = True  # the command's own name (or alias)

@@ -283,7 +283,7 @@ def search_paths(res: Any) -> list[str]:
     hits = (res.get("hits") or []) if isinstance(res, dict) else []
     if isinstance(res, dict) and res.get("corrected_query"):
         print(f"searched for: {res['corrected_query']}", file=sys.stderr)
-    for note in search_notes(res) if isinstance(res, dict) else []:
+    for note in search_notes(res) + also_notes(res) if isinstance(res, dict) else []:
         print(note, file=sys.stderr)
     return list(dict.fromkeys(h["path"] for h in hits if isinstance(h, dict) and h.get("path")))
 
@@ -293,7 +293,7 @@ def s_search(res: dict[str, Any], a: Namespace) -> int:
         print_entity_hits(res)
         return EXIT_OK
     print_search(res)
-    for note in search_notes(res):
+    for note in search_notes(res) + also_notes(res):
         print(note, file=sys.stderr)
     return EXIT_OK
 
@@ -339,6 +339,19 @@ def shell_word(text: str) -> str:
     return text if safe else "'" + text.replace("'", "'\"'\"'") + "'"
 
 
+def also_notes(res: dict[str, Any]) -> list[str]:
+    """A search's or list's `means` / `also`: a filter's name written for several entities."""
+    out = []
+    for name, others in (res.get("also") or {}).items():
+        m = (res.get("means") or {}).get(name) or {}
+        alt = ", ".join(f"{o.get('name')} ({o.get('type')})" for o in others)
+        out.append(
+            f"{name!r} means {m.get('name')} ({m.get('type')}); it is also written for {alt}"
+            " (a full name asks for one of those)"
+        )
+    return out
+
+
 def s_list(res: dict[str, Any], a: Namespace) -> int:
     """One memory (or chunk) a line, columns separated by tabs: id, created, where, text."""
     items = res.get("items") or []
@@ -351,6 +364,8 @@ def s_list(res: dict[str, Any], a: Namespace) -> int:
         print("nothing found", file=sys.stderr)
     for name in res.get("unknown_entities") or []:  # as search says it
         print(f"no entity named {name!r} (memoryctl entities lists them)", file=sys.stderr)
+    for note in also_notes(res):  # a name written for several entities: the one it meant
+        print(note, file=sys.stderr)
     page_footer(res, a.offset or 0)
     return EXIT_OK
 

@@ -2,9 +2,10 @@
 (`entities`) and the graph walk (`related NAME --depth N`). The SQL is store/entityread.py; this
 module shapes it: budgets, the mentioning lines, dates in ISO 8601.
 
-A name means the entities whose canonical key it is or whose surface form it is ("Caro" for
-[[Caroline Baker|Caro]], "Melanie's" for Melanie): the page of the one whose key it is (else the
-most mentioned), with the others named under `also`.
+A name means one entity on every door (store/entityread.by_name): the one whose canonical key
+it is, else the most mentioned one it is a surface form of ("Caro" for [[Caroline Baker|Caro]],
+"Melanie's" for Melanie); the others it is written for are named under `also` (the page,
+`related`, and search's and list's answers when their `entities` filter used the name).
 """
 
 from __future__ import annotations
@@ -66,8 +67,7 @@ def check_types(types: Any) -> tuple[str, ...]:
     return out
 
 
-def _brief(row: EntityRow) -> dict[str, Any]:
-    return {"name": row.name, "type": row.type, "mentions": row.mentions}
+_brief = entityread.brief
 
 
 def _date(ts: Any) -> str | None:
@@ -136,7 +136,7 @@ def _resolve(store: Store, name: str, type_: str | None = None) -> list[EntityRo
             brief = [_brief(r) for r in rows[:5]]
             names = ", ".join(f"{b['name']} ({b['type']})" for b in brief)
             raise NotFound(
-                f"no {type_} named {describe(name)}; the name means {names}",
+                f"no {type_} named {describe(name)}; the name is written for {names}",
                 data={"suggestions": brief},
             )
         return picked + [r for r in rows if r.type != type_]
@@ -323,7 +323,7 @@ def page(
         ],
     }
     if len(rows) > 1:
-        out["also"] = [_brief(r) for r in rows[1:6]]
+        out["also"] = [_brief(r) for r in rows[1 : 1 + entityread.ALSO]]
 
     # texts are read a page at a time, only for the sources that can still fit; the first
     # source always comes, so the relations make room for it
@@ -397,24 +397,37 @@ def related(
     top: int = 10,
     type_: str | None = None,
     max_tokens: int | None = None,
+    cursor: object = None,
 ) -> dict[str, Any]:
     """The graph around `name`, breadth first: its `top` strongest relations, theirs at depth 2,
     and so on; each entity once, at its first depth, at most RELATED_MAX_NODES of them
     (`truncated` when more were reached: the edges to those are left out, and the walk stops
-    there). Edges carry the co-mention counts. `max_tokens`: the answer is cut to fit
-    (_fit)."""
+    there). Edges carry the co-mention counts. `max_tokens`: a page of the walk that fits
+    (_fit), the nearest and strongest first; `has_more` and `next_cursor` when more remain:
+    passed back as `cursor` (with the same name, depth and top), the walk is done again and the
+    next page holds the entities it reaches that no earlier page gave (none repeats, none still
+    reached is skipped, though notes change between pages), with the edges from them to the
+    entities given so far."""
     name = check_name(name)
     check_int(depth, "depth", 1, MAX_DEPTH)
     check_int(top, "top", 1, 100)
     if max_tokens is not None:
         check_int(max_tokens, "max_tokens", 50)
-    root = _resolve(store, name, check_type(type_))[0]
+    rows = _resolve(store, name, check_type(type_))
+    root = rows[0]
+    after = pagecursor.read_related_cursor(cursor)
+    if after is not None and after[:3] != (root.id, depth, top):
+        raise InvalidInput(
+            "cursor: from another walk (pass it back with the same name, depth and top; from"
+            " another store, start again without it)"
+        )
+    given = after[3] if after is not None else frozenset()
 
     truncated = False
 
-    def walk(con: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def walk(con: Any) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
         nonlocal truncated
-        nodes = [{**_brief(root), "depth": 0}]
+        nodes = [(root.id, {**_brief(root), "depth": 0})]
         edges: list[dict[str, Any]] = []
         seen = {root.id: root}
         frontier = [root]
@@ -430,46 +443,60 @@ def related(
                             continue
                         seen[other.id] = other
                         nxt.append(other)
-                        nodes.append({**_brief(other), "depth": level})
-                    edges.append({"from": node.name, "to": other.name, "together": n})
+                        nodes.append((other.id, {**_brief(other), "depth": level}))
+                    edges.append({"from": node.id, "to": other.id, "together": n})
             frontier = nxt
         return nodes, edges
 
     nodes, edges = store.read(walk)
+    names = {i: n["name"] for i, n in nodes}
     # an edge between two entities found from both ends is listed once
-    unique: dict[frozenset[str], dict[str, Any]] = {}
+    unique: dict[frozenset[int], dict[str, Any]] = {}
     for e in edges:
         unique.setdefault(frozenset((e["from"], e["to"])), e)
-    out = {"name": root.name, "depth": depth, "nodes": nodes, "edges": list(unique.values())}
+    fresh = [(i, n) for i, n in nodes if i not in given]
+    out: dict[str, Any] = {"name": root.name, "depth": depth}
+    if len(rows) > 1 and not given:  # on the first page (the others' budget is the walk's)
+        out["also"] = [_brief(r) for r in rows[1 : 1 + entityread.ALSO]]
     if truncated:
         out["truncated"] = True
-    return out if max_tokens is None else _fit(out, max_tokens)
-
-
-def _fit(out: dict[str, Any], max_tokens: int) -> dict[str, Any]:
-    """The walk within `max_tokens`: the first entities in the order they were reached (the
-    nearest and strongest first; the root always) and the edges between those, as many as fit;
-    `truncated` when any was cut, and `tokens_used`."""
-    nodes, edges = out["nodes"], out["edges"]
 
     def cut(k: int) -> dict[str, Any]:
-        kept = {n["name"] for n in nodes[:k]}
-        inside = [e for e in edges if e["from"] in kept and e["to"] in kept]
-        part = {**out, "nodes": nodes[:k], "edges": inside}
-        if k < len(nodes):
-            part["truncated"] = True
+        kept = {i for i, _ in fresh[:k]}
+        known = kept | given
+        inside = [
+            {"from": names[a], "to": names[b], "together": e["together"]}
+            for e in unique.values()
+            for a, b in [(e["from"], e["to"])]
+            if (a in kept or b in kept) and a in known and b in known
+        ]
+        part = {**out, "nodes": [n for _, n in fresh[:k]], "edges": inside}
+        if k < len(fresh):  # counted in the budget: 500 ids take ~700 characters
+            part["has_more"] = True
+            part["next_cursor"] = pagecursor.related_cursor(root.id, depth, top, known)
         return part
 
-    def cost(part: dict[str, Any]) -> int:
-        return estimate_tokens(json.dumps(part, ensure_ascii=False))
+    k = len(fresh) if max_tokens is None else _fit(cut, len(fresh), max_tokens)
+    page_ = cut(k)
+    if max_tokens is not None:
+        page_["tokens_used"] = _cost(page_)
+    return page_
 
-    lo, hi = 1, len(nodes)  # the largest k that fits, the root's own always
-    if cost(cut(hi)) > max_tokens:
+
+def _cost(part: dict[str, Any]) -> int:
+    return estimate_tokens(json.dumps(part, ensure_ascii=False))
+
+
+def _fit(cut: Any, total: int, max_tokens: int) -> int:
+    """How many of the walk's next entities (in the order they were reached: the nearest and
+    strongest first) fit `max_tokens` with the edges they bring (cut(k): the page of the
+    first k); at least one (the root's own on a first page), so that paging always moves on."""
+    lo, hi = min(1, total), total
+    if _cost(cut(hi)) > max_tokens:
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if cost(cut(mid)) <= max_tokens:
+            if _cost(cut(mid)) <= max_tokens:
                 lo = mid
             else:
                 hi = mid - 1
-    best = cut(hi)
-    return {**best, "tokens_used": cost(best)}
+    return hi

@@ -11,7 +11,8 @@ from typing import Any
 from memoryd.core.errors import Unavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.store import searchsql
-from memoryd.store.entityfilter import is_wide, resolve_filter, rowid_sql
+from memoryd.store.entityfilter import is_wide, rowid_sql
+from memoryd.store.entityread import resolved
 from memoryd.store.entityrowids import rowid_check
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
@@ -203,10 +204,10 @@ def composed(req: SearchRequest) -> SearchRequest:
 
 
 def resolved_entities(req: SearchRequest, read: Callable[..., Any]) -> SearchRequest:
-    """The request with its entities filter's names resolved (store/entityfilter.resolve_filter),
-    once a search instead of in every pool statement; `read` runs a function on a connection."""
+    """The request with its entities filter's names resolved (store/entityread.resolved: the
+    one entity each means, as on every door), once a search instead of in every pool
+    statement; `read` runs a function on a connection."""
     f = req.filters
     if not f.entities or f.entity_ids is not None:
         return req
-    groups, n = read(lambda con: resolve_filter(con, f.entities))
-    return replace(req, filters=replace(f, entity_ids=groups, entity_mentions=n))
+    return replace(req, filters=read(lambda con: resolved(con, f)))

@@ -87,7 +87,7 @@ from memoryd.search.request import (
     wordless,
 )
 from memoryd.search.sharedvec import vector_index
-from memoryd.store import Store, notetext, searchrows, searchsql
+from memoryd.store import Store, entityread, notetext, searchrows, searchsql
 from memoryd.store.entries import filter_sql
 from memoryd.store.protocol import Connection
 from memoryd.store.searchsql import Seen
@@ -198,11 +198,8 @@ class Searcher(Pools):
             ]
         if req.max_tokens is not None:
             result.update(lifecycle.budgeted(result["hits"], req.max_tokens))
-        groups = req.filters.entity_ids
-        if groups and not all(groups):  # say why nothing can match, as `entity NAME` would
-            result["unknown_entities"] = [
-                n for n, ids in zip(req.filters.entities, groups, strict=True) if not ids
-            ]
+        # why nothing can match, as `entity NAME` would; the other entities a name is for
+        result.update(entityread.filter_answer(req.filters))
         pending = self._pending_vectors(req)
         if req.mode == "vector" and query_vec is not None and not result["hits"]:
             mine = self.registered is not None and self.registered() is not None

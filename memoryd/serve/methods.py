@@ -43,7 +43,7 @@ from memoryd.serve.registry import (  # noqa: F401  (METHODS, Method, lookup: se
     param_int,
     param_namespace,
 )
-from memoryd.store.entityfilter import resolve_filter
+from memoryd.store.entityread import filter_answer, resolved
 from memoryd.store.entries import Filters
 
 FILTER_PARAMS = frozenset(
@@ -203,18 +203,12 @@ def list_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     limit = param_int(params, "limit", 20, 1, 1000)
     offset = param_int(params, "offset", 0, 0)
     if filters.entities:  # resolved once, as search does: the names no entity has are said
-        groups, n = app.store.read(lambda con: resolve_filter(con, filters.entities))
-        filters = replace(filters, entity_ids=groups, entity_mentions=n)
+        filters = app.store.read(lambda con: resolved(con, filters))
     items, total, following = app.memories.list(
         filters, limit=limit, offset=offset, cursor=params.get("cursor")
     )
     out: dict[str, Any] = {"items": items, "total": total, "next_cursor": following}
-    unknown = [
-        n for n, ids in zip(filters.entities, filters.entity_ids or (), strict=False) if not ids
-    ]
-    if unknown:  # why nothing can match, as search says it
-        out["unknown_entities"] = unknown
-    return out
+    return out | filter_answer(filters)  # unknown names, the others a name is for: as search
 
 
 @method(

@@ -9,6 +9,7 @@ import math
 import weakref
 from typing import Any
 
+from memoryd.core import pagecursor
 from memoryd.memory.validation import check_bound
 from memoryd.search import entities
 from memoryd.serve.app import App
@@ -71,14 +72,27 @@ def entities_(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 
 @method(
-    "related", {"name", "depth", "top", "type", "max_tokens"}, from_index=True, required=("name",)
+    "related",
+    {"name", "depth", "top", "type", "max_tokens", "cursor"},
+    from_index=True,
+    required=("name",),
 )
 def related(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    """The graph around an entity, `depth` steps of co-mentions, `top` per entity."""
+    """The graph around an entity, `depth` steps of co-mentions, `top` per entity; a page of it
+    within max_tokens, the next after `cursor` (the previous page's next_cursor)."""
     depth = param_int(params, "depth", 1, 1, entities.MAX_DEPTH)
     top = param_int(params, "top", 10, 1, 100)
     name = entities.check_name(params.get("name"))
     type_ = entities.check_type(params.get("type"))
     budget = None if "max_tokens" not in params else param_int(params, "max_tokens", 0, 50)
+    pagecursor.read_related_cursor(params.get("cursor"))  # its form, before the name is looked up
     expired_gone(app)
-    return entities.related(app.store, name, depth=depth, top=top, type_=type_, max_tokens=budget)
+    return entities.related(
+        app.store,
+        name,
+        depth=depth,
+        top=top,
+        type_=type_,
+        max_tokens=budget,
+        cursor=params.get("cursor"),
+    )

@@ -38,13 +38,6 @@ def written_key(name: str) -> str:
     return "" if key == name_key(name) else key
 
 
-def _ids(con: Connection, key: str) -> list[int]:
-    if not key:
-        return []
-    ids = [int(r[0]) for r in con.execute(RESOLVE_SQL, resolve_params(key)).fetchall()]
-    return ids or said_alone(con, key)
-
-
 # The entities written in a form (its key twice): one index seek per distinct entity on
 # `mentions_surface` (surface_key, entity_id, ...), not a walk of every mention written so
 # ("Pavel Jensen" is 14,000 of them at 100K chunks).
@@ -55,19 +48,20 @@ FORMS_SQL = (
     " AND entity_id > f.id) FROM f WHERE f.id IS NOT NULL)"
     " SELECT id FROM f WHERE id IS NOT NULL) AS forms"
 )
-# ... and the one whose key it is (the key three times: resolve_params)
+# ... and the one whose key it is (the key three times: resolve_params): every entity a key
+# is written for (the search's entity boost weighs them all: search/entityboost.py)
 RESOLVE_SQL = f"SELECT id FROM entities WHERE key = ? UNION {FORMS_SQL}"
+# ... the one of them a name means on every door (entityread.by_name's first): the one whose key
+# it is, else the most mentioned it is written for (the same parameters)
+ONE_SQL = (
+    "SELECT id FROM (SELECT id, 0 AS o, mentions FROM entities WHERE key = ?"
+    f" UNION ALL SELECT n.id, 1, n.mentions FROM entities n WHERE n.id IN ({FORMS_SQL}))"
+    " AS one ORDER BY o, mentions DESC, id LIMIT 1"
+)
 
 
 def resolve_params(key: str) -> list[str]:
     return [key, key, key]
-
-
-def resolve(con: Connection, name: str) -> list[int]:
-    """The entities a name means: the one whose canonical key it is, and those it is a
-    surface form (an alias, a possessive, another case) of; else the one entity it is written
-    as (written_key: a URL for its host, a `[[link|alias]]` for its target)."""
-    return _ids(con, name_key(name)) or _ids(con, written_key(name))
 
 
 def said_alone(con: Connection, key: str) -> list[int]:
@@ -89,25 +83,8 @@ def said_alone(con: Connection, key: str) -> list[int]:
 # mentioned more often is wide: the pools find their candidates as without a filter and check
 # each against the mentions (one index look-up a candidate), instead of making the set of every
 # entry that mentions it once per pool query (issue 20.6: a name in 14% of 100K chunks).
+# (The filter's names are resolved by entityread.resolve_filter: one entity a name.)
 NARROW_MENTIONS = 2000
-
-
-def resolve_filter(
-    con: Connection, names: Sequence[str]
-) -> tuple[tuple[tuple[int, ...], ...], int]:
-    """The entity ids each name means (an empty group: nothing can match) and the mentions of
-    the least mentioned group (an upper bound of the entries the filter passes): once a search."""
-    groups = tuple(tuple(resolve(con, name)) for name in names)
-    counts = [0]
-    for ids in groups:
-        if not ids:
-            return groups, 0
-        marks = ",".join("?" * len(ids))
-        row = con.execute(
-            f"SELECT coalesce(sum(mentions), 0) FROM entities WHERE id IN ({marks})", list(ids)
-        ).fetchall()
-        counts.append(int(row[0][0]))
-    return groups, min(counts[1:], default=0)
 
 
 # entries_of's last answer per connection, while its data version holds (no connection
@@ -174,8 +151,9 @@ def filter_sql(
     groups: Sequence[Sequence[int]] | None = None,
     mentions: int | bool | None = None,
 ) -> tuple[str, list[Any]]:
-    """An SQL condition over the entry alias `e`: it mentions every one of `names` (each
-    by its key or any of its surface forms), or with `groups` (resolve_filter's), one of the
+    """An SQL condition over the entry alias `e`: it mentions every one of `names` (each the
+    one entity it means: ONE_SQL; entityread.resolve_filter also reads a first name said alone
+    and a URL's host), or with `groups` (resolve_filter's), one of the
     entities of each group: a set of entries made once per statement when narrow, a look-up
     per entry when wide (`mentions`, resolve_filter's, over NARROW_MENTIONS). Pure."""
     parts: list[str] = []
@@ -200,7 +178,7 @@ def filter_sql(
         key = name_key(name)
         # not correlated: the engine makes the set of entries once and looks them up
         parts.append(
-            f"e.id IN (SELECT fm.entry_id FROM mentions fm WHERE fm.entity_id IN ({RESOLVE_SQL}))"
+            f"e.id IN (SELECT fm.entry_id FROM mentions fm WHERE fm.entity_id IN ({ONE_SQL}))"
         )
         params.extend(resolve_params(key))
     return " AND ".join(parts), params

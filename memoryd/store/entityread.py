@@ -11,7 +11,7 @@ database: on SQLite that is the same; on PostgreSQL they count every workspace's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memoryd.store.dialect import is_postgres
@@ -23,6 +23,7 @@ from memoryd.store.entityfilter import (
     said_alone,
     written_key,
 )
+from memoryd.store.entries import Filters
 from memoryd.store.protocol import Connection
 
 
@@ -56,12 +57,72 @@ def _rows(con: Connection, sql: str, params: Sequence[Any]) -> list[EntityRow]:
 
 
 def by_name(con: Connection, name: str) -> list[EntityRow]:
-    """The entities a name means (its key, or a surface form of theirs), most mentioned first;
-    the one whose key it is comes first; else those of the name it is written as (a URL's host,
-    a `[[link|alias]]`'s target: entityfilter.written_key)."""
+    """The entities a name is written for, the one it means first: on every door (the page,
+    `related`, the `entities` filter of search and list, the web graph, MCP) a name means one
+    entity, the one whose canonical key it is, else the most mentioned one it is a surface form
+    of (an alias, a possessive, another case), else the one it means said alone (a first name,
+    a tag without its "#"), else the one it is written as (a URL's host, a `[[link|alias]]`'s
+    target: entityfilter.written_key). The others are the answers' `also` (at most ALSO): each
+    is asked for by its own key (its full name) or, on the page and `related`, by `type`."""
     rows = _by_key(con, name_key(name))
     written = written_key(name) if not rows else ""
     return _by_key(con, written) if written else rows
+
+
+ALSO = 5  # the other entities of a name an answer names
+
+
+def brief(row: EntityRow) -> dict[str, Any]:
+    return {"name": row.name, "type": row.type, "mentions": row.mentions}
+
+
+def resolve_filter(
+    con: Connection, names: Sequence[str]
+) -> tuple[tuple[tuple[int, ...], ...], int]:
+    """The entity each name means (by_name's first: a group of one id; an empty group: nothing
+    can match) and the least mentioned one's mentions (an upper bound of the entries the filter
+    passes): once a search."""
+    f = resolved(con, Filters(entities=tuple(names)))
+    return f.entity_ids or (), int(f.entity_mentions or 0)
+
+
+def resolved(con: Connection, f: Filters) -> Filters:
+    """`f` with its `entities` names resolved as every door resolves them (by_name): the one
+    entity each means (`entity_ids`), the least mentioned one's mentions, and per name the
+    others it is written for (`entity_also`, for the answer's `also`). Read once a search or
+    a list."""
+    if not f.entities or f.entity_ids is not None:
+        return f
+    groups: list[tuple[int, ...]] = []
+    also: list[tuple[tuple[str, str, int], ...]] = []
+    counts: list[int] = []  # the stored counts (every workspace's): the bound the pools plan by
+    for name in f.entities:
+        rows = by_name(con, name)
+        groups.append((rows[0].id,) if rows else ())
+        counts.append(rows[0].mentions if rows else 0)
+        # the one it means, then the others (none when it is written for one alone)
+        several = rows[: 1 + ALSO] if len(rows) > 1 else []
+        also.append(tuple((r.name, r.type, r.mentions) for r in several))
+    return replace(
+        f, entity_ids=tuple(groups), entity_mentions=min(counts), entity_also=tuple(also)
+    )
+
+
+def filter_answer(f: Filters) -> dict[str, Any]:
+    """A resolved filter's part of a search's or list's answer (one wording on both):
+    `unknown_entities`, the names no entity has (nothing can match), and for the names written
+    for more than one entity `means` {name: the one it means} and `also` {name: the others}
+    (name, type, mentions), as the entity page names them. Pure."""
+    out: dict[str, Any] = {}
+    unknown = [n for n, ids in zip(f.entities, f.entity_ids or (), strict=False) if not ids]
+    if unknown:
+        out["unknown_entities"] = unknown
+    rows = [(n, r) for n, r in zip(f.entities, f.entity_also, strict=False) if r]
+    if rows:
+        brief = [[{"name": n, "type": t, "mentions": c} for n, t, c in r] for _, r in rows]
+        out["means"] = {name: b[0] for (name, _), b in zip(rows, brief, strict=True)}
+        out["also"] = {name: b[1:] for (name, _), b in zip(rows, brief, strict=True)}
+    return out
 
 
 def _by_key(con: Connection, key: str) -> list[EntityRow]:

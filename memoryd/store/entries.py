@@ -1,7 +1,5 @@
-"""Memories and file chunks (one `entries` table), documents, and the access log.
-
-Functions take an open apsw connection; the Store decides transactions and durability.
-"""
+"""Memories and file chunks (one `entries` table), documents, and the access log. Functions
+take an open apsw connection; the Store decides transactions and durability."""
 
 from __future__ import annotations
 
@@ -80,8 +78,9 @@ class Filters:
     tiers: tuple[str, ...] = ()
     include_deprecated: bool = False
     entities: tuple[str, ...] = ()  # names every entry must mention (store/entities.py)
-    entity_ids: tuple[tuple[int, ...], ...] | None = None  # resolved once a search: resolve_filter
+    entity_ids: tuple[tuple[int, ...], ...] | None = None  # resolved once: entityread.resolved
     entity_mentions: int | None = None  # ... and the least mentioned name's mentions
+    entity_also: tuple[tuple[tuple[str, str, int], ...], ...] = ()  # ... `means`, `also`
 
 
 def filter_sql(f: Filters, now: float, wide: bool = False) -> tuple[str, list[Any]]:

@@ -4,13 +4,12 @@ from the others (the cursor of their last row)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from memoryd.core import pagecursor
 from memoryd.store import entries
 from memoryd.store import notes as store_notes
-from memoryd.store.entityfilter import resolve_filter
+from memoryd.store.entityread import resolved
 from memoryd.store.protocol import Connection
 
 Page = tuple[list[dict[str, Any]], int, str | None]  # the rows, how many match, the next cursor
@@ -20,13 +19,11 @@ def entry_page(
     con: Connection, f: entries.Filters, now: float, limit: int, offset: int, cursor: object
 ) -> Page:
     """Entries newest first (ties by id), from `offset` or after the `cursor`'s entry. The names
-    of an `entities` filter mean what they mean to `search` and `entity` (resolve_filter: a
-    first name said alone, a URL's host), not only an entity's key or written forms."""
+    of an `entities` filter mean what they mean to `search` and `entity` (entityread.resolved:
+    the one entity each means)."""
     after = pagecursor.read_entry_cursor(cursor)
     pagecursor.one_way(after, offset)
-    if f.entities and f.entity_ids is None:
-        groups, mentions = resolve_filter(con, f.entities)
-        f = replace(f, entity_ids=groups, entity_mentions=mentions)
+    f = resolved(con, f)
     keys: list[tuple[float, int]] = []
     rows, total = entries.list_entries(
         con, f, now=now, limit=limit + 1, offset=offset, after=after, keys=keys

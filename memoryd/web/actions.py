@@ -267,7 +267,7 @@ def related(ctx: Context, req: Request) -> Any:
     return call(
         ctx.app,
         "related",
-        params_from(req.query, ("name", "depth", "top", "type", "max_tokens"), req.path),
+        params_from(req.query, ("name", "depth", "top", "type", "max_tokens", "cursor"), req.path),
     )
 
 

@@ -87,7 +87,7 @@
       el("dt", {}, "first seen"), el("dd", {}, when(e.first_seen) || "–"),
       el("dt", {}, "last seen"), el("dd", {}, when(e.last_seen) || "–"),
       e.aliases.length ? [el("dt", {}, "also written"), el("dd", {}, e.aliases.join(", "))] : null,
-      e.also && e.also.length ? [el("dt", {}, "other entities of that name"), el("dd", {}, e.also.flatMap((a, i) => [i ? ", " : "", entityLink(a.name), ` (${a.type})`]))] : null);
+      e.also && e.also.length ? [el("dt", {}, "the name is also written for"), el("dd", {}, e.also.flatMap((a, i) => [i ? ", " : "", entityLink(a.name), ` (${a.type})`]))] : null);
     const rel = e.relations.length
       ? el("table", { class: "relations" },
         el("tr", {}, ["with", "type", "together", "first", "last"].map((h) => el("th", {}, h))),

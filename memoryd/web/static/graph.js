@@ -86,30 +86,42 @@
     return pos;
   }
 
-  // a note's graph as the `graph` method gives it; an entity's from `related`, in that shape
-  async function fetchGraph(name) {
+  // a note's graph as the `graph` method gives it; an entity's from `related`, in that shape: a
+  // page of the walk at a time (WALK_TOKENS), "more" adds the next (its next_cursor) to it
+  const WALK_TOKENS = 8000;
+  let walk = null; // the walk's pages so far: { asked, name, nodes, edges, cursor, truncated }
+  async function fetchGraph(name, more) {
     if (of.value !== "entities") {
       setParams({ path: name, depth: depth.value, limit: limit.value });
       return get("/api/graph", { path: name, depth: depth.value, limit: limit.value });
     }
     setParams({ of: "entities", name, depth: depth.value });
-    const r = await get("/api/related", { name, depth: Math.min(3, Number(depth.value)), top: 10 });
+    const args = { name, depth: Math.min(3, Number(depth.value)), top: 10, max_tokens: WALK_TOKENS };
+    const next = more && walk && walk.cursor && (walk.asked === name || walk.name === name);
+    if (next) args.cursor = walk.cursor;
+    const r = await get("/api/related", args);
+    if (!next) walk = { asked: name, name: r.name, nodes: [], edges: [] };
+    walk.nodes.push(...r.nodes);
+    walk.edges.push(...r.edges);
+    walk.cursor = r.next_cursor || null;
+    walk.truncated = Boolean(r.truncated);
+    walk.also = r.also || walk.also || [];
     const degree = new Map();
-    for (const e of r.edges) for (const x of [e.from, e.to]) degree.set(x, (degree.get(x) || 0) + 1);
+    for (const e of walk.edges) for (const x of [e.from, e.to]) degree.set(x, (degree.get(x) || 0) + 1);
     return {
-      center: r.name, truncated: Boolean(r.truncated),
-      nodes: r.nodes.map((n) => ({ id: n.name, label: n.name, kind: "entity", type: n.type, mentions: n.mentions, depth: n.depth, degree: degree.get(n.name) || 0 })),
-      edges: r.edges.map((e) => ({ source: e.from, target: e.to, together: e.together })),
+      center: walk.name, truncated: walk.truncated, more: Boolean(walk.cursor), also: walk.also,
+      nodes: walk.nodes.map((n) => ({ id: n.name, label: n.name, kind: "entity", type: n.type, mentions: n.mentions, depth: n.depth, degree: degree.get(n.name) || 0 })),
+      edges: walk.edges.map((e) => ({ source: e.from, target: e.to, together: e.together })),
     };
   }
 
-  async function draw(path) {
+  async function draw(path, more) {
     path = (path || "").trim();
     if (!path) return;
     limit.hidden = of.value === "entities";
     info.textContent = "loading…";
     let g;
-    try { g = await fetchGraph(path); }
+    try { g = await fetchGraph(path, more); }
     catch (err) { failed(info, err); return; }
     pathIn.value = g.center;
     const elements = [
@@ -133,7 +145,9 @@
     info.replaceChildren(
       `${g.nodes.length} nodes, ${g.edges.length} links around `,
       of.value === "entities" ? el("a", { href: "/entities" + query({ name: g.center }) }, g.center) : noteLink(g.center),
-      g.truncated ? " (truncated: raise the limit or lower the depth)" : "",
+      g.truncated ? (of.value === "entities" ? " (the walk stopped at 500 entities: lower the depth)" : " (truncated: raise the limit or lower the depth)") : "",
+      g.also && g.also.length ? el("span", { id: "graph-also" }, " · the name is also written for ", g.also.flatMap((a, i) => [i ? ", " : "", el("a", { href: "/graph" + query({ of: "entities", name: a.name, depth: depth.value }) }, a.name), ` (${a.type})`])) : "",
+      g.more ? el("span", {}, " · ", el("button", { type: "button", id: "graph-more", onclick: () => draw(g.center, true) }, "more")) : "",
       " · click: centre on it · double-click: open it");
     cy.on("tap", "node", (evt) => {
       const n = evt.target;
