@@ -44,6 +44,7 @@ Forget means forget:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -138,6 +139,7 @@ class DailyLog:
         self.unrewritten: dict[int, dict[str, Any] | None] = {}
         self.unrewritten_paths: dict[Path, set[int]] = {}  # (the ids whose lines each holds)
         self.unrenumbered: dict[int, int] = {}  # an import's renumbering refused: old -> new id
+        self._changing: set[int] = set()  # memories changing now (changing): kept for a restart
         # App: dailyrenumber.renumber_again (which builds on this module), to do those again
         self.renumber_again: Callable[..., Any] | None = None
         self._refusals_seen = 0
@@ -220,6 +222,26 @@ class DailyLog:
             self._stored_before.add(int(record["id"]))
         return path
 
+    @contextlib.contextmanager
+    def changing(self, ids: list[int]) -> Iterator[None]:
+        """Held around a memory update's or removal's transaction and the rewrite of its lines
+        after it: the ids are kept in `waiting_file` (fsynced) until the rewrite is done, so a
+        kill -9 or a power cut between the two has the next start rewrite them as the memories
+        are then (load_waiting): a memory forgotten in the store never keeps its line in a log
+        file, where it would be indexed again as a person's text and found."""
+        if not self.settings.enabled or self.waiting_file is None or not ids:
+            yield
+            return
+        with self._queue:
+            self._changing.update(ids)
+            self._keep_waiting()
+        try:
+            yield
+        finally:
+            with self._queue:
+                self._changing.difference_update(ids)
+                self._keep_waiting()
+
     def _wait(self, record: dict[str, Any]) -> None:
         if len(self.waiting) >= MAX_WAITING:
             return log.error("daily log line dropped: too many waiting", id=record.get("id"))
@@ -231,7 +253,8 @@ class DailyLog:
         restart (or a crash) before the disk takes them still does them (load_waiting)."""
         if self.waiting_file is not None:
             ids = [int(r["id"]) for r in self.waiting]
-            save_ids(self.waiting_file, ids, sorted(self.unrewritten), self.unrenumbered)
+            redo = sorted({*self.unrewritten, *self._changing})
+            save_ids(self.waiting_file, ids, redo, self.unrenumbered)
 
     def rewrites_waiting(self) -> int:
         """How many memories' rewrites of the log wait for the disk (a delete's, an update's,

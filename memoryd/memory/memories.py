@@ -10,8 +10,10 @@ index.
 from __future__ import annotations
 
 import builtins  # the class has a method named `list`: annotations after it say builtins.list
+import contextlib
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -102,6 +104,7 @@ class Memories:
         on_updated: Iterable[Callable[[dict[str, Any]], object]] = (),
         on_removed: Iterable[Callable[[list[dict[str, Any]]], object]] = (),
         on_imported: Iterable[Callable[[dict[str, Any]], object]] = (),
+        changing: Callable[[builtins.list[int]], AbstractContextManager[object]] | None = None,
         copies_since: Callable[[float], list[dict[str, Any]]] | None = None,
         stale_lines: Callable[[set[int]], list[dict[str, Any]]] = lambda ids: [],
         secrets_mode: str = "refuse",
@@ -123,6 +126,9 @@ class Memories:
         self.on_added, self.on_changed = list(on_added), list(on_changed)
         self.on_updated, self.on_removed = list(on_updated), list(on_removed)
         self.on_imported = list(on_imported)
+        # changing(ids): held around an update's or removal's transaction and its hooks (the
+        # daily log keeps the ids for the next start until their lines are rewritten)
+        self.changing = changing or (lambda ids: contextlib.nullcontext())
         self.copies_since = copies_since  # (ts) -> checkpoints and snapshots taken since ts
         self.stale_lines = stale_lines  # (ids) -> the log files whose rewrite was refused
 
@@ -341,21 +347,22 @@ class Memories:
             lifecycle.record_history(con, eid, before, after, now)
             return before, after
 
-        try:
-            before, rec = self.store.run_write(_update, durable=True)
-        except Exception as exc:
-            if not lcstore.same_text_stored(exc):
-                raise
-            # another daemon stored this text in the namespace since our check: the same
-            # refusal as the check's, and nothing of the update was written
-            raise InvalidInput(
-                "another memory in this namespace already has this content; delete one of the "
-                "two (or change the text) first"
-            ) from None
-        log.info("updated", id=eid, fields=sorted(values) + (["triggers"] if phrases else []))
-        # every field a daily log line can show (dailylog.line_format placeholders)
-        if any(before.get(k) != rec.get(k) for k in LOGGED_FIELDS):
-            self._run(self.on_updated, rec)
+        with self.changing([eid]):
+            try:
+                before, rec = self.store.run_write(_update, durable=True)
+            except Exception as exc:
+                if not lcstore.same_text_stored(exc):
+                    raise
+                # another daemon stored this text in the namespace since our check: the same
+                # refusal as the check's, and nothing of the update was written
+                raise InvalidInput(
+                    "another memory in this namespace already has this content; delete one of "
+                    "the two (or change the text) first"
+                ) from None
+            log.info("updated", id=eid, fields=sorted(values) + (["triggers"] if phrases else []))
+            # every field a daily log line can show (dailylog.line_format placeholders)
+            if any(before.get(k) != rec.get(k) for k in LOGGED_FIELDS):
+                self._run(self.on_updated, rec)
         self._changed()
         stale = self.stale_lines({eid})  # a full disk refused its log line's rewrite: as delete
         return {**rec, "still_in": stale} if stale else rec
@@ -554,8 +561,9 @@ class Memories:
                     guard(con)
                 lcstore.delete_ids(con, [r["id"] for r in found])
 
-            self.store.run_write(remove, durable=True)
-            self._run(self.on_removed, found)
+            with self.changing([r["id"] for r in found]):
+                self.store.run_write(remove, durable=True)
+                self._run(self.on_removed, found)
             self._changed()
             log.info(why, ids=[r["id"] for r in found][:50], count=len(found))
         oldest = min((parse_time(r["created_at"]) for r in found), default=None)

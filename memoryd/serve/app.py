@@ -190,6 +190,7 @@ class App:
             on_updated=[lambda rec: self._log_rewritten(self.dailylog.rewrite(rec))],
             on_removed=[lambda recs: self._log_rewritten(self.dailylog.forget(recs))],
             on_imported=[self._log_read_again],
+            changing=self.dailylog.changing,
             copies_since=lambda since: [
                 *checkpoints.copies_since(cfg.data_dir, since),
                 *self.dailylog.unforgotten(),  # a full disk refused its rewrite: done later

@@ -1,0 +1,78 @@
+"""A kill -9 between a memory's removal (or update) in the store and the rewrite of its daily log
+line: the next start rewrites the line as the memory then is, so a forgotten memory is never left
+in a log file, where it would be indexed again as a person's text and found by search.
+
+The daemon is a real `memoryd run`; a sitecustomize on its PYTHONPATH holds the daily log's
+rewrite while a flag file exists, so the kill lands exactly there."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import rpc, wait_for
+
+pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
+
+SITECUSTOMIZE = """
+import os, time
+flag = os.environ.get("HOLD_REWRITE_FLAG")
+if flag:
+    import memoryd.memory.dailylog as dl
+    _rewrite = dl.DailyLog._rewrite
+    def _held(self, *args, **kw):
+        while os.path.exists(flag):
+            open(flag + ".reached", "w").close()
+            time.sleep(0.01)
+        return _rewrite(self, *args, **kw)
+    dl.DailyLog._rewrite = _held
+"""
+
+
+def _log_text(ws: Path) -> str:
+    return "".join(p.read_text() for p in sorted((ws / "daily").glob("*.md")))
+
+
+@pytest.mark.parametrize("change", ["delete", "update"])
+def test_a_kill_between_the_store_and_the_log_leaves_no_forgotten_line(
+    daemon_factory: Any, tmp_path: Path, change: str
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    flag = tmp_path / "hold"
+    env = {
+        "HOLD_REWRITE_FLAG": str(flag),
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+    }
+    d = daemon_factory(extra_env=env, dailylog={"enabled": True})
+    wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"], timeout=60)
+    mid = d.call("add", {"content": "the vault code is zebra-4417"})["id"]
+    wait_for(lambda: "zebra-4417" in _log_text(d.workspace), timeout=30)
+    flag.touch()
+    params: dict[str, Any] = {"id": mid}
+    if change == "update":
+        params["content"] = "the vault code was changed; ask Ana"
+
+    def ask() -> None:
+        with contextlib.suppress(OSError, ValueError):  # killed before it answers
+            rpc(d.socket, change, params, timeout=60)
+
+    threading.Thread(target=ask, daemon=True).start()
+    wait_for(lambda: Path(str(flag) + ".reached").exists(), timeout=30)  # the store has it
+    d.stop(signal.SIGKILL)
+    assert "zebra-4417" in _log_text(d.workspace)  # the kill landed between the two
+    flag.unlink()
+    d.start()
+    wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"], timeout=60)
+    assert "zebra-4417" not in _log_text(d.workspace)
+    hits = d.call("search", {"query": "zebra-4417", "mode": "keyword"})["hits"]
+    assert hits == []
+    if change == "update":
+        assert "ask Ana" in _log_text(d.workspace)
+        assert d.call("get", {"id": mid})["content"].endswith("ask Ana")
