@@ -24,13 +24,15 @@ import os, time
 flag = os.environ.get("HOLD_REWRITE_FLAG")
 if flag:
     import memoryd.memory.dailylog as dl
-    _rewrite = dl.DailyLog._rewrite
-    def _held(self, *args, **kw):
-        while os.path.exists(flag):
-            open(flag + ".reached", "w").close()
-            time.sleep(0.01)
-        return _rewrite(self, *args, **kw)
-    dl.DailyLog._rewrite = _held
+    def held(method):
+        def run(self, *args, **kw):
+            while os.path.exists(flag):
+                open(flag + ".reached", "w").close()
+                time.sleep(0.01)
+            return method(self, *args, **kw)
+        return run
+    dl.DailyLog._rewrite = held(dl.DailyLog._rewrite)
+    dl.DailyLog._append = held(dl.DailyLog._append)
 """
 
 
@@ -38,10 +40,7 @@ def _log_text(ws: Path) -> str:
     return "".join(p.read_text() for p in sorted((ws / "daily").glob("*.md")))
 
 
-@pytest.mark.parametrize("change", ["delete", "update"])
-def test_a_kill_between_the_store_and_the_log_leaves_no_forgotten_line(
-    daemon_factory: Any, tmp_path: Path, change: str
-) -> None:
+def _held_daemon(daemon_factory: Any, tmp_path: Path) -> tuple[Any, Path]:
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
@@ -52,18 +51,29 @@ def test_a_kill_between_the_store_and_the_log_leaves_no_forgotten_line(
     }
     d = daemon_factory(extra_env=env, dailylog={"enabled": True})
     wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"], timeout=60)
+    return d, flag
+
+
+def _ask(d: Any, method: str, params: dict[str, Any]) -> None:
+    def ask() -> None:
+        with contextlib.suppress(OSError, ValueError):  # killed before it answers
+            rpc(d.socket, method, params, timeout=60)
+
+    threading.Thread(target=ask, daemon=True).start()
+
+
+@pytest.mark.parametrize("change", ["delete", "update"])
+def test_a_kill_between_the_store_and_the_log_leaves_no_forgotten_line(
+    daemon_factory: Any, tmp_path: Path, change: str
+) -> None:
+    d, flag = _held_daemon(daemon_factory, tmp_path)
     mid = d.call("add", {"content": "the vault code is zebra-4417"})["id"]
     wait_for(lambda: "zebra-4417" in _log_text(d.workspace), timeout=30)
     flag.touch()
     params: dict[str, Any] = {"id": mid}
     if change == "update":
         params["content"] = "the vault code was changed; ask Ana"
-
-    def ask() -> None:
-        with contextlib.suppress(OSError, ValueError):  # killed before it answers
-            rpc(d.socket, change, params, timeout=60)
-
-    threading.Thread(target=ask, daemon=True).start()
+    _ask(d, change, params)
     wait_for(lambda: Path(str(flag) + ".reached").exists(), timeout=30)  # the store has it
     d.stop(signal.SIGKILL)
     assert "zebra-4417" in _log_text(d.workspace)  # the kill landed between the two
@@ -76,3 +86,37 @@ def test_a_kill_between_the_store_and_the_log_leaves_no_forgotten_line(
     if change == "update":
         assert "ask Ana" in _log_text(d.workspace)
         assert d.call("get", {"id": mid})["content"].endswith("ask Ana")
+
+
+@pytest.mark.sqlite_only(
+    "a PostgreSQL store may be shared: the memories stored in a killed run's last minutes may be "
+    "other daemons' (each writes its own lines), so the next start does not write them"
+)
+def test_a_kill_between_the_store_and_the_line_of_an_add_writes_the_line_at_the_next_start(
+    daemon_factory: Any, tmp_path: Path
+) -> None:
+    """The add was stored, not answered: a client retrying it is told it is a duplicate (no
+    line written then either), so the next start writes the line the killed run did not."""
+    d, flag = _held_daemon(daemon_factory, tmp_path)
+    d.call("add", {"content": "the first memory, logged"})
+    flag.touch()
+    _ask(d, "add", {"content": "the standup moved to 9:30"})
+    wait_for(lambda: Path(str(flag) + ".reached").exists(), timeout=30)  # stored, no line
+    d.stop(signal.SIGKILL)
+    assert "9:30" not in _log_text(d.workspace)
+    flag.unlink()
+    d.start()
+    wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"], timeout=60)
+    again = d.call("add", {"content": "the standup moved to 9:30"})  # the client's retry
+    assert again["duplicate"] is True
+    assert _log_text(d.workspace).count(f"<!-- m:{again['id']}:") == 1
+    assert _log_text(d.workspace).count("<!-- m:") == 2
+    # a clean restart writes nothing back: a line a person deleted by hand stays deleted
+    path = next((d.workspace / "daily").glob("*.md"))
+    path.write_text(
+        "".join(line for line in path.read_text().splitlines(True) if "9:30" not in line)
+    )
+    d.stop()
+    d.start()
+    wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"], timeout=60)
+    assert "9:30" not in _log_text(d.workspace)

@@ -58,7 +58,7 @@ SAVED = [
 
 def log_file(tmp_path: Path, saved: bytes) -> tuple[DailyLog, Path]:
     log = DailyLog(tmp_path, Settings())
-    path = log.path_for(log._when({"created_at": WHEN}))
+    path = log.path_for(log.when({"created_at": WHEN}))
     path.parent.mkdir(parents=True)
     path.write_bytes(saved)
     return log, path
@@ -80,7 +80,7 @@ def test_an_append_keeps_the_persons_text_and_a_delete_leaves_it_whole(
     assert after.startswith(before), "the person's text is as they saved it"
     added = after[len(before) :]
     sep = "" if before.endswith(("\n", "\r")) else eol
-    line = log.render(memory(7, "bananas are yellow"), log._when(memory(7, "")))
+    line = log.render(memory(7, "bananas are yellow"), log.when(memory(7, "")))
     assert added == sep + line + eol, "the memory's line is a line of its own, with the file's end"
     # the index leaves the daemon's own line out, and only it
     indexed = log.preprocess("daily/2026-11-26.md", after)
@@ -382,9 +382,9 @@ def test_an_import_makes_the_lines_it_names_the_memories_own(make_app: Any, want
     app = make_app(model=None)
     item = {"id": wanted, "content": "the capybara census is on friday", "created_at": WHEN}
     log = app.dailylog
-    path = log.path_for(log._when(item))
+    path = log.path_for(log.when(item))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("# Memories 2026-11-26\n\n" + log.render(item, log._when(item)) + "\n")
+    path.write_text("# Memories 2026-11-26\n\n" + log.render(item, log.when(item)) + "\n")
     app.indexer.reconcile()
     rel = path.relative_to(app.cfg.workspace).as_posix()
     assert hits(app, "capybara") == [("chunk", rel)]

@@ -389,7 +389,7 @@ def test_a_memory_another_daemon_deletes_leaves_this_daemons_daily_log(team: Any
     log = next((alice.cfg.workspace / "daily").glob("*.md"))
     older = {"id": 999_999, "content": "a line of an older store", "created_at": "2026-11-26"}
     with log.open("a") as f:
-        f.write(alice.dailylog.render(older, alice.dailylog._when(older)) + "\n")
+        f.write(alice.dailylog.render(older, alice.dailylog.when(older)) + "\n")
     wait_for(lambda: alice.store.listening)  # a change made before would go unheard
     bob.memories.delete(gone.id)
     wait_for(lambda: "friday" not in log.read_text())

@@ -81,3 +81,39 @@ def disable(stream: TextIO | None) -> None:
         stream.close()
         if empty:
             os.unlink(stream.name)
+
+
+RUNNING = "memoryd.running"
+
+
+def mark_running(data_dir: Path) -> float | None:
+    """When the previous run was last seen running (its start, then touch_running's every half
+    minute), if it ended without a clean stop (kill -9, a power cut, a crash: its
+    DATA_DIR/memoryd.running is still there), else None; then this run's mark."""
+    path = data_dir / RUNNING
+    try:
+        since: float | None = path.stat().st_mtime
+    except OSError:
+        since = None
+    try:
+        fd = _private(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            os.write(fd, f"{os.getpid()}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        log.warning("cannot mark this run as running", file=str(path), error=str(exc))
+    return since
+
+
+def touch_running(data_dir: Path) -> None:
+    """This run is still running (the mark's time is now)."""
+    with contextlib.suppress(OSError):
+        os.utime(data_dir / RUNNING)
+
+
+def unmark_running(data_dir: Path) -> None:
+    """A clean stop: the mark goes."""
+    with contextlib.suppress(OSError):
+        (data_dir / RUNNING).unlink()

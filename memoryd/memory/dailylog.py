@@ -195,10 +195,10 @@ class DailyLog:
                 return self._append(record)
             self._wait(record)
             self.append_waiting()
-            return None if self.is_waiting(record["id"]) else self.path_for(self._when(record))
+            return None if self.is_waiting(record["id"]) else self.path_for(self.when(record))
 
     def _append(self, record: dict[str, Any]) -> Path | None:
-        when = self._when(record)
+        when = self.when(record)
         path = self.path_for(when)
         line = self.render(record, when)
         try:
@@ -329,7 +329,7 @@ class DailyLog:
         if not within(real, root):
             raise OSError(errno.EXDEV, "leads outside the workspace through a symlink", str(folder))
 
-    def _when(self, record: dict[str, Any]) -> datetime:
+    def when(self, record: dict[str, Any]) -> datetime:
         """A memory's creation time in local time: its log is the day the user lived."""
         created = record.get("created_at")
         ts = parse_time(created) if isinstance(created, str) else self.clock()
@@ -416,7 +416,7 @@ class DailyLog:
     def files_holding(self, ids: set[int] | None) -> list[Path]:
         """Every log file, then the files the index says hold a marker of `ids` (None: any)."""
         files = list(self._log_files(exclude=set()))
-        return [*files, *sorted(set(self._marked(ids)).difference(files))]
+        return [*files, *sorted(set(self.marked(ids)).difference(files))]
 
     def rewrite(self, record: dict[str, Any]) -> list[Path]:
         """Replace a memory's line with its current text (after an update or a redaction)."""
@@ -437,7 +437,7 @@ class DailyLog:
         # wherever the layout put it), then every file the index says holds their markers (a
         # log moved out of the log folder, renamed, copied; a log folder gone: these alone).
         here = folder.is_dir()
-        likely = {self.path_for(self._when(r)) for r in records} if here else set()
+        likely = {self.path_for(self.when(r)) for r in records} if here else set()
         changed: list[Path] = []
         pending, done = set(changes) if here else set(), set[Path]()
         with self.lock:
@@ -452,7 +452,7 @@ class DailyLog:
                     if sibling not in done:
                         done.add(sibling)
                         self._rewrite_file(sibling, changes, changed)
-            for path in self._marked(set(changes)):
+            for path in self.marked(set(changes)):
                 if path not in done:
                     self._rewrite_file(path, changes, changed)
             if (len(self.unrewritten_paths), self._refusals_seen) != refused:
@@ -507,14 +507,14 @@ class DailyLog:
         return hit
 
     def _line_for(self, record: dict[str, Any]) -> str:
-        return self.render(record, self._when(record))
+        return self.render(record, self.when(record))
 
     def _candidates(self, likely: set[Path]) -> Iterator[Path]:
         """Files that may hold the lines: the likely ones, then every log file."""
         yield from sorted(likely)
         yield from self._log_files(exclude=likely)
 
-    def _marked(self, ids: set[int] | None) -> list[Path]:
+    def marked(self, ids: set[int] | None) -> list[Path]:
         """The workspace files the index says hold a marker of one of `ids` (None: any)."""
         if self.elsewhere is None:
             return []

@@ -29,7 +29,7 @@ from memoryd.index.embed import (
 from memoryd.index.embedworker import EmbedWorker
 from memoryd.index.indexer import Indexer
 from memoryd.index.watcher import Watcher
-from memoryd.memory import checkpoints, dailyrenumber, lifecycle
+from memoryd.memory import checkpoints, dailycatchup, dailyrenumber, lifecycle
 from memoryd.memory.dailylog import DailyLog
 from memoryd.memory.memories import Memories
 from memoryd.notes import leftovers
@@ -95,6 +95,8 @@ class App:
         self.cfg = cfg
         self.clock = clock
         self.started_at = clock()
+        # Daemon: when the previous run started, if it did not stop cleanly (crashlog)
+        self.unclean_since: float | None = None
         self._started = time.monotonic()  # uptime: the wall clock may step back (or forward)
         self.search_log = SearchLog(clock)
         # settings the configuration file changed that only a restart applies (set by the
@@ -381,6 +383,8 @@ class App:
             entity_typer.preload()  # the data files now, not a newer install's at the first add
             if self.dailylog.load_waiting():  # lines an earlier run's full disk kept back
                 self.dailylog.append_waiting()
+            if self.unclean_since is not None:  # lines the previous run was killed before
+                dailycatchup.catch_up(self.dailylog, self.store, self.unclean_since)
 
             def report(line: str) -> None:
                 if progress is not None:

@@ -100,6 +100,7 @@ class Daemon:
         self._serving = False  # READY=1 sent: a SIGHUP reloads at once (before: once serving)
         self._reload_task: asyncio.Task[None] | None = None
         self._db_fd: int | None = None  # the flock on the SQLite database (_hold_database)
+        self._unclean_since: float | None = None  # crashlog.mark_running
 
     def run(self) -> int:
         if not os.environ.get("LISTEN_FDS"):
@@ -114,11 +115,13 @@ class Daemon:
             os.close(lock_fd)
             raise
         crash = crashlog.enable(self.cfg.data_dir)  # (the data_dir is ours: after the locks)
+        self._unclean_since = crashlog.mark_running(self.cfg.data_dir)
         try:
             with asyncio.Runner(loop_factory=EventLoop) as runner:  # accept() at the fd limit
                 return runner.run(self._main())
         finally:
             crashlog.disable(crash)
+            crashlog.unmark_running(self.cfg.data_dir)
             if self._db_fd is not None:  # after the store closed: SQLite's handles are gone
                 os.close(self._db_fd)
             os.close(lock_fd)
@@ -168,6 +171,7 @@ class Daemon:
                     await page.start(app)
                 except (OSError, MemorydError) as exc:  # the socket still serves
                     log.error("the web page did not start", error=str(exc))
+        app.unclean_since = self._unclean_since
         app.start(progress=self.notifier.status)
         self.notifier.ready("serving; indexing the workspace in the background")
         log.info("ready", socket=str(cfg.socket))
@@ -205,6 +209,7 @@ class Daemon:
         while True:
             await asyncio.sleep(interval)
             try:
+                crashlog.touch_running(self.cfg.data_dir)  # a kill after it: what to look at
                 logsetup.report_dropped()
                 logsetup.reopen_if_moved()
                 if self.server is not None:

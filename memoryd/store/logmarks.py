@@ -54,3 +54,11 @@ def paths_naming(con: Connection, ids: Iterable[int] | None) -> set[str]:
         ).fetchall()
         found.update(str(r[0]) for r in rows)
     return found
+
+
+def memories_since(con: Connection, since: float) -> list[int]:
+    """The ids of the memories stored at or after `since` (a time.time()), in order."""
+    rows = con.execute(
+        "SELECT id FROM entries WHERE kind = 'memory' AND created_at >= ? ORDER BY id", (since,)
+    ).fetchall()
+    return [int(r[0]) for r in rows]
