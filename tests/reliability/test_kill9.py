@@ -3,7 +3,9 @@ database passes integrity_check, and file edits made before the kill are indexed
 
 from __future__ import annotations
 
+import collections
 import random
+import re
 import signal
 import threading
 import time
@@ -112,6 +114,23 @@ def check_database(db: Path) -> None:
         con.close()
 
 
+def check_daily_log(workspace: Path, db: Path) -> None:
+    """After the restart: every memory stored has one line in the daily log and no line names
+    a memory the store no longer has (a kill between the two writes is caught up at start)."""
+    from memoryd.store.db import connect
+
+    text = "".join(p.read_text() for p in sorted((workspace / "daily").glob("*.md")))
+    lines = collections.Counter(int(m) for m in re.findall(r"<!-- m:(\d+):[0-9a-f]{8} -->", text))
+    con, _ = connect(db, writer=False)
+    try:
+        stored = {int(r[0]) for r in con.execute("SELECT id FROM entries WHERE kind = 'memory'")}
+    finally:
+        con.close()
+    assert sorted(i for i, n in lines.items() if n > 1) == [], "memories logged twice"
+    assert sorted(stored - set(lines)) == [], "memories stored without a daily log line"
+    assert sorted(set(lines) - stored) == [], "lines of memories the store no longer has"
+
+
 def check_acknowledged(sock: Path, ledger: Ledger) -> None:
     """Every acknowledged add is there with its text; every acknowledged delete is gone."""
     keep = ledger.alive()
@@ -161,6 +180,8 @@ def test_kill9_cycles_keep_every_acknowledged_write(daemon_factory: Any) -> None
         check_database(db)
     d.start()
     check_acknowledged(d.socket, ledger)
+    wait_for(lambda: d.call("status", {"check": True})["drift"]["total"] == 0, timeout=60)
+    check_daily_log(d.workspace, db)
     took = time.monotonic() - started
     print(
         f"\nkill -9: {cycles} cycles in {took:.0f} s; {ledger.adds} acknowledged adds, "
