@@ -189,7 +189,7 @@ class Searcher(Pools):
                 raise InvalidInput("query: must be a non-empty string")
             query_vec = self._query_vector(req)
             result = self._run(req, limit, query_vec)
-            if req.explain and wordless(req.query):  # (no letter or digit: nothing to find)
+            if req.explain and wordless(req.query):  # (no letter, digit or symbol: nothing)
                 result["unanswered"] = WORDLESS
         if req.include_constitutional:
             result["hits"] = self._pinned(req) + [

@@ -31,11 +31,19 @@ Decomposed text (NFD: "и\u0306" for й, "ε\u0301" for έ, and the letters NFC 
 written decomposed is indexed as its composed twin (NFC, the form every query is given in:
 search/request.py), over the same bytes. PostgreSQL composes the whole text (memoryd_nfc).
 
+Symbols (`cjk symbols ...`, since migration m021; text/symbolchars.py decides which and why):
+each grapheme of symbols outside ASCII (an emoji with its skin tone, variation selector and ZWJ
+parts, a flag, a keycap; `→`, `€`, `✓`, `°`) is a token of its own over its bytes, its key
+(variation selectors and skin tones folded away), so "🚀launch" gives 🚀 / launch and "❤️"
+gives ❤; what the wrapped tokenizer made of a grapheme's parts (a selector or a skin tone read
+as a word) goes. A table made before m021 (no `symbols`) tokenizes as it did.
+
 Offsets: each position spans exactly its own character, so snippet()/highlight() markers land on
 character boundaries and a matched phrase is highlighted from its first to its last character.
 
-Cost: a text with no CJK character (checked on the raw bytes, then on the decoded text) gets
-the wrapped tokenizer's output as is; only tokens with CJK characters are rebuilt in Python.
+Cost: an ASCII text, and one with no CJK character or symbol (checked on the raw bytes, then
+on the decoded text), gets the wrapped tokenizer's output as is; only tokens with CJK
+characters or symbols are rebuilt in Python.
 The tokenizer never raises on text it is given (invalid UTF-8 goes to the wrapped tokenizer).
 
 A connection must register it (store/db.py connect() does, for every connection) before it
@@ -45,6 +53,7 @@ nothing.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -52,6 +61,7 @@ from typing import Any, cast
 
 import apsw
 
+from memoryd.text import symbolchars
 from memoryd.text.scripts import CJK_CLASS as CJK_CLASS
 from memoryd.text.scripts import RUN_CLASS as RUN_CLASS
 from memoryd.text.scripts import SEA_CLASS as SEA_CLASS
@@ -60,8 +70,12 @@ NAME = "cjk"
 BASE = ("porter", "unicode61", "remove_diacritics", "2", "categories", "L* N* Co M*")
 # BASE as a tokenize= option's words (an argument with spaces in single quotes, as FTS5 reads it)
 BASE_OPTION = " ".join(f"'{a}'" if " " in a else a for a in BASE)
-# the tokenizer of entries_fts and notes_fts (migrations m008, m016) and its tokenize= option
-TOKENIZE = f"{NAME} {BASE_OPTION}"
+# `cjk`'s own arguments before the base tokenizer's: symbols as tokens (m021)
+SYMBOLS = "symbols"
+ARGS = (SYMBOLS, *BASE)
+# the tokenizer of entries_fts and notes_fts (migrations m008, m016, m021) and its tokenize=
+# option
+TOKENIZE = f"{NAME} {SYMBOLS} {BASE_OPTION}"
 OPTION = f'tokenize = "{TOKENIZE}"'
 
 # the scripts written without spaces between words (one definition: text/scripts.py)
@@ -117,8 +131,10 @@ def has_cjk(text: str) -> bool:
 
 def rebuilt(text: str) -> bool:
     """Whether `cjk` gives text other tokens than the tokenizer it wraps: a run of a script
-    written without spaces, or a character written decomposed (NFD)."""
-    return has_cjk(text) or not unicodedata.is_normalized("NFC", text)
+    written without spaces, a character written decomposed (NFD), or a symbol."""
+    return (
+        has_cjk(text) or not unicodedata.is_normalized("NFC", text) or symbolchars.has_symbol(text)
+    )
 
 
 def cjk_runs(text: str) -> list[str]:
@@ -162,10 +178,13 @@ def run_tokens(run: str, start: int, query: bool) -> list[Token]:
 class CJKTokenizer:
     """One instance per FTS5 table (and per fts5_tokenizer() call): wraps a base tokenizer."""
 
-    def __init__(self, base: apsw.FTS5Tokenizer, runs: re.Pattern[str] = _RUNS) -> None:
+    def __init__(
+        self, base: apsw.FTS5Tokenizer, runs: re.Pattern[str] = _RUNS, symbols: bool = True
+    ) -> None:
         self.base = base
         self.runs = runs  # _CJK_RUNS for a table made before m016 (its words cut at marks)
         self.composes = runs is _RUNS  # m016: a token written decomposed is indexed composed
+        self.symbols = symbols  # m021: a symbol's grapheme is a token (text/symbolchars.py)
 
     def _base(self, utf8: bytes, flags: int, locale: str | None) -> list[Token]:
         # Called with offsets and colocated tokens (apsw's defaults), the base tokenizer yields
@@ -174,10 +193,10 @@ class CJKTokenizer:
 
     def __call__(self, utf8: bytes, flags: int, locale: str | None) -> Sequence[Token]:
         tokens = self._base(utf8, flags, locale)
-        if not tokens or utf8.isascii():
+        if utf8.isascii() or not (tokens or self.symbols):
             return tokens
         runs = _MAYBE_CJK.search(utf8) is not None  # else no run: no regex over the text
-        if not runs and not self.composes:
+        if not runs and not self.composes and not self.symbols:
             return tokens
         try:
             text = utf8.decode("utf-8")
@@ -186,8 +205,44 @@ class CJKTokenizer:
         if runs:
             tokens = self._runs(utf8, text, tokens, flags, locale)
         if self.composes and not unicodedata.is_normalized("NFC", text):
-            return self._compose(utf8, tokens, flags)
+            tokens = self._compose(utf8, tokens, flags)
+        if self.symbols and symbolchars.has_symbol(text):
+            return self._symbols(utf8, text, tokens, flags, locale)
         return tokens
+
+    def _symbols(
+        self, utf8: bytes, text: str, tokens: Sequence[Token], flags: int, locale: str | None
+    ) -> list[Token]:
+        """The tokens with each symbol's grapheme one of them (text/symbolchars.py: its key,
+        over its bytes), in order; what the base tokenizer made of a grapheme's parts (a
+        variation selector or a skin tone read as a word, "\ufe0f") goes, and the rest of a
+        token that began inside one is tokenized again ("❤️launch": ❤ / launch)."""
+        spans: list[tuple[int, int, str]] = []
+        pos = offset = 0
+        for m in symbolchars.graphemes(text):
+            offset += len(text[pos : m.start()].encode("utf-8"))
+            size = len(m.group().encode("utf-8"))
+            spans.append((offset, offset + size, symbolchars.key(m.group())))
+            offset += size
+            pos = m.end()
+        if not spans:
+            return list(tokens)
+        out: list[Token] = [(a, b, k) for a, b, k in spans]
+        starts = [a for a, _, _ in spans]
+        for t in tokens:
+            i = bisect.bisect_right(starts, t[0]) - 1  # the last grapheme at or before it
+            inside = [s for s in spans[max(i, 0) :] if s[0] < t[1] and s[1] > t[0]]
+            if not inside:
+                out.append(t)
+                continue
+            cut = t[0]  # the token's parts outside its graphemes, tokenized again
+            for a, b, _ in [*inside, (t[1], t[1], "")]:
+                if a > cut:
+                    part = utf8[cut:a].decode("utf-8", "replace")
+                    out.extend(self._base_part(part, cut, flags, locale))
+                cut = max(cut, b)
+        out.sort(key=lambda t: t[0])
+        return out
 
     def _compose(self, utf8: bytes, tokens: Sequence[Token], flags: int) -> list[Token]:
         """Each token whose text is written decomposed (NFD: "и\u0306", "ε\u0301", "\u0958"
@@ -254,12 +309,13 @@ class CJKTokenizer:
 
 
 def factory(con: apsw.Connection, args: list[str]) -> CJKTokenizer:
-    """FTS5 tokenizer factory: `cjk [BASE ARGS...]`, the base defaulting to BASE."""
-    name, *rest = args or BASE
+    """FTS5 tokenizer factory: `cjk [symbols] [BASE ARGS...]`, the base defaulting to BASE."""
+    symbols = bool(args) and args[0] == SYMBOLS  # a table made before m021: none, as then
+    name, *rest = args[symbols:] or BASE
     # a table made before m016 (no categories: its words cut at marks) gets CJK runs only, as
     # then; m016 makes it again
     runs = _RUNS if "categories" in rest else _CJK_RUNS
-    return CJKTokenizer(con.fts5_tokenizer(name, rest), runs)
+    return CJKTokenizer(con.fts5_tokenizer(name, rest), runs, symbols)
 
 
 def register(con: apsw.Connection) -> None:
