@@ -170,6 +170,10 @@ def test_every_door_of_a_query_reads_its_symbols(app: Any) -> None:
     for q in ("\ufe0f", "\u200d", "🦄"):  # no symbol, or one no note writes: nothing
         for mode in ("auto", "keyword", "hybrid", "fuzzy", "vector"):
             assert _hits(app, q, mode=mode) == [], (q, mode)
+    why = lambda q: app.searcher.search(SearchRequest(query=q, explain=True)).get("unanswered")  # noqa: E731
+    assert why("🦄") == "no text contains '🦄'"
+    assert why("\ufe0f") == "the query has no letter, digit or symbol to search for"
+    assert why("🚀") is None
 
 
 def test_the_backends_write_the_same_words(app: Any, backend: str) -> None:
@@ -206,3 +210,21 @@ def test_an_older_store_finds_its_symbols_after_the_upgrade(
     assert {h["path"] for h in _hits(new, "launch", kind="chunk")} == {"launch.md", "plain.md"}
     settle(new)
     assert new.model.fake.seen == []  # nothing embedded again
+
+
+def test_a_tag_of_symbols_is_found_by_them(make_app: Any) -> None:
+    """Obsidian takes emoji and other symbols in tags (`#🚀`, `tags: [✓]`): the tag is found
+    by its symbol, with or without `#`, and filters as written."""
+    notes = {
+        "fm.md": "---\ntags: [🚀, done✓]\n---\n# Front\n\nNothing else here.\n",
+        "inline.md": "# Inline\n\nA line with the tag #★ only.\n",
+        "other.md": "# Other\n\nA line about rockets and stars.\n",
+    }
+    app = with_notes(make_app(), notes)
+    settle(app)
+    assert {h["path"] for h in _hits(app, "#🚀")} == {"fm.md"}
+    assert {h["path"] for h in _hits(app, "🚀")} == {"fm.md"}
+    assert {h["path"] for h in _hits(app, "✓")} == {"fm.md"}  # a tag's words: done, ✓
+    assert {h["path"] for h in _hits(app, "#★")} == {"inline.md"}
+    req = SearchRequest(query="nothing", mode="keyword", filters=Filters(tags=("🚀",)))
+    assert {h["path"] for h in app.searcher.search(req)["hits"]} == {"fm.md"}

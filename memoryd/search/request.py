@@ -16,7 +16,7 @@ from memoryd.store.entityrowids import rowid_check
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
 from memoryd.text.markdown import nfc
-from memoryd.text.symbolchars import has_symbol
+from memoryd.text.symbolchars import graphemes, has_symbol
 
 log = get_logger("memoryd.search")
 
@@ -121,6 +121,16 @@ def letterless(query: str) -> bool:
     nothing the model reads as meaning (it embeds every such text as the same unknown token,
     whose nearest notes are noise), so no vector answers it; keywords may (its symbols)."""
     return not any(ch.isalnum() for ch in query)
+
+
+def unanswered(query: str, hits: list[Any]) -> str | None:
+    """Why a query that needs no ranking to fail answers nothing (`unanswered`, with explain):
+    it has no letter, digit or symbol, or it is symbols alone that no text writes."""
+    if wordless(query):
+        return WORDLESS
+    if not hits and letterless(query):  # (no vector answers it: its symbols are absent)
+        return f"no text contains {' '.join(m.group() for m in graphemes(query))!r}"
+    return None
 
 
 def query_vector(model: Any, req: SearchRequest) -> Any:

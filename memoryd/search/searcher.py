@@ -72,7 +72,6 @@ from memoryd.search.ranking import (
 from memoryd.search.request import (
     GROUPS,
     MODES,
-    WORDLESS,
     WORKSPACES,
     SearchRequest,
     base_filters,
@@ -83,7 +82,7 @@ from memoryd.search.request import (
     query_vector,
     refuse_no_vectors,
     resolved_entities,
-    wordless,
+    unanswered,
 )
 from memoryd.search.sharedvec import vector_index
 from memoryd.store import Store, notetext, searchrows, searchsql
@@ -189,8 +188,8 @@ class Searcher(Pools):
                 raise InvalidInput("query: must be a non-empty string")
             query_vec = self._query_vector(req)
             result = self._run(req, limit, query_vec)
-            if req.explain and wordless(req.query):  # (no letter, digit or symbol: nothing)
-                result["unanswered"] = WORDLESS
+            if req.explain and (why := unanswered(req.query, result["hits"])):
+                result["unanswered"] = why
         if req.include_constitutional:
             result["hits"] = self._pinned(req) + [
                 h for h in result["hits"] if h.get("tier") != "constitutional"
