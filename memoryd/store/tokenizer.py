@@ -227,22 +227,33 @@ class CJKTokenizer:
             pos = m.end()
         if not spans:
             return list(tokens)
-        out: list[Token] = [(a, b, k) for a, b, k in spans]
-        starts = [a for a, _, _ in spans]
-        for t in tokens:
-            i = bisect.bisect_right(starts, t[0]) - 1  # the last grapheme at or before it
-            inside = [s for s in spans[max(i, 0) :] if s[0] < t[1] and s[1] > t[0]]
-            if not inside:
-                out.append(t)
-                continue
-            cut = t[0]  # the token's parts outside its graphemes, tokenized again
-            for a, b, _ in [*inside, (t[1], t[1], "")]:
-                if a > cut:
-                    part = utf8[cut:a].decode("utf-8", "replace")
-                    out.extend(self._base_part(part, cut, flags, locale))
-                cut = max(cut, b)
-        out.sort(key=lambda t: t[0])
+        # the tokens between graphemes are copied a slice at a time; those a grapheme overlaps
+        # give their parts outside it, tokenized again (a part up to the next grapheme)
+        starts = [t[0] for t in tokens]
+        ends = [t[1] for t in tokens]
+        out: list[Token] = []
+        done = prev = 0
+        for n, (a, b, word) in enumerate(spans):
+            following = spans[n + 1][0] if n + 1 < len(spans) else len(utf8)
+            lo = bisect.bisect_right(ends, a, done)
+            hi = bisect.bisect_left(starts, b, lo)
+            out.extend(tokens[done:lo])
+            for t in tokens[lo:hi]:
+                if max(t[0], prev) < a:
+                    out.extend(self._part(utf8, max(t[0], prev), a, flags, locale))
+            out.append((a, b, word))
+            done = hi
+            for t in tokens[lo:hi]:
+                if t[1] > following:  # it reaches the next grapheme: its part is read there
+                    done -= 1
+                elif t[1] > b:
+                    out.extend(self._part(utf8, b, t[1], flags, locale))
+            prev = b
+        out.extend(tokens[done:])
         return out
+
+    def _part(self, utf8: bytes, a: int, b: int, flags: int, locale: str | None) -> list[Token]:
+        return self._base_part(utf8[a:b].decode("utf-8", "replace"), a, flags, locale)
 
     def _compose(self, utf8: bytes, tokens: Sequence[Token], flags: int) -> list[Token]:
         """Each token whose text is written decomposed (NFD: "и\u0306", "ε\u0301", "\u0958"
