@@ -96,6 +96,47 @@ def test_a_symbol_is_a_token_of_its_own(text: str, tokens: list[str]) -> None:
         assert _tokens(text, query=True) == tokens
 
 
+def _simple_tokens(text: str) -> list[tuple[Any, ...]]:
+    """What `cjk symbols` gives, written the plain way: every grapheme a token, and every token
+    the base gives cut at the graphemes it overlaps, its parts outside them tokenized again."""
+    con = apsw.Connection(":memory:")
+    tokenizer.register(con)
+    base = con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.BASE))
+    utf8, flags = text.encode(), apsw.FTS5_TOKENIZE_DOCUMENT
+    spans, offset, pos = [], 0, 0
+    for m in symbolchars.graphemes(text):
+        offset += len(text[pos : m.start()].encode())
+        spans.append((offset, offset + len(m.group().encode()), symbolchars.key(m.group())))
+        offset, pos = spans[-1][1], m.end()
+    out = list(spans)
+    for t in base(utf8, flags, None):
+        inside = [sp for sp in spans if sp[0] < t[1] and sp[1] > t[0]]
+        if not inside:
+            out.append(t)
+            continue
+        cut = t[0]
+        for a, b, _ in [*inside, (t[1], t[1], "")]:
+            if a > cut:
+                out += [(cut + x[0], cut + x[1], *x[2:]) for x in base(utf8[cut:a], flags, None)]
+            cut = max(cut, b)
+    return sorted(out, key=lambda t: t[0])
+
+
+def test_the_tokenizer_agrees_with_the_plain_way() -> None:
+    import random
+
+    pool = ["🚀", "👍", "🏽", "\ufe0f", "\u200d", "🇩", "🇪", "1", "#", "\u20e3", "a", " ", "→"]
+    pool += ["\u0338", "€", "é", "数", "据", "\U000e0067", "🏴", "\u0301", "x"]
+    rng = random.Random(42)
+    con = apsw.Connection(":memory:")
+    tokenizer.register(con)
+    tok = con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.ARGS))
+    for _ in range(3000):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(1, 16)))
+        got = [tuple(t) for t in tok(text.encode(), apsw.FTS5_TOKENIZE_DOCUMENT, None)]
+        assert got == _simple_tokens(text), text
+
+
 def test_a_table_made_before_m021_keeps_its_tokens() -> None:
     """`cjk` without `symbols` (a table m021 has not made again) tokenizes as it did: its rows
     are deleted with the tokens they were indexed with."""
