@@ -467,15 +467,18 @@ class Battery:
         # a symbol excluded, in a phrase, as an alternative (stop 42)
         got = paths("launch -🚀")
         if got is not None:
+            wrong = sorted(p for p in got if holds_symbols(self.files[p], "🚀"))
+            self.add("operators", "launch -🚀", not wrong, f"writes it: {wrong[:3]}")
             want = {p for p in self.rg("launch") if not holds_symbols(self.files[p], "🚀")}
-            self.add("operators", "launch -🚀", got == want, f"{sorted(got)}")
-        got = paths('"day 🚀"')
+            if self.own:  # (a vault's: more than the limit, maybe)
+                self.add("operators", "launch -🚀", got == want, f"{sorted(got)}")
+        want = {p for p, t in self.files.items() if "day 🚀" in t.lower()}
+        got = paths('"day 🚀"') if want or self.own else None
         if got is not None:
-            want = {p for p, t in self.files.items() if "day 🚀" in t.lower()}
             self.add("operators", '"day 🚀"', bool(want) and got == want, f"{sorted(got)}")
-        got = paths("🎉 OR ★")
+        want = self.rg("🎉") | self.rg("★")
+        got = paths("🎉 OR ★") if want or self.own else None
         if got is not None:
-            want = self.rg("🎉") | self.rg("★")
             self.add("operators", "🎉 OR ★", bool(want) and want <= got, f"{sorted(got)}")
         got = paths('"rock and roll"')
         if got is not None:
