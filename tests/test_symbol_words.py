@@ -56,9 +56,11 @@ MEMBERS = [
 
 
 def _tokens(text: str, query: bool = False) -> list[str]:
+    """The tokens each at a place of its own (`cjk symbolsapart`, a snippet's table: the
+    index colocates a symbol with a word, test_a_symbol_takes_no_place)."""
     con = apsw.Connection(":memory:")
     tokenizer.register(con)
-    tok = con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.ARGS))
+    tok = con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.APART_ARGS))
     flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
     utf8 = text.encode()
     out = []
@@ -130,11 +132,37 @@ def test_the_tokenizer_agrees_with_the_plain_way() -> None:
     rng = random.Random(42)
     con = apsw.Connection(":memory:")
     tokenizer.register(con)
-    tok = con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.ARGS))
+    tok = con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.APART_ARGS))
     for _ in range(3000):
         text = "".join(rng.choice(pool) for _ in range(rng.randint(1, 16)))
         got = [tuple(t) for t in tok(text.encode(), apsw.FTS5_TOKENIZE_DOCUMENT, None)]
         assert got == _simple_tokens(text), text
+
+
+def test_a_symbol_takes_no_place() -> None:
+    """The index's symbols are colocated with a word (FTS5 counts no colocated token in a
+    column's size): a text with a symbol ranks as the same text without it, and a phrase
+    with a symbol is found where the text writes it, and only there."""
+    con = apsw.Connection(":memory:")
+    tokenizer.register(con)
+    con.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, {tokenizer.OPTION})")
+    texts = ["hen party £40 each", "hen party 40 each", "🚀launch on day 🚀 two", "★★★ hotel"]
+    texts += ["launch on day two 🚀", "rated ★★ hotel", "x → y", "y → x"]
+    con.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(texts))
+    bm = dict(con.execute("SELECT rowid, bm25(t) FROM t WHERE t MATCH 'party'").fetchall())
+    assert bm[0] == bm[1]
+
+    def found(q: str) -> set[int]:
+        return {r for (r,) in con.execute("SELECT rowid FROM t WHERE t MATCH ?", [q])}
+
+    assert found('"🚀 launch"') == {2}  # the text's first symbol, before its first word
+    assert found('"day 🚀"') == {2}  # (not "two 🚀")
+    assert found('"day 🚀 two"') == {2}
+    assert found('"two 🚀"') == {4}
+    assert found('"★★★"') == {3} and found('"★★"') == {3, 5} and found('"★★ hotel"') == {3, 5}
+    assert found('"★★★ hotel"') == {3} and found('"rated ★"') == {5} and found("★") == {3, 5}
+    assert found('"x → y"') == {6} and found('"→ x"') == {7} and found("→") == {6, 7}
+    assert found('"£ 40"') == {0} and found('"party £"') == {0}
 
 
 def test_a_table_made_before_m021_keeps_its_tokens() -> None:

@@ -36,7 +36,13 @@ each grapheme of symbols outside ASCII (an emoji with its skin tone, variation s
 parts, a flag, a keycap; `→`, `€`, `✓`, `°`) is a token of its own over its bytes, its key
 (variation selectors and skin tones folded away), so "🚀launch" gives 🚀 / launch and "❤️"
 gives ❤; what the wrapped tokenizer made of a grapheme's parts (a selector or a skin tone read
-as a word) goes. A table made before m021 (no `symbols`) tokenizes as it did.
+as a word) goes. In a document each symbol is colocated with the word before it (the first
+word after it at a text's start: _colocated), since FTS5 counts no colocated token in a column's
+size: a symbol leaves BM25's length normalisation, and so every ranking, as it was; a query's
+phrase asks for tokens of a word with its symbols (_merged), which _colocated writes too. A
+snippet's table (`cjk symbolsapart`, store/rowsnippets.py) gives each symbol a place of its
+own instead, so that snippet() marks the symbol, not its word. A table made before m021 (no
+`symbols`) tokenizes as it did.
 
 Offsets: each position spans exactly its own character, so snippet()/highlight() markers land on
 character boundaries and a matched phrase is highlighted from its first to its last character.
@@ -72,11 +78,16 @@ BASE = ("porter", "unicode61", "remove_diacritics", "2", "categories", "L* N* Co
 BASE_OPTION = " ".join(f"'{a}'" if " " in a else a for a in BASE)
 # `cjk`'s own arguments before the base tokenizer's: symbols as tokens (m021)
 SYMBOLS = "symbols"
+APART = "symbolsapart"  # each symbol a place of its own (snippets: rowsnippets.py)
 ARGS = (SYMBOLS, *BASE)
+APART_ARGS = (APART, *BASE)
 # the tokenizer of entries_fts and notes_fts (migrations m008, m016, m021) and its tokenize=
 # option
 TOKENIZE = f"{NAME} {SYMBOLS} {BASE_OPTION}"
 OPTION = f'tokenize = "{TOKENIZE}"'
+# a snippet's table (rowsnippets.py): the same tokens, each symbol at a place of its own, so that
+# snippet() marks the symbol itself (it marks no colocated token: it would mark the word before)
+APART_OPTION = OPTION.replace(f" {SYMBOLS} ", f" {APART} ")
 
 # the scripts written without spaces between words (one definition: text/scripts.py)
 _SEA_BLOCKS = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0xA9E0, 0xAA7F))
@@ -179,12 +190,19 @@ class CJKTokenizer:
     """One instance per FTS5 table (and per fts5_tokenizer() call): wraps a base tokenizer."""
 
     def __init__(
-        self, base: apsw.FTS5Tokenizer, runs: re.Pattern[str] = _RUNS, symbols: bool = True
+        self,
+        base: apsw.FTS5Tokenizer,
+        runs: re.Pattern[str] = _RUNS,
+        symbols: bool = True,
+        colocate: bool = True,
     ) -> None:
         self.base = base
         self.runs = runs  # _CJK_RUNS for a table made before m016 (its words cut at marks)
         self.composes = runs is _RUNS  # m016: a token written decomposed is indexed composed
         self.symbols = symbols  # m021: a symbol's grapheme is a token (text/symbolchars.py)
+        # m021: a document's symbol shares the place of the word before it (_colocated); not
+        # in a snippet's table (APART: rowsnippets.py), where each has its own, to be marked
+        self.colocate = colocate
 
     def _base(self, utf8: bytes, flags: int, locale: str | None) -> list[Token]:
         # Called with offsets and colocated tokens (apsw's defaults), the base tokenizer yields
@@ -232,6 +250,7 @@ class CJKTokenizer:
         starts = [t[0] for t in tokens]
         ends = [t[1] for t in tokens]
         out: list[Token] = []
+        marks: list[int] = []  # the symbols' places in out
         done = prev = 0
         for n, (a, b, word) in enumerate(spans):
             following = spans[n + 1][0] if n + 1 < len(spans) else len(utf8)
@@ -241,6 +260,7 @@ class CJKTokenizer:
             for t in tokens[lo:hi]:
                 if max(t[0], prev) < a:
                     out.extend(self._part(utf8, max(t[0], prev), a, flags, locale))
+            marks.append(len(out))
             out.append((a, b, word))
             done = hi
             for t in tokens[lo:hi]:
@@ -250,7 +270,11 @@ class CJKTokenizer:
                     out.extend(self._part(utf8, b, t[1], flags, locale))
             prev = b
         out.extend(tokens[done:])
-        return out
+        if not self.colocate:
+            return out
+        if flags & apsw.FTS5_TOKENIZE_QUERY:
+            return _merged(out, marks) if len(out) > 1 else out
+        return _colocated(out, marks)
 
     def _part(self, utf8: bytes, a: int, b: int, flags: int, locale: str | None) -> list[Token]:
         return self._base_part(utf8[a:b].decode("utf-8", "replace"), a, flags, locale)
@@ -319,14 +343,93 @@ class CJKTokenizer:
         ]
 
 
+JOIN = " "  # between a word and the symbols beside it in one token (no other token has a space)
+RUN = 4  # the symbols beside a word that such a token holds at most
+
+
+def _runs(tokens: list[Token], marks: list[int]) -> list[tuple[Token | None, list[str]]]:
+    """The tokens as (a word, the symbols right after it): the first has no word when the
+    text begins with symbols."""
+    symbol = set(marks)
+    out: list[tuple[Token | None, list[str]]] = [(None, [])]
+    for n, t in enumerate(tokens):
+        if n in symbol:
+            out[-1][1].append(t[2])
+        else:
+            out.append((t, []))
+    return out if out[0][1] else out[1:]
+
+
+def _colocated(tokens: list[Token], marks: list[int]) -> list[Token]:
+    """A document's tokens with each symbol colocated with the word before it (or after it,
+    at the text's start): FTS5 counts no colocated token in a column's size, so a symbol
+    leaves BM25's length normalisation, and every ranking, as a text without it has them.
+    A phrase's adjacency is kept by tokens of a word with the symbols beside it ("day 🚀",
+    "🚀 launch", up to RUN symbols: every run after a word begins it, every run before one
+    ends it) and of runs of symbols ("🚀 🎉"), colocated too; `_merged` writes a query's so.
+    A text of symbols alone: the first has a place of its own, the others share it."""
+    runs = _runs(tokens, marks)
+    places: list[list[Any]] = [list(w) if w else [] for w, _ in runs]
+    for n, (word, symbols) in enumerate(runs):
+        if not symbols:
+            continue
+        host = places[n] if word else (places[n + 1] if n + 1 < len(runs) else places[n])
+        if not host:  # symbols alone
+            first = tokens[marks[0]]
+            host.extend(first[:2])
+        extra = list(symbols)
+        for size in range(2, RUN + 1):  # runs of symbols ("★★★", "🚀🎉")
+            extra += [JOIN.join(symbols[i : i + size]) for i in range(len(symbols) - size + 1)]
+        if word:
+            top = min(RUN, len(symbols))
+            extra += [JOIN.join([word[2], *symbols[:i]]) for i in range(1, top + 1)]
+        for t in extra:
+            if t not in host[2:]:
+                host.append(t)
+        if n + 1 < len(runs):  # the word after them: at its own place
+            after = places[n + 1]
+            top = min(RUN, len(symbols))
+            after += [JOIN.join([*symbols[-i:], after[2]]) for i in range(1, top + 1)]
+    return [tuple(p) for p in places if p]
+
+
+def _merged(tokens: list[Token], marks: list[int]) -> list[Token]:
+    """A query's phrase as _colocated indexes it: each run of symbols in one token with the
+    word after it (or, at the phrase's end, the word before it), so that the phrase's places
+    follow each other as its words' do in the text; a run of symbols alone as one token. A
+    phrase's last symbols after a word whose token has the symbols before it already are not
+    asked for (rare: `"🚀 launch 🎉"` finds "🚀 launch" too)."""
+    runs = _runs(tokens, marks)
+    out: list[Token] = []
+    before: list[str] = []  # the symbols waiting for the word after them
+    for word, symbols in runs:
+        if word is None:
+            before = symbols
+            continue
+        t = word
+        if before:
+            t = (word[0], word[1], JOIN.join([*before[-RUN:], word[2]]))
+        before = symbols
+        out.append(t)
+    if before:
+        if not out:  # symbols alone
+            first = tokens[marks[0]]
+            return [(first[0], tokens[marks[-1]][1], JOIN.join(before[:RUN]))]
+        last = out[-1]
+        if JOIN not in last[2]:
+            out[-1] = (last[0], last[1], JOIN.join([last[2], *before[:RUN]]))
+    return out
+
+
 def factory(con: apsw.Connection, args: list[str]) -> CJKTokenizer:
     """FTS5 tokenizer factory: `cjk [symbols] [BASE ARGS...]`, the base defaulting to BASE."""
-    symbols = bool(args) and args[0] == SYMBOLS  # a table made before m021: none, as then
+    symbols = bool(args) and args[0] in (SYMBOLS, APART)  # before m021: none, as then
+    colocate = symbols and args[0] == SYMBOLS
     name, *rest = args[symbols:] or BASE
     # a table made before m016 (no categories: its words cut at marks) gets CJK runs only, as
     # then; m016 makes it again
     runs = _RUNS if "categories" in rest else _CJK_RUNS
-    return CJKTokenizer(con.fts5_tokenizer(name, rest), runs, symbols)
+    return CJKTokenizer(con.fts5_tokenizer(name, rest), runs, symbols, colocate)
 
 
 def register(con: apsw.Connection) -> None:
