@@ -20,8 +20,9 @@ literal between word boundaries: `Ctrl+E` is not `Ctrl+End`), in Python. Checks,
   holds its words apart (a symbol word, `C#`, `$HOME`: no note without it as written);
 - absent: an exact string no note holds (an IP, an email, a URL, a path, a key chord, a date,
   a tag or mention, an identifier) answers nothing in every mode, alone or in a question;
-- wordless: a query with no letter or digit (`#`, `...`, an emoji, a zero-width space) answers
-  nothing in every mode (no vector neighbours as padding);
+- wordless: a query with no letter, digit or symbol (`#`, `...`, a zero-width space, a lone
+  variation selector) answers nothing in every mode (no vector neighbours as padding); a symbol
+  (`🚀`, `→`, `€`: stop 42) is a literal, and its keyword hits all write it;
 - odd: quotes, operators, `*`, stop words only, one character, control characters, tabs and
   newlines, RTL and mixed scripts, a 2,000-word paste and a 200 KB query: an answer in every mode
   and with every flag, never an error but a -32602 that names its param; the long ones say how
@@ -83,6 +84,12 @@ NOTES = {
     "យើងប្រើមូលដ្ឋានទិន្នន័យ ကျွန်ုပ်တို့သည်ဒေတာဘေ့စ်ကိုအသုံးပြုသည်\n"
     "हिन्दी भाषा में कार्यक्रम अच्छा था। ང་ཚོས་གཞི་གྲངས་མཛོད། ΟΔΥΣΣΕΑΣ ήρθε.\n",
     "misc/stop.md": "# The the\n\nTo be or not to be, that is the question.\n",
+    # symbols: emoji (a ZWJ family, a flag, a skin tone, a keycap, a variation selector),
+    # arrows, math, currency, units, marks, box drawing; beside words and glued to them (stop 42)
+    "misc/symbols.md": "# Symbols\n\n🚀launch on Friday 🎉. The 👨‍👩‍👧 trip to 🇩🇪 Berlin. "
+    "Step 1️⃣ first; I ❤️ it. Flow: build → test → ship, map x→y. Error ±3 (± 3) and ∑x (∑ of rows). "
+    "It costs €5 (5 €) or 12 £. 20 °C outside. Brand™ status ✓ done, ★★★ rated.\n"
+    "┌─ box ─┐ and ✔ check.\n",
     # front-matter values: in the file, as rg reads it; in no body (stop 38)
     "proj/plan.md": "---\nstatus: awaiting-signoff\nproject: [kestrel, osprey]\nauthor: Ana Lima\n"
     "due: 2026-12-01\nclient:\n  name: Harbourside\ntags: [billing]\n---\n# Plan\n\n"
@@ -98,6 +105,9 @@ NOTES = {
     "wiki. 10 and 0 and 12. Margin of 15. F and the home page, net income, 123 Main St.\n",
     **{f"filler/note{i:02}.md": f"# Filler {i}\n\n{FILLER}\n" for i in range(12)},
 }
+# symbols, each a word of its own (stop 42): emoji with a ZWJ, a flag, a keycap, a selector
+SYMBOLS = ["🚀", "👍🏽", "👍", "👨\u200d👩\u200d👧", "🇩🇪", "1️⃣", "❤️", "❤", "→", "±"]
+SYMBOLS += ["∑", "€", "£", "°C", "™", "✓", "★", "─", "x→y", "🎉"]
 # Every token kind a search box gets, as the user types it (NOTES holds each one).
 LITERALS = {
     "call": ["foo.bar()", "compute_fx_rate()", "yaml.safe_load"],
@@ -129,7 +139,10 @@ LITERALS = {
     # a word with its vowel signs and viramas whole; Greek final sigma (Σ, ς and σ fold alike)
     "marked script": ["कार्यक्रम", "हिन्दी", "གཞི་གྲངས", "οδυσσεας"],
     # no spaces between words: found where its characters are adjacent, as CJK
-    "unspaced script": ["ข้อมูล", "ฐานข้อมูล", "ຂໍ້ມູນ", "មូលដ្ឋានទិន្នន័យ", "ဒေတာဘေ့စ်"],
+    "unspaced script": ["ข้อมูล", "ฐานข้อมูล", "ຂໍ້ມູນ", "មូលដ្ឋានទិន្នន័យ", "ဒေတာဘេ့စ်"],
+    # a symbol is a word of its own, one a grapheme (stop 42: each was a separator); a skin
+    # tone and a variation selector fold away (👍 finds 👍🏽, ❤ finds ❤️), as diacritics do
+    "symbol": SYMBOLS,
 }
 # Words no note holds though their letters are there (a piece of a marked word, a Thai word or
 # sentence of words apart): 0 keyword hits (not `ABSENT`: no name or identifier, so the other
@@ -167,7 +180,9 @@ ABSENT = [
     "compute_nothing()",
     "what is at 10.9.9.9?",
 ]
-WORDLESS = ["#", "@", "-", "*", "...", "?", ",", ":)", "&&", "=>", "()", "🚀", "🚀🎉", "\u200b"]
+# (a lone variation selector or joiner is no symbol: `🚀` is a literal since stop 42, "symbol")
+WORDLESS = ["#", "@", "-", "*", "...", "?", ",", ":)", "&&", "=>", "()"]
+WORDLESS += ["\u200b", "\ufe0f", "\u200d"]
 
 
 def odd_queries() -> dict[str, str]:
@@ -340,6 +355,9 @@ class Battery:
             if missing:
                 detail += f", missing {sorted(missing)[:3]}"
             self.add(check, query, ok, detail)
+            if check.endswith(" symbol") and not check.startswith("sentence"):
+                wrong = sorted(p for p in got if not holds_symbols(self.files[p], literal))
+                self.add(check, query, not wrong, f"without its symbols {wrong[:3]}")
             # a sentence asks for any of its words; a sampled token's notes are not ours (their
             # headings, stemming and markup join words the oracle sees apart): recall only
             if not check.startswith(("sentence", "sampled")) and literal not in KNOWN:
@@ -446,6 +464,22 @@ class Battery:
         got = paths("rock -roll")
         if got is not None:
             self.add("operators", "rock -roll", not (got & self.rg("roll")), f"{sorted(got)}")
+        # a symbol excluded, in a phrase, as an alternative (stop 42)
+        got = paths("launch -🚀")
+        if got is not None:
+            wrong = sorted(p for p in got if holds_symbols(self.files[p], "🚀"))
+            self.add("operators", "launch -🚀", not wrong, f"writes it: {wrong[:3]}")
+            want = {p for p in self.rg("launch") if not holds_symbols(self.files[p], "🚀")}
+            if self.own:  # (a vault's: more than the limit, maybe)
+                self.add("operators", "launch -🚀", got == want, f"{sorted(got)}")
+        want = {p for p, t in self.files.items() if "day 🚀" in t.lower()}
+        got = paths('"day 🚀"') if want or self.own else None
+        if got is not None:
+            self.add("operators", '"day 🚀"', bool(want) and got == want, f"{sorted(got)}")
+        want = self.rg("🎉") | self.rg("★")
+        got = paths("🎉 OR ★") if want or self.own else None
+        if got is not None:
+            self.add("operators", "🎉 OR ★", bool(want) and want <= got, f"{sorted(got)}")
         got = paths('"rock and roll"')
         if got is not None:
             want = {p for p, t in self.files.items() if "rock and roll" in t.lower()}
@@ -457,6 +491,17 @@ class Battery:
 _UNSPACED = re.compile(
     "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
 )
+
+
+# what the index folds away in a symbol (a variation selector, a skin tone), as it does diacritics
+_SYMBOL_FOLDS = re.compile("[\ufe0e\ufe0f\U0001f3fb-\U0001f3ff]")
+
+
+def holds_symbols(text: str, literal: str) -> bool:
+    """Whether text writes every symbol of the literal (a run of what is neither a letter,
+    a digit nor a space: `🚀`, `👨‍👩‍👧`, `°`), a variation selector or a skin tone aside."""
+    text, literal = _SYMBOL_FOLDS.sub("", text), _SYMBOL_FOLDS.sub("", literal)
+    return all(part in text for part in re.findall(r"[^\w\s]+", literal))
 
 
 @functools.cache

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from memoryd.store.tokenizer import MARKS, cjk_runs, is_sea
+from memoryd.text.symbolchars import GRAPHEME, has_symbol, is_symbol
 
 MAX_TERMS = 64
 MIN_CJK_SPLIT = 5  # CJK runs this long are also searched bigram by bigram in match_any
@@ -172,7 +173,9 @@ STOP_WORDS = frozenset(
 _OPERATORS = ("OR", "NOT", "AND", "NEAR")
 _TOKEN = re.compile(r'-?"[^"]*"?\*?|[^\s"]+')
 _WORDISH = re.compile(r"\w", re.UNICODE)
-_SPLIT = re.compile(f"[^\\w{MARKS}]+")  # a combining mark is inside its word
+# a word (a combining mark is inside it) or a symbol's grapheme (text/symbolchars.py: a word of
+# its own, "🚀launch" is 🚀 and launch)
+_WORD_OR_SYMBOL = re.compile(f"{GRAPHEME}|[\\w{MARKS}]+")
 # An English possessive ("Lena's", "the Joneses'"): the word is the name, which the notes mostly
 # write without it ("Lena: ..." in a chat, "Lena said"); as a phrase "lena s" it would match only
 # the texts that repeat the possessive.
@@ -303,7 +306,8 @@ def _plain_code(m: re.Match[str]) -> str:
 
 
 def _words(text: str) -> list[str]:
-    return [w for w in _SPLIT.split(text) if w and _WORDISH.search(w)]
+    found = _WORD_OR_SYMBOL.findall(text)
+    return [w for w in found if _WORDISH.search(w) or is_symbol(w)]
 
 
 def sentence_run(run: str) -> bool:
@@ -339,7 +343,7 @@ def parse_query(text: str) -> ParsedQuery:
     count = ignored = 0
     for raw in _TOKEN.findall(text):
         if count >= MAX_TERMS:  # counted, so the answer can say so (`terms_ignored`)
-            ignored += raw not in _OPERATORS and _WORDISH.search(raw) is not None
+            ignored += raw not in _OPERATORS and bool(_WORDISH.search(raw) or has_symbol(raw))
             continue
         if raw == "OR":
             or_next = bool(groups)

@@ -89,6 +89,7 @@ from memoryd.store import tokenizer as cjk_tokenizer
 from memoryd.store.dialect import Tokenize, query_tokenizers
 from memoryd.store.protocol import Connection
 from memoryd.text.entity_cues import common_words  # one copy (4 MB) for both
+from memoryd.text.symbolchars import has_symbol, is_symbol
 
 log = get_logger("memoryd.search.fuzzy")
 
@@ -160,7 +161,11 @@ def correctable(word: str) -> bool:
 
 
 def _offerable(term: str) -> bool:
-    return MIN_TERM <= len(term) <= MAX_WORD and not _has_number(term)
+    return (
+        MIN_TERM <= len(term) <= MAX_WORD
+        and not _has_number(term)
+        and (term.isascii() or not has_symbol(term))  # a symbol is never a correction
+    )
 
 
 def deletions(word: str, depth: int) -> set[str]:
@@ -407,6 +412,11 @@ class FuzzyMatcher:
         corrections: dict[str, str] = {}
         fixes: list[tuple[int, str, str, str, tuple[str, ...]]] = []
         seen: set[str] = set()
+        for term in terms:  # a symbol (🚀, →) is never corrected, nor dropped: kept as typed
+            if isinstance(term, str) and is_symbol(term) and term not in seen:
+                seen.add(term)
+                groups.append(quote_term(term))
+                words.append(term)
         for word, stem in _words(tok, terms):
             if stem in seen:
                 continue

@@ -17,6 +17,7 @@ from memoryd.store.entityrowids import rowid_check
 from memoryd.store.entries import Filters, filter_sql
 from memoryd.store.protocol import Connection
 from memoryd.text.markdown import nfc
+from memoryd.text.symbolchars import graphemes, has_symbol
 
 log = get_logger("memoryd.search")
 
@@ -106,14 +107,31 @@ def vector_mask(f: Filters, now: float) -> tuple[Any, str, list[Any]] | None:
 
 
 QUERY_FAILED = "unable to embed this query"  # a search's model_state: keywords answered it
-WORDLESS = "the query has no letter or digit to search for"  # its `unanswered` with explain
+WORDLESS = "the query has no letter, digit or symbol to search for"  # `unanswered` (explain)
 
 
 def wordless(query: str) -> bool:
-    """Whether a query holds no letter or digit (`#`, `...`, `:)`, `&&`, an emoji, a zero-width
-    space): no keyword to match, and nothing the model reads as meaning (it embeds every such
-    text as the same unknown token, whose nearest notes are noise), so nothing answers it."""
+    """Whether a query holds no letter, digit or symbol (`#`, `...`, `:)`, `&&`, a zero-width
+    space): no keyword to match, so nothing answers it. A symbol (an emoji, `→`, `€`, `✓`:
+    text/symbolchars.py) is a word of its own, found where the notes write it."""
+    return letterless(query) and not has_symbol(query)
+
+
+def letterless(query: str) -> bool:
+    """Whether a query holds no letter or digit (the above, or symbols alone: `🚀`, `→`):
+    nothing the model reads as meaning (it embeds every such text as the same unknown token,
+    whose nearest notes are noise), so no vector answers it; keywords may (its symbols)."""
     return not any(ch.isalnum() for ch in query)
+
+
+def unanswered(query: str, hits: list[Any]) -> str | None:
+    """Why a query that needs no ranking to fail answers nothing (`unanswered`, with explain):
+    it has no letter, digit or symbol, or it is symbols alone that no text writes."""
+    if wordless(query):
+        return WORDLESS
+    if not hits and letterless(query):  # (no vector answers it: its symbols are absent)
+        return f"no text contains {' '.join(m.group() for m in graphemes(query))!r}"
+    return None
 
 
 def query_vector(model: Any, req: SearchRequest) -> Any:
@@ -123,7 +141,7 @@ def query_vector(model: Any, req: SearchRequest) -> Any:
     if model is None or model.state != "ready":
         refuse_vector_mode(model, req)  # vector mode says why (auto and hybrid: keywords)
         return None
-    if wordless(req.query):
+    if letterless(req.query):
         return None
     try:
         return model.embed_query(req.query)
@@ -192,7 +210,7 @@ def model_note(model: Any, req: SearchRequest, query_vec: Any) -> str | None:
     if model.state in ("loading", "failed"):
         return str(model.state)
     if query_vec is None and model.state == "ready" and not req.concepts:
-        return None if wordless(req.query) else QUERY_FAILED
+        return None if letterless(req.query) else QUERY_FAILED
     return None
 
 

@@ -73,7 +73,6 @@ from memoryd.search.ranking import (
 from memoryd.search.request import (
     GROUPS,
     MODES,
-    WORDLESS,
     WORKSPACES,
     SearchRequest,
     base_filters,
@@ -84,7 +83,7 @@ from memoryd.search.request import (
     query_vector,
     refuse_no_vectors,
     resolved_entities,
-    wordless,
+    unanswered,
 )
 from memoryd.search.sharedvec import vector_index
 from memoryd.store import Store, entityread, notetext, searchrows, searchsql
@@ -190,8 +189,8 @@ class Searcher(Pools):
                 raise InvalidInput("query: must be a non-empty string")
             query_vec = self._query_vector(req)
             result = self._run(req, limit, query_vec)
-            if req.explain and wordless(req.query):  # (no letter or digit: nothing to find)
-                result["unanswered"] = WORDLESS
+            if req.explain and (why := unanswered(req.query, result["hits"])):
+                result["unanswered"] = why
         if req.include_constitutional:
             result["hits"] = self._pinned(req) + [
                 h for h in result["hits"] if h.get("tier") != "constitutional"

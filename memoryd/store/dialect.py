@@ -43,7 +43,7 @@ def query_tokenizers(con: Connection, *, cjk: bool) -> tuple[Tokenize, Tokenize 
     way, and with cjk=True also the one that splits CJK runs into bigrams as the index does."""
     if isinstance(con, apsw.Connection):
         tok = con.fts5_tokenizer(*FTS5_TOKENIZER)
-        bigrams = con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.BASE)) if cjk else None
+        bigrams = con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.ARGS)) if cjk else None
         return tok, bigrams
     from memoryd.store.pg.fts import Stemmer  # the server's stemmer, the one its index uses
 

@@ -207,7 +207,7 @@ _KEYS: dict[str, str] = {}  # phrase as written -> phrase_key (the tokenizer nev
 def _tokenizer(con: apsw.Connection) -> Any:
     found = _TOKENIZERS.get(con)
     if found is None:
-        found = _TOKENIZERS[con] = con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.BASE))
+        found = _TOKENIZERS[con] = con.fts5_tokenizer(tokenizer.NAME, list(tokenizer.ARGS))
     return found
 
 

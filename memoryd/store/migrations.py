@@ -471,6 +471,9 @@ def m015_front_matter_values(con: apsw.Connection) -> None:
     m010_read_notes_again(con)
 
 
+M016_OPTION = tokenizer.OPTION.replace(f" {tokenizer.SYMBOLS} ", " ")  # (m021: symbols)
+
+
 def m016_marks_and_unspaced_scripts(con: apsw.Connection) -> None:
     """A word keeps its combining marks (Hindi, Thai, Arabic with tashkeel were indexed cut at
     each vowel sign, so a piece found every word that began with it), Thai, Lao, Khmer and
@@ -482,15 +485,21 @@ def m016_marks_and_unspaced_scripts(con: apsw.Connection) -> None:
     embedded or read again; the fts5vocab table and the triggers name the tables, not their
     definitions."""
     tables.unescape_lists(con, "entries")  # (the triggers keep entries_fts meanwhile)
+    _fts_again(con, M016_OPTION)
+
+
+def _fts_again(con: apsw.Connection, option: str) -> None:
+    """entries_fts and notes_fts made again with this tokenize= option, filled from `entries`
+    (the rows the triggers write: tags with front-matter values)."""
     sql = str(one(con.execute("SELECT sql FROM sqlite_master WHERE name = 'entries_fts'"))[0])
     con.execute("DROP TABLE entries_fts")
-    con.execute(_TOKENIZE_OPTION.sub(lambda _: tokenizer.OPTION, sql, count=1))
+    con.execute(_TOKENIZE_OPTION.sub(lambda _: option, sql, count=1))
     con.execute(
         "INSERT INTO entries_fts(rowid, content, heading_path, tags)"
         f" SELECT id, content, heading_path, {tables.keyword_tags('entries')} FROM entries"
     )
     con.execute("DROP TABLE notes_fts")
-    con.execute(notetext.TABLE)
+    con.execute(notetext.TABLE.replace(tokenizer.OPTION, option))
     notetext.fill(con)
 
 
@@ -521,6 +530,13 @@ def m020_german_nouns(con: apsw.Connection) -> None:
     so the nouns a German note made entities of (Datenbank, Server) go; nothing is embedded."""
     m010_read_notes_again(con)
     reindex_memories(con)
+
+
+def m021_symbols_as_words(con: apsw.Connection) -> None:
+    """A symbol is a word of its own (text/symbolchars.py: an emoji, an arrow, a currency sign,
+    one token a grapheme), as `rg -w` finds it; it was a separator ("🚀" found nothing). The
+    keyword tables are made again with `cjk symbols ...`; nothing is embedded or read again."""
+    _fts_again(con, tokenizer.OPTION)
 
 
 # every step above, in the order of its number

@@ -10,9 +10,11 @@ sought again per row: 0.1-0.4 ms a row, a prefix expanded again each time).
 
 So the given entries are copied, as they are indexed (content, heading path, tags with the note's
 front-matter values: the columns of `entries_fts`), into a table of the same columns and
-tokenizer in a private in-memory database of the calling thread, and the snippets are asked of
-it, inside a transaction rolled back after: 0.3-0.5 ms for 10 hits at 100K, the same snippets
-(tests/test_search_stable.py compares them with `entries_fts` row by row). SQLite only;
+tokenizer (but for its symbols, each at a place of its own: tokenizer.APART_OPTION, so that the
+symbol is marked, not the word `entries_fts` colocates it with) in a private in-memory
+database of the calling thread, and the snippets are asked of it, inside a transaction rolled
+back after: 0.3-0.5 ms for 10 hits at 100K, the same snippets (tests/test_search_stable.py
+compares them with `entries_fts` row by row). SQLite only;
 PostgreSQL has `ts_headline` (store/pg/fts.py).
 """
 
@@ -31,14 +33,15 @@ from memoryd.store.protocol import Connection
 # entries_fts's columns and tokenizer (migrations m001 and m004); external content there, its
 # own here (the rows live only inside one rolled-back transaction)
 SCHEMA = (
-    f"CREATE VIRTUAL TABLE rows_fts USING fts5(content, heading_path, tags, {tokenizer.OPTION})"
+    "CREATE VIRTUAL TABLE rows_fts USING fts5(content, heading_path, tags,"
+    f" {tokenizer.APART_OPTION})"
 )
 
 # The same table with the tokenizer `cjk` wraps, for rows and an expression without a CJK
 # (Thai...) character or one written decomposed (tokenizer.rebuilt): `cjk` then passes the
 # wrapped tokenizer's tokens through unchanged, so the snippets are the same, without a call into
 # Python for each column of each row (0.2 against 0.3 ms for 10 hits; issue 23.3).
-PLAIN_SCHEMA = SCHEMA.replace(tokenizer.TOKENIZE, tokenizer.BASE_OPTION)
+PLAIN_SCHEMA = SCHEMA.replace(tokenizer.APART_OPTION, f'tokenize = "{tokenizer.BASE_OPTION}"')
 
 _local = threading.local()
 

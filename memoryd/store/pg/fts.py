@@ -38,6 +38,7 @@ from typing import Any
 
 from memoryd.store.protocol import Connection, one
 from memoryd.store.tokenizer import WORD, cjk_runs, units
+from memoryd.text import symbolchars
 
 CONFIG = "english"  # the index's configuration (store/pg/schema.py TS_CONFIG)
 # ts_rank_cd weights, in PostgreSQL's order {D, C, B, A}: tags, headings, title, content.
@@ -78,6 +79,7 @@ class _Builder:
         self.negated = 0  # inside the right side of a NOT
         self.leaves: list[tuple[str, list[Any]]] = []  # the positive terms, for IDF weights
         self.cjk: list[str] = []  # the CJK runs of the positive terms, for highlights
+        self.symbols: list[str] = []  # their symbols (symbolchars.key), for highlights
 
     def peek(self) -> str | None:
         return self.tokens[self.pos][0] if self.pos < len(self.tokens) else None
@@ -149,7 +151,9 @@ class _Builder:
         rest = text
         for run in runs:
             rest = rest.replace(run, " ")
-        words = _WORD.findall(rest.translate(SIGMA))
+        if not self.negated:
+            self.symbols += [symbolchars.key(m.group()) for m in symbolchars.graphemes(rest)]
+        words = _WORD.findall(symbolchars.spelled(rest).translate(SIGMA))
         if words:
             if prefix:
                 head, last = words[:-1], words[-1]
@@ -388,6 +392,7 @@ class Headline:
     def __init__(self, match: str, open_mark: str, close_mark: str) -> None:
         b = _Builder(match)
         self.q, self.qparams, self.cjk = b.parse() or _EMPTY, b.params, b.cjk
+        self.symbols = frozenset(b.symbols)
         self.marks = open_mark, close_mark
         self.params = [
             f'StartSel="{open_mark}", StopSel="{close_mark}", MaxWords={SNIPPET_WORDS},'
@@ -395,14 +400,47 @@ class Headline:
         ]
 
     def sql(self, column: str) -> str:
-        # final sigma as sigma, as the query's words have it (SIGMA); finish() writes it back
-        return f"ts_headline('{CONFIG}', translate(e.content, 'ς', 'σ'), {column}, ?)"
+        # final sigma as sigma, as the query's words have it (SIGMA); finish() writes it back;
+        # for a query of symbols, each as its word (as written: finish() writes it back too)
+        text = "translate(e.content, 'ς', 'σ')"
+        if self.symbols:
+            text = f"memoryd_symbols({text}, true)"
+        return f"ts_headline('{CONFIG}', {text}, {column}, ?)"
 
     def finish(self, content: str, snip: str) -> str:
         if "ς" in content:  # a sigma that ends a word was a final sigma: Greek writes it so
             close = re.escape(self.marks[1])
             snip = re.sub(f"σ(?=(?:{close})?(?:\\W|$))", "ς", snip)
+        if self.symbols and "symb" in snip:
+            snip = _mark_symbols(content, snip, self.symbols, *self.marks)
         return _ellipsis(content, _mark_cjk(snip, self.cjk, *self.marks), *self.marks)
+
+
+def _mark_symbols(
+    content: str, snip: str, keys: frozenset[str], open_mark: str, close_mark: str
+) -> str:
+    """The headline with its symbols as the content writes them, each of the query's (as the
+    index folds them: a skin tone, a variation selector) marked whole where ts_headline could
+    not."""
+    # a folded grapheme's word, marked or not, then its word as written: the latter, marked so
+    o, c = re.escape(open_mark), re.escape(close_mark)
+    pair = f"({o})?{symbolchars.PREFIX}[0-9a-fx]+({c})?\x1f({symbolchars.EXACT}[0-9a-fx]+)"
+    snip = re.sub(pair, lambda m: (m[1] or "") + m[3] + (m[2] or ""), snip)
+    written: dict[str, str] = {}  # (a folded word whose word as written the headline cut off)
+    for m in symbolchars.graphemes(content):
+        written.setdefault(symbolchars.key(m.group()), m.group())
+    snip = symbolchars.unspelled(snip, written).replace("\x1f", "")
+    if not keys:
+        return snip
+    pieces = re.split(f"({re.escape(open_mark)}.*?{re.escape(close_mark)})", snip)
+    out = []
+    for p in pieces:
+        if not p.startswith(open_mark):
+            for m in reversed(symbolchars.graphemes(p)):
+                if symbolchars.key(m.group()) in keys:
+                    p = p[: m.start()] + open_mark + m.group() + close_mark + p[m.end() :]
+        out.append(p)
+    return "".join(out)
 
 
 def _mark_cjk(snip: str, runs: Sequence[str], open_mark: str, close_mark: str) -> str:

@@ -30,6 +30,7 @@ from memoryd.store import tables, tokenizer
 from memoryd.store.migrations import log_applied
 from memoryd.store.pg import sqlfuncs
 from memoryd.store.protocol import one
+from memoryd.text import symbolchars
 
 log = get_logger("memoryd.store")
 
@@ -476,6 +477,30 @@ def _v18_german_nouns(cur: psycopg.Cursor) -> None:
     entitybackfill.reindex_memories(PgConnection(cur.connection), "all_entries")
 
 
+def _v19_symbols_as_words(cur: psycopg.Cursor) -> None:
+    """A symbol is a word of its own (SQLite: migrations.m021 says why): the function that
+    writes each as a word (sqlfuncs.SYMBOLS_FUNCTION), the word splitter that calls it, then
+    the keyword rows of every chunk whose text, headings, tags, values or file name hold a
+    symbol, and their notes' whole-note rows. Nothing is embedded or read again."""
+    from memoryd.store.pg import notes
+    from memoryd.store.pg.conn import PgConnection
+
+    cur.execute(sqlfuncs.symbols_function())
+    cur.execute(sqlfuncs.cjk_functions(replace=True, v19=True))
+    changed = cur.execute(
+        """
+        UPDATE all_entries e SET content = content
+        WHERE concat_ws(' ', content, heading_path, tags, props) ~ %s
+           OR document_id IN (SELECT id FROM all_documents WHERE path ~ %s)
+        RETURNING document_id
+        """,
+        [symbolchars.ANY, symbolchars.ANY],
+    ).fetchall()
+    ids = sorted({row[0] for row in changed if row[0] is not None})
+    if ids:
+        notes.fill(PgConnection(cur.connection), ids=ids)
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
@@ -495,6 +520,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v16_mention_types,
     _v17_types_read_from_the_notes,
     _v18_german_nouns,
+    _v19_symbols_as_words,
 ]
 
 

@@ -11,6 +11,7 @@ import psycopg
 
 from memoryd.store import tables, tokenizer
 from memoryd.store.protocol import one
+from memoryd.text import symbolchars
 
 # SQLite's JSON functions that the shared SQL uses, over the same TEXT columns: json_each(tags)
 # (the elements of a JSON array) and json_group_array(x) (an aggregate giving a JSON array).
@@ -64,7 +65,7 @@ CJK_FUNCTION = """
 CREATE FUNCTION memoryd_fts_text(t TEXT) RETURNS TEXT
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
     SELECT regexp_replace(
-        regexp_replace(translate(coalesce(t, ''), '@FROM@', '@TO@'), '([@CLASS@]+)', ' \\1 ', 'g'),
+        regexp_replace(translate(@TEXT@, '@FROM@', '@TO@'), '([@CLASS@]+)', ' \\1 ', 'g'),
         '[@NONWORD@]+', ' ', 'g')
 $fn$;
 -- The single characters of the CJK runs: the SQLite `cjk` tokenizer indexes each character
@@ -106,13 +107,16 @@ $fn$;
 """
 
 
-def cjk_functions(v15: bool = True, replace: bool = False) -> str:
+def cjk_functions(v15: bool = True, replace: bool = False, v19: bool = False) -> str:
     """CJK_FUNCTION for this tokenizer: its runs (CJK, Thai, Lao, Khmer, Myanmar), their
     characters (a letter with its marks: tokenizer.UNIT) and the words' characters (with their
     marks); not `v15`: as schema v1 made them (CJK runs, words cut at marks). `replace`:
-    CREATE OR REPLACE (schema v15 gives an older database the current ones)."""
+    CREATE OR REPLACE (schema v15 gives an older database the current ones). `v19`: symbols
+    as words (memoryd_symbols, SYMBOLS_FUNCTION, made first)."""
+    text = "memoryd_symbols(coalesce(t, ''))" if v19 else "coalesce(t, '')"
     sql = (
-        CJK_FUNCTION.replace("@CLASS@", tokenizer.RUN_CLASS if v15 else tokenizer.CJK_CLASS)
+        CJK_FUNCTION.replace("@TEXT@", text)
+        .replace("@CLASS@", tokenizer.RUN_CLASS if v15 else tokenizer.CJK_CLASS)
         .replace("@MARKS@", tokenizer.SEA_MARKS)
         .replace("@UNIT@", tokenizer.UNIT.replace("[^", "[^\\s"))  # never a space
         .replace("@NONWORD@", nonword_class(marks=v15))
@@ -120,6 +124,63 @@ def cjk_functions(v15: bool = True, replace: bool = False) -> str:
         .replace("@TO@", " σ" if v15 else " ")
     )
     return sql.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION") if replace else sql
+
+
+# Symbols as words (schema v19; text/symbolchars.py says which and why): the english parser
+# reads no symbol as a word, so each symbol's grapheme is written as an ASCII word of its own,
+# in place ("🚀launch" -> " symb0x1f680 launch"), before memoryd_fts_text splits the words; the
+# query's are written alike (store/pg/fts.py). `exact`, for a headline: between \x1f (a
+# separator to the parser, taken out again), and when the index folds the grapheme (a skin
+# tone, a variation selector) followed by its word as written (@EXACT@...), so that the headline
+# finds the first and writes the second back (store/pg/fts.py Headline).
+SYMBOLS_FUNCTION = """
+CREATE OR REPLACE FUNCTION memoryd_symbol_hex(k TEXT) RETURNS TEXT
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+    SELECT string_agg(to_hex(ascii(c)), 'x' ORDER BY n)
+    FROM regexp_split_to_table(k, '') WITH ORDINALITY AS s(c, n)
+$fn$;
+CREATE OR REPLACE FUNCTION memoryd_symbol_word(g TEXT, exact BOOLEAN DEFAULT false) RETURNS TEXT
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+    SELECT '@PREFIX@' || memoryd_symbol_hex(k)
+           || CASE WHEN exact AND k <> g THEN chr(31) || '@EXACT@' || memoryd_symbol_hex(g)
+                   ELSE '' END
+    FROM (SELECT coalesce(nullif(regexp_replace(f, '[@TONES@]', '', 'g'), ''), f) AS k
+          FROM (SELECT coalesce(nullif(regexp_replace(g, '[@VS@]', '', 'g'), ''), g) AS f) v) w
+$fn$;
+CREATE OR REPLACE FUNCTION memoryd_symbols(t TEXT, exact BOOLEAN DEFAULT false) RETURNS TEXT
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
+DECLARE
+    parts TEXT[];
+    words TEXT[];
+    gap TEXT := CASE WHEN exact THEN chr(31) ELSE ' ' END;
+    out TEXT;
+BEGIN
+    IF t IS NULL OR t !~ '@ANY@' THEN
+        RETURN t;
+    END IF;
+    parts := regexp_split_to_array(t, '@GRAPHEME@');
+    words := ARRAY(SELECT memoryd_symbol_word(m.g[1], exact)
+                   FROM regexp_matches(t, '(@GRAPHEME@)', 'g') WITH ORDINALITY AS m(g, n)
+                   ORDER BY m.n);
+    out := parts[1];
+    FOR i IN 1 .. coalesce(cardinality(words), 0) LOOP
+        out := out || gap || words[i] || gap || parts[i + 1];
+    END LOOP;
+    RETURN out;
+END
+$fn$;
+"""
+
+
+def symbols_function() -> str:
+    return (
+        SYMBOLS_FUNCTION.replace("@PREFIX@", symbolchars.PREFIX)
+        .replace("@EXACT@", symbolchars.EXACT)
+        .replace("@TONES@", symbolchars.TONES)
+        .replace("@VS@", symbolchars.VS)
+        .replace("@ANY@", symbolchars.ANY)
+        .replace("@GRAPHEME@", symbolchars.GRAPHEME)
+    )
 
 
 # Text written decomposed (NFD: a letter, then its combining mark, as macOS names files and some
