@@ -73,11 +73,12 @@ def test_zoo_in_process(make_app: Any, capsys: Any) -> None:
     app = make_app(indexer={"max_chunks_per_file": 400})
     ws = app.cfg.workspace
     build_zoo(ws)
-    started = time.monotonic()
+    started = time.process_time()  # CPU, not wall: a busy machine does not slow it down
     report = app.indexer.reconcile()
-    took = time.monotonic() - started
+    took = time.process_time() - started
     assert report.errors == []
-    assert took < 30, f"reconcile of the zoo took {took:.1f} s"
+    # a bound on a blow-up (quadratic regexes take minutes on the bombs), not a speed target
+    assert took < 30, f"reconcile of the zoo took {took:.1f} s of CPU"
     assert report.skipped >= 4  # self, ping, pong, fifo (+ the non-UTF-8 name)
     assert keyword(app, "wombats") == ["plain.md"]
     assert keyword(app, "numbats") == ["sub/inner.md"]  # once, not through the folder loops
