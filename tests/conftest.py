@@ -705,6 +705,54 @@ def module_daemon(
         shutil.rmtree(short, ignore_errors=True)
 
 
+# Loaded by a daemon started with held_scan's environment: the isolation guard first (this file
+# shadows tests/guard_site's), then an indexer that waits before each file while the hold file
+# exists, until memoryd stops (Indexer.stopping, set by App.close).
+_HOLD_SITE = """
+import importlib.util
+import os
+import time
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("mdtest_guard", {guard!r})
+_spec.loader.exec_module(importlib.util.module_from_spec(_spec))
+
+
+def _hold(hold):
+    from memoryd.index import indexer
+
+    index_one = indexer.Indexer._index_one
+
+    def held(self, state, by_sha, report):
+        while hold.exists() and not self.stopping.is_set():
+            time.sleep(0.01)
+        return index_one(self, state, by_sha, report)
+
+    indexer.Indexer._index_one = held
+
+
+if os.environ.get("MDTEST_HOLD_SCAN"):  # (not in a memoryctl the test starts: HELD_ENV)
+    _hold(Path(os.environ["MDTEST_HOLD_SCAN"]))
+"""
+HELD_ENV = "MDTEST_HOLD_SCAN"
+
+
+def held_scan(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """(extra_env for daemon_factory, the hold file): while the hold file exists, that daemon's
+    indexer waits before each file (a scan or a reindex in progress, as long as the test needs,
+    without the thousands of notes that took 10-35 s to index), until it stops: a stop cuts
+    the wait short as it does a scan. Created held; `unlink()` it to let the scan go on. A
+    memoryctl the test starts gets the daemon's environment without HELD_ENV."""
+    site = tmp_path / "hold-site"
+    site.mkdir(exist_ok=True)
+    guard = isolation.GUARD_SITE / "sitecustomize.py"
+    (site / "sitecustomize.py").write_text(_HOLD_SITE.format(guard=str(guard)))
+    hold = tmp_path / "hold"
+    hold.touch()
+    path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH") or str(ROOT)])
+    return {"PYTHONPATH": path, HELD_ENV: str(hold)}, hold
+
+
 def to_toml(data: dict[str, Any]) -> str:
     """A test config as TOML."""
     import tomli_w
