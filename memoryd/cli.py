@@ -134,10 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from memoryd.core import collector
     from memoryd.serve.daemon import run
     from memoryd.web.server import WebServer
 
-    return run(args.config, page=WebServer.for_config)
+    try:
+        return run(args.config, page=WebServer.for_config)
+    finally:
+        collector.exiting()
 
 
 def cmd_config(args: argparse.Namespace) -> int:

@@ -43,3 +43,30 @@ def test_cycles_made_after_settle_are_still_collected(restored: None) -> None:
     ref = weakref.ref(_Node())
     gc.collect()
     assert ref() is None
+
+
+@pytest.mark.parametrize("ends", ["returns", "raises"])
+def test_memoryd_run_freezes_everything_as_it_ends(
+    restored: None, monkeypatch: pytest.MonkeyPatch, ends: str
+) -> None:
+    """`memoryd run`, its daemon stopped: the interpreter's finalization walked every object
+    the app's close had given back to the collector (about half of a stop after SIGTERM)."""
+    import argparse
+
+    from memoryd import cli
+    from memoryd.serve import daemon
+
+    def run(*args: object, **kwargs: object) -> int:
+        assert gc.get_freeze_count() == 0  # (not before the daemon is done)
+        if ends == "raises":
+            raise RuntimeError("boom")
+        return 0
+
+    gc.unfreeze()
+    monkeypatch.setattr(daemon, "run", run)
+    if ends == "raises":
+        with pytest.raises(RuntimeError):
+            cli.cmd_run(argparse.Namespace(config=None))
+    else:
+        assert cli.cmd_run(argparse.Namespace(config=None)) == 0
+    assert gc.get_freeze_count() > 0

@@ -3,7 +3,11 @@ is shown as the notes write it, in every door that shows it."""
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,66 @@ TYPO_NOTES = {
     "draft.md": "# Launch plan\n\nWe will falsify the results and analyze the metrics. The "
     "engine uses templates and the firmware is compiled; a->b dereferences.\n",
 }
+
+
+@pytest.fixture(scope="module")
+def shared_app() -> Iterator[Callable[[str, str], Any]]:
+    """shared_app(backend, corpus): one App per backend and corpus ("typo": TYPO_NOTES, no
+    model; "symbol": SYMBOL_NOTES, indexed and embedded with the fake model) for the module's
+    tests that only search it (a search writes nothing: it records no access). An App, its
+    folders and its store of its own, closed at the module's end: 198 tests built one each
+    (0.3-0.6 s apiece, most of this module's time)."""
+    from memoryd.core.config import Config
+    from memoryd.index.embed import FakeEmbedder, ModelHolder
+    from memoryd.serve.app import App
+
+    made: dict[tuple[str, str], Any] = {}
+    dsns: list[str] = []
+    base = Path(tempfile.mkdtemp(prefix="mdqw-", dir="/tmp"))
+
+    def get(backend: str, corpus: str) -> Any:
+        if (backend, corpus) in made:
+            return made[(backend, corpus)]
+        where = base / f"{backend}-{corpus}"
+        data: dict[str, Any] = {
+            "workspace": str(where / "ws"),
+            "data_dir": str(where / "data"),
+            "socket": str(where / "s.sock"),
+            "indexer": {"debounce_ms": 100},
+            "embedding": {"allow_download": False},
+            "logging": {"level": "debug"},
+        }
+        if backend == "postgres":
+            import pgserver
+
+            dsns.append(pgserver.fresh_dsn("api", migrated=True))
+            data["store"] = {"backend": "postgres", "dsn": dsns[-1]}
+        cfg = Config.from_dict(json.loads(json.dumps(data)))
+        if corpus == "symbol":
+            fake = FakeEmbedder()
+            app = made[(backend, corpus)] = App(
+                cfg, model=ModelHolder(lambda: fake, description="fake embedder")
+            )
+            app.model.start()
+            assert app.model.wait_ready(30)
+            indexed(app, SYMBOL_NOTES)
+            app.embedder.run()
+        else:
+            app = made[(backend, corpus)] = App(
+                cfg, model=ModelHolder(None, description="no model (test)")
+            )
+            indexed(app, TYPO_NOTES)
+        return app
+
+    yield get
+    for app in made.values():
+        app.close()
+    if dsns:
+        import pgserver
+
+        for dsn in dsns:
+            pgserver.release(dsn)
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def indexed(app: Any, notes: dict[str, str]) -> Path:
@@ -48,14 +112,13 @@ CORRECTED = [
 
 @pytest.mark.parametrize(("query", "mode", "field"), CORRECTED)
 def test_a_corrected_word_is_shown_as_the_notes_write_it(
-    make_app: Any, query: str, mode: str, field: str
+    shared_app: Any, backend: str, query: str, mode: str, field: str
 ) -> None:
     from memoryd.agents.formats import fmt_hits
     from memoryd.ctl.output import search_notes
     from memoryd.search.searcher import SearchRequest
 
-    app = make_app(model=None)
-    indexed(app, TYPO_NOTES)
+    app = shared_app(backend, "typo")
     res = app.searcher.search(SearchRequest(query=query, mode=mode))
     shown = res.get(field)
     text = " ".join(TYPO_NOTES.values())
@@ -81,15 +144,11 @@ SYMBOL_NOTES = {
 }
 
 
-def symbol_search(make_app: Any, query: str, mode: str) -> dict[str, Any]:
+def symbol_search(shared_app: Any, backend: str, query: str, mode: str) -> dict[str, Any]:
     """The query's answer (limit 20) over SYMBOL_NOTES, indexed and embedded (fake model)."""
     from memoryd.search.searcher import SearchRequest
 
-    app = make_app()
-    app.model.start()
-    assert app.model.wait_ready(30)
-    indexed(app, SYMBOL_NOTES)
-    app.embedder.run()
+    app = shared_app(backend, "symbol")
     return dict(app.searcher.search(SearchRequest(query=query, mode=mode, limit=20)))
 
 
@@ -112,12 +171,12 @@ def symbol_search(make_app: Any, query: str, mode: str) -> dict[str, Any]:
 )
 @pytest.mark.parametrize("mode", ["auto", "keyword", "hybrid", "vector"])
 def test_a_word_its_symbols_make_is_searched_as_written(
-    make_app: Any, query: str, want: set[str], mode: str
+    shared_app: Any, backend: str, query: str, want: set[str], mode: str
 ) -> None:
     """`C#` listed the note about C first (the tokenizer drops `#`): a query of such words
     finds the notes that write them, as rg -F -i -w does, in every mode."""
 
-    res = symbol_search(make_app, query, mode)
+    res = symbol_search(shared_app, backend, query, mode)
     got = {h["path"] for h in res["hits"]}
     # the fake embedder's neighbours may clear no floor: vector mode lists none but those
     assert got <= want if mode == "vector" else got == want, res["hits"]
@@ -144,13 +203,13 @@ def test_a_word_its_symbols_make_is_searched_as_written(
 )
 @pytest.mark.parametrize("mode", ["auto", "keyword", "hybrid"])
 def test_a_symbol_word_in_any_query_is_asked_as_written(
-    make_app: Any, query: str, want: set[str], mode: str
+    shared_app: Any, backend: str, query: str, want: set[str], mode: str
 ) -> None:
     """With other words, in a sentence, quoted, with `-term` or `OR` (stop 38): every hit holds
     the symbol word as written (rg -F -i -w), or with OR another alternative; the query's
     other words rank them."""
 
-    res = symbol_search(make_app, query, mode)
+    res = symbol_search(shared_app, backend, query, mode)
     assert {h["path"] for h in res["hits"]} == want, res["hits"]
 
 
@@ -179,13 +238,13 @@ def test_a_symbol_word_with_a_filter_is_asked_as_written(make_app: Any) -> None:
 )
 @pytest.mark.parametrize("mode", ["auto", "keyword", "hybrid"])
 def test_a_symbol_word_excluded_is_excluded_as_written(
-    make_app: Any, query: str, want: set[str], mode: str
+    shared_app: Any, backend: str, query: str, want: set[str], mode: str
 ) -> None:
     """`-C#` leaves out the notes that write C#, not every note that says C (stop 39; it was
     searched as `NOT c`), in every mode."""
     from memoryd.search.symbols import written_in
 
-    res = symbol_search(make_app, query, mode)
+    res = symbol_search(shared_app, backend, query, mode)
     paths = {h["path"] for h in res["hits"]}
     # keyword: exactly these; with the vector pool, these and its neighbours
     assert paths == want if mode == "keyword" else want <= paths, res["hits"]
@@ -249,28 +308,28 @@ def test_symbol_words(query: str, words: list[str]) -> None:
 )
 @pytest.mark.parametrize("mode", ["auto", "fuzzy"])
 def test_what_a_query_excludes_the_typo_tier_leaves_out_too(
-    make_app: Any, query: str, mode: str
+    shared_app: Any, backend: str, query: str, mode: str
 ) -> None:
     """`-term` excludes in every mode (docs/protocol.md): the corrected query dropped it, and
     the note that holds it came first. The correction shown is the word the answer writes
     (draft.md: falsify), not the one only the excluded note writes (falsification)."""
     from memoryd.search.searcher import SearchRequest
 
-    app = make_app(model=None)
-    indexed(app, TYPO_NOTES)
+    app = shared_app(backend, "typo")
     res = app.searcher.search(SearchRequest(query=query, mode=mode))
     assert res["mode"] == "fuzzy" and res["corrected_query"] == "falsify"
     assert [h["path"] for h in res["hits"]] == ["draft.md"]
 
 
 @pytest.mark.parametrize("query", ["falsification", "templates", "Popper", "falsification -popper"])
-def test_the_fuzzy_mode_finds_a_word_spelled_right(make_app: Any, query: str) -> None:
+def test_the_fuzzy_mode_finds_a_word_spelled_right(
+    shared_app: Any, backend: str, query: str
+) -> None:
     """`--mode fuzzy` is typo tolerant: a query with nothing to correct is searched as typed
     (it answered nothing)."""
     from memoryd.search.searcher import SearchRequest
 
-    app = make_app(model=None)
-    indexed(app, TYPO_NOTES)
+    app = shared_app(backend, "typo")
     want = app.searcher.search(SearchRequest(query=query, mode="keyword"))["hits"]
     res = app.searcher.search(SearchRequest(query=query, mode="fuzzy"))
     assert want and res["mode"] == "fuzzy" and "corrected_query" not in res

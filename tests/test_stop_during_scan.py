@@ -11,22 +11,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import wait_for
+from conftest import held_scan, wait_for
 
 pytestmark = pytest.mark.backends  # SQLite and PostgreSQL (tests/conftest.py)
 
-NOTES = 1500
+NOTES = 200
 
 
 def test_a_stop_during_the_first_scan_ends_it_and_the_next_start_finishes_it(
-    daemon_factory: Any, config_dict: dict[str, Any]
+    daemon_factory: Any, config_dict: dict[str, Any], tmp_path: Path
 ) -> None:
     ws = Path(config_dict["workspace"])
     for i in range(NOTES):
         folder = ws / f"f{i % 20:02d}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"note-{i:04d}.md").write_text(f"# Note {i}\n\nLine about topic {i}.\n")
-    first = daemon_factory(dailylog={"enabled": False})
+    # the first scan lasts until the stop (held_scan; 1,500 notes took up to 35 s to index)
+    env, _hold = held_scan(tmp_path)
+    first = daemon_factory(dailylog={"enabled": False}, extra_env=env)
     started = time.monotonic()
     assert first.stop(signal.SIGTERM, timeout=60) == 0
     took = time.monotonic() - started

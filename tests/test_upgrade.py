@@ -318,7 +318,9 @@ def test_a_daemon_whose_files_were_installed_again_says_restart_me(
 
 
 @pytest.mark.sqlite_only("a client's wait, not the store")
-def test_status_watch_waits_through_a_restart(daemon_factory: Any, config_dict: Any) -> None:
+def test_status_watch_waits_through_a_restart(
+    daemon_factory: Any, config_dict: Any, tmp_path: Path
+) -> None:
     """`memoryctl status --watch` follows a first index; `systemctl --user restart memoryd`
     (or an upgrade's) in the middle ended it with "memoryd is not running ... Start it" and exit
     3. It says it waits, and follows the restarted daemon to the end (exit 0)."""
@@ -326,20 +328,24 @@ def test_status_watch_waits_through_a_restart(daemon_factory: Any, config_dict: 
     import sys
     import threading
 
+    from conftest import HELD_ENV, held_scan
+
     ws = Path(config_dict["workspace"])
     ws.mkdir(parents=True)
     section = "## Count {}\n\nThe numbat count on day {} was {} at the {} burrow.\n\n"
-    for i in range(5000):  # a first scan that lasts while the daemon is stopped and started
+    for i in range(40):
         text = "".join(section.format(i, i, i * j, ("north", "south")[j % 2]) for j in range(4))
         (ws / f"n{i:04d}.md").write_text(f"# Note {i}\n\n{text}")
-    d = daemon_factory()
+    # a first scan that lasts while the daemon is stopped and started (5,000 notes took 36 s)
+    env, hold = held_scan(tmp_path)
+    d = daemon_factory(extra_env=env)
     ctl = [sys.executable, "-m", "memoryd.ctl", "--socket", str(d.socket)]
     watcher = subprocess.Popen(
         [*ctl, "status", "--watch", "--interval", "0.1"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=d.env,
+        env={k: v for k, v in d.env.items() if k != HELD_ENV},
     )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(watcher.stdout or []), daemon=True)
@@ -350,6 +356,7 @@ def test_status_watch_waits_through_a_restart(daemon_factory: Any, config_dict: 
         assert d.stop() == 0
         wait_for(lambda: any("waiting for memoryd to answer again" in ln for ln in lines))
         assert watcher.poll() is None, lines
+        hold.unlink()
         daemon_factory()
         assert watcher.wait(120) == 0, lines
     finally:
@@ -389,18 +396,24 @@ def test_a_running_daemon_says_when_a_newer_memoryd_upgraded_the_shared_database
 
 @pytest.mark.sqlite_only("the socket's answer at a stop, not the store")
 def test_a_request_the_stop_cuts_short_is_answered_so(
-    daemon_factory: Any, config_dict: Any
+    daemon_factory: Any, config_dict: Any, tmp_path: Path
 ) -> None:
     """`systemctl --user restart memoryd` during a long `memoryctl reindex --full`: past
     server.shutdown_timeout_s the connection was closed without a word, which memoryctl could
     only report as "closed the connection ... (it may be stopping, or overloaded)". The request
     is answered: the daemon is stopping and cut it short (exit 1, as a daemon's error)."""
+    from conftest import HELD_ENV, held_scan
+
     ws = Path(config_dict["workspace"])
     ws.mkdir(parents=True)
-    for i in range(3000):
+    for i in range(20):
         (ws / f"n{i:04d}.md").write_text(f"# Note {i}\n\nThe numbat count on day {i}.\n")
-    d = daemon_factory(server={"shutdown_timeout_s": 0.2})
+    # a reindex that lasts past the stop's 0.2 s (3,000 notes took 22 s): held until it stops
+    env, hold = held_scan(tmp_path)
+    hold.unlink()
+    d = daemon_factory(server={"shutdown_timeout_s": 0.2}, extra_env=env)
     wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"], timeout=60)
+    hold.touch()
     import subprocess
     import sys
 
@@ -418,7 +431,7 @@ def test_a_request_the_stop_cuts_short_is_answered_so(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=d.env,
+        env={k: v for k, v in d.env.items() if k != HELD_ENV},
     ) as reindex:
         wait_for(lambda: d.call("status")["index"]["progress"], timeout=30)
         assert d.stop() == 0

@@ -33,3 +33,11 @@ def settle(young: int = YOUNG) -> None:
 def release() -> None:
     """Give what `settle` froze back to the collector (its oldest generation)."""
     gc.unfreeze()
+
+
+def exiting() -> None:
+    """The process ends now (`memoryd run`, its app closed): freeze everything again, so the
+    interpreter's finalization does not walk every object in its collections for nothing
+    (0.1-0.3 s of the daemon's stop after SIGTERM, at load ~9: half of it). Objects are still
+    freed by reference counting as the modules are torn down."""
+    gc.freeze()

@@ -547,10 +547,16 @@ class App:
         if rules_changed:
             self.reconcile_soon("indexer.include, exclude, skip_hidden or skip_tool_files changed")
 
+    def stop_work(self) -> None:
+        """memoryd is stopping: a reconcile under way (a request's `reindex` too) ends after
+        its file in hand, and a backfill after its batch. Server.close calls it once requests
+        in flight have had server.shutdown_timeout_s, then waits for their threads."""
+        self.indexer.stopping.set()
+        self.embedder.stopping()  # (the job's too, which jobs.shutdown awaits)
+
     def close(self) -> None:
         """Stop the watcher and workers, finish the write in progress, close the database."""
-        self.indexer.stopping.set()  # a reconcile under way ends after its file in hand
-        self.embedder.stopping()  # and a backfill (the job's too, which jobs.shutdown awaits)
+        self.stop_work()
         with self._gone_timer_lock:
             if self._gone_timer is not None:
                 self._gone_timer.cancel()

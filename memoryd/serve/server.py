@@ -293,6 +293,10 @@ class Server:
             await asyncio.wait_for(self._idle.wait(), self.settings.shutdown_timeout_s)
         except TimeoutError:
             log.warning("requests still running at shutdown", inflight=self._inflight)
+            # answered "cut short" below; their threads are waited for (_pool.shutdown): a
+            # `reindex` of the workspace ran to its end first, past the service manager's stop
+            # timeout on a large one (SIGKILL), before App.close told the indexer to stop
+            self.app.stop_work()
         await self._streams.shutdown()
         if self._server is not None:
             with contextlib.suppress(Exception):
