@@ -47,6 +47,7 @@ from memoryd.store.pg.conn import (
     unavailable,
 )
 from memoryd.store.pg.vectors import SESSION_EF, PgVectorIndex
+from memoryd.store.pg.wake import Waker
 from memoryd.store.protocol import Connection, VectorIndex, one
 
 # notes and pool are imported here though only writes and searches use them: a daemon imports all
@@ -61,7 +62,7 @@ log = get_logger("memoryd.store")
 __all__ = ["PgSettings", "PgStore"]
 
 DOWN_WAIT_S = 0.5  # how long a request waits for a connection while the server is down
-LISTEN_POLL_S = 0.5  # how long the listener waits for a notification before checking stop
+LISTEN_POLL_S = 0.5  # the listener's longest wait before it looks whether to probe (close wakes it)
 LISTEN_PROBE_S = 15.0  # a quiet listener connection is probed this often
 LISTEN_RETRY_S = 0.5  # first wait before the listener reconnects (doubling, up to the max)
 LISTEN_RETRY_MAX_S = 10.0
@@ -106,6 +107,7 @@ class PgStore:
         self._callbacks: list[Callable[[dict[str, Any]], None]] = []
         self._listener: threading.Thread | None = None
         self._stop = threading.Event()
+        self._waker: Waker | None = None  # ends the listener's wait at close (pg/wake.py)
         self.listening = False  # the listener's connection is up (status)
         self.last_error: str | None = None  # the last "server unreachable" seen (status)
         self.down_since: float | None = None  # set while the server does not answer
@@ -456,6 +458,7 @@ class PgStore:
         listener on first use."""
         self._callbacks.append(cb)
         if self._listener is None and not self._closed:
+            self._waker = Waker()
             self._listener = threading.Thread(
                 target=self._listen, name="memoryd-pg-listen", daemon=True
             )
@@ -517,7 +520,7 @@ class PgStore:
         last = time.monotonic()
         while not self._stop.is_set():
             got = False
-            for note in con.notifies(timeout=LISTEN_POLL_S):
+            for note in con.notifies(timeout=0):  # those read already (a probe's), and waiting
                 got = True
                 try:
                     payload = json.loads(note.payload)
@@ -531,6 +534,8 @@ class PgStore:
             elif time.monotonic() - last > LISTEN_PROBE_S:
                 con.execute("SELECT 1")
                 last = time.monotonic()
+            elif self._waker is not None:
+                self._waker.wait(con.fileno(), LISTEN_POLL_S)
 
     # -- maintenance (the SQLite file operations have no meaning here) ---------------------------
 
@@ -576,8 +581,8 @@ class PgStore:
                 ender.shutdown(wait=True)  # every read's connection back in the pool
             self._stop.set()
             self._lock_watch.stop()
-            if self._listener is not None:
-                self._listener.join(timeout=LISTEN_POLL_S + 5)
+            if self._listener is not None and self._waker is not None:
+                self._waker.end(self._listener, timeout=LISTEN_POLL_S + 5)
             if self._holder is not None:  # the listener never took it
                 self._holder.close()
                 self._holder = None

@@ -5,6 +5,7 @@ notifications other daemons of a shared database listen to."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 import psycopg
@@ -29,12 +30,16 @@ CREATE AGGREGATE json_group_array(TEXT) (
 """
 
 
+@functools.cache
 def nonword_class(marks: bool = True) -> str:
     """A regex bracket body (ranges of \\u / \\U escapes) of every character that is not a
     letter or digit by Python's Unicode rules (`[^\\W_]`, as store/pg/fts.py splits queries).
     The index splits words with it instead of PostgreSQL's \\W, which follows the database's
     locale: in a database created with LC_CTYPE C, \\W matches every non-ASCII letter, and
-    "café" was indexed as "caf" while the query asked for "café"."""
+    "café" was indexed as "caf" while the query asked for "café".
+
+    Kept once made: asking a million characters takes seconds, which every migration of a new
+    database paid twice (schema v1, v15), in a daemon's process or the test suite's."""
     # letters, digits and (since v15) combining marks
     word = re.compile(tokenizer.WORD if marks else r"[^\W_]")
     ranges: list[tuple[int, int]] = []
