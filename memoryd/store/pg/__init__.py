@@ -50,9 +50,8 @@ from memoryd.store.pg.vectors import SESSION_EF, PgVectorIndex
 from memoryd.store.pg.wake import Waker
 from memoryd.store.protocol import Connection, VectorIndex, one
 
-# notes and pool are imported here though only writes and searches use them: a daemon imports all
-# its code at start, so a `pip install -U` under it is not half-read by the running version
-# (docs/service.md#upgrading; tests/test_upgrade.py)
+# notes and pool imported though only writes and searches use them: a daemon imports all its code
+# at start, so a `pip install -U` under it is not half-read (docs/service.md#upgrading)
 T = TypeVar("T")
 # pg_export_snapshot()'s names (hex, hex, decimal): the only text `read` puts in its SQL
 _CONN_OK = psycopg.pq.ConnStatus.OK
