@@ -47,13 +47,27 @@ def _package_files() -> list[str]:
     )
 
 
+def _foreign() -> set[str]:
+    """File names the code reads from folders a person gives, not from the package: a local
+    model's files (embedding.model_path, index/identity.py)."""
+    from memoryd.index import identity
+
+    return set(identity.MODEL_FILES)
+
+
 def _named_resources() -> list[tuple[str, str]]:
     """(module, file name) for each string the code names a resource file with."""
     out = []
+    foreign = _foreign()
     for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             value = node.value if isinstance(node, ast.Constant) else None
-            if isinstance(value, str) and RESOURCE.match(value) and not value.startswith("."):
+            if (
+                isinstance(value, str)
+                and RESOURCE.match(value)
+                and not value.startswith(".")
+                and value not in foreign
+            ):
                 out.append((path.relative_to(ROOT).as_posix(), value))
     return out
 
