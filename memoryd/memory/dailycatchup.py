@@ -23,12 +23,12 @@ log = get_logger("memoryd.memory.dailylog")
 MARGIN_S = 120.0  # the mark is touched every 30 s (serve/daemon._keep_paths)
 
 
-def catch_up(daily: DailyLog, store: Store, since: float) -> int:
+def catch_up(daily: DailyLog, store: Store, since: float, started: float) -> int:
     """Append the lines of the memories the previous run (last seen at `since`) stored and
-    never wrote."""
+    never wrote; not those of this run (started at `started`), whose adds write their own."""
     if not daily.settings.enabled or daily.team:
         return 0
-    ids = store.read(lambda con: logmarks.memories_since(con, since - MARGIN_S))
+    ids = store.read(lambda con: logmarks.memories_between(con, since - MARGIN_S, started))
     records: list[dict[str, Any]] = [
         r for r in (daily.current({"id": i}) for i in ids) if r is not None
     ]

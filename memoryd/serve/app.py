@@ -384,7 +384,9 @@ class App:
             if self.dailylog.load_waiting():  # lines an earlier run's full disk kept back
                 self.dailylog.append_waiting()
             if self.unclean_since is not None:  # lines the previous run was killed before
-                dailycatchup.catch_up(self.dailylog, self.store, self.unclean_since)
+                dailycatchup.catch_up(
+                    self.dailylog, self.store, self.unclean_since, self.started_at
+                )
 
             def report(line: str) -> None:
                 if progress is not None:

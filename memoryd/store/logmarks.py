@@ -56,9 +56,12 @@ def paths_naming(con: Connection, ids: Iterable[int] | None) -> set[str]:
     return found
 
 
-def memories_since(con: Connection, since: float) -> list[int]:
-    """The ids of the memories stored at or after `since` (a time.time()), in order."""
+def memories_between(con: Connection, since: float, until: float) -> list[int]:
+    """The ids of the memories stored from `since` until before `until` (time.time()s), in
+    order."""
     rows = con.execute(
-        "SELECT id FROM entries WHERE kind = 'memory' AND created_at >= ? ORDER BY id", (since,)
+        "SELECT id FROM entries WHERE kind = 'memory' AND created_at >= ? AND created_at < ?"
+        " ORDER BY id",
+        (since, until),
     ).fetchall()
     return [int(r[0]) for r in rows]
