@@ -132,7 +132,9 @@ def test_kill9_during_note_writes_keeps_every_acknowledged_line(daemon_factory: 
         if cycle:
             left_before_restart += len(leftovers(d.workspace))
             d.start()
-            # memoryd's own temp files from the killed run are gone once it answers
+            # memoryd's own temp files from the killed run are gone once it has started (they
+            # are cleared before the first reconcile, in the start-up's thread)
+            wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"], timeout=60)
             assert leftovers(d.workspace) == [], leftovers(d.workspace)
             wait_for(lambda: d.call("status", {"check": True})["drift"]["total"] == 0, timeout=60)
         stop = threading.Event()
@@ -153,6 +155,7 @@ def test_kill9_during_note_writes_keeps_every_acknowledged_line(daemon_factory: 
             w.join(30)
         check_notes(d.workspace, ledger)
     d.start()
+    wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"], timeout=60)
     assert leftovers(d.workspace) == []
     print(
         f"\nkill -9 during note writes: {cycles} cycles; {ledger.appends} acknowledged appends, "
