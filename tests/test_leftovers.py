@@ -113,3 +113,12 @@ def test_the_daemon_clears_them_before_it_indexes(make_app: Any, config_dict: An
     app.notes.write("notes/b.md", "# B\n\nbravo again\n")
     assert (ws / "notes" / "b.md").stat().st_nlink == 1
     assert sorted(p.name for p in (ws / "notes").iterdir()) == ["b.md"]
+
+
+def test_the_names_writes_make_are_the_names_cleared() -> None:
+    """One pattern for the temp and the backup a write makes and what the start clears."""
+    from memoryd.core.fsutil import SIDE_NAME, side_name
+
+    for kind in ("tmp", "old"):
+        m = SIDE_NAME.match(side_name("notes (1).md", kind))
+        assert m is not None and m["name"] == "notes (1).md" and m["kind"] == kind

@@ -13,6 +13,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import secrets
 import unicodedata
 from collections.abc import Callable
@@ -125,6 +126,17 @@ def fsync_dir(fd: int) -> None:
         os.fsync(fd)
 
 
+# The names a write gives the files it makes beside the one it replaces: the new text's temp
+# (`tmp`, atomic_write_at) and the old file's second name until the swap is checked (`old`,
+# core/swap.guarded_replace). notes/leftovers.py clears what a kill leaves of them: one pattern.
+SIDE_NAME = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{8}\.(?P<kind>tmp|old)$")
+
+
+def side_name(name: str, kind: str) -> str:
+    """A hidden name beside `name` for a write's `kind` of file ("tmp" or "old": SIDE_NAME)."""
+    return f".{name}.{secrets.token_hex(4)}.{kind}"
+
+
 def atomic_write_at(
     dfd: int,
     name: str,
@@ -139,7 +151,7 @@ def atomic_write_at(
     `before_replace` runs after the temp is written and fsynced, just before the rename; if it
     raises, nothing is replaced. `replace(tmp)`: makes the temp the file instead of a plain
     rename (core.swap.guarded_replace compares and swaps); if it raises, the temp is removed."""
-    tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+    tmp = side_name(name, "tmp")
     fd = os.open(tmp, _FLAGS, 0o666 if mode is None else mode, dir_fd=dfd)
     try:
         try:

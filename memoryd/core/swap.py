@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryd.core.fsutil import atomic_write_at, write_all
+from memoryd.core.fsutil import atomic_write_at, side_name, write_all
 from memoryd.core.logsetup import get_logger
 
 log = get_logger("memoryd.core.swap")
@@ -185,7 +185,7 @@ def guarded_replace(dfd: int, tmp: str, name: str, based_on: bytes | None, data:
         old_fd = os.open(name, READ_FLAGS, dir_fd=dfd)
     except FileNotFoundError:
         raise Changed(name) from None
-    backup_name = f".{name}.{secrets.token_hex(4)}.old"
+    backup_name = side_name(name, "old")
     backup: str | None = backup_name
     try:
         if not stat.S_ISREG(os.fstat(old_fd).st_mode) or _read_fd(old_fd) != based_on:

@@ -31,13 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memoryd.core.fsutil import SIDE_NAME
 from memoryd.core.logsetup import get_logger
 from memoryd.text.pathrules import PathRules, path_accepted
 
 log = get_logger("memoryd.notes.leftovers")
-
-# fsutil.atomic_write_at's temp and swap.guarded_replace's backup: "." + name + 8 hex + kind
-LEFTOVER = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{8}\.(?P<kind>tmp|old)$")
 
 
 @dataclass
@@ -60,10 +58,11 @@ def clear(
     for dirpath, dirnames, filenames in os.walk(workspace):
         if rules.skip_hidden:
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        dirnames[:] = [
-            d for d in dirnames if os.path.realpath(os.path.join(dirpath, d)) not in skip
-        ]
-        found = [(m, n) for n in filenames if (m := LEFTOVER.match(n))]
+        if skip:  # (a realpath per folder only where memoryd has folders of its own inside)
+            dirnames[:] = [
+                d for d in dirnames if os.path.realpath(os.path.join(dirpath, d)) not in skip
+            ]
+        found = [(m, n) for n in filenames if (m := SIDE_NAME.match(n))]
         if not found:
             continue
         rel_dir = Path(dirpath).relative_to(workspace).as_posix()
