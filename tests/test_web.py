@@ -89,12 +89,13 @@ def test_every_write_without_a_token_is_refused(web: WebHarness, path: str) -> N
         {"Authorization": "Bearer wrong"},
         {"Authorization": "Bearer "},
         {"Authorization": "Basic d3Jvbmc="},
-        {"Cookie": f"{auth.COOKIE}=made-up"},
+        {"Cookie": "{cookie}=made-up"},
         {"Cookie": "other=1"},
     ],
     ids=["wrong-bearer", "empty-bearer", "basic", "made-up-cookie", "other-cookie"],
 )
 def test_a_wrong_token_is_refused(web: WebHarness, headers: dict[str, str]) -> None:
+    headers = {k: v.replace("{cookie}", web.cookie_name) for k, v in headers.items()}
     ans = web.request("GET", "/api/search?query=redis", headers=headers, session=False)
     assert ans.status == 401
     assert web.request("GET", "/search", headers=headers, session=False).status == 401
@@ -116,7 +117,7 @@ def test_a_sign_in_link_gives_a_strict_httponly_cookie_and_works_once(web: WebHa
     again = web.request("GET", link, session=False)
     assert again.status == 401 and "set-cookie" not in again.headers
     sid = cookie.split(";")[0].split("=", 1)[1]
-    page = web.request("GET", "/memories", headers={"Cookie": f"{auth.COOKIE}={sid}"})
+    page = web.request("GET", "/memories", headers={"Cookie": f"{web.cookie_name}={sid}"})
     assert page.status == 200 and b'data-page="memories"' in page.body
 
 
@@ -354,7 +355,7 @@ def test_closing_the_page_closes_a_connection_that_stopped_reading(web: WebHarne
     web.sign_in()
     ask = (
         f"GET /static/vendor/cytoscape.min.js HTTP/1.1\r\nHost: {web.host}\r\n"
-        f"Cookie: {auth.COOKIE}={web.cookie}\r\n\r\n"
+        f"Cookie: {web.cookie_name}={web.cookie}\r\n\r\n"
     ).encode()
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)

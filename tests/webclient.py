@@ -49,6 +49,7 @@ class WebHarness:
         guard = self.server.guard
         assert guard is not None
         self.token = guard.token
+        self.cookie_name = guard.cookie
         self.cookie: str | None = None
         self.csrf: str | None = None
 
@@ -78,7 +79,7 @@ class WebHarness:
         conn.skip_host = True  # type: ignore[attr-defined]
         hdrs = {"Host": host if host is not None else self.host}
         if session and self.cookie:
-            hdrs["Cookie"] = f"{auth.COOKIE}={self.cookie}"
+            hdrs["Cookie"] = f"{self.cookie_name}={self.cookie}"
         if session and self.csrf and method == "POST":
             hdrs["X-CSRF-Token"] = self.csrf
         hdrs.update(headers or {})

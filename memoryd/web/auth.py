@@ -20,6 +20,7 @@ import hmac
 import json
 import os
 import secrets
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from memoryd.core.fsutil import atomic_write
 
 STATE_FILE = "web.json"
 LOGIN_TTL_S = 120.0
-COOKIE = "memoryd_session"
+COOKIE = "memoryd_session"  # and the port: memoryd_session_PORT (Guard.cookie)
 CSRF_HEADER = "x-csrf-token"
 MAX_SESSIONS = 64
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -42,19 +43,41 @@ def login_mac(token: str, nonce: str, ts: int) -> str:
     return hmac.new(token.encode(), f"login:{nonce}:{ts}".encode(), hashlib.sha256).hexdigest()
 
 
-def write_state(data_dir: Path, *, host: str, port: int, token: str) -> Path:
-    """<data_dir>/web.json: where the page listens and its token, readable by the owner only."""
-    path = data_dir / STATE_FILE
+def state_of(*, host: str, port: int, token: str) -> dict[str, Any]:
+    """What web.json holds: where the page listens, its token, and which daemon wrote it."""
     shown = f"[{host}]" if ":" in host else host
-    state = {
+    return {
         "url": f"http://{shown}:{port}/",
         "host": host,
         "port": port,
         "token": token,
         "pid": os.getpid(),
     }
+
+
+def write_state(data_dir: Path, *, host: str, port: int, token: str) -> Path:
+    """<data_dir>/web.json: where the page listens and its token, readable by the owner only."""
+    path = data_dir / STATE_FILE
+    state = state_of(host=host, port=port, token=token)
     atomic_write(path, json.dumps(state, indent=2).encode() + b"\n", mode=0o600)
     return path
+
+
+def state_problem(data_dir: Path, state: dict[str, Any]) -> str | None:
+    """What happened to web.json since we wrote `state` in it: "missing" (deleted), "exposed"
+    (another mode or owner, or no longer a file: others may have read the token), "changed"
+    (other content: it may lead elsewhere), or None."""
+    path = data_dir / STATE_FILE
+    try:
+        st = path.lstat()
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            return "exposed"
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "missing"
+    except (OSError, ValueError):
+        return "changed"
+    return None if found == state else "changed"
 
 
 def remove_state(data_dir: Path, token: str) -> None:
@@ -87,6 +110,10 @@ class Guard:
     ) -> None:
         self.token = token or secrets.token_urlsafe(32)
         self.port = port
+        # a browser sends a cookie to every port of the host: named for the port, the
+        # sessions of two pages on this machine (two daemons, or one restarted on another
+        # port) neither overwrite nor stand in for each other
+        self.cookie = f"{COOKIE}_{port}"
         self.session_s = session_s
         self.clock = clock
         self._sessions: dict[str, Session] = {}
@@ -138,6 +165,13 @@ class Guard:
         sid = secrets.token_urlsafe(32)
         session = self._sessions[sid] = Session(secrets.token_urlsafe(24), now + self.session_s)
         return sid, session
+
+    def renew(self) -> None:
+        """A new token, and every session made so far ended: the old token may have been read
+        by someone else (web.json found readable by others, or replaced)."""
+        with self._lock:
+            self.token = secrets.token_urlsafe(32)
+            self._sessions.clear()
 
     def session(self, sid: str | None) -> Session | None:
         if not sid:

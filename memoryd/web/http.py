@@ -9,12 +9,15 @@ import json
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 MAX_HEAD = 16 * 1024
 MAX_HEADERS = 100
 MAX_BODY = 1024 * 1024
 METHODS = frozenset({"GET", "HEAD", "POST"})
+# what a Location keeps as written: a URL's own punctuation, and the %XX it already has;
+# anything else (a space, a line break, a character past ASCII) goes out as %XX
+LOCATION_SAFE = "/?&=#%+:@!$'()*,;~-._"
 
 
 class BadRequest(Exception):
@@ -77,7 +80,9 @@ class Response:
 
     @classmethod
     def redirect(cls, location: str, status: int = 303) -> Response:
-        return cls(status, b"", headers=[("Location", location)])
+        """A redirect to `location`, percent-encoded (it may come from the request: a line
+        break in it would end the header, a character past latin-1 could not be sent)."""
+        return cls(status, b"", headers=[("Location", quote(location, safe=LOCATION_SAFE))])
 
 
 async def read_request(reader: asyncio.StreamReader, max_body: int = MAX_BODY) -> Request | None:
@@ -142,7 +147,10 @@ def encode(resp: Response, *, keep_alive: bool, head_only: bool = False) -> byte
     lines = [f"HTTP/1.1 {resp.status} {reason}"]
     lines.append(f"Content-Type: {resp.content_type}")
     lines.append(f"Content-Length: {len(resp.body)}")
-    lines.extend(f"{k}: {v}" for k, v in resp.headers)
+    for k, v in resp.headers:
+        if any(c in v for c in "\r\n\0"):  # never a header (or a body) of the client's making
+            raise ValueError(f"header {k} holds a line break: {v!r}")
+        lines.append(f"{k}: {v}")
     lines.append("Connection: keep-alive" if keep_alive else "Connection: close")
     head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
     return head if head_only else head + resp.body

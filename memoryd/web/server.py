@@ -18,7 +18,7 @@ from typing import Any
 
 from memoryd.core import threads
 from memoryd.core.config import Config
-from memoryd.core.errors import MemorydError, Unavailable
+from memoryd.core.errors import MemorydError, Refused, Unavailable
 from memoryd.core.logsetup import get_logger
 from memoryd.core.sections import WebConfig
 from memoryd.serve import places
@@ -34,6 +34,9 @@ log = get_logger("memoryd.web")
 WORKERS = 2
 IDLE_TIMEOUT_S = 60.0
 MAX_CONNECTIONS = 32
+SIGN_IN = (
+    "not signed in (or the daemon restarted since): run `memoryctl open` for a new sign-in link"
+)
 FIRST_REQUEST_S = 10.0  # server.first_request_timeout_s's default, until start() reads it
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -98,6 +101,7 @@ class WebServer:
         """Listen (if not already) and write web.json; say where."""
         async with self._lock:
             if self._server is not None:
+                self._keep_state()
                 return {**self.info(), "started": False}
             try:
                 loop = asyncio.get_running_loop()
@@ -128,6 +132,27 @@ class WebServer:
             self._server = server
             log.info("web page listening", url=self.url, state_file=str(self.state_file))
             return {**self.info(), "started": True}
+
+    def _keep_state(self) -> None:
+        """web.json as start() wrote it, for `memoryctl open` to read: written again if it was
+        deleted or changed; with a new token (sessions ended) if others could read it."""
+        guard = self.guard
+        assert guard is not None
+        ours = auth.state_of(host=self.settings.host, port=guard.port, token=guard.token)
+        problem = auth.state_problem(self.data_dir, ours)
+        if problem is None:
+            return
+        if problem == "exposed":
+            guard.renew()
+        log.warning(
+            "web.json was changed or removed; written again",
+            state_file=str(self.state_file),
+            problem=problem,
+            new_token=problem == "exposed",
+        )
+        self.state_file = auth.write_state(
+            self.data_dir, host=self.settings.host, port=guard.port, token=guard.token
+        )
 
     async def close(self) -> None:
         """Stop listening and close every connection before returning: no socket of ours
@@ -227,22 +252,22 @@ class WebServer:
         guard, ctx = self.guard, self.ctx
         assert guard is not None and ctx is not None
         if not guard.host_ok(req.header("host")):
-            return Response.text(421, "this page answers only at a loopback address")
+            return refusal(req, 421, "this page answers only at a loopback address")
         if not guard.fetch_site_ok(req.header("sec-fetch-site")):
-            return Response.text(403, "refused: a request from another site")
+            return refusal(req, 403, "refused: a request from another site")
         if req.path == "/login" and req.method == "GET":
             return self._login(req, guard)
-        sid = req.cookie(auth.COOKIE)
+        sid = req.cookie(guard.cookie)
         session = guard.session(sid)
         if session is None and not guard.bearer_ok(req.header("authorization")):
             if req.path.startswith("/api/"):
-                return Response.json({"error": {"message": "sign in with memoryctl open"}}, 401)
+                return refusal(req, 401, SIGN_IN)
             return routes.signed_out()
         if req.method == "POST":
             if not guard.origin_ok(req.header("origin")):
-                return Response.text(403, "refused: a write from another origin")
+                return refusal(req, 403, "refused: a write from another origin")
             if session is not None and not auth.csrf_ok(session, req.header(auth.CSRF_HEADER)):
-                return Response.json({"error": {"message": "missing or wrong CSRF token"}}, 403)
+                return refusal(req, 403, "refused: missing or wrong CSRF token; reload the page")
         if req.path == "/logout" and req.method == "POST":
             guard.logout(sid)
             return Response.redirect("/login", 303)
@@ -302,15 +327,25 @@ class WebServer:
         if not nxt.startswith("/") or nxt.startswith("//") or "\\" in nxt:
             nxt = "/search"
         cookie = (
-            f"{auth.COOKIE}={sid}; HttpOnly; SameSite=Strict; Path=/; "
+            f"{guard.cookie}={sid}; HttpOnly; SameSite=Strict; Path=/; "
             f"Max-Age={int(self.settings.session_hours * 3600)}"
         )
-        return Response(303, b"", headers=[("Location", nxt), ("Set-Cookie", cookie)])
+        resp = Response.redirect(nxt)
+        resp.headers.append(("Set-Cookie", cookie))
+        return resp
 
 
 def api_error(status: int, code: int, message: str) -> Response:
     """An API route's error in the shape of every other: {"error": {"code", "message"}}."""
     return Response.json({"error": {"code": code, "message": message}}, status)
+
+
+def refusal(req: Request, status: int, message: str) -> Response:
+    """A request the guard refuses: for an /api/ route in the shape of every API error (code
+    -32006, refused: a script can tell it from a bad param), for a page as plain text."""
+    if req.path.startswith("/api/"):
+        return api_error(status, Refused.code, message)
+    return Response.text(status, message)
 
 
 def _close_idle(place: places.Place) -> None:

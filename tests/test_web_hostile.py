@@ -1,0 +1,194 @@
+"""The web page walked as its user and as what else runs on the machine (branch web19): a
+sign-in link's `next` that could write a header, every refusal of an /api/ route in the API's
+error shape, two pages on one machine (a browser sends a cookie to every port of a host), and
+web.json deleted or exposed under a running page."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import os
+import socket
+import stat
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from webclient import WebHarness
+
+from memoryd.core.errors import Refused
+
+
+@pytest.fixture
+def web(make_app: Any) -> Iterator[WebHarness]:
+    app = make_app(model=None)
+    first = app.memories.add(content="Redis runs on port 6380", tags=["redis"], type="fact")
+    h = WebHarness(app)
+    h.mem = first.id  # type: ignore[attr-defined]
+    yield h
+    h.close()
+
+
+def raw_get(web: WebHarness, target: str) -> bytes:
+    """One request as bytes on the wire, the whole answer as bytes (no client to tidy it)."""
+    with socket.create_connection(("127.0.0.1", web.port), timeout=10) as s:
+        s.sendall(
+            f"GET {target} HTTP/1.1\r\nHost: {web.host}\r\nConnection: close\r\n\r\n".encode()
+        )
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+# --- a sign-in link's next page -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("nxt", "location"),
+    [
+        ("/x\r\nSet-Cookie: evil=1", "/x%0D%0ASet-Cookie:%20evil=1"),
+        ("/note?path=ünï cødé.md", "/note?path=%C3%BCn%C3%AF%20c%C3%B8d%C3%A9.md"),
+        ("/note?path=a%20b.md#Some heading", "/note?path=a%20b.md#Some%20heading"),
+    ],
+    ids=["line-break", "unicode", "space"],
+)
+def test_a_sign_in_links_next_page_cannot_write_a_header(
+    web: WebHarness, nxt: str, location: str
+) -> None:
+    """`next` is not signed: a line break in it wrote a header of its own (main: a second
+    Set-Cookie), and a character past latin-1 failed the answer after the link was spent (main:
+    the connection closed with nothing said, the one-time link gone)."""
+    answer = raw_get(web, web.login_url(page=nxt))
+    head = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    assert head[0] == "HTTP/1.1 303 See Other", answer[:200]
+    assert f"Location: {location}" in head
+    cookies = [line for line in head if line.lower().startswith("set-cookie:")]
+    assert len(cookies) == 1 and cookies[0].startswith(f"Set-Cookie: {web.cookie_name}=")
+
+
+# --- every refusal of an /api/ route is an API error ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("why", "status"),
+    [("host", 421), ("site", 403), ("session", 401), ("origin", 403), ("csrf", 403)],
+)
+def test_every_refusal_of_an_api_route_is_a_json_error_with_its_code(
+    web: WebHarness, why: str, status: int
+) -> None:
+    """docs/web.md: every error of an /api/ route is {"error": {"code", "message"}}; main
+    answered a foreign Host, another site or another origin in plain text, and no session or
+    a wrong CSRF token with no code."""
+    web.sign_in()
+    method, path, body = "POST", "/api/memory/validate", {"id": web.mem, "useful": True}
+    kw: dict[str, Any] = {}
+    if why == "host":
+        kw["host"] = "evil.example"
+    elif why == "site":
+        kw["headers"] = {"Sec-Fetch-Site": "cross-site"}
+    elif why == "session":
+        kw["session"] = False
+    elif why == "origin":
+        kw["headers"] = {"Origin": "http://evil.example"}
+    else:
+        kw["headers"] = {"X-CSRF-Token": "wrong"}
+    ans = web.request(method, path, body, **kw)
+    assert ans.status == status
+    assert ans.headers["content-type"].startswith("application/json")
+    error = ans.json()["error"]
+    assert error["code"] == Refused.code and error["message"]
+    assert web.app.memories.get(web.mem)["validation_count"] == 0
+    if why == "session":
+        assert "memoryctl open" in error["message"]
+
+
+# --- two pages on one machine --------------------------------------------------------------------
+
+
+def signed_in_opener(jar: http.cookiejar.CookieJar) -> urllib.request.OpenerDirector:
+    return urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+
+
+def test_two_pages_on_one_machine_keep_their_own_sessions(make_app: Any, tmp_path: Path) -> None:
+    """A browser keeps one cookie per host and name, whatever the port: main named every
+    page's cookie memoryd_session, so signing in to a second daemon's page (or to a page
+    restarted on another port) signed the first one's tabs out. The cookie jar here is the
+    standard library's, which keeps cookies as a browser does."""
+    one = WebHarness(make_app(model=None))
+    other_app = make_app(
+        model=None,
+        workspace=str(tmp_path / "ws2"),
+        data_dir=str(tmp_path / "data2"),
+        socket=str(tmp_path / "s2.sock"),
+    )
+    two = WebHarness(other_app)
+    try:
+        jar = http.cookiejar.CookieJar()
+        browser = signed_in_opener(jar)
+        for page in (one, two):
+            url = f"http://127.0.0.1:{page.port}{page.login_url(page='/api/trash')}"
+            with browser.open(url, timeout=10) as resp:  # the 303 is followed
+                assert resp.status == 200
+        assert {c.name for c in jar} == {one.cookie_name, two.cookie_name}
+        for page in (one, two):
+            with browser.open(f"http://127.0.0.1:{page.port}/api/trash", timeout=10) as resp:
+                assert resp.status == 200 and json.loads(resp.read()) == {"items": []}
+    finally:
+        two.close()
+        one.close()
+
+
+# --- web.json under a running page ---------------------------------------------------------------
+
+
+def test_a_deleted_web_json_is_written_again_by_the_next_open(web: WebHarness) -> None:
+    """main: `memoryctl open` said `cannot read .../web.json` until the daemon restarted."""
+    web.sign_in()
+    state = Path(web.info["state_file"])
+    state.unlink()
+    again = web.call(web.server.start(web.app))
+    assert again["started"] is False and again["state_file"] == str(state)
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+    assert json.loads(state.read_text())["token"] == web.token  # nobody else could read it
+    assert web.request("GET", "/api/trash").status == 200  # the session goes on
+
+
+@pytest.mark.parametrize("how", ["mode", "content", "symlink"])
+def test_an_exposed_web_json_gets_a_new_token(web: WebHarness, how: str, tmp_path: Path) -> None:
+    """web.json made readable by others, or replaced, under a running page: main kept the
+    token (readable by anyone, for the page's lifetime) and `memoryctl open` refused the file
+    until the daemon restarted. Now the next open writes a new token, privately, and every
+    session made with the old one ends."""
+    web.sign_in()
+    state = Path(web.info["state_file"])
+    old = web.token
+    if how == "mode":
+        os.chmod(state, 0o644)
+    elif how == "content":
+        data = json.loads(state.read_text())
+        state.write_text(json.dumps({**data, "url": "http://evil.example/"}))
+        os.chmod(state, 0o600)
+        # the same token: only where it leads changed, and the file is made again
+    else:
+        elsewhere = tmp_path / "elsewhere.json"
+        elsewhere.write_text(state.read_text())
+        state.unlink()
+        state.symlink_to(elsewhere)
+    web.call(web.server.start(web.app))
+    st = state.lstat()
+    assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
+    new = json.loads(state.read_text())
+    assert new["url"] == f"http://127.0.0.1:{web.port}/"
+    if how == "content":
+        assert new["token"] == old
+        return
+    assert new["token"] != old
+    bearer = {"Authorization": f"Bearer {old}"}
+    assert web.request("GET", "/api/trash", headers=bearer, session=False).status == 401
+    assert web.request("GET", "/api/trash").status == 401  # the session the old token made
+    web.token = new["token"]
+    web.sign_in()
+    assert web.request("GET", "/api/trash").status == 200
