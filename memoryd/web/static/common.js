@@ -44,14 +44,25 @@ const M = (() => {
     return s ? `?${s}` : "";
   }
 
+  const GONE = "memoryd does not answer here: the daemon stopped, or restarted on another port. " +
+    "Start it if needed, then run `memoryctl open` for a new link.";
+  // fetch, with the failure a browser words as "Failed to fetch" or "NetworkError when
+  // attempting to fetch resource" said plainly: nothing answers at this page's address
+  async function send(url, init) {
+    try { return await fetch(url, init); } catch (err) {
+      if (err && err.name === "AbortError") throw err; // the page itself let go of it
+      throw new Error(GONE);
+    }
+  }
+
   async function get(path, params, opts) {
-    return answer(await fetch(path + query(params), {
+    return answer(await send(path + query(params), {
       credentials: "same-origin", signal: opts && opts.signal,
     }));
   }
 
   async function post(path, body) {
-    return answer(await fetch(path, {
+    return answer(await send(path, {
       method: "POST",
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
