@@ -10,6 +10,8 @@ import json
 import os
 import socket
 import stat
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -192,3 +194,47 @@ def test_an_exposed_web_json_gets_a_new_token(web: WebHarness, how: str, tmp_pat
     web.token = new["token"]
     web.sign_in()
     assert web.request("GET", "/api/trash").status == 200
+
+
+# --- a vault of many notes -----------------------------------------------------------------------
+
+
+@pytest.mark.backends
+def test_a_hub_notes_backlinks_are_bounded_and_counted(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note's own links are bounded by its size; its backlinks only by the vault: main's
+    note route answered all of them (a hub of 10,000 notes: 770 kB, 10,000 rows to draw)."""
+    from memoryd.web import actions
+
+    monkeypatch.setattr(actions, "BACKLINKS_SHOWN", 5, raising=False)
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    (ws / "hub.md").write_text("# Hub\n")
+    for i in range(8):
+        (ws / f"n{i}.md").write_text(f"# N{i}\n\nsee [[hub]]\n")
+    app.indexer.reconcile()
+    web = WebHarness(app)
+    try:
+        web.sign_in()
+        note = web.api("GET", "/api/note?path=hub.md")
+        assert note["backlinks_total"] == 8
+        assert [b["path"] for b in note["backlinks"]] == [f"n{i}.md" for i in range(5)]
+        small = web.api("GET", "/api/note?path=n0.md")
+        assert small["backlinks_total"] == 0 and small["links"][0]["path"] == "hub.md"
+    finally:
+        web.close()
+
+
+def test_the_page_fills_the_method_table_it_calls() -> None:
+    """actions.py calls every route through registry.lookup, but on main only the socket
+    server's import of serve/methods.py filled the table: a WebServer alone (the bench's, or
+    this file's tests run by themselves) answered every note route `internal error:
+    'note.read'`."""
+    code = (
+        "from memoryd.web import server\n"
+        "from memoryd.serve.registry import METHODS\n"
+        "missing = {'note.read', 'links', 'backlinks', 'graph', 'search', 'list'} - set(METHODS)\n"
+        "assert not missing, missing\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -71,9 +71,13 @@
       el("ul", { id: "links" }, note.links.map((l) => el("li", {},
         l.path ? noteLink(l.path) : el("span", { class: "bad", title: "no such note or file" }, l.target),
         el("span", { class: "small muted" }, ` line ${l.line}${l.embed ? " · embed" : ""}`)))),
-      el("h3", {}, `Backlinks (${note.backlinks.length})`),
+      el("h3", {}, `Backlinks (${note.backlinks_total})`),
       el("ul", { id: "backlinks" }, note.backlinks.map((b) => el("li", {}, noteLink(b.path),
         el("span", { class: "small muted" }, ` line ${b.line}`)))),
+      note.backlinks_total > note.backlinks.length
+        ? el("p", { class: "small muted", id: "backlinks-more" },
+          `the first ${note.backlinks.length} shown; the graph shows up to 2,000`)
+        : null,
     );
     main.replaceChildren(
       el("h1", {}, note.path),
