@@ -238,3 +238,28 @@ def test_the_page_fills_the_method_table_it_calls() -> None:
         "assert not missing, missing\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# --- a body no JSON-RPC client could send ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "nested deeper than"),
+        (b'{"id": 1, "importance": NaN}', "NaN is not valid JSON"),
+        (b'{"id": 1, "importance": 1e999}', "out of range"),
+        (b'{"id": 1, "content": "a", "x": ' + b"[" * 40 + b"]" * 40 + b"}", "nested deeper"),
+    ],
+    ids=["deep", "nan", "infinite", "deep-in-an-object"],
+)
+def test_a_body_is_read_by_the_sockets_rule(web: WebHarness, raw: bytes, words: str) -> None:
+    """The socket reads a request with serve/protocol.decode; the page read its body with
+    json.loads: nested 100,000 deep it raised RecursionError (main: 500, logged as a bug),
+    and NaN or 1e999 went on to the method as floats."""
+    web.sign_in()
+    ans = web.request("POST", "/api/memory/update", raw=raw)
+    assert ans.status == 400, ans.text
+    error = ans.json()["error"]
+    assert error["code"] == -32600 and words in error["message"]
+    assert web.app.memories.get(web.mem)["content"] == "Redis runs on port 6380"
