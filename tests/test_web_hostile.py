@@ -263,3 +263,14 @@ def test_a_body_is_read_by_the_sockets_rule(web: WebHarness, raw: bytes, words: 
     error = ans.json()["error"]
     assert error["code"] == -32600 and words in error["message"]
     assert web.app.memories.get(web.mem)["content"] == "Redis runs on port 6380"
+
+
+def test_a_sign_in_link_followed_from_a_site_says_how_to_use_it(web: WebHarness) -> None:
+    """A link clicked in a web mail or a web terminal comes with Sec-Fetch-Site: cross-site
+    and is refused, rightly; main said only `refused: a request from another site`. The link
+    is not spent by the refusal: pasted into the address bar it still signs in."""
+    link = web.login_url(page="/status")
+    ans = web.request("GET", link, headers={"Sec-Fetch-Site": "cross-site"}, session=False)
+    assert ans.status == 403 and "paste it into the address bar" in ans.text
+    typed = web.request("GET", link, headers={"Sec-Fetch-Site": "none"}, session=False)
+    assert typed.status == 303 and typed.headers["location"] == "/status"

@@ -37,6 +37,10 @@ MAX_CONNECTIONS = 32
 SIGN_IN = (
     "not signed in (or the daemon restarted since): run `memoryctl open` for a new sign-in link"
 )
+LINK_FROM_A_SITE = (
+    "refused: this sign-in link was followed from another site's page; paste it into the "
+    "address bar instead (it is still good, once, for two minutes)"
+)
 FIRST_REQUEST_S = 10.0  # server.first_request_timeout_s's default, until start() reads it
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -254,6 +258,8 @@ class WebServer:
         if not guard.host_ok(req.header("host")):
             return refusal(req, 421, "this page answers only at a loopback address")
         if not guard.fetch_site_ok(req.header("sec-fetch-site")):
+            if req.path == "/login":  # a link followed from a web mail, a chat, a web terminal
+                return refusal(req, 403, LINK_FROM_A_SITE)
             return refusal(req, 403, "refused: a request from another site")
         if req.path == "/login" and req.method == "GET":
             return self._login(req, guard)
