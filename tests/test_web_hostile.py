@@ -274,3 +274,38 @@ def test_a_sign_in_link_followed_from_a_site_says_how_to_use_it(web: WebHarness)
     assert ans.status == 403 and "paste it into the address bar" in ans.text
     typed = web.request("GET", link, headers={"Sec-Fetch-Site": "none"}, session=False)
     assert typed.status == 303 and typed.headers["location"] == "/status"
+
+
+@pytest.mark.parametrize(
+    ("version", "connection", "kept"),
+    [
+        ("HTTP/1.0", None, False),
+        ("HTTP/1.0", "keep-alive", True),
+        ("HTTP/1.1", None, True),
+        ("HTTP/1.1", "close", False),
+        ("HTTP/1.1", "TE, close", False),
+    ],
+)
+def test_a_connection_is_kept_only_as_its_version_says(
+    web: WebHarness, version: str, connection: str | None, kept: bool
+) -> None:
+    """An HTTP/1.0 client (curl -0, simple tools) reads an answer to the end of the
+    connection: main kept it open (`Connection: keep-alive`) and the client waited 60 s,
+    holding one of the page's 32 places."""
+    head = f"GET /api/trash {version}\r\nHost: {web.host}\r\nAuthorization: Bearer {web.token}\r\n"
+    if connection:
+        head += f"Connection: {connection}\r\n"
+    with socket.create_connection(("127.0.0.1", web.port), timeout=10) as s:
+        s.sendall((head + "\r\n").encode())
+        s.settimeout(3)
+        got = b""
+        closed = False
+        try:
+            while chunk := s.recv(65536):
+                got += chunk
+            closed = True
+        except TimeoutError:
+            pass
+    assert got.startswith(b"HTTP/1.1 200 ") and got.endswith(b'{"items":[]}')
+    assert (b"Connection: close" in got) is not kept
+    assert closed is not kept

@@ -40,6 +40,7 @@ class Request:
     headers: dict[str, str]
     body: bytes = b""
     peer: tuple[str, int] | None = None
+    version: str = "HTTP/1.1"
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
@@ -64,7 +65,13 @@ class Request:
 
     @property
     def keep_alive(self) -> bool:
-        return (self.header("connection") or "").lower() != "close"
+        """HTTP/1.1 keeps the connection unless told `close`; HTTP/1.0 closes it unless told
+        `keep-alive` (its clients read the answer to the end of the connection: kept open,
+        they waited IDLE_TIMEOUT_S for it, holding one of the page's places)."""
+        words = {w.strip() for w in (self.header("connection") or "").lower().split(",")}
+        if self.version == "HTTP/1.0":
+            return "keep-alive" in words
+        return "close" not in words
 
 
 @dataclass
@@ -112,7 +119,7 @@ async def read_request(reader: asyncio.StreamReader, max_body: int = MAX_BODY) -
     parts = lines[0].split(" ")
     if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
         raise BadRequest(400, "malformed request line")
-    method, target, _version = parts
+    method, target, version = parts
     if method not in METHODS:
         raise BadRequest(405, f"method {method[:20]} not allowed")
     if len(lines) - 1 > MAX_HEADERS:
@@ -141,7 +148,7 @@ async def read_request(reader: asyncio.StreamReader, max_body: int = MAX_BODY) -
         query = dict(parse_qsl(split.query, keep_blank_values=True, strict_parsing=False))
     except ValueError:
         raise BadRequest(400, "bad query string") from None
-    return Request(method, target, unquote(split.path), query, headers, body)
+    return Request(method, target, unquote(split.path), query, headers, body, version=version)
 
 
 def encode(resp: Response, *, keep_alive: bool, head_only: bool = False) -> bytes:
