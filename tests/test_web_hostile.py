@@ -309,3 +309,34 @@ def test_a_connection_is_kept_only_as_its_version_says(
     assert got.startswith(b"HTTP/1.1 200 ") and got.endswith(b'{"items":[]}')
     assert (b"Connection: close" in got) is not kept
     assert closed is not kept
+
+
+# --- a restart -----------------------------------------------------------------------------------
+
+
+def test_port_0_gives_the_page_its_last_port_again(make_app: Any) -> None:
+    """With `port = 0` main took a new port at every start: a tab open across a daemon
+    restart, and every bookmark (docs/web.md: each page is a link of its own), led nowhere.
+    Now the page tries its last port first; taken meanwhile, it takes any, as before."""
+    app = make_app(model=None)
+    first = WebHarness(app)
+    port = first.port
+    first.close()
+    again = WebHarness(app)
+    try:
+        assert again.port == port
+        again.sign_in()
+        assert again.request("GET", "/api/trash").status == 200
+    finally:
+        again.close()
+    with socket.socket() as squatter:  # another program took it while the daemon was down
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        moved = WebHarness(app)
+        try:
+            assert moved.port != port
+            moved.sign_in()
+            assert moved.request("GET", "/api/trash").status == 200
+        finally:
+            moved.close()
+    assert (app.cfg.data_dir / "web-port").read_text().strip() == str(moved.port)

@@ -87,7 +87,8 @@ class ServerConfig:
 @dataclass(frozen=True)
 class WebConfig:
     """The local web page (docs/web.md): off until enabled here or opened by `memoryctl open`;
-    loopback only; port 0 takes any free port (written to <data_dir>/web.json)."""
+    loopback only; port 0 takes the last port again if free, else any (written to
+    <data_dir>/web.json)."""
 
     enabled: bool = _f(False, "bool")
     host: str = _f("127.0.0.1", "choice", ("127.0.0.1", "::1"))

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -31,6 +32,7 @@ from typing import Any
 from memoryd.core.fsutil import atomic_write
 
 STATE_FILE = "web.json"
+PORT_FILE = "web-port"  # the last port `port = 0` gave, tried first at the next start
 LOGIN_TTL_S = 120.0
 COOKIE = "memoryd_session"  # and the port: memoryd_session_PORT (Guard.cookie)
 CSRF_HEADER = "x-csrf-token"
@@ -78,6 +80,21 @@ def state_problem(data_dir: Path, state: dict[str, Any]) -> str | None:
     except (OSError, ValueError):
         return "changed"
     return None if found == state else "changed"
+
+
+def last_port(data_dir: Path) -> int:
+    """The port the page had last (port = 0), so that an open tab and a bookmark lead to it
+    again after a restart; 0 if none is known."""
+    try:
+        text = (data_dir / PORT_FILE).read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        return 0
+    return int(text) if text.isdigit() and 1024 <= int(text) <= 65535 else 0
+
+
+def remember_port(data_dir: Path, port: int) -> None:
+    with contextlib.suppress(OSError):  # unwritten: the next start takes any port, as before
+        atomic_write(data_dir / PORT_FILE, f"{port}\n".encode(), mode=0o600)
 
 
 def remove_state(data_dir: Path, token: str) -> None:

@@ -107,21 +107,10 @@ class WebServer:
             if self._server is not None:
                 self._keep_state()
                 return {**self.info(), "started": False}
-            try:
-                loop = asyncio.get_running_loop()
-                server = await loop.create_server(
-                    self._conns.protocol,
-                    self.settings.host,
-                    self.settings.port,
-                    reuse_address=True,
-                )
-            except OSError as exc:
-                raise Unavailable(
-                    f"the web page cannot listen on {self.settings.host} port "
-                    f"{self.settings.port}: {exc.strerror or exc}; set [web] port to a free "
-                    "port, or 0 for any"
-                ) from None
+            server = await self._listen()
             port = int(server.sockets[0].getsockname()[1])
+            if self.settings.port == 0:
+                auth.remember_port(self.data_dir, port)
             self.guard = auth.Guard(port=port, session_s=self.settings.session_hours * 3600)
             self.ctx = actions.Context(app, actions.Trash())
             server_cfg = getattr(getattr(app, "cfg", None), "server", None)
@@ -136,6 +125,28 @@ class WebServer:
             self._server = server
             log.info("web page listening", url=self.url, state_file=str(self.state_file))
             return {**self.info(), "started": True}
+
+    async def _listen(self) -> asyncio.base_events.Server:
+        """Listen on [web] port; with port 0 on the port the page had last if it is free (an
+        open tab, a bookmark, the browser's cookie for it go on working after a restart),
+        else on any."""
+        loop = asyncio.get_running_loop()
+        wanted = self.settings.port
+        last = auth.last_port(self.data_dir) if wanted == 0 else 0
+        for port in (last, 0) if last else (wanted,):
+            try:
+                return await loop.create_server(
+                    self._conns.protocol, self.settings.host, port, reuse_address=True
+                )
+            except OSError as exc:
+                if port == last:
+                    continue  # taken meanwhile: any port, as port = 0 says
+                raise Unavailable(
+                    f"the web page cannot listen on {self.settings.host} port "
+                    f"{wanted}: {exc.strerror or exc}; set [web] port to a free "
+                    "port, or 0 for any"
+                ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _keep_state(self) -> None:
         """web.json as start() wrote it, for `memoryctl open` to read: written again if it was
