@@ -6,7 +6,8 @@
   /login?n=NONCE&t=UNIX_SECONDS&m=HMAC_SHA256(token, "login:NONCE:UNIX_SECONDS"); it is good
   for LOGIN_TTL_S and once (the token itself never appears in a URL or the browser's history).
 - A session: the login answers with a random session id in an HttpOnly, SameSite=Strict
-  cookie; each session has its CSRF token, which the pages send in X-CSRF-Token on every write.
+  cookie named for the port (a browser sends a cookie to every port of a host); each
+  session has its CSRF token, which the pages send in X-CSRF-Token on every write.
 - Scripts (tests, the bench) may send `Authorization: Bearer TOKEN` instead of a cookie.
 - Every request: the Host header must name the loopback address and our port (no DNS
   rebinding), and a browser's Sec-Fetch-Site must be same-origin or none (another site, even
