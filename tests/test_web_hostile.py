@@ -54,15 +54,18 @@ def raw_get(web: WebHarness, target: str) -> bytes:
         ("/x\r\nSet-Cookie: evil=1", "/x%0D%0ASet-Cookie:%20evil=1"),
         ("/note?path=ünï cødé.md", "/note?path=%C3%BCn%C3%AF%20c%C3%B8d%C3%A9.md"),
         ("/note?path=a%20b.md#Some heading", "/note?path=a%20b.md#Some%20heading"),
+        # a browser drops a tab from a URL: main's "/\t/evil.example" was //evil.example
+        ("/\t/evil.example", "/%09/evil.example"),
     ],
-    ids=["line-break", "unicode", "space"],
+    ids=["line-break", "unicode", "space", "tab"],
 )
 def test_a_sign_in_links_next_page_cannot_write_a_header(
     web: WebHarness, nxt: str, location: str
 ) -> None:
     """`next` is not signed: a line break in it wrote a header of its own (main: a second
-    Set-Cookie), and a character past latin-1 failed the answer after the link was spent (main:
-    the connection closed with nothing said, the one-time link gone)."""
+    Set-Cookie), a tab made it another site's address, and a character past latin-1 failed the
+    answer after the link was spent (main: the connection closed with nothing said, the
+    one-time link gone)."""
     answer = raw_get(web, web.login_url(page=nxt))
     head = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
     assert head[0] == "HTTP/1.1 303 See Other", answer[:200]
@@ -263,6 +266,17 @@ def test_a_body_is_read_by_the_sockets_rule(web: WebHarness, raw: bytes, words: 
     error = ans.json()["error"]
     assert error["code"] == -32600 and words in error["message"]
     assert web.app.memories.get(web.mem)["content"] == "Redis runs on port 6380"
+
+
+def test_a_link_from_before_a_restart_says_so(web: WebHarness) -> None:
+    """A link made with the token of an earlier start of the page: main said `used already,
+    has expired or is wrong`, none of which the user did."""
+    link = web.login_url()
+    web.token = "an earlier start's token"
+    ans = web.request("GET", web.login_url(), session=False)
+    assert ans.status == 401 and "before the daemon restarted" in ans.text
+    assert "memoryctl open" in ans.text
+    assert web.request("GET", link, session=False).status == 303
 
 
 def test_a_sign_in_link_followed_from_a_site_says_how_to_use_it(web: WebHarness) -> None:

@@ -335,8 +335,9 @@ class WebServer:
             resp = routes.signed_out()
             resp.body = resp.body.replace(
                 b"<h1>memoryd</h1>",
-                b"<h1>memoryd</h1><p>This sign-in link was used already, has expired or is "
-                b"wrong.</p>",
+                b"<h1>memoryd</h1><p>This sign-in link was used already, has expired, is "
+                b"wrong, or was made before the daemon restarted (each start of the page has "
+                b"a new token).</p>",
             )
             return resp
         sid, _session = made
