@@ -127,9 +127,7 @@ class PgStore:
         except psycopg.OperationalError as exc:
             raise StoreError(f"cannot open the PostgreSQL store: {first_line(exc)}") from exc
         try:
-            con.execute(
-                "SELECT set_config('memoryd.workspace', %s, false)", [settings.workspace_id]
-            )
+            session.hold_open(con, settings.workspace_id)
             schema.migrate(con)
             if settings.claim and not claim.take(con, settings.workspace_id):
                 raise claim.refuse(con, settings.workspace_id)
@@ -485,6 +483,8 @@ class PgStore:
                         connect_timeout=_timeout(self.settings),
                     )
                 ) as con:
+                    if held is None:
+                        session.hold_open(con, self.settings.workspace_id)
                     if held is None and self.settings.claim:
                         claim.take_again(con, self.settings.workspace_id)
                     con.execute(f"LISTEN {sqlfuncs.NOTIFY_CHANNEL}")
