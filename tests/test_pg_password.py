@@ -78,3 +78,35 @@ def test_a_password_rotated_in_the_password_file_is_used_without_a_restart(
     wait_for(lambda: _added(d, "the password was rotated on monday"), timeout=30)
     wait_for(lambda: d.call("status")["store"]["listening"] is True, timeout=30)
     assert d.call("list", {"limit": 5})["total"] == 2
+
+
+def test_a_password_the_daemon_was_not_given_is_a_clear_error(
+    scram_server: Any, daemon_factory: Any, tmp_path: Path
+) -> None:
+    dsn = scram_server.dsn("memoryd").replace("://postgres@", "://rotated@", 1)
+    secret = tmp_path / "pg-password"
+    secret.write_text("first-password\n")
+    secret.chmod(0o600)
+    (tmp_path / "ws").mkdir()
+    d = daemon_factory(
+        workspace=str(tmp_path / "ws"),
+        store={"backend": "postgres", "dsn": dsn, "password_file": str(secret)},
+        dailylog={"enabled": False},
+    )
+    assert _added(d, "the deploy key moved to the vault")
+    _as_superuser(scram_server, "ALTER ROLE rotated PASSWORD 'second-password'")  # file not
+    _cut_sessions(scram_server)
+
+    def refused() -> str:
+        resp = rpc(d.socket, "add", {"content": "written after the rotation"}, timeout=10)
+        return "" if "result" in resp else str(resp["error"]["message"])
+
+    message = wait_for(refused, timeout=30)
+    # main: "the PostgreSQL server is unreachable (...); ... reconnects by itself when it is back"
+    assert "could not log in to the PostgreSQL server (password authentication failed" in message, (
+        message
+    )
+    assert "store.password_file" in message and "unreachable" not in message, message
+    assert "second-password" not in message and "first-password" not in message
+    secret.write_text("second-password\n")  # put right: works again, no restart
+    wait_for(lambda: _added(d, "written after the rotation"), timeout=30)

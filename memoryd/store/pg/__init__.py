@@ -123,6 +123,7 @@ class PgStore:
         # listens on it
         self._holder: psycopg.Connection[Any] | None = None
         self._newer_said = False  # the log said a newer memoryd upgraded the schema
+        self.login = login.Login(settings.password_file)  # its password, the last refusal
         try:
             con = self._connect()
         except psycopg.OperationalError as exc:
@@ -155,7 +156,7 @@ class PgStore:
             min_size=settings.pool_min,
             max_size=settings.pool_max,
             connection_class=login.Connection,
-            kwargs={"connect_timeout": _timeout(settings), **login.kwargs(settings.password_file)},
+            kwargs={"connect_timeout": _timeout(settings), **self.login.kwargs()},
             configure=self._configure,
             timeout=settings.connect_timeout_s,
             reconnect_timeout=0,  # keep trying forever in the background
@@ -169,8 +170,7 @@ class PgStore:
 
     def _connect(self) -> psycopg.Connection[Any]:
         """A connection outside the pool (autocommit): the first one and the listener's."""
-        settings = self.settings
-        return login.connect(settings.conninfo, settings.password_file, _timeout(settings))
+        return self.login.connect(self.settings.conninfo, _timeout(self.settings))
 
     def _configure(self, con: psycopg.Connection[Any]) -> None:
         session.configure(con, self.settings.workspace_id, self.settings.statement_timeout_ms)
@@ -219,7 +219,7 @@ class PgStore:
             if self.down_since is None:
                 self.down_since = time.time()
                 log.error("PostgreSQL server unreachable", error=self.last_error)
-            raise unavailable(exc) from None
+            raise unavailable(exc, self.login.refused) from None
         # (a connection the server dropped, left for another one by `_first`, is no sign that
         # the server is back: the outage's end was said a second into it, then its start again)
         if self.down_since is not None and not con.closed and con.pgconn.status == _CONN_OK:
