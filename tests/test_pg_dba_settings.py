@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import wait_for
+from test_pg_workspace_claim import _daemon
 
 pytestmark = pytest.mark.slow
 
@@ -55,30 +56,16 @@ def idle_timeout_dsn(pg_dsn: str) -> Iterator[str]:
     yield pg_dsn
 
 
-def _daemon(factory: Any, base: Path, dsn: str, wait: bool = True) -> Any:
-    ws = base / "ws"
-    ws.mkdir(parents=True, exist_ok=True)
-    (ws / "a.md").write_text(f"# A\n\nthe note of {base.name}\n")
-    return factory(
-        wait=wait,
-        workspace=str(ws),
-        data_dir=str(base / "data"),
-        socket=str(base / "s.sock"),
-        dailylog={"enabled": False},
-        store={"backend": "postgres", "dsn": dsn, "workspace_id": "shared-id"},
-    )
-
-
 def test_a_dba_idle_session_timeout_leaves_the_workspace_id_held(
     daemon_factory: Any, idle_timeout_dsn: str, tmp_path: Path
 ) -> None:
-    first = _daemon(daemon_factory, tmp_path / "alice", idle_timeout_dsn)
+    first = _daemon(daemon_factory, tmp_path / "alice", idle_timeout_dsn, "a.md")
     wait_for(lambda: first.call("status")["store"]["listening"] is True, timeout=30)
     # the listener's session holds the id; main: the server ended it after a second idle
     wait_for(lambda: _held_idle_or_gone(idle_timeout_dsn, 2.5), timeout=30)
     assert "change listener lost the server" not in first.log()
     assert first.call("status")["store"]["listening"] is True
-    second = _daemon(daemon_factory, tmp_path / "bob", idle_timeout_dsn, wait=False)
+    second = _daemon(daemon_factory, tmp_path / "bob", idle_timeout_dsn, "b.md", wait=False)
     assert second.proc is not None
     wait_for(lambda: second.proc.poll() is not None, timeout=30)
     assert second.stop() == 1, second.log()

@@ -55,10 +55,10 @@ def _added(d: Any, text: str) -> bool:
     return "result" in rpc(d.socket, "add", {"content": text}, timeout=10)
 
 
-def test_a_password_rotated_in_the_password_file_is_used_without_a_restart(
-    scram_server: Any, daemon_factory: Any, tmp_path: Path
-) -> None:
-    dsn = scram_server.dsn("memoryd").replace("://postgres@", "://rotated@", 1)
+def _daemon(server: Any, daemon_factory: Any, tmp_path: Path) -> tuple[Any, Path]:
+    """A daemon that logs in as `rotated` with the password in its store.password_file, and
+    has stored a memory; with that file."""
+    dsn = server.dsn("memoryd").replace("://postgres@", "://rotated@", 1)
     assert "rotated@" in dsn
     secret = tmp_path / "pg-password"
     secret.write_text("first-password\n")
@@ -70,6 +70,13 @@ def test_a_password_rotated_in_the_password_file_is_used_without_a_restart(
         dailylog={"enabled": False},
     )
     assert _added(d, "the deploy key moved to the vault")
+    return d, secret
+
+
+def test_a_password_rotated_in_the_password_file_is_used_without_a_restart(
+    scram_server: Any, daemon_factory: Any, tmp_path: Path
+) -> None:
+    d, secret = _daemon(scram_server, daemon_factory, tmp_path)
 
     _as_superuser(scram_server, "ALTER ROLE rotated PASSWORD 'second-password'")
     secret.write_text("second-password\n")
@@ -83,17 +90,7 @@ def test_a_password_rotated_in_the_password_file_is_used_without_a_restart(
 def test_a_password_the_daemon_was_not_given_is_a_clear_error(
     scram_server: Any, daemon_factory: Any, tmp_path: Path
 ) -> None:
-    dsn = scram_server.dsn("memoryd").replace("://postgres@", "://rotated@", 1)
-    secret = tmp_path / "pg-password"
-    secret.write_text("first-password\n")
-    secret.chmod(0o600)
-    (tmp_path / "ws").mkdir()
-    d = daemon_factory(
-        workspace=str(tmp_path / "ws"),
-        store={"backend": "postgres", "dsn": dsn, "password_file": str(secret)},
-        dailylog={"enabled": False},
-    )
-    assert _added(d, "the deploy key moved to the vault")
+    d, secret = _daemon(scram_server, daemon_factory, tmp_path)
     _as_superuser(scram_server, "ALTER ROLE rotated PASSWORD 'second-password'")  # file not
     _cut_sessions(scram_server)
 
