@@ -120,6 +120,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mig.add_argument("--config", type=Path, metavar="FILE", help="configuration file (TOML)")
     mig.set_defaults(func=cmd_store_migrate)
+    wss = store_sub.add_parser(
+        "workspaces",
+        help="list the workspace ids of the PostgreSQL database: label, last start, notes",
+    )
+    forget = store_sub.add_parser(
+        "forget-workspace",
+        help="remove the notes a machine gone for good left in the PostgreSQL database",
+        description="Remove one workspace id's notes, chunks and links from the database of "
+        "store.dsn (or --dsn), in one transaction; memories stay. Refused while a daemon runs "
+        "with that id. docs/team.md, 'A machine gone for good'.",
+    )
+    forget.add_argument("workspace_id", help="the id (`memoryd store workspaces` lists them)")
+    forget.add_argument("--dry-run", action="store_true", help="count, then roll back")
+    for c in (wss, forget):
+        c.add_argument("--dsn", help="the database (default: store.dsn); no password in it")
+        c.add_argument("--config", type=Path, metavar="FILE", help="configuration file (TOML)")
+    wss.set_defaults(func=cmd_store_workspaces)
+    forget.set_defaults(func=cmd_store_forget)
 
     try:
         from memoryd.serve import service
@@ -214,6 +232,31 @@ def cmd_store_migrate(args: argparse.Namespace) -> int:
             "committing as you pressed Ctrl-C is found and reported as done)"
         ) from None
     print("\n".join(report_lines(result)))
+    return 0
+
+
+def cmd_store_workspaces(args: argparse.Namespace) -> int:
+    import time
+
+    from memoryd.core.config import load_config
+    from memoryd.store.pgworkspaces import listing
+
+    for w in listing(load_config(args.config), args.dsn):
+        seen = time.strftime("%Y-%m-%d %H:%M", time.localtime(w["last_seen"]))
+        print(f"{w['id']}\t{w['notes']} notes\tlast started {seen}\t{w['label']}")
+    return 0
+
+
+def cmd_store_forget(args: argparse.Namespace) -> int:
+    from memoryd.core.config import load_config
+    from memoryd.store.pgworkspaces import forget
+
+    done = forget(load_config(args.config), args.workspace_id, dsn=args.dsn, dry_run=args.dry_run)
+    verb = "would remove" if done["dry_run"] else "removed"
+    print(
+        f"{verb} workspace {done['workspace']}: {done['notes']} notes in {done['chunks']} "
+        "chunks; memories stay. Its vectors go at the next vector collection."
+    )
     return 0
 
 

@@ -94,3 +94,55 @@ def test_the_documented_backup_and_restore_exit_0_and_restore_the_rows(
     assert call(third, "get", id=kept)["content"] == "kept across the backup"
     with pytest.raises(Exception, match="no entry"):
         call(third, "get", id=later)
+
+
+def test_a_dump_restored_into_a_new_database_comes_back_without_embedding_again(
+    make_app: Any, owned_db: str, tmp_path: Path
+) -> None:
+    """The server lost: a new database (section 2 again: owner, extension), the nightly dump
+    restored into it as its owner, the daemon pointed at it: every memory, note and vector is
+    back, and the embedder finds nothing to do (the fake embedder counts its texts)."""
+    import psycopg
+    from conftest import settle, with_notes
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    first = make_app(store={"backend": "postgres", "dsn": owned_db})
+    with_notes(first, {"runbook.md": "# Runbook\n\nrestart the queue workers one at a time\n"})
+    kept = call(first, "add", content="the queue has a dead-letter topic")["id"]
+    settle(first)
+    before = call(first, "stats")
+    assert before["vectors"] >= 2 and before["pending_vectors"] == 0
+    data_dir = first.cfg.data_dir  # its workspace id is kept there
+    make_app.close(first)
+    dump, _ = doc_commands(DOC, "backup")
+    assert _run(dump, owned_db, tmp_path).returncode == 0
+
+    owner = conninfo_to_dict(owned_db)
+    fresh = f"{owner['dbname']}_new"
+    admin = make_conninfo(owned_db, user="postgres")
+    with psycopg.connect(admin, autocommit=True) as con:
+        con.execute(f'CREATE DATABASE "{fresh}" OWNER "{owner["user"]}"')
+    try:
+        with psycopg.connect(make_conninfo(admin, dbname=fresh), autocommit=True) as con:
+            con.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        target = make_conninfo(owned_db, dbname=fresh)
+        done = _run("pg_restore -d memoryd memoryd.dump", target, tmp_path)
+        assert done.returncode == 0, done.stderr
+
+        second = make_app(store={"backend": "postgres", "dsn": target}, data_dir=str(data_dir))
+        fake = second.model.fake
+        embedded: list[str] = []
+        real = fake.embed_batch
+        fake.embed_batch = lambda texts: embedded.extend(texts) or real(texts)
+        second.indexer.reconcile()
+        settle(second)
+        assert embedded == []  # no text embedded again
+        after = call(second, "stats")
+        assert (after["vectors"], after["pending_vectors"]) == (before["vectors"], 0), after
+        assert call(second, "get", id=kept)["content"] == "the queue has a dead-letter topic"
+        hits = call(second, "search", query="dead-letter topic", mode="vector")["hits"]
+        assert kept in [h["id"] for h in hits]
+        make_app.close(second)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as con:
+            con.execute(f'DROP DATABASE IF EXISTS "{fresh}" WITH (FORCE)')

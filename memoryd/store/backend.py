@@ -32,9 +32,11 @@ def open_store(cfg: Config, *, claim: bool = False) -> Store:
     require_driver()
     from memoryd.store.pg import PgSettings, PgStore
 
+    if not cfg.store.dsn:
+        raise ConfigError(DSN_REQUIRED)
     return PgStore(
         PgSettings(
-            conninfo(cfg),
+            cfg.store.dsn,
             workspace_id(cfg),
             f"{socket.gethostname()}:{cfg.workspace}",
             pool_max=cfg.store.pool_size,
@@ -42,6 +44,8 @@ def open_store(cfg: Config, *, claim: bool = False) -> Store:
             connect_timeout_s=cfg.store.connect_timeout_s,
             vector_cache=cfg.store.vector_cache,
             claim=claim,
+            # read at each connection (store/pg/login.py): a rotated password without a restart
+            password_file=password_path(cfg),
         )
     )
 
@@ -65,10 +69,15 @@ def conninfo(cfg: Config) -> str:
         raise ConfigError(DSN_REQUIRED)
     if not cfg.store.password_file:
         return cfg.store.dsn
-    password = read_password_file(Path(os.path.expanduser(cfg.store.password_file)))
+    password = read_password_file(Path(password_path(cfg)))
     from psycopg.conninfo import make_conninfo
 
     return make_conninfo(cfg.store.dsn, password=password)
+
+
+def password_path(cfg: Config) -> str:
+    """store.password_file, its ~ expanded; "" for none."""
+    return os.path.expanduser(cfg.store.password_file) if cfg.store.password_file else ""
 
 
 def workspace_id(cfg: Config) -> str:

@@ -34,7 +34,7 @@ import psycopg_pool
 from memoryd.core import oserrors, threads
 from memoryd.core.errors import DiskFull, Refused, StoreBusy, StoreError, StoreUnavailable
 from memoryd.core.logsetup import get_logger
-from memoryd.store.pg import claim, fts, locks, notes, pool, schema, session, sqlfuncs  # noqa: F401
+from memoryd.store.pg import claim, fts, locks, login, notes, pool, schema, session  # noqa: F401
 from memoryd.store.pg.conn import (
     PgConnection,
     commit,
@@ -46,6 +46,7 @@ from memoryd.store.pg.conn import (
     rollback,
     unavailable,
 )
+from memoryd.store.pg.sqlfuncs import NOTIFY_CHANNEL
 from memoryd.store.pg.vectors import SESSION_EF, PgVectorIndex
 from memoryd.store.pg.wake import Waker
 from memoryd.store.protocol import Connection, VectorIndex, one
@@ -84,6 +85,8 @@ class PgSettings:
     # hold this workspace id for the store's life (`memoryd run`): a second daemon with the
     # same id is refused (pg/claim.py)
     claim: bool = False
+    # store.password_file, read at each connection (pg/login.py); "" for none
+    password_file: str = ""
 
 
 class PgStore:
@@ -120,16 +123,13 @@ class PgStore:
         # listens on it
         self._holder: psycopg.Connection[Any] | None = None
         self._newer_said = False  # the log said a newer memoryd upgraded the schema
+        self.login = login.Login(settings.password_file)  # its password, the last refusal
         try:
-            con = psycopg.connect(
-                settings.conninfo, autocommit=True, connect_timeout=_timeout(settings)
-            )
+            con = self._connect()
         except psycopg.OperationalError as exc:
             raise StoreError(f"cannot open the PostgreSQL store: {first_line(exc)}") from exc
         try:
-            con.execute(
-                "SELECT set_config('memoryd.workspace', %s, false)", [settings.workspace_id]
-            )
+            session.hold_open(con, settings.workspace_id)
             schema.migrate(con)
             if settings.claim and not claim.take(con, settings.workspace_id):
                 raise claim.refuse(con, settings.workspace_id)
@@ -151,11 +151,12 @@ class PgStore:
             self._holder = con
         else:
             con.close()
-        self.pool = psycopg_pool.ConnectionPool(
+        self.pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
             settings.conninfo,
             min_size=settings.pool_min,
             max_size=settings.pool_max,
-            kwargs={"connect_timeout": _timeout(settings)},
+            connection_class=login.Connection,
+            kwargs={"connect_timeout": _timeout(settings), **self.login.kwargs()},
             configure=self._configure,
             timeout=settings.connect_timeout_s,
             reconnect_timeout=0,  # keep trying forever in the background
@@ -166,6 +167,10 @@ class PgStore:
             name="memoryd",
         )
         self.pool.open(wait=False)
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A connection outside the pool (autocommit): the first one and the listener's."""
+        return self.login.connect(self.settings.conninfo, _timeout(self.settings))
 
     def _configure(self, con: psycopg.Connection[Any]) -> None:
         session.configure(con, self.settings.workspace_id, self.settings.statement_timeout_ms)
@@ -214,7 +219,7 @@ class PgStore:
             if self.down_since is None:
                 self.down_since = time.time()
                 log.error("PostgreSQL server unreachable", error=self.last_error)
-            raise unavailable(exc) from None
+            raise unavailable(exc, self.login.refused) from None
         # (a connection the server dropped, left for another one by `_first`, is no sign that
         # the server is back: the outage's end was said a second into it, then its start again)
         if self.down_since is not None and not con.closed and con.pgconn.status == _CONN_OK:
@@ -476,18 +481,12 @@ class PgStore:
             connected = False
             try:
                 held, self._holder = self._holder, None
-                with (
-                    held
-                    if held is not None
-                    else psycopg.connect(
-                        self.settings.conninfo,
-                        autocommit=True,
-                        connect_timeout=_timeout(self.settings),
-                    )
-                ) as con:
+                with held if held is not None else self._connect() as con:
+                    if held is None:
+                        session.hold_open(con, self.settings.workspace_id)
                     if held is None and self.settings.claim:
                         claim.take_again(con, self.settings.workspace_id)
-                    con.execute(f"LISTEN {sqlfuncs.NOTIFY_CHANNEL}")
+                    con.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     connected, self.listening, backoff = True, True, LISTEN_RETRY_S
                     self._back()
                     if connected_before:

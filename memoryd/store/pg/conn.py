@@ -200,8 +200,16 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def unavailable(exc: BaseException) -> StoreUnavailable:
-    """The error a request gets when the server cannot be reached (exc: the driver's)."""
+def unavailable(exc: BaseException, refused: str | None = None) -> StoreUnavailable:
+    """The error a request gets when the server cannot be reached (exc: the driver's), or
+    refused the login (`refused`: why, store/pg/login.py)."""
+    if refused:
+        return StoreUnavailable(
+            f"memoryd could not log in to the PostgreSQL server ({refused}); nothing was "
+            "written. If the role's password changed, write the new one to ~/.pgpass or "
+            "store.password_file (read at each connection) or to PGPASSWORD in the service's "
+            "environment (then restart the daemon): docs/team.md"
+        )
     return StoreUnavailable(
         f"the PostgreSQL server is unreachable ({first_line(exc)}); nothing was written. memoryd "
         "reconnects by itself when it is back"

@@ -1,0 +1,121 @@
+"""Settings a DBA puts on the database or the role (`ALTER DATABASE ... SET`, `ALTER ROLE ...
+SET`, a managed service's defaults) that memoryd's sessions inherit. `idle_session_timeout`
+(PostgreSQL 14+) ends sessions idle that long: the one that holds the daemon's workspace id and
+listens for the other daemons' changes idles by design, and so does the one holding a
+once-per-database job's lock while the job runs; ended, the id and the job were free for another
+daemon. `statement_timeout` cancelled a schema migration step that ran longer (v7 rewrote the
+keyword rows: 14 s at 100K chunks), so a daemon of a new version could not start."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import wait_for
+from test_pg_workspace_claim import _daemon
+
+pytestmark = pytest.mark.slow
+
+
+def _dba_sets(dsn: str, setting: str, value: str) -> None:
+    """`ALTER DATABASE <this one> SET setting = value`, as a DBA would: new sessions inherit it."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as con:
+        name = con.execute("SELECT current_database()").fetchone()
+        assert name is not None
+        con.execute(f'ALTER DATABASE "{name[0]}" SET {setting} = {value}')
+
+
+def _lock_holders(dsn: str) -> list[float]:
+    """How long each session of this database that holds an advisory lock (a workspace id, a
+    job) has been idle (not in a transaction), in seconds."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True, options="-c idle_session_timeout=0") as con:
+        rows = con.execute(
+            "SELECT extract(epoch FROM now() - a.state_change) FROM pg_stat_activity a"
+            " WHERE a.datname = current_database() AND a.state = 'idle' AND a.pid IN"
+            " (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)"
+        ).fetchall()
+    return [float(r[0]) for r in rows]
+
+
+def _held_idle_or_gone(dsn: str, seconds: float) -> bool:
+    """Past the DBA's timeout: a session holding an advisory lock has idled longer than it
+    (`seconds`), or none holds one any more (ended by the server: main)."""
+    held = _lock_holders(dsn)
+    return not held or max(held) > seconds
+
+
+@pytest.fixture
+def idle_timeout_dsn(pg_dsn: str) -> Iterator[str]:
+    _dba_sets(pg_dsn, "idle_session_timeout", "'1s'")
+    yield pg_dsn
+
+
+def test_a_dba_idle_session_timeout_leaves_the_workspace_id_held(
+    daemon_factory: Any, idle_timeout_dsn: str, tmp_path: Path
+) -> None:
+    first = _daemon(daemon_factory, tmp_path / "alice", idle_timeout_dsn, "a.md")
+    wait_for(lambda: first.call("status")["store"]["listening"] is True, timeout=30)
+    # the listener's session holds the id; main: the server ended it after a second idle
+    wait_for(lambda: _held_idle_or_gone(idle_timeout_dsn, 2.5), timeout=30)
+    assert "change listener lost the server" not in first.log()
+    assert first.call("status")["store"]["listening"] is True
+    second = _daemon(daemon_factory, tmp_path / "bob", idle_timeout_dsn, "b.md", wait=False)
+    assert second.proc is not None
+    wait_for(lambda: second.proc.poll() is not None, timeout=30)
+    assert second.stop() == 1, second.log()
+    assert "another memoryd uses workspace id 'shared-id'" in second.log()
+    # and the first one answers as before
+    assert [n["path"] for n in first.call("note.list", {})["items"]] == ["a.md"]
+    assert "Traceback" not in first.log()
+
+
+def _store(dsn: str, workspace: str) -> Any:
+    from memoryd.store.pg import PgSettings, PgStore
+
+    return PgStore(PgSettings(dsn, workspace, f"test:{workspace}"))
+
+
+def test_a_dba_idle_session_timeout_leaves_a_jobs_lock_held_while_it_runs(
+    idle_timeout_dsn: str,
+) -> None:
+    a, b = _store(idle_timeout_dsn, "a"), _store(idle_timeout_dsn, "b")
+    try:
+        with a.exclusive("expire") as got:
+            assert got
+            # the job runs longer than the DBA's timeout on a's other connections
+            wait_for(lambda: _held_idle_or_gone(idle_timeout_dsn, 2.5), timeout=30)
+            with b.exclusive("expire") as also:
+                assert not also  # main: the lock went with the ended session
+        with b.exclusive("expire") as after:
+            assert after  # and free once the job is done
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_dba_statement_timeout_does_not_cancel_a_schema_migration(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.store.pg import schema
+
+    _dba_sets(pg_dsn, "statement_timeout", "'200ms'")
+
+    def _v_slow_step(cur: Any) -> None:  # a migration step of a big store, as v7 at 100K
+        cur.execute("SELECT pg_sleep(0.5)")
+
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, _v_slow_step])
+    store = _store(pg_dsn, "a")  # main: "cannot open ...: canceling statement due to ..."
+    try:
+        assert store.ping()["schema"] == len(schema.MIGRATIONS)
+        # the daemon's own statements keep store.statement_timeout_ms
+        with store.write() as con:
+            row = con.execute("SELECT current_setting('statement_timeout')").fetchone()
+        assert row is not None and row[0] == "30s"
+    finally:
+        store.close()
