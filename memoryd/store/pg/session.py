@@ -30,11 +30,19 @@ def configure(con: psycopg.Connection[Any], workspace_id: str, statement_timeout
     con.execute(
         "SELECT set_config('memoryd.workspace', %s, false),"
         " set_config('statement_timeout', %s, false), set_config('jit', 'off', false),"
-        " set_config('lock_timeout', %s, false), set_config('idle_session_timeout', '0', false),"
+        " set_config('lock_timeout', %s, false),"
         " set_config('hnsw.ef_search', %s, false),"
-        " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+        " set_config('hnsw.iterative_scan', 'relaxed_order', false)" + _no_idle_timeout(con),
         [workspace_id, str(statement_timeout_ms), str(locks.LOCK_TIMEOUT_MS), str(SESSION_EF)],
     )
+
+
+def _no_idle_timeout(con: psycopg.Connection[Any]) -> str:
+    """The select list's item that turns a DBA's idle_session_timeout off, on a server that
+    has the setting (PostgreSQL 14+); before 14 it does not exist, and naming it is an error."""
+    if con.info.server_version < 140000:
+        return ""
+    return ", set_config('idle_session_timeout', '0', false)"
 
 
 def hold_open(con: psycopg.Connection[Any], workspace_id: str) -> None:
@@ -44,7 +52,6 @@ def hold_open(con: psycopg.Connection[Any], workspace_id: str) -> None:
     100K chunks: 14 s), under its advisory lock, whatever the DBA set for other clients."""
     con.execute(
         "SELECT set_config('memoryd.workspace', %s, false),"
-        " set_config('idle_session_timeout', '0', false),"
-        " set_config('statement_timeout', '0', false)",
+        " set_config('statement_timeout', '0', false)" + _no_idle_timeout(con),
         [workspace_id],
     )
