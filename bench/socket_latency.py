@@ -101,27 +101,37 @@ def call(path: str, params: dict[str, Any]) -> dict[str, Any]:
     return dict(answer["result"])
 
 
-def measure(
-    root: Path, queries: int, code: Path | None = None, modes: tuple[str, ...] = MODES
-) -> dict[str, Any]:
-    vecs = np.load(root / "vecs.npy")
-    words, qvecs = make_queries(vecs, queries)
+def serving_child(
+    module: str, argv: list[str], code: Path | None
+) -> tuple[subprocess.Popen[str], str]:
+    """`module.main(argv)` in a child process, with this bench's code and (with `code`) memoryd
+    from that other checkout; the child and the socket path it prints once it serves."""
     bench_root = str(Path(__file__).resolve().parent.parent)
-    # this bench's code, then (with --code) memoryd from the other checkout
     start = (
-        f"import sys; sys.path.insert(0, {bench_root!r}); import bench.socket_latency as b; "
+        f"import sys; sys.path.insert(0, {bench_root!r}); import {module} as b; "
         "[sys.modules.pop(m) for m in list(sys.modules) if m.split('.')[0] == 'memoryd']; "
-        f"sys.path.insert(0, {str(code or bench_root)!r}); "
-        f"sys.exit(b.main([{str(root)!r}, '--serve', '{queries}']))"
+        f"sys.path.insert(0, {str(code or bench_root)!r}); sys.exit(b.main({argv!r}))"
     )
     child = subprocess.Popen(
         [sys.executable, "-c", start], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert child.stdin is not None and child.stdout is not None
+    path = child.stdout.readline().strip()
+    if not path:
+        child.stdin.close()
+        child.wait(60)
+        raise SystemExit("the serving process did not start")
+    return child, path
+
+
+def measure(
+    root: Path, queries: int, code: Path | None = None, modes: tuple[str, ...] = MODES
+) -> dict[str, Any]:
+    vecs = np.load(root / "vecs.npy")
+    words, qvecs = make_queries(vecs, queries)
+    child, path = serving_child("bench.socket_latency", [str(root), "--serve", str(queries)], code)
+    assert child.stdin is not None
     try:
-        path = child.stdout.readline().strip()
-        if not path:
-            raise SystemExit("the serving process did not start")
         times: dict[str, list[float]] = {}
         warm = min(10, queries)
         order = list(range(warm)) + list(range(queries))
@@ -145,7 +155,7 @@ def measure(
         child.wait(60)
     return {
         "queries": queries,
-        "code": str(code or bench_root),
+        "code": str(code or Path(__file__).resolve().parent.parent),
         "load": os.getloadavg(),
         "times_ms": {
             k: {"p50": run.pct(v, 50) * 1000, "p95": run.pct(v, 95) * 1000}

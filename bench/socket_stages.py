@@ -25,7 +25,6 @@ import asyncio
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +35,8 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # as bench/socket_latency.py
 
 import numpy as np
+
+from bench.socket_latency import serving_child
 
 # (name, from mark, to mark): each a stage of one request, in the order it happens
 STAGES = (
@@ -52,6 +53,8 @@ STAGES = (
     ("select() returns -> request task resumes", "l.select_return", "s.dispatched"),
     ("JSON encode", "s.encode_start", "s.encoded"),
     ("write -> client has the line", "s.encoded", "c.read"),
+    ("the RPC thread writes the answer (replies.py)", "w.send_start", "w.sent"),
+    ("written by the thread -> client has the line", "w.sent", "c.read"),
     ("client json.loads", "c.read", "c.loaded"),
 )
 MARKS: list[tuple[str, int]] = []
@@ -98,6 +101,13 @@ def _instrument(app: Any) -> Callable[[asyncio.AbstractEventLoop], None]:
     _wrap(server.Server, "_dispatch_line", "s.dispatch_line", "s.dispatched")
     _wrap(server, "decode", None, "s.decoded")
     _wrap(server, "encode", "s.encode_start", "s.encoded")
+    try:  # an answer written by its method's thread (serve/replies.py; main has none)
+        from memoryd.serve import replies
+
+        _wrap(replies, "encode", "s.encode_start", "s.encoded")
+        _wrap(replies.Reply, "send", "w.send_start", "w.sent")
+    except ImportError:
+        pass
     for name in ("ping", "search"):
         m = registry.METHODS[name]
         holder: Any = type("Holder", (), {"fn": staticmethod(m.fn)})
@@ -190,21 +200,11 @@ def measure(root: Path, queries: int, mode: str, code: Path | None = None) -> di
     bench_root = str(Path(__file__).resolve().parent.parent)
     with tempfile.TemporaryDirectory(prefix="socket-stages-") as tmp:
         out = Path(tmp) / "marks.json"
-        start = (
-            f"import sys; sys.path.insert(0, {bench_root!r}); import bench.socket_stages as b; "
-            "[sys.modules.pop(m) for m in list(sys.modules) if m.split('.')[0] == 'memoryd']; "
-            f"sys.path.insert(0, {str(code or bench_root)!r}); "
-            f"sys.exit(b.main([{str(root)!r}, '--serve', '{queries}', '--out', {str(out)!r}]))"
-        )
-        child = subprocess.Popen(
-            [sys.executable, "-c", start], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert child.stdin is not None and child.stdout is not None
+        argv = [str(root), "--serve", str(queries), "--out", str(out)]
+        child, path = serving_child("bench.socket_stages", argv, code)
+        assert child.stdin is not None
         client: list[tuple[str, dict[str, int], float]] = []
         try:
-            path = child.stdout.readline().strip()
-            if not path:
-                raise SystemExit("the serving process did not start")
             warm = min(10, queries)
             for n, i in enumerate(list(range(warm)) + list(range(queries))):
                 _, pm = call(path, "ping", {})
