@@ -101,9 +101,9 @@ def test_a_link_to_a_file_name_goes_back_when_the_note_is_renamed(make_app: Any)
 
 
 def test_the_form_probe_answers_as_the_form_query(make_app: Any) -> None:
-    """entities._forms_of (two seeks, m017) gives _FORM_OF's rows for every written form: one
+    """entityforms.forms_of (two seeks, m017) gives FORM_OF's rows for every written form: one
     a dozen notes link, one two entities share, an entity's own key, a declared alias."""
-    from memoryd.store import entities
+    from memoryd.store import entityforms
 
     app = make_app(model=None)
     Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
@@ -117,8 +117,11 @@ def test_the_form_probe_answers_as_the_form_query(make_app: Any) -> None:
         forms = [str(r[0]) for r in con.execute("SELECT DISTINCT surface_key FROM mentions")]
         return [
             (
-                sorted(tuple(r) for r in entities._forms_of(con, f)),
-                sorted(tuple(r) for r in con.execute(entities._FORMS_OF[1], (f, f)).fetchall()),
+                sorted(
+                    tuple(r)
+                    for r in entityforms.forms_of(con, f, entityforms.probes(con, [f]).get(f))
+                ),
+                sorted(tuple(r) for r in con.execute(entityforms.FORMS_OF[1], (f, f)).fetchall()),
             )
             for f in forms
         ]

@@ -33,25 +33,29 @@ from dataclasses import replace
 from typing import Any
 
 from memoryd.store import entitypairs, entitytypes
+from memoryd.store.entityforms import FORMS_OF, forms_of, probes
 from memoryd.store.firstnames import claims, people_named, person_like
 from memoryd.store.protocol import Connection
 from memoryd.text.entities import Mention, canonical_key, extract
 from memoryd.text.secretguard import mask_known
 
+# An entry's entities, each with how many rows of `mentions` it gains: made, or counted (and their
+# name bettered: a name with capitals over one without; the type: entitytypes, from the
+# mentions), for a whole batch of entries in one executemany, then their ids read in one
+# statement per 500 keys (issue 20.6: a statement per new entity, its RETURNING, then another per
+# entity for its count, were a fifth of what the rows cost at index time)
 _UPSERT = (
-    "INSERT INTO entities(key, name, type) VALUES (?, ?, ?)"
+    "INSERT INTO entities(key, name, type, mentions) VALUES (?, ?, ?, ?)"
     " ON CONFLICT (key) DO UPDATE SET"
-    # a name with capitals over one without (the type: entitytypes, from the mentions)
     " name = CASE WHEN entities.name = lower(entities.name) THEN excluded.name"
-    " ELSE entities.name END"
-    " RETURNING id"
+    " ELSE entities.name END, mentions = entities.mentions + excluded.mentions"
 )
 
 
-# After entries' mentions are in (they had none): their entities' counts, and for each pair of
-# entities the number of those entries that mention both, one statement per entity and per pair
-# for a whole note (its chunks summed), each a batch (executemany). Deleting is the triggers'
-# work (migrations.m006): an entry's mentions also go by cascade.
+# An entries' mentions (they had none), and for each pair of entities the number of those entries
+# that mention both, one statement per pair for a whole note (its chunks summed), each a batch
+# (executemany; the entities' counts: _UPSERT). Deleting is the triggers' work
+# (migrations.m006): an entry's mentions also go by cascade.
 _INSERT = (
     "INSERT INTO mentions(entity_id, entry_id, line, surface, surface_key, created_at, paired,"
     " declared, type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -75,7 +79,7 @@ _INSERTS = (
 # what gives back a first name two claiming people share (entityclaims.withdraw)
 Settle = Callable[[Connection, set[str]], int] | None
 DECLARES = frozenset(("title", "heading", "file", "front_matter", "alias", "wikilink"))
-_COUNT = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
+_COUNT = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"  # (the tests' old schemas)
 _PAIR = (
     "INSERT INTO relations(a, b, count) VALUES (?, ?, ?)"
     " ON CONFLICT (a, b) DO UPDATE SET count = relations.count + excluded.count"
@@ -85,33 +89,28 @@ _PAIR = (
 def _entity(con: Connection, m: Mention) -> int:
     """The id of one mention's entity (_entities for one key; the tests' older schemas)."""
     ids: dict[str, int] = {}
-    _entities(con, {m.key: m}, ids)
+    _entities(con, {m.key: m}, {m.key: 0}, ids)
     return ids[m.key]
 
 
-def _entities(con: Connection, firsts: dict[str, Mention], ids: dict[str, int]) -> None:
-    """The entity ids of many keys (the first mention of each), made (or their name bettered)
-    when needed: their rows read in one statement per 500 keys; only those missing, or whose
-    name the mention betters, written. A new entity takes its first mention's type; _store
-    then reads the type of those its mentions may retype from all their mentions
+def _entities(
+    con: Connection, firsts: dict[str, Mention], counts: dict[str, int], ids: dict[str, int]
+) -> None:
+    """The entities of many keys (the first mention of each), each made or its name bettered,
+    and counted `counts[key]` more mentions, in one executemany (_UPSERT); then the id of each
+    into `ids`, read in one statement per 500 keys. A new entity takes its first mention's type;
+    _store then reads the type of those its mentions may retype from all their mentions
     (entitytypes)."""
-    keys = [k for k in firsts if k not in ids]
-    known: dict[str, tuple[int, str]] = {}
+    if not firsts:
+        return
+    con.executemany(_UPSERT, [(k, m.name, m.type, counts.get(k, 0)) for k, m in firsts.items()])
+    keys = list(firsts)
     for at in range(0, len(keys), 500):
         part = keys[at : at + 500]
-        for entity_id, key, name in con.execute(
-            f"SELECT id, key, name FROM entities WHERE key IN ({','.join('?' * len(part))})",
-            part,
+        for entity_id, key in con.execute(
+            f"SELECT id, key FROM entities WHERE key IN ({','.join('?' * len(part))})", part
         ).fetchall():
-            known[str(key)] = (int(entity_id), str(name))
-    for key in keys:
-        m, row = firsts[key], known.get(key)
-        if row is not None:
-            entity_id, name = row
-            if not (name == name.lower() and m.name != name):
-                ids[key] = entity_id
-                continue
-        ids[key] = int(con.execute(_UPSERT, (m.key, m.name, m.type)).fetchall()[0][0])
+            ids[str(key)] = int(entity_id)
 
 
 def _store(
@@ -121,58 +120,57 @@ def _store(
     columns: int = COLUMNS,
 ) -> int:
     """Store the mentions of entries that have none: (entry id, its date, its mentions) each.
-    `ids` (key -> entity id) carries the entities met so far across the entries of one
-    transaction, so that each is looked up once. One row per entity, line and surface form,
-    declared when any of its mentions is (DECLARES). `columns` below COLUMNS: an older
-    schema's rows (a migration's backfill_memories)."""
-    rows: list[tuple[int, int, int, str, str, float, int, int, str]] = []
-    per: dict[int, int] = {}
-    pairs: dict[tuple[int, int], int] = {}
-    entries = [(entry_id, at, list(mentions)) for entry_id, at, mentions in entries]
+    `ids` (key -> entity id) is filled with the entities met (each read once for the whole
+    batch). One row per entity, line and surface form, declared when any of its mentions is
+    (DECLARES). `columns` below COLUMNS: an older schema's rows (a migration's
+    backfill_memories)."""
     firsts: dict[str, Mention] = {}
-    for _, _, mentions in entries:
+    per: dict[str, int] = {}
+    # each entry's rows by (key, line, surface) first: a key is one entity, so the rows and the
+    # counts are known before the entities are written, and each is written once, counted
+    held: list[tuple[int, float, dict[tuple[str, int, str], list[Any]], set[str]]] = []
+    for entry_id, at, mentions in entries:
+        seen: dict[tuple[str, int, str], list[Any]] = {}  # -> [declared, its first type]
         for m in mentions:
             firsts.setdefault(m.key, m)
-    _entities(con, firsts, ids)
-    for entry_id, at, mentions in entries:
-        seen: dict[tuple[int, int, str], str] = {}
-        declared: set[tuple[int, int, str]] = set()
-        typed: dict[tuple[int, int, str], str] = {}  # the row's type: its first typed mention's
-        for m in mentions:
-            at_key = (ids[m.key], m.line, m.surface)
-            seen.setdefault(at_key, m.key)
+            row = seen.get((m.key, m.line, m.surface))
+            if row is None:
+                row = seen[m.key, m.line, m.surface] = [0, "other"]
             if m.source in DECLARES:
-                declared.add(at_key)
-            if m.type != "other":
-                typed.setdefault(at_key, m.type)
-        found: dict[int, int] = {}
-        for entity_id, _, _ in seen:
-            found[entity_id] = found.get(entity_id, 0) + 1
-        paired = entitypairs.leading(found)
-        for (entity_id, line, surface), key in seen.items():
+                row[0] = 1
+            if m.type != "other" and row[1] == "other":
+                row[1] = m.type
+        found: dict[str, int] = {}
+        for key, _, _ in seen:
+            found[key] = found.get(key, 0) + 1
+        for key, n in found.items():
+            per[key] = per.get(key, 0) + n
+        held.append((entry_id, at, seen, entitypairs.leading(found)))
+    _entities(con, firsts, per, ids)
+    rows: list[tuple[int, int, int, str, str, float, int, int, str]] = []
+    pairs: dict[tuple[int, int], int] = {}
+    for entry_id, at, seen, paired in held:
+        for (key, line, surface), (declared, kind) in seen.items():
             rows.append(
                 (
-                    entity_id,
+                    ids[key],
                     entry_id,
                     line,
                     surface,
                     canonical_key(surface) or key,
                     at,
-                    int(entity_id in paired),
-                    int((entity_id, line, surface) in declared),
-                    typed.get((entity_id, line, surface), "other"),
+                    int(key in paired),
+                    declared,
+                    kind,
                 )
             )
-        for entity_id, n in found.items():
-            per[entity_id] = per.get(entity_id, 0) + n
-        ordered = sorted(paired)
+        ordered = sorted(ids[k] for k in paired)
         for i, a in enumerate(ordered):
             for b in ordered[i + 1 :]:
                 pairs[a, b] = pairs.get((a, b), 0) + 1
     if rows:
         width = 6 + columns  # an older schema's rows stop before the columns it lacks
         con.executemany(_INSERTS[columns], [r[:width] for r in rows] if width < 9 else rows)
-        con.executemany(_COUNT, [(n, entity_id) for entity_id, n in per.items()])
         con.executemany(_PAIR, [(a, b, n) for (a, b), n in pairs.items()])
         if columns == COLUMNS:
             entitytypes.added(con, ((r[0], r[8], r[7]) for r in rows if r[8] != "other"))
@@ -207,43 +205,6 @@ def recount(con: Connection, types: bool = True) -> None:
         entitytypes.retype_all(con)
 
 
-# A name the store knows as another entity's: one of its surface forms (an alias a note's front
-# matter gives, a wikilink's file name the note's title stands for), or a person's first name.
-# (an older schema's, during a migration: every form counts as declared, the rule before m013)
-_FORM_OF = (
-    "SELECT e.key, e.name, e.type, e.id, max(@DECLARED@) FROM mentions m"
-    " JOIN entities e ON e.id = m.entity_id"
-    " WHERE m.surface_key = ? AND e.key != ? GROUP BY e.key, e.name, e.type, e.id LIMIT 2"
-)
-_FORMS_OF = (_FORM_OF.replace("@DECLARED@", "1"), _FORM_OF.replace("@DECLARED@", "m.declared"))
-# SQLite m017 (the form look-up read every mention of a form, so importing beside 1,000 notes
-# that all link `[[billing-svc]]` cost 1.20-1.26x CPU, stop 38); PostgreSQL's index has had the
-# entity since v3 (pg/schema.py)
-FORM_PROBE_INDEX = """
-DROP INDEX mentions_surface;
-CREATE INDEX mentions_surface ON mentions(surface_key, entity_id, declared);
-"""
-_PROBE = "SELECT min(entity_id), max(entity_id) FROM mentions WHERE surface_key = ?"
-_ONE_DECLARED = (
-    "SELECT 1 FROM mentions WHERE surface_key = ? AND entity_id = ? AND declared = 1 LIMIT 1"
-)
-
-
-def _forms_of(con: Connection, key: str) -> list[tuple[Any, ...]]:
-    """_FORM_OF's rows for `key`, in index seeks when the form names one entity (m017: a form
-    a thousand notes link was read a thousand rows at a time): the least and greatest entity
-    that has it, then whether one of its mentions is declared."""
-    lo, hi = con.execute(_PROBE, (key,)).fetchall()[0]
-    if lo is None:
-        return []
-    if lo != hi:
-        return [tuple(r) for r in con.execute(_FORMS_OF[1], (key, key)).fetchall()]
-    row = con.execute("SELECT key, name, type, id FROM entities WHERE id = ?", (lo,)).fetchall()
-    if not row or row[0][0] == key:
-        return []
-    return [(*row[0], int(bool(con.execute(_ONE_DECLARED, (key, lo)).fetchall())))]
-
-
 # a list field's value (`people: [Maya]`) is written like a name in the text; a note's own
 # title, and its aliases and file name (keyed to the title), are its own and never re-keyed
 _WRITTEN_BY = frozenset(("wikilink", "alias", "name", "mention", "front_matter", "heading"))
@@ -269,7 +230,7 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
     written = {m.key for m in mentions if m.source in _WRITTEN_BY}
     claimed = columns >= 2  # `declared` (m013)
     typed = columns == COLUMNS  # `type` (m018): a person without the first names she took
-    form_of = _FORMS_OF[claimed]
+    form_of = FORMS_OF[claimed]
     first: dict[str, Mention] = {}  # each name's first mention (they share its type)
     for m in mentions:
         if m.key not in own:
@@ -280,6 +241,7 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
         part = keys[i : i + 500]
         sql = f"SELECT key FROM entities WHERE key IN ({', '.join('?' * len(part))})"
         known.update(str(r[0]) for r in con.execute(sql, tuple(part)).fetchall())
+    seeks = probes(con, [k for k in keys if k not in known]) if claimed else {}
     found: dict[str, tuple[str, str, str]] = {}
     for key, m in first.items():
         if key in known:
@@ -290,7 +252,11 @@ def known_as(con: Connection, mentions: Sequence[Mention], columns: int = COLUMN
         # person's forms (a first name: "Jordan" the place is not Jordan Lee), and only a name
         # written as a person's is a first name. A form counts only where a note declares it
         # or its entity claims it ("John", a form of John Locke only in the note that quotes him)
-        rows = _forms_of(con, key) if claimed else con.execute(form_of, (key, key)).fetchall()
+        rows = (
+            forms_of(con, key, seeks.get(key))
+            if claimed
+            else con.execute(form_of, (key, key)).fetchall()
+        )
         if not person_like(key, m.type):
             rows = [r for r in rows if str(r[2]) != "person"]
         # (of several, those: a form of two people's that only one claims, "Lena" written in

@@ -22,7 +22,11 @@ without reading the rule again from an entry half deleted.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from memoryd.store.protocol import Connection
+
+K = TypeVar("K")  # an entity: its id, or its key (one entity each within one batch)
 
 # The most entities one entry pairs: PAIRED * (PAIRED - 1) / 2 relations at most. Real notes stay
 # under it: in the Obsidian help vault (with its release notes) and bench/data's notes, 4,126
@@ -31,7 +35,7 @@ from memoryd.store.protocol import Connection
 PAIRED = 20
 
 
-def leading(counts: dict[int, int]) -> set[int]:
+def leading(counts: dict[K, int]) -> set[K]:
     """The entities an entry pairs, from {entity id: its rows of `mentions` in the entry}: all
     of them when they are at most PAIRED, else those with more rows than the entity at rank
     PAIRED + 1 (never more than PAIRED, and no order among ties decides). Pure; PAIRED_SQL is

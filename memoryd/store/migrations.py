@@ -15,6 +15,7 @@ from memoryd.core.errors import StoreError, StoreTooNew
 from memoryd.core.logsetup import get_logger
 from memoryd.store import db, entities, entitypairs, entitytypes, notetext, tables, tokenizer
 from memoryd.store.entitybackfill import backfill_memories, reindex_memories
+from memoryd.store.entityforms import FORM_PROBE_INDEX
 from memoryd.store.protocol import one
 
 log = get_logger("memoryd.store")
@@ -504,8 +505,8 @@ def _fts_again(con: apsw.Connection, option: str) -> None:
 
 
 def m017_form_probe(con: apsw.Connection) -> None:
-    """Which entity a form names, in two index seeks (store/entities.py, FORM_PROBE_INDEX)."""
-    con.execute(entities.FORM_PROBE_INDEX)
+    """Which entity a form names, in two index seeks (store/entityforms.py, FORM_PROBE_INDEX)."""
+    con.execute(FORM_PROBE_INDEX)
 
 
 def m018_mention_types(con: apsw.Connection) -> None:
