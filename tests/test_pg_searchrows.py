@@ -142,3 +142,57 @@ def test_a_hybrid_search_in_few_statements(app: Any) -> None:
             assert not [s for s in statements if s.startswith(alone)], (alone, statements)
         assert sum(s.startswith("SELECT e.id, e.kind, e.namespace") for s in statements) == 1
         statements.clear()
+
+
+class _Unmarked(set[str]):
+    """A set of statements to prepare that takes none (execute_prepared then sends them as
+    every other statement is sent)."""
+
+    def add(self, sql: str) -> None:
+        return None
+
+
+def test_the_hits_statement_is_prepared_and_reads_the_same(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23.4 (branch pg19): the hits' statement (`hit_rows`), whose plan is the same
+    whatever its ids and words, runs as a server-side prepared statement on the connection
+    that sends it, and reads what the unprepared statement reads; the search's other
+    statements (a keyword pool's or a whole note's plan follows its words) stay unprepared."""
+    from memoryd.search.searcher import SearchRequest
+    from memoryd.store import searchrows
+    from memoryd.store.pg import conn as pgconn
+
+    ids = _ids(app)
+    top, more = ids[:3], ids[3:6]
+    by_match = {'"deploy" OR "canary"': top[:2], '"数据库"': top[2:]}
+    marks = ("\x02", "\x03")
+
+    def hits_and_prepared(con: Any) -> Any:
+        got = [searchrows.hit_rows(con, top, by_match, more, marks) for _ in range(7)]
+        assert all(g == got[0] for g in got)
+        prepared = [
+            str(r[0])
+            for r in con.execute("SELECT statement FROM pg_prepared_statements").fetchall()
+        ]
+        return got[0], prepared
+
+    got, prepared = app.store.read(hits_and_prepared)
+    assert [s for s in prepared if "ts_headline" in s and "e.id = ANY" in s], prepared
+    assert not [s for s in prepared if "ts_rank_cd" in s or "<=>" in s], prepared
+
+    def unprepared(con: Any) -> Any:
+        before = con.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
+        rows = [searchrows.hit_rows(con, top, by_match, more, marks) for _ in range(7)]
+        after = con.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
+        assert before == after  # nothing prepared
+        return rows[0]
+
+    with monkeypatch.context() as m:  # the same rows, the statement sent unprepared
+        m.setattr(pgconn, "_PREPARED", _Unmarked())
+        assert app.store.read(unprepared) == got
+    pgconn._PREPARED.clear()
+    for query in ("deploy canary", "sessions redis", "数据库"):  # and a search's own
+        result = app.searcher.search(SearchRequest(query=query, mode="hybrid"))
+        assert result["hits"], query
+    assert [s for s in pgconn._PREPARED if "ts_headline" in s]

@@ -138,7 +138,9 @@ def hit_rows(
             mine = [text[i] for i in matched if i in text]
             snippets.update(rowsnippets.snippets_of(mine, match, *marks))
         return found, snippets, section_lines(con, more) if more else None
-    from memoryd.store.pg.fts import Headline  # imported on first use: SQLite never loads it
+    # imported on first use: SQLite never loads them
+    from memoryd.store.pg.conn import execute_prepared
+    from memoryd.store.pg.fts import Headline
 
     heads = [(Headline(match, *marks), matched) for match, matched in by_match.items()]
     cols = "".join(
@@ -149,7 +151,8 @@ def hit_rows(
         tsq = ", ".join(f"{h.q} AS q{j}" for j, (h, _) in enumerate(heads))
         source = f"(SELECT {tsq}) q, {source}"
     wanted = list(dict.fromkeys([*ids, *more]))
-    rows = con.execute(
+    rows = execute_prepared(
+        con,
         f"SELECT {entries.RECORD_COLUMNS}{cols} FROM {source} WHERE e.id = ANY(?)",
         [
             *(p for h, matched in heads for p in (list(matched), *h.params)),

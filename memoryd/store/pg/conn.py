@@ -20,6 +20,7 @@ import psycopg_pool
 
 from memoryd.core.errors import DiskFull, StoreUnavailable
 from memoryd.store.dialect import POSTGRES as DIALECT
+from memoryd.store.protocol import Connection, Cursor
 
 
 @lru_cache(maxsize=4096)
@@ -45,6 +46,27 @@ def translate(sql: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+# The statements execute_prepared ran (their text as written, `?` and all), which
+# PgConnection.execute sends as server-side prepared statements; a few shapes, kept in bounds.
+_PREPARED: set[str] = set()
+PREPARED_MAX = 256
+
+
+def execute_prepared(con: Connection, sql: str, params: Sequence[Any]) -> Cursor:
+    """Run a statement whose best plan is the same whatever its parameters as a server-side
+    prepared statement on PostgreSQL (psycopg keeps it per connection: parsed once and, after
+    five runs, planned once), anywhere else as `execute` does. Every other statement is sent
+    unprepared: a keyword pool's or a whole note's best plan follows its words (their generic
+    plans cost more: BENCHMARKS.md, issue 23.4, branches pgkw5 and pg19). A search's hits
+    (store/searchrows.py `hit_rows`: ~20 rows by id and their snippets) took as long to plan as
+    to run: prepared, the server's CPU for the statement halves."""
+    if isinstance(con, PgConnection) and sql not in _PREPARED:
+        if len(_PREPARED) >= PREPARED_MAX:
+            _PREPARED.clear()
+        _PREPARED.add(sql)
+    return con.execute(sql, params)
 
 
 class PgCursor:
@@ -119,7 +141,8 @@ class PgConnection:
         self._changes = 0
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
-        cur = self.raw.execute(translate(sql), list(params or ()), prepare=False)
+        # server-side prepared: the statements execute_prepared was given
+        cur = self.raw.execute(translate(sql), list(params or ()), prepare=sql in _PREPARED)
         self._changes = max(cur.rowcount, 0)
         return PgCursor(cur)
 
