@@ -27,11 +27,19 @@ def _categories(first: int, stop: int) -> str:
 def runs(major: str, first: int, stop: int) -> list[tuple[int, int]]:
     """The runs (a, b), inclusive, of the code points in first..stop-1 whose category begins
     with `major` (M: combining marks; S: symbols). Within plane 0 and 1, or within plane 14."""
-    base = 0 if stop <= _TOP else _PLANE14.start
-    if not (base <= first <= stop <= (_TOP if base == 0 else _PLANE14.stop)):
+    base, top = (0, _TOP) if stop <= _TOP else (_PLANE14.start, _PLANE14.stop)
+    if not (base <= first <= stop <= top):
         raise ValueError(f"code points {first:#x}..{stop:#x} span the planes read apart")
-    cats = _categories(base, _TOP if base == 0 else _PLANE14.stop)
+    return [
+        (max(a, first), min(b, stop - 1))
+        for a, b in _runs(major, base, top)
+        if b >= first and a < stop
+    ]
+
+
+@functools.cache
+def _runs(major: str, base: int, top: int) -> tuple[tuple[int, int], ...]:
+    cats = _categories(base, top)
     # a category is an upper-case letter then a lower-case one: a match starts at an even place
-    pattern = re.compile(f"(?:{re.escape(major)}[a-z])+")
-    found = pattern.finditer(cats, 2 * (first - base), 2 * (stop - base))
-    return [(base + m.start() // 2, base + m.end() // 2 - 1) for m in found]
+    found = re.finditer(f"(?:{re.escape(major)}[a-z])+", cats)
+    return tuple((base + m.start() // 2, base + m.end() // 2 - 1) for m in found)
