@@ -1,7 +1,7 @@
 """The help and the mistakes of both programs, `memoryd` and `memoryctl`, over every parser they
 build (argparse's actions walked, not a list kept by hand): an unknown command, action, choice or
 option says the closest; a value of the wrong type says what was expected with an example; `-h`
-anywhere shows the help of the command the line names. One wording for both (ctl/parser.py's
+anywhere shows the help of the command the line names. One wording for both (ctl/loud.py's
 LoudParser is the class of every parser and subparser of the two)."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""argparse from the command table. Building every subparser with all its options costs about
-30 ms, more than a query, so a run builds only the command being used (`only`); `--help` and
-unknown commands build them all."""
+"""memoryctl's argparse, from the command table (the parser class both programs share is in
+ctl/loud.py). Building every subparser with all its options costs about 30 ms, more than a
+query, so a run builds only the command being used (`only`); `--help` and unknown commands
+build them all."""
 
 from __future__ import annotations
 
