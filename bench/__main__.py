@@ -13,6 +13,8 @@ python -m bench.roundtrip --memories N --notes N [--pg]  (an export imported int
                           beside the same notes: every answer compared; bench/roundtrip.py)
 python -m bench.editors [--seconds S] [--rounds R]  (an editor's saves and an agent's appends on
                           one note, with a real daemon; bench/editors.py)
+python -m bench.daemon_start --against OTHER_CHECKOUT  (the CPU of a `memoryd run`'s imports and
+                          arguments, beside another checkout's; bench/daemon_start.py)
 
 Prints a table and writes bench/results/<time>.json. See BENCHMARKS.md for the figures.
 """

@@ -32,7 +32,7 @@ newer memoryd upgraded (a restart cannot fix either), 130 interrupted (Ctrl-C).
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from memoryd.ctl.parser import LoudParser  # (--help >/dev/full: said, not exit 0)
+    from memoryd.ctl.loud import LoudParser  # (--help >/dev/full: said, not exit 0)
 
     p = LoudParser(
         prog="memoryd",
@@ -145,9 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         service.add_parser(sub)
-    from memoryd.agents import mcp  # the MCP SDK itself is imported only when `memoryd mcp` runs
+    from memoryd.agents import mcpflags  # the bridge itself is imported when `memoryd mcp` runs
 
-    mcp.add_parser(sub)
+    mcpflags.add_parser(sub).set_defaults(func=cmd_mcp)
     return p
 
 
@@ -160,6 +160,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run(args.config, page=WebServer.for_config)
     finally:
         collector.exiting()
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from memoryd.agents.mcp import cmd_mcp as bridge
+
+    return bridge(args)
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -342,7 +348,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None, words: list[
     """The arguments; with --json (config's) a usage error is the JSON object of a
     configuration error on stdout, exit 2, as memoryctl --json says its usage errors."""
     from memoryd.ctl.client import UsageError
-    from memoryd.ctl.parser import LoudParser
+    from memoryd.ctl.loud import LoudParser
 
     LoudParser.json_errors = "--json" in (words[: words.index("--")] if "--" in words else words)
     try:

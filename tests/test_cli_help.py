@@ -1,7 +1,7 @@
 """The help and the mistakes of both programs, `memoryd` and `memoryctl`, over every parser they
 build (argparse's actions walked, not a list kept by hand): an unknown command, action, choice or
 option says the closest; a value of the wrong type says what was expected with an example; `-h`
-anywhere shows the help of the command the line names. One wording for both (ctl/parser.py's
+anywhere shows the help of the command the line names. One wording for both (ctl/loud.py's
 LoudParser is the class of every parser and subparser of the two)."""
 
 from __future__ import annotations
@@ -247,6 +247,30 @@ def test_the_bridge_module_has_the_flags_of_memoryd_mcp() -> None:
     for action in bridge._actions:
         for flag in action.option_strings:
             assert flag in out.stdout, flag
+
+
+def test_memoryd_run_builds_its_arguments_without_the_other_commands_code() -> None:
+    """`memoryd run` builds every subcommand's arguments (argparse), not the code behind them:
+    the MCP bridge (its tool catalog, memoryctl's client), memoryctl's command table and the
+    service's plist writer cost every daemon's start ~40 ms of CPU, and no daemon uses them.
+    `memoryd mcp` still runs the bridge (test_mcp_wire), with the flags above."""
+    code = (
+        "import sys\n"
+        "from memoryd import cli\n"
+        "args = cli.build_parser().parse_args(['run'])\n"
+        "assert args.func is cli.cmd_run\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    loaded = set(out.stdout.split())
+    unused = {"memoryd.agents.mcp", "memoryd.agents.catalog", "memoryd.ctl.table", "plistlib"}
+    assert loaded & unused == set()
+    assert "memoryd.agents.mcpflags" in loaded  # (not a build that failed before the imports)
+    mcp = cli.build_parser().parse_args(["mcp", "--namespace", "claude"])
+    assert mcp.func is cli.cmd_mcp and mcp.namespace == "claude"
 
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -21,11 +21,10 @@ from typing import Any
 
 from memoryd import __version__
 from memoryd.agents import catalog, wire
+from memoryd.agents.mcpflags import DESCRIPTION, PREFIX_ENV, add_arguments
 from memoryd.agents.tools import Bridge
 from memoryd.ctl import client, socket_path
-from memoryd.ctl.parser import seconds
 
-PREFIX_ENV = "MEMORYD_MCP_PREFIX"
 _PREFIX = re.compile(r"^[A-Za-z0-9_-]{0,32}$")
 _ID = re.compile(r'"id"\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,200}")')
 
@@ -341,69 +340,15 @@ def socket_candidates(explicit: str | None, config: str | None) -> list[str]:
     return [first, *(p for p in client.login_socket_paths() if p != first)]
 
 
-DESCRIPTION = (
-    "Run an MCP server on stdin/stdout for an AI agent (Claude Code, Cursor, Codex, Claude "
-    "Desktop). It forwards each tool call to the running daemon; see docs/agents.md. Exit "
-    "status: 0 the agent closed the session, 2 a bad flag or value, or the MCP SDK is not "
-    "installed (pip install 'memoryd[mcp]')."
-)
-
-
-def add_parser(sub: Any) -> None:
-    """`memoryd mcp` (cli.py)."""
-    p = sub.add_parser(
-        "mcp",
-        help="serve MCP over stdio for AI agents (bridges to the running daemon)",
-        description=DESCRIPTION,
-    )
-    add_arguments(p)
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The bridge's flags, the same under `memoryd mcp` and `python -m memoryd.agents.mcp`."""
-    p.add_argument(
-        "--socket",
-        metavar="PATH",
-        help="the daemon's socket (default: $MEMORYD_SOCKET, else the config's `socket`)",
-    )
-    p.add_argument(
-        "--config",
-        metavar="FILE",
-        help="configuration file to take the socket path from (default: $MEMORYD_CONFIG, "
-        "else $XDG_CONFIG_HOME/memoryd/config.toml)",
-    )
-    p.add_argument(
-        "--namespace",
-        default=None,
-        metavar="NS",
-        help="this agent's default memory namespace (default: $MEMORYD_NAMESPACE, else the "
-        "daemon's `memories.default_namespace`)",
-    )
-    p.add_argument(
-        "--timeout",
-        type=seconds,
-        default=60.0,
-        metavar="S",
-        help="seconds to wait for the daemon's answer to a tool call (default 60)",
-    )
-    p.add_argument(
-        "--prefix",
-        default=None,
-        metavar="TEXT",
-        help=f"put this before every tool name, e.g. memoryd_ (memoryd_search); default: "
-        f"${PREFIX_ENV}, else none",
-    )
-    p.set_defaults(func=cmd_mcp)
-
-
 def main(argv: list[str] | None = None) -> int:
     """`python -m memoryd.agents.mcp`: the bridge `memoryd mcp` runs, with its flags, --help
     and --version (it did nothing and exited 0: no `__main__` here)."""
-    from memoryd.ctl.parser import LoudParser
+    from memoryd.ctl.loud import LoudParser
 
     parser = LoudParser(prog="python -m memoryd.agents.mcp", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"memoryd {__version__}")
     add_arguments(parser)
+    parser.set_defaults(func=cmd_mcp)
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
 

@@ -393,6 +393,8 @@ class App:
                     progress(f"indexing workspace: {line}")
 
             rep = self.reconcile(report)
+            if self.indexer.stopping.is_set():  # a stop: the caches below serve no search
+                return
             self.store.read(self.searcher.vector_cache.warm)
             self.store.read(ftsprune.learn)  # common words' bounds for the keyword pool
             malloc.trim()

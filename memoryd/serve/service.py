@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import plistlib
 import shlex
 import shutil
 import subprocess
@@ -159,6 +158,9 @@ def render_plist(python: str, config: Path | None, home: Path) -> str:
             "PYTHONSAFEPATH": "1",
         },
     }
+    import plistlib  # (its XML parser: not imported by every `memoryd run`, which builds this
+    # command's arguments)
+
     return plistlib.dumps(data).decode()
 
 

@@ -67,7 +67,7 @@ from typing import Any, cast
 
 import apsw
 
-from memoryd.text import symbolchars
+from memoryd.text import symbolchars, ucd
 from memoryd.text.scripts import CJK_CLASS as CJK_CLASS
 from memoryd.text.scripts import RUN_CLASS as RUN_CLASS
 from memoryd.text.scripts import SEA_CLASS as SEA_CLASS
@@ -104,16 +104,12 @@ SEA_MARKS = "".join(
 def _mark_class() -> str:
     """A regex bracket body of every combining mark (Unicode category M*): a word's characters
     with the letters and digits, as the index reads them (m016) and as `rg -w` does."""
-    ranges: list[str] = []
-    start: int | None = None
-    for cp in (*range(0x300, 0x1F000), *range(0xE0100, 0xE01F0), 0x10FFFF):
-        mark = cp != 0x10FFFF and unicodedata.category(chr(cp)).startswith("M")
-        if mark and start is None:
-            start = cp
-        elif not mark and start is not None:
-            ranges.append(chr(start) if start == cp - 1 else f"{chr(start)}-{chr(cp - 1)}")
-            start = None
-    return "".join(ranges)
+    found = [*ucd.runs("M", 0x300, 0x1F000), *ucd.runs("M", 0xE0100, 0xE01F0)]
+    # the last run (the variation selectors of plane 14) reaches U+10FFFE: the class the query
+    # side has split words with since m016 (its loop ended that run at a sentinel, U+10FFFF)
+    if found and found[-1][1] == 0xE01EF:
+        found[-1] = (found[-1][0], 0x10FFFE)
+    return "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in found)
 
 
 MARKS = _mark_class()

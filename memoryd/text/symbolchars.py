@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from memoryd.text import ucd
 from memoryd.text.scripts import RUN_CLASS
 
 _RUN = re.compile(f"[{RUN_CLASS}]")
@@ -57,16 +58,11 @@ _NOT = (0xFFFC, 0xFFFD)
 def _classes() -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """(every symbol character outside ASCII and the unspaced scripts, every combining mark)."""
     sym: list[int] = []
-    marks: list[int] = []
-    for cp in range(0x80, 0x20000):  # (none above: CJK, tags, private use)
-        if 0xD800 <= cp <= 0xDFFF:
-            continue
-        cat = unicodedata.category(chr(cp))
-        if cat[0] == "S" and not _RUN.match(chr(cp)) and cp not in _NOT and not _RI0 <= cp <= _RI1:
-            sym.append(cp)
-        elif cat[0] == "M":
-            marks.append(cp)
-    return _ranges(sym), _ranges(marks)
+    for a, b in ucd.runs("S", 0x80, 0x20000):  # (none above: CJK, tags, private use)
+        for cp in range(a, b + 1):
+            if not _RUN.match(chr(cp)) and cp not in _NOT and not _RI0 <= cp <= _RI1:
+                sym.append(cp)
+    return _ranges(sym), ucd.runs("M", 0x80, 0x20000)
 
 
 _SYM_RANGES, _MARK_RANGES = _classes()
