@@ -48,6 +48,7 @@ FEATURE_EXTRA = {
     "memoryd/agents/": "mcp",
     "memoryd/store/pg/": "postgres",
     "memoryd/store/pgmigrate.py": "postgres",
+    "memoryd/store/pgworkspaces.py": "postgres",  # store workspaces / forget-workspace
     "memoryd/store/backend.py": "postgres",  # builds the conninfo only for backend = "postgres"
     "memoryd/core/dsn.py": "postgres",  # libpq reads a dsn when psycopg is there, else a regex
     "memoryd/index/multilingual.py": "multilingual",
