@@ -119,3 +119,32 @@ def test_a_dba_statement_timeout_does_not_cancel_a_schema_migration(
         assert row is not None and row[0] == "30s"
     finally:
         store.close()
+
+
+class _Recorder:
+    """A connection that records what it is sent, from a server of the given version."""
+
+    def __init__(self, version: int) -> None:
+        self.info = type("Info", (), {"server_version": version})()
+        self.sent: list[str] = []
+        self.autocommit = False
+        self.adapters = None
+
+    def execute(self, sql: str, params: Any = None) -> None:
+        self.sent.append(sql)
+
+
+@pytest.mark.parametrize("version", [130012, 140000, 170002])
+def test_idle_session_timeout_is_named_only_where_the_server_has_it(
+    version: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before PostgreSQL 14 the setting does not exist, and set_config of an unknown setting
+    is an error: every connection to such a server would fail."""
+    from memoryd.store.pg import session
+
+    monkeypatch.setattr(session, "register_vector", lambda con: None)
+    con = _Recorder(version)
+    session.configure(con, "w1", 5000)  # type: ignore[arg-type]
+    session.hold_open(con, "w1")  # type: ignore[arg-type]
+    named = ["idle_session_timeout" in sql for sql in con.sent]
+    assert named == [version >= 140000] * 2
