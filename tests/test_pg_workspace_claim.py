@@ -74,3 +74,28 @@ def test_the_workspace_id_is_held_again_after_the_server_restarts(
     second = _daemon(daemon_factory, tmp_path / "bob", private_pg.dsn(), "b.md", wait=False)
     assert "another memoryd uses workspace id 'shared-id'" in _refused(second)
     assert _paths(first) == ["a.md"]
+
+
+def test_a_lock_whose_session_is_ending_is_taken_once_it_goes(pg_dsn: str) -> None:
+    """A session's advisory lock goes when its server process exits, a moment after its client
+    closed: a daemon restarted at once, or `memoryd store migrate` run again, found its own
+    previous run's lock still held and was refused as a second daemon (CI: "relation
+    workspaces does not exist" from the refusal's message, on a copy's empty target)."""
+    import threading
+
+    import psycopg
+
+    from memoryd.store.pg import claim
+
+    first = psycopg.connect(pg_dsn, autocommit=True)
+    assert claim.take(first, "ending-id")
+    timer = threading.Timer(0.3, first.close)  # ends while the next one asks
+    timer.start()
+    try:
+        with psycopg.connect(pg_dsn, autocommit=True) as second:
+            assert claim.take(second, "ending-id")
+            # an empty database (no memoryd tables): who holds it is "unknown", not an error
+            assert claim.holder(second, "ending-id") == "unknown"
+    finally:
+        timer.join()
+        first.close()

@@ -12,6 +12,7 @@ again when it reconnects, and logs an error when another daemon holds it by then
 from __future__ import annotations
 
 import hashlib
+import time
 from typing import Any
 
 import psycopg
@@ -28,15 +29,30 @@ def lock_key(workspace_id: str) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
+# A session's lock goes when its server process exits, a moment after its client closed it: a
+# daemon restarted at once (systemctl restart), or a `memoryd store migrate` run again, found
+# the lock of its own previous run still held and was refused as a second daemon.
+ENDING_WAIT_S = 2.0
+
+
 def take(con: psycopg.Connection[Any], workspace_id: str) -> bool:
-    """Take the workspace's lock on `con` (autocommit) for its session; False when another
-    session holds it."""
-    row = con.execute("SELECT pg_try_advisory_lock(%s)", [lock_key(workspace_id)]).fetchone()
-    return bool(row and row[0])
+    """Take the workspace's lock on `con` for its session; False when another session holds
+    it for longer than a session that is ending would (ENDING_WAIT_S)."""
+    deadline = time.monotonic() + ENDING_WAIT_S
+    while True:
+        row = con.execute("SELECT pg_try_advisory_lock(%s)", [lock_key(workspace_id)]).fetchone()
+        if row and row[0]:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 def holder(con: psycopg.Connection[Any], workspace_id: str) -> str:
-    """Who registered the workspace last (`host:folder`), for the message."""
+    """Who registered the workspace last (`host:folder`), for the message; "unknown" in a
+    database without memoryd's tables yet (a copy's target, refused before it migrates)."""
+    if con.execute("SELECT to_regclass('workspaces')").fetchone() in (None, (None,)):
+        return "unknown"
     row = con.execute("SELECT label FROM workspaces WHERE id = %s", [workspace_id]).fetchone()
     return str(row[0]) if row else "unknown"
 
