@@ -1,8 +1,9 @@
 """One daemon per workspace id on a shared database (docs/team.md, section 3: "two machines must
 never share one"). A daemon (`memoryd run`) holds a session advisory lock keyed by its workspace
 id on one connection for its whole life, the one its change listener then listens on: a second
-daemon started with the same id is refused at once, instead of each reconciling the index of
-that workspace to its own folder, in turn, without a word. `memoryd store migrate` holds it
+daemon started with the same id is refused at its start (after waiting up to ENDING_WAIT_S
+for a lock whose session is ending), instead of each reconciling the index of that workspace
+to its own folder, in turn, without a word. `memoryd store migrate` holds it
 for its copy (which writes under the workspace id, and with --replace-notes removes its index).
 Apps that only open the store (tests) take no lock, as SQLite's App takes no data_dir lock.
 
