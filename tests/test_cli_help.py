@@ -186,6 +186,14 @@ def test_help_after_two_dashes_is_text(capsys: pytest.CaptureFixture[str]) -> No
         ("memoryd", ["run", "--confg", "x"], "did you mean --config?"),
         ("memoryd", ["run", "--config-error-status", "x"], "a whole number from 0 to 255"),
         ("memoryd", ["run", "--config-error-status", "300"], "a whole number from 0 to 255"),
+        # a command's option before the command: argparse said "invalid choice: 'c.toml'"
+        ("memoryd", ["--config", "c.toml", "run"], "as in memoryd run --config c.toml"),
+        ("memoryd", ["--config=c.toml", "run"], "as in memoryd run --config=c.toml"),
+        ("memoryd", ["--dry-run", "store", "migrate"], "as in memoryd store migrate --dry-run"),
+        ("memoryd", ["--config", "c.toml"], "is an option of memoryd run, memoryd config"),
+        ("memoryctl", ["--limit", "5", "search", "x"], "as in memoryctl search --limit 5"),
+        ("memoryctl", ["-n", "5", "list"], "as in memoryctl list -n 5"),
+        ("memoryd", ["--foo", "run"], "unrecognized arguments: --foo"),
     ],
 )
 def test_mistakes_as_a_person_makes_them(

@@ -45,6 +45,10 @@ class LoudParser(argparse.ArgumentParser):
             unknown = self._unknown_options(args)
             if unknown:  # before its value is read as something else (`delete --tags x`: ID)
                 self.error(self.unrecognized(unknown))
+        elif args is not None:  # `memoryd --config c.toml run`: a command's option before it
+            misplaced = self._misplaced_option(list(args))
+            if misplaced:
+                self.error(misplaced)
         parsed, extras = super().parse_known_args(args, namespace)
         if extras:  # a subcommand says it, with its own usage, before the top parser would
             self.error(self.unrecognized(extras))
@@ -106,6 +110,38 @@ class LoudParser(argparse.ArgumentParser):
             if flag.startswith("--") and not any(k.startswith(flag) for k in known):
                 unknown.append(word)
         return unknown
+
+    def _misplaced_option(self, args: list[str]) -> str | None:
+        """What to say of an option given before the command it belongs to: argparse read
+        `memoryd --config c.toml run` as the command `c.toml` ("invalid choice")."""
+        commands = _subcommands(self) or {}
+        at = next((i for i, w in enumerate(args) if w in commands or w == "--"), len(args))
+        command = args[at] if at < len(args) and args[at] in commands else None
+        for i, word in enumerate(args[:at]):
+            flag = word.partition("=")[0]
+            if not flag.startswith("-") or flag in HELP_FLAGS or self._option_known(flag):
+                continue
+            owners = _owners(self, flag)
+            if command is not None:  # the command given: the option goes after it
+                owners = [(p, a) for p, a in owners if p.prog.split()[1:2] == [command]]
+            if not owners:
+                return None
+            parser, action = owners[0]
+            takes_value = "=" not in word and action.nargs != 0 and i + 1 < at
+            moved = args[i : i + 2] if takes_value else [word]
+            shown = " ".join([parser.prog, *moved])
+            names = [p.prog for p, _ in owners]
+            where = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            return (
+                f"{flag} is an option of {where}, not of {self.prog}: "
+                f"give it after the command, as in {shown}"
+            )
+        return None
+
+    def _option_known(self, flag: str) -> bool:
+        return flag in self._option_string_actions or (
+            flag.startswith("--") and any(k.startswith(flag) for k in self._option_string_actions)
+        )
 
     def _named_command(self, words: list[str]) -> argparse.ArgumentParser:
         """The deepest subcommand the words name (the parser itself when they name none)."""
@@ -175,6 +211,19 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, Any] | None:
         if isinstance(action, argparse._SubParsersAction):
             return action.choices
     return None
+
+
+def _owners(
+    parser: argparse.ArgumentParser, flag: str
+) -> list[tuple[argparse.ArgumentParser, argparse.Action]]:
+    """The commands (at any depth under `parser`) that have the option `flag`, in order."""
+    found = []
+    for sub in (_subcommands(parser) or {}).values():
+        action = sub._option_string_actions.get(flag)
+        if action is not None and flag not in HELP_FLAGS:
+            found.append((sub, action))
+        found.extend(_owners(sub, flag))
+    return found
 
 
 def closest(word: str, known: list[str]) -> list[str]:
