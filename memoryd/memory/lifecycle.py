@@ -154,9 +154,20 @@ def _decoded(value: str | None) -> Any:
         return value
 
 
-def history(con: Connection, entry_id: int) -> list[dict[str, Any]]:
+HISTORY_LIMIT = 100  # a page of a memory's history when the caller names no limit
+HISTORY_MAX = 1000  # the most one page holds (each row holds a whole old and new value)
+
+
+def history(
+    con: Connection, entry_id: int, *, limit: int = HISTORY_LIMIT, cursor: object = None
+) -> dict[str, Any]:
+    """A page of a memory's recorded changes, oldest first: {history, total, has_more,
+    next_cursor}; the cursor (the last row's time and id, pagecursor) starts the next page
+    after it, so changes recorded between two pages are neither repeated nor skipped."""
+    from memoryd.core import pagecursor
     from memoryd.core.timeutil import iso
 
+    after = pagecursor.read_entry_cursor(cursor)
     kind = lcstore.kind_of(con, entry_id)
     if kind is None:
         raise NotFound(f"no entry with id {entry_id}")
@@ -164,10 +175,18 @@ def history(con: Connection, entry_id: int) -> list[dict[str, Any]]:
         raise InvalidInput(
             f"entry {entry_id} is a chunk of a workspace file; history is kept for memories"
         )
-    rows = lcstore.history_rows(con, entry_id)
-    return [
-        {"at": iso(ts), "field": f, "old": _decoded(o), "new": _decoded(n)} for ts, f, o, n in rows
-    ]
+    rows, total = lcstore.history_page(con, entry_id, after, limit + 1)
+    shown = rows[:limit]
+    more = len(rows) > limit
+    return {
+        "history": [
+            {"at": iso(ts), "field": f, "old": _decoded(o), "new": _decoded(n)}
+            for ts, _, f, o, n in shown
+        ],
+        "total": total,
+        "has_more": more,
+        "next_cursor": pagecursor.entry_cursor(*shown[-1][:2]) if more else None,
+    }
 
 
 def validate(

@@ -58,6 +58,20 @@
       h.id = NoteMarkdown.slug(h.textContent, used);
       return h;
     });
+    // the first page of backlinks came with the note; "Show more" asks for the next after the
+    // last shown (the answer's next_cursor): notes written meanwhile neither repeat nor go missing
+    const backlink = (b) => el("li", {}, noteLink(b.path), el("span", { class: "small muted" }, ` line ${b.line}`));
+    const backlinks = el("ul", { id: "backlinks" }, note.backlinks.map(backlink));
+    let cursor = note.backlinks_cursor || null;
+    const backlinksMore = el("button", { id: "backlinks-more", hidden: !cursor, onclick: () => more() }, "Show more");
+    async function more() {
+      try {
+        const res = await get("/api/backlinks", { path: note.path, cursor });
+        backlinks.append(...res.backlinks.map(backlink));
+        cursor = res.next_cursor || null;
+        backlinksMore.hidden = !cursor;
+      } catch (err) { failed(backlinksMore, err); }
+    }
     const openHref = note.vault
       ? "obsidian://open?" + new URLSearchParams({ vault: note.vault, file: note.path.replace(/\.md$/i, "") }).toString()
       : "file://" + note.file.split("/").map(encodeURIComponent).join("/");
@@ -67,17 +81,12 @@
       el("div", {}, el("a", { href: "/graph" + query({ path: note.path }) }, "Graph of its neighbourhood")),
       el("h3", {}, "Headings"),
       el("ul", { id: "headings" }, headings.map((h) => el("li", { style: null, class: `lvl-${h.tagName}` }, el("a", { href: `#${h.id}` }, h.textContent)))),
-      el("h3", {}, `Links (${note.links.length})`),
+      el("h3", {}, `Links (${note.links_total ?? note.links.length})`),
       el("ul", { id: "links" }, note.links.map((l) => el("li", {},
         l.path ? noteLink(l.path) : el("span", { class: "bad", title: "no such note or file" }, l.target),
         el("span", { class: "small muted" }, ` line ${l.line}${l.embed ? " · embed" : ""}`)))),
       el("h3", {}, `Backlinks (${note.backlinks_total})`),
-      el("ul", { id: "backlinks" }, note.backlinks.map((b) => el("li", {}, noteLink(b.path),
-        el("span", { class: "small muted" }, ` line ${b.line}`)))),
-      note.backlinks_total > note.backlinks.length
-        ? el("p", { class: "small muted", id: "backlinks-more" },
-          `the first ${note.backlinks.length} shown; the graph shows up to 2,000`)
-        : null,
+      backlinks, backlinksMore,
     );
     main.replaceChildren(
       el("h1", {}, note.path),
