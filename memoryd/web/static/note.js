@@ -5,6 +5,9 @@
 (() => {
   const { el, get, params, noteLink, failed, query } = M;
   const main = document.getElementById("main");
+  // the ids this page gives its own parts: a heading never takes one
+  const PAGE_IDS = ["note-body", "open-editor", "headings", "links", "backlinks", "backlinks-more",
+    "notes", "notes-count", "more-notes"];
   const path = params().get("path");
   if (!path) { pick(); return; }
 
@@ -53,11 +56,17 @@
         if (local) a.setAttribute("href", local);
       }
     }
-    const used = new Set();
-    const headings = [...article.querySelectorAll("h1,h2,h3,h4,h5,h6")].map((h) => {
-      h.id = NoteMarkdown.slug(h.textContent, used);
-      return h;
-    });
+    // heading ids unique on the page (the second "Setup" is setup-1; a heading "Links" is
+    // links-1 beside the page's own #links); a link to #setup goes to the first "Setup"
+    const headings = [...article.querySelectorAll("h1,h2,h3,h4,h5,h6")];
+    const taken = [...document.querySelectorAll("[id]"), ...article.querySelectorAll("[id]")]
+      .map((e) => e.id).concat(PAGE_IDS);
+    const { ids, first } = NoteMarkdown.headingIds(headings.map((h) => h.textContent), taken);
+    headings.forEach((h, i) => { h.id = ids[i]; });
+    for (const a of article.querySelectorAll('a[href^="#"]')) {
+      const to = first.get(a.getAttribute("href").slice(1));
+      if (to) a.setAttribute("href", `#${to}`);
+    }
     // the first page of backlinks came with the note; "Show more" asks for the next after the
     // last shown (the answer's next_cursor): notes written meanwhile neither repeat nor go missing
     const backlink = (b) => el("li", {}, noteLink(b.path), el("span", { class: "small muted" }, ` line ${b.line}`));
@@ -94,7 +103,11 @@
       el("div", { class: "note-layout" },
         el("div", {}, meta ? el("pre", { class: "small muted", title: "front matter" }, meta) : null, article),
         side));
-    if (location.hash) document.getElementById(location.hash.slice(1))?.scrollIntoView();
+    if (location.hash) {
+      let wanted = location.hash.slice(1);
+      try { wanted = decodeURIComponent(wanted); } catch (e) { /* as written */ }
+      document.getElementById(first.get(wanted) ?? wanted)?.scrollIntoView();
+    }
   }
   show();
 })();
