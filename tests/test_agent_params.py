@@ -90,6 +90,7 @@ SOCKET_INTS: dict[tuple[str, str], tuple[int, int | None]] = {
     ("links", "limit"): (1, 5000),
     ("backlinks", "limit"): (1, 5000),
     ("history", "limit"): (1, 1000),
+    ("promotion_candidates", "limit"): (1, 1000),
     ("get", "id"): (1, None),
     ("used", "id"): (1, None),
     ("history", "id"): (1, None),

@@ -79,6 +79,24 @@ def read_link_cursor(value: object, method: str) -> tuple[str, int, int] | None:
     return found.group(3), int(found.group(1)), int(found.group(2))
 
 
+def count_cursor(count: int, entry_id: int) -> str:
+    """A `promotion_candidates` cursor: the last memory's useful count and id, `7:42` (the
+    order is most useful first, ties by id)."""
+    return f"{int(count)}:{int(entry_id)}"
+
+
+def read_count_cursor(value: object) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    found = re.fullmatch(r"(\d{1,18}):(\d{1,18})", value) if isinstance(value, str) else None
+    if found is None:
+        raise InvalidInput(
+            "cursor: expected the next_cursor of an earlier promotion_candidates answer, got "
+            f"{describe(value if not isinstance(value, str) else value[:60])}"
+        )
+    return int(found.group(1)), int(found.group(2))
+
+
 def entity_cursor(mentions: int, key: str) -> str:
     return f"{int(mentions)}:{key}"
 

@@ -221,7 +221,11 @@ def by_id(a: Namespace) -> dict[str, Any]:
 
 
 def p_history(a: Namespace) -> dict[str, Any]:
-    return {"id": a.id, **given({"limit": a.limit, "cursor": a.cursor})}
+    return {"id": a.id, **p_page(a)}
+
+
+def p_page(a: Namespace) -> dict[str, Any]:
+    return given({"limit": a.limit, "cursor": a.cursor})
 
 
 # --- add, search, get, list, update, delete ----------------------------------------------------
@@ -533,6 +537,8 @@ def s_candidates(res: dict[str, Any], a: Namespace) -> int:
         )
     if not res["candidates"]:
         print("no promotion candidates", file=sys.stderr)
+    if res.get("has_more"):
+        page_footer(res, 0, "candidates")
     return EXIT_OK
 
 

@@ -369,8 +369,10 @@ COMMANDS: tuple[Command, ...] = (
         "candidates",
         "memories validated useful often enough to promote",
         method="promotion_candidates",
+        params=h.p_page,
         show=h.s_candidates,
         found=listed("candidates"),
+        args=rw.page(100, 1000),
     ),
     Command(
         "promote",

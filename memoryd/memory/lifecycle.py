@@ -213,15 +213,34 @@ def validate(
     }
 
 
-def promotion_candidates(con: Connection, settings: Any) -> list[dict[str, Any]]:
-    """Memories that is_promotion_candidate accepts: the same rule as validate's flag."""
-    ids = [
-        i
+CANDIDATES_LIMIT = 100  # a page of promotion candidates when the caller names no limit
+CANDIDATES_MAX = 1000
+
+
+def promotion_candidates(
+    con: Connection, settings: Any, *, limit: int = CANDIDATES_LIMIT, cursor: object = None
+) -> dict[str, Any]:
+    """A page of the memories is_promotion_candidate accepts (the same rule as validate's
+    flag), most useful first, ties by id: {candidates, total, has_more, next_cursor}; the
+    cursor (the last one's useful count and id) starts the next page after it."""
+    from memoryd.core import pagecursor
+
+    after = pagecursor.read_count_cursor(cursor)
+    found = [
+        (useful, i)
         for i, tier, useful, total in lcstore.validated_memories(con)
         if is_promotion_candidate(tier, useful, total, settings)
     ]
-    records = entries.get_many(con, ids)
-    return [records[i] for i in ids if i in records]
+    rest = found if after is None else [(u, i) for u, i in found if (-u, i) > (-after[0], after[1])]
+    shown = rest[:limit]
+    records = entries.get_many(con, [i for _, i in shown])
+    more = len(rest) > limit
+    return {
+        "candidates": [records[i] for _, i in shown if i in records],
+        "total": len(found),
+        "has_more": more,
+        "next_cursor": pagecursor.count_cursor(*shown[-1]) if more else None,
+    }
 
 
 def session_memories(

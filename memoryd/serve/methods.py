@@ -285,9 +285,15 @@ def validate(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.validate(params.get("id"), params.get("useful"))
 
 
-@method("promotion_candidates")
+@method("promotion_candidates", {"limit", "cursor"})
 def promotion_candidates(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return {"candidates": app.memories.promotion_candidates()}
+    """A page of them: {candidates, total, has_more, next_cursor}."""
+    most = lifecycle.CANDIDATES_MAX
+    limit = param_int(params, "limit", lifecycle.CANDIDATES_LIMIT, 1, most)
+    cursor, rule = params.get("cursor"), app.memories.lifecycle  # ([lifecycle] thresholds)
+    return app.store.read(
+        lambda con: lifecycle.promotion_candidates(con, rule, limit=limit, cursor=cursor)
+    )
 
 
 @method("promote", {"id", "tier"}, required=("id",))

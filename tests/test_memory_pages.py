@@ -1,11 +1,13 @@
-"""`history` answers a page of a memory's changes (stop 44, bound20).
+"""`history` and `promotion_candidates` answer a page (stop 44, bound20).
 
 main answered every recorded change of a memory at once, each with its whole old and new value:
 a memory an agent updated 10,000 times answered 10,000 rows (of its content, if that changed).
 Now at most `limit` (HISTORY_LIMIT unless asked, up to HISTORY_MAX), oldest first, with
 `total`, `has_more` and `next_cursor` (the last row's time and id): passed back as `cursor`,
 the next page starts after it, so changes recorded between two pages are neither repeated nor
-skipped. On both backends: the history is the store's."""
+skipped. `promotion_candidates` listed every memory the rule accepts, each a whole record; now
+a page of them the same way (most useful first, the cursor the last one's count and id). On
+both backends: the history and the counts are the store's."""
 
 from __future__ import annotations
 
@@ -68,3 +70,36 @@ def test_a_short_history_answers_as_before_and_says_it_is_whole(make_app: Any) -
     res = call(app, "history", id=mid)
     assert [(h["field"], h["old"], h["new"]) for h in res["history"]] == [("importance", 3, 4)]
     assert (res["id"], res["total"], res["has_more"], res["next_cursor"]) == (mid, 1, False, None)
+
+
+def test_promotion_candidates_come_a_page_at_a_time(make_app: Any) -> None:
+    app = make_app(model=None)
+    ids = [app.memories.add(f"a habit worth keeping, number {i}").id for i in range(12)]
+    for k, mid in enumerate(ids):
+        for _ in range(5 + k % 3):  # 5, 6 or 7 times useful: all candidates, in three ranks
+            call(app, "validate", id=mid, useful=True)
+    whole = call(app, "promotion_candidates", limit=lifecycle.CANDIDATES_MAX)
+    order = [m["id"] for m in whole["candidates"]]
+    assert sorted(order) == ids and (whole["total"], whole["next_cursor"]) == (12, None)
+    assert [m["useful_count"] for m in whole["candidates"]] == sorted(
+        (m["useful_count"] for m in whole["candidates"]), reverse=True
+    )
+    first = call(app, "promotion_candidates", limit=5)
+    assert [m["id"] for m in first["candidates"]] == order[:5]
+    assert (first["total"], first["has_more"]) == (12, True)
+    # a candidate more, of the lowest rank, between two pages: on a later page, once
+    late = app.memories.add("a habit found useful later").id
+    for _ in range(5):
+        call(app, "validate", id=late, useful=True)
+    got, page = [m["id"] for m in first["candidates"]], first
+    while page["next_cursor"]:
+        page = call(app, "promotion_candidates", limit=5, cursor=page["next_cursor"])
+        got += [m["id"] for m in page["candidates"]]
+    assert got == [*order, late]
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        handlers.s_candidates(first, Namespace())
+    assert len(out.getvalue().splitlines()) == 5
+    assert err.getvalue() == f"(5 shown of 12; next page: --cursor {first['next_cursor']})\n"
+    with pytest.raises(InvalidInput, match="earlier promotion_candidates answer"):
+        call(app, "promotion_candidates", cursor="x")
