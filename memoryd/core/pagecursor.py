@@ -60,22 +60,29 @@ def one_way(cursor: object, offset: int) -> None:
 
 
 _LINK = re.compile(r"(\d{1,10})\.(\d{1,6}):(.*)", re.S)
+_COUNT = re.compile(r"(\d{1,18}):(\d{1,18})")
 
 
 def link_cursor(path: str, line: int, rank: int) -> str:
     return f"{int(line)}.{int(rank)}:{path}"
 
 
-def read_link_cursor(value: object, method: str) -> tuple[str, int, int] | None:
-    """(path, line, rank) from a `links` or `backlinks` cursor; None when none was given."""
-    if value is None:
-        return None
-    found = _LINK.fullmatch(value) if isinstance(value, str) else None
+def _matched(pattern: re.Pattern[str], value: object, method: str) -> re.Match[str]:
+    """The cursor's parts, or the one refusal of a cursor that is not of its method's form."""
+    found = pattern.fullmatch(value) if isinstance(value, str) else None
     if found is None:
         raise InvalidInput(
             f"cursor: expected the next_cursor of an earlier {method} answer, got "
             f"{describe(value if not isinstance(value, str) else value[:60])}"
         )
+    return found
+
+
+def read_link_cursor(value: object, method: str) -> tuple[str, int, int] | None:
+    """(path, line, rank) from a `links` or `backlinks` cursor; None when none was given."""
+    if value is None:
+        return None
+    found = _matched(_LINK, value, method)
     return found.group(3), int(found.group(1)), int(found.group(2))
 
 
@@ -88,12 +95,7 @@ def count_cursor(count: int, entry_id: int) -> str:
 def read_count_cursor(value: object) -> tuple[int, int] | None:
     if value is None:
         return None
-    found = re.fullmatch(r"(\d{1,18}):(\d{1,18})", value) if isinstance(value, str) else None
-    if found is None:
-        raise InvalidInput(
-            "cursor: expected the next_cursor of an earlier promotion_candidates answer, got "
-            f"{describe(value if not isinstance(value, str) else value[:60])}"
-        )
+    found = _matched(_COUNT, value, "promotion_candidates")
     return int(found.group(1)), int(found.group(2))
 
 
