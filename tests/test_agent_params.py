@@ -42,6 +42,8 @@ TO_METHOD = {
     ("related", "depth"): ("related", "depth"),
     ("related", "top"): ("related", "top"),
     ("related", "max_tokens"): ("related", "max_tokens"),
+    ("links", "limit"): ("links", "limit"),
+    ("backlinks", "limit"): ("backlinks", "limit"),
 }
 MCP_ONLY = {
     ("read_note", "offset"),
@@ -60,6 +62,8 @@ TOOL_BASE: dict[str, dict[str, Any]] = {
     "feedback": {"id": 1, "verdict": "used"},
     "about": {"name": "Nobody"},
     "related": {"name": "Nobody"},
+    "links": {"path": "a.md"},
+    "backlinks": {"path": "a.md"},
     "read_note": {"path": "a.md"},
     "edit_note": {"path": "a.md", "action": "replace", "find": "A", "replace": "B"},
 }
@@ -83,6 +87,10 @@ SOCKET_INTS: dict[tuple[str, str], tuple[int, int | None]] = {
     ("related", "max_tokens"): (50, None),
     ("graph", "depth"): (1, 4),
     ("graph", "limit"): (1, 2000),
+    ("links", "limit"): (1, 5000),
+    ("backlinks", "limit"): (1, 5000),
+    ("history", "limit"): (1, 1000),
+    ("promotion_candidates", "limit"): (1, 1000),
     ("get", "id"): (1, None),
     ("used", "id"): (1, None),
     ("history", "id"): (1, None),
@@ -97,6 +105,8 @@ METHOD_BASE: dict[str, dict[str, Any]] = {
     "entity": {"name": "Nobody"},
     "related": {"name": "Nobody"},
     "graph": {"path": "a.md"},
+    "links": {"path": "a.md"},
+    "backlinks": {"path": "a.md"},
     "validate": {"useful": True},
     "update": {"importance": 6},
     "import": {"items": [], "dry_run": True},

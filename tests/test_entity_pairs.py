@@ -174,19 +174,39 @@ def test_a_line_cut_into_chunks_gives_each_chunk_the_names_it_holds(app: Any) ->
     consistent(app)
 
 
-def test_related_stops_at_its_most_entities(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_related_pages_past_its_most_entities(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """main stopped the walk at RELATED_MAX_NODES (`truncated`: a smaller top or depth was the
+    only way to the rest); now a full page has a next_cursor, and the pages together are the
+    whole walk: every entity once, every edge once, none left out."""
     from memoryd.search import entities as entity_search
 
-    monkeypatch.setattr(entity_search, "RELATED_MAX_NODES", 5)
-    for i in range(4):  # a hub with 4 neighbours, each with 3 of its own
+    for i in range(4):  # a hub with 4 neighbours in a ring, each with 3 of its own
         app.memories.add(content=f"#hub with #n{i}")
         app.memories.add(content=f"#n{i} with " + " ".join(f"#n{i}x{k}" for k in range(3)))
-    whole = entity_search.related(app.store, "#hub", depth=1, top=10)
-    assert len(whole["nodes"]) == 5 and "truncated" not in whole
-    cut = entity_search.related(app.store, "#hub", depth=2, top=10)
-    assert len(cut["nodes"]) == 5 and cut["truncated"] is True
-    kept = {n["name"] for n in cut["nodes"]}
-    assert all(e["from"] in kept and e["to"] in kept for e in cut["edges"])
+        app.memories.add(content=f"#n{i}x1 and #n{i}x2 again")
+        app.memories.add(content=f"#n{i} next to #n{(i + 1) % 4}")  # edges a full page cuts
+    whole = entity_search.related(app.store, "#hub", depth=2, top=10)
+    assert len(whole["nodes"]) == 17 and "has_more" not in whole
+
+    def edges(page: dict[str, Any]) -> list[frozenset[str]]:
+        return [frozenset((e["from"], e["to"])) for e in page["edges"]]
+
+    monkeypatch.setattr(entity_search, "RELATED_MAX_NODES", 5)
+    nodes: list[str] = []
+    found: list[frozenset[str]] = []
+    page = entity_search.related(app.store, "#hub", depth=2, top=10)
+    while True:
+        assert "truncated" not in page and len(page["nodes"]) <= 5
+        kept = {n["name"] for n in page["nodes"]}
+        assert all(e["from"] in kept or e["to"] in kept for e in page["edges"])
+        nodes += [n["name"] for n in page["nodes"]]
+        found += edges(page)
+        if not page.get("next_cursor"):
+            break
+        assert page["has_more"] is True
+        page = entity_search.related(app.store, "#hub", depth=2, top=10, cursor=page["next_cursor"])
+    assert len(nodes) == len(set(nodes)) and set(nodes) == {n["name"] for n in whole["nodes"]}
+    assert len(found) == len(set(found)) and set(found) == set(edges(whole))
 
 
 def _lists(app: Any) -> None:

@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from webclient import WebHarness
@@ -223,6 +224,13 @@ def test_a_hub_notes_backlinks_are_bounded_and_counted(
         note = web.api("GET", "/api/note?path=hub.md")
         assert note["backlinks_total"] == 8
         assert [b["path"] for b in note["backlinks"]] == [f"n{i}.md" for i in range(5)]
+        # "Show more": the next page after the cursor the note came with (main had none)
+        more = web.api(
+            "GET",
+            "/api/backlinks?" + urlencode({"path": "hub.md", "cursor": note["backlinks_cursor"]}),
+        )
+        assert [b["path"] for b in more["backlinks"]] == [f"n{i}.md" for i in range(5, 8)]
+        assert (more["total"], more["next_cursor"]) == (8, None)
         small = web.api("GET", "/api/note?path=n0.md")
         assert small["backlinks_total"] == 0 and small["links"][0]["path"] == "hub.md"
     finally:

@@ -147,3 +147,43 @@ def test_a_callout_is_a_box_with_its_title_not_its_mark(body: str, shown: str) -
 def test_tasks_and_highlights_as_obsidian_shows_them(body: str, shown: str) -> None:
     html = render([body])["html"][0] or ""
     assert shown in html, html
+
+
+IDS = """
+const NM = require(process.argv[1] + "/notemd.js");
+const used = new Set();
+const { ids, first } = NM.headingIds(
+  ["Setup", "Setup", "Setup 1", "Setup", "Links", "Backlinks", "Notes", "Äpfel & Birnen"],
+  ["main", "toast", "links", "backlinks", "notes", "note-body"]);
+process.stdout.write(JSON.stringify({
+  ids, first: Object.fromEntries(first), twice: [NM.slug("A b", used), NM.slug("A b", used)],
+}));
+"""
+
+
+def test_heading_ids_are_unique_on_the_page() -> None:
+    """main gave a second "Setup" the id `setup-` and a heading "Links" the id of the page's
+    own list of links (`links`): two elements of one id, so a link to the second reached the
+    first. Now as GitHub and Obsidian number them: setup, setup-1, setup-2, and a heading
+    "Setup 1" after the second "Setup" (setup-1, taken) is setup-1-1."""
+    if NODE is None:
+        pytest.skip("no node to run the page's script in (apt-get install nodejs)")
+    out = subprocess.run(
+        [NODE, "-e", IDS, str(STATIC)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["ids"] == [
+        "setup",
+        "setup-1",
+        "setup-1-1",
+        "setup-2",
+        "links-1",
+        "backlinks-1",
+        "notes-1",
+        "äpfel-birnen",
+    ]
+    assert len(set(got["ids"])) == len(got["ids"])
+    # where a link to #slug goes: the first heading of that slug, not the page's own part
+    assert got["first"]["setup"] == "setup" and got["first"]["links"] == "links-1"
+    assert got["twice"] == ["a-b", "a-b-1"]

@@ -104,8 +104,6 @@ def fmt_related(r: dict[str, Any]) -> str:
             f"- ... {len(types)} entities on this page; the next: the same call with"
             f" cursor={r['next_cursor']}"
         )
-    if r.get("truncated"):
-        lines.append("- the walk stopped at 500 entities (a smaller top or depth reaches the rest)")
     return "\n".join(lines)
 
 

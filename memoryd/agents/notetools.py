@@ -11,6 +11,7 @@ expected, writes nothing.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from memoryd.agents.formats import kept_said
@@ -264,24 +265,34 @@ def run_delete_note(b: Bridge, args: dict[str, Any]) -> dict[str, Any]:
 def fmt_links(r: dict[str, Any]) -> str:
     if not r["links"]:  # as memoryctl says it
         return _others(r) + f"{r['path']} links to nothing"
-    lines = [f"{r['path']} links to {len(r['links'])}:"]
+    lines = [f"{r['path']} links to {r.get('total', len(r['links']))}:"]
     for x in r["links"]:
         to = x["path"] or "(unresolved)"
         if x["path"] and x.get("heading"):
             to += f"#{x['heading']}"
         lines.append(f"L{x['line']} {'!' if x.get('embed') else ''}[[{x['target']}]] -> {to}")
-    return _others(r) + "\n".join(lines)
+    return _others(r) + "\n".join(lines + _next_page(r, "links"))
 
 
 def fmt_backlinks(r: dict[str, Any]) -> str:
     if not r["backlinks"]:
         return _others(r) + f"nothing links to {r['path']}"
-    lines = [f"{len(r['backlinks'])} link(s) to {r['path']}:"]
+    lines = [f"{r.get('total', len(r['backlinks']))} link(s) to {r['path']}:"]
     lines += [
         f"{x['path']}:{x['line']}" + (f" #{x['heading']}" if x.get("heading") else "")
         for x in r["backlinks"]
     ]
-    return _others(r) + "\n".join(lines)
+    return _others(r) + "\n".join(lines + _next_page(r, "backlinks"))
+
+
+def _next_page(r: dict[str, Any], key: str) -> list[str]:
+    """How to get the rest, on a page that is not the last."""
+    if not r.get("next_cursor"):
+        return []
+    return [
+        f"({len(r[key])} shown; the next page: call {key} again with the same path and"
+        f" cursor {json.dumps(r['next_cursor'])})"
+    ]
 
 
 def _others(r: dict[str, Any]) -> str:
@@ -295,6 +306,11 @@ NOTE_OR_NAME = {
     "minLength": 1,
     "description": "a note's workspace-relative path, or its name as a [[wikilink]] would give "
     "it ('Project Plan')",
+}
+
+LINK_PAGE = {  # vault.LINKS_LIMIT and LINKS_MAX
+    "limit": {**INT, "minimum": 1, "maximum": 5000, "description": "at most this many"},
+    "cursor": {**STR, "description": "the next page: the cursor the previous page gave"},
 }
 
 NOTE_TOOLS: list[ToolSpec] = [
@@ -361,15 +377,17 @@ NOTE_TOOLS: list[ToolSpec] = [
     ToolSpec(
         "links",
         "The links written in a note ([[wikilinks]], embeds, markdown links), each with the "
-        "note or attachment it leads to, or (unresolved).",
-        _obj({"path": NOTE_OR_NAME}, ("path",)),
+        "note or attachment it leads to, or (unresolved). A page of at most `limit` (default "
+        "500); the answer says how to get the next.",
+        _obj({"path": NOTE_OR_NAME, **LINK_PAGE}, ("path",)),
         lambda b, a: b.call("links", a),
         fmt_links,
     ),
     ToolSpec(
         "backlinks",
-        "The places in other notes that link to a note (or an attachment): path:line.",
-        _obj({"path": NOTE_OR_NAME}, ("path",)),
+        "The places in other notes that link to a note (or an attachment): path:line. A page "
+        "of at most `limit` (default 500), by path; the answer says how to get the next.",
+        _obj({"path": NOTE_OR_NAME, **LINK_PAGE}, ("path",)),
         lambda b, a: b.call("backlinks", a),
         fmt_backlinks,
     ),

@@ -5,9 +5,11 @@ pages neither repeat an entry nor skip one (an offset counts rows, which a write
 A `list` cursor is the last memory's creation time and id, `1795765762.9921:12` (the order
 is newest first, ties by id); a `note.list` cursor is the last note's path (the order is by
 path). An `entities` cursor is the last entity's mention count and key, `42:caroline baker`
-(the order is most mentioned first, ties by key). A `related` cursor names the walk and the
-entities its pages gave (related_cursor). Each is text a client passes back as it got it, on
-any door."""
+(the order is most mentioned first, ties by key). A `links` or `backlinks` cursor is the last
+link's place: its line, its rank among the links of that line, and (backlinks) the note it is
+written in, `12.0:notes/a.md` (the order is by note path, line, rank). A `related` cursor
+names the walk and the entities its pages gave (related_cursor). Each is text a client passes
+back as it got it, on any door."""
 
 from __future__ import annotations
 
@@ -55,6 +57,46 @@ def one_way(cursor: object, offset: int) -> None:
     """A page starts at a cursor or at an offset, not both."""
     if cursor is not None and offset:
         raise InvalidInput("cursor: give cursor or offset, not both (the cursor says where)")
+
+
+_LINK = re.compile(r"(\d{1,10})\.(\d{1,6}):(.*)", re.S)
+_COUNT = re.compile(r"(\d{1,18}):(\d{1,18})")
+
+
+def link_cursor(path: str, line: int, rank: int) -> str:
+    return f"{int(line)}.{int(rank)}:{path}"
+
+
+def _matched(pattern: re.Pattern[str], value: object, method: str) -> re.Match[str]:
+    """The cursor's parts, or the one refusal of a cursor that is not of its method's form."""
+    found = pattern.fullmatch(value) if isinstance(value, str) else None
+    if found is None:
+        raise InvalidInput(
+            f"cursor: expected the next_cursor of an earlier {method} answer, got "
+            f"{describe(value if not isinstance(value, str) else value[:60])}"
+        )
+    return found
+
+
+def read_link_cursor(value: object, method: str) -> tuple[str, int, int] | None:
+    """(path, line, rank) from a `links` or `backlinks` cursor; None when none was given."""
+    if value is None:
+        return None
+    found = _matched(_LINK, value, method)
+    return found.group(3), int(found.group(1)), int(found.group(2))
+
+
+def count_cursor(count: int, entry_id: int) -> str:
+    """A `promotion_candidates` cursor: the last memory's useful count and id, `7:42` (the
+    order is most useful first, ties by id)."""
+    return f"{int(count)}:{int(entry_id)}"
+
+
+def read_count_cursor(value: object) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    found = _matched(_COUNT, value, "promotion_candidates")
+    return int(found.group(1)), int(found.group(2))
 
 
 def entity_cursor(mentions: int, key: str) -> str:

@@ -429,6 +429,17 @@ def as_written(link: dict[str, Any]) -> str:
     return "!" + text if link.get("embed") else text
 
 
+def p_link_page(a: Namespace) -> dict[str, Any]:
+    return {"path": a.path, **given({"limit": a.limit, "cursor": a.cursor})}
+
+
+def more_links(res: dict[str, Any], key: str) -> None:
+    """A page that is not the last: `(500 shown of 10000; next page: --cursor C)` on stderr
+    (a whole list says nothing more, as before pages)."""
+    if res.get("has_more"):
+        page_footer(res, 0, key)
+
+
 def s_links(res: dict[str, Any], a: Namespace) -> int:
     say_others(res, a.path)
     links = res.get("links") or []
@@ -439,6 +450,7 @@ def s_links(res: dict[str, Any], a: Namespace) -> int:
         print(f"l.{link.get('line')}  {as_written(link)} -> {where}")
     if not links:
         print(f"{res.get('path', a.path)} links to nothing", file=sys.stderr)
+    more_links(res, "links")
     return EXIT_OK
 
 
@@ -461,4 +473,5 @@ def s_backlinks(res: dict[str, Any], a: Namespace) -> int:
         print(f"{link.get('path')}:{link.get('line')}  -> {heading or '(note)'}{alias}")
     if not links:
         print(f"nothing links to {res.get('path', a.path)}", file=sys.stderr)
+    more_links(res, "backlinks")
     return EXIT_OK

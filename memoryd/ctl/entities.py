@@ -143,12 +143,6 @@ def s_related(res: dict[str, Any], a: Namespace) -> int:
             f"({len(nodes)} shown; next page: {cursor_option(res['next_cursor'])})",
             file=sys.stderr,
         )
-    if res.get("truncated"):
-        print(
-            "(the walk stopped at its bound, 500 entities: a smaller --top or --depth"
-            " reaches the rest)",
-            file=sys.stderr,
-        )
     return EXIT_OK
 
 

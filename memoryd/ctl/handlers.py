@@ -220,6 +220,14 @@ def by_id(a: Namespace) -> dict[str, Any]:
     return {"id": a.id}
 
 
+def p_history(a: Namespace) -> dict[str, Any]:
+    return {"id": a.id, **p_page(a)}
+
+
+def p_page(a: Namespace) -> dict[str, Any]:
+    return given({"limit": a.limit, "cursor": a.cursor})
+
+
 # --- add, search, get, list, update, delete ----------------------------------------------------
 
 
@@ -312,11 +320,11 @@ def p_list(a: Namespace) -> dict[str, Any]:
     return params
 
 
-def page_footer(res: dict[str, Any], offset: int) -> None:
-    """`(N shown of M; next page: --cursor C)` on stderr: stdout holds only the rows. The
-    cursor, not an offset: entries added or deleted meanwhile move every offset (a daemon
-    older than cursors gives none: the offset then)."""
-    shown = len(res.get("items") or [])
+def page_footer(res: dict[str, Any], offset: int, key: str = "items") -> None:
+    """`(N shown of M; next page: --cursor C)` on stderr: stdout holds only the rows (of
+    `key`). The cursor, not an offset: entries added or deleted meanwhile move every offset (a
+    daemon older than cursors gives none: the offset then)."""
+    shown = len(res.get(key) or [])
     total = res.get("total", shown)
     following = res.get("next_cursor")
     if "next_cursor" not in res:
@@ -529,6 +537,8 @@ def s_candidates(res: dict[str, Any], a: Namespace) -> int:
         )
     if not res["candidates"]:
         print("no promotion candidates", file=sys.stderr)
+    if res.get("has_more"):
+        page_footer(res, 0, "candidates")
     return EXIT_OK
 
 
@@ -548,6 +558,8 @@ def s_history(res: dict[str, Any], a: Namespace) -> int:
         print(f"{h['at']}  {h['field']}: {json.dumps(h['old'])} -> {json.dumps(h['new'])}")
     if not res["history"]:
         print(f"no changes recorded for #{a.id}", file=sys.stderr)
+    if res.get("has_more"):  # a page that is not the last (a whole history says nothing more)
+        page_footer(res, 0, "history")
     return EXIT_OK
 
 

@@ -77,6 +77,25 @@ def paths_of(key: str, field: str = "path") -> Callable[[Any], list[str]]:
     return paths
 
 
+def page(default: int, most: int) -> tuple[tuple[tuple[str, ...], dict[str, Any]], ...]:
+    """-n and --cursor of a list that pages (links, backlinks, history: the method's bounds)."""
+    return (
+        arg(
+            "-n",
+            "--limit",
+            type=int,
+            metavar="N",
+            help=f"at most N (default {default}, up to {most})",
+        ),
+        arg(
+            "--cursor",
+            metavar="C",
+            help="start after the page that printed this cursor (its"
+            " next page: ...): nothing repeated or skipped while notes or memories change",
+        ),
+    )
+
+
 # words the table's rows share (here, beside `arg`: table.py is near its 600 lines)
 TIERS = ("constitutional", "critical", "important", "normal", "temporary", "deprecated")
 MODES = ("auto", "keyword", "vector", "hybrid", "fuzzy")

@@ -154,9 +154,20 @@ def _decoded(value: str | None) -> Any:
         return value
 
 
-def history(con: Connection, entry_id: int) -> list[dict[str, Any]]:
+HISTORY_LIMIT = 100  # a page of a memory's history when the caller names no limit
+HISTORY_MAX = 1000  # the most one page holds (each row holds a whole old and new value)
+
+
+def history(
+    con: Connection, entry_id: int, *, limit: int = HISTORY_LIMIT, cursor: object = None
+) -> dict[str, Any]:
+    """A page of a memory's recorded changes, oldest first: {history, total, has_more,
+    next_cursor}; the cursor (the last row's time and id, pagecursor) starts the next page
+    after it, so changes recorded between two pages are neither repeated nor skipped."""
+    from memoryd.core import pagecursor
     from memoryd.core.timeutil import iso
 
+    after = pagecursor.read_entry_cursor(cursor)
     kind = lcstore.kind_of(con, entry_id)
     if kind is None:
         raise NotFound(f"no entry with id {entry_id}")
@@ -164,10 +175,18 @@ def history(con: Connection, entry_id: int) -> list[dict[str, Any]]:
         raise InvalidInput(
             f"entry {entry_id} is a chunk of a workspace file; history is kept for memories"
         )
-    rows = lcstore.history_rows(con, entry_id)
-    return [
-        {"at": iso(ts), "field": f, "old": _decoded(o), "new": _decoded(n)} for ts, f, o, n in rows
-    ]
+    rows, total = lcstore.history_page(con, entry_id, after, limit + 1)
+    shown = rows[:limit]
+    more = len(rows) > limit
+    return {
+        "history": [
+            {"at": iso(ts), "field": f, "old": _decoded(o), "new": _decoded(n)}
+            for ts, _, f, o, n in shown
+        ],
+        "total": total,
+        "has_more": more,
+        "next_cursor": pagecursor.entry_cursor(*shown[-1][:2]) if more else None,
+    }
 
 
 def validate(
@@ -194,15 +213,34 @@ def validate(
     }
 
 
-def promotion_candidates(con: Connection, settings: Any) -> list[dict[str, Any]]:
-    """Memories that is_promotion_candidate accepts: the same rule as validate's flag."""
-    ids = [
-        i
+CANDIDATES_LIMIT = 100  # a page of promotion candidates when the caller names no limit
+CANDIDATES_MAX = 1000
+
+
+def promotion_candidates(
+    con: Connection, settings: Any, *, limit: int = CANDIDATES_LIMIT, cursor: object = None
+) -> dict[str, Any]:
+    """A page of the memories is_promotion_candidate accepts (the same rule as validate's
+    flag), most useful first, ties by id: {candidates, total, has_more, next_cursor}; the
+    cursor (the last one's useful count and id) starts the next page after it."""
+    from memoryd.core import pagecursor
+
+    after = pagecursor.read_count_cursor(cursor)
+    found = [
+        (useful, i)
         for i, tier, useful, total in lcstore.validated_memories(con)
         if is_promotion_candidate(tier, useful, total, settings)
     ]
-    records = entries.get_many(con, ids)
-    return [records[i] for i in ids if i in records]
+    rest = found if after is None else [(u, i) for u, i in found if (-u, i) > (-after[0], after[1])]
+    shown = rest[:limit]
+    records = entries.get_many(con, [i for _, i in shown])
+    more = len(rest) > limit
+    return {
+        "candidates": [records[i] for _, i in shown if i in records],
+        "total": len(found),
+        "has_more": more,
+        "next_cursor": pagecursor.count_cursor(*shown[-1]) if more else None,
+    }
 
 
 def session_memories(

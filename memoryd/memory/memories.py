@@ -384,10 +384,6 @@ class Memories:
 
         return self.store.run_write(run, durable=True)
 
-    def promotion_candidates(self) -> builtins.list[dict[str, Any]]:
-        """Memories the promotion rule accepts (the rule validate's flag comes from)."""
-        return self.store.read(lambda con: lifecycle.promotion_candidates(con, self.lifecycle))
-
     # -- import ---------------------------------------------------------------------------------
 
     def import_items(

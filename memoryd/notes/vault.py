@@ -6,6 +6,13 @@ the indexer keeps current: memoryd.index.attachments) with memoryd.text.obsidian
 note created after the link was written answers it, and a renamed note is found under its new
 name. A note asked for by a name several notes share is the one a link in the vault's root
 would reach; the answer names it and lists the others (`others`).
+
+Both answers are pages (a hub note of a vault has thousands of backlinks; one answer held them
+all, 770 kB for 10,000): at most `limit` links (LINKS_LIMIT unless asked, LINKS_MAX at most),
+ordered by the note that holds the link, its line and its place on that line, with `total`,
+`has_more` and `next_cursor`, the last link's place (core/pagecursor.py): passed back as
+`cursor`, the next page starts after it, so notes written or deleted between two pages make
+no link repeat and none go missing.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from memoryd.core import pagecursor
 from memoryd.core.errors import InvalidInput, NotFound, check_int, describe
 from memoryd.notes.notes import normalize
 from memoryd.store import Store
@@ -51,8 +59,50 @@ def _chosen(answer: dict[str, Any], others: list[str]) -> dict[str, Any]:
     return answer
 
 
-def links(store: Store, path: object, files: Iterable[str] = ()) -> dict[str, Any]:
-    """The links written in a note, each resolved to a note or attachment path (or null)."""
+LINKS_LIMIT = 500  # links or backlinks in a page when the caller names no limit
+LINKS_MAX = 5000  # the most a caller may ask for in one page
+
+Place = tuple[str, int, int]  # (the note a link is written in, its line, its rank on the line)
+
+
+def _ranked(found: Iterable[tuple[str, int, dict[str, Any]]]) -> list[tuple[Place, dict[str, Any]]]:
+    """Each link with its place; the rank tells apart the links of one line (in their order
+    there: the store's ids rise as a note's links are written), so a place names one link."""
+    seen: dict[tuple[str, int], int] = {}
+    out: list[tuple[Place, dict[str, Any]]] = []
+    for src, line, item in found:
+        rank = seen.get((src, line), 0)
+        seen[(src, line)] = rank + 1
+        out.append(((src, line, rank), item))
+    return sorted(out, key=lambda pair: pair[0])  # by path in Python: one order on both backends
+
+
+def _page(
+    key: str, rows: list[tuple[Place, dict[str, Any]]], limit: int, after: Place | None
+) -> dict[str, Any]:
+    rest = rows if after is None else [r for r in rows if r[0] > after]
+    shown = rest[:limit]
+    more = len(rest) > limit
+    return {
+        key: [item for _, item in shown],
+        "total": len(rows),
+        "has_more": more,
+        "next_cursor": pagecursor.link_cursor(*shown[-1][0]) if more else None,
+    }
+
+
+def links(
+    store: Store,
+    path: object,
+    files: Iterable[str] = (),
+    *,
+    limit: int = LINKS_LIMIT,
+    cursor: object = None,
+) -> dict[str, Any]:
+    """The links written in a note, each resolved to a note or attachment path (or null): a
+    page of them, in the note's order."""
+    check_int(limit, "limit", 1, LINKS_MAX)
+    after = pagecursor.read_link_cursor(cursor, "links")
     files = frozenset(files)
 
     def read(con: Any) -> tuple[str, list[str], list[store_links.StoredLink], list[str]]:
@@ -62,9 +112,10 @@ def links(store: Store, path: object, files: Iterable[str] = ()) -> dict[str, An
 
     src, others, found, paths = store.read(read)
     resolver = obsidian.Resolver(paths, files)
-    answer = {
-        "path": src,
-        "links": [
+    rows = _ranked(
+        (
+            "",
+            s.link.line,
             {
                 "target": s.link.target,
                 "path": resolver.resolve(s.link, src),
@@ -73,15 +124,25 @@ def links(store: Store, path: object, files: Iterable[str] = ()) -> dict[str, An
                 "line": s.link.line,
                 "embed": s.link.embed,
                 "kind": s.link.kind,
-            }
-            for s in found
-        ],
-    }
-    return _chosen(answer, others)
+            },
+        )
+        for s in found
+    )
+    return _chosen({"path": src, **_page("links", rows, limit, after)}, others)
 
 
-def backlinks(store: Store, path: object, files: Iterable[str] = ()) -> dict[str, Any]:
-    """The places in other notes (and this one) that link to a note (or an attachment)."""
+def backlinks(
+    store: Store,
+    path: object,
+    files: Iterable[str] = (),
+    *,
+    limit: int = LINKS_LIMIT,
+    cursor: object = None,
+) -> dict[str, Any]:
+    """The places in other notes (and this one) that link to a note (or an attachment): a
+    page of them, by the path of the note that holds the link, then its line."""
+    check_int(limit, "limit", 1, LINKS_MAX)
+    after = pagecursor.read_link_cursor(cursor, "backlinks")
     files = frozenset(files)
 
     def read(con: Any) -> tuple[str, list[str], list[store_links.StoredLink], list[str]]:
@@ -92,21 +153,22 @@ def backlinks(store: Store, path: object, files: Iterable[str] = ()) -> dict[str
 
     dest, others, candidates, paths = store.read(read)
     resolver = obsidian.Resolver(paths, files)
-    answer = {
-        "path": dest,
-        "backlinks": [
+    rows = _ranked(
+        (
+            s.source,
+            s.link.line,
             {
                 "path": s.source,
                 "line": s.link.line,
                 "heading": s.link.heading,
                 "alias": s.link.alias,
                 "embed": s.link.embed,
-            }
-            for s in candidates
-            if resolver.resolve(s.link, s.source) == dest
-        ],
-    }
-    return _chosen(answer, others)
+            },
+        )
+        for s in candidates
+        if resolver.resolve(s.link, s.source) == dest
+    )
+    return _chosen({"path": dest, **_page("backlinks", rows, limit, after)}, others)
 
 
 GRAPH_MAX_NODES = 2000

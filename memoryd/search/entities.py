@@ -400,10 +400,10 @@ def related(
     cursor: object = None,
 ) -> dict[str, Any]:
     """The graph around `name`, breadth first: its `top` strongest relations, theirs at depth 2,
-    and so on; each entity once, at its first depth, at most RELATED_MAX_NODES of them
-    (`truncated` when more were reached: the edges to those are left out, and the walk stops
-    there). Edges carry the co-mention counts. `max_tokens`: a page of the walk that fits
-    (_fit), the nearest and strongest first; `has_more` and `next_cursor` when more remain:
+    and so on; each entity once, at its first depth, at most RELATED_MAX_NODES of them a page
+    (a walk that reaches more stops there: the rest come on the next pages). Edges carry the
+    co-mention counts. `max_tokens`: a page of the walk that fits (_fit), the nearest and
+    strongest first; `has_more` and `next_cursor` when more remain (or the page was full):
     passed back as `cursor` (with the same name, depth and top), the walk is done again and the
     next page holds the entities it reaches that no earlier page gave (none repeats, none still
     reached is skipped, though notes change between pages), with the edges from them to the
@@ -423,29 +423,43 @@ def related(
         )
     given = after[3] if after is not None else frozenset()
 
-    truncated = False
+    full = False  # the walk reached more entities than a page holds: the rest are a cursor away
 
     def walk(con: Any) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
-        nonlocal truncated
+        nonlocal full
         nodes = [(root.id, {**_brief(root), "depth": 0})]
         edges: list[dict[str, Any]] = []
         seen = {root.id: root}
+        fresh = int(root.id not in given)
         frontier = [root]
+        waiting: list[EntityRow] = []  # reached, not walked from: the page was full first
         for level in range(1, depth + 1):
             nxt: list[EntityRow] = []
-            for node in frontier:
-                if truncated:  # full: the entities not walked yet keep their edges to themselves
+            for i, node in enumerate(frontier):
+                if full:
+                    waiting += frontier[i:]
                     break
                 for other, n in entityread.related(con, [node.id], top):
                     if other.id not in seen:
-                        if len(nodes) >= RELATED_MAX_NODES:
-                            truncated = True
+                        if fresh >= RELATED_MAX_NODES:
+                            full = True
                             continue
+                        fresh += other.id not in given
                         seen[other.id] = other
                         nxt.append(other)
                         nodes.append((other.id, {**_brief(other), "depth": level}))
                     edges.append({"from": node.id, "to": other.id, "together": n})
+            if full and level < depth:
+                waiting += nxt  # (entities at the last depth are never walked from)
+                break
             frontier = nxt
+        # the edges of the entities the whole walk would walk from, and this one did not, to
+        # those it reached: the page of each one's other end holds them, so an edge between two
+        # entities of earlier pages is never left for a page that holds neither end
+        for node in waiting:
+            for other, n in entityread.related(con, [node.id], top):
+                if other.id in seen:
+                    edges.append({"from": node.id, "to": other.id, "together": n})
         return nodes, edges
 
     nodes, edges = store.read(walk)
@@ -458,8 +472,6 @@ def related(
     out: dict[str, Any] = {"name": root.name, "depth": depth}
     if len(rows) > 1 and not given:  # on the first page (the others' budget is the walk's)
         out["also"] = [_brief(r) for r in rows[1 : 1 + entityread.ALSO]]
-    if truncated:
-        out["truncated"] = True
 
     def cut(k: int) -> dict[str, Any]:
         kept = {i for i, _ in fresh[:k]}
@@ -471,7 +483,7 @@ def related(
             if (a in kept or b in kept) and a in known and b in known
         ]
         part = {**out, "nodes": [n for _, n in fresh[:k]], "edges": inside}
-        if k < len(fresh):  # counted in the budget: 500 ids take ~700 characters
+        if k < len(fresh) or full:  # counted in the budget: 500 ids take ~700 characters
             part["has_more"] = True
             part["next_cursor"] = pagecursor.related_cursor(root.id, depth, top, known)
         return part

@@ -285,9 +285,15 @@ def validate(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.validate(params.get("id"), params.get("useful"))
 
 
-@method("promotion_candidates")
+@method("promotion_candidates", {"limit", "cursor"})
 def promotion_candidates(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return {"candidates": app.memories.promotion_candidates()}
+    """A page of them: {candidates, total, has_more, next_cursor}."""
+    most = lifecycle.CANDIDATES_MAX
+    limit = param_int(params, "limit", lifecycle.CANDIDATES_LIMIT, 1, most)
+    cursor, rule = params.get("cursor"), app.memories.lifecycle  # ([lifecycle] thresholds)
+    return app.store.read(
+        lambda con: lifecycle.promotion_candidates(con, rule, limit=limit, cursor=cursor)
+    )
 
 
 @method("promote", {"id", "tier"}, required=("id",))
@@ -295,10 +301,14 @@ def promote(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return app.memories.promote(params.get("id"), params.get("tier", "critical"))
 
 
-@method("history", {"id"}, required=("id",))
+@method("history", {"id", "limit", "cursor"}, required=("id",))
 def history(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """A page of a memory's changes: {id, history, total, has_more, next_cursor}."""
     entry_id = check_id(params.get("id"))
-    return {"id": entry_id, "history": app.store.read(lambda con: lifecycle.history(con, entry_id))}
+    limit = param_int(params, "limit", lifecycle.HISTORY_LIMIT, 1, lifecycle.HISTORY_MAX)
+    cursor = params.get("cursor")
+    page = app.store.read(lambda con: lifecycle.history(con, entry_id, limit=limit, cursor=cursor))
+    return {"id": entry_id, **page}
 
 
 @method("checkpoint.create", {"name"}, slow=True, required=("name",))
@@ -494,13 +504,21 @@ def jobs_run(app: App, params: dict[str, Any]) -> dict[str, Any]:
 # --- links between notes (Obsidian vaults) ---------------------------------------------------
 
 
-@method("links", {"path"}, from_index=True, required=("path",))
+@method("links", {"path", "limit", "cursor"}, from_index=True, required=("path",))
 def note_links(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """A page of the links written in a note: {path, links, total, has_more, next_cursor}."""
     path = from_absolute(params.get("path"), app.cfg.workspace)
-    return vault.links(app.store, path, app.indexer.others.snapshot())
+    limit = param_int(params, "limit", vault.LINKS_LIMIT, 1, vault.LINKS_MAX)
+    return vault.links(
+        app.store, path, app.indexer.others.snapshot(), limit=limit, cursor=params.get("cursor")
+    )
 
 
-@method("backlinks", {"path"}, from_index=True, required=("path",))
+@method("backlinks", {"path", "limit", "cursor"}, from_index=True, required=("path",))
 def note_backlinks(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    """A page of the links to a note: {path, backlinks, total, has_more, next_cursor}."""
     path = from_absolute(params.get("path"), app.cfg.workspace)
-    return vault.backlinks(app.store, path, app.indexer.others.snapshot())
+    limit = param_int(params, "limit", vault.LINKS_LIMIT, 1, vault.LINKS_MAX)
+    return vault.backlinks(
+        app.store, path, app.indexer.others.snapshot(), limit=limit, cursor=params.get("cursor")
+    )

@@ -64,6 +64,23 @@ def history_rows(con: Connection, entry_id: int) -> list[tuple[float, str, Any, 
     ]
 
 
+def history_page(
+    con: Connection, entry_id: int, after: tuple[float, int] | None, limit: int
+) -> tuple[list[tuple[float, int, str, Any, Any]], int]:
+    """At most `limit` history rows of an entry after (ts, id) `after`, oldest first, with
+    their ids, and how many rows the entry has."""
+    total = int(
+        con.execute("SELECT count(*) FROM history WHERE entry_id = ?", (entry_id,)).fetchall()[0][0]
+    )
+    ts, rid = after if after is not None else (float("-inf"), 0)
+    rows = con.execute(
+        "SELECT ts, id, field, old, new FROM history WHERE entry_id = ?"
+        " AND (ts > ? OR (ts = ? AND id > ?)) ORDER BY ts, id LIMIT ?",
+        (entry_id, ts, ts, rid, limit),
+    ).fetchall()
+    return [(float(t), int(i), str(f), o, n) for t, i, f, o, n in rows], total
+
+
 def access_rows(con: Connection, entry_id: int) -> list[tuple[float, str, int]]:
     return [
         (float(ts), str(q), int(r))

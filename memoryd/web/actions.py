@@ -28,14 +28,15 @@ from memoryd.core.errors import (
     Unavailable,
     describe,
 )
+from memoryd.notes.vault import LINKS_MAX
 from memoryd.serve import methods  # noqa: F401  (fills the method table `lookup` reads)
 from memoryd.serve.app import App
 from memoryd.serve.registry import lookup
 from memoryd.web.http import Request, Response
 
 TRASH_KEEP = 100
-# a note's backlinks the note page lists: a note's own links are bounded by its size, its
-# backlinks only by the vault (a hub note of 10,000 notes answered 770 kB and as many rows)
+# a note's backlinks the note page lists at first, and at each "show more" (/api/backlinks with
+# the cursor the last page gave): a hub note of 10,000 notes answered 770 kB and as many rows
 BACKLINKS_SHOWN = 500
 LIST_PARAMS = (
     "type",
@@ -225,22 +226,31 @@ def facets(ctx: Context, req: Request) -> Any:
 
 
 def note(ctx: Context, req: Request) -> Any:
-    """A note, its links and its first BACKLINKS_SHOWN backlinks (and how many there are),
-    and where to open it."""
+    """A note, its links and its first BACKLINKS_SHOWN backlinks (how many there are, and the
+    cursor of the next page: /api/backlinks), and where to open it."""
     path = params_from(req.query, ("path",), req.path).get("path", "")
     found = call(ctx.app, "note.read", {"path": path})
-    links = call(ctx.app, "links", {"path": found["path"]})
-    backlinks = call(ctx.app, "backlinks", {"path": found["path"]})
+    links = call(ctx.app, "links", {"path": found["path"], "limit": LINKS_MAX})
+    backlinks = call(ctx.app, "backlinks", {"path": found["path"], "limit": BACKLINKS_SHOWN})
     workspace = Path(ctx.app.cfg.workspace)
     vault = (workspace / ".obsidian").is_dir()
     return {
         **found,
         "links": links["links"],
-        "backlinks": backlinks["backlinks"][:BACKLINKS_SHOWN],
-        "backlinks_total": len(backlinks["backlinks"]),
+        "links_total": links["total"],
+        "backlinks": backlinks["backlinks"],
+        "backlinks_total": backlinks["total"],
+        "backlinks_cursor": backlinks["next_cursor"],
         "file": str(workspace / found["path"]),
         "vault": workspace.name if vault else None,
     }
+
+
+def backlinks(ctx: Context, req: Request) -> Any:
+    """A page of a note's backlinks: the note page's "show more"."""
+    params = params_from(req.query, ("path", "limit", "cursor"), req.path)
+    params.setdefault("limit", BACKLINKS_SHOWN)
+    return call(ctx.app, "backlinks", params)
 
 
 def notes(ctx: Context, req: Request) -> Any:

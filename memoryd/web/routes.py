@@ -58,6 +58,7 @@ ROUTES: dict[tuple[str, str], Route] = {
         Route("GET", "/api/memory", actions.memory),
         Route("GET", "/api/facets", actions.facets),
         Route("GET", "/api/note", actions.note),
+        Route("GET", "/api/backlinks", actions.backlinks),
         Route("GET", "/api/notes", actions.notes),
         Route("GET", "/api/graph", actions.graph),
         Route("GET", "/api/entities", actions.entities),

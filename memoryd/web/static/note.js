@@ -5,6 +5,9 @@
 (() => {
   const { el, get, params, noteLink, failed, query } = M;
   const main = document.getElementById("main");
+  // the ids this page gives its own parts: a heading never takes one
+  const PAGE_IDS = ["note-body", "open-editor", "headings", "links", "backlinks", "backlinks-more",
+    "notes", "notes-count", "more-notes"];
   const path = params().get("path");
   if (!path) { pick(); return; }
 
@@ -53,11 +56,31 @@
         if (local) a.setAttribute("href", local);
       }
     }
-    const used = new Set();
-    const headings = [...article.querySelectorAll("h1,h2,h3,h4,h5,h6")].map((h) => {
-      h.id = NoteMarkdown.slug(h.textContent, used);
-      return h;
-    });
+    // heading ids unique on the page (the second "Setup" is setup-1; a heading "Links" is
+    // links-1 beside the page's own #links); a link to #setup goes to the first "Setup"
+    const headings = [...article.querySelectorAll("h1,h2,h3,h4,h5,h6")];
+    const taken = [...document.querySelectorAll("[id]"), ...article.querySelectorAll("[id]")]
+      .map((e) => e.id).concat(PAGE_IDS);
+    const { ids, first } = NoteMarkdown.headingIds(headings.map((h) => h.textContent), taken);
+    headings.forEach((h, i) => { h.id = ids[i]; });
+    for (const a of article.querySelectorAll('a[href^="#"]')) {
+      const to = first.get(a.getAttribute("href").slice(1));
+      if (to) a.setAttribute("href", `#${to}`);
+    }
+    // the first page of backlinks came with the note; "Show more" asks for the next after the
+    // last shown (the answer's next_cursor): notes written meanwhile neither repeat nor go missing
+    const backlink = (b) => el("li", {}, noteLink(b.path), el("span", { class: "small muted" }, ` line ${b.line}`));
+    const backlinks = el("ul", { id: "backlinks" }, note.backlinks.map(backlink));
+    let cursor = note.backlinks_cursor || null;
+    const backlinksMore = el("button", { id: "backlinks-more", hidden: !cursor, onclick: () => more() }, "Show more");
+    async function more() {
+      try {
+        const res = await get("/api/backlinks", { path: note.path, cursor });
+        backlinks.append(...res.backlinks.map(backlink));
+        cursor = res.next_cursor || null;
+        backlinksMore.hidden = !cursor;
+      } catch (err) { failed(backlinksMore, err); }
+    }
     const openHref = note.vault
       ? "obsidian://open?" + new URLSearchParams({ vault: note.vault, file: note.path.replace(/\.md$/i, "") }).toString()
       : "file://" + note.file.split("/").map(encodeURIComponent).join("/");
@@ -67,17 +90,12 @@
       el("div", {}, el("a", { href: "/graph" + query({ path: note.path }) }, "Graph of its neighbourhood")),
       el("h3", {}, "Headings"),
       el("ul", { id: "headings" }, headings.map((h) => el("li", { style: null, class: `lvl-${h.tagName}` }, el("a", { href: `#${h.id}` }, h.textContent)))),
-      el("h3", {}, `Links (${note.links.length})`),
+      el("h3", {}, `Links (${note.links_total ?? note.links.length})`),
       el("ul", { id: "links" }, note.links.map((l) => el("li", {},
         l.path ? noteLink(l.path) : el("span", { class: "bad", title: "no such note or file" }, l.target),
         el("span", { class: "small muted" }, ` line ${l.line}${l.embed ? " · embed" : ""}`)))),
       el("h3", {}, `Backlinks (${note.backlinks_total})`),
-      el("ul", { id: "backlinks" }, note.backlinks.map((b) => el("li", {}, noteLink(b.path),
-        el("span", { class: "small muted" }, ` line ${b.line}`)))),
-      note.backlinks_total > note.backlinks.length
-        ? el("p", { class: "small muted", id: "backlinks-more" },
-          `the first ${note.backlinks.length} shown; the graph shows up to 2,000`)
-        : null,
+      backlinks, backlinksMore,
     );
     main.replaceChildren(
       el("h1", {}, note.path),
@@ -85,7 +103,11 @@
       el("div", { class: "note-layout" },
         el("div", {}, meta ? el("pre", { class: "small muted", title: "front matter" }, meta) : null, article),
         side));
-    if (location.hash) document.getElementById(location.hash.slice(1))?.scrollIntoView();
+    if (location.hash) {
+      let wanted = location.hash.slice(1);
+      try { wanted = decodeURIComponent(wanted); } catch (e) { /* as written */ }
+      document.getElementById(first.get(wanted) ?? wanted)?.scrollIntoView();
+    }
   }
   show();
 })();

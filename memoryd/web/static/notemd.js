@@ -9,13 +9,30 @@ const NoteMarkdown = (() => {
 
   // an id for a heading: the page gives each rendered heading this id, so a link's #heading
   // and the page's own anchors agree
+  // a heading's id; with `used` (the ids given so far), one not given yet, as GitHub and
+  // Obsidian make it: the second "Setup" is setup-1, the third setup-2
   function slug(text, used) {
-    let s = text.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "-").replace(/^-|-$/g, "") || "h";
-    if (used) {
-      while (used.has(s)) s += "-";
-      used.add(s);
-    }
+    const base = text.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "-").replace(/^-|-$/g, "") || "h";
+    if (!used) return base;
+    let s = base;
+    for (let n = 1; used.has(s); n++) s = `${base}-${n}`;
+    used.add(s);
     return s;
+  }
+
+  // the ids of a note's headings (their texts, in order), unique on the page: none is an id
+  // `taken` (the page's own: a heading "Links" beside the list of links is links-1) nor
+  // another heading's. `first`: a slug -> the id of the first heading with it, where a link
+  // to #slug goes (main gave two "Setup"s one id: a link to the second reached the first)
+  function headingIds(texts, taken) {
+    const used = new Set(taken);
+    const first = new Map();
+    const ids = texts.map((text) => {
+      const id = slug(text, used);
+      if (!first.has(slug(text))) first.set(slug(text), id);
+      return id;
+    });
+    return { ids, first };
   }
 
   // [[target#heading|alias]] -> its parts; `\|` (a link in a table) is a bar
@@ -192,7 +209,7 @@ const NoteMarkdown = (() => {
     return "?" + new URLSearchParams(params).toString();
   }
 
-  return { create, slug, parseLink, stripComments, localHref };
+  return { create, slug, headingIds, parseLink, stripComments, localHref };
 })();
 
 if (typeof module !== "undefined") module.exports = NoteMarkdown;
