@@ -59,7 +59,7 @@ from memoryd.core.fsutil import SHARED_DIR, make_dirs, within
 from memoryd.core.logsetup import get_logger
 from memoryd.core.swap import Changed
 from memoryd.core.timeutil import parse_time
-from memoryd.memory import dailyindex
+from memoryd.memory import dailyadds, dailyindex
 from memoryd.memory.logfile import (
     append_line,
     load_ids,
@@ -135,6 +135,9 @@ class DailyLog:
         self.unrewritten_paths: dict[Path, set[int]] = {}  # (the ids whose lines each holds)
         self.unrenumbered: dict[int, int] = {}  # an import's renumbering refused: old -> new id
         self._changing: set[int] = set()  # memories changing now (changing): kept for a restart
+        # adds stored (or about to be) whose line is not written yet (storing; read_waiting
+        # gives it its journal beside waiting_file, and dailycatchup writes an earlier run's)
+        self.adds = dailyadds.AddsUnderWay()
         # App: dailyrenumber.renumber_again (which builds on this module), to do those again
         self.renumber_again: Callable[..., Any] | None = None
         self._refusals_seen = 0
@@ -186,11 +189,22 @@ class DailyLog:
         if not self.settings.enabled:
             return None
         with self._queue:
-            if not self.waiting:
-                return self._append(record)
-            self._wait(record)
-            self.append_waiting()
-            return None if self.is_waiting(record["id"]) else self.path_for(self.when(record))
+            try:
+                if not self.waiting:
+                    return self._append(record)
+                self._wait(record)
+                self.append_waiting()
+                return None if self.is_waiting(record["id"]) else self.path_for(self.when(record))
+            finally:
+                self.adds.done({int(record["id"])})
+
+    def storing(self, entry_id: int) -> None:
+        """An add's id, in its transaction before the commit, kept until its line is written
+        (append): a kill between the two has the next start write the line if the store holds
+        the memory (memory/dailyadds.py). On a shared store (team) only, where nothing else
+        says which memories this daemon stored (SQLite: dailycatchup reads the last minutes')."""
+        if self.team and self.settings.enabled:
+            self.adds.storing(int(entry_id))
 
     def _append(self, record: dict[str, Any]) -> Path | None:
         when = self.when(record)
@@ -224,7 +238,7 @@ class DailyLog:
         """Held around a memory update's or removal's transaction and the rewrite of its lines
         after it: the ids are kept in `waiting_file` (fsynced) until the rewrite is done, so a
         kill -9 or a power cut between the two has the next start rewrite them as the memories
-        are then (load_waiting): a memory forgotten in the store never keeps its line in a log
+        are then (read_waiting): a memory forgotten in the store never keeps its line in a log
         file, where it would be indexed again as a person's text and found."""
         if not self.settings.enabled or self.waiting_file is None or not ids:
             yield
@@ -247,7 +261,7 @@ class DailyLog:
 
     def _keep_waiting(self) -> None:
         """The ids of the waiting lines and rewrites in `waiting_file` (data_dir), so that a
-        restart (or a crash) before the disk takes them still does them (load_waiting)."""
+        restart (or a crash) before the disk takes them still does them (read_waiting)."""
         if self.waiting_file is not None:
             ids = [int(r["id"]) for r in self.waiting]
             redo = sorted({*self.unrewritten, *self._changing})
@@ -262,18 +276,20 @@ class DailyLog:
     def pending(self) -> bool:  # lines or rewrites wait for the disk (append_waiting does them)
         return bool(self.waiting or self.unrewritten or self.unrenumbered)
 
-    def load_waiting(self) -> int:
-        """At start: what an earlier run could not write (waiting_file), each memory as
-        `current` reads it now (a rewrite of one gone since: its lines are forgotten)."""
+    def read_waiting(self) -> None:
+        """What an earlier run could not write (waiting_file), read when the daemon is built,
+        before a change can write the file again (a client's retry at once after a restart):
+        kept in it until done. append_waiting writes and rewrites those lines as `current`
+        reads each memory then (a rewrite of one gone since: its lines are forgotten), and
+        dailycatchup the lines of the adds it kept."""
         ids, redo, moved = load_ids(self.waiting_file)
         with self._queue:
-            for entry_id in ids:
-                record = self.current({"id": entry_id})
-                if record is not None and not self.is_waiting(entry_id):
-                    self.waiting.append(record)
-            self.unrewritten.update({i: self.current({"id": i}) for i in redo})
+            self.waiting.extend({"id": i} for i in ids if not self.is_waiting(i))
+            self.unrewritten.update({i: {"id": i} for i in redo})
             self.unrenumbered.update(moved)
-        return len(self.waiting) + self.rewrites_waiting()
+        if self.waiting_file is not None:
+            self.adds.path = self.waiting_file.parent / dailyadds.FILE_NAME
+            self.adds.read()
 
     def unforgotten(self, ids: set[int] | None = None) -> list[dict[str, Any]]:
         """The log files still holding lines of deleted memories (or the old lines of `ids`),
