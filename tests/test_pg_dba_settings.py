@@ -270,3 +270,39 @@ def test_a_dba_idle_in_transaction_and_transaction_timeouts_do_not_end_store_mig
     monkeypatch.setattr(pc, "copy_rows", slowly)
     result = pgmigrate.migrate(cfg, dsn=pg_dsn, say=lambda line: None)
     assert result["target"]["memories"] == 2  # main: "the copy failed ... idle-in-transaction"
+
+
+@pytest.mark.parametrize("setting", ["transaction_timeout", "idle_in_transaction_session_timeout"])
+def test_a_dba_limit_that_ends_a_daemons_transaction_is_said_as_such(
+    make_app: Any, pg_dsn: str, monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    """An export reads in one transaction; one outlasting the DBA's limit (a large store, a
+    loaded machine) was an internal error with a traceback (-32603: a bug), the limit unnamed."""
+    import time
+
+    from memoryd.core.errors import StoreError
+    from memoryd.memory import transfer
+    from memoryd.serve import methods
+
+    if setting == "transaction_timeout" and _server_version(pg_dsn) < 170000:
+        pytest.skip("transaction_timeout is PostgreSQL 17's")
+    store = {"backend": "postgres", "dsn": pg_dsn}
+    first = make_app(store=store, dailylog={"enabled": False})
+    for i in range(3):
+        first.memories.add(f"memory number {i} to export")
+    make_app.close(first)
+    _dba_sets(pg_dsn, setting, "'300ms'")  # new sessions inherit it: the next App's
+    app = make_app(store=store, dailylog={"enabled": False})
+    rows = transfer.tstore.memory_rows
+
+    def slowly(con: Any, namespace: Any) -> Any:  # the client computes between statements
+        for item in rows(con, namespace):
+            time.sleep(0.5)
+            yield item
+
+    monkeypatch.setattr(transfer.tstore, "memory_rows", slowly)
+    with pytest.raises(StoreError, match=f"outlasted the server's {setting}"):
+        methods.export(app, {})
+    monkeypatch.setattr(transfer.tstore, "memory_rows", rows)
+    assert len(methods.export(app, {})["items"]) == 3  # the next session works
+    assert app.store.down_since is None  # not taken for an outage
