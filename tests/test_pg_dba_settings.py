@@ -157,10 +157,19 @@ def _server_version(dsn: str) -> int:
         return int(con.info.server_version)
 
 
-def _slow_step(monkeypatch: pytest.MonkeyPatch, step: Any) -> None:
+def _migrates_under(dsn: str, monkeypatch: pytest.MonkeyPatch, setting: str, step: Any) -> None:
+    """A DBA sets `setting` to 300 ms; a migration step outlasts it (`step`, added last): the
+    store opens migrated, and the pool's sessions keep the DBA's setting."""
     from memoryd.store.pg import schema
 
+    _dba_sets(dsn, setting, "'300ms'")
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, step])
+    store = _store(dsn, "a")  # main: "terminating connection due to ... timeout"
+    try:
+        assert store.ping()["schema"] == len(schema.MIGRATIONS)
+        assert _the_dbas(store, setting) == "300ms"
+    finally:
+        store.close()
 
 
 def _the_dbas(store: Any, setting: str) -> str:
@@ -175,23 +184,14 @@ def _the_dbas(store: Any, setting: str) -> str:
 def test_a_dba_transaction_timeout_does_not_end_a_schema_migration(
     pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memoryd.store.pg import schema
-
     if _server_version(pg_dsn) < 170000:
         pytest.skip("transaction_timeout is PostgreSQL 17's")
-    _dba_sets(pg_dsn, "transaction_timeout", "'300ms'")
 
     def _v_long_step(cur: Any) -> None:  # a step of a big store: statements, each short
         for _ in range(4):
             cur.execute("SELECT pg_sleep(0.2)")
 
-    _slow_step(monkeypatch, _v_long_step)
-    store = _store(pg_dsn, "a")  # main: "terminating connection due to transaction timeout"
-    try:
-        assert store.ping()["schema"] == len(schema.MIGRATIONS)
-        assert _the_dbas(store, "transaction_timeout") == "300ms"
-    finally:
-        store.close()
+    _migrates_under(pg_dsn, monkeypatch, "transaction_timeout", _v_long_step)
 
 
 def test_a_dba_idle_in_transaction_timeout_does_not_end_a_schema_migration(
@@ -199,22 +199,12 @@ def test_a_dba_idle_in_transaction_timeout_does_not_end_a_schema_migration(
 ) -> None:
     import time
 
-    from memoryd.store.pg import schema
-
-    _dba_sets(pg_dsn, "idle_in_transaction_session_timeout", "'300ms'")
-
     def _v_computing_step(cur: Any) -> None:  # the client computes between two statements
         cur.execute("SELECT 1")
         time.sleep(0.8)  # (v19 builds a million-character class; notes.fill a note's rows)
         cur.execute("SELECT 1")
 
-    _slow_step(monkeypatch, _v_computing_step)
-    store = _store(pg_dsn, "a")  # main: "terminating connection due to idle-in-transaction"
-    try:
-        assert store.ping()["schema"] == len(schema.MIGRATIONS)
-        assert _the_dbas(store, "idle_in_transaction_session_timeout") == "300ms"
-    finally:
-        store.close()
+    _migrates_under(pg_dsn, monkeypatch, "idle_in_transaction_session_timeout", _v_computing_step)
 
 
 def test_a_dba_lock_timeout_lets_a_daemon_wait_out_another_ones_migration(pg_dsn: str) -> None:
