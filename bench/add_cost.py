@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{a.backend}, {a.adds} adds per arm, wall ms in process:")
     for name, r in out["arms"].items():
         print(
-            f"  {name:<11} p50 {r['p50']:7.3f} ({r['p50_ratio']:.3f}x)"
+            f"  {name:<13} p50 {r['p50']:7.3f} ({r['p50_ratio']:.3f}x)"
             f"  p95 {r['p95']:7.3f} ({r['p95_ratio']:.3f}x)"
         )
 
