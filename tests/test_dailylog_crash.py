@@ -3,7 +3,8 @@ line: the next start rewrites the line as the memory then is, so a forgotten mem
 in a log file, where it would be indexed again as a person's text and found by search.
 
 The daemon is a real `memoryd run`; a sitecustomize on its PYTHONPATH holds the daily log's
-rewrite while a flag file exists, so the kill lands exactly there."""
+rewrite (or append, or an add's transaction once its id is kept) while a flag file exists, so the
+kill lands exactly there."""
 
 from __future__ import annotations
 
@@ -24,15 +25,22 @@ import os, time
 flag = os.environ.get("HOLD_REWRITE_FLAG")
 if flag:
     import memoryd.memory.dailylog as dl
+    def wait(path):
+        while os.path.exists(path):
+            open(path + ".reached", "w").close()
+            time.sleep(0.01)
     def held(method):
         def run(self, *args, **kw):
-            while os.path.exists(flag):
-                open(flag + ".reached", "w").close()
-                time.sleep(0.01)
+            wait(flag)
             return method(self, *args, **kw)
         return run
     dl.DailyLog._rewrite = held(dl.DailyLog._rewrite)
     dl.DailyLog._append = held(dl.DailyLog._append)
+    storing = dl.DailyLog.storing
+    def storing_held(self, entry_id):  # after it ran: in the add's transaction, uncommitted
+        storing(self, entry_id)
+        wait(flag + "-storing")
+    dl.DailyLog.storing = storing_held
 """
 
 
@@ -88,15 +96,13 @@ def test_a_kill_between_the_store_and_the_log_leaves_no_forgotten_line(
         assert d.call("get", {"id": mid})["content"].endswith("ask Ana")
 
 
-@pytest.mark.sqlite_only(
-    "a PostgreSQL store may be shared: the memories stored in a killed run's last minutes may be "
-    "other daemons' (each writes its own lines), so the next start does not write them"
-)
 def test_a_kill_between_the_store_and_the_line_of_an_add_writes_the_line_at_the_next_start(
     daemon_factory: Any, tmp_path: Path
 ) -> None:
     """The add was stored, not answered: a client retrying it is told it is a duplicate (no
-    line written then either), so the next start writes the line the killed run did not."""
+    line written then either), so the next start writes the line the killed run did not
+    (SQLite: the memories of its last minutes that no log names; PostgreSQL, a store other
+    daemons may share: the adds it kept in dailylog-waiting.json before their commit)."""
     d, flag = _held_daemon(daemon_factory, tmp_path)
     d.call("add", {"content": "the first memory, logged"})
     flag.touch()
@@ -120,3 +126,28 @@ def test_a_kill_between_the_store_and_the_line_of_an_add_writes_the_line_at_the_
     d.start()
     wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"], timeout=60)
     assert "9:30" not in _log_text(d.workspace)
+
+
+def test_a_kill_before_an_adds_commit_leaves_no_line_and_keeps_nothing(
+    daemon_factory: Any, tmp_path: Path
+) -> None:
+    """Killed in the add's transaction after its id was kept, before the commit: the store
+    never had the memory, so the next start writes no line for it and keeps the id no longer;
+    the client's retry is a new memory, with its line."""
+    d, flag = _held_daemon(daemon_factory, tmp_path)
+    first = d.call("add", {"content": "the first memory, logged"})["id"]
+    flag = Path(f"{flag}-storing")
+    flag.touch()
+    _ask(d, "add", {"content": "the standup moved to 9:30"})
+    wait_for(lambda: Path(str(flag) + ".reached").exists(), timeout=30)  # kept, not committed
+    d.stop(signal.SIGKILL)
+    flag.unlink()
+    d.start()
+    wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"], timeout=60)
+    assert d.call("list", {})["total"] == 1
+    assert "9:30" not in _log_text(d.workspace)
+    again = d.call("add", {"content": "the standup moved to 9:30"})
+    assert again["duplicate"] is False
+    text = _log_text(d.workspace)
+    assert text.count("<!-- m:") == 2 and f"<!-- m:{first}:" in text
+    assert f"<!-- m:{again['id']}:" in text

@@ -148,3 +148,151 @@ def test_idle_session_timeout_is_named_only_where_the_server_has_it(
     session.hold_open(con, "w1")  # type: ignore[arg-type]
     named = ["idle_session_timeout" in sql for sql in con.sent]
     assert named == [version >= 140000] * 2
+
+
+def _server_version(dsn: str) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as con:
+        return int(con.info.server_version)
+
+
+def _migrates_under(dsn: str, monkeypatch: pytest.MonkeyPatch, setting: str, step: Any) -> None:
+    """A DBA sets `setting` to 300 ms; a migration step outlasts it (`step`, added last): the
+    store opens migrated, and the pool's sessions keep the DBA's setting."""
+    from memoryd.store.pg import schema
+
+    _dba_sets(dsn, setting, "'300ms'")
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, step])
+    store = _store(dsn, "a")  # main: "terminating connection due to ... timeout"
+    try:
+        assert store.ping()["schema"] == len(schema.MIGRATIONS)
+        assert _the_dbas(store, setting) == "300ms"
+    finally:
+        store.close()
+
+
+def _the_dbas(store: Any, setting: str) -> str:
+    """The setting on one of the pool's sessions (theirs is the DBA's: only the sessions whose
+    work needs it turn it off)."""
+    with store.write() as con:
+        row = con.execute("SELECT current_setting(?)", [setting]).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_a_dba_transaction_timeout_does_not_end_a_schema_migration(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if _server_version(pg_dsn) < 170000:
+        pytest.skip("transaction_timeout is PostgreSQL 17's")
+
+    def _v_long_step(cur: Any) -> None:  # a step of a big store: statements, each short
+        for _ in range(4):
+            cur.execute("SELECT pg_sleep(0.2)")
+
+    _migrates_under(pg_dsn, monkeypatch, "transaction_timeout", _v_long_step)
+
+
+def test_a_dba_idle_in_transaction_timeout_does_not_end_a_schema_migration(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    def _v_computing_step(cur: Any) -> None:  # the client computes between two statements
+        cur.execute("SELECT 1")
+        time.sleep(0.8)  # (v19 builds a million-character class; notes.fill a note's rows)
+        cur.execute("SELECT 1")
+
+    _migrates_under(pg_dsn, monkeypatch, "idle_in_transaction_session_timeout", _v_computing_step)
+
+
+def test_a_dba_lock_timeout_lets_a_daemon_wait_out_another_ones_migration(pg_dsn: str) -> None:
+    """A second daemon started while the first migrates waits on the migration's advisory lock
+    (v7 at 100K chunks: 14 s); a DBA's lock_timeout ended that wait: the daemon did not start."""
+    import threading
+
+    import psycopg
+
+    from memoryd.store.pg import schema
+
+    _store(pg_dsn, "a").close()  # the schema made: what the second finds is the lock alone
+    _dba_sets(pg_dsn, "lock_timeout", "'100ms'")
+    first = psycopg.connect(pg_dsn, autocommit=True)
+    first.execute("SELECT pg_advisory_lock(%s)", [schema.MIGRATE_LOCK])  # the first migrates
+    done = threading.Timer(0.8, first.close)  # its migration ends: the lock goes
+    done.start()
+    try:
+        store = _store(pg_dsn, "b")  # main: "canceling statement due to lock timeout"
+        try:
+            assert store.ping()["ok"] is True
+            assert _the_dbas(store, "lock_timeout") == "5s"  # memoryd's own (store/pg/locks.py)
+        finally:
+            store.close()
+    finally:
+        done.join()
+        first.close()
+
+
+def test_a_dba_idle_in_transaction_and_transaction_timeouts_do_not_end_store_migrate(
+    make_app: Any, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`memoryd store migrate` copies in one transaction: between its tables the client reads
+    the SQLite rows (a large store: seconds), and the whole copy outlasts any short limit."""
+    import time
+
+    from conftest import settle
+    from test_pg_migrate import _sqlite_store
+
+    from memoryd.store import pgmigrate
+    from memoryd.store.pg import copy as pc
+
+    cfg, _ = _sqlite_store(make_app, settle)
+    _dba_sets(pg_dsn, "idle_in_transaction_session_timeout", "'300ms'")
+    if _server_version(pg_dsn) >= 170000:
+        _dba_sets(pg_dsn, "transaction_timeout", "'1s'")
+    copy_rows = pc.copy_rows
+
+    def slowly(*args: Any, **kw: Any) -> Any:  # a large table's rows read from SQLite first
+        time.sleep(0.5)
+        return copy_rows(*args, **kw)
+
+    monkeypatch.setattr(pc, "copy_rows", slowly)
+    result = pgmigrate.migrate(cfg, dsn=pg_dsn, say=lambda line: None)
+    assert result["target"]["memories"] == 2  # main: "the copy failed ... idle-in-transaction"
+
+
+@pytest.mark.parametrize("setting", ["transaction_timeout", "idle_in_transaction_session_timeout"])
+def test_a_dba_limit_that_ends_a_daemons_transaction_is_said_as_such(
+    make_app: Any, pg_dsn: str, monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    """An export reads in one transaction; one outlasting the DBA's limit (a large store, a
+    loaded machine) was an internal error with a traceback (-32603: a bug), the limit unnamed."""
+    import time
+
+    from memoryd.core.errors import StoreError
+    from memoryd.memory import transfer
+    from memoryd.serve import methods
+
+    if setting == "transaction_timeout" and _server_version(pg_dsn) < 170000:
+        pytest.skip("transaction_timeout is PostgreSQL 17's")
+    store = {"backend": "postgres", "dsn": pg_dsn}
+    first = make_app(store=store, dailylog={"enabled": False})
+    for i in range(3):
+        first.memories.add(f"memory number {i} to export")
+    make_app.close(first)
+    _dba_sets(pg_dsn, setting, "'300ms'")  # new sessions inherit it: the next App's
+    app = make_app(store=store, dailylog={"enabled": False})
+    rows = transfer.tstore.memory_rows
+
+    def slowly(con: Any, namespace: Any) -> Any:  # the client computes between statements
+        for item in rows(con, namespace):
+            time.sleep(0.5)
+            yield item
+
+    monkeypatch.setattr(transfer.tstore, "memory_rows", slowly)
+    with pytest.raises(StoreError, match=f"outlasted the server's {setting}"):
+        methods.export(app, {})
+    monkeypatch.setattr(transfer.tstore, "memory_rows", rows)
+    assert len(methods.export(app, {})["items"]) == 3  # the next session works
+    assert app.store.down_since is None  # not taken for an outage

@@ -1,11 +1,16 @@
 """The daily-log lines of memories a run stored but was killed before it wrote (kill -9, a power
-cut, a crash between the store's commit and the line's append). The next start, told that the
-previous run did not stop cleanly and when it was last seen running (core/crashlog: its start,
-then every half minute), reads the log files of the memories stored from two minutes before that
-(and the files the index says hold their markers) and appends the line of each that no file
-names, in order. Only after such a stop, and only for its last minutes: a line a person deleted
-from a log by hand is not written back at every start. Not on PostgreSQL, a store other daemons
-may share (each writes its own memories' lines, and nothing says whose a memory is)."""
+cut, a crash between the store's commit and the line's append).
+
+Two ways to know which memories those are. On a store of its own (SQLite), the next start, told
+that the previous run did not stop cleanly and when it was last seen running (core/crashlog:
+its start, then every half minute), reads the log files of the memories stored from two minutes
+before that (and the files the index says hold their markers) and appends the line of each that
+no file names, in order. Only after such a stop, and only for its last minutes: a line a person
+deleted from a log by hand is not written back at every start. On a shared store (PostgreSQL),
+whose memories of those minutes may be other daemons' (each writes its own lines), the add
+itself kept its id in its transaction, before the commit, until its line was written
+(memory/dailyadds.py): the ids an earlier run left so that the store holds and no log names get
+their line; those it does not hold (the commit never came) are dropped."""
 
 from __future__ import annotations
 
@@ -23,12 +28,21 @@ log = get_logger("memoryd.memory.dailylog")
 MARGIN_S = 120.0  # the mark is touched every 30 s (serve/daemon._keep_paths)
 
 
-def catch_up(daily: DailyLog, store: Store, since: float, started: float) -> int:
-    """Append the lines of the memories the previous run (last seen at `since`) stored and
-    never wrote; not those of this run (started at `started`), whose adds write their own."""
-    if not daily.settings.enabled or daily.team:
-        return 0
-    ids = store.read(lambda con: logmarks.memories_between(con, since - MARGIN_S, started))
+def catch_up(daily: DailyLog, store: Store, since: float | None, started: float) -> int:
+    """Append the lines of the memories the previous run stored and never wrote: the adds it
+    kept (daily.adds.before) and, after an unclean stop (`since`: when it was last seen) on a
+    store of its own, those it stored in its last minutes; not this run's adds (since
+    `started`), which write their own."""
+    before = set(daily.adds.before)
+    ids = sorted(before)
+    if since is not None and not daily.team:
+        ids += store.read(lambda con: logmarks.memories_between(con, since - MARGIN_S, started))
+    written = _write_unnamed(daily, sorted(set(ids))) if daily.settings.enabled else 0
+    daily.adds.done(before)  # written, or not the store's (a look that failed: kept)
+    return written
+
+
+def _write_unnamed(daily: DailyLog, ids: list[int]) -> int:
     records: list[dict[str, Any]] = [
         r for r in (daily.current({"id": i}) for i in ids) if r is not None
     ]

@@ -5,13 +5,13 @@ No feedback loop, by design:
   The log files live in the workspace and are indexed like any other file, so what a person
   writes or fixes in them is searchable. But each line the daemon writes ends with a marker,
   `<!-- m:ID:HASH8 -->` (invisible when the markdown is rendered), where HASH8 is the first 8 hex
-  digits of the SHA-256 of the memory's content. `preprocess` (the indexer's hook) blanks every
-  line whose marker hash still matches the text on that line, if the store has its memory:
-  those lines are memories already in the index, and indexing them again would show each
-  memory twice. A line a person edited no longer matches its hash, a line a person wrote has
-  no marker, and a line of a memory the store does not have (deleted, then brought back by
-  `git checkout`; lost with a store restored from an older copy) is the only copy of its
-  text: all are indexed as normal text; an import of those memories has their files read
+  digits of the SHA-256 of the memory's content. `preprocess` (the indexer's hook,
+  memory/dailyindex.py) blanks every line whose marker hash still matches the text on that line,
+  if the store has its memory: those lines are memories already in the index, and indexing them
+  again would show each memory twice. A line a person edited no longer matches its hash, a line a
+  person wrote has no marker, and a line of a memory the store does not have (deleted, then
+  brought back by `git checkout`; lost with a store restored from an older copy) is the only copy
+  of its text: all are indexed as normal text; an import of those memories has their files read
   again. The state lives in the file itself, so it survives restarts; appends never rewrite the
   file (O_APPEND, one write per line), so they cannot clobber an edit made between two appends,
   and whatever an editor that rewrites the file leaves behind is what the next index sees.
@@ -47,7 +47,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -60,8 +59,8 @@ from memoryd.core.fsutil import SHARED_DIR, make_dirs, within
 from memoryd.core.logsetup import get_logger
 from memoryd.core.swap import Changed
 from memoryd.core.timeutil import parse_time
+from memoryd.memory import dailyadds, dailyindex
 from memoryd.memory.logfile import (
-    LINE_ENDS,
     append_line,
     load_ids,
     read_regular,
@@ -70,7 +69,7 @@ from memoryd.memory.logfile import (
     save_ids,
     siblings,
 )
-from memoryd.memory.loglines import MARKER_TAIL, hash8, one_line, own_line, rewritten_lines
+from memoryd.memory.loglines import hash8, one_line, rewritten_lines
 from memoryd.text import secretguard
 from memoryd.text.logmarkers import marker_ids
 
@@ -98,10 +97,6 @@ class DailyLogSettings(Protocol):
     def header(self) -> str: ...
 
 
-# the header is a line_format's placeholders but the date: the others are blank in it
-_NO_FIELDS = dict.fromkeys(
-    ("time", "id", "type", "content", "tags", "source", "importance", "namespace"), ""
-)
 MAX_WAITING = 10_000  # lines kept while the system refuses them; the memories are stored
 
 
@@ -140,6 +135,9 @@ class DailyLog:
         self.unrewritten_paths: dict[Path, set[int]] = {}  # (the ids whose lines each holds)
         self.unrenumbered: dict[int, int] = {}  # an import's renumbering refused: old -> new id
         self._changing: set[int] = set()  # memories changing now (changing): kept for a restart
+        # adds stored (or about to be) whose line is not written yet (storing; read_waiting
+        # gives it its journal beside waiting_file, and dailycatchup writes an earlier run's)
+        self.adds = dailyadds.AddsUnderWay()
         # App: dailyrenumber.renumber_again (which builds on this module), to do those again
         self.renumber_again: Callable[..., Any] | None = None
         self._refusals_seen = 0
@@ -191,11 +189,22 @@ class DailyLog:
         if not self.settings.enabled:
             return None
         with self._queue:
-            if not self.waiting:
-                return self._append(record)
-            self._wait(record)
-            self.append_waiting()
-            return None if self.is_waiting(record["id"]) else self.path_for(self.when(record))
+            try:
+                if not self.waiting:
+                    return self._append(record)
+                self._wait(record)
+                self.append_waiting()
+                return None if self.is_waiting(record["id"]) else self.path_for(self.when(record))
+            finally:
+                self.adds.done({int(record["id"])})
+
+    def storing(self, entry_id: int) -> None:
+        """An add's id, in its transaction before the commit, kept until its line is written
+        (append): a kill between the two has the next start write the line if the store holds
+        the memory (memory/dailyadds.py). On a shared store (team) only, where nothing else
+        says which memories this daemon stored (SQLite: dailycatchup reads the last minutes')."""
+        if self.team and self.settings.enabled:
+            self.adds.storing(int(entry_id))
 
     def _append(self, record: dict[str, Any]) -> Path | None:
         when = self.when(record)
@@ -208,7 +217,9 @@ class DailyLog:
                 self._check_inside(path.parent)
                 make_dirs(path.parent, SHARED_DIR)
                 self._check_inside(path.parent)
-                header = self.settings.header.format(date=f"{when:%Y-%m-%d}", **_NO_FIELDS)
+                header = self.settings.header.format(
+                    date=f"{when:%Y-%m-%d}", **dailyindex.NO_FIELDS
+                )
                 append_line(path, line, header)
         except OSError as exc:
             log.error("daily log append failed", path=str(path), error=str(exc))
@@ -227,7 +238,7 @@ class DailyLog:
         """Held around a memory update's or removal's transaction and the rewrite of its lines
         after it: the ids are kept in `waiting_file` (fsynced) until the rewrite is done, so a
         kill -9 or a power cut between the two has the next start rewrite them as the memories
-        are then (load_waiting): a memory forgotten in the store never keeps its line in a log
+        are then (read_waiting): a memory forgotten in the store never keeps its line in a log
         file, where it would be indexed again as a person's text and found."""
         if not self.settings.enabled or self.waiting_file is None or not ids:
             yield
@@ -250,7 +261,7 @@ class DailyLog:
 
     def _keep_waiting(self) -> None:
         """The ids of the waiting lines and rewrites in `waiting_file` (data_dir), so that a
-        restart (or a crash) before the disk takes them still does them (load_waiting)."""
+        restart (or a crash) before the disk takes them still does them (read_waiting)."""
         if self.waiting_file is not None:
             ids = [int(r["id"]) for r in self.waiting]
             redo = sorted({*self.unrewritten, *self._changing})
@@ -265,18 +276,20 @@ class DailyLog:
     def pending(self) -> bool:  # lines or rewrites wait for the disk (append_waiting does them)
         return bool(self.waiting or self.unrewritten or self.unrenumbered)
 
-    def load_waiting(self) -> int:
-        """At start: what an earlier run could not write (waiting_file), each memory as
-        `current` reads it now (a rewrite of one gone since: its lines are forgotten)."""
+    def read_waiting(self) -> None:
+        """What an earlier run could not write (waiting_file), read when the daemon is built,
+        before a change can write the file again (a client's retry at once after a restart):
+        kept in it until done. append_waiting writes and rewrites those lines as `current`
+        reads each memory then (a rewrite of one gone since: its lines are forgotten), and
+        dailycatchup the lines of the adds it kept."""
         ids, redo, moved = load_ids(self.waiting_file)
         with self._queue:
-            for entry_id in ids:
-                record = self.current({"id": entry_id})
-                if record is not None and not self.is_waiting(entry_id):
-                    self.waiting.append(record)
-            self.unrewritten.update({i: self.current({"id": i}) for i in redo})
+            self.waiting.extend({"id": i} for i in ids if not self.is_waiting(i))
+            self.unrewritten.update({i: {"id": i} for i in redo})
             self.unrenumbered.update(moved)
-        return len(self.waiting) + self.rewrites_waiting()
+        if self.waiting_file is not None:
+            self.adds.path = self.waiting_file.parent / dailyadds.FILE_NAME
+            self.adds.read()
 
     def unforgotten(self, ids: set[int] | None = None) -> list[dict[str, Any]]:
         """The log files still holding lines of deleted memories (or the old lines of `ids`),
@@ -538,56 +551,11 @@ class DailyLog:
                         yield path
 
     def preprocess(self, relpath: str, text: str) -> str:
-        """Blank the daemon's own, unedited lines of memories the store has (see the module
-        docstring), in any file: a log a person moved out of the log folder, renamed or copied
-        still holds the memories' lines, and indexing them there would show each memory twice.
-        The log's heading goes too, in the log folder and in a file holding such lines. Neither
-        is worth a chunk of its own. The line of a memory the store does not have is the only
-        copy of its text left (a store restored from an older copy, a log brought back by
-        `git checkout`): it is indexed as text, so what the file shows can be found."""
-        in_folder = self.is_log_file(relpath)
-        if not in_folder and "<!-- m:" not in text:
-            return text
-        header = self._header_pattern()
-        # lines and their ends alternate; every line end counts, as the indexer counts them (a
-        # file saved with CR-only line ends is not one long line whose marker is nobody's)
-        parts = LINE_ENDS.split(text)
-        own: dict[int, int] = {}  # index in parts -> memory id
-        for i in range(0, len(parts), 2):
-            line = parts[i]
-            m = MARKER_TAIL.search(line) if "<!-- m:" in line else None
-            if m is not None and own_line(line, m):
-                own[i] = int(m.group("id"))
-            elif header is not None and header.fullmatch(line.strip()) is not None:
-                parts[i] = ""
-        stored = self._stored(set(own.values()), relpath) if own else set()
-        if not in_folder and not stored:
-            return text  # a note that holds no line of a memory (a line quoted, edited)
-        for i, entry_id in own.items():
-            if entry_id in stored:
-                parts[i] = ""
-        return "".join(parts)
-
-    def _stored(self, ids: set[int], relpath: str) -> set[int]:
-        """Those of `ids` that are memories now; all of them when that cannot be known (the
-        index of a log file never fails for it: as before, the lines are taken as memories')."""
-        if self.known is None:
-            return ids
-        try:
-            return self.known(ids)
-        except Exception as exc:
-            log.warning("daily log lines taken as memories'", path=relpath, error=str(exc))
-            return ids
-
-    def _header_pattern(self) -> re.Pattern[str] | None:
-        """The configured header with any date in place of {date}, as a regex."""
-        fields = dict.fromkeys(
-            ("time", "id", "type", "content", "tags", "source", "importance", "namespace"), ""
+        """The indexer's hook: this log's own lines blanked (memory/dailyindex.py)."""
+        return dailyindex.preprocess(
+            relpath,
+            text,
+            in_folder=self.is_log_file(relpath),
+            header=self.settings.header,
+            known=self.known,
         )
-        try:
-            sample = self.settings.header.format(date="\x00", **fields).strip()
-        except (KeyError, IndexError, ValueError):
-            return None
-        if not sample:
-            return None
-        return re.compile(re.escape(sample).replace("\x00", r"\d{4}-\d{2}-\d{2}"))

@@ -105,6 +105,7 @@ class Memories:
         on_removed: Iterable[Callable[[list[dict[str, Any]]], object]] = (),
         on_imported: Iterable[Callable[[dict[str, Any]], object]] = (),
         changing: Callable[[builtins.list[int]], AbstractContextManager[object]] | None = None,
+        storing: Callable[[int], object] = lambda entry_id: None,
         copies_since: Callable[[float], list[dict[str, Any]]] | None = None,
         stale_lines: Callable[[set[int]], list[dict[str, Any]]] = lambda ids: [],
         secrets_mode: str = "refuse",
@@ -126,9 +127,10 @@ class Memories:
         self.on_added, self.on_changed = list(on_added), list(on_changed)
         self.on_updated, self.on_removed = list(on_updated), list(on_removed)
         self.on_imported = list(on_imported)
-        # changing(ids): held around an update's or removal's transaction and its hooks (the
-        # daily log keeps the ids for the next start until their lines are rewritten)
+        # changing(ids) around an update's or removal's transaction and hooks, storing(id) in an
+        # add's before its commit: the daily log keeps the ids until their lines are written
         self.changing = changing or (lambda ids: contextlib.nullcontext())
+        self.storing = storing
         self.copies_since = copies_since  # (ts) -> checkpoints and snapshots taken since ts
         self.stale_lines = stale_lines  # (ids) -> the log files whose rewrite was refused
 
@@ -196,8 +198,10 @@ class Memories:
 
         def _insert(con: Any) -> tuple[int, bool, dict[str, Any] | None]:
             entry_id, dup = entries.insert_memory(con, mem, now)
-            if not dup and phrases:
-                lifecycle.set_triggers(con, entry_id, phrases)
+            if not dup:
+                self.storing(entry_id)
+                if phrases:
+                    lifecycle.set_triggers(con, entry_id, phrases)
             return entry_id, dup, entries.get(con, entry_id)
 
         try:
@@ -291,11 +295,7 @@ class Memories:
             return rec
 
         rec = self.store.run_write(run)
-        return {
-            "id": eid,
-            "access_count": rec["access_count"],
-            "last_accessed_at": rec["last_accessed_at"],
-        }
+        return {"id": eid, **{k: rec[k] for k in ("access_count", "last_accessed_at")}}
 
     def _access(self, ids: list[int], what: str) -> None:
         """Record reads as accesses; a full disk (or any store failure) never fails the read."""

@@ -145,6 +145,7 @@ class App:
         )
         self.dailylog.current = self._stored_memory  # a line written late: the memory now
         self.dailylog.waiting_file = cfg.data_dir / "dailylog-waiting.json"  # across restarts
+        self.dailylog.read_waiting()
         self.dailylog.renumber_again = dailyrenumber.renumber_again  # (a refused renumbering)
         # files whose indexing a full disk (or another program's lock on the SQLite file)
         # refused are read once the store takes writes again, and the vectors it refused are
@@ -193,6 +194,7 @@ class App:
             on_removed=[lambda recs: self._log_rewritten(self.dailylog.forget(recs))],
             on_imported=[self._log_read_again],
             changing=self.dailylog.changing,
+            storing=self.dailylog.storing,
             copies_since=lambda since: [
                 *checkpoints.copies_since(cfg.data_dir, since),
                 *self.dailylog.unforgotten(),  # a full disk refused its rewrite: done later
@@ -381,12 +383,10 @@ class App:
                 self.start_watcher()
             self.workspace_guard.start()
             entity_typer.preload()  # the data files now, not a newer install's at the first add
-            if self.dailylog.load_waiting():  # lines an earlier run's full disk kept back
+            if self.dailylog.pending:  # lines an earlier run's full disk kept back
                 self.dailylog.append_waiting()
-            if self.unclean_since is not None:  # lines the previous run was killed before
-                dailycatchup.catch_up(
-                    self.dailylog, self.store, self.unclean_since, self.started_at
-                )
+            # lines the previous run was killed before it wrote (unclean_since: not stopped)
+            dailycatchup.catch_up(self.dailylog, self.store, self.unclean_since, self.started_at)
 
             def report(line: str) -> None:
                 if progress is not None:

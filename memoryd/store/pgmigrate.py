@@ -163,7 +163,7 @@ def _copy(
     from pgvector.psycopg import register_vector
 
     from memoryd.store import entries
-    from memoryd.store.pg import claim, schema
+    from memoryd.store.pg import claim, schema, session
     from memoryd.store.pg import copy as pc
 
     def progress(label: str, n: int, total: int) -> None:
@@ -193,7 +193,7 @@ def _copy(
         # One transaction for everything, the schema too: a failed or dry run leaves no trace.
         raw.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         raw.execute("SELECT set_config('memoryd.workspace', %s, true)", [workspace])
-        raw.execute("SET LOCAL statement_timeout = 0")
+        session.long_work(raw, local=True)  # (whatever the DBA set: the copy takes its time)
         schema.migrate(raw)
         register_vector(raw)
         done = pc.marker(raw, workspace)

@@ -17,7 +17,12 @@ from conftest import wait_for
 
 from .support import Conn, size
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.backends]  # SQLite and PostgreSQL (conftest.py)
+
+DUPLICATES = (
+    "SELECT namespace, content_hash, COUNT(*) FROM entries WHERE kind = 'memory' "
+    "GROUP BY namespace, content_hash HAVING COUNT(*) > 1"
+)
 
 
 class Ledger:
@@ -97,35 +102,48 @@ def _jobs(sock: Path, ledger: Ledger, stop: threading.Event) -> None:
         return
 
 
-def check_database(db: Path) -> None:
-    """With the daemon dead: integrity_check, the FTS index, and no memory stored twice."""
+def _pg_rows(dsn: str, sql: str) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True, options="-c memoryd.workspace=-") as con:
+        return list(con.execute(sql).fetchall())  # (memories are every workspace's)
+
+
+def check_database(db: Path, dsn: str | None) -> None:
+    """With the daemon dead: integrity_check, the FTS index, and no memory stored twice
+    (PostgreSQL: the last)."""
     from memoryd.store.db import connect
 
+    if dsn is not None:
+        dups = _pg_rows(dsn, DUPLICATES)
+        assert dups == [], f"memories stored twice: {dups[:5]}"
+        return
     con, _ = connect(db, writer=True)
     try:
         assert [r[0] for r in con.execute("PRAGMA integrity_check")] == ["ok"]
         con.execute("INSERT INTO entries_fts(entries_fts) VALUES ('integrity-check')")
-        dups = con.execute(
-            "SELECT namespace, content_hash, COUNT(*) FROM entries WHERE kind = 'memory' "
-            "GROUP BY namespace, content_hash HAVING COUNT(*) > 1"
-        ).fetchall()
+        dups = con.execute(DUPLICATES).fetchall()
         assert dups == [], f"memories stored twice: {dups[:5]}"
     finally:
         con.close()
 
 
-def check_daily_log(workspace: Path, db: Path) -> None:
+def check_daily_log(workspace: Path, db: Path, dsn: str | None) -> None:
     """After the restart: every memory stored has one line in the daily log and no line names
     a memory the store no longer has (a kill between the two writes is caught up at start)."""
     from memoryd.store.db import connect
 
     text = "".join(p.read_text() for p in sorted((workspace / "daily").glob("*.md")))
     lines = collections.Counter(int(m) for m in re.findall(r"<!-- m:(\d+):[0-9a-f]{8} -->", text))
-    con, _ = connect(db, writer=False)
-    try:
-        stored = {int(r[0]) for r in con.execute("SELECT id FROM entries WHERE kind = 'memory'")}
-    finally:
-        con.close()
+    ids = "SELECT id FROM entries WHERE kind = 'memory'"
+    if dsn is not None:
+        stored = {int(r[0]) for r in _pg_rows(dsn, ids)}
+    else:
+        con, _ = connect(db, writer=False)
+        try:
+            stored = {int(r[0]) for r in con.execute(ids)}
+        finally:
+            con.close()
     assert sorted(i for i, n in lines.items() if n > 1) == [], "memories logged twice"
     assert sorted(stored - set(lines)) == [], "memories stored without a daily log line"
     assert sorted(set(lines) - stored) == [], "lines of memories the store no longer has"
@@ -149,10 +167,11 @@ def check_acknowledged(sock: Path, ledger: Ledger) -> None:
                 )
 
 
-def test_kill9_cycles_keep_every_acknowledged_write(daemon_factory: Any) -> None:
+def test_kill9_cycles_keep_every_acknowledged_write(daemon_factory: Any, backend: str) -> None:
     cycles = size(4, 100)
     d = daemon_factory(dailylog={"enabled": True})
     db = Path(d.cfg["data_dir"]) / "memoryd.db"
+    dsn = d.cfg["store"]["dsn"] if backend == "postgres" else None
     ledger = Ledger()
     rng = random.Random(1)
     started = time.monotonic()
@@ -177,12 +196,12 @@ def test_kill9_cycles_keep_every_acknowledged_write(daemon_factory: Any) -> None
         stop.set()
         for w in workers:
             w.join(30)
-        check_database(db)
+        check_database(db, dsn)
     d.start()
     check_acknowledged(d.socket, ledger)
     # the daily log's redo and catch-up run in the start-up's thread, before its reconcile
     wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"], timeout=60)
-    check_daily_log(d.workspace, db)
+    check_daily_log(d.workspace, db, dsn)
     took = time.monotonic() - started
     print(
         f"\nkill -9: {cycles} cycles in {took:.0f} s; {ledger.adds} acknowledged adds, "

@@ -36,13 +36,14 @@ from memoryd.core.errors import DiskFull, Refused, StoreBusy, StoreError, StoreU
 from memoryd.core.logsetup import get_logger
 from memoryd.store.pg import claim, fts, locks, login, notes, pool, schema, session  # noqa: F401
 from memoryd.store.pg.conn import (
+    REFUSED,
     PgConnection,
     commit,
     connection_lost,
-    disk_full,
     first_line,
     known_broken,
     lock_key,
+    refused,
     rollback,
     unavailable,
 )
@@ -200,8 +201,8 @@ class PgStore:
             finally:
                 if kept is None or not kept():
                     self.pool.putconn(con)
-        except psycopg.errors.DiskFull as exc:
-            raise disk_full(exc) from None
+        except REFUSED as exc:  # a full disk, a DBA's limit on a transaction
+            raise refused(exc) from None
         except psycopg.errors.QueryCanceled as exc:
             raise StoreError(
                 f"a statement ran longer than store.statement_timeout_ms "

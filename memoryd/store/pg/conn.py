@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import psycopg_pool
 
-from memoryd.core.errors import DiskFull, StoreUnavailable
+from memoryd.core.errors import DiskFull, StoreError, StoreUnavailable
 from memoryd.store.dialect import POSTGRES as DIALECT
 from memoryd.store.protocol import Connection, Cursor
 
@@ -198,6 +198,29 @@ def disk_full(exc: psycopg.Error) -> DiskFull:
     return DiskFull(
         f"the PostgreSQL server's disk is full ({first_line(exc)}); nothing was written. "
         "Free some space on the server (its data directory) and retry"
+    )
+
+
+# a DBA's limits on a transaction (ALTER ROLE / DATABASE ... SET): the server ends the session
+LIMITS: dict[type[psycopg.Error], str] = {
+    psycopg.errors.IdleInTransactionSessionTimeout: "idle_in_transaction_session_timeout"
+}
+if (_ENDED := getattr(psycopg.errors, "TransactionTimeout", None)) is not None:  # PostgreSQL 17+
+    LIMITS[_ENDED] = "transaction_timeout"
+REFUSED: tuple[type[psycopg.Error], ...] = (psycopg.errors.DiskFull, *LIMITS)
+
+
+def refused(exc: psycopg.Error) -> StoreError:
+    """What a failure of REFUSED says: the server's disk is full, or a DBA's limit ended the
+    session (its transaction rolled back: nothing of it was written; the pool drops it)."""
+    setting = LIMITS.get(type(exc))
+    if setting is None:
+        return disk_full(exc)
+    return StoreError(
+        f"the PostgreSQL server ended the session: its transaction outlasted the server's "
+        f"{setting} ({first_line(exc)}); nothing of it was written. A DBA set it for "
+        "memoryd's role or database: raise it for memoryd's role (docs/team.md), or ask for "
+        "less at once (an export by namespace)"
     )
 
 
