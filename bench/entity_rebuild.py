@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from memoryd.store import entitystage
+
 FULL = ["Lena Fischer", "Lena Okafor", "Caroline Baker", "Maya Okafor", "Ravi Patel", "John Locke"]
 ALIAS = {"Caroline Baker": "Caz", "Ravi Patel": "RP", "Maya Okafor": "Mo"}
 SYSTEMS = ["billing-svc", "Kubernetes", "compute_fx_rate()", "ERR_AUTH_2207"]
@@ -118,6 +120,7 @@ class World:
 
     def sync(self) -> None:
         self.app.indexer.reconcile()
+        entitystage.store_caught_up(self.app.store)
 
     def op(self) -> str:
         done = self._op()
@@ -171,6 +174,7 @@ class World:
             rel = rng.choice(files)
             self.app.notes.forget_hashes(rel)
             self.app.indexer.sync_paths([self.ws / rel])
+            entitystage.store_caught_up(self.app.store)
             return f"reindex {rel}"
         if kind == "memory_add":
             text = " ".join(sentence(rng, []) for _ in range(rng.randint(1, 2)))
@@ -308,8 +312,10 @@ def build(app: Any, items: list[dict[str, Any]]) -> None:
     if items:
         app.memories.import_items(items)
     app.indexer.reconcile()
+    entitystage.store_caught_up(app.store)
     app.notes.forget_hashes()
     app.indexer.reconcile()
+    entitystage.store_caught_up(app.store)
 
 
 def kinds(got: dict[str, set[Any]], want: dict[str, set[Any]]) -> set[str]:
@@ -445,17 +451,21 @@ def cost(base: Path, edits: int, say: Callable[[str], None] = print) -> dict[str
                 started = time.process_time()
                 (ws / rel).write_text(new, encoding="utf-8")
                 app.indexer.sync_paths([ws / rel])
+                entitystage.store_caught_up(app.store)
                 times[kind].append(time.process_time() - started)
             (ws / rel).write_text(text, encoding="utf-8")
             app.indexer.sync_paths([ws / rel])
+            entitystage.store_caught_up(app.store)
             rel = rng.choice(daily)
             text = (ws / rel).read_text(encoding="utf-8")
             started = time.process_time()
             (ws / rel).write_text(text + f"Someone read it {n}.\n", encoding="utf-8")
             app.indexer.sync_paths([ws / rel])
+            entitystage.store_caught_up(app.store)
             times["daily"].append(time.process_time() - started)
             (ws / rel).write_text(text, encoding="utf-8")
             app.indexer.sync_paths([ws / rel])
+            entitystage.store_caught_up(app.store)
     finally:
         app.close()
     out = {k: round(sorted(v)[len(v) // 2] * 1000, 2) for k, v in times.items()}
@@ -489,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
                 workspace(base / "ws", a.cost)
             app = open_app(base, base / "ws", {}, lambda: 1_800_000_000.0)
             app.indexer.reconcile()
+            entitystage.store_caught_up(app.store)
             app.close()
         import json
 

@@ -23,6 +23,14 @@ def _day(iso: Any) -> str:
     return str(iso)[:10] if iso else "?"
 
 
+def pending_line(r: dict[str, Any]) -> list[str]:
+    """The answer's `entities_pending` said: notes indexed whose entities are not read yet."""
+    n = r.get("entities_pending")
+    if not n:
+        return []
+    return [f"(Not complete yet: {n} notes indexed just now still wait for their entities.)"]
+
+
 def _closest(b: Bridge, name: str, exc: ToolFailure) -> ToolFailure:
     """A not-found answer that names the closest entities: the daemon's own suggestions (those
     `entity` and memoryctl name: a misspelt name's too), else search kind entity's (an older
@@ -74,7 +82,7 @@ def fmt_about(r: dict[str, Any]) -> str:
         ]
     if r.get("relations_cut"):
         lines.append("- ... more (raise max_tokens, or call related)")
-    return "\n".join(lines)
+    return "\n".join(lines + pending_line(r))
 
 
 RELATED_TOKENS = 2000  # the related tool's budget when the agent gives none
@@ -106,7 +114,7 @@ def fmt_related(r: dict[str, Any]) -> str:
         )
     if r.get("truncated"):
         lines.append("- the walk stopped at 500 entities (a smaller top or depth reaches the rest)")
-    return "\n".join(lines)
+    return "\n".join(lines + pending_line(r))
 
 
 ENTITY_TOOLS: list[ToolSpec] = [

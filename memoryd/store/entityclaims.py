@@ -113,6 +113,17 @@ def reindex_note(con: Connection, path: str, mentions: Sequence[Mention]) -> int
     return n
 
 
+def index_pending(con: Connection, path: str, mentions: Sequence[Mention], held: set[str]) -> int:
+    """index_note for a note whose entities waited (store/entitystage.py): its chunks may have
+    mentions already (a move since), so they are read again; `held` what its earlier text held."""
+    held = held | held_by_note(con, path)
+    settle = _Settle()
+    n = entities.reindex_document(con, path, mentions, settle)
+    settle.own_names(con, _NOTE_CHUNKS, (path,), mentions)
+    withdraw(con, held)
+    return n
+
+
 def index_memory(con: Connection, entry_id: int, content: str, tags: Sequence[str]) -> None:
     """entities.index_memory (a memory added or imported), its own first names settled too."""
     settle = _Settle()
