@@ -398,8 +398,10 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
         methods_entities.expired_gone(app)
         left = methods_entities.caught_up(app)
         types = entity_search.check_types(params.get("type"))
-        answer = entity_search.find(app.store, query, _search_limit(app, params), types)
-        return entitystage.with_pending(answer, left)
+        limit = _search_limit(app, params)
+        return entitystage.answered(
+            left, lambda: entity_search.find(app.store, query, limit, types)
+        )
     filters = filters_from(params, default_kind=None, root=app.cfg.workspace)
     if filters.namespace is None:
         filters = replace(filters, namespace=app.cfg.memories.default_namespace)

@@ -64,8 +64,10 @@ def entity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     type_ = entities.check_type(params.get("type"))
     expired_gone(app)
     left = caught_up(app)
-    answer = entities.page(app.store, name, max_tokens=budget, relations=relations, type_=type_)
-    return entitystage.with_pending(answer, left)
+    return entitystage.answered(
+        left,
+        lambda: entities.page(app.store, name, max_tokens=budget, relations=relations, type_=type_),
+    )
 
 
 @method("entities", {"type", "since", "top", "cursor"}, from_index=True)
@@ -77,10 +79,12 @@ def entities_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     top = param_int(params, "top", 50, 1, entities.MAX_TOP)
     expired_gone(app)
     left = caught_up(app)
-    answer = entities.listing(
-        app.store, types=types, since=since, top=top, cursor=params.get("cursor")
+    return entitystage.answered(
+        left,
+        lambda: entities.listing(
+            app.store, types=types, since=since, top=top, cursor=params.get("cursor")
+        ),
     )
-    return entitystage.with_pending(answer, left)
 
 
 @method(
@@ -100,13 +104,15 @@ def related(app: App, params: dict[str, Any]) -> dict[str, Any]:
     pagecursor.read_related_cursor(params.get("cursor"))  # its form, before the name is looked up
     expired_gone(app)
     left = caught_up(app)
-    answer = entities.related(
-        app.store,
-        name,
-        depth=depth,
-        top=top,
-        type_=type_,
-        max_tokens=budget,
-        cursor=params.get("cursor"),
+    return entitystage.answered(
+        left,
+        lambda: entities.related(
+            app.store,
+            name,
+            depth=depth,
+            top=top,
+            type_=type_,
+            max_tokens=budget,
+            cursor=params.get("cursor"),
+        ),
     )
-    return entitystage.with_pending(answer, left)

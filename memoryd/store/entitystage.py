@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from memoryd.core.errors import NotFound
 from memoryd.store import entityclaims, tables
 from memoryd.store.protocol import Connection
 from memoryd.text import entities, markdown
@@ -137,3 +138,19 @@ def with_pending(answer: T, left: int) -> T:
     if left and isinstance(answer, dict):
         answer["entities_pending"] = left
     return answer
+
+
+def answered(left: int, door: Callable[[], T]) -> T:
+    """A door's answer (with_pending); a name not found while notes still wait says so, as
+    its entity may be in them."""
+    try:
+        return with_pending(door(), left)
+    except NotFound as exc:
+        if left:
+            exc.message += (
+                f" ({left} notes indexed just now still wait for their entities: ask again"
+                " in a moment)"
+            )
+            exc.args = (exc.message,)
+            exc.data = {**(exc.data or {}), "entities_pending": left}
+        raise
