@@ -169,3 +169,26 @@ def test_kill_9_loses_no_pending_note(daemon_factory: Any) -> None:
     for name in NAMES:
         page = d2.call("entity", {"name": name})
         assert page["name"] == name and "entities_pending" not in page
+
+
+def test_memoryctl_and_the_mcp_tools_say_the_entities_pending(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from argparse import Namespace
+
+    from memoryd.agents import formats
+    from memoryd.agents.entitytools import fmt_about, fmt_related
+    from memoryd.ctl import entities as ctl_entities
+    from memoryd.ctl.output import search_notes
+
+    page = {"name": "Lena Fischer", "type": "person", "mentions": 2, "entities_pending": 7}
+    assert "7 notes indexed just now still wait" in fmt_about(page)
+    walk = {"name": "Lena Fischer", "depth": 1, "nodes": [], "edges": [], "entities_pending": 7}
+    assert "7 notes indexed just now still wait" in fmt_related(walk)
+    found = {"mode": "keyword", "hits": [], "entities_pending": 7}
+    assert "7 notes indexed just now" in formats.fmt_hits(found)
+    assert any("7 note(s) indexed just now" in n for n in search_notes(found))
+    ctl_entities.s_entity(page, Namespace())
+    ctl_entities.s_entities({"entities": [], "entities_pending": 7}, Namespace())
+    err = capsys.readouterr().err
+    assert err.count("7 note(s) indexed just now still wait for their entities") == 2

@@ -42,6 +42,8 @@ def _closest(b: Bridge, name: str, exc: ToolFailure) -> ToolFailure:
     if not isinstance(hits, list):
         hits = b.call("search", {"query": name, "kind": "entity", "limit": 5}).get("hits") or []
     code = " (not found, code -32004)"  # as every other error the tools relay
+    if isinstance(data, dict) and data.get("entities_pending"):  # it may be in those notes
+        code += f"; {data['entities_pending']} notes indexed just now still wait for their entities"
     if not hits:
         return ToolFailure(f"Nothing in the notes or memories is named {name!r}{code}.", exc.data)
     names = ", ".join(f"{h['name']} ({h['type']})" for h in hits)
