@@ -62,14 +62,17 @@ def held_of(con: Connection, path: str) -> set[str]:
 def enqueue(con: Connection, path: str, text: str, held: Iterable[str]) -> None:
     """The note at `path` (just stored) waits for its entities: `text` as indexed (line ends
     made "\\n"), `held` what its earlier text held (with what a pending edit held)."""
-    keys = sorted(set(held) | held_of(con, path))
+    keys = set(held)
+    if keys:  # merged with what a pending edit held (a note that declared names: few)
+        keys |= held_of(con, path)
+    # without keys of its own, a pending row keeps its: no read before the write (the bulk)
     con.execute(
         "INSERT INTO entity_pending(document_id, seq, held, text)"
         " SELECT d.id, (SELECT coalesce(max(seq), 0) + 1 FROM entity_pending), ?, ?"
         " FROM documents d WHERE d.path = ?"
-        " ON CONFLICT (document_id) DO UPDATE SET seq = excluded.seq, held = excluded.held,"
-        " text = excluded.text",
-        (json.dumps(keys), text, path),
+        " ON CONFLICT (document_id) DO UPDATE SET seq = excluded.seq, text = excluded.text,"
+        " held = CASE WHEN excluded.held = '[]' THEN entity_pending.held ELSE excluded.held END",
+        (json.dumps(sorted(keys)), text, path),
     )
 
 
@@ -90,9 +93,13 @@ def drain(con: Connection, limit: int = BATCH) -> int:
         " JOIN documents d ON d.id = p.document_id ORDER BY p.seq LIMIT ?",
         (limit,),
     ).fetchall()
-    for doc_id, path, held, text in rows:
+    for _, path, held, text in rows:
         index_now(con, str(path), str(text), json.loads(held))
-        con.execute("DELETE FROM entity_pending WHERE document_id = ?", (doc_id,))
+    if rows:
+        marks = ", ".join("?" * len(rows))
+        con.execute(
+            f"DELETE FROM entity_pending WHERE document_id IN ({marks})", [r[0] for r in rows]
+        )
     return len(rows)
 
 
