@@ -76,12 +76,14 @@ def pg_search_app(make_app: Any, dsn: str) -> Any:
 
 
 def with_notes(app: Any, texts: dict[str, str]) -> Any:
-    """`app` with these notes (workspace-relative path -> text) written and indexed."""
+    """`app` with these notes (workspace-relative path -> text) written and indexed, their
+    entities read."""
     for rel, text in texts.items():
         path = Path(app.cfg.workspace) / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     app.indexer.reconcile()
+    entities_caught_up(app)
     return app
 
 
