@@ -81,10 +81,6 @@ def pending(con: Connection) -> int:
     return int(con.execute(_PENDING).fetchall()[0][0])
 
 
-def is_pending(con: Connection, path: str) -> bool:
-    return bool(con.execute(_HELD, (path,)).fetchall())
-
-
 def drain(con: Connection, limit: int = BATCH) -> int:
     """Read the entities of the `limit` notes indexed first, in that order; their rows gone
     from the queue. Returns how many were read."""
