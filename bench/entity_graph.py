@@ -220,10 +220,11 @@ def index_variant(workspace: Path, data: Path, variant: str) -> tuple[float, flo
     from memoryd.index.embed import ModelHolder
     from memoryd.serve.app import App
     from memoryd.store import entities as store_entities
+    from memoryd.store import entitystage
 
-    saved = (indexer.entities.extract_document, store_entities.index_document)
-    if variant == "none":
-        indexer.entities.extract_document = lambda *a, **k: []  # type: ignore[assignment]
+    saved = (indexer.entities_later, store_entities.index_document)
+    if variant == "none":  # no queue row: neither extraction nor rows (store/entitystage.py)
+        indexer.entities_later = lambda *a, **k: None  # type: ignore[assignment]
     if variant in ("none", "extract"):
         store_entities.index_document = lambda *a, **k: 0  # type: ignore[assignment]
     try:
@@ -231,9 +232,10 @@ def index_variant(workspace: Path, data: Path, variant: str) -> tuple[float, flo
         app = App(cfg, model=ModelHolder(None, description="keyword only"))
         cpu, wall = time.process_time(), time.perf_counter()
         app.indexer.reconcile()
+        entitystage.store_caught_up(app.store)  # the notes' entities read, as they were
         return time.perf_counter() - wall, time.process_time() - cpu, app
     finally:
-        indexer.entities.extract_document, store_entities.index_document = saved
+        indexer.entities_later, store_entities.index_document = saved
 
 
 def direct(root: Path, target_chunks: int, seed: int = 42) -> tuple[dict[str, int], Any]:

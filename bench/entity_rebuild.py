@@ -1,7 +1,7 @@
 """The derived tables after any sequence of operations equal a rebuild (branch ent14, stop 39).
 
 python -m bench.entity_rebuild [--seed N] [--seeds S] [--rounds R] [--ops K] [--pg] [--dsn DSN]
-                               [--log]
+                               [--log] [--lazy]
 python -m bench.entity_rebuild --cost NOTES --dir DIR [--edits E]
 
 Each round applies K seeded operations to a workspace through the real indexer and the memory
@@ -18,7 +18,9 @@ imported from an export, the workspace (a copy) reconciled, then `reindex --full
 difference is printed and counted; the same seed replays the same operations. SQLite, or
 PostgreSQL with --pg (an embedded server, or the one at --dsn: a new database per store).
 --log turns the daily log on: memories' lines go into its files, which are synced after each
-operation as the watcher would, and log_marks is compared too.
+operation as the watcher would, and log_marks is compared too. --lazy reads the notes'
+entities (store/entitystage.py) at each round's end only, as the daemon's stage may: a round's
+edits, moves and deletes then meet notes whose entities are still pending.
 Exit status 1 when a round differs."""
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from memoryd.store import entitystage
 
 FULL = ["Lena Fischer", "Lena Okafor", "Caroline Baker", "Maya Okafor", "Ravi Patel", "John Locke"]
 ALIAS = {"Caroline Baker": "Caz", "Ravi Patel": "RP", "Maya Okafor": "Mo"}
@@ -92,9 +96,15 @@ class World:
     """One App over a workspace, and the operations a round applies to it."""
 
     def __init__(
-        self, base: Path, store: dict[str, Any], rng: random.Random, log: bool = False
+        self,
+        base: Path,
+        store: dict[str, Any],
+        rng: random.Random,
+        log: bool = False,
+        lazy: bool = False,
     ) -> None:
         self.base, self.store, self.rng, self.log = base, store, rng, log
+        self.lazy = lazy  # the notes' entities read at the round's end, not after each operation
         self.ws = base / "ws"
         self.ws.mkdir(parents=True)
         self.now = 1_800_000_000.0
@@ -118,6 +128,13 @@ class World:
 
     def sync(self) -> None:
         self.app.indexer.reconcile()
+        self.caught_up()
+
+    def caught_up(self) -> None:
+        """The notes' entities read (store/entitystage.py), unless `lazy`: the round's next
+        operations then meet notes whose entities are pending (edited, moved, deleted so)."""
+        if not self.lazy:
+            entitystage.store_caught_up(self.app.store)
 
     def op(self) -> str:
         done = self._op()
@@ -171,6 +188,7 @@ class World:
             rel = rng.choice(files)
             self.app.notes.forget_hashes(rel)
             self.app.indexer.sync_paths([self.ws / rel])
+            self.caught_up()
             return f"reindex {rel}"
         if kind == "memory_add":
             text = " ".join(sentence(rng, []) for _ in range(rng.randint(1, 2)))
@@ -308,8 +326,10 @@ def build(app: Any, items: list[dict[str, Any]]) -> None:
     if items:
         app.memories.import_items(items)
     app.indexer.reconcile()
+    entitystage.store_caught_up(app.store)
     app.notes.forget_hashes()
     app.indexer.reconcile()
+    entitystage.store_caught_up(app.store)
 
 
 def kinds(got: dict[str, set[Any]], want: dict[str, set[Any]]) -> set[str]:
@@ -358,17 +378,20 @@ def run(
     dsn: str | None = None,
     say: Callable[[str], None] = print,
     log: bool = False,
+    lazy: bool = False,
 ) -> int:
-    """Rounds of `ops` operations; returns how many rounds differed from a rebuild."""
+    """Rounds of `ops` operations; returns how many rounds differed from a rebuild. `lazy`:
+    the notes' entities are read at each round's end only (World.lazy)."""
     failed = 0
     base = Path(tempfile.mkdtemp(prefix="entrb-", dir="/tmp"))
     try:
         with stores(pg, dsn) as new_store:
-            world = World(base / "w", new_store(), random.Random(seed), log)
+            world = World(base / "w", new_store(), random.Random(seed), log, lazy)
             try:
                 done: list[str] = []
                 for n in range(rounds):
                     done += [world.op() for _ in range(ops)]
+                    entitystage.store_caught_up(world.app.store)
                     got, want = tables(world.app), rebuilt(world, base / f"r{n}", new_store())
                     diff = differences(got, want)
                     if diff:
@@ -445,17 +468,21 @@ def cost(base: Path, edits: int, say: Callable[[str], None] = print) -> dict[str
                 started = time.process_time()
                 (ws / rel).write_text(new, encoding="utf-8")
                 app.indexer.sync_paths([ws / rel])
+                entitystage.store_caught_up(app.store)
                 times[kind].append(time.process_time() - started)
             (ws / rel).write_text(text, encoding="utf-8")
             app.indexer.sync_paths([ws / rel])
+            entitystage.store_caught_up(app.store)
             rel = rng.choice(daily)
             text = (ws / rel).read_text(encoding="utf-8")
             started = time.process_time()
             (ws / rel).write_text(text + f"Someone read it {n}.\n", encoding="utf-8")
             app.indexer.sync_paths([ws / rel])
+            entitystage.store_caught_up(app.store)
             times["daily"].append(time.process_time() - started)
             (ws / rel).write_text(text, encoding="utf-8")
             app.indexer.sync_paths([ws / rel])
+            entitystage.store_caught_up(app.store)
     finally:
         app.close()
     out = {k: round(sorted(v)[len(v) // 2] * 1000, 2) for k, v in times.items()}
@@ -472,6 +499,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pg", action="store_true")
     ap.add_argument("--dsn")
     ap.add_argument("--log", action="store_true", help="the daily log on (log_marks checked)")
+    ap.add_argument(
+        "--lazy", action="store_true", help="the notes' entities read at each round's end only"
+    )
     ap.add_argument("--cost", type=int, help="time edits on a store of this many notes")
     ap.add_argument("--dir", help="--cost: the store (built there when it holds none)")
     ap.add_argument("--edits", type=int, default=15, help="--cost: edits of each kind")
@@ -489,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
                 workspace(base / "ws", a.cost)
             app = open_app(base, base / "ws", {}, lambda: 1_800_000_000.0)
             app.indexer.reconcile()
+            entitystage.store_caught_up(app.store)
             app.close()
         import json
 
@@ -496,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     failed = 0
     for seed in range(a.seed, a.seed + a.seeds):
-        bad = run(seed, a.rounds, a.ops, a.pg, a.dsn, log=a.log)
+        bad = run(seed, a.rounds, a.ops, a.pg, a.dsn, log=a.log, lazy=a.lazy)
         print(f"seed {seed}: {bad} of {a.rounds} rounds differ", flush=True)
         failed += bad
     print(f"{failed} rounds differ in all")

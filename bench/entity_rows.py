@@ -28,7 +28,7 @@ from typing import Any
 from bench.entities import corpus_notes, written_workspace
 
 STEPS = (
-    ("memoryd.store.entityclaims", "index_note"),
+    ("memoryd.store.entityclaims", "index_pending"),  # (the stage's, index_note before it)
     ("memoryd.store.entityclaims", "held_by_note"),
     ("memoryd.store.entities", "known_as"),
     ("memoryd.store.entities", "_store"),
@@ -56,7 +56,7 @@ def one(notes: list[tuple[str, str]], variant: str) -> dict[str, Any]:
     from memoryd.index import indexer
     from memoryd.index.embed import ModelHolder
     from memoryd.serve.app import App
-    from memoryd.store import entities
+    from memoryd.store import entities, entitystage
 
     acc: dict[str, float] = collections.defaultdict(float)
     saved: list[tuple[Any, str, Any]] = []
@@ -68,10 +68,9 @@ def one(notes: list[tuple[str, str]], variant: str) -> dict[str, Any]:
             owner = getattr(owner, cls)
         saved.append((owner, attr, getattr(owner, attr)))
         setattr(owner, attr, _timed(acc, name.split(".")[-1], getattr(owner, attr)))
-    extract = indexer.entities.extract_document
-    saved += [(indexer.entities, "extract_document", extract)]
-    if variant == "none":
-        indexer.entities.extract_document = lambda *a, **k: []  # type: ignore[assignment]
+    saved += [(indexer, "entities_later", indexer.entities_later)]
+    if variant == "none":  # no queue row: neither extraction nor rows
+        indexer.entities_later = lambda *a, **k: None  # type: ignore[assignment]
     if variant in ("none", "extract"):
         saved.append((entities, "index_document", entities.index_document))
         entities.index_document = lambda *a, **k: 0  # type: ignore[assignment]
@@ -83,6 +82,7 @@ def one(notes: list[tuple[str, str]], variant: str) -> dict[str, Any]:
         app.store._writer.set_profile(lambda sql, _ns: statements.update((sql.split()[0],)))
         cpu = time.process_time()
         app.indexer.reconcile()
+        entitystage.store_caught_up(app.store)  # the notes' entities (store/entitystage.py)
         cpu = time.process_time() - cpu
         app.close()
     finally:

@@ -42,6 +42,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from memoryd.store import entitystage
+
 ROOT = Path(__file__).parent
 DATA = ROOT / "data" / "notes-qa"
 SETS = ("chat-logs", "tech-notes", "cjk", "notes-qa", "go-faq", "irc-chat")
@@ -309,6 +311,7 @@ def build_index(ds: Dataset, root: Path, holder: Any, store: dict[str, Any] | No
     app = App(cfg, model=holder)
     try:
         app.indexer.reconcile()
+        entitystage.store_caught_up(app.store)
         if app.model.state in ("idle", "loading", "ready"):
             app.model.start()
             app.model.wait_ready(300)
@@ -374,6 +377,7 @@ def open_index(
         shutil.copytree(cached, work / "idx", symlinks=True)
     app = App(_config(work / "idx", fake, store), model=holder)
     app.indexer.reconcile()  # a no-op on an unchanged copy; picks up nothing new
+    entitystage.store_caught_up(app.store)
     if app.model.state in ("idle", "loading", "ready"):
         app.model.start()
         app.model.wait_ready(300)
@@ -458,6 +462,7 @@ def evaluate(app: Any, folder: Path = DATA) -> dict[str, dict[str, float]]:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
     app.indexer.reconcile()
+    entitystage.store_caught_up(app.store)
     if app.model.state in ("idle", "loading", "ready"):
         app.model.start()
         app.model.wait_ready(120)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import older_store, with_notes, write_synced
+from conftest import entities_caught_up, older_store, with_notes, write_synced
 from test_entity_known import CHATS, QUOTE, keys_in, rows
 from test_entity_store import consistent
 
@@ -63,6 +63,7 @@ def test_the_migration_frees_a_first_name_one_quote_took(
     new = make_app(model=None, **store)
     assert "john" in memory_keys(new, memory.id)  # memories are read again by the migration
     new.indexer.reconcile()  # notes at the next reconcile
+    entities_caught_up(new)
     for path, _ in CHATS[:2]:
         assert "john" in keys_in(new, path)
         assert "john locke" not in keys_in(new, path)

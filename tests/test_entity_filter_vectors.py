@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import entities_caught_up
 
 from memoryd.search import vecindex
 from memoryd.search.hashrows import HashRows, keys_of
@@ -85,6 +86,7 @@ def test_a_wide_entity_filter_masks_the_cache_with_the_same_answer(
         who = " Oskar Lindqvist reviewed it." if i % 4 == 1 else ""
         (ws / "log" / f"note-{i:03}.md").write_text(f"# Note {i}\n\nChange {i} went out.{who}\n")
     assert app.indexer.reconcile().errors == []
+    entities_caught_up(app)
     memory = app.memories.add(content="Oskar Lindqvist prefers deploys on Tuesday")
     for i in range(5):
         app.memories.add(content=f"Oskar Lindqvist noted item {i} of the release")
@@ -109,6 +111,7 @@ def test_a_wide_entity_filter_masks_the_cache_with_the_same_answer(
             f"# Note {i}\n\nChange {i} went out. Oskar Lindqvist signed off.\n"
         )
     assert app.indexer.reconcile().errors == []
+    entities_caught_up(app)
     _vectors_for_every_text(app, model_id)
     _both(app, cache, model_id, "Oskar Lindqvist", queries, exact=False)
     cache.invalidate()  # a checkpoint restore: read anew

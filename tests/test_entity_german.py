@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import older_store, write_synced
+from conftest import entities_caught_up, older_store, write_synced
 from test_entity_claims import memory_keys
 from test_entity_known import keys_in
 from test_entity_store import consistent
@@ -46,6 +46,7 @@ def test_an_older_store_loses_the_nouns_it_made_entities_of(
     kept = memory_keys(new, memory.id)
     assert not kept & NOUNS and {"klaus", "postgresql"} <= kept, kept
     new.indexer.reconcile()
+    entities_caught_up(new)
     keys = keys_in(new, NOTE[0])
     assert not keys & NOUNS and {"anna", "berlin"} <= keys, keys
     consistent(new)

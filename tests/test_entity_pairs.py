@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import older_store, write_synced
+from conftest import entities_caught_up, older_store, write_synced
 from test_entity_store import consistent, entity, rows
 
 from memoryd.store import entities as store_entities
@@ -127,6 +127,7 @@ def test_counts_stay_what_recount_makes_of_them_through_edits_moves_and_deletes(
     (Path(app.cfg.workspace) / "notes/n1.md").rename(Path(app.cfg.workspace) / "n1-moved.md")
     (Path(app.cfg.workspace) / "notes/n2.md").unlink()
     app.indexer.reconcile()
+    entities_caught_up(app)
     recounted(app)
     assert relations(app)  # some left, each exact
 

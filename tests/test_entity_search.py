@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import with_notes
+from conftest import entities_caught_up, with_notes
 
 from memoryd.core.errors import InvalidInput, NotFound
 from memoryd.serve import methods as api
@@ -57,6 +57,7 @@ def app(make_app: Any) -> Any:
         "# Trip\n\nOskar Lindqvist met [[people|Caro]] in Lisbon. Melanie joined them.\n"
     )
     assert a.indexer.reconcile().errors == []
+    entities_caught_up(a)
     a.memories.add(content="Oskar Lindqvist prefers deploys on Tuesday")
     return a
 
@@ -207,6 +208,7 @@ def test_a_query_naming_an_entity_lifts_the_passages_that_mention_it(
         "# Venues\n\nThe party venue list: the party venue by the river, the Crown party venue.\n"
     )
     assert a.indexer.reconcile().errors == []
+    entities_caught_up(a)
     a.model.start()
     a.model.wait_ready(30)
     a.embedder.run()
@@ -234,6 +236,7 @@ def test_a_name_the_extractor_finds_in_only_some_of_its_texts_lifts_nothing(
     (ws / "chain.md").write_text("# Chain\n\nThe Go toolchain builds it; Maya set it up.\n")
     (ws / "maya.md").write_text("# Maya\n\nMaya reviews the builds.\n")
     assert a.indexer.reconcile().errors == []
+    entities_caught_up(a)
 
     assert shares(a, "What are Go's ancestors?") == {}
     assert len(shares(a, "what does Maya review?")) == 2
@@ -251,6 +254,7 @@ def test_a_name_is_judged_by_the_form_the_query_writes_it_in(make_app: Any) -> N
     for i in range(3):
         (ws / f"tool{i}.md").write_text(f"# Tool {i}\n\nscene {i} was modelled in maya.\n")
     assert a.indexer.reconcile().errors == []
+    entities_caught_up(a)
 
     assert shares(a, "what does Maya render?") == {}
     assert len(shares(a, "what does Maya Okafor render?")) == 2

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import migrations_before, write_synced
+from conftest import entities_caught_up, migrations_before, write_synced
 
 from memoryd.search import entities as entity_search
 from memoryd.store import entities as store_entities
@@ -115,6 +115,7 @@ def test_delete_move_and_expiry_keep_mentions_exact(app: Any) -> None:
     # a move keeps the chunks, so the mentions stay
     (Path(app.cfg.workspace) / "b.md").rename(Path(app.cfg.workspace) / "c.md")
     app.indexer.reconcile()
+    entities_caught_up(app)
     assert entity(app, "melanie")[3] == 3
     assert rows(
         app,
@@ -125,6 +126,7 @@ def test_delete_move_and_expiry_keep_mentions_exact(app: Any) -> None:
     # a deleted note takes its mentions
     (Path(app.cfg.workspace) / "a.md").unlink()
     app.indexer.reconcile()
+    entities_caught_up(app)
     assert entity(app, "lisbon") is None
     assert entity(app, "melanie")[3] == 2
     consistent(app)
@@ -165,6 +167,7 @@ def test_a_moved_note_is_named_by_its_new_file_name(app: Any) -> None:
         Path(app.cfg.workspace) / "people" / "cbaker.md"
     )
     assert app.indexer.reconcile().moved == 1
+    entities_caught_up(app)
     assert rows(app, "SELECT id FROM entries WHERE kind = 'chunk'") == before
     forms = {str(r[0]) for r in rows(app, "SELECT surface FROM mentions")}
     assert "cbaker" in forms and "caroline-baker" not in forms
@@ -187,6 +190,7 @@ def test_m006_gives_an_old_store_its_entities(
     Path(app.cfg.workspace).mkdir(parents=True, exist_ok=True)
     (Path(app.cfg.workspace) / "a.md").write_text("# Trip\n\nMelanie flew to Lisbon.\n")
     app.indexer.reconcile()
+    entities_caught_up(app)
     app.memories.add(content="Oskar runs billing-svc")
     app.close()
     monkeypatch.undo()
@@ -194,6 +198,7 @@ def test_m006_gives_an_old_store_its_entities(
     assert entity(app, "oskar") is not None  # memories: read by the migration
     assert entity(app, "lisbon") is None
     assert app.indexer.reconcile().indexed >= 1  # notes (and the daily log): at reconcile
+    entities_caught_up(app)
     assert entity(app, "lisbon") is not None
     consistent(app)
 

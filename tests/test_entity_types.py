@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import older_store, write_synced
+from conftest import entities_caught_up, older_store, write_synced
 from test_entity_claims import memory_keys
 from test_entity_known import keys_in
 from test_entity_store import consistent, rows
@@ -94,6 +94,7 @@ def test_a_note_gone_takes_its_type_with_it(make_app: Any) -> None:
     assert type_of(app, "lena fischer") == "person"
     (Path(app.cfg.workspace) / "met.md").unlink()
     app.indexer.reconcile()
+    entities_caught_up(app)
     assert type_of(app, "lena fischer") == "other"
     typed_consistent(app)
 
@@ -118,11 +119,13 @@ def test_the_upgrade_reads_the_notes_again_once_and_types_them_as_a_new_index(
     new = make_app(model=None, **store)
     report = new.indexer.reconcile()  # the first reconcile reads every note again (the daily
     assert report.indexed >= 1 and report.unchanged == 0  # log's file too, when it is on)
+    entities_caught_up(new)
     mentioned = "SELECT surface, line, type FROM mentions ORDER BY 1, 2, 3"
     upgraded = rows(new, mentioned)
     assert ("Lena Fischer", 3, "other") in upgraded  # the link says nothing of what she is
     new.notes.forget_hashes()  # what `reindex --full` reads
     new.indexer.reconcile()
+    entities_caught_up(new)
     assert rows(new, mentioned) == upgraded
     typed_consistent(new)
     new.memories.delete(typed.id)
@@ -131,6 +134,7 @@ def test_the_upgrade_reads_the_notes_again_once_and_types_them_as_a_new_index(
     new.close()
     again = make_app(model=None, **store)  # and the next start reads nothing
     report = again.indexer.reconcile()
+    entities_caught_up(again)
     assert report.indexed == 0 and report.unchanged >= 1
 
 
@@ -160,6 +164,7 @@ def test_a_first_name_two_people_claim_is_no_ones_whichever_came_first(
     typed_consistent(app)
     (Path(app.cfg.workspace) / second[0]).unlink()  # one claims it again: hers
     app.indexer.reconcile()
+    entities_caught_up(app)
     assert "lena fischer" in keys_in(app, daily[0])
     assert "lena fischer" in memory_keys(app, added.id)
     typed_consistent(app)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_synced
+from conftest import entities_caught_up, write_synced
 from test_entity_claims import memory_keys
 from test_entity_known import keys_in
 from test_entity_store import consistent
@@ -29,6 +29,7 @@ DECLARES = (
 def _delete(app: Any) -> None:
     (Path(app.cfg.workspace) / DECLARES[0]).unlink()
     app.indexer.reconcile()
+    entities_caught_up(app)
 
 
 def _edit_away(app: Any) -> None:
@@ -80,6 +81,7 @@ def test_a_first_name_two_shared_goes_to_the_one_left_claiming_it(make_app: Any)
     assert "lena" in keys_in(app, DAILY[0])  # two claim it: it stays its own
     (Path(app.cfg.workspace) / "a.md").unlink()
     app.indexer.reconcile()
+    entities_caught_up(app)
     assert "lena okafor" in keys_in(app, DAILY[0])
     consistent(app)
 
@@ -95,6 +97,7 @@ def test_a_link_to_a_file_name_goes_back_when_the_note_is_renamed(make_app: Any)
     ws = Path(app.cfg.workspace)
     (ws / "people/caroline-baker.md").rename(ws / "people/cb.md")
     app.indexer.reconcile()
+    entities_caught_up(app)
     keys = keys_in(app, "plan.md")
     assert "caroline-baker" in keys and "caroline baker" not in keys, keys
     consistent(app)
@@ -152,6 +155,7 @@ def test_a_place_keeps_its_name_when_a_person_of_that_first_name_goes(make_app: 
     before = keys_in(app, "trip.md")
     (Path(app.cfg.workspace) / "a.md").unlink()
     app.indexer.reconcile()
+    entities_caught_up(app)
     assert keys_in(app, "trip.md") == before
     assert "jordan patel" not in before
     consistent(app)

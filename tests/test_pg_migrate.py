@@ -442,3 +442,27 @@ def test_an_older_sqlite_store_is_copied_and_left_as_it_was(
     assert hashlib.sha256(cfg.db_path.read_bytes()).hexdigest() == before
     assert any("has schema version 7" in line for line in said), said
     assert not [p.name for p in cfg.data_dir.iterdir() if ".migrate-" in p.name or ".bak" in p.name]
+
+
+def test_notes_whose_entities_are_pending_are_copied_and_read_on_postgresql(
+    make_app: Any, pg_dsn: str
+) -> None:
+    """The entity stage's queue (store/entitystage.py) goes with the notes: the daemon on
+    PostgreSQL reads their entities, in the order they were indexed."""
+    app = make_app(model=None)
+    ws = app.cfg.workspace
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "lf.md").write_text("---\naliases: [Caz]\n---\n# Lena Fischer\n\nShe runs billing.\n")
+    (ws / "daily.md").write_text("# Daily\n\nCaz sent the invoices.\n")
+    app.indexer.reconcile()
+    assert app.status()["entities"]["pending"] == 2
+    cfg = app.cfg
+    app.close()
+    result = storemigrate.migrate(cfg, dsn=pg_dsn)
+    assert result["target"]["documents"] == 2
+    pg = make_app(model=None, store={"backend": "postgres", "dsn": pg_dsn})
+    assert pg.status()["entities"]["pending"] == 2
+    page = call(pg, "entity", name="Caz")
+    assert page["name"] == "Lena Fischer" and page["mentions"] >= 2
+    assert "entities_pending" not in page
+    assert pg.status()["entities"]["pending"] == 0

@@ -23,6 +23,14 @@ def _day(iso: Any) -> str:
     return str(iso)[:10] if iso else "?"
 
 
+def pending_line(r: dict[str, Any]) -> list[str]:
+    """The answer's `entities_pending` said: notes indexed whose entities are not read yet."""
+    n = r.get("entities_pending")
+    if not n:
+        return []
+    return [f"(Not complete yet: {n} notes indexed just now still wait for their entities.)"]
+
+
 def _closest(b: Bridge, name: str, exc: ToolFailure) -> ToolFailure:
     """A not-found answer that names the closest entities: the daemon's own suggestions (those
     `entity` and memoryctl name: a misspelt name's too), else search kind entity's (an older
@@ -34,6 +42,8 @@ def _closest(b: Bridge, name: str, exc: ToolFailure) -> ToolFailure:
     if not isinstance(hits, list):
         hits = b.call("search", {"query": name, "kind": "entity", "limit": 5}).get("hits") or []
     code = " (not found, code -32004)"  # as every other error the tools relay
+    if isinstance(data, dict) and data.get("entities_pending"):  # it may be in those notes
+        code += f"; {data['entities_pending']} notes indexed just now still wait for their entities"
     if not hits:
         return ToolFailure(f"Nothing in the notes or memories is named {name!r}{code}.", exc.data)
     names = ", ".join(f"{h['name']} ({h['type']})" for h in hits)
@@ -74,7 +84,7 @@ def fmt_about(r: dict[str, Any]) -> str:
         ]
     if r.get("relations_cut"):
         lines.append("- ... more (raise max_tokens, or call related)")
-    return "\n".join(lines)
+    return "\n".join(lines + pending_line(r))
 
 
 RELATED_TOKENS = 2000  # the related tool's budget when the agent gives none
@@ -104,7 +114,7 @@ def fmt_related(r: dict[str, Any]) -> str:
             f"- ... {len(types)} entities on this page; the next: the same call with"
             f" cursor={r['next_cursor']}"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + pending_line(r))
 
 
 ENTITY_TOOLS: list[ToolSpec] = [

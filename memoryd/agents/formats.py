@@ -92,6 +92,11 @@ def fmt_hits(res: dict[str, Any]) -> str:
             f"(the entities filter took {name!r} for {m.get('name')} ({m.get('type')});"
             f" it is also written for {alt}: filter by that full name for one of them)"
         )
+    if res.get("entities_pending"):  # notes indexed just now, their names not read yet
+        lines.append(
+            f"({res['entities_pending']} notes indexed just now still wait for their entities:"
+            " the entities filter and weight do not see them yet)"
+        )
     if res.get("terms_ignored"):
         lines.append(
             f"(keywords matched the query's first 64 words and phrases; "

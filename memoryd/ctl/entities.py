@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from memoryd.ctl.handlers import EXIT_OK, cursor_option, given, time_value, when
-from memoryd.ctl.output import mentions, one_line
+from memoryd.ctl.output import entities_note, mentions, one_line
 from memoryd.ctl.rows import Command, arg, listed
 
 TYPE_CHECKING = False
@@ -24,6 +24,12 @@ def _brief(e: dict[str, Any]) -> str:
 
 def _day(iso: Any) -> str:
     return str(iso)[:10] if iso else "?"
+
+
+def pending_note(res: dict[str, Any]) -> None:
+    """On stderr, when the daemon says notes indexed just now still wait for their entities."""
+    if note := entities_note(res):
+        print(note, file=sys.stderr)
 
 
 def p_entity(a: Namespace) -> dict[str, Any]:
@@ -68,6 +74,7 @@ def s_entity(res: dict[str, Any], a: Namespace) -> int:
             f"  {r.get('name')} ({r.get('type')})  {r.get('together')}x,"
             f" {_day(r.get('first'))} .. {_day(r.get('last'))}"
         )
+    pending_note(res)
     return EXIT_OK
 
 
@@ -88,6 +95,7 @@ def s_entities(res: dict[str, Any], a: Namespace) -> int:
         )
     elif res.get("has_more"):  # a daemon older than the cursor
         print(f"({len(items)} shown; more: raise --top, up to 1000)", file=sys.stderr)
+    pending_note(res)
     return EXIT_OK
 
 
@@ -143,6 +151,7 @@ def s_related(res: dict[str, Any], a: Namespace) -> int:
             f"({len(nodes)} shown; next page: {cursor_option(res['next_cursor'])})",
             file=sys.stderr,
         )
+    pending_note(res)
     return EXIT_OK
 
 

@@ -11,6 +11,7 @@ import sys
 from memoryd.ctl.client import ClientError, UsageError
 from memoryd.ctl.output import (
     emit_json,
+    entities_note,
     flatten,
     location,
     one_line,
@@ -299,6 +300,8 @@ def search_paths(res: Any) -> list[str]:
 def s_search(res: dict[str, Any], a: Namespace) -> int:
     if res.get("mode") == "entity":
         print_entity_hits(res)
+        if note := entities_note(res):
+            print(note, file=sys.stderr)
         return EXIT_OK
     print_search(res)
     for note in search_notes(res) + also_notes(res):

@@ -113,8 +113,7 @@ def _inside_grapheme(text: str, i: int) -> bool:
 
 
 def clip(text: str, width: int) -> str:
-    """text when it has at most `width` characters, else its start and "…" in `width`
-    characters or fewer, cut between graphemes."""
+    """text, or its start and "…" within `width` characters, cut between graphemes."""
     if width <= 0 or len(text) <= width:
         return text
     cut = width - 1
@@ -152,8 +151,7 @@ def location(entry: dict[str, Any], sep: str = "  ") -> str:
 
 
 def pending_note(result: dict[str, Any]) -> str | None:
-    """Say so when an answer was keyword-only, in all or in part, because vectors are still
-    being made."""
+    """Say so when an answer was keyword-only, in all or in part: vectors still being made."""
     state = result.get("model_state")
     if state == "failed":
         return (
@@ -184,9 +182,14 @@ def pending_note(result: dict[str, Any]) -> str | None:
     return None
 
 
+def entities_note(result: dict[str, Any]) -> str | None:  # the entities yet to be read
+    n = result.get("entities_pending")
+    return f"note: {n} note(s) indexed just now still wait for their entities" if n else None
+
+
 def indexing_note(result: dict[str, Any]) -> str | None:
-    """Say so when the daemon's first index since it started is still reading the workspace:
-    the notes not read yet are not in an answer from the index (search, links, entities...)."""
+    """Say so while the daemon's first index reads the workspace: notes not read yet are not
+    in an answer from the index (search, links, entities...)."""
     prog = result.get("indexing")
     if not isinstance(prog, dict):
         return None
@@ -198,11 +201,10 @@ def indexing_note(result: dict[str, Any]) -> str | None:
 
 
 def search_notes(result: dict[str, Any]) -> list[str]:
-    """What a search's answer says beside its hits, for stderr (stdout holds the hits, or with
-    -l the paths): keyword results only, a typo's correction when nothing answers (the
-    daemon's `suggestion`), why nothing answers (--explain), the words of a long
-    query left out, and how many more hits the limit left out (as `rg -l` would list them)."""
-    notes = [n for n in [pending_note(result)] if n]
+    """What an answer says beside its hits, for stderr (stdout: the hits, or -l's paths): keyword
+    results only, entities pending, a typo's correction (`suggestion`), why nothing answers
+    (--explain), the words of a long query left out, how many more hits (as `rg -l` lists)."""
+    notes = [n for n in [pending_note(result), entities_note(result)] if n]
     if result.get("suggestion"):  # nothing answers; a typo's correction might
         notes.append(f"did you mean: {result['suggestion']}?")
     if result.get("unanswered"):  # with --explain: why nothing answers

@@ -32,8 +32,9 @@ from memoryd.index.attachments import OtherFiles
 from memoryd.index.folders import FileState, Skip, canonical, differences, walk
 from memoryd.memory.validation import check_str
 from memoryd.store import Store, docpaths, entityclaims, entries, links, logmarks, notetext
+from memoryd.store.entitystage import enqueue as entities_later
 from memoryd.store.entries import DocumentInfo, NewChunk
-from memoryd.text import decoding, entities, logmarkers, markdown, notehead, obsidian
+from memoryd.text import decoding, logmarkers, markdown, notehead, obsidian
 from memoryd.text.decoding import LEGACY
 from memoryd.text.pathrules import PathRules, path_accepted, shown, valid_name
 
@@ -65,7 +66,7 @@ class Note:
     chunks: list[markdown.Chunk]
     tags: tuple[str, ...]
     links: list[obsidian.Link]
-    mentions: list[entities.Mention]
+    text: str  # as indexed, line ends made "\n": its entities are read from it later
     # front-matter values every chunk's keyword row holds, and the first one's too (notehead)
     props: tuple[str | None, str | None] = (None, None)
 
@@ -451,15 +452,14 @@ class Indexer:
             old = by_sha[sha].pop(0)
             # chunks and vectors stay; the mentions are read again, as the file name is a form
             # of the note's title (`[[new-name]]` names it, `[[old-name]]` in no new note does)
-            text, fm, body, first = self._front(
+            text, fm, _, _ = self._front(
                 state.path, self._preprocessed(state.path, self._decoded(state, data))
             )
-            mentions = entities.extract_document(fm, body, first, text, state.path)
 
             def move(con: Any) -> None:
                 entries.move_document(con, old, state.path, state.mtime)
                 links.note_dates(con, state.path, fm, self.clock())
-                entityclaims.reindex_note(con, state.path, mentions)
+                entities_later(con, state.path, text, ())  # its mentions read again
 
             self.store.run_write(move)
             report.moved += 1
@@ -501,8 +501,8 @@ class Indexer:
             links.replace_links(con, state.path, note.links)
             logmarks.replace(con, state.path, marks)
             links.note_dates(con, state.path, fm, now)
-            # after the dates: each mention carries its chunk's
-            entityclaims.index_note(con, state.path, note.mentions, held)
+            # its entities later, in indexing order (store/entitystage.py)
+            entities_later(con, state.path, note.text, held)
             return count
 
         n = self.store.run_write(write)
@@ -584,8 +584,7 @@ class Indexer:
         masked = obsidian.mask_code(body)
         tags = obsidian.expand_tags([*fm.tags, *obsidian.inline_tags(body, masked)])
         chunks = notehead.dressed(chunks, path, fm, body, first)  # title, aliases
-        mentions = entities.extract_document(fm, body, first, text, path)
-        return Note(fm, chunks, tags, obsidian.links(body, first, masked), mentions, props)
+        return Note(fm, chunks, tags, obsidian.links(body, first, masked), text, props)
 
     # -- drift --------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from memoryd.search.fuzzy import FuzzyMatcher
 from memoryd.search.neardup import NearDuplicates
 from memoryd.search.searcher import Searcher
 from memoryd.serve import appstatus
+from memoryd.serve.entitywork import EntityWork
 from memoryd.serve.jobs import Jobs, daemon_jobs
 from memoryd.serve.searchlog import SearchLog
 from memoryd.serve.workspaceguard import (
@@ -99,16 +100,15 @@ class App:
         self.unclean_since: float | None = None
         self._started = time.monotonic()  # uptime: the wall clock may step back (or forward)
         self.search_log = SearchLog(clock)
-        # settings the configuration file changed that only a restart applies (set by the
-        # daemon's reload; status shows them beside the file)
+        # settings changed in the file that only a restart applies (the daemon's reload; status)
         self.restart_needed: list[str] = []
         # set by the daemon when it can serve the web page (memoryd.web): starts it, says where
         self.open_page: Callable[[], dict[str, Any]] | None = None
         malloc.limit_arenas()  # before our threads exist: freed inference memory goes back
         malloc.fix_mmap_threshold()  # buffers of a few MB are unmapped when freed (issue 23.2)
         prepare_dirs(cfg)
-        # the daemon's: one per workspace folder (before a store is made in this data_dir) and,
-        # on PostgreSQL, one per workspace id (store/pg/claim.py)
+        # the daemon's: one per workspace folder (before a store is made), on PostgreSQL one per
+        # workspace id (store/pg/claim.py)
         self.workspace_lock = WorkspaceLock(cfg.workspace, enabled=claim_workspace)
         self.workspace_lock.take()
         checkpoints.clean_partial(cfg.data_dir)
@@ -135,6 +135,7 @@ class App:
             self.store, self.model, batch_size=cfg.embedding.batch_size, clock=clock
         )
         self.searcher.pending_vectors = self.embedder.pending
+        self.entity_work = EntityWork(self.store, self.model)  # notes' entities, after indexing
         self.searcher.registered = lambda: self.embedder.model_id
         self.dailylog = DailyLog(
             cfg.workspace,
@@ -147,9 +148,8 @@ class App:
         self.dailylog.waiting_file = cfg.data_dir / "dailylog-waiting.json"  # across restarts
         self.dailylog.read_waiting()
         self.dailylog.renumber_again = dailyrenumber.renumber_again  # (a refused renumbering)
-        # files whose indexing a full disk (or another program's lock on the SQLite file)
-        # refused are read once the store takes writes again, and the vectors it refused are
-        # written without waiting out the embedder's backoff
+        # files whose indexing a full disk (or another program's lock on the SQLite file) refused
+        # are read once the store takes writes again; the vectors it refused, written at once
         self.store.refusals.on_worked = self._writes_work_again
         self.indexer = Indexer(
             self.store,
@@ -357,16 +357,16 @@ class App:
     def _index_changed(self) -> None:
         self.fuzzy.invalidate()
         self.embedder.wake()
+        self.entity_work.wake()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self, *, progress: Callable[[str], None] | None = None, jobs: bool = True) -> None:
-        """Start background work: model loading, watcher, initial reconcile, embedding, jobs.
-
-        Returns at once; keyword search over what is already indexed works meanwhile.
-        """
+        """Start background work: model loading, watcher, initial reconcile, embedding, the
+        entity stage, jobs. Returns at once; keyword search over what is indexed works meanwhile."""
         self.model.start()
         self.embedder.start()
+        self.entity_work.start()
         if jobs:
             self.jobs.start()
         self._bg = threading.Thread(
@@ -557,6 +557,7 @@ class App:
         in flight have had server.shutdown_timeout_s, then waits for their threads."""
         self.indexer.stopping.set()
         self.embedder.stopping()  # (the job's too, which jobs.shutdown awaits)
+        self.entity_work.stopping()
 
     def close(self) -> None:
         """Stop the watcher and workers, finish the write in progress, close the database."""
@@ -575,6 +576,7 @@ class App:
         if self.watcher is not None:
             self.watcher.stop()
         self.embedder.stop()
+        self.entity_work.stop()
         self.model.close()
         if self.dailylog.pending:  # a last try (waiting_file)
             self.dailylog.append_waiting()

@@ -12,7 +12,7 @@ from memoryd.core import installed
 from memoryd.core.timeutil import iso
 from memoryd.index import fstype
 from memoryd.memory import checkpoints
-from memoryd.store import entries
+from memoryd.store import entitystage, entries
 from memoryd.store import lifecycle as lcstore
 
 
@@ -45,9 +45,10 @@ def status(app: Any, *, check: bool = False) -> dict[str, Any]:
     store = store_status(app)
     try:
         counts: dict[str, Any] | None = app.store.read(entries.counts)
+        pending: int | None = app.store.read(entitystage.pending)
         vec: dict[str, int | None] = dict(app.embedder.counts())
     except StoreBusy as exc:  # another program's lock: the store answers, writes would wait
-        counts, vec = None, {"done": None, "pending": None}
+        counts, vec, pending = None, {"done": None, "pending": None}, None
         now = iso(time.time())
         store["writes_refused"] = store.get("writes_refused") or {
             "since": now,
@@ -57,7 +58,7 @@ def status(app: Any, *, check: bool = False) -> dict[str, Any]:
             "refusals": 0,
         }
     except StoreUnavailable as exc:  # status still answers: it says the server is gone
-        counts, vec = None, {"done": None, "pending": None}
+        counts, vec, pending = None, {"done": None, "pending": None}, None
         store.update(ok=False, error=store.get("error") or exc.message)
     # null while start-up has yet to start it (status right after READY=1 said "watcher
     # stopped"); false when it died or could not start (watcher_error says why)
@@ -93,6 +94,8 @@ def status(app: Any, *, check: bool = False) -> dict[str, Any]:
                 else {"pending": None, "rate_per_s": None, "eta_s": None, "current": None}
             ),
         },
+        # notes indexed whose entities are still to be read (store/entitystage.py)
+        "entities": {"pending": pending},
         "model": app.model.status(),
         "watcher": {
             "alive": watcher_alive,

@@ -43,6 +43,7 @@ from memoryd.serve.registry import (  # noqa: F401  (METHODS, Method, lookup: se
     param_int,
     param_namespace,
 )
+from memoryd.store import entitystage
 from memoryd.store.entityread import filter_answer, resolved
 from memoryd.store.entries import Filters
 
@@ -324,7 +325,7 @@ def checkpoint_list(app: App, params: dict[str, Any]) -> dict[str, Any]:
 
 @method("checkpoint.restore", {"name", "kind"}, slow=True, required=("name",))
 def checkpoint_restore(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    return checkpoints.restore(
+    restored = checkpoints.restore(
         app.store,
         app.cfg.data_dir,
         params.get("name"),
@@ -335,6 +336,8 @@ def checkpoint_restore(app: App, params: dict[str, Any]) -> dict[str, Any]:
         sync_paths=app.indexer.sync_paths,
         reconcile=app.indexer.reconcile,
     )
+    entitystage.store_caught_up(app.store)  # the notes it read again: their entities too
+    return restored
 
 
 @method("export", {"namespace", "vectors"}, slow=True)
@@ -403,16 +406,18 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
         raise InvalidInput(f"use_decay: expected true or false, got {describe(use_decay)}")
     if params.get("kind") == "entity":  # entities themselves, by name (search/entities.py)
         methods_entities.expired_gone(app)
-        return entity_search.find(
-            app.store,
-            query,
-            _search_limit(app, params),
-            entity_search.check_types(params.get("type")),
+        left = methods_entities.caught_up(app)
+        types = entity_search.check_types(params.get("type"))
+        limit = _search_limit(app, params)
+        return entitystage.answered(
+            left, lambda: entity_search.find(app.store, query, limit, types)
         )
     filters = filters_from(params, default_kind=None, root=app.cfg.workspace)
     if filters.namespace is None:
         filters = replace(filters, namespace=app.cfg.memories.default_namespace)
     started = time.perf_counter()
+    # the entity filter's rows (as the entity doors), the entity weight's (a batch at most)
+    left = methods_entities.caught_up(app, search=not params.get("entities"))
     found = app.searcher.search(
         SearchRequest(
             query=query if isinstance(query, str) else "",
@@ -431,7 +436,7 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
         )
     )
     app.search_log.record((time.perf_counter() - started) * 1000)
-    return found
+    return entitystage.with_pending(found, left)
 
 
 @method("searches")
@@ -485,7 +490,9 @@ def reindex(app: App, params: dict[str, Any]) -> dict[str, Any]:
         # Forget every stored hash: each file is read, chunked and stored again in place (search
         # keeps answering meanwhile; vectors are reused through their text hashes).
         app.notes.forget_hashes()
-    return app.reconcile().as_dict()  # with index.progress in status
+    report = app.reconcile().as_dict()  # with index.progress in status
+    entitystage.store_caught_up(app.store)  # and the notes' entities read (as it did)
+    return report
 
 
 @method("jobs", slow=True)

@@ -14,7 +14,7 @@ from memoryd.memory.validation import check_bound
 from memoryd.search import entities
 from memoryd.serve.app import App
 from memoryd.serve.registry import method, param_int
-from memoryd.store import lifecycle
+from memoryd.store import entitystage, lifecycle
 
 EXPIRY_RETRY_S = 30.0
 _FRUITLESS: weakref.WeakKeyDictionary[App, float] = weakref.WeakKeyDictionary()
@@ -41,6 +41,18 @@ def expired_gone(app: App) -> None:
             _FRUITLESS[app] = now
 
 
+def caught_up(app: App, *, search: bool = False) -> int:
+    """The notes indexed since have their entities read first (store/entitystage.py), for
+    up to DOOR_BUDGET_S: how many still wait (the answer says `entities_pending`). A search
+    drains a batch at most: more waiting (a bulk indexing) is left to the stage's thread."""
+    return entitystage.caught_up(
+        app.store.read,
+        app.store.run_write,
+        entitystage.DOOR_BUDGET_S,
+        at_most=entitystage.BATCH if search else None,
+    )
+
+
 @method("entity", {"name", "max_tokens", "relations", "type"}, from_index=True, required=("name",))
 def entity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     """The entity page: type, aliases, first and last seen, the notes and memories that mention
@@ -51,7 +63,11 @@ def entity(app: App, params: dict[str, Any]) -> dict[str, Any]:
     name = entities.check_name(params.get("name"))
     type_ = entities.check_type(params.get("type"))
     expired_gone(app)
-    return entities.page(app.store, name, max_tokens=budget, relations=relations, type_=type_)
+    left = caught_up(app)
+    return entitystage.answered(
+        left,
+        lambda: entities.page(app.store, name, max_tokens=budget, relations=relations, type_=type_),
+    )
 
 
 @method("entities", {"type", "since", "top", "cursor"}, from_index=True)
@@ -62,12 +78,12 @@ def entities_(app: App, params: dict[str, Any]) -> dict[str, Any]:
     since = check_bound(params.get("since"), "since")
     top = param_int(params, "top", 50, 1, entities.MAX_TOP)
     expired_gone(app)
-    return entities.listing(
-        app.store,
-        types=types,
-        since=since,
-        top=top,
-        cursor=params.get("cursor"),
+    left = caught_up(app)
+    return entitystage.answered(
+        left,
+        lambda: entities.listing(
+            app.store, types=types, since=since, top=top, cursor=params.get("cursor")
+        ),
     )
 
 
@@ -87,12 +103,16 @@ def related(app: App, params: dict[str, Any]) -> dict[str, Any]:
     budget = None if "max_tokens" not in params else param_int(params, "max_tokens", 0, 50)
     pagecursor.read_related_cursor(params.get("cursor"))  # its form, before the name is looked up
     expired_gone(app)
-    return entities.related(
-        app.store,
-        name,
-        depth=depth,
-        top=top,
-        type_=type_,
-        max_tokens=budget,
-        cursor=params.get("cursor"),
+    left = caught_up(app)
+    return entitystage.answered(
+        left,
+        lambda: entities.related(
+            app.store,
+            name,
+            depth=depth,
+            top=top,
+            type_=type_,
+            max_tokens=budget,
+            cursor=params.get("cursor"),
+        ),
     )

@@ -22,6 +22,7 @@ import apsw
 from memoryd.core import oserrors
 from memoryd.core.errors import MemorydError, StoreError
 from memoryd.core.fsutil import PRIVATE_DIR, make_dirs
+from memoryd.core.logsetup import get_logger
 from memoryd.store import tokenizer
 
 BUSY_TIMEOUT_MS = 5000
@@ -215,3 +216,16 @@ def too_new(current: int, known: int, db_path: Path | None) -> str:
         f"stopped, move {db_path.name} (and any {db_path.name}-wal) away and copy that file to "
         f"{db_path} (memories added since are only in the daily log; docs/service.md#upgrading)"
     )
+
+
+def log_applied(current: int, applied: list[str], **context: object) -> None:
+    """One line for a run of migrations, on both backends: the versions and every step (a
+    line per step met the log's repeat limit: a new store's log named m001..m005 only)."""
+    if applied:
+        get_logger("memoryd.store").info(
+            "schema migrated",
+            from_version=current,
+            to_version=current + len(applied),
+            steps=applied,
+            **context,
+        )

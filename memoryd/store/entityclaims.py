@@ -113,6 +113,27 @@ def reindex_note(con: Connection, path: str, mentions: Sequence[Mention]) -> int
     return n
 
 
+# whether the note's chunks have mentions (index_pending)
+_ANY_IN_NOTE = (
+    "SELECT 1 FROM mentions m JOIN entries e ON e.id = m.entry_id"
+    " JOIN documents d ON d.id = e.document_id WHERE d.path = ? LIMIT 1"
+)
+
+
+def index_pending(con: Connection, path: str, mentions: Sequence[Mention], held: set[str]) -> int:
+    """index_note for a note whose entities waited (store/entitystage.py): its chunks may have
+    mentions already (a move since), so they are read again; `held` what its earlier text held."""
+    settle = _Settle()
+    if con.execute(_ANY_IN_NOTE, (path,)).fetchall():  # moved since: its chunks kept theirs
+        held = held | held_by_note(con, path)
+        n = entities.reindex_document(con, path, mentions, settle)
+    else:  # new chunks (an edit): nothing to forget
+        n = entities.index_document(con, path, mentions, settle)
+    settle.own_names(con, _NOTE_CHUNKS, (path,), mentions)
+    withdraw(con, held)
+    return n
+
+
 def index_memory(con: Connection, entry_id: int, content: str, tags: Sequence[str]) -> None:
     """entities.index_memory (a memory added or imported), its own first names settled too."""
     settle = _Settle()

@@ -10,7 +10,7 @@ from typing import Any
 
 from memoryd.core.errors import InvalidInput, NotFound
 from memoryd.core.timeutil import iso
-from memoryd.store import entitybackfill, entityclaims, entityfilter, tables
+from memoryd.store import entitybackfill, entityclaims, entityfilter, entitystage, tables
 from memoryd.store.db import in_batches
 from memoryd.store.dialect import is_postgres
 from memoryd.store.protocol import Connection
@@ -476,7 +476,7 @@ def delete_document(con: Connection, path: str) -> int:
         "SELECT count(*) FROM entries e JOIN documents d ON d.id = e.document_id WHERE d.path = ?",
         (path,),
     ).fetchall()
-    held = entityclaims.held_by_note(con, path)
+    held = entityclaims.held_by_note(con, path) | entitystage.held_of(con, path)
     con.execute("DELETE FROM documents WHERE path = ?", (path,))
     entityclaims.withdraw(con, held)  # what the note declared names nothing now
     return int(rows[0][0])

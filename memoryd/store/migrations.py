@@ -14,8 +14,10 @@ import apsw
 from memoryd.core.errors import StoreError, StoreTooNew
 from memoryd.core.logsetup import get_logger
 from memoryd.store import db, entities, entitypairs, entitytypes, notetext, tables, tokenizer
+from memoryd.store.db import log_applied
 from memoryd.store.entitybackfill import backfill_memories, reindex_memories
 from memoryd.store.entityforms import FORM_PROBE_INDEX
+from memoryd.store.entitystage import ddl as pending_ddl
 from memoryd.store.protocol import one
 
 log = get_logger("memoryd.store")
@@ -540,6 +542,13 @@ def m021_symbols_as_words(con: apsw.Connection) -> None:
     _fts_again(con, tokenizer.OPTION)
 
 
+def m022_entity_pending(con: apsw.Connection) -> None:
+    """The notes whose entities are still to be read (store/entitystage.py): a note indexed
+    writes its keyword rows and a row here; a background stage reads its entities."""
+    for sql in pending_ddl("sqlite"):
+        con.execute(sql)
+
+
 # every step above, in the order of its number
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
     f for name, f in sorted(globals().items()) if re.fullmatch(r"m\d{3}_\w+", name)
@@ -584,17 +593,3 @@ def migrate(con: apsw.Connection, db_path: Path | None = None) -> list[str]:
         con.execute(f"PRAGMA foreign_keys = {'ON' if fk else 'OFF'}")
         log_applied(current, applied)
     return applied
-
-
-def log_applied(current: int, applied: list[str], **context: object) -> None:
-    """One line for a run of migrations, on both backends: the versions and every step. (A
-    line per step met the log's repeat limit, five lines of one kind a second: a new store's
-    log named m001..m005 and never the steps after.)"""
-    if applied:
-        log.info(
-            "schema migrated",
-            from_version=current,
-            to_version=current + len(applied),
-            steps=applied,
-            **context,
-        )

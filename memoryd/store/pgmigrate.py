@@ -393,6 +393,18 @@ def _write(
         total=pc.count_rows(lite, "SELECT count(*) FROM log_marks"),
         progress=progress,
     )
+    pc.copy_rows(  # the notes whose entities were still to be read: read on PostgreSQL
+        raw,
+        "entity_pending",
+        pc.PENDING_COLUMNS,
+        (
+            (doc_map[int(r[0])], *r[1:])
+            for r in pc.sqlite_rows(lite, "entity_pending", pc.PENDING_COLUMNS, order="seq")
+        ),
+        label="entities pending",
+        total=pc.count_rows(lite, "SELECT count(*) FROM entity_pending"),
+        progress=progress,
+    )
     entity_map = pc.copy_entities(raw, lite)
     pc.copy_rows(
         raw,

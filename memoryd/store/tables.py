@@ -149,6 +149,21 @@ LOG_MARKS: tuple[Column, ...] = (
 )
 
 
+# the notes whose entities are still to be read (m022; PostgreSQL v20; store/entitystage.py):
+# the text indexed, in indexing order (`seq`), and the keys the note's earlier text held
+# (entityclaims.held_by_note, read before its chunks went) as a JSON list
+ENTITY_PENDING: tuple[Column, ...] = (
+    _c(
+        "document_id",
+        "INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE",
+        "BIGINT PRIMARY KEY REFERENCES all_documents(id) ON DELETE CASCADE",
+    ),
+    _c("seq", "INTEGER NOT NULL"),
+    _c("held", "TEXT NOT NULL DEFAULT '[]'"),
+    _c("text", "TEXT NOT NULL"),
+)
+
+
 # Entities (m006; PostgreSQL v2): who and what the entries mention. `mentions` is a derived
 # count kept by triggers on `mentions`, as are the co-mention counts in `relations`.
 ENTITIES: tuple[Column, ...] = (

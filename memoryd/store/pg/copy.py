@@ -32,6 +32,7 @@ ENTRY_COLUMNS = tables.names(tables.ENTRIES)
 DOCUMENT_COLUMNS = tables.names(tables.DOCUMENTS)
 LINK_COLUMNS = tables.names(tables.LINKS)[1:]  # a link's id is the new database's
 LOG_MARK_COLUMNS = tables.names(tables.LOG_MARKS)
+PENDING_COLUMNS = tables.names(tables.ENTITY_PENDING)
 MENTION_COLUMNS = tables.names(tables.MENTIONS)
 BATCH = 5000  # rows between two progress reports
 MARKER = "sqlite_copy:"  # meta key prefix: a store copied into this database, by workspace id

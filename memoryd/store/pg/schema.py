@@ -27,7 +27,7 @@ import psycopg
 from memoryd.core.errors import StoreError, StoreTooNew
 from memoryd.core.logsetup import get_logger
 from memoryd.store import tables, tokenizer
-from memoryd.store.migrations import log_applied
+from memoryd.store.db import log_applied
 from memoryd.store.pg import sqlfuncs
 from memoryd.store.protocol import one
 from memoryd.text import symbolchars
@@ -501,6 +501,14 @@ def _v19_symbols_as_words(cur: psycopg.Cursor) -> None:
         notes.fill(PgConnection(cur.connection), ids=ids)
 
 
+def _v20_entity_pending(cur: psycopg.Cursor) -> None:
+    """The notes whose entities are still to be read (SQLite: migrations.m022 says why)."""
+    from memoryd.store import entitystage
+
+    for sql in entitystage.ddl("postgres"):
+        cur.execute(sql)
+
+
 MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v1_initial,
     _v2_entities,
@@ -521,6 +529,7 @@ MIGRATIONS: list[Callable[[psycopg.Cursor], None]] = [
     _v17_types_read_from_the_notes,
     _v18_german_nouns,
     _v19_symbols_as_words,
+    _v20_entity_pending,
 ]
 
 
