@@ -86,11 +86,12 @@ def test_a_door_says_entities_pending_when_more_waits_than_it_drains(
         call(app, "entity", name="Priya Raman")
     assert exc.value.data is not None and exc.value.data["entities_pending"] == 2
     assert "wait for their entities" in exc.value.message
-    # a search drains a batch at most, so a plain search does not wait on a long queue
-    monkeypatch.setattr(entitystage, "BATCH", 1)
+    # a search without an entity filter reads none: it never waits on extraction
     monkeypatch.setattr(entitystage, "DOOR_BUDGET_S", 30.0)
     plain = call(app, "search", query="billing", mode="keyword")
     assert plain["entities_pending"] == 2
+    written(app, "one.md", "# One\n\nOskar Berg.\n")  # one more: still not read by a search
+    assert call(app, "search", query="billing", mode="keyword")["entities_pending"] == 3
     assert "entities_pending" not in call(app, "entity", name="Priya Raman")  # drained
     assert "entities_pending" not in call(app, "search", query="billing", mode="keyword")
     consistent(app)

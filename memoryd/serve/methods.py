@@ -416,7 +416,7 @@ def search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if filters.namespace is None:
         filters = replace(filters, namespace=app.cfg.memories.default_namespace)
     started = time.perf_counter()
-    # the entity filter's rows (as the entity doors), the entity weight's (a batch at most)
+    # the entity filter's rows, as the entity doors read them; without one, nothing read
     left = methods_entities.caught_up(app, search=not params.get("entities"))
     found = app.searcher.search(
         SearchRequest(
