@@ -29,29 +29,40 @@ from memoryd.core.errors import Unavailable
 pytestmark = pytest.mark.backends
 
 REFUSE = 'raise RuntimeError("can\'t start new thread")'
+# the function Thread.start calls to start the OS thread: Python 3.13 replaced
+# `_start_new_thread(fn, args)` with `_start_joinable_thread(fn, handle=, daemon=)`
+START = (
+    "_start_joinable_thread"
+    if hasattr(threading, "_start_joinable_thread")
+    else "_start_new_thread"
+)
+# in a subprocess: a failed sitecustomize is one line on stderr and the daemon starts with threads,
+# so it leaves FLAG.hooked and FLAG.refused behind for the test to see that it refused
 SITECUSTOMIZE = f"""
 import os, threading
-_flag = os.environ.get("NO_THREADS_FLAG")
-_real = threading._start_new_thread
-def _start(fn, args, kwargs=None):
-    if _flag and os.path.exists(_flag):
+_flag = os.environ["NO_THREADS_FLAG"]
+_real = getattr(threading, {START!r})
+def _start(*args, **kwargs):
+    if os.path.exists(_flag):
+        open(_flag + ".refused", "a").close()
         {REFUSE}
-    return _real(fn, args, kwargs or {{}})
-threading._start_new_thread = _start
+    return _real(*args, **kwargs)
+setattr(threading, {START!r}, _start)
+open(_flag + ".hooked", "a").close()
 """
 
 
 def refuse_threads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Thread starts fail while the flag is set (in this process)."""
-    real = threading._start_new_thread  # type: ignore[attr-defined]
+    real = getattr(threading, START)
     flag = [True]
 
-    def start(fn: Any, args: Any, kwargs: Any = None) -> Any:
+    def start(*args: Any, **kwargs: Any) -> Any:
         if flag[0]:
             raise RuntimeError("can't start new thread")
-        return real(fn, args, kwargs or {})
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(threading, "_start_new_thread", start)
+    monkeypatch.setattr(threading, START, start)
     return flag
 
 
@@ -100,6 +111,7 @@ def test_a_daemon_without_threads_answers_every_request_and_stays_up(
     }
     d = daemon_factory(extra_env=env)
     wait_for(lambda: d.call("status")["index"]["initial_reconcile_done"])
+    assert Path(f"{flag}.hooked").exists(), d.log()  # the daemon's thread starts can be refused
     flag.touch()
     answers: list[Any] = []
 
@@ -119,6 +131,7 @@ def test_a_daemon_without_threads_answers_every_request_and_stays_up(
         ), a
     os.kill(d.proc.pid, signal.SIGHUP)  # a reload needs a thread of the loop's pool
     wait_for(lambda: "reload" in d.log())
+    assert Path(f"{flag}.refused").exists()  # some thread start was refused, and it went on
     assert d.call("ping")["pong"]
     flag.unlink()
     added = sum(1 for a in answers if "result" in a and "id" in a["result"])
