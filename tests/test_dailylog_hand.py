@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import older_store
+from conftest import entities_caught_up, older_store
 
 from memoryd.memory.dailylog import DailyLog
 from memoryd.search.searcher import SearchRequest
@@ -192,6 +192,7 @@ def test_a_markers_hash_on_a_line_indexed_as_text_is_no_entity(make_app: Any) ->
     with path.open("a") as f:
         f.write("- 10:00 [fact] Ana Lima moved the deploy to Friday <!-- m:99:de6be31d -->\n")
     app.indexer.reconcile()
+    entities_caught_up(app)  # a note's entities are read after its indexing (entity_pending)
     assert hits(app, "Friday") == [("chunk", path.relative_to(app.cfg.workspace).as_posix())]
     keys = app.store.read(lambda con: [r[0] for r in con.execute("SELECT key FROM entities")])
     assert "ana lima" in keys and "de6be31d" not in keys, keys

@@ -119,6 +119,9 @@ def test_a_write_lock_held_by_another_program_is_a_clear_refusal_and_caught_up_a
         assert attention(app.status())[0].startswith("writes refused: cannot write")
         assert app.stats(namespace="*") == before  # nothing half written
         assert call(app, "search", query="stored before the lock")["hits"]  # reads go on
+        # and the entity doors, whose notes wait to be read (kept.md): they say so, not fail
+        assert call(app, "entities")["entities_pending"] >= 1
+        assert call(app, "search", query="Kept", entities=["Kept"], mode="keyword")
     finally:
         holder.execute("COMMIT")
         holder.close()

@@ -10,6 +10,7 @@ import weakref
 from typing import Any
 
 from memoryd.core import pagecursor
+from memoryd.core.errors import StoreError, StoreUnavailable
 from memoryd.memory.validation import check_bound
 from memoryd.search import entities
 from memoryd.serve.app import App
@@ -46,12 +47,15 @@ def caught_up(app: App, *, search: bool = False) -> int:
     up to DOOR_BUDGET_S: how many still wait (the answer says `entities_pending`). A search
     without an entity filter reads none: it is not kept waiting on extraction and the writer
     (queries first, issue 23.1; its entity weight ignores the notes that wait, a moment)."""
-    return entitystage.caught_up(
-        app.store.read,
-        app.store.run_write,
-        entitystage.DOOR_BUDGET_S,
-        at_most=0 if search else None,
-    )
+    try:
+        return entitystage.caught_up(
+            app.store.read,
+            app.store.run_write,
+            entitystage.DOOR_BUDGET_S,
+            at_most=0 if search else None,
+        )
+    except (StoreUnavailable, StoreError):  # a write refused (another program's lock, a full
+        return int(app.store.read(entitystage.pending))  # disk): a read answers all the same
 
 
 @method("entity", {"name", "max_tokens", "relations", "type"}, from_index=True, required=("name",))
