@@ -15,8 +15,9 @@ held keys merged), a move keeps it (the path is read when drained), a delete dro
 (ON DELETE CASCADE; entries.delete_document withdraws what it held).
 
 `caught_up` is the one way to the rows being exact: the doors that read entities (the page, the
-list, `related`, the entity filter, `kind: "entity"`, the entity weight of a hybrid search)
-call it with a time budget and say `entities_pending: N` when the queue was longer than that;
+list, `related`, the entity filter, `kind: "entity"`) call it with a time budget and say
+`entities_pending: N` when the queue was longer than that (a search without an entity filter
+reads none: its entity weight ignores the notes that wait, a moment);
 export, checkpoints, `store migrate`, `reindex` and the benches call it without one."""
 
 from __future__ import annotations
