@@ -193,3 +193,26 @@ def test_memoryctl_and_the_mcp_tools_say_the_entities_pending(
     ctl_entities.s_entities({"entities": [], "entities_pending": 7}, Namespace())
     err = capsys.readouterr().err
     assert err.count("7 note(s) indexed just now still wait for their entities") == 2
+
+
+def test_a_note_whose_names_cannot_be_read_does_not_hold_back_the_queue(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Extraction that fails on one note (a text no rule foresaw) made the stage retry that
+    batch every 5 s for ever: no note indexed after it got its entities. It has none; the rest
+    are read."""
+    app = make_app(model=None)
+    real = entitystage.entities.extract_document
+
+    def fails_on_odd(fm: Any, body: Any, first: Any, text: str, path: str) -> Any:
+        if path.startswith("odd"):
+            raise ValueError("a text no rule foresaw")
+        return real(fm, body, first, text, path)
+
+    monkeypatch.setattr(entitystage.entities, "extract_document", fails_on_odd)
+    written(app, "odd.md", "# Odd\n\nOskar Berg wrote this.\n")
+    written(app, *LENA)
+    assert entitystage.store_caught_up(app.store) == 0
+    assert "lena fischer" in keys(app) and "oskar berg" not in keys(app)
+    assert call(app, "search", query="Oskar", mode="keyword")["hits"]  # its text is found
+    consistent(app)

@@ -28,11 +28,13 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from memoryd.core.errors import NotFound
+from memoryd.core.logsetup import get_logger
 from memoryd.store import entityclaims, tables
 from memoryd.store.protocol import Connection
 from memoryd.text import entities, markdown
 
 T = TypeVar("T")
+log = get_logger("memoryd.entities")
 
 BATCH = 50  # notes a transaction: the commit and the statements' set-up shared
 # how long a door that reads entities drains the queue itself before it answers with what is
@@ -103,9 +105,21 @@ def drain(con: Connection, limit: int = BATCH) -> int:
 def index_now(con: Connection, path: str, text: str, held: Iterable[str]) -> None:
     """The note's entities read as it is indexed, without the queue (a store older than it:
     the tests' older schemas)."""
-    fm, body, first = markdown.parse_front_matter(text)
-    mentions = entities.extract_document(fm, body, first, text, path)
-    entityclaims.index_pending(con, path, mentions, set(held))
+    entityclaims.index_pending(con, path, _mentions(path, text), set(held))
+
+
+def _mentions(path: str, text: str) -> list[Any]:
+    """The note's mentions; none when reading them fails (a text no rule foresaw: logged),
+    so that one note never holds back the queue behind it (the stage would retry it forever).
+    The rows are written by the caller: a store's failure still fails the batch, to be retried."""
+    try:
+        fm, body, first = markdown.parse_front_matter(text)
+        return list(entities.extract_document(fm, body, first, text, path))
+    except RecursionError:  # (an Exception too: said apart for the log's reader)
+        log.error("entities: a note too deeply nested to read; it has none", path=path)
+    except Exception as e:
+        log.error("entities: reading a note's names failed; it has none", path=path, error=repr(e))
+    return []
 
 
 def caught_up(
