@@ -101,13 +101,12 @@ class LoudParser(argparse.ArgumentParser):
     def _unknown_options(self, args: list[str]) -> list[str]:
         """The `--words` before a `--` that name none of this parser's options (nor start one
         alone, an abbreviation argparse takes)."""
-        known = [flag for flag in self._option_string_actions if flag.startswith("--")]
         unknown = []
         for word in args:
             if word == "--":
                 break
             flag = word.partition("=")[0]
-            if flag.startswith("--") and not any(k.startswith(flag) for k in known):
+            if flag.startswith("--") and not self._option_known(flag):
                 unknown.append(word)
         return unknown
 
@@ -139,8 +138,11 @@ class LoudParser(argparse.ArgumentParser):
         return None
 
     def _option_known(self, flag: str) -> bool:
+        """Whether `flag` is one of this parser's options, or starts a `--` one alone (an
+        abbreviation argparse takes)."""
         return flag in self._option_string_actions or (
-            flag.startswith("--") and any(k.startswith(flag) for k in self._option_string_actions)
+            flag.startswith("--")
+            and any(k.startswith(flag) for k in self._option_string_actions if k.startswith("--"))
         )
 
     def _named_command(self, words: list[str]) -> argparse.ArgumentParser:
